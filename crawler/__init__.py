@@ -1,0 +1,1 @@
+"""A polite, distributed web crawler built on Scrapy and the Mercator URL frontier."""

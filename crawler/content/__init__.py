@@ -1,0 +1,1 @@
+"""Content analysis shared by the spider and the content pipelines."""

@@ -1,0 +1,59 @@
+"""One lean parse per page: title, visible text and links with their anchor text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import lxml.html
+from lxml import etree
+
+_INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
+
+
+@dataclass
+class ParsedPage:
+    title: str = ""
+    text: str = ""
+    base_href: str | None = None
+    links: list[tuple[str, str]] = field(default_factory=list)  # (raw href, anchor text)
+    meta_robots: str = ""
+
+
+def parse_html(body: bytes | str, encoding: str | None = None) -> ParsedPage:
+    """Parse once with lxml and pull out what the crawler needs; broken HTML never raises."""
+    page = ParsedPage()
+    if not body:
+        return page
+    try:
+        parser = lxml.html.HTMLParser(encoding=encoding) if encoding else None
+        if isinstance(body, str):
+            root = lxml.html.document_fromstring(body)
+        else:
+            root = lxml.html.document_fromstring(body, parser=parser)
+    except (etree.ParserError, ValueError):
+        return page
+    title = root.find(".//title")
+    if title is not None and title.text:
+        page.title = " ".join(title.text.split())
+    base = root.find(".//base[@href]")
+    if base is not None:
+        page.base_href = base.get("href", "").strip() or None
+    for meta in root.iterfind(".//meta[@name]"):
+        if meta.get("name", "").lower() == "robots":
+            page.meta_robots = meta.get("content", "").lower()
+    for el in root.iterfind(".//a[@href]"):
+        page.links.append((el.get("href", ""), " ".join(el.text_content().split())))
+    for el in root.iterfind(".//area[@href]"):
+        page.links.append((el.get("href", ""), el.get("alt", "")))
+    page.text = visible_text(root)
+    return page
+
+
+def visible_text(root: lxml.html.HtmlElement) -> str:
+    """The text a reader sees: no scripts, styles or head; whitespace folded.
+
+    Strips the invisible elements from ``root`` in place, so call it after everything else has
+    been read from the tree.
+    """
+    etree.strip_elements(root, *_INVISIBLE, etree.Comment, with_tail=False)
+    return " ".join(root.text_content().split())

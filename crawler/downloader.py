@@ -1,0 +1,69 @@
+"""A Scrapy downloader that reports the end of every fetch, however it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from time import monotonic
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.core.downloader import Downloader
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from twisted.internet.defer import Deferred, inlineCallbacks
+
+from . import signals as crawler_signals
+from .frontier import Outcome
+
+
+class FrontierDownloader(Downloader):
+    """Sends ``fetch_finished`` with the fetch's outcome and network time.
+
+    ``Downloader.fetch`` is the one place every scheduled request passes through and leaves,
+    whether it was downloaded, failed, denied by a middleware, or turned into a retry or a
+    redirect; the public signals alone miss requests that never reach the network. The network
+    time is from ``request_reached_downloader`` to ``request_left_downloader``.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._started: dict[int, float] = {}
+        self._ended: dict[int, float] = {}
+        self._answered: set[int] = set()
+        crawler.signals.connect(self._reached, signals.request_reached_downloader)
+        crawler.signals.connect(self._left, signals.request_left_downloader)
+        crawler.signals.connect(self._answered_by_server, signals.response_downloaded)
+
+    def _reached(self, request: Request) -> None:
+        self._started[id(request)] = monotonic()
+
+    def _left(self, request: Request) -> None:
+        self._ended[id(request)] = monotonic()
+
+    def _answered_by_server(self, request: Request) -> None:
+        self._answered.add(id(request))
+
+    @inlineCallbacks
+    def fetch(
+        self, request: Request, spider: Any = None
+    ) -> Generator[Deferred[Any], Any, Response | Request]:
+        try:
+            result = yield super().fetch(request)
+            return result
+        finally:
+            key = id(request)
+            started = self._started.pop(key, None)
+            ended = self._ended.pop(key, None)
+            answered = key in self._answered
+            self._answered.discard(key)
+            if started is None:
+                outcome, duration = Outcome.NOT_SENT, None
+            else:
+                duration = (ended or monotonic()) - started
+                outcome = Outcome.FETCHED if answered else Outcome.FAILED
+            self.crawler.signals.send_catch_log(
+                crawler_signals.fetch_finished,
+                request=request,
+                outcome=outcome,
+                duration=duration,
+            )

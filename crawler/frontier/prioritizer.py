@@ -1,0 +1,45 @@
+"""The prioritizer: which of the K front queues a URL joins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+POLICIES = ("depth", "breadth_first", "fifo", "request")
+
+
+class Prioritizer:
+    """Maps a URL's facts to a front queue, 0 (most important) .. K-1.
+
+    * ``depth`` / ``breadth_first``: shallower pages first, so a site's hubs are fetched before its
+      deep pages (depth 0 -> queue 0, depth K-1 or more -> queue K-1).
+    * ``fifo``: one queue for everything, in discovery order.
+    * ``request``: the request's own priority (Scrapy's convention: higher is more important),
+      centred on the middle queue.
+
+    ``host_penalty`` (e.g. a host whose pages are mostly near-duplicates) pushes a URL down by that
+    many queues.
+    """
+
+    def __init__(
+        self,
+        policy: str,
+        queues: int,
+        host_penalty: Callable[[str], int] | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown priority policy {policy!r}; expected one of {POLICIES}")
+        self.policy = policy
+        self.queues = queues
+        self.host_penalty = host_penalty
+
+    def priority(self, *, depth: int, host: str, request_priority: int = 0) -> int:
+        last = self.queues - 1
+        if self.policy == "fifo":
+            p = 0
+        elif self.policy == "request":
+            p = self.queues // 2 - request_priority
+        else:
+            p = depth
+        if self.host_penalty is not None:
+            p += self.host_penalty(host)
+        return 0 if p < 0 else last if p > last else p

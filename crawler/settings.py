@@ -1,0 +1,81 @@
+"""Project settings: Scrapy's defaults changed where a polite, long-running crawler needs it.
+
+Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
+``[politeness]`` / ``[settings]`` tables, or in scrapyd's ``setting=KEY=VALUE``.
+"""
+
+BOT_NAME = "crawler"
+
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+# Spiders come from the per-site configs in crawler/sites/, one spider per file.
+SPIDER_LOADER_CLASS = "crawler.spiders.loader.SiteSpiderLoader"
+COMMANDS_MODULE = "crawler.commands"
+
+# A user agent that names the crawler and says where to complain. A site config may override it.
+CRAWLER_CONTACT_URL = "https://github.com/crawler-project/crawler"
+USER_AGENT = f"crawler-bot/0.1 (+{CRAWLER_CONTACT_URL})"
+
+# --- The Mercator frontier owns politeness ------------------------------------------------
+SCHEDULER = "crawler.scheduler.FrontierScheduler"
+# The downloader subclass tells the frontier when each fetch ends, however it ends.
+DOWNLOADER = "crawler.downloader.FrontierDownloader"
+# The frontier spaces requests per host from the end of the previous fetch. Scrapy's own delay
+# counts start to start and would add a second, different politeness rule on top, so it is off.
+DOWNLOAD_DELAY = 0
+# AutoThrottle starts every slot at 5 s and adjusts on its own: a competing politeness policy.
+AUTOTHROTTLE_ENABLED = False
+# The frontier never hands out more than FRONTIER_HOST_CONCURRENCY requests per host; the
+# downloader's own per-domain cap must not be the tighter one (and is not reliably enforced
+# with DOWNLOAD_DELAY = 0 anyway, see scrapy-notes.md).
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 16
+
+# Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
+FRONTIER_MIN_DELAY = 1.0
+FRONTIER_DELAY_FACTOR = 5.0
+FRONTIER_MAX_DELAY = 30.0
+FRONTIER_HOST_CONCURRENCY = 1
+FRONTIER_FRONT_QUEUES = 8
+FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
+# A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
+FRONTIER_MAX_CRAWL_DELAY = 120.0
+# Consecutive failed fetches (timeouts, refused connections) after which a host is given up.
+FRONTIER_HOST_MAX_FAILURES = 5
+# A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
+# still waiting are reported in the log and the stats.
+FRONTIER_IDLE_HORIZON = 300.0
+# How many front-queue entries one refill may move before it yields to the caller.
+FRONTIER_REFILL_BATCH = 256
+FRONTIER_PRIORITY_POLICY = "depth"
+
+# URL filters and spider-trap defenses (a site config sets its own).
+URL_MAX_LENGTH = 2048
+URL_MAX_REPEATED_SEGMENTS = 3
+
+# --- Address safety --------------------------------------------------------------------------
+# Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
+ALLOW_PRIVATE_ADDRESSES = False
+
+DOWNLOADER_MIDDLEWARES = {
+    "crawler.middlewares.address_safety.AddressSafetyMiddleware": 50,
+}
+
+# --- Crawler defaults ------------------------------------------------------------------------
+ROBOTSTXT_OBEY = False  # the robots.txt issue replaces Scrapy's middleware with our own
+COOKIES_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False  # 2.19's extension runs posted Python code on a local port
+# A dead host must not hold a slot for minutes: short timeout, few retries.
+DOWNLOAD_TIMEOUT = 20
+RETRY_ENABLED = True
+RETRY_TIMES = 2
+REDIRECT_MAX_TIMES = 5
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+# Depth is enforced by the frontier's URL policy (site config max_depth); DepthMiddleware
+# still records meta["depth"] and the depth stats.
+DEPTH_LIMIT = 0
+DEPTH_STATS_VERBOSE = False
+LOG_LEVEL = "INFO"
+FEED_EXPORT_ENCODING = "utf-8"

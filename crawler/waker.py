@@ -1,0 +1,45 @@
+"""Wakes Scrapy's engine when the frontier's earliest host comes due."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.utils.asyncio import call_later
+
+
+class EngineWaker:
+    """Asks the engine for requests at a given moment.
+
+    The engine asks the scheduler again only after a download, a new request, or its 5-second
+    heartbeat; with every host waiting out its delay that would waste up to 5 s per wait. Scrapy
+    has no public call for this: the engine's ``_slot.nextcall`` is scheduled with no delay from
+    our own timer (a delayed ``schedule`` would swallow earlier wake-ups). This class is the one
+    place that touches that private attribute.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._call: Any = None
+        self._at: float | None = None
+
+    def wake_at(self, when: float, now: float) -> None:
+        if self._call is not None and self._at is not None and self._at <= when:
+            return
+        self.cancel()
+        self._at = when
+        self._call = call_later(max(0.0, when - now), self._fire)
+
+    def _fire(self) -> None:
+        self._call = None
+        self._at = None
+        engine = self.crawler.engine
+        slot = getattr(engine, "_slot", None) if engine is not None else None
+        if slot is not None and slot.closing is None:
+            slot.nextcall.schedule()
+
+    def cancel(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+        self._call = None
+        self._at = None

@@ -1,0 +1,92 @@
+"""The in-memory frontier: the shared contract, plus checks of its Mercator structure."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from crawler.frontier import BiasedSelector, Entry, MemoryFrontier, PolitenessPolicy, Prioritizer
+from tests.frontier_contract import FrontierContract, entries, simulate
+
+
+class TestMemoryFrontierContract(FrontierContract):
+    def make_frontier(self, policy=None, **kwargs):
+        return MemoryFrontier(policy or PolitenessPolicy(), **kwargs)
+
+
+def test_each_back_queue_holds_one_host_and_stays_non_empty():
+    f = MemoryFrontier(PolitenessPolicy(min_delay=0.3), back_queues=4, refill_batch=1000)
+    f.add_many(entries(12, 8))
+    checks = 0
+
+    def discover(url: str) -> list[Entry]:
+        nonlocal checks
+        assigned = [h for h in f._back_host if h is not None]
+        for q, owner in zip(f._back, f._back_host, strict=True):
+            assert len({e.host for e in q}) <= 1, "a back queue mixes hosts"
+            assert not q or (owner is not None and {e.host for e in q} == {owner.name})
+        # a host owns at most one back queue; assigned queues are never empty while the
+        # front queues still hold URLs
+        assert len({h.name for h in assigned}) == len(assigned)
+        if f._front_total:
+            assert all(f._back[h.back] for h in assigned)
+            assert len(assigned) == 4
+        checks += 1
+        return []
+
+    sim = simulate(f, concurrency=3, discover=discover)
+    assert len(sim.fetches) == 96 and checks == 96
+
+
+def test_more_hosts_than_back_queues():
+    f = MemoryFrontier(PolitenessPolicy(min_delay=0.5), back_queues=2)
+    f.add_many(entries(25, 4))
+    sim = simulate(f, concurrency=6)
+    assert Counter(x.host for x in sim.fetches) == {f"h{h}.test": 4 for h in range(25)}
+    assert f.counts(sim.end_time).back_queues_used == 0
+
+
+def test_urls_wait_in_front_queues_when_no_back_queue_is_free():
+    f = MemoryFrontier(back_queues=2)
+    f.add_many(entries(5, 2))
+    assert f.counts(0.0).back_queues_used == 2
+    assert f.counts(0.0).front_queued == 8  # h0 and h1 each got a back queue and one URL
+
+
+def test_refill_does_bounded_work_per_call():
+    f = MemoryFrontier(back_queues=1, refill_batch=10)
+    f.add_many(Entry(url=f"http://a.test/{i}", host="a.test") for i in range(100))
+    f.add(Entry(url="http://b.test/", host="b.test"))
+    # The one back queue went to a.test; its URLs move 10 per call, never all 100 at once.
+    before = f.counts(0.0).front_queued
+    lease = f.next(0.0)
+    assert lease is not None
+    assert before - f.counts(0.0).front_queued <= 10
+
+
+def test_politeness_state_outlives_the_back_queue():
+    f = MemoryFrontier(PolitenessPolicy(min_delay=10, max_delay=10), back_queues=1)
+    f.add(Entry(url="http://a.test/1", host="a.test"))
+    lease = f.next(0.0)
+    assert lease is not None and f.counts(0.0).back_queues_used == 0  # ran dry, released
+    f.complete(lease.token, 1.0, 0.1)
+    f.add(Entry(url="http://a.test/2", host="a.test"))  # gets a back queue again
+    assert f.next(5.0) is None
+    assert f.next_due(5.0) == 11.0
+
+
+def test_selector_is_biased_but_fair():
+    sel = BiasedSelector(3)  # weights 3, 2, 1
+    picks = Counter(sel.pick([1, 1, 1]) for _ in range(600))
+    assert picks == {0: 300, 1: 200, 2: 100}
+    assert {sel.pick([0, 0, 5]) for _ in range(5)} == {2}
+
+
+def test_prioritizer_policies():
+    depth = Prioritizer("depth", 4)
+    assert [depth.priority(depth=d, host="h") for d in range(6)] == [0, 1, 2, 3, 3, 3]
+    assert Prioritizer("fifo", 4).priority(depth=5, host="h") == 0
+    req = Prioritizer("request", 4)
+    assert req.priority(depth=0, host="h", request_priority=10) == 0
+    assert req.priority(depth=0, host="h", request_priority=-10) == 3
+    penalized = Prioritizer("depth", 4, host_penalty=lambda h: 2 if h == "dup" else 0)
+    assert penalized.priority(depth=0, host="dup") == 2

@@ -1,0 +1,72 @@
+"""URL normalization, scope, filters and trap defenses."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.frontier import InvalidUrl, UrlPolicy, normalize_url
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("HTTP://Example.COM:80/a/../b/./c?b=2&a=1#frag", "http://example.com/b/c?a=1&b=2"),
+        ("https://x.test:443", "https://x.test/"),
+        ("http://127.0.0.2:8080/p/../p/1.html", "http://127.0.0.2:8080/p/1.html"),
+        ("http://a.test/%7Euser/ü", "http://a.test/~user/%C3%BC"),
+        ("  http://a.test/  ", "http://a.test/"),
+    ],
+)
+def test_normalize(raw, normalized):
+    assert normalize_url(raw)[0] == normalized
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("http://[::1", "invalid_url"),
+        ("http://exa mple.com/", "invalid_url"),
+        ("http:///nohost", "invalid_url"),
+        ("http://a.test:99999/", "invalid_url"),
+        ("javascript:void(0)", "scheme"),
+        ("mailto:a@b.test", "scheme"),
+        ("ftp://a.test/f", "scheme"),
+        ("file:///etc/passwd", "scheme"),
+        ("data:text/plain,hi", "scheme"),
+        ("", "scheme"),
+        ("not a url", "scheme"),
+    ],
+)
+def test_invalid(raw, reason):
+    with pytest.raises(InvalidUrl) as info:
+        normalize_url(raw)
+    assert info.value.reason == reason
+
+
+def test_scope_hosts_domains_and_added_hosts():
+    p = UrlPolicy(hosts=["a.test"], domains=["b.test"])
+    assert p.check("http://a.test/x")[0] == ""
+    assert p.check("http://sub.a.test/x")[0] == "out_of_scope"
+    assert p.check("http://deep.sub.b.test/x")[0] == ""
+    assert p.check("http://b.test/x")[0] == ""
+    assert p.check("http://notb.test/x")[0] == "out_of_scope"
+    p.add_host("www.a.test")
+    assert p.check("http://www.a.test/")[0] == ""
+
+
+def test_filters_and_traps():
+    p = UrlPolicy(
+        any_host=True,
+        allow=[r"/docs/"],
+        deny=[r"/docs/private/"],
+        max_depth=2,
+        max_url_length=60,
+        max_repeated_segments=2,
+    )
+    assert p.check("http://a.test/docs/x", depth=2) == ("", "http://a.test/docs/x", "a.test")
+    assert p.check("http://a.test/docs/x", depth=3)[0] == "too_deep"
+    assert p.check("http://a.test/blog/x")[0] == "not_allowed"
+    assert p.check("http://a.test/docs/private/x")[0] == "denied"
+    assert p.check("http://a.test/docs/" + "x" * 60)[0] == "too_long"
+    assert p.check("http://a.test/docs/a/a/b/a")[0] == "repeated_segments"
+    assert p.check("http://a.test/docs/a/a/b")[0] == ""
