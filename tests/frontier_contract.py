@@ -99,7 +99,7 @@ class FrontierContract:
     ) -> Frontier:  # pragma: no cover - implemented by subclasses
         raise NotImplementedError
 
-    # -- seen-test and admission --------------------------------------------------------------
+    # -- seen-test and admission ---
 
     def test_a_url_enters_once_unless_forced(self) -> None:
         f = self.make_frontier()
