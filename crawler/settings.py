@@ -78,4 +78,10 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 DEPTH_LIMIT = 0
 DEPTH_STATS_VERBOSE = False
 LOG_LEVEL = "INFO"
+
+EXTENSIONS = {
+    "crawler.extensions.statsfile.StatsFile": 900,
+}
+# Write the final stats as JSON to this path (off when empty).
+STATS_FILE = ""
 FEED_EXPORT_ENCODING = "utf-8"
