@@ -83,7 +83,9 @@ class FrontierScheduler(BaseScheduler):
         self.horizon = self.settings.getfloat("FRONTIER_IDLE_HORIZON", 300.0)
         self._leased: dict[int, str] = {}
         self._logged_reasons: set[str] = set()
+        self._origins: set[str] = set()
         crawler.signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
+        crawler.signals.connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -169,12 +171,34 @@ class FrontierScheduler(BaseScheduler):
             depth=depth,
             payload=request,
         )
-        result = self.frontier.add(entry, force=request.dont_filter)
+        first = bool(meta.get("frontier_first"))
+        if not first:
+            self._discover_origin(url, host)
+        result = self.frontier.add(entry, force=request.dont_filter or first, first=first)
         if not result.added:
             self._stat_inc(f"frontier/rejected/{result.reason}")
             return False
         self._stat_inc("frontier/enqueued")
         return True
+
+    def _discover_origin(self, url: str, host: str) -> None:
+        """The first URL of an origin lets others (robots.txt) put requests before it."""
+        origin = url[: url.find("/", url.find("//") + 2)] if url.count("/") > 2 else url
+        if origin in self._origins:
+            return
+        self._origins.add(origin)
+        results = self.crawler.signals.send_catch_log(
+            crawler_signals.origin_discovered, origin=origin, host=host
+        )
+        for _, result in results:
+            for request in result if isinstance(result, list) else [result]:
+                if isinstance(request, Request):
+                    request.meta["frontier_first"] = True
+                    self.enqueue_request(request)
+
+    def _host_crawl_delay(self, host: str, delay: float | None) -> None:
+        if self.frontier is not None and delay is not None:
+            self.frontier.set_crawl_delay(host, delay)
 
     def _admit_seed_host(self, url: str) -> None:
         """A seed's host is in scope, and so is the host a seed redirects to."""

@@ -3,3 +3,14 @@
 # Sent by FrontierDownloader once per fetch, however it ended:
 # fetch_finished(request, outcome: crawler.frontier.Outcome value, duration: float | None)
 fetch_finished = object()
+
+# Sent by the scheduler the first time it admits a URL of an origin (scheme://host:port).
+# origin_discovered(origin: str, host: str) -> a Request, a list of Requests or None.
+# Returned requests become the host's first requests: the frontier hands out nothing else of
+# that host until they complete (how robots.txt is fetched before a host's pages, under the
+# host's politeness).
+origin_discovered = object()
+
+# Sent by whoever learns a host's robots.txt Crawl-delay; the scheduler applies it.
+# host_crawl_delay(host: str, delay: float | None)
+host_crawl_delay = object()

@@ -75,3 +75,29 @@ def test_seed_hosts_join_the_scope():
     _, scheduler = open_scheduler()
     assert scheduler.enqueue_request(scrapy.Request("http://seed.test/", meta={"seed": True}))
     assert scheduler.enqueue_request(scrapy.Request("http://seed.test/page"))
+
+
+def test_origin_discovered_puts_a_first_request_before_the_hosts_others():
+    crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, FRONTIER_DELAY_FACTOR=0)
+    origins = []
+
+    def first_request(origin, host):
+        origins.append((origin, host))
+        return scrapy.Request(f"{origin}/robots.txt", dont_filter=True)
+
+    crawler.signals.connect(first_request, crawler_signals.origin_discovered)
+    for path in ("1", "2"):
+        assert scheduler.enqueue_request(scrapy.Request(f"http://a.test:8080/{path}"))
+    assert origins == [("http://a.test:8080", "a.test")]
+    robots = scheduler.next_request()
+    assert robots.url == "http://a.test:8080/robots.txt"
+    assert scheduler.next_request() is None  # the host waits for its first request
+    finish(crawler, robots)
+    assert scheduler.next_request().url == "http://a.test:8080/1"
+
+
+def test_host_crawl_delay_signal_reaches_the_frontier():
+    crawler, scheduler = open_scheduler(FRONTIER_MAX_CRAWL_DELAY=30)
+    crawler.signals.send_catch_log(crawler_signals.host_crawl_delay, host="a.test", delay=60)
+    assert not scheduler.enqueue_request(scrapy.Request("http://a.test/"))
+    assert crawler.stats.get_value("frontier/rejected/host_skipped") == 1
