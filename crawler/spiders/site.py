@@ -1,0 +1,263 @@
+"""The one spider class behind every site: seeds in, pages and their links out.
+
+The spider is deliberately policy-free: it does not filter links by scope, depth or URL patterns.
+The scheduler applies the site's URL policy (``spider.site``) to every request, seeds included,
+so there is one place that decides what is crawled, and it sees the links of every page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urljoin, urlsplit
+
+import scrapy
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.content.html import parse_html
+from crawler.items import PageItem
+from crawler.siteconfig import (
+    FOLLOWED_SCHEMES,
+    SeedsFileError,
+    SiteConfig,
+    bad_host,
+    check_seeds_file,
+    iter_seeds_file,
+    seed_url_problem,
+)
+
+if TYPE_CHECKING:
+    from scrapy.http.headers import Headers
+
+
+class SiteSpider(scrapy.Spider):
+    """Crawls one site config; :meth:`for_site` makes the subclass for a given config.
+
+    Spider argument ``-a seeds=FILE`` adds the URLs of FILE (one per line, ``#`` comments) to the
+    config's own seeds; a FILE that cannot be read stops the crawl before any request.
+    """
+
+    site: ClassVar[SiteConfig]
+
+    def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        if not isinstance(getattr(type(self), "site", None), SiteConfig):
+            raise TypeError(f"{type(self).__name__} has no site config; use SiteSpider.for_site()")
+        self.seeds_path: str | None = None
+        if seeds is not None:
+            if not seeds.strip():
+                raise SeedsFileError("-a seeds=", None, "the seeds argument names no file")
+            # Resolved now: the message and the later read must not depend on a later chdir.
+            path = os.path.abspath(os.path.expanduser(seeds))
+            try:
+                check_seeds_file(path)
+            except SeedsFileError as exc:
+                # One clean log line before Scrapy's traceback of the failed start.
+                self.logger.error("Not starting: %s", exc)
+                raise
+            self.seeds_path = path
+
+    @classmethod
+    def for_site(cls, site: SiteConfig) -> type[SiteSpider]:
+        """A spider class for ``site``: its name, config and Scrapy settings as class attributes."""
+        class_name = "".join(p.capitalize() for p in site.name.replace("-", "_").split("_"))
+        class_name = f"{class_name}SiteSpider"
+        attrs = {
+            "name": site.name,
+            "site": site,
+            "custom_settings": dict(site.settings),
+            "__module__": cls.__module__,
+            "__qualname__": class_name,
+            "__doc__": f"Crawls the site configured in {site.path}.",
+        }
+        return type(class_name, (cls,), attrs)
+
+    @classmethod
+    def handles_request(cls, request: scrapy.Request) -> bool:
+        """For ``scrapy fetch``/``shell``: a site handles URLs in its configured scope."""
+        site = getattr(cls, "site", None)
+        if site is None:
+            return False
+        return site.scope.contains(urlparse_cached(request).hostname or "")
+
+    # --- seeds ---
+
+    def _seed_urls(self) -> Iterator[tuple[str, str]]:
+        """(url, where it came from) for every seed, in order: config, config file, -a file."""
+        for url in self.site.seeds:
+            yield url, self.site.path
+        for path in (self.site.seeds_file, self.seeds_path):
+            if path is None:
+                continue
+            try:
+                for url in iter_seeds_file(path):
+                    yield url, path
+            except SeedsFileError as exc:
+                # Checked before the crawl started; this is a file that broke mid-read.
+                self.logger.error("%s", exc)
+                self.crawler.stats.inc_value("seeds/file_errors")
+
+    async def start(self) -> AsyncIterator[Any]:
+        """One request per valid seed (``meta["seed"] = True``); invalid seeds are logged, counted
+        and skipped, so one typo in a long seeds file does not cost the whole crawl."""
+        stats = self.crawler.stats
+        valid = 0
+        for url, source in self._seed_urls():
+            problem = seed_url_problem(url)
+            request = None
+            if problem is None:
+                try:
+                    request = scrapy.Request(url, callback=self.parse, meta={"seed": True})
+                except ValueError as exc:
+                    problem = str(exc)
+            if request is None:
+                self.logger.warning("Skipping invalid seed %r (from %s): %s", url, source, problem)
+                stats.inc_value("seeds/invalid")
+                continue
+            valid += 1
+            stats.inc_value("seeds/valid")
+            yield request
+        if not valid:
+            self.logger.error(
+                "No valid seeds to crawl: give some in %s (seeds, seeds_file) or with "
+                "-a seeds=FILE (one URL per line)",
+                self.site.path,
+            )
+            stats.inc_value("seeds/none")
+
+    # --- pages ---
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | scrapy.Request]:
+        """The page as a :class:`PageItem`, then one request per distinct http(s) link on it.
+
+        Non-HTML responses give an item with no text and no links.
+        """
+        request = response.request
+        meta = request.meta if request is not None else {}
+        redirect_urls = meta.get("redirect_urls")
+        if redirect_urls:
+            url = redirect_urls[0]
+        else:
+            url = request.url if request is not None else response.url
+        headers = response.headers
+        content_type = _header(headers, b"Content-Type")
+        item = PageItem(
+            url=url,
+            final_url=response.url,
+            status=response.status,
+            fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            depth=meta.get("depth", 0),
+            site=self.name,
+            title="",
+            text="",
+            outlinks=[],
+            last_modified=_header(headers, b"Last-Modified"),
+            etag=_header(headers, b"ETag"),
+            content_type=content_type,
+        )
+        if not _is_html(response, content_type):
+            yield item
+            return
+        page = parse_html(response.body, encoding=response.encoding)
+        item["title"] = page.title
+        item["text"] = page.text
+        outlinks, follow = self._links(response.url, page.base_href, page.links)
+        item["outlinks"] = outlinks
+        yield item
+        for link in follow:
+            try:
+                link_request = scrapy.Request(link, callback=self.parse)
+            except ValueError:  # a URL urlsplit accepts but Scrapy cannot encode
+                self.crawler.stats.inc_value("links/invalid")
+                continue
+            yield link_request
+
+    def _links(
+        self, page_url: str, base_href: str | None, links: list[tuple[str, str]]
+    ) -> tuple[list[dict[str, str]], list[str]]:
+        """Absolute, fragment-free http(s) links: (outlinks with anchor text, URLs to follow).
+
+        Outlinks keep each distinct (url, anchor text) pair, since every anchor text helps the
+        index find the target; the URLs to follow are distinct. This runs for every link of every
+        page, so it is plain ``urljoin`` plus string checks: a joined URL that starts with the
+        base's own ``scheme://netloc`` (relative links, most absolute ones) needs no second parse.
+        """
+        base = page_url
+        if base_href:
+            with contextlib.suppress(ValueError):  # a broken <base href> is ignored
+                base = urljoin(page_url, base_href)
+        origin = _origin(base)
+        cut = len(origin) if origin else 0
+        outlinks: list[dict[str, str]] = []
+        pairs: set[tuple[str, str]] = set()
+        follow: dict[str, None] = {}
+        skipped_scheme = invalid = 0
+        for href, text in links:
+            try:
+                absolute = urljoin(base, href.strip())
+            except ValueError:
+                invalid += 1
+                continue
+            if not (origin and absolute.startswith(origin) and absolute[cut : cut + 1] in _ENDS):
+                problem = _link_problem(absolute)
+                if problem == _SKIP_SCHEME:
+                    skipped_scheme += 1
+                    continue
+                if problem is not None:
+                    invalid += 1
+                    continue
+            absolute = absolute.partition("#")[0]
+            if (absolute, text) not in pairs:
+                pairs.add((absolute, text))
+                outlinks.append({"url": absolute, "text": text})
+            follow[absolute] = None
+        stats = self.crawler.stats
+        if skipped_scheme:
+            stats.inc_value("links/skipped_scheme", skipped_scheme)
+        if invalid:
+            stats.inc_value("links/invalid", invalid)
+        return outlinks, list(follow)
+
+
+# What may follow "scheme://netloc" in a URL on the same origin.
+_ENDS = frozenset({"", "/", "?", "#"})
+_SKIP_SCHEME = "scheme"
+_INVALID = "invalid"
+
+
+def _link_problem(url: str) -> str | None:
+    """``_SKIP_SCHEME`` for a non-http(s) link, ``_INVALID`` for one without a usable host."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in FOLLOWED_SCHEMES:
+            return _SKIP_SCHEME
+        host = parts.hostname
+        if not host or bad_host(host):
+            return _INVALID
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        return _INVALID
+    return None
+
+
+def _origin(url: str) -> str | None:
+    """``scheme://netloc`` of an http(s) URL with a valid host, else ``None``."""
+    if _link_problem(url) is not None:
+        return None
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _header(headers: Headers, name: bytes) -> str | None:
+    value = headers.get(name)
+    return value.decode("latin-1") if value else None
+
+
+def _is_html(response: Response, content_type: str | None) -> bool:
+    if isinstance(response, HtmlResponse):
+        return True
+    return isinstance(response, TextResponse) and "html" in (content_type or "").lower()

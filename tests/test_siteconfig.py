@@ -1,0 +1,397 @@
+"""Site configs: what loads, and that every refusal names the file, the key and the problem."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from crawler.siteconfig import (
+    Scope,
+    SeedsFileError,
+    SiteConfig,
+    SiteConfigError,
+    load_all_sites,
+    load_site_config,
+    read_seeds_file,
+    seed_url_problem,
+)
+
+FULL = """
+name = "shop"
+seeds = ["https://shop.example/", "http://127.0.0.1:8080/x"]
+seeds_file = "lists/shop-seeds.txt"
+user_agent = "test-bot/1.0"
+allow_private_addresses = true
+
+[scope]
+hosts = ["Shop.Example", "127.0.0.1", "[::1]"]
+domains = [".cdn.example", "bücher.example"]
+
+[urls]
+allow = ['^https?://shop\\.example/']
+deny = ['\\?sort=', '/cart/']
+max_depth = 0
+max_url_length = 512
+max_repeated_segments = 2
+
+[limits]
+max_pages_per_host = 10
+
+[politeness]
+min_delay = 0
+delay_factor = 2
+max_delay = 5.5
+host_concurrency = 2
+max_crawl_delay = 60
+
+[priority]
+policy = "breadth_first"
+
+[settings]
+DOWNLOAD_TIMEOUT = 7
+ITEM_PIPELINES = {}
+"""
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_full_config_loads(tmp_path: Path) -> None:
+    write(tmp_path, "lists/shop-seeds.txt", "https://shop.example/a\n")
+    site = load_site_config(write(tmp_path, "shop.toml", FULL))
+    assert site.name == "shop"
+    assert site.path.endswith("shop.toml")
+    assert site.seeds == ("https://shop.example/", "http://127.0.0.1:8080/x")
+    assert site.seeds_file == str(tmp_path / "lists" / "shop-seeds.txt")
+    assert site.scope == Scope(
+        hosts=("shop.example", "127.0.0.1", "::1"),
+        domains=("cdn.example", "xn--bcher-kva.example"),
+    )
+    assert site.allow == ("^https?://shop\\.example/",)
+    assert site.deny == ("\\?sort=", "/cart/")
+    assert (site.max_depth, site.max_url_length, site.max_repeated_segments) == (0, 512, 2)
+    assert site.max_pages_per_host == 10
+    assert site.priority_policy == "depth"  # breadth_first is its alias
+    assert site.user_agent == "test-bot/1.0"
+    assert site.allow_private_addresses is True
+    assert dict(site.settings) == {
+        "USER_AGENT": "test-bot/1.0",
+        "ALLOW_PRIVATE_ADDRESSES": True,
+        "FRONTIER_MIN_DELAY": 0.0,
+        "FRONTIER_DELAY_FACTOR": 2.0,
+        "FRONTIER_MAX_DELAY": 5.5,
+        "FRONTIER_HOST_CONCURRENCY": 2,
+        "FRONTIER_MAX_CRAWL_DELAY": 60.0,
+        "FRONTIER_PRIORITY_POLICY": "depth",
+        "DOWNLOAD_TIMEOUT": 7,
+        "ITEM_PIPELINES": {},
+    }
+    with pytest.raises(TypeError):
+        site.settings["X"] = 1  # type: ignore[index]
+    hash(site)  # frozen and hashable (the scheduler may key caches by it)
+
+
+def test_minimal_config_defaults(tmp_path: Path) -> None:
+    site = load_site_config(str(write(tmp_path, "a-b_1.toml", 'name = "a-b_1"\n')))
+    assert site == SiteConfig(
+        name="a-b_1", path=site.path, settings={"FRONTIER_PRIORITY_POLICY": "depth"}
+    )
+    assert site.scope.is_empty
+    assert site.seeds_file is None and site.max_depth is None
+
+
+def test_scope_contains() -> None:
+    scope = Scope(hosts=("a.example",), domains=("b.example",))
+    assert scope.contains("a.example") and scope.contains("b.example")
+    assert scope.contains("x.y.b.example") and scope.contains("b.example.")
+    assert not scope.contains("x.a.example") and not scope.contains("notb.example")
+    assert not Scope().contains("a.example")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        (
+            'name = "bad"\n[politeness]\nmin_delay = "fast"\n',
+            "politeness.min_delay",
+            'must be a number >= 0, got "fast"',
+        ),
+        ('name = "bad"\n[politeness]\nmin_delay = -1\n', "politeness.min_delay", "got -1"),
+        ('name = "bad"\n[politeness]\nmax_delay = nan\n', "politeness.max_delay", "number"),
+        (
+            'name = "bad"\n[politeness]\nhost_concurrency = 0\n',
+            "politeness.host_concurrency",
+            "integer >= 1",
+        ),
+        (
+            'name = "bad"\n[politeness]\nhost_concurrency = 1.5\n',
+            "politeness.host_concurrency",
+            "integer >= 1",
+        ),
+        (
+            'name = "bad"\n[politeness]\nmin_delay = 10\nmax_delay = 5\n',
+            "politeness.min_delay",
+            "must not exceed max_delay",
+        ),
+        (
+            'name = "bad"\n[politeness]\nmin_delay = 600\n',
+            "politeness.min_delay",
+            "project default",
+        ),
+        ('name = "bad"\nseeds = "https://a.example/"\n', "seeds", "list of strings"),
+        ('name = "bad"\nseeds = ["https://a.example/", 3]\n', "seeds[1]", "non-empty string"),
+        ('name = "bad"\nseeds = ["ftp://a.example/"]\n', "seeds[0]", "http:// or https://"),
+        ('name = "bad"\nseeds = ["http://[::1"]\n', "seeds[0]", "cannot be parsed"),
+        ('name = "bad"\nseeds = ["https:///path"]\n', "seeds[0]", "has no host"),
+        ('name = "bad"\nseeds = ["http://a.example:99999/"]\n', "seeds[0]", "cannot be parsed"),
+        ('name = "bad"\nseeds = ["example.com"]\n', "seeds[0]", "http:// or https://"),
+        (
+            'name = "bad"\n[urls]\nallow = ["(unclosed"]\n',
+            "urls.allow[0]",
+            "invalid regular expression",
+        ),
+        (
+            'name = "bad"\n[urls]\ndeny = ["ok", "[z-a]"]\n',
+            "urls.deny[1]",
+            "invalid regular expression",
+        ),
+        ('name = "bad"\n[urls]\nmax_depth = -1\n', "urls.max_depth", "integer >= 0"),
+        ('name = "bad"\n[urls]\nmax_depth = true\n', "urls.max_depth", "integer >= 0, got true"),
+        (
+            'name = "bad"\n[limits]\nmax_pages_per_host = 0\n',
+            "limits.max_pages_per_host",
+            "integer >= 1",
+        ),
+        (
+            'name = "bad"\n[priority]\npolicy = "random"\n',
+            "priority.policy",
+            'must be one of depth, breadth_first, fifo, request, got "random"',
+        ),
+        ('name = "other"\n', "name", 'must equal the file name without .toml ("bad")'),
+        ('name = "Bad"\n', "name", "must match"),
+        ("seeds = []\n", "name", "is required"),
+        (
+            'name = "bad"\nseed = ["https://a.example/"]\n',
+            "seed",
+            "unknown key (did you mean seeds?)",
+        ),
+        (
+            'name = "bad"\n[politeness]\nmin_dealy = 1\n',
+            "politeness.min_dealy",
+            "did you mean min_delay?",
+        ),
+        (
+            'name = "bad"\n[scope]\nhosts = []\nuser_agent = "x"\n',
+            "scope.user_agent",
+            "before the first [table]",
+        ),
+        ('name = "bad"\nmax_depth = 3\n', "max_depth", "did you mean urls.max_depth"),
+        ('name = "bad"\n[crawl]\nx = 1\n', "crawl", "unknown key"),
+        ('name = "bad"\nscope = ["a.example"]\n', "scope", "must be a table"),
+        (
+            'name = "bad"\n[scope]\nhosts = ["https://a.example/"]\n',
+            "scope.hosts[0]",
+            "bare host name",
+        ),
+        ('name = "bad"\n[scope]\nhosts = ["a.example:8080"]\n', "scope.hosts[0]", "bare host name"),
+        ('name = "bad"\n[scope]\ndomains = ["10.0.0.1"]\n', "scope.domains[0]", "not an IP"),
+        (
+            'name = "bad"\n[scope]\ndomains = ["a b.example"]\n',
+            "scope.domains[0]",
+            "not a valid host name",
+        ),
+        (
+            'name = "bad"\nallow_private_addresses = "yes"\n',
+            "allow_private_addresses",
+            'must be true or false, got "yes"',
+        ),
+        ('name = "bad"\nuser_agent = "a\\nX-Evil: 1"\n', "user_agent", "control characters"),
+        ('name = "bad"\nseeds_file = "missing.txt"\n', "seeds_file", "no such file"),
+        (
+            'name = "bad"\n[settings]\ndownload_timeout = 5\n',
+            "settings.download_timeout",
+            "UPPER_CASE",
+        ),
+        (
+            'name = "bad"\n[settings]\nUSER_AGENT = "x"\n',
+            "settings.USER_AGENT",
+            "set it with user_agent instead",
+        ),
+        (
+            'name = "bad"\n[settings]\nFRONTIER_MIN_DELAY = 2\n',
+            "settings.FRONTIER_MIN_DELAY",
+            "politeness.min_delay",
+        ),
+    ],
+)
+def test_invalid_config_names_file_and_key(
+    tmp_path: Path, text: str, key: str, problem: str
+) -> None:
+    path = write(tmp_path, "bad.toml", text)
+    with pytest.raises(SiteConfigError) as info:
+        load_site_config(path)
+    exc = info.value
+    assert exc.key == key
+    assert problem in exc.problem
+    assert str(exc).startswith(f"{path}: {key}: ")  # tmp_path is not below the CWD: absolute
+
+
+def test_toml_syntax_error_names_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.toml", 'name = "bad"\n[urls\n')
+    with pytest.raises(SiteConfigError, match=r"bad\.toml: invalid TOML: .*line 2"):
+        load_site_config(path)
+
+
+def test_error_message_is_relative_below_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    write(tmp_path, "sites/example.toml", 'name = "example"\n[politeness]\nmin_delay = "fast"\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SiteConfigError) as info:
+        load_site_config(tmp_path / "sites" / "example.toml")
+    assert str(info.value) == (
+        'sites/example.toml: politeness.min_delay: must be a number >= 0, got "fast"'
+    )
+
+
+def test_error_pickles() -> None:
+    exc = SiteConfigError("f.toml", "urls.max_depth", "bad")
+    again = pickle.loads(pickle.dumps(exc))
+    assert (again.file, again.key, again.problem, str(again)) == (
+        "f.toml",
+        "urls.max_depth",
+        "bad",
+        "f.toml: urls.max_depth: bad",
+    )
+
+
+def test_shipped_configs_load() -> None:
+    sites, errors = load_all_sites()
+    assert errors == {}
+    assert {"web", "example"} <= set(sites)
+    web = sites["web"]
+    assert web.seeds == () and web.seeds_file is None and web.scope.is_empty
+    example = sites["example"]
+    assert example.seeds and example.allow and example.deny and not example.scope.is_empty
+    assert example.max_depth is not None and example.max_pages_per_host is not None
+    assert example.user_agent and "DOWNLOAD_TIMEOUT" in example.settings
+    assert example.path == str(Path("crawler/sites/example.toml")) or example.path.endswith(
+        "crawler/sites/example.toml"
+    )
+
+
+def test_shipped_example_documents_every_key() -> None:
+    """example.toml is the user documentation: every key must appear in it."""
+    text = (Path(__file__).parent.parent / "crawler" / "sites" / "example.toml").read_text()
+    for key in (
+        "name", "seeds", "seeds_file", "user_agent", "allow_private_addresses", "[scope]",
+        "hosts", "domains", "[urls]", "allow", "deny", "max_depth", "max_url_length",
+        "max_repeated_segments", "[limits]", "max_pages_per_host", "[politeness]", "min_delay",
+        "delay_factor", "max_delay", "host_concurrency", "max_crawl_delay", "[priority]",
+        "policy", "[settings]",
+    ):  # fmt: skip
+        assert key in text, key
+
+
+def test_load_all_sites_reports_broken_file_without_hiding_good_ones(tmp_path: Path) -> None:
+    write(tmp_path, "good.toml", 'name = "good"\nseeds = ["https://good.example/"]\n')
+    bad = write(tmp_path, "broken.toml", 'name = "broken"\n[urls]\nmax_depth = "deep"\n')
+    write(tmp_path, "notes.txt", "not a config")
+    write(tmp_path, ".#good.toml", "editor lock file")
+    sites, errors = load_all_sites(tmp_path)
+    assert list(sites) == ["good"]
+    assert list(errors) == [str(bad)]
+    assert errors[str(bad)].key == "urls.max_depth"
+
+
+def test_load_all_sites_missing_directory(tmp_path: Path) -> None:
+    sites, errors = load_all_sites(tmp_path / "nope")
+    assert sites == {}
+    [exc] = errors.values()
+    assert "cannot list site configs" in str(exc) and "nope" in str(exc)
+
+
+def test_seed_url_problem() -> None:
+    assert seed_url_problem("https://a.example/x?y#z") is None
+    assert seed_url_problem("http://127.0.0.1:8080/") is None
+    for bad in (
+        "",
+        "not a url",
+        "ftp://x/",
+        "http://[::1",
+        "http:///x",
+        "https://a b/",
+        "http://a<b/",
+        5,
+    ):
+        assert seed_url_problem(bad), bad
+
+
+def test_read_seeds_file(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "seeds.txt",
+        "\ufeff# a comment\nhttps://a.example/\n\n   \n  https://b.example/#frag  \n"
+        "https://c.example/ # trailing comment\nnot a url\n",
+    )
+    assert read_seeds_file(path) == [
+        "https://a.example/",
+        "https://b.example/#frag",
+        "https://c.example/",
+        "not a url",  # validated (and reported) by the spider, not here
+    ]
+
+
+def test_read_seeds_file_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(SeedsFileError, match=r"nope\.txt: cannot read seeds file: No such file"):
+        read_seeds_file(tmp_path / "nope.txt")
+    with pytest.raises(SeedsFileError, match="is a directory"):
+        read_seeds_file(tmp_path)
+    binary = tmp_path / "seeds.bin"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SeedsFileError, match=r"seeds\.bin: seeds file is not UTF-8"):
+        read_seeds_file(binary)
+    assert issubclass(SeedsFileError, SiteConfigError)
+
+
+def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
+    """In a scrapyd egg the configs (and a seeds_file beside them) are inside a zip."""
+    egg = tmp_path / "project.egg"
+    with zipfile.ZipFile(egg, "w") as zf:
+        zf.writestr("pkg/__init__.py", "")
+        zf.writestr("pkg/sites/__init__.py", "")
+        zf.writestr(
+            "pkg/sites/zipped.toml",
+            'name = "zipped"\nseeds_file = "zipped-seeds.txt"\n[politeness]\nmin_delay = 2\n',
+        )
+        zf.writestr("pkg/sites/zipped-seeds.txt", "https://z.example/\n")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from importlib.resources import files\n"
+        "from crawler.siteconfig import load_all_sites, read_seeds_file\n"
+        "sites, errors = load_all_sites(files('pkg.sites'))\n"
+        "assert not errors, errors\n"
+        "print(read_seeds_file(sites['zipped'].seeds_file))\n"
+    )
+    root = Path(__file__).parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(egg)],
+        cwd=root, capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "['https://z.example/']"
+
+
+def test_siteconfig_does_not_import_scrapy() -> None:
+    code = "import sys, crawler.siteconfig; print('scrapy' in sys.modules)"
+    root = Path(__file__).parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=30
+    )
+    assert out.stdout.strip() == "False", out.stderr

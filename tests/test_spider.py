@@ -1,0 +1,420 @@
+"""The site spider and its loader, driven in memory; the CLI only where it stops before fetching.
+
+No test here sends a request: ``parse`` gets responses built in memory, ``start`` is drained
+without an engine, and the ``scrapy`` subprocesses either only list spiders or are refused
+before the engine starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.exceptions import UsageError
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from crawler.items import PageItem
+from crawler.siteconfig import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
+from crawler.spiders.loader import SiteSpiderLoader
+from crawler.spiders.site import SiteSpider
+
+ROOT = Path(__file__).resolve().parent.parent
+# Belt and braces for the subprocesses: even if a crawl got as far as the downloader, it could
+# not fetch anything.
+NO_NETWORK = ["-s", 'DOWNLOAD_HANDLERS={"http": null, "https": null}']
+
+
+def make_spider(tmp_path: Path, toml: str = 'name = "t"\n', **kwargs: Any) -> SiteSpider:
+    path = tmp_path / "t.toml"
+    path.write_text(toml, encoding="utf-8")
+    cls = SiteSpider.for_site(load_site_config(path))
+    return cls.from_crawler(get_crawler(cls), **kwargs)
+
+
+def drain(agen: AsyncIterator[Any]) -> list[Any]:
+    """Run an async generator that never awaits anything to completion, without an event loop."""
+    out = []
+    while True:
+        step = agen.__anext__()
+        try:
+            step.send(None)
+        except StopIteration as done:
+            out.append(done.value)
+        except StopAsyncIteration:
+            return out
+        else:  # pragma: no cover - start() awaited something: needs a real loop
+            step.close()
+            raise AssertionError("start() awaited; drive it with an event loop")
+
+
+def html_response(
+    url: str, body: bytes, headers: dict[str, str] | None = None, **meta: Any
+) -> HtmlResponse:
+    return HtmlResponse(
+        url, body=body, headers=headers or {}, request=Request(url, meta=meta), status=200
+    )
+
+
+def split(results: Iterator[Any]) -> tuple[PageItem, list[Request]]:
+    out = list(results)
+    assert isinstance(out[0], PageItem)
+    assert all(isinstance(r, Request) for r in out[1:])
+    return out[0], out[1:]
+
+
+PAGE = b"""<!DOCTYPE html>
+<html><head><title>  A   page </title><base href="/docs/"><script>var x = "<a href='/no'>";</script>
+</head><body>
+<p>Hello <b>world</b></p>
+<a href="intro.html#top">Intro</a>
+<a href="intro.html">Introduction</a>
+<a href=" intro.html ">Intro</a>
+<a href="/abs?q=1&amp;r=2">Abs</a>
+<a href="//other.example/x">Other</a>
+<a href="HTTPS://Upper.example/">Upper</a>
+<a href="mailto:me@example.com">Mail</a>
+<a href="javascript:void(0)">JS</a>
+<a href="tel:+123">Tel</a>
+<a href="http://[::1/">Broken IPv6</a>
+<a href="http://host:99999/">Bad port</a>
+<a href="http:///nohost">No host</a>
+<a href="http://exa mple.com/">Host with a space</a>
+<a href="#">Self</a>
+<map><area href="/map" alt="Map"></map>
+</body></html>"""
+
+
+def test_parse_html_page(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    headers = {
+        "Content-Type": "text/html; charset=utf-8",
+        "Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT",
+        "ETag": '"abc"',
+    }
+    response = html_response("https://site.example/a/page.html", PAGE, headers, depth=3)
+    item, requests = split(spider.parse(response))
+
+    assert item["url"] == item["final_url"] == "https://site.example/a/page.html"
+    assert item["status"] == 200 and item["depth"] == 3 and item["site"] == "t"
+    assert item["title"] == "A page"
+    assert "Hello world" in item["text"] and "var x" not in item["text"]
+    assert item["last_modified"] == "Wed, 21 Oct 2015 07:28:00 GMT"
+    assert item["etag"] == '"abc"'
+    assert item["content_type"] == "text/html; charset=utf-8"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", item["fetched_at"])
+
+    base = "https://site.example/docs/"
+    assert item["outlinks"] == [
+        {"url": base + "intro.html", "text": "Intro"},
+        {"url": base + "intro.html", "text": "Introduction"},
+        {"url": "https://site.example/abs?q=1&r=2", "text": "Abs"},
+        {"url": "https://other.example/x", "text": "Other"},
+        {"url": "https://Upper.example/", "text": "Upper"},
+        {"url": base, "text": "Self"},  # "#" with <base href> is the base document
+        {"url": "https://site.example/map", "text": "Map"},
+    ]
+    assert [r.url for r in requests] == [
+        base + "intro.html",
+        "https://site.example/abs?q=1&r=2",
+        "https://other.example/x",
+        "https://upper.example/",
+        base,
+        "https://site.example/map",
+    ]
+    assert all(r.callback == spider.parse and not r.meta for r in requests)
+    stats = spider.crawler.stats
+    assert stats.get_value("links/skipped_scheme") == 3
+    assert stats.get_value("links/invalid") == 4
+
+
+def test_parse_reports_the_url_before_redirects(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    response = html_response(
+        "https://site.example/new",
+        b"<a href='x'>x</a>",
+        redirect_urls=["http://site.example/old", "https://site.example/old"],
+    )
+    item, requests = split(spider.parse(response))
+    assert item["url"] == "http://site.example/old"
+    assert item["final_url"] == "https://site.example/new"
+    assert item["depth"] == 0
+    assert [r.url for r in requests] == ["https://site.example/x"]  # joined with the final URL
+
+
+def test_parse_broken_html(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    body = b"<html><body><div><a href='/one'>one <b>bold<a href=/two>two</p></table><title>T"
+    item, requests = split(spider.parse(html_response("http://b.example/", body)))
+    assert [r.url for r in requests] == ["http://b.example/one", "http://b.example/two"]
+    # How unclosed tags nest is lxml's call; the anchors are found, whatever their text.
+    assert [o["url"] for o in item["outlinks"]] == ["http://b.example/one", "http://b.example/two"]
+    assert item["outlinks"][0]["text"].startswith("one bold")
+
+
+@pytest.mark.parametrize("body", [b"", b"   ", b"\x00\x01\x02\xff" * 500, bytes(range(256))])
+def test_parse_garbage_html_does_not_raise(tmp_path: Path, body: bytes) -> None:
+    spider = make_spider(tmp_path)
+    item, requests = split(spider.parse(html_response("http://g.example/", body)))
+    assert item["url"] == "http://g.example/"
+    assert requests == [] and item["outlinks"] == []
+
+
+def test_parse_binary_response_has_no_text_or_links(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    png = b"\x89PNG\r\n\x1a\n" + b"<a href='/x'>x</a>" * 10
+    response = Response(
+        "http://b.example/img.png",
+        body=png,
+        headers={"Content-Type": "image/png"},
+        request=Request("http://b.example/img.png"),
+    )
+    item, requests = split(spider.parse(response))
+    assert requests == []
+    assert (item["title"], item["text"], item["outlinks"]) == ("", "", [])
+    assert item["content_type"] == "image/png" and item["status"] == 200
+
+
+def test_parse_plain_text_is_not_parsed_as_html(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    response = TextResponse(
+        "http://b.example/robots.txt",
+        body=b"<a href='/x'>not a link</a>",
+        headers={"Content-Type": "text/plain"},
+        request=Request("http://b.example/robots.txt"),
+    )
+    item, requests = split(spider.parse(response))
+    assert requests == [] and item["outlinks"] == []
+
+
+def test_parse_encodings(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    latin1 = "<title>Caf\xe9</title><a href='/men\xfc'>\xc9t\xe9</a>".encode("latin-1")
+    # Declared correctly in a <meta>: decoded correctly.
+    body = b'<meta charset="iso-8859-1">' + latin1
+    item, requests = split(spider.parse(html_response("http://e.example/", body)))
+    assert item["title"] == "Caf\xe9"
+    assert item["outlinks"] == [{"url": "http://e.example/men\xfc", "text": "\xc9t\xe9"}]
+    assert requests[0].url == "http://e.example/men%C3%BC"
+    # Declared wrongly (UTF-8 header on Latin-1 bytes): mangled text, but no exception.
+    response = html_response(
+        "http://e.example/", latin1, {"Content-Type": "text/html; charset=utf-8"}
+    )
+    item, requests = split(spider.parse(response))
+    assert item["title"].startswith("Caf") and len(requests) == 1
+
+
+def test_parse_many_links_dedupes(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    body = b"".join(b"<a href='/p%d#f%d'>l</a>" % (i % 100, i) for i in range(5000))
+    item, requests = split(spider.parse(html_response("http://m.example/", body)))
+    assert len(requests) == 100 and len(item["outlinks"]) == 100
+
+
+# --- start() ---
+
+
+def test_start_yields_seeds_from_config_files_and_argument(tmp_path: Path, caplog) -> None:
+    (tmp_path / "cfg-seeds.txt").write_text("https://b.example/\n# comment\n\nnot a url\n")
+    extra = tmp_path / "extra.txt"
+    extra.write_text("https://c.example/\nhttp://[::1\nftp://x/\nhttps://a.example/\n")
+    toml = 'name = "t"\nseeds = ["https://a.example/"]\nseeds_file = "cfg-seeds.txt"\n'
+    spider = make_spider(tmp_path, toml, seeds=str(extra))
+    with caplog.at_level(logging.WARNING):
+        requests = drain(spider.start())
+    assert [r.url for r in requests] == [
+        "https://a.example/",
+        "https://b.example/",
+        "https://c.example/",
+        "https://a.example/",  # duplicates are the scheduler's business
+    ]
+    assert all(r.meta == {"seed": True} and r.callback == spider.parse for r in requests)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 3
+    for bad, source in (("not a url", "cfg-seeds.txt"), ("http://[::1", "extra.txt")):
+        assert any(repr(bad) in w and source in w for w in warnings), (bad, warnings)
+    assert any("'ftp://x/'" in w for w in warnings)
+    stats = spider.crawler.stats
+    assert stats.get_value("seeds/invalid") == 3
+    assert stats.get_value("seeds/valid") == 4
+    assert stats.get_value("seeds/none") is None
+
+
+def test_start_without_seeds_logs_an_error_and_ends(tmp_path: Path, caplog) -> None:
+    spider = make_spider(tmp_path, 'name = "t"\n')
+    with caplog.at_level(logging.WARNING):
+        assert drain(spider.start()) == []
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "No valid seeds" in errors[0] and "-a seeds=FILE" in errors[0]
+    assert spider.crawler.stats.get_value("seeds/none") == 1
+
+
+def test_start_with_only_invalid_seeds_counts_none(tmp_path: Path) -> None:
+    seeds = tmp_path / "s.txt"
+    seeds.write_text("nope\n")
+    spider = make_spider(tmp_path, seeds=str(seeds))
+    assert drain(spider.start()) == []
+    assert spider.crawler.stats.get_value("seeds/none") == 1
+    assert spider.crawler.stats.get_value("seeds/invalid") == 1
+
+
+def test_missing_seeds_argument_file_refuses_to_start(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(SeedsFileError, match=re.escape(str(missing))):
+        make_spider(tmp_path, seeds=str(missing))
+    with pytest.raises(SeedsFileError):
+        make_spider(tmp_path, seeds="  ")
+
+
+def test_seeds_argument_relative_to_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "rel.txt").write_text("https://r.example/\n")
+    monkeypatch.chdir(tmp_path)
+    spider = make_spider(tmp_path, seeds="rel.txt")
+    monkeypatch.chdir(ROOT)
+    assert [r.url for r in drain(spider.start())] == ["https://r.example/"]
+
+
+def test_site_spider_class() -> None:
+    site = SiteConfig(name="s-1", path="s-1.toml", settings={"DOWNLOAD_TIMEOUT": 3})
+    cls = SiteSpider.for_site(site)
+    assert issubclass(cls, SiteSpider) and cls.name == "s-1" and cls.site is site
+    assert cls.custom_settings == {"DOWNLOAD_TIMEOUT": 3}
+    assert cls.__name__ == "S1SiteSpider"
+    with pytest.raises(TypeError, match="no site config"):
+        type("Bare", (SiteSpider,), {"name": "bare"})()
+
+
+# --- the loader ---
+
+
+def write_sites(directory: Path) -> Path:
+    directory.mkdir(exist_ok=True)
+    (directory / "good.toml").write_text(
+        'name = "good"\nseeds = ["https://good.example/"]\n'
+        '[scope]\ndomains = ["good.example"]\n[settings]\nDOWNLOAD_TIMEOUT = 3\n'
+    )
+    (directory / "bad.toml").write_text('name = "bad"\n[politeness]\nmin_delay = "fast"\n')
+    return directory
+
+
+def test_loader_on_a_sites_dir(tmp_path: Path, caplog) -> None:
+    sites = write_sites(tmp_path / "sites")
+    loader = SiteSpiderLoader.from_settings(
+        Settings({"SITES_DIR": str(sites), "SPIDER_MODULES": ["crawler.spiders"]})
+    )
+    with caplog.at_level(logging.WARNING, logger="crawler.spiders.loader"):
+        assert loader.list() == ["good"]
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "bad.toml: politeness.min_delay: must be a number >= 0" in warning
+
+    cls = loader.load("good")
+    assert issubclass(cls, SiteSpider) and cls.name == "good"
+    assert cls.site.scope.domains == ("good.example",)
+    assert cls.custom_settings == {"DOWNLOAD_TIMEOUT": 3, "FRONTIER_PRIORITY_POLICY": "depth"}
+
+    with pytest.raises(SiteConfigError) as info:
+        loader.load("bad")
+    assert info.value.key == "politeness.min_delay"
+    assert str(info.value).endswith(
+        'bad.toml: politeness.min_delay: must be a number >= 0, got "fast"'
+    )
+    assert isinstance(info.value, UsageError)  # scrapy crawl: one error line, exit status 2
+
+    with pytest.raises(KeyError, match="Spider not found: nope"):
+        loader.load("nope")
+
+    assert loader.find_by_request(Request("https://www.good.example/x")) == ["good"]
+    assert loader.find_by_request(Request("https://elsewhere.example/")) == []
+
+
+def test_loader_default_sites_and_module_spiders(tmp_path: Path) -> None:
+    """Without SITES_DIR the packaged configs are used; ordinary spider classes still load."""
+    pkg = tmp_path / "extra_spiders_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import scrapy\n\nclass Hand(scrapy.Spider):\n    name = 'handwritten'\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        loader = SiteSpiderLoader.from_settings(
+            Settings({"SPIDER_MODULES": ["crawler.spiders", "extra_spiders_pkg"]})
+        )
+        names = loader.list()
+        assert {"web", "example", "handwritten"} <= set(names)
+        assert issubclass(loader.load("handwritten"), Spider)
+        assert loader.load("web").site.name == "web"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("extra_spiders_pkg", None)
+
+
+# --- the command line (nothing is fetched: listing, or refused before the engine starts) ---
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Run the scrapy commands in parallel (each costs a Python start-up) and collect results."""
+    sites = write_sites(tmp_path_factory.mktemp("cli") / "sites")
+    missing = str(tmp_path_factory.mktemp("nofile") / "nonexistent-seeds.txt")
+    commands = {
+        "list": ["list"],
+        "list_dir": ["list", "-s", f"SITES_DIR={sites}"],
+        "crawl_bad": ["crawl", "bad", "-s", f"SITES_DIR={sites}", *NO_NETWORK],
+        "crawl_missing_seeds": ["crawl", "web", "-a", f"seeds={missing}", *NO_NETWORK],
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    procs = {
+        key: subprocess.Popen(
+            [sys.executable, "-m", "scrapy", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for key, args in commands.items()
+    }
+    results = {}
+    for key, proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        results[key] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    results["missing_path"] = subprocess.CompletedProcess([], 0, missing, "")
+    return results
+
+
+def test_scrapy_list(cli: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    result = cli["list"]
+    assert result.returncode == 0, result.stderr
+    assert {"web", "example"} <= set(result.stdout.split())
+
+
+def test_scrapy_list_warns_about_broken_configs(cli) -> None:
+    result = cli["list_dir"]
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["good"]
+    assert "bad.toml: politeness.min_delay: must be a number >= 0" in result.stderr
+
+
+def test_scrapy_crawl_broken_config_is_refused(cli) -> None:
+    result = cli["crawl_bad"]
+    assert result.returncode == 2
+    assert 'bad.toml: politeness.min_delay: must be a number >= 0, got "fast"' in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Spider opened" not in result.stderr
+
+
+def test_scrapy_crawl_with_missing_seeds_file_is_refused(cli) -> None:
+    result = cli["crawl_missing_seeds"]
+    missing = cli["missing_path"].stdout
+    assert result.returncode != 0
+    assert f"{missing}: cannot read seeds file: No such file or directory" in result.stderr
+    assert "Spider opened" not in result.stderr
