@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler.devsite import HostSpec, SiteServer, build_site  # noqa: E402
-from tests.crawling import per_host, run_crawl  # noqa: E402
+from crawler.devsite import HostSpec, SiteServer, build_site
+from tests.crawling import per_host, run_crawl
 
 
 def measure(records, pages_per_host: int, delay: float, response: float) -> dict[str, float]:
