@@ -112,6 +112,9 @@ class FrontierScheduler(BaseScheduler):
             self.settings.get("FRONTIER_PRIORITY_POLICY", "depth"),
             self.settings.getint("FRONTIER_FRONT_QUEUES", 8),
         )
+        self.crawler.signals.send_catch_log(
+            crawler_signals.frontier_opened, frontier=self.frontier, spider=spider
+        )
         return None
 
     def close(self, reason: str) -> None:

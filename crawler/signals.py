@@ -14,3 +14,8 @@ origin_discovered = object()
 # Sent by whoever learns a host's robots.txt Crawl-delay; the scheduler applies it.
 # host_crawl_delay(host: str, delay: float | None)
 host_crawl_delay = object()
+
+# Sent by the scheduler once its frontier is open, before any request is enqueued.
+# frontier_opened(frontier: crawler.frontier.Frontier, spider)
+# A crawl database uses it to mark URLs it already fetched and that are not due as seen.
+frontier_opened = object()

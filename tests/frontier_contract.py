@@ -109,6 +109,14 @@ class FrontierContract:
         assert f.add(Entry(url="http://a.test/x", host="a.test"), force=True).added
         assert len(f) == 2
 
+    def test_mark_seen(self) -> None:
+        f = self.make_frontier()
+        assert f.mark_seen(["http://a.test/1", "http://a.test/2"]) == 2
+        assert f.mark_seen(["http://a.test/2"]) == 0
+        assert f.add(Entry(url="http://a.test/1", host="a.test")).reason == "seen"
+        assert f.add(Entry(url="http://a.test/3", host="a.test")).added
+        assert len(f) == 1
+
     def test_host_budget(self) -> None:
         f = self.make_frontier(max_pages_per_host=3)
         results = [f.add(e) for e in entries(1, 5)]

@@ -97,6 +97,11 @@ class Frontier(abc.ABC):
         """Queue a URL. ``force`` skips the seen-test (retries, redirects); ``first`` makes the
         entry its host's next request and holds the host's other URLs until it completes."""
 
+    @abc.abstractmethod
+    def mark_seen(self, keys: Iterable[str]) -> int:
+        """Make these keys (normalized URLs) seen without queueing them, e.g. pages a crawl
+        database fetched before and that are not due; returns how many were new."""
+
     def add_many(self, entries: Iterable[Entry]) -> int:
         return sum(self.add(e).added for e in entries)
 

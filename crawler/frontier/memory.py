@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import count
 
 from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
@@ -294,6 +294,11 @@ class MemoryFrontier(Frontier):
 
     def __len__(self) -> int:
         return self._queued
+
+    def mark_seen(self, keys: Iterable[str]) -> int:
+        before = len(self._seen)
+        self._seen.update(keys)
+        return len(self._seen) - before
 
     def is_seen(self, key: str) -> bool:
         return key in self._seen
