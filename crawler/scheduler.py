@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 import logging
+import pickle
+from pathlib import Path
 from time import monotonic
 from typing import Any
 
 from scrapy import Request, Spider
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
+from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils.request import request_from_dict
 
 from . import signals as crawler_signals
 from .frontier import (
     Entry,
     Frontier,
-    MemoryFrontier,
+    MercatorFrontier,
+    Outcome,
     PolitenessPolicy,
     Prioritizer,
     UrlPolicy,
 )
+from .frontier.sqlite import SqliteStore
 from .waker import EngineWaker
 
 logger = logging.getLogger(__name__)
 
 LEASE_META = "frontier_lease"
+# Request meta that a plain link carries and that its rebuilt Request gets back.
+_PLAIN_META = frozenset({"depth"})
+# Decisions that depend on where a link was found: not remembered by the raw-link cache.
+_DEPTH_DEPENDENT = frozenset({"too_deep", "host_budget"})
 
 
 def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
@@ -62,11 +72,36 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
     )
 
 
+def is_plain(request: Request) -> bool:
+    """A plain link: a GET of the URL with the spider's default callback and nothing else, so
+    the frontier keeps only its URL and depth and rebuilds the Request when it is due."""
+    return (
+        request.method == "GET"
+        and request.callback is None
+        and request.errback is None
+        and not request.body
+        and not request.headers
+        and not request.cookies
+        and not request.cb_kwargs
+        and not request.flags
+        and request.priority == 0
+        and not request.dont_filter
+        and request.meta.keys() <= _PLAIN_META
+    )
+
+
 class FrontierScheduler(BaseScheduler):
     """Hands the engine the frontier's next due URL, and tells the frontier when fetches end.
 
     When every host is waiting out its delay, ``next_request`` returns None and arms a timer for
     the moment the earliest host comes due, so no host waits for the engine's 5-second heartbeat.
+
+    Links arrive two ways: as Requests (seeds, retries, redirects, anything with a callback or
+    meta of its own) through ``enqueue_request``, and in bulk from the site spider through the
+    ``links_extracted`` signal, which never builds a Request for a link that is not new.
+
+    With ``JOBDIR`` set, the frontier lives in ``JOBDIR/frontier.sqlite``: a stopped crawl goes
+    on where it was when run again with the same JOBDIR.
 
     A crawl ends when nothing is in flight and no queued host is due within
     ``FRONTIER_IDLE_HORIZON`` seconds; hosts still waiting then are reported, not waited for.
@@ -77,15 +112,22 @@ class FrontierScheduler(BaseScheduler):
         self.settings = crawler.settings
         self.stats: StatsCollector | None = crawler.stats
         self.frontier: Frontier | None = frontier
+        self.spider: Spider | None = None
         self.url_policy: UrlPolicy | None = None
         self.prioritizer: Prioritizer | None = None
         self.waker = EngineWaker(crawler)
         self.horizon = self.settings.getfloat("FRONTIER_IDLE_HORIZON", 300.0)
+        self.persistent = False
         self._leased: dict[int, str] = {}
         self._logged_reasons: set[str] = set()
         self._origins: set[str] = set()
-        crawler.signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
-        crawler.signals.connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
+        self._raw_seen: set[int] = set()
+        self._raw_cache_size = self.settings.getint("FRONTIER_LINK_CACHE_SIZE", 1_000_000)
+        self._max_depth = 0
+        signals = crawler.signals
+        signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
+        signals.connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
+        signals.connect(self._links_extracted, crawler_signals.links_extracted)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -93,11 +135,30 @@ class FrontierScheduler(BaseScheduler):
 
     def _build_frontier(self) -> Frontier:
         s = self.settings
+        front = s.getint("FRONTIER_FRONT_QUEUES", 8)
+        store = None
+        jobdir = s.get("JOBDIR")
+        if jobdir:
+            Path(jobdir).mkdir(parents=True, exist_ok=True)
+            path = Path(jobdir) / "frontier.sqlite"
+            resumed = path.exists()
+            store = SqliteStore(
+                path, front, commit_interval=s.getfloat("FRONTIER_COMMIT_INTERVAL", 2.0)
+            )
+            self.persistent = True
+            if resumed:
+                logger.info(
+                    "Resuming the frontier in %s: %d URLs queued, %d seen",
+                    path,
+                    sum(store.front_sizes),
+                    store.seen_count(),
+                )
         back = s.getint("FRONTIER_BACK_QUEUES", 0) or 3 * s.getint("CONCURRENT_REQUESTS", 16)
-        site = getattr(self.crawler.spider, "site", None)
-        return MemoryFrontier(
+        site = getattr(self.spider, "site", None)
+        return MercatorFrontier(
             politeness_from_settings(s),
-            front_queues=s.getint("FRONTIER_FRONT_QUEUES", 8),
+            store=store,
+            front_queues=front,
             back_queues=back,
             max_pages_per_host=getattr(site, "max_pages_per_host", None),
             refill_batch=s.getint("FRONTIER_REFILL_BATCH", 256),
@@ -105,6 +166,7 @@ class FrontierScheduler(BaseScheduler):
         )
 
     def open(self, spider: Spider) -> None:
+        self.spider = spider
         if self.frontier is None:
             self.frontier = self._build_frontier()
         self.url_policy = url_policy_for(spider, self.settings)
@@ -124,7 +186,7 @@ class FrontierScheduler(BaseScheduler):
             return None
         now = monotonic()
         left = frontier.waiting_hosts(now)
-        if left:
+        if left and reason == "finished":
             queued = sum(r.queued for r in left)
             shown = ", ".join(
                 f"{r.host} ({r.queued} URLs, {r.reason}, due in {r.due_in:.0f}s)" for r in left[:10]
@@ -142,8 +204,15 @@ class FrontierScheduler(BaseScheduler):
         self._stat_set("frontier/hosts", counts.hosts)
         self._stat_set("frontier/seen", counts.seen)
         self._stat_set("frontier/hosts_waiting_at_close", len(left))
+        self._stat_set("frontier/depth_max", self._max_depth)
         for why, n in counts.extra.items():
             self._stat_set(f"frontier/dropped/{why}", n)
+        if self.persistent and counts.queued:
+            logger.info(
+                "%d URLs stay queued in %s; run the crawl again with the same JOBDIR to go on",
+                counts.queued,
+                self.settings.get("JOBDIR"),
+            )
         frontier.close()
         return None
 
@@ -153,8 +222,7 @@ class FrontierScheduler(BaseScheduler):
         return self.frontier is not None and self.frontier.has_work(monotonic(), self.horizon)
 
     def enqueue_request(self, request: Request) -> bool:
-        assert self.frontier is not None and self.url_policy is not None
-        assert self.prioritizer is not None
+        assert self.url_policy is not None
         request.meta.pop(LEASE_META, None)  # a retry or redirect copies its parent's meta
         meta = request.meta
         depth = meta.get("depth", 0)
@@ -163,30 +231,96 @@ class FrontierScheduler(BaseScheduler):
             self._admit_seed_host(request.url)
         reason, url, host = self.url_policy.check(request.url, depth)
         if reason:
-            self._rejected(reason, request, seed)
+            self._rejected(reason, request.url, seed)
             return False
-        entry = Entry(
-            url=url,
-            host=host,
-            priority=self.prioritizer.priority(
-                depth=depth, host=host, request_priority=request.priority
-            ),
-            depth=depth,
-            payload=request,
-        )
         first = bool(meta.get("frontier_first"))
+        return self._add(
+            url,
+            host,
+            depth,
+            self._payload(request),
+            request_priority=request.priority,
+            force=request.dont_filter or first,
+            first=first,
+        )
+
+    def _add(
+        self,
+        url: str,
+        host: str,
+        depth: int,
+        payload: Any,
+        *,
+        request_priority: int = 0,
+        force: bool = False,
+        first: bool = False,
+    ) -> bool:
+        assert self.frontier is not None and self.prioritizer is not None
         if not first:
             self._discover_origin(url, host)
-        result = self.frontier.add(entry, force=request.dont_filter or first, first=first)
+        priority = self.prioritizer.priority(
+            depth=depth, host=host, request_priority=request_priority
+        )
+        result = self.frontier.add(
+            Entry(url, host, priority, depth, payload), force=force, first=first
+        )
         if not result.added:
             self._stat_inc(f"frontier/rejected/{result.reason}")
             return False
         self._stat_inc("frontier/enqueued")
+        if depth > self._max_depth:
+            self._max_depth = depth
         return True
+
+    def _links_extracted(self, response: Response, urls: list[str], spider: Spider) -> bool:
+        """Take a page's links in bulk: a link seen before (as written, after joining) costs a
+        set lookup; only new ones are normalized, filtered and tested against the seen-set, and
+        none becomes a Request until it is due."""
+        policy = self.url_policy
+        if policy is None or spider is not self.spider:
+            return False
+        depth = response.meta.get("depth", 0) + 1
+        raw_seen = self._raw_seen
+        if len(raw_seen) > self._raw_cache_size:
+            raw_seen.clear()
+        repeated = 0
+        for raw in urls:
+            h = hash(raw)
+            if h in raw_seen:
+                repeated += 1
+                continue
+            reason, url, host = policy.check(raw, depth)
+            if reason not in _DEPTH_DEPENDENT:
+                raw_seen.add(h)
+            if reason:
+                self._rejected(reason, raw, False)
+                continue
+            self._add(url, host, depth, None)
+        if repeated:
+            self._stat_inc("frontier/links_repeated", repeated)
+        return True
+
+    def _payload(self, request: Request) -> Any:
+        """What the frontier keeps to rebuild the request: nothing for a plain link, the Request
+        itself in memory, or its serialized form on disk."""
+        if is_plain(request):
+            return None
+        if self.persistent:
+            return pickle.dumps(request.to_dict(spider=self.spider), protocol=5)
+        return request
+
+    def _request(self, entry: Entry) -> Request:
+        payload = entry.payload
+        if payload is None:
+            return Request(entry.url, meta={"depth": entry.depth})
+        if isinstance(payload, Request):
+            return payload
+        return request_from_dict(pickle.loads(payload), spider=self.spider)
 
     def _discover_origin(self, url: str, host: str) -> None:
         """The first URL of an origin lets others (robots.txt) put requests before it."""
-        origin = url[: url.find("/", url.find("//") + 2)] if url.count("/") > 2 else url
+        end = url.find("/", url.find("//") + 2)
+        origin = url if end < 0 else url[:end]
         if origin in self._origins:
             return
         self._origins.add(origin)
@@ -207,19 +341,27 @@ class FrontierScheduler(BaseScheduler):
         """A seed's host is in scope, and so is the host a seed redirects to."""
         assert self.url_policy is not None
         _, _, host = self.url_policy.check(url)
-        if host:
+        if host and host not in self.url_policy.hosts:
             self.url_policy.add_host(host)
+            self._raw_seen.clear()  # links to that host were remembered as out of scope
 
     def next_request(self) -> Request | None:
         assert self.frontier is not None
         now = monotonic()
-        lease = self.frontier.next(now)
-        if lease is None:
-            due = self.frontier.next_due(now)
-            if due is not None:
-                self.waker.wake_at(due, now)
-            return None
-        request: Request = lease.entry.payload
+        while True:
+            lease = self.frontier.next(now)
+            if lease is None:
+                due = self.frontier.next_due(now)
+                if due is not None:
+                    self.waker.wake_at(due, now)
+                return None
+            try:
+                request = self._request(lease.entry)
+                break
+            except (ValueError, pickle.UnpicklingError) as exc:
+                self.frontier.complete(lease.token, now, None, Outcome.NOT_SENT)
+                self._rejected("invalid_url", lease.entry.url, False)
+                logger.debug("Cannot build a request for %s: %s", lease.entry.url, exc)
         request.meta[LEASE_META] = lease.token
         self._leased[lease.token] = lease.entry.host
         self._stat_inc("frontier/leased")
@@ -253,21 +395,19 @@ class FrontierScheduler(BaseScheduler):
             )
         self._stat_inc(f"frontier/hosts_given_up/{reason}")
 
-    def _rejected(self, reason: str, request: Request, seed: bool) -> None:
+    def _rejected(self, reason: str, url: str, seed: bool) -> None:
         self._stat_inc(f"frontier/rejected/{reason}")
         if seed:
-            logger.warning("Seed %s rejected: %s", request.url, _REASONS.get(reason, reason))
+            logger.warning("Seed %s rejected: %s", url, _REASONS.get(reason, reason))
         elif reason not in self._logged_reasons:
             self._logged_reasons.add(reason)
             logger.info(
                 "URL %s rejected: %s (further URLs rejected for this reason are counted in "
                 "the stat frontier/rejected/%s)",
-                request.url[:300],
+                url[:300],
                 _REASONS.get(reason, reason),
                 reason,
             )
-        else:
-            logger.debug("URL %s rejected: %s", request.url[:300], reason)
 
     def _stat_inc(self, key: str, n: int = 1) -> None:
         if self.stats is not None:

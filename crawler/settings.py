@@ -47,6 +47,11 @@ FRONTIER_HOST_MAX_FAILURES = 5
 FRONTIER_IDLE_HORIZON = 300.0
 # How many front-queue entries one refill may move before it yields to the caller.
 FRONTIER_REFILL_BATCH = 256
+# With JOBDIR: new URLs are committed to disk at least this often (and with every completed
+# fetch), so a killed crawl loses at most the URLs discovered in the last this-many seconds.
+FRONTIER_COMMIT_INTERVAL = 2.0
+# Raw links (as written in pages) remembered so a repeated link skips normalization.
+FRONTIER_LINK_CACHE_SIZE = 1_000_000
 FRONTIER_PRIORITY_POLICY = "depth"
 
 # URL filters and spider-trap defenses (a site config sets its own).
@@ -81,7 +86,11 @@ LOG_LEVEL = "INFO"
 
 EXTENSIONS = {
     "crawler.extensions.statsfile.StatsFile": 900,
+    "crawler.extensions.progress.FrontierProgress": 500,
+    # FrontierProgress says what LogStats says, and what the frontier is doing.
+    "scrapy.extensions.logstats.LogStats": None,
 }
+FRONTIER_PROGRESS_INTERVAL = 30.0
 # Write the final stats as JSON to this path (off when empty).
 STATS_FILE = ""
 FEED_EXPORT_ENCODING = "utf-8"

@@ -19,3 +19,9 @@ host_crawl_delay = object()
 # frontier_opened(frontier: crawler.frontier.Frontier, spider)
 # A crawl database uses it to mark URLs it already fetched and that are not due as seen.
 frontier_opened = object()
+
+# Sent by the site spider once per page with the page's links (absolute http(s) URLs,
+# fragments removed, in page order): links_extracted(response, urls: list[str], spider).
+# The frontier scheduler takes them in bulk and returns True; if no receiver returns True the
+# spider yields Requests instead (another scheduler is in use).
+links_extracted = object()

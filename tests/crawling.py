@@ -25,7 +25,7 @@ class CrawlResult:
     items: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_crawl(
+def crawl_command(
     tmp_path: Path,
     site: str = "web",
     *,
@@ -33,13 +33,10 @@ def run_crawl(
     settings: dict[str, Any] | None = None,
     sites_dir: Path | None = None,
     args: dict[str, str] | None = None,
-    timeout: float = 120,
-) -> CrawlResult:
-    """Run ``scrapy crawl SITE`` from the project root and collect its log, stats and items."""
-    stats_path = tmp_path / "stats.json"
-    items_path = tmp_path / "items.jsonl"
-    log_path = tmp_path / "crawl.log"
-    cmd = [sys.executable, "-m", "scrapy", "crawl", site, "-O", f"{items_path}:jsonlines"]
+) -> list[str]:
+    """``scrapy crawl SITE`` with its log, stats and items written under ``tmp_path``."""
+    cmd = [sys.executable, "-m", "scrapy", "crawl", site]
+    cmd += ["-o", f"{tmp_path / 'items.jsonl'}:jsonlines"]
     if seeds is not None:
         seeds_file = tmp_path / "seeds.txt"
         seeds_file.write_text("".join(f"{s}\n" for s in seeds), encoding="utf-8")
@@ -47,8 +44,8 @@ def run_crawl(
     for key, value in (args or {}).items():
         cmd += ["-a", f"{key}={value}"]
     all_settings: dict[str, Any] = {
-        "STATS_FILE": stats_path,
-        "LOG_FILE": log_path,
+        "STATS_FILE": tmp_path / "stats.json",
+        "LOG_FILE": tmp_path / "crawl.log",
         "LOG_LEVEL": "DEBUG",
     }
     if sites_dir is not None:
@@ -56,17 +53,49 @@ def run_crawl(
     all_settings.update(settings or {})
     for key, value in all_settings.items():
         cmd += ["-s", f"{key}={value}"]
-    env = dict(os.environ, PYTHONPATH=str(PROJECT))
-    proc = subprocess.run(
-        cmd, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    return cmd
+
+
+def start_crawl(tmp_path: Path, site: str = "web", **kwargs: Any) -> subprocess.Popen[str]:
+    """Start a crawl in the background (to stop or kill it mid-way)."""
+    for stale in ("stats.json", "items.jsonl", "crawl.log"):
+        (tmp_path / stale).unlink(missing_ok=True)
+    return subprocess.Popen(
+        crawl_command(tmp_path, site, **kwargs),
+        cwd=PROJECT,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    log = proc.stderr + (log_path.read_text(errors="replace") if log_path.exists() else "")
+
+
+def finish_crawl(
+    proc: subprocess.Popen[str], tmp_path: Path, timeout: float = 120
+) -> CrawlResult:
+    """Wait for a crawl started with ``start_crawl`` and collect its log, stats and items."""
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        raise
+    log_path = tmp_path / "crawl.log"
+    log = stderr + (log_path.read_text(errors="replace") if log_path.exists() else "")
     result = CrawlResult(proc.returncode, log)
+    stats_path, items_path = tmp_path / "stats.json", tmp_path / "items.jsonl"
     if stats_path.exists():
         result.stats = json.loads(stats_path.read_text())
     if items_path.exists():
         result.items = [json.loads(line) for line in items_path.read_text().splitlines() if line]
     return result
+
+
+def run_crawl(
+    tmp_path: Path, site: str = "web", *, timeout: float = 120, **kwargs: Any
+) -> CrawlResult:
+    """Run ``scrapy crawl SITE`` from the project root and collect its log, stats and items."""
+    return finish_crawl(start_crawl(tmp_path, site, **kwargs), tmp_path, timeout)
 
 
 def write_site(sites_dir: Path, name: str, body: str) -> Path:

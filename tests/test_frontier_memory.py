@@ -20,16 +20,14 @@ def test_each_back_queue_holds_one_host_and_stays_non_empty():
 
     def discover(url: str) -> list[Entry]:
         nonlocal checks
-        assigned = [h for h in f._back_host if h is not None]
-        for q, owner in zip(f._back, f._back_host, strict=True):
-            assert len({e.host for e in q}) <= 1, "a back queue mixes hosts"
-            assert not q or (owner is not None and {e.host for e in q} == {owner.name})
-        # a host owns at most one back queue; assigned queues are never empty while the
-        # front queues still hold URLs
-        assert len({h.name for h in assigned}) == len(assigned)
-        if f._front_total:
-            assert all(f._back[h.back] for h in assigned)
-            assert len(assigned) == 4
+        back = f.back_queues()
+        for host, queue in f.store._back.items():
+            assert {e.host for e in queue} == {host}, "a back queue mixes hosts"
+        # every back queue in use is non-empty, and all B are in use while the front queues
+        # still hold URLs
+        assert all(back.values())
+        if sum(f.store.front_sizes):
+            assert len(back) == 4
         checks += 1
         return []
 

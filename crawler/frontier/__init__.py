@@ -1,14 +1,16 @@
 """The Mercator URL frontier, free of Scrapy so it can be tested and reused directly.
 
-``api`` defines the interface every backend implements; ``memory`` is the embedded default;
+``api`` defines the interface every backend implements; ``mercator`` is the algorithm, over a
+queue store: ``store.MemoryStore`` (the embedded default) or ``sqlite.SqliteStore`` (JOBDIR);
 ``politeness``, ``selector``, ``prioritizer`` and ``urls`` are the policies it is built from.
 """
 
 from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
-from .memory import MemoryFrontier
+from .mercator import MemoryFrontier, MercatorFrontier
 from .politeness import PolitenessPolicy
 from .prioritizer import POLICIES, Prioritizer
 from .selector import BiasedSelector
+from .store import MemoryStore, QueueStore, url_key
 from .urls import InvalidUrl, UrlPolicy, normalize_url
 
 __all__ = [
@@ -22,9 +24,13 @@ __all__ = [
     "InvalidUrl",
     "Lease",
     "MemoryFrontier",
+    "MemoryStore",
+    "MercatorFrontier",
     "Outcome",
     "PolitenessPolicy",
     "Prioritizer",
+    "QueueStore",
     "UrlPolicy",
     "normalize_url",
+    "url_key",
 ]

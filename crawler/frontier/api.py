@@ -15,22 +15,19 @@ from typing import Any
 
 @dataclass(slots=True)
 class Entry:
-    """One URL waiting in the frontier.
+    """One URL waiting in the frontier: a compact record, not a Request.
 
-    ``key`` is the seen-test key (the normalized URL, or a fingerprint of it); ``payload`` is
-    whatever the adapter needs to rebuild the request, opaque to the frontier.
+    ``url`` is the normalized URL (its 64-bit hash is the seen-test key). ``payload`` is what
+    the adapter needs to rebuild a request that is more than a plain link (None for a plain
+    link); a persistent store needs it as bytes. ``id`` is the store's row id (0 in memory).
     """
 
     url: str
     host: str
     priority: int = 0
     depth: int = 0
-    key: str = ""
     payload: Any = None
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            self.key = self.url
+    id: int = 0
 
 
 @dataclass(slots=True)
@@ -84,7 +81,7 @@ class Frontier(abc.ABC):
 
     Semantics every backend guarantees (tests/frontier_contract.py checks them):
 
-    * ``add`` admits a URL once per crawl (by ``entry.key``) unless ``force`` is set.
+    * ``add`` admits a URL once per crawl (by its normalized URL) unless ``force`` is set.
     * ``next`` hands out at most ``host_concurrency`` leases per host at once, and a host's slot
       only when its time has come; otherwise ``None``.
     * ``complete`` frees the slot; the slot's next time is the fetch's end plus the politeness

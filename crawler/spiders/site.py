@@ -20,6 +20,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.content.html import parse_html
 from crawler.items import PageItem
+from crawler.links import follow_links
 from crawler.siteconfig import (
     FOLLOWED_SCHEMES,
     SeedsFileError,
@@ -168,13 +169,9 @@ class SiteSpider(scrapy.Spider):
         outlinks, follow = self._links(response.url, page.base_href, page.links)
         item["outlinks"] = outlinks
         yield item
-        for link in follow:
-            try:
-                link_request = scrapy.Request(link, callback=self.parse)
-            except ValueError:  # a URL urlsplit accepts but Scrapy cannot encode
-                self.crawler.stats.inc_value("links/invalid")
-                continue
-            yield link_request
+        # The frontier takes the links in bulk (no Request per link); Requests come back only
+        # when another scheduler runs the crawl.
+        yield from follow_links(self, response, follow)
 
     def _links(
         self, page_url: str, base_href: str | None, links: list[tuple[str, str]]

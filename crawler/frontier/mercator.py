@@ -1,15 +1,15 @@
-"""The Mercator frontier in one process's memory: the embedded default backend."""
+"""The Mercator frontier: one algorithm over a queue store (in memory, or SQLite on disk)."""
 
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import count
 
 from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
 from .politeness import PolitenessPolicy
 from .selector import BiasedSelector
+from .store import MemoryStore, QueueStore, url_key
 
 
 class HostState:
@@ -18,14 +18,18 @@ class HostState:
 
     __slots__ = (
         "admitted",
-        "back",
         "busy",
         "crawl_delay",
         "dead",
         "failures",
+        "fetches",
         "first_in_flight",
         "firsts",
         "free_at",
+        "gap_sum",
+        "gaps",
+        "has_back",
+        "last_end",
         "name",
         "skipped",
         "version",
@@ -39,11 +43,15 @@ class HostState:
         self.skipped = False
         self.dead = False
         self.failures = 0
-        self.firsts: deque[Entry] = deque()
+        self.firsts: list[Entry] = []
         self.first_in_flight = 0
-        self.back: int | None = None  # index of its back queue, if it has one
+        self.has_back = False
         self.admitted = 0
         self.version = 0  # invalidates stale heap entries
+        self.fetches = 0
+        self.last_end: float | None = None
+        self.gap_sum = 0.0  # real gaps: end of the host's previous fetch to the next lease
+        self.gaps = 0
 
     def in_flight(self) -> int:
         return sum(self.busy)
@@ -57,18 +65,18 @@ class HostState:
         return best
 
 
-class MemoryFrontier(Frontier):
-    """Prioritizer output goes to K front queues; a biased selector refills B back queues of one
-    host each; a heap keyed by each host's next allowed fetch time picks the next URL.
-
-    Every public call does a bounded amount of work: a refill moves at most ``refill_batch``
-    entries from front to back queues per call.
+class MercatorFrontier(Frontier):
+    """Prioritizer output goes to K front queues; a biased selector refills at most B back
+    queues of one host each; a heap keyed by each host's next allowed fetch time picks the next
+    URL. Every public call does a bounded amount of work: a refill moves at most
+    ``refill_batch`` entries from front to back queues per call.
     """
 
     def __init__(
         self,
         policy: PolitenessPolicy | None = None,
         *,
+        store: QueueStore | None = None,
         front_queues: int = 8,
         back_queues: int = 48,
         max_pages_per_host: int | None = None,
@@ -83,51 +91,66 @@ class MemoryFrontier(Frontier):
         self.back_queue_count = back_queues
         self.max_pages_per_host = max_pages_per_host
         self.refill_batch = refill_batch
-        self._front: list[deque[Entry]] = [deque() for _ in range(front_queues)]
-        self._front_sizes = [0] * front_queues
-        self._front_total = 0
+        self.store = store if store is not None else MemoryStore(front_queues)
+        if len(self.store.front_sizes) != front_queues:
+            raise ValueError("the store has a different number of front queues")
         self._selector = BiasedSelector(front_queues, selector_weights)
-        self._back: list[deque[Entry]] = [deque() for _ in range(back_queues)]
-        self._back_host: list[HostState | None] = [None] * back_queues
-        self._free_back = list(range(back_queues - 1, -1, -1))
+        self._free_back = back_queues
         self._hosts: dict[str, HostState] = {}
         self._heap: list[tuple[float, int, int, HostState]] = []
         self._seq = count()
         self._tokens = count(1)
         self._leases: dict[int, tuple[Lease, HostState, bool]] = {}
-        self._seen: set[str] = set()
         self._queued = 0
         self.dropped: dict[str, int] = {}
         self.on_give_up = on_give_up
+        self._recover()
+
+    def _recover(self) -> None:
+        """Take up what a persistent store kept from an earlier run: its queued entries are all
+        back in the front queues (including those that were in flight), its hosts keep their
+        page counts, skips and Crawl-delays."""
+        for saved in self.store.load_hosts():
+            host = self._host(saved.name)
+            host.admitted = saved.admitted
+            host.crawl_delay = saved.crawl_delay
+            host.dead = saved.dead
+            host.skipped = saved.skipped
+        self._queued = sum(self.store.front_sizes)
 
     # -- adding -------------------------------------------------------------------------------
 
     def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
-        host = self._host(entry.host)
+        host = self._hosts.get(entry.host)
+        if host is None:
+            host = self._host(entry.host)
         if host.dead:
             return AddResult(False, "host_dead")
         if host.skipped:
             return AddResult(False, "host_skipped")
         if not force:
-            if entry.key in self._seen:
-                return AddResult(False, "seen")
             if self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host:
                 return AddResult(False, "host_budget")
-            self._seen.add(entry.key)
+            if not self.store.seen_add(url_key(entry.url)):
+                return AddResult(False, "seen")
             host.admitted += 1
+            self.store.save_host(host)
+        entry.host = host.name  # one string per host, not one per URL
         self._queued += 1
         if first:
             host.firsts.append(entry)
             self._reschedule(host)
             return AddResult(True)
         p = entry.priority
-        p = 0 if p < 0 else min(p, self.front_queue_count - 1)
-        self._front[p].append(entry)
-        self._front_sizes[p] += 1
-        self._front_total += 1
+        if p < 0 or p >= self.front_queue_count:
+            entry.priority = 0 if p < 0 else self.front_queue_count - 1
+        self.store.front_push(entry)
         if self._free_back:
             self._refill()
         return AddResult(True)
+
+    def mark_seen(self, keys: Iterable[str]) -> int:
+        return sum(self.store.seen_add(url_key(k)) for k in keys)
 
     def _host(self, name: str) -> HostState:
         host = self._hosts.get(name)
@@ -138,34 +161,28 @@ class MemoryFrontier(Frontier):
     # -- the back-queue router ----------------------------------------------------------------
 
     def _refill(self) -> None:
-        """Move front-queue entries to back queues while a back queue is free (Mercator's refill),
-        at most ``refill_batch`` moves per call."""
+        """Move front-queue entries to back queues while a back queue is free (Mercator's
+        refill), at most ``refill_batch`` moves per call."""
         budget = self.refill_batch
-        sizes = self._front_sizes
-        while self._free_back and self._front_total and budget > 0:
+        store = self.store
+        sizes = store.front_sizes
+        while self._free_back and budget > 0 and any(sizes):
             budget -= 1
-            qi = self._selector.pick(sizes)
-            entry = self._front[qi].popleft()
-            sizes[qi] -= 1
-            self._front_total -= 1
-            host = self._hosts[entry.host]
+            entry = store.front_pop(self._selector.pick(sizes))
+            host = self._hosts.get(entry.host) or self._host(entry.host)
             if host.dead or host.skipped:
-                self._drop(1, "host_dead" if host.dead else "host_skipped")
+                self._drop([entry], "host_dead" if host.dead else "host_skipped")
                 continue
-            if host.back is None:
-                host.back = self._free_back.pop()
-                self._back_host[host.back] = host
-            queue = self._back[host.back]
-            queue.append(entry)
-            if len(queue) == 1:
+            if not host.has_back:
+                host.has_back = True
+                self._free_back -= 1
+            store.back_push(host.name, entry)
+            if store.back_len(host.name) == 1:
                 self._reschedule(host)
 
     def _release_back(self, host: HostState) -> None:
-        assert host.back is not None
-        self._back[host.back].clear()
-        self._back_host[host.back] = None
-        self._free_back.append(host.back)
-        host.back = None
+        host.has_back = False
+        self._free_back += 1
 
     # -- the heap of hosts --------------------------------------------------------------------
 
@@ -173,7 +190,7 @@ class MemoryFrontier(Frontier):
         """When the host can next hand out a URL, or None if it has nothing it may hand out."""
         if host.dead or host.skipped or host.first_in_flight:
             return None
-        if not host.firsts and (host.back is None or not self._back[host.back]):
+        if not host.firsts and not host.has_back:
             return None
         slot = host.free_slot()
         return None if slot < 0 else host.free_at[slot]
@@ -196,7 +213,7 @@ class MemoryFrontier(Frontier):
     # -- handing out and completing -----------------------------------------------------------
 
     def next(self, now: float) -> Lease | None:
-        if self._free_back and self._front_total:
+        if self._free_back:
             self._refill()
         top = self._peek()
         if top is None or top[0] > now:
@@ -206,17 +223,18 @@ class MemoryFrontier(Frontier):
         slot = host.free_slot()
         is_first = bool(host.firsts)
         if is_first:
-            entry = host.firsts.popleft()
+            entry = host.firsts.pop(0)
             host.first_in_flight += 1
         else:
-            assert host.back is not None
-            queue = self._back[host.back]
-            entry = queue.popleft()
-            if not queue:
+            entry = self.store.back_pop(host.name)
+            if not self.store.back_len(host.name):
                 self._release_back(host)
                 self._refill()
         self._queued -= 1
         host.busy[slot] = True
+        if host.last_end is not None:
+            host.gap_sum += now - host.last_end
+            host.gaps += 1
         lease = Lease(next(self._tokens), entry, slot, now)
         self._leases[lease.token] = (lease, host, is_first)
         self._reschedule(host)
@@ -233,6 +251,8 @@ class MemoryFrontier(Frontier):
         if was_first:
             host.first_in_flight -= 1
         if outcome != Outcome.NOT_SENT:
+            host.fetches += 1
+            host.last_end = now
             host.free_at[lease.slot] = now + self.policy.delay(duration, host.crawl_delay)
             if outcome == Outcome.FAILED:
                 host.failures += 1
@@ -240,6 +260,8 @@ class MemoryFrontier(Frontier):
                     self._give_up(host, "host_dead")
             else:
                 host.failures = 0
+        self.store.forget(lease.entry)
+        self.store.tick(now, durable=True)
         self._reschedule(host)
 
     def _give_up(self, host: HostState, reason: str) -> None:
@@ -249,24 +271,28 @@ class MemoryFrontier(Frontier):
             host.dead = True
         else:
             host.skipped = True
-        dropped = len(host.firsts)
-        host.firsts.clear()
-        if host.back is not None:
-            dropped += len(self._back[host.back])
+        dropped = host.firsts
+        host.firsts = []
+        if host.has_back:
+            dropped = dropped + self.store.back_drop(host.name)
             self._release_back(host)
         host.version += 1  # its heap entry is stale now
+        self.store.save_host(host)
         self._drop(dropped, reason)
         if self.on_give_up is not None:
-            self.on_give_up(host.name, reason, dropped)
+            self.on_give_up(host.name, reason, len(dropped))
 
-    def _drop(self, n: int, reason: str) -> None:
-        if n:
-            self._queued -= n
-            self.dropped[reason] = self.dropped.get(reason, 0) + n
+    def _drop(self, entries: list[Entry], reason: str) -> None:
+        if entries:
+            self._queued -= len(entries)
+            self.dropped[reason] = self.dropped.get(reason, 0) + len(entries)
+            for entry in entries:
+                self.store.forget(entry)
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
         state = self._host(host)
         state.crawl_delay = seconds
+        self.store.save_host(state)
         if not self.policy.accepts_crawl_delay(seconds):
             self._give_up(state, "host_skipped")
             return False
@@ -276,7 +302,7 @@ class MemoryFrontier(Frontier):
     # -- what the scheduler asks about ----------------------------------------------------------
 
     def next_due(self, now: float) -> float | None:
-        if self._free_back and self._front_total:
+        if self._free_back:
             self._refill()
         top = self._peek()
         if top is None:
@@ -295,22 +321,18 @@ class MemoryFrontier(Frontier):
     def __len__(self) -> int:
         return self._queued
 
-    def mark_seen(self, keys: Iterable[str]) -> int:
-        before = len(self._seen)
-        self._seen.update(keys)
-        return len(self._seen) - before
-
-    def is_seen(self, key: str) -> bool:
-        return key in self._seen
+    def back_queues(self) -> dict[str, int]:
+        """Hosts that hold a back queue, with its length."""
+        return {h.name: self.store.back_len(h.name) for h in self._hosts.values() if h.has_back}
 
     def counts(self, now: float) -> FrontierCounts:
         c = FrontierCounts(
             queued=self._queued,
             in_flight=len(self._leases),
-            seen=len(self._seen),
+            seen=self.store.seen_count(),
             hosts=len(self._hosts),
-            front_queued=self._front_total,
-            back_queues_used=self.back_queue_count - len(self._free_back),
+            front_queued=sum(self.store.front_sizes),
+            back_queues_used=self.back_queue_count - self._free_back,
             extra=dict(self.dropped),
         )
         for host in self._hosts.values():
@@ -325,31 +347,39 @@ class MemoryFrontier(Frontier):
                 c.hosts_waiting += 1
         return c
 
+    def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
+        """``(host, fetches, mean real gap in seconds)`` of the hosts fetched most."""
+        top = heapq.nlargest(n, self._hosts.values(), key=lambda h: h.fetches)
+        return [
+            (h.name, h.fetches, h.gap_sum / h.gaps if h.gaps else 0.0) for h in top if h.fetches
+        ]
+
     def waiting_hosts(self, now: float) -> list[HostReport]:
         queued: dict[str, int] = {}
-        for queue in self._front:
-            for entry in queue:
-                queued[entry.host] = queued.get(entry.host, 0) + 1
+        for entry in self.store.iter_queued():
+            queued[entry.host] = queued.get(entry.host, 0) + 1
         reports = []
         for host in self._hosts.values():
             n = queued.get(host.name, 0) + len(host.firsts)
-            if host.back is not None:
-                n += len(self._back[host.back])
             if not n or host.dead or host.skipped:
                 continue
             when = self._ready_time(host)
-            if host.back is None and not host.firsts:
-                reason = "waiting for a back queue"
-                due_in = 0.0
+            if not host.has_back and not host.firsts:
+                reason, due_in = "waiting for a back queue", 0.0
             elif when is None:
-                reason = "in flight"
-                due_in = 0.0
+                reason, due_in = "in flight", 0.0
             else:
-                reason = "politeness delay"
-                due_in = max(0.0, when - now)
+                reason, due_in = "politeness delay", max(0.0, when - now)
             reports.append(HostReport(host.name, n, due_in, reason))
         return sorted(reports, key=lambda r: -r.due_in)
 
     def host_state(self, host: str) -> HostState | None:
         """For tests and progress reports."""
         return self._hosts.get(host)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class MemoryFrontier(MercatorFrontier):
+    """The embedded default: everything in this process's memory (the default store)."""

@@ -1,0 +1,85 @@
+"""A periodic progress line about the frontier, in place of Scrapy's LogStats."""
+
+from __future__ import annotations
+
+import logging
+from time import monotonic
+from typing import Any
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
+
+from .. import signals as crawler_signals
+from ..frontier import Frontier
+
+logger = logging.getLogger(__name__)
+
+
+class FrontierProgress:
+    """Every ``FRONTIER_PROGRESS_INTERVAL`` seconds: pages/s, the frontier's size, hosts ready,
+    waiting and in flight, and the real gap (end of one fetch to the start of the next) the
+    busiest hosts got, which is what a site owner sees of our politeness."""
+
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.frontier: Frontier | None = None
+        self._task: Any = None
+        self._last_pages = 0
+        self._last_time = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FrontierProgress:
+        interval = crawler.settings.getfloat("FRONTIER_PROGRESS_INTERVAL", 30.0)
+        if interval <= 0:
+            raise NotConfigured
+        ext = cls(crawler, interval)
+        crawler.signals.connect(ext.frontier_opened, crawler_signals.frontier_opened)
+        crawler.signals.connect(ext.spider_opened, signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signals.spider_closed)
+        return ext
+
+    def frontier_opened(self, frontier: Frontier, spider: Spider) -> None:
+        self.frontier = frontier
+
+    def spider_opened(self, spider: Spider) -> None:
+        self._last_time = monotonic()
+        self._task = create_looping_call(self.log)
+        self._task.start(self.interval, now=False)
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        self.log(final=True)
+
+    def log(self, final: bool = False) -> None:
+        assert self.crawler.stats is not None
+        pages = self.crawler.stats.get_value("response_received_count", 0)
+        now = monotonic()
+        rate = (pages - self._last_pages) / max(now - self._last_time, 1e-9)
+        self._last_pages, self._last_time = pages, now
+        frontier = self.frontier
+        if frontier is None:
+            logger.info("Crawled %d pages (%.1f pages/s)", pages, rate)
+            return
+        c = frontier.counts(now)
+        busiest = getattr(frontier, "busiest_hosts", lambda n: [])(3)
+        gaps = ", ".join(f"{host} {n} pages, gap {gap:.2f}s" for host, n, gap in busiest)
+        logger.info(
+            "Crawled %d pages (%.1f pages/s); frontier %d queued, %d seen; hosts %d ready, "
+            "%d waiting, %d in flight; busiest: %s",
+            pages,
+            rate,
+            c.queued,
+            c.seen,
+            c.hosts_ready,
+            c.hosts_waiting,
+            c.hosts_busy,
+            gaps or "-",
+        )
+        if final:
+            stats = self.crawler.stats
+            for i, (host, n, gap) in enumerate(busiest):
+                stats.set_value(f"frontier/busiest/{i + 1}", f"{host} {n} pages, gap {gap:.3f}s")
