@@ -30,6 +30,10 @@ AUTOTHROTTLE_ENABLED = False
 # with DOWNLOAD_DELAY = 0 anyway, see scrapy-notes.md).
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 16
+# The site spider yields one item per page (links go to the frontier in bulk). Scrapy 2.19
+# starts CONCURRENT_ITEMS worker tasks for every response whatever it yields: the default of
+# 100 cost about 10 % of a crawl's CPU.
+CONCURRENT_ITEMS = 4
 
 # Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
 FRONTIER_MIN_DELAY = 1.0
