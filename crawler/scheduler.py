@@ -185,8 +185,10 @@ class FrontierScheduler(BaseScheduler):
         if frontier is None:
             return None
         now = monotonic()
-        left = frontier.waiting_hosts(now)
-        if left and reason == "finished":
+        # Only a crawl that ended by itself has hosts "left behind"; a stopped one keeps them
+        # queued (and on disk a full scan of the queue would slow the stop down).
+        left = frontier.waiting_hosts(now) if reason == "finished" and len(frontier) else []
+        if left:
             queued = sum(r.queued for r in left)
             shown = ", ".join(
                 f"{r.host} ({r.queued} URLs, {r.reason}, due in {r.due_in:.0f}s)" for r in left[:10]
