@@ -6,9 +6,11 @@ against stock Scrapy, on the same finite site crawled to completion in the same 
 The site is documentation-like: every page carries a few hundred links, most of them to pages
 the crawl has already seen. Both crawls use the same concurrency (16 requests, 2 per host), no
 delay, and write the same page items (URL, status, title, text, outlinks with anchor text) to a
-JSON-lines feed. Stock Scrapy runs outside the project (plain defaults) with LinkExtractor and
-response.follow (bench/stock_spider.py). CPU is the crawl process's user + system time, from
-the operating system; the test server runs in this process and is not counted.
+JSON-lines feed; "+dedup+index" is this crawler with its default content pipelines on
+(near-duplicate detection and the full-text index), work stock Scrapy does not do. Stock Scrapy
+runs outside the project (plain defaults) with LinkExtractor and response.follow
+(bench/stock_spider.py). CPU is the crawl process's user + system time, from the operating
+system; the test server runs in this process and is not counted.
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, wall
 
 
-def ours(tmp: Path, seeds: list[str]) -> list[str]:
+def ours(tmp: Path, seeds: list[str], pipelines: bool = False) -> list[str]:
     settings = COMMON | {
+        "NEARDUP_ENABLED": pipelines,
+        "INDEX_ENABLED": pipelines,
+        "INDEX_PATH": tmp / "index.sqlite",
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0,
         "FRONTIER_DELAY_FACTOR": 0,
@@ -81,15 +86,20 @@ def main() -> int:
 
     specs = [HostSpec(f"127.0.2.{i + 1}", pages=args.pages) for i in range(args.hosts)]
     graph = build_site(specs, links_per_page=args.links, cross_host_links=2, extras=False)
-    rows: dict[str, list[dict[str, float]]] = {"this crawler": [], "stock Scrapy": []}
+    crawlers = {
+        "this crawler": ours,
+        "stock Scrapy": stock,
+        "+dedup+index": lambda tmp, seeds: ours(tmp, seeds, pipelines=True),
+    }
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in crawlers}
     with SiteServer(graph) as server:
         seeds = server.seeds()
         wanted = graph.reachable(seeds)
         for _ in range(args.runs):
-            for name, build in (("this crawler", ours), ("stock Scrapy", stock)):
+            for name, build in crawlers.items():
                 server.reset()
                 with tempfile.TemporaryDirectory() as tmp:
-                    cwd = ROOT if name == "this crawler" else Path(tmp)
+                    cwd = Path(tmp) if build is stock else ROOT
                     cpu, wall = run(build(Path(tmp), seeds), cwd)
                 fetched = set(normalized(server.records))
                 links = sum(len(graph.links(url)) for url in fetched if url in wanted)

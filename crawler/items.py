@@ -14,6 +14,7 @@ class PageItem(scrapy.Item):
     site = scrapy.Field()
     title = scrapy.Field()
     text = scrapy.Field()  # visible text of the page
+    main_text = scrapy.Field()  # main content, boilerplate removed (crawler.content.maintext)
     outlinks = scrapy.Field()  # [{"url": ..., "text": anchor text}, ...] as extracted
     content_fingerprint = scrapy.Field()  # of the normalized main text (content pipelines)
     last_modified = scrapy.Field()

@@ -27,6 +27,7 @@ from .frontier import (
     UrlPolicy,
 )
 from .frontier.sqlite import SqliteStore
+from .pipelines.neardup import host_penalty_for
 from .waker import EngineWaker
 
 logger = logging.getLogger(__name__)
@@ -173,6 +174,7 @@ class FrontierScheduler(BaseScheduler):
         self.prioritizer = Prioritizer(
             self.settings.get("FRONTIER_PRIORITY_POLICY", "depth"),
             self.settings.getint("FRONTIER_FRONT_QUEUES", 8),
+            host_penalty=host_penalty_for(self.crawler),  # hosts of mostly near-duplicates
         )
         self.crawler.signals.send_catch_log(
             crawler_signals.frontier_opened, frontier=self.frontier, spider=spider

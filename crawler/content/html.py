@@ -1,4 +1,4 @@
-"""One lean parse per page: title, visible text and links with their anchor text."""
+"""One lean parse per page: title, visible text, main text and links with their anchor text."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import lxml.html
 from lxml import etree
 
+from .maintext import main_text_from_tree
+
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
 
@@ -14,6 +16,7 @@ _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 class ParsedPage:
     title: str = ""
     text: str = ""
+    main_text: str = ""  # the text without the site's template (crawler.content.maintext)
     base_href: str | None = None
     links: list[tuple[str, str]] = field(default_factory=list)  # (raw href, anchor text)
     meta_robots: str = ""
@@ -49,6 +52,7 @@ def parse_html(body: bytes | str, encoding: str | None = None) -> ParsedPage:
     for el in root.iterfind(".//area[@href]"):
         page.links.append((el.get("href", ""), el.get("alt", "")))
     page.text = visible_text(root)
+    page.main_text = main_text_from_tree(root)  # last: both strip the tree in place
     return page
 
 

@@ -1,0 +1,190 @@
+"""Item pipeline: write pages into the full-text index (a thin adapter over crawler.index).
+
+What an item does to the index:
+
+* ``2xx``: its document is replaced (title, main text or else visible text) and its outlinks'
+  anchor texts are credited to their targets. A page flagged by the near-duplicate pipeline
+  (``duplicate_of``) becomes an alias of its original instead, with no document and no outlinks
+  of its own (a mirror's links would only repeat the original's), unless
+  ``NEARDUP_INDEX_DUPLICATES``. A ``noindex`` page keeps its outlinks but has no document.
+  When the request was redirected, the requested URL becomes an alias of the final URL.
+* ``304``: the document stays as it is; the visit is recorded.
+* ``404``/``410``: the document is dropped (links to the URL still count).
+* anything else (5xx, an unfollowed 3xx): the visit is recorded, the document kept.
+
+Writes are grouped: a transaction is committed every ``INDEX_BATCH_SIZE`` items, every
+``INDEX_COMMIT_INTERVAL`` seconds while the crawl runs (so ``scrapy search`` sees a slow crawl's
+pages), and at close. A crawl killed mid-way loses the open batch, never the index's
+consistency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, ClassVar
+
+from itemadapter import ItemAdapter
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
+
+from crawler.index import Index, PageDocument, open_index
+from crawler.index.sqlite import default_index_path
+
+__all__ = ["IndexPipeline"]
+
+logger = logging.getLogger(__name__)
+
+_GONE = frozenset({404, 410})
+
+
+class IndexPipeline:
+    ENABLED: ClassVar[bool] = True
+    BATCH_SIZE: ClassVar[int] = 200
+    COMMIT_INTERVAL: ClassVar[float] = 5.0
+    INDEX_DUPLICATES: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        batch_size: int = 200,
+        commit_interval: float = 5.0,
+        index_duplicates: bool = False,
+    ) -> None:
+        self.crawler = crawler
+        self.batch_size = max(1, batch_size)
+        self.commit_interval = commit_interval
+        self.index_duplicates = index_duplicates
+        self.index: Index | None = None
+        self._pending = 0
+        self._last_commit = time.monotonic()
+        self._timer: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
+        s = crawler.settings
+        if not s.getbool("INDEX_ENABLED", cls.ENABLED):
+            raise NotConfigured("INDEX_ENABLED is off")
+        return cls(
+            crawler,
+            batch_size=s.getint("INDEX_BATCH_SIZE", cls.BATCH_SIZE),
+            commit_interval=s.getfloat("INDEX_COMMIT_INTERVAL", cls.COMMIT_INTERVAL),
+            index_duplicates=s.getbool("NEARDUP_INDEX_DUPLICATES", cls.INDEX_DUPLICATES),
+        )
+
+    # --- Scrapy hooks -----------------------------------------------------------------------
+
+    def open_spider(self) -> None:
+        self.index = open_index(self.crawler.settings)
+        logger.info("Indexing into %s", getattr(self.index, "path", None)
+                    or default_index_path(self.crawler.settings))  # fmt: skip
+        if self.commit_interval > 0:
+            self._start_timer()
+
+    def close_spider(self) -> None:
+        if self._timer is not None and self._timer.running:
+            self._timer.stop()
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    def process_item(self, item: Any) -> Any:
+        if self.index is None:
+            self.open_spider()
+        assert self.index is not None
+        adapter = ItemAdapter(item)
+        requested = adapter.get("url")
+        url = adapter.get("final_url") or requested
+        if not url:
+            return item
+        self._write(adapter, url, requested)
+        self._pending += 1
+        if self._pending >= self.batch_size:
+            self.commit()
+        return item
+
+    # --- the mapping from items to index operations -----------------------------------------
+
+    def _write(self, adapter: ItemAdapter, url: str, requested: str | None) -> None:
+        index = self.index
+        assert index is not None
+        status = adapter.get("status")
+        status = int(status) if status is not None else None
+        fetched_at = adapter.get("fetched_at")
+        site = adapter.get("site") or ""
+        if status == 304:
+            index.record_visit(url, fetched_at, status)
+            self._stat("index/not_modified")
+            return
+        if status in _GONE:
+            index.remove_page(url, status=status, fetched_at=fetched_at)
+            self._stat("index/gone")
+            return
+        if status is not None and not 200 <= status < 300:
+            index.record_visit(url, fetched_at, status)
+            self._stat("index/visit_only")
+            return
+        outlinks = [
+            (link.get("url", ""), link.get("text", ""))
+            for link in adapter.get("outlinks") or ()
+            if isinstance(link, dict)
+        ]
+        duplicate_of = adapter.get("duplicate_of")
+        if adapter.get("noindex"):
+            index.remove_page(url, status=status, fetched_at=fetched_at)
+            index.set_links(url, outlinks, site)
+            self._stat("index/noindex")
+        elif duplicate_of and not self.index_duplicates:
+            index.add_alias(url, duplicate_of, site=site, status=status, fetched_at=fetched_at)
+            self._stat("index/aliases")
+        else:
+            text = adapter.get("main_text")
+            if text is None:
+                text = adapter.get("text") or ""
+            index.add_page(
+                PageDocument(
+                    url=url,
+                    site=site,
+                    title=adapter.get("title") or "",
+                    text=text,
+                    status=status,
+                    fetched_at=fetched_at,
+                    fingerprint=adapter.get("content_fingerprint"),
+                    outlinks=outlinks,
+                )
+            )
+            self._stat("index/documents")
+        if requested and requested != url:
+            index.add_alias(requested, url, site=site, status=status, fetched_at=fetched_at)
+
+    # --- batching ---------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        if self.index is not None and self._pending:
+            self.index.commit()
+            self._stat("index/commits")
+        self._pending = 0
+        self._last_commit = time.monotonic()
+
+    def _tick(self) -> None:
+        if self._pending and time.monotonic() - self._last_commit >= self.commit_interval:
+            self.commit()
+
+    def _start_timer(self) -> None:
+        """Commit a slow crawl's pages every few seconds, from the crawl's own event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            # No running asyncio loop: outside a crawl (tests, scripts), unless the crawl runs
+            # on a non-asyncio Twisted reactor, which LoopingCall serves.
+            if not is_reactor_installed() or is_asyncio_reactor_installed():
+                return
+        self._timer = create_looping_call(self._tick)
+        self._timer.start(self.commit_interval, now=False)
+
+    def _stat(self, key: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key)

@@ -1,0 +1,184 @@
+"""Item pipeline: flag exact and near-duplicate pages (a thin adapter over the detector).
+
+For every page item with content it sets ``content_fingerprint`` (of the normalized main text),
+and for a duplicate ``duplicate_of`` (the original's URL) and ``similarity`` (estimated Jaccard,
+1.0 for an exact duplicate). The item still goes on to the feed exports; the index pipeline
+turns a duplicate into an alias of its original instead of a document (unless
+``NEARDUP_INDEX_DUPLICATES``).
+
+The text compared is the item's ``main_text`` (boilerplate removed by the spider with
+:func:`crawler.content.maintext.main_text`); an item without one falls back to ``text``, the
+whole visible text, which makes different pages of a template-heavy site look alike
+(``bench/neardup.py`` section 3 shows how much).
+
+Settings (class attributes are the defaults until they are in ``crawler/settings.py``):
+``NEARDUP_ENABLED``, ``NEARDUP_SHINGLE_SIZE``, ``NEARDUP_NUM_PERM``, ``NEARDUP_THRESHOLD``,
+``NEARDUP_INDEX_DUPLICATES`` (read by the index pipeline), ``NEARDUP_HOST_MIN_PAGES``. With
+``JOBDIR`` set, the detector's state is saved to ``JOBDIR/neardup.pickle`` at close and loaded
+at open, so a resumed crawl still knows its originals.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from itemadapter import ItemAdapter
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from crawler.content.neardup import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_SHINGLE_SIZE,
+    DEFAULT_THRESHOLD,
+    NearDuplicateDetector,
+)
+
+__all__ = ["NearDuplicatePipeline", "host_penalty_for"]
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "neardup.pickle"
+
+
+class NearDuplicatePipeline:
+    ENABLED: ClassVar[bool] = True
+    SHINGLE_SIZE: ClassVar[int] = DEFAULT_SHINGLE_SIZE
+    NUM_PERM: ClassVar[int] = DEFAULT_NUM_PERM
+    THRESHOLD: ClassVar[float] = DEFAULT_THRESHOLD
+    HOST_MIN_PAGES: ClassVar[int] = 5
+    # A host whose checked pages are at least this share duplicates loses 1 front queue of
+    # priority, at least the second share 2 (see host_penalty).
+    PENALTY_STEPS: ClassVar[tuple[float, ...]] = (0.5, 0.8)
+
+    _by_crawler: ClassVar[weakref.WeakKeyDictionary[Crawler, NearDuplicatePipeline]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(
+        self,
+        detector: NearDuplicateDetector,
+        crawler: Crawler | None = None,
+        host_min_pages: int = 5,
+        state_path: Path | None = None,
+    ) -> None:
+        self.detector = detector
+        self.crawler = crawler
+        self.host_min_pages = host_min_pages
+        self.state_path = state_path
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
+        s = crawler.settings
+        if not s.getbool("NEARDUP_ENABLED", cls.ENABLED):
+            raise NotConfigured("NEARDUP_ENABLED is off")
+        detector = NearDuplicateDetector(
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", cls.SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", cls.NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", cls.THRESHOLD),
+        )
+        jobdir = s.get("JOBDIR")
+        pipeline = cls(
+            detector,
+            crawler,
+            host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", cls.HOST_MIN_PAGES),
+            state_path=Path(jobdir) / STATE_FILE if jobdir else None,
+        )
+        cls._by_crawler[crawler] = pipeline
+        return pipeline
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline | None:
+        """The pipeline instance of ``crawler`` (None when disabled or not created yet)."""
+        return cls._by_crawler.get(crawler)
+
+    # --- Scrapy hooks -----------------------------------------------------------------------
+
+    def open_spider(self) -> None:
+        if self.state_path is None or not self.state_path.exists():
+            return
+        try:
+            with self.state_path.open("rb") as f:
+                state = pickle.load(f)  # our own file in the job directory
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+            logger.warning("Ignoring unreadable near-duplicate state %s: %s", self.state_path, exc)
+            return
+        if self.detector.restore(state):
+            logger.info(
+                "Near-duplicate state loaded from %s: %d URLs, %d originals",
+                self.state_path, len(self.detector), self.detector.originals,
+            )  # fmt: skip
+        else:
+            logger.warning(
+                "Near-duplicate state in %s was made with other NEARDUP_* settings; starting "
+                "afresh", self.state_path,
+            )  # fmt: skip
+
+    def close_spider(self) -> None:
+        if self.state_path is None:
+            return
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_path.with_suffix(".tmp")
+        with tmp.open("wb") as f:
+            pickle.dump(self.detector.state(), f, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(self.state_path)  # atomic: a crash never leaves half a file
+
+    def process_item(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        status = adapter.get("status")
+        if status is not None and not 200 <= int(status) < 300:
+            return item  # a 304 keeps what was decided before; errors have no content
+        url = adapter.get("final_url") or adapter.get("url")
+        if not url:
+            return item
+        text = adapter.get("main_text")
+        if text is None:
+            text = adapter.get("text") or ""
+        # A noindex page is compared but never becomes an original: its content will not be
+        # in the index, so it must not be what indexable copies are aliased to.
+        decision = self.detector.check(url, text, add=not adapter.get("noindex"))
+        _set(adapter, "content_fingerprint", decision.fingerprint)
+        if decision.duplicate_of is not None:
+            _set(adapter, "duplicate_of", decision.duplicate_of)
+            _set(adapter, "similarity", decision.similarity)
+        self._stat(f"neardup/{decision.kind}")
+        return item
+
+    # --- the frontier's view ----------------------------------------------------------------
+
+    def host_duplicate_ratio(self, host: str) -> float:
+        """Share of ``host``'s fetched pages that were duplicates (0 below the minimum count)."""
+        return self.detector.host_duplicate_ratio(host, self.host_min_pages)
+
+    def host_penalty(self, host: str) -> int:
+        """How many front queues to push ``host``'s URLs down: 0, 1 or 2 (mostly duplicates)."""
+        ratio = self.host_duplicate_ratio(host)
+        return sum(ratio >= step for step in self.PENALTY_STEPS)
+
+    def _stat(self, key: str) -> None:
+        if self.crawler is not None and self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key)
+
+
+def host_penalty_for(crawler: Crawler) -> Callable[[str], int]:
+    """A ``Prioritizer(host_penalty=...)`` callable for ``crawler``'s near-duplicate pipeline.
+
+    Resolved on every call, so it works whichever of the scheduler and the pipeline is created
+    first, and returns 0 when near-duplicate detection is off.
+    """
+
+    def penalty(host: str) -> int:
+        pipeline = NearDuplicatePipeline.for_crawler(crawler)
+        return pipeline.host_penalty(host) if pipeline is not None else 0
+
+    return penalty
+
+
+def _set(adapter: ItemAdapter, field: str, value: Any) -> None:
+    """Set ``field`` if the item type declares it (a plain dict always does)."""
+    if isinstance(adapter.item, dict) or field in adapter.field_names():
+        adapter[field] = value

@@ -1,0 +1,301 @@
+"""Near-duplicate detection without Scrapy: normalization, shingles, main text, the detector."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from crawler.content.maintext import main_text
+from crawler.content.neardup import (
+    DEFAULT_THRESHOLD,
+    NearDuplicateDetector,
+    exact_similarity,
+    explain,
+    lsh_params,
+)
+from crawler.content.normalize import content_fingerprint, normalize_text, text_fingerprint
+from crawler.content.shingles import shingle_hashes, shingle_hashes32, shingle_set, shingle_texts
+from crawler.content.testset import (
+    VARIANT_KINDS,
+    build_labelled_set,
+    corpus_paragraphs,
+    documents,
+)
+
+# --- normalization ---------------------------------------------------------------------------
+
+
+def test_normalize_masks_what_changes_between_fetches() -> None:
+    a = "Visited 12,345 times. Updated Tuesday, March 3rd 2024 at 10:32 AM. Session a8f3k2j1."
+    b = "Visited 12,346 times. Updated Wednesday, April 4th 2024 at 9:05 PM. Session zz81kq0p."
+    assert normalize_text(a) == normalize_text(b)
+    assert text_fingerprint(a) == text_fingerprint(b)
+    assert text_fingerprint(a) != text_fingerprint("Visited many times.")
+
+
+def test_normalize_folds_case_punctuation_and_unicode() -> None:
+    text = "\u201cHello\u201d, WORLD \u2014 it\u2019s \uff21\uff22\uff23!"  # curly, full-width
+    assert normalize_text(text) == "hello world it s abc"
+    assert normalize_text("Ça marche, naïve") == "ça marche naïve"
+    assert normalize_text("") == ""
+    assert normalize_text("x" * 30 + " word") == "# word"  # a hash or tracking id
+    # long runs of other scripts are words, not ids
+    assert normalize_text("日本語" * 10) == "日本語" * 10
+
+
+def test_fingerprint_is_stable_hex() -> None:
+    fp = content_fingerprint("some text")
+    assert fp == content_fingerprint("some text")
+    assert len(fp) == 32
+    int(fp, 16)
+
+
+# --- shingles --------------------------------------------------------------------------------
+
+
+def test_shingle_hashes_match_shingle_texts() -> None:
+    text = normalize_text(" ".join(p for _, p in corpus_paragraphs()[:20]))
+    for k in (1, 3, 5):
+        texts = shingle_texts(text, k)
+        hashes = shingle_hashes(text, k).tolist()
+        assert len(texts) == len(hashes)
+        by_text: dict[str, int] = {}
+        for s, h in zip(texts, hashes, strict=True):
+            assert by_text.setdefault(s, h) == h  # equal shingles, equal hashes
+        assert len(set(by_text.values())) == len(by_text)  # no collisions among distinct ones
+
+
+def test_shingle_hashes_are_position_independent() -> None:
+    a = shingle_set("alpha beta gamma delta", 2)
+    b = shingle_set("zeta alpha beta gamma delta", 2)
+    assert a <= b and len(b - a) == 1
+
+
+def test_short_and_empty_texts() -> None:
+    assert len(shingle_hashes("", 3)) == 0
+    assert len(shingle_hashes("two words", 3)) == 1  # one shingle of all its words
+    assert shingle_hashes32("two words", 3).dtype == np.uint32
+    assert shingle_hashes("ab", 3)[0] != shingle_hashes("a b", 3)[0]
+
+
+# --- main text -------------------------------------------------------------------------------
+
+
+def _page(body: str, title: str = "T") -> str:
+    return f"<html><head><title>{title}</title><script>var x = 1;</script></head><body>{body}</body></html>"  # noqa: E501
+
+
+ARTICLE = (
+    "The crawler keeps a frontier of URLs to visit, ordered by priority, and hands them out "
+    "to the downloader so that no host is hit more often than its politeness delay allows."
+)
+
+
+def test_main_text_prefers_declared_main_content() -> None:
+    html = _page(
+        '<header><a href="/">Site</a></header><nav><a href="/a">Alpha</a><a href="/b">Beta</a>'
+        f"</nav><main><h1>Frontier</h1><p>{ARTICLE}</p></main><aside>About this site: a long "
+        "sentence that says who runs the site and why it exists, nothing else.</aside>"
+        "<footer>Copyright. Visitors: 1234.</footer>"
+    )
+    text = main_text(html)
+    assert "Frontier" in text and ARTICLE in text
+    assert "About this site" not in text and "Visitors" not in text and "Alpha" not in text
+    assert "var x" not in text
+
+
+def test_main_text_scores_containers_without_landmarks() -> None:
+    about = "This site collects notes about the standard library, written by volunteers, " * 2
+    html = _page(
+        f'<table><tr><td class="l"><ul><li><a href="/1">One</a></li><li><a href="/2">Two</a>'
+        f"</li></ul><p>{about}</p></td><td class=c><h1>Frontier</h1><p>{ARTICLE}</p></td>"
+        f'<td class="r"><b>Quote of the day</b><br>Simple is better than complex, and flat is '
+        f"better than nested, said somebody.</td></tr></table>"
+    )
+    text = main_text(html)
+    assert ARTICLE in text
+    assert "volunteers" not in text and "Quote" not in text
+
+
+def test_main_text_short_article_with_heading_in_its_own_div() -> None:
+    about = "This site collects notes about the standard library, written by volunteers, " * 3
+    links = "".join(f'<li><a href="/{i}">Section {i}</a></li>' for i in range(12))
+    html = _page(
+        f'<div class="w"><div class="l"><ul>{links}</ul><p>{about}</p></div><div class="x">'
+        f'<div class="h"><h1>Frontier</h1><span>May 3, 2024</span></div><div class="b">'
+        f"<p>{ARTICLE}</p></div></div></div>"
+    )
+    text = main_text(html)
+    assert ARTICLE in text and "Frontier" in text
+    assert "volunteers" not in text and "Section" not in text
+
+
+def test_main_text_drops_link_lists_and_named_chrome() -> None:
+    links = "".join(f'<li><a href="/{i}">Related article number {i}</a></li>' for i in range(10))
+    html = _page(
+        f'<div id="content"><h1>Frontier</h1><p>{ARTICLE}</p><ul>{links}</ul></div>'
+        '<div class="sidebar-widget"><p>Subscribe to the newsletter for weekly tips and '
+        "tricks about crawling the web politely.</p></div>"
+        '<div id="cookie-banner">We use cookies to improve your experience on this site.</div>'
+    )
+    text = main_text(html)
+    assert ARTICLE in text
+    assert "Related article" not in text and "newsletter" not in text and "cookies" not in text
+
+
+def test_main_text_bytes_encoding_and_broken_input() -> None:
+    html = _page(f"<article><p>{ARTICLE} Ça marche.</p></article>")
+    assert "Ça marche" in main_text(html.encode("latin-1"), "latin-1")
+    assert "Ça marche" in main_text(html.encode("utf-8"), "utf-8")
+    assert main_text(b"") == ""
+    assert isinstance(main_text(b"\x00\x01<<<>>>"), str)  # garbage never raises
+    assert main_text("<p>unclosed <b>bold") == "unclosed bold"
+
+
+def test_main_text_matches_truth_on_all_template_styles() -> None:
+    labelled = build_labelled_set(pages=24, variants_per_page=1, seed=3)
+    for page in labelled.originals:
+        truth = set(normalize_text(" ".join(page.doc.paragraphs)).split())
+        got = normalize_text(main_text(page.html)).split()
+        assert truth <= set(got), page.url  # all of the content
+        extra = [w for w in got if w not in truth]
+        assert len(extra) <= 30, (page.url, extra)  # title and byline, not the template
+
+
+# --- the detector ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    return ["\n".join(d.paragraphs) for d in documents()[:12]]
+
+
+def test_exact_duplicate_on_another_host(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    assert not det.check("http://a.test/1", docs[0]).is_duplicate
+    d = det.check("http://mirror.test/1", docs[0])
+    assert (d.kind, d.duplicate_of, d.similarity) == ("exact", "http://a.test/1", 1.0)
+
+
+def test_counter_and_small_edit_are_near_duplicates(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    det.check("http://a.test/1", docs[1] + "\nVisitors: 1000")
+    assert det.check("http://a.test/1?s=2", docs[1] + "\nVisitors: 1001").kind == "exact"
+    words = docs[1].split()
+    for i in range(0, len(words), 15):  # ~7 % of the words edited, scattered
+        words[i] = "edited"
+    d = det.check("http://a.test/1?s=3", " ".join(words))
+    assert d.kind == "near" and d.duplicate_of == "http://a.test/1"
+    assert DEFAULT_THRESHOLD <= d.similarity < 1.0
+
+
+def test_different_pages_are_not_flagged(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    for i, text in enumerate(docs):
+        assert not det.check(f"http://a.test/{i}", text).is_duplicate
+    assert det.originals == len(docs)
+
+
+def test_duplicates_point_at_the_original_never_a_chain(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    det.check("http://a.test/orig", docs[2])
+    det.check("http://b.test/copy", docs[2] + " one more sentence at the end of it")
+    d = det.check("http://c.test/copy2", docs[2] + " one more sentence at the end of it")
+    assert d.duplicate_of == "http://a.test/orig"
+    assert det.original_of("http://b.test/copy") == "http://a.test/orig"
+
+
+def test_refetch_is_not_its_own_duplicate_and_replaces_content(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    det.check("http://a.test/1", docs[3])
+    assert not det.check("http://a.test/1", docs[3]).is_duplicate  # same content again
+    assert not det.check("http://a.test/1", docs[4]).is_duplicate  # changed content
+    # the old content is no longer anyone's: a page with it is new
+    assert not det.check("http://a.test/2", docs[3]).is_duplicate
+    # and the new content belongs to /1
+    assert det.check("http://a.test/3", docs[4]).duplicate_of == "http://a.test/1"
+
+
+def test_empty_and_tiny_pages(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    assert det.check("http://a.test/empty1", "").kind == "empty"
+    assert det.check("http://a.test/empty2", "   ").kind == "empty"
+    assert not det.check("http://a.test/tiny1", "Contact us").is_duplicate
+    assert det.check("http://a.test/tiny2", "Contact us!").kind == "exact"
+    assert not det.check("http://a.test/tiny3", "Contact them").is_duplicate
+
+
+def test_look_only_does_not_record(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    det.check("http://a.test/noindex", docs[5], add=False)
+    assert len(det) == 0
+    assert not det.check("http://a.test/real", docs[5]).is_duplicate
+
+
+def test_host_duplicate_ratio(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    for i, text in enumerate(docs[:6]):
+        det.check(f"http://a.test/{i}", text)
+        det.check(f"http://mirror.test/{i}", text)
+    assert det.host_duplicate_ratio("a.test") == 0.0
+    assert det.host_duplicate_ratio("mirror.test") == 1.0
+    assert det.host_duplicate_ratio("mirror.test", min_pages=10) == 0.0
+    assert det.host_counts("mirror.test") == (6, 6)
+
+
+def test_state_round_trip(docs: list[str]) -> None:
+    det = NearDuplicateDetector()
+    for i, text in enumerate(docs[:4]):
+        det.check(f"http://a.test/{i}", text)
+    state = pickle.loads(pickle.dumps(det.state()))
+    again = NearDuplicateDetector()
+    assert again.restore(state)
+    assert again.check("http://b.test/0", docs[0]).duplicate_of == "http://a.test/0"
+    assert not NearDuplicateDetector(threshold=0.9).restore(state)
+
+
+def test_lsh_params_reach_the_recall() -> None:
+    for perm, t in ((128, 0.5), (64, 0.5), (128, 0.8)):
+        b, r = lsh_params(perm, t, 0.99)
+        assert b * r <= perm
+        assert 1 - (1 - t**r) ** b >= 0.99
+
+
+def test_explain_numbers(docs: list[str]) -> None:
+    longer = docs[6] + " and a short tail added to it"
+    e = explain(docs[6], longer)
+    assert e.flagged and e.kind == "near" and e.candidate
+    assert e.exact == pytest.approx(exact_similarity(docs[6], longer))
+    assert abs(e.estimated - e.exact) < 0.1
+    assert e.only_b and not e.exact_duplicate
+    different = explain(docs[6], docs[7])
+    assert not different.flagged and different.exact < 0.2
+
+
+# --- the labelled set ------------------------------------------------------------------------
+
+
+def test_labelled_set_precision_and_recall_at_defaults() -> None:
+    """The issue's targets on a small labelled set (bench/neardup.py measures a larger one)."""
+    labelled = build_labelled_set(pages=90, variants_per_page=3, seed=101)
+    assert {v.kind for v in labelled.variants} == set(VARIANT_KINDS)
+    det = NearDuplicateDetector()
+    group: dict[str, int] = {}
+    tp = fp = 0
+    for i, page in enumerate(labelled.originals):
+        group[page.url] = i
+        fp += det.check(page.url, main_text(page.html)).is_duplicate
+    for page in labelled.variants:
+        group[page.url] = page.original  # type: ignore[assignment]
+        d = det.check(page.url, main_text(page.html))
+        if d.duplicate_of is not None:
+            if group[d.duplicate_of] == page.original:
+                tp += 1
+            else:
+                fp += 1
+    precision = tp / (tp + fp)
+    recall = tp / len(labelled.variants)
+    assert precision >= 0.99, precision
+    assert recall >= 0.97, recall
