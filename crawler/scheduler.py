@@ -233,11 +233,13 @@ class FrontierScheduler(BaseScheduler):
         seed = bool(meta.get("seed"))
         if seed:
             self._admit_seed_host(request.url)
-        reason, url, host = self.url_policy.check(request.url, depth)
+        first = bool(meta.get("frontier_first"))
+        # A host's first request (robots.txt) is exempt from the site's URL filters: only a
+        # malformed URL or another scheme stops it.
+        reason, url, host = self.url_policy.check(request.url, depth, filters=not first)
         if reason:
             self._rejected(reason, request.url, seed)
             return False
-        first = bool(meta.get("frontier_first"))
         return self._add(
             url,
             host,

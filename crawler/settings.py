@@ -62,16 +62,38 @@ FRONTIER_PRIORITY_POLICY = "depth"
 URL_MAX_LENGTH = 2048
 URL_MAX_REPEATED_SEGMENTS = 3
 
+# --- robots.txt (RFC 9309) -------------------------------------------------------------------
+ROBOTSTXT_ENABLED = True
+ROBOTSTXT_USER_AGENT = None  # the product token; default: the first word of USER_AGENT
+ROBOTSTXT_CACHE_EXPIRY = 86400  # seconds a fetched robots.txt stays in force
+ROBOTSTXT_MAX_SIZE = 512000  # bytes parsed at most (RFC 9309: at least 500 KiB)
+# 5xx, 429 or unreachable: the host is disallowed for now; robots.txt is tried again after
+# this delay (doubling, or the server's Retry-After), this many times.
+ROBOTSTXT_RETRY_DELAY = 30.0
+ROBOTSTXT_RETRY_TIMES = 2
+ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
+
+# --- The crawl database and recrawl -------------------------------------------------------------
+# On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
+# JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
+CRAWLDB_PATH = ""
+RECRAWL_INTERVAL = 0  # seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule)
+RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
+
 # --- Address safety --------------------------------------------------------------------------
 # Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
 ALLOW_PRIVATE_ADDRESSES = False
 
 DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.address_safety.AddressSafetyMiddleware": 50,
+    # ours fetches robots.txt through the frontier and never lets a waiting request through
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.robots.RobotsMiddleware": 100,
+    "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
 }
 
 # --- Crawler defaults ------------------------------------------------------------------------
-ROBOTSTXT_OBEY = False  # the robots.txt issue replaces Scrapy's middleware with our own
+ROBOTSTXT_OBEY = False  # Scrapy's own middleware: replaced by crawler.middlewares.robots
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False  # 2.19's extension runs posted Python code on a local port
@@ -110,6 +132,7 @@ INDEX_COMMIT_INTERVAL = 5.0
 EXTENSIONS = {
     "crawler.extensions.statsfile.StatsFile": 900,
     "crawler.extensions.progress.FrontierProgress": 500,
+    "crawler.extensions.recrawl.RecrawlExtension": 100,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }

@@ -117,4 +117,5 @@ def per_host(records: list[RequestRecord]) -> dict[str, list[RequestRecord]]:
 
 
 def normalized(records: list[RequestRecord]) -> list[str]:
-    return [normalize_url(record_url(r))[0] for r in records]
+    """Normalized URLs of the page requests (robots.txt fetches left out)."""
+    return [normalize_url(record_url(r))[0] for r in records if r.path != "/robots.txt"]

@@ -85,6 +85,7 @@ def test_bad_hosts_and_bad_urls_do_not_stop_the_crawl(tmp_path):
                 "ALLOW_PRIVATE_ADDRESSES": True,
                 "FRONTIER_MIN_DELAY": 0.05,
                 "DOWNLOAD_TIMEOUT": 1,
+                "ROBOTSTXT_RETRY_TIMES": 0,  # robots.txt of the failing hosts: no retry rounds
             },
             timeout=90,
         )
@@ -107,7 +108,7 @@ def test_private_addresses_are_refused_by_default(tmp_path):
         records = server.records
     assert result.returncode == 0, result.log[-3000:]
     assert records == []
-    assert result.stats["address_safety/refused/private_address"] == 1
+    assert result.stats["address_safety/refused/private_address"] >= 1  # robots.txt, the seed
     assert "loopback address" in result.log
 
 
@@ -126,7 +127,7 @@ def test_a_seed_that_redirects_brings_its_target_host_into_scope(tmp_path):
         )
         records = server.records
     assert result.returncode == 0, result.log[-3000:]
-    hosts = Counter(r.host for r in records)
+    hosts = Counter(r.host for r in records if r.path != "/robots.txt")
     assert hosts["127.0.0.6"] == 1
     assert hosts["127.0.0.7"] == 4
     assert hosts["127.0.0.8"] == 0

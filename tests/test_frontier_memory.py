@@ -82,6 +82,8 @@ def test_selector_is_biased_but_fair():
 def test_prioritizer_policies():
     depth = Prioritizer("depth", 4)
     assert [depth.priority(depth=d, host="h") for d in range(6)] == [0, 1, 2, 3, 3, 3]
+    assert depth.priority(depth=3, host="h", request_priority=2) == 1  # recrawl boost
+    assert depth.priority(depth=3, host="h", request_priority=-2) == 3
     assert Prioritizer("fifo", 4).priority(depth=5, host="h") == 0
     req = Prioritizer("request", 4)
     assert req.priority(depth=0, host="h", request_priority=10) == 0

@@ -34,11 +34,16 @@ ROOT = Path(__file__).resolve().parent.parent
 NO_NETWORK = ["-s", 'DOWNLOAD_HANDLERS={"http": null, "https": null}']
 
 
-def make_spider(tmp_path: Path, toml: str = 'name = "t"\n', **kwargs: Any) -> SiteSpider:
+def make_spider(
+    tmp_path: Path,
+    toml: str = 'name = "t"\n',
+    settings: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> SiteSpider:
     path = tmp_path / "t.toml"
     path.write_text(toml, encoding="utf-8")
     cls = SiteSpider.for_site(load_site_config(path))
-    return cls.from_crawler(get_crawler(cls), **kwargs)
+    return cls.from_crawler(get_crawler(cls, settings), **kwargs)
 
 
 def drain(agen: AsyncIterator[Any]) -> list[Any]:
@@ -419,3 +424,139 @@ def test_scrapy_crawl_with_missing_seeds_file_is_refused(cli) -> None:
     assert result.returncode != 0
     assert f"{missing}: cannot read seeds file: No such file or directory" in result.stderr
     assert "Spider opened" not in result.stderr
+
+
+# --- page robots directives ---
+
+
+def test_meta_robots_and_nofollow_links(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    body = (
+        b'<meta name="robots" content="noindex"><a href="/a">a</a>'
+        b'<a href="/b" rel="nofollow">b</a><a href="/c" rel="ugc NOFOLLOW">c</a>'
+    )
+    item, requests = split(spider.parse(html_response("http://r.example/", body)))
+    assert item["noindex"] is True
+    assert [r.url for r in requests] == ["http://r.example/a"]
+    assert [o["url"] for o in item["outlinks"]] == ["http://r.example/a"]
+    assert spider.crawler.stats.get_value("links/nofollow") == 2
+    assert spider.crawler.stats.get_value("robots/noindex") == 1
+
+
+@pytest.mark.parametrize(
+    ("head", "headers", "noindex", "follows"),
+    [
+        ('<meta name="robots" content="nofollow">', {}, False, False),
+        ('<meta name="ROBOTS" content="none">', {}, True, False),
+        ('<meta name="crawler-bot" content="noindex">', {}, True, True),  # our own token
+        ('<meta name="otherbot" content="noindex, nofollow">', {}, False, True),
+        ("", {"X-Robots-Tag": "noindex"}, True, True),
+        ("", {"X-Robots-Tag": "otherbot: nofollow"}, False, True),
+        ("", {"X-Robots-Tag": "crawler-bot: nofollow"}, False, False),
+        ("", {}, False, True),
+    ],
+)
+def test_page_directives(
+    tmp_path: Path, head: str, headers: dict[str, str], noindex: bool, follows: bool
+) -> None:
+    spider = make_spider(tmp_path, 'name = "t"\nuser_agent = "crawler-bot/0.1"\n')
+    body = f'<html><head>{head}</head><body><a href="/next">n</a></body></html>'.encode()
+    item, requests = split(spider.parse(html_response("http://r.example/", body, headers)))
+    assert item["noindex"] is noindex
+    assert bool(requests) is follows and bool(item["outlinks"]) is follows
+
+
+def test_main_text_is_kept_for_the_content_pipelines(tmp_path: Path) -> None:
+    body = (
+        b"<nav><a href='/'>Home</a> <a href='/a'>About</a></nav><main><p>"
+        + b"The article says something worth reading about crawlers. " * 3
+        + b"</p></main><footer>Visits: 12</footer>"
+    )
+    spider = make_spider(tmp_path, settings={"NEARDUP_ENABLED": True})
+    item, _ = split(spider.parse(html_response("http://m.example/", body)))
+    assert item["main_text"].startswith("The article says")
+    assert "Visits" not in item["main_text"] and "Visits" in item["text"]
+    # with no near-duplicate detection and no crawl database, nothing needs it
+    spider = make_spider(tmp_path, settings={"NEARDUP_ENABLED": False})
+    item, _ = split(spider.parse(html_response("http://m.example/", body)))
+    assert item["main_text"] == ""
+
+
+def test_x_robots_tag_on_non_html(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    response = Response(
+        "http://r.example/doc.pdf",
+        body=b"%PDF-1.4",
+        headers={"Content-Type": "application/pdf", "X-Robots-Tag": "noindex"},
+        request=Request("http://r.example/doc.pdf"),
+    )
+    item, _ = split(spider.parse(response))
+    assert item["noindex"] is True
+
+
+def test_robots_token_comes_from_the_settings(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path, 'name = "t"\nuser_agent = "FancyBot/2.0 (+https://x.example)"\n')
+    assert spider.robots_token == "fancybot"
+    assert 304 in spider.handle_httpstatus_list
+
+
+# --- the crawl database: 304s and due pages ---
+
+
+def crawldb_spider(tmp_path: Path, toml: str = 'name = "t"\n') -> tuple[SiteSpider, Any]:
+    from crawler.extensions.recrawl import RecrawlExtension
+
+    path = tmp_path / "t.toml"
+    path.write_text(toml, encoding="utf-8")
+    cls = SiteSpider.for_site(load_site_config(path))
+    crawler = get_crawler(cls, {"CRAWLDB_PATH": str(tmp_path / "db.sqlite")})
+    spider = cls.from_crawler(crawler)
+    crawler.spider = spider
+    return spider, RecrawlExtension.from_crawler(crawler)
+
+
+def test_a_304_is_not_modified_and_its_stored_links_still_count(tmp_path: Path) -> None:
+    spider, ext = crawldb_spider(tmp_path)
+    headers = {"ETag": '"v1"', "Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
+    first = html_response("http://n.example/", b"<title>T</title><a href='/x'>X</a>", headers)
+    item, _ = split(spider.parse(first))
+    assert item["status"] == 200
+    response = HtmlResponse(
+        "http://n.example/", status=304, request=Request("http://n.example/", meta={"depth": 1})
+    )
+    item, requests = split(spider.parse(response))
+    assert item["status"] == 304 and item["text"] == "" and item["title"] == ""
+    assert item["outlinks"] == [{"url": "http://n.example/x", "text": "X"}]
+    assert item["etag"] == '"v1"' and item["depth"] == 1
+    assert [r.url for r in requests] == ["http://n.example/x"]  # discovery goes on
+    record = ext.previous("http://n.example/")
+    assert record is not None and record.fetch_count == 2 and record.status == 304
+    assert spider.crawler.stats.get_value("crawldb/not_modified") == 1
+    ext._engine_stopped()
+
+
+def test_start_yields_due_pages_after_the_seeds(tmp_path: Path) -> None:
+    toml = 'name = "t"\nseeds = ["https://a.example/"]\n'
+    spider, ext = crawldb_spider(tmp_path, toml)
+    ext.record("https://a.example/", 200, depth=0, fingerprint="x")
+    ext.record("https://a.example/deep", 200, depth=3, fingerprint="y")
+    ext.db.commit()
+
+    class FakeFrontier:
+        seen: list[str] = []
+
+        def mark_seen(self, keys: Any) -> int:
+            self.seen = list(keys)
+            return len(self.seen)
+
+    frontier = FakeFrontier()
+    ext.clock = lambda: 1e12  # everything is due
+    ext._frontier_opened(frontier, spider)
+    requests = drain(spider.start())
+    assert [(r.url, r.meta) for r in requests] == [
+        ("https://a.example/", {"seed": True}),
+        ("https://a.example/", {"depth": 0, "seed": True}),
+        ("https://a.example/deep", {"depth": 3}),
+    ]
+    assert frontier.seen == []  # due URLs are not marked seen: they go in as plain links
+    ext._engine_stopped()

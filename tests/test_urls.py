@@ -70,3 +70,9 @@ def test_filters_and_traps():
     assert p.check("http://a.test/docs/" + "x" * 60)[0] == "too_long"
     assert p.check("http://a.test/docs/a/a/b/a")[0] == "repeated_segments"
     assert p.check("http://a.test/docs/a/a/b")[0] == ""
+
+
+def test_without_filters_only_the_url_itself_is_checked():
+    p = UrlPolicy(hosts=["a.test"], deny=["robots"], max_depth=0)
+    assert p.check("http://b.test/robots.txt", depth=5, filters=False)[0] == ""
+    assert p.check("ftp://b.test/robots.txt", filters=False)[0] == "scheme"

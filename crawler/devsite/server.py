@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
@@ -162,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
             if spec.delay and state.stopping.wait(spec.delay):
                 self.close_connection = True
                 return
-            status, headers, body = self._response(spec)
+            status, headers, body = self.server.site.respond(self, spec, self._response)
             self.send_response(status)
             for name, value in headers:
                 self.send_header(name, value)
@@ -235,6 +235,22 @@ class SiteServer:
         self._threads: list[threading.Thread] = []
         self._cache: dict[tuple[str, str], Document | None] = {}
         self.port = 0
+
+    def respond(
+        self,
+        handler: Any,
+        spec: HostSpec,
+        default: Callable[[HostSpec], tuple[int, list[tuple[str, str]], bytes]],
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """The answer to one request: ``(status, headers, body)``. Subclasses override it to
+        answer differently (validators, 304s, routes); ``default`` gives the site's own answer.
+        ``handler.path`` and ``handler.headers`` are the request's."""
+        return default(spec)
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set when the server stops: a slow answer waits on it so stop() is not held up."""
+        return self._state.stopping
 
     def __enter__(self) -> SiteServer:
         self.start()

@@ -11,7 +11,8 @@ class Prioritizer:
     """Maps a URL's facts to a front queue, 0 (most important) .. K-1.
 
     * ``depth`` / ``breadth_first``: shallower pages first, so a site's hubs are fetched before its
-      deep pages (depth 0 -> queue 0, depth K-1 or more -> queue K-1).
+      deep pages (depth 0 -> queue 0, depth K-1 or more -> queue K-1); a positive request
+      priority (the recrawl's boost for pages that change often) moves a URL up that many.
     * ``fifo``: one queue for everything, in discovery order.
     * ``request``: the request's own priority (Scrapy's convention: higher is more important),
       centred on the middle queue.
@@ -39,7 +40,7 @@ class Prioritizer:
         elif self.policy == "request":
             p = self.queues // 2 - request_priority
         else:
-            p = depth
+            p = depth - request_priority if request_priority > 0 else depth
         if self.host_penalty is not None:
             p += self.host_penalty(host)
         return 0 if p < 0 else last if p > last else p

@@ -87,14 +87,19 @@ class UrlPolicy:
         """Bring a host into scope (a seed's host, or where a seed redirected to)."""
         self.hosts.add(host.lower())
 
-    def check(self, url: str, depth: int = 0) -> tuple[str, str, str]:
-        """``(reason, normalized_url, host)``; ``reason`` is "" when the URL is admitted."""
+    def check(self, url: str, depth: int = 0, *, filters: bool = True) -> tuple[str, str, str]:
+        """``(reason, normalized_url, host)``; ``reason`` is "" when the URL is admitted.
+
+        ``filters=False`` checks only that the URL is a well-formed http(s) URL.
+        """
         if len(url) > self.max_url_length:
             return "too_long", url, ""
         try:
             normalized, host = normalize_url(url)
         except InvalidUrl as exc:
             return exc.reason, url, ""
+        if not filters:
+            return "", normalized, host
         if not self.any_host and not host_in(host, self.hosts, self.domains):
             return "out_of_scope", normalized, host
         if self.max_depth is not None and depth > self.max_depth:

@@ -3,11 +3,21 @@
 The spider is deliberately policy-free: it does not filter links by scope, depth or URL patterns.
 The scheduler applies the site's URL policy (``spider.site``) to every request, seeds included,
 so there is one place that decides what is crawled, and it sees the links of every page.
+
+What a page itself asks for is honoured here: ``noindex`` (``<meta name="robots">``, a meta
+named after the crawler's robots.txt token, or ``X-Robots-Tag``) sets the item's ``noindex``;
+``nofollow`` drops the page's links, ``rel="nofollow"`` the link.
+
+With a crawl database (``crawler.extensions.recrawl``): every 2xx and 304 is recorded there, the
+URLs due for a refetch are started after the seeds, and a ``304 Not Modified`` becomes an item
+with status 304 and the outlinks stored from the last full fetch (no parse, no text), whose
+links are requested again so they still count for discovery.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -19,8 +29,11 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.content.html import parse_html
+from crawler.content.normalize import text_fingerprint
+from crawler.extensions.recrawl import RecrawlExtension
 from crawler.items import PageItem
-from crawler.links import follow_links
+from crawler.links import UrlJoiner, follow_links
+from crawler.robots import product_token, x_robots_tag
 from crawler.siteconfig import (
     FOLLOWED_SCHEMES,
     SeedsFileError,
@@ -43,6 +56,8 @@ class SiteSpider(scrapy.Spider):
     """
 
     site: ClassVar[SiteConfig]
+    handle_httpstatus_list: list[int]  # set per crawl: HTTPERROR_ALLOWED_CODES and 304
+    robots_token: str = "*"  # robots.txt product token, for meta and X-Robots-Tag addressed to it
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -61,6 +76,22 @@ class SiteSpider(scrapy.Spider):
                 self.logger.error("Not starting: %s", exc)
                 raise
             self.seeds_path = path
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SiteSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        # A conditional refetch answers 304, which HttpErrorMiddleware would otherwise drop.
+        allowed = [int(c) for c in settings.getlist("HTTPERROR_ALLOWED_CODES")]
+        spider.handle_httpstatus_list = allowed if 304 in allowed else [*allowed, 304]
+        spider.robots_token = product_token(
+            settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+        )
+        return spider
+
+    def _recrawl(self) -> RecrawlExtension | None:
+        crawler = getattr(self, "crawler", None)
+        return RecrawlExtension.for_crawler(crawler) if crawler is not None else None
 
     @classmethod
     def for_site(cls, site: SiteConfig) -> type[SiteSpider]:
@@ -107,6 +138,7 @@ class SiteSpider(scrapy.Spider):
         and skipped, so one typo in a long seeds file does not cost the whole crawl."""
         stats = self.crawler.stats
         valid = 0
+        seed_urls: list[str] = []
         for url, source in self._seed_urls():
             problem = seed_url_problem(url)
             request = None
@@ -120,9 +152,18 @@ class SiteSpider(scrapy.Spider):
                 stats.inc_value("seeds/invalid")
                 continue
             valid += 1
+            seed_urls.append(url)
             stats.inc_value("seeds/valid")
             yield request
-        if not valid:
+        # Pages of earlier crawls that are due again, after the seeds (which admit their hosts
+        # into a seed-scoped site); known seeds that are not due are refused as seen.
+        due = 0
+        recrawl = self._recrawl()
+        if recrawl is not None:
+            for request in recrawl.due_requests(self, seed_urls):
+                due += 1
+                yield request
+        if not valid and not due:
             self.logger.error(
                 "No valid seeds to crawl: give some in %s (seeds, seeds_file) or with "
                 "-a seeds=FILE (one URL per line)",
@@ -135,7 +176,8 @@ class SiteSpider(scrapy.Spider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | scrapy.Request]:
         """The page as a :class:`PageItem`, then one request per distinct http(s) link on it.
 
-        Non-HTML responses give an item with no text and no links.
+        Non-HTML responses give an item with no text and no links; a 304 gives a "not modified"
+        item (see the module docstring).
         """
         request = response.request
         meta = request.meta if request is not None else {}
@@ -144,6 +186,9 @@ class SiteSpider(scrapy.Spider):
             url = redirect_urls[0]
         else:
             url = request.url if request is not None else response.url
+        if response.status == 304:
+            yield from self._not_modified(response, url, meta)
+            return
         headers = response.headers
         content_type = _header(headers, b"Content-Type")
         item = PageItem(
@@ -160,18 +205,119 @@ class SiteSpider(scrapy.Spider):
             etag=_header(headers, b"ETag"),
             content_type=content_type,
         )
+        stats = self.crawler.stats
+        token = getattr(self, "robots_token", "*")
+        directives = x_robots_tag(
+            (v.decode("latin-1") for v in headers.getlist(b"X-Robots-Tag")), token
+        )
         if not _is_html(response, content_type):
+            item["noindex"] = directives.noindex
+            self._count_directives(directives.noindex, False)
+            self._record(response, meta, item, _body_fingerprint(response.body))
             yield item
             return
-        page = parse_html(response.body, encoding=response.encoding)
+        page = parse_html(
+            response.body, encoding=response.encoding, main_text=self._wants_main_text()
+        )
+        directives.add(page.meta_robots)
+        if token and token != "robots":
+            directives.add(page.metas.get(token, ""))
+        links = page.links
+        if page.nofollow_hrefs and not directives.nofollow:
+            links = [link for link in links if link[0] not in page.nofollow_hrefs]
+            stats.inc_value("links/nofollow", len(page.links) - len(links))
+        if directives.nofollow:
+            links = []
+        self._count_directives(directives.noindex, directives.nofollow)
         item["title"] = page.title
         item["text"] = page.text
-        outlinks, follow = self._links(response.url, page.base_href, page.links)
+        main_text = page.main_text
+        if _HAS_MAIN_TEXT:
+            item["main_text"] = main_text
+        item["noindex"] = directives.noindex
+        outlinks, follow = self._links(response.url, page.base_href, links)
         item["outlinks"] = outlinks
+        # Change detection compares what the page says (its main text, normalized like the
+        # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
+        fingerprint = text_fingerprint(f"{page.title} {main_text or page.text}")
+        self._record(response, meta, item, fingerprint)
         yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
         yield from follow_links(self, response, follow)
+
+    def _wants_main_text(self) -> bool:
+        """Main text serves near-duplicate detection and the crawl database's change test."""
+        wants = getattr(self, "_main_text_wanted", None)
+        if wants is None:
+            wants = self._main_text_wanted = (
+                self.crawler.settings.getbool("NEARDUP_ENABLED") or self._recrawl() is not None
+            )
+        return wants
+
+    def _count_directives(self, noindex: bool, nofollow: bool) -> None:
+        if noindex:
+            self.crawler.stats.inc_value("robots/noindex")
+        if nofollow:
+            self.crawler.stats.inc_value("robots/nofollow")
+
+    def _not_modified(
+        self, response: Response, url: str, meta: dict[str, Any]
+    ) -> Iterator[PageItem | scrapy.Request]:
+        """304: nothing to parse. The item says "not modified" by its status; the outlinks of
+        the last full fetch are requested again (the frontier drops the ones it has seen)."""
+        recrawl = self._recrawl()
+        previous = recrawl.previous(response.url) if recrawl is not None else None
+        outlinks = previous.outlinks if previous is not None else []
+        headers = response.headers
+        item = PageItem(
+            url=url,
+            final_url=response.url,
+            status=304,
+            fetched_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            depth=meta.get("depth", 0),
+            site=self.name,
+            title="",
+            text="",
+            outlinks=[{"url": u, "text": t} for u, t in outlinks],
+            last_modified=_header(headers, b"Last-Modified")
+            or (previous.last_modified if previous else None),
+            etag=_header(headers, b"ETag") or (previous.etag if previous else None),
+            content_type=None,
+        )
+        self.crawler.stats.inc_value("spider/not_modified")
+        self._record(response, meta, item, None)
+        yield item
+        yield from follow_links(self, response, list(dict.fromkeys(u for u, _ in outlinks)))
+
+    def _record(
+        self,
+        response: Response,
+        meta: dict[str, Any],
+        item: PageItem,
+        fingerprint: str | None,
+    ) -> None:
+        """Tell the crawl database about this fetch (and the redirects that led to it)."""
+        recrawl = self._recrawl()
+        if recrawl is None:
+            return
+        depth = meta.get("depth", 0)
+        reasons = meta.get("redirect_reasons") or []
+        for i, source in enumerate(meta.get("redirect_urls") or ()):
+            reason = reasons[i] if i < len(reasons) else None
+            recrawl.record(source, reason if isinstance(reason, int) else 301, depth=depth)
+        outlinks = None
+        if response.status != 304:
+            outlinks = [(o["url"], o["text"]) for o in item["outlinks"]]
+        recrawl.record(
+            response.url,
+            response.status,
+            depth=depth,
+            last_modified=item["last_modified"],
+            etag=item["etag"],
+            fingerprint=fingerprint,
+            outlinks=outlinks,
+        )
 
     def _links(
         self, page_url: str, base_href: str | None, links: list[tuple[str, str]]
@@ -189,13 +335,14 @@ class SiteSpider(scrapy.Spider):
                 base = urljoin(page_url, base_href)
         origin = _origin(base)
         cut = len(origin) if origin else 0
+        joiner = UrlJoiner(base)
         outlinks: list[dict[str, str]] = []
         pairs: set[tuple[str, str]] = set()
         follow: dict[str, None] = {}
         skipped_scheme = invalid = 0
         for href, text in links:
             try:
-                absolute = urljoin(base, href.strip())
+                absolute = joiner.join(href)
             except ValueError:
                 invalid += 1
                 continue
@@ -219,6 +366,8 @@ class SiteSpider(scrapy.Spider):
             stats.inc_value("links/invalid", invalid)
         return outlinks, list(follow)
 
+
+_HAS_MAIN_TEXT = "main_text" in PageItem.fields
 
 # What may follow "scheme://netloc" in a URL on the same origin.
 _ENDS = frozenset({"", "/", "?", "#"})
@@ -247,6 +396,11 @@ def _origin(url: str) -> str | None:
         return None
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _body_fingerprint(body: bytes) -> str:
+    """Change detection for non-HTML content: the bytes themselves."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
 
 
 def _header(headers: Headers, name: bytes) -> str | None:

@@ -1,0 +1,297 @@
+"""The crawl database in a Scrapy crawl: recording fetches, recrawling what is due, continuous mode.
+
+Enabled when ``CRAWLDB_PATH`` is set, or ``RECRAWL_INTERVAL`` / ``RECRAWL_CONTINUOUS`` is (the
+file then defaults to ``JOBDIR/crawldb.sqlite``, else ``crawldb-<site>.sqlite`` in the current
+directory); otherwise a crawl behaves as if this extension did not exist.
+
+* When the frontier opens, every URL the database knows is marked seen, and the ones that are
+  due are handed to the site spider's ``start()`` (as ``dont_filter`` requests, with their
+  stored depth and a priority that grows with how often the page changed). So running
+  ``scrapy crawl <site>`` again over a finished crawl fetches only what is due, plus anything
+  new that the due pages link to.
+* The site spider records every 2xx and 304 (validators, a fingerprint of the normalized text,
+  outlinks); this extension records the responses the spider never sees (404, 5xx, unfollowed
+  redirects). Each record reschedules the page (:class:`crawler.crawldb.AdaptiveSchedule`).
+* ``RECRAWL_CONTINUOUS``: the crawl does not end when the frontier runs dry; pages are handed to
+  the engine as they come due, until the crawl is stopped (Ctrl-C, ``CLOSESPIDER_TIMEOUT``...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.http import Response
+from scrapy.settings import BaseSettings
+from scrapy.utils.asyncio import call_later, create_looping_call
+
+from crawler import signals as crawler_signals
+from crawler.crawldb import (
+    AdaptiveSchedule,
+    CrawlDb,
+    DueUrl,
+    Outlink,
+    PageRecord,
+    RecordResult,
+    SqliteCrawlDb,
+    Visit,
+)
+from crawler.frontier import InvalidUrl, normalize_url
+
+logger = logging.getLogger(__name__)
+
+DAY = 86400.0
+
+
+def crawldb_path(settings: BaseSettings, spider_name: str) -> str | None:
+    """The crawl database file for a crawl, or None when the crawl keeps none."""
+    path = settings.get("CRAWLDB_PATH")
+    if not path:
+        wanted = settings.getfloat("RECRAWL_INTERVAL", 0.0) > 0 or settings.getbool(
+            "RECRAWL_CONTINUOUS", False
+        )
+        if not wanted:
+            return None
+        jobdir = settings.get("JOBDIR")
+        path = os.path.join(jobdir, "crawldb.sqlite") if jobdir else f"crawldb-{spider_name}.sqlite"
+    path = str(path)
+    if "%(name)s" in path:
+        path = path.replace("%(name)s", spider_name)
+    return path
+
+
+def schedule_from_settings(settings: BaseSettings) -> AdaptiveSchedule:
+    interval = settings.getfloat("RECRAWL_INTERVAL", 0.0) or DAY
+    minimum = settings.getfloat("RECRAWL_MIN_INTERVAL", min(60.0, interval))
+    return AdaptiveSchedule(
+        interval=interval,
+        min_interval=minimum,
+        max_interval=settings.getfloat("RECRAWL_MAX_INTERVAL", max(30 * DAY, interval)),
+        inc_rate=settings.getfloat("RECRAWL_INC_RATE", 0.4),
+        dec_rate=settings.getfloat("RECRAWL_DEC_RATE", 0.2),
+        sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", True),
+        sync_delta_rate=settings.getfloat("RECRAWL_SYNC_DELTA_RATE", 0.3),
+        priority_levels=settings.getint("RECRAWL_PRIORITY_LEVELS", 3),
+    )
+
+
+def db_key(url: str) -> str | None:
+    """The crawl database's key of a URL: the frontier's normalized form."""
+    try:
+        return normalize_url(url)[0]
+    except InvalidUrl:
+        return None
+
+
+class RecrawlExtension:
+    _by_crawler: ClassVar[weakref.WeakKeyDictionary[Crawler, RecrawlExtension]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, crawler: Crawler, db: CrawlDb, path: str = "") -> None:
+        self.crawler = crawler
+        self.db = db
+        self.path = path
+        s = crawler.settings
+        self.continuous = s.getbool("RECRAWL_CONTINUOUS", False)
+        self.lease = s.getfloat("RECRAWL_LEASE", 3600.0)
+        self.batch = s.getint("RECRAWL_BATCH", 1000)
+        self.commit_interval = s.getfloat("CRAWLDB_COMMIT_INTERVAL", 5.0)
+        self.clock = time.time
+        self._due: list[DueUrl] = []
+        self._open = True
+        self._closing = False
+        self._timer: Any = None
+        self._timer_at: float | None = None
+        self._committer: Any = None
+        crawler.signals.connect(self._frontier_opened, crawler_signals.frontier_opened)
+        crawler.signals.connect(self._response_received, signals.response_received)
+        crawler.signals.connect(self._spider_opened, signals.spider_opened)
+        crawler.signals.connect(self._spider_idle, signals.spider_idle)
+        crawler.signals.connect(self._spider_closed, signals.spider_closed)
+        crawler.signals.connect(self._engine_stopped, signals.engine_stopped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RecrawlExtension:
+        name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", "crawl")
+        path = crawldb_path(crawler.settings, name)
+        if path is None:
+            raise NotConfigured  # no message: Scrapy would log a warning on every crawl
+        db = SqliteCrawlDb(path, schedule_from_settings(crawler.settings))
+        ext = cls(crawler, db, path)
+        cls._by_crawler[crawler] = ext
+        return ext
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> RecrawlExtension | None:
+        """The extension of ``crawler``, or None when it keeps no crawl database."""
+        return cls._by_crawler.get(crawler)
+
+    # -- start of a crawl -----------------------------------------------------------------------
+
+    def _frontier_opened(self, frontier: Any, spider: Spider) -> None:
+        """Known URLs that are not due are seen; the due ones wait for the spider's start(),
+        as plain links (so the frontier keeps them as compactly as any discovered link)."""
+        now = self.clock()
+        if self.continuous:
+            self._due = self.db.claim_due(now, self.lease, 10**9)
+        else:
+            self._due = self.db.due(now)
+        due = {d.url for d in self._due}
+        known = frontier.mark_seen(u for u in self.db.urls() if u not in due)
+        self._set("crawldb/known_at_start", len(self.db))
+        self._set("crawldb/due_at_start", len(due))
+        if len(self.db):
+            logger.info(
+                "Crawl database %s: %d URLs known, %d due for refetch (%d marked seen)",
+                self.path,
+                len(self.db),
+                len(due),
+                known,
+            )
+
+    def due_requests(self, spider: Spider, seeds: Iterable[str] = ()) -> Iterator[Request]:
+        """The requests for the URLs that were due when the frontier opened (once). A due seed
+        keeps its seed flag (its redirect target joins a seed-scoped site's scope)."""
+        seed_keys = {k for k in (db_key(u) for u in seeds) if k}
+        due, self._due = self._due, []
+        for d in due:
+            yield self._request(d, seed=d.url in seed_keys, force=False)
+
+    def _request(self, due: DueUrl, *, seed: bool = False, force: bool = True) -> Request:
+        """A refetch with the stored depth. ``force``: past the seen-test (URLs that came due
+        while the crawl ran). Pages that changed before carry a priority (Scrapy's convention,
+        higher first): the frontier uses it under FRONTIER_PRIORITY_POLICY = "request"; under
+        the other policies the order of the due list (most changing first) carries it. Pages
+        that never changed stay plain links, which the frontier keeps compactly."""
+        meta: dict[str, Any] = {"depth": due.depth}
+        if seed:
+            meta["seed"] = True
+        return Request(due.url, dont_filter=force, priority=due.priority, meta=meta)
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def previous(self, url: str) -> PageRecord | None:
+        key = db_key(url)
+        return self.db.get(key) if key and self._open else None
+
+    def validators(self, url: str) -> tuple[str | None, str | None]:
+        """(ETag, Last-Modified) stored for ``url``."""
+        rec = self.previous(url)
+        if rec is None or rec.status is None:
+            return None, None
+        return rec.etag, rec.last_modified
+
+    def record(
+        self,
+        url: str,
+        status: int,
+        *,
+        depth: int = 0,
+        last_modified: str | None = None,
+        etag: str | None = None,
+        fingerprint: str | None = None,
+        outlinks: list[Outlink] | None = None,
+    ) -> RecordResult | None:
+        key = db_key(url)
+        if key is None or not self._open:
+            return None
+        visit = Visit(key, status, self.clock(), depth, last_modified, etag, fingerprint, outlinks)
+        result = self.db.record(visit)
+        self._inc("crawldb/recorded")
+        if result.new:
+            self._inc("crawldb/new")
+        elif status == 304:
+            self._inc("crawldb/not_modified")
+        elif result.changed:
+            self._inc("crawldb/changed")
+        elif 200 <= status < 300 and fingerprint is not None:
+            self._inc("crawldb/unchanged")
+        if self.continuous:
+            self._arm(result.record.next_fetch)
+        return result
+
+    def remember_unfetched(self, requests: Iterable[Request]) -> bool:
+        """Keep URLs the crawl could not fetch (robots.txt unreachable) as due, for next time."""
+        if not self._open:
+            return False
+        pairs = [(k, r.meta.get("depth", 0)) for r in requests if (k := db_key(r.url))]
+        added = self.db.add_unfetched(pairs, self.clock())
+        self._inc("crawldb/remembered_unfetched", added)
+        return True
+
+    def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
+        """Responses the spider does not get (it records 2xx and 304 itself)."""
+        status = response.status
+        if 200 <= status < 300 or status == 304 or request.meta.get("robotstxt_for"):
+            return
+        self.record(response.url, status, depth=request.meta.get("depth", 0))
+
+    # -- continuous mode ------------------------------------------------------------------------
+
+    def _spider_opened(self, spider: Spider) -> None:
+        if self.commit_interval > 0:
+            self._committer = create_looping_call(self.db.commit)
+            self._committer.start(self.commit_interval, now=False)
+        if self.continuous:
+            self._arm(self.db.next_due())
+
+    def _arm(self, when: float | None) -> None:
+        if when is None or self._closing:
+            return
+        if self._timer is not None and self._timer_at is not None and self._timer_at <= when:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = call_later(max(0.05, when - self.clock()), self._tick)
+
+    def _tick(self) -> None:
+        self._timer = self._timer_at = None
+        engine = self.crawler.engine
+        if self._closing or engine is None:
+            return
+        due = self.db.claim_due(self.clock(), self.lease, self.batch)
+        for d in due:
+            engine.crawl(self._request(d))
+        if due:
+            self._inc("crawldb/recrawl_scheduled", len(due))
+            logger.debug("%d pages came due and were scheduled", len(due))
+        self._arm(self.db.next_due())
+
+    def _spider_idle(self, spider: Spider) -> None:
+        if self.continuous and not self._closing:
+            raise DontCloseSpider
+
+    # -- end of a crawl -------------------------------------------------------------------------
+
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
+        self._closing = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._committer is not None and self._committer.running:
+            self._committer.stop()
+        self.db.commit()
+        self._set("crawldb/pages", len(self.db))
+
+    def _engine_stopped(self) -> None:
+        """Closed last: the robots.txt middleware may still hand over parked URLs at close."""
+        if self._open:
+            self._open = False
+            self.db.close()
+
+    def _inc(self, key: str, n: int = 1) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key, n)
+
+    def _set(self, key: str, value: Any) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value(key, value)

@@ -1,0 +1,41 @@
+"""robots.txt and page robots directives, free of Scrapy: rules (Protego), a cache interface
+with in-memory and SQLite backends, and the per-origin bookkeeping the middleware drives."""
+
+from .book import IN_FLIGHT, QUEUED, OriginState, RobotsBook, Verdict
+from .cache import MemoryRobotsCache, RobotsCache, SqliteRobotsCache
+from .directives import Directives, x_robots_tag
+from .rules import (
+    ALLOW_ALL,
+    DEFAULT_EXPIRY,
+    DISALLOW_ALL,
+    MAX_SIZE,
+    RULES,
+    RobotsRecord,
+    RobotsRules,
+    classify,
+    decode_body,
+    product_token,
+)
+
+__all__ = [
+    "ALLOW_ALL",
+    "DEFAULT_EXPIRY",
+    "DISALLOW_ALL",
+    "IN_FLIGHT",
+    "MAX_SIZE",
+    "QUEUED",
+    "RULES",
+    "Directives",
+    "MemoryRobotsCache",
+    "OriginState",
+    "RobotsBook",
+    "RobotsCache",
+    "RobotsRecord",
+    "RobotsRules",
+    "SqliteRobotsCache",
+    "Verdict",
+    "classify",
+    "decode_body",
+    "product_token",
+    "x_robots_tag",
+]

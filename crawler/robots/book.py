@@ -1,0 +1,161 @@
+"""Per-origin robots.txt bookkeeping: what a URL's verdict is right now, and what happens when a
+fetch of robots.txt ends. Scrapy-free: the middleware turns verdicts into Scrapy actions and
+drives time.
+
+States of an origin, and the verdict for its URLs:
+
+* a copy in force (fresh, or expired while a refresh is due or failing): its rules decide,
+  ALLOW or DENY. RFC 9309 2.4: when a refresh fails, the last good copy stays in force.
+* no copy, the last fetch failed (5xx, 429, unreachable): UNAVAILABLE, the whole origin is
+  disallowed for now; a retry is due at ``retry_at`` (RFC 9309 2.3.1.4).
+* no copy, a fetch in flight: WAIT for it (every waiter gets the answer, unlike Scrapy's own
+  middleware).
+* no copy and nothing in flight: FETCH one.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cache import RobotsCache
+from .rules import (
+    ALLOW_ALL,
+    DEFAULT_EXPIRY,
+    DISALLOW_ALL,
+    MAX_SIZE,
+    RobotsRecord,
+    RobotsRules,
+    classify,
+    decode_body,
+)
+
+
+class Verdict(enum.Enum):
+    ALLOW = "allow"
+    DENY = "deny"
+    FETCH = "fetch"
+    WAIT = "wait"
+    UNAVAILABLE = "unavailable"
+
+
+QUEUED = "queued"  # a robots.txt request is in the frontier (or about to be)
+IN_FLIGHT = "in_flight"  # a robots.txt request is being downloaded
+
+
+@dataclass(eq=False)
+class OriginState:
+    origin: str
+    host: str = ""
+    rules: RobotsRules | None = None  # the copy in force
+    fetching: str = ""  # "", QUEUED, IN_FLIGHT
+    unreachable: bool = False  # the last fetch failed and there is no copy: disallowed for now
+    failures: int = 0  # consecutive failed fetches
+    retry_at: float | None = None  # when to try again after a failure
+    gave_up: bool = False  # out of retries for this crawl
+    parked: list[Any] = field(default_factory=list)  # requests waiting for a retry to succeed
+    truncated: bool = False  # the last file read was cut at max_size
+    direct: bool = False  # fetched outside the frontier (it refused the robots.txt request)
+
+
+class RobotsBook:
+    def __init__(
+        self,
+        cache: RobotsCache,
+        token: str,
+        *,
+        expiry: float = DEFAULT_EXPIRY,
+        max_size: int = MAX_SIZE,
+        retry_delay: float = 30.0,
+        retry_times: int = 2,
+        max_retry_delay: float = 3600.0,
+    ) -> None:
+        self.cache = cache
+        self.token = token
+        self.expiry = expiry
+        self.max_size = max_size
+        self.retry_delay = retry_delay
+        self.retry_times = retry_times
+        self.max_retry_delay = max(max_retry_delay, retry_delay)
+        self._origins: dict[str, OriginState] = {}
+
+    def state(self, origin: str) -> OriginState:
+        """The origin's state, with the cached copy (even an expired one) loaded on first use."""
+        st = self._origins.get(origin)
+        if st is None:
+            st = self._origins[origin] = OriginState(origin)
+            record = self.cache.get(origin)
+            if record is not None and record.kind != DISALLOW_ALL:
+                st.rules = RobotsRules(record, self.token)
+        return st
+
+    def states(self) -> list[OriginState]:
+        return list(self._origins.values())
+
+    def fresh(self, origin: str, now: float) -> bool:
+        rules = self.state(origin).rules
+        return rules is not None and rules.record.fresh(now)
+
+    def needs_fetch(self, origin: str, now: float) -> bool:
+        """Whether robots.txt should be (re)fetched now: no fresh copy, nothing in flight or
+        queued, and no failed fetch waiting out its retry delay."""
+        st = self.state(origin)
+        if st.fetching or st.gave_up or self.fresh(origin, now):
+            return False
+        return st.retry_at is None or st.retry_at <= now
+
+    def verdict(self, origin: str, url: str) -> Verdict:
+        st = self.state(origin)
+        if st.rules is not None:
+            return Verdict.ALLOW if st.rules.allowed(url) else Verdict.DENY
+        if st.unreachable:
+            return Verdict.UNAVAILABLE
+        if st.fetching == IN_FLIGHT:
+            return Verdict.WAIT
+        return Verdict.FETCH
+
+    # -- outcomes of a robots.txt fetch ---------------------------------------------------------
+
+    def fetched(
+        self, origin: str, status: int, body: bytes, now: float, *, kind: str | None = None
+    ) -> RobotsRecord | None:
+        """A final answer (no redirect left to follow). Returns the new record, or None when the
+        answer means "unreachable" (the caller then asks :meth:`failed` for the retry delay)."""
+        kind = kind or classify(status)
+        if kind == DISALLOW_ALL:
+            return None
+        st = self.state(origin)
+        text, st.truncated = decode_body(body, self.max_size) if kind != ALLOW_ALL else ("", False)
+        record = RobotsRecord(origin, kind, status, now, now + self.expiry, text)
+        self.cache.put(record)
+        st.rules = RobotsRules(record, self.token)
+        st.fetching = ""
+        st.unreachable = False
+        st.failures = 0
+        st.retry_at = None
+        st.gave_up = False
+        return record
+
+    def failed(self, origin: str, now: float, retry_after: float | None = None) -> float | None:
+        """The fetch failed (5xx, 429, timeout, refused). Returns the delay until the next try,
+        or None when the retries for this crawl are used up.
+
+        Without a copy in force the origin becomes UNAVAILABLE; with one (a failed refresh),
+        that copy stays in force.
+        """
+        st = self.state(origin)
+        st.fetching = ""
+        st.failures += 1
+        if st.rules is None:
+            st.unreachable = True
+        if st.failures > self.retry_times:
+            st.gave_up = True
+            st.retry_at = None
+            return None
+        if retry_after is not None:
+            delay = min(max(retry_after, self.retry_delay), self.max_retry_delay)
+        else:
+            delay = min(self.retry_delay * 2 ** (st.failures - 1), self.max_retry_delay)
+        st.retry_at = now + delay
+        return delay

@@ -1,0 +1,88 @@
+"""Where robots.txt records live between uses: one small interface, so a Redis backend shared by
+all workers can replace the embedded ones without touching the middleware."""
+
+from __future__ import annotations
+
+import abc
+import os
+import sqlite3
+from pathlib import Path
+
+from .rules import DISALLOW_ALL, RobotsRecord
+
+
+class RobotsCache(abc.ABC):
+    """Records by origin. Only usable outcomes are stored: "unreachable" is a state of the
+    current crawl (retried soon), not something to remember for a day."""
+
+    @abc.abstractmethod
+    def get(self, origin: str) -> RobotsRecord | None: ...
+
+    @abc.abstractmethod
+    def put(self, record: RobotsRecord) -> None: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files or connections."""
+
+
+class MemoryRobotsCache(RobotsCache):
+    """The default: lives as long as the crawl."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, RobotsRecord] = {}
+
+    def get(self, origin: str) -> RobotsRecord | None:
+        return self._records.get(origin)
+
+    def put(self, record: RobotsRecord) -> None:
+        if record.kind != DISALLOW_ALL:
+            self._records[record.origin] = record
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+class SqliteRobotsCache(RobotsCache):
+    """One SQLite file, so a second ``scrapy crawl`` within the expiry does not fetch robots.txt
+    again. Each put commits at once: a handful of writes per host, never on the hot path."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        parent = Path(self.path).parent
+        parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL,"
+            " status INTEGER NOT NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL,"
+            " body TEXT NOT NULL)"
+        )
+
+    def get(self, origin: str) -> RobotsRecord | None:
+        row = self._db.execute(
+            "SELECT origin, kind, status, fetched_at, expires_at, body FROM robots"
+            " WHERE origin = ?",
+            (origin,),
+        ).fetchone()
+        return RobotsRecord(*row) if row else None
+
+    def put(self, record: RobotsRecord) -> None:
+        if record.kind == DISALLOW_ALL:
+            return
+        self._db.execute(
+            "INSERT OR REPLACE INTO robots VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                record.origin,
+                record.kind,
+                record.status,
+                record.fetched_at,
+                record.expires_at,
+                record.body,
+            ),
+        )
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT count(*) FROM robots").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,50 @@
+"""Page-level robots directives: ``<meta name="robots">`` (or a meta named after the crawler's
+own token), the ``X-Robots-Tag`` header and ``rel="nofollow"`` links.
+
+``noindex``: the page is fetched and its links may be followed, but it is not indexed.
+``nofollow``: the page's links are not followed. ``none`` means both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Directive names that may precede a colon themselves ("unavailable_after: <date>",
+# "max-snippet: 20"); any other "name:" prefix addresses one crawler ("otherbot: noindex").
+_VALUED = frozenset(
+    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
+)
+_BOT_NAME = re.compile(r"^[A-Za-z_-][A-Za-z0-9_.-]*$")
+
+
+@dataclass
+class Directives:
+    noindex: bool = False
+    nofollow: bool = False
+
+    def add(self, content: str) -> None:
+        words = {w.strip().lower() for w in re.split(r"[,\s]+", content) if w.strip()}
+        if "none" in words:
+            self.noindex = self.nofollow = True
+        self.noindex = self.noindex or "noindex" in words
+        self.nofollow = self.nofollow or "nofollow" in words
+
+
+def x_robots_tag(values: Iterable[str], token: str) -> Directives:
+    """Directives of every ``X-Robots-Tag`` header value that applies to ``token``.
+
+    ``X-Robots-Tag: noindex`` applies to every crawler; ``X-Robots-Tag: otherbot: nofollow``
+    only to otherbot.
+    """
+    out = Directives()
+    for value in values:
+        name, sep, rest = value.partition(":")
+        name = name.strip().lower()
+        if sep and name not in _VALUED and _BOT_NAME.match(name):
+            if name != token:
+                continue
+            value = rest
+        out.add(value)
+    return out

@@ -1,0 +1,127 @@
+"""The crawl database and its adaptive schedule, without Scrapy."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+
+from crawler.content.normalize import text_fingerprint
+from crawler.crawldb import AdaptiveSchedule, CrawlDbError, SqliteCrawlDb, Visit
+
+HOUR = 3600.0
+
+
+def schedule(**kw: float) -> AdaptiveSchedule:
+    base = {"interval": HOUR, "min_interval": 60.0, "max_interval": 10 * HOUR, "sync_delta": False}
+    return AdaptiveSchedule(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_interval_shrinks_on_change_grows_without_and_stays_in_bounds() -> None:
+    s = schedule()
+    rec, changed = s.apply(None, Visit("u", 200, 0.0, fingerprint="a"))
+    assert not changed and rec.interval == HOUR and rec.next_fetch == HOUR
+    rec, changed = s.apply(rec, Visit("u", 200, HOUR, fingerprint="b"))
+    assert changed and rec.change_count == 1 and rec.interval == pytest.approx(0.8 * HOUR)
+    assert rec.next_fetch == pytest.approx(HOUR + 0.8 * HOUR)
+    rec, changed = s.apply(rec, Visit("u", 304, 2 * HOUR))
+    assert not changed and rec.interval == pytest.approx(0.8 * 1.4 * HOUR)
+    assert rec.fingerprint == "b" and rec.fetch_count == 3
+    for i in range(20):  # never changes again: up to the maximum, no further
+        rec, _ = s.apply(rec, Visit("u", 304, (3 + i) * HOUR))
+    assert rec.interval == 10 * HOUR
+    for i in range(40):  # changes every time: down to the minimum
+        rec, _ = s.apply(rec, Visit("u", 200, (30 + i) * HOUR, fingerprint=str(i)))
+    assert rec.interval == 60.0
+
+
+def test_priority_follows_the_change_rate() -> None:
+    s = schedule(priority_levels=3)
+    rec, _ = s.apply(None, Visit("u", 200, 0, fingerprint="a"))
+    assert rec.priority == 0
+    rec, _ = s.apply(rec, Visit("u", 200, 1, fingerprint="b"))
+    assert rec.priority == 3  # changed at its only refetch
+    rec, _ = s.apply(rec, Visit("u", 304, 2))
+    rec, _ = s.apply(rec, Visit("u", 304, 3))
+    assert rec.priority == 1  # 1 change in 3 refetches
+
+
+def test_statuses() -> None:
+    s = schedule()
+    rec, _ = s.apply(
+        None, Visit("u", 200, 0, etag='"x"', last_modified="lm", fingerprint="a",
+                    outlinks=[("http://a/", "A")]),
+    )  # fmt: skip
+    not_modified, changed = s.apply(rec, Visit("u", 304, 10, etag='"y"'))
+    assert not changed and not_modified.etag == '"y"' and not_modified.last_modified == "lm"
+    assert not_modified.outlinks == [("http://a/", "A")]
+    gone, _ = s.apply(rec, Visit("u", 404, 10))
+    assert gone.interval == 10 * HOUR and gone.etag is None and gone.next_fetch == 10 + 10 * HOUR
+    error, changed = s.apply(rec, Visit("u", 503, 10))
+    assert not changed and error.interval == HOUR and error.fingerprint == "a"
+    moved, _ = s.apply(None, Visit("v", 301, 0))
+    assert moved.next_fetch == 10 * HOUR
+
+
+def test_sync_delta_stretches_the_interval_of_a_long_unchanged_page() -> None:
+    s = schedule(sync_delta=True, max_interval=100 * HOUR)
+    day_ago = formatdate(0.0, usegmt=True)
+    first, _ = s.apply(None, Visit("u", 200, 24 * HOUR, last_modified=day_ago, fingerprint="a"))
+    assert first.interval == HOUR  # the first fetch keeps the configured interval
+    again, _ = s.apply(first, Visit("u", 304, 25 * HOUR))
+    assert again.interval == 25 * HOUR  # unchanged for 25 h: wait at least that long
+    # pulled forward by 30 % of it, but never into the past
+    assert again.next_fetch == pytest.approx(25 * HOUR + 0.7 * 25 * HOUR)
+
+
+def test_counters_and_dates_in_the_page_are_not_changes() -> None:
+    s = schedule()
+    one = text_fingerprint("News of the day. Visits: 1234. Updated Tuesday, 3 March 2026")
+    two = text_fingerprint("News of the day. Visits: 1240. Updated Wednesday, 4 March 2026")
+    rec, _ = s.apply(None, Visit("u", 200, 0, fingerprint=one))
+    rec, changed = s.apply(rec, Visit("u", 200, HOUR, fingerprint=two))
+    assert not changed
+    other = text_fingerprint("Other news of the day. Visits: 1240.")
+    assert s.apply(rec, Visit("u", 200, 2 * HOUR, fingerprint=other))[1]
+
+
+def test_sqlite_backend(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "db.sqlite"
+    db = SqliteCrawlDb(path, schedule())
+    links = [("http://a.example/x", "X"), ("http://a.example/y", "Ünïcode")]
+    r = db.record(Visit("http://a.example/", 200, 0, depth=0, etag='"e"', fingerprint="f",
+                        outlinks=links))  # fmt: skip
+    assert r.new and not r.changed
+    db.record(Visit("http://a.example/x", 200, 0, depth=1, fingerprint="1"))
+    db.record(Visit("http://a.example/x", 200, 100, depth=1, fingerprint="2"))  # changed: prio 3
+    db.record(Visit("http://a.example/z", 200, 0, depth=1, fingerprint="z"))
+    assert db.add_unfetched([("http://a.example/", 0), ("http://a.example/new", 2)], 50) == 1
+    db.close()
+
+    db = SqliteCrawlDb(path, schedule())
+    assert len(db) == 4 and set(db.urls()) == {
+        "http://a.example/", "http://a.example/x", "http://a.example/z", "http://a.example/new"
+    }  # fmt: skip
+    rec = db.get("http://a.example/")
+    assert rec is not None and rec.outlinks == links and rec.etag == '"e"'
+    assert db.get("http://a.example/new").status is None  # type: ignore[union-attr]
+    assert [d.url for d in db.due(60)] == ["http://a.example/new"]
+    due = db.due(10 * HOUR)
+    assert due[0].url == "http://a.example/x" and due[0].priority == 3  # changes often: first
+    assert db.next_due() == 50
+    claimed = db.claim_due(10 * HOUR, lease=HOUR, limit=2)
+    assert len(claimed) == 2
+    assert len(db.due(10 * HOUR)) == 2  # the claimed ones are leased out
+    db.close()
+
+
+def test_schema_version_is_checked(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "db.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(CrawlDbError, match="schema version 99"):
+        SqliteCrawlDb(path)

@@ -1,0 +1,296 @@
+"""robots.txt of many shapes and page robots directives, in one real crawl of many hosts.
+
+Every host of the site serves a different robots.txt (or a different failure); the verdicts
+are judged from the server's own record of requests: what was fetched, how often robots.txt
+was asked for, and the gaps between requests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import pairwise
+from typing import Any
+
+import pytest
+
+from crawler.devsite import HostSpec, build_site
+from crawler.devsite.routed import Answer, Ask, RoutedSiteServer
+from tests.crawling import CrawlResult, per_host, run_crawl
+
+pytestmark = pytest.mark.integration
+
+MIDDLEWARES = {
+    "crawler.middlewares.address_safety.AddressSafetyMiddleware": 50,
+    "crawler.middlewares.robots.RobotsMiddleware": 100,
+    "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
+}
+EXTENSIONS = {
+    "crawler.extensions.statsfile.StatsFile": 900,
+    "crawler.extensions.recrawl.RecrawlExtension": 100,
+}
+
+
+def crawler_settings(**extra: Any) -> dict[str, Any]:
+    """Settings that enable this issue's components (until crawler/settings.py lists them)."""
+    return {
+        "ALLOW_PRIVATE_ADDRESSES": True,
+        "FRONTIER_MIN_DELAY": 0.05,
+        "FRONTIER_DELAY_FACTOR": 0,
+        "DOWNLOADER_MIDDLEWARES": json.dumps(MIDDLEWARES),
+        "EXTENSIONS": json.dumps(EXTENSIONS),
+        **extra,
+    }
+
+
+def text(body: str, status: int = 200, **headers: str) -> Answer:
+    return status, [("Content-Type", "text/plain"), *headers.items()], body.encode()
+
+
+def html(body: str, **headers: str) -> Answer:
+    hs = [("Content-Type", "text/html; charset=utf-8"), *headers.items()]
+    return 200, hs, f"<html><head>{body}</body></html>".encode()
+
+
+PAGES = 4
+ALL = {"/", *(f"/p/{i}.html" for i in range(PAGES))}
+
+# host -> (robots.txt route, paths expected to be fetched besides robots.txt)
+SHAPES: dict[str, tuple[Any, set[str]]] = {}
+
+
+def shape(address: str, expected: set[str]):
+    def register(route):
+        SHAPES[address] = (route, expected)
+        return route
+
+    return register
+
+
+@shape("127.0.0.2", ALL - {"/p/1.html"})
+def _ua_groups(ask: Ask) -> Answer:
+    # Our group wins over "*"; another bot's "Disallow: /" is not ours.
+    return text(
+        "User-agent: otherbot\nDisallow: /\n\n"
+        "User-agent: Crawler-Bot\nDisallow: /p/1.html\n\n"
+        "User-agent: *\nDisallow: /p/\n"
+    )
+
+
+@shape("127.0.0.3", {"/", "/p/0.html?x=1", "/p/1.html", "/p/3.html"})
+def _wildcards(ask: Ask) -> Answer:
+    return text("User-agent: *\nDisallow: /*/2.html$\nDisallow: /p/0.html$\n")
+
+
+@shape("127.0.0.4", {"/", "/p/2.html"})
+def _allow_beats_shorter_disallow(ask: Ask) -> Answer:
+    return text("User-agent: *\nDisallow: /p/\nAllow: /p/2.html\n")
+
+
+@shape("127.0.0.5", ALL)
+def _not_found(ask: Ask) -> Answer:
+    return text("nope", 404)
+
+
+@shape("127.0.0.6", set())
+def _server_error(ask: Ask) -> Answer:
+    return text("boom", 500)
+
+
+@shape("127.0.0.7", set())
+def _timeout(ask: Ask) -> Answer:
+    ask.wait(3)  # DOWNLOAD_TIMEOUT is 1
+    return text("User-agent: *\nAllow: /\n")
+
+
+@shape("127.0.0.8", ALL - {"/p/0.html"})
+def _redirect(ask: Ask) -> Answer:
+    return text("", 301, Location="/elsewhere/robots.txt")
+
+
+@shape("127.0.0.9", ALL)
+def _redirect_loop(ask: Ask) -> Answer:
+    return text("", 302, Location="/loop/robots.txt")  # more than 5 hops: no restrictions
+
+
+@shape("127.0.0.10", ALL)
+def _binary(ask: Ask) -> Answer:
+    return 200, [("Content-Type", "application/octet-stream")], bytes(range(256)) * 40
+
+
+@shape("127.0.0.11", ALL - {"/p/0.html"})
+def _too_big(ask: Ask) -> Answer:
+    padding = "# " + "x" * 98 + "\n"
+    body = "User-agent: *\nDisallow: /p/0.html\n" + padding * 5200  # 520 KB
+    return text(body + "Disallow: /p/1.html\n")  # past 500 KiB: ignored
+
+
+@shape("127.0.0.12", ALL - {"/p/1.html"})
+def _too_many_requests_then_ok(ask: Ask) -> Answer:
+    hits = ask.server.robots_hits["127.0.0.12"] = ask.server.robots_hits.get("127.0.0.12", 0) + 1
+    if hits == 1:
+        return text("slow down", 429, **{"Retry-After": "0"})
+    return text("User-agent: *\nDisallow: /p/1.html\n")
+
+
+@shape("127.0.0.13", ALL)
+def _crawl_delay(ask: Ask) -> Answer:
+    return text("User-agent: *\nCrawl-delay: 0.4\n")
+
+
+@shape("127.0.0.14", ALL)
+def _request_rate(ask: Ask) -> Answer:
+    return text("User-agent: *\nRequest-rate: 5/2s\n")  # one request per 0.4 s
+
+
+@shape("127.0.0.15", set())
+def _crawl_delay_too_long(ask: Ask) -> Answer:
+    return text("User-agent: *\nCrawl-delay: 10\n")  # FRONTIER_MAX_CRAWL_DELAY is 5
+
+
+@shape("127.0.0.16", ALL)
+def _forbidden(ask: Ask) -> Answer:
+    return text("private", 403)
+
+
+@shape("127.0.0.17", {"/"})
+def _disallowed_queued_together(ask: Ask) -> Answer:
+    return text("User-agent: *\nDisallow: /p/\n")
+
+
+META_HOST = "127.0.0.18"
+META_PAGES: dict[str, Answer] = {
+    "/": html(
+        "<title>home</title></head><body>"
+        + "".join(f'<a href="/{n}">{n}</a>' for n in "abcdefg")
+        + '<a href="/secret" rel="external nofollow">s</a>'
+    ),
+    "/a": html('<meta name="robots" content="NOFOLLOW"></head><body><a href="/a-child">x</a>'),
+    "/b": html('<meta name="robots" content="noindex"></head><body><a href="/b-child">x</a>'),
+    "/c": html('</head><body><a href="/c-child">x</a>', **{"X-Robots-Tag": "noindex, nofollow"}),
+    "/d": html('<meta name="crawler-bot" content="none"></head><body><a href="/d-child">x</a>'),
+    "/e": html('<meta name="otherbot" content="noindex,nofollow"></head><body>'),
+    "/f": html("</head><body>", **{"X-Robots-Tag": "otherbot: noindex"}),
+    "/g": html('<a href="/secret">followed here</a>', **{"X-Robots-Tag": "crawler-bot: noindex"}),
+    "/b-child": html("</head><body>child"),
+    "/secret": html("</head><body>secret"),
+}
+META_FETCHED = {"/", "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/b-child", "/secret"}
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, dict[str, list[Any]]]:
+    tmp_path = tmp_path_factory.mktemp("robots")
+    specs = [HostSpec(address, pages=PAGES) for address in SHAPES]
+    specs.append(HostSpec(META_HOST, pages=0))
+    graph = build_site(specs, links_per_page=PAGES + 1, cross_host_links=0, extras=False)
+    server = RoutedSiteServer(graph)
+    server.robots_hits = {}  # type: ignore[attr-defined]
+    for address, (route, _) in SHAPES.items():
+        server.route(address, "/robots.txt", route)
+    server.route(
+        "127.0.0.8",
+        "/elsewhere/robots.txt",
+        lambda ask: text("User-agent: *\nDisallow: /p/0.html\n"),
+    )
+    server.route("127.0.0.9", "/loop/robots.txt", _redirect_loop)
+    server.route(META_HOST, "/robots.txt", lambda ask: text("", 404))
+    for path, answer in META_PAGES.items():
+        server.route(META_HOST, path, lambda ask, answer=answer: answer)
+    with server:
+        seeds = [server.url(address) for address in [*SHAPES, META_HOST]]
+        seeds.append(server.url("127.0.0.3", "/p/0.html?x=1"))
+        # All queued before robots.txt is known, all disallowed: none may be fetched.
+        seeds += [server.url("127.0.0.17", f"/p/{i}.html") for i in range(PAGES)]
+        seeds += [server.url("127.0.0.17", f"/p/extra-{i}.html") for i in range(3)]
+        result = run_crawl(
+            tmp_path,
+            seeds=seeds,
+            settings=crawler_settings(
+                DOWNLOAD_TIMEOUT=1,
+                ROBOTSTXT_RETRY_DELAY=0.3,
+                ROBOTSTXT_RETRY_TIMES=1,
+                FRONTIER_MAX_CRAWL_DELAY=5,
+                INDEX_PATH=tmp_path / "index.sqlite",
+            ),
+            timeout=60,
+        )
+    records = per_host(server.records)  # after stop: includes the answers that came too late
+    assert result.returncode == 0, result.log[-3000:]
+    return result, records
+
+
+def paths(records: list[Any]) -> list[str]:
+    return [r.path for r in records]
+
+
+@pytest.mark.parametrize("address", list(SHAPES))
+def test_each_robots_shape_is_obeyed(crawl, address: str) -> None:
+    _, records = crawl
+    _, expected = SHAPES[address]
+    fetched = [p for p in paths(records[address]) if "robots.txt" not in p]
+    assert set(fetched) == expected
+    assert len(fetched) == len(set(fetched))
+
+
+def test_robots_txt_is_fetched_once_per_host(crawl) -> None:
+    _, records = crawl
+    counts = {a: paths(records[a]).count("/robots.txt") for a in [*SHAPES, META_HOST]}
+    retried = {"127.0.0.6", "127.0.0.7", "127.0.0.12"}  # 500, timeout, 429: tried again once
+    assert {a for a, n in counts.items() if n != 1} == retried
+    assert all(counts[a] == 2 for a in retried)
+    # and before anything else of its host
+    for address in SHAPES:
+        assert paths(records[address])[0] == "/robots.txt"
+
+
+def test_redirects_are_followed_at_most_five_times(crawl) -> None:
+    _, records = crawl
+    assert paths(records["127.0.0.8"])[:2] == ["/robots.txt", "/elsewhere/robots.txt"]
+    loop = paths(records["127.0.0.9"])
+    assert loop.count("/loop/robots.txt") == 5
+
+
+def test_crawl_delay_and_request_rate_space_the_requests(crawl) -> None:
+    _, records = crawl
+    for address in ("127.0.0.13", "127.0.0.14"):
+        recs = records[address]
+        assert len(recs) == 1 + len(ALL)
+        gaps = [b.start - a.end for a, b in pairwise(recs)]
+        assert min(gaps) >= 0.4 - 0.005, (address, gaps)
+
+
+def test_too_long_crawl_delay_skips_the_host_and_says_so_once(crawl) -> None:
+    result, records = crawl
+    assert paths(records["127.0.0.15"]) == ["/robots.txt"]
+    assert result.log.count("Skipping host 127.0.0.15") == 1
+    assert result.stats["frontier/hosts_given_up/host_skipped"] == 1
+
+
+def test_stats_count_denials_retries_and_drops(crawl) -> None:
+    result, _ = crawl
+    stats = result.stats
+    # .2: 1, .3: 2, .4: 3, .8: 1, .11: 1, .12: 1, .17: 7
+    assert stats["robotstxt/denied"] == 16
+    assert stats["robotstxt/truncated"] == 1
+    # 500 and timeout: their seeds waited for a retry, then were dropped; 429: requeued
+    assert stats["robotstxt/requeued"] == 1
+    assert stats["robotstxt/dropped"] == 2
+    assert stats["robotstxt/deferred"] == 3
+    assert "robots.txt of http://127.0.0.6" in result.log and "retrying in" in result.log
+
+
+def test_page_directives(crawl) -> None:
+    result, records = crawl
+    assert set(paths(records[META_HOST])) - {"/robots.txt"} == META_FETCHED
+    items = {
+        i["url"].split(f"{META_HOST}:", 1)[1].split("/", 1)[1]: i
+        for i in result.items
+        if META_HOST in i["url"]
+    }
+    noindex = {path for path, item in items.items() if item.get("noindex")}
+    assert noindex == {"b", "c", "d", "g"}
+    assert items["a"]["outlinks"] == [] and items["d"]["outlinks"] == []
+    assert all("secret" not in o["url"] for o in items[""]["outlinks"])
+    assert result.stats["links/nofollow"] == 1
+    assert Counter(r.path for r in records[META_HOST])["/secret"] == 1  # via /g only

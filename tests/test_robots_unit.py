@@ -1,0 +1,330 @@
+"""robots.txt pieces without a crawl: rules, cache, per-origin bookkeeping, page directives, and
+the middleware driven by hand (a fake engine, Deferreds fired by the test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
+from scrapy.http import Response, TextResponse
+from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred
+
+import crawler.middlewares.robots as robots_mw
+from crawler import signals as crawler_signals
+from crawler.content.html import parse_html
+from crawler.middlewares.robots import RobotsMiddleware, RobotsTxtHandled, origin_of
+from crawler.robots import (
+    ALLOW_ALL,
+    DISALLOW_ALL,
+    RULES,
+    MemoryRobotsCache,
+    RobotsBook,
+    RobotsRecord,
+    RobotsRules,
+    SqliteRobotsCache,
+    Verdict,
+    classify,
+    decode_body,
+    product_token,
+    x_robots_tag,
+)
+
+# --- rules ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"),
+    [
+        ("crawler-bot/0.1 (+https://example.org)", "crawler-bot"),
+        ("My_Bot", "my_bot"),
+        ("  spaced-Bot/2", "spaced-bot"),
+        ("", "*"),
+        (None, "*"),
+    ],
+)
+def test_product_token(user_agent: str | None, token: str) -> None:
+    assert product_token(user_agent) == token
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(200, RULES), (204, RULES), (404, ALLOW_ALL), (401, ALLOW_ALL), (403, ALLOW_ALL),
+     (410, ALLOW_ALL), (429, DISALLOW_ALL), (500, DISALLOW_ALL), (503, DISALLOW_ALL)],
+)  # fmt: skip
+def test_status_classes_follow_rfc_9309(status: int, kind: str) -> None:
+    assert classify(status) == kind
+
+
+def test_decode_cuts_at_the_limit_and_drops_the_partial_line() -> None:
+    body = b"\xef\xbb\xbfUser-agent: *\nDisallow: /a\nDisallow: /private\n"
+    text, cut = decode_body(body, max_size=len(body) - 5)
+    assert cut and text == "User-agent: *\nDisallow: /a\n"
+    assert decode_body(b"\xff\xfeUser-agent: *", 100) == ("\ufffd\ufffdUser-agent: *", False)
+
+
+def record(body: str, kind: str = RULES, origin: str = "http://a.example") -> RobotsRecord:
+    return RobotsRecord(origin, kind, 200, 0.0, 100.0, body)
+
+
+def test_rules_match_the_product_token_and_longest_pattern() -> None:
+    body = (
+        "User-agent: crawler-bot\nDisallow: /private/\nAllow: /private/open\nCrawl-delay: 2\n"
+        "Request-rate: 1/5s\n\nUser-agent: *\nDisallow: /\n"
+    )
+    ours = RobotsRules(record(body), "crawler-bot")
+    assert not ours.allowed("http://a.example/private/x")
+    assert ours.allowed("http://a.example/private/open/1")
+    assert ours.allowed("http://a.example/public")
+    assert ours.crawl_delay() == 5.0  # Request-rate 1/5s asks more than Crawl-delay 2
+    others = RobotsRules(record(body), "somebot")
+    assert not others.allowed("http://a.example/public")
+    assert others.crawl_delay() is None
+    assert RobotsRules(record("", ALLOW_ALL), "x").allowed("http://a.example/any")
+    assert not RobotsRules(record("", DISALLOW_ALL), "x").allowed("http://a.example/any")
+
+
+# --- cache ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_cache_keeps_usable_records_only(tmp_path: Path, backend: str) -> None:
+    def make() -> Any:
+        return MemoryRobotsCache() if backend == "memory" else SqliteRobotsCache(tmp_path / "r.db")
+
+    cache = make()
+    cache.put(record("User-agent: *\nDisallow: /x\n"))
+    cache.put(record("", DISALLOW_ALL, origin="http://b.example"))
+    assert cache.get("http://b.example") is None
+    if backend == "sqlite":
+        cache.close()
+        cache = make()  # survives the process
+    assert cache.get("http://a.example") == record("User-agent: *\nDisallow: /x\n")
+    cache.close()
+
+
+# --- bookkeeping ----------------------------------------------------------------------------
+
+
+def test_book_states_and_retries() -> None:
+    book = RobotsBook(MemoryRobotsCache(), "bot", expiry=10, retry_delay=2, retry_times=3,
+                      max_retry_delay=5)  # fmt: skip
+    o = "http://a.example"
+    assert book.verdict(o, o + "/x") is Verdict.FETCH and book.needs_fetch(o, 0)
+    book.state(o).fetching = "in_flight"
+    assert book.verdict(o, o + "/x") is Verdict.WAIT and not book.needs_fetch(o, 0)
+    assert book.fetched(o, 503, b"", 0) is None
+    assert book.failed(o, 0) == 2  # disallowed for now, retry in 2 s, then 4, then 5 (cap)
+    assert book.verdict(o, o + "/x") is Verdict.UNAVAILABLE
+    assert not book.needs_fetch(o, 1) and book.needs_fetch(o, 2)
+    assert book.failed(o, 2) == 4
+    assert book.failed(o, 6, retry_after=60) == 5  # Retry-After, within the bounds
+    assert book.failed(o, 11) is None and book.state(o).gave_up
+    # a later success clears everything
+    book.fetched(o, 200, b"User-agent: *\nDisallow: /x\n", 20)
+    assert book.verdict(o, o + "/x") is Verdict.DENY and book.verdict(o, o + "/y") is Verdict.ALLOW
+    st = book.state(o)
+    assert (st.failures, st.gave_up, st.unreachable, st.retry_at) == (0, False, False, None)
+    # expired: still in force, and a refresh is due; a failed refresh keeps it in force
+    assert book.fresh(o, 29) and not book.fresh(o, 30) and book.needs_fetch(o, 30)
+    assert book.failed(o, 30) == 2
+    assert book.verdict(o, o + "/x") is Verdict.DENY and not book.needs_fetch(o, 31)
+
+
+# --- page directives ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "noindex", "nofollow"),
+    [
+        (["noindex"], True, False),
+        (["NoFollow"], False, True),
+        (["none"], True, True),
+        (["noarchive, nosnippet"], False, False),
+        (["otherbot: noindex"], False, False),
+        (["crawler-bot: noindex, nofollow"], True, True),
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], False, False),
+        (["otherbot: none", "nofollow"], False, True),
+    ],
+)
+def test_x_robots_tag(values: list[str], noindex: bool, nofollow: bool) -> None:
+    d = x_robots_tag(values, "crawler-bot")
+    assert (d.noindex, d.nofollow) == (noindex, nofollow)
+
+
+def test_the_page_parse_keeps_nofollow_links_and_metas() -> None:
+    body = (
+        b'<meta name="Crawler-Bot" content="noindex"><a href="/a" rel="nofollow">a</a>'
+        b'<a href="/b" rel="External NoFollow">b</a><a href="/b">b again</a><a href="/c">c</a>'
+    )
+    page = parse_html(body, "utf-8")
+    assert page.nofollow_hrefs == {"/a"}  # /b is also linked without nofollow
+    assert page.metas["crawler-bot"] == "noindex"
+
+
+# --- the middleware, driven by hand ----------------------------------------------------------
+
+
+class FakeEngine:
+    """Records what the middleware schedules and downloads; downloads finish when the test
+    fires their Deferred, going through the middleware like the real downloader would."""
+
+    def __init__(self, mw: RobotsMiddleware) -> None:
+        self.mw = mw
+        self.crawled: list[Request] = []
+        self.downloads: list[tuple[Request, Deferred[Response]]] = []
+
+    def crawl(self, request: Request) -> None:
+        self.crawled.append(request)
+
+    async def download_async(self, request: Request) -> Response:
+        await self.mw.process_request(request)
+        d: Deferred[Response] = Deferred()
+        self.downloads.append((request, d))
+        response = await d
+        return await self.mw.process_response(request, response)
+
+
+@pytest.fixture
+def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A RobotsMiddleware whose awaits are plain Deferreds and whose timers are recorded."""
+    monkeypatch.setattr(robots_mw, "maybe_deferred_to_future", lambda d: d)
+    monkeypatch.setattr(robots_mw, "deferred_from_coro", Deferred.fromCoroutine)
+    timers: list[tuple[float, Any, tuple[Any, ...]]] = []
+
+    class Timer:
+        def cancel(self) -> None:
+            pass
+
+    def call_later(delay: float, func: Any, *args: Any) -> Timer:
+        timers.append((delay, func, args))
+        return Timer()
+
+    monkeypatch.setattr(robots_mw, "call_later", call_later)
+    crawler = get_crawler(
+        Spider,
+        {"USER_AGENT": "crawler-bot/1.0", "ROBOTSTXT_RETRY_DELAY": 7,
+         "ROBOTSTXT_CACHE_PATH": str(tmp_path / "robots.sqlite")},
+    )  # fmt: skip
+    crawler.spider = Spider("s")
+    mw = RobotsMiddleware.from_crawler(crawler)
+    crawler.engine = FakeEngine(mw)  # type: ignore[assignment]
+    delays: list[tuple[str, float]] = []
+
+    def on_delay(host: str, delay: float) -> None:
+        delays.append((host, delay))
+
+    crawler.signals.connect(on_delay, crawler_signals.host_crawl_delay)  # weak: keep it alive
+    yield mw, crawler, timers, delays
+    del on_delay
+
+
+def run(coro: Any) -> Deferred[Any]:
+    d = Deferred.fromCoroutine(coro)
+    d.addErrback(lambda f: f.value)  # keep the exception as the result
+    return d
+
+
+def answer(request: Request, status: int, body: bytes = b"", **headers: str) -> TextResponse:
+    return TextResponse(request.url, status=status, body=body, headers=headers, request=request)
+
+
+def test_every_waiter_gets_the_answer(middleware) -> None:
+    """Scrapy 2.19 hands a pending robots.txt to the first waiter only (5 of 7 disallowed URLs
+    queued together were fetched); here all of them wait for it and all are checked."""
+    mw, crawler, _, delays = middleware
+    engine: FakeEngine = crawler.engine
+    urls = [f"http://a.example/p/{i}" for i in range(7)] + ["http://a.example/ok"]
+    pending = [run(mw.process_request(Request(u))) for u in urls]
+    assert len(engine.downloads) == 1  # one robots.txt fetch for all of them
+    robots_request, d = engine.downloads[0]
+    assert robots_request.url == "http://a.example/robots.txt"
+    assert not any(p.called for p in pending)
+    d.callback(answer(robots_request, 200, b"User-agent: *\nDisallow: /p/\nCrawl-delay: 3\n"))
+    results = [p.result for p in pending]
+    assert all(isinstance(r, IgnoreRequest) for r in results[:7])
+    assert results[7] is None
+    assert crawler.stats.get_value("robotstxt/denied") == 7
+    assert delays == [("a.example", 3.0)]
+
+
+def test_first_request_and_cache(middleware) -> None:
+    mw, crawler, _, delays = middleware
+    first = mw._origin_discovered("http://a.example:80", "a.example")
+    assert isinstance(first, Request) and first.url == "http://a.example/robots.txt"
+    assert first.dont_filter and first.meta["dont_redirect"] and first.meta["dont_retry"]
+    assert mw._origin_discovered("http://a.example", "a.example") is None  # already queued
+    # its answer never reaches the spider
+    run(mw.process_request(first))
+    d = run(mw.process_response(first, answer(first, 200, b"User-agent: *\nCrawl-delay: 1\n")))
+    assert isinstance(d.result, RobotsTxtHandled)
+    assert delays == [("a.example", 1.0)]
+    # A new crawl with the same cache file: no request, the delay is sent at once.
+    mw._spider_closed(crawler.spider, "finished")
+    again = RobotsMiddleware.from_crawler(crawler)
+    assert again._origin_discovered("http://a.example", "a.example") is None
+    assert crawler.stats.get_value("robotstxt/cache_hit") == 1
+    assert delays == [("a.example", 1.0), ("a.example", 1.0)]
+
+
+def test_unreachable_parks_then_requeues(middleware) -> None:
+    mw, crawler, timers, _ = middleware
+    engine: FakeEngine = crawler.engine
+    first = mw._origin_discovered("http://a.example", "a.example")
+    run(mw.process_request(first))
+    run(mw.process_response(first, answer(first, 503, **{"Retry-After": "30"})))
+    assert [t[0] for t in timers] == [30]
+    leased = Request("http://a.example/page", meta={"frontier_lease": 1, "depth": 2})
+    result = run(mw.process_request(leased)).result
+    assert isinstance(result, IgnoreRequest)  # parked, its host freed at once
+    unleased = run(mw.process_request(Request("http://a.example/other"))).result
+    assert isinstance(unleased, IgnoreRequest)  # engine.download: refused, not parked
+    with pytest.raises(DontCloseSpider):
+        mw._spider_idle(crawler.spider)
+    # the retry: the host's first request again
+    _, retry, args = timers[0]
+    retry(*args)
+    robots = engine.crawled[-1]
+    assert robots.meta["frontier_first"] and robots.meta["robotstxt_retry"]
+    run(mw.process_request(robots))
+    run(mw.process_response(robots, answer(robots, 200, b"User-agent: *\nAllow: /\n")))
+    requeued = engine.crawled[-1]
+    assert requeued.url == "http://a.example/page" and requeued.dont_filter
+    assert requeued.meta["depth"] == 2
+    mw._spider_idle(crawler.spider)  # nothing parked: may close
+    assert run(mw.process_request(requeued)).result is None
+
+
+def test_refresh_failure_keeps_the_last_good_copy(middleware) -> None:
+    mw, crawler, _, _ = middleware
+    engine: FakeEngine = crawler.engine
+    old = RobotsRecord("http://a.example", RULES, 200, 0, 1, "User-agent: *\nDisallow: /x\n")
+    mw.book.cache.put(old)
+    # expired: the old copy decides, and a refresh is queued as the host's next request
+    denied = run(mw.process_request(Request("http://a.example/x"))).result
+    assert isinstance(denied, IgnoreRequest)
+    refresh = engine.crawled[-1]
+    assert refresh.url == "http://a.example/robots.txt" and refresh.meta["frontier_first"]
+    run(mw.process_request(refresh))
+    with pytest.raises(RobotsTxtHandled):
+        mw.process_exception(refresh, TimeoutError())
+    assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
+    assert run(mw.process_request(Request("http://a.example/y"))).result is None
+    assert len(engine.crawled) == 1  # no second refresh before the retry delay
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("http://A.example:80/x", "http://a.example"),
+        ("https://a.example:8443/", "https://a.example:8443"),
+        ("http://[::1]:8080/x", "http://[::1]:8080"),
+        ("ftp://a.example/", None),
+        ("http://a.example:99999/", None),
+    ],
+)
+def test_origin_of(url: str, origin: str | None) -> None:
+    assert origin_of(url) == origin
