@@ -6,9 +6,10 @@ the same run.
 
 Ideal: each host is fetched once per (delay + response time), so a host with n pages needs
 n x response + (n - 1) x delay from its first fetch to its last. The score of a crawl is the
-ideal span over the real span, per host, averaged (1.0 = the ideal polite rate). Stock Scrapy
-runs with DOWNLOAD_DELAY set to the same delay, CONCURRENT_REQUESTS_PER_DOMAIN = 1 and no
-jitter; its delay counts start to start, so its gaps at the server fall below the delay.
+ideal span over the real span, per host, averaged (1.0 = the ideal polite rate). Both crawls run
+the project's spider and middlewares; "stock Scrapy" swaps in Scrapy's own scheduler and
+downloader, with DOWNLOAD_DELAY set to the same delay, CONCURRENT_REQUESTS_PER_DOMAIN = 1 and
+no jitter; its delay counts start to start, so its gaps at the server fall below the delay.
 """
 
 from __future__ import annotations
