@@ -132,3 +132,24 @@ def test_a_seed_that_redirects_brings_its_target_host_into_scope(tmp_path):
     assert hosts["127.0.0.7"] == 4
     assert hosts["127.0.0.8"] == 0
     assert result.stats["frontier/rejected/out_of_scope"] >= 1
+
+
+def test_a_host_with_two_slots_never_gets_a_third_request(tmp_path):
+    graph = build_site([HostSpec("127.0.0.2", pages=16, delay=0.15)], links_per_page=6,
+                       extras=False)  # fmt: skip
+    with SiteServer(graph) as server:
+        result = run_crawl(
+            tmp_path,
+            seeds=server.seeds(),
+            settings={
+                "ALLOW_PRIVATE_ADDRESSES": True,
+                "FRONTIER_HOST_CONCURRENCY": 2,
+                "FRONTIER_MIN_DELAY": 0.05,
+                "FRONTIER_DELAY_FACTOR": 0,
+            },
+        )
+        fetched = normalized(server.records)
+        most = server.max_concurrency("127.0.0.2")
+    assert result.returncode == 0, result.log[-3000:]
+    assert set(fetched) == graph.reachable(server.seeds())
+    assert most == 2  # both slots were used, never a third

@@ -187,6 +187,11 @@ def test_to_fts_query_quotes_bare_words() -> None:
     assert to_fts_query("e-mail") == '"e-mail"'
     assert to_fts_query('title:foo bar* "a b" OR x') == 'title:"foo" "bar"* "a b" OR "x"'
     assert to_fts_query("foo:bar") == '"foo:bar"'  # not a column: a word
+    # a field filter before a phrase or a group applies to all of it
+    assert to_fts_query('title:"a b" c') == 'title:"a b" "c"'
+    assert to_fts_query("anchor:(x OR y) z") == 'anchor:( "x" OR "y" ) "z"'
+    with pytest.raises(QuerySyntaxError):
+        to_fts_query("body:")
     assert to_fts_query("- & it's") == '"it\'s"'  # lone punctuation has nothing to match
     with pytest.raises(QuerySyntaxError, match="unbalanced quote"):
         to_fts_query('say "hi')

@@ -19,6 +19,7 @@ import pytest
 
 from crawler.devsite import HostSpec, SiteServer, build_site
 from crawler.devsite.server import RequestRecord
+from crawler.index.sqlite import SQLiteIndex
 from crawler.siteconfig import load_all_sites
 from tests.crawling import normalized, per_host
 from tests.scrapyd_support import PROJECT_NAME, Deployment, Scrapyd, deploy
@@ -88,7 +89,13 @@ def test_schedule_runs_a_crawl_with_arguments_and_settings(server: Scrapyd, tmp_
     job = "crawl-1"
     with SiteServer(graph) as site:
         seeds = write_seeds(tmp_path / "seeds.txt", site.seeds())
-        settings = {**LOOPBACK, "FRONTIER_MIN_DELAY": "0.05", "STATS_FILE": stats_path}
+        index_path = tmp_path / "index.sqlite"
+        settings = {
+            **LOOPBACK,
+            "FRONTIER_MIN_DELAY": "0.05",
+            "STATS_FILE": stats_path,
+            "INDEX_PATH": index_path,
+        }
         assert server.schedule("web", job=job, args={"seeds": str(seeds)}, settings=settings) == job
         entry = server.wait_for(job, "finished", timeout=40)
         records = pages_only(site.records)
@@ -116,6 +123,16 @@ def test_schedule_runs_a_crawl_with_arguments_and_settings(server: Scrapyd, tmp_
     items = [json.loads(line) for line in server.fetch(entry["items_url"]).splitlines() if line]
     assert sorted(item["url"] for item in items) == sorted(wanted)
     assert all(item["site"] == "web" and item["status"] == 200 and item["text"] for item in items)
+
+    # The index the job wrote holds every page, and finds one by the words of its title.
+    index = SQLiteIndex(index_path, readonly=True)
+    try:
+        assert index.stats()["documents"] == len(wanted)
+        some = items[0]
+        hits = index.search(f'title:"{some["title"].split(" | ")[0]}"')
+        assert some["url"] in [hit.url for hit in hits]
+    finally:
+        index.close()
 
     # The log: in logs_dir, served at log_url, and it shows the job's arguments and settings.
     assert server.job_log("web", job).is_file()

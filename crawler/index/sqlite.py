@@ -106,16 +106,22 @@ def to_fts_query(query: str) -> str:
     parentheses, a trailing ``*`` and ``title:``/``body:``/``anchor:`` keep their FTS5 meaning.
     """
     out: list[str] = []
+    field = ""  # "title:" written right before a phrase or a group applies to all of it
     for token in _TOKEN.findall(query):
         if token.startswith('"'):
             if len(token) < 2 or not token.endswith('"'):
                 raise QuerySyntaxError(f"unbalanced quote in the query {query!r}: {_QUERY_HELP}")
+            out.append(field + token)
+        elif token == "(":
+            out.append(field + token)
+        elif token == ")" or token in _OPERATORS:
             out.append(token)
-        elif token in ("(", ")") or token in _OPERATORS:
-            out.append(token)
+        elif token.endswith(":") and token[:-1].lower() in _COLUMNS:
+            field = f"{token[:-1].lower()}:"
+            continue
         else:
             column, sep, rest = token.partition(":")
-            prefix = ""
+            prefix = field
             if sep and column.lower() in _COLUMNS and rest:
                 prefix, token = f"{column.lower()}:", rest
             star = token.endswith("*")
@@ -124,6 +130,9 @@ def to_fts_query(query: str) -> str:
                 continue  # lone punctuation has no tokens to match
             quoted = '"' + word.replace('"', '""') + '"'
             out.append(prefix + quoted + ("*" if star else ""))
+        field = ""
+    if field:
+        raise QuerySyntaxError(f"{field} needs a word, a phrase or a group after it: {_QUERY_HELP}")
     return " ".join(out)
 
 
