@@ -27,6 +27,7 @@ from .frontier import (
     UrlPolicy,
 )
 from .frontier.sqlite import SqliteStore
+from .frontier.urls import origin_of
 from .pipelines.neardup import host_penalty_for
 from .waker import EngineWaker
 
@@ -36,7 +37,9 @@ LEASE_META = "frontier_lease"
 # Request meta that a plain link carries and that its rebuilt Request gets back.
 _PLAIN_META = frozenset({"depth"})
 # Decisions that depend on where a link was found: not remembered by the raw-link cache.
-_DEPTH_DEPENDENT = frozenset({"too_deep", "host_budget"})
+_DEPTH_DEPENDENT = frozenset({"too_deep"})
+# Never written to JOBDIR with a queued request: middlewares add them again when it is sent.
+_SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
 
 
 def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
@@ -128,6 +131,7 @@ class FrontierScheduler(BaseScheduler):
         signals = crawler.signals
         signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
         signals.connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
+        signals.connect(self._host_hold, crawler_signals.host_hold)
         signals.connect(self._links_extracted, crawler_signals.links_extracted)
 
     @classmethod
@@ -171,6 +175,8 @@ class FrontierScheduler(BaseScheduler):
         if self.frontier is None:
             self.frontier = self._build_frontier()
         self.url_policy = url_policy_for(spider, self.settings)
+        for host in self._load_scope_hosts():
+            self.url_policy.add_host(host)
         self.prioritizer = Prioritizer(
             self.settings.get("FRONTIER_PRIORITY_POLICY", "depth"),
             self.settings.getint("FRONTIER_FRONT_QUEUES", 8),
@@ -312,7 +318,11 @@ class FrontierScheduler(BaseScheduler):
         if is_plain(request):
             return None
         if self.persistent:
-            return pickle.dumps(request.to_dict(spider=self.spider), protocol=5)
+            data = request.to_dict(spider=self.spider)
+            data["headers"] = {
+                k: v for k, v in data.get("headers", {}).items() if k.lower() not in _SECRET_HEADERS
+            }
+            return pickle.dumps(data, protocol=5)
         return request
 
     def _request(self, entry: Entry) -> Request:
@@ -325,8 +335,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _discover_origin(self, url: str, host: str) -> None:
         """The first URL of an origin lets others (robots.txt) put requests before it."""
-        end = url.find("/", url.find("//") + 2)
-        origin = url if end < 0 else url[:end]
+        origin = origin_of(url) or url
         if origin in self._origins:
             return
         self._origins.add(origin)
@@ -343,6 +352,12 @@ class FrontierScheduler(BaseScheduler):
         if self.frontier is not None and delay is not None:
             self.frontier.set_crawl_delay(host, delay)
 
+    def _host_hold(self, host: str, seconds: float) -> None:
+        if self.frontier is not None:
+            now = monotonic()
+            self.frontier.hold_host(host, now + seconds)
+            self.waker.wake_at(now + seconds, now)
+
     def _admit_seed_host(self, url: str) -> None:
         """A seed's host is in scope, and so is the host a seed redirects to."""
         assert self.url_policy is not None
@@ -350,6 +365,26 @@ class FrontierScheduler(BaseScheduler):
         if host and host not in self.url_policy.hosts:
             self.url_policy.add_host(host)
             self._raw_seen.clear()  # links to that host were remembered as out of scope
+            self._save_scope_hosts()
+
+    def _scope_file(self) -> Path | None:
+        jobdir = self.settings.get("JOBDIR")
+        return Path(jobdir) / "scope-hosts.txt" if jobdir else None
+
+    def _save_scope_hosts(self) -> None:
+        """With a JOBDIR, the hosts seeds brought into scope (redirects included) are kept: a
+        resumed crawl does not see those redirects again."""
+        path = self._scope_file()
+        if path is not None and self.url_policy is not None:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text("".join(f"{h}\n" for h in sorted(self.url_policy.hosts)))
+            tmp.replace(path)
+
+    def _load_scope_hosts(self) -> list[str]:
+        path = self._scope_file()
+        if path is None or not path.exists():
+            return []
+        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
 
     def next_request(self) -> Request | None:
         assert self.frontier is not None

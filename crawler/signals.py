@@ -15,6 +15,11 @@ origin_discovered = object()
 # host_crawl_delay(host: str, delay: float | None)
 host_crawl_delay = object()
 
+# Sent by whoever needs a host left alone for a while (robots.txt unavailable for now): the
+# frontier hands out nothing of it for ``seconds``; its URLs stay queued.
+# host_hold(host: str, seconds: float)
+host_hold = object()
+
 # Sent by the scheduler once its frontier is open, before any request is enqueued.
 # frontier_opened(frontier: crawler.frontier.Frontier, spider)
 # A crawl database uses it to mark URLs it already fetched and that are not due as seen.

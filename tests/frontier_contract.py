@@ -175,6 +175,23 @@ class FrontierContract:
         assert {x.host for x in sim.fetches} == {"h0.test"}
         assert f.add(Entry(url="http://h1.test/new", host="h1.test")).reason == "host_skipped"
 
+    def test_a_held_host_waits_and_keeps_its_urls(self) -> None:
+        f = self.make_frontier(PolitenessPolicy(min_delay=0.0, delay_factor=0.0))
+        f.add_many(entries(2, 2))
+        f.hold_host("h1.test", 50.0)
+        sim = simulate(f)
+        h1 = [x.start for x in sim.fetches if x.host == "h1.test"]
+        assert len(sim.fetches) == 4 and min(h1) == 50.0
+        assert all(x.start < 50.0 for x in sim.fetches if x.host == "h0.test")
+
+    def test_a_hold_placed_during_a_fetch_outlasts_its_completion(self) -> None:
+        f = self.make_frontier(PolitenessPolicy(min_delay=1.0))
+        f.add_many(entries(1, 2))
+        lease = f.next(0.0)
+        f.hold_host("h0.test", 30.0)
+        f.complete(lease.token, 0.5, 0.5)
+        assert f.next(29.0) is None and f.next(30.0) is not None
+
     def test_not_sent_frees_the_slot_without_a_delay(self) -> None:
         f = self.make_frontier(PolitenessPolicy(min_delay=5))
         f.add_many(entries(1, 3))

@@ -16,7 +16,8 @@ from twisted.internet.defer import Deferred
 import crawler.middlewares.robots as robots_mw
 from crawler import signals as crawler_signals
 from crawler.content.html import parse_html
-from crawler.middlewares.robots import RobotsMiddleware, RobotsTxtHandled, origin_of
+from crawler.frontier.urls import origin_of
+from crawler.middlewares.robots import RobotsMiddleware, RobotsTxtHandled
 from crawler.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,

@@ -101,3 +101,13 @@ def test_host_crawl_delay_signal_reaches_the_frontier():
     crawler.signals.send_catch_log(crawler_signals.host_crawl_delay, host="a.test", delay=60)
     assert not scheduler.enqueue_request(scrapy.Request("http://a.test/"))
     assert crawler.stats.get_value("frontier/rejected/host_skipped") == 1
+
+
+def test_hosts_seeds_brought_into_scope_survive_a_resume(tmp_path):
+    _, scheduler = open_scheduler(JOBDIR=str(tmp_path))
+    assert scheduler.enqueue_request(scrapy.Request("http://seed.test/", meta={"seed": True}))
+    scheduler.close("shutdown")
+    _, resumed = open_scheduler(JOBDIR=str(tmp_path))
+    assert resumed.enqueue_request(scrapy.Request("http://seed.test/page"))  # no seed this time
+    assert not resumed.enqueue_request(scrapy.Request("http://other.test/"))
+    resumed.close("finished")

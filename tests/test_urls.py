@@ -76,3 +76,8 @@ def test_without_filters_only_the_url_itself_is_checked():
     p = UrlPolicy(hosts=["a.test"], deny=["robots"], max_depth=0)
     assert p.check("http://b.test/robots.txt", depth=5, filters=False)[0] == ""
     assert p.check("ftp://b.test/robots.txt", filters=False)[0] == "scheme"
+
+
+def test_credentials_in_links_are_dropped():
+    assert normalize_url("http://user:pw@a.test:80/x") == ("http://a.test/x", "a.test")
+    assert normalize_url("https://u@a.test:8443/y")[0] == "https://a.test:8443/y"

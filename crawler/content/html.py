@@ -39,11 +39,14 @@ def parse_html(
     if not body:
         return page
     try:
-        parser = lxml.html.HTMLParser(encoding=encoding) if encoding else None
-        if isinstance(body, str):
-            root = lxml.html.document_fromstring(body)
-        else:
-            root = lxml.html.document_fromstring(body, parser=parser)
+        root = _parse(body, encoding)
+    except LookupError:  # an encoding Python knows but libxml2 does not (utf-16-le, euc_jp...)
+        if isinstance(body, str) or not encoding:
+            return page
+        try:
+            root = _parse(body.decode(encoding, errors="replace").encode("utf-8"), "utf-8")
+        except (etree.ParserError, ValueError, LookupError):
+            return page
     except (etree.ParserError, ValueError):
         return page
     title = root.find(".//title")
@@ -78,6 +81,18 @@ def parse_html(
     if main_text:
         page.main_text = main_text_from_tree(root)  # last: both strip the tree in place
     return page
+
+
+def _parse(body: bytes | str, encoding: str | None) -> lxml.html.HtmlElement:
+    # huge_tree: without it libxml2 silently stops at 256 levels of nesting (broken pages with
+    # unclosed tags) or a 10 MB text node, and the page loses its links and text
+    if isinstance(body, str):
+        return lxml.html.document_fromstring(body, parser=_PARSER)
+    parser = lxml.html.HTMLParser(encoding=encoding, huge_tree=True) if encoding else _PARSER
+    return lxml.html.document_fromstring(body, parser=parser)
+
+
+_PARSER = lxml.html.HTMLParser(huge_tree=True)
 
 
 def visible_text(root: lxml.html.HtmlElement) -> str:

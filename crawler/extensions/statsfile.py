@@ -19,6 +19,7 @@ class StatsFile:
     def __init__(self, crawler: Crawler, path: str) -> None:
         self.crawler = crawler
         self.path = path
+        self.reason = ""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StatsFile:
@@ -27,12 +28,17 @@ class StatsFile:
             raise NotConfigured
         ext = cls(crawler, path)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext.engine_stopped, signal=signals.engine_stopped)
         return ext
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
+        self.reason = reason
+
+    def engine_stopped(self) -> None:
+        """Written when the engine stops: every spider_closed handler has set its stats."""
         assert self.crawler.stats is not None
         stats: dict[str, Any] = dict(self.crawler.stats.get_stats())
-        stats["finish_reason"] = reason
+        stats.setdefault("finish_reason", self.reason or "unknown")
         tmp = f"{self.path}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(stats, f, indent=1, sort_keys=True, default=_jsonable)

@@ -123,6 +123,11 @@ class Frontier(abc.ABC):
         than the frontier accepts."""
 
     @abc.abstractmethod
+    def hold_host(self, host: str, until: float) -> None:
+        """Hand out nothing of ``host`` before ``until`` (its robots.txt is unavailable for now,
+        or it asked to be left alone); its URLs stay queued."""
+
+    @abc.abstractmethod
     def has_work(self, now: float, horizon: float) -> bool:
         """True while something is in flight or queued work is due within ``horizon``."""
 

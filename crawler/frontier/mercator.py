@@ -253,7 +253,10 @@ class MercatorFrontier(Frontier):
         if outcome != Outcome.NOT_SENT:
             host.fetches += 1
             host.last_end = now
-            host.free_at[lease.slot] = now + self.policy.delay(duration, host.crawl_delay)
+            # max(): a hold placed while the fetch was in flight must not be shortened
+            host.free_at[lease.slot] = max(
+                host.free_at[lease.slot], now + self.policy.delay(duration, host.crawl_delay)
+            )
             if outcome == Outcome.FAILED:
                 host.failures += 1
                 if host.failures >= self.policy.max_failures:
@@ -298,6 +301,11 @@ class MercatorFrontier(Frontier):
             return False
         self._reschedule(state)
         return True
+
+    def hold_host(self, host: str, until: float) -> None:
+        state = self._host(host)
+        state.free_at = [max(t, until) for t in state.free_at]
+        self._reschedule(state)
 
     # -- what the scheduler asks about ----------------------------------------------------------
 
@@ -372,10 +380,6 @@ class MercatorFrontier(Frontier):
                 reason, due_in = "politeness delay", max(0.0, when - now)
             reports.append(HostReport(host.name, n, due_in, reason))
         return sorted(reports, key=lambda r: -r.due_in)
-
-    def host_state(self, host: str) -> HostState | None:
-        """For tests and progress reports."""
-        return self._hosts.get(host)
 
     def close(self) -> None:
         self.store.close()

@@ -236,13 +236,6 @@ class SqliteStore(QueueStore):
         for row in self.db.execute(f"SELECT {_COLUMNS} FROM queue"):
             yield _entry(row)
 
-    def disk_bytes(self) -> int:
-        return sum(
-            p.stat().st_size
-            for p in Path(self.path).parent.glob(Path(self.path).name + "*")
-            if p.is_file()
-        )
-
 
 def _entry(row: tuple[Any, ...]) -> Entry:
     id_, prio, host, url, depth, payload = row

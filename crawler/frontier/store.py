@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
@@ -145,7 +145,3 @@ class MemoryStore(QueueStore):
             yield from queue
         for queue in self._back.values():
             yield from queue
-
-
-def keys_of(urls: Iterable[str]) -> Iterator[int]:
-    return (url_key(u) for u in urls)

@@ -23,7 +23,8 @@ def normalize_url(url: str) -> tuple[str, str]:
     """Canonical form of ``url`` for the seen-test, and its host (lower-case, no port).
 
     w3lib sorts the query, fixes percent-encoding and drops the fragment; on top of that the
-    scheme's default port is removed, so ``http://a.com:80/`` and ``http://A.com/`` are one URL.
+    scheme's default port and any ``user:password@`` are removed, so ``http://a.com:80/`` and
+    ``http://A.com/`` are one URL.
     Raises InvalidUrl with a reason ("scheme" or "invalid_url").
     """
     url = url.strip()
@@ -39,12 +40,33 @@ def normalize_url(url: str) -> tuple[str, str]:
         raise InvalidUrl("invalid_url", f"malformed URL {url[:200]!r}: {exc}") from None
     if not host or not _HOST_RE.match(host):
         raise InvalidUrl("invalid_url", f"malformed URL {url[:200]!r}: bad host {host!r}")
-    if port is not None and port == _DEFAULT_PORTS[parts.scheme]:
+    if "@" in parts.netloc or (port is not None and port == _DEFAULT_PORTS[parts.scheme]):
+        # credentials in a link are never sent on (nor logged, stored or indexed), and the
+        # scheme's default port is dropped
         netloc = f"[{host}]" if ":" in host else host
-        if parts.username or parts.password:
-            netloc = f"{parts.netloc.rsplit('@', 1)[0]}@{netloc}"
+        if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+            netloc = f"{netloc}:{port}"
         canonical = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
     return canonical, host
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` as the scheduler's ``origin_discovered`` names it (lower-case,
+    default port dropped); None for a URL without a usable host."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if not host or scheme not in _DEFAULT_PORTS:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
 
 
 def host_in(host: str, hosts: Iterable[str], domains: Iterable[str]) -> bool:

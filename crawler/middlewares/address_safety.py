@@ -17,25 +17,36 @@ SAFE_SCHEMES = frozenset({"http", "https"})
 
 
 def unsafe_reason(ip: str) -> str:
-    """Why fetching ``ip`` is refused, or "" if it is a public address."""
+    """Why fetching ``ip`` is refused, or "" if it is a public address.
+
+    IPv6 addresses that carry an IPv4 address (mapped, 6to4, Teredo) are judged by it; anything
+    not globally routable is refused, which also covers carrier-grade NAT (100.64.0.0/10, where
+    some clouds keep their metadata service) and documentation ranges.
+    """
     try:
         addr = ipaddress.ip_address(ip)
     except ValueError:
         return ""
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
+    if isinstance(addr, ipaddress.IPv6Address):
+        embedded = addr.ipv4_mapped or addr.sixtofour or (addr.teredo[1] if addr.teredo else None)
+        if embedded is not None:
+            addr = embedded
     for attr in ("is_loopback", "is_private", "is_link_local", "is_multicast", "is_reserved",
-                 "is_unspecified"):
+                 "is_unspecified"):  # fmt: skip
         if getattr(addr, attr):
             return attr[3:].replace("_", "-")
+    if not addr.is_global:
+        return "non-global"
     return ""
 
 
 class AddressSafetyMiddleware:
     """Refuses non-HTTP schemes and private, loopback, link-local and reserved targets.
 
-    IP literals are checked directly; host names are resolved (through Scrapy's caching
-    resolver, the same answer the download will use) and every address is checked. Redirects
+    IP literals are checked directly; host names are resolved through Scrapy's caching resolver
+    and the address it returns is checked: with Scrapy's default resolver and DNS cache that is
+    the address the download connects to (a custom ``DNS_RESOLVER`` or ``DNSCACHE_ENABLED =
+    False`` weakens this against DNS rebinding). Redirects
     come back through the scheduler and this middleware, so a public page cannot redirect the
     crawler into the private network. ``ALLOW_PRIVATE_ADDRESSES`` (a setting, or
     ``allow_private_addresses`` in a site config) turns the address check off; tests on

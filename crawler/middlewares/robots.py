@@ -22,14 +22,14 @@ How a host's robots.txt is fetched and used:
   refresh as the host's next request and is checked against the old copy meanwhile. A refresh
   that fails leaves the last good copy in force.
 
-Unreachable robots.txt ("disallowed for now"): requests of the origin that the frontier hands
-out are *parked* (``IgnoreRequest``, so the host's slot is freed; stat ``robotstxt/deferred``)
-and robots.txt is fetched again after ``ROBOTSTXT_RETRY_DELAY`` seconds (doubling each time, or
-the server's ``Retry-After``), up to ``ROBOTSTXT_RETRY_TIMES`` times, as the host's first
-request. When it succeeds, the parked requests go back to the scheduler (``dont_filter``) and are
-checked against the new rules; the crawl stays open while a retry is pending. When the retries
-are used up, the parked requests are dropped (stat ``robotstxt/dropped``) and, with a crawl
-database, remembered there as due, so the next crawl tries them again.
+Unreachable robots.txt ("disallowed for now"): the host is *held* in the frontier (signal
+``host_hold``), so its URLs stay queued (on disk with a JOBDIR) and nothing of it is handed out;
+robots.txt is fetched again after ``ROBOTSTXT_RETRY_DELAY`` seconds (doubling each time, or the
+server's ``Retry-After``), up to ``ROBOTSTXT_RETRY_TIMES`` times, as the host's first request.
+A request that still arrives meanwhile (one already in flight) is *parked* (stat
+``robotstxt/deferred``) and goes back to the scheduler when a retry succeeds. When the retries
+are used up, the host's requests are refused (stat ``robotstxt/denied_unreachable``) and, with
+a crawl database, remembered there as due, so the next crawl tries them again.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
+from crawler.frontier.urls import origin_of
 from crawler.robots import (
     ALLOW_ALL,
     IN_FLIGHT,
@@ -61,8 +62,9 @@ from crawler.robots import (
     RobotsCache,
     SqliteRobotsCache,
     Verdict,
-    product_token,
+    robots_token,
 )
+from crawler.scheduler import LEASE_META
 
 logger = logging.getLogger(__name__)
 
@@ -70,38 +72,14 @@ ROBOTS_META = "robotstxt_for"  # on a robots.txt request: the origin it is for
 HOPS_META = "robotstxt_hops"  # redirects followed so far
 RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
 DIRECT_META = "robotstxt_direct"  # fetched with engine.download, not through the frontier
-LEASE_META = "frontier_lease"  # set by crawler.scheduler on requests it handed out
 MAX_REDIRECTS = 5
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class RobotsTxtHandled(IgnoreRequest):
     """A robots.txt response or failure was consumed here; it must not reach the spider."""
 
 
-def origin_of(url: str) -> str | None:
-    """``scheme://host[:port]`` as the scheduler's ``origin_discovered`` names it (lower-case,
-    default port dropped); None for a URL without a usable host."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    if not host or scheme not in _DEFAULT_PORTS:
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    if port is None or port == _DEFAULT_PORTS[scheme]:
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
-
-
-def robots_token(settings: Any) -> str:
-    """The product token robots.txt groups are matched with: ``ROBOTSTXT_USER_AGENT`` if set,
-    else the first word of ``USER_AGENT`` (a site config sets either)."""
-    return product_token(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"))
+_HOLD_MARGIN = 1.0  # seconds a host stays held after its robots.txt retry is enqueued
 
 
 class RobotsMiddleware:
@@ -430,6 +408,13 @@ class RobotsMiddleware:
             )
             self._cancel_timer(origin)
             self._timers[origin] = call_later(delay, self._retry, origin)
+            # The host's URLs stay queued in the frontier (on disk with a JOBDIR) rather than
+            # being handed out only to be parked here; the hold outlasts the retry timer so
+            # the robots.txt retry, a first request, goes out before any of them.
+            host = st.host or (urlsplit(origin).hostname or "")
+            self.crawler.signals.send_catch_log(
+                crawler_signals.host_hold, host=host, seconds=delay + _HOLD_MARGIN
+            )
         else:
             self._give_up(origin, f"robots.txt unreachable ({reason}) after {st.failures} tries")
 

@@ -100,7 +100,22 @@ class IndexPipeline:
         url = adapter.get("final_url") or requested
         if not url:
             return item
-        self._write(adapter, url, requested)
+        try:
+            self._write(adapter, url, requested)
+        except Exception:
+            # Never leave half an item in the open transaction: the batch goes, loudly.
+            logger.exception(
+                "Index write failed for %s; rolling back the %d pages of this batch",
+                url,
+                self._pending,
+            )
+            self.index.rollback()
+            stats = self.crawler.stats
+            if stats is not None:
+                stats.inc_value("index/write_errors")
+                stats.inc_value("index/rolled_back", self._pending)
+            self._pending = 0
+            return item
         self._pending += 1
         if self._pending >= self.batch_size:
             self.commit()

@@ -171,9 +171,15 @@ def host_penalty_for(crawler: Crawler) -> Callable[[str], int]:
     first, and returns 0 when near-duplicate detection is off.
     """
 
+    found: list[NearDuplicatePipeline] = []  # looked up until the pipeline exists, then kept
+
     def penalty(host: str) -> int:
-        pipeline = NearDuplicatePipeline.for_crawler(crawler)
-        return pipeline.host_penalty(host) if pipeline is not None else 0
+        if not found:
+            pipeline = NearDuplicatePipeline.for_crawler(crawler)
+            if pipeline is None:
+                return 0
+            found.append(pipeline)
+        return found[0].host_penalty(host)
 
     return penalty
 

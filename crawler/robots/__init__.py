@@ -15,6 +15,7 @@ from .rules import (
     classify,
     decode_body,
     product_token,
+    robots_token,
 )
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "classify",
     "decode_body",
     "product_token",
+    "robots_token",
     "x_robots_tag",
 ]

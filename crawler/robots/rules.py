@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from protego import Protego
 
@@ -25,6 +26,12 @@ ALLOW_ALL = "allow_all"  # 4xx (not 429), too many redirects: "unavailable", no 
 DISALLOW_ALL = "disallow_all"  # 5xx, 429, unreachable: "complete disallow" until a retry works
 
 _TOKEN_RE = re.compile(r"\s*([A-Za-z_-]+)")
+
+
+def robots_token(settings: Any) -> str:
+    """The product token robots.txt groups are matched with: ``ROBOTSTXT_USER_AGENT`` if set,
+    else the first word of ``USER_AGENT`` (a site config sets either)."""
+    return product_token(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"))
 
 
 def product_token(user_agent: str | None) -> str:

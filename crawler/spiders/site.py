@@ -33,7 +33,7 @@ from crawler.content.normalize import text_fingerprint
 from crawler.extensions.recrawl import RecrawlExtension
 from crawler.items import PageItem
 from crawler.links import UrlJoiner, follow_links
-from crawler.robots import product_token, x_robots_tag
+from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
     FOLLOWED_SCHEMES,
     SeedsFileError,
@@ -84,9 +84,7 @@ class SiteSpider(scrapy.Spider):
         # A conditional refetch answers 304, which HttpErrorMiddleware would otherwise drop.
         allowed = [int(c) for c in settings.getlist("HTTPERROR_ALLOWED_CODES")]
         spider.handle_httpstatus_list = allowed if 304 in allowed else [*allowed, 304]
-        spider.robots_token = product_token(
-            settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
-        )
+        spider.robots_token = robots_token(settings)
         return spider
 
     def _recrawl(self) -> RecrawlExtension | None:
