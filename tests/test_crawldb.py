@@ -106,6 +106,9 @@ def test_sqlite_backend(tmp_path: Path) -> None:
     rec = db.get("http://a.example/")
     assert rec is not None and rec.outlinks == links and rec.etag == '"e"'
     assert db.get("http://a.example/new").status is None  # type: ignore[union-attr]
+    assert db.validators("http://a.example/") == ('"e"', None)
+    assert db.validators("http://a.example/new") == (None, None)  # known, never fetched
+    assert db.validators("http://a.example/unknown") == (None, None)
     assert [d.url for d in db.due(60)] == ["http://a.example/new"]
     due = db.due(10 * HOUR)
     assert due[0].url == "http://a.example/x" and due[0].priority == 3  # changes often: first

@@ -66,6 +66,14 @@ class CrawlDb(abc.ABC):
     @abc.abstractmethod
     def get(self, url: str) -> PageRecord | None: ...
 
+    def validators(self, url: str) -> tuple[str | None, str | None]:
+        """(ETag, Last-Modified) of ``url``'s last fetch; read for every request, so a backend
+        should read just these two."""
+        rec = self.get(url)
+        if rec is None or rec.status is None:
+            return None, None
+        return rec.etag, rec.last_modified
+
     @abc.abstractmethod
     def record(self, visit: Visit) -> RecordResult:
         """Store a fetch and reschedule the page (see :class:`AdaptiveSchedule.apply`)."""

@@ -77,6 +77,12 @@ class SqliteCrawlDb(CrawlDb):
         row = self._db.execute(f"SELECT {_COLUMNS} FROM pages WHERE url = ?", (url,)).fetchone()
         return _record(row) if row else None
 
+    def validators(self, url: str) -> tuple[str | None, str | None]:
+        row = self._db.execute(
+            "SELECT etag, last_modified FROM pages WHERE url = ? AND status IS NOT NULL", (url,)
+        ).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
     def urls(self) -> Iterator[str]:
         cursor = self._db.execute("SELECT url FROM pages")
         while rows := cursor.fetchmany(10_000):

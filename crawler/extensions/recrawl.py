@@ -184,10 +184,8 @@ class RecrawlExtension:
 
     def validators(self, url: str) -> tuple[str | None, str | None]:
         """(ETag, Last-Modified) stored for ``url``."""
-        rec = self.previous(url)
-        if rec is None or rec.status is None:
-            return None, None
-        return rec.etag, rec.last_modified
+        key = db_key(url)
+        return self.db.validators(key) if key and self._open else (None, None)
 
     def record(
         self,
