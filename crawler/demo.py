@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             f", {stats.get('item_scraped_count', 0)} items written to {args.output}; "
             f"rejected: {_rejections(stats)}"
         )
+        print('demo: now search what was crawled:  .venv/bin/scrapy search "harvest saffron"')
         return 0
     finally:
         site.send_signal(signal.SIGTERM)
