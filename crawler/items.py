@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import scrapy
 
+# response.meta key: the fingerprint of what the page says (its title and main text, normalized),
+# set by the site spider; the crawl database compares it across fetches to detect a change.
+PAGE_FINGERPRINT_META = "page_fingerprint"
+
 
 class PageItem(scrapy.Item):
     url = scrapy.Field()  # the URL as requested (after normalization)

@@ -17,16 +17,14 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.request import request_from_dict
 
 from . import signals as crawler_signals
+from .backends import build_backend
 from .frontier import (
     Entry,
     Frontier,
-    MercatorFrontier,
     Outcome,
-    PolitenessPolicy,
     Prioritizer,
     UrlPolicy,
 )
-from .frontier.sqlite import SqliteStore
 from .frontier.urls import origin_of
 from .pipelines.neardup import host_penalty_for
 from .waker import EngineWaker
@@ -40,17 +38,6 @@ _PLAIN_META = frozenset({"depth"})
 _DEPTH_DEPENDENT = frozenset({"too_deep"})
 # Never written to JOBDIR with a queued request: middlewares add them again when it is sent.
 _SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
-
-
-def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
-    return PolitenessPolicy(
-        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", 1.0),
-        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", 5.0),
-        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", 30.0),
-        host_concurrency=settings.getint("FRONTIER_HOST_CONCURRENCY", 1),
-        max_crawl_delay=settings.getfloat("FRONTIER_MAX_CRAWL_DELAY", 120.0),
-        max_failures=settings.getint("FRONTIER_HOST_MAX_FAILURES", 5),
-    )
 
 
 def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
@@ -139,34 +126,11 @@ class FrontierScheduler(BaseScheduler):
         return cls(crawler)
 
     def _build_frontier(self) -> Frontier:
-        s = self.settings
-        front = s.getint("FRONTIER_FRONT_QUEUES", 8)
-        store = None
-        jobdir = s.get("JOBDIR")
-        if jobdir:
-            Path(jobdir).mkdir(parents=True, exist_ok=True)
-            path = Path(jobdir) / "frontier.sqlite"
-            resumed = path.exists()
-            store = SqliteStore(
-                path, front, commit_interval=s.getfloat("FRONTIER_COMMIT_INTERVAL", 2.0)
-            )
-            self.persistent = True
-            if resumed:
-                logger.info(
-                    "Resuming the frontier in %s: %d URLs queued, %d seen",
-                    path,
-                    sum(store.front_sizes),
-                    store.seen_count(),
-                )
-        back = s.getint("FRONTIER_BACK_QUEUES", 0) or 3 * s.getint("CONCURRENT_REQUESTS", 16)
+        store = build_backend(self.crawler, "FRONTIER_STORE_CLASS")
+        self.persistent = store.persistent
         site = getattr(self.spider, "site", None)
-        return MercatorFrontier(
-            politeness_from_settings(s),
-            store=store,
-            front_queues=front,
-            back_queues=back,
+        return store.open_frontier(
             max_pages_per_host=getattr(site, "max_pages_per_host", None),
-            refill_batch=s.getint("FRONTIER_REFILL_BATCH", 256),
             on_give_up=self._host_given_up,
         )
 

@@ -16,6 +16,16 @@ COMMANDS_MODULE = "crawler.commands"
 CRAWLER_CONTACT_URL = "https://github.com/crawler-project/crawler"
 USER_AGENT = f"crawler-bot/0.1 (+{CRAWLER_CONTACT_URL})"
 
+# --- Backends (crawler/backends.py) ----------------------------------------------------------
+# The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
+# It only picks the defaults of the class settings below; a class setting given explicitly wins.
+FRONTIER_BACKEND = "memory"
+FRONTIER_STORE_CLASS = ""  # queued and seen URLs, host politeness state, leases
+ROBOTS_CACHE_CLASS = ""  # fetched robots.txt files
+CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
+INDEX_CLASS = ""  # the full-text index
+NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
+
 # --- The Mercator frontier owns politeness ------------------------------------------------
 SCHEDULER = "crawler.scheduler.FrontierScheduler"
 # The downloader subclass tells the frontier when each fetch ends, however it ends.
@@ -124,7 +134,6 @@ NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
 INDEX_ENABLED = True
-INDEX_BACKEND = "crawler.index.sqlite.SQLiteIndex"
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200
 INDEX_COMMIT_INTERVAL = 5.0

@@ -30,3 +30,7 @@ frontier_opened = object()
 # The frontier scheduler takes them in bulk and returns True; if no receiver returns True the
 # spider yields Requests instead (another scheduler is in use).
 links_extracted = object()
+
+# Sent by the recrawl extension when its crawl database is open (at spider_opened), so other
+# components (conditional GET) read it without importing the extension: crawldb_opened(db).
+crawldb_opened = object()

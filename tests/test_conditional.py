@@ -8,6 +8,7 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
+from crawler import signals as crawler_signals
 from crawler.devsite import HostSpec, build_site
 from crawler.devsite.routed import RoutedSiteServer
 from crawler.extensions.recrawl import RecrawlExtension
@@ -50,7 +51,10 @@ def conditional(tmp_path: Path):
     ext.record("http://a.example/x", 200, etag='"e1"', last_modified=lm)
     ext.record("http://a.example/only-etag", 200, etag='"e2"')
     ext.record("http://a.example/none", 200)
-    yield ConditionalGetMiddleware.from_crawler(crawler), crawler
+    middleware = ConditionalGetMiddleware.from_crawler(crawler)
+    # what the extension sends at spider_opened
+    crawler.signals.send_catch_log(crawler_signals.crawldb_opened, db=ext.db)
+    yield middleware, crawler
     ext._engine_stopped()
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.index import IndexError_, PageDocument, QuerySyntaxError, open_index
+from crawler.backends import BackendError, open_index
+from crawler.index import IndexError_, PageDocument, QuerySyntaxError
 from crawler.index.sqlite import SQLiteIndex, default_index_path, to_fts_query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,8 +204,10 @@ def test_paths_and_backends(tmp_path: Path) -> None:
     assert default_index_path({}) == "crawl-index.sqlite"
     with pytest.raises(IndexError_, match="no index at"):
         open_index({"INDEX_PATH": str(tmp_path / "missing.sqlite")}, readonly=True)
-    with pytest.raises(IndexError_, match=r"not a crawler\.index"):
-        open_index({"INDEX_BACKEND": "builtins.dict"})
+    with pytest.raises(BackendError, match=r"INDEX_CLASS: builtins\.dict is not an Index"):
+        open_index({"INDEX_CLASS": "builtins.dict"})
+    with pytest.raises(BackendError, match="INDEX_CLASS: cannot load"):
+        open_index({"INDEX_CLASS": "crawler.index.sqlite.NoSuchIndex"})
     ix = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")})
     ix.close()
     ro = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")}, readonly=True)

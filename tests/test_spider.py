@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.exceptions import UsageError
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.settings import Settings
@@ -509,22 +509,38 @@ def crawldb_spider(tmp_path: Path, toml: str = 'name = "t"\n') -> tuple[SiteSpid
     path = tmp_path / "t.toml"
     path.write_text(toml, encoding="utf-8")
     cls = SiteSpider.for_site(load_site_config(path))
-    crawler = get_crawler(cls, {"CRAWLDB_PATH": str(tmp_path / "db.sqlite")})
+    extensions = {"crawler.extensions.recrawl.RecrawlExtension": 100}
+    crawler = get_crawler(
+        cls, {"CRAWLDB_PATH": str(tmp_path / "db.sqlite"), "EXTENSIONS": extensions}
+    )
+    crawler._apply_settings()  # builds the extensions, as Crawler.crawl() does
     spider = cls.from_crawler(crawler)
     crawler.spider = spider
-    return spider, RecrawlExtension.from_crawler(crawler)
+    ext = crawler.get_extension(RecrawlExtension)
+    assert ext is not None
+    return spider, ext
+
+
+def scraped(spider: SiteSpider, response: Response) -> tuple[Any, list[Request]]:
+    """Parse a response and let its item leave the pipelines (``item_scraped``), which is when
+    the crawl database records the fetch."""
+    item, requests = split(spider.parse(response))
+    spider.crawler.signals.send_catch_log(
+        signals.item_scraped, item=item, response=response, spider=spider
+    )
+    return item, requests
 
 
 def test_a_304_is_not_modified_and_its_stored_links_still_count(tmp_path: Path) -> None:
     spider, ext = crawldb_spider(tmp_path)
     headers = {"ETag": '"v1"', "Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
     first = html_response("http://n.example/", b"<title>T</title><a href='/x'>X</a>", headers)
-    item, _ = split(spider.parse(first))
+    item, _ = scraped(spider, first)
     assert item["status"] == 200
     response = HtmlResponse(
         "http://n.example/", status=304, request=Request("http://n.example/", meta={"depth": 1})
     )
-    item, requests = split(spider.parse(response))
+    item, requests = scraped(spider, response)
     assert item["status"] == 304 and item["text"] == "" and item["title"] == ""
     assert item["outlinks"] == [{"url": "http://n.example/x", "text": "X"}]
     assert item["etag"] == '"v1"' and item["depth"] == 1

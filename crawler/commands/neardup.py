@@ -44,8 +44,12 @@ class Command(ScrapyCommand):
         # Imported here: Scrapy imports every command module on every start, and datasketch
         # with numpy would add most of a second to each `scrapy` call.
         from crawler.content.maintext import main_text
-        from crawler.content.neardup import explain
-        from crawler.pipelines.neardup import NearDuplicatePipeline
+        from crawler.content.neardup import (
+            DEFAULT_NUM_PERM,
+            DEFAULT_SHINGLE_SIZE,
+            DEFAULT_THRESHOLD,
+            explain,
+        )
 
         assert self.settings is not None
         if len(args) != 2:
@@ -63,9 +67,9 @@ class Command(ScrapyCommand):
         result = explain(
             texts[0],
             texts[1],
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", NearDuplicatePipeline.SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", NearDuplicatePipeline.NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", NearDuplicatePipeline.THRESHOLD),
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", DEFAULT_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", DEFAULT_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", DEFAULT_THRESHOLD),
         )
         print(format_explanation(args[0], args[1], result))
         if opts.text:

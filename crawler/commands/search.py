@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.index import IndexError_, QuerySyntaxError, SearchResult, open_index
+from crawler.backends import BackendError, open_index
+from crawler.index import IndexError_, QuerySyntaxError, SearchResult
 
 
 class Command(ScrapyCommand):
@@ -59,7 +60,7 @@ class Command(ScrapyCommand):
         query = " ".join(args)
         try:
             index = open_index(self.settings, readonly=True)
-        except IndexError_ as exc:
+        except (IndexError_, BackendError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return

@@ -152,6 +152,16 @@ class NearDuplicateDetector:
         self._duplicate_of: dict[int, int] = {}  # doc id -> original's doc id
         self._hosts: dict[str, list[int]] = {}  # host -> [pages, duplicates]
 
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> NearDuplicateDetector:
+        """``NEARDUP_STORE_CLASS``'s constructor: the ``NEARDUP_*`` settings of the crawl."""
+        s = crawler.settings
+        return cls(
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", DEFAULT_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", DEFAULT_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", DEFAULT_THRESHOLD),
+        )
+
     # --- the decision ---------------------------------------------------------------------
 
     def minhash(self, normalized: str) -> MinHash:

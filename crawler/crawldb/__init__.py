@@ -4,7 +4,7 @@ and when each page is due again (an adaptive schedule). Free of Scrapy; the exte
 
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
 from .schedule import AdaptiveSchedule
-from .sqlite import CrawlDbError, SqliteCrawlDb
+from .sqlite import CrawlDbError, SqliteCrawlDb, crawldb_enabled, crawldb_path
 
 __all__ = [
     "AdaptiveSchedule",
@@ -16,4 +16,6 @@ __all__ = [
     "RecordResult",
     "SqliteCrawlDb",
     "Visit",
+    "crawldb_enabled",
+    "crawldb_path",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from .api import PageRecord, Visit
 
@@ -29,6 +30,21 @@ class AdaptiveSchedule:
     sync_delta: bool = True
     sync_delta_rate: float = 0.3
     priority_levels: int = 3  # a page that changed at every refetch gets this priority boost
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> AdaptiveSchedule:
+        """The schedule the ``RECRAWL_*`` settings describe (Scrapy settings or alike)."""
+        interval = settings.getfloat("RECRAWL_INTERVAL", 0.0) or DAY
+        return cls(
+            interval=interval,
+            min_interval=settings.getfloat("RECRAWL_MIN_INTERVAL", min(60.0, interval)),
+            max_interval=settings.getfloat("RECRAWL_MAX_INTERVAL", max(30 * DAY, interval)),
+            inc_rate=settings.getfloat("RECRAWL_INC_RATE", 0.4),
+            dec_rate=settings.getfloat("RECRAWL_DEC_RATE", 0.2),
+            sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", True),
+            sync_delta_rate=settings.getfloat("RECRAWL_SYNC_DELTA_RATE", 0.3),
+            priority_levels=settings.getint("RECRAWL_PRIORITY_LEVELS", 3),
+        )
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_interval <= self.max_interval:

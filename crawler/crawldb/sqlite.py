@@ -8,6 +8,7 @@ import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
 from .schedule import AdaptiveSchedule
@@ -18,6 +19,27 @@ _COLUMNS = (
     "url, depth, status, fetched_at, last_modified, etag, fingerprint, fetch_count,"
     " change_count, changed_at, interval, next_fetch, priority, outlinks"
 )
+
+
+def crawldb_enabled(settings: Any) -> bool:
+    """A crawl keeps a crawl database when given a path or asked to recrawl."""
+    return bool(settings.get("CRAWLDB_PATH")) or (
+        settings.getfloat("RECRAWL_INTERVAL", 0.0) > 0
+        or settings.getbool("RECRAWL_CONTINUOUS", False)
+    )
+
+
+def crawldb_path(settings: Any, spider_name: str) -> str | None:
+    """The crawl database file of a crawl (``%(name)s`` in ``CRAWLDB_PATH`` is the site name;
+    default: ``JOBDIR/crawldb.sqlite``, else ``crawldb-<site>.sqlite``), or None when the crawl
+    keeps none."""
+    if not crawldb_enabled(settings):
+        return None
+    path = settings.get("CRAWLDB_PATH")
+    if not path:
+        jobdir = settings.get("JOBDIR")
+        path = os.path.join(jobdir, "crawldb.sqlite") if jobdir else f"crawldb-{spider_name}.sqlite"
+    return str(path).replace("%(name)s", spider_name)
 
 
 class CrawlDbError(Exception):
@@ -70,6 +92,13 @@ class SqliteCrawlDb(CrawlDb):
         )
         self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._db.commit()
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> SqliteCrawlDb:
+        """``CRAWLDB_CLASS``'s constructor: the file and schedule the crawl's settings name."""
+        name = getattr(crawler.spidercls, "name", None) or "crawl"
+        path = crawldb_path(crawler.settings, name) or f"crawldb-{name}.sqlite"
+        return cls(path, AdaptiveSchedule.from_settings(crawler.settings))
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -9,9 +9,12 @@ directory); otherwise a crawl behaves as if this extension did not exist.
   stored depth and a priority that grows with how often the page changed). So running
   ``scrapy crawl <site>`` again over a finished crawl fetches only what is due, plus anything
   new that the due pages link to.
-* The site spider records every 2xx and 304 (validators, a fingerprint of the normalized text,
-  outlinks); this extension records the responses the spider never sees (404, 5xx, unfollowed
-  redirects). Each record reschedules the page (:class:`crawler.crawldb.AdaptiveSchedule`).
+* This extension is the one writer of the crawl database: every page item that leaves the
+  pipelines is recorded (validators, the fingerprint the site spider put in
+  ``response.meta[PAGE_FINGERPRINT_META]``, outlinks, and the redirects that led to it), and so is
+  every response that makes no item (404, 5xx, unfollowed redirects). Each record reschedules
+  the page (:class:`crawler.crawldb.AdaptiveSchedule`). Other components get the database from
+  the ``crawldb_opened`` signal.
 * ``RECRAWL_CONTINUOUS``: the crawl does not end when the frontier runs dry; pages are handed to
   the engine as they come due, until the crawl is stopped (Ctrl-C, ``CLOSESPIDER_TIMEOUT``...).
 """
@@ -19,68 +22,33 @@ directory); otherwise a crawl behaves as if this extension did not exist.
 from __future__ import annotations
 
 import logging
-import os
 import time
-import weakref
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
+from itemadapter import ItemAdapter
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http import Response
-from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler import signals as crawler_signals
+from crawler.backends import build_backend
 from crawler.crawldb import (
-    AdaptiveSchedule,
     CrawlDb,
     DueUrl,
     Outlink,
     PageRecord,
     RecordResult,
-    SqliteCrawlDb,
     Visit,
+    crawldb_enabled,
 )
+from crawler.crawldb.sqlite import crawldb_path  # noqa: F401 - re-exported for robots.txt
 from crawler.frontier import InvalidUrl, normalize_url
+from crawler.items import PAGE_FINGERPRINT_META
 
 logger = logging.getLogger(__name__)
-
-DAY = 86400.0
-
-
-def crawldb_path(settings: BaseSettings, spider_name: str) -> str | None:
-    """The crawl database file for a crawl, or None when the crawl keeps none."""
-    path = settings.get("CRAWLDB_PATH")
-    if not path:
-        wanted = settings.getfloat("RECRAWL_INTERVAL", 0.0) > 0 or settings.getbool(
-            "RECRAWL_CONTINUOUS", False
-        )
-        if not wanted:
-            return None
-        jobdir = settings.get("JOBDIR")
-        path = os.path.join(jobdir, "crawldb.sqlite") if jobdir else f"crawldb-{spider_name}.sqlite"
-    path = str(path)
-    if "%(name)s" in path:
-        path = path.replace("%(name)s", spider_name)
-    return path
-
-
-def schedule_from_settings(settings: BaseSettings) -> AdaptiveSchedule:
-    interval = settings.getfloat("RECRAWL_INTERVAL", 0.0) or DAY
-    minimum = settings.getfloat("RECRAWL_MIN_INTERVAL", min(60.0, interval))
-    return AdaptiveSchedule(
-        interval=interval,
-        min_interval=minimum,
-        max_interval=settings.getfloat("RECRAWL_MAX_INTERVAL", max(30 * DAY, interval)),
-        inc_rate=settings.getfloat("RECRAWL_INC_RATE", 0.4),
-        dec_rate=settings.getfloat("RECRAWL_DEC_RATE", 0.2),
-        sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", True),
-        sync_delta_rate=settings.getfloat("RECRAWL_SYNC_DELTA_RATE", 0.3),
-        priority_levels=settings.getint("RECRAWL_PRIORITY_LEVELS", 3),
-    )
-
 
 def db_key(url: str) -> str | None:
     """The crawl database's key of a URL: the frontier's normalized form."""
@@ -91,10 +59,6 @@ def db_key(url: str) -> str | None:
 
 
 class RecrawlExtension:
-    _by_crawler: ClassVar[weakref.WeakKeyDictionary[Crawler, RecrawlExtension]] = (
-        weakref.WeakKeyDictionary()
-    )
-
     def __init__(self, crawler: Crawler, db: CrawlDb, path: str = "") -> None:
         self.crawler = crawler
         self.db = db
@@ -113,6 +77,8 @@ class RecrawlExtension:
         self._committer: Any = None
         crawler.signals.connect(self._frontier_opened, crawler_signals.frontier_opened)
         crawler.signals.connect(self._response_received, signals.response_received)
+        crawler.signals.connect(self._item_done, signals.item_scraped)
+        crawler.signals.connect(self._item_done, signals.item_dropped)
         crawler.signals.connect(self._spider_opened, signals.spider_opened)
         crawler.signals.connect(self._spider_idle, signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signals.spider_closed)
@@ -120,19 +86,10 @@ class RecrawlExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecrawlExtension:
-        name = getattr(crawler.spider, "name", None) or getattr(crawler.spidercls, "name", "crawl")
-        path = crawldb_path(crawler.settings, name)
-        if path is None:
+        if not crawldb_enabled(crawler.settings):
             raise NotConfigured  # no message: Scrapy would log a warning on every crawl
-        db = SqliteCrawlDb(path, schedule_from_settings(crawler.settings))
-        ext = cls(crawler, db, path)
-        cls._by_crawler[crawler] = ext
-        return ext
-
-    @classmethod
-    def for_crawler(cls, crawler: Crawler) -> RecrawlExtension | None:
-        """The extension of ``crawler``, or None when it keeps no crawl database."""
-        return cls._by_crawler.get(crawler)
+        db = build_backend(crawler, "CRAWLDB_CLASS")
+        return cls(crawler, db, getattr(db, "path", ""))
 
     # -- start of a crawl -----------------------------------------------------------------------
 
@@ -226,15 +183,44 @@ class RecrawlExtension:
         return True
 
     def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
-        """Responses the spider does not get (it records 2xx and 304 itself)."""
+        """Responses that make no page item (2xx and 304 are recorded with their item)."""
         status = response.status
         if 200 <= status < 300 or status == 304 or request.meta.get("robotstxt_for"):
             return
         self.record(response.url, status, depth=request.meta.get("depth", 0))
 
+    def _item_done(self, item: Any, response: Response | None, spider: Spider, **_: Any) -> None:
+        """A page item left the pipelines (scraped or dropped): record its fetch, and the
+        redirects that led to it."""
+        if response is None:
+            return
+        status = response.status
+        if not (200 <= status < 300 or status == 304):
+            return
+        adapter = ItemAdapter(item)
+        meta = response.meta
+        depth = meta.get("depth", 0)
+        reasons = meta.get("redirect_reasons") or []
+        for i, source in enumerate(meta.get("redirect_urls") or ()):
+            reason = reasons[i] if i < len(reasons) else None
+            self.record(source, reason if isinstance(reason, int) else 301, depth=depth)
+        outlinks = None
+        if status != 304:
+            outlinks = [(o["url"], o["text"]) for o in adapter.get("outlinks") or ()]
+        self.record(
+            response.url,
+            status,
+            depth=depth,
+            last_modified=adapter.get("last_modified"),
+            etag=adapter.get("etag"),
+            fingerprint=meta.get(PAGE_FINGERPRINT_META),
+            outlinks=outlinks,
+        )
+
     # -- continuous mode ------------------------------------------------------------------------
 
     def _spider_opened(self, spider: Spider) -> None:
+        self.crawler.signals.send_catch_log(crawler_signals.crawldb_opened, db=self.db)
         if self.commit_interval > 0:
             self._committer = create_looping_call(self.db.commit)
             self._committer.start(self.commit_interval, now=False)

@@ -2,7 +2,7 @@
 
 One small interface so the embedded SQLite FTS5 backend (:mod:`crawler.index.sqlite`) can be
 joined by a shared one (PostgreSQL) without touching the pipeline or the command. Backends are
-chosen with the ``INDEX_BACKEND`` setting (a class path) and built with
+chosen with the ``INDEX_CLASS`` setting (a class path, see ``crawler.backends``) and built with
 :meth:`Index.from_settings`.
 
 What every backend must guarantee:

@@ -18,7 +18,9 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from crawler.extensions.recrawl import RecrawlExtension
+from crawler import signals as crawler_signals
+from crawler.crawldb import CrawlDb, crawldb_enabled
+from crawler.frontier import InvalidUrl, normalize_url
 
 CONDITIONAL_META = "conditional_for"  # the URL whose validators this middleware set
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
@@ -27,19 +29,23 @@ _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
 class ConditionalGetMiddleware:
     """Downloader middleware, order 450 (after DefaultHeaders, before Retry and Redirect)."""
 
-    def __init__(self, crawler: Crawler, recrawl: RecrawlExtension) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.recrawl = recrawl
+        self.db: CrawlDb | None = None
         self.stats = crawler.stats
         self.allow_all = crawler.settings.getbool("HTTPERROR_ALLOW_ALL")
         self.allowed = [int(c) for c in crawler.settings.getlist("HTTPERROR_ALLOWED_CODES")]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalGetMiddleware:
-        recrawl = RecrawlExtension.for_crawler(crawler)
-        if recrawl is None:
+        if not crawldb_enabled(crawler.settings):
             raise NotConfigured  # no crawl database (no message: no warning on every crawl)
-        return cls(crawler, recrawl)
+        middleware = cls(crawler)
+        crawler.signals.connect(middleware._crawldb_opened, crawler_signals.crawldb_opened)
+        return middleware
+
+    def _crawldb_opened(self, db: CrawlDb) -> None:
+        self.db = db
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         meta = request.meta
@@ -54,7 +60,13 @@ class ConditionalGetMiddleware:
             del meta[CONDITIONAL_META]
         if any(name in request.headers for name in _VALIDATORS):
             return None
-        etag, last_modified = self.recrawl.validators(request.url)
+        if self.db is None:
+            return None
+        try:
+            key = normalize_url(request.url)[0]
+        except InvalidUrl:
+            return None
+        etag, last_modified = self.db.validators(key)
         if not etag and not last_modified:
             return None
         if etag:

@@ -484,7 +484,7 @@ class RobotsMiddleware:
     def _remember(self, requests: list[Request]) -> bool:
         from crawler.extensions.recrawl import RecrawlExtension
 
-        ext = RecrawlExtension.for_crawler(self.crawler)
+        ext = self.crawler.get_extension(RecrawlExtension)
         return ext is not None and ext.remember_unfetched(requests)
 
     # -- helpers ----------------------------------------------------------------------------------

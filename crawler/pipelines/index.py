@@ -31,7 +31,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
-from crawler.index import Index, PageDocument, open_index
+from crawler.backends import open_index
+from crawler.index import Index, PageDocument
 from crawler.index.sqlite import default_index_path
 
 __all__ = ["IndexPipeline"]

@@ -31,12 +31,8 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from crawler.content.neardup import (
-    DEFAULT_NUM_PERM,
-    DEFAULT_SHINGLE_SIZE,
-    DEFAULT_THRESHOLD,
-    NearDuplicateDetector,
-)
+from crawler.backends import build_backend
+from crawler.content.neardup import NearDuplicateDetector
 
 __all__ = ["NearDuplicatePipeline", "host_penalty_for"]
 
@@ -47,9 +43,6 @@ STATE_FILE = "neardup.pickle"
 
 class NearDuplicatePipeline:
     ENABLED: ClassVar[bool] = True
-    SHINGLE_SIZE: ClassVar[int] = DEFAULT_SHINGLE_SIZE
-    NUM_PERM: ClassVar[int] = DEFAULT_NUM_PERM
-    THRESHOLD: ClassVar[float] = DEFAULT_THRESHOLD
     HOST_MIN_PAGES: ClassVar[int] = 5
     # A host whose checked pages are at least this share duplicates loses 1 front queue of
     # priority, at least the second share 2 (see host_penalty).
@@ -76,11 +69,7 @@ class NearDuplicatePipeline:
         s = crawler.settings
         if not s.getbool("NEARDUP_ENABLED", cls.ENABLED):
             raise NotConfigured("NEARDUP_ENABLED is off")
-        detector = NearDuplicateDetector(
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", cls.SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", cls.NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", cls.THRESHOLD),
-        )
+        detector = build_backend(crawler, "NEARDUP_STORE_CLASS")
         jobdir = s.get("JOBDIR")
         pipeline = cls(
             detector,

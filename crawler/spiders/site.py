@@ -30,8 +30,9 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.content.html import parse_html
 from crawler.content.normalize import text_fingerprint
+from crawler.crawldb import crawldb_enabled
 from crawler.extensions.recrawl import RecrawlExtension
-from crawler.items import PageItem
+from crawler.items import PAGE_FINGERPRINT_META, PageItem
 from crawler.links import UrlJoiner, follow_links
 from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
@@ -89,7 +90,7 @@ class SiteSpider(scrapy.Spider):
 
     def _recrawl(self) -> RecrawlExtension | None:
         crawler = getattr(self, "crawler", None)
-        return RecrawlExtension.for_crawler(crawler) if crawler is not None else None
+        return crawler.get_extension(RecrawlExtension) if crawler is not None else None
 
     @classmethod
     def for_site(cls, site: SiteConfig) -> type[SiteSpider]:
@@ -249,7 +250,8 @@ class SiteSpider(scrapy.Spider):
         wants = getattr(self, "_main_text_wanted", None)
         if wants is None:
             wants = self._main_text_wanted = (
-                self.crawler.settings.getbool("NEARDUP_ENABLED") or self._recrawl() is not None
+                self.crawler.settings.getbool("NEARDUP_ENABLED")
+                or crawldb_enabled(self.crawler.settings)
             )
         return wants
 
@@ -288,34 +290,13 @@ class SiteSpider(scrapy.Spider):
         yield item
         yield from follow_links(self, response, list(dict.fromkeys(u for u, _ in outlinks)))
 
+    @staticmethod
     def _record(
-        self,
-        response: Response,
-        meta: dict[str, Any],
-        item: PageItem,
-        fingerprint: str | None,
+        response: Response, meta: dict[str, Any], item: PageItem, fingerprint: str | None
     ) -> None:
-        """Tell the crawl database about this fetch (and the redirects that led to it)."""
-        recrawl = self._recrawl()
-        if recrawl is None:
-            return
-        depth = meta.get("depth", 0)
-        reasons = meta.get("redirect_reasons") or []
-        for i, source in enumerate(meta.get("redirect_urls") or ()):
-            reason = reasons[i] if i < len(reasons) else None
-            recrawl.record(source, reason if isinstance(reason, int) else 301, depth=depth)
-        outlinks = None
-        if response.status != 304:
-            outlinks = [(o["url"], o["text"]) for o in item["outlinks"]]
-        recrawl.record(
-            response.url,
-            response.status,
-            depth=depth,
-            last_modified=item["last_modified"],
-            etag=item["etag"],
-            fingerprint=fingerprint,
-            outlinks=outlinks,
-        )
+        """Leave the page's change fingerprint for the crawl database, which records the fetch
+        when the item has left the pipelines (``crawler.extensions.recrawl``)."""
+        response.meta[PAGE_FINGERPRINT_META] = fingerprint
 
     def _links(
         self, page_url: str, base_href: str | None, links: list[tuple[str, str]]

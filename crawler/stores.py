@@ -1,0 +1,93 @@
+"""Frontier stores: the ``FRONTIER_STORE_CLASS`` choices, each a factory of one frontier backend.
+
+The scheduler adapter asks the configured store for a frontier and never knows which backend it
+got. A store reads its own settings (``from_crawler``) and builds the Scrapy-free frontier core;
+``persistent`` tells the adapter that queued requests must be serialized, not kept as objects.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scrapy.settings import BaseSettings
+
+from crawler.frontier import Frontier, MemoryStore, MercatorFrontier, PolitenessPolicy, QueueStore
+from crawler.frontier.sqlite import SqliteStore
+
+logger = logging.getLogger(__name__)
+
+GiveUpCallback = Callable[[str, str, int], None]
+
+
+def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
+    return PolitenessPolicy(
+        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", 1.0),
+        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", 5.0),
+        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", 30.0),
+        host_concurrency=settings.getint("FRONTIER_HOST_CONCURRENCY", 1),
+        max_crawl_delay=settings.getfloat("FRONTIER_MAX_CRAWL_DELAY", 120.0),
+        max_failures=settings.getint("FRONTIER_HOST_MAX_FAILURES", 5),
+    )
+
+
+class MemoryFrontierStore:
+    """The embedded default: the Mercator frontier in this process's memory."""
+
+    persistent = False
+
+    def __init__(self, settings: BaseSettings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> MemoryFrontierStore:
+        return cls(crawler.settings)
+
+    def queue_store(self, front_queues: int) -> QueueStore:
+        return MemoryStore(front_queues)
+
+    def open_frontier(
+        self, *, max_pages_per_host: int | None = None, on_give_up: GiveUpCallback | None = None
+    ) -> Frontier:
+        s = self.settings
+        front = s.getint("FRONTIER_FRONT_QUEUES", 8)
+        return MercatorFrontier(
+            politeness_from_settings(s),
+            store=self.queue_store(front),
+            front_queues=front,
+            back_queues=s.getint("FRONTIER_BACK_QUEUES", 0)
+            or 3 * s.getint("CONCURRENT_REQUESTS", 16),
+            max_pages_per_host=max_pages_per_host,
+            refill_batch=s.getint("FRONTIER_REFILL_BATCH", 256),
+            on_give_up=on_give_up,
+        )
+
+
+class SqliteFrontierStore(MemoryFrontierStore):
+    """The same frontier kept on disk in ``JOBDIR/frontier.sqlite``: a stopped or killed crawl
+    resumes where it was."""
+
+    persistent = True
+
+    def queue_store(self, front_queues: int) -> QueueStore:
+        jobdir = self.settings.get("JOBDIR")
+        if not jobdir:
+            raise ValueError("SqliteFrontierStore needs JOBDIR")
+        Path(jobdir).mkdir(parents=True, exist_ok=True)
+        path = Path(jobdir) / "frontier.sqlite"
+        resumed = path.exists()
+        store = SqliteStore(
+            path,
+            front_queues,
+            commit_interval=self.settings.getfloat("FRONTIER_COMMIT_INTERVAL", 2.0),
+        )
+        if resumed:
+            logger.info(
+                "Resuming the frontier in %s: %d URLs queued, %d seen",
+                path,
+                sum(store.front_sizes),
+                store.seen_count(),
+            )
+        return store

@@ -1,0 +1,130 @@
+"""Backends are chosen by settings: FRONTIER_BACKEND picks the defaults, a class setting wins.
+
+Each component is built from a crawler the way Scrapy builds it, with a test double named in
+its class setting, and must end up using that double: no backend is fixed in code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from crawler.backends import (
+    BACKENDS,
+    CLASS_SETTINGS,
+    BackendError,
+    backend_class,
+    backend_name,
+    class_path,
+)
+from crawler.content.neardup import NearDuplicateDetector
+from crawler.crawldb.sqlite import SqliteCrawlDb
+from crawler.extensions.recrawl import RecrawlExtension
+from crawler.index.sqlite import SQLiteIndex
+from crawler.pipelines.index import IndexPipeline
+from crawler.pipelines.neardup import NearDuplicatePipeline
+from crawler.settings import __dict__ as project_settings
+from crawler.spiders.site import SiteSpider
+
+
+class DoubleCrawlDb(SqliteCrawlDb):
+    """A crawl database double: an in-memory SQLite database that says who built it."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> DoubleCrawlDb:
+        db = cls(":memory:")
+        db.built_with = crawler.settings.get("DOUBLE_TAG")  # type: ignore[attr-defined]
+        return db
+
+
+class DoubleIndex(SQLiteIndex):
+    @classmethod
+    def from_settings(cls, settings: Any, *, readonly: bool = False) -> DoubleIndex:
+        index = cls(settings.get("DOUBLE_INDEX_PATH"))
+        index.built_with = settings.get("DOUBLE_TAG")  # type: ignore[attr-defined]
+        return index
+
+
+class DoubleDetector(NearDuplicateDetector):
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> DoubleDetector:
+        detector = cls(threshold=0.9)
+        detector.built_with = crawler.settings.get("DOUBLE_TAG")  # type: ignore[attr-defined]
+        return detector
+
+
+def _settings(**extra: Any) -> dict[str, Any]:
+    base = {k: v for k, v in project_settings.items() if k.isupper()}
+    return {**base, **extra}
+
+
+def test_frontier_backend_chooses_the_defaults() -> None:
+    assert backend_name({}) == "memory"
+    assert backend_name({"FRONTIER_BACKEND": "memory", "JOBDIR": "job"}) == "sqlite"
+    for key in CLASS_SETTINGS:
+        assert class_path({}, key) == BACKENDS["memory"][key]
+        assert class_path({"JOBDIR": "job"}, key) == BACKENDS["sqlite"][key]
+    assert class_path({}, "FRONTIER_STORE_CLASS") != class_path(
+        {"JOBDIR": "job"}, "FRONTIER_STORE_CLASS"
+    )
+
+
+def test_every_default_class_exists() -> None:
+    for name, table in BACKENDS.items():
+        assert set(table) == set(CLASS_SETTINGS), name
+        for key in table:
+            assert isinstance(backend_class({"FRONTIER_BACKEND": name}, key), type)
+
+
+def test_a_class_setting_wins_over_the_backend() -> None:
+    path = "tests.test_backends.DoubleCrawlDb"
+    assert class_path({"CRAWLDB_CLASS": path, "JOBDIR": "job"}, "CRAWLDB_CLASS") == path
+
+
+def test_bad_backend_settings_are_refused_clearly() -> None:
+    with pytest.raises(BackendError, match=r"FRONTIER_BACKEND: unknown backend 'mongo'.*memory"):
+        backend_name({"FRONTIER_BACKEND": "mongo"})
+    with pytest.raises(BackendError, match=r"CRAWLDB_CLASS: cannot load 'nowhere\.Db'"):
+        backend_class({"CRAWLDB_CLASS": "nowhere.Db"}, "CRAWLDB_CLASS")
+    with pytest.raises(BackendError, match="is not a class"):
+        backend_class({"CRAWLDB_CLASS": "crawler.backends.CLASS_SETTINGS"}, "CRAWLDB_CLASS")
+
+
+def test_components_build_the_classes_their_settings_name(tmp_path) -> None:
+    crawler = get_crawler(
+        SiteSpider,
+        _settings(
+            DOUBLE_TAG="from-settings",
+            DOUBLE_INDEX_PATH=str(tmp_path / "double-index.sqlite"),
+            RECRAWL_INTERVAL=60,
+            CRAWLDB_CLASS="tests.test_backends.DoubleCrawlDb",
+            INDEX_CLASS="tests.test_backends.DoubleIndex",
+            NEARDUP_STORE_CLASS="tests.test_backends.DoubleDetector",
+        ),
+    )
+    recrawl = RecrawlExtension.from_crawler(crawler)
+    assert isinstance(recrawl.db, DoubleCrawlDb)
+    assert recrawl.db.built_with == "from-settings"
+
+    neardup = NearDuplicatePipeline.from_crawler(crawler)
+    assert isinstance(neardup.detector, DoubleDetector)
+    assert neardup.detector.threshold == 0.9
+
+    index = IndexPipeline.from_crawler(crawler)
+    index.open_spider()
+    try:
+        assert isinstance(index.index, DoubleIndex)
+        assert index.index.built_with == "from-settings"
+        assert (tmp_path / "double-index.sqlite").exists()
+    finally:
+        index.close_spider()
+
+
+def test_the_embedded_defaults_are_built_without_class_settings(tmp_path) -> None:
+    crawler = get_crawler(SiteSpider, _settings(CRAWLDB_PATH=str(tmp_path / "db.sqlite")))
+    recrawl = RecrawlExtension.from_crawler(crawler)
+    assert type(recrawl.db) is SqliteCrawlDb
+    assert recrawl.db.path == str(tmp_path / "db.sqlite")
+    assert type(NearDuplicatePipeline.from_crawler(crawler).detector) is NearDuplicateDetector
