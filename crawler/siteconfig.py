@@ -3,11 +3,19 @@
 A site config is user input that drives a long, unattended crawl, so it is validated strictly and
 up front: a wrong type, an out-of-range number, a regex that does not compile, a seed that is not
 an http(s) URL or a key that does not exist (a typo that would otherwise silently do nothing) is
-refused with ``<file>: <key>: <what is wrong>``.
+refused with ``<file>: <key>: <what is wrong>``, and every such problem of a file is reported at
+once, so one edit fixes them all.
+
+The schema is written once, as the pydantic models below (:class:`SiteFile` and its tables): the
+keys, their types, limits and defaults, and the Scrapy setting each key sets. The list of known
+keys (for "unknown key, did you mean ..."), the settings that ``[settings]`` may not repeat, and
+the test that ``example.toml`` documents every key are all derived from them.
+:class:`SiteConfig` is the flat, hashable view of a loaded file that the spider and the scheduler
+use.
 
 The configs live inside the ``crawler.sites`` package so they travel inside a scrapyd egg; they are
 found with :func:`importlib.resources.files`, never relative to the current directory. This module
-does not import Scrapy: the frontier and its tests use the same dataclasses without it.
+does not import Scrapy: the frontier and its tests use the same classes without it.
 """
 
 from __future__ import annotations
@@ -26,19 +34,38 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any
-from urllib.parse import urlsplit
+from typing import IO, Annotated, Any, get_origin
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainValidator,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from crawler.frontier.urls import SCHEMES, url_problem
 
 __all__ = [
     "PRIORITY_POLICIES",
+    "Limits",
+    "Politeness",
+    "Priority",
     "Scope",
     "SeedsFileError",
+    "Setting",
     "SiteConfig",
     "SiteConfigError",
+    "SiteFile",
+    "Urls",
     "iter_seeds_file",
     "load_all_sites",
     "load_site_config",
     "read_seeds_file",
+    "schema_tables",
     "seed_url_problem",
     "sites_root",
 ]
@@ -50,7 +77,8 @@ _HOST_RE = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
 #: Accepted ``[priority] policy`` values; ``breadth_first`` is stored as its alias ``depth``.
 PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request")
 _POLICY_ALIASES = {"breadth_first": "depth"}
-FOLLOWED_SCHEMES = frozenset({"http", "https"})
+#: The schemes a link may have to be followed: the frontier's (the spider checks links with it).
+FOLLOWED_SCHEMES = SCHEMES
 # Characters no host name may contain (WHATWG's forbidden host code points, less "%", which a
 # percent-encoded host may use); urlsplit lets them through ("http://exa mple.com/").
 _BAD_HOST_CHAR = re.compile(r"[\x00-\x20#/<>?@\[\\\]^|\x7f]")
@@ -69,33 +97,222 @@ class SiteConfigError(ValueError):
     ``file``, ``key`` and ``problem`` are kept apart so callers (the spider loader, tests) can
     report or match them without parsing the message. ``key`` is a dotted path such as
     ``politeness.min_delay`` or ``urls.allow[2]``, or ``None`` when the whole file is at fault.
+    A file with several problems raises one error for all of them: ``key`` and ``problem`` are
+    the first, ``problems`` lists every ``(key, problem)``, and the message has one line each.
     """
 
-    def __init__(self, file: str, key: str | None, problem: str) -> None:
+    def __init__(
+        self,
+        file: str,
+        key: str | None,
+        problem: str,
+        more: Iterable[tuple[str | None, str]] = (),
+    ) -> None:
         self.file = file
         self.key = key
         self.problem = problem
-        super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
+        self.problems: tuple[tuple[str | None, str], ...] = ((key, problem), *more)
+        super().__init__(
+            "\n".join(f"{file}: {k}: {p}" if k else f"{file}: {p}" for k, p in self.problems)
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Exceptions pickle through ``args``; ours has three, so say how to rebuild it.
-        return (type(self), (self.file, self.key, self.problem))
+        # Exceptions pickle through ``args``; ours has more, so say how to rebuild it.
+        return (type(self), (self.file, self.key, self.problem, self.problems[1:]))
 
 
 class SeedsFileError(SiteConfigError):
     """A seeds file that is missing or unreadable; the message names the file."""
 
 
+# --- Checks of single values ---------------------------------------------------------------------
+#
+# Each check raises a "site_config" error carrying the problem in our own words (pydantic's own
+# messages, "Input should be a valid number", do not say what the key accepts); the "key" in its
+# context, when there is one, names the key below the table the check runs on.
+
+
+def _fail(problem: str, key: str | None = None) -> PydanticCustomError:
+    context = {"problem": problem} if key is None else {"problem": problem, "key": key}
+    return PydanticCustomError("site_config", "{problem}", context)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(f"must be a non-empty string, got {_show(value)}")
+    return value
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(f"must be true or false, got {_show(value)}")
+    return value
+
+
+def _integer(minimum: int) -> PlainValidator:
+    """An integer ``>= minimum``; TOML's ``true`` and ``1.5`` are refused, not converted."""
+
+    def check(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise _fail(f"must be an integer >= {minimum}, got {_show(value)}")
+        return value
+
+    return PlainValidator(check)
+
+
+def _number(minimum: float) -> PlainValidator:
+    """A finite number ``>= minimum`` (TOML has ``nan`` and ``inf``), stored as a float."""
+
+    def check(value: object) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < minimum
+        ):
+            raise _fail(f"must be a number >= {minimum:g}, got {_show(value)}")
+        return float(value)
+
+    return PlainValidator(check)
+
+
+def _name(value: object, info: ValidationInfo) -> str:
+    name = _text(value)
+    if not NAME_RE.match(name):
+        raise _fail(f"must match {NAME_RE.pattern}, got {_show(name)}")
+    stem = (info.context or {}).get("stem")
+    if stem is not None and name != stem:
+        raise _fail(
+            f"must equal the file name without .toml ({_show(stem)}), got {_show(name)}"
+            " (scrapy crawl finds a site by its file name)"
+        )
+    return name
+
+
+def _seed(value: object) -> str:
+    url = _text(value)
+    problem = seed_url_problem(url)
+    if problem:
+        raise _fail(f"{problem}, got {_show(url)}")
+    return url
+
+
+def _seeds_file(value: object, info: ValidationInfo) -> str:
+    """Resolve ``seeds_file`` against the config's folder and check it is there now."""
+    path = _text(value)
+    if os.path.isabs(path):
+        target: Traversable = Path(path)
+    else:
+        base: Traversable | None = (info.context or {}).get("base")
+        if base is None:
+            raise _fail("cannot resolve a relative path for this config source")
+        target = base.joinpath(*path.replace("\\", "/").split("/"))
+    if not target.is_file():
+        raise _fail(f"no such file: {_display(target)}")
+    return str(target)
+
+
+def _user_agent(value: object) -> str:
+    text = _text(value)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise _fail("must not contain control characters (newlines)")
+    return text
+
+
+def _host(value: object, *, domain: bool) -> str:
+    """A host name (lower-case, IDNA) or, for ``hosts`` only, an IP address."""
+    text = _text(value).strip().lower()
+    if domain:
+        text = text.removeprefix(".")
+    text = text.rstrip(".")
+    try:
+        addr = ipaddress.ip_address(text.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        pass
+    else:
+        if domain:
+            raise _fail(
+                f"must be a domain name, not an IP address, got {_show(value)}"
+                " (put addresses in scope.hosts)"
+            )
+        return addr.compressed
+    if any(c in text for c in ":/@?#") or not text:
+        raise _fail(f"must be a bare host name (no scheme, port or path), got {_show(value)}")
+    if not text.isascii():
+        try:
+            text = text.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise _fail(f"is not a valid host name, got {_show(value)}") from None
+    if not _HOST_RE.match(text):
+        raise _fail(f"is not a valid host name, got {_show(value)}")
+    return text
+
+
+def _pattern(value: object) -> str:
+    pattern = _text(value)
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise _fail(f"invalid regular expression {_show(pattern)}: {exc}") from None
+    return pattern
+
+
+def _policy(value: object) -> str:
+    if value not in PRIORITY_POLICIES:
+        raise _fail(f"must be one of {', '.join(PRIORITY_POLICIES)}, got {_show(value)}")
+    return _POLICY_ALIASES.get(value, value)  # type: ignore[arg-type]
+
+
+def _setting_name(value: str) -> str:
+    if not SETTING_NAME_RE.match(value):
+        raise _fail("Scrapy setting names are UPPER_CASE")
+    if value in _RESERVED_SETTINGS:
+        raise _fail(f"set it with {_RESERVED_SETTINGS[value]} instead")
+    return value
+
+
+def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+Host = Annotated[str, PlainValidator(lambda v: _host(v, domain=False))]
+Domain = Annotated[str, PlainValidator(lambda v: _host(v, domain=True))]
+Pattern = Annotated[str, PlainValidator(_pattern)]
+SeedUrl = Annotated[str, PlainValidator(_seed)]
+SettingName = Annotated[str, PlainValidator(_setting_name)]
+
+
+# --- The schema ----------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class Scope:
-    """Which hosts a site's crawl may enter.
+class Setting:
+    """Marks a key that stands for a Scrapy setting, which ``[settings]`` may then not repeat.
+
+    With ``forward`` the key's value is also handed to Scrapy as that setting (when given: not
+    ``None``, not ``false``); without it the scheduler reads the key from :class:`SiteConfig`,
+    and the marker only keeps a second source of truth out of ``[settings]``.
+    """
+
+    name: str
+    forward: bool = True
+
+
+class _Table(BaseModel):
+    """A TOML table: unknown keys are errors (a typo would otherwise silently do nothing)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Scope(_Table):
+    """``[scope]``: which hosts a site's crawl may enter.
 
     Both empty means "the hosts of the seeds" (the ``web`` site's rule); the scheduler supplies
     the seed hosts, since a scope alone cannot know them.
     """
 
-    hosts: tuple[str, ...] = ()  # exact host names (lower-case, no port)
-    domains: tuple[str, ...] = ()  # a domain and all its subdomains
+    hosts: Annotated[tuple[Host, ...], AfterValidator(_unique)] = ()  # exact host names
+    domains: Annotated[tuple[Domain, ...], AfterValidator(_unique)] = ()  # and their subdomains
 
     @property
     def is_empty(self) -> bool:
@@ -113,24 +330,182 @@ class Scope:
         return any(host == d or host.endswith("." + d) for d in self.domains)
 
 
+class Urls(_Table):
+    """``[urls]``: which URLs within the scope are fetched, and spider-trap defenses."""
+
+    allow: tuple[Pattern, ...] = ()  # re.search on the full URL; if any, one must match
+    deny: tuple[Pattern, ...] = ()  # a match excludes the URL
+    max_depth: Annotated[int | None, _integer(0), Setting("DEPTH_LIMIT", forward=False)] = None
+    max_url_length: Annotated[int, _integer(1), Setting("URL_MAX_LENGTH", forward=False)] = 2048
+    max_repeated_segments: Annotated[
+        int, _integer(0), Setting("URL_MAX_REPEATED_SEGMENTS", forward=False)
+    ] = 3
+
+
+class Limits(_Table):
+    """``[limits]``: budgets."""
+
+    max_pages_per_host: Annotated[int | None, _integer(1)] = None
+
+
+class Politeness(_Table):
+    """``[politeness]``: overrides of the project's FRONTIER_* settings (``None``: not given)."""
+
+    min_delay: Annotated[float | None, _number(0), Setting("FRONTIER_MIN_DELAY")] = None
+    delay_factor: Annotated[float | None, _number(0), Setting("FRONTIER_DELAY_FACTOR")] = None
+    max_delay: Annotated[float | None, _number(0), Setting("FRONTIER_MAX_DELAY")] = None
+    host_concurrency: Annotated[int | None, _integer(1), Setting("FRONTIER_HOST_CONCURRENCY")] = (
+        None
+    )
+    max_crawl_delay: Annotated[float | None, _number(0), Setting("FRONTIER_MAX_CRAWL_DELAY")] = None
+
+    @model_validator(mode="after")
+    def _delays_in_order(self) -> Politeness:
+        # One bound alone is checked against the project default of the other, so
+        # "min_delay = 60" does not end up silently capped by the default max of 30 s.
+        given = {k: v for k in ("min_delay", "max_delay") if (v := getattr(self, k)) is not None}
+        if not given:
+            return self
+        lo = given.get("min_delay", _project_default("FRONTIER_MIN_DELAY", 1.0))
+        hi = given.get("max_delay", _project_default("FRONTIER_MAX_DELAY", 30.0))
+        if lo > hi:
+            problem = f"min_delay ({lo:g}) must not exceed max_delay ({hi:g})"
+            if len(given) == 1:
+                problem += "; the other one is the project default"
+            raise _fail(problem, key=next(iter(given)))
+        return self
+
+
+class Priority(_Table):
+    """``[priority]``: which URLs go first."""
+
+    policy: Annotated[str, PlainValidator(_policy), Setting("FRONTIER_PRIORITY_POLICY")] = "depth"
+
+
+class SiteFile(_Table):
+    """One site config file, as written: the schema of ``crawler/sites/*.toml``.
+
+    Validate it with ``context={"stem": <file name without .toml>, "base": <its folder>}``: the
+    name must equal the stem, and a relative ``seeds_file`` is resolved against the folder.
+    """
+
+    name: Annotated[str, PlainValidator(_name)]
+    seeds: tuple[SeedUrl, ...] = ()
+    seeds_file: Annotated[str | None, PlainValidator(_seeds_file)] = None  # resolved path
+    user_agent: Annotated[str | None, PlainValidator(_user_agent), Setting("USER_AGENT")] = None
+    allow_private_addresses: Annotated[
+        bool, PlainValidator(_boolean), Setting("ALLOW_PRIVATE_ADDRESSES")
+    ] = False
+    scope: Scope = Scope()
+    urls: Urls = Urls()
+    limits: Limits = Limits()
+    politeness: Politeness = Politeness()
+    priority: Priority = Priority()
+    settings: dict[SettingName, Any] = {}  # any other Scrapy setting, passed on as-is
+
+    def scrapy_settings(self) -> dict[str, Any]:
+        """The Scrapy settings this file sets: the keys marked with a forwarded :class:`Setting`
+        that were given, then ``[settings]``."""
+        out: dict[str, Any] = {}
+        for key, setting in _settings_of(type(self)):
+            value = self._value(key)
+            if setting.forward and value is not None and value is not False:
+                out[setting.name] = value
+        out.update(self.settings)
+        return out
+
+    def _value(self, dotted: str) -> Any:
+        node: Any = self
+        for part in dotted.split("."):
+            node = getattr(node, part)
+        return node
+
+    def site_config(self, path: str) -> SiteConfig:
+        """The flat view the crawler uses; ``path`` is the file, for messages."""
+        return SiteConfig(
+            name=self.name,
+            path=path,
+            seeds=self.seeds,
+            seeds_file=self.seeds_file,
+            scope=self.scope,
+            allow=self.urls.allow,
+            deny=self.urls.deny,
+            max_depth=self.urls.max_depth,
+            max_pages_per_host=self.limits.max_pages_per_host,
+            max_url_length=self.urls.max_url_length,
+            max_repeated_segments=self.urls.max_repeated_segments,
+            priority_policy=self.priority.policy,
+            user_agent=self.user_agent,
+            allow_private_addresses=self.allow_private_addresses,
+            settings=MappingProxyType(self.scrapy_settings()),
+        )
+
+
+def _tables(model: type[BaseModel]) -> dict[str, tuple[str, ...]]:
+    """The keys of each table of the schema: ``""`` for the top level, ``()`` for a free-form one
+    (``[settings]``)."""
+    out: dict[str, tuple[str, ...]] = {"": tuple(model.model_fields)}
+    for key, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            out[key] = tuple(kind.model_fields)
+        elif get_origin(kind) is dict:
+            out[key] = ()
+    return out
+
+
+def _settings_of(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Setting]]:
+    """``(dotted key, Setting)`` for every key of the schema that stands for a Scrapy setting."""
+    for key, info in model.model_fields.items():
+        for mark in info.metadata:
+            if isinstance(mark, Setting):
+                yield prefix + key, mark
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            yield from _settings_of(kind, f"{prefix}{key}.")
+
+
+def schema_tables() -> dict[str, tuple[str, ...]]:
+    """The keys a site config may set, by table: ``""`` is the top level (tables included by
+    name), ``[settings]`` is free-form (``()``). A copy, derived from :class:`SiteFile`."""
+    return dict(_TABLES)
+
+
+_TABLES = _tables(SiteFile)
+# Settings that a dedicated key sets: giving them in [settings] too would make two sources of
+# truth (the scheduler reads the SiteConfig fields), so they are refused there.
+_RESERVED_SETTINGS: dict[str, str] = {s.name: key for key, s in _settings_of(SiteFile)}
+
+
+_ANY_SCOPE = Scope()  # empty: the hosts of the seeds
+
+
+def _default(model: type[BaseModel], key: str) -> Any:
+    return model.model_fields[key].default
+
+
 @dataclass(frozen=True)
 class SiteConfig:
-    """One site's crawl policy as loaded from its TOML file (``crawler/sites/example.toml``)."""
+    """One site's crawl policy: the flat, hashable view of a :class:`SiteFile` that the spider
+    and the scheduler use (built by :meth:`SiteFile.site_config`; tests build it directly).
+
+    It declares no rules of its own: its defaults are the schema's.
+    """
 
     name: str
     path: str  # the file it came from (for messages)
     seeds: tuple[str, ...] = ()
     seeds_file: str | None = None  # absolute path of a seeds file named in the config
-    scope: Scope = Scope()
-    allow: tuple[str, ...] = ()  # regexes (re.search on the full URL); if any, one must match
-    deny: tuple[str, ...] = ()  # regexes; a match excludes the URL
-    max_depth: int | None = None
-    max_pages_per_host: int | None = None
-    max_url_length: int = 2048
-    max_repeated_segments: int = 3
-    priority_policy: str = "depth"  # "depth" (also given as "breadth_first"), "fifo", "request"
+    scope: Scope = _ANY_SCOPE
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    max_depth: int | None = _default(Urls, "max_depth")
+    max_pages_per_host: int | None = _default(Limits, "max_pages_per_host")
+    max_url_length: int = _default(Urls, "max_url_length")
+    max_repeated_segments: int = _default(Urls, "max_repeated_segments")
+    priority_policy: str = _default(Priority, "policy")
     user_agent: str | None = None
-    allow_private_addresses: bool = False
+    allow_private_addresses: bool = _default(SiteFile, "allow_private_addresses")
     # Scrapy settings this site sets (spider priority). Read-only; excluded from the hash
     # because a mapping is not hashable.
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
@@ -147,27 +522,13 @@ class SiteConfig:
 def seed_url_problem(url: object) -> str | None:
     """What is wrong with ``url`` as a URL to fetch, or ``None`` if it is a usable http(s) URL.
 
-    Shared by config validation and the spider's seeds files, so both refuse the same things.
+    Shared by config validation and the spider's seeds files, so both refuse the same things;
+    the verdict is the frontier's own (:func:`crawler.frontier.urls.url_problem`), so a seed is
+    refused here exactly when the frontier would refuse it later.
     """
     if not isinstance(url, str):
         return f"must be a string, got {_show(url)}"
-    if not url:
-        return "must not be empty"
-    if any(c.isspace() for c in url):
-        return "must not contain whitespace"
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-    except ValueError as exc:
-        return f"cannot be parsed as a URL ({exc})"
-    if parts.scheme not in FOLLOWED_SCHEMES:
-        return "must be an http:// or https:// URL"
-    if not host:
-        return "has no host"
-    if bad_host(host):
-        return f"has an invalid host {_show(host)}"
-    return None
+    return url_problem(url)
 
 
 def _zip_member(path: str) -> zipfile.Path | None:
@@ -310,50 +671,71 @@ def load_site_config(
     if base is None:
         base = getattr(entry, "parent", None)
     stem = entry.name[: -len(".toml")] if entry.name.endswith(".toml") else entry.name
-    return _Validator(shown, stem, base).build(data)
+    try:
+        document = SiteFile.model_validate(data, context={"stem": stem, "base": base})
+    except ValidationError as exc:
+        first, *more = _problems(exc, stem)
+        raise SiteConfigError(shown, *first, more=more) from None
+    return document.site_config(shown)
 
 
-# --- Validation ----------------------------------------------------------------------------------
+# --- Messages ------------------------------------------------------------------------------------
 
-_TOP_KEYS = (
-    "name",
-    "seeds",
-    "seeds_file",
-    "user_agent",
-    "allow_private_addresses",
-    "scope",
-    "urls",
-    "limits",
-    "politeness",
-    "priority",
-    "settings",
-)
-_TABLE_KEYS: dict[str, tuple[str, ...]] = {
-    "scope": ("hosts", "domains"),
-    "urls": ("allow", "deny", "max_depth", "max_url_length", "max_repeated_segments"),
-    "limits": ("max_pages_per_host",),
-    "politeness": ("min_delay", "delay_factor", "max_delay", "host_concurrency", "max_crawl_delay"),
-    "priority": ("policy",),
-}
-# [politeness] key -> (Scrapy setting, smallest value, integer?)
-_POLITENESS: dict[str, tuple[str, float, bool]] = {
-    "min_delay": ("FRONTIER_MIN_DELAY", 0, False),
-    "delay_factor": ("FRONTIER_DELAY_FACTOR", 0, False),
-    "max_delay": ("FRONTIER_MAX_DELAY", 0, False),
-    "host_concurrency": ("FRONTIER_HOST_CONCURRENCY", 1, True),
-    "max_crawl_delay": ("FRONTIER_MAX_CRAWL_DELAY", 0, False),
-}
-# Settings that a dedicated key sets: giving them in [settings] too would make two sources of
-# truth (the scheduler reads the SiteConfig fields), so they are refused there.
-_RESERVED_SETTINGS: dict[str, str] = {
-    **{setting: f"politeness.{key}" for key, (setting, _, _) in _POLITENESS.items()},
-    "USER_AGENT": "user_agent",
-    "ALLOW_PRIVATE_ADDRESSES": "allow_private_addresses",
-    "FRONTIER_PRIORITY_POLICY": "priority.policy",
-    "URL_MAX_LENGTH": "urls.max_url_length",
-    "URL_MAX_REPEATED_SEGMENTS": "urls.max_repeated_segments",
-    "DEPTH_LIMIT": "urls.max_depth",
-}
+
+def _problems(exc: ValidationError, stem: str) -> list[tuple[str | None, str]]:
+    """Every error of a file as ``(dotted key, problem)``, in our words.
+
+    Our checks already speak them (a "site_config" error); pydantic's structural errors (an
+    unknown key, a missing one, a table or list of the wrong type) are put into them here.
+    """
+    out: list[tuple[str | None, str]] = []
+    for error in exc.errors(include_url=False):
+        context = error.get("ctx") or {}
+        loc = [part for part in error["loc"] if part != "[key]"]  # a [settings] name's own error
+        if "key" in context:
+            loc.append(context["key"])
+        key = _dotted(loc)
+        kind = error["type"]
+        value = error.get("input")
+        if kind == "site_config":
+            problem = context["problem"]
+        elif kind == "extra_forbidden":
+            table = _dotted(loc[:-1])
+            problem = "unknown key" + _suggest(table, str(loc[-1]))
+        elif kind == "missing":
+            problem = f'is required (name = "{stem}")' if key == "name" else "is required"
+        elif kind in ("model_type", "model_attributes_type", "dict_type"):
+            problem = f"must be a table ([{key}]), got {_show(value)}"
+        elif kind in ("tuple_type", "list_type"):
+            problem = f"must be a list of strings, got {_show(value)}"
+        else:  # a case the schema does not word itself: pydantic's own message
+            problem = f"{error['msg']}, got {_show(value)}"
+        out.append((key or None, problem))
+    return out
+
+
+def _dotted(loc: Iterable[str | int]) -> str:
+    """``("urls", "allow", 2)`` as ``urls.allow[2]``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _suggest(table: str, key: str) -> str:
+    """The likely intended key for an unknown ``key`` in ``table`` (``""``: the top level)."""
+    allowed = _TABLES.get(table, ())
+    close = difflib.get_close_matches(key, allowed, n=1)
+    if close:
+        return f" (did you mean {close[0]}?)"
+    # The classic TOML slip: a key meant for another table (or for the top level, written
+    # after a [table] header, which makes it part of that table).
+    for other, keys in _TABLES.items():
+        if other and other != table and key in keys:
+            return f" (did you mean {other}.{key}, in the [{other}] table?)"
+    if table and key in _TABLES[""]:
+        return f" (top-level keys such as {key} must come before the first [table] header)"
+    return f" (known keys: {', '.join(allowed)})"
 
 
 def _show(value: object) -> str:
@@ -375,267 +757,6 @@ def _display(source: object) -> str:
     except ValueError:  # another drive on Windows
         return text
     return text if rel.startswith("..") else rel
-
-
-class _Validator:
-    """Checks one parsed TOML document and builds the :class:`SiteConfig`; raises on the first
-    problem, so the message is about one key the user can go and fix."""
-
-    def __init__(self, file: str, stem: str, base: Traversable | None) -> None:
-        self.file = file
-        self.stem = stem
-        self.base = base
-
-    def fail(self, key: str | None, problem: str) -> SiteConfigError:
-        return SiteConfigError(self.file, key, problem)
-
-    # --- generic checks ---
-
-    def check_keys(self, table: Mapping[str, Any], prefix: str, allowed: Iterable[str]) -> None:
-        allowed = tuple(allowed)
-        for key in table:
-            if key in allowed:
-                continue
-            full = f"{prefix}.{key}" if prefix else key
-            raise self.fail(full, "unknown key" + self.suggest(prefix, key, allowed))
-
-    @staticmethod
-    def suggest(prefix: str, key: str, allowed: tuple[str, ...]) -> str:
-        close = difflib.get_close_matches(key, allowed, n=1)
-        if close:
-            return f" (did you mean {close[0]}?)"
-        # The classic TOML slip: a key meant for another table (or for the top level, written
-        # after a [table] header, which makes it part of that table).
-        for table, keys in _TABLE_KEYS.items():
-            if key in keys and table != prefix:
-                return f" (did you mean {table}.{key}, in the [{table}] table?)"
-        if prefix and key in _TOP_KEYS:
-            return f" (top-level keys such as {key} must come before the first [table] header)"
-        return f" (known keys: {', '.join(allowed)})"
-
-    def table(self, data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-        value = data.get(key, {})
-        if not isinstance(value, dict):
-            raise self.fail(key, f"must be a table ([{key}]), got {_show(value)}")
-        return value
-
-    def string(self, key: str, value: object) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, f"must be a non-empty string, got {_show(value)}")
-        return value
-
-    def string_list(self, key: str, value: object) -> list[str]:
-        if not isinstance(value, list):
-            raise self.fail(key, f"must be a list of strings, got {_show(value)}")
-        for i, item in enumerate(value):
-            self.string(f"{key}[{i}]", item)
-        return value
-
-    def boolean(self, key: str, value: object) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(key, f"must be true or false, got {_show(value)}")
-        return value
-
-    def integer(self, key: str, value: object, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"must be an integer >= {minimum}, got {_show(value)}")
-        return value
-
-    def number(self, key: str, value: object, minimum: float) -> float:
-        ok = (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and value >= minimum
-        )
-        if not ok:
-            raise self.fail(key, f"must be a number >= {minimum:g}, got {_show(value)}")
-        return float(value)  # type: ignore[arg-type]
-
-    def host(self, key: str, value: object, *, domain: bool) -> str:
-        text = self.string(key, value).strip().lower()
-        if domain:
-            text = text.removeprefix(".")
-        text = text.rstrip(".")
-        try:
-            addr = ipaddress.ip_address(text.removeprefix("[").removesuffix("]"))
-        except ValueError:
-            pass
-        else:
-            if domain:
-                raise self.fail(
-                    key,
-                    f"must be a domain name, not an IP address, got {_show(value)}"
-                    f" (put addresses in scope.hosts)",
-                )
-            return addr.compressed
-        if any(c in text for c in ":/@?#") or not text:
-            raise self.fail(
-                key, f"must be a bare host name (no scheme, port or path), got {_show(value)}"
-            )
-        if not text.isascii():
-            try:
-                text = text.encode("idna").decode("ascii")
-            except UnicodeError:
-                raise self.fail(key, f"is not a valid host name, got {_show(value)}") from None
-        if not _HOST_RE.match(text):
-            raise self.fail(key, f"is not a valid host name, got {_show(value)}")
-        return text
-
-    def hosts(self, key: str, value: object, *, domain: bool) -> tuple[str, ...]:
-        items = self.string_list(key, value)
-        out = [self.host(f"{key}[{i}]", item, domain=domain) for i, item in enumerate(items)]
-        return tuple(dict.fromkeys(out))
-
-    def patterns(self, key: str, value: object) -> tuple[str, ...]:
-        items = self.string_list(key, value)
-        for i, pattern in enumerate(items):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise self.fail(
-                    f"{key}[{i}]", f"invalid regular expression {_show(pattern)}: {exc}"
-                ) from None
-        return tuple(items)
-
-    # --- the document ---
-
-    def build(self, data: Mapping[str, Any]) -> SiteConfig:
-        self.check_keys(data, "", _TOP_KEYS)
-        for table, keys in _TABLE_KEYS.items():
-            self.check_keys(self.table(data, table), table, keys)
-        settings: dict[str, Any] = {}
-
-        if "name" not in data:
-            raise self.fail("name", f'is required (name = "{self.stem}")')
-        name = self.string("name", data["name"])
-        if not NAME_RE.match(name):
-            raise self.fail("name", f"must match {NAME_RE.pattern}, got {_show(name)}")
-        if name != self.stem:
-            raise self.fail(
-                "name",
-                f"must equal the file name without .toml ({_show(self.stem)}), got {_show(name)}"
-                " (scrapy crawl finds a site by its file name)",
-            )
-
-        seeds = self.string_list("seeds", data.get("seeds", []))
-        for i, url in enumerate(seeds):
-            problem = seed_url_problem(url)
-            if problem:
-                raise self.fail(f"seeds[{i}]", f"{problem}, got {_show(url)}")
-
-        seeds_file = None
-        if "seeds_file" in data:
-            seeds_file = self.seeds_file(self.string("seeds_file", data["seeds_file"]))
-
-        user_agent = None
-        if "user_agent" in data:
-            user_agent = self.string("user_agent", data["user_agent"])
-            if any(ord(c) < 32 or ord(c) == 127 for c in user_agent):
-                raise self.fail("user_agent", "must not contain control characters (newlines)")
-            settings["USER_AGENT"] = user_agent
-
-        allow_private = self.boolean(
-            "allow_private_addresses", data.get("allow_private_addresses", False)
-        )
-        if allow_private:
-            settings["ALLOW_PRIVATE_ADDRESSES"] = True
-
-        scope_t = self.table(data, "scope")
-        scope = Scope(
-            hosts=self.hosts("scope.hosts", scope_t.get("hosts", []), domain=False),
-            domains=self.hosts("scope.domains", scope_t.get("domains", []), domain=True),
-        )
-
-        urls = self.table(data, "urls")
-        max_depth = None
-        if "max_depth" in urls:
-            max_depth = self.integer("urls.max_depth", urls["max_depth"], 0)
-        limits = self.table(data, "limits")
-        max_pages = None
-        if "max_pages_per_host" in limits:
-            max_pages = self.integer("limits.max_pages_per_host", limits["max_pages_per_host"], 1)
-
-        self.politeness(self.table(data, "politeness"), settings)
-
-        policy = self.string("priority.policy", self.table(data, "priority").get("policy", "depth"))
-        if policy not in PRIORITY_POLICIES:
-            raise self.fail(
-                "priority.policy",
-                f"must be one of {', '.join(PRIORITY_POLICIES)}, got {_show(policy)}",
-            )
-        policy = _POLICY_ALIASES.get(policy, policy)
-        settings["FRONTIER_PRIORITY_POLICY"] = policy
-
-        for key, value in self.table(data, "settings").items():
-            full = f"settings.{key}"
-            if not SETTING_NAME_RE.match(key):
-                raise self.fail(full, "Scrapy setting names are UPPER_CASE")
-            if key in _RESERVED_SETTINGS:
-                raise self.fail(full, f"set it with {_RESERVED_SETTINGS[key]} instead")
-            settings[key] = value
-
-        return SiteConfig(
-            name=name,
-            path=self.file,
-            seeds=tuple(seeds),
-            seeds_file=seeds_file,
-            scope=scope,
-            allow=self.patterns("urls.allow", urls.get("allow", [])),
-            deny=self.patterns("urls.deny", urls.get("deny", [])),
-            max_depth=max_depth,
-            max_pages_per_host=max_pages,
-            max_url_length=self.integer("urls.max_url_length", urls.get("max_url_length", 2048), 1),
-            max_repeated_segments=self.integer(
-                "urls.max_repeated_segments", urls.get("max_repeated_segments", 3), 0
-            ),
-            priority_policy=policy,
-            user_agent=user_agent,
-            allow_private_addresses=allow_private,
-            settings=MappingProxyType(settings),
-        )
-
-    def seeds_file(self, value: str) -> str:
-        """Resolve ``seeds_file`` against the config's folder and check it is there now."""
-        if os.path.isabs(value):
-            target: Traversable = Path(value)
-        elif self.base is None:
-            raise self.fail("seeds_file", "cannot resolve a relative path for this config source")
-        else:
-            target = self.base.joinpath(*value.replace("\\", "/").split("/"))
-        if not target.is_file():
-            raise self.fail("seeds_file", f"no such file: {_display(target)}")
-        return str(target)
-
-    def politeness(self, table: Mapping[str, Any], settings: dict[str, Any]) -> None:
-        values: dict[str, float] = {}
-        for key, (setting, minimum, integral) in _POLITENESS.items():
-            if key not in table:
-                continue
-            full = f"politeness.{key}"
-            value = (
-                self.integer(full, table[key], int(minimum))
-                if integral
-                else self.number(full, table[key], minimum)
-            )
-            values[key] = value
-            settings[setting] = value
-        if "min_delay" in values or "max_delay" in values:
-            # One bound alone is checked against the project default of the other, so
-            # "min_delay = 60" does not end up silently capped by the default max of 30 s.
-            lo = values.get("min_delay", _project_default("FRONTIER_MIN_DELAY", 1.0))
-            hi = values.get("max_delay", _project_default("FRONTIER_MAX_DELAY", 30.0))
-            if lo > hi:
-                key = "politeness.min_delay" if "min_delay" in values else "politeness.max_delay"
-                raise self.fail(
-                    key,
-                    f"min_delay ({lo:g}) must not exceed max_delay ({hi:g})"
-                    + (
-                        ""
-                        if len(values.keys() & {"min_delay", "max_delay"}) == 2
-                        else "; the other one is the project default"
-                    ),
-                )
 
 
 def _project_default(setting: str, fallback: float) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import subprocess
 import sys
 import zipfile
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from crawler.frontier.urls import InvalidUrl, normalize_url
 from crawler.siteconfig import (
     Scope,
     SeedsFileError,
@@ -18,6 +20,7 @@ from crawler.siteconfig import (
     load_all_sites,
     load_site_config,
     read_seeds_file,
+    schema_tables,
     seed_url_problem,
 )
 
@@ -288,16 +291,95 @@ def test_shipped_configs_load() -> None:
 
 
 def test_shipped_example_documents_every_key() -> None:
-    """example.toml is the user documentation: every key must appear in it."""
+    """example.toml is the user documentation: every key of the schema is set (or shown
+    commented out) in its own table there."""
     text = (Path(__file__).parent.parent / "crawler" / "sites" / "example.toml").read_text()
-    for key in (
-        "name", "seeds", "seeds_file", "user_agent", "allow_private_addresses", "[scope]",
-        "hosts", "domains", "[urls]", "allow", "deny", "max_depth", "max_url_length",
-        "max_repeated_segments", "[limits]", "max_pages_per_host", "[politeness]", "min_delay",
-        "delay_factor", "max_delay", "host_concurrency", "max_crawl_delay", "[priority]",
-        "policy", "[settings]",
-    ):  # fmt: skip
-        assert key in text, key
+    # The text of each table, "" being the top level before the first header.
+    parts = re.split(r"(?m)^\[([a-z_]+)\]\s*$", text)
+    sections = {"": parts[0], **dict(zip(parts[1::2], parts[2::2], strict=True))}
+    tables = schema_tables()
+    assert "min_delay" in tables["politeness"] and "settings" in tables[""]  # the real schema
+    for table, keys in tables.items():
+        assert table in sections, f"[{table}]"
+        for key in keys:
+            if key not in tables:  # a table is checked by its header
+                assert re.search(rf"(?m)^#? ?{key} = ", sections[table]), f"{table}.{key}"
+
+
+def test_every_error_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "bad.toml",
+        'name = "bad"\nseed = ["https://a.example/"]\nseeds = ["ftp://a.example/", 3]\n'
+        '[scope]\nhosts = ["a.example"]\nuser_agent = "x"\n'
+        '[politeness]\nmin_dealy = 1\nmax_delay = "slow"\n'
+        "[urls]\nmax_pages_per_host = 5\n",
+    )
+    with pytest.raises(SiteConfigError) as info:
+        load_site_config(path)
+    exc = info.value
+    problems = dict(exc.problems)
+    assert problems == {
+        "seed": "unknown key (did you mean seeds?)",
+        "seeds[0]": 'must be an http:// or https:// URL, got "ftp://a.example/"',
+        "seeds[1]": "must be a non-empty string, got 3",
+        "scope.user_agent": (
+            "unknown key (top-level keys such as user_agent must come before the first [table]"
+            " header)"
+        ),
+        "politeness.min_dealy": "unknown key (did you mean min_delay?)",
+        "politeness.max_delay": 'must be a number >= 0, got "slow"',
+        "urls.max_pages_per_host": (
+            "unknown key (did you mean limits.max_pages_per_host, in the [limits] table?)"
+        ),
+    }
+    assert len(exc.problems) == len(problems)  # each once
+    assert (exc.key, exc.problem) == exc.problems[0]
+    assert str(exc).splitlines() == [f"{path}: {key}: {problem}" for key, problem in exc.problems]
+    again = pickle.loads(pickle.dumps(exc))
+    assert (again.problems, str(again)) == (exc.problems, str(exc))
+
+
+def test_unknown_key_without_a_close_match_lists_the_known_ones(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.toml", 'name = "bad"\n[limits]\nzzz = 1\n')
+    with pytest.raises(SiteConfigError) as info:
+        load_site_config(path)
+    assert info.value.problem == "unknown key (known keys: max_pages_per_host)"
+
+
+def test_settings_that_a_key_sets_are_refused_in_settings(tmp_path: Path) -> None:
+    """Each key marked with a Scrapy setting owns it: [settings] may not set it a second way."""
+    reserved = {"USER_AGENT": "user_agent", "DEPTH_LIMIT": "urls.max_depth"}
+    reserved |= {f"FRONTIER_{k.upper()}": f"politeness.{k}" for k in ("min_delay", "max_delay")}
+    for setting, key in reserved.items():
+        path = write(tmp_path, "bad.toml", f'name = "bad"\n[settings]\n{setting} = 1\n')
+        with pytest.raises(SiteConfigError) as info:
+            load_site_config(path)
+        assert (info.value.key, info.value.problem) == (
+            f"settings.{setting}",
+            f"set it with {key} instead",
+        )
+
+
+def test_seed_check_is_the_frontiers(tmp_path: Path) -> None:
+    """A seed is refused exactly when the frontier's normalize_url would refuse it."""
+    urls = [
+        "https://a.example/x y",
+        "HTTP://A.example",
+        "http://user@a.example/",
+        "http://a%41.example/",
+        "https://a b/",
+        "http://[::1]:8080/",
+        "http://a.example:99999/",
+        "javascript:void(0)",
+    ]
+    for url in urls:
+        try:
+            normalize_url(url)
+        except InvalidUrl:
+            assert seed_url_problem(url), url
+        else:
+            assert seed_url_problem(url) is None, url
 
 
 def test_load_all_sites_reports_broken_file_without_hiding_good_ones(tmp_path: Path) -> None:

@@ -342,6 +342,25 @@ def test_loader_on_a_sites_dir(tmp_path: Path, caplog) -> None:
     assert loader.find_by_request(Request("https://elsewhere.example/")) == []
 
 
+def test_loader_reports_every_problem_of_a_file(tmp_path: Path) -> None:
+    sites = tmp_path / "sites"
+    sites.mkdir()
+    (sites / "bad.toml").write_text(
+        'name = "bad"\n[politeness]\nmin_delay = "fast"\nmax_delay = -1\n'
+    )
+    loader = SiteSpiderLoader.from_settings(
+        Settings({"SITES_DIR": str(sites), "SPIDER_MODULES": ["crawler.spiders"]})
+    )
+    with pytest.raises(SiteConfigError) as info:
+        loader.load("bad")
+    assert isinstance(info.value, UsageError)
+    assert [key for key, _ in info.value.problems] == [
+        "politeness.min_delay",
+        "politeness.max_delay",
+    ]
+    assert len(str(info.value).splitlines()) == 2
+
+
 def test_loader_default_sites_and_module_spiders(tmp_path: Path) -> None:
     """Without SITES_DIR the packaged configs are used; ordinary spider classes still load."""
     pkg = tmp_path / "extra_spiders_pkg"

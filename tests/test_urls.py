@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crawler.frontier import InvalidUrl, UrlPolicy, normalize_url
+from crawler.frontier.urls import url_problem
 
 
 @pytest.mark.parametrize(
@@ -81,3 +82,24 @@ def test_without_filters_only_the_url_itself_is_checked():
 def test_credentials_in_links_are_dropped():
     assert normalize_url("http://user:pw@a.test:80/x") == ("http://a.test/x", "a.test")
     assert normalize_url("https://u@a.test:8443/y")[0] == "https://a.test:8443/y"
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("http://a.test/x y", None),  # normalize_url takes it (percent-encoded), so we do too
+        ("ftp://a.test/", "must be an http:// or https:// URL"),
+        ("a.test", "must be an http:// or https:// URL"),
+        ("http://[::1", "cannot be parsed as a URL"),
+        ("http://a.test:99999/", "cannot be parsed as a URL"),
+        ("http:///nohost", "has no host"),
+        ("http://exa mple.com/", "has an invalid host"),
+    ],
+)
+def test_url_problem_words_normalize_urls_verdict(raw: str, problem: str | None) -> None:
+    words = url_problem(raw)
+    assert (words is None) == (problem is None)
+    if problem is not None:
+        assert words is not None and words.startswith(problem)
+        with pytest.raises(InvalidUrl):
+            normalize_url(raw)

@@ -50,6 +50,30 @@ def normalize_url(url: str) -> tuple[str, str]:
     return canonical, host
 
 
+def url_problem(url: str) -> str | None:
+    """Why :func:`normalize_url` refuses ``url``, in words for a person; ``None`` if it takes it.
+
+    The verdict is :func:`normalize_url`'s own, so a URL a user gives (a seed in a site config or
+    a seeds file) is refused exactly when the frontier would refuse it; this only puts the
+    refusal in words ("has no host" rather than ``InvalidUrl("invalid_url", ...)``).
+    """
+    try:
+        normalize_url(url)
+    except InvalidUrl as exc:
+        if exc.reason == "scheme":
+            return "must be an http:// or https:// URL"
+        try:
+            parts = urlsplit(url.strip())
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+        except ValueError as err:
+            return f"cannot be parsed as a URL ({err})"
+        if not host:
+            return "has no host"
+        return f"has an invalid host ({exc})"
+    return None
+
+
 def origin_of(url: str) -> str | None:
     """``scheme://host[:port]`` as the scheduler's ``origin_discovered`` names it (lower-case,
     default port dropped); None for a URL without a usable host."""

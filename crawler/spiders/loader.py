@@ -21,6 +21,7 @@ from crawler.siteconfig import SiteConfig, SiteConfigError, load_all_sites
 from crawler.spiders.site import SiteSpider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Self
 
     from scrapy import Request, Spider
@@ -36,8 +37,14 @@ class InvalidSiteConfig(SiteConfigError, UsageError):
     ends with ``crawl: error: <file>: <key>: <problem>`` and exit status 2 instead of a traceback.
     """
 
-    def __init__(self, file: str, key: str | None, problem: str) -> None:
-        super().__init__(file, key, problem)
+    def __init__(
+        self,
+        file: str,
+        key: str | None,
+        problem: str,
+        more: Iterable[tuple[str | None, str]] = (),
+    ) -> None:
+        super().__init__(file, key, problem, more)
         self.print_help = False  # UsageError's flag; the usage text would bury the message
 
 
@@ -81,7 +88,7 @@ class SiteSpiderLoader:
             return self._spiders[spider_name]
         if spider_name in self._errors_by_name:
             exc = self._errors_by_name[spider_name]
-            raise InvalidSiteConfig(exc.file, exc.key, exc.problem)
+            raise InvalidSiteConfig(exc.file, exc.key, exc.problem, exc.problems[1:])
         raise KeyError(f"Spider not found: {spider_name}")
 
     def list(self) -> list[str]:
