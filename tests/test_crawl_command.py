@@ -14,9 +14,9 @@ def test_an_unknown_backend_is_refused_before_any_request(tmp_path: Path) -> Non
     sites = tmp_path / "sites"
     # a loopback seed on a port nothing listens on: even a broken check sends nothing outside
     write_site(sites, "local", 'seeds = ["http://127.0.0.1:9/"]\n')
+    settings = [f"SITES_DIR={sites}", "FRONTIER_BACKEND=mongo", "LOG_LEVEL=ERROR"]
     out = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "local", "-s", f"SITES_DIR={sites}"]
-        + ["-s", "FRONTIER_BACKEND=mongo", "-s", "LOG_LEVEL=ERROR"],
+        [sys.executable, "-m", "scrapy", "crawl", "local", *(f"-s{s}" for s in settings)],
         cwd=PROJECT,
         env=dict(os.environ, PYTHONPATH=str(PROJECT)),
         capture_output=True,
