@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.devsite.server import RequestRecord
 from crawler.frontier import normalize_url
+from devsite.server import RequestRecord
 
 PROJECT = Path(__file__).resolve().parent.parent
 

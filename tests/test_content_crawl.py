@@ -1,7 +1,7 @@
 """Crawl a loopback site with a mirror host and counter pages; check near-dups and search.
 
 ``scrapy crawl web`` runs for real (spider, frontier scheduler, downloader) against two loopback
-hosts serving the same template-heavy site (real prose, see crawler/content/testset.py): host A,
+hosts serving the same template-heavy site (real prose, see devsite/testset.py): host A,
 and host B, a mirror of it. Two URLs of one news page differ only by a view counter the server
 increments on every request. Expected: every page of one host is flagged as a duplicate of its
 twin on the other host (whichever was fetched first is the original), the second counter page
@@ -27,15 +27,15 @@ import pytest
 from itemadapter import ItemAdapter
 
 from crawler.content.maintext import main_text
-from crawler.content.testset import (
+from crawler.index.sqlite import SQLiteIndex
+from devsite.testset import (
     Document,
     make_sites,
     random_chrome,
     render_page,
     sentence_pool,
 )
-from crawler.content.testset import documents as corpus_documents
-from crawler.index.sqlite import SQLiteIndex
+from devsite.testset import documents as corpus_documents
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST_A, HOST_B = "127.0.0.5", "127.0.0.6"

@@ -7,7 +7,7 @@ from itertools import pairwise
 
 import pytest
 
-from crawler.devsite import HostSpec, SiteServer, build_site
+from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import normalized, per_host, record_url, run_crawl, write_site
 
 pytestmark = pytest.mark.integration

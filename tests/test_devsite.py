@@ -21,7 +21,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from crawler.devsite import HostSpec, SiteServer, build_site
+from devsite import HostSpec, SiteServer, build_site
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 ROBOTS = "User-agent: *\nDisallow: /private/\n"
@@ -309,7 +309,7 @@ def test_cli_writes_seeds_and_stops_on_sigterm(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "crawler.devsite",
+            "devsite",
             "--hosts",
             "2",
             "--pages",

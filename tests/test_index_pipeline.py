@@ -10,10 +10,10 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawler.content.testset import LabelledSet, build_labelled_set, page_item
 from crawler.index.sqlite import SQLiteIndex
 from crawler.pipelines.index import IndexPipeline
 from crawler.pipelines.neardup import NearDuplicatePipeline
+from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 
 def _pipelines(tmp_path: Path, **settings: Any) -> tuple[NearDuplicatePipeline, IndexPipeline]:

@@ -17,7 +17,7 @@ from crawler.content.neardup import (
 )
 from crawler.content.normalize import content_fingerprint, normalize_text, text_fingerprint
 from crawler.content.shingles import shingle_hashes, shingle_hashes32, shingle_set, shingle_texts
-from crawler.content.testset import (
+from devsite.testset import (
     VARIANT_KINDS,
     build_labelled_set,
     corpus_paragraphs,

@@ -14,9 +14,9 @@ from scrapy.utils.test import get_crawler
 
 from crawler.commands.neardup import format_explanation
 from crawler.content.neardup import explain
-from crawler.content.testset import LabelledSet, build_labelled_set, page_item
 from crawler.items import PageItem
 from crawler.pipelines.neardup import NearDuplicatePipeline, host_penalty_for
+from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 ROOT = Path(__file__).resolve().parents[1]
 

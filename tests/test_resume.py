@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from crawler.devsite import HostSpec, SiteServer, build_site
+from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import finish_crawl, normalized, record_url, run_crawl, start_crawl
 
 pytestmark = pytest.mark.integration

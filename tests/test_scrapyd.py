@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from crawler.devsite import HostSpec, SiteServer, build_site
-from crawler.devsite.server import RequestRecord
 from crawler.index.sqlite import SQLiteIndex
 from crawler.siteconfig import load_all_sites
+from devsite import HostSpec, SiteServer, build_site
+from devsite.server import RequestRecord
 from tests.crawling import normalized, per_host
 from tests.scrapyd_support import PROJECT_NAME, Deployment, Scrapyd, deploy
 

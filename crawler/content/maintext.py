@@ -20,7 +20,7 @@ rules, in one lxml pass over the tree the spider already parses:
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links).
 
 Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
-labelled set of ``crawler/content/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
+labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
 0.7 ms here, word precision 0.90 (worst page 0.26: a sidebar taken for the article) against 0.96
 (worst 0.80), both with recall 1.0; and it pulls in fourteen packages (dateparser, regex, babel,
 pytz, htmldate, courlan, justext...). ``bench/neardup.py`` measures this module's cost.
