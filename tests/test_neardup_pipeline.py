@@ -177,3 +177,60 @@ def test_explain_command_on_two_files(tmp_path: Path, labelled: LabelledSet) -> 
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert missing.returncode == 1 and "cannot read" in missing.stderr
+
+
+# --- one decoding: what the command explains is what the pipeline compared -------------------
+
+# Pages whose encoding only a <meta> declares, in the two ways libxml2 and browsers disagree on:
+# "gb2312" is read as GBK by browsers and Scrapy (the article's last characters are GBK only),
+# "iso-8859-1" as windows-1252 (curly quotes, the euro sign, the ligature).
+_DECLARED_ONLY_IN_META = [
+    (
+        "gb2312",
+        "gbk",
+        "这是一个关于网页编码的测试句子\uff0c文章的内容在这里结束\uff1a镕 喆 堃 昇 玥。" * 3,
+    ),
+    (
+        "iso-8859-1",
+        "cp1252",
+        "The \u201cmenu\u201d costs 5 \u20ac \u2014 an \u0153uvre of the caf\xe9 next door, "
+        "open every day of the week, with a terrace in summer and a fire in winter.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("charset", "codec", "article"), _DECLARED_ONLY_IN_META)
+def test_command_explains_the_text_the_pipeline_compared(
+    tmp_path: Path, charset: str, codec: str, article: str
+) -> None:
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from tests.test_spider import make_spider
+
+    html = (
+        f'<!DOCTYPE html><html><head><meta charset="{charset}"><title>Page</title></head>'
+        f"<body><nav><a href='/'>Home</a> <a href='/a'>About</a></nav>"
+        f"<main><h1>Heading</h1><p>{article}</p></main><footer>Footer</footer></body></html>"
+    )
+    body = html.encode(codec)
+    url = "http://encoded.test/page"
+    # What the crawl does: Scrapy's response (no charset in the header), the spider's item,
+    # the pipeline's fingerprint of the item's main text.
+    spider = make_spider(tmp_path, settings={"NEARDUP_ENABLED": True})
+    response = HtmlResponse(
+        url, body=body, headers={"Content-Type": "text/html"}, request=Request(url), status=200
+    )
+    item = next(out for out in spider.parse(response) if isinstance(out, PageItem))
+    _pipeline().process_item(item)
+    assert article in item["main_text"]  # the whole article, decoded right
+    # What the command does with the same bytes in a file.
+    page = tmp_path / "page.html"
+    page.write_bytes(body)
+    out = subprocess.run(
+        [sys.executable, "-m", "scrapy", "neardup", "--text", str(page), str(page)],
+        cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=60, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"--- main text of A ---\n{item['main_text']}\n" in out.stdout
+    assert f"fingerprint {item['content_fingerprint'][:16]}" in out.stdout

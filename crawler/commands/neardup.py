@@ -43,7 +43,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: Scrapy imports every command module on every start, and datasketch
         # with numpy would add most of a second to each `scrapy` call.
-        from crawler.content.maintext import main_text
+        from crawler.content.html import parse_html
         from crawler.content.neardup import explain
         from crawler.pipelines.neardup import NearDuplicatePipeline
 
@@ -58,7 +58,8 @@ class Command(ScrapyCommand):
                 print(f"error: cannot read {source}: {exc}", file=sys.stderr)
                 self.exitcode = 1
                 return
-            texts.append(main_text(body, encoding))
+            # the spider's own parse: the near-duplicate pipeline compares exactly this text
+            texts.append(parse_html(body, encoding).main_text)
         s = self.settings
         result = explain(
             texts[0],

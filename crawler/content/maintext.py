@@ -28,11 +28,12 @@ pytz, htmldate, courlan, justext...). ``bench/neardup.py`` measures this module'
 
 from __future__ import annotations
 
-import codecs
 import re
 
 import lxml.html
 from lxml import etree
+
+from .document import parse_document
 
 __all__ = ["extract_main_text", "main_text", "main_text_from_tree"]
 
@@ -89,36 +90,17 @@ _HEADING_BONUS = 25.0
 def main_text(body: bytes | str, encoding: str | None = None) -> str:
     """The main text of an HTML page (boilerplate removed), paragraphs separated by newlines.
 
-    ``encoding`` is the response's encoding (``response.encoding``); broken or empty HTML gives
-    ``""`` and never raises.
+    ``encoding`` is the response's encoding (``response.encoding``); the page is decoded by
+    :func:`crawler.content.document.decode_html` like everywhere else. Broken or empty HTML
+    gives ``""`` and never raises.
     """
     if not body:
         return ""
     try:
-        root = lxml.html.document_fromstring(_decoded(body, encoding))
+        root = parse_document(body, encoding)
     except (etree.ParserError, ValueError):
         return ""
     return main_text_from_tree(root)
-
-
-def _decoded(body: bytes | str, encoding: str | None) -> bytes | str:
-    """What lxml should parse: UTF-8 bytes as they are, anything else decoded by Python.
-
-    libxml2 knows fewer encoding names than Python (``latin-1``, which Scrapy reports, is not
-    one of them), so a page in another encoding is decoded here, with ``errors="replace"``
-    like a browser. Without an encoding lxml sniffs ``<meta charset>`` itself.
-    """
-    if isinstance(body, str) or not encoding:
-        text = body
-    else:
-        try:
-            name = codecs.lookup(encoding).name
-        except LookupError:
-            name = "utf-8"
-        text = body.decode(name, errors="replace")
-    if isinstance(text, str) and text.startswith("<?xml"):
-        text = text.partition("?>")[2]  # lxml refuses str input with an XML declaration
-    return text
 
 
 def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
