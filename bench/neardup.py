@@ -375,7 +375,7 @@ def main() -> None:
     seeds = (11, 12) if args.quick else (11, 12, 13, 14)
     t0 = time.perf_counter()
     sets = labelled_sets(seeds, variants=6) if only & {"quality", "sweep", "template",
-                                                       "extraction"} else []  # fmt: skip
+                                                       "extraction"} else []
     if "quality" in only:
         section_quality(sets)
     if "sweep" in only:

@@ -136,7 +136,7 @@ def test_a_seed_that_redirects_brings_its_target_host_into_scope(tmp_path):
 
 def test_a_host_with_two_slots_never_gets_a_third_request(tmp_path):
     graph = build_site([HostSpec("127.0.0.2", pages=16, delay=0.15)], links_per_page=6,
-                       extras=False)  # fmt: skip
+                       extras=False)
     with SiteServer(graph) as server:
         result = run_crawl(
             tmp_path,

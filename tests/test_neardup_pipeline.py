@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
@@ -19,12 +18,6 @@ from crawler.pipelines.neardup import NearDuplicatePipeline, host_penalty_for
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class _PageItem(PageItem):
-    """PageItem as it will be once ``main_text`` is declared."""
-
-    main_text = scrapy.Field()
 
 
 def _pipeline(**settings: Any) -> NearDuplicatePipeline:
@@ -75,12 +68,12 @@ def test_scrapy_items_and_fallback_to_visible_text(labelled: LabelledSet) -> Non
     pipeline = _pipeline()
     page = labelled.originals[0]
     fields = page_item(page.url, page.html)
-    item = _PageItem(**fields)
+    item = PageItem(**fields)
     pipeline.process_item(item)
-    mirror = _PageItem(**page_item("http://elsewhere.test/x", page.html))
+    mirror = PageItem(**page_item("http://elsewhere.test/x", page.html))
     pipeline.process_item(mirror)
     assert mirror["duplicate_of"] == page.url and mirror["similarity"] == 1.0
-    # today's PageItem has no main_text field: the visible text is compared instead
+    # an item without main text (another spider's): the visible text is compared instead
     plain = PageItem(**{k: v for k, v in fields.items() if k != "main_text"})
     pipeline.process_item(plain)
     again = PageItem(**{k: v for k, v in fields.items() if k != "main_text"})
@@ -102,6 +95,9 @@ def test_not_modified_errors_and_noindex(labelled: LabelledSet) -> None:
     # a noindex page never becomes the original others are aliased to
     copy = pipeline.process_item(page_item("http://copy.test/1", page.html))
     assert "duplicate_of" not in copy
+    # ...while an indexable page is: the first copy is the original of the next one
+    again = pipeline.process_item(page_item("http://copy.test/2", page.html))
+    assert again["duplicate_of"] == "http://copy.test/1"
 
 
 def test_host_ratio_and_penalty_for_the_frontier(labelled: LabelledSet) -> None:
@@ -167,7 +163,7 @@ def test_explain_command_on_two_files(tmp_path: Path, labelled: LabelledSet) -> 
     out = subprocess.run(
         [sys.executable, "-m", "scrapy", "neardup", str(a), str(b)],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stderr
     assert "main text:" in out.stdout
     assert "exact duplicate (same normalized main text): yes" in out.stdout
@@ -175,7 +171,7 @@ def test_explain_command_on_two_files(tmp_path: Path, labelled: LabelledSet) -> 
     missing = subprocess.run(
         [sys.executable, "-m", "scrapy", "neardup", str(a), str(tmp_path / "nope.html")],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    )
     assert missing.returncode == 1 and "cannot read" in missing.stderr
 
 

@@ -296,7 +296,7 @@ def test_shipped_example_documents_every_key() -> None:
         "max_repeated_segments", "[limits]", "max_pages_per_host", "[politeness]", "min_delay",
         "delay_factor", "max_delay", "host_concurrency", "max_crawl_delay", "[priority]",
         "policy", "[settings]",
-    ):  # fmt: skip
+    ):
         assert key in text, key
 
 
@@ -384,7 +384,7 @@ def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", code, str(egg)],
         cwd=root, capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
+    )
     assert out.stdout.strip() == "['https://z.example/']"
 
 

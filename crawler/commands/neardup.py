@@ -97,7 +97,7 @@ def format_explanation(name_a: str, name_b: str, e: Explanation) -> str:
         + (" (B has no main text)" if e.kind == "empty" else
            f" (estimated similarity {e.estimated:.3f} < threshold {e.threshold:.2f})"
            if e.candidate else " (no LSH band in common: never compared)")
-    )  # fmt: skip
+    )
     lines = [
         f"A: {name_a}",
         f"   main text: {e.words[0]} words, {e.chars[0]} characters, {e.shingles[0]} distinct "

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.index import IndexError_, QuerySyntaxError, SearchResult, open_index
+from crawler.index import IndexAccessError, QuerySyntaxError, SearchResult, open_index
 
 
 class Command(ScrapyCommand):
@@ -59,7 +59,7 @@ class Command(ScrapyCommand):
         query = " ".join(args)
         try:
             index = open_index(self.settings, readonly=True)
-        except IndexError_ as exc:
+        except IndexAccessError as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return

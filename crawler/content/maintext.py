@@ -35,7 +35,7 @@ from lxml import etree
 
 from .document import parse_document
 
-__all__ = ["extract_main_text", "main_text", "main_text_from_tree"]
+__all__ = ["main_text", "main_text_from_tree"]
 
 _NEVER_CONTENT = (
     "script",
@@ -79,7 +79,7 @@ _BLOCK_TAGS = frozenset(
         "h5", "h6", "header", "hr", "html", "li", "main", "ol", "p", "pre", "section", "summary",
         "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "br",
     }
-)  # fmt: skip
+)
 _GOOD_WORDS = 10  # a block this long, not mostly links, is content-like
 _LINK_HEAVY = 0.5  # a block with more link text than this share is navigation
 _SIBLING_SHARE = 0.2
@@ -110,7 +110,7 @@ def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
     or on ``copy.deepcopy(root)`` (a copy costs far less than a second parse).
     """
     etree.strip_elements(root, *_NEVER_CONTENT, etree.Comment, etree.ProcessingInstruction,
-                         with_tail=False)  # fmt: skip
+                         with_tail=False)
     _drop_boilerplate(root)
     body = root.find("body")
     if body is None:
@@ -121,8 +121,6 @@ def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
         blocks = _best_cluster(blocks, totals, _heading(body))
     return "\n".join(text for _, text, words, links in blocks if not _link_heavy(words, links))
 
-
-extract_main_text = main_text
 
 
 # Only elements with one of these can be boilerplate: selecting them in C first keeps the
@@ -315,7 +313,7 @@ def _best_cluster(
         keep.update(
             s for s in parent
             if scores.get(s, 0.0) >= floor and link_share(s) <= _SIBLING_LINKS
-        )  # fmt: skip
+        )
     return [b for b in blocks if _under(b[0], keep)]
 
 

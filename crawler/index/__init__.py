@@ -11,12 +11,12 @@ from typing import Any
 
 from scrapy.utils.misc import load_object
 
-from crawler.index.base import Index, IndexError_, PageDocument, QuerySyntaxError, SearchResult
+from crawler.index.base import Index, IndexAccessError, PageDocument, QuerySyntaxError, SearchResult
 
 __all__ = [
     "DEFAULT_BACKEND",
     "Index",
-    "IndexError_",
+    "IndexAccessError",
     "PageDocument",
     "QuerySyntaxError",
     "SearchResult",
@@ -31,5 +31,5 @@ def open_index(settings: Any, *, readonly: bool = False) -> Index:
     backend = settings.get("INDEX_BACKEND") or DEFAULT_BACKEND
     cls = load_object(backend) if isinstance(backend, str) else backend
     if not (isinstance(cls, type) and issubclass(cls, Index)):
-        raise IndexError_(f"INDEX_BACKEND {backend!r} is not a crawler.index.base.Index")
+        raise IndexAccessError(f"INDEX_BACKEND {backend!r} is not a crawler.index.base.Index")
     return cls.from_settings(settings, readonly=readonly)
