@@ -59,8 +59,7 @@ def test_polite_complete_crawl_of_several_hosts(tmp_path):
             wanted_gap = max(MIN_DELAY, FACTOR * took)
             gap = nxt.start - prev.end
             assert gap >= wanted_gap - 0.005, (host, record_url(prev), record_url(nxt), gap)
-            # and the engine is woken when the host comes due, not at its 5 s heartbeat
-            assert gap < wanted_gap + 1.0, (host, record_url(prev), record_url(nxt), gap)
+    # (that the engine is woken when a host comes due, not at its heartbeat: tests/test_waker.py)
 
     pages = [i for i in result.items if i["url"].endswith(".html") and "/p/" in i["url"]]
     assert len(pages) == 12 + 12 + 8
