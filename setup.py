@@ -6,7 +6,9 @@ working tree, and that generated one packs Python modules only: the site configs
 scrapyd would list no spiders. The build itself still writes ``build/`` and
 ``crawler.egg-info/``, which ``.gitignore`` ignores.
 
-Only the ``crawler`` package is packed: ``tests`` and ``bench`` are never imported by a crawl.
+Only the ``crawler`` package is packed: ``devsite`` (the test site, the demo and the labelled
+near-duplicate set), ``tests`` and ``bench`` are never imported by a crawl, so they stay out of
+production (``tests/test_packaging.py`` checks the egg).
 Dependencies are not bundled (scrapyd's environment provides Scrapy and ``requirements.txt``).
 """
 

@@ -5,7 +5,7 @@ Run from the project root::
     .venv/bin/python bench/index.py            # 10,000 pages (~1 min)
     .venv/bin/python bench/index.py --quick    # 2,000 pages
 
-The pages are ~5 KB of real prose each (see ``crawler/content/testset.py``) with ~95 outlinks:
+The pages are ~5 KB of real prose each (see ``devsite/testset.py``) with ~95 outlinks:
 a 40-link menu, 25 tags, 20 footer links and 6 "popular" links shared by the site's pages, plus
 4 links to other pages with their own anchor text, which is what a template-heavy site gives
 the anchor-text index to do.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crawler.content.testset import documents, text_pages
 from crawler.index.base import PageDocument
 from crawler.index.sqlite import SQLiteIndex
+from devsite.testset import documents, text_pages
 
 
 def make_pages(count: int, seed: int = 1) -> list[PageDocument]:

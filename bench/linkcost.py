@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawler.devsite import HostSpec, SiteServer, build_site  # noqa: E402
+from devsite import HostSpec, SiteServer, build_site  # noqa: E402
 from tests.crawling import crawl_command, normalized  # noqa: E402
 
 COMMON = {"CONCURRENT_REQUESTS": 16, "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False}

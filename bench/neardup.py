@@ -47,7 +47,7 @@ from crawler.content.neardup import (
 )
 from crawler.content.normalize import normalize_text
 from crawler.content.shingles import shingle_hashes32, shingle_set
-from crawler.content.testset import (
+from devsite.testset import (
     LabelledSet,
     build_labelled_set,
     render_page,
@@ -318,7 +318,7 @@ def _big_page(labelled: LabelledSet) -> str:
     """A long article (~88 KB of HTML) in one site's template."""
     import random
 
-    from crawler.content.testset import Document, make_sites, random_chrome, sentence_pool
+    from devsite.testset import Document, make_sites, random_chrome, sentence_pool
 
     rng = random.Random(1)
     paragraphs = tuple(p for page in labelled.originals[:40] for p in page.doc.paragraphs)
@@ -375,7 +375,7 @@ def main() -> None:
     seeds = (11, 12) if args.quick else (11, 12, 13, 14)
     t0 = time.perf_counter()
     sets = labelled_sets(seeds, variants=6) if only & {"quality", "sweep", "template",
-                                                       "extraction"} else []  # fmt: skip
+                                                       "extraction"} else []
     if "quality" in only:
         section_quality(sets)
     if "sweep" in only:

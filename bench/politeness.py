@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler.devsite import HostSpec, SiteServer, build_site
+from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import per_host, run_crawl
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler.devsite import HostSpec, build_site
-from crawler.devsite.routed import RoutedSiteServer
+from devsite import HostSpec, build_site
+from devsite.routed import RoutedSiteServer
 from tests.crawling import run_crawl
 
 OURS = {

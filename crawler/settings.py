@@ -37,7 +37,7 @@ DOWNLOAD_DELAY = 0
 AUTOTHROTTLE_ENABLED = False
 # The frontier never hands out more than FRONTIER_HOST_CONCURRENCY requests per host; the
 # downloader's own per-domain cap must not be the tighter one (and is not reliably enforced
-# with DOWNLOAD_DELAY = 0 anyway, see scrapy-notes.md).
+# with DOWNLOAD_DELAY = 0 anyway).
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 16
 # The site spider yields one item per page (links go to the frontier in bulk). Scrapy 2.19

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.devsite.server import RequestRecord
 from crawler.frontier import normalize_url
+from devsite.server import RequestRecord
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -46,6 +46,8 @@ def crawl_command(
     all_settings: dict[str, Any] = {
         "STATS_FILE": tmp_path / "stats.json",
         "LOG_FILE": tmp_path / "crawl.log",
+        # the shipped default is the working directory, which for a test is the checkout
+        "INDEX_PATH": tmp_path / "index.sqlite",
         "LOG_LEVEL": "DEBUG",
     }
     if sites_dir is not None:

@@ -17,7 +17,7 @@ from crawler.middlewares.address_safety import unsafe_reason
         "2002:7f00:1::1",  # 6to4 wrapping 127.0.0.1
         "2002:a00:1::1",  # 6to4 wrapping 10.0.0.1
     ],
-)  # fmt: skip
+)
 def test_private_and_special_addresses_are_refused(ip):
     assert unsafe_reason(ip)
 

@@ -9,10 +9,10 @@ from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
 from crawler import signals as crawler_signals
-from crawler.devsite import HostSpec, build_site
-from crawler.devsite.routed import RoutedSiteServer
 from crawler.extensions.recrawl import RecrawlExtension
 from crawler.middlewares.conditional import CONDITIONAL_META, ConditionalGetMiddleware
+from devsite import HostSpec, build_site
+from devsite.routed import RoutedSiteServer
 
 # --- the server itself ----------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from itertools import pairwise
 
 import pytest
 
-from crawler.devsite import HostSpec, SiteServer, build_site
+from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import normalized, per_host, record_url, run_crawl, write_site
 
 pytestmark = pytest.mark.integration
@@ -59,8 +59,7 @@ def test_polite_complete_crawl_of_several_hosts(tmp_path):
             wanted_gap = max(MIN_DELAY, FACTOR * took)
             gap = nxt.start - prev.end
             assert gap >= wanted_gap - 0.005, (host, record_url(prev), record_url(nxt), gap)
-            # and the engine is woken when the host comes due, not at its 5 s heartbeat
-            assert gap < wanted_gap + 1.0, (host, record_url(prev), record_url(nxt), gap)
+    # (that the engine is woken when a host comes due, not at its heartbeat: tests/test_waker.py)
 
     pages = [i for i in result.items if i["url"].endswith(".html") and "/p/" in i["url"]]
     assert len(pages) == 12 + 12 + 8
@@ -136,7 +135,7 @@ def test_a_seed_that_redirects_brings_its_target_host_into_scope(tmp_path):
 
 def test_a_host_with_two_slots_never_gets_a_third_request(tmp_path):
     graph = build_site([HostSpec("127.0.0.2", pages=16, delay=0.15)], links_per_page=6,
-                       extras=False)  # fmt: skip
+                       extras=False)
     with SiteServer(graph) as server:
         result = run_crawl(
             tmp_path,

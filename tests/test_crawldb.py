@@ -52,7 +52,7 @@ def test_statuses() -> None:
     rec, _ = s.apply(
         None, Visit("u", 200, 0, etag='"x"', last_modified="lm", fingerprint="a",
                     outlinks=[("http://a/", "A")]),
-    )  # fmt: skip
+    )
     not_modified, changed = s.apply(rec, Visit("u", 304, 10, etag='"y"'))
     assert not changed and not_modified.etag == '"y"' and not_modified.last_modified == "lm"
     assert not_modified.outlinks == [("http://a/", "A")]
@@ -91,7 +91,7 @@ def test_sqlite_backend(tmp_path: Path) -> None:
     db = SqliteCrawlDb(path, schedule())
     links = [("http://a.example/x", "X"), ("http://a.example/y", "Ünïcode")]
     r = db.record(Visit("http://a.example/", 200, 0, depth=0, etag='"e"', fingerprint="f",
-                        outlinks=links))  # fmt: skip
+                        outlinks=links))
     assert r.new and not r.changed
     db.record(Visit("http://a.example/x", 200, 0, depth=1, fingerprint="1"))
     db.record(Visit("http://a.example/x", 200, 100, depth=1, fingerprint="2"))  # changed: prio 3
@@ -102,7 +102,7 @@ def test_sqlite_backend(tmp_path: Path) -> None:
     db = SqliteCrawlDb(path, schedule())
     assert len(db) == 4 and set(db.urls()) == {
         "http://a.example/", "http://a.example/x", "http://a.example/z", "http://a.example/new"
-    }  # fmt: skip
+    }
     rec = db.get("http://a.example/")
     assert rec is not None and rec.outlinks == links and rec.etag == '"e"'
     assert db.get("http://a.example/new").status is None  # type: ignore[union-attr]

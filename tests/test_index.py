@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crawler.backends import BackendError, open_index
-from crawler.index import IndexError_, PageDocument, QuerySyntaxError
+from crawler.index import IndexAccessError, PageDocument, QuerySyntaxError
 from crawler.index.sqlite import SQLiteIndex, default_index_path, to_fts_query
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ def _doc(
     url: str, title: str, text: str, links: Sequence[tuple[str, str]] = (), site: str = "a"
 ) -> PageDocument:
     return PageDocument(url=url, site=site, title=title, text=text, status=200,
-                        fetched_at="2026-01-01T00:00:00Z", outlinks=links)  # fmt: skip
+                        fetched_at="2026-01-01T00:00:00Z", outlinks=links)
 
 
 def test_finds_pages_by_their_text_with_snippets(index: SQLiteIndex) -> None:
@@ -64,7 +64,7 @@ def test_anchor_text_finds_pages_never_fetched(index: SQLiteIndex) -> None:
     index.add_page(
         _doc("http://a.test/", "Home", CRAWLER,
              [("http://a.test/mercator", "the Mercator paper"), ("http://b.test/x", "Heritrix")])
-    )  # fmt: skip
+    )
     index.commit()
     [hit] = index.search("mercator")
     assert hit.url == "http://a.test/mercator"
@@ -84,7 +84,7 @@ def test_anchor_text_finds_pages_never_fetched(index: SQLiteIndex) -> None:
 def test_many_links_with_the_same_text_are_one_anchor(index: SQLiteIndex) -> None:
     for i in range(20):
         index.add_page(_doc(f"http://a.test/{i}", f"Page {i}", CRAWLER,
-                            [("http://a.test/about", "About us")]))  # fmt: skip
+                            [("http://a.test/about", "About us")]))
     index.commit()
     assert index.stats()["anchors"] == 1
     [hit] = index.search("about")
@@ -141,7 +141,7 @@ def test_aliases_have_no_document_and_lend_their_anchors(index: SQLiteIndex) -> 
     index.add_page(_doc("http://mirror.test/p", "Crawlers", CRAWLER))  # indexed, then found dup
     index.add_alias("http://mirror.test/p", "http://a.test/p", site="a", status=200)
     index.add_page(_doc("http://x.test/", "Elsewhere", POLITENESS,
-                        [("http://mirror.test/p", "the spider book")]))  # fmt: skip
+                        [("http://mirror.test/p", "the spider book")]))
     index.commit()
     [hit] = index.search("frontier")
     assert hit.url == "http://a.test/p" and hit.aliases == ["http://mirror.test/p"]
@@ -202,7 +202,7 @@ def test_paths_and_backends(tmp_path: Path) -> None:
     assert default_index_path({"INDEX_PATH": "x.sqlite"}) == "x.sqlite"
     assert default_index_path({"JOBDIR": "job"}) == str(Path("job") / "crawl-index.sqlite")
     assert default_index_path({}) == "crawl-index.sqlite"
-    with pytest.raises(IndexError_, match="no index at"):
+    with pytest.raises(IndexAccessError, match="no index at"):
         open_index({"INDEX_PATH": str(tmp_path / "missing.sqlite")}, readonly=True)
     with pytest.raises(BackendError, match=r"INDEX_CLASS: builtins\.dict is not an Index"):
         open_index({"INDEX_CLASS": "builtins.dict"})
@@ -211,7 +211,7 @@ def test_paths_and_backends(tmp_path: Path) -> None:
     ix = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")})
     ix.close()
     ro = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")}, readonly=True)
-    with pytest.raises(IndexError_, match="read-only"):
+    with pytest.raises(IndexAccessError, match="read-only"):
         ro.add_page(_doc("http://a.test/", "t", "x"))
     ro.close()
 

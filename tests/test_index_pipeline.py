@@ -10,10 +10,10 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawler.content.testset import LabelledSet, build_labelled_set, page_item
 from crawler.index.sqlite import SQLiteIndex
 from crawler.pipelines.index import IndexPipeline
 from crawler.pipelines.neardup import NearDuplicatePipeline
+from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 
 def _pipelines(tmp_path: Path, **settings: Any) -> tuple[NearDuplicatePipeline, IndexPipeline]:
@@ -105,7 +105,7 @@ def test_statuses_redirects_and_noindex(tmp_path: Path, labelled: LabelledSet) -
     _feed(pipes, page_item(a.url, a.html))
     # 304: the document stays
     not_modified = {"url": a.url, "final_url": a.url, "status": 304, "site": "t",
-                    "fetched_at": "2026-03-03T00:00:00Z", "text": "", "outlinks": []}  # fmt: skip
+                    "fetched_at": "2026-03-03T00:00:00Z", "text": "", "outlinks": []}
     assert _feed(pipes, not_modified) is not_modified
     # redirected: the requested URL becomes an alias of the final one
     _feed(pipes, page_item("http://short.test/b", b.html, final_url=b.url))

@@ -17,7 +17,7 @@ from crawler.content.neardup import (
 )
 from crawler.content.normalize import content_fingerprint, normalize_text, text_fingerprint
 from crawler.content.shingles import shingle_hashes, shingle_hashes32, shingle_set, shingle_texts
-from crawler.content.testset import (
+from devsite.testset import (
     VARIANT_KINDS,
     build_labelled_set,
     corpus_paragraphs,
@@ -201,10 +201,11 @@ def test_different_pages_are_not_flagged(docs: list[str]) -> None:
 def test_duplicates_point_at_the_original_never_a_chain(docs: list[str]) -> None:
     det = NearDuplicateDetector()
     det.check("http://a.test/orig", docs[2])
-    det.check("http://b.test/copy", docs[2] + " one more sentence at the end of it")
+    copy = det.check("http://b.test/copy", docs[2] + " one more sentence at the end of it")
+    assert copy.duplicate_of == "http://a.test/orig"
+    # a copy of the copy is aliased to the original, never to the copy
     d = det.check("http://c.test/copy2", docs[2] + " one more sentence at the end of it")
     assert d.duplicate_of == "http://a.test/orig"
-    assert det.original_of("http://b.test/copy") == "http://a.test/orig"
 
 
 def test_refetch_is_not_its_own_duplicate_and_replaces_content(docs: list[str]) -> None:
@@ -242,7 +243,6 @@ def test_host_duplicate_ratio(docs: list[str]) -> None:
     assert det.host_duplicate_ratio("a.test") == 0.0
     assert det.host_duplicate_ratio("mirror.test") == 1.0
     assert det.host_duplicate_ratio("mirror.test", min_pages=10) == 0.0
-    assert det.host_counts("mirror.test") == (6, 6)
 
 
 def test_state_round_trip(docs: list[str]) -> None:

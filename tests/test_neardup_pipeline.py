@@ -8,23 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from crawler.commands.neardup import format_explanation
 from crawler.content.neardup import explain
-from crawler.content.testset import LabelledSet, build_labelled_set, page_item
 from crawler.items import PageItem
 from crawler.pipelines.neardup import NearDuplicatePipeline, host_penalty_for
+from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class _PageItem(PageItem):
-    """PageItem as it will be once ``main_text`` is declared."""
-
-    main_text = scrapy.Field()
 
 
 def _pipeline(**settings: Any) -> NearDuplicatePipeline:
@@ -75,12 +68,12 @@ def test_scrapy_items_and_fallback_to_visible_text(labelled: LabelledSet) -> Non
     pipeline = _pipeline()
     page = labelled.originals[0]
     fields = page_item(page.url, page.html)
-    item = _PageItem(**fields)
+    item = PageItem(**fields)
     pipeline.process_item(item)
-    mirror = _PageItem(**page_item("http://elsewhere.test/x", page.html))
+    mirror = PageItem(**page_item("http://elsewhere.test/x", page.html))
     pipeline.process_item(mirror)
     assert mirror["duplicate_of"] == page.url and mirror["similarity"] == 1.0
-    # today's PageItem has no main_text field: the visible text is compared instead
+    # an item without main text (another spider's): the visible text is compared instead
     plain = PageItem(**{k: v for k, v in fields.items() if k != "main_text"})
     pipeline.process_item(plain)
     again = PageItem(**{k: v for k, v in fields.items() if k != "main_text"})
@@ -102,6 +95,9 @@ def test_not_modified_errors_and_noindex(labelled: LabelledSet) -> None:
     # a noindex page never becomes the original others are aliased to
     copy = pipeline.process_item(page_item("http://copy.test/1", page.html))
     assert "duplicate_of" not in copy
+    # ...while an indexable page is: the first copy is the original of the next one
+    again = pipeline.process_item(page_item("http://copy.test/2", page.html))
+    assert again["duplicate_of"] == "http://copy.test/1"
 
 
 def test_host_ratio_and_penalty_for_the_frontier(labelled: LabelledSet) -> None:
@@ -167,7 +163,7 @@ def test_explain_command_on_two_files(tmp_path: Path, labelled: LabelledSet) -> 
     out = subprocess.run(
         [sys.executable, "-m", "scrapy", "neardup", str(a), str(b)],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stderr
     assert "main text:" in out.stdout
     assert "exact duplicate (same normalized main text): yes" in out.stdout
@@ -175,5 +171,62 @@ def test_explain_command_on_two_files(tmp_path: Path, labelled: LabelledSet) -> 
     missing = subprocess.run(
         [sys.executable, "-m", "scrapy", "neardup", str(a), str(tmp_path / "nope.html")],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    )
     assert missing.returncode == 1 and "cannot read" in missing.stderr
+
+
+# --- one decoding: what the command explains is what the pipeline compared -------------------
+
+# Pages whose encoding only a <meta> declares, in the two ways libxml2 and browsers disagree on:
+# "gb2312" is read as GBK by browsers and Scrapy (the article's last characters are GBK only),
+# "iso-8859-1" as windows-1252 (curly quotes, the euro sign, the ligature).
+_DECLARED_ONLY_IN_META = [
+    (
+        "gb2312",
+        "gbk",
+        "这是一个关于网页编码的测试句子\uff0c文章的内容在这里结束\uff1a镕 喆 堃 昇 玥。" * 3,
+    ),
+    (
+        "iso-8859-1",
+        "cp1252",
+        "The \u201cmenu\u201d costs 5 \u20ac \u2014 an \u0153uvre of the caf\xe9 next door, "
+        "open every day of the week, with a terrace in summer and a fire in winter.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("charset", "codec", "article"), _DECLARED_ONLY_IN_META)
+def test_command_explains_the_text_the_pipeline_compared(
+    tmp_path: Path, charset: str, codec: str, article: str
+) -> None:
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from tests.test_spider import make_spider
+
+    html = (
+        f'<!DOCTYPE html><html><head><meta charset="{charset}"><title>Page</title></head>'
+        f"<body><nav><a href='/'>Home</a> <a href='/a'>About</a></nav>"
+        f"<main><h1>Heading</h1><p>{article}</p></main><footer>Footer</footer></body></html>"
+    )
+    body = html.encode(codec)
+    url = "http://encoded.test/page"
+    # What the crawl does: Scrapy's response (no charset in the header), the spider's item,
+    # the pipeline's fingerprint of the item's main text.
+    spider = make_spider(tmp_path, settings={"NEARDUP_ENABLED": True})
+    response = HtmlResponse(
+        url, body=body, headers={"Content-Type": "text/html"}, request=Request(url), status=200
+    )
+    item = next(out for out in spider.parse(response) if isinstance(out, PageItem))
+    _pipeline().process_item(item)
+    assert article in item["main_text"]  # the whole article, decoded right
+    # What the command does with the same bytes in a file.
+    page = tmp_path / "page.html"
+    page.write_bytes(body)
+    out = subprocess.run(
+        [sys.executable, "-m", "scrapy", "neardup", "--text", str(page), str(page)],
+        cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=60, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"--- main text of A ---\n{item['main_text']}\n" in out.stdout
+    assert f"fingerprint {item['content_fingerprint'][:16]}" in out.stdout

@@ -13,14 +13,28 @@ from typing import Any
 
 import pytest
 
-from crawler.devsite import HostSpec, build_site
-from crawler.devsite.routed import Answer, Ask, RoutedSiteServer
+from devsite import HostSpec, build_site
+from devsite.routed import Answer, Ask, RoutedSiteServer
 from tests.crawling import per_host, run_crawl
-from tests.test_robots import crawler_settings, text
 
 pytestmark = pytest.mark.integration
 
 HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+
+
+def crawler_settings(**extra: Any) -> dict[str, Any]:
+    """The project's settings as shipped (middlewares, extensions, pipelines), plus what a
+    loopback test site needs: private addresses allowed and short politeness delays."""
+    return {
+        "ALLOW_PRIVATE_ADDRESSES": True,
+        "FRONTIER_MIN_DELAY": 0.05,
+        "FRONTIER_DELAY_FACTOR": 0,
+        **extra,
+    }
+
+
+def text(body: str, status: int = 200) -> Answer:
+    return status, [("Content-Type", "text/plain")], body.encode()
 
 
 def db_rows(path: Path, where: str = "1") -> dict[str, dict[str, Any]]:

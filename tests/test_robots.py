@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from crawler.devsite import HostSpec, build_site
-from crawler.devsite.routed import Answer, Ask, RoutedSiteServer
+from devsite import HostSpec, build_site
+from devsite.routed import Answer, Ask, RoutedSiteServer
 from tests.crawling import CrawlResult, per_host, run_crawl
 
 pytestmark = pytest.mark.integration

@@ -55,7 +55,7 @@ def test_product_token(user_agent: str | None, token: str) -> None:
     ("status", "kind"),
     [(200, RULES), (204, RULES), (404, ALLOW_ALL), (401, ALLOW_ALL), (403, ALLOW_ALL),
      (410, ALLOW_ALL), (429, DISALLOW_ALL), (500, DISALLOW_ALL), (503, DISALLOW_ALL)],
-)  # fmt: skip
+)
 def test_status_classes_follow_rfc_9309(status: int, kind: str) -> None:
     assert classify(status) == kind
 
@@ -112,7 +112,7 @@ def test_cache_keeps_usable_records_only(tmp_path: Path, backend: str) -> None:
 
 def test_book_states_and_retries() -> None:
     book = RobotsBook(MemoryRobotsCache(), "bot", expiry=10, retry_delay=2, retry_times=3,
-                      max_retry_delay=5)  # fmt: skip
+                      max_retry_delay=5)
     o = "http://a.example"
     assert book.verdict(o, o + "/x") is Verdict.FETCH and book.needs_fetch(o, 0)
     book.state(o).fetching = "in_flight"
@@ -209,7 +209,7 @@ def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         Spider,
         {"USER_AGENT": "crawler-bot/1.0", "ROBOTSTXT_RETRY_DELAY": 7,
          "ROBOTSTXT_CACHE_PATH": str(tmp_path / "robots.sqlite")},
-    )  # fmt: skip
+    )
     crawler.spider = Spider("s")
     mw = RobotsMiddleware.from_crawler(crawler)
     crawler.engine = FakeEngine(mw)  # type: ignore[assignment]

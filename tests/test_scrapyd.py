@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from crawler.devsite import HostSpec, SiteServer, build_site
-from crawler.devsite.server import RequestRecord
 from crawler.index.sqlite import SQLiteIndex
 from crawler.siteconfig import load_all_sites
+from devsite import HostSpec, SiteServer, build_site
+from devsite.server import RequestRecord
 from tests.crawling import normalized, per_host
 from tests.scrapyd_support import PROJECT_NAME, Deployment, Scrapyd, deploy
 
@@ -107,11 +107,12 @@ def test_schedule_runs_a_crawl_with_arguments_and_settings(server: Scrapyd, tmp_
     assert not [url for url, n in Counter(fetched).items() if n > 1]
     assert all(r.headers.get("User-Agent", "").startswith("crawler-bot/") for r in records)
 
-    # The settings reached the crawl: its stats file exists, and each host's fetches were spaced
-    # by FRONTIER_MIN_DELAY=0.05, not the default 1 s. The spider argument gave the seeds.
+    # The settings reached the crawl: the stats file and the index exist only because of
+    # STATS_FILE and INDEX_PATH. Each host's fetches were spaced by at least its delay. The
+    # spider argument gave the seeds.
     for recs in per_host(records).values():
         gaps = [nxt.start - prev.end for prev, nxt in pairwise(recs)]
-        assert min(gaps) >= 0.045 and max(gaps) < 0.5, gaps
+        assert min(gaps) >= 0.045, gaps
     stats = read_stats(stats_path)
     assert stats["finish_reason"] == "finished"
     assert stats["seeds/valid"] == 2
@@ -185,7 +186,10 @@ def test_cancel_stops_a_crawl_cleanly_and_scheduling_it_again_resumes_it(
             server.server_log()
         )
         assert len(first) < len(wanted)
-        assert all(r.start < cancelled_at + 1.0 for r in first), "kept crawling after cancel"
+        # Requests that began after the cancel are the ones already leased when the signal
+        # arrived: at most one per host (one slot each), never a crawl going on.
+        late = [r for r in first if r.start > cancelled_at]
+        assert len(late) <= len(hosts), late
 
         # Resume: the same job again, with the same JOBDIR.
         server.schedule(
@@ -198,10 +202,10 @@ def test_cancel_stops_a_crawl_cleanly_and_scheduling_it_again_resumes_it(
     assert read_stats(second_stats)["finish_reason"] == "finished"
     fetched = normalized(records)
     assert set(fetched) == wanted, sorted(wanted - set(fetched))
-    # Nothing is fetched twice, except what was in flight when the cancel came: requests that had
-    # not completed by then (a response finished within 50 ms before it may not have been handled
-    # by the crawler yet: loopback transfer plus parsing).
-    in_flight = set(normalized([r for r in first if r.end > cancelled_at - 0.05]))
+    # Nothing is fetched twice, except what may have been in flight when the cancel came: with
+    # one slot per host, that is each host's last request of the first run (its response may
+    # not have been handled yet: loopback transfer plus parsing).
+    in_flight = set(normalized([recs[-1] for recs in per_host(first).values()]))
     twice = {url for url, n in Counter(fetched).items() if n > 1}
     assert twice <= in_flight, (
         f"{len(twice - in_flight)} pages fetched again after resuming (of {len(first)} fetched "

@@ -25,11 +25,11 @@ def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text="Front queues hold URLs by priority; back queues hold one host each, so "
         "politeness is kept per host.", status=200,
         outlinks=[("http://a.test/heap", "the host heap"), ("http://b.test/robots", "robots")],
-    ))  # fmt: skip
+    ))
     ix.add_page(PageDocument(
         "http://b.test/politeness", site="b", title="Politeness", status=200,
         text="Wait between requests to one host; the frontier enforces it.",
-    ))  # fmt: skip
+    ))
     ix.close()
     return path
 
@@ -38,7 +38,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "scrapy", "search", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    )
 
 
 def test_search_prints_title_url_snippet_and_marks_anchor_only(index_path: Path) -> None:
@@ -75,6 +75,6 @@ def test_format_results() -> None:
         SearchResult("http://a/", "A", "about [crawl]ing", 2.0, "s", aliases=["http://m/"]),
         SearchResult("http://b/", "", "", 1.0, fetched=False, matched_anchor=True,
                      anchors=["crawl notes"], status=404),
-    ])  # fmt: skip
+    ])
     assert " 1. A\n    http://a/  (s)\n    about [crawl]ing\n    duplicates: http://m/" in text
     assert " 2. (no title)  [not fetched: found by anchor text only; HTTP 404]" in text

@@ -466,7 +466,7 @@ def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", code, str(egg)],
         cwd=root, capture_output=True, text=True, timeout=30, check=True,
-    )  # fmt: skip
+    )
     assert out.stdout.strip() == "['https://z.example/']"
 
 

@@ -43,7 +43,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: Scrapy imports every command module on every start, and datasketch
         # with numpy would add most of a second to each `scrapy` call.
-        from crawler.content.maintext import main_text
+        from crawler.content.html import parse_html
         from crawler.content.neardup import (
             DEFAULT_NUM_PERM,
             DEFAULT_SHINGLE_SIZE,
@@ -62,7 +62,8 @@ class Command(ScrapyCommand):
                 print(f"error: cannot read {source}: {exc}", file=sys.stderr)
                 self.exitcode = 1
                 return
-            texts.append(main_text(body, encoding))
+            # the spider's own parse: the near-duplicate pipeline compares exactly this text
+            texts.append(parse_html(body, encoding).main_text)
         s = self.settings
         result = explain(
             texts[0],
@@ -100,7 +101,7 @@ def format_explanation(name_a: str, name_b: str, e: Explanation) -> str:
         + (" (B has no main text)" if e.kind == "empty" else
            f" (estimated similarity {e.estimated:.3f} < threshold {e.threshold:.2f})"
            if e.candidate else " (no LSH band in common: never compared)")
-    )  # fmt: skip
+    )
     lines = [
         f"A: {name_a}",
         f"   main text: {e.words[0]} words, {e.chars[0]} characters, {e.shingles[0]} distinct "

@@ -18,7 +18,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.backends import BackendError, open_index
-from crawler.index import IndexError_, QuerySyntaxError, SearchResult
+from crawler.index import IndexAccessError, QuerySyntaxError, SearchResult
 
 
 class Command(ScrapyCommand):
@@ -60,7 +60,7 @@ class Command(ScrapyCommand):
         query = " ".join(args)
         try:
             index = open_index(self.settings, readonly=True)
-        except (IndexError_, BackendError) as exc:
+        except (IndexAccessError, BackendError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return

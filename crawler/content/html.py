@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import lxml.html
 from lxml import etree
 
+from .document import parse_document
 from .maintext import main_text_from_tree
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
@@ -32,6 +33,9 @@ def parse_html(
 ) -> ParsedPage:
     """Parse once with lxml and pull out what the crawler needs; broken HTML never raises.
 
+    ``encoding`` is ``response.encoding`` (or ``None`` to let the page say); decoding is
+    :func:`crawler.content.document.decode_html`, the same for every reader of a page.
+
     ``main_text`` (boilerplate removal, ~1 ms on a page of a few hundred links) is skipped when
     nothing will use it.
     """
@@ -39,14 +43,7 @@ def parse_html(
     if not body:
         return page
     try:
-        root = _parse(body, encoding)
-    except LookupError:  # an encoding Python knows but libxml2 does not (utf-16-le, euc_jp...)
-        if isinstance(body, str) or not encoding:
-            return page
-        try:
-            root = _parse(body.decode(encoding, errors="replace").encode("utf-8"), "utf-8")
-        except (etree.ParserError, ValueError, LookupError):
-            return page
+        root = parse_document(body, encoding)
     except (etree.ParserError, ValueError):
         return page
     title = root.find(".//title")
@@ -81,18 +78,6 @@ def parse_html(
     if main_text:
         page.main_text = main_text_from_tree(root)  # last: both strip the tree in place
     return page
-
-
-def _parse(body: bytes | str, encoding: str | None) -> lxml.html.HtmlElement:
-    # huge_tree: without it libxml2 silently stops at 256 levels of nesting (broken pages with
-    # unclosed tags) or a 10 MB text node, and the page loses its links and text
-    if isinstance(body, str):
-        return lxml.html.document_fromstring(body, parser=_PARSER)
-    parser = lxml.html.HTMLParser(encoding=encoding, huge_tree=True) if encoding else _PARSER
-    return lxml.html.document_fromstring(body, parser=parser)
-
-
-_PARSER = lxml.html.HTMLParser(huge_tree=True)
 
 
 def visible_text(root: lxml.html.HtmlElement) -> str:

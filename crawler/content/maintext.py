@@ -20,7 +20,7 @@ rules, in one lxml pass over the tree the spider already parses:
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links).
 
 Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
-labelled set of ``crawler/content/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
+labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
 0.7 ms here, word precision 0.90 (worst page 0.26: a sidebar taken for the article) against 0.96
 (worst 0.80), both with recall 1.0; and it pulls in fourteen packages (dateparser, regex, babel,
 pytz, htmldate, courlan, justext...). ``bench/neardup.py`` measures this module's cost.
@@ -28,13 +28,14 @@ pytz, htmldate, courlan, justext...). ``bench/neardup.py`` measures this module'
 
 from __future__ import annotations
 
-import codecs
 import re
 
 import lxml.html
 from lxml import etree
 
-__all__ = ["extract_main_text", "main_text", "main_text_from_tree"]
+from .document import parse_document
+
+__all__ = ["main_text", "main_text_from_tree"]
 
 _NEVER_CONTENT = (
     "script",
@@ -78,7 +79,7 @@ _BLOCK_TAGS = frozenset(
         "h5", "h6", "header", "hr", "html", "li", "main", "ol", "p", "pre", "section", "summary",
         "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "br",
     }
-)  # fmt: skip
+)
 _GOOD_WORDS = 10  # a block this long, not mostly links, is content-like
 _LINK_HEAVY = 0.5  # a block with more link text than this share is navigation
 _SIBLING_SHARE = 0.2
@@ -89,36 +90,17 @@ _HEADING_BONUS = 25.0
 def main_text(body: bytes | str, encoding: str | None = None) -> str:
     """The main text of an HTML page (boilerplate removed), paragraphs separated by newlines.
 
-    ``encoding`` is the response's encoding (``response.encoding``); broken or empty HTML gives
-    ``""`` and never raises.
+    ``encoding`` is the response's encoding (``response.encoding``); the page is decoded by
+    :func:`crawler.content.document.decode_html` like everywhere else. Broken or empty HTML
+    gives ``""`` and never raises.
     """
     if not body:
         return ""
     try:
-        root = lxml.html.document_fromstring(_decoded(body, encoding))
+        root = parse_document(body, encoding)
     except (etree.ParserError, ValueError):
         return ""
     return main_text_from_tree(root)
-
-
-def _decoded(body: bytes | str, encoding: str | None) -> bytes | str:
-    """What lxml should parse: UTF-8 bytes as they are, anything else decoded by Python.
-
-    libxml2 knows fewer encoding names than Python (``latin-1``, which Scrapy reports, is not
-    one of them), so a page in another encoding is decoded here, with ``errors="replace"``
-    like a browser. Without an encoding lxml sniffs ``<meta charset>`` itself.
-    """
-    if isinstance(body, str) or not encoding:
-        text = body
-    else:
-        try:
-            name = codecs.lookup(encoding).name
-        except LookupError:
-            name = "utf-8"
-        text = body.decode(name, errors="replace")
-    if isinstance(text, str) and text.startswith("<?xml"):
-        text = text.partition("?>")[2]  # lxml refuses str input with an XML declaration
-    return text
 
 
 def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
@@ -128,7 +110,7 @@ def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
     or on ``copy.deepcopy(root)`` (a copy costs far less than a second parse).
     """
     etree.strip_elements(root, *_NEVER_CONTENT, etree.Comment, etree.ProcessingInstruction,
-                         with_tail=False)  # fmt: skip
+                         with_tail=False)
     _drop_boilerplate(root)
     body = root.find("body")
     if body is None:
@@ -139,8 +121,6 @@ def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
         blocks = _best_cluster(blocks, totals, _heading(body))
     return "\n".join(text for _, text, words, links in blocks if not _link_heavy(words, links))
 
-
-extract_main_text = main_text
 
 
 # Only elements with one of these can be boilerplate: selecting them in C first keeps the
@@ -333,7 +313,7 @@ def _best_cluster(
         keep.update(
             s for s in parent
             if scores.get(s, 0.0) >= floor and link_share(s) <= _SIBLING_LINKS
-        )  # fmt: skip
+        )
     return [b for b in blocks if _under(b[0], keep)]
 
 

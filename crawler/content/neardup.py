@@ -149,7 +149,6 @@ class NearDuplicateDetector:
         self._ids: dict[str, int] = {}  # URL -> doc id (originals and duplicates)
         self._fingerprints: dict[bytes, int] = {}  # fingerprint -> doc id of the original
         self._fingerprint_of: dict[int, bytes] = {}  # doc id -> its fingerprint (originals)
-        self._duplicate_of: dict[int, int] = {}  # doc id -> original's doc id
         self._hosts: dict[str, list[int]] = {}  # host -> [pages, duplicates]
 
     @classmethod
@@ -245,9 +244,7 @@ class NearDuplicateDetector:
             self._ids[url] = own
         else:
             self._forget_content(own)
-        if original is not None:
-            self._duplicate_of[own] = original
-        elif decision.kind != "empty":
+        if original is None and decision.kind != "empty":
             key = bytes.fromhex(decision.fingerprint)
             self._fingerprints[key] = own
             self._fingerprint_of[own] = key
@@ -257,8 +254,7 @@ class NearDuplicateDetector:
         self._count(url, duplicate=original is not None)
 
     def _forget_content(self, doc: int) -> None:
-        """Drop what a refetched URL said before (its signature, fingerprint, duplicate link)."""
-        self._duplicate_of.pop(doc, None)
+        """Drop what a refetched URL said before (its signature and fingerprint)."""
         key = self._fingerprint_of.pop(doc, None)
         if key is not None and self._fingerprints.get(key) == doc:
             del self._fingerprints[key]
@@ -287,13 +283,6 @@ class NearDuplicateDetector:
     def originals(self) -> int:
         return len(self._fingerprints)
 
-    def original_of(self, url: str) -> str | None:
-        """The URL that ``url`` was last found to duplicate, or None."""
-        doc = self._ids.get(url)
-        if doc is None or doc not in self._duplicate_of:
-            return None
-        return self._urls[self._duplicate_of[doc]]
-
     def host_duplicate_ratio(self, host: str, min_pages: int = 5) -> float:
         """Share of ``host``'s checked pages (fetches) that were duplicates; 0 until ``min_pages``.
 
@@ -306,11 +295,6 @@ class NearDuplicateDetector:
             return 0.0
         return dups / pages
 
-    def host_counts(self, host: str) -> tuple[int, int]:
-        """(pages checked, duplicates) for ``host``."""
-        pages, dups = self._hosts.get(host, (0, 0))
-        return pages, dups
-
     def state(self) -> dict[str, Any]:
         """Everything needed to rebuild the detector (for a JOBDIR-resumed crawl)."""
         return {
@@ -321,7 +305,6 @@ class NearDuplicateDetector:
             "urls": self._urls,
             "fingerprints": self._fingerprints,
             "fingerprint_of": self._fingerprint_of,
-            "duplicate_of": self._duplicate_of,
             "hosts": self._hosts,
         }
 
@@ -339,7 +322,6 @@ class NearDuplicateDetector:
         self._ids = {u: i for i, u in enumerate(self._urls)}
         self._fingerprints = dict(state["fingerprints"])
         self._fingerprint_of = dict(state["fingerprint_of"])
-        self._duplicate_of = dict(state["duplicate_of"])
         self._hosts = {h: list(c) for h, c in state["hosts"].items()}
         return True
 

@@ -7,6 +7,6 @@
 
 from __future__ import annotations
 
-from crawler.index.base import Index, IndexError_, PageDocument, QuerySyntaxError, SearchResult
+from crawler.index.base import Index, IndexAccessError, PageDocument, QuerySyntaxError, SearchResult
 
-__all__ = ["Index", "IndexError_", "PageDocument", "QuerySyntaxError", "SearchResult"]
+__all__ = ["Index", "IndexAccessError", "PageDocument", "QuerySyntaxError", "SearchResult"]

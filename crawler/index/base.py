@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-__all__ = ["Index", "IndexError_", "PageDocument", "QuerySyntaxError", "SearchResult"]
+__all__ = ["Index", "IndexAccessError", "PageDocument", "QuerySyntaxError", "SearchResult"]
 
 
-class IndexError_(Exception):  # the trailing _ avoids shadowing the builtin IndexError
+class IndexAccessError(Exception):
     """An index cannot be opened or written (wrong path, schema from a newer version...)."""
 
 
@@ -75,7 +75,7 @@ class Index(abc.ABC):
         """Open the index the Scrapy settings point at.
 
         A writer creates it when missing; a reader (``readonly``, the search command) raises
-        :class:`IndexError_` instead, naming where it looked.
+        :class:`IndexAccessError` instead, naming where it looked.
         """
 
     @abc.abstractmethod

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from crawler.index.base import (
     Index,
-    IndexError_,
+    IndexAccessError,
     PageDocument,
     QuerySyntaxError,
     SearchResult,
@@ -160,7 +160,9 @@ class SQLiteIndex(Index):
         try:
             if readonly:
                 if not Path(self.path).exists():
-                    raise IndexError_(f"no index at {self.path} (crawl first, or set INDEX_PATH)")
+                    raise IndexAccessError(
+                        f"no index at {self.path} (crawl first, or set INDEX_PATH)"
+                    )
                 uri = Path(self.path).resolve().as_uri() + "?mode=ro"
                 self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
             else:
@@ -174,7 +176,7 @@ class SQLiteIndex(Index):
                 self._db.executescript(_SCHEMA)
                 self._check_version()
         except sqlite3.Error as exc:
-            raise IndexError_(f"cannot open the index {self.path}: {exc}") from exc
+            raise IndexAccessError(f"cannot open the index {self.path}: {exc}") from exc
         self._in_tx = False
         self._ids: dict[str, int] = {}  # URL -> page id (rows are never deleted)
         # Within one transaction (which holds SQLite's write lock, so no other writer can delete
@@ -195,7 +197,7 @@ class SQLiteIndex(Index):
                 "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
         elif int(row[0]) != SCHEMA_VERSION:
-            raise IndexError_(
+            raise IndexAccessError(
                 f"{self.path} has index schema {row[0]}, this version reads {SCHEMA_VERSION}"
             )
 
@@ -203,7 +205,7 @@ class SQLiteIndex(Index):
 
     def _begin(self) -> None:
         if self.readonly:
-            raise IndexError_(f"{self.path} is open read-only")
+            raise IndexAccessError(f"{self.path} is open read-only")
         if not self._in_tx:
             self._db.execute("BEGIN IMMEDIATE")
             self._in_tx = True
@@ -280,7 +282,7 @@ class SQLiteIndex(Index):
             " fingerprint = ?, alias_of = NULL, has_doc = 1 WHERE id = ?",
             (doc.site, doc.title or "", doc.status, doc.fetched_at, doc.fetched_at,
              doc.fingerprint, pid),
-        )  # fmt: skip
+        )
         self._set_links(pid, doc.url, doc.outlinks, doc.site)
 
     def add_alias(

@@ -32,7 +32,7 @@ def unsafe_reason(ip: str) -> str:
         if embedded is not None:
             addr = embedded
     for attr in ("is_loopback", "is_private", "is_link_local", "is_multicast", "is_reserved",
-                 "is_unspecified"):  # fmt: skip
+                 "is_unspecified"):
         if getattr(addr, attr):
             return attr[3:].replace("_", "-")
     if not addr.is_global:

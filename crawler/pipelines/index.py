@@ -81,7 +81,7 @@ class IndexPipeline:
     def open_spider(self) -> None:
         self.index = open_index(self.crawler.settings)
         logger.info("Indexing into %s", getattr(self.index, "path", None)
-                    or default_index_path(self.crawler.settings))  # fmt: skip
+                    or default_index_path(self.crawler.settings))
         if self.commit_interval > 0:
             self._start_timer()
 

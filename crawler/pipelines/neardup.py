@@ -100,12 +100,12 @@ class NearDuplicatePipeline:
             logger.info(
                 "Near-duplicate state loaded from %s: %d URLs, %d originals",
                 self.state_path, len(self.detector), self.detector.originals,
-            )  # fmt: skip
+            )
         else:
             logger.warning(
                 "Near-duplicate state in %s was made with other NEARDUP_* settings; starting "
                 "afresh", self.state_path,
-            )  # fmt: skip
+            )
 
     def close_spider(self) -> None:
         if self.state_path is None:

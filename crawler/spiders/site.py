@@ -231,8 +231,7 @@ class SiteSpider(scrapy.Spider):
         item["title"] = page.title
         item["text"] = page.text
         main_text = page.main_text
-        if _HAS_MAIN_TEXT:
-            item["main_text"] = main_text
+        item["main_text"] = main_text
         item["noindex"] = directives.noindex
         outlinks, follow = self._links(response.url, page.base_href, links)
         item["outlinks"] = outlinks
@@ -345,8 +344,6 @@ class SiteSpider(scrapy.Spider):
             stats.inc_value("links/invalid", invalid)
         return outlinks, list(follow)
 
-
-_HAS_MAIN_TEXT = "main_text" in PageItem.fields
 
 # What may follow "scheme://netloc" in a URL on the same origin.
 _ENDS = frozenset({"", "/", "?", "#"})

@@ -1,4 +1,4 @@
-"""Run the test site standalone: ``python -m crawler.devsite --hosts 3 --pages 20``.
+"""Run the test site standalone: ``python -m devsite --hosts 3 --pages 20``.
 
 Demos start this as a subprocess and wait for ``--seeds-file`` to appear, so the
 file is written atomically and only once every host is listening.
@@ -20,7 +20,7 @@ from .server import SiteServer
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m crawler.devsite",
+        prog="python -m devsite",
         description="Serve a deterministic multi-host test site on loopback addresses.",
     )
     parser.add_argument("--hosts", type=int, default=3, help="number of hosts (default 3)")

@@ -1,4 +1,4 @@
-"""A real crawl on a fresh machine with nothing else running: ``python -m crawler.demo``.
+"""A real crawl on a fresh machine with nothing else running: ``python -m devsite.demo``.
 
 Serves the bundled multi-host test site on loopback addresses (127.0.0.2, 127.0.0.3, ...), then
 runs ``scrapy crawl web`` on it exactly as a user would, on the embedded default (in-memory
@@ -17,9 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
+# The checkout: ``scrapy crawl`` finds the project's scrapy.cfg there, ``-m devsite`` the package.
+_REPO = Path(__file__).resolve().parent.parent
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crawler.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devsite.demo", description=__doc__)
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--min-delay", type=float, default=0.25, help="FRONTIER_MIN_DELAY")
@@ -30,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     seeds = work / "seeds.txt"
     stats_path = work / "stats.json"
     site = subprocess.Popen(
-        [sys.executable, "-m", "crawler.devsite", "--hosts", str(args.hosts),
+        [sys.executable, "-m", "devsite", "--hosts", str(args.hosts),
          "--pages", str(args.pages), "--seeds-file", str(seeds)],
         stdout=subprocess.DEVNULL,
+        cwd=_REPO,  # devsite is not installed: it is importable from the checkout only
     )
     try:
         deadline = time.monotonic() + 20
@@ -51,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             "-s", f"STATS_FILE={stats_path}",
         ]
         print("demo: " + " ".join(cmd[2:]))
-        crawl = subprocess.run(cmd, check=False, cwd=Path(__file__).resolve().parent.parent)
+        crawl = subprocess.run(cmd, check=False, cwd=_REPO)
         if crawl.returncode != 0 or not stats_path.exists():
             print(f"demo: the crawl failed (exit {crawl.returncode})", file=sys.stderr)
             return 1

@@ -26,7 +26,7 @@ import inspect
 import random
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -249,7 +249,7 @@ def _short(title: str, length: int) -> str:
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")  # fmt: skip
+           "September", "October", "November", "December")
 
 
 def random_chrome(
@@ -467,13 +467,6 @@ def _variant(
         url = f"http://{host}/{path}"
     html_text = render_page(site, doc, chrome, host=host, session_links=session_links)
     return Page(url, html_text, doc, chrome, kind=kind, original=index, edit_fraction=fraction)
-
-
-def iter_pairs(labelled: LabelledSet) -> Iterator[tuple[Page, Page, bool]]:
-    """Every (original, variant, True) pair; for exhaustive negative pairs use the originals."""
-    for variant in labelled.variants:
-        assert variant.original is not None
-        yield labelled.originals[variant.original], variant, True
 
 
 def text_pages(count: int, size: int = 5000, seed: int = 3) -> list[str]:
