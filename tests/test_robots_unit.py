@@ -317,6 +317,48 @@ def test_refresh_failure_keeps_the_last_good_copy(middleware) -> None:
     assert len(engine.crawled) == 1  # no second refresh before the retry delay
 
 
+def test_a_fetch_that_ends_unread_counts_as_unreachable_once(middleware) -> None:
+    """HttpCompressionMiddleware raising above this middleware: only ``fetch_finished`` says
+    the robots.txt fetch ended. Its origin is failed (held, retried), once."""
+    mw, crawler, timers, _ = middleware
+    first = mw._origin_discovered("http://a.example", "a.example")
+    run(mw.process_request(first))
+    hop = mw._robots_request("http://a.example", "http://a.example/moved.txt", 1)
+    run(mw.process_request(hop))
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished, request=hop, outcome="fetched", duration=0.1
+    )
+    assert mw.book.state("http://a.example").fetching == "in_flight"  # its owner reads a hop
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished, request=first, outcome="fetched", duration=0.1
+    )
+    st = mw.book.state("http://a.example")
+    assert st.unreachable and st.failures == 1 and [t[0] for t in timers] == [7]
+    # a fetch that was read already is not failed again when the downloader lets it go
+    retry = mw._robots_request("http://a.example", robotstxt_retry=True)
+    run(mw.process_request(retry))
+    with pytest.raises(RobotsTxtHandled):
+        mw.process_exception(retry, TimeoutError())
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished, request=retry, outcome="failed", duration=0.1
+    )
+    assert crawler.stats.get_value("robotstxt/unreachable") == 2
+    assert crawler.stats.get_value("robotstxt/unprocessable") == 1
+
+
+def test_a_wait_ends_after_the_wait_timeout(middleware) -> None:
+    mw, crawler, timers, _ = middleware
+    pending = run(mw.process_request(Request("http://a.example/page")))
+    assert len(crawler.engine.downloads) == 1 and not pending.called
+    ((delay, expire, args),) = [t for t in timers if t[1] == mw._wait_expired]
+    assert delay == mw.wait_timeout == 180 * 3 * 6 + 60  # Scrapy's defaults
+    expire(*args)
+    assert isinstance(pending.result, IgnoreRequest)
+    assert crawler.stats.get_value("robotstxt/wait_timeout") == 1
+    assert crawler.stats.get_value("robotstxt/unresolved") == 1
+    mw._wake("http://a.example")  # the fetch ending later wakes nobody twice
+
+
 @pytest.mark.parametrize(
     ("url", "origin"),
     [

@@ -17,7 +17,14 @@ How a host's robots.txt is fetched and used:
   (stat ``robotstxt/denied``).
 * A request that arrives while its origin has no copy yet (the frontier rejected the robots.txt
   request, ``engine.download``, a race) starts a direct fetch if none is running and waits for
-  it; every waiter gets the answer (Scrapy 2.19 hands it to the first waiter only).
+  it; every waiter gets the answer (Scrapy 2.19 hands it to the first waiter only). A wait
+  ends after ``ROBOTSTXT_WAIT_TIMEOUT`` seconds at most (the request is then refused as
+  unresolved): every request that enters the downloader leaves it.
+* Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
+  middleware above this one that raises on the way back up (``HttpCompressionMiddleware`` on a
+  gzip bomb or a plain body labelled gzip) never reaches :meth:`process_exception`: the end of
+  the fetch (``fetch_finished``, sent by ``FrontierDownloader`` after the whole chain) fails an
+  origin whose fetch is still in flight.
 * Copies expire after ``ROBOTSTXT_CACHE_EXPIRY`` seconds; the next request of the origin queues a
   refresh as the host's next request and is checked against the old copy meanwhile. A refresh
   that fails leaves the last good copy in force.
@@ -105,7 +112,8 @@ class RobotsMiddleware:
             max_retry_delay=s.getfloat("ROBOTSTXT_MAX_RETRY_DELAY", 3600.0),
         )
         self.clock = time.time
-        self._waiters: dict[str, list[Deferred[None]]] = {}
+        self.wait_timeout = _wait_timeout(s)
+        self._waiters: dict[str, list[Deferred[bool]]] = {}
         self._timers: dict[str, Any] = {}
         self._delays: dict[str, float] = {}
         self._closing = False
@@ -118,6 +126,7 @@ class RobotsMiddleware:
         crawler.signals.connect(self._spider_idle, signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signals.spider_closed)
         crawler.signals.connect(self._request_dropped, signals.request_dropped)
+        crawler.signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
@@ -187,7 +196,15 @@ class RobotsMiddleware:
                 self._fetch_directly(origin)
                 if self.book.state(origin).fetching != IN_FLIGHT:
                     continue  # it ended already (failed at once)
-            await self._wait(origin)
+            if not await self._wait(origin):
+                self._inc("robotstxt/wait_timeout")
+                logger.warning(
+                    "robots.txt of %s still unresolved after %.0fs: refusing %s",
+                    origin,
+                    self.wait_timeout,
+                    request.url,
+                )
+                break
         self._inc("robotstxt/unresolved")
         raise IgnoreRequest(f"robots.txt of {origin} could not be read: {request.url}")
 
@@ -234,15 +251,30 @@ class RobotsMiddleware:
             reason = result.getErrorMessage() if isinstance(result, Failure) else "no answer"
             self._failed(origin, None, reason)
 
-    async def _wait(self, origin: str) -> None:
-        d: Deferred[None] = Deferred()
+    async def _wait(self, origin: str) -> bool:
+        """Wait for the fetch of ``origin``'s robots.txt to end. False when it did not end
+        within ``wait_timeout``: a safety net, so that a fetch whose end went unnoticed cannot
+        keep a request (and with it the engine's close) waiting for ever."""
+        d: Deferred[bool] = Deferred()
         self._waiters.setdefault(origin, []).append(d)
         self._inc("robotstxt/waited")
-        await maybe_deferred_to_future(d)
+        timer = call_later(self.wait_timeout, self._wait_expired, origin, d)
+        try:
+            return await maybe_deferred_to_future(d)
+        finally:
+            timer.cancel()
+
+    def _wait_expired(self, origin: str, d: Deferred[bool]) -> None:
+        waiters = self._waiters.get(origin, [])
+        if d in waiters:
+            waiters.remove(d)
+            if not waiters:
+                del self._waiters[origin]
+            d.callback(False)
 
     def _wake(self, origin: str) -> None:
         for d in self._waiters.pop(origin, ()):
-            d.callback(None)
+            d.callback(True)
 
     # -- robots.txt requests and their answers ----------------------------------------------------
 
@@ -263,7 +295,23 @@ class RobotsMiddleware:
                 self._inc("robotstxt/skipped")
                 raise RobotsTxtHandled(f"robots.txt of {origin} already known or in flight")
         st.fetching = IN_FLIGHT
+        if not meta.get(HOPS_META):
+            st.owner = request  # a hop is awaited by its owner's _answer, which reads its end
         self._inc("robotstxt/request_count")
+
+    def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
+        """The downloader is done with ``request``, however it ended. A robots.txt fetch that
+        is still in flight then ended without an answer this middleware read: a middleware
+        above it raised on the way back up (a gzip bomb, a plain body labelled gzip), so
+        neither :meth:`process_response` nor :meth:`process_exception` heard of it. RFC 9309
+        2.3.1.4: unreachable, the host is held and robots.txt tried again."""
+        origin = request.meta.get(ROBOTS_META)
+        if origin is None or request.meta.get(HOPS_META):
+            return
+        st = self.book.state(origin)
+        if st.fetching == IN_FLIGHT and st.owner is request:
+            self._inc("robotstxt/unprocessable")
+            self._failed(origin, None, "its response could not be processed")
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -351,6 +399,7 @@ class RobotsMiddleware:
     def _refused(self, origin: str, why: str) -> None:
         st = self.book.state(origin)
         st.fetching = ""
+        st.owner = None
         st.unreachable = st.rules is None
         st.gave_up = True
         st.retry_at = None
@@ -533,6 +582,16 @@ def _retry_after(response: Response) -> float | None:
         return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+
+
+def _wait_timeout(settings: Any) -> float:
+    """``ROBOTSTXT_WAIT_TIMEOUT``, by default the longest a robots.txt fetch can take: every
+    redirect hop (RFC 9309: up to 5) timing out on every attempt, plus a margin."""
+    value = settings.getfloat("ROBOTSTXT_WAIT_TIMEOUT", 0.0)
+    if value > 0:
+        return value
+    attempts = settings.getint("RETRY_TIMES", 2) + 1
+    return settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts * (1 + MAX_REDIRECTS) + 60.0
 
 
 def _default_cache_path(crawler: Crawler) -> str | None:

@@ -57,6 +57,7 @@ class OriginState:
     parked: list[Any] = field(default_factory=list)  # requests waiting for a retry to succeed
     truncated: bool = False  # the last file read was cut at max_size
     direct: bool = False  # fetched outside the frontier (it refused the robots.txt request)
+    owner: Any = None  # the request of the fetch in flight (not a redirect hop of it)
 
 
 class RobotsBook:
@@ -131,6 +132,7 @@ class RobotsBook:
         self.cache.put(record)
         st.rules = RobotsRules(record, self.token)
         st.fetching = ""
+        st.owner = None
         st.unreachable = False
         st.failures = 0
         st.retry_at = None
@@ -146,6 +148,7 @@ class RobotsBook:
         """
         st = self.state(origin)
         st.fetching = ""
+        st.owner = None
         st.failures += 1
         if st.rules is None:
             st.unreachable = True
