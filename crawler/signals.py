@@ -30,3 +30,8 @@ frontier_opened = object()
 # The frontier scheduler takes them in bulk and returns True; if no receiver returns True the
 # spider yields Requests instead (another scheduler is in use).
 links_extracted = object()
+
+# Sent by whoever has to drop requests it could not fetch this crawl (robots.txt unreachable
+# after every retry): requests_unfetched(requests: list[Request]) -> True when a receiver
+# kept them for a later crawl (the recrawl extension, as due URLs in the crawl database).
+requests_unfetched = object()
