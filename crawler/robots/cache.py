@@ -1,5 +1,9 @@
 """Where robots.txt records live between uses: one small interface, so a Redis backend shared by
-all workers can replace the embedded ones without touching the middleware."""
+all workers can replace the embedded ones without touching the middleware.
+
+The fetcher builds the class named by ``ROBOTS_CACHE_CLASS`` with Scrapy's
+``build_from_crawler``: a backend reads its own settings in ``from_crawler``.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,37 @@ import abc
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from .rules import DISALLOW_ALL, RobotsRecord
+
+RECRAWL_EXTENSION = "crawler.extensions.recrawl.RecrawlExtension"
+
+
+def robots_cache_path(crawler: Any) -> str | None:
+    """``ROBOTSTXT_CACHE_PATH``; else in JOBDIR, or beside the crawl database, so a resumed crawl
+    or a recrawl reuses fresh copies; None: nowhere on disk.
+
+    The crawl database's path comes from the recrawl extension, looked up by class path (it
+    must be built already: Scrapy builds extensions before the downloader)."""
+    settings = crawler.settings
+    path = settings.get("ROBOTSTXT_CACHE_PATH")
+    if path:
+        return str(path)
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        return os.path.join(jobdir, "robots.sqlite")
+    from scrapy.utils.misc import load_object
+
+    try:
+        recrawl = crawler.get_extension(load_object(RECRAWL_EXTENSION))
+    except RuntimeError:  # no extension manager yet (a crawler built by hand)
+        return None
+    db_path = getattr(recrawl, "path", None)
+    if not db_path:
+        return None
+    stem = db_path[: -len(".sqlite")] if db_path.endswith(".sqlite") else db_path
+    return f"{stem}-robots.sqlite"
 
 
 class RobotsCache(abc.ABC):
@@ -30,6 +63,10 @@ class MemoryRobotsCache(RobotsCache):
 
     def __init__(self) -> None:
         self._records: dict[str, RobotsRecord] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> MemoryRobotsCache:
+        return cls()
 
     def get(self, origin: str) -> RobotsRecord | None:
         return self._records.get(origin)
@@ -57,6 +94,16 @@ class SqliteRobotsCache(RobotsCache):
             " status INTEGER NOT NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL,"
             " body TEXT NOT NULL)"
         )
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> SqliteRobotsCache:
+        """At :func:`robots_cache_path`; a crawl with no such path has nowhere to keep it."""
+        path = robots_cache_path(crawler)
+        if path is None:
+            raise ValueError(
+                "SqliteRobotsCache needs ROBOTSTXT_CACHE_PATH, a JOBDIR or a crawl database"
+            )
+        return cls(path)
 
     def get(self, origin: str) -> RobotsRecord | None:
         row = self._db.execute(
