@@ -382,3 +382,20 @@ def test_one_sigint_stops_a_crawl_waiting_for_robots_txt(tmp_path) -> None:
     assert result.stats["finish_reason"] == "shutdown"
     fetched = {(r.host, r.path) for r in server.records}
     assert fetched == {(slow, "/robots.txt"), (broken, "/robots.txt")}
+
+
+def test_robots_cache_lives_beside_the_crawl_database(tmp_path) -> None:
+    """The default cache path comes from the recrawl extension (found by class path, not
+    imported): a second crawl within the expiry reads robots.txt from it, not the network."""
+    host = "127.0.0.2"
+    graph = build_site([HostSpec(host, pages=1)], links_per_page=1, cross_host_links=0)
+    server = RoutedSiteServer(graph)
+    server.route(host, "/robots.txt", lambda ask: text("User-agent: *\nAllow: /\n"))
+    settings = crawler_settings(CRAWLDB_PATH=tmp_path / "crawldb.sqlite", RECRAWL_INTERVAL=1)
+    with server:
+        first = run_crawl(tmp_path, seeds=[server.url(host)], settings=settings, timeout=60)
+        second = run_crawl(tmp_path, seeds=[server.url(host)], settings=settings, timeout=60)
+    assert first.returncode == 0 and second.returncode == 0, second.log[-3000:]
+    assert (tmp_path / "crawldb-robots.sqlite").exists()
+    assert [r.path for r in server.records].count("/robots.txt") == 1
+    assert second.stats["robotstxt/cache_hit"] == 1
