@@ -82,6 +82,13 @@ ROBOTSTXT_MAX_SIZE = 512000  # bytes parsed at most (RFC 9309: at least 500 KiB)
 ROBOTSTXT_RETRY_DELAY = 30.0
 ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
+# Where fetched robots.txt files are kept (a class with from_crawler, see crawler/robots/cache.py).
+# Empty: crawler.robots.cache.SqliteRobotsCache where a path is known (above), else
+# crawler.robots.cache.MemoryRobotsCache.
+ROBOTS_CACHE_CLASS = ""
+# Longest a request waits for its origin's robots.txt fetch before it is refused as unresolved.
+# 0: DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) x (1 + 5 redirects) + 60 s.
+ROBOTSTXT_WAIT_TIMEOUT = 0
 
 # --- The crawl database and recrawl -------------------------------------------------------------
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:

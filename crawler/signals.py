@@ -34,3 +34,8 @@ links_extracted = object()
 # Sent by the recrawl extension when its crawl database is open (at spider_opened), so other
 # components (conditional GET) read it without importing the extension: crawldb_opened(db).
 crawldb_opened = object()
+
+# Sent by whoever has to drop requests it could not fetch this crawl (robots.txt unreachable
+# after every retry): requests_unfetched(requests: list[Request]) -> True when a receiver
+# kept them for a later crawl (the recrawl extension, as due URLs in the crawl database).
+requests_unfetched = object()

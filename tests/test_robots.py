@@ -7,8 +7,12 @@ was asked for, and the gaps between requests.
 
 from __future__ import annotations
 
-import json
+import signal
+import threading
+import time
+import zlib
 from collections import Counter
+from functools import cache
 from itertools import pairwise
 from typing import Any
 
@@ -16,29 +20,18 @@ import pytest
 
 from devsite import HostSpec, build_site
 from devsite.routed import Answer, Ask, RoutedSiteServer
-from tests.crawling import CrawlResult, per_host, run_crawl
+from tests.crawling import CrawlResult, finish_crawl, per_host, run_crawl, start_crawl
 
 pytestmark = pytest.mark.integration
 
-MIDDLEWARES = {
-    "crawler.middlewares.address_safety.AddressSafetyMiddleware": 50,
-    "crawler.middlewares.robots.RobotsMiddleware": 100,
-    "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
-}
-EXTENSIONS = {
-    "crawler.extensions.statsfile.StatsFile": 900,
-    "crawler.extensions.recrawl.RecrawlExtension": 100,
-}
-
 
 def crawler_settings(**extra: Any) -> dict[str, Any]:
-    """Settings that enable this issue's components (until crawler/settings.py lists them)."""
+    """The project's shipped settings (crawler/settings.py: its middlewares and extensions),
+    with delays short enough for a test and local addresses allowed."""
     return {
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0.05,
         "FRONTIER_DELAY_FACTOR": 0,
-        "DOWNLOADER_MIDDLEWARES": json.dumps(MIDDLEWARES),
-        "EXTENSIONS": json.dumps(EXTENSIONS),
         **extra,
     }
 
@@ -158,7 +151,36 @@ def _disallowed_queued_together(ask: Ask) -> Answer:
     return text("User-agent: *\nDisallow: /p/\n")
 
 
-META_HOST = "127.0.0.18"
+@shape("127.0.0.19", set())
+def _plain_text_labelled_gzip(ask: Ask) -> Answer:
+    # HttpCompressionMiddleware cannot decode it and raises on the way back up the middleware
+    # chain, where the robots middleware never hears of it: robots.txt unreachable, not a hang.
+    return text("User-agent: *\nAllow: /\n", **{"Content-Encoding": "gzip"})
+
+
+@cache
+def gzip_bomb(size: int = 64 * 1024 * 1024) -> bytes:
+    """``size`` zero bytes gzipped (about 64 KB): over the default DOWNLOAD_MAXSIZE (16 MB)
+    once decompressed."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = bytes(1024 * 1024)
+    return b"".join(packer.compress(chunk) for _ in range(size // len(chunk))) + packer.flush()
+
+
+@shape("127.0.0.20", set())
+def _gzip_bomb(ask: Ask) -> Answer:
+    headers = [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]
+    return 200, headers, gzip_bomb()
+
+
+@shape("127.0.0.21", set())
+def _redirect_to_mislabelled_gzip(ask: Ask) -> Answer:
+    # The hop fails on its way back up; its owner reads that: one failure per try, not two.
+    return text("", 301, Location="/gz/robots.txt")
+
+
+UNPROCESSABLE = {"127.0.0.19", "127.0.0.20", "127.0.0.21"}
+META_HOST = "127.0.0.22"
 META_PAGES: dict[str, Answer] = {
     "/": html(
         "<title>home</title></head><body>"
@@ -194,6 +216,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, dict[s
         lambda ask: text("User-agent: *\nDisallow: /p/0.html\n"),
     )
     server.route("127.0.0.9", "/loop/robots.txt", _redirect_loop)
+    server.route("127.0.0.21", "/gz/robots.txt", _plain_text_labelled_gzip)
     server.route(META_HOST, "/robots.txt", lambda ask: text("", 404))
     for path, answer in META_PAGES.items():
         server.route(META_HOST, path, lambda ask, answer=answer: answer)
@@ -236,7 +259,8 @@ def test_each_robots_shape_is_obeyed(crawl, address: str) -> None:
 def test_robots_txt_is_fetched_once_per_host(crawl) -> None:
     _, records = crawl
     counts = {a: paths(records[a]).count("/robots.txt") for a in [*SHAPES, META_HOST]}
-    retried = {"127.0.0.6", "127.0.0.7", "127.0.0.12"}  # 500, timeout, 429: tried again once
+    # 500, timeout, 429, and responses the decoder rejects: tried again once
+    retried = {"127.0.0.6", "127.0.0.7", "127.0.0.12", *UNPROCESSABLE}
     assert {a for a, n in counts.items() if n != 1} == retried
     assert all(counts[a] == 2 for a in retried)
     # and before anything else of its host
@@ -278,9 +302,23 @@ def test_stats_count_denials_retries_and_drops(crawl) -> None:
     # 500 and timeout hosts run out of retries and their seeds are refused
     assert stats.get("robotstxt/deferred", 0) == 0
     assert stats.get("robotstxt/requeued", 0) == 0
-    assert stats["robotstxt/denied_unreachable"] == 2
-    assert stats["robotstxt/unreachable"] == 5
+    assert stats["robotstxt/denied_unreachable"] == 2 + len(UNPROCESSABLE)
+    # one per failed try: .6 and .7 twice, .12 once, each UNPROCESSABLE host twice
+    assert stats["robotstxt/unreachable"] == 5 + 2 * len(UNPROCESSABLE)
+    assert stats["robotstxt/unprocessable"] == 4  # .19 and .20 twice; .21's hop is its own
     assert "robots.txt of http://127.0.0.6" in result.log and "retrying in" in result.log
+
+
+def test_robots_txt_the_decoder_rejects_is_unreachable(crawl) -> None:
+    """A gzip bomb, or plain text labelled gzip: HttpCompressionMiddleware raises above the
+    robots middleware. The host is held and retried like a 5xx, then given up; the crawl
+    ends (it used to wait for ever for that robots.txt)."""
+    result, records = crawl
+    for address in UNPROCESSABLE:
+        assert set(paths(records[address])) <= {"/robots.txt", "/gz/robots.txt"}
+    assert paths(records["127.0.0.21"]).count("/gz/robots.txt") == 2
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stats.get("robotstxt/wait_timeout", 0) == 0  # not rescued by the safety net
 
 
 def test_page_directives(crawl) -> None:
@@ -297,3 +335,67 @@ def test_page_directives(crawl) -> None:
     assert all("secret" not in o["url"] for o in items[""]["outlinks"])
     assert result.stats["links/nofollow"] == 1
     assert Counter(r.path for r in records[META_HOST])["/secret"] == 1  # via /g only
+
+
+def test_one_sigint_stops_a_crawl_waiting_for_robots_txt(tmp_path) -> None:
+    """Ctrl-C while one host's robots.txt hangs and another's was unprocessable (held for a
+    retry): the engine waits for the downloads in progress, so every one of them must end;
+    one SIGINT is enough and the stats are written."""
+    slow, broken = "127.0.0.2", "127.0.0.3"
+    graph = build_site(
+        [HostSpec(slow, pages=2), HostSpec(broken, pages=2)],
+        links_per_page=3,
+        cross_host_links=0,
+        extras=False,
+    )
+    server = RoutedSiteServer(graph)
+    asked = threading.Event()
+
+    def hang(ask: Ask) -> Answer:
+        asked.set()
+        ask.wait(30)
+        return text("User-agent: *\nAllow: /\n")
+
+    server.route(slow, "/robots.txt", hang)
+    server.route(broken, "/robots.txt", _plain_text_labelled_gzip)
+    with server:
+        proc = start_crawl(
+            tmp_path,
+            seeds=[server.url(slow), server.url(broken)],
+            settings=crawler_settings(DOWNLOAD_TIMEOUT=4, ROBOTSTXT_RETRY_DELAY=60),
+        )
+        try:
+            assert asked.wait(60), "robots.txt of the slow host was never asked for"
+            deadline = time.monotonic() + 30
+            while not any(r.host == broken for r in server.records):
+                assert time.monotonic() < deadline, "robots.txt of the broken host never asked"
+                time.sleep(0.1)
+            time.sleep(0.5)  # its failure read, the host held
+            proc.send_signal(signal.SIGINT)
+            result = finish_crawl(proc, tmp_path, timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.log.count("Received SIGINT") == 1
+    assert result.stats["finish_reason"] == "shutdown"
+    fetched = {(r.host, r.path) for r in server.records}
+    assert fetched == {(slow, "/robots.txt"), (broken, "/robots.txt")}
+
+
+def test_robots_cache_lives_beside_the_crawl_database(tmp_path) -> None:
+    """The default cache path comes from the recrawl extension (found by class path, not
+    imported): a second crawl within the expiry reads robots.txt from it, not the network."""
+    host = "127.0.0.2"
+    graph = build_site([HostSpec(host, pages=1)], links_per_page=1, cross_host_links=0)
+    server = RoutedSiteServer(graph)
+    server.route(host, "/robots.txt", lambda ask: text("User-agent: *\nAllow: /\n"))
+    settings = crawler_settings(CRAWLDB_PATH=tmp_path / "crawldb.sqlite", RECRAWL_INTERVAL=1)
+    with server:
+        first = run_crawl(tmp_path, seeds=[server.url(host)], settings=settings, timeout=60)
+        second = run_crawl(tmp_path, seeds=[server.url(host)], settings=settings, timeout=60)
+    assert first.returncode == 0 and second.returncode == 0, second.log[-3000:]
+    assert (tmp_path / "crawldb-robots.sqlite").exists()
+    assert [r.path for r in server.records].count("/robots.txt") == 1
+    assert second.stats["robotstxt/cache_hit"] == 1

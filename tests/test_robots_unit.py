@@ -13,7 +13,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-import crawler.middlewares.robots as robots_mw
+import crawler.middlewares.robots_fetcher as robots_fetcher
 from crawler import signals as crawler_signals
 from crawler.content.html import parse_html
 from crawler.frontier.urls import origin_of
@@ -107,6 +107,40 @@ def test_cache_keeps_usable_records_only(tmp_path: Path, backend: str) -> None:
     cache.close()
 
 
+class OneRecordCache(MemoryRobotsCache):
+    """A stand-in for a cache kept elsewhere (Redis): configured by its own setting."""
+
+    def __init__(self, origin: str) -> None:
+        super().__init__()
+        self.put(record("User-agent: *\nDisallow: /\n", origin=origin))
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, path: str | None = None) -> OneRecordCache:
+        return cls(crawler.settings["ONE_RECORD_ORIGIN"])
+
+
+def test_cache_class_is_a_setting(tmp_path: Path) -> None:
+    def built(settings: dict[str, Any]) -> Any:
+        return robots_fetcher.build_cache(get_crawler(Spider, settings))
+
+    in_memory = built({})  # nowhere on disk: SQLite in memory, for this crawl only
+    assert isinstance(in_memory, SqliteRobotsCache) and in_memory.path == ":memory:"
+    in_memory.close()
+    sqlite = built({"ROBOTSTXT_CACHE_PATH": str(tmp_path / "r.sqlite")})
+    assert isinstance(sqlite, SqliteRobotsCache) and sqlite.path == str(tmp_path / "r.sqlite")
+    sqlite.close()
+    in_jobdir = built({"JOBDIR": str(tmp_path / "job")})
+    assert in_jobdir.path == str(tmp_path / "job" / "robots.sqlite")
+    in_jobdir.close()
+    custom = built(
+        {
+            "ROBOTS_CACHE_CLASS": f"{__name__}.OneRecordCache",
+            "ONE_RECORD_ORIGIN": "http://a.example",
+        }
+    )
+    assert isinstance(custom, OneRecordCache) and custom.get("http://a.example") is not None
+
+
 # --- bookkeeping ----------------------------------------------------------------------------
 
 
@@ -115,7 +149,7 @@ def test_book_states_and_retries() -> None:
                       max_retry_delay=5)
     o = "http://a.example"
     assert book.verdict(o, o + "/x") is Verdict.FETCH and book.needs_fetch(o, 0)
-    book.state(o).fetching = "in_flight"
+    book.start_fetch(o)
     assert book.verdict(o, o + "/x") is Verdict.WAIT and not book.needs_fetch(o, 0)
     assert book.fetched(o, 503, b"", 0) is None
     assert book.failed(o, 0) == 2  # disallowed for now, retry in 2 s, then 4, then 5 (cap)
@@ -191,9 +225,10 @@ class FakeEngine:
 
 @pytest.fixture
 def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """A RobotsMiddleware whose awaits are plain Deferreds and whose timers are recorded."""
-    monkeypatch.setattr(robots_mw, "maybe_deferred_to_future", lambda d: d)
-    monkeypatch.setattr(robots_mw, "deferred_from_coro", Deferred.fromCoroutine)
+    """A RobotsMiddleware (and its fetcher) whose awaits are plain Deferreds and whose timers
+    are recorded."""
+    monkeypatch.setattr(robots_fetcher, "maybe_deferred_to_future", lambda d: d)
+    monkeypatch.setattr(robots_fetcher, "deferred_from_coro", Deferred.fromCoroutine)
     timers: list[tuple[float, Any, tuple[Any, ...]]] = []
 
     class Timer:
@@ -204,7 +239,7 @@ def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         timers.append((delay, func, args))
         return Timer()
 
-    monkeypatch.setattr(robots_mw, "call_later", call_later)
+    monkeypatch.setattr(robots_fetcher, "call_later", call_later)
     crawler = get_crawler(
         Spider,
         {"USER_AGENT": "crawler-bot/1.0", "ROBOTSTXT_RETRY_DELAY": 7,
@@ -254,18 +289,18 @@ def test_every_waiter_gets_the_answer(middleware) -> None:
 
 def test_first_request_and_cache(middleware) -> None:
     mw, crawler, _, delays = middleware
-    first = mw._origin_discovered("http://a.example:80", "a.example")
+    first = mw.fetcher._origin_discovered("http://a.example:80", "a.example")
     assert isinstance(first, Request) and first.url == "http://a.example/robots.txt"
     assert first.dont_filter and first.meta["dont_redirect"] and first.meta["dont_retry"]
-    assert mw._origin_discovered("http://a.example", "a.example") is None  # already queued
+    assert mw.fetcher._origin_discovered("http://a.example", "a.example") is None  # already queued
     # its answer never reaches the spider
     run(mw.process_request(first))
     d = run(mw.process_response(first, answer(first, 200, b"User-agent: *\nCrawl-delay: 1\n")))
     assert isinstance(d.result, RobotsTxtHandled)
     assert delays == [("a.example", 1.0)]
     # A new crawl with the same cache file: no request, the delay is sent at once.
-    mw._spider_closed(crawler.spider, "finished")
-    again = RobotsMiddleware.from_crawler(crawler)
+    mw.fetcher._spider_closed(crawler.spider, "finished")
+    again = RobotsMiddleware.from_crawler(crawler).fetcher
     assert again._origin_discovered("http://a.example", "a.example") is None
     assert crawler.stats.get_value("robotstxt/cache_hit") == 1
     assert delays == [("a.example", 1.0), ("a.example", 1.0)]
@@ -274,7 +309,7 @@ def test_first_request_and_cache(middleware) -> None:
 def test_unreachable_parks_then_requeues(middleware) -> None:
     mw, crawler, timers, _ = middleware
     engine: FakeEngine = crawler.engine
-    first = mw._origin_discovered("http://a.example", "a.example")
+    first = mw.fetcher._origin_discovered("http://a.example", "a.example")
     run(mw.process_request(first))
     run(mw.process_response(first, answer(first, 503, **{"Retry-After": "30"})))
     assert [t[0] for t in timers] == [30]
@@ -284,7 +319,7 @@ def test_unreachable_parks_then_requeues(middleware) -> None:
     unleased = run(mw.process_request(Request("http://a.example/other"))).result
     assert isinstance(unleased, IgnoreRequest)  # engine.download: refused, not parked
     with pytest.raises(DontCloseSpider):
-        mw._spider_idle(crawler.spider)
+        mw.fetcher._spider_idle(crawler.spider)
     # the retry: the host's first request again
     _, retry, args = timers[0]
     retry(*args)
@@ -295,7 +330,7 @@ def test_unreachable_parks_then_requeues(middleware) -> None:
     requeued = engine.crawled[-1]
     assert requeued.url == "http://a.example/page" and requeued.dont_filter
     assert requeued.meta["depth"] == 2
-    mw._spider_idle(crawler.spider)  # nothing parked: may close
+    mw.fetcher._spider_idle(crawler.spider)  # nothing parked: may close
     assert run(mw.process_request(requeued)).result is None
 
 
@@ -303,7 +338,7 @@ def test_refresh_failure_keeps_the_last_good_copy(middleware) -> None:
     mw, crawler, _, _ = middleware
     engine: FakeEngine = crawler.engine
     old = RobotsRecord("http://a.example", RULES, 200, 0, 1, "User-agent: *\nDisallow: /x\n")
-    mw.book.cache.put(old)
+    mw.fetcher.book.cache.put(old)
     # expired: the old copy decides, and a refresh is queued as the host's next request
     denied = run(mw.process_request(Request("http://a.example/x"))).result
     assert isinstance(denied, IgnoreRequest)
@@ -315,6 +350,50 @@ def test_refresh_failure_keeps_the_last_good_copy(middleware) -> None:
     assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
     assert run(mw.process_request(Request("http://a.example/y"))).result is None
     assert len(engine.crawled) == 1  # no second refresh before the retry delay
+
+
+def test_a_fetch_that_ends_unread_counts_as_unreachable_once(middleware) -> None:
+    """HttpCompressionMiddleware raising above this middleware: only ``fetch_finished`` says
+    the robots.txt fetch ended. Its origin is failed (held, retried), once."""
+    mw, crawler, timers, _ = middleware
+    first = mw.fetcher._origin_discovered("http://a.example", "a.example")
+    run(mw.process_request(first))
+    hop = mw.fetcher._robots_request("http://a.example", "http://a.example/moved.txt", 1)
+    run(mw.process_request(hop))
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished, request=hop, outcome="fetched", duration=0.1
+    )
+    assert (
+        mw.fetcher.book.state("http://a.example").fetching == "in_flight"
+    )  # its owner reads a hop
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished, request=first, outcome="fetched", duration=0.1
+    )
+    st = mw.fetcher.book.state("http://a.example")
+    assert st.unreachable and st.failures == 1 and [t[0] for t in timers] == [7]
+    # a fetch that was read already is not failed again when the downloader lets it go
+    retry = mw.fetcher._robots_request("http://a.example", robotstxt_retry=True)
+    run(mw.process_request(retry))
+    with pytest.raises(RobotsTxtHandled):
+        mw.process_exception(retry, TimeoutError())
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished, request=retry, outcome="failed", duration=0.1
+    )
+    assert crawler.stats.get_value("robotstxt/unreachable") == 2
+    assert crawler.stats.get_value("robotstxt/unprocessable") == 1
+
+
+def test_a_wait_ends_after_the_wait_timeout(middleware) -> None:
+    mw, crawler, timers, _ = middleware
+    pending = run(mw.process_request(Request("http://a.example/page")))
+    assert len(crawler.engine.downloads) == 1 and not pending.called
+    ((delay, expire, args),) = [t for t in timers if t[1] == mw.fetcher._wait_expired]
+    assert delay == mw.fetcher.wait_timeout == 180 * 3 * 6 + 60  # Scrapy's defaults
+    expire(*args)
+    assert isinstance(pending.result, IgnoreRequest)
+    assert crawler.stats.get_value("robotstxt/wait_timeout") == 1
+    assert crawler.stats.get_value("robotstxt/unresolved") == 1
+    mw.fetcher._wake("http://a.example")  # the fetch ending later wakes nobody twice
 
 
 @pytest.mark.parametrize(

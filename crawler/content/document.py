@@ -8,21 +8,19 @@ takes ``iso-8859-1`` literally where browsers and Scrapy read windows-1252 (curl
 the euro sign become control characters), and stops decoding a ``gb2312`` page at the first
 GBK character, dropping the rest of its text.
 
-So decoding follows Scrapy's :class:`~scrapy.http.TextResponse`, which is what browsers do
-(WHATWG encoding labels): a byte order mark first, then the given encoding (the HTTP header's,
-or ``response.encoding``), then ``<meta charset>``, then detection; undecodable bytes become
-U+FFFD. libxml2 then always parses UTF-8 with its own sniffing turned off.
+So decoding follows Scrapy's ``TextResponse.text`` (w3lib's ``html_to_unicode``), which is what
+browsers do (WHATWG encoding labels): a byte order mark first, then the given encoding (the HTTP
+header's, or ``response.encoding``), then ``<meta charset>``, then detection; undecodable bytes
+become U+FFFD. libxml2 then always parses UTF-8 with its own sniffing turned off.
 """
 
 from __future__ import annotations
 
 import lxml.html
-from scrapy.http import TextResponse
+from w3lib.encoding import html_to_unicode, resolve_encoding
 
 __all__ = ["decode_html", "parse_document"]
 
-# Any absolute URL: TextResponse needs one, and decoding never looks at it.
-_NO_URL = "data:,"
 # huge_tree: without it libxml2 silently stops at 256 levels of nesting (broken pages with
 # unclosed tags) or a 10 MB text node, and the page loses its links and text. A fixed encoding
 # keeps libxml2 from acting on a <meta charset> or an XML declaration in text already decoded.
@@ -38,7 +36,24 @@ def decode_html(body: bytes | str, encoding: str | None = None) -> str:
     """
     if isinstance(body, str):
         return body
-    return TextResponse(_NO_URL, body=body, encoding=encoding).text
+    known = resolve_encoding(encoding) if encoding else None
+    return html_to_unicode(
+        f"charset={known}" if known else "",
+        body,
+        auto_detect_fun=_detect,
+        default_encoding="ascii",
+    )[1]
+
+
+def _detect(body: bytes) -> str | None:
+    """Scrapy's guess for a page that declares nothing: ASCII, else UTF-8 if it decodes."""
+    for name in ("ascii", "utf-8"):
+        try:
+            body.decode(name)
+        except UnicodeError:
+            continue
+        return resolve_encoding(name)
+    return None
 
 
 def parse_document(body: bytes | str, encoding: str | None = None) -> lxml.html.HtmlElement:

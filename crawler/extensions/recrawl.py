@@ -83,6 +83,7 @@ class RecrawlExtension:
         crawler.signals.connect(self._spider_idle, signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signals.spider_closed)
         crawler.signals.connect(self._engine_stopped, signals.engine_stopped)
+        crawler.signals.connect(self.remember_unfetched, crawler_signals.requests_unfetched)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecrawlExtension:

@@ -1,550 +1,96 @@
-"""robots.txt per RFC 9309, fetched through the frontier (replaces Scrapy's RobotsTxtMiddleware).
+"""robots.txt per RFC 9309, fetched through the frontier (replaces Scrapy's RobotsTxtMiddleware):
+the gate.
 
-How a host's robots.txt is fetched and used:
-
-* The scheduler sends ``origin_discovered`` the first time it admits a URL of an origin; this
-  middleware answers with the robots.txt request, which becomes the host's first request: the
-  frontier hands out nothing else of that host until it completes, under the host's politeness
-  like any other fetch. A fresh copy in the cache (``ROBOTSTXT_CACHE_PATH``, or the SQLite file
-  beside the crawl database) means no request at all.
-* The response never reaches the spider: :meth:`process_response` reads it and raises
-  ``IgnoreRequest``. Up to 5 redirects are followed (RFC 9309 2.3.1.2) while the robots.txt
-  request keeps the host's slot. 2xx: its rules apply (the first ``ROBOTSTXT_MAX_SIZE`` bytes);
-  4xx other than 429, or more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused
-  connections: the whole origin is disallowed for now.
-* A page request is checked in :meth:`process_request`; a denied one raises ``IgnoreRequest``
-  there, so it never reaches the network and the frontier frees the host at once
-  (stat ``robotstxt/denied``).
-* A request that arrives while its origin has no copy yet (the frontier rejected the robots.txt
-  request, ``engine.download``, a race) starts a direct fetch if none is running and waits for
-  it; every waiter gets the answer (Scrapy 2.19 hands it to the first waiter only).
-* Copies expire after ``ROBOTSTXT_CACHE_EXPIRY`` seconds; the next request of the origin queues a
-  refresh as the host's next request and is checked against the old copy meanwhile. A refresh
-  that fails leaves the last good copy in force.
-
-Unreachable robots.txt ("disallowed for now"): the host is *held* in the frontier (signal
-``host_hold``), so its URLs stay queued (on disk with a JOBDIR) and nothing of it is handed out;
-robots.txt is fetched again after ``ROBOTSTXT_RETRY_DELAY`` seconds (doubling each time, or the
-server's ``Retry-After``), up to ``ROBOTSTXT_RETRY_TIMES`` times, as the host's first request.
-A request that still arrives meanwhile (one already in flight) is *parked* (stat
-``robotstxt/deferred``) and goes back to the scheduler when a retry succeeds. When the retries
-are used up, the host's requests are refused (stat ``robotstxt/denied_unreachable``) and, with
-a crawl database, remembered there as due, so the next crawl tries them again.
+This downloader middleware (order 100, like Scrapy's own) only checks page requests against
+their origin's verdict; a denied one raises ``IgnoreRequest`` here, so it never reaches the
+network and the frontier frees the host at once (stat ``robotstxt/denied``). Everything about
+fetching robots.txt (the per-origin state machine: the requests, redirects, retries, holds,
+parked requests, direct fetches) belongs to
+:class:`~crawler.middlewares.robots_fetcher.RobotsFetcher`,
+whose module docstring describes it; robots.txt requests travel through this middleware's
+hooks only to be handed to it, since their answers must never reach the spider.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import time
-from email.utils import parsedate_to_datetime
-from typing import Any
-from urllib.parse import urljoin, urlsplit
 
-from scrapy import Request, Spider, signals
+from scrapy import Request, Spider
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
-from scrapy.utils.asyncio import call_later
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 
-from crawler import signals as crawler_signals
 from crawler.frontier.urls import origin_of
-from crawler.robots import (
-    ALLOW_ALL,
-    IN_FLIGHT,
-    QUEUED,
-    MemoryRobotsCache,
-    OriginState,
-    RobotsBook,
-    RobotsCache,
-    SqliteRobotsCache,
-    Verdict,
-    robots_token,
-)
-from crawler.scheduler import LEASE_META
+from crawler.middlewares.robots_fetcher import RobotsFetcher, RobotsTxtHandled, is_robots_request
+from crawler.robots import Verdict
+
+__all__ = ["RobotsMiddleware", "RobotsTxtHandled"]
 
 logger = logging.getLogger(__name__)
 
-ROBOTS_META = "robotstxt_for"  # on a robots.txt request: the origin it is for
-HOPS_META = "robotstxt_hops"  # redirects followed so far
-RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
-DIRECT_META = "robotstxt_direct"  # fetched with engine.download, not through the frontier
-MAX_REDIRECTS = 5
-
-
-class RobotsTxtHandled(IgnoreRequest):
-    """A robots.txt response or failure was consumed here; it must not reach the spider."""
-
-
-_HOLD_MARGIN = 1.0  # seconds a host stays held after its robots.txt retry is enqueued
-
 
 class RobotsMiddleware:
-    """Downloader middleware; see the module docstring. Order 100, like Scrapy's own."""
+    """The gate: a page request goes on only when its origin's robots.txt allows it."""
 
-    def __init__(self, crawler: Crawler, cache: RobotsCache | None = None) -> None:
+    def __init__(self, crawler: Crawler, fetcher: RobotsFetcher | None = None) -> None:
         s = crawler.settings
         if not s.getbool("ROBOTSTXT_ENABLED", True):
             raise NotConfigured("ROBOTSTXT_ENABLED is off")
-        self.crawler = crawler
-        self.stats = crawler.stats
-        self.token = robots_token(s)
-        if cache is None:
-            path = s.get("ROBOTSTXT_CACHE_PATH") or _default_cache_path(crawler)
-            cache = SqliteRobotsCache(path) if path else MemoryRobotsCache()
-        self.book = RobotsBook(
-            cache,
-            self.token,
-            expiry=s.getfloat("ROBOTSTXT_CACHE_EXPIRY", 86400.0),
-            max_size=s.getint("ROBOTSTXT_MAX_SIZE", 512000),
-            retry_delay=s.getfloat("ROBOTSTXT_RETRY_DELAY", 30.0),
-            retry_times=s.getint("ROBOTSTXT_RETRY_TIMES", 2),
-            max_retry_delay=s.getfloat("ROBOTSTXT_MAX_RETRY_DELAY", 3600.0),
-        )
-        self.clock = time.time
-        self._waiters: dict[str, list[Deferred[None]]] = {}
-        self._timers: dict[str, Any] = {}
-        self._delays: dict[str, float] = {}
-        self._closing = False
         if s.getbool("ROBOTSTXT_OBEY"):
             logger.warning(
                 "ROBOTSTXT_OBEY is on: Scrapy's own robots.txt middleware runs as well as "
                 "crawler.middlewares.robots; set ROBOTSTXT_OBEY = False"
             )
-        crawler.signals.connect(self._origin_discovered, crawler_signals.origin_discovered)
-        crawler.signals.connect(self._spider_idle, signals.spider_idle)
-        crawler.signals.connect(self._spider_closed, signals.spider_closed)
-        crawler.signals.connect(self._request_dropped, signals.request_dropped)
+        self.stats = crawler.stats
+        self.fetcher = fetcher if fetcher is not None else RobotsFetcher.from_crawler(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
         return cls(crawler)
 
-    # -- the frontier's first request of a host ---------------------------------------------------
-
-    def _origin_discovered(self, origin: str, host: str) -> Request | None:
-        key = origin_of(origin + "/") or origin
-        st = self.book.state(key)
-        st.host = host
-        now = self.clock()
-        if self.book.fresh(key, now):
-            self._inc("robotstxt/cache_hit")
-            self._send_delay(st)
-            return None
-        if not self.book.needs_fetch(key, now):
-            return None
-        st.fetching = QUEUED
-        return self._robots_request(key)
-
-    def _robots_request(
-        self, origin: str, url: str | None = None, hops: int = 0, **meta: Any
-    ) -> Request:
-        return Request(
-            url or f"{origin}/robots.txt",
-            meta={
-                ROBOTS_META: origin,
-                HOPS_META: hops,
-                "dont_redirect": True,  # followed here, within RFC 9309's limit
-                "dont_retry": True,  # a failure is "disallowed for now", retried here
-                "dont_obey_robotstxt": True,
-                **meta,
-            },
-            dont_filter=True,
-            priority=1000,
-        )
-
-    # -- checking page requests -------------------------------------------------------------------
-
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        meta = request.meta
-        origin_for = meta.get(ROBOTS_META)
-        if origin_for is not None:
-            self._robots_fetch_starts(request, origin_for)
+        if is_robots_request(request):
+            self.fetcher.process_request(request)
             return None
-        if meta.get("dont_obey_robotstxt"):
+        if request.meta.get("dont_obey_robotstxt"):
             return None
         origin = origin_of(request.url)
         if origin is None:
             return None
-        for _ in range(3):
-            verdict = self.book.verdict(origin, request.url)
-            if verdict is Verdict.ALLOW:
-                self._maybe_refresh(origin)
-                return None
-            if verdict is Verdict.DENY:
-                self._maybe_refresh(origin)
-                self._inc("robotstxt/denied")
-                logger.debug("Forbidden by robots.txt: %s", request.url)
-                raise IgnoreRequest(f"Forbidden by robots.txt: {request.url}")
-            if verdict is Verdict.UNAVAILABLE:
-                self._unavailable(request, origin)
-            if self._closing:
-                break
-            if verdict is Verdict.FETCH:
-                self._fetch_directly(origin)
-                if self.book.state(origin).fetching != IN_FLIGHT:
-                    continue  # it ended already (failed at once)
-            await self._wait(origin)
+        verdict = await self.fetcher.settle(request, origin)
+        if verdict is Verdict.ALLOW:
+            return None
+        if verdict is Verdict.DENY:
+            self._inc("robotstxt/denied")
+            logger.debug("Forbidden by robots.txt: %s", request.url)
+            raise IgnoreRequest(f"Forbidden by robots.txt: {request.url}")
+        if verdict is Verdict.UNAVAILABLE:
+            # Disallowed for now: the fetcher parks a frontier request until a retry succeeds;
+            # anything else is refused outright.
+            if self.fetcher.park(request, origin):
+                self._inc("robotstxt/deferred")
+                raise IgnoreRequest(
+                    f"robots.txt of {origin} unreachable for now; parked: {request.url}"
+                )
+            self._inc("robotstxt/denied_unreachable")
+            raise IgnoreRequest(f"robots.txt of {origin} is unreachable: {request.url}")
         self._inc("robotstxt/unresolved")
         raise IgnoreRequest(f"robots.txt of {origin} could not be read: {request.url}")
-
-    def _maybe_refresh(self, origin: str) -> None:
-        """An expired copy stays in force; its refresh becomes the host's next request."""
-        if self._closing or not self.book.needs_fetch(origin, self.clock()):
-            return
-        st = self.book.state(origin)
-        st.fetching = QUEUED
-        self._inc("robotstxt/refresh")
-        self._crawl(self._robots_request(origin, frontier_first=True))
-
-    def _unavailable(self, request: Request, origin: str) -> None:
-        """Disallowed for now: park a frontier request until a retry succeeds; anything else
-        (an ``engine.download``, or no retry left) is refused outright."""
-        st = self.book.state(origin)
-        if st.gave_up or st.retry_at is None or LEASE_META not in request.meta:
-            self._inc("robotstxt/denied_unreachable")
-            if LEASE_META in request.meta:
-                self._remember([request])
-            raise IgnoreRequest(f"robots.txt of {origin} is unreachable: {request.url}")
-        st.parked.append(request.replace(dont_filter=True))
-        self._inc("robotstxt/deferred")
-        raise IgnoreRequest(f"robots.txt of {origin} unreachable for now; parked: {request.url}")
-
-    def _fetch_directly(self, origin: str) -> None:
-        """Fetch robots.txt with ``engine.download``: the frontier never handed out the
-        robots.txt request (its URL policy rejected it) or the request did not come through
-        the frontier at all."""
-        st = self.book.state(origin)
-        if st.fetching == IN_FLIGHT:
-            return
-        st.fetching = IN_FLIGHT
-        st.direct = True
-        self._inc("robotstxt/direct")
-        request = self._robots_request(origin, **{DIRECT_META: True})
-        engine = self.crawler.engine
-        assert engine is not None
-        d = deferred_from_coro(engine.download_async(request))
-        d.addBoth(self._direct_done, origin)
-
-    def _direct_done(self, result: Any, origin: str) -> None:
-        if self.book.state(origin).fetching == IN_FLIGHT:  # ended without an answer
-            reason = result.getErrorMessage() if isinstance(result, Failure) else "no answer"
-            self._failed(origin, None, reason)
-
-    async def _wait(self, origin: str) -> None:
-        d: Deferred[None] = Deferred()
-        self._waiters.setdefault(origin, []).append(d)
-        self._inc("robotstxt/waited")
-        await maybe_deferred_to_future(d)
-
-    def _wake(self, origin: str) -> None:
-        for d in self._waiters.pop(origin, ()):
-            d.callback(None)
-
-    # -- robots.txt requests and their answers ----------------------------------------------------
-
-    def _robots_fetch_starts(self, request: Request, origin: str) -> None:
-        st = self.book.state(origin)
-        meta = request.meta
-        if not meta.get(HOPS_META) and not meta.get(DIRECT_META):
-            # A frontier request: skip it when another fetch got there first, or when a failed
-            # fetch is waiting out its retry delay and this is not the retry.
-            waiting = st.retry_at is not None and st.retry_at > self.clock()
-            if (
-                self.book.fresh(origin, self.clock())
-                or st.fetching == IN_FLIGHT
-                or (waiting and not meta.get(RETRY_META))
-            ):
-                if st.fetching == QUEUED:
-                    st.fetching = ""
-                self._inc("robotstxt/skipped")
-                raise RobotsTxtHandled(f"robots.txt of {origin} already known or in flight")
-        st.fetching = IN_FLIGHT
-        self._inc("robotstxt/request_count")
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
-        origin = request.meta.get(ROBOTS_META)
-        if origin is None:
+        if not is_robots_request(request):
             return response
-        self._inc("robotstxt/response_count")
-        self._inc(f"robotstxt/response_status_count/{response.status}")
-        try:
-            await self._answer(request, response, origin)
-        except Exception as exc:  # never leave the origin in flight: its waiters would hang
-            logger.exception("Error reading robots.txt of %s", origin)
-            if self.book.state(origin).fetching == IN_FLIGHT:
-                self._failed(origin, None, repr(exc))
-        raise RobotsTxtHandled(f"robots.txt of {origin} read")
-
-    async def _answer(self, request: Request, response: Response, origin: str) -> None:
-        status = response.status
-        logger.debug(
-            "robots.txt for %s: %s answered %d (%d bytes)",
-            origin,
-            request.url,
-            status,
-            len(response.body),
-        )
-        if 300 <= status < 400 and status != 304:
-            hops = request.meta.get(HOPS_META, 0)
-            location = response.headers.get(b"Location")
-            target = urljoin(request.url, location.decode("latin-1")) if location else None
-            if target and hops < MAX_REDIRECTS and origin_of(target) is not None:
-                self._inc("robotstxt/redirect")
-                hop = self._robots_request(origin, target, hops + 1)
-                engine = self.crawler.engine
-                assert engine is not None
-                try:
-                    await engine.download_async(hop)
-                except IgnoreRequest:
-                    pass  # RobotsTxtHandled: the hop's own answer was read
-                except Exception as exc:
-                    self._failed(origin, None, f"redirect to {target}: {exc!r}")
-                if self.book.state(origin).fetching == IN_FLIGHT:
-                    self._failed(origin, None, f"redirect to {target} gave no answer")
-                return
-            # RFC 9309 2.3.1.2: more than five redirects: unavailable (no restrictions).
-            self.book.fetched(origin, status, b"", self.clock(), kind=ALLOW_ALL)
-            logger.info("robots.txt of %s: too many redirects, no restrictions", origin)
-            self._resolved(origin)
-            return
-        record = self.book.fetched(origin, status, response.body, self.clock())
-        if record is None:
-            self._failed(origin, _retry_after(response), f"HTTP {status}")
-            return
-        self._resolved(origin)
-        # A redirect to another origin's own /robots.txt (http -> https, apex -> www) read
-        # that origin's file too: it need not be fetched again.
-        target = origin_of(request.url)
-        if (
-            request.meta.get(HOPS_META)
-            and target not in (None, origin)
-            and urlsplit(request.url).path == "/robots.txt"
-            and not urlsplit(request.url).query
-        ):
-            assert target is not None
-            other = self.book.state(target)
-            if not self.book.fresh(target, self.clock()) and other.fetching != IN_FLIGHT:
-                self.book.fetched(target, status, response.body, self.clock())
-                self._resolved(target)
+        return await self.fetcher.process_response(request, response)
 
     def process_exception(
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> None:
-        origin = request.meta.get(ROBOTS_META)
-        if origin is None or isinstance(exception, RobotsTxtHandled):
-            return None
-        if isinstance(exception, IgnoreRequest):
-            # Another middleware refused the robots.txt request (address safety): it will
-            # refuse the origin's pages as well; nothing to retry.
-            self._refused(origin, str(exception))
-        else:
-            self._inc(f"robotstxt/exception_count/{type(exception).__name__}")
-            self._failed(origin, None, str(exception) or type(exception).__name__)
-        raise RobotsTxtHandled(f"robots.txt of {origin} failed: {exception!r}")
+        if is_robots_request(request):
+            self.fetcher.process_exception(request, exception)
+        return None
 
-    def _refused(self, origin: str, why: str) -> None:
-        st = self.book.state(origin)
-        st.fetching = ""
-        st.unreachable = st.rules is None
-        st.gave_up = True
-        st.retry_at = None
-        self._inc("robotstxt/refused")
-        logger.debug("robots.txt of %s not fetched: %s", origin, why)
-        self._wake(origin)
-        if st.parked:
-            self._give_up(origin, f"its robots.txt request was refused ({why})")
-
-    def _resolved(self, origin: str) -> None:
-        st = self.book.state(origin)
-        assert st.rules is not None
-        self._inc(f"robotstxt/kind/{st.rules.kind}")
-        if st.truncated:
-            self._inc("robotstxt/truncated")
-            logger.info(
-                "robots.txt of %s is over %d bytes; the rest is ignored",
-                origin,
-                self.book.max_size,
-            )
-        self._cancel_timer(origin)
-        self._send_delay(st)
-        self._wake(origin)
-        if st.parked:
-            parked, st.parked = st.parked, []
-            self._inc("robotstxt/requeued", len(parked))
-            logger.info(
-                "robots.txt of %s read; %d parked requests go back to the frontier",
-                origin,
-                len(parked),
-            )
-            for request in parked:
-                self._crawl(request)
-
-    def _failed(self, origin: str, retry_after: float | None, reason: str) -> None:
-        st = self.book.state(origin)
-        delay = self.book.failed(origin, self.clock(), retry_after)
-        self._inc("robotstxt/unreachable")
-        self._wake(origin)
-        if st.rules is not None:
-            logger.info(
-                "robots.txt of %s could not be refreshed (%s); the copy from %s stays in force",
-                origin,
-                reason,
-                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.rules.record.fetched_at)),
-            )
-            return
-        if delay is not None:
-            logger.info(
-                "robots.txt of %s unreachable (%s): the host is disallowed for now, retrying "
-                "in %.1fs",
-                origin,
-                reason,
-                delay,
-            )
-            self._cancel_timer(origin)
-            self._timers[origin] = call_later(delay, self._retry, origin)
-            # The host's URLs stay queued in the frontier (on disk with a JOBDIR) rather than
-            # being handed out only to be parked here; the hold outlasts the retry timer so
-            # the robots.txt retry, a first request, goes out before any of them.
-            host = st.host or (urlsplit(origin).hostname or "")
-            self.crawler.signals.send_catch_log(
-                crawler_signals.host_hold, host=host, seconds=delay + _HOLD_MARGIN
-            )
-        else:
-            self._give_up(origin, f"robots.txt unreachable ({reason}) after {st.failures} tries")
-
-    def _retry(self, origin: str) -> None:
-        self._timers.pop(origin, None)
-        st = self.book.state(origin)
-        if self._closing or st.rules is not None or st.fetching:
-            return
-        if st.direct:
-            self._fetch_directly(origin)
-            return
-        st.fetching = QUEUED
-        self._crawl(self._robots_request(origin, frontier_first=True, **{RETRY_META: True}))
-
-    def _give_up(self, origin: str, why: str) -> None:
-        st = self.book.state(origin)
-        st.gave_up = True
-        st.retry_at = None
-        self._cancel_timer(origin)
-        parked, st.parked = st.parked, []
-        kept = self._remember(parked)
-        logger.warning(
-            "Giving up %s for this crawl: %s; its requests are refused%s (%d were waiting)",
-            origin,
-            why,
-            " and kept in the crawl database for the next crawl" if kept else "",
-            len(parked),
-        )
-        self._inc("robotstxt/dropped", len(parked))
-
-    def _request_dropped(self, request: Request, spider: Spider | None = None) -> None:
-        """The scheduler refused a robots.txt retry or refresh (the host was given up)."""
-        origin = request.meta.get(ROBOTS_META)
-        if origin is None:
-            return
-        st = self.book.state(origin)
-        if st.fetching == QUEUED:
-            st.fetching = ""
-        if st.rules is None and st.parked:
-            self._give_up(origin, "the frontier refused its robots.txt request")
-
-    # -- crawl life -------------------------------------------------------------------------------
-
-    def _spider_idle(self, spider: Spider) -> None:
-        if self._closing:
-            return
-        if any(st.parked and st.retry_at is not None for st in self.book.states()):
-            raise DontCloseSpider
-
-    def _spider_closed(self, spider: Spider, reason: str) -> None:
-        self._closing = True
-        for origin in list(self._timers):
-            self._cancel_timer(origin)
-        for origin in list(self._waiters):
-            self._wake(origin)
-        parked = [r for st in self.book.states() for r in st.parked]
-        if parked:
-            kept = self._remember(parked)
-            logger.warning(
-                "%d requests still parked at close (robots.txt unreachable)%s",
-                len(parked),
-                "; kept in the crawl database for the next crawl" if kept else "",
-            )
-            self._set("robotstxt/parked_at_close", len(parked))
-        self.book.cache.close()
-
-    def _remember(self, requests: list[Request]) -> bool:
-        from crawler.extensions.recrawl import RecrawlExtension
-
-        ext = self.crawler.get_extension(RecrawlExtension)
-        return ext is not None and ext.remember_unfetched(requests)
-
-    # -- helpers ----------------------------------------------------------------------------------
-
-    def _send_delay(self, st: OriginState) -> None:
-        if st.rules is None:
-            return
-        delay = st.rules.crawl_delay()
-        if delay is None or self._delays.get(st.origin) == delay:
-            return
-        self._delays[st.origin] = delay
-        host = st.host or (urlsplit(st.origin).hostname or "")
-        self._inc("robotstxt/crawl_delay")
-        self.crawler.signals.send_catch_log(
-            crawler_signals.host_crawl_delay, host=host, delay=delay
-        )
-
-    def _crawl(self, request: Request) -> None:
-        engine = self.crawler.engine
-        if engine is not None and not self._closing:
-            engine.crawl(request)
-
-    def _cancel_timer(self, origin: str) -> None:
-        timer = self._timers.pop(origin, None)
-        if timer is not None:
-            timer.cancel()
-
-    def _inc(self, key: str, n: int = 1) -> None:
+    def _inc(self, key: str) -> None:
         if self.stats is not None:
-            self.stats.inc_value(key, n)
-
-    def _set(self, key: str, value: Any) -> None:
-        if self.stats is not None:
-            self.stats.set_value(key, value)
-
-
-def _retry_after(response: Response) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date), if any."""
-    value = response.headers.get(b"Retry-After")
-    if not value:
-        return None
-    text = value.decode("latin-1").strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def _default_cache_path(crawler: Crawler) -> str | None:
-    """In JOBDIR, or beside the crawl database, so a resumed crawl or a recrawl reuses fresh
-    copies; in memory otherwise."""
-    from crawler.extensions.recrawl import crawldb_path
-
-    jobdir = crawler.settings.get("JOBDIR")
-    if jobdir:
-        return os.path.join(jobdir, "robots.sqlite")
-    path = crawldb_path(crawler.settings, getattr(crawler.spider, "name", None) or "crawl")
-    if path is None:
-        return None
-    stem = path[: -len(".sqlite")] if path.endswith(".sqlite") else path
-    return f"{stem}-robots.sqlite"
+            self.stats.inc_value(key)

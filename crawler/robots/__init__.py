@@ -1,5 +1,8 @@
 """robots.txt and page robots directives, free of Scrapy: rules (Protego), a cache interface
-with in-memory and SQLite backends, and the per-origin bookkeeping the middleware drives."""
+with in-memory and SQLite backends, and the per-origin bookkeeping (the book).
+
+``crawler.middlewares.robots_fetcher`` (a Scrapy component) drives the book from a crawl;
+``crawler.middlewares.robots`` is the gate that checks page requests against it."""
 
 from .book import IN_FLIGHT, QUEUED, OriginState, RobotsBook, Verdict
 from .cache import MemoryRobotsCache, RobotsCache, SqliteRobotsCache

@@ -1,6 +1,10 @@
 """Per-origin robots.txt bookkeeping: what a URL's verdict is right now, and what happens when a
-fetch of robots.txt ends. Scrapy-free: the middleware turns verdicts into Scrapy actions and
-drives time.
+fetch of robots.txt ends. Scrapy-free: the fetcher (``crawler.middlewares.robots_fetcher``) turns
+its answers into Scrapy actions and drives time; the gate middleware only reads verdicts.
+
+The book is the only writer of an :class:`OriginState`: everything that changes one goes through
+a method here (``queued``, ``start_fetch``, ``fetched``, ``failed``, ``refused``, ``park``,
+``give_up``...), so the state machine can be read in one place.
 
 States of an origin, and the verdict for its URLs:
 
@@ -46,6 +50,8 @@ IN_FLIGHT = "in_flight"  # a robots.txt request is being downloaded
 
 @dataclass(eq=False)
 class OriginState:
+    """One origin's robots.txt state. Read it anywhere; change it through :class:`RobotsBook`."""
+
     origin: str
     host: str = ""
     rules: RobotsRules | None = None  # the copy in force
@@ -57,6 +63,7 @@ class OriginState:
     parked: list[Any] = field(default_factory=list)  # requests waiting for a retry to succeed
     truncated: bool = False  # the last file read was cut at max_size
     direct: bool = False  # fetched outside the frontier (it refused the robots.txt request)
+    owner: Any = None  # the request of the fetch in flight (not a redirect hop of it)
 
 
 class RobotsBook:
@@ -92,6 +99,68 @@ class RobotsBook:
 
     def states(self) -> list[OriginState]:
         return list(self._origins.values())
+
+    # -- transitions ----------------------------------------------------------------------------
+
+    def discovered(self, origin: str, host: str) -> OriginState:
+        """The frontier met ``origin`` (served by ``host``, the frontier's politeness key)."""
+        st = self.state(origin)
+        st.host = host
+        return st
+
+    def queued(self, origin: str) -> None:
+        """A robots.txt request of the origin is in the frontier (or about to be)."""
+        self.state(origin).fetching = QUEUED
+
+    def unqueued(self, origin: str) -> None:
+        """The queued robots.txt request will not be fetched (skipped, or dropped)."""
+        st = self.state(origin)
+        if st.fetching == QUEUED:
+            st.fetching = ""
+
+    def start_fetch(self, origin: str, owner: Any = None, *, direct: bool = False) -> None:
+        """A robots.txt fetch is in flight. ``owner`` is its first request (not a redirect hop):
+        the end of that request's download is the end of the fetch. ``direct``: fetched
+        outside the frontier, and so are its retries."""
+        st = self.state(origin)
+        st.fetching = IN_FLIGHT
+        if owner is not None:
+            st.owner = owner
+        if direct:
+            st.direct = True
+
+    def refused(self, origin: str) -> None:
+        """Another component refused the robots.txt request (address safety): it refuses the
+        origin's pages too, so there is nothing to retry this crawl."""
+        st = self.state(origin)
+        st.fetching = ""
+        st.owner = None
+        st.unreachable = st.rules is None
+        st.gave_up = True
+        st.retry_at = None
+
+    def park(self, origin: str, request: Any) -> None:
+        """Keep a request of an origin that is disallowed for now until a retry succeeds."""
+        self.state(origin).parked.append(request)
+
+    def take_parked(self, origin: str) -> list[Any]:
+        st = self.state(origin)
+        parked, st.parked = st.parked, []
+        return parked
+
+    def give_up(self, origin: str) -> list[Any]:
+        """No more tries this crawl; returns the parked requests, now the caller's."""
+        st = self.state(origin)
+        st.gave_up = True
+        st.retry_at = None
+        return self.take_parked(origin)
+
+    def retry_pending(self) -> bool:
+        """Whether requests are parked for a retry still to come (the crawl must not end)."""
+        return any(st.parked and st.retry_at is not None for st in self._origins.values())
+
+    def all_parked(self) -> list[Any]:
+        return [r for st in self._origins.values() for r in st.parked]
 
     def fresh(self, origin: str, now: float) -> bool:
         rules = self.state(origin).rules
@@ -131,6 +200,7 @@ class RobotsBook:
         self.cache.put(record)
         st.rules = RobotsRules(record, self.token)
         st.fetching = ""
+        st.owner = None
         st.unreachable = False
         st.failures = 0
         st.retry_at = None
@@ -146,6 +216,7 @@ class RobotsBook:
         """
         st = self.state(origin)
         st.fetching = ""
+        st.owner = None
         st.failures += 1
         if st.rules is None:
             st.unreachable = True

@@ -1,5 +1,10 @@
 """Where robots.txt records live between uses: one small interface, so a Redis backend shared by
-all workers can replace the embedded ones without touching the middleware."""
+all workers can replace the embedded ones without touching the middleware.
+
+The robots.txt fetcher builds the class named by ``ROBOTS_CACHE_CLASS`` with Scrapy's
+``build_from_crawler``, passing the file the crawl's settings point at (``path``, None when the
+crawl keeps nothing on disk); a backend reads any other settings in ``from_crawler``.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import abc
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from .rules import DISALLOW_ALL, RobotsRecord
 
@@ -31,6 +37,10 @@ class MemoryRobotsCache(RobotsCache):
     def __init__(self) -> None:
         self._records: dict[str, RobotsRecord] = {}
 
+    @classmethod
+    def from_crawler(cls, crawler: Any, path: str | None = None) -> MemoryRobotsCache:
+        return cls()
+
     def get(self, origin: str) -> RobotsRecord | None:
         return self._records.get(origin)
 
@@ -48,15 +58,22 @@ class SqliteRobotsCache(RobotsCache):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = str(path)
-        parent = Path(self.path).parent
-        parent.mkdir(parents=True, exist_ok=True)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL,"
             " status INTEGER NOT NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL,"
             " body TEXT NOT NULL)"
         )
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, path: str | None = None) -> SqliteRobotsCache:
+        """At ``path``; without one, an SQLite database in memory that lives as long as the
+        crawl."""
+        return cls(path or ":memory:")
 
     def get(self, origin: str) -> RobotsRecord | None:
         row = self._db.execute(
