@@ -17,7 +17,8 @@ from .frontier import Outcome
 
 
 class FrontierDownloader(Downloader):
-    """Sends ``fetch_finished`` with the fetch's outcome and network time.
+    """Sends ``fetch_finished`` with the fetch's outcome, network time and the response, if
+    one goes on to the spider.
 
     ``Downloader.fetch`` is the one place every scheduled request passes through and leaves,
     whether it was downloaded, failed, denied by a middleware, or turned into a retry or a
@@ -47,6 +48,7 @@ class FrontierDownloader(Downloader):
     def fetch(
         self, request: Request, spider: Any = None
     ) -> Generator[Deferred[Any], Any, Response | Request]:
+        result: Any = None
         try:
             result = yield super().fetch(request)
             return result
@@ -66,4 +68,7 @@ class FrontierDownloader(Downloader):
                 request=request,
                 outcome=outcome,
                 duration=duration,
+                # a Response goes on to the spider; anything else (a failure, a retry or a
+                # redirect as a new Request) leaves nothing of this fetch to process
+                response=result if isinstance(result, Response) else None,
             )

@@ -1,8 +1,5 @@
 """``Request.meta`` keys that more than one component reads, defined once so that components
 need not import each other for a string (the robots middleware must not import the scheduler).
-
-``crawler/scheduler.py`` still defines its own ``LEASE_META`` with the same value; it should
-import it from here.
 """
 
 LEASE_META = "frontier_lease"  # set by the frontier scheduler on every request it hands out

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import logging
-import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
 from typing import Any
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.request import request_from_dict
+from scrapy.utils.asyncio import create_looping_call
 
+from . import frontier_codec
 from . import signals as crawler_signals
 from .backends import build_backend
 from .frontier import (
@@ -26,18 +28,14 @@ from .frontier import (
     UrlPolicy,
 )
 from .frontier.urls import origin_of
-from .pipelines.neardup import host_penalty_for
-from .waker import EngineWaker
+from .meta import LEASE_META
+from .waker import EngineWaker, engine_holds, running_engine
 
 logger = logging.getLogger(__name__)
 
-LEASE_META = "frontier_lease"
-# Request meta that a plain link carries and that its rebuilt Request gets back.
-_PLAIN_META = frozenset({"depth"})
+_ACK_MIDDLEWARE = "crawler.middlewares.lease.LeaseAckMiddleware"
 # Decisions that depend on where a link was found: not remembered by the raw-link cache.
 _DEPTH_DEPENDENT = frozenset({"too_deep"})
-# Never written to JOBDIR with a queued request: middlewares add them again when it is sent.
-_SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
 
 
 def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
@@ -63,22 +61,35 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
     )
 
 
-def is_plain(request: Request) -> bool:
-    """A plain link: a GET of the URL with the spider's default callback and nothing else, so
-    the frontier keeps only its URL and depth and rebuilds the Request when it is due."""
-    return (
-        request.method == "GET"
-        and request.callback is None
-        and request.errback is None
-        and not request.body
-        and not request.headers
-        and not request.cookies
-        and not request.cb_kwargs
-        and not request.flags
-        and request.priority == 0
-        and not request.dont_filter
-        and request.meta.keys() <= _PLAIN_META
-    )
+def lease_ttl_from_settings(settings: BaseSettings) -> float:
+    """``FRONTIER_LEASE_TTL``, raised if a fetch with all its retries could outlive it (a lease
+    must not expire while its fetch may still be running)."""
+    ttl = settings.getfloat("FRONTIER_LEASE_TTL", 300.0)
+    attempts = 1 + (settings.getint("RETRY_TIMES", 2) if settings.getbool("RETRY_ENABLED") else 0)
+    longest = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts
+    if ttl <= longest:
+        raised = 2 * longest
+        logger.warning(
+            "FRONTIER_LEASE_TTL (%.0fs) must exceed DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) "
+            "(%.0fs); using %.0fs",
+            ttl,
+            longest,
+            raised,
+        )
+        ttl = raised
+    return ttl
+
+
+@dataclass(slots=True)
+class _Held:
+    """A lease this process holds: what the adapter knows of its request's progress."""
+
+    request: Request
+    deadline: float  # when the frontier expires it unless renewed (this process's clock)
+    started: bool = False  # reached the downloader: may have been sent
+    completed: bool = False  # the fetch ended; a response is with the spider or pipelines
+    items_expected: int | None = None  # set when the spider's output for the page ended
+    items_done: int = 0
 
 
 class FrontierScheduler(BaseScheduler):
@@ -94,8 +105,18 @@ class FrontierScheduler(BaseScheduler):
     With ``JOBDIR`` set, the frontier lives in ``JOBDIR/frontier.sqlite``: a stopped crawl goes
     on where it was when run again with the same JOBDIR.
 
-    A crawl ends when nothing is in flight and no queued host is due within
+    A crawl ends when no lease is open and no queued host is due within
     ``FRONTIER_IDLE_HORIZON`` seconds; hosts still waiting then are reported, not waited for.
+
+    Leases: a handed-out request carries its lease token in ``meta[LEASE_META]``. When its fetch
+    ends (``fetch_finished``) the lease is completed (the host's slot rests); it is acknowledged
+    (the URL forgotten, on disk for good) when nothing of the fetch is left to process: at once
+    for a fetch without a response for the spider (failure, denial, retry, redirect), else
+    once the spider's output for the page has ended (``LeaseAckMiddleware``, or
+    ``spider_error``) and every item it yielded has left the pipelines. Every
+    ``FRONTIER_LEASE_TTL / 3`` seconds the leases the engine still works on are renewed, and
+    one the engine is done with but that was never acknowledged is acknowledged then; the
+    frontier expires the rest (their URLs come back).
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier | None = None) -> None:
@@ -109,17 +130,24 @@ class FrontierScheduler(BaseScheduler):
         self.waker = EngineWaker(crawler)
         self.horizon = self.settings.getfloat("FRONTIER_IDLE_HORIZON", 300.0)
         self.persistent = False
-        self._leased: dict[int, str] = {}
+        self.lease_ttl = lease_ttl_from_settings(self.settings)
+        self._held: dict[str, _Held] = {}
+        self._renewal: Any = None
         self._logged_reasons: set[str] = set()
         self._origins: set[str] = set()
         self._raw_seen: set[int] = set()
         self._raw_cache_size = self.settings.getint("FRONTIER_LINK_CACHE_SIZE", 1_000_000)
         self._max_depth = 0
-        signals = crawler.signals
-        signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
-        signals.connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
-        signals.connect(self._host_hold, crawler_signals.host_hold)
-        signals.connect(self._links_extracted, crawler_signals.links_extracted)
+        connect = crawler.signals.connect
+        connect(self._fetch_finished, crawler_signals.fetch_finished)
+        connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
+        connect(self._host_hold, crawler_signals.host_hold)
+        connect(self._links_extracted, crawler_signals.links_extracted)
+        connect(self._request_reached_downloader, signals.request_reached_downloader)
+        connect(self._page_output_done, crawler_signals.page_output_done)
+        connect(self._spider_error, signals.spider_error)
+        for item_signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            connect(self._item_done, item_signal)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
@@ -130,9 +158,15 @@ class FrontierScheduler(BaseScheduler):
         self.persistent = store.persistent
         site = getattr(self.spider, "site", None)
         return store.open_frontier(
+            lease_ttl=self.lease_ttl,
             max_pages_per_host=getattr(site, "max_pages_per_host", None),
             on_give_up=self._host_given_up,
         )
+
+    def _host_penalty(self) -> Callable[[str], int] | None:
+        """Whoever judges hosts (the near-duplicate pipeline) answers ``host_penalty_wanted``."""
+        results = self.crawler.signals.send_catch_log(crawler_signals.host_penalty_wanted)
+        return next((r for _, r in results if callable(r)), None)
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
@@ -144,22 +178,39 @@ class FrontierScheduler(BaseScheduler):
         self.prioritizer = Prioritizer(
             self.settings.get("FRONTIER_PRIORITY_POLICY", "depth"),
             self.settings.getint("FRONTIER_FRONT_QUEUES", 8),
-            host_penalty=host_penalty_for(self.crawler),  # hosts of mostly near-duplicates
+            host_penalty=self._host_penalty(),  # hosts of mostly near-duplicates
         )
         self.crawler.signals.send_catch_log(
             crawler_signals.frontier_opened, frontier=self.frontier, spider=spider
         )
+        if self.settings.getwithbase("SPIDER_MIDDLEWARES").get(_ACK_MIDDLEWARE) is None:
+            logger.warning(
+                "%s is not enabled: a page that yields no item is acknowledged to the frontier "
+                "only by the lease renewal, up to FRONTIER_LEASE_TTL / 3 seconds late",
+                _ACK_MIDDLEWARE,
+            )
+        if running_engine(self.crawler) is not None:  # else (unit tests) call renew_leases
+            self._renewal = create_looping_call(self.renew_leases)
+            self._renewal.start(self.lease_ttl / 3, now=False)
         return None
 
     def close(self, reason: str) -> None:
         self.waker.cancel()
+        if self._renewal is not None and self._renewal.running:
+            self._renewal.stop()
         frontier = self.frontier
         if frontier is None:
             return None
-        now = monotonic()
+        if reason == "shutdown":
+            # a clean stop: what never reached the downloader goes back at once (no delay,
+            # no wait for its lease to expire); a lease whose fetch started stays open, so a
+            # shared frontier hands it out again only after its deadline
+            unstarted = [t for t, held in self._held.items() if not held.started]
+            if unstarted:
+                self._stat_set("frontier/leases_released_at_close", frontier.release(unstarted))
         # Only a crawl that ended by itself has hosts "left behind"; a stopped one keeps them
         # queued (and on disk a full scan of the queue would slow the stop down).
-        left = frontier.waiting_hosts(now) if reason == "finished" and len(frontier) else []
+        left = frontier.waiting_hosts() if reason == "finished" and len(frontier) else []
         if left:
             queued = sum(r.queued for r in left)
             shown = ", ".join(
@@ -173,7 +224,7 @@ class FrontierScheduler(BaseScheduler):
                 shown,
                 " ..." if len(left) > 10 else "",
             )
-        counts = frontier.counts(now)
+        counts = frontier.counts()
         self._stat_set("frontier/queued_at_close", counts.queued)
         self._stat_set("frontier/hosts", counts.hosts)
         self._stat_set("frontier/seen", counts.seen)
@@ -193,7 +244,7 @@ class FrontierScheduler(BaseScheduler):
     # -- the engine's side ---------------------------------------------------------------------
 
     def has_pending_requests(self) -> bool:
-        return self.frontier is not None and self.frontier.has_work(monotonic(), self.horizon)
+        return self.frontier is not None and self.frontier.has_work(self.horizon)
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.url_policy is not None
@@ -214,7 +265,7 @@ class FrontierScheduler(BaseScheduler):
             url,
             host,
             depth,
-            self._payload(request),
+            frontier_codec.encode(request, self.spider, serialize=self.persistent),
             request_priority=request.priority,
             force=request.dont_filter or first,
             first=first,
@@ -276,27 +327,6 @@ class FrontierScheduler(BaseScheduler):
             self._stat_inc("frontier/links_repeated", repeated)
         return True
 
-    def _payload(self, request: Request) -> Any:
-        """What the frontier keeps to rebuild the request: nothing for a plain link, the Request
-        itself in memory, or its serialized form on disk."""
-        if is_plain(request):
-            return None
-        if self.persistent:
-            data = request.to_dict(spider=self.spider)
-            data["headers"] = {
-                k: v for k, v in data.get("headers", {}).items() if k.lower() not in _SECRET_HEADERS
-            }
-            return pickle.dumps(data, protocol=5)
-        return request
-
-    def _request(self, entry: Entry) -> Request:
-        payload = entry.payload
-        if payload is None:
-            return Request(entry.url, meta={"depth": entry.depth})
-        if isinstance(payload, Request):
-            return payload
-        return request_from_dict(pickle.loads(payload), spider=self.spider)
-
     def _discover_origin(self, url: str, host: str) -> None:
         """The first URL of an origin lets others (robots.txt) put requests before it."""
         origin = origin_of(url) or url
@@ -318,8 +348,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_hold(self, host: str, seconds: float) -> None:
         if self.frontier is not None:
+            self.frontier.hold_host(host, seconds)
             now = monotonic()
-            self.frontier.hold_host(host, now + seconds)
             self.waker.wake_at(now + seconds, now)
 
     def _admit_seed_host(self, url: str) -> None:
@@ -351,34 +381,111 @@ class FrontierScheduler(BaseScheduler):
         return [line.strip() for line in path.read_text().splitlines() if line.strip()]
 
     def next_request(self) -> Request | None:
-        assert self.frontier is not None
-        now = monotonic()
+        frontier = self.frontier
+        assert frontier is not None
         while True:
-            lease = self.frontier.next(now)
+            lease = frontier.next()
             if lease is None:
-                due = self.frontier.next_due(now)
-                if due is not None:
-                    self.waker.wake_at(due, now)
+                due_in = frontier.due_in()
+                if due_in is not None:
+                    now = monotonic()
+                    self.waker.wake_at(now + due_in, now)
                 return None
             try:
-                request = self._request(lease.entry)
+                request = frontier_codec.decode(lease.entry, self.spider)
                 break
-            except (ValueError, pickle.UnpicklingError) as exc:
-                self.frontier.complete(lease.token, now, None, Outcome.NOT_SENT)
+            except (ValueError, frontier_codec.PayloadError) as exc:
+                frontier.finish(lease.token, None, Outcome.NOT_SENT)
                 self._rejected("invalid_url", lease.entry.url, False)
                 logger.debug("Cannot build a request for %s: %s", lease.entry.url, exc)
         request.meta[LEASE_META] = lease.token
-        self._leased[lease.token] = lease.entry.host
+        self._held[lease.token] = _Held(request, monotonic() + frontier.lease_ttl)
         self._stat_inc("frontier/leased")
         return request
 
-    def _fetch_finished(self, request: Request, outcome: str, duration: float | None) -> None:
-        token = request.meta.get(LEASE_META)
-        if token is None or self._leased.pop(token, None) is None:
+    # -- the lease lifecycle -------------------------------------------------------------------
+
+    def _held_for(self, meta: dict[str, Any]) -> tuple[str, _Held] | tuple[None, None]:
+        token = meta.get(LEASE_META)
+        held = self._held.get(token) if token is not None else None
+        return (token, held) if held is not None else (None, None)
+
+    def _request_reached_downloader(self, request: Request) -> None:
+        _, held = self._held_for(request.meta)
+        if held is not None:
+            held.started = True
+
+    def _fetch_finished(
+        self,
+        request: Request,
+        outcome: Outcome,
+        duration: float | None,
+        response: Response | None = None,
+    ) -> None:
+        token, held = self._held_for(request.meta)
+        if held is None or held.completed:
             return  # not handed out by this scheduler (engine.download, another crawl)
-        assert self.frontier is not None
-        self.frontier.complete(token, monotonic(), duration, outcome)
+        assert self.frontier is not None and token is not None
+        held.completed = True
+        self.frontier.complete(token, duration, outcome)
         self._stat_inc(f"frontier/fetch/{outcome}")
+        if response is None:
+            self._ack(token)  # nothing of this fetch goes to the spider
+
+    def _page_output_done(self, response: Response, items: int) -> None:
+        token, held = self._held_for(response.meta)
+        if held is None or held.items_expected is not None:
+            return
+        held.items_expected = items
+        if held.items_done >= items:
+            self._ack(token)
+
+    def _spider_error(self, failure: Any, response: Any, spider: Spider) -> None:
+        """The callback (or a middleware before it) raised and nothing handled it: the spider
+        yields nothing more for this page."""
+        if isinstance(response, Response):
+            self._page_output_done(response, 0)
+
+    def _item_done(self, item: Any, response: Any = None) -> None:
+        if not isinstance(response, Response):
+            return  # an item not from a page (or from an errback: acked at fetch_finished)
+        token, held = self._held_for(response.meta)
+        if held is None:
+            return
+        held.items_done += 1
+        if held.items_expected is not None and held.items_done >= held.items_expected:
+            self._ack(token)
+
+    def _ack(self, token: str) -> None:
+        assert self.frontier is not None
+        self._held.pop(token, None)
+        self.frontier.ack(token)
+
+    def renew_leases(self) -> None:
+        """The safety net: keep alive the leases the engine still works on; acknowledge those
+        the engine is done with (a path that sent no signal we know of, stat
+        ``frontier/acked_late``); let the frontier expire the rest."""
+        frontier = self.frontier
+        if frontier is None:
+            return
+        now = monotonic()
+        alive = []
+        for token, held in list(self._held.items()):
+            holds = engine_holds(self.crawler, held.request)
+            if holds is None or holds:
+                alive.append(token)
+                held.deadline = now + frontier.lease_ttl
+            elif held.completed:
+                self._ack(token)
+                self._stat_inc("frontier/acked_late")
+            elif held.deadline <= now:
+                del self._held[token]  # expired: its URL is back in the frontier
+        if alive:
+            frontier.renew(alive)
+        expired = frontier.expire()
+        if expired:
+            self._stat_inc("frontier/leases_expired", expired)
+            logger.warning("%d leases expired: their URLs are queued again", expired)
 
     # -- reporting ---------------------------------------------------------------------------------
 

@@ -4,6 +4,10 @@ Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
 ``[politeness]`` / ``[settings]`` tables, or in scrapyd's ``setting=KEY=VALUE``.
 """
 
+from scrapy.settings.default_settings import (
+    SPIDER_MIDDLEWARES_BASE as _SCRAPY_SPIDER_MIDDLEWARES_BASE,
+)
+
 BOT_NAME = "crawler"
 
 SPIDER_MODULES = ["crawler.spiders"]
@@ -64,6 +68,11 @@ FRONTIER_REFILL_BATCH = 256
 # With JOBDIR: new URLs are committed to disk at least this often (and with every completed
 # fetch), so a killed crawl loses at most the URLs discovered in the last this-many seconds.
 FRONTIER_COMMIT_INTERVAL = 2.0
+# A URL handed out is a lease: forgotten when its page's item and links have left the spider and
+# the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
+# engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
+# (RETRY_TIMES + 1); raised with a warning if it does not.
+FRONTIER_LEASE_TTL = 300.0
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
 FRONTIER_LINK_CACHE_SIZE = 1_000_000
 FRONTIER_PRIORITY_POLICY = "depth"
@@ -107,6 +116,14 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
+}
+
+# Outermost spider middleware: it sees exactly what the scraper gets and tells the frontier when
+# a page's output has ended (so a page that yields no item is acknowledged too). In the _BASE
+# dict, so a SPIDER_MIDDLEWARES given with -s or in a site config does not drop it.
+SPIDER_MIDDLEWARES_BASE = {
+    **_SCRAPY_SPIDER_MIDDLEWARES_BASE,
+    "crawler.middlewares.lease.LeaseAckMiddleware": 1,
 }
 
 # --- Crawler defaults ------------------------------------------------------------------------

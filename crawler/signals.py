@@ -1,8 +1,14 @@
 """Signals of our own, sent through Scrapy's signal manager."""
 
 # Sent by FrontierDownloader once per fetch, however it ended:
-# fetch_finished(request, outcome: crawler.frontier.Outcome value, duration: float | None)
+# fetch_finished(request, outcome: crawler.frontier.Outcome, duration: float | None,
+#                response: the Response that goes on to the spider, or None)
 fetch_finished = object()
+
+# Sent by crawler.middlewares.lease.LeaseAckMiddleware when the spider's output for a page
+# handed out by the frontier has ended (normally or with an error), with how many items it
+# yielded: page_output_done(response, items: int).
+page_output_done = object()
 
 # Sent by the scheduler the first time it admits a URL of an origin (scheme://host:port).
 # origin_discovered(origin: str, host: str) -> a Request, a list of Requests or None.
@@ -39,3 +45,8 @@ crawldb_opened = object()
 # after every retry): requests_unfetched(requests: list[Request]) -> True when a receiver
 # kept them for a later crawl (the recrawl extension, as due URLs in the crawl database).
 requests_unfetched = object()
+
+# Sent by the scheduler when it opens its prioritizer: host_penalty_wanted() -> a callable
+# ``penalty(host) -> int`` (front queues to push the host's URLs down), or None. The
+# near-duplicate pipeline answers with its per-host duplicate penalty.
+host_penalty_wanted = object()

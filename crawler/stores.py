@@ -49,13 +49,18 @@ class MemoryFrontierStore:
         return MemoryStore(front_queues)
 
     def open_frontier(
-        self, *, max_pages_per_host: int | None = None, on_give_up: GiveUpCallback | None = None
+        self,
+        *,
+        lease_ttl: float = 300.0,
+        max_pages_per_host: int | None = None,
+        on_give_up: GiveUpCallback | None = None,
     ) -> Frontier:
         s = self.settings
         front = s.getint("FRONTIER_FRONT_QUEUES", 8)
         return MercatorFrontier(
             politeness_from_settings(s),
             store=self.queue_store(front),
+            lease_ttl=lease_ttl,
             front_queues=front,
             back_queues=s.getint("FRONTIER_BACK_QUEUES", 0)
             or 3 * s.getint("CONCURRENT_REQUESTS", 16),

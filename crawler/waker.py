@@ -1,11 +1,34 @@
-"""Wakes Scrapy's engine when the frontier's earliest host comes due."""
+"""Wakes Scrapy's engine when the frontier's earliest host comes due, and tells whether the
+engine still works on a request: the one module that touches the engine's private state."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.utils.asyncio import call_later
+
+
+def running_engine(crawler: Crawler) -> Any:
+    """The crawler's engine, or None before the crawl starts (Scrapy 2.19 raises then)."""
+    try:
+        return crawler.engine
+    except RuntimeError:
+        return None
+
+
+def engine_holds(crawler: Crawler, request: Request) -> bool | None:
+    """Whether the engine still works on ``request`` (downloading it, or its response is with
+    the spider or the pipelines): the engine keeps such requests in its slot's ``inprogress``
+    set from download to the end of scraping. None when that cannot be told (no engine, or a
+    Scrapy without that attribute). Private access, kept here beside the waker's."""
+    engine = running_engine(crawler)
+    slot = getattr(engine, "_slot", None) if engine is not None else None
+    inprogress = getattr(slot, "inprogress", None)
+    if inprogress is None:
+        return None
+    return request in inprogress
 
 
 class EngineWaker:
@@ -33,7 +56,7 @@ class EngineWaker:
     def _fire(self) -> None:
         self._call = None
         self._at = None
-        engine = self.crawler.engine
+        engine = running_engine(self.crawler)
         slot = getattr(engine, "_slot", None) if engine is not None else None
         if slot is not None and slot.closing is None:
             slot.nextcall.schedule()

@@ -65,6 +65,10 @@ def test_polite_complete_crawl_of_several_hosts(tmp_path):
     assert len(pages) == 12 + 12 + 8
     assert result.stats["frontier/rejected/denied"] >= 1
     assert result.stats["frontier/rejected/repeated_segments"] >= 1
+    # every page was acknowledged by the signals as it left the pipelines, none by the
+    # renewal's safety net, and no lease expired
+    assert "frontier/acked_late" not in result.stats
+    assert "frontier/leases_expired" not in result.stats
 
 
 def test_bad_hosts_and_bad_urls_do_not_stop_the_crawl(tmp_path):
@@ -98,6 +102,8 @@ def test_bad_hosts_and_bad_urls_do_not_stop_the_crawl(tmp_path):
         assert bad in result.log
     assert result.stats.get("frontier/fetch/failed", 0) >= 2  # hang and refuse
     assert result.stats["downloader/response_status_count/500"] >= 1
+    # retries and 500s that yield no item were acknowledged at once, not by the safety net
+    assert "frontier/acked_late" not in result.stats
 
 
 def test_private_addresses_are_refused_by_default(tmp_path):

@@ -11,10 +11,11 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
+from crawler import signals as crawler_signals
 from crawler.commands.neardup import format_explanation
 from crawler.content.neardup import explain
 from crawler.items import PageItem
-from crawler.pipelines.neardup import NearDuplicatePipeline, host_penalty_for
+from crawler.pipelines.neardup import NearDuplicatePipeline
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +103,8 @@ def test_not_modified_errors_and_noindex(labelled: LabelledSet) -> None:
 
 def test_host_ratio_and_penalty_for_the_frontier(labelled: LabelledSet) -> None:
     pipeline = _pipeline(NEARDUP_HOST_MIN_PAGES=3)
-    penalty = host_penalty_for(pipeline.crawler)
+    answers = pipeline.crawler.signals.send_catch_log(crawler_signals.host_penalty_wanted)
+    penalty = next(r for _, r in answers if callable(r))  # what the scheduler asks for
     for page in labelled.originals[:6]:
         pipeline.process_item(page_item(page.url, page.html))
         host = page.url.split("/")[2]
@@ -111,8 +113,8 @@ def test_host_ratio_and_penalty_for_the_frontier(labelled: LabelledSet) -> None:
     assert penalty("mirror.test") == 2
     assert penalty(labelled.originals[0].url.split("/")[2]) == 0
     assert penalty("unknown.test") == 0
-    assert NearDuplicatePipeline.for_crawler(pipeline.crawler) is pipeline
-    assert host_penalty_for(get_crawler())("mirror.test") == 0  # no pipeline: no penalty
+    # no pipeline, no answer: the prioritizer runs without a penalty
+    assert get_crawler().signals.send_catch_log(crawler_signals.host_penalty_wanted) == []
 
 
 def test_settings_and_disabling() -> None:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import msgpack
+import pytest
 import scrapy
+from scrapy import signals
+from scrapy.exceptions import DropItem
+from scrapy.http import HtmlResponse
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawler import signals as crawler_signals
-from crawler.frontier import Outcome
-from crawler.scheduler import LEASE_META, FrontierScheduler
+from crawler.frontier import Entry, Outcome
+from crawler.meta import LEASE_META
+from crawler.middlewares.lease import LeaseAckMiddleware
+from crawler.scheduler import FrontierScheduler, lease_ttl_from_settings
 
 
 class PlainSpider(scrapy.Spider):
@@ -111,3 +119,165 @@ def test_hosts_seeds_brought_into_scope_survive_a_resume(tmp_path):
     assert resumed.enqueue_request(scrapy.Request("http://seed.test/page"))  # no seed this time
     assert not resumed.enqueue_request(scrapy.Request("http://other.test/"))
     resumed.close("finished")
+
+
+# -- the lease lifecycle through Scrapy's signals ---------------------------------------------
+
+
+class FakeSlot:
+    def __init__(self) -> None:
+        self.inprogress: set[scrapy.Request] = set()
+
+
+class FakeEngine:
+    def __init__(self) -> None:
+        self._slot = FakeSlot()
+
+
+def fetched(crawler, request, status=200):
+    """The fetch ended with a response that goes on to the spider."""
+    response = HtmlResponse(request.url, status=status, body=b"<html></html>", request=request)
+    crawler.signals.send_catch_log(
+        crawler_signals.fetch_finished,
+        request=request,
+        outcome=Outcome.FETCHED,
+        duration=0.1,
+        response=response,
+    )
+    return response
+
+
+def leased_scheduler(n=1, **settings):
+    crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, FRONTIER_DELAY_FACTOR=0, **settings)
+    for i in range(n):
+        assert scheduler.enqueue_request(scrapy.Request(f"http://a.test/{i}"))
+    requests = [scheduler.next_request() for _ in range(n)]
+    return crawler, scheduler, requests
+
+
+def test_a_page_is_acknowledged_once_its_output_ended_and_its_items_left_the_pipelines():
+    crawler, scheduler, (request,) = leased_scheduler()
+    response = fetched(crawler, request)
+    frontier = scheduler.frontier
+    assert frontier.in_flight() == 1  # fetched, not yet processed
+    crawler.signals.send_catch_log(signals.item_scraped, item={"a": 1}, response=response)
+    assert frontier.in_flight() == 1  # the spider may still yield another item
+    crawler.signals.send_catch_log(crawler_signals.page_output_done, response=response, items=2)
+    assert frontier.in_flight() == 1  # one of its two items is still in the pipelines
+    crawler.signals.send_catch_log(
+        signals.item_dropped, item={"a": 2}, response=response, exception=DropItem("dup")
+    )
+    assert frontier.in_flight() == 0 and not scheduler.has_pending_requests()
+
+
+def test_a_page_without_items_is_acknowledged_when_its_output_ends():
+    crawler, scheduler, (not_found, spider_error) = leased_scheduler(
+        2, FRONTIER_HOST_CONCURRENCY=2
+    )
+    response = fetched(crawler, not_found, status=404)  # HttpErrorMiddleware yields nothing
+    crawler.signals.send_catch_log(crawler_signals.page_output_done, response=response, items=0)
+    assert scheduler.frontier.in_flight() == 1
+    response = fetched(crawler, spider_error)
+    crawler.signals.send_catch_log(
+        signals.spider_error, failure=None, response=response, spider=crawler.spider
+    )
+    assert scheduler.frontier.in_flight() == 0
+
+
+def test_a_fetch_without_a_response_for_the_spider_is_acknowledged_at_once():
+    crawler, scheduler, (request,) = leased_scheduler()
+    finish(crawler, request, Outcome.FAILED, 1.0)  # a timeout, or a retry passed on
+    assert scheduler.frontier.in_flight() == 0
+    assert crawler.stats.get_value("frontier/fetch/failed") == 1
+
+
+def test_the_lease_middleware_reports_each_leased_pages_output_with_its_item_count():
+    crawler, _, (request,) = leased_scheduler()
+    response = fetched(crawler, request)
+    mw = LeaseAckMiddleware.from_crawler(crawler)
+    reports = []
+
+    def on_done(response, items):
+        reports.append((response.url, items))
+
+    crawler.signals.connect(on_done, crawler_signals.page_output_done)
+    output = [{"a": 1}, scrapy.Request("http://a.test/link"), {"b": 2}]
+    assert list(mw.process_spider_output(response, iter(output))) == output
+    assert reports == [(request.url, 2)]
+
+    def failing():
+        yield {"a": 1}
+        raise ValueError("spider bug")
+
+    with pytest.raises(ValueError):
+        list(mw.process_spider_output(response, failing()))
+    assert reports[-1] == (request.url, 1)  # the output ended, with an error
+    unleased = HtmlResponse("http://a.test/x", body=b"", request=scrapy.Request("http://a.test/x"))
+    assert list(mw.process_spider_output(unleased, iter(output))) == output
+    assert len(reports) == 2  # not a frontier request: nothing to report
+
+
+def test_renewal_keeps_what_the_engine_works_on_and_acknowledges_what_it_is_done_with():
+    crawler, scheduler, (working, done, _lost) = leased_scheduler(3, FRONTIER_HOST_CONCURRENCY=3)
+    engine = FakeEngine()
+    engine._slot.inprogress.add(working)
+    crawler.engine = engine
+    fetched(crawler, done)  # its response went through a path that sent no signal we know of
+    scheduler.renew_leases()
+    assert scheduler.frontier.in_flight() == 2  # working, renewed; lost, left to expire
+    assert crawler.stats.get_value("frontier/acked_late") == 1
+
+
+def test_a_clean_stop_hands_back_what_never_reached_the_downloader():
+    crawler, scheduler, (started, unstarted) = leased_scheduler(2, FRONTIER_HOST_CONCURRENCY=2)
+    crawler.signals.send_catch_log(
+        signals.request_reached_downloader, request=started, spider=crawler.spider
+    )
+    frontier = scheduler.frontier
+    scheduler.close("shutdown")
+    assert frontier.in_flight() == 1 and len(frontier) == 1
+    assert crawler.stats.get_value("frontier/leases_released_at_close") == 1
+    lease = frontier.next()
+    assert lease is not None and lease.entry.url == unstarted.url
+
+
+def test_the_lease_ttl_outlasts_a_fetch_with_all_its_retries(caplog):
+    settings = {"DOWNLOAD_TIMEOUT": 20, "RETRY_TIMES": 2, "RETRY_ENABLED": True}
+    assert lease_ttl_from_settings(Settings({**settings, "FRONTIER_LEASE_TTL": 300})) == 300
+    assert not caplog.records
+    assert lease_ttl_from_settings(Settings({**settings, "FRONTIER_LEASE_TTL": 50})) == 120
+    assert "FRONTIER_LEASE_TTL" in caplog.text
+
+
+def test_queued_requests_on_disk_are_msgpack_without_secrets(tmp_path):
+    _, scheduler = open_scheduler(JOBDIR=str(tmp_path))
+    request = scrapy.Request(
+        "http://a.test/form",
+        method="POST",
+        body=b"\x00\xffbinary",
+        headers={"Authorization": "Basic c2VjcmV0", "X-Kept": "yes"},
+        meta={"depth": 2, "note": "kept", "unpicklable": object()},
+        priority=3,
+    )
+    assert scheduler.enqueue_request(request)
+    lease = scheduler.frontier.next()
+    payload = lease.entry.payload
+    assert isinstance(payload, bytes) and not payload.startswith(b"\x80")  # not a pickle
+    data = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    assert data["body"] == b"\x00\xffbinary"
+    assert b"Authorization" not in data["headers"]
+    assert "unpicklable" not in data["meta"]
+    assert scheduler.frontier.release([lease.token]) == 1
+    rebuilt = scheduler.next_request()
+    assert (rebuilt.method, rebuilt.body, rebuilt.priority) == ("POST", b"\x00\xffbinary", 3)
+    assert rebuilt.headers[b"X-Kept"] == b"yes" and b"Authorization" not in rebuilt.headers
+    assert rebuilt.meta["note"] == "kept" and rebuilt.meta["depth"] == 2
+    scheduler.close("finished")
+
+
+def test_an_unreadable_payload_is_dropped_not_fatal(tmp_path):
+    _, scheduler = open_scheduler(JOBDIR=str(tmp_path))
+    scheduler.frontier.add(Entry("http://a.test/old", "a.test", payload=b"\x80\x05garbage"))
+    assert scheduler.next_request() is None
+    assert scheduler.frontier.in_flight() == 0 and len(scheduler.frontier) == 0
+    scheduler.close("finished")

@@ -64,8 +64,8 @@ class FrontierProgress:
         if frontier is None:
             logger.info("Crawled %d pages (%.1f pages/s)", pages, rate)
             return
-        c = frontier.counts(now)
-        busiest = getattr(frontier, "busiest_hosts", lambda n: [])(3)
+        c = frontier.counts()
+        busiest = frontier.busiest_hosts(3)
         gaps = ", ".join(f"{host} {n} pages, gap {gap:.2f}s" for host, n, gap in busiest)
         logger.info(
             "Crawled %d pages (%.1f pages/s); frontier %d queued, %d seen; hosts %d ready, "

@@ -47,6 +47,7 @@ from crawler.crawldb import (
 from crawler.crawldb.sqlite import crawldb_path  # noqa: F401 - re-exported for robots.txt
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.items import PAGE_FINGERPRINT_META
+from crawler.meta import ROBOTS_META
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ class RecrawlExtension:
     def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """Responses that make no page item (2xx and 304 are recorded with their item)."""
         status = response.status
-        if 200 <= status < 300 or status == 304 or request.meta.get("robotstxt_for"):
+        if 200 <= status < 300 or status == 304 or request.meta.get(ROBOTS_META):
             return
         self.record(response.url, status, depth=request.meta.get("depth", 0))
 

@@ -1,16 +1,26 @@
 """The frontier's interface: what the scheduler adapter needs, and what every backend implements.
 
-The interface is shaped by the distributed backend that will follow: every call is one atomic step
-on shared state (a Lua script in Redis), work handed out is a *lease* that must be completed,
-and time is always passed in, so a backend never reads a clock of its own and tests can drive time.
+The interface is shaped for several worker processes sharing one frontier (the Redis backend):
+
+* every call is one atomic step on shared state (a Lua script in Redis);
+* work handed out is a *lease* with a deadline: the host's slot is freed when the fetch ends
+  (``complete``), but the URL is forgotten only when the page's item and links have left the
+  spider and the pipelines (``ack``); a lease that is neither renewed nor acknowledged before its
+  deadline puts its URL back at the head of its host's queue, so a dead worker loses nothing;
+* time comes from one clock, the frontier's own (Redis ``TIME`` inside the scripts, the process's
+  monotonic clock in memory; a test passes a clock of its own); callers speak in relative delays
+  (``due_in``, "hold for N seconds") so workers' clocks never meet.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+Clock = Callable[[], float]
 
 
 @dataclass(slots=True)
@@ -19,7 +29,8 @@ class Entry:
 
     ``url`` is the normalized URL (its 64-bit hash is the seen-test key). ``payload`` is what
     the adapter needs to rebuild a request that is more than a plain link (None for a plain
-    link); a persistent store needs it as bytes. ``id`` is the store's row id (0 in memory).
+    link); a persistent or shared store needs it as bytes. ``id`` is the store's row id (0 in
+    memory).
     """
 
     url: str
@@ -32,15 +43,16 @@ class Entry:
 
 @dataclass(slots=True)
 class Lease:
-    """A URL handed out for fetching: the host's slot stays taken until the lease is completed."""
+    """A URL handed out for fetching. ``token`` is unique across processes; ``issued_at`` is on
+    the frontier's clock."""
 
-    token: int
+    token: str
     entry: Entry
     slot: int
     issued_at: float
 
 
-class Outcome:
+class Outcome(StrEnum):
     """How a leased fetch ended, as far as politeness is concerned."""
 
     FETCHED = "fetched"  # the server answered (any status)
@@ -85,37 +97,83 @@ class Frontier(abc.ABC):
     * ``next`` hands out at most ``host_concurrency`` leases per host at once, and a host's slot
       only when its time has come; otherwise ``None``.
     * ``complete`` frees the slot; the slot's next time is the fetch's end plus the politeness
-      delay (``Outcome.NOT_SENT`` frees it without moving its time).
+      delay (``Outcome.NOT_SENT`` frees it without moving its time). The lease stays open until
+      ``ack``: the crawl has work while any lease is open.
+    * ``ack`` forgets the URL for good. Completing or acknowledging an unknown, expired or
+      already finished lease does nothing.
+    * A lease not acknowledged within ``lease_ttl`` seconds of its issue or last ``renew``
+      expires: its URL goes back to the head of its host's queue; if its fetch had not completed,
+      the slot rests for the politeness delay (the fetch may have happened).
+    * ``release`` hands unstarted leases back at once (a worker stopping cleanly): URL at the
+      head of its host's queue, slot free, its time unchanged.
     * A host with a pending *first* entry hands out nothing else until that entry completes.
     """
+
+    lease_ttl: float
 
     @abc.abstractmethod
     def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
         """Queue a URL. ``force`` skips the seen-test (retries, redirects); ``first`` makes the
         entry its host's next request and holds the host's other URLs until it completes."""
 
+    def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
+        """Queue a page's links: one result per entry, in order. A shared backend sends them in
+        chunks of bounded size, one atomic call per chunk."""
+        return [self.add(e) for e in entries]
+
     @abc.abstractmethod
     def mark_seen(self, keys: Iterable[str]) -> int:
         """Make these keys (normalized URLs) seen without queueing them, e.g. pages a crawl
         database fetched before and that are not due; returns how many were new."""
 
-    def add_many(self, entries: Iterable[Entry]) -> int:
-        return sum(self.add(e).added for e in entries)
-
     @abc.abstractmethod
-    def next(self, now: float) -> Lease | None:
-        """The next URL whose host may be fetched at ``now``, or None."""
+    def next(self) -> Lease | None:
+        """The next URL whose host may be fetched now, or None."""
+
+    def next_many(self, n: int) -> list[Lease]:
+        """Up to ``n`` leases at once (a worker's read-ahead buffer)."""
+        leases = []
+        while len(leases) < n:
+            lease = self.next()
+            if lease is None:
+                break
+            leases.append(lease)
+        return leases
 
     @abc.abstractmethod
     def complete(
-        self, token: int, now: float, duration: float | None, outcome: str = Outcome.FETCHED
+        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
-        """The leased fetch ended at ``now`` after ``duration`` seconds on the network."""
+        """The leased fetch ended now after ``duration`` seconds on the network: the host's slot
+        is free again, after the politeness delay."""
 
     @abc.abstractmethod
-    def next_due(self, now: float) -> float | None:
-        """When ``next`` may next return something: ``now`` if it may already, a later time if
-        every host with work is waiting out its delay, None if nothing is queued."""
+    def ack(self, token: str) -> None:
+        """The page's item and links have left the spider and the pipelines: forget the URL."""
+
+    def finish(
+        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+    ) -> None:
+        """``complete`` and ``ack`` in one step (a fetch that produces nothing to process)."""
+        self.complete(token, duration, outcome)
+        self.ack(token)
+
+    @abc.abstractmethod
+    def renew(self, tokens: Iterable[str]) -> int:
+        """Push these leases' deadlines ``lease_ttl`` ahead; returns how many were still held."""
+
+    @abc.abstractmethod
+    def release(self, tokens: Iterable[str]) -> int:
+        """Hand back leases whose fetch never started; returns how many were still held."""
+
+    @abc.abstractmethod
+    def expire(self) -> int:
+        """Put the URLs of expired leases back; returns how many expired."""
+
+    @abc.abstractmethod
+    def due_in(self) -> float | None:
+        """Seconds until ``next`` may return something: 0 if it may now, None if nothing is
+        queued (leases in flight do not count)."""
 
     @abc.abstractmethod
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
@@ -123,27 +181,32 @@ class Frontier(abc.ABC):
         than the frontier accepts."""
 
     @abc.abstractmethod
-    def hold_host(self, host: str, until: float) -> None:
-        """Hand out nothing of ``host`` before ``until`` (its robots.txt is unavailable for now,
-        or it asked to be left alone); its URLs stay queued."""
+    def hold_host(self, host: str, seconds: float) -> None:
+        """Hand out nothing of ``host`` for ``seconds`` (its robots.txt is unavailable for now,
+        or it asked to be left alone); its URLs stay queued. Never shortens an earlier hold."""
 
     @abc.abstractmethod
-    def has_work(self, now: float, horizon: float) -> bool:
-        """True while something is in flight or queued work is due within ``horizon``."""
+    def has_work(self, horizon: float) -> bool:
+        """True while a lease is open or queued work is due within ``horizon`` seconds."""
 
     @abc.abstractmethod
-    def in_flight(self) -> int: ...
+    def in_flight(self) -> int:
+        """Open leases (handed out and not yet acknowledged)."""
 
     @abc.abstractmethod
     def __len__(self) -> int:
-        """URLs queued (not counting leases in flight)."""
+        """URLs queued (not counting open leases)."""
 
     @abc.abstractmethod
-    def counts(self, now: float) -> FrontierCounts: ...
+    def counts(self) -> FrontierCounts: ...
 
     @abc.abstractmethod
-    def waiting_hosts(self, now: float) -> list[HostReport]:
+    def waiting_hosts(self) -> list[HostReport]:
         """Hosts with queued work that ``next`` would not serve now, and why."""
 
+    def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
+        """``(host, fetches, mean real gap in seconds)`` of the hosts fetched most."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources (files, connections)."""
+        """Release resources (files, connections). Shared state is never deleted here."""

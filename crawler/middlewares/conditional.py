@@ -21,6 +21,7 @@ from scrapy.exceptions import NotConfigured
 from crawler import signals as crawler_signals
 from crawler.crawldb import CrawlDb, crawldb_enabled
 from crawler.frontier import InvalidUrl, normalize_url
+from crawler.meta import ROBOTS_META
 
 CONDITIONAL_META = "conditional_for"  # the URL whose validators this middleware set
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
@@ -49,7 +50,7 @@ class ConditionalGetMiddleware:
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         meta = request.meta
-        if meta.get("robotstxt_for") or meta.get("dont_conditional"):
+        if meta.get(ROBOTS_META) or meta.get("dont_conditional"):
             return None
         set_for = meta.get(CONDITIONAL_META)
         if set_for is not None:

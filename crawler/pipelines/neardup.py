@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import pickle
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,10 +30,11 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from crawler import signals as crawler_signals
 from crawler.backends import build_backend
 from crawler.content.neardup import NearDuplicateDetector
 
-__all__ = ["NearDuplicatePipeline", "host_penalty_for"]
+__all__ = ["NearDuplicatePipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +47,6 @@ class NearDuplicatePipeline:
     # A host whose checked pages are at least this share duplicates loses 1 front queue of
     # priority, at least the second share 2 (see host_penalty).
     PENALTY_STEPS: ClassVar[tuple[float, ...]] = (0.5, 0.8)
-
-    _by_crawler: ClassVar[weakref.WeakKeyDictionary[Crawler, NearDuplicatePipeline]] = (
-        weakref.WeakKeyDictionary()
-    )
 
     def __init__(
         self,
@@ -77,13 +73,12 @@ class NearDuplicatePipeline:
             host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", cls.HOST_MIN_PAGES),
             state_path=Path(jobdir) / STATE_FILE if jobdir else None,
         )
-        cls._by_crawler[crawler] = pipeline
+        crawler.signals.connect(pipeline._host_penalty_wanted, crawler_signals.host_penalty_wanted)
         return pipeline
 
-    @classmethod
-    def for_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline | None:
-        """The pipeline instance of ``crawler`` (None when disabled or not created yet)."""
-        return cls._by_crawler.get(crawler)
+    def _host_penalty_wanted(self) -> Callable[[str], int]:
+        """The frontier's prioritizer asks how much to push a host down (``host_penalty``)."""
+        return self.host_penalty
 
     # --- Scrapy hooks -----------------------------------------------------------------------
 
@@ -151,26 +146,6 @@ class NearDuplicatePipeline:
     def _stat(self, key: str) -> None:
         if self.crawler is not None and self.crawler.stats is not None:
             self.crawler.stats.inc_value(key)
-
-
-def host_penalty_for(crawler: Crawler) -> Callable[[str], int]:
-    """A ``Prioritizer(host_penalty=...)`` callable for ``crawler``'s near-duplicate pipeline.
-
-    Resolved on every call, so it works whichever of the scheduler and the pipeline is created
-    first, and returns 0 when near-duplicate detection is off.
-    """
-
-    found: list[NearDuplicatePipeline] = []  # looked up until the pipeline exists, then kept
-
-    def penalty(host: str) -> int:
-        if not found:
-            pipeline = NearDuplicatePipeline.for_crawler(crawler)
-            if pipeline is None:
-                return 0
-            found.append(pipeline)
-        return found[0].host_penalty(host)
-
-    return penalty
 
 
 def _set(adapter: ItemAdapter, field: str, value: Any) -> None:
