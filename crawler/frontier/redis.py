@@ -174,9 +174,7 @@ class RedisFrontier(Frontier):
         return "" if self.clock is None else repr(float(self.clock()))
 
     def _call(self, name: str, *args: Any) -> Any:
-        return self._scripts[name](
-            keys=self._keys, args=[self._now_arg(), self._config, *args]
-        )
+        return self._scripts[name](keys=self._keys, args=[self._now_arg(), self._config, *args])
 
     def _now(self) -> float:
         """The frontier's clock, for reports computed client-side."""
@@ -208,8 +206,10 @@ class RedisFrontier(Frontier):
         fingerprint) with those the crawl's first worker stored; store the ones not yet there.
         Returns one message per mismatch: workers of one crawl must obey one policy."""
         meta = self.prefix + ":meta"
-        wanted = {**self.settings_fingerprint(), **{k: str(v) for k, v in
-                                                    settings_fingerprint.items()}}
+        wanted = {
+            **self.settings_fingerprint(),
+            **{k: str(v) for k, v in settings_fingerprint.items()},
+        }
         pipe = self.client.pipeline()
         for name, value in wanted.items():
             pipe.hsetnx(meta, "fp:" + name, value)
@@ -354,12 +354,12 @@ class RedisFrontier(Frontier):
         for names in self._iter_hosts():
             pipe = self.client.pipeline(transaction=False)
             for name in names:
-                pipe.hmget(self.prefix + ":h:" + name, "hq", "st", "bk", "fi", "nb")
+                pipe.hmget(self.prefix + ":h:" + name, "hq", "st", "bk", "fi")
                 pipe.llen(self.prefix + ":fq:" + name)
                 pipe.zscore(self.prefix + ":ready", name)
             replies = pipe.execute()
             for i, name in enumerate(names):
-                (hq, st, bk, fi, nb), firsts, ready = replies[3 * i : 3 * i + 3]
+                (hq, st, bk, fi), firsts, ready = replies[3 * i : 3 * i + 3]
                 queued = int(hq or 0)
                 if not queued or st:
                     continue
