@@ -124,6 +124,11 @@ local function reschedule(name, h)
   end
 end
 
+local function drop_reason(h)
+  if h.st == 'dead' then return 'host_dead' end
+  return 'host_skipped'
+end
+
 -- drop a host's queued URLs (front-queue URLs of it go when a refill meets them)
 local function give_up(name, h, reason)
   if h.st then return end
@@ -137,14 +142,9 @@ local function give_up(name, h, reason)
   if n > 0 then
     redis.call('HINCRBY', STATS, 'queued', -n)
     incr(name, h, 'hq', -n)
-    redis.call('HINCRBY', STATS, 'drop:' .. reason, n)
+    redis.call('HINCRBY', STATS, 'drop:' .. drop_reason(h), n)
   end
   redis.call('ZREM', READY, name)
-end
-
-local function drop_reason(h)
-  if h.st == 'dead' then return 'host_dead' end
-  return 'host_skipped'
 end
 
 -- Mercator's refill: move front-queue URLs to back queues (biased selector, back-queue router)
