@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/frontier.py [--urls 200000] [--hosts 2000]
 
-Reports URLs per second for the whole cycle (add every URL, then hand out and complete them
-all with no politeness delay), memory per queued URL and per seen URL (tracemalloc, so Python
-objects only), and disk bytes per URL with a JOBDIR store.
+Reports URLs per second for the whole cycle (add every URL, then hand out, complete and
+acknowledge them all with no politeness delay, on a simulated clock), memory per queued URL and
+per seen URL (tracemalloc, so Python objects only), and disk bytes per URL with a JOBDIR store.
 """
 
 from __future__ import annotations
@@ -36,13 +36,24 @@ def urls(n: int, hosts: int) -> list[tuple[str, str]]:
     ]
 
 
-def make(kind: str, tmp: Path) -> MercatorFrontier:
+class Clock:
+    """A simulated clock: the cycle advances it by 1 ms whenever nothing is due."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(kind: str, tmp: Path, clock: Clock) -> MercatorFrontier:
     store = SqliteStore(tmp / "frontier.sqlite", 8) if kind == "disk" else None
-    return MercatorFrontier(POLICY, store=store, back_queues=48)
+    return MercatorFrontier(POLICY, store=store, clock=clock, back_queues=48)
 
 
 def cycle(kind: str, data: list[tuple[str, str]], tmp: Path) -> dict[str, float]:
-    f = make(kind, tmp)
+    clock = Clock()
+    f = make(kind, tmp, clock)
     t0 = time.perf_counter()
     for url, host in data:
         f.add(Entry(url, host, depth=1))
@@ -52,14 +63,13 @@ def cycle(kind: str, data: list[tuple[str, str]], tmp: Path) -> dict[str, float]
         f.store.commit()  # type: ignore[attr-defined]
         result["disk_bytes_per_queued_url"] = disk_size(tmp) / len(data)
         t1 = time.perf_counter()
-    now = 0.0
     done = 0
     while done < len(data):
-        lease = f.next(now)
+        lease = f.next()
         if lease is None:
-            now += 0.001
+            clock.now += 0.001
             continue
-        f.complete(lease.token, now, 0.0)
+        f.finish(lease.token, 0.0)
         done += 1
     t2 = time.perf_counter()
     result |= {
@@ -83,18 +93,17 @@ def memory(data: list[tuple[str, str]]) -> dict[str, float]:
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    f = MercatorFrontier(POLICY, back_queues=48)
+    clock = Clock()
+    f = MercatorFrontier(POLICY, clock=clock, back_queues=48)
     for url, host in data:
         f.add(Entry("".join((url,)), host, depth=1))  # a fresh string, as a parsed link is
     queued = tracemalloc.get_traced_memory()[0] - base
-    now = 0.0
     while len(f):
-        lease = f.next(now)
+        lease = f.next()
         if lease is None:
-            now += 0.001
+            clock.now += 0.001
             continue
-        f.complete(lease.token, now, 0.0)
-    f._leases.clear()
+        f.finish(lease.token, 0.0)
     gc.collect()
     seen = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()

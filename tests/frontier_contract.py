@@ -1,12 +1,15 @@
 """The contract every frontier backend must pass, driven directly with simulated time.
 
-A backend's test module subclasses ``FrontierContract`` and implements ``make_frontier``.
+A backend's test module subclasses ``FrontierContract`` and implements ``make_frontier``, which
+must build the frontier on the ``clock`` it is given: the tests set that clock's time before
+each call, so the frontier never reads a clock of its own.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +17,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from crawler.frontier import Entry, Frontier, Lease, Outcome, PolitenessPolicy
+
+
+class FakeClock:
+    """A clock the test sets: ``clock.now = 5.0``, then every frontier call happens at 5.0."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass
@@ -37,6 +50,7 @@ class Simulation:
 
 def simulate(
     frontier: Frontier,
+    clock: FakeClock,
     *,
     concurrency: int = 4,
     duration: Callable[[str], float] = lambda url: 0.1,
@@ -45,15 +59,16 @@ def simulate(
     until: float = 10_000.0,
 ) -> Simulation:
     sim = Simulation()
-    now = 0.0
+    now = clock.now
     running: list[tuple[float, int, Lease]] = []
     in_flight: Counter[str] = Counter()
     seq = 0
     for _ in range(1_000_000):  # a frontier that says "due now" but hands nothing out must fail
         if now > until:
             break
+        clock.now = now
         while len(running) < concurrency:
-            lease = frontier.next(now)
+            lease = frontier.next()
             if lease is None:
                 break
             host = lease.entry.host
@@ -65,7 +80,10 @@ def simulate(
             sim.fetches.append(
                 Fetch(lease.entry.url, host, lease.slot, now, end, lease.entry.priority)
             )
-        due = frontier.next_due(now)
+        due_in = frontier.due_in()
+        due = None if due_in is None else now + due_in
+        if due is not None and due_in > 0 and due <= now:  # rounding: step by one ulp at least
+            due = math.nextafter(now, math.inf)
         candidates = [t for t in (running[0][0] if running else None, due) if t is not None]
         candidates = [t for t in candidates if t > now] or candidates
         if not candidates:
@@ -74,12 +92,14 @@ def simulate(
         while running and running[0][0] <= now:
             end, _, lease = heapq.heappop(running)
             in_flight[lease.entry.host] -= 1
-            frontier.complete(lease.token, end, end - lease.issued_at, outcome(lease.entry.url))
-            for e in discover(lease.entry.url):
-                frontier.add(e)
+            clock.now = end
+            # the fetch ends, the page's links go in, then the page is acknowledged
+            frontier.complete(lease.token, end - lease.issued_at, outcome(lease.entry.url))
+            frontier.add_many(discover(lease.entry.url))
+            frontier.ack(lease.token)
     else:
         raise AssertionError("simulation did not settle")
-    sim.end_time = now
+    sim.end_time = clock.now = now
     return sim
 
 
@@ -95,14 +115,20 @@ class FrontierContract:
     """Semantics that every backend must show."""
 
     def make_frontier(
-        self, policy: PolitenessPolicy | None = None, **kwargs: object
+        self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: object
     ) -> Frontier:  # pragma: no cover - implemented by subclasses
         raise NotImplementedError
+
+    def frontier(
+        self, policy: PolitenessPolicy | None = None, **kwargs: object
+    ) -> tuple[Frontier, FakeClock]:
+        clock = FakeClock()
+        return self.make_frontier(policy, clock=clock, **kwargs), clock
 
     # -- seen-test and admission ---
 
     def test_a_url_enters_once_unless_forced(self) -> None:
-        f = self.make_frontier()
+        f, _ = self.frontier()
         e = Entry(url="http://a.test/x", host="a.test")
         assert f.add(e).added
         assert f.add(Entry(url="http://a.test/x", host="a.test")).reason == "seen"
@@ -110,7 +136,7 @@ class FrontierContract:
         assert len(f) == 2
 
     def test_mark_seen(self) -> None:
-        f = self.make_frontier()
+        f, _ = self.frontier()
         assert f.mark_seen(["http://a.test/1", "http://a.test/2"]) == 2
         assert f.mark_seen(["http://a.test/2"]) == 0
         assert f.add(Entry(url="http://a.test/1", host="a.test")).reason == "seen"
@@ -118,36 +144,59 @@ class FrontierContract:
         assert len(f) == 1
 
     def test_host_budget(self) -> None:
-        f = self.make_frontier(max_pages_per_host=3)
+        f, _ = self.frontier(max_pages_per_host=3)
         results = [f.add(e) for e in entries(1, 5)]
         assert [r.added for r in results] == [True, True, True, False, False]
         assert results[-1].reason == "host_budget"
 
+    def test_add_many_returns_one_result_per_entry_in_order(self) -> None:
+        f, _ = self.frontier(max_pages_per_host=2)
+        f.mark_seen(["http://b.test/old"])
+        batch = [
+            Entry(url="http://a.test/1", host="a.test"),
+            Entry(url="http://a.test/1", host="a.test"),  # twice in one page
+            Entry(url="http://b.test/old", host="b.test"),
+            Entry(url="http://a.test/2", host="a.test"),
+            Entry(url="http://a.test/3", host="a.test"),  # over a.test's budget of 2
+            Entry(url="http://b.test/new", host="b.test"),
+        ]
+        results = f.add_many(batch)
+        assert [(r.added, r.reason) for r in results] == [
+            (True, ""),
+            (False, "seen"),
+            (False, "seen"),
+            (True, ""),
+            (False, "host_budget"),
+            (True, ""),
+        ]
+        assert len(f) == 3
+        assert f.add_many([]) == []
+
     def test_every_url_is_handed_out_exactly_once(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=0.5), back_queues=3)
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0.5), back_queues=3)
         urls = entries(10, 7)
         f.add_many(urls)
-        sim = simulate(f, concurrency=4)
+        sim = simulate(f, clock, concurrency=4)
         assert Counter(x.url for x in sim.fetches) == Counter(e.url for e in urls)
         assert len(f) == 0 and f.in_flight() == 0
-        assert not f.has_work(sim.end_time, 300)
+        assert not f.has_work(300)
 
     # -- politeness ---
 
     @pytest.mark.parametrize("slots", [1, 3])
     def test_no_host_above_its_slots(self, slots: int) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=0.2, host_concurrency=slots))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0.2, host_concurrency=slots))
         f.add_many(entries(3, 30))
-        sim = simulate(f, concurrency=20)
+        sim = simulate(f, clock, concurrency=20)
         assert len(sim.fetches) == 90
         assert max(sim.max_in_flight.values()) == slots
 
     def test_no_slot_used_before_its_time(self) -> None:
         policy = PolitenessPolicy(min_delay=1.0, delay_factor=5.0, max_delay=4.0)
-        f = self.make_frontier(policy, back_queues=4)
+        f, clock = self.frontier(policy, back_queues=4)
         durations = {0: 0.05, 1: 0.5, 2: 2.0}  # 1 s minimum, 2.5 s, capped at 4 s
         f.add_many(entries(3, 6))
-        sim = simulate(f, concurrency=8, duration=lambda url: durations[int(url[8])])
+        sim = simulate(f, clock, concurrency=8, duration=lambda url: durations[int(url[8])])
         by_slot: dict[tuple[str, int], list[Fetch]] = defaultdict(list)
         for x in sim.fetches:
             by_slot[(x.host, x.slot)].append(x)
@@ -158,96 +207,109 @@ class FrontierContract:
                 assert nxt.start == pytest.approx(prev.end + wanted)  # and not later either
 
     def test_crawl_delay_is_honoured_even_above_max_delay(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=1, max_delay=2, max_crawl_delay=10))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=1, max_delay=2, max_crawl_delay=10))
         assert f.set_crawl_delay("h0.test", 7)
         f.add_many(entries(1, 3))
-        sim = simulate(f)
+        sim = simulate(f, clock)
         starts = [x.start for x in sim.fetches]
-        assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx(
-            [7.1, 7.1]
-        )
+        assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx([7.1, 7.1])
 
     def test_host_asking_too_long_a_crawl_delay_is_skipped(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(max_crawl_delay=10))
+        f, clock = self.frontier(PolitenessPolicy(max_crawl_delay=10))
         f.add_many(entries(2, 3))
         assert not f.set_crawl_delay("h1.test", 60)
-        sim = simulate(f)
+        sim = simulate(f, clock)
         assert {x.host for x in sim.fetches} == {"h0.test"}
         assert f.add(Entry(url="http://h1.test/new", host="h1.test")).reason == "host_skipped"
 
     def test_a_held_host_waits_and_keeps_its_urls(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=0.0, delay_factor=0.0))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0.0, delay_factor=0.0))
         f.add_many(entries(2, 2))
-        f.hold_host("h1.test", 50.0)
-        sim = simulate(f)
+        clock.now = 10.0
+        f.hold_host("h1.test", 40.0)  # relative: until 50
+        f.hold_host("h1.test", 5.0)  # a shorter hold does not shorten the first one
+        sim = simulate(f, clock)
         h1 = [x.start for x in sim.fetches if x.host == "h1.test"]
         assert len(sim.fetches) == 4 and min(h1) == 50.0
         assert all(x.start < 50.0 for x in sim.fetches if x.host == "h0.test")
 
     def test_a_hold_placed_during_a_fetch_outlasts_its_completion(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=1.0))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=1.0))
         f.add_many(entries(1, 2))
-        lease = f.next(0.0)
+        lease = f.next()
+        assert lease is not None
         f.hold_host("h0.test", 30.0)
-        f.complete(lease.token, 0.5, 0.5)
-        assert f.next(29.0) is None and f.next(30.0) is not None
+        clock.now = 0.5
+        f.finish(lease.token, 0.5)
+        clock.now = 29.0
+        assert f.next() is None
+        clock.now = 30.0
+        assert f.next() is not None
 
     def test_not_sent_frees_the_slot_without_a_delay(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=5))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=5))
         f.add_many(entries(1, 3))
-        first = f.next(0.0)
-        assert first is not None and f.next(0.0) is None
-        f.complete(first.token, 0.01, None, Outcome.NOT_SENT)
-        second = f.next(0.01)
+        first = f.next()
+        assert first is not None and f.next() is None
+        clock.now = 0.01
+        f.finish(first.token, None, Outcome.NOT_SENT)
+        second = f.next()
         assert second is not None
-        f.complete(second.token, 1.0, 1.0, Outcome.FETCHED)
-        assert f.next(5.9) is None
-        assert f.next(6.0) is not None
+        clock.now = 1.0
+        f.finish(second.token, 1.0, Outcome.FETCHED)
+        clock.now = 5.9
+        assert f.next() is None
+        assert f.due_in() == pytest.approx(0.1)
+        clock.now = 6.0
+        assert f.next() is not None
 
     def test_failing_host_is_given_up(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=0.1, max_failures=3))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0.1, max_failures=3))
         f.add_many(entries(2, 10))
         sim = simulate(
-            f, outcome=lambda url: Outcome.FAILED if "h1" in url else Outcome.FETCHED
+            f, clock, outcome=lambda url: Outcome.FAILED if "h1" in url else Outcome.FETCHED
         )
         per_host = Counter(x.host for x in sim.fetches)
         assert per_host == {"h0.test": 10, "h1.test": 3}
-        assert len(f) == 0 and not f.has_work(sim.end_time, 300)
+        assert len(f) == 0 and not f.has_work(300)
         assert f.add(Entry(url="http://h1.test/late", host="h1.test")).reason == "host_dead"
 
     def test_a_success_resets_the_failure_count(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=0.1, max_failures=2))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0.1, max_failures=2))
         f.add_many(entries(1, 6))
         sim = simulate(
-            f, outcome=lambda url: Outcome.FAILED if int(url[-1]) % 2 else Outcome.FETCHED
+            f, clock, outcome=lambda url: Outcome.FAILED if int(url[-1]) % 2 else Outcome.FETCHED
         )
         assert len(sim.fetches) == 6
 
     # -- a host's first request ---
 
     def test_first_request_goes_alone_before_the_hosts_others(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=1, host_concurrency=3))
+        f, clock = self.frontier(PolitenessPolicy(min_delay=1, host_concurrency=3))
         f.add_many(entries(1, 4))
         f.add(Entry(url="http://h0.test/robots.txt", host="h0.test"), first=True)
-        lease = f.next(0.0)
+        lease = f.next()
         assert lease is not None and lease.entry.url.endswith("robots.txt")
-        assert f.next(0.0) is None  # the others wait for it, even with free slots
-        f.complete(lease.token, 0.5, 0.5)
-        assert f.next(0.6) is not None  # another slot, due at once
-        sim = simulate(f, concurrency=5, until=100)
+        assert f.next() is None  # the others wait for it, even with free slots
+        clock.now = 0.5
+        f.complete(lease.token, 0.5)
+        clock.now = 0.6
+        assert f.next() is not None  # another slot, due at once, before the first is acked
+        f.ack(lease.token)
+        sim = simulate(f, clock, concurrency=5, until=100)
         assert len(sim.fetches) == 3
 
     # -- priorities ---
 
     def test_higher_priorities_first_yet_low_priorities_progress(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=0.0), front_queues=4, back_queues=2)
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0.0), front_queues=4, back_queues=2)
         urls = [
             Entry(url=f"http://h{i}.test/p{p}", host=f"h{i}.test", priority=p)
             for i in range(200)
             for p in (3, 0)
         ]
         f.add_many(urls)
-        sim = simulate(f, concurrency=1)
+        sim = simulate(f, clock, concurrency=1)
         order = [x.priority for x in sim.fetches]
         assert len(order) == 400
         first_half = order[:200]
@@ -256,27 +318,148 @@ class FrontierContract:
 
     # -- crawl end ---
 
-    def test_next_due_and_has_work(self) -> None:
-        f = self.make_frontier(PolitenessPolicy(min_delay=50, max_delay=50))
-        assert f.next_due(0.0) is None and not f.has_work(0.0, 300)
+    def test_due_in_and_has_work(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=50, max_delay=50))
+        assert f.due_in() is None and not f.has_work(300)
         f.add_many(entries(1, 2))
-        assert f.next_due(0.0) == 0.0
-        lease = f.next(0.0)
+        assert f.due_in() == 0.0
+        lease = f.next()
         assert lease is not None
-        assert f.has_work(1.0, horizon=10)  # in flight
-        f.complete(lease.token, 1.0, 0.1)
-        assert f.next_due(2.0) == pytest.approx(51.0)
-        assert f.has_work(2.0, horizon=60)
-        assert not f.has_work(2.0, horizon=10)  # due too far ahead: the crawl may end
-        assert [r.host for r in f.waiting_hosts(2.0)] == ["h0.test"]
+        clock.now = 1.0
+        assert f.has_work(horizon=10)  # in flight
+        f.finish(lease.token, 0.1)
+        clock.now = 2.0
+        assert f.due_in() == pytest.approx(49.0)  # relative to now
+        assert f.has_work(horizon=60)
+        assert not f.has_work(horizon=10)  # due too far ahead: the crawl may end
+        assert [r.host for r in f.waiting_hosts()] == ["h0.test"]
+        assert f.waiting_hosts()[0].due_in == pytest.approx(49.0)
 
-    def test_unknown_lease_tokens_are_ignored(self) -> None:
-        f = self.make_frontier()
-        f.add_many(entries(1, 1))
-        lease = f.next(0.0)
+    # -- the lease lifecycle: complete, ack, renew, release, expire ---
+
+    def test_a_completed_lease_stays_open_until_acknowledged(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=1, max_delay=1))
+        f.add_many(entries(1, 2))
+        lease = f.next()
         assert lease is not None
-        f.complete(lease.token + 1000, 1.0, 0.1)
+        clock.now = 0.5
+        f.complete(lease.token, 0.5)
+        assert f.in_flight() == 1 and len(f) == 1
+        clock.now = 1.5
+        second = f.next()  # the slot is free again before the first page is processed
+        assert second is not None
+        f.finish(second.token, 0.1)
+        assert len(f) == 0 and f.in_flight() == 1
+        assert f.has_work(horizon=0)  # nothing queued, but a page is still being processed
+        f.ack(lease.token)
+        assert f.in_flight() == 0 and not f.has_work(horizon=300)
+        clock.now = 1000.0  # long past the lease's deadline: an acked URL never comes back
+        assert f.expire() == 0 and f.next() is None and len(f) == 0
+
+    def test_an_expired_lease_comes_back_first_and_rests_its_slot(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=5, max_delay=5), lease_ttl=10)
+        f.add_many(entries(1, 3))
+        lease = f.next()
+        assert lease is not None and lease.entry.url == "http://h0.test/0"
+        clock.now = 9.9
+        assert f.expire() == 0 and f.in_flight() == 1
+        clock.now = 10.0
+        assert f.next() is None  # expired now; the fetch may have happened: the slot rests
+        assert f.in_flight() == 0 and len(f) == 3
+        assert f.due_in() == pytest.approx(5.0)
+        assert f.has_work(horizon=5) and not f.has_work(horizon=4)
+        clock.now = 15.0
+        again = f.next()
+        assert again is not None and again.entry.url == "http://h0.test/0"  # head of its host
+        assert again.token != lease.token
+        f.complete(lease.token, 0.1)  # the expired lease's worker wakes up: no effect
+        f.ack(lease.token)
+        assert f.in_flight() == 1 and len(f) == 2
+        clock.now = 15.5
+        f.finish(again.token, 0.1)
+        sim = simulate(f, clock)
+        assert [x.url for x in sim.fetches] == ["http://h0.test/1", "http://h0.test/2"]
+
+    def test_an_expired_lease_whose_fetch_completed_does_not_rest_again(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=2, max_delay=2), lease_ttl=10)
+        f.add_many(entries(1, 1))
+        lease = f.next()
+        assert lease is not None
+        clock.now = 1.0
+        f.complete(lease.token, 1.0)  # slot free from 3.0; the page is never acknowledged
+        clock.now = 11.0
+        assert f.expire() == 1
+        assert f.due_in() == 0.0
+        again = f.next()
+        assert again is not None and again.entry.url == lease.entry.url
+
+    def test_an_expired_first_request_still_goes_before_the_hosts_others(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0, delay_factor=0), lease_ttl=10)
+        f.add_many(entries(1, 2))
+        f.add(Entry(url="http://h0.test/robots.txt", host="h0.test"), first=True)
+        lease = f.next()
+        assert lease is not None and lease.entry.url.endswith("robots.txt")
+        clock.now = 10.0
+        again = f.next()
+        assert again is not None and again.entry.url.endswith("robots.txt")
+        assert f.next() is None  # the others still wait for it
+
+    def test_renew_keeps_a_lease_alive_past_its_deadline(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0, delay_factor=0), lease_ttl=10)
+        f.add_many(entries(1, 2))
+        lease = f.next()
+        assert lease is not None
+        clock.now = 8.0
+        assert f.renew([lease.token, "no-such-token"]) == 1
+        clock.now = 15.0
+        assert f.expire() == 0 and f.in_flight() == 1
+        assert f.next() is None  # the slot is still taken by the renewed lease
+        clock.now = 17.9
+        assert f.has_work(horizon=0) and f.in_flight() == 1
+        clock.now = 18.0
+        assert f.expire() == 1 and f.in_flight() == 0
+        assert f.renew([lease.token]) == 0  # too late
+
+    def test_release_hands_back_at_once_without_a_delay(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=5, max_delay=5))
+        f.add_many(entries(2, 2))
+        a, b = f.next(), f.next()
+        assert a is not None and b is not None and f.next() is None
+        clock.now = 1.0
+        assert f.release([a.token, b.token, "no-such-token"]) == 2
+        assert f.in_flight() == 0 and len(f) == 4
+        again = {lease.entry.url for lease in f.next_many(10)}  # at once, heads of their hosts
+        assert again == {a.entry.url, b.entry.url}
+        assert f.release([a.token]) == 0  # already handed back
+        f.complete(a.token, 0.1)
+        f.ack(a.token)
+        assert f.in_flight() == 2 and len(f) == 2
+
+    def test_unknown_or_finished_lease_tokens_are_ignored(self) -> None:
+        f, clock = self.frontier(lease_ttl=10)
+        f.add_many(entries(1, 1))
+        lease = f.next()
+        assert lease is not None
+        clock.now = 1.0
+        f.complete("no-such-token", 0.1)
+        f.ack("no-such-token")
         assert f.in_flight() == 1
-        f.complete(lease.token, 1.0, 0.1)
-        f.complete(lease.token, 1.0, 0.1)  # twice: no harm
+        f.finish(lease.token, 0.1)
+        f.finish(lease.token, 0.1)  # twice: no harm
+        f.complete(lease.token, 0.1)
+        assert f.in_flight() == 0 and len(f) == 0 and not f.has_work(300)
+        assert f.renew([lease.token]) == 0 and f.release([lease.token]) == 0
+        clock.now = 100.0
+        assert f.expire() == 0 and len(f) == 0
+
+    def test_acknowledging_without_a_completion_frees_the_slot(self) -> None:
+        f, clock = self.frontier(PolitenessPolicy(min_delay=2, max_delay=2))
+        f.add_many(entries(1, 2))
+        lease = f.next()
+        assert lease is not None
+        clock.now = 1.0
+        f.ack(lease.token)
         assert f.in_flight() == 0
+        assert f.due_in() == pytest.approx(2.0)  # rests as after a fetch of unknown duration
+        clock.now = 3.0
+        assert f.next() is not None

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 from collections import Counter
 
-from crawler.frontier import BiasedSelector, Entry, MemoryFrontier, PolitenessPolicy, Prioritizer
-from tests.frontier_contract import FrontierContract, entries, simulate
+from crawler.frontier import (
+    BiasedSelector,
+    Entry,
+    MercatorFrontier,
+    PolitenessPolicy,
+    Prioritizer,
+)
+from tests.frontier_contract import FakeClock, FrontierContract, entries, simulate
 
 
 class TestMemoryFrontierContract(FrontierContract):
-    def make_frontier(self, policy=None, **kwargs):
-        return MemoryFrontier(policy or PolitenessPolicy(), **kwargs)
+    def make_frontier(self, policy=None, *, clock, **kwargs):
+        return MercatorFrontier(policy or PolitenessPolicy(), clock=clock, **kwargs)
 
 
 def test_each_back_queue_holds_one_host_and_stays_non_empty():
-    f = MemoryFrontier(PolitenessPolicy(min_delay=0.3), back_queues=4, refill_batch=1000)
+    clock = FakeClock()
+    f = MercatorFrontier(
+        PolitenessPolicy(min_delay=0.3), clock=clock, back_queues=4, refill_batch=1000
+    )
     f.add_many(entries(12, 8))
     checks = 0
 
@@ -31,45 +40,69 @@ def test_each_back_queue_holds_one_host_and_stays_non_empty():
         checks += 1
         return []
 
-    sim = simulate(f, concurrency=3, discover=discover)
+    sim = simulate(f, clock, concurrency=3, discover=discover)
     assert len(sim.fetches) == 96 and checks == 96
 
 
 def test_more_hosts_than_back_queues():
-    f = MemoryFrontier(PolitenessPolicy(min_delay=0.5), back_queues=2)
+    clock = FakeClock()
+    f = MercatorFrontier(PolitenessPolicy(min_delay=0.5), clock=clock, back_queues=2)
     f.add_many(entries(25, 4))
-    sim = simulate(f, concurrency=6)
+    sim = simulate(f, clock, concurrency=6)
     assert Counter(x.host for x in sim.fetches) == {f"h{h}.test": 4 for h in range(25)}
-    assert f.counts(sim.end_time).back_queues_used == 0
+    assert f.counts().back_queues_used == 0
 
 
 def test_urls_wait_in_front_queues_when_no_back_queue_is_free():
-    f = MemoryFrontier(back_queues=2)
+    f = MercatorFrontier(clock=FakeClock(), back_queues=2)
     f.add_many(entries(5, 2))
-    assert f.counts(0.0).back_queues_used == 2
-    assert f.counts(0.0).front_queued == 8  # h0 and h1 each got a back queue and one URL
+    assert f.counts().back_queues_used == 2
+    assert f.counts().front_queued == 8  # h0 and h1 each got a back queue and one URL
 
 
 def test_refill_does_bounded_work_per_call():
-    f = MemoryFrontier(back_queues=1, refill_batch=10)
-    f.add_many(Entry(url=f"http://a.test/{i}", host="a.test") for i in range(100))
+    f = MercatorFrontier(clock=FakeClock(), back_queues=1, refill_batch=10)
+    f.add_many([Entry(url=f"http://a.test/{i}", host="a.test") for i in range(100)])
     f.add(Entry(url="http://b.test/", host="b.test"))
     # The one back queue went to a.test; its URLs move 10 per call, never all 100 at once.
-    before = f.counts(0.0).front_queued
-    lease = f.next(0.0)
+    before = f.counts().front_queued
+    lease = f.next()
     assert lease is not None
-    assert before - f.counts(0.0).front_queued <= 10
+    assert before - f.counts().front_queued <= 10
 
 
 def test_politeness_state_outlives_the_back_queue():
-    f = MemoryFrontier(PolitenessPolicy(min_delay=10, max_delay=10), back_queues=1)
+    clock = FakeClock()
+    f = MercatorFrontier(
+        PolitenessPolicy(min_delay=10, max_delay=10), clock=clock, back_queues=1
+    )
     f.add(Entry(url="http://a.test/1", host="a.test"))
-    lease = f.next(0.0)
-    assert lease is not None and f.counts(0.0).back_queues_used == 0  # ran dry, released
-    f.complete(lease.token, 1.0, 0.1)
+    lease = f.next()
+    assert lease is not None and f.counts().back_queues_used == 0  # ran dry, released
+    clock.now = 1.0
+    f.finish(lease.token, 0.1)
     f.add(Entry(url="http://a.test/2", host="a.test"))  # gets a back queue again
-    assert f.next(5.0) is None
-    assert f.next_due(5.0) == 11.0
+    clock.now = 5.0
+    assert f.next() is None
+    assert f.due_in() == 6.0
+
+
+def test_expiry_is_checked_only_when_the_earliest_deadline_is_due():
+    """Expiry costs nothing per call while no lease is overdue, and every overdue lease comes
+    back in one pass, whichever call notices it."""
+    clock = FakeClock()
+    f = MercatorFrontier(PolitenessPolicy(min_delay=0), clock=clock, lease_ttl=10)
+    f.add_many(entries(50, 1))
+    leases = f.next_many(50)
+    assert len(leases) == 50 and len(f._deadlines) == 50
+    clock.now = 5.0
+    f.renew(lease.token for lease in leases[:10])
+    clock.now = 10.0
+    assert f.has_work(0) and f.in_flight() == 10 and len(f) == 40  # has_work expired 40
+    assert f.counts().extra["leases_expired"] == 40
+    for _ in range(100):  # renewing again and again leaves no unbounded trail of deadlines
+        f.renew(lease.token for lease in leases[:10])
+    assert len(f._deadlines) <= 2 * 10 + 64
 
 
 def test_selector_is_biased_but_fair():

@@ -5,8 +5,17 @@ queue store: ``store.MemoryStore`` (the embedded default) or ``sqlite.SqliteStor
 ``politeness``, ``selector``, ``prioritizer`` and ``urls`` are the policies it is built from.
 """
 
-from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
-from .mercator import MemoryFrontier, MercatorFrontier
+from .api import (
+    AddResult,
+    Clock,
+    Entry,
+    Frontier,
+    FrontierCounts,
+    HostReport,
+    Lease,
+    Outcome,
+)
+from .mercator import MercatorFrontier
 from .politeness import PolitenessPolicy
 from .prioritizer import POLICIES, Prioritizer
 from .selector import BiasedSelector
@@ -17,13 +26,13 @@ __all__ = [
     "POLICIES",
     "AddResult",
     "BiasedSelector",
+    "Clock",
     "Entry",
     "Frontier",
     "FrontierCounts",
     "HostReport",
     "InvalidUrl",
     "Lease",
-    "MemoryFrontier",
     "MemoryStore",
     "MercatorFrontier",
     "Outcome",

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import heapq
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import count
 
-from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
+from .api import (
+    AddResult,
+    Clock,
+    Entry,
+    Frontier,
+    FrontierCounts,
+    HostReport,
+    Lease,
+    Outcome,
+)
 from .politeness import PolitenessPolicy
 from .selector import BiasedSelector
 from .store import MemoryStore, QueueStore, url_key
@@ -31,6 +42,7 @@ class HostState:
         "has_back",
         "last_end",
         "name",
+        "returned",
         "skipped",
         "version",
     )
@@ -45,6 +57,9 @@ class HostState:
         self.failures = 0
         self.firsts: list[Entry] = []
         self.first_in_flight = 0
+        # Leases handed back (released or expired): served before the back queue. Kept here
+        # rather than in the store because the host may hold no back queue at that moment.
+        self.returned: deque[Entry] = deque()
         self.has_back = False
         self.admitted = 0
         self.version = 0  # invalidates stale heap entries
@@ -65,11 +80,28 @@ class HostState:
         return best
 
 
+class _Open:
+    """An open lease: handed out and not yet acknowledged, released or expired."""
+
+    __slots__ = ("completed", "deadline", "first", "host", "lease")
+
+    def __init__(self, lease: Lease, host: HostState, first: bool, deadline: float) -> None:
+        self.lease = lease
+        self.host = host
+        self.first = first
+        self.completed = False  # the fetch ended: the slot is free, the URL not yet forgotten
+        self.deadline = deadline
+
+
 class MercatorFrontier(Frontier):
     """Prioritizer output goes to K front queues; a biased selector refills at most B back
     queues of one host each; a heap keyed by each host's next allowed fetch time picks the next
     URL. Every public call does a bounded amount of work: a refill moves at most
-    ``refill_batch`` entries from front to back queues per call.
+    ``refill_batch`` entries from front to back queues per call, and expiry costs O(log n) per
+    expired lease (a heap of deadlines, looked at only when its root is due).
+
+    Time is read from ``clock`` (``time.monotonic`` unless a test passes its own); a lease not
+    acknowledged or renewed within ``lease_ttl`` seconds comes back to its host's queue.
     """
 
     def __init__(
@@ -77,6 +109,8 @@ class MercatorFrontier(Frontier):
         policy: PolitenessPolicy | None = None,
         *,
         store: QueueStore | None = None,
+        clock: Clock | None = None,
+        lease_ttl: float = 300.0,
         front_queues: int = 8,
         back_queues: int = 48,
         max_pages_per_host: int | None = None,
@@ -86,7 +120,11 @@ class MercatorFrontier(Frontier):
     ) -> None:
         if back_queues < 1:
             raise ValueError("at least one back queue is needed")
+        if lease_ttl <= 0:
+            raise ValueError("lease_ttl must be > 0")
         self.policy = policy or PolitenessPolicy()
+        self.clock: Clock = clock or time.monotonic
+        self.lease_ttl = lease_ttl
         self.front_queue_count = front_queues
         self.back_queue_count = back_queues
         self.max_pages_per_host = max_pages_per_host
@@ -100,16 +138,19 @@ class MercatorFrontier(Frontier):
         self._heap: list[tuple[float, int, int, HostState]] = []
         self._seq = count()
         self._tokens = count(1)
-        self._leases: dict[int, tuple[Lease, HostState, bool]] = {}
+        self._leases: dict[str, _Open] = {}
+        # (deadline, token): stale when the lease is gone or was renewed since
+        self._deadlines: list[tuple[float, str]] = []
         self._queued = 0
         self.dropped: dict[str, int] = {}
+        self.expired = 0
         self.on_give_up = on_give_up
         self._recover()
 
     def _recover(self) -> None:
         """Take up what a persistent store kept from an earlier run: its queued entries are all
-        back in the front queues (including those that were in flight), its hosts keep their
-        page counts, skips and Crawl-delays."""
+        back in the front queues (including those that were in flight or not acknowledged), its
+        hosts keep their page counts, skips and Crawl-delays."""
         for saved in self.store.load_hosts():
             host = self._host(saved.name)
             host.admitted = saved.admitted
@@ -190,7 +231,7 @@ class MercatorFrontier(Frontier):
         """When the host can next hand out a URL, or None if it has nothing it may hand out."""
         if host.dead or host.skipped or host.first_in_flight:
             return None
-        if not host.firsts and not host.has_back:
+        if not host.firsts and not host.returned and not host.has_back:
             return None
         slot = host.free_slot()
         return None if slot < 0 else host.free_at[slot]
@@ -210,9 +251,12 @@ class MercatorFrontier(Frontier):
             heapq.heappop(heap)
         return None
 
-    # -- handing out and completing -----------------------------------------------------------
+    # -- handing out --------------------------------------------------------------------------
 
-    def next(self, now: float) -> Lease | None:
+    def next(self) -> Lease | None:
+        now = self.clock()
+        if self._deadlines and self._deadlines[0][0] <= now:
+            self._expire(now)
         if self._free_back:
             self._refill()
         top = self._peek()
@@ -225,6 +269,8 @@ class MercatorFrontier(Frontier):
         if is_first:
             entry = host.firsts.pop(0)
             host.first_in_flight += 1
+        elif host.returned:
+            entry = host.returned.popleft()
         else:
             entry = self.store.back_pop(host.name)
             if not self.store.back_len(host.name):
@@ -235,36 +281,140 @@ class MercatorFrontier(Frontier):
         if host.last_end is not None:
             host.gap_sum += now - host.last_end
             host.gaps += 1
-        lease = Lease(next(self._tokens), entry, slot, now)
-        self._leases[lease.token] = (lease, host, is_first)
+        lease = Lease(str(next(self._tokens)), entry, slot, now)
+        deadline = now + self.lease_ttl
+        self._leases[lease.token] = _Open(lease, host, is_first, deadline)
+        self._push_deadline(deadline, lease.token)
         self._reschedule(host)
         return lease
 
+    def _push_deadline(self, deadline: float, token: str) -> None:
+        """Deadlines of acknowledged or renewed leases stay in the heap until they come up;
+        rebuilding it when they outnumber the open leases keeps it O(open leases), at an
+        amortized O(1) per push."""
+        deadlines = self._deadlines
+        heapq.heappush(deadlines, (deadline, token))
+        if len(deadlines) > 2 * len(self._leases) + 64:
+            self._deadlines = [(r.deadline, t) for t, r in self._leases.items()]
+            heapq.heapify(self._deadlines)
+
+    # -- the lease lifecycle ------------------------------------------------------------------
+
     def complete(
-        self, token: int, now: float, duration: float | None, outcome: str = Outcome.FETCHED
+        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
-        record = self._leases.pop(token, None)
-        if record is None:
+        record = self._leases.get(token)
+        if record is None or record.completed:
             return
-        lease, host, was_first = record
+        now = self.clock()
+        self._complete(record, now, duration, outcome)
+        self.store.tick(now)
+
+    def _complete(
+        self, record: _Open, now: float, duration: float | None, outcome: Outcome
+    ) -> None:
+        record.completed = True
+        lease, host = record.lease, record.host
         host.busy[lease.slot] = False
-        if was_first:
+        if record.first:
             host.first_in_flight -= 1
         if outcome != Outcome.NOT_SENT:
             host.fetches += 1
             host.last_end = now
-            # max(): a hold placed while the fetch was in flight must not be shortened
-            host.free_at[lease.slot] = max(
-                host.free_at[lease.slot], now + self.policy.delay(duration, host.crawl_delay)
-            )
+            self._rest(host, lease.slot, now, duration)
             if outcome == Outcome.FAILED:
                 host.failures += 1
                 if host.failures >= self.policy.max_failures:
                     self._give_up(host, "host_dead")
             else:
                 host.failures = 0
-        self.store.forget(lease.entry)
+        self._reschedule(host)
+
+    def _rest(self, host: HostState, slot: int, now: float, duration: float | None) -> None:
+        # max(): a hold placed while the fetch was in flight must not be shortened
+        host.free_at[slot] = max(
+            host.free_at[slot], now + self.policy.delay(duration, host.crawl_delay)
+        )
+
+    def ack(self, token: str) -> None:
+        record = self._leases.pop(token, None)
+        if record is None:
+            return
+        now = self.clock()
+        if not record.completed:
+            # acknowledged without a completion: the fetch happened, its duration is unknown
+            self._complete(record, now, None, Outcome.FETCHED)
+        self.store.forget(record.lease.entry)
         self.store.tick(now, durable=True)
+
+    def renew(self, tokens: Iterable[str]) -> int:
+        now = self.clock()
+        if self._deadlines and self._deadlines[0][0] <= now:
+            self._expire(now)
+        renewed = 0
+        for token in tokens:
+            record = self._leases.get(token)
+            if record is None:
+                continue
+            record.deadline = now + self.lease_ttl
+            self._push_deadline(record.deadline, token)
+            renewed += 1
+        return renewed
+
+    def release(self, tokens: Iterable[str]) -> int:
+        released = 0
+        for token in tokens:
+            record = self._leases.pop(token, None)
+            if record is None:
+                continue
+            released += 1
+            host = record.host
+            if not record.completed:
+                record.completed = True
+                host.busy[record.lease.slot] = False  # its time unchanged: nothing was sent
+                if record.first:
+                    host.first_in_flight -= 1
+            self._hand_back(record)
+        return released
+
+    def expire(self) -> int:
+        return self._expire(self.clock())
+
+    def _expire(self, now: float) -> int:
+        deadlines = self._deadlines
+        expired = 0
+        while deadlines and deadlines[0][0] <= now:
+            deadline, token = heapq.heappop(deadlines)
+            record = self._leases.get(token)
+            if record is None or record.deadline != deadline:
+                continue  # acknowledged, released, or renewed since
+            del self._leases[token]
+            expired += 1
+            host = record.host
+            if not record.completed:
+                # the fetch may have happened: rest as after a fetch of unknown duration
+                record.completed = True
+                host.busy[record.lease.slot] = False
+                if record.first:
+                    host.first_in_flight -= 1
+                self._rest(host, record.lease.slot, now, None)
+            self._hand_back(record)
+        self.expired += expired
+        return expired
+
+    def _hand_back(self, record: _Open) -> None:
+        """Put a lease's URL back at the head of its host's queue (a persistent store still
+        holds its row: it was never forgotten)."""
+        host, entry = record.host, record.lease.entry
+        if host.dead or host.skipped:
+            self._queued += 1
+            self._drop([entry], "host_dead" if host.dead else "host_skipped")
+            return
+        self._queued += 1
+        if record.first:
+            host.firsts.insert(0, entry)
+        else:
+            host.returned.appendleft(entry)
         self._reschedule(host)
 
     def _give_up(self, host: HostState, reason: str) -> None:
@@ -274,8 +424,9 @@ class MercatorFrontier(Frontier):
             host.dead = True
         else:
             host.skipped = True
-        dropped = host.firsts
+        dropped = host.firsts + list(host.returned)
         host.firsts = []
+        host.returned.clear()
         if host.has_back:
             dropped = dropped + self.store.back_drop(host.name)
             self._release_back(host)
@@ -302,26 +453,30 @@ class MercatorFrontier(Frontier):
         self._reschedule(state)
         return True
 
-    def hold_host(self, host: str, until: float) -> None:
+    def hold_host(self, host: str, seconds: float) -> None:
+        until = self.clock() + seconds
         state = self._host(host)
         state.free_at = [max(t, until) for t in state.free_at]
         self._reschedule(state)
 
     # -- what the scheduler asks about ----------------------------------------------------------
 
-    def next_due(self, now: float) -> float | None:
+    def due_in(self) -> float | None:
+        now = self.clock()
+        if self._deadlines and self._deadlines[0][0] <= now:
+            self._expire(now)
         if self._free_back:
             self._refill()
         top = self._peek()
         if top is None:
             return None
-        return max(top[0], now)
+        return max(0.0, top[0] - now)
 
-    def has_work(self, now: float, horizon: float) -> bool:
+    def has_work(self, horizon: float) -> bool:
+        due = self.due_in()  # expires overdue leases first
         if self._leases:
             return True
-        due = self.next_due(now)
-        return due is not None and due - now <= horizon
+        return due is not None and due <= horizon
 
     def in_flight(self) -> int:
         return len(self._leases)
@@ -333,7 +488,11 @@ class MercatorFrontier(Frontier):
         """Hosts that hold a back queue, with its length."""
         return {h.name: self.store.back_len(h.name) for h in self._hosts.values() if h.has_back}
 
-    def counts(self, now: float) -> FrontierCounts:
+    def counts(self) -> FrontierCounts:
+        now = self.clock()
+        extra = dict(self.dropped)
+        if self.expired:
+            extra["leases_expired"] = self.expired
         c = FrontierCounts(
             queued=self._queued,
             in_flight=len(self._leases),
@@ -341,7 +500,7 @@ class MercatorFrontier(Frontier):
             hosts=len(self._hosts),
             front_queued=sum(self.store.front_sizes),
             back_queues_used=self.back_queue_count - self._free_back,
-            extra=dict(self.dropped),
+            extra=extra,
         )
         for host in self._hosts.values():
             if host.in_flight():
@@ -356,23 +515,25 @@ class MercatorFrontier(Frontier):
         return c
 
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
-        """``(host, fetches, mean real gap in seconds)`` of the hosts fetched most."""
         top = heapq.nlargest(n, self._hosts.values(), key=lambda h: h.fetches)
         return [
             (h.name, h.fetches, h.gap_sum / h.gaps if h.gaps else 0.0) for h in top if h.fetches
         ]
 
-    def waiting_hosts(self, now: float) -> list[HostReport]:
+    def waiting_hosts(self) -> list[HostReport]:
+        now = self.clock()
         queued: dict[str, int] = {}
         for entry in self.store.iter_queued():
             queued[entry.host] = queued.get(entry.host, 0) + 1
         reports = []
         for host in self._hosts.values():
+            # a returned entry with a row id is still in a persistent store: counted above
             n = queued.get(host.name, 0) + len(host.firsts)
+            n += sum(1 for e in host.returned if not e.id)
             if not n or host.dead or host.skipped:
                 continue
             when = self._ready_time(host)
-            if not host.has_back and not host.firsts:
+            if not host.has_back and not host.firsts and not host.returned:
                 reason, due_in = "waiting for a back queue", 0.0
             elif when is None:
                 reason, due_in = "in flight", 0.0
@@ -383,7 +544,3 @@ class MercatorFrontier(Frontier):
 
     def close(self) -> None:
         self.store.close()
-
-
-class MemoryFrontier(MercatorFrontier):
-    """The embedded default: everything in this process's memory (the default store)."""

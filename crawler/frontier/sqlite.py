@@ -2,11 +2,15 @@
 
 Durability contract (what a rerun with the same file sees):
 
-* A URL's row is deleted only when its fetch completes, and that deletion is committed at once
-  (WAL with ``synchronous=NORMAL``: a commit costs no fsync and survives a killed process). So
-  after ``kill -9`` only what was in flight is fetched again.
-* New URLs and seen keys are committed with the next completion or after ``commit_interval``
-  seconds, whichever comes first: a killed crawl loses at most the URLs discovered since then.
+* A URL's row is deleted only when its lease is acknowledged (the page's item and links have
+  left the spider and the pipelines), and that deletion is committed at once together with
+  the links the page brought (WAL with ``synchronous=NORMAL``: a commit costs no fsync and
+  survives a killed process). So after ``kill -9`` every URL whose page was not fully
+  processed (in flight, or fetched and not yet acknowledged) is fetched again, and the links
+  it had brought are found again.
+* New URLs and seen keys are committed with the next acknowledgement or after
+  ``commit_interval`` seconds, whichever comes first: a killed crawl loses at most the URLs
+  discovered since then by pages that are not fetched again.
 * On open, every row goes back to the front queues; the Mercator structure (which host has a
   back queue) is rebuilt as the crawl goes.
 

@@ -79,7 +79,7 @@ class QueueStore(abc.ABC):
         return []
 
     def forget(self, entry: Entry) -> None:  # noqa: B027 - nothing to do in memory
-        """The entry was fetched or dropped: a persistent store deletes it for good."""
+        """The entry was acknowledged or dropped: a persistent store deletes it for good."""
 
     def tick(self, now: float, *, durable: bool = False) -> None:  # noqa: B027
         """A point where a persistent store may commit (``durable``: must commit now)."""
