@@ -110,16 +110,3 @@ def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
 def fresh_key() -> str:
     """A crawl key no other test uses (tests share one server per module)."""
     return "t-" + uuid.uuid4().hex[:12]
-
-
-class FakeClock:
-    """Time under a test's control, passed to a frontier as ``clock=``."""
-
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
