@@ -303,6 +303,16 @@ def test_a_big_batch_goes_in_chunks(make) -> None:
     assert len(f) == 5000
 
 
+def test_finish_is_one_script_call(make) -> None:
+    f = make(PolitenessPolicy(min_delay=1.0))
+    f.add_many(entries(1, 2))
+    lease = f.next()
+    before = _evalsha_calls(f.client)
+    f.finish(lease.token, 0.1)
+    assert _evalsha_calls(f.client) - before == 1
+    assert f.in_flight() == 0 and f.due_in() == pytest.approx(1.0)
+
+
 def test_memory_per_queued_and_per_seen_url(make) -> None:
     """Printed for the record; the bounds are loose sanity checks, several times the target
     (~100-120 B per queued URL of 50 characters, ~64-70 B per seen URL)."""

@@ -190,11 +190,11 @@ class RedisFrontier(Frontier):
         """The settings every worker of one crawl must share (politeness and queue shape)."""
         p = self.policy
         return {
-            "min_delay": repr(p.min_delay),
-            "delay_factor": repr(p.delay_factor),
-            "max_delay": repr(p.max_delay),
+            "min_delay": repr(float(p.min_delay)),
+            "delay_factor": repr(float(p.delay_factor)),
+            "max_delay": repr(float(p.max_delay)),
             "host_concurrency": str(p.host_concurrency),
-            "max_crawl_delay": repr(p.max_crawl_delay),
+            "max_crawl_delay": repr(float(p.max_crawl_delay)),
             "max_failures": str(p.max_failures),
             "front_queues": str(self.front_queue_count),
             "back_queues": str(self.back_queue_count),
@@ -272,7 +272,13 @@ class RedisFrontier(Frontier):
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
-        self._call("complete", token, "" if duration is None else repr(duration), str(outcome))
+        self._call("complete", token, _seconds(duration), str(outcome), "0")
+
+    def finish(
+        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+    ) -> None:
+        """``complete`` and ``ack`` in one script call: one round trip, not two."""
+        self._call("complete", token, _seconds(duration), str(outcome), "1")
 
     def ack(self, token: str) -> None:
         self._call("ack", token)
@@ -294,10 +300,10 @@ class RedisFrontier(Frontier):
     # -- hosts --------------------------------------------------------------------------------
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
-        return bool(self._call("crawl_delay", host, "" if seconds is None else repr(seconds)))
+        return bool(self._call("crawl_delay", host, _seconds(seconds)))
 
     def hold_host(self, host: str, seconds: float) -> None:
-        self._call("hold", host, repr(float(seconds)))
+        self._call("hold", host, _seconds(seconds))
 
     # -- what the scheduler asks about --------------------------------------------------------
 
@@ -401,6 +407,10 @@ class RedisFrontier(Frontier):
         for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
             deleted += self.client.unlink(*chunk)
         return deleted
+
+
+def _seconds(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
 
 
 def _glob_escape(text: str) -> str:

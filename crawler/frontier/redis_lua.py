@@ -365,12 +365,15 @@ return {fmt(NOW), out}
 """
 
 COMPLETE = r"""
-local token, outcome = ARGV[3], ARGV[5]
+local token, outcome, and_ack = ARGV[3], ARGV[5], ARGV[6] == '1'
 local duration = tonumber(ARGV[4])
 local raw = redis.call('HGET', LEASE, token)
 if not raw then return 0 end
 local rec = cmsgpack.unpack(raw)
-if rec[4] == 1 then return 0 end
+if rec[4] == 1 then
+  if and_ack then forget_lease(token) end
+  return 0
+end
 local name, slot = rec[1], rec[2]
 local h = load(name)
 release_slot(name, h, slot, rec[3])
@@ -387,8 +390,12 @@ if outcome ~= 'not_sent' then
     set(name, h, 'fl', '0')
   end
 end
-rec[4] = 1
-redis.call('HSET', LEASE, token, cmsgpack.pack(rec))
+if and_ack then
+  forget_lease(token)
+else
+  rec[4] = 1
+  redis.call('HSET', LEASE, token, cmsgpack.pack(rec))
+end
 reschedule(name, h)
 if h.st then refill() end
 return 1
