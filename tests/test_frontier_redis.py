@@ -214,6 +214,34 @@ def test_two_handles_are_one_frontier(make) -> None:
     assert a.next() is not None and len(b) == 1
 
 
+def test_a_dead_workers_lease_comes_back_to_another(make) -> None:
+    key = fresh_key()
+    dead = make(PolitenessPolicy(min_delay=1.0), key=key, lease_ttl=30)
+    alive = make(PolitenessPolicy(min_delay=1.0), key=key, lease_ttl=30)
+    dead.add_many(entries(1, 2))
+    lost = dead.next()  # and the worker is killed
+    make.clock.now = 29.0
+    assert alive.next() is None and alive.has_work(0)
+    make.clock.now = 30.0
+    assert alive.next() is None  # expired now, but the slot rests: the fetch may have happened
+    make.clock.now = 31.0
+    again = alive.next()
+    assert again is not None and again.entry.url == lost.entry.url
+
+
+def test_waiting_hosts_reads_the_host_table_in_batches(make) -> None:
+    f = make(PolitenessPolicy(min_delay=10.0), back_queues=4)
+    f.add_many(entries(1200, 1))
+    f.hold_host("h1.test", 100.0)
+    reports = f.waiting_hosts()
+    assert len(reports) == 1200 - 3  # B = 4 hosts hold a back queue; three of them are due now
+    assert reports[0].host == "h1.test" and reports[0].due_in == pytest.approx(100.0)
+    assert Counter(r.reason for r in reports) == {
+        "waiting for a back queue": 1196,
+        "politeness delay": 1,
+    }
+
+
 def test_tokens_are_unique_across_handles(make) -> None:
     key = fresh_key()
     handles = [make(PolitenessPolicy(min_delay=0.0, host_concurrency=4), key=key)
