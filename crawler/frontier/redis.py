@@ -26,6 +26,22 @@ Layout, all under the hash tag ``{key}`` (one Redis Cluster slot per crawl):
 
 A queued URL is msgpack: the host, then ``[url, priority, depth, payload]`` in a LIST (about
 80 bytes for a 50-character URL); nothing is ever pickled.
+
+Choices, and why:
+
+* Mercator as it is, not simplified: K front queues, at most B back queues (one host each)
+  refilled by the biased selector, whose state lives in Redis so all workers share one
+  rotation. Routing every host straight to its own queue would lose the priority order across
+  hosts (a host's low-priority link would go before another host's high-priority one).
+* Each script does bounded work: a refill moves at most ``refill_batch`` URLs, ``next``
+  expires at most 16 leases, reports read counters and cardinalities (``counts`` is O(K));
+  ``waiting_hosts`` walks the host set from the client with SSCAN in batches.
+* An expired or released lease puts its URL back at the head of its host's back queue even if
+  the host had lost its back queue meanwhile: B may be exceeded by a few for a while, rather
+  than a URL losing its place.
+* The scripts build key names from ``KEYS[1]``'s prefix instead of declaring every key. All
+  share the hash tag, so they are on one cluster slot; a Redis that enforces declared keys
+  would need the scripts rewritten as Redis Functions with key lists.
 """
 
 from __future__ import annotations
