@@ -1,0 +1,159 @@
+"""BufferedFrontier: a shared frontier behind a worker thread, so the caller never waits on it.
+
+The shared frontier here is the real in-memory Mercator frontier; a subclass can block chosen
+calls on an Event to show what the caller sees while the shared frontier is slow.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
+from crawler.frontier.api import AddResult, Lease
+from crawler.frontier.buffered import PENDING, BufferedFrontier
+from tests.frontier_contract import entries
+
+WAIT = 10.0  # generous: these waits end as soon as the worker has done its part
+
+
+class GatedFrontier(MercatorFrontier):
+    """Mercator whose ``next_many`` and ``add_many`` wait for a gate to open."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+
+    def next_many(self, n: int) -> list[Lease]:
+        self.entered.set()
+        assert self.gate.wait(WAIT)
+        return super().next_many(n)
+
+    def add_many(self, batch: Sequence[Entry]) -> list[AddResult]:
+        self.entered.set()
+        assert self.gate.wait(WAIT)
+        return super().add_many(batch)
+
+
+def fast_policy() -> PolitenessPolicy:
+    return PolitenessPolicy(min_delay=0.0, delay_factor=0.0, max_delay=0.0)
+
+
+@pytest.fixture
+def arrived() -> threading.Event:
+    return threading.Event()
+
+
+def wait_for_lease(frontier: BufferedFrontier, arrived: threading.Event) -> Lease:
+    for _ in range(100):
+        lease = frontier.next()
+        if lease is not None:
+            return lease
+        arrived.wait(WAIT / 100)
+        arrived.clear()
+    raise AssertionError("no lease arrived")
+
+
+def test_leases_arrive_ahead_and_every_url_is_served_once(arrived) -> None:
+    inner = MercatorFrontier(fast_policy())
+    inner.add_many(entries(6, 5))
+    f = BufferedFrontier(inner, read_ahead=4, notify=arrived.set)
+    served = []
+    while len(served) < 30:
+        lease = wait_for_lease(f, arrived)
+        served.append(lease.entry.url)
+        f.finish(lease.token, 0.01)
+    assert sorted(served) == sorted(e.url for e in entries(6, 5))
+    assert f.flush(WAIT)
+    f._take_snapshot()
+    assert not f.has_work(300) and inner.in_flight() == 0 and len(inner) == 0
+    f.close()
+
+
+def test_next_never_waits_for_the_shared_frontier(arrived) -> None:
+    inner = GatedFrontier(fast_policy())
+    inner.add_many(entries(2, 2))
+    inner.gate.clear()  # the shared frontier is stuck
+    f = BufferedFrontier(inner, read_ahead=2, notify=arrived.set)
+    assert f.next() is None  # answered while the worker is blocked
+    assert inner.entered.wait(WAIT)
+    assert f.next() is None and f.has_work(300)  # a lease request is outstanding
+    inner.gate.set()
+    assert wait_for_lease(f, arrived).entry.host in {"h0.test", "h1.test"}
+    f.close()
+
+
+def test_queued_adds_count_as_work_until_sent_and_report_their_results(arrived) -> None:
+    inner = GatedFrontier(fast_policy())
+    inner.add(Entry("http://h0.test/0", "h0.test"))
+    results: list[list[AddResult]] = []
+    got = threading.Event()
+
+    def on_added(batch: list[Entry], res: list[AddResult]) -> None:
+        results.append(res)
+        got.set()
+
+    f = BufferedFrontier(inner, notify=arrived.set, on_added=on_added)
+    lease = wait_for_lease(f, arrived)
+    f.finish(lease.token, 0.01)
+    assert f.flush(WAIT)
+    inner.gate.clear()
+    inner.entered.clear()
+    links = [Entry("http://h0.test/0", "h0.test"), Entry("http://h0.test/1", "h0.test")]
+    assert [r.reason for r in f.add_many(links)] == [PENDING, PENDING]
+    assert inner.entered.wait(WAIT)
+    f._take_snapshot()
+    assert f.has_work(0)  # nothing due in the snapshot, but links are on their way
+    inner.gate.set()
+    assert got.wait(WAIT)
+    assert [(r.added, r.reason) for r in results[0]] == [(False, "seen"), (True, "")]
+    f.close()
+
+
+def test_close_hands_back_the_leases_never_started(arrived) -> None:
+    inner = MercatorFrontier(fast_policy())
+    inner.add_many(entries(4, 1))
+    f = BufferedFrontier(inner, read_ahead=4, notify=arrived.set)
+    first = wait_for_lease(f, arrived)
+    for _ in range(100):  # the rest of the read-ahead arrives
+        if len(f._buffer) == 3:
+            break
+        arrived.wait(WAIT / 100)
+    assert len(f._buffer) == 3 and inner.in_flight() == 4
+    f.finish(first.token, 0.01)
+    f.close()
+    assert inner.in_flight() == 0 and len(inner) == 3
+
+
+def test_long_fetches_keep_their_leases(arrived) -> None:
+    inner = MercatorFrontier(fast_policy(), lease_ttl=0.3)
+    inner.add(Entry("http://h0.test/slow", "h0.test"))
+    f = BufferedFrontier(inner, read_ahead=1, refresh=0.05, notify=arrived.set)
+    lease = wait_for_lease(f, arrived)
+    threading.Event().wait(1.0)  # more than three lease lifetimes
+    assert f.flush(WAIT)
+    assert inner.in_flight() == 1 and len(inner) == 0  # renewed, never expired
+    f.finish(lease.token, 1.0)
+    assert f.flush(WAIT)
+    assert inner.in_flight() == 0
+    f.close()
+
+
+def test_a_failing_call_is_reported_and_the_worker_goes_on(arrived) -> None:
+    errors: list[BaseException] = []
+    inner = MercatorFrontier(fast_policy())
+    f = BufferedFrontier(inner, notify=arrived.set, on_error=errors.append)
+
+    def boom() -> None:
+        raise ConnectionError("shared frontier unreachable")
+
+    f._submit(boom)
+    f.add(Entry("http://h0.test/after", "h0.test"))
+    assert f.flush(WAIT)
+    assert [type(e) for e in errors] == [ConnectionError]
+    assert wait_for_lease(f, arrived).entry.url == "http://h0.test/after"
+    f.close()
