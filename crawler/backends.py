@@ -44,6 +44,11 @@ _EMBEDDED = {
 BACKENDS: dict[str, dict[str, str]] = {
     "memory": {"FRONTIER_STORE_CLASS": "crawler.stores.MemoryFrontierStore", **_EMBEDDED},
     "sqlite": {"FRONTIER_STORE_CLASS": "crawler.stores.SqliteFrontierStore", **_EMBEDDED},
+    "redis": {
+        **_EMBEDDED,
+        "FRONTIER_STORE_CLASS": "crawler.redis_backends.RedisFrontierStore",
+        "ROBOTS_CACHE_CLASS": "crawler.redis_backends.RedisRobotsCache",
+    },
 }
 
 

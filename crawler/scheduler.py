@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from time import monotonic
 from typing import Any
 
@@ -27,8 +26,10 @@ from .frontier import (
     Prioritizer,
     UrlPolicy,
 )
+from .frontier.buffered import PENDING
 from .frontier.urls import origin_of
 from .meta import LEASE_META
+from .stores import ScopeRegistry
 from .waker import EngineWaker, engine_holds, running_engine
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ class FrontierScheduler(BaseScheduler):
         self.waker = EngineWaker(crawler)
         self.horizon = self.settings.getfloat("FRONTIER_IDLE_HORIZON", 300.0)
         self.persistent = False
+        self.scope = ScopeRegistry()
         self.lease_ttl = lease_ttl_from_settings(self.settings)
         self._held: dict[str, _Held] = {}
         self._renewal: Any = None
@@ -156,11 +158,16 @@ class FrontierScheduler(BaseScheduler):
     def _build_frontier(self) -> Frontier:
         store = build_backend(self.crawler, "FRONTIER_STORE_CLASS")
         self.persistent = store.persistent
+        self.scope = store.scope()
         site = getattr(self.spider, "site", None)
         return store.open_frontier(
             lease_ttl=self.lease_ttl,
             max_pages_per_host=getattr(site, "max_pages_per_host", None),
             on_give_up=self._host_given_up,
+            notify=self._frontier_news,
+            on_added=self._added,
+            on_seeds=self._seeds_arrived,
+            on_scope=self._scope_arrived,
         )
 
     def _host_penalty(self) -> Callable[[str], int] | None:
@@ -173,7 +180,7 @@ class FrontierScheduler(BaseScheduler):
         if self.frontier is None:
             self.frontier = self._build_frontier()
         self.url_policy = url_policy_for(spider, self.settings)
-        for host in self._load_scope_hosts():
+        for host in self.scope.load():
             self.url_policy.add_host(host)
         self.prioritizer = Prioritizer(
             self.settings.get("FRONTIER_PRIORITY_POLICY", "depth"),
@@ -291,13 +298,50 @@ class FrontierScheduler(BaseScheduler):
         result = self.frontier.add(
             Entry(url, host, priority, depth, payload), force=force, first=first
         )
+        if result.reason != PENDING:  # a shared frontier answers later, through _added
+            self._count_added(result.added, result.reason)
         if not result.added:
-            self._stat_inc(f"frontier/rejected/{result.reason}")
             return False
-        self._stat_inc("frontier/enqueued")
         if depth > self._max_depth:
             self._max_depth = depth
         return True
+
+    def _count_added(self, added: bool, reason: str) -> None:
+        self._stat_inc("frontier/enqueued" if added else f"frontier/rejected/{reason}")
+
+    def _added(self, entries: list[Entry], results: list[Any]) -> None:
+        """A shared frontier's answers to queued adds."""
+        for result in results:
+            self._count_added(result.added, result.reason)
+
+    def _frontier_news(self) -> None:
+        """A shared frontier has leases ready: ask the engine for requests now."""
+        now = monotonic()
+        self.waker.wake_at(now, now)
+
+    def _seeds_arrived(self, urls: list[str]) -> None:
+        """Seeds pushed while the crawl runs (a shared frontier's ``<site>:start_urls``)."""
+        if self.spider is None:
+            return
+        for url in urls:
+            try:
+                request = Request(url, meta={"seed": True})
+            except ValueError:
+                self._rejected("invalid_url", url, True)
+                continue
+            self._stat_inc("frontier/seeds_pushed")
+            self.enqueue_request(request)
+
+    def _scope_arrived(self, hosts: set[str]) -> None:
+        """Hosts other workers brought into scope (their seeds and seed redirects)."""
+        policy = self.url_policy
+        if policy is None:
+            return
+        new = hosts - set(policy.hosts)
+        for host in new:
+            policy.add_host(host)
+        if new:
+            self._raw_seen.clear()  # links to those hosts were remembered as out of scope
 
     def _links_extracted(self, response: Response, urls: list[str], spider: Spider) -> bool:
         """Take a page's links in bulk: a link seen before (as written, after joining) costs a
@@ -359,26 +403,7 @@ class FrontierScheduler(BaseScheduler):
         if host and host not in self.url_policy.hosts:
             self.url_policy.add_host(host)
             self._raw_seen.clear()  # links to that host were remembered as out of scope
-            self._save_scope_hosts()
-
-    def _scope_file(self) -> Path | None:
-        jobdir = self.settings.get("JOBDIR")
-        return Path(jobdir) / "scope-hosts.txt" if jobdir else None
-
-    def _save_scope_hosts(self) -> None:
-        """With a JOBDIR, the hosts seeds brought into scope (redirects included) are kept: a
-        resumed crawl does not see those redirects again."""
-        path = self._scope_file()
-        if path is not None and self.url_policy is not None:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text("".join(f"{h}\n" for h in sorted(self.url_policy.hosts)))
-            tmp.replace(path)
-
-    def _load_scope_hosts(self) -> list[str]:
-        path = self._scope_file()
-        if path is None or not path.exists():
-            return []
-        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+            self.scope.add(host)
 
     def next_request(self) -> Request | None:
         frontier = self.frontier

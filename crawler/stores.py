@@ -22,6 +22,40 @@ logger = logging.getLogger(__name__)
 GiveUpCallback = Callable[[str, str, int], None]
 
 
+class ScopeRegistry:
+    """Hosts that seeds brought into a crawl's scope (their redirect targets included), kept
+    where the frontier is kept: nowhere in memory, beside the frontier on disk, in Redis for a
+    shared crawl (so every worker accepts the same links)."""
+
+    def load(self) -> set[str]:
+        return set()
+
+    def add(self, host: str) -> None:
+        """A seed's host joined the scope."""
+
+
+class FileScopeRegistry(ScopeRegistry):
+    """``JOBDIR/scope-hosts.txt``: a resumed crawl does not see its seeds' redirects again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._hosts = self.load()
+
+    def load(self) -> set[str]:
+        if not self.path.exists():
+            return set()
+        return {line.strip() for line in self.path.read_text().splitlines() if line.strip()}
+
+    def add(self, host: str) -> None:
+        if host in self._hosts:
+            return
+        self._hosts.add(host)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(f"{h}\n" for h in sorted(self._hosts)))
+        tmp.replace(self.path)
+
+
 def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
     return PolitenessPolicy(
         min_delay=settings.getfloat("FRONTIER_MIN_DELAY", 1.0),
@@ -48,13 +82,24 @@ class MemoryFrontierStore:
     def queue_store(self, front_queues: int) -> QueueStore:
         return MemoryStore(front_queues)
 
+    def scope(self) -> ScopeRegistry:
+        return ScopeRegistry()
+
     def open_frontier(
         self,
         *,
         lease_ttl: float = 300.0,
         max_pages_per_host: int | None = None,
         on_give_up: GiveUpCallback | None = None,
+        notify: Callable[[], None] | None = None,
+        on_added: Callable[..., None] | None = None,
+        on_seeds: Callable[[list[str]], None] | None = None,
+        on_scope: Callable[[set[str]], None] | None = None,
     ) -> Frontier:
+        """The frontier; a shared one calls back with news from other workers (``notify``:
+        leases are ready; ``on_added``: the answers to queued adds; ``on_seeds``: seeds pushed
+        from outside; ``on_scope``: hosts other workers brought into scope). An embedded one
+        answers at once and never calls them."""
         s = self.settings
         front = s.getint("FRONTIER_FRONT_QUEUES", 8)
         return MercatorFrontier(
@@ -75,6 +120,9 @@ class SqliteFrontierStore(MemoryFrontierStore):
     resumes where it was."""
 
     persistent = True
+
+    def scope(self) -> ScopeRegistry:
+        return FileScopeRegistry(Path(self.settings.get("JOBDIR")) / "scope-hosts.txt")
 
     def queue_store(self, front_queues: int) -> QueueStore:
         jobdir = self.settings.get("JOBDIR")

@@ -157,3 +157,21 @@ def test_a_failing_call_is_reported_and_the_worker_goes_on(arrived) -> None:
     assert [type(e) for e in errors] == [ConnectionError]
     assert wait_for_lease(f, arrived).entry.url == "http://h0.test/after"
     f.close()
+
+
+def test_an_idle_frontier_has_no_work_however_often_it_is_asked() -> None:
+    """The engine asks for a request at every heartbeat: asking must not look like work, or a
+    finished crawl never ends."""
+    f = BufferedFrontier(MercatorFrontier(fast_policy()))
+    for _ in range(5):
+        assert f.next() is None
+        assert not f.has_work(300)
+    f.close()
+
+
+def test_reports_still_answer_after_close() -> None:
+    inner = MercatorFrontier(fast_policy())
+    inner.add(Entry("http://h0.test/0", "h0.test"))
+    f = BufferedFrontier(inner)
+    f.close()
+    assert f.counts().queued == 1  # a closing report (the progress line) must not hang

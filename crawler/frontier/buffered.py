@@ -15,7 +15,9 @@ waits. :class:`BufferedFrontier` puts every call on the shared frontier on one w
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
 ``on_error`` when a call on the shared frontier failed) run on the worker thread: the adapter
-hops them over to its own thread (``reactor.callFromThread``).
+hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too at each
+housekeeping (work arriving from outside the frontier, such as seeds pushed to a list); while
+it returns True the crawl has work.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class BufferedFrontier(Frontier):
         notify: Callable[[], None] | None = None,
         on_added: Callable[[list[Entry], list[AddResult]], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        poll: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
@@ -68,6 +71,8 @@ class BufferedFrontier(Frontier):
         self.notify = notify
         self.on_added = on_added
         self.on_error = on_error
+        self.poll = poll
+        self._poll_more = False  # the last poll said more is waiting outside the frontier
         self.clock = clock
         self._jobs: queue.SimpleQueue[Callable[[], Any] | None] = queue.SimpleQueue()
         self._pending = 0  # jobs queued or running (read on the caller's thread)
@@ -91,7 +96,10 @@ class BufferedFrontier(Frontier):
 
     def _call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the worker, after everything queued before it, and wait for it (for
-        the few calls whose answer the caller needs at once, outside the crawl's hot path)."""
+        the few calls whose answer the caller needs at once, outside the crawl's hot path).
+        Once the worker has stopped (after ``close``: a closing report) it runs here."""
+        if self._closed or not self._thread.is_alive():
+            return fn()
         future: Future[T] = Future()
 
         def job() -> None:
@@ -142,6 +150,8 @@ class BufferedFrontier(Frontier):
                 logger.exception("Call on the shared frontier failed")
 
     def _housekeeping(self) -> None:
+        if self.poll is not None and not self._closed:
+            self._poll_more = self.poll()
         self._renew_old_leases()
         self._take_snapshot()
         if (
@@ -223,7 +233,13 @@ class BufferedFrontier(Frontier):
         if lease is not None:
             with self._open_lock:
                 self._open[lease.token] = self.clock()
-        if len(self._buffer) <= self.read_ahead // 2 and not self._leasing and not self._closed:
+        if (
+            len(self._buffer) <= self.read_ahead // 2
+            and not self._leasing
+            and not self._closed
+            and self.snapshot.due_in is not None
+            and self.due_in() == 0
+        ):  # else the worker's housekeeping leases when the snapshot says work is due
             self._leasing = True
             self._submit(lambda: self._lease(self.read_ahead - len(self._buffer)))
         return lease
@@ -278,7 +294,7 @@ class BufferedFrontier(Frontier):
         self._submit(lambda: self.inner.hold_host(host, seconds))
 
     def has_work(self, horizon: float) -> bool:
-        if self._buffer or self._pending or self._leasing:
+        if self._buffer or self._pending or self._poll_more:
             return True
         with self._open_lock:
             if self._open:

@@ -88,14 +88,20 @@ class RobotsBook:
         self._origins: dict[str, OriginState] = {}
 
     def state(self, origin: str) -> OriginState:
-        """The origin's state, with the cached copy (even an expired one) loaded on first use."""
+        """The origin's state, with the cached copy (even an expired one) loaded on first use,
+        and looked up again while the origin has no rules and nothing under way."""
         st = self._origins.get(origin)
         if st is None:
             st = self._origins[origin] = OriginState(origin)
-            record = self.cache.get(origin)
-            if record is not None and record.kind != DISALLOW_ALL:
-                st.rules = RobotsRules(record, self.token)
+            self._load(st)
+        elif st.rules is None and st.fetching != IN_FLIGHT and not (st.unreachable or st.gave_up):
+            self._load(st)  # a cache shared by several workers: another may have fetched it
         return st
+
+    def _load(self, st: OriginState) -> None:
+        record = self.cache.get(st.origin)
+        if record is not None and record.kind != DISALLOW_ALL:
+            st.rules = RobotsRules(record, self.token)
 
     def states(self) -> list[OriginState]:
         return list(self._origins.values())

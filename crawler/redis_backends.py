@@ -1,0 +1,319 @@
+"""The Redis backends: several ``scrapy crawl`` workers, one polite crawl.
+
+``FRONTIER_BACKEND=redis`` with ``REDIS_URL`` (and ``REDIS_PARAMS``, as in scrapy-redis) makes
+every process a worker of one crawl. What it shares, all under one hash tag ``{<site>}``
+(``FRONTIER_REDIS_KEY`` overrides the site name), so a crawl lives on one Redis Cluster slot
+and two crawls share a Redis without touching each other:
+
+* the frontier (:class:`crawler.frontier.redis.RedisFrontier`), served to the reactor by a
+  :class:`crawler.frontier.buffered.BufferedFrontier`, so no Redis round trip ever runs on the
+  reactor thread while the crawl runs;
+* the scope: hosts seeds brought in (redirects included), in ``{key}:scope``;
+* robots.txt files (:class:`RedisRobotsCache`, ``{key}:robots``);
+* seeds pushed while the crawl runs to the list ``<site>:start_urls`` (scrapy-redis's key, no
+  hash tag): every worker takes its share.
+
+State stays after the crawl, like scrapy-redis's ``SCHEDULER_PERSIST``: running a finished
+crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts it afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import msgpack
+import redis
+from scrapy.settings import BaseSettings
+from scrapy_redis.connection import get_redis_from_settings
+
+from crawler.frontier import Frontier
+from crawler.frontier.buffered import BufferedFrontier
+from crawler.frontier.redis import RedisFrontier
+from crawler.robots.cache import RobotsCache
+from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
+from crawler.stores import (
+    GiveUpCallback,
+    MemoryFrontierStore,
+    ScopeRegistry,
+    politeness_from_settings,
+)
+
+logger = logging.getLogger(__name__)
+
+START_URLS_KEY = "%(name)s:start_urls"  # scrapy-redis's key for seeding a running crawl
+SEED_BATCH = 100  # seeds one worker takes from the list at a time
+# B for a shared crawl when FRONTIER_BACK_QUEUES is 0: Mercator's 3 x fetches in flight, for up
+# to about 20 workers of 16 concurrent requests. Every worker must use the same B.
+SHARED_BACK_QUEUES = 1024
+
+
+def redis_client(settings: BaseSettings) -> redis.Redis:
+    """A client as scrapy-redis builds it from ``REDIS_URL`` / ``REDIS_PARAMS``, returning bytes
+    (the frontier's entries are msgpack)."""
+    client = get_redis_from_settings(settings)
+    if client.get_connection_kwargs().get("decode_responses"):
+        raise ValueError("REDIS_PARAMS: decode_responses must be off for the Redis frontier")
+    return client
+
+
+def safe_url(settings: BaseSettings) -> str:
+    """``REDIS_URL`` without its password, for messages and logs."""
+    url = settings.get("REDIS_URL") or (
+        f"redis://{settings.get('REDIS_HOST') or 'localhost'}:{settings.get('REDIS_PORT') or 6379}"
+    )
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def crawl_key(settings: BaseSettings, site: str) -> str:
+    return settings.get("FRONTIER_REDIS_KEY") or site
+
+
+def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """A callback the frontier's worker thread may call: it runs on the reactor thread."""
+    if fn is None:
+        return None
+    from twisted.internet import reactor  # the one Scrapy installed, imported once it runs
+
+    return lambda *args: reactor.callFromThread(fn, *args)  # type: ignore[attr-defined]
+
+
+class RedisFrontierStore(MemoryFrontierStore):
+    """``FRONTIER_STORE_CLASS`` of the ``redis`` backend."""
+
+    persistent = True  # queued requests travel as msgpack through Redis
+
+    def __init__(self, settings: BaseSettings, site: str) -> None:
+        super().__init__(settings)
+        self.site = site
+        self.key = crawl_key(settings, site)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RedisFrontierStore:
+        return cls(crawler.settings, getattr(crawler.spidercls, "name", None) or "crawl")
+
+    @classmethod
+    def preflight(cls, crawler: Any) -> list[str]:
+        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
+        frontier, another layout, or politeness settings that differ from the crawl's."""
+        return cls.from_crawler(crawler).check()
+
+    def scope(self) -> ScopeRegistry:
+        return RedisScopeRegistry(redis_client(self.settings), self.key)
+
+    def check(self) -> list[str]:
+        where = safe_url(self.settings)
+        try:
+            client = redis_client(self.settings)
+            client.ping()
+        except (redis.RedisError, OSError, ValueError) as exc:
+            return [f"Redis at {where} is not reachable: {exc}"]
+        problems = []
+        try:
+            reply = client.config_get("maxmemory-policy")
+            policy = next(iter(reply.values()), b"") if reply else b""
+            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+        except redis.ResponseError:
+            policy = None  # CONFIG is disabled (a managed Redis): the operator's word counts
+        if policy is not None and policy != "noeviction":
+            problems.append(
+                f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
+                "silently drop queued URLs; set it to noeviction"
+            )
+        if self.settings.getbool("FRONTIER_RESET"):
+            return problems  # the stored crawl goes: nothing to compare with
+        try:
+            frontier = self._redis_frontier(client, lease_ttl=300.0, max_pages_per_host=None)
+        except RuntimeError as exc:  # another layout
+            return [*problems, str(exc)]
+        mismatches = frontier.check_compatible(self.scope_fingerprint())
+        problems += [f"crawl {self.key!r} was started with other settings: {m}" for m in mismatches]
+        return problems
+
+    def scope_fingerprint(self) -> dict[str, str]:
+        """What every worker's URL scope must agree on besides politeness."""
+        s = self.settings
+        return {
+            "max_url_length": str(s.getint("URL_MAX_LENGTH", 2048)),
+            "max_repeated_segments": str(s.getint("URL_MAX_REPEATED_SEGMENTS", 3)),
+            "priority_policy": str(s.get("FRONTIER_PRIORITY_POLICY", "depth")),
+        }
+
+    def _redis_frontier(
+        self, client: redis.Redis, *, lease_ttl: float, max_pages_per_host: int | None
+    ) -> RedisFrontier:
+        s = self.settings
+        return RedisFrontier(
+            client,
+            self.key,
+            politeness_from_settings(s),
+            front_queues=s.getint("FRONTIER_FRONT_QUEUES", 8),
+            back_queues=s.getint("FRONTIER_BACK_QUEUES", 0) or SHARED_BACK_QUEUES,
+            max_pages_per_host=max_pages_per_host,
+            lease_ttl=lease_ttl,
+            worker_id=f"{socket.gethostname()}:{os.getpid()}",
+        )
+
+    def open_frontier(
+        self,
+        *,
+        lease_ttl: float = 300.0,
+        max_pages_per_host: int | None = None,
+        on_give_up: GiveUpCallback | None = None,
+        notify: Callable[[], None] | None = None,
+        on_added: Callable[..., None] | None = None,
+        on_seeds: Callable[[list[str]], None] | None = None,
+        on_scope: Callable[[set[str]], None] | None = None,
+    ) -> Frontier:
+        client = redis_client(self.settings)
+        inner = self._redis_frontier(
+            client, lease_ttl=lease_ttl, max_pages_per_host=max_pages_per_host
+        )
+        if self.settings.getbool("FRONTIER_RESET"):
+            removed = inner.reset()
+            logger.warning(
+                "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+            )
+            inner = self._redis_frontier(
+                client, lease_ttl=lease_ttl, max_pages_per_host=max_pages_per_host
+            )
+        inner.check_compatible(self.scope_fingerprint())  # the first worker stores them
+        inbox = SharedInbox(
+            client,
+            START_URLS_KEY % {"name": self.site},
+            RedisScopeRegistry(client, self.key),
+            on_seeds=_from_thread(on_seeds),
+            on_scope=_from_thread(on_scope),
+        )
+        logger.info(
+            "Frontier: Redis at %s, crawl %r (%d URLs queued, %d leases open)",
+            safe_url(self.settings),
+            self.key,
+            len(inner),
+            inner.in_flight(),
+        )
+        return BufferedFrontier(
+            inner,
+            read_ahead=self.settings.getint("FRONTIER_READ_AHEAD", 8),
+            refresh=self.settings.getfloat("FRONTIER_REFRESH_INTERVAL", 0.5),
+            notify=_from_thread(notify),
+            on_added=_from_thread(on_added),
+            on_error=_from_thread(_log_redis_error),
+            poll=inbox.poll,
+        )
+
+
+def _log_redis_error(exc: BaseException) -> None:
+    logger.error("Redis frontier call failed: %s", exc)
+
+
+class RedisScopeRegistry(ScopeRegistry):
+    """The crawl's scope hosts in ``{key}:scope``: a seed given to any worker, and the host it
+    redirects to, are in scope for all of them."""
+
+    def __init__(self, client: redis.Redis, key: str) -> None:
+        self.client = client
+        self.set = "{" + key + "}:scope"
+
+    def load(self) -> set[str]:
+        return {h.decode() for h in self.client.smembers(self.set)}
+
+    def add(self, host: str) -> None:
+        self.client.sadd(self.set, host)  # rare (seeds): one round trip is fine
+
+    def size(self) -> int:
+        return int(self.client.scard(self.set))
+
+
+class SharedInbox:
+    """What other workers and operators put in Redis for every worker, read on the frontier's
+    worker thread at each housekeeping: seeds pushed to ``<site>:start_urls`` (popped, so each
+    goes to one worker; the frontier's seen-test decides as for any seed) and hosts other
+    workers brought into scope."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        seeds_key: str,
+        scope: RedisScopeRegistry,
+        *,
+        on_seeds: Callable[[list[str]], None] | None,
+        on_scope: Callable[[set[str]], None] | None,
+    ) -> None:
+        self.client = client
+        self.seeds_key = seeds_key
+        self.scope = scope
+        self.on_seeds = on_seeds
+        self.on_scope = on_scope
+        self._scope_size = -1
+
+    def poll(self) -> bool:
+        """Hand over news; True while seeds are still waiting in the list (work to come)."""
+        if self.on_scope is not None:
+            size = self.scope.size()
+            if size != self._scope_size:
+                self._scope_size = size
+                self.on_scope(self.scope.load())
+        if self.on_seeds is None:
+            return False
+        raw = self.client.lpop(self.seeds_key, SEED_BATCH)
+        if raw:
+            urls = [u.decode("utf-8", "replace").strip() for u in raw]
+            self.on_seeds([u for u in urls if u])
+        return bool(raw) and bool(self.client.llen(self.seeds_key))
+
+
+class RedisRobotsCache(RobotsCache):
+    """``ROBOTS_CACHE_CLASS`` of the ``redis`` backend: one HASH of records for the crawl, so
+    robots.txt is fetched once per host whichever worker gets there first.
+
+    Read once per origin and worker (the robots book keeps what it read); a read is one round
+    trip on the reactor thread, rare enough not to matter next to the fetch it saves."""
+
+    def __init__(self, client: redis.Redis, key: str) -> None:
+        self.client = client
+        self.hash = "{" + key + "}:robots"
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        return cls(redis_client(crawler.settings), crawl_key(crawler.settings, site))
+
+    def get(self, origin: str) -> RobotsRecord | None:
+        raw = self.client.hget(self.hash, origin)
+        if raw is None:
+            return None
+        try:
+            return RobotsRecord(*msgpack.unpackb(raw, raw=False))
+        except (ValueError, TypeError):
+            return None
+
+    def put(self, record: RobotsRecord) -> None:
+        if record.kind == DISALLOW_ALL:
+            return
+        packed = msgpack.packb(
+            [
+                record.origin,
+                record.kind,
+                record.status,
+                record.fetched_at,
+                record.expires_at,
+                record.body,
+            ]
+        )
+        self.client.hset(self.hash, record.origin, packed)
+
+    def __len__(self) -> int:
+        return int(self.client.hlen(self.hash))
+
+    def close(self) -> None:
+        self.client.close()
