@@ -26,6 +26,7 @@ def test_an_unknown_backend_is_refused_before_any_request(tmp_path: Path) -> Non
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if "refused" in line]
     assert lines == [
-        "crawl local refused: FRONTIER_BACKEND: unknown backend 'mongo'; choose one of memory, redis"
+        "crawl local refused: FRONTIER_BACKEND: unknown backend 'mongo'; "
+        "choose one of memory, redis"
     ]
     assert "Traceback" not in out.stderr
