@@ -81,6 +81,12 @@ ROBOTSTXT_MAX_SIZE = 512000  # bytes parsed at most (RFC 9309: at least 500 KiB)
 # this delay (doubling, or the server's Retry-After), this many times.
 ROBOTSTXT_RETRY_DELAY = 30.0
 ROBOTSTXT_RETRY_TIMES = 2
+# 429 and 503 are RetryAfterMiddleware's: the host is held for its Retry-After, then the page is
+# tried again; stock retrying would hit a host that asked to be left alone at once.
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
+RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
+RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
 
 # --- The crawl database and recrawl -------------------------------------------------------------
@@ -100,6 +106,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
+    # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)
+    "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,
 }
 
 # --- Crawler defaults ------------------------------------------------------------------------
@@ -111,6 +119,12 @@ REMOTE_CONTROL_ENABLED = False  # 2.19's extension runs posted Python code on a 
 DOWNLOAD_TIMEOUT = 20
 RETRY_ENABLED = True
 RETRY_TIMES = 2
+# 429 and 503 are RetryAfterMiddleware's: the host is held for its Retry-After, then the page is
+# tried again; stock retrying would hit a host that asked to be left alone at once.
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
+RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
+RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 REDIRECT_MAX_TIMES = 5
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
