@@ -108,6 +108,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
     # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)
     "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,
+    # the stock one, with decompression bombs counted in limits/decompressed_size
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
 }
 
 # --- Crawler defaults ------------------------------------------------------------------------
@@ -128,6 +131,21 @@ RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 REDIRECT_MAX_TIMES = 5
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+
+# --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
+# Scrapy's Twisted handler plus header limits, a minimum transfer rate and counted limits.
+DOWNLOAD_HANDLERS = {
+    "http": "crawler.handlers.LimitedHTTPDownloadHandler",
+    "https": "crawler.handlers.LimitedHTTPDownloadHandler",
+}
+DOWNLOAD_MAX_HEADERS = 256  # header lines of one response (Twisted counts none)
+DOWNLOAD_MAX_HEADER_BYTES = 256 * 1024  # bytes of one response's header section
+# A response must arrive at this many bytes/s on average from its first byte, once the grace
+# period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
+DOWNLOAD_MIN_RATE = 1024
+DOWNLOAD_MIN_RATE_GRACE = 5.0
+PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
+CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
 # Depth is enforced by the frontier's URL policy (site config max_depth); DepthMiddleware
 # still records meta["depth"] and the depth stats.
 DEPTH_LIMIT = 0

@@ -334,7 +334,7 @@ def links_page(hrefs: Iterable[str], text: str = "") -> bytes:
 def normal_site(server: HostileServer, address: str, pages: int = 10) -> set[str]:
     """A small well-behaved site: ``/`` links ``/p/0.html`` ... each linking the next.
     Returns its paths."""
-    paths = {"/", *(f"/p/{i}.html" for i in range(pages))}
+    paths = {"/", "/robots.txt", *(f"/p/{i}.html" for i in range(pages))}
     robots = page("User-agent: *\nAllow: /\n", headers=[("Content-Type", "text/plain")])
     server.route(address, "/robots.txt", robots)
     server.route(address, "/", page(links_page([f"/p/{i}.html" for i in range(pages)], "home")))
