@@ -71,6 +71,12 @@ FRONTIER_PRIORITY_POLICY = "depth"
 # URL filters and spider-trap defenses (a site config sets its own).
 URL_MAX_LENGTH = 2048
 URL_MAX_REPEATED_SEGMENTS = 3
+# Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
+# ;jsessionid=...) are always stripped in normalization.
+URL_MAX_QUERY_VARIANTS = 100  # distinct queries per path: facet permutations, sort orders
+URL_MAX_DATE_DISTANCE_DAYS = 1095  # a date in the URL this far in the future: a calendar trap
+URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than most of the web)
+URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
 
 # --- robots.txt (RFC 9309) -------------------------------------------------------------------
 ROBOTSTXT_ENABLED = True
