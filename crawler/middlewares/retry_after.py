@@ -85,31 +85,48 @@ class RetryAfterMiddleware:
         delay = parse_retry_after(text)
         if delay is None:
             if text is not None:
-                self._once(host, "unreadable", "Unreadable Retry-After %r from %s: waiting %.0fs",
-                           text[:100], request.url, self.default)  # fmt: skip
+                self._once(
+                    host,
+                    "unreadable",
+                    "Unreadable Retry-After %r from %s: waiting %.0fs",
+                    text[:100],
+                    request.url,
+                    self.default,
+                )
             delay = self.default
         self._inc(f"retry_after/{response.status}")
         if delay > self.max:
             self.skipped.add(host)
             self._inc("retry_after/host_skipped")
-            self._once(host, "too_long",
-                       "Skipping host %s: %s answered %d with Retry-After %.0fs, more than "
-                       "RETRY_AFTER_MAX (%.0fs)", host, request.url, response.status, delay,
-                       self.max)  # fmt: skip
+            self._once(
+                host,
+                "too_long",
+                "Skipping host %s: %s answered %d with Retry-After %.0fs, more than "
+                "RETRY_AFTER_MAX (%.0fs)",
+                host,
+                request.url,
+                response.status,
+                delay,
+                self.max,
+            )
             raise IgnoreRequest(f"Retry-After {delay:.0f}s is more than RETRY_AFTER_MAX")
         attempts = request.meta.get(ATTEMPTS_META, 0) + 1
         if attempts > self.times:
             self._inc("retry_after/gave_up")
             logger.info(
                 "Gave up %s after %d answers %d (RETRY_AFTER_TIMES is %d)",
-                request.url, attempts, response.status, self.times,
-            )  # fmt: skip
+                request.url,
+                attempts,
+                response.status,
+                self.times,
+            )
             request.meta["dont_retry"] = True  # nor may RetryMiddleware hammer it
             return response
         self.crawler.signals.send_catch_log(crawler_signals.host_hold, host=host, seconds=delay)
         self._inc("retry_after/requeued")
-        logger.debug("%s answered %d: holding %s for %.1fs", request.url, response.status,
-                     host, delay)  # fmt: skip
+        logger.debug(
+            "%s answered %d: holding %s for %.1fs", request.url, response.status, host, delay
+        )
         retry = request.replace(dont_filter=True)
         retry.meta[ATTEMPTS_META] = attempts
         return retry
