@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import random
+import select
 import socket
 import struct
 import threading
@@ -411,10 +412,14 @@ def big_body(size: int = 50 * 1024 * 1024, *, declare_length: bool = True) -> Ro
 
 
 def silent() -> Route:
-    """Accepts the request and never answers (until the server stops)."""
+    """Accepts the request and never answers (until the client leaves or the server stops)."""
 
     def route(req: Req, conn: Conn) -> None:
-        conn.wait(3600)
+        while True:
+            readable, _, _ = select.select([conn.sock], [], [], 0.2)
+            if readable and not conn.sock.recv(4096, socket.MSG_PEEK):
+                return  # the client hung up
+            conn.wait(0 if readable else 0.001)
 
     return route
 
