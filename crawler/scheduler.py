@@ -41,7 +41,14 @@ _DEPTH_DEPENDENT = frozenset({"too_deep"})
 
 def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
     """The URL policy of a site spider comes from its config; a plain spider is limited to its
-    ``allowed_domains`` when it has them."""
+    ``allowed_domains`` when it has them. The trap budgets are settings (a site config sets
+    them in its ``[settings]`` table)."""
+    traps = {
+        "max_query_variants": settings.getint("URL_MAX_QUERY_VARIANTS", 100),
+        "max_date_future_days": settings.getint("URL_MAX_DATE_DISTANCE_DAYS", 1095),
+        "max_date_past_days": settings.getint("URL_MAX_DATE_PAST_DAYS", 10950),
+        "max_hosts_per_domain": settings.getint("URL_MAX_HOSTS_PER_DOMAIN", 100),
+    }
     site = getattr(spider, "site", None)
     if site is None:
         domains = tuple(getattr(spider, "allowed_domains", None) or ())
@@ -50,6 +57,7 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
             any_host=not domains,
             max_url_length=settings.getint("URL_MAX_LENGTH", 2048),
             max_repeated_segments=settings.getint("URL_MAX_REPEATED_SEGMENTS", 3),
+            **traps,
         )
     return UrlPolicy(
         hosts=site.scope.hosts,
@@ -59,6 +67,7 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
         max_depth=site.max_depth,
         max_url_length=site.max_url_length,
         max_repeated_segments=site.max_repeated_segments,
+        **traps,
     )
 
 

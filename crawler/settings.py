@@ -80,6 +80,12 @@ FRONTIER_PRIORITY_POLICY = "depth"
 # URL filters and spider-trap defenses (a site config sets its own).
 URL_MAX_LENGTH = 2048
 URL_MAX_REPEATED_SEGMENTS = 3
+# Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
+# ;jsessionid=...) are always stripped in normalization.
+URL_MAX_QUERY_VARIANTS = 100  # distinct queries per path: facet permutations, sort orders
+URL_MAX_DATE_DISTANCE_DAYS = 1095  # a date in the URL this far in the future: a calendar trap
+URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than most of the web)
+URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
 
 # --- robots.txt (RFC 9309) -------------------------------------------------------------------
 ROBOTSTXT_ENABLED = True
@@ -90,6 +96,12 @@ ROBOTSTXT_MAX_SIZE = 512000  # bytes parsed at most (RFC 9309: at least 500 KiB)
 # this delay (doubling, or the server's Retry-After), this many times.
 ROBOTSTXT_RETRY_DELAY = 30.0
 ROBOTSTXT_RETRY_TIMES = 2
+# 429 and 503 are RetryAfterMiddleware's: the host is held for its Retry-After, then the page is
+# tried again; stock retrying would hit a host that asked to be left alone at once.
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
+RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
+RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
 # Where fetched robots.txt files are kept (a class with from_crawler, see crawler/robots/cache.py).
 # Empty: crawler.robots.cache.SqliteRobotsCache where a path is known (above), else
@@ -116,6 +128,11 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
+    # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)
+    "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,
+    # the stock one, with decompression bombs counted in limits/decompressed_size
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
 }
 
 # Outermost spider middleware: it sees exactly what the scraper gets and tells the frontier when
@@ -135,9 +152,30 @@ REMOTE_CONTROL_ENABLED = False  # 2.19's extension runs posted Python code on a 
 DOWNLOAD_TIMEOUT = 20
 RETRY_ENABLED = True
 RETRY_TIMES = 2
+# 429 and 503 are RetryAfterMiddleware's: the host is held for its Retry-After, then the page is
+# tried again; stock retrying would hit a host that asked to be left alone at once.
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
+RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
+RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 REDIRECT_MAX_TIMES = 5
 DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+
+# --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
+# Scrapy's Twisted handler plus header limits, a minimum transfer rate and counted limits.
+DOWNLOAD_HANDLERS = {
+    "http": "crawler.handlers.LimitedHTTPDownloadHandler",
+    "https": "crawler.handlers.LimitedHTTPDownloadHandler",
+}
+DOWNLOAD_MAX_HEADERS = 256  # header lines of one response (Twisted counts none)
+DOWNLOAD_MAX_HEADER_BYTES = 256 * 1024  # bytes of one response's header section
+# A response must arrive at this many bytes/s on average from its first byte, once the grace
+# period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
+DOWNLOAD_MIN_RATE = 1024
+DOWNLOAD_MIN_RATE_GRACE = 5.0
+PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
+CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
 # Depth is enforced by the frontier's URL policy (site config max_depth); DepthMiddleware
 # still records meta["depth"] and the depth stats.
 DEPTH_LIMIT = 0

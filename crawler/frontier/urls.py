@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import date
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
@@ -11,6 +12,33 @@ from w3lib.url import canonicalize_url
 SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_RE = re.compile(r"^[a-z0-9_\-.:]+$")  # after IDNA; ':' for IPv6 literals
+
+
+# Session ids in URLs: every visit mints new URLs for the same pages. Names that mean nothing
+# else are always stripped; "sid" and "s" also name story ids and search terms, so they are
+# stripped only when the value looks like a session token (long hex, or long letters+digits).
+_SESSION_NAMES = frozenset({"sessionid", "session_id", "phpsessid", "jsessionid", "sessid"})
+_AMBIGUOUS_SESSION_NAMES = frozenset({"sid", "s"})
+_SESSION_HINT = re.compile(r"(?:^|&)(?:s|sid|session_?id|phpsessid|jsessionid|sessid)=", re.I)
+_SESSION_TOKEN = re.compile(r"^(?:[0-9a-f]{16,}|(?=[a-z]*\d)(?=\d*[a-z])[0-9a-z]{20,})$", re.I)
+_PATH_SESSION = re.compile(r";(?:jsessionid|phpsessid|sessionid|sid)=[^/;]*", re.I)
+
+
+def _is_session_param(pair: str) -> bool:
+    name, _, value = pair.partition("=")
+    name = name.lower()
+    if name in _SESSION_NAMES:
+        return True
+    return name in _AMBIGUOUS_SESSION_NAMES and bool(_SESSION_TOKEN.match(value))
+
+
+def strip_session_ids(path: str, query: str) -> tuple[str, str]:
+    """``path`` without ``;jsessionid=...`` parameters, ``query`` without session-id fields."""
+    if ";" in path:
+        path = _PATH_SESSION.sub("", path)
+    if query and _SESSION_HINT.search(query):
+        query = "&".join(p for p in query.split("&") if not _is_session_param(p))
+    return path, query
 
 
 class InvalidUrl(ValueError):
@@ -24,7 +52,8 @@ def normalize_url(url: str) -> tuple[str, str]:
 
     w3lib sorts the query, fixes percent-encoding and drops the fragment; on top of that the
     scheme's default port and any ``user:password@`` are removed, so ``http://a.com:80/`` and
-    ``http://A.com/`` are one URL.
+    ``http://A.com/`` are one URL, and so are session-id parameters (``?sid=<token>``,
+    ``;jsessionid=...``; see :func:`strip_session_ids`), so a session trap is one URL per page.
     Raises InvalidUrl with a reason ("scheme" or "invalid_url").
     """
     url = url.strip()
@@ -40,6 +69,11 @@ def normalize_url(url: str) -> tuple[str, str]:
         raise InvalidUrl("invalid_url", f"malformed URL {url[:200]!r}: {exc}") from None
     if not host or not _HOST_RE.match(host):
         raise InvalidUrl("invalid_url", f"malformed URL {url[:200]!r}: bad host {host!r}")
+    if ";" in parts.path or parts.query:
+        path, query = strip_session_ids(parts.path, parts.query)
+        if path != parts.path or query != parts.query:
+            parts = parts._replace(path=path, query=query)
+            canonical = urlunsplit(parts)
     if "@" in parts.netloc or (port is not None and port == _DEFAULT_PORTS[parts.scheme]):
         # credentials in a link are never sent on (nor logged, stored or indexed), and the
         # scheme's default port is dropped
@@ -105,7 +139,18 @@ class UrlPolicy:
     Scope: the configured hosts and domains, plus the hosts of the seeds and of any host a seed
     redirects to (a site with no configured scope, like ``web``, is exactly its seeds' hosts).
     Trap defenses: a depth limit, a URL length limit and a limit on how often one path segment
-    may repeat (``/a/b/a/b/a/b/...`` calendars and relative-link loops).
+    may repeat (``/a/b/a/b/a/b/...`` calendars and relative-link loops). Then, on by default:
+
+    - dates in the path (``/2031/04``, ``/2031-04-05``) or in a query value more than
+      ``max_date_future_days`` ahead of today or ``max_date_past_days`` back: an event calendar
+      links the next month for ever; an archive 30 years back is real, one in 2090 is not;
+    - at most ``max_query_variants`` distinct queries per path (``?a=1&b=2`` facet
+      permutations, sort orders, tracking parameters);
+    - at most ``max_hosts_per_domain`` hosts per registered domain (tldextract, with its
+      bundled public-suffix list: no network), so endless generated subdomains share one budget.
+
+    Each limit is off at 0. The two budgets are the only state; they count admitted URLs only,
+    in memory (a resumed crawl starts them again).
     """
 
     def __init__(
@@ -119,6 +164,11 @@ class UrlPolicy:
         max_url_length: int = 2048,
         max_repeated_segments: int = 3,
         any_host: bool = False,
+        max_query_variants: int = 0,
+        max_date_future_days: int = 0,
+        max_date_past_days: int = 0,
+        max_hosts_per_domain: int = 0,
+        today: date | None = None,
     ) -> None:
         self.any_host = any_host
         self.hosts: set[str] = {h.lower() for h in hosts}
@@ -128,6 +178,13 @@ class UrlPolicy:
         self.max_depth = max_depth
         self.max_url_length = max_url_length
         self.max_repeated_segments = max_repeated_segments
+        self.max_query_variants = max_query_variants
+        self.max_hosts_per_domain = max_hosts_per_domain
+        self._dates = _DateWindow(today or date.today(), max_date_future_days, max_date_past_days)
+        self._variants: dict[int, set[int] | int] = {}
+        self._known_hosts: set[str] = set()
+        self._domain_hosts: dict[str, int] = {}
+        self._domain_of: Callable[[str], str] | None = None
 
     def add_host(self, host: str) -> None:
         """Bring a host into scope (a seed's host, or where a seed redirected to)."""
@@ -156,7 +213,102 @@ class UrlPolicy:
             return "not_allowed", normalized, host
         if self.max_repeated_segments and _repeats(normalized, self.max_repeated_segments):
             return "repeated_segments", normalized, host
+        if self._dates.active and self._dates.out_of_range(normalized):
+            return "date_distance", normalized, host
+        if self.max_hosts_per_domain and not self._host_allowed(host):
+            return "domain_hosts", normalized, host
+        if self.max_query_variants and not self._variant_allowed(normalized):
+            return "query_variants", normalized, host
         return "", normalized, host
+
+    def _host_allowed(self, host: str) -> bool:
+        """A host already admitted, or a new one while its registered domain has budget left.
+        Hosts in the configured scope and seed hosts are always allowed."""
+        if host in self._known_hosts:
+            return True
+        if host in self.hosts:
+            self._known_hosts.add(host)
+            return True
+        if self._domain_of is None:
+            self._domain_of = _registered_domain_function()
+        domain = self._domain_of(host)
+        n = self._domain_hosts.get(domain, 0)
+        if n >= self.max_hosts_per_domain:
+            return False
+        self._domain_hosts[domain] = n + 1
+        self._known_hosts.add(host)
+        return True
+
+    def _variant_allowed(self, url: str) -> bool:
+        """The URL's query is one already seen for its path, or the path has budget left."""
+        base, sep, query = url.partition("?")
+        if not sep:
+            return True
+        key, value = hash(base), hash(query)
+        seen = self._variants.get(key)
+        if seen is None:
+            self._variants[key] = value  # one variant: an int, not a set (most paths)
+            return True
+        if isinstance(seen, int):
+            if seen == value:
+                return True
+            self._variants[key] = seen = {seen}
+        if value in seen:
+            return True
+        if len(seen) >= self.max_query_variants:
+            return False
+        seen.add(value)
+        return True
+
+
+def _registered_domain_function() -> Callable[[str], str]:
+    """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IP -> itself),
+    from tldextract's bundled public-suffix snapshot: never fetched, never cached on disk."""
+    import tldextract
+
+    extract = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
+
+    def domain_of(host: str) -> str:
+        parts = extract(host)
+        return parts.top_domain_under_public_suffix or parts.domain or host
+
+    return domain_of
+
+
+_DATE_SEGMENTS = re.compile(
+    r"(?:^|[/=])((?:19|20|21)\d\d)(?:/|-)(0?[1-9]|1[0-2])(?:(?:/|-)(0?[1-9]|[12]\d|3[01]))?"
+    r"(?=$|[/?&#.;_-])"
+)
+
+
+class _DateWindow:
+    """Is there a year-month(-day) in the URL's path or query outside [today - past, today +
+    future]? Only years 1900-2199 followed by a valid month count as a date, so
+    ``/docs/1234/5`` is not one."""
+
+    def __init__(self, today: date, future_days: int, past_days: int) -> None:
+        self.today = today.toordinal()
+        self.future_days = future_days
+        self.past_days = past_days
+        self.active = bool(future_days or past_days)
+
+    def out_of_range(self, url: str) -> bool:
+        rest = url.split("://", 1)[-1]
+        slash = rest.find("/")
+        if slash < 0:
+            return False
+        rest = rest[slash:]
+        for m in _DATE_SEGMENTS.finditer(rest):
+            year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
+            try:
+                when = date(year, month, min(day, 28)).toordinal()
+            except ValueError:
+                continue
+            if self.future_days and when - self.today > self.future_days:
+                return True
+            if self.past_days and self.today - when > self.past_days:
+                return True
+        return False
 
 
 def _repeats(url: str, limit: int) -> bool:

@@ -33,6 +33,7 @@ from crawler.content.normalize import text_fingerprint
 from crawler.crawldb import crawldb_enabled
 from crawler.extensions.recrawl import RecrawlExtension
 from crawler.items import PAGE_FINGERPRINT_META, PageItem
+from crawler.limits import limit_log
 from crawler.links import UrlJoiner, follow_links
 from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
@@ -59,6 +60,8 @@ class SiteSpider(scrapy.Spider):
     site: ClassVar[SiteConfig]
     handle_httpstatus_list: list[int]  # set per crawl: HTTPERROR_ALLOWED_CODES and 304
     robots_token: str = "*"  # robots.txt product token, for meta and X-Robots-Tag addressed to it
+    max_links: int = 5000  # PAGE_MAX_LINKS
+    max_text: int = 1_000_000  # CONTENT_MAX_TEXT
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -86,6 +89,8 @@ class SiteSpider(scrapy.Spider):
         allowed = [int(c) for c in settings.getlist("HTTPERROR_ALLOWED_CODES")]
         spider.handle_httpstatus_list = allowed if 304 in allowed else [*allowed, 304]
         spider.robots_token = robots_token(settings)
+        spider.max_links = settings.getint("PAGE_MAX_LINKS", 5000)
+        spider.max_text = settings.getint("CONTENT_MAX_TEXT", 1_000_000)
         return spider
 
     def _recrawl(self) -> RecrawlExtension | None:
@@ -222,22 +227,40 @@ class SiteSpider(scrapy.Spider):
         if token and token != "robots":
             directives.add(page.metas.get(token, ""))
         links = page.links
+        if self.max_links and len(links) > self.max_links:
+            # A page of 200,000 links is a trap or a dump: the first ones are the page's own.
+            limit_log(self.crawler).fire(
+                "page_links",
+                response.url,
+                f"{len(links)} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
+            )
+            links = links[: self.max_links]
         if page.nofollow_hrefs and not directives.nofollow:
+            before = len(links)
             links = [link for link in links if link[0] not in page.nofollow_hrefs]
-            stats.inc_value("links/nofollow", len(page.links) - len(links))
+            stats.inc_value("links/nofollow", before - len(links))
         if directives.nofollow:
             links = []
         self._count_directives(directives.noindex, directives.nofollow)
         item["title"] = page.title
-        item["text"] = page.text
-        main_text = page.main_text
+        text, main_text = page.text, page.main_text
+        if self.max_text and len(text) > self.max_text:
+            # Shingling, MinHash and the index cost time and memory in proportion to the text.
+            limit_log(self.crawler).fire(
+                "content_text",
+                response.url,
+                f"{len(text)} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
+            )
+            text = text[: self.max_text]
+            main_text = main_text[: self.max_text] if main_text else main_text
+        item["text"] = text
         item["main_text"] = main_text
         item["noindex"] = directives.noindex
         outlinks, follow = self._links(response.url, page.base_href, links)
         item["outlinks"] = outlinks
         # Change detection compares what the page says (its main text, normalized like the
         # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
-        fingerprint = text_fingerprint(f"{page.title} {main_text or page.text}")
+        fingerprint = text_fingerprint(f"{page.title} {main_text or text}")
         self._record(response, meta, item, fingerprint)
         yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
@@ -248,10 +271,9 @@ class SiteSpider(scrapy.Spider):
         """Main text serves near-duplicate detection and the crawl database's change test."""
         wants = getattr(self, "_main_text_wanted", None)
         if wants is None:
-            wants = self._main_text_wanted = (
-                self.crawler.settings.getbool("NEARDUP_ENABLED")
-                or crawldb_enabled(self.crawler.settings)
-            )
+            wants = self._main_text_wanted = self.crawler.settings.getbool(
+                "NEARDUP_ENABLED"
+            ) or crawldb_enabled(self.crawler.settings)
         return wants
 
     def _count_directives(self, noindex: bool, nofollow: bool) -> None:

@@ -1,0 +1,162 @@
+"""Spider-trap defenses of the URL policy: session ids, far dates, query variants, subdomains.
+
+Unit tests of the policy, then one real crawl of a host full of infinite URL spaces next to a
+normal site, judged from the server's record.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from crawler.frontier.urls import UrlPolicy, normalize_url
+from tests import hostile as h
+from tests.crawling import run_crawl, write_site
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        (f"http://a.test/p?sid={TOKEN}&q=1", "http://a.test/p?q=1"),
+        (f"http://a.test/p?PHPSESSID=x&q=1&jsessionid=y&sessid=z&sessionid={TOKEN}",
+         "http://a.test/p?q=1"),
+        (f"http://a.test/p;jsessionid={TOKEN.upper()}?q=1", "http://a.test/p?q=1"),
+        (f"http://a.test/p?s={TOKEN}", "http://a.test/p"),
+        # "sid" and "s" are also story ids and search terms: kept unless they look like a token
+        ("http://a.test/story?sid=42", "http://a.test/story?sid=42"),
+        ("http://a.test/?s=hello+world", "http://a.test/?s=hello+world"),
+        ("http://a.test/?s=configuration", "http://a.test/?s=configuration"),
+        ("http://a.test/?side=1&ssid=2", "http://a.test/?side=1&ssid=2"),
+    ],
+)  # fmt: skip
+def test_session_ids_are_stripped(raw: str, normalized: str) -> None:
+    assert normalize_url(raw)[0] == normalized
+
+
+def test_far_dates_are_rejected() -> None:
+    p = UrlPolicy(any_host=True, max_date_future_days=1095, max_date_past_days=3650,
+                  today=date(2026, 11, 15))  # fmt: skip
+    ok = ["/cal/2026/11", "/cal/2029/10", "/news/2017/01/02/x.html", "/e/2026-12-05.html",
+          "/docs/1234/5", "/v/2.5/x", "/a/2031", "/p?year=2031", "/api/20310101"]  # fmt: skip
+    far = ["/cal/2030/01", "/cal/2016/10", "/e/2099-01-01.html", "/p?d=2040-01-01",
+           "/x/2150/1/"]  # fmt: skip
+    assert [u for u in ok if p.check("http://a.test" + u)[0]] == []
+    assert [p.check("http://a.test" + u)[0] for u in far] == ["date_distance"] * len(far)
+
+
+def test_query_variants_per_path() -> None:
+    p = UrlPolicy(any_host=True, max_query_variants=3)
+    verdicts = [p.check(f"http://a.test/shop?a={i}")[0] for i in range(5)]
+    assert verdicts == ["", "", "", "query_variants", "query_variants"]
+    assert p.check("http://a.test/shop?a=1")[0] == ""  # a variant already admitted
+    assert p.check("http://a.test/shop")[0] == ""  # no query
+    assert p.check("http://a.test/other?a=9")[0] == ""  # another path
+    assert p.check("http://a.test/shop?b=2&a=1")[0] == p.check("http://a.test/shop?a=1&b=2")[0]
+
+
+def test_hosts_per_registered_domain() -> None:
+    p = UrlPolicy(domains=["trap.co.uk", "fine.test"], hosts=["www.trap.co.uk"],
+                  max_hosts_per_domain=3)  # fmt: skip
+    hosts = [f"h{i}.trap.co.uk" for i in range(5)]
+    assert [p.check(f"http://{x}/")[0] for x in hosts] == ["", "", "", "domain_hosts",
+                                                           "domain_hosts"]  # fmt: skip
+    assert p.check("http://www.trap.co.uk/")[0] == ""  # configured hosts are not counted
+    assert p.check("http://h0.trap.co.uk/again")[0] == ""  # an admitted host stays admitted
+    assert p.check("http://a.fine.test/")[0] == ""  # another domain, its own budget
+
+
+def test_generated_subdomains_page_shares_one_budget() -> None:
+    """The hostile server's subdomain page, its links fed to a crawl-wide policy."""
+    p = UrlPolicy(any_host=True, max_hosts_per_domain=100)
+    verdicts = []
+    for _ in range(30):  # 30 pages of 10 fresh subdomains each
+        body = h.links_page(f"http://h{i}x{len(verdicts)}.trap.test/" for i in range(10))
+        hrefs = [x.split('"')[0] for x in body.decode().split('href="')[1:]]
+        verdicts += [p.check(u)[0] for u in hrefs]
+    assert verdicts.count("") == 100 and verdicts.count("domain_hosts") == 200
+
+
+def test_off_at_zero() -> None:
+    p = UrlPolicy(any_host=True)
+    assert p.check("http://a.test/cal/2999/01?x=1")[0] == ""
+    assert all(p.check(f"http://h{i}.a.test/?q={i}")[0] == "" for i in range(300))
+
+
+TRAPS, NORMAL = "127.0.0.91", "127.0.0.92"
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("traps")
+    server = h.HostileServer()
+    server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
+    server.route(TRAPS, "/s/", h.session_ids(), prefix=True)
+    server.route(TRAPS, "/shop", h.facets())
+    server.route(TRAPS, "/g/", h.growing_path(), prefix=True)
+    server.route(TRAPS, "/loop2/", h.relative_loop(), prefix=True)
+    normal = h.normal_site(server, NORMAL, pages=5)
+    today = date.today()
+    seeds = [f"/cal/{today.year}/{today.month:02d}", "/s/", "/shop", "/g/", "/loop2/"]
+    # "web" stops at depth 20; a calendar walked a month a page needs more
+    write_site(tmp / "sites", "traps", "[urls]\nmax_depth = 200\n")
+    with server:
+        result = run_crawl(
+            tmp,
+            "traps",
+            sites_dir=tmp / "sites",
+            seeds=[server.url(TRAPS, s) for s in seeds] + [server.url(NORMAL)],
+            settings={
+                "ALLOW_PRIVATE_ADDRESSES": True,
+                "FRONTIER_MIN_DELAY": 0.01,
+                "FRONTIER_DELAY_FACTOR": 0,
+                "URL_MAX_QUERY_VARIANTS": 20,
+                "URL_MAX_DATE_PAST_DAYS": 365,
+            },
+            timeout=120,
+        )
+        server.wait_idle()
+        yield result, server, normal
+
+
+def paths(server: h.HostileServer, prefix: str) -> list[str]:
+    return [x.path for x in server.hits_of(TRAPS, prefix)]
+
+
+def test_calendar_stops_at_the_date_window(crawl) -> None:
+    result, server, _ = crawl
+    assert result.returncode == 0, result.log[-3000:]
+    months = {tuple(int(x) for x in p.split("/")[2:4]) for p in paths(server, "/cal/")}
+    today = date.today()
+    index = sorted(y * 12 + m - 1 for y, m in months)
+    now = today.year * 12 + today.month - 1
+    assert index == list(range(index[0], index[-1] + 1))  # contiguous, walked both ways
+    assert now - 13 <= index[0] <= now - 11 and now + 35 <= index[-1] <= now + 37
+    assert result.stats["frontier/rejected/date_distance"] >= 2
+
+
+def test_session_ids_make_no_new_urls(crawl) -> None:
+    _, server, _ = crawl
+    fetched = paths(server, "/s/")
+    assert not [p for p in fetched if "sid" in p.lower()]
+    assert sorted(fetched) == ["/s/", *(f"/s/{i}" for i in range(5))]
+
+
+def test_facets_are_capped_per_path(crawl) -> None:
+    result, server, _ = crawl
+    assert len(set(paths(server, "/shop?"))) == 20
+    assert result.stats["frontier/rejected/query_variants"] > 0
+
+
+def test_growing_paths_and_relative_loops_stop(crawl) -> None:
+    _, server, _ = crawl
+    assert max(p.count("/a") for p in paths(server, "/g/")) == 3
+    assert max(p.count("/x") for p in paths(server, "/loop2/")) == 3
+
+
+def test_normal_site_completes_next_to_the_traps(crawl) -> None:
+    result, server, normal = crawl
+    assert {x.path for x in server.hits_of(NORMAL)} == normal
+    assert result.stats["finish_reason"] == "finished"
