@@ -1,0 +1,170 @@
+"""Several ``scrapy crawl`` workers on one Redis crawl one multi-host site as one polite crawler.
+
+Real processes, a real ``redis-server`` started by the tests, a real multi-host site on
+loopback; every verdict comes from the server's record of requests.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devsite import HostSpec, build_site
+from devsite.routed import RoutedSiteServer
+from tests.crawling import finish_crawl, normalized, per_host, start_crawl
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+MIN_DELAY = 0.15
+CRAWL_DELAY_HOST, CRAWL_DELAY = "127.0.0.3", 0.4
+HOSTS = [f"127.0.0.{i}" for i in range(2, 8)]
+
+
+def robots(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    body = "User-agent: *\nDisallow: /private/\n"
+    if ask.address == CRAWL_DELAY_HOST:
+        body += f"Crawl-delay: {CRAWL_DELAY}\n"
+    return 200, [("Content-Type", "text/plain")], body.encode()
+
+
+def site(pages: int = 10) -> RoutedSiteServer:
+    graph = build_site(
+        [HostSpec(h, pages=pages) for h in HOSTS], links_per_page=4, cross_host_links=1
+    )
+    server = RoutedSiteServer(graph)
+    for host in HOSTS:
+        server.route(host, "/robots.txt", robots)
+    return server
+
+
+def worker_settings(redis: RedisServer, key: str, tmp: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "FRONTIER_BACKEND": "redis",
+        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "FRONTIER_REDIS_KEY": key,
+        "ALLOW_PRIVATE_ADDRESSES": True,
+        "FRONTIER_MIN_DELAY": MIN_DELAY,
+        "FRONTIER_DELAY_FACTOR": 0,
+        "FRONTIER_READ_AHEAD": 2,
+        "INDEX_PATH": tmp / "index.sqlite",  # one per worker: SQLite is not shared
+        **extra,
+    }
+
+
+def wait_until(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def start_workers(
+    tmp_path: Path, server: RoutedSiteServer, redis: RedisServer, n: int, **extra: Any
+) -> tuple[list[Any], list[Path], str]:
+    """The first worker gets the seeds; the others join with none, once the crawl exists."""
+    key = fresh_key()
+    client = redis.client()
+    dirs = [tmp_path / f"w{i}" for i in range(n)]
+    for d in dirs:
+        d.mkdir()
+    procs = [
+        start_crawl(
+            dirs[0], seeds=server.seeds(), settings=worker_settings(redis, key, dirs[0], **extra)
+        )
+    ]
+    wait_until(lambda: client.scard("{" + key + "}:seen") > 0)
+    procs += [
+        start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
+    ]
+    return procs, dirs, key
+
+
+def check_polite(records: list[Any]) -> None:
+    for host, recs in per_host(records).items():
+        wanted = CRAWL_DELAY if host == CRAWL_DELAY_HOST else MIN_DELAY
+        for prev, nxt in pairwise(recs):
+            assert nxt.start >= prev.end - 1e-3, f"{host}: two requests at once"
+            assert nxt.start - prev.end >= wanted - 0.01, (host, nxt.start - prev.end)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_workers_crawl_one_site_once_and_politely(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+    workers: int,
+) -> None:
+    with site() as server:
+        procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers)
+        results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
+        records = server.records
+        wanted = server.graph.reachable(server.seeds())
+    for r in results:
+        assert r.returncode == 0, r.log[-3000:]
+        assert r.stats["finish_reason"] == "finished"
+    fetched = normalized(records)
+    allowed = {u for u in wanted if "/private/" not in u}
+    assert allowed <= set(fetched), sorted(allowed - set(fetched))[:5]
+    twice = [u for u, n in Counter(fetched).items() if n > 1]
+    assert not twice, twice
+    robots_fetches = Counter(r.host for r in records if r.path == "/robots.txt")
+    assert robots_fetches == dict.fromkeys(HOSTS, 1)
+    check_polite(records)
+    # every worker took part: the ones that joined without seeds got work from Redis
+    scraped = [r.stats.get("item_scraped_count", 0) for r in results]
+    assert all(n > 0 for n in scraped), scraped
+    assert sum(scraped) <= len(set(fetched))  # one item per page, from whichever worker
+
+
+def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 3}
+    with site(pages=14) as server:
+        procs, dirs, key = start_workers(tmp_path, server, redis_server, 3, **extra)
+        client = redis_server.client()
+        def holds_leases(proc: Any) -> bool:
+            marker = f":{proc.pid}".encode()
+            return any(marker in r for r in client.hvals("{" + key + "}:lease"))
+
+        # mid-crawl: both workers about to be stopped are holding work
+        wait_until(lambda: holds_leases(procs[1]) and holds_leases(procs[2]))
+        procs[1].send_signal(signal.SIGKILL)  # dies holding whatever it held
+        killed_at = time.monotonic()
+        procs[2].send_signal(signal.SIGINT)  # a clean stop
+        stopped = finish_crawl(procs[2], dirs[2], timeout=60)
+        held_after_stop = [
+            record
+            for record in client.hvals("{" + key + "}:lease")
+            if f":{procs[2].pid}".encode() in record
+        ]
+        first = finish_crawl(procs[0], dirs[0], timeout=120)
+        procs[1].wait(10)
+        records = server.records
+        wanted = server.graph.reachable(server.seeds())
+        leases_left = client.zcard("{" + key + "}:leases")
+    assert first.returncode == 0 and first.stats["finish_reason"] == "finished", first.log[-3000:]
+    assert stopped.returncode == 0, stopped.log[-3000:]
+    assert stopped.stats["finish_reason"] == "shutdown"
+    fetched = normalized(records)
+    allowed = {u for u in wanted if "/private/" not in u}
+    assert allowed <= set(fetched), sorted(allowed - set(fetched))[:5]
+    # only what the dead worker held may have been fetched twice (at most a lease per host,
+    # one slot each), and each such page was first fetched before the kill
+    twice = {u for u, n in Counter(fetched).items() if n > 1}
+    assert len(twice) <= len(HOSTS), twice
+    first_fetch = {}
+    for r in sorted(records, key=lambda r: r.start):
+        first_fetch.setdefault(normalized([r])[0] if r.path != "/robots.txt" else "", r.start)
+    assert all(first_fetch[u] < killed_at for u in twice)
+    # the stopped worker held nothing once it had stopped; the crawl ended with none open
+    assert held_after_stop == []
+    assert leases_left == 0
+    check_polite(records)
