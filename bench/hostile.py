@@ -171,9 +171,9 @@ def main() -> int:
     print(f"{'case':28} {'requests':>8} {'held s':>7} {'sent MB':>8}  statuses")
     for row in rows:
         print(f"{row['case']:28} {row['requests']:>8} {row.get('held_s', '-'):>7} "
-              f"{row.get('sent_MB', '-'):>8}  {row.get('statuses', '')}")  # fmt: skip
+              f"{row.get('sent_MB', '-'):>8}  {row.get('statuses', '')}")
     for key in ("returncode", "peak_rss_mb", "wall_s", "normal_site", "normal_site_complete",
-                "finish_reason", "limits", "retry_after", "rejected"):  # fmt: skip
+                "finish_reason", "limits", "retry_after", "rejected"):
         print(f"{key}: {result[key]}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

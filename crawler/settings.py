@@ -174,6 +174,8 @@ DOWNLOAD_MAX_HEADER_BYTES = 256 * 1024  # bytes of one response's header section
 # period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
 DOWNLOAD_MIN_RATE = 1024
 DOWNLOAD_MIN_RATE_GRACE = 5.0
+# bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
+PAGE_MAX_HTML = 4 * 1024 * 1024
 PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
 CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
 # Depth is enforced by the frontier's URL policy (site config max_depth); DepthMiddleware

@@ -268,7 +268,7 @@ class HostileServer:
         finally:
             if req is not None:
                 hit = Hit(address, self.port, req.path, start, time.monotonic(), conn.sent,
-                          conn.status, req.headers)  # fmt: skip
+                          conn.status, req.headers)
                 with self._lock:
                     self._hits.append(hit)
             with self._lock:

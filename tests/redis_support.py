@@ -74,7 +74,7 @@ def start_redis(root: Path, *, timeout: float = 15.0) -> RedisServer:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         server = RedisServer(process, port, root)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and process.poll() is None:

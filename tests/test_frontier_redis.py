@@ -179,7 +179,7 @@ def test_entries_round_trip_as_msgpack_never_pickle(make) -> None:
     f.add(Entry(url="http://a.test/p", host="a.test", priority=3, depth=4, payload=payload))
     lease = f.next()
     assert lease.entry == Entry(url="http://a.test/p", host="a.test", priority=3, depth=4,
-                                payload=payload)  # fmt: skip
+                                payload=payload)
     raw = f.client.hget(f.prefix + ":lease", lease.token)
     record = msgpack.unpackb(raw, raw=True)
     assert unpack_entry(record[4]) == lease.entry
@@ -189,9 +189,9 @@ def test_entries_round_trip_as_msgpack_never_pickle(make) -> None:
     for name in ("redis.py", "redis_lua.py"):
         tree = ast.parse((root / name).read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-                    for a in n.names}  # fmt: skip
+                    for a in n.names}
         imported |= {n.module.split(".")[0] for n in ast.walk(tree)
-                     if isinstance(n, ast.ImportFrom) and n.module}  # fmt: skip
+                     if isinstance(n, ast.ImportFrom) and n.module}
         assert not imported & {"pickle", "cPickle", "dill", "marshal", "shelve"}
 
 
@@ -245,7 +245,7 @@ def test_waiting_hosts_reads_the_host_table_in_batches(make) -> None:
 def test_tokens_are_unique_across_handles(make) -> None:
     key = fresh_key()
     handles = [make(PolitenessPolicy(min_delay=0.0, host_concurrency=4), key=key)
-               for _ in range(3)]  # fmt: skip
+               for _ in range(3)]
     handles[0].add_many(entries(20, 10))
     tokens = []
     for _ in range(10):
@@ -322,7 +322,7 @@ def test_a_big_batch_goes_in_chunks(make) -> None:
     f.add(Entry(url="http://warm.test/", host="warm.test"))  # scripts loaded
     before = _evalsha_calls(f.client)
     links = [Entry(url=f"http://h{i % 50}.test/page/{i}", host=f"h{i % 50}.test")
-             for i in range(5000)]  # fmt: skip
+             for i in range(5000)]
     links[4000] = Entry(url="http://warm.test/", host="warm.test")
     results = f.add_many(links)
     assert _evalsha_calls(f.client) - before == 5
@@ -351,14 +351,14 @@ def test_memory_per_queued_and_per_seen_url(make) -> None:
     f.add_many(
         [Entry(url=f"https://www.host{i % 500:03d}.example/articles/{i:08d}.html",
                host=f"www.host{i % 500:03d}.example") for i in range(n)]
-    )  # fmt: skip
+    )
     assert len(f) == n and len(f"https://www.host000.example/articles/{0:08d}.html") == 50
     after_add = client.info("memory")["used_memory"]
     seen_bytes = client.memory_usage(f.prefix + ":seen", samples=0)
     per_seen = seen_bytes / n
     per_queued = (after_add - base - seen_bytes) / n
     print(f"\nRedis frontier: {per_queued:.0f} B per queued URL (incl. hosts), "
-          f"{per_seen:.0f} B per seen URL")  # fmt: skip
+          f"{per_seen:.0f} B per seen URL")
     assert 40 < per_queued < 400
     assert 8 < per_seen < 200
 
@@ -389,7 +389,7 @@ def test_an_unknown_layout_is_refused(make) -> None:
     with pytest.raises(ValueError):
         make(key="a{b}")
     client = redis.Redis(port=f.client.connection_pool.connection_kwargs["port"],
-                         decode_responses=True)  # fmt: skip
+                         decode_responses=True)
     with pytest.raises(ValueError, match="bytes"):
         RedisFrontier(client, fresh_key(), PolitenessPolicy())
     client.close()

@@ -17,7 +17,7 @@ A, B = "127.0.0.61", "127.0.0.62"
 
 
 def raw_get(server: h.HostileServer, address: str, path: str, *, read: int = 1 << 20,
-            timeout: float = 5) -> bytes:  # fmt: skip
+            timeout: float = 5) -> bytes:
     """Send a GET and read up to ``read`` bytes (or until the server closes)."""
     with socket.create_connection((address, server.port), timeout=timeout) as sock:
         sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {address}\r\n\r\n".encode())

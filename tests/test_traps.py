@@ -31,18 +31,18 @@ TOKEN = "0123456789abcdef0123456789abcdef"
         ("http://a.test/?s=configuration", "http://a.test/?s=configuration"),
         ("http://a.test/?side=1&ssid=2", "http://a.test/?side=1&ssid=2"),
     ],
-)  # fmt: skip
+)
 def test_session_ids_are_stripped(raw: str, normalized: str) -> None:
     assert normalize_url(raw)[0] == normalized
 
 
 def test_far_dates_are_rejected() -> None:
     p = UrlPolicy(any_host=True, max_date_future_days=1095, max_date_past_days=3650,
-                  today=date(2026, 11, 15))  # fmt: skip
+                  today=date(2026, 11, 15))
     ok = ["/cal/2026/11", "/cal/2029/10", "/news/2017/01/02/x.html", "/e/2026-12-05.html",
-          "/docs/1234/5", "/v/2.5/x", "/a/2031", "/p?year=2031", "/api/20310101"]  # fmt: skip
+          "/docs/1234/5", "/v/2.5/x", "/a/2031", "/p?year=2031", "/api/20310101"]
     far = ["/cal/2030/01", "/cal/2016/10", "/e/2099-01-01.html", "/p?d=2040-01-01",
-           "/x/2150/1/"]  # fmt: skip
+           "/x/2150/1/"]
     assert [u for u in ok if p.check("http://a.test" + u)[0]] == []
     assert [p.check("http://a.test" + u)[0] for u in far] == ["date_distance"] * len(far)
 
@@ -59,10 +59,10 @@ def test_query_variants_per_path() -> None:
 
 def test_hosts_per_registered_domain() -> None:
     p = UrlPolicy(domains=["trap.co.uk", "fine.test"], hosts=["www.trap.co.uk"],
-                  max_hosts_per_domain=3)  # fmt: skip
+                  max_hosts_per_domain=3)
     hosts = [f"h{i}.trap.co.uk" for i in range(5)]
     assert [p.check(f"http://{x}/")[0] for x in hosts] == ["", "", "", "domain_hosts",
-                                                           "domain_hosts"]  # fmt: skip
+                                                           "domain_hosts"]
     assert p.check("http://www.trap.co.uk/")[0] == ""  # configured hosts are not counted
     assert p.check("http://h0.trap.co.uk/again")[0] == ""  # an admitted host stays admitted
     assert p.check("http://a.fine.test/")[0] == ""  # another domain, its own budget

@@ -62,6 +62,7 @@ class SiteSpider(scrapy.Spider):
     robots_token: str = "*"  # robots.txt product token, for meta and X-Robots-Tag addressed to it
     max_links: int = 5000  # PAGE_MAX_LINKS
     max_text: int = 1_000_000  # CONTENT_MAX_TEXT
+    max_html: int = 4 * 1024 * 1024  # PAGE_MAX_HTML
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -91,6 +92,7 @@ class SiteSpider(scrapy.Spider):
         spider.robots_token = robots_token(settings)
         spider.max_links = settings.getint("PAGE_MAX_LINKS", 5000)
         spider.max_text = settings.getint("CONTENT_MAX_TEXT", 1_000_000)
+        spider.max_html = settings.getint("PAGE_MAX_HTML", 4 * 1024 * 1024)
         return spider
 
     def _recrawl(self) -> RecrawlExtension | None:
@@ -220,9 +222,17 @@ class SiteSpider(scrapy.Spider):
             self._record(response, meta, item, _body_fingerprint(response.body))
             yield item
             return
-        page = parse_html(
-            response.body, encoding=response.encoding, main_text=self._wants_main_text()
-        )
+        body = response.body
+        if self.max_html and len(body) > self.max_html:
+            # Parsing costs memory and time in proportion to the bytes (a 10 MB page of links
+            # alone took 400 MB); the page's start holds its own content and first links.
+            limit_log(self.crawler).fire(
+                "page_html",
+                response.url,
+                f"{len(body)} bytes of HTML, parsed the first {self.max_html} (PAGE_MAX_HTML)",
+            )
+            body = body[: self.max_html]
+        page = parse_html(body, encoding=response.encoding, main_text=self._wants_main_text())
         directives.add(page.meta_robots)
         if token and token != "robots":
             directives.add(page.metas.get(token, ""))
