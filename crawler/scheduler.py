@@ -298,15 +298,23 @@ class FrontierScheduler(BaseScheduler):
         force: bool = False,
         first: bool = False,
     ) -> bool:
-        assert self.frontier is not None and self.prioritizer is not None
+        assert self.frontier is not None
+        entry = self._entry(url, host, depth, payload, request_priority, first)
+        result = self.frontier.add(entry, force=force, first=first)
+        return self._counted(result, depth)
+
+    def _entry(
+        self, url: str, host: str, depth: int, payload: Any, request_priority: int, first: bool
+    ) -> Entry:
+        assert self.prioritizer is not None
         if not first:
             self._discover_origin(url, host)
         priority = self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
-        result = self.frontier.add(
-            Entry(url, host, priority, depth, payload), force=force, first=first
-        )
+        return Entry(url, host, priority, depth, payload)
+
+    def _counted(self, result: Any, depth: int) -> bool:
         if result.reason != PENDING:  # a shared frontier answers later, through _added
             self._count_added(result.added, result.reason)
         if not result.added:
@@ -364,6 +372,7 @@ class FrontierScheduler(BaseScheduler):
         if len(raw_seen) > self._raw_cache_size:
             raw_seen.clear()
         repeated = 0
+        entries = []
         for raw in urls:
             h = hash(raw)
             if h in raw_seen:
@@ -375,7 +384,12 @@ class FrontierScheduler(BaseScheduler):
             if reason:
                 self._rejected(reason, raw, False)
                 continue
-            self._add(url, host, depth, None)
+            entries.append(self._entry(url, host, depth, None, 0, False))
+        if entries:
+            assert self.frontier is not None
+            # one call for the page's links: one round trip (per 1,000) to a shared frontier
+            for result in self.frontier.add_many(entries):
+                self._counted(result, depth)
         if repeated:
             self._stat_inc("frontier/links_repeated", repeated)
         return True
