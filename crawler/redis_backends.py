@@ -37,7 +37,7 @@ from crawler.frontier.redis import RedisFrontier
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 from crawler.stores import (
-    GiveUpCallback,
+    FrontierCallbacks,
     MemoryFrontierStore,
     ScopeRegistry,
     politeness_from_settings,
@@ -168,12 +168,9 @@ class RedisFrontierStore(MemoryFrontierStore):
         *,
         lease_ttl: float = 300.0,
         max_pages_per_host: int | None = None,
-        on_give_up: GiveUpCallback | None = None,
-        notify: Callable[[], None] | None = None,
-        on_added: Callable[..., None] | None = None,
-        on_seeds: Callable[[list[str]], None] | None = None,
-        on_scope: Callable[[set[str]], None] | None = None,
+        callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
+        cb = callbacks or FrontierCallbacks()
         client = redis_client(self.settings)
         inner = self._redis_frontier(
             client, lease_ttl=lease_ttl, max_pages_per_host=max_pages_per_host
@@ -191,8 +188,8 @@ class RedisFrontierStore(MemoryFrontierStore):
             client,
             START_URLS_KEY % {"name": self.site},
             RedisScopeRegistry(client, self.key),
-            on_seeds=_from_thread(on_seeds),
-            on_scope=_from_thread(on_scope),
+            on_seeds=_from_thread(cb.on_seeds),
+            on_scope=_from_thread(cb.on_scope),
         )
         logger.info(
             "Frontier: Redis at %s, crawl %r (%d URLs queued, %d leases open)",
@@ -205,8 +202,8 @@ class RedisFrontierStore(MemoryFrontierStore):
             inner,
             read_ahead=self.settings.getint("FRONTIER_READ_AHEAD", 8),
             refresh=self.settings.getfloat("FRONTIER_REFRESH_INTERVAL", 0.5),
-            notify=_from_thread(notify),
-            on_added=_from_thread(on_added),
+            notify=_from_thread(cb.notify),
+            on_added=_from_thread(cb.on_added),
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
         )

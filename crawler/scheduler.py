@@ -29,7 +29,7 @@ from .frontier import (
 from .frontier.buffered import PENDING
 from .frontier.urls import origin_of
 from .meta import LEASE_META
-from .stores import ScopeRegistry
+from .stores import FrontierCallbacks, ScopeRegistry
 from .waker import EngineWaker, engine_holds, running_engine
 
 logger = logging.getLogger(__name__)
@@ -172,11 +172,13 @@ class FrontierScheduler(BaseScheduler):
         return store.open_frontier(
             lease_ttl=self.lease_ttl,
             max_pages_per_host=getattr(site, "max_pages_per_host", None),
-            on_give_up=self._host_given_up,
-            notify=self._frontier_news,
-            on_added=self._added,
-            on_seeds=self._seeds_arrived,
-            on_scope=self._scope_arrived,
+            callbacks=FrontierCallbacks(
+                on_give_up=self._host_given_up,
+                notify=self._frontier_news,
+                on_added=self._added,
+                on_seeds=self._seeds_arrived,
+                on_scope=self._scope_arrived,
+            ),
         )
 
     def _host_penalty(self) -> Callable[[str], int] | None:

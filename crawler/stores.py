@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,20 @@ from crawler.frontier.sqlite import SqliteStore
 logger = logging.getLogger(__name__)
 
 GiveUpCallback = Callable[[str, str, int], None]
+
+
+@dataclass
+class FrontierCallbacks:
+    """What a frontier tells the scheduler. An embedded frontier calls ``on_give_up`` only; a
+    shared one also says that leases are ready (``notify``), answers queued adds
+    (``on_added``), hands over seeds pushed from outside (``on_seeds``) and hosts other workers
+    brought into scope (``on_scope``), all on the scheduler's thread."""
+
+    on_give_up: GiveUpCallback | None = None
+    notify: Callable[[], None] | None = None
+    on_added: Callable[..., None] | None = None
+    on_seeds: Callable[[list[str]], None] | None = None
+    on_scope: Callable[[set[str]], None] | None = None
 
 
 class ScopeRegistry:
@@ -90,16 +105,8 @@ class MemoryFrontierStore:
         *,
         lease_ttl: float = 300.0,
         max_pages_per_host: int | None = None,
-        on_give_up: GiveUpCallback | None = None,
-        notify: Callable[[], None] | None = None,
-        on_added: Callable[..., None] | None = None,
-        on_seeds: Callable[[list[str]], None] | None = None,
-        on_scope: Callable[[set[str]], None] | None = None,
+        callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
-        """The frontier; a shared one calls back with news from other workers (``notify``:
-        leases are ready; ``on_added``: the answers to queued adds; ``on_seeds``: seeds pushed
-        from outside; ``on_scope``: hosts other workers brought into scope). An embedded one
-        answers at once and never calls them."""
         s = self.settings
         front = s.getint("FRONTIER_FRONT_QUEUES", 8)
         return MercatorFrontier(
@@ -111,7 +118,7 @@ class MemoryFrontierStore:
             or 3 * s.getint("CONCURRENT_REQUESTS", 16),
             max_pages_per_host=max_pages_per_host,
             refill_batch=s.getint("FRONTIER_REFILL_BATCH", 256),
-            on_give_up=on_give_up,
+            on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
         )
 
 
