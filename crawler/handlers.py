@@ -24,6 +24,7 @@ one INFO line per host and limit).
 
 from __future__ import annotations
 
+import logging
 import weakref
 from dataclasses import dataclass
 from time import monotonic
@@ -46,7 +47,10 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from twisted.web._newclient import HEADER, STATUS
 
+from crawler.addresses import AddressPolicy, policy_from_settings
 from crawler.limits import DownloadLimitExceeded, limit_log
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,18 @@ class _LimitedProtocol(_LenientHTTP11ClientProtocol):
 
 class _LimitedFactory(_LenientHTTP11ClientFactory):
     limits: Limits = Limits()
+    policy: AddressPolicy = AddressPolicy()
+    on_refused: Any = None
 
-    def buildProtocol(self, addr: Any) -> _LimitedProtocol:
+    def buildProtocol(self, addr: Any) -> _LimitedProtocol | None:
+        # The address the connection was really made to: a name that resolved to a public
+        # address when the middleware checked it may resolve elsewhere now (DNS rebinding).
+        host, port = getattr(addr, "host", None), getattr(addr, "port", None)
+        reason = self.policy.refusal(host, port) if isinstance(host, str) else ""
+        if reason:
+            if self.on_refused is not None:
+                self.on_refused(host, port, reason)
+            return None  # Twisted closes the connection: nothing is sent
         protocol = _LimitedProtocol(self._quiescentCallback)  # type: ignore[no-untyped-call]
         protocol.limits = self.limits
         return protocol
@@ -243,7 +257,22 @@ class LimitedHTTPDownloadHandler(HTTP11DownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         limits = Limits.from_settings(crawler.settings)
-        self._pool._factory = type("Factory", (_LimitedFactory,), {"limits": limits})
+        stats = crawler.stats
+
+        def refused(host: str, port: int | None, reason: str) -> None:
+            if stats is not None:
+                stats.inc_value("address_safety/refused/at_connect")
+            logger.warning("Refused a connection to %s:%s: a %s address", host, port, reason)
+
+        self._pool._factory = type(
+            "Factory",
+            (_LimitedFactory,),
+            {
+                "limits": limits,
+                "policy": policy_from_settings(crawler.settings),
+                "on_refused": staticmethod(refused),
+            },
+        )
         self._watch = _BodyWatch.of(crawler, limits)
         self._log = limit_log(crawler)
         self._timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")

@@ -121,6 +121,8 @@ RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
 # --- Address safety --------------------------------------------------------------------------
 # Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
 ALLOW_PRIVATE_ADDRESSES = False
+# Or allow just these networks and ports, e.g. ["127.0.0.2/32:8080", "10.20.0.0/16"]
+ALLOWED_NETWORKS: list[str] = []
 
 DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.address_safety.AddressSafetyMiddleware": 50,

@@ -1,6 +1,7 @@
 """``scrapy crawl``, with the checks that must refuse a crawl before it starts.
 
-Scrapy's own command, plus a preflight: the frontier store the settings choose
+Scrapy's own command, plus a preflight: a malformed ``ALLOWED_NETWORKS`` entry, and the
+frontier store the settings choose
 (``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a shared store whose server is unreachable
 or whose stored crawl was made with other politeness settings. A refusal is one clear line on
 stderr and exit status 2, before any request goes out; scrapyd shows that line in the job's log.
@@ -14,7 +15,8 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from crawler.backends import BackendError, backend_class
+from crawler.addresses import policy_from_settings
+from crawler.backends import backend_class
 
 
 class Command(ScrapyCrawlCommand):
@@ -26,9 +28,10 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])
         try:
+            policy_from_settings(crawler.settings)
             store = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
             problems = store.preflight(crawler) if hasattr(store, "preflight") else []
-        except BackendError as exc:
+        except ValueError as exc:  # BackendError too
             problems = [str(exc)]
         if problems:
             for problem in problems:
