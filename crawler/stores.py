@@ -14,6 +14,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
+from crawler import defaults
 from crawler.frontier import Frontier, MemoryStore, MercatorFrontier, PolitenessPolicy, QueueStore
 from crawler.frontier.sqlite import SqliteStore
 
@@ -58,12 +59,18 @@ class FileScopeRegistry(ScopeRegistry):
 
 def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
     return PolitenessPolicy(
-        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", 1.0),
-        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", 5.0),
-        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", 30.0),
-        host_concurrency=settings.getint("FRONTIER_HOST_CONCURRENCY", 1),
-        max_crawl_delay=settings.getfloat("FRONTIER_MAX_CRAWL_DELAY", 120.0),
-        max_failures=settings.getint("FRONTIER_HOST_MAX_FAILURES", 5),
+        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY),
+        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", defaults.FRONTIER_DELAY_FACTOR),
+        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", defaults.FRONTIER_MAX_DELAY),
+        host_concurrency=settings.getint(
+            "FRONTIER_HOST_CONCURRENCY", defaults.FRONTIER_HOST_CONCURRENCY
+        ),
+        max_crawl_delay=settings.getfloat(
+            "FRONTIER_MAX_CRAWL_DELAY", defaults.FRONTIER_MAX_CRAWL_DELAY
+        ),
+        max_failures=settings.getint(
+            "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
+        ),
     )
 
 
@@ -88,7 +95,7 @@ class MemoryFrontierStore:
     def open_frontier(
         self,
         *,
-        lease_ttl: float = 300.0,
+        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
         max_pages_per_host: int | None = None,
         on_give_up: GiveUpCallback | None = None,
         notify: Callable[[], None] | None = None,
@@ -101,16 +108,16 @@ class MemoryFrontierStore:
         from outside; ``on_scope``: hosts other workers brought into scope). An embedded one
         answers at once and never calls them."""
         s = self.settings
-        front = s.getint("FRONTIER_FRONT_QUEUES", 8)
+        front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
         return MercatorFrontier(
             politeness_from_settings(s),
             store=self.queue_store(front),
             lease_ttl=lease_ttl,
             front_queues=front,
-            back_queues=s.getint("FRONTIER_BACK_QUEUES", 0)
+            back_queues=s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES)
             or 3 * s.getint("CONCURRENT_REQUESTS", 16),
             max_pages_per_host=max_pages_per_host,
-            refill_batch=s.getint("FRONTIER_REFILL_BATCH", 256),
+            refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
             on_give_up=on_give_up,
         )
 
@@ -134,7 +141,9 @@ class SqliteFrontierStore(MemoryFrontierStore):
         store = SqliteStore(
             path,
             front_queues,
-            commit_interval=self.settings.getfloat("FRONTIER_COMMIT_INTERVAL", 2.0),
+            commit_interval=self.settings.getfloat(
+                "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL
+            ),
         )
         if resumed:
             logger.info(

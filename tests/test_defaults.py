@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
@@ -60,3 +61,52 @@ def test_the_settings_module_overrides_no_default() -> None:
         if isinstance(t, ast.Name)
     }
     assert assigned & set(defaults.__all__) == set()
+
+
+def _literal(node: ast.expr) -> bool:
+    """A constant written in place: 3, -1.0, 4 * 1024, "depth", True (not a name or call)."""
+    if isinstance(node, ast.Constant):
+        return node.value is not None
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _literal(node.left) and _literal(node.right)
+    return False
+
+
+def literal_fallbacks(root: Path) -> list[str]:
+    """``X.get*("NAME", <literal>)`` for every NAME that has a default in crawler.defaults."""
+    names = set(defaults.__all__)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in GETTERS
+                and len(node.args) >= 2
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in names
+                and _literal(node.args[1])
+            ):
+                continue
+            where = f"{path.relative_to(root.parent)}:{node.lineno}"
+            found.append(f"{where}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_getter_repeats_a_default() -> None:
+    found = literal_fallbacks(PACKAGE)
+    assert not found, "use crawler.defaults instead of:\n" + "\n".join(found)
+
+
+def test_the_check_finds_a_literal_fallback(tmp_path: Path) -> None:
+    (tmp_path / "crawler").mkdir()
+    (tmp_path / "crawler" / "planted.py").write_text(
+        "def f(s):\n"
+        "    return s.getfloat('FRONTIER_MIN_DELAY', 1.0), s.getint('PAGE_MAX_HTML', 4 * 1024)\n"
+        "def ok(s, d):\n"
+        "    return s.getfloat('FRONTIER_MIN_DELAY', d.FRONTIER_MIN_DELAY), s.get('JOBDIR', 'x')\n"
+    )
+    found = literal_fallbacks(tmp_path / "crawler")
+    assert [f.split(": ", 1)[0] for f in found] == ["crawler/planted.py:2", "crawler/planted.py:2"]

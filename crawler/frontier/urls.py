@@ -9,6 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
+from crawler import defaults
+
 SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_RE = re.compile(r"^[a-z0-9_\-.:]+$")  # after IDNA; ':' for IPv6 literals
@@ -161,8 +163,8 @@ class UrlPolicy:
         allow: Iterable[str] = (),
         deny: Iterable[str] = (),
         max_depth: int | None = None,
-        max_url_length: int = 2048,
-        max_repeated_segments: int = 3,
+        max_url_length: int = defaults.URL_MAX_LENGTH,
+        max_repeated_segments: int = defaults.URL_MAX_REPEATED_SEGMENTS,
         any_host: bool = False,
         max_query_variants: int = 0,
         max_date_future_days: int = 0,

@@ -28,6 +28,7 @@ import scrapy
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler import defaults
 from crawler.content.html import parse_html
 from crawler.content.normalize import text_fingerprint
 from crawler.crawldb import crawldb_enabled
@@ -60,9 +61,9 @@ class SiteSpider(scrapy.Spider):
     site: ClassVar[SiteConfig]
     handle_httpstatus_list: list[int]  # set per crawl: HTTPERROR_ALLOWED_CODES and 304
     robots_token: str = "*"  # robots.txt product token, for meta and X-Robots-Tag addressed to it
-    max_links: int = 5000  # PAGE_MAX_LINKS
-    max_text: int = 1_000_000  # CONTENT_MAX_TEXT
-    max_html: int = 4 * 1024 * 1024  # PAGE_MAX_HTML
+    max_links: int = defaults.PAGE_MAX_LINKS
+    max_text: int = defaults.CONTENT_MAX_TEXT
+    max_html: int = defaults.PAGE_MAX_HTML
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -90,9 +91,9 @@ class SiteSpider(scrapy.Spider):
         allowed = [int(c) for c in settings.getlist("HTTPERROR_ALLOWED_CODES")]
         spider.handle_httpstatus_list = allowed if 304 in allowed else [*allowed, 304]
         spider.robots_token = robots_token(settings)
-        spider.max_links = settings.getint("PAGE_MAX_LINKS", 5000)
-        spider.max_text = settings.getint("CONTENT_MAX_TEXT", 1_000_000)
-        spider.max_html = settings.getint("PAGE_MAX_HTML", 4 * 1024 * 1024)
+        spider.max_links = settings.getint("PAGE_MAX_LINKS", defaults.PAGE_MAX_LINKS)
+        spider.max_text = settings.getint("CONTENT_MAX_TEXT", defaults.CONTENT_MAX_TEXT)
+        spider.max_html = settings.getint("PAGE_MAX_HTML", defaults.PAGE_MAX_HTML)
         return spider
 
     def _recrawl(self) -> RecrawlExtension | None:
