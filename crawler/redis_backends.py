@@ -37,12 +37,8 @@ from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.redis import RedisFrontier
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
-from crawler.stores import (
-    GiveUpCallback,
-    MemoryFrontierStore,
-    ScopeRegistry,
-    politeness_from_settings,
-)
+from crawler.scope import ScopeRegistry
+from crawler.stores import GiveUpCallback, MemoryFrontierStore, politeness_from_settings
 
 logger = logging.getLogger(__name__)
 

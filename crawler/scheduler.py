@@ -31,7 +31,7 @@ from .frontier import (
 from .frontier.buffered import PENDING
 from .frontier.urls import origin_of
 from .meta import LEASE_META
-from .stores import ScopeRegistry
+from .scope import ScopeRegistry
 from .waker import EngineWaker, engine_holds, running_engine
 
 logger = logging.getLogger(__name__)
