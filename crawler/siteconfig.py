@@ -48,7 +48,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from crawler import defaults
-from crawler.frontier.urls import SCHEMES, url_problem
+from crawler.frontier.urls import url_problem
 
 __all__ = [
     "PRIORITY_POLICIES",
@@ -78,18 +78,6 @@ _HOST_RE = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
 #: Accepted ``[priority] policy`` values; ``breadth_first`` is stored as its alias ``depth``.
 PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request")
 _POLICY_ALIASES = {"breadth_first": "depth"}
-#: The schemes a link may have to be followed: the frontier's (the spider checks links with it).
-FOLLOWED_SCHEMES = SCHEMES
-# Characters no host name may contain (WHATWG's forbidden host code points, less "%", which a
-# percent-encoded host may use); urlsplit lets them through ("http://exa mple.com/").
-_BAD_HOST_CHAR = re.compile(r"[\x00-\x20#/<>?@\[\\\]^|\x7f]")
-
-
-def bad_host(host: str) -> bool:
-    """Whether ``host`` (as ``urlsplit(...).hostname`` gives it) cannot be a real host name."""
-    if ":" in host:  # an IPv6 literal; urlsplit has checked its brackets
-        return False
-    return _BAD_HOST_CHAR.search(host) is not None
 
 
 class SiteConfigError(ValueError):

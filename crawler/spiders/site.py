@@ -33,15 +33,14 @@ from crawler.content.html import parse_html
 from crawler.content.normalize import text_fingerprint
 from crawler.crawldb import crawldb_enabled
 from crawler.extensions.recrawl import RecrawlExtension
+from crawler.frontier.urls import link_problem
 from crawler.items import PAGE_FINGERPRINT_META, PageItem
 from crawler.limits import limit_log
 from crawler.links import UrlJoiner, follow_links
 from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
-    FOLLOWED_SCHEMES,
     SeedsFileError,
     SiteConfig,
-    bad_host,
     check_seeds_file,
     iter_seeds_file,
     seed_url_problem,
@@ -338,7 +337,8 @@ class SiteSpider(scrapy.Spider):
         Outlinks keep each distinct (url, anchor text) pair, since every anchor text helps the
         index find the target; the URLs to follow are distinct. This runs for every link of every
         page, so it is plain ``urljoin`` plus string checks: a joined URL that starts with the
-        base's own ``scheme://netloc`` (relative links, most absolute ones) needs no second parse.
+        base's own ``scheme://netloc`` (relative links, most absolute ones) needs no second parse;
+        any other is kept only if the frontier would take it (:func:`link_problem`).
         """
         base = page_url
         if base_href:
@@ -358,8 +358,8 @@ class SiteSpider(scrapy.Spider):
                 invalid += 1
                 continue
             if not (origin and absolute.startswith(origin) and absolute[cut : cut + 1] in _ENDS):
-                problem = _link_problem(absolute)
-                if problem == _SKIP_SCHEME:
+                problem = link_problem(absolute)
+                if problem == "scheme":
                     skipped_scheme += 1
                     continue
                 if problem is not None:
@@ -380,30 +380,15 @@ class SiteSpider(scrapy.Spider):
 
 # What may follow "scheme://netloc" in a URL on the same origin.
 _ENDS = frozenset({"", "/", "?", "#"})
-_SKIP_SCHEME = "scheme"
-_INVALID = "invalid"
-
-
-def _link_problem(url: str) -> str | None:
-    """``_SKIP_SCHEME`` for a non-http(s) link, ``_INVALID`` for one without a usable host."""
-    try:
-        parts = urlsplit(url)
-        if parts.scheme not in FOLLOWED_SCHEMES:
-            return _SKIP_SCHEME
-        host = parts.hostname
-        if not host or bad_host(host):
-            return _INVALID
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-    except ValueError:
-        return _INVALID
-    return None
 
 
 def _origin(url: str) -> str | None:
-    """``scheme://netloc`` of an http(s) URL with a valid host, else ``None``."""
-    if _link_problem(url) is not None:
+    """``scheme://netloc`` of an http(s) URL the frontier accepts, else ``None``."""
+    if link_problem(url) is not None:
         return None
     parts = urlsplit(url)
+    if not parts.netloc:  # http:\\host, which the frontier reads as http://host: no prefix
+        return None
     return f"{parts.scheme}://{parts.netloc}"
 
 
