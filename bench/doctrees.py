@@ -19,8 +19,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from crawler.frontier.urls import UrlPolicy, strip_session_ids
-from crawler.settings import (
+from crawler.defaults import (
     URL_MAX_DATE_DISTANCE_DAYS,
     URL_MAX_DATE_PAST_DAYS,
     URL_MAX_HOSTS_PER_DOMAIN,
@@ -28,6 +27,7 @@ from crawler.settings import (
     URL_MAX_QUERY_VARIANTS,
     URL_MAX_REPEATED_SEGMENTS,
 )
+from crawler.frontier.urls import UrlPolicy, strip_session_ids
 
 HREF = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#][^"']*)["']""", re.I)
 HOST = "docs.test"

@@ -47,6 +47,7 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from twisted.web._newclient import HEADER, STATUS
 
+from crawler import defaults
 from crawler.addresses import AddressPolicy, policy_from_settings
 from crawler.limits import DownloadLimitExceeded, limit_log
 
@@ -55,18 +56,20 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Limits:
-    max_headers: int = 256
-    max_header_bytes: int = 256 * 1024
-    min_rate: float = 1024.0
-    grace: float = 5.0
+    max_headers: int = defaults.DOWNLOAD_MAX_HEADERS
+    max_header_bytes: int = defaults.DOWNLOAD_MAX_HEADER_BYTES
+    min_rate: float = defaults.DOWNLOAD_MIN_RATE
+    grace: float = defaults.DOWNLOAD_MIN_RATE_GRACE
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
         return cls(
-            max_headers=settings.getint("DOWNLOAD_MAX_HEADERS", 256),
-            max_header_bytes=settings.getint("DOWNLOAD_MAX_HEADER_BYTES", 256 * 1024),
-            min_rate=settings.getfloat("DOWNLOAD_MIN_RATE", 1024.0),
-            grace=settings.getfloat("DOWNLOAD_MIN_RATE_GRACE", 5.0),
+            max_headers=settings.getint("DOWNLOAD_MAX_HEADERS", defaults.DOWNLOAD_MAX_HEADERS),
+            max_header_bytes=settings.getint(
+                "DOWNLOAD_MAX_HEADER_BYTES", defaults.DOWNLOAD_MAX_HEADER_BYTES
+            ),
+            min_rate=settings.getfloat("DOWNLOAD_MIN_RATE", defaults.DOWNLOAD_MIN_RATE),
+            grace=settings.getfloat("DOWNLOAD_MIN_RATE_GRACE", defaults.DOWNLOAD_MIN_RATE_GRACE),
         )
 
 

@@ -31,17 +31,14 @@ import redis
 from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
+from crawler import defaults
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.redis import RedisFrontier
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
-from crawler.stores import (
-    FrontierCallbacks,
-    MemoryFrontierStore,
-    ScopeRegistry,
-    politeness_from_settings,
-)
+from crawler.scope import ScopeRegistry
+from crawler.stores import FrontierCallbacks, MemoryFrontierStore, politeness_from_settings
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +129,9 @@ class RedisFrontierStore(MemoryFrontierStore):
         if self.settings.getbool("FRONTIER_RESET"):
             return problems  # the stored crawl goes: nothing to compare with
         try:
-            frontier = self._redis_frontier(client, lease_ttl=300.0, max_pages_per_host=None)
+            frontier = self._redis_frontier(
+                client, lease_ttl=defaults.FRONTIER_LEASE_TTL, max_pages_per_host=None
+            )
         except RuntimeError as exc:  # another layout
             return [*problems, str(exc)]
         mismatches = frontier.check_compatible(self.scope_fingerprint())
@@ -143,9 +142,13 @@ class RedisFrontierStore(MemoryFrontierStore):
         """What every worker's URL scope must agree on besides politeness."""
         s = self.settings
         return {
-            "max_url_length": str(s.getint("URL_MAX_LENGTH", 2048)),
-            "max_repeated_segments": str(s.getint("URL_MAX_REPEATED_SEGMENTS", 3)),
-            "priority_policy": str(s.get("FRONTIER_PRIORITY_POLICY", "depth")),
+            "max_url_length": str(s.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH)),
+            "max_repeated_segments": str(s.getint(
+                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
+            )),
+            "priority_policy": str(s.get(
+                "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
+            )),
         }
 
     def _redis_frontier(
@@ -156,8 +159,10 @@ class RedisFrontierStore(MemoryFrontierStore):
             client,
             self.key,
             politeness_from_settings(s),
-            front_queues=s.getint("FRONTIER_FRONT_QUEUES", 8),
-            back_queues=s.getint("FRONTIER_BACK_QUEUES", 0) or SHARED_BACK_QUEUES,
+            front_queues=s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
+            back_queues=s.getint(
+                "FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES
+            ) or SHARED_BACK_QUEUES,
             max_pages_per_host=max_pages_per_host,
             lease_ttl=lease_ttl,
             worker_id=f"{socket.gethostname()}:{os.getpid()}",
@@ -166,7 +171,7 @@ class RedisFrontierStore(MemoryFrontierStore):
     def open_frontier(
         self,
         *,
-        lease_ttl: float = 300.0,
+        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
         max_pages_per_host: int | None = None,
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
@@ -200,8 +205,10 @@ class RedisFrontierStore(MemoryFrontierStore):
         )
         return BufferedFrontier(
             inner,
-            read_ahead=self.settings.getint("FRONTIER_READ_AHEAD", 8),
-            refresh=self.settings.getfloat("FRONTIER_REFRESH_INTERVAL", 0.5),
+            read_ahead=self.settings.getint("FRONTIER_READ_AHEAD", defaults.FRONTIER_READ_AHEAD),
+            refresh=self.settings.getfloat(
+                "FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL
+            ),
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_error=_from_thread(_log_redis_error),

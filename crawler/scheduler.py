@@ -16,6 +16,8 @@ from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.asyncio import create_looping_call
 
+from crawler import defaults
+
 from . import frontier_codec
 from . import signals as crawler_signals
 from .backends import build_backend
@@ -29,7 +31,8 @@ from .frontier import (
 from .frontier.buffered import PENDING
 from .frontier.urls import origin_of
 from .meta import LEASE_META
-from .stores import FrontierCallbacks, ScopeRegistry
+from .scope import ScopeRegistry
+from .stores import FrontierCallbacks
 from .waker import EngineWaker, engine_holds, running_engine
 
 logger = logging.getLogger(__name__)
@@ -44,10 +47,18 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
     ``allowed_domains`` when it has them. The trap budgets are settings (a site config sets
     them in its ``[settings]`` table)."""
     traps = {
-        "max_query_variants": settings.getint("URL_MAX_QUERY_VARIANTS", 100),
-        "max_date_future_days": settings.getint("URL_MAX_DATE_DISTANCE_DAYS", 1095),
-        "max_date_past_days": settings.getint("URL_MAX_DATE_PAST_DAYS", 10950),
-        "max_hosts_per_domain": settings.getint("URL_MAX_HOSTS_PER_DOMAIN", 100),
+        "max_query_variants": settings.getint(
+            "URL_MAX_QUERY_VARIANTS", defaults.URL_MAX_QUERY_VARIANTS
+        ),
+        "max_date_future_days": settings.getint(
+            "URL_MAX_DATE_DISTANCE_DAYS", defaults.URL_MAX_DATE_DISTANCE_DAYS
+        ),
+        "max_date_past_days": settings.getint(
+            "URL_MAX_DATE_PAST_DAYS", defaults.URL_MAX_DATE_PAST_DAYS
+        ),
+        "max_hosts_per_domain": settings.getint(
+            "URL_MAX_HOSTS_PER_DOMAIN", defaults.URL_MAX_HOSTS_PER_DOMAIN
+        ),
     }
     site = getattr(spider, "site", None)
     if site is None:
@@ -55,8 +66,10 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
         return UrlPolicy(
             domains=domains,
             any_host=not domains,
-            max_url_length=settings.getint("URL_MAX_LENGTH", 2048),
-            max_repeated_segments=settings.getint("URL_MAX_REPEATED_SEGMENTS", 3),
+            max_url_length=settings.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH),
+            max_repeated_segments=settings.getint(
+                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
+            ),
             **traps,
         )
     return UrlPolicy(
@@ -74,7 +87,7 @@ def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
 def lease_ttl_from_settings(settings: BaseSettings) -> float:
     """``FRONTIER_LEASE_TTL``, raised if a fetch with all its retries could outlive it (a lease
     must not expire while its fetch may still be running)."""
-    ttl = settings.getfloat("FRONTIER_LEASE_TTL", 300.0)
+    ttl = settings.getfloat("FRONTIER_LEASE_TTL", defaults.FRONTIER_LEASE_TTL)
     attempts = 1 + (settings.getint("RETRY_TIMES", 2) if settings.getbool("RETRY_ENABLED") else 0)
     longest = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts
     if ttl <= longest:
@@ -138,7 +151,9 @@ class FrontierScheduler(BaseScheduler):
         self.url_policy: UrlPolicy | None = None
         self.prioritizer: Prioritizer | None = None
         self.waker = EngineWaker(crawler)
-        self.horizon = self.settings.getfloat("FRONTIER_IDLE_HORIZON", 300.0)
+        self.horizon = self.settings.getfloat(
+            "FRONTIER_IDLE_HORIZON", defaults.FRONTIER_IDLE_HORIZON
+        )
         self.persistent = False
         self.scope = ScopeRegistry()
         self.lease_ttl = lease_ttl_from_settings(self.settings)
@@ -147,7 +162,9 @@ class FrontierScheduler(BaseScheduler):
         self._logged_reasons: set[str] = set()
         self._origins: set[str] = set()
         self._raw_seen: set[int] = set()
-        self._raw_cache_size = self.settings.getint("FRONTIER_LINK_CACHE_SIZE", 1_000_000)
+        self._raw_cache_size = self.settings.getint(
+            "FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE
+        )
         self._max_depth = 0
         connect = crawler.signals.connect
         connect(self._fetch_finished, crawler_signals.fetch_finished)
@@ -194,8 +211,8 @@ class FrontierScheduler(BaseScheduler):
         for host in self.scope.load():
             self.url_policy.add_host(host)
         self.prioritizer = Prioritizer(
-            self.settings.get("FRONTIER_PRIORITY_POLICY", "depth"),
-            self.settings.getint("FRONTIER_FRONT_QUEUES", 8),
+            self.settings.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY),
+            self.settings.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
             host_penalty=self._host_penalty(),  # hosts of mostly near-duplicates
         )
         self.crawler.signals.send_catch_log(
@@ -544,7 +561,9 @@ class FrontierScheduler(BaseScheduler):
             logger.warning(
                 "Giving up host %s after %d consecutive failed fetches; %d queued URLs dropped",
                 host,
-                self.settings.getint("FRONTIER_HOST_MAX_FAILURES", 5),
+                self.settings.getint(
+                    "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
+                ),
                 dropped,
             )
         else:
@@ -552,7 +571,9 @@ class FrontierScheduler(BaseScheduler):
                 "Skipping host %s: its Crawl-delay exceeds FRONTIER_MAX_CRAWL_DELAY (%.0fs); "
                 "%d queued URLs dropped",
                 host,
-                self.settings.getfloat("FRONTIER_MAX_CRAWL_DELAY", 120.0),
+                self.settings.getfloat(
+                    "FRONTIER_MAX_CRAWL_DELAY", defaults.FRONTIER_MAX_CRAWL_DELAY
+                ),
                 dropped,
             )
         self._stat_inc(f"frontier/hosts_given_up/{reason}")

@@ -47,7 +47,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from crawler.frontier.urls import SCHEMES, url_problem
+from crawler import defaults
+from crawler.frontier.urls import url_problem
 
 __all__ = [
     "PRIORITY_POLICIES",
@@ -77,18 +78,6 @@ _HOST_RE = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
 #: Accepted ``[priority] policy`` values; ``breadth_first`` is stored as its alias ``depth``.
 PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request")
 _POLICY_ALIASES = {"breadth_first": "depth"}
-#: The schemes a link may have to be followed: the frontier's (the spider checks links with it).
-FOLLOWED_SCHEMES = SCHEMES
-# Characters no host name may contain (WHATWG's forbidden host code points, less "%", which a
-# percent-encoded host may use); urlsplit lets them through ("http://exa mple.com/").
-_BAD_HOST_CHAR = re.compile(r"[\x00-\x20#/<>?@\[\\\]^|\x7f]")
-
-
-def bad_host(host: str) -> bool:
-    """Whether ``host`` (as ``urlsplit(...).hostname`` gives it) cannot be a real host name."""
-    if ":" in host:  # an IPv6 literal; urlsplit has checked its brackets
-        return False
-    return _BAD_HOST_CHAR.search(host) is not None
 
 
 class SiteConfigError(ValueError):
@@ -336,10 +325,12 @@ class Urls(_Table):
     allow: tuple[Pattern, ...] = ()  # re.search on the full URL; if any, one must match
     deny: tuple[Pattern, ...] = ()  # a match excludes the URL
     max_depth: Annotated[int | None, _integer(0), Setting("DEPTH_LIMIT", forward=False)] = None
-    max_url_length: Annotated[int, _integer(1), Setting("URL_MAX_LENGTH", forward=False)] = 2048
+    max_url_length: Annotated[int, _integer(1), Setting("URL_MAX_LENGTH", forward=False)] = (
+        defaults.URL_MAX_LENGTH
+    )
     max_repeated_segments: Annotated[
         int, _integer(0), Setting("URL_MAX_REPEATED_SEGMENTS", forward=False)
-    ] = 3
+    ] = defaults.URL_MAX_REPEATED_SEGMENTS
 
 
 class Limits(_Table):
@@ -366,8 +357,8 @@ class Politeness(_Table):
         given = {k: v for k in ("min_delay", "max_delay") if (v := getattr(self, k)) is not None}
         if not given:
             return self
-        lo = given.get("min_delay", _project_default("FRONTIER_MIN_DELAY", 1.0))
-        hi = given.get("max_delay", _project_default("FRONTIER_MAX_DELAY", 30.0))
+        lo = given.get("min_delay", defaults.FRONTIER_MIN_DELAY)
+        hi = given.get("max_delay", defaults.FRONTIER_MAX_DELAY)
         if lo > hi:
             problem = f"min_delay ({lo:g}) must not exceed max_delay ({hi:g})"
             if len(given) == 1:
@@ -379,7 +370,9 @@ class Politeness(_Table):
 class Priority(_Table):
     """``[priority]``: which URLs go first."""
 
-    policy: Annotated[str, PlainValidator(_policy), Setting("FRONTIER_PRIORITY_POLICY")] = "depth"
+    policy: Annotated[str, PlainValidator(_policy), Setting("FRONTIER_PRIORITY_POLICY")] = (
+        defaults.FRONTIER_PRIORITY_POLICY
+    )
 
 
 class SiteFile(_Table):
@@ -758,12 +751,3 @@ def _display(source: object) -> str:
         return text
     return text if rel.startswith("..") else rel
 
-
-def _project_default(setting: str, fallback: float) -> float:
-    """A FRONTIER_* default from ``crawler.settings`` (plain constants, no Scrapy import)."""
-    try:
-        from crawler import settings as project  # only needed for this check
-    except ImportError:
-        return fallback
-    value = getattr(project, setting, fallback)
-    return float(value) if isinstance(value, (int, float)) else fallback

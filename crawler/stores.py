@@ -15,8 +15,10 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
+from crawler import defaults
 from crawler.frontier import Frontier, MemoryStore, MercatorFrontier, PolitenessPolicy, QueueStore
 from crawler.frontier.sqlite import SqliteStore
+from crawler.scope import FileScopeRegistry, ScopeRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -37,48 +39,20 @@ class FrontierCallbacks:
     on_scope: Callable[[set[str]], None] | None = None
 
 
-class ScopeRegistry:
-    """Hosts that seeds brought into a crawl's scope (their redirect targets included), kept
-    where the frontier is kept: nowhere in memory, beside the frontier on disk, in Redis for a
-    shared crawl (so every worker accepts the same links)."""
-
-    def load(self) -> set[str]:
-        return set()
-
-    def add(self, host: str) -> None:
-        """A seed's host joined the scope."""
-
-
-class FileScopeRegistry(ScopeRegistry):
-    """``JOBDIR/scope-hosts.txt``: a resumed crawl does not see its seeds' redirects again."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._hosts = self.load()
-
-    def load(self) -> set[str]:
-        if not self.path.exists():
-            return set()
-        return {line.strip() for line in self.path.read_text().splitlines() if line.strip()}
-
-    def add(self, host: str) -> None:
-        if host in self._hosts:
-            return
-        self._hosts.add(host)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(f"{h}\n" for h in sorted(self._hosts)))
-        tmp.replace(self.path)
-
-
 def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
     return PolitenessPolicy(
-        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", 1.0),
-        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", 5.0),
-        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", 30.0),
-        host_concurrency=settings.getint("FRONTIER_HOST_CONCURRENCY", 1),
-        max_crawl_delay=settings.getfloat("FRONTIER_MAX_CRAWL_DELAY", 120.0),
-        max_failures=settings.getint("FRONTIER_HOST_MAX_FAILURES", 5),
+        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY),
+        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", defaults.FRONTIER_DELAY_FACTOR),
+        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", defaults.FRONTIER_MAX_DELAY),
+        host_concurrency=settings.getint(
+            "FRONTIER_HOST_CONCURRENCY", defaults.FRONTIER_HOST_CONCURRENCY
+        ),
+        max_crawl_delay=settings.getfloat(
+            "FRONTIER_MAX_CRAWL_DELAY", defaults.FRONTIER_MAX_CRAWL_DELAY
+        ),
+        max_failures=settings.getint(
+            "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
+        ),
     )
 
 
@@ -103,21 +77,21 @@ class MemoryFrontierStore:
     def open_frontier(
         self,
         *,
-        lease_ttl: float = 300.0,
+        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
         max_pages_per_host: int | None = None,
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
         s = self.settings
-        front = s.getint("FRONTIER_FRONT_QUEUES", 8)
+        front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
         return MercatorFrontier(
             politeness_from_settings(s),
             store=self.queue_store(front),
             lease_ttl=lease_ttl,
             front_queues=front,
-            back_queues=s.getint("FRONTIER_BACK_QUEUES", 0)
+            back_queues=s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES)
             or 3 * s.getint("CONCURRENT_REQUESTS", 16),
             max_pages_per_host=max_pages_per_host,
-            refill_batch=s.getint("FRONTIER_REFILL_BATCH", 256),
+            refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
             on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
         )
 
@@ -141,7 +115,9 @@ class SqliteFrontierStore(MemoryFrontierStore):
         store = SqliteStore(
             path,
             front_queues,
-            commit_interval=self.settings.getfloat("FRONTIER_COMMIT_INTERVAL", 2.0),
+            commit_interval=self.settings.getfloat(
+                "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL
+            ),
         )
         if resumed:
             logger.info(

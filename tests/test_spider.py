@@ -143,6 +143,22 @@ def test_parse_html_page(tmp_path: Path) -> None:
     assert stats.get_value("links/invalid") == 4
 
 
+def test_links_are_kept_exactly_when_the_frontier_takes_them(tmp_path: Path) -> None:
+    """One rule for a valid URL: the spider keeps the links normalize_url accepts (an IDNA host,
+    a backslash WHATWG reads as "/") and drops the ones it refuses (a "!" in the host)."""
+    spider = make_spider(tmp_path)
+    body = (
+        b"<a href='http://a!b.example/'>bang</a>"
+        b"<a href='http://m\xc3\xbcnchen.example/'>idna</a>"
+        b"<a href='http://a\\b.example/'>backslash</a>"
+    )
+    response = html_response("https://site.example/", body, {"Content-Type": "text/html"})
+    item, _ = split(spider.parse(response))
+    kept = [link["text"] for link in item["outlinks"]]
+    assert kept == ["idna", "backslash"]
+    assert spider.crawler.stats.get_value("links/invalid") == 1
+
+
 def test_parse_reports_the_url_before_redirects(tmp_path: Path) -> None:
     spider = make_spider(tmp_path)
     response = html_response(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from crawler.frontier import InvalidUrl, UrlPolicy, normalize_url
-from crawler.frontier.urls import url_problem
+from crawler.frontier.urls import link_problem, url_problem
 
 
 @pytest.mark.parametrize(
@@ -103,3 +105,50 @@ def test_url_problem_words_normalize_urls_verdict(raw: str, problem: str | None)
         assert words is not None and words.startswith(problem)
         with pytest.raises(InvalidUrl):
             normalize_url(raw)
+
+
+def _frontier_verdict(url: str) -> str | None:
+    try:
+        normalize_url(url)
+    except InvalidUrl as exc:
+        return exc.reason
+    return None
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("https://a.example/x?y#z", None),
+        ("HTTP://A.EXAMPLE:8080/", None),
+        ("http://user:pw@a.example/", None),
+        ("http://[::1]:8080/", None),
+        ("http://münchen.example/", None),  # IDNA
+        ("http://a\\b.example/", None),  # "\" ends the host: http://a/b.example/
+        ("http:\\\\a.example", None),
+        ("mailto:x@a.example", "scheme"),
+        ("javascript:void(0)", "scheme"),
+        ("ftp://a.example/", "scheme"),
+        ("http://", "invalid_url"),
+        ("http://exa mple.com/", "invalid_url"),
+        ("http://a!b.example/", "invalid_url"),
+        ("http://a.example:99999/", "invalid_url"),
+        ("http://a.example:port/", "invalid_url"),
+        ("http://[::1/", "invalid_url"),
+    ],
+)
+def test_link_problem_is_the_frontiers_verdict(url: str, problem: str | None) -> None:
+    """The spider's per-link check (no normalization) says what normalize_url would."""
+    assert link_problem(url) == problem == _frontier_verdict(url)
+
+
+def test_link_problem_agrees_with_normalize_url_on_odd_urls() -> None:
+    rnd = random.Random(7)
+    alphabets = ["aB.-_:/@%?#[]\\ 19;=&+$!'()*,~", "aé.ü:/@%20[]\\xn-", "a.\x00\x7f\n\t <>^|{}`\"/"]
+    urls = [
+        prefix + "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 16)))
+        for alphabet in alphabets
+        for _ in range(1500)
+        for prefix in ("http://", "HTTPS://", "http:", "http:\\\\")
+    ]
+    differ = [u for u in urls if link_problem(u) != _frontier_verdict(u)]
+    assert differ == []

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler import defaults
+
 if TYPE_CHECKING:
     from crawler.content.neardup import Explanation
 
@@ -44,12 +46,7 @@ class Command(ScrapyCommand):
         # Imported here: Scrapy imports every command module on every start, and datasketch
         # with numpy would add most of a second to each `scrapy` call.
         from crawler.content.html import parse_html
-        from crawler.content.neardup import (
-            DEFAULT_NUM_PERM,
-            DEFAULT_SHINGLE_SIZE,
-            DEFAULT_THRESHOLD,
-            explain,
-        )
+        from crawler.content.neardup import explain
 
         assert self.settings is not None
         if len(args) != 2:
@@ -68,9 +65,9 @@ class Command(ScrapyCommand):
         result = explain(
             texts[0],
             texts[1],
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", DEFAULT_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", DEFAULT_NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", DEFAULT_THRESHOLD),
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
         )
         print(format_explanation(args[0], args[1], result))
         if opts.text:

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 
+from crawler import defaults
 from crawler.content.normalize import content_fingerprint, normalize_text
 from crawler.content.shingles import shingle_hashes32, shingle_set, shingle_texts
 
@@ -48,16 +49,10 @@ __all__ = [
     "lsh_params",
 ]
 
-# Chosen with bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
-# threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
-# deviations of the 128-permutation estimate above the threshold and the hardest negative pair
-# (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
-# would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
-# triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
-# indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages.
-DEFAULT_SHINGLE_SIZE = 3
-DEFAULT_NUM_PERM = 128
-DEFAULT_THRESHOLD = 0.5
+# The NEARDUP_* defaults (chosen with bench/neardup.py; the reasons are in crawler/defaults.py).
+DEFAULT_SHINGLE_SIZE = defaults.NEARDUP_SHINGLE_SIZE
+DEFAULT_NUM_PERM = defaults.NEARDUP_NUM_PERM
+DEFAULT_THRESHOLD = defaults.NEARDUP_THRESHOLD
 # The LSH bands catch a pair of similarity `threshold` with this probability (then verified).
 DEFAULT_CANDIDATE_RECALL = 0.99
 # A page with fewer words than this is only compared exactly: a handful of shingles gives a
@@ -156,9 +151,9 @@ class NearDuplicateDetector:
         """``NEARDUP_STORE_CLASS``'s constructor: the ``NEARDUP_*`` settings of the crawl."""
         s = crawler.settings
         return cls(
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", DEFAULT_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", DEFAULT_NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", DEFAULT_THRESHOLD),
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
         )
 
     # --- the decision ---------------------------------------------------------------------
@@ -283,7 +278,9 @@ class NearDuplicateDetector:
     def originals(self) -> int:
         return len(self._fingerprints)
 
-    def host_duplicate_ratio(self, host: str, min_pages: int = 5) -> float:
+    def host_duplicate_ratio(
+        self, host: str, min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES
+    ) -> float:
         """Share of ``host``'s checked pages (fetches) that were duplicates; 0 until ``min_pages``.
 
         The frontier lowers the priority of hosts whose pages are mostly duplicates (mirrors,

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from crawler import defaults
+
 from .api import PageRecord, Visit
 
 DAY = 86400.0
@@ -22,28 +24,38 @@ DAY = 86400.0
 
 @dataclass(frozen=True)
 class AdaptiveSchedule:
-    interval: float = DAY  # the first interval of a new page
+    """The ``RECRAWL_*`` settings; their defaults (and reasons) are in ``crawler.defaults``.
+
+    ``min_interval`` and ``max_interval`` have no setting default of their own: unset, they are
+    these bounds widened to include the first interval (:meth:`from_settings`).
+    """
+
+    interval: float = DAY  # the first interval of a new page (RECRAWL_INTERVAL = 0)
     min_interval: float = 60.0
     max_interval: float = 30 * DAY
-    inc_rate: float = 0.4  # Nutch's db.fetch.schedule.adaptive.inc_rate
-    dec_rate: float = 0.2  # Nutch's db.fetch.schedule.adaptive.dec_rate
-    sync_delta: bool = True
-    sync_delta_rate: float = 0.3
-    priority_levels: int = 3  # a page that changed at every refetch gets this priority boost
+    inc_rate: float = defaults.RECRAWL_INC_RATE
+    dec_rate: float = defaults.RECRAWL_DEC_RATE
+    sync_delta: bool = defaults.RECRAWL_SYNC_DELTA
+    sync_delta_rate: float = defaults.RECRAWL_SYNC_DELTA_RATE
+    priority_levels: int = defaults.RECRAWL_PRIORITY_LEVELS
 
     @classmethod
     def from_settings(cls, settings: Any) -> AdaptiveSchedule:
         """The schedule the ``RECRAWL_*`` settings describe (Scrapy settings or alike)."""
-        interval = settings.getfloat("RECRAWL_INTERVAL", 0.0) or DAY
+        interval = settings.getfloat("RECRAWL_INTERVAL", defaults.RECRAWL_INTERVAL) or DAY
         return cls(
             interval=interval,
-            min_interval=settings.getfloat("RECRAWL_MIN_INTERVAL", min(60.0, interval)),
-            max_interval=settings.getfloat("RECRAWL_MAX_INTERVAL", max(30 * DAY, interval)),
-            inc_rate=settings.getfloat("RECRAWL_INC_RATE", 0.4),
-            dec_rate=settings.getfloat("RECRAWL_DEC_RATE", 0.2),
-            sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", True),
-            sync_delta_rate=settings.getfloat("RECRAWL_SYNC_DELTA_RATE", 0.3),
-            priority_levels=settings.getint("RECRAWL_PRIORITY_LEVELS", 3),
+            min_interval=settings.getfloat("RECRAWL_MIN_INTERVAL", min(cls.min_interval, interval)),
+            max_interval=settings.getfloat("RECRAWL_MAX_INTERVAL", max(cls.max_interval, interval)),
+            inc_rate=settings.getfloat("RECRAWL_INC_RATE", defaults.RECRAWL_INC_RATE),
+            dec_rate=settings.getfloat("RECRAWL_DEC_RATE", defaults.RECRAWL_DEC_RATE),
+            sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", defaults.RECRAWL_SYNC_DELTA),
+            sync_delta_rate=settings.getfloat(
+                "RECRAWL_SYNC_DELTA_RATE", defaults.RECRAWL_SYNC_DELTA_RATE
+            ),
+            priority_levels=settings.getint(
+                "RECRAWL_PRIORITY_LEVELS", defaults.RECRAWL_PRIORITY_LEVELS
+            ),
         )
 
     def __post_init__(self) -> None:

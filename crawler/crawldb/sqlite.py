@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from crawler import defaults
+
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
 from .schedule import AdaptiveSchedule
 
@@ -24,8 +26,8 @@ _COLUMNS = (
 def crawldb_enabled(settings: Any) -> bool:
     """A crawl keeps a crawl database when given a path or asked to recrawl."""
     return bool(settings.get("CRAWLDB_PATH")) or (
-        settings.getfloat("RECRAWL_INTERVAL", 0.0) > 0
-        or settings.getbool("RECRAWL_CONTINUOUS", False)
+        settings.getfloat("RECRAWL_INTERVAL", defaults.RECRAWL_INTERVAL) > 0
+        or settings.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
     )
 
 

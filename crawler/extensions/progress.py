@@ -11,6 +11,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from crawler import defaults
+
 from .. import signals as crawler_signals
 from ..frontier import Frontier
 
@@ -32,7 +34,9 @@ class FrontierProgress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierProgress:
-        interval = crawler.settings.getfloat("FRONTIER_PROGRESS_INTERVAL", 30.0)
+        interval = crawler.settings.getfloat(
+            "FRONTIER_PROGRESS_INTERVAL", defaults.FRONTIER_PROGRESS_INTERVAL
+        )
         if interval <= 0:
             raise NotConfigured
         ext = cls(crawler, interval)

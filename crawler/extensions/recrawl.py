@@ -33,6 +33,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.asyncio import call_later, create_looping_call
 
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.backends import build_backend
 from crawler.crawldb import (
@@ -65,10 +66,12 @@ class RecrawlExtension:
         self.db = db
         self.path = path
         s = crawler.settings
-        self.continuous = s.getbool("RECRAWL_CONTINUOUS", False)
-        self.lease = s.getfloat("RECRAWL_LEASE", 3600.0)
-        self.batch = s.getint("RECRAWL_BATCH", 1000)
-        self.commit_interval = s.getfloat("CRAWLDB_COMMIT_INTERVAL", 5.0)
+        self.continuous = s.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
+        self.lease = s.getfloat("RECRAWL_LEASE", defaults.RECRAWL_LEASE)
+        self.batch = s.getint("RECRAWL_BATCH", defaults.RECRAWL_BATCH)
+        self.commit_interval = s.getfloat(
+            "CRAWLDB_COMMIT_INTERVAL", defaults.CRAWLDB_COMMIT_INTERVAL
+        )
         self.clock = time.time
         self._due: list[DueUrl] = []
         self._open = True

@@ -32,6 +32,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from crawler import defaults
+
 from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
 
 logger = logging.getLogger(__name__)
@@ -56,8 +58,8 @@ class BufferedFrontier(Frontier):
         self,
         inner: Frontier,
         *,
-        read_ahead: int = 8,
-        refresh: float = 0.5,
+        read_ahead: int = defaults.FRONTIER_READ_AHEAD,
+        refresh: float = defaults.FRONTIER_REFRESH_INTERVAL,
         notify: Callable[[], None] | None = None,
         on_added: Callable[[list[Entry], list[AddResult]], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,

@@ -8,6 +8,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import count
 
+from crawler import defaults
+
 from .api import (
     AddResult,
     Clock,
@@ -110,11 +112,11 @@ class MercatorFrontier(Frontier):
         *,
         store: QueueStore | None = None,
         clock: Clock | None = None,
-        lease_ttl: float = 300.0,
-        front_queues: int = 8,
+        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
+        front_queues: int = defaults.FRONTIER_FRONT_QUEUES,
         back_queues: int = 48,
         max_pages_per_host: int | None = None,
-        refill_batch: int = 256,
+        refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         selector_weights: list[int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
     ) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crawler import defaults
+
 
 @dataclass(frozen=True, slots=True)
 class PolitenessPolicy:
-    """Mercator's adaptive delay, with Heritrix's defaults.
+    """Mercator's adaptive delay, with Heritrix's defaults (the FRONTIER_* settings').
 
     After a fetch that took ``d`` seconds, the slot rests
     ``min(max(min_delay, delay_factor * d), max_delay)``, and never less than the host's robots.txt
@@ -15,12 +17,12 @@ class PolitenessPolicy:
     crawled faster than it asked); one above ``max_crawl_delay`` makes the host skipped instead.
     """
 
-    min_delay: float = 1.0
-    delay_factor: float = 5.0
-    max_delay: float = 30.0
-    host_concurrency: int = 1
-    max_crawl_delay: float = 120.0
-    max_failures: int = 5
+    min_delay: float = defaults.FRONTIER_MIN_DELAY
+    delay_factor: float = defaults.FRONTIER_DELAY_FACTOR
+    max_delay: float = defaults.FRONTIER_MAX_DELAY
+    host_concurrency: int = defaults.FRONTIER_HOST_CONCURRENCY
+    max_crawl_delay: float = defaults.FRONTIER_MAX_CRAWL_DELAY
+    max_failures: int = defaults.FRONTIER_HOST_MAX_FAILURES
 
     def __post_init__(self) -> None:
         if self.min_delay < 0 or self.delay_factor < 0:

@@ -54,6 +54,8 @@ from typing import Any
 import msgpack
 import redis
 
+from crawler import defaults
+
 from .api import (
     AddResult,
     Clock,
@@ -122,15 +124,15 @@ class RedisFrontier(Frontier):
         key: str,
         policy: PolitenessPolicy,
         *,
-        front_queues: int = 8,
+        front_queues: int = defaults.FRONTIER_FRONT_QUEUES,
         back_queues: int = 256,
         max_pages_per_host: int | None = None,
-        lease_ttl: float = 300.0,
+        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
         clock: Clock | None = None,
         worker_id: str | None = None,
         chunk_size: int = 1000,
         selector_weights: Sequence[int] | None = None,
-        refill_batch: int = 256,
+        refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         expire_batch: int = 100,
     ) -> None:
         if not key or any(c in key for c in "{}"):

@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from crawler import defaults
+
 from .api import Entry
 from .store import QueueStore, SavedHost
 
@@ -62,7 +64,7 @@ class SqliteStore(QueueStore):
         path: str | Path,
         front_queues: int,
         *,
-        commit_interval: float = 2.0,
+        commit_interval: float = defaults.FRONTIER_COMMIT_INTERVAL,
         read_ahead: int = 256,
         back_buffer: int = 64,
     ) -> None:

@@ -9,9 +9,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
+from crawler import defaults
+
 SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST_RE = re.compile(r"^[a-z0-9_\-.:]+$")  # after IDNA; ':' for IPv6 literals
+# An authority canonicalization may change: link_problem leaves it to normalize_url.
+_ODD_NETLOC = re.compile(r"[^\x21-\x7e]|[%\\\[\]]")
 
 
 # Session ids in URLs: every visit mints new URLs for the same pages. Names that mean nothing
@@ -82,6 +86,40 @@ def normalize_url(url: str) -> tuple[str, str]:
             netloc = f"{netloc}:{port}"
         canonical = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
     return canonical, host
+
+
+def link_problem(url: str) -> str | None:
+    """:func:`normalize_url`'s verdict on ``url`` without normalizing it: ``"scheme"``,
+    ``"invalid_url"`` (the reasons of :class:`InvalidUrl`) or ``None`` when it would take it.
+
+    The spider checks every link of every page with this, so that a link it keeps is one the
+    frontier accepts and one it drops is one the frontier would refuse: one rule for a valid
+    URL, not two. Canonicalizing each link (w3lib) would cost several times the rest of the link
+    path, so the common case is decided on ``urlsplit``'s host and port, which are the ones
+    ``normalize_url`` checks when there is an authority (``//host``) of printable ASCII without
+    ``%``, ``\\`` or brackets, the only ones canonicalization may change (IDNA, unquoting,
+    control characters, a backslash read as ``/`` as in ``http:\\\\host``, IPv6 literals).
+    Any other URL gets ``normalize_url``'s own verdict.
+    """
+    if not url.startswith(("https://", "http://")):  # else the scheme is known: most links
+        url = url.strip()
+        scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+        if scheme not in SCHEMES:
+            return "scheme"
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if netloc and not _ODD_NETLOC.search(netloc):
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+            return None if host and _HOST_RE.match(host) else "invalid_url"
+    except ValueError:
+        pass  # normalize_url says whether canonicalization makes something of it
+    try:
+        normalize_url(url)
+    except InvalidUrl as exc:
+        return exc.reason
+    return None
 
 
 def url_problem(url: str) -> str | None:
@@ -161,8 +199,8 @@ class UrlPolicy:
         allow: Iterable[str] = (),
         deny: Iterable[str] = (),
         max_depth: int | None = None,
-        max_url_length: int = 2048,
-        max_repeated_segments: int = 3,
+        max_url_length: int = defaults.URL_MAX_LENGTH,
+        max_repeated_segments: int = defaults.URL_MAX_REPEATED_SEGMENTS,
         any_host: bool = False,
         max_query_variants: int = 0,
         max_date_future_days: int = 0,

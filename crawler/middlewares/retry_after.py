@@ -21,6 +21,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler import defaults
 from crawler import signals as crawler_signals
 
 logger = logging.getLogger(__name__)
@@ -54,9 +55,9 @@ class RetryAfterMiddleware:
         settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
-        self.default = settings.getfloat("RETRY_AFTER_DEFAULT", 60.0)
-        self.max = settings.getfloat("RETRY_AFTER_MAX", 3600.0)
-        self.times = settings.getint("RETRY_AFTER_TIMES", 3)
+        self.default = settings.getfloat("RETRY_AFTER_DEFAULT", defaults.RETRY_AFTER_DEFAULT)
+        self.max = settings.getfloat("RETRY_AFTER_MAX", defaults.RETRY_AFTER_MAX)
+        self.times = settings.getint("RETRY_AFTER_TIMES", defaults.RETRY_AFTER_TIMES)
         self.skipped: set[str] = set()
         self._logged: set[tuple[str, str]] = set()
 

@@ -20,6 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
+from crawler import defaults
 from crawler.frontier.urls import origin_of
 from crawler.middlewares.robots_fetcher import RobotsFetcher, RobotsTxtHandled, is_robots_request
 from crawler.robots import Verdict
@@ -34,7 +35,7 @@ class RobotsMiddleware:
 
     def __init__(self, crawler: Crawler, fetcher: RobotsFetcher | None = None) -> None:
         s = crawler.settings
-        if not s.getbool("ROBOTSTXT_ENABLED", True):
+        if not s.getbool("ROBOTSTXT_ENABLED", defaults.ROBOTSTXT_ENABLED):
             raise NotConfigured("ROBOTSTXT_ENABLED is off")
         if s.getbool("ROBOTSTXT_OBEY"):
             logger.warning(

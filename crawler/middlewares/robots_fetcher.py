@@ -63,6 +63,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.backends import build_backend
 from crawler.crawldb import crawldb_path
@@ -114,7 +115,7 @@ def build_cache(crawler: Crawler) -> RobotsCache:
 def wait_timeout(settings: BaseSettings) -> float:
     """``ROBOTSTXT_WAIT_TIMEOUT``, by default the longest a robots.txt fetch can take: every
     redirect hop (RFC 9309: up to 5) timing out on every attempt, plus a margin."""
-    value = settings.getfloat("ROBOTSTXT_WAIT_TIMEOUT", 0.0)
+    value = settings.getfloat("ROBOTSTXT_WAIT_TIMEOUT", defaults.ROBOTSTXT_WAIT_TIMEOUT)
     if value > 0:
         return value
     attempts = settings.getint("RETRY_TIMES", 2) + 1
@@ -132,11 +133,13 @@ class RobotsFetcher:
         self.book = RobotsBook(
             cache if cache is not None else build_cache(crawler),
             self.token,
-            expiry=s.getfloat("ROBOTSTXT_CACHE_EXPIRY", 86400.0),
-            max_size=s.getint("ROBOTSTXT_MAX_SIZE", 512000),
-            retry_delay=s.getfloat("ROBOTSTXT_RETRY_DELAY", 30.0),
-            retry_times=s.getint("ROBOTSTXT_RETRY_TIMES", 2),
-            max_retry_delay=s.getfloat("ROBOTSTXT_MAX_RETRY_DELAY", 3600.0),
+            expiry=s.getfloat("ROBOTSTXT_CACHE_EXPIRY", defaults.ROBOTSTXT_CACHE_EXPIRY),
+            max_size=s.getint("ROBOTSTXT_MAX_SIZE", defaults.ROBOTSTXT_MAX_SIZE),
+            retry_delay=s.getfloat("ROBOTSTXT_RETRY_DELAY", defaults.ROBOTSTXT_RETRY_DELAY),
+            retry_times=s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
+            max_retry_delay=s.getfloat(
+                "ROBOTSTXT_MAX_RETRY_DELAY", defaults.ROBOTSTXT_MAX_RETRY_DELAY
+            ),
         )
         self.clock = time.time
         self.wait_timeout = wait_timeout(s)

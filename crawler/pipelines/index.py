@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
@@ -31,6 +31,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
+from crawler import defaults
 from crawler.backends import open_index
 from crawler.index import Index, PageDocument
 from crawler.index.sqlite import default_index_path
@@ -43,17 +44,12 @@ _GONE = frozenset({404, 410})
 
 
 class IndexPipeline:
-    ENABLED: ClassVar[bool] = True
-    BATCH_SIZE: ClassVar[int] = 200
-    COMMIT_INTERVAL: ClassVar[float] = 5.0
-    INDEX_DUPLICATES: ClassVar[bool] = False
-
     def __init__(
         self,
         crawler: Crawler,
-        batch_size: int = 200,
-        commit_interval: float = 5.0,
-        index_duplicates: bool = False,
+        batch_size: int = defaults.INDEX_BATCH_SIZE,
+        commit_interval: float = defaults.INDEX_COMMIT_INTERVAL,
+        index_duplicates: bool = defaults.NEARDUP_INDEX_DUPLICATES,
     ) -> None:
         self.crawler = crawler
         self.batch_size = max(1, batch_size)
@@ -67,13 +63,15 @@ class IndexPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
         s = crawler.settings
-        if not s.getbool("INDEX_ENABLED", cls.ENABLED):
+        if not s.getbool("INDEX_ENABLED", defaults.INDEX_ENABLED):
             raise NotConfigured("INDEX_ENABLED is off")
         return cls(
             crawler,
-            batch_size=s.getint("INDEX_BATCH_SIZE", cls.BATCH_SIZE),
-            commit_interval=s.getfloat("INDEX_COMMIT_INTERVAL", cls.COMMIT_INTERVAL),
-            index_duplicates=s.getbool("NEARDUP_INDEX_DUPLICATES", cls.INDEX_DUPLICATES),
+            batch_size=s.getint("INDEX_BATCH_SIZE", defaults.INDEX_BATCH_SIZE),
+            commit_interval=s.getfloat("INDEX_COMMIT_INTERVAL", defaults.INDEX_COMMIT_INTERVAL),
+            index_duplicates=s.getbool(
+                "NEARDUP_INDEX_DUPLICATES", defaults.NEARDUP_INDEX_DUPLICATES
+            ),
         )
 
     # --- Scrapy hooks -----------------------------------------------------------------------

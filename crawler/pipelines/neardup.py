@@ -30,6 +30,7 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.backends import build_backend
 from crawler.content.neardup import NearDuplicateDetector
@@ -42,8 +43,6 @@ STATE_FILE = "neardup.pickle"
 
 
 class NearDuplicatePipeline:
-    ENABLED: ClassVar[bool] = True
-    HOST_MIN_PAGES: ClassVar[int] = 5
     # A host whose checked pages are at least this share duplicates loses 1 front queue of
     # priority, at least the second share 2 (see host_penalty).
     PENALTY_STEPS: ClassVar[tuple[float, ...]] = (0.5, 0.8)
@@ -52,7 +51,7 @@ class NearDuplicatePipeline:
         self,
         detector: NearDuplicateDetector,
         crawler: Crawler | None = None,
-        host_min_pages: int = 5,
+        host_min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES,
         state_path: Path | None = None,
     ) -> None:
         self.detector = detector
@@ -63,14 +62,14 @@ class NearDuplicatePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
         s = crawler.settings
-        if not s.getbool("NEARDUP_ENABLED", cls.ENABLED):
+        if not s.getbool("NEARDUP_ENABLED", defaults.NEARDUP_ENABLED):
             raise NotConfigured("NEARDUP_ENABLED is off")
         detector = build_backend(crawler, "NEARDUP_STORE_CLASS")
         jobdir = s.get("JOBDIR")
         pipeline = cls(
             detector,
             crawler,
-            host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", cls.HOST_MIN_PAGES),
+            host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", defaults.NEARDUP_HOST_MIN_PAGES),
             state_path=Path(jobdir) / STATE_FILE if jobdir else None,
         )
         crawler.signals.connect(pipeline._host_penalty_wanted, crawler_signals.host_penalty_wanted)

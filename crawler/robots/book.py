@@ -23,6 +23,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawler import defaults
+
 from .cache import RobotsCache
 from .rules import (
     ALLOW_ALL,
@@ -74,9 +76,9 @@ class RobotsBook:
         *,
         expiry: float = DEFAULT_EXPIRY,
         max_size: int = MAX_SIZE,
-        retry_delay: float = 30.0,
-        retry_times: int = 2,
-        max_retry_delay: float = 3600.0,
+        retry_delay: float = defaults.ROBOTSTXT_RETRY_DELAY,
+        retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
+        max_retry_delay: float = defaults.ROBOTSTXT_MAX_RETRY_DELAY,
     ) -> None:
         self.cache = cache
         self.token = token

@@ -14,12 +14,13 @@ from typing import Any
 
 from protego import Protego
 
+from crawler import defaults
+
 logger = logging.getLogger(__name__)
 
-# RFC 9309 2.5: crawlers must parse at least 500 KiB; what lies beyond may be ignored.
-MAX_SIZE = 500 * 1024
-# RFC 9309 2.4: crawlers should not use a cached copy for more than 24 hours.
-DEFAULT_EXPIRY = 24 * 3600.0
+# RFC 9309's bounds (see crawler/defaults.py): bytes parsed, seconds a cached copy is used.
+MAX_SIZE = defaults.ROBOTSTXT_MAX_SIZE
+DEFAULT_EXPIRY = float(defaults.ROBOTSTXT_CACHE_EXPIRY)
 
 RULES = "rules"  # a 2xx answer: its body's rules apply
 ALLOW_ALL = "allow_all"  # 4xx (not 429), too many redirects: "unavailable", no restrictions

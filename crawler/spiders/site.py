@@ -28,19 +28,19 @@ import scrapy
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler import defaults
 from crawler.content.html import parse_html
 from crawler.content.normalize import text_fingerprint
 from crawler.crawldb import crawldb_enabled
 from crawler.extensions.recrawl import RecrawlExtension
+from crawler.frontier.urls import link_problem
 from crawler.items import PAGE_FINGERPRINT_META, PageItem
 from crawler.limits import limit_log
 from crawler.links import UrlJoiner, follow_links
 from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
-    FOLLOWED_SCHEMES,
     SeedsFileError,
     SiteConfig,
-    bad_host,
     check_seeds_file,
     iter_seeds_file,
     seed_url_problem,
@@ -60,9 +60,9 @@ class SiteSpider(scrapy.Spider):
     site: ClassVar[SiteConfig]
     handle_httpstatus_list: list[int]  # set per crawl: HTTPERROR_ALLOWED_CODES and 304
     robots_token: str = "*"  # robots.txt product token, for meta and X-Robots-Tag addressed to it
-    max_links: int = 5000  # PAGE_MAX_LINKS
-    max_text: int = 1_000_000  # CONTENT_MAX_TEXT
-    max_html: int = 4 * 1024 * 1024  # PAGE_MAX_HTML
+    max_links: int = defaults.PAGE_MAX_LINKS
+    max_text: int = defaults.CONTENT_MAX_TEXT
+    max_html: int = defaults.PAGE_MAX_HTML
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -90,9 +90,9 @@ class SiteSpider(scrapy.Spider):
         allowed = [int(c) for c in settings.getlist("HTTPERROR_ALLOWED_CODES")]
         spider.handle_httpstatus_list = allowed if 304 in allowed else [*allowed, 304]
         spider.robots_token = robots_token(settings)
-        spider.max_links = settings.getint("PAGE_MAX_LINKS", 5000)
-        spider.max_text = settings.getint("CONTENT_MAX_TEXT", 1_000_000)
-        spider.max_html = settings.getint("PAGE_MAX_HTML", 4 * 1024 * 1024)
+        spider.max_links = settings.getint("PAGE_MAX_LINKS", defaults.PAGE_MAX_LINKS)
+        spider.max_text = settings.getint("CONTENT_MAX_TEXT", defaults.CONTENT_MAX_TEXT)
+        spider.max_html = settings.getint("PAGE_MAX_HTML", defaults.PAGE_MAX_HTML)
         return spider
 
     def _recrawl(self) -> RecrawlExtension | None:
@@ -337,7 +337,8 @@ class SiteSpider(scrapy.Spider):
         Outlinks keep each distinct (url, anchor text) pair, since every anchor text helps the
         index find the target; the URLs to follow are distinct. This runs for every link of every
         page, so it is plain ``urljoin`` plus string checks: a joined URL that starts with the
-        base's own ``scheme://netloc`` (relative links, most absolute ones) needs no second parse.
+        base's own ``scheme://netloc`` (relative links, most absolute ones) needs no second parse;
+        any other is kept only if the frontier would take it (:func:`link_problem`).
         """
         base = page_url
         if base_href:
@@ -357,8 +358,8 @@ class SiteSpider(scrapy.Spider):
                 invalid += 1
                 continue
             if not (origin and absolute.startswith(origin) and absolute[cut : cut + 1] in _ENDS):
-                problem = _link_problem(absolute)
-                if problem == _SKIP_SCHEME:
+                problem = link_problem(absolute)
+                if problem == "scheme":
                     skipped_scheme += 1
                     continue
                 if problem is not None:
@@ -379,30 +380,15 @@ class SiteSpider(scrapy.Spider):
 
 # What may follow "scheme://netloc" in a URL on the same origin.
 _ENDS = frozenset({"", "/", "?", "#"})
-_SKIP_SCHEME = "scheme"
-_INVALID = "invalid"
-
-
-def _link_problem(url: str) -> str | None:
-    """``_SKIP_SCHEME`` for a non-http(s) link, ``_INVALID`` for one without a usable host."""
-    try:
-        parts = urlsplit(url)
-        if parts.scheme not in FOLLOWED_SCHEMES:
-            return _SKIP_SCHEME
-        host = parts.hostname
-        if not host or bad_host(host):
-            return _INVALID
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-    except ValueError:
-        return _INVALID
-    return None
 
 
 def _origin(url: str) -> str | None:
-    """``scheme://netloc`` of an http(s) URL with a valid host, else ``None``."""
-    if _link_problem(url) is not None:
+    """``scheme://netloc`` of an http(s) URL the frontier accepts, else ``None``."""
+    if link_problem(url) is not None:
         return None
     parts = urlsplit(url)
+    if not parts.netloc:  # http:\\host, which the frontier reads as http://host: no prefix
+        return None
     return f"{parts.scheme}://{parts.netloc}"
 
 

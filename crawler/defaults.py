@@ -1,0 +1,179 @@
+"""The default of every setting of the crawler's own, in one place, each with its reason.
+
+``crawler/settings.py`` ships these values; every getter fallback, dataclass default and
+constructor default that stands for one of them refers here, so a default is changed once and
+the project settings, the cores used without Scrapy (tests, benchmarks, ``scrapy search``) and
+a crawler built from bare ``Settings`` cannot drift apart (tests/test_defaults.py checks both).
+
+A leaf module: plain constants, no imports, so the Scrapy-free cores may use it. Scrapy's own
+settings that the project changes stay in ``crawler/settings.py`` with their reasons.
+
+Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
+``[politeness]`` / ``[settings]`` tables, or in scrapyd's ``setting=KEY=VALUE``.
+"""
+
+# A user agent that names the crawler and says where to complain (settings.py builds
+# USER_AGENT from it). A site config may override the user agent.
+CRAWLER_CONTACT_URL = "https://github.com/crawler-project/crawler"
+
+# Another folder of site configs than the packaged crawler/sites/ (tests, configs kept
+# elsewhere); empty: the packaged ones.
+SITES_DIR = ""
+
+# --- Backends (crawler/backends.py) ----------------------------------------------------------
+# The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
+# It only picks the defaults of the class settings below; a class setting given explicitly wins.
+FRONTIER_BACKEND = "memory"
+FRONTIER_STORE_CLASS = ""  # queued and seen URLs, host politeness state, leases
+# Where fetched robots.txt files are kept (a class with from_crawler, see crawler/robots/cache.py).
+# Empty: crawler.robots.cache.SqliteRobotsCache where a path is known (ROBOTSTXT_CACHE_PATH),
+# else crawler.robots.cache.MemoryRobotsCache.
+ROBOTS_CACHE_CLASS = ""
+CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
+INDEX_CLASS = ""  # the full-text index
+NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
+
+# --- The Mercator frontier owns politeness ------------------------------------------------
+# Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
+FRONTIER_MIN_DELAY = 1.0
+FRONTIER_DELAY_FACTOR = 5.0
+FRONTIER_MAX_DELAY = 30.0
+FRONTIER_HOST_CONCURRENCY = 1
+FRONTIER_FRONT_QUEUES = 8
+FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
+# A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
+FRONTIER_MAX_CRAWL_DELAY = 120.0
+# Consecutive failed fetches (timeouts, refused connections) after which a host is given up.
+FRONTIER_HOST_MAX_FAILURES = 5
+# A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
+# still waiting are reported in the log and the stats.
+FRONTIER_IDLE_HORIZON = 300.0
+# How many front-queue entries one refill may move before it yields to the caller.
+FRONTIER_REFILL_BATCH = 256
+# With JOBDIR: new URLs are committed to disk at least this often (and with every completed
+# fetch), so a killed crawl loses at most the URLs discovered in the last this-many seconds.
+FRONTIER_COMMIT_INTERVAL = 2.0
+# A URL handed out is a lease: forgotten when its page's item and links have left the spider and
+# the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
+# engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
+# (RETRY_TIMES + 1); raised with a warning if it does not.
+FRONTIER_LEASE_TTL = 300.0
+# Raw links (as written in pages) remembered so a repeated link skips normalization.
+FRONTIER_LINK_CACHE_SIZE = 1_000_000
+# Which URLs go first: "depth" (breadth first), "fifo" or "request" (the request's priority).
+FRONTIER_PRIORITY_POLICY = "depth"
+# Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
+FRONTIER_PROGRESS_INTERVAL = 30.0
+
+# --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
+# The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.
+FRONTIER_REDIS_KEY = ""
+# Delete the crawl's state in Redis before starting, instead of resuming it.
+FRONTIER_RESET = False
+# Leases a worker fetches ahead of the engine's asks, so no Redis round trip runs on the
+# reactor thread.
+FRONTIER_READ_AHEAD = 8
+# Seconds at most between two refreshes of that read-ahead buffer while the crawl runs.
+FRONTIER_REFRESH_INTERVAL = 0.5
+
+# --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
+URL_MAX_LENGTH = 2048
+URL_MAX_REPEATED_SEGMENTS = 3
+# Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
+# ;jsessionid=...) are always stripped in normalization.
+URL_MAX_QUERY_VARIANTS = 100  # distinct queries per path: facet permutations, sort orders
+URL_MAX_DATE_DISTANCE_DAYS = 1095  # a date in the URL this far in the future: a calendar trap
+URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than most of the web)
+URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
+
+# --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
+ROBOTSTXT_ENABLED = True
+# The product token (Scrapy's setting, read by our middleware; Scrapy's own is off);
+# default: the first word of USER_AGENT.
+ROBOTSTXT_USER_AGENT = None
+# Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
+# for more than 24 hours).
+ROBOTSTXT_CACHE_EXPIRY = 86400
+# Bytes parsed at most (RFC 9309 2.5: crawlers must parse at least 500 KiB; what lies beyond
+# may be ignored).
+ROBOTSTXT_MAX_SIZE = 512000
+# 5xx, 429 or unreachable: the host is disallowed for now; robots.txt is tried again after
+# this delay (doubling, or the server's Retry-After, up to ROBOTSTXT_MAX_RETRY_DELAY), this
+# many times.
+ROBOTSTXT_RETRY_DELAY = 30.0
+ROBOTSTXT_RETRY_TIMES = 2
+ROBOTSTXT_MAX_RETRY_DELAY = 3600.0
+ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
+# Longest a request waits for its origin's robots.txt fetch before it is refused as unresolved.
+# 0: DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) x (1 + 5 redirects) + 60 s.
+ROBOTSTXT_WAIT_TIMEOUT = 0
+
+# --- 429 and 503 (crawler/middlewares/retry_after.py) --------------------------------------
+RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
+RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
+RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
+
+# --- The crawl database and recrawl -------------------------------------------------------------
+# On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
+# JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
+CRAWLDB_PATH = ""
+# Seconds between commits of the crawl database while the crawl runs.
+CRAWLDB_COMMIT_INTERVAL = 5.0
+# Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule); 0: one day.
+# RECRAWL_MIN_INTERVAL / RECRAWL_MAX_INTERVAL have no fixed default: they follow this one
+# (crawler/crawldb/schedule.py).
+RECRAWL_INTERVAL = 0
+RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
+# A due URL handed to the crawl is not handed out again for this many seconds.
+RECRAWL_LEASE = 3600.0
+RECRAWL_BATCH = 1000  # due URLs taken from the crawl database at a time
+RECRAWL_INC_RATE = 0.4  # Nutch's db.fetch.schedule.adaptive.inc_rate
+RECRAWL_DEC_RATE = 0.2  # Nutch's db.fetch.schedule.adaptive.dec_rate
+# Nutch's sync delta: a page long unchanged gets at least that long an interval, its next fetch
+# pulled forward by this share of it.
+RECRAWL_SYNC_DELTA = True
+RECRAWL_SYNC_DELTA_RATE = 0.3
+RECRAWL_PRIORITY_LEVELS = 3  # a page that changed at every refetch gets this priority boost
+
+# --- Address safety --------------------------------------------------------------------------
+# Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
+ALLOW_PRIVATE_ADDRESSES = False
+# Or allow just these networks and ports, e.g. ["127.0.0.2/32:8080", "10.20.0.0/16"]
+# (crawler/addresses.py); everything else private stays refused.
+ALLOWED_NETWORKS: tuple[str, ...] = ()
+
+# --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
+DOWNLOAD_MAX_HEADERS = 256  # header lines of one response (Twisted counts none)
+DOWNLOAD_MAX_HEADER_BYTES = 256 * 1024  # bytes of one response's header section
+# A response must arrive at this many bytes/s on average from its first byte, once the grace
+# period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
+DOWNLOAD_MIN_RATE = 1024
+DOWNLOAD_MIN_RATE_GRACE = 5.0
+# bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
+PAGE_MAX_HTML = 4 * 1024 * 1024
+PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
+CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
+
+# --- Content: near-duplicates and the full-text index ----------------------------------------
+# Chosen with bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
+# threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
+# deviations of the 128-permutation estimate above the threshold and the hardest negative pair
+# (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
+# would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
+# triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
+# indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages.
+NEARDUP_ENABLED = True
+NEARDUP_SHINGLE_SIZE = 3
+NEARDUP_NUM_PERM = 128
+NEARDUP_THRESHOLD = 0.5
+NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
+NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
+INDEX_ENABLED = True
+INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
+INDEX_BATCH_SIZE = 200  # items per index transaction
+INDEX_COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl is searchable
+
+# Write the final stats as JSON to this path (off when empty).
+STATS_FILE = ""
+
+__all__ = [name for name in list(globals()) if name.isupper()]
