@@ -320,7 +320,7 @@ class FrontierScheduler(BaseScheduler):
         assert self.frontier is not None
         entry = self._entry(url, host, depth, payload, request_priority, first)
         result = self.frontier.add(entry, force=force, first=first)
-        return self._counted(result, depth)
+        return self._counted(entry, result, depth)
 
     def _entry(
         self, url: str, host: str, depth: int, payload: Any, request_priority: int, first: bool
@@ -333,22 +333,27 @@ class FrontierScheduler(BaseScheduler):
         )
         return Entry(url, host, priority, depth, payload)
 
-    def _counted(self, result: Any, depth: int) -> bool:
+    def _counted(self, entry: Entry, result: Any, depth: int) -> bool:
         if result.reason != PENDING:  # a shared frontier answers later, through _added
-            self._count_added(result.added, result.reason)
+            self._count_added(entry, result.added, result.reason)
         if not result.added:
             return False
         if depth > self._max_depth:
             self._max_depth = depth
         return True
 
-    def _count_added(self, added: bool, reason: str) -> None:
-        self._stat_inc("frontier/enqueued" if added else f"frontier/rejected/{reason}")
+    def _count_added(self, entry: Entry, added: bool, reason: str) -> None:
+        if added:
+            self._stat_inc("frontier/enqueued")
+        elif reason == "seen":
+            self._stat_inc("frontier/rejected/seen")  # the common case: no log line
+        else:
+            self._rejected(reason, entry.url, False)  # page budget, given-up host: said once
 
     def _added(self, entries: list[Entry], results: list[Any]) -> None:
         """A shared frontier's answers to queued adds."""
-        for result in results:
-            self._count_added(result.added, result.reason)
+        for entry, result in zip(entries, results, strict=True):
+            self._count_added(entry, result.added, result.reason)
 
     def _frontier_news(self) -> None:
         """A shared frontier has leases ready: ask the engine for requests now."""
@@ -407,8 +412,8 @@ class FrontierScheduler(BaseScheduler):
         if entries:
             assert self.frontier is not None
             # one call for the page's links: one round trip (per 1,000) to a shared frontier
-            for result in self.frontier.add_many(entries):
-                self._counted(result, depth)
+            for entry, result in zip(entries, self.frontier.add_many(entries), strict=True):
+                self._counted(entry, result, depth)
         if repeated:
             self._stat_inc("frontier/links_repeated", repeated)
         return True
@@ -610,4 +615,10 @@ _REASONS = {
     "denied": "matches a deny pattern",
     "not_allowed": "matches no allow pattern",
     "repeated_segments": "a path segment repeats too often (spider trap)",
+    "query_variants": "too many query variants of one path (URL_MAX_QUERY_VARIANTS)",
+    "date_distance": "a date in the path far from today (calendar trap)",
+    "domain_hosts": "too many hosts of one registered domain (URL_MAX_HOSTS_PER_DOMAIN)",
+    "host_budget": "the host's page budget is used up (max_pages_per_host)",
+    "host_dead": "the host was given up after failed fetches",
+    "host_skipped": "the host asks for a Crawl-delay over FRONTIER_MAX_CRAWL_DELAY",
 }

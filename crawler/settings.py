@@ -53,6 +53,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,
     # the stock one, with decompression bombs counted in limits/decompressed_size
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    # the stock one, with dropped chains and loops counted in limits/redirects, redirect_loop
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "crawler.middlewares.redirect.CountingRedirectMiddleware": 600,
     "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
 }
 

@@ -47,7 +47,11 @@ CASES: dict[str, tuple[str, h.Route]] = {
     "127.0.0.116": ("invalid_utf8", h.invalid_utf8()),
     "127.0.0.117": ("lying_charset", h.lying_charset()),
     "127.0.0.118": ("deep_nesting", h.deep_nesting(5000)),
+    "127.0.0.119": ("redirect_loop", h.redirect_loop("/loop/")),
+    "127.0.0.120": ("redirect_chain", h.redirect_chain("/chain/", length=100)),
 }
+# the redirect cases answer "/" and every path under their prefix (robots.txt stays a 404)
+PREFIXES = {"127.0.0.119": "/loop/", "127.0.0.120": "/chain/"}
 BY_NAME = {name: address for address, (name, _) in CASES.items()}
 
 
@@ -57,6 +61,8 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
     server = h.HostileServer()
     for address, (_, route) in CASES.items():
         server.route(address, "/", route)
+        if address in PREFIXES:
+            server.route(address, PREFIXES[address], route, prefix=True)
     normal = h.normal_site(server, NORMAL, pages=5)
     with server:
         result = run_crawl(
@@ -98,6 +104,8 @@ def sent(server: h.HostileServer, name: str) -> list[h.Hit]:
         ("many_links", "page_links"),
         ("many_links", "page_html"),
         ("long_text", "content_text"),
+        ("redirect_loop", "redirect_loop"),
+        ("redirect_chain", "redirects"),
     ],
 )
 def test_limit_fires_is_counted_and_logged_once(crawl, case: str, limit: str) -> None:
