@@ -45,7 +45,6 @@ from crawler.crawldb import (
     Visit,
     crawldb_enabled,
 )
-from crawler.crawldb.sqlite import crawldb_path  # noqa: F401 - re-exported for robots.txt
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.items import PAGE_FINGERPRINT_META
 from crawler.meta import ROBOTS_META
