@@ -8,7 +8,8 @@ Run from the project root::
 
 Pages come from documentation trees that Debian packages (and a rustup toolchain, when present)
 install as HTML, one *host* per tree, several generators: Sphinx (python3.11-doc), gtk-doc
-(libglib2.0-doc), Doxygen (libeigen3-doc, in libeigen3-dev/html), asciidoc manual pages of one command family (git-doc),
+(libglib2.0-doc), Doxygen (libeigen3-doc, in libeigen3-dev/html), asciidoc manual pages of one
+command family (git-doc),
 javadoc (openjdk-17-doc), rustdoc and mdBook (rust-doc or rustup), DocBook (valgrind), and
 nodejs's generator. Missing trees are skipped and named.
 
@@ -28,7 +29,8 @@ pages of every tree, and every page of the ``HELD_OUT_TREES`` whole):
 1. **pair by pair**: for every positive (original, variant) and every hard negative (each
    original with its most similar sibling by exact shingle Jaccard of the visible text, and a
    random sibling), a fresh detector sees A then B; B flagged as a duplicate of A is a positive
-   decision. ``cold``: the detector knows nothing else; ``warm``: it has first *observed* the
+   decision (the detector gets the main text and the ``<title>``, as the pipeline gives them).
+   ``cold``: the detector knows nothing else; ``warm``: it has first *observed* the
    host's other pages (its template model, as a crawl would have learned it).
 2. **crawl order**: one detector sees every page once, hosts interleaved round robin, each host
    in path order, variants of one host after their original: a distinct page flagged as a
@@ -72,7 +74,8 @@ TREES: list[tuple[str, str, list[str]]] = [
     ("git", "asciidoc", ["/usr/share/doc/git-doc/git-*.html"]),
     ("java-base", "javadoc", ["/usr/share/doc/openjdk-17-doc/api/java.base/java/*/*.html",
                               "/usr/share/doc/openjdk-17-doc/api/java.base/java/util/*/*.html"]),
-    ("rust-std", "rustdoc", [f"{RUSTUP}/std/*/*.html", "/usr/share/doc/rust-doc/html/std/*/*.html"]),
+    ("rust-std", "rustdoc", [f"{RUSTUP}/std/*/*.html",
+                             "/usr/share/doc/rust-doc/html/std/*/*.html"]),
     ("rust-core", "rustdoc", [f"{RUSTUP}/core/*/*.html"]),
     ("rust-book", "mdbook", [f"{RUSTUP}/book/*.html", "/usr/share/doc/rust-doc/html/book/*.html"]),
     ("cargo", "mdbook", [f"{RUSTUP}/cargo/*/*.html"]),
@@ -98,6 +101,7 @@ class Page:
     kind: str = "original"
     split: str = "tune"
     main_text: str = ""
+    title: str = ""
 
 
 def install() -> None:
@@ -149,10 +153,11 @@ def _chrome(html: str, rng: random.Random) -> str:
               f'Last built on {_date(rng)}. Built with a documentation generator.</div>')
     html = _YEAR.sub(lambda m: str(int(m.group(1)) + rng.randint(1, 3)), html)
     html = _insert_after(html, _BODY, banner, _BODY)
-    m = None
-    for m in _BODY_END.finditer(html):
-        pass
-    return html[: m.start()] + footer + html[m.start():] if m else html + footer
+    ends = list(_BODY_END.finditer(html))
+    if not ends:
+        return html + footer
+    at = ends[-1].start()
+    return html[:at] + footer + html[at:]
 
 
 def make_variant(page: Page, kind: str, rng: random.Random, prose: list[str]) -> Page:
@@ -201,7 +206,8 @@ def build(per_tree: int = 80, variants: float = 0.6, seed: int = 7) -> tuple[lis
                 html = fh.read().decode("utf-8", "replace")
             originals.append(Page(url, host, tree, generator, html, len(originals), split=split))
     for page in originals:
-        page.main_text = parse_html(page.html).main_text
+        parsed = parse_html(page.html)
+        page.main_text, page.title = parsed.main_text, parsed.title
     # Prose for added paragraphs: real paragraphs of other trees' main text.
     prose = [line for p in originals for line in p.main_text.split("\n")
              if 40 <= len(line.split()) <= 90 and line.count("(") < 3]
@@ -212,7 +218,8 @@ def build(per_tree: int = 80, variants: float = 0.6, seed: int = 7) -> tuple[lis
         if rng.random() < variants:
             kind = KINDS[rng.randrange(len(KINDS))]
             variant = make_variant(page, kind, rng, [p for p in prose if p not in page.main_text])
-            variant.main_text = parse_html(variant.html).main_text
+            parsed = parse_html(variant.html)
+            variant.main_text, variant.title = parsed.main_text, parsed.title
             out.append(variant)
     return out, skipped
 
@@ -263,13 +270,13 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
     for (a, b), label in [*((pair, True) for pair in positives),
                           *((pair, False) for pair in negatives)]:
         det = _detector(**params)
-        if warm and hasattr(det, "observe"):
+        if warm:
             for host in {a.host, b.host}:
                 for other in host_pages[host]:
                     if other.group not in (a.group, b.group):
                         det.observe(other.url, other.main_text)
-        det.check(a.url, a.main_text)
-        flagged = det.check(b.url, b.main_text).duplicate_of == a.url
+        det.check(a.url, a.main_text, title=a.title)
+        flagged = det.check(b.url, b.main_text, title=b.title).duplicate_of == a.url
         if label and flagged:
             tp += 1
         elif label:
@@ -305,7 +312,7 @@ def crawl_order(pages: list[Page], **params: float) -> dict[str, float]:
     started = time.perf_counter()
     for p in order:
         group_of[p.url] = p.group
-        decision = det.check(p.url, p.main_text)
+        decision = det.check(p.url, p.main_text, title=p.title)
         first = p.group not in seen_groups
         seen_groups.add(p.group)
         dup_group = group_of.get(decision.duplicate_of) if decision.duplicate_of else None
