@@ -30,8 +30,8 @@ pages of every tree, and every page of the ``HELD_OUT_TREES`` whole):
    original with its most similar sibling by exact shingle Jaccard of the visible text, and a
    random sibling), a fresh detector sees A then B; B flagged as a duplicate of A is a positive
    decision (the detector gets the main text and the ``<title>``, as the pipeline gives them).
-   ``cold``: the detector knows nothing else; ``warm``: it has first *observed* the
-   host's other pages (its template model, as a crawl would have learned it).
+   ``cold``: the detector knows nothing else; ``warm``: it starts with the host's template
+   model learned from the host's originals (as a crawl would have learned it).
 2. **crawl order**: one detector sees every page once, hosts interleaved round robin, each host
    in path order, variants of one host after their original: a distinct page flagged as a
    duplicate of a page of another group is *merged* (the issue's "9 %"); a variant flagged as a
@@ -265,6 +265,15 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
     host_pages: dict[str, list[Page]] = defaultdict(list)
     for p in pages:
         host_pages[p.host].append(p)
+    warm_models: dict[str, tuple[int, set[int]]] = {}
+    if warm:  # each host's template model, learned from its originals as a crawl would
+        for host, host_list in host_pages.items():
+            learner = _detector(**params)
+            for other in host_list:
+                if other.kind == "original":
+                    learner.observe(other.url, other.main_text)
+            model = learner.templates
+            warm_models[host] = (model.pages(host), set(model.template(host)))
     tp = fp = fn = tn = 0
     misses: dict[str, int] = defaultdict(int)
     for (a, b), label in [*((pair, True) for pair in positives),
@@ -272,9 +281,7 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
         det = _detector(**params)
         if warm:
             for host in {a.host, b.host}:
-                for other in host_pages[host]:
-                    if other.group not in (a.group, b.group):
-                        det.observe(other.url, other.main_text)
+                det.templates.seed(host, *warm_models[host])
         det.check(a.url, a.main_text, title=a.title)
         flagged = det.check(b.url, b.main_text, title=b.title).duplicate_of == a.url
         if label and flagged:
@@ -332,13 +339,39 @@ def crawl_order(pages: list[Page], **params: float) -> dict[str, float]:
     }
 
 
+def costs(pages: list[Page]) -> None:
+    """Parse and main-text cost on the set's ~30 KB pages; detector time and bytes per page."""
+    import tracemalloc
+
+    mid = [p for p in pages if p.kind == "original" and 20_000 <= len(p.html) <= 40_000][:120]
+    for label, flag in (("parse_html, links + text", False), ("parse_html + main text", True)):
+        started = time.process_time()
+        for _ in range(3):
+            for p in mid:
+                parse_html(p.html, main_text=flag)
+        ms = 1000 * (time.process_time() - started) / (3 * len(mid))
+        print(f"{label}: {ms:.2f} ms/page on {len(mid)} pages of 20-40 KB")
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    det = _detector()
+    started = time.process_time()
+    for p in pages:
+        det.check(p.url, p.main_text, title=p.title)
+    cpu = time.process_time() - started
+    det._merge_buffer()  # count the index as it stands after a merge
+    size = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    print(f"detector: {1000 * cpu / len(pages):.2f} ms/page (tracemalloc on), state "
+          f"{size / len(pages):.0f} B/page over {len(pages)} pages ({det.originals} originals)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--install", action="store_true", help="apt-get the packages, then exit")
     ap.add_argument("--per-tree", type=int, default=80)
     ap.add_argument("--split", choices=["tune", "held-out", "both"], default="both")
     ap.add_argument("--threshold", type=float, default=None)
-    ap.add_argument("--show", type=int, default=0, help="print this many wrong decisions")
+    ap.add_argument("--costs", action="store_true", help="only the cost figures")
     args = ap.parse_args()
     if args.install:
         install()
@@ -350,6 +383,9 @@ def main() -> None:
     print(f"built {len(pages)} pages ({sum(p.kind == 'original' for p in pages)} originals) of "
           f"{len(trees)} trees in {time.perf_counter() - started:.1f} s; skipped: {skipped}")
     print("trees:", ", ".join(f"{t} ({g})" for t, g in trees))
+    if args.costs:
+        costs(pages)
+        return
     splits = ["tune", "held-out"] if args.split == "both" else [args.split]
     for split in splits:
         part = [p for p in pages if p.split == split]

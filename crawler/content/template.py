@@ -89,6 +89,10 @@ class HostTemplates:
             state = self._hosts[host] = _Host()
         state.template.add(block)
 
+    def seed(self, host: str, pages: int, template: Iterable[int]) -> None:
+        """Start ``host`` with a model learned elsewhere (a benchmark's warm start)."""
+        self._hosts[host] = _Host(pages=pages, template=set(template))
+
     def set_pages(self, host: str, pages: int) -> None:
         """Restore a host's page count (from a saved journal)."""
         state = self._hosts.get(host)
