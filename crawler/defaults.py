@@ -168,6 +168,7 @@ NEARDUP_NUM_PERM = 128
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
+NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.journal
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200  # items per index transaction

@@ -104,6 +104,7 @@ def sent(server: h.HostileServer, name: str) -> list[h.Hit]:
         ("many_links", "page_links"),
         ("many_links", "page_html"),
         ("long_text", "content_text"),
+        ("deep_nesting", "page_depth"),
         ("redirect_loop", "redirect_loop"),
         ("redirect_chain", "redirects"),
     ],

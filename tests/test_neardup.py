@@ -299,3 +299,21 @@ def test_labelled_set_precision_and_recall_at_defaults() -> None:
     recall = tp / len(labelled.variants)
     assert precision >= 0.99, precision
     assert recall >= 0.97, recall
+
+
+def test_page_nested_deeper_than_libxml2_keeps_its_links_and_text() -> None:
+    """libxml2 stops at 2,048 levels even with huge_tree: the page is parsed again flat."""
+    from crawler.content.html import parse_html
+
+    links = "".join(f'<a href="/l{i}">link <b>{i}</b></a> ' for i in range(30))
+    for depth, flattened in ((1000, False), (5000, True)):
+        html = (f"<html><head><title>Deep</title></head><body>{'<div>' * depth}"
+                f"<p>deep text here</p>{links}{'</div>' * depth}<a href='/after'>after</a>"
+                "<script>var hidden = 1;</script></body></html>")
+        page = parse_html(html)
+        assert page.flattened is flattened
+        assert len(page.links) == 31 and page.links[0] == ("/l0", "link 0")
+        assert page.links[-1] == ("/after", "after")
+        assert "deep text here" in page.text and "hidden" not in page.text
+        assert page.title == "Deep"
+        assert "deep text here" in page.main_text

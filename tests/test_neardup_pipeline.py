@@ -130,12 +130,57 @@ def test_state_survives_a_resumed_job(tmp_path: Path, labelled: LabelledSet) -> 
     first = _pipeline(JOBDIR=str(tmp_path))
     first.process_item(page_item(page.url, page.html))
     first.close_spider()
-    assert (tmp_path / "neardup.pickle").exists()
+    assert (tmp_path / "neardup.journal").exists()
     second = _pipeline(JOBDIR=str(tmp_path))
     item = second.process_item(page_item("http://mirror.test/p", page.html))
     assert item["duplicate_of"] == page.url
+    second.close_spider()
+    third = _pipeline(JOBDIR=str(tmp_path))  # the journal grew by the duplicate: both known
+    assert len(third.detector) == 2 and third.detector.originals == 1
     other = _pipeline(JOBDIR=str(tmp_path), NEARDUP_THRESHOLD=0.9)  # other settings: afresh
     assert len(other.detector) == 0
+
+
+_KILLED_WORKER = """
+import sys, time
+from scrapy.utils.test import get_crawler
+from crawler.pipelines.neardup import NearDuplicatePipeline
+from devsite.testset import build_labelled_set, page_item
+pipeline = NearDuplicatePipeline.from_crawler(
+    get_crawler(settings_dict={"JOBDIR": sys.argv[1], "NEARDUP_JOURNAL_INTERVAL": 0.2}))
+pipeline.open_spider()
+for page in build_labelled_set(pages=30, variants_per_page=6, seed=5).originals[:20]:
+    pipeline.process_item(page_item(page.url, page.html))
+time.sleep(0.3)
+pipeline.process_item(page_item("http://late.test/x", "<p>one more page to flush</p>"))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_journal_survives_kill_9(tmp_path: Path, labelled: LabelledSet) -> None:
+    """A worker killed with SIGKILL (no close) loses at most the last interval's pages; a torn
+    record at the end is cut off, and the resumed crawl appends after it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WORKER, str(tmp_path)], cwd=ROOT,
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+    finally:
+        proc.kill()
+        proc.wait()
+    journal = tmp_path / "neardup.journal"
+    with journal.open("ab") as f:
+        f.write(b"\x97\xa1o")  # the start of a record a kill cut short
+    resumed = _pipeline(JOBDIR=str(tmp_path))
+    assert resumed.detector.originals >= 20
+    page = labelled.originals[3]
+    item = resumed.process_item(page_item("http://mirror.test/again", page.html))
+    assert item["duplicate_of"] == page.url
+    resumed.close_spider()
+    assert len(_pipeline(JOBDIR=str(tmp_path)).detector) == len(resumed.detector)
 
 
 # --- the explain command ---------------------------------------------------------------------

@@ -16,10 +16,12 @@ become U+FFFD. libxml2 then always parses UTF-8 with its own sniffing turned off
 
 from __future__ import annotations
 
+import re
+
 import lxml.html
 from w3lib.encoding import html_to_unicode, resolve_encoding
 
-__all__ = ["decode_html", "parse_document"]
+__all__ = ["decode_html", "parse_document", "parse_document_checked"]
 
 # huge_tree: without it libxml2 silently stops at 256 levels of nesting (broken pages with
 # unclosed tags) or a 10 MB text node, and the page loses its links and text. A fixed encoding
@@ -65,3 +67,32 @@ def parse_document(body: bytes | str, encoding: str | None = None) -> lxml.html.
     return lxml.html.document_fromstring(
         decode_html(body, encoding).encode("utf-8", "replace"), parser=_PARSER
     )
+
+
+# Every tag but those a flat page still needs: links, <base>, <title>, <meta>, and the
+# elements whose content must stay hidden (scripts, styles) or that frame the document.
+_NESTING_TAG = re.compile(
+    r"</?(?!(?:a|area|base|title|meta|script|style|noscript|template|head|body|html)\b)"
+    r"[a-zA-Z][^>]*>"
+)
+
+
+def parse_document_checked(
+    body: bytes | str, encoding: str | None = None
+) -> tuple[lxml.html.HtmlElement, bool]:
+    """:func:`parse_document`, and whether the page had to be flattened.
+
+    libxml2 gives up at 2,048 levels of nesting even with ``huge_tree`` (broken pages with
+    thousands of unclosed ``<div>``/``<font>`` tags, or a hostile page), and everything below
+    that level is lost: the page kept no text and not one link. Such a page is parsed again
+    with every nesting tag but links (and ``base``, ``title``, ``meta``, scripts and styles)
+    replaced by a space: its links, anchor texts and text survive, its layout does not (the
+    main text is then the whole text, which is all a page like that has to offer).
+    """
+    text = decode_html(body, encoding)
+    root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=_PARSER)
+    error = _PARSER.error_log.last_error
+    if error is None or error.type_name != "ERR_RESOURCE_LIMIT":
+        return root, False
+    flat = _NESTING_TAG.sub(" ", text)
+    return lxml.html.document_fromstring(flat.encode("utf-8", "replace"), parser=_PARSER), True

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import lxml.html
 from lxml import etree
 
-from .document import parse_document
+from .document import parse_document_checked
 from .maintext import main_text_from_tree
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
@@ -22,6 +22,7 @@ class ParsedPage:
     links: list[tuple[str, str]] = field(default_factory=list)  # (raw href, anchor text)
     metas: dict[str, str] = field(default_factory=dict)  # <meta name> (lower-case) -> content
     nofollow_hrefs: set[str] = field(default_factory=set)  # hrefs only ever rel="nofollow"
+    flattened: bool = False  # nested too deep for libxml2: parsed again without nesting tags
 
     @property
     def meta_robots(self) -> str:
@@ -43,7 +44,7 @@ def parse_html(
     if not body:
         return page
     try:
-        root = parse_document(body, encoding)
+        root, page.flattened = parse_document_checked(body, encoding)
     except (etree.ParserError, ValueError):
         return page
     title = root.find(".//title")

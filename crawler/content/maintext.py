@@ -17,7 +17,10 @@ rules, in one lxml pass over the tree the spider already parses:
    grandparent, the element holding the ``h1`` and the text right after it gets a bonus, and
    the best container that is not mostly links wins, with siblings that score at least a fifth
    of it and are not mostly links either (a sidebar is a menu plus a blurb).
-4. Inside the chosen part, drop blocks that are mostly link text (lists of related links).
+4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
+   unless what is left has fewer than ``LINK_LIST_WORDS`` words and the page's link text is
+   at least that long and twice the rest: then the page is a link list (an index, a table of
+   contents, a member list) and its entries are its content.
 
 Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
 labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
@@ -85,6 +88,7 @@ _LINK_HEAVY = 0.5  # a block with more link text than this share is navigation
 _SIBLING_SHARE = 0.2
 _SIBLING_LINKS = 0.3  # a sibling with more link text than this is a sidebar
 _HEADING_BONUS = 25.0
+LINK_LIST_WORDS = 40  # less content than this (not counting link text): a link-list page
 
 
 def main_text(body: bytes | str, encoding: str | None = None) -> str:
@@ -116,10 +120,21 @@ def main_text_from_tree(root: lxml.html.HtmlElement) -> str:
     if body is None:
         body = root
     container = _marked_main(body)
-    blocks, totals = _blocks(container if container is not None else body)
+    all_blocks, totals = _blocks(container if container is not None else body)
+    blocks = all_blocks
     if container is None:
-        blocks = _best_cluster(blocks, totals, _heading(body))
-    return "\n".join(text for _, text, words, links in blocks if not _link_heavy(words, links))
+        blocks = _best_cluster(all_blocks, totals, _heading(body))
+    kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
+    content = sum(words for _, words in kept)
+    listed = sum(links for _, _, _, links in all_blocks)
+    if content < LINK_LIST_WORDS and listed >= max(LINK_LIST_WORDS, 2 * content):
+        # A link-list page (an index, a table of contents, a list of members): its entries are
+        # what it says, so they are its main text; without them a page of 300 links would be
+        # compared on its two sentences of intro (or a survey banner), which one added
+        # paragraph outweighs. Every block of the declared main part, else of the body (its
+        # navigation, sidebars and footers are already gone).
+        return "\n".join(text for _, text, _, _ in all_blocks)
+    return "\n".join(text for text, _ in kept)
 
 
 

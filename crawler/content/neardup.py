@@ -1,23 +1,44 @@
-"""Near-duplicate detection: exact fingerprints first, then MinHash LSH over word shingles.
+"""Near-duplicate detection: exact fingerprints, then bottom-k sketches of the host-template-free
+main text.
 
 Plain Python, no Scrapy: :class:`NearDuplicateDetector` takes (url, main text) and answers
 "new", or "duplicate of <url> with similarity s". The pipeline is a thin adapter over it.
 
-How a decision is made (the defaults are justified by ``bench/neardup.py``):
+How a decision is made (the defaults are justified by ``bench/neardup.py`` on the synthetic set
+and ``bench/realpages.py`` on real documentation pages):
 
 1. The main text is normalized (:func:`crawler.content.normalize.normalize_text`: counters,
-   dates, session ids masked) and fingerprinted; a fingerprint already owned by another URL is an
-   exact duplicate (similarity 1.0). Mirrors land here.
-2. Otherwise a MinHash (datasketch 2.0, ``affine32`` scheme) of its ``shingle_size``-word shingles
-   is queried against an LSH index of the originals seen so far. The LSH bands are tuned for a
-   *lower* threshold than the decision (:func:`lsh_params`: a pair of similarity exactly
-   ``threshold`` becomes a candidate with probability ``candidate_recall``, 0.99), because with
-   datasketch's own parameters for t a pair of similarity t collides in a band only 40-60 % of
-   the time; each candidate is then verified against its stored signature, and the decision is
-   ``estimated Jaccard >= threshold``.
-3. A page that is not a duplicate becomes an original: its signature joins the LSH, its
-   fingerprint the exact table. Duplicates never join, so ``duplicate_of`` always names an
-   original (no chains), and the first URL seen with a content is its original.
+   dates, session ids masked, version strings kept) and fingerprinted; a fingerprint already
+   owned by another URL is an exact duplicate (similarity 1.0). Mirrors land here. The
+   fingerprint is of the *whole* main text, independent of anything learned, so it is also the
+   crawl database's stable change fingerprint.
+2. Each line of the main text is a block. Blocks that recur on many distinct pages of the host
+   are its template (:mod:`crawler.content.template`: rustdoc's trait implementations, the
+   shared option sections of one command family) and are left out of the comparison.
+3. What is left is shingled (``shingle_size`` words, at most :data:`MAX_SHINGLES`) and kept as a
+   bottom-k sketch: the ``num_perm`` smallest 32-bit shingle hashes, each with the hash of the
+   block it came from. Because every entry knows its block, a stored sketch can be filtered
+   *later* by template blocks learned since, and by the template of the other page's host (a
+   mirror on a fresh host), so both sides of a comparison always leave out the same blocks.
+   The similarity is the Jaccard similarity of the two filtered sketches over the hash range
+   both cover (exact when both pages are small).
+4. Candidates come from an inverted index of each original's :data:`ANCHORS` smallest hashes
+   (a near-duplicate shares most of them); the candidates sharing the most anchors are
+   verified, and the decision is ``similarity >= threshold``.
+5. A page that is not a duplicate becomes an original and teaches the host's template model;
+   duplicates never become originals, so ``duplicate_of`` always names an original (no chains),
+   and the first URL seen with a content is its original.
+
+Deliberate cases: a page whose main text, template left out, has fewer than :data:`MIN_WORDS`
+words (a stub, or a page that is all template) is compared exactly only: a handful of shingles
+cannot tell a near-duplicate from a sibling. Link-list pages (indexes, tables of contents) are
+compared on their link texts: main-text extraction keeps link-heavy blocks when a page has
+little else (:mod:`crawler.content.maintext`), so an index page is its list of entries and one
+inserted paragraph does not outweigh it.
+
+State: per original ~1.1 KB (sketch and block ids, ``num_perm`` x 8 bytes, anchors), URLs and
+fingerprints; it is journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it
+to a file every few seconds and :meth:`NearDuplicateDetector.replay` it on resume.
 
 A refetched URL replaces its own entry (it is never its own duplicate). Per-host counters of
 duplicates feed the frontier (:meth:`NearDuplicateDetector.host_duplicate_ratio`).
@@ -25,17 +46,19 @@ duplicates feed the frontier (:meth:`NearDuplicateDetector.host_duplicate_ratio`
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
-from datasketch import MinHash, MinHashLSH
 
 from crawler import defaults
-from crawler.content.normalize import content_fingerprint, normalize_text
+from crawler.content.normalize import content_fingerprint, normalize_lines, normalize_text
 from crawler.content.shingles import shingle_hashes32, shingle_set, shingle_texts
+from crawler.content.template import HostTemplates
 
 __all__ = [
     "DEFAULT_NUM_PERM",
@@ -49,15 +72,30 @@ __all__ = [
     "lsh_params",
 ]
 
-# The NEARDUP_* defaults (chosen with bench/neardup.py; the reasons are in crawler/defaults.py).
+# The NEARDUP_* defaults (chosen with the benches; the reasons are in crawler/defaults.py).
 DEFAULT_SHINGLE_SIZE = defaults.NEARDUP_SHINGLE_SIZE
 DEFAULT_NUM_PERM = defaults.NEARDUP_NUM_PERM
 DEFAULT_THRESHOLD = defaults.NEARDUP_THRESHOLD
-# The LSH bands catch a pair of similarity `threshold` with this probability (then verified).
-DEFAULT_CANDIDATE_RECALL = 0.99
-# A page with fewer words than this is only compared exactly: a handful of shingles gives a
-# MinHash estimate too noisy to call two pages near-duplicates.
+# A page with fewer words than this (template left out) is only compared exactly.
 MIN_WORDS = 8
+ANCHORS = 16  # smallest hashes of an original in the candidate index
+MAX_POSTING = 48  # candidates taken per anchor (a template shingle's list can be long)
+VERIFY = 12  # candidates verified, those sharing the most anchors first
+MAX_SHINGLES = 50_000  # shingles of one page fed to the sketch (the page's start)
+# Pages whose titles differ name different things (two commands, two structs of one module):
+# they must be this similar to be near-duplicates. A mirror with another title suffix, or an
+# original and its edit, are far above it; siblings of one template are below.
+OTHER_TITLE_THRESHOLD = 0.95
+# Two pages of one title: an added paragraph on a short page leaves their Jaccard similarity
+# low, but one still holds nearly all of the other; their similarity is at least this share of
+# that containment.
+SAME_TITLE_CONTAINMENT = 0.75
+# A near-duplicate this similar or more repeats its original and teaches the template model
+# nothing; a less similar one (a sibling let through while the model was young) still teaches
+# it, so a shared section flagged early becomes template instead of staying unlearned.
+TEACHING_SIMILARITY = 0.9
+_NONE = np.uint32(0xFFFFFFFF)
+_BUFFER = 4096  # anchor postings kept in a dict before they are merged into the sorted arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +116,7 @@ class Decision:
 def lsh_params(num_perm: int, threshold: float, recall: float = 0.995) -> tuple[int, int]:
     """LSH bands ``(b, r)`` that catch a pair of similarity ``threshold`` with ``recall``.
 
+    Kept for MinHash users (``bench/neardup.py`` section 4); the detector itself indexes anchors.
     Among the (b, r) with ``b * r <= num_perm`` that reach the recall, the one with the largest
     ``r`` (fewest false candidates) and then the fewest bands (least memory); if none reaches
     it, the one with the best recall.
@@ -89,7 +128,6 @@ def lsh_params(num_perm: int, threshold: float, recall: float = 0.995) -> tuple[
         if b < 2:
             break
         p = 1.0 - (1.0 - threshold**r) ** b
-        # the smallest b with this r that still reaches the recall saves memory
         if p >= recall:
             b_min = math.ceil(math.log(1.0 - recall) / math.log(1.0 - threshold**r))
             b = max(2, min(b, b_min))
@@ -111,12 +149,31 @@ def exact_similarity(text_a: str, text_b: str, shingle_size: int = DEFAULT_SHING
     return len(a & b) / len(a | b)
 
 
+def block_hash(normalized_line: str) -> int:
+    """Stable 32-bit id of a normalized block (the same in every process and worker)."""
+    return int.from_bytes(
+        hashlib.blake2b(normalized_line.encode("utf-8"), digest_size=4).digest(), "little"
+    )
+
+
+@dataclass(slots=True)
+class Features:
+    """What the detector compares of one page."""
+
+    fingerprint: str
+    words: int  # words of the whole normalized main text
+    kept_words: int  # words left once the host's template is out
+    blocks: list[int]  # every block's hash (the template model learns from them)
+    sketch: np.ndarray  # sorted distinct uint32 shingle hashes, at most num_perm
+    sketch_blocks: np.ndarray  # the block of each
+    cover: int  # every kept hash <= cover is in the sketch (0xFFFFFFFF: all of them)
+
+
 class NearDuplicateDetector:
     """In-memory near-duplicate index of the pages a crawl has kept.
 
-    Not thread-safe (Scrapy calls pipelines from one thread). Memory: one ``num_perm`` x 4-byte
-    signature per original plus the LSH's band tables (``bench/neardup.py`` measures bytes per
-    document).
+    Not thread-safe (Scrapy calls pipelines from one thread). ``num_perm`` is the sketch size
+    (hash values kept per page).
     """
 
     def __init__(
@@ -124,27 +181,40 @@ class NearDuplicateDetector:
         shingle_size: int = DEFAULT_SHINGLE_SIZE,
         num_perm: int = DEFAULT_NUM_PERM,
         threshold: float = DEFAULT_THRESHOLD,
-        candidate_recall: float = DEFAULT_CANDIDATE_RECALL,
+        candidate_recall: float = 0.99,
         seed: int = 1,
     ) -> None:
         if shingle_size < 1:
             raise ValueError("shingle_size must be at least 1")
         if not 0.0 < threshold <= 1.0:
             raise ValueError("threshold must be in (0, 1]")
+        if num_perm < ANCHORS:
+            raise ValueError(f"num_perm must be at least {ANCHORS}")
         self.shingle_size = shingle_size
         self.num_perm = num_perm
         self.threshold = threshold
         self.seed = seed
-        self.bands, self.rows = lsh_params(num_perm, threshold, candidate_recall)
-        self._lsh = MinHashLSH(num_perm=num_perm, params=(self.bands, self.rows))
-        # Permutations are drawn once; building a MinHash from them skips numpy's RNG per page.
-        self._permutations = MinHash(num_perm=num_perm, seed=seed).permutations
-        self._signatures = np.empty((64, num_perm), dtype=np.uint32)
+        self.templates = HostTemplates()
+        self._template_arrays: dict[str, tuple[int, np.ndarray]] = {}
+        k = num_perm
+        self._sketch = np.full((64, k), _NONE, dtype=np.uint32)
+        self._sketch_blocks = np.zeros((64, k), dtype=np.uint32)
+        self._cover = np.zeros(64, dtype=np.uint32)
+        self._alive = np.zeros(64, dtype=bool)
+        self._host_of = np.zeros(64, dtype=np.int32)
+        self._title = np.zeros(64, dtype=np.uint32)  # 0: no title known
+        self._host_names: list[str] = []
+        self._host_index: dict[str, int] = {}
+        self._keys = np.empty(0, dtype=np.uint32)  # anchor postings, sorted by key
+        self._docs = np.empty(0, dtype=np.int32)
+        self._buffer: dict[int, list[int]] = {}
+        self._buffered = 0
         self._urls: list[str] = []  # doc id -> URL
         self._ids: dict[str, int] = {}  # URL -> doc id (originals and duplicates)
         self._fingerprints: dict[bytes, int] = {}  # fingerprint -> doc id of the original
         self._fingerprint_of: dict[int, bytes] = {}  # doc id -> its fingerprint (originals)
         self._hosts: dict[str, list[int]] = {}  # host -> [pages, duplicates]
+        self._journal: list[tuple[Any, ...]] = []
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> NearDuplicateDetector:
@@ -156,117 +226,343 @@ class NearDuplicateDetector:
             threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
         )
 
+    @property
+    def params(self) -> tuple[Any, ...]:
+        return ("sketch-1", self.shingle_size, self.num_perm, self.threshold, self.seed)
+
+    # --- features -------------------------------------------------------------------------
+
+    def features(self, text: str, host: str = "") -> Features:
+        """Fingerprint, blocks and the template-free sketch of a main text (see the module)."""
+        lines = normalize_lines(text)
+        normalized = " ".join(lines)
+        fingerprint = content_fingerprint(normalized)
+        words = normalized.count(" ") + 1 if normalized else 0
+        blocks = [block_hash(line) for line in lines]
+        template = self.templates.template(host)
+        if template:
+            kept = [(line, b) for line, b in zip(lines, blocks, strict=True) if b not in template]
+        else:
+            kept = list(zip(lines, blocks, strict=True))
+        kept_text = " ".join(line for line, _ in kept)
+        kept_words = kept_text.count(" ") + 1 if kept_text else 0
+        if kept_words < MIN_WORDS:
+            empty = np.empty(0, dtype=np.uint32)
+            return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF)
+        hashes = shingle_hashes32(kept_text, self.shingle_size)[:MAX_SHINGLES]
+        per_line = np.fromiter((line.count(" ") + 1 for line, _ in kept), np.int64, len(kept))
+        word_block = np.repeat(np.fromiter((b for _, b in kept), np.uint32, len(kept)), per_line)
+        unique, first = np.unique(hashes, return_index=True)
+        k = self.num_perm
+        cover = int(unique[k - 1]) if len(unique) > k else 0xFFFFFFFF
+        return Features(fingerprint, words, kept_words, blocks, unique[:k],
+                        word_block[first[:k]], cover)
+
+    def observe(self, url: str, text: str) -> None:
+        """Learn ``url``'s blocks into its host's template model without recording the page
+        (a crawl learns from every original it checks; this is for warming a model up)."""
+        host = urlsplit(url).hostname or ""
+        self.templates.learn(host, (block_hash(line) for line in normalize_lines(text)))
+
     # --- the decision ---------------------------------------------------------------------
 
-    def minhash(self, normalized: str) -> MinHash:
-        """The MinHash of normalized text, built in one batch from vectorized shingle hashes."""
-        m = MinHash(
-            num_perm=self.num_perm,
-            seed=self.seed,
-            hashfunc=int,
-            permutations=self._permutations,
-            scheme="affine32",
-        )
-        m.update_batch(shingle_hashes32(normalized, self.shingle_size).tolist())
-        return m
-
-    def check(self, url: str, text: str, *, add: bool = True) -> Decision:
+    def check(
+        self, url: str, text: str, *, add: bool = True, title: str | None = None
+    ) -> Decision:
         """Decide whether the page at ``url`` with main text ``text`` duplicates an original.
 
         With ``add`` (the default) the page is recorded: as an original when it is not a
-        duplicate, otherwise as a duplicate of one; ``add=False`` only looks (noindex pages,
-        the explain command). A refetched URL replaces its earlier entry.
+        duplicate (and its blocks teach its host's template model), otherwise as a duplicate
+        of one; ``add=False`` only looks (noindex pages, the explain command). A refetched URL
+        replaces its earlier entry. ``title`` (the page's ``<title>``) raises the bar for two
+        pages of different titles to :data:`OTHER_TITLE_THRESHOLD`.
         """
-        normalized = normalize_text(text)
-        fingerprint = content_fingerprint(normalized)
-        words = normalized.count(" ") + 1 if normalized else 0
+        host = urlsplit(url).hostname or ""
+        f = self.features(text, host)
+        title_id = block_hash(normalize_text(title)) if title else 0
         own = self._ids.get(url)
-        if not normalized:
-            decision = Decision(fingerprint, kind="empty")
+        if not f.words:
+            decision = Decision(f.fingerprint, kind="empty")
             if add:
-                self._record(url, own, decision, None, None)
+                self._record(url, host, own, decision, None, None)
             return decision
-        key = bytes.fromhex(fingerprint)
+        key = bytes.fromhex(f.fingerprint)
         owner = self._fingerprints.get(key)
         if owner is not None and owner != own:
-            decision = Decision(fingerprint, self._urls[owner], 1.0, "exact", words)
+            decision = Decision(f.fingerprint, self._urls[owner], 1.0, "exact", f.words)
             if add:
-                self._record(url, own, decision, owner, None)
+                self._record(url, host, own, decision, owner, None)
             return decision
         if owner is not None:  # refetched, unchanged original
             if add:
-                self._count(url, duplicate=False)
-            return Decision(fingerprint, kind="new", words=words)
-        minhash = None
+                self._count(host, duplicate=False)
+            return Decision(f.fingerprint, kind="new", words=f.words)
         best, similarity = None, 0.0
-        if words >= MIN_WORDS:
-            minhash = self.minhash(normalized)
-            best, similarity = self._best_candidate(minhash, exclude=own)
+        if len(f.sketch):
+            best, similarity = self._best_candidate(f, host, own, title_id)
         if best is not None and similarity >= self.threshold:
-            decision = Decision(fingerprint, self._urls[best], round(similarity, 4), "near", words)
+            decision = Decision(
+                f.fingerprint, self._urls[best], round(similarity, 4), "near", f.words
+            )
             if add:
-                self._record(url, own, decision, best, None)
+                self._record(url, host, own, decision, best, None)
+                if similarity < TEACHING_SIMILARITY:
+                    self.templates.learn(host, f.blocks)
             return decision
-        decision = Decision(fingerprint, kind="new", words=words)
+        decision = Decision(f.fingerprint, kind="new", words=f.words)
         if add:
-            self._record(url, own, decision, None, minhash)
+            self._record(url, host, own, decision, None, f, title_id)
         return decision
 
-    def _best_candidate(self, minhash: MinHash, exclude: int | None) -> tuple[int | None, float]:
-        candidates = [c for c in self._lsh.query(minhash) if c != exclude]
+    def _template_array(self, host: str) -> np.ndarray:
+        template = self.templates.template(host)
+        cached = self._template_arrays.get(host)
+        if cached is None or cached[0] != len(template):
+            arr = np.fromiter(template, np.uint32, len(template))
+            arr.sort()
+            cached = self._template_arrays[host] = (len(template), arr)
+        return cached[1]
+
+    def _candidates(self, anchors: np.ndarray, exclude: int | None) -> list[int]:
+        votes: dict[int, int] = {}
+        keys, docs = self._keys, self._docs
+        if len(keys):
+            lo = np.searchsorted(keys, anchors, "left")
+            hi = np.minimum(np.searchsorted(keys, anchors, "right"), lo + MAX_POSTING)
+            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+                for d in docs[a:b].tolist():
+                    votes[d] = votes.get(d, 0) + 1
+        for anchor in anchors.tolist():
+            for d in self._buffer.get(anchor, ())[:MAX_POSTING]:
+                votes[d] = votes.get(d, 0) + 1
+        alive = self._alive
+        ranked = sorted(
+            (d for d in votes if d != exclude and alive[d]), key=lambda d: (-votes[d], d)
+        )
+        return ranked[:VERIFY]
+
+    def _best_candidate(
+        self, f: Features, host: str, exclude: int | None, title_id: int = 0
+    ) -> tuple[int | None, float]:
+        candidates = self._candidates(f.sketch[:ANCHORS], exclude)
         if not candidates:
             return None, 0.0
-        ids = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
-        sims = (self._signatures[ids] == minhash.hashvalues).mean(axis=1)
-        top = sims.max()
-        # ties go to the earliest original
-        winner = int(ids[sims == top].min())
-        return winner, float(top)
+        own_template = self._template_array(host)
+        best, best_sim = None, 0.0
+        for doc in candidates:
+            other_host = self._host_names[self._host_of[doc]]
+            sim, contained = self._similarity(
+                f.sketch, f.sketch_blocks, f.cover, doc,
+                own_template, self._template_array(other_host) if other_host != host else None,
+            )
+            other_title = int(self._title[doc])
+            if title_id and other_title and other_title != title_id:
+                # a different name: only a near-copy counts (mapped below the threshold else)
+                sim = sim if sim >= OTHER_TITLE_THRESHOLD else min(sim, self.threshold * 0.99)
+            elif title_id and other_title == title_id:
+                sim = max(sim, SAME_TITLE_CONTAINMENT * contained)
+            if sim > best_sim or (sim == best_sim and best is not None and doc < best):
+                best, best_sim = doc, sim
+        return best, best_sim
+
+    def _similarity(
+        self,
+        sketch: np.ndarray,
+        blocks: np.ndarray,
+        cover: int,
+        doc: int,
+        template_a: np.ndarray,
+        template_b: np.ndarray | None,
+    ) -> tuple[float, float]:
+        """Jaccard similarity and containment of the two sketches, both without either host's
+        template, over the hash range both cover."""
+        stored = self._sketch[doc]
+        n = int(np.searchsorted(stored, _NONE))
+        other, other_blocks = stored[:n], self._sketch_blocks[doc, :n]
+        limit = min(cover, int(self._cover[doc]))
+        filters = [t for t in (template_a, template_b) if t is not None and len(t)]
+        mine_keep = sketch <= limit
+        other_keep = other <= limit
+        for t in filters:
+            mine_keep &= ~np.isin(blocks, t, assume_unique=False)
+            other_keep &= ~np.isin(other_blocks, t, assume_unique=False)
+        a, b = sketch[mine_keep], other[other_keep]
+        if not len(a) or not len(b):
+            return 0.0, 0.0
+        shared = len(np.intersect1d(a, b, assume_unique=True))
+        union = len(a) + len(b) - shared
+        if union < MIN_WORDS:
+            return 0.0, 0.0  # too little left to judge
+        small, large = sorted((len(a), len(b)))
+        # containment only between pages of comparable size: one added paragraph, not a page
+        # that lists everything a smaller one lists (an inherited-members list)
+        contained = shared / small if 2 * small >= large else 0.0
+        return shared / union, contained
 
     # --- bookkeeping ----------------------------------------------------------------------
+
+    def _host_id(self, host: str) -> int:
+        hid = self._host_index.get(host)
+        if hid is None:
+            hid = self._host_index[host] = len(self._host_names)
+            self._host_names.append(host)
+        return hid
 
     def _record(
         self,
         url: str,
+        host: str,
         own: int | None,
         decision: Decision,
         original: int | None,
-        minhash: MinHash | None,
+        features: Features | None,
+        title_id: int = 0,
     ) -> None:
         if own is None:
             own = len(self._urls)
             self._urls.append(url)
             self._ids[url] = own
+            self._grow(own)
         else:
             self._forget_content(own)
+        self._host_of[own] = self._host_id(host)
+        self._title[own] = title_id
         if original is None and decision.kind != "empty":
             key = bytes.fromhex(decision.fingerprint)
             self._fingerprints[key] = own
             self._fingerprint_of[own] = key
-            if minhash is not None:
-                self._store_signature(own, minhash)
-                self._lsh.insert(own, minhash, check_duplication=False)
-        self._count(url, duplicate=original is not None)
+            if features is not None:
+                self.templates.learn(host, features.blocks)
+                self._store(own, features.sketch, features.sketch_blocks, features.cover)
+                self._journal.append((
+                    "o", url, host, key, features.sketch.tobytes(),
+                    features.sketch_blocks.tobytes(), features.cover, title_id,
+                ))
+            else:
+                self._journal.append(("o", url, host, key, b"", b"", 0xFFFFFFFF, title_id))
+        else:
+            self._journal.append(("d", url, host, original is not None))
+        self._count(host, duplicate=original is not None)
+
+    def _grow(self, doc: int) -> None:
+        if doc < len(self._cover):
+            return
+        size = max(doc + 1, 2 * len(self._cover))
+        k = self.num_perm
+        for name, fill, shape in (
+            ("_sketch", _NONE, (size, k)), ("_sketch_blocks", 0, (size, k)),
+            ("_cover", 0, (size,)), ("_alive", False, (size,)), ("_host_of", 0, (size,)),
+            ("_title", 0, (size,)),
+        ):
+            old = getattr(self, name)
+            grown = np.full(shape, fill, dtype=old.dtype)
+            grown[: len(old)] = old
+            setattr(self, name, grown)
+
+    def _store(self, doc: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> None:
+        n = len(sketch)
+        self._sketch[doc, :n] = sketch
+        self._sketch[doc, n:] = _NONE
+        self._sketch_blocks[doc, :n] = blocks
+        self._cover[doc] = cover
+        self._alive[doc] = True
+        for anchor in sketch[:ANCHORS].tolist():
+            self._buffer.setdefault(anchor, []).append(doc)
+        self._buffered += min(n, ANCHORS)
+        if self._buffered >= _BUFFER:
+            self._merge_buffer()
+
+    def _merge_buffer(self) -> None:
+        if not self._buffer:
+            return
+        keys = np.fromiter(
+            (k for k, docs in self._buffer.items() for _ in docs), np.uint32, self._buffered
+        )
+        docs = np.fromiter(
+            (d for ds in self._buffer.values() for d in ds), np.int32, self._buffered
+        )
+        keys = np.concatenate((self._keys, keys))
+        docs = np.concatenate((self._docs, docs))
+        order = np.argsort(keys, kind="stable")  # earlier originals first within a key
+        self._keys, self._docs = keys[order], docs[order]
+        self._buffer.clear()
+        self._buffered = 0
 
     def _forget_content(self, doc: int) -> None:
-        """Drop what a refetched URL said before (its signature and fingerprint)."""
+        """Drop what a refetched URL said before (its sketch and fingerprint)."""
         key = self._fingerprint_of.pop(doc, None)
         if key is not None and self._fingerprints.get(key) == doc:
             del self._fingerprints[key]
-        if doc in self._lsh:
-            self._lsh.remove(doc)
+        self._alive[doc] = False  # its anchors stay in the index, skipped as candidates
 
-    def _store_signature(self, doc: int, minhash: MinHash) -> None:
-        if doc >= len(self._signatures):
-            grown = np.empty((max(doc + 1, 2 * len(self._signatures)), self.num_perm), np.uint32)
-            grown[: len(self._signatures)] = self._signatures
-            self._signatures = grown
-        self._signatures[doc] = minhash.hashvalues
-
-    def _count(self, url: str, duplicate: bool) -> None:
-        counts = self._hosts.setdefault(urlsplit(url).hostname or "", [0, 0])
+    def _count(self, host: str, duplicate: bool) -> None:
+        counts = self._hosts.setdefault(host, [0, 0])
         counts[0] += 1
         counts[1] += duplicate
+
+    # --- persistence ------------------------------------------------------------------------
+
+    def drain(self) -> list[tuple[Any, ...]]:
+        """The records made since the last drain (originals, duplicates, template blocks), for
+        a pipeline to append to its journal; :meth:`replay` of every drained record in order
+        rebuilds the detector."""
+        records = self._journal
+        self._journal = []
+        for host, block in self.templates.journal:
+            records.append(("t", host, block, self.templates.pages(host)))
+        self.templates.journal = []
+        return records
+
+    def replay(self, records: Iterable[tuple[Any, ...] | list[Any]]) -> int:
+        """Apply drained records (see :meth:`drain`); returns how many were applied."""
+        n = 0
+        for record in records:
+            kind = record[0]
+            if kind == "o":
+                _, url, host, key, sketch, blocks, cover, title_id = record
+                own = self._ids.get(url)
+                decision = Decision(bytes(key).hex())
+                self._record(url, host, own, decision, None, None, int(title_id))
+                own = self._ids[url]
+                if sketch:
+                    self._store(own, np.frombuffer(sketch, np.uint32),
+                                np.frombuffer(blocks, np.uint32), int(cover))
+            elif kind == "d":
+                _, url, host, duplicate = record
+                own = self._ids.get(url)
+                if duplicate:
+                    self._record(url, host, own, Decision("", "?", kind="near"), -1, None)
+                else:
+                    self._record(url, host, own, Decision("", kind="empty"), None, None)
+            elif kind == "t":
+                _, host, block, pages = record
+                self.templates.add_template(host, int(block))
+                self.templates.set_pages(host, int(pages))
+            n += 1
+        self._journal = []
+        return n
+
+    def records(self) -> list[tuple[Any, ...]]:
+        """Every record of the current state (a compacted journal)."""
+        out: list[tuple[Any, ...]] = []
+        for host, hid in self._host_index.items():
+            for block in self.templates.template(host):
+                out.append(("t", host, block, self.templates.pages(host)))
+            del hid
+        for doc, url in enumerate(self._urls):
+            host = self._host_names[self._host_of[doc]]
+            key = self._fingerprint_of.get(doc)
+            if key is None:
+                out.append(("d", url, host, True))
+                continue
+            if self._alive[doc]:
+                n = int(np.searchsorted(self._sketch[doc], _NONE))
+                out.append(("o", url, host, key, self._sketch[doc, :n].tobytes(),
+                            self._sketch_blocks[doc, :n].tobytes(), int(self._cover[doc]),
+                            int(self._title[doc])))
+            else:
+                out.append(("o", url, host, key, b"", b"", 0xFFFFFFFF, int(self._title[doc])))
+        return out
 
     # --- queries --------------------------------------------------------------------------
 
@@ -293,33 +589,16 @@ class NearDuplicateDetector:
         return dups / pages
 
     def state(self) -> dict[str, Any]:
-        """Everything needed to rebuild the detector (for a JOBDIR-resumed crawl)."""
-        return {
-            "params": (self.shingle_size, self.num_perm, self.threshold, self.seed),
-            "bands": (self.bands, self.rows),
-            "lsh": self._lsh,
-            "signatures": self._signatures[: len(self._urls)].copy(),
-            "urls": self._urls,
-            "fingerprints": self._fingerprints,
-            "fingerprint_of": self._fingerprint_of,
-            "hosts": self._hosts,
-        }
+        """Everything needed to rebuild the detector (its records and host counters)."""
+        return {"params": self.params, "records": self.records(),
+                "hosts": {h: list(c) for h, c in self._hosts.items()}}
 
     def restore(self, state: dict[str, Any]) -> bool:
         """Load a :meth:`state`; False (and nothing changed) if it was made with other params."""
-        if state.get("params") != (self.shingle_size, self.num_perm, self.threshold, self.seed):
+        if tuple(state.get("params", ())) != self.params:
             return False
-        if state.get("bands") != (self.bands, self.rows):
-            return False
-        self._lsh = state["lsh"]
-        sigs = state["signatures"]
-        self._signatures = np.empty((max(64, 2 * len(sigs)), self.num_perm), np.uint32)
-        self._signatures[: len(sigs)] = sigs
-        self._urls = list(state["urls"])
-        self._ids = {u: i for i, u in enumerate(self._urls)}
-        self._fingerprints = dict(state["fingerprints"])
-        self._fingerprint_of = dict(state["fingerprint_of"])
-        self._hosts = {h: list(c) for h, c in state["hosts"].items()}
+        self.replay(state["records"])
+        self._hosts = {h: list(c) for h, c in state.get("hosts", {}).items()}
         return True
 
 
@@ -358,15 +637,22 @@ def explain(
     threshold: float = DEFAULT_THRESHOLD,
     sample: int = 5,
 ) -> Explanation:
-    """Run the pipeline's decision on A then B, and collect the numbers behind it."""
+    """Run the pipeline's decision on A then B, and collect the numbers behind it.
+
+    ``bands`` is the number of anchors (the smallest hashes indexed for candidates), ``rows``
+    1, and ``shared_bands`` the anchors A and B share.
+    """
     detector = NearDuplicateDetector(shingle_size, num_perm, threshold)
     first = detector.check("page:a", text_a)
-    decision = detector.check("page:b", text_b)
+    decision = detector.check("page:b", text_b, add=False)
+    fa, fb = detector.features(text_a), detector.features(text_b)
+    estimated = 0.0
+    if len(fa.sketch) and len(fb.sketch) and 0 in detector._fingerprint_of:
+        estimated, _ = detector._similarity(
+            fb.sketch, fb.sketch_blocks, fb.cover, 0, np.empty(0, np.uint32), None
+        )
+    shared = len(np.intersect1d(fa.sketch[:ANCHORS], fb.sketch[:ANCHORS]))
     norm_a, norm_b = normalize_text(text_a), normalize_text(text_b)
-    ma, mb = detector.minhash(norm_a), detector.minhash(norm_b)
-    agree = ma.hashvalues == mb.hashvalues
-    r = detector.rows
-    shared = sum(bool(agree[i * r : (i + 1) * r].all()) for i in range(detector.bands))
     sa, sb = shingle_texts(norm_a, shingle_size), shingle_texts(norm_b, shingle_size)
     set_a, set_b = set(sa), set(sb)
     union = set_a | set_b
@@ -376,11 +662,11 @@ def explain(
         shingles=(len(set_a), len(set_b)),
         fingerprints=(first.fingerprint, decision.fingerprint),
         exact_duplicate=first.fingerprint == decision.fingerprint and bool(norm_a),
-        estimated=float(ma.jaccard(mb)) if norm_a and norm_b else 0.0,
+        estimated=1.0 if decision.kind == "exact" else float(estimated),
         exact=len(set_a & set_b) / len(union) if union else 1.0,
         shared_bands=shared,
-        bands=detector.bands,
-        rows=detector.rows,
+        bands=ANCHORS,
+        rows=1,
         flagged=decision.is_duplicate,
         kind=decision.kind,
         shingle_size=shingle_size,

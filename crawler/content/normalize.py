@@ -3,9 +3,13 @@
 Two fetches of one page often differ only in what the page *says about the moment*: a visitor
 counter, "updated 3 minutes ago", today's date, a session id in a link. None of that is a change
 of content, so everything here maps such tokens to fixed placeholders before the text is
-fingerprinted or shingled. The rules are deliberately blunt (every token holding a digit is
-masked): a crawler would rather miss that a price changed from 10 to 12 than re-index, re-notify
-and re-prioritize a page every time its footer clock ticks. A crawl database that wants change
+fingerprinted or shingled: every plain number (counters, dates, clock times, "3rd", "10am") and
+every id-like token (session ids, hashes) is masked: a crawler would rather miss that a price
+changed from 10 to 12 than re-index, re-notify and re-prioritize a page every time its footer
+clock ticks. Version strings are *not* masked: ``1.2.3`` becomes the one token ``1p2p3`` (a dot
+between digits is kept as ``p``), and identifiers such as ``utf8``, ``x86`` or ``sha256`` stay
+as they are, because documentation of version 1.2 and of version 1.3 are different pages, and a
+page's "since 1.0.0" markers are part of what it says. A crawl database that wants change
 detection calls :func:`text_fingerprint` on the same text and gets the same answer.
 """
 
@@ -16,7 +20,7 @@ import itertools
 import re
 import unicodedata
 
-__all__ = ["content_fingerprint", "normalize_text", "text_fingerprint"]
+__all__ = ["content_fingerprint", "normalize_lines", "normalize_text", "text_fingerprint"]
 
 # Words that name a moment: "Tuesday, March 3" and "Wednesday, March 4" are the same page;
 # "5 minutes ago" and "1 hour ago" too. Mapping "may" or "sun" (also ordinary words) to the same
@@ -34,6 +38,13 @@ _TIME_WORDS = frozenset(_TIME_WORDS_TEXT.split())
 # Very long ASCII tokens are hashes, base64 blobs or tracking ids, not words (the longest common
 # English words are shorter). Not applied to other scripts: unsegmented CJK runs are long too.
 _LONG_TOKEN = 25
+# A dot between two digits (a version string) survives as a letter, so "1.2.3" is one token.
+_VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+# A number with a unit or ordinal suffix is a counter or a moment: "3rd", "10am", "5min", "2h",
+# and an ISO date-time's "14T09".
+_NUMBER_SUFFIX = re.compile(r"\d+(?:st|nd|rd|th|am|pm|h|m|s|ms|min|mins|k|x|t\d+)?")
+# Letters and digits alternating this often are an id ("a8f3k2j1"), not a name ("x86", "utf8").
+_ID_TRANSITIONS = 4
 _CACHE_MAX = 200_000
 
 
@@ -63,6 +74,7 @@ def _separators() -> tuple[bytes, re.Pattern[str]]:
 
 
 _ASCII_SEPARATORS, _OTHER_SEPARATORS = _separators()
+_ASCII_KEEP_LINES = _ASCII_SEPARATORS[:10] + b"\n" + _ASCII_SEPARATORS[11:]
 # Tokens known to stay as they are. Most of a page's words are in here after the first pages,
 # so a page costs one set difference in C instead of a dictionary lookup per word.
 _plain: set[str] = set()
@@ -70,22 +82,64 @@ _plain: set[str] = set()
 
 def _mask(token: str) -> str:
     """The placeholder for one token, or the token itself."""
-    if any(c.isdigit() for c in token):
-        return "0"  # counters, dates, clock times, version-like ids, most session ids
     if (len(token) >= _LONG_TOKEN and token.isascii()) or token in _TIME_WORDS:
         return "#"
-    return token
+    if not any(c.isdigit() for c in token):
+        return token
+    if _NUMBER_SUFFIX.fullmatch(token):
+        return "0"  # counters, dates, clock times, ordinals
+    if "p" in token and token.replace("p", "").isdigit():
+        return token  # a version string, "1p2p3"
+    transitions = sum(a.isdigit() != b.isdigit() for a, b in itertools.pairwise(token))
+    if transitions >= _ID_TRANSITIONS or len(token) > 16:
+        return "#"  # session ids, hashes, tracking ids
+    return token  # identifiers: utf8, x86, sha256, python3
+
+
+def normalize_lines(text: str) -> list[str]:
+    """:func:`normalize_text` of each line of ``text``, empty lines dropped.
+
+    ``" ".join(normalize_lines(t)) == normalize_text(t)``: the lines of a main text are its
+    blocks (paragraphs, list items, table rows), which the host template model counts.
+    """
+    if not text:
+        return []
+    if "." in text:
+        text = _VERSION_DOT.sub("p", text)
+    if text.isascii():
+        text = text.lower().encode("ascii").translate(_ASCII_KEEP_LINES).decode("ascii")
+    else:
+        text = unicodedata.normalize("NFKC", text).casefold()
+        text = text.encode("utf-8").translate(_ASCII_KEEP_LINES).decode("utf-8")
+        text = _OTHER_SEPARATORS.sub(" ", text)
+    lines = [line.split() for line in text.split("\n")]
+    masks: dict[str, str] = {}
+    for token in set().union(*lines).difference(_plain):
+        masked = _mask(token)
+        if masked is token:
+            if len(_plain) >= _CACHE_MAX:
+                _plain.clear()
+            _plain.add(token)
+        else:
+            masks[token] = masked
+    if masks:
+        get = masks.get
+        return [" ".join([get(t, t) for t in line]) for line in lines if line]
+    return [" ".join(line) for line in lines if line]
 
 
 def normalize_text(text: str) -> str:
     """Canonical form of a page's text: lower case, words only, moment-specific tokens masked.
 
-    Unicode is NFKC-folded and case-folded, punctuation dropped, every token holding a digit
-    becomes ``0``, tokens of 25+ characters and words naming a moment (months, weekdays, time
-    units) become ``#``. Words are joined by single spaces, which the shingler relies on.
+    Unicode is NFKC-folded and case-folded, punctuation dropped, numbers (with a unit or
+    ordinal suffix or not) become ``0``, version strings one token (``1p2p3``), id-like tokens,
+    tokens of 25+ characters and words naming a moment (months, weekdays, time units) ``#``.
+    Words are joined by single spaces, which the shingler relies on.
     """
     if not text:
         return ""
+    if "." in text:
+        text = _VERSION_DOT.sub("p", text)
     if text.isascii():  # already NFKC; lower() is casefold() for ASCII, and faster
         text = text.lower().encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii")
     else:

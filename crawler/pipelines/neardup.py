@@ -14,18 +14,21 @@ whole visible text, which makes different pages of a template-heavy site look al
 Settings (class attributes are the defaults until they are in ``crawler/settings.py``):
 ``NEARDUP_ENABLED``, ``NEARDUP_SHINGLE_SIZE``, ``NEARDUP_NUM_PERM``, ``NEARDUP_THRESHOLD``,
 ``NEARDUP_INDEX_DUPLICATES`` (read by the index pipeline), ``NEARDUP_HOST_MIN_PAGES``. With
-``JOBDIR`` set, the detector's state is saved to ``JOBDIR/neardup.pickle`` at close and loaded
-at open, so a resumed crawl still knows its originals.
+``JOBDIR`` set, the detector's records (originals with their sketches, duplicates, template
+blocks) are appended to ``JOBDIR/neardup.journal`` (msgpack) at most every
+``NEARDUP_JOURNAL_INTERVAL`` seconds and at close, and replayed at open: a resumed crawl still
+knows its originals, and a ``kill -9`` loses only the last interval's pages.
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import msgpack
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -39,7 +42,7 @@ __all__ = ["NearDuplicatePipeline"]
 
 logger = logging.getLogger(__name__)
 
-STATE_FILE = "neardup.pickle"
+STATE_FILE = "neardup.journal"
 
 
 class NearDuplicatePipeline:
@@ -53,11 +56,14 @@ class NearDuplicatePipeline:
         crawler: Crawler | None = None,
         host_min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES,
         state_path: Path | None = None,
+        journal_interval: float = defaults.NEARDUP_JOURNAL_INTERVAL,
     ) -> None:
         self.detector = detector
         self.crawler = crawler
         self.host_min_pages = host_min_pages
         self.state_path = state_path
+        self.journal_interval = journal_interval
+        self._last_write = time.monotonic()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
@@ -71,6 +77,9 @@ class NearDuplicatePipeline:
             crawler,
             host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", defaults.NEARDUP_HOST_MIN_PAGES),
             state_path=Path(jobdir) / STATE_FILE if jobdir else None,
+            journal_interval=s.getfloat(
+                "NEARDUP_JOURNAL_INTERVAL", defaults.NEARDUP_JOURNAL_INTERVAL
+            ),
         )
         crawler.signals.connect(pipeline._host_penalty_wanted, crawler_signals.host_penalty_wanted)
         return pipeline
@@ -84,31 +93,58 @@ class NearDuplicatePipeline:
     def open_spider(self) -> None:
         if self.state_path is None or not self.state_path.exists():
             return
+        drain = getattr(self.detector, "drain", None)
+        if drain is None:
+            return  # a shared store (Redis) keeps its own state
         try:
             with self.state_path.open("rb") as f:
-                state = pickle.load(f)  # our own file in the job directory
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
-            logger.warning("Ignoring unreadable near-duplicate state %s: %s", self.state_path, exc)
+                unpacker = msgpack.Unpacker(f, raw=False, use_list=False)
+                header = next(unpacker, None)
+                if header is None or tuple(header[1]) != tuple(self.detector.params):
+                    logger.warning(
+                        "Near-duplicate journal %s was made with other NEARDUP_* settings; "
+                        "starting afresh", self.state_path,
+                    )
+                    self.state_path.unlink()
+                    return
+                good = [unpacker.tell()]
+                applied = self.detector.replay(_complete(unpacker, good))
+            size = self.state_path.stat().st_size
+            if good[0] < size:  # a record cut short by a kill: cut it off before appending
+                logger.warning("Near-duplicate journal %s ends with %d bytes of a partial "
+                               "record (a kill?); dropped", self.state_path, size - good[0])
+                with self.state_path.open("r+b") as f:
+                    f.truncate(good[0])
+        except (OSError, ValueError, msgpack.UnpackException) as exc:
+            logger.warning("Ignoring unreadable near-duplicate journal %s: %s",
+                           self.state_path, exc)
             return
-        if self.detector.restore(state):
-            logger.info(
-                "Near-duplicate state loaded from %s: %d URLs, %d originals",
-                self.state_path, len(self.detector), self.detector.originals,
-            )
-        else:
-            logger.warning(
-                "Near-duplicate state in %s was made with other NEARDUP_* settings; starting "
-                "afresh", self.state_path,
-            )
+        drain()  # what replay recorded is on disk already
+        logger.info(
+            "Near-duplicate journal loaded from %s: %d records, %d URLs, %d originals",
+            self.state_path, applied, len(self.detector), self.detector.originals,
+        )
 
     def close_spider(self) -> None:
-        if self.state_path is None:
+        self._write_journal()
+
+    def _write_journal(self) -> None:
+        """Append what the detector recorded since the last write (one ``write`` call)."""
+        self._last_write = time.monotonic()
+        drain = getattr(self.detector, "drain", None)
+        if self.state_path is None or drain is None:
+            return
+        records = drain()
+        if not records:
             return
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        with tmp.open("wb") as f:
-            pickle.dump(self.detector.state(), f, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(self.state_path)  # atomic: a crash never leaves half a file
+        packer = msgpack.Packer(use_bin_type=True)
+        new = not self.state_path.exists()
+        chunk = b"".join(packer.pack(r) for r in records)
+        if new:
+            chunk = packer.pack(("params", list(self.detector.params))) + chunk
+        with self.state_path.open("ab") as f:
+            f.write(chunk)
 
     def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
@@ -123,12 +159,16 @@ class NearDuplicatePipeline:
             text = adapter.get("text") or ""
         # A noindex page is compared but never becomes an original: its content will not be
         # in the index, so it must not be what indexable copies are aliased to.
-        decision = self.detector.check(url, text, add=not adapter.get("noindex"))
+        decision = self.detector.check(
+            url, text, add=not adapter.get("noindex"), title=adapter.get("title") or None
+        )
         _set(adapter, "content_fingerprint", decision.fingerprint)
         if decision.duplicate_of is not None:
             _set(adapter, "duplicate_of", decision.duplicate_of)
             _set(adapter, "similarity", decision.similarity)
         self._stat(f"neardup/{decision.kind}")
+        if time.monotonic() - self._last_write >= self.journal_interval:
+            self._write_journal()
         return item
 
     # --- the frontier's view ----------------------------------------------------------------
@@ -145,6 +185,16 @@ class NearDuplicatePipeline:
     def _stat(self, key: str) -> None:
         if self.crawler is not None and self.crawler.stats is not None:
             self.crawler.stats.inc_value(key)
+
+
+def _complete(unpacker: msgpack.Unpacker, good: list[int]) -> Iterator[Any]:
+    """The journal's complete records; ``good[0]`` follows the end of the last one."""
+    try:
+        for record in unpacker:
+            yield record
+            good[0] = unpacker.tell()
+    except (ValueError, msgpack.UnpackException):
+        return
 
 
 def _set(adapter: ItemAdapter, field: str, value: Any) -> None:

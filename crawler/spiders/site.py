@@ -233,6 +233,13 @@ class SiteSpider(scrapy.Spider):
             )
             body = body[: self.max_html]
         page = parse_html(body, encoding=response.encoding, main_text=self._wants_main_text())
+        if page.flattened:
+            limit_log(self.crawler).fire(
+                "page_depth",
+                response.url,
+                "nested deeper than libxml2's 2,048 levels: parsed again without its nesting "
+                "tags (links and text kept, layout lost)",
+            )
         directives.add(page.meta_robots)
         if token and token != "robots":
             directives.add(page.metas.get(token, ""))
