@@ -45,6 +45,11 @@ FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb
 FRONTIER_MAX_CRAWL_DELAY = 120.0
 # Consecutive failed fetches (timeouts, refused connections) after which a host is given up.
 FRONTIER_HOST_MAX_FAILURES = 5
+# A host is also given up when this share of its last FRONTIER_HOST_FAILURE_WINDOW fetches
+# failed: a success does not wipe out earlier failures, so a host that mixes pages that never
+# answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
+FRONTIER_HOST_FAILURE_WINDOW = 20
+FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
 # still waiting are reported in the log and the stats.
 FRONTIER_IDLE_HORIZON = 300.0

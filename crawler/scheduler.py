@@ -563,11 +563,20 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_given_up(self, host: str, reason: str, dropped: int) -> None:
         if reason == "host_dead":
+            ratio = self.settings.getfloat(
+                "FRONTIER_HOST_MAX_FAILURE_RATIO", defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
+            )
             logger.warning(
-                "Giving up host %s after %d consecutive failed fetches; %d queued URLs dropped",
+                "Giving up host %s after %d failed fetches in a row or %s%% of its last %d "
+                "(FRONTIER_HOST_MAX_FAILURES, FRONTIER_HOST_MAX_FAILURE_RATIO); "
+                "%d queued URLs dropped",
                 host,
                 self.settings.getint(
                     "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
+                ),
+                f"{100 * ratio:g}",
+                self.settings.getint(
+                    "FRONTIER_HOST_FAILURE_WINDOW", defaults.FRONTIER_HOST_FAILURE_WINDOW
                 ),
                 dropped,
             )
