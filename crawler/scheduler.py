@@ -210,6 +210,8 @@ class FrontierScheduler(BaseScheduler):
         self.url_policy = url_policy_for(spider, self.settings)
         for host in self.scope.load():
             self.url_policy.add_host(host)
+        # hosts admitted by an earlier run (JOBDIR) or other workers: the per-domain budget
+        self.url_policy.restore_hosts(self.frontier.hosts())
         self.prioritizer = Prioritizer(
             self.settings.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY),
             self.settings.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),

@@ -149,6 +149,13 @@ class FrontierContract:
         assert [r.added for r in results] == [True, True, True, False, False]
         assert results[-1].reason == "host_budget"
 
+    def test_hosts_lists_the_hosts_with_admitted_urls(self) -> None:
+        f, _ = self.frontier()
+        f.add_many(entries(2, 2))
+        f.set_crawl_delay("c.test", 1.0)  # known to the frontier, nothing admitted
+        assert sorted(f.hosts()) in (["h0.test", "h1.test"], ["c.test", "h0.test", "h1.test"])
+        assert "h0.test" in f.hosts()
+
     def test_add_many_returns_one_result_per_entry_in_order(self) -> None:
         f, _ = self.frontier(max_pages_per_host=2)
         f.mark_seen(["http://b.test/old"])

@@ -6,6 +6,8 @@ Each hostile host serves one case at ``/``; the verdicts come from the crawl's s
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from tests import hostile as h
@@ -159,6 +161,6 @@ def test_a_silent_connection_is_closed_when_its_download_times_out(crawl) -> Non
     assert len(attempts) == 3  # RETRY_TIMES 2: each attempt ended, then was retried
     # The server saw the crawler hang up each attempt before the next began: a connection left
     # open would end only when the server stops, after the whole crawl.
-    for before, after in zip(attempts, attempts[1:], strict=False):
+    for before, after in pairwise(attempts):
         assert before.end <= after.start
     assert all(x.status == 0 for x in attempts)

@@ -68,6 +68,14 @@ def test_hosts_per_registered_domain() -> None:
     assert p.check("http://a.fine.test/")[0] == ""  # another domain, its own budget
 
 
+def test_restored_hosts_count_against_their_domain() -> None:
+    p = UrlPolicy(domains=["trap.co.uk"], hosts=["www.trap.co.uk"], max_hosts_per_domain=3)
+    p.restore_hosts(["a.trap.co.uk", "b.trap.co.uk", "www.trap.co.uk"])  # www: in scope, free
+    assert p.check("http://a.trap.co.uk/x")[0] == ""
+    assert p.check("http://c.trap.co.uk/")[0] == ""
+    assert p.check("http://d.trap.co.uk/")[0] == "domain_hosts"
+
+
 def test_generated_subdomains_page_shares_one_budget() -> None:
     """The hostile server's subdomain page, its links fed to a crawl-wide policy."""
     p = UrlPolicy(any_host=True, max_hosts_per_domain=100)

@@ -522,6 +522,9 @@ class MercatorFrontier(Frontier):
                 c.hosts_waiting += 1
         return c
 
+    def hosts(self) -> list[str]:
+        return [h.name for h in self._hosts.values() if h.admitted]
+
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
         top = heapq.nlargest(n, self._hosts.values(), key=lambda h: h.fetches)
         return [

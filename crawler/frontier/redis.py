@@ -373,6 +373,9 @@ class RedisFrontier(Frontier):
         if names:
             yield names
 
+    def hosts(self) -> list[str]:
+        return [name for batch in self._iter_hosts() for name in batch]
+
     def waiting_hosts(self) -> list[HostReport]:
         """Hosts with queued URLs that ``next`` would not serve now. Read client-side in
         batches (SSCAN + pipelined HMGET), so a report never blocks Redis for long."""
