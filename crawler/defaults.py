@@ -173,6 +173,10 @@ NEARDUP_NUM_PERM = 128
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
+# Levels of depth added to the links of a page that duplicates another (exact or near): they
+# go that many front queues lower (depth priority policy) and meet the site's max_depth that
+# much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
+NEARDUP_LINK_DEMOTION = 4
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200  # items per index transaction

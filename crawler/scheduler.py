@@ -386,14 +386,19 @@ class FrontierScheduler(BaseScheduler):
         if new:
             self._raw_seen.clear()  # links to those hosts were remembered as out of scope
 
-    def _links_extracted(self, response: Response, urls: list[str], spider: Spider) -> bool:
+    def _links_extracted(
+        self, response: Response, urls: list[str], spider: Spider, demote: int = 0
+    ) -> bool:
         """Take a page's links in bulk: a link seen before (as written, after joining) costs a
         set lookup; only new ones are normalized, filtered and tested against the seen-set, and
-        none becomes a Request until it is due."""
+        none becomes a Request until it is due. ``demote`` levels are added to their depth (a
+        duplicate page's links: lower priority, and the site's max_depth sooner)."""
         policy = self.url_policy
         if policy is None or spider is not self.spider:
             return False
-        depth = response.meta.get("depth", 0) + 1
+        depth = response.meta.get("depth", 0) + 1 + demote
+        if demote:
+            self._stat_inc("frontier/links_demoted", len(urls))
         raw_seen = self._raw_seen
         if len(raw_seen) > self._raw_cache_size:
             raw_seen.clear()

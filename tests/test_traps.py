@@ -168,3 +168,42 @@ def test_normal_site_completes_next_to_the_traps(crawl) -> None:
     result, server, normal = crawl
     assert {x.path for x in server.hits_of(NORMAL)} == normal
     assert result.stats["finish_reason"] == "finished"
+
+
+@pytest.mark.parametrize("demotion", [0, 4])
+def test_duplicate_pages_push_their_links_deeper(tmp_path, demotion: int) -> None:
+    """A calendar's months are one page to the near-duplicate detector (digits masked): each
+    month's links go NEARDUP_LINK_DEMOTION levels deeper, so the site's max_depth (20, as for
+    "web") ends the walk after a few months instead of 20 each way."""
+    server = h.HostileServer()
+    server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
+    normal = h.normal_site(server, NORMAL, pages=5)
+    today = date.today()
+    write_site(tmp_path / "sites", "traps", "[urls]\nmax_depth = 20\n")
+    with server:
+        result = run_crawl(
+            tmp_path,
+            "traps",
+            sites_dir=tmp_path / "sites",
+            seeds=[server.url(TRAPS, f"/cal/{today.year}/{today.month:02d}"), server.url(NORMAL)],
+            settings={
+                "ALLOW_PRIVATE_ADDRESSES": True,
+                "FRONTIER_MIN_DELAY": 0.01,
+                "FRONTIER_DELAY_FACTOR": 0,
+                "NEARDUP_LINK_DEMOTION": demotion,
+            },
+            timeout=120,
+        )
+        server.wait_idle()
+    assert result.returncode == 0, result.log[-3000:]
+    months = len(paths(server, "/cal/"))
+    if demotion:
+        # depths 0 (the seed), then 1, 6, 11, 16 each way: the next month would be at 21
+        assert months == 9
+        assert result.stats["frontier/links_demoted"] > 0
+        assert result.stats["frontier/rejected/too_deep"] == 2
+    else:
+        assert months == 41  # 20 each way
+        assert "frontier/links_demoted" not in result.stats
+    # the normal site's pages are all different: nothing of it is demoted or cut
+    assert {x.path for x in server.hits_of(NORMAL)} == normal
