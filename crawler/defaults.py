@@ -45,6 +45,11 @@ FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb
 FRONTIER_MAX_CRAWL_DELAY = 120.0
 # Consecutive failed fetches (timeouts, refused connections) after which a host is given up.
 FRONTIER_HOST_MAX_FAILURES = 5
+# A host is also given up when this share of its last FRONTIER_HOST_FAILURE_WINDOW fetches
+# failed: a success does not wipe out earlier failures, so a host that mixes pages that never
+# answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
+FRONTIER_HOST_FAILURE_WINDOW = 20
+FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
 # still waiting are reported in the log and the stats.
 FRONTIER_IDLE_HORIZON = 300.0
@@ -169,6 +174,10 @@ NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
 NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.journal
+# Levels of depth added to the links of a page that duplicates another (exact or near): they
+# go that many front queues lower (depth priority policy) and meet the site's max_depth that
+# much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
+NEARDUP_LINK_DEMOTION = 4
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200  # items per index transaction

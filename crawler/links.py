@@ -10,9 +10,12 @@ from scrapy.http import Response
 from . import signals as crawler_signals
 
 
-def follow_links(spider: Spider, response: Response, urls: list[str]) -> list[Request]:
+def follow_links(
+    spider: Spider, response: Response, urls: list[str], demote: int = 0
+) -> list[Request]:
     """Give ``urls`` to the frontier in one call; returns the Requests to yield instead when no
-    frontier took them (the crawl runs with another scheduler).
+    frontier took them (the crawl runs with another scheduler). ``demote``: levels of depth to
+    add to them (see ``crawler.signals.link_demotion_wanted``).
 
     The frontier tests each link against what it has seen before any Request exists: on real
     sites most links of a page repeat, and building a Request costs about 12 us.
@@ -20,7 +23,11 @@ def follow_links(spider: Spider, response: Response, urls: list[str]) -> list[Re
     if not urls:
         return []
     results = spider.crawler.signals.send_catch_log(
-        crawler_signals.links_extracted, response=response, urls=urls, spider=spider
+        crawler_signals.links_extracted,
+        response=response,
+        urls=urls,
+        spider=spider,
+        demote=demote,
     )
     if any(result is True for _, result in results):
         return []

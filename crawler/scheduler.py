@@ -210,6 +210,8 @@ class FrontierScheduler(BaseScheduler):
         self.url_policy = url_policy_for(spider, self.settings)
         for host in self.scope.load():
             self.url_policy.add_host(host)
+        # hosts admitted by an earlier run (JOBDIR) or other workers: the per-domain budget
+        self.url_policy.restore_hosts(self.frontier.hosts())
         self.prioritizer = Prioritizer(
             self.settings.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY),
             self.settings.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
@@ -384,14 +386,19 @@ class FrontierScheduler(BaseScheduler):
         if new:
             self._raw_seen.clear()  # links to those hosts were remembered as out of scope
 
-    def _links_extracted(self, response: Response, urls: list[str], spider: Spider) -> bool:
+    def _links_extracted(
+        self, response: Response, urls: list[str], spider: Spider, demote: int = 0
+    ) -> bool:
         """Take a page's links in bulk: a link seen before (as written, after joining) costs a
         set lookup; only new ones are normalized, filtered and tested against the seen-set, and
-        none becomes a Request until it is due."""
+        none becomes a Request until it is due. ``demote`` levels are added to their depth (a
+        duplicate page's links: lower priority, and the site's max_depth sooner)."""
         policy = self.url_policy
         if policy is None or spider is not self.spider:
             return False
-        depth = response.meta.get("depth", 0) + 1
+        depth = response.meta.get("depth", 0) + 1 + demote
+        if demote:
+            self._stat_inc("frontier/links_demoted", len(urls))
         raw_seen = self._raw_seen
         if len(raw_seen) > self._raw_cache_size:
             raw_seen.clear()
@@ -563,11 +570,20 @@ class FrontierScheduler(BaseScheduler):
 
     def _host_given_up(self, host: str, reason: str, dropped: int) -> None:
         if reason == "host_dead":
+            ratio = self.settings.getfloat(
+                "FRONTIER_HOST_MAX_FAILURE_RATIO", defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
+            )
             logger.warning(
-                "Giving up host %s after %d consecutive failed fetches; %d queued URLs dropped",
+                "Giving up host %s after %d failed fetches in a row or %s%% of its last %d "
+                "(FRONTIER_HOST_MAX_FAILURES, FRONTIER_HOST_MAX_FAILURE_RATIO); "
+                "%d queued URLs dropped",
                 host,
                 self.settings.getint(
                     "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
+                ),
+                f"{100 * ratio:g}",
+                self.settings.getint(
+                    "FRONTIER_HOST_FAILURE_WINDOW", defaults.FRONTIER_HOST_FAILURE_WINDOW
                 ),
                 dropped,
             )

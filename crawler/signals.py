@@ -32,7 +32,8 @@ host_hold = object()
 frontier_opened = object()
 
 # Sent by the site spider once per page with the page's links (absolute http(s) URLs,
-# fragments removed, in page order): links_extracted(response, urls: list[str], spider).
+# fragments removed, in page order): links_extracted(response, urls: list[str], spider,
+# demote: int), ``demote`` being what ``link_demotion_wanted`` answered for the page.
 # The frontier scheduler takes them in bulk and returns True; if no receiver returns True the
 # spider yields Requests instead (another scheduler is in use).
 links_extracted = object()
@@ -50,3 +51,11 @@ requests_unfetched = object()
 # ``penalty(host) -> int`` (front queues to push the host's URLs down), or None. The
 # near-duplicate pipeline answers with its per-host duplicate penalty.
 host_penalty_wanted = object()
+
+# Sent by the site spider for a page item before it hands the page's links on (the pipelines
+# judge the item only after its links are queued): link_demotion_wanted(item) -> int, how many
+# levels of depth to add to the page's links (with the depth priority policy, that many front
+# queues lower, and the site's max_depth reached that much sooner). The near-duplicate
+# pipeline answers: it judges the item then, and a duplicate page's links go
+# NEARDUP_LINK_DEMOTION deeper, so a trap of look-alike pages (a calendar) ends in a few hops.
+link_demotion_wanted = object()

@@ -53,6 +53,12 @@ def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
         max_failures=settings.getint(
             "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
         ),
+        failure_window=settings.getint(
+            "FRONTIER_HOST_FAILURE_WINDOW", defaults.FRONTIER_HOST_FAILURE_WINDOW
+        ),
+        max_failure_ratio=settings.getfloat(
+            "FRONTIER_HOST_MAX_FAILURE_RATIO", defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
+        ),
     )
 
 

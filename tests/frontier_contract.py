@@ -149,6 +149,13 @@ class FrontierContract:
         assert [r.added for r in results] == [True, True, True, False, False]
         assert results[-1].reason == "host_budget"
 
+    def test_hosts_lists_the_hosts_with_admitted_urls(self) -> None:
+        f, _ = self.frontier()
+        f.add_many(entries(2, 2))
+        f.set_crawl_delay("c.test", 1.0)  # known to the frontier, nothing admitted
+        assert sorted(f.hosts()) in (["h0.test", "h1.test"], ["c.test", "h0.test", "h1.test"])
+        assert "h0.test" in f.hosts()
+
     def test_add_many_returns_one_result_per_entry_in_order(self) -> None:
         f, _ = self.frontier(max_pages_per_host=2)
         f.mark_seen(["http://b.test/old"])
@@ -274,13 +281,65 @@ class FrontierContract:
         assert len(f) == 0 and not f.has_work(300)
         assert f.add(Entry(url="http://h1.test/late", host="h1.test")).reason == "host_dead"
 
-    def test_a_success_resets_the_failure_count(self) -> None:
-        f, clock = self.frontier(PolitenessPolicy(min_delay=0.1, max_failures=2))
-        f.add_many(entries(1, 6))
+    def test_a_success_resets_the_count_in_a_row_but_not_the_window(self) -> None:
+        # One failure in three: never two in a row, and under half of the window.
+        f, clock = self.frontier(
+            PolitenessPolicy(min_delay=0.1, max_failures=2, failure_window=10)
+        )
+        f.add_many(entries(1, 30))
+        sim = simulate(
+            f, clock, outcome=lambda url: Outcome.FAILED if int(url[-1]) % 3 == 1 else
+            Outcome.FETCHED
+        )
+        assert len(sim.fetches) == 30
+
+    def test_a_host_that_fails_half_its_fetches_is_given_up(self) -> None:
+        # Failures never two in a row, but every other fetch: the 5th failure among the last
+        # 10 fetches gives the host up (a success used to wipe the count, for ever).
+        f, clock = self.frontier(
+            PolitenessPolicy(min_delay=0.1, max_failures=2, failure_window=10)
+        )
+        f.add_many(entries(1, 30))
         sim = simulate(
             f, clock, outcome=lambda url: Outcome.FAILED if int(url[-1]) % 2 else Outcome.FETCHED
         )
-        assert len(sim.fetches) == 6
+        assert len(sim.fetches) == 10  # fetches 0-9: the 5th failure is the 10th fetch
+        assert len(f) == 0 and not f.has_work(300)
+        assert f.add(Entry(url="http://h0.test/late", host="h0.test")).reason == "host_dead"
+
+    def test_old_failures_leave_the_window(self) -> None:
+        # Three failures, then successes that push them out of the window of 8 (4 failures
+        # give up), then three more: six in all, never four among any 8 fetches in a row.
+        failing = {"0", "2", "4", "20", "22", "24"}
+        for window in (8, 0):  # 0: only failures in a row count
+            f, clock = self.frontier(
+                PolitenessPolicy(min_delay=0.1, max_failures=5, failure_window=window)
+            )
+            f.add_many(entries(1, 40))
+            sim = simulate(
+                f,
+                clock,
+                outcome=lambda url: Outcome.FAILED
+                if url.rsplit("/", 1)[1] in failing
+                else Outcome.FETCHED,
+            )
+            assert len(sim.fetches) == 40, window
+
+    def test_failures_within_the_window_add_up(self) -> None:
+        # The same failures closer together: four among 8 fetches give the host up.
+        failing = {"0", "2", "4", "6"}
+        f, clock = self.frontier(
+            PolitenessPolicy(min_delay=0.1, max_failures=5, failure_window=8)
+        )
+        f.add_many(entries(1, 40))
+        sim = simulate(
+            f,
+            clock,
+            outcome=lambda url: Outcome.FAILED
+            if url.rsplit("/", 1)[1] in failing
+            else Outcome.FETCHED,
+        )
+        assert len(sim.fetches) == 7
 
     # -- a host's first request ---
 

@@ -124,3 +124,14 @@ def test_memory_stays_bounded_with_many_queued_urls(tmp_path):
     sim = simulate(f, clock, concurrency=4)
     assert len(sim.fetches) == 20_000
     f.close()
+
+
+def test_page_budgets_and_admitted_hosts_survive_a_resume(tmp_path):
+    path = tmp_path / "f.sqlite"
+    f = sqlite_frontier(path, clock=FakeClock(), max_pages_per_host=3)
+    assert [f.add(e).added for e in entries(1, 2)] == [True, True]
+    f.close()
+    again = sqlite_frontier(path, clock=FakeClock(), max_pages_per_host=3)
+    assert again.hosts() == ["h0.test"]  # what the hosts-per-domain budget is rebuilt from
+    late = [Entry(url=f"http://h0.test/late{i}", host="h0.test") for i in range(2)]
+    assert [again.add(e).reason for e in late] == ["", "host_budget"]

@@ -6,6 +6,8 @@ Each hostile host serves one case at ``/``; the verdicts come from the crawl's s
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from tests import hostile as h
@@ -152,3 +154,14 @@ def test_broken_pages_do_not_break_the_crawl(crawl) -> None:
     assert "Error caught on signal handler" not in result.log
     assert "Spider error processing" not in result.log
     assert "Error while handling downloader output" not in result.log
+
+
+def test_a_silent_connection_is_closed_when_its_download_times_out(crawl) -> None:
+    _, server, _ = crawl
+    attempts = sent(server, "silent")
+    assert len(attempts) == 3  # RETRY_TIMES 2: each attempt ended, then was retried
+    # The server saw the crawler hang up each attempt before the next began: a connection left
+    # open would end only when the server stops, after the whole crawl.
+    for before, after in pairwise(attempts):
+        assert before.end <= after.start
+    assert all(x.status == 0 for x in attempts)

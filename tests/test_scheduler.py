@@ -23,8 +23,8 @@ class PlainSpider(scrapy.Spider):
     allowed_domains = ["a.test", "b.test"]
 
 
-def open_scheduler(**settings):
-    crawler = get_crawler(PlainSpider, {"FRONTIER_MIN_DELAY": 10, **settings})
+def open_scheduler(spider_cls: type[scrapy.Spider] = PlainSpider, **settings):
+    crawler = get_crawler(spider_cls, {"FRONTIER_MIN_DELAY": 10, **settings})
     crawler.spider = crawler._create_spider()
     crawler.stats.open_spider()
     scheduler = FrontierScheduler.from_crawler(crawler)
@@ -281,3 +281,26 @@ def test_an_unreadable_payload_is_dropped_not_fatal(tmp_path):
     assert scheduler.next_request() is None
     assert scheduler.frontier.in_flight() == 0 and len(scheduler.frontier) == 0
     scheduler.close("finished")
+
+
+class TrapDomainSpider(scrapy.Spider):
+    name = "trapdomain"
+    allowed_domains = ["trap.co.uk"]
+
+
+def test_hosts_per_domain_budget_survives_a_resume(tmp_path):
+    """Generated subdomains share one budget per registered domain, kept across a resume: the
+    frontier's host table (JOBDIR) says which hosts were admitted before."""
+    settings = {"JOBDIR": str(tmp_path), "URL_MAX_HOSTS_PER_DOMAIN": 3}
+    crawler, scheduler = open_scheduler(TrapDomainSpider, **settings)
+    for i in range(3):
+        assert scheduler.enqueue_request(scrapy.Request(f"http://h{i}.trap.co.uk/"))
+    assert not scheduler.enqueue_request(scrapy.Request("http://h3.trap.co.uk/"))
+    assert crawler.stats.get_value("frontier/rejected/domain_hosts") == 1
+    scheduler.close("shutdown")
+    crawler, resumed = open_scheduler(TrapDomainSpider, **settings)
+    assert not resumed.enqueue_request(scrapy.Request("http://h4.trap.co.uk/"))
+    assert crawler.stats.get_value("frontier/rejected/domain_hosts") == 1
+    # the hosts admitted before keep their place
+    assert resumed.enqueue_request(scrapy.Request("http://h1.trap.co.uk/more"))
+    resumed.close("shutdown")

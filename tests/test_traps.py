@@ -68,6 +68,14 @@ def test_hosts_per_registered_domain() -> None:
     assert p.check("http://a.fine.test/")[0] == ""  # another domain, its own budget
 
 
+def test_restored_hosts_count_against_their_domain() -> None:
+    p = UrlPolicy(domains=["trap.co.uk"], hosts=["www.trap.co.uk"], max_hosts_per_domain=3)
+    p.restore_hosts(["a.trap.co.uk", "b.trap.co.uk", "www.trap.co.uk"])  # www: in scope, free
+    assert p.check("http://a.trap.co.uk/x")[0] == ""
+    assert p.check("http://c.trap.co.uk/")[0] == ""
+    assert p.check("http://d.trap.co.uk/")[0] == "domain_hosts"
+
+
 def test_generated_subdomains_page_shares_one_budget() -> None:
     """The hostile server's subdomain page, its links fed to a crawl-wide policy."""
     p = UrlPolicy(any_host=True, max_hosts_per_domain=100)
@@ -160,3 +168,42 @@ def test_normal_site_completes_next_to_the_traps(crawl) -> None:
     result, server, normal = crawl
     assert {x.path for x in server.hits_of(NORMAL)} == normal
     assert result.stats["finish_reason"] == "finished"
+
+
+@pytest.mark.parametrize("demotion", [0, 4])
+def test_duplicate_pages_push_their_links_deeper(tmp_path, demotion: int) -> None:
+    """A calendar's months are one page to the near-duplicate detector (digits masked): each
+    month's links go NEARDUP_LINK_DEMOTION levels deeper, so the site's max_depth (20, as for
+    "web") ends the walk after a few months instead of 20 each way."""
+    server = h.HostileServer()
+    server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
+    normal = h.normal_site(server, NORMAL, pages=5)
+    today = date.today()
+    write_site(tmp_path / "sites", "traps", "[urls]\nmax_depth = 20\n")
+    with server:
+        result = run_crawl(
+            tmp_path,
+            "traps",
+            sites_dir=tmp_path / "sites",
+            seeds=[server.url(TRAPS, f"/cal/{today.year}/{today.month:02d}"), server.url(NORMAL)],
+            settings={
+                "ALLOW_PRIVATE_ADDRESSES": True,
+                "FRONTIER_MIN_DELAY": 0.01,
+                "FRONTIER_DELAY_FACTOR": 0,
+                "NEARDUP_LINK_DEMOTION": demotion,
+            },
+            timeout=120,
+        )
+        server.wait_idle()
+    assert result.returncode == 0, result.log[-3000:]
+    months = len(paths(server, "/cal/"))
+    if demotion:
+        # depths 0 (the seed), then 1, 6, 11, 16 each way: the next month would be at 21
+        assert months == 9
+        assert result.stats["frontier/links_demoted"] > 0
+        assert result.stats["frontier/rejected/too_deep"] == 2
+    else:
+        assert months == 41  # 20 each way
+        assert "frontier/links_demoted" not in result.stats
+    # the normal site's pages are all different: nothing of it is demoted or cut
+    assert {x.path for x in server.hits_of(NORMAL)} == normal

@@ -204,6 +204,12 @@ class Frontier(abc.ABC):
     def waiting_hosts(self) -> list[HostReport]:
         """Hosts with queued work that ``next`` would not serve now, and why."""
 
+    def hosts(self) -> list[str]:
+        """Hosts the frontier has admitted URLs of, this run or (persistent and shared backends)
+        an earlier one: budgets kept outside the frontier (hosts per registered domain) are
+        rebuilt from them when a crawl resumes or a worker joins. [] if a backend cannot say."""
+        return []
+
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
         """``(host, fetches, mean real gap in seconds)`` of the hosts fetched most."""
         return []

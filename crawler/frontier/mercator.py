@@ -34,6 +34,7 @@ class HostState:
         "busy",
         "crawl_delay",
         "dead",
+        "failure_bits",
         "failures",
         "fetches",
         "first_in_flight",
@@ -56,7 +57,10 @@ class HostState:
         self.crawl_delay: float | None = None
         self.skipped = False
         self.dead = False
-        self.failures = 0
+        self.failures = 0  # in a row
+        # the outcomes of the last fetches, newest in bit 0 (1: failed), up to the policy's
+        # failure_window: failures decay as fetches go by instead of vanishing at one success
+        self.failure_bits = 0
         self.firsts: list[Entry] = []
         self.first_in_flight = 0
         # Leases handed back (released or expired): served before the back queue. Kept here
@@ -324,12 +328,14 @@ class MercatorFrontier(Frontier):
             host.fetches += 1
             host.last_end = now
             self._rest(host, lease.slot, now, duration)
-            if outcome == Outcome.FAILED:
-                host.failures += 1
-                if host.failures >= self.policy.max_failures:
-                    self._give_up(host, "host_dead")
-            else:
-                host.failures = 0
+            failed = outcome == Outcome.FAILED
+            policy = self.policy
+            host.failure_bits = ((host.failure_bits << 1) | failed) & (
+                (1 << policy.failure_window) - 1
+            )
+            host.failures = host.failures + 1 if failed else 0
+            if failed and policy.gives_up(host.failures, host.failure_bits.bit_count()):
+                self._give_up(host, "host_dead")
         self._reschedule(host)
 
     def _rest(self, host: HostState, slot: int, now: float, duration: float | None) -> None:
@@ -515,6 +521,9 @@ class MercatorFrontier(Frontier):
             else:
                 c.hosts_waiting += 1
         return c
+
+    def hosts(self) -> list[str]:
+        return [h.name for h in self._hosts.values() if h.admitted]
 
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
         top = heapq.nlargest(n, self._hosts.values(), key=lambda h: h.fetches)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from crawler import defaults
@@ -15,6 +16,8 @@ class PolitenessPolicy:
     ``min(max(min_delay, delay_factor * d), max_delay)``, and never less than the host's robots.txt
     ``Crawl-delay``: a Crawl-delay above ``max_delay`` is still honoured in full (a host is never
     crawled faster than it asked); one above ``max_crawl_delay`` makes the host skipped instead.
+    A host is given up (see :meth:`gives_up`) after ``max_failures`` failed fetches in a row, or
+    when ``max_failure_ratio`` of its last ``failure_window`` fetches failed.
     """
 
     min_delay: float = defaults.FRONTIER_MIN_DELAY
@@ -23,6 +26,8 @@ class PolitenessPolicy:
     host_concurrency: int = defaults.FRONTIER_HOST_CONCURRENCY
     max_crawl_delay: float = defaults.FRONTIER_MAX_CRAWL_DELAY
     max_failures: int = defaults.FRONTIER_HOST_MAX_FAILURES
+    failure_window: int = defaults.FRONTIER_HOST_FAILURE_WINDOW
+    max_failure_ratio: float = defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
 
     def __post_init__(self) -> None:
         if self.min_delay < 0 or self.delay_factor < 0:
@@ -31,6 +36,28 @@ class PolitenessPolicy:
             raise ValueError(f"max_delay {self.max_delay} is below min_delay {self.min_delay}")
         if self.host_concurrency < 1:
             raise ValueError("host_concurrency must be >= 1")
+        if not 0 <= self.failure_window <= 32:
+            # 32: the window is a bit mask (a Lua number in the Redis frontier)
+            raise ValueError("failure_window must be between 0 (off) and 32")
+        if not 0 < self.max_failure_ratio <= 1:
+            raise ValueError("max_failure_ratio must be in (0, 1]")
+
+    @property
+    def window_failures(self) -> int:
+        """Failures among the last ``failure_window`` fetches that give a host up (0: off)."""
+        if not self.failure_window:
+            return 0
+        return max(1, math.ceil(self.max_failure_ratio * self.failure_window - 1e-9))
+
+    def gives_up(self, consecutive: int, in_window: int) -> bool:
+        """Is a host with ``consecutive`` failed fetches in a row, ``in_window`` of its last
+        ``failure_window``, given up? The first rule ends a dead host fast; the second a host
+        whose successes come between failures (any success used to reset the count, so a host
+        that mixed silent and fast pages was never given up)."""
+        if consecutive >= self.max_failures:
+            return True
+        limit = self.window_failures
+        return bool(limit) and in_window >= limit
 
     def delay(self, duration: float | None, crawl_delay: float | None = None) -> float:
         wait = self.min_delay

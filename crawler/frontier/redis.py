@@ -174,6 +174,8 @@ class RedisFrontier(Frontier):
                 lease_ttl,
                 refill_batch,
                 weights,
+                policy.failure_window,
+                policy.window_failures,
             ]
         )
         self._scripts = {name: client.register_script(src) for name, src in SCRIPTS.items()}
@@ -214,6 +216,7 @@ class RedisFrontier(Frontier):
             "host_concurrency": str(p.host_concurrency),
             "max_crawl_delay": repr(float(p.max_crawl_delay)),
             "max_failures": str(p.max_failures),
+            "failure_window": f"{p.failure_window}:{p.window_failures}",
             "front_queues": str(self.front_queue_count),
             "back_queues": str(self.back_queue_count),
             "max_pages_per_host": str(self.max_pages_per_host),
@@ -369,6 +372,9 @@ class RedisFrontier(Frontier):
                 names = []
         if names:
             yield names
+
+    def hosts(self) -> list[str]:
+        return [name for batch in self._iter_hosts() for name in batch]
 
     def waiting_hosts(self) -> list[HostReport]:
         """Hosts with queued URLs that ``next`` would not serve now. Read client-side in

@@ -13,11 +13,12 @@ Calling convention, shared by all scripts:
 * ``ARGV[2]`` is the politeness configuration, msgpack-packed once by the client:
   ``[min_delay, delay_factor, max_delay, host_concurrency, max_crawl_delay, max_failures,
   max_pages_per_host (-1: none), front_queues K, back_queues B, lease_ttl, refill_batch,
-  [weights]]``.
+  [weights], failure_window, failures in the window that give a host up (0: off)]``.
 * Floats go back to the client as strings (Redis truncates Lua numbers to integers).
 
 Host hash ``{crawl}:h:<host>`` fields: ``f<i>`` slot i's free time, ``b<i>`` slot i busy,
-``nb`` busy slots, ``cd`` Crawl-delay, ``fl`` consecutive failures, ``ad`` URLs admitted,
+``nb`` busy slots, ``cd`` Crawl-delay, ``fl`` consecutive failures, ``fw`` the outcomes of the
+last fetches (``1`` failed, ``0`` not; newest last, at most failure_window), ``ad`` URLs admitted,
 ``st`` ``dead``/``skip``, ``fi`` first entries in flight, ``bk`` holds a back queue, ``hq`` URLs
 queued (front + back + first), ``fe`` fetches, ``le`` last fetch end, ``gs``/``gn`` sum and
 count of real gaps between a fetch's end and the host's next lease.
@@ -42,6 +43,7 @@ local CFG = cmsgpack.unpack(ARGV[2])
 local MIN_DELAY, FACTOR, MAX_DELAY = CFG[1], CFG[2], CFG[3]
 local CONC, MAX_CD, MAX_FAIL, MAX_PAGES = CFG[4], CFG[5], CFG[6], CFG[7]
 local K, B, TTL, REFILL, WEIGHTS = CFG[8], CFG[9], CFG[10], CFG[11], CFG[12]
+local FAIL_WINDOW, WINDOW_FAIL = CFG[13] or 0, CFG[14] or 0
 local READY = P .. ':ready'
 local LEASES = P .. ':leases'
 local LEASE = P .. ':lease'
@@ -384,8 +386,19 @@ if outcome ~= 'not_sent' then
   -- max(): a hold placed while the fetch was in flight must not be shortened
   local t = math.max(num(h['f' .. slot]), NOW + delay(duration, tonumber(h.cd)))
   set(name, h, 'f' .. slot, fmt(t))
-  if outcome == 'failed' then
-    if incr(name, h, 'fl', 1) >= MAX_FAIL then give_up(name, h, 'dead') end
+  local failed = outcome == 'failed'
+  local in_window = 0
+  if FAIL_WINDOW > 0 then
+    local w = (h.fw or '') .. (failed and '1' or '0')
+    if #w > FAIL_WINDOW then w = string.sub(w, -FAIL_WINDOW) end
+    if w ~= h.fw then set(name, h, 'fw', w) end
+    in_window = select(2, string.gsub(w, '1', ''))
+  end
+  if failed then
+    local row = incr(name, h, 'fl', 1)
+    if row >= MAX_FAIL or (WINDOW_FAIL > 0 and in_window >= WINDOW_FAIL) then
+      give_up(name, h, 'dead')
+    end
   elseif h.fl ~= '0' and h.fl then
     set(name, h, 'fl', '0')
   end

@@ -188,7 +188,8 @@ class UrlPolicy:
       bundled public-suffix list: no network), so endless generated subdomains share one budget.
 
     Each limit is off at 0. The two budgets are the only state; they count admitted URLs only,
-    in memory (a resumed crawl starts them again).
+    in memory. The hosts per domain come back on a resumed crawl through :meth:`restore_hosts`
+    (from the frontier's host table); the query variants start again.
     """
 
     def __init__(
@@ -258,6 +259,22 @@ class UrlPolicy:
         if self.max_query_variants and not self._variant_allowed(normalized):
             return "query_variants", normalized, host
         return "", normalized, host
+
+    def restore_hosts(self, hosts: Iterable[str]) -> None:
+        """Hosts admitted before (a resumed crawl, the shared frontier of other workers): they
+        stay admitted and count against their registered domain's budget, even beyond it (the
+        budget may have been raised since)."""
+        if not self.max_hosts_per_domain:
+            return
+        if self._domain_of is None:
+            self._domain_of = _registered_domain_function()
+        for host in hosts:
+            if host in self._known_hosts:
+                continue
+            self._known_hosts.add(host)
+            if host not in self.hosts:
+                domain = self._domain_of(host)
+                self._domain_hosts[domain] = self._domain_hosts.get(domain, 0) + 1
 
     def _host_allowed(self, host: str) -> bool:
         """A host already admitted, or a new one while its registered domain has budget left.

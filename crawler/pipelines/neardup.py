@@ -13,7 +13,8 @@ whole visible text, which makes different pages of a template-heavy site look al
 
 Settings (class attributes are the defaults until they are in ``crawler/settings.py``):
 ``NEARDUP_ENABLED``, ``NEARDUP_SHINGLE_SIZE``, ``NEARDUP_NUM_PERM``, ``NEARDUP_THRESHOLD``,
-``NEARDUP_INDEX_DUPLICATES`` (read by the index pipeline), ``NEARDUP_HOST_MIN_PAGES``. With
+``NEARDUP_INDEX_DUPLICATES`` (read by the index pipeline), ``NEARDUP_HOST_MIN_PAGES``,
+``NEARDUP_LINK_DEMOTION`` (a duplicate page's links go that many levels deeper). With
 ``JOBDIR`` set, the detector's records (originals with their sketches, duplicates, template
 blocks) are appended to ``JOBDIR/neardup.journal`` (msgpack) at most every
 ``NEARDUP_JOURNAL_INTERVAL`` seconds and at close, and replayed at open: a resumed crawl still
@@ -36,7 +37,7 @@ from scrapy.exceptions import NotConfigured
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.backends import build_backend
-from crawler.content.neardup import NearDuplicateDetector
+from crawler.content.neardup import Decision, NearDuplicateDetector
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -64,6 +65,7 @@ class NearDuplicatePipeline:
         self.state_path = state_path
         self.journal_interval = journal_interval
         self._last_write = time.monotonic()
+        self.link_demotion = 0  # set from NEARDUP_LINK_DEMOTION by from_crawler
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
@@ -82,7 +84,22 @@ class NearDuplicatePipeline:
             ),
         )
         crawler.signals.connect(pipeline._host_penalty_wanted, crawler_signals.host_penalty_wanted)
+        pipeline.link_demotion = s.getint("NEARDUP_LINK_DEMOTION", defaults.NEARDUP_LINK_DEMOTION)
+        if pipeline.link_demotion:
+            crawler.signals.connect(
+                pipeline._link_demotion_wanted, crawler_signals.link_demotion_wanted
+            )
         return pipeline
+
+    def _link_demotion_wanted(self, item: Any) -> int:
+        """The spider asks before it queues the page's links: the item is judged now (its
+        verdict stays on it; ``process_item`` does not judge it again), and a duplicate's links
+        go ``NEARDUP_LINK_DEMOTION`` levels deeper."""
+        decision = self._judge(ItemAdapter(item))
+        if decision is None or decision.duplicate_of is None:
+            return 0
+        self._stat("neardup/links_demoted_pages")
+        return self.link_demotion
 
     def _host_penalty_wanted(self) -> Callable[[str], int]:
         """The frontier's prioritizer asks how much to push a host down (``host_penalty``)."""
@@ -148,12 +165,18 @@ class NearDuplicatePipeline:
 
     def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
+        if adapter.get("content_fingerprint") is None:  # else judged when the spider asked
+            self._judge(adapter)
+        return item
+
+    def _judge(self, adapter: ItemAdapter) -> Decision | None:
+        """Judge a page item and set its verdict fields; None for an item without content."""
         status = adapter.get("status")
         if status is not None and not 200 <= int(status) < 300:
-            return item  # a 304 keeps what was decided before; errors have no content
+            return None  # a 304 keeps what was decided before; errors have no content
         url = adapter.get("final_url") or adapter.get("url")
         if not url:
-            return item
+            return None
         text = adapter.get("main_text")
         if text is None:
             text = adapter.get("text") or ""
@@ -169,7 +192,7 @@ class NearDuplicatePipeline:
         self._stat(f"neardup/{decision.kind}")
         if time.monotonic() - self._last_write >= self.journal_interval:
             self._write_journal()
-        return item
+        return decision
 
     # --- the frontier's view ----------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import defaults
+from crawler import signals as crawler_signals
 from crawler.content.html import parse_html
 from crawler.content.normalize import text_fingerprint
 from crawler.crawldb import crawldb_enabled
@@ -279,10 +280,20 @@ class SiteSpider(scrapy.Spider):
         # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
         fingerprint = text_fingerprint(f"{page.title} {main_text or text}")
         self._record(response, meta, item, fingerprint)
+        # asked before the item is yielded: its pipelines run after its links are queued
+        demote = self._link_demotion(item) if follow else 0
         yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
-        yield from follow_links(self, response, follow)
+        yield from follow_links(self, response, follow, demote)
+
+    def _link_demotion(self, item: PageItem) -> int:
+        """Levels of depth to add to the page's links (a duplicate page: see
+        ``crawler.signals.link_demotion_wanted``); 0 when nobody judges pages."""
+        results = self.crawler.signals.send_catch_log(
+            crawler_signals.link_demotion_wanted, item=item
+        )
+        return max((r for _, r in results if isinstance(r, int)), default=0)
 
     def _wants_main_text(self) -> bool:
         """Main text serves near-duplicate detection and the crawl database's change test."""
