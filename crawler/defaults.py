@@ -32,6 +32,9 @@ ROBOTS_CACHE_CLASS = ""
 CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
 INDEX_CLASS = ""  # the full-text index
 NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
+# postgresql://user:password@host/db: the crawl database and the index in PostgreSQL, shared by
+# every worker (crawler/crawldb/postgres.py, crawler/index/postgres.py). Empty: embedded SQLite.
+DATABASE_URL = ""
 
 # --- The Mercator frontier owns politeness ------------------------------------------------
 # Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
