@@ -50,6 +50,7 @@ BACKENDS: dict[str, dict[str, str]] = {
         **_EMBEDDED,
         "FRONTIER_STORE_CLASS": "crawler.redis_backends.RedisFrontierStore",
         "ROBOTS_CACHE_CLASS": "crawler.redis_backends.RedisRobotsCache",
+        "NEARDUP_STORE_CLASS": "crawler.redis_backends.RedisNearDuplicateStore",
     },
 }
 

@@ -171,6 +171,9 @@ NEARDUP_NUM_PERM = 128
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
+# Pages the shared (Redis) near-duplicate index is sized for: its buckets stay in Redis's compact
+# encoding up to about twice this; past it the index still works, at ~3x the bytes per page.
+NEARDUP_SHARED_CAPACITY = 100_000
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200  # items per index transaction

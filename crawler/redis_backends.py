@@ -32,6 +32,7 @@ from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
 from crawler import defaults
+from crawler.content.redis_neardup import RedisNearDuplicateDetector
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.redis import RedisFrontier
@@ -321,3 +322,22 @@ class RedisRobotsCache(RobotsCache):
 
     def close(self) -> None:
         self.client.close()
+
+
+class RedisNearDuplicateStore:
+    """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: builds the shared near-duplicate
+    detector (:class:`crawler.content.redis_neardup.RedisNearDuplicateDetector`) of the crawl,
+    under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
+        s = crawler.settings
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        return RedisNearDuplicateDetector(
+            redis_client(s),
+            crawl_key(s, site),
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
+        )
