@@ -61,6 +61,11 @@ FRONTIER_COMMIT_INTERVAL = 2.0
 # engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
 # (RETRY_TIMES + 1); raised with a warning if it does not.
 FRONTIER_LEASE_TTL = 300.0
+# Redis only: keep the shared seen-set as a Bloom filter sized for this many URLs (0: an exact
+# SET, ~64 B per URL). ~1.2 B per URL at 1 %, but a false positive is a page never crawled, and
+# nothing can be removed: see README "Seen URLs at scale".
+FRONTIER_SEEN_BLOOM_CAPACITY = 0
+FRONTIER_SEEN_BLOOM_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
 FRONTIER_LINK_CACHE_SIZE = 1_000_000
 # Which URLs go first: "depth" (breadth first), "fifo" or "request" (the request's priority).

@@ -35,7 +35,7 @@ from crawler import defaults
 from crawler.content.redis_neardup import RedisNearDuplicateDetector
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.redis import RedisFrontier, bloom_params
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 from crawler.scope import ScopeRegistry
@@ -150,6 +150,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             "priority_policy": str(s.get(
                 "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
             )),
+            "seen_bloom": str(_seen_bloom(s)),
         }
 
     def _redis_frontier(
@@ -167,6 +168,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             max_pages_per_host=max_pages_per_host,
             lease_ttl=lease_ttl,
             worker_id=f"{socket.gethostname()}:{os.getpid()}",
+            seen_bloom=_seen_bloom(s),
         )
 
     def open_frontier(
@@ -215,6 +217,18 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
         )
+
+
+def _seen_bloom(settings: BaseSettings) -> tuple[int, int] | None:
+    """``FRONTIER_SEEN_BLOOM_CAPACITY`` > 0: the seen-set is a Bloom filter of that capacity
+    at ``FRONTIER_SEEN_BLOOM_ERROR`` (bits, probes); else None (an exact SET)."""
+    capacity = settings.getint(
+        "FRONTIER_SEEN_BLOOM_CAPACITY", defaults.FRONTIER_SEEN_BLOOM_CAPACITY
+    )
+    if capacity <= 0:
+        return None
+    error = settings.getfloat("FRONTIER_SEEN_BLOOM_ERROR", defaults.FRONTIER_SEEN_BLOOM_ERROR)
+    return bloom_params(capacity, error)
 
 
 def _log_redis_error(exc: BaseException) -> None:

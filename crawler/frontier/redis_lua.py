@@ -57,6 +57,28 @@ local function fqkey(h) return P .. ':fq:' .. h end
 local function fkey(p) return P .. ':f:' .. p end
 local function num(v) return tonumber(v) or 0 end
 
+-- The seen test: a SET of 8-byte URL digests, or (FRONTIER_SEEN_BLOOM_CAPACITY) a Bloom filter
+-- of BLOOM_M bits and BLOOM_K probes (double hashing of the digest's two halves) in one string,
+-- with a count of the URLs it took. 1 when the URL is new.
+local BLOOM_M, BLOOM_K = CFG[13] or 0, CFG[14] or 0
+local function seen_add(key)
+  if BLOOM_M == 0 then return redis.call('SADD', SEEN, key) end
+  local h1, h2 = struct.unpack('>I4I4', key)
+  local ops = {}
+  for i = 0, BLOOM_K - 1 do
+    ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'
+    ops[#ops + 1] = (h1 + i * h2) % BLOOM_M; ops[#ops + 1] = 1
+  end
+  for _, old in ipairs(redis.call('BITFIELD', SEEN .. ':bloom', unpack(ops))) do
+    if old == 0 then redis.call('INCR', SEEN .. ':bloom:n'); return 1 end
+  end
+  return 0
+end
+local function seen_count()
+  if BLOOM_M == 0 then return redis.call('SCARD', SEEN) end
+  return num(redis.call('GET', SEEN .. ':bloom:n'))
+end
+
 local function delay(duration, cd)
   local wait = MIN_DELAY
   if duration and duration > 0 then wait = math.max(wait, FACTOR * duration) end
@@ -285,7 +307,7 @@ for i = 5, #ARGV, 4 do
   elseif not force then
     if MAX_PAGES >= 0 and num(h.ad) + h._ad >= MAX_PAGES then
       code = 2
-    elseif redis.call('SADD', SEEN, key) == 0 then
+    elseif seen_add(key) == 0 then
       code = 1
     else
       h._ad = h._ad + 1
@@ -495,7 +517,7 @@ local front = 0
 for p = 0, K - 1 do front = front + redis.call('LLEN', fkey(p)) end
 local ready = redis.call('ZCOUNT', READY, '-inf', fmt(NOW))
 local s = redis.call('HGETALL', STATS)
-return {fmt(NOW), redis.call('ZCARD', LEASES), redis.call('SCARD', SEEN),
+return {fmt(NOW), redis.call('ZCARD', LEASES), seen_count(),
   redis.call('SCARD', HOSTS), ready, redis.call('ZCARD', READY) - ready, front, s}
 """
 
