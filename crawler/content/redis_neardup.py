@@ -104,6 +104,7 @@ local function forget(own)  -- a refetched URL drops what it said before
     if tonumber(redis.call('HGET', okey, old)) == own then redis.call('HDEL', okey, old) end
   end
 end
+local known = {}  -- band hash -> ids read by the candidate search, reused to insert
 local function record(own, content)
   local id = own
   if not id then
@@ -119,8 +120,8 @@ local function record(own, content)
     for i = 1, #bands, 4 do
       local h = string.sub(bands, i, i + 3)
       local key = P .. ':b:' .. bucket(h, BB)
-      local ids = redis.call('HGET', key, h)
-      redis.call('HSET', key, h, (ids or '') .. packed)
+      local ids = known[h] or redis.call('HGET', key, h) or ''
+      redis.call('HSET', key, h, ids .. packed)
     end
   else
     redis.call('HSET', dkey(id), id, '\0' .. string.rep('\0', 8) .. '\0' .. url)
@@ -150,6 +151,7 @@ if #sig > 0 then
   for i = 1, #bands, 4 do
     local h = string.sub(bands, i, i + 3)
     local ids = redis.call('HGET', P .. ':b:' .. bucket(h, BB), h)
+    known[h] = ids or ''
     if ids then
       for j = 1, #ids, 4 do
         local c = struct.unpack('>I4', ids, j)
