@@ -47,7 +47,7 @@ from tests.redis_support import RedisServer, fresh_key, start_redis
 
 def bench_neardup(server: RedisServer, quick: bool) -> None:
     print("1. Shared near-duplicates (Redis, one Lua call per page)")
-    labelled = build_labelled_set(pages=60 if quick else 200, variants_per_page=6, seed=7)
+    labelled = build_labelled_set(pages=60 if quick else 130, variants_per_page=6, seed=7)
     pages = [*labelled.originals, *labelled.variants]
     shared = RedisNearDuplicateDetector(server.client(), fresh_key())
     local = NearDuplicateDetector()
@@ -58,7 +58,7 @@ def bench_neardup(server: RedisServer, quick: bool) -> None:
         differ += (a.kind, a.duplicate_of) != (b.kind, b.duplicate_of)
     print(f"   labelled set: {len(pages)} pages, {differ} decisions differ from in-process")
 
-    count = 3000 if quick else 20000
+    count = 3000 if quick else 10000
     texts = text_pages(count, size=5000, seed=3)
     for clients in (1, 2):
         key = fresh_key()
