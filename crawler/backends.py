@@ -13,8 +13,10 @@ with ``build_from_crawler``):
 
 A user normally sets none of them: ``FRONTIER_BACKEND`` (``memory``, ``redis``) is the one public
 switch, and it only chooses their defaults from :data:`BACKENDS`. A ``JOBDIR`` turns ``memory``
-into ``sqlite`` (the same crawl, kept on disk so it can be resumed). A class setting given
-explicitly always wins, so a test or a deployment can swap one part alone.
+into ``sqlite`` (the same crawl, kept on disk so it can be resumed). ``DATABASE_URL`` is the
+second: its scheme (``postgresql://``) picks, from :data:`DATABASES`, a shared crawl database
+and index over the frontier backend's embedded ones. A class setting given explicitly always
+wins, so a test or a deployment can swap one part alone.
 """
 
 from __future__ import annotations
@@ -48,8 +50,17 @@ BACKENDS: dict[str, dict[str, str]] = {
         **_EMBEDDED,
         "FRONTIER_STORE_CLASS": "crawler.redis_backends.RedisFrontierStore",
         "ROBOTS_CACHE_CLASS": "crawler.redis_backends.RedisRobotsCache",
+        "NEARDUP_STORE_CLASS": "crawler.redis_backends.RedisNearDuplicateStore",
     },
 }
+
+
+# DATABASE_URL's scheme -> the classes it replaces (whatever the frontier backend); no URL: none.
+_POSTGRES = {
+    "CRAWLDB_CLASS": "crawler.crawldb.postgres.PostgresCrawlDb",
+    "INDEX_CLASS": "crawler.index.postgres.PostgresIndex",
+}
+DATABASES: dict[str, dict[str, str]] = {"": {}, "postgresql": _POSTGRES, "postgres": _POSTGRES}
 
 
 class BackendError(ValueError):
@@ -69,11 +80,26 @@ def backend_name(settings: BaseSettings | dict[str, Any]) -> str:
     return name
 
 
+def database_scheme(settings: BaseSettings | dict[str, Any]) -> str:
+    """The scheme of ``DATABASE_URL`` ("" without one); an unknown scheme is refused."""
+    url = (settings.get("DATABASE_URL") or "").strip()
+    scheme = url.partition("://")[0].lower() if url else ""
+    if scheme not in DATABASES:
+        known = ", ".join(sorted(f"{s}://" for s in DATABASES if s))
+        raise BackendError(f"DATABASE_URL: unknown database {scheme!r}; use one of {known}")
+    return scheme
+
+
 def class_path(settings: BaseSettings | dict[str, Any], key: str) -> str:
-    """The dotted path of the class ``key`` names, explicit or chosen by the backend."""
+    """The dotted path of the class ``key`` names: explicit, else chosen by ``DATABASE_URL``,
+    else by the frontier backend."""
     if key not in CLASS_SETTINGS:
         raise KeyError(key)
-    return settings.get(key) or BACKENDS[backend_name(settings)][key]
+    return (
+        settings.get(key)
+        or DATABASES[database_scheme(settings)].get(key)
+        or BACKENDS[backend_name(settings)][key]
+    )
 
 
 def backend_class(settings: BaseSettings | dict[str, Any], key: str) -> type:

@@ -32,6 +32,9 @@ ROBOTS_CACHE_CLASS = ""
 CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
 INDEX_CLASS = ""  # the full-text index
 NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
+# postgresql://user:password@host/db: the crawl database and the index in PostgreSQL, shared by
+# every worker (crawler/crawldb/postgres.py, crawler/index/postgres.py). Empty: embedded SQLite.
+DATABASE_URL = ""
 
 # --- The Mercator frontier owns politeness ------------------------------------------------
 # Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
@@ -63,6 +66,11 @@ FRONTIER_COMMIT_INTERVAL = 2.0
 # engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
 # (RETRY_TIMES + 1); raised with a warning if it does not.
 FRONTIER_LEASE_TTL = 300.0
+# Redis only: keep the shared seen-set as a Bloom filter sized for this many URLs (0: an exact
+# SET, ~64 B per URL). ~1.2 B per URL at 1 %, but a false positive is a page never crawled, and
+# nothing can be removed: see README "Seen URLs at scale".
+FRONTIER_SEEN_BLOOM_CAPACITY = 0
+FRONTIER_SEEN_BLOOM_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
 FRONTIER_LINK_CACHE_SIZE = 1_000_000
 # Which URLs go first: "depth" (breadth first), "fifo" or "request" (the request's priority).
@@ -178,6 +186,9 @@ NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.jour
 # go that many front queues lower (depth priority policy) and meet the site's max_depth that
 # much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
 NEARDUP_LINK_DEMOTION = 4
+# Pages the shared (Redis) near-duplicate index is sized for: its buckets stay in Redis's compact
+# encoding up to about twice this; past it the index still works, at ~3x the bytes per page.
+NEARDUP_SHARED_CAPACITY = 100_000
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200  # items per index transaction

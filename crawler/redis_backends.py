@@ -32,9 +32,10 @@ from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
 from crawler import defaults
+from crawler.content.redis_neardup import RedisNearDuplicateDetector
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.redis import RedisFrontier, bloom_params
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 from crawler.scope import ScopeRegistry
@@ -149,6 +150,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             "priority_policy": str(s.get(
                 "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
             )),
+            "seen_bloom": str(_seen_bloom(s)),
         }
 
     def _redis_frontier(
@@ -166,6 +168,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             max_pages_per_host=max_pages_per_host,
             lease_ttl=lease_ttl,
             worker_id=f"{socket.gethostname()}:{os.getpid()}",
+            seen_bloom=_seen_bloom(s),
         )
 
     def open_frontier(
@@ -214,6 +217,18 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
         )
+
+
+def _seen_bloom(settings: BaseSettings) -> tuple[int, int] | None:
+    """``FRONTIER_SEEN_BLOOM_CAPACITY`` > 0: the seen-set is a Bloom filter of that capacity
+    at ``FRONTIER_SEEN_BLOOM_ERROR`` (bits, probes); else None (an exact SET)."""
+    capacity = settings.getint(
+        "FRONTIER_SEEN_BLOOM_CAPACITY", defaults.FRONTIER_SEEN_BLOOM_CAPACITY
+    )
+    if capacity <= 0:
+        return None
+    error = settings.getfloat("FRONTIER_SEEN_BLOOM_ERROR", defaults.FRONTIER_SEEN_BLOOM_ERROR)
+    return bloom_params(capacity, error)
 
 
 def _log_redis_error(exc: BaseException) -> None:
@@ -321,3 +336,22 @@ class RedisRobotsCache(RobotsCache):
 
     def close(self) -> None:
         self.client.close()
+
+
+class RedisNearDuplicateStore:
+    """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: builds the shared near-duplicate
+    detector (:class:`crawler.content.redis_neardup.RedisNearDuplicateDetector`) of the crawl,
+    under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
+        s = crawler.settings
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        return RedisNearDuplicateDetector(
+            redis_client(s),
+            crawl_key(s, site),
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
+        )

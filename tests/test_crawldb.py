@@ -1,14 +1,18 @@
-"""The crawl database and its adaptive schedule, without Scrapy."""
+"""The crawl database and its adaptive schedule, without Scrapy; the backend tests run on SQLite
+and on PostgreSQL (a fresh database on the local server, see ``tests/pg_support.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from email.utils import formatdate
 from pathlib import Path
 
 import pytest
 
 from crawler.content.normalize import text_fingerprint
-from crawler.crawldb import AdaptiveSchedule, CrawlDbError, SqliteCrawlDb, Visit
+from crawler.crawldb import AdaptiveSchedule, CrawlDb, CrawlDbError, SqliteCrawlDb, Visit
+from crawler.crawldb.postgres import PostgresCrawlDb
+from tests.pg_support import pg_url  # noqa: F401
 
 HOUR = 3600.0
 
@@ -86,9 +90,20 @@ def test_counters_and_dates_in_the_page_are_not_changes() -> None:
     assert s.apply(rec, Visit("u", 200, 2 * HOUR, fingerprint=other))[1]
 
 
-def test_sqlite_backend(tmp_path: Path) -> None:
-    path = tmp_path / "sub" / "db.sqlite"
-    db = SqliteCrawlDb(path, schedule())
+Opener = Callable[..., CrawlDb]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Opens (again) one crawl database of the backend under test (``crawl``: the site)."""
+    if request.param == "sqlite":
+        return lambda crawl="site": SqliteCrawlDb(tmp_path / "sub" / f"{crawl}.sqlite", schedule())
+    url = request.getfixturevalue("pg_url")
+    return lambda crawl="site": PostgresCrawlDb(url, crawl, schedule())
+
+
+def test_backend(opener: Opener) -> None:
+    db = opener()
     links = [("http://a.example/x", "X"), ("http://a.example/y", "Ünïcode")]
     r = db.record(Visit("http://a.example/", 200, 0, depth=0, etag='"e"', fingerprint="f",
                         outlinks=links))
@@ -99,7 +114,10 @@ def test_sqlite_backend(tmp_path: Path) -> None:
     assert db.add_unfetched([("http://a.example/", 0), ("http://a.example/new", 2)], 50) == 1
     db.close()
 
-    db = SqliteCrawlDb(path, schedule())
+    other = opener("other-site")  # another site's crawl database: empty
+    assert len(other) == 0 and other.get("http://a.example/") is None
+    other.close()
+    db = opener()
     assert len(db) == 4 and set(db.urls()) == {
         "http://a.example/", "http://a.example/x", "http://a.example/z", "http://a.example/new"
     }
@@ -128,3 +146,40 @@ def test_schema_version_is_checked(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(CrawlDbError, match="schema version 99"):
         SqliteCrawlDb(path)
+
+
+def test_record_is_read_back_before_and_after_it_is_written(opener: Opener) -> None:
+    db = opener()
+    db.record(Visit("http://a.example/", 200, 0, etag='"1"', fingerprint="a"))
+    assert db.validators("http://a.example/") == ('"1"', None)  # not committed yet
+    db.commit()
+    again = db.record(Visit("http://a.example/", 200, HOUR, etag='"2"', fingerprint="b"))
+    assert again.changed and not again.new and again.record.fetch_count == 2
+    db.close()
+    db = opener()
+    rec = db.get("http://a.example/")
+    assert rec is not None and rec.etag == '"2"' and rec.change_count == 1
+    db.close()
+
+
+def test_postgres_workers_share_one_crawl_database(pg_url: str) -> None:  # noqa: F811
+    """Two workers of one crawl: what one records, the other knows; a due URL is claimed once."""
+    one = PostgresCrawlDb(pg_url, "site", schedule())
+    two = PostgresCrawlDb(pg_url, "site", schedule())
+    for i in range(30):
+        (one if i % 2 else two).record(Visit(f"http://a.example/{i}", 200, 0, fingerprint="f"))
+    one.commit()
+    two.commit()
+    assert len(one) == len(two) == 30
+    assert set(one.urls()) == set(two.urls())
+    assert one.validators("http://a.example/2") == (None, None)  # written by two, known to one
+    assert one.get("http://a.example/2").fetch_count == 1  # type: ignore[union-attr]
+    # claims interleaved from both: every due URL goes to exactly one of them
+    claimed: list[str] = []
+    while batch := one.claim_due(2 * HOUR, lease=HOUR, limit=4) + two.claim_due(
+        2 * HOUR, lease=HOUR, limit=3
+    ):
+        claimed += [d.url for d in batch]
+    assert sorted(claimed) == sorted(one.urls()) and len(claimed) == 30
+    one.close()
+    two.close()

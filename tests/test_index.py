@@ -1,18 +1,23 @@
-"""The SQLite FTS5 index on its own: documents, anchor text, aliases, replacement, crash safety."""
+"""The index on its own: documents, anchor text, aliases, replacement, crash safety.
+
+Every behaviour test runs against both backends: SQLite FTS5 (embedded) and PostgreSQL (a fresh
+database on the local server, see ``tests/pg_support.py``)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from crawler.backends import BackendError, open_index
 from crawler.index import IndexAccessError, PageDocument, QuerySyntaxError
+from crawler.index.postgres import PostgresIndex, to_tsquery_text
 from crawler.index.sqlite import SQLiteIndex, default_index_path, to_fts_query
+from tests.pg_support import pg_url  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,9 +31,22 @@ POLITENESS = (
 )
 
 
+AnyIndex = SQLiteIndex | PostgresIndex
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], AnyIndex]:
+    """Opens (again) one index of the backend under test."""
+    if request.param == "sqlite":
+        path = tmp_path / "index.sqlite"
+        return lambda: SQLiteIndex(path)
+    url = request.getfixturevalue("pg_url")
+    return lambda: PostgresIndex(url)
+
+
 @pytest.fixture
-def index(tmp_path: Path) -> Iterator[SQLiteIndex]:
-    ix = SQLiteIndex(tmp_path / "index.sqlite")
+def index(opener: Callable[[], AnyIndex]) -> Iterator[AnyIndex]:
+    ix = opener()
     yield ix
     ix.close()
 
@@ -40,7 +58,7 @@ def _doc(
                         fetched_at="2026-01-01T00:00:00Z", outlinks=links)
 
 
-def test_finds_pages_by_their_text_with_snippets(index: SQLiteIndex) -> None:
+def test_finds_pages_by_their_text_with_snippets(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/crawler", "Crawlers", CRAWLER))
     index.add_page(_doc("http://a.test/polite", "Politeness", POLITENESS))
     index.commit()
@@ -53,14 +71,14 @@ def test_finds_pages_by_their_text_with_snippets(index: SQLiteIndex) -> None:
     assert index.search("nothing-like-this") == []
 
 
-def test_title_weighs_more_than_body(index: SQLiteIndex) -> None:
+def test_title_weighs_more_than_body(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/1", "Notes", "Something about a frontier, once."))
     index.add_page(_doc("http://a.test/2", "The frontier", "Notes about it, once."))
     index.commit()
     assert index.search("frontier")[0].url == "http://a.test/2"
 
 
-def test_anchor_text_finds_pages_never_fetched(index: SQLiteIndex) -> None:
+def test_anchor_text_finds_pages_never_fetched(index: AnyIndex) -> None:
     index.add_page(
         _doc("http://a.test/", "Home", CRAWLER,
              [("http://a.test/mercator", "the Mercator paper"), ("http://b.test/x", "Heritrix")])
@@ -81,7 +99,7 @@ def test_anchor_text_finds_pages_never_fetched(index: SQLiteIndex) -> None:
     assert hit.url == "http://a.test/mercator" and hit.matched_text
 
 
-def test_many_links_with_the_same_text_are_one_anchor(index: SQLiteIndex) -> None:
+def test_many_links_with_the_same_text_are_one_anchor(index: AnyIndex) -> None:
     for i in range(20):
         index.add_page(_doc(f"http://a.test/{i}", f"Page {i}", CRAWLER,
                             [("http://a.test/about", "About us")]))
@@ -91,7 +109,7 @@ def test_many_links_with_the_same_text_are_one_anchor(index: SQLiteIndex) -> Non
     assert hit.url == "http://a.test/about"
 
 
-def test_refetch_replaces_document_and_links(index: SQLiteIndex) -> None:
+def test_refetch_replaces_document_and_links(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "Old title", CRAWLER, [("http://a.test/t", "alpha")]))
     index.commit()
     index.add_page(_doc("http://a.test/p", "New title", POLITENESS, [("http://a.test/t", "beta")]))
@@ -103,7 +121,7 @@ def test_refetch_replaces_document_and_links(index: SQLiteIndex) -> None:
     assert index.stats()["documents"] == 1
 
 
-def test_link_counts_within_one_transaction(index: SQLiteIndex) -> None:
+def test_link_counts_within_one_transaction(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "P", CRAWLER, [("http://a.test/t", "gamma")]))
     index.add_page(_doc("http://a.test/p", "P", CRAWLER, [("http://a.test/t", "delta")]))
     index.add_page(_doc("http://a.test/q", "Q", CRAWLER, [("http://a.test/t", "delta")]))
@@ -113,7 +131,7 @@ def test_link_counts_within_one_transaction(index: SQLiteIndex) -> None:
     assert index.search("gamma") == []
 
 
-def test_not_modified_keeps_the_document(index: SQLiteIndex) -> None:
+def test_not_modified_keeps_the_document(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "Crawlers", CRAWLER))
     index.commit()
     index.record_visit("http://a.test/p", "2026-02-02T00:00:00Z", 304)
@@ -126,7 +144,7 @@ def test_not_modified_keeps_the_document(index: SQLiteIndex) -> None:
     assert page["fetched_at"] == "2026-01-01T00:00:00Z"
 
 
-def test_gone_and_noindex_drop_the_document_but_keep_links_to_it(index: SQLiteIndex) -> None:
+def test_gone_and_noindex_drop_the_document_but_keep_links_to_it(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "Crawlers", CRAWLER))
     index.add_page(_doc("http://a.test/q", "Links", POLITENESS, [("http://a.test/p", "spider")]))
     index.remove_page("http://a.test/p", status=404)
@@ -136,7 +154,7 @@ def test_gone_and_noindex_drop_the_document_but_keep_links_to_it(index: SQLiteIn
     assert hit.url == "http://a.test/p" and not hit.fetched and hit.status == 404
 
 
-def test_aliases_have_no_document_and_lend_their_anchors(index: SQLiteIndex) -> None:
+def test_aliases_have_no_document_and_lend_their_anchors(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "Crawlers", CRAWLER))
     index.add_page(_doc("http://mirror.test/p", "Crawlers", CRAWLER))  # indexed, then found dup
     index.add_alias("http://mirror.test/p", "http://a.test/p", site="a", status=200)
@@ -159,7 +177,7 @@ def test_aliases_have_no_document_and_lend_their_anchors(index: SQLiteIndex) -> 
     assert [r.url for r in index.search("politeness")] == ["http://mirror.test/p", "http://x.test/"]
 
 
-def test_site_filter(index: SQLiteIndex) -> None:
+def test_site_filter(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "Crawlers", CRAWLER, site="a"))
     index.add_page(_doc("http://b.test/p", "Crawlers too", CRAWLER, site="b"))
     index.commit()
@@ -168,7 +186,7 @@ def test_site_filter(index: SQLiteIndex) -> None:
     assert index.search("crawler", site="nope") == []
 
 
-def test_query_syntax(index: SQLiteIndex) -> None:
+def test_query_syntax(index: AnyIndex) -> None:
     index.add_page(_doc("http://a.test/p", "Crawlers", CRAWLER + " It's an e-mail robot."))
     index.commit()
     for ok in ("e-mail", "it's", '"seed pages"', "crawl*", "title:crawlers", "seed OR nothing",
@@ -216,28 +234,34 @@ def test_paths_and_backends(tmp_path: Path) -> None:
     ro.close()
 
 
-def test_a_killed_writer_leaves_a_consistent_index(tmp_path: Path) -> None:
+def test_a_killed_writer_leaves_a_consistent_index(
+    opener: Callable[[], AnyIndex], tmp_path: Path
+) -> None:
     """Commit one batch, write half of the next, die without cleanup: the first batch is there."""
-    path = tmp_path / "killed.sqlite"
+    probe = opener()
+    probe.close()
+    if isinstance(probe, PostgresIndex):
+        open_it = f"from crawler.index.postgres import PostgresIndex as I; ix = I({probe.url!r})"
+    else:
+        open_it = f"from crawler.index.sqlite import SQLiteIndex as I; ix = I({probe.path!r})"
     script = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from crawler.index.sqlite import SQLiteIndex
         from crawler.index.base import PageDocument
-        ix = SQLiteIndex({str(path)!r})
+        OPEN_IT
         for i in range(50):
             ix.add_page(PageDocument(f"http://a.test/{{i}}", title=f"Committed {{i}}",
                                      text="committed text " * 50,
                                      outlinks=[(f"http://a.test/{{i + 1}}", "next committed")]))
-        ix.commit()
+        ix.flush()  # committed and written (PostgreSQL writes on its own thread)
         for i in range(50, 100):
             ix.add_page(PageDocument(f"http://a.test/{{i}}", title=f"Lost {{i}}", text="lost text",
                                      outlinks=[(f"http://a.test/{{i + 1}}", "lost")]))
         os._exit(9)  # like SIGKILL: no commit, no close
-    """)
+    """).replace("OPEN_IT", open_it)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert proc.returncode == 9, proc.stderr
-    ix = SQLiteIndex(path)
+    ix = opener()
     try:
         assert ix.integrity_check() == []
         assert ix.stats()["documents"] == 50
@@ -247,15 +271,61 @@ def test_a_killed_writer_leaves_a_consistent_index(tmp_path: Path) -> None:
         ix.close()
 
 
-def test_rollback_and_reopen(tmp_path: Path) -> None:
-    ix = SQLiteIndex(tmp_path / "r.sqlite")
+def test_rollback_and_reopen(opener: Callable[[], AnyIndex]) -> None:
+    ix = opener()
     ix.add_page(_doc("http://a.test/1", "One", CRAWLER))
     ix.commit()
     ix.add_page(_doc("http://a.test/2", "Two", POLITENESS, [("http://a.test/3", "three")]))
     ix.rollback()
     ix.add_page(_doc("http://a.test/4", "Four", POLITENESS))  # ids from the rollback not reused
     ix.close()
-    again = SQLiteIndex(tmp_path / "r.sqlite")
+    again = opener()
     assert again.stats() == {"documents": 2, "urls": 2, "aliases": 0, "anchors": 0}
     assert again.integrity_check() == []
     again.close()
+
+
+def test_to_tsquery_text_follows_the_fts5_grammar() -> None:
+    assert to_tsquery_text("e-mail") == "'e-mail'"
+    assert to_tsquery_text("it's") == "'it''s'"
+    assert to_tsquery_text('title:foo bar* "a b" OR x') == "((('foo':A & 'bar':*) & 'a b') | 'x')"
+    assert to_tsquery_text("a NOT b c") == "(('a' & !'b') & 'c')"
+    assert to_tsquery_text("anchor:(x OR y) z") == "((('x':C | 'y':C)) & 'z')"
+    assert to_tsquery_text("- &") == ""
+    for bad in ("a AND", "(a", "a)", "NOT a", "OR", "a OR OR b"):
+        with pytest.raises(QuerySyntaxError, match="cannot parse"):
+            to_tsquery_text(bad)
+
+
+def test_postgres_reader_needs_an_index_and_writers_share_one(pg_url: str) -> None:  # noqa: F811
+    with pytest.raises(IndexAccessError, match="no index in PostgreSQL at"):
+        open_index({"DATABASE_URL": pg_url}, readonly=True)
+    # two writers (two workers) on one database: each sees the other's pages once flushed
+    one, two = open_index({"DATABASE_URL": pg_url}), open_index({"DATABASE_URL": pg_url})
+    assert isinstance(one, PostgresIndex) and isinstance(two, PostgresIndex)
+    for n in range(40):  # the same link targets and anchors from both, interleaved
+        one.add_page(_doc(f"http://a.test/{n}", "One", CRAWLER, [("http://a.test/t", "shared")]))
+        two.add_page(_doc(f"http://b.test/{n}", "Two", POLITENESS, [("http://a.test/t", "shared")]))
+        if n % 10 == 9:
+            one.commit()
+            two.commit()
+    one.close()
+    two.close()
+    reader = open_index({"DATABASE_URL": pg_url}, readonly=True)
+    try:
+        assert reader.stats() == {"documents": 80, "urls": 81, "aliases": 0, "anchors": 1}
+        [hit] = reader.search("shared")
+        assert hit.url == "http://a.test/t" and not hit.fetched
+        with pytest.raises(IndexAccessError, match="read-only"):
+            reader.add_page(_doc("http://a.test/", "t", "x"))
+    finally:
+        reader.close()
+
+
+def test_postgres_url_password_never_shown(pg_url: str) -> None:  # noqa: F811
+    secret = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
+    bad = secret.replace(":5432/", ":1/")  # nothing listens there
+    with pytest.raises(IndexAccessError) as info:
+        open_index({"DATABASE_URL": bad})
+    assert "s3cret" not in str(info.value) and "postgres:***@" in str(info.value)
+

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler import defaults
+from crawler.worker_files import claim_worker_file
 
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
 from .schedule import AdaptiveSchedule
@@ -97,10 +98,12 @@ class SqliteCrawlDb(CrawlDb):
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> SqliteCrawlDb:
-        """``CRAWLDB_CLASS``'s constructor: the file and schedule the crawl's settings name."""
+        """``CRAWLDB_CLASS``'s constructor: the file and schedule the crawl's settings name.
+        The file is this process's own (:func:`crawler.worker_files.claim_worker_file`): a
+        second worker in the same directory writes a ``.w1`` sibling instead of waiting."""
         name = getattr(crawler.spidercls, "name", None) or "crawl"
         path = crawldb_path(crawler.settings, name) or f"crawldb-{name}.sqlite"
-        return cls(path, AdaptiveSchedule.from_settings(crawler.settings))
+        return cls(claim_worker_file(path), AdaptiveSchedule.from_settings(crawler.settings))
 
     # -- reads ---------------------------------------------------------------------------------
 

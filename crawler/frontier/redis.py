@@ -46,6 +46,7 @@ Choices, and why:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from hashlib import blake2b
 from itertools import islice
@@ -134,7 +135,10 @@ class RedisFrontier(Frontier):
         selector_weights: Sequence[int] | None = None,
         refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         expire_batch: int = 100,
+        seen_bloom: tuple[int, int] | None = None,
     ) -> None:
+        """``seen_bloom``: ``(bits, probes)`` (:func:`bloom_params`) keeps the seen-set as a
+        Bloom filter instead of a SET; every worker of a crawl must use the same."""
         if not key or any(c in key for c in "{}"):
             raise ValueError(f"frontier key {key!r} must be non-empty, without braces")
         if client.get_connection_kwargs().get("decode_responses"):
@@ -176,8 +180,10 @@ class RedisFrontier(Frontier):
                 weights,
                 policy.failure_window,
                 policy.window_failures,
+                *(seen_bloom or (0, 0)),
             ]
         )
+        self.seen_bloom = seen_bloom
         self._scripts = {name: client.register_script(src) for name, src in SCRIPTS.items()}
         layout = client.hget(self.prefix + ":meta", "layout")
         if layout is None:
@@ -268,9 +274,30 @@ class RedisFrontier(Frontier):
         return results
 
     def mark_seen(self, keys: Iterable[str]) -> int:
+        if self.seen_bloom is not None:
+            return self._bloom_mark(keys)
         new = 0
         for chunk in _chunks(keys, self.chunk_size):
             new += self.client.sadd(self.prefix + ":seen", *[seen_key(k) for k in chunk])
+        return new
+
+    def _bloom_mark(self, keys: Iterable[str]) -> int:
+        """The Bloom filter's bits of ``keys`` set, one pipelined BITFIELD per key; returns
+        how many were new (counted, as the add script counts them)."""
+        assert self.seen_bloom is not None
+        bloom = self.prefix + ":seen:bloom"
+        new = 0
+        for chunk in _chunks(keys, self.chunk_size):
+            pipe = self.client.pipeline(transaction=False)
+            for k in chunk:
+                offsets = bloom_offsets(seen_key(k), *self.seen_bloom)
+                pipe.execute_command(
+                    "BITFIELD", bloom, *[a for o in offsets for a in ("SET", "u1", o, 1)]
+                )
+            fresh = sum(1 for old in pipe.execute() if 0 in old)
+            if fresh:
+                self.client.incrby(bloom + ":n", fresh)
+            new += fresh
         return new
 
     # -- leasing ------------------------------------------------------------------------------
@@ -433,6 +460,21 @@ class RedisFrontier(Frontier):
         return deleted
 
 
+def bloom_params(capacity: int, error: float) -> tuple[int, int]:
+    """Bits and probes of a Bloom filter holding ``capacity`` keys at false-positive rate
+    ``error``: m = -n ln p / (ln 2)^2 (at most Redis's 2^32-bit string), k = m/n ln 2."""
+    if capacity < 1 or not 0.0 < error < 1.0:
+        raise ValueError("a Bloom filter needs a capacity >= 1 and an error rate in (0, 1)")
+    bits = min(2**32, math.ceil(-capacity * math.log(error) / math.log(2) ** 2))
+    return bits, max(1, round(bits / capacity * math.log(2)))
+
+
+def bloom_offsets(key: bytes, bits: int, probes: int) -> list[int]:
+    """The bits of ``key`` (an 8-byte seen key), as the add script computes them."""
+    h1, h2 = int.from_bytes(key[:4], "big"), int.from_bytes(key[4:8], "big")
+    return [(h1 + i * h2) % bits for i in range(probes)]
+
+
 def _seconds(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
@@ -451,4 +493,13 @@ def server_clock(client: redis.Redis) -> Callable[[], float]:
     return now
 
 
-__all__ = ["LAYOUT", "RedisFrontier", "pack_entry", "seen_key", "server_clock", "unpack_entry"]
+__all__ = [
+    "LAYOUT",
+    "RedisFrontier",
+    "bloom_offsets",
+    "bloom_params",
+    "pack_entry",
+    "seen_key",
+    "server_clock",
+    "unpack_entry",
+]

@@ -13,7 +13,8 @@ Calling convention, shared by all scripts:
 * ``ARGV[2]`` is the politeness configuration, msgpack-packed once by the client:
   ``[min_delay, delay_factor, max_delay, host_concurrency, max_crawl_delay, max_failures,
   max_pages_per_host (-1: none), front_queues K, back_queues B, lease_ttl, refill_batch,
-  [weights], failure_window, failures in the window that give a host up (0: off)]``.
+  [weights], failure_window, failures in the window that give a host up (0: off), Bloom bits
+  and probes of the seen-set (0, 0: an exact SET)]``.
 * Floats go back to the client as strings (Redis truncates Lua numbers to integers).
 
 Host hash ``{crawl}:h:<host>`` fields: ``f<i>`` slot i's free time, ``b<i>`` slot i busy,
@@ -58,6 +59,28 @@ local function qkey(h) return P .. ':q:' .. h end
 local function fqkey(h) return P .. ':fq:' .. h end
 local function fkey(p) return P .. ':f:' .. p end
 local function num(v) return tonumber(v) or 0 end
+
+-- The seen test: a SET of 8-byte URL digests, or (FRONTIER_SEEN_BLOOM_CAPACITY) a Bloom filter
+-- of BLOOM_M bits and BLOOM_K probes (double hashing of the digest's two halves) in one string,
+-- with a count of the URLs it took. 1 when the URL is new.
+local BLOOM_M, BLOOM_K = CFG[15] or 0, CFG[16] or 0
+local function seen_add(key)
+  if BLOOM_M == 0 then return redis.call('SADD', SEEN, key) end
+  local h1, h2 = struct.unpack('>I4I4', key)
+  local ops = {}
+  for i = 0, BLOOM_K - 1 do
+    ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'
+    ops[#ops + 1] = (h1 + i * h2) % BLOOM_M; ops[#ops + 1] = 1
+  end
+  for _, old in ipairs(redis.call('BITFIELD', SEEN .. ':bloom', unpack(ops))) do
+    if old == 0 then redis.call('INCR', SEEN .. ':bloom:n'); return 1 end
+  end
+  return 0
+end
+local function seen_count()
+  if BLOOM_M == 0 then return redis.call('SCARD', SEEN) end
+  return num(redis.call('GET', SEEN .. ':bloom:n'))
+end
 
 local function delay(duration, cd)
   local wait = MIN_DELAY
@@ -287,7 +310,7 @@ for i = 5, #ARGV, 4 do
   elseif not force then
     if MAX_PAGES >= 0 and num(h.ad) + h._ad >= MAX_PAGES then
       code = 2
-    elseif redis.call('SADD', SEEN, key) == 0 then
+    elseif seen_add(key) == 0 then
       code = 1
     else
       h._ad = h._ad + 1
@@ -508,7 +531,7 @@ local front = 0
 for p = 0, K - 1 do front = front + redis.call('LLEN', fkey(p)) end
 local ready = redis.call('ZCOUNT', READY, '-inf', fmt(NOW))
 local s = redis.call('HGETALL', STATS)
-return {fmt(NOW), redis.call('ZCARD', LEASES), redis.call('SCARD', SEEN),
+return {fmt(NOW), redis.call('ZCARD', LEASES), seen_count(),
   redis.call('SCARD', HOSTS), ready, redis.call('ZCARD', READY) - ready, front, s}
 """
 

@@ -15,7 +15,8 @@ What every backend must guarantee:
 * A URL found to duplicate another is an *alias*: it has no document of its own, and anchor
   text pointing at it counts for its original.
 * Writes are grouped in transactions (:meth:`Index.commit`); whatever is not committed when the
-  process dies is lost, and what was committed is consistent.
+  process dies is lost, and what was committed is consistent. A backend may commit on a
+  writer thread (so the reactor never waits); :meth:`Index.flush` waits for it.
 """
 
 from __future__ import annotations
@@ -115,6 +116,11 @@ class Index(abc.ABC):
     @abc.abstractmethod
     def commit(self) -> None:
         """Make everything written so far durable and visible to readers."""
+
+    def flush(self) -> None:
+        """Commit, and wait until everything is durable: a backend whose :meth:`commit` only
+        hands a batch to a writer thread (PostgreSQL) waits for it here."""
+        self.commit()
 
     @abc.abstractmethod
     def close(self) -> None:

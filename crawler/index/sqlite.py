@@ -40,8 +40,9 @@ from crawler.index.base import (
     QuerySyntaxError,
     SearchResult,
 )
+from crawler.worker_files import claim_worker_file, worker_siblings
 
-__all__ = ["SCHEMA_VERSION", "SQLiteIndex", "default_index_path", "to_fts_query"]
+__all__ = ["SCHEMA_VERSION", "MergedIndex", "SQLiteIndex", "default_index_path", "to_fts_query"]
 
 SCHEMA_VERSION = 1
 DEFAULT_FILENAME = "crawl-index.sqlite"
@@ -187,8 +188,17 @@ class SQLiteIndex(Index):
         self._count_delta: dict[int, int] = {}
 
     @classmethod
-    def from_settings(cls, settings: Any, *, readonly: bool = False) -> SQLiteIndex:
-        return cls(default_index_path(settings), readonly=readonly)
+    def from_settings(cls, settings: Any, *, readonly: bool = False) -> Index:
+        """A writer gets its own file (:func:`crawler.worker_files.claim_worker_file`: the
+        index path, or a ``.wN`` sibling while another process writes that); a reader reads
+        the file and its siblings together (:class:`MergedIndex`)."""
+        path = default_index_path(settings)
+        if not readonly:
+            return cls(claim_worker_file(path))
+        files = worker_siblings(path)
+        if len(files) > 1:
+            return MergedIndex([cls(f, readonly=True) for f in files])
+        return cls(path, readonly=True)
 
     def _check_version(self) -> None:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -505,3 +515,56 @@ class SQLiteIndex(Index):
             except sqlite3.DatabaseError as exc:
                 problems.append(f"{table}: {exc}")
         return problems
+
+
+class MergedIndex(Index):
+    """Several workers' index files searched as one (read-only): each file answers, and a URL
+    found in several (fetched by one worker, linked to in another's pages) is one result whose
+    scores add up, as its document and anchor hits add up within one file."""
+
+    def __init__(self, parts: list[SQLiteIndex]) -> None:
+        self.parts = parts
+        self.path = ", ".join(p.path for p in parts)
+
+    @classmethod
+    def from_settings(cls, settings: Any, *, readonly: bool = False) -> Index:
+        return SQLiteIndex.from_settings(settings, readonly=True)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise IndexAccessError(f"{self.path} is open read-only")
+
+    add_page = add_alias = record_visit = remove_page = set_links = _refuse  # type: ignore[assignment]
+
+    def search(self, query: str, *, site: str | None = None, limit: int = 10) -> list[SearchResult]:
+        merged: dict[str, SearchResult] = {}
+        for part in self.parts:
+            for hit in part.search(query, site=site, limit=limit):
+                seen = merged.get(hit.url)
+                if seen is None:
+                    merged[hit.url] = hit
+                    continue
+                if hit.fetched and not seen.fetched:
+                    seen.title, seen.snippet, seen.fetched = hit.title, hit.snippet, True
+                    seen.status, seen.site = hit.status, hit.site or seen.site
+                seen.score += hit.score
+                seen.matched_text |= hit.matched_text
+                seen.matched_anchor |= hit.matched_anchor
+                seen.anchors = list(dict.fromkeys(seen.anchors + hit.anchors))[:3]
+                seen.aliases = list(dict.fromkeys(seen.aliases + hit.aliases))[:5]
+        ranked = sorted(merged.values(), key=lambda r: -r.score)
+        return ranked[:limit]
+
+    def commit(self) -> None:
+        """Nothing to write."""
+
+    def close(self) -> None:
+        for part in self.parts:
+            part.close()
+
+    def stats(self) -> dict[str, int]:
+        """Summed over the files (a URL known to two workers counts twice)."""
+        total: dict[str, int] = {}
+        for part in self.parts:
+            for key, value in part.stats().items():
+                total[key] = total.get(key, 0) + value
+        return total
