@@ -49,6 +49,7 @@ from pydantic_core import PydanticCustomError
 
 from crawler import defaults
 from crawler.frontier.urls import url_problem
+from crawler.settingscheck import value_problem
 
 __all__ = [
     "PRIORITY_POLICIES",
@@ -396,6 +397,28 @@ class SiteFile(_Table):
     priority: Priority = Priority()
     settings: dict[SettingName, Any] = {}  # any other Scrapy setting, passed on as-is
 
+    @model_validator(mode="after")
+    def _seeds_pass_own_patterns(self) -> SiteFile:
+        # A seed the file's own URL patterns refuse would be dropped at the first request.
+        for i, seed in enumerate(self.seeds):
+            if self.urls.allow and not any(re.search(p, seed) for p in self.urls.allow):
+                raise _fail("matches none of urls.allow, so it would never be fetched",
+                            key=f"seeds[{i}]")
+            denied = next((p for p in self.urls.deny if re.search(p, seed)), None)
+            if denied is not None:
+                raise _fail(f"matches urls.deny {denied!r}, so it would never be fetched",
+                            key=f"seeds[{i}]")
+        return self
+
+    @model_validator(mode="after")
+    def _settings_values(self) -> SiteFile:
+        # The crawler's own settings are checked here too, so the message names this file.
+        for name, value in self.settings.items():
+            problem = value_problem(name, value)
+            if problem:
+                raise _fail(problem, key=f"settings.{name}")
+        return self
+
     def scrapy_settings(self) -> dict[str, Any]:
         """The Scrapy settings this file sets: the keys marked with a forwarded :class:`Setting`
         that were given, then ``[settings]``."""
@@ -560,12 +583,14 @@ def _open_seeds(path: str | os.PathLike[str] | Traversable) -> IO[str]:
 
 
 def check_seeds_file(path: str | os.PathLike[str] | Traversable) -> None:
-    """Raise :class:`SeedsFileError` now if the seeds file cannot be opened.
+    """Raise :class:`SeedsFileError` now if the seeds file cannot be opened or is not UTF-8.
 
-    The spider calls this before the crawl starts, and reads the file lazily later, so a
-    million-line seeds file is never held in memory.
+    The crawl command calls this before the crawl starts, and the spider reads the file lazily
+    later, so a million-line seeds file is never held in memory; reading it through once here
+    means a bad byte on its last line stops the crawl before any request, like a missing file.
     """
-    _open_seeds(path).close()
+    for _ in iter_seeds_file(path):
+        pass
 
 
 def iter_seeds_file(path: str | os.PathLike[str] | Traversable) -> Iterator[str]:
