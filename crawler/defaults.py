@@ -175,5 +175,8 @@ INDEX_COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl 
 
 # Write the final stats as JSON to this path (off when empty).
 STATS_FILE = ""
+# A dozen lines at the end of every crawl (crawler/extensions/summary.py): pages by status,
+# errors, rejections, broken links, the busiest hosts, what to do next.
+CRAWL_SUMMARY = True
 
 __all__ = [name for name in list(globals()) if name.isupper()]

@@ -118,10 +118,13 @@ def test_a_crawl_whose_every_seed_is_unreachable_exits_1(tmp_path: Path) -> None
 
 
 def test_exit_status_from_stats() -> None:
-    assert crawl_exit_status({"response_received_count": 3, "robotstxt/response_count": 1}) == 0
+    assert crawl_exit_status({"pages/status/200": 3, "robotstxt/response_count": 1}) == 0
+    # a crawl that found only broken links did fetch pages
+    assert crawl_exit_status({"pages/status/404": 1, "downloader/exception_count": 3}) == 0
+    assert crawl_exit_status({"response_received_count": 1}) == 0  # without the summary's tally
     assert crawl_exit_status({"seeds/none": 1}) == 2
     assert crawl_exit_status({"seeds/valid": 1, "downloader/exception_count": 3}) == 1
+    stopped = {"seeds/valid": 1, "downloader/exception_count": 3, "finish_reason": "shutdown"}
+    assert crawl_exit_status(stopped) == 0  # Ctrl-C before the first page: not a failure
     # robots.txt answered (5xx) but no page was fetched: still nothing crawled
-    assert crawl_exit_status(
-        {"response_received_count": 2, "robotstxt/response_count": 2, "robotstxt/unreachable": 2}
-    ) == 1
+    assert crawl_exit_status({"robotstxt/response_count": 2, "robotstxt/unreachable": 2}) == 1

@@ -100,12 +100,17 @@ def crawl_exit_status(stats: Mapping[str, Any]) -> int:
     asked for but every one failed (unreachable hosts, robots.txt never answering); else 0.
 
     A worker joining a shared crawl has no seeds of its own but fetches the crawl's pages, so it
-    ends with 0.
+    ends with 0; so does a crawl stopped (Ctrl-C) before its first page.
     """
-    pages = stats.get("response_received_count", 0) - stats.get("robotstxt/response_count", 0)
+    # Pages answered (any status), robots.txt apart: the summary's tally (pages/status/<code>),
+    # else Scrapy's count (robots.txt answers stay inside the robots.txt middleware).
+    tallied = [v for k, v in stats.items() if k.startswith("pages/status/")]
+    pages = sum(tallied) if tallied else stats.get("response_received_count", 0)
     if pages > 0:
         return 0
     if stats.get("seeds/none"):
         return 2
+    if stats.get("finish_reason") == "shutdown":
+        return 0  # stopped (Ctrl-C, scrapyd's cancel) before any page came: not a failure
     failed = stats.get("downloader/exception_count", 0) or stats.get("robotstxt/unreachable", 0)
     return 1 if failed else 0
