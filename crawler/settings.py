@@ -107,6 +107,7 @@ EXTENSIONS = {
     "crawler.extensions.summary.CrawlSummary": 800,
     "crawler.extensions.progress.FrontierProgress": 500,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
+    "crawler.extensions.budget.BudgetCuts": 110,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }

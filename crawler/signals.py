@@ -50,3 +50,8 @@ requests_unfetched = object()
 # ``penalty(host) -> int`` (front queues to push the host's URLs down), or None. The
 # near-duplicate pipeline answers with its per-host duplicate penalty.
 host_penalty_wanted = object()
+
+# Sent by the scheduler for each URL the frontier refused only because its host's page budget
+# (max_pages_per_host) is used up: url_over_budget(url: normalized URL, depth: int). The
+# budget extension keeps it for a rerun with a larger budget.
+url_over_budget = object()

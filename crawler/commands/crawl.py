@@ -28,6 +28,7 @@ from scrapy.settings import BaseSettings, default_settings
 
 from crawler.addresses import policy_from_settings
 from crawler.backends import backend_class
+from crawler.commands import pipe_safe
 from crawler.settingscheck import check_settings
 from crawler.siteconfig import SeedsFileError, check_seeds_file
 
@@ -38,6 +39,7 @@ _LIBRARY_SETTINGS = frozenset(name for name in dir(default_settings) if name.isu
 
 
 class Command(ScrapyCrawlCommand):
+    @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError(
