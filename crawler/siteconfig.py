@@ -48,6 +48,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from crawler import defaults
+from crawler.fields import FieldSpec, FieldSpecError, field_name_problem, parse_field_spec
 from crawler.frontier.urls import url_problem
 from crawler.settingscheck import value_problem
 
@@ -261,6 +262,20 @@ def _setting_name(value: str) -> str:
     return value
 
 
+def _field_name(value: str) -> str:
+    problem = field_name_problem(value)
+    if problem:
+        raise _fail(problem)
+    return value
+
+
+def _field_spec(value: object) -> FieldSpec:
+    try:
+        return parse_field_spec(value)
+    except FieldSpecError as exc:
+        raise _fail(exc.problem, key=exc.key) from None
+
+
 def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
@@ -270,6 +285,8 @@ Domain = Annotated[str, PlainValidator(lambda v: _host(v, domain=True))]
 Pattern = Annotated[str, PlainValidator(_pattern)]
 SeedUrl = Annotated[str, PlainValidator(_seed)]
 SettingName = Annotated[str, PlainValidator(_setting_name)]
+FieldName = Annotated[str, PlainValidator(_field_name)]
+FieldValue = Annotated[FieldSpec, PlainValidator(_field_spec)]
 
 
 # --- The schema ----------------------------------------------------------------------------------
@@ -396,6 +413,7 @@ class SiteFile(_Table):
     politeness: Politeness = Politeness()
     priority: Priority = Priority()
     settings: dict[SettingName, Any] = {}  # any other Scrapy setting, passed on as-is
+    fields: dict[FieldName, FieldValue] = {}  # new item fields: CSS or XPath (crawler/fields.py)
 
     @model_validator(mode="after")
     def _seeds_pass_own_patterns(self) -> SiteFile:
@@ -454,6 +472,7 @@ class SiteFile(_Table):
             user_agent=self.user_agent,
             allow_private_addresses=self.allow_private_addresses,
             settings=MappingProxyType(self.scrapy_settings()),
+            fields=MappingProxyType(dict(self.fields)),
         )
 
 
@@ -525,11 +544,17 @@ class SiteConfig:
     # Scrapy settings this site sets (spider priority). Read-only; excluded from the hash
     # because a mapping is not hashable.
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    # New item fields ([fields]): name -> selector. Read-only, not hashed, like settings.
+    fields: Mapping[str, FieldSpec] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False
+    )
 
     def __post_init__(self) -> None:
         # Frozen means frozen: a plain dict given by a caller becomes a read-only view of a copy.
         if not isinstance(self.settings, MappingProxyType):
             object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+        if not isinstance(self.fields, MappingProxyType):
+            object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
 
 
 # --- Seeds ---------------------------------------------------------------------------------------

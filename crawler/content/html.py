@@ -8,7 +8,7 @@ import lxml.html
 from lxml import etree
 
 from .document import parse_document
-from .maintext import main_text_from_tree
+from .maintext import _BLOCK_TAGS, main_text_from_tree
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
@@ -81,10 +81,45 @@ def parse_html(
 
 
 def visible_text(root: lxml.html.HtmlElement) -> str:
-    """The text a reader sees: no scripts, styles or head; whitespace folded.
+    """The text a reader sees: no scripts, styles or head; whitespace folded within a block,
+    one line per block element (heading, paragraph, list item, cell...), so a heading and the
+    menu after it do not run together ("Test site 127.0.0.4Home").
 
     Strips the invisible elements from ``root`` in place, so call it after everything else has
-    been read from the tree.
+    been read from the tree (the block marks it sets are taken out again).
     """
     etree.strip_elements(root, *_INVISIBLE, etree.Comment, with_tail=False)
-    return " ".join(root.text_content().split())
+    return block_text(root)
+
+
+_BLOCK_MARK = "\ue000"  # a private-use character: where a block starts or ends
+
+
+def block_text(root: etree._Element) -> str:
+    """``root``'s text with a line break between block elements; the tree is left as it was.
+
+    A mark before and after each block element, then lxml's own (C) text extraction: about
+    3x cheaper than walking the tree in Python.
+    """
+    saved: list[tuple[etree._Element, str | None, str | None]] = []
+    for el in root.iter(*_BLOCK_TAGS):
+        text, tail = el.text, el.tail
+        # lxml's parser keeps control characters that lxml then refuses to set: such a block
+        # gets no mark
+        try:
+            el.text = _BLOCK_MARK + text if text else _BLOCK_MARK
+        except ValueError:
+            continue
+        try:
+            el.tail = _BLOCK_MARK + tail if tail else _BLOCK_MARK
+        except ValueError:
+            el.text = text
+            continue
+        saved.append((el, text, tail))
+    try:
+        pieces = root.text_content().split(_BLOCK_MARK)
+    finally:
+        for el, text, tail in saved:
+            el.text, el.tail = text, tail
+    lines = (" ".join(piece.split()) for piece in pieces)
+    return "\n".join(line for line in lines if line)
