@@ -123,6 +123,9 @@ def test_exit_status_from_stats() -> None:
     assert crawl_exit_status({"pages/status/404": 1, "downloader/exception_count": 3}) == 0
     assert crawl_exit_status({"response_received_count": 1}) == 0  # without the summary's tally
     assert crawl_exit_status({"seeds/none": 1}) == 2
+    assert crawl_exit_status({"seeds/none": 1, "frontier/seen": 0}) == 2
+    # a worker that joined a shared crawl with nothing left to fetch: not a usage error
+    assert crawl_exit_status({"seeds/none": 1, "frontier/seen": 4}) == 0
     assert crawl_exit_status({"seeds/valid": 1, "downloader/exception_count": 3}) == 1
     stopped = {"seeds/valid": 1, "downloader/exception_count": 3, "finish_reason": "shutdown"}
     assert crawl_exit_status(stopped) == 0  # Ctrl-C before the first page: not a failure

@@ -101,8 +101,9 @@ def crawl_exit_status(stats: Mapping[str, Any]) -> int:
     """2: there was nothing to crawl (no valid seed, nothing due, nothing fetched); 1: pages were
     asked for but every one failed (unreachable hosts, robots.txt never answering); else 0.
 
-    A worker joining a shared crawl has no seeds of its own but fetches the crawl's pages, so it
-    ends with 0; so does a crawl stopped (Ctrl-C) before its first page.
+    A worker joining a shared crawl (or resuming a JOBDIR) has no seeds of its own but works on
+    a frontier that knows the crawl's URLs, so it ends with 0, even when nothing was left to
+    fetch; so does a crawl stopped (Ctrl-C) before its first page.
     """
     # Pages answered (any status), robots.txt apart: the summary's tally (pages/status/<code>),
     # else Scrapy's count (robots.txt answers stay inside the robots.txt middleware).
@@ -110,8 +111,8 @@ def crawl_exit_status(stats: Mapping[str, Any]) -> int:
     pages = sum(tallied) if tallied else stats.get("response_received_count", 0)
     if pages > 0:
         return 0
-    if stats.get("seeds/none"):
-        return 2
+    if stats.get("seeds/none") and not stats.get("frontier/seen"):
+        return 2  # no seed, and no crawl to join or resume (a frontier that knows no URL)
     if stats.get("finish_reason") == "shutdown":
         return 0  # stopped (Ctrl-C, scrapyd's cancel) before any page came: not a failure
     failed = stats.get("downloader/exception_count", 0) or stats.get("robotstxt/unreachable", 0)
