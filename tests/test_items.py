@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import lxml.html
 import pytest
 
-from crawler.content.html import parse_html
+from crawler.content.html import _marked_text, block_text, parse_html
 from crawler.fields import ITEM_FIELDS
 from crawler.items import PageItem
 from crawler.siteconfig import SiteConfigError, load_site_config
@@ -34,6 +35,15 @@ def test_text_has_a_line_per_block_and_runs_inline_elements_together() -> None:
         "Test site 127.0.0.4\nHome First page\nSome text bold here.\none\ntwo\nx\ny\na\nb"
     )
     assert "Some text bold here." in page.main_text  # main text unchanged by the marks
+
+
+def test_the_python_fallback_marks_blocks_like_the_stylesheet() -> None:
+    """Pages nested deeper than libxslt's template depth are marked from Python instead."""
+    html = b"<body><h1>A</h1><nav><a>b</a> <a>c</a></nav><div>d<p>e <i>f</i></p>g</div></body>"
+    stylesheet = block_text(lxml.html.fromstring(html))
+    fallback = _marked_text(lxml.html.fromstring(html)).split("\u2029")
+    assert stylesheet == "A\nb c\nd\ne f\ng"
+    assert "\n".join(t for t in (" ".join(p.split()) for p in fallback) if t) == stylesheet
 
 
 def test_text_of_a_page_with_control_characters() -> None:

@@ -85,41 +85,52 @@ def visible_text(root: lxml.html.HtmlElement) -> str:
     one line per block element (heading, paragraph, list item, cell...), so a heading and the
     menu after it do not run together ("Test site 127.0.0.4Home").
 
-    Strips the invisible elements from ``root`` in place, so call it after everything else has
-    been read from the tree (the block marks it sets are taken out again).
+    Strips the invisible elements from ``root`` in place, so call it after everything else but
+    the main text has been read.
     """
     etree.strip_elements(root, *_INVISIBLE, etree.Comment, with_tail=False)
     return block_text(root)
 
 
-_BLOCK_MARK = "\ue000"  # a private-use character: where a block starts or ends
+_BLOCK_MARK = "\u2029"  # PARAGRAPH SEPARATOR: where a block starts or ends; whitespace to split()
+# The text of a tree with a mark before and after each block element, in libxslt (C): about
+# twice as fast as marking the tree from Python, and the tree is left as it was.
+_BLOCK_TEXT = etree.XSLT(
+    etree.XML(
+        '<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">'
+        '<xsl:output method="text" encoding="UTF-8"/>'
+        f'<xsl:template match="{"|".join(sorted(_BLOCK_TAGS))}">'
+        "<xsl:text>&#x2029;</xsl:text><xsl:apply-templates/><xsl:text>&#x2029;</xsl:text>"
+        "</xsl:template></xsl:stylesheet>"
+    )
+)
 
 
 def block_text(root: etree._Element) -> str:
-    """``root``'s text with a line break between block elements; the tree is left as it was.
+    """``root``'s text with a line break between block elements."""
+    try:
+        marked = str(_BLOCK_TEXT(root))
+    except etree.XSLTError:  # nesting deeper than libxslt's template depth
+        marked = _marked_text(root)
+    lines = (" ".join(piece.split()) for piece in marked.split(_BLOCK_MARK))
+    return "\n".join(line for line in lines if line)
 
-    A mark before and after each block element, then lxml's own (C) text extraction: about
-    3x cheaper than walking the tree in Python.
-    """
-    saved: list[tuple[etree._Element, str | None, str | None]] = []
+
+def _marked_text(root: etree._Element) -> str:
+    """The same marks set in the tree itself (they stay: whitespace at block boundaries, which
+    every later reader of the tree folds away like any other)."""
+    mark = _BLOCK_MARK
     for el in root.iter(*_BLOCK_TAGS):
-        text, tail = el.text, el.tail
         # lxml's parser keeps control characters that lxml then refuses to set: such a block
         # gets no mark
+        text = el.text
         try:
-            el.text = _BLOCK_MARK + text if text else _BLOCK_MARK
+            el.text = mark + text if text else mark
         except ValueError:
             continue
+        tail = el.tail
         try:
-            el.tail = _BLOCK_MARK + tail if tail else _BLOCK_MARK
+            el.tail = mark + tail if tail else mark
         except ValueError:
             el.text = text
-            continue
-        saved.append((el, text, tail))
-    try:
-        pieces = root.text_content().split(_BLOCK_MARK)
-    finally:
-        for el, text, tail in saved:
-            el.text, el.tail = text, tail
-    lines = (" ".join(piece.split()) for piece in pieces)
-    return "\n".join(line for line in lines if line)
+    return root.text_content()
