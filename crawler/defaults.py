@@ -194,7 +194,14 @@ INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current direct
 INDEX_BATCH_SIZE = 200  # items per index transaction
 INDEX_COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl is searchable
 
+# Outlinks in the items that feeds write (-o, scrapyd's items): they are most of a feed's
+# bytes. Off leaves them out of the feeds only; the index and the crawl database still get them.
+ITEM_OUTLINKS = True
+
 # Write the final stats as JSON to this path (off when empty).
 STATS_FILE = ""
+# A dozen lines at the end of every crawl (crawler/extensions/summary.py): pages by status,
+# errors, rejections, broken links, the busiest hosts, what to do next.
+CRAWL_SUMMARY = True
 
 __all__ = [name for name in list(globals()) if name.isupper()]

@@ -59,3 +59,7 @@ host_penalty_wanted = object()
 # pipeline answers: it judges the item then, and a duplicate page's links go
 # NEARDUP_LINK_DEMOTION deeper, so a trap of look-alike pages (a calendar) ends in a few hops.
 link_demotion_wanted = object()
+# Sent by the scheduler for each URL the frontier refused only because its host's page budget
+# (max_pages_per_host) is used up: url_over_budget(url: normalized URL, depth: int). The
+# budget extension keeps it for a rerun with a larger budget.
+url_over_budget = object()
