@@ -393,3 +393,41 @@ def test_an_unknown_layout_is_refused(make) -> None:
     with pytest.raises(ValueError, match="bytes"):
         RedisFrontier(client, fresh_key(), PolitenessPolicy())
     client.close()
+
+
+def test_robots_fetch_state_is_one_for_all_workers(redis_server: RedisServer) -> None:  # noqa: F811
+    """Two workers' robots books on one Redis: one claim at a time, a failure holds the origin
+    for both until its retry is due, a record read ends it all, and the failure count goes
+    on across workers (the retry delay doubles whoever retries)."""
+    from crawler.redis_backends import RedisRobotsCache
+    from crawler.robots.book import ELSEWHERE, RobotsBook, Verdict
+
+    key, origin = fresh_key(), "http://a.test"
+    a_client, b_client = redis_server.client(), redis_server.client()
+    a = RobotsBook(RedisRobotsCache(a_client, key), "bot", retry_delay=0.3, retry_times=2)
+    b = RobotsBook(RedisRobotsCache(b_client, key), "bot", retry_delay=0.3, retry_times=2)
+    assert a.start_fetch(origin, now=0.0)
+    assert not b.start_fetch(origin, now=0.0)  # a holds the claim
+    assert b.state(origin).fetching == ELSEWHERE and b.verdict(origin, "/x") is Verdict.WAIT
+    assert a.failed(origin, 0.0) == pytest.approx(0.3)
+    st = b.sync(origin, 0.0)
+    assert st.unreachable and st.fetching == "" and 0.2 < st.retry_at <= 0.3
+    assert b.verdict(origin, origin + "/x") is Verdict.UNAVAILABLE
+    assert not b.start_fetch(origin, now=0.0)  # the retry is not due yet, for anyone
+    threading.Event().wait(0.35)
+    assert b.start_fetch(origin, now=1.0)  # due: b retries, and knows it is the second try
+    assert b.failed(origin, 1.0) == pytest.approx(0.6)
+    assert a.sync(origin, 1.0).failures == 2
+    threading.Event().wait(0.65)
+    assert a.start_fetch(origin, now=2.0)
+    assert a.fetched(origin, 200, b"User-agent: *\nDisallow: /no\n", 2.0) is not None
+    st = b.sync(origin, 2.0)
+    assert st.rules is not None and not st.unreachable
+    assert b.verdict(origin, origin + "/no") is Verdict.DENY
+    assert a_client.hlen("{" + key + "}:robots_state") == 0  # nothing left to hold anyone
+    # a claim whose fetch is abandoned (refused) is handed back, not left to lapse
+    assert a.start_fetch("http://c.test", now=3.0)
+    a.refused("http://c.test")
+    assert b.start_fetch("http://c.test", now=3.0)
+    for client in (a_client, b_client):
+        client.close()

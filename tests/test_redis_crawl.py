@@ -170,3 +170,50 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     assert held_after_stop == []
     assert leases_left == 0
     check_polite(records)
+
+
+def test_an_unreachable_robots_txt_is_held_for_every_worker(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A robots.txt answering 503 is fetched once per retry period for the whole crawl, not
+    once per worker: the origin's state (fetching, unreachable until T, failures) is shared."""
+    retry = 1.0
+    flaky, down = "127.0.0.4", "127.0.0.5"
+    extra = {"ROBOTSTXT_RETRY_DELAY": retry, "ROBOTSTXT_RETRY_TIMES": 2}
+    asked: Counter[str] = Counter()
+
+    def failing(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+        asked[ask.address] += 1
+        if ask.address == down or asked[ask.address] <= 2:  # flaky: 503 twice, then the file
+            return 503, [("Content-Type", "text/plain")], b"busy"
+        return robots(ask)
+
+    with site() as server:
+        for host in (flaky, down):
+            server.route(host, "/robots.txt", failing)
+        procs, dirs, _ = start_workers(tmp_path, server, redis_server, 2, **extra)
+        results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
+        records = server.records
+        wanted = server.graph.reachable(server.seeds())
+    for r in results:
+        assert r.returncode == 0, r.log[-3000:]
+        assert r.stats["finish_reason"] == "finished"
+    for host in (flaky, down):
+        fetches = sorted(r.start for r in records if r.host == host and r.path == "/robots.txt")
+        # the first try and two retries, 1 s then 2 s apart, whichever worker made them
+        assert len(fetches) == 3, (host, fetches)
+        gaps = [b - a for a, b in pairwise(fetches)]
+        assert gaps[0] >= retry - 0.05 and gaps[1] >= 2 * retry - 0.05, (host, gaps)
+    fetched = normalized(records)
+    twice = [u for u, n in Counter(fetched).items() if n > 1]
+    assert not twice, twice
+    assert not [r for r in records if r.host == down and r.path != "/robots.txt"]
+    # the flaky host's pages all came, once its third try read the file
+    flaky_pages = {u for u in wanted if f"//{flaky}:" in u and "/private/" not in u}
+    assert flaky_pages and flaky_pages <= set(fetched), sorted(flaky_pages - set(fetched))[:5]
+    third = max(r.start for r in records if r.host == flaky and r.path == "/robots.txt")
+    assert all(r.start > third for r in records if r.host == flaky and r.path != "/robots.txt")
+    # each worker counts only the fetches it made: 1 per good host, 3 per failing one
+    robots_sent = sum(r.stats.get("robotstxt/request_count", 0) for r in results)
+    assert robots_sent == len(HOSTS) - 2 + 6
