@@ -209,6 +209,9 @@ class RedisFrontierStore(MemoryFrontierStore):
             refresh=self.settings.getfloat(
                 "FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL
             ),
+            max_wait=self.settings.getfloat(
+                "FRONTIER_LEASE_MAX_WAIT", defaults.FRONTIER_LEASE_MAX_WAIT
+            ),
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_error=_from_thread(_log_redis_error),
@@ -262,18 +265,22 @@ class SharedInbox:
 
     def poll(self) -> bool:
         """Hand over news; True while seeds are still waiting in the list (work to come)."""
-        if self.on_scope is not None:
-            size = self.scope.size()
-            if size != self._scope_size:
-                self._scope_size = size
-                self.on_scope(self.scope.load())
+        pipe = self.client.pipeline(transaction=False)  # one round trip for the news
+        pipe.scard(self.scope.set)
+        if self.on_seeds is not None:
+            pipe.lpop(self.seeds_key, SEED_BATCH)
+            pipe.llen(self.seeds_key)
+        replies = pipe.execute()
+        if self.on_scope is not None and replies[0] != self._scope_size:
+            self._scope_size = replies[0]
+            self.on_scope(self.scope.load())
         if self.on_seeds is None:
             return False
-        raw = self.client.lpop(self.seeds_key, SEED_BATCH)
+        raw, left = replies[1], replies[2]
         if raw:
             urls = [u.decode("utf-8", "replace").strip() for u in raw]
             self.on_seeds([u for u in urls if u])
-        return bool(raw) and bool(self.client.llen(self.seeds_key))
+        return bool(left)
 
 
 # An origin's shared fetch state, ``{key}:robots_state`` field origin -> msgpack

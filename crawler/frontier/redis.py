@@ -46,6 +46,8 @@ Choices, and why:
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from hashlib import blake2b
 from itertools import islice
@@ -278,14 +280,17 @@ class RedisFrontier(Frontier):
 
     def next_many(self, n: int) -> list[Lease]:
         """One script call for up to ``n`` leases, earliest ready host first."""
-        if n < 1:
-            return []
-        now, rows = self._call("next", n, self.worker_id)
+        return self.lease_with_status(n)[0]
+
+    def lease_with_status(self, n: int) -> tuple[list[Lease], tuple[float | None, int, int]]:
+        """``next_many(n)`` and ``status()`` after it, in one script call."""
+        now, rows, status = self._call("next", max(n, 0), self.worker_id)
         issued = float(now)
-        return [
+        leases = [
             Lease(token.decode(), unpack_entry(blob), int(slot), issued)
             for token, slot, blob in rows
         ]
+        return leases, _status(status)
 
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
@@ -325,16 +330,50 @@ class RedisFrontier(Frontier):
 
     # -- what the scheduler asks about --------------------------------------------------------
 
-    def _due(self) -> tuple[float | None, int]:
-        due, open_leases = self._call("due")
-        return (float(due) if due else None), int(open_leases)
+    def status(self) -> tuple[float | None, int, int]:
+        """Due time, open leases and queued URLs in one script call (it also expires a few
+        leases and refills back queues, as ``next`` does)."""
+        return _status(self._call("due"))
 
     def due_in(self) -> float | None:
-        return self._due()[0]
+        return self.status()[0]
 
     def has_work(self, horizon: float) -> bool:
-        due, open_leases = self._due()
+        due, open_leases, _ = self.status()
         return open_leases > 0 or (due is not None and due <= horizon)
+
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:
+        """Listen on ``{key}:wake`` (the scripts publish when a host becomes ready sooner than
+        the earliest ready time, or the last lease drains) on a thread of its own with its own
+        connection; blocked in a socket read, it costs Redis nothing while nothing happens.
+        A lost connection is retried every second (redis-py subscribes again)."""
+        pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+        stop = threading.Event()
+
+        def run() -> None:
+            subscribed = False
+            while not stop.is_set():
+                try:
+                    if not subscribed:
+                        pubsub.subscribe(self.prefix + ":wake")
+                        subscribed = True
+                        on_change()  # whatever happened while not listening
+                    if pubsub.get_message(timeout=1.0) is not None:
+                        on_change()
+                except (redis.RedisError, OSError, ValueError):
+                    subscribed = False
+                    stop.wait(1.0)
+
+        thread = threading.Thread(target=run, name="frontier-wake", daemon=True)
+        thread.start()
+
+        def close() -> None:
+            stop.set()
+            thread.join(3.0)
+            with contextlib.suppress(redis.RedisError, OSError):
+                pubsub.close()
+
+        return close
 
     def in_flight(self) -> int:
         return self.client.zcard(self.prefix + ":leases")
@@ -425,6 +464,11 @@ class RedisFrontier(Frontier):
         for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
             deleted += self.client.unlink(*chunk)
         return deleted
+
+
+def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:
+    due, open_leases, queued = reply
+    return (float(due) if due else None), int(open_leases), int(queued)
 
 
 def _seconds(value: float | None) -> str:
