@@ -152,7 +152,12 @@ class RedisFrontierStore(MemoryFrontierStore):
         }
 
     def _redis_frontier(
-        self, client: redis.Redis, *, lease_ttl: float, max_pages_per_host: int | None
+        self,
+        client: redis.Redis,
+        *,
+        lease_ttl: float,
+        max_pages_per_host: int | None,
+        on_give_up: Callable[[str, str, int], None] | None = None,
     ) -> RedisFrontier:
         s = self.settings
         return RedisFrontier(
@@ -166,6 +171,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             max_pages_per_host=max_pages_per_host,
             lease_ttl=lease_ttl,
             worker_id=f"{socket.gethostname()}:{os.getpid()}",
+            on_give_up=on_give_up,
         )
 
     def open_frontier(
@@ -177,8 +183,12 @@ class RedisFrontierStore(MemoryFrontierStore):
     ) -> Frontier:
         cb = callbacks or FrontierCallbacks()
         client = redis_client(self.settings)
+        on_give_up = _from_thread(cb.on_give_up)  # the scripts run on the worker thread
         inner = self._redis_frontier(
-            client, lease_ttl=lease_ttl, max_pages_per_host=max_pages_per_host
+            client,
+            lease_ttl=lease_ttl,
+            max_pages_per_host=max_pages_per_host,
+            on_give_up=on_give_up,
         )
         if self.settings.getbool("FRONTIER_RESET"):
             removed = inner.reset()
@@ -186,7 +196,10 @@ class RedisFrontierStore(MemoryFrontierStore):
                 "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
             )
             inner = self._redis_frontier(
-                client, lease_ttl=lease_ttl, max_pages_per_host=max_pages_per_host
+                client,
+                lease_ttl=lease_ttl,
+                max_pages_per_host=max_pages_per_host,
+                on_give_up=on_give_up,
             )
         inner.check_compatible(self.scope_fingerprint())  # the first worker stores them
         inbox = SharedInbox(

@@ -217,3 +217,33 @@ def test_an_unreachable_robots_txt_is_held_for_every_worker(
     # each worker counts only the fetches it made: 1 per good host, 3 per failing one
     robots_sent = sum(r.stats.get("robotstxt/request_count", 0) for r in results)
     assert robots_sent == len(HOSTS) - 2 + 6
+
+
+def test_a_stop_while_the_crawl_starts_waits_for_it_and_writes_its_stats(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """SIGINT while the spider and the Redis frontier are opening: Scrapy's own stop would
+    stop the reactor under them (no stats, read-ahead leases left to expire); ours waits for
+    the engine, then closes the crawl as "shutdown" with every lease handed back."""
+    key = fresh_key()
+    with site() as server:
+        proc = start_crawl(
+            tmp_path, seeds=server.seeds(), settings=worker_settings(redis_server, key, tmp_path)
+        )
+        log = tmp_path / "crawl.log"
+
+        def logged(text: str) -> bool:
+            return log.exists() and text in log.read_text(errors="replace")
+
+        # Redis stops answering while the worker opens its spider and frontier, so the SIGINT
+        # surely comes after Scrapy's handlers are in place and before the engine runs
+        wait_until(lambda: logged("Enabled item pipelines"), timeout=60)
+        pauser = redis_server.client()
+        pauser.execute_command("CLIENT", "PAUSE", "2500", "ALL")
+        wait_until(lambda: logged("Spider opened"), timeout=60)
+        proc.send_signal(signal.SIGINT)
+        result = finish_crawl(proc, tmp_path, timeout=60)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "shutdown"
+    assert redis_server.client().zcard("{" + key + "}:leases") == 0

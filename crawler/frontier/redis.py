@@ -136,6 +136,7 @@ class RedisFrontier(Frontier):
         selector_weights: Sequence[int] | None = None,
         refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         expire_batch: int = 100,
+        on_give_up: Callable[[str, str, int], None] | None = None,
     ) -> None:
         if not key or any(c in key for c in "{}"):
             raise ValueError(f"frontier key {key!r} must be non-empty, without braces")
@@ -160,6 +161,7 @@ class RedisFrontier(Frontier):
         self.worker_id = worker_id or ""
         self.chunk_size = chunk_size
         self.expire_batch = expire_batch
+        self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
         self._stats = self.prefix + ":stats"
         self._keys = [self._stats]
         self._config = msgpack.packb(
@@ -295,14 +297,23 @@ class RedisFrontier(Frontier):
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
-        self._call("complete", token, _seconds(duration), str(outcome), "0")
+        self._gave_up(self._call("complete", token, _seconds(duration), str(outcome), "0"))
 
     def finish(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
         """``complete`` and ``ack`` in one script call: one round trip, not two."""
-        self._call("complete", token, _seconds(duration), str(outcome), "1")
+        self._gave_up(self._call("complete", token, _seconds(duration), str(outcome), "1"))
 
+    def _gave_up(self, reply: Any) -> bool:
+        """A script that gave a host up says which: reported once, by the worker whose call
+        did it, through ``on_give_up`` like the embedded frontier."""
+        if not isinstance(reply, list):
+            return False
+        name, reason, dropped = reply
+        if self.on_give_up is not None:
+            self.on_give_up(name.decode(), reason.decode(), int(dropped))
+        return True
     def ack(self, token: str) -> None:
         self._call("ack", token)
 
@@ -323,7 +334,8 @@ class RedisFrontier(Frontier):
     # -- hosts --------------------------------------------------------------------------------
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
-        return bool(self._call("crawl_delay", host, _seconds(seconds)))
+        reply = self._call("crawl_delay", host, _seconds(seconds))
+        return not self._gave_up(reply) and bool(reply)
 
     def hold_host(self, host: str, seconds: float) -> None:
         self._call("hold", host, _seconds(seconds))

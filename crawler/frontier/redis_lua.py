@@ -159,10 +159,14 @@ local function drop_reason(h)
   return 'host_skipped'
 end
 
+-- the host this call gave up, for the caller to report: {name, reason, URLs dropped}
+local GAVE_UP = nil
+
 -- drop a host's queued URLs (front-queue URLs of it go when a refill meets them)
 local function give_up(name, h, reason)
   if h.st then return end
   local n = redis.call('LLEN', fqkey(name)) + redis.call('LLEN', qkey(name))
+  GAVE_UP = {name, reason == 'dead' and 'host_dead' or 'host_skipped', n}
   redis.call('DEL', fqkey(name), qkey(name))
   set(name, h, 'st', reason)
   if h.bk == '1' then
@@ -430,7 +434,7 @@ end
 reschedule(name, h)
 if h.st then refill() end
 if and_ack or WAKE then publish() end
-return 1
+return GAVE_UP or 1
 """
 
 ACK = r"""
@@ -513,7 +517,7 @@ if seconds and seconds > MAX_CD then
   give_up(name, h, 'skip')
   refill()
   if WAKE then publish() end
-  return 0
+  return GAVE_UP or 0
 end
 reschedule(name, h)
 if WAKE then publish() end
