@@ -229,6 +229,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_added=_from_thread(cb.on_added),
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
+            transient=(redis.ConnectionError, redis.TimeoutError),
         )
 
 
@@ -364,23 +365,45 @@ class RedisRobotsCache(RobotsCache):
 
     Read once per origin and worker (the robots book keeps what it read), plus a claim per
     fetch and a look per retry; each is one round trip on the reactor thread (~0.1 ms), rare
-    enough not to matter next to the fetch it saves."""
+    enough not to matter next to the fetch it saves.
+
+    While Redis is away (a restart), each worker acts alone rather than failing the page that
+    asked: no copy is found, a claim is granted, a fetched copy is kept only locally (one line
+    when Redis goes away, one when it is back)."""
 
     def __init__(self, client: redis.Redis, key: str) -> None:
         self.client = client
         self.hash = "{" + key + "}:robots"
         self.state_hash = "{" + key + "}:robots_state"
         self._scripts = {n: client.register_script(src) for n, src in _ROBOTS_SCRIPTS.items()}
+        self._away = False  # Redis was unreachable at the last call
 
-    def _run(self, name: str, *args: Any) -> SharedOrigin:
-        return _shared_origin(self._scripts[name](keys=[self.state_hash], args=list(args)))
+    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+        try:
+            value = fn()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if not self._away:
+                self._away = True
+                logger.warning("robots.txt state in Redis unreachable (%s): acting alone", exc)
+            return default
+        if self._away:
+            self._away = False
+            logger.warning("robots.txt state in Redis reachable again")
+        return value
+
+    def _run(self, name: str, *args: Any) -> SharedOrigin | None:
+        script = self._scripts[name]
+        reply = self._safe(lambda: script(keys=[self.state_hash], args=list(args)), None)
+        return None if reply is None else _shared_origin(reply)
 
     def claim(self, origin: str, seconds: float) -> SharedOrigin:
-        return self._run("claim", origin, repr(float(seconds)))
+        return self._run("claim", origin, repr(float(seconds))) or SharedOrigin(True)
 
     def peek(self, origin: str) -> SharedOrigin | None:
         shared = self._run("peek", origin)
-        if not (shared.fetching_for or shared.gave_up or shared.retry_in is not None):
+        if shared is None or not (
+            shared.fetching_for or shared.gave_up or shared.retry_in is not None
+        ):
             return None
         return shared
 
@@ -396,7 +419,7 @@ class RedisRobotsCache(RobotsCache):
         return cls(redis_client(crawler.settings), crawl_key(crawler.settings, site))
 
     def get(self, origin: str) -> RobotsRecord | None:
-        raw = self.client.hget(self.hash, origin)
+        raw = self._safe(lambda: self.client.hget(self.hash, origin), None)
         if raw is None:
             return None
         try:
@@ -420,7 +443,7 @@ class RedisRobotsCache(RobotsCache):
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(self.hash, record.origin, packed)
         pipe.hdel(self.state_hash, record.origin)  # read: no claim, no failure left
-        pipe.execute()
+        self._safe(pipe.execute, None)
 
     def __len__(self) -> int:
         return int(self.client.hlen(self.hash))

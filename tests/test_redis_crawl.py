@@ -18,7 +18,7 @@ import pytest
 from devsite import HostSpec, build_site
 from devsite.routed import RoutedSiteServer
 from tests.crawling import finish_crawl, normalized, per_host, start_crawl
-from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.redis_support import RedisServer, fresh_key, redis_server, start_redis  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
@@ -247,3 +247,50 @@ def test_a_stop_while_the_crawl_starts_waits_for_it_and_writes_its_stats(
     assert result.returncode == 0, result.log[-3000:]
     assert result.stats["finish_reason"] == "shutdown"
     assert redis_server.client().zcard("{" + key + "}:leases") == 0
+
+
+def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path) -> None:
+    """Redis (AOF on, ``appendfsync always``) is killed with SIGKILL mid-crawl and started
+    again on the same files a few seconds later: the workers say so once, keep the leases and
+    the work in hand, go on when it is back, and the crawl completes with every page fetched
+    once."""
+    root = tmp_path / "redis"
+    root.mkdir()
+    redis = start_redis(root, aof="always")
+    try:
+        with site(pages=14) as server:
+            procs, dirs, key = start_workers(tmp_path, server, redis, 2)
+            client = redis.client()
+
+            def working(proc: Any) -> bool:  # past its start-up checks, holding leases
+                marker = f":{proc.pid}".encode()
+                return any(marker in r for r in client.hvals("{" + key + "}:lease"))
+
+            wait_until(lambda: all(working(p) for p in procs), timeout=60)
+            client.close()
+            redis.process.kill()
+            redis.process.wait(10)
+            down_at = len(server.records)
+            time.sleep(4.0)
+            redis = start_redis(root, port=redis.port, aof="always")
+            results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]
+            records = server.records
+            wanted = server.graph.reachable(server.seeds())
+    finally:
+        redis.stop()
+    for r in results:
+        assert r.returncode == 0, r.log[-3000:]
+        assert r.stats["finish_reason"] == "finished"
+        assert r.log.count("Shared frontier unreachable") <= 1, r.log[-3000:]
+        assert "Error downloading" not in r.log  # no page failed for want of Redis
+    assert any("Shared frontier back after" in r.log for r in results)
+    assert down_at < len(records)  # the crawl went on after the restart
+    fetched = normalized(records)
+    allowed = {u for u in wanted if "/private/" not in u}
+    assert allowed <= set(fetched), sorted(allowed - set(fetched))[:5]
+    twice = [u for u, n in Counter(fetched).items() if n > 1]
+    assert not twice, twice
+    # Known gap: a worker that meets a new origin while Redis is away cannot read the shared
+    # robots.txt state and fetches robots.txt itself, directly, just before the page that
+    # asked (as stock Scrapy does); the pages themselves keep the politeness delay.
+    check_polite([r for r in records if r.path != "/robots.txt"])

@@ -51,6 +51,7 @@ T = TypeVar("T")
 PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
 _WAKE = object()  # a job that only wakes the worker (news from ``watch``)
 _STOP = object()  # the job that stops it
+REPORT_WAIT = 5.0  # seconds a report waits for the worker before the last answer is given
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +85,16 @@ class BufferedFrontier(Frontier):
         on_error: Callable[[BaseException], None] | None = None,
         poll: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        transient: tuple[type[BaseException], ...] = (),
+        max_backoff: float = 5.0,
     ) -> None:
         self.inner = inner
+        # errors that mean "the shared frontier is away for now" (a lost connection, a server
+        # restarting): the call is retried, with backoff, until it goes through
+        self.transient = transient
+        self.max_backoff = max_backoff
+        self._away_since: float | None = None
+        self._reports: dict[str, Any] = {}  # the last answer of each report
         self.lease_ttl = inner.lease_ttl
         self.read_ahead = max(1, read_ahead)
         self.refresh = refresh
@@ -194,13 +203,38 @@ class BufferedFrontier(Frontier):
                 return
 
     def _guard(self, fn: Callable[[], Any]) -> None:
-        try:
-            fn()
-        except Exception as exc:  # the worker must survive a failed call
-            if self.on_error is not None:
-                self.on_error(exc)
-            else:
-                logger.exception("Call on the shared frontier failed")
+        """Run one call on the shared frontier. A transient failure (the server went away) is
+        retried with backoff until it goes through, so nothing queued is lost and the calls
+        stay in order; meanwhile the caller goes on with the leases it holds and its adds
+        wait here. One line when the server goes away, one when it is back."""
+        backoff = 0.05
+        while True:
+            try:
+                fn()
+            except self.transient as exc:
+                if self._closed and self._away_since is not None:
+                    logger.warning("Shared frontier still away at close: %s", exc)
+                    return  # its leases expire, and their URLs come back to other workers
+                if self._away_since is None:
+                    self._away_since = self.clock()
+                    logger.warning(
+                        "Shared frontier unreachable (%s): retrying, the work in hand is kept",
+                        exc,
+                    )
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+                continue
+            except Exception as exc:  # the worker must survive a failed call
+                if self.on_error is not None:
+                    self.on_error(exc)
+                else:
+                    logger.exception("Call on the shared frontier failed")
+            if self._away_since is not None:
+                logger.warning(
+                    "Shared frontier back after %.1fs", self.clock() - self._away_since
+                )
+                self._away_since = None
+            return
 
     def _housekeeping(self) -> None:
         if self._closed:
@@ -415,14 +449,40 @@ class BufferedFrontier(Frontier):
     def __len__(self) -> int:
         return self.snapshot.queued + len(self._buffer)
 
+    def _report(self, name: str, fn: Callable[[], T], default: T) -> T:
+        """A report for the caller (a progress line, the closing stats): asked of the worker,
+        but while the shared frontier is away (or the answer takes over ``REPORT_WAIT``
+        seconds) the last answer is given instead, so the caller never hangs on it."""
+        if self._away_since is None or self._closed:
+            future: Future[T] = Future()
+
+            def job() -> None:
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+            if self._closed or not self._thread.is_alive():
+                job()
+            else:
+                self._submit(job)
+            try:
+                value = future.result(timeout=REPORT_WAIT)
+            except TimeoutError:
+                pass
+            else:
+                self._reports[name] = value
+                return value
+        return self._reports.get(name, default)
+
     def counts(self) -> FrontierCounts:
-        return self._call(self.inner.counts)
+        return self._report("counts", self.inner.counts, FrontierCounts())
 
     def waiting_hosts(self) -> list[HostReport]:
-        return self._call(self.inner.waiting_hosts)
+        return self._report("waiting", self.inner.waiting_hosts, [])
 
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
-        return self._call(lambda: self.inner.busiest_hosts(n))
+        return self._report("busiest", lambda: self.inner.busiest_hosts(n), [])
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far has been sent; False on timeout."""
