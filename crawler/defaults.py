@@ -83,11 +83,16 @@ FRONTIER_PROGRESS_INTERVAL = 30.0
 FRONTIER_REDIS_KEY = ""
 # Delete the crawl's state in Redis before starting, instead of resuming it.
 FRONTIER_RESET = False
-# Leases a worker fetches ahead of the engine's asks, so no Redis round trip runs on the
-# reactor thread.
+# Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
+# the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
 FRONTIER_READ_AHEAD = 8
-# Seconds at most between two refreshes of that read-ahead buffer while the crawl runs.
-FRONTIER_REFRESH_INTERVAL = 0.5
+# Seconds a fetched-ahead lease may wait for the engine before it is handed back, so that a
+# busy worker does not sit on host slots while another worker idles.
+FRONTIER_LEASE_MAX_WAIT = 0.2
+# Seconds at most between two looks of an idle worker at the shared frontier (and at the
+# <site>:start_urls list). Idle workers are woken by Redis (pub/sub) when work arrives and when
+# the earliest host comes due; this is only the fallback.
+FRONTIER_REFRESH_INTERVAL = 2.0
 
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
 URL_MAX_LENGTH = 2048

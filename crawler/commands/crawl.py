@@ -10,6 +10,14 @@ that looks like a misspelt setting of ours gets a warning with the closest real 
 
 Each line goes to stderr and, when ``LOG_FILE`` is set (scrapyd sets it), to the log too, so a
 scrapyd job's log says why the job ended.
+
+A stop (Ctrl-C, scrapyd's cancel) that arrives while the crawl is still starting (the spider
+and the frontier opening, which with Redis takes a few round trips) waits until the engine
+runs and then stops it the normal way: Scrapy's own stop does nothing before that and stops
+the reactor under the opening crawl, so no stats (no ``finish_reason``) were written and the
+leases read ahead stayed taken until they expired. A SIGINT before Scrapy has installed its
+handlers (the first ~0.5 s, while Python imports it) ends the process as any Python program:
+exit status 130, nothing sent, nothing leased, no stats file.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings, default_settings
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.addresses import policy_from_settings
 from crawler.backends import backend_class
@@ -60,6 +69,7 @@ class Command(ScrapyCrawlCommand):
                 self._say(f"crawl {site} refused: {problem}")
             self.exitcode = 2
             return
+        _stop_once_started(crawler)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
@@ -117,3 +127,31 @@ def crawl_exit_status(stats: Mapping[str, Any]) -> int:
         return 0  # stopped (Ctrl-C, scrapyd's cancel) before any page came: not a failure
     failed = stats.get("downloader/exception_count", 0) or stats.get("robotstxt/unreachable", 0)
     return 1 if failed else 0
+
+
+_START_WAIT = 120.0  # seconds a stop waits at most for the opening crawl to run
+
+
+def _stop_once_started(crawler: Crawler) -> None:
+    """Make a stop that arrives while the crawl opens wait for the engine to run, then stop
+    it as usual (spider closed with "shutdown", leases handed back, stats written)."""
+    scrapy_stop = crawler.stop_async
+
+    async def stop_async() -> None:
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+
+        waited = 0.0
+        while crawler.crawling and not _engine_running(crawler) and waited < _START_WAIT:
+            if waited == 0.0:
+                logger.info("Stop asked while the crawl is starting: stopping once it runs")
+            await maybe_deferred_to_future(deferLater(reactor, 0.05, lambda: None))
+            waited += 0.05
+        await scrapy_stop()
+
+    crawler.stop_async = stop_async  # type: ignore[method-assign]
+
+
+def _engine_running(crawler: Crawler) -> bool:
+    engine: Any = getattr(crawler, "_engine", None)
+    return bool(engine is not None and engine.running)
