@@ -484,6 +484,9 @@ class BufferedFrontier(Frontier):
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
         return self._report("busiest", lambda: self.inner.busiest_hosts(n), [])
 
+    def hosts(self) -> list[str]:
+        return self._report("hosts", self.inner.hosts, [])
+
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far has been sent; False on timeout."""
         done = threading.Event()
