@@ -71,6 +71,8 @@ class FrontierDownloader(Downloader):
                 # a Response goes on to the spider; anything else (a failure, a retry or a
                 # redirect as a new Request) leaves nothing of this fetch to process
                 response=result if isinstance(result, Response) else None,
+                # a retry or a redirect: the URL's final answer is yet to come
+                followed_by=result if isinstance(result, Request) else None,
                 status=answered[0] if answered is not None else None,
                 size=answered[1] if answered is not None else 0,
             )

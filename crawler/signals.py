@@ -3,6 +3,7 @@
 # Sent by FrontierDownloader once per fetch, however it ended:
 # fetch_finished(request, outcome: crawler.frontier.Outcome, duration: float | None,
 #                response: the Response that goes on to the spider, or None,
+#                followed_by: the Request that replaces this fetch (a retry, a redirect) or None,
 #                status: the server's answer's status (also of a retry or redirect) or None,
 #                size: its body's bytes as received)
 fetch_finished = object()

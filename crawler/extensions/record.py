@@ -204,6 +204,7 @@ class CrawlRecordExtension:
         outcome: Outcome,
         duration: float | None,
         response: Response | None = None,
+        followed_by: Request | None = None,
         status: int | None = None,
         size: int = 0,
     ) -> None:
@@ -235,7 +236,7 @@ class CrawlRecordExtension:
             self.failed += 1
         elif code >= 400:
             self.http_errors += 1
-        if (code == 0 or code >= 400) and parts.path != "/robots.txt":
+        if (code == 0 or code >= 400) and followed_by is None and parts.path != "/robots.txt":
             self._broken(writer, end_ms, request, code)
         h = writer.host(host)
         self.fetches += 1

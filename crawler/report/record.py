@@ -207,10 +207,14 @@ def _read_one(path: Path, record: CrawlRecord) -> None:
         for n, text in enumerate(f):
             try:
                 line = json.loads(text)
-                kind = line[0]
-            except (ValueError, IndexError, TypeError):
+            except ValueError:
+                line = None
+            if not isinstance(line, list) or not line:
+                if n == 0:
+                    raise RecordError(f"{path}: not a crawl record")
                 record.bad_lines += 1
                 continue
+            kind = line[0]
             if kind == "session":
                 header = line[1]
                 if not isinstance(header, dict) or header.get("format") != FORMAT:
