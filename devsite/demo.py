@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--min-delay", type=float, default=0.25, help="FRONTIER_MIN_DELAY")
     parser.add_argument("--output", default="demo-pages.jsonl", help="items feed (JSON lines)")
+    parser.add_argument("--record", default="demo-record.jsonl", help="the crawl record")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="crawler-demo-"))
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             "-s", "ALLOW_PRIVATE_ADDRESSES=True",  # the demo site lives on loopback
             "-s", f"FRONTIER_MIN_DELAY={args.min_delay}",
             "-s", f"STATS_FILE={stats_path}",
+            "-s", f"RECORD_PATH={args.record}",  # kept: the stats file's folder is removed
         ]
         print("demo: " + " ".join(cmd[2:]))
         crawl = subprocess.run(cmd, check=False, cwd=_REPO)
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             f"rejected: {_rejections(stats)}"
         )
         print('demo: now search what was crawled:  .venv/bin/scrapy search "harvest saffron"')
+        print(f"demo: and see it in charts:  .venv/bin/scrapy report {args.record} "
+              "-o demo-report.html")
         return 0
     finally:
         site.send_signal(signal.SIGTERM)

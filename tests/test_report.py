@@ -230,8 +230,9 @@ def test_the_report_renders_the_crawls_numbers_in_chromium(crawl: dict[str, Any]
 
     charts = {c["chart"]: c for c in seen["charts"]}
     expected = {
-        "rate", "frontier", "seen", "host-states", "response-times", "host-times", "status",
-        "hosts", "content-types", "depth", "rejections", "duplicates", "robots", "workers",
+        "rate", "frontier", "seen", "host-states", "problems", "response-times", "host-times",
+        "status", "hosts", "content-types", "depth", "rejections", "duplicates", "robots",
+        "workers",
     } | {f"gaps-{i}" for i in range(len(HOSTS))}  # fmt: skip
     assert set(charts) == expected
     for name, c in charts.items():
@@ -256,6 +257,14 @@ def test_the_report_renders_the_crawls_numbers_in_chromium(crawl: dict[str, Any]
     assert charts["seen"]["series"]["seen"]["last"] == stats["frontier/seen"]
     assert charts["frontier"]["series"]["queued"]["last"] == stats["frontier/queued_at_close"]
     assert charts["rate"]["series"]["all workers"]["max"] > 0
+    problems = charts["problems"]["series"]
+    assert problems["fetches failed (no answer)"]["last"] == 0
+    assert problems["HTTP errors (4xx, 5xx)"]["last"] == sum(
+        v for k, v in stat_group("downloader/response_status_count/").items() if int(k) >= 400
+    )
+    assert problems["URLs rejected"]["last"] == sum(
+        stat_group("frontier/rejected/", skip=("frontier/rejected/seen",)).values()
+    )
     assert bars("status") == stat_group("downloader/response_status_count/")
     assert bars("rejections") == stat_group(
         "frontier/rejected/", skip=("frontier/rejected/seen",)

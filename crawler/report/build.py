@@ -187,18 +187,13 @@ def time_series(record: CrawlRecord) -> dict[str, Any]:
     sessions = [s for s in record.sessions if s.snapshots]
     times = {id(s): [p["t"] for p in s.snapshots] for s in sessions}
 
-    def cumulative(s: Session, t: float) -> float:
-        if t > times[id(s)][-1]:
-            return float(s.snapshots[-1].get("pages") or 0)
-        return _at(s.snapshots, times[id(s)], t, "pages") or 0.0
-
     workers: dict[str, list[Session]] = defaultdict(list)
     for s in sessions:
         workers[s.worker].append(s)
     rate: dict[str, list[tuple[float, float]]] = {}
     groups = {"all workers": sessions} | (dict(workers) if len(workers) > 1 else {})
     for name, group in groups.items():
-        cum = [sum(cumulative(s, t) for s in group) for t in grid]
+        cum = [sum(_held(s, times[id(s)], t, "pages") for s in group) for t in grid]
         rate[name] = [(grid[0], 0.0)] + [
             (grid[i], (cum[i] - cum[i - 1]) / max(grid[i] - grid[i - 1], 1e-9))
             for i in range(1, len(grid))
@@ -212,8 +207,21 @@ def time_series(record: CrawlRecord) -> dict[str, Any]:
             if known:
                 points.append((t, max(known)))
         levels[key] = points
+    counts: dict[str, list[tuple[float, float]]] = {}
+    for key in ("failed", "http_errors", "rejected"):
+        counts[key] = [
+            (t, sum(_held(s, times[id(s)], t, key) for s in sessions)) for t in grid
+        ]
     pages_total = sum(s.snapshots[-1].get("pages") or 0 for s in sessions)
-    return {"start": start, "end": end, "rate": rate, "levels": levels, "pages": pages_total}
+    return {"start": start, "end": end, "rate": rate, "levels": levels, "counts": counts,
+            "pages": pages_total}
+
+
+def _held(s: Session, times: list[float], t: float, key: str) -> float:
+    """A session's running count at ``t``: 0 before it started, its last figure after."""
+    if t > times[-1]:
+        return float(s.snapshots[-1].get(key) or 0)
+    return _at(s.snapshots, times, t, key) or 0.0
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -321,6 +329,12 @@ def _time_sections(series: dict[str, Any], start: float, end: float) -> list[str
         svg.Series("waiting (politeness)", levels["hosts_waiting"]),
         svg.Series("in flight", levels["hosts_busy"]),
     ]
+    counts = series["counts"]
+    problems = [
+        svg.Series("fetches failed (no answer)", counts["failed"], color="#7f7f7f"),
+        svg.Series("HTTP errors (4xx, 5xx)", counts["http_errors"], color="#d62728"),
+        svg.Series("URLs rejected", counts["rejected"], color="#ff7f0e"),
+    ]
     return [
         _section(
             "rate", "Pages per second",
@@ -353,6 +367,15 @@ def _time_sections(series: dict[str, Any], start: float, end: float) -> list[str
             "bottleneck.",
             _figure("host-states", svg.line_chart("host-states", host_states, y_label="hosts",
                                                   x_start=start, x_end=end)),
+        ),
+        _section(
+            "problems", "Errors and rejections over time",
+            "Running totals of fetches that got no answer, answers 4xx or 5xx (retries "
+            "included), and URLs the frontier rejected (not counting URLs already seen). "
+            "Healthy: slopes that follow the pages per second; a line that turns steep shows "
+            "when a host started failing or the crawl walked into a trap.",
+            _figure("problems", svg.line_chart("problems", problems, y_label="total",
+                                               x_start=start, x_end=end)),
         ),
     ]
 
