@@ -241,7 +241,8 @@ class CrawlRecordExtension:
         h = writer.host(host)
         self.fetches += 1
         if self.fetches <= self.max_fetches:
-            writer.write(["f", h, start_ms, dur_ms, code, size, asked_ms, depth])
+            # the one line per page: ints only, written without json.dumps
+            writer.write_text(f'["f",{h},{start_ms},{dur_ms},{code},{size},{asked_ms},{depth}]\n')
             self._last_end[host] = (end_ms, asked_ms)
             return
         self._aggregate(writer, h, host, start_ms, end_ms, dur_ms, code, size, asked_ms)

@@ -113,6 +113,10 @@ class RecordWriter:
     def write(self, line: list[Any]) -> None:
         self._file.write(_dump(line))
 
+    def write_text(self, text: str) -> None:
+        """A line already formatted as JSON (the per-fetch line, on the crawl's hot path)."""
+        self._file.write(text)
+
     def flush(self) -> None:
         self._file.flush()
 
