@@ -427,3 +427,23 @@ def test_a_file_that_is_not_a_record_is_refused(tmp_path: Path) -> None:
     assert out.returncode == 1 and "not a crawl record" in out.stderr
     out = _report("no-such-site", out=tmp_path / "r.html")
     assert out.returncode == 1 and "no crawl record" in out.stderr
+
+
+def test_a_busy_hosts_gaps_are_thinned_but_no_short_gap_is_lost(tmp_path: Path) -> None:
+    w = RecordWriter(tmp_path / "r.jsonl", {"worker": "a", "site": "s"}, t0=0.0)
+    h = w.host("busy.example")
+    t = 0
+    for i in range(5000):  # 50 ms fetches, gaps of 1.0-1.5 s asked 1 s; one gap of 0.5 s
+        w.write(["f", h, t, 50, 200, 100, 1000, 0])
+        t += 50 + (500 if i == 2500 else 1000 + (i * 37) % 500)
+    w.write(["s", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    w.write(["s", t, 5000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    w.close()
+    record = read_records([tmp_path / "r.jsonl"])
+    html = build_report(record)
+    dots = html.split('data-series="real gap"', 1)[1]
+    drawn = int(dots.split('data-points="', 1)[1].split('"', 1)[0])
+    assert 400 <= drawn <= 2 * 400 + 1
+    assert 'data-flagged="1"' in dots.split("</g>", 1)[0]
+    assert 'data-gaps="4999"' in html and 'data-short="1"' in html
+    assert len(html) < 400_000

@@ -9,6 +9,7 @@ work to the crawl's hot path beyond one signal receiver and one short line per f
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -35,6 +36,8 @@ logger = logging.getLogger(__name__)
 # Counters and stats are written every this many snapshots (and at the end): a killed crawl
 # keeps what it had then.
 _COUNTERS_EVERY = 12
+# The share of the crawl's CPU the frontier's counts may take (see _pace_counts).
+_COUNTS_SHARE = 0.01
 
 
 def record_path(settings: Any, site: str) -> Path:
@@ -105,6 +108,7 @@ class CrawlRecordExtension:
         self.writer: RecordWriter | None = None
         self._task: Any = None
         self._ticks = 0
+        self._counts_every = 1
         self._crawl_delay: dict[str, float] = {}
         self._hold_until: dict[str, float] = {}
         self._last_end: dict[str, tuple[int, int]] = {}  # host -> (end ms, asked ms)
@@ -165,7 +169,7 @@ class CrawlRecordExtension:
         if self._task is not None and self._task.running:
             self._task.stop()
         if self.writer is not None:
-            self.snapshot()
+            self.snapshot(final=True)
             self._flush_aggregates(None)
             self._write_counters()
 
@@ -304,7 +308,7 @@ class CrawlRecordExtension:
 
     # -- snapshots ---------------------------------------------------------------------------
 
-    def snapshot(self) -> None:
+    def snapshot(self, final: bool = False) -> None:
         writer = self.writer
         if writer is None:
             return
@@ -324,11 +328,13 @@ class CrawlRecordExtension:
             get("item_scraped_count", 0),
         ]
         frontier = self.frontier
-        if frontier is not None:
+        if frontier is not None and (final or self._ticks % self._counts_every == 0):
             try:
+                began = time.process_time()
                 c = frontier.counts()
                 line += [c.queued, c.seen, c.in_flight]
                 line += [c.hosts_ready, c.hosts_waiting, c.hosts_busy]
+                self._pace_counts(time.process_time() - began)
             except Exception:  # a shared frontier that is gone must not stop the crawl
                 logger.debug("frontier counts unavailable", exc_info=True)
                 line += [None] * 6
@@ -341,6 +347,12 @@ class CrawlRecordExtension:
             self._write_counters()
         self._flush_aggregates(line[1])
         writer.flush()
+
+    def _pace_counts(self, took: float) -> None:
+        """The embedded frontier counts its hosts one by one: with a million hosts that takes
+        a noticeable fraction of a second. Ask no more often than keeps it under 1 % of the
+        crawl's time (the figures between are left out, not repeated)."""
+        self._counts_every = max(1, math.ceil(took / (_COUNTS_SHARE * self.interval)))
 
     def _write_counters(self) -> None:
         writer = self.writer

@@ -34,6 +34,8 @@ GAUGES = frozenset(
 # A real gap may read up to this much below the delay asked from rounding to milliseconds.
 GAP_TOLERANCE = 0.002
 GAP_CHARTS = 8  # hosts with a chart of their gaps (the busiest)
+MAX_POINTS = 1000  # points per line over time
+MAX_DOTS = 1500  # gaps drawn per host; past that, the extremes of each pixel column
 TABLE_HOSTS = 50
 TOP_BARS = 20
 DURATION_BUCKETS = (
@@ -152,7 +154,9 @@ def _grid(record: CrawlRecord) -> tuple[float, float, float]:
     start = min(starts) if starts else 0.0
     end = max(ends, default=start)
     step = max((float(s.header.get("interval", 5.0)) for s in record.sessions), default=5.0)
-    return start, max(end, start), step
+    end = max(end, start)
+    # a week-long crawl would draw 120,000 points per line: at most MAX_POINTS, wider steps
+    return start, end, max(step, (end - start) / MAX_POINTS)
 
 
 def _at(snapshots: list[dict[str, float]], times: list[float], t: float, key: str) -> float | None:
@@ -388,9 +392,10 @@ def _politeness_sections(
     for i, hp in enumerate(busiest[:GAP_CHARTS]):
         if not hp.gaps:
             continue
-        gaps = [(t, g) for t, g, _ in hp.gaps]
-        asked = [(t, a) for t, _, a in hp.gaps]
-        flagged = {k for k, (_, g, a) in enumerate(hp.gaps) if g < a - GAP_TOLERANCE}
+        drawn = _thin(hp.gaps, start, end)
+        gaps = [(t, g) for t, g, _ in drawn]
+        asked = [(t, a) for t, _, a in drawn]
+        flagged = {k for k, (_, g, a) in enumerate(drawn) if g < a - GAP_TOLERANCE}
         top = max(max(a for _, a in asked) * 2.5, _pct([g for _, g in gaps], 0.9) * 1.2)
         chart = svg.line_chart(
             f"gaps-{i}",
@@ -435,6 +440,30 @@ def _politeness_sections(
             else _figure("gaps-0", svg.empty_chart("gaps-0", "no host was fetched twice")))
     return [_section("politeness", "Politeness: real gaps against the delay asked", how,
                      body + table)]
+
+
+def _thin(
+    gaps: list[tuple[float, float, float]], start: float, end: float, columns: int = 400
+) -> list[tuple[float, float, float]]:
+    """At most about MAX_DOTS gaps for a chart: every gap below the delay asked, and the
+    shortest and the longest gap of each pixel column (what the eye reads in a scatter)."""
+    if len(gaps) <= MAX_DOTS:
+        return gaps
+    keep: dict[int, list[tuple[float, float, float]]] = {}
+    short = []
+    width = max(end - start, 1e-9) / columns
+    for gap in gaps:
+        t, g, a = gap
+        if g < a - GAP_TOLERANCE:
+            short.append(gap)
+            continue
+        col = keep.setdefault(int((t - start) / width), [gap, gap])
+        if g < col[0][1]:
+            col[0] = gap
+        if g > col[1][1]:
+            col[1] = gap
+    kept = {id(g): g for pair in keep.values() for g in pair}
+    return sorted([*kept.values(), *short])
 
 
 def _secs(value: float | None) -> str:
