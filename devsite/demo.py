@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", default="demo-record.jsonl", help="the crawl record")
     args = parser.parse_args(argv)
 
+    # a record is appended to (a resumed crawl adds a session): each demo starts a new one
+    (_REPO / args.record).unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="crawler-demo-"))
     seeds = work / "seeds.txt"
     stats_path = work / "stats.json"
