@@ -209,4 +209,23 @@ STATS_FILE = ""
 # errors, rejections, broken links, the busiest hosts, what to do next.
 CRAWL_SUMMARY = True
 
+# --- The crawl record and `scrapy report` (crawler/extensions/record.py) -------------------
+# A record over time of what the crawl did (snapshots, per-host fetches, broken links), the
+# input of `scrapy report`. Cheap enough to stay on (BENCHMARKS.md: ~9 us CPU, ~35 bytes per page).
+RECORD_ENABLED = True
+# Where; empty: JOBDIR/record.jsonl, else next to STATS_FILE (stats.json -> stats.record.jsonl),
+# else crawl-record-<site>.jsonl in the current directory (like crawl-index.sqlite).
+RECORD_PATH = ""
+# Seconds between two snapshots (pages, bytes, frontier size, hosts ready/waiting/in flight).
+RECORD_INTERVAL = 5.0
+# One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
+# of a session (~40 bytes each); after that, one line per host and RECORD_AGGREGATE_INTERVAL,
+# so a crawl of millions of pages keeps a record of a few megabytes.
+RECORD_MAX_FETCHES = 100_000
+RECORD_AGGREGATE_INTERVAL = 60.0
+# Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
+RECORD_MAX_BROKEN = 1_000
+# This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
+RECORD_WORKER_ID = ""
+
 __all__ = [name for name in list(globals()) if name.isupper()]

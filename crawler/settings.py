@@ -106,6 +106,8 @@ EXTENSIONS = {
     "crawler.extensions.statsfile.StatsFile": 900,
     "crawler.extensions.summary.CrawlSummary": 800,
     "crawler.extensions.progress.FrontierProgress": 500,
+    # the crawl record (RECORD_*), read by `scrapy report`
+    "crawler.extensions.record.CrawlRecordExtension": 510,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
     # FrontierProgress says what LogStats says, and what the frontier is doing.

@@ -2,7 +2,10 @@
 
 # Sent by FrontierDownloader once per fetch, however it ended:
 # fetch_finished(request, outcome: crawler.frontier.Outcome, duration: float | None,
-#                response: the Response that goes on to the spider, or None)
+#                response: the Response that goes on to the spider, or None,
+#                followed_by: the Request that replaces this fetch (a retry, a redirect) or None,
+#                status: the server's answer's status (also of a retry or redirect) or None,
+#                size: its body's bytes as received)
 fetch_finished = object()
 
 # Sent by crawler.middlewares.lease.LeaseAckMiddleware when the spider's output for a page

@@ -34,12 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--index", default="demo-index.sqlite", help="the demo's index (replaced on every run)"
     )
+    parser.add_argument("--record", default="demo-record.jsonl", help="the crawl record")
     args = parser.parse_args(argv)
     output = Path(args.output).resolve()
     index = Path(args.index).resolve()
     for stale in (index, *(Path(f"{index}{suffix}") for suffix in ("-wal", "-shm"))):
         stale.unlink(missing_ok=True)  # the previous demo's pages, at ports long gone
 
+    # a record is appended to (a resumed crawl adds a session): each demo starts a new one
+    record = Path(args.record).resolve()
+    record.unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="crawler-demo-"))
     seeds = work / "seeds.txt"
     stats_path = work / "stats.json"
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             "-s", "ALLOW_PRIVATE_ADDRESSES=True",  # the demo site lives on loopback
             "-s", f"FRONTIER_MIN_DELAY={args.min_delay}",
             "-s", f"STATS_FILE={stats_path}",
+            "-s", f"RECORD_PATH={record}",  # kept: the stats file's folder is removed
         ]
         print("demo: " + " ".join(cmd[2:]))
         crawl = subprocess.run(cmd, check=False, cwd=_REPO)
@@ -81,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "demo: now search what was crawled:  .venv/bin/scrapy search "
             f'--index {_shown(index)} "harvest saffron"'
+        )
+        print(
+            f"demo: and see it in charts:  .venv/bin/scrapy report {_shown(record)} "
+            "-o demo-report.html"
         )
         return 0
     finally:
