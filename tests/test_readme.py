@@ -60,6 +60,23 @@ COMMANDS: dict[str, str] = {
     '.venv/bin/scrapy search "politeness" --site web -n 5': "run",
     ".venv/bin/scrapy neardup page-a.html page-b.html": "run",
     '.venv/bin/scrapy search --index demo-index.sqlite "harvest saffron"': "run",
+    ".venv/bin/python bench/realpages.py --per-tree 40": (
+        "skip: a benchmark over Debian documentation packages (bench/, BENCHMARKS.md)"
+    ),
+    ".venv/bin/scrapy neardup /usr/share/doc/git-doc/git-am.html "
+    "/usr/share/doc/git-doc/git-apply.html": "skip: needs Debian's git-doc package",
+    "createdb crawl": (
+        "skip: PostgreSQL; tests/test_shared_crawl.py crawls and searches on a database of its own"
+    ),
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s RECRAWL_INTERVAL=86400 "
+    "-s DATABASE_URL=postgresql://postgres@127.0.0.1:5432/crawl": "skip: PostgreSQL (as above)",
+    '.venv/bin/scrapy search -s DATABASE_URL=postgresql://postgres@127.0.0.1:5432/crawl '
+    '"mercator"': "skip: PostgreSQL (as above)",
+    ".venv/bin/scrapy report crawls/web-1": "run",
+    ".venv/bin/scrapy report example -o example.html": f"skip: {INTERNET} (the example crawl)",
+    ".venv/bin/scrapy report w1/stats.record.jsonl w2/stats.record.jsonl -o crawl.html": (
+        "skip: two workers' records; tests/test_report.py merges them into one report"
+    ),
 }
 SETUP = (
     "python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt "
