@@ -135,6 +135,13 @@ class FrontierContract:
         assert f.add(Entry(url="http://a.test/x", host="a.test"), force=True).added
         assert len(f) == 2
 
+    def test_a_forced_url_is_seen_from_then_on(self) -> None:
+        """A start URL (dont_filter) is forced in; a link back to it must not fetch it again."""
+        f, _ = self.frontier()
+        assert f.add(Entry(url="http://a.test/", host="a.test"), force=True).added
+        assert f.add(Entry(url="http://a.test/", host="a.test")).reason == "seen"
+        assert len(f) == 1
+
     def test_mark_seen(self) -> None:
         f, _ = self.frontier()
         assert f.mark_seen(["http://a.test/1", "http://a.test/2"]) == 2

@@ -349,6 +349,8 @@ for i = 5, #ARGV, 4 do
     else
       h._ad = h._ad + 1
     end
+  else
+    seen_add(key)  -- a forced URL (a start URL, a retry) is known: its links back are not new
   end
   if code == 0 then
     added = added + 1
