@@ -23,7 +23,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import msgpack
@@ -32,7 +32,6 @@ from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
 from crawler import defaults
-from crawler.content.redis_neardup import RedisNearDuplicateDetector
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.redis import RedisFrontier, bloom_params
@@ -40,6 +39,9 @@ from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 from crawler.scope import ScopeRegistry
 from crawler.stores import FrontierCallbacks, MemoryFrontierStore, politeness_from_settings
+
+if TYPE_CHECKING:
+    from crawler.content.redis_neardup import RedisNearDuplicateDetector
 
 logger = logging.getLogger(__name__)
 
@@ -474,6 +476,9 @@ class RedisNearDuplicateStore:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
+        # imported here: the frontier's workers need not load the near-duplicate module
+        from crawler.content.redis_neardup import RedisNearDuplicateDetector
+
         s = crawler.settings
         site = getattr(crawler.spidercls, "name", None) or "crawl"
         return RedisNearDuplicateDetector(

@@ -30,7 +30,7 @@ from .frontier import (
 )
 from .frontier.buffered import PENDING
 from .frontier.urls import origin_of
-from .meta import LEASE_META
+from .meta import LEASE_META, STOPPED_META
 from .scope import ScopeRegistry
 from .stores import FrontierCallbacks
 from .waker import EngineWaker, engine_holds, running_engine
@@ -509,6 +509,13 @@ class FrontierScheduler(BaseScheduler):
         if held is None or held.completed:
             return  # not handed out by this scheduler (engine.download, another crawl)
         assert self.frontier is not None and token is not None
+        if request.meta.get(STOPPED_META):
+            # cut short by a stop: back to the frontier (not completed, not acknowledged), so
+            # a resumed crawl or another worker fetches it; the host rests its delay first
+            del self._held[token]
+            self.frontier.release([token], rest=True)
+            self._stat_inc("frontier/leases_released_at_stop")
+            return
         held.completed = True
         self.frontier.complete(token, duration, outcome)
         self._stat_inc(f"frontier/fetch/{outcome}")

@@ -105,7 +105,8 @@ class Frontier(abc.ABC):
       expires: its URL goes back to the head of its host's queue; if its fetch had not completed,
       the slot rests for the politeness delay (the fetch may have happened).
     * ``release`` hands unstarted leases back at once (a worker stopping cleanly): URL at the
-      head of its host's queue, slot free, its time unchanged.
+      head of its host's queue, slot free, its time unchanged (with ``rest``, for a download
+      cut short, the slot rests for the politeness delay as after an expiry).
     * A host with a pending *first* entry hands out nothing else until that entry completes.
     """
 
@@ -163,8 +164,11 @@ class Frontier(abc.ABC):
         """Push these leases' deadlines ``lease_ttl`` ahead; returns how many were still held."""
 
     @abc.abstractmethod
-    def release(self, tokens: Iterable[str]) -> int:
-        """Hand back leases whose fetch never started; returns how many were still held."""
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
+        """Hand back leases whose fetch never started; returns how many were still held.
+        ``rest``: the fetch had started and was cut short (a worker stopping mid-download):
+        the URL goes back all the same, but the slot rests for the politeness delay, since
+        the server may have seen the request."""
 
     @abc.abstractmethod
     def expire(self) -> int:

@@ -406,12 +406,12 @@ class BufferedFrontier(Frontier):
         self._submit(lambda: self.inner.renew(batch))
         return len(batch)
 
-    def release(self, tokens: Iterable[str]) -> int:
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
         batch = list(tokens)
         with self._open_lock:
             for token in batch:
                 self._open.pop(token, None)
-        self._submit(lambda: self.inner.release(batch))
+        self._submit(lambda: self.inner.release(batch, rest=rest))
         return len(batch)
 
     def expire(self) -> int:

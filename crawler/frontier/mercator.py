@@ -369,8 +369,9 @@ class MercatorFrontier(Frontier):
             renewed += 1
         return renewed
 
-    def release(self, tokens: Iterable[str]) -> int:
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
         released = 0
+        now = self.clock() if rest else 0.0
         for token in tokens:
             record = self._leases.pop(token, None)
             if record is None:
@@ -382,6 +383,8 @@ class MercatorFrontier(Frontier):
                 host.busy[record.lease.slot] = False  # its time unchanged: nothing was sent
                 if record.first:
                     host.first_in_flight -= 1
+                if rest:  # ... unless the download had started: the server may have seen it
+                    self._rest(host, record.lease.slot, now, None)
             self._hand_back(record)
         return released
 

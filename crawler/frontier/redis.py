@@ -350,8 +350,11 @@ class RedisFrontier(Frontier):
     def renew(self, tokens: Iterable[str]) -> int:
         return sum(self._call("renew", *chunk) for chunk in _chunks(tokens, self.chunk_size))
 
-    def release(self, tokens: Iterable[str]) -> int:
-        return sum(self._call("release", *chunk) for chunk in _chunks(tokens, self.chunk_size))
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
+        flag = "1" if rest else "0"
+        return sum(
+            self._call("release", flag, *chunk) for chunk in _chunks(tokens, self.chunk_size)
+        )
 
     def expire(self) -> int:
         total = 0

@@ -504,14 +504,19 @@ return n
 
 RELEASE = r"""
 local n = 0
-for i = 3, #ARGV do
+local rest = ARGV[3] == '1'
+for i = 4, #ARGV do
   local token = ARGV[i]
   local raw = redis.call('HGET', LEASE, token)
   if raw then
     local rec = cmsgpack.unpack(raw)
     local name = rec[1]
     local h = load(name)
-    if rec[4] == 0 then release_slot(name, h, rec[2], rec[3]) end
+    if rec[4] == 0 then
+      release_slot(name, h, rec[2], rec[3])
+      -- a download cut short (a worker stopping): the server may have seen the request
+      if rest then rest_slot(name, h, rec[2]) end
+    end
     requeue(name, h, rec)
     reschedule(name, h)
     forget_lease(token)
