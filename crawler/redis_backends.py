@@ -179,6 +179,15 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_give_up=on_give_up,
         )
 
+    def operator_frontier(self) -> RedisFrontier:
+        """The crawl's frontier for ``scrapy frontier`` (reports and controls): no worker
+        thread, no read-ahead, nothing leased."""
+        return self._redis_frontier(
+            redis_client(self.settings),
+            lease_ttl=defaults.FRONTIER_LEASE_TTL,
+            max_pages_per_host=None,
+        )
+
     def open_frontier(
         self,
         *,

@@ -307,7 +307,12 @@ class MercatorFrontier(Frontier):
     # -- the lease lifecycle ------------------------------------------------------------------
 
     def complete(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
         record = self._leases.get(token)
         if record is None or record.completed:
