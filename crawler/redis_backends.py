@@ -74,6 +74,11 @@ def safe_url(settings: BaseSettings) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def worker_name() -> str:
+    """This worker's name in leases and heartbeats: host name and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def crawl_key(settings: BaseSettings, site: str) -> str:
     return settings.get("FRONTIER_REDIS_KEY") or site
 
@@ -174,7 +179,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             ) or SHARED_BACK_QUEUES,
             max_pages_per_host=max_pages_per_host,
             lease_ttl=lease_ttl,
-            worker_id=f"{socket.gethostname()}:{os.getpid()}",
+            worker_id=worker_name(),
             seen_bloom=_seen_bloom(s),
             on_give_up=on_give_up,
         )

@@ -108,6 +108,7 @@ EXTENSIONS = {
     "crawler.extensions.progress.FrontierProgress": 500,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
+    "crawler.extensions.fleet.FleetHeartbeat": 600,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }

@@ -95,7 +95,7 @@ class Command(ScrapyCommand):
 
         assert self.crawler_process is not None
         try:
-            crawler = self._create_crawler(site)
+            crawler = self.crawler_process.create_crawler(site)
         except KeyError:
             sites = ", ".join(sorted(self.crawler_process.spider_loader.list())) or "none"
             self._fail(f"no site named {site!r}; the sites are: {sites}")

@@ -456,7 +456,8 @@ class RedisFrontier(Frontier):
 
     def counts(self) -> FrontierCounts:
         """O(K) in Redis: counters, cardinalities and ZCOUNT, never a walk over the queues."""
-        _, leases, seen, hosts, ready, waiting, front, flat = self._call("counts")
+        _, leases, seen, hosts, ready, waiting, front, flat, halt = self._call("counts")
+        self.halt = halt.decode()
         stats = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         return FrontierCounts(
             queued=stats.get("queued", 0),

@@ -677,7 +677,7 @@ for p = 0, K - 1 do front = front + redis.call('LLEN', fkey(p)) end
 local ready = redis.call('ZCOUNT', READY, '-inf', fmt(NOW))
 local s = redis.call('HGETALL', STATS)
 return {fmt(NOW), redis.call('ZCARD', LEASES), seen_count(),
-  redis.call('SCARD', HOSTS), ready, redis.call('ZCARD', READY) - ready, front, s}
+  redis.call('SCARD', HOSTS), ready, redis.call('ZCARD', READY) - ready, front, s, halted()}
 """
 
 SCRIPTS: dict[str, str] = {
