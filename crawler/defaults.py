@@ -93,6 +93,14 @@ FRONTIER_LEASE_MAX_WAIT = 0.2
 # <site>:start_urls list). Idle workers are woken by Redis (pub/sub) when work arrives and when
 # the earliest host comes due; this is only the fallback.
 FRONTIER_REFRESH_INTERVAL = 2.0
+# Seconds between a Redis worker's heartbeats: its counters merged into the crawl's totals (one
+# script call per beat, never one per increment) and its pages/s, for `scrapy frontier <site>`.
+# 0 turns the heartbeat (and the whole-crawl summary of the last worker) off.
+FLEET_HEARTBEAT_INTERVAL = 5.0
+# Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
+# shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
+REDIS_PASSWORD_FILE = ""
+REDIS_PASSWORD_ENV = ""
 
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
 URL_MAX_LENGTH = 2048

@@ -20,10 +20,17 @@ then connect somewhere private (DNS rebinding).
 A limit that fires ends the download with :class:`~crawler.limits.DownloadLimitExceeded` (an
 ``IgnoreRequest``: not retried, not logged as an error) after counting it (``limits/<name>``,
 one INFO line per host and limit).
+
+A stop (Ctrl-C, scrapyd's cancel: the ``crawl_stopping`` signal) cuts every download in flight
+at once, and refuses the ones that arrive after it: Scrapy's own stop waits for them, up to
+``DOWNLOAD_TIMEOUT`` with a silent server. They fail with
+:class:`~crawler.limits.StoppedAtShutdown` (an ``IgnoreRequest``: not retried, not a failure of
+the host) and carry ``meta[STOPPED_META]``, so the scheduler hands their leases back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
 from dataclasses import dataclass
@@ -45,11 +52,14 @@ from scrapy.exceptions import (
     StopDownload,
 )
 from scrapy.http import Response
+from scrapy.utils.asyncio import is_asyncio_available
 from twisted.web._newclient import HEADER, STATUS
 
 from crawler import defaults
+from crawler import signals as crawler_signals
 from crawler.addresses import AddressPolicy, policy_from_settings
-from crawler.limits import DownloadLimitExceeded, limit_log
+from crawler.limits import DownloadLimitExceeded, StoppedAtShutdown, limit_log
+from crawler.meta import STOPPED_META
 
 logger = logging.getLogger(__name__)
 
@@ -279,8 +289,40 @@ class LimitedHTTPDownloadHandler(HTTP11DownloadHandler):
         self._watch = _BodyWatch.of(crawler, limits)
         self._log = limit_log(crawler)
         self._timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        self._stopping = False
+        self._in_flight: set[asyncio.Future[Response]] = set()
+        crawler.signals.connect(self._stop, crawler_signals.crawl_stopping)
+
+    def _stop(self) -> None:
+        """The crawl is stopping: cut the downloads in flight (their connections are closed);
+        any that arrives from now on is refused before it connects."""
+        self._stopping = True
+        for download in list(self._in_flight):
+            download.cancel()
+
+    def _stopped(self, request: Request) -> StoppedAtShutdown:
+        request.meta[STOPPED_META] = True
+        return StoppedAtShutdown(f"download cut short: the crawl is stopping ({request.url})")
 
     async def download_request(self, request: Request) -> Response:
+        if self._stopping:
+            raise self._stopped(request)
+        if not is_asyncio_available():  # another reactor: a stop waits for the download
+            return await self._download(request)
+        # its own task, so that a stop cancels this download alone: the cancel reaches the
+        # Twisted request through Deferred.asFuture, which closes the connection
+        download = asyncio.ensure_future(self._download(request))
+        self._in_flight.add(download)
+        try:
+            return await download
+        except asyncio.CancelledError:
+            if not (self._stopping and download.cancelled()):
+                raise  # the caller itself was cancelled
+            raise self._stopped(request) from None
+        finally:
+            self._in_flight.discard(download)
+
+    async def _download(self, request: Request) -> Response:
         try:
             return await super().download_request(request)
         except DownloadTimeoutError:

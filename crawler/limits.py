@@ -26,6 +26,11 @@ class DownloadLimitExceeded(IgnoreRequest):
         self.detail = detail
 
 
+class StoppedAtShutdown(IgnoreRequest):
+    """A download cut short because the crawl is stopping (Ctrl-C, scrapyd's cancel): not a
+    failure of the host, not to be retried; its lease goes back to the frontier."""
+
+
 class LimitLog:
     """Counts and logs limits that fire (see the module docstring)."""
 

@@ -23,7 +23,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import msgpack
@@ -32,7 +32,6 @@ from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
 from crawler import defaults
-from crawler.content.redis_neardup import RedisNearDuplicateDetector
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.redis import RedisFrontier, bloom_params
@@ -40,6 +39,9 @@ from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 from crawler.scope import ScopeRegistry
 from crawler.stores import FrontierCallbacks, MemoryFrontierStore, politeness_from_settings
+
+if TYPE_CHECKING:
+    from crawler.content.redis_neardup import RedisNearDuplicateDetector
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +52,36 @@ SEED_BATCH = 100  # seeds one worker takes from the list at a time
 SHARED_BACK_QUEUES = 1024
 
 
+def redis_password(settings: BaseSettings) -> str | None:
+    """The Redis password from ``REDIS_PASSWORD_FILE`` (a file's first line) or the environment
+    variable named by ``REDIS_PASSWORD_ENV``, so it need not be in ``REDIS_URL``: scrapyd logs a
+    job's arguments and ``ps`` shows a command line. None when neither is set."""
+    path = settings.get("REDIS_PASSWORD_FILE", defaults.REDIS_PASSWORD_FILE)
+    if path:
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as f:
+                return f.readline().rstrip("\r\n")
+        except OSError as exc:
+            raise ValueError(f"REDIS_PASSWORD_FILE: cannot read {path}: {exc.strerror}") from None
+    name = settings.get("REDIS_PASSWORD_ENV", defaults.REDIS_PASSWORD_ENV)
+    if name:
+        if name not in os.environ:
+            raise ValueError(f"REDIS_PASSWORD_ENV: the environment has no variable {name}")
+        return os.environ[name]
+    return None
+
+
 def redis_client(settings: BaseSettings) -> redis.Redis:
-    """A client as scrapy-redis builds it from ``REDIS_URL`` / ``REDIS_PARAMS``, returning bytes
-    (the frontier's entries are msgpack)."""
+    """A client as scrapy-redis builds it from ``REDIS_URL`` / ``REDIS_PARAMS`` (``rediss://``
+    for TLS), returning bytes (the frontier's entries are msgpack); the password, if it comes
+    from a file or the environment (:func:`redis_password`), joins ``REDIS_PARAMS``."""
+    password = redis_password(settings)
+    if password is not None:
+        settings = settings.copy()
+        settings.frozen = False  # a copy of the crawl's (frozen) settings, for this client only
+        settings.set(
+            "REDIS_PARAMS", {**settings.getdict("REDIS_PARAMS"), "password": password}, "cmdline"
+        )
     client = get_redis_from_settings(settings)
     if client.get_connection_kwargs().get("decode_responses"):
         raise ValueError("REDIS_PARAMS: decode_responses must be off for the Redis frontier")
@@ -70,6 +99,11 @@ def safe_url(settings: BaseSettings) -> str:
     host = parts.hostname or ""
     netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def worker_name() -> str:
+    """This worker's name in leases and heartbeats: host name and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def crawl_key(settings: BaseSettings, site: str) -> str:
@@ -172,9 +206,18 @@ class RedisFrontierStore(MemoryFrontierStore):
             ) or SHARED_BACK_QUEUES,
             max_pages_per_host=max_pages_per_host,
             lease_ttl=lease_ttl,
-            worker_id=f"{socket.gethostname()}:{os.getpid()}",
+            worker_id=worker_name(),
             seen_bloom=_seen_bloom(s),
             on_give_up=on_give_up,
+        )
+
+    def operator_frontier(self) -> RedisFrontier:
+        """The crawl's frontier for ``scrapy frontier`` (reports and controls): no worker
+        thread, no read-ahead, nothing leased."""
+        return self._redis_frontier(
+            redis_client(self.settings),
+            lease_ttl=defaults.FRONTIER_LEASE_TTL,
+            max_pages_per_host=None,
         )
 
     def open_frontier(
@@ -474,6 +517,9 @@ class RedisNearDuplicateStore:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
+        # imported here: the frontier's workers need not load the near-duplicate module
+        from crawler.content.redis_neardup import RedisNearDuplicateDetector
+
         s = crawler.settings
         site = getattr(crawler.spidercls, "name", None) or "crawl"
         return RedisNearDuplicateDetector(

@@ -14,7 +14,8 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.defer import deferred_from_coro
 
 from crawler import defaults
 
@@ -30,7 +31,7 @@ from .frontier import (
 )
 from .frontier.buffered import PENDING
 from .frontier.urls import origin_of
-from .meta import LEASE_META
+from .meta import LEASE_META, STOPPED_META
 from .scope import ScopeRegistry
 from .stores import FrontierCallbacks
 from .waker import EngineWaker, engine_holds, running_engine
@@ -166,6 +167,7 @@ class FrontierScheduler(BaseScheduler):
             "FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE
         )
         self._max_depth = 0
+        self._ending = False  # closing because of the operator's deadline or byte budget
         connect = crawler.signals.connect
         connect(self._fetch_finished, crawler_signals.fetch_finished)
         connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
@@ -238,10 +240,9 @@ class FrontierScheduler(BaseScheduler):
         frontier = self.frontier
         if frontier is None:
             return None
-        if reason == "shutdown":
-            # a clean stop: what never reached the downloader goes back at once (no delay,
-            # no wait for its lease to expire); a lease whose fetch started stays open, so a
-            # shared frontier hands it out again only after its deadline
+        if reason != "finished":
+            # a clean stop (Ctrl-C, the operator's deadline): what never reached the
+            # downloader goes back at once (no delay, no wait for its lease to expire)
             unstarted = [t for t, held in self._held.items() if not held.started]
             if unstarted:
                 self._stat_set("frontier/leases_released_at_close", frontier.release(unstarted))
@@ -281,7 +282,23 @@ class FrontierScheduler(BaseScheduler):
     # -- the engine's side ---------------------------------------------------------------------
 
     def has_pending_requests(self) -> bool:
-        return self.frontier is not None and self.frontier.has_work(self.horizon)
+        frontier = self.frontier
+        if frontier is None:
+            return False
+        halt = frontier.halted()
+        if halt in _OPERATOR_ENDS and not self._ending:
+            self._end_by_operator(halt)
+        return frontier.has_work(self.horizon)
+
+    def _end_by_operator(self, halt: str) -> None:
+        """The operator's deadline passed or the byte budget is spent (``scrapy frontier``):
+        this worker closes its crawl with that reason; what it holds unstarted goes back."""
+        self._ending = True
+        engine = running_engine(self.crawler)
+        if engine is None:
+            return
+        logger.warning("Crawl ends: %s (set with scrapy frontier)", _OPERATOR_ENDS[halt])
+        call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=halt)))
 
     def enqueue_request(self, request: Request) -> bool:
         assert self.url_policy is not None
@@ -509,8 +526,16 @@ class FrontierScheduler(BaseScheduler):
         if held is None or held.completed:
             return  # not handed out by this scheduler (engine.download, another crawl)
         assert self.frontier is not None and token is not None
+        if request.meta.get(STOPPED_META):
+            # cut short by a stop: back to the frontier (not completed, not acknowledged), so
+            # a resumed crawl or another worker fetches it; the host rests its delay first
+            del self._held[token]
+            self.frontier.release([token], rest=True)
+            self._stat_inc("frontier/leases_released_at_stop")
+            return
         held.completed = True
-        self.frontier.complete(token, duration, outcome)
+        size = len(response.body) if response is not None else 0  # for a byte budget
+        self.frontier.complete(token, duration, outcome, size=size)
         self._stat_inc(f"frontier/fetch/{outcome}")
         if response is None:
             self._ack(token)  # nothing of this fetch goes to the spider
@@ -626,7 +651,13 @@ class FrontierScheduler(BaseScheduler):
             self.stats.set_value(key, value)
 
 
+_OPERATOR_ENDS = {
+    "deadline": "the operator's deadline has passed",
+    "byte_budget": "the operator's byte budget is spent",
+}
+
 _REASONS = {
+    "host_blocked": "the operator blocked the host (scrapy frontier block)",
     "invalid_url": "malformed URL",
     "scheme": "not an http or https URL",
     "out_of_scope": "host outside the site's scope",

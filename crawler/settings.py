@@ -110,6 +110,7 @@ EXTENSIONS = {
     "crawler.extensions.record.CrawlRecordExtension": 510,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
+    "crawler.extensions.fleet.FleetHeartbeat": 600,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }

@@ -62,6 +62,13 @@ host_penalty_wanted = object()
 # pipeline answers: it judges the item then, and a duplicate page's links go
 # NEARDUP_LINK_DEMOTION deeper, so a trap of look-alike pages (a calendar) ends in a few hops.
 link_demotion_wanted = object()
+# Sent by the crawl command when a stop begins (Ctrl-C, SIGTERM, scrapyd's cancel), before
+# Scrapy's own stop: crawl_stopping(). Scrapy's stop waits for every download in flight, up to
+# DOWNLOAD_TIMEOUT with a silent server; the download handler cuts them instead (their requests
+# get ``meta[STOPPED_META]`` and fail with ``StoppedAtShutdown``) and the scheduler hands their
+# leases back to the frontier, so a resumed crawl or another worker fetches them.
+crawl_stopping = object()
+
 # Sent by the scheduler for each URL the frontier refused only because its host's page budget
 # (max_pages_per_host) is used up: url_over_budget(url: normalized URL, depth: int). The
 # budget extension keeps it for a rerun with a larger budget.

@@ -509,6 +509,22 @@ class FrontierContract:
         f.ack(a.token)
         assert f.in_flight() == 2 and len(f) == 2
 
+    def test_release_of_a_cut_download_rests_the_slot(self) -> None:
+        """A worker stopping mid-download hands the URL back, but the server may have seen
+        the request: the host rests for the politeness delay before the URL goes out again."""
+        f, clock = self.frontier(PolitenessPolicy(min_delay=3, max_delay=3))
+        f.add_many(entries(1, 2))
+        a = f.next()
+        assert a is not None
+        clock.now = 1.0
+        assert f.release([a.token], rest=True) == 1
+        assert f.in_flight() == 0 and len(f) == 2
+        assert f.next() is None and f.due_in() == pytest.approx(3.0)
+        clock.now = 4.0
+        again = f.next()
+        assert again is not None and again.entry.url == a.entry.url  # still the head
+        assert f.release([a.token], rest=True) == 0  # already handed back
+
     def test_unknown_or_finished_lease_tokens_are_ignored(self) -> None:
         f, clock = self.frontier(lease_ttl=10)
         f.add_many(entries(1, 1))

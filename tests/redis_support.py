@@ -35,10 +35,11 @@ class RedisServer:
     process: subprocess.Popen[bytes]
     port: int
     root: Path
+    password: str | None = None
 
     def client(self) -> redis.Redis:
         """A new client (a new connection pool): two of them act like two workers."""
-        return redis.Redis(host="127.0.0.1", port=self.port)
+        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -51,10 +52,16 @@ class RedisServer:
 
 
 def start_redis(
-    root: Path, *, timeout: float = 15.0, port: int | None = None, aof: str | None = None
+    root: Path,
+    *,
+    timeout: float = 15.0,
+    port: int | None = None,
+    aof: str | None = None,
+    password: str | None = None,
 ) -> RedisServer:
     """Start ``redis-server`` under ``root`` and wait until it answers PING. ``port``: that
-    one (a restart); ``aof``: append-only file on, with this ``appendfsync`` policy."""
+    one (a restart); ``aof``: append-only file on, with this ``appendfsync`` policy;
+    ``password``: clients must give it (``requirepass``)."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not installed (apt-get install redis-server)"
@@ -66,6 +73,8 @@ def start_redis(
     persistence = ["--appendonly", "no"]
     if aof is not None:
         persistence = ["--appendonly", "yes", "--appendfsync", aof]
+    if password is not None:
+        persistence += ["--requirepass", password]
     for _ in range(3):  # the free port may be taken by someone else before the server binds
         port = fixed or free_port()
         log = root / f"redis-{port}.log"
@@ -82,7 +91,7 @@ def start_redis(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        server = RedisServer(process, port, root)
+        server = RedisServer(process, port, root, password)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and process.poll() is None:
             try:

@@ -50,6 +50,24 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -s FRONTIER_BACKEND=redis "
     "-s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     "redis-cli rpush web:start_urls https://example.org/": "run",
+    ".venv/bin/scrapy frontier web"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web --json"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web block spam.example.org"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web block --domain example.net"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web unblock spam.example.org"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web pause"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web resume"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web deadline +2h"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/scrapy frontier web budget 20GB"
+    " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s INDEX_CLASS=mypackage.MyIndex": (
         "skip: mypackage.MyIndex stands for the reader's own class"
     ),

@@ -15,9 +15,13 @@ A stop (Ctrl-C, scrapyd's cancel) that arrives while the crawl is still starting
 and the frontier opening, which with Redis takes a few round trips) waits until the engine
 runs and then stops it the normal way: Scrapy's own stop does nothing before that and stops
 the reactor under the opening crawl, so no stats (no ``finish_reason``) were written and the
-leases read ahead stayed taken until they expired. A SIGINT before Scrapy has installed its
-handlers (the first ~0.5 s, while Python imports it) ends the process as any Python program:
-exit status 130, nothing sent, nothing leased, no stats file.
+leases read ahead stayed taken until they expired. Once the crawl runs, a stop first cuts the
+downloads in flight (``crawl_stopping``): Scrapy would wait for each, up to
+``DOWNLOAD_TIMEOUT`` with a silent server; their leases go back to the frontier.
+
+A SIGINT before Scrapy has installed its handlers (the first ~0.5 s, while Python imports it)
+ends the process as any Python program: exit status 130, nothing sent, nothing leased, no
+stats file.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from crawler import signals as crawler_signals
 from crawler.addresses import policy_from_settings
 from crawler.backends import backend_class
 from crawler.commands import pipe_safe
@@ -134,7 +139,8 @@ _START_WAIT = 120.0  # seconds a stop waits at most for the opening crawl to run
 
 def _stop_once_started(crawler: Crawler) -> None:
     """Make a stop that arrives while the crawl opens wait for the engine to run, then stop
-    it as usual (spider closed with "shutdown", leases handed back, stats written)."""
+    it as usual (spider closed with "shutdown", leases handed back, stats written), having
+    first cut the downloads in flight (``crawl_stopping``)."""
     scrapy_stop = crawler.stop_async
 
     async def stop_async() -> None:
@@ -147,6 +153,10 @@ def _stop_once_started(crawler: Crawler) -> None:
                 logger.info("Stop asked while the crawl is starting: stopping once it runs")
             await maybe_deferred_to_future(deferLater(reactor, 0.05, lambda: None))
             waited += 0.05
+        if crawler.crawling:
+            # downloads in flight are cut and their leases handed back, rather than waited
+            # for (up to DOWNLOAD_TIMEOUT with a silent server)
+            await crawler.signals.send_catch_log_async(crawler_signals.crawl_stopping)
         await scrapy_stop()
 
     crawler.stop_async = stop_async  # type: ignore[method-assign]

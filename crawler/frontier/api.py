@@ -105,7 +105,8 @@ class Frontier(abc.ABC):
       expires: its URL goes back to the head of its host's queue; if its fetch had not completed,
       the slot rests for the politeness delay (the fetch may have happened).
     * ``release`` hands unstarted leases back at once (a worker stopping cleanly): URL at the
-      head of its host's queue, slot free, its time unchanged.
+      head of its host's queue, slot free, its time unchanged (with ``rest``, for a download
+      cut short, the slot rests for the politeness delay as after an expiry).
     * A host with a pending *first* entry hands out nothing else until that entry completes.
     """
 
@@ -142,20 +143,31 @@ class Frontier(abc.ABC):
 
     @abc.abstractmethod
     def complete(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
         """The leased fetch ended now after ``duration`` seconds on the network: the host's slot
-        is free again, after the politeness delay."""
+        is free again, after the politeness delay. ``size``: bytes received (a shared
+        frontier counts them against the operator's byte budget)."""
 
     @abc.abstractmethod
     def ack(self, token: str) -> None:
         """The page's item and links have left the spider and the pipelines: forget the URL."""
 
     def finish(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
         """``complete`` and ``ack`` in one step (a fetch that produces nothing to process)."""
-        self.complete(token, duration, outcome)
+        self.complete(token, duration, outcome, size=size)
         self.ack(token)
 
     @abc.abstractmethod
@@ -163,8 +175,11 @@ class Frontier(abc.ABC):
         """Push these leases' deadlines ``lease_ttl`` ahead; returns how many were still held."""
 
     @abc.abstractmethod
-    def release(self, tokens: Iterable[str]) -> int:
-        """Hand back leases whose fetch never started; returns how many were still held."""
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
+        """Hand back leases whose fetch never started; returns how many were still held.
+        ``rest``: the fetch had started and was cut short (a worker stopping mid-download):
+        the URL goes back all the same, but the slot rests for the politeness delay, since
+        the server may have seen the request."""
 
     @abc.abstractmethod
     def expire(self) -> int:
@@ -218,6 +233,12 @@ class Frontier(abc.ABC):
         """``(due_in(), in_flight(), len(self))`` at once: one round trip for a shared
         backend."""
         return self.due_in(), self.in_flight(), len(self)
+
+    def halted(self) -> str:
+        """Why the operator stopped this frontier handing out work, as last seen: "" (it
+        hands out), "paused" (the crawl holds: it has work), or why the crawl is over:
+        "deadline", "byte_budget". Only a shared frontier has operator controls."""
+        return ""
 
     def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:
         """Call ``on_change`` (from any thread) whenever another process may have made work

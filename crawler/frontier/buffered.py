@@ -123,6 +123,7 @@ class BufferedFrontier(Frontier):
         self._open: dict[str, float] = {}  # token -> when handed out or last renewed
         self._open_lock = threading.Lock()
         self._closed = False
+        self._control_seen = 0  # the inner frontier's control_epoch last acted on
         self.snapshot = Snapshot(clock(), None, 0, 0)
         self._take_snapshot()  # a first answer before the crawl asks anything
         self._unwatch = inner.watch(self._wake)
@@ -245,6 +246,7 @@ class BufferedFrontier(Frontier):
             self._poll_more = self.poll()
         self._renew_old_leases()
         self._return_stale()
+        self._obey_operator()
         if not self._leasing and self._wants_leases():
             self._lease()
         else:
@@ -308,6 +310,15 @@ class BufferedFrontier(Frontier):
             self._asked = False
             self.returned += len(stale)
             self.inner.release([lease.token for lease in stale])
+
+    def _obey_operator(self) -> None:
+        """An operator acted (a block, a pause: ``control_epoch`` moved) or the crawl is
+        halted: the leases read ahead go back, so none of a host blocked a moment ago goes
+        out and a paused crawl sends nothing; what is still allowed is leased again."""
+        epoch = getattr(self.inner, "control_epoch", 0)
+        if epoch != self._control_seen or self.inner.halted():
+            self._control_seen = epoch
+            self._release_buffer()
 
     def _release_buffer(self) -> None:
         with self._buffer_lock:
@@ -385,9 +396,14 @@ class BufferedFrontier(Frontier):
         return max(0.0, snap.due_in - (self.clock() - snap.taken))
 
     def complete(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
-        self._submit(lambda: self.inner.complete(token, duration, outcome))
+        self._submit(lambda: self.inner.complete(token, duration, outcome, size=size))
 
     def ack(self, token: str) -> None:
         with self._open_lock:
@@ -395,23 +411,28 @@ class BufferedFrontier(Frontier):
         self._submit(lambda: self.inner.ack(token))
 
     def finish(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
         with self._open_lock:
             self._open.pop(token, None)
-        self._submit(lambda: self.inner.finish(token, duration, outcome))
+        self._submit(lambda: self.inner.finish(token, duration, outcome, size=size))
 
     def renew(self, tokens: Iterable[str]) -> int:
         batch = list(tokens)
         self._submit(lambda: self.inner.renew(batch))
         return len(batch)
 
-    def release(self, tokens: Iterable[str]) -> int:
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
         batch = list(tokens)
         with self._open_lock:
             for token in batch:
                 self._open.pop(token, None)
-        self._submit(lambda: self.inner.release(batch))
+        self._submit(lambda: self.inner.release(batch, rest=rest))
         return len(batch)
 
     def expire(self) -> int:
@@ -430,8 +451,11 @@ class BufferedFrontier(Frontier):
     def hold_host(self, host: str, seconds: float) -> None:
         self._submit(lambda: self.inner.hold_host(host, seconds))
 
+    def halted(self) -> str:
+        return self.inner.halted()
+
     def has_work(self, horizon: float) -> bool:
-        if self._buffer or self._pending or self._poll_more:
+        if self._buffer or self._pending or self._poll_more or self.halted() == "paused":
             return True
         with self._open_lock:
             if self._open:

@@ -311,7 +311,12 @@ class MercatorFrontier(Frontier):
     # -- the lease lifecycle ------------------------------------------------------------------
 
     def complete(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
         record = self._leases.get(token)
         if record is None or record.completed:
@@ -373,8 +378,9 @@ class MercatorFrontier(Frontier):
             renewed += 1
         return renewed
 
-    def release(self, tokens: Iterable[str]) -> int:
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
         released = 0
+        now = self.clock() if rest else 0.0
         for token in tokens:
             record = self._leases.pop(token, None)
             if record is None:
@@ -386,6 +392,8 @@ class MercatorFrontier(Frontier):
                 host.busy[record.lease.slot] = False  # its time unchanged: nothing was sent
                 if record.first:
                     host.first_in_flight -= 1
+                if rest:  # ... unless the download had started: the server may have seen it
+                    self._rest(host, record.lease.slot, now, None)
             self._hand_back(record)
         return released
 

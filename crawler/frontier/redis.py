@@ -22,6 +22,9 @@ Layout, all under the hash tag ``{key}`` (one Redis Cluster slot per crawl):
 ``{key}:lease``             HASH    lease token -> msgpack lease record
 ``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs
 ``{key}:fetches``           ZSET    host -> fetches (``busiest_hosts``)
+``{key}:ctl``               HASH    the operator's controls: ``paused``, ``deadline`` (Redis
+                                    time), ``budget`` (bytes; ``{key}:stats`` counts ``bytes``)
+``{key}:blocked``           HASH    ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it
 ==========================  ======  ===========================================================
 
 A queued URL is msgpack: the host, then ``[url, priority, depth, payload]`` in a LIST (about
@@ -73,7 +76,7 @@ from .politeness import PolitenessPolicy
 from .redis_lua import SCRIPTS
 
 LAYOUT = "1"
-_REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead")
+_REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocked")
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
 
 
@@ -166,6 +169,8 @@ class RedisFrontier(Frontier):
         self.chunk_size = chunk_size
         self.expire_batch = expire_batch
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
+        self.halt = ""  # the operator's halt, as the last script call saw it
+        self.control_epoch = 0  # operator actions announced on the wake channel (watch)
         self._stats = self.prefix + ":stats"
         self._keys = [self._stats]
         self._config = msgpack.packb(
@@ -322,18 +327,38 @@ class RedisFrontier(Frontier):
             Lease(token.decode(), unpack_entry(blob), int(slot), issued)
             for token, slot, blob in rows
         ]
-        return leases, _status(status)
+        return leases, self._status(status)
+
+    def _status(self, reply: Sequence[Any]) -> tuple[float | None, int, int]:
+        """A script's status reply; its fourth part, the operator's halt, is kept for
+        ``halted``."""
+        self.halt = reply[3].decode() if isinstance(reply[3], bytes) else str(reply[3] or "")
+        return _status(reply[:3])
 
     def complete(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
-        self._gave_up(self._call("complete", token, _seconds(duration), str(outcome), "0"))
+        self._gave_up(
+            self._call("complete", token, _seconds(duration), str(outcome), "0", int(size))
+        )
 
     def finish(
-        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
     ) -> None:
         """``complete`` and ``ack`` in one script call: one round trip, not two."""
-        self._gave_up(self._call("complete", token, _seconds(duration), str(outcome), "1"))
+        self._gave_up(
+            self._call("complete", token, _seconds(duration), str(outcome), "1", int(size))
+        )
 
     def _gave_up(self, reply: Any) -> bool:
         """A script that gave a host up says which: reported once, by the worker whose call
@@ -350,8 +375,11 @@ class RedisFrontier(Frontier):
     def renew(self, tokens: Iterable[str]) -> int:
         return sum(self._call("renew", *chunk) for chunk in _chunks(tokens, self.chunk_size))
 
-    def release(self, tokens: Iterable[str]) -> int:
-        return sum(self._call("release", *chunk) for chunk in _chunks(tokens, self.chunk_size))
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
+        flag = "1" if rest else "0"
+        return sum(
+            self._call("release", flag, *chunk) for chunk in _chunks(tokens, self.chunk_size)
+        )
 
     def expire(self) -> int:
         total = 0
@@ -375,7 +403,7 @@ class RedisFrontier(Frontier):
     def status(self) -> tuple[float | None, int, int]:
         """Due time, open leases and queued URLs in one script call (it also expires a few
         leases and refills back queues, as ``next`` does)."""
-        return _status(self._call("due"))
+        return self._status(self._call("due"))
 
     def due_in(self) -> float | None:
         return self.status()[0]
@@ -400,7 +428,10 @@ class RedisFrontier(Frontier):
                         pubsub.subscribe(self.prefix + ":wake")
                         subscribed = True
                         on_change()  # whatever happened while not listening
-                    if pubsub.get_message(timeout=1.0) is not None:
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        if message.get("data") == b"ctl":  # an operator acted
+                            self.control_epoch += 1
                         on_change()
                 except (redis.RedisError, OSError, ValueError):
                     subscribed = False
@@ -425,7 +456,8 @@ class RedisFrontier(Frontier):
 
     def counts(self) -> FrontierCounts:
         """O(K) in Redis: counters, cardinalities and ZCOUNT, never a walk over the queues."""
-        _, leases, seen, hosts, ready, waiting, front, flat = self._call("counts")
+        _, leases, seen, hosts, ready, waiting, front, flat, halt = self._call("counts")
+        self.halt = halt.decode()
         stats = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         return FrontierCounts(
             queued=stats.get("queued", 0),
@@ -495,6 +527,74 @@ class RedisFrontier(Frontier):
             out.append((name.decode(), int(fetches), mean))
         return out
 
+    # -- the operator's controls (``scrapy frontier <site> ...``) -------------------------------
+
+    def halted(self) -> str:
+        return self.halt
+
+    def block(self, name: str, *, domain: bool = False) -> int:
+        """Block a host, or a domain with all its hosts: their queued URLs are dropped
+        (returned, and counted in ``drop:host_blocked``), no URL of theirs is admitted or
+        handed out again, by any worker. A domain block is recorded first (hosts met later
+        are blocked as they come), then the known hosts are walked with SSCAN, one script
+        call per matching host: no script walks the host set."""
+        name = name.lower().rstrip(".")
+        if not domain:
+            return int(self._call("block", name, "1"))
+        self.client.hset(self.prefix + ":blocked", "d:" + name, repr(self._now()))
+        dropped = 0
+        for hosts in self._iter_hosts():
+            for host in hosts:
+                if _in_domain(host, name):
+                    dropped += int(self._call("block", host, "0"))
+        self.client.publish(self.prefix + ":wake", "ctl")
+        return dropped
+
+    def unblock(self, name: str, *, domain: bool = False) -> int:
+        """Lift a block; returns how many hosts may be crawled again (a host also blocked by
+        name or by another domain stays blocked). URLs dropped by the block stay dropped."""
+        name = name.lower().rstrip(".")
+        if not domain:
+            return int(self._call("unblock", name, "1"))
+        self.client.hdel(self.prefix + ":blocked", "d:" + name)
+        lifted = 0
+        for hosts in self._iter_hosts():
+            for host in hosts:
+                if _in_domain(host, name):
+                    lifted += int(self._call("unblock", host, "0"))
+        return lifted
+
+    def set_control(self, name: str, value: float | None, *, relative: bool = False) -> str:
+        """Set (None: clear) one control: ``paused`` (1), ``deadline`` (Redis time, or
+        seconds from now with ``relative``), ``budget`` (bytes). Every worker hears of it at
+        once (the wake channel) and obeys it inside the scripts. Returns the crawl's halt."""
+        if name not in ("paused", "deadline", "budget"):
+            raise ValueError(f"no such control: {name}")
+        text = "" if value is None else repr(float(value)) if name == "deadline" else str(
+            int(value)
+        )
+        _, halt = self._call("control", name, text, "rel" if relative else "abs")
+        return halt.decode()
+
+    def controls(self) -> dict[str, Any]:
+        """The operator's controls as stored: paused, deadline (Redis time), byte budget and
+        bytes so far, blocked hosts and domains."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.prefix + ":ctl")
+        pipe.hget(self._stats, "bytes")
+        pipe.hkeys(self.prefix + ":blocked")
+        ctl, size, blocked = pipe.execute()
+        ctl = {k.decode(): v.decode() for k, v in ctl.items()}
+        names = sorted(b.decode() for b in blocked)
+        return {
+            "paused": ctl.get("paused") == "1",
+            "deadline": float(ctl["deadline"]) if "deadline" in ctl else None,
+            "byte_budget": int(ctl["budget"]) if "budget" in ctl else None,
+            "bytes": int(size or 0),
+            "blocked_hosts": [n[2:] for n in names if n.startswith("h:")],
+            "blocked_domains": [n[2:] for n in names if n.startswith("d:")],
+        }
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -524,6 +624,10 @@ def bloom_offsets(key: bytes, bits: int, probes: int) -> list[int]:
     """The bits of ``key`` (an 8-byte seen key), as the add script computes them."""
     h1, h2 = int.from_bytes(key[:4], "big"), int.from_bytes(key[4:8], "big")
     return [(h1 + i * h2) % bits for i in range(probes)]
+
+
+def _in_domain(host: str, domain: str) -> bool:
+    return host == domain or host.endswith("." + domain)
 
 
 def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:

@@ -52,6 +52,8 @@ local HOSTS = P .. ':hosts'
 local SEEN = P .. ':seen'
 local SEL = P .. ':sel'
 local FETCHES = P .. ':fetches'
+local CTL = P .. ':ctl'
+local BLOCKED = P .. ':blocked'
 
 local function fmt(x) return string.format('%.17g', x) end
 local function hkey(h) return P .. ':h:' .. h end
@@ -108,13 +110,31 @@ local function incr(name, h, field, delta)
   return v
 end
 
--- a host met for the first time gets its hash and joins the host set
+-- Operator blocks ({crawl}:blocked, field 'h:<host>' or 'd:<domain>'): is this host blocked,
+-- by name or by one of its parent domains? O(labels of the name).
+local function blocked_by(name)
+  if redis.call('HEXISTS', BLOCKED, 'h:' .. name) == 1 then return true end
+  local d = name
+  while d do
+    if redis.call('HEXISTS', BLOCKED, 'd:' .. d) == 1 then return true end
+    local dot = string.find(d, '.', 1, true)
+    d = dot and string.sub(d, dot + 1) or nil
+  end
+  return false
+end
+
+-- a host met for the first time gets its hash and joins the host set (blocked at once if
+-- the operator blocked it, or its domain, before it was met)
 local function ensure(name)
   local h = load(name)
   if next(h) == nil then
     redis.call('HSET', hkey(name), 'ad', 0)
     redis.call('SADD', HOSTS, name)
     h.ad = '0'
+    if redis.call('EXISTS', BLOCKED) == 1 and blocked_by(name) then
+      redis.call('HSET', hkey(name), 'st', 'blocked')
+      h.st = 'blocked'
+    end
   end
   return h
 end
@@ -170,18 +190,38 @@ local function reschedule(name, h)
   end
 end
 
+-- The operator's controls ({crawl}:ctl): '' (hand out work), 'paused', or why the crawl is
+-- over: 'deadline' (past the time in 'deadline'), 'byte_budget' (the bytes downloaded, counted
+-- by complete, reached 'budget').
+local HALT = nil
+local function halted()
+  if HALT == nil then
+    HALT = ''
+    local c = redis.call('HMGET', CTL, 'paused', 'deadline', 'budget')
+    if c[2] and NOW >= tonumber(c[2]) then
+      HALT = 'deadline'
+    elseif c[3] and num(redis.call('HGET', STATS, 'bytes')) >= tonumber(c[3]) then
+      HALT = 'byte_budget'
+    elseif c[1] == '1' then
+      HALT = 'paused'
+    end
+  end
+  return HALT
+end
+
 -- what a worker's snapshot needs: {seconds until the earliest host is due ('' if none),
--- open leases, queued URLs}
+-- open leases, queued URLs, the operator's halt ('' if none)}
 local function status()
   local top = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
   local due = ''
-  if #top > 0 then due = fmt(math.max(0, tonumber(top[2]) - NOW)) end
-  return {due, redis.call('ZCARD', LEASES), num(redis.call('HGET', STATS, 'queued'))}
+  -- halted: nothing is due (workers wait for the wake-up that lifts it, not poll)
+  if #top > 0 and halted() == '' then due = fmt(math.max(0, tonumber(top[2]) - NOW)) end
+  return {due, redis.call('ZCARD', LEASES), num(redis.call('HGET', STATS, 'queued')), halted()}
 end
 
+local REASON_OF = {dead = 'host_dead', skip = 'host_skipped', blocked = 'host_blocked'}
 local function drop_reason(h)
-  if h.st == 'dead' then return 'host_dead' end
-  return 'host_skipped'
+  return REASON_OF[h.st] or 'host_skipped'
 end
 
 -- the host this call gave up, for the caller to report: {name, reason, URLs dropped}
@@ -191,7 +231,7 @@ local GAVE_UP = nil
 local function give_up(name, h, reason)
   if h.st then return end
   local n = redis.call('LLEN', fqkey(name)) + redis.call('LLEN', qkey(name))
-  GAVE_UP = {name, reason == 'dead' and 'host_dead' or 'host_skipped', n}
+  GAVE_UP = {name, REASON_OF[reason], n}
   redis.call('DEL', fqkey(name), qkey(name))
   set(name, h, 'st', reason)
   if h.bk == '1' then
@@ -339,6 +379,8 @@ for i = 5, #ARGV, 4 do
   local code = 0
   if h.st == 'dead' then
     code = 4
+  elseif h.st == 'blocked' then
+    code = 5
   elseif h.st then
     code = 3
   elseif not force then
@@ -381,6 +423,7 @@ expire(16)
 refill()
 local out = {}
 local guard = 0
+if halted() ~= '' then n = 0 end  -- paused, or the operator's deadline or byte budget reached
 while #out < n and guard < n + 64 do
   guard = guard + 1
   local top = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
@@ -429,6 +472,7 @@ return {fmt(NOW), out, status()}
 COMPLETE = r"""
 local token, outcome, and_ack = ARGV[3], ARGV[5], ARGV[6] == '1'
 local duration = tonumber(ARGV[4])
+local size = tonumber(ARGV[7] or '0') or 0
 local raw = redis.call('HGET', LEASE, token)
 if not raw then return 0 end
 local rec = cmsgpack.unpack(raw)
@@ -436,6 +480,7 @@ if rec[4] == 1 then
   if and_ack then forget_lease(token) end
   return 0
 end
+if size > 0 then redis.call('HINCRBY', STATS, 'bytes', size) end  -- the byte budget
 local name, slot = rec[1], rec[2]
 local h = load(name)
 release_slot(name, h, slot, rec[3])
@@ -506,14 +551,19 @@ return n
 
 RELEASE = r"""
 local n = 0
-for i = 3, #ARGV do
+local rest = ARGV[3] == '1'
+for i = 4, #ARGV do
   local token = ARGV[i]
   local raw = redis.call('HGET', LEASE, token)
   if raw then
     local rec = cmsgpack.unpack(raw)
     local name = rec[1]
     local h = load(name)
-    if rec[4] == 0 then release_slot(name, h, rec[2], rec[3]) end
+    if rec[4] == 0 then
+      release_slot(name, h, rec[2], rec[3])
+      -- a download cut short (a worker stopping): the server may have seen the request
+      if rest then rest_slot(name, h, rec[2]) end
+    end
     requeue(name, h, rec)
     reschedule(name, h)
     forget_lease(token)
@@ -568,13 +618,68 @@ refill()
 return status()
 """
 
+# block a host: its queued URLs dropped (counted in drop:host_blocked), nothing more handed
+# out or admitted. ARGV[4] '1': blocked by its own name (kept in {crawl}:blocked), '0': by a
+# domain block (the client walks the host set with SSCAN; no script walks it)
+BLOCK = r"""
+local name = ARGV[3]
+if ARGV[4] == '1' then redis.call('HSET', BLOCKED, 'h:' .. name, fmt(NOW)) end
+local h = load(name)
+if next(h) == nil then  -- not met yet: its URLs will be refused when they come
+  redis.call('HSET', hkey(name), 'ad', 0)
+  redis.call('SADD', HOSTS, name)
+  h.ad = '0'
+end
+local n = 0
+if h.st ~= 'blocked' then
+  if h.st then set(name, h, 'was', h.st) end  -- given up before: restored by an unblock
+  h.st = nil
+  give_up(name, h, 'blocked')
+  n = GAVE_UP[3]
+end
+redis.call('PUBLISH', P .. ':wake', 'ctl')
+return n
+"""
+
+# unblock a host (ARGV[4] '1': its own block is lifted) unless it is still blocked by name or
+# by a domain; its dropped URLs stay dropped (and seen), new ones are admitted again
+UNBLOCK = r"""
+local name = ARGV[3]
+if ARGV[4] == '1' then redis.call('HDEL', BLOCKED, 'h:' .. name) end
+local h = load(name)
+if h.st ~= 'blocked' or blocked_by(name) then return 0 end
+if h.was then
+  set(name, h, 'st', h.was)
+  redis.call('HDEL', hkey(name), 'was')
+else
+  redis.call('HDEL', hkey(name), 'st')
+  h.st = nil
+  reschedule(name, h)
+end
+redis.call('PUBLISH', P .. ':wake', 'ctl')
+return 1
+"""
+
+# set ('' deletes) one control: paused, deadline (ARGV[5] 'rel': seconds from now), budget
+CONTROL = r"""
+local field, value = ARGV[3], ARGV[4]
+if value == '' then
+  redis.call('HDEL', CTL, field)
+else
+  if ARGV[5] == 'rel' then value = fmt(NOW + tonumber(value)) end
+  redis.call('HSET', CTL, field, value)
+end
+redis.call('PUBLISH', P .. ':wake', 'ctl')
+return {fmt(NOW), halted()}
+"""
+
 COUNTS = r"""
 local front = 0
 for p = 0, K - 1 do front = front + redis.call('LLEN', fkey(p)) end
 local ready = redis.call('ZCOUNT', READY, '-inf', fmt(NOW))
 local s = redis.call('HGETALL', STATS)
 return {fmt(NOW), redis.call('ZCARD', LEASES), seen_count(),
-  redis.call('SCARD', HOSTS), ready, redis.call('ZCARD', READY) - ready, front, s}
+  redis.call('SCARD', HOSTS), ready, redis.call('ZCARD', READY) - ready, front, s, halted()}
 """
 
 SCRIPTS: dict[str, str] = {
@@ -591,5 +696,8 @@ SCRIPTS: dict[str, str] = {
         "crawl_delay": CRAWL_DELAY,
         "due": DUE,
         "counts": COUNTS,
+        "block": BLOCK,
+        "unblock": UNBLOCK,
+        "control": CONTROL,
     }.items()
 }

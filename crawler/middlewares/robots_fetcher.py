@@ -75,7 +75,8 @@ from crawler import signals as crawler_signals
 from crawler.backends import build_backend
 from crawler.crawldb import crawldb_path
 from crawler.frontier.urls import origin_of
-from crawler.meta import LEASE_META, ROBOTS_META
+from crawler.limits import StoppedAtShutdown
+from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, OriginState, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import ALLOW_ALL, robots_token
@@ -271,6 +272,9 @@ class RobotsFetcher:
         d.addBoth(self._direct_done, origin)
 
     def _direct_done(self, result: Any, origin: str) -> None:
+        if isinstance(result, Failure) and result.check(StoppedAtShutdown):
+            self.book.abandoned(origin)
+            return
         if self.book.state(origin).fetching == IN_FLIGHT:  # ended without an answer
             reason = result.getErrorMessage() if isinstance(result, Failure) else "no answer"
             self._failed(origin, None, reason)
@@ -338,6 +342,9 @@ class RobotsFetcher:
         2.3.1.4: unreachable, the host is held and robots.txt tried again."""
         origin = request.meta.get(ROBOTS_META)
         if origin is None or request.meta.get(HOPS_META):
+            return
+        if request.meta.get(STOPPED_META):
+            self.book.abandoned(origin)  # cut by a stop: not the server's fault
             return
         st = self.book.state(origin)
         if st.fetching == IN_FLIGHT and st.owner is request:
@@ -415,7 +422,11 @@ class RobotsFetcher:
         origin = request.meta[ROBOTS_META]
         if isinstance(exception, RobotsTxtHandled):
             return None
-        if isinstance(exception, IgnoreRequest):
+        if request.meta.get(STOPPED_META):
+            # cut by a stop (Ctrl-C): nothing is known of the origin; the claim is given up
+            # so another worker or the resumed crawl fetches it
+            self.book.abandoned(origin)
+        elif isinstance(exception, IgnoreRequest):
             # Another middleware refused the robots.txt request (address safety): it will
             # refuse the origin's pages as well; nothing to retry.
             self._refused(origin, str(exception))

@@ -219,6 +219,16 @@ class RobotsBook:
         st.gave_up = True
         st.retry_at = None
 
+    def abandoned(self, origin: str) -> None:
+        """The fetch of the origin's robots.txt was cut short by a stop (Ctrl-C): nothing is
+        learned; the shared claim is given up, so another worker (or the resumed crawl)
+        fetches it at once rather than after the claim lapses."""
+        st = self.state(origin)
+        if st.fetching == IN_FLIGHT:
+            self.cache.unclaim(origin)
+            st.fetching = ""
+            st.owner = None
+
     def park(self, origin: str, request: Any) -> None:
         """Keep a request of an origin that is disallowed for now until a retry succeeds."""
         self.state(origin).parked.append(request)

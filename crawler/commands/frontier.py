@@ -1,0 +1,199 @@
+"""``scrapy frontier <site> [subcommand]``: see a shared (Redis) crawl as one, and steer it.
+
+Subcommands (none: ``status``):
+
+* ``status [--json]``: the crawl as one (see :func:`crawler.fleet.crawl_report`).
+* ``block HOST`` / ``block --domain DOMAIN``: an abuse complaint. The host's (or every host of
+  the domain's) queued URLs are dropped and counted, and no worker admits or hands out another
+  of its URLs; hosts of a blocked domain met later are blocked as they come.
+* ``unblock HOST`` / ``unblock --domain DOMAIN``: new URLs of it are admitted again (the ones
+  dropped stay dropped: they are in the seen-set).
+* ``pause`` / ``resume``: every worker stops handing out requests (its read-ahead goes back;
+  fetches in flight end normally) and waits, without polling, for ``resume``.
+* ``deadline WHEN`` / ``deadline none``: the crawl ends at WHEN (``+90m``, ``+2h``, ``+30s``,
+  or a local time ``2026-12-01T18:00``): every worker closes with ``finish_reason`` ``deadline``.
+* ``budget SIZE`` / ``budget none``: the crawl ends once its workers have downloaded SIZE
+  (``500MB``, ``2GB``, bytes): ``finish_reason`` ``byte_budget``.
+
+The controls live in Redis under the crawl's hash tag (``{<site>}:ctl``, ``{<site>}:blocked``),
+so they survive worker restarts, and they are obeyed inside the frontier's Lua scripts, so no
+worker can miss one; the scripts announce each action on the crawl's wake channel, so every
+worker acts on it within a second (at once when it is listening). Settings (``REDIS_URL``,
+``FRONTIER_REDIS_KEY``, a site's ``[settings]``) are the crawl's: pass the same ``-s`` as to
+``scrapy crawl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from datetime import datetime
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.backends import backend_class
+from crawler.commands import pipe_safe
+
+_SUBCOMMANDS = ("status", "block", "unblock", "pause", "resume", "deadline", "budget")
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+}
+_SPANS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = True
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "<site> [status|block|unblock|pause|resume|deadline|budget] [ARG] [options]"
+
+    def short_desc(self) -> str:
+        return "Show a shared (Redis) crawl as one, and steer every worker of it"
+
+    def long_desc(self) -> str:
+        return __doc__ or ""
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--json", action="store_true", help="status as JSON, for scripts")
+        parser.add_argument(
+            "--domain", action="store_true", help="block/unblock a domain and all its hosts"
+        )
+        parser.add_argument(
+            "--top", type=int, default=10, help="busiest hosts and leases shown (default 10)"
+        )
+
+    @pipe_safe
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if not args:
+            raise UsageError("give a site: scrapy frontier <site> [subcommand]")
+        site, sub, rest = args[0], (args[1] if len(args) > 1 else "status"), args[2:]
+        if sub not in _SUBCOMMANDS:
+            raise UsageError(f"unknown subcommand {sub!r}; one of: {', '.join(_SUBCOMMANDS)}")
+        frontier = self._frontier(site)
+        if frontier is None:
+            return
+        try:
+            self._act(frontier, sub, rest, opts)
+        except ValueError as exc:
+            self._fail(str(exc))
+        finally:
+            frontier.client.close()
+
+    def _frontier(self, site: str) -> Any:
+        """The crawl's Redis frontier, or None (said why, exit status 2)."""
+        from crawler.redis_backends import RedisFrontierStore, safe_url
+
+        assert self.crawler_process is not None
+        try:
+            crawler = self.crawler_process.create_crawler(site)
+        except KeyError:
+            sites = ", ".join(sorted(self.crawler_process.spider_loader.list())) or "none"
+            self._fail(f"no site named {site!r}; the sites are: {sites}")
+            return None
+        store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
+        if not issubclass(store_cls, RedisFrontierStore):
+            self._fail(
+                "scrapy frontier works on a shared crawl: give the crawl's settings, "
+                "-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:6379/0"
+            )
+            return None
+        store = store_cls.from_crawler(crawler)
+        try:
+            frontier = store.operator_frontier()
+            frontier.client.ping()
+        except Exception as exc:
+            self._fail(f"Redis at {safe_url(crawler.settings)} is not reachable: {exc}")
+            return None
+        return frontier
+
+    def _act(self, frontier: Any, sub: str, rest: list[str], opts: argparse.Namespace) -> None:
+        from crawler.frontier.fleet import crawl_report, format_report
+
+        def one_arg(what: str) -> str:
+            if len(rest) != 1:
+                raise UsageError(f"{sub} takes one argument: {what}")
+            return rest[0]
+
+        if sub == "status":
+            report = crawl_report(frontier, top=opts.top)
+            if opts.json:
+                print(json.dumps(report, indent=2, sort_keys=True))
+            else:
+                print(format_report(report))
+        elif sub in ("block", "unblock"):
+            name = one_arg("a host name, or a domain with --domain")
+            kind = "domain" if opts.domain else "host"
+            if sub == "block":
+                dropped = frontier.block(name, domain=opts.domain)
+                print(f"blocked {kind} {name}: {dropped} queued URLs dropped")
+            else:
+                lifted = frontier.unblock(name, domain=opts.domain)
+                print(f"unblocked {kind} {name} ({lifted} hosts may be crawled again)")
+        elif sub in ("pause", "resume"):
+            if rest:
+                raise UsageError(f"{sub} takes no argument")
+            halt = frontier.set_control("paused", 1 if sub == "pause" else None)
+            print(f"crawl {frontier.key!r} {sub}d" + (f" (halted: {halt})" if halt else ""))
+        elif sub == "deadline":
+            when = one_arg("+90m, +2h, a local time 2026-12-01T18:00, or none")
+            if when == "none":
+                frontier.set_control("deadline", None)
+                print(f"crawl {frontier.key!r}: no deadline")
+            else:
+                seconds = parse_deadline(when, time.time())
+                halt = frontier.set_control("deadline", seconds, relative=True)
+                end = datetime.fromtimestamp(time.time() + seconds).isoformat(timespec="seconds")
+                print(f"crawl {frontier.key!r} ends at {end}" + (f" ({halt})" if halt else ""))
+        elif sub == "budget":
+            size = one_arg("500MB, 2GB, a number of bytes, or none")
+            if size == "none":
+                frontier.set_control("budget", None)
+                print(f"crawl {frontier.key!r}: no byte budget")
+            else:
+                budget = parse_size(size)
+                halt = frontier.set_control("budget", budget)
+                done = frontier.controls()["bytes"]
+                print(
+                    f"crawl {frontier.key!r} ends after {budget} bytes ({done} downloaded so far)"
+                    + (f" ({halt})" if halt else "")
+                )
+
+    def _fail(self, line: str) -> None:
+        print(f"frontier: {line}", file=sys.stderr)
+        self.exitcode = 2
+
+
+def parse_size(text: str) -> int:
+    """``500MB``, ``2GB``, ``1.5gb``, ``123456`` -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?b?)\s*", text.lower())
+    if not m:
+        raise ValueError(f"not a size: {text!r} (e.g. 500MB, 2GB, 123456)")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def parse_deadline(text: str, now: float) -> float:
+    """Seconds from ``now`` (this machine's clock) until ``+90m``/``+2h``/``+30s``/``+1d`` or a
+    local ISO time. The frontier stores it in Redis's time, so workers' clocks never meet."""
+    m = re.fullmatch(r"\+(\d+(?:\.\d+)?)([smhd]?)", text.strip())
+    if m:
+        return float(m.group(1)) * _SPANS[m.group(2) or "s"]
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"not a deadline: {text!r} (e.g. +90m, +2h, 2026-12-01T18:00, none)"
+        ) from None
+    seconds = when.timestamp() - now
+    if seconds <= 0:
+        raise ValueError(f"the deadline {text} has passed")
+    return seconds
