@@ -33,23 +33,24 @@ is atomic with the insert.
 Layout (``{key}:nd:...``; the small hashes are bucketed so they stay in Redis's compact listpack
 encoding):
 
-==================  ======================================================================
-``:u:<n>``          HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
-``:f:<n>``          HASH: 8 bytes of the content fingerprint -> id of its original
-``:a:<n>``          HASH: anchor (4 bytes) -> ids (4 bytes each) of its first originals
-``:d:<id/128>``     HASH: id -> record of an original: 1, fingerprint (8), host id (4), URL
-                    (length, bytes), then title, cover and the sketch (deltas in the fewest
-                    bytes that hold them, and a table of its blocks with a 1-byte index per
-                    entry); duplicates have no record
-``:alive``          bitmap: originals that can be candidates
-``:h``/``:hnext``   HASH host -> host id, and the last id given
-``:t:<hid>``        STRING: the host's template blocks (4 bytes each), in the order learned
-``:c:<hid>``        HASH: block -> count (``-1``: seen once, stale at the last pruning; ``T``:
-                    template); ``:tp`` HASH: host id -> pages the model learned from
-``:hp``/``:hd``     HASH: host -> pages checked / duplicates among them (the frontier's
-                    penalty, shared)
-``:next``/``:forget``/``:params``  last id, replaced-originals counter, settings of the crawl
-==================  ======================================================================
+========================  ==================================================================
+``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
+``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
+``:a:<n>``                HASH: anchor (4 bytes) -> ids (4 bytes each) of its first originals
+``:d:<id/128>``           HASH: id -> record of an original: 1, fingerprint (8), host id (4), URL
+                          (length, bytes), then title, cover and the sketch (deltas in the fewest
+                          bytes that hold them, and a table of its blocks with a 1-byte index per
+                          entry); duplicates have no record
+``:alive``                bitmap: originals that can be candidates
+``:h``/``:hnext``         HASH host -> host id, and the last id given
+``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
+``:c:<hid>``              HASH: block -> count (``-1``: seen once, stale at the last pruning; ``T``:
+                          template); ``:tp`` HASH: host id -> pages the model learned from
+``:hp``/``:hd``           HASH: host -> pages checked / duplicates among them (the frontier's
+                          penalty, shared)
+``:next``/``:forget``     last id given, originals replaced so far (a refetch)
+``:seq``/``:params``      commits so far (the order decisions are equivalent to), settings
+========================  ==================================================================
 
 ``bench/shared.py`` measures the decisions against the in-process detector, calls per second and
 bytes per document.
@@ -256,12 +257,12 @@ local function counts(dup)
   local dups
   if dup then dups = redis.call('HINCRBY', P .. ':hd', host, 1)
   else dups = tonumber(redis.call('HGET', P .. ':hd', host) or 0) end
-  return {'ok', pages, dups}
+  return {'ok', pages, dups, redis.call('INCR', P .. ':seq')}
 end
 
 if action == 'observe' then
   learn(host_id())
-  return {'ok', 0, 0}
+  return {'ok', 0, 0, redis.call('INCR', P .. ':seq')}
 end
 if action == 'unchanged' then return counts(false) end
 local id = own_seen
@@ -404,6 +405,7 @@ class RedisNearDuplicateDetector:
         self._templates: dict[int, _Template] = {}  # host id -> this worker's copy
         self._hosts: dict[str, tuple[int, int, float]] = {}  # host -> (pages, dups, when)
         self.retries = 0  # commits refused because another worker changed what was read
+        self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
         params = (
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
@@ -479,6 +481,7 @@ class RedisNearDuplicateDetector:
                 self.retries += 1
                 continue
             self._hosts[host] = (int(result[1]), int(result[2]), time.monotonic())
+            self.last_commit = int(result[3])
             return outcome.decision
         raise RuntimeError(
             f"shared near-duplicate check of {url} refused {MAX_ATTEMPTS} times in a row"
