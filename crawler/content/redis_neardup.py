@@ -36,7 +36,9 @@ encoding):
 ========================  ==================================================================
 ``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
 ``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
-``:a:<n>``                HASH: anchor (4 bytes) -> ids (4 bytes each) of its first originals
+``:a:<n>``, ``:ax:<n>``    HASH: anchor (4 bytes) -> ids (4 bytes each) of its first originals
+                          (16 in ``:a``, the rest up to 48 in ``:ax``: long values would turn a
+                          whole bucket into a hashtable)
 ``:d:<id/128>``           HASH: id -> record of an original: 1, fingerprint (8), host id (4), URL
                           (length, bytes), then title, cover and the sketch (deltas in the fewest
                           bytes that hold them, and a table of its blocks with a 1-byte index per
@@ -44,8 +46,10 @@ encoding):
 ``:alive``                bitmap: originals that can be candidates
 ``:h``/``:hnext``         HASH host -> host id, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
-``:c:<hid>``              HASH: block -> count (``-1``: seen once, stale at the last pruning; ``T``:
-                          template); ``:tp`` HASH: host id -> pages the model learned from
+``:c:<hid>:<n>``          HASH: block -> count (``-1``: seen once, stale at the last pruning; ``T``:
+                          template), spread over 2^bits hashes (``:cb`` HASH: host id -> bits)
+                          that grow with the host so each stays a listpack; ``:tp`` HASH: host
+                          id -> pages the model learned from
 ``:hp``/``:hd``           HASH: host -> pages checked / duplicates among them (the frontier's
                           penalty, shared)
 ``:next``/``:forget``     last id given, originals replaced so far (a refetch)
@@ -100,14 +104,27 @@ _RECORDS_PER_KEY = 128
 _COMMON = r"""
 local P = ARGV[1]
 local UB, FB, AB = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local INLINE = 16  -- anchor postings kept in the bucket (64 bytes: still listpack); more: :ax
 local function bucket(s, bits)  -- the top `bits` bits of a binary string's first 4 bytes
   local v = struct.unpack('>I4', s)
   return math.floor(v / 2 ^ (32 - bits))
 end
 local function dkey(id) return P .. ':d:' .. math.floor(id / 128) end
-local function tlen_of(hid)
+local tlens = {}
+local function tlen_of(hid)  -- a host's template length, as it was when the script started
   if hid == 0 then return 0 end
-  return redis.call('STRLEN', P .. ':t:' .. hid) / 4
+  local n = tlens[hid]
+  if not n then
+    n = redis.call('STRLEN', P .. ':t:' .. hid) / 4
+    tlens[hid] = n
+  end
+  return n
+end
+local function postings(a)  -- an anchor's postings (4 bytes each), the key its bucket is in
+  local b = bucket(a, AB)
+  local ids = redis.call('HGET', P .. ':a:' .. b, a) or ''
+  if #ids == 4 * INLINE then ids = ids .. (redis.call('HGET', P .. ':ax:' .. b, a) or '') end
+  return ids, b
 end
 """
 
@@ -132,30 +149,40 @@ if owner > 0 then
   local n = struct.unpack('>I2', rec, 14)
   return {'ok', hid, own, forget, owner, string.sub(rec, 16, 15 + n), '', {}, {}}
 end
-local lens, votes, order = {}, {}, {}
+-- rank_candidates: one vote per posting, live originals but the page's own id, most votes
+-- first, then the earliest; the liveness of a doc is only looked up when its turn comes
+local lens, votes = {}, {}
 for i = 1, #anchors, 4 do
-  local a = string.sub(anchors, i, i + 3)
-  local ids = redis.call('HGET', P .. ':a:' .. bucket(a, AB), a) or ''
+  local ids = postings(string.sub(anchors, i, i + 3))
   local n = math.min(#ids / 4, MAXP)
   lens[#lens + 1] = string.char(n)
   for j = 0, n - 1 do
     local d = struct.unpack('>I4', ids, 4 * j + 1)
-    if votes[d] then votes[d] = votes[d] + 1 else votes[d] = 1; order[#order + 1] = d end
+    votes[d] = (votes[d] or 0) + 1
   end
 end
-local live = {}
-for _, d in ipairs(order) do
-  if d ~= own and redis.call('GETBIT', P .. ':alive', d) == 1 then live[#live + 1] = d end
+votes[own] = nil
+local groups, top = {}, 0
+for d, v in pairs(votes) do
+  local g = groups[v]
+  if g then g[#g + 1] = d else groups[v] = {d} end
+  if v > top then top = v end
 end
-table.sort(live, function(x, y)
-  if votes[x] ~= votes[y] then return votes[x] > votes[y] end
-  return x < y
-end)
 local recs, tls = {}, {}
-for i = 1, math.min(#live, VERIFY) do
-  local rec = redis.call('HGET', dkey(live[i]), live[i])
-  recs[i] = struct.pack('>I4', live[i]) .. rec
-  tls[i] = tlen_of(struct.unpack('>I4', rec, 10))
+for v = top, 1, -1 do
+  local g = groups[v]
+  if g then
+    table.sort(g)
+    for _, d in ipairs(g) do
+      if redis.call('GETBIT', P .. ':alive', d) == 1 then
+        local rec = redis.call('HGET', dkey(d), d)
+        recs[#recs + 1] = struct.pack('>I4', d) .. rec
+        tls[#tls + 1] = tlen_of(struct.unpack('>I4', rec, 10))
+        if #recs == VERIFY then break end
+      end
+    end
+    if #recs == VERIFY then break end
+  end
 end
 return {'ok', hid, own, forget, 0, '', table.concat(lens), recs, tls}
 """
@@ -170,6 +197,7 @@ local EVERY, MAXT = tonumber(ARGV[23]), tonumber(ARGV[24])
 local UKEY = P .. ':u:' .. bucket(uh, UB)
 local hid = tonumber(redis.call('HGET', P .. ':h', host) or 0)
 
+local current = {}  -- anchor -> {postings, bucket}, read once for the check and the insert
 if action ~= 'observe' then  -- everything the decision read must be as it was
   if tlen_of(hid) ~= tlen_seen then return {'retry'} end
   if tonumber(redis.call('HGET', UKEY, uh) or 0) ~= own_seen then return {'retry'} end
@@ -180,8 +208,9 @@ if action ~= 'observe' then  -- everything the decision read must be as it was
   end
   for i = 1, #anchors / 4 do
     local a = string.sub(anchors, 4 * i - 3, 4 * i)
-    local n = math.min(redis.call('HSTRLEN', P .. ':a:' .. bucket(a, AB), a) / 4, MAXP)
-    if n ~= string.byte(lens, i) then return {'retry'} end
+    local ids, b = postings(a)
+    if math.min(#ids / 4, MAXP) ~= string.byte(lens, i) then return {'retry'} end
+    current[i] = {ids, b}
   end
   for i = 1, #checks, 8 do
     local h, n = struct.unpack('>I4I4', checks, i)
@@ -203,53 +232,96 @@ local function hset_many(key, list)  -- field, value, ... in slices (unpack's li
   end
 end
 
-local function learn(h)  -- HostTemplates.learn: one more original page of host h
-  local pages = redis.call('HINCRBY', P .. ':tp', h, 1)
-  local need = math.max(MINP, math.floor(SHARE * pages))
-  local tk, ck = P .. ':t:' .. h, P .. ':c:' .. h
-  local tlen = tlen_of(h)
-  local n = #blocks / 4
-  for start = 0, n - 1, 1000 do
-    local fields = {}
-    for j = start, math.min(n, start + 1000) - 1 do
-      fields[#fields + 1] = string.sub(blocks, 4 * j + 1, 4 * j + 4)
-    end
-    local vals = redis.call('HMGET', ck, unpack(fields))
-    local sets, adds = {}, {}
-    for k, b in ipairs(fields) do
-      local v = vals[k]
-      if v ~= 'T' then
-        local c = 1
-        if v then
-          c = tonumber(v)
-          if c < 0 then c = 1 end
-          c = c + 1
-        end
-        if c >= need and tlen < MAXT then
-          tlen = tlen + 1
-          adds[#adds + 1] = b
-          sets[#sets + 1] = b; sets[#sets + 1] = 'T'
-        else
-          sets[#sets + 1] = b; sets[#sets + 1] = c
-        end
-      end
-    end
-    if #sets > 0 then hset_many(ck, sets) end
-    if #adds > 0 then redis.call('APPEND', tk, table.concat(adds)) end
-  end
-  if pages % EVERY == 0 then  -- blocks seen once at two prunings in a row are dropped
-    local all = redis.call('HGETALL', ck)
+-- A host's block counts are spread over 2^bits small hashes (by the block's low bits), so
+-- each stays a listpack; the bits grow with the host (the counts are rewritten then).
+local FILL, SPLIT = 64, 128
+local function count_key(h, bits, block)
+  return P .. ':c:' .. h .. ':' .. (struct.unpack('>I4', block) % 2 ^ bits)
+end
+
+local function rewrite(h, bits, prune)  -- prune the counts, and spread them wider if needed
+  local entries = {}
+  for b = 0, 2 ^ bits - 1 do
+    local key = P .. ':c:' .. h .. ':' .. b
+    local all = redis.call('HGETALL', key)
     local drop, mark = {}, {}
     for k = 1, #all, 2 do
       local v = all[k + 1]
-      if v == '-1' then drop[#drop + 1] = all[k]
-      elseif v == '1' then mark[#mark + 1] = all[k]; mark[#mark + 1] = '-1' end
+      if prune and v == '-1' then drop[#drop + 1] = all[k]
+      else
+        if prune and v == '1' then v = '-1'; mark[#mark + 1] = all[k]; mark[#mark + 1] = v end
+        entries[#entries + 1] = all[k]; entries[#entries + 1] = v
+      end
     end
     for i = 1, #drop, 2000 do
-      redis.call('HDEL', ck, unpack(drop, i, math.min(i + 1999, #drop)))
+      redis.call('HDEL', key, unpack(drop, i, math.min(i + 1999, #drop)))
     end
-    if #mark > 0 then hset_many(ck, mark) end
+    if #mark > 0 then hset_many(key, mark) end
   end
+  local wide = bits
+  while #entries / 2 > FILL * 2 ^ wide and wide < 16 do wide = wide + 1 end
+  if wide == bits then return end
+  for b = 0, 2 ^ bits - 1 do redis.call('DEL', P .. ':c:' .. h .. ':' .. b) end
+  local spread = {}
+  for k = 1, #entries, 2 do
+    local key = count_key(h, wide, entries[k])
+    local list = spread[key]
+    if not list then list = {}; spread[key] = list end
+    list[#list + 1] = entries[k]; list[#list + 1] = entries[k + 1]
+  end
+  for key, list in pairs(spread) do hset_many(key, list) end
+  redis.call('HSET', P .. ':cb', h, wide)
+end
+
+local function learn(h)  -- HostTemplates.learn: one more original page of host h
+  local pages = redis.call('HINCRBY', P .. ':tp', h, 1)
+  local need = math.max(MINP, math.floor(SHARE * pages))
+  local bits = tonumber(redis.call('HGET', P .. ':cb', h) or 0)
+  local tk = P .. ':t:' .. h
+  local tlen = redis.call('STRLEN', tk) / 4
+  local by_key, keys = {}, {}
+  for j = 0, #blocks / 4 - 1 do
+    local b = string.sub(blocks, 4 * j + 1, 4 * j + 4)
+    local key = count_key(h, bits, b)
+    local list = by_key[key]
+    if not list then list = {}; by_key[key] = list; keys[#keys + 1] = key end
+    list[#list + 1] = b
+  end
+  table.sort(keys)  -- the order blocks are counted in matters only at MAX_TEMPLATE
+  local adds, split = {}, false
+  for _, key in ipairs(keys) do
+    local fields = by_key[key]
+    local sets = {}
+    for start = 1, #fields, 1000 do
+      local slice = {unpack(fields, start, math.min(start + 999, #fields))}
+      local vals = redis.call('HMGET', key, unpack(slice))
+      for k, b in ipairs(slice) do
+        local v = vals[k]
+        if v ~= 'T' then
+          local c = 1
+          if v then
+            c = tonumber(v)
+            if c < 0 then c = 1 end
+            c = c + 1
+          end
+          if c >= need and tlen < MAXT then
+            tlen = tlen + 1
+            adds[#adds + 1] = b
+            sets[#sets + 1] = b; sets[#sets + 1] = 'T'
+          else
+            sets[#sets + 1] = b; sets[#sets + 1] = c
+          end
+        end
+      end
+    end
+    if #sets > 0 then
+      hset_many(key, sets)
+      if redis.call('HLEN', key) > SPLIT then split = true end
+    end
+  end
+  if #adds > 0 then redis.call('APPEND', tk, table.concat(adds)) end
+  local prune = pages % EVERY == 0  -- blocks seen once at two prunings in a row are dropped
+  if prune or split then rewrite(h, bits, prune) end
 end
 
 local function counts(dup)
@@ -287,11 +359,14 @@ if action == 'new' then
   redis.call('HSET', P .. ':f:' .. bucket(fp, FB), fp, id)
   redis.call('SETBIT', P .. ':alive', id, 1)
   local packed = struct.pack('>I4', id)
-  for i = 1, #anchors, 4 do
-    local a = string.sub(anchors, i, i + 3)
-    local key = P .. ':a:' .. bucket(a, AB)
-    local ids = redis.call('HGET', key, a) or ''
-    if #ids / 4 < MAXP then redis.call('HSET', key, a, ids .. packed) end
+  for i = 1, #anchors / 4 do
+    local a = string.sub(anchors, 4 * i - 3, 4 * i)
+    local ids, b = current[i][1], current[i][2]
+    local n = #ids / 4
+    if n < INLINE then redis.call('HSET', P .. ':a:' .. b, a, ids .. packed)
+    elseif n < MAXP then
+      redis.call('HSET', P .. ':ax:' .. b, a, string.sub(ids, 4 * INLINE + 1) .. packed)
+    end
   end
   learn(h)
 elseif action == 'near' and teach then
