@@ -39,21 +39,23 @@ encoding):
 ``:a:<n>``, ``:ax:<n>``    HASH: anchor (4 bytes) -> ids (4 bytes each) of its first originals
                           (16 in ``:a``, the rest up to 48 in ``:ax``: long values would turn a
                           whole bucket into a hashtable)
-``:d:<id/128>``           HASH: id -> record of an original: 1, fingerprint (8), host id (4), URL
-                          (length, bytes), then title, cover and the sketch (deltas in the fewest
-                          bytes that hold them, and a table of its blocks with a 1-byte index per
-                          entry); duplicates have no record
-``:alive``                bitmap: originals that can be candidates
+``:d:<id/128>``           HASH: id -> record of a live original (a candidate): 1, fingerprint
+                          (8), host id (4), URL (length, bytes), then title, cover and the
+                          sketch (gaps in the fewest bytes that hold them, a table of its blocks
+                          and a 1-byte index per entry); duplicates and replaced originals have
+                          none
 ``:h``/``:hnext``         HASH host -> host id, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
 ``:c:<hid>:<n>``          HASH: block -> count (``-1``: seen once, stale at the last pruning; ``T``:
-                          template), spread over 2^bits hashes (``:cb`` HASH: host id -> bits)
-                          that grow with the host so each stays a listpack; ``:tp`` HASH: host
-                          id -> pages the model learned from
-``:hp``/``:hd``           HASH: host -> pages checked / duplicates among them (the frontier's
-                          penalty, shared)
-``:next``/``:forget``     last id given, originals replaced so far (a refetch)
-``:seq``/``:params``      commits so far (the order decisions are equivalent to), settings
+                          template), spread over 2^bits hashes that grow with the host so each
+                          stays a listpack; ``:tp`` HASH: host id -> pages learned x 32 + bits;
+                          ``:tn`` HASH: host id -> entries in its counts
+``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
+                          frontier's penalty, shared)
+``:v``                    HASH: ``forget`` (originals replaced so far), ``anchors`` (originals
+                          indexed so far): what a commit compares to know nothing changed
+``:next``/``:seq``        last id given, commits so far (the order decisions are equivalent to)
+``:params``               the settings every worker must share
 ========================  ==================================================================
 
 ``bench/shared.py`` measures the decisions against the in-process detector, calls per second and
@@ -105,9 +107,13 @@ _COMMON = r"""
 local P = ARGV[1]
 local UB, FB, AB = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local INLINE = 16  -- anchor postings kept in the bucket (64 bytes: still listpack); more: :ax
+local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local function bucket(s, bits)  -- the top `bits` bits of a binary string's first 4 bytes
   local v = struct.unpack('>I4', s)
   return math.floor(v / 2 ^ (32 - bits))
+end
+local function low(s, bits)  -- the low `bits` bits: anchors are a page's *smallest* hashes,
+  return struct.unpack('>I4', s) % 2 ^ bits  -- so their top bits are mostly zero
 end
 local function dkey(id) return P .. ':d:' .. math.floor(id / 128) end
 local tlens = {}
@@ -120,11 +126,15 @@ local function tlen_of(hid)  -- a host's template length, as it was when the scr
   end
   return n
 end
-local function postings(a)  -- an anchor's postings (4 bytes each), the key its bucket is in
-  local b = bucket(a, AB)
+local function postings(a)  -- an anchor's postings (4 bytes each), and its bucket
+  local b = low(a, AB)
   local ids = redis.call('HGET', P .. ':a:' .. b, a) or ''
   if #ids == 4 * INLINE then ids = ids .. (redis.call('HGET', P .. ':ax:' .. b, a) or '') end
   return ids, b
+end
+local function versions()  -- originals replaced so far, originals indexed so far
+  local v = redis.call('HMGET', P .. ':v', 'forget', 'anchors')
+  return tonumber(v[1] or 0), tonumber(v[2] or 0)
 end
 """
 
@@ -141,24 +151,29 @@ if tlen ~= known then  -- the worker's copy of the host's template is behind: se
   return {'stale', hid, from, rest}
 end
 local own = tonumber(redis.call('HGET', P .. ':u:' .. bucket(uh, UB), uh) or 0)
-local forget = tonumber(redis.call('GET', P .. ':forget') or 0)
-if fp == '' then return {'ok', hid, own, forget, 0, '', '', {}, {}} end
+local forget, indexed = versions()
+if fp == '' then return {'ok', hid, own, forget, indexed, 0, '', '', '', {}, {}} end
 local owner = tonumber(redis.call('HGET', P .. ':f:' .. bucket(fp, FB), fp) or 0)
 if owner > 0 then
   local rec = redis.call('HGET', dkey(owner), owner)
   local n = struct.unpack('>I2', rec, 14)
-  return {'ok', hid, own, forget, owner, string.sub(rec, 16, 15 + n), '', {}, {}}
+  return {'ok', hid, own, forget, indexed, owner, string.sub(rec, 16, 15 + n), '', '', {}, {}}
 end
--- rank_candidates: one vote per posting, live originals but the page's own id, most votes
--- first, then the earliest; the liveness of a doc is only looked up when its turn comes
-local lens, votes = {}, {}
+-- rank_candidates: one vote per posting, live originals (those with a record) but the page's
+-- own id, most votes first, then the earliest; a record is read only when its turn comes
+local lens, seen, votes = {}, {}, {}
 for i = 1, #anchors, 4 do
   local ids = postings(string.sub(anchors, i, i + 3))
   local n = math.min(#ids / 4, MAXP)
   lens[#lens + 1] = string.char(n)
-  for j = 0, n - 1 do
-    local d = struct.unpack('>I4', ids, 4 * j + 1)
-    votes[d] = (votes[d] or 0) + 1
+  if n > 0 then
+    ids = string.sub(ids, 1, 4 * n)
+    seen[#seen + 1] = ids
+    local list = {struct.unpack('>' .. string.rep('I4', n), ids)}
+    for j = 1, n do
+      local d = list[j]
+      votes[d] = (votes[d] or 0) + 1
+    end
   end
 end
 votes[own] = nil
@@ -174,8 +189,8 @@ for v = top, 1, -1 do
   if g then
     table.sort(g)
     for _, d in ipairs(g) do
-      if redis.call('GETBIT', P .. ':alive', d) == 1 then
-        local rec = redis.call('HGET', dkey(d), d)
+      local rec = redis.call('HGET', dkey(d), d)
+      if rec then
         recs[#recs + 1] = struct.pack('>I4', d) .. rec
         tls[#tls + 1] = tlen_of(struct.unpack('>I4', rec, 10))
         if #recs == VERIFY then break end
@@ -184,33 +199,41 @@ for v = top, 1, -1 do
     if #recs == VERIFY then break end
   end
 end
-return {'ok', hid, own, forget, 0, '', table.concat(lens), recs, tls}
+return {'ok', hid, own, forget, indexed, 0, '', table.concat(lens), table.concat(seen), recs, tls}
 """
 
 COMMIT = _COMMON + r"""
 local action, uh, url, host, fp = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local own_seen, owner_seen, forget_seen = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
-local anchors, lens, checks, tlen_seen = ARGV[13], ARGV[14], ARGV[15], tonumber(ARGV[16])
-local payload, teach, blocks = ARGV[17], ARGV[18] == '1', ARGV[19]
-local MAXP, MINP, SHARE = tonumber(ARGV[20]), tonumber(ARGV[21]), tonumber(ARGV[22])
-local EVERY, MAXT = tonumber(ARGV[23]), tonumber(ARGV[24])
+local own_seen, owner_seen = tonumber(ARGV[10]), tonumber(ARGV[11])
+local forget_seen, indexed_seen = tonumber(ARGV[12]), tonumber(ARGV[13])
+local anchors, lens, seen, checks = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+local tlen_seen, payload, teach, blocks = tonumber(ARGV[18]), ARGV[19], ARGV[20] == '1', ARGV[21]
+local MAXP, MINP, SHARE = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
+local EVERY, MAXT = tonumber(ARGV[25]), tonumber(ARGV[26])
 local UKEY = P .. ':u:' .. bucket(uh, UB)
 local hid = tonumber(redis.call('HGET', P .. ':h', host) or 0)
 
-local current = {}  -- anchor -> {postings, bucket}, read once for the check and the insert
+local current = {}  -- each anchor's postings as the decision saw them (checked below)
 if action ~= 'observe' then  -- everything the decision read must be as it was
   if tlen_of(hid) ~= tlen_seen then return {'retry'} end
   if tonumber(redis.call('HGET', UKEY, uh) or 0) ~= own_seen then return {'retry'} end
-  if tonumber(redis.call('GET', P .. ':forget') or 0) ~= forget_seen then return {'retry'} end
+  local forget, indexed = versions()
+  if forget ~= forget_seen then return {'retry'} end
   if fp ~= '' then
     local owner = tonumber(redis.call('HGET', P .. ':f:' .. bucket(fp, FB), fp) or 0)
     if owner ~= owner_seen then return {'retry'} end
   end
+  local pos = 1
   for i = 1, #anchors / 4 do
-    local a = string.sub(anchors, 4 * i - 3, 4 * i)
-    local ids, b = postings(a)
-    if math.min(#ids / 4, MAXP) ~= string.byte(lens, i) then return {'retry'} end
-    current[i] = {ids, b}
+    local n = string.byte(lens, i)
+    if indexed == indexed_seen then  -- no original indexed since: the postings are as read
+      current[i] = string.sub(seen, pos, pos + 4 * n - 1)
+      pos = pos + 4 * n
+    else  -- another worker indexed originals meanwhile: did they touch these anchors?
+      local ids = postings(string.sub(anchors, 4 * i - 3, 4 * i))
+      if math.min(#ids / 4, MAXP) ~= n then return {'retry'} end
+      current[i] = string.sub(ids, 1, 4 * n)
+    end
   end
   for i = 1, #checks, 8 do
     local h, n = struct.unpack('>I4I4', checks, i)
@@ -226,17 +249,20 @@ local function host_id()
   return hid
 end
 
-local function hset_many(key, list)  -- field, value, ... in slices (unpack's limit)
+local function hset_many(key, list)  -- field, value, ... in slices (unpack's limit); new fields
+  local added = 0
   for i = 1, #list, 2000 do
-    redis.call('HSET', key, unpack(list, i, math.min(i + 1999, #list)))
+    added = added + redis.call('HSET', key, unpack(list, i, math.min(i + 1999, #list)))
   end
+  return added
 end
 
 -- A host's block counts are spread over 2^bits small hashes (by the block's low bits), so
--- each stays a listpack; the bits grow with the host (the counts are rewritten then).
-local FILL, SPLIT = 64, 128
+-- each stays a listpack; the bits grow with the host, and the counts are rewritten then.
+-- :tp packs, per host, pages learned * 2^5 + bits; :tn counts the host's count entries.
+local FILL = 64  -- entries per hash aimed at after a rewrite (a rewrite comes at twice that)
 local function count_key(h, bits, block)
-  return P .. ':c:' .. h .. ':' .. (struct.unpack('>I4', block) % 2 ^ bits)
+  return P .. ':c:' .. h .. ':' .. low(block, bits)
 end
 
 local function rewrite(h, bits, prune)  -- prune the counts, and spread them wider if needed
@@ -258,6 +284,7 @@ local function rewrite(h, bits, prune)  -- prune the counts, and spread them wid
     end
     if #mark > 0 then hset_many(key, mark) end
   end
+  redis.call('HSET', P .. ':tn', h, #entries / 2)
   local wide = bits
   while #entries / 2 > FILL * 2 ^ wide and wide < 16 do wide = wide + 1 end
   if wide == bits then return end
@@ -270,13 +297,13 @@ local function rewrite(h, bits, prune)  -- prune the counts, and spread them wid
     list[#list + 1] = entries[k]; list[#list + 1] = entries[k + 1]
   end
   for key, list in pairs(spread) do hset_many(key, list) end
-  redis.call('HSET', P .. ':cb', h, wide)
+  redis.call('HINCRBY', P .. ':tp', h, wide - bits)
 end
 
 local function learn(h)  -- HostTemplates.learn: one more original page of host h
-  local pages = redis.call('HINCRBY', P .. ':tp', h, 1)
+  local packed = redis.call('HINCRBY', P .. ':tp', h, 32)
+  local pages, bits = math.floor(packed / 32), packed % 32
   local need = math.max(MINP, math.floor(SHARE * pages))
-  local bits = tonumber(redis.call('HGET', P .. ':cb', h) or 0)
   local tk = P .. ':t:' .. h
   local tlen = redis.call('STRLEN', tk) / 4
   local by_key, keys = {}, {}
@@ -288,7 +315,7 @@ local function learn(h)  -- HostTemplates.learn: one more original page of host 
     list[#list + 1] = b
   end
   table.sort(keys)  -- the order blocks are counted in matters only at MAX_TEMPLATE
-  local adds, split = {}, false
+  local adds, added = {}, 0
   for _, key in ipairs(keys) do
     local fields = by_key[key]
     local sets = {}
@@ -314,22 +341,17 @@ local function learn(h)  -- HostTemplates.learn: one more original page of host 
         end
       end
     end
-    if #sets > 0 then
-      hset_many(key, sets)
-      if redis.call('HLEN', key) > SPLIT then split = true end
-    end
+    if #sets > 0 then added = added + hset_many(key, sets) end
   end
   if #adds > 0 then redis.call('APPEND', tk, table.concat(adds)) end
+  local total = redis.call('HINCRBY', P .. ':tn', h, added)
   local prune = pages % EVERY == 0  -- blocks seen once at two prunings in a row are dropped
-  if prune or split then rewrite(h, bits, prune) end
+  if prune or total > 2 * FILL * 2 ^ bits then rewrite(h, bits, prune) end
 end
 
 local function counts(dup)
-  local pages = redis.call('HINCRBY', P .. ':hp', host, 1)
-  local dups
-  if dup then dups = redis.call('HINCRBY', P .. ':hd', host, 1)
-  else dups = tonumber(redis.call('HGET', P .. ':hd', host) or 0) end
-  return {'ok', pages, dups, redis.call('INCR', P .. ':seq')}
+  local v = redis.call('HINCRBY', P .. ':hc', host, HOSTS + (dup and 1 or 0))
+  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('INCR', P .. ':seq')}
 end
 
 if action == 'observe' then
@@ -348,8 +370,7 @@ else
     local okey = P .. ':f:' .. bucket(old, FB)
     if tonumber(redis.call('HGET', okey, old) or 0) == id then redis.call('HDEL', okey, old) end
     redis.call('HDEL', dkey(id), id)
-    redis.call('SETBIT', P .. ':alive', id, 0)
-    redis.call('INCR', P .. ':forget')
+    redis.call('HINCRBY', P .. ':v', 'forget', 1)
   end
 end
 if action == 'new' then
@@ -357,17 +378,21 @@ if action == 'new' then
   redis.call('HSET', dkey(id), id,
     '\1' .. fp .. struct.pack('>I4I2', h, #url) .. url .. payload)
   redis.call('HSET', P .. ':f:' .. bucket(fp, FB), fp, id)
-  redis.call('SETBIT', P .. ':alive', id, 1)
   local packed = struct.pack('>I4', id)
+  local grew = false
   for i = 1, #anchors / 4 do
     local a = string.sub(anchors, 4 * i - 3, 4 * i)
-    local ids, b = current[i][1], current[i][2]
+    local ids = current[i]
     local n = #ids / 4
-    if n < INLINE then redis.call('HSET', P .. ':a:' .. b, a, ids .. packed)
+    if n < INLINE then
+      redis.call('HSET', P .. ':a:' .. low(a, AB), a, ids .. packed)
+      grew = true
     elseif n < MAXP then
-      redis.call('HSET', P .. ':ax:' .. b, a, string.sub(ids, 4 * INLINE + 1) .. packed)
+      redis.call('HSET', P .. ':ax:' .. low(a, AB), a, string.sub(ids, 4 * INLINE + 1) .. packed)
+      grew = true
     end
   end
+  if grew then redis.call('HINCRBY', P .. ':v', 'anchors', 1) end
   learn(h)
 elseif action == 'near' and teach then
   learn(host_id())
@@ -524,7 +549,7 @@ class RedisNearDuplicateDetector:
             if reply[0] == b"stale":
                 self._learned(host, int(reply[1]), int(reply[2]), reply[3])
                 continue
-            _, hid_now, own, forget, owner, owner_url, lens, records, lengths = reply
+            _, hid_now, own, forget, indexed, owner, owner_url, lens, seen, records, lengths = reply
             hid = int(hid_now)
             if hid:
                 self._hids[host] = hid
@@ -543,8 +568,8 @@ class RedisNearDuplicateDetector:
             learns = action == "new" or outcome.teaches
             result = self._commit(args=[
                 self.prefix, self.table_bits, self.table_bits, self.anchor_bits, action, uh,
-                url, host, fp, int(own), int(owner), int(forget),
-                anchors if lens else b"", lens, checks, version,
+                url, host, fp, int(own), int(owner), int(forget), int(indexed),
+                anchors if lens else b"", lens, seen, checks, version,
                 encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                 if action == "new" else b"",
                 "1" if outcome.teaches else "0",
@@ -570,7 +595,7 @@ class RedisNearDuplicateDetector:
         blocks = np.unique(np.array([block_hash(x) for x in normalize_lines(text)], np.uint32))
         self._commit(args=[
             self.prefix, self.table_bits, self.table_bits, self.anchor_bits, "observe",
-            b"\0" * 8, url, _host(url), b"", 0, 0, 0, b"", b"", b"", 0, b"", "0",
+            b"\0" * 8, url, _host(url), b"", 0, 0, 0, 0, b"", b"", b"", b"", 0, b"", "0",
             blocks.astype(">u4").tobytes(), MAX_POSTING, MIN_PAGES, repr(MIN_SHARE),
             PRUNE_EVERY, MAX_TEMPLATE,
         ])
@@ -632,11 +657,8 @@ class RedisNearDuplicateDetector:
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""
         cached = self._hosts.get(host)
         if cached is None or time.monotonic() - cached[2] > HOST_TTL:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hget(self.prefix + ":hp", host)
-            pipe.hget(self.prefix + ":hd", host)
-            pages_raw, dups_raw = pipe.execute()
-            cached = (int(pages_raw or 0), int(dups_raw or 0), time.monotonic())
+            packed = int(self.client.hget(self.prefix + ":hc", host) or 0)
+            cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())
             self._hosts[host] = cached
         pages, dups, _ = cached
         if pages < min_pages:
