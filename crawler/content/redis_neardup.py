@@ -260,13 +260,14 @@ end
 -- A host's block counts are spread over 2^bits small hashes (by the block's low bits), so
 -- each stays a listpack; the bits grow with the host, and the counts are rewritten then.
 -- :tp packs, per host, pages learned * 2^5 + bits; :tn counts the host's count entries.
-local FILL = 64  -- entries per hash aimed at after a rewrite (a rewrite comes at twice that)
+local FILL = 160  -- entries per hash aimed at after a rewrite (a rewrite comes at twice that)
 local function count_key(h, bits, block)
   return P .. ':c:' .. h .. ':' .. low(block, bits)
 end
 
-local function rewrite(h, bits, prune)  -- prune the counts, and spread them wider if needed
-  local entries = {}
+local function rewrite(h, bits, prune, grow)
+  -- prune the counts (in place), and if the host outgrew its hashes spread them wider
+  local entries, kept = {}, 0
   for b = 0, 2 ^ bits - 1 do
     local key = P .. ':c:' .. h .. ':' .. b
     local all = redis.call('HGETALL', key)
@@ -276,18 +277,21 @@ local function rewrite(h, bits, prune)  -- prune the counts, and spread them wid
       if prune and v == '-1' then drop[#drop + 1] = all[k]
       else
         if prune and v == '1' then v = '-1'; mark[#mark + 1] = all[k]; mark[#mark + 1] = v end
-        entries[#entries + 1] = all[k]; entries[#entries + 1] = v
+        kept = kept + 1
+        if grow then entries[#entries + 1] = all[k]; entries[#entries + 1] = v end
       end
     end
-    for i = 1, #drop, 2000 do
-      redis.call('HDEL', key, unpack(drop, i, math.min(i + 1999, #drop)))
+    if not grow then  -- in place (a growth rewrites every hash anyway)
+      for i = 1, #drop, 2000 do
+        redis.call('HDEL', key, unpack(drop, i, math.min(i + 1999, #drop)))
+      end
+      if #mark > 0 then hset_many(key, mark) end
     end
-    if #mark > 0 then hset_many(key, mark) end
   end
-  redis.call('HSET', P .. ':tn', h, #entries / 2)
+  redis.call('HSET', P .. ':tn', h, kept)
   local wide = bits
-  while #entries / 2 > FILL * 2 ^ wide and wide < 16 do wide = wide + 1 end
-  if wide == bits then return end
+  while kept > FILL * 2 ^ wide and wide < 16 do wide = wide + 1 end
+  if not grow then return end
   for b = 0, 2 ^ bits - 1 do redis.call('DEL', P .. ':c:' .. h .. ':' .. b) end
   local spread = {}
   for k = 1, #entries, 2 do
@@ -346,7 +350,8 @@ local function learn(h)  -- HostTemplates.learn: one more original page of host 
   if #adds > 0 then redis.call('APPEND', tk, table.concat(adds)) end
   local total = redis.call('HINCRBY', P .. ':tn', h, added)
   local prune = pages % EVERY == 0  -- blocks seen once at two prunings in a row are dropped
-  if prune or total > 2 * FILL * 2 ^ bits then rewrite(h, bits, prune) end
+  local grow = total > 2 * FILL * 2 ^ bits
+  if prune or grow then rewrite(h, bits, prune, grow) end
 end
 
 local function counts(dup)
