@@ -210,6 +210,7 @@ local anchors, lens, seen, checks = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 local tlen_seen, payload, teach, blocks = tonumber(ARGV[18]), ARGV[19], ARGV[20] == '1', ARGV[21]
 local MAXP, MINP, SHARE = tonumber(ARGV[22]), tonumber(ARGV[23]), tonumber(ARGV[24])
 local EVERY, MAXT = tonumber(ARGV[25]), tonumber(ARGV[26])
+local given_bits, groups = tonumber(ARGV[27]), ARGV[28]
 local UKEY = P .. ':u:' .. bucket(uh, UB)
 local hid = tonumber(redis.call('HGET', P .. ':h', host) or 0)
 
@@ -258,41 +259,37 @@ local function hset_many(key, list)  -- field, value, ... in slices (unpack's li
 end
 
 -- A host's block counts are spread over 2^bits small hashes (by the block's low bits), so
--- each stays a listpack; the bits grow with the host, and the counts are rewritten then.
--- :tp packs, per host, pages learned * 2^5 + bits; :tn counts the host's count entries.
-local FILL = 160  -- entries per hash aimed at after a rewrite (a rewrite comes at twice that)
+-- each stays a listpack; :tp packs, per host, pages learned * 2^5 + bits; :tn counts the
+-- host's entries. Values: n >= 2 a count, 'T' template, a negative number -(k + 1) a block
+-- counted once before the k-th pruning. HostTemplates prunes every EVERY pages (a block seen
+-- once at two prunings in a row goes); here that is read lazily: such a block counts as
+-- absent once pruning k + 1 has passed, and a cleanup drops the expired entries (and spreads
+-- the counts over more hashes if the host outgrew them) when the host's entries reach twice
+-- FILL per hash, so each entry is rewritten O(1) times.
+local FILL = 32  -- entries per count hash after a cleanup (a listpack lookup is linear)
 local function count_key(h, bits, block)
   return P .. ':c:' .. h .. ':' .. low(block, bits)
 end
+local function expired(v, done)  -- a stored value read when `done` prunings have passed
+  return v < 0 and -v - 1 < done
+end
 
-local function rewrite(h, bits, prune, grow)
-  -- prune the counts (in place), and if the host outgrew its hashes spread them wider
-  local entries, kept = {}, 0
+local function cleanup(h, bits, done)
+  local entries = {}
   for b = 0, 2 ^ bits - 1 do
     local key = P .. ':c:' .. h .. ':' .. b
     local all = redis.call('HGETALL', key)
-    local drop, mark = {}, {}
     for k = 1, #all, 2 do
       local v = all[k + 1]
-      if prune and v == '-1' then drop[#drop + 1] = all[k]
-      else
-        if prune and v == '1' then v = '-1'; mark[#mark + 1] = all[k]; mark[#mark + 1] = v end
-        kept = kept + 1
-        if grow then entries[#entries + 1] = all[k]; entries[#entries + 1] = v end
+      if v == 'T' or not expired(tonumber(v), done) then
+        entries[#entries + 1] = all[k]; entries[#entries + 1] = v
       end
     end
-    if not grow then  -- in place (a growth rewrites every hash anyway)
-      for i = 1, #drop, 2000 do
-        redis.call('HDEL', key, unpack(drop, i, math.min(i + 1999, #drop)))
-      end
-      if #mark > 0 then hset_many(key, mark) end
-    end
+    redis.call('DEL', key)
   end
-  redis.call('HSET', P .. ':tn', h, kept)
+  local kept = #entries / 2
   local wide = bits
   while kept > FILL * 2 ^ wide and wide < 16 do wide = wide + 1 end
-  if not grow then return end
-  for b = 0, 2 ^ bits - 1 do redis.call('DEL', P .. ':c:' .. h .. ':' .. b) end
   local spread = {}
   for k = 1, #entries, 2 do
     local key = count_key(h, wide, entries[k])
@@ -301,46 +298,71 @@ local function rewrite(h, bits, prune, grow)
     list[#list + 1] = entries[k]; list[#list + 1] = entries[k + 1]
   end
   for key, list in pairs(spread) do hset_many(key, list) end
-  redis.call('HINCRBY', P .. ':tp', h, wide - bits)
+  redis.call('HSET', P .. ':tn', h, kept)
+  if wide ~= bits then redis.call('HINCRBY', P .. ':tp', h, wide - bits) end
+  return wide
 end
 
-local function learn(h)  -- HostTemplates.learn: one more original page of host h
+local function learn(h, given_bits, groups)
+  -- HostTemplates.learn: one more original page of host h; `blocks` are its distinct blocks
+  -- (those the worker knows to be template left out), grouped by hash for `given_bits`
   local packed = redis.call('HINCRBY', P .. ':tp', h, 32)
   local pages, bits = math.floor(packed / 32), packed % 32
   local need = math.max(MINP, math.floor(SHARE * pages))
+  local done = math.floor((pages - 1) / EVERY)  -- prunings before this page's
+  local once = -(math.ceil(pages / EVERY) + 1)  -- a block counted for the first time now
   local tk = P .. ':t:' .. h
   local tlen = redis.call('STRLEN', tk) / 4
-  local by_key, keys = {}, {}
-  for j = 0, #blocks / 4 - 1 do
-    local b = string.sub(blocks, 4 * j + 1, 4 * j + 4)
-    local key = count_key(h, bits, b)
-    local list = by_key[key]
-    if not list then list = {}; by_key[key] = list; keys[#keys + 1] = key end
-    list[#list + 1] = b
+  local plan = {}  -- {key, first block's offset, blocks}
+  if bits == given_bits then
+    local pos = 1
+    for i = 1, #groups, 6 do
+      local b, n = struct.unpack('>I4I2', groups, i)
+      plan[#plan + 1] = {P .. ':c:' .. h .. ':' .. b, pos, n}
+      pos = pos + 4 * n
+    end
+  else  -- the worker's idea of the host's hashes is out of date: group here
+    local by_key, keys = {}, {}
+    for j = 0, #blocks / 4 - 1 do
+      local key = count_key(h, bits, string.sub(blocks, 4 * j + 1, 4 * j + 4))
+      local list = by_key[key]
+      if not list then list = {}; by_key[key] = list; keys[#keys + 1] = key end
+      list[#list + 1] = j
+    end
+    table.sort(keys)
+    local regrouped = {}
+    for _, key in ipairs(keys) do
+      plan[#plan + 1] = {key, 4 * #regrouped + 1, #by_key[key]}
+      for _, j in ipairs(by_key[key]) do
+        regrouped[#regrouped + 1] = string.sub(blocks, 4 * j + 1, 4 * j + 4)
+      end
+    end
+    blocks = table.concat(regrouped)
   end
-  table.sort(keys)  -- the order blocks are counted in matters only at MAX_TEMPLATE
   local adds, added = {}, 0
-  for _, key in ipairs(keys) do
-    local fields = by_key[key]
+  for _, step in ipairs(plan) do
+    local key, pos, n = step[1], step[2], step[3]
     local sets = {}
-    for start = 1, #fields, 1000 do
-      local slice = {unpack(fields, start, math.min(start + 999, #fields))}
-      local vals = redis.call('HMGET', key, unpack(slice))
-      for k, b in ipairs(slice) do
+    for start = 0, n - 1, 1000 do
+      local m = math.min(1000, n - start)
+      local fields = {struct.unpack(string.rep('c4', m), blocks, pos + 4 * start)}
+      fields[m + 1] = nil  -- unpack's last value is the next position
+      local vals = redis.call('HMGET', key, unpack(fields))
+      for k = 1, m do
         local v = vals[k]
         if v ~= 'T' then
           local c = 1
           if v then
-            c = tonumber(v)
-            if c < 0 then c = 1 end
-            c = c + 1
+            local x = tonumber(v)
+            if x > 0 then c = x + 1 elseif not expired(x, done) then c = 2 end
           end
+          local b = fields[k]
           if c >= need and tlen < MAXT then
             tlen = tlen + 1
             adds[#adds + 1] = b
             sets[#sets + 1] = b; sets[#sets + 1] = 'T'
           else
-            sets[#sets + 1] = b; sets[#sets + 1] = c
+            sets[#sets + 1] = b; sets[#sets + 1] = (c == 1) and once or c
           end
         end
       end
@@ -349,19 +371,19 @@ local function learn(h)  -- HostTemplates.learn: one more original page of host 
   end
   if #adds > 0 then redis.call('APPEND', tk, table.concat(adds)) end
   local total = redis.call('HINCRBY', P .. ':tn', h, added)
-  local prune = pages % EVERY == 0  -- blocks seen once at two prunings in a row are dropped
-  local grow = total > 2 * FILL * 2 ^ bits
-  if prune or grow then rewrite(h, bits, prune, grow) end
+  if total > 2 * FILL * 2 ^ bits then bits = cleanup(h, bits, math.floor(pages / EVERY)) end
+  return bits
 end
 
+local bits = -1  -- the host's count hashes after learning (-1: not learned)
 local function counts(dup)
   local v = redis.call('HINCRBY', P .. ':hc', host, HOSTS + (dup and 1 or 0))
-  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('INCR', P .. ':seq')}
+  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('INCR', P .. ':seq'), hid, bits}
 end
 
 if action == 'observe' then
-  learn(host_id())
-  return {'ok', 0, 0, redis.call('INCR', P .. ':seq')}
+  bits = learn(host_id(), given_bits, groups)
+  return {'ok', 0, 0, redis.call('INCR', P .. ':seq'), hid, bits}
 end
 if action == 'unchanged' then return counts(false) end
 local id = own_seen
@@ -398,9 +420,9 @@ if action == 'new' then
     end
   end
   if grew then redis.call('HINCRBY', P .. ':v', 'anchors', 1) end
-  learn(h)
+  bits = learn(h, given_bits, groups)
 elseif action == 'near' and teach then
-  learn(host_id())
+  bits = learn(host_id(), given_bits, groups)
 end
 return counts(action == 'exact' or action == 'near')
 """
@@ -508,6 +530,7 @@ class RedisNearDuplicateDetector:
         self._commit = client.register_script(COMMIT)
         self._hids: dict[str, int] = {}  # host -> host id in Redis (never changes)
         self._templates: dict[int, _Template] = {}  # host id -> this worker's copy
+        self._bits: dict[int, int] = {}  # host id -> its count hashes, as last seen
         self._hosts: dict[str, tuple[int, int, float]] = {}  # host -> (pages, dups, when)
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
@@ -571,22 +594,22 @@ class RedisNearDuplicateDetector:
                 return outcome.decision
             action = outcome.action
             learns = action == "new" or outcome.teaches
+            bits, blocks, groups = self._grouped(
+                hid, f.blocks if learns else [], template.blocks if template else None
+            )
             result = self._commit(args=[
                 self.prefix, self.table_bits, self.table_bits, self.anchor_bits, action, uh,
                 url, host, fp, int(own), int(owner), int(forget), int(indexed),
                 anchors if lens else b"", lens, seen, checks, version,
                 encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                 if action == "new" else b"",
-                "1" if outcome.teaches else "0",
-                np.unique(np.array(f.blocks, dtype=np.uint32)).astype(">u4").tobytes()
-                if learns else b"",
-                MAX_POSTING, MIN_PAGES, repr(MIN_SHARE), PRUNE_EVERY, MAX_TEMPLATE,
+                "1" if outcome.teaches else "0", blocks,
+                MAX_POSTING, MIN_PAGES, repr(MIN_SHARE), PRUNE_EVERY, MAX_TEMPLATE, bits, groups,
             ])
             if result[0] == b"retry":
                 self.retries += 1
                 continue
-            self._hosts[host] = (int(result[1]), int(result[2]), time.monotonic())
-            self.last_commit = int(result[3])
+            self._committed(host, result)
             return outcome.decision
         raise RuntimeError(
             f"shared near-duplicate check of {url} refused {MAX_ATTEMPTS} times in a row"
@@ -597,13 +620,50 @@ class RedisNearDuplicateDetector:
         page (for warming a model up, as :meth:`NearDuplicateDetector.observe`)."""
         from crawler.content.neardup import block_hash
 
-        blocks = np.unique(np.array([block_hash(x) for x in normalize_lines(text)], np.uint32))
-        self._commit(args=[
+        host = _host(url)
+        hid = self._hids.get(host, 0)
+        bits, blocks, groups = self._grouped(hid, [block_hash(x) for x in normalize_lines(text)])
+        result = self._commit(args=[
             self.prefix, self.table_bits, self.table_bits, self.anchor_bits, "observe",
-            b"\0" * 8, url, _host(url), b"", 0, 0, 0, 0, b"", b"", b"", b"", 0, b"", "0",
-            blocks.astype(">u4").tobytes(), MAX_POSTING, MIN_PAGES, repr(MIN_SHARE),
-            PRUNE_EVERY, MAX_TEMPLATE,
+            b"\0" * 8, url, host, b"", 0, 0, 0, 0, b"", b"", b"", b"", 0, b"", "0",
+            blocks, MAX_POSTING, MIN_PAGES, repr(MIN_SHARE), PRUNE_EVERY, MAX_TEMPLATE, bits,
+            groups,
         ])
+        self._committed(host, result)
+
+    def _committed(self, host: str, result: list[Any]) -> None:
+        """Keep what a commit answered: the host's counts, its id and count hashes."""
+        if int(result[1]):
+            self._hosts[host] = (int(result[1]), int(result[2]), time.monotonic())
+        self.last_commit = int(result[3])
+        hid, bits = int(result[4]), int(result[5])
+        if hid:
+            self._hids[host] = hid
+            if bits >= 0:
+                self._bits[hid] = bits
+
+    def _grouped(
+        self, hid: int, blocks: list[int], template: set[int] | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """A page's distinct blocks to learn, without those known to be template, grouped
+        by the count hash they fall in (as far as this worker knows the host's hashes): (bits,
+        blocks, groups of (hash number, blocks in it))."""
+        if not blocks:
+            return 0, b"", b""
+        bits = self._bits.get(hid, 0) if hid else 0
+        unique = np.unique(np.array(blocks, dtype=np.uint32))
+        if template:
+            unique = unique[~np.isin(unique, self._templates[hid].array())]
+        if not len(unique):
+            return bits, b"", b""
+        hashes = unique & np.uint32((1 << bits) - 1)
+        order = np.lexsort((unique, hashes))
+        unique, hashes = unique[order], hashes[order]
+        starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
+        sizes = np.diff(np.r_[starts, len(unique)])
+        groups = np.empty(len(starts), dtype=[("hash", ">u4"), ("n", ">u2")])
+        groups["hash"], groups["n"] = hashes[starts], sizes
+        return bits, unique.astype(">u4").tobytes(), groups.tobytes()
 
     def _learned(self, host: str, hid: int, start: int, rest: bytes) -> None:
         """Bring this worker's copy of a host's template up to Redis's."""
