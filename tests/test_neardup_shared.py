@@ -14,7 +14,8 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from crawler.backends import class_path
-from crawler.content.neardup import Decision, NearDuplicateDetector
+from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
+from crawler.content.normalize import normalize_text
 from crawler.content.redis_neardup import (
     RedisNearDuplicateDetector,
     decode_sketch,
@@ -215,6 +216,37 @@ def test_a_template_learned_by_one_worker_is_left_out_by_another(
     local = NearDuplicateDetector()  # without the model the shared section makes them alike
     local.check("http://docs.test/x", page(100))
     assert local.check("http://docs.test/y", page(101)).kind == "near"
+
+
+def test_template_counts_pruned_as_in_process_on_a_big_host(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A host of 400 pages, each with its own lines and a few recurring ones, learned by two
+    workers in turn: the shared model prunes blocks seen once (lazily, and rewrites its count
+    hashes as the host grows) exactly as :class:`HostTemplates` does, so the same blocks become
+    template. A line seen on pages 1, 60 and 70 survives the first pruning and becomes
+    template; one seen on pages 1, 100 and 110 is pruned in between and does not."""
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
+    local = NearDuplicateDetector()
+    rng = random.Random(8)
+    recurring = {f"recurring line {i} of the site": rng.sample(range(1, 401), rng.randint(2, 12))
+                 for i in range(60)}
+    recurring["kept across the first pruning"] = [1, 60, 70]
+    recurring["pruned before it recurs"] = [1, 100, 110]
+    for page in range(1, 401):
+        lines = [f"page {page} line {j} {rng.random()}" for j in range(rng.randint(3, 12))]
+        lines += [line for line, pages in recurring.items() if page in pages]
+        url, text = f"http://big.test/{page}", "\n".join(lines)
+        workers[page % 2].observe(url, text)
+        local.observe(url, text)
+    learned = workers[0].template("big.test")
+    assert learned == set(local.templates.template("big.test"))
+    blocks = {line: block_hash(normalize_text(line)) for line in recurring}
+    assert blocks["kept across the first pruning"] in learned
+    assert blocks["pruned before it recurs"] not in learned
+    bits = int(workers[0].client.hget(workers[0].prefix + ":tp", 1) or 0) % 32
+    assert bits >= 3  # the counts were spread over more hashes as the host grew
 
 
 def test_sketch_records_round_trip() -> None:
