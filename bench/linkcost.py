@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,8 +47,11 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, wall
 
 
-def ours(tmp: Path, seeds: list[str], pipelines: bool = False) -> list[str]:
+def ours(
+    tmp: Path, seeds: list[str], pipelines: bool = False, record: bool = True
+) -> list[str]:
     settings = COMMON | {
+        "RECORD_ENABLED": record,  # on by default: tmp/stats.record.jsonl
         "NEARDUP_ENABLED": pipelines,
         "INDEX_ENABLED": pipelines,
         "INDEX_PATH": tmp / "index.sqlite",
@@ -82,15 +86,22 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=250)
     parser.add_argument("--links", type=int, default=300)
     parser.add_argument("--runs", type=int, default=1, help="alternate the crawlers this often")
+    parser.add_argument("--only", default="", help="comma-separated crawler names to run "
+                        "(this crawler, no record, stock Scrapy, +dedup+index)")
     args = parser.parse_args()
 
     specs = [HostSpec(f"127.0.2.{i + 1}", pages=args.pages) for i in range(args.hosts)]
     graph = build_site(specs, links_per_page=args.links, cross_host_links=2, extras=False)
     crawlers = {
         "this crawler": ours,
+        # the crawl record (RECORD_ENABLED, crawler/extensions/record.py) off: its cost
+        "no record": lambda tmp, seeds: ours(tmp, seeds, record=False),
         "stock Scrapy": stock,
         "+dedup+index": lambda tmp, seeds: ours(tmp, seeds, pipelines=True),
     }
+    if args.only:
+        keep = [name.strip() for name in args.only.split(",")]
+        crawlers = {name: build for name, build in crawlers.items() if name in keep}
     rows: dict[str, list[dict[str, float]]] = {name: [] for name in crawlers}
     with SiteServer(graph) as server:
         seeds = server.seeds()
@@ -101,6 +112,8 @@ def main() -> int:
                 with tempfile.TemporaryDirectory() as tmp:
                     cwd = Path(tmp) if build is stock else ROOT
                     cpu, wall = run(build(Path(tmp), seeds), cwd)
+                    record = Path(tmp) / "stats.record.jsonl"
+                    record_bytes = record.stat().st_size if record.exists() else 0
                 fetched = set(normalized(server.records))
                 links = sum(len(graph.links(url)) for url in fetched if url in wanted)
                 rows[name].append({
@@ -111,6 +124,7 @@ def main() -> int:
                     "pages_per_s": len(fetched & wanted) / wall,
                     "us_cpu_per_page": cpu / len(fetched) * 1e6,
                     "us_cpu_per_link": cpu / links * 1e6,
+                    "record_B_per_page": record_bytes / max(len(fetched), 1),
                 })
     print(f"{args.hosts} hosts x {args.pages + 1} pages, ~{args.links} links per page; "
           f"{len(wanted)} pages reachable")
@@ -118,9 +132,17 @@ def main() -> int:
     print(f"{'':18}" + "".join(f"{name:>16}" for name in best))
     for key in next(iter(best.values())):
         print(f"{key:18}" + "".join(f"{best[n][key]:>16,.1f}" for n in best))
-    a, b = best["this crawler"], best["stock Scrapy"]
-    print(f"CPU per link, stock / this: {b['us_cpu_per_link'] / a['us_cpu_per_link']:.2f}x; "
-          f"pages/s, this / stock: {a['pages_per_s'] / b['pages_per_s']:.2f}x")
+    if "this crawler" in best and "stock Scrapy" in best:
+        a, b = best["this crawler"], best["stock Scrapy"]
+        print(f"CPU per link, stock / this: {b['us_cpu_per_link'] / a['us_cpu_per_link']:.2f}x;"
+              f" pages/s, this / stock: {a['pages_per_s'] / b['pages_per_s']:.2f}x")
+    if "this crawler" in rows and "no record" in rows:
+        on = sorted(r["us_cpu_per_page"] for r in rows["this crawler"])
+        off = sorted(r["us_cpu_per_page"] for r in rows["no record"])
+        print(f"CPU per page with the record, runs: {', '.join(f'{v:,.0f}' for v in on)} us; "
+              f"without: {', '.join(f'{v:,.0f}' for v in off)} us; median cost "
+              f"{statistics.median(on) - statistics.median(off):+,.1f} us per page "
+              f"({statistics.median(on) / statistics.median(off) - 1:+.1%})")
     return 0
 
 

@@ -83,11 +83,16 @@ FRONTIER_PROGRESS_INTERVAL = 30.0
 FRONTIER_REDIS_KEY = ""
 # Delete the crawl's state in Redis before starting, instead of resuming it.
 FRONTIER_RESET = False
-# Leases a worker fetches ahead of the engine's asks, so no Redis round trip runs on the
-# reactor thread.
+# Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
+# the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
 FRONTIER_READ_AHEAD = 8
-# Seconds at most between two refreshes of that read-ahead buffer while the crawl runs.
-FRONTIER_REFRESH_INTERVAL = 0.5
+# Seconds a fetched-ahead lease may wait for the engine before it is handed back, so that a
+# busy worker does not sit on host slots while another worker idles.
+FRONTIER_LEASE_MAX_WAIT = 0.2
+# Seconds at most between two looks of an idle worker at the shared frontier (and at the
+# <site>:start_urls list). Idle workers are woken by Redis (pub/sub) when work arrives and when
+# the earliest host comes due; this is only the fallback.
+FRONTIER_REFRESH_INTERVAL = 2.0
 
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
 URL_MAX_LENGTH = 2048
@@ -195,7 +200,33 @@ INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current direct
 INDEX_BATCH_SIZE = 200  # items per index transaction
 INDEX_COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl is searchable
 
+# Outlinks in the items that feeds write (-o, scrapyd's items): they are most of a feed's
+# bytes. Off leaves them out of the feeds only; the index and the crawl database still get them.
+ITEM_OUTLINKS = True
+
 # Write the final stats as JSON to this path (off when empty).
 STATS_FILE = ""
+# A dozen lines at the end of every crawl (crawler/extensions/summary.py): pages by status,
+# errors, rejections, broken links, the busiest hosts, what to do next.
+CRAWL_SUMMARY = True
+
+# --- The crawl record and `scrapy report` (crawler/extensions/record.py) -------------------
+# A record over time of what the crawl did (snapshots, per-host fetches, broken links), the
+# input of `scrapy report`. Cheap enough to stay on (BENCHMARKS.md: ~9 us CPU, ~35 bytes per page).
+RECORD_ENABLED = True
+# Where; empty: JOBDIR/record.jsonl, else next to STATS_FILE (stats.json -> stats.record.jsonl),
+# else crawl-record-<site>.jsonl in the current directory (like crawl-index.sqlite).
+RECORD_PATH = ""
+# Seconds between two snapshots (pages, bytes, frontier size, hosts ready/waiting/in flight).
+RECORD_INTERVAL = 5.0
+# One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
+# of a session (~40 bytes each); after that, one line per host and RECORD_AGGREGATE_INTERVAL,
+# so a crawl of millions of pages keeps a record of a few megabytes.
+RECORD_MAX_FETCHES = 100_000
+RECORD_AGGREGATE_INTERVAL = 60.0
+# Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
+RECORD_MAX_BROKEN = 1_000
+# This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
+RECORD_WORKER_ID = ""
 
 __all__ = [name for name in list(globals()) if name.isupper()]

@@ -17,8 +17,9 @@ from .frontier import Outcome
 
 
 class FrontierDownloader(Downloader):
-    """Sends ``fetch_finished`` with the fetch's outcome, network time and the response, if
-    one goes on to the spider.
+    """Sends ``fetch_finished`` with the fetch's outcome, network time, the response if one
+    goes on to the spider, and the status and body size of what the server answered (also for
+    answers that became a retry or a redirect, which the crawl record charts).
 
     ``Downloader.fetch`` is the one place every scheduled request passes through and leaves,
     whether it was downloaded, failed, denied by a middleware, or turned into a retry or a
@@ -30,7 +31,7 @@ class FrontierDownloader(Downloader):
         super().__init__(crawler)
         self._started: dict[int, float] = {}
         self._ended: dict[int, float] = {}
-        self._answered: set[int] = set()
+        self._answered: dict[int, tuple[int, int]] = {}  # status, body bytes
         crawler.signals.connect(self._reached, signals.request_reached_downloader)
         crawler.signals.connect(self._left, signals.request_left_downloader)
         crawler.signals.connect(self._answered_by_server, signals.response_downloaded)
@@ -41,8 +42,8 @@ class FrontierDownloader(Downloader):
     def _left(self, request: Request) -> None:
         self._ended[id(request)] = monotonic()
 
-    def _answered_by_server(self, request: Request) -> None:
-        self._answered.add(id(request))
+    def _answered_by_server(self, response: Response, request: Request) -> None:
+        self._answered[id(request)] = (response.status, len(response.body))
 
     @inlineCallbacks
     def fetch(
@@ -56,13 +57,12 @@ class FrontierDownloader(Downloader):
             key = id(request)
             started = self._started.pop(key, None)
             ended = self._ended.pop(key, None)
-            answered = key in self._answered
-            self._answered.discard(key)
+            answered = self._answered.pop(key, None)
             if started is None:
                 outcome, duration = Outcome.NOT_SENT, None
             else:
                 duration = (ended or monotonic()) - started
-                outcome = Outcome.FETCHED if answered else Outcome.FAILED
+                outcome = Outcome.FETCHED if answered is not None else Outcome.FAILED
             self.crawler.signals.send_catch_log(
                 crawler_signals.fetch_finished,
                 request=request,
@@ -71,4 +71,8 @@ class FrontierDownloader(Downloader):
                 # a Response goes on to the spider; anything else (a failure, a retry or a
                 # redirect as a new Request) leaves nothing of this fetch to process
                 response=result if isinstance(result, Response) else None,
+                # a retry or a redirect: the URL's final answer is yet to come
+                followed_by=result if isinstance(result, Request) else None,
+                status=answered[0] if answered is not None else None,
+                size=answered[1] if answered is not None else 0,
             )

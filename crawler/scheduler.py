@@ -350,6 +350,10 @@ class FrontierScheduler(BaseScheduler):
         elif reason == "seen":
             self._stat_inc("frontier/rejected/seen")  # the common case: no log line
         else:
+            if reason == "host_budget":  # kept for a rerun with a larger budget
+                self.crawler.signals.send_catch_log(
+                    crawler_signals.url_over_budget, url=entry.url, depth=entry.depth
+                )
             self._rejected(reason, entry.url, False)  # page budget, given-up host: said once
 
     def _added(self, entries: list[Entry], results: list[Any]) -> None:

@@ -104,9 +104,16 @@ ITEM_PIPELINES = {
 
 EXTENSIONS = {
     "crawler.extensions.statsfile.StatsFile": 900,
+    "crawler.extensions.summary.CrawlSummary": 800,
     "crawler.extensions.progress.FrontierProgress": 500,
+    # the crawl record (RECORD_*), read by `scrapy report`
+    "crawler.extensions.record.CrawlRecordExtension": 510,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
+    "crawler.extensions.budget.BudgetCuts": 110,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }
 FEED_EXPORT_ENCODING = "utf-8"
+# The crawl ends with CrawlSummary's dozen lines instead of ~50 lines of stats dict; the full
+# stats stay in STATS_FILE and in the log at LOG_LEVEL=DEBUG.
+STATS_DUMP = False

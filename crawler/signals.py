@@ -2,7 +2,10 @@
 
 # Sent by FrontierDownloader once per fetch, however it ended:
 # fetch_finished(request, outcome: crawler.frontier.Outcome, duration: float | None,
-#                response: the Response that goes on to the spider, or None)
+#                response: the Response that goes on to the spider, or None,
+#                followed_by: the Request that replaces this fetch (a retry, a redirect) or None,
+#                status: the server's answer's status (also of a retry or redirect) or None,
+#                size: its body's bytes as received)
 fetch_finished = object()
 
 # Sent by crawler.middlewares.lease.LeaseAckMiddleware when the spider's output for a page
@@ -59,3 +62,7 @@ host_penalty_wanted = object()
 # pipeline answers: it judges the item then, and a duplicate page's links go
 # NEARDUP_LINK_DEMOTION deeper, so a trap of look-alike pages (a calendar) ends in a few hops.
 link_demotion_wanted = object()
+# Sent by the scheduler for each URL the frontier refused only because its host's page budget
+# (max_pages_per_host) is used up: url_over_budget(url: normalized URL, depth: int). The
+# budget extension keeps it for a rerun with a larger budget.
+url_over_budget = object()

@@ -48,7 +48,9 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from crawler import defaults
+from crawler.fields import FieldSpec, FieldSpecError, field_name_problem, parse_field_spec
 from crawler.frontier.urls import url_problem
+from crawler.settingscheck import value_problem
 
 __all__ = [
     "PRIORITY_POLICIES",
@@ -260,6 +262,20 @@ def _setting_name(value: str) -> str:
     return value
 
 
+def _field_name(value: str) -> str:
+    problem = field_name_problem(value)
+    if problem:
+        raise _fail(problem)
+    return value
+
+
+def _field_spec(value: object) -> FieldSpec:
+    try:
+        return parse_field_spec(value)
+    except FieldSpecError as exc:
+        raise _fail(exc.problem, key=exc.key) from None
+
+
 def _unique(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
@@ -269,6 +285,8 @@ Domain = Annotated[str, PlainValidator(lambda v: _host(v, domain=True))]
 Pattern = Annotated[str, PlainValidator(_pattern)]
 SeedUrl = Annotated[str, PlainValidator(_seed)]
 SettingName = Annotated[str, PlainValidator(_setting_name)]
+FieldName = Annotated[str, PlainValidator(_field_name)]
+FieldValue = Annotated[FieldSpec, PlainValidator(_field_spec)]
 
 
 # --- The schema ----------------------------------------------------------------------------------
@@ -395,6 +413,29 @@ class SiteFile(_Table):
     politeness: Politeness = Politeness()
     priority: Priority = Priority()
     settings: dict[SettingName, Any] = {}  # any other Scrapy setting, passed on as-is
+    fields: dict[FieldName, FieldValue] = {}  # new item fields: CSS or XPath (crawler/fields.py)
+
+    @model_validator(mode="after")
+    def _seeds_pass_own_patterns(self) -> SiteFile:
+        # A seed the file's own URL patterns refuse would be dropped at the first request.
+        for i, seed in enumerate(self.seeds):
+            if self.urls.allow and not any(re.search(p, seed) for p in self.urls.allow):
+                raise _fail("matches none of urls.allow, so it would never be fetched",
+                            key=f"seeds[{i}]")
+            denied = next((p for p in self.urls.deny if re.search(p, seed)), None)
+            if denied is not None:
+                raise _fail(f"matches urls.deny {denied!r}, so it would never be fetched",
+                            key=f"seeds[{i}]")
+        return self
+
+    @model_validator(mode="after")
+    def _settings_values(self) -> SiteFile:
+        # The crawler's own settings are checked here too, so the message names this file.
+        for name, value in self.settings.items():
+            problem = value_problem(name, value)
+            if problem:
+                raise _fail(problem, key=f"settings.{name}")
+        return self
 
     def scrapy_settings(self) -> dict[str, Any]:
         """The Scrapy settings this file sets: the keys marked with a forwarded :class:`Setting`
@@ -431,6 +472,7 @@ class SiteFile(_Table):
             user_agent=self.user_agent,
             allow_private_addresses=self.allow_private_addresses,
             settings=MappingProxyType(self.scrapy_settings()),
+            fields=MappingProxyType(dict(self.fields)),
         )
 
 
@@ -502,11 +544,17 @@ class SiteConfig:
     # Scrapy settings this site sets (spider priority). Read-only; excluded from the hash
     # because a mapping is not hashable.
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    # New item fields ([fields]): name -> selector. Read-only, not hashed, like settings.
+    fields: Mapping[str, FieldSpec] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False
+    )
 
     def __post_init__(self) -> None:
         # Frozen means frozen: a plain dict given by a caller becomes a read-only view of a copy.
         if not isinstance(self.settings, MappingProxyType):
             object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+        if not isinstance(self.fields, MappingProxyType):
+            object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
 
 
 # --- Seeds ---------------------------------------------------------------------------------------
@@ -560,12 +608,14 @@ def _open_seeds(path: str | os.PathLike[str] | Traversable) -> IO[str]:
 
 
 def check_seeds_file(path: str | os.PathLike[str] | Traversable) -> None:
-    """Raise :class:`SeedsFileError` now if the seeds file cannot be opened.
+    """Raise :class:`SeedsFileError` now if the seeds file cannot be opened or is not UTF-8.
 
-    The spider calls this before the crawl starts, and reads the file lazily later, so a
-    million-line seeds file is never held in memory.
+    The crawl command calls this before the crawl starts, and the spider reads the file lazily
+    later, so a million-line seeds file is never held in memory; reading it through once here
+    means a bad byte on its last line stops the crawl before any request, like a missing file.
     """
-    _open_seeds(path).close()
+    for _ in iter_seeds_file(path):
+        pass
 
 
 def iter_seeds_file(path: str | os.PathLike[str] | Traversable) -> Iterator[str]:

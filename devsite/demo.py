@@ -3,6 +3,10 @@
 Serves the bundled multi-host test site on loopback addresses (127.0.0.2, 127.0.0.3, ...), then
 runs ``scrapy crawl web`` on it exactly as a user would, on the embedded default (in-memory
 frontier; no Redis, no other server), and prints what it fetched and how politely.
+
+The demo keeps its pages apart from the user's: its own index (``demo-index.sqlite``), which a
+rerun replaces (the test site's ports change on every run, so keeping the old pages would pile
+up dead URLs), and its own feed (``demo-pages.jsonl``), both in the current directory.
 """
 
 from __future__ import annotations
@@ -27,8 +31,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--min-delay", type=float, default=0.25, help="FRONTIER_MIN_DELAY")
     parser.add_argument("--output", default="demo-pages.jsonl", help="items feed (JSON lines)")
+    parser.add_argument(
+        "--index", default="demo-index.sqlite", help="the demo's index (replaced on every run)"
+    )
+    parser.add_argument("--record", default="demo-record.jsonl", help="the crawl record")
     args = parser.parse_args(argv)
+    output = Path(args.output).resolve()
+    index = Path(args.index).resolve()
+    for stale in (index, *(Path(f"{index}{suffix}") for suffix in ("-wal", "-shm"))):
+        stale.unlink(missing_ok=True)  # the previous demo's pages, at ports long gone
 
+    # a record is appended to (a resumed crawl adds a session): each demo starts a new one
+    record = Path(args.record).resolve()
+    record.unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="crawler-demo-"))
     seeds = work / "seeds.txt"
     stats_path = work / "stats.json"
@@ -49,10 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [
             sys.executable, "-m", "scrapy", "crawl", "web",
             "-a", f"seeds={seeds}",
-            "-O", args.output,
+            "-O", str(output),
+            "-s", f"INDEX_PATH={index}",
             "-s", "ALLOW_PRIVATE_ADDRESSES=True",  # the demo site lives on loopback
             "-s", f"FRONTIER_MIN_DELAY={args.min_delay}",
             "-s", f"STATS_FILE={stats_path}",
+            "-s", f"RECORD_PATH={record}",  # kept: the stats file's folder is removed
         ]
         print("demo: " + " ".join(cmd[2:]))
         crawl = subprocess.run(cmd, check=False, cwd=_REPO)
@@ -61,12 +78,19 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         stats = json.loads(stats_path.read_text())
         print(
-            f"demo: crawled {stats.get('response_received_count', 0)} pages of "
+            f"demo: crawled {stats.get('pages/ok', 0)} pages of "
             f"{stats.get('frontier/hosts', 0)} hosts in {stats.get('elapsed_time_seconds', 0):.1f}s"
-            f", {stats.get('item_scraped_count', 0)} items written to {args.output}; "
+            f", {stats.get('item_scraped_count', 0)} items written to {_shown(output)}; "
             f"rejected: {_rejections(stats)}"
         )
-        print('demo: now search what was crawled:  .venv/bin/scrapy search "harvest saffron"')
+        print(
+            "demo: now search what was crawled:  .venv/bin/scrapy search "
+            f'--index {_shown(index)} "harvest saffron"'
+        )
+        print(
+            f"demo: and see it in charts:  .venv/bin/scrapy report {_shown(record)} "
+            "-o demo-report.html"
+        )
         return 0
     finally:
         site.send_signal(signal.SIGTERM)
@@ -77,6 +101,14 @@ def main(argv: list[str] | None = None) -> int:
         for f in work.iterdir():
             f.unlink()
         os.rmdir(work)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when it is inside it (the README's case)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _rejections(stats: dict[str, object]) -> str:

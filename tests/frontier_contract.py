@@ -135,6 +135,13 @@ class FrontierContract:
         assert f.add(Entry(url="http://a.test/x", host="a.test"), force=True).added
         assert len(f) == 2
 
+    def test_a_forced_url_is_seen_from_then_on(self) -> None:
+        """A start URL (dont_filter) is forced in; a link back to it must not fetch it again."""
+        f, _ = self.frontier()
+        assert f.add(Entry(url="http://a.test/", host="a.test"), force=True).added
+        assert f.add(Entry(url="http://a.test/", host="a.test")).reason == "seen"
+        assert len(f) == 1
+
     def test_mark_seen(self) -> None:
         f, _ = self.frontier()
         assert f.mark_seen(["http://a.test/1", "http://a.test/2"]) == 2
@@ -222,9 +229,13 @@ class FrontierContract:
         assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx([7.1, 7.1])
 
     def test_host_asking_too_long_a_crawl_delay_is_skipped(self) -> None:
-        f, clock = self.frontier(PolitenessPolicy(max_crawl_delay=10))
+        gave_up: list[tuple[str, str, int]] = []
+        f, clock = self.frontier(
+            PolitenessPolicy(max_crawl_delay=10), on_give_up=lambda *a: gave_up.append(a)
+        )
         f.add_many(entries(2, 3))
         assert not f.set_crawl_delay("h1.test", 60)
+        assert gave_up == [("h1.test", "host_skipped", 3)]  # reported, with its URLs dropped
         sim = simulate(f, clock)
         assert {x.host for x in sim.fetches} == {"h0.test"}
         assert f.add(Entry(url="http://h1.test/new", host="h1.test")).reason == "host_skipped"
@@ -271,13 +282,17 @@ class FrontierContract:
         assert f.next() is not None
 
     def test_failing_host_is_given_up(self) -> None:
-        f, clock = self.frontier(PolitenessPolicy(min_delay=0.1, max_failures=3))
+        gave_up: list[tuple[str, str, int]] = []
+        f, clock = self.frontier(
+            PolitenessPolicy(min_delay=0.1, max_failures=3), on_give_up=lambda *a: gave_up.append(a)
+        )
         f.add_many(entries(2, 10))
         sim = simulate(
             f, clock, outcome=lambda url: Outcome.FAILED if "h1" in url else Outcome.FETCHED
         )
         per_host = Counter(x.host for x in sim.fetches)
         assert per_host == {"h0.test": 10, "h1.test": 3}
+        assert gave_up == [("h1.test", "host_dead", 7)]
         assert len(f) == 0 and not f.has_work(300)
         assert f.add(Entry(url="http://h1.test/late", host="h1.test")).reason == "host_dead"
 

@@ -50,8 +50,11 @@ class RedisServer:
                 self.process.wait()
 
 
-def start_redis(root: Path, *, timeout: float = 15.0) -> RedisServer:
-    """Start ``redis-server`` under ``root`` and wait until it answers PING."""
+def start_redis(
+    root: Path, *, timeout: float = 15.0, port: int | None = None, aof: str | None = None
+) -> RedisServer:
+    """Start ``redis-server`` under ``root`` and wait until it answers PING. ``port``: that
+    one (a restart); ``aof``: append-only file on, with this ``appendfsync`` policy."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not installed (apt-get install redis-server)"
@@ -59,8 +62,12 @@ def start_redis(root: Path, *, timeout: float = 15.0) -> RedisServer:
             pytest.fail(message + ": required under CI")
         pytest.skip(message)
     last_error: Exception | None = None
+    fixed = port
+    persistence = ["--appendonly", "no"]
+    if aof is not None:
+        persistence = ["--appendonly", "yes", "--appendfsync", aof]
     for _ in range(3):  # the free port may be taken by someone else before the server binds
-        port = free_port()
+        port = fixed or free_port()
         log = root / f"redis-{port}.log"
         process = subprocess.Popen(
             [
@@ -68,7 +75,7 @@ def start_redis(root: Path, *, timeout: float = 15.0) -> RedisServer:
                 "--port", str(port),
                 "--bind", "127.0.0.1",
                 "--save", "",
-                "--appendonly", "no",
+                *persistence,
                 "--dir", str(root),
                 "--logfile", str(log),
             ],

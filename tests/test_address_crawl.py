@@ -59,7 +59,8 @@ def test_the_connection_is_refused_even_without_the_middleware(tmp_path: Path) -
             },
         )
         records = server.records
-    assert result.returncode == 0, result.log[-3000:]
+    # every fetch failed at connect: exit status 1 (crawler/commands/crawl.py)
+    assert result.returncode == 1, result.log[-3000:]
     assert records == []  # not one request reached the server
     assert result.stats["address_safety/refused/at_connect"] >= 1
     assert "Refused a connection to 127.0.0." in result.log

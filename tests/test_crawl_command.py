@@ -1,4 +1,5 @@
-"""``scrapy crawl`` refuses a crawl whose backend settings are wrong: one line, exit status 2."""
+"""``scrapy crawl`` refuses what it cannot run with one line and exit status 2, before any
+request; a crawl that fetched nothing because of errors ends with 1. No traceback for any."""
 
 from __future__ import annotations
 
@@ -7,26 +8,126 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from crawler.commands.crawl import crawl_exit_status
 from tests.crawling import PROJECT, write_site
 
+# a loopback seed on a port nothing listens on: even a broken check sends nothing outside
+LOCAL = 'seeds = ["http://127.0.0.1:9/"]\n'
 
-def test_an_unknown_backend_is_refused_before_any_request(tmp_path: Path) -> None:
+
+def scrapy_crawl(tmp_path: Path, *args: str, site: str = "local") -> subprocess.CompletedProcess:
     sites = tmp_path / "sites"
-    # a loopback seed on a port nothing listens on: even a broken check sends nothing outside
-    write_site(sites, "local", 'seeds = ["http://127.0.0.1:9/"]\n')
-    settings = [f"SITES_DIR={sites}", "FRONTIER_BACKEND=mongo", "LOG_LEVEL=ERROR"]
-    out = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "local", *(f"-s{s}" for s in settings)],
+    if not sites.exists():
+        write_site(sites, "local", LOCAL)
+    settings = [
+        f"SITES_DIR={sites}",
+        "LOG_LEVEL=ERROR",
+        f"INDEX_PATH={tmp_path / 'index.sqlite'}",
+        "ALLOW_PRIVATE_ADDRESSES=True",
+    ]
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", site, *(f"-s{s}" for s in settings), *args],
         cwd=PROJECT,
         env=dict(os.environ, PYTHONPATH=str(PROJECT)),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def refusals(out: subprocess.CompletedProcess) -> list[str]:
+    assert "Traceback" not in out.stderr, out.stderr
+    return [line for line in out.stderr.splitlines() if "refused" in line]
+
+
+def test_an_unknown_backend_is_refused_before_any_request(tmp_path: Path) -> None:
+    out = scrapy_crawl(tmp_path, "-sFRONTIER_BACKEND=mongo")
     assert out.returncode == 2, out.stderr
-    lines = [line for line in out.stderr.splitlines() if "refused" in line]
-    assert lines == [
-        "crawl local refused: FRONTIER_BACKEND: unknown backend 'mongo'; "
-        "choose one of memory, redis"
+    assert refusals(out) == [
+        "crawl local refused: FRONTIER_BACKEND: must be one of memory, redis, got 'mongo'"
     ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "line"),
+    [
+        ("FRONTIER_MIN_DELAY=abc", "FRONTIER_MIN_DELAY: must be a number >= 0, got 'abc'"),
+        (
+            "FRONTIER_HOST_CONCURRENCY=0",
+            "FRONTIER_HOST_CONCURRENCY: must be an integer >= 1, got 0",
+        ),
+    ],
+)
+def test_a_bad_setting_value_is_one_line_naming_the_setting(
+    tmp_path: Path, setting: str, line: str
+) -> None:
+    out = scrapy_crawl(tmp_path, f"-s{setting}")
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [f"crawl local refused: {line}"]
+
+
+def test_a_misspelt_setting_is_a_warning_with_the_right_name(tmp_path: Path) -> None:
+    out = scrapy_crawl(tmp_path, "-sFRONTIER_MIN_DLEAY=0", "-sFRONTIER_BACKEND=mongo")
+    assert out.returncode == 2
+    assert (
+        "crawl local: warning: unknown setting FRONTIER_MIN_DLEAY, ignored; "
+        "did you mean FRONTIER_MIN_DELAY?"
+    ) in out.stderr.splitlines()
+
+
+def test_an_unknown_site_lists_the_sites(tmp_path: Path) -> None:
+    out = scrapy_crawl(tmp_path, site="nosuch")
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == ["crawl nosuch refused: no site named 'nosuch'; the sites are: local"]
+
+
+def test_seeds_file_problems_all_stop_the_crawl_the_same_way(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.txt"
+    not_utf8 = tmp_path / "latin1.txt"
+    not_utf8.write_bytes(b"http://127.0.0.1:9/\nhttp://127.0.0.1:9/caf\xe9\n")
+    out = scrapy_crawl(tmp_path, "-a", f"seeds={missing}")
+    assert out.returncode == 2
+    assert refusals(out) == [
+        f"crawl local refused: {missing}: cannot read seeds file: No such file or directory"
+    ]
+    out = scrapy_crawl(tmp_path, "-a", f"seeds={not_utf8}")
+    assert out.returncode == 2
+    [line] = refusals(out)
+    assert line.startswith(f"crawl local refused: {not_utf8}: seeds file is not UTF-8 text")
+    out = scrapy_crawl(tmp_path, "-a", "seeds=")
+    assert out.returncode == 2
+    assert refusals(out) == ["crawl local refused: -a seeds=: the seeds argument names no file"]
+
+
+def test_a_crawl_with_no_valid_seed_exits_2(tmp_path: Path) -> None:
+    write_site(tmp_path / "sites", "local", "")
+    out = scrapy_crawl(tmp_path)
+    assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
+    assert "No valid seeds to crawl" in out.stderr
+
+
+def test_a_crawl_whose_every_seed_is_unreachable_exits_1(tmp_path: Path) -> None:
+    out = scrapy_crawl(
+        tmp_path, "-sROBOTSTXT_RETRY_DELAY=0.2", "-sRETRY_TIMES=0", "-sDOWNLOAD_TIMEOUT=5"
+    )
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_exit_status_from_stats() -> None:
+    assert crawl_exit_status({"pages/status/200": 3, "robotstxt/response_count": 1}) == 0
+    # a crawl that found only broken links did fetch pages
+    assert crawl_exit_status({"pages/status/404": 1, "downloader/exception_count": 3}) == 0
+    assert crawl_exit_status({"response_received_count": 1}) == 0  # without the summary's tally
+    assert crawl_exit_status({"seeds/none": 1}) == 2
+    assert crawl_exit_status({"seeds/none": 1, "frontier/seen": 0}) == 2
+    # a worker that joined a shared crawl with nothing left to fetch: not a usage error
+    assert crawl_exit_status({"seeds/none": 1, "frontier/seen": 4}) == 0
+    assert crawl_exit_status({"seeds/valid": 1, "downloader/exception_count": 3}) == 1
+    stopped = {"seeds/valid": 1, "downloader/exception_count": 3, "finish_reason": "shutdown"}
+    assert crawl_exit_status(stopped) == 0  # Ctrl-C before the first page: not a failure
+    # robots.txt answered (5xx) but no page was fetched: still nothing crawled
+    assert crawl_exit_status({"robotstxt/response_count": 2, "robotstxt/unreachable": 2}) == 1

@@ -117,7 +117,7 @@ def test_queued_adds_count_as_work_until_sent_and_report_their_results(arrived) 
 def test_close_hands_back_the_leases_never_started(arrived) -> None:
     inner = MercatorFrontier(fast_policy())
     inner.add_many(entries(4, 1))
-    f = BufferedFrontier(inner, read_ahead=4, notify=arrived.set)
+    f = BufferedFrontier(inner, read_ahead=4, max_wait=WAIT, notify=arrived.set)
     first = wait_for_lease(f, arrived)
     for _ in range(100):  # the rest of the read-ahead arrives
         if len(f._buffer) == 3:

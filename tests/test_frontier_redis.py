@@ -8,6 +8,7 @@ import ast
 import itertools
 import pathlib
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -393,3 +394,122 @@ def test_an_unknown_layout_is_refused(make) -> None:
     with pytest.raises(ValueError, match="bytes"):
         RedisFrontier(client, fresh_key(), PolitenessPolicy())
     client.close()
+
+
+def test_robots_fetch_state_is_one_for_all_workers(redis_server: RedisServer) -> None:  # noqa: F811
+    """Two workers' robots books on one Redis: one claim at a time, a failure holds the origin
+    for both until its retry is due, a record read ends it all, and the failure count goes
+    on across workers (the retry delay doubles whoever retries)."""
+    from crawler.redis_backends import RedisRobotsCache
+    from crawler.robots.book import ELSEWHERE, RobotsBook, Verdict
+
+    key, origin = fresh_key(), "http://a.test"
+    a_client, b_client = redis_server.client(), redis_server.client()
+    a = RobotsBook(RedisRobotsCache(a_client, key), "bot", retry_delay=0.3, retry_times=2)
+    b = RobotsBook(RedisRobotsCache(b_client, key), "bot", retry_delay=0.3, retry_times=2)
+    assert a.start_fetch(origin, now=0.0)
+    assert not b.start_fetch(origin, now=0.0)  # a holds the claim
+    assert b.state(origin).fetching == ELSEWHERE and b.verdict(origin, "/x") is Verdict.WAIT
+    assert a.failed(origin, 0.0) == pytest.approx(0.3)
+    st = b.sync(origin, 0.0)
+    assert st.unreachable and st.fetching == "" and 0.2 < st.retry_at <= 0.3
+    assert b.verdict(origin, origin + "/x") is Verdict.UNAVAILABLE
+    assert not b.start_fetch(origin, now=0.0)  # the retry is not due yet, for anyone
+    threading.Event().wait(0.35)
+    assert b.start_fetch(origin, now=1.0)  # due: b retries, and knows it is the second try
+    assert b.failed(origin, 1.0) == pytest.approx(0.6)
+    assert a.sync(origin, 1.0).failures == 2
+    threading.Event().wait(0.65)
+    assert a.start_fetch(origin, now=2.0)
+    assert a.fetched(origin, 200, b"User-agent: *\nDisallow: /no\n", 2.0) is not None
+    st = b.sync(origin, 2.0)
+    assert st.rules is not None and not st.unreachable
+    assert b.verdict(origin, origin + "/no") is Verdict.DENY
+    assert a_client.hlen("{" + key + "}:robots_state") == 0  # nothing left to hold anyone
+    # a claim whose fetch is abandoned (refused) is handed back, not left to lapse
+    assert a.start_fetch("http://c.test", now=3.0)
+    a.refused("http://c.test")
+    assert b.start_fetch("http://c.test", now=3.0)
+    for client in (a_client, b_client):
+        client.close()
+
+
+def _script_calls(client: redis.Redis) -> int:
+    """Script calls the server has run (every frontier operation is one)."""
+    stats = client.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{c}", {}).get("calls", 0)) for c in ("evalsha", "eval"))
+
+
+def test_an_idle_worker_is_woken_by_redis_not_by_polling(redis_server: RedisServer) -> None:  # noqa: F811
+    """An idle worker makes a script call only every FRONTIER_REFRESH_INTERVAL (the fallback),
+    yet takes a URL another worker pushed within a fraction of a second (pub/sub), and one
+    whose host is held as soon as the hold ends (it sleeps until the earliest host is due)."""
+    from crawler.frontier.buffered import BufferedFrontier
+
+    key, policy = fresh_key(), PolitenessPolicy(min_delay=0.0, delay_factor=0.0, max_delay=0.0)
+    clients = [redis_server.client() for _ in range(3)]
+    other = RedisFrontier(clients[0], key, policy)
+    idle = BufferedFrontier(RedisFrontier(clients[1], key, policy))  # the shipped fallback
+    assert idle.next() is None  # the engine asked, got nothing, and waits to be told
+    threading.Event().wait(0.5)
+    before = _script_calls(clients[2])
+    threading.Event().wait(4.0)
+    idle_calls = _script_calls(clients[2]) - before
+    assert idle_calls <= 3, idle_calls  # ~2: once per 2 s, none in between
+    idle.close()
+
+    arrived = threading.Event()
+    woken = BufferedFrontier(RedisFrontier(clients[1], key, policy), refresh=60.0,
+                             notify=arrived.set)
+    assert woken.next() is None
+    threading.Event().wait(0.3)
+    started = time.monotonic()
+    other.add(Entry("http://pushed.test/1", "pushed.test"))
+    assert arrived.wait(5.0)
+    assert time.monotonic() - started < 1.0  # told, not found by the 60 s fallback
+    lease = woken.next()
+    assert lease is not None and lease.entry.url == "http://pushed.test/1"
+    woken.finish(lease.token, 0.01)
+    assert woken.next() is None
+    arrived.clear()
+    other.hold_host("held.test", 1.5)
+    other.add(Entry("http://held.test/1", "held.test"))
+    started = time.monotonic()
+    assert arrived.wait(10.0)
+    waited = time.monotonic() - started
+    assert 1.3 < waited < 4.0, waited  # due at 1.5 s: no earlier, and not at the fallback
+    woken.close()
+    for client in clients:
+        client.close()
+
+
+def test_leases_the_engine_does_not_take_go_back_for_other_workers(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Read-ahead must not hoard host slots: leases left in a busy worker's buffer for
+    FRONTIER_LEASE_MAX_WAIT are handed back (slot time unchanged), and its read-ahead shrinks,
+    so an idle worker gets the host."""
+    from crawler.frontier.buffered import BufferedFrontier
+
+    key = fresh_key()
+    policy = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, max_delay=0.0, host_concurrency=2)
+    clients = [redis_server.client() for _ in range(2)]
+    other = RedisFrontier(clients[0], key, policy)
+    other.add_many([Entry(f"http://last.test/{i}", "last.test") for i in range(4)])
+    arrived = threading.Event()
+    busy = BufferedFrontier(RedisFrontier(clients[1], key, policy), read_ahead=8,
+                            max_wait=0.2, notify=arrived.set)
+    assert busy.next() is None  # asked once, then the engine is busy and asks no more
+    assert arrived.wait(5.0)
+    assert len(busy._buffer) == 2  # both slots of the host, read ahead
+    assert other.next_many(2) == []  # ... so the other worker gets nothing for now
+    deadline = time.monotonic() + 5.0
+    got: list[Any] = []
+    while len(got) < 2 and time.monotonic() < deadline:
+        got += other.next_many(2 - len(got))
+        threading.Event().wait(0.05)
+    assert len(got) == 2 and busy.returned == 2 and not busy._buffer
+    assert busy._target == 2  # doubled to 4 by the miss, halved by the hand-back
+    busy.close()
+    for client in clients:
+        client.close()

@@ -211,3 +211,13 @@ def test_cancel_stops_a_crawl_cleanly_and_scheduling_it_again_resumes_it(
         f"{len(twice - in_flight)} pages fetched again after resuming (of {len(first)} fetched "
         f"before the cancel, {len(second)} after): {sorted(twice - in_flight)[:5]}"
     )
+
+
+def test_a_refused_job_says_why_in_its_log(server: Scrapyd) -> None:
+    job = "refused-1"
+    settings = {**LOOPBACK, "FRONTIER_MIN_DELAY": "abc"}
+    assert server.schedule("web", job=job, settings=settings) == job
+    entry = server.wait_for(job, "finished", timeout=40)
+    log = server.fetch(entry["log_url"])
+    assert "crawl web refused: FRONTIER_MIN_DELAY: must be a number >= 0, got 'abc'" in log
+    assert "Traceback" not in log

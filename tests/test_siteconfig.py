@@ -36,7 +36,7 @@ hosts = ["Shop.Example", "127.0.0.1", "[::1]"]
 domains = [".cdn.example", "bücher.example"]
 
 [urls]
-allow = ['^https?://shop\\.example/']
+allow = ['^https?://(shop\\.example|127\\.0\\.0\\.1:8080)/']
 deny = ['\\?sort=', '/cart/']
 max_depth = 0
 max_url_length = 512
@@ -79,7 +79,7 @@ def test_full_config_loads(tmp_path: Path) -> None:
         hosts=("shop.example", "127.0.0.1", "::1"),
         domains=("cdn.example", "xn--bcher-kva.example"),
     )
-    assert site.allow == ("^https?://shop\\.example/",)
+    assert site.allow == ("^https?://(shop\\.example|127\\.0\\.0\\.1:8080)/",)
     assert site.deny == ("\\?sort=", "/cart/")
     assert (site.max_depth, site.max_url_length, site.max_repeated_segments) == (0, 512, 2)
     assert site.max_pages_per_host == 10

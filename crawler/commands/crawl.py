@@ -1,44 +1,157 @@
 """``scrapy crawl``, with the checks that must refuse a crawl before it starts.
 
-Scrapy's own command, plus a preflight: a malformed ``ALLOWED_NETWORKS`` entry, and the
-frontier store the settings choose
-(``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a shared store whose server is unreachable
-or whose stored crawl was made with other politeness settings. A refusal is one clear line on
-stderr and exit status 2, before any request goes out; scrapyd shows that line in the job's log.
+Scrapy's own command, plus a preflight: an unknown site (the sites are listed), a setting of
+ours with a value it cannot take (named as the user wrote it: ``-s``, a site config's
+``[settings]``, or scrapyd's ``setting=``), a malformed ``ALLOWED_NETWORKS`` entry, and the
+frontier store the settings choose (``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a
+shared store whose server is unreachable or whose stored crawl was made with other politeness
+settings. A refusal is one clear line and exit status 2, before any request goes out. A name
+that looks like a misspelt setting of ours gets a warning with the closest real name.
+
+Each line goes to stderr and, when ``LOG_FILE`` is set (scrapyd sets it), to the log too, so a
+scrapyd job's log says why the job ended.
+
+A stop (Ctrl-C, scrapyd's cancel) that arrives while the crawl is still starting (the spider
+and the frontier opening, which with Redis takes a few round trips) waits until the engine
+runs and then stops it the normal way: Scrapy's own stop does nothing before that and stops
+the reactor under the opening crawl, so no stats (no ``finish_reason``) were written and the
+leases read ahead stayed taken until they expired. A SIGINT before Scrapy has installed its
+handlers (the first ~0.5 s, while Python imports it) ends the process as any Python program:
+exit status 130, nothing sent, nothing leased, no stats file.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
+from scrapy.settings import BaseSettings, default_settings
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.addresses import policy_from_settings
 from crawler.backends import backend_class
+from crawler.commands import pipe_safe
+from crawler.settingscheck import check_settings
+from crawler.siteconfig import SeedsFileError, check_seeds_file
+
+logger = logging.getLogger(__name__)
+
+# Setting names of the libraries under us, which are never "unknown".
+_LIBRARY_SETTINGS = frozenset(name for name in dir(default_settings) if name.isupper())
 
 
 class Command(ScrapyCrawlCommand):
+    @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError(
                 "give one site: scrapy crawl <site> (scrapy list shows the configured sites)"
             )
         assert self.crawler_process is not None
-        crawler = self._create_crawler(args[0])
+        site = args[0]
         try:
-            policy_from_settings(crawler.settings)
-            store = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
-            problems = store.preflight(crawler) if hasattr(store, "preflight") else []
-        except ValueError as exc:  # BackendError too
-            problems = [str(exc)]
-        if problems:
-            for problem in problems:
-                print(f"crawl {args[0]} refused: {problem}", file=sys.stderr)
+            crawler = self._create_crawler(site)
+        except KeyError:
+            sites = ", ".join(sorted(self.crawler_process.spider_loader.list())) or "none"
+            self._say(f"crawl {site} refused: no site named {site!r}; the sites are: {sites}")
             self.exitcode = 2
             return
+        problems = self._preflight(crawler, opts.spargs)
+        if problems:
+            for problem in problems:
+                self._say(f"crawl {site} refused: {problem}")
+            self.exitcode = 2
+            return
+        _stop_once_started(crawler)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
+            return
+        self.exitcode = crawl_exit_status(crawler.stats.get_stats())
+
+    def _preflight(self, crawler: Crawler, spargs: dict[str, str]) -> list[str]:
+        settings = crawler.settings
+        problems, warnings = check_settings(settings, settings.get, _LIBRARY_SETTINGS)
+        for warning in warnings:
+            self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
+        if problems:
+            return problems
+        site = getattr(crawler.spidercls, "site", None)
+        seeds_files = [getattr(site, "seeds_file", None), spargs.get("seeds")]
+        try:
+            for path in filter(None, seeds_files):
+                check_seeds_file(os.path.abspath(os.path.expanduser(path)))
+            if "seeds" in spargs and not spargs["seeds"].strip():
+                raise SeedsFileError("-a seeds=", None, "the seeds argument names no file")
+        except SeedsFileError as exc:
+            return [str(exc)]
+        try:
+            policy_from_settings(settings)
+            store = backend_class(settings, "FRONTIER_STORE_CLASS")
+            return list(store.preflight(crawler)) if hasattr(store, "preflight") else []
+        except ValueError as exc:  # BackendError too
+            return [str(exc)]
+
+    def _say(self, line: str, level: int = logging.ERROR) -> None:
+        print(line, file=sys.stderr)
+        settings: BaseSettings | None = self.settings
+        if settings is not None and settings.get("LOG_FILE"):
+            logger.log(level, line)
+
+
+def crawl_exit_status(stats: Mapping[str, Any]) -> int:
+    """2: there was nothing to crawl (no valid seed, nothing due, nothing fetched); 1: pages were
+    asked for but every one failed (unreachable hosts, robots.txt never answering); else 0.
+
+    A worker joining a shared crawl (or resuming a JOBDIR) has no seeds of its own but works on
+    a frontier that knows the crawl's URLs, so it ends with 0, even when nothing was left to
+    fetch; so does a crawl stopped (Ctrl-C) before its first page.
+    """
+    # Pages answered (any status), robots.txt apart: the summary's tally (pages/status/<code>),
+    # else Scrapy's count (robots.txt answers stay inside the robots.txt middleware).
+    tallied = [v for k, v in stats.items() if k.startswith("pages/status/")]
+    pages = sum(tallied) if tallied else stats.get("response_received_count", 0)
+    if pages > 0:
+        return 0
+    if stats.get("seeds/none") and not stats.get("frontier/seen"):
+        return 2  # no seed, and no crawl to join or resume (a frontier that knows no URL)
+    if stats.get("finish_reason") == "shutdown":
+        return 0  # stopped (Ctrl-C, scrapyd's cancel) before any page came: not a failure
+    failed = stats.get("downloader/exception_count", 0) or stats.get("robotstxt/unreachable", 0)
+    return 1 if failed else 0
+
+
+_START_WAIT = 120.0  # seconds a stop waits at most for the opening crawl to run
+
+
+def _stop_once_started(crawler: Crawler) -> None:
+    """Make a stop that arrives while the crawl opens wait for the engine to run, then stop
+    it as usual (spider closed with "shutdown", leases handed back, stats written)."""
+    scrapy_stop = crawler.stop_async
+
+    async def stop_async() -> None:
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+
+        waited = 0.0
+        while crawler.crawling and not _engine_running(crawler) and waited < _START_WAIT:
+            if waited == 0.0:
+                logger.info("Stop asked while the crawl is starting: stopping once it runs")
+            await maybe_deferred_to_future(deferLater(reactor, 0.05, lambda: None))
+            waited += 0.05
+        await scrapy_stop()
+
+    crawler.stop_async = stop_async  # type: ignore[method-assign]
+
+
+def _engine_running(crawler: Crawler) -> bool:
+    engine: Any = getattr(crawler, "_engine", None)
+    return bool(engine is not None and engine.running)

@@ -19,6 +19,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler import defaults
+from crawler.commands import pipe_safe
 
 if TYPE_CHECKING:
     from crawler.content.neardup import Explanation
@@ -42,6 +43,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--text", action="store_true", help="print the extracted main texts")
         parser.add_argument("--encoding", help="encoding of the HTML files (default: detect)")
 
+    @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # Imported here: Scrapy imports every command module on every start, and datasketch
         # with numpy would add most of a second to each `scrapy` call.

@@ -18,6 +18,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.backends import BackendError, open_index
+from crawler.commands import pipe_safe
 from crawler.index import IndexAccessError, QuerySyntaxError, SearchResult
 
 
@@ -49,6 +50,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--index", metavar="PATH", help="index file (default: INDEX_PATH)")
         parser.add_argument("--json", action="store_true", help="one JSON object per result")
 
+    @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if not args:

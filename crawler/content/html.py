@@ -8,7 +8,7 @@ import lxml.html
 from lxml import etree
 
 from .document import parse_document_checked
-from .maintext import main_text_from_tree
+from .maintext import _BLOCK_TAGS, main_text_from_tree
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
@@ -82,10 +82,56 @@ def parse_html(
 
 
 def visible_text(root: lxml.html.HtmlElement) -> str:
-    """The text a reader sees: no scripts, styles or head; whitespace folded.
+    """The text a reader sees: no scripts, styles or head; whitespace folded within a block,
+    one line per block element (heading, paragraph, list item, cell...), so a heading and the
+    menu after it do not run together ("Test site 127.0.0.4Home").
 
-    Strips the invisible elements from ``root`` in place, so call it after everything else has
-    been read from the tree.
+    Strips the invisible elements from ``root`` in place, so call it after everything else but
+    the main text has been read.
     """
     etree.strip_elements(root, *_INVISIBLE, etree.Comment, with_tail=False)
-    return " ".join(root.text_content().split())
+    return block_text(root)
+
+
+_BLOCK_MARK = "\u2029"  # PARAGRAPH SEPARATOR: where a block starts or ends; whitespace to split()
+# The text of a tree with a mark before and after each block element, in libxslt (C): about
+# twice as fast as marking the tree from Python, and the tree is left as it was.
+_BLOCK_TEXT = etree.XSLT(
+    etree.XML(
+        '<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">'
+        '<xsl:output method="text" encoding="UTF-8"/>'
+        f'<xsl:template match="{"|".join(sorted(_BLOCK_TAGS))}">'
+        "<xsl:text>&#x2029;</xsl:text><xsl:apply-templates/><xsl:text>&#x2029;</xsl:text>"
+        "</xsl:template></xsl:stylesheet>"
+    )
+)
+
+
+def block_text(root: etree._Element) -> str:
+    """``root``'s text with a line break between block elements."""
+    try:
+        marked = str(_BLOCK_TEXT(root))
+    except etree.XSLTError:  # nesting deeper than libxslt's template depth
+        marked = _marked_text(root)
+    lines = (" ".join(piece.split()) for piece in marked.split(_BLOCK_MARK))
+    return "\n".join(line for line in lines if line)
+
+
+def _marked_text(root: etree._Element) -> str:
+    """The same marks set in the tree itself (they stay: whitespace at block boundaries, which
+    every later reader of the tree folds away like any other)."""
+    mark = _BLOCK_MARK
+    for el in root.iter(*_BLOCK_TAGS):
+        # lxml's parser keeps control characters that lxml then refuses to set: such a block
+        # gets no mark
+        text = el.text
+        try:
+            el.text = mark + text if text else mark
+        except ValueError:
+            continue
+        tail = el.tail
+        try:
+            el.tail = mark + tail if tail else mark
+        except ValueError:
+            el.text = text
+    return root.text_content()

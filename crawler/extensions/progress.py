@@ -15,6 +15,7 @@ from crawler import defaults
 
 from .. import signals as crawler_signals
 from ..frontier import Frontier
+from .summary import CrawlSummary
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,8 @@ class FrontierProgress:
 
     def log(self, final: bool = False) -> None:
         assert self.crawler.stats is not None
-        pages = self.crawler.stats.get_value("response_received_count", 0)
+        summary = self._summary()
+        pages = self.crawler.stats.get_value("pages/ok", 0)
         now = monotonic()
         rate = (pages - self._last_pages) / max(now - self._last_time, 1e-9)
         self._last_pages, self._last_time = pages, now
@@ -69,11 +71,18 @@ class FrontierProgress:
             logger.info("Crawled %d pages (%.1f pages/s)", pages, rate)
             return
         c = frontier.counts()
-        busiest = frontier.busiest_hosts(3)
-        gaps = ", ".join(f"{host} {n} pages, gap {gap:.2f}s" for host, n, gap in busiest)
+        if summary is not None:
+            busiest = summary.busiest(3)
+        else:
+            busiest = [(h, n, g) for h, n, g in frontier.busiest_hosts(3)]
+        gaps = ", ".join(
+            f"{host} {n} pages, gap {'-' if gap is None else f'{gap:.2f}s'}"
+            for host, n, gap in busiest
+        )
+        eta = "" if final else eta_text(c.queued, rate)
         logger.info(
             "Crawled %d pages (%.1f pages/s); frontier %d queued, %d seen; hosts %d ready, "
-            "%d waiting, %d in flight; busiest: %s",
+            "%d waiting, %d in flight; busiest: %s%s",
             pages,
             rate,
             c.queued,
@@ -82,8 +91,29 @@ class FrontierProgress:
             c.hosts_waiting,
             c.hosts_busy,
             gaps or "-",
+            eta,
         )
         if final:
             stats = self.crawler.stats
-            for i, (host, n, gap) in enumerate(busiest):
-                stats.set_value(f"frontier/busiest/{i + 1}", f"{host} {n} pages, gap {gap:.3f}s")
+            for i, (host, n, gap) in enumerate(frontier.busiest_hosts(3)):
+                stats.set_value(f"frontier/busiest/{i + 1}", f"{host} {n} fetches, gap {gap:.3f}s")
+
+    def _summary(self) -> CrawlSummary | None:
+        """The page tallies (robots.txt fetches and error answers apart), if that extension
+        runs."""
+        return self.crawler.get_extension(CrawlSummary)
+
+
+def eta_text(queued: int, rate: float) -> str:
+    """``; queue empty in ~4m at this rate`` when it can be known: URLs are queued and pages
+    came in since the last line. A lower bound while pages still bring new links."""
+    if queued <= 0 or rate <= 0:
+        return ""
+    seconds = max(1.0, queued / rate)
+    if seconds < 60:
+        when = f"{seconds:.0f}s"
+    elif seconds < 3600:
+        when = f"{seconds / 60:.0f}m"
+    else:
+        when = f"{seconds / 3600:.1f}h"
+    return f"; queue empty in ~{when} at this rate"

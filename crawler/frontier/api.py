@@ -214,5 +214,17 @@ class Frontier(abc.ABC):
         """``(host, fetches, mean real gap in seconds)`` of the hosts fetched most."""
         return []
 
+    def status(self) -> tuple[float | None, int, int]:
+        """``(due_in(), in_flight(), len(self))`` at once: one round trip for a shared
+        backend."""
+        return self.due_in(), self.in_flight(), len(self)
+
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:
+        """Call ``on_change`` (from any thread) whenever another process may have made work
+        available sooner than this one knows: a host became ready, leases drained, an
+        operator acted. Returns the function that stops watching, or None when the backend
+        cannot tell (an embedded one has no other process; the caller then polls)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (files, connections). Shared state is never deleted here."""

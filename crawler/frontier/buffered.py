@@ -4,19 +4,27 @@ Scrapy's scheduler interface is synchronous and runs on the reactor thread; a ro
 shared frontier (Redis) costs 0.1-0.2 ms and stalls every download in the process while it
 waits. :class:`BufferedFrontier` puts every call on the shared frontier on one worker thread:
 
-* leases are fetched ahead into a small buffer, so ``next()`` is a ``popleft``;
+* leases are fetched ahead into a small buffer, so ``next()`` is a ``popleft``; how many
+  adapts to the caller: the read-ahead doubles when the caller found the buffer empty while
+  work was due, and a lease the caller leaves in the buffer for ``max_wait`` seconds is handed
+  back (and the read-ahead halves), so a busy worker never sits on host slots that an idle
+  worker could use;
 * completions, acknowledgements, holds and link batches are queued and sent in order, several
   per wake-up of the worker, without the caller waiting for them;
 * what the caller asks about (``due_in``, ``has_work``, ``counts``) is answered from a snapshot
-  the worker refreshes after each batch of calls and at least every ``refresh`` seconds (and
-  also takes fresh leases then when work is due: an idle worker learns of new work that way);
+  the worker refreshes after each batch of calls (one ``status`` call, or the reply of the
+  lease call);
+* an idle worker does not poll: a frontier that can ``watch`` (Redis pub/sub) wakes it when
+  another process made work available, and it sleeps until the earliest host is due
+  otherwise, looking anyway every ``refresh`` seconds (a frontier that cannot watch is polled
+  at that interval);
 * the worker renews the leases this process holds, so a long fetch never loses its lease, and
   hands the buffered, never-started ones back at ``close``.
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
 ``on_error`` when a call on the shared frontier failed) run on the worker thread: the adapter
-hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too at each
-housekeeping (work arriving from outside the frontier, such as seeds pushed to a list); while
+hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too, every
+``refresh`` seconds (work arriving from outside the frontier, such as seeds pushed to a list); while
 it returns True the crawl has work.
 """
 
@@ -41,6 +49,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
+_WAKE = object()  # a job that only wakes the worker (news from ``watch``)
+_STOP = object()  # the job that stops it
+REPORT_WAIT = 5.0  # seconds a report waits for the worker before the last answer is given
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,38 +65,67 @@ class Snapshot:
 
 
 class BufferedFrontier(Frontier):
+    """See the module docstring. ``read_ahead`` is the most leases buffered at once; how many
+    are really fetched ahead adapts to the caller's demand (``_target``): it doubles when the
+    caller found the buffer empty, and halves when a buffered lease waited ``max_wait``
+    seconds without being taken (it is then handed back, for another worker to take).
+    ``refresh`` is the longest the worker goes without looking at the shared frontier; with
+    a frontier that can ``watch``, an idle worker otherwise sleeps until it is told of work or
+    the earliest host comes due."""
+
     def __init__(
         self,
         inner: Frontier,
         *,
         read_ahead: int = defaults.FRONTIER_READ_AHEAD,
         refresh: float = defaults.FRONTIER_REFRESH_INTERVAL,
+        max_wait: float = defaults.FRONTIER_LEASE_MAX_WAIT,
         notify: Callable[[], None] | None = None,
         on_added: Callable[[list[Entry], list[AddResult]], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
         poll: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        transient: tuple[type[BaseException], ...] = (),
+        max_backoff: float = 5.0,
     ) -> None:
         self.inner = inner
+        # errors that mean "the shared frontier is away for now" (a lost connection, a server
+        # restarting): the call is retried, with backoff, until it goes through
+        self.transient = transient
+        self.max_backoff = max_backoff
+        self._away_since: float | None = None
+        self._reports: dict[str, Any] = {}  # the last answer of each report
         self.lease_ttl = inner.lease_ttl
         self.read_ahead = max(1, read_ahead)
         self.refresh = refresh
+        self.max_wait = max_wait
         self.notify = notify
         self.on_added = on_added
         self.on_error = on_error
         self.poll = poll
         self._poll_more = False  # the last poll said more is waiting outside the frontier
+        self._last_poll = float("-inf")
         self.clock = clock
-        self._jobs: queue.SimpleQueue[Callable[[], Any] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending = 0  # jobs queued or running (read on the caller's thread)
         self._pending_lock = threading.Lock()
-        self._buffer: deque[Lease] = deque()  # appended by the worker, popped by the caller
+        # (lease, when buffered): appended by the worker, popped by the caller, both under
+        # the lock (the worker also takes stale ones back from the head)
+        self._buffer: deque[tuple[Lease, float]] = deque()
+        self.returned = 0  # stale leases handed back (for reports and benchmarks)
+        self._buffer_lock = threading.Lock()
+        self._target = min(2, self.read_ahead)  # leases to fetch ahead now (adaptive)
+        self._asked = False  # the caller took a lease since the last lease call
+        self._starved = False  # the caller found the buffer empty: it waits for ``notify``
+        self._missed = False  # ... while work was due: the read-ahead was too small
         self._leasing = False
+        self._woken = threading.Event()  # a wake-up from ``watch`` not yet acted on
         self._open: dict[str, float] = {}  # token -> when handed out or last renewed
         self._open_lock = threading.Lock()
         self._closed = False
         self.snapshot = Snapshot(clock(), None, 0, 0)
         self._take_snapshot()  # a first answer before the crawl asks anything
+        self._unwatch = inner.watch(self._wake)
         self._thread = threading.Thread(target=self._run, name="frontier-worker", daemon=True)
         self._thread.start()
 
@@ -95,6 +135,13 @@ class BufferedFrontier(Frontier):
         with self._pending_lock:
             self._pending += 1
         self._jobs.put(job)
+
+    def _wake(self) -> None:
+        """The shared frontier says something changed (any thread): look at it soon. Wake-ups
+        that arrive before the worker got to the last one cost nothing more."""
+        if not self._woken.is_set():
+            self._woken.set()
+            self._jobs.put(_WAKE)
 
     def _call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the worker, after everything queued before it, and wait for it (for
@@ -113,78 +160,159 @@ class BufferedFrontier(Frontier):
         self._submit(job)
         return future.result()
 
+    def _timeout(self) -> float:
+        """How long the worker may sleep: until a buffered lease goes stale, the earliest host
+        comes due, or (no news otherwise) ``refresh``; polling at ``refresh`` only when the
+        shared frontier cannot tell of changes."""
+        wait = self.refresh
+        if self._buffer:
+            wait = min(wait, self.max_wait)
+        if self._unwatch is not None:
+            snap = self.snapshot
+            if snap.due_in is not None and (self._starved or not self._buffer):
+                wait = min(wait, max(0.005, snap.due_in - (self.clock() - snap.taken)))
+        return wait
+
     def _run(self) -> None:
-        last_refresh = self.clock()
         while True:
             try:
-                job = self._jobs.get(timeout=self.refresh)
+                job = self._jobs.get(timeout=self._timeout())
             except queue.Empty:
                 job = None
-            else:
-                if job is None:
-                    return
-            batch = [job] if job is not None else []
+            if job is _STOP:
+                return
+            batch = [job] if job is not None and job is not _WAKE else []
+            stop = False
             while len(batch) < 256:  # whatever else is queued goes in the same wake-up
                 try:
                     more = self._jobs.get_nowait()
                 except queue.Empty:
                     break
-                if more is None:
-                    self._jobs.put(None)
+                if more is _STOP:
+                    stop = True
                     break
-                batch.append(more)
+                if more is not _WAKE:
+                    batch.append(more)
+            self._woken.clear()
             for fn in batch:
                 self._guard(fn)
             with self._pending_lock:
                 self._pending -= len(batch)
-            now = self.clock()
-            if batch or now - last_refresh >= self.refresh:
-                last_refresh = now
-                self._guard(self._housekeeping)
+            self._guard(self._housekeeping)
+            if stop:
+                return
 
     def _guard(self, fn: Callable[[], Any]) -> None:
-        try:
-            fn()
-        except Exception as exc:  # the worker must survive a failed call
-            if self.on_error is not None:
-                self.on_error(exc)
-            else:
-                logger.exception("Call on the shared frontier failed")
+        """Run one call on the shared frontier. A transient failure (the server went away) is
+        retried with backoff until it goes through, so nothing queued is lost and the calls
+        stay in order; meanwhile the caller goes on with the leases it holds and its adds
+        wait here. One line when the server goes away, one when it is back."""
+        backoff = 0.05
+        while True:
+            try:
+                fn()
+            except self.transient as exc:
+                if self._closed and self._away_since is not None:
+                    logger.warning("Shared frontier still away at close: %s", exc)
+                    return  # its leases expire, and their URLs come back to other workers
+                if self._away_since is None:
+                    self._away_since = self.clock()
+                    logger.warning(
+                        "Shared frontier unreachable (%s): retrying, the work in hand is kept",
+                        exc,
+                    )
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+                continue
+            except Exception as exc:  # the worker must survive a failed call
+                if self.on_error is not None:
+                    self.on_error(exc)
+                else:
+                    logger.exception("Call on the shared frontier failed")
+            if self._away_since is not None:
+                logger.warning(
+                    "Shared frontier back after %.1fs", self.clock() - self._away_since
+                )
+                self._away_since = None
+            return
 
     def _housekeeping(self) -> None:
-        if self.poll is not None and not self._closed:
+        if self._closed:
+            return
+        now = self.clock()
+        if self.poll is not None and now - self._last_poll >= self.refresh:
+            self._last_poll = now
             self._poll_more = self.poll()
         self._renew_old_leases()
-        self._take_snapshot()
-        if (
-            not self._closed
-            and not self._leasing
-            and len(self._buffer) < self.read_ahead
-            and self.snapshot.due_in is not None
-            and self.snapshot.due_in <= 0
-        ):
-            self._lease(self.read_ahead - len(self._buffer))
+        self._return_stale()
+        if not self._leasing and self._wants_leases():
+            self._lease()
+        else:
+            self._take_snapshot()
+            if not self._leasing and self._wants_leases():
+                self._lease()
+
+    def _wants_leases(self) -> bool:
+        """Lease now when work is due and the caller is taking leases (fill the read-ahead) or
+        waits for one (``notify`` wakes it)."""
+        snap = self.snapshot
+        if snap.due_in is None or snap.due_in - (self.clock() - snap.taken) > 0:
+            return False
+        if len(self._buffer) >= self._target:
+            return False
+        return self._starved or self._asked
 
     def _take_snapshot(self) -> None:
-        inner = self.inner
-        self.snapshot = Snapshot(self.clock(), inner.due_in(), inner.in_flight(), len(inner))
+        due, in_flight, queued = self.inner.status()
+        self.snapshot = Snapshot(self.clock(), due, in_flight, queued)
 
-    def _lease(self, n: int) -> None:
+    def _lease(self) -> None:
         if self._closed:
             self._leasing = False
             return
+        if self._missed:  # the caller found nothing buffered while work was due
+            self._missed = False
+            self._target = min(self.read_ahead, self._target * 2)
+        n = self._target - len(self._buffer)
         try:
-            leases = self.inner.next_many(n)
+            if n <= 0:
+                return
+            self._asked = False
+            lease_with_status = getattr(self.inner, "lease_with_status", None)
+            if lease_with_status is not None:
+                leases, (due, in_flight, queued) = lease_with_status(n)
+                self.snapshot = Snapshot(self.clock(), due, in_flight, queued)
+            else:
+                leases = self.inner.next_many(n)
         finally:
             self._leasing = False
         if leases:
-            self._buffer.extend(leases)
+            now = self.clock()
+            with self._buffer_lock:
+                self._buffer.extend((lease, now) for lease in leases)
+            self._starved = False
             if self.notify is not None:
                 self.notify()
 
+    def _return_stale(self) -> None:
+        """Hand back leases the caller left in the buffer ``max_wait`` seconds: its engine is
+        busy (full, or its CPU parsing), and another worker may be idle. The read-ahead
+        halves; the next lease waits until the caller asks again."""
+        cutoff = self.clock() - self.max_wait
+        stale = []
+        with self._buffer_lock:
+            while self._buffer and self._buffer[0][1] <= cutoff:
+                stale.append(self._buffer.popleft()[0])
+        if stale:
+            self._target = max(1, self._target // 2)
+            self._asked = False
+            self.returned += len(stale)
+            self.inner.release([lease.token for lease in stale])
+
     def _release_buffer(self) -> None:
-        unstarted = [lease.token for lease in self._buffer]
-        self._buffer.clear()
+        with self._buffer_lock:
+            unstarted = [lease.token for lease, _ in self._buffer]
+            self._buffer.clear()
         if unstarted:
             self.inner.release(unstarted)
 
@@ -195,9 +323,8 @@ class BufferedFrontier(Frontier):
             old = [t for t, at in self._open.items() if at <= cutoff]
             for token in old:
                 self._open[token] = now
-        buffered_old = [lease.token for lease in list(self._buffer) if lease.issued_at <= cutoff]
-        if old or buffered_old:
-            self.inner.renew(old + buffered_old)
+        if old:
+            self.inner.renew(old)  # buffered leases never get that old (max_wait)
 
     # -- the caller's side -----------------------------------------------------------------------
 
@@ -228,23 +355,34 @@ class BufferedFrontier(Frontier):
         return self._call(lambda: self.inner.mark_seen(batch))
 
     def next(self) -> Lease | None:
-        try:
-            lease = self._buffer.popleft()
-        except IndexError:
-            lease = None
-        if lease is not None:
+        with self._buffer_lock:
+            item = self._buffer.popleft() if self._buffer else None
+        due = self._snapshot_due()
+        if item is not None:
+            lease = item[0]
             with self._open_lock:
                 self._open[lease.token] = self.clock()
+            self._asked = True
+        else:
+            lease = None
+            self._starved = True
+            if due == 0:
+                self._missed = True
         if (
-            len(self._buffer) <= self.read_ahead // 2
+            len(self._buffer) <= self._target // 2
             and not self._leasing
             and not self._closed
-            and self.snapshot.due_in is not None
-            and self.due_in() == 0
+            and due == 0
         ):  # else the worker's housekeeping leases when the snapshot says work is due
             self._leasing = True
-            self._submit(lambda: self._lease(self.read_ahead - len(self._buffer)))
+            self._submit(self._lease)
         return lease
+
+    def _snapshot_due(self) -> float | None:
+        snap = self.snapshot
+        if snap.due_in is None:
+            return None
+        return max(0.0, snap.due_in - (self.clock() - snap.taken))
 
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
@@ -283,10 +421,7 @@ class BufferedFrontier(Frontier):
     def due_in(self) -> float | None:
         if self._buffer:
             return 0.0
-        snap = self.snapshot
-        if snap.due_in is None:
-            return None
-        return max(0.0, snap.due_in - (self.clock() - snap.taken))
+        return self._snapshot_due()
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
         self._submit(lambda: self.inner.set_crawl_delay(host, seconds))
@@ -314,14 +449,43 @@ class BufferedFrontier(Frontier):
     def __len__(self) -> int:
         return self.snapshot.queued + len(self._buffer)
 
+    def _report(self, name: str, fn: Callable[[], T], default: T) -> T:
+        """A report for the caller (a progress line, the closing stats): asked of the worker,
+        but while the shared frontier is away (or the answer takes over ``REPORT_WAIT``
+        seconds) the last answer is given instead, so the caller never hangs on it."""
+        if self._away_since is None or self._closed:
+            future: Future[T] = Future()
+
+            def job() -> None:
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+            if self._closed or not self._thread.is_alive():
+                job()
+            else:
+                self._submit(job)
+            try:
+                value = future.result(timeout=REPORT_WAIT)
+            except TimeoutError:
+                pass
+            else:
+                self._reports[name] = value
+                return value
+        return self._reports.get(name, default)
+
     def counts(self) -> FrontierCounts:
-        return self._call(self.inner.counts)
+        return self._report("counts", self.inner.counts, FrontierCounts())
 
     def waiting_hosts(self) -> list[HostReport]:
-        return self._call(self.inner.waiting_hosts)
+        return self._report("waiting", self.inner.waiting_hosts, [])
 
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
-        return self._call(lambda: self.inner.busiest_hosts(n))
+        return self._report("busiest", lambda: self.inner.busiest_hosts(n), [])
+
+    def hosts(self) -> list[str]:
+        return self._report("hosts", self.inner.hosts, [])
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far has been sent; False on timeout."""
@@ -334,8 +498,10 @@ class BufferedFrontier(Frontier):
         if self._closed:
             return
         self._closed = True
+        if self._unwatch is not None:
+            self._unwatch()
         self._submit(self._release_buffer)  # on the worker: after any lease call under way
-        self._jobs.put(None)
+        self._jobs.put(_STOP)
         self._thread.join(timeout)
         if self._thread.is_alive():
             logger.warning("The frontier worker did not finish within %.0fs", timeout)

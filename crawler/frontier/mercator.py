@@ -182,6 +182,10 @@ class MercatorFrontier(Frontier):
                 return AddResult(False, "seen")
             host.admitted += 1
             self.store.save_host(host)
+        else:
+            # A forced URL (a start URL, a retry) is known from now on: a link back to it is
+            # not new, so a start page is not fetched twice.
+            self.store.seen_add(url_key(entry.url))
         entry.host = host.name  # one string per host, not one per URL
         self._queued += 1
         if first:

@@ -46,7 +46,9 @@ Choices, and why:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from hashlib import blake2b
 from itertools import islice
@@ -136,6 +138,7 @@ class RedisFrontier(Frontier):
         refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         expire_batch: int = 100,
         seen_bloom: tuple[int, int] | None = None,
+        on_give_up: Callable[[str, str, int], None] | None = None,
     ) -> None:
         """``seen_bloom``: ``(bits, probes)`` (:func:`bloom_params`) keeps the seen-set as a
         Bloom filter instead of a SET; every worker of a crawl must use the same."""
@@ -162,6 +165,7 @@ class RedisFrontier(Frontier):
         self.worker_id = worker_id or ""
         self.chunk_size = chunk_size
         self.expire_batch = expire_batch
+        self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
         self._stats = self.prefix + ":stats"
         self._keys = [self._stats]
         self._config = msgpack.packb(
@@ -308,26 +312,38 @@ class RedisFrontier(Frontier):
 
     def next_many(self, n: int) -> list[Lease]:
         """One script call for up to ``n`` leases, earliest ready host first."""
-        if n < 1:
-            return []
-        now, rows = self._call("next", n, self.worker_id)
+        return self.lease_with_status(n)[0]
+
+    def lease_with_status(self, n: int) -> tuple[list[Lease], tuple[float | None, int, int]]:
+        """``next_many(n)`` and ``status()`` after it, in one script call."""
+        now, rows, status = self._call("next", max(n, 0), self.worker_id)
         issued = float(now)
-        return [
+        leases = [
             Lease(token.decode(), unpack_entry(blob), int(slot), issued)
             for token, slot, blob in rows
         ]
+        return leases, _status(status)
 
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
-        self._call("complete", token, _seconds(duration), str(outcome), "0")
+        self._gave_up(self._call("complete", token, _seconds(duration), str(outcome), "0"))
 
     def finish(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED
     ) -> None:
         """``complete`` and ``ack`` in one script call: one round trip, not two."""
-        self._call("complete", token, _seconds(duration), str(outcome), "1")
+        self._gave_up(self._call("complete", token, _seconds(duration), str(outcome), "1"))
 
+    def _gave_up(self, reply: Any) -> bool:
+        """A script that gave a host up says which: reported once, by the worker whose call
+        did it, through ``on_give_up`` like the embedded frontier."""
+        if not isinstance(reply, list):
+            return False
+        name, reason, dropped = reply
+        if self.on_give_up is not None:
+            self.on_give_up(name.decode(), reason.decode(), int(dropped))
+        return True
     def ack(self, token: str) -> None:
         self._call("ack", token)
 
@@ -348,23 +364,58 @@ class RedisFrontier(Frontier):
     # -- hosts --------------------------------------------------------------------------------
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
-        return bool(self._call("crawl_delay", host, _seconds(seconds)))
+        reply = self._call("crawl_delay", host, _seconds(seconds))
+        return not self._gave_up(reply) and bool(reply)
 
     def hold_host(self, host: str, seconds: float) -> None:
         self._call("hold", host, _seconds(seconds))
 
     # -- what the scheduler asks about --------------------------------------------------------
 
-    def _due(self) -> tuple[float | None, int]:
-        due, open_leases = self._call("due")
-        return (float(due) if due else None), int(open_leases)
+    def status(self) -> tuple[float | None, int, int]:
+        """Due time, open leases and queued URLs in one script call (it also expires a few
+        leases and refills back queues, as ``next`` does)."""
+        return _status(self._call("due"))
 
     def due_in(self) -> float | None:
-        return self._due()[0]
+        return self.status()[0]
 
     def has_work(self, horizon: float) -> bool:
-        due, open_leases = self._due()
+        due, open_leases, _ = self.status()
         return open_leases > 0 or (due is not None and due <= horizon)
+
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:
+        """Listen on ``{key}:wake`` (the scripts publish when a host becomes ready sooner than
+        the earliest ready time, or the last lease drains) on a thread of its own with its own
+        connection; blocked in a socket read, it costs Redis nothing while nothing happens.
+        A lost connection is retried every second (redis-py subscribes again)."""
+        pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+        stop = threading.Event()
+
+        def run() -> None:
+            subscribed = False
+            while not stop.is_set():
+                try:
+                    if not subscribed:
+                        pubsub.subscribe(self.prefix + ":wake")
+                        subscribed = True
+                        on_change()  # whatever happened while not listening
+                    if pubsub.get_message(timeout=1.0) is not None:
+                        on_change()
+                except (redis.RedisError, OSError, ValueError):
+                    subscribed = False
+                    stop.wait(1.0)
+
+        thread = threading.Thread(target=run, name="frontier-wake", daemon=True)
+        thread.start()
+
+        def close() -> None:
+            stop.set()
+            thread.join(3.0)
+            with contextlib.suppress(redis.RedisError, OSError):
+                pubsub.close()
+
+        return close
 
     def in_flight(self) -> int:
         return self.client.zcard(self.prefix + ":leases")
@@ -473,6 +524,11 @@ def bloom_offsets(key: bytes, bits: int, probes: int) -> list[int]:
     """The bits of ``key`` (an 8-byte seen key), as the add script computes them."""
     h1, h2 = int.from_bytes(key[:4], "big"), int.from_bytes(key[4:8], "big")
     return [(h1 + i * h2) % bits for i in range(probes)]
+
+
+def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:
+    due, open_leases, queued = reply
+    return (float(due) if due else None), int(open_leases), int(queued)
 
 
 def _seconds(value: float | None) -> str:

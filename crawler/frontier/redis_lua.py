@@ -140,13 +140,43 @@ local function ready_time(name, h)
   return t
 end
 
+-- Idle workers block on the channel {crawl}:wake instead of polling: a script that makes a
+-- host ready sooner than the earliest ready time (which idle workers already wait for), or
+-- that drains the last lease, publishes there (see publish()).
+local WAKE, FIRST = nil, nil
+local function note_ready(t)
+  if FIRST == nil then
+    local top = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
+    FIRST = top[2] and tonumber(top[2]) or math.huge
+  end
+  if t < FIRST and (WAKE == nil or t < WAKE) then WAKE = t end
+end
+
+local function publish()
+  if WAKE then
+    redis.call('PUBLISH', P .. ':wake', fmt(math.max(0, WAKE - NOW)))
+  elseif redis.call('ZCARD', LEASES) == 0 then
+    redis.call('PUBLISH', P .. ':wake', 'drained')
+  end
+end
+
 local function reschedule(name, h)
   local t = ready_time(name, h)
   if t then
+    note_ready(t)
     redis.call('ZADD', READY, fmt(t), name)
   else
     redis.call('ZREM', READY, name)
   end
+end
+
+-- what a worker's snapshot needs: {seconds until the earliest host is due ('' if none),
+-- open leases, queued URLs}
+local function status()
+  local top = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
+  local due = ''
+  if #top > 0 then due = fmt(math.max(0, tonumber(top[2]) - NOW)) end
+  return {due, redis.call('ZCARD', LEASES), num(redis.call('HGET', STATS, 'queued'))}
 end
 
 local function drop_reason(h)
@@ -154,10 +184,14 @@ local function drop_reason(h)
   return 'host_skipped'
 end
 
+-- the host this call gave up, for the caller to report: {name, reason, URLs dropped}
+local GAVE_UP = nil
+
 -- drop a host's queued URLs (front-queue URLs of it go when a refill meets them)
 local function give_up(name, h, reason)
   if h.st then return end
   local n = redis.call('LLEN', fqkey(name)) + redis.call('LLEN', qkey(name))
+  GAVE_UP = {name, reason == 'dead' and 'host_dead' or 'host_skipped', n}
   redis.call('DEL', fqkey(name), qkey(name))
   set(name, h, 'st', reason)
   if h.bk == '1' then
@@ -315,6 +349,8 @@ for i = 5, #ARGV, 4 do
     else
       h._ad = h._ad + 1
     end
+  else
+    seen_add(key)  -- a forced URL (a start URL, a retry) is known: its links back are not new
   end
   if code == 0 then
     added = added + 1
@@ -335,6 +371,7 @@ for name, h in pairs(hosts) do
   if first and h._hq > 0 then reschedule(name, h) end
 end
 if to_front then refill() end
+if WAKE then publish() end
 return out
 """
 
@@ -386,7 +423,7 @@ while #out < n and guard < n + 64 do
     out[#out + 1] = {token, slot, blob}
   end
 end
-return {fmt(NOW), out}
+return {fmt(NOW), out, status()}
 """
 
 COMPLETE = r"""
@@ -434,7 +471,8 @@ else
 end
 reschedule(name, h)
 if h.st then refill() end
-return 1
+if and_ack or WAKE then publish() end
+return GAVE_UP or 1
 """
 
 ACK = r"""
@@ -451,6 +489,7 @@ if rec[4] == 0 then
   reschedule(name, h)
 end
 forget_lease(token)
+publish()
 return 1
 """
 
@@ -481,11 +520,14 @@ for i = 3, #ARGV do
     n = n + 1
   end
 end
+if n > 0 then publish() end
 return n
 """
 
 EXPIRE = r"""
-return expire(tonumber(ARGV[3]))
+local n = expire(tonumber(ARGV[3]))
+if n > 0 then publish() end
+return n
 """
 
 HOLD = r"""
@@ -496,6 +538,7 @@ for i = 0, CONC - 1 do
   if num(h['f' .. i]) < until_t then set(name, h, 'f' .. i, fmt(until_t)) end
 end
 reschedule(name, h)
+if WAKE then publish() end
 return 1
 """
 
@@ -511,19 +554,18 @@ end
 if seconds and seconds > MAX_CD then
   give_up(name, h, 'skip')
   refill()
-  return 0
+  if WAKE then publish() end
+  return GAVE_UP or 0
 end
 reschedule(name, h)
+if WAKE then publish() end
 return 1
 """
 
 DUE = r"""
 expire(16)
 refill()
-local top = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
-local due = ''
-if #top > 0 then due = fmt(math.max(0, tonumber(top[2]) - NOW)) end
-return {due, redis.call('ZCARD', LEASES)}
+return status()
 """
 
 COUNTS = r"""

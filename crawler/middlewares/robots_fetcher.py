@@ -42,6 +42,13 @@ tries them again).
 
 The per-origin state itself lives in :class:`~crawler.robots.book.RobotsBook`, which alone
 changes it; this module drives time (timers, waits) and Scrapy (requests, signals).
+
+Several workers on one shared cache (the Redis backend): a fetch starts only with the book's
+claim on the origin, and a failure is recorded for all workers ("unreachable, next try in N s",
+or given up). A worker whose robots.txt request meets another's claim or retry delay skips it;
+one with requests waiting looks at the shared state every 0.5 s while another worker fetches,
+and again when the retry is due, so robots.txt is fetched once per retry period crawl-wide and
+every worker holds the host meanwhile.
 """
 
 from __future__ import annotations
@@ -69,7 +76,7 @@ from crawler.backends import build_backend
 from crawler.crawldb import crawldb_path
 from crawler.frontier.urls import origin_of
 from crawler.meta import LEASE_META, ROBOTS_META
-from crawler.robots.book import IN_FLIGHT, OriginState, RobotsBook, Verdict
+from crawler.robots.book import ELSEWHERE, IN_FLIGHT, OriginState, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import ALLOW_ALL, robots_token
 
@@ -80,6 +87,7 @@ RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
 DIRECT_META = "robotstxt_direct"  # fetched with engine.download, not through the frontier
 MAX_REDIRECTS = 5
 _HOLD_MARGIN = 1.0  # seconds a host stays held after its robots.txt retry is enqueued
+_SHARED_POLL = 0.5  # seconds between looks at another worker's robots.txt fetch in flight
 
 
 class RobotsTxtHandled(IgnoreRequest):
@@ -130,6 +138,7 @@ class RobotsFetcher:
         self.crawler = crawler
         self.stats = crawler.stats
         self.token = robots_token(s)
+        self.wait_timeout = wait_timeout(s)
         self.book = RobotsBook(
             cache if cache is not None else build_cache(crawler),
             self.token,
@@ -140,9 +149,9 @@ class RobotsFetcher:
             max_retry_delay=s.getfloat(
                 "ROBOTSTXT_MAX_RETRY_DELAY", defaults.ROBOTSTXT_MAX_RETRY_DELAY
             ),
+            claim_seconds=self.wait_timeout,  # a dead worker's fetch holds the others this long
         )
         self.clock = time.time
-        self.wait_timeout = wait_timeout(s)
         self._waiters: dict[str, list[Deferred[bool]]] = {}
         self._timers: dict[str, Any] = {}
         self._delays: dict[str, float] = {}
@@ -206,8 +215,8 @@ class RobotsFetcher:
                 break
             if verdict is Verdict.FETCH:
                 self._fetch_directly(origin)
-                if self.book.state(origin).fetching != IN_FLIGHT:
-                    continue  # it ended already (failed at once)
+                if self.book.state(origin).fetching not in (IN_FLIGHT, ELSEWHERE):
+                    continue  # it ended already (failed at once), or is known to be failing
             if not await self._wait(origin):
                 self._inc("robotstxt/wait_timeout")
                 logger.warning(
@@ -230,6 +239,10 @@ class RobotsFetcher:
                 self._remember([request])
             return False
         self.book.park(origin, request.replace(dont_filter=True))
+        if origin not in self._timers:  # learned from another worker: look again when due
+            self._timers[origin] = call_later(
+                max(0.05, st.retry_at - self.clock()), self._recheck, origin
+            )
         return True
 
     def _maybe_refresh(self, origin: str) -> None:
@@ -246,7 +259,10 @@ class RobotsFetcher:
         the frontier at all."""
         if self.book.state(origin).fetching == IN_FLIGHT:
             return
-        self.book.start_fetch(origin, direct=True)
+        if not self.book.start_fetch(origin, direct=True, now=self.clock()):
+            self._inc("robotstxt/skipped_shared")
+            self._follow(origin)  # another worker fetches it, or it is failing
+            return
         self._inc("robotstxt/direct")
         request = self._robots_request(origin, **{DIRECT_META: True})
         engine = self.crawler.engine
@@ -290,10 +306,12 @@ class RobotsFetcher:
         """A robots.txt request enters the downloader: the fetch is in flight, unless it is a
         frontier request that another fetch made pointless (raises :class:`RobotsTxtHandled`)."""
         origin = request.meta[ROBOTS_META]
-        st = self.book.state(origin)
         meta = request.meta
         hop = bool(meta.get(HOPS_META))
-        if not hop and not meta.get(DIRECT_META):
+        frontier_request = not hop and not meta.get(DIRECT_META)
+        # what other workers of a shared crawl did meanwhile (a copy, a failure): one read
+        st = self.book.sync(origin, self.clock()) if frontier_request else self.book.state(origin)
+        if frontier_request:
             # A frontier request: skip it when another fetch got there first, or when a failed
             # fetch is waiting out its retry delay and this is not the retry.
             waiting = st.retry_at is not None and st.retry_at > self.clock()
@@ -306,7 +324,10 @@ class RobotsFetcher:
                 self._inc("robotstxt/skipped")
                 raise RobotsTxtHandled(f"robots.txt of {origin} already known or in flight")
         # A hop is awaited by its owner's _answer, which reads how it ended.
-        self.book.start_fetch(origin, None if hop else request)
+        if not self.book.start_fetch(origin, None if hop else request, now=self.clock()):
+            self._inc("robotstxt/skipped_shared")
+            self._follow(origin)
+            raise RobotsTxtHandled(f"robots.txt of {origin} is another worker's, or failing")
         self._inc("robotstxt/request_count")
 
     def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
@@ -471,9 +492,68 @@ class RobotsFetcher:
         else:
             self._give_up(origin, f"robots.txt unreachable ({reason}) after {st.failures} tries")
 
+    def _follow(self, origin: str) -> None:
+        """Act on what the book learned of the origin from other workers: their copy, their
+        fetch in flight (look again shortly), their failure (wait for the retry), or their
+        giving up."""
+        if self._closing:
+            return
+        st = self.book.state(origin)
+        if st.rules is not None:
+            self._resolved(origin)
+            return
+        if st.gave_up:
+            self._cancel_timer(origin)
+            self._wake(origin)
+            if st.parked:
+                self._give_up(origin, "its robots.txt stayed unreachable for another worker")
+            return
+        now = self.clock()
+        if st.fetching == ELSEWHERE:
+            wait = min(_SHARED_POLL, (st.retry_at or now) - now)
+        elif st.unreachable and st.retry_at is not None:
+            self._wake(origin)  # waiters now get "disallowed for now" (and are parked)
+            wait = st.retry_at - now
+        else:
+            self._wake(origin)
+            return
+        self._cancel_timer(origin)
+        self._timers[origin] = call_later(max(0.05, wait), self._recheck, origin)
+
+    def _recheck(self, origin: str) -> None:
+        """Look at another worker's fetch again; once it is neither in flight nor waiting out
+        a retry delay, this worker's waiting requests go on (and fetch it if need be)."""
+        self._timers.pop(origin, None)
+        if self._closing:
+            return
+        st = self.book.sync(origin, self.clock())
+        if st.fetching == IN_FLIGHT:
+            return
+        if (
+            st.rules is not None
+            or st.gave_up
+            or st.fetching == ELSEWHERE
+            or (st.retry_at is not None and st.retry_at > self.clock())
+        ):
+            self._follow(origin)
+            return
+        self._wake(origin)
+        if st.parked:
+            self._retry(origin)
+
     def _retry(self, origin: str) -> None:
         self._timers.pop(origin, None)
-        st = self.book.state(origin)
+        before = self.book.state(origin).retry_at
+        st = self.book.sync(origin, self.clock())  # another worker may have retried already
+        if st.rules is not None and st.fetching != IN_FLIGHT:
+            self._resolved(origin)
+            return
+        if st.gave_up or st.fetching == ELSEWHERE:
+            self._follow(origin)
+            return
+        if st.retry_at is not None and before is not None and st.retry_at > before + 0.05:
+            self._follow(origin)  # another worker's newer failure: its retry comes later
+            return
         if self._closing or st.rules is not None or st.fetching:
             return
         if st.direct:

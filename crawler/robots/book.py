@@ -13,8 +13,14 @@ States of an origin, and the verdict for its URLs:
 * no copy, the last fetch failed (5xx, 429, unreachable): UNAVAILABLE, the whole origin is
   disallowed for now; a retry is due at ``retry_at`` (RFC 9309 2.3.1.4).
 * no copy, a fetch in flight: WAIT for it (every waiter gets the answer, unlike Scrapy's own
-  middleware).
+  middleware). With a cache shared by several workers the fetch may be another worker's
+  (``fetching == ELSEWHERE``): its outcome arrives through :meth:`RobotsBook.sync`.
 * no copy and nothing in flight: FETCH one.
+
+Several workers on one shared cache: a fetch starts only with a claim on the origin
+(:meth:`RobotsCache.claim`), and a failed one records "unreachable, next try in N s" for all
+of them, so robots.txt is fetched once per host, and once per retry period while it fails, for
+the whole crawl.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 
 from crawler import defaults
 
-from .cache import RobotsCache
+from .cache import RobotsCache, SharedOrigin
 from .rules import (
     ALLOW_ALL,
     DEFAULT_EXPIRY,
@@ -48,6 +54,7 @@ class Verdict(enum.Enum):
 
 QUEUED = "queued"  # a robots.txt request is in the frontier (or about to be)
 IN_FLIGHT = "in_flight"  # a robots.txt request is being downloaded
+ELSEWHERE = "elsewhere"  # another worker of a shared crawl is fetching it
 
 
 @dataclass(eq=False)
@@ -57,7 +64,7 @@ class OriginState:
     origin: str
     host: str = ""
     rules: RobotsRules | None = None  # the copy in force
-    fetching: str = ""  # "", QUEUED, IN_FLIGHT
+    fetching: str = ""  # "", QUEUED, IN_FLIGHT, ELSEWHERE
     unreachable: bool = False  # the last fetch failed and there is no copy: disallowed for now
     failures: int = 0  # consecutive failed fetches
     retry_at: float | None = None  # when to try again after a failure
@@ -79,6 +86,7 @@ class RobotsBook:
         retry_delay: float = defaults.ROBOTSTXT_RETRY_DELAY,
         retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
         max_retry_delay: float = defaults.ROBOTSTXT_MAX_RETRY_DELAY,
+        claim_seconds: float = 600.0,
     ) -> None:
         self.cache = cache
         self.token = token
@@ -87,6 +95,7 @@ class RobotsBook:
         self.retry_delay = retry_delay
         self.retry_times = retry_times
         self.max_retry_delay = max(max_retry_delay, retry_delay)
+        self.claim_seconds = claim_seconds  # the longest a fetch may take (a dead one's claim)
         self._origins: dict[str, OriginState] = {}
 
     def state(self, origin: str) -> OriginState:
@@ -96,7 +105,11 @@ class RobotsBook:
         if st is None:
             st = self._origins[origin] = OriginState(origin)
             self._load(st)
-        elif st.rules is None and st.fetching != IN_FLIGHT and not (st.unreachable or st.gave_up):
+        elif (
+            st.rules is None
+            and st.fetching not in (IN_FLIGHT, ELSEWHERE)
+            and not (st.unreachable or st.gave_up)
+        ):
             self._load(st)  # a cache shared by several workers: another may have fetched it
         return st
 
@@ -126,21 +139,80 @@ class RobotsBook:
         if st.fetching == QUEUED:
             st.fetching = ""
 
-    def start_fetch(self, origin: str, owner: Any = None, *, direct: bool = False) -> None:
+    def start_fetch(
+        self, origin: str, owner: Any = None, *, direct: bool = False, now: float = 0.0
+    ) -> bool:
         """A robots.txt fetch is in flight. ``owner`` is its first request (not a redirect hop):
         the end of that request's download is the end of the fetch. ``direct``: fetched
-        outside the frontier, and so are its retries."""
+        outside the frontier, and so are its retries.
+
+        False: the fetch must not happen, because another worker of a shared crawl is fetching
+        it or a failed fetch is waiting out its retry delay; the state now says which."""
         st = self.state(origin)
+        if st.fetching != IN_FLIGHT:
+            shared = self.cache.claim(origin, self.claim_seconds)
+            if not shared.claimed:
+                if st.fetching == QUEUED:
+                    st.fetching = ""  # this request will not be the fetch
+                self._apply(st, shared, now)
+                return False
+            st.failures = max(st.failures, shared.failures)
         st.fetching = IN_FLIGHT
         if owner is not None:
             st.owner = owner
         if direct:
             st.direct = True
+        return True
+
+    def sync(self, origin: str, now: float) -> OriginState:
+        """Read what other workers of a shared crawl did with the origin: a copy one of them
+        fetched, or their fetch state (fetching, unreachable until a retry, given up)."""
+        st = self.state(origin)
+        if st.rules is None and st.fetching != IN_FLIGHT:
+            self._load(st)
+        if st.rules is not None:
+            if st.fetching == ELSEWHERE:
+                st.fetching = ""
+            st.unreachable = False
+            st.retry_at = None
+            return st
+        shared = self.cache.peek(origin)
+        if shared is not None and st.fetching != IN_FLIGHT:
+            self._apply(st, shared, now)
+        elif st.fetching == ELSEWHERE:
+            self._claim_gone(st, now)
+        return st
+
+    @staticmethod
+    def _claim_gone(st: OriginState, now: float) -> None:
+        """Another worker's claim ended with nothing to tell: a retry is due at once."""
+        st.fetching = ""
+        st.retry_at = now if st.unreachable else None
+
+    def _apply(self, st: OriginState, shared: SharedOrigin, now: float) -> None:
+        st.failures = max(st.failures, shared.failures)
+        if shared.gave_up:
+            st.fetching = ""
+            st.unreachable = st.rules is None
+            st.gave_up = True
+            st.retry_at = None
+        elif shared.fetching_for > 0:
+            st.fetching = ELSEWHERE
+            st.retry_at = now + shared.fetching_for  # when that claim lapses
+        elif shared.retry_in is not None:
+            if st.fetching == ELSEWHERE:
+                st.fetching = ""
+            st.unreachable = st.rules is None
+            st.retry_at = now + shared.retry_in
+        elif st.fetching == ELSEWHERE:
+            self._claim_gone(st, now)
 
     def refused(self, origin: str) -> None:
         """Another component refused the robots.txt request (address safety): it refuses the
         origin's pages too, so there is nothing to retry this crawl."""
         st = self.state(origin)
+        if st.fetching == IN_FLIGHT:
+            self.cache.unclaim(origin)
         st.fetching = ""
         st.owner = None
         st.unreachable = st.rules is None
@@ -188,7 +260,7 @@ class RobotsBook:
             return Verdict.ALLOW if st.rules.allowed(url) else Verdict.DENY
         if st.unreachable:
             return Verdict.UNAVAILABLE
-        if st.fetching == IN_FLIGHT:
+        if st.fetching in (IN_FLIGHT, ELSEWHERE):
             return Verdict.WAIT
         return Verdict.FETCH
 
@@ -231,10 +303,12 @@ class RobotsBook:
         if st.failures > self.retry_times:
             st.gave_up = True
             st.retry_at = None
+            self.cache.failed(origin, None, st.failures)
             return None
         if retry_after is not None:
             delay = min(max(retry_after, self.retry_delay), self.max_retry_delay)
         else:
             delay = min(self.retry_delay * 2 ** (st.failures - 1), self.max_retry_delay)
         st.retry_at = now + delay
+        self.cache.failed(origin, delay, st.failures)
         return delay

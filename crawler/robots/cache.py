@@ -11,21 +11,63 @@ from __future__ import annotations
 import abc
 import os
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .rules import DISALLOW_ALL, RobotsRecord
 
 
+@dataclass(frozen=True, slots=True)
+class SharedOrigin:
+    """An origin's robots.txt state as the workers of one crawl share it (see
+    :meth:`RobotsCache.claim`). Times are relative (seconds from now), so workers' clocks
+    never meet."""
+
+    claimed: bool  # the caller may fetch robots.txt now, and no other worker will meanwhile
+    fetching_for: float = 0.0  # another worker fetches it; its claim lapses in this many s
+    retry_in: float | None = None  # unreachable: the next try is due in this many s (0: due)
+    failures: int = 0  # consecutive failed fetches, crawl-wide
+    gave_up: bool = False  # out of retries for this crawl
+
+
+CLAIMED = SharedOrigin(True)
+
+
 class RobotsCache(abc.ABC):
     """Records by origin. Only usable outcomes are stored: "unreachable" is a state of the
-    current crawl (retried soon), not something to remember for a day."""
+    current crawl (retried soon), not something to remember for a day.
+
+    A cache shared by several workers (Redis) also shares each origin's *fetch state*, so that
+    robots.txt is fetched once per host (and once per retry period while it fails) for the
+    whole crawl: :meth:`claim` before a fetch, :meth:`failed` after a failed one, :meth:`put`
+    (which clears the state) after a good one. The embedded caches serve one process, whose
+    :class:`~crawler.robots.book.RobotsBook` already knows all of it: every claim succeeds.
+    """
 
     @abc.abstractmethod
     def get(self, origin: str) -> RobotsRecord | None: ...
 
     @abc.abstractmethod
     def put(self, record: RobotsRecord) -> None: ...
+
+    def claim(self, origin: str, seconds: float) -> SharedOrigin:
+        """Take the fetch of ``origin``'s robots.txt for up to ``seconds``, unless another
+        worker holds it or a failed fetch is waiting out its retry delay (then say which)."""
+        return CLAIMED
+
+    def peek(self, origin: str) -> SharedOrigin | None:
+        """The shared fetch state, without claiming (None: nothing recorded)."""
+        return None
+
+    def failed(  # noqa: B027 - optional hook: nothing to share in one process
+        self, origin: str, retry_in: float | None, failures: int
+    ) -> None:
+        """A fetch failed: unreachable for ``retry_in`` seconds (None: given up for the
+        crawl). Ends the caller's claim."""
+
+    def unclaim(self, origin: str) -> None:  # noqa: B027 - optional hook, as failed
+        """The caller's fetch ended without an outcome to share (refused, abandoned)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files or connections."""

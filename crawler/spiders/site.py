@@ -46,6 +46,7 @@ from crawler.siteconfig import (
     iter_seeds_file,
     seed_url_problem,
 )
+from crawler.spiders.fields import item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
     from scrapy.http.headers import Headers
@@ -95,6 +96,11 @@ class SiteSpider(scrapy.Spider):
         spider.max_text = settings.getint("CONTENT_MAX_TEXT", defaults.CONTENT_MAX_TEXT)
         spider.max_html = settings.getint("PAGE_MAX_HTML", defaults.PAGE_MAX_HTML)
         return spider
+
+    @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        super().update_settings(settings)
+        item_feed_settings(settings, getattr(cls, "site", None))  # ITEM_OUTLINKS
 
     def _recrawl(self) -> RecrawlExtension | None:
         crawler = getattr(self, "crawler", None)
@@ -279,6 +285,7 @@ class SiteSpider(scrapy.Spider):
         # Change detection compares what the page says (its main text, normalized like the
         # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
         fingerprint = text_fingerprint(f"{page.title} {main_text or text}")
+        item = with_site_fields(self.site, item, body, response.encoding)  # [fields]
         self._record(response, meta, item, fingerprint)
         # asked before the item is yielded: its pipelines run after its links are queued
         demote = self._link_demotion(item) if follow else 0

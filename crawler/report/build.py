@@ -1,0 +1,639 @@
+"""The crawl report: one self-contained HTML file built from crawl records.
+
+``build_report(record)`` turns a merged :class:`CrawlRecord` (one file, or one per worker of a
+shared crawl) into figures and renders them as inline SVG with a short "what healthy looks
+like" under each chart. Nothing in the page is loaded from anywhere: no script, no font, no
+image, no stylesheet link.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from . import svg
+from .record import CrawlRecord, Fetch, Session
+
+# Stats that are a level at close, not a count: several sessions give their largest value.
+GAUGES = frozenset(
+    {
+        "frontier/seen",
+        "frontier/queued_at_close",
+        "frontier/hosts",
+        "frontier/depth_max",
+        "frontier/hosts_waiting_at_close",
+        "memusage/max",
+        "memusage/startup",
+    }
+)
+# A real gap may read up to this much below the delay asked from rounding to milliseconds.
+GAP_TOLERANCE = 0.002
+GAP_CHARTS = 8  # hosts with a chart of their gaps (the busiest)
+MAX_POINTS = 1000  # points per line over time
+MAX_DOTS = 1500  # gaps drawn per host; past that, the extremes of each pixel column
+TABLE_HOSTS = 50
+TOP_BARS = 20
+DURATION_BUCKETS = (
+    (0.01, "< 10 ms"),
+    (0.03, "10-30 ms"),
+    (0.1, "30-100 ms"),
+    (0.3, "100-300 ms"),
+    (1.0, "0.3-1 s"),
+    (3.0, "1-3 s"),
+    (10.0, "3-10 s"),
+    (float("inf"), ">= 10 s"),
+)
+
+
+@dataclass
+class HostPoliteness:
+    host: str
+    fetches: int = 0
+    errors: int = 0
+    gaps: list[tuple[float, float, float]] = field(default_factory=list)  # (t, gap, asked)
+    durations: list[float] = field(default_factory=list)
+    agg_gaps: int = 0  # gaps of aggregated intervals (past RECORD_MAX_FETCHES)
+    agg_gap_sum: float = 0.0
+    agg_gap_min: float | None = None
+    agg_asked_sum: float = 0.0
+    agg_asked_n: int = 0
+    short: int = 0
+
+    @property
+    def gap_count(self) -> int:
+        return len(self.gaps) + self.agg_gaps
+
+    @property
+    def min_gap(self) -> float | None:
+        values = [g for _, g, _ in self.gaps]
+        if self.agg_gap_min is not None:
+            values.append(self.agg_gap_min)
+        return min(values) if values else None
+
+    @property
+    def mean_gap(self) -> float | None:
+        n = self.gap_count
+        return (sum(g for _, g, _ in self.gaps) + self.agg_gap_sum) / n if n else None
+
+    @property
+    def mean_asked(self) -> float | None:
+        n = len(self.gaps) + self.agg_asked_n
+        return (sum(a for _, _, a in self.gaps) + self.agg_asked_sum) / n if n else None
+
+
+def merged_stats(sessions: list[Session]) -> dict[str, Any]:
+    """One crawl's stats from all its sessions: counts summed, levels (GAUGES) at their
+    largest; a session that never ended gives the stats of its last counters line."""
+    out: dict[str, Any] = {}
+    for s in sessions:
+        stats = s.stats if s.stats is not None else s.counters.get("stats", {})
+        for key, value in stats.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                out.setdefault(key, value)
+                continue
+            if key in GAUGES:
+                out[key] = max(out.get(key, value), value)
+            else:
+                out[key] = out.get(key, 0) + value
+    return out
+
+
+def _sum_counters(sessions: list[Session], key: str) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for s in sessions:
+        for k, v in s.counters.get(key, {}).items():
+            total[str(k)] += v
+    return total
+
+
+def politeness(record: CrawlRecord) -> dict[str, HostPoliteness]:
+    """Per host, the real gap before each fetch (from the end of the host's latest earlier
+    fetch, whichever worker made it) against the delay the frontier asked after that fetch."""
+    hosts: dict[str, HostPoliteness] = {}
+    by_host: dict[str, list[Fetch]] = defaultdict(list)
+    for f in record.fetches:  # sorted by start
+        by_host[f.host].append(f)
+    for name, fetches in by_host.items():
+        hp = hosts[name] = HostPoliteness(name)
+        latest: Fetch | None = None  # the earlier fetch that ended last
+        for f in fetches:
+            hp.fetches += 1
+            hp.errors += f.status == 0 or f.status >= 400
+            hp.durations.append(f.end - f.start)
+            if latest is not None and latest.end <= f.start + GAP_TOLERANCE:
+                gap = max(0.0, f.start - latest.end)
+                hp.gaps.append((f.start, gap, latest.asked))
+                hp.short += gap < latest.asked - GAP_TOLERANCE
+            if latest is None or f.end > latest.end:
+                latest = f
+    for a in record.aggregates:
+        hp = hosts.setdefault(a.host, HostPoliteness(a.host))
+        hp.fetches += a.n
+        hp.errors += a.errors
+        hp.agg_gaps += a.gaps
+        hp.agg_gap_sum += a.gap_sum
+        if a.gap_min is not None:
+            hp.agg_gap_min = a.gap_min if hp.agg_gap_min is None else min(hp.agg_gap_min, a.gap_min)
+        hp.agg_asked_sum += a.asked_sum
+        hp.agg_asked_n += a.n
+        hp.short += a.short
+    return hosts
+
+
+def _grid(record: CrawlRecord) -> tuple[float, float, float]:
+    """The crawl's start, end and the series' step (the longest snapshot interval)."""
+    starts = [s.t0 for s in record.sessions]
+    ends = [s.snapshots[-1]["t"] for s in record.sessions if s.snapshots]
+    if not ends:  # no snapshot at all (a crawl killed at once): the fetches' span
+        ends = [f.end for f in record.fetches[-1:]]
+    start = min(starts) if starts else 0.0
+    end = max(ends, default=start)
+    step = max((float(s.header.get("interval", 5.0)) for s in record.sessions), default=5.0)
+    end = max(end, start)
+    # a week-long crawl would draw 120,000 points per line: at most MAX_POINTS, wider steps
+    return start, end, max(step, (end - start) / MAX_POINTS)
+
+
+def _at(snapshots: list[dict[str, float]], times: list[float], t: float, key: str) -> float | None:
+    """A session's figure at time ``t``, interpolated between the snapshots around it; None
+    outside the session (before its first snapshot or after its last)."""
+    if not times or t < times[0] - 1e-6 or t > times[-1] + 1e-6:
+        return None
+    i = bisect.bisect_right(times, t)
+    if i >= len(times):
+        value = snapshots[-1].get(key)
+        return None if value is None else float(value)
+    before, after = snapshots[max(i - 1, 0)].get(key), snapshots[i].get(key)
+    if before is None or after is None:
+        return None if before is None else float(before)
+    t0, t1 = times[max(i - 1, 0)], times[i]
+    share = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
+    return float(before) + (float(after) - float(before)) * share
+
+
+def time_series(record: CrawlRecord) -> dict[str, Any]:
+    """Pages/s (in all and per worker) and the frontier's levels on one time grid, values
+    interpolated between each session's snapshots. Counts of several sessions add up (a
+    session over counts as its last figure); a shared frontier's levels (every worker sees the
+    same) are taken at their largest."""
+    start, end, step = _grid(record)
+    grid = []
+    t = start
+    while t < end - step / 2:
+        grid.append(t)
+        t += step
+    grid.append(end)
+    sessions = [s for s in record.sessions if s.snapshots]
+    times = {id(s): [p["t"] for p in s.snapshots] for s in sessions}
+
+    workers: dict[str, list[Session]] = defaultdict(list)
+    for s in sessions:
+        workers[s.worker].append(s)
+    rate: dict[str, list[tuple[float, float]]] = {}
+    groups = {"all workers": sessions} | (dict(workers) if len(workers) > 1 else {})
+    for name, group in groups.items():
+        cum = [sum(_held(s, times[id(s)], t, "pages") for s in group) for t in grid]
+        rate[name] = [(grid[0], 0.0)] + [
+            (grid[i], (cum[i] - cum[i - 1]) / max(grid[i] - grid[i - 1], 1e-9))
+            for i in range(1, len(grid))
+        ]
+    levels: dict[str, list[tuple[float, float]]] = {}
+    for key in ("queued", "seen", "in_flight", "hosts_ready", "hosts_waiting", "hosts_busy"):
+        points = []
+        for t in grid:
+            values = [_at(s.snapshots, times[id(s)], t, key) for s in sessions]
+            known = [v for v in values if v is not None]
+            if known:
+                points.append((t, max(known)))
+        levels[key] = points
+    counts: dict[str, list[tuple[float, float]]] = {}
+    for key in ("failed", "http_errors", "rejected"):
+        counts[key] = [
+            (t, sum(_held(s, times[id(s)], t, key) for s in sessions)) for t in grid
+        ]
+    pages_total = sum(s.snapshots[-1].get("pages") or 0 for s in sessions)
+    return {"start": start, "end": end, "rate": rate, "levels": levels, "counts": counts,
+            "pages": pages_total}
+
+
+def _held(s: Session, times: list[float], t: float, key: str) -> float:
+    """A session's running count at ``t``: 0 before it started, its last figure after."""
+    if t > times[-1]:
+        return float(s.snapshots[-1].get(key) or 0)
+    return _at(s.snapshots, times, t, key) or 0.0
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+# -- the page --------------------------------------------------------------------------------
+
+
+def build_report(record: CrawlRecord, *, title: str = "") -> str:
+    stats = merged_stats(record.sessions)
+    series = time_series(record)
+    hosts = politeness(record)
+    start, end = series["start"], series["end"]
+    site = ", ".join(sorted({s.site for s in record.sessions if s.site})) or "crawl"
+    title = title or f"Crawl report: {site}"
+    fetches = sum(h.fetches for h in hosts.values())
+    gap_total = sum(h.gap_count for h in hosts.values())
+    short_total = sum(h.short for h in hosts.values())
+    reasons = sorted({s.reason for s in record.sessions if s.reason}) or ["(not finished)"]
+    started = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    summary = [
+        ("pages", svg.fmt_number(stats.get("response_received_count", series["pages"]))),
+        ("fetches", svg.fmt_number(fetches)),
+        ("bytes", svg.fmt_bytes(stats.get("downloader/response_bytes", 0))),
+        ("hosts", svg.fmt_number(len(hosts))),
+        ("duration", svg.fmt_duration(end - start)),
+        ("workers", svg.fmt_number(len(record.workers))),
+        ("gaps below the delay asked", f"{short_total:,} of {gap_total:,}"),
+        ("finish", ", ".join(reasons)),
+    ]
+    parts = [_head(title), f"<h1>{escape(title)}</h1>"]
+    skipped = f"; unreadable lines skipped: {record.bad_lines}" if record.bad_lines else ""
+    parts.append(
+        f'<p class="muted">started {started}; sessions: {len(record.sessions)}{skipped}</p>'
+    )
+    parts.append('<dl class="summary">' + "".join(
+        f'<div data-summary={svg._a(k)}><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>'
+        for k, v in summary
+    ) + "</dl>")
+    parts += _time_sections(series, start, end)
+    parts += _politeness_sections(hosts, start, end, record)
+    parts += _fetch_sections(hosts, stats, record)
+    parts += _content_sections(stats, record)
+    parts += _outcome_sections(stats, record)
+    parts.append("</main></body></html>\n")
+    return "".join(parts)
+
+
+def _head(title: str) -> str:
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # nothing may be loaded from anywhere: say so to the browser too
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body><main>"
+    )
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#fafafa;
+color:#222}main{max-width:1000px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:1.5em;margin:.4em 0}h2{font-size:1.15em;margin:1.6em 0 .3em;border-bottom:1px solid
+#ddd;padding-bottom:.2em}.muted{color:#777}.how{color:#555;font-size:.9em;margin:.2em 0 .6em;
+max-width:760px}.summary{display:flex;flex-wrap:wrap;gap:8px 24px;margin:12px 0}.summary div{
+background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px 12px}.summary dt{
+font-size:.75em;color:#777}.summary dd{margin:0;font-size:1.2em;font-weight:600}figure{margin:0
+0 8px;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px;overflow-x:auto}
+figcaption{font-size:.85em;color:#555;margin-bottom:4px}svg text{fill:#333}svg .value{fill:#555}
+svg .tick{fill:#777;font-size:11px}svg .grid{stroke:#eee}svg .axis{stroke:#999}
+.grid2{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:8px}
+table{border-collapse:collapse;font-size:.85em;background:#fff}td,th{border:1px solid #e3e3e3;
+padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
+td.url{text-align:left;max-width:520px;overflow-wrap:anywhere}.bad{color:#d62728;font-weight:600}
+"""
+
+
+def _section(anchor: str, heading: str, how: str, body: str) -> str:
+    return (
+        f'<section id="{anchor}"><h2>{escape(heading)}</h2><p class="how">{how}</p>'
+        f"{body}</section>"
+    )
+
+
+def _figure(chart: str, content: str, caption: str = "", **data: Any) -> str:
+    attrs = "".join(f" data-{k.replace('_', '-')}={svg._a(v)}" for k, v in data.items())
+    cap = f"<figcaption>{escape(caption)}</figcaption>" if caption else ""
+    return f'<figure data-chart="{chart}"{attrs}>{cap}{content}</figure>'
+
+
+def _time_sections(series: dict[str, Any], start: float, end: float) -> list[str]:
+    rate = [svg.Series(name, pts) for name, pts in series["rate"].items()]
+    levels = series["levels"]
+    frontier = [
+        svg.Series("queued", levels["queued"]),
+        svg.Series("in flight", levels["in_flight"]),
+    ]
+    seen = [svg.Series("seen", levels["seen"], color="#2ca02c")]
+    host_states = [
+        svg.Series("ready", levels["hosts_ready"]),
+        svg.Series("waiting (politeness)", levels["hosts_waiting"]),
+        svg.Series("in flight", levels["hosts_busy"]),
+    ]
+    counts = series["counts"]
+    problems = [
+        svg.Series("fetches failed (no answer)", counts["failed"], color="#7f7f7f"),
+        svg.Series("HTTP errors (4xx, 5xx)", counts["http_errors"], color="#d62728"),
+        svg.Series("URLs rejected", counts["rejected"], color="#ff7f0e"),
+    ]
+    return [
+        _section(
+            "rate", "Pages per second",
+            "Pages received per second, per snapshot interval (one line per worker when "
+            "several shared the crawl). Healthy: a plateau set by the number of hosts and "
+            "their politeness delays, ending in a tail as the last hosts run out of URLs; "
+            "a sudden drop to zero mid-crawl is a stall (a dead host holding every slot, a "
+            "lost Redis).",
+            _figure("rate", svg.line_chart("rate", rate, y_label="pages/s", x_start=start,
+                                           x_end=end), total=series["pages"]),
+        ),
+        _section(
+            "frontier", "Frontier size",
+            "URLs queued and URLs in flight (leased) over time, then URLs seen (queued once "
+            "each). Healthy: the queue grows while pages bring new links, then drains to zero "
+            "at the end; seen grows and flattens. A queue that only grows means the crawl "
+            "cannot keep up with discovery (more hosts than slots, or a trap: check the "
+            "rejections).",
+            _figure("frontier", svg.line_chart("frontier", frontier, y_label="URLs",
+                                               x_start=start, x_end=end))
+            + _figure("seen", svg.line_chart("seen", seen, y_label="URLs seen",
+                                             x_start=start, x_end=end, height=160)),
+        ),
+        _section(
+            "host-states", "Hosts ready, waiting and in flight",
+            "Hosts with queued URLs that may be fetched now (ready), that are waiting out "
+            "their politeness delay (waiting), and with a fetch in flight. Healthy: few ready "
+            "hosts (a ready host is one no slot serves yet); most hosts waiting is politeness "
+            "doing its job. Many ready hosts for long means CONCURRENT_REQUESTS is the "
+            "bottleneck.",
+            _figure("host-states", svg.line_chart("host-states", host_states, y_label="hosts",
+                                                  x_start=start, x_end=end)),
+        ),
+        _section(
+            "problems", "Errors and rejections over time",
+            "Running totals of fetches that got no answer, answers 4xx or 5xx (retries "
+            "included), and URLs the frontier rejected (not counting URLs already seen). "
+            "Healthy: slopes that follow the pages per second; a line that turns steep shows "
+            "when a host started failing or the crawl walked into a trap.",
+            _figure("problems", svg.line_chart("problems", problems, y_label="total",
+                                               x_start=start, x_end=end)),
+        ),
+    ]
+
+
+def _politeness_sections(
+    hosts: dict[str, HostPoliteness], start: float, end: float, record: CrawlRecord
+) -> list[str]:
+    busiest = sorted(hosts.values(), key=lambda h: (-h.fetches, h.host))
+    figures = []
+    for i, hp in enumerate(busiest[:GAP_CHARTS]):
+        if not hp.gaps:
+            continue
+        drawn = _thin(hp.gaps, start, end)
+        gaps = [(t, g) for t, g, _ in drawn]
+        asked = [(t, a) for t, _, a in drawn]
+        flagged = {k for k, (_, g, a) in enumerate(drawn) if g < a - GAP_TOLERANCE}
+        top = max(max(a for _, a in asked) * 2.5, _pct([g for _, g in gaps], 0.9) * 1.2)
+        chart = svg.line_chart(
+            f"gaps-{i}",
+            [svg.Series("delay asked", asked, color="#2ca02c", step=True)],
+            dots=[svg.Dots("real gap", gaps, color="#1f77b4", flagged=flagged)],
+            y_label="seconds", x_start=start, x_end=end, y_max=top, width=480, height=200,
+        )
+        figures.append(_figure(
+            f"gaps-{i}", chart, f"{hp.host}: {hp.fetches} fetches, {len(hp.gaps)} gaps, "
+            f"{hp.short} below the delay asked", host=hp.host, gaps=len(hp.gaps),
+            short=hp.short, fetches=hp.fetches,
+        ))
+    rows = []
+    for hp in busiest[:TABLE_HOSTS]:
+        mg, mn, ma = hp.mean_gap, hp.min_gap, hp.mean_asked
+        rows.append(
+            f"<tr data-host={svg._a(hp.host)} data-fetches=\"{hp.fetches}\" "
+            f"data-short=\"{hp.short}\"><td>{escape(hp.host)}</td><td>{hp.fetches:,}</td>"
+            f"<td>{hp.gap_count:,}</td><td>{_secs(mn)}</td><td>{_secs(mg)}</td>"
+            f"<td>{_secs(ma)}</td><td class=\"{'bad' if hp.short else ''}\">{hp.short:,}</td>"
+            "</tr>"
+        )
+    table = (
+        '<table data-table="politeness"><tr><th>host</th><th>fetches</th><th>gaps</th>'
+        "<th>shortest gap</th><th>mean gap</th><th>mean delay asked</th>"
+        "<th>gaps below asked</th></tr>" + "".join(rows) + "</table>"
+    )
+    holds = len(record.holds)
+    how = (
+        "For the busiest hosts: each dot is the real gap between the end of one fetch of the "
+        "host and the start of the next (whichever worker made them), plotted when the next "
+        "fetch started; the green steps are the delay the frontier asked after the earlier "
+        "fetch (FRONTIER_MIN_DELAY, FRONTIER_DELAY_FACTOR x the fetch's time, the host's "
+        "Crawl-delay, a Retry-After hold). Healthy: every dot on or above the green line, "
+        "most of them close to it while the host has queued URLs; a red dot is a gap below "
+        "the delay asked (impolite). Dots far above the line are times the host had nothing "
+        f"queued. Holds recorded: {holds}. With FRONTIER_HOST_CONCURRENCY above 1 a gap is "
+        "measured from the host's latest fetch whichever slot it used, so gaps shorter "
+        "than asked are expected."
+    )
+    body = (f'<div class="grid2">{"".join(figures)}</div>' if figures
+            else _figure("gaps-0", svg.empty_chart("gaps-0", "no host was fetched twice")))
+    return [_section("politeness", "Politeness: real gaps against the delay asked", how,
+                     body + table)]
+
+
+def _thin(
+    gaps: list[tuple[float, float, float]], start: float, end: float, columns: int = 400
+) -> list[tuple[float, float, float]]:
+    """At most about MAX_DOTS gaps for a chart: every gap below the delay asked, and the
+    shortest and the longest gap of each pixel column (what the eye reads in a scatter)."""
+    if len(gaps) <= MAX_DOTS:
+        return gaps
+    keep: dict[int, list[tuple[float, float, float]]] = {}
+    short = []
+    width = max(end - start, 1e-9) / columns
+    for gap in gaps:
+        t, g, a = gap
+        if g < a - GAP_TOLERANCE:
+            short.append(gap)
+            continue
+        col = keep.setdefault(int((t - start) / width), [gap, gap])
+        if g < col[0][1]:
+            col[0] = gap
+        if g > col[1][1]:
+            col[1] = gap
+    kept = {id(g): g for pair in keep.values() for g in pair}
+    return sorted([*kept.values(), *short])
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f} s"
+
+
+def _fetch_sections(
+    hosts: dict[str, HostPoliteness], stats: dict[str, Any], record: CrawlRecord
+) -> list[str]:
+    hist = [0] * len(DURATION_BUCKETS)
+    for f in record.fetches:
+        d = f.end - f.start
+        hist[next(i for i, (top, _) in enumerate(DURATION_BUCKETS) if d < top)] += 1
+    times = svg.bar_chart("response-times", [(label, n) for (_, label), n in
+                                             zip(DURATION_BUCKETS, hist, strict=True)])
+    busiest = sorted((h for h in hosts.values() if h.durations), key=lambda h: -h.fetches)
+    per_host = [
+        (h.host, statistics.median(h.durations) * 1000) for h in busiest[:TOP_BARS]
+    ]
+    host_times = svg.bar_chart(
+        "host-times", per_host,
+        value_text=[f"median {statistics.median(h.durations) * 1000:,.0f} ms, p90 "
+                    f"{_pct(h.durations, 0.9) * 1000:,.0f} ms" for h in busiest[:TOP_BARS]],
+    )
+    top = sorted(hosts.values(), key=lambda h: (-h.fetches, h.host))[:TOP_BARS]
+    hosts_chart = svg.bar_chart(
+        "hosts", [(h.host, h.fetches) for h in top],
+        value_text=[f"{h.fetches:,} fetches, errors: {h.errors:,}" for h in top],
+    )
+    statuses = sorted(
+        ((k.rsplit("/", 1)[1], v) for k, v in stats.items()
+         if k.startswith("downloader/response_status_count/")),
+        key=lambda kv: kv[0],
+    )
+    failed = sum(1 for f in record.fetches if f.status == 0)
+    colors = [_status_color(code) for code, _ in statuses]
+    if failed:
+        statuses.append(("no answer", failed))
+        colors.append("#7f7f7f")
+    return [
+        _section(
+            "response-times", "Response times",
+            "Time on the network per fetch (request reaching the downloader to leaving it), "
+            "and the median and 90th percentile for the busiest hosts. Healthy: most fetches "
+            "well under a second; a host with a long p90 slows itself down (its delay grows "
+            "with its response time) but not the others. Many fetches near DOWNLOAD_TIMEOUT "
+            "are timeouts.",
+            _figure("response-times", times, "fetches by network time", total=sum(hist))
+            + _figure("host-times", host_times, "per host (busiest first)"),
+        ),
+        _section(
+            "status", "Status codes",
+            "Answers by HTTP status (robots.txt fetches included), and fetches that got no "
+            "answer (timeout, refused, reset). Healthy: mostly 200 (304 on a recrawl), some "
+            "404 and 301/302; many 5xx or 429 mean a host is struggling or asking us to slow "
+            "down.",
+            _figure("status", svg.bar_chart("status", statuses, colors=colors)),
+        ),
+        _section(
+            "hosts", "Top hosts",
+            "Hosts by fetches, with their errors (4xx, 5xx, no answer). Healthy: the spread "
+            "you expect from the seeds; a host far ahead of the rest with many errors may be a "
+            "trap or a broken site worth a deny pattern.",
+            _figure("hosts", hosts_chart),
+        ),
+    ]
+
+
+def _status_color(code: str) -> str:
+    return {"2": "#2ca02c", "3": "#1f77b4", "4": "#ff7f0e", "5": "#d62728"}.get(code[:1], "#777")
+
+
+def _content_sections(stats: dict[str, Any], record: CrawlRecord) -> list[str]:
+    ctypes = _sum_counters(record.sessions, "content_types").most_common(TOP_BARS)
+    depth = sorted(_sum_counters(record.sessions, "depth").items(), key=lambda kv: int(kv[0]))
+    return [
+        _section(
+            "content-types", "Content types",
+            "Responses that went on to the spider, by Content-Type. Healthy: mostly text/html; "
+            "lots of other types mean links to files the crawl downloads only to drop.",
+            _figure("content-types", svg.bar_chart("content-types", ctypes)),
+        ),
+        _section(
+            "depth", "Depth",
+            "Responses by link depth from the seeds (0: the seeds). Healthy: a bulge at "
+            "small depths tapering off; a long flat tail to the max_depth is usually a "
+            "generated URL space (calendar, faceted search).",
+            _figure("depth", svg.bar_chart("depth", [(f"depth {d}", n) for d, n in depth])),
+        ),
+    ]
+
+
+def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> list[str]:
+    rejected = sorted(
+        ((k.split("/", 2)[2], v) for k, v in stats.items()
+         if k.startswith("frontier/rejected/") and k != "frontier/rejected/seen"),
+        key=lambda kv: -kv[1],
+    )
+    rejected += sorted(
+        (("dropped: " + k.split("/", 2)[2], v) for k, v in stats.items()
+         if k.startswith("frontier/dropped/") and isinstance(v, int | float)),
+        key=lambda kv: -kv[1],
+    )
+    dup_keys = (
+        ("frontier/rejected/seen", "URL already seen"),
+        ("frontier/links_repeated", "link met before (as written)"),
+        ("neardup/exact", "page: exact duplicate"),
+        ("neardup/near", "page: near-duplicate"),
+    )
+    dups = [(label, stats[k]) for k, label in dup_keys if stats.get(k)]
+    robots = sorted(
+        ((k.split("/", 1)[1], v) for k, v in stats.items()
+         if k.startswith("robotstxt/") and isinstance(v, int | float) and v),
+        key=lambda kv: kv[0],
+    )
+    workers: Counter[str] = Counter(f.worker for f in record.fetches)
+    for a in record.aggregates:
+        workers[a.worker] += a.n
+    shown = record.broken[:500]
+    broken_total = sum(s.counters.get("broken", 0) for s in record.sessions)
+    rows = "".join(
+        f"<tr data-status=\"{b['status']}\"><td class=\"url\">{escape(b['url'])}</td>"
+        f"<td>{b['status'] or 'no answer'}</td>"
+        f"<td class=\"url\">{escape(b['referer'] or '-')}</td></tr>"
+        for b in shown
+    )
+    broken = (
+        f'<table data-table="broken" data-count="{len(record.broken)}">'
+        "<tr><th>URL</th><th>status</th><th>linked from</th></tr>"
+        + rows + "</table>"
+        if shown else '<p class="muted" data-table="broken" data-count="0">none</p>'
+    )
+    more = (f'<p class="muted">{broken_total - len(shown):,} more not listed '
+            f"(RECORD_MAX_BROKEN)</p>" if broken_total > len(shown) else "")
+    return [
+        _section(
+            "rejections", "Rejections by reason",
+            "URLs the frontier refused (frontier/rejected/*) and queued URLs it dropped. "
+            "Healthy: out_of_scope and denied dominate; thousands of repeated_segments, "
+            "query_variants or date_distance mean a trap the defenses are holding off; "
+            "host_budget means max_pages_per_host cut a host short.",
+            _figure("rejections", svg.bar_chart("rejections", rejected, colors=["#ff7f0e"])),
+        ),
+        _section(
+            "duplicates", "Duplicates",
+            "Links to URLs already seen, links met before exactly as written (skipped before "
+            "normalization), and fetched pages whose main text duplicates another's. Healthy: "
+            "seen links far outnumber pages (every page links its site's navigation); many "
+            "near-duplicate pages mean mirrors or session URLs.",
+            _figure("duplicates", svg.bar_chart("duplicates", dups, colors=["#9467bd"])),
+        ),
+        _section(
+            "robots", "robots.txt",
+            "robots.txt outcomes (robotstxt/* stats): fetches and their statuses, rules kinds "
+            "(allow_all for a 4xx), URLs denied, hosts unreachable and held. Healthy: one "
+            "request per host, denied counts you expect from the sites' rules, no "
+            "denied_unreachable.",
+            _figure("robots", svg.bar_chart("robots", robots, colors=["#17becf"])),
+        ),
+        _section(
+            "broken", "Broken links",
+            "Page URLs answered 4xx or 5xx, or not at all (robots.txt left out), with the "
+            "referring page when the request carried one. Healthy: a handful of 404s.",
+            broken + more,
+        ),
+        _section(
+            "workers", "Workers",
+            "Fetches per worker (each `scrapy crawl` process on the crawl's record). Healthy: "
+            "workers of one shared crawl take similar shares.",
+            _figure("workers", svg.bar_chart("workers", sorted(workers.items()),
+                                             colors=svg.PALETTE)),
+        ),
+    ]

@@ -1,0 +1,56 @@
+"""Session guard: the test suite never writes into the user's checkout.
+
+Tests run from the checkout, and a crawl without ``INDEX_PATH`` (or a crawl database without
+``CRAWLDB_PATH``) writes ``crawl-index.sqlite`` or ``crawldb-<site>.sqlite`` in the current
+directory: the user's own index then answers ``scrapy search`` with the tests' pages. Every
+file the session leaves in the checkout that was not there before fails the run, with its name.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+# Folders that tools keep for themselves (caches, the virtualenv, git's own).
+_SKIPPED = frozenset(
+    {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".import_linter_cache"}
+)
+_BEFORE_KEY = pytest.StashKey[set[str]]()
+
+
+def checkout_files(root: Path = CHECKOUT) -> set[str]:
+    """Every file under ``root`` outside the tools' own folders, as relative paths."""
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIPPED and not d.startswith(".venv")]
+        rel = os.path.relpath(folder, root)
+        found.update(os.path.normpath(os.path.join(rel, f)) for f in files)
+    return found
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_BEFORE_KEY] = checkout_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_BEFORE_KEY, None)
+    if before is None:
+        return
+    new = sorted(checkout_files() - before)
+    if not new:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = (
+        f"the tests left {len(new)} new file(s) in the checkout {CHECKOUT} "
+        f"(give each crawl INDEX_PATH / CRAWLDB_PATH / JOBDIR under tmp_path): "
+        + ", ".join(new[:20])
+    )
+    if reporter is not None:
+        reporter.write_line(f"ERROR: {message}", red=True, bold=True)
+    else:  # pragma: no cover - pytest always has one outside of -p no:terminal
+        print(f"ERROR: {message}")
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
