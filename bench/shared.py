@@ -9,10 +9,12 @@ Run from the project root (starts its own ``redis-server``; PostgreSQL at 127.0.
 
 It prints:
 
-1. ``neardup``: decisions of the shared detector against the in-process one on the labelled
-   set (how many differ), check-and-insert calls per second from one and from two clients
-   (threads) on ~5 KB pages, Redis round trips per page, and Redis bytes per document
-   (``MEMORY USAGE`` of every key, divided by the documents indexed);
+1. ``neardup``: decisions of two shared workers taking turns against one in-process detector
+   on the synthetic labelled set and on real documentation pages in crawl order
+   (``bench/realpages.py``'s trees, when installed): how many differ, time per page, Redis
+   bytes per page by kind of key (``MEMORY USAGE``); then check-and-insert per second from one
+   and from two client processes on ~5 KB pages, the time a client waits for Redis per page,
+   the server time per script call and the commits retried;
 2. ``bloom``: memory and measured false-positive rate of the seen-set Bloom filter at 10
    million URLs (1 %), next to an exact SET (measured at 1 million, per URL), and add-script
    throughput with each;
@@ -25,13 +27,17 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
 import time
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import Manager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
+import redis
 
 from bench.index import make_pages
 from crawler.content.neardup import NearDuplicateDetector
@@ -45,66 +51,140 @@ from tests.pg_support import create_database, drop_database
 from tests.redis_support import RedisServer, fresh_key, start_redis
 
 
-def bench_neardup(server: RedisServer, quick: bool) -> None:
-    print("1. Shared near-duplicates (Redis, one Lua call per page)")
-    labelled = build_labelled_set(pages=60 if quick else 130, variants_per_page=6, seed=7)
-    pages = [*labelled.originals, *labelled.variants]
-    shared = RedisNearDuplicateDetector(server.client(), fresh_key())
+def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
+    """bench/realpages.py's crawl order: hosts interleaved, each in path order, variants after
+    their original."""
+    per_host: dict[str, list[Any]] = defaultdict(list)
+    for p in sorted(pages, key=lambda p: (p.url.split("?")[0], p.kind != "original")):
+        per_host[p.host].append(p)
+    queues = [per_host[h] for h in sorted(per_host)]
+    order = []
+    while any(queues):
+        for q in queues:
+            if q:
+                p = q.pop(0)
+                order.append((p.url, p.main_text, p.title or None))
+    return order
+
+
+def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
+    """Wrap the detector's two scripts so the time spent waiting for Redis is summed."""
+    spent = {"redis": 0.0}
+    for name in ("_read", "_commit"):
+        script = getattr(det, name)
+
+        def call(*args: Any, _script: Any = script, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _script(*args, **kwargs)
+            finally:
+                spent["redis"] += time.perf_counter() - t0
+
+        setattr(det, name, call)
+    return spent
+
+
+def _compare(
+    server: RedisServer, name: str, pages: list[tuple[str, str, str | None]]
+) -> None:
+    """Two workers taking turns against one in-process detector: decisions that differ,
+    time per page of each, Redis bytes per page by kind of key."""
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(server.client(), key, capacity=len(pages))
+               for _ in range(2)]
+    spent = [_timed(w) for w in workers]
     local = NearDuplicateDetector()
     differ = 0
-    for p in pages:
-        text = page_item(p.url, p.html)["main_text"]
-        a, b = shared.check(p.url, text), local.check(p.url, text)
-        differ += (a.kind, a.duplicate_of) != (b.kind, b.duplicate_of)
-    print(f"   labelled set: {len(pages)} pages, {differ} decisions differ from in-process")
+    kinds: Counter[str] = Counter()
+    shared_time = local_time = 0.0
+    for n, (url, text, title) in enumerate(pages):
+        t0 = time.perf_counter()
+        a = workers[n % 2].check(url, text, title=title)
+        t1 = time.perf_counter()
+        b = local.check(url, text, title=title)
+        shared_time += t1 - t0
+        local_time += time.perf_counter() - t1
+        differ += a != b
+        kinds[a.kind] += 1
+    redis_time = sum(s["redis"] for s in spent)
+    mem = workers[0].memory()
+    total = sum(mem.values())
+    ranked = sorted(mem.items(), key=lambda kv: -kv[1])
+    parts = ", ".join(f"{k} {v / len(pages):.0f}" for k, v in ranked if v / len(pages) >= 5)
+    print(f"   {name}: {len(pages)} pages ({dict(kinds)}), {differ} decisions differ from "
+          f"in-process; per page {shared_time / len(pages) * 1e3:.2f} ms shared (of which "
+          f"{redis_time / len(pages) * 1e3:.2f} ms waiting for Redis) against "
+          f"{local_time / len(pages) * 1e3:.2f} ms in-process")
+    print(f"      Redis bytes per page {total / len(pages):,.0f} "
+          f"(per original {total / max(1, workers[0].originals):,.0f}): {parts}")
+
+
+def _client_run(
+    port: int, key: str, clients: int, n: int, count: int, barrier: Any
+) -> tuple[float, float, int]:
+    """One client process of the throughput run: its share of the pages; (seconds taken,
+    seconds waiting for Redis, commits retried)."""
+    det = RedisNearDuplicateDetector(redis.Redis(host="127.0.0.1", port=port), key,
+                                     capacity=count)
+    spent = _timed(det)
+    texts = text_pages(count, size=5000, seed=3)
+    barrier.wait()
+    t0 = time.perf_counter()
+    for i in range(n, count, clients):
+        det.check(f"http://h{i % 50}.test/{i}", texts[i])
+    return time.perf_counter() - t0, spent["redis"], det.retries
+
+
+def bench_neardup(server: RedisServer, quick: bool) -> None:
+    print("1. Shared near-duplicates (Redis: READ, decide in the worker, COMMIT)")
+    labelled = build_labelled_set(pages=60 if quick else 130, variants_per_page=6, seed=7)
+    items = [(p.url, page_item(p.url, p.html)) for p in [*labelled.originals, *labelled.variants]]
+    _compare(server, "labelled set", [
+        (url, str(item["main_text"]), str(item.get("title") or "") or None) for url, item in items
+    ])
+    try:
+        from bench.realpages import build
+
+        real, skipped = build(per_tree=30 if quick else 80)
+        order = _crawl_order(real)
+        if len(order) > 100:
+            _compare(server, "real pages in crawl order", order)
+        else:
+            print(f"   real pages: documentation trees missing ({skipped})")
+    except OSError as exc:
+        print(f"   real pages: not available ({exc})")
 
     count = 3000 if quick else 10000
     texts = text_pages(count, size=5000, seed=3)
-    for clients in (1, 2):
-        key = fresh_key()
-        workers = [RedisNearDuplicateDetector(server.client(), key, capacity=count)
-                   for _ in range(clients)]
-        info0 = server.client().info("stats")["total_commands_processed"]
-
-        def run(n: int, workers: list[RedisNearDuplicateDetector] = workers) -> None:
-            for i in range(n, count, len(workers)):
-                workers[n].check(f"http://h{i % 50}.test/{i}", texts[i])
-
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        took = time.perf_counter() - t0
-        calls = server.client().info("stats")["total_commands_processed"] - info0
-        mem = workers[0].memory()
-        # the same work without Redis: what the worker spends computing the MinHash
-        t1 = time.perf_counter()
-        solo = NearDuplicateDetector()
-        for i in range(min(count, 3000)):
-            solo.check(f"http://h.test/{i}", texts[i])
-        local_rate = min(count, 3000) / (time.perf_counter() - t1)
-        print(f"   {clients} client(s): {count / took:7,.0f} pages/s check-and-insert "
-              f"(in-process detector alone: {local_rate:,.0f}/s), "
-              f"{calls / count:.1f} Redis commands/page, {mem / count:.0f} B/document "
-              f"({workers[0].originals} originals)")
-    # the script's own cost, without the MinHash: pre-computed signatures
-    key = fresh_key()
-    det = RedisNearDuplicateDetector(server.client(), key, capacity=count)
-    rng = np.random.default_rng(1)
-    sigs = rng.integers(0, 256, size=(count, det.num_perm), dtype=np.uint8)
-    bands = [det.band_hashes(rng.integers(0, 2**32, size=det.num_perm, dtype=np.uint64))
-             for _ in range(count)]
-    script = det._script
+    solo = NearDuplicateDetector()
     t0 = time.perf_counter()
     for i in range(count):
-        script(args=[det.prefix, det.band_bits, det.table_bits, det.table_bits,
-                     f"http://x.test/{i}", i.to_bytes(8, "big"), "x.test",
-                     i.to_bytes(8, "big"), sigs[i].tobytes(), bands[i], "1", "0.5"])
-    took = time.perf_counter() - t0
-    print(f"   the Lua call alone (signatures precomputed): {count / took:,.0f} calls/s, "
-          f"{det.memory() / count:.0f} B/document at capacity {count:,}")
+        solo.check(f"http://h{i % 50}.test/{i}", texts[i])
+    print(f"   in-process detector, the same {count:,} pages of ~5 KB on 50 hosts: "
+          f"{count / (time.perf_counter() - t0):,.0f} pages/s")
+    for clients in (1, 2):
+        key = fresh_key()
+        RedisNearDuplicateDetector(server.client(), key, capacity=count)
+        info0 = server.client().info("commandstats").get("cmdstat_evalsha", {})
+        with Manager() as manager, ProcessPoolExecutor(clients) as pool:
+            barrier = manager.Barrier(clients)
+            runs = list(pool.map(_client_run, [server.port] * clients, [key] * clients,
+                                 [clients] * clients, range(clients), [count] * clients,
+                                 [barrier] * clients))
+        took = max(r[0] for r in runs)
+        info1 = server.client().info("commandstats").get("cmdstat_evalsha", {})
+        calls = info1.get("calls", 0) - info0.get("calls", 0)
+        usec = info1.get("usec", 0) - info0.get("usec", 0)
+        det = RedisNearDuplicateDetector(server.client(), key, capacity=count)
+        mem = sum(det.memory().values())
+        waited = sum(r[1] for r in runs) / clients
+        print(f"   {clients} client process(es), {count:,} pages of ~5 KB on 50 hosts: "
+              f"{count / took:7,.0f} pages/s check-and-insert; each client waited for Redis "
+              f"{waited / (count / clients) * 1e6:.0f} us per page "
+              f"({count / clients / waited:,.0f} pages/s if features were free); "
+              f"{calls / count:.2f} script calls per page, {usec / max(1, calls):.0f} us of "
+              f"server time each; {sum(r[2] for r in runs)} commits retried; "
+              f"{mem / count:.0f} B/document ({det.originals} originals)")
 
 
 def bench_bloom(server: RedisServer, quick: bool) -> None:

@@ -1,21 +1,31 @@
-"""The shared near-duplicate index on a real Redis: the in-process detector's decisions, one
-atomic check-and-insert per page across workers, the per-host penalty seen by every worker."""
+"""The shared near-duplicate index on a real Redis: the in-process detector's decisions (template
+models included), check-and-insert atomic across workers, the per-host penalty and each host's
+template seen by every worker."""
 
 from __future__ import annotations
 
 import random
 import threading
 from collections import Counter
+from typing import Any
 
+import numpy as np
 import pytest
 from scrapy.utils.test import get_crawler
 
 from crawler.backends import class_path
-from crawler.content.neardup import NearDuplicateDetector
-from crawler.content.redis_neardup import RedisNearDuplicateDetector
+from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
+from crawler.content.normalize import normalize_text
+from crawler.content.redis_neardup import (
+    RedisNearDuplicateDetector,
+    decode_sketch,
+    encode_sketch,
+)
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+
+Page = tuple[str, str, str | None]  # url, main text, title
 
 
 @pytest.fixture(scope="module")
@@ -23,70 +33,150 @@ def labelled() -> LabelledSet:
     return build_labelled_set(pages=30, variants_per_page=6, seed=5)
 
 
-def _texts(labelled: LabelledSet) -> list[tuple[str, str, str]]:
-    """(url, main text, kind) of every page of the set: originals first, then variants."""
-    pages = [*labelled.originals, *labelled.variants]
-    return [(p.url, page_item(p.url, p.html)["main_text"], p.kind) for p in pages]
+def _pages(labelled: LabelledSet) -> list[Page]:
+    """(url, main text, title) of every page of the set: originals first, then variants."""
+    out = []
+    for p in [*labelled.originals, *labelled.variants]:
+        item = page_item(p.url, p.html)
+        out.append((p.url, str(item["main_text"]), item.get("title") or None))  # type: ignore[arg-type]
+    return out
+
+
+def _real_pages(per_tree: int) -> list[Page]:
+    """A slice of bench/realpages.py's real documentation pages in crawl order (hosts
+    interleaved), or a skip when the Debian documentation packages are not installed."""
+    from bench.realpages import build
+
+    pages, skipped = build(per_tree=per_tree)
+    if len(skipped) > 10 or len(pages) < 60:
+        pytest.skip(f"documentation trees missing ({', '.join(skipped)}): "
+                    "bench/realpages.py --install")
+    per_host: dict[str, list[Any]] = {}
+    for p in sorted(pages, key=lambda p: (p.url, p.kind != "original")):
+        per_host.setdefault(p.host, []).append(p)
+    order: list[Page] = []
+    queues = [per_host[h] for h in sorted(per_host)]
+    while any(queues):
+        for q in queues:
+            if q:
+                p = q.pop(0)
+                order.append((p.url, p.main_text, p.title or None))
+    return order
+
+
+def _same_as_in_process(
+    workers: list[RedisNearDuplicateDetector], pages: list[Page]
+) -> Counter[str]:
+    """Check every page with the workers in turn and with one in-process detector: every
+    decision, every host's template and the counts must be the same."""
+    local = NearDuplicateDetector()
+    kinds: Counter[str] = Counter()
+    for n, (url, text, title) in enumerate(pages):
+        shared = workers[n % len(workers)].check(url, text, title=title)
+        assert shared == local.check(url, text, title=title), url
+        kinds[shared.kind] += 1
+    hosts = {url.split("/")[2].split(":")[0] for url, _, _ in pages}
+    # a fresh worker reads the counts (a worker's own copy may be a few seconds old)
+    reader = RedisNearDuplicateDetector(workers[0].client, workers[0].prefix[1:-4])
+    for host in hosts:
+        assert workers[0].template(host) == set(local.templates.template(host)), host
+        assert reader.host_duplicate_ratio(host, 1) == local.host_duplicate_ratio(host, 1)
+    assert len(workers[0]) == len(local) and workers[0].originals == local.originals
+    return kinds
 
 
 def test_same_decisions_as_the_in_process_detector(
     redis_server: RedisServer,  # noqa: F811
     labelled: LabelledSet,
 ) -> None:
-    shared = RedisNearDuplicateDetector(redis_server.client(), fresh_key())
-    local = NearDuplicateDetector()
-    kinds = Counter()
-    for url, text, _ in _texts(labelled):
-        a, b = shared.check(url, text), local.check(url, text)
-        assert (a.kind, a.duplicate_of, a.fingerprint) == (b.kind, b.duplicate_of, b.fingerprint)
-        if a.kind == "near":  # b-bit signature: the estimate is close to the full one
-            assert a.similarity == pytest.approx(b.similarity, abs=0.08)
-        kinds[a.kind] += 1
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
+    pages = _pages(labelled)
+    kinds = _same_as_in_process(workers, pages)
+    assert kinds["near"] > 0 and kinds["exact"] > 0 and kinds["new"] > 0
+    # a refetched original is not its own duplicate; a look (noindex) records nothing
+    url, text, title = pages[0]
+    assert workers[1].check(url, text, title=title).kind == "new"
+    before = len(workers[0])
+    assert workers[0].check("http://new.test/x", text, add=False).duplicate_of == url
+    assert len(workers[0]) == before
+
+
+def test_same_decisions_on_real_pages_with_template_models(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Real documentation trees, one host each: the hosts' template models are learned in
+    Redis, and two workers taking turns decide as one in-process detector."""
+    pages = _real_pages(per_tree=12)
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
+    kinds = _same_as_in_process(workers, pages)
     assert kinds["near"] > 0 and kinds["exact"] > 0
-    assert len(shared) == len(local) and shared.originals == local.originals
-    # a refetched original is not its own duplicate; a noindex look records nothing
-    url, text, _ = _texts(labelled)[0]
-    assert shared.check(url, text).kind == "new"
-    before = len(shared)
-    assert shared.check("http://new.test/x", text, add=False).duplicate_of == url
-    assert len(shared) == before
+    learned = [h for h in {u.split("/")[2] for u, _, _ in pages} if workers[0].template(h)]
+    assert len(learned) >= 5, learned  # the template models did learn something
 
 
-def test_two_workers_racing_on_the_same_pages_index_each_once(
+def test_a_refetched_original_is_replaced_for_every_worker(
     redis_server: RedisServer,  # noqa: F811
     labelled: LabelledSet,
 ) -> None:
-    """Each worker gets every page of the set under its own host, at the same time, in its
-    own order: every content is indexed once, and each pair has exactly one duplicate."""
+    key = fresh_key()
+    a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
+    local = NearDuplicateDetector()
+    pages = _pages(labelled)
+    (url1, text1, _), (url2, text2, _) = pages[0], pages[1]
+    steps = [(a, url1, text1), (b, "http://m.test/1", text1), (a, url1, text2),
+             (b, "http://m.test/2", text1), (b, "http://m.test/3", text2), (a, url2, text2)]
+    for worker, url, text in steps:
+        assert worker.check(url, text) == local.check(url, text), url
+
+
+def test_two_workers_racing_decide_as_one_detector_in_commit_order(
+    redis_server: RedisServer,  # noqa: F811
+    labelled: LabelledSet,
+) -> None:
+    """Both workers get every page at once, each under its own host and in its own order:
+    each content is indexed once (the other copy flagged, never each the other's duplicate),
+    and replaying all pages in the order their commits happened through one in-process
+    detector gives exactly the decisions the workers made."""
     key = fresh_key()
     workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
-    pages = [(u, t) for u, t, kind in _texts(labelled) if kind != "mirror"]
-    decisions: list[dict[str, object]] = [{}, {}]
+    pages = [(u, t, ti) for u, t, ti in _pages(labelled)]
+    done: list[list[tuple[int, str, str, str | None, Decision]]] = [[], []]
     start = threading.Barrier(2)
+    errors: list[BaseException] = []
 
     def run(n: int) -> None:
         order = list(pages)
         random.Random(n).shuffle(order)
         start.wait()
-        for url, text in order:
-            decisions[n][url] = workers[n].check(url.replace("http://", f"http://w{n}."), text)
+        try:
+            for url, text, title in order:
+                mine = url.replace("http://", f"http://w{n}.")
+                decision = workers[n].check(mine, text, title=title)
+                done[n].append((workers[n].last_commit, mine, text, title, decision))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(2)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(120)
+    assert not errors, errors
+    commits = sorted(done[0] + done[1], key=lambda d: d[0])
+    assert [c[0] for c in commits] == list(range(1, 2 * len(pages) + 1))  # one commit each
     local = NearDuplicateDetector()
-    for url, text in pages:
-        local.check(url, text)
-    assert workers[0].originals == local.originals  # not one content indexed twice
-    for url, _ in pages:
-        one, two = decisions[0][url], decisions[1][url]
-        # the pair of copies: at least one of them is flagged (both, when the page is itself
-        # a variant of an original), and never each as the other's duplicate
-        assert one.is_duplicate or two.is_duplicate, url  # type: ignore[attr-defined]
+    for _, url, text, title, decision in commits:
+        assert local.check(url, text, title=title) == decision, url
+    by_url = {url: decision for _, url, _, _, decision in commits}
+    for url, _, _ in pages:
+        one = by_url[url.replace("http://", "http://w0.")]
+        two = by_url[url.replace("http://", "http://w1.")]
+        assert one.is_duplicate or two.is_duplicate, url
         pair = {url.replace("http://", "http://w0."), url.replace("http://", "http://w1.")}
-        assert {one.duplicate_of, two.duplicate_of} != pair  # type: ignore[attr-defined]
+        assert {one.duplicate_of, two.duplicate_of} != pair
+    assert workers[0].originals == local.originals  # not one content indexed twice
 
 
 def test_the_host_penalty_is_shared(redis_server: RedisServer) -> None:  # noqa: F811
@@ -99,6 +189,77 @@ def test_the_host_penalty_is_shared(redis_server: RedisServer) -> None:  # noqa:
         a.check(f"http://mirror.test/{i}", text)
     assert b.host_duplicate_ratio("mirror.test", min_pages=5) == 1.0
     assert b.host_duplicate_ratio("orig.test", min_pages=1) == 0.0
+
+
+def test_a_template_learned_by_one_worker_is_left_out_by_another(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Worker A sees a host's pages, all with one long shared section; worker B, which never
+    saw the host, then checks two sibling pages: they differ once the section (learned by A)
+    is out, and B knows that."""
+    key = fresh_key()
+    a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(400)]
+    shared = "\n".join(" ".join(rng.choices(words, k=12)) for _ in range(30))
+
+    def page(i: int) -> str:
+        own = " ".join(rng.choices(words, k=30))
+        return f"page {i} about {own}\n{shared}"
+
+    for i in range(6):
+        a.check(f"http://docs.test/{i}", page(i))
+    assert len(b.template("docs.test")) == 30
+    first = b.check("http://docs.test/x", page(100))
+    second = b.check("http://docs.test/y", page(101))
+    assert (first.kind, second.kind) == ("new", "new")
+    local = NearDuplicateDetector()  # without the model the shared section makes them alike
+    local.check("http://docs.test/x", page(100))
+    assert local.check("http://docs.test/y", page(101)).kind == "near"
+
+
+def test_template_counts_pruned_as_in_process_on_a_big_host(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A host of 400 pages, each with its own lines and a few recurring ones, learned by two
+    workers in turn: the shared model prunes blocks seen once (lazily, and rewrites its count
+    hashes as the host grows) exactly as :class:`HostTemplates` does, so the same blocks become
+    template. A line seen on pages 1, 60 and 70 survives the first pruning and becomes
+    template; one seen on pages 1, 100 and 110 is pruned in between and does not."""
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
+    local = NearDuplicateDetector()
+    rng = random.Random(8)
+    recurring = {f"recurring line {i} of the site": rng.sample(range(1, 401), rng.randint(2, 12))
+                 for i in range(60)}
+    recurring["kept across the first pruning"] = [1, 60, 70]
+    recurring["pruned before it recurs"] = [1, 100, 110]
+    for page in range(1, 401):
+        lines = [f"page {page} line {j} {rng.random()}" for j in range(rng.randint(3, 12))]
+        lines += [line for line, pages in recurring.items() if page in pages]
+        url, text = f"http://big.test/{page}", "\n".join(lines)
+        workers[page % 2].observe(url, text)
+        local.observe(url, text)
+    learned = workers[0].template("big.test")
+    assert learned == set(local.templates.template("big.test"))
+    blocks = {line: block_hash(normalize_text(line)) for line in recurring}
+    assert blocks["kept across the first pruning"] in learned
+    assert blocks["pruned before it recurs"] not in learned
+    bits = int(workers[0].client.hget(workers[0].prefix + ":tp", 1) or 0) % 32
+    assert bits >= 3  # the counts were spread over more hashes as the host grew
+
+
+def test_sketch_records_round_trip() -> None:
+    rng = np.random.default_rng(4)
+    for n, blocks in ((0, 1), (1, 1), (7, 3), (128, 40), (128, 128), (300, 280)):
+        sketch = np.unique(rng.integers(0, 2**32, size=n, dtype=np.uint64)).astype(np.uint32)
+        block_ids = rng.integers(0, 2**32, size=blocks, dtype=np.uint64).astype(np.uint32)
+        entry_blocks = block_ids[rng.integers(0, blocks, size=len(sketch))]
+        cover = int(sketch[-1]) if len(sketch) else 0xFFFFFFFF
+        raw = b"xyz" + encode_sketch(77, sketch, entry_blocks, cover)
+        title, s, b, c = decode_sketch(raw, 3)
+        assert (title, c) == (77, cover)
+        assert s.tolist() == sketch.tolist() and b.tolist() == entry_blocks.tolist()
 
 
 def test_workers_must_agree_on_the_settings(redis_server: RedisServer) -> None:  # noqa: F811

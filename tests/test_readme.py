@@ -68,6 +68,10 @@ COMMANDS: dict[str, str] = {
     " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     ".venv/bin/scrapy frontier web budget 20GB"
     " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    ".venv/bin/python bench/shared.py --only neardup --quick": (
+        "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_neardup_shared.py checks the "
+        "decisions"
+    ),
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s INDEX_CLASS=mypackage.MyIndex": (
         "skip: mypackage.MyIndex stands for the reader's own class"
     ),

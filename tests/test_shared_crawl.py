@@ -1,6 +1,6 @@
 """Two Redis workers crawl one site with a mirror host: near-duplicates are caught across
-workers, and the index and crawl database are shared (PostgreSQL) or kept per worker and
-merged by ``scrapy search`` (SQLite in one directory).
+workers with the in-process detector's verdicts, and the index and crawl database are shared
+(PostgreSQL) or kept per worker and merged by ``scrapy search`` (SQLite in one directory).
 
 Real ``scrapy crawl`` processes, a real ``redis-server``, a real PostgreSQL database, and the
 loopback site of ``tests/test_content_crawl.py`` (hosts A and B serve the same pages).
@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from crawler.content.neardup import NearDuplicateDetector
 from tests.crawling import PROJECT, CrawlResult, finish_crawl, start_crawl
 from tests.pg_support import pg_url  # noqa: F401
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -101,6 +102,27 @@ def check_mirrors_flagged(results: list[CrawlResult], port: int) -> int:
     return split
 
 
+def check_same_as_one_detector(results: list[CrawlResult]) -> None:
+    """The pages in the order they were judged (the first worker's, then the second's, each
+    crawling one host with one request at a time) through one in-process detector: the same
+    verdict on every item as the shared index gave, as the pipeline asks it (main text and
+    title)."""
+    local = NearDuplicateDetector()
+    judged = 0
+    for r in results:
+        for item in r.items:
+            if item.get("content_fingerprint") is None:
+                continue
+            url = item.get("final_url") or item["url"]
+            d = local.check(url, item.get("main_text") or "", add=not item.get("noindex"),
+                            title=item.get("title") or None)
+            verdict = (item["content_fingerprint"], item.get("duplicate_of"),
+                       item.get("similarity"))
+            assert verdict == (d.fingerprint, d.duplicate_of, d.similarity), url
+            judged += 1
+    assert judged >= 20
+
+
 def search(*args: str) -> list[dict[str, Any]]:
     out = subprocess.run(
         [sys.executable, "-m", "scrapy", "search", "--json", "-n", "50", *args],
@@ -173,6 +195,7 @@ def test_two_workers_share_postgres_and_recrawl_together(
         DATABASE_URL=pg_url, RECRAWL_INTERVAL=3600,
     )
     assert check_mirrors_flagged(results, site_port) == 8  # B's pages: the second worker
+    check_same_as_one_detector(results)
     for item in a_page_of_each_worker(results):  # the second worker's are all aliases
         hits = search("-s", f"DATABASE_URL={pg_url}", f'"{item["title"]}"')
         assert found(item, hits), item["title"]

@@ -42,13 +42,19 @@ to a file every few seconds and :meth:`NearDuplicateDetector.replay` it on resum
 
 A refetched URL replaces its own entry (it is never its own duplicate). Per-host counters of
 duplicates feed the frontier (:meth:`NearDuplicateDetector.host_duplicate_ratio`).
+
+The decision itself is a set of pure functions (:func:`compute_features`,
+:func:`rank_candidates`, :func:`pick_best`, :func:`decide`) over what the state answers (the
+page's own id, the owner of its fingerprint, the first postings of its anchors, the stored
+candidates, the hosts' templates), so the shared detector of
+:mod:`crawler.content.redis_neardup`, whose state is in Redis, decides exactly as this one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,12 +70,21 @@ __all__ = [
     "DEFAULT_NUM_PERM",
     "DEFAULT_SHINGLE_SIZE",
     "DEFAULT_THRESHOLD",
+    "Candidate",
     "Decision",
     "Explanation",
+    "Features",
     "NearDuplicateDetector",
+    "Outcome",
+    "compute_features",
+    "decide",
     "exact_similarity",
     "explain",
     "lsh_params",
+    "pick_best",
+    "rank_candidates",
+    "similarity",
+    "title_hash",
 ]
 
 # The NEARDUP_* defaults (chosen with the benches; the reasons are in crawler/defaults.py).
@@ -234,29 +249,8 @@ class NearDuplicateDetector:
 
     def features(self, text: str, host: str = "") -> Features:
         """Fingerprint, blocks and the template-free sketch of a main text (see the module)."""
-        lines = normalize_lines(text)
-        normalized = " ".join(lines)
-        fingerprint = content_fingerprint(normalized)
-        words = normalized.count(" ") + 1 if normalized else 0
-        blocks = [block_hash(line) for line in lines]
-        template = self.templates.template(host)
-        if template:
-            kept = [(line, b) for line, b in zip(lines, blocks, strict=True) if b not in template]
-        else:
-            kept = list(zip(lines, blocks, strict=True))
-        kept_text = " ".join(line for line, _ in kept)
-        kept_words = kept_text.count(" ") + 1 if kept_text else 0
-        if kept_words < MIN_WORDS:
-            empty = np.empty(0, dtype=np.uint32)
-            return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF)
-        hashes = shingle_hashes32(kept_text, self.shingle_size)[:MAX_SHINGLES]
-        per_line = np.fromiter((line.count(" ") + 1 for line, _ in kept), np.int64, len(kept))
-        word_block = np.repeat(np.fromiter((b for _, b in kept), np.uint32, len(kept)), per_line)
-        unique, first = np.unique(hashes, return_index=True)
-        k = self.num_perm
-        cover = int(unique[k - 1]) if len(unique) > k else 0xFFFFFFFF
-        return Features(fingerprint, words, kept_words, blocks, unique[:k],
-                        word_block[first[:k]], cover)
+        return compute_features(text, self.templates.template(host), self.shingle_size,
+                                self.num_perm)
 
     def observe(self, url: str, text: str) -> None:
         """Learn ``url``'s blocks into its host's template model without recording the page
@@ -279,40 +273,30 @@ class NearDuplicateDetector:
         """
         host = urlsplit(url).hostname or ""
         f = self.features(text, host)
-        title_id = block_hash(normalize_text(title)) if title else 0
+        title_id = title_hash(title)
         own = self._ids.get(url)
-        if not f.words:
-            decision = Decision(f.fingerprint, kind="empty")
-            if add:
-                self._record(url, host, own, decision, None, None)
-            return decision
-        key = bytes.fromhex(f.fingerprint)
-        owner = self._fingerprints.get(key)
-        if owner is not None and owner != own:
-            decision = Decision(f.fingerprint, self._urls[owner], 1.0, "exact", f.words)
-            if add:
-                self._record(url, host, own, decision, owner, None)
-            return decision
-        if owner is not None:  # refetched, unchanged original
-            if add:
-                self._count(host, duplicate=False)
-            return Decision(f.fingerprint, kind="new", words=f.words)
-        best, similarity = None, 0.0
-        if len(f.sketch):
-            best, similarity = self._best_candidate(f, host, own, title_id)
-        if best is not None and similarity >= self.threshold:
-            decision = Decision(
-                f.fingerprint, self._urls[best], round(similarity, 4), "near", f.words
-            )
-            if add:
-                self._record(url, host, own, decision, best, None)
-                if similarity < TEACHING_SIMILARITY:
-                    self.templates.learn(host, f.blocks)
-            return decision
-        decision = Decision(f.fingerprint, kind="new", words=f.words)
+        owner = self._fingerprints.get(bytes.fromhex(f.fingerprint)) if f.words else None
+        outcome = decide(
+            f, own, owner, self._urls.__getitem__,
+            lambda: self._best_candidate(f, host, own, title_id), self.threshold,
+        )
         if add:
+            self._apply(url, host, own, outcome, f, title_id)
+        return outcome.decision
+
+    def _apply(
+        self, url: str, host: str, own: int | None, outcome: Outcome, f: Features, title_id: int
+    ) -> None:
+        """Record a checked page as :func:`decide` says (the in-memory state's write side)."""
+        action, decision = outcome.action, outcome.decision
+        if action == "unchanged":
+            self._count(host, duplicate=False)
+        elif action == "new":
             self._record(url, host, own, decision, None, f, title_id)
-        return decision
+        else:  # empty, exact, near
+            self._record(url, host, own, decision, outcome.original, None)
+            if outcome.teaches:
+                self.templates.learn(host, f.blocks)
 
     def _template_array(self, host: str) -> np.ndarray:
         template = self.templates.template(host)
@@ -324,46 +308,46 @@ class NearDuplicateDetector:
         return cached[1]
 
     def _candidates(self, anchors: np.ndarray, exclude: int | None) -> list[int]:
-        votes: dict[int, int] = {}
+        """The originals to verify: :func:`rank_candidates` over the first
+        :data:`MAX_POSTING` postings of each anchor, in the order they were stored."""
+        postings: list[list[int]] = []
         keys, docs = self._keys, self._docs
         if len(keys):
             lo = np.searchsorted(keys, anchors, "left")
             hi = np.minimum(np.searchsorted(keys, anchors, "right"), lo + MAX_POSTING)
-            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
-                for d in docs[a:b].tolist():
-                    votes[d] = votes.get(d, 0) + 1
-        for anchor in anchors.tolist():
-            for d in self._buffer.get(anchor, ())[:MAX_POSTING]:
-                votes[d] = votes.get(d, 0) + 1
+            postings = [docs[a:b].tolist() for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+        else:
+            postings = [[] for _ in range(len(anchors))]
+        for posting, anchor in zip(postings, anchors.tolist(), strict=True):
+            if len(posting) < MAX_POSTING:  # the merged arrays hold the earlier postings
+                posting.extend(self._buffer.get(anchor, ())[: MAX_POSTING - len(posting)])
         alive = self._alive
-        ranked = sorted(
-            (d for d in votes if d != exclude and alive[d]), key=lambda d: (-votes[d], d)
-        )
-        return ranked[:VERIFY]
+        return rank_candidates(postings, exclude, lambda d: bool(alive[d]))
 
     def _best_candidate(
         self, f: Features, host: str, exclude: int | None, title_id: int = 0
     ) -> tuple[int | None, float]:
-        candidates = self._candidates(f.sketch[:ANCHORS], exclude)
-        if not candidates:
+        docs = self._candidates(f.sketch[:ANCHORS], exclude)
+        if not docs:
             return None, 0.0
-        own_template = self._template_array(host)
-        best, best_sim = None, 0.0
-        for doc in candidates:
+        candidates = []
+        for doc in docs:
             other_host = self._host_names[self._host_of[doc]]
-            sim, contained = self._similarity(
-                f.sketch, f.sketch_blocks, f.cover, doc,
-                own_template, self._template_array(other_host) if other_host != host else None,
-            )
-            other_title = int(self._title[doc])
-            if title_id and other_title and other_title != title_id:
-                # a different name: only a near-copy counts (mapped below the threshold else)
-                sim = sim if sim >= OTHER_TITLE_THRESHOLD else min(sim, self.threshold * 0.99)
-            elif title_id and other_title == title_id:
-                sim = max(sim, SAME_TITLE_CONTAINMENT * contained)
-            if sim > best_sim or (sim == best_sim and best is not None and doc < best):
-                best, best_sim = doc, sim
-        return best, best_sim
+            sketch, blocks, cover = self._stored(doc)
+            candidates.append(Candidate(
+                doc, sketch, blocks, cover, int(self._title[doc]),
+                self._template_array(other_host) if other_host != host else None,
+            ))
+        best, similarity = pick_best(
+            f, title_id, candidates, self._template_array(host), self.threshold
+        )
+        return (best.doc if best is not None else None), similarity
+
+    def _stored(self, doc: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """A stored original's sketch, its blocks and its cover."""
+        stored = self._sketch[doc]
+        n = int(np.searchsorted(stored, _NONE))
+        return stored[:n], self._sketch_blocks[doc, :n], int(self._cover[doc])
 
     def _similarity(
         self,
@@ -374,30 +358,10 @@ class NearDuplicateDetector:
         template_a: np.ndarray,
         template_b: np.ndarray | None,
     ) -> tuple[float, float]:
-        """Jaccard similarity and containment of the two sketches, both without either host's
-        template, over the hash range both cover."""
-        stored = self._sketch[doc]
-        n = int(np.searchsorted(stored, _NONE))
-        other, other_blocks = stored[:n], self._sketch_blocks[doc, :n]
-        limit = min(cover, int(self._cover[doc]))
-        filters = [t for t in (template_a, template_b) if t is not None and len(t)]
-        mine_keep = sketch <= limit
-        other_keep = other <= limit
-        for t in filters:
-            mine_keep &= ~np.isin(blocks, t, assume_unique=False)
-            other_keep &= ~np.isin(other_blocks, t, assume_unique=False)
-        a, b = sketch[mine_keep], other[other_keep]
-        if not len(a) or not len(b):
-            return 0.0, 0.0
-        shared = len(np.intersect1d(a, b, assume_unique=True))
-        union = len(a) + len(b) - shared
-        if union < MIN_WORDS:
-            return 0.0, 0.0  # too little left to judge
-        small, large = sorted((len(a), len(b)))
-        # containment only between pages of comparable size: one added paragraph, not a page
-        # that lists everything a smaller one lists (an inherited-members list)
-        contained = shared / small if 2 * small >= large else 0.0
-        return shared / union, contained
+        """:func:`similarity` of a sketch and the stored original ``doc``."""
+        other, other_blocks, other_cover = self._stored(doc)
+        return similarity(sketch, blocks, cover, other, other_blocks, other_cover,
+                          template_a, template_b)
 
     # --- bookkeeping ----------------------------------------------------------------------
 
@@ -600,6 +564,162 @@ class NearDuplicateDetector:
         self.replay(state["records"])
         self._hosts = {h: list(c) for h, c in state.get("hosts", {}).items()}
         return True
+
+
+# --- the decision as pure functions: any state (memory, Redis) feeds them --------------------
+
+
+def title_hash(title: str | None) -> int:
+    """The id of a page's ``<title>`` (0: none) that :func:`pick_best` compares."""
+    return block_hash(normalize_text(title)) if title else 0
+
+
+def compute_features(
+    text: str, template: set[int] | frozenset[int], shingle_size: int, num_perm: int
+) -> Features:
+    """Fingerprint, blocks and the sketch of a main text without the ``template`` blocks of its
+    host (see the module)."""
+    lines = normalize_lines(text)
+    normalized = " ".join(lines)
+    fingerprint = content_fingerprint(normalized)
+    words = normalized.count(" ") + 1 if normalized else 0
+    blocks = [block_hash(line) for line in lines]
+    if template:
+        kept = [(line, b) for line, b in zip(lines, blocks, strict=True) if b not in template]
+    else:
+        kept = list(zip(lines, blocks, strict=True))
+    kept_text = " ".join(line for line, _ in kept)
+    kept_words = kept_text.count(" ") + 1 if kept_text else 0
+    if kept_words < MIN_WORDS:
+        empty = np.empty(0, dtype=np.uint32)
+        return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF)
+    hashes = shingle_hashes32(kept_text, shingle_size)[:MAX_SHINGLES]
+    per_line = np.fromiter((line.count(" ") + 1 for line, _ in kept), np.int64, len(kept))
+    word_block = np.repeat(np.fromiter((b for _, b in kept), np.uint32, len(kept)), per_line)
+    unique, first = np.unique(hashes, return_index=True)
+    cover = int(unique[num_perm - 1]) if len(unique) > num_perm else 0xFFFFFFFF
+    return Features(fingerprint, words, kept_words, blocks, unique[:num_perm],
+                    word_block[first[:num_perm]], cover)
+
+
+def rank_candidates(
+    postings: Iterable[Iterable[int]], exclude: int | None, alive: Callable[[int], bool]
+) -> list[int]:
+    """The :data:`VERIFY` originals to verify: one vote per posting (each anchor's first
+    :data:`MAX_POSTING` originals), live ones but ``exclude`` (the page's own id), most votes
+    first, then the earliest stored."""
+    votes: dict[int, int] = {}
+    for posting in postings:
+        for d in posting:
+            votes[d] = votes.get(d, 0) + 1
+    ranked = sorted((d for d in votes if d != exclude and alive(d)), key=lambda d: (-votes[d], d))
+    return ranked[:VERIFY]
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A stored original as :func:`pick_best` compares it."""
+
+    doc: int  # its id (ties go to the earliest)
+    sketch: np.ndarray
+    blocks: np.ndarray
+    cover: int
+    title: int  # title_hash of its title, 0 if none
+    template: np.ndarray | None  # its host's template blocks (sorted); None: the page's host
+
+
+def similarity(
+    sketch_a: np.ndarray,
+    blocks_a: np.ndarray,
+    cover_a: int,
+    sketch_b: np.ndarray,
+    blocks_b: np.ndarray,
+    cover_b: int,
+    template_a: np.ndarray,
+    template_b: np.ndarray | None,
+) -> tuple[float, float]:
+    """Jaccard similarity and containment of two sketches, both without either host's
+    template, over the hash range both cover."""
+    limit = min(cover_a, cover_b)
+    filters = [t for t in (template_a, template_b) if t is not None and len(t)]
+    mine_keep = sketch_a <= limit
+    other_keep = sketch_b <= limit
+    for t in filters:
+        mine_keep &= ~np.isin(blocks_a, t, assume_unique=False)
+        other_keep &= ~np.isin(blocks_b, t, assume_unique=False)
+    a, b = sketch_a[mine_keep], sketch_b[other_keep]
+    if not len(a) or not len(b):
+        return 0.0, 0.0
+    shared = len(np.intersect1d(a, b, assume_unique=True))
+    union = len(a) + len(b) - shared
+    if union < MIN_WORDS:
+        return 0.0, 0.0  # too little left to judge
+    small, large = sorted((len(a), len(b)))
+    # containment only between pages of comparable size: one added paragraph, not a page
+    # that lists everything a smaller one lists (an inherited-members list)
+    contained = shared / small if 2 * small >= large else 0.0
+    return shared / union, contained
+
+
+def pick_best(
+    f: Features,
+    title_id: int,
+    candidates: Iterable[Candidate],
+    own_template: np.ndarray,
+    threshold: float,
+) -> tuple[Candidate | None, float]:
+    """The candidate most similar to the page (title-aware, see the module) and the
+    similarity the threshold is applied to."""
+    best: Candidate | None = None
+    best_sim = 0.0
+    for c in candidates:
+        sim, contained = similarity(
+            f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
+            own_template, c.template,
+        )
+        if title_id and c.title and c.title != title_id:
+            # a different name: only a near-copy counts (mapped below the threshold else)
+            sim = sim if sim >= OTHER_TITLE_THRESHOLD else min(sim, threshold * 0.99)
+        elif title_id and c.title == title_id:
+            sim = max(sim, SAME_TITLE_CONTAINMENT * contained)
+        if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
+            best, best_sim = c, sim
+    return best, best_sim
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A :class:`Decision` and what the state must record for it."""
+
+    decision: Decision
+    action: str  # "empty", "exact", "unchanged" (refetched original), "near", "new"
+    original: int | None = None  # id of the original of an exact or near duplicate
+    teaches: bool = False  # a near duplicate that still teaches the host's template model
+
+
+def decide(
+    f: Features,
+    own: int | None,
+    owner: int | None,
+    url_of: Callable[[int], str],
+    best: Callable[[], tuple[int | None, float]],
+    threshold: float,
+) -> Outcome:
+    """The decision for a page of features ``f``: ``own`` is the id its URL already has,
+    ``owner`` the id of the original owning its fingerprint, ``best`` finds the most similar
+    candidate (called only when needed)."""
+    if not f.words:
+        return Outcome(Decision(f.fingerprint, kind="empty"), "empty")
+    if owner is not None and owner != own:
+        return Outcome(Decision(f.fingerprint, url_of(owner), 1.0, "exact", f.words),
+                       "exact", owner)
+    if owner is not None:  # refetched, unchanged original
+        return Outcome(Decision(f.fingerprint, kind="new", words=f.words), "unchanged")
+    doc, sim = best() if len(f.sketch) else (None, 0.0)
+    if doc is not None and sim >= threshold:
+        decision = Decision(f.fingerprint, url_of(doc), round(sim, 4), "near", f.words)
+        return Outcome(decision, "near", doc, sim < TEACHING_SIMILARITY)
+    return Outcome(Decision(f.fingerprint, kind="new", words=f.words), "new")
 
 
 @dataclass
