@@ -40,7 +40,6 @@ _RANGES: dict[str, tuple[float, bool]] = {
     "FRONTIER_REFILL_BATCH": (1, False),
     "FRONTIER_COMMIT_INTERVAL": (0, True),
     "FRONTIER_LEASE_TTL": (0, True),
-    "FRONTIER_PROGRESS_INTERVAL": (0, True),
     "FRONTIER_READ_AHEAD": (1, False),
     "FRONTIER_REFRESH_INTERVAL": (0, True),
     "CRAWLDB_COMMIT_INTERVAL": (0, True),

@@ -21,6 +21,7 @@ _ONE_URL = {
     "SCHEDULER": "scrapy.core.scheduler.Scheduler",
     "FRONTIER_PROGRESS_INTERVAL": 0,
     "CRAWL_SUMMARY": False,
+    "RECORD_ENABLED": False,  # no crawl record (crawl-record-<site>.jsonl) for one page
 }
 
 

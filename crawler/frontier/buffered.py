@@ -464,7 +464,15 @@ class BufferedFrontier(Frontier):
         if snap.in_flight:
             return True
         due = self.due_in()
-        return due is not None and due <= horizon
+        if due is not None and due <= horizon:
+            return True
+        # The snapshot can be older than the shared frontier (at start, before the first
+        # refresh; or just after another worker leased a host's first request): before the
+        # crawl is declared over, the shared frontier itself is asked. While it is away, the
+        # crawl keeps waiting for it.
+        if self._away_since is not None and not self._closed:
+            return True
+        return self._report("has_work", lambda: self.inner.has_work(horizon), True)
 
     def in_flight(self) -> int:
         with self._open_lock:
