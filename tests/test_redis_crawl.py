@@ -249,11 +249,12 @@ def test_a_stop_while_the_crawl_starts_waits_for_it_and_writes_its_stats(
     assert redis_server.client().zcard("{" + key + "}:leases") == 0
 
 
-def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("down", [4.0, 30.0])
+def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path, down: float) -> None:
     """Redis (AOF on, ``appendfsync always``) is killed with SIGKILL mid-crawl and started
-    again on the same files a few seconds later: the workers say so once, keep the leases and
-    the work in hand, go on when it is back, and the crawl completes with every page fetched
-    once."""
+    again on the same files ``down`` seconds later (a restart; an outage of 30 s): the workers
+    say so once, keep the leases and the work in hand, go on when it is back, and the crawl
+    completes with every page fetched once."""
     root = tmp_path / "redis"
     root.mkdir()
     redis = start_redis(root, aof="always")
@@ -271,7 +272,7 @@ def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path) -> No
             redis.process.kill()
             redis.process.wait(10)
             down_at = len(server.records)
-            time.sleep(4.0)
+            time.sleep(down)
             redis = start_redis(root, port=redis.port, aof="always")
             results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]
             records = server.records
