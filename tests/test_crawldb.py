@@ -168,8 +168,9 @@ def test_postgres_workers_share_one_crawl_database(pg_url: str) -> None:  # noqa
     two = PostgresCrawlDb(pg_url, "site", schedule())
     for i in range(30):
         (one if i % 2 else two).record(Visit(f"http://a.example/{i}", 200, 0, fingerprint="f"))
-    one.commit()
-    two.commit()
+    # each handle writes on a thread of its own: wait for both before reading the shared table
+    one.flush()
+    two.flush()
     assert len(one) == len(two) == 30
     assert set(one.urls()) == set(two.urls())
     assert one.validators("http://a.example/2") == (None, None)  # written by two, known to one
