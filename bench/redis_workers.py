@@ -3,6 +3,7 @@
     .venv/bin/python bench/redis_workers.py [--runs 2] [--port 8080] [--host-concurrency 2]
                                             [--min-delay 0] [--configs memory,redis1,redis2]
                                             [--skip TREE] [--set KEY=VALUE] [--json out.json]
+                                            [--persistence none,everysec,always]
 
 Starts its own ``nginx`` (one server per documentation tree, each on its own loopback address
 127.0.0.2, 127.0.0.3, ... as its own host; only the tree's folder is served, everything else is
@@ -13,12 +14,17 @@ Starts its own ``nginx`` (one server per documentation tree, each on its own loo
 * ``redis2``: two workers on one Redis (the first with the seeds, the second joining once
   ``{key}:seen`` is non-empty),
 
-alternating the three ``--runs`` times. Every run is checked for equal work against nginx's access
-log (page fetches, distinct URLs, statuses). Measured per run: pages, wall time, worker CPU
-(user + sys of the scrapy processes, ``os.wait4``), Redis server CPU (``INFO cpu`` delta), nginx
-CPU (``/proc`` of its master and workers), Redis ``used_memory`` per seen URL at the end (after
-``FLUSHALL`` and a baseline) and per queued URL at the mid-crawl sample with the most URLs queued
-(``used_memory`` less the baseline and the seen set's ``MEMORY USAGE``), and the load average.
+alternating the three ``--runs`` times. ``--persistence`` runs each Redis configuration once per
+Redis persistence mode (``none``: no AOF, no snapshots; ``everysec`` / ``always``: AOF on with
+that ``appendfsync``), each mode on its own redis-server whose files are on the disk of the
+temporary folder (``--redis-dir`` to choose another; not a tmpfs, where fsync costs nothing).
+Every run is checked for equal work against nginx's access log (page fetches, distinct URLs,
+statuses). Measured per run: pages, wall time, worker CPU (user + sys of the scrapy processes,
+``os.wait4``), Redis server CPU (``INFO cpu`` delta), nginx CPU (``/proc`` of its master and
+workers), Redis ``used_memory`` per seen URL at the end (after ``FLUSHALL`` and a baseline) and
+per queued URL at the mid-crawl sample with the most URLs queued (``used_memory`` less the
+baseline and the seen set's ``MEMORY USAGE``), the AOF's size, Redis's write calls and bytes
+written to disk (``INFO persistence``, ``/proc/<redis>/io``), and the load average.
 
 Nothing leaves loopback. Needs ``nginx`` and ``redis-server`` on the PATH (apt-get install
 nginx-light redis-server) and, for the default trees, the Rust docs of a stable rustup toolchain.
@@ -349,6 +355,17 @@ def sampler_usec(client: redis.Redis) -> int:
     return sum(int(stats.get(f"cmdstat_{c}", {}).get("usec", 0)) for c in SAMPLER_COMMANDS)
 
 
+PERSISTENCE = ("none", "everysec", "always")
+
+
+def redis_io(server: RedisServer) -> dict[str, int]:
+    """The redis-server process's write syscalls and bytes written to disk (``/proc/<pid>/io``):
+    what ``appendfsync`` changes is how often those bytes are forced to the disk."""
+    text = Path(f"/proc/{server.process.pid}/io").read_text()
+    fields = dict(line.split(": ", 1) for line in text.splitlines())
+    return {"syscw": int(fields["syscw"]), "write_bytes": int(fields["write_bytes"])}
+
+
 def run_config(
     name: str,
     i: int,
@@ -358,8 +375,10 @@ def run_config(
     nginx: Nginx,
     server: RedisServer | None,
     args: Any,
+    mode: str = "none",
 ) -> dict[str, Any]:
     workers_n = {"memory": 1, "redis1": 1, "redis2": 2}[name]
+    label = name if server is None or mode == "none" else f"{name}/{mode}"
     settings: dict[str, Any] = dict(kv.split("=", 1) for kv in args.set)
     client = sampler = None
     base: dict[str, int] = {}
@@ -380,11 +399,14 @@ def run_config(
             "FRONTIER_REDIS_KEY": KEY,
         }
         r_cpu0 = redis_cpu(client)
+        io0 = redis_io(server)
+        aof0 = int(client.info("persistence").get("aof_current_size", 0))
     load0 = os.getloadavg()[0]
     n_cpu0 = nginx.cpu()
     offset = nginx.log_offset()
     t0 = time.monotonic()
-    workers = [Worker(root / f"{name}-{i}" / "w0", sites_dir, settings, seeds)]
+    run_dir = root / f"{label.replace('/', '-')}-{i}"
+    workers = [Worker(run_dir / "w0", sites_dir, settings, seeds)]
     if server is not None:
         sampler = Sampler(server.client(), base)
         sampler.start()
@@ -393,19 +415,25 @@ def run_config(
         while client.scard("{" + KEY + "}:seen") == 0:
             time.sleep(0.02)
         workers += [
-            Worker(root / f"{name}-{i}" / f"w{k}", sites_dir, settings, None)
-            for k in range(1, workers_n)
+            Worker(run_dir / f"w{k}", sites_dir, settings, None) for k in range(1, workers_n)
         ]
     for w in workers:
         w.join(args.timeout)
     wall = max(w.end for w in workers) - t0
     n_cpu = nginx.cpu() - n_cpu0
     load1 = os.getloadavg()[0]
-    result: dict[str, Any] = {"config": name, "run": i, "wall": wall, "load": (load0, load1)}
-    if client is not None and sampler is not None:
+    result: dict[str, Any] = {"config": label, "run": i, "wall": wall, "load": (load0, load1)}
+    if client is not None and sampler is not None and server is not None:
         sampler.stop.set()
         sampler.join()
         result["redis_cpu"] = redis_cpu(client) - r_cpu0
+        io1 = redis_io(server)
+        persistence = client.info("persistence")
+        result["persistence"] = mode
+        result["aof_bytes"] = int(persistence.get("aof_current_size", 0)) - aof0  # this run's
+        result["aof_delayed_fsync"] = int(persistence.get("aof_delayed_fsync", 0))
+        result["redis_write_calls"] = io1["syscw"] - io0["syscw"]
+        result["redis_disk_bytes"] = io1["write_bytes"] - io0["write_bytes"]
         result["redis_cpu_sampler"] = sampler_usec(client) / 1e6  # the sampler's own commands
         seen = int(client.scard("{" + KEY + "}:seen"))
         end = data_memory(client, base)
@@ -481,14 +509,23 @@ def summarize(results: list[dict[str, Any]]) -> None:
             f"peak {r.get('peak', {}).get('queued', 0)}) "
             f"tail {r.get('tail_one_host', 0):.1f}s on {r.get('last_host')} "
             f"load {r['load'][0]:.2f}->{r['load'][1]:.2f} finish {r['finish']} exit {r['exit']}"
+            + (
+                f" AOF {r['aof_bytes'] / 1e6:.1f} MB, redis write calls {r['redis_write_calls']},"
+                f" disk {r['redis_disk_bytes'] / 1e6:.1f} MB, delayed fsyncs"
+                f" {r['aof_delayed_fsync']}"
+                if "aof_bytes" in r
+                else ""
+            )
         )
-    names = [n for n in ("memory", "redis1", "redis2") if any(r["config"] == n for r in results)]
+    names = list(dict.fromkeys(r["config"] for r in results))
     print("\nmedians:")
     for n in names:
         print(
             f"{n:7} pages/s {med(n, lambda r: r['pages'] / r['wall']):.1f} "
             f"worker ms/page {med(n, lambda r: 1000 * r['worker_cpu'] / r['pages']):.2f} "
-            f"pages/worker-CPU-s {med(n, lambda r: r['pages'] / r['worker_cpu']):.1f}"
+            f"pages/worker-CPU-s {med(n, lambda r: r['pages'] / r['worker_cpu']):.1f} "
+            f"redis ms/page {med(n, lambda r: 1000 * r.get('redis_cpu', 0) / r['pages']):.3f} "
+            f"wall {med(n, lambda r: r['wall']):.1f}s"
         )
 
 
@@ -514,6 +551,14 @@ def main() -> None:
         metavar="PREFIX",
         help="leave out a tree (e.g. unstable-book: a chain of next-page links)",
     )
+    parser.add_argument(
+        "--persistence",
+        default="none",
+        help="Redis persistence modes to compare, comma-separated: none, everysec, always",
+    )
+    parser.add_argument(
+        "--redis-dir", default="", help="where the redis-servers keep their files (AOF)"
+    )
     parser.add_argument("--json", default="")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
@@ -521,7 +566,16 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-redis-workers-"))
     (root / "nginx").mkdir()
     nginx = Nginx(root / "nginx", trees, args.port)
-    server = start_redis(root)
+    modes = args.persistence.split(",")
+    if unknown := set(modes) - set(PERSISTENCE):
+        parser.error(f"--persistence: unknown {', '.join(sorted(unknown))}")
+    redis_root = Path(args.redis_dir or root) / f"redis-{os.getpid()}"
+    servers: dict[str, RedisServer] = {}
+    for mode in modes:
+        (redis_root / mode).mkdir(parents=True)
+        servers[mode] = start_redis(
+            redis_root / mode, timeout=30, aof=None if mode == "none" else mode
+        )
     results = []
     try:
         sites_dir = root / "sites"
@@ -530,24 +584,29 @@ def main() -> None:
         print("trees:", ", ".join(f"{h}=/{p}/" for h, (_, p) in hosts))
         for i in range(args.runs):
             for name in args.configs.split(","):
-                r = run_config(
-                    name,
-                    i,
-                    root,
-                    sites_dir,
-                    seeds,
-                    nginx,
-                    None if name == "memory" else server,
-                    args,
-                )
-                results.append(r)
-                print(json.dumps(r), flush=True)
+                for mode in ["none"] if name == "memory" else modes:
+                    r = run_config(
+                        name,
+                        i,
+                        root,
+                        sites_dir,
+                        seeds,
+                        nginx,
+                        None if name == "memory" else servers[mode],
+                        args,
+                        mode,
+                    )
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
         summarize(results)
-        with server.client() as c:
+        with servers[modes[0]].client() as c:
             print("redis", c.info("server")["redis_version"], "redis-py", redis.__version__)
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
         nginx.stop()
+        if args.redis_dir:
+            shutil.rmtree(redis_root, ignore_errors=True)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
         if not args.keep:

@@ -9,6 +9,7 @@ CI (``CI=true``), where a missing server is a failure: CI must not go green by t
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import socket
@@ -18,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -31,14 +33,132 @@ def free_port() -> int:
 
 
 @dataclass
+class TlsFiles:
+    """A throwaway certificate authority and the server's and a client's certificates (PEM)."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+
+def make_tls_files(root: Path) -> TlsFiles:
+    """A self-signed CA, a server certificate for 127.0.0.1 (an IP address SAN: redis-py checks
+    the host name against it) and a client certificate, written under ``root``: what an
+    operator's own CA would issue, with ``cryptography`` (a Scrapy dependency)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def write(stem: str, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> Path:
+        (root / f"{stem}.key").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        path = root / f"{stem}.crt"
+        path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        return path
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("crawler test CA"))
+        .issuer_name(name("crawler test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def issue(cn: str, usage: x509.ObjectIdentifier) -> tuple[x509.Certificate, Any]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if usage == ExtendedKeyUsageOID.SERVER_AUTH:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+                ),
+                critical=False,
+            )
+        return builder.sign(ca_key, hashes.SHA256()), key
+
+    ca = write("ca", ca_cert, ca_key)
+    server_cert, server_key = issue("redis server", ExtendedKeyUsageOID.SERVER_AUTH)
+    client_cert, client_key = issue("crawl worker", ExtendedKeyUsageOID.CLIENT_AUTH)
+    return TlsFiles(
+        ca=ca,
+        server_cert=write("server", server_cert, server_key),
+        server_key=root / "server.key",
+        client_cert=write("client", client_cert, client_key),
+        client_key=root / "client.key",
+    )
+
+
+@dataclass
 class RedisServer:
     process: subprocess.Popen[bytes]
     port: int
     root: Path
     password: str | None = None
+    tls: TlsFiles | None = None
 
     def client(self) -> redis.Redis:
         """A new client (a new connection pool): two of them act like two workers."""
+        if self.tls is not None:
+            return redis.Redis(
+                host="127.0.0.1",
+                port=self.port,
+                password=self.password,
+                ssl=True,
+                ssl_ca_certs=str(self.tls.ca),
+                ssl_certfile=str(self.tls.client_cert),
+                ssl_keyfile=str(self.tls.client_key),
+            )
         return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
     def stop(self) -> None:
@@ -58,10 +178,12 @@ def start_redis(
     port: int | None = None,
     aof: str | None = None,
     password: str | None = None,
+    tls: TlsFiles | None = None,
 ) -> RedisServer:
     """Start ``redis-server`` under ``root`` and wait until it answers PING. ``port``: that
     one (a restart); ``aof``: append-only file on, with this ``appendfsync`` policy;
-    ``password``: clients must give it (``requirepass``)."""
+    ``password``: clients must give it (``requirepass``); ``tls``: the port speaks TLS only
+    (no plain port) and clients must show a certificate of the same CA."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not installed (apt-get install redis-server)"
@@ -75,13 +197,22 @@ def start_redis(
         persistence = ["--appendonly", "yes", "--appendfsync", aof]
     if password is not None:
         persistence += ["--requirepass", password]
+    listen = ["--port"]
+    if tls is not None:
+        persistence += [
+            "--tls-cert-file", str(tls.server_cert),
+            "--tls-key-file", str(tls.server_key),
+            "--tls-ca-cert-file", str(tls.ca),
+            "--tls-auth-clients", "yes",
+        ]  # fmt: skip
+        listen = ["--port", "0", "--tls-port"]
     for _ in range(3):  # the free port may be taken by someone else before the server binds
         port = fixed or free_port()
         log = root / f"redis-{port}.log"
         process = subprocess.Popen(
             [
                 binary,
-                "--port", str(port),
+                *listen, str(port),
                 "--bind", "127.0.0.1",
                 "--save", "",
                 *persistence,
@@ -91,7 +222,7 @@ def start_redis(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        server = RedisServer(process, port, root, password)
+        server = RedisServer(process, port, root, password, tls)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and process.poll() is None:
             try:

@@ -50,6 +50,13 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -s FRONTIER_BACKEND=redis "
     "-s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     "redis-cli rpush web:start_urls https://example.org/": "run",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis "
+    "-s REDIS_URL=rediss://redis.internal:6380/0 -s REDIS_PASSWORD_FILE=/etc/crawl/redis.pass "
+    """-s 'REDIS_PARAMS={"ssl_ca_certs": "/etc/crawl/ca.crt", "ssl_certfile": """
+    """"/etc/crawl/worker.crt", "ssl_keyfile": "/etc/crawl/worker.key"}'""": (
+        "skip: an operator's TLS Redis and certificates; tests/test_redis_tls.py crawls over "
+        "rediss:// with a CA of its own"
+    ),
     ".venv/bin/scrapy frontier web"
     " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     ".venv/bin/scrapy frontier web --json"
