@@ -64,6 +64,9 @@ FRONTIER_LINK_CACHE_SIZE = 1_000_000
 FRONTIER_PRIORITY_POLICY = "depth"
 # Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
 FRONTIER_PROGRESS_INTERVAL = 30.0
+# Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires
+# late by the time the reactor spent elsewhere; reactor/stall_max_ms is the longest. 0: off.
+REACTOR_STALL_INTERVAL = 0.01
 
 # --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.

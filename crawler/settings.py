@@ -105,6 +105,7 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "crawler.extensions.statsfile.StatsFile": 900,
     "crawler.extensions.progress.FrontierProgress": 500,
+    "crawler.extensions.stall.ReactorStallMonitor": 510,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
