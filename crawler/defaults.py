@@ -67,6 +67,9 @@ FRONTIER_PROGRESS_INTERVAL = 30.0
 # Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires
 # late by the time the reactor spent elsewhere; reactor/stall_max_ms is the longest. 0: off.
 REACTOR_STALL_INTERVAL = 0.01
+# Parse, main text and near-duplicate checks on a thread of their own (crawler/offload.py), so a
+# big page does not hold up the reactor (and every host that comes due) while it is worked on.
+CONTENT_THREAD = True
 
 # --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.

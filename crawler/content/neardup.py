@@ -50,7 +50,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -172,9 +172,13 @@ class Features:
 class NearDuplicateDetector:
     """In-memory near-duplicate index of the pages a crawl has kept.
 
-    Not thread-safe (Scrapy calls pipelines from one thread). ``num_perm`` is the sketch size
-    (hash values kept per page).
+    Not thread-safe: one thread at a time. ``runs_in_thread`` tells the pipeline it may make
+    every call from the crawl's content thread (one thread, calls in item order) instead of the
+    reactor's; reads of the per-host counters (:meth:`host_duplicate_ratio`) may come from
+    another thread. ``num_perm`` is the sketch size (hash values kept per page).
     """
+
+    runs_in_thread: ClassVar[bool] = True
 
     def __init__(
         self,

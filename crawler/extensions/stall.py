@@ -22,8 +22,6 @@ from typing import Any
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from twisted.internet import reactor
-
 from crawler import defaults
 
 __all__ = ["ReactorStallMonitor"]
@@ -63,6 +61,8 @@ class ReactorStallMonitor:
         self._arm()
 
     def _arm(self) -> None:
+        from twisted.internet import reactor  # here: a module-level import installs the default
+
         self._due = perf_counter() + self.interval
         self._call = reactor.callLater(self.interval, self._fired)  # type: ignore[attr-defined]
 
