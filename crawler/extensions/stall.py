@@ -22,6 +22,7 @@ from typing import Any
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+
 from crawler import defaults
 
 __all__ = ["ReactorStallMonitor"]

@@ -199,7 +199,7 @@ class SiteSpider(scrapy.Spider):
             worker = content_worker(getattr(self, "crawler", None))
             if worker is not None:
                 return self._parse_offloaded(response, worker)
-        return self._parse(response)
+        return self._parse_inline(response)
 
     async def _parse_offloaded(
         self, response: Response, worker: ContentWorker
@@ -208,10 +208,11 @@ class SiteSpider(scrapy.Spider):
         page = await maybe_deferred_to_future(
             worker.run(self._html_page, response, url, meta, item, directives)
         )
+        self.crawler.stats.inc_value("content/offloaded")
         for request_or_item in self._finish_html(response, page):
             yield request_or_item
 
-    def _parse(self, response: Response) -> Iterator[PageItem | scrapy.Request]:
+    def _parse_inline(self, response: Response) -> Iterator[PageItem | scrapy.Request]:
         url, meta, item, directives = self._start_item(response)
         if response.status == 304:
             yield from self._not_modified(response, url, meta)
