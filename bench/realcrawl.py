@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,9 @@ DEFAULT_TREES = (
 STALL = {"crawler.extensions.stall.ReactorStallMonitor": 510}
 
 
-def write_site(sites_dir: Path, nginx: Nginx, trees: list[tuple[str, str]]) -> tuple[Path, str]:
+def write_site(
+    sites_dir: Path, nginx: Nginx, trees: list[tuple[str, str]], delay: float = 0.0
+) -> tuple[Path, str]:
     """The site config of this crawler, the seeds file, and the stock spider's allow pattern."""
     sites_dir.mkdir(parents=True, exist_ok=True)
     prefixes = [
@@ -65,9 +68,9 @@ hosts = [{", ".join(f'"{h}"' for h in nginx.hosts)}]
 allow = [{", ".join(f"'{p}'" for p in prefixes)}]
 max_depth = 10000
 [politeness]
-min_delay = 0
+min_delay = {delay}
 delay_factor = 0
-host_concurrency = 2
+host_concurrency = {1 if delay else 2}
 '''
     )
     seeds = sites_dir / "seeds.txt"
@@ -123,11 +126,39 @@ def command(config: str, run_dir: Path, sites_dir: Path, seeds: Path, allow: str
     return cmd, cwd
 
 
+def politeness(requests: list[list[str]], delay: float) -> dict[str, Any]:
+    """Politeness as ``bench/politeness.py`` scores it, from nginx's log: per host, the ideal
+    span of its n fetches ((n - 1) x delay; loopback answers take ~1 ms) over the real one,
+    averaged; and the gaps between two fetches of a host (times are when nginx finished each
+    answer, robots.txt included)."""
+    by_host: dict[str, list[float]] = {}
+    for r in requests:
+        by_host.setdefault(r[1], []).append(float(r[0]))
+    scores, gaps = [], []
+    for times in by_host.values():
+        times.sort()
+        if len(times) < 3:
+            continue
+        span = times[-1] - times[0]
+        scores.append((len(times) - 1) * delay / span if span else 0.0)
+        gaps += [b - a for a, b in pairwise(times)]
+    return {
+        "rate_vs_ideal": round(statistics.mean(scores), 3) if scores else None,
+        "min_gap": round(min(gaps), 3) if gaps else None,
+        "median_gap": round(statistics.median(gaps), 3) if gaps else None,
+        "gaps_below_delay": sum(g < delay - 0.002 for g in gaps),
+        "gaps": len(gaps),
+    }
+
+
 def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, allow: str,
                nginx: Nginx, extra: dict[str, str], timeout: float) -> dict[str, Any]:
     run_dir = root / f"{config}-{i}"
     run_dir.mkdir()
-    cmd, cwd = command(config, run_dir, sites_dir, seeds, allow, extra)
+    settings = {k: v for k, v in extra.items() if not k.startswith("_")}
+    cmd, cwd = command(config, run_dir, sites_dir, seeds, allow, settings)
+    if extra.get("_profile"):
+        cmd += ["--profile", str(run_dir / "crawl.prof")]
     offset = nginx.log_offset()
     load0 = os.getloadavg()[0]
     start = time.monotonic()
@@ -152,7 +183,8 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
     urls = Counter((r[1], r[4]) for r in pages)
     cpu = usage.ru_utime + usage.ru_stime
     ok = statuses.get("200", 0)
-    return {
+    polite = politeness(requests, float(extra.get("_delay", 0))) if "_delay" in extra else {}
+    return polite | {
         "config": config, "run": i, "exit": code, "wall": wall, "cpu": cpu,
         "user": usage.ru_utime, "sys": usage.ru_stime, "maxrss_mb": usage.ru_maxrss / 1024,
         "pages": ok, "fetches": len(pages), "distinct": len(urls),
@@ -178,6 +210,14 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra setting for this crawler's runs")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument(
+        "--politeness", type=float, default=0.0, metavar="DELAY",
+        help="crawl with this per-host delay (host concurrency 1) for --window seconds and "
+             "score politeness (this crawler only)",
+    )
+    parser.add_argument("--window", type=float, default=40.0)
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile each crawl (scrapy --profile; kept with --keep)")
     parser.add_argument("--json", default="")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -187,12 +227,16 @@ def main() -> None:
     if missing:
         print("missing trees (skipped):", ", ".join(sorted(missing)))
     extra = dict(kv.split("=", 1) for kv in args.set)
+    if args.profile:
+        extra["_profile"] = "1"
+    if args.politeness:
+        extra |= {"_delay": str(args.politeness), "CLOSESPIDER_TIMEOUT": str(args.window)}
     root = Path(tempfile.mkdtemp(prefix="bench-realcrawl-"))
     (root / "nginx").mkdir()
     nginx = Nginx(root / "nginx", trees, args.port)
     results: list[dict[str, Any]] = []
     try:
-        seeds, allow = write_site(root / "sites", nginx, trees)
+        seeds, allow = write_site(root / "sites", nginx, trees, args.politeness)
         print("trees:", ", ".join(p for _, p in trees))
         for i in range(args.runs):
             for config in args.configs.split(","):
@@ -214,6 +258,10 @@ def main() -> None:
         print(f"{r['config']:8} {r['pages']:>6} {r['cpu']:>7.1f} {r['ms_per_page']:>8.2f} "
               f"{r['wall']:>7.1f} {r['stall_max_ms'] or 0:>9.1f} {r['stall_p99_ms'] or 0:>5.0f} "
               f"{r['stalls_over_20ms'] or 0:>6} {r['stalls_over_100ms'] or 0:>6}")
+        if "rate_vs_ideal" in r:
+            print(f"         politeness: rate vs ideal {r['rate_vs_ideal']}, gaps below the "
+                  f"delay {r['gaps_below_delay']} of {r['gaps']}, smallest {r['min_gap']} s, "
+                  f"median {r['median_gap']} s")
     by: dict[str, list[float]] = {}
     for r in results:
         by.setdefault(r["config"], []).append(r["ms_per_page"])
