@@ -48,6 +48,7 @@ DEFAULT_TREES = (
     "reference,nomicon,edition-guide,rustc,cargo,error_codes,std,nodejs/api,valgrind/html"
 )
 STALL = {"crawler.extensions.stall.ReactorStallMonitor": 510}
+BASELINE: Path | None = None  # --baseline: an older checkout, run as the "before" config
 
 
 def write_site(
@@ -107,7 +108,7 @@ def command(config: str, run_dir: Path, sites_dir: Path, seeds: Path, allow: str
                "-a", f"seeds={seeds}", "-a", f"allow={allow}"]
         cwd = run_dir
     else:
-        on = config == "ours"
+        on = config in ("ours", "before")
         settings |= {
             "SITES_DIR": sites_dir,
             "STATS_FILE": run_dir / "stats.json",
@@ -117,8 +118,15 @@ def command(config: str, run_dir: Path, sites_dir: Path, seeds: Path, allow: str
         }
         if on:
             settings["CRAWLDB_PATH"] = run_dir / "crawldb.sqlite"
+        if config == "before":  # its settings.py predates the stall probe
+            settings["EXTENSIONS"] = json.dumps(STALL | {
+                "crawler.extensions.statsfile.StatsFile": 900,
+                "crawler.extensions.progress.FrontierProgress": 500,
+                "crawler.extensions.recrawl.RecrawlExtension": 100,
+                "scrapy.extensions.logstats.LogStats": None,
+            })
         cmd = [sys.executable, "-m", "scrapy", "crawl", SITE, "-a", f"seeds={seeds}"]
-        cwd = PROJECT
+        cwd = BASELINE if config == "before" and BASELINE else PROJECT
     settings |= extra
     cmd += ["-o", f"{run_dir / 'items.jsonl'}:jsonlines"]
     for key, value in settings.items():
@@ -163,7 +171,7 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
     load0 = os.getloadavg()[0]
     start = time.monotonic()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(PROJECT)),
+        cmd, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(cwd if config == "before" else PROJECT)),
         stdout=subprocess.DEVNULL, stderr=open(run_dir / "stderr", "wb"),  # noqa: SIM115
     )
     try:
@@ -216,11 +224,26 @@ def main() -> None:
              "score politeness (this crawler only)",
     )
     parser.add_argument("--window", type=float, default=40.0)
+    parser.add_argument(
+        "--baseline", type=Path, default=None, metavar="DIR",
+        help="an older checkout of the project (git archive): the config 'before' crawls with "
+             "it, every feature on, for a before/after in one run; the stall probe is copied in",
+    )
     parser.add_argument("--profile", action="store_true",
                         help="cProfile each crawl (scrapy --profile; kept with --keep)")
     parser.add_argument("--json", default="")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.baseline is not None:
+        global BASELINE
+        BASELINE = args.baseline.resolve()
+        probe = BASELINE / "crawler" / "extensions" / "stall.py"
+        if not probe.exists():
+            shutil.copy(PROJECT / "crawler" / "extensions" / "stall.py", probe)
+            defaults = BASELINE / "crawler" / "defaults.py"
+            if "REACTOR_STALL_INTERVAL" not in defaults.read_text():
+                with defaults.open("a") as f:
+                    f.write("\nREACTOR_STALL_INTERVAL = 0.01\n")
     wanted = args.trees.split(",")
     trees = [t for t in default_trees() if t[1] in wanted]
     missing = set(wanted) - {p for _, p in trees}

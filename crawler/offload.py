@@ -16,9 +16,13 @@ thread:
 * not a process pool: shipping a page's text and links back costs a copy per page, and the
   near-duplicate detector's state would have to live in the child.
 
+The full-text index gets a thread of its own (:func:`index_worker`): a SQLite connection
+belongs to the thread that opened it, so the index pipeline opens it there and writes only from
+there. The crawl database stays on the reactor thread: the scheduler and the conditional-GET
+middleware read it synchronously.
+
 Threads add no CPU: ``bench/realcrawl.py`` measures CPU per page and the longest stall with and
-without (``CONTENT_THREAD``). SQLite connections stay where they are (the index and the crawl
-database write from the reactor thread, which opened them).
+without (``CONTENT_THREAD``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from twisted.python.threadpool import ThreadPool
 
 from crawler import defaults
 
-__all__ = ["ContentWorker", "content_worker"]
+__all__ = ["ContentWorker", "content_worker", "index_worker"]
 
 _T = TypeVar("_T")
 
@@ -43,8 +47,8 @@ class ContentWorker:
     """One worker thread; :meth:`run` calls a function there and fires a Deferred with its
     result on the reactor thread."""
 
-    def __init__(self) -> None:
-        self._pool = ThreadPool(minthreads=1, maxthreads=1, name="crawler-content")
+    def __init__(self, name: str = "content") -> None:
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name=f"crawler-{name}")
         self._pool.start()
 
     def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Deferred[_T]:
@@ -60,22 +64,35 @@ class ContentWorker:
 
 
 def content_worker(crawler: Crawler | None) -> ContentWorker | None:
-    """The crawl's content worker, started on first use and stopped when the engine stops;
-    ``None`` with ``CONTENT_THREAD`` off or outside a running crawl (a test calling a spider or
-    pipeline directly gets the plain synchronous path)."""
+    """The crawl's content worker (parsing, main text, near-duplicates), started on first use
+    and stopped when the engine stops; ``None`` with ``CONTENT_THREAD`` off or outside a running
+    crawl (a test calling a spider or pipeline directly gets the plain synchronous path)."""
+    return _worker(crawler, "content")
+
+
+def index_worker(crawler: Crawler | None) -> ContentWorker | None:
+    """The index writer's thread (the index pipeline opens its SQLite connection there and
+    makes every write from it): FTS5 tokenizes a page's text in C with the GIL released, so it
+    even overlaps the content thread's Python. Same rules as :func:`content_worker`."""
+    return _worker(crawler, "index")
+
+
+def _worker(crawler: Crawler | None, name: str) -> ContentWorker | None:
     if crawler is None or not getattr(crawler, "crawling", False):
         return None
-    worker: ContentWorker | None = getattr(crawler, "_crawler_content_worker", None)
-    if worker is not None:
-        return worker
-    if not crawler.settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD):
-        return None
-    worker = ContentWorker()
-    crawler._crawler_content_worker = worker  # type: ignore[attr-defined]
+    workers: dict[str, ContentWorker] | None = getattr(crawler, "_crawler_workers", None)
+    if workers is None:
+        if not crawler.settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD):
+            return None
+        workers = crawler._crawler_workers = {}  # type: ignore[attr-defined]
 
-    def stopped() -> None:
-        worker.stop()
-        crawler._crawler_content_worker = None  # type: ignore[attr-defined]
+        def stopped() -> None:
+            for worker in workers.values():
+                worker.stop()
+            workers.clear()
 
-    crawler.signals.connect(stopped, signals.engine_stopped, weak=False)
+        crawler.signals.connect(stopped, signals.engine_stopped, weak=False)
+    worker = workers.get(name)
+    if worker is None:
+        worker = workers[name] = ContentWorker(name)
     return worker

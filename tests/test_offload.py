@@ -2,8 +2,9 @@
 
 A real crawl of a loopback site with one big page (a 2 MB single-page manual: seconds of parsing
 and main text on a loaded machine) and a few small ones, with ``CONTENT_THREAD`` on and off:
-the items (text, main text, outlinks, near-duplicate decisions) are the same, the pages went
-through the content thread only when it is on, and the reactor-stall probe reported.
+the items (text, main text, outlinks, near-duplicate decisions) and what the index took are the
+same, the pages went through the content thread only when it is on (the index writes on its
+own thread then), and the reactor-stall probe reported.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     assert len(on["big.html"]["main_text"]) >= 500_000
     assert on["small/copy.html"]["duplicate_of"]  # decisions were made (and agree)
     assert on_stats["content/offloaded"] == len(on)
+    for key in ("index/documents", "index/aliases", "neardup/new", "neardup/exact"):
+        assert on_stats.get(key) == off_stats.get(key), key
     assert "content/offloaded" not in off_stats
     for stats in (on_stats, off_stats):
         assert stats["reactor/stall_samples"] > 0
