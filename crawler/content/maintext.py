@@ -209,7 +209,7 @@ def _drop_boilerplate(root: etree._Element) -> None:
 
 # id/class strings already judged: most pages of a site repeat the same few
 _names_cache: dict[str, bool] = {}
-_NAMES_CACHE_MAX = 50_000
+_NAMES_CACHE_MAX = 4096
 
 
 def _inside_content(el: etree._Element, content: set[etree._Element]) -> bool:

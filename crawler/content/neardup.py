@@ -50,7 +50,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -94,8 +94,14 @@ SAME_TITLE_CONTAINMENT = 0.75
 # nothing; a less similar one (a sibling let through while the model was young) still teaches
 # it, so a shared section flagged early becomes template instead of staying unlearned.
 TEACHING_SIMILARITY = 0.9
-_NONE = np.uint32(0xFFFFFFFF)
 _BUFFER = 4096  # anchor postings kept in a dict before they are merged into the sorted arrays
+
+
+class _Packed(NamedTuple):
+    """Where a journaled sketch sits in the detector's pool until the journal is drained."""
+
+    offset: int
+    length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +216,13 @@ class NearDuplicateDetector:
         self.seed = seed
         self.templates = HostTemplates()
         self._template_arrays: dict[str, tuple[int, np.ndarray]] = {}
-        k = num_perm
-        self._sketch = np.full((64, k), _NONE, dtype=np.uint32)
-        self._sketch_blocks = np.zeros((64, k), dtype=np.uint32)
+        # Sketches of originals, packed: doc's hashes at _pool[o:o+n], their blocks at
+        # _pool[o+n:o+2n] (o = _offset[doc], n = _length[doc]); no row of num_perm for a
+        # duplicate or a short page, and growth by a quarter, not doubling.
+        self._pool = np.empty(0, dtype=np.uint32)
+        self._pool_used = 0
+        self._offset = np.zeros(64, dtype=np.int64)
+        self._length = np.zeros(64, dtype=np.uint16)
         self._cover = np.zeros(64, dtype=np.uint32)
         self._alive = np.zeros(64, dtype=bool)
         self._host_of = np.zeros(64, dtype=np.int32)
@@ -390,9 +400,7 @@ class NearDuplicateDetector:
     ) -> tuple[float, float]:
         """Jaccard similarity and containment of the two sketches, both without either host's
         template, over the hash range both cover."""
-        stored = self._sketch[doc]
-        n = int(np.searchsorted(stored, _NONE))
-        other, other_blocks = stored[:n], self._sketch_blocks[doc, :n]
+        other, other_blocks = self._stored(doc)
         limit = min(cover, int(self._cover[doc]))
         filters = [t for t in (template_a, template_b) if t is not None and len(t)]
         mine_keep = sketch <= limit
@@ -448,9 +456,12 @@ class NearDuplicateDetector:
             if features is not None:
                 self.templates.learn(host, features.blocks)
                 self._store(own, features.sketch, features.sketch_blocks, features.cover)
+                # the sketch is copied out of the pool at drain time (append-only: the slice
+                # stays valid), not held twice until then
+                n = len(features.sketch)
                 self._journal.append((
-                    "o", url, host, key, features.sketch.tobytes(),
-                    features.sketch_blocks.tobytes(), features.cover, title_id,
+                    "o", url, host, key, _Packed(int(self._offset[own]), n), None,
+                    features.cover, title_id,
                 ))
             else:
                 self._journal.append(("o", url, host, key, b"", b"", 0xFFFFFFFF, title_id))
@@ -461,23 +472,30 @@ class NearDuplicateDetector:
     def _grow(self, doc: int) -> None:
         if doc < len(self._cover):
             return
-        size = max(doc + 1, 2 * len(self._cover))
-        k = self.num_perm
-        for name, fill, shape in (
-            ("_sketch", _NONE, (size, k)), ("_sketch_blocks", 0, (size, k)),
-            ("_cover", 0, (size,)), ("_alive", False, (size,)), ("_host_of", 0, (size,)),
-            ("_title", 0, (size,)),
-        ):
+        size = max(doc + 1, len(self._cover) + len(self._cover) // 4 + 64)
+        for name in ("_offset", "_length", "_cover", "_alive", "_host_of", "_title"):
             old = getattr(self, name)
-            grown = np.full(shape, fill, dtype=old.dtype)
+            grown = np.zeros(size, dtype=old.dtype)
             grown[: len(old)] = old
             setattr(self, name, grown)
 
+    def _stored(self, doc: int) -> tuple[np.ndarray, np.ndarray]:
+        """The stored sketch of ``doc`` and the block of each of its hashes."""
+        o, n = int(self._offset[doc]), int(self._length[doc])
+        return self._pool[o : o + n], self._pool[o + n : o + 2 * n]
+
     def _store(self, doc: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> None:
         n = len(sketch)
-        self._sketch[doc, :n] = sketch
-        self._sketch[doc, n:] = _NONE
-        self._sketch_blocks[doc, :n] = blocks
+        used = self._pool_used
+        if used + 2 * n > len(self._pool):
+            grown = np.empty(max(used + 2 * n, len(self._pool) * 5 // 4 + 4096), np.uint32)
+            grown[:used] = self._pool[:used]
+            self._pool = grown
+        self._pool[used : used + n] = sketch
+        self._pool[used + n : used + 2 * n] = blocks
+        self._offset[doc] = used
+        self._length[doc] = n
+        self._pool_used = used + 2 * n  # a refetched original's old sketch stays unused
         self._cover[doc] = cover
         self._alive[doc] = True
         for anchor in sketch[:ANCHORS].tolist():
@@ -522,6 +540,12 @@ class NearDuplicateDetector:
         rebuilds the detector."""
         records = self._journal
         self._journal = []
+        pool = self._pool
+        for i, record in enumerate(records):
+            if record[0] == "o" and isinstance(record[4], _Packed):
+                o, n = record[4]
+                records[i] = (*record[:4], pool[o : o + n].tobytes(),
+                              pool[o + n : o + 2 * n].tobytes(), *record[6:])
         for host, block in self.templates.journal:
             records.append(("t", host, block, self.templates.pages(host)))
         self.templates.journal = []
@@ -570,10 +594,9 @@ class NearDuplicateDetector:
                 out.append(("d", url, host, True))
                 continue
             if self._alive[doc]:
-                n = int(np.searchsorted(self._sketch[doc], _NONE))
-                out.append(("o", url, host, key, self._sketch[doc, :n].tobytes(),
-                            self._sketch_blocks[doc, :n].tobytes(), int(self._cover[doc]),
-                            int(self._title[doc])))
+                sketch, blocks = self._stored(doc)
+                out.append(("o", url, host, key, sketch.tobytes(), blocks.tobytes(),
+                            int(self._cover[doc]), int(self._title[doc])))
             else:
                 out.append(("o", url, host, key, b"", b"", 0xFFFFFFFF, int(self._title[doc])))
         return out
