@@ -27,6 +27,7 @@ without (``CONTENT_THREAD``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -85,6 +86,11 @@ def _worker(crawler: Crawler | None, name: str) -> ContentWorker | None:
         if not crawler.settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD):
             return None
         workers = crawler._crawler_workers = {}  # type: ignore[attr-defined]
+        interval = crawler.settings.getfloat(
+            "CONTENT_THREAD_SWITCH_INTERVAL", defaults.CONTENT_THREAD_SWITCH_INTERVAL
+        )
+        if interval > 0:
+            sys.setswitchinterval(interval)
 
         def stopped() -> None:
             for worker in workers.values():
