@@ -143,6 +143,8 @@ def politeness(requests: list[list[str]], delay: float) -> dict[str, Any]:
     for r in requests:
         by_host.setdefault(r[1], []).append(float(r[0]))
     scores, gaps = [], []
+    long_at: list[tuple[float, int, float]] = []  # (gap, its index in the host, s since start)
+    first = min((float(r[0]) for r in requests), default=0.0)
     for times in by_host.values():
         times.sort()
         if len(times) < 3:
@@ -150,7 +152,12 @@ def politeness(requests: list[list[str]], delay: float) -> dict[str, Any]:
         span = times[-1] - times[0]
         scores.append((len(times) - 1) * delay / span if span else 0.0)
         gaps += [b - a for a, b in pairwise(times)]
+        long_at.extend((round(b - a, 2), i, round(a - first, 1))
+                       for i, (a, b) in enumerate(pairwise(times)) if b - a > 1.5 * delay)
     return {
+        "host_scores": sorted(round(x, 3) for x in scores),
+        "gaps_over_1_5x": sum(g > 1.5 * delay for g in gaps),
+        "longest_gaps": sorted(long_at, reverse=True)[:12],
         "rate_vs_ideal": round(statistics.mean(scores), 3) if scores else None,
         "min_gap": round(min(gaps), 3) if gaps else None,
         "median_gap": round(statistics.median(gaps), 3) if gaps else None,
