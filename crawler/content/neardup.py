@@ -36,9 +36,12 @@ compared on their link texts: main-text extraction keeps link-heavy blocks when 
 little else (:mod:`crawler.content.maintext`), so an index page is its list of entries and one
 inserted paragraph does not outweigh it.
 
-State: per original ~1.1 KB (sketch and block ids, ``num_perm`` x 8 bytes, anchors), URLs and
-fingerprints; it is journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it
-to a file every few seconds and :meth:`NearDuplicateDetector.replay` it on resume.
+State (``bench/realpages.py --costs``: ~1.4 KB per page, plus 1 MB of the shingler's tables):
+per original its sketch and block ids packed in one pool (8 bytes per kept hash, at most
+``num_perm``), 16 anchors in the candidate index, its URL and fingerprint; per duplicate its URL
+and a few bytes; per host the template model's block counts (7 bytes a block, pruned). It is
+journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it to a file every few
+seconds and :meth:`NearDuplicateDetector.replay` it on resume.
 
 A refetched URL replaces its own entry (it is never its own duplicate). Per-host counters of
 duplicates feed the frontier (:meth:`NearDuplicateDetector.host_duplicate_ratio`).
