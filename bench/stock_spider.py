@@ -13,14 +13,16 @@ from scrapy.linkextractors import LinkExtractor
 class StockSpider(scrapy.Spider):
     name = "stock"
 
-    def __init__(self, seeds: str, **kwargs):
+    def __init__(self, seeds: str, allow: str = "", **kwargs):
         super().__init__(**kwargs)
         with open(seeds, encoding="utf-8") as f:
             self.seeds = [line.strip() for line in f if line.strip()]
         self.allowed_domains = sorted({urlsplit(s).hostname for s in self.seeds})
         # scope comes from allowed_domains (OffsiteMiddleware): LinkExtractor(allow_domains=)
         # rejects every URL that has a port, as the loopback test hosts do
-        self.links = LinkExtractor()
+        # ``allow``: one regular expression a followed URL must match (a tree's own prefix),
+        # the usual way to keep a crawl to part of a host
+        self.links = LinkExtractor(allow=allow or ())
 
     async def start(self):
         for url in self.seeds:

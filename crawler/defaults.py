@@ -77,6 +77,16 @@ FRONTIER_LINK_CACHE_SIZE = 1_000_000
 FRONTIER_PRIORITY_POLICY = "depth"
 # Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
 FRONTIER_PROGRESS_INTERVAL = 30.0
+# Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires
+# late by the time the reactor spent elsewhere; reactor/stall_max_ms is the longest. 0: off.
+REACTOR_STALL_INTERVAL = 0.01
+# Parse, main text and near-duplicate checks on a thread of their own (crawler/offload.py), so a
+# big page does not hold up the reactor (and every host that comes due) while it is worked on.
+CONTENT_THREAD = True
+# With those threads busy, the reactor thread waits for the GIL after every system call (select,
+# send, recv, SQLite): up to sys.getswitchinterval() each time, Python's default 5 ms. A shorter
+# interval (process-wide, set when the threads start) cuts that convoy; 0: Python's default.
+CONTENT_THREAD_SWITCH_INTERVAL = 0.001
 
 # --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.

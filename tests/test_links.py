@@ -10,6 +10,9 @@ from crawler.links import UrlJoiner
 
 BASES = [
     "http://127.0.0.2:8080/docs/guide/intro.html",
+    "http://127.0.0.2:8080/std/collections/hash_map/struct.HashMap.html",
+    "http://h/x/y;p",
+    "http://h/a/b/",
     "https://example.org/",
     "https://example.org",
     "https://example.org/a/b/?q=1#frag",
@@ -24,6 +27,11 @@ HREFS = [
     "foo.html#frag", ".hidden", "/trailing/", "C:/windows", "http://h/x?", "http://h/x#",
     "http://h/a;p/x", "https://h/a;p?q#f", "/a;p/b", "a;b", "http://h/x?a=1&b=2#c",
     "https://h:443/x", "Http://h/x", "/x?y=/../z", "p.html?next=/./a",
+    # climbing first, as rustdoc and Sphinx write links
+    "../../std/vec/struct.Vec.html", "../../../../../x.html", "./../a.html", "../.", "../..",
+    "../", "./", "../a/../b.html", "../a/./b", "../?q", "../#f", "../a.html?x=../y#z",
+    "../a:b.html", "..//x", "../.hidden", "../\\x", ".../x", "..x/y", "./a/b.html#c",
+    "#impl-From%3Cu8%3E-for-char", "#a#b", "#?x", "# x",
 ]
 
 

@@ -36,9 +36,12 @@ compared on their link texts: main-text extraction keeps link-heavy blocks when 
 little else (:mod:`crawler.content.maintext`), so an index page is its list of entries and one
 inserted paragraph does not outweigh it.
 
-State: per original ~1.1 KB (sketch and block ids, ``num_perm`` x 8 bytes, anchors), URLs and
-fingerprints; it is journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it
-to a file every few seconds and :meth:`NearDuplicateDetector.replay` it on resume.
+State (``bench/realpages.py --costs``: ~1.4 KB per page, plus 1 MB of the shingler's tables):
+per original its sketch and block ids packed in one pool (8 bytes per kept hash, at most
+``num_perm``), 16 anchors in the candidate index, its URL and fingerprint; per duplicate its URL
+and a few bytes; per host the template model's block counts (7 bytes a block, pruned). It is
+journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it to a file every few
+seconds and :meth:`NearDuplicateDetector.replay` it on resume.
 
 A refetched URL replaces its own entry (it is never its own duplicate). Per-host counters of
 duplicates feed the frontier (:meth:`NearDuplicateDetector.host_duplicate_ratio`).
@@ -56,7 +59,7 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -109,8 +112,14 @@ SAME_TITLE_CONTAINMENT = 0.75
 # nothing; a less similar one (a sibling let through while the model was young) still teaches
 # it, so a shared section flagged early becomes template instead of staying unlearned.
 TEACHING_SIMILARITY = 0.9
-_NONE = np.uint32(0xFFFFFFFF)
 _BUFFER = 4096  # anchor postings kept in a dict before they are merged into the sorted arrays
+
+
+class _Packed(NamedTuple):
+    """Where a journaled sketch sits in the detector's pool until the journal is drained."""
+
+    offset: int
+    length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +173,16 @@ def exact_similarity(text_a: str, text_b: str, shingle_size: int = DEFAULT_SHING
     return len(a & b) / len(a | b)
 
 
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``np.isin(values, sorted_set)`` for a sorted, non-empty ``sorted_set``: a binary search
+    per value. ``np.isin`` sorts (or hashes) both arrays on every call, and the detector makes
+    two such calls per candidate and template: it was a third of a crawl's near-duplicate
+    time."""
+    at = np.searchsorted(sorted_set, values)
+    np.minimum(at, len(sorted_set) - 1, out=at)
+    return sorted_set[at] == values
+
+
 def block_hash(normalized_line: str) -> int:
     """Stable 32-bit id of a normalized block (the same in every process and worker)."""
     return int.from_bytes(
@@ -187,9 +206,13 @@ class Features:
 class NearDuplicateDetector:
     """In-memory near-duplicate index of the pages a crawl has kept.
 
-    Not thread-safe (Scrapy calls pipelines from one thread). ``num_perm`` is the sketch size
-    (hash values kept per page).
+    Not thread-safe: one thread at a time. ``runs_in_thread`` tells the pipeline it may make
+    every call from the crawl's content thread (one thread, calls in item order) instead of the
+    reactor's; reads of the per-host counters (:meth:`host_duplicate_ratio`) may come from
+    another thread. ``num_perm`` is the sketch size (hash values kept per page).
     """
+
+    runs_in_thread: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -211,9 +234,13 @@ class NearDuplicateDetector:
         self.seed = seed
         self.templates = HostTemplates()
         self._template_arrays: dict[str, tuple[int, np.ndarray]] = {}
-        k = num_perm
-        self._sketch = np.full((64, k), _NONE, dtype=np.uint32)
-        self._sketch_blocks = np.zeros((64, k), dtype=np.uint32)
+        # Sketches of originals, packed: doc's hashes at _pool[o:o+n], their blocks at
+        # _pool[o+n:o+2n] (o = _offset[doc], n = _length[doc]); no row of num_perm for a
+        # duplicate or a short page, and growth by a quarter, not doubling.
+        self._pool = np.empty(0, dtype=np.uint32)
+        self._pool_used = 0
+        self._offset = np.zeros(64, dtype=np.int64)
+        self._length = np.zeros(64, dtype=np.uint16)
         self._cover = np.zeros(64, dtype=np.uint32)
         self._alive = np.zeros(64, dtype=bool)
         self._host_of = np.zeros(64, dtype=np.int32)
@@ -343,12 +370,6 @@ class NearDuplicateDetector:
         )
         return (best.doc if best is not None else None), similarity
 
-    def _stored(self, doc: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """A stored original's sketch, its blocks and its cover."""
-        stored = self._sketch[doc]
-        n = int(np.searchsorted(stored, _NONE))
-        return stored[:n], self._sketch_blocks[doc, :n], int(self._cover[doc])
-
     def _similarity(
         self,
         sketch: np.ndarray,
@@ -398,9 +419,12 @@ class NearDuplicateDetector:
             if features is not None:
                 self.templates.learn(host, features.blocks)
                 self._store(own, features.sketch, features.sketch_blocks, features.cover)
+                # the sketch is copied out of the pool at drain time (append-only: the slice
+                # stays valid), not held twice until then
+                n = len(features.sketch)
                 self._journal.append((
-                    "o", url, host, key, features.sketch.tobytes(),
-                    features.sketch_blocks.tobytes(), features.cover, title_id,
+                    "o", url, host, key, _Packed(int(self._offset[own]), n), None,
+                    features.cover, title_id,
                 ))
             else:
                 self._journal.append(("o", url, host, key, b"", b"", 0xFFFFFFFF, title_id))
@@ -411,23 +435,30 @@ class NearDuplicateDetector:
     def _grow(self, doc: int) -> None:
         if doc < len(self._cover):
             return
-        size = max(doc + 1, 2 * len(self._cover))
-        k = self.num_perm
-        for name, fill, shape in (
-            ("_sketch", _NONE, (size, k)), ("_sketch_blocks", 0, (size, k)),
-            ("_cover", 0, (size,)), ("_alive", False, (size,)), ("_host_of", 0, (size,)),
-            ("_title", 0, (size,)),
-        ):
+        size = max(doc + 1, len(self._cover) + len(self._cover) // 4 + 64)
+        for name in ("_offset", "_length", "_cover", "_alive", "_host_of", "_title"):
             old = getattr(self, name)
-            grown = np.full(shape, fill, dtype=old.dtype)
+            grown = np.zeros(size, dtype=old.dtype)
             grown[: len(old)] = old
             setattr(self, name, grown)
 
+    def _stored(self, doc: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The stored sketch of ``doc``, the block of each of its hashes, and its cover."""
+        o, n = int(self._offset[doc]), int(self._length[doc])
+        return self._pool[o : o + n], self._pool[o + n : o + 2 * n], int(self._cover[doc])
+
     def _store(self, doc: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> None:
         n = len(sketch)
-        self._sketch[doc, :n] = sketch
-        self._sketch[doc, n:] = _NONE
-        self._sketch_blocks[doc, :n] = blocks
+        used = self._pool_used
+        if used + 2 * n > len(self._pool):
+            grown = np.empty(max(used + 2 * n, len(self._pool) * 5 // 4 + 4096), np.uint32)
+            grown[:used] = self._pool[:used]
+            self._pool = grown
+        self._pool[used : used + n] = sketch
+        self._pool[used + n : used + 2 * n] = blocks
+        self._offset[doc] = used
+        self._length[doc] = n
+        self._pool_used = used + 2 * n  # a refetched original's old sketch stays unused
         self._cover[doc] = cover
         self._alive[doc] = True
         for anchor in sketch[:ANCHORS].tolist():
@@ -472,6 +503,12 @@ class NearDuplicateDetector:
         rebuilds the detector."""
         records = self._journal
         self._journal = []
+        pool = self._pool
+        for i, record in enumerate(records):
+            if record[0] == "o" and isinstance(record[4], _Packed):
+                o, n = record[4]
+                records[i] = (*record[:4], pool[o : o + n].tobytes(),
+                              pool[o + n : o + 2 * n].tobytes(), *record[6:])
         for host, block in self.templates.journal:
             records.append(("t", host, block, self.templates.pages(host)))
         self.templates.journal = []
@@ -520,10 +557,9 @@ class NearDuplicateDetector:
                 out.append(("d", url, host, True))
                 continue
             if self._alive[doc]:
-                n = int(np.searchsorted(self._sketch[doc], _NONE))
-                out.append(("o", url, host, key, self._sketch[doc, :n].tobytes(),
-                            self._sketch_blocks[doc, :n].tobytes(), int(self._cover[doc]),
-                            int(self._title[doc])))
+                sketch, blocks, _ = self._stored(doc)
+                out.append(("o", url, host, key, sketch.tobytes(), blocks.tobytes(),
+                            int(self._cover[doc]), int(self._title[doc])))
             else:
                 out.append(("o", url, host, key, b"", b"", 0xFFFFFFFF, int(self._title[doc])))
         return out

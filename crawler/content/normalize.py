@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import re
 import unicodedata
+from collections.abc import Iterable
 
 __all__ = ["content_fingerprint", "normalize_lines", "normalize_text", "text_fingerprint"]
 
@@ -45,7 +46,6 @@ _VERSION_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 _NUMBER_SUFFIX = re.compile(r"\d+(?:st|nd|rd|th|am|pm|h|m|s|ms|min|mins|k|x|t\d+)?")
 # Letters and digits alternating this often are an id ("a8f3k2j1"), not a name ("x86", "utf8").
 _ID_TRANSITIONS = 4
-_CACHE_MAX = 200_000
 
 
 def _separators() -> tuple[bytes, re.Pattern[str]]:
@@ -75,9 +75,30 @@ def _separators() -> tuple[bytes, re.Pattern[str]]:
 
 _ASCII_SEPARATORS, _OTHER_SEPARATORS = _separators()
 _ASCII_KEEP_LINES = _ASCII_SEPARATORS[:10] + b"\n" + _ASCII_SEPARATORS[11:]
-# Tokens known to stay as they are. Most of a page's words are in here after the first pages,
-# so a page costs one set difference in C instead of a dictionary lookup per word.
-_plain: set[str] = set()
+
+
+def _masks(tokens: Iterable[str]) -> dict[str, str]:
+    """token -> its placeholder, for the ``tokens`` that :func:`_mask` changes.
+
+    Only tokens that are not all letters (a digit, in any script), long ones and time words can
+    change, and picking them out of a page's distinct words stays in C (``str.isalpha`` through
+    ``filterfalse``, one set intersection). A cache of the words known to stay as they are did
+    that before, at up to 200,000 cached words (~20 MB: the biggest part of the near-duplicate
+    detector's memory on small crawls).
+    """
+    unique = set(tokens)
+    if not unique:
+        return {}
+    candidates = set(itertools.filterfalse(str.isalpha, unique))
+    candidates.update(_TIME_WORDS.intersection(unique))
+    if max(map(len, unique)) >= _LONG_TOKEN:
+        candidates.update(t for t in unique if len(t) >= _LONG_TOKEN)
+    masks: dict[str, str] = {}
+    for token in candidates:
+        masked = _mask(token)
+        if masked is not token:
+            masks[token] = masked
+    return masks
 
 
 def _mask(token: str) -> str:
@@ -113,15 +134,7 @@ def normalize_lines(text: str) -> list[str]:
         text = text.encode("utf-8").translate(_ASCII_KEEP_LINES).decode("utf-8")
         text = _OTHER_SEPARATORS.sub(" ", text)
     lines = [line.split() for line in text.split("\n")]
-    masks: dict[str, str] = {}
-    for token in set().union(*lines).difference(_plain):
-        masked = _mask(token)
-        if masked is token:
-            if len(_plain) >= _CACHE_MAX:
-                _plain.clear()
-            _plain.add(token)
-        else:
-            masks[token] = masked
+    masks = _masks(itertools.chain.from_iterable(lines))
     if masks:
         get = masks.get
         return [" ".join([get(t, t) for t in line]) for line in lines if line]
@@ -147,15 +160,7 @@ def normalize_text(text: str) -> str:
         text = text.encode("utf-8").translate(_ASCII_SEPARATORS).decode("utf-8")
         text = _OTHER_SEPARATORS.sub(" ", text)
     tokens = text.split()
-    masks: dict[str, str] = {}
-    for token in set(tokens).difference(_plain):
-        masked = _mask(token)
-        if masked is token:
-            if len(_plain) >= _CACHE_MAX:
-                _plain.clear()
-            _plain.add(token)
-        else:
-            masks[token] = masked
+    masks = _masks(tokens)
     if masks:
         get = masks.get
         tokens = [get(t, t) for t in tokens]

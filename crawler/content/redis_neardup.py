@@ -69,7 +69,7 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -507,7 +507,11 @@ class RedisNearDuplicateDetector:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend (built by
     ``crawler.redis_backends.RedisNearDuplicateStore``): the detector's interface, its state in
     Redis, shared by every worker. Two round trips per page (three when a host's template grew
-    since this worker last looked). Not thread-safe: one per thread (Scrapy uses one)."""
+    since this worker last looked). Not thread-safe: one thread at a time; ``runs_in_thread``
+    lets the pipeline (and the spider's link-demotion question) use the crawl's content thread,
+    so the round trips do not hold up the reactor."""
+
+    runs_in_thread: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -22,19 +22,31 @@ _pow: np.ndarray = np.ones(1, dtype=np.uint64)
 _inv: np.ndarray = np.ones(1, dtype=np.uint64)
 
 
+# Powers are cached for texts up to this many bytes (2 x 512 KB of tables); a longer text (rarer,
+# and costly anyway) gets its own tables, so one huge page does not pin 16 MB for good.
+_CACHED_POWERS = 1 << 16
+
+
 def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     """BASE**i and BASE**-i modulo 2**64 for i < n, grown geometrically and cached."""
     global _pow, _inv
     if len(_pow) < n:
         size = max(n, 2 * len(_pow), 1 << 14)
-        with np.errstate(over="ignore"):
-            _pow = np.concatenate(
-                ([np.uint64(1)], np.cumprod(np.full(size - 1, _BASE), dtype=np.uint64))
-            )
-            _inv = np.concatenate(
-                ([np.uint64(1)], np.cumprod(np.full(size - 1, _BASE_INV), dtype=np.uint64))
-            )
+        if n > _CACHED_POWERS:
+            return _power_tables(n)
+        _pow, _inv = _power_tables(min(size, _CACHED_POWERS))
     return _pow, _inv
+
+
+def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(over="ignore"):
+        pw = np.concatenate(
+            ([np.uint64(1)], np.cumprod(np.full(size - 1, _BASE), dtype=np.uint64))
+        )
+        inv = np.concatenate(
+            ([np.uint64(1)], np.cumprod(np.full(size - 1, _BASE_INV), dtype=np.uint64))
+        )
+    return pw, inv
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ import re
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from crawler.index.base import (
@@ -153,7 +153,13 @@ def default_index_path(settings: Any) -> str:
 
 
 class SQLiteIndex(Index):
-    """SQLite FTS5 backend; one writer process at a time, any number of readers."""
+    """SQLite FTS5 backend; one writer process at a time, any number of readers.
+
+    ``runs_in_thread``: the index pipeline may open it on a thread of its own and write from
+    there only (a connection belongs to the thread that opened it).
+    """
+
+    runs_in_thread: ClassVar[bool] = True
 
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self.path = str(path)

@@ -29,12 +29,14 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
 from crawler import defaults
-from crawler.backends import open_index
+from crawler.backends import backend_class, open_index
 from crawler.index import Index, PageDocument
 from crawler.index.sqlite import default_index_path
+from crawler.offload import ContentWorker, index_worker
 
 __all__ = ["IndexPipeline"]
 
@@ -59,6 +61,7 @@ class IndexPipeline:
         self._pending = 0
         self._last_commit = time.monotonic()
         self._timer: Any = None
+        self._worker: ContentWorker | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
@@ -76,21 +79,51 @@ class IndexPipeline:
 
     # --- Scrapy hooks -----------------------------------------------------------------------
 
-    def open_spider(self) -> None:
+    def open_spider(self) -> Any:
+        """Open the index; on the index thread (:func:`crawler.offload.index_worker`) when the
+        backend allows it (``runs_in_thread``), and then every write goes there too, so a page
+        of thousands of links or a long text does not hold up the reactor. Returns ``None``, or
+        a coroutine to await."""
+        cls = backend_class(self.crawler.settings, "INDEX_CLASS")
+        self._worker = index_worker(self.crawler) if getattr(cls, "runs_in_thread", False) else None
+        if self._worker is not None:
+            return self._open_offloaded(self._worker)
+        self._open()
+        return None
+
+    async def _open_offloaded(self, worker: ContentWorker) -> None:
+        await maybe_deferred_to_future(worker.run(self._open))
+
+    def _open(self) -> None:
         self.index = open_index(self.crawler.settings)
         logger.info("Indexing into %s", getattr(self.index, "path", None)
                     or default_index_path(self.crawler.settings))
         if self.commit_interval > 0:
             self._start_timer()
 
-    def close_spider(self) -> None:
+    def close_spider(self) -> Any:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
+        if self._worker is not None:
+            return maybe_deferred_to_future(self._worker.run(self._close))
+        self._close()
+        return None
+
+    def _close(self) -> None:
         if self.index is not None:
             self.index.close()
             self.index = None
 
     def process_item(self, item: Any) -> Any:
+        if self._worker is not None:
+            return self._process_offloaded(item, self._worker)
+        return self._process(item)
+
+    async def _process_offloaded(self, item: Any, worker: ContentWorker) -> Any:
+        # One thread, items in the order they come: the batch and its commit stay consistent.
+        return await maybe_deferred_to_future(worker.run(self._process, item))
+
+    def _process(self, item: Any) -> Any:
         if self.index is None:
             self.open_spider()
         assert self.index is not None
@@ -184,6 +217,14 @@ class IndexPipeline:
         self._last_commit = time.monotonic()
 
     def _tick(self) -> None:
+        if self._worker is not None:
+            self._worker.run(self._commit_if_due).addErrback(
+                lambda failure: logger.error("Index commit failed: %s", failure.value)
+            )
+            return
+        self._commit_if_due()
+
+    def _commit_if_due(self) -> None:
         if self._pending and time.monotonic() - self._last_commit >= self.commit_interval:
             self.commit()
 

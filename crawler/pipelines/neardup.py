@@ -33,11 +33,13 @@ import msgpack
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import defaults
 from crawler import signals as crawler_signals
 from crawler.backends import build_backend
 from crawler.content.neardup import Decision, NearDuplicateDetector
+from crawler.offload import ContentWorker, content_worker
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -164,6 +166,25 @@ class NearDuplicatePipeline:
             f.write(chunk)
 
     def process_item(self, item: Any) -> Any:
+        """Check ``item``; on the crawl's content thread (:mod:`crawler.offload`) when the
+        detector says it may run there (``runs_in_thread``), so a long main text does not hold
+        up the reactor. Returns the item, or a coroutine that returns it. An item the spider
+        already had judged (``link_demotion_wanted``, on that same thread) is passed on."""
+        if ItemAdapter(item).get("content_fingerprint") is not None:
+            return item
+        if getattr(self.detector, "runs_in_thread", False):
+            worker = content_worker(self.crawler)
+            if worker is not None:
+                return self._process_offloaded(item, worker)
+        return self._process(item)
+
+    async def _process_offloaded(self, item: Any, worker: ContentWorker) -> Any:
+        # One worker thread: checks run one at a time, in the order items arrive, and the
+        # journal is drained between two of them.
+        await maybe_deferred_to_future(worker.run(self._process, item))
+        return item
+
+    def _process(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
         if adapter.get("content_fingerprint") is None:  # else judged when the spider asked
             self._judge(adapter)

@@ -19,13 +19,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import defaults
@@ -38,6 +41,8 @@ from crawler.frontier.urls import link_problem
 from crawler.items import PAGE_FINGERPRINT_META, PageItem
 from crawler.limits import limit_log
 from crawler.links import UrlJoiner, follow_links
+from crawler.offload import ContentWorker, content_worker
+from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
     SeedsFileError,
@@ -186,12 +191,54 @@ class SiteSpider(scrapy.Spider):
 
     # --- pages ---
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[PageItem | scrapy.Request]:
+    def parse(
+        self, response: Response, **kwargs: Any
+    ) -> Iterator[PageItem | scrapy.Request] | AsyncIterator[PageItem | scrapy.Request]:
         """The page as a :class:`PageItem`, then one request per distinct http(s) link on it.
 
         Non-HTML responses give an item with no text and no links; a 304 gives a "not modified"
-        item (see the module docstring).
+        item (see the module docstring). In a running crawl an HTML page is parsed on the
+        crawl's content thread (:mod:`crawler.offload`), and this returns an async iterator;
+        called directly (no engine, or ``CONTENT_THREAD`` off) it is a plain generator.
         """
+        if response.status != 304 and _is_html(response, _header(response.headers,
+                                                                   b"Content-Type")):
+            worker = content_worker(getattr(self, "crawler", None))
+            if worker is not None:
+                return self._parse_offloaded(response, worker)
+        return self._parse_inline(response)
+
+    async def _parse_offloaded(
+        self, response: Response, worker: ContentWorker
+    ) -> AsyncIterator[PageItem | scrapy.Request]:
+        url, meta, item, directives = self._start_item(response)
+        page = await maybe_deferred_to_future(
+            worker.run(self._html_page, response, url, meta, item, directives)
+        )
+        self.crawler.stats.inc_value("content/offloaded")
+        for request_or_item in self._finish_html(response, page):
+            yield request_or_item
+
+    def _parse_inline(self, response: Response) -> Iterator[PageItem | scrapy.Request]:
+        url, meta, item, directives = self._start_item(response)
+        if response.status == 304:
+            yield from self._not_modified(response, url, meta)
+            return
+        if not _is_html(response, item["content_type"]):
+            item["noindex"] = directives.noindex
+            self._count_directives(directives.noindex, False)
+            self._record(response, meta, item, _body_fingerprint(response.body))
+            yield item
+            return
+        yield from self._finish_html(
+            response, self._html_page(response, url, meta, item, directives)
+        )
+
+    def _start_item(
+        self, response: Response
+    ) -> tuple[str, dict[str, Any], PageItem, RobotsDirectives]:
+        """The page's URL (the one requested, before redirects), meta, item and header
+        directives: what every response gets before its body is looked at."""
         request = response.request
         meta = request.meta if request is not None else {}
         redirect_urls = meta.get("redirect_urls")
@@ -199,11 +246,7 @@ class SiteSpider(scrapy.Spider):
             url = redirect_urls[0]
         else:
             url = request.url if request is not None else response.url
-        if response.status == 304:
-            yield from self._not_modified(response, url, meta)
-            return
         headers = response.headers
-        content_type = _header(headers, b"Content-Type")
         item = PageItem(
             url=url,
             final_url=response.url,
@@ -216,83 +259,103 @@ class SiteSpider(scrapy.Spider):
             outlinks=[],
             last_modified=_header(headers, b"Last-Modified"),
             etag=_header(headers, b"ETag"),
-            content_type=content_type,
+            content_type=_header(headers, b"Content-Type"),
         )
-        stats = self.crawler.stats
         token = getattr(self, "robots_token", "*")
         directives = x_robots_tag(
             (v.decode("latin-1") for v in headers.getlist(b"X-Robots-Tag")), token
         )
-        if not _is_html(response, content_type):
-            item["noindex"] = directives.noindex
-            self._count_directives(directives.noindex, False)
-            self._record(response, meta, item, _body_fingerprint(response.body))
-            yield item
-            return
+        return url, meta, item, directives
+
+    def _html_page(
+        self,
+        response: Response,
+        url: str,
+        meta: dict[str, Any],
+        item: PageItem,
+        directives: RobotsDirectives,
+    ) -> _HtmlPage:
+        """Parse an HTML page and fill its item: the heavy part, safe on the content thread
+        (it touches no reactor state; stats and limit lines are collected and applied by
+        :meth:`_finish_html` on the reactor thread)."""
+        out = _HtmlPage(item)
         body = response.body
         if self.max_html and len(body) > self.max_html:
             # Parsing costs memory and time in proportion to the bytes (a 10 MB page of links
             # alone took 400 MB); the page's start holds its own content and first links.
-            limit_log(self.crawler).fire(
+            out.limits.append((
                 "page_html",
-                response.url,
                 f"{len(body)} bytes of HTML, parsed the first {self.max_html} (PAGE_MAX_HTML)",
-            )
+            ))
             body = body[: self.max_html]
         page = parse_html(body, encoding=response.encoding, main_text=self._wants_main_text())
         if page.flattened:
-            limit_log(self.crawler).fire(
+            out.limits.append((
                 "page_depth",
-                response.url,
                 "nested deeper than libxml2's 2,048 levels: parsed again without its nesting "
                 "tags (links and text kept, layout lost)",
-            )
+            ))
         directives.add(page.meta_robots)
+        token = getattr(self, "robots_token", "*")
         if token and token != "robots":
             directives.add(page.metas.get(token, ""))
         links = page.links
         if self.max_links and len(links) > self.max_links:
             # A page of 200,000 links is a trap or a dump: the first ones are the page's own.
-            limit_log(self.crawler).fire(
+            out.limits.append((
                 "page_links",
-                response.url,
                 f"{len(links)} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
-            )
+            ))
             links = links[: self.max_links]
         if page.nofollow_hrefs and not directives.nofollow:
             before = len(links)
             links = [link for link in links if link[0] not in page.nofollow_hrefs]
-            stats.inc_value("links/nofollow", before - len(links))
+            out.stats["links/nofollow"] += before - len(links)
         if directives.nofollow:
             links = []
-        self._count_directives(directives.noindex, directives.nofollow)
+        out.noindex, out.nofollow = directives.noindex, directives.nofollow
         item["title"] = page.title
         text, main_text = page.text, page.main_text
         if self.max_text and len(text) > self.max_text:
             # Shingling, MinHash and the index cost time and memory in proportion to the text.
-            limit_log(self.crawler).fire(
+            out.limits.append((
                 "content_text",
-                response.url,
                 f"{len(text)} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
-            )
+            ))
             text = text[: self.max_text]
             main_text = main_text[: self.max_text] if main_text else main_text
         item["text"] = text
         item["main_text"] = main_text
         item["noindex"] = directives.noindex
-        outlinks, follow = self._links(response.url, page.base_href, links)
+        outlinks, out.follow = self._links(response.url, page.base_href, links, out.stats)
         item["outlinks"] = outlinks
         # Change detection compares what the page says (its main text, normalized like the
         # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
         fingerprint = text_fingerprint(f"{page.title} {main_text or text}")
         item = with_site_fields(self.site, item, body, response.encoding)  # [fields]
         self._record(response, meta, item, fingerprint)
-        # asked before the item is yielded: its pipelines run after its links are queued
-        demote = self._link_demotion(item) if follow else 0
-        yield item
+        out.item = item
+        # Asked here, before the item is yielded (its pipelines run only after its links are
+        # queued), and on the content thread where the near-duplicate detector runs.
+        out.demote = self._link_demotion(item)
+        return out
+
+    def _finish_html(
+        self, response: Response, page: _HtmlPage
+    ) -> Iterator[PageItem | scrapy.Request]:
+        """Back on the reactor thread: count, log, yield the item and hand over the links."""
+        log = limit_log(self.crawler)
+        for name, detail in page.limits:
+            log.fire(name, response.url, detail)
+        stats = self.crawler.stats
+        for key, count in page.stats.items():
+            if count:
+                stats.inc_value(key, count)
+        self._count_directives(page.noindex, page.nofollow)
+        yield page.item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
-        yield from follow_links(self, response, follow, demote)
+        yield from follow_links(self, response, page.follow, page.demote)
 
     def _link_demotion(self, item: PageItem) -> int:
         """Levels of depth to add to the page's links (a duplicate page: see
@@ -355,7 +418,11 @@ class SiteSpider(scrapy.Spider):
         response.meta[PAGE_FINGERPRINT_META] = fingerprint
 
     def _links(
-        self, page_url: str, base_href: str | None, links: list[tuple[str, str]]
+        self,
+        page_url: str,
+        base_href: str | None,
+        links: list[tuple[str, str]],
+        stats: Counter[str],
     ) -> tuple[list[dict[str, str]], list[str]]:
         """Absolute, fragment-free http(s) links: (outlinks with anchor text, URLs to follow).
 
@@ -395,12 +462,22 @@ class SiteSpider(scrapy.Spider):
                 pairs.add((absolute, text))
                 outlinks.append({"url": absolute, "text": text})
             follow[absolute] = None
-        stats = self.crawler.stats
-        if skipped_scheme:
-            stats.inc_value("links/skipped_scheme", skipped_scheme)
-        if invalid:
-            stats.inc_value("links/invalid", invalid)
+        stats["links/skipped_scheme"] += skipped_scheme
+        stats["links/invalid"] += invalid
         return outlinks, list(follow)
+
+
+@dataclass(slots=True)
+class _HtmlPage:
+    """What :meth:`SiteSpider._html_page` made of a page, for :meth:`SiteSpider._finish_html`."""
+
+    item: PageItem
+    follow: list[str] = field(default_factory=list)
+    limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
+    stats: Counter[str] = field(default_factory=Counter)
+    noindex: bool = False
+    nofollow: bool = False
+    demote: int = 0  # levels of depth added to the links (a near-duplicate page)
 
 
 # What may follow "scheme://netloc" in a URL on the same origin.

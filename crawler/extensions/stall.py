@@ -1,0 +1,113 @@
+"""How long the reactor was kept from its timers: the longest stall of a crawl, as stats.
+
+Everything a crawl does on the reactor thread (parsing a page, main text, near-duplicates, index
+and crawl-database writes) runs between two timer callbacks; while it runs, hosts that came due
+wait, and politeness efficiency drops ("5 ready, 1 in flight" in the progress line). A timer asked
+for every ``REACTOR_STALL_INTERVAL`` seconds fires late by exactly the time the reactor spent
+elsewhere, so its lateness is the stall.
+
+Stats at close: ``reactor/stall_max_ms`` (the longest), ``reactor/stall_p99_ms``,
+``reactor/stalls_over_20ms`` and ``reactor/stalls_over_100ms`` (how many),
+``reactor/stall_samples`` and ``reactor/stall_worst`` (the five longest, with the seconds since
+the spider opened). Costs one timer callback per interval (~100 per second at the
+default, a few microseconds each). Works the same under stock Scrapy (``bench/realcrawl.py`` adds
+it to a stock crawl through ``EXTENSIONS``).
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import Any
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from crawler import defaults
+
+__all__ = ["ReactorStallMonitor"]
+
+_BUCKET_MS = 1  # histogram resolution
+_WORST = 5  # the longest stalls kept, with when they happened
+
+
+class ReactorStallMonitor:
+    """Re-arms a ``callLater(interval)`` and records how late each one fires."""
+
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.max_ms = 0.0
+        self.samples = 0
+        self.histogram: dict[int, int] = {}  # lateness in whole ms -> count
+        self.worst: list[tuple[float, float]] = []  # the longest stalls: (ms, seconds in)
+        self._start = 0.0
+        self._due = 0.0
+        self._call: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ReactorStallMonitor:
+        interval = crawler.settings.getfloat(
+            "REACTOR_STALL_INTERVAL", defaults.REACTOR_STALL_INTERVAL
+        )
+        if interval <= 0:
+            raise NotConfigured
+        ext = cls(crawler, interval)
+        crawler.signals.connect(ext.spider_opened, signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signals.spider_closed)
+        return ext
+
+    def spider_opened(self, spider: Spider) -> None:
+        self._start = perf_counter()
+        self._arm()
+
+    def _arm(self) -> None:
+        from twisted.internet import reactor  # here: a module-level import installs the default
+
+        self._due = perf_counter() + self.interval
+        self._call = reactor.callLater(self.interval, self._fired)  # type: ignore[attr-defined]
+
+    def _fired(self) -> None:
+        late_ms = max(0.0, (perf_counter() - self._due) * 1000.0)
+        self.samples += 1
+        if late_ms > self.max_ms:
+            self.max_ms = late_ms
+        if late_ms >= 20.0:
+            self.worst.append((round(late_ms, 1), round(self._due - self._start, 2)))
+            if len(self.worst) > 2 * _WORST:
+                self.worst = sorted(self.worst, reverse=True)[:_WORST]
+        bucket = int(late_ms) // _BUCKET_MS
+        self.histogram[bucket] = self.histogram.get(bucket, 0) + 1
+        self._arm()
+
+    def percentile(self, share: float) -> float:
+        """The lateness (ms, to the bucket) that ``share`` of the samples do not exceed."""
+        if not self.samples:
+            return 0.0
+        need = share * self.samples
+        seen = 0
+        for bucket in sorted(self.histogram):
+            seen += self.histogram[bucket]
+            if seen >= need:
+                return float((bucket + 1) * _BUCKET_MS)
+        return self.max_ms
+
+    def over(self, ms: float) -> int:
+        return sum(n for b, n in self.histogram.items() if b * _BUCKET_MS >= ms)
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        stats = self.crawler.stats
+        if stats is None:
+            return
+        stats.set_value("reactor/stall_max_ms", round(self.max_ms, 1))
+        stats.set_value("reactor/stall_p99_ms", self.percentile(0.99))
+        stats.set_value("reactor/stalls_over_20ms", self.over(20))
+        stats.set_value("reactor/stalls_over_100ms", self.over(100))
+        stats.set_value("reactor/stall_samples", self.samples)
+        # when they happened tells start-up (imports, opening stores) from crawling
+        stats.set_value(
+            "reactor/stall_worst",
+            [f"{ms} ms at {at} s" for ms, at in sorted(self.worst, reverse=True)[:_WORST]],
+        )

@@ -1,0 +1,163 @@
+"""Heavy page work on the content thread (crawler/offload.py) changes nothing a crawl produces.
+
+A real crawl of a loopback site with one big page (a 2 MB single-page manual: seconds of parsing
+and main text on a loaded machine) and a few small ones, with ``CONTENT_THREAD`` on and off:
+the items (text, main text, outlinks, near-duplicate decisions) and what the index took are the
+same, the pages went through the content thread only when it is on (the index writes on its
+own thread then), and the reactor-stall probe reported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.crawling import PROJECT, crawl_command
+
+pytestmark = pytest.mark.integration
+
+HOST = "127.0.0.41"
+
+
+def _pages() -> dict[str, str]:
+    words = ["the", "parser", "keeps", "every", "link", "and", "the", "text", "a", "reader",
+             "sees", "on", "the", "page"]
+    para = " ".join(words[i % len(words)] for i in range(60))
+    sections = "".join(
+        f'<section><h2 id="s{i}">Section {i}</h2><p>{para} {i}.</p>'
+        f'<p>See <a href="/small/{i % 5}.html">small page {i % 5}</a>.</p></section>'
+        for i in range(6000)
+    )
+    nav = "".join(f'<li><a href="/small/{i}.html">Page {i}</a></li>' for i in range(5))
+    big = (f"<html><head><title>Manual</title></head><body><nav><ul>{nav}</ul></nav>"
+           f"<main><h1>Manual</h1>{sections}</main></body></html>")
+    pages = {"/": f'<html><body><a href="/big.html">manual</a><ul>{nav}</ul></body></html>',
+             "/big.html": big}
+    for i in range(5):
+        text = f"Small page number {i} says something of its own: " + " ".join(words) * 3
+        pages[f"/small/{i}.html"] = (f"<html><head><title>Small {i}</title></head><body>"
+                                     f"<nav><ul>{nav}</ul></nav><p>{text}</p>"
+                                     f'<a href="/big.html">the manual</a></body></html>')
+    pages["/small/copy.html"] = pages["/small/1.html"]  # an exact duplicate
+    return pages
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[int]:
+    pages = _pages()
+    pages["/"] = pages["/"].replace("</ul>", '<li><a href="/small/copy.html">c</a></li></ul>')
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer((HOST, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _crawl(tmp: Path, port: int, thread: bool) -> tuple[dict[str, dict[str, Any]], dict]:
+    settings = {
+        "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
+        "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
+        "CONTENT_THREAD": thread, "FRONTIER_HOST_CONCURRENCY": 1,
+    }
+    cmd = crawl_command(tmp, seeds=[f"http://{HOST}:{port}/"], settings=settings)
+    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp / "items.jsonl").read_text().splitlines()]
+    stats = json.loads((tmp / "stats.json").read_text())
+    return {row["url"].split("/", 3)[3]: row for row in rows}, stats
+
+
+def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    on, on_stats = _crawl(tmp_path / "on", site, thread=True)
+    off, off_stats = _crawl(tmp_path / "off", site, thread=False)
+    assert sorted(on) == sorted(off) == sorted(
+        ["", "big.html", "small/copy.html", *(f"small/{i}.html" for i in range(5))]
+    )
+    for path in on:
+        for field in ("title", "text", "main_text", "outlinks", "content_fingerprint",
+                      "duplicate_of"):
+            assert on[path].get(field) == off[path].get(field), (path, field)
+    assert len(on["big.html"]["main_text"]) >= 500_000
+    assert on["small/copy.html"]["duplicate_of"]  # decisions were made (and agree)
+    assert on_stats["content/offloaded"] == len(on)
+    for key in ("index/documents", "index/aliases", "neardup/new", "neardup/exact"):
+        assert on_stats.get(key) == off_stats.get(key), key
+    assert "content/offloaded" not in off_stats
+    for stats in (on_stats, off_stats):
+        assert stats["reactor/stall_samples"] > 0
+        assert stats["reactor/stall_max_ms"] >= stats["reactor/stall_p99_ms"] - 1
+
+
+def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
+    """Pages that link only to the next one: each page's link reaches the frontier after the
+    download that brought it is over (the page is parsed off the reactor); the engine must ask
+    the frontier again once the spider's output is done, or every hop waits for the engine's
+    5-second heartbeat."""
+    hops = 8
+    pages = {f"/{i}.html": f'<html><body><p>Page {i} of a chain.</p>'
+                           f'<a href="/{i + 1}.html">next</a></body></html>'
+             for i in range(hops)}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path, "<html><body>end</body></html>").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.42", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = {
+            "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0,
+            "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_IDLE_HORIZON": 2, "LOG_LEVEL": "INFO",
+            "CLOSESPIDER_TIMEOUT": 120,
+            # the chain's pages differ only by a number: near-duplicates, whose links would
+            # otherwise go deeper each hop (NEARDUP_LINK_DEMOTION) and end the chain early
+            "NEARDUP_LINK_DEMOTION": 0,
+        }
+        seed = f"http://127.0.0.42:{server.server_address[1]}/0.html"
+        cmd = crawl_command(tmp_path, seeds=[seed], settings=settings)
+        proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,
+                              check=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["item_scraped_count"] == hops + 1
+    assert stats["content/offloaded"] == hops + 1
+    # How long the hops take (~0.1 s each when woken, 5 s on heartbeats alone) is measured by
+    # bench/realcrawl.py, not bounded here: the time is in the stats for a reader.
