@@ -27,6 +27,8 @@ from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F4
 class TestRedisFrontierContract(FrontierContract):
     """The shared contract, each test on a fresh key of the module's server."""
 
+    frontier_options: dict[str, Any] = {}
+
     @pytest.fixture(autouse=True)
     def _server(self, redis_server: RedisServer) -> Iterator[None]:  # noqa: F811
         self.server = redis_server
@@ -41,7 +43,8 @@ class TestRedisFrontierContract(FrontierContract):
         client = self.server.client()
         self.clients.append(client)
         return RedisFrontier(
-            client, fresh_key(), policy or PolitenessPolicy(), clock=clock, **kwargs
+            client, fresh_key(), policy or PolitenessPolicy(), clock=clock,
+            **self.frontier_options, **kwargs,
         )
 
 

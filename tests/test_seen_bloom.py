@@ -3,38 +3,20 @@ frontier contract still holds, and the false-positive rate is the one it was siz
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from crawler.frontier import Entry, PolitenessPolicy
 from crawler.frontier.redis import RedisFrontier, bloom_offsets, bloom_params, seen_key
-from tests.frontier_contract import FakeClock, FrontierContract
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.test_frontier_redis import TestRedisFrontierContract as RedisContract
 
 
-class TestBloomFrontierContract(FrontierContract):
+class TestBloomFrontierContract(RedisContract):
     """The shared contract on a Bloom seen-set big enough to make a false positive unlikely."""
 
-    @pytest.fixture(autouse=True)
-    def _server(self, redis_server: RedisServer) -> Iterator[None]:  # noqa: F811
-        self.server = redis_server
-        self.clients: list[redis.Redis] = []
-        yield
-        for client in self.clients:
-            client.close()
-
-    def make_frontier(
-        self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: Any
-    ) -> RedisFrontier:
-        client = self.server.client()
-        self.clients.append(client)
-        return RedisFrontier(
-            client, fresh_key(), policy or PolitenessPolicy(), clock=clock,
-            seen_bloom=bloom_params(100_000, 1e-6), **kwargs,
-        )
+    frontier_options: dict[str, Any] = {"seen_bloom": bloom_params(100_000, 1e-6)}
 
 
 def test_bloom_params() -> None:
