@@ -89,6 +89,13 @@ COMMANDS: dict[str, str] = {
     '.venv/bin/scrapy search "politeness" --site web -n 5': "run",
     ".venv/bin/scrapy neardup page-a.html page-b.html": "run",
     '.venv/bin/scrapy search --index demo-index.sqlite "harvest saffron"': "run",
+    ".venv/bin/python bench/realcrawl.py --runs 1": (
+        "skip: a benchmark over real documentation on nginx (bench/, BENCHMARKS.md)"
+    ),
+    ".venv/bin/python bench/realcrawl.py --configs ours --politeness 0.5 --window 40 --trees "
+    "book,rust-by-example,error_codes,reference,cargo,edition-guide,nomicon,rustc,std,nodejs/api": (
+        "skip: a benchmark over real documentation on nginx (bench/, BENCHMARKS.md)"
+    ),
     ".venv/bin/python bench/realpages.py --per-tree 40": (
         "skip: a benchmark over Debian documentation packages (bench/, BENCHMARKS.md)"
     ),
