@@ -25,6 +25,7 @@ def scrapy_crawl(tmp_path: Path, *args: str, site: str = "local") -> subprocess.
         f"SITES_DIR={sites}",
         "LOG_LEVEL=ERROR",
         f"INDEX_PATH={tmp_path / 'index.sqlite'}",
+        f"RECORD_PATH={tmp_path / 'record.jsonl'}",
         "ALLOW_PRIVATE_ADDRESSES=True",
     ]
     return subprocess.run(
