@@ -468,8 +468,9 @@ def test_an_idle_worker_is_woken_by_redis_not_by_polling(redis_server: RedisServ
     threading.Event().wait(0.3)
     started = time.monotonic()
     other.add(Entry("http://pushed.test/1", "pushed.test"))
-    assert arrived.wait(5.0)
-    assert time.monotonic() - started < 1.0  # told, not found by the 60 s fallback
+    # told by Redis: the only other way it could learn is the 60 s fallback, so any wait far
+    # below that (slack for a loaded machine) shows the notification
+    assert arrived.wait(20.0)
     lease = woken.next()
     assert lease is not None and lease.entry.url == "http://pushed.test/1"
     woken.finish(lease.token, 0.01)
