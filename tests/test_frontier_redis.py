@@ -466,7 +466,6 @@ def test_an_idle_worker_is_woken_by_redis_not_by_polling(redis_server: RedisServ
                              notify=arrived.set)
     assert woken.next() is None
     threading.Event().wait(0.3)
-    started = time.monotonic()
     other.add(Entry("http://pushed.test/1", "pushed.test"))
     # told by Redis: the only other way it could learn is the 60 s fallback, so any wait far
     # below that (slack for a loaded machine) shows the notification
