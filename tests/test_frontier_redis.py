@@ -478,9 +478,9 @@ def test_an_idle_worker_is_woken_by_redis_not_by_polling(redis_server: RedisServ
     other.hold_host("held.test", 1.5)
     other.add(Entry("http://held.test/1", "held.test"))
     started = time.monotonic()
-    assert arrived.wait(10.0)
+    assert arrived.wait(20.0)
     waited = time.monotonic() - started
-    assert 1.3 < waited < 4.0, waited  # due at 1.5 s: no earlier, and not at the fallback
+    assert waited > 1.3, waited  # due at 1.5 s: not earlier; and well before the 60 s fallback
     woken.close()
     for client in clients:
         client.close()
