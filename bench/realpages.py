@@ -302,7 +302,9 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
     return result
 
 
-def crawl_order(pages: list[Page], **params: float) -> dict[str, float]:
+def in_crawl_order(pages: list[Page]) -> list[Page]:
+    """The order a polite crawl meets the pages: hosts interleaved, each in path order, variants
+    after their original."""
     per_host: dict[str, list[Page]] = defaultdict(list)
     for p in sorted(pages, key=lambda p: (p.url.split("?")[0], p.kind != "original")):
         per_host[p.host].append(p)
@@ -312,6 +314,11 @@ def crawl_order(pages: list[Page], **params: float) -> dict[str, float]:
         for q in queues:
             if q:
                 order.append(q.pop(0))
+    return order
+
+
+def crawl_order(pages: list[Page], **params: float) -> dict[str, float]:
+    order = in_crawl_order(pages)
     det = _detector(**params)
     group_of: dict[str, int] = {}
     seen_groups: set[int] = set()

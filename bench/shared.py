@@ -28,7 +28,7 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import Manager
 from pathlib import Path
@@ -52,19 +52,10 @@ from tests.redis_support import RedisServer, fresh_key, start_redis
 
 
 def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
-    """bench/realpages.py's crawl order: hosts interleaved, each in path order, variants after
-    their original."""
-    per_host: dict[str, list[Any]] = defaultdict(list)
-    for p in sorted(pages, key=lambda p: (p.url.split("?")[0], p.kind != "original")):
-        per_host[p.host].append(p)
-    queues = [per_host[h] for h in sorted(per_host)]
-    order = []
-    while any(queues):
-        for q in queues:
-            if q:
-                p = q.pop(0)
-                order.append((p.url, p.main_text, p.title or None))
-    return order
+    """bench/realpages.py's crawl order, as (url, main text, title)."""
+    from bench.realpages import in_crawl_order
+
+    return [(p.url, p.main_text, p.title or None) for p in in_crawl_order(pages)]
 
 
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:

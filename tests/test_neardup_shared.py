@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from typing import Any
 
 import numpy as np
 import pytest
@@ -45,23 +44,13 @@ def _pages(labelled: LabelledSet) -> list[Page]:
 def _real_pages(per_tree: int) -> list[Page]:
     """A slice of bench/realpages.py's real documentation pages in crawl order (hosts
     interleaved), or a skip when the Debian documentation packages are not installed."""
-    from bench.realpages import build
+    from bench.realpages import build, in_crawl_order
 
     pages, skipped = build(per_tree=per_tree)
     if len(skipped) > 10 or len(pages) < 60:
         pytest.skip(f"documentation trees missing ({', '.join(skipped)}): "
                     "bench/realpages.py --install")
-    per_host: dict[str, list[Any]] = {}
-    for p in sorted(pages, key=lambda p: (p.url, p.kind != "original")):
-        per_host.setdefault(p.host, []).append(p)
-    order: list[Page] = []
-    queues = [per_host[h] for h in sorted(per_host)]
-    while any(queues):
-        for q in queues:
-            if q:
-                p = q.pop(0)
-                order.append((p.url, p.main_text, p.title or None))
-    return order
+    return [(p.url, p.main_text, p.title or None) for p in in_crawl_order(pages)]
 
 
 def _same_as_in_process(
