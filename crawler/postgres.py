@@ -23,10 +23,12 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+
+from crawler.credentials import without_password
 
 __all__ = ["BackgroundWriter", "DatabaseError", "connect", "safe_dsn"]
 
@@ -41,12 +43,7 @@ class DatabaseError(Exception):
 
 def safe_dsn(url: str) -> str:
     """``url`` without its password (``postgresql://user:***@host/db``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    return without_password(url)
 
 
 def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:

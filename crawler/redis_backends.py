@@ -24,7 +24,6 @@ import os
 import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import msgpack
 import redis
@@ -32,6 +31,7 @@ from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
 from crawler import defaults
+from crawler.credentials import without_password
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.redis import RedisFrontier, bloom_params
@@ -93,12 +93,7 @@ def safe_url(settings: BaseSettings) -> str:
     url = settings.get("REDIS_URL") or (
         f"redis://{settings.get('REDIS_HOST') or 'localhost'}:{settings.get('REDIS_PORT') or 6379}"
     )
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    return without_password(url)
 
 
 def worker_name() -> str:
