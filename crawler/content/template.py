@@ -69,8 +69,9 @@ class HostTemplates:
         state = self._hosts.get(host)
         return len(state.keys) if state is not None else 0
 
-    def learn(self, host: str, blocks: Iterable[int]) -> None:
-        """Count the distinct ``blocks`` of one more original page of ``host``."""
+    def learn(self, host: str, blocks: Iterable[int]) -> list[int]:
+        """Count the distinct ``blocks`` of one more original page of ``host``; returns the
+        blocks this page made template (in the order they were added)."""
         state = self._hosts.get(host)
         if state is None:
             state = self._hosts[host] = _Host()
@@ -103,6 +104,7 @@ class HostTemplates:
         state.keys, state.counts = keys, counts
         promoted = [*state.keys[promote].tolist(), *promote_new.tolist()]
         room = MAX_TEMPLATE - len(template)
+        made: list[int] = []
         if promoted and room > 0:
             made = promoted[:room]
             template.update(made)
@@ -113,12 +115,59 @@ class HostTemplates:
             ones = state.counts == 1
             self._keep(state, ~(ones & state.stale))
             state.stale = state.counts == 1
+        return made
 
     @staticmethod
     def _keep(state: _Host, keep: np.ndarray) -> None:
         state.keys = state.keys[keep]
         state.counts = state.counts[keep]
         state.stale = state.stale[keep]
+
+    # --- a copy of a host's model kept elsewhere (the shared detector's workers) ---------------
+
+    def checkpoint(self, host: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+        """What :meth:`rollback` needs to undo the next :meth:`learn` of ``host``."""
+        state = self._hosts.get(host)
+        if state is None:
+            return None
+        # learn() replaces keys and stale but counts its hits in place: copy the counts only
+        return state.pages, state.keys, state.counts.copy(), state.stale
+
+    def rollback(
+        self, host: str, saved: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None,
+        made: Iterable[int],
+    ) -> None:
+        """Undo one :meth:`learn` of ``host`` (``saved`` from :meth:`checkpoint` just before
+        it, ``made`` what it returned)."""
+        if saved is None:
+            self._hosts.pop(host, None)
+            return
+        state = self._hosts[host]
+        state.pages, state.keys, state.counts, state.stale = saved
+        state.template.difference_update(made)
+
+    def counts(self, host: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """(pages, blocks counted, their counts) of ``host``: right after a pruning (pages a
+        multiple of :data:`PRUNE_EVERY`) this and the template are the whole model, since the
+        blocks seen once are then exactly those marked stale."""
+        state = self._hosts.get(host)
+        if state is None:
+            return 0, np.empty(0, np.uint32), np.empty(0, np.uint16)
+        return state.pages, state.keys, state.counts
+
+    def load(
+        self, host: str, pages: int, keys: np.ndarray, counts: np.ndarray,
+        template: Iterable[int],
+    ) -> None:
+        """Set ``host``'s model to what :meth:`counts` gave right after a pruning, with its
+        template blocks."""
+        keys = np.asarray(keys, np.uint32)
+        counts = np.asarray(counts, np.uint16)
+        self._hosts[host] = _Host(pages, keys, counts, counts == 1, set(template))
+
+    def forget(self, host: str) -> None:
+        """Drop ``host``'s model."""
+        self._hosts.pop(host, None)
 
     def add_template(self, host: str, block: int) -> None:
         """Restore one template block (from a saved journal)."""
