@@ -88,6 +88,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import struct
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -104,7 +105,6 @@ from crawler.content.neardup import (
     DEFAULT_SHINGLE_SIZE,
     DEFAULT_THRESHOLD,
     MAX_POSTING,
-    VERIFY,
     Candidate,
     Decision,
     Features,
@@ -112,6 +112,7 @@ from crawler.content.neardup import (
     compute_features,
     decide,
     pick_best,
+    rank_candidates,
     title_hash,
 )
 from crawler.content.normalize import normalize_lines
@@ -134,23 +135,21 @@ _FILL = 256  # entries aimed at per listpack bucket (Redis converts one past 512
 # terminating zero); a record table string of 508 entries of 8 bytes, one 4 KiB allocation.
 _CHUNK = 16_378
 _SLOTS = 508
-_DECODED = 4096  # decoded candidate records a worker keeps (siblings come back as candidates)
+_DECODED = 8192  # decoded candidate records a worker keeps (siblings come back as candidates)
+_TAIL = 1 << 18  # index log bytes READ sends at most; a worker further behind reads pieces
+_MERGE = 4096  # postings a worker keeps in a dict before merging them into sorted arrays
 _NO_COVER = 0xFFFFFFFF
 
 _COMMON = r"""
 local P = ARGV[1]
-local UB, FB, AB = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local INLINE = 16  -- anchor postings kept in the bucket (64 bytes: still listpack); more: :ax
+local UB, FB = tonumber(ARGV[2]), tonumber(ARGV[3])
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
+local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local CHUNK, SLOTS = @CHUNK@, @SLOTS@
 local function bucket(s, bits)  -- the top `bits` bits of a binary string's first 4 bytes
   local v = struct.unpack('>I4', s)
   return math.floor(v / 2 ^ (32 - bits))
 end
-local function low(s, bits)  -- the low `bits` bits: anchors are a page's *smallest* hashes,
-  return struct.unpack('>I4', s) % 2 ^ bits  -- so their top bits are mostly zero
-end
-local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local metas = {}
 local function meta(hid)  -- a host's (pages learned, template length), as at the script's start
   if hid == 0 then return 0, 0 end
@@ -165,15 +164,19 @@ local function tlen_of(hid)
   local _, n = meta(hid)
   return n
 end
-local function postings(a)  -- an anchor's postings (4 bytes each), and its bucket
-  local b = low(a, AB)
-  local ids = redis.call('HGET', P .. ':a:' .. b, a) or ''
-  if #ids == 4 * INLINE then ids = ids .. (redis.call('HGET', P .. ':ax:' .. b, a) or '') end
-  return ids, b
-end
-local function versions()  -- commits, originals replaced and originals indexed so far
-  local v = redis.call('HMGET', P .. ':v', 'seq', 'forget', 'anchors')
+local function versions()  -- commits, originals replaced, bytes of the index log, so far
+  local v = redis.call('HMGET', P .. ':v', 'seq', 'forget', 'log')
   return tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
+end
+local function span(prefix, off, len)  -- bytes [off, off + len) of a string kept in CHUNK-byte
+  local parts = {}                     -- pieces (the heap, the index log)
+  while len > 0 do
+    local at = off % CHUNK
+    local n = math.min(len, CHUNK - at)
+    parts[#parts + 1] = redis.call('GETRANGE', prefix .. math.floor(off / CHUNK), at, at + n - 1)
+    off, len = off + n, len - n
+  end
+  return table.concat(parts)
 end
 local function slot(id)  -- the record table's string and the byte of id's entry in it
   return P .. ':o:' .. math.floor(id / SLOTS), (id % SLOTS) * 8
@@ -184,22 +187,14 @@ local function record(id)  -- the record of original `id`, or nil
   if #e < 8 then return nil end
   local hi, lo, len = struct.unpack('>I1I4I3', e)
   if len == 0 then return nil end
-  local off, parts = hi * 4294967296 + lo, {}
-  while len > 0 do  -- a record may run over into the next heap string
-    local at2 = off % CHUNK
-    local n = math.min(len, CHUNK - at2)
-    parts[#parts + 1] = redis.call('GETRANGE', P .. ':r:' .. math.floor(off / CHUNK), at2,
-                                   at2 + n - 1)
-    off, len = off + n, len - n
-  end
-  return table.concat(parts)
+  return span(P .. ':r:', hi * 4294967296 + lo, len)
 end
 """
 
 READ = _COMMON + r"""
-local uh, fp, host, hid = ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
-local known, learned = tonumber(ARGV[9]), tonumber(ARGV[10])
-local anchors, MAXP, VERIFY = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
+local uh, fp, host, hid = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+local known, learned, logpos = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local wants, hosts, LIMIT = ARGV[11], ARGV[12], tonumber(ARGV[13])
 if hid == 0 then hid = tonumber(redis.call('HGET', P .. ':h', host) or 0) end
 local pages, tlen = meta(hid)
 if tlen ~= known then  -- the worker's copy of the host's template is behind: send the rest
@@ -209,121 +204,96 @@ if tlen ~= known then  -- the worker's copy of the host's template is behind: se
   if hid > 0 and tlen > from then rest = redis.call('GETRANGE', P .. ':t:' .. hid, from * 4, -1) end
   return {'stale', hid, from, rest}
 end
--- the host's model: pages learned, and what the worker's copy (`learned` pages) lacks: the log
--- entries after its version, or the snapshot and the whole log (`base`: the version they follow)
+local seq, forget, loglen = versions()
+if loglen - logpos > LIMIT then return {'behind', loglen} end  -- the worker reads it in pieces
+-- the host's model: what the worker's copy (`learned` pages) lacks: the log entries after its
+-- version, or the snapshot and the whole log (`base`: the version they follow)
 local base, snap, log = 0, '', {}
-if hid > 0 then
-  if pages ~= learned then
-    local sk, lk = P .. ':ts:' .. hid, P .. ':tl:' .. hid
-    local head, sv = redis.call('GETRANGE', sk, 0, 3), 0
-    if #head == 4 then sv = struct.unpack('>I4', head) end
-    if learned >= sv and learned < pages then
-      base = learned
-      log = redis.call('LRANGE', lk, learned - sv, -1)
-    else
-      base = sv
-      if sv > 0 then snap = redis.call('GET', sk) end
-      log = redis.call('LRANGE', lk, 0, -1)
-    end
+if hid > 0 and pages ~= learned then
+  local sk, lk = P .. ':ts:' .. hid, P .. ':tl:' .. hid
+  local head, sv = redis.call('GETRANGE', sk, 0, 3), 0
+  if #head == 4 then sv = struct.unpack('>I4', head) end
+  if learned >= sv and learned < pages then
+    base = learned
+    log = redis.call('LRANGE', lk, learned - sv, -1)
+  else
+    base = sv
+    if sv > 0 then snap = redis.call('GET', sk) end
+    log = redis.call('LRANGE', lk, 0, -1)
   end
 end
-local model = {pages, base, snap, log}
 local own = tonumber(redis.call('HGET', P .. ':u:' .. bucket(uh, UB), uh) or 0)
-local seq, forget, indexed = versions()
-if fp == '' then return {'ok', hid, own, seq, forget, indexed, 0, '', '', '', {}, {}, model} end
-local owner = tonumber(redis.call('HGET', P .. ':f:' .. bucket(fp, FB), fp) or 0)
-if owner > 0 then
-  return {'ok', hid, own, seq, forget, indexed, owner, record(owner) or '', '', '', {}, {}, model}
+local tail = ''  -- the index log since the worker's copy of it
+if loglen > logpos then tail = span(P .. ':l:', logpos, loglen - logpos) end
+local owner, orec = 0, ''
+if fp ~= '' then
+  owner = tonumber(redis.call('HGET', P .. ':f:' .. bucket(fp, FB), fp) or 0)
+  if owner > 0 then orec = record(owner) or '' end
 end
--- rank_candidates: one vote per posting, live originals (those with a record) but the page's
--- own id, most votes first, then the earliest; a record is read only when its turn comes
-local lens, seen, votes = {}, {}, {}
-for i = 1, #anchors, 4 do
-  local ids = postings(string.sub(anchors, i, i + 3))
-  local n = math.min(#ids / 4, MAXP)
-  lens[#lens + 1] = string.char(n)
-  if n > 0 then
-    ids = string.sub(ids, 1, 4 * n)
-    seen[#seen + 1] = ids
-    local list = {struct.unpack('>' .. string.rep('I4', n), ids)}
-    for j = 1, n do
-      local d = list[j]
-      votes[d] = (votes[d] or 0) + 1
-    end
-  end
-end
-votes[own] = nil
-local groups, top = {}, 0
-for d, v in pairs(votes) do
-  local g = groups[v]
-  if g then g[#g + 1] = d else groups[v] = {d} end
-  if v > top then top = v end
-end
+-- the candidates' records the worker has not decoded yet, and their hosts' template lengths
 local recs, tls = {}, {}
-for v = top, 1, -1 do
-  local g = groups[v]
-  if g then
-    table.sort(g)
-    for _, d in ipairs(g) do
-      local rec = record(d)
-      if rec then
-        recs[#recs + 1] = struct.pack('>I4', d) .. rec
-        tls[#tls + 1] = tlen_of(struct.unpack('>I4', rec, 9))
-        if #recs == VERIFY then break end
-      end
-    end
-    if #recs == VERIFY then break end
+if owner == 0 then
+  for i = 1, #wants, 8 do
+    local hi, lo, len = struct.unpack('>I1I4I3', wants, i)
+    local rec = span(P .. ':r:', hi * 4294967296 + lo, len)
+    recs[#recs + 1] = rec
+    local h = struct.unpack('>I4', rec, 9)
+    tls[#tls + 1] = struct.pack('>I4I4', h, tlen_of(h))
+  end
+  for i = 1, #hosts, 4 do
+    local h = struct.unpack('>I4', hosts, i)
+    tls[#tls + 1] = struct.pack('>I4I4', h, tlen_of(h))
   end
 end
-return {'ok', hid, own, seq, forget, indexed, 0, '', table.concat(lens), table.concat(seen), recs,
-        tls, model}
+return {'ok', hid, own, seq, forget, loglen, tail, owner, orec, recs, table.concat(tls),
+        {pages, base, snap, log}}
 """
 
 COMMIT = _COMMON + r"""
-local action, uh, url, host, fp = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local own_seen, owner_seen = tonumber(ARGV[10]), tonumber(ARGV[11])
-local forget_seen, indexed_seen = tonumber(ARGV[12]), tonumber(ARGV[13])
-local anchors, lens, seen, checks = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
-local tlen_seen, payload, MAXP = tonumber(ARGV[18]), ARGV[19], tonumber(ARGV[20])
-local learned, entry, made, snapshot = tonumber(ARGV[21]), ARGV[22], ARGV[23], ARGV[24]
-local hid, seq_seen = tonumber(ARGV[25]), tonumber(ARGV[26])
+local action, uh, url, host, fp = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local own_seen, owner_seen = tonumber(ARGV[9]), tonumber(ARGV[10])
+local forget_seen, logpos = tonumber(ARGV[11]), tonumber(ARGV[12])
+local anchors, lens, checks = ARGV[13], ARGV[14], ARGV[15]
+local tlen_seen, payload, MAXP = tonumber(ARGV[16]), ARGV[17], tonumber(ARGV[18])
+local learned, entry, made, snapshot = tonumber(ARGV[19]), ARGV[20], ARGV[21], ARGV[22]
+local hid, seq_seen = tonumber(ARGV[23]), tonumber(ARGV[24])
 local UKEY = P .. ':u:' .. bucket(uh, UB)
 
--- everything the decision (and the worker's learning) read must be as it was: certainly so
--- if nothing was committed since (the usual case), else each of it is compared
-local seq, forget, indexed = versions()
-local moved = seq ~= seq_seen
-if moved and hid == 0 then hid = tonumber(redis.call('HGET', P .. ':h', host) or 0) end
-if moved then
+-- Everything the decision (and the worker's learning) read must be as it was: certainly so if
+-- nothing was committed since (the usual case), else each of it is compared.
+local seq, forget, loglen = versions()
+if seq ~= seq_seen then
+  if hid == 0 then hid = tonumber(redis.call('HGET', P .. ':h', host) or 0) end
   local pages, tlen = meta(hid)
   if tlen ~= tlen_seen then return {'retry'} end
   if learned >= 0 and pages ~= learned then return {'retry'} end  -- the worker's model
-end
-local current = {}  -- each anchor's postings as the decision saw them (checked below)
-if action ~= 'observe' then
-  if moved then
+  if action ~= 'observe' then
     if tonumber(redis.call('HGET', UKEY, uh) or 0) ~= own_seen then return {'retry'} end
-    if forget ~= forget_seen then return {'retry'} end
+    if forget ~= forget_seen then return {'retry'} end  -- a candidate may have gone
     if fp ~= '' then
       local owner = tonumber(redis.call('HGET', P .. ':f:' .. bucket(fp, FB), fp) or 0)
       if owner ~= owner_seen then return {'retry'} end
     end
-  end
-  local pos = 1
-  for i = 1, #anchors / 4 do
-    local n = string.byte(lens, i)
-    if indexed == indexed_seen then  -- no original indexed since: the postings are as read
-      current[i] = string.sub(seen, pos, pos + 4 * n - 1)
-      pos = pos + 4 * n
-    else  -- another worker indexed originals meanwhile: did they touch these anchors?
-      local ids = postings(string.sub(anchors, 4 * i - 3, 4 * i))
-      if math.min(#ids / 4, MAXP) ~= n then return {'retry'} end
-      current[i] = string.sub(ids, 1, 4 * n)
+    for i = 1, #checks, 8 do
+      local h, n = struct.unpack('>I4I4', checks, i)
+      if tlen_of(h) ~= n then return {'retry'} end
     end
-  end
-  for i = 1, moved and #checks or 0, 8 do
-    local h, n = struct.unpack('>I4I4', checks, i)
-    if tlen_of(h) ~= n then return {'retry'} end
+    if loglen ~= logpos and #anchors > 0 then
+      -- originals indexed since: did one take a posting of an anchor of this page (one with
+      -- fewer than MAXP postings, whose list it would change)?
+      local mine = {}
+      for i = 1, #anchors / 4 do
+        if string.byte(lens, i) < MAXP then mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true end
+      end
+      local tail, pos = span(P .. ':l:', logpos, loglen - logpos), 1
+      while pos <= #tail do
+        local n = string.byte(tail, pos + 12)
+        for j = pos + 13, pos + 9 + 4 * n, 4 do
+          if mine[string.sub(tail, j, j + 3)] then return {'retry'} end
+        end
+        pos = pos + 13 + 4 * n
+      end
+    end
   end
 end
 
@@ -336,6 +306,19 @@ local function host_id()
   return hid
 end
 
+local function append(prefix, field, data)  -- at the end of a string kept in CHUNK-byte pieces,
+  local off = redis.call('HINCRBY', P .. ':v', field, #data) - #data  -- each allocated whole
+  local o, pos = off, 1
+  while pos <= #data do
+    local key, at = prefix .. math.floor(o / CHUNK), o % CHUNK
+    local n = math.min(#data - pos + 1, CHUNK - at)
+    if at == 0 then redis.call('SETRANGE', key, CHUNK - 1, '\0') end
+    redis.call('SETRANGE', key, at, string.sub(data, pos, pos + n - 1))
+    o, pos = o + n, pos + n
+  end
+  return off
+end
+
 local function teach(h)  -- what the worker learned into its copy of the host's model
   if snapshot ~= '' then  -- a pruning: the snapshot replaces the log so far
     redis.call('SET', P .. ':ts:' .. h, snapshot)
@@ -345,21 +328,6 @@ local function teach(h)  -- what the worker learned into its copy of the host's 
   end
   redis.call('HINCRBY', P .. ':tp', h, SHIFT + #made / 4)
   if made ~= '' then redis.call('APPEND', P .. ':t:' .. h, made) end
-end
-
-local function store(id, data)  -- append a record to the heap, point id's entry at it
-  local off = redis.call('HINCRBY', P .. ':v', 'heap', #data) - #data
-  local o, pos = off, 1
-  while pos <= #data do
-    local key, at = P .. ':r:' .. math.floor(o / CHUNK), o % CHUNK
-    local n = math.min(#data - pos + 1, CHUNK - at)
-    if at == 0 then redis.call('SETRANGE', key, CHUNK - 1, '\0') end  -- allocated whole
-    redis.call('SETRANGE', key, at, string.sub(data, pos, pos + n - 1))
-    o, pos = o + n, pos + n
-  end
-  local key, at = slot(id)
-  redis.call('SETRANGE', key, at,
-             struct.pack('>I1I4I3', math.floor(off / 4294967296), off % 4294967296, #data))
 end
 
 local function counts(dup)
@@ -388,27 +356,23 @@ else
     local key, at = slot(id)
     redis.call('SETRANGE', key, at, string.rep('\0', 8))
     redis.call('HINCRBY', P .. ':v', 'forget', 1)
+    append(P .. ':l:', 'log', struct.pack('>I4I1I4I3I1', id, 0, 0, 0, 0))
   end
 end
 if action == 'new' then
   local h = host_id()
-  store(id, fp .. struct.pack('>I4', h) .. url .. payload)
+  local data = fp .. struct.pack('>I4', h) .. url .. payload
+  local off = append(P .. ':r:', 'heap', data)
+  local hi, lo = math.floor(off / 4294967296), off % 4294967296
+  local key, at = slot(id)
+  redis.call('SETRANGE', key, at, struct.pack('>I1I4I3', hi, lo, #data))
   redis.call('HSET', P .. ':f:' .. bucket(fp, FB), fp, id)
-  local packed = struct.pack('>I4', id)
-  local grew = false
+  local kept = {}  -- the anchors whose lists are not full yet get this original
   for i = 1, #anchors / 4 do
-    local a = string.sub(anchors, 4 * i - 3, 4 * i)
-    local ids = current[i]
-    local n = #ids / 4
-    if n < INLINE then
-      redis.call('HSET', P .. ':a:' .. low(a, AB), a, ids .. packed)
-      grew = true
-    elseif n < MAXP then
-      redis.call('HSET', P .. ':ax:' .. low(a, AB), a, string.sub(ids, 4 * INLINE + 1) .. packed)
-      grew = true
-    end
+    if string.byte(lens, i) < MAXP then kept[#kept + 1] = string.sub(anchors, 4 * i - 3, 4 * i) end
   end
-  if grew then redis.call('HINCRBY', P .. ':v', 'anchors', 1) end
+  append(P .. ':l:', 'log',
+         struct.pack('>I4I1I4I3I1', id, hi, lo, #data, #kept) .. table.concat(kept))
   teach(h)
 elseif action == 'near' and learned >= 0 then
   teach(host_id())
@@ -584,13 +548,101 @@ class _Lesson:
     saved: Any  # HostTemplates.checkpoint, to undo it
 
 
+class _Index:
+    """This worker's copy of the crawl's index log: where each original's record is in the heap
+    (length 0: none, as for a replaced original) and each anchor's postings, the ids of the
+    originals that listed it, in commit order (those past :data:`MAX_POSTING` never count, so
+    the log does not carry them)."""
+
+    def __init__(self) -> None:
+        self.position = 0  # bytes of the log applied
+        self.offset = np.zeros(256, np.int64)
+        self.length = np.zeros(256, np.uint32)
+        self._keys = np.empty(0, np.uint32)  # postings merged so far, sorted by anchor
+        self._docs = np.empty(0, np.uint32)
+        self._buffer: dict[int, list[int]] = {}  # the latest, merged every _MERGE
+        self._buffered = 0
+
+    def apply(self, data: bytes) -> None:
+        """Apply log entries: id (4 bytes), record offset (5) and length (3), anchors (count,
+        4 bytes each)."""
+        pos, end = 0, len(data)
+        buffer = self._buffer
+        while pos < end:
+            doc = int.from_bytes(data[pos : pos + 4], "big")
+            n = data[pos + 12]
+            if doc >= len(self.length):
+                size = max(doc + 1, len(self.length) * 2)
+                self.offset = np.concatenate((self.offset, np.zeros(size - len(self.offset),
+                                                                    np.int64)))
+                self.length = np.concatenate((self.length, np.zeros(size - len(self.length),
+                                                                    np.uint32)))
+            self.offset[doc] = int.from_bytes(data[pos + 4 : pos + 9], "big")
+            self.length[doc] = int.from_bytes(data[pos + 9 : pos + 12], "big")
+            for anchor in np.frombuffer(data, ">u4", n, pos + 13).tolist():
+                posting = buffer.get(anchor)
+                if posting is None:
+                    buffer[anchor] = [doc]
+                else:
+                    posting.append(doc)
+            self._buffered += n
+            pos += 13 + 4 * n
+        self.position += end
+        if self._buffered >= _MERGE:
+            self._merge()
+
+    def _merge(self) -> None:
+        keys = np.fromiter((k for k, ds in self._buffer.items() for _ in ds), np.uint32,
+                           self._buffered)
+        docs = np.fromiter((d for ds in self._buffer.values() for d in ds), np.uint32,
+                           self._buffered)
+        keys = np.concatenate((self._keys, keys))
+        docs = np.concatenate((self._docs, docs))
+        order = np.argsort(keys, kind="stable")  # earlier postings first within an anchor
+        self._keys, self._docs = keys[order], docs[order]
+        self._buffer.clear()
+        self._buffered = 0
+
+    def postings(self, anchors: np.ndarray) -> list[list[int]]:
+        """The first :data:`MAX_POSTING` postings of each anchor, in commit order."""
+        out: list[list[int]] = []
+        keys, docs = self._keys, self._docs
+        lo = np.searchsorted(keys, anchors, "left").tolist()
+        hi = np.searchsorted(keys, anchors, "right").tolist()
+        for a, b, anchor in zip(lo, hi, anchors.tolist(), strict=True):
+            posting = docs[a : min(b, a + MAX_POSTING)].tolist()
+            if len(posting) < MAX_POSTING:
+                posting.extend(self._buffer.get(anchor, ())[: MAX_POSTING - len(posting)])
+            out.append(posting)
+        return out
+
+    def alive(self, doc: int) -> bool:
+        return doc < len(self.length) and bool(self.length[doc])
+
+    def where(self, doc: int) -> tuple[int, int]:
+        return int(self.offset[doc]), int(self.length[doc])
+
+
+@dataclass(slots=True)
+class _Record:
+    """A decoded original: its host id, the head of its record (for its URL), its sketch."""
+
+    hid: int
+    head: bytes
+    title: int
+    sketch: np.ndarray
+    blocks: np.ndarray
+    cover: int
+
+
 class RedisNearDuplicateDetector:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend (built by
     ``crawler.redis_backends.RedisNearDuplicateStore``): the detector's interface, its state in
-    Redis, shared by every worker. Two round trips per page (three when a host's template grew
-    since this worker last looked). Not thread-safe: one thread at a time; ``runs_in_thread``
-    lets the pipeline (and the spider's link-demotion question) use the crawl's content thread,
-    so the round trips do not hold up the reactor."""
+    Redis, shared by every worker. Two round trips per page (more when a host's template grew
+    since this worker last looked, or other workers' commits changed the candidates). Not
+    thread-safe: one thread at a time; ``runs_in_thread`` lets the pipeline (and the spider's
+    link-demotion question) use the crawl's content thread, so the round trips do not hold up
+    the reactor."""
 
     runs_in_thread: ClassVar[bool] = True
 
@@ -609,7 +661,6 @@ class RedisNearDuplicateDetector:
         self.prefix = "{" + key + "}:nd"
         self.shingle_size, self.num_perm, self.threshold = shingle_size, num_perm, threshold
         self.capacity = capacity
-        self.anchor_bits = _bits(capacity * ANCHORS)
         self.table_bits = _bits(capacity)
         self._read = client.register_script(_script(READ))
         self._commit = client.register_script(_script(COMMIT))
@@ -617,7 +668,8 @@ class RedisNearDuplicateDetector:
         self._names: dict[int, str] = {}  # host id -> host
         self._templates: dict[int, _Template] = {}  # host id -> this worker's copy
         self._models = HostTemplates()  # this worker's copies of the hosts' models
-        self._decoded: OrderedDict[bytes, tuple[int, np.ndarray, np.ndarray, int]] = OrderedDict()
+        self._index = _Index()  # this worker's copy of the index log
+        self._records: OrderedDict[int, _Record] = OrderedDict()  # heap offset -> record
         self._hosts: dict[str, tuple[int, int, float]] = {}  # host -> (pages, dups, when)
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
@@ -657,26 +709,51 @@ class RedisNearDuplicateDetector:
                                      self.shingle_size, self.num_perm)
                 f_version = version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
-            anchors = f.sketch[:ANCHORS].astype(">u4").tobytes()
+            anchors = f.sketch[:ANCHORS]
+            compares = bool(f.words and len(f.sketch))
+            # the candidates as this worker's copy of the index ranks them (the page's own id
+            # unknown yet: one more); READ sends the records this worker lacks
+            ranked = (rank_candidates(self._index.postings(anchors), None, self._index.alive)
+                      if compares else [])
+            wants, hosts, offsets = self._wants(ranked)
             reply = self._read(args=[
-                self.prefix, self.table_bits, self.table_bits, self.anchor_bits, uh, fp, host,
-                hid, version, self._models.pages(host), anchors, MAX_POSTING, VERIFY,
+                self.prefix, self.table_bits, self.table_bits, uh, fp, host, hid, version,
+                self._models.pages(host), self._index.position, wants, hosts, _TAIL,
             ])
             if reply[0] == b"stale":
                 self._learned(host, int(reply[1]), int(reply[2]), reply[3])
                 continue
-            (_, hid_now, own, seq, forget, indexed, owner, owner_rec, lens, seen, records,
-             lengths, model) = reply
+            if reply[0] == b"behind":
+                self._catch_up(int(reply[1]))
+                continue
+            (_, hid_now, own, seq, forget, loglen, tail, owner, owner_rec, records, lengths,
+             model) = reply
             hid = int(hid_now)
             if hid:
                 self._hids[host] = hid
             self._follow(host, hid, model)
-            candidates, heads, checks = self._candidates(hid, records, lengths)
-            if owner:
-                heads[int(owner)] = owner_rec
+            self._index.apply(tail)
+            if self._index.position != int(loglen):
+                raise RuntimeError("index log copy out of step")
+            for off, rec in zip(offsets if not int(owner) else [], records, strict=True):
+                self._keep(off, rec)  # (none when the fingerprint has an owner)
+            own, owner = int(own), int(owner)
+            candidates: list[Candidate] = []
+            checks = b""
+            heads: dict[int, bytes] = {owner: owner_rec}
+            postings: list[list[int]] = []
+            if compares and not owner:
+                postings = self._index.postings(anchors)
+                ranked = rank_candidates(postings, own or None, self._index.alive)
+                found = self._candidates(hid, ranked, lengths)
+                if found is None:  # other workers' commits changed the ranking: read again
+                    continue
+                candidates, checks = found
+                heads.update((c.doc, self._records[self._index.where(c.doc)[0]].head)
+                             for c in candidates)
             own_template = self._templates[hid].array() if hid in self._templates else _EMPTY
             outcome = decide(
-                f, int(own) or None, int(owner) or None,
+                f, own or None, owner or None,
                 lambda doc, heads=heads: self._url(heads[doc]),  # type: ignore[misc]
                 functools.partial(_best, f, title_id, candidates, own_template, self.threshold),
                 self.threshold,
@@ -684,12 +761,13 @@ class RedisNearDuplicateDetector:
             if not add:
                 return outcome.decision
             action = outcome.action
-            lesson = (self._learn(host, hid, f.blocks)
+            lesson = (self._learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
+            lens = bytes(min(len(p), MAX_POSTING) for p in postings)
             result = self._commit(args=[
-                self.prefix, self.table_bits, self.table_bits, self.anchor_bits, action, uh,
-                _url_part(url, host), host, fp, int(own), int(owner), int(forget),
-                int(indexed), anchors if lens else b"", lens, seen, checks, version,
+                self.prefix, self.table_bits, self.table_bits, action, uh, _url_part(url, host),
+                host, fp, own, owner, int(forget), int(loglen),
+                anchors.astype(">u4").tobytes() if lens else b"", lens, checks, version,
                 encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                 if action == "new" else b"", MAX_POSTING, *_lesson_args(lesson), hid, int(seq),
             ])
@@ -713,21 +791,25 @@ class RedisNearDuplicateDetector:
             template = self._templates.get(hid) if hid else None
             version = len(template) if template is not None else 0
             reply = self._read(args=[
-                self.prefix, self.table_bits, self.table_bits, self.anchor_bits, b"\0" * 8, b"",
-                host, hid, version, self._models.pages(host), b"", MAX_POSTING, VERIFY,
+                self.prefix, self.table_bits, self.table_bits, b"\0" * 8, b"", host, hid,
+                version, self._models.pages(host), self._index.position, b"", b"", _TAIL,
             ])
             if reply[0] == b"stale":
                 self._learned(host, int(reply[1]), int(reply[2]), reply[3])
                 continue
+            if reply[0] == b"behind":
+                self._catch_up(int(reply[1]))
+                continue
             hid = int(reply[1])
             if hid:
                 self._hids[host] = hid
-            self._follow(host, hid, reply[12])
-            lesson = self._learn(host, hid, blocks)
+            self._follow(host, hid, reply[11])
+            self._index.apply(reply[6])
+            lesson = self._learn(host, blocks)
             result = self._commit(args=[
-                self.prefix, self.table_bits, self.table_bits, self.anchor_bits, "observe",
-                b"\0" * 8, b"", host, b"", 0, 0, 0, 0, b"", b"", b"", b"", version, b"",
-                MAX_POSTING, *_lesson_args(lesson), hid, int(reply[3]),
+                self.prefix, self.table_bits, self.table_bits, "observe", b"\0" * 8, b"", host,
+                b"", 0, 0, 0, 0, b"", b"", b"", version, b"", MAX_POSTING,
+                *_lesson_args(lesson), hid, int(reply[3]),
             ])
             if result[0] == b"retry":
                 self._undo(lesson)
@@ -762,7 +844,7 @@ class RedisNearDuplicateDetector:
         if models.pages(host) != pages:
             raise RuntimeError(f"{host}: template model at {models.pages(host)}, not {pages}")
 
-    def _learn(self, host: str, hid: int, blocks: list[int]) -> _Lesson:
+    def _learn(self, host: str, blocks: list[int]) -> _Lesson:
         """Learn one more page of ``host`` into this worker's copy of its model."""
         models = self._models
         template = models.template(host)
@@ -811,22 +893,62 @@ class RedisNearDuplicateDetector:
 
     # --- candidates -------------------------------------------------------------------------
 
+    def _catch_up(self, length: int) -> None:
+        """Read the index log up to ``length`` bytes in pieces (plain reads, not one long
+        script): a worker that starts late, or was idle long."""
+        start = self._index.position
+        pipe = self.client.pipeline(transaction=False)
+        pieces = range(start // _CHUNK, (length + _CHUNK - 1) // _CHUNK)
+        for k in pieces:
+            lo = max(start, k * _CHUNK) - k * _CHUNK
+            hi = min(length, (k + 1) * _CHUNK) - k * _CHUNK
+            pipe.getrange(f"{self.prefix}:l:{k}", lo, hi - 1)
+        self._index.apply(b"".join(pipe.execute()))
+
+    def _wants(self, ranked: list[int]) -> tuple[bytes, bytes, list[int]]:
+        """For ``READ``: where the ranked candidates' records this worker has not decoded are,
+        the hosts of those it has (for their template lengths), and the records' offsets."""
+        wants, hosts, offsets = [], set(), []
+        for doc in ranked:
+            off, length = self._index.where(doc)
+            rec = self._records.get(off)
+            if rec is None:
+                wants.append(struct.pack(">BIBH", off >> 32, off & 0xFFFFFFFF,
+                                         length >> 16, length & 0xFFFF))
+                offsets.append(off)
+            else:
+                hosts.add(rec.hid)
+        return b"".join(wants), b"".join(h.to_bytes(4, "big") for h in hosts), offsets
+
+    def _keep(self, off: int, rec: bytes) -> None:
+        """Decode a record ``READ`` sent and keep it under its heap offset (the heap never
+        changes what it holds)."""
+        n = int.from_bytes(rec[12:14], "big")
+        title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
+        self._records[off] = _Record(int.from_bytes(rec[8:12], "big"), rec[: 14 + n], title,
+                                     sketch, blocks, cover)
+        if len(self._records) > _DECODED:
+            self._records.popitem(last=False)
+
     def _candidates(
-        self, hid: int, records: list[bytes], lengths: list[int]
-    ) -> tuple[list[Candidate], dict[int, bytes], bytes]:
-        """Decode the candidates' records; bring their hosts' templates up to date (one
-        pipelined round trip when some grew) and say which lengths the decision used."""
-        parsed = []
-        stale: dict[int, int] = {}
-        heads: dict[int, bytes] = {}
-        for rec, length in zip(records, lengths, strict=True):
-            doc = int.from_bytes(rec[:4], "big")
-            other = int.from_bytes(rec[12:16], "big")
-            n = int.from_bytes(rec[16:18], "big")
-            heads[doc] = rec[4 : 18 + n]
-            parsed.append((doc, other, self._decode(rec, 18 + n)))
+        self, hid: int, ranked: list[int], lengths: bytes
+    ) -> tuple[list[Candidate], bytes] | None:
+        """The ranked candidates from the decoded records, their hosts' templates brought up
+        to date (one pipelined round trip when some grew), and which lengths the decision used;
+        None if a record or a host's template length is missing."""
+        tlens = dict(struct.iter_unpack(">II", lengths))
+        picked = []
+        for doc in ranked:
+            rec = self._records.get(self._index.where(doc)[0])
+            if rec is None or (rec.hid != hid and rec.hid not in tlens):
+                return None
+            self._records.move_to_end(self._index.where(doc)[0])
+            picked.append((doc, rec))
+        stale = {}
+        for _, rec in picked:
+            other = rec.hid
             have = len(self._templates[other]) if other in self._templates else 0
-            if other != hid and have < int(length):
+            if other != hid and have < tlens[other]:
                 stale[other] = have
         if stale:
             pipe = self.client.pipeline(transaction=False)
@@ -837,28 +959,16 @@ class RedisNearDuplicateDetector:
                 if len(self._templates[other]) == have:
                     self._templates[other].extend(rest)
         candidates, used = [], {}
-        for doc, other, (title, sketch, blocks, cover) in parsed:
+        for doc, rec in picked:
             template = None
-            if other != hid:
-                copy = self._templates.get(other)
+            if rec.hid != hid:
+                copy = self._templates.get(rec.hid)
                 template = copy.array() if copy is not None else _EMPTY
-                used[other] = len(copy) if copy is not None else 0
-            candidates.append(Candidate(doc, sketch, blocks, cover, title, template))
-        checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
-        return candidates, heads, checks
-
-    def _decode(self, rec: bytes, pos: int) -> tuple[int, np.ndarray, np.ndarray, int]:
-        """A candidate's sketch, decoded once per worker while it keeps coming back."""
-        key = rec[4:]
-        hit = self._decoded.get(key)
-        if hit is not None:
-            self._decoded.move_to_end(key)
-            return hit
-        decoded = decode_sketch(rec, pos)
-        self._decoded[key] = decoded
-        if len(self._decoded) > _DECODED:
-            self._decoded.popitem(last=False)
-        return decoded
+                used[rec.hid] = len(copy) if copy is not None else 0
+            candidates.append(Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title,
+                                        template))
+        checks = b"".join(struct.pack(">II", h, n) for h, n in used.items())
+        return candidates, checks
 
     def _url(self, head: bytes) -> str:
         """The URL of a record (from its head: fingerprint, host id, URL)."""
