@@ -4,17 +4,26 @@ the index on PostgreSQL.
 Run from the project root (starts its own ``redis-server``; PostgreSQL at 127.0.0.1:5432, or
 ``TEST_POSTGRES_URL``, where it creates and drops a database)::
 
-    .venv/bin/python bench/shared.py                 # everything (~3 min)
+    .venv/bin/python bench/shared.py                 # everything (~4 min)
     .venv/bin/python bench/shared.py --only neardup,bloom,index --quick
+    git archive main | tar -x -C /tmp/base             # the same real-pages run of main's code,
+    .venv/bin/python bench/shared.py --only neardup --baseline /tmp/base --runs 3  # alternating
+    .venv/bin/python bench/shared.py --only neardup --baseline /tmp/base --instructions
 
 It prints:
 
 1. ``neardup``: decisions of two shared workers taking turns against one in-process detector
    on the synthetic labelled set and on real documentation pages in crawl order
    (``bench/realpages.py``'s trees, when installed): how many differ, time per page, Redis
-   bytes per page by kind of key (``MEMORY USAGE``); then check-and-insert per second from one
-   and from two client processes on ~5 KB pages, the time a client waits for Redis per page,
-   the server time per script call and the commits retried;
+   bytes per page by kind of key (``MEMORY USAGE``), and what Redis spent per real page: server
+   time in the scripts (``INFO commandstats``), the CPU time of its main thread, the commands
+   the scripts ran; with ``--baseline DIR`` (another checkout, e.g. ``git archive main``) the
+   real pages are run through that tree's code too, alternating, ``--runs`` times each, on the
+   same Redis; with ``--instructions``, once more each against a ``redis-server`` under
+   valgrind's callgrind, which counts its instructions per page (what a busy machine does not
+   change); then check-and-insert per second from one and from two client processes on ~5 KB
+   pages, the time a client waits for Redis per page, the server time per script call and the
+   commits retried;
 2. ``bloom``: memory and measured false-positive rate of the seen-set Bloom filter at 10
    million URLs (1 %), next to an exact SET (measured at 1 million, per URL), and add-script
    throughput with each;
@@ -25,6 +34,11 @@ It prints:
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import pickle
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,7 +62,7 @@ from crawler.index.postgres import PostgresIndex
 from crawler.index.sqlite import SQLiteIndex
 from devsite.testset import build_labelled_set, page_item, text_pages
 from tests.pg_support import create_database, drop_database
-from tests.redis_support import RedisServer, fresh_key, start_redis
+from tests.redis_support import RedisServer, free_port, fresh_key, start_redis
 
 
 def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
@@ -73,6 +87,130 @@ def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
 
         setattr(det, name, call)
     return spent
+
+
+# Two shared workers taking turns on the pickled real pages against one in-process detector,
+# with the code of the tree it runs in (this one, or --baseline's): only interfaces every layout
+# has. Prints one JSON line.
+_REAL_RUN = r"""
+import json, os, pickle, sys, time
+sys.path.insert(0, os.getcwd())
+import redis
+from crawler.content.neardup import NearDuplicateDetector
+from crawler.content.redis_neardup import RedisNearDuplicateDetector
+import subprocess
+port, path, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+valgrind = sys.argv[4] if len(sys.argv) > 4 else ""  # pid of a redis-server under callgrind
+pages = pickle.load(open(path, "rb"))
+client = redis.Redis(host="127.0.0.1", port=port)
+workers = [RedisNearDuplicateDetector(redis.Redis(host="127.0.0.1", port=port), key,
+                                      capacity=len(pages)) for _ in range(2)]
+local = NearDuplicateDetector()
+differ, shared, alone = 0, 0.0, 0.0
+for w in workers:  # scripts loaded before counting
+    w.check("http://warm.up/", "", add=False)
+if valgrind:
+    subprocess.run(["callgrind_control", "-z", valgrind], check=True, capture_output=True)
+stats0, cpu0 = client.info("commandstats"), client.info("cpu")
+for n, (url, text, title) in enumerate(pages):
+    t0 = time.perf_counter()
+    a = workers[n % 2].check(url, text, title=title)
+    t1 = time.perf_counter()
+    differ += a != local.check(url, text, title=title)
+    shared += t1 - t0
+    alone += time.perf_counter() - t1
+stats1, cpu1 = client.info("commandstats"), client.info("cpu")
+if valgrind:
+    subprocess.run(["callgrind_control", "-d", valgrind], check=True, capture_output=True)
+def delta(name, field):
+    return stats1.get(name, {}).get(field, 0) - stats0.get(name, {}).get(field, 0)
+inner = sum(delta(k, "calls") for k in stats1 if k not in ("cmdstat_evalsha", "cmdstat_info"))
+cpu = sum(cpu1[k] - cpu0[k] for k in ("used_cpu_user_main_thread", "used_cpu_sys_main_thread"))
+mem = workers[0].memory()
+print(json.dumps({
+    "pages": len(pages), "differ": differ, "originals": workers[0].originals,
+    "shared_ms": shared / len(pages) * 1e3, "alone_ms": alone / len(pages) * 1e3,
+    "script_us": delta("cmdstat_evalsha", "usec") / len(pages),
+    "calls": delta("cmdstat_evalsha", "calls") / len(pages),
+    "commands": inner / len(pages), "cpu_us": cpu / len(pages) * 1e6, "memory": mem,
+}))
+"""
+
+
+def _real_run(port: int, tree: Path, path: Path, valgrind: int = 0) -> dict[str, Any]:
+    """:data:`_REAL_RUN` with ``tree``'s code, in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-c", _REAL_RUN, str(port), str(path), fresh_key(),
+         str(valgrind or "")],
+        cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
+        check=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _instructions(tree: Path, path: Path, pages: int) -> float | None:
+    """Instructions redis-server executes per real page with ``tree``'s code, counted by
+    valgrind's callgrind (the same on a busy machine as on an idle one); None without it."""
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        out = Path(tmp) / "callgrind.out"
+        proc = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "redis-server",
+             "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", tmp],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            client = redis.Redis(host="127.0.0.1", port=port)
+            for _ in range(600):
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.1)
+            _real_run(port, tree, path, proc.pid)
+            time.sleep(0.5)
+            dumps = sorted(Path(tmp).glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
+            for line in dumps[-1].read_text().splitlines():
+                if line.startswith("summary:"):
+                    return int(line.split()[1]) / pages
+            return None
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+def _redis_cost(
+    server: RedisServer, order: list[tuple[str, str, str | None]], baseline: Path | None,
+    runs: int, instructions: bool,
+) -> None:
+    """What Redis spends per real page, this tree's code (and ``baseline``'s, alternating)."""
+    trees = [("this tree", Path(__file__).resolve().parents[1])]
+    if baseline is not None:
+        trees.insert(0, ("baseline", baseline.resolve()))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pages.pickle"
+        path.write_bytes(pickle.dumps(order))
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
+        for _ in range(runs):
+            for name, tree in trees:
+                results[name].append(_real_run(server.port, tree, path))
+        counted = {name: _instructions(tree, path, len(order)) if instructions else None
+                   for name, tree in trees}
+    for name, rows in results.items():
+        best = min(rows, key=lambda r: r["script_us"])
+        total = sum(best["memory"].values())
+        spread = ", ".join(f"{r['script_us']:.0f}" for r in rows)
+        print(f"   Redis per real page, {name}: scripts {best['script_us']:.0f} us of server time "
+              f"(runs: {spread}; {best['calls']:.2f} calls, {best['commands']:.1f} commands in "
+              f"them), main-thread CPU {best['cpu_us']:.0f} us, {total / best['pages']:,.0f} B; "
+              f"{best['differ']} decisions differ from in-process; "
+              f"{best['shared_ms']:.2f} ms per page shared, {best['alone_ms']:.2f} in-process")
+        if counted[name] is not None:
+            print(f"      redis-server instructions per real page (callgrind): "
+                  f"{counted[name] / 1e3:,.0f} thousand")
 
 
 def _compare(
@@ -126,7 +264,10 @@ def _client_run(
     return time.perf_counter() - t0, spent["redis"], det.retries
 
 
-def bench_neardup(server: RedisServer, quick: bool) -> None:
+def bench_neardup(
+    server: RedisServer, quick: bool, baseline: Path | None = None, runs: int = 1,
+    instructions: bool = False,
+) -> None:
     print("1. Shared near-duplicates (Redis: READ, decide in the worker, COMMIT)")
     labelled = build_labelled_set(pages=60 if quick else 130, variants_per_page=6, seed=7)
     items = [(p.url, page_item(p.url, p.html)) for p in [*labelled.originals, *labelled.variants]]
@@ -140,6 +281,7 @@ def bench_neardup(server: RedisServer, quick: bool) -> None:
         order = _crawl_order(real)
         if len(order) > 100:
             _compare(server, "real pages in crawl order", order)
+            _redis_cost(server, order, baseline, runs, instructions)
         else:
             print(f"   real pages: documentation trees missing ({skipped})")
     except OSError as exc:
@@ -267,13 +409,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="neardup,bloom,index")
+    parser.add_argument("--baseline", type=Path, help="a tree whose shared near-duplicate code "
+                        "to run on the real pages too (e.g. git archive main)")
+    parser.add_argument("--runs", type=int, default=1, help="real-page runs per tree")
+    parser.add_argument("--instructions", action="store_true", help="also count redis-server's "
+                        "instructions per real page under valgrind (callgrind), once per tree")
     args = parser.parse_args()
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         server = start_redis(Path(tmp))
         try:
             if "neardup" in only:
-                bench_neardup(server, args.quick)
+                bench_neardup(server, args.quick, args.baseline, args.runs, args.instructions)
             if "bloom" in only:
                 bench_bloom(server, args.quick)
         finally:

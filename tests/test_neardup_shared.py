@@ -247,6 +247,46 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert late.replayed == 16
 
 
+def test_a_worker_that_starts_late_reads_the_index_in_pieces(
+    redis_server: RedisServer,  # noqa: F811
+    labelled: LabelledSet,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker joining a crawl copies the index log in plain reads when it is far behind (here:
+    more than 1 KB), then decides exactly as the in-process detector that saw every page."""
+    import crawler.content.redis_neardup as shared
+
+    key = fresh_key()
+    first = RedisNearDuplicateDetector(redis_server.client(), key)
+    local = NearDuplicateDetector()
+    pages = _pages(labelled)
+    half = len(pages) // 2
+    for url, text, title in pages[:half]:
+        assert first.check(url, text, title=title) == local.check(url, text, title=title)
+    monkeypatch.setattr(shared, "_TAIL", 1024)
+    pieces: list[int] = []
+    catch_up = RedisNearDuplicateDetector._catch_up
+    monkeypatch.setattr(RedisNearDuplicateDetector, "_catch_up",
+                        lambda self, length: pieces.append(length) or catch_up(self, length))
+    late = RedisNearDuplicateDetector(redis_server.client(), key)
+    for url, text, title in pages[half:]:
+        assert late.check(url, text, title=title) == local.check(url, text, title=title), url
+    assert pieces and pieces[0] > 1024  # the first check found it far behind
+
+
+def test_urls_come_back_exactly(redis_server: RedisServer) -> None:  # noqa: F811
+    """A record keeps its URL without ``scheme://host`` when it can: whatever the URL looks
+    like, a worker that never saw the original names it exactly."""
+    key = fresh_key()
+    a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
+    urls = ["http://docs.test/a/b?c=d#e", "https://docs.test/x", "http://Docs.test:8080/p",
+            "https://docs.test:8443/q", "http://[::1]:8000/v6", "http://user@docs.test/u"]
+    for n, url in enumerate(urls):
+        text = " ".join(f"word{n}x{i}" for i in range(60))
+        assert a.check(url, text).kind == "new"
+        assert b.check(f"http://mirror{n}.test/copy", text).duplicate_of == url
+
+
 def test_sketch_records_round_trip() -> None:
     rng = np.random.default_rng(4)
     for n, blocks in ((0, 1), (1, 1), (7, 3), (128, 40), (128, 128), (300, 280)):

@@ -3,38 +3,49 @@ state in Redis, check-and-insert atomic across workers.
 
 :class:`RedisNearDuplicateDetector` decides with the very functions of
 :mod:`crawler.content.neardup` (:func:`~crawler.content.neardup.compute_features`,
-:func:`~crawler.content.neardup.rank_candidates`' rule, :func:`~crawler.content.neardup.pick_best`,
+:func:`~crawler.content.neardup.rank_candidates`, :func:`~crawler.content.neardup.pick_best`,
 :func:`~crawler.content.neardup.decide`) and learns each host's template with
 :class:`crawler.content.template.HostTemplates` itself; only the state lives in Redis, under the
 crawl's hash tag: the URL and fingerprint tables, the stored originals (sketch, the block of each
-entry, cover, title, host, URL), the anchor index, every host's template model and the per-host
-duplicate counts the frontier's penalty uses.
+entry, cover, title, host, URL), the index of their anchors, every host's template model and the
+per-host duplicate counts the frontier's penalty uses.
 
 Each page is two round trips, optimistic like a compare-and-set:
 
 1. ``READ`` (one Lua call, read only): the page's host template length (a worker keeps a copy
    of each host's template, which only grows, so a length is its version; if the copy is behind,
    the script returns what is missing and the worker computes the features again), what this
-   worker's copy of the host's model lacks (below), the URL's id, the fingerprint's owner, the
-   first :data:`~crawler.content.neardup.MAX_POSTING` postings of each anchor ranked as
-   :func:`~crawler.content.neardup.rank_candidates` ranks them, and the
-   :data:`~crawler.content.neardup.VERIFY` best candidates' records with their hosts' template
-   lengths.
-2. The worker decides in Python; a page that teaches its host's model is learned into the
-   worker's copy of it (:meth:`HostTemplates.learn`, undone if the commit is refused). Then
-   ``COMMIT`` (one Lua call) re-reads everything the decision depended on (URL id, fingerprint
-   owner, each anchor's posting count up to the cap, the template lengths used, the host's
-   pages learned, a counter bumped whenever a stored original is replaced) and records the page
-   (id, original with its anchors, what it taught, host counts) only if none of it changed;
-   otherwise it answers ``retry`` and the worker starts again from 1.
+   worker's copies of the host's model and of the anchor index lack (below), the URL's id, the
+   fingerprint's owner and, for the candidates the worker ranked, the records it has not decoded
+   yet and their hosts' template lengths.
+2. The worker ranks the candidates (:func:`~crawler.content.neardup.rank_candidates` over its
+   copy of the index, now current; if that changed the ranking, it reads again) and decides; a
+   page that teaches its host's model is learned into the worker's copy of it
+   (:meth:`HostTemplates.learn`, undone if the commit is refused). Then ``COMMIT`` (one Lua call)
+   checks that nothing the decision depended on changed (nothing at all if no commit happened
+   since ``READ``, the usual case; else the URL id, the fingerprint owner, the template lengths
+   used, the host's pages learned, a counter bumped whenever a stored original is replaced, and
+   whether an original indexed since took a posting of one of the page's anchors) and records
+   the page (id, record, index entry, what it taught, host counts); otherwise it answers
+   ``retry`` and the worker starts again from 1.
 
 So the decisions are those of the in-process detector run over the pages in the order their
 commits happened, and two workers racing on one page index it once: the second commit finds the
 fingerprint taken and retries into "exact duplicate".
 
+Each piece is kept in Redis in the form that costs Redis least per page: appends of packed bytes,
+few commands, no per-block or per-anchor fields.
+
+**Anchor index.** Each original appends one entry to the crawl's *index log*: its id, where its
+record is, and its anchors (those whose posting lists are not full yet). A worker keeps a copy of
+the index (:class:`_Index`: the first :data:`~crawler.content.neardup.MAX_POSTING` postings of
+each anchor, in commit order, and which originals are live), brought up to date from the log's
+tail in every ``READ`` (or, far behind, in plain reads of its pieces), so ranking the candidates
+costs Redis nothing and indexing an original one append instead of 16 hash writes.
+
 **Template models.** Counting every block of every original in Redis (one hash field per block,
 ~12 bytes and ~1 us of server time each, ~90 blocks per real page) was most of the store's bytes
-and time. A host's model now lives in Redis as a *log*: each page that taught it, as its distinct
+and time. A host's model lives in Redis as a log: each page that taught it, as its distinct
 blocks not yet template (sorted, gap-packed), and at every pruning of the model (each
 :data:`~crawler.content.template.PRUNE_EVERY` pages, where the model is smallest) a *snapshot*
 of the model (the blocks counted and their counts) that replaces the log so far. A worker keeps
@@ -42,13 +53,14 @@ its own copy of the models of the hosts it checks and brings it up to date from 
 reply (the log entries since its copy's version, or the snapshot and the log); it learns a page
 there and sends ``COMMIT`` the page's log entry, the blocks it made template and, at a pruning,
 the new snapshot. Redis does a few appends per page whatever the page's size; a worker replays
-the pages other workers taught of the hosts it checks (~40 us each).
+the pages other workers taught of the hosts it checks.
 
 **Records.** An original's record is packed (gaps of its sketch in the bits the largest needs,
 each entry's block as an index into the page's table of blocks in as few bits, the URL without
 ``scheme://host``) and appended to a heap of fixed-size strings, allocated whole so nothing is
 lost to a string's doubling or to a hash table's per-entry overhead; a table of 8 bytes per id
-(offset and length) finds it.
+(offset and length) finds it. A worker keeps the records it decoded (the heap never changes what
+it holds) and asks ``READ`` only for the others.
 
 Layout (``{key}:nd:...``; the small hashes are bucketed so they stay in Redis's compact listpack
 encoding):
@@ -56,9 +68,9 @@ encoding):
 ========================  ==================================================================
 ``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
 ``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
-``:a:<n>``, ``:ax:<n>``    HASH: anchor (4 bytes) -> ids (4 bytes each) of its first originals
-                          (16 in ``:a``, the rest up to 48 in ``:ax``: long values would turn a
-                          whole bucket into a hashtable)
+``:l:<n>``                STRING: the index log, :data:`_CHUNK` bytes each: per original stored
+                          its id (4), record offset (5) and length (3), anchors (count, 4 bytes
+                          each); per original replaced, its id and zeros
 ``:o:<id/508>``           STRING: per id, the offset (5 bytes) and length (3 bytes) of its
                           record in the heap; zeros: none (duplicates, replaced originals)
 ``:r:<n>``                STRING: the heap, :data:`_CHUNK` bytes each; a record is fingerprint
@@ -67,15 +79,16 @@ encoding):
                           title, cover and the packed sketch (:func:`encode_sketch`)
 ``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
-``:tp``                   HASH: host id -> pages its model learned (the model's version)
+``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
 ``:ts:<hid>``             STRING: the model's snapshot at its last pruning (pages, template
                           length, blocks counted once and more than once, gap-packed, counts)
 ``:tl:<hid>``             LIST: the pages learned since the snapshot, each its packed blocks
 ``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
                           frontier's penalty, shared)
-``:v``                    HASH: ``forget`` (originals replaced so far), ``anchors`` (originals
-                          indexed so far), ``heap`` (bytes of the heap used)
-``:next``/``:seq``        last id given, commits so far (the order decisions are equivalent to)
+``:v``                    HASH: ``seq`` (commits so far: the order decisions are equivalent
+                          to), ``forget`` (originals replaced so far), ``log`` and ``heap``
+                          (bytes of each used)
+``:next``                 the last id given
 ``:params``               the settings every worker must share
 ========================  ==================================================================
 
@@ -160,9 +173,21 @@ local function meta(hid)  -- a host's (pages learned, template length), as at th
   end
   return math.floor(m / SHIFT), m % SHIFT
 end
-local function tlen_of(hid)
-  local _, n = meta(hid)
-  return n
+local function tlens_of(hids)  -- the template lengths of several hosts: one HMGET
+  local ask = {}
+  for _, h in ipairs(hids) do
+    if not metas[h] and h > 0 then ask[#ask + 1] = h end
+  end
+  if #ask > 0 then
+    local got = redis.call('HMGET', P .. ':tp', unpack(ask))
+    for i, h in ipairs(ask) do metas[h] = tonumber(got[i] or 0) end
+  end
+  local out = {}
+  for i, h in ipairs(hids) do
+    local _, n = meta(h)
+    out[i] = n
+  end
+  return out
 end
 local function versions()  -- commits, originals replaced, bytes of the index log, so far
   local v = redis.call('HMGET', P .. ':v', 'seq', 'forget', 'log')
@@ -233,17 +258,15 @@ end
 -- the candidates' records the worker has not decoded yet, and their hosts' template lengths
 local recs, tls = {}, {}
 if owner == 0 then
+  local hids = {}
   for i = 1, #wants, 8 do
     local hi, lo, len = struct.unpack('>I1I4I3', wants, i)
     local rec = span(P .. ':r:', hi * 4294967296 + lo, len)
     recs[#recs + 1] = rec
-    local h = struct.unpack('>I4', rec, 9)
-    tls[#tls + 1] = struct.pack('>I4I4', h, tlen_of(h))
+    hids[#hids + 1] = struct.unpack('>I4', rec, 9)
   end
-  for i = 1, #hosts, 4 do
-    local h = struct.unpack('>I4', hosts, i)
-    tls[#tls + 1] = struct.pack('>I4I4', h, tlen_of(h))
-  end
+  for i = 1, #hosts, 4 do hids[#hids + 1] = struct.unpack('>I4', hosts, i) end
+  for i, n in ipairs(tlens_of(hids)) do tls[i] = struct.pack('>I4I4', hids[i], n) end
 end
 return {'ok', hid, own, seq, forget, loglen, tail, owner, orec, recs, table.concat(tls),
         {pages, base, snap, log}}
@@ -274,9 +297,12 @@ if seq ~= seq_seen then
       local owner = tonumber(redis.call('HGET', P .. ':f:' .. bucket(fp, FB), fp) or 0)
       if owner ~= owner_seen then return {'retry'} end
     end
+    local hids, seen = {}, {}
     for i = 1, #checks, 8 do
-      local h, n = struct.unpack('>I4I4', checks, i)
-      if tlen_of(h) ~= n then return {'retry'} end
+      hids[#hids + 1], seen[#seen + 1] = struct.unpack('>I4I4', checks, i)
+    end
+    for i, n in ipairs(tlens_of(hids)) do
+      if n ~= seen[i] then return {'retry'} end
     end
     if loglen ~= logpos and #anchors > 0 then
       -- originals indexed since: did one take a posting of an anchor of this page (one with
@@ -912,6 +938,8 @@ class RedisNearDuplicateDetector:
         for doc in ranked:
             off, length = self._index.where(doc)
             rec = self._records.get(off)
+            if rec is not None:
+                self._records.move_to_end(off)
             if rec is None:
                 wants.append(struct.pack(">BIBH", off >> 32, off & 0xFFFFFFFF,
                                          length >> 16, length & 0xFFFF))
