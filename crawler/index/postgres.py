@@ -401,6 +401,7 @@ class PostgresIndex(Index):
         before a URL it already holds, so a page added twice is written twice, in order)."""
         out: list[_Op] = []
         run: list[PageDocument] = []
+        urls: set[str] = set()
         chars = 0
 
         def close() -> None:
@@ -408,6 +409,7 @@ class PostgresIndex(Index):
                 docs = list(run)
                 out.append(lambda c: self._w_add_pages(c, docs))
                 run.clear()
+                urls.clear()
 
         for op in ops:
             if not isinstance(op, _AddPage):
@@ -415,11 +417,11 @@ class PostgresIndex(Index):
                 out.append(op)
                 continue
             doc = op.doc
-            if (any(d.url == doc.url for d in run) or len(run) >= _RUN
-                    or chars + len(doc.text) > _RUN_CHARS):
+            if doc.url in urls or len(run) >= _RUN or chars + len(doc.text) > _RUN_CHARS:
                 close()
                 chars = 0
             run.append(doc)
+            urls.add(doc.url)
             chars += len(doc.text)
         close()
         return out
