@@ -62,8 +62,8 @@ def _write(url: str, together: bool) -> dict[str, Any]:
         state = {
             "stats": index.stats(),
             "pages": conn.execute(
-                "SELECT p.url, p.site, p.title, p.status, p.fetched_at, p.visited_at, p.fingerprint,"
-                " p.has_doc,"
+                "SELECT p.url, p.site, p.title, p.status, p.fetched_at, p.visited_at,"
+                " p.fingerprint, p.has_doc,"
                 " (SELECT o.url FROM pages o WHERE o.id = p.alias_of) FROM pages p ORDER BY p.url"
             ).fetchall(),
             "docs": conn.execute(
