@@ -168,6 +168,62 @@ def test_two_workers_racing_decide_as_one_detector_in_commit_order(
     assert workers[0].originals == local.originals  # not one content indexed twice
 
 
+def test_three_workers_sharing_hosts_learn_one_model(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Three workers take pages of two big hosts from one queue as fast as they can, so each
+    host's model is taught by all of them in turn (each replays the others' pages, reloads a
+    snapshot after a pruning it did not write, has commits refused): replaying the pages in
+    commit order through one in-process detector gives every decision and both templates."""
+    import queue
+
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(300)]
+    shared = {h: [" ".join(rng.choices(words, k=10)) for _ in range(12)] for h in ("a", "b")}
+    pages: list[tuple[str, str]] = []
+    for n in range(260):
+        host = "ab"[n % 2]
+        own = [" ".join(rng.choices(words, k=12)) for _ in range(rng.randint(2, 6))]
+        text = "\n".join([*own, *rng.sample(shared[host], 6)])
+        pages.append((f"http://{host}.test/{n}", text))
+        if n % 9 == 0:  # an edited copy, and an exact one
+            pages.append((f"http://{host}.test/{n}e", text + "\none more line of text here"))
+            pages.append((f"http://{host}.test/{n}x", text))
+    todo: queue.Queue[tuple[str, str]] = queue.Queue()
+    for page in pages:
+        todo.put(page)
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(3)]
+    done: list[tuple[int, str, str, Decision]] = []
+    errors: list[BaseException] = []
+
+    def run(worker: RedisNearDuplicateDetector) -> None:
+        try:
+            while True:
+                try:
+                    url, text = todo.get_nowait()
+                except queue.Empty:
+                    return
+                decision = worker.check(url, text)
+                done.append((worker.last_commit, url, text, decision))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors
+    local = NearDuplicateDetector()
+    for _, url, text, decision in sorted(done):
+        assert local.check(url, text) == decision, url
+    for host in ("a.test", "b.test"):
+        assert workers[0].template(host) == set(local.templates.template(host)), host
+        assert local.templates.pages(host) > 2 * 48  # pruned twice: snapshots were written
+    assert sum(w.replayed for w in workers) > len(pages) // 2  # each learned the others' pages
+
+
 def test_the_host_penalty_is_shared(redis_server: RedisServer) -> None:  # noqa: F811
     key = fresh_key()
     a = RedisNearDuplicateDetector(redis_server.client(), key)
