@@ -143,7 +143,8 @@ LAYOUT = 3
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
 MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means another worker won)
-_FILL = 256  # entries aimed at per listpack bucket (Redis converts one past 512)
+_FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
+# past 512, so a bucket stays compact up to 8 times the capacity)
 # A heap string of 16,378 bytes is one 16 KiB allocation (with its 5-byte header and the
 # terminating zero); a record table string of 508 entries of 8 bytes, one 4 KiB allocation.
 _CHUNK = 16_378
