@@ -201,6 +201,7 @@ class Features:
     sketch: np.ndarray  # sorted distinct uint32 shingle hashes, at most num_perm
     sketch_blocks: np.ndarray  # the block of each
     cover: int  # every kept hash <= cover is in the sketch (0xFFFFFFFF: all of them)
+    shingle_size: int = DEFAULT_SHINGLE_SIZE  # words per shingle of the sketch
 
 
 class NearDuplicateDetector:
@@ -628,14 +629,15 @@ def compute_features(
     kept_words = kept_text.count(" ") + 1 if kept_text else 0
     if kept_words < MIN_WORDS:
         empty = np.empty(0, dtype=np.uint32)
-        return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF)
+        return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF,
+                        shingle_size)
     hashes = shingle_hashes32(kept_text, shingle_size)[:MAX_SHINGLES]
     per_line = np.fromiter((line.count(" ") + 1 for line, _ in kept), np.int64, len(kept))
     word_block = np.repeat(np.fromiter((b for _, b in kept), np.uint32, len(kept)), per_line)
     unique, first = np.unique(hashes, return_index=True)
     cover = int(unique[num_perm - 1]) if len(unique) > num_perm else 0xFFFFFFFF
     return Features(fingerprint, words, kept_words, blocks, unique[:num_perm],
-                    word_block[first[:num_perm]], cover)
+                    word_block[first[:num_perm]], cover, shingle_size)
 
 
 def rank_candidates(
@@ -664,6 +666,29 @@ class Candidate:
     template: np.ndarray | None  # its host's template blocks (sorted); None: the page's host
 
 
+def _filtered(
+    sketch_a: np.ndarray,
+    blocks_a: np.ndarray,
+    cover_a: int,
+    sketch_b: np.ndarray,
+    blocks_b: np.ndarray,
+    cover_b: int,
+    template_a: np.ndarray,
+    template_b: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both sketches (and the block of each entry) over the hash range both cover, without
+    either host's template: within that range each holds *every* kept hash of its page, so
+    what one has and the other lacks is exact there."""
+    limit = min(cover_a, cover_b)
+    filters = [t for t in (template_a, template_b) if t is not None and len(t)]
+    mine_keep = sketch_a <= limit
+    other_keep = sketch_b <= limit
+    for t in filters:
+        mine_keep &= ~np.isin(blocks_a, t, assume_unique=False)
+        other_keep &= ~np.isin(blocks_b, t, assume_unique=False)
+    return sketch_a[mine_keep], blocks_a[mine_keep], sketch_b[other_keep], blocks_b[other_keep]
+
+
 def similarity(
     sketch_a: np.ndarray,
     blocks_a: np.ndarray,
@@ -676,14 +701,8 @@ def similarity(
 ) -> tuple[float, float]:
     """Jaccard similarity and containment of two sketches, both without either host's
     template, over the hash range both cover."""
-    limit = min(cover_a, cover_b)
-    filters = [t for t in (template_a, template_b) if t is not None and len(t)]
-    mine_keep = sketch_a <= limit
-    other_keep = sketch_b <= limit
-    for t in filters:
-        mine_keep &= ~np.isin(blocks_a, t, assume_unique=False)
-        other_keep &= ~np.isin(blocks_b, t, assume_unique=False)
-    a, b = sketch_a[mine_keep], sketch_b[other_keep]
+    a, _, b, _ = _filtered(sketch_a, blocks_a, cover_a, sketch_b, blocks_b, cover_b,
+                           template_a, template_b)
     if not len(a) or not len(b):
         return 0.0, 0.0
     shared = len(np.intersect1d(a, b, assume_unique=True))
@@ -695,6 +714,65 @@ def similarity(
     # that lists everything a smaller one lists (an inherited-members list)
     contained = shared / small if 2 * small >= large else 0.0
     return shared / union, contained
+
+
+def insertion(f: Features, own_template: np.ndarray, c: Candidate) -> float:
+    """The share of the smaller page found in the larger when the larger is the smaller one
+    plus *one inserted run of blocks* (a paragraph added, or removed), else 0.
+
+    One added paragraph leaves a short page's Jaccard similarity near 0.5 by construction (a
+    page of N words plus N words), yet the edit is plain to see in the sketches, whose entries
+    know their block: within the hash range both sketches cover,
+
+    * the smaller page lacks at most ``shingle_size - 1`` of the larger's shingles: those that
+      spanned the point where the run went in (nothing of it was rewritten);
+    * the larger page's other shingles start in blocks the smaller page does not have (the
+      run), but for at most ``shingle_size - 1`` starting just before it;
+    * those blocks are one run: when the larger page is the one being checked, no block the
+      smaller page has sits between them in its block order; when it is the stored one (whose
+      block order is not stored), they are one block.
+
+    A sibling of one template fails the first test as soon as it names anything of its own (a
+    member list's "complete list of members for <class>", a function's signature): this is
+    why the rule is about containment *and* one run, not containment alone.
+    """
+    a, a_blocks, b, b_blocks = _filtered(
+        f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
+        own_template, c.template,
+    )
+    if not len(a) or not len(b) or len(a) == len(b):
+        return 0.0
+    boundary = f.shingle_size - 1
+    page_larger = len(a) > len(b)
+    large, large_blocks, small = (a, a_blocks, b) if page_larger else (b, b_blocks, a)
+    in_small = _member(large, small)
+    shared = int(in_small.sum())
+    if len(small) - shared > boundary:
+        return 0.0
+    if page_larger:
+        small_has = np.unique(c.blocks)  # every block of the stored page with an entry
+    else:
+        small_has = np.unique(np.fromiter(f.blocks, np.uint32, len(f.blocks)))
+    extra_blocks = large_blocks[~in_small]
+    known = _member(extra_blocks, small_has)  # both pages have entries: neither is empty
+    if int(known.sum()) > boundary:
+        return 0.0
+    run = np.unique(extra_blocks[~known])
+    if not len(run):
+        return 0.0
+    if page_larger:
+        order = np.fromiter(f.blocks, np.uint32, len(f.blocks))
+        if len(own_template):
+            order = order[~_member(order, own_template)]
+        at = np.flatnonzero(_member(order, run))
+        if not len(at):
+            return 0.0
+        between = order[at[0] : at[-1] + 1]
+        if _member(between, small_has).any():
+            return 0.0
+    elif len(run) > 1:
+        return 0.0
+    return shared / len(small)
 
 
 def pick_best(
@@ -718,6 +796,8 @@ def pick_best(
             sim = sim if sim >= OTHER_TITLE_THRESHOLD else min(sim, threshold * 0.99)
         elif title_id and c.title == title_id:
             sim = max(sim, SAME_TITLE_CONTAINMENT * contained)
+            if sim < threshold:
+                sim = max(sim, insertion(f, own_template, c))
         if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
             best, best_sim = c, sim
     return best, best_sim
