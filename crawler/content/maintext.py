@@ -71,7 +71,7 @@ _BOILERPLATE_NAME = re.compile(
     re.IGNORECASE,
 )
 _CONTENT_NAME = re.compile(
-    r"(?:^|[-_\s])(?:content|article|main|post|entry|story|body|text)(?:$|[-_\s\d])",
+    r"(?:^|[-_\s])(?:contents?|article|main|post|entry|story|body|text)(?:$|[-_\s\d])",
     re.IGNORECASE,
 )
 _BLOCK_TAGS = frozenset(
@@ -87,6 +87,11 @@ _LINK_HEAVY = 0.5  # a block with more link text than this share is navigation
 _SIBLING_SHARE = 0.2
 _SIBLING_LINKS = 0.3  # a sibling with more link text than this is a sidebar
 _HEADING_BONUS = 25.0
+# A container whose id or class says it holds the content ("content", "contents", "article",
+# "main", ...; Readability's class weight): on a short page of many small blocks (a Doxygen
+# member list, a class with one paragraph) a one-line banner above it would otherwise
+# outscore it. Worth a long article, like the heading bonus.
+_NAME_BONUS = 25.0
 LINK_LIST_WORDS = 40  # less content than this (not counting link text): a link-list page
 
 
@@ -122,7 +127,7 @@ def main_text_from_tree(root: etree._Element) -> str:
     all_blocks, totals = _blocks(container if container is not None else body)
     blocks = all_blocks
     if container is None:
-        blocks = _best_cluster(all_blocks, totals, _heading(body))
+        blocks = _best_cluster(all_blocks, totals, _heading(body), _named_content(body))
     kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
     content = sum(words for _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
@@ -311,16 +316,41 @@ def _heading(body: etree._Element) -> etree._Element | None:
     return body.find(".//h1")
 
 
+def _named_content(body: etree._Element) -> etree._Element | None:
+    """The one element whose id or class names it content ("contents", "main-content",
+    "article"...), if the page has exactly one once names nested in it are set aside.
+
+    Readability's class weight, its positive half (the negative half is dropped before). Only
+    an innermost, unique name counts: Doxygen wraps a page in ``doc-content`` and its content in
+    ``contents`` (one), while asciidoc names every example block ``content`` (many: none wins).
+    """
+    named = [
+        el for el in body.iter(etree.Element)
+        if (el.get("id") or el.get("class"))
+        and _CONTENT_NAME.search(f"{el.get('id', '')} {el.get('class', '')}")
+    ]
+    if not named:
+        return None
+    outer = {a for el in named for a in el.iterancestors()}
+    inner = [el for el in named if el not in outer]
+    return inner[0] if len(inner) == 1 else None
+
+
 def _best_cluster(
-    blocks: list[Block], totals: Totals, heading: etree._Element | None
+    blocks: list[Block],
+    totals: Totals,
+    heading: etree._Element | None,
+    named: etree._Element | None = None,
 ) -> list[Block]:
     """Readability-style: keep the blocks under the best-scoring container (and its siblings).
 
     Every content-like block (ten words or more, not mostly link text) adds a score to its
     parent and half of it to its grandparent. The element holding both the page's ``h1`` and
     the first such block after it gets a bonus worth a long article: on a page whose content is
-    one short paragraph, a sidebar's "about this site" box would otherwise win. Containers and
-    siblings that are mostly link text (a sidebar with a menu and a blurb) are not content.
+    one short paragraph, a sidebar's "about this site" box would otherwise win. The page's one
+    container named for content (``named``, see :func:`_named_content`) gets the same bonus.
+    Containers and siblings that are mostly link text (a sidebar with a menu and a blurb) are
+    not content.
     """
     scores: dict[etree._Element, float] = {}
     seen_heading = False
@@ -346,6 +376,8 @@ def _best_cluster(
             scores[grand] = scores.get(grand, 0.0) + score / 2
     if not scores:
         return blocks
+    if named is not None and named in scores:
+        scores[named] += _NAME_BONUS
 
     def link_share(el: etree._Element) -> float:
         words, links = totals.get(el, (0, 0))
