@@ -62,7 +62,20 @@ from crawler.content.normalize import normalize_text
 from crawler.content.shingles import shingle_set
 
 PACKAGES = ["python3.11-doc", "libglib2.0-doc", "libeigen3-doc", "git-doc", "openjdk-17-doc"]
-RUSTUP = os.path.expanduser("~/.rustup/toolchains/stable-*/share/doc/rust/html")
+
+
+def _rustup() -> str:
+    """One rustup toolchain's docs: a stable one, else any (a nightly-only machine). Never all
+    of them: two toolchains hold the same pages, which would be sampled as distinct pages."""
+    for toolchain in ("stable-*", "*-*"):
+        found = sorted(glob.glob(os.path.expanduser(
+            f"~/.rustup/toolchains/{toolchain}/share/doc/rust/html")))
+        if found:
+            return found[0]
+    return os.path.expanduser("~/.rustup/toolchains/none/share/doc/rust/html")
+
+
+RUSTUP = _rustup()
 
 # (tree name, generator, glob patterns)
 TREES: list[tuple[str, str, list[str]]] = [

@@ -74,6 +74,9 @@ _CONTENT_NAME = re.compile(
     r"(?:^|[-_\s])(?:contents?|article|main|post|entry|story|body|text)(?:$|[-_\s\d])",
     re.IGNORECASE,
 )
+# What names *the* content container (Readability's positive class weight, its strongest
+# names): "entry", "post", "text" also name table cells and list items of one page.
+_MAIN_NAME = re.compile(r"(?:^|[-_\s])(?:contents?|main|article)(?:$|[-_\s\d])", re.IGNORECASE)
 _BLOCK_TAGS = frozenset(
     {
         "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "div",
@@ -318,7 +321,7 @@ def _heading(body: etree._Element) -> etree._Element | None:
 
 def _named_content(body: etree._Element) -> etree._Element | None:
     """The one element whose id or class names it content ("contents", "main-content",
-    "article"...), if the page has exactly one once names nested in it are set aside.
+    "article"), if the page has exactly one once those holding another are set aside.
 
     Readability's class weight, its positive half (the negative half is dropped before). Only
     an innermost, unique name counts: Doxygen wraps a page in ``doc-content`` and its content in
@@ -327,7 +330,7 @@ def _named_content(body: etree._Element) -> etree._Element | None:
     named = [
         el for el in body.iter(etree.Element)
         if (el.get("id") or el.get("class"))
-        and _CONTENT_NAME.search(f"{el.get('id', '')} {el.get('class', '')}")
+        and _MAIN_NAME.search(f"{el.get('id', '')} {el.get('class', '')}")
     ]
     if not named:
         return None
