@@ -104,12 +104,14 @@ MAX_SHINGLES = 50_000  # shingles of one page fed to the sketch (the page's star
 # they must be this similar to be near-duplicates. A mirror with another title suffix, or an
 # original and its edit, are far above it; siblings of one template are below.
 OTHER_TITLE_THRESHOLD = 0.95
-# Near-duplicates share whole blocks: most of one page's text (this share of its sketch's
-# entries) is lines the other page has verbatim. An edit adds, drops or moves lines (a banner,
-# a date line, a paragraph; dates and counters are masked by normalization), while two siblings
-# of one template differ *inside* their lines: "the complete list of members for <class>", the
-# same sentence about another command. On the real-pages set's tuning part every positive of
-# similarity >= 0.5 has >= 0.9, every sibling of one title <= 0.38.
+# Two pages of one title (a template names them alike: Doxygen's every "Member List") must
+# share whole blocks to be near-duplicates: most of one page's text (this share of its
+# sketch's entries) is lines the other page has verbatim. Such an edit adds, drops or moves
+# lines (a banner, a date line, a paragraph; dates and counters are masked by normalization),
+# while two siblings named alike differ *inside* their lines: "the complete list of members
+# for <class>". On the real-pages set's tuning part every positive of similarity >= 0.5 has
+# >= 0.9, every sibling of one title 0. Not asked of pages without titles: words edited in
+# every line (a page rewritten lightly) share no line, and nothing else tells them apart.
 SHARED_BLOCKS = 0.5
 # A near-duplicate this similar or more repeats its original and teaches the template model
 # nothing; a less similar one (a sibling let through while the model was young) still teaches
@@ -814,10 +816,11 @@ def pick_best(
         if title_id and c.title and c.title != title_id:
             # a different name: only a near-copy counts (mapped below the threshold else)
             sim = sim if sim >= OTHER_TITLE_THRESHOLD else min(sim, threshold * 0.99)
-        elif title_id and c.title == title_id and sim < threshold:
-            sim = max(sim, insertion(f, own_template, c))
-        if sim >= threshold and shared_blocks(f, own_template, c) < SHARED_BLOCKS:
-            sim = min(sim, threshold * 0.99)  # similar words, but no line in common: a sibling
+        elif title_id and c.title == title_id:
+            if sim < threshold:
+                sim = max(sim, insertion(f, own_template, c))
+            if sim >= threshold and shared_blocks(f, own_template, c) < SHARED_BLOCKS:
+                sim = min(sim, threshold * 0.99)  # similar words, no line in common: a sibling
         if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
             best, best_sim = c, sim
     return best, best_sim
