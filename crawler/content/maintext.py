@@ -386,7 +386,11 @@ def _best_cluster(
         words, links = totals.get(el, (0, 0))
         return links / words if words else 0.0
 
-    candidates = [el for el in scores if link_share(el) <= _LINK_HEAVY] or list(scores)
+    # a container mostly of links is a menu, not content, unless the page names it its content
+    # (a Doxygen member list: one sentence and a table of linked members)
+    candidates = [
+        el for el in scores if link_share(el) <= _LINK_HEAVY or el is named
+    ] or list(scores)
     best = max(candidates, key=scores.__getitem__)
     keep = {best}
     parent = best.getparent()
