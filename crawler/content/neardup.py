@@ -104,15 +104,19 @@ MAX_SHINGLES = 50_000  # shingles of one page fed to the sketch (the page's star
 # they must be this similar to be near-duplicates. A mirror with another title suffix, or an
 # original and its edit, are far above it; siblings of one template are below.
 OTHER_TITLE_THRESHOLD = 0.95
-# Two pages of one title (a template names them alike: Doxygen's every "Member List") must
-# share whole blocks to be near-duplicates: most of one page's text (this share of its
-# sketch's entries) is lines the other page has verbatim. Such an edit adds, drops or moves
-# lines (a banner, a date line, a paragraph; dates and counters are masked by normalization),
-# while two siblings named alike differ *inside* their lines: "the complete list of members
-# for <class>". On the real-pages set's tuning part every positive of similarity >= 0.5 has
-# >= 0.9, every sibling of one title 0. Not asked of pages without titles: words edited in
-# every line (a page rewritten lightly) share no line, and nothing else tells them apart.
+# A short page of one title (a template names such pages alike: Doxygen's every "Member
+# List") must share whole blocks with a near-duplicate: most of one page's text (this share of
+# its sketch's entries) is lines the other page has verbatim. On a page of a sentence or two an
+# edited word cannot be told from a sibling naming something else ("the complete list of
+# members for <class>": Jaccard 0.5-0.65), but a real edit of it adds, drops or moves lines (a
+# banner, a date line, a paragraph; dates and counters are masked by normalization). On the
+# real-pages set's tuning part every positive of similarity >= 0.5 has >= 0.9, every short
+# sibling of one title 0-0.24. Longer pages are left to their words: a page lightly edited in
+# every paragraph shares no line, and its many shingles say what it is.
 SHARED_BLOCKS = 0.5
+# ... when the smaller page has fewer shingles than this (template left out): "little content"
+# in the sense of main-text extraction's LINK_LIST_WORDS, a paragraph's worth.
+SHORT_PAGE = 40
 # A near-duplicate this similar or more repeats its original and teaches the template model
 # nothing; a less similar one (a sibling let through while the model was young) still teaches
 # it, so a shared section flagged early becomes template instead of staying unlearned.
@@ -780,21 +784,23 @@ def insertion(f: Features, own_template: np.ndarray, c: Candidate) -> float:
     return shared / len(small)
 
 
-def shared_blocks(f: Features, own_template: np.ndarray, c: Candidate) -> float:
-    """The share of one page's sketch entries (over the range both cover, templates out) whose
-    block, a whole line, the other page has verbatim: the larger of the two shares (see
-    :data:`SHARED_BLOCKS`). The page's own blocks are all known (``f.blocks``); the stored
-    page's are those of its sketch's entries, so the stored page's share is the exact one."""
+def keeps_lines(f: Features, own_template: np.ndarray, c: Candidate) -> bool:
+    """False for a short pair that shares too few whole lines to be an edit (see
+    :data:`SHARED_BLOCKS`): the smaller has under :data:`SHORT_PAGE` entries over the range both
+    cover, templates out, and neither page has :data:`SHARED_BLOCKS` of its entries in blocks the
+    other has verbatim. The page's own blocks are all known (``f.blocks``); the stored page's
+    are those of its sketch's entries."""
     a, a_blocks, b, b_blocks = _filtered(
         f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
         own_template, c.template,
     )
-    if not len(a) or not len(b):
-        return 0.0
+    if not len(a) or not len(b) or min(len(a), len(b)) >= SHORT_PAGE:
+        return True
     page_has = np.unique(np.fromiter(f.blocks, np.uint32, len(f.blocks)))
     stored_has = np.unique(c.blocks)
-    return max(float(_member(b_blocks, page_has).mean()),
-               float(_member(a_blocks, stored_has).mean()))
+    share = max(float(_member(b_blocks, page_has).mean()),
+                float(_member(a_blocks, stored_has).mean()))
+    return share >= SHARED_BLOCKS
 
 
 def pick_best(
@@ -819,7 +825,7 @@ def pick_best(
         elif title_id and c.title == title_id:
             if sim < threshold:
                 sim = max(sim, insertion(f, own_template, c))
-            if sim >= threshold and shared_blocks(f, own_template, c) < SHARED_BLOCKS:
+            if sim >= threshold and not keeps_lines(f, own_template, c):
                 sim = min(sim, threshold * 0.99)  # similar words, no line in common: a sibling
         if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
             best, best_sim = c, sim
