@@ -14,9 +14,12 @@ rules, in one lxml pass over the tree the spider already parses:
 3. If the page marks its main content (``<main>``, ``role="main"``, a single ``<article>``),
    keep that. Otherwise score containers like Readability does: every text block of ten or more
    words that is not mostly link text adds its length to its parent and half to its
-   grandparent, the element holding the ``h1`` and the text right after it gets a bonus, and
-   the best container that is not mostly links wins, with siblings that score at least a fifth
-   of it and are not mostly links either (a sidebar is a menu plus a blurb).
+   grandparent, the element holding the ``h1`` and the text right after it gets a bonus, so
+   does the page's one container whose id or class names it content (``contents``, ``main``,
+   ``article``: Readability's class weight; Doxygen's ``contents`` under a survey banner), and
+   the best container that is not mostly links (or is that named one: a member list) wins, with
+   siblings that score at least a fifth of it and are not mostly links either (a sidebar is a
+   menu plus a blurb).
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
    unless what is left has fewer than ``LINK_LIST_WORDS`` words and the page's link text is
    at least that long and twice the rest: then the page is a link list (an index, a table of

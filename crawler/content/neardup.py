@@ -34,7 +34,13 @@ words (a stub, or a page that is all template) is compared exactly only: a handf
 cannot tell a near-duplicate from a sibling. Link-list pages (indexes, tables of contents) are
 compared on their link texts: main-text extraction keeps link-heavy blocks when a page has
 little else (:mod:`crawler.content.maintext`), so an index page is its list of entries and one
-inserted paragraph does not outweigh it.
+inserted paragraph does not outweigh it. Pages of one ``<title>`` get two more rules
+(:func:`pick_best`): a page with *one block inserted* (a paragraph added to a short page, whose
+Jaccard similarity is ~0.5 by construction) is a near-duplicate when the smaller page's sketch is
+all in the larger's but for the shingles that spanned the insertion point (:func:`insertion`);
+and two *short* pages (under :data:`SHORT_PAGE` shingles) must share whole lines
+(:func:`keeps_lines`): on a sentence or two, an edited word cannot be told from a sibling naming
+something else (Doxygen's "complete list of members for <class>"), but real edits add lines.
 
 State (``bench/realpages.py --costs``: ~1.4 KB per page, plus 1 MB of the shingler's tables):
 per original its sketch and block ids packed in one pool (8 bytes per kept hash, at most
@@ -83,6 +89,8 @@ __all__ = [
     "decide",
     "exact_similarity",
     "explain",
+    "insertion",
+    "keeps_lines",
     "lsh_params",
     "pick_best",
     "rank_candidates",
