@@ -125,7 +125,7 @@ def main_text_from_tree(root: etree._Element) -> str:
     """
     etree.strip_elements(root, *_NEVER_CONTENT, etree.Comment, etree.ProcessingInstruction,
                          with_tail=False)
-    _drop_boilerplate(root)
+    named = _drop_boilerplate(root)
     body = root.find("body")
     if body is None:
         body = root
@@ -133,7 +133,7 @@ def main_text_from_tree(root: etree._Element) -> str:
     all_blocks, totals = _blocks(container if container is not None else body)
     blocks = all_blocks
     if container is None:
-        blocks = _best_cluster(all_blocks, totals, _heading(body), _named_content(body))
+        blocks = _best_cluster(all_blocks, totals, _heading(body), _named_content(named, body))
     kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
     content = sum(words for _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
@@ -167,8 +167,9 @@ def _candidates(root: etree._Element) -> list[etree._Element]:
     ]
 
 
-def _drop_boilerplate(root: etree._Element) -> None:
-    """Remove what is never the main content (see the module docstring, rule 2), in one pass.
+def _drop_boilerplate(root: etree._Element) -> list[etree._Element]:
+    """Remove what is never the main content (see the module docstring, rule 2), in one pass;
+    return the elements it kept whose id or class names them content (rule 3).
 
     Linear in the page: which elements hold a ``main``/``article`` and which sit inside one is
     worked out once from the few such elements, not by a subtree search per candidate (that
@@ -182,6 +183,7 @@ def _drop_boilerplate(root: etree._Element) -> None:
         holders.update(el.iterancestors())
     names_cache = _names_cache
     doomed = []
+    named = []
     for el in _candidates(root):
         tag = el.tag
         if tag in ("html", "body", "main", "article"):
@@ -202,24 +204,29 @@ def _drop_boilerplate(root: etree._Element) -> None:
         names = f"{el.get('id', '')} {el.get('class', '')}".strip()
         if not names:
             continue
-        boilerplate = names_cache.get(names)
-        if boilerplate is None:
-            boilerplate = bool(
-                _BOILERPLATE_NAME.search(names) and not _CONTENT_NAME.search(names)
+        judged = names_cache.get(names)
+        if judged is None:
+            judged = (
+                bool(_BOILERPLATE_NAME.search(names) and not _CONTENT_NAME.search(names)),
+                bool(_MAIN_NAME.search(names)),
             )
             if len(names_cache) >= _NAMES_CACHE_MAX:
                 names_cache.clear()
-            names_cache[names] = boilerplate
-        if boilerplate and el not in holders:
+            names_cache[names] = judged
+        if judged[0] and el not in holders:
             doomed.append(el)
+        elif judged[1]:
+            named.append(el)
     for el in doomed:
         parent = el.getparent()
         if parent is not None:  # an ancestor may already be gone
             _remove_keep_tail(el)
+    return named
 
 
-# id/class strings already judged: most pages of a site repeat the same few
-_names_cache: dict[str, bool] = {}
+# id/class strings already judged (boilerplate?, names the content?): most pages of a site
+# repeat the same few
+_names_cache: dict[str, tuple[bool, bool]] = {}
 _NAMES_CACHE_MAX = 4096
 
 
@@ -322,19 +329,17 @@ def _heading(body: etree._Element) -> etree._Element | None:
     return body.find(".//h1")
 
 
-def _named_content(body: etree._Element) -> etree._Element | None:
-    """The one element whose id or class names it content ("contents", "main-content",
-    "article"), if the page has exactly one once those holding another are set aside.
+def _named_content(
+    named: list[etree._Element], body: etree._Element
+) -> etree._Element | None:
+    """The one element of ``named`` (those whose id or class names them content: "contents",
+    "main-content", "article") still in ``body``, once those holding another are set aside.
 
     Readability's class weight, its positive half (the negative half is dropped before). Only
     an innermost, unique name counts: Doxygen wraps a page in ``doc-content`` and its content in
     ``contents`` (one), while asciidoc names every example block ``content`` (many: none wins).
     """
-    named = [
-        el for el in body.iter(etree.Element)
-        if (el.get("id") or el.get("class"))
-        and _MAIN_NAME.search(f"{el.get('id', '')} {el.get('class', '')}")
-    ]
+    named = [el for el in named if any(a is body for a in el.iterancestors())]
     if not named:
         return None
     outer = {a for el in named for a in el.iterancestors()}
