@@ -136,7 +136,9 @@ def test_main_text_the_one_container_named_contents_beats_a_banner() -> None:
     # Doxygen: a survey banner (one long sentence) above a "contents" div of short blocks
     banner = ("Please, help us to better know about our user community by answering the "
               "following short survey, it takes a few minutes")
-    rows = "".join(f"<tr><td>member{i} () const</td><td>inline</td></tr>" for i in range(6))
+    rows = "".join(f'<tr><td><a href="#m{i}">member{i}</a> () const</td><td><a href="b.html">'
+                   f"Eigen::Base{i} &lt; Derived &gt;</a></td><td>inline</td></tr>"
+                   for i in range(12))
     html = _page(
         f'<div style="background:#fdd">{banner}</div><div id="doc-content"><div class="contents">'
         f"<p>This is the complete list of members for Frontier, including all inherited members."
