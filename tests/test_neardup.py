@@ -147,11 +147,19 @@ def test_main_text_the_one_container_named_contents_beats_a_banner() -> None:
     text = main_text(html)
     assert "complete list of members for Frontier" in text and "member3" in text
     assert "survey" not in text
-    # several innermost containers named "content" (asciidoc's example blocks): none is the one
+    # asciidoc: the page's "content" holds every example block's "content"; the outer one is it
     blocks = "".join(f'<div class="listingblock"><div class="content"><pre>$ git x{i}</pre>'
                      f"</div></div>" for i in range(3))
-    text = main_text(_page(f'<div id="content"><h1>Frontier</h1><p>{ARTICLE}</p>{blocks}</div>'))
-    assert ARTICLE in text
+    option = "Print the raw status output to standard error instead of the normal output."
+    text = main_text(_page(
+        f'<div id="content"><div class="sect1"><p>Validates the signature.</p>{blocks}</div>'
+        f'<div class="sect1"><dl><dt>--raw</dt><dd><p>{option}</p></dd></dl></div></div>'
+    ))
+    assert "Validates the signature" in text and "git x2" in text and option in text
+    # two at the top: neither is the page's
+    two = (f'<div class="content"><p>{banner}</p></div>'
+           f'<div class="content"><h1>Frontier</h1><p>{ARTICLE}</p></div>')
+    assert ARTICLE in main_text(_page(two))
 
 
 def test_main_text_drops_link_lists_and_named_chrome() -> None:

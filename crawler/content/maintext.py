@@ -15,8 +15,9 @@ rules, in one lxml pass over the tree the spider already parses:
    keep that. Otherwise score containers like Readability does: every text block of ten or more
    words that is not mostly link text adds its length to its parent and half to its
    grandparent, the element holding the ``h1`` and the text right after it gets a bonus, so
-   does the page's one container whose id or class names it content (``contents``, ``main``,
-   ``article``: Readability's class weight; Doxygen's ``contents`` under a survey banner), and
+   does the page's one outermost container whose id or class names it content (``contents``,
+   ``main``, ``article``: Readability's class weight; Doxygen's ``doc-content`` under a survey
+   banner, asciidoc's ``#content``), and
    the best container that is not mostly links (or is that named one: a member list) wins, with
    siblings that score at least a fifth of it and are not mostly links either (a sidebar is a
    menu plus a blurb).
@@ -333,18 +334,19 @@ def _named_content(
     named: list[etree._Element], body: etree._Element
 ) -> etree._Element | None:
     """The one element of ``named`` (those whose id or class names them content: "contents",
-    "main-content", "article") still in ``body``, once those holding another are set aside.
+    "main-content", "article") still in ``body`` that no other such element holds.
 
-    Readability's class weight, its positive half (the negative half is dropped before). Only
-    an innermost, unique name counts: Doxygen wraps a page in ``doc-content`` and its content in
-    ``contents`` (one), while asciidoc names every example block ``content`` (many: none wins).
+    Readability's class weight, its positive half (the negative half is dropped before). The
+    outermost name is the page's: Doxygen's ``doc-content`` holds ``contents``, asciidoc's
+    ``#content`` holds every example block's ``content``; two at the top name none.
     """
     named = [el for el in named if any(a is body for a in el.iterancestors())]
     if not named:
         return None
-    outer = {a for el in named for a in el.iterancestors()}
-    inner = [el for el in named if el not in outer]
-    return inner[0] if len(inner) == 1 else None
+    named_set = set(named)
+    held = {el for el in named if any(a in named_set for a in el.iterancestors())}
+    top = [el for el in named if el not in held]
+    return top[0] if len(top) == 1 else None
 
 
 def _best_cluster(
@@ -387,8 +389,8 @@ def _best_cluster(
             scores[grand] = scores.get(grand, 0.0) + score / 2
     if not scores:
         return blocks
-    if named is not None and named in scores:
-        scores[named] += _NAME_BONUS
+    if named is not None:
+        scores[named] = scores.get(named, 0.0) + _NAME_BONUS
 
     def link_share(el: etree._Element) -> float:
         words, links = totals.get(el, (0, 0))
