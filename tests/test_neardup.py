@@ -156,6 +156,14 @@ def test_main_text_the_one_container_named_contents_beats_a_banner() -> None:
         f'<div class="sect1"><dl><dt>--raw</dt><dd><p>{option}</p></dd></dl></div></div>'
     ))
     assert "Validates the signature" in text and "git x2" in text and option in text
+    # an included options section far longer than the page's own text does not replace it
+    # (git diff-index and diff-tree were both their shared diff options, "exact duplicates")
+    options = "".join(f"<dt>--opt{i}</dt><dd><p>{ARTICLE}</p></dd>" for i in range(20))
+    text = main_text(_page(
+        f'<div id="content"><div class="sect1"><p>Compares a tree and the index.</p></div>'
+        f'<div class="sect1"><dl>{options}</dl></div></div>'
+    ))
+    assert "Compares a tree and the index" in text
     # two at the top: neither is the page's
     two = (f'<div class="content"><p>{banner}</p></div>'
            f'<div class="content"><h1>Frontier</h1><p>{ARTICLE}</p></div>')

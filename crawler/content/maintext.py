@@ -11,16 +11,14 @@ rules, in one lxml pass over the tree the spider already parses:
    ``footer``, ARIA roles ``navigation``/``banner``/``contentinfo``/``complementary``/``search``,
    and elements whose id or class says so (``menu``, ``sidebar``, ``footer``, ``breadcrumb``,
    ``cookie``...), unless they also say "content".
-3. If the page marks its main content (``<main>``, ``role="main"``, a single ``<article>``),
-   keep that. Otherwise score containers like Readability does: every text block of ten or more
-   words that is not mostly link text adds its length to its parent and half to its
-   grandparent, the element holding the ``h1`` and the text right after it gets a bonus, so
-   does the page's one outermost container whose id or class names it content (``contents``,
-   ``main``, ``article``: Readability's class weight; Doxygen's ``doc-content`` under a survey
-   banner, asciidoc's ``#content``), and
-   the best container that is not mostly links (or is that named one: a member list) wins, with
-   siblings that score at least a fifth of it and are not mostly links either (a sidebar is a
-   menu plus a blurb).
+3. If the page marks its main content (``<main>``, ``role="main"``, a single ``<article>``, or
+   else one outermost element whose id or class names it content: ``contents``, ``main``,
+   ``article``, as Readability's class weight reads them; Doxygen's ``doc-content``, asciidoc's
+   ``#content``), keep that. Otherwise score containers like Readability does: every text
+   block of ten or more words that is not mostly link text adds its length to its parent and
+   half to its grandparent, the element holding the ``h1`` and the text right after it gets a
+   bonus, and the best container that is not mostly links wins, with siblings that score at
+   least a fifth of it and are not mostly links either (a sidebar is a menu plus a blurb).
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
    unless what is left has fewer than ``LINK_LIST_WORDS`` words and the page's link text is
    at least that long and twice the rest: then the page is a link list (an index, a table of
@@ -94,11 +92,6 @@ _LINK_HEAVY = 0.5  # a block with more link text than this share is navigation
 _SIBLING_SHARE = 0.2
 _SIBLING_LINKS = 0.3  # a sibling with more link text than this is a sidebar
 _HEADING_BONUS = 25.0
-# A container whose id or class says it holds the content ("content", "contents", "article",
-# "main", ...; Readability's class weight): on a short page of many small blocks (a Doxygen
-# member list, a class with one paragraph) a one-line banner above it would otherwise
-# outscore it. Worth a long article, like the heading bonus.
-_NAME_BONUS = 25.0
 LINK_LIST_WORDS = 40  # less content than this (not counting link text): a link-list page
 
 
@@ -131,10 +124,12 @@ def main_text_from_tree(root: etree._Element) -> str:
     if body is None:
         body = root
     container = _marked_main(body)
+    if container is None:
+        container = _named_content(named, body)
     all_blocks, totals = _blocks(container if container is not None else body)
     blocks = all_blocks
     if container is None:
-        blocks = _best_cluster(all_blocks, totals, _heading(body), _named_content(named, body))
+        blocks = _best_cluster(all_blocks, totals, _heading(body))
     kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
     content = sum(words for _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
@@ -334,9 +329,12 @@ def _named_content(
     named: list[etree._Element], body: etree._Element
 ) -> etree._Element | None:
     """The one element of ``named`` (those whose id or class names them content: "contents",
-    "main-content", "article") still in ``body`` that no other such element holds.
+    "main-content", "article") still in ``body`` that no other such element holds: the part
+    the page names its content, kept like a ``<main>``.
 
-    Readability's class weight, its positive half (the negative half is dropped before). The
+    Readability's class weight, its positive half (the negative half is dropped before), read
+    as a declaration: without it a Doxygen page scored its survey banner above its member list,
+    and two git manual pages scored the same included options section over their own text. The
     outermost name is the page's: Doxygen's ``doc-content`` holds ``contents``, asciidoc's
     ``#content`` holds every example block's ``content``; two at the top name none.
     """
@@ -350,20 +348,15 @@ def _named_content(
 
 
 def _best_cluster(
-    blocks: list[Block],
-    totals: Totals,
-    heading: etree._Element | None,
-    named: etree._Element | None = None,
+    blocks: list[Block], totals: Totals, heading: etree._Element | None
 ) -> list[Block]:
     """Readability-style: keep the blocks under the best-scoring container (and its siblings).
 
     Every content-like block (ten words or more, not mostly link text) adds a score to its
     parent and half of it to its grandparent. The element holding both the page's ``h1`` and
     the first such block after it gets a bonus worth a long article: on a page whose content is
-    one short paragraph, a sidebar's "about this site" box would otherwise win. The page's one
-    container named for content (``named``, see :func:`_named_content`) gets the same bonus.
-    Containers and siblings that are mostly link text (a sidebar with a menu and a blurb) are
-    not content.
+    one short paragraph, a sidebar's "about this site" box would otherwise win. Containers and
+    siblings that are mostly link text (a sidebar with a menu and a blurb) are not content.
     """
     scores: dict[etree._Element, float] = {}
     seen_heading = False
@@ -389,18 +382,12 @@ def _best_cluster(
             scores[grand] = scores.get(grand, 0.0) + score / 2
     if not scores:
         return blocks
-    if named is not None:
-        scores[named] = scores.get(named, 0.0) + _NAME_BONUS
 
     def link_share(el: etree._Element) -> float:
         words, links = totals.get(el, (0, 0))
         return links / words if words else 0.0
 
-    # a container mostly of links is a menu, not content, unless the page names it its content
-    # (a Doxygen member list: one sentence and a table of linked members)
-    candidates = [
-        el for el in scores if link_share(el) <= _LINK_HEAVY or el is named
-    ] or list(scores)
+    candidates = [el for el in scores if link_share(el) <= _LINK_HEAVY] or list(scores)
     best = max(candidates, key=scores.__getitem__)
     keep = {best}
     parent = best.getparent()
