@@ -164,6 +164,10 @@ def test_main_text_the_one_container_named_contents_beats_a_banner() -> None:
         f'<div class="sect1"><dl>{options}</dl></div></div>'
     ))
     assert "Compares a tree and the index" in text
+    # a name on an inline element is no container (DocBook's <span class="article">)
+    text = main_text(_page(f'<div class="x"><h1>Frontier</h1><p>{ARTICLE}</p><p>See '
+                           f'<span class="article">the guide</span>.</p></div>'))
+    assert ARTICLE in text
     # two at the top: neither is the page's
     two = (f'<div class="content"><p>{banner}</p></div>'
            f'<div class="content"><h1>Frontier</h1><p>{ARTICLE}</p></div>')

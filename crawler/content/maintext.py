@@ -211,7 +211,7 @@ def _drop_boilerplate(root: etree._Element) -> list[etree._Element]:
             names_cache[names] = judged
         if judged[0] and el not in holders:
             doomed.append(el)
-        elif judged[1]:
+        elif judged[1] and tag in _CONTAINERS:
             named.append(el)
     for el in doomed:
         parent = el.getparent()
@@ -220,6 +220,9 @@ def _drop_boilerplate(root: etree._Element) -> list[etree._Element]:
     return named
 
 
+# What can be the part a page names its content: a container, not a ``<span class="article">``
+# (DocBook's inline reference to an article) or a ``<pre class="content">`` (asciidoc's example)
+_CONTAINERS = frozenset({"div", "section", "td"})
 # id/class strings already judged (boilerplate?, names the content?): most pages of a site
 # repeat the same few
 _names_cache: dict[str, tuple[bool, bool]] = {}
