@@ -73,7 +73,7 @@ _BOILERPLATE_NAME = re.compile(
     re.IGNORECASE,
 )
 _CONTENT_NAME = re.compile(
-    r"(?:^|[-_\s])(?:contents?|article|main|post|entry|story|body|text)(?:$|[-_\s\d])",
+    r"(?:^|[-_\s])(?:content|article|main|post|entry|story|body|text)(?:$|[-_\s\d])",
     re.IGNORECASE,
 )
 # What names *the* content container (Readability's positive class weight, its strongest
