@@ -15,8 +15,9 @@ nodejs's generator. Missing trees are skipped and named.
 
 Labels come from construction, with real edits of the real HTML:
 
-* **originals**: up to ``--per-tree`` pages of each tree (a seeded sample; pages of one tree share
-  its template, so any two are a hard negative; the git manual pages are one command family);
+* **originals**: up to ``--per-tree`` pages of each tree (a seeded sample of distinct files:
+  byte-identical files under two names are taken once; pages of one tree share its template, so
+  any two are a hard negative; the git manual pages are one command family);
 * **positives**, each of exactly one original: ``boilerplate`` (a version banner at the top, a
   footer with a build date, every year in the page moved), ``date`` (a "Last updated" line under
   the heading, dates in the page changed), ``paragraph`` (one paragraph of real prose from another
@@ -62,7 +63,20 @@ from crawler.content.normalize import normalize_text
 from crawler.content.shingles import shingle_set
 
 PACKAGES = ["python3.11-doc", "libglib2.0-doc", "libeigen3-doc", "git-doc", "openjdk-17-doc"]
-RUSTUP = os.path.expanduser("~/.rustup/toolchains/stable-*/share/doc/rust/html")
+
+
+def _rustup() -> str:
+    """One rustup toolchain's docs: a stable one, else any (a nightly-only machine). Never all
+    of them: two toolchains hold the same pages, which would be sampled as distinct pages."""
+    for toolchain in ("stable-*", "*-*"):
+        found = sorted(glob.glob(os.path.expanduser(
+            f"~/.rustup/toolchains/{toolchain}/share/doc/rust/html")))
+        if found:
+            return found[0]
+    return os.path.expanduser("~/.rustup/toolchains/none/share/doc/rust/html")
+
+
+RUSTUP = _rustup()
 
 # (tree name, generator, glob patterns)
 TREES: list[tuple[str, str, list[str]]] = [
@@ -195,7 +209,19 @@ def build(per_tree: int = 80, variants: float = 0.6, seed: int = 7) -> tuple[lis
             skipped.append(tree)
             continue
         files.sort(key=lambda f: _stable(f"{seed}:{f}"))
-        files = sorted(files[:per_tree])
+        taken: list[str] = []
+        digests: set[bytes] = set()
+        for f in files:
+            with open(f, "rb") as fh:
+                digest = hashlib.blake2b(fh.read(), digest_size=16).digest()
+            if digest in digests:
+                continue  # the same bytes under two names (the rust book's index.html and
+                # title-page.html) are one page, not a hard negative
+            digests.add(digest)
+            taken.append(f)
+            if len(taken) == per_tree:
+                break
+        files = sorted(taken)
         root = os.path.commonpath(files) if len(files) > 1 else os.path.dirname(files[0])
         host = f"{tree}.docs.test"
         for f in files:

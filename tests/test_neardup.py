@@ -132,6 +132,48 @@ def test_main_text_short_article_with_heading_in_its_own_div() -> None:
     assert "volunteers" not in text and "Section" not in text
 
 
+def test_main_text_the_one_container_named_contents_beats_a_banner() -> None:
+    # Doxygen: a survey banner (one long sentence) above a "contents" div of short blocks
+    banner = ("Please, help us to better know about our user community by answering the "
+              "following short survey, it takes a few minutes")
+    rows = "".join(f'<tr><td><a href="#m{i}">member{i}</a> () const</td><td><a href="b.html">'
+                   f"Eigen::Base{i} &lt; Derived &gt;</a></td><td>inline</td></tr>"
+                   for i in range(12))
+    html = _page(
+        f'<div style="background:#fdd">{banner}</div><div id="doc-content"><div class="contents">'
+        f"<p>This is the complete list of members for Frontier, including all inherited members."
+        f"</p><table>{rows}</table></div></div>"
+    )
+    text = main_text(html)
+    assert "complete list of members for Frontier" in text and "member3" in text
+    assert "survey" not in text
+    # asciidoc: the page's "content" holds every example block's "content"; the outer one is it
+    blocks = "".join(f'<div class="listingblock"><div class="content"><pre>$ git x{i}</pre>'
+                     f"</div></div>" for i in range(3))
+    option = "Print the raw status output to standard error instead of the normal output."
+    text = main_text(_page(
+        f'<div id="content"><div class="sect1"><p>Validates the signature.</p>{blocks}</div>'
+        f'<div class="sect1"><dl><dt>--raw</dt><dd><p>{option}</p></dd></dl></div></div>'
+    ))
+    assert "Validates the signature" in text and "git x2" in text and option in text
+    # an included options section far longer than the page's own text does not replace it
+    # (git diff-index and diff-tree were both their shared diff options, "exact duplicates")
+    options = "".join(f"<dt>--opt{i}</dt><dd><p>{ARTICLE}</p></dd>" for i in range(20))
+    text = main_text(_page(
+        f'<div id="content"><div class="sect1"><p>Compares a tree and the index.</p></div>'
+        f'<div class="sect1"><dl>{options}</dl></div></div>'
+    ))
+    assert "Compares a tree and the index" in text
+    # a name on an inline element is no container (DocBook's <span class="article">)
+    text = main_text(_page(f'<div class="x"><h1>Frontier</h1><p>{ARTICLE}</p><p>See '
+                           f'<span class="article">the guide</span>.</p></div>'))
+    assert ARTICLE in text
+    # two at the top: neither is the page's
+    two = (f'<div class="content"><p>{banner}</p></div>'
+           f'<div class="content"><h1>Frontier</h1><p>{ARTICLE}</p></div>')
+    assert ARTICLE in main_text(_page(two))
+
+
 def test_main_text_drops_link_lists_and_named_chrome() -> None:
     links = "".join(f'<li><a href="/{i}">Related article number {i}</a></li>' for i in range(10))
     html = _page(
@@ -226,6 +268,50 @@ def test_empty_and_tiny_pages(docs: list[str]) -> None:
     assert not det.check("http://a.test/tiny1", "Contact us").is_duplicate
     assert det.check("http://a.test/tiny2", "Contact us!").kind == "exact"
     assert not det.check("http://a.test/tiny3", "Contact them").is_duplicate
+
+
+def test_a_paragraph_added_to_a_short_page_is_one_inserted_run(docs: list[str]) -> None:
+    """Jaccard ~0.5 by construction; containment plus "the difference is one run of lines"."""
+    short = docs[2].split("\n")[0]
+    short = " ".join(short.split()[:30])
+    added = " ".join(docs[5].split()[:40])
+    det = NearDuplicateDetector()
+    det.check("http://a.test/p", f"{short}\nSee also the notes.", title="Frontier")
+    d = det.check("http://b.test/p", f"{short}\n{added}\nSee also the notes.", title="Frontier")
+    assert d.kind == "near" and d.duplicate_of == "http://a.test/p"
+    # the same words added in two places (two runs, a line of the original between): no
+    half = len(added.split()) // 2
+    first, second = " ".join(added.split()[:half]), " ".join(added.split()[half:])
+    det = NearDuplicateDetector()
+    det.check("http://a.test/p", f"{short}\nSee also the notes.", title="Frontier")
+    d = det.check("http://b.test/p", f"{short}\n{first}\nSee also the notes.\n{second}",
+                  title="Frontier")
+    assert not d.is_duplicate
+    # a sibling that contains the short page's words but names something else in its line: no
+    det = NearDuplicateDetector()
+    det.check("http://a.test/p", f"{short}\nSee also the notes.", title="Frontier")
+    d = det.check("http://a.test/q", f"{short} Other\n{added}\nSee also the notes.",
+                  title="Frontier")
+    assert not d.is_duplicate
+
+
+def test_siblings_of_one_title_must_share_lines() -> None:
+    """Doxygen's member lists: one title, one sentence naming the class; Jaccard ~0.56."""
+    line = "This is the complete list of members for Eigen::{}, including all inherited members."
+    det = NearDuplicateDetector()
+    det.check("http://a.test/1", line.format("IdentityPreconditioner"), title="Member List")
+    d = det.check("http://a.test/2", line.format("ForceAlignedAccess"), title="Member List")
+    assert not d.is_duplicate
+    # without titles the words decide (an edit in every line shares no line either)
+    det = NearDuplicateDetector()
+    det.check("http://a.test/1", line.format("IdentityPreconditioner"))
+    assert det.check("http://a.test/2", line.format("ForceAlignedAccess")).is_duplicate
+    # an edit of one title keeps its lines: a date line added to the same page
+    det = NearDuplicateDetector()
+    det.check("http://a.test/1", line.format("Ref") + "\ninline", title="Member List")
+    d = det.check("http://b.test/1", "Last updated: May 3\n" + line.format("Ref") + "\ninline",
+                  title="Member List")
+    assert d.is_duplicate
 
 
 def test_look_only_does_not_record(docs: list[str]) -> None:

@@ -120,6 +120,8 @@ def test_workers_crawl_one_site_once_and_politely(
     scraped = [r.stats.get("item_scraped_count", 0) for r in results]
     assert all(n > 0 for n in scraped), scraped
     assert sum(scraped) <= len(set(fetched))  # one item per page, from whichever worker
+    for r in results[1:]:  # joining without seeds is how a worker joins: no error for it
+        assert "No valid seeds" not in r.log and "No seeds of its own" in r.log
 
 
 def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(

@@ -271,13 +271,31 @@ def test_start_yields_seeds_from_config_files_and_argument(tmp_path: Path, caplo
     assert stats.get_value("seeds/none") is None
 
 
-def test_start_without_seeds_logs_an_error_and_ends(tmp_path: Path, caplog) -> None:
+def errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+
+
+def test_start_without_seeds_logs_an_error_at_the_end_of_an_empty_crawl(
+    tmp_path: Path, caplog
+) -> None:
     spider = make_spider(tmp_path, 'name = "t"\n')
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         assert drain(spider.start()) == []
-    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert len(errors) == 1 and "No valid seeds" in errors[0] and "-a seeds=FILE" in errors[0]
+        assert errors(caplog) == []  # a joining worker may still find work in the frontier
+        spider.closed("finished")
+    [error] = errors(caplog)
+    assert "No valid seeds" in error and "-a seeds=FILE" in error
     assert spider.crawler.stats.get_value("seeds/none") == 1
+
+
+def test_a_worker_without_seeds_that_found_a_crawl_logs_no_error(tmp_path: Path, caplog) -> None:
+    spider = make_spider(tmp_path, 'name = "t"\n')
+    with caplog.at_level(logging.INFO):
+        drain(spider.start())
+        spider.crawler.stats.set_value("frontier/seen", 12)  # what the scheduler sets at close
+        spider.closed("finished")
+    assert errors(caplog) == []
+    assert any("No seeds of its own" in r.getMessage() for r in caplog.records)
 
 
 def test_start_with_only_invalid_seeds_counts_none(tmp_path: Path) -> None:

@@ -11,12 +11,14 @@ rules, in one lxml pass over the tree the spider already parses:
    ``footer``, ARIA roles ``navigation``/``banner``/``contentinfo``/``complementary``/``search``,
    and elements whose id or class says so (``menu``, ``sidebar``, ``footer``, ``breadcrumb``,
    ``cookie``...), unless they also say "content".
-3. If the page marks its main content (``<main>``, ``role="main"``, a single ``<article>``),
-   keep that. Otherwise score containers like Readability does: every text block of ten or more
-   words that is not mostly link text adds its length to its parent and half to its
-   grandparent, the element holding the ``h1`` and the text right after it gets a bonus, and
-   the best container that is not mostly links wins, with siblings that score at least a fifth
-   of it and are not mostly links either (a sidebar is a menu plus a blurb).
+3. If the page marks its main content (``<main>``, ``role="main"``, a single ``<article>``, or
+   else one outermost element whose id or class names it content: ``contents``, ``main``,
+   ``article``, as Readability's class weight reads them; Doxygen's ``doc-content``, asciidoc's
+   ``#content``), keep that. Otherwise score containers like Readability does: every text
+   block of ten or more words that is not mostly link text adds its length to its parent and
+   half to its grandparent, the element holding the ``h1`` and the text right after it gets a
+   bonus, and the best container that is not mostly links wins, with siblings that score at
+   least a fifth of it and are not mostly links either (a sidebar is a menu plus a blurb).
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
    unless what is left has fewer than ``LINK_LIST_WORDS`` words and the page's link text is
    at least that long and twice the rest: then the page is a link list (an index, a table of
@@ -74,6 +76,9 @@ _CONTENT_NAME = re.compile(
     r"(?:^|[-_\s])(?:content|article|main|post|entry|story|body|text)(?:$|[-_\s\d])",
     re.IGNORECASE,
 )
+# What names *the* content container (Readability's positive class weight, its strongest
+# names): "entry", "post", "text" also name table cells and list items of one page.
+_MAIN_NAME = re.compile(r"(?:^|[-_\s])(?:contents?|main|article)(?:$|[-_\s\d])", re.IGNORECASE)
 _BLOCK_TAGS = frozenset(
     {
         "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "div",
@@ -114,11 +119,13 @@ def main_text_from_tree(root: etree._Element) -> str:
     """
     etree.strip_elements(root, *_NEVER_CONTENT, etree.Comment, etree.ProcessingInstruction,
                          with_tail=False)
-    _drop_boilerplate(root)
+    named = _drop_boilerplate(root)
     body = root.find("body")
     if body is None:
         body = root
     container = _marked_main(body)
+    if container is None:
+        container = _named_content(named, body)
     all_blocks, totals = _blocks(container if container is not None else body)
     blocks = all_blocks
     if container is None:
@@ -156,8 +163,9 @@ def _candidates(root: etree._Element) -> list[etree._Element]:
     ]
 
 
-def _drop_boilerplate(root: etree._Element) -> None:
-    """Remove what is never the main content (see the module docstring, rule 2), in one pass.
+def _drop_boilerplate(root: etree._Element) -> list[etree._Element]:
+    """Remove what is never the main content (see the module docstring, rule 2), in one pass;
+    return the elements it kept whose id or class names them content (rule 3).
 
     Linear in the page: which elements hold a ``main``/``article`` and which sit inside one is
     worked out once from the few such elements, not by a subtree search per candidate (that
@@ -171,6 +179,7 @@ def _drop_boilerplate(root: etree._Element) -> None:
         holders.update(el.iterancestors())
     names_cache = _names_cache
     doomed = []
+    named = []
     for el in _candidates(root):
         tag = el.tag
         if tag in ("html", "body", "main", "article"):
@@ -191,24 +200,32 @@ def _drop_boilerplate(root: etree._Element) -> None:
         names = f"{el.get('id', '')} {el.get('class', '')}".strip()
         if not names:
             continue
-        boilerplate = names_cache.get(names)
-        if boilerplate is None:
-            boilerplate = bool(
-                _BOILERPLATE_NAME.search(names) and not _CONTENT_NAME.search(names)
+        judged = names_cache.get(names)
+        if judged is None:
+            judged = (
+                bool(_BOILERPLATE_NAME.search(names) and not _CONTENT_NAME.search(names)),
+                bool(_MAIN_NAME.search(names)),
             )
             if len(names_cache) >= _NAMES_CACHE_MAX:
                 names_cache.clear()
-            names_cache[names] = boilerplate
-        if boilerplate and el not in holders:
+            names_cache[names] = judged
+        if judged[0] and el not in holders:
             doomed.append(el)
+        elif judged[1] and tag in _CONTAINERS:
+            named.append(el)
     for el in doomed:
         parent = el.getparent()
         if parent is not None:  # an ancestor may already be gone
             _remove_keep_tail(el)
+    return named
 
 
-# id/class strings already judged: most pages of a site repeat the same few
-_names_cache: dict[str, bool] = {}
+# What can be the part a page names its content: a container, not a ``<span class="article">``
+# (DocBook's inline reference to an article) or a ``<pre class="content">`` (asciidoc's example)
+_CONTAINERS = frozenset({"div", "section", "td"})
+# id/class strings already judged (boilerplate?, names the content?): most pages of a site
+# repeat the same few
+_names_cache: dict[str, tuple[bool, bool]] = {}
 _NAMES_CACHE_MAX = 4096
 
 
@@ -309,6 +326,28 @@ def _link_heavy(words: int, link_words: int) -> bool:
 def _heading(body: etree._Element) -> etree._Element | None:
     """The page's main heading: the first ``h1`` (most templates put the site name in a logo)."""
     return body.find(".//h1")
+
+
+def _named_content(
+    named: list[etree._Element], body: etree._Element
+) -> etree._Element | None:
+    """The one element of ``named`` (those whose id or class names them content: "contents",
+    "main-content", "article") still in ``body`` that no other such element holds: the part
+    the page names its content, kept like a ``<main>``.
+
+    Readability's class weight, its positive half (the negative half is dropped before), read
+    as a declaration: without it a Doxygen page scored its survey banner above its member list,
+    and two git manual pages scored the same included options section over their own text. The
+    outermost name is the page's: Doxygen's ``doc-content`` holds ``contents``, asciidoc's
+    ``#content`` holds every example block's ``content``; two at the top name none.
+    """
+    named = [el for el in named if any(a is body for a in el.iterancestors())]
+    if not named:
+        return None
+    named_set = set(named)
+    held = {el for el in named if any(a in named_set for a in el.iterancestors())}
+    top = [el for el in named if el not in held]
+    return top[0] if len(top) == 1 else None
 
 
 def _best_cluster(

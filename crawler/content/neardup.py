@@ -34,7 +34,13 @@ words (a stub, or a page that is all template) is compared exactly only: a handf
 cannot tell a near-duplicate from a sibling. Link-list pages (indexes, tables of contents) are
 compared on their link texts: main-text extraction keeps link-heavy blocks when a page has
 little else (:mod:`crawler.content.maintext`), so an index page is its list of entries and one
-inserted paragraph does not outweigh it.
+inserted paragraph does not outweigh it. Pages of one ``<title>`` get two more rules
+(:func:`pick_best`): a page with *one block inserted* (a paragraph added to a short page, whose
+Jaccard similarity is ~0.5 by construction) is a near-duplicate when the smaller page's sketch is
+all in the larger's but for the shingles that spanned the insertion point (:func:`insertion`);
+and two *short* pages (under :data:`SHORT_PAGE` shingles) must share whole lines
+(:func:`keeps_lines`): on a sentence or two, an edited word cannot be told from a sibling naming
+something else (Doxygen's "complete list of members for <class>"), but real edits add lines.
 
 State (``bench/realpages.py --costs``: ~1.4 KB per page, plus 1 MB of the shingler's tables):
 per original its sketch and block ids packed in one pool (8 bytes per kept hash, at most
@@ -83,6 +89,8 @@ __all__ = [
     "decide",
     "exact_similarity",
     "explain",
+    "insertion",
+    "keeps_lines",
     "lsh_params",
     "pick_best",
     "rank_candidates",
@@ -104,10 +112,19 @@ MAX_SHINGLES = 50_000  # shingles of one page fed to the sketch (the page's star
 # they must be this similar to be near-duplicates. A mirror with another title suffix, or an
 # original and its edit, are far above it; siblings of one template are below.
 OTHER_TITLE_THRESHOLD = 0.95
-# Two pages of one title: an added paragraph on a short page leaves their Jaccard similarity
-# low, but one still holds nearly all of the other; their similarity is at least this share of
-# that containment.
-SAME_TITLE_CONTAINMENT = 0.75
+# A short page of one title (a template names such pages alike: Doxygen's every "Member
+# List") must share whole blocks with a near-duplicate: most of one page's text (this share of
+# its sketch's entries) is lines the other page has verbatim. On a page of a sentence or two an
+# edited word cannot be told from a sibling naming something else ("the complete list of
+# members for <class>": Jaccard 0.5-0.65), but a real edit of it adds, drops or moves lines (a
+# banner, a date line, a paragraph; dates and counters are masked by normalization). On the
+# real-pages set's tuning part every positive of similarity >= 0.5 has >= 0.9, every short
+# sibling of one title 0-0.24. Longer pages are left to their words: a page lightly edited in
+# every paragraph shares no line, and its many shingles say what it is.
+SHARED_BLOCKS = 0.5
+# ... when the smaller page has fewer shingles than this (template left out): "little content"
+# in the sense of main-text extraction's LINK_LIST_WORDS, a paragraph's worth.
+SHORT_PAGE = 40
 # A near-duplicate this similar or more repeats its original and teaches the template model
 # nothing; a less similar one (a sibling let through while the model was young) still teaches
 # it, so a shared section flagged early becomes template instead of staying unlearned.
@@ -201,6 +218,7 @@ class Features:
     sketch: np.ndarray  # sorted distinct uint32 shingle hashes, at most num_perm
     sketch_blocks: np.ndarray  # the block of each
     cover: int  # every kept hash <= cover is in the sketch (0xFFFFFFFF: all of them)
+    shingle_size: int = DEFAULT_SHINGLE_SIZE  # words per shingle of the sketch
 
 
 class NearDuplicateDetector:
@@ -628,14 +646,15 @@ def compute_features(
     kept_words = kept_text.count(" ") + 1 if kept_text else 0
     if kept_words < MIN_WORDS:
         empty = np.empty(0, dtype=np.uint32)
-        return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF)
+        return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF,
+                        shingle_size)
     hashes = shingle_hashes32(kept_text, shingle_size)[:MAX_SHINGLES]
     per_line = np.fromiter((line.count(" ") + 1 for line, _ in kept), np.int64, len(kept))
     word_block = np.repeat(np.fromiter((b for _, b in kept), np.uint32, len(kept)), per_line)
     unique, first = np.unique(hashes, return_index=True)
     cover = int(unique[num_perm - 1]) if len(unique) > num_perm else 0xFFFFFFFF
     return Features(fingerprint, words, kept_words, blocks, unique[:num_perm],
-                    word_block[first[:num_perm]], cover)
+                    word_block[first[:num_perm]], cover, shingle_size)
 
 
 def rank_candidates(
@@ -664,6 +683,29 @@ class Candidate:
     template: np.ndarray | None  # its host's template blocks (sorted); None: the page's host
 
 
+def _filtered(
+    sketch_a: np.ndarray,
+    blocks_a: np.ndarray,
+    cover_a: int,
+    sketch_b: np.ndarray,
+    blocks_b: np.ndarray,
+    cover_b: int,
+    template_a: np.ndarray,
+    template_b: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both sketches (and the block of each entry) over the hash range both cover, without
+    either host's template: within that range each holds *every* kept hash of its page, so
+    what one has and the other lacks is exact there."""
+    limit = min(cover_a, cover_b)
+    filters = [t for t in (template_a, template_b) if t is not None and len(t)]
+    mine_keep = sketch_a <= limit
+    other_keep = sketch_b <= limit
+    for t in filters:
+        mine_keep &= ~np.isin(blocks_a, t, assume_unique=False)
+        other_keep &= ~np.isin(blocks_b, t, assume_unique=False)
+    return sketch_a[mine_keep], blocks_a[mine_keep], sketch_b[other_keep], blocks_b[other_keep]
+
+
 def similarity(
     sketch_a: np.ndarray,
     blocks_a: np.ndarray,
@@ -676,14 +718,8 @@ def similarity(
 ) -> tuple[float, float]:
     """Jaccard similarity and containment of two sketches, both without either host's
     template, over the hash range both cover."""
-    limit = min(cover_a, cover_b)
-    filters = [t for t in (template_a, template_b) if t is not None and len(t)]
-    mine_keep = sketch_a <= limit
-    other_keep = sketch_b <= limit
-    for t in filters:
-        mine_keep &= ~np.isin(blocks_a, t, assume_unique=False)
-        other_keep &= ~np.isin(blocks_b, t, assume_unique=False)
-    a, b = sketch_a[mine_keep], sketch_b[other_keep]
+    a, _, b, _ = _filtered(sketch_a, blocks_a, cover_a, sketch_b, blocks_b, cover_b,
+                           template_a, template_b)
     if not len(a) or not len(b):
         return 0.0, 0.0
     shared = len(np.intersect1d(a, b, assume_unique=True))
@@ -695,6 +731,84 @@ def similarity(
     # that lists everything a smaller one lists (an inherited-members list)
     contained = shared / small if 2 * small >= large else 0.0
     return shared / union, contained
+
+
+def insertion(f: Features, own_template: np.ndarray, c: Candidate) -> float:
+    """The share of the smaller page found in the larger when the larger is the smaller one
+    plus *one inserted run of blocks* (a paragraph added, or removed), else 0.
+
+    One added paragraph leaves a short page's Jaccard similarity near 0.5 by construction (a
+    page of N words plus N words), yet the edit is plain to see in the sketches, whose entries
+    know their block: within the hash range both sketches cover,
+
+    * the smaller page lacks at most ``shingle_size - 1`` of the larger's shingles: those that
+      spanned the point where the run went in (nothing of it was rewritten);
+    * the larger page's other shingles start in blocks the smaller page does not have (the
+      run), but for at most ``shingle_size - 1`` starting just before it;
+    * those blocks are one run: when the larger page is the one being checked, no block the
+      smaller page has sits between them in its block order; when it is the stored one (whose
+      block order is not stored), they are one block.
+
+    A sibling of one template fails the first test as soon as it names anything of its own (a
+    member list's "complete list of members for <class>", a function's signature): this is
+    why the rule is about containment *and* one run, not containment alone.
+    """
+    a, a_blocks, b, b_blocks = _filtered(
+        f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
+        own_template, c.template,
+    )
+    if not len(a) or not len(b) or len(a) == len(b):
+        return 0.0
+    boundary = f.shingle_size - 1
+    page_larger = len(a) > len(b)
+    large, large_blocks, small = (a, a_blocks, b) if page_larger else (b, b_blocks, a)
+    in_small = _member(large, small)
+    shared = int(in_small.sum())
+    if len(small) - shared > boundary:
+        return 0.0
+    if page_larger:
+        small_has = np.unique(c.blocks)  # every block of the stored page with an entry
+    else:
+        small_has = np.unique(np.fromiter(f.blocks, np.uint32, len(f.blocks)))
+    extra_blocks = large_blocks[~in_small]
+    known = _member(extra_blocks, small_has)  # both pages have entries: neither is empty
+    if int(known.sum()) > boundary:
+        return 0.0
+    run = np.unique(extra_blocks[~known])
+    if not len(run):
+        return 0.0
+    if page_larger:
+        order = np.fromiter(f.blocks, np.uint32, len(f.blocks))
+        if len(own_template):
+            order = order[~_member(order, own_template)]
+        at = np.flatnonzero(_member(order, run))
+        if not len(at):
+            return 0.0
+        between = order[at[0] : at[-1] + 1]
+        if _member(between, small_has).any():
+            return 0.0
+    elif len(run) > 1:
+        return 0.0
+    return shared / len(small)
+
+
+def keeps_lines(f: Features, own_template: np.ndarray, c: Candidate) -> bool:
+    """False for a short pair that shares too few whole lines to be an edit (see
+    :data:`SHARED_BLOCKS`): the smaller has under :data:`SHORT_PAGE` entries over the range both
+    cover, templates out, and neither page has :data:`SHARED_BLOCKS` of its entries in blocks the
+    other has verbatim. The page's own blocks are all known (``f.blocks``); the stored page's
+    are those of its sketch's entries."""
+    a, a_blocks, b, b_blocks = _filtered(
+        f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
+        own_template, c.template,
+    )
+    if not len(a) or not len(b) or min(len(a), len(b)) >= SHORT_PAGE:
+        return True
+    page_has = np.unique(np.fromiter(f.blocks, np.uint32, len(f.blocks)))
+    stored_has = np.unique(c.blocks)
+    share = max(float(_member(b_blocks, page_has).mean()),
+                float(_member(a_blocks, stored_has).mean()))
+    return share >= SHARED_BLOCKS
 
 
 def pick_best(
@@ -709,7 +823,7 @@ def pick_best(
     best: Candidate | None = None
     best_sim = 0.0
     for c in candidates:
-        sim, contained = similarity(
+        sim, _ = similarity(
             f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
             own_template, c.template,
         )
@@ -717,7 +831,10 @@ def pick_best(
             # a different name: only a near-copy counts (mapped below the threshold else)
             sim = sim if sim >= OTHER_TITLE_THRESHOLD else min(sim, threshold * 0.99)
         elif title_id and c.title == title_id:
-            sim = max(sim, SAME_TITLE_CONTAINMENT * contained)
+            if sim < threshold:
+                sim = max(sim, insertion(f, own_template, c))
+            if sim >= threshold and not keeps_lines(f, own_template, c):
+                sim = min(sim, threshold * 0.99)  # similar words, no line in common: a sibling
         if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
             best, best_sim = c, sim
     return best, best_sim

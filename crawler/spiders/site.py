@@ -182,12 +182,24 @@ class SiteSpider(scrapy.Spider):
                 due += 1
                 yield request
         if not valid and not due:
+            # Not an error yet: a worker joining a shared crawl, or a resumed JOBDIR, works on
+            # what its frontier already knows. :meth:`closed` says so if that was nothing.
+            self.logger.info(
+                "No seeds of its own: working on what the frontier already holds "
+                "(a shared crawl or a resumed JOBDIR)"
+            )
+            stats.inc_value("seeds/none")
+
+    def closed(self, reason: str) -> None:
+        """Say "no valid seeds" at the end, and only when the crawl had nothing at all: no
+        seed, nothing due, and a frontier that never knew a URL (the exit status is 2 then)."""
+        stats = self.crawler.stats
+        if stats.get_value("seeds/none") and not stats.get_value("frontier/seen"):
             self.logger.error(
                 "No valid seeds to crawl: give some in %s (seeds, seeds_file) or with "
                 "-a seeds=FILE (one URL per line)",
                 self.site.path,
             )
-            stats.inc_value("seeds/none")
 
     # --- pages ---
 

@@ -1,0 +1,102 @@
+"""robots.txt served by hostile servers: the crawl still ends, and nothing is fetched that the
+server's robots.txt could have forbidden.
+
+One real crawl, one host per case. Each host serves a normal little site, except that its
+``/robots.txt`` misbehaves: it trickles, never answers, sends endless headers or an endless body,
+resets mid-body, is a decompression bomb, redirects a hundred times, is binary junk or 50 MB.
+RFC 9309: a robots.txt that cannot be fetched (a network error, a timeout) means "disallow
+everything" while it fails; one that is fetched but unreadable (junk, a redirect chain past 5
+hops) means "no rules". A fixed host beside them must be crawled whole, and the crawl must end by
+itself (``finish_reason`` "finished"), within the test's hang guard.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import hostile as h
+from tests.crawling import run_crawl
+
+MB = 1 << 20
+NORMAL = "127.0.0.140"
+
+# address -> (case, robots.txt route, is the host's robots.txt "unreachable": no page fetched)
+CASES: dict[str, tuple[str, h.Route, bool]] = {
+    "127.0.0.141": ("trickled_body", h.trickled_body(size=10_000, interval=0.5), True),
+    "127.0.0.142": ("trickled_headers", h.trickled_headers(interval=0.5), True),
+    "127.0.0.143": ("endless_headers", h.endless_headers(), True),
+    "127.0.0.144": ("endless_body", h.endless_body(), True),
+    "127.0.0.145": ("silent", h.silent(), True),
+    "127.0.0.146": ("reset_mid_body", h.reset_mid_body(), True),
+    "127.0.0.147": ("gzip_bomb", h.bomb("gzip", 64 * MB), True),
+    "127.0.0.148": ("binary_junk", h.binary_junk(), False),
+    "127.0.0.149": ("redirect_chain", h.redirect_chain("/robots.txt/", length=100), False),
+}
+PAGES = 3
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("robots-hostile")
+    server = h.HostileServer()
+    sites = {a: h.normal_site(server, a, pages=PAGES) for a in [*CASES, NORMAL]}
+    for address, (case, route, _) in CASES.items():
+        server.route(address, "/robots.txt", route)  # replaces the normal site's
+        if case == "redirect_chain":
+            server.route(address, "/robots.txt/", route, prefix=True)
+    with server:
+        result = run_crawl(
+            tmp,
+            seeds=[server.url(a) for a in [*CASES, NORMAL]],
+            settings={
+                "ALLOW_PRIVATE_ADDRESSES": True,
+                "FRONTIER_MIN_DELAY": 0.05,
+                "FRONTIER_DELAY_FACTOR": 0,
+                # shorter than shipped, so the failing fetches and their one retry fit the test
+                "DOWNLOAD_TIMEOUT": 4,
+                "DOWNLOAD_MIN_RATE_GRACE": 1,
+                "ROBOTSTXT_RETRY_DELAY": 0.5,
+                "ROBOTSTXT_RETRY_TIMES": 1,
+            },
+            timeout=180,  # a hang guard, not a speed requirement
+        )
+        server.wait_idle()
+        yield result, server, sites
+
+
+def test_the_crawl_ends_by_itself(crawl) -> None:
+    result, _, _ = crawl
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    assert "Spider error processing" not in result.log
+    assert "Error caught on signal handler" not in result.log
+
+
+def test_the_normal_host_is_crawled_whole(crawl) -> None:
+    _, server, sites = crawl
+    assert {x.path for x in server.hits_of(NORMAL)} == sites[NORMAL]
+
+
+@pytest.mark.parametrize("address", [a for a, (_, _, down) in CASES.items() if down])
+def test_an_unreachable_robots_txt_lets_no_page_through(crawl, address: str) -> None:
+    result, server, _ = crawl
+    pages = [x for x in server.hits_of(address) if not x.path.startswith("/robots.txt")]
+    assert pages == [], (CASES[address][0], [x.path for x in pages])
+    robots = [x for x in server.hits_of(address) if x.path == "/robots.txt"]
+    # fetched, retried once (ROBOTSTXT_RETRY_TIMES), then given up on: never an endless loop
+    assert 1 <= len(robots) <= 2, (CASES[address][0], len(robots))
+    assert result.stats.get("robotstxt/unreachable", 0) >= 1
+
+
+@pytest.mark.parametrize("address", [a for a, (_, _, down) in CASES.items() if not down])
+def test_an_unreadable_robots_txt_means_no_rules(crawl, address: str) -> None:
+    _, server, sites = crawl
+    fetched = {x.path for x in server.hits_of(address) if not x.path.startswith("/robots.txt")}
+    assert fetched == sites[address] - {"/robots.txt"}, CASES[address][0]
+
+
+def test_each_page_is_fetched_once(crawl) -> None:
+    _, server, _ = crawl
+    for address in [*CASES, NORMAL]:
+        paths = [x.path for x in server.hits_of(address) if not x.path.startswith("/robots.txt")]
+        assert len(paths) == len(set(paths)), (address, sorted(paths))
