@@ -56,6 +56,9 @@ DOWNLOADER_MIDDLEWARES = {
     # the stock one, with dropped chains and loops counted in limits/redirects, redirect_loop
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "crawler.middlewares.redirect.CountingRedirectMiddleware": 600,
+    # the stock one decodes a whole page on the reactor to read its first 4,096 characters
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "crawler.middlewares.redirect.PrefixMetaRefreshMiddleware": 580,
     "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
 }
 
