@@ -87,6 +87,10 @@ CONTENT_THREAD = True
 # send, recv, SQLite): up to sys.getswitchinterval() each time, Python's default 5 ms. A shorter
 # interval (process-wide, set when the threads start) cuts that convoy; 0: Python's default.
 CONTENT_THREAD_SWITCH_INTERVAL = 0.001
+# HTML pages of at least this many bytes are parsed (parse, main text, links, change
+# fingerprint) in a child process of the crawl's own (crawler/offload.py), so their long C calls
+# and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
+CONTENT_PROCESS_MIN_BYTES = 256 * 1024
 
 # --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.
