@@ -120,6 +120,7 @@ EXTENSIONS = {
     # the crawl record (RECORD_*), read by `scrapy report`
     "crawler.extensions.record.CrawlRecordExtension": 505,
     "crawler.extensions.stall.ReactorStallMonitor": 510,
+    "crawler.extensions.gcpace.GcPacer": 520,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
     "crawler.extensions.fleet.FleetHeartbeat": 600,
