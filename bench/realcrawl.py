@@ -19,7 +19,10 @@ rustup toolchain, nodejs's and valgrind's manuals from /usr/share/doc. Configura
 Both write the same page items to a JSON-lines feed. Measured per run: pages fetched (nginx's
 access log: equal work), CPU of the crawl process (user + sys, ``os.wait4``), wall time, and
 the reactor's stalls (``crawler.extensions.stall``, added to the stock crawl through
-``EXTENSIONS``; a 10 ms timer's lateness: the longest, the 99th percentile, how many over 20 ms).
+``EXTENSIONS``; a 10 ms timer's lateness: the longest, the 99th percentile, how many over 20 ms;
+"busy": only stalls during which the crawl process was on a CPU at least half the time, i.e.
+not the machine's load). CPU includes the crawl's child processes (``os.wait4`` counts the
+children it reaped).
 """
 
 from __future__ import annotations
@@ -210,6 +213,9 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
         "stall_p99_ms": stats.get("reactor/stall_p99_ms"),
         "stalls_over_20ms": stats.get("reactor/stalls_over_20ms"),
         "stalls_over_100ms": stats.get("reactor/stalls_over_100ms"),
+        "stall_max_busy_ms": stats.get("reactor/stall_max_busy_ms"),
+        "stalls_busy_over_20ms": stats.get("reactor/stalls_busy_over_20ms"),
+        "gc_full_max_ms": stats.get("gc/full_max_ms"),
         "stall_worst": stats.get("reactor/stall_worst"),
         "load": (load0, os.getloadavg()[0]),
     }
@@ -283,11 +289,14 @@ def main() -> None:
         else:
             shutil.rmtree(root, ignore_errors=True)
     print(f"\n{'config':8} {'pages':>6} {'CPU s':>7} {'ms/page':>8} {'wall s':>7} "
-          f"{'stall max':>9} {'p99':>5} {'>20ms':>6} {'>100ms':>6}")
+          f"{'stall max':>9} {'p99':>5} {'>20ms':>6} {'>100ms':>6} {'busy max':>8} "
+          f"{'busy>20':>7} {'RSS MB':>6}")
     for r in results:
         print(f"{r['config']:8} {r['pages']:>6} {r['cpu']:>7.1f} {r['ms_per_page']:>8.2f} "
               f"{r['wall']:>7.1f} {r['stall_max_ms'] or 0:>9.1f} {r['stall_p99_ms'] or 0:>5.0f} "
-              f"{r['stalls_over_20ms'] or 0:>6} {r['stalls_over_100ms'] or 0:>6}")
+              f"{r['stalls_over_20ms'] or 0:>6} {r['stalls_over_100ms'] or 0:>6} "
+              f"{r['stall_max_busy_ms'] or 0:>8.1f} {r['stalls_busy_over_20ms'] or 0:>7} "
+              f"{r['maxrss_mb']:>6.0f}")
         if "rate_vs_ideal" in r:
             print(f"         politeness: rate vs ideal {r['rate_vs_ideal']}, gaps below the "
                   f"delay {r['gaps_below_delay']} of {r['gaps']}, smallest {r['min_gap']} s, "
