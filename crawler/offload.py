@@ -13,8 +13,17 @@ thread:
   pages there would delay name lookups), and one thread, not several: the work is CPU-bound
   Python, so more threads add no throughput under the GIL, and a single worker keeps pages in
   the order they arrived (the first URL seen with a content stays its original);
-* not a process pool: shipping a page's text and links back costs a copy per page, and the
-  near-duplicate detector's state would have to live in the child.
+* not a process pool for every page: shipping a small page's text and links back costs about
+  what parsing it does, and the near-duplicate detector's state would have to live in the
+  child.
+
+A thread still shares the GIL: a big page's parse is a few long C calls that hold it for tens of
+milliseconds each (libxml2 building the tree, XSLT text, regular expressions over megabytes),
+and its hundreds of thousands of objects set off garbage collections. So pages of at least
+``CONTENT_PROCESS_MIN_BYTES`` are parsed in a child process (:class:`ParseProcess`), called from
+the content thread, which waits without the GIL; what comes back is already cut to what the
+crawl keeps (:func:`crawler.content.html.parse_page`). The near-duplicate check stays here, on
+the content thread, with the detector.
 
 The full-text index gets a thread of its own (:func:`index_worker`): a SQLite connection
 belongs to the thread that opened it, so the index pipeline opens it there and writes only from
