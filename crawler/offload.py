@@ -138,17 +138,18 @@ class ParseProcess:
         self.calls = 0
         self._told = (0, 0, 0)  # the counts :meth:`news` last reported
         self._child: subprocess.Popen[bytes] | None = None
+        self._closed = False  # stopped for good: calls are made in this process
         self._conn: Connection | None = None
 
     def call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """``fn(*args, **kwargs)`` in the child (``fn`` and its arguments pickled: a function of
         a module the child can import); an exception ``fn`` raises is raised here."""
         self.calls += 1
-        for _ in range(2):
+        for _ in range(0 if self._closed else 2):
             try:
                 ok, value = self._ask((fn, args, kwargs))
             except _ChildLost:
-                self.stop(kill=True)
+                self._end(kill=True)
                 self.restarts += 1
                 continue
             if ok:
@@ -195,8 +196,13 @@ class ParseProcess:
             )
         self._conn = Connection(ours.detach())
 
-    def stop(self, kill: bool = False) -> None:
-        """End the child and reap it (its CPU then counts in the crawl process's own)."""
+    def stop(self) -> None:
+        """End the child and reap it (its CPU then counts in the crawl process's own); a call
+        after this is made in this process."""
+        self._closed = True
+        self._end()
+
+    def _end(self, kill: bool = False) -> None:
         child, conn = self._child, self._conn
         self._child = self._conn = None
         if child is None or conn is None:

@@ -110,3 +110,4 @@ def test_a_stopped_child_is_reaped(pool: ParseProcess) -> None:
     pool.stop()
     with pytest.raises(ChildProcessError):
         os.waitpid(child, os.WNOHANG)
+    assert pool.call(pid) == os.getpid()  # stopped for good: no new child
