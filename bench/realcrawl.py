@@ -174,6 +174,13 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
     run_dir = root / f"{config}-{i}"
     run_dir.mkdir()
     settings = {k: v for k, v in extra.items() if not k.startswith("_")}
+    env = dict(os.environ)
+    if extra.get("_spy") and config == "ours":
+        from crawler import settings as project_settings
+
+        spied = dict(project_settings.EXTENSIONS) | {"bench.stallspy.StallSpy": 511}
+        settings["EXTENSIONS"] = json.dumps(spied)
+        env["STALLSPY_OUT"] = str(run_dir / "stallspy.json")
     cmd, cwd = command(config, run_dir, sites_dir, seeds, allow, settings)
     if extra.get("_profile"):
         cmd += ["--profile", str(run_dir / "crawl.prof")]
@@ -181,7 +188,7 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
     load0 = os.getloadavg()[0]
     start = time.monotonic()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(cwd if config == "before" else PROJECT)),
+        cmd, cwd=cwd, env=dict(env, PYTHONPATH=str(cwd if config == "before" else PROJECT)),
         stdout=subprocess.DEVNULL, stderr=open(run_dir / "stderr", "wb"),  # noqa: SIM115
     )
     try:
@@ -244,6 +251,9 @@ def main() -> None:
     )
     parser.add_argument("--profile", action="store_true",
                         help="cProfile each crawl (scrapy --profile; kept with --keep)")
+    parser.add_argument("--spy", action="store_true",
+                        help="add bench/stallspy.py to the ours crawls: what each stall was "
+                             "(stallspy.json in the run's folder; with --keep)")
     parser.add_argument("--json", default="")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -265,6 +275,8 @@ def main() -> None:
     extra = dict(kv.split("=", 1) for kv in args.set)
     if args.profile:
         extra["_profile"] = "1"
+    if args.spy:
+        extra["_spy"] = "1"
     if args.politeness:
         extra |= {"_delay": str(args.politeness), "CLOSESPIDER_TIMEOUT": str(args.window)}
     root = Path(tempfile.mkdtemp(prefix="bench-realcrawl-"))
