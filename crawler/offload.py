@@ -36,6 +36,7 @@ without (``CONTENT_THREAD``).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -53,6 +54,8 @@ from twisted.python.threadpool import ThreadPool
 from crawler import defaults
 
 __all__ = ["ContentWorker", "ParseProcess", "content_worker", "index_worker", "parse_process"]
+
+logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -125,6 +128,7 @@ class ParseProcess:
     the child answers. A child that dies (killed, crashed) or does not answer within
     ``timeout`` seconds is killed and reaped, and the call made again in a fresh one; if that
     one fails too, the call is made in this process: no page is lost, the crawl never hangs.
+    After three such calls the child is given up for the crawl (a warning says so).
     The child is a fresh interpreter (``python -m crawler.content.child``), not a fork (the
     crawl process has threads, and a fork copies their locks in whatever state they are) nor
     multiprocessing's spawn (which imports the crawl's main module again in the child).
@@ -145,7 +149,9 @@ class ParseProcess:
         """``fn(*args, **kwargs)`` in the child (``fn`` and its arguments pickled: a function of
         a module the child can import); an exception ``fn`` raises is raised here."""
         self.calls += 1
-        for _ in range(0 if self._closed else 2):
+        if self._closed:
+            return fn(*args, **kwargs)
+        for _ in range(2):
             try:
                 ok, value = self._ask((fn, args, kwargs))
             except _ChildLost:
@@ -156,6 +162,14 @@ class ParseProcess:
                 return value  # type: ignore[no-any-return]
             raise value
         self.inline += 1
+        if self.inline >= _GIVE_UP:
+            # a child that cannot start (an import fails, no processes left) would cost two
+            # process starts per big page for the rest of the crawl
+            self._closed = True
+            logger.warning(
+                "The parse process was lost %d times (content/process_restarts); big pages are "
+                "parsed on the content thread for the rest of the crawl", self.restarts,
+            )
         return fn(*args, **kwargs)
 
     def news(self) -> dict[str, int]:
@@ -215,6 +229,9 @@ class ParseProcess:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+
+
+_GIVE_UP = 3  # calls that two children in a row failed, before the child is given up
 
 
 class _ChildLost(Exception):

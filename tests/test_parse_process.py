@@ -96,6 +96,14 @@ def test_a_call_that_kills_every_child_is_made_in_this_process(pool: ParseProces
     assert pool.call(pid) != os.getpid()  # and the next call has a child again
 
 
+def test_a_child_that_keeps_dying_is_given_up(pool: ParseProcess) -> None:
+    for _ in range(3):
+        assert pool.call(die_in_child, 7) == 7
+    assert pool.restarts == 6 and pool.inline == 3
+    assert pool.call(pid) == os.getpid()  # no child any more
+    assert pool.restarts == 6
+
+
 def test_a_hung_child_is_killed(tmp_path: Path) -> None:
     pool = ParseProcess(min_bytes=1, timeout=1)
     try:
