@@ -94,7 +94,8 @@ CONTENT_PROCESS_MIN_BYTES = 256 * 1024
 # Seconds between two young collections each followed by gc.freeze() (crawler/extensions/
 # gcpace.py), so Python's full collections walk only what is new, not the whole heap (100-600 ms
 # of GIL each); 0: Python's collector as it comes. Every GC_FULL_INTERVAL seconds (0: only when
-# the spider closes) all is unfrozen and collected once, freeing cycles among old objects.
+# the spider closes or the frozen objects have doubled) all is unfrozen and collected once,
+# freeing cycles among objects that were alive at a freeze.
 GC_FREEZE_INTERVAL = 1.0
 GC_FULL_INTERVAL = 900.0
 

@@ -32,6 +32,8 @@ from crawler import defaults
 
 __all__ = ["GcPacer"]
 
+_GROWTH = 2  # frozen objects, relative to just after the last full collection, that call one
+
 
 class GcPacer:
     """See the module docstring."""
@@ -43,6 +45,7 @@ class GcPacer:
         self.fulls = 0
         self.full_max = 0.0
         self._last_full = 0.0
+        self._frozen_after_full = 0  # frozen objects at the first tick after a full collection
         self._task: Any = None
 
     @classmethod
@@ -63,10 +66,15 @@ class GcPacer:
         self._task.start(self.interval, now=True)
 
     def tick(self) -> None:
-        if self.full_interval > 0 and monotonic() - self._last_full >= self.full_interval:
+        frozen = gc.get_freeze_count()
+        if (self.full_interval > 0 and monotonic() - self._last_full >= self.full_interval) or (
+            self._frozen_after_full and frozen > _GROWTH * self._frozen_after_full
+        ):
             self.full()
         gc.collect(1)
         gc.freeze()
+        if not self._frozen_after_full:
+            self._frozen_after_full = gc.get_freeze_count()
 
     def full(self, counted: bool = True) -> None:
         """Unfreeze and collect everything (the cycles among once-frozen objects)."""
@@ -77,6 +85,7 @@ class GcPacer:
             self.full_max = max(self.full_max, perf_counter() - start)
             self.fulls += 1
         self._last_full = monotonic()
+        self._frozen_after_full = 0
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task is not None and self._task.running:
