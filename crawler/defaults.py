@@ -94,10 +94,10 @@ CONTENT_PROCESS_MIN_BYTES = 256 * 1024
 # Seconds between two young collections each followed by gc.freeze() (crawler/extensions/
 # gcpace.py), so Python's full collections walk only what is new, not the whole heap (100-600 ms
 # of GIL each); 0: Python's collector as it comes. Every GC_FULL_INTERVAL seconds (0: only when
-# the spider closes or the frozen objects have doubled) all is unfrozen and collected once,
-# freeing cycles among objects that were alive at a freeze.
+# the spider closes) all is unfrozen and collected once, freeing cycles among objects that were
+# alive at a freeze (one pause of the old length, that often).
 GC_FREEZE_INTERVAL = 1.0
-GC_FULL_INTERVAL = 900.0
+GC_FULL_INTERVAL = 300.0
 
 # --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.

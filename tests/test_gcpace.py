@@ -61,15 +61,3 @@ def test_the_full_collection_comes_every_full_interval(pacer: GcPacer) -> None:
     pacer.tick()
     assert pacer.fulls == 2
 
-
-def test_a_full_collection_comes_when_the_frozen_objects_have_doubled(pacer: GcPacer) -> None:
-    pacer.tick()
-    base = gc.get_freeze_count()
-    kept = [Node() for _ in range(base + 10)]  # alive: frozen at the next tick
-    pacer.tick()
-    assert pacer.fulls == 0
-    more = [Node() for _ in range(base + 10)]
-    pacer.tick()  # frozen objects are now past twice the first count
-    pacer.tick()
-    assert pacer.fulls == 1
-    assert len(kept) == len(more)

@@ -32,7 +32,6 @@ from crawler import defaults
 
 __all__ = ["GcPacer"]
 
-_GROWTH = 2  # frozen objects, relative to just after the last full collection, that call one
 
 
 class GcPacer:
@@ -44,8 +43,8 @@ class GcPacer:
         self.full_interval = full_interval
         self.fulls = 0
         self.full_max = 0.0
+        self.frozen = self.freed = 0  # at the last full collection: objects frozen, and freed
         self._last_full = 0.0
-        self._frozen_after_full = 0  # frozen objects at the first tick after a full collection
         self._task: Any = None
 
     @classmethod
@@ -66,26 +65,21 @@ class GcPacer:
         self._task.start(self.interval, now=True)
 
     def tick(self) -> None:
-        frozen = gc.get_freeze_count()
-        if (self.full_interval > 0 and monotonic() - self._last_full >= self.full_interval) or (
-            self._frozen_after_full and frozen > _GROWTH * self._frozen_after_full
-        ):
+        if self.full_interval > 0 and monotonic() - self._last_full >= self.full_interval:
             self.full()
         gc.collect(1)
         gc.freeze()
-        if not self._frozen_after_full:
-            self._frozen_after_full = gc.get_freeze_count()
 
     def full(self, counted: bool = True) -> None:
         """Unfreeze and collect everything (the cycles among once-frozen objects)."""
         start = perf_counter()
+        self.frozen = gc.get_freeze_count()
         gc.unfreeze()
-        gc.collect()
+        self.freed = gc.collect()
         if counted:
             self.full_max = max(self.full_max, perf_counter() - start)
             self.fulls += 1
         self._last_full = monotonic()
-        self._frozen_after_full = 0
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task is not None and self._task.running:
@@ -95,3 +89,6 @@ class GcPacer:
         if stats is not None:
             stats.set_value("gc/full_collections", self.fulls)
             stats.set_value("gc/full_max_ms", round(self.full_max * 1000, 1))
+            # what waited for the last collection: how much of it was garbage
+            stats.set_value("gc/frozen_at_close", self.frozen)
+            stats.set_value("gc/freed_at_close", self.freed)
