@@ -30,7 +30,7 @@ from .frontier import (
     UrlPolicy,
 )
 from .frontier.buffered import PENDING
-from .frontier.urls import origin_of
+from .frontier.urls import LinkForm, origin_of
 from .meta import LEASE_META, STOPPED_META
 from .scope import ScopeRegistry
 from .stores import FrontierCallbacks
@@ -173,6 +173,7 @@ class FrontierScheduler(BaseScheduler):
         connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
         connect(self._host_hold, crawler_signals.host_hold)
         connect(self._links_extracted, crawler_signals.links_extracted)
+        connect(self._link_preparer, crawler_signals.link_preparer_wanted)
         connect(self._request_reached_downloader, signals.request_reached_downloader)
         connect(self._page_output_done, crawler_signals.page_output_done)
         connect(self._spider_error, signals.spider_error)
@@ -342,11 +343,18 @@ class FrontierScheduler(BaseScheduler):
         return self._counted(entry, result, depth)
 
     def _entry(
-        self, url: str, host: str, depth: int, payload: Any, request_priority: int, first: bool
+        self,
+        url: str,
+        host: str,
+        depth: int,
+        payload: Any,
+        request_priority: int,
+        first: bool,
+        origin: str | None = None,
     ) -> Entry:
         assert self.prioritizer is not None
         if not first:
-            self._discover_origin(url, host)
+            self._discover_origin(url, host, origin)
         priority = self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
@@ -407,16 +415,54 @@ class FrontierScheduler(BaseScheduler):
         if new:
             self._raw_seen.clear()  # links to those hosts were remembered as out of scope
 
+    def _link_preparer(self) -> Callable[[list[str]], dict[str, LinkForm]] | None:
+        """Answer to ``link_preparer_wanted``: the spider prepares its pages' links on the
+        content thread with :meth:`prepare_links`."""
+        return self.prepare_links if self.url_policy is not None else None
+
+    def prepare_links(self, urls: list[str]) -> dict[str, LinkForm]:
+        """The stateless part of taking ``urls`` (:meth:`UrlPolicy.link_form`: canonical form,
+        host, origin, the fixed filters' verdict) for the links :meth:`_links_extracted` will
+        not find in its raw-link cache.
+
+        Called on the content thread while the reactor may be taking other pages' links: it
+        only tests the cache (a set membership test is atomic under the GIL) and reads the
+        URL length limit. A link the cache takes in meanwhile is prepared for nothing; one the
+        cache forgets meanwhile (cleared when full or when the scope grows) is normalized on the
+        reactor: the forms are a shortcut, never a verdict of their own, so the crawl queues
+        and counts the same with or without them.
+        """
+        policy = self.url_policy
+        if policy is None:
+            return {}
+        raw_seen = self._raw_seen
+        longest = policy.max_url_length
+        link_form = policy.link_form
+        return {
+            raw: link_form(raw)
+            for raw in urls
+            if len(raw) <= longest and hash(raw) not in raw_seen
+        }
+
     def _links_extracted(
-        self, response: Response, urls: list[str], spider: Spider, demote: int = 0
+        self,
+        response: Response,
+        urls: list[str],
+        spider: Spider,
+        demote: int = 0,
+        forms: dict[str, LinkForm] | None = None,
     ) -> bool:
         """Take a page's links in bulk: a link seen before (as written, after joining) costs a
         set lookup; only new ones are normalized, filtered and tested against the seen-set, and
         none becomes a Request until it is due. ``demote`` levels are added to their depth (a
-        duplicate page's links: lower priority, and the site's max_depth sooner)."""
+        duplicate page's links: lower priority, and the site's max_depth sooner). ``forms``:
+        :meth:`prepare_links`' answer for these links, computed on the content thread, so
+        that here only the stateful part is left (scope, trap budgets, seen-test, queue)."""
         policy = self.url_policy
         if policy is None or spider is not self.spider:
             return False
+        if forms is None:
+            forms = {}
         depth = response.meta.get("depth", 0) + 1 + demote
         if demote:
             self._stat_inc("frontier/links_demoted", len(urls))
@@ -430,13 +476,15 @@ class FrontierScheduler(BaseScheduler):
             if h in raw_seen:
                 repeated += 1
                 continue
-            reason, url, host = policy.check(raw, depth)
+            form = forms.get(raw)
+            reason, url, host = policy.check(raw, depth, form=form)
             if reason not in _DEPTH_DEPENDENT:
                 raw_seen.add(h)
             if reason:
                 self._rejected(reason, raw, False)
                 continue
-            entries.append(self._entry(url, host, depth, None, 0, False))
+            origin = form[3] if form is not None else None
+            entries.append(self._entry(url, host, depth, None, 0, False, origin))
         if entries:
             assert self.frontier is not None
             # one call for the page's links: one round trip (per 1,000) to a shared frontier
@@ -446,9 +494,11 @@ class FrontierScheduler(BaseScheduler):
             self._stat_inc("frontier/links_repeated", repeated)
         return True
 
-    def _discover_origin(self, url: str, host: str) -> None:
-        """The first URL of an origin lets others (robots.txt) put requests before it."""
-        origin = origin_of(url) or url
+    def _discover_origin(self, url: str, host: str, origin: str | None = None) -> None:
+        """The first URL of an origin lets others (robots.txt) put requests before it.
+        ``origin``: ``origin_of(url) or url``, when :meth:`UrlPolicy.link_form` computed it."""
+        if origin is None:
+            origin = origin_of(url) or url
         if origin in self._origins:
             return
         self._origins.add(origin)

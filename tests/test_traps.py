@@ -93,6 +93,35 @@ def test_off_at_zero() -> None:
     assert all(p.check(f"http://h{i}.a.test/?q={i}")[0] == "" for i in range(300))
 
 
+def test_a_link_form_made_elsewhere_gives_the_same_verdicts() -> None:
+    """The content thread computes ``link_form`` and the reactor checks with it: every reason,
+    the budgets' state and the normalized URL come out as they do without it."""
+    def policy() -> UrlPolicy:
+        return UrlPolicy(hosts=["a.test"], domains=["trap.co.uk"], deny=[r"/private/"],
+                         allow=[r"^https?://[^/]+/(?:docs|cal|x|shop|private)"], max_depth=3,
+                         max_url_length=80, max_repeated_segments=2, max_query_variants=2,
+                         max_date_future_days=1095, today=date(2026, 11, 15),
+                         max_hosts_per_domain=2)
+    urls = [
+        "http://a.test/docs/x.html", "HTTP://A.test:80/docs/./y.html#f", "ftp://a.test/docs",
+        "http://a.test:99999/docs", "http://[::1/docs", "http://b.test/docs",
+        "http://a.test/private/p", "http://a.test/other", "http://a.test/x/a/x/a/x/a",
+        "http://a.test/cal/2090/01", "http://a.test/shop?a=1", "http://a.test/shop?a=2",
+        "http://a.test/shop?a=3", "http://u:p@a.test/docs/?sid=0123456789abcdef0123",
+        "http://h1.trap.co.uk/docs", "http://h2.trap.co.uk/docs", "http://h3.trap.co.uk/docs",
+        "http://a.test/docs/" + "z" * 80, "mailto:a@a.test", "http://a.test/docs/ü",
+    ]
+    plain, prepared, forms = policy(), policy(), policy()
+    reasons = set()
+    for depth in (1, 4, 2):
+        expected = [plain.check(u, depth) for u in urls]
+        assert [prepared.check(u, depth, form=forms.link_form(u)) for u in urls] == expected
+        reasons |= {r for r, _, _ in expected}
+    assert reasons == {"", "scheme", "invalid_url", "out_of_scope", "too_deep", "denied",
+                       "not_allowed", "repeated_segments", "date_distance", "query_variants",
+                       "domain_hosts", "too_long"}
+
+
 TRAPS, NORMAL = "127.0.0.91", "127.0.0.92"
 
 

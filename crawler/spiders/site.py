@@ -215,7 +215,7 @@ class SiteSpider(scrapy.Spider):
         url, meta, item, directives = self._start_item(response)
         page = await maybe_deferred_to_future(
             worker.run(self._html_page, response, url, meta, item, directives,
-                       parse_process(self.crawler))
+                       parse_process(self.crawler), self._link_preparer())
         )
         self.crawler.stats.inc_value("content/offloaded")
         for request_or_item in self._finish_html(response, page):
@@ -277,11 +277,14 @@ class SiteSpider(scrapy.Spider):
         item: PageItem,
         directives: RobotsDirectives,
         pool: ParseProcess | None = None,
+        prepare: Callable[[list[str]], dict[str, Any]] | None = None,
     ) -> _HtmlPage:
         """Parse an HTML page and fill its item: the heavy part, safe on the content thread
         (it touches no reactor state; stats and limit lines are collected and applied by
         :meth:`_finish_html` on the reactor thread). A page of at least ``pool.min_bytes`` is
-        parsed in ``pool``'s child process (``CONTENT_PROCESS_MIN_BYTES``)."""
+        parsed in ``pool``'s child process (``CONTENT_PROCESS_MIN_BYTES``). ``prepare``: the
+        frontier's link preparer (``link_preparer_wanted``), called here on the links to
+        follow so their canonicalization is not done on the reactor."""
         out = _HtmlPage(item)
         body = response.body
         if self.max_html and len(body) > self.max_html:
@@ -335,6 +338,8 @@ class SiteSpider(scrapy.Spider):
         item["main_text"] = page.main_text
         item["noindex"] = directives.noindex
         outlinks, out.follow = self._links(response.url, page.base_href, links, out.stats)
+        if prepare is not None and out.follow:
+            out.forms = prepare(out.follow)
         item["outlinks"] = outlinks
         fingerprint = clipped.fingerprint  # of the title and main text (see parse_page)
         item = with_site_fields(self.site, item, body, response.encoding)  # [fields]
@@ -360,7 +365,17 @@ class SiteSpider(scrapy.Spider):
         yield page.item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
-        yield from follow_links(self, response, page.follow, page.demote)
+        yield from follow_links(self, response, page.follow, page.demote, page.forms)
+
+    def _link_preparer(self) -> Callable[[list[str]], dict[str, Any]] | None:
+        """The frontier's link preparer (asked once, on the reactor thread), or None when the
+        crawl's scheduler has none."""
+        prepare = getattr(self, "_link_prepare", _UNASKED)
+        if prepare is _UNASKED:
+            results = self.crawler.signals.send_catch_log(crawler_signals.link_preparer_wanted)
+            prepare = next((r for _, r in results if callable(r)), None)
+            self._link_prepare = prepare
+        return prepare  # type: ignore[no-any-return]
 
     def _link_demotion(self, item: PageItem) -> int:
         """Levels of depth to add to the page's links (a duplicate page: see
@@ -483,6 +498,10 @@ class _HtmlPage:
     noindex: bool = False
     nofollow: bool = False
     demote: int = 0  # levels of depth added to the links (a near-duplicate page)
+    forms: dict[str, Any] | None = None  # the frontier's link preparer's answer for follow
+
+
+_UNASKED = object()
 
 
 # What may follow "scheme://netloc" in a URL on the same origin.
