@@ -310,12 +310,11 @@ class FrontierScheduler(BaseScheduler):
         frontier = self.frontier
         if frontier is None:
             return False
-        if self._backlog:
-            return True  # links still to take: the crawl is not idle
         halt = frontier.halted()
         if halt in _OPERATOR_ENDS and not self._ending:
             self._end_by_operator(halt)
-        return frontier.has_work(self.horizon)
+        # links still to take (see _drain): the crawl is not idle
+        return bool(self._backlog) or frontier.has_work(self.horizon)
 
     def _end_by_operator(self, halt: str) -> None:
         """The operator's deadline passed or the byte budget is spent (``scrapy frontier``):
