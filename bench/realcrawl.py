@@ -19,7 +19,10 @@ rustup toolchain, nodejs's and valgrind's manuals from /usr/share/doc. Configura
 Both write the same page items to a JSON-lines feed. Measured per run: pages fetched (nginx's
 access log: equal work), CPU of the crawl process (user + sys, ``os.wait4``), wall time, and
 the reactor's stalls (``crawler.extensions.stall``, added to the stock crawl through
-``EXTENSIONS``; a 10 ms timer's lateness: the longest, the 99th percentile, how many over 20 ms).
+``EXTENSIONS``; a 10 ms timer's lateness: the longest, the 99th percentile, how many over 20 ms;
+"busy": only stalls during which the crawl process was on a CPU at least half the time, i.e.
+not the machine's load). CPU includes the crawl's child processes (``os.wait4`` counts the
+children it reaped).
 """
 
 from __future__ import annotations
@@ -171,6 +174,13 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
     run_dir = root / f"{config}-{i}"
     run_dir.mkdir()
     settings = {k: v for k, v in extra.items() if not k.startswith("_")}
+    env = dict(os.environ)
+    if extra.get("_spy") and config == "ours":
+        from crawler import settings as project_settings
+
+        spied = dict(project_settings.EXTENSIONS) | {"bench.stallspy.StallSpy": 511}
+        settings["EXTENSIONS"] = json.dumps(spied)
+        env["STALLSPY_OUT"] = str(run_dir / "stallspy.json")
     cmd, cwd = command(config, run_dir, sites_dir, seeds, allow, settings)
     if extra.get("_profile"):
         cmd += ["--profile", str(run_dir / "crawl.prof")]
@@ -178,7 +188,7 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
     load0 = os.getloadavg()[0]
     start = time.monotonic()
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(cwd if config == "before" else PROJECT)),
+        cmd, cwd=cwd, env=dict(env, PYTHONPATH=str(cwd if config == "before" else PROJECT)),
         stdout=subprocess.DEVNULL, stderr=open(run_dir / "stderr", "wb"),  # noqa: SIM115
     )
     try:
@@ -210,6 +220,9 @@ def run_config(config: str, i: int, root: Path, sites_dir: Path, seeds: Path, al
         "stall_p99_ms": stats.get("reactor/stall_p99_ms"),
         "stalls_over_20ms": stats.get("reactor/stalls_over_20ms"),
         "stalls_over_100ms": stats.get("reactor/stalls_over_100ms"),
+        "stall_max_busy_ms": stats.get("reactor/stall_max_busy_ms"),
+        "stalls_busy_over_20ms": stats.get("reactor/stalls_busy_over_20ms"),
+        "gc_full_max_ms": stats.get("gc/full_max_ms"),
         "stall_worst": stats.get("reactor/stall_worst"),
         "load": (load0, os.getloadavg()[0]),
     }
@@ -238,6 +251,9 @@ def main() -> None:
     )
     parser.add_argument("--profile", action="store_true",
                         help="cProfile each crawl (scrapy --profile; kept with --keep)")
+    parser.add_argument("--spy", action="store_true",
+                        help="add bench/stallspy.py to the ours crawls: what each stall was "
+                             "(stallspy.json in the run's folder; with --keep)")
     parser.add_argument("--json", default="")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -259,6 +275,8 @@ def main() -> None:
     extra = dict(kv.split("=", 1) for kv in args.set)
     if args.profile:
         extra["_profile"] = "1"
+    if args.spy:
+        extra["_spy"] = "1"
     if args.politeness:
         extra |= {"_delay": str(args.politeness), "CLOSESPIDER_TIMEOUT": str(args.window)}
     root = Path(tempfile.mkdtemp(prefix="bench-realcrawl-"))
@@ -283,11 +301,14 @@ def main() -> None:
         else:
             shutil.rmtree(root, ignore_errors=True)
     print(f"\n{'config':8} {'pages':>6} {'CPU s':>7} {'ms/page':>8} {'wall s':>7} "
-          f"{'stall max':>9} {'p99':>5} {'>20ms':>6} {'>100ms':>6}")
+          f"{'stall max':>9} {'p99':>5} {'>20ms':>6} {'>100ms':>6} {'busy max':>8} "
+          f"{'busy>20':>7} {'RSS MB':>6}")
     for r in results:
         print(f"{r['config']:8} {r['pages']:>6} {r['cpu']:>7.1f} {r['ms_per_page']:>8.2f} "
               f"{r['wall']:>7.1f} {r['stall_max_ms'] or 0:>9.1f} {r['stall_p99_ms'] or 0:>5.0f} "
-              f"{r['stalls_over_20ms'] or 0:>6} {r['stalls_over_100ms'] or 0:>6}")
+              f"{r['stalls_over_20ms'] or 0:>6} {r['stalls_over_100ms'] or 0:>6} "
+              f"{r['stall_max_busy_ms'] or 0:>8.1f} {r['stalls_busy_over_20ms'] or 0:>7} "
+              f"{r['maxrss_mb']:>6.0f}")
         if "rate_vs_ideal" in r:
             print(f"         politeness: rate vs ideal {r['rate_vs_ideal']}, gaps below the "
                   f"delay {r['gaps_below_delay']} of {r['gaps']}, smallest {r['min_gap']} s, "

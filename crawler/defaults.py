@@ -73,6 +73,9 @@ FRONTIER_SEEN_BLOOM_CAPACITY = 0
 FRONTIER_SEEN_BLOOM_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
 FRONTIER_LINK_CACHE_SIZE = 1_000_000
+# Links of one page the scheduler takes in one reactor turn; a page with more is taken in
+# slices, one turn each (the seen-test, scope and queue of 1,000 links: ~5-10 ms).
+FRONTIER_LINK_SLICE = 1000
 # Which URLs go first: "depth" (breadth first), "fifo" or "request" (the request's priority).
 FRONTIER_PRIORITY_POLICY = "depth"
 # Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
@@ -87,6 +90,17 @@ CONTENT_THREAD = True
 # send, recv, SQLite): up to sys.getswitchinterval() each time, Python's default 5 ms. A shorter
 # interval (process-wide, set when the threads start) cuts that convoy; 0: Python's default.
 CONTENT_THREAD_SWITCH_INTERVAL = 0.001
+# HTML pages of at least this many bytes are parsed (parse, main text, links, change
+# fingerprint) in a child process of the crawl's own (crawler/offload.py), so their long C calls
+# and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
+CONTENT_PROCESS_MIN_BYTES = 256 * 1024
+# Seconds between two young collections each followed by gc.freeze() (crawler/extensions/
+# gcpace.py), so Python's full collections walk only what is new, not the whole heap (100-600 ms
+# of GIL each); 0: Python's collector as it comes. Every GC_FULL_INTERVAL seconds (0: only when
+# the spider closes) all is unfrozen and collected once, freeing cycles among objects that were
+# alive at a freeze (one pause of the old length, that often).
+GC_FREEZE_INTERVAL = 1.0
+GC_FULL_INTERVAL = 300.0
 
 # --- A shared frontier in Redis (crawler/redis_backends.py) ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, Spider
@@ -11,11 +12,16 @@ from . import signals as crawler_signals
 
 
 def follow_links(
-    spider: Spider, response: Response, urls: list[str], demote: int = 0
+    spider: Spider,
+    response: Response,
+    urls: list[str],
+    demote: int = 0,
+    forms: dict[str, Any] | None = None,
 ) -> list[Request]:
     """Give ``urls`` to the frontier in one call; returns the Requests to yield instead when no
     frontier took them (the crawl runs with another scheduler). ``demote``: levels of depth to
-    add to them (see ``crawler.signals.link_demotion_wanted``).
+    add to them (see ``crawler.signals.link_demotion_wanted``); ``forms``: what the frontier's
+    link preparer made of them on the content thread (see ``link_preparer_wanted``).
 
     The frontier tests each link against what it has seen before any Request exists: on real
     sites most links of a page repeat, and building a Request costs about 12 us.
@@ -28,6 +34,7 @@ def follow_links(
         urls=urls,
         spider=spider,
         demote=demote,
+        forms=forms,
     )
     if any(result is True for _, result in results):
         return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import monotonic
@@ -14,7 +15,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.asyncio import CallLaterResult, call_later, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler import defaults
@@ -30,7 +31,7 @@ from .frontier import (
     UrlPolicy,
 )
 from .frontier.buffered import PENDING
-from .frontier.urls import origin_of
+from .frontier.urls import LinkForm, origin_of
 from .meta import LEASE_META, STOPPED_META
 from .scope import ScopeRegistry
 from .stores import FrontierCallbacks
@@ -105,6 +106,17 @@ def lease_ttl_from_settings(settings: BaseSettings) -> float:
 
 
 @dataclass(slots=True)
+class _LinkBatch:
+    """A page's links on their way into the frontier (taken whole, or in slices)."""
+
+    urls: list[str]
+    depth: int
+    forms: dict[str, LinkForm]
+    token: str | None  # the page's lease
+    pos: int = 0  # links taken so far
+
+
+@dataclass(slots=True)
 class _Held:
     """A lease this process holds: what the adapter knows of its request's progress."""
 
@@ -167,12 +179,23 @@ class FrontierScheduler(BaseScheduler):
             "FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE
         )
         self._max_depth = 0
+        # Links of big pages not yet taken (see _drain), oldest first; the pages' lease tokens
+        # with how many of their batches wait, and those whose acknowledgement waits for them.
+        self._slice = max(1, self.settings.getint(
+            "FRONTIER_LINK_SLICE", defaults.FRONTIER_LINK_SLICE
+        ))
+        self._backlog: deque[_LinkBatch] = deque()
+        self._backlog_pages: dict[str, int] = {}
+        self._ack_waiting: set[str] = set()
+        self._drain_call: CallLaterResult | None = None
+        self._later: Callable[..., CallLaterResult] | None = None  # call_later in a crawl
         self._ending = False  # closing because of the operator's deadline or byte budget
         connect = crawler.signals.connect
         connect(self._fetch_finished, crawler_signals.fetch_finished)
         connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
         connect(self._host_hold, crawler_signals.host_hold)
         connect(self._links_extracted, crawler_signals.links_extracted)
+        connect(self._link_preparer, crawler_signals.link_preparer_wanted)
         connect(self._request_reached_downloader, signals.request_reached_downloader)
         connect(self._page_output_done, crawler_signals.page_output_done)
         connect(self._spider_error, signals.spider_error)
@@ -229,6 +252,7 @@ class FrontierScheduler(BaseScheduler):
                 _ACK_MIDDLEWARE,
             )
         if running_engine(self.crawler) is not None:  # else (unit tests) call renew_leases
+            self._later = call_later  # else links are taken whole (nothing runs a later turn)
             self._renewal = create_looping_call(self.renew_leases)
             self._renewal.start(self.lease_ttl / 3, now=False)
         return None
@@ -240,6 +264,7 @@ class FrontierScheduler(BaseScheduler):
         frontier = self.frontier
         if frontier is None:
             return None
+        self._flush_links()  # before anything is released, counted or saved
         if reason != "finished":
             # a clean stop (Ctrl-C, the operator's deadline): what never reached the
             # downloader goes back at once (no delay, no wait for its lease to expire)
@@ -288,7 +313,8 @@ class FrontierScheduler(BaseScheduler):
         halt = frontier.halted()
         if halt in _OPERATOR_ENDS and not self._ending:
             self._end_by_operator(halt)
-        return frontier.has_work(self.horizon)
+        # links still to take (see _drain): the crawl is not idle
+        return bool(self._backlog) or frontier.has_work(self.horizon)
 
     def _end_by_operator(self, halt: str) -> None:
         """The operator's deadline passed or the byte budget is spent (``scrapy frontier``):
@@ -342,11 +368,18 @@ class FrontierScheduler(BaseScheduler):
         return self._counted(entry, result, depth)
 
     def _entry(
-        self, url: str, host: str, depth: int, payload: Any, request_priority: int, first: bool
+        self,
+        url: str,
+        host: str,
+        depth: int,
+        payload: Any,
+        request_priority: int,
+        first: bool,
+        origin: str | None = None,
     ) -> Entry:
         assert self.prioritizer is not None
         if not first:
-            self._discover_origin(url, host)
+            self._discover_origin(url, host, origin)
         priority = self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
@@ -407,36 +440,94 @@ class FrontierScheduler(BaseScheduler):
         if new:
             self._raw_seen.clear()  # links to those hosts were remembered as out of scope
 
+    def _link_preparer(self) -> Callable[[list[str]], dict[str, LinkForm]] | None:
+        """Answer to ``link_preparer_wanted``: the spider prepares its pages' links on the
+        content thread with :meth:`prepare_links`."""
+        return self.prepare_links if self.url_policy is not None else None
+
+    def prepare_links(self, urls: list[str]) -> dict[str, LinkForm]:
+        """The stateless part of taking ``urls`` (:meth:`UrlPolicy.link_form`: canonical form,
+        host, origin, the fixed filters' verdict) for the links :meth:`_links_extracted` will
+        not find in its raw-link cache.
+
+        Called on the content thread while the reactor may be taking other pages' links: it
+        only tests the cache (a set membership test is atomic under the GIL) and reads the
+        URL length limit. A link the cache takes in meanwhile is prepared for nothing; one the
+        cache forgets meanwhile (cleared when full or when the scope grows) is normalized on the
+        reactor: the forms are a shortcut, never a verdict of their own, so the crawl queues
+        and counts the same with or without them.
+        """
+        policy = self.url_policy
+        if policy is None:
+            return {}
+        raw_seen = self._raw_seen
+        longest = policy.max_url_length
+        link_form = policy.link_form
+        return {
+            raw: link_form(raw)
+            for raw in urls
+            if len(raw) <= longest and hash(raw) not in raw_seen
+        }
+
     def _links_extracted(
-        self, response: Response, urls: list[str], spider: Spider, demote: int = 0
+        self,
+        response: Response,
+        urls: list[str],
+        spider: Spider,
+        demote: int = 0,
+        forms: dict[str, LinkForm] | None = None,
     ) -> bool:
         """Take a page's links in bulk: a link seen before (as written, after joining) costs a
         set lookup; only new ones are normalized, filtered and tested against the seen-set, and
         none becomes a Request until it is due. ``demote`` levels are added to their depth (a
-        duplicate page's links: lower priority, and the site's max_depth sooner)."""
+        duplicate page's links: lower priority, and the site's max_depth sooner). ``forms``:
+        :meth:`prepare_links`' answer for these links, computed on the content thread, so
+        that here only the stateful part is left (scope, trap budgets, seen-test, queue)."""
         policy = self.url_policy
         if policy is None or spider is not self.spider:
             return False
         depth = response.meta.get("depth", 0) + 1 + demote
         if demote:
             self._stat_inc("frontier/links_demoted", len(urls))
+        batch = _LinkBatch(urls, depth, forms or {}, response.meta.get(LEASE_META))
+        if not self._backlog and (self._later is None or len(urls) <= self._slice):
+            self._take(batch, len(urls))
+            return True
+        # A page of thousands of new links: a slice now, the rest in later reactor turns, after
+        # the links of pages that came before it (the order of the seen-test stays the pages').
+        self._backlog.append(batch)
+        if batch.token is not None:
+            self._backlog_pages[batch.token] = self._backlog_pages.get(batch.token, 0) + 1
+        if self._drain_call is None:
+            self._drain()
+        return True
+
+    def _take(self, batch: _LinkBatch, budget: int) -> int:
+        """Take up to ``budget`` of ``batch``'s links from where it stands; returns how many."""
+        policy = self.url_policy
+        assert policy is not None
         raw_seen = self._raw_seen
-        if len(raw_seen) > self._raw_cache_size:
-            raw_seen.clear()
+        if batch.pos == 0 and len(raw_seen) > self._raw_cache_size:
+            raw_seen.clear()  # once a page, as when pages were taken whole
+        urls, depth, forms = batch.urls, batch.depth, batch.forms
+        part = urls[batch.pos : batch.pos + budget] if batch.pos or budget < len(urls) else urls
+        batch.pos += len(part)
         repeated = 0
         entries = []
-        for raw in urls:
+        for raw in part:
             h = hash(raw)
             if h in raw_seen:
                 repeated += 1
                 continue
-            reason, url, host = policy.check(raw, depth)
+            form = forms.get(raw)
+            reason, url, host = policy.check(raw, depth, form=form)
             if reason not in _DEPTH_DEPENDENT:
                 raw_seen.add(h)
             if reason:
                 self._rejected(reason, raw, False)
                 continue
-            entries.append(self._entry(url, host, depth, None, 0, False))
+            origin = form[3] if form is not None else None
+            entries.append(self._entry(url, host, depth, None, 0, False, origin))
         if entries:
             assert self.frontier is not None
             # one call for the page's links: one round trip (per 1,000) to a shared frontier
@@ -444,11 +535,50 @@ class FrontierScheduler(BaseScheduler):
                 self._counted(entry, result, depth)
         if repeated:
             self._stat_inc("frontier/links_repeated", repeated)
-        return True
+        return len(part)
 
-    def _discover_origin(self, url: str, host: str) -> None:
-        """The first URL of an origin lets others (robots.txt) put requests before it."""
-        origin = origin_of(url) or url
+    def _drain(self, everything: bool = False) -> None:
+        """Take ``FRONTIER_LINK_SLICE`` links of the backlog (all of it with ``everything``)
+        and come back in the next reactor turn for the rest: a page of 5,000 new links costs
+        the reactor 30-200 ms in one piece; in slices, due hosts are served in between."""
+        self._drain_call = None
+        backlog = self._backlog
+        budget = self._slice
+        while backlog and (everything or budget > 0):
+            batch = backlog[0]
+            budget -= self._take(batch, len(batch.urls) if everything else budget)
+            if batch.pos >= len(batch.urls):
+                backlog.popleft()
+                self._batch_done(batch)
+        if backlog and self._later is not None:
+            self._drain_call = self._later(0, self._drain)
+
+    def _batch_done(self, batch: _LinkBatch) -> None:
+        """All of a page's links are in the frontier: its lease may be acknowledged now."""
+        token = batch.token
+        if token is None:
+            return
+        left = self._backlog_pages.pop(token, 1) - 1
+        if left:
+            self._backlog_pages[token] = left
+        elif token in self._ack_waiting:
+            self._ack_waiting.discard(token)
+            assert self.frontier is not None
+            self.frontier.ack(token)
+
+    def _flush_links(self) -> None:
+        """Take the whole backlog now (the crawl closes: nothing may stay behind)."""
+        if self._drain_call is not None:
+            self._drain_call.cancel()
+            self._drain_call = None
+        if self._backlog:
+            self._drain(everything=True)
+
+    def _discover_origin(self, url: str, host: str, origin: str | None = None) -> None:
+        """The first URL of an origin lets others (robots.txt) put requests before it.
+        ``origin``: ``origin_of(url) or url``, when :meth:`UrlPolicy.link_form` computed it."""
+        if origin is None:
+            origin = origin_of(url) or url
         if origin in self._origins:
             return
         self._origins.add(origin)
@@ -567,6 +697,11 @@ class FrontierScheduler(BaseScheduler):
     def _ack(self, token: str) -> None:
         assert self.frontier is not None
         self._held.pop(token, None)
+        if token in self._backlog_pages:
+            # some of the page's links wait in the backlog: acknowledged once they are added,
+            # so a stop or a lost worker never forgets a page whose links were not queued
+            self._ack_waiting.add(token)
+            return
         self.frontier.ack(token)
 
     def renew_leases(self) -> None:

@@ -56,6 +56,9 @@ DOWNLOADER_MIDDLEWARES = {
     # the stock one, with dropped chains and loops counted in limits/redirects, redirect_loop
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "crawler.middlewares.redirect.CountingRedirectMiddleware": 600,
+    # the stock one decodes a whole page on the reactor to read its first 4,096 characters
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "crawler.middlewares.redirect.PrefixMetaRefreshMiddleware": 580,
     "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
 }
 
@@ -117,6 +120,7 @@ EXTENSIONS = {
     # the crawl record (RECORD_*), read by `scrapy report`
     "crawler.extensions.record.CrawlRecordExtension": 505,
     "crawler.extensions.stall.ReactorStallMonitor": 510,
+    "crawler.extensions.gcpace.GcPacer": 520,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
     "crawler.extensions.fleet.FleetHeartbeat": 600,

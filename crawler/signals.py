@@ -36,10 +36,20 @@ frontier_opened = object()
 
 # Sent by the site spider once per page with the page's links (absolute http(s) URLs,
 # fragments removed, in page order): links_extracted(response, urls: list[str], spider,
-# demote: int), ``demote`` being what ``link_demotion_wanted`` answered for the page.
+# demote: int, forms: dict[str, LinkForm] | None), ``demote`` being what
+# ``link_demotion_wanted`` answered for the page, ``forms`` what ``link_preparer_wanted``'s
+# callable made of the links on the content thread (None: not prepared).
 # The frontier scheduler takes them in bulk and returns True; if no receiver returns True the
 # spider yields Requests instead (another scheduler is in use).
 links_extracted = object()
+
+# Asked by the site spider on the reactor thread before it hands a page to the content thread:
+# link_preparer_wanted() -> a callable ``prepare(urls: list[str]) -> dict[str, LinkForm]``
+# (see ``crawler.frontier.urls.UrlPolicy.link_form``), safe to call on another thread. The
+# spider calls it there with the page's links and passes the answer on as
+# ``links_extracted``'s ``forms=``, so the reactor does only the stateful part of taking the
+# links (scope, trap budgets, seen-test, queue). The frontier scheduler answers.
+link_preparer_wanted = object()
 
 # Sent by the recrawl extension when its crawl database is open (at spider_opened), so other
 # components (conditional GET) read it without importing the extension: crawldb_opened(db).

@@ -77,11 +77,12 @@ def site() -> Iterator[int]:
     server.server_close()
 
 
-def _crawl(tmp: Path, port: int, thread: bool) -> tuple[dict[str, dict[str, Any]], dict]:
+def _crawl(tmp: Path, port: int, thread: bool, **extra: Any
+           ) -> tuple[dict[str, dict[str, Any]], dict]:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
         "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
-        "CONTENT_THREAD": thread, "FRONTIER_HOST_CONCURRENCY": 1,
+        "CONTENT_THREAD": thread, "FRONTIER_HOST_CONCURRENCY": 1, **extra,
     }
     cmd = crawl_command(tmp, seeds=[f"http://{HOST}:{port}/"], settings=settings)
     proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,
@@ -93,17 +94,24 @@ def _crawl(tmp: Path, port: int, thread: bool) -> tuple[dict[str, dict[str, Any]
 
 
 def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
-    (tmp_path / "on").mkdir()
-    (tmp_path / "off").mkdir()
-    on, on_stats = _crawl(tmp_path / "on", site, thread=True)
+    for name in ("on", "off", "every"):
+        (tmp_path / name).mkdir()
+    on, on_stats = _crawl(tmp_path / "on", site, thread=True)  # the big page in the child
     off, off_stats = _crawl(tmp_path / "off", site, thread=False)
-    assert sorted(on) == sorted(off) == sorted(
+    every, every_stats = _crawl(tmp_path / "every", site, thread=True,
+                                CONTENT_PROCESS_MIN_BYTES=1)
+    assert sorted(on) == sorted(off) == sorted(every) == sorted(
         ["", "big.html", "small/copy.html", *(f"small/{i}.html" for i in range(5))]
     )
     for path in on:
         for field in ("title", "text", "main_text", "outlinks", "content_fingerprint",
                       "duplicate_of"):
             assert on[path].get(field) == off[path].get(field), (path, field)
+            assert every[path].get(field) == off[path].get(field), (path, field)
+    assert on_stats["content/process_calls"] == 1  # only big.html is over 256 KiB
+    assert every_stats["content/process_calls"] == len(every)
+    assert "content/process_calls" not in off_stats
+    assert "content/process_restarts" not in on_stats
     assert len(on["big.html"]["main_text"]) >= 500_000
     assert on["small/copy.html"]["duplicate_of"]  # decisions were made (and agree)
     assert on_stats["content/offloaded"] == len(on)
@@ -113,6 +121,8 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     for stats in (on_stats, off_stats):
         assert stats["reactor/stall_samples"] > 0
         assert stats["reactor/stall_max_ms"] >= stats["reactor/stall_p99_ms"] - 1
+        assert stats["reactor/stall_max_ms"] >= stats["reactor/stall_max_busy_ms"]
+        assert "gc/full_max_ms" in stats  # the paced collector ran (GC_FREEZE_INTERVAL)
 
 
 def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:

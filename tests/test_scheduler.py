@@ -304,3 +304,130 @@ def test_hosts_per_domain_budget_survives_a_resume(tmp_path):
     # the hosts admitted before keep their place
     assert resumed.enqueue_request(scrapy.Request("http://h1.trap.co.uk/more"))
     resumed.close("shutdown")
+
+
+def _take_links(crawler, urls, forms=None, depth=0):
+    page = scrapy.Request("http://a.test/page", meta={"depth": depth})
+    response = HtmlResponse(page.url, body=b"", request=page)
+    results = crawler.signals.send_catch_log(
+        crawler_signals.links_extracted, response=response, urls=urls, spider=crawler.spider,
+        demote=0, forms=forms,
+    )
+    assert any(result is True for _, result in results)
+
+
+def _frontier_state(crawler, scheduler):
+    stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("frontier/")}
+    queued = []
+    while (request := scheduler.next_request()) is not None:
+        queued.append((request.url, request.meta.get("depth")))
+        finish(crawler, request, duration=0.0)
+    return stats, queued, scheduler.frontier.counts()
+
+
+def test_links_prepared_on_another_thread_are_taken_as_unprepared_ones():
+    """The spider's content thread calls the scheduler's link preparer (link_preparer_wanted)
+    and hands its forms over with the links: the same URLs are queued, at the same depths, with
+    the same counts, also when the raw-link cache changed in between (a link the cache took
+    meanwhile, a cache cleared meanwhile)."""
+    pages = [
+        [f"http://a.test/{i}" for i in range(30)] + ["http://c.test/out", "ftp://a.test/x"],
+        [f"http://a.test/{i}" for i in range(20, 50)] + ["http://A.test:80/1#f", "http://b.test/"],
+        ["http://a.test/late", "http://a.test/0", "http://[::1/x", "http://b.test/1"],
+    ]
+    outcomes = []
+    for prepared in (False, True):
+        crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0)
+        (_, preparer), = [
+            r for r in crawler.signals.send_catch_log(crawler_signals.link_preparer_wanted)
+            if r[1] is not None
+        ]
+        assert preparer == scheduler.prepare_links
+        forms = [preparer(urls) if prepared else None for urls in pages[:2]]
+        _take_links(crawler, pages[0], forms[0])
+        _take_links(crawler, pages[1], forms[1])  # prepared before page 0's links were taken
+        last = preparer(pages[2]) if prepared else None
+        if last is not None:
+            assert "http://a.test/0" not in last  # in the cache: not prepared
+        scheduler._raw_seen.clear()  # the cache forgets what page 2's forms skipped
+        _take_links(crawler, pages[2], last, depth=1)
+        outcomes.append(_frontier_state(crawler, scheduler))
+    assert outcomes[1] == outcomes[0]
+    stats, queued, _ = outcomes[0]
+    assert len(queued) == 53 and stats == {
+        "frontier/enqueued": 53,
+        "frontier/links_repeated": 10, "frontier/rejected/seen": 2,
+        "frontier/rejected/out_of_scope": 1, "frontier/rejected/scheme": 1,
+        "frontier/rejected/invalid_url": 1,
+    }
+
+
+def test_a_page_of_many_links_is_taken_in_slices_and_acknowledged_after_its_last():
+    """Over FRONTIER_LINK_SLICE links, a page's links go in one slice per reactor turn, after
+    the pages before them; meanwhile the crawl is not idle and the page's lease is not
+    acknowledged; closing takes what is left. The frontier ends as with the page taken whole."""
+    outcomes = []
+    for sliced in (False, True):
+        crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, FRONTIER_LINK_SLICE=10)
+        turns: list = []
+        if sliced:
+            scheduler._later = _turns(turns)
+        acked: list = []
+        scheduler.frontier.ack = _recording(scheduler.frontier.ack, acked)
+        assert scheduler.enqueue_request(scrapy.Request("http://a.test/page"))
+        request = scheduler.next_request()
+        token = request.meta[LEASE_META]
+        response = HtmlResponse(request.url, body=b"", request=request)
+        crawler.signals.send_catch_log(crawler_signals.fetch_finished, request=request,
+                                       outcome=Outcome.FETCHED, duration=0.0, response=response)
+        urls = [f"http://a.test/{i}" for i in range(35)] + ["http://c.test/", "http://a.test/0"]
+        crawler.signals.send_catch_log(crawler_signals.links_extracted, response=response,
+                                       urls=urls, spider=crawler.spider)
+        _take_links(crawler, ["http://b.test/after", "http://a.test/36"])  # another page
+        crawler.signals.send_catch_log(crawler_signals.page_output_done, response=response,
+                                       items=0)
+        if sliced:
+            assert acked == [] and scheduler.has_pending_requests()
+            assert crawler.stats.get_value("frontier/enqueued") == 1 + 10  # the first slice
+            for _ in range(2):
+                turns.pop(0)()
+            assert acked == [] and len(turns) == 1  # 30 of the page's 37 links are in
+            turns.pop(0)()  # the page's last 7, the other page's 2
+            assert acked == [token] and turns == [] and not scheduler._backlog
+        assert acked == [token] and not scheduler._backlog
+        outcomes.append(_frontier_state(crawler, scheduler))
+    assert outcomes[1] == outcomes[0]
+    stats, queued, _ = outcomes[0]
+    assert {"http://b.test/after", "http://a.test/36"} <= {u for u, _ in queued}
+    assert stats["frontier/enqueued"] == 38 and stats["frontier/links_repeated"] == 1
+
+
+def test_closing_takes_the_links_still_waiting():
+    crawler, scheduler = open_scheduler(FRONTIER_LINK_SLICE=10)
+    turns: list = []
+    scheduler._later = _turns(turns)
+    _take_links(crawler, [f"http://a.test/{i}" for i in range(25)])
+    assert len(turns) == 1 and crawler.stats.get_value("frontier/enqueued") == 10
+    scheduler.close("shutdown")
+    assert crawler.stats.get_value("frontier/enqueued") == 25
+    assert crawler.stats.get_value("frontier/queued_at_close") == 25
+
+
+class _NoCall:
+    def cancel(self) -> None:
+        pass
+
+
+def _turns(turns: list):
+    """A ``call_later`` for a test without a reactor: the test runs each turn itself."""
+    def later(delay, fn):
+        turns.append(fn)
+        return _NoCall()
+    return later
+
+
+def _recording(ack, acked: list):
+    def recorded(token):
+        acked.append(token)
+        return ack(token)
+    return recorded

@@ -7,12 +7,14 @@ normal site, judged from the server's record.
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crawler.frontier.urls import UrlPolicy, normalize_url
 from tests import hostile as h
-from tests.crawling import run_crawl, write_site
+from tests.crawling import CrawlResult, run_crawl, write_site
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 
@@ -93,6 +95,35 @@ def test_off_at_zero() -> None:
     assert all(p.check(f"http://h{i}.a.test/?q={i}")[0] == "" for i in range(300))
 
 
+def test_a_link_form_made_elsewhere_gives_the_same_verdicts() -> None:
+    """The content thread computes ``link_form`` and the reactor checks with it: every reason,
+    the budgets' state and the normalized URL come out as they do without it."""
+    def policy() -> UrlPolicy:
+        return UrlPolicy(hosts=["a.test"], domains=["trap.co.uk"], deny=[r"/private/"],
+                         allow=[r"^https?://[^/]+/(?:docs|cal|x|shop|private)"], max_depth=3,
+                         max_url_length=80, max_repeated_segments=2, max_query_variants=2,
+                         max_date_future_days=1095, today=date(2026, 11, 15),
+                         max_hosts_per_domain=2)
+    urls = [
+        "http://a.test/docs/x.html", "HTTP://A.test:80/docs/./y.html#f", "ftp://a.test/docs",
+        "http://a.test:99999/docs", "http://[::1/docs", "http://b.test/docs",
+        "http://a.test/private/p", "http://a.test/other", "http://a.test/x/a/x/a/x/a",
+        "http://a.test/cal/2090/01", "http://a.test/shop?a=1", "http://a.test/shop?a=2",
+        "http://a.test/shop?a=3", "http://u:p@a.test/docs/?sid=0123456789abcdef0123",
+        "http://h1.trap.co.uk/docs", "http://h2.trap.co.uk/docs", "http://h3.trap.co.uk/docs",
+        "http://a.test/docs/" + "z" * 80, "mailto:a@a.test", "http://a.test/docs/ü",
+    ]
+    plain, prepared, forms = policy(), policy(), policy()
+    reasons = set()
+    for depth in (1, 4, 2):
+        expected = [plain.check(u, depth) for u in urls]
+        assert [prepared.check(u, depth, form=forms.link_form(u)) for u in urls] == expected
+        reasons |= {r for r, _, _ in expected}
+    assert reasons == {"", "scheme", "invalid_url", "out_of_scope", "too_deep", "denied",
+                       "not_allowed", "repeated_segments", "date_distance", "query_variants",
+                       "domain_hosts", "too_long"}
+
+
 TRAPS, NORMAL = "127.0.0.91", "127.0.0.92"
 
 
@@ -106,27 +137,32 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
     server.route(TRAPS, "/g/", h.growing_path(), prefix=True)
     server.route(TRAPS, "/loop2/", h.relative_loop(), prefix=True)
     normal = h.normal_site(server, NORMAL, pages=5)
+    with server:
+        result = _crawl_traps(tmp, server)
+        server.wait_idle()
+        yield result, server, normal
+
+
+def _crawl_traps(tmp: Path, server: h.HostileServer, **settings: Any) -> CrawlResult:
     today = date.today()
     seeds = [f"/cal/{today.year}/{today.month:02d}", "/s/", "/shop", "/g/", "/loop2/"]
     # "web" stops at depth 20; a calendar walked a month a page needs more
     write_site(tmp / "sites", "traps", "[urls]\nmax_depth = 200\n")
-    with server:
-        result = run_crawl(
-            tmp,
-            "traps",
-            sites_dir=tmp / "sites",
-            seeds=[server.url(TRAPS, s) for s in seeds] + [server.url(NORMAL)],
-            settings={
-                "ALLOW_PRIVATE_ADDRESSES": True,
-                "FRONTIER_MIN_DELAY": 0.01,
-                "FRONTIER_DELAY_FACTOR": 0,
-                "URL_MAX_QUERY_VARIANTS": 20,
-                "URL_MAX_DATE_PAST_DAYS": 365,
-            },
-            timeout=120,
-        )
-        server.wait_idle()
-        yield result, server, normal
+    return run_crawl(
+        tmp,
+        "traps",
+        sites_dir=tmp / "sites",
+        seeds=[server.url(TRAPS, s) for s in seeds] + [server.url(NORMAL)],
+        settings={
+            "ALLOW_PRIVATE_ADDRESSES": True,
+            "FRONTIER_MIN_DELAY": 0.01,
+            "FRONTIER_DELAY_FACTOR": 0,
+            "URL_MAX_QUERY_VARIANTS": 20,
+            "URL_MAX_DATE_PAST_DAYS": 365,
+            **settings,
+        },
+        timeout=120,
+    )
 
 
 def paths(server: h.HostileServer, prefix: str) -> list[str]:
@@ -168,6 +204,33 @@ def test_normal_site_completes_next_to_the_traps(crawl) -> None:
     result, server, normal = crawl
     assert {x.path for x in server.hits_of(NORMAL)} == normal
     assert result.stats["finish_reason"] == "finished"
+
+
+def test_links_taken_two_at_a_time_crawl_the_same(crawl, tmp_path: Path) -> None:
+    """The same trap site with FRONTIER_LINK_SLICE = 2: every page's links go into the frontier
+    a few per reactor turn, behind the pages before them, and the crawl fetches and counts the
+    same (which 20 of the facet variants is the order of fetches' call, so only their number)."""
+    result, _, _ = crawl
+    server = h.HostileServer()
+    server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
+    server.route(TRAPS, "/s/", h.session_ids(), prefix=True)
+    server.route(TRAPS, "/shop", h.facets())
+    server.route(TRAPS, "/g/", h.growing_path(), prefix=True)
+    server.route(TRAPS, "/loop2/", h.relative_loop(), prefix=True)
+    h.normal_site(server, NORMAL, pages=5)
+    with server:
+        sliced = _crawl_traps(tmp_path, server, FRONTIER_LINK_SLICE=2)
+        server.wait_idle()
+    assert sliced.returncode == 0, sliced.log[-3000:]
+    assert sliced.stats["finish_reason"] == "finished"
+    _, first, _ = crawl
+    for prefix in ("/cal/", "/s/", "/g/", "/loop2/"):
+        assert sorted(paths(server, prefix)) == sorted(paths(first, prefix)), prefix
+    assert len(set(paths(server, "/shop?"))) == len(set(paths(first, "/shop?"))) == 20
+    assert {x.path for x in server.hits_of(NORMAL)} == {x.path for x in first.hits_of(NORMAL)}
+    counted = ("frontier/enqueued", "frontier/rejected/date_distance",
+               "frontier/rejected/repeated_segments", "frontier/rejected/seen")
+    assert [sliced.stats.get(k) for k in counted] == [result.stats.get(k) for k in counted]
 
 
 @pytest.mark.parametrize("demotion", [0, 4])

@@ -8,6 +8,7 @@ from lxml import etree
 
 from .document import parse_document_checked
 from .maintext import _BLOCK_TAGS, main_text_from_tree
+from .normalize import text_fingerprint
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
@@ -78,6 +79,41 @@ def parse_html(
     if main_text:
         page.main_text = main_text_from_tree(root)  # last: both strip the tree in place
     return page
+
+
+@dataclass
+class ClippedPage:
+    """:func:`parse_page`'s answer: the page cut to what a crawl keeps, and what was cut."""
+
+    page: ParsedPage  # links and texts no longer than the limits
+    links: int  # links on the page before the cut
+    text: int  # characters of text before the cut
+    fingerprint: str  # change fingerprint of the title and the (cut) main text, else text
+
+
+def parse_page(
+    body: bytes, encoding: str | None = None, *, main_text: bool = True, max_links: int = 0,
+    max_text: int = 0,
+) -> ClippedPage:
+    """:func:`parse_html` with the links cut to ``max_links`` and the texts to ``max_text``
+    characters (0: no cut), and the page's change fingerprint.
+
+    The spider's parse, whether it runs on the content thread or in a child process
+    (``crawler.offload``): everything here is a pure function of the bytes, and what crosses a
+    process boundary is already cut to what the crawl keeps (a page of 100,000 links would be
+    100,000 tuples to unpickle on the parent's side).
+    """
+    page = parse_html(body, encoding, main_text=main_text)
+    links, text = len(page.links), len(page.text)
+    if max_links and links > max_links:
+        page.links = page.links[:max_links]
+    if max_text and text > max_text:
+        page.text = page.text[:max_text]
+        page.main_text = page.main_text[:max_text]
+    # Change detection compares what the page says (its main text, normalized like the
+    # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
+    fingerprint = text_fingerprint(f"{page.title} {page.main_text or page.text}")
+    return ClippedPage(page, links, text, fingerprint)
 
 
 # An element's text with its descendants' (lxml.html's text_content()), in C.

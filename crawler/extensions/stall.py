@@ -9,13 +9,22 @@ elsewhere, so its lateness is the stall.
 Stats at close: ``reactor/stall_max_ms`` (the longest), ``reactor/stall_p99_ms``,
 ``reactor/stalls_over_20ms`` and ``reactor/stalls_over_100ms`` (how many),
 ``reactor/stall_samples`` and ``reactor/stall_worst`` (the five longest, with the seconds since
-the spider opened). Costs one timer callback per interval (~100 per second at the
-default, a few microseconds each). Works the same under stock Scrapy (``bench/realcrawl.py`` adds
-it to a stock crawl through ``EXTENSIONS``).
+the spider opened, and the CPU time the crawl process used meanwhile).
+
+A stall is either the crawl's own work (the process on a CPU all along) or the machine's: on a
+loaded machine the kernel leaves the whole process off the CPU for a while, which no code of the
+crawl can shorten. ``reactor/stall_max_busy_ms`` is the longest stall during which the process
+used at least half of its length in CPU time (all its threads), i.e. the longest the crawl kept
+its own reactor waiting; ``reactor/stalls_busy_over_20ms`` counts those over 20 ms.
+
+Costs one timer callback and one ``getrusage`` per interval (~100 per second at the default, a
+few microseconds each). Works the same under stock Scrapy (``bench/realcrawl.py`` adds it to a
+stock crawl through ``EXTENSIONS``).
 """
 
 from __future__ import annotations
 
+import resource
 from time import perf_counter
 from typing import Any
 
@@ -40,9 +49,12 @@ class ReactorStallMonitor:
         self.max_ms = 0.0
         self.samples = 0
         self.histogram: dict[int, int] = {}  # lateness in whole ms -> count
-        self.worst: list[tuple[float, float]] = []  # the longest stalls: (ms, seconds in)
+        self.worst: list[tuple[float, float, float]] = []  # the longest: (ms, seconds in, CPU ms)
+        self.busy_max_ms = 0.0
+        self.busy_over_20 = 0
         self._start = 0.0
         self._due = 0.0
+        self._cpu = 0.0
         self._call: Any = None
 
     @classmethod
@@ -59,6 +71,7 @@ class ReactorStallMonitor:
 
     def spider_opened(self, spider: Spider) -> None:
         self._start = perf_counter()
+        self._cpu = _process_cpu()
         self._arm()
 
     def _arm(self) -> None:
@@ -69,11 +82,18 @@ class ReactorStallMonitor:
 
     def _fired(self) -> None:
         late_ms = max(0.0, (perf_counter() - self._due) * 1000.0)
+        cpu = _process_cpu()
+        cpu_ms, self._cpu = (cpu - self._cpu) * 1000.0, cpu  # since the timer was armed
         self.samples += 1
         if late_ms > self.max_ms:
             self.max_ms = late_ms
+        if cpu_ms >= late_ms / 2:
+            self.busy_max_ms = max(self.busy_max_ms, late_ms)
+            self.busy_over_20 += late_ms >= 20.0
         if late_ms >= 20.0:
-            self.worst.append((round(late_ms, 1), round(self._due - self._start, 2)))
+            self.worst.append(
+                (round(late_ms, 1), round(self._due - self._start, 2), round(cpu_ms))
+            )
             if len(self.worst) > 2 * _WORST:
                 self.worst = sorted(self.worst, reverse=True)[:_WORST]
         bucket = int(late_ms) // _BUCKET_MS
@@ -106,8 +126,17 @@ class ReactorStallMonitor:
         stats.set_value("reactor/stalls_over_20ms", self.over(20))
         stats.set_value("reactor/stalls_over_100ms", self.over(100))
         stats.set_value("reactor/stall_samples", self.samples)
+        stats.set_value("reactor/stall_max_busy_ms", round(self.busy_max_ms, 1))
+        stats.set_value("reactor/stalls_busy_over_20ms", self.busy_over_20)
         # when they happened tells start-up (imports, opening stores) from crawling
         stats.set_value(
             "reactor/stall_worst",
-            [f"{ms} ms at {at} s" for ms, at in sorted(self.worst, reverse=True)[:_WORST]],
+            [f"{ms} ms at {at} s (CPU {cpu} ms)"
+             for ms, at, cpu in sorted(self.worst, reverse=True)[:_WORST]],
         )
+
+
+def _process_cpu() -> float:
+    """User + system seconds of every thread of this process (children not included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

@@ -20,10 +20,10 @@ import contextlib
 import hashlib
 import os
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import scrapy
@@ -33,15 +33,14 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.content.html import parse_html
-from crawler.content.normalize import text_fingerprint
+from crawler.content.html import parse_page
 from crawler.crawldb import crawldb_enabled
 from crawler.extensions.recrawl import RecrawlExtension
 from crawler.frontier.urls import link_problem
 from crawler.items import PAGE_FINGERPRINT_META, PageItem
 from crawler.limits import limit_log
 from crawler.links import UrlJoiner, follow_links
-from crawler.offload import ContentWorker, content_worker
+from crawler.offload import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
 from crawler.siteconfig import (
@@ -55,6 +54,8 @@ from crawler.spiders.fields import item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
     from scrapy.http.headers import Headers
+
+_T = TypeVar("_T")
 
 
 class SiteSpider(scrapy.Spider):
@@ -225,7 +226,8 @@ class SiteSpider(scrapy.Spider):
     ) -> AsyncIterator[PageItem | scrapy.Request]:
         url, meta, item, directives = self._start_item(response)
         page = await maybe_deferred_to_future(
-            worker.run(self._html_page, response, url, meta, item, directives)
+            worker.run(self._html_page, response, url, meta, item, directives,
+                       parse_process(self.crawler), self._link_preparer())
         )
         self.crawler.stats.inc_value("content/offloaded")
         for request_or_item in self._finish_html(response, page):
@@ -286,10 +288,15 @@ class SiteSpider(scrapy.Spider):
         meta: dict[str, Any],
         item: PageItem,
         directives: RobotsDirectives,
+        pool: ParseProcess | None = None,
+        prepare: Callable[[list[str]], dict[str, Any]] | None = None,
     ) -> _HtmlPage:
         """Parse an HTML page and fill its item: the heavy part, safe on the content thread
         (it touches no reactor state; stats and limit lines are collected and applied by
-        :meth:`_finish_html` on the reactor thread)."""
+        :meth:`_finish_html` on the reactor thread). A page of at least ``pool.min_bytes`` is
+        parsed in ``pool``'s child process (``CONTENT_PROCESS_MIN_BYTES``). ``prepare``: the
+        frontier's link preparer (``link_preparer_wanted``), called here on the links to
+        follow so their canonicalization is not done on the reactor."""
         out = _HtmlPage(item)
         body = response.body
         if self.max_html and len(body) > self.max_html:
@@ -300,7 +307,14 @@ class SiteSpider(scrapy.Spider):
                 f"{len(body)} bytes of HTML, parsed the first {self.max_html} (PAGE_MAX_HTML)",
             ))
             body = body[: self.max_html]
-        page = parse_html(body, encoding=response.encoding, main_text=self._wants_main_text())
+        parse = pool.call if pool is not None and len(body) >= pool.min_bytes else _call
+        clipped = parse(
+            parse_page, body, response.encoding, main_text=self._wants_main_text(),
+            max_links=self.max_links, max_text=self.max_text,
+        )
+        if parse is not _call:
+            out.stats.update(pool.news())  # type: ignore[union-attr]
+        page = clipped.page
         if page.flattened:
             out.limits.append((
                 "page_depth",
@@ -311,14 +325,13 @@ class SiteSpider(scrapy.Spider):
         token = getattr(self, "robots_token", "*")
         if token and token != "robots":
             directives.add(page.metas.get(token, ""))
-        links = page.links
-        if self.max_links and len(links) > self.max_links:
+        links = page.links  # cut to PAGE_MAX_LINKS by parse_page
+        if self.max_links and clipped.links > self.max_links:
             # A page of 200,000 links is a trap or a dump: the first ones are the page's own.
             out.limits.append((
                 "page_links",
-                f"{len(links)} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
+                f"{clipped.links} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
             ))
-            links = links[: self.max_links]
         if page.nofollow_hrefs and not directives.nofollow:
             before = len(links)
             links = [link for link in links if link[0] not in page.nofollow_hrefs]
@@ -327,23 +340,20 @@ class SiteSpider(scrapy.Spider):
             links = []
         out.noindex, out.nofollow = directives.noindex, directives.nofollow
         item["title"] = page.title
-        text, main_text = page.text, page.main_text
-        if self.max_text and len(text) > self.max_text:
+        if self.max_text and clipped.text > self.max_text:
             # Shingling, MinHash and the index cost time and memory in proportion to the text.
             out.limits.append((
                 "content_text",
-                f"{len(text)} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
+                f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
             ))
-            text = text[: self.max_text]
-            main_text = main_text[: self.max_text] if main_text else main_text
-        item["text"] = text
-        item["main_text"] = main_text
+        item["text"] = page.text  # cut to CONTENT_MAX_TEXT by parse_page, as is the main text
+        item["main_text"] = page.main_text
         item["noindex"] = directives.noindex
         outlinks, out.follow = self._links(response.url, page.base_href, links, out.stats)
+        if prepare is not None and out.follow:
+            out.forms = prepare(out.follow)
         item["outlinks"] = outlinks
-        # Change detection compares what the page says (its main text, normalized like the
-        # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
-        fingerprint = text_fingerprint(f"{page.title} {main_text or text}")
+        fingerprint = clipped.fingerprint  # of the title and main text (see parse_page)
         item = with_site_fields(self.site, item, body, response.encoding)  # [fields]
         self._record(response, meta, item, fingerprint)
         out.item = item
@@ -367,7 +377,17 @@ class SiteSpider(scrapy.Spider):
         yield page.item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
-        yield from follow_links(self, response, page.follow, page.demote)
+        yield from follow_links(self, response, page.follow, page.demote, page.forms)
+
+    def _link_preparer(self) -> Callable[[list[str]], dict[str, Any]] | None:
+        """The frontier's link preparer (asked once, on the reactor thread), or None when the
+        crawl's scheduler has none."""
+        prepare = getattr(self, "_link_prepare", _UNASKED)
+        if prepare is _UNASKED:
+            results = self.crawler.signals.send_catch_log(crawler_signals.link_preparer_wanted)
+            prepare = next((r for _, r in results if callable(r)), None)
+            self._link_prepare = prepare
+        return prepare  # type: ignore[no-any-return]
 
     def _link_demotion(self, item: PageItem) -> int:
         """Levels of depth to add to the page's links (a duplicate page: see
@@ -490,6 +510,10 @@ class _HtmlPage:
     noindex: bool = False
     nofollow: bool = False
     demote: int = 0  # levels of depth added to the links (a near-duplicate page)
+    forms: dict[str, Any] | None = None  # the frontier's link preparer's answer for follow
+
+
+_UNASKED = object()
 
 
 # What may follow "scheme://netloc" in a URL on the same origin.
@@ -504,6 +528,11 @@ def _origin(url: str) -> str | None:
     if not parts.netloc:  # http:\\host, which the frontier reads as http://host: no prefix
         return None
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _call(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)`` here (what ``ParseProcess.call`` does in a child)."""
+    return fn(*args, **kwargs)
 
 
 def _body_fingerprint(body: bytes) -> str:

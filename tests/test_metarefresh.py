@@ -1,0 +1,110 @@
+"""The meta-refresh middleware decodes only a page's start (crawler/middlewares/redirect.py) and
+finds exactly the refresh Scrapy's own finds: same interval, same URL (base href included), for
+every way a page declares its encoding, multi-byte characters cut at the prefix's end, and pages
+that declare none (the stock path). A crawl then follows a refresh of a big page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy.http import HtmlResponse
+from scrapy.utils.response import get_meta_refresh
+
+from crawler.middlewares.redirect import meta_refresh
+from tests.crawling import PROJECT, crawl_command
+
+REFRESH = '<meta http-equiv="refresh" content="3; url=next/page.html">'
+
+
+def _page(head: str, filler: str, size: int, refresh_at: int = 0) -> str:
+    body = (filler * (size // len(filler) + 1))[:size]
+    if refresh_at:
+        body = body[:refresh_at] + REFRESH + body[refresh_at:]
+        return f"<html><head>{head}</head><body><p>{body}</p></body></html>"
+    return f"<html><head>{head}{REFRESH}</head><body><p>{body}</p></body></html>"
+
+
+CASES = [
+    # (Content-Type header, head, filler, encoding of the bytes, BOM)
+    ("text/html; charset=utf-8", "", "Grüße aus Köln, 東京 and € ", "utf-8", b""),
+    ("text/html", '<meta charset="utf-8">', "ø東€𝄞 ", "utf-8", b""),
+    ("text/html", '<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">',
+     "caf\u00e9 cr\u00e8me ", "latin-1", b""),
+    ("text/html", "", "ascii only text ", "utf-8", b""),  # nothing declared: the stock path
+    ("text/html", "", "plain ", "utf-8", b"\xef\xbb\xbf"),  # a BOM
+    ("text/html", "", "wide ", "utf-16-le", b"\xff\xfe"),
+    ("text/html; charset=utf-8", '<base href="http://example.com/docs/">', "ü ", "utf-8", b""),
+    ("text/html; charset=shift_jis", "", "日本語のテキスト ", "shift_jis", b""),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("size", [100, 4000, 16_000, 16_430, 200_000])
+@pytest.mark.parametrize("refresh_at", [0, 3500, 4090, 5000])
+def test_the_same_refresh_as_scrapy(case: tuple[str, str, str, str, bytes], size: int,
+                                    refresh_at: int) -> None:
+    content_type, head, filler, encoding, bom = case
+    page = _page(head, filler, size, refresh_at if refresh_at < size else 0)
+    body = bom + page.encode(encoding)
+    for cut in (0, 1, 2, 3):  # the prefix ends inside a multi-byte character
+        data = body[: len(body) - cut] if cut else body
+        response = HtmlResponse("http://example.com/a/b.html", body=data,
+                                headers={"Content-Type": content_type})
+        stock = get_meta_refresh(HtmlResponse("http://example.com/a/b.html", body=data,
+                                              headers={"Content-Type": content_type}))
+        assert meta_refresh(response, ("script", "noscript")) == stock
+
+
+HOST = "127.0.0.43"
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[int]:
+    big = _page('<meta charset="utf-8">', "Ein großes Handbuch ", 3_000_000)
+    big = big.replace("next/page.html", "/target.html")
+    pages = {"/": big, "/target.html": "<html><body><p>The target page.</p></body></html>"}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer((HOST, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.integration
+def test_a_crawl_follows_the_refresh_of_a_big_page(site: int, tmp_path: Path) -> None:
+    settings = {
+        "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
+        "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
+    }
+    cmd = crawl_command(tmp_path, seeds=[f"http://{HOST}:{site}/"], settings=settings)
+    proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert [(r["url"], r["final_url"]) for r in rows] == [
+        (f"http://{HOST}:{site}/", f"http://{HOST}:{site}/target.html")
+    ]
