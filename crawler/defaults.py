@@ -223,9 +223,9 @@ NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.jour
 # go that many front queues lower (depth priority policy) and meet the site's max_depth that
 # much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
 NEARDUP_LINK_DEMOTION = 4
-# Pages the shared (Redis) near-duplicate index is sized for: its URL, fingerprint and anchor
-# buckets stay in Redis's compact encoding up to about twice this; past it the index still
-# works, those buckets at ~3x the bytes.
+# Pages the shared (Redis) near-duplicate index is sized for: its URL and fingerprint buckets
+# (~64 entries each at this size) stay in Redis's compact encoding up to about 8 times this;
+# past it the index still works, those buckets at ~3x the bytes.
 NEARDUP_SHARED_CAPACITY = 100_000
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
