@@ -6,8 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +125,35 @@ def per_host(records: list[RequestRecord]) -> dict[str, list[RequestRecord]]:
 def normalized(records: list[RequestRecord]) -> list[str]:
     """Normalized URLs of the page requests (robots.txt fetches left out)."""
     return [normalize_url(record_url(r))[0] for r in records if r.path != "/robots.txt"]
+
+
+@contextmanager
+def serve_pages(
+    host: str, pages: dict[str, str], content_type: str = "text/html; charset=utf-8"
+) -> Iterator[int]:
+    """A real HTTP server on ``host`` (a free port, yielded) answering each path of ``pages``
+    with its text in UTF-8, and 404 for any other path."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer((host, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from scrapy.http import HtmlResponse
 from scrapy.utils.response import get_meta_refresh
 
 from crawler.middlewares.redirect import meta_refresh
-from tests.crawling import PROJECT, crawl_command
+from tests.crawling import PROJECT, crawl_command, serve_pages
 
 REFRESH = '<meta http-equiv="refresh" content="3; url=next/page.html">'
 
@@ -71,27 +68,8 @@ def site() -> Iterator[int]:
     big = big.replace("next/page.html", "/target.html")
     pages = {"/": big, "/target.html": "<html><body><p>The target page.</p></body></html>"}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer((HOST, 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serve_pages(HOST, pages, "text/html") as port:
+        yield port
 
 
 @pytest.mark.integration

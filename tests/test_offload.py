@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.crawling import PROJECT, crawl_command
+from tests.crawling import PROJECT, crawl_command, serve_pages
 
 pytestmark = pytest.mark.integration
 
@@ -54,27 +54,8 @@ def site() -> Iterator[int]:
     pages = _pages()
     pages["/"] = pages["/"].replace("</ul>", '<li><a href="/small/copy.html">c</a></li></ul>')
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer((HOST, 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serve_pages(HOST, pages) as port:
+        yield port
 
 
 def _crawl(tmp: Path, port: int, thread: bool, **extra: Any
