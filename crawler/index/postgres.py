@@ -238,31 +238,6 @@ def _links(source_url: str, outlinks: Iterable[tuple[str, str]]) -> list[tuple[s
             links.append((target_url, anchor))
     return links
 
-_Op = Callable[[psycopg.Connection[Any]], None]
-
-
-class _AddPage:
-    """A queued :meth:`PostgresIndex.add_page` (``commit`` writes consecutive ones together)."""
-
-    def __init__(self, index: PostgresIndex, doc: PageDocument) -> None:
-        self.index, self.doc = index, doc
-
-    def __call__(self, c: psycopg.Connection[Any]) -> None:
-        self.index._w_add_pages(c, [self.doc])
-
-
-# --- the index --------------------------------------------------------------------------------
-
-
-def _links(source_url: str, outlinks: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The (target URL, anchor text) pairs of a page that the index keeps: text with its white
-    space collapsed and cut, no empty text or target, no link to the page itself."""
-    links = []
-    for target_url, text in outlinks:
-        anchor = " ".join((text or "").split())[:_MAX_ANCHOR]
-        if anchor and target_url and target_url != source_url:
-            links.append((target_url, anchor))
-    return links
 
 _Op = Callable[[psycopg.Connection[Any]], None]
 
