@@ -252,41 +252,6 @@ class _AddPage:
         self.index._w_add_pages(c, [self.doc])
 
 
-def _runs(ops: list[_Op]) -> list[_Op]:
-    """``ops`` with each run of consecutive :class:`_AddPage` made one call (a run ends before
-    a URL it already holds, so a page added twice is written twice, in order)."""
-    out: list[_Op] = []
-    run: list[PageDocument] = []
-    urls: set[str] = set()
-    chars = 0
-
-    def close() -> None:
-        nonlocal chars
-        if run:
-            docs = list(run)
-            index = owner[0]
-            out.append(lambda c: index._w_add_pages(c, docs))
-            run.clear()
-            urls.clear()
-            chars = 0
-
-    owner: list[PostgresIndex] = []
-    for op in ops:
-        if not isinstance(op, _AddPage):
-            close()
-            out.append(op)
-            continue
-        doc = op.doc
-        if doc.url in urls or len(run) >= _RUN or chars + len(doc.text) > _RUN_CHARS:
-            close()
-        owner[:] = [op.index]
-        run.append(doc)
-        urls.add(doc.url)
-        chars += len(doc.text)
-    close()
-    return out
-
-
 class PostgresIndex(Index):
     """PostgreSQL backend: any number of writer processes and readers on one database."""
 
