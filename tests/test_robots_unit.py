@@ -271,7 +271,7 @@ def answer(request: Request, status: int, body: bytes = b"", **headers: str) -> 
 def test_every_waiter_gets_the_answer(middleware) -> None:
     """Scrapy 2.19 hands a pending robots.txt to the first waiter only (5 of 7 disallowed URLs
     queued together were fetched); here all of them wait for it and all are checked."""
-    mw, crawler, _, delays = middleware
+    mw, crawler, timers, delays = middleware
     engine: FakeEngine = crawler.engine
     urls = [f"http://a.example/p/{i}" for i in range(7)] + ["http://a.example/ok"]
     pending = [run(mw.process_request(Request(u))) for u in urls]
@@ -280,11 +280,38 @@ def test_every_waiter_gets_the_answer(middleware) -> None:
     assert robots_request.url == "http://a.example/robots.txt"
     assert not any(p.called for p in pending)
     d.callback(answer(robots_request, 200, b"User-agent: *\nDisallow: /p/\nCrawl-delay: 3\n"))
-    results = [p.result for p in pending]
-    assert all(isinstance(r, IgnoreRequest) for r in results[:7])
-    assert results[7] is None
+    assert all(isinstance(p.result, IgnoreRequest) for p in pending[:7])
+    # the allowed page rests the file's Crawl-delay after the fetch the frontier never saw
+    assert not pending[7].called
+    rest, end_rest, args = timers[-1]
+    assert rest == pytest.approx(3.0, abs=0.1)
+    end_rest(*args)
+    assert pending[7].result is None
     assert crawler.stats.get_value("robotstxt/denied") == 7
     assert delays == [("a.example", 3.0)]
+
+
+def test_a_page_after_a_direct_robots_fetch_rests_the_host_delay(middleware) -> None:
+    """A direct fetch (the frontier never scheduled it: a race, Redis away) used to let the page
+    follow at once; now it waits the politeness delay after robots.txt, and a stop ends the
+    wait at once."""
+    mw, crawler, timers, _ = middleware
+    engine: FakeEngine = crawler.engine
+    fetcher = mw.fetcher
+    page = run(mw.process_request(Request("http://b.example/page")))
+    robots_request, d = engine.downloads[0]
+    d.callback(answer(robots_request, 200, b"User-agent: *\nAllow: /\n"))
+    assert not page.called
+    rest, _, _ = timers[-1]
+    assert rest == pytest.approx(fetcher.politeness.min_delay, abs=0.1)  # 1 s by default
+    assert crawler.stats.get_value("robotstxt/direct_rest") == 1
+    # a later page of the host, once the rest is over, is not held again
+    fetcher._rest_until["http://b.example"] = fetcher.clock() - 1
+    later = run(mw.process_request(Request("http://b.example/later")))
+    assert later.called and later.result is None
+    # a stop (Ctrl-C) releases the resting page at once
+    crawler.signals.send_catch_log(crawler_signals.crawl_stopping)
+    assert page.called and page.result is None
 
 
 def test_first_request_and_cache(middleware) -> None:

@@ -25,7 +25,9 @@ How a host's robots.txt is fetched:
   request, ``engine.download``, a race) starts a direct fetch if none is running and waits for
   it; every waiter gets the answer (Scrapy 2.19 hands it to the first waiter only). A wait
   ends after ``ROBOTSTXT_WAIT_TIMEOUT`` seconds at most (the request is then refused as
-  unresolved): every request that enters the downloader leaves it.
+  unresolved): every request that enters the downloader leaves it. A page allowed after such a
+  fetch waits the host's politeness delay after it (the frontier never saw that fetch, so it
+  cannot space the two): robots.txt and the page are never closer than a frontier's two fetches.
 * Copies expire after ``ROBOTSTXT_CACHE_EXPIRY`` seconds; the next request of the origin queues a
   refresh as the host's next request and is checked against the old copy meanwhile. A refresh
   that fails leaves the last good copy in force.
@@ -80,6 +82,7 @@ from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, OriginState, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import ALLOW_ALL, robots_token
+from crawler.stores import politeness_from_settings
 
 logger = logging.getLogger(__name__)
 
@@ -156,12 +159,17 @@ class RobotsFetcher:
         self._waiters: dict[str, list[Deferred[bool]]] = {}
         self._timers: dict[str, Any] = {}
         self._delays: dict[str, float] = {}
+        self.politeness = politeness_from_settings(s)
+        self._direct_started: dict[str, float] = {}  # origin -> when its direct fetch began
+        self._rest_until: dict[str, float] = {}  # origin -> end of the rest after that fetch
+        self._resting: set[Deferred[None]] = set()
         self._closing = False
         crawler.signals.connect(self._origin_discovered, crawler_signals.origin_discovered)
         crawler.signals.connect(self._spider_idle, signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signals.spider_closed)
         crawler.signals.connect(self._request_dropped, signals.request_dropped)
         crawler.signals.connect(self._fetch_finished, crawler_signals.fetch_finished)
+        crawler.signals.connect(self._end_rests, crawler_signals.crawl_stopping)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsFetcher:
@@ -209,6 +217,8 @@ class RobotsFetcher:
             verdict = self.book.verdict(origin, request.url)
             if verdict is Verdict.ALLOW or verdict is Verdict.DENY:
                 self._maybe_refresh(origin)
+                if verdict is Verdict.ALLOW:
+                    await self._rest_after_direct_fetch(origin)
                 return verdict
             if verdict is Verdict.UNAVAILABLE:
                 return verdict
@@ -265,6 +275,7 @@ class RobotsFetcher:
             self._follow(origin)  # another worker fetches it, or it is failing
             return
         self._inc("robotstxt/direct")
+        self._direct_started[origin] = self.clock()
         request = self._robots_request(origin, **{DIRECT_META: True})
         engine = self.crawler.engine
         assert engine is not None
@@ -301,8 +312,53 @@ class RobotsFetcher:
             d.callback(False)
 
     def _wake(self, origin: str) -> None:
+        started = self._direct_started.pop(origin, None)
+        if started is not None:
+            self._rest_until[origin] = self._direct_rest_end(origin, started)
         for d in self._waiters.pop(origin, ()):
             d.callback(True)
+
+    def _direct_rest_end(self, origin: str, started: float) -> float:
+        """When a page may follow the direct fetch of ``origin``'s robots.txt that began at
+        ``started`` and ends now: the politeness delay after a fetch that long, and never
+        sooner than the file's own Crawl-delay (capped where the frontier would skip the host
+        anyway)."""
+        now = self.clock()
+        rules = self.book.state(origin).rules
+        crawl_delay = rules.crawl_delay() if rules is not None else None
+        if crawl_delay is not None:
+            crawl_delay = min(crawl_delay, self.politeness.max_crawl_delay)
+        return now + self.politeness.delay(now - started, crawl_delay)
+
+    async def _rest_after_direct_fetch(self, origin: str) -> None:
+        """Hold a page until its host has rested after a robots.txt fetch the frontier did
+        not schedule (a direct fetch): without it the page followed at once."""
+        until = self._rest_until.get(origin)
+        if until is None:
+            return
+        wait = until - self.clock()
+        if wait <= 0 or self._closing:
+            self._rest_until.pop(origin, None)
+            return
+        self._inc("robotstxt/direct_rest")
+        d: Deferred[None] = Deferred()
+        self._resting.add(d)
+        timer = call_later(wait, self._end_rest, d)
+        try:
+            await maybe_deferred_to_future(d)
+        finally:
+            timer.cancel()
+
+    def _end_rest(self, d: Deferred[None]) -> None:
+        if d in self._resting:
+            self._resting.discard(d)
+            d.callback(None)
+
+    def _end_rests(self) -> None:
+        """A stop or the close: resting pages go on at once (the download handler refuses
+        them if the crawl is stopping, and their leases go back)."""
+        for d in list(self._resting):
+            self._end_rest(d)
 
     # -- robots.txt requests and their answers (handed over by the gate) ---------------------------
 
@@ -604,6 +660,7 @@ class RobotsFetcher:
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self._closing = True
+        self._end_rests()
         for origin in list(self._timers):
             self._cancel_timer(origin)
         for origin in list(self._waiters):
