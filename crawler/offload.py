@@ -27,8 +27,9 @@ the content thread, with the detector.
 
 The full-text index gets a thread of its own (:func:`index_worker`): a SQLite connection
 belongs to the thread that opened it, so the index pipeline opens it there and writes only from
-there. The crawl database stays on the reactor thread: the scheduler and the conditional-GET
-middleware read it synchronously.
+there. The crawl database is read on the reactor thread (the scheduler and the conditional-GET
+middleware read it synchronously) and written from a thread of its own
+(:class:`crawler.crawldb.sqlite.SqliteWriter`).
 
 Threads add no CPU: ``bench/realcrawl.py`` measures CPU per page and the longest stall with and
 without (``CONTENT_THREAD``).

@@ -184,3 +184,92 @@ def test_postgres_workers_share_one_crawl_database(pg_url: str) -> None:  # noqa
     assert sorted(claimed) == sorted(one.urls()) and len(claimed) == 30
     one.close()
     two.close()
+
+
+def test_sqlite_writes_run_on_the_writer_thread_and_reads_see_them_first(tmp_path: Path) -> None:
+    """While another connection holds the file's write lock, recording and committing still
+    return at once (the writer thread waits, not the caller) and reads answer from the records
+    not written yet; once the lock is gone, flush() lands them for every reader."""
+    import sqlite3
+    import time
+
+    path = tmp_path / "db.sqlite"
+    db = SqliteCrawlDb(path, schedule())
+    links = [("http://a.example/x", "X")] * 3
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # holds the write lock: the writer's batch must wait
+    started = time.monotonic()
+    db.record(Visit("http://a.example/", 200, 0, etag='"1"', fingerprint="a", outlinks=links))
+    db.commit()  # handed over: the writer now waits for the lock
+    db.record(Visit("http://a.example/b", 200, 0, last_modified="Mon", fingerprint="b"))
+    assert time.monotonic() - started < 1.0
+    assert db.validators("http://a.example/") == ('"1"', None)  # handed over, not written
+    assert db.validators("http://a.example/b") == (None, "Mon")  # pending
+    assert db.get("http://a.example/").outlinks == links  # type: ignore[union-attr]
+    again = db.record(Visit("http://a.example/", 200, HOUR, etag='"2"', fingerprint="c"))
+    assert again.changed and again.record.fetch_count == 2  # built on the unwritten record
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT count(*) FROM pages").fetchone()[0] == 0
+    blocker.execute("COMMIT")
+    db.flush()
+    rows = dict(reader.execute("SELECT url, etag FROM pages").fetchall())
+    assert rows == {"http://a.example/": '"2"', "http://a.example/b": None}
+    assert db.validators("http://a.example/") == ('"2"', None)  # now from the file
+    assert db.get("http://a.example/").outlinks == links  # type: ignore[union-attr]
+    reader.close()
+    blocker.close()
+    db.close()
+
+
+def test_sqlite_close_writes_everything_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    db = SqliteCrawlDb(path, schedule(), batch=7)  # some batches handed over, the rest pending
+    for i in range(20):
+        db.record(Visit(f"http://a.example/{i}", 200, 0, fingerprint=str(i),
+                        outlinks=[(f"http://a.example/{i + 1}", "next")]))
+    db.close()
+    db = SqliteCrawlDb(path, schedule())
+    assert len(db) == 20
+    assert db.get("http://a.example/19").outlinks == [("http://a.example/20", "next")]  # type: ignore[union-attr]
+    db.close()
+
+
+_KILLED_MID_BATCH = """
+import os, signal, sys, time
+from crawler.crawldb import SqliteCrawlDb, Visit
+db = SqliteCrawlDb(sys.argv[1], batch=5000)
+links = [(f"http://a.example/0/{j}", "link " * 20) for j in range(300)]
+for i in range(200):
+    db.record(Visit(f"http://a.example/first/{i}", 200, 0, fingerprint="f", outlinks=links))
+db.flush()  # the first batch is on disk
+for i in range(3000):
+    db.record(Visit(f"http://a.example/second/{i}", 200, 0, fingerprint="s", outlinks=links))
+db.commit()  # the writer packs and writes 3,000 records in one transaction...
+time.sleep(float(sys.argv[2]))
+os.kill(os.getpid(), signal.SIGKILL)  # ...and the process dies while (or before) it does
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_sqlite_a_killed_process_loses_at_most_the_last_batch(tmp_path: Path, delay: float) -> None:
+    """kill -9 while the writer thread writes a batch: the earlier batch is intact, the last
+    one is all there or not at all, and the file opens again."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "db.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_MID_BATCH, str(path), str(delay)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr.decode()
+    db = SqliteCrawlDb(path, schedule())
+    urls = set(db.urls())
+    first = {u for u in urls if "/first/" in u}
+    second = {u for u in urls if "/second/" in u}
+    assert len(first) == 200
+    assert len(second) in (0, 3000)
+    assert db.get("http://a.example/first/199").outlinks[-1][0] == "http://a.example/0/299"  # type: ignore[union-attr]
+    db.close()
