@@ -162,6 +162,31 @@ def test_record_is_read_back_before_and_after_it_is_written(opener: Opener) -> N
     db.close()
 
 
+def test_outlinks_are_replaced_by_a_full_fetch_and_kept_otherwise(opener: Opener) -> None:
+    """Each step reads the stored record back from the database (flushed), not from the
+    records waiting for the writer."""
+    db = opener()
+    old, new = [("http://a.example/x", "X")], [("http://a.example/y", "Y")]
+    db.record(Visit("http://a.example/", 200, 0, fingerprint="a", outlinks=old))
+    for visit, expected in [
+        (Visit("http://a.example/", 304, HOUR), old),  # not modified: kept
+        (Visit("http://a.example/", 200, 2 * HOUR, fingerprint="a"), old),  # no outlinks given
+        (Visit("http://a.example/", 503, 3 * HOUR), old),
+        (Visit("http://a.example/", 200, 4 * HOUR, fingerprint="b", outlinks=new), new),
+    ]:
+        db.commit()
+        if hasattr(db, "flush"):
+            db.flush()
+        result = db.record(visit)
+        assert result.record.outlinks == expected
+        db.commit()
+        if hasattr(db, "flush"):
+            db.flush()
+        assert db.get("http://a.example/").outlinks == expected  # type: ignore[union-attr]
+    assert db.get("http://a.example/").fetch_count == 5  # type: ignore[union-attr]
+    db.close()
+
+
 def test_postgres_workers_share_one_crawl_database(pg_url: str) -> None:  # noqa: F811
     """Two workers of one crawl: what one records, the other knows; a due URL is claimed once."""
     one = PostgresCrawlDb(pg_url, "site", schedule())

@@ -353,7 +353,14 @@ class SqliteCrawlDb(CrawlDb):
     # -- writes --------------------------------------------------------------------------------
 
     def record(self, visit: Visit) -> RecordResult:
-        previous = self.get(visit.url)
+        previous = self._unwritten(visit.url)
+        if previous is None:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM pages WHERE url = ?", (visit.url,)
+            ).fetchone()
+            # a 2xx with its outlinks replaces the stored ones: not unpacked on the reactor
+            replaced = visit.outlinks is not None and 200 <= visit.status < 300
+            previous = _record(row, unpack=not replaced) if row else None
         new = previous is None or previous.fetch_count == 0
         rec, changed = self.schedule.apply(previous, visit)
         self._pending[rec.url] = rec
@@ -446,6 +453,6 @@ def _unpack(blob: bytes | None) -> list[Outlink]:
     return [(url, text) for url, text in json.loads(zlib.decompress(blob))]
 
 
-def _record(row: tuple) -> PageRecord:  # type: ignore[type-arg]
+def _record(row: tuple, unpack: bool = True) -> PageRecord:  # type: ignore[type-arg]
     *head, outlinks = row
-    return PageRecord(*head, outlinks=_unpack(outlinks))
+    return PageRecord(*head, outlinks=_unpack(outlinks) if unpack else [])
