@@ -262,7 +262,7 @@ def test_sqlite_close_writes_everything_recorded(tmp_path: Path) -> None:
 _KILLED_MID_BATCH = """
 import os, signal, sys, time
 from crawler.crawldb import SqliteCrawlDb, Visit
-db = SqliteCrawlDb(sys.argv[1], batch=5000)
+db = SqliteCrawlDb(sys.argv[1], batch=5000, batch_links=10**9)  # one batch of 3,000
 links = [(f"http://a.example/0/{j}", "link " * 20) for j in range(300)]
 for i in range(200):
     db.record(Visit(f"http://a.example/first/{i}", 200, 0, fingerprint="f", outlinks=links))
@@ -297,4 +297,31 @@ def test_sqlite_a_killed_process_loses_at_most_the_last_batch(tmp_path: Path, de
     assert len(first) == 200
     assert len(second) in (0, 3000)
     assert db.get("http://a.example/first/199").outlinks[-1][0] == "http://a.example/0/299"  # type: ignore[union-attr]
+    db.close()
+
+
+def test_outlinks_packed_a_slice_at_a_time_are_the_same_json() -> None:
+    import json
+    import zlib
+
+    from crawler.crawldb.sqlite import _PACK_SLICE, _pack, _unpack
+
+    for n in (1, _PACK_SLICE, _PACK_SLICE + 1, 3 * _PACK_SLICE + 7):
+        links = [(f"http://a.example/{i}", f'"ü{i}\\') for i in range(n)]
+        blob = _pack(links)
+        assert blob is not None and _unpack(blob) == links
+        assert zlib.decompress(blob) == json.dumps(links, separators=(",", ":")).encode()
+    assert _pack([]) is None
+
+
+def test_sqlite_hands_records_over_by_their_outlinks_too(tmp_path: Path) -> None:
+    """Records waiting for the writer hold their outlinks as Python objects: a batch is handed
+    over once it has ``batch_links`` outlinks, however few records it has."""
+    db = SqliteCrawlDb(tmp_path / "db.sqlite", schedule(), batch=1000, batch_links=250)
+    links = [(f"http://a.example/{i}", "t") for i in range(100)]
+    for i in range(3):
+        db.record(Visit(f"http://a.example/p{i}", 200, 0, fingerprint="f", outlinks=links))
+    assert not db._pending  # 300 outlinks: handed over at the third record
+    db.record(Visit("http://a.example/p3", 200, 0, fingerprint="f", outlinks=links))
+    assert list(db._pending) == ["http://a.example/p3"]
     db.close()

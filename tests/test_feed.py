@@ -88,10 +88,10 @@ def _our_bytes(cls: type, items: list[Any], options: dict[str, Any], made: bool)
     """What our exporter writes, with every item's bytes made beforehand by a template built
     from the same options (as the pipeline does on the feed thread), or none (``made``)."""
     template = cls(BytesIO(), **options)
-    ready: weakref.WeakKeyDictionary[Any, dict[str, bytes]] = weakref.WeakKeyDictionary()
+    ready: weakref.WeakKeyDictionary[Any, dict[str, list[bytes]]] = weakref.WeakKeyDictionary()
     if made:
         for item in items:
-            ready[item] = {template.line_key: template.line(item)}
+            ready[item] = {template.line_key: template.line_pieces(item)}
     out = BytesIO()
     exporter = cls(out, **options)
     assert exporter.line_key == template.line_key

@@ -5,13 +5,14 @@ rustdoc page has thousands) and the write: 20-80 ms on big pages, every host wai
 (``bench/realcrawl.py --spy``). Now, as in the PostgreSQL crawl database
 (:mod:`crawler.crawldb.postgres`): :meth:`SqliteCrawlDb.record` computes the new record from
 the stored one (a primary-key read, or the copy of a record not written yet) and queues it;
-:meth:`SqliteCrawlDb.commit` (every ``CRAWLDB_COMMIT_INTERVAL``, and every ``batch`` records)
-hands the queue to :class:`SqliteWriter`, a thread with its own connection that packs the
-outlinks and writes the batch as one transaction. Point reads (``get``, ``validators``) see the
-records not written yet; reads that list or count rows (``due``, ``claim_due``, ``urls``,
-``next_due``, ``len``: the start of a crawl, continuous mode's timer) first wait for the
-writer. Durability is the same as when the reactor committed every few seconds: a killed
-process loses the records of the last batch at most (a batch is one transaction).
+:meth:`SqliteCrawlDb.commit` (every ``CRAWLDB_COMMIT_INTERVAL``, and every ``batch`` records
+or ``batch_links`` outlinks) hands the queue to :class:`SqliteWriter`, a thread with its own
+connection that packs the outlinks and writes the batch as one transaction. Point reads
+(``get``, ``validators``) see the records not written yet; reads that list or count rows
+(``due``, ``claim_due``, ``urls``, ``next_due``, ``len``: the start of a crawl, continuous
+mode's timer) first wait for the writer. Durability is at least that of the reactor
+committing every few seconds: a killed process loses the records of the last batch at most
+(a batch is one transaction).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 BATCH = 500  # records queued before they are handed to the writer without waiting for commit()
+# outlinks queued before the same: the records waiting hold their outlinks as Python objects
+# (~200 bytes a link; a rustdoc page has thousands), the database keeps them compressed
+BATCH_LINKS = 10_000
 _T = TypeVar("_T")
 
 _COLUMNS = (
@@ -217,10 +221,13 @@ class SqliteCrawlDb(CrawlDb):
         schedule: AdaptiveSchedule | None = None,
         *,
         batch: int = BATCH,
+        batch_links: int = BATCH_LINKS,
     ) -> None:
         self.path = str(path)
         self.schedule = schedule or AdaptiveSchedule()
         self.batch = max(1, batch)
+        self.batch_links = max(1, batch_links)
+        self._pending_links = 0
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -364,7 +371,8 @@ class SqliteCrawlDb(CrawlDb):
         new = previous is None or previous.fetch_count == 0
         rec, changed = self.schedule.apply(previous, visit)
         self._pending[rec.url] = rec
-        if len(self._pending) >= self.batch:
+        self._pending_links += len(visit.outlinks or ())
+        if len(self._pending) >= self.batch or self._pending_links >= self.batch_links:
             self.commit()
         return RecordResult(rec, changed, new)
 
@@ -390,6 +398,7 @@ class SqliteCrawlDb(CrawlDb):
         if not self._pending:
             return
         batch, self._pending = self._pending, {}
+        self._pending_links = 0
         with self._lock:
             self._written.update(batch)
 
@@ -441,10 +450,25 @@ def _row(rec: PageRecord) -> tuple[Any, ...]:
     )
 
 
+_PACK_SLICE = 512  # outlinks encoded at a time
+
+
 def _pack(outlinks: list[Outlink]) -> bytes | None:
+    """The outlinks as zlib-compressed JSON, made a slice at a time: a page of 20,000 links
+    would otherwise make megabytes of JSON text and bytes at once, and the writer thread's
+    malloc arena keeps such peaks."""
     if not outlinks:
         return None
-    return zlib.compress(json.dumps(outlinks, separators=(",", ":")).encode("utf-8"))
+    if len(outlinks) <= _PACK_SLICE:
+        return zlib.compress(json.dumps(outlinks, separators=(",", ":")).encode("utf-8"))
+    packer = zlib.compressobj()
+    out = [packer.compress(b"[")]
+    for i in range(0, len(outlinks), _PACK_SLICE):
+        text = json.dumps(outlinks[i : i + _PACK_SLICE], separators=(",", ":"))[1:-1]
+        out.append(packer.compress(("," if i else "").encode() + text.encode("utf-8")))
+    out.append(packer.compress(b"]"))
+    out.append(packer.flush())
+    return b"".join(out)
 
 
 def _unpack(blob: bytes | None) -> list[Outlink]:
