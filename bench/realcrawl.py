@@ -121,7 +121,8 @@ def command(config: str, run_dir: Path, sites_dir: Path, seeds: Path, allow: str
         }
         if on:
             settings["CRAWLDB_PATH"] = run_dir / "crawldb.sqlite"
-        if config == "before":  # its settings.py predates the stall probe
+        if config == "before" and not _settings_have_probe(BASELINE):
+            # a settings.py that predates the stall probe: its extensions, with the probe
             settings["EXTENSIONS"] = json.dumps(STALL | {
                 "crawler.extensions.statsfile.StatsFile": 900,
                 "crawler.extensions.progress.FrontierProgress": 500,
@@ -135,6 +136,15 @@ def command(config: str, run_dir: Path, sites_dir: Path, seeds: Path, allow: str
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     return cmd, cwd
+
+
+def _settings_have_probe(checkout: Path | None) -> bool:
+    """Whether a checkout's own settings.py runs the stall probe: then its extensions (the paced
+    collector among them) run as they are, not the older list above."""
+    if checkout is None:  # "before" without --baseline: this checkout, the older list
+        return False
+    settings = checkout / "crawler" / "settings.py"
+    return settings.exists() and "ReactorStallMonitor" in settings.read_text()
 
 
 def politeness(requests: list[list[str]], delay: float) -> dict[str, Any]:

@@ -94,6 +94,11 @@ CONTENT_THREAD_SWITCH_INTERVAL = 0.001
 # fingerprint) in a child process of the crawl's own (crawler/offload.py), so their long C calls
 # and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
 CONTENT_PROCESS_MIN_BYTES = 256 * 1024
+# Items of at least this many characters (strings, ~50 per list element) get their JSON feed
+# bytes made on a thread (crawler/pipelines/feed.py), not by the feed export on the reactor
+# (a page item of a million characters: 10-40 ms); smaller ones cost less than the hand-over.
+# 0: every item on the reactor, as in Scrapy.
+FEED_THREAD_MIN_CHARS = 100_000
 # Seconds between two young collections each followed by gc.freeze() (crawler/extensions/
 # gcpace.py), so Python's full collections walk only what is new, not the whole heap (100-600 ms
 # of GIL each); 0: Python's collector as it comes. Every GC_FULL_INTERVAL seconds (0: only when

@@ -27,8 +27,9 @@ the content thread, with the detector.
 
 The full-text index gets a thread of its own (:func:`index_worker`): a SQLite connection
 belongs to the thread that opened it, so the index pipeline opens it there and writes only from
-there. The crawl database stays on the reactor thread: the scheduler and the conditional-GET
-middleware read it synchronously.
+there. The crawl database is read on the reactor thread (the scheduler and the conditional-GET
+middleware read it synchronously) and written from a thread of its own
+(:class:`crawler.crawldb.sqlite.SqliteWriter`).
 
 Threads add no CPU: ``bench/realcrawl.py`` measures CPU per page and the longest stall with and
 without (``CONTENT_THREAD``).
@@ -53,7 +54,14 @@ from twisted.python.threadpool import ThreadPool
 
 from crawler import defaults
 
-__all__ = ["ContentWorker", "ParseProcess", "content_worker", "index_worker", "parse_process"]
+__all__ = [
+    "ContentWorker",
+    "ParseProcess",
+    "content_worker",
+    "feed_worker",
+    "index_worker",
+    "parse_process",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +100,13 @@ def index_worker(crawler: Crawler | None) -> ContentWorker | None:
     makes every write from it): FTS5 tokenizes a page's text in C with the GIL released, so it
     even overlaps the content thread's Python. Same rules as :func:`content_worker`."""
     return _worker(crawler, "index")
+
+
+def feed_worker(crawler: Crawler | None) -> ContentWorker | None:
+    """The thread that makes big items' feed bytes (:mod:`crawler.pipelines.feed`): JSON
+    encoding in short pieces, so it hands the GIL back often. Same rules as
+    :func:`content_worker`."""
+    return _worker(crawler, "feed")
 
 
 def _worker(crawler: Crawler | None, name: str) -> ContentWorker | None:

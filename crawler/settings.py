@@ -111,6 +111,8 @@ LOG_LEVEL = "INFO"
 ITEM_PIPELINES = {
     "crawler.pipelines.neardup.NearDuplicatePipeline": 300,
     "crawler.pipelines.index.IndexPipeline": 400,
+    # last: a big item's feed bytes made on a thread (FEED_THREAD_MIN_CHARS)
+    "crawler.pipelines.feed.FeedLinePipeline": 900,
 }
 
 EXTENSIONS = {
@@ -128,6 +130,13 @@ EXTENSIONS = {
     "scrapy.extensions.logstats.LogStats": None,
 }
 FEED_EXPORT_ENCODING = "utf-8"
+# Scrapy's JSON exporters, writing the bytes FeedLinePipeline made off the reactor when it did
+FEED_EXPORTERS = {
+    "json": "crawler.pipelines.feed.JsonExporter",
+    "jsonlines": "crawler.pipelines.feed.JsonLinesExporter",
+    "jsonl": "crawler.pipelines.feed.JsonLinesExporter",
+    "jl": "crawler.pipelines.feed.JsonLinesExporter",
+}
 # The crawl ends with CrawlSummary's dozen lines instead of ~50 lines of stats dict; the full
 # stats stay in STATS_FILE and in the log at LOG_LEVEL=DEBUG.
 STATS_DUMP = False

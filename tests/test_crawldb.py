@@ -162,6 +162,31 @@ def test_record_is_read_back_before_and_after_it_is_written(opener: Opener) -> N
     db.close()
 
 
+def test_outlinks_are_replaced_by_a_full_fetch_and_kept_otherwise(opener: Opener) -> None:
+    """Each step reads the stored record back from the database (flushed), not from the
+    records waiting for the writer."""
+    db = opener()
+    old, new = [("http://a.example/x", "X")], [("http://a.example/y", "Y")]
+    db.record(Visit("http://a.example/", 200, 0, fingerprint="a", outlinks=old))
+    for visit, expected in [
+        (Visit("http://a.example/", 304, HOUR), old),  # not modified: kept
+        (Visit("http://a.example/", 200, 2 * HOUR, fingerprint="a"), old),  # no outlinks given
+        (Visit("http://a.example/", 503, 3 * HOUR), old),
+        (Visit("http://a.example/", 200, 4 * HOUR, fingerprint="b", outlinks=new), new),
+    ]:
+        db.commit()
+        if hasattr(db, "flush"):
+            db.flush()
+        result = db.record(visit)
+        assert result.record.outlinks == expected
+        db.commit()
+        if hasattr(db, "flush"):
+            db.flush()
+        assert db.get("http://a.example/").outlinks == expected  # type: ignore[union-attr]
+    assert db.get("http://a.example/").fetch_count == 5  # type: ignore[union-attr]
+    db.close()
+
+
 def test_postgres_workers_share_one_crawl_database(pg_url: str) -> None:  # noqa: F811
     """Two workers of one crawl: what one records, the other knows; a due URL is claimed once."""
     one = PostgresCrawlDb(pg_url, "site", schedule())
@@ -184,3 +209,119 @@ def test_postgres_workers_share_one_crawl_database(pg_url: str) -> None:  # noqa
     assert sorted(claimed) == sorted(one.urls()) and len(claimed) == 30
     one.close()
     two.close()
+
+
+def test_sqlite_writes_run_on_the_writer_thread_and_reads_see_them_first(tmp_path: Path) -> None:
+    """While another connection holds the file's write lock, recording and committing still
+    return at once (the writer thread waits, not the caller) and reads answer from the records
+    not written yet; once the lock is gone, flush() lands them for every reader."""
+    import sqlite3
+    import time
+
+    path = tmp_path / "db.sqlite"
+    db = SqliteCrawlDb(path, schedule())
+    links = [("http://a.example/x", "X")] * 3
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # holds the write lock: the writer's batch must wait
+    started = time.monotonic()
+    db.record(Visit("http://a.example/", 200, 0, etag='"1"', fingerprint="a", outlinks=links))
+    db.commit()  # handed over: the writer now waits for the lock
+    db.record(Visit("http://a.example/b", 200, 0, last_modified="Mon", fingerprint="b"))
+    assert time.monotonic() - started < 1.0
+    assert db.validators("http://a.example/") == ('"1"', None)  # handed over, not written
+    assert db.validators("http://a.example/b") == (None, "Mon")  # pending
+    assert db.get("http://a.example/").outlinks == links  # type: ignore[union-attr]
+    again = db.record(Visit("http://a.example/", 200, HOUR, etag='"2"', fingerprint="c"))
+    assert again.changed and again.record.fetch_count == 2  # built on the unwritten record
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT count(*) FROM pages").fetchone()[0] == 0
+    blocker.execute("COMMIT")
+    db.flush()
+    rows = dict(reader.execute("SELECT url, etag FROM pages").fetchall())
+    assert rows == {"http://a.example/": '"2"', "http://a.example/b": None}
+    assert db.validators("http://a.example/") == ('"2"', None)  # now from the file
+    assert db.get("http://a.example/").outlinks == links  # type: ignore[union-attr]
+    reader.close()
+    blocker.close()
+    db.close()
+
+
+def test_sqlite_close_writes_everything_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    db = SqliteCrawlDb(path, schedule(), batch=7)  # some batches handed over, the rest pending
+    for i in range(20):
+        db.record(Visit(f"http://a.example/{i}", 200, 0, fingerprint=str(i),
+                        outlinks=[(f"http://a.example/{i + 1}", "next")]))
+    db.close()
+    db = SqliteCrawlDb(path, schedule())
+    assert len(db) == 20
+    assert db.get("http://a.example/19").outlinks == [("http://a.example/20", "next")]  # type: ignore[union-attr]
+    db.close()
+
+
+_KILLED_MID_BATCH = """
+import os, signal, sys, time
+from crawler.crawldb import SqliteCrawlDb, Visit
+db = SqliteCrawlDb(sys.argv[1], batch=5000, batch_links=10**9)  # one batch of 3,000
+links = [(f"http://a.example/0/{j}", "link " * 20) for j in range(300)]
+for i in range(200):
+    db.record(Visit(f"http://a.example/first/{i}", 200, 0, fingerprint="f", outlinks=links))
+db.flush()  # the first batch is on disk
+for i in range(3000):
+    db.record(Visit(f"http://a.example/second/{i}", 200, 0, fingerprint="s", outlinks=links))
+db.commit()  # the writer packs and writes 3,000 records in one transaction...
+time.sleep(float(sys.argv[2]))
+os.kill(os.getpid(), signal.SIGKILL)  # ...and the process dies while (or before) it does
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_sqlite_a_killed_process_loses_at_most_the_last_batch(tmp_path: Path, delay: float) -> None:
+    """kill -9 while the writer thread writes a batch: the earlier batch is intact, the last
+    one is all there or not at all, and the file opens again."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "db.sqlite"
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_MID_BATCH, str(path), str(delay)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr.decode()
+    db = SqliteCrawlDb(path, schedule())
+    urls = set(db.urls())
+    first = {u for u in urls if "/first/" in u}
+    second = {u for u in urls if "/second/" in u}
+    assert len(first) == 200
+    assert len(second) in (0, 3000)
+    assert db.get("http://a.example/first/199").outlinks[-1][0] == "http://a.example/0/299"  # type: ignore[union-attr]
+    db.close()
+
+
+def test_outlinks_packed_a_slice_at_a_time_are_the_same_json() -> None:
+    import json
+    import zlib
+
+    from crawler.crawldb.sqlite import _PACK_SLICE, _pack, _unpack
+
+    for n in (1, _PACK_SLICE, _PACK_SLICE + 1, 3 * _PACK_SLICE + 7):
+        links = [(f"http://a.example/{i}", f'"ü{i}\\') for i in range(n)]
+        blob = _pack(links)
+        assert blob is not None and _unpack(blob) == links
+        assert zlib.decompress(blob) == json.dumps(links, separators=(",", ":")).encode()
+    assert _pack([]) is None
+
+
+def test_sqlite_hands_records_over_by_their_outlinks_too(tmp_path: Path) -> None:
+    """Records waiting for the writer hold their outlinks as Python objects: a batch is handed
+    over once it has ``batch_links`` outlinks, however few records it has."""
+    db = SqliteCrawlDb(tmp_path / "db.sqlite", schedule(), batch=1000, batch_links=250)
+    links = [(f"http://a.example/{i}", "t") for i in range(100)]
+    for i in range(3):
+        db.record(Visit(f"http://a.example/p{i}", 200, 0, fingerprint="f", outlinks=links))
+    assert not db._pending  # 300 outlinks: handed over at the third record
+    db.record(Visit("http://a.example/p3", 200, 0, fingerprint="f", outlinks=links))
+    assert list(db._pending) == ["http://a.example/p3"]
+    db.close()

@@ -61,3 +61,38 @@ def test_the_full_collection_comes_every_full_interval(pacer: GcPacer) -> None:
     pacer.tick()
     assert pacer.fulls == 2
 
+
+
+def _generations_collected(allocations: int) -> set[int]:
+    """Which generations Python collected by itself while ``allocations`` containers were
+    made and kept (they survive into the oldest generation, as a crawl's new state does)."""
+    seen: set[int] = set()
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.add(info["generation"])
+
+    kept = []
+    gc.collect()
+    gc.callbacks.append(callback)
+    try:
+        for i in range(allocations):
+            kept.append([i])
+    finally:
+        gc.callbacks.remove(callback)
+    return seen
+
+
+def test_no_automatic_full_collection_while_paced() -> None:
+    """The pacer switches off Python's own collections of the oldest generation while the
+    crawl runs (they would walk everything since the last tick) and gives them back after."""
+    before = gc.get_threshold()
+    assert 2 in _generations_collected(300_000)  # Python on its own: full collections
+    pacer = GcPacer(crawler=None, interval=1.0, full_interval=0)  # type: ignore[arg-type]
+    pacer.pause_full_collections()
+    try:
+        collected = _generations_collected(300_000)
+        assert 1 in collected and 2 not in collected  # young ones still run
+    finally:
+        pacer.resume()
+    assert gc.get_threshold() == before

@@ -14,10 +14,12 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.exporters import JsonLinesItemExporter
 
 from tests.crawling import PROJECT, crawl_command, serve_pages
 
@@ -99,6 +101,14 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     for key in ("index/documents", "index/aliases", "neardup/new", "neardup/exact"):
         assert on_stats.get(key) == off_stats.get(key), key
     assert "content/offloaded" not in off_stats
+    # big.html's feed line was made on the feed thread (FEED_THREAD_MIN_CHARS), and is what
+    # Scrapy's exporter writes for that item (the exporters' byte equality: tests/test_feed.py)
+    assert on_stats["feed/lines_from_thread"] == 1 and "feed/lines_from_thread" not in off_stats
+    big_line = next(line for line in (tmp_path / "on" / "items.jsonl").read_bytes().splitlines(True)
+                    if b'/big.html"' in line[:200])
+    again = BytesIO()
+    JsonLinesItemExporter(again, encoding="utf-8").export_item(json.loads(big_line))
+    assert again.getvalue() == big_line
     for stats in (on_stats, off_stats):
         assert stats["reactor/stall_samples"] > 0
         assert stats["reactor/stall_max_ms"] >= stats["reactor/stall_p99_ms"] - 1

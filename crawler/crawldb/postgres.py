@@ -270,14 +270,15 @@ class PostgresCrawlDb(CrawlDb):
         batch, self._pending = self._pending, {}
         with self._lock:
             self._written.update(batch)
-        rows = [
-            (self.crawl, r.url, r.depth, r.status, r.fetched_at, r.last_modified, r.etag,
-             r.fingerprint, r.fetch_count, r.change_count, r.changed_at, r.interval,
-             r.next_fetch, r.priority, _pack(r.outlinks))
-            for r in batch.values()
-        ]
 
         def write(conn: psycopg.Connection[Any]) -> None:
+            # packed here, on the writer thread: JSON + zlib of thousands of outlinks
+            rows = [
+                (self.crawl, r.url, r.depth, r.status, r.fetched_at, r.last_modified, r.etag,
+                 r.fingerprint, r.fetch_count, r.change_count, r.changed_at, r.interval,
+                 r.next_fetch, r.priority, _pack(r.outlinks))
+                for r in batch.values()
+            ]
             with conn.cursor() as cur:
                 cur.executemany(_UPSERT, rows)
 

@@ -1,14 +1,32 @@
-"""The embedded crawl database: one SQLite file (WAL), writes batched until :meth:`commit`."""
+"""The embedded crawl database: one SQLite file (WAL), written from a thread of its own.
+
+Recording a page used to cost the reactor a read, the JSON and zlib of the page's outlinks (a
+rustdoc page has thousands) and the write: 20-80 ms on big pages, every host waiting
+(``bench/realcrawl.py --spy``). Now, as in the PostgreSQL crawl database
+(:mod:`crawler.crawldb.postgres`): :meth:`SqliteCrawlDb.record` computes the new record from
+the stored one (a primary-key read, or the copy of a record not written yet) and queues it;
+:meth:`SqliteCrawlDb.commit` (every ``CRAWLDB_COMMIT_INTERVAL``, and every ``batch`` records
+or ``batch_links`` outlinks) hands the queue to :class:`SqliteWriter`, a thread with its own
+connection that packs the outlinks and writes the batch as one transaction. Point reads
+(``get``, ``validators``) see the records not written yet; reads that list or count rows
+(``due``, ``claim_due``, ``urls``, ``next_due``, ``len``: the start of a crawl, continuous
+mode's timer) first wait for the writer. Durability is at least that of the reactor
+committing every few seconds: a killed process loses the records of the last batch at most
+(a batch is one transaction).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import queue
 import sqlite3
+import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from crawler import defaults
 from crawler.worker_files import claim_worker_file
@@ -16,11 +34,21 @@ from crawler.worker_files import claim_worker_file
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
 from .schedule import AdaptiveSchedule
 
+logger = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 1
+BATCH = 500  # records queued before they are handed to the writer without waiting for commit()
+# outlinks queued before the same: the records waiting hold their outlinks as Python objects
+# (~200 bytes a link; a rustdoc page has thousands), the database keeps them compressed
+BATCH_LINKS = 10_000
+_T = TypeVar("_T")
 
 _COLUMNS = (
     "url, depth, status, fetched_at, last_modified, etag, fingerprint, fetch_count,"
     " change_count, changed_at, interval, next_fetch, priority, outlinks"
+)
+_REPLACE = (
+    f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -49,15 +77,157 @@ class CrawlDbError(Exception):
     pass
 
 
+class SqliteWriter:
+    """A thread that owns one SQLite connection and runs batches of writes on it, one
+    transaction each, in the order they were submitted.
+
+    ``submit`` queues a batch and returns at once; ``call`` runs one and waits for its result
+    (rare writes that must answer, such as a count); ``flush`` waits until every batch
+    submitted so far is committed or given up; ``close`` writes what is queued, then closes the
+    connection. A batch that fails (disk full, a broken file) is rolled back, logged and counted
+    in ``failed``: the crawl goes on, as it would after a killed batch.
+    """
+
+    def __init__(self, path: str, name: str = "crawldb-writer") -> None:
+        self.path = path
+        self.failed = 0  # batches given up
+        self.committed = 0  # batches committed
+        self.last_error: str | None = None
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._opened: queue.Queue[BaseException | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        error = self._opened.get()
+        if error is not None:
+            raise CrawlDbError(f"cannot open crawl database {path}: {error}") from None
+
+    def submit(
+        self,
+        write: Callable[[sqlite3.Connection], Any],
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue ``write``; ``after`` runs on the writer thread once it is committed or given
+        up (the owner stops answering reads from its copy of what the batch wrote)."""
+        self._queue.put((write, after, None))
+
+    def call(self, write: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``write`` after everything queued, in a transaction of its own; its result."""
+        answer: queue.Queue[tuple[bool, Any]] = queue.Queue()
+        self._queue.put((write, None, answer))
+        ok, value = answer.get()
+        if not ok:
+            raise CrawlDbError(f"crawl database {self.path}: {value}")
+        return value  # type: ignore[no-any-return]
+
+    def flush(self) -> None:
+        """Wait until every batch submitted so far has been committed or given up."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Write what is queued, then stop the thread (which closes its connection)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, timeout=30)
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            self._opened.put(exc)
+            return
+        self._opened.put(None)
+        try:
+            while True:
+                job = self._queue.get()
+                try:
+                    if job is None:
+                        return
+                    self._write(conn, *job)
+                finally:
+                    self._queue.task_done()
+        finally:
+            conn.close()
+
+    def _write(
+        self,
+        conn: sqlite3.Connection,
+        write: Callable[[sqlite3.Connection], Any],
+        after: Callable[[], None] | None,
+        answer: queue.Queue[tuple[bool, Any]] | None,
+    ) -> None:
+        try:
+            with conn:  # one transaction: committed, or rolled back on any error
+                value = write(conn)
+        except Exception as exc:
+            self.failed += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            if answer is not None:
+                answer.put((False, self.last_error))
+            else:
+                logger.error(
+                    "Crawl database %s: a batch of writes failed and was dropped: %s",
+                    self.path,
+                    self.last_error,
+                )
+        else:
+            self.committed += 1
+            if answer is not None:
+                answer.put((True, value))
+        finally:
+            if after is not None:
+                after()
+
+
+class _InlineWriter:
+    """:class:`SqliteWriter`'s interface for an in-memory database, which a second connection
+    cannot see: every write runs at once, on the caller's connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.failed = 0
+
+    def submit(
+        self,
+        write: Callable[[sqlite3.Connection], Any],
+        after: Callable[[], None] | None = None,
+    ) -> None:
+        try:
+            with self.conn:
+                write(self.conn)
+        finally:
+            if after is not None:
+                after()
+
+    def call(self, write: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self.conn:
+            return write(self.conn)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class SqliteCrawlDb(CrawlDb):
     """Pages keyed by normalized URL; outlinks stored as zlib-compressed JSON (a page's links
-    are only read back on a 304, so they are kept small rather than queryable)."""
+    are only read back on a 304, so they are kept small rather than queryable). Reads run on
+    the caller's thread (the reactor), writes on :class:`SqliteWriter`'s (module docstring)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], schedule: AdaptiveSchedule | None = None
+        self,
+        path: str | os.PathLike[str],
+        schedule: AdaptiveSchedule | None = None,
+        *,
+        batch: int = BATCH,
+        batch_links: int = BATCH_LINKS,
     ) -> None:
         self.path = str(path)
         self.schedule = schedule or AdaptiveSchedule()
+        self.batch = max(1, batch)
+        self.batch_links = max(1, batch_links)
+        self._pending_links = 0
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -95,6 +265,12 @@ class SqliteCrawlDb(CrawlDb):
         )
         self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._db.commit()
+        self._writer: SqliteWriter | _InlineWriter = (
+            _InlineWriter(self._db) if self.path == ":memory:" else SqliteWriter(self.path)
+        )
+        self._pending: dict[str, PageRecord] = {}  # recorded, not handed to the writer yet
+        self._written: dict[str, PageRecord] = {}  # handed over, maybe not committed yet
+        self._lock = threading.Lock()
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> SqliteCrawlDb:
@@ -107,23 +283,41 @@ class SqliteCrawlDb(CrawlDb):
 
     # -- reads ---------------------------------------------------------------------------------
 
+    def _unwritten(self, url: str) -> PageRecord | None:
+        rec = self._pending.get(url)
+        if rec is None and self._written:
+            with self._lock:
+                rec = self._written.get(url)
+        return rec
+
     def get(self, url: str) -> PageRecord | None:
+        rec = self._unwritten(url)
+        if rec is not None:
+            return rec
         row = self._db.execute(f"SELECT {_COLUMNS} FROM pages WHERE url = ?", (url,)).fetchone()
         return _record(row) if row else None
 
     def validators(self, url: str) -> tuple[str | None, str | None]:
+        rec = self._unwritten(url)
+        if rec is not None:
+            return (rec.etag, rec.last_modified) if rec.status is not None else (None, None)
         row = self._db.execute(
             "SELECT etag, last_modified FROM pages WHERE url = ? AND status IS NOT NULL", (url,)
         ).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
     def urls(self) -> Iterator[str]:
+        self.flush()
         cursor = self._db.execute("SELECT url FROM pages")
         while rows := cursor.fetchmany(10_000):
             for (url,) in rows:
                 yield url
 
     def due(self, now: float, limit: int | None = None) -> list[DueUrl]:
+        self.flush()
+        return self._due(now, limit)
+
+    def _due(self, now: float, limit: int | None) -> list[DueUrl]:
         sql = (
             "SELECT url, depth, priority, next_fetch FROM pages WHERE next_fetch <= ?"
             " ORDER BY priority DESC, next_fetch"
@@ -135,20 +329,29 @@ class SqliteCrawlDb(CrawlDb):
         return [DueUrl(*row) for row in self._db.execute(sql, params)]
 
     def claim_due(self, now: float, lease: float, limit: int) -> list[DueUrl]:
-        due = self.due(now, limit)
-        self._db.executemany(
-            "UPDATE pages SET next_fetch = ? WHERE url = ?", [(now + lease, d.url) for d in due]
-        )
+        self.flush()
+        due = self._due(now, limit)
+        if due:
+            leased = [(now + lease, d.url) for d in due]
+            # waited for: the next due() must not hand these out again
+            self._writer.call(
+                lambda conn: conn.executemany(
+                    "UPDATE pages SET next_fetch = ? WHERE url = ?", leased
+                )
+            )
         return due
 
     def next_due(self) -> float | None:
+        self.flush()
         return self._db.execute("SELECT min(next_fetch) FROM pages").fetchone()[0]
 
     def __len__(self) -> int:
+        self.flush()
         return self._db.execute("SELECT count(*) FROM pages").fetchone()[0]
 
     def totals(self) -> dict[str, int]:
         """Counts for reports: pages known, fetched at least once, changed at least once."""
+        self.flush()
         row = self._db.execute(
             "SELECT count(*), sum(fetch_count > 0), sum(change_count > 0) FROM pages"
         ).fetchone()
@@ -157,51 +360,115 @@ class SqliteCrawlDb(CrawlDb):
     # -- writes --------------------------------------------------------------------------------
 
     def record(self, visit: Visit) -> RecordResult:
-        previous = self.get(visit.url)
+        previous = self._unwritten(visit.url)
+        if previous is None:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM pages WHERE url = ?", (visit.url,)
+            ).fetchone()
+            # a 2xx with its outlinks replaces the stored ones: not unpacked on the reactor
+            replaced = visit.outlinks is not None and 200 <= visit.status < 300
+            previous = _record(row, unpack=not replaced) if row else None
         new = previous is None or previous.fetch_count == 0
         rec, changed = self.schedule.apply(previous, visit)
-        self._db.execute(
-            f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                rec.url,
-                rec.depth,
-                rec.status,
-                rec.fetched_at,
-                rec.last_modified,
-                rec.etag,
-                rec.fingerprint,
-                rec.fetch_count,
-                rec.change_count,
-                rec.changed_at,
-                rec.interval,
-                rec.next_fetch,
-                rec.priority,
-                _pack(rec.outlinks),
-            ),
-        )
+        self._pending[rec.url] = rec
+        self._pending_links += len(visit.outlinks or ())
+        if len(self._pending) >= self.batch or self._pending_links >= self.batch_links:
+            self.commit()
         return RecordResult(rec, changed, new)
 
     def add_unfetched(self, urls: Iterable[tuple[str, int]], due: float) -> int:
-        before = self._db.total_changes
-        self._db.executemany(
-            "INSERT OR IGNORE INTO pages (url, depth, interval, next_fetch) VALUES (?, ?, ?, ?)",
-            ((url, depth, self.schedule.interval, due) for url, depth in urls),
-        )
-        return self._db.total_changes - before
+        """Rare (URLs left at the end of a crawl): written at once, to count what was new."""
+        self.commit()
+        rows = [(url, depth, self.schedule.interval, due) for url, depth in urls]
+
+        def insert(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO pages (url, depth, interval, next_fetch)"
+                " VALUES (?, ?, ?, ?)",
+                rows,
+            )
+            return conn.total_changes - before
+
+        return self._writer.call(insert) if rows else 0
 
     def commit(self) -> None:
-        self._db.commit()
+        """Hand the queued records to the writer thread and return at once; the writer packs
+        their outlinks and writes them in one transaction."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, {}
+        self._pending_links = 0
+        with self._lock:
+            self._written.update(batch)
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.executemany(_REPLACE, map(_row, batch.values()))
+
+        def landed() -> None:
+            with self._lock:
+                for url, rec in batch.items():
+                    if self._written.get(url) is rec:
+                        del self._written[url]
+
+        self._writer.submit(write, after=landed)
+
+    def flush(self) -> None:
+        """Commit and wait until every record is written."""
+        self.commit()
+        self._writer.flush()
+
+    @property
+    def failed_batches(self) -> int:
+        return self._writer.failed
 
     def close(self) -> None:
-        self._db.commit()
-        self._db.close()
+        """Write everything recorded, then close both connections."""
+        try:
+            self.commit()
+            self._writer.close()
+        finally:
+            self._db.close()
+
+
+def _row(rec: PageRecord) -> tuple[Any, ...]:
+    return (
+        rec.url,
+        rec.depth,
+        rec.status,
+        rec.fetched_at,
+        rec.last_modified,
+        rec.etag,
+        rec.fingerprint,
+        rec.fetch_count,
+        rec.change_count,
+        rec.changed_at,
+        rec.interval,
+        rec.next_fetch,
+        rec.priority,
+        _pack(rec.outlinks),
+    )
+
+
+_PACK_SLICE = 512  # outlinks encoded at a time
 
 
 def _pack(outlinks: list[Outlink]) -> bytes | None:
+    """The outlinks as zlib-compressed JSON, made a slice at a time: a page of 20,000 links
+    would otherwise make megabytes of JSON text and bytes at once, and the writer thread's
+    malloc arena keeps such peaks."""
     if not outlinks:
         return None
-    return zlib.compress(json.dumps(outlinks, separators=(",", ":")).encode("utf-8"))
+    if len(outlinks) <= _PACK_SLICE:
+        return zlib.compress(json.dumps(outlinks, separators=(",", ":")).encode("utf-8"))
+    packer = zlib.compressobj()
+    out = [packer.compress(b"[")]
+    for i in range(0, len(outlinks), _PACK_SLICE):
+        text = json.dumps(outlinks[i : i + _PACK_SLICE], separators=(",", ":"))[1:-1]
+        out.append(packer.compress(("," if i else "").encode() + text.encode("utf-8")))
+    out.append(packer.compress(b"]"))
+    out.append(packer.flush())
+    return b"".join(out)
 
 
 def _unpack(blob: bytes | None) -> list[Outlink]:
@@ -210,6 +477,6 @@ def _unpack(blob: bytes | None) -> list[Outlink]:
     return [(url, text) for url, text in json.loads(zlib.decompress(blob))]
 
 
-def _record(row: tuple) -> PageRecord:  # type: ignore[type-arg]
+def _record(row: tuple, unpack: bool = True) -> PageRecord:  # type: ignore[type-arg]
     *head, outlinks = row
-    return PageRecord(*head, outlinks=_unpack(outlinks))
+    return PageRecord(*head, outlinks=_unpack(outlinks) if unpack else [])
