@@ -187,6 +187,26 @@ def test_main_text_drops_link_lists_and_named_chrome() -> None:
     assert "Related article" not in text and "newsletter" not in text and "cookies" not in text
 
 
+def test_main_text_one_walk_skips_boilerplate_where_it_stands() -> None:
+    # a hidden or named-chrome element inside a paragraph: its text goes, the words after it
+    # stay in the paragraph (the tree is not edited: the walk skips the subtree)
+    html = _page(
+        f'<main><h1>Frontier</h1><p>{ARTICLE} It waits<span hidden>HIDDEN</span> for the '
+        f'host<span class="share-buttons"><a href="/s">Share</a></span> to come due.</p>'
+        f"<article><header>Posted by the crawler team</header><p>{ARTICLE}</p></article></main>"
+    )
+    text = main_text(html)
+    assert f"{ARTICLE} It waits for the host to come due." in text.split("\n")
+    assert "HIDDEN" not in text and "Share" not in text
+    assert "Posted by the crawler team" in text  # an article's own header is content
+    # a declared main part that is no block element is walked on its own
+    html = _page(f'<div class="x"><p>{ARTICLE} banner banner banner banner banner.</p></div>'
+                 f'<span role="main">Frontier: <b>the URLs</b> a crawl will fetch, in the order '
+                 f"it will fetch them, one host at a time.</span>")
+    assert main_text(html) == ("Frontier: the URLs a crawl will fetch, in the order it will "
+                               "fetch them, one host at a time.")
+
+
 def test_main_text_bytes_encoding_and_broken_input() -> None:
     html = _page(f"<article><p>{ARTICLE} Ça marche.</p></article>")
     assert "Ça marche" in main_text(html.encode("latin-1"), "latin-1")
