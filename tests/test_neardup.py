@@ -73,6 +73,28 @@ def test_shingle_hashes_are_position_independent() -> None:
     assert a <= b and len(b - a) == 1
 
 
+def test_shingle_hashes_are_the_polynomial_hash_on_long_texts() -> None:
+    # the powers come from two 256-entry tables (no 1 MB cache): far into a 90 KB text, and
+    # across a table step, a shingle's hash is still the polynomial of its bytes
+    words = [f"w{i}\u00e9" for i in range(15_000)]
+    text = " ".join(words)
+    hashes = shingle_hashes(text, 3).tolist()
+    mask, base = (1 << 64) - 1, 0x100000001B3
+
+    def fmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * 0xFF51AFD7ED558CCD) & mask
+        h ^= h >> 33
+        h = (h * 0xC4CEB9FE1A85EC53) & mask
+        return h ^ (h >> 33)
+
+    for i in (0, 1, 85, 86, 9_000, 14_997):
+        data = " ".join(words[i : i + 3]).encode("utf-8")
+        h = sum(b * pow(base, j, 1 << 64) for j, b in enumerate(data)) & mask
+        assert hashes[i] == fmix((h + len(data) * 0x9E3779B97F4A7C15) & mask)
+    assert len(text.encode("utf-8")) > 1 << 16
+
+
 def test_short_and_empty_texts() -> None:
     assert len(shingle_hashes("", 3)) == 0
     assert len(shingle_hashes("two words", 3)) == 1  # one shingle of all its words
