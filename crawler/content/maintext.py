@@ -7,7 +7,7 @@ of one page look different. This module keeps the main content with a few cheap,
 rules, in one lxml pass over the tree the spider already parses:
 
 1. Drop what is never content: scripts, styles, forms' controls, hidden elements.
-2. Drop landmarks that are never the main content: ``nav``, ``aside``, page-level ``header`` and
+2. Skip landmarks that are never the main content: ``nav``, ``aside``, page-level ``header`` and
    ``footer``, ARIA roles ``navigation``/``banner``/``contentinfo``/``complementary``/``search``,
    and elements whose id or class says so (``menu``, ``sidebar``, ``footer``, ``breadcrumb``,
    ``cookie``...), unless they also say "content".
@@ -20,9 +20,10 @@ rules, in one lxml pass over the tree the spider already parses:
    bonus, and the best container that is not mostly links wins, with siblings that score at
    least a fifth of it and are not mostly links either (a sidebar is a menu plus a blurb).
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
-   unless what is left has fewer than ``LINK_LIST_WORDS`` words and the page's link text is
-   at least that long and twice the rest: then the page is a link list (an index, a table of
-   contents, a member list) and its entries are its content.
+   unless the part's link text is at least ``LINK_LIST_WORDS`` long and twice the rest, and
+   the rest is under ``LINK_LIST_WORDS`` words or the part is one the page declared (rule 3):
+   then the page is a link list (an index, a table of contents, a member list) and its
+   entries are its content.
 
 Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
 labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
@@ -138,12 +139,19 @@ def main_text_from_tree(root: etree._Element) -> str:
     kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
     content = sum(words for _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
-    if content < LINK_LIST_WORDS and listed >= max(LINK_LIST_WORDS, 2 * content):
+    if listed >= max(LINK_LIST_WORDS, 2 * content) and (
+        container is not None or content < LINK_LIST_WORDS
+    ):
         # A link-list page (an index, a table of contents, a list of members): its entries are
         # what it says, so they are its main text; without them a page of 300 links would be
         # compared on its two sentences of intro (or a survey banner), which one added
         # paragraph outweighs. Every block of the declared main part, else of the body (its
-        # navigation, sidebars and footers are already gone).
+        # navigation, sidebars and footers are already gone). Inside a declared main part the
+        # links only have to outweigh the rest twice, however long the rest: with the body's
+        # "under LINK_LIST_WORDS" as well, a "last updated" line or a paragraph added to a
+        # Sphinx chapter page (an intro of 37 words and a table of contents of 300) turned its
+        # main text from everything into the intro alone. The body keeps the bound: its link
+        # text includes whatever navigation no name or landmark gave away.
         return "\n".join(text for _, text, _, _ in all_blocks)
     return "\n".join(text for text, _ in kept)
 
