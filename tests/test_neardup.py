@@ -237,6 +237,40 @@ def test_a_declared_link_list_stays_one_whatever_is_added_to_its_intro() -> None
     assert "module3" not in main_text(_page(body))
 
 
+def test_a_command_index_of_a_few_links_is_its_links() -> None:
+    # mdBook: every heading is a permalink <a class="header" href="#...">, and a command index
+    # is that heading and a short list of links in <main>; its main text was empty (the
+    # heading dropped as chrome by its class, the list as links), so it was never compared
+    def index(title: str, commands: list[str], extra: str = "") -> str:
+        items = "".join(f'<li><a href="{c}.html">cargo {c}</a></li>' for c in commands)
+        return _page(f'<nav class="sidebar"><a href="/">Book</a></nav><main>'
+                     f'<h1 id="x"><a class="header" href="#x">{title}</a></h1>{extra}'
+                     f"<ul>{items}</ul></main>")
+
+    build = main_text(index("Build Commands", ["bench", "build", "check", "clean", "doc"]))
+    assert build.split("\n") == ["Build Commands", "cargo bench", "cargo build", "cargo check",
+                                  "cargo clean", "cargo doc"]
+    det = NearDuplicateDetector()
+    det.check("http://cargo.test/build-commands.html", build, title="Build Commands")
+    # compared now: a mirror with its own banner (outside the main part) is caught
+    mirror = main_text(index("Build Commands", ["bench", "build", "check", "clean", "doc"])
+                       .replace("<body>", "<body><p>A mirror kept by volunteers since 2019, "
+                                "updated every night from the upstream documentation.</p>"))
+    assert mirror == build
+    d = det.check("http://mirror.cargo.test/build-commands.html", mirror, title="Build Commands")
+    assert d.duplicate_of == "http://cargo.test/build-commands.html"
+    other = main_text(index("Manifest Commands", ["generate-lockfile", "locate-project",
+                                                  "metadata", "pkgid", "tree"]))
+    assert not det.check("http://cargo.test/manifest-commands.html", other,
+                         title="Manifest Commands").is_duplicate
+    # an anchor without href, or to the page itself, is no link: a heading wrapped in one
+    # stays content, and a page's text is not taken for a link list
+    text = main_text(_page(f'<div class="body" role="main"><h2><a name="s1">Section one</a>'
+                           f'</h2><p><a href="#s1">{ARTICLE}</a></p>'
+                           '<p>See <a href="other.html">the other page</a>.</p></div>'))
+    assert text.split("\n")[:2] == ["Section one", ARTICLE]
+
+
 def test_main_text_one_walk_skips_boilerplate_where_it_stands() -> None:
     # a hidden or named-chrome element inside a paragraph: its text goes, the words after it
     # stay in the paragraph (the tree is not edited: the walk skips the subtree)

@@ -20,10 +20,12 @@ rules, in one lxml pass over the tree the spider already parses:
    bonus, and the best container that is not mostly links wins, with siblings that score at
    least a fifth of it and are not mostly links either (a sidebar is a menu plus a blurb).
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
-   unless the part's link text is at least ``LINK_LIST_WORDS`` long and twice the rest, and
-   the rest is under ``LINK_LIST_WORDS`` words or the part is one the page declared (rule 3):
-   then the page is a link list (an index, a table of contents, a member list) and its
-   entries are its content.
+   unless the part's link text is twice the rest and, for a part the page did not declare
+   (rule 3), at least ``LINK_LIST_WORDS`` long with the rest under that: then the page is a
+   link list (an index, a table of contents, a member list) and its entries are its
+   content. Link text is that of links leading away: an anchor to the page itself (a
+   heading's permalink) or without ``href`` is text like any other, and no link is chrome by
+   its class (as Readability spares links: mdBook's headings are ``<a class="header">``).
 
 Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
 labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
@@ -139,19 +141,20 @@ def main_text_from_tree(root: etree._Element) -> str:
     kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
     content = sum(words for _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
-    if listed >= max(LINK_LIST_WORDS, 2 * content) and (
-        container is not None or content < LINK_LIST_WORDS
+    if (listed >= 2 * content and listed) if container is not None else (
+        content < LINK_LIST_WORDS and listed >= max(LINK_LIST_WORDS, 2 * content)
     ):
         # A link-list page (an index, a table of contents, a list of members): its entries are
         # what it says, so they are its main text; without them a page of 300 links would be
         # compared on its two sentences of intro (or a survey banner), which one added
         # paragraph outweighs. Every block of the declared main part, else of the body (its
         # navigation, sidebars and footers are already gone). Inside a declared main part the
-        # links only have to outweigh the rest twice, however long the rest: with the body's
-        # "under LINK_LIST_WORDS" as well, a "last updated" line or a paragraph added to a
-        # Sphinx chapter page (an intro of 37 words and a table of contents of 300) turned its
-        # main text from everything into the intro alone. The body keeps the bound: its link
-        # text includes whatever navigation no name or landmark gave away.
+        # links only have to outweigh the rest twice, however long or short either is: with
+        # the body's "under LINK_LIST_WORDS" as well, a "last updated" line or a paragraph
+        # added to a Sphinx chapter page (an intro of 37 words and a table of contents of 300)
+        # turned its main text from everything into the intro alone, and an mdBook command
+        # index (a heading and five links) had none. The body keeps both bounds: its link text
+        # includes whatever navigation no name or landmark gave away.
         return "\n".join(text for _, text, _, _ in all_blocks)
     return "\n".join(text for text, _ in kept)
 
@@ -288,7 +291,7 @@ def _walk(top: etree._Element, root: etree._Element) -> _Walked:
                 elif tag == "article":
                     page.articles.append(el)
                     inside += 1
-            elif tag == "a":
+            elif tag == "a" and _leads_away(el):
                 link_depth += 1
             text = el.text
             if text:
@@ -307,7 +310,7 @@ def _walk(top: etree._Element, root: etree._Element) -> _Walked:
                 spans[el] = (starts.pop(), len(blocks))
                 if tag == "main" or tag == "article":
                     inside -= 1
-            elif tag == "a":
+            elif tag == "a" and _leads_away(el):
                 link_depth -= 1
             if el is top:
                 break
@@ -351,11 +354,19 @@ def _boilerplate(
         if len(_names_cache) >= _NAMES_CACHE_MAX:
             _names_cache.clear()
         _names_cache[names] = judged
-    if judged[0] and el not in holders:
+    if judged[0] and el not in holders and tag != "a":
+        # not a link (as Readability spares them): mdBook's headings are <a class="header">
         return True
     if judged[1] and tag in _CONTAINERS:
         named.append(el)
     return False
+
+
+def _leads_away(el: etree._Element) -> bool:
+    """Whether an ``<a>`` is a link to somewhere else: an anchor without ``href``, or one to a
+    place in the page itself (a heading's permalink, a "¶"), is no navigation."""
+    href = el.get("href")
+    return href is not None and not href.startswith("#")
 
 
 def _flush(parts: list[str], link_words: int, el: etree._Element, blocks: list[Block]) -> None:
