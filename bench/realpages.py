@@ -5,6 +5,7 @@ Run from the project root::
     .venv/bin/python bench/realpages.py --install        # apt-get the documentation packages
     .venv/bin/python bench/realpages.py                  # tuning part and held-out part
     .venv/bin/python bench/realpages.py --per-tree 60 --split tune
+    .venv/bin/python bench/realpages.py --split tune --seed 11 --show   # another sample; misses
 
 Pages come from documentation trees that Debian packages (and a rustup toolchain, when present)
 install as HTML, one *host* per tree, several generators: Sphinx (python3.11-doc), gtk-doc
@@ -415,8 +416,8 @@ def costs(pages: list[Page]) -> None:
     )
     print(f"detector: {1000 * cpu / len(pages):.2f} ms/page (tracemalloc on), state "
           f"{size / len(pages):.0f} B/page over {len(pages)} pages ({det.originals} originals), "
-          f"of which {fixed / len(pages):.0f} B/page are fixed-size caches (the shingler's "
-          f"power tables, {fixed / 1e6:.1f} MB whatever the number of pages)")
+          f"of which {fixed / len(pages):.0f} B/page are fixed-size tables (the shingler's "
+          f"powers, {fixed / 1e3:.0f} KB whatever the number of pages)")
 
 
 def main() -> None:
