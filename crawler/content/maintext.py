@@ -294,7 +294,7 @@ def _walk(top: etree._Element, root: etree._Element) -> _Walked:
             elif tag == "a" and _leads_away(el):
                 link_depth += 1
             text = el.text
-            if text:
+            if text and not text.isspace():  # (the newlines between tags end no block)
                 parts.append(text)
                 if link_depth:
                     link_words += len(text.split())
@@ -315,7 +315,7 @@ def _walk(top: etree._Element, root: etree._Element) -> _Walked:
             if el is top:
                 break
             tail = el.tail
-            if tail:
+            if tail and not tail.isspace():
                 parts.append(tail)
                 if link_depth:
                     link_words += len(tail.split())
