@@ -48,8 +48,9 @@ naming something else (Doxygen's "complete list of members for <class>"), but re
 lines.
 
 State (``bench/realpages.py --costs``: ~1.4 KB per page):
-per original its sketch and block ids packed in one pool (8 bytes per kept hash, at most
-``num_perm``), 16 anchors in the candidate index, its URL and fingerprint; per duplicate its URL
+per original its sketch and block ids packed in one pool (~5.4 bytes per kept hash on real
+pages, at most ``num_perm`` hashes: 4 for the hash, a byte indexing its block, 4 per distinct
+block), 16 anchors in the candidate index, its URL and fingerprint; per duplicate its URL
 and a few bytes; per host the template model's block counts (7 bytes a block, pruned). It is
 journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it to a file every few
 seconds and :meth:`NearDuplicateDetector.replay` it on resume.
@@ -860,6 +861,9 @@ def tiny_insertion(f: Features, own_template: np.ndarray, c: Candidate, threshol
     heading) share most of their shingles. But the edits a page goes through (a "last updated"
     line, a banner, a paragraph added) leave its lines as they were and add lines next to them,
     which siblings do not: they differ *inside* their lines.
+
+    Such a pair is only verified when it is a candidate: when one of the tiny page's few hashes
+    is among the larger page's :data:`ANCHORS` (the index is not widened for them).
     """
     sim = insertion(f, own_template, c)
     if not sim:
