@@ -5,6 +5,7 @@ Run from the project root::
     .venv/bin/python bench/realpages.py --install        # apt-get the documentation packages
     .venv/bin/python bench/realpages.py                  # tuning part and held-out part
     .venv/bin/python bench/realpages.py --per-tree 60 --split tune
+    .venv/bin/python bench/realpages.py --split tune --seed 11 --show   # another sample; misses
 
 Pages come from documentation trees that Debian packages (and a rustup toolchain, when present)
 install as HTML, one *host* per tree, several generators: Sphinx (python3.11-doc), gtk-doc
@@ -284,7 +285,9 @@ def hard_negatives(originals: list[Page], rng: random.Random) -> list[tuple[Page
     return [(originals[a], originals[b]) for a, b in sorted(pairs)]
 
 
-def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, float]:
+def pair_by_pair(
+    pages: list[Page], warm: bool, show: bool = False, **params: float
+) -> dict[str, float]:
     originals = {p.group: p for p in pages if p.kind == "original"}
     positives = [(originals[p.group], p) for p in pages if p.kind != "original"]
     negatives = hard_negatives(list(originals.values()), random.Random(3))
@@ -302,6 +305,7 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
             warm_models[host] = (model.pages(host), set(model.template(host)))
     tp = fp = fn = tn = 0
     misses: dict[str, int] = defaultdict(int)
+    wrong: list[str] = []
     for (a, b), label in [*((pair, True) for pair in positives),
                           *((pair, False) for pair in negatives)]:
         det = _detector(**params)
@@ -315,8 +319,11 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
         elif label:
             fn += 1
             misses[b.kind] += 1
+            wrong.append(f"missed {b.kind}: {b.url} ({len(a.main_text.split())} / "
+                         f"{len(b.main_text.split())} words)")
         elif flagged:
             fp += 1
+            wrong.append(f"false positive: {b.url} of {a.url}")
         else:
             tn += 1
     result: dict[str, float] = {
@@ -325,6 +332,8 @@ def pair_by_pair(pages: list[Page], warm: bool, **params: float) -> dict[str, fl
         "recall": tp / (tp + fn) if tp + fn else 1.0, "fp": fp, "fn": fn,
     }
     result.update({f"missed[{k}]": v for k, v in misses.items()})
+    if show:
+        print("\n".join(f"    {line}" for line in wrong))
     return result
 
 
@@ -407,8 +416,8 @@ def costs(pages: list[Page]) -> None:
     )
     print(f"detector: {1000 * cpu / len(pages):.2f} ms/page (tracemalloc on), state "
           f"{size / len(pages):.0f} B/page over {len(pages)} pages ({det.originals} originals), "
-          f"of which {fixed / len(pages):.0f} B/page are fixed-size caches (the shingler's "
-          f"power tables, {fixed / 1e6:.1f} MB whatever the number of pages)")
+          f"of which {fixed / len(pages):.0f} B/page are fixed-size tables (the shingler's "
+          f"powers, {fixed / 1e3:.0f} KB whatever the number of pages)")
 
 
 def main() -> None:
@@ -418,12 +427,15 @@ def main() -> None:
     ap.add_argument("--split", choices=["tune", "held-out", "both"], default="both")
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--costs", action="store_true", help="only the cost figures")
+    ap.add_argument("--seed", type=int, default=7, help="which sample of each tree (build seed)")
+    ap.add_argument("--show", action="store_true",
+                    help="list the missed positives and false positives (warm)")
     args = ap.parse_args()
     if args.install:
         install()
         return
     started = time.perf_counter()
-    pages, skipped = build(args.per_tree)
+    pages, skipped = build(args.per_tree, seed=args.seed)
     params = {} if args.threshold is None else {"threshold": args.threshold}
     trees = sorted({(p.tree, p.generator) for p in pages})
     print(f"built {len(pages)} pages ({sum(p.kind == 'original' for p in pages)} originals) of "
@@ -437,7 +449,7 @@ def main() -> None:
         part = [p for p in pages if p.split == split]
         print(f"\n== {split}: {len(part)} pages")
         for warm in (False, True):
-            r = pair_by_pair(part, warm, **params)
+            r = pair_by_pair(part, warm, args.show and warm, **params)
             print(f"pair by pair ({'warm' if warm else 'cold'}): " +
                   ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
                             for k, v in r.items()))

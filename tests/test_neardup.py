@@ -73,6 +73,28 @@ def test_shingle_hashes_are_position_independent() -> None:
     assert a <= b and len(b - a) == 1
 
 
+def test_shingle_hashes_are_the_polynomial_hash_on_long_texts() -> None:
+    # the powers come from two 256-entry tables (no 1 MB cache): far into a 90 KB text, and
+    # across a table step, a shingle's hash is still the polynomial of its bytes
+    words = [f"w{i}\u00e9" for i in range(15_000)]
+    text = " ".join(words)
+    hashes = shingle_hashes(text, 3).tolist()
+    mask, base = (1 << 64) - 1, 0x100000001B3
+
+    def fmix(h: int) -> int:
+        h ^= h >> 33
+        h = (h * 0xFF51AFD7ED558CCD) & mask
+        h ^= h >> 33
+        h = (h * 0xC4CEB9FE1A85EC53) & mask
+        return h ^ (h >> 33)
+
+    for i in (0, 1, 85, 86, 9_000, 14_997):
+        data = " ".join(words[i : i + 3]).encode("utf-8")
+        h = sum(b * pow(base, j, 1 << 64) for j, b in enumerate(data)) & mask
+        assert hashes[i] == fmix((h + len(data) * 0x9E3779B97F4A7C15) & mask)
+    assert len(text.encode("utf-8")) > 1 << 16
+
+
 def test_short_and_empty_texts() -> None:
     assert len(shingle_hashes("", 3)) == 0
     assert len(shingle_hashes("two words", 3)) == 1  # one shingle of all its words
@@ -187,6 +209,88 @@ def test_main_text_drops_link_lists_and_named_chrome() -> None:
     assert "Related article" not in text and "newsletter" not in text and "cookies" not in text
 
 
+def test_a_declared_link_list_stays_one_whatever_is_added_to_its_intro() -> None:
+    # a Sphinx chapter page: an intro of 37 words and a table of contents of ~300 link words in
+    # the role="main" part; a "last updated" line or a paragraph must not turn its main text
+    # into the intro alone (it was all of it, then the intro: Jaccard 0.07, missed)
+    intro = ("The modules described in this chapter parse various miscellaneous file formats "
+             "that aren't markup languages and are not related to e-mail, and some of them "
+             "write them too, for other programs to read.")
+    toc = "".join(f'<li><a href="m{i}.html">module{i} — reading and writing format number '
+                  f"{i}</a></li>" for i in range(40))
+    page = ('<div class="related" role="navigation"><a href="/">Index</a></div>'
+            '<div class="body" role="main"><h1>File Formats</h1><p>{intro}</p>{extra}'
+            f'<div class="toctree-wrapper"><ul>{toc}</ul></div></div>')
+    original = main_text(_page(page.format(intro=intro, extra="")))
+    assert intro in original and "module39" in original
+    for extra in ("<p>Last updated: July 3, 2019</p>", f"<p>{ARTICLE}</p>"):
+        edited = main_text(_page(page.format(intro=intro, extra=extra)))
+        assert "module39" in edited and original.split("\n")[-1] == edited.split("\n")[-1]
+        det = NearDuplicateDetector()
+        det.check("http://docs.test/fileformats.html", original, title="File Formats")
+        assert det.check("http://docs.test/fileformats.html?rev=2", edited,
+                         title="File Formats").is_duplicate
+    # the body of a page that declares nothing keeps the bound: an article of 60 words is an
+    # article, whatever its list of links
+    body = (f"<div><h1>Frontier</h1><p>{ARTICLE} {ARTICLE}</p></div>"
+            f'<div><ul>{toc}</ul></div>')
+    assert "module3" not in main_text(_page(body))
+
+
+def test_a_command_index_of_a_few_links_is_its_links() -> None:
+    # mdBook: every heading is a permalink <a class="header" href="#...">, and a command index
+    # is that heading and a short list of links in <main>; its main text was empty (the
+    # heading dropped as chrome by its class, the list as links), so it was never compared
+    def index(title: str, commands: list[str], extra: str = "") -> str:
+        items = "".join(f'<li><a href="{c}.html">cargo {c}</a></li>' for c in commands)
+        return _page(f'<nav class="sidebar"><a href="/">Book</a></nav><main>'
+                     f'<h1 id="x"><a class="header" href="#x">{title}</a></h1>{extra}'
+                     f"<ul>{items}</ul></main>")
+
+    build = main_text(index("Build Commands", ["bench", "build", "check", "clean", "doc"]))
+    assert build.split("\n") == ["Build Commands", "cargo bench", "cargo build", "cargo check",
+                                  "cargo clean", "cargo doc"]
+    det = NearDuplicateDetector()
+    det.check("http://cargo.test/build-commands.html", build, title="Build Commands")
+    # compared now: a mirror with its own banner (outside the main part) is caught
+    mirror = main_text(index("Build Commands", ["bench", "build", "check", "clean", "doc"])
+                       .replace("<body>", "<body><p>A mirror kept by volunteers since 2019, "
+                                "updated every night from the upstream documentation.</p>"))
+    assert mirror == build
+    d = det.check("http://mirror.cargo.test/build-commands.html", mirror, title="Build Commands")
+    assert d.duplicate_of == "http://cargo.test/build-commands.html"
+    other = main_text(index("Manifest Commands", ["generate-lockfile", "locate-project",
+                                                  "metadata", "pkgid", "tree"]))
+    assert not det.check("http://cargo.test/manifest-commands.html", other,
+                         title="Manifest Commands").is_duplicate
+    # an anchor without href, or to the page itself, is no link: a heading wrapped in one
+    # stays content, and a page's text is not taken for a link list
+    text = main_text(_page(f'<div class="body" role="main"><h2><a name="s1">Section one</a>'
+                           f'</h2><p><a href="#s1">{ARTICLE}</a></p>'
+                           '<p>See <a href="other.html">the other page</a>.</p></div>'))
+    assert text.split("\n")[:2] == ["Section one", ARTICLE]
+
+
+def test_main_text_one_walk_skips_boilerplate_where_it_stands() -> None:
+    # a hidden or named-chrome element inside a paragraph: its text goes, the words after it
+    # stay in the paragraph (the tree is not edited: the walk skips the subtree)
+    html = _page(
+        f'<main><h1>Frontier</h1><p>{ARTICLE} It waits<span hidden>HIDDEN</span> for the '
+        f'host<span class="share-buttons"><a href="/s">Share</a></span> to come due.</p>'
+        f"<article><header>Posted by the crawler team</header><p>{ARTICLE}</p></article></main>"
+    )
+    text = main_text(html)
+    assert f"{ARTICLE} It waits for the host to come due." in text.split("\n")
+    assert "HIDDEN" not in text and "Share" not in text
+    assert "Posted by the crawler team" in text  # an article's own header is content
+    # a declared main part that is no block element is walked on its own
+    html = _page(f'<div class="x"><p>{ARTICLE} banner banner banner banner banner.</p></div>'
+                 f'<span role="main">Frontier: <b>the URLs</b> a crawl will fetch, in the order '
+                 f"it will fetch them, one host at a time.</span>")
+    assert main_text(html) == ("Frontier: the URLs a crawl will fetch, in the order it will "
+                               "fetch them, one host at a time.")
+
+
 def test_main_text_bytes_encoding_and_broken_input() -> None:
     html = _page(f"<article><p>{ARTICLE} Ça marche.</p></article>")
     assert "Ça marche" in main_text(html.encode("latin-1"), "latin-1")
@@ -270,6 +374,61 @@ def test_empty_and_tiny_pages(docs: list[str]) -> None:
     assert not det.check("http://a.test/tiny3", "Contact them").is_duplicate
 
 
+# Tiny pages shaped like gtk-doc's tools index (its main text is its heading and one entry) and
+# an old-book redirect stub of the rust book, whose other lines are the host's template.
+TOOLS = "GLib Tools\nglib-gettextize — gettext internationalization utility"
+TOOLS_TITLE = "GLib Tools: GLib Reference Manual"
+
+
+def test_a_tiny_page_with_a_line_added_is_its_near_duplicate() -> None:
+    det = NearDuplicateDetector()
+    assert det.check("http://glib.test/tools.html", TOOLS, title=TOOLS_TITLE).kind == "new"
+    dated = TOOLS.replace("\n", "\nLast updated: July 3, 2019\n")
+    d = det.check("http://glib.test/tools.html?rev=2", dated, title=TOOLS_TITLE)
+    assert (d.kind, d.duplicate_of) == ("near", "http://glib.test/tools.html")
+    assert d.similarity is not None and d.similarity >= DEFAULT_THRESHOLD
+    # and the other way round: the stored page is the larger one
+    det = NearDuplicateDetector()
+    det.check("http://glib.test/a", dated, title=TOOLS_TITLE)
+    assert det.check("http://glib.test/b", TOOLS, title=TOOLS_TITLE).kind == "near"
+
+
+def test_tiny_siblings_are_not_near_duplicates() -> None:
+    det = NearDuplicateDetector()
+    det.check("http://glib.test/tools.html", TOOLS, title=TOOLS_TITLE)
+    sibling = "GLib Tools\nglib-genmarshal — C code marshaller generation utility"
+    # a line of its own, not the stored page's lines plus a run
+    assert not det.check("http://glib.test/t2", sibling, title=TOOLS_TITLE).is_duplicate
+    grown = TOOLS.replace("gettext internationalization", "gettext internationalisation")
+    assert not det.check("http://glib.test/t3", grown + "\nglib-mkenums — C language enum "
+                         "description generation utility", title=TOOLS_TITLE).is_duplicate
+    # another title, or none: exact only
+    plus = TOOLS + "\nLast updated: July 3, 2019"
+    assert not det.check("http://glib.test/t4", plus, title="GIO Tools").is_duplicate
+    det = NearDuplicateDetector()
+    det.check("http://glib.test/u1", TOOLS)
+    assert not det.check("http://glib.test/u2", plus).is_duplicate
+
+
+def test_a_stub_that_is_template_but_its_heading_gets_a_paragraph() -> None:
+    det = NearDuplicateDetector()
+    stub = ("Rust 1.95.0\n{name}\nThere is a new edition of the book and this is an old link.\n"
+            "Here are the relevant sections in the new and old books:")
+    for i, name in enumerate(("Ownership", "Lifetimes", "Closures", "Iterators")):
+        det.check(f"http://book.test/{i}.html", stub.format(name=name), title=name)
+    assert det.templates.template("book.test")  # the stub's shared lines are template now
+    text = stub.format(name="Syntax and Semantics")
+    det.check("http://book.test/syntax.html", text, title="Syntax and Semantics")
+    lines = text.split("\n")
+    edited = "\n".join([*lines[:3], ARTICLE, *lines[3:]])
+    d = det.check("http://book.test/syntax.html?rev=2", edited, title="Syntax and Semantics")
+    assert d.duplicate_of == "http://book.test/syntax.html"
+    # a sibling stub with a paragraph is not: its heading is not the stored page's
+    other = "\n".join([lines[0], "Macros", lines[2], ARTICLE, lines[3]])
+    d = det.check("http://book.test/m.html", other, title="Syntax and Semantics")
+    assert not d.is_duplicate
+
+
 def test_a_paragraph_added_to_a_short_page_is_one_inserted_run(docs: list[str]) -> None:
     """Jaccard ~0.5 by construction; containment plus "the difference is one run of lines"."""
     short = docs[2].split("\n")[0]
@@ -340,6 +499,30 @@ def test_state_round_trip(docs: list[str]) -> None:
     assert again.restore(state)
     assert again.check("http://b.test/0", docs[0]).duplicate_of == "http://a.test/0"
     assert not NearDuplicateDetector(threshold=0.9).restore(state)
+
+
+@pytest.mark.parametrize("num_perm", [128, 300])
+def test_stored_sketches_unpack_to_what_was_computed(docs: list[str], num_perm: int) -> None:
+    """Each stored hash's block is kept as an index into the page's distinct blocks (a byte,
+    two when num_perm > 256): what comes back, drained or from the records, is the sketch."""
+    det = NearDuplicateDetector(num_perm=num_perm)
+    long_text = "\n".join(docs)  # more hashes than num_perm
+    texts = [long_text, *docs[:5], TOOLS]
+    for i, text in enumerate(texts):
+        det.check(f"http://a.test/{i}", text, title=TOOLS_TITLE if text is TOOLS else None)
+    drained = {r[1]: r for r in det.drain() if r[0] == "o"}
+    records = {r[1]: r for r in det.records() if r[0] == "o"}
+    for i, text in enumerate(texts):
+        f = det.features(text, "a.test")
+        url = f"http://a.test/{i}"
+        for record in (drained[url], records[url]):
+            assert np.frombuffer(record[4], np.uint32).tolist() == f.sketch.tolist()
+            assert np.frombuffer(record[5], np.uint32).tolist() == f.sketch_blocks.tolist()
+    assert len(drained["http://a.test/0"][4]) == 4 * num_perm
+    again = NearDuplicateDetector(num_perm=num_perm)
+    again.replay(det.records())
+    for i, text in enumerate(texts):
+        assert again.check(f"http://b.test/{i}", text).duplicate_of == f"http://a.test/{i}"
 
 
 def test_lsh_params_reach_the_recall() -> None:

@@ -152,8 +152,9 @@ def block_text(root: etree._Element) -> str:
         marked = str(_BLOCK_TEXT(root))
     except etree.XSLTError:  # nesting deeper than libxslt's template depth
         marked = _marked_text(root)
-    lines = (" ".join(piece.split()) for piece in marked.split(_BLOCK_MARK))
-    return "\n".join(line for line in lines if line)
+    # whitespace folded in each piece, empty pieces dropped: C loops (map/filter), not a
+    # generator's Python frame per piece (most pieces are empty: two marks between blocks)
+    return "\n".join(filter(None, map(" ".join, map(str.split, marked.split(_BLOCK_MARK)))))
 
 
 def _marked_text(root: etree._Element) -> str:

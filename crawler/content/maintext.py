@@ -7,7 +7,7 @@ of one page look different. This module keeps the main content with a few cheap,
 rules, in one lxml pass over the tree the spider already parses:
 
 1. Drop what is never content: scripts, styles, forms' controls, hidden elements.
-2. Drop landmarks that are never the main content: ``nav``, ``aside``, page-level ``header`` and
+2. Skip landmarks that are never the main content: ``nav``, ``aside``, page-level ``header`` and
    ``footer``, ARIA roles ``navigation``/``banner``/``contentinfo``/``complementary``/``search``,
    and elements whose id or class says so (``menu``, ``sidebar``, ``footer``, ``breadcrumb``,
    ``cookie``...), unless they also say "content".
@@ -20,9 +20,12 @@ rules, in one lxml pass over the tree the spider already parses:
    bonus, and the best container that is not mostly links wins, with siblings that score at
    least a fifth of it and are not mostly links either (a sidebar is a menu plus a blurb).
 4. Inside the chosen part, drop blocks that are mostly link text (lists of related links),
-   unless what is left has fewer than ``LINK_LIST_WORDS`` words and the page's link text is
-   at least that long and twice the rest: then the page is a link list (an index, a table of
-   contents, a member list) and its entries are its content.
+   unless the part's link text is twice the rest and, for a part the page did not declare
+   (rule 3), at least ``LINK_LIST_WORDS`` long with the rest under that: then the page is a
+   link list (an index, a table of contents, a member list) and its entries are its
+   content. Link text is that of links leading away: an anchor to the page itself (a
+   heading's permalink) or without ``href`` is text like any other, and no link is chrome by
+   its class (as Readability spares links: mdBook's headings are ``<a class="header">``).
 
 Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
 labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
@@ -119,107 +122,46 @@ def main_text_from_tree(root: etree._Element) -> str:
     """
     etree.strip_elements(root, *_NEVER_CONTENT, etree.Comment, etree.ProcessingInstruction,
                          with_tail=False)
-    named = _drop_boilerplate(root)
     body = root.find("body")
     if body is None:
         body = root
-    container = _marked_main(body)
+    page = _walk(body, root)
+    container = page.marked_main()
     if container is None:
-        container = _named_content(named, body)
-    all_blocks, totals = _blocks(container if container is not None else body)
-    blocks = all_blocks
+        container = _named_content(page.named)
     if container is None:
-        blocks = _best_cluster(all_blocks, totals, _heading(body))
+        all_blocks = page.blocks
+        blocks = _best_cluster(all_blocks, page.totals, page.heading)
+    else:
+        span = page.spans.get(container)
+        # a declared main part that is no block element (a <span role=main>) is walked alone
+        all_blocks = (page.blocks[span[0] : span[1]] if span is not None
+                      else _walk(container, root).blocks)
+        blocks = all_blocks
     kept = [(text, words) for _, text, words, links in blocks if not _link_heavy(words, links)]
     content = sum(words for _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
-    if content < LINK_LIST_WORDS and listed >= max(LINK_LIST_WORDS, 2 * content):
+    if (listed >= 2 * content and listed) if container is not None else (
+        content < LINK_LIST_WORDS and listed >= max(LINK_LIST_WORDS, 2 * content)
+    ):
         # A link-list page (an index, a table of contents, a list of members): its entries are
         # what it says, so they are its main text; without them a page of 300 links would be
         # compared on its two sentences of intro (or a survey banner), which one added
         # paragraph outweighs. Every block of the declared main part, else of the body (its
-        # navigation, sidebars and footers are already gone).
+        # navigation, sidebars and footers are already gone). Inside a declared main part the
+        # links only have to outweigh the rest twice, however long or short either is: with
+        # the body's "under LINK_LIST_WORDS" as well, a "last updated" line or a paragraph
+        # added to a Sphinx chapter page (an intro of 37 words and a table of contents of 300)
+        # turned its main text from everything into the intro alone, and an mdBook command
+        # index (a heading and five links) had none. The body keeps both bounds: its link text
+        # includes whatever navigation no name or landmark gave away.
         return "\n".join(text for _, text, _, _ in all_blocks)
     return "\n".join(text for text, _ in kept)
-
 
 
 # Only elements with one of these attributes, or of these tags, can be boilerplate.
 _CANDIDATE_ATTRIBUTES = frozenset({"hidden", "aria-hidden", "style", "role", "id", "class"})
 _CANDIDATE_TAGS = frozenset({"nav", "aside", "menu", "dialog", "header", "footer"})
-
-
-def _candidates(root: etree._Element) -> list[etree._Element]:
-    """The elements that may be boilerplate, in document order.
-
-    A plain walk: libxml2's XPath for the same test (``//*[@id or @class or ...]``) took 20 ms
-    on a 300 KB rustdoc page and 3.4 s on a 4 MB single-page book (its ``//`` merges node sets
-    in quadratic time); ``keys()`` is one C call per element.
-    """
-    attributes, tags = _CANDIDATE_ATTRIBUTES, _CANDIDATE_TAGS
-    return [
-        el for el in root.iter(etree.Element)
-        if el.tag in tags or not attributes.isdisjoint(el.keys())
-    ]
-
-
-def _drop_boilerplate(root: etree._Element) -> list[etree._Element]:
-    """Remove what is never the main content (see the module docstring, rule 2), in one pass;
-    return the elements it kept whose id or class names them content (rule 3).
-
-    Linear in the page: which elements hold a ``main``/``article`` and which sit inside one is
-    worked out once from the few such elements, not by a subtree search per candidate (that
-    made a 4 MB single-page book cost seconds), and an id/class string is matched once per
-    distinct string (generated documentation repeats a few dozen of them thousands of times).
-    """
-    holders: set[etree._Element] = set()  # elements with a main/article below them
-    inside: set[etree._Element] = set()  # main and article elements themselves
-    for el in root.iter("main", "article"):
-        inside.add(el)
-        holders.update(el.iterancestors())
-    names_cache = _names_cache
-    doomed = []
-    named = []
-    for el in _candidates(root):
-        tag = el.tag
-        if tag in ("html", "body", "main", "article"):
-            continue
-        if el.get("hidden") is not None or el.get("aria-hidden") == "true":
-            doomed.append(el)
-            continue
-        style = el.get("style")
-        if style and "none" in style and re.search(r"display\s*:\s*none", style):
-            doomed.append(el)
-            continue
-        if tag in _BOILERPLATE_TAGS or el.get("role", "").lower() in _BOILERPLATE_ROLES:
-            doomed.append(el)
-            continue
-        if tag in ("header", "footer") and not (inside and _inside_content(el, inside)):
-            doomed.append(el)
-            continue
-        names = f"{el.get('id', '')} {el.get('class', '')}".strip()
-        if not names:
-            continue
-        judged = names_cache.get(names)
-        if judged is None:
-            judged = (
-                bool(_BOILERPLATE_NAME.search(names) and not _CONTENT_NAME.search(names)),
-                bool(_MAIN_NAME.search(names)),
-            )
-            if len(names_cache) >= _NAMES_CACHE_MAX:
-                names_cache.clear()
-            names_cache[names] = judged
-        if judged[0] and el not in holders:
-            doomed.append(el)
-        elif judged[1] and tag in _CONTAINERS:
-            named.append(el)
-    for el in doomed:
-        parent = el.getparent()
-        if parent is not None:  # an ancestor may already be gone
-            _remove_keep_tail(el)
-    return named
-
-
 # What can be the part a page names its content: a container, not a ``<span class="article">``
 # (DocBook's inline reference to an article) or a ``<pre class="content">`` (asciidoc's example)
 _CONTAINERS = frozenset({"div", "section", "td"})
@@ -228,109 +170,218 @@ _CONTAINERS = frozenset({"div", "section", "td"})
 _names_cache: dict[str, tuple[bool, bool]] = {}
 _NAMES_CACHE_MAX = 4096
 
-
-def _inside_content(el: etree._Element, content: set[etree._Element]) -> bool:
-    """A ``header``/``footer`` inside an ``article`` or ``main`` belongs to that content."""
-    return any(a in content for a in el.iterancestors())
-
-
-def _remove_keep_tail(el: etree._Element) -> None:
-    parent = el.getparent()
-    if el.tail and el.tail.strip():
-        prev = el.getprevious()
-        if prev is not None:
-            prev.tail = (prev.tail or "") + " " + el.tail
-        else:
-            parent.text = (parent.text or "") + " " + el.tail
-    parent.remove(el)
-
-
-def _marked_main(body: etree._Element) -> etree._Element | None:
-    """The element the page itself declares as main content, if it declares exactly one."""
-    for path in (".//main", ".//*[@role='main']", ".//article"):
-        found = body.findall(path) if not path.startswith(".//*") else body.xpath(path)
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1 and path != ".//article":
-            return None
-    return None
-
-
 Block = tuple[etree._Element, str, int, int]  # (block element, text, words, words in links)
-Totals = dict[etree._Element, list[int]]  # block element -> [words, words in links] under it
 
 
-def _blocks(container: etree._Element) -> tuple[list[Block], Totals]:
-    """The text blocks of ``container`` in document order, and word counts per block element.
+class _Totals:
+    """Words and words in links under each block element: the blocks under an element are one
+    run of the page's blocks (``spans``), so the sums are differences of two prefix sums, not a
+    count added to every ancestor of every block."""
+
+    def __init__(self, blocks: list[Block], spans: dict[etree._Element, tuple[int, int]]):
+        self._spans = spans
+        words = [0]
+        links = [0]
+        for _, _, w, n in blocks:
+            words.append(words[-1] + w)
+            links.append(links[-1] + n)
+        self._words, self._links = words, links
+
+    def get(self, el: etree._Element, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+        span = self._spans.get(el)
+        if span is None:
+            return default
+        a, b = span
+        return self._words[b] - self._words[a], self._links[b] - self._links[a]
+
+
+class _Walked:
+    """What one walk of the body found (see :func:`_walk`)."""
+
+    __slots__ = ("articles", "blocks", "heading", "mains", "named", "roles", "spans")
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []  # text blocks outside boilerplate, in document order
+        self.spans: dict[etree._Element, tuple[int, int]] = {}  # block element -> its blocks
+        self.named: list[etree._Element] = []  # containers whose id/class names them content
+        self.mains: list[etree._Element] = []
+        self.roles: list[etree._Element] = []  # role="main"
+        self.articles: list[etree._Element] = []
+        self.heading: etree._Element | None = None  # the first h1
+
+    @property
+    def totals(self) -> _Totals:
+        return _Totals(self.blocks, self.spans)
+
+    def marked_main(self) -> etree._Element | None:
+        """The element the page itself declares as main content, if it declares exactly one:
+        one ``<main>``, else one ``role="main"``, else one ``<article>`` (two mains or two
+        main roles name none; several articles leave the choice to the rest)."""
+        for found, final in ((self.mains, True), (self.roles, True), (self.articles, False)):
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1 and final:
+                return None
+        return None
+
+
+def _walk(top: etree._Element, root: etree._Element) -> _Walked:
+    """One walk of ``top`` (the body): boilerplate left out (the module docstring's rule 2),
+    the declared and the named main parts noted (rule 3), the text blocks cut.
 
     A block is the text between two block-level boundaries; its element is the block-level
     element that holds it (a ``<p>``, or the ``<div>``/``<td>`` for text not wrapped in one).
+    A boilerplate element's subtree is skipped where it stands (its tail is kept), so the
+    blocks are those of the tree without it; the tree itself is not changed.
+
+    One pass: this was three (removing the boilerplate, finding the declared main part with
+    XPath, cutting blocks), each creating a proxy for every element of the page. Linear in the
+    page: which elements hold a ``main``/``article`` is worked out once from the few such
+    elements, and an id/class string is matched once per distinct string (generated
+    documentation repeats a few dozen of them thousands of times).
     """
-    blocks: list[Block] = []
-    totals: Totals = {}
+    holders: set[etree._Element] = set()  # elements with a main/article below them
+    for el in root.iter("main", "article"):
+        holders.update(el.iterancestors())
+    page = _Walked()
+    blocks, spans, named = page.blocks, page.spans, page.named
+    attributes, candidate_tags, block_tags = _CANDIDATE_ATTRIBUTES, _CANDIDATE_TAGS, _BLOCK_TAGS
     parts: list[str] = []
     link_words = 0
     link_depth = 0
-    stack: list[etree._Element] = [container]
-
-    def flush() -> None:
-        nonlocal parts, link_words
-        if parts:
-            text = " ".join(" ".join(parts).split())
-            if text:
-                words = text.count(" ") + 1
-                links = min(link_words, words)
-                blocks.append((stack[-1], text, words, links))
-                for el in stack:
-                    total = totals.get(el)
-                    if total is None:
-                        totals[el] = [words, links]
-                    else:
-                        total[0] += words
-                        total[1] += links
-        parts = []
-        link_words = 0
-
-    for event, el in etree.iterwalk(container, events=("start", "end")):
+    inside = 0  # main/article elements open around the current one
+    stack: list[etree._Element] = [top]
+    starts: list[int] = [0]
+    skipped: etree._Element | None = None
+    names_cache = _names_cache
+    walker = etree.iterwalk(top, events=("start", "end"))
+    for event, el in walker:
         tag = el.tag
-        if not isinstance(tag, str):
-            continue
         if event == "start":
-            if tag in _BLOCK_TAGS:
-                flush()
+            keys = el.keys()
+            if keys and keys[0] == "class" and len(keys) == 1 and tag not in candidate_tags:
+                # the common case (generated documentation classes every span): one cache
+                # lookup
+                judged = names_cache.get(el.get("class"))
+                if judged is None or judged[0] or judged[1]:
+                    doomed = _boilerplate(el, tag, inside, holders, named)
+                    if doomed:
+                        walker.skip_subtree()
+                        skipped = el
+                        continue
+            elif el is not top and (tag in candidate_tags or not attributes.isdisjoint(keys)):
+                if _boilerplate(el, tag, inside, holders, named):
+                    walker.skip_subtree()
+                    skipped = el
+                    continue
+                if el.get("role") == "main":
+                    page.roles.append(el)
+            if tag in block_tags:
+                if parts:
+                    _flush(parts, link_words, stack[-1], blocks)
+                    parts = []
+                    link_words = 0
                 stack.append(el)
-            elif tag == "a":
+                starts.append(len(blocks))
+                if tag == "h1" and page.heading is None:
+                    page.heading = el
+                elif tag == "main":
+                    page.mains.append(el)
+                    inside += 1
+                elif tag == "article":
+                    page.articles.append(el)
+                    inside += 1
+            elif tag == "a" and _leads_away(el):
                 link_depth += 1
-            if el.text:
-                parts.append(el.text)
+            text = el.text
+            if text and not text.isspace():  # (the newlines between tags end no block)
+                parts.append(text)
                 if link_depth:
-                    link_words += len(el.text.split())
+                    link_words += len(text.split())
         else:
-            if tag in _BLOCK_TAGS:
-                flush()
+            if el is skipped:
+                skipped = None
+            elif tag in block_tags:
+                if parts:
+                    _flush(parts, link_words, stack[-1], blocks)
+                    parts = []
+                    link_words = 0
                 stack.pop()
-            elif tag == "a":
+                spans[el] = (starts.pop(), len(blocks))
+                if tag == "main" or tag == "article":
+                    inside -= 1
+            elif tag == "a" and _leads_away(el):
                 link_depth -= 1
-            if el.tail and stack:
-                parts.append(el.tail)
+            if el is top:
+                break
+            tail = el.tail
+            if tail and not tail.isspace():
+                parts.append(tail)
                 if link_depth:
-                    link_words += len(el.tail.split())
-    flush()
-    return blocks, totals
+                    link_words += len(tail.split())
+    if parts:
+        _flush(parts, link_words, stack[-1], blocks)
+    return page
+
+
+def _boilerplate(
+    el: etree._Element, tag: str, inside: int, holders: set[etree._Element],
+    named: list[etree._Element],
+) -> bool:
+    """Whether ``el`` (an element with one of the candidate attributes or tags) is never the
+    main content (rule 2); an element whose id or class names it content goes to ``named``."""
+    if tag in ("main", "article", "html", "body"):
+        return False
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    if style and "none" in style and re.search(r"display\s*:\s*none", style):
+        return True
+    role = el.get("role")
+    if tag in _BOILERPLATE_TAGS or (role is not None and role.lower() in _BOILERPLATE_ROLES):
+        return True
+    if tag in ("header", "footer") and not inside:  # a header inside an article is its own
+        return True
+    names = f"{el.get('id', '')} {el.get('class', '')}".strip()
+    if not names:
+        return False
+    judged = _names_cache.get(names)
+    if judged is None:
+        judged = (
+            bool(_BOILERPLATE_NAME.search(names) and not _CONTENT_NAME.search(names)),
+            bool(_MAIN_NAME.search(names)),
+        )
+        if len(_names_cache) >= _NAMES_CACHE_MAX:
+            _names_cache.clear()
+        _names_cache[names] = judged
+    if judged[0] and el not in holders and tag != "a":
+        # not a link (as Readability spares them): mdBook's headings are <a class="header">
+        return True
+    if judged[1] and tag in _CONTAINERS:
+        named.append(el)
+    return False
+
+
+def _leads_away(el: etree._Element) -> bool:
+    """Whether an ``<a>`` is a link to somewhere else: an anchor without ``href``, or one to a
+    place in the page itself (a heading's permalink, a "¶"), is no navigation."""
+    href = el.get("href")
+    return href is not None and not href.startswith("#")
+
+
+def _flush(parts: list[str], link_words: int, el: etree._Element, blocks: list[Block]) -> None:
+    """End the block of text ``parts`` held by ``el``."""
+    text = " ".join(" ".join(parts).split())
+    if text:
+        words = text.count(" ") + 1
+        blocks.append((el, text, words, min(link_words, words)))
 
 
 def _link_heavy(words: int, link_words: int) -> bool:
     return link_words > _LINK_HEAVY * words
 
 
-def _heading(body: etree._Element) -> etree._Element | None:
-    """The page's main heading: the first ``h1`` (most templates put the site name in a logo)."""
-    return body.find(".//h1")
-
-
-def _named_content(
-    named: list[etree._Element], body: etree._Element
-) -> etree._Element | None:
+def _named_content(named: list[etree._Element]) -> etree._Element | None:
     """The one element of ``named`` (those whose id or class names them content: "contents",
     "main-content", "article") still in ``body`` that no other such element holds: the part
     the page names its content, kept like a ``<main>``.
@@ -341,7 +392,6 @@ def _named_content(
     outermost name is the page's: Doxygen's ``doc-content`` holds ``contents``, asciidoc's
     ``#content`` holds every example block's ``content``; two at the top name none.
     """
-    named = [el for el in named if any(a is body for a in el.iterancestors())]
     if not named:
         return None
     named_set = set(named)
@@ -351,7 +401,7 @@ def _named_content(
 
 
 def _best_cluster(
-    blocks: list[Block], totals: Totals, heading: etree._Element | None
+    blocks: list[Block], totals: _Totals, heading: etree._Element | None
 ) -> list[Block]:
     """Readability-style: keep the blocks under the best-scoring container (and its siblings).
 

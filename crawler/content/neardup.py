@@ -29,22 +29,28 @@ and ``bench/realpages.py`` on real documentation pages):
    duplicates never become originals, so ``duplicate_of`` always names an original (no chains),
    and the first URL seen with a content is its original.
 
-Deliberate cases: a page whose main text, template left out, has fewer than :data:`MIN_WORDS`
-words (a stub, or a page that is all template) is compared exactly only: a handful of shingles
-cannot tell a near-duplicate from a sibling. Link-list pages (indexes, tables of contents) are
-compared on their link texts: main-text extraction keeps link-heavy blocks when a page has
-little else (:mod:`crawler.content.maintext`), so an index page is its list of entries and one
-inserted paragraph does not outweigh it. Pages of one ``<title>`` get two more rules
-(:func:`pick_best`): a page with *one block inserted* (a paragraph added to a short page, whose
-Jaccard similarity is ~0.5 by construction) is a near-duplicate when the smaller page's sketch is
-all in the larger's but for the shingles that spanned the insertion point (:func:`insertion`);
-and two *short* pages (under :data:`SHORT_PAGE` shingles) must share whole lines
-(:func:`keeps_lines`): on a sentence or two, an edited word cannot be told from a sibling naming
-something else (Doxygen's "complete list of members for <class>"), but real edits add lines.
+Deliberate cases: a page whose main text, template left out, is empty (a page that is all
+template) is compared exactly only. A *tiny* page, under :data:`MIN_WORDS` words (a stub, an
+index of one entry, a redirect stub whose only line of its own is its heading), is compared only
+with pages of its title, and only as "the same lines plus one inserted run of lines"
+(:func:`tiny_insertion`): a handful of shingles cannot tell a near-duplicate from a sibling, but
+an edit (a "last updated" line, a banner, a paragraph) leaves the page's lines whole. Link-list
+pages (indexes, tables of contents) are compared on their link texts: main-text extraction keeps
+link-heavy blocks when a page has little else, or when they outweigh the rest of a part the page
+declares its main content (:mod:`crawler.content.maintext`), so an index page is its list of
+entries and one inserted paragraph does not outweigh it. Pages of one ``<title>`` get two more
+rules (:func:`pick_best`): a page with *one block inserted* (a paragraph added to a short page,
+whose Jaccard similarity is ~0.5 by construction) is a near-duplicate when the smaller page's
+sketch is all in the larger's but for the shingles that spanned the insertion point
+(:func:`insertion`); and two *short* pages (under :data:`SHORT_PAGE` shingles) must share whole
+lines (:func:`keeps_lines`): on a sentence or two, an edited word cannot be told from a sibling
+naming something else (Doxygen's "complete list of members for <class>"), but real edits add
+lines.
 
-State (``bench/realpages.py --costs``: ~1.4 KB per page, plus 1 MB of the shingler's tables):
-per original its sketch and block ids packed in one pool (8 bytes per kept hash, at most
-``num_perm``), 16 anchors in the candidate index, its URL and fingerprint; per duplicate its URL
+State (``bench/realpages.py --costs``: ~1.4 KB per page):
+per original its sketch and block ids packed in one pool (~5.4 bytes per kept hash on real
+pages, at most ``num_perm`` hashes: 4 for the hash, a byte indexing its block, 4 per distinct
+block), 16 anchors in the candidate index, its URL and fingerprint; per duplicate its URL
 and a few bytes; per host the template model's block counts (7 bytes a block, pruned). It is
 journaled (:meth:`NearDuplicateDetector.drain`) so a pipeline can append it to a file every few
 seconds and :meth:`NearDuplicateDetector.replay` it on resume.
@@ -95,6 +101,8 @@ __all__ = [
     "pick_best",
     "rank_candidates",
     "similarity",
+    "tiny",
+    "tiny_insertion",
     "title_hash",
 ]
 
@@ -102,7 +110,8 @@ __all__ = [
 DEFAULT_SHINGLE_SIZE = defaults.NEARDUP_SHINGLE_SIZE
 DEFAULT_NUM_PERM = defaults.NEARDUP_NUM_PERM
 DEFAULT_THRESHOLD = defaults.NEARDUP_THRESHOLD
-# A page with fewer words than this (template left out) is only compared exactly.
+# A page with fewer words than this (template left out) is tiny: compared only as its own lines
+# plus one inserted run (tiny_insertion).
 MIN_WORDS = 8
 ANCHORS = 16  # smallest hashes of an original in the candidate index
 MAX_POSTING = 48  # candidates taken per anchor (a template shingle's list can be long)
@@ -137,6 +146,7 @@ class _Packed(NamedTuple):
 
     offset: int
     length: int
+    distinct: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,13 +262,18 @@ class NearDuplicateDetector:
         self.seed = seed
         self.templates = HostTemplates()
         self._template_arrays: dict[str, tuple[int, np.ndarray]] = {}
-        # Sketches of originals, packed: doc's hashes at _pool[o:o+n], their blocks at
-        # _pool[o+n:o+2n] (o = _offset[doc], n = _length[doc]); no row of num_perm for a
+        # Sketches of originals, packed: doc's hashes at _pool[o:o+n], its d distinct blocks
+        # at _pool[o+n:o+n+d], then the block of each hash as a byte (two when num_perm > 256)
+        # indexing those, four (two) to a word (o = _offset[doc], n = _length[doc],
+        # d = _distinct[doc]): a page's 112 hashes come from ~40 blocks on real documentation,
+        # so 5.4 bytes a hash instead of 8 (a block hash per hash); no row of num_perm for a
         # duplicate or a short page, and growth by a quarter, not doubling.
         self._pool = np.empty(0, dtype=np.uint32)
         self._pool_used = 0
         self._offset = np.zeros(64, dtype=np.int64)
         self._length = np.zeros(64, dtype=np.uint16)
+        self._distinct = np.zeros(64, dtype=np.uint16)
+        self._index_type = np.dtype(np.uint8 if num_perm <= 256 else np.uint16)
         self._cover = np.zeros(64, dtype=np.uint32)
         self._alive = np.zeros(64, dtype=bool)
         self._host_of = np.zeros(64, dtype=np.int32)
@@ -439,9 +454,10 @@ class NearDuplicateDetector:
                 self._store(own, features.sketch, features.sketch_blocks, features.cover)
                 # the sketch is copied out of the pool at drain time (append-only: the slice
                 # stays valid), not held twice until then
-                n = len(features.sketch)
                 self._journal.append((
-                    "o", url, host, key, _Packed(int(self._offset[own]), n), None,
+                    "o", url, host, key,
+                    _Packed(int(self._offset[own]), int(self._length[own]),
+                            int(self._distinct[own])), None,
                     features.cover, title_id,
                 ))
             else:
@@ -454,7 +470,8 @@ class NearDuplicateDetector:
         if doc < len(self._cover):
             return
         size = max(doc + 1, len(self._cover) + len(self._cover) // 4 + 64)
-        for name in ("_offset", "_length", "_cover", "_alive", "_host_of", "_title"):
+        for name in ("_offset", "_length", "_distinct", "_cover", "_alive", "_host_of",
+                     "_title"):
             old = getattr(self, name)
             grown = np.zeros(size, dtype=old.dtype)
             grown[: len(old)] = old
@@ -462,21 +479,40 @@ class NearDuplicateDetector:
 
     def _stored(self, doc: int) -> tuple[np.ndarray, np.ndarray, int]:
         """The stored sketch of ``doc``, the block of each of its hashes, and its cover."""
-        o, n = int(self._offset[doc]), int(self._length[doc])
-        return self._pool[o : o + n], self._pool[o + n : o + 2 * n], int(self._cover[doc])
+        sketch, blocks = self._unpack(int(self._offset[doc]), int(self._length[doc]),
+                                      int(self._distinct[doc]))
+        return sketch, blocks, int(self._cover[doc])
+
+    def _unpack(self, o: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """A sketch and the block of each of its hashes from the pool (see ``_pool``)."""
+        pool = self._pool
+        index = pool[o + n + d : o + n + d + self._index_words(n)].view(self._index_type)[:n]
+        return pool[o : o + n], pool[o + n : o + n + d][index]
+
+    def _index_words(self, n: int) -> int:
+        per_word = 4 // self._index_type.itemsize
+        return -(-n // per_word)
 
     def _store(self, doc: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> None:
         n = len(sketch)
+        table, index = np.unique(blocks, return_inverse=True)
+        d = len(table)
+        words = self._index_words(n)
+        size = n + d + words
         used = self._pool_used
-        if used + 2 * n > len(self._pool):
-            grown = np.empty(max(used + 2 * n, len(self._pool) * 5 // 4 + 4096), np.uint32)
+        if used + size > len(self._pool):
+            grown = np.empty(max(used + size, len(self._pool) * 5 // 4 + 4096), np.uint32)
             grown[:used] = self._pool[:used]
             self._pool = grown
         self._pool[used : used + n] = sketch
-        self._pool[used + n : used + 2 * n] = blocks
+        self._pool[used + n : used + n + d] = table
+        packed = self._pool[used + n + d : used + size]
+        packed[:] = 0
+        packed.view(self._index_type)[:n] = index.reshape(-1)
         self._offset[doc] = used
         self._length[doc] = n
-        self._pool_used = used + 2 * n  # a refetched original's old sketch stays unused
+        self._distinct[doc] = d
+        self._pool_used = used + size  # a refetched original's old sketch stays unused
         self._cover[doc] = cover
         self._alive[doc] = True
         for anchor in sketch[:ANCHORS].tolist():
@@ -521,12 +557,10 @@ class NearDuplicateDetector:
         rebuilds the detector."""
         records = self._journal
         self._journal = []
-        pool = self._pool
         for i, record in enumerate(records):
             if record[0] == "o" and isinstance(record[4], _Packed):
-                o, n = record[4]
-                records[i] = (*record[:4], pool[o : o + n].tobytes(),
-                              pool[o + n : o + 2 * n].tobytes(), *record[6:])
+                sketch, blocks = self._unpack(*record[4])
+                records[i] = (*record[:4], sketch.tobytes(), blocks.tobytes(), *record[6:])
         for host, block in self.templates.journal:
             records.append(("t", host, block, self.templates.pages(host)))
         self.templates.journal = []
@@ -644,7 +678,7 @@ def compute_features(
         kept = list(zip(lines, blocks, strict=True))
     kept_text = " ".join(line for line, _ in kept)
     kept_words = kept_text.count(" ") + 1 if kept_text else 0
-    if kept_words < MIN_WORDS:
+    if not kept_words:
         empty = np.empty(0, dtype=np.uint32)
         return Features(fingerprint, words, kept_words, blocks, empty, empty, 0xFFFFFFFF,
                         shingle_size)
@@ -811,6 +845,43 @@ def keeps_lines(f: Features, own_template: np.ndarray, c: Candidate) -> bool:
     return share >= SHARED_BLOCKS
 
 
+def tiny(sketch: np.ndarray, shingle_size: int) -> bool:
+    """A sketch of a page under :data:`MIN_WORDS` words (template left out): fewer entries than
+    such a page's shingles. Told from the sketch alone, so a stored page (whose word count is
+    not kept) is judged as the page being checked is."""
+    return len(sketch) < max(1, MIN_WORDS - shingle_size + 1)
+
+
+def tiny_insertion(f: Features, own_template: np.ndarray, c: Candidate, threshold: float) -> float:
+    """For a pair with a :func:`tiny` page: the similarity when the larger page is the smaller
+    one, every line of it verbatim, plus one inserted run of lines (:func:`insertion`), else 0.
+
+    A handful of words says too little for a similarity of words: two stubs of one template
+    ("GLib Tools / glib-gettextize", a redirect stub whose only line of its own is its
+    heading) share most of their shingles. But the edits a page goes through (a "last updated"
+    line, a banner, a paragraph added) leave its lines as they were and add lines next to them,
+    which siblings do not: they differ *inside* their lines.
+
+    Such a pair is only verified when it is a candidate: when one of the tiny page's few hashes
+    is among the larger page's :data:`ANCHORS` (the index is not widened for them).
+    """
+    sim = insertion(f, own_template, c)
+    if not sim:
+        return 0.0
+    a, a_blocks, b, b_blocks = _filtered(
+        f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
+        own_template, c.template,
+    )
+    if len(a) < len(b):  # the page is the smaller: every line of it is one of the stored page's
+        small_blocks, large_has = a_blocks, np.unique(c.blocks)
+    else:
+        small_blocks, large_has = b_blocks, np.unique(np.fromiter(f.blocks, np.uint32,
+                                                                   len(f.blocks)))
+    if not _member(small_blocks, large_has).all():
+        return 0.0
+    return max(sim, threshold)
+
+
 def pick_best(
     f: Features,
     title_id: int,
@@ -822,7 +893,15 @@ def pick_best(
     similarity the threshold is applied to."""
     best: Candidate | None = None
     best_sim = 0.0
+    page_tiny = tiny(f.sketch, f.shingle_size)
     for c in candidates:
+        if page_tiny or tiny(c.sketch, f.shingle_size):
+            # only one page's lines plus a run of others (and one title) say "the same page"
+            sim = (tiny_insertion(f, own_template, c, threshold)
+                   if title_id and c.title == title_id else 0.0)
+            if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
+                best, best_sim = c, sim
+            continue
         sim, _ = similarity(
             f.sketch, f.sketch_blocks, f.cover, c.sketch, c.blocks, c.cover,
             own_template, c.template,

@@ -18,35 +18,44 @@ _BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
 _BASE_INV = np.uint64(pow(int(_BASE), -1, 1 << 64))
 _SPACE = 32
 
-_pow: np.ndarray = np.ones(1, dtype=np.uint64)
-_inv: np.ndarray = np.ones(1, dtype=np.uint64)
+# BASE**i and BASE**-i for any i < n come from two small tables: BASE**(256 q + r) =
+# HIGH**q * BASE**r, HIGH = BASE**256. Full tables of every power up to a page's length (they
+# were cached up to 64 KB of text: 1 MB pinned in every process, the near-duplicate state of
+# ~700 pages) are gone; expanding the two per call costs ~15 us on a documentation page's text.
+_STEP = 256
 
 
-# Powers are cached for texts up to this many bytes (2 x 512 KB of tables); a longer text (rarer,
-# and costly anyway) gets its own tables, so one huge page does not pin 16 MB for good.
-_CACHED_POWERS = 1 << 16
-
-
-def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """BASE**i and BASE**-i modulo 2**64 for i < n, grown geometrically and cached."""
-    global _pow, _inv
-    if len(_pow) < n:
-        size = max(n, 2 * len(_pow), 1 << 14)
-        if n > _CACHED_POWERS:
-            return _power_tables(n)
-        _pow, _inv = _power_tables(min(size, _CACHED_POWERS))
-    return _pow, _inv
-
-
-def _power_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
+def _low_tables() -> tuple[np.ndarray, np.ndarray, np.uint64, np.uint64]:
     with np.errstate(over="ignore"):
-        pw = np.concatenate(
-            ([np.uint64(1)], np.cumprod(np.full(size - 1, _BASE), dtype=np.uint64))
+        low = np.cumprod(np.full(_STEP, _BASE), dtype=np.uint64)  # BASE**1 .. BASE**256
+        low_inv = np.cumprod(np.full(_STEP, _BASE_INV), dtype=np.uint64)
+    return (np.concatenate(([np.uint64(1)], low[:-1])),
+            np.concatenate(([np.uint64(1)], low_inv[:-1])), low[-1], low_inv[-1])
+
+
+_LOW, _LOW_INV, _HIGH, _HIGH_INV = _low_tables()
+
+
+def _high(count: int, step: np.uint64) -> np.ndarray:
+    """step**q for q < count."""
+    with np.errstate(over="ignore"):
+        return np.concatenate(
+            ([np.uint64(1)], np.cumprod(np.full(count - 1, step), dtype=np.uint64))
         )
-        inv = np.concatenate(
-            ([np.uint64(1)], np.cumprod(np.full(size - 1, _BASE_INV), dtype=np.uint64))
-        )
-    return pw, inv
+
+
+def _powers_upto(n: int) -> np.ndarray:
+    """BASE**i modulo 2**64 for i < n."""
+    high = _high(-(-n // _STEP), _HIGH)
+    with np.errstate(over="ignore"):
+        return np.multiply.outer(high, _LOW).ravel()[:n]
+
+
+def _inverse_powers_at(at: np.ndarray) -> np.ndarray:
+    """BASE**-i modulo 2**64 for each i in ``at`` (sorted, non-negative)."""
+    high = _high(int(at[-1]) // _STEP + 1, _HIGH_INV) if len(at) else _high(1, _HIGH_INV)
+    with np.errstate(over="ignore"):
+        return high[at // _STEP] * _LOW_INV[at % _STEP]
 
 
 def _fmix64(h: np.ndarray) -> np.ndarray:
@@ -67,7 +76,6 @@ def shingle_hashes(normalized: str, size: int) -> np.ndarray:
         return np.empty(0, dtype=np.uint64)
     data = np.frombuffer(normalized.encode("utf-8"), dtype=np.uint8)
     n = len(data)
-    pw, inv = _powers(n)
     spaces = np.flatnonzero(data == _SPACE)
     starts = np.empty(len(spaces) + 1, dtype=np.intp)
     starts[0] = 0
@@ -80,10 +88,10 @@ def shingle_hashes(normalized: str, size: int) -> np.ndarray:
     count = words - k + 1
     with np.errstate(over="ignore"):
         prefix = np.zeros(n + 1, dtype=np.uint64)
-        np.cumsum(data.astype(np.uint64) * pw[:n], out=prefix[1:])
+        np.cumsum(data.astype(np.uint64) * _powers_upto(n), out=prefix[1:])
         first = starts[:count]
         last = ends[k - 1 :]
-        h = (prefix[last] - prefix[first]) * inv[first]
+        h = (prefix[last] - prefix[first]) * _inverse_powers_at(first)
         # Mix in the length so that shingles whose bytes are a prefix of each other differ.
         h = h + (last - first).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         return _fmix64(h)
