@@ -734,9 +734,9 @@ def _filtered(
     filters = [t for t in (template_a, template_b) if t is not None and len(t)]
     mine_keep = sketch_a <= limit
     other_keep = sketch_b <= limit
-    for t in filters:
-        mine_keep &= ~np.isin(blocks_a, t, assume_unique=False)
-        other_keep &= ~np.isin(blocks_b, t, assume_unique=False)
+    for t in filters:  # templates are sorted: a binary search per block, no sort per call
+        mine_keep &= ~_member(blocks_a, t)
+        other_keep &= ~_member(blocks_b, t)
     return sketch_a[mine_keep], blocks_a[mine_keep], sketch_b[other_keep], blocks_b[other_keep]
 
 
