@@ -90,6 +90,11 @@ CONTENT_THREAD = True
 # send, recv, SQLite): up to sys.getswitchinterval() each time, Python's default 5 ms. A shorter
 # interval (process-wide, set when the threads start) cuts that convoy; 0: Python's default.
 CONTENT_THREAD_SWITCH_INTERVAL = 0.001
+# The thread that writes the embedded (SQLite) index: "content" shares the content thread, any
+# other name is a thread of its own. Shared, the reactor meets one thread at the GIL instead of
+# two: a real-docs crawl's longest stall 22-25 -> 12-13 ms and 5 % less CPU per page
+# (bench/realcrawl.py, BENCHMARKS.md), for a little wall time.
+INDEX_THREAD = "content"
 # HTML pages of at least this many bytes are parsed (parse, main text, links, change
 # fingerprint) in a child process of the crawl's own (crawler/offload.py), so their long C calls
 # and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.

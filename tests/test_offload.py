@@ -3,8 +3,8 @@
 A real crawl of a loopback site with one big page (a 2 MB single-page manual: seconds of parsing
 and main text on a loaded machine) and a few small ones, with ``CONTENT_THREAD`` on and off:
 the items (text, main text, outlinks, near-duplicate decisions) and what the index took are the
-same, the pages went through the content thread only when it is on (the index writes on its
-own thread then), and the reactor-stall probe reported.
+same, the pages went through the content thread only when it is on (the index writes there
+too, or on a thread of its own with ``INDEX_THREAD``), and the reactor-stall probe reported.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     on, on_stats = _crawl(tmp_path / "on", site, thread=True)  # the big page in the child
     off, off_stats = _crawl(tmp_path / "off", site, thread=False)
     every, every_stats = _crawl(tmp_path / "every", site, thread=True,
-                                CONTENT_PROCESS_MIN_BYTES=1)
+                                CONTENT_PROCESS_MIN_BYTES=1, INDEX_THREAD="index")
     assert sorted(on) == sorted(off) == sorted(every) == sorted(
         ["", "big.html", "small/copy.html", *(f"small/{i}.html" for i in range(5))]
     )
@@ -99,7 +99,7 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     assert on["small/copy.html"]["duplicate_of"]  # decisions were made (and agree)
     assert on_stats["content/offloaded"] == len(on)
     for key in ("index/documents", "index/aliases", "neardup/new", "neardup/exact"):
-        assert on_stats.get(key) == off_stats.get(key), key
+        assert on_stats.get(key) == off_stats.get(key) == every_stats.get(key), key
     assert "content/offloaded" not in off_stats
     # big.html's feed line was made on the feed thread (FEED_THREAD_MIN_CHARS), and is what
     # Scrapy's exporter writes for that item (the exporters' byte equality: tests/test_feed.py)
@@ -162,3 +162,22 @@ def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
     assert stats["content/offloaded"] == hops + 1
     # How long the hops take (~0.1 s each when woken, 5 s on heartbeats alone) is measured by
     # bench/realcrawl.py, not bounded here: the time is in the stats for a reader.
+
+
+def test_the_index_writes_on_the_content_thread_unless_given_its_own() -> None:
+    """``INDEX_THREAD``: by default the index shares the content thread (one thread at the GIL
+    beside the reactor); any other name is a thread of its own."""
+    from scrapy import Spider, signals
+    from scrapy.utils.test import get_crawler
+
+    from crawler.offload import content_worker, index_worker
+
+    for setting, shared in (({}, True), ({"INDEX_THREAD": "index"}, False)):
+        crawler = get_crawler(Spider, setting)
+        crawler.crawling = True
+        try:
+            content, index = content_worker(crawler), index_worker(crawler)
+            assert content is not None and index is not None
+            assert (index is content) is shared  # one ContentWorker is one thread
+        finally:
+            crawler.signals.send_catch_log(signals.engine_stopped)

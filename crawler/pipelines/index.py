@@ -80,10 +80,10 @@ class IndexPipeline:
     # --- Scrapy hooks -----------------------------------------------------------------------
 
     def open_spider(self) -> Any:
-        """Open the index; on the index thread (:func:`crawler.offload.index_worker`) when the
-        backend allows it (``runs_in_thread``), and then every write goes there too, so a page
-        of thousands of links or a long text does not hold up the reactor. Returns ``None``, or
-        a coroutine to await."""
+        """Open the index; on the index writer's thread (:func:`crawler.offload.index_worker`,
+        by default the content thread) when the backend allows it (``runs_in_thread``), and
+        then every write goes there too, so a page of thousands of links or a long text does
+        not hold up the reactor. Returns ``None``, or a coroutine to await."""
         cls = backend_class(self.crawler.settings, "INDEX_CLASS")
         self._worker = index_worker(self.crawler) if getattr(cls, "runs_in_thread", False) else None
         if self._worker is not None:
