@@ -26,6 +26,7 @@ import psycopg
 from crawler.postgres import BackgroundWriter, DatabaseError, connect, safe_dsn
 
 from .api import CrawlDb, DueUrl, PageRecord, RecordResult, Visit
+from .handover import HandedOverRecords
 from .schedule import AdaptiveSchedule
 from .sqlite import CrawlDbError, _pack, _unpack
 
@@ -73,7 +74,7 @@ ON CONFLICT (crawl, url) DO UPDATE SET
 """
 
 
-class PostgresCrawlDb(CrawlDb):
+class PostgresCrawlDb(HandedOverRecords, CrawlDb):
     """``CRAWLDB_CLASS`` when ``DATABASE_URL`` is a ``postgresql://`` URL."""
 
     def __init__(
@@ -268,8 +269,7 @@ class PostgresCrawlDb(CrawlDb):
         if not self._pending:
             return
         batch, self._pending = self._pending, {}
-        with self._lock:
-            self._written.update(batch)
+        landed = self._hand_over(batch)
 
         def write(conn: psycopg.Connection[Any]) -> None:
             # packed here, on the writer thread: JSON + zlib of thousands of outlinks
@@ -282,26 +282,4 @@ class PostgresCrawlDb(CrawlDb):
             with conn.cursor() as cur:
                 cur.executemany(_UPSERT, rows)
 
-        def landed() -> None:
-            with self._lock:
-                for url, rec in batch.items():
-                    if self._written.get(url) is rec:
-                        del self._written[url]
-
         self._writer.submit([write], after=landed)
-
-    def flush(self) -> None:
-        """Commit and wait until every record is written."""
-        self.commit()
-        self._writer.flush()
-
-    @property
-    def failed_batches(self) -> int:
-        return self._writer.failed
-
-    def close(self) -> None:
-        try:
-            self.commit()
-            self._writer.close()
-        finally:
-            self._db.close()

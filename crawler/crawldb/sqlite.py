@@ -32,6 +32,7 @@ from crawler import defaults
 from crawler.worker_files import claim_worker_file
 
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
+from .handover import HandedOverRecords
 from .schedule import AdaptiveSchedule
 
 logger = logging.getLogger(__name__)
@@ -210,7 +211,7 @@ class _InlineWriter:
         pass
 
 
-class SqliteCrawlDb(CrawlDb):
+class SqliteCrawlDb(HandedOverRecords, CrawlDb):
     """Pages keyed by normalized URL; outlinks stored as zlib-compressed JSON (a page's links
     are only read back on a 304, so they are kept small rather than queryable). Reads run on
     the caller's thread (the reactor), writes on :class:`SqliteWriter`'s (module docstring)."""
@@ -399,36 +400,12 @@ class SqliteCrawlDb(CrawlDb):
             return
         batch, self._pending = self._pending, {}
         self._pending_links = 0
-        with self._lock:
-            self._written.update(batch)
+        landed = self._hand_over(batch)
 
         def write(conn: sqlite3.Connection) -> None:
             conn.executemany(_REPLACE, map(_row, batch.values()))
 
-        def landed() -> None:
-            with self._lock:
-                for url, rec in batch.items():
-                    if self._written.get(url) is rec:
-                        del self._written[url]
-
         self._writer.submit(write, after=landed)
-
-    def flush(self) -> None:
-        """Commit and wait until every record is written."""
-        self.commit()
-        self._writer.flush()
-
-    @property
-    def failed_batches(self) -> int:
-        return self._writer.failed
-
-    def close(self) -> None:
-        """Write everything recorded, then close both connections."""
-        try:
-            self.commit()
-            self._writer.close()
-        finally:
-            self._db.close()
 
 
 def _row(rec: PageRecord) -> tuple[Any, ...]:
