@@ -118,8 +118,13 @@ class _LinesFromThread:
             exporter._stats = crawler.stats
         return exporter
 
-    def _remember(self, options: dict[str, Any]) -> None:
+    def __init__(self, file: Any, **options: Any) -> None:
         self.line_key = _options_key(type(self), options)
+        super().__init__(file, **options)  # Scrapy's exporter, next in the MRO
+
+    def _encoded(self, item: Any) -> list[str]:
+        """The JSON text of ``item`` as Scrapy's exporter would encode it, in short pieces."""
+        return encode_in_pieces(self.encoder, dict(self.get_serialized_fields(item)))  # type: ignore[attr-defined]
 
     def _made(self, item: Any) -> list[bytes] | None:
         if self._ready is None:
@@ -149,13 +154,9 @@ class JsonLinesExporter(_LinesFromThread, JsonLinesItemExporter):
     """Scrapy's ``JsonLinesItemExporter``, writing the line made on the feed thread when there
     is one (module docstring)."""
 
-    def __init__(self, file: Any, **options: Any) -> None:
-        self._remember(options)
-        super().__init__(file, **options)
-
     def line_pieces(self, item: Any) -> list[bytes]:
         """The bytes ``export_item`` writes for ``item``, in pieces (made on the feed thread)."""
-        pieces = encode_in_pieces(self.encoder, dict(self.get_serialized_fields(item)))
+        pieces = self._encoded(item)
         pieces.append("\n")
         return _to_bytes(pieces, self.encoding)
 
@@ -171,14 +172,10 @@ class JsonExporter(_LinesFromThread, JsonItemExporter):
     """Scrapy's ``JsonItemExporter`` (a JSON array), writing the item made on the feed thread
     when there is one (module docstring)."""
 
-    def __init__(self, file: Any, **options: Any) -> None:
-        self._remember(options)
-        super().__init__(file, **options)
-
     def line_pieces(self, item: Any) -> list[bytes]:
         """The bytes ``export_item`` writes for ``item`` after the comma, in pieces (made on
         the feed thread)."""
-        pieces = encode_in_pieces(self.encoder, dict(self.get_serialized_fields(item)))
+        pieces = self._encoded(item)
         return _to_bytes(pieces, self.encoding)
 
     def export_item(self, item: Any) -> None:
