@@ -138,8 +138,26 @@ class _LinesFromThread:
             self._stats.inc_value("feed/lines_from_thread")
         return line
 
-    def line_pieces(self, item: Any) -> list[bytes]:  # pragma: no cover - by each exporter
-        raise NotImplementedError
+    _item_end = ""  # what follows an item's JSON in the feed: JSON lines end each with "\n"
+
+    def line_pieces(self, item: Any) -> list[bytes]:
+        """The bytes ``export_item`` writes for ``item`` (after the comma, in a JSON array), in
+        pieces (made on the feed thread)."""
+        pieces = self._encoded(item)
+        if self._item_end:
+            pieces.append(self._item_end)
+        return _to_bytes(pieces, self.encoding)  # type: ignore[attr-defined]
+
+    def _start_item(self) -> None:
+        """What Scrapy's exporter writes before an item (a JSON array's comma)."""
+
+    def export_item(self, item: Any) -> None:
+        data = self._made(item)
+        if data is None:
+            super().export_item(item)  # type: ignore[misc]
+        else:
+            self._start_item()
+            self._write(data)
 
     def line(self, item: Any) -> bytes:
         """The bytes ``export_item`` writes for ``item`` (after the comma, in a JSON array)."""
@@ -154,37 +172,15 @@ class JsonLinesExporter(_LinesFromThread, JsonLinesItemExporter):
     """Scrapy's ``JsonLinesItemExporter``, writing the line made on the feed thread when there
     is one (module docstring)."""
 
-    def line_pieces(self, item: Any) -> list[bytes]:
-        """The bytes ``export_item`` writes for ``item``, in pieces (made on the feed thread)."""
-        pieces = self._encoded(item)
-        pieces.append("\n")
-        return _to_bytes(pieces, self.encoding)
-
-    def export_item(self, item: Any) -> None:
-        data = self._made(item)
-        if data is None:
-            super().export_item(item)
-        else:
-            self._write(data)
+    _item_end = "\n"
 
 
 class JsonExporter(_LinesFromThread, JsonItemExporter):
     """Scrapy's ``JsonItemExporter`` (a JSON array), writing the item made on the feed thread
     when there is one (module docstring)."""
 
-    def line_pieces(self, item: Any) -> list[bytes]:
-        """The bytes ``export_item`` writes for ``item`` after the comma, in pieces (made on
-        the feed thread)."""
-        pieces = self._encoded(item)
-        return _to_bytes(pieces, self.encoding)
-
-    def export_item(self, item: Any) -> None:
-        data = self._made(item)
-        if data is None:
-            super().export_item(item)
-        else:
-            self._add_comma_after_first()
-            self._write(data)
+    def _start_item(self) -> None:
+        self._add_comma_after_first()
 
 
 class FeedLinePipeline:
