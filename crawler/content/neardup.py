@@ -210,6 +210,24 @@ def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
+def merge_postings(
+    keys: np.ndarray,
+    docs: np.ndarray,
+    buffer: dict[int, list[int]],
+    count: int,
+    doc_type: type[np.integer[Any]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The anchor index's sorted ``keys`` and their ``docs`` with the ``count`` postings of
+    ``buffer`` (anchor -> docs, in the order stored) merged in; a stable sort keeps earlier
+    postings first within an anchor, which is what :data:`MAX_POSTING` keeps."""
+    new_keys = np.fromiter((k for k, ds in buffer.items() for _ in ds), np.uint32, count)
+    new_docs = np.fromiter((d for ds in buffer.values() for d in ds), doc_type, count)
+    keys = np.concatenate((keys, new_keys))
+    docs = np.concatenate((docs, new_docs))
+    order = np.argsort(keys, kind="stable")
+    return keys[order], docs[order]
+
+
 def block_hash(normalized_line: str) -> int:
     """Stable 32-bit id of a normalized block (the same in every process and worker)."""
     return int.from_bytes(
@@ -524,16 +542,9 @@ class NearDuplicateDetector:
     def _merge_buffer(self) -> None:
         if not self._buffer:
             return
-        keys = np.fromiter(
-            (k for k, docs in self._buffer.items() for _ in docs), np.uint32, self._buffered
+        self._keys, self._docs = merge_postings(
+            self._keys, self._docs, self._buffer, self._buffered, np.int32
         )
-        docs = np.fromiter(
-            (d for ds in self._buffer.values() for d in ds), np.int32, self._buffered
-        )
-        keys = np.concatenate((self._keys, keys))
-        docs = np.concatenate((self._docs, docs))
-        order = np.argsort(keys, kind="stable")  # earlier originals first within a key
-        self._keys, self._docs = keys[order], docs[order]
         self._buffer.clear()
         self._buffered = 0
 

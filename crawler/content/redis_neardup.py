@@ -124,6 +124,7 @@ from crawler.content.neardup import (
     block_hash,
     compute_features,
     decide,
+    merge_postings,
     pick_best,
     rank_candidates,
     title_hash,
@@ -619,14 +620,9 @@ class _Index:
             self._merge()
 
     def _merge(self) -> None:
-        keys = np.fromiter((k for k, ds in self._buffer.items() for _ in ds), np.uint32,
-                           self._buffered)
-        docs = np.fromiter((d for ds in self._buffer.values() for d in ds), np.uint32,
-                           self._buffered)
-        keys = np.concatenate((self._keys, keys))
-        docs = np.concatenate((self._docs, docs))
-        order = np.argsort(keys, kind="stable")  # earlier postings first within an anchor
-        self._keys, self._docs = keys[order], docs[order]
+        self._keys, self._docs = merge_postings(
+            self._keys, self._docs, self._buffer, self._buffered, np.uint32
+        )
         self._buffer.clear()
         self._buffered = 0
 
