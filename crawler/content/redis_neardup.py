@@ -743,11 +743,7 @@ class RedisNearDuplicateDetector:
                 self.prefix, self.table_bits, self.table_bits, uh, fp, host, hid, version,
                 self._models.pages(host), self._index.position, wants, hosts, _TAIL,
             ])
-            if reply[0] == b"stale":
-                self._learned(host, int(reply[1]), int(reply[2]), reply[3])
-                continue
-            if reply[0] == b"behind":
-                self._catch_up(int(reply[1]))
+            if self._out_of_date(reply, host):
                 continue
             (_, hid_now, own, seq, forget, loglen, tail, owner, owner_rec, records, lengths,
              model) = reply
@@ -817,11 +813,7 @@ class RedisNearDuplicateDetector:
                 self.prefix, self.table_bits, self.table_bits, b"\0" * 8, b"", host, hid,
                 version, self._models.pages(host), self._index.position, b"", b"", _TAIL,
             ])
-            if reply[0] == b"stale":
-                self._learned(host, int(reply[1]), int(reply[2]), reply[3])
-                continue
-            if reply[0] == b"behind":
-                self._catch_up(int(reply[1]))
+            if self._out_of_date(reply, host):
                 continue
             hid = int(reply[1])
             if hid:
@@ -915,6 +907,18 @@ class RedisNearDuplicateDetector:
         template.extend(rest)
 
     # --- candidates -------------------------------------------------------------------------
+
+    def _out_of_date(self, reply: list[Any], host: str) -> bool:
+        """True when the script refused to read because this worker's copy is behind (the
+        host's template model is stale, or the anchor log has moved on); the copy is brought up
+        to date here and the read must be asked again."""
+        if reply[0] == b"stale":
+            self._learned(host, int(reply[1]), int(reply[2]), reply[3])
+            return True
+        if reply[0] == b"behind":
+            self._catch_up(int(reply[1]))
+            return True
+        return False
 
     def _catch_up(self, length: int) -> None:
         """Read the index log up to ``length`` bytes in pieces (plain reads, not one long
