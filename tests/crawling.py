@@ -21,6 +21,17 @@ from devsite.server import RequestRecord
 PROJECT = Path(__file__).resolve().parent.parent
 
 
+def loopback_settings(**extra: Any) -> dict[str, Any]:
+    """The project's settings as shipped (middlewares, extensions, pipelines), plus what a
+    loopback test site needs: private addresses allowed and short politeness delays."""
+    return {
+        "ALLOW_PRIVATE_ADDRESSES": True,
+        "FRONTIER_MIN_DELAY": 0.05,
+        "FRONTIER_DELAY_FACTOR": 0,
+        **extra,
+    }
+
+
 @dataclass
 class CrawlResult:
     returncode: int

@@ -11,7 +11,7 @@ from itertools import pairwise
 import pytest
 
 from tests import hostile as h
-from tests.crawling import run_crawl
+from tests.crawling import loopback_settings, run_crawl
 
 MB = 1 << 20
 NORMAL = "127.0.0.100"
@@ -70,15 +70,12 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
         result = run_crawl(
             tmp,
             seeds=[server.url(a) for a in [*CASES, NORMAL]],
-            settings={
-                "ALLOW_PRIVATE_ADDRESSES": True,
-                "FRONTIER_MIN_DELAY": 0.05,
-                "FRONTIER_DELAY_FACTOR": 0,
-                "DOWNLOAD_TIMEOUT": 4,
-                "DOWNLOAD_MIN_RATE_GRACE": 1,
-                "PAGE_MAX_LINKS": MAX_LINKS,
-                "CONTENT_MAX_TEXT": MAX_TEXT,
-            },
+            settings=loopback_settings(
+                DOWNLOAD_TIMEOUT=4,
+                DOWNLOAD_MIN_RATE_GRACE=1,
+                PAGE_MAX_LINKS=MAX_LINKS,
+                CONTENT_MAX_TEXT=MAX_TEXT,
+            ),
             timeout=120,
         )
         server.wait_idle()

@@ -15,22 +15,11 @@ import pytest
 
 from devsite import HostSpec, build_site
 from devsite.routed import Answer, Ask, RoutedSiteServer
-from tests.crawling import per_host, run_crawl
+from tests.crawling import loopback_settings, per_host, run_crawl
 
 pytestmark = pytest.mark.integration
 
 HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
-
-
-def crawler_settings(**extra: Any) -> dict[str, Any]:
-    """The project's settings as shipped (middlewares, extensions, pipelines), plus what a
-    loopback test site needs: private addresses allowed and short politeness delays."""
-    return {
-        "ALLOW_PRIVATE_ADDRESSES": True,
-        "FRONTIER_MIN_DELAY": 0.05,
-        "FRONTIER_DELAY_FACTOR": 0,
-        **extra,
-    }
 
 
 def text(body: str, status: int = 200) -> Answer:
@@ -78,7 +67,7 @@ def test_recrawl_over_a_crawl_database(tmp_path: Path) -> None:
     server.route("127.0.0.2", "/p/1.html", counter_page)
     server.route("127.0.0.5", "/robots.txt", flaky_robots)
     db = tmp_path / "crawldb.sqlite"
-    settings = crawler_settings(
+    settings = loopback_settings(
         CRAWLDB_PATH=db,
         RECRAWL_INTERVAL=3600,
         FRONTIER_MIN_DELAY=0.02,
@@ -174,7 +163,7 @@ def test_continuous_mode_refetches_as_pages_come_due(tmp_path: Path) -> None:
         result = run_crawl(
             tmp_path,
             seeds=server.seeds(),
-            settings=crawler_settings(
+            settings=loopback_settings(
                 CRAWLDB_PATH=db,
                 RECRAWL_CONTINUOUS=True,
                 RECRAWL_INTERVAL=0.6,

@@ -20,20 +20,16 @@ import pytest
 
 from devsite import HostSpec, build_site
 from devsite.routed import Answer, Ask, RoutedSiteServer
-from tests.crawling import CrawlResult, finish_crawl, per_host, run_crawl, start_crawl
+from tests.crawling import (
+    CrawlResult,
+    finish_crawl,
+    loopback_settings,
+    per_host,
+    run_crawl,
+    start_crawl,
+)
 
 pytestmark = pytest.mark.integration
-
-
-def crawler_settings(**extra: Any) -> dict[str, Any]:
-    """The project's shipped settings (crawler/settings.py: its middlewares and extensions),
-    with delays short enough for a test and local addresses allowed."""
-    return {
-        "ALLOW_PRIVATE_ADDRESSES": True,
-        "FRONTIER_MIN_DELAY": 0.05,
-        "FRONTIER_DELAY_FACTOR": 0,
-        **extra,
-    }
 
 
 def text(body: str, status: int = 200, **headers: str) -> Answer:
@@ -229,7 +225,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, dict[s
         result = run_crawl(
             tmp_path,
             seeds=seeds,
-            settings=crawler_settings(
+            settings=loopback_settings(
                 DOWNLOAD_TIMEOUT=1,
                 ROBOTSTXT_RETRY_DELAY=0.3,
                 ROBOTSTXT_RETRY_TIMES=1,
@@ -362,7 +358,7 @@ def test_one_sigint_stops_a_crawl_waiting_for_robots_txt(tmp_path) -> None:
         proc = start_crawl(
             tmp_path,
             seeds=[server.url(slow), server.url(broken)],
-            settings=crawler_settings(DOWNLOAD_TIMEOUT=4, ROBOTSTXT_RETRY_DELAY=60),
+            settings=loopback_settings(DOWNLOAD_TIMEOUT=4, ROBOTSTXT_RETRY_DELAY=60),
         )
         try:
             assert asked.wait(60), "robots.txt of the slow host was never asked for"
@@ -391,7 +387,7 @@ def test_robots_cache_lives_beside_the_crawl_database(tmp_path) -> None:
     graph = build_site([HostSpec(host, pages=1)], links_per_page=1, cross_host_links=0)
     server = RoutedSiteServer(graph)
     server.route(host, "/robots.txt", lambda ask: text("User-agent: *\nAllow: /\n"))
-    settings = crawler_settings(CRAWLDB_PATH=tmp_path / "crawldb.sqlite", RECRAWL_INTERVAL=1)
+    settings = loopback_settings(CRAWLDB_PATH=tmp_path / "crawldb.sqlite", RECRAWL_INTERVAL=1)
     with server:
         first = run_crawl(tmp_path, seeds=[server.url(host)], settings=settings, timeout=60)
         second = run_crawl(tmp_path, seeds=[server.url(host)], settings=settings, timeout=60)

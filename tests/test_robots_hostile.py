@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests import hostile as h
-from tests.crawling import run_crawl
+from tests.crawling import loopback_settings, run_crawl
 
 MB = 1 << 20
 NORMAL = "127.0.0.140"
@@ -48,16 +48,13 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
         result = run_crawl(
             tmp,
             seeds=[server.url(a) for a in [*CASES, NORMAL]],
-            settings={
-                "ALLOW_PRIVATE_ADDRESSES": True,
-                "FRONTIER_MIN_DELAY": 0.05,
-                "FRONTIER_DELAY_FACTOR": 0,
+            settings=loopback_settings(
                 # shorter than shipped, so the failing fetches and their one retry fit the test
-                "DOWNLOAD_TIMEOUT": 4,
-                "DOWNLOAD_MIN_RATE_GRACE": 1,
-                "ROBOTSTXT_RETRY_DELAY": 0.5,
-                "ROBOTSTXT_RETRY_TIMES": 1,
-            },
+                DOWNLOAD_TIMEOUT=4,
+                DOWNLOAD_MIN_RATE_GRACE=1,
+                ROBOTSTXT_RETRY_DELAY=0.5,
+                ROBOTSTXT_RETRY_TIMES=1,
+            ),
             timeout=180,  # a hang guard, not a speed requirement
         )
         server.wait_idle()
