@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -140,10 +141,13 @@ def normalized(records: list[RequestRecord]) -> list[str]:
 
 @contextmanager
 def serve_pages(
-    host: str, pages: dict[str, str], content_type: str = "text/html; charset=utf-8"
+    host: str,
+    pages: dict[str, str],
+    content_type: str = "text/html; charset=utf-8",
+    delay: float = 0.0,
 ) -> Iterator[int]:
     """A real HTTP server on ``host`` (a free port, yielded) answering each path of ``pages``
-    with its text in UTF-8, and 404 for any other path."""
+    with its text in UTF-8 (``delay`` seconds late), and 404 for any other path."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -151,6 +155,7 @@ def serve_pages(
             if body is None:
                 self.send_error(404)
                 return
+            time.sleep(delay)
             data = body.encode()
             self.send_response(200)
             self.send_header("Content-Type", content_type)

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -125,22 +123,8 @@ def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
     pages = {f"/{i}.html": f'<html><body><p>Page {i} of a chain.</p>'
                            f'<a href="/{i + 1}.html">next</a></body></html>'
              for i in range(hops)}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path, "<html><body>end</body></html>").encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.42", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    pages[f"/{hops}.html"] = "<html><body>end</body></html>"
+    with serve_pages("127.0.0.42", pages) as port:
         settings = {
             "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0,
             "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_IDLE_HORIZON": 2, "LOG_LEVEL": "INFO",
@@ -149,13 +133,10 @@ def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
             # otherwise go deeper each hop (NEARDUP_LINK_DEMOTION) and end the chain early
             "NEARDUP_LINK_DEMOTION": 0,
         }
-        seed = f"http://127.0.0.42:{server.server_address[1]}/0.html"
+        seed = f"http://127.0.0.42:{port}/0.html"
         cmd = crawl_command(tmp_path, seeds=[seed], settings=settings)
         proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,
                               check=False)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert proc.returncode == 0, proc.stderr[-3000:]
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["item_scraped_count"] == hops + 1

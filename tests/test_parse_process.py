@@ -11,18 +11,15 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from crawler.content.html import parse_page
 from crawler.offload import ParseProcess
-from tests.crawling import PROJECT, crawl_command
+from tests.crawling import PROJECT, crawl_command, serve_pages
 from tests.test_offload import _pages
 
 
@@ -135,35 +132,16 @@ HOST = "127.0.0.44"
 @pytest.fixture(scope="module")
 def slow_site() -> Iterator[int]:
     """Pages that link to the next one, each answered after 0.3 s: a crawl of a few seconds."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            name = self.path.strip("/").removesuffix(".html")
-            if not name.isdigit():  # robots.txt
-                self.send_error(404)
-                return
-            time.sleep(0.3)
-            number = int(name)
-            body = (f"<html><head><title>Page {number}</title></head><body>"
-                    f"<p>Page {number} of a slow chain, with words of its own: {number * 7}.</p>"
-                    f'<a href="/{number + 1}.html">next</a></body></html>').encode()
-            if number >= PAGES:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer((HOST, 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    pages = {
+        f"/{number}.html": (
+            f"<html><head><title>Page {number}</title></head><body>"
+            f"<p>Page {number} of a slow chain, with words of its own: {number * 7}.</p>"
+            f'<a href="/{number + 1}.html">next</a></body></html>'
+        )
+        for number in range(PAGES)
+    }
+    with serve_pages(HOST, pages, delay=0.3) as port:
+        yield port
 
 
 def _children(pid: int) -> list[int]:

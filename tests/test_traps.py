@@ -130,17 +130,22 @@ TRAPS, NORMAL = "127.0.0.91", "127.0.0.92"
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("traps")
+    server, normal = _trap_server()
+    with server:
+        result = _crawl_traps(tmp, server)
+        server.wait_idle()
+        yield result, server, normal
+
+
+def _trap_server() -> tuple[h.HostileServer, set[str]]:
+    """Every trap on one host, and a normal 5-page site (its paths returned) on another."""
     server = h.HostileServer()
     server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
     server.route(TRAPS, "/s/", h.session_ids(), prefix=True)
     server.route(TRAPS, "/shop", h.facets())
     server.route(TRAPS, "/g/", h.growing_path(), prefix=True)
     server.route(TRAPS, "/loop2/", h.relative_loop(), prefix=True)
-    normal = h.normal_site(server, NORMAL, pages=5)
-    with server:
-        result = _crawl_traps(tmp, server)
-        server.wait_idle()
-        yield result, server, normal
+    return server, h.normal_site(server, NORMAL, pages=5)
 
 
 def _crawl_traps(tmp: Path, server: h.HostileServer, **settings: Any) -> CrawlResult:
@@ -211,13 +216,7 @@ def test_links_taken_two_at_a_time_crawl_the_same(crawl, tmp_path: Path) -> None
     a few per reactor turn, behind the pages before them, and the crawl fetches and counts the
     same (which 20 of the facet variants is the order of fetches' call, so only their number)."""
     result, _, _ = crawl
-    server = h.HostileServer()
-    server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
-    server.route(TRAPS, "/s/", h.session_ids(), prefix=True)
-    server.route(TRAPS, "/shop", h.facets())
-    server.route(TRAPS, "/g/", h.growing_path(), prefix=True)
-    server.route(TRAPS, "/loop2/", h.relative_loop(), prefix=True)
-    h.normal_site(server, NORMAL, pages=5)
+    server, _ = _trap_server()
     with server:
         sliced = _crawl_traps(tmp_path, server, FRONTIER_LINK_SLICE=2)
         server.wait_idle()
