@@ -19,8 +19,6 @@ sent.
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +27,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from crawler.credentials import without_password
+from crawler.writer_thread import WriterThread
 
 __all__ = ["BackgroundWriter", "DatabaseError", "connect", "safe_dsn"]
 
@@ -59,17 +58,16 @@ def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:
 
 
 Batch = Sequence[Callable[[psycopg.Connection[Any]], None]]
-_STOP = object()
 
 
-class BackgroundWriter:
-    """Runs batches of write calls on its own thread and connection, one transaction each.
+class BackgroundWriter(WriterThread):
+    """Runs batches of write calls on its own thread and connection, one transaction each
+    (:class:`~crawler.writer_thread.WriterThread`).
 
-    ``submit`` queues a batch and returns at once; ``flush`` waits until every batch submitted
-    so far is committed (or failed). ``on_reset`` is called on the writer thread before a
-    batch is run again or after it failed, so the owner can drop caches of ids that the
-    rolled-back transaction created. A batch that still fails after the retries is dropped,
-    logged and counted in ``failed`` (the process goes on, like a killed batch would).
+    ``on_reset`` is called on the writer thread before a batch is run again or after it
+    failed, so the owner can drop caches of ids that the rolled-back transaction created. A
+    batch that still fails after the retries is dropped, logged and counted in ``failed`` (the
+    process goes on, like a killed batch would).
     """
 
     def __init__(
@@ -80,77 +78,50 @@ class BackgroundWriter:
     ) -> None:
         self.url = url
         self.on_reset = on_reset
-        self.conn = connect(url)
-        self.failed = 0  # batches given up
-        self.committed = 0  # batches committed
-        self.last_error: str | None = None
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self.conn: psycopg.Connection[Any] | None = None
+        super().__init__(name)
 
     def submit(self, batch: Batch, after: Callable[[], None] | None = None) -> None:
         """Queue ``batch``; ``after`` runs on the writer thread once it is committed or given
         up (the owner stops answering reads from its copy of what the batch wrote)."""
         if batch:
-            self._queue.put((list(batch), after))
+            super().submit(list(batch), after)
 
-    def flush(self) -> None:
-        """Wait until every batch submitted so far has been committed or given up."""
-        self._queue.join()
+    def _connect(self) -> None:
+        self.conn = connect(self.url)
 
-    def close(self) -> None:
-        """Write what is queued, then stop the thread and close the connection."""
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join()
-        self.conn.close()
+    def _disconnect(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
 
-    def _run(self) -> None:
-        while True:
-            batch = self._queue.get()
-            try:
-                if batch is _STOP:
-                    return
-                calls, after = batch
-                try:
-                    self._write(calls)
-                finally:
-                    if after is not None:
-                        after()
-            finally:
-                self._queue.task_done()
-
-    def _write(self, batch: Batch) -> None:
+    def _execute(self, batch: Batch) -> None:
         for attempt in range(RETRIES + 1):
+            conn = self.conn
+            assert conn is not None
             try:
-                with self.conn.transaction():
+                with conn.transaction():
                     for call in batch:
-                        call(self.conn)
-                self.committed += 1
+                        call(conn)
                 return
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
                 if self.on_reset is not None:
                     self.on_reset()
                 if attempt == RETRIES:
-                    self._give_up(batch, exc)
-                    return
+                    raise
                 logger.debug("PostgreSQL batch aborted (%s); running it again", exc)
-            except Exception as exc:
+            except Exception:
                 if self.on_reset is not None:
                     self.on_reset()
-                self._give_up(batch, exc)
-                if self.conn.closed or self.conn.broken:
+                if conn.closed or conn.broken:
                     try:
                         self.conn = connect(self.url)
                     except DatabaseError as again:
                         logger.error("%s", again)
-                return
+                raise
 
-    def _give_up(self, batch: Batch, exc: BaseException) -> None:
-        self.failed += 1
-        self.last_error = f"{type(exc).__name__}: {exc}"
+    def _dropped(self, job: Any, exc: Exception) -> None:
         logger.error(
             "PostgreSQL write of a batch of %d operations failed, batch dropped: %s",
-            len(batch),
+            len(job),
             self.last_error,
         )

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import sqlite3
 import threading
 import zlib
@@ -30,6 +29,7 @@ from typing import Any, TypeVar
 
 from crawler import defaults
 from crawler.worker_files import claim_worker_file
+from crawler.writer_thread import WriterThread
 
 from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
 from .handover import HandedOverRecords
@@ -78,106 +78,41 @@ class CrawlDbError(Exception):
     pass
 
 
-class SqliteWriter:
-    """A thread that owns one SQLite connection and runs batches of writes on it, one
-    transaction each, in the order they were submitted.
-
-    ``submit`` queues a batch and returns at once; ``call`` runs one and waits for its result
-    (rare writes that must answer, such as a count); ``flush`` waits until every batch
-    submitted so far is committed or given up; ``close`` writes what is queued, then closes the
-    connection. A batch that fails (disk full, a broken file) is rolled back, logged and counted
-    in ``failed``: the crawl goes on, as it would after a killed batch.
-    """
+class SqliteWriter(WriterThread):
+    """The crawl database's writer thread (:class:`~crawler.writer_thread.WriterThread`) with
+    its own SQLite connection (WAL: the reactor's connection reads while it writes); each job
+    is a function of the connection, run in one transaction. A batch that fails (disk full, a
+    broken file) is rolled back, logged and counted in ``failed``."""
 
     def __init__(self, path: str, name: str = "crawldb-writer") -> None:
         self.path = path
-        self.failed = 0  # batches given up
-        self.committed = 0  # batches committed
-        self.last_error: str | None = None
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._opened: queue.Queue[BaseException | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-        error = self._opened.get()
-        if error is not None:
-            raise CrawlDbError(f"cannot open crawl database {path}: {error}") from None
-
-    def submit(
-        self,
-        write: Callable[[sqlite3.Connection], Any],
-        after: Callable[[], None] | None = None,
-    ) -> None:
-        """Queue ``write``; ``after`` runs on the writer thread once it is committed or given
-        up (the owner stops answering reads from its copy of what the batch wrote)."""
-        self._queue.put((write, after, None))
-
-    def call(self, write: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``write`` after everything queued, in a transaction of its own; its result."""
-        answer: queue.Queue[tuple[bool, Any]] = queue.Queue()
-        self._queue.put((write, None, answer))
-        ok, value = answer.get()
-        if not ok:
-            raise CrawlDbError(f"crawl database {self.path}: {value}")
-        return value  # type: ignore[no-any-return]
-
-    def flush(self) -> None:
-        """Wait until every batch submitted so far has been committed or given up."""
-        self._queue.join()
-
-    def close(self) -> None:
-        """Write what is queued, then stop the thread (which closes its connection)."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-
-    def _run(self) -> None:
+        self._conn: sqlite3.Connection | None = None
         try:
-            conn = sqlite3.connect(self.path, timeout=30)
-            conn.execute("PRAGMA synchronous=NORMAL")
+            super().__init__(name)
         except sqlite3.Error as exc:
-            self._opened.put(exc)
-            return
-        self._opened.put(None)
-        try:
-            while True:
-                job = self._queue.get()
-                try:
-                    if job is None:
-                        return
-                    self._write(conn, *job)
-                finally:
-                    self._queue.task_done()
-        finally:
-            conn.close()
+            raise CrawlDbError(f"cannot open crawl database {path}: {exc}") from None
 
-    def _write(
-        self,
-        conn: sqlite3.Connection,
-        write: Callable[[sqlite3.Connection], Any],
-        after: Callable[[], None] | None,
-        answer: queue.Queue[tuple[bool, Any]] | None,
-    ) -> None:
+    def _connect(self) -> None:
+        self._conn = sqlite3.connect(self.path, timeout=30)
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+
+    def _execute(self, write: Callable[[sqlite3.Connection], Any]) -> Any:
+        conn = self._conn
+        assert conn is not None
         try:
             with conn:  # one transaction: committed, or rolled back on any error
-                value = write(conn)
+                return write(conn)
         except Exception as exc:
-            self.failed += 1
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            if answer is not None:
-                answer.put((False, self.last_error))
-            else:
-                logger.error(
-                    "Crawl database %s: a batch of writes failed and was dropped: %s",
-                    self.path,
-                    self.last_error,
-                )
-        else:
-            self.committed += 1
-            if answer is not None:
-                answer.put((True, value))
-        finally:
-            if after is not None:
-                after()
+            raise CrawlDbError(
+                f"crawl database {self.path}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+    def _dropped(self, job: Any, exc: Exception) -> None:
+        logger.error("%s; a batch of writes was dropped", exc)
 
 
 class _InlineWriter:
