@@ -129,7 +129,9 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 6}
-    with site(pages=14) as server:
+    # long enough (~10 s) that the two joining workers hold work before it ends, even when
+    # they start slowly on a loaded machine (with 14 pages, a CI run once saw it end first)
+    with site(pages=30) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 3, **extra)
         client = redis_server.client()
         def holds_leases(proc: Any) -> bool:
