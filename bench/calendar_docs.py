@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler import defaults
+from crawler.config import defaults
 from tests import hostile as h
 from tests.crawling import run_crawl, write_site
 

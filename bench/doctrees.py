@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from crawler.defaults import (
+from crawler.config.defaults import (
     URL_MAX_DATE_DISTANCE_DAYS,
     URL_MAX_DATE_PAST_DAYS,
     URL_MAX_HOSTS_PER_DOMAIN,

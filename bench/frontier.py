@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from crawler.backends.sqlite.frontier import SqliteQueueStore
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
-from crawler.frontier.sqlite import SqliteStore
 
 POLICY = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, host_concurrency=1)
 
@@ -47,7 +47,7 @@ class Clock:
 
 
 def make(kind: str, tmp: Path, clock: Clock) -> MercatorFrontier:
-    store = SqliteStore(tmp / "frontier.sqlite", 8) if kind == "disk" else None
+    store = SqliteQueueStore(tmp / "frontier.sqlite", 8) if kind == "disk" else None
     return MercatorFrontier(POLICY, store=store, clock=clock, back_queues=48)
 
 

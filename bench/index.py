@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.index.base import PageDocument
-from crawler.index.sqlite import SQLiteIndex
 from devsite.testset import documents, text_pages
 
 

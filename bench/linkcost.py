@@ -94,7 +94,7 @@ def main() -> int:
     graph = build_site(specs, links_per_page=args.links, cross_host_links=2, extras=False)
     crawlers = {
         "this crawler": ours,
-        # the crawl record (RECORD_ENABLED, crawler/extensions/record.py) off: its cost
+        # the crawl record (RECORD_ENABLED, crawler/extensions/recorder.py) off: its cost
         "no record": lambda tmp, seeds: ours(tmp, seeds, record=False),
         "stock Scrapy": stock,
         "+dedup+index": lambda tmp, seeds: ours(tmp, seeds, pipelines=True),

@@ -28,9 +28,9 @@ from scrapy.utils.httpobj import urlparse_cached  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from crawler import signals as crawler_signals  # noqa: E402
-from crawler.extensions.record import CrawlRecordExtension  # noqa: E402
+from crawler.extensions.recorder import CrawlRecordExtension  # noqa: E402
 from crawler.frontier import Outcome  # noqa: E402
-from crawler.report.record import RecordWriter  # noqa: E402
+from crawler.report.recordfile import RecordWriter  # noqa: E402
 
 
 def one_run(fetches: int, hosts: int, record: bool, tmp: Path) -> tuple[float, int]:

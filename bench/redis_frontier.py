@@ -28,8 +28,8 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from crawler.backends.redis.frontier import RedisFrontier
 from crawler.frontier import Entry, PolitenessPolicy
-from crawler.frontier.redis import RedisFrontier
 from tests.redis_support import start_redis
 
 POLICY = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, host_concurrency=1)

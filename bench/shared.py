@@ -54,12 +54,12 @@ import numpy as np
 import redis
 
 from bench.index import make_pages
+from crawler.backends.postgres.index import PostgresIndex
+from crawler.backends.redis.frontier import RedisFrontier, bloom_params
+from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
-from crawler.content.redis_neardup import RedisNearDuplicateDetector
 from crawler.frontier import Entry, PolitenessPolicy
-from crawler.frontier.redis import RedisFrontier, bloom_params
-from crawler.index.postgres import PostgresIndex
-from crawler.index.sqlite import SQLiteIndex
 from devsite.testset import build_labelled_set, page_item, text_pages
 from tests.pg_support import create_database, drop_database
 from tests.redis_support import RedisServer, free_port, fresh_key, start_redis
@@ -97,7 +97,7 @@ import json, os, pickle, sys, time
 sys.path.insert(0, os.getcwd())
 import redis
 from crawler.content.neardup import NearDuplicateDetector
-from crawler.content.redis_neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 import subprocess
 port, path, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 valgrind = sys.argv[4] if len(sys.argv) > 4 else ""  # pid of a redis-server under callgrind

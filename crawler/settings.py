@@ -1,7 +1,8 @@
 """Project settings: Scrapy's defaults changed where a polite, long-running crawler needs it.
 
 The crawler's own settings (FRONTIER_*, URL_*, ROBOTSTXT_*, RECRAWL_*, NEARDUP_*, INDEX_*, ...)
-and their defaults live in ``crawler/defaults.py``, the one place the code takes them from; this
+and their defaults live in ``crawler/config/defaults.py``, the one place the code takes them from;
+this
 module ships them and adds the Scrapy settings the project changes, each with its reason.
 """
 
@@ -9,8 +10,8 @@ from scrapy.settings.default_settings import (
     SPIDER_MIDDLEWARES_BASE as _SCRAPY_SPIDER_MIDDLEWARES_BASE,
 )
 
-from crawler.defaults import *  # noqa: F403 - the crawler's own settings, shipped as they are
-from crawler.defaults import CRAWLER_CONTACT_URL
+from crawler.config.defaults import *  # noqa: F403 - the crawler's own settings, shipped as they are
+from crawler.config.defaults import CRAWLER_CONTACT_URL
 
 BOT_NAME = "crawler"
 
@@ -26,7 +27,7 @@ USER_AGENT = f"crawler-bot/0.1 (+{CRAWLER_CONTACT_URL})"
 # --- The Mercator frontier owns politeness ------------------------------------------------
 SCHEDULER = "crawler.scheduler.FrontierScheduler"
 # The downloader subclass tells the frontier when each fetch ends, however it ends.
-DOWNLOADER = "crawler.downloader.FrontierDownloader"
+DOWNLOADER = "crawler.download.downloader.FrontierDownloader"
 # The frontier spaces requests per host from the end of the previous fetch. Scrapy's own delay
 # counts start to start and would add a second, different politeness rule on top, so it is off.
 DOWNLOAD_DELAY = 0
@@ -87,7 +88,8 @@ DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 # Scrapy stops every download while the responses its spider and pipelines are still working
 # on add up to more than this (5 MB by default). Pages are parsed on the content thread
-# (crawler/offload.py), so a few big documentation pages (mdBook's print.html, 1-4 MB each)
+# (crawler/offload/components.py), so a few big documentation pages (mdBook's print.html, 1-4 MB
+# each)
 # stay "in the scraper" a little longer, and at 5 MB every host waited for them. Measured on 10
 # real-docs hosts at 0.5 s (bench/realcrawl.py --politeness): politeness efficiency 0.89 at
 # 5 MB, 0.95 at 12 MB, 0.98 at 16 MB; peak RSS of the full real-docs crawl 330, 360, 394 MB
@@ -96,10 +98,11 @@ SCRAPER_SLOT_MAX_ACTIVE_SIZE = 16 * 1024 * 1024
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
 # Scrapy's Twisted handler plus header limits, a minimum transfer rate and counted limits
-# (DOWNLOAD_MAX_HEADER*, DOWNLOAD_MIN_RATE*, PAGE_MAX_*, CONTENT_MAX_TEXT in crawler/defaults.py).
+# (DOWNLOAD_MAX_HEADER*, DOWNLOAD_MIN_RATE*, PAGE_MAX_*, CONTENT_MAX_TEXT in
+# crawler/config/defaults.py).
 DOWNLOAD_HANDLERS = {
-    "http": "crawler.handlers.LimitedHTTPDownloadHandler",
-    "https": "crawler.handlers.LimitedHTTPDownloadHandler",
+    "http": "crawler.download.handler.LimitedHTTPDownloadHandler",
+    "https": "crawler.download.handler.LimitedHTTPDownloadHandler",
 }
 # Depth is enforced by the frontier's URL policy (site config max_depth); DepthMiddleware
 # still records meta["depth"] and the depth stats.
@@ -120,12 +123,12 @@ EXTENSIONS = {
     "crawler.extensions.summary.CrawlSummary": 800,
     "crawler.extensions.progress.FrontierProgress": 500,
     # the crawl record (RECORD_*), read by `scrapy report`
-    "crawler.extensions.record.CrawlRecordExtension": 505,
+    "crawler.extensions.recorder.CrawlRecordExtension": 505,
     "crawler.extensions.stall.ReactorStallMonitor": 510,
     "crawler.extensions.gcpace.GcPacer": 520,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
-    "crawler.extensions.fleet.FleetHeartbeat": 600,
+    "crawler.extensions.heartbeat.FleetHeartbeat": 600,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }

@@ -8,8 +8,8 @@ Each simulated host is its own 127.x.y.z address, so per-host politeness can be
 checked from the server side without any real network access.
 """
 
-from .graph import MODES, PRIVATE_PAGES, Document, HostSpec, SiteGraph, build_site, page_path
-from .server import RequestRecord, SiteServer
+from devsite.graph import MODES, PRIVATE_PAGES, Document, HostSpec, SiteGraph, build_site, page_path
+from devsite.server import RequestRecord, SiteServer
 
 __all__ = [
     "MODES",

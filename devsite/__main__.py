@@ -14,8 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
-from .graph import HostSpec, build_site
-from .server import SiteServer
+from devsite.graph import HostSpec, build_site
+from devsite.server import SiteServer
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
-from .graph import HostSpec
-from .server import SiteServer
+from devsite.graph import HostSpec
+from devsite.server import SiteServer
 
 Answer = tuple[int, list[tuple[str, str]], bytes]
 

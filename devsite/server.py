@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from socketserver import TCPServer
 from typing import Any
 
-from .graph import Document, HostSpec, SiteGraph, build_site
+from devsite.graph import Document, HostSpec, SiteGraph, build_site
 
 _BIND_ATTEMPTS = 20
 

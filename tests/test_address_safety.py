@@ -6,9 +6,9 @@ import pytest
 from scrapy.settings import Settings
 from twisted.internet.address import IPv4Address
 
-from crawler.addresses import AddressPolicy, policy_from_settings
-from crawler.handlers import _LimitedFactory
+from crawler.download.handler import _LimitedFactory
 from crawler.middlewares.address_safety import unsafe_reason
+from crawler.net.addresses import AddressPolicy, policy_from_settings
 
 
 @pytest.mark.parametrize(

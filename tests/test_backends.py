@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from scrapy.utils.test import get_crawler
 
-from crawler.backends import (
+from crawler.backends.registry import (
     BACKENDS,
     CLASS_SETTINGS,
     BackendError,
@@ -19,10 +19,10 @@ from crawler.backends import (
     backend_name,
     class_path,
 )
+from crawler.backends.sqlite.crawldb import SqliteCrawlDb
+from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
-from crawler.crawldb.sqlite import SqliteCrawlDb
 from crawler.extensions.recrawl import RecrawlExtension
-from crawler.index.sqlite import SQLiteIndex
 from crawler.pipelines.index import IndexPipeline
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from crawler.settings import __dict__ as project_settings
@@ -89,7 +89,8 @@ def test_bad_backend_settings_are_refused_clearly() -> None:
     with pytest.raises(BackendError, match=r"CRAWLDB_CLASS: cannot load 'nowhere\.Db'"):
         backend_class({"CRAWLDB_CLASS": "nowhere.Db"}, "CRAWLDB_CLASS")
     with pytest.raises(BackendError, match="is not a class"):
-        backend_class({"CRAWLDB_CLASS": "crawler.backends.CLASS_SETTINGS"}, "CRAWLDB_CLASS")
+        not_a_class = "crawler.backends.registry.CLASS_SETTINGS"
+        backend_class({"CRAWLDB_CLASS": not_a_class}, "CRAWLDB_CLASS")
 
 
 def test_components_build_the_classes_their_settings_name(tmp_path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.index import PageDocument
-from crawler.index.sqlite import SQLiteIndex
 from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import PROJECT
 

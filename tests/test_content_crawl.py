@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from crawler.index.sqlite import SQLiteIndex
+from crawler.backends.sqlite.index import SQLiteIndex
 from devsite.testset import (
     Document,
     make_sites,

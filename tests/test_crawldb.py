@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from crawler.backends.postgres.crawldb import PostgresCrawlDb
+from crawler.backends.sqlite.crawldb import SqliteCrawlDb
 from crawler.content.normalize import text_fingerprint
-from crawler.crawldb import AdaptiveSchedule, CrawlDb, CrawlDbError, SqliteCrawlDb, Visit
-from crawler.crawldb.postgres import PostgresCrawlDb
+from crawler.crawldb import AdaptiveSchedule, CrawlDb, CrawlDbError, Visit
 from tests.pg_support import pg_url  # noqa: F401
 
 HOUR = 3600.0
@@ -261,7 +262,8 @@ def test_sqlite_close_writes_everything_recorded(tmp_path: Path) -> None:
 
 _KILLED_MID_BATCH = """
 import os, signal, sys, time
-from crawler.crawldb import SqliteCrawlDb, Visit
+from crawler.backends.sqlite.crawldb import SqliteCrawlDb
+from crawler.crawldb import Visit
 db = SqliteCrawlDb(sys.argv[1], batch=5000, batch_links=10**9)  # one batch of 3,000
 links = [(f"http://a.example/0/{j}", "link " * 20) for j in range(300)]
 for i in range(200):
@@ -304,14 +306,14 @@ def test_outlinks_packed_a_slice_at_a_time_are_the_same_json() -> None:
     import json
     import zlib
 
-    from crawler.crawldb.sqlite import _PACK_SLICE, _pack, _unpack
+    from crawler.crawldb.outlinks import _PACK_SLICE, pack_outlinks, unpack_outlinks
 
     for n in (1, _PACK_SLICE, _PACK_SLICE + 1, 3 * _PACK_SLICE + 7):
         links = [(f"http://a.example/{i}", f'"ü{i}\\') for i in range(n)]
-        blob = _pack(links)
-        assert blob is not None and _unpack(blob) == links
+        blob = pack_outlinks(links)
+        assert blob is not None and unpack_outlinks(blob) == links
         assert zlib.decompress(blob) == json.dumps(links, separators=(",", ":")).encode()
-    assert _pack([]) is None
+    assert pack_outlinks([]) is None
 
 
 def test_sqlite_hands_records_over_by_their_outlinks_too(tmp_path: Path) -> None:

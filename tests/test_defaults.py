@@ -1,4 +1,5 @@
-"""``crawler/defaults.py`` is the one place a default of the crawler's own settings is written.
+"""``crawler/config/defaults.py`` is the one place a default of the crawler's own settings is
+written.
 
 The project settings ship exactly those values, and no getter falls back to a literal of its
 own for one of those settings (a second copy that would drift when the default changes).
@@ -14,7 +15,7 @@ import pytest
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
-from crawler import defaults
+from crawler.config import defaults
 from tests.crawling import PROJECT
 
 PACKAGE = PROJECT / "crawler"
@@ -37,7 +38,7 @@ def test_defaults_is_a_leaf_of_plain_constants() -> None:
 
 def test_the_shipped_settings_are_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``scrapy crawl`` loads from the project (scrapy.cfg at the root) has every default
-    unchanged: settings.py takes them from crawler.defaults and overrides none."""
+    unchanged: settings.py takes them from crawler.config.defaults and overrides none."""
     monkeypatch.chdir(PROJECT)
     monkeypatch.delenv("SCRAPY_SETTINGS_MODULE", raising=False)
     shipped = get_project_settings()
@@ -79,7 +80,8 @@ def _literal(node: ast.expr) -> bool:
 
 
 def literal_fallbacks(root: Path) -> list[str]:
-    """``X.get*("NAME", <literal>)`` for every NAME that has a default in crawler.defaults."""
+    """``X.get*("NAME", <literal>)`` for every NAME that has a default in
+    crawler.config.defaults."""
     names = set(defaults.__all__)
     found = []
     for path in sorted(root.rglob("*.py")):
@@ -101,7 +103,7 @@ def literal_fallbacks(root: Path) -> list[str]:
 
 def test_no_getter_repeats_a_default() -> None:
     found = literal_fallbacks(PACKAGE)
-    assert not found, "use crawler.defaults instead of:\n" + "\n".join(found)
+    assert not found, "use crawler.config.defaults instead of:\n" + "\n".join(found)
 
 
 def test_the_check_finds_a_literal_fallback(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import redis
 
+from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.status import Fleet, crawl_report, format_report
 from crawler.commands.frontier import parse_deadline, parse_size
 from crawler.frontier import Entry, PolitenessPolicy
 from crawler.frontier.buffered import BufferedFrontier
-from crawler.frontier.fleet import Fleet, crawl_report, format_report
-from crawler.frontier.redis import RedisFrontier
 from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from crawler.backends.sqlite.frontier import SqliteQueueStore
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
-from crawler.frontier.sqlite import SqliteStore
 from tests.frontier_contract import FakeClock, FrontierContract, entries, simulate
 
 
 def sqlite_frontier(path: Path, policy=None, *, clock=None, **kwargs) -> MercatorFrontier:
     front = kwargs.get("front_queues", 8)
     store_args = {k: kwargs.pop(k) for k in ("read_ahead", "back_buffer") if k in kwargs}
-    store = SqliteStore(path, front, **store_args)
+    store = SqliteQueueStore(path, front, **store_args)
     return MercatorFrontier(policy or PolitenessPolicy(), store=store, clock=clock, **kwargs)
 
 

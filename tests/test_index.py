@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from crawler.backends import BackendError, open_index
+from crawler.backends.postgres.index import PostgresIndex, to_tsquery_text
+from crawler.backends.registry import BackendError, open_index
+from crawler.backends.sqlite.index import SQLiteIndex, default_index_path, to_fts_query
 from crawler.index import IndexAccessError, PageDocument, QuerySyntaxError
-from crawler.index.postgres import PostgresIndex, to_tsquery_text
-from crawler.index.sqlite import SQLiteIndex, default_index_path, to_fts_query
 from tests.pg_support import pg_url  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,7 @@ def test_paths_and_backends(tmp_path: Path) -> None:
     with pytest.raises(BackendError, match=r"INDEX_CLASS: builtins\.dict is not an Index"):
         open_index({"INDEX_CLASS": "builtins.dict"})
     with pytest.raises(BackendError, match="INDEX_CLASS: cannot load"):
-        open_index({"INDEX_CLASS": "crawler.index.sqlite.NoSuchIndex"})
+        open_index({"INDEX_CLASS": "crawler.backends.sqlite.index.NoSuchIndex"})
     ix = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")})
     ix.close()
     ro = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")}, readonly=True)
@@ -241,9 +241,15 @@ def test_a_killed_writer_leaves_a_consistent_index(
     probe = opener()
     probe.close()
     if isinstance(probe, PostgresIndex):
-        open_it = f"from crawler.index.postgres import PostgresIndex as I; ix = I({probe.url!r})"
+        open_it = (
+            "from crawler.backends.postgres.index import PostgresIndex as I;"
+            f" ix = I({probe.url!r})"
+        )
     else:
-        open_it = f"from crawler.index.sqlite import SQLiteIndex as I; ix = I({probe.path!r})"
+        open_it = (
+            "from crawler.backends.sqlite.index import SQLiteIndex as I;"
+            f" ix = I({probe.path!r})"
+        )
     script = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(ROOT)!r})

@@ -10,7 +10,7 @@ import pytest
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawler.index.sqlite import SQLiteIndex
+from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.pipelines.index import IndexPipeline
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from devsite.testset import LabelledSet, build_labelled_set, page_item

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from crawler.backends.postgres.index import PostgresIndex
 from crawler.index.base import PageDocument
-from crawler.index.postgres import PostgresIndex
 from tests.pg_support import create_database, drop_database
 
 WORDS = ["crawler", "frontier", "politeness", "robots", "anchor", "index", "shingle", "sketch",

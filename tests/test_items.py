@@ -10,9 +10,9 @@ import lxml.html
 import pytest
 
 from crawler.content.html import _marked_text, block_text, parse_html
-from crawler.fields import ITEM_FIELDS
 from crawler.items import PageItem
-from crawler.siteconfig import SiteConfigError, load_site_config
+from crawler.sites.config import SiteConfigError, load_site_config
+from crawler.sites.fields import ITEM_FIELDS
 from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import run_crawl, write_site
 

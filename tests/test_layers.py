@@ -49,11 +49,11 @@ def test_the_shipped_code_keeps_its_layers(tmp_path: Path) -> None:
     [
         ("crawler/frontier/politeness.py", "import scrapy", "free of Scrapy"),
         ("crawler/crawldb/api.py", "import twisted.internet", "free of Scrapy"),
-        ("crawler/robots/rules.py", "import crawler.scheduler", "Layers"),
+        ("crawler/robots/rules.py", "import crawler.scheduler.adapter", "Layers"),
         ("crawler/middlewares/conditional.py", "import crawler.extensions.recrawl", "Layers"),
         ("crawler/pipelines/index.py", "import crawler.spiders.site", "Layers"),
-        ("crawler/defaults.py", "import scrapy", "free of Scrapy"),
-        ("crawler/defaults.py", "import crawler.frontier.urls", "Layers"),
+        ("crawler/config/defaults.py", "import scrapy", "free of Scrapy"),
+        ("crawler/config/defaults.py", "import crawler.frontier.urls", "Layers"),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(

@@ -6,7 +6,7 @@ from urllib.parse import urljoin
 
 import pytest
 
-from crawler.links import UrlJoiner
+from crawler.spiders.links import UrlJoiner
 
 BASES = [
     "http://127.0.0.2:8080/docs/guide/intro.html",

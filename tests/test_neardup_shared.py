@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from scrapy.utils.test import get_crawler
 
-from crawler.backends import class_path
-from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
-from crawler.content.normalize import normalize_text
-from crawler.content.redis_neardup import (
+from crawler.backends.redis.neardup import (
     RedisNearDuplicateDetector,
     decode_sketch,
     encode_sketch,
 )
+from crawler.backends.registry import class_path
+from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
+from crawler.content.normalize import normalize_text
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -310,7 +310,7 @@ def test_a_worker_that_starts_late_reads_the_index_in_pieces(
 ) -> None:
     """A worker joining a crawl copies the index log in plain reads when it is far behind (here:
     more than 1 KB), then decides exactly as the in-process detector that saw every page."""
-    import crawler.content.redis_neardup as shared
+    import crawler.backends.redis.neardup as shared
 
     key = fresh_key()
     first = RedisNearDuplicateDetector(redis_server.client(), key)

@@ -1,4 +1,5 @@
-"""Heavy page work on the content thread (crawler/offload.py) changes nothing a crawl produces.
+"""Heavy page work on the content thread (crawler/offload/components.py) changes nothing a crawl
+produces.
 
 A real crawl of a loopback site with one big page (a 2 MB single-page manual: seconds of parsing
 and main text on a loaded machine) and a few small ones, with ``CONTENT_THREAD`` on and off:
@@ -151,7 +152,7 @@ def test_the_index_writes_on_the_content_thread_unless_given_its_own() -> None:
     from scrapy import Spider, signals
     from scrapy.utils.test import get_crawler
 
-    from crawler.offload import content_worker, index_worker
+    from crawler.offload.components import content_worker, index_worker
 
     for setting, shared in (({}, True), ({"INDEX_THREAD": "index"}, False)):
         crawler = get_crawler(Spider, setting)

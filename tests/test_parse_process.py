@@ -1,4 +1,5 @@
-"""The parse process (crawler/offload.py ``ParseProcess``): the same answer as a call in this
+"""The parse process (crawler/offload/components.py ``ParseProcess``): the same answer as a call in
+this
 process, and no call lost to a child that dies or hangs.
 
 The functions below run in the spawned child, which imports them from this module.
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from crawler.content.html import parse_page
-from crawler.offload import ParseProcess
+from crawler.offload.components import ParseProcess
 from tests.crawling import PROJECT, crawl_command, serve_pages
 from tests.test_offload import _pages
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from crawler.report.build import build_report, politeness
-from crawler.report.record import RecordWriter, read_records
+from crawler.report.recordfile import RecordWriter, read_records
 from devsite import HostSpec, build_site
 from devsite.routed import Ask, RoutedSiteServer
 from tests.crawling import (

@@ -15,7 +15,7 @@ from crawler import signals as crawler_signals
 from crawler.frontier import Entry, Outcome
 from crawler.meta import LEASE_META
 from crawler.middlewares.lease import LeaseAckMiddleware
-from crawler.scheduler import FrontierScheduler, lease_ttl_from_settings
+from crawler.scheduler.adapter import FrontierScheduler, lease_ttl_from_settings
 
 
 class PlainSpider(scrapy.Spider):

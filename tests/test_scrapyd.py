@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from crawler.index.sqlite import SQLiteIndex
-from crawler.siteconfig import load_all_sites
+from crawler.backends.sqlite.index import SQLiteIndex
+from crawler.sites.config import load_all_sites
 from devsite import HostSpec, SiteServer, build_site
 from devsite.server import RequestRecord
 from tests.crawling import normalized, per_host

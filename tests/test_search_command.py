@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.commands.search import format_results
 from crawler.index import PageDocument, SearchResult
-from crawler.index.sqlite import SQLiteIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.settingscheck import check_settings, unknown_setting_hint, value_problem
-from crawler.siteconfig import load_all_sites
+from crawler.config.checks import check_settings, unknown_setting_hint, value_problem
+from crawler.sites.config import load_all_sites
 
 
 @pytest.mark.parametrize(

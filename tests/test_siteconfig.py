@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawler.frontier.urls import InvalidUrl, normalize_url
-from crawler.siteconfig import (
+from crawler.sites.config import (
     Scope,
     SeedsFileError,
     SiteConfig,
@@ -457,7 +457,7 @@ def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from importlib.resources import files\n"
-        "from crawler.siteconfig import load_all_sites, read_seeds_file\n"
+        "from crawler.sites.config import load_all_sites, read_seeds_file\n"
         "sites, errors = load_all_sites(files('pkg.sites'))\n"
         "assert not errors, errors\n"
         "print(read_seeds_file(sites['zipped'].seeds_file))\n"
@@ -471,7 +471,7 @@ def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
 
 
 def test_siteconfig_does_not_import_scrapy() -> None:
-    code = "import sys, crawler.siteconfig; print('scrapy' in sys.modules)"
+    code = "import sys, crawler.sites.config; print('scrapy' in sys.modules)"
     root = Path(__file__).parent.parent
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=30

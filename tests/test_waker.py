@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-import crawler.waker as waker_module
-from crawler.waker import EngineWaker
+import crawler.scheduler.waker as waker_module
+from crawler.scheduler.waker import EngineWaker
 
 
 class _Timer:

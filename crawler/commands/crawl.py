@@ -40,11 +40,11 @@ from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
-from crawler.addresses import policy_from_settings
-from crawler.backends import backend_class
+from crawler.backends.registry import backend_class
 from crawler.commands import pipe_safe
-from crawler.settingscheck import check_settings
-from crawler.siteconfig import SeedsFileError, check_seeds_file
+from crawler.config.checks import check_settings
+from crawler.net.addresses import policy_from_settings
+from crawler.sites.config import SeedsFileError, check_seeds_file
 
 logger = logging.getLogger(__name__)
 

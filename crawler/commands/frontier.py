@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.backends import backend_class
+from crawler.backends.registry import backend_class
 from crawler.commands import pipe_safe
 
 _SUBCOMMANDS = ("status", "block", "unblock", "pause", "resume", "deadline", "budget")
@@ -91,7 +91,7 @@ class Command(ScrapyCommand):
 
     def _frontier(self, site: str) -> Any:
         """The crawl's Redis frontier, or None (said why, exit status 2)."""
-        from crawler.redis_backends import RedisFrontierStore, safe_url
+        from crawler.backends.redis.stores import RedisFrontierStore, safe_url
 
         assert self.crawler_process is not None
         try:
@@ -117,7 +117,7 @@ class Command(ScrapyCommand):
         return frontier
 
     def _act(self, frontier: Any, sub: str, rest: list[str], opts: argparse.Namespace) -> None:
-        from crawler.frontier.fleet import crawl_report, format_report
+        from crawler.backends.redis.status import crawl_report, format_report
 
         def one_arg(what: str) -> str:
             if len(rest) != 1:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler import defaults
 from crawler.commands import pipe_safe
+from crawler.config import defaults
 
 if TYPE_CHECKING:
     from crawler.content.neardup import Explanation

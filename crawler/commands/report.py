@@ -1,6 +1,6 @@
 """``scrapy report <site | JOBDIR | record file>...``: one self-contained HTML page of charts.
 
-Reads the crawl record (``crawler/extensions/record.py``) from where the crawl wrote it: a
+Reads the crawl record (``crawler/extensions/recorder.py``) from where the crawl wrote it: a
 JOBDIR's ``record.jsonl``, a record file, or for a site name the place a crawl of that site
 without JOBDIR writes it (``RECORD_PATH``, else ``crawl-record-<site>.jsonl`` here). Several
 arguments (one per worker of a shared crawl) are merged into one report.
@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.extensions.record import record_path
+from crawler.extensions.recorder import record_path
 from crawler.report.build import build_report
-from crawler.report.record import RecordError, read_records
+from crawler.report.recordfile import RecordError, read_records
 
 
 def find_records(target: str, settings: Any) -> list[Path]:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.backends import BackendError, open_index
+from crawler.backends.registry import BackendError, open_index
 from crawler.commands import pipe_safe
 from crawler.index import IndexAccessError, QuerySyntaxError, SearchResult
 

@@ -1,4 +1,4 @@
-"""The loop of the crawl's parse process (``crawler.offload.ParseProcess``): run as
+"""The loop of the crawl's parse process (``crawler.offload.components.ParseProcess``): run as
 ``python -m crawler.content.child FD``, it answers calls over the connection on file
 descriptor FD, one at a time, until the crawl closes it.
 

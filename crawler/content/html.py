@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from .document import parse_document_checked
-from .maintext import _BLOCK_TAGS, main_text_from_tree
-from .normalize import text_fingerprint
+from crawler.content.document import parse_document_checked
+from crawler.content.maintext import _BLOCK_TAGS, main_text_from_tree
+from crawler.content.normalize import text_fingerprint
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
@@ -99,7 +99,8 @@ def parse_page(
     characters (0: no cut), and the page's change fingerprint.
 
     The spider's parse, whether it runs on the content thread or in a child process
-    (``crawler.offload``): everything here is a pure function of the bytes, and what crosses a
+    (``crawler.offload.components``): everything here is a pure function of the bytes, and what
+    crosses a
     process boundary is already cut to what the crawl keeps (a page of 100,000 links would be
     100,000 tuples to unpickle on the parent's side).
     """

@@ -40,7 +40,7 @@ import re
 
 from lxml import etree
 
-from .document import parse_document
+from crawler.content.document import parse_document
 
 __all__ = ["main_text", "main_text_from_tree"]
 

@@ -62,7 +62,7 @@ The decision itself is a set of pure functions (:func:`compute_features`,
 :func:`rank_candidates`, :func:`pick_best`, :func:`decide`) over what the state answers (the
 page's own id, the owner of its fingerprint, the first postings of its anchors, the stored
 candidates, the hosts' templates), so the shared detector of
-:mod:`crawler.content.redis_neardup`, whose state is in Redis, decides exactly as this one.
+:mod:`crawler.backends.redis.neardup`, whose state is in Redis, decides exactly as this one.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawler import defaults
+from crawler.config import defaults
 from crawler.content.normalize import content_fingerprint, normalize_lines, normalize_text
 from crawler.content.shingles import shingle_hashes32, shingle_set, shingle_texts
 from crawler.content.template import HostTemplates
@@ -106,7 +106,7 @@ __all__ = [
     "title_hash",
 ]
 
-# The NEARDUP_* defaults (chosen with the benches; the reasons are in crawler/defaults.py).
+# The NEARDUP_* defaults (chosen with the benches; the reasons are in crawler/config/defaults.py).
 DEFAULT_SHINGLE_SIZE = defaults.NEARDUP_SHINGLE_SIZE
 DEFAULT_NUM_PERM = defaults.NEARDUP_NUM_PERM
 DEFAULT_THRESHOLD = defaults.NEARDUP_THRESHOLD

@@ -2,9 +2,18 @@
 and when each page is due again (an adaptive schedule). Free of Scrapy; the extension in
 ``crawler/extensions/recrawl.py`` and the site spider use it."""
 
-from .api import CrawlDb, DueUrl, Outlink, PageRecord, RecordResult, Visit
-from .schedule import AdaptiveSchedule
-from .sqlite import CrawlDbError, SqliteCrawlDb, crawldb_enabled, crawldb_path
+from crawler.crawldb.api import (
+    CrawlDb,
+    CrawlDbError,
+    DueUrl,
+    Outlink,
+    PageRecord,
+    RecordResult,
+    Visit,
+    crawldb_enabled,
+    crawldb_path,
+)
+from crawler.crawldb.schedule import AdaptiveSchedule
 
 __all__ = [
     "AdaptiveSchedule",
@@ -14,7 +23,6 @@ __all__ = [
     "Outlink",
     "PageRecord",
     "RecordResult",
-    "SqliteCrawlDb",
     "Visit",
     "crawldb_enabled",
     "crawldb_path",

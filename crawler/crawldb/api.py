@@ -8,8 +8,12 @@ and URLs are the frontier's normalized form (``crawler.frontier.normalize_url(ur
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+from crawler.config import defaults
 
 Outlink = tuple[str, str]  # (absolute URL, anchor text)
 
@@ -109,3 +113,28 @@ class CrawlDb(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Commit and release resources."""
+
+
+def crawldb_enabled(settings: Any) -> bool:
+    """A crawl keeps a crawl database when given a path or asked to recrawl."""
+    return bool(settings.get("CRAWLDB_PATH")) or (
+        settings.getfloat("RECRAWL_INTERVAL", defaults.RECRAWL_INTERVAL) > 0
+        or settings.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
+    )
+
+
+def crawldb_path(settings: Any, spider_name: str) -> str | None:
+    """The crawl database file of a crawl (``%(name)s`` in ``CRAWLDB_PATH`` is the site name;
+    default: ``JOBDIR/crawldb.sqlite``, else ``crawldb-<site>.sqlite``), or None when the crawl
+    keeps none."""
+    if not crawldb_enabled(settings):
+        return None
+    path = settings.get("CRAWLDB_PATH")
+    if not path:
+        jobdir = settings.get("JOBDIR")
+        path = os.path.join(jobdir, "crawldb.sqlite") if jobdir else f"crawldb-{spider_name}.sqlite"
+    return str(path).replace("%(name)s", spider_name)
+
+
+class CrawlDbError(Exception):
+    pass

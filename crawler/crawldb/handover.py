@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .api import PageRecord
+from crawler.crawldb.api import PageRecord
 
 
 class HandedOverRecords:

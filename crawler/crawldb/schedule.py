@@ -15,16 +15,15 @@ from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from crawler import defaults
-
-from .api import PageRecord, Visit
+from crawler.config import defaults
+from crawler.crawldb.api import PageRecord, Visit
 
 DAY = 86400.0
 
 
 @dataclass(frozen=True)
 class AdaptiveSchedule:
-    """The ``RECRAWL_*`` settings; their defaults (and reasons) are in ``crawler.defaults``.
+    """The ``RECRAWL_*`` settings; their defaults (and reasons) are in ``crawler.config.defaults``.
 
     ``min_interval`` and ``max_interval`` have no setting default of their own: unset, they are
     these bounds widened to include the first interval (:meth:`from_settings`).

@@ -35,7 +35,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler import defaults
+from crawler.config import defaults
 
 __all__ = ["GcPacer"]
 

@@ -11,11 +11,10 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler import defaults
-
-from .. import signals as crawler_signals
-from ..frontier import Frontier
-from .summary import CrawlSummary
+from crawler import signals as crawler_signals
+from crawler.config import defaults
+from crawler.extensions.summary import CrawlSummary
+from crawler.frontier import Frontier
 
 logger = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.asyncio import call_later, create_looping_call
 
-from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.backends import build_backend
+from crawler.backends.registry import build_backend
+from crawler.config import defaults
 from crawler.crawldb import (
     CrawlDb,
     DueUrl,

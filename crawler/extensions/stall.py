@@ -32,7 +32,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from crawler import defaults
+from crawler.config import defaults
 
 __all__ = ["ReactorStallMonitor"]
 

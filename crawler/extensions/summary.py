@@ -30,7 +30,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler import defaults
+from crawler.config import defaults
 from crawler.meta import ROBOTS_META
 
 logger = logging.getLogger(__name__)

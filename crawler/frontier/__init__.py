@@ -1,11 +1,12 @@
 """The Mercator URL frontier, free of Scrapy so it can be tested and reused directly.
 
 ``api`` defines the interface every backend implements; ``mercator`` is the algorithm, over a
-queue store: ``store.MemoryStore`` (the embedded default) or ``sqlite.SqliteStore`` (JOBDIR);
+queue store: ``store.MemoryQueueStore`` (the embedded default) or ``sqlite.SqliteQueueStore``
+(JOBDIR);
 ``politeness``, ``selector``, ``prioritizer`` and ``urls`` are the policies it is built from.
 """
 
-from .api import (
+from crawler.frontier.api import (
     AddResult,
     Clock,
     Entry,
@@ -15,12 +16,12 @@ from .api import (
     Lease,
     Outcome,
 )
-from .mercator import MercatorFrontier
-from .politeness import PolitenessPolicy
-from .prioritizer import POLICIES, Prioritizer
-from .selector import BiasedSelector
-from .store import MemoryStore, QueueStore, url_key
-from .urls import InvalidUrl, UrlPolicy, normalize_url
+from crawler.frontier.mercator import MercatorFrontier
+from crawler.frontier.politeness import PolitenessPolicy
+from crawler.frontier.prioritizer import POLICIES, Prioritizer
+from crawler.frontier.selector import BiasedSelector
+from crawler.frontier.store import MemoryQueueStore, QueueStore, url_key
+from crawler.frontier.urls import InvalidUrl, UrlPolicy, normalize_url
 
 __all__ = [
     "POLICIES",
@@ -33,7 +34,7 @@ __all__ = [
     "HostReport",
     "InvalidUrl",
     "Lease",
-    "MemoryStore",
+    "MemoryQueueStore",
     "MercatorFrontier",
     "Outcome",
     "PolitenessPolicy",

@@ -40,9 +40,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from crawler import defaults
-
-from .api import AddResult, Entry, Frontier, FrontierCounts, HostReport, Lease, Outcome
+from crawler.config import defaults
+from crawler.frontier.api import (
+    AddResult,
+    Entry,
+    Frontier,
+    FrontierCounts,
+    HostReport,
+    Lease,
+    Outcome,
+)
 
 logger = logging.getLogger(__name__)
 

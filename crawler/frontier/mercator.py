@@ -8,9 +8,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import count
 
-from crawler import defaults
-
-from .api import (
+from crawler.config import defaults
+from crawler.frontier.api import (
     AddResult,
     Clock,
     Entry,
@@ -20,9 +19,9 @@ from .api import (
     Lease,
     Outcome,
 )
-from .politeness import PolitenessPolicy
-from .selector import BiasedSelector
-from .store import MemoryStore, QueueStore, url_key
+from crawler.frontier.politeness import PolitenessPolicy
+from crawler.frontier.selector import BiasedSelector
+from crawler.frontier.store import MemoryQueueStore, QueueStore, url_key
 
 
 class HostState:
@@ -135,7 +134,7 @@ class MercatorFrontier(Frontier):
         self.back_queue_count = back_queues
         self.max_pages_per_host = max_pages_per_host
         self.refill_batch = refill_batch
-        self.store = store if store is not None else MemoryStore(front_queues)
+        self.store = store if store is not None else MemoryQueueStore(front_queues)
         if len(self.store.front_sizes) != front_queues:
             raise ValueError("the store has a different number of front queues")
         self._selector = BiasedSelector(front_queues, selector_weights)

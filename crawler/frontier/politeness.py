@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from crawler import defaults
+from crawler.config import defaults
 
 
 @dataclass(frozen=True, slots=True)

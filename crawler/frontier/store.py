@@ -2,7 +2,8 @@
 
 The Mercator logic (``mercator.py``) is the same whatever the store: a store only holds the K
 front queues (FIFO per priority), the per-host back queues (FIFO per host) and the seen-set of
-64-bit URL keys. ``MemoryStore`` is the embedded default; ``SqliteStore`` (``sqlite.py``) keeps
+64-bit URL keys. ``MemoryQueueStore`` is the embedded default; ``SqliteQueueStore`` (``sqlite.py``)
+keeps
 the same queues on disk under ``JOBDIR`` in bounded memory.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
 
-from .api import Entry
+from crawler.frontier.api import Entry
 
 
 def url_key(url: str) -> int:
@@ -92,7 +93,7 @@ class QueueStore(abc.ABC):
         """Every queued entry (for reports; may be slow on disk)."""
 
 
-class MemoryStore(QueueStore):
+class MemoryQueueStore(QueueStore):
     """Deques and a set of 64-bit keys: about 190 bytes per queued URL of 50 characters and
     about 60 bytes per seen URL (see ``bench/frontier.py``)."""
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
-from crawler import defaults
+from crawler.config import defaults
 
 SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}

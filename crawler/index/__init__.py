@@ -1,7 +1,8 @@
 """The full-text index of crawled pages: one interface, an embedded SQLite FTS5 backend.
 
-``crawler.backends.open_index(settings)`` builds the backend named by ``INDEX_CLASS`` (default
-:class:`crawler.index.sqlite.SQLiteIndex`, a file at ``INDEX_PATH``); a shared backend
+``crawler.backends.registry.open_index(settings)`` builds the backend named by ``INDEX_CLASS``
+(default
+:class:`crawler.backends.sqlite.index.SQLiteIndex`, a file at ``INDEX_PATH``); a shared backend
 (PostgreSQL) implements :class:`crawler.index.base.Index` and is selected the same way.
 """
 

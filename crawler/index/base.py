@@ -1,8 +1,10 @@
 """The full-text index interface: what the index pipeline and ``scrapy search`` need.
 
-One small interface so the embedded SQLite FTS5 backend (:mod:`crawler.index.sqlite`) can be
+One small interface so the embedded SQLite FTS5 backend (:mod:`crawler.backends.sqlite.index`) can
+be
 joined by a shared one (PostgreSQL) without touching the pipeline or the command. Backends are
-chosen with the ``INDEX_CLASS`` setting (a class path, see ``crawler.backends``) and built with
+chosen with the ``INDEX_CLASS`` setting (a class path, see ``crawler.backends.registry``) and built
+with
 :meth:`Index.from_settings`.
 
 What every backend must guarantee:

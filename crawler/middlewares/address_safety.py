@@ -11,7 +11,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler.addresses import policy_from_settings, unsafe_reason
+from crawler.net.addresses import policy_from_settings, unsafe_reason
 
 __all__ = ["AddressSafetyMiddleware", "unsafe_reason"]
 
@@ -30,7 +30,7 @@ class AddressSafetyMiddleware:
     come back through the scheduler and this middleware, so a public page cannot redirect the
     crawler into the private network. ``ALLOW_PRIVATE_ADDRESSES`` (a setting, or
     ``allow_private_addresses`` in a site config) turns the address check off;
-    ``ALLOWED_NETWORKS`` allows just the networks and ports listed (``crawler.addresses``).
+    ``ALLOWED_NETWORKS`` allows just the networks and ports listed (``crawler.net.addresses``).
     The download handler checks the policy again on the address it connects to.
     """
 

@@ -17,7 +17,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
-from crawler.limits import limit_log
+from crawler.download.limits import limit_log
 
 
 class CountingHttpCompressionMiddleware(HttpCompressionMiddleware):

@@ -19,8 +19,8 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from .. import signals as crawler_signals
-from ..meta import LEASE_META
+from crawler import signals as crawler_signals
+from crawler.meta import LEASE_META
 
 
 class LeaseAckMiddleware:

@@ -20,7 +20,7 @@ from scrapy.utils.response import get_meta_refresh
 from w3lib import html
 from w3lib.encoding import html_to_unicode
 
-from crawler.limits import limit_log
+from crawler.download.limits import limit_log
 
 
 class CountingRedirectMiddleware(RedirectMiddleware):

@@ -21,8 +21,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.config import defaults
 
 logger = logging.getLogger(__name__)
 

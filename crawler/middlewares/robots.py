@@ -20,7 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler import defaults
+from crawler.config import defaults
 from crawler.frontier.urls import origin_of
 from crawler.middlewares.robots_fetcher import RobotsFetcher, RobotsTxtHandled, is_robots_request
 from crawler.robots import Verdict

@@ -72,17 +72,17 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.backends import build_backend
+from crawler.backends.memory import politeness_from_settings
+from crawler.backends.registry import build_backend
+from crawler.config import defaults
 from crawler.crawldb import crawldb_path
+from crawler.download.limits import StoppedAtShutdown
 from crawler.frontier.urls import origin_of
-from crawler.limits import StoppedAtShutdown
 from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, OriginState, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache
 from crawler.robots.rules import ALLOW_ALL, robots_token
-from crawler.stores import politeness_from_settings
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,8 @@ def robots_cache_path(crawler: Crawler) -> str | None:
 
 
 def build_cache(crawler: Crawler) -> RobotsCache:
-    """The cache ``ROBOTS_CACHE_CLASS`` names (``crawler.backends``), at the crawl's path."""
+    """The cache ``ROBOTS_CACHE_CLASS`` names (``crawler.backends.registry``), at the crawl's
+    path."""
     return build_backend(crawler, "ROBOTS_CACHE_CLASS", path=robots_cache_path(crawler))
 
 

@@ -8,7 +8,8 @@ wrote from its own thread). Here:
 
 * :class:`FeedLinePipeline`, the last item pipeline, takes an item of at least
   ``FEED_THREAD_MIN_CHARS`` characters (its strings, plus ~50 per element of its lists) to the
-  ``feed`` worker thread (:mod:`crawler.offload`) and there makes the exact bytes each JSON feed
+  ``feed`` worker thread (:mod:`crawler.offload.components`) and there makes the exact bytes each
+  JSON feed
   of the crawl will write for it: the same exporter class, built with the same feed options
   (``fields``, ``encoding``, ``indent``, ``item_export_kwargs``), picks the fields
   (``get_serialized_fields``) and its encoder encodes them. The encoding is cut into pieces (a
@@ -41,8 +42,8 @@ from scrapy.extensions.feedexport import FeedExporter
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import to_bytes
 
-from crawler import defaults
-from crawler.offload import feed_worker
+from crawler.config import defaults
+from crawler.offload.components import feed_worker
 
 __all__ = ["FeedLinePipeline", "JsonExporter", "JsonLinesExporter", "encode_in_pieces"]
 

@@ -32,11 +32,11 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
 
-from crawler import defaults
-from crawler.backends import backend_class, open_index
+from crawler.backends.registry import backend_class, open_index
+from crawler.backends.sqlite.index import default_index_path
+from crawler.config import defaults
 from crawler.index import Index, PageDocument
-from crawler.index.sqlite import default_index_path
-from crawler.offload import ContentWorker, index_worker
+from crawler.offload.components import ContentWorker, index_worker
 
 __all__ = ["IndexPipeline"]
 
@@ -80,7 +80,8 @@ class IndexPipeline:
     # --- Scrapy hooks -----------------------------------------------------------------------
 
     def open_spider(self) -> Any:
-        """Open the index; on the index writer's thread (:func:`crawler.offload.index_worker`,
+        """Open the index; on the index writer's thread
+        (:func:`crawler.offload.components.index_worker`,
         by default the content thread) when the backend allows it (``runs_in_thread``), and
         then every write goes there too, so a page of thousands of links or a long text does
         not hold up the reactor. Returns ``None``, or a coroutine to await."""

@@ -35,11 +35,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawler import defaults
 from crawler import signals as crawler_signals
-from crawler.backends import build_backend
+from crawler.backends.registry import build_backend
+from crawler.config import defaults
 from crawler.content.neardup import Decision, NearDuplicateDetector
-from crawler.offload import ContentWorker, content_worker
+from crawler.offload.components import ContentWorker, content_worker
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -166,7 +166,8 @@ class NearDuplicatePipeline:
             f.write(chunk)
 
     def process_item(self, item: Any) -> Any:
-        """Check ``item``; on the crawl's content thread (:mod:`crawler.offload`) when the
+        """Check ``item``; on the crawl's content thread (:mod:`crawler.offload.components`) when
+        the
         detector says it may run there (``runs_in_thread``), so a long main text does not hold
         up the reactor. Returns the item, or a coroutine that returns it. An item the spider
         already had judged (``link_demotion_wanted``, on that same thread) is passed on."""

@@ -1,4 +1,4 @@
 """The crawl record's format and the HTML report built from it (``scrapy report``).
 
-Free of Scrapy: the record is written by ``crawler/extensions/record.py`` and read here.
+Free of Scrapy: the record is written by ``crawler/extensions/recorder.py`` and read here.
 """

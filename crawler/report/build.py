@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from . import svg
-from .record import CrawlRecord, Fetch, Session
+from crawler.report import svg
+from crawler.report.recordfile import CrawlRecord, Fetch, Session
 
 # Stats that are a level at close, not a count: several sessions give their largest value.
 GAUGES = frozenset(

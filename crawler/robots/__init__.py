@@ -4,10 +4,10 @@ with in-memory and SQLite backends, and the per-origin bookkeeping (the book).
 ``crawler.middlewares.robots_fetcher`` (a Scrapy component) drives the book from a crawl;
 ``crawler.middlewares.robots`` is the gate that checks page requests against it."""
 
-from .book import IN_FLIGHT, QUEUED, OriginState, RobotsBook, Verdict
-from .cache import MemoryRobotsCache, RobotsCache, SqliteRobotsCache
-from .directives import Directives, x_robots_tag
-from .rules import (
+from crawler.robots.book import IN_FLIGHT, QUEUED, OriginState, RobotsBook, Verdict
+from crawler.robots.cache import MemoryRobotsCache, RobotsCache, SqliteRobotsCache
+from crawler.robots.directives import Directives, x_robots_tag
+from crawler.robots.rules import (
     ALLOW_ALL,
     DEFAULT_EXPIRY,
     DISALLOW_ALL,

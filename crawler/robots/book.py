@@ -29,10 +29,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawler import defaults
-
-from .cache import RobotsCache, SharedOrigin
-from .rules import (
+from crawler.config import defaults
+from crawler.robots.cache import RobotsCache, SharedOrigin
+from crawler.robots.rules import (
     ALLOW_ALL,
     DEFAULT_EXPIRY,
     DISALLOW_ALL,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .rules import DISALLOW_ALL, RobotsRecord
+from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
 
 @dataclass(frozen=True, slots=True)

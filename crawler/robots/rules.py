@@ -14,11 +14,11 @@ from typing import Any
 
 from protego import Protego
 
-from crawler import defaults
+from crawler.config import defaults
 
 logger = logging.getLogger(__name__)
 
-# RFC 9309's bounds (see crawler/defaults.py): bytes parsed, seconds a cached copy is used.
+# RFC 9309's bounds (see crawler/config/defaults.py): bytes parsed, seconds a cached copy is used.
 MAX_SIZE = defaults.ROBOTSTXT_MAX_SIZE
 DEFAULT_EXPIRY = float(defaults.ROBOTSTXT_CACHE_EXPIRY)
 

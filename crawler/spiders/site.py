@@ -31,26 +31,26 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
-from crawler import defaults
 from crawler import signals as crawler_signals
+from crawler.config import defaults
 from crawler.content.html import parse_page
 from crawler.crawldb import crawldb_enabled
+from crawler.download.limits import limit_log
 from crawler.extensions.recrawl import RecrawlExtension
 from crawler.frontier.urls import link_problem
 from crawler.items import PAGE_FINGERPRINT_META, PageItem
-from crawler.limits import limit_log
-from crawler.links import UrlJoiner, follow_links
-from crawler.offload import ContentWorker, ParseProcess, content_worker, parse_process
+from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
-from crawler.siteconfig import (
+from crawler.sites.config import (
     SeedsFileError,
     SiteConfig,
     check_seeds_file,
     iter_seeds_file,
     seed_url_problem,
 )
-from crawler.spiders.fields import item_feed_settings, with_site_fields
+from crawler.spiders.links import UrlJoiner, follow_links
+from crawler.spiders.site_items import item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
     from scrapy.http.headers import Headers
@@ -211,7 +211,8 @@ class SiteSpider(scrapy.Spider):
 
         Non-HTML responses give an item with no text and no links; a 304 gives a "not modified"
         item (see the module docstring). In a running crawl an HTML page is parsed on the
-        crawl's content thread (:mod:`crawler.offload`), and this returns an async iterator;
+        crawl's content thread (:mod:`crawler.offload.components`), and this returns an async
+        iterator;
         called directly (no engine, or ``CONTENT_THREAD`` off) it is a plain generator.
         """
         if response.status != 304 and _is_html(response, _header(response.headers,

@@ -1,0 +1,2 @@
+"""The PostgreSQL engine: a crawl database and index shared by several workers
+(``DATABASE_URL``)."""

@@ -1,0 +1,1 @@
+"""The Redis engine: several ``scrapy crawl`` workers, one polite crawl."""

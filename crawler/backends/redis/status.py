@@ -1,0 +1,273 @@
+"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` prints, and the workers'
+heartbeats and merged counters it reads.
+
+Nothing here runs a script over the queue or the host set: a long script stalls every worker.
+Counts come from counters and cardinalities (``RedisFrontier.counts``, O(K)); hosts and leases
+are read client-side with SSCAN/HSCAN and pipelined reads in batches, so a report on a crawl of a
+million hosts costs Redis many short calls, never one long one.
+
+Keys (under the crawl's hash tag, beside the frontier's):
+
+=====================  ======  ================================================================
+``{key}:totals``       HASH    every worker's counters merged (``HINCRBY`` of the deltas)
+``{key}:workers``      HASH    worker id -> JSON heartbeat: pages, pages/s over the last
+                               interval, state, started and last beat (Redis time)
+=====================  ======  ================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import msgpack
+import redis
+
+from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
+
+# Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
+# (bounded: one HINCRBY per counter that moved since the last beat).
+# KEYS: totals, workers; ARGV: worker id, heartbeat JSON (without its time), then name, delta.
+HEARTBEAT = r"""
+for i = 3, #ARGV, 2 do
+  if string.find(ARGV[i + 1], '.', 1, true) then
+    redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1])
+  else
+    redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local beat = cjson.decode(ARGV[2])
+beat.beat = now
+if not beat.started then
+  local old = redis.call('HGET', KEYS[2], ARGV[1])
+  beat.started = old and cjson.decode(old).started or now
+end
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(beat))
+return string.format('%.17g', now)
+"""
+
+
+class Fleet:
+    """A worker's side of the one view: counters merged into ``{key}:totals`` and a heartbeat in
+    ``{key}:workers``, one script call per beat. Blocking calls: run them off the reactor."""
+
+    def __init__(self, client: redis.Redis, key: str, worker_id: str) -> None:
+        self.client = client
+        self.prefix = "{" + key + "}"
+        self.worker_id = worker_id
+        self._script = client.register_script(HEARTBEAT)
+        self._sent: dict[str, float] = {}
+
+    def beat(self, counters: Mapping[str, float], heartbeat: dict[str, Any]) -> float:
+        """Send what moved in ``counters`` since the last beat, and the heartbeat; returns
+        Redis's time."""
+        args: list[Any] = [self.worker_id, json.dumps(heartbeat)]
+        sent = dict(self._sent)
+        for name, value in counters.items():
+            delta = value - self._sent.get(name, 0)
+            if delta:
+                args += [name, repr(float(delta)) if isinstance(delta, float) else int(delta)]
+                sent[name] = value
+        now = float(self._script(keys=[self.prefix + ":totals", self.prefix + ":workers"],
+                                 args=args))
+        self._sent = sent  # only once Redis has them: a failed beat is sent again in full
+        return now
+
+    def workers(self) -> dict[str, dict[str, Any]]:
+        beats = self.client.hgetall(self.prefix + ":workers")
+        return {k.decode(): json.loads(v) for k, v in beats.items()}
+
+    def totals(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for k, v in self.client.hgetall(self.prefix + ":totals").items():
+            text = v.decode()
+            out[k.decode()] = float(text) if "." in text or "e" in text else int(text)
+        return out
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
+    """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
+    client, prefix = frontier.client, frontier.prefix
+    now = frontier._now()
+    counts = frontier.counts()
+    controls = frontier.controls()
+    held_after = max(frontier.policy.max_delay, 1.0)  # only a hold waits longer than this
+    hosts = {"ready": 0, "waiting": 0, "in_flight": 0, "held": 0, "given_up": 0, "blocked": 0}
+    given_up: Counter[str] = Counter()
+    held: list[dict[str, Any]] = []
+    for names in frontier._iter_hosts(batch):
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            pipe.hmget(prefix + ":h:" + name, "hq", "st", "nb")
+            pipe.zscore(prefix + ":ready", name)
+        replies = pipe.execute()
+        for i, name in enumerate(names):
+            (hq, st, nb), ready = replies[2 * i : 2 * i + 2]
+            if st:
+                kind = st.decode()
+                given_up[kind] += 1
+                hosts["blocked" if kind == "blocked" else "given_up"] += 1
+                continue
+            if nb and int(nb) > 0:
+                hosts["in_flight"] += 1
+            if ready is None:
+                continue
+            if ready <= now:
+                hosts["ready"] += 1
+            elif ready - now > held_after:
+                hosts["held"] += 1
+                held.append({"host": name, "queued": int(hq or 0), "for": ready - now})
+            else:
+                hosts["waiting"] += 1
+    leases: list[dict[str, Any]] = []
+    per_worker: Counter[str] = Counter()
+    for chunk in _batches(client.hscan_iter(prefix + ":lease", count=batch), batch):
+        for token, raw in chunk:
+            # raw: the entry inside is bytes (msgpack within msgpack), not text
+            rec = msgpack.unpackb(raw, raw=True)
+            host, completed, blob, issued = rec[0].decode(), rec[3], rec[4], rec[5]
+            worker = rec[6].decode() if len(rec) > 6 else ""
+            per_worker[worker] += 1
+            leases.append(
+                {
+                    "token": token.decode(),
+                    "host": host,
+                    "url": unpack_entry(blob).url,
+                    "age": now - float(issued),
+                    "worker": worker,
+                    "fetched": bool(completed),
+                }
+            )
+    leases.sort(key=lambda lease: -lease["age"])
+    fleet = Fleet(client, frontier.key, "")
+    workers = []
+    for wid, beat in sorted(fleet.workers().items()):
+        workers.append(
+            {
+                "worker": wid,
+                "state": beat.get("state", "?"),
+                "pages": beat.get("pages", 0),
+                "pages_per_s": beat.get("rate", 0.0),
+                "last_beat_ago": now - float(beat.get("beat", now)),
+                "leases": per_worker.get(wid, 0),
+                "started_ago": now - float(beat.get("started", now)),
+            }
+        )
+    busiest = [
+        {"host": h, "fetches": n, "gap": gap} for h, n, gap in frontier.busiest_hosts(top)
+    ]
+    return {
+        "crawl": frontier.key,
+        "time": now,
+        "queued": counts.queued,
+        "seen": counts.seen,
+        "hosts_total": counts.hosts,
+        "hosts": hosts,
+        "given_up": dict(given_up),
+        "dropped": counts.extra,
+        "leases": {
+            "open": len(leases),
+            "oldest": leases[:top],
+            "per_worker": dict(per_worker),
+        },
+        "held_hosts": sorted(held, key=lambda h: -h["for"])[:top],
+        "workers": workers,
+        "busiest_hosts": busiest,
+        "controls": controls,
+        "halt": frontier.halt,
+        "totals": fleet.totals(),
+    }
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def format_report(r: Mapping[str, Any]) -> str:
+    """The report for a person: a dozen lines, the figures an operator looks at first."""
+    h = r["hosts"]
+    c = r["controls"]
+    lines = [
+        f"crawl {r['crawl']}: {r['queued']} URLs queued, {r['seen']} seen, "
+        f"{r['leases']['open']} leases open" + (f"; HALTED: {r['halt']}" if r["halt"] else ""),
+        f"hosts: {r['hosts_total']} known; {h['ready']} ready, {h['waiting']} waiting, "
+        f"{h['in_flight']} in flight, {h['held']} held, {h['given_up']} given up, "
+        f"{h['blocked']} blocked",
+    ]
+    ctl = []
+    if c["paused"]:
+        ctl.append("paused")
+    if c["deadline"] is not None:
+        end = datetime.fromtimestamp(c["deadline"]).isoformat(timespec="seconds")
+        ctl.append(f"deadline {end} (in {_ago(c['deadline'] - r['time'])})")
+    if c["byte_budget"] is not None:
+        ctl.append(f"byte budget {c['bytes']}/{c['byte_budget']}")
+    if c["blocked_hosts"] or c["blocked_domains"]:
+        ctl.append(
+            "blocked: "
+            + ", ".join([*c["blocked_hosts"], *(f"*.{d}" for d in c["blocked_domains"])])
+        )
+    lines.append("controls: " + ("; ".join(ctl) if ctl else "none"))
+    if r["dropped"]:
+        lines.append(
+            "dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(r["dropped"].items()))
+        )
+    lines.append(f"workers ({len(r['workers'])}):")
+    for w in r["workers"]:
+        lines.append(
+            f"  {w['worker']}: {w['state']}, {w['pages']} pages, {w['pages_per_s']:.1f} pages/s, "
+            f"{w['leases']} leases, last heartbeat {_ago(w['last_beat_ago'])} ago"
+        )
+    if r["busiest_hosts"]:
+        lines.append(
+            "busiest: "
+            + ", ".join(
+                f"{b['host']} {b['fetches']} fetches, gap {b['gap']:.2f}s"
+                for b in r["busiest_hosts"]
+            )
+        )
+    if r["leases"]["oldest"]:
+        lines.append("oldest leases:")
+        for lease in r["leases"]["oldest"][:5]:
+            lines.append(
+                f"  {_ago(lease['age'])} {lease['url']} ({lease['worker']}"
+                + (", fetched, being processed" if lease["fetched"] else "")
+                + ")"
+            )
+    if r["held_hosts"]:
+        lines.append(
+            "held: "
+            + ", ".join(
+                f"{x['host']} ({x['queued']} URLs, {_ago(x['for'])})" for x in r["held_hosts"]
+            )
+        )
+    t = r["totals"]
+    if t:
+        pages = sum(v for k, v in t.items() if k.startswith("pages/status/"))
+        lines.append(
+            f"totals of all workers: {pages} pages, "
+            f"{int(t.get('downloader/response_bytes', 0))} bytes, "
+            f"{int(t.get('item_scraped_count', 0))} items"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,279 @@
+"""The default of every setting of the crawler's own, in one place, each with its reason.
+
+``crawler/settings.py`` ships these values; every getter fallback, dataclass default and
+constructor default that stands for one of them refers here, so a default is changed once and
+the project settings, the cores used without Scrapy (tests, benchmarks, ``scrapy search``) and
+a crawler built from bare ``Settings`` cannot drift apart (tests/test_defaults.py checks both).
+
+A leaf module: plain constants, no imports, so the Scrapy-free cores may use it. Scrapy's own
+settings that the project changes stay in ``crawler/settings.py`` with their reasons.
+
+Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
+``[politeness]`` / ``[settings]`` tables, or in scrapyd's ``setting=KEY=VALUE``.
+"""
+
+# A user agent that names the crawler and says where to complain (settings.py builds
+# USER_AGENT from it). A site config may override the user agent.
+CRAWLER_CONTACT_URL = "https://github.com/crawler-project/crawler"
+
+# Another folder of site configs than the packaged crawler/sites/ (tests, configs kept
+# elsewhere); empty: the packaged ones.
+SITES_DIR = ""
+
+# --- Backends (crawler/backends/registry.py)
+# ----------------------------------------------------------
+# The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
+# It only picks the defaults of the class settings below; a class setting given explicitly wins.
+FRONTIER_BACKEND = "memory"
+FRONTIER_STORE_CLASS = ""  # queued and seen URLs, host politeness state, leases
+# Where fetched robots.txt files are kept (a class with from_crawler, see crawler/robots/cache.py).
+# Empty: crawler.robots.cache.SqliteRobotsCache where a path is known (ROBOTSTXT_CACHE_PATH),
+# else crawler.robots.cache.MemoryRobotsCache.
+ROBOTS_CACHE_CLASS = ""
+CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
+INDEX_CLASS = ""  # the full-text index
+NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
+# postgresql://user:password@host/db: the crawl database and the index in PostgreSQL, shared by
+# every worker (crawler/backends/postgres/crawldb.py, crawler/backends/postgres/index.py). Empty:
+# embedded SQLite.
+DATABASE_URL = ""
+
+# --- The Mercator frontier owns politeness ------------------------------------------------
+# Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
+FRONTIER_MIN_DELAY = 1.0
+FRONTIER_DELAY_FACTOR = 5.0
+FRONTIER_MAX_DELAY = 30.0
+FRONTIER_HOST_CONCURRENCY = 1
+FRONTIER_FRONT_QUEUES = 8
+FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
+# A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
+FRONTIER_MAX_CRAWL_DELAY = 120.0
+# Consecutive failed fetches (timeouts, refused connections) after which a host is given up.
+FRONTIER_HOST_MAX_FAILURES = 5
+# A host is also given up when this share of its last FRONTIER_HOST_FAILURE_WINDOW fetches
+# failed: a success does not wipe out earlier failures, so a host that mixes pages that never
+# answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
+FRONTIER_HOST_FAILURE_WINDOW = 20
+FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
+# A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
+# still waiting are reported in the log and the stats.
+FRONTIER_IDLE_HORIZON = 300.0
+# How many front-queue entries one refill may move before it yields to the caller.
+FRONTIER_REFILL_BATCH = 256
+# With JOBDIR: new URLs are committed to disk at least this often (and with every completed
+# fetch), so a killed crawl loses at most the URLs discovered in the last this-many seconds.
+FRONTIER_COMMIT_INTERVAL = 2.0
+# A URL handed out is a lease: forgotten when its page's item and links have left the spider and
+# the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
+# engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
+# (RETRY_TIMES + 1); raised with a warning if it does not.
+FRONTIER_LEASE_TTL = 300.0
+# Redis only: keep the shared seen-set as a Bloom filter sized for this many URLs (0: an exact
+# SET, ~64 B per URL). ~1.2 B per URL at 1 %, but a false positive is a page never crawled, and
+# nothing can be removed: see README "Seen URLs at scale".
+FRONTIER_SEEN_BLOOM_CAPACITY = 0
+FRONTIER_SEEN_BLOOM_ERROR = 0.01
+# Raw links (as written in pages) remembered so a repeated link skips normalization.
+FRONTIER_LINK_CACHE_SIZE = 1_000_000
+# Links of one page the scheduler takes in one reactor turn; a page with more is taken in
+# slices, one turn each (the seen-test, scope and queue of 1,000 links: ~5-10 ms).
+FRONTIER_LINK_SLICE = 1000
+# Which URLs go first: "depth" (breadth first), "fifo" or "request" (the request's priority).
+FRONTIER_PRIORITY_POLICY = "depth"
+# Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
+FRONTIER_PROGRESS_INTERVAL = 30.0
+# Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires
+# late by the time the reactor spent elsewhere; reactor/stall_max_ms is the longest. 0: off.
+REACTOR_STALL_INTERVAL = 0.01
+# Parse, main text and near-duplicate checks on a thread of their own
+# (crawler/offload/components.py), so a
+# big page does not hold up the reactor (and every host that comes due) while it is worked on.
+CONTENT_THREAD = True
+# With those threads busy, the reactor thread waits for the GIL after every system call (select,
+# send, recv, SQLite): up to sys.getswitchinterval() each time, Python's default 5 ms. A shorter
+# interval (process-wide, set when the threads start) cuts that convoy; 0: Python's default.
+CONTENT_THREAD_SWITCH_INTERVAL = 0.001
+# The thread that writes the embedded (SQLite) index: "content" shares the content thread, any
+# other name is a thread of its own. Shared, the reactor meets one thread at the GIL instead of
+# two: a real-docs crawl's longest stall 22-25 -> 12-13 ms and 5 % less CPU per page
+# (bench/realcrawl.py, BENCHMARKS.md), for a little wall time.
+INDEX_THREAD = "content"
+# HTML pages of at least this many bytes are parsed (parse, main text, links, change
+# fingerprint) in a child process of the crawl's own (crawler/offload/components.py), so their long
+# C calls
+# and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
+CONTENT_PROCESS_MIN_BYTES = 256 * 1024
+# Items of at least this many characters (strings, ~50 per list element) get their JSON feed
+# bytes made on a thread (crawler/pipelines/feed.py), not by the feed export on the reactor
+# (a page item of a million characters: 10-40 ms); smaller ones cost less than the hand-over.
+# 0: every item on the reactor, as in Scrapy.
+FEED_THREAD_MIN_CHARS = 100_000
+# Seconds between two young collections each followed by gc.freeze() (crawler/extensions/
+# gcpace.py), so Python's full collections walk only what is new, not the whole heap (100-600 ms
+# of GIL each); 0: Python's collector as it comes. Every GC_FULL_INTERVAL seconds (0: only when
+# the spider closes) all is unfrozen and collected once, freeing cycles among objects that were
+# alive at a freeze (one pause of the old length, that often).
+GC_FREEZE_INTERVAL = 1.0
+GC_FULL_INTERVAL = 300.0
+
+# --- A shared frontier in Redis (crawler/backends/redis/stores.py)
+# ---------------------------------
+# The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.
+FRONTIER_REDIS_KEY = ""
+# Delete the crawl's state in Redis before starting, instead of resuming it.
+FRONTIER_RESET = False
+# Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
+# the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
+FRONTIER_READ_AHEAD = 8
+# Seconds a fetched-ahead lease may wait for the engine before it is handed back, so that a
+# busy worker does not sit on host slots while another worker idles.
+FRONTIER_LEASE_MAX_WAIT = 0.2
+# Seconds at most between two looks of an idle worker at the shared frontier (and at the
+# <site>:start_urls list). Idle workers are woken by Redis (pub/sub) when work arrives and when
+# the earliest host comes due; this is only the fallback.
+FRONTIER_REFRESH_INTERVAL = 2.0
+# Seconds between a Redis worker's heartbeats: its counters merged into the crawl's totals (one
+# script call per beat, never one per increment) and its pages/s, for `scrapy frontier <site>`.
+# 0 turns the heartbeat (and the whole-crawl summary of the last worker) off.
+FLEET_HEARTBEAT_INTERVAL = 5.0
+# Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
+# shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
+REDIS_PASSWORD_FILE = ""
+REDIS_PASSWORD_ENV = ""
+
+# --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
+URL_MAX_LENGTH = 2048
+URL_MAX_REPEATED_SEGMENTS = 3
+# Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
+# ;jsessionid=...) are always stripped in normalization.
+URL_MAX_QUERY_VARIANTS = 100  # distinct queries per path: facet permutations, sort orders
+URL_MAX_DATE_DISTANCE_DAYS = 1095  # a date in the URL this far in the future: a calendar trap
+URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than most of the web)
+URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
+
+# --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
+ROBOTSTXT_ENABLED = True
+# The product token (Scrapy's setting, read by our middleware; Scrapy's own is off);
+# default: the first word of USER_AGENT.
+ROBOTSTXT_USER_AGENT = None
+# Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
+# for more than 24 hours).
+ROBOTSTXT_CACHE_EXPIRY = 86400
+# Bytes parsed at most (RFC 9309 2.5: crawlers must parse at least 500 KiB; what lies beyond
+# may be ignored).
+ROBOTSTXT_MAX_SIZE = 512000
+# 5xx, 429 or unreachable: the host is disallowed for now; robots.txt is tried again after
+# this delay (doubling, or the server's Retry-After, up to ROBOTSTXT_MAX_RETRY_DELAY), this
+# many times.
+ROBOTSTXT_RETRY_DELAY = 30.0
+ROBOTSTXT_RETRY_TIMES = 2
+ROBOTSTXT_MAX_RETRY_DELAY = 3600.0
+ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
+# Longest a request waits for its origin's robots.txt fetch before it is refused as unresolved.
+# 0: DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) x (1 + 5 redirects) + 60 s.
+ROBOTSTXT_WAIT_TIMEOUT = 0
+
+# --- 429 and 503 (crawler/middlewares/retry_after.py) --------------------------------------
+RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
+RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
+RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
+
+# --- The crawl database and recrawl -------------------------------------------------------------
+# On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
+# JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
+CRAWLDB_PATH = ""
+# Seconds between commits of the crawl database while the crawl runs.
+CRAWLDB_COMMIT_INTERVAL = 5.0
+# Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule); 0: one day.
+# RECRAWL_MIN_INTERVAL / RECRAWL_MAX_INTERVAL have no fixed default: they follow this one
+# (crawler/crawldb/schedule.py).
+RECRAWL_INTERVAL = 0
+RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
+# A due URL handed to the crawl is not handed out again for this many seconds.
+RECRAWL_LEASE = 3600.0
+RECRAWL_BATCH = 1000  # due URLs taken from the crawl database at a time
+RECRAWL_INC_RATE = 0.4  # Nutch's db.fetch.schedule.adaptive.inc_rate
+RECRAWL_DEC_RATE = 0.2  # Nutch's db.fetch.schedule.adaptive.dec_rate
+# Nutch's sync delta: a page long unchanged gets at least that long an interval, its next fetch
+# pulled forward by this share of it.
+RECRAWL_SYNC_DELTA = True
+RECRAWL_SYNC_DELTA_RATE = 0.3
+RECRAWL_PRIORITY_LEVELS = 3  # a page that changed at every refetch gets this priority boost
+
+# --- Address safety --------------------------------------------------------------------------
+# Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
+ALLOW_PRIVATE_ADDRESSES = False
+# Or allow just these networks and ports, e.g. ["127.0.0.2/32:8080", "10.20.0.0/16"]
+# (crawler/net/addresses.py); everything else private stays refused.
+ALLOWED_NETWORKS: tuple[str, ...] = ()
+
+# --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
+DOWNLOAD_MAX_HEADERS = 256  # header lines of one response (Twisted counts none)
+DOWNLOAD_MAX_HEADER_BYTES = 256 * 1024  # bytes of one response's header section
+# A response must arrive at this many bytes/s on average from its first byte, once the grace
+# period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
+DOWNLOAD_MIN_RATE = 1024
+DOWNLOAD_MIN_RATE_GRACE = 5.0
+# bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
+PAGE_MAX_HTML = 4 * 1024 * 1024
+PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
+CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
+
+# --- Content: near-duplicates and the full-text index ----------------------------------------
+# Chosen with bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
+# threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
+# deviations of the 128-permutation estimate above the threshold and the hardest negative pair
+# (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
+# would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
+# triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
+# indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages.
+NEARDUP_ENABLED = True
+NEARDUP_SHINGLE_SIZE = 3
+NEARDUP_NUM_PERM = 128
+NEARDUP_THRESHOLD = 0.5
+NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
+NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
+NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.journal
+# Levels of depth added to the links of a page that duplicates another (exact or near): they
+# go that many front queues lower (depth priority policy) and meet the site's max_depth that
+# much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
+NEARDUP_LINK_DEMOTION = 4
+# Pages the shared (Redis) near-duplicate index is sized for: its URL and fingerprint buckets
+# (~64 entries each at this size) stay in Redis's compact encoding up to about 8 times this;
+# past it the index still works, those buckets at ~3x the bytes.
+NEARDUP_SHARED_CAPACITY = 100_000
+INDEX_ENABLED = True
+INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
+INDEX_BATCH_SIZE = 200  # items per index transaction
+INDEX_COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl is searchable
+
+# Outlinks in the items that feeds write (-o, scrapyd's items): they are most of a feed's
+# bytes. Off leaves them out of the feeds only; the index and the crawl database still get them.
+ITEM_OUTLINKS = True
+
+# Write the final stats as JSON to this path (off when empty).
+STATS_FILE = ""
+# A dozen lines at the end of every crawl (crawler/extensions/summary.py): pages by status,
+# errors, rejections, broken links, the busiest hosts, what to do next.
+CRAWL_SUMMARY = True
+
+# --- The crawl record and `scrapy report` (crawler/extensions/recorder.py) -------------------
+# A record over time of what the crawl did (snapshots, per-host fetches, broken links), the
+# input of `scrapy report`. Cheap enough to stay on (BENCHMARKS.md: ~9 us CPU, ~35 bytes per page).
+RECORD_ENABLED = True
+# Where; empty: JOBDIR/record.jsonl, else next to STATS_FILE (stats.json -> stats.record.jsonl),
+# else crawl-record-<site>.jsonl in the current directory (like crawl-index.sqlite).
+RECORD_PATH = ""
+# Seconds between two snapshots (pages, bytes, frontier size, hosts ready/waiting/in flight).
+RECORD_INTERVAL = 5.0
+# One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
+# of a session (~40 bytes each); after that, one line per host and RECORD_AGGREGATE_INTERVAL,
+# so a crawl of millions of pages keeps a record of a few megabytes.
+RECORD_MAX_FETCHES = 100_000
+RECORD_AGGREGATE_INTERVAL = 60.0
+# Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
+RECORD_MAX_BROKEN = 1_000
+# This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
+RECORD_WORKER_ID = ""
+
+__all__ = [name for name in list(globals()) if name.isupper()]

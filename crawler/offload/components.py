@@ -1,0 +1,278 @@
+"""A thread of the crawl's own for heavy page work, so the reactor stays free for due hosts.
+
+Parsing a page, extracting its main text and checking it for near-duplicates takes 1-3 ms on a
+typical documentation page but hundreds of milliseconds on a big one (a 4 MB single-page book, a
+rustdoc page of 20,000 links); on the reactor thread every host that came due waits that long
+(``bench/realcrawl.py`` measured stalls of seconds). Here that work runs on one dedicated
+thread:
+
+* the reactor thread only hands the work over and takes the result back, so what it waits for
+  is the GIL, which Python hands over every ``sys.getswitchinterval()`` (5 ms) at the latest,
+  not the page's whole cost; libxml2's parsing releases the GIL altogether;
+* one thread, not Twisted's shared pool (Scrapy's DNS resolver uses that one: a queue of big
+  pages there would delay name lookups), and one thread, not several: the work is CPU-bound
+  Python, so more threads add no throughput under the GIL, and a single worker keeps pages in
+  the order they arrived (the first URL seen with a content stays its original);
+* not a process pool for every page: shipping a small page's text and links back costs about
+  what parsing it does, and the near-duplicate detector's state would have to live in the
+  child.
+
+A thread still shares the GIL: a big page's parse is a few long C calls that hold it for tens of
+milliseconds each (libxml2 building the tree, XSLT text, regular expressions over megabytes),
+and its hundreds of thousands of objects set off garbage collections. So pages of at least
+``CONTENT_PROCESS_MIN_BYTES`` are parsed in a child process (:class:`ParseProcess`), called from
+the content thread, which waits without the GIL; what comes back is already cut to what the
+crawl keeps (:func:`crawler.content.html.parse_page`). The near-duplicate check stays here, on
+the content thread, with the detector.
+
+The full-text index gets a thread of its own (:func:`index_worker`): a SQLite connection
+belongs to the thread that opened it, so the index pipeline opens it there and writes only from
+there. The crawl database is read on the reactor thread (the scheduler and the conditional-GET
+middleware read it synchronously) and written from a thread of its own
+(:class:`crawler.backends.sqlite.crawldb.SqliteWriter`).
+
+Threads add no CPU: ``bench/realcrawl.py`` measures CPU per page and the longest stall with and
+without (``CONTENT_THREAD``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+from crawler.config import defaults
+
+__all__ = [
+    "ContentWorker",
+    "ParseProcess",
+    "content_worker",
+    "feed_worker",
+    "index_worker",
+    "parse_process",
+]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class ContentWorker:
+    """One worker thread; :meth:`run` calls a function there and fires a Deferred with its
+    result on the reactor thread."""
+
+    def __init__(self, name: str = "content") -> None:
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name=f"crawler-{name}")
+        self._pool.start()
+
+    def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Deferred[_T]:
+        # imported here: importing the reactor at module level would install Twisted's default
+        # one before Scrapy installs the asyncio reactor
+        from twisted.internet import reactor
+
+        return deferToThreadPool(reactor, self._pool, fn, *args, **kwargs)
+
+    def stop(self) -> None:
+        """Finish the queued work and end the thread."""
+        self._pool.stop()
+
+
+def content_worker(crawler: Crawler | None) -> ContentWorker | None:
+    """The crawl's content worker (parsing, main text, near-duplicates), started on first use
+    and stopped when the engine stops; ``None`` with ``CONTENT_THREAD`` off or outside a running
+    crawl (a test calling a spider or pipeline directly gets the plain synchronous path)."""
+    return _worker(crawler, "content")
+
+
+def index_worker(crawler: Crawler | None) -> ContentWorker | None:
+    """The index writer's thread (the index pipeline opens its SQLite connection there and
+    makes every write from it), named by ``INDEX_THREAD``: by default the content thread
+    itself. A thread of its own overlaps FTS5's tokenizing (C, GIL released) with the content
+    thread's Python, but then the reactor competes with two Python threads for the GIL: its
+    longest stalls were twice as long and the crawl used more CPU. Same rules as
+    :func:`content_worker`."""
+    if crawler is None:
+        return None
+    name = crawler.settings.get("INDEX_THREAD", defaults.INDEX_THREAD) or defaults.INDEX_THREAD
+    return _worker(crawler, str(name))
+
+
+def feed_worker(crawler: Crawler | None) -> ContentWorker | None:
+    """The thread that makes big items' feed bytes (:mod:`crawler.pipelines.feed`): JSON
+    encoding in short pieces, so it hands the GIL back often. Same rules as
+    :func:`content_worker`."""
+    return _worker(crawler, "feed")
+
+
+def _worker(crawler: Crawler | None, name: str) -> ContentWorker | None:
+    if crawler is None or not getattr(crawler, "crawling", False):
+        return None
+    workers: dict[str, ContentWorker] | None = getattr(crawler, "_crawler_workers", None)
+    if workers is None:
+        if not crawler.settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD):
+            return None
+        workers = crawler._crawler_workers = {}  # type: ignore[attr-defined]
+        interval = crawler.settings.getfloat(
+            "CONTENT_THREAD_SWITCH_INTERVAL", defaults.CONTENT_THREAD_SWITCH_INTERVAL
+        )
+        if interval > 0:
+            sys.setswitchinterval(interval)
+
+        def stopped() -> None:
+            for worker in workers.values():
+                worker.stop()
+            workers.clear()
+
+        crawler.signals.connect(stopped, signals.engine_stopped, weak=False)
+    worker = workers.get(name)
+    if worker is None:
+        worker = workers[name] = ContentWorker(name)
+    return worker
+
+
+class ParseProcess:
+    """A child process of the crawl's own that runs a function for the content thread: the
+    parsing of big pages (``CONTENT_PROCESS_MIN_BYTES``), see the module docstring.
+
+    :meth:`call` blocks its caller (the content thread, which holds no GIL while it waits) until
+    the child answers. A child that dies (killed, crashed) or does not answer within
+    ``timeout`` seconds is killed and reaped, and the call made again in a fresh one; if that
+    one fails too, the call is made in this process: no page is lost, the crawl never hangs.
+    After three such calls the child is given up for the crawl (a warning says so).
+    The child is a fresh interpreter (``python -m crawler.content.child``), not a fork (the
+    crawl process has threads, and a fork copies their locks in whatever state they are) nor
+    multiprocessing's spawn (which imports the crawl's main module again in the child).
+    """
+
+    def __init__(self, min_bytes: int, timeout: float = 120.0) -> None:
+        self.min_bytes = min_bytes
+        self.timeout = timeout
+        self.restarts = 0  # children lost (died or hung) and replaced
+        self.inline = 0  # calls made in this process after a fresh child failed too
+        self.calls = 0
+        self._told = (0, 0, 0)  # the counts :meth:`news` last reported
+        self._child: subprocess.Popen[bytes] | None = None
+        self._closed = False  # stopped for good: calls are made in this process
+        self._conn: Connection | None = None
+
+    def call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``fn(*args, **kwargs)`` in the child (``fn`` and its arguments pickled: a function of
+        a module the child can import); an exception ``fn`` raises is raised here."""
+        self.calls += 1
+        if self._closed:
+            return fn(*args, **kwargs)
+        for _ in range(2):
+            try:
+                ok, value = self._ask((fn, args, kwargs))
+            except _ChildLost:
+                self._end(kill=True)
+                self.restarts += 1
+                continue
+            if ok:
+                return value  # type: ignore[no-any-return]
+            raise value
+        self.inline += 1
+        if self.inline >= _GIVE_UP:
+            # a child that cannot start (an import fails, no processes left) would cost two
+            # process starts per big page for the rest of the crawl
+            self._closed = True
+            logger.warning(
+                "The parse process was lost %d times (content/process_restarts); big pages are "
+                "parsed on the content thread for the rest of the crawl", self.restarts,
+            )
+        return fn(*args, **kwargs)
+
+    def news(self) -> dict[str, int]:
+        """The counts since the last call, as stats (``content/process_calls``, ``_restarts``,
+        ``_inline``), for the caller to hand to the reactor thread with its page."""
+        now = (self.calls, self.restarts, self.inline)
+        news = {
+            f"content/process_{name}": n - before
+            for name, n, before in zip(("calls", "restarts", "inline"), now, self._told,
+                                       strict=True)
+            if n != before
+        }
+        self._told = now
+        return news
+
+    def _ask(self, message: tuple[Any, ...]) -> tuple[bool, Any]:
+        if self._child is None:
+            self._start()
+        conn = self._conn
+        assert conn is not None
+        try:
+            conn.send(message)
+            if not conn.poll(self.timeout):
+                raise _ChildLost
+            answer: tuple[bool, Any] = conn.recv()
+        except (EOFError, OSError) as exc:
+            raise _ChildLost from exc
+        return answer
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p or os.curdir for p in sys.path))
+        with theirs:
+            self._child = subprocess.Popen(
+                [sys.executable, "-m", "crawler.content.child", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env,
+                start_new_session=True,  # Ctrl-C is the crawl's to handle
+            )
+        self._conn = Connection(ours.detach())
+
+    def stop(self) -> None:
+        """End the child and reap it (its CPU then counts in the crawl process's own); a call
+        after this is made in this process."""
+        self._closed = True
+        self._end()
+
+    def _end(self, kill: bool = False) -> None:
+        child, conn = self._child, self._conn
+        self._child = self._conn = None
+        if child is None or conn is None:
+            return
+        if kill:
+            child.kill()
+        conn.close()  # a live child reads the end of its connection and exits
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+_GIVE_UP = 3  # calls that two children in a row failed, before the child is given up
+
+
+class _ChildLost(Exception):
+    """The child died or did not answer in time."""
+
+
+def parse_process(crawler: Crawler | None) -> ParseProcess | None:
+    """The crawl's parse process, for pages of at least ``CONTENT_PROCESS_MIN_BYTES`` (started
+    with the first such page, stopped and reaped when the engine stops); ``None`` with it 0,
+    with ``CONTENT_THREAD`` off (the reactor would wait for the child) or outside a crawl."""
+    if content_worker(crawler) is None:
+        return None
+    assert crawler is not None
+    pool: ParseProcess | None = getattr(crawler, "_crawler_parse_process", None)
+    if pool is None:
+        min_bytes = crawler.settings.getint(
+            "CONTENT_PROCESS_MIN_BYTES", defaults.CONTENT_PROCESS_MIN_BYTES
+        )
+        if min_bytes <= 0:
+            return None
+        pool = crawler._crawler_parse_process = ParseProcess(min_bytes)  # type: ignore[attr-defined]
+        crawler.signals.connect(pool.stop, signals.engine_stopped, weak=False)
+    return pool

@@ -1,0 +1,97 @@
+"""How a Request is kept in the frontier while it waits, and rebuilt when it is due.
+
+A plain link (a GET of a URL with the spider's default callback, nothing else) is kept as its
+URL and depth only. Anything else is kept as ``Request.to_dict``: the Request object itself in
+memory, msgpack bytes in a persistent or shared store. msgpack rather than pickle: a payload
+read back from disk or from Redis must never be able to run code, and msgpack keeps ``bytes``
+(bodies, headers) apart from ``str`` without base64.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgpack
+from scrapy import Request, Spider
+from scrapy.utils.request import request_from_dict
+
+from crawler.frontier import Entry
+
+logger = logging.getLogger(__name__)
+
+# Request meta that a plain link carries and that its rebuilt Request gets back.
+PLAIN_META = frozenset({"depth"})
+# Never written with a queued request: middlewares add them again when it is sent.
+SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
+
+
+class PayloadError(ValueError):
+    """A stored payload that cannot be turned back into a Request."""
+
+
+def is_plain(request: Request) -> bool:
+    """A plain link: a GET of the URL with the spider's default callback and nothing else, so
+    the frontier keeps only its URL and depth and rebuilds the Request when it is due."""
+    return (
+        request.method == "GET"
+        and request.callback is None
+        and request.errback is None
+        and not request.body
+        and not request.headers
+        and not request.cookies
+        and not request.cb_kwargs
+        and not request.flags
+        and request.priority == 0
+        and not request.dont_filter
+        and request.meta.keys() <= PLAIN_META
+    )
+
+
+def encode(request: Request, spider: Spider | None, *, serialize: bool) -> Any:
+    """The payload to queue with ``request``: None for a plain link, the Request itself when
+    the store keeps Python objects, msgpack bytes when ``serialize`` (the store is on disk or
+    shared). Meta values msgpack cannot hold are left out (and logged), not a reason to lose
+    the request."""
+    if is_plain(request):
+        return None
+    if not serialize:
+        return request
+    data = request.to_dict(spider=spider)
+    data["headers"] = {
+        k: v for k, v in data.get("headers", {}).items() if k.lower() not in SECRET_HEADERS
+    }
+    try:
+        return _pack(data)
+    except (TypeError, ValueError, OverflowError):
+        meta = data.get("meta") or {}
+        kept, dropped = {}, []
+        for key, value in meta.items():
+            try:
+                _pack({key: value})
+            except (TypeError, ValueError, OverflowError):
+                dropped.append(key)
+            else:
+                kept[key] = value
+        data["meta"] = kept
+        logger.debug("Request %s queued without meta %s: not serializable", request.url, dropped)
+        return _pack(data)
+
+
+def decode(entry: Entry, spider: Spider | None) -> Request:
+    """The Request for a queued entry. Raises ``PayloadError`` for a payload that cannot be
+    read (e.g. one written by an older version, or a callback the spider no longer has)."""
+    payload = entry.payload
+    if payload is None:
+        return Request(entry.url, meta={"depth": entry.depth})
+    if isinstance(payload, Request):
+        return payload
+    try:
+        data = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        return request_from_dict(data, spider=spider)
+    except Exception as exc:  # any malformed payload: the caller drops the entry
+        raise PayloadError(f"cannot rebuild the request for {entry.url}: {exc}") from exc
+
+
+def _pack(data: dict[str, Any]) -> bytes:
+    return msgpack.packb(data, use_bin_type=True)
