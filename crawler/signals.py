@@ -1,4 +1,8 @@
-"""Signals of our own, sent through Scrapy's signal manager."""
+"""Signals of our own, sent through Scrapy's signal manager.
+
+Signals notify; they never ask. No receiver's return value is read: a component that needs an
+answer from another calls it (found with ``crawler.get_extension()`` or built from settings).
+"""
 
 # Sent by FrontierDownloader once per fetch, however it ended:
 # fetch_finished(request, outcome: crawler.frontier.Outcome, duration: float | None,
@@ -13,11 +17,11 @@ fetch_finished = object()
 # yielded: page_output_done(response, items: int).
 page_output_done = object()
 
-# Sent by the scheduler the first time it admits a URL of an origin (scheme://host:port).
-# origin_discovered(origin: str, host: str) -> a Request, a list of Requests or None.
-# Returned requests become the host's first requests: the frontier hands out nothing else of
-# that host until they complete (how robots.txt is fetched before a host's pages, under the
-# host's politeness).
+# Sent by the scheduler the first time it admits a URL of an origin (scheme://host:port),
+# before that URL is queued: origin_discovered(origin: str, host: str). A receiver that needs
+# requests before the host's pages (robots.txt) schedules them at once with
+# ``crawler.engine.crawl(request)`` and ``request.meta["frontier_first"] = True``: the frontier
+# hands out nothing else of that host until they complete, under the host's politeness.
 origin_discovered = object()
 
 # Sent by whoever learns a host's robots.txt Crawl-delay; the scheduler applies it.
@@ -34,44 +38,36 @@ host_hold = object()
 # A crawl database uses it to mark URLs it already fetched and that are not due as seen.
 frontier_opened = object()
 
-# Sent by the site spider once per page with the page's links (absolute http(s) URLs,
-# fragments removed, in page order): links_extracted(response, urls: list[str], spider,
-# demote: int, forms: dict[str, LinkForm] | None), ``demote`` being what
-# ``link_demotion_wanted`` answered for the page, ``forms`` what ``link_preparer_wanted``'s
-# callable made of the links on the content thread (None: not prepared).
-# The frontier scheduler takes them in bulk and returns True; if no receiver returns True the
-# spider yields Requests instead (another scheduler is in use).
+# Sent by a spider once per page with the page's links (absolute http(s) URLs, fragments
+# removed, in page order), only in a crawl whose scheduler announced a frontier
+# (``frontier_opened``): links_extracted(response, urls: list[str], spider, demote: int,
+# forms: dict[str, LinkForm] | None). ``demote``: levels of depth to add (a near-duplicate
+# page's links); ``forms``: the stateless part of taking the links (canonical form, host,
+# fixed filters: ``crawler.frontier.urls.UrlPolicy.link_form``), made on the content thread
+# (None: not prepared). The frontier scheduler takes them in bulk. Without a frontier the
+# spider yields Requests instead (``crawler.spiders.links.follow_links``).
 links_extracted = object()
-
-# Asked by the site spider on the reactor thread before it hands a page to the content thread:
-# link_preparer_wanted() -> a callable ``prepare(urls: list[str]) -> dict[str, LinkForm]``
-# (see ``crawler.frontier.urls.UrlPolicy.link_form``), safe to call on another thread. The
-# spider calls it there with the page's links and passes the answer on as
-# ``links_extracted``'s ``forms=``, so the reactor does only the stateful part of taking the
-# links (scope, trap budgets, seen-test, queue). The frontier scheduler answers.
-link_preparer_wanted = object()
 
 # Sent by the recrawl extension when its crawl database is open (at spider_opened), so other
 # components (conditional GET) read it without importing the extension: crawldb_opened(db).
 crawldb_opened = object()
 
 # Sent by whoever has to drop requests it could not fetch this crawl (robots.txt unreachable
-# after every retry): requests_unfetched(requests: list[Request]) -> True when a receiver
-# kept them for a later crawl (the recrawl extension, as due URLs in the crawl database).
+# after every retry): requests_unfetched(requests: list[Request]). A crawl database keeps
+# them for a later crawl (the recrawl extension, as due URLs) and says so in the log.
 requests_unfetched = object()
 
-# Sent by the scheduler when it opens its prioritizer: host_penalty_wanted() -> a callable
-# ``penalty(host) -> int`` (front queues to push the host's URLs down), or None. The
-# near-duplicate pipeline answers with its per-host duplicate penalty.
-host_penalty_wanted = object()
+# Sent by the near-duplicate judge when a host's duplicate penalty changes:
+# host_penalty_changed(host: str, levels: int), how many front queues lower the host's URLs
+# go from now on (0: none). The scheduler's prioritizer applies it.
+host_penalty_changed = object()
 
-# Sent by the site spider for a page item before it hands the page's links on (the pipelines
-# judge the item only after its links are queued): link_demotion_wanted(item) -> int, how many
-# levels of depth to add to the page's links (with the depth priority policy, that many front
-# queues lower, and the site's max_depth reached that much sooner). The near-duplicate
-# pipeline answers: it judges the item then, and a duplicate page's links go
-# NEARDUP_LINK_DEMOTION deeper, so a trap of look-alike pages (a calendar) ends in a few hops.
-link_demotion_wanted = object()
+# Sent by the scheduler after the frontier completed a fetch, with what the frontier applied:
+# fetch_completed(request, host: str, delay: float | None, outcome: crawler.frontier.Outcome),
+# ``delay`` the politeness rest of the host's slot after this fetch (None: the fetch never
+# reached the network and moved no time). The one source of "the delay applied" for the
+# crawl record, the report and the per-host tally.
+fetch_completed = object()
 # Sent by the crawl command when a stop begins (Ctrl-C, SIGTERM, scrapyd's cancel), before
 # Scrapy's own stop: crawl_stopping(). Scrapy's stop waits for every download in flight, up to
 # DOWNLOAD_TIMEOUT with a silent server; the download handler cuts them instead (their requests

@@ -29,54 +29,13 @@ from crawler.frontier.urls import LinkForm, origin_of
 from crawler.meta import LEASE_META, STOPPED_META
 from crawler.scheduler import codec as frontier_codec
 from crawler.scheduler.waker import EngineWaker, engine_holds, running_engine
+from crawler.sites.policy import url_policy_for
 
 logger = logging.getLogger(__name__)
 
 _ACK_MIDDLEWARE = "crawler.middlewares.lease.LeaseAckMiddleware"
 # Decisions that depend on where a link was found: not remembered by the raw-link cache.
 _DEPTH_DEPENDENT = frozenset({"too_deep"})
-
-
-def url_policy_for(spider: Spider, settings: BaseSettings) -> UrlPolicy:
-    """The URL policy of a site spider comes from its config; a plain spider is limited to its
-    ``allowed_domains`` when it has them. The trap budgets are settings (a site config sets
-    them in its ``[settings]`` table)."""
-    traps = {
-        "max_query_variants": settings.getint(
-            "URL_MAX_QUERY_VARIANTS", defaults.URL_MAX_QUERY_VARIANTS
-        ),
-        "max_date_future_days": settings.getint(
-            "URL_MAX_DATE_DISTANCE_DAYS", defaults.URL_MAX_DATE_DISTANCE_DAYS
-        ),
-        "max_date_past_days": settings.getint(
-            "URL_MAX_DATE_PAST_DAYS", defaults.URL_MAX_DATE_PAST_DAYS
-        ),
-        "max_hosts_per_domain": settings.getint(
-            "URL_MAX_HOSTS_PER_DOMAIN", defaults.URL_MAX_HOSTS_PER_DOMAIN
-        ),
-    }
-    site = getattr(spider, "site", None)
-    if site is None:
-        domains = tuple(getattr(spider, "allowed_domains", None) or ())
-        return UrlPolicy(
-            domains=domains,
-            any_host=not domains,
-            max_url_length=settings.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH),
-            max_repeated_segments=settings.getint(
-                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
-            ),
-            **traps,
-        )
-    return UrlPolicy(
-        hosts=site.scope.hosts,
-        domains=site.scope.domains,
-        allow=site.allow,
-        deny=site.deny,
-        max_depth=site.max_depth,
-        max_url_length=site.max_url_length,
-        max_repeated_segments=site.max_repeated_segments,
-        **traps,
-    )
 
 
 def lease_ttl_from_settings(settings: BaseSettings) -> float:

@@ -1,0 +1,52 @@
+"""A crawl's URL policy (scope, URL filters, trap budgets), built from its site config and
+settings: the scheduler admits links by it, and the content analysis prepares a page's links with
+the same policy on the content thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.config import defaults
+from crawler.frontier.urls import UrlPolicy
+
+
+def url_policy_for(spider: Any, settings: Any) -> UrlPolicy:
+    """The URL policy of a site spider comes from its config; a plain spider is limited to its
+    ``allowed_domains`` when it has them. The trap budgets are settings (a site config sets
+    them in its ``[settings]`` table)."""
+    traps = {
+        "max_query_variants": settings.getint(
+            "URL_MAX_QUERY_VARIANTS", defaults.URL_MAX_QUERY_VARIANTS
+        ),
+        "max_date_future_days": settings.getint(
+            "URL_MAX_DATE_DISTANCE_DAYS", defaults.URL_MAX_DATE_DISTANCE_DAYS
+        ),
+        "max_date_past_days": settings.getint(
+            "URL_MAX_DATE_PAST_DAYS", defaults.URL_MAX_DATE_PAST_DAYS
+        ),
+        "max_hosts_per_domain": settings.getint(
+            "URL_MAX_HOSTS_PER_DOMAIN", defaults.URL_MAX_HOSTS_PER_DOMAIN
+        ),
+    }
+    site = getattr(spider, "site", None)
+    if site is None:
+        domains = tuple(getattr(spider, "allowed_domains", None) or ())
+        return UrlPolicy(
+            domains=domains,
+            any_host=not domains,
+            max_url_length=settings.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH),
+            max_repeated_segments=settings.getint(
+                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
+            ),
+            **traps,
+        )
+    return UrlPolicy(
+        hosts=site.scope.hosts,
+        domains=site.scope.domains,
+        allow=site.allow,
+        deny=site.deny,
+        max_depth=site.max_depth,
+        max_url_length=site.max_url_length,
+        max_repeated_segments=site.max_repeated_segments,
+        **traps,
+    )
