@@ -208,7 +208,8 @@ def test_to_fts_query_quotes_bare_words() -> None:
     assert to_fts_query("foo:bar") == '"foo:bar"'  # not a column: a word
     # a field filter before a phrase or a group applies to all of it
     assert to_fts_query('title:"a b" c') == 'title:"a b" "c"'
-    assert to_fts_query("anchor:(x OR y) z") == 'anchor:( "x" OR "y" ) "z"'
+    # FTS5 joins phrases only with a bare space: a group next to a word takes an AND
+    assert to_fts_query("anchor:(x OR y) z") == '(anchor:"x" OR anchor:"y") AND "z"'
     with pytest.raises(QuerySyntaxError):
         to_fts_query("body:")
     assert to_fts_query("- & it's") == '"it\'s"'  # lone punctuation has nothing to match

@@ -1,9 +1,10 @@
-"""The full-text index of crawled pages: one interface, an embedded SQLite FTS5 backend.
+"""The full-text index of crawled pages: one interface, one query language, engine backends.
 
 ``crawler.backends.registry.open_index(settings)`` builds the backend named by ``INDEX_CLASS``
-(default
-:class:`crawler.backends.sqlite.index.SQLiteIndex`, a file at ``INDEX_PATH``); a shared backend
-(PostgreSQL) implements :class:`crawler.index.base.Index` and is selected the same way.
+(default :class:`crawler.backends.sqlite.index.SQLiteIndex`, a file at ``INDEX_PATH``); a
+shared backend (:class:`crawler.backends.postgres.index.PostgresIndex`) implements
+:class:`crawler.index.base.Index` and is selected the same way. Both search with the query
+language of :mod:`crawler.index.query`, parsed there and only rendered by each backend.
 """
 
 from __future__ import annotations

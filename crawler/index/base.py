@@ -24,11 +24,24 @@ What every backend must guarantee:
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-__all__ = ["Index", "IndexAccessError", "PageDocument", "QuerySyntaxError", "SearchResult"]
+__all__ = [
+    "MAX_ANCHOR",
+    "MAX_BODY",
+    "Index",
+    "IndexAccessError",
+    "PageDocument",
+    "QuerySyntaxError",
+    "SearchResult",
+    "indexed_links",
+    "search_results",
+]
+
+MAX_BODY = 1_000_000  # characters of a page's text that every backend keeps
+MAX_ANCHOR = 200  # characters of anchor text kept per link
 
 
 class IndexAccessError(Exception):
@@ -54,6 +67,20 @@ class PageDocument:
     outlinks: Sequence[tuple[str, str]] = ()  # (target URL, anchor text)
 
 
+def indexed_links(
+    source_url: str, outlinks: Iterable[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The (target URL, anchor text) pairs of a page that every backend indexes: the text with
+    its white space collapsed and cut to :data:`MAX_ANCHOR`, no empty text or target, no link
+    to the page itself."""
+    links = []
+    for target_url, text in outlinks:
+        anchor = " ".join((text or "").split())[:MAX_ANCHOR]
+        if anchor and target_url and target_url != source_url:
+            links.append((target_url, anchor))
+    return links
+
+
 @dataclass
 class SearchResult:
     url: str
@@ -67,6 +94,35 @@ class SearchResult:
     anchors: list[str] = field(default_factory=list)  # matching anchor texts, most used first
     aliases: list[str] = field(default_factory=list)  # URLs recorded as duplicates of it
     status: int | None = None
+
+
+def search_results(
+    rows: Iterable[Sequence[Any]],
+    *,
+    snippet: Callable[[int], str],
+    anchors: Callable[[int], list[str]],
+    aliases: Callable[[int], list[str]],
+) -> list[SearchResult]:
+    """The results of a backend's ranking query, whose rows are (page id, URL, title, site,
+    has a document, status, score (higher is better), matched by text, matched by anchor);
+    the snippet, matching anchor texts and aliases of a page are asked for by its id, the
+    first two only when it matched that way."""
+    return [
+        SearchResult(
+            url=url,
+            title=title,
+            snippet=snippet(pid) if by_text else "",
+            score=float(score),
+            site=site,
+            fetched=bool(has_doc),
+            matched_text=bool(by_text),
+            matched_anchor=bool(by_anchor),
+            anchors=anchors(pid) if by_anchor else [],
+            aliases=aliases(pid),
+            status=status,
+        )
+        for pid, url, title, site, has_doc, status, score, by_text, by_anchor in rows
+    ]
 
 
 class Index(abc.ABC):

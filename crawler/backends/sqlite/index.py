@@ -1,21 +1,9 @@
 """The embedded index: one SQLite file, FTS5 full-text tables ranked with BM25.
 
-Layout (``SCHEMA_VERSION`` 1):
-
-* ``pages``: one row per URL the index knows, fetched or only linked to; ``alias_of`` points a
-  duplicate at its original; ``has_doc`` says whether it has a document.
-* ``docs``: FTS5 table of documents (``title``, ``body``), ``rowid`` = ``pages.id``.
-* ``anchors``: one row per distinct (target page, anchor text) with the number of links that
-  use it, indexed by the FTS5 table ``anchor_fts`` (external content, kept in sync by
-  triggers). Nav links repeated on every page of a site are one row with a large count, not
-  thousands.
-* ``outlinks``: per source page, the packed ids of the anchors it contributed, so a refetched
-  page's old links can be taken back (8 bytes per link instead of a row per link).
-
-Both FTS tables have the same columns (``title``, ``body``, ``anchor``) so one query string
-works on both and ``title:``/``anchor:`` filters mean the same everywhere. A search adds each
-page's BM25 scores from its own document and from the anchor texts of links to it (and to its
-aliases).
+:class:`SQLiteIndex` writes pages, aliases and the anchor texts of their links; its file's
+tables are in :mod:`crawler.backends.sqlite.index_schema`, its searches in
+:mod:`crawler.backends.sqlite.index_search`. :class:`MergedIndex` reads several workers' files
+as one.
 
 Writes go through one connection in WAL mode, grouped in explicit transactions by the caller
 (:meth:`SQLiteIndex.commit`): a crawl killed mid-way loses at most the open transaction and
@@ -26,115 +14,28 @@ from __future__ import annotations
 
 import array
 import os
-import re
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from crawler.backends.sqlite.index_schema import SCHEMA_VERSION, open_index_file
+from crawler.backends.sqlite.index_search import search_index, to_fts_query
 from crawler.backends.sqlite.worker_files import claim_worker_file, worker_siblings
 from crawler.index.base import (
+    MAX_BODY,
     Index,
     IndexAccessError,
     PageDocument,
-    QuerySyntaxError,
     SearchResult,
+    indexed_links,
 )
 
 __all__ = ["SCHEMA_VERSION", "MergedIndex", "SQLiteIndex", "default_index_path", "to_fts_query"]
 
-SCHEMA_VERSION = 1
 DEFAULT_FILENAME = "crawl-index.sqlite"
-_COLUMNS = ("title", "body", "anchor")
-_TOKENIZER = "porter unicode61 remove_diacritics 2"
-_MAX_ANCHOR = 200  # characters of anchor text kept per link
-_MAX_BODY = 1_000_000  # characters of text indexed per page
 _ID_CACHE = 200_000  # URL -> page id entries kept in memory
-
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS pages (
-    id INTEGER PRIMARY KEY,
-    url TEXT NOT NULL UNIQUE,
-    site TEXT NOT NULL DEFAULT '',
-    title TEXT NOT NULL DEFAULT '',
-    status INTEGER,
-    fetched_at TEXT,
-    visited_at TEXT,
-    fingerprint TEXT,
-    alias_of INTEGER,
-    has_doc INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS pages_site ON pages(site);
-CREATE INDEX IF NOT EXISTS pages_alias ON pages(alias_of) WHERE alias_of IS NOT NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(title, body, anchor, tokenize='{_TOKENIZER}');
-CREATE TABLE IF NOT EXISTS anchors (
-    id INTEGER PRIMARY KEY,
-    target INTEGER NOT NULL,
-    anchor TEXT NOT NULL,
-    n INTEGER NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    body TEXT NOT NULL DEFAULT '',
-    UNIQUE (target, anchor)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS anchor_fts USING fts5(
-    title, body, anchor, content='anchors', content_rowid='id', tokenize='{_TOKENIZER}'
-);
-CREATE TRIGGER IF NOT EXISTS anchors_ai AFTER INSERT ON anchors BEGIN
-    INSERT INTO anchor_fts(rowid, title, body, anchor) VALUES (new.id, '', '', new.anchor);
-END;
-CREATE TRIGGER IF NOT EXISTS anchors_ad AFTER DELETE ON anchors BEGIN
-    INSERT INTO anchor_fts(anchor_fts, rowid, title, body, anchor)
-        VALUES ('delete', old.id, '', '', old.anchor);
-END;
-CREATE TABLE IF NOT EXISTS outlinks (source INTEGER PRIMARY KEY, anchor_ids BLOB NOT NULL);
-"""
-
-_QUERY_HELP = (
-    'write words (all must match), "exact phrases", OR / NOT between terms, ( ) to group, '
-    "prefix* and title: / body: / anchor: to search one field"
-)
-_TOKEN = re.compile(r'"[^"]*"?|\(|\)|[^\s()"]+')
-_OPERATORS = frozenset({"AND", "OR", "NOT"})
-
-
-def to_fts_query(query: str) -> str:
-    """Translate a user's query into FTS5 syntax, quoting every bare word.
-
-    FTS5 rejects barewords holding punctuation (``don't``, ``e-mail``, ``a.b``), which users type
-    all the time, so each word becomes a quoted string; phrases, ``AND``/``OR``/``NOT``,
-    parentheses, a trailing ``*`` and ``title:``/``body:``/``anchor:`` keep their FTS5 meaning.
-    """
-    out: list[str] = []
-    field = ""  # "title:" written right before a phrase or a group applies to all of it
-    for token in _TOKEN.findall(query):
-        if token.startswith('"'):
-            if len(token) < 2 or not token.endswith('"'):
-                raise QuerySyntaxError(f"unbalanced quote in the query {query!r}: {_QUERY_HELP}")
-            out.append(field + token)
-        elif token == "(":
-            out.append(field + token)
-        elif token == ")" or token in _OPERATORS:
-            out.append(token)
-        elif token.endswith(":") and token[:-1].lower() in _COLUMNS:
-            field = f"{token[:-1].lower()}:"
-            continue
-        else:
-            column, sep, rest = token.partition(":")
-            prefix = field
-            if sep and column.lower() in _COLUMNS and rest:
-                prefix, token = f"{column.lower()}:", rest
-            star = token.endswith("*")
-            word = token.rstrip("*")
-            if not re.search(r"\w", word):
-                continue  # lone punctuation has no tokens to match
-            quoted = '"' + word.replace('"', '""') + '"'
-            out.append(prefix + quoted + ("*" if star else ""))
-        field = ""
-    if field:
-        raise QuerySyntaxError(f"{field} needs a word, a phrase or a group after it: {_QUERY_HELP}")
-    return " ".join(out)
 
 
 def default_index_path(settings: Any) -> str:
@@ -164,26 +65,7 @@ class SQLiteIndex(Index):
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self.path = str(path)
         self.readonly = readonly
-        try:
-            if readonly:
-                if not Path(self.path).exists():
-                    raise IndexAccessError(
-                        f"no index at {self.path} (crawl first, or set INDEX_PATH)"
-                    )
-                uri = Path(self.path).resolve().as_uri() + "?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
-            else:
-                parent = Path(self.path).parent
-                parent.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                # WAL + NORMAL: a killed process never corrupts the file; only a power cut may
-                # lose the last commits. FULL would fsync every commit.
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(_SCHEMA)
-                self._check_version()
-        except sqlite3.Error as exc:
-            raise IndexAccessError(f"cannot open the index {self.path}: {exc}") from exc
+        self._db = open_index_file(self.path, readonly=readonly)
         self._in_tx = False
         self._ids: dict[str, int] = {}  # URL -> page id (rows are never deleted)
         # Within one transaction (which holds SQLite's write lock, so no other writer can delete
@@ -206,17 +88,6 @@ class SQLiteIndex(Index):
         if len(files) > 1:
             return MergedIndex([cls(f, readonly=True) for f in files])
         return cls(path, readonly=True)
-
-    def _check_version(self) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            self._db.execute(
-                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise IndexAccessError(
-                f"{self.path} has index schema {row[0]}, this version reads {SCHEMA_VERSION}"
-            )
 
     # --- transactions -----------------------------------------------------------------------
 
@@ -292,7 +163,7 @@ class SQLiteIndex(Index):
         self._drop_doc(pid)
         self._db.execute(
             "INSERT INTO docs(rowid, title, body, anchor) VALUES (?, ?, ?, '')",
-            (pid, doc.title or "", (doc.text or "")[:_MAX_BODY]),
+            (pid, doc.title or "", (doc.text or "")[:MAX_BODY]),
         )
         self._db.execute(
             "UPDATE pages SET site = ?, title = ?, status = ?, fetched_at = ?, visited_at = ?,"
@@ -372,10 +243,7 @@ class SQLiteIndex(Index):
         host = urlsplit(source_url).hostname
         ids = array.array("q")
         seen: set[tuple[int, str]] = set()
-        for target_url, text in outlinks:
-            anchor = " ".join((text or "").split())[:_MAX_ANCHOR]
-            if not anchor or not target_url or target_url == source_url:
-                continue
+        for target_url, anchor in indexed_links(source_url, outlinks):
             target = self._ids.get(target_url)
             if target is None:
                 target_site = site if urlsplit(target_url).hostname == host else ""
@@ -416,84 +284,7 @@ class SQLiteIndex(Index):
     def search(self, query: str, *, site: str | None = None, limit: int = 10) -> list[SearchResult]:
         if self._in_tx:
             self._flush_counts()  # a writer searching its own uncommitted pages
-        fts = to_fts_query(query)
-        if not fts:
-            raise QuerySyntaxError(f"the query {query!r} has no words to search for")
-        site_filter = "AND d.site = :site" if site else ""
-        sql = f"""
-            WITH hits AS (
-                SELECT rowid AS pid, bm25(docs, 5.0, 1.0, 0.0) AS score, 1 AS by_text,
-                       0 AS by_anchor
-                FROM docs WHERE docs MATCH :q
-                UNION ALL
-                SELECT a.target, bm25(anchor_fts, 0.0, 0.0, 1.0) * :anchor_weight, 0, 1
-                FROM anchor_fts JOIN anchors a ON a.id = anchor_fts.rowid
-                WHERE anchor_fts MATCH :q
-            ),
-            ranked AS (
-                SELECT coalesce(p.alias_of, p.id) AS doc, sum(h.score) AS score,
-                       max(h.by_text) AS by_text, max(h.by_anchor) AS by_anchor
-                FROM hits h JOIN pages p ON p.id = h.pid
-                GROUP BY doc
-            )
-            SELECT d.id, d.url, d.title, d.site, d.has_doc, d.status, r.score, r.by_text,
-                   r.by_anchor
-            FROM ranked r JOIN pages d ON d.id = r.doc
-            WHERE 1 {site_filter}
-            ORDER BY r.score, d.id
-            LIMIT :limit
-        """
-        params = {"q": fts, "site": site, "limit": limit, "anchor_weight": 0.7}
-        try:
-            rows = self._db.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            message = str(exc)
-            if "fts5" in message or "column" in message or "string" in message:
-                raise QuerySyntaxError(
-                    f"cannot parse the query {query!r} ({message}): {_QUERY_HELP}"
-                ) from exc
-            raise
-        results = []
-        for pid, url, title, psite, has_doc, status, score, by_text, by_anchor in rows:
-            results.append(
-                SearchResult(
-                    url=url,
-                    title=title,
-                    snippet=self._snippet(pid, fts) if by_text else "",
-                    score=-float(score),
-                    site=psite,
-                    fetched=bool(has_doc),
-                    matched_text=bool(by_text),
-                    matched_anchor=bool(by_anchor),
-                    anchors=self._matching_anchors(pid, fts) if by_anchor else [],
-                    aliases=[
-                        u
-                        for (u,) in self._db.execute(
-                            "SELECT url FROM pages WHERE alias_of = ? ORDER BY id LIMIT 5", (pid,)
-                        )
-                    ],
-                    status=status,
-                )
-            )
-        return results
-
-    def _snippet(self, pid: int, fts: str) -> str:
-        row = self._db.execute(
-            "SELECT snippet(docs, 1, '[', ']', '...', 24) FROM docs"
-            " WHERE docs MATCH ? AND rowid = ?",
-            (fts, pid),
-        ).fetchone()
-        return " ".join(row[0].split()) if row else ""
-
-    def _matching_anchors(self, pid: int, fts: str) -> list[str]:
-        rows = self._db.execute(
-            "SELECT a.anchor FROM anchor_fts JOIN anchors a ON a.id = anchor_fts.rowid"
-            " JOIN pages p ON p.id = a.target"
-            " WHERE anchor_fts MATCH ? AND (p.id = ? OR p.alias_of = ?)"
-            " ORDER BY a.n DESC, a.id LIMIT 3",
-            (fts, pid, pid),
-        )
-        return [r[0] for r in rows]
+        return search_index(self._db, query, site=site, limit=limit)
 
     def page(self, url: str) -> dict[str, Any] | None:
         """The stored facts about ``url`` (tests, debugging)."""
