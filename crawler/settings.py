@@ -129,6 +129,14 @@ EXTENSIONS = {
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,
     "crawler.extensions.heartbeat.FleetHeartbeat": 600,
+    # the crawl's one per-host tally (pages, errors, broken links, gaps, delays), which the
+    # summary, the progress line, the crawl record and the heartbeat read
+    "crawler.extensions.tally.CrawlTally": 50,
+    # the crawl's one log of limits that fired (once per host and limit, across components)
+    "crawler.download.limits.LimitLog": 0,
+    # the content, index and feed threads and the parse process: built last, so they close
+    # after every other extension's engine_stopped
+    "crawler.offload.components.OffloadWorkers": 1000,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
 }

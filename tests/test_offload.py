@@ -152,14 +152,67 @@ def test_the_index_writes_on_the_content_thread_unless_given_its_own() -> None:
     from scrapy import Spider, signals
     from scrapy.utils.test import get_crawler
 
-    from crawler.offload.components import content_worker, index_worker
+    from crawler.offload.components import OffloadWorkers, content_worker, index_worker
 
+    offload = {"EXTENSIONS": {"crawler.offload.components.OffloadWorkers": 1000}}
     for setting, shared in (({}, True), ({"INDEX_THREAD": "index"}, False)):
-        crawler = get_crawler(Spider, setting)
+        crawler = get_crawler(Spider, {**offload, **setting})
         crawler.crawling = True
         try:
             content, index = content_worker(crawler), index_worker(crawler)
             assert content is not None and index is not None
             assert (index is content) is shared  # one ContentWorker is one thread
+            assert content.alive and index.alive
         finally:
             crawler.signals.send_catch_log(signals.engine_stopped)
+        # closed with the engine: the threads ended, none is started again
+        assert not content.alive and not index.alive
+        assert content_worker(crawler) is None
+        workers = crawler.get_extension(OffloadWorkers)
+        assert workers is not None and workers.parse_process() is None
+
+
+_ANSWERS = """
+import threading
+from scrapy.utils.reactor import install_reactor
+install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+from twisted.internet import reactor
+from twisted.internet.defer import DeferredList
+from crawler.offload.components import ContentWorker
+
+worker = ContentWorker("test")
+seen, ran_on, main = [], [], threading.current_thread()
+
+def boom():
+    raise ValueError("boom")
+
+def noted(value, what):
+    seen.append((what, value, threading.current_thread() is main))
+
+first = worker.run(lambda: ran_on.append(threading.current_thread().name) or 1)
+first.addCallback(noted, "first")
+second = worker.run(boom)
+second.addErrback(lambda f: noted(f.value.args[0], "second"))
+third = worker.run(lambda x, y=0: x + y, 2, y=3)
+third.addCallback(noted, "third")
+DeferredList([first, second, third]).addBoth(lambda _: reactor.callLater(0, reactor.stop))
+reactor.run()
+worker.close()
+print(repr((ran_on, seen, worker.alive)))
+"""
+
+
+def test_a_worker_answers_on_the_reactor_thread_in_order() -> None:
+    """ContentWorker.run: the function runs on the worker thread, its result (or exception)
+    fires the Deferred on the reactor thread, in the order the calls were made (in a process
+    of its own: a test process must not run a reactor)."""
+    import ast
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _ANSWERS], cwd=PROJECT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ran_on, seen, alive = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+    assert ran_on == ["crawler-test"]
+    assert seen == [("first", 1, True), ("second", "boom", True), ("third", 5, True)]
+    assert alive is False

@@ -32,11 +32,17 @@ class StoppedAtShutdown(IgnoreRequest):
 
 
 class LimitLog:
-    """Counts and logs limits that fire (see the module docstring)."""
+    """Counts and logs limits that fire (see the module docstring). The crawl's one is an
+    extension (in the project's ``EXTENSIONS``), so "once per host" holds across the
+    components that fire limits; they reach it with :func:`limit_log`."""
 
     def __init__(self, stats: Any | None) -> None:
         self.stats = stats
         self._logged: set[tuple[str, str]] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> LimitLog:
+        return cls(crawler.stats)
 
     def fire(self, name: str, url: str, detail: str, count: int = 1) -> None:
         if self.stats is not None:
@@ -58,9 +64,11 @@ class LimitLog:
 
 
 def limit_log(crawler: Any) -> LimitLog:
-    """The crawl's one LimitLog, so "once per host" holds across components."""
-    log = getattr(crawler, "_crawler_limit_log", None)
-    if log is None:
-        log = LimitLog(crawler.stats)
-        crawler._crawler_limit_log = log
-    return log
+    """The crawl's one LimitLog. A crawler without it (a project whose ``EXTENSIONS`` lacks it,
+    a test's bare crawler) gets one of the caller's own: limits are still counted, and logged
+    once per host for that caller."""
+    try:
+        log = crawler.get_extension(LimitLog)
+    except RuntimeError:  # the extensions are not built yet
+        log = None
+    return log if log is not None else LimitLog(crawler.stats)

@@ -25,9 +25,11 @@ from crawler.backends.redis.status import Fleet
 from crawler.backends.redis.stores import RedisFrontierStore, crawl_key, redis_client, worker_name
 from crawler.backends.registry import backend_class
 from crawler.config import defaults
+from crawler.extensions.tally import CrawlTally
 
 logger = logging.getLogger(__name__)
 
+HOSTS_SENT = 10  # the busiest hosts of this worker's tally, in each heartbeat
 # Stats that are states, not counts: summed over workers they would mean nothing.
 _NOT_SUMMED_PREFIXES = ("frontier/busiest/", "frontier/dropped/", "memusage/")
 _NOT_SUMMED = frozenset(
@@ -96,7 +98,12 @@ class FleetHeartbeat:
         if now - last_time >= 0.5:
             self._rate = (pages - last_pages) / (now - last_time)
             self._last = (pages, now)
-        beat = {"state": state, "pages": pages, "rate": round(self._rate, 2)}
+        beat: dict[str, Any] = {"state": state, "pages": pages, "rate": round(self._rate, 2)}
+        tally = self.crawler.get_extension(CrawlTally)
+        if tally is not None:  # its busiest hosts, for `scrapy frontier` to merge
+            beat["hosts"] = {
+                host: t.counts() for host, t in tally.hosts.busiest(HOSTS_SENT, by="fetches")
+            }
         return counters(values), beat
 
     def _tick(self) -> None:

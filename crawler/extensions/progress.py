@@ -13,8 +13,9 @@ from scrapy.utils.asyncio import create_looping_call
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
-from crawler.extensions.summary import CrawlSummary
+from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier
+from crawler.report.tally import busiest_line
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +23,8 @@ logger = logging.getLogger(__name__)
 class FrontierProgress:
     """Every ``FRONTIER_PROGRESS_INTERVAL`` seconds: pages/s, the frontier's size, hosts ready,
     waiting and in flight, and the real gap (end of one fetch to the start of the next) the
-    busiest hosts got, which is what a site owner sees of our politeness."""
+    busiest hosts got, which is what a site owner sees of our politeness: from the crawl's
+    tally (:mod:`crawler.extensions.tally`), or the frontier's own figures without one."""
 
     def __init__(self, crawler: Crawler, interval: float) -> None:
         self.crawler = crawler
@@ -60,7 +62,7 @@ class FrontierProgress:
 
     def log(self, final: bool = False) -> None:
         assert self.crawler.stats is not None
-        summary = self._summary()
+        tally = self.crawler.get_extension(CrawlTally)
         pages = self.crawler.stats.get_value("pages/ok", 0)
         now = monotonic()
         rate = (pages - self._last_pages) / max(now - self._last_time, 1e-9)
@@ -70,14 +72,11 @@ class FrontierProgress:
             logger.info("Crawled %d pages (%.1f pages/s)", pages, rate)
             return
         c = frontier.counts()
-        if summary is not None:
-            busiest = summary.busiest(3)
+        if tally is not None:
+            busiest = tally.busiest(3)
         else:
             busiest = [(h, n, g) for h, n, g in frontier.busiest_hosts(3)]
-        gaps = ", ".join(
-            f"{host} {n} pages, gap {'-' if gap is None else f'{gap:.2f}s'}"
-            for host, n, gap in busiest
-        )
+        gaps = busiest_line(busiest, sep=", ")
         eta = "" if final else eta_text(c.queued, rate)
         logger.info(
             "Crawled %d pages (%.1f pages/s); frontier %d queued, %d seen; hosts %d ready, "
@@ -96,11 +95,6 @@ class FrontierProgress:
             stats = self.crawler.stats
             for i, (host, n, gap) in enumerate(frontier.busiest_hosts(3)):
                 stats.set_value(f"frontier/busiest/{i + 1}", f"{host} {n} fetches, gap {gap:.3f}s")
-
-    def _summary(self) -> CrawlSummary | None:
-        """The page tallies (robots.txt fetches and error answers apart), if that extension
-        runs."""
-        return self.crawler.get_extension(CrawlSummary)
 
 
 def eta_text(queued: int, rate: float) -> str:

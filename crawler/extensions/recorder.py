@@ -1,9 +1,11 @@
 """The crawl record: what the crawl did over time, kept with the crawl for ``scrapy report``.
 
-Everything comes from signals and stats the crawl already has (``fetch_finished`` with its
-outcome, duration, status and size; ``host_crawl_delay`` and ``host_hold``; the frontier's
-counts, reached through ``frontier_opened`` as the progress line does), so the record adds no
-work to the crawl's hot path beyond one signal receiver and one short line per fetch.
+Everything comes from what the crawl already has: each fetch as the crawl's tally counted it
+(:mod:`crawler.extensions.tally`: its status, size, gap and whether it makes a broken link), the
+delay the frontier applied after it (``fetch_completed``: the fetch's line is written once that
+arrives, or with no delay when it never does), holds (``host_hold``), and the frontier's counts,
+reached through ``frontier_opened`` as the progress line does. The record adds no work to the
+crawl's hot path beyond one short line per fetch.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
-from crawler.backends.memory import politeness_from_settings
 from crawler.config import defaults
+from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, Outcome
 from crawler.report.recordfile import STATS_PREFIXES, RecordWriter
+from crawler.report.tally import Tallied
 
 logger = logging.getLogger(__name__)
 
@@ -71,12 +74,29 @@ class _Agg:
     gap_min: int | None = None
     short: int = 0
     asked_sum: int = 0
+    asked_n: int = 0
 
     def line(self, host: int) -> list[Any]:
         return [
             "a", host, self.bucket, self.n, self.errors, self.dur_sum, self.dur_max,
             self.bytes, self.gaps, self.gap_sum, self.gap_min, self.short, self.asked_sum,
+            self.asked_n,
         ]  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Fetch:
+    """A fetch whose line waits for the delay the frontier applied after it (times in ms)."""
+
+    host: str
+    start: int
+    duration: int
+    status: int
+    size: int
+    depth: int
+    gap: float | None
+    short: bool
+    at: float  # when it ended (wall clock), to write it without a delay once it waited long
 
 
 class CrawlRecordExtension:
@@ -84,9 +104,9 @@ class CrawlRecordExtension:
     interval past ``RECORD_MAX_FETCHES``), appended to the record file (see
     ``crawler/report/recordfile.py`` for the format).
 
-    The delay asked after a fetch is the frontier's politeness rule applied to what this
-    extension hears: the fetch's duration, the host's robots.txt Crawl-delay and any hold
-    (Retry-After, robots.txt unavailable) still running when the fetch ended.
+    The delay asked after a fetch is the one the frontier applied (``fetch_completed``): a
+    fetch's line waits for it, and is written without one when it has not come by the next
+    snapshot but one (a request the frontier never handed out).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -102,15 +122,23 @@ class CrawlRecordExtension:
         )
         if self.interval <= 0 or self.agg_ms <= 0:
             raise NotConfigured("RECORD_INTERVAL and RECORD_AGGREGATE_INTERVAL must be > 0")
-        self.policy = politeness_from_settings(settings)
+        self.politeness = {
+            "min_delay": settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY),
+            "delay_factor": settings.getfloat(
+                "FRONTIER_DELAY_FACTOR", defaults.FRONTIER_DELAY_FACTOR
+            ),
+            "max_delay": settings.getfloat("FRONTIER_MAX_DELAY", defaults.FRONTIER_MAX_DELAY),
+            "host_concurrency": settings.getint(
+                "FRONTIER_HOST_CONCURRENCY", defaults.FRONTIER_HOST_CONCURRENCY
+            ),
+        }  # the settings, for a reader of the record: the delays are the frontier's
         self.frontier: Frontier | None = None
         self.writer: RecordWriter | None = None
         self._task: Any = None
         self._ticks = 0
         self._counts_every = 1
-        self._crawl_delay: dict[str, float] = {}
-        self._hold_until: dict[str, float] = {}
-        self._last_end: dict[str, tuple[int, int]] = {}  # host -> (end ms, asked ms)
+        self._waiting: dict[Request, _Fetch] = {}  # fetches waiting for their delay
+        self._early: dict[Request, float] = {}  # delays that came before their fetch's end
         self._aggs: dict[int, _Agg] = {}
         self.fetches = 0
         self.failed = 0
@@ -129,8 +157,7 @@ class CrawlRecordExtension:
         connect(ext.spider_opened, signals.spider_opened)
         connect(ext.spider_closed, signals.spider_closed)
         connect(ext.engine_stopped, signals.engine_stopped)
-        connect(ext.fetch_finished, crawler_signals.fetch_finished)
-        connect(ext.host_crawl_delay, crawler_signals.host_crawl_delay)
+        connect(ext.fetch_completed, crawler_signals.fetch_completed)
         connect(ext.host_hold, crawler_signals.host_hold)
         return ext
 
@@ -141,19 +168,13 @@ class CrawlRecordExtension:
 
     def spider_opened(self, spider: Spider) -> None:
         path = record_path(self.crawler.settings, spider.name)
-        p = self.policy
         header = {
             "worker": self.worker,
             "site": spider.name,
             "interval": self.interval,
             "aggregate_interval": self.agg_ms / 1000,
             "max_fetches": self.max_fetches,
-            "politeness": {
-                "min_delay": p.min_delay,
-                "delay_factor": p.delay_factor,
-                "max_delay": p.max_delay,
-                "host_concurrency": p.host_concurrency,
-            },
+            "politeness": self.politeness,
         }
         try:
             self.writer = RecordWriter(path, header, time.time())
@@ -161,6 +182,11 @@ class CrawlRecordExtension:
             logger.warning("No crawl record: cannot write %s (%s)", path, exc)
             return
         logger.info("Crawl record: %s (scrapy report %s)", path, path)
+        tally = self.crawler.get_extension(CrawlTally)
+        if tally is None:
+            logger.warning("The crawl record has no fetches: the CrawlTally extension is off")
+        else:
+            tally.listen(self.fetch_tallied)
         self._task = create_looping_call(self.snapshot)
         self._task.start(self.interval, now=True)
 
@@ -168,6 +194,7 @@ class CrawlRecordExtension:
         if self._task is not None and self._task.running:
             self._task.stop()
         if self.writer is not None:
+            self._write_waiting(None)
             self.snapshot(final=True)
             self._flush_aggregates(None)
             self._write_counters()
@@ -186,48 +213,29 @@ class CrawlRecordExtension:
 
     # -- what the crawl says -----------------------------------------------------------------
 
-    def host_crawl_delay(self, host: str, delay: float | None) -> None:
-        if delay is None:
-            self._crawl_delay.pop(host, None)
-        else:
-            self._crawl_delay[host] = delay
-
     def host_hold(self, host: str, seconds: float) -> None:
-        now = time.time()
-        until = now + seconds
-        if until > self._hold_until.get(host, 0.0):
-            self._hold_until[host] = until
         writer = self.writer
         if writer is not None:
-            writer.write(["hold", writer.host(host), writer.ms(now), round(seconds * 1000)])
+            writer.write(["hold", writer.host(host), writer.ms(time.time()),
+                          round(seconds * 1000)])
 
-    def fetch_finished(
+    def fetch_tallied(
         self,
         request: Request,
-        outcome: Outcome,
-        duration: float | None,
-        response: Response | None = None,
-        followed_by: Request | None = None,
-        status: int | None = None,
-        size: int = 0,
+        tallied: Tallied,
+        duration: float,
+        response: Response | None,
+        followed_by: Request | None,
+        status: int | None,
+        size: int,
     ) -> None:
+        """A fetch as the crawl's tally counted it: its line waits for its delay."""
         writer = self.writer
-        if writer is None or outcome == Outcome.NOT_SENT:
-            return  # never reached the network: no politeness, nothing to chart
+        if writer is None:
+            return
         now = time.time()
-        parts = urlparse_cached(request)
-        host = parts.hostname or ""
-        asked = self.policy.delay(duration, self._crawl_delay.get(host))
-        hold = self._hold_until.get(host)
-        if hold is not None:
-            if hold > now + asked:
-                asked = hold - now
-            elif hold < now:
-                del self._hold_until[host]
-        dur_ms = round((duration or 0.0) * 1000)
         end_ms = writer.ms(now)
-        start_ms = end_ms - dur_ms
-        asked_ms = round(asked * 1000)
+        dur_ms = round(duration * 1000)
         code = status or 0
         depth = request.meta.get("depth", 0)
         if response is not None:
@@ -239,32 +247,55 @@ class CrawlRecordExtension:
             self.failed += 1
         elif code >= 400:
             self.http_errors += 1
-        if (code == 0 or code >= 400) and followed_by is None and parts.path != "/robots.txt":
+        if tallied.broken:
             self._broken(writer, end_ms, request, code)
-        h = writer.host(host)
+        fetch = _Fetch(urlparse_cached(request).hostname or "", end_ms - dur_ms, dur_ms, code,
+                       size, depth, tallied.gap, tallied.short, now)
+        delay = self._early.pop(request, None)
+        if delay is not None:
+            self._write_fetch(fetch, delay)
+        else:
+            self._waiting[request] = fetch
+
+    def fetch_completed(
+        self, request: Request, host: str, delay: float | None, outcome: Outcome
+    ) -> None:
+        if self.writer is None or outcome == Outcome.NOT_SENT:
+            return
+        fetch = self._waiting.pop(request, None)
+        if fetch is not None:
+            self._write_fetch(fetch, delay)
+        elif delay is not None:
+            self._early[request] = delay
+
+    def _write_waiting(self, before: float | None) -> None:
+        """Write the fetches whose delay never came (ended before ``before``; all: None)."""
+        for request, fetch in list(self._waiting.items()):
+            if before is None or fetch.at < before:
+                del self._waiting[request]
+                self._write_fetch(fetch, None)
+        self._early.clear()  # a delay whose fetch the tally never counted (a stopped one)
+
+    def _write_fetch(self, fetch: _Fetch, delay: float | None) -> None:
+        writer = self.writer
+        assert writer is not None
+        h = writer.host(fetch.host)
+        asked = None if delay is None else round(delay * 1000)
         self.fetches += 1
         if self.fetches <= self.max_fetches:
             # the one line per page: ints only, written without json.dumps
-            writer.write_text(f'["f",{h},{start_ms},{dur_ms},{code},{size},{asked_ms},{depth}]\n')
-            self._last_end[host] = (end_ms, asked_ms)
+            writer.write_text(
+                f'["f",{h},{fetch.start},{fetch.duration},{fetch.status},{fetch.size},'
+                f'{"null" if asked is None else asked},{fetch.depth}]\n'
+            )
             return
-        self._aggregate(writer, h, host, start_ms, end_ms, dur_ms, code, size, asked_ms)
+        self._aggregate(writer, h, fetch, asked)
 
-    def _aggregate(
-        self,
-        writer: RecordWriter,
-        h: int,
-        host: str,
-        start_ms: int,
-        end_ms: int,
-        dur_ms: int,
-        code: int,
-        size: int,
-        asked_ms: int,
-    ) -> None:
-        """Past RECORD_MAX_FETCHES: the host's fetches summed per interval, with the gaps
-        against the delay asked measured here, since single fetches are no longer written."""
-        bucket = start_ms - start_ms % self.agg_ms
+    def _aggregate(self, writer: RecordWriter, h: int, fetch: _Fetch, asked: int | None) -> None:
+        """Past RECORD_MAX_FETCHES: the host's fetches summed per interval, with the gaps the
+        crawl's tally measured, since single fetches are no longer written."""
+        start = fetch.start
+        bucket = start - start % self.agg_ms
         agg = self._aggs.get(h)
         if agg is not None and agg.bucket != bucket:
             writer.write(agg.line(h))
@@ -272,19 +303,19 @@ class CrawlRecordExtension:
         if agg is None:
             agg = self._aggs[h] = _Agg(bucket)
         agg.n += 1
-        agg.errors += code == 0 or code >= 400
-        agg.dur_sum += dur_ms
-        agg.dur_max = max(agg.dur_max, dur_ms)
-        agg.bytes += size
-        agg.asked_sum += asked_ms
-        last = self._last_end.get(host)
-        if last is not None and start_ms >= last[0]:
-            gap = start_ms - last[0]
+        agg.errors += fetch.status == 0 or fetch.status >= 400
+        agg.dur_sum += fetch.duration
+        agg.dur_max = max(agg.dur_max, fetch.duration)
+        agg.bytes += fetch.size
+        if asked is not None:
+            agg.asked_sum += asked
+            agg.asked_n += 1
+        if fetch.gap is not None:
+            gap = round(fetch.gap * 1000)
             agg.gaps += 1
             agg.gap_sum += gap
             agg.gap_min = gap if agg.gap_min is None else min(agg.gap_min, gap)
-            agg.short += gap < last[1]
-        self._last_end[host] = (end_ms, asked_ms)
+            agg.short += fetch.short
 
     def _flush_aggregates(self, now_ms: int | None) -> None:
         """Write the intervals that are over (all of them at the end)."""
@@ -340,6 +371,8 @@ class CrawlRecordExtension:
         else:
             line += [None] * 6
         line += [self.failed, self.http_errors, rejected]
+        if not final:
+            self._write_waiting(time.time() - 2 * self.interval)
         writer.write(line)
         self._ticks += 1
         if self._ticks % _COUNTERS_EVERY == 0:

@@ -2,147 +2,65 @@
 
 Scrapy ends every crawl with ~50 lines of stats in which "response_received_count" counts the
 robots.txt fetches and the 404s as pages, and a broken link leaves no item anywhere. This
-extension tallies what the pages themselves did (robots.txt fetches apart), keeps the broken
-links (404 and 410) with their URLs, measures each host's real gap (from the end of one fetch
-to the start of the next: what the site owner sees of our politeness), and at the end of the
-crawl logs pages by status, bytes, hosts, errors by kind, rejections by reason, duplicates,
-broken links, the busiest hosts and what to do next.
+extension says what the pages themselves did, from the crawl's one per-host tally
+(:mod:`crawler.extensions.tally`: pages by status, robots.txt fetches apart, the broken links
+with their URLs, each host's real gap from the end of one fetch to the start of the next, what
+the site owner sees of our politeness), and at the end of the crawl logs pages by status, bytes,
+hosts, errors by kind, rejections by reason, duplicates, broken links, the busiest hosts and
+what to do next.
 
 The full stats stay available: ``STATS_FILE`` (every broken link under ``broken_links``) and,
 with ``STATS_DUMP`` off (the project's default), the whole dict at ``LOG_LEVEL=DEBUG``.
-
-The tallies are also in the stats (``pages/ok``, ``pages/status/<code>``, ``pages/broken``), so
-the exit status and the progress line count pages the same way.
 """
 
 from __future__ import annotations
 
 import logging
 import pprint
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
-from time import monotonic
 from typing import Any
 
-from scrapy import Request, Spider, signals
+from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.http import Response
-from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.config import defaults
-from crawler.meta import ROBOTS_META
+from crawler.extensions.tally import CrawlTally
+from crawler.report.tally import busiest_line, is_ok
 
 logger = logging.getLogger(__name__)
 
-BROKEN_STATUSES = frozenset({404, 410})
-# Broken links kept with their URL (memory stays bounded on a site of a million dead links;
-# the count goes on past it).
-BROKEN_LINKS_KEPT = 10_000
 BROKEN_LINKS_SHOWN = 5  # in the summary itself
 BUSIEST_SHOWN = 3
 
 
-@dataclass
-class HostTally:
-    """One host's pages and real gaps, as this process saw them."""
-
-    pages: int = 0
-    in_flight: int = 0
-    last_end: float | None = None
-    gap_sum: float = 0.0
-    gaps: int = 0
-
-    @property
-    def gap(self) -> float | None:
-        return self.gap_sum / self.gaps if self.gaps else None
-
-
 class CrawlSummary:
-    """Tallies pages per status and host while the crawl runs; logs the summary when the
-    engine stops (after every other extension has written its stats)."""
+    """Logs the summary when the engine stops (after every other extension has written its
+    stats), from the crawl's tally."""
 
     def __init__(self, crawler: Crawler, enabled: bool = True) -> None:
         self.crawler = crawler
         self.enabled = enabled
-        self.clock = monotonic
-        self.hosts: dict[str, HostTally] = {}
-        self.statuses: Counter[int] = Counter()
-        self.broken: list[tuple[str, int]] = []
         self.reason = ""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
         enabled = crawler.settings.getbool("CRAWL_SUMMARY", defaults.CRAWL_SUMMARY)
         ext = cls(crawler, enabled)
-        connect = crawler.signals.connect
-        connect(ext.response_received, signals.response_received)
-        connect(ext.request_reached_downloader, signals.request_reached_downloader)
-        connect(ext.request_left_downloader, signals.request_left_downloader)
-        connect(ext.spider_closed, signals.spider_closed)
-        connect(ext.engine_stopped, signals.engine_stopped)
+        crawler.signals.connect(ext.spider_closed, signals.spider_closed)
+        crawler.signals.connect(ext.engine_stopped, signals.engine_stopped)
         return ext
 
-    # -- while the crawl runs ----------------------------------------------------------------
-
-    def _tally(self, request: Request) -> HostTally:
-        host = urlparse_cached(request).netloc.lower()
-        tally = self.hosts.get(host)
-        if tally is None:
-            tally = self.hosts[host] = HostTally()
-        return tally
-
-    def request_reached_downloader(self, request: Request, spider: Spider) -> None:
-        tally = self._tally(request)
-        if tally.in_flight == 0 and tally.last_end is not None:
-            tally.gap_sum += self.clock() - tally.last_end
-            tally.gaps += 1
-        tally.in_flight += 1
-
-    def request_left_downloader(self, request: Request, spider: Spider) -> None:
-        tally = self._tally(request)
-        tally.in_flight = max(0, tally.in_flight - 1)
-        tally.last_end = self.clock()
-
-    def response_received(self, response: Response, request: Request, spider: Spider) -> None:
-        if request.meta.get(ROBOTS_META):
-            return  # a robots.txt fetch is not a page, and its 404 is no broken link
-        status = response.status
-        self.statuses[status] += 1
-        stats = self.crawler.stats
-        assert stats is not None
-        stats.inc_value(f"pages/status/{status}")
-        if 200 <= status < 300 or status == 304:
-            stats.inc_value("pages/ok")
-            self._tally(request).pages += 1
-        elif status in BROKEN_STATUSES:
-            stats.inc_value("pages/broken")
-            if len(self.broken) < BROKEN_LINKS_KEPT:
-                self.broken.append((response.url, status))
-
-    def ok_pages(self) -> int:
-        return sum(n for s, n in self.statuses.items() if 200 <= s < 300 or s == 304)
-
-    def busiest(self, n: int = BUSIEST_SHOWN) -> list[tuple[str, int, float | None]]:
-        """``(host, pages, mean real gap)`` of the hosts with the most pages (robots.txt and
-        error answers not counted)."""
-        top = sorted(self.hosts.items(), key=lambda kv: -kv[1].pages)[:n]
-        return [(host, t.pages, t.gap) for host, t in top if t.pages]
-
-    # -- at the end ------------------------------------------------------------------------
+    def _tally(self) -> CrawlTally | None:
+        return self.crawler.get_extension(CrawlTally)
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        """Into the stats before the stats file is written: every broken link kept, and the
-        busiest hosts."""
+        """The busiest hosts into the stats, before the stats file is written."""
         self.reason = reason
+        tally = self._tally()
         stats = self.crawler.stats
         assert stats is not None
-        if self.broken:
-            stats.set_value(
-                "broken_links", [{"url": url, "status": status} for url, status in self.broken]
-            )
-        for i, (host, pages, gap) in enumerate(self.busiest()):
-            stats.set_value(f"pages/busiest/{i + 1}", f"{host} {pages} pages, gap {_secs(gap)}")
+        for i, busiest in enumerate(tally.busiest(BUSIEST_SHOWN) if tally else []):
+            stats.set_value(f"pages/busiest/{i + 1}", busiest_line([busiest]))
 
     def engine_stopped(self) -> None:
         stats = self.crawler.stats
@@ -155,13 +73,14 @@ class CrawlSummary:
             return
         spider = getattr(self.crawler, "spider", None)
         name = getattr(spider, "name", None) or "crawl"
+        tally = self._tally()
         lines = summary_lines(
             name,
             values,
-            statuses=self.statuses,
-            broken=self.broken,
-            busiest=self.busiest(),
-            hosts=sum(1 for t in self.hosts.values() if t.pages),
+            statuses=tally.statuses if tally else {},
+            broken=tally.broken if tally else [],
+            busiest=tally.busiest(BUSIEST_SHOWN) if tally else [],
+            hosts=tally.hosts.with_pages() if tally else 0,
             settings=_SettingsView(settings),
         )
         logger.info("%s", "\n".join(lines))
@@ -189,7 +108,7 @@ def summary_lines(
     settings: _SettingsView,
 ) -> list[str]:
     """The summary's lines (a pure function of the tallies, so tests can read it whole)."""
-    ok = sum(n for s, n in statuses.items() if 200 <= s < 300 or s == 304)
+    ok = sum(n for s, n in statuses.items() if is_ok(s))
     n_broken = stats.get("pages/broken", len(broken))
     other = sum(statuses.values()) - ok - n_broken
     reason = stats.get("finish_reason", "")
@@ -227,7 +146,8 @@ def summary_lines(
     if dup_exact or dup_near:
         lines.append(f"  duplicates: {dup_exact} exact, {dup_near} near (indexed as aliases)")
     if broken:
-        shown = ", ".join(f"{url} ({status})" for url, status in broken[:BROKEN_LINKS_SHOWN])
+        shown = ", ".join(f"{url} ({status or 'no answer'})"
+                          for url, status in broken[:BROKEN_LINKS_SHOWN])
         more = n_broken - min(len(broken), BROKEN_LINKS_SHOWN)
         where = (
             f"all in {settings.stats_file} (broken_links)"
@@ -236,10 +156,7 @@ def summary_lines(
         )
         lines.append(f"  broken links: {shown}" + (f" and {more} more, {where}" if more else ""))
     if busiest:
-        lines.append(
-            "  busiest hosts: "
-            + "; ".join(f"{host} {pages} pages, gap {_secs(gap)}" for host, pages, gap in busiest)
-        )
+        lines.append("  busiest hosts: " + busiest_line(busiest))
     queued = int(stats.get("frontier/queued_at_close", 0))
     if queued:
         lines.append(f"  left in the frontier: {queued} URLs")
@@ -300,10 +217,6 @@ def _n(count: int, noun: str) -> str:
 
 def _joined(pairs: list[tuple[str, int]]) -> str:
     return ", ".join(f"{label} {n}" for label, n in pairs)
-
-
-def _secs(gap: float | None) -> str:
-    return "-" if gap is None else f"{gap:.2f}s"
 
 
 def _duration(seconds: float) -> str:

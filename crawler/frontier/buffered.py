@@ -31,7 +31,6 @@ it returns True the crawl has work.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections import deque
@@ -50,14 +49,13 @@ from crawler.frontier.api import (
     Lease,
     Outcome,
 )
+from crawler.threads.jobs import JobThread
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
-_WAKE = object()  # a job that only wakes the worker (news from ``watch``)
-_STOP = object()  # the job that stops it
 REPORT_WAIT = 5.0  # seconds a report waits for the worker before the last answer is given
 
 
@@ -113,9 +111,6 @@ class BufferedFrontier(Frontier):
         self._poll_more = False  # the last poll said more is waiting outside the frontier
         self._last_poll = float("-inf")
         self.clock = clock
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._pending = 0  # jobs queued or running (read on the caller's thread)
-        self._pending_lock = threading.Lock()
         # (lease, when buffered): appended by the worker, popped by the caller, both under
         # the lock (the worker also takes stale ones back from the head)
         self._buffer: deque[tuple[Lease, float]] = deque()
@@ -126,46 +121,34 @@ class BufferedFrontier(Frontier):
         self._starved = False  # the caller found the buffer empty: it waits for ``notify``
         self._missed = False  # ... while work was due: the read-ahead was too small
         self._leasing = False
-        self._woken = threading.Event()  # a wake-up from ``watch`` not yet acted on
         self._open: dict[str, float] = {}  # token -> when handed out or last renewed
         self._open_lock = threading.Lock()
         self._closed = False
         self._control_seen = 0  # the inner frontier's control_epoch last acted on
         self.snapshot = Snapshot(clock(), None, 0, 0)
         self._take_snapshot()  # a first answer before the crawl asks anything
-        self._unwatch = inner.watch(self._wake)
-        self._thread = threading.Thread(target=self._run, name="frontier-worker", daemon=True)
-        self._thread.start()
+        self._worker = _FrontierThread(self)
+        self._unwatch = inner.watch(self._worker.wake)
+        self._worker.start()
 
     # -- the worker thread -----------------------------------------------------------------------
 
     def _submit(self, job: Callable[[], Any]) -> None:
-        with self._pending_lock:
-            self._pending += 1
-        self._jobs.put(job)
+        self._worker.submit(job)
 
-    def _wake(self) -> None:
-        """The shared frontier says something changed (any thread): look at it soon. Wake-ups
-        that arrive before the worker got to the last one cost nothing more."""
-        if not self._woken.is_set():
-            self._woken.set()
-            self._jobs.put(_WAKE)
+    @property
+    def _pending(self) -> int:
+        """Calls queued or running on the worker."""
+        return self._worker.pending
 
     def _call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the worker, after everything queued before it, and wait for it (for
         the few calls whose answer the caller needs at once, outside the crawl's hot path).
         Once the worker has stopped (after ``close``: a closing report) it runs here."""
-        if self._closed or not self._thread.is_alive():
+        if self._closed or not self._worker.alive:
             return fn()
         future: Future[T] = Future()
-
-        def job() -> None:
-            try:
-                future.set_result(fn())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        self._submit(job)
+        self._submit(lambda: _settle(future, fn))
         return future.result()
 
     def _timeout(self) -> float:
@@ -180,35 +163,6 @@ class BufferedFrontier(Frontier):
             if snap.due_in is not None and (self._starved or not self._buffer):
                 wait = min(wait, max(0.005, snap.due_in - (self.clock() - snap.taken)))
         return wait
-
-    def _run(self) -> None:
-        while True:
-            try:
-                job = self._jobs.get(timeout=self._timeout())
-            except queue.Empty:
-                job = None
-            if job is _STOP:
-                return
-            batch = [job] if job is not None and job is not _WAKE else []
-            stop = False
-            while len(batch) < 256:  # whatever else is queued goes in the same wake-up
-                try:
-                    more = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if more is _STOP:
-                    stop = True
-                    break
-                if more is not _WAKE:
-                    batch.append(more)
-            self._woken.clear()
-            for fn in batch:
-                self._guard(fn)
-            with self._pending_lock:
-                self._pending -= len(batch)
-            self._guard(self._housekeeping)
-            if stop:
-                return
 
     def _guard(self, fn: Callable[[], Any]) -> None:
         """Run one call on the shared frontier. A transient failure (the server went away) is
@@ -494,17 +448,10 @@ class BufferedFrontier(Frontier):
         seconds) the last answer is given instead, so the caller never hangs on it."""
         if self._away_since is None or self._closed:
             future: Future[T] = Future()
-
-            def job() -> None:
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:
-                    future.set_exception(exc)
-
-            if self._closed or not self._thread.is_alive():
-                job()
+            if self._closed or not self._worker.alive:
+                _settle(future, fn)
             else:
-                self._submit(job)
+                self._submit(lambda: _settle(future, fn))
             try:
                 value = future.result(timeout=REPORT_WAIT)
             except TimeoutError:
@@ -528,9 +475,7 @@ class BufferedFrontier(Frontier):
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far has been sent; False on timeout."""
-        done = threading.Event()
-        self._submit(done.set)
-        return done.wait(timeout)
+        return self._worker.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         """Hand the buffered leases back, send what is queued, stop the worker."""
@@ -540,8 +485,34 @@ class BufferedFrontier(Frontier):
         if self._unwatch is not None:
             self._unwatch()
         self._submit(self._release_buffer)  # on the worker: after any lease call under way
-        self._jobs.put(_STOP)
-        self._thread.join(timeout)
-        if self._thread.is_alive():
+        if not self._worker.close(timeout):
             logger.warning("The frontier worker did not finish within %.0fs", timeout)
         self.inner.close()
+
+
+class _FrontierThread(JobThread):
+    """The worker thread (``crawler.threads``): every call on the shared frontier, guarded
+    (:meth:`BufferedFrontier._guard`), then the housekeeping after each batch of them; an idle
+    worker sleeps :meth:`BufferedFrontier._timeout`."""
+
+    def __init__(self, frontier: BufferedFrontier) -> None:
+        self.frontier = frontier
+        super().__init__("frontier-worker", start=False)
+
+    def _execute(self, job: Callable[[], Any]) -> None:
+        self.frontier._guard(job)
+
+    def _between_batches(self) -> None:
+        self.frontier._guard(self.frontier._housekeeping)
+
+    def _idle_wait(self) -> float:
+        return self.frontier._timeout()
+
+
+def _settle(future: Future[T], fn: Callable[[], T]) -> None:
+    """``fn``'s result or exception into ``future`` (a call the caller waits for is not
+    retried by the guard: its exception is the caller's)."""
+    try:
+        future.set_result(fn())
+    except BaseException as exc:
+        future.set_exception(exc)

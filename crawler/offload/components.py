@@ -9,10 +9,11 @@ thread:
 * the reactor thread only hands the work over and takes the result back, so what it waits for
   is the GIL, which Python hands over every ``sys.getswitchinterval()`` (5 ms) at the latest,
   not the page's whole cost; libxml2's parsing releases the GIL altogether;
-* one thread, not Twisted's shared pool (Scrapy's DNS resolver uses that one: a queue of big
-  pages there would delay name lookups), and one thread, not several: the work is CPU-bound
-  Python, so more threads add no throughput under the GIL, and a single worker keeps pages in
-  the order they arrived (the first URL seen with a content stays its original);
+* one thread of the crawl's own (:class:`crawler.threads.jobs.JobThread`), not Twisted's
+  shared pool (Scrapy's DNS resolver uses that one: a queue of big pages there would delay
+  name lookups), and one thread, not several: the work is CPU-bound Python, so more threads
+  add no throughput under the GIL, and a single worker keeps pages in the order they arrived
+  (the first URL seen with a content stays its original);
 * not a process pool for every page: shipping a small page's text and links back costs about
   what parsing it does, and the near-duplicate detector's state would have to live in the
   child.
@@ -33,6 +34,11 @@ middleware read it synchronously) and written from a thread of its own
 
 Threads add no CPU: ``bench/realcrawl.py`` measures CPU per page and the longest stall with and
 without (``CONTENT_THREAD``).
+
+The threads and the parse process belong to one component, :class:`OffloadWorkers` (an
+extension in the project's ``EXTENSIONS``): it starts each on first use and closes them all when
+the engine stops. Components reach them through :func:`content_worker`, :func:`index_worker`,
+:func:`feed_worker` and :func:`parse_process`.
 """
 
 from __future__ import annotations
@@ -43,19 +49,21 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from scrapy import signals
 from scrapy.crawler import Crawler
 from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThreadPool
-from twisted.python.threadpool import ThreadPool
+from twisted.python.failure import Failure
 
 from crawler.config import defaults
+from crawler.threads.jobs import JobThread
 
 __all__ = [
     "ContentWorker",
+    "OffloadWorkers",
     "ParseProcess",
     "content_worker",
     "feed_worker",
@@ -68,31 +76,107 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class ContentWorker:
-    """One worker thread; :meth:`run` calls a function there and fires a Deferred with its
-    result on the reactor thread."""
+class ContentWorker(JobThread):
+    """One worker thread (:class:`~crawler.threads.jobs.JobThread`); :meth:`run` calls a
+    function there and fires a Deferred with its result on the reactor thread."""
 
     def __init__(self, name: str = "content") -> None:
-        self._pool = ThreadPool(minthreads=1, maxthreads=1, name=f"crawler-{name}")
-        self._pool.start()
+        super().__init__(f"crawler-{name}")
 
     def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Deferred[_T]:
         # imported here: importing the reactor at module level would install Twisted's default
         # one before Scrapy installs the asyncio reactor
         from twisted.internet import reactor
 
-        return deferToThreadPool(reactor, self._pool, fn, *args, **kwargs)
+        d: Deferred[_T] = Deferred()
 
-    def stop(self) -> None:
-        """Finish the queued work and end the thread."""
-        self._pool.stop()
+        def answered(future: Future[_T]) -> None:  # on the worker thread
+            exc = future.exception()
+            if exc is None:
+                reactor.callFromThread(d.callback, future.result())  # type: ignore[attr-defined]
+            else:
+                reactor.callFromThread(d.errback, Failure(exc))  # type: ignore[attr-defined]
+
+        self.future(lambda: fn(*args, **kwargs)).add_done_callback(answered)
+        return d
+
+
+class OffloadWorkers:
+    """The crawl's threads for heavy page work and its parse process: each started on first use
+    (a crawl that never needs one never starts it), all closed when the engine stops (the
+    queued work done first, the child reaped). With ``CONTENT_THREAD`` off there is none:
+    the work runs on the reactor thread."""
+
+    def __init__(self, settings: Any) -> None:
+        self.enabled = settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD)
+        self.switch_interval = settings.getfloat(
+            "CONTENT_THREAD_SWITCH_INTERVAL", defaults.CONTENT_THREAD_SWITCH_INTERVAL
+        )
+        self.index_thread = str(
+            settings.get("INDEX_THREAD", defaults.INDEX_THREAD) or defaults.INDEX_THREAD
+        )
+        self.process_min_bytes = settings.getint(
+            "CONTENT_PROCESS_MIN_BYTES", defaults.CONTENT_PROCESS_MIN_BYTES
+        )
+        self._workers: dict[str, ContentWorker] = {}
+        self._process: ParseProcess | None = None
+        self._closed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> OffloadWorkers:
+        workers = cls(crawler.settings)
+        crawler.signals.connect(workers.close, signals.engine_stopped)
+        return workers
+
+    def worker(self, name: str) -> ContentWorker | None:
+        """The thread called ``name``, started now if it is the first call; None when
+        ``CONTENT_THREAD`` is off or the workers are closed."""
+        if not self.enabled or self._closed:
+            return None
+        worker = self._workers.get(name)
+        if worker is None:
+            if not self._workers and self.switch_interval > 0:
+                sys.setswitchinterval(self.switch_interval)
+            worker = self._workers[name] = ContentWorker(name)
+        return worker
+
+    def parse_process(self) -> ParseProcess | None:
+        """The parse process (started with the first big page); None with
+        ``CONTENT_PROCESS_MIN_BYTES`` 0 or without a content thread (the reactor would wait
+        for the child)."""
+        if self.process_min_bytes <= 0 or self.worker("content") is None:
+            return None
+        if self._process is None:
+            self._process = ParseProcess(self.process_min_bytes)
+        return self._process
+
+    def close(self) -> None:
+        """Finish the queued work, end the threads, stop and reap the parse process."""
+        self._closed = True
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
+        if self._process is not None:
+            self._process.stop()
+
+
+def _workers(crawler: Crawler | None) -> OffloadWorkers | None:
+    """The crawl's :class:`OffloadWorkers`, or None outside a running crawl (a test calling a
+    spider or pipeline directly gets the plain synchronous path) or in a project whose
+    ``EXTENSIONS`` lacks it."""
+    if crawler is None or not getattr(crawler, "crawling", False):
+        return None
+    try:
+        return crawler.get_extension(OffloadWorkers)
+    except RuntimeError:  # the extensions are not built yet
+        return None
 
 
 def content_worker(crawler: Crawler | None) -> ContentWorker | None:
-    """The crawl's content worker (parsing, main text, near-duplicates), started on first use
-    and stopped when the engine stops; ``None`` with ``CONTENT_THREAD`` off or outside a running
-    crawl (a test calling a spider or pipeline directly gets the plain synchronous path)."""
-    return _worker(crawler, "content")
+    """The crawl's content worker (parsing, main text, near-duplicates); ``None`` with
+    ``CONTENT_THREAD`` off or outside a running crawl (:func:`_workers`)."""
+    workers = _workers(crawler)
+    return workers.worker("content") if workers is not None else None
 
 
 def index_worker(crawler: Crawler | None) -> ContentWorker | None:
@@ -102,43 +186,16 @@ def index_worker(crawler: Crawler | None) -> ContentWorker | None:
     thread's Python, but then the reactor competes with two Python threads for the GIL: its
     longest stalls were twice as long and the crawl used more CPU. Same rules as
     :func:`content_worker`."""
-    if crawler is None:
-        return None
-    name = crawler.settings.get("INDEX_THREAD", defaults.INDEX_THREAD) or defaults.INDEX_THREAD
-    return _worker(crawler, str(name))
+    workers = _workers(crawler)
+    return workers.worker(workers.index_thread) if workers is not None else None
 
 
 def feed_worker(crawler: Crawler | None) -> ContentWorker | None:
     """The thread that makes big items' feed bytes (:mod:`crawler.pipelines.feed`): JSON
     encoding in short pieces, so it hands the GIL back often. Same rules as
     :func:`content_worker`."""
-    return _worker(crawler, "feed")
-
-
-def _worker(crawler: Crawler | None, name: str) -> ContentWorker | None:
-    if crawler is None or not getattr(crawler, "crawling", False):
-        return None
-    workers: dict[str, ContentWorker] | None = getattr(crawler, "_crawler_workers", None)
-    if workers is None:
-        if not crawler.settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD):
-            return None
-        workers = crawler._crawler_workers = {}  # type: ignore[attr-defined]
-        interval = crawler.settings.getfloat(
-            "CONTENT_THREAD_SWITCH_INTERVAL", defaults.CONTENT_THREAD_SWITCH_INTERVAL
-        )
-        if interval > 0:
-            sys.setswitchinterval(interval)
-
-        def stopped() -> None:
-            for worker in workers.values():
-                worker.stop()
-            workers.clear()
-
-        crawler.signals.connect(stopped, signals.engine_stopped, weak=False)
-    worker = workers.get(name)
-    if worker is None:
-        worker = workers[name] = ContentWorker(name)
-    return worker
+    workers = _workers(crawler)
+    return workers.worker("feed") if workers is not None else None
 
 
 class ParseProcess:
@@ -263,16 +320,5 @@ def parse_process(crawler: Crawler | None) -> ParseProcess | None:
     """The crawl's parse process, for pages of at least ``CONTENT_PROCESS_MIN_BYTES`` (started
     with the first such page, stopped and reaped when the engine stops); ``None`` with it 0,
     with ``CONTENT_THREAD`` off (the reactor would wait for the child) or outside a crawl."""
-    if content_worker(crawler) is None:
-        return None
-    assert crawler is not None
-    pool: ParseProcess | None = getattr(crawler, "_crawler_parse_process", None)
-    if pool is None:
-        min_bytes = crawler.settings.getint(
-            "CONTENT_PROCESS_MIN_BYTES", defaults.CONTENT_PROCESS_MIN_BYTES
-        )
-        if min_bytes <= 0:
-            return None
-        pool = crawler._crawler_parse_process = ParseProcess(min_bytes)  # type: ignore[attr-defined]
-        crawler.signals.connect(pool.stop, signals.engine_stopped, weak=False)
-    return pool
+    workers = _workers(crawler)
+    return workers.parse_process() if workers is not None else None

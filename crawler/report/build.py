@@ -9,15 +9,19 @@ image, no stylesheet link.
 from __future__ import annotations
 
 import bisect
+import functools
 import statistics
+import string
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import escape
+from importlib import resources
 from typing import Any
 
 from crawler.report import svg
 from crawler.report.recordfile import CrawlRecord, Fetch, Session
+from crawler.report.tally import BROKEN_LINK, GAP_TOLERANCE, HostTally, replay
 
 # Stats that are a level at close, not a count: several sessions give their largest value.
 GAUGES = frozenset(
@@ -31,8 +35,6 @@ GAUGES = frozenset(
         "memusage/startup",
     }
 )
-# A real gap may read up to this much below the delay asked from rounding to milliseconds.
-GAP_TOLERANCE = 0.002
 GAP_CHARTS = 8  # hosts with a chart of their gaps (the busiest)
 MAX_POINTS = 1000  # points per line over time
 MAX_DOTS = 1500  # gaps drawn per host; past that, the extremes of each pixel column
@@ -52,38 +54,41 @@ DURATION_BUCKETS = (
 
 @dataclass
 class HostPoliteness:
+    """A host's tally (:class:`~crawler.report.tally.HostTally`, replayed from the record) with
+    what the charts draw: each gap ``(t, gap, delay held against)`` and each fetch's time."""
+
     host: str
-    fetches: int = 0
-    errors: int = 0
-    gaps: list[tuple[float, float, float]] = field(default_factory=list)  # (t, gap, asked)
+    tally: HostTally = field(default_factory=HostTally)
+    gaps: list[tuple[float, float, float | None]] = field(default_factory=list)
     durations: list[float] = field(default_factory=list)
-    agg_gaps: int = 0  # gaps of aggregated intervals (past RECORD_MAX_FETCHES)
-    agg_gap_sum: float = 0.0
-    agg_gap_min: float | None = None
-    agg_asked_sum: float = 0.0
-    agg_asked_n: int = 0
-    short: int = 0
+
+    @property
+    def fetches(self) -> int:
+        return self.tally.fetches
+
+    @property
+    def errors(self) -> int:
+        return self.tally.errors
+
+    @property
+    def short(self) -> int:
+        return self.tally.short
 
     @property
     def gap_count(self) -> int:
-        return len(self.gaps) + self.agg_gaps
+        return self.tally.gaps
 
     @property
     def min_gap(self) -> float | None:
-        values = [g for _, g, _ in self.gaps]
-        if self.agg_gap_min is not None:
-            values.append(self.agg_gap_min)
-        return min(values) if values else None
+        return self.tally.gap_min
 
     @property
     def mean_gap(self) -> float | None:
-        n = self.gap_count
-        return (sum(g for _, g, _ in self.gaps) + self.agg_gap_sum) / n if n else None
+        return self.tally.gap
 
     @property
     def mean_asked(self) -> float | None:
-        n = len(self.gaps) + self.agg_asked_n
-        return (sum(a for _, _, a in self.gaps) + self.agg_asked_sum) / n if n else None
+        return self.tally.delay
 
 
 def merged_stats(sessions: list[Session]) -> dict[str, Any]:
@@ -113,35 +118,23 @@ def _sum_counters(sessions: list[Session], key: str) -> Counter[str]:
 
 def politeness(record: CrawlRecord) -> dict[str, HostPoliteness]:
     """Per host, the real gap before each fetch (from the end of the host's latest earlier
-    fetch, whichever worker made it) against the delay the frontier asked after that fetch."""
+    fetch, whichever worker made it) against the delay the frontier applied after that fetch:
+    the record replayed into the one tally (:func:`crawler.report.tally.replay`), then the
+    intervals summed past ``RECORD_MAX_FETCHES`` added."""
     hosts: dict[str, HostPoliteness] = {}
     by_host: dict[str, list[Fetch]] = defaultdict(list)
     for f in record.fetches:  # sorted by start
         by_host[f.host].append(f)
     for name, fetches in by_host.items():
         hp = hosts[name] = HostPoliteness(name)
-        latest: Fetch | None = None  # the earlier fetch that ended last
-        for f in fetches:
-            hp.fetches += 1
-            hp.errors += f.status == 0 or f.status >= 400
-            hp.durations.append(f.end - f.start)
-            if latest is not None and latest.end <= f.start + GAP_TOLERANCE:
-                gap = max(0.0, f.start - latest.end)
-                hp.gaps.append((f.start, gap, latest.asked))
-                hp.short += gap < latest.asked - GAP_TOLERANCE
-            if latest is None or f.end > latest.end:
-                latest = f
+        hp.durations = [f.end - f.start for f in fetches]
+        hp.gaps = list(replay(hp.tally, ((f.start, f.end, f.status, f.asked) for f in fetches)))
     for a in record.aggregates:
         hp = hosts.setdefault(a.host, HostPoliteness(a.host))
-        hp.fetches += a.n
-        hp.errors += a.errors
-        hp.agg_gaps += a.gaps
-        hp.agg_gap_sum += a.gap_sum
-        if a.gap_min is not None:
-            hp.agg_gap_min = a.gap_min if hp.agg_gap_min is None else min(hp.agg_gap_min, a.gap_min)
-        hp.agg_asked_sum += a.asked_sum
-        hp.agg_asked_n += a.n
-        hp.short += a.short
+        hp.tally.add(HostTally(
+            fetches=a.n, http_errors=a.errors, gaps=a.gaps, gap_sum=a.gap_sum,
+            gap_min=a.gap_min, short=a.short, delays=a.asked_n, delay_sum=a.asked_sum,
+        ))
     return hosts
 
 
@@ -239,6 +232,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def build_report(record: CrawlRecord, *, title: str = "") -> str:
+    """The page: ``templates/report.html`` (its layout, style and the "what healthy looks like"
+    texts) filled with the figures, charts and tables made here."""
     stats = merged_stats(record.sessions)
     series = time_series(record)
     hosts = politeness(record)
@@ -249,7 +244,6 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
     gap_total = sum(h.gap_count for h in hosts.values())
     short_total = sum(h.short for h in hosts.values())
     reasons = sorted({s.reason for s in record.sessions if s.reason}) or ["(not finished)"]
-    started = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     summary = [
         ("pages", svg.fmt_number(stats.get("response_received_count", series["pages"]))),
         ("fetches", svg.fmt_number(fetches)),
@@ -260,58 +254,32 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
         ("gaps below the delay asked", f"{short_total:,} of {gap_total:,}"),
         ("finish", ", ".join(reasons)),
     ]
-    parts = [_head(title), f"<h1>{escape(title)}</h1>"]
-    skipped = f"; unreadable lines skipped: {record.bad_lines}" if record.bad_lines else ""
-    parts.append(
-        f'<p class="muted">started {started}; sessions: {len(record.sessions)}{skipped}</p>'
-    )
-    parts.append('<dl class="summary">' + "".join(
-        f'<div data-summary={svg._a(k)}><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>'
-        for k, v in summary
-    ) + "</dl>")
-    parts += _time_sections(series, start, end)
-    parts += _politeness_sections(hosts, start, end, record)
-    parts += _fetch_sections(hosts, stats, record)
-    parts += _content_sections(stats, record)
-    parts += _outcome_sections(stats, record)
-    parts.append("</main></body></html>\n")
-    return "".join(parts)
-
-
-def _head(title: str) -> str:
-    return (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        # nothing may be loaded from anywhere: say so to the browser too
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body><main>"
+    return _page().substitute(
+        title=escape(title),
+        started=datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        sessions=len(record.sessions),
+        skipped=f"; unreadable lines skipped: {record.bad_lines}" if record.bad_lines else "",
+        summary="".join(
+            f'<div data-summary={svg._a(k)}><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>'
+            for k, v in summary
+        ),
+        holds=len(record.holds),
+        broken_definition=escape(BROKEN_LINK) + ", with the referring page when the request "
+        "carried one.",
+        **_time_sections(series, start, end),
+        politeness=_politeness_section(hosts, start, end),
+        **_fetch_sections(hosts, stats, record),
+        **_content_sections(record),
+        **_outcome_sections(stats, record),
     )
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#fafafa;
-color:#222}main{max-width:1000px;margin:0 auto;padding:16px 24px 48px}
-h1{font-size:1.5em;margin:.4em 0}h2{font-size:1.15em;margin:1.6em 0 .3em;border-bottom:1px solid
-#ddd;padding-bottom:.2em}.muted{color:#777}.how{color:#555;font-size:.9em;margin:.2em 0 .6em;
-max-width:760px}.summary{display:flex;flex-wrap:wrap;gap:8px 24px;margin:12px 0}.summary div{
-background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:6px 12px}.summary dt{
-font-size:.75em;color:#777}.summary dd{margin:0;font-size:1.2em;font-weight:600}figure{margin:0
-0 8px;background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px;overflow-x:auto}
-figcaption{font-size:.85em;color:#555;margin-bottom:4px}svg text{fill:#333}svg .value{fill:#555}
-svg .tick{fill:#777;font-size:11px}svg .grid{stroke:#eee}svg .axis{stroke:#999}
-.grid2{display:grid;grid-template-columns:repeat(auto-fill,minmax(460px,1fr));gap:8px}
-table{border-collapse:collapse;font-size:.85em;background:#fff}td,th{border:1px solid #e3e3e3;
-padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
-td.url{text-align:left;max-width:520px;overflow-wrap:anywhere}.bad{color:#d62728;font-weight:600}
-"""
-
-
-def _section(anchor: str, heading: str, how: str, body: str) -> str:
-    return (
-        f'<section id="{anchor}"><h2>{escape(heading)}</h2><p class="how">{how}</p>'
-        f"{body}</section>"
+@functools.cache
+def _page() -> string.Template:
+    text = resources.files("crawler.report").joinpath("templates", "report.html").read_text(
+        encoding="utf-8"
     )
+    return string.Template(text)
 
 
 def _figure(chart: str, content: str, caption: str = "", **data: Any) -> str:
@@ -320,7 +288,7 @@ def _figure(chart: str, content: str, caption: str = "", **data: Any) -> str:
     return f'<figure data-chart="{chart}"{attrs}>{cap}{content}</figure>'
 
 
-def _time_sections(series: dict[str, Any], start: float, end: float) -> list[str]:
+def _time_sections(series: dict[str, Any], start: float, end: float) -> dict[str, str]:
     rate = [svg.Series(name, pts) for name, pts in series["rate"].items()]
     levels = series["levels"]
     frontier = [
@@ -339,54 +307,21 @@ def _time_sections(series: dict[str, Any], start: float, end: float) -> list[str
         svg.Series("HTTP errors (4xx, 5xx)", counts["http_errors"], color="#d62728"),
         svg.Series("URLs rejected", counts["rejected"], color="#ff7f0e"),
     ]
-    return [
-        _section(
-            "rate", "Pages per second",
-            "Pages received per second, per snapshot interval (one line per worker when "
-            "several shared the crawl). Healthy: a plateau set by the number of hosts and "
-            "their politeness delays, ending in a tail as the last hosts run out of URLs; "
-            "a sudden drop to zero mid-crawl is a stall (a dead host holding every slot, a "
-            "lost Redis).",
-            _figure("rate", svg.line_chart("rate", rate, y_label="pages/s", x_start=start,
-                                           x_end=end), total=series["pages"]),
-        ),
-        _section(
-            "frontier", "Frontier size",
-            "URLs queued and URLs in flight (leased) over time, then URLs seen (queued once "
-            "each). Healthy: the queue grows while pages bring new links, then drains to zero "
-            "at the end; seen grows and flattens. A queue that only grows means the crawl "
-            "cannot keep up with discovery (more hosts than slots, or a trap: check the "
-            "rejections).",
-            _figure("frontier", svg.line_chart("frontier", frontier, y_label="URLs",
-                                               x_start=start, x_end=end))
-            + _figure("seen", svg.line_chart("seen", seen, y_label="URLs seen",
-                                             x_start=start, x_end=end, height=160)),
-        ),
-        _section(
-            "host-states", "Hosts ready, waiting and in flight",
-            "Hosts with queued URLs that may be fetched now (ready), that are waiting out "
-            "their politeness delay (waiting), and with a fetch in flight. Healthy: few ready "
-            "hosts (a ready host is one no slot serves yet); most hosts waiting is politeness "
-            "doing its job. Many ready hosts for long means CONCURRENT_REQUESTS is the "
-            "bottleneck.",
-            _figure("host-states", svg.line_chart("host-states", host_states, y_label="hosts",
-                                                  x_start=start, x_end=end)),
-        ),
-        _section(
-            "problems", "Errors and rejections over time",
-            "Running totals of fetches that got no answer, answers 4xx or 5xx (retries "
-            "included), and URLs the frontier rejected (not counting URLs already seen). "
-            "Healthy: slopes that follow the pages per second; a line that turns steep shows "
-            "when a host started failing or the crawl walked into a trap.",
-            _figure("problems", svg.line_chart("problems", problems, y_label="total",
-                                               x_start=start, x_end=end)),
-        ),
-    ]
+    return {
+        "rate": _figure("rate", svg.line_chart("rate", rate, y_label="pages/s", x_start=start,
+                                               x_end=end), total=series["pages"]),
+        "frontier": _figure("frontier", svg.line_chart("frontier", frontier, y_label="URLs",
+                                                       x_start=start, x_end=end))
+        + _figure("seen", svg.line_chart("seen", seen, y_label="URLs seen", x_start=start,
+                                         x_end=end, height=160)),
+        "host_states": _figure("host-states", svg.line_chart(
+            "host-states", host_states, y_label="hosts", x_start=start, x_end=end)),
+        "problems": _figure("problems", svg.line_chart("problems", problems, y_label="total",
+                                                       x_start=start, x_end=end)),
+    }
 
 
-def _politeness_sections(
-    hosts: dict[str, HostPoliteness], start: float, end: float, record: CrawlRecord
-) -> list[str]:
+def _politeness_section(hosts: dict[str, HostPoliteness], start: float, end: float) -> str:
     busiest = sorted(hosts.values(), key=lambda h: (-h.fetches, h.host))
     figures = []
     for i, hp in enumerate(busiest[:GAP_CHARTS]):
@@ -394,9 +329,10 @@ def _politeness_sections(
             continue
         drawn = _thin(hp.gaps, start, end)
         gaps = [(t, g) for t, g, _ in drawn]
-        asked = [(t, a) for t, _, a in drawn]
-        flagged = {k for k, (_, g, a) in enumerate(drawn) if g < a - GAP_TOLERANCE}
-        top = max(max(a for _, a in asked) * 2.5, _pct([g for _, g in gaps], 0.9) * 1.2)
+        asked = [(t, a) for t, _, a in drawn if a is not None]
+        flagged = {k for k, (_, g, a) in enumerate(drawn) if _below(g, a)}
+        top = max(max((a for _, a in asked), default=0.0) * 2.5,
+                  _pct([g for _, g in gaps], 0.9) * 1.2)
         chart = svg.line_chart(
             f"gaps-{i}",
             [svg.Series("delay asked", asked, color="#2ca02c", step=True)],
@@ -423,38 +359,24 @@ def _politeness_sections(
         "<th>shortest gap</th><th>mean gap</th><th>mean delay asked</th>"
         "<th>gaps below asked</th></tr>" + "".join(rows) + "</table>"
     )
-    holds = len(record.holds)
-    how = (
-        "For the busiest hosts: each dot is the real gap between the end of one fetch of the "
-        "host and the start of the next (whichever worker made them), plotted when the next "
-        "fetch started; the green steps are the delay the frontier asked after the earlier "
-        "fetch (FRONTIER_MIN_DELAY, FRONTIER_DELAY_FACTOR x the fetch's time, the host's "
-        "Crawl-delay, a Retry-After hold). Healthy: every dot on or above the green line, "
-        "most of them close to it while the host has queued URLs; a red dot is a gap below "
-        "the delay asked (impolite). Dots far above the line are times the host had nothing "
-        f"queued. Holds recorded: {holds}. With FRONTIER_HOST_CONCURRENCY above 1 a gap is "
-        "measured from the host's latest fetch whichever slot it used, so gaps shorter "
-        "than asked are expected."
-    )
     body = (f'<div class="grid2">{"".join(figures)}</div>' if figures
             else _figure("gaps-0", svg.empty_chart("gaps-0", "no host was fetched twice")))
-    return [_section("politeness", "Politeness: real gaps against the delay asked", how,
-                     body + table)]
+    return body + table
 
 
 def _thin(
-    gaps: list[tuple[float, float, float]], start: float, end: float, columns: int = 400
-) -> list[tuple[float, float, float]]:
+    gaps: list[tuple[float, float, float | None]], start: float, end: float, columns: int = 400
+) -> list[tuple[float, float, float | None]]:
     """At most about MAX_DOTS gaps for a chart: every gap below the delay asked, and the
     shortest and the longest gap of each pixel column (what the eye reads in a scatter)."""
     if len(gaps) <= MAX_DOTS:
         return gaps
-    keep: dict[int, list[tuple[float, float, float]]] = {}
+    keep: dict[int, list[tuple[float, float, float | None]]] = {}
     short = []
     width = max(end - start, 1e-9) / columns
     for gap in gaps:
         t, g, a = gap
-        if g < a - GAP_TOLERANCE:
+        if _below(g, a):
             short.append(gap)
             continue
         col = keep.setdefault(int((t - start) / width), [gap, gap])
@@ -463,7 +385,12 @@ def _thin(
         if g > col[1][1]:
             col[1] = gap
     kept = {id(g): g for pair in keep.values() for g in pair}
-    return sorted([*kept.values(), *short])
+    return sorted([*kept.values(), *short], key=lambda gap: gap[0])
+
+
+def _below(gap: float, delay: float | None) -> bool:
+    """A gap below the delay asked (impolite); never when the delay is not known."""
+    return delay is not None and gap < delay - GAP_TOLERANCE
 
 
 def _secs(value: float | None) -> str:
@@ -472,7 +399,7 @@ def _secs(value: float | None) -> str:
 
 def _fetch_sections(
     hosts: dict[str, HostPoliteness], stats: dict[str, Any], record: CrawlRecord
-) -> list[str]:
+) -> dict[str, str]:
     hist = [0] * len(DURATION_BUCKETS)
     for f in record.fetches:
         d = f.end - f.start
@@ -503,60 +430,29 @@ def _fetch_sections(
     if failed:
         statuses.append(("no answer", failed))
         colors.append("#7f7f7f")
-    return [
-        _section(
-            "response-times", "Response times",
-            "Time on the network per fetch (request reaching the downloader to leaving it), "
-            "and the median and 90th percentile for the busiest hosts. Healthy: most fetches "
-            "well under a second; a host with a long p90 slows itself down (its delay grows "
-            "with its response time) but not the others. Many fetches near DOWNLOAD_TIMEOUT "
-            "are timeouts.",
-            _figure("response-times", times, "fetches by network time", total=sum(hist))
-            + _figure("host-times", host_times, "per host (busiest first)"),
-        ),
-        _section(
-            "status", "Status codes",
-            "Answers by HTTP status (robots.txt fetches included), and fetches that got no "
-            "answer (timeout, refused, reset). Healthy: mostly 200 (304 on a recrawl), some "
-            "404 and 301/302; many 5xx or 429 mean a host is struggling or asking us to slow "
-            "down.",
-            _figure("status", svg.bar_chart("status", statuses, colors=colors)),
-        ),
-        _section(
-            "hosts", "Top hosts",
-            "Hosts by fetches, with their errors (4xx, 5xx, no answer). Healthy: the spread "
-            "you expect from the seeds; a host far ahead of the rest with many errors may be a "
-            "trap or a broken site worth a deny pattern.",
-            _figure("hosts", hosts_chart),
-        ),
-    ]
+    return {
+        "response_times": _figure("response-times", times, "fetches by network time",
+                                  total=sum(hist))
+        + _figure("host-times", host_times, "per host (busiest first)"),
+        "status": _figure("status", svg.bar_chart("status", statuses, colors=colors)),
+        "hosts": _figure("hosts", hosts_chart),
+    }
 
 
 def _status_color(code: str) -> str:
     return {"2": "#2ca02c", "3": "#1f77b4", "4": "#ff7f0e", "5": "#d62728"}.get(code[:1], "#777")
 
 
-def _content_sections(stats: dict[str, Any], record: CrawlRecord) -> list[str]:
+def _content_sections(record: CrawlRecord) -> dict[str, str]:
     ctypes = _sum_counters(record.sessions, "content_types").most_common(TOP_BARS)
     depth = sorted(_sum_counters(record.sessions, "depth").items(), key=lambda kv: int(kv[0]))
-    return [
-        _section(
-            "content-types", "Content types",
-            "Responses that went on to the spider, by Content-Type. Healthy: mostly text/html; "
-            "lots of other types mean links to files the crawl downloads only to drop.",
-            _figure("content-types", svg.bar_chart("content-types", ctypes)),
-        ),
-        _section(
-            "depth", "Depth",
-            "Responses by link depth from the seeds (0: the seeds). Healthy: a bulge at "
-            "small depths tapering off; a long flat tail to the max_depth is usually a "
-            "generated URL space (calendar, faceted search).",
-            _figure("depth", svg.bar_chart("depth", [(f"depth {d}", n) for d, n in depth])),
-        ),
-    ]
+    return {
+        "content_types": _figure("content-types", svg.bar_chart("content-types", ctypes)),
+        "depth": _figure("depth", svg.bar_chart("depth", [(f"depth {d}", n) for d, n in depth])),
+    }
 
 
-def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> list[str]:
+def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> dict[str, str]:
     rejected = sorted(
         ((k.split("/", 2)[2], v) for k, v in stats.items()
          if k.startswith("frontier/rejected/") and k != "frontier/rejected/seen"),
@@ -598,42 +494,13 @@ def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> list[str]:
     )
     more = (f'<p class="muted">{broken_total - len(shown):,} more not listed '
             f"(RECORD_MAX_BROKEN)</p>" if broken_total > len(shown) else "")
-    return [
-        _section(
-            "rejections", "Rejections by reason",
-            "URLs the frontier refused (frontier/rejected/*) and queued URLs it dropped. "
-            "Healthy: out_of_scope and denied dominate; thousands of repeated_segments, "
-            "query_variants or date_distance mean a trap the defenses are holding off; "
-            "host_budget means max_pages_per_host cut a host short.",
-            _figure("rejections", svg.bar_chart("rejections", rejected, colors=["#ff7f0e"])),
-        ),
-        _section(
-            "duplicates", "Duplicates",
-            "Links to URLs already seen, links met before exactly as written (skipped before "
-            "normalization), and fetched pages whose main text duplicates another's. Healthy: "
-            "seen links far outnumber pages (every page links its site's navigation); many "
-            "near-duplicate pages mean mirrors or session URLs.",
-            _figure("duplicates", svg.bar_chart("duplicates", dups, colors=["#9467bd"])),
-        ),
-        _section(
-            "robots", "robots.txt",
-            "robots.txt outcomes (robotstxt/* stats): fetches and their statuses, rules kinds "
-            "(allow_all for a 4xx), URLs denied, hosts unreachable and held. Healthy: one "
-            "request per host, denied counts you expect from the sites' rules, no "
-            "denied_unreachable.",
-            _figure("robots", svg.bar_chart("robots", robots, colors=["#17becf"])),
-        ),
-        _section(
-            "broken", "Broken links",
-            "Page URLs answered 4xx or 5xx, or not at all (robots.txt left out), with the "
-            "referring page when the request carried one. Healthy: a handful of 404s.",
-            broken + more,
-        ),
-        _section(
-            "workers", "Workers",
-            "Fetches per worker (each `scrapy crawl` process on the crawl's record). Healthy: "
-            "workers of one shared crawl take similar shares.",
-            _figure("workers", svg.bar_chart("workers", sorted(workers.items()),
-                                             colors=svg.PALETTE)),
-        ),
-    ]
+    return {
+        "rejections": _figure("rejections", svg.bar_chart("rejections", rejected,
+                                                          colors=["#ff7f0e"])),
+        "duplicates": _figure("duplicates", svg.bar_chart("duplicates", dups,
+                                                          colors=["#9467bd"])),
+        "robots": _figure("robots", svg.bar_chart("robots", robots, colors=["#17becf"])),
+        "broken": broken + more,
+        "workers": _figure("workers", svg.bar_chart("workers", sorted(workers.items()),
+                                                    colors=svg.PALETTE)),
+    }

@@ -8,12 +8,14 @@ session's start (``t0``, wall-clock seconds in the session line), so a line stay
   host numbers restart with each session.
 * ``["h", n, "host"]`` names host number ``n`` (written before its first use).
 * ``["f", host, start, duration, status, bytes, asked, depth]``: one fetch; ``status`` 0 is a
-  failed fetch (no answer); ``asked`` is the delay the frontier asked after it, so the real gap
-  to the host's next fetch can be held against it.
+  failed fetch (no answer); ``asked`` is the delay the frontier applied after it (its
+  ``fetch_completed``; null when the frontier never said), so the real gap to the host's next
+  fetch can be held against it.
 * ``["a", host, bucket, n, errors, dur_sum, dur_max, bytes, gaps, gap_sum, gap_min, short,
-  asked_sum]``: fetches of one host during one aggregate interval starting at ``bucket``, once
-  the session has written ``RECORD_MAX_FETCHES`` ``f`` lines (``short``: gaps below the delay
-  asked).
+  asked_sum, asked_n]``: fetches of one host during one aggregate interval starting at
+  ``bucket``, once the session has written ``RECORD_MAX_FETCHES`` ``f`` lines, with the gaps
+  the worker's tally measured (``crawler.report.tally``; ``short``: gaps below the delay
+  applied; ``asked_n``: fetches whose delay is known, all of them when left out).
 * ``["s", t, ...]``: a snapshot, fields as named by the session's ``snapshot_fields``.
 * ``["hold", host, t, ms]``: the host was held (Retry-After, robots.txt unavailable).
 * ``["b", t, url, status, referer]``: a broken link (``status`` 0: no answer).
@@ -62,6 +64,7 @@ AGGREGATE_FIELDS = (
     "gap_min",
     "short",
     "asked_sum",
+    "asked_n",
 )
 # Stats the report charts, kept in the periodic counters line (the end line has them all).
 STATS_PREFIXES = (
@@ -137,7 +140,7 @@ class Fetch:
     end: float
     status: int
     bytes: int
-    asked: float
+    asked: float | None
     depth: int
     worker: str
 
@@ -157,6 +160,7 @@ class Aggregate:
     gap_min: float | None
     short: int
     asked_sum: float
+    asked_n: int
     worker: str
 
 
@@ -259,14 +263,17 @@ def _read_line(
         _, h, start, dur, status, size, asked, depth = line
         begin = t0 + start / 1000
         record.fetches.append(
-            Fetch(hosts[h], begin, begin + dur / 1000, status, size, asked / 1000, depth, worker)
+            Fetch(hosts[h], begin, begin + dur / 1000, status, size,
+                  None if asked is None else asked / 1000, depth, worker)
         )
     elif kind == "s":
         snap = dict(zip(fields, line[1:], strict=False))
         snap["t"] = t0 + snap["t"] / 1000
         session.snapshots.append(snap)
     elif kind == "a":
-        a = dict(zip(AGGREGATE_FIELDS, line[1:], strict=True))
+        if len(line) not in (len(AGGREGATE_FIELDS), len(AGGREGATE_FIELDS) + 1):
+            raise ValueError(line)
+        a = dict(zip(AGGREGATE_FIELDS, line[1:], strict=False))
         record.aggregates.append(
             Aggregate(
                 host=hosts[a["host"]],
@@ -282,6 +289,7 @@ def _read_line(
                 gap_min=None if a["gap_min"] is None else a["gap_min"] / 1000,
                 short=a["short"],
                 asked_sum=a["asked_sum"] / 1000,
+                asked_n=a.get("asked_n", a["n"]),
                 worker=worker,
             )
         )

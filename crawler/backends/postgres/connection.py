@@ -27,7 +27,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from crawler.net.credentials import without_password
-from crawler.threads.writer import WriterThread
+from crawler.threads.jobs import JobThread
 
 __all__ = ["BackgroundWriter", "DatabaseError", "connect", "safe_dsn"]
 
@@ -60,9 +60,9 @@ def connect(url: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:
 Batch = Sequence[Callable[[psycopg.Connection[Any]], None]]
 
 
-class BackgroundWriter(WriterThread):
+class BackgroundWriter(JobThread):
     """Runs batches of write calls on its own thread and connection, one transaction each
-    (:class:`~crawler.threads.writer.WriterThread`).
+    (:class:`~crawler.threads.jobs.JobThread`).
 
     ``on_reset`` is called on the writer thread before a batch is run again or after it
     failed, so the owner can drop caches of ids that the rolled-back transaction created. A

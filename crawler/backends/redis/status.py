@@ -27,6 +27,7 @@ import msgpack
 import redis
 
 from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
+from crawler.report.tally import HostTallies, HostTally, busiest_line
 
 # Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
 # (bounded: one HINCRBY per counter that moved since the last beat).
@@ -169,9 +170,21 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
                 "started_ago": now - float(beat.get("started", now)),
             }
         )
-    busiest = [
-        {"host": h, "fetches": n, "gap": gap} for h, n, gap in frontier.busiest_hosts(top)
-    ]
+    # The workers' tallies (each heartbeat carries its busiest hosts) merged, beside the
+    # frontier's own figures: its fetches and gaps are measured where every worker's leases
+    # meet, so they hold across workers.
+    tallies = HostTallies()
+    for beat in fleet.workers().values():
+        for host, values in (beat.get("hosts") or {}).items():
+            tallies[host].add(HostTally.of_counts(values))
+    busiest = []
+    for h, n, gap in frontier.busiest_hosts(top):
+        tally = tallies.hosts.get(h)
+        row: dict[str, Any] = {"host": h, "fetches": n, "gap": gap}
+        if tally is not None:
+            row |= {"pages": tally.pages, "errors": tally.errors, "broken": tally.broken,
+                    "delay": tally.delay}
+        busiest.append(row)
     return {
         "crawl": frontier.key,
         "time": now,
@@ -240,13 +253,10 @@ def format_report(r: Mapping[str, Any]) -> str:
             f"{w['leases']} leases, last heartbeat {_ago(w['last_beat_ago'])} ago"
         )
     if r["busiest_hosts"]:
-        lines.append(
-            "busiest: "
-            + ", ".join(
-                f"{b['host']} {b['fetches']} fetches, gap {b['gap']:.2f}s"
-                for b in r["busiest_hosts"]
-            )
-        )
+        lines.append("busiest: " + busiest_line(
+            ((b["host"], b["fetches"], b["gap"]) for b in r["busiest_hosts"]),
+            noun="fetches", sep=", ",
+        ))
     if r["leases"]["oldest"]:
         lines.append("oldest leases:")
         for lease in r["leases"]["oldest"][:5]:
@@ -269,5 +279,6 @@ def format_report(r: Mapping[str, Any]) -> str:
             f"totals of all workers: {pages} pages, "
             f"{int(t.get('downloader/response_bytes', 0))} bytes, "
             f"{int(t.get('item_scraped_count', 0))} items"
+            + (f", {int(t['pages/broken'])} broken links" if t.get("pages/broken") else "")
         )
     return "\n".join(lines)

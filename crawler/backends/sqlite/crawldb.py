@@ -39,7 +39,7 @@ from crawler.crawldb.api import (
 from crawler.crawldb.handover import HandedOverRecords
 from crawler.crawldb.outlinks import pack_outlinks, unpack_outlinks
 from crawler.crawldb.schedule import AdaptiveSchedule
-from crawler.threads.writer import WriterThread
+from crawler.threads.jobs import JobThread
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +59,8 @@ _REPLACE = (
 )
 
 
-class SqliteWriter(WriterThread):
-    """The crawl database's writer thread (:class:`~crawler.threads.writer.WriterThread`) with
+class SqliteWriter(JobThread):
+    """The crawl database's writer thread (:class:`~crawler.threads.jobs.JobThread`) with
     its own SQLite connection (WAL: the reactor's connection reads while it writes); each job
     is a function of the connection, run in one transaction. A batch that fails (disk full, a
     broken file) is rolled back, logged and counted in ``failed``."""
