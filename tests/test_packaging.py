@@ -48,6 +48,7 @@ def test_egg_holds_the_product_and_nothing_else(tmp_path: Path) -> None:
     for site in sites:
         assert f"crawler/sites/{site}" in names
     assert "crawler/settings.py" in names
+    assert "crawler/report/templates/report.html" in names
     assert "crawler/spiders/site.py" in names
     leaked = [
         name
