@@ -27,11 +27,16 @@ rules, in one lxml pass over the tree the spider already parses:
    heading's permalink) or without ``href`` is text like any other, and no link is chrome by
    its class (as Readability spares links: mdBook's headings are ``<a class="header">``).
 
-Why not a library: trafilatura 2.3.1, the best maintained extractor, was measured on the
-labelled set of ``devsite/testset.py`` (480 pages of ~13 KB): 6.5 ms per page against
-0.7 ms here, word precision 0.90 (worst page 0.26: a sidebar taken for the article) against 0.96
-(worst 0.80), both with recall 1.0; and it pulls in fourteen packages (dateparser, regex, babel,
-pytz, htmldate, courlan, justext...). ``bench/neardup.py`` measures this module's cost.
+Why not a library: trafilatura 2.3.1, the best maintained extractor, on the labelled set of
+``devsite/testset.py`` (480 pages of ~13 KB; ``bench/maintext.py``, CPU time on a shared 2-core
+machine): 15.6 ms per page (7.8 with ``fast=True``) against 0.85 ms here, word precision 0.89
+(worst page 0.25: a short page of the table layout, whose tagline and sidebar prose it keeps
+with the article) against 0.96 (worst 0.80), mean recall 1.0 for both (its worst page 0.86,
+ours 1.0); on 120 real documentation pages under ``/usr/share/doc`` (~46 KB) 64 ms against
+4.8 ms. And it pulls in twelve packages more than ours (dateparser, regex, babel, pytz,
+htmldate, courlan, justext, lxml_html_clean...). Reproduce with ``/tmp/trafvenv/bin/python
+bench/maintext.py`` (its docstring makes that venv). ``bench/neardup.py`` measures this
+module's cost next to a bare lxml parse.
 """
 
 from __future__ import annotations

@@ -1,0 +1,184 @@
+"""Main-text extraction against trafilatura: word precision and recall, milliseconds per page.
+
+Reproduces the comparison quoted in ``crawler/content/maintext.py``'s docstring. trafilatura is
+not a dependency of the project (it pulls in a dozen packages), so it goes in a venv of its own,
+never the project's::
+
+    python3 -m venv /tmp/trafvenv
+    /tmp/trafvenv/bin/pip install -r requirements.txt trafilatura==2.3.1 lxml_html_clean
+    /tmp/trafvenv/bin/python bench/maintext.py                 # labelled set + /usr/share/doc
+    /tmp/trafvenv/bin/python bench/maintext.py --real ''       # the labelled set only
+    /tmp/trafvenv/bin/python bench/maintext.py --pages 40 --repeat 1   # quicker
+
+(``lxml_html_clean``: trafilatura's justext fallback imports ``lxml.html.clean``, a separate
+package since lxml 5.2.)
+
+1. **The labelled set** of ``devsite/testset.py`` (``build_labelled_set``: originals and their
+   variants on template-heavy sites whose known content is each page's title and paragraphs).
+   Word precision is the share of the words extracted (lower-cased, punctuation stripped,
+   counted as a multiset) that are the page's content; recall the share of the content's
+   words extracted. Per page, then the mean and the worst page.
+2. **Real HTML** under ``/usr/share/doc`` (or ``--real DIR``): Debian's documentation pages have
+   no labels, so only the cost and the two extractors' agreement (the share of one's words the
+   other kept too) are printed.
+
+Time is CPU time of this process (the machine may be shared), the best of ``--repeat`` passes
+over the same pages, both extractors given the same ``str``; trafilatura with its defaults
+(``extract(html)``, plain text) and with ``fast=True`` (no fallback extractors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from crawler.content.maintext import main_text
+from devsite.testset import Page, build_labelled_set
+
+Extract = Callable[[str], str]
+_WORD = re.compile(r"\w+")
+USAGE = (
+    "bench/maintext.py needs trafilatura, in a venv of its own (not the project's):\n"
+    "  python3 -m venv /tmp/trafvenv\n"
+    "  /tmp/trafvenv/bin/pip install -r requirements.txt trafilatura==2.3.1 lxml_html_clean\n"
+    "  /tmp/trafvenv/bin/python bench/maintext.py"
+)
+
+
+def words(text: str) -> Counter[str]:
+    return Counter(w.lower() for w in _WORD.findall(text))
+
+
+def precision_recall(extracted: str, truth: Counter[str]) -> tuple[float, float]:
+    got = words(extracted)
+    shared = sum((got & truth).values())
+    total = sum(got.values())
+    return (shared / total if total else 0.0), shared / sum(truth.values())
+
+
+def known_content(page: Page) -> Counter[str]:
+    return words(" ".join((page.doc.title, *page.doc.paragraphs)))
+
+
+def cpu_ms_per_page(extract: Extract, docs: Sequence[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for html in docs:
+            extract(html)
+        best = min(best, time.process_time() - t0)
+    return best / len(docs) * 1e3
+
+
+def extractors() -> dict[str, Extract]:
+    import trafilatura
+
+    version = trafilatura.__version__
+    return {
+        "main_text": main_text,
+        f"trafilatura {version}": lambda h: trafilatura.extract(h) or "",
+        f"trafilatura {version} fast": lambda h: trafilatura.extract(h, fast=True) or "",
+    }
+
+
+def section_labelled(found: dict[str, Extract], pages: int, variants: int, seed: int,
+                     repeat: int) -> None:
+    labelled = build_labelled_set(pages=pages, variants_per_page=variants, seed=seed)
+    all_pages = labelled.originals + labelled.variants
+    docs = [p.html for p in all_pages]
+    truths = [known_content(p) for p in all_pages]
+    size = statistics.fmean(len(h.encode()) for h in docs) / 1024
+    print(f"== 1. Labelled set (devsite/testset.py, seed {seed}): {len(docs)} pages of "
+          f"~{size:.0f} KB, {len(labelled.originals)} originals on template-heavy sites")
+    print(f"  {'extractor':28s} {'ms/page':>8s} {'precision':>10s} {'worst':>6s} "
+          f"{'recall':>7s} {'worst':>6s}")
+    for name, extract in found.items():
+        scores = [precision_recall(extract(h), t) for h, t in zip(docs, truths, strict=True)]
+        ms = cpu_ms_per_page(extract, docs, repeat)
+        precision = [p for p, _ in scores]
+        recall = [r for _, r in scores]
+        print(f"  {name:28s} {ms:8.2f} {statistics.fmean(precision):10.3f} "
+              f"{min(precision):6.2f} {statistics.fmean(recall):7.3f} {min(recall):6.2f}")
+
+
+def real_pages(root: Path, limit: int, max_kb: int) -> list[tuple[str, str]]:
+    """(path, HTML) of up to ``limit`` HTML files of 1 to ``max_kb`` KB under ``root``, spread
+    over its packages (nodejs's ``all.html``, every API page in one 8 MB file, would weigh more
+    than the rest together)."""
+    by_tree: dict[str, list[Path]] = {}
+    for path in sorted(root.rglob("*.htm*")):
+        if path.is_file() and 1024 < path.stat().st_size <= max_kb * 1024:
+            by_tree.setdefault(path.relative_to(root).parts[0], []).append(path)
+    chosen: list[Path] = []
+    while len(chosen) < limit and any(by_tree.values()):
+        for tree in sorted(by_tree):  # round robin: one package's API pages do not crowd out
+            if by_tree[tree] and len(chosen) < limit:
+                chosen.append(by_tree[tree].pop(0))
+    return [(str(p), p.read_bytes().decode("utf-8", errors="replace")) for p in chosen]
+
+
+def section_real(found: dict[str, Extract], root: Path, limit: int, max_kb: int,
+                 repeat: int) -> None:
+    pages = real_pages(root, limit, max_kb)
+    if not pages:
+        print(f"\n== 2. Real HTML: none under {root}")
+        return
+    docs = [h for _, h in pages]
+    trees = len({Path(p).relative_to(root).parts[0] for p, _ in pages})
+    size = statistics.fmean(len(h.encode()) for h in docs) / 1024
+    print(f"\n== 2. Real HTML: {len(docs)} pages of ~{size:.0f} KB from {trees} packages under "
+          f"{root} (no labels: cost, words kept, and the share of main_text's words the other "
+          "kept / of its words main_text kept)")
+    ours = [words(main_text(h)) for h in docs]
+    for name, extract in found.items():
+        ms = cpu_ms_per_page(extract, docs, repeat)
+        theirs = [words(extract(h)) for h in docs]
+        kept = statistics.fmean(sum(t.values()) for t in theirs)
+        line = f"  {name:28s} {ms:8.2f} ms/page  {kept:7.0f} words/page"
+        if extract is not main_text:
+            covered = _share(ours, theirs)
+            covering = _share(theirs, ours)
+            line += f"  has {covered:.2f} of main_text's, main_text has {covering:.2f} of its"
+        print(line)
+
+
+def _share(of: list[Counter[str]], within: list[Counter[str]]) -> float:
+    """Mean over pages of the share of ``of``'s words that ``within`` has (pages with words)."""
+    shares = [sum((a & b).values()) / sum(a.values())
+              for a, b in zip(of, within, strict=True) if a]
+    return statistics.fmean(shares) if shares else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=USAGE,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=120, help="originals of the labelled set")
+    parser.add_argument("--variants", type=int, default=3, help="variants per original")
+    parser.add_argument("--seed", type=int, default=20240501, help="labelled set's seed")
+    parser.add_argument("--real", default="/usr/share/doc",
+                        help="folder of real HTML ('' to skip)")
+    parser.add_argument("--real-pages", type=int, default=120, help="real pages at most")
+    parser.add_argument("--max-kb", type=int, default=256, help="largest real page taken (KB)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed passes (best is kept)")
+    args = parser.parse_args()
+    try:
+        found = extractors()
+    except ImportError as exc:
+        parser.exit(2, f"{exc}\n\n{USAGE}\n")
+    t0 = time.perf_counter()
+    section_labelled(found, args.pages, args.variants, args.seed, args.repeat)
+    if args.real:
+        section_real(found, Path(args.real), args.real_pages, args.max_kb, args.repeat)
+    print(f"\n(total {time.perf_counter() - t0:.0f} s, Python {sys.version.split()[0]})")
+
+
+if __name__ == "__main__":
+    main()
