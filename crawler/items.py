@@ -1,30 +1,41 @@
-"""The page item every site spider yields; Scrapy's feed exports (``-o pages.jsonl``) write it."""
+"""What a page item holds: the one list of its fields, and the ``response.meta`` keys that go
+with it.
+
+Free of Scrapy, so the site config (``crawler.sites.fields``: a ``[fields]`` name may not take a
+built-in one) reads the same list the item class is made of
+(``crawler.spiders.site_items.PageItem``); Scrapy's feed exports (``-o pages.jsonl``) write the
+items.
+"""
 
 from __future__ import annotations
 
-import scrapy
+# The page item's fields, in their order.
+PAGE_FIELDS = (
+    "url",  # the URL as requested (after normalization)
+    "final_url",  # after redirects
+    "status",
+    "fetched_at",  # UTC ISO 8601
+    "depth",
+    "site",
+    "title",
+    "text",  # visible text of the page
+    "main_text",  # main content, boilerplate removed (crawler.content.maintext)
+    "outlinks",  # [{"url": ..., "text": anchor text}, ...] as extracted
+    "content_fingerprint",  # of the normalized main text (the near-duplicate verdict)
+    "last_modified",
+    "etag",
+    "content_type",
+    # The near-duplicate verdict of a duplicate (crawler.content.analysis_neardup):
+    "duplicate_of",
+    "similarity",
+    "noindex",
+)
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),
 # set by the site spider; the crawl database compares it across fetches to detect a change.
 PAGE_FINGERPRINT_META = "page_fingerprint"
 
-
-class PageItem(scrapy.Item):
-    url = scrapy.Field()  # the URL as requested (after normalization)
-    final_url = scrapy.Field()  # after redirects
-    status = scrapy.Field()
-    fetched_at = scrapy.Field()  # UTC ISO 8601
-    depth = scrapy.Field()
-    site = scrapy.Field()
-    title = scrapy.Field()
-    text = scrapy.Field()  # visible text of the page
-    main_text = scrapy.Field()  # main content, boilerplate removed (crawler.content.maintext)
-    outlinks = scrapy.Field()  # [{"url": ..., "text": anchor text}, ...] as extracted
-    content_fingerprint = scrapy.Field()  # of the normalized main text (content pipelines)
-    last_modified = scrapy.Field()
-    etag = scrapy.Field()
-    content_type = scrapy.Field()
-    # Set by the content pipelines:
-    duplicate_of = scrapy.Field()
-    similarity = scrapy.Field()
-    noindex = scrapy.Field()
+# response.meta key: on a 304 Not Modified, what the crawl database holds of the page (a
+# crawler.crawldb.PageRecord: its outlinks, validators), set by the conditional-GET middleware
+# for the site spider, which makes the "not modified" item of it.
+NOT_MODIFIED_META = "not_modified_record"

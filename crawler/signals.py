@@ -48,6 +48,12 @@ frontier_opened = object()
 # spider yields Requests instead (``crawler.spiders.links.follow_links``).
 links_extracted = object()
 
+# Sent by a site spider from its start() once every one of its seeds is scheduled:
+# seeds_scheduled(spider, urls: list[str]) (the valid seeds, as given). A receiver with start
+# requests that must come after the seeds (the recrawl extension's due pages: the seeds admit
+# their hosts into a seed-scoped site) schedules them at once with ``crawler.engine.crawl()``.
+seeds_scheduled = object()
+
 # Sent by the recrawl extension when its crawl database is open (at spider_opened), so other
 # components (conditional GET) read it without importing the extension: crawldb_opened(db).
 crawldb_opened = object()
@@ -84,4 +90,3 @@ url_over_budget = object()
 # Nothing new may use them; each goes as soon as its last sender and receiver are gone.
 link_preparer_wanted = object()
 host_penalty_wanted = object()
-link_demotion_wanted = object()

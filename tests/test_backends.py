@@ -24,8 +24,8 @@ from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.extensions.recrawl import RecrawlExtension
 from crawler.pipelines.index import IndexPipeline
-from crawler.pipelines.neardup import NearDuplicatePipeline
 from crawler.settings import __dict__ as project_settings
+from crawler.spiders.analysis import near_duplicate_judge
 from crawler.spiders.site import SiteSpider
 
 
@@ -109,9 +109,9 @@ def test_components_build_the_classes_their_settings_name(tmp_path) -> None:
     assert isinstance(recrawl.db, DoubleCrawlDb)
     assert recrawl.db.built_with == "from-settings"
 
-    neardup = NearDuplicatePipeline.from_crawler(crawler)
-    assert isinstance(neardup.detector, DoubleDetector)
-    assert neardup.detector.threshold == 0.9
+    judge = near_duplicate_judge(crawler)  # the content analysis's, in a crawl
+    assert isinstance(judge.detector, DoubleDetector)
+    assert judge.detector.threshold == 0.9
 
     index = IndexPipeline.from_crawler(crawler)
     index.open_spider()
@@ -128,4 +128,4 @@ def test_the_embedded_defaults_are_built_without_class_settings(tmp_path) -> Non
     recrawl = RecrawlExtension.from_crawler(crawler)
     assert type(recrawl.db) is SqliteCrawlDb
     assert recrawl.db.path == str(tmp_path / "db.sqlite")
-    assert type(NearDuplicatePipeline.from_crawler(crawler).detector) is NearDuplicateDetector
+    assert type(near_duplicate_judge(crawler).detector) is NearDuplicateDetector

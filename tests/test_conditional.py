@@ -96,3 +96,23 @@ def test_validators_do_not_follow_a_redirect_and_explicit_ones_stay(conditional)
     robots = Request("http://a.example/x", meta={"robotstxt_for": "http://a.example"})
     mw.process_request(robots)
     assert b"If-None-Match" not in robots.headers
+
+
+def test_a_304_carries_the_stored_record_to_the_spider(conditional) -> None:
+    """The spider reads no crawl database: a 304 brings it the page's record (its outlinks,
+    validators) in its meta; other answers, and pages the database does not know, bring none."""
+    from scrapy.http import Response
+
+    from crawler.items import NOT_MODIFIED_META
+
+    mw, _ = conditional
+    request = Request("http://A.example:80/x")
+    mw.process_request(request)
+    response = Response("http://a.example/x", status=304, request=request)
+    assert mw.process_response(request, response) is response
+    record = response.meta[NOT_MODIFIED_META]
+    assert record.etag == '"e1"' and record.last_modified == "Wed, 21 Oct 2015 07:28:00 GMT"
+    for url, status in (("http://a.example/x", 200), ("http://a.example/unknown", 304)):
+        other = Request(url)
+        mw.process_response(other, Response(url, status=status, request=other))
+        assert other.meta.get(NOT_MODIFIED_META) is None

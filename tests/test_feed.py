@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from scrapy.exporters import JsonItemExporter, JsonLinesItemExporter
 
-from crawler.items import PageItem
 from crawler.pipelines.feed import (
     _PIECE_CHARS,
     _PIECE_ITEMS,
@@ -20,6 +19,7 @@ from crawler.pipelines.feed import (
     JsonLinesExporter,
     _weight,
 )
+from crawler.spiders.site_items import PageItem
 
 # every kind of character JSON escapes or spells differently, some of them astride the
 # boundaries where the encoding is cut into pieces

@@ -13,19 +13,41 @@ from scrapy.utils.test import get_crawler
 from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.pipelines.index import IndexPipeline
 from crawler.pipelines.neardup import NearDuplicatePipeline
+from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 
-def _pipelines(tmp_path: Path, **settings: Any) -> tuple[NearDuplicatePipeline, IndexPipeline]:
+class _Judged:
+    """The content analysis's near-duplicate judge, as the crawl uses it before the pipelines:
+    a 2xx page item gets its verdict's fields (the site spider sets them on the item)."""
+
+    def __init__(self, crawler: Any) -> None:
+        self.judge = near_duplicate_judge(crawler)
+        self.judge.open()
+
+    def process_item(self, item: dict[str, Any]) -> dict[str, Any]:
+        if 200 <= int(item.get("status", 200)) < 300:  # type: ignore[call-overload]
+            verdict = self.judge.judge(
+                item.get("final_url") or item["url"], item["main_text"],
+                title=item.get("title") or None, noindex=bool(item.get("noindex")),
+            )
+            item.update(verdict.item_fields())
+        return item
+
+
+Pipes = tuple[_Judged, NearDuplicatePipeline, IndexPipeline]
+
+
+def _pipelines(tmp_path: Path, **settings: Any) -> Pipes:
     crawler = get_crawler(settings_dict={"INDEX_PATH": str(tmp_path / "ix.sqlite"), **settings})
+    judged = _Judged(crawler)
     neardup = NearDuplicatePipeline.from_crawler(crawler)
     index = IndexPipeline.from_crawler(crawler)
-    neardup.open_spider()
     index.open_spider()
-    return neardup, index
+    return judged, neardup, index
 
 
-def _feed(pipes: tuple[NearDuplicatePipeline, IndexPipeline], item: dict[str, Any]) -> dict:
+def _feed(pipes: Pipes, item: dict[str, Any]) -> dict:
     for pipe in pipes:
         item = pipe.process_item(item)
     return item
@@ -56,7 +78,7 @@ def test_site_with_mirror_and_counter_pages(tmp_path: Path, labelled: LabelledSe
     for page in variants:
         item = _feed(pipes, page_item(page.url, page.html))
         assert item["duplicate_of"] == labelled.originals[page.original or 0].url
-    pipes[1].close_spider()
+    pipes[-1].close_spider()
     reader = _reader(tmp_path)
     try:
         stats = reader.stats()
@@ -92,7 +114,7 @@ def test_duplicates_indexed_when_configured(tmp_path: Path, labelled: LabelledSe
     _feed(pipes, page_item(page.url, page.html))
     dup = _feed(pipes, page_item("http://mirror.test/0", page.html))
     assert dup["duplicate_of"] == page.url  # still flagged on the item
-    pipes[1].close_spider()
+    pipes[-1].close_spider()
     reader = _reader(tmp_path)
     assert reader.stats()["documents"] == 2 and reader.stats()["aliases"] == 0
     reader.close()
@@ -115,7 +137,7 @@ def test_statuses_redirects_and_noindex(tmp_path: Path, labelled: LabelledSet) -
     _feed(pipes, item_c)
     # 500: visit recorded, nothing else
     _feed(pipes, {"url": b.url, "final_url": b.url, "status": 500, "text": ""})
-    pipes[1].close_spider()
+    pipes[-1].close_spider()
     reader = _reader(tmp_path)
     try:
         assert [h.url for h in reader.search(word_a)] == [a.url]
@@ -130,7 +152,7 @@ def test_statuses_redirects_and_noindex(tmp_path: Path, labelled: LabelledSet) -
     # a 404 on refetch drops the document
     pipes = _pipelines(tmp_path)
     _feed(pipes, {"url": a.url, "final_url": a.url, "status": 404, "text": ""})
-    pipes[1].close_spider()
+    pipes[-1].close_spider()
     reader = _reader(tmp_path)
     assert reader.search(word_a) == []
     reader.close()

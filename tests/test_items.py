@@ -9,18 +9,40 @@ from pathlib import Path
 import lxml.html
 import pytest
 
+from crawler.content.analysis_neardup import Verdict
 from crawler.content.html import _marked_text, block_text, parse_html
-from crawler.items import PageItem
+from crawler.items import PAGE_FIELDS
 from crawler.sites.config import SiteConfigError, load_site_config
-from crawler.sites.fields import ITEM_FIELDS
+from crawler.sites.fields import field_name_problem
+from crawler.spiders.site_items import PageItem
 from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import run_crawl, write_site
 
 HOST = "127.0.0.4"
 
 
-def test_builtin_field_names_are_the_page_items() -> None:
-    assert set(ITEM_FIELDS) == set(PageItem.fields) and len(ITEM_FIELDS) == len(PageItem.fields)
+def test_the_page_item_is_made_of_the_one_list_of_fields() -> None:
+    assert list(PageItem.fields) == list(PAGE_FIELDS)  # the feeds' column order
+    for name in PAGE_FIELDS:  # and a site's [fields] may not take one of them
+        assert field_name_problem(name) == (
+            f"{name} is a built-in item field; give the new field another name"
+        )
+
+
+def test_a_judged_item_carries_its_verdict_but_exports_only_its_fields() -> None:
+    from scrapy.exporters import PythonItemExporter
+
+    item = PageItem(url="http://a.test/", title="T")
+    assert item.verdict is None
+    verdict = Verdict("f" * 32, "http://o.test/", 0.93, "near", "a.test", 0.5, 4)
+    item.judged(verdict)
+    assert item.verdict is verdict
+    assert dict(item) == {"url": "http://a.test/", "title": "T", "content_fingerprint": "f" * 32,
+                          "duplicate_of": "http://o.test/", "similarity": 0.93}
+    assert PythonItemExporter().export_item(item) == dict(item)
+    original = PageItem(url="http://o.test/")
+    original.judged(Verdict("e" * 32, kind="new", host="o.test"))
+    assert dict(original) == {"url": "http://o.test/", "content_fingerprint": "e" * 32}
 
 
 def test_text_has_a_line_per_block_and_runs_inline_elements_together() -> None:

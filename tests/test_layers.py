@@ -54,6 +54,8 @@ def test_the_shipped_code_keeps_its_layers(tmp_path: Path) -> None:
         ("crawler/pipelines/index.py", "import crawler.spiders.site", "Layers"),
         ("crawler/config/defaults.py", "import scrapy", "free of Scrapy"),
         ("crawler/config/defaults.py", "import crawler.frontier.urls", "Layers"),
+        ("crawler/spiders/site.py", "import crawler.extensions.recrawl", "Spiders keep no state"),
+        ("crawler/spiders/loader.py", "from crawler.crawldb import CrawlDb", "keep no state"),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(

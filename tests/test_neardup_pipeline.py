@@ -1,4 +1,5 @@
-"""The near-duplicate pipeline in a real Scrapy crawler, fed real HTML; the explain command."""
+"""The content analysis's near-duplicate judge and the pipeline that counts its verdicts, in a
+real Scrapy crawler, fed real HTML; the explain command."""
 
 from __future__ import annotations
 
@@ -14,18 +15,42 @@ from scrapy.utils.test import get_crawler
 from crawler import signals as crawler_signals
 from crawler.commands.neardup import format_explanation
 from crawler.content.neardup import explain
-from crawler.items import PageItem
 from crawler.pipelines.neardup import NearDuplicatePipeline
+from crawler.spiders.analysis import near_duplicate_judge
+from crawler.spiders.site_items import PageItem
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pipeline(**settings: Any) -> NearDuplicatePipeline:
-    crawler = get_crawler(settings_dict=settings)
-    pipeline = NearDuplicatePipeline.from_crawler(crawler)
-    pipeline.open_spider()
-    return pipeline
+class Judging:
+    """A crawl's near-duplicate work on page items: the content analysis's judge (on the
+    content thread in a crawl), then the pipeline; the penalties it announced."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.crawler = get_crawler(settings_dict=settings)
+        self.pipeline = NearDuplicatePipeline.from_crawler(self.crawler)
+        self.judge = near_duplicate_judge(self.crawler)
+        self.judge.open()
+        self.detector = self.judge.detector
+        self.penalties: list[tuple[str, int]] = []
+        self.crawler.signals.connect(self._penalty, crawler_signals.host_penalty_changed)
+
+    def _penalty(self, host: str, levels: int) -> None:
+        self.penalties.append((host, levels))
+
+    def process_item(self, fields: dict[str, Any]) -> PageItem:
+        """The page item of ``fields``, judged as the content analysis judges a 2xx page."""
+        item = PageItem(**fields)
+        if 200 <= int(item.get("status", 200)) < 300:
+            item.judged(self.judge.judge(
+                item.get("final_url") or item["url"], item["main_text"],
+                title=item.get("title") or None, noindex=bool(item.get("noindex")),
+            ))
+        return self.pipeline.process_item(item)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.judge.close()
 
 
 @pytest.fixture(scope="module")
@@ -34,92 +59,104 @@ def labelled() -> LabelledSet:
 
 
 def test_mirror_counter_and_template_pages(labelled: LabelledSet) -> None:
-    pipeline = _pipeline()
-    originals = [page_item(p.url, p.html) for p in labelled.originals]
-    for item in originals:  # different pages, one template per site: none flagged
-        pipeline.process_item(item)
+    judging = Judging()
+    for page in labelled.originals:  # different pages, one template per site: none flagged
+        item = judging.process_item(page_item(page.url, page.html))
         assert "duplicate_of" not in item, item["url"]
         assert len(item["content_fingerprint"]) == 32
     for page in labelled.variants:
         if page.kind not in ("mirror", "chrome", "timestamp"):
             continue
-        item = pipeline.process_item(page_item(page.url, page.html))
+        item = judging.process_item(page_item(page.url, page.html))
         original = labelled.originals[page.original or 0].url
         assert item["duplicate_of"] == original, (page.kind, page.url)
         # mirrors and re-rendered chrome (counter, date, quote) have the very same main text
         assert item["similarity"] == 1.0
-    stats = pipeline.crawler.stats.get_stats()
-    assert stats["neardup/new"] == len(originals)
+    stats = judging.crawler.stats.get_stats()
+    assert stats["neardup/new"] == len(labelled.originals)
     assert stats["neardup/exact"] >= 1
 
 
 def test_edited_pages_are_near_duplicates(labelled: LabelledSet) -> None:
-    pipeline = _pipeline()
+    judging = Judging()
     for page in labelled.originals:
-        pipeline.process_item(page_item(page.url, page.html))
+        judging.process_item(page_item(page.url, page.html))
     edited = [p for p in labelled.variants if p.kind == "edit"]
     assert edited
     for page in edited:
-        item = pipeline.process_item(page_item(page.url, page.html))
+        item = judging.process_item(page_item(page.url, page.html))
         assert item.get("duplicate_of") == labelled.originals[page.original or 0].url
         assert 0.5 <= item["similarity"] <= 1.0
+        assert item.verdict is not None and item.verdict.kind == "near"
 
 
-def test_scrapy_items_and_fallback_to_visible_text(labelled: LabelledSet) -> None:
-    pipeline = _pipeline()
+def test_the_pipeline_only_counts_the_verdicts_it_is_given(labelled: LabelledSet) -> None:
+    """The pipeline judges nothing: an item without a verdict (another spider's, a 304, an
+    error page) passes untouched and uncounted."""
+    judging = Judging()
     page = labelled.originals[0]
     fields = page_item(page.url, page.html)
-    item = PageItem(**fields)
-    pipeline.process_item(item)
-    mirror = PageItem(**page_item("http://elsewhere.test/x", page.html))
-    pipeline.process_item(mirror)
+    plain = judging.pipeline.process_item(dict(fields))
+    assert plain == fields and len(judging.detector) == 0
+    item = judging.process_item(fields)
+    mirror = judging.process_item(page_item("http://elsewhere.test/x", page.html))
     assert mirror["duplicate_of"] == page.url and mirror["similarity"] == 1.0
-    # an item without main text (another spider's): the visible text is compared instead
-    plain = PageItem(**{k: v for k, v in fields.items() if k != "main_text"})
-    pipeline.process_item(plain)
-    again = PageItem(**{k: v for k, v in fields.items() if k != "main_text"})
-    again["url"] = again["final_url"] = "http://third.test/x"
-    pipeline.process_item(again)
-    assert again["duplicate_of"] == page.url
+    assert item.verdict is not None and item.verdict.kind == "new"
+    stats = judging.crawler.stats.get_stats()
+    assert (stats["neardup/new"], stats["neardup/exact"]) == (1, 1)
 
 
 def test_not_modified_errors_and_noindex(labelled: LabelledSet) -> None:
-    pipeline = _pipeline()
+    judging = Judging()
     page = labelled.originals[1]
     item_304 = {"url": page.url, "final_url": page.url, "status": 304, "text": ""}
-    assert pipeline.process_item(item_304) == item_304  # untouched
-    assert len(pipeline.detector) == 0
+    assert judging.process_item(item_304) == item_304  # untouched
+    assert len(judging.detector) == 0
     noindex = page_item(page.url, page.html)
     noindex["noindex"] = True
-    pipeline.process_item(noindex)
-    assert "content_fingerprint" in noindex
+    assert "content_fingerprint" in judging.process_item(noindex)
     # a noindex page never becomes the original others are aliased to
-    copy = pipeline.process_item(page_item("http://copy.test/1", page.html))
+    copy = judging.process_item(page_item("http://copy.test/1", page.html))
     assert "duplicate_of" not in copy
     # ...while an indexable page is: the first copy is the original of the next one
-    again = pipeline.process_item(page_item("http://copy.test/2", page.html))
+    again = judging.process_item(page_item("http://copy.test/2", page.html))
     assert again["duplicate_of"] == "http://copy.test/1"
 
 
 def test_host_ratio_and_penalty_for_the_frontier(labelled: LabelledSet) -> None:
-    pipeline = _pipeline(NEARDUP_HOST_MIN_PAGES=3)
-    answers = pipeline.crawler.signals.send_catch_log(crawler_signals.host_penalty_wanted)
-    penalty = next(r for _, r in answers if callable(r))  # what the scheduler asks for
+    judging = Judging(NEARDUP_HOST_MIN_PAGES=3)
     for page in labelled.originals[:6]:
-        pipeline.process_item(page_item(page.url, page.html))
+        judging.process_item(page_item(page.url, page.html))
         host = page.url.split("/")[2]
-        pipeline.process_item(page_item(page.url.replace(host, "mirror.test"), page.html))
-    assert pipeline.host_duplicate_ratio("mirror.test") == 1.0
-    assert penalty("mirror.test") == 2
-    assert penalty(labelled.originals[0].url.split("/")[2]) == 0
-    assert penalty("unknown.test") == 0
-    # no pipeline, no answer: the prioritizer runs without a penalty
-    assert get_crawler().signals.send_catch_log(crawler_signals.host_penalty_wanted) == []
+        judging.process_item(page_item(page.url.replace(host, "mirror.test"), page.html))
+    assert judging.detector.host_duplicate_ratio("mirror.test", 3) == 1.0
+    # announced once, when mirror.test reached the minimum count: every page a duplicate
+    assert judging.penalties == [("mirror.test", 2)]
+    assert judging.pipeline.host_penalty("mirror.test") == 2
+    assert judging.pipeline.host_penalty(labelled.originals[0].url.split("/")[2]) == 0
+    assert judging.pipeline.host_penalty("unknown.test") == 0
+
+
+def test_a_host_penalty_is_announced_as_it_changes() -> None:
+    pipeline = NearDuplicatePipeline.from_crawler(get_crawler())
+    announced: list[tuple[str, int]] = []
+
+    def penalty(host: str, levels: int) -> None:
+        announced.append((host, levels))
+
+    pipeline.crawler.signals.connect(penalty, crawler_signals.host_penalty_changed)
+    from crawler.content.analysis_neardup import Verdict
+
+    for share in (0.0, 0.4, 0.5, 0.6, 0.8, 0.9, 0.7, 0.2):
+        item = PageItem(url="http://d.test/")
+        item.judged(Verdict("f" * 32, kind="near", host="d.test", host_duplicates=share))
+        pipeline.process_item(item)
+    assert announced == [("d.test", 1), ("d.test", 2), ("d.test", 1), ("d.test", 0)]
 
 
 def test_settings_and_disabling() -> None:
-    pipeline = _pipeline(NEARDUP_SHINGLE_SIZE=4, NEARDUP_NUM_PERM=64, NEARDUP_THRESHOLD=0.7)
-    det = pipeline.detector
+    judge = Judging(NEARDUP_SHINGLE_SIZE=4, NEARDUP_NUM_PERM=64, NEARDUP_THRESHOLD=0.7).judge
+    det = judge.detector
     assert (det.shingle_size, det.num_perm, det.threshold) == (4, 64, 0.7)
     with pytest.raises(NotConfigured):
         NearDuplicatePipeline.from_crawler(get_crawler(settings_dict={"NEARDUP_ENABLED": False}))
@@ -127,32 +164,34 @@ def test_settings_and_disabling() -> None:
 
 def test_state_survives_a_resumed_job(tmp_path: Path, labelled: LabelledSet) -> None:
     page = labelled.originals[2]
-    first = _pipeline(JOBDIR=str(tmp_path))
+    first = Judging(JOBDIR=str(tmp_path))
     first.process_item(page_item(page.url, page.html))
-    first.close_spider()
+    first.close()
     assert (tmp_path / "neardup.journal").exists()
-    second = _pipeline(JOBDIR=str(tmp_path))
+    second = Judging(JOBDIR=str(tmp_path))
     item = second.process_item(page_item("http://mirror.test/p", page.html))
     assert item["duplicate_of"] == page.url
-    second.close_spider()
-    third = _pipeline(JOBDIR=str(tmp_path))  # the journal grew by the duplicate: both known
+    second.close()
+    third = Judging(JOBDIR=str(tmp_path))  # the journal grew by the duplicate: both known
     assert len(third.detector) == 2 and third.detector.originals == 1
-    other = _pipeline(JOBDIR=str(tmp_path), NEARDUP_THRESHOLD=0.9)  # other settings: afresh
+    other = Judging(JOBDIR=str(tmp_path), NEARDUP_THRESHOLD=0.9)  # other settings: afresh
     assert len(other.detector) == 0
 
 
 _KILLED_WORKER = """
 import sys, time
 from scrapy.utils.test import get_crawler
-from crawler.pipelines.neardup import NearDuplicatePipeline
+from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import build_labelled_set, page_item
-pipeline = NearDuplicatePipeline.from_crawler(
+judge = near_duplicate_judge(
     get_crawler(settings_dict={"JOBDIR": sys.argv[1], "NEARDUP_JOURNAL_INTERVAL": 0.2}))
-pipeline.open_spider()
+judge.open()
 for page in build_labelled_set(pages=30, variants_per_page=6, seed=5).originals[:20]:
-    pipeline.process_item(page_item(page.url, page.html))
+    item = page_item(page.url, page.html)
+    judge.judge(item["url"], item["main_text"], title=item["title"])
 time.sleep(0.3)
-pipeline.process_item(page_item("http://late.test/x", "<p>one more page to flush</p>"))
+item = page_item("http://late.test/x", "<p>one more page to flush</p>")
+judge.judge(item["url"], item["main_text"], title=item["title"])
 print("ready", flush=True)
 time.sleep(60)
 """
@@ -174,13 +213,13 @@ def test_journal_survives_kill_9(tmp_path: Path, labelled: LabelledSet) -> None:
     journal = tmp_path / "neardup.journal"
     with journal.open("ab") as f:
         f.write(b"\x97\xa1o")  # the start of a record a kill cut short
-    resumed = _pipeline(JOBDIR=str(tmp_path))
+    resumed = Judging(JOBDIR=str(tmp_path))
     assert resumed.detector.originals >= 20
     page = labelled.originals[3]
     item = resumed.process_item(page_item("http://mirror.test/again", page.html))
     assert item["duplicate_of"] == page.url
-    resumed.close_spider()
-    assert len(_pipeline(JOBDIR=str(tmp_path)).detector) == len(resumed.detector)
+    resumed.close()
+    assert len(Judging(JOBDIR=str(tmp_path)).detector) == len(resumed.detector)
 
 
 # --- the explain command ---------------------------------------------------------------------
@@ -259,13 +298,14 @@ def test_command_explains_the_text_the_pipeline_compared(
     body = html.encode(codec)
     url = "http://encoded.test/page"
     # What the crawl does: Scrapy's response (no charset in the header), the spider's item,
-    # the pipeline's fingerprint of the item's main text.
+    # with the content analysis's fingerprint of its main text (the judge is set when the
+    # spider opens in a crawl with the pipeline).
     spider = make_spider(tmp_path, settings={"NEARDUP_ENABLED": True})
+    spider.content.analysis.judge = near_duplicate_judge(spider.crawler)
     response = HtmlResponse(
         url, body=body, headers={"Content-Type": "text/html"}, request=Request(url), status=200
     )
     item = next(out for out in spider.parse(response) if isinstance(out, PageItem))
-    _pipeline().process_item(item)
     assert article in item["main_text"]  # the whole article, decoded right
     # What the command does with the same bytes in a file.
     page = tmp_path / "page.html"

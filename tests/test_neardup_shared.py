@@ -20,7 +20,7 @@ from crawler.backends.redis.neardup import (
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
 from crawler.content.normalize import normalize_text
-from crawler.pipelines.neardup import NearDuplicatePipeline
+from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
@@ -370,11 +370,11 @@ def test_the_redis_backend_shares_near_duplicates(redis_server: RedisServer) -> 
         "FRONTIER_REDIS_KEY": fresh_key(),
     }
     assert class_path(settings, "NEARDUP_STORE_CLASS").endswith("RedisNearDuplicateStore")
-    pipelines = [NearDuplicatePipeline.from_crawler(get_crawler(settings_dict=settings))
-                 for _ in range(2)]
-    assert all(isinstance(p.detector, RedisNearDuplicateDetector) for p in pipelines)
+    # two workers' content analyses
+    judges = [near_duplicate_judge(get_crawler(settings_dict=settings)) for _ in range(2)]
+    assert all(isinstance(j.detector, RedisNearDuplicateDetector) for j in judges)
     text = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu " * 4
-    first = pipelines[0].process_item({"url": "http://a.test/p", "main_text": text})
-    second = pipelines[1].process_item({"url": "http://b.test/p", "main_text": text})
+    first = judges[0].judge("http://a.test/p", text).item_fields()
+    second = judges[1].judge("http://b.test/p", text).item_fields()
     assert "duplicate_of" not in first
     assert second["duplicate_of"] == "http://a.test/p" and second["similarity"] == 1.0

@@ -23,10 +23,10 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from crawler.items import PageItem
 from crawler.sites.config import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
 from crawler.spiders.loader import SiteSpiderLoader
 from crawler.spiders.site import SiteSpider
+from crawler.spiders.site_items import PageItem
 
 ROOT = Path(__file__).resolve().parent.parent
 # Belt and braces for the subprocesses: even if a crawl got as far as the downloader, it could
@@ -60,6 +60,16 @@ def drain(agen: AsyncIterator[Any]) -> list[Any]:
         else:  # pragma: no cover - start() awaited something: needs a real loop
             step.close()
             raise AssertionError("start() awaited; drive it with an event loop")
+
+
+def drain_one(agen: AsyncIterator[Any]) -> Any:
+    """The next item of an async generator that never awaits anything."""
+    step = agen.__anext__()
+    try:
+        step.send(None)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("start() awaited or ended")
 
 
 def html_response(
@@ -574,6 +584,18 @@ def crawldb_spider(tmp_path: Path, toml: str = 'name = "t"\n') -> tuple[SiteSpid
     return spider, ext
 
 
+def downloaded(spider: SiteSpider, ext: Any, response: Response) -> Response:
+    """``response`` as the conditional-GET middleware hands it on (a 304 with its record)."""
+    from crawler import signals as crawler_signals
+    from crawler.middlewares.conditional import ConditionalGetMiddleware
+
+    middleware = ConditionalGetMiddleware.from_crawler(spider.crawler)
+    # what the extension sends at spider_opened
+    spider.crawler.signals.send_catch_log(crawler_signals.crawldb_opened, db=ext.db)
+    assert response.request is not None
+    return middleware.process_response(response.request, response)
+
+
 def scraped(spider: SiteSpider, response: Response) -> tuple[Any, list[Request]]:
     """Parse a response and let its item leave the pipelines (``item_scraped``), which is when
     the crawl database records the fetch."""
@@ -593,7 +615,7 @@ def test_a_304_is_not_modified_and_its_stored_links_still_count(tmp_path: Path) 
     response = HtmlResponse(
         "http://n.example/", status=304, request=Request("http://n.example/", meta={"depth": 1})
     )
-    item, requests = scraped(spider, response)
+    item, requests = scraped(spider, downloaded(spider, ext, response))
     assert item["status"] == 304 and item["text"] == "" and item["title"] == ""
     assert item["outlinks"] == [{"url": "http://n.example/x", "text": "X"}]
     assert item["etag"] == '"v1"' and item["depth"] == 1
@@ -604,7 +626,9 @@ def test_a_304_is_not_modified_and_its_stored_links_still_count(tmp_path: Path) 
     ext._engine_stopped()
 
 
-def test_start_yields_due_pages_after_the_seeds(tmp_path: Path) -> None:
+def test_due_pages_are_scheduled_after_the_seeds(tmp_path: Path) -> None:
+    """The spider says when its seeds are scheduled (``seeds_scheduled``); the recrawl extension
+    then schedules the due pages with the engine, in that order."""
     toml = 'name = "t"\nseeds = ["https://a.example/"]\n'
     spider, ext = crawldb_spider(tmp_path, toml)
     ext.record("https://a.example/", 200, depth=0, fingerprint="x")
@@ -618,14 +642,26 @@ def test_start_yields_due_pages_after_the_seeds(tmp_path: Path) -> None:
             self.seen = list(keys)
             return len(self.seen)
 
+    scheduled: list[Request] = []
+
+    class Engine:  # what the extension needs of Scrapy's engine: crawl()
+        def crawl(self, request: Request) -> None:
+            scheduled.append(request)
+
     frontier = FakeFrontier()
     ext.clock = lambda: 1e12  # everything is due
     ext._frontier_opened(frontier, spider)
-    requests = drain(spider.start())
-    assert [(r.url, r.meta) for r in requests] == [
+    spider.crawler.engine = Engine()
+    start = spider.start()
+    seed = drain_one(start)
+    assert scheduled == []  # nothing due before the seed is scheduled
+    scheduled.insert(0, seed)
+    assert drain(start) == []
+    assert [(r.url, r.meta) for r in scheduled] == [
         ("https://a.example/", {"seed": True}),
         ("https://a.example/", {"depth": 0, "seed": True}),
         ("https://a.example/deep", {"depth": 3}),
     ]
     assert frontier.seen == []  # due URLs are not marked seen: they go in as plain links
+    assert spider.crawler.stats.get_value("seeds/none") is None
     ext._engine_stopped()

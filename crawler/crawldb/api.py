@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawler.config import defaults
+from crawler.config.features import crawldb_enabled  # re-exported: the crawl database's switch
 
 Outlink = tuple[str, str]  # (absolute URL, anchor text)
 
@@ -113,14 +113,6 @@ class CrawlDb(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Commit and release resources."""
-
-
-def crawldb_enabled(settings: Any) -> bool:
-    """A crawl keeps a crawl database when given a path or asked to recrawl."""
-    return bool(settings.get("CRAWLDB_PATH")) or (
-        settings.getfloat("RECRAWL_INTERVAL", defaults.RECRAWL_INTERVAL) > 0
-        or settings.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
-    )
 
 
 def crawldb_path(settings: Any, spider_name: str) -> str | None:

@@ -5,8 +5,8 @@ file then defaults to ``JOBDIR/crawldb.sqlite``, else ``crawldb-<site>.sqlite`` 
 directory); otherwise a crawl behaves as if this extension did not exist.
 
 * When the frontier opens, every URL the database knows is marked seen, and the ones that are
-  due are handed to the site spider's ``start()`` (as ``dont_filter`` requests, with their
-  stored depth and a priority that grows with how often the page changed). So running
+  due are scheduled once the spider's seeds are (``seeds_scheduled``), with their stored depth
+  and a priority that grows with how often the page changed. So running
   ``scrapy crawl <site>`` again over a finished crawl fetches only what is due, plus anything
   new that the due pages link to.
 * This extension is the one writer of the crawl database: every page item that leaves the
@@ -79,6 +79,7 @@ class RecrawlExtension:
         self._timer_at: float | None = None
         self._committer: Any = None
         crawler.signals.connect(self._frontier_opened, crawler_signals.frontier_opened)
+        crawler.signals.connect(self._seeds_scheduled, crawler_signals.seeds_scheduled)
         crawler.signals.connect(self._response_received, signals.response_received)
         crawler.signals.connect(self._item_done, signals.item_scraped)
         crawler.signals.connect(self._item_done, signals.item_dropped)
@@ -117,6 +118,15 @@ class RecrawlExtension:
                 len(due),
                 known,
             )
+
+    def _seeds_scheduled(self, spider: Spider, urls: list[str]) -> None:
+        """The seeds are in: the due pages follow them (a seed-scoped site admits their hosts
+        only once its seeds did)."""
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        for request in self.due_requests(spider, urls):
+            engine.crawl(request)
 
     def due_requests(self, spider: Spider, seeds: Iterable[str] = ()) -> Iterator[Request]:
         """The requests for the URLs that were due when the frontier opened (once). A due seed

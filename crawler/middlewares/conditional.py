@@ -3,8 +3,10 @@
 ``If-None-Match`` gets the stored ``ETag`` and ``If-Modified-Since`` the stored
 ``Last-Modified``, both verbatim (RFC 9110 13.1: the server's own strings, never a date the
 client made up). The ``304 Not Modified`` answer then goes to the spider like any other response
-(Scrapy's HttpCacheMiddleware would swap it for a cached 200; nothing here does): the spider
-reports it as "not modified", and nothing is re-parsed or re-indexed.
+(Scrapy's HttpCacheMiddleware would swap it for a cached 200; nothing here does), with what the
+crawl database holds of the page in ``response.meta[NOT_MODIFIED_META]`` (its outlinks and
+validators): the spider reports it as "not modified" without reading the database itself, and
+nothing is re-parsed or re-indexed.
 
 Validators belong to a URL: a redirect copies the request's headers to the new URL, so the ones
 set for the old URL are replaced by the new URL's own (or removed). Requests that already carry
@@ -17,10 +19,12 @@ from __future__ import annotations
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
 
 from crawler import signals as crawler_signals
 from crawler.crawldb import CrawlDb, crawldb_enabled
 from crawler.frontier import InvalidUrl, normalize_url
+from crawler.items import NOT_MODIFIED_META
 from crawler.meta import ROBOTS_META
 
 CONDITIONAL_META = "conditional_for"  # the URL whose validators this middleware set
@@ -79,6 +83,19 @@ class ConditionalGetMiddleware:
         if self.stats is not None:
             self.stats.inc_value("crawldb/conditional_requests")
         return None
+
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        """A 304 carries the page's stored record (whoever asked for it: these validators or
+        the request's own) to the spider."""
+        if response.status == 304 and self.db is not None:
+            try:
+                key = normalize_url(response.url)[0]
+            except InvalidUrl:
+                return response
+            request.meta[NOT_MODIFIED_META] = self.db.get(key)  # response.meta, once tied
+        return response
 
     def _let_304_through(self, request: Request) -> None:
         """Make sure HttpErrorMiddleware hands the 304 to the callback (the site spider allows

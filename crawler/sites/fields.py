@@ -26,14 +26,10 @@ from lxml import etree
 from parsel import Selector
 from parsel.csstranslator import HTMLTranslator
 
-# The fields of crawler.items.PageItem in its order (tests/test_items.py keeps the two equal):
-# a [fields] name may not take one of them.
-ITEM_FIELDS = (
-    "url", "final_url", "status", "fetched_at", "depth", "site", "title", "text", "main_text",
-    "outlinks", "content_fingerprint", "last_modified", "etag", "content_type", "duplicate_of",
-    "similarity", "noindex",
-)  # fmt: skip
-BUILTIN_FIELDS = frozenset(ITEM_FIELDS)
+from crawler.items import PAGE_FIELDS
+
+# A [fields] name may not take one of the page item's own.
+BUILTIN_FIELDS = frozenset(PAGE_FIELDS)
 FIELD_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TABLE_KEYS = ("css", "xpath", "all")
 

@@ -1,0 +1,302 @@
+"""The content analysis: everything a crawl learns from one HTML page, in one call.
+
+The site spider calls :meth:`ContentAnalysis.analyze` once per HTML page, on the crawl's
+content thread (``crawler.offload``), and gets one :class:`PageAnalysis` back:
+
+* the parsed page (title, visible text, main text, links with their anchor text), cut to the
+  crawl's limits (``PAGE_MAX_HTML``, ``PAGE_MAX_LINKS``, ``CONTENT_MAX_TEXT``); a big page is
+  parsed in the crawl's parse process (``pool``), the rest stays here;
+* the page's robots directives (``<meta name="robots">``, a meta named after the crawler's
+  token, added to the ``X-Robots-Tag`` ones the caller read): ``nofollow`` drops the links,
+  ``rel="nofollow"`` the link;
+* the site config's ``[fields]``;
+* the near-duplicate verdict (:mod:`crawler.content.analysis_neardup`) when a pipeline consumes
+  verdicts, and the links' demotion that follows from it;
+* the links to follow with their prepared forms (:meth:`UrlPolicy.link_form`: canonical form,
+  host, fixed filters) when a frontier takes them: the expensive, stateless part of taking a
+  link, done here so the reactor keeps only the stateful part.
+
+Nothing here touches reactor state: stats and limit lines are collected in the result, for
+the caller to apply on the reactor thread. Here, not in ``crawler.content``: the analysis puts
+together the parser, the robots directives, the frontier's URL rules and the site's fields.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urljoin, urlsplit
+
+from crawler.config import defaults
+from crawler.config.features import crawldb_enabled
+from crawler.content.analysis_neardup import NearDuplicateJudge, Verdict
+from crawler.content.html import parse_page
+from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
+from crawler.robots import Directives
+from crawler.sites.fields import FieldSpec, extract_fields
+
+__all__ = ["ContentAnalysis", "LinkPreparer", "PageAnalysis", "main_text_wanted"]
+
+_T = TypeVar("_T")
+
+
+def main_text_wanted(settings: Any) -> bool:
+    """Main text serves near-duplicate detection and the crawl database's change test; without
+    either, the ~1 ms a page it costs is saved."""
+    return bool(settings.getbool("NEARDUP_ENABLED", defaults.NEARDUP_ENABLED)) or crawldb_enabled(
+        settings
+    )
+
+
+class Joiner(Protocol):
+    def join(self, href: str) -> str: ...
+
+
+class ParsePool(Protocol):
+    """The crawl's parse process (``crawler.offload.components.ParseProcess``)."""
+
+    min_bytes: int
+
+    def call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T: ...
+
+    def news(self) -> dict[str, int]: ...
+
+
+@dataclass(slots=True)
+class PageAnalysis:
+    """What :meth:`ContentAnalysis.analyze` made of a page."""
+
+    title: str = ""
+    text: str = ""
+    main_text: str = ""
+    outlinks: list[dict[str, str]] = field(default_factory=list)  # distinct (url, anchor text)
+    follow: list[str] = field(default_factory=list)  # distinct URLs, in page order
+    fields: dict[str, Any] = field(default_factory=dict)  # the site's [fields]
+    noindex: bool = False
+    nofollow: bool = False
+    fingerprint: str | None = None  # change fingerprint: title and main text (parse_page)
+    verdict: Verdict | None = None
+    forms: dict[str, LinkForm] | None = None  # prepared forms of follow's new links
+    limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
+    stats: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def demote(self) -> int:
+        """Levels of depth to add to the page's links (a near-duplicate page's)."""
+        return self.verdict.demote if self.verdict is not None else 0
+
+
+class LinkPreparer:
+    """:meth:`UrlPolicy.link_form` of the links not prepared before.
+
+    The policy is the crawl's own (``crawler.sites.policy.url_policy_for``, as the scheduler
+    builds it); ``link_form`` reads only its fixed configuration. Links repeated on every page
+    (menus, footers) are prepared once: a raw link already prepared is remembered (by its hash,
+    up to ``cache_size``, then forgotten all at once) and left out of the next page's forms.
+    The forms are a shortcut, never a verdict of their own: a link without one is normalized
+    by whoever takes it, so the crawl queues and counts the same with or without them.
+    """
+
+    def __init__(
+        self, policy: UrlPolicy, cache_size: int = defaults.FRONTIER_LINK_CACHE_SIZE
+    ) -> None:
+        self.policy = policy
+        self.cache_size = cache_size
+        self._prepared: set[int] = set()
+
+    def prepare(self, urls: Iterable[str]) -> dict[str, LinkForm]:
+        prepared = self._prepared
+        if len(prepared) > self.cache_size:
+            prepared.clear()
+        longest = self.policy.max_url_length
+        link_form = self.policy.link_form
+        forms: dict[str, LinkForm] = {}
+        for raw in urls:
+            if len(raw) > longest:
+                continue
+            key = hash(raw)
+            if key in prepared:
+                continue
+            prepared.add(key)
+            forms[raw] = link_form(raw)
+        return forms
+
+
+class ContentAnalysis:
+    """The analysis of a crawl's HTML pages (see the module docstring).
+
+    ``judge`` is set when a pipeline consumes near-duplicate verdicts, ``links`` when a
+    frontier takes the pages' links; either may be ``None``. ``joiner(base)`` joins a page's
+    hrefs to its base URL (``crawler.spiders.links.UrlJoiner``).
+    """
+
+    def __init__(
+        self,
+        joiner: Callable[[str], Joiner],
+        *,
+        fields: Mapping[str, FieldSpec] | None = None,
+        robots_token: str = "*",
+        main_text: bool = False,
+        max_links: int = defaults.PAGE_MAX_LINKS,
+        max_text: int = defaults.CONTENT_MAX_TEXT,
+        max_html: int = defaults.PAGE_MAX_HTML,
+        judge: NearDuplicateJudge | None = None,
+        links: LinkPreparer | None = None,
+    ) -> None:
+        self.joiner = joiner
+        self.fields: Mapping[str, FieldSpec] = fields or {}
+        self.robots_token = robots_token
+        self.main_text = main_text
+        self.max_links = max_links
+        self.max_text = max_text
+        self.max_html = max_html
+        self.judge = judge
+        self.links = links
+
+    def analyze(
+        self,
+        body: bytes,
+        encoding: str | None,
+        url: str,
+        directives: Directives,
+        *,
+        status: int = 200,
+        pool: ParsePool | None = None,
+    ) -> PageAnalysis:
+        """Analyze the HTML page ``body`` fetched at ``url`` (after redirects) with answer
+        ``status``; ``directives``: what its ``X-Robots-Tag`` headers said (the page's own
+        are added). A page of at least ``pool.min_bytes`` is parsed in ``pool``'s process."""
+        out = PageAnalysis()
+        if self.max_html and len(body) > self.max_html:
+            # Parsing costs memory and time in proportion to the bytes (a 10 MB page of links
+            # alone took 400 MB); the page's start holds its own content and first links.
+            out.limits.append((
+                "page_html",
+                f"{len(body)} bytes of HTML, parsed the first {self.max_html} (PAGE_MAX_HTML)",
+            ))
+            body = body[: self.max_html]
+        parse = pool.call if pool is not None and len(body) >= pool.min_bytes else _call
+        clipped = parse(
+            parse_page, body, encoding, main_text=self.main_text,
+            max_links=self.max_links, max_text=self.max_text,
+        )
+        if parse is not _call:
+            out.stats.update(pool.news())  # type: ignore[union-attr]
+        page = clipped.page
+        if page.flattened:
+            out.limits.append((
+                "page_depth",
+                "nested deeper than libxml2's 2,048 levels: parsed again without its nesting "
+                "tags (links and text kept, layout lost)",
+            ))
+        directives.add(page.meta_robots)
+        token = self.robots_token
+        if token and token != "robots":
+            directives.add(page.metas.get(token, ""))
+        links = page.links  # cut to PAGE_MAX_LINKS by parse_page
+        if self.max_links and clipped.links > self.max_links:
+            # A page of 200,000 links is a trap or a dump: the first ones are the page's own.
+            out.limits.append((
+                "page_links",
+                f"{clipped.links} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
+            ))
+        if page.nofollow_hrefs and not directives.nofollow:
+            before = len(links)
+            links = [link for link in links if link[0] not in page.nofollow_hrefs]
+            out.stats["links/nofollow"] += before - len(links)
+        if directives.nofollow:
+            links = []
+        out.noindex, out.nofollow = directives.noindex, directives.nofollow
+        if self.max_text and clipped.text > self.max_text:
+            # Shingling, MinHash and the index cost time and memory in proportion to the text.
+            out.limits.append((
+                "content_text",
+                f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
+            ))
+        out.title, out.text, out.main_text = page.title, page.text, page.main_text
+        out.outlinks, out.follow = self._links(url, page.base_href, links, out.stats)
+        if self.links is not None and out.follow:
+            out.forms = self.links.prepare(out.follow)
+        if self.fields:
+            out.fields = extract_fields(self.fields, body, encoding)
+        out.fingerprint = clipped.fingerprint
+        if self.judge is not None and 200 <= status < 300:
+            # Before the page's links are queued (its pipelines run only after that), so a
+            # duplicate's links are demoted.
+            out.verdict = self.judge.judge(
+                url, page.main_text, title=page.title or None, noindex=out.noindex
+            )
+            if out.verdict.demote:
+                out.stats["neardup/links_demoted_pages"] += 1
+        return out
+
+    def _links(
+        self,
+        page_url: str,
+        base_href: str | None,
+        links: list[tuple[str, str]],
+        stats: Counter[str],
+    ) -> tuple[list[dict[str, str]], list[str]]:
+        """Absolute, fragment-free http(s) links: (outlinks with anchor text, URLs to follow).
+
+        Outlinks keep each distinct (url, anchor text) pair, since every anchor text helps the
+        index find the target; the URLs to follow are distinct. This runs for every link of every
+        page, so it is plain joining plus string checks: a joined URL that starts with the
+        base's own ``scheme://netloc`` (relative links, most absolute ones) needs no second parse;
+        any other is kept only if the frontier would take it (:func:`link_problem`).
+        """
+        base = page_url
+        if base_href:
+            with contextlib.suppress(ValueError):  # a broken <base href> is ignored
+                base = urljoin(page_url, base_href)
+        origin = _origin(base)
+        cut = len(origin) if origin else 0
+        joiner = self.joiner(base)
+        outlinks: list[dict[str, str]] = []
+        pairs: set[tuple[str, str]] = set()
+        follow: dict[str, None] = {}
+        skipped_scheme = invalid = 0
+        for href, text in links:
+            try:
+                absolute = joiner.join(href)
+            except ValueError:
+                invalid += 1
+                continue
+            if not (origin and absolute.startswith(origin) and absolute[cut : cut + 1] in _ENDS):
+                problem = link_problem(absolute)
+                if problem == "scheme":
+                    skipped_scheme += 1
+                    continue
+                if problem is not None:
+                    invalid += 1
+                    continue
+            absolute = absolute.partition("#")[0]
+            if (absolute, text) not in pairs:
+                pairs.add((absolute, text))
+                outlinks.append({"url": absolute, "text": text})
+            follow[absolute] = None
+        stats["links/skipped_scheme"] += skipped_scheme
+        stats["links/invalid"] += invalid
+        return outlinks, list(follow)
+
+
+# What may follow "scheme://netloc" in a URL on the same origin.
+_ENDS = frozenset({"", "/", "?", "#"})
+
+
+def _origin(url: str) -> str | None:
+    """``scheme://netloc`` of an http(s) URL the frontier accepts, else ``None``."""
+    if link_problem(url) is not None:
+        return None
+    parts = urlsplit(url)
+    if not parts.netloc:  # http:\\host, which the frontier reads as http://host: no prefix
+        return None
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _call(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)`` here (what ``ParseProcess.call`` does in a child)."""
+    return fn(*args, **kwargs)
