@@ -11,7 +11,7 @@ import pytest
 
 from crawler.content.html import _marked_text, block_text, parse_html
 from crawler.items import PageItem
-from crawler.sites.config import SiteConfigError, load_site_config
+from crawler.sites import SiteConfigError, load_site_config
 from crawler.sites.fields import ITEM_FIELDS
 from devsite import HostSpec, SiteServer, build_site
 from tests.crawling import run_crawl, write_site

@@ -24,7 +24,7 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 from crawler.items import PageItem
-from crawler.sites.config import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
+from crawler.sites import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
 from crawler.spiders.loader import SiteSpiderLoader
 from crawler.spiders.site import SiteSpider
 

@@ -25,9 +25,9 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
-from crawler.backends.memory import politeness_from_settings
 from crawler.config import defaults
 from crawler.frontier import Frontier, Outcome
+from crawler.frontier.politeness import politeness_from_settings
 from crawler.report.recordfile import STATS_PREFIXES, RecordWriter
 
 logger = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from crawler.items import PAGE_FINGERPRINT_META, PageItem
 from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
-from crawler.sites.config import (
+from crawler.sites import (
     SeedsFileError,
     SiteConfig,
     check_seeds_file,

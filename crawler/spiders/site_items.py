@@ -22,7 +22,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.config import defaults
 from crawler.items import PageItem
-from crawler.sites.config import SiteConfig
+from crawler.sites import SiteConfig
 from crawler.sites.fields import ITEM_FIELDS, extract_fields
 
 
