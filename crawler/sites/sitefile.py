@@ -33,7 +33,14 @@ from pydantic import (
 )
 
 from crawler.config import defaults
-from crawler.config.schema import Number, Rule, SettingValueError, order_problems, read_value
+from crawler.config.schema import (
+    RULES,
+    Number,
+    Rule,
+    SettingValueError,
+    order_problems,
+    read_value,
+)
 from crawler.sites.fields import FieldSpec, FieldSpecError, field_name_problem, parse_field_spec
 from crawler.sites.messages import display, fail, fail_all, show
 from crawler.sites.seeds import seed_url_problem
@@ -64,14 +71,7 @@ def _read(rule: Rule) -> PlainValidator:
 
 def _our(setting: str) -> PlainValidator:
     """A key that stands for our ``setting``: read exactly as ``-s`` reads it."""
-
-    def check(value: object) -> Any:
-        try:
-            return read_value(setting, value, show)
-        except SettingValueError as exc:
-            raise fail(str(exc)) from None
-
-    return PlainValidator(check)
+    return _read(RULES[setting])
 
 
 def _text(value: object) -> str:
