@@ -14,8 +14,8 @@ from crawler.content.analysis_neardup import NearDuplicateJudge
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.frontier.urls import UrlPolicy
 from crawler.robots import Directives
+from crawler.sites import load_site_config
 from crawler.sites.analysis import ContentAnalysis, LinkPreparer, main_text_wanted
-from crawler.sites.config import load_site_config
 from crawler.sites.fields import parse_field_spec
 from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.links import UrlJoiner

@@ -3,6 +3,7 @@ request; a crawl that fetched nothing because of errors ends with 1. No tracebac
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawler.commands.crawl import crawl_exit_status
-from tests.crawling import PROJECT, write_site
+from tests.crawling import PROJECT, serve_pages, write_site
 
 # a loopback seed on a port nothing listens on: even a broken check sends nothing outside
 LOCAL = 'seeds = ["http://127.0.0.1:9/"]\n'
@@ -59,6 +60,16 @@ def test_an_unknown_backend_is_refused_before_any_request(tmp_path: Path) -> Non
             "FRONTIER_HOST_CONCURRENCY=0",
             "FRONTIER_HOST_CONCURRENCY: must be an integer >= 1, got 0",
         ),
+        (  # accepted once, then a traceback when the frontier opened
+            "FRONTIER_MIN_DELAY=60",
+            "FRONTIER_MIN_DELAY: must not exceed FRONTIER_MAX_DELAY (30, the project default),"
+            " got 60",
+        ),
+        ("NEARDUP_ENABLED=yes", "NEARDUP_ENABLED: must be true or false, got 'yes'"),
+        (  # a JSON list is read as one: the bad entry is named without the list's quotes
+            'ALLOWED_NETWORKS=["127.0.0.2/32:8080", "10.0.0.0/33"]',
+            "ALLOWED_NETWORKS: '10.0.0.0/33' does not appear to be an IPv4 or IPv6 network",
+        ),
     ],
 )
 def test_a_bad_setting_value_is_one_line_naming_the_setting(
@@ -67,6 +78,41 @@ def test_a_bad_setting_value_is_one_line_naming_the_setting(
     out = scrapy_crawl(tmp_path, f"-s{setting}")
     assert out.returncode == 2, out.stderr
     assert refusals(out) == [f"crawl local refused: {line}"]
+
+
+def test_a_politeness_value_refused_by_s_is_refused_in_a_site_config(tmp_path: Path) -> None:
+    write_site(tmp_path / "sites", "local", LOCAL + "[politeness]\nmin_delay = 60\n")
+    out = scrapy_crawl(tmp_path)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert out.stderr.splitlines()[-1].endswith(
+        "local.toml: politeness.min_delay: must not exceed max_delay (30, the project default),"
+        " got 60"
+    )
+
+
+@pytest.mark.parametrize(
+    "networks", ['["127.0.0.2/32:{port}", "127.0.0.1/32:{port}"]', "127.0.0.1/32:{port},10.0.0.0/8"]
+)
+def test_the_readmes_json_list_of_networks_is_what_the_crawl_allows(
+    tmp_path: Path, networks: str
+) -> None:
+    """``-s ALLOWED_NETWORKS='["...", "..."]'`` (the README's form) and ``a,b`` both allow
+    their networks in a real crawl, private addresses otherwise refused."""
+    with serve_pages("127.0.0.1", {"/": "<html><body>home</body></html>"}) as port:
+        write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
+        allowed = networks.format(port=port)
+        out = scrapy_crawl(
+            tmp_path,
+            "-sALLOW_PRIVATE_ADDRESSES=False",
+            f"-sALLOWED_NETWORKS={allowed}",
+            f"-sSTATS_FILE={tmp_path / 'stats.json'}",
+        )
+    assert out.returncode == 0, out.stderr
+    assert refusals(out) == []
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["pages/status/200"] == 1
+    assert not any(k.startswith("address_safety/refused") for k in stats)
 
 
 def test_a_misspelt_setting_is_a_warning_with_the_right_name(tmp_path: Path) -> None:

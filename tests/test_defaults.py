@@ -23,7 +23,7 @@ GETTERS = frozenset({"get", "getint", "getfloat", "getbool", "getlist", "getdict
 
 
 def test_defaults_is_a_leaf_of_plain_constants() -> None:
-    tree = ast.parse((PACKAGE / "defaults.py").read_text())
+    tree = ast.parse((PACKAGE / "config" / "defaults.py").read_text())
     imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert imports == []
     assert defaults.__all__, "no defaults exported"

@@ -12,7 +12,7 @@ import pytest
 from crawler.content.analysis_neardup import Verdict
 from crawler.content.html import _marked_text, block_text, parse_html
 from crawler.items import PAGE_FIELDS
-from crawler.sites.config import SiteConfigError, load_site_config
+from crawler.sites import SiteConfigError, load_site_config
 from crawler.sites.fields import field_name_problem
 from crawler.spiders.site_items import PageItem
 from devsite import HostSpec, SiteServer, build_site

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from crawler.backends.sqlite.index import SQLiteIndex
-from crawler.sites.config import load_all_sites
+from crawler.sites import load_all_sites
 from devsite import HostSpec, SiteServer, build_site
 from devsite.server import RequestRecord
 from tests.crawling import normalized, per_host

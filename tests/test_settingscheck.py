@@ -1,4 +1,5 @@
-"""The crawler's own settings are checked by their own names before a crawl starts."""
+"""The crawler's own settings are checked by their own names before a crawl starts, by one
+schema that reads a value the same way from -s, scrapyd's setting= and a site config."""
 
 from __future__ import annotations
 
@@ -6,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from crawler.config.checks import check_settings, unknown_setting_hint, value_problem
-from crawler.sites.config import load_all_sites
+from crawler.config.schema import (
+    OUR_SETTINGS,
+    SettingsError,
+    check_settings,
+    read_value,
+    unknown_setting_hint,
+    value_problem,
+)
+from crawler.frontier.politeness import PolitenessPolicy, politeness_from_settings
+from crawler.sites import Politeness, Setting, load_all_sites
 
 
 @pytest.mark.parametrize(
@@ -58,7 +67,7 @@ def test_a_misspelt_setting_of_ours_gets_a_did_you_mean() -> None:
 
 def test_check_settings_reports_every_problem_and_warning() -> None:
     values = {"FRONTIER_MIN_DELAY": "x", "FRONTIER_MAX_DELAY": "-3", "INDEX_BACTH_SIZE": 5}
-    problems, warnings = check_settings(values, values.get)
+    problems, warnings = check_settings(values, values.get)[1:]
     assert problems == [
         "FRONTIER_MAX_DELAY: must be a number >= 0, got -3",
         "FRONTIER_MIN_DELAY: must be a number >= 0, got 'x'",
@@ -75,7 +84,7 @@ def test_a_site_config_with_a_bad_setting_value_names_the_file_and_key(tmp_path:
     assert not sites
     assert [str(e) for e in errors.values()] == [
         f"{tmp_path / 'x.toml'}: settings.ROBOTSTXT_RETRY_TIMES: "
-        "must be an integer >= 0, got 'many'"
+        'must be an integer >= 0, got "many"'  # shown as TOML writes it, like every key's value
     ]
 
 
@@ -95,3 +104,156 @@ def test_the_packaged_site_configs_load() -> None:
     sites, errors = load_all_sites()
     assert not errors
     assert {"example", "web"} <= set(sites)
+
+
+# --- One schema: -s and a site config read a value the same way -----------------------------
+
+# A value as a site config writes it (TOML) and as -s or scrapyd's setting= gives it (text).
+SAME_VALUES = [
+    ("0", "0"), ("2", "2"), ("60", "60"), ("1.5", "1.5"), ("-1", "-1"), ("1e3", "1e3"),
+    ('"fast"', "fast"), ('"2"', "2"), ("nan", "nan"), ("inf", "inf"), ("true", "true"),
+    ('""', ""),
+]  # fmt: skip
+
+
+def _politeness_keys() -> dict[str, str]:
+    """Each key of [politeness] and the setting it stands for, from the site file's schema."""
+    return {
+        key: mark.name
+        for key, info in Politeness.model_fields.items()
+        for mark in info.metadata
+        if isinstance(mark, Setting)
+    }
+
+
+def test_every_politeness_key_is_a_setting_of_ours() -> None:
+    keys = _politeness_keys()
+    assert set(keys) == set(Politeness.model_fields)
+    assert all(name in OUR_SETTINGS for name in keys.values())
+
+
+@pytest.mark.parametrize("key", sorted(_politeness_keys()))
+@pytest.mark.parametrize(("toml", "text"), SAME_VALUES)
+def test_a_value_gets_the_same_verdict_from_s_and_from_a_site_config(
+    tmp_path: Path, key: str, toml: str, text: str
+) -> None:
+    keys = _politeness_keys()
+    name = keys[key]
+    by_s = check_settings([name], {name: text}.get, given=[name])
+    (tmp_path / "x.toml").write_text(f'name = "x"\n[politeness]\n{key} = {toml}\n')
+    sites, errors = load_all_sites(str(tmp_path))
+    if by_s.problems:
+        [error] = errors.values()
+        # the same words, each naming a setting or showing a value as its source writes it
+        expected = by_s.problems[0].removeprefix(f"{name}: ").replace(repr(text), toml)
+        for other_key, other in keys.items():
+            expected = expected.replace(other, other_key)
+        assert error.problems == ((f"politeness.{key}", expected),)
+    else:
+        assert not errors, errors
+        assert sites["x"].settings[name] == by_s.values[name]
+        assert type(sites["x"].settings[name]) is type(by_s.values[name])
+
+
+def test_the_min_delay_above_the_default_max_is_refused_by_both() -> None:
+    """The issue's example: -s FRONTIER_MIN_DELAY=60 used to pass (and stop the crawl later with
+    a traceback) while min_delay = 60 in a site config was refused."""
+    values = {"FRONTIER_MIN_DELAY": "60"}
+    assert check_settings(values, values.get, given=values).problems == [
+        "FRONTIER_MIN_DELAY: must not exceed FRONTIER_MAX_DELAY (30, the project default), got 60"
+    ]
+    values["FRONTIER_MAX_DELAY"] = "60"
+    assert check_settings(values, values.get, given=values).problems == []
+    only_max = {"FRONTIER_MIN_DELAY": 1.0, "FRONTIER_MAX_DELAY": "0.5"}
+    assert check_settings(only_max, only_max.get, given=["FRONTIER_MAX_DELAY"]).problems == [
+        "FRONTIER_MAX_DELAY: must not be below FRONTIER_MIN_DELAY (1, the project default),"
+        " got 0.5"
+    ]
+    # a value refused on its own is not also compared with a default
+    bad = {"FRONTIER_MIN_DELAY": "60", "FRONTIER_MAX_DELAY": "slow"}
+    assert check_settings(bad, bad.get).problems == [
+        "FRONTIER_MAX_DELAY: must be a number >= 0, got 'slow'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "networks"),
+    [
+        ('["127.0.0.2/32:8080", "10.20.0.0/16"]', ("127.0.0.2/32:8080", "10.20.0.0/16")),
+        ("127.0.0.2/32:8080,10.20.0.0/16", ("127.0.0.2/32:8080", "10.20.0.0/16")),
+        ("127.0.0.2/32:8080, 10.20.0.0/16,", ("127.0.0.2/32:8080", "10.20.0.0/16")),
+        ("[::1]:443,10.0.0.0/8", ("[::1]:443", "10.0.0.0/8")),  # starts like JSON, is not
+        ('["[::1]:443"]', ("[::1]:443",)),
+        ("10.0.0.0/8", ("10.0.0.0/8",)),
+        ("", ()),
+        ("[]", ()),
+        (["10.0.0.0/8"], ("10.0.0.0/8",)),  # a real list, from a settings module
+        (("10.0.0.0/8",), ("10.0.0.0/8",)),
+    ],
+)
+def test_a_list_setting_reads_a_json_list_or_a_comma_list(text: object, networks: tuple) -> None:
+    assert read_value("ALLOWED_NETWORKS", text) == networks
+
+
+def test_every_list_setting_of_ours_reads_json_and_commas() -> None:
+    lists = [name for name, default in OUR_SETTINGS.items() if isinstance(default, tuple)]
+    assert "ALLOWED_NETWORKS" in lists
+    for name in lists:
+        assert read_value(name, '["a", "b"]') == read_value(name, "a,b") == ("a", "b")
+        assert read_value(name, ["a", "b"]) == ("a", "b")
+        assert value_problem(name, "[1, 2]") == (
+            "must be a list of strings (a JSON list or a,b), got '[1, 2]'"
+        )
+        assert value_problem(name, 3) is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        # what Scrapy's getbool refuses mid-start used to pass here
+        ("NEARDUP_ENABLED", "yes", "must be true or false, got 'yes'"),
+        ("NEARDUP_ENABLED", "", "must be true or false, got ''"),
+        ("FRONTIER_MIN_DELAY", "nan", "must be a number >= 0, got 'nan'"),
+        ("FRONTIER_MIN_DELAY", float("inf"), "must be a number >= 0, got inf"),
+        ("FRONTIER_REFILL_BATCH", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
+        ("FRONTIER_HOST_FAILURE_WINDOW", "33", "must be an integer <= 32, got 33"),
+        ("FRONTIER_HOST_MAX_FAILURE_RATIO", "0", "must be a number > 0, got 0"),
+        ("FRONTIER_HOST_MAX_FAILURE_RATIO", "1.5", "must be a number <= 1, got 1.5"),
+        ("URL_MAX_LENGTH", "0", "must be an integer >= 1, got 0"),
+        ("FRONTIER_MIN_DELAY", True, "must be a number >= 0, got True"),
+    ],
+)
+def test_values_that_used_to_pass_and_fail_later_are_refused(
+    name: str, value: object, problem: str
+) -> None:
+    assert value_problem(name, value) == problem
+
+
+def test_values_are_read_into_the_settings_type() -> None:
+    assert read_value("FRONTIER_MIN_DELAY", "2") == 2.0
+    assert read_value("FRONTIER_HOST_CONCURRENCY", " 2 ") == 2
+    assert read_value("FRONTIER_HOST_CONCURRENCY", 2.0) == 2
+    assert read_value("NEARDUP_ENABLED", "TRUE") is True
+    assert read_value("NEARDUP_ENABLED", 0) is False
+    assert read_value("FRONTIER_PRIORITY_POLICY", "FIFO") == "fifo"
+    assert read_value("FRONTIER_PRIORITY_POLICY", "breadth_first") == "depth"  # its alias
+    assert read_value("FRONTIER_BACKEND", "Redis") == "redis"
+    assert read_value("STATS_FILE", "x.json") == "x.json"
+    assert read_value("DOWNLOAD_TIMEOUT", "abc") == "abc"  # not ours
+
+
+def test_the_politeness_policy_is_built_from_the_checked_values() -> None:
+    policy = politeness_from_settings(
+        {"FRONTIER_MIN_DELAY": "2", "FRONTIER_HOST_CONCURRENCY": "3", "FRONTIER_MAX_DELAY": None}
+    )
+    assert policy == PolitenessPolicy(min_delay=2.0, host_concurrency=3)
+    assert politeness_from_settings({}) == PolitenessPolicy()
+    with pytest.raises(SettingsError) as info:
+        politeness_from_settings(
+            {"FRONTIER_MIN_DELAY": "60", "FRONTIER_HOST_FAILURE_WINDOW": 40, "INDEX_PATH": "x"}
+        )
+    assert info.value.problems == (
+        "FRONTIER_HOST_FAILURE_WINDOW: must be an integer <= 32, got 40",
+        "FRONTIER_MIN_DELAY: must not exceed FRONTIER_MAX_DELAY (30, the project default),"
+        " got 60",
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crawler.frontier.urls import InvalidUrl, normalize_url
-from crawler.sites.config import (
+from crawler.sites import (
     Scope,
     SeedsFileError,
     SiteConfig,
@@ -457,7 +457,7 @@ def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from importlib.resources import files\n"
-        "from crawler.sites.config import load_all_sites, read_seeds_file\n"
+        "from crawler.sites import load_all_sites, read_seeds_file\n"
         "sites, errors = load_all_sites(files('pkg.sites'))\n"
         "assert not errors, errors\n"
         "print(read_seeds_file(sites['zipped'].seeds_file))\n"
@@ -471,9 +471,59 @@ def test_sites_load_from_a_zipped_egg(tmp_path: Path) -> None:
 
 
 def test_siteconfig_does_not_import_scrapy() -> None:
-    code = "import sys, crawler.sites.config; print('scrapy' in sys.modules)"
+    code = "import sys, crawler.sites; print('scrapy' in sys.modules)"
     root = Path(__file__).parent.parent
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=30
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        '["127.0.0.2/32:8080", "10.20.0.0/16"]',  # a TOML list
+        '"127.0.0.2/32:8080,10.20.0.0/16"',  # the text -s takes, both ways
+        """'["127.0.0.2/32:8080", "10.20.0.0/16"]'""",
+    ],
+)
+def test_a_list_setting_in_settings_is_read_as_with_s(tmp_path: Path, value: str) -> None:
+    path = write(tmp_path, "x.toml", f'name = "x"\n[settings]\nALLOWED_NETWORKS = {value}\n')
+    assert load_site_config(path).settings["ALLOWED_NETWORKS"] == (
+        "127.0.0.2/32:8080",
+        "10.20.0.0/16",
+    )
+
+
+def test_every_bad_value_in_settings_is_reported_at_once(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "x.toml",
+        'name = "x"\nseed = []\n[settings]\nALLOWED_NETWORKS = [8080]\nNEARDUP_ENABLED = "yes"\n'
+        'FRONTIER_IDLE_HORIZON = "600"\nDOWNLOAD_TIMEOUT = "any"\n',
+    )
+    with pytest.raises(SiteConfigError) as info:
+        load_site_config(path)
+    assert dict(info.value.problems) == {
+        "seed": "unknown key (did you mean seeds?)",
+        "settings.ALLOWED_NETWORKS": (
+            "must be a list of strings (a JSON list or a,b), got [8080]"
+        ),
+        "settings.NEARDUP_ENABLED": 'must be true or false, got "yes"',
+    }  # FRONTIER_IDLE_HORIZON = "600" is read as -s reads it; DOWNLOAD_TIMEOUT is Scrapy's
+
+
+def test_keys_that_are_our_settings_are_read_as_with_s(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "x.toml",
+        'name = "x"\nallow_private_addresses = "true"\n[urls]\nmax_url_length = 1e3\n'
+        '[politeness]\nhost_concurrency = "2"\n[priority]\npolicy = "FIFO"\n',
+    )
+    site = load_site_config(path)
+    assert (site.allow_private_addresses, site.max_url_length) == (True, 1000)
+    assert site.priority_policy == "fifo"
+    assert site.settings["FRONTIER_HOST_CONCURRENCY"] == 2
+    path = write(tmp_path, "x.toml", 'name = "x"\n[urls]\nmax_url_length = 0\n')
+    with pytest.raises(SiteConfigError, match="max_url_length: must be an integer >= 1, got 0"):
+        load_site_config(path)

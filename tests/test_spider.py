@@ -23,7 +23,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from crawler.sites.config import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
+from crawler.sites import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
 from crawler.spiders.loader import SiteSpiderLoader
 from crawler.spiders.site import SiteSpider
 from crawler.spiders.site_items import PageItem

@@ -21,9 +21,9 @@ from crawler.frontier import (
     Frontier,
     MemoryQueueStore,
     MercatorFrontier,
-    PolitenessPolicy,
     QueueStore,
 )
+from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import FileScopeRegistry, ScopeRegistry
 
 logger = logging.getLogger(__name__)
@@ -43,29 +43,6 @@ class FrontierCallbacks:
     on_added: Callable[..., None] | None = None
     on_seeds: Callable[[list[str]], None] | None = None
     on_scope: Callable[[set[str]], None] | None = None
-
-
-def politeness_from_settings(settings: BaseSettings) -> PolitenessPolicy:
-    return PolitenessPolicy(
-        min_delay=settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY),
-        delay_factor=settings.getfloat("FRONTIER_DELAY_FACTOR", defaults.FRONTIER_DELAY_FACTOR),
-        max_delay=settings.getfloat("FRONTIER_MAX_DELAY", defaults.FRONTIER_MAX_DELAY),
-        host_concurrency=settings.getint(
-            "FRONTIER_HOST_CONCURRENCY", defaults.FRONTIER_HOST_CONCURRENCY
-        ),
-        max_crawl_delay=settings.getfloat(
-            "FRONTIER_MAX_CRAWL_DELAY", defaults.FRONTIER_MAX_CRAWL_DELAY
-        ),
-        max_failures=settings.getint(
-            "FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES
-        ),
-        failure_window=settings.getint(
-            "FRONTIER_HOST_FAILURE_WINDOW", defaults.FRONTIER_HOST_FAILURE_WINDOW
-        ),
-        max_failure_ratio=settings.getfloat(
-            "FRONTIER_HOST_MAX_FAILURE_RATIO", defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
-        ),
-    )
 
 
 class MemoryFrontierStore:

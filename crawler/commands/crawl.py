@@ -2,7 +2,9 @@
 
 Scrapy's own command, plus a preflight: an unknown site (the sites are listed), a setting of
 ours with a value it cannot take (named as the user wrote it: ``-s``, a site config's
-``[settings]``, or scrapyd's ``setting=``), a malformed ``ALLOWED_NETWORKS`` entry, and the
+``[settings]``, or scrapyd's ``setting=``; read by the settings schema, crawler/config/schema.py,
+and the values read put back, so a component sees ``'["a", "b"]'`` given for a list setting as
+that list and ``TRUE`` as a boolean), a malformed ``ALLOWED_NETWORKS`` entry, and the
 frontier store the settings choose (``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a
 shared store whose server is unreachable or whose stored crawl was made with other politeness
 settings. A refusal is one clear line and exit status 2, before any request goes out. A name
@@ -36,15 +38,15 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
-from scrapy.settings import BaseSettings, default_settings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import backend_class
 from crawler.commands import pipe_safe
-from crawler.config.checks import check_settings
+from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
-from crawler.sites.config import SeedsFileError, check_seeds_file
+from crawler.sites import SeedsFileError, check_seeds_file
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +86,14 @@ class Command(ScrapyCrawlCommand):
 
     def _preflight(self, crawler: Crawler, spargs: dict[str, str]) -> list[str]:
         settings = crawler.settings
-        problems, warnings = check_settings(settings, settings.get, _LIBRARY_SETTINGS)
-        for warning in warnings:
+        # Set by the user (-s, scrapyd, a site config), not left at the project's default.
+        given = [n for n in settings if settings.getpriority(n) > SETTINGS_PRIORITIES["project"]]
+        found = check_settings(settings, settings.get, _LIBRARY_SETTINGS, given)
+        for warning in found.warnings:
             self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
-        if problems:
-            return problems
+        if found.problems:
+            return found.problems
+        self._put_back(found.values, crawler)
         site = getattr(crawler.spidercls, "site", None)
         seeds_files = [getattr(site, "seeds_file", None), spargs.get("seeds")]
         try:
@@ -104,6 +109,19 @@ class Command(ScrapyCrawlCommand):
             return list(store.preflight(crawler)) if hasattr(store, "preflight") else []
         except ValueError as exc:  # BackendError too
             return [str(exc)]
+
+    def _put_back(self, values: Mapping[str, Any], crawler: Crawler) -> None:
+        """Our settings given as text (``-s``, scrapyd) replaced by their values as read, in the
+        crawler's settings and in the process's, which Scrapy merges into them again when the
+        crawl starts."""
+        assert self.crawler_process is not None
+        for name, value in values.items():
+            text = crawler.settings.get(name)
+            if not isinstance(text, str) or text == value:
+                continue
+            for settings in (crawler.settings, self.crawler_process.settings):
+                if settings.get(name) == text:
+                    settings.set(name, value, priority=settings.getpriority(name) or 0)
 
     def _say(self, line: str, level: int = logging.ERROR) -> None:
         print(line, file=sys.stderr)

@@ -1,2 +1,3 @@
-"""What a crawl is told: every setting's default (``defaults``) and the checks of the settings'
-values (``checks``). The bottom layer: free of Scrapy and of every other package of the crawler."""
+"""What a crawl is told: every setting's default (``defaults``) and the schema that reads and
+checks the settings' values, from ``-s``, scrapyd and site configs alike (``schema``). The bottom
+layer: free of Scrapy and of every other package of the crawler."""

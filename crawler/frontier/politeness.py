@@ -1,11 +1,32 @@
-"""The politeness policy: how long a host's slot rests after each fetch."""
+"""The politeness policy: how long a host's slot rests after each fetch, and when a host is
+given up. Its limits are the settings schema's (crawler/config/schema.py): a policy built from
+settings (:func:`politeness_from_settings`) has passed the same checks as ``-s`` and a site
+config's ``[politeness]`` table; this module holds only the algorithm."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
 
 from crawler.config import defaults
+from crawler.config.schema import read_settings
+
+# The policy's fields and the settings they come from.
+_SETTINGS = {
+    "min_delay": "FRONTIER_MIN_DELAY",
+    "delay_factor": "FRONTIER_DELAY_FACTOR",
+    "max_delay": "FRONTIER_MAX_DELAY",
+    "host_concurrency": "FRONTIER_HOST_CONCURRENCY",
+    "max_crawl_delay": "FRONTIER_MAX_CRAWL_DELAY",
+    "max_failures": "FRONTIER_HOST_MAX_FAILURES",
+    "failure_window": "FRONTIER_HOST_FAILURE_WINDOW",
+    "max_failure_ratio": "FRONTIER_HOST_MAX_FAILURE_RATIO",
+}
+
+
+class SettingsSource(Protocol):
+    def get(self, name: str) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,19 +49,6 @@ class PolitenessPolicy:
     max_failures: int = defaults.FRONTIER_HOST_MAX_FAILURES
     failure_window: int = defaults.FRONTIER_HOST_FAILURE_WINDOW
     max_failure_ratio: float = defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
-
-    def __post_init__(self) -> None:
-        if self.min_delay < 0 or self.delay_factor < 0:
-            raise ValueError("min_delay and delay_factor must be >= 0")
-        if self.max_delay < self.min_delay:
-            raise ValueError(f"max_delay {self.max_delay} is below min_delay {self.min_delay}")
-        if self.host_concurrency < 1:
-            raise ValueError("host_concurrency must be >= 1")
-        if not 0 <= self.failure_window <= 32:
-            # 32: the window is a bit mask (a Lua number in the Redis frontier)
-            raise ValueError("failure_window must be between 0 (off) and 32")
-        if not 0 < self.max_failure_ratio <= 1:
-            raise ValueError("max_failure_ratio must be in (0, 1]")
 
     @property
     def window_failures(self) -> int:
@@ -70,3 +78,11 @@ class PolitenessPolicy:
 
     def accepts_crawl_delay(self, crawl_delay: float | None) -> bool:
         return crawl_delay is None or crawl_delay <= self.max_crawl_delay
+
+
+def politeness_from_settings(settings: SettingsSource) -> PolitenessPolicy:
+    """The crawl's policy from its FRONTIER_* settings (Scrapy's settings or any mapping), read
+    and checked by the settings schema; :class:`~crawler.config.schema.SettingsError` names
+    every setting that cannot be used."""
+    values = read_settings(_SETTINGS.values(), settings.get)
+    return PolitenessPolicy(**{f.name: values[_SETTINGS[f.name]] for f in fields(PolitenessPolicy)})

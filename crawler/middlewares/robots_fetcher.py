@@ -73,11 +73,11 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
-from crawler.backends.memory import politeness_from_settings
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb import crawldb_path
 from crawler.download.limits import StoppedAtShutdown
+from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.urls import origin_of
 from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, OriginState, RobotsBook, Verdict

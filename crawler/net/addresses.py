@@ -104,8 +104,10 @@ class AddressPolicy:
 
 
 def policy_from_settings(settings: Any) -> AddressPolicy:
-    """The crawl's policy from ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_NETWORKS``. A malformed
-    entry raises ValueError naming it: a guard must never be switched off by a typo."""
+    """The crawl's policy from ``ALLOW_PRIVATE_ADDRESSES`` and ``ALLOWED_NETWORKS`` (a list, or
+    ``a,b``; ``scrapy crawl`` has read a JSON list into a list already, with the settings
+    schema). A malformed entry raises ValueError naming it: a guard must never be switched off
+    by a typo."""
     networks = settings.getlist("ALLOWED_NETWORKS")
     try:
         return AddressPolicy.from_values(settings.getbool("ALLOW_PRIVATE_ADDRESSES"), networks)

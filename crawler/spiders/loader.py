@@ -2,7 +2,7 @@
 
 Users add a site by adding a TOML file, not by writing a spider class. A broken config must not
 hide the good ones (``scrapy list`` warns and lists the rest) but must stop a crawl of that site
-before any request (``load`` raises the :class:`~crawler.sites.config.SiteConfigError`).
+before any request (``load`` raises the :class:`~crawler.sites.SiteConfigError`).
 
 The ``SITES_DIR`` setting points the loader at another folder of configs (tests, or configs kept
 outside the egg on a server); by default it reads the ``crawler.sites`` package.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import UsageError
 from scrapy.spiderloader import SpiderLoader
 
-from crawler.sites.config import SiteConfig, SiteConfigError, load_all_sites
+from crawler.sites import SiteConfig, SiteConfigError, load_all_sites
 from crawler.spiders.site import SiteSpider
 
 if TYPE_CHECKING:

@@ -37,14 +37,14 @@ from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
 from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
-from crawler.sites.analysis import PageAnalysis
-from crawler.sites.config import (
+from crawler.sites import (
     SeedsFileError,
     SiteConfig,
     check_seeds_file,
     iter_seeds_file,
     seed_url_problem,
 )
+from crawler.sites.analysis import PageAnalysis
 from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.links import follow_links
 from crawler.spiders.site_items import PageItem, item_feed_settings, with_site_fields

@@ -25,7 +25,7 @@ from scrapy.settings import BaseSettings
 from crawler.config import defaults
 from crawler.content.analysis_neardup import Verdict
 from crawler.items import PAGE_FIELDS
-from crawler.sites.config import SiteConfig
+from crawler.sites import SiteConfig
 
 
 class _JudgedItem(scrapy.Item):

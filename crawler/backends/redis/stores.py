@@ -30,11 +30,12 @@ import redis
 from scrapy.settings import BaseSettings
 from scrapy_redis.connection import get_redis_from_settings
 
-from crawler.backends.memory import FrontierCallbacks, MemoryFrontierStore, politeness_from_settings
+from crawler.backends.memory import FrontierCallbacks, MemoryFrontierStore
 from crawler.backends.redis.frontier import RedisFrontier, bloom_params
 from crawler.config import defaults
 from crawler.frontier import Frontier
 from crawler.frontier.buffered import BufferedFrontier
+from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
 from crawler.net.credentials import without_password
 from crawler.robots.cache import RobotsCache, SharedOrigin

@@ -1,0 +1,356 @@
+"""The schema of the crawler's own settings: each one's type, range and default, and the one
+validation that every way of giving a value goes through.
+
+A value reaches the crawler from ``-s KEY=VALUE``, scrapyd's ``setting=KEY=VALUE`` (both text),
+a settings module (Python values), or a site config's tables (TOML values). Scrapy converts a
+value only where a component reads it (``getfloat`` deep inside a constructor), so a bad value
+used to surface as a traceback that did not name the setting, and each source had checks of its
+own that disagreed (``-s FRONTIER_MIN_DELAY=60`` passed, the same value in a site config did
+not; ``-s NEARDUP_ENABLED=yes`` passed, then Scrapy's ``getbool`` refused it mid-start). Here a
+value is read once, whatever its source, into the type of the setting's default:
+
+* a number or an integer from a number or its text (not from a boolean, not NaN or infinite,
+  an integer not from ``1.5``), within the setting's range;
+* a boolean from ``true``/``false`` or ``1``/``0`` (as text too: what Scrapy's ``getbool``
+  takes);
+* a list of strings from a list, from a JSON list (``'["a", "b"]'``) or from ``a,b``;
+* a choice from one of its words, in any case;
+
+and settings that depend on each other are checked together (``FRONTIER_MIN_DELAY`` may not
+exceed ``FRONTIER_MAX_DELAY``). A problem reads ``must be <what the setting takes>, got
+<value>``; the caller says how a value is shown (as the user wrote it in that source) and which
+name or key it is reported under. A misspelt name with one of the project's prefixes gets a
+"did you mean" warning; Scrapy's and scrapy-redis's own settings are not ours to judge.
+
+The bottom layer: free of Scrapy and of every other package of the crawler (the crawl command,
+the site-config loader and the frontier's politeness policy all call it with plain values).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from crawler.config import defaults
+
+Show = Callable[[object], str]
+
+#: The FRONTIER_PRIORITY_POLICY words; ``breadth_first`` is read as its alias ``depth``.
+PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request")
+BACKENDS = ("memory", "redis")
+
+# Prefixes under which a name that is not a known setting is probably a typo of ours.
+PREFIXES = (
+    "FRONTIER_", "ROBOTSTXT_", "RECRAWL_", "CRAWLDB_", "INDEX_", "NEARDUP_", "URL_",
+    "PAGE_", "CONTENT_", "RETRY_AFTER_", "ALLOWED_", "ALLOW_",
+)  # fmt: skip
+
+# Settings that are ours but not in crawler.config.defaults (their default is Scrapy's).
+_BORROWED = {"ROBOTSTXT_USER_AGENT"}
+
+
+class SettingValueError(ValueError):
+    """A value that a setting cannot take; the message is the problem, without the name."""
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used: one ``NAME: problem`` line each, all of them at once."""
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _number_text(number: float) -> str:
+    return f"{number:g}"
+
+
+class Rule:
+    """How one setting's value is read: :meth:`read` returns it in the setting's type or raises
+    :class:`SettingValueError` saying what the setting takes."""
+
+    def read(self, value: object, show: Show) -> Any:
+        return value
+
+
+@dataclass(frozen=True)
+class Number(Rule):
+    """A finite number (an integer with ``integer``), at least ``low`` (above it with
+    ``above``) and at most ``high``."""
+
+    integer: bool = False
+    low: float = 0
+    above: bool = False
+    high: float | None = None
+
+    @property
+    def kind(self) -> str:
+        return "an integer" if self.integer else "a number"
+
+    @property
+    def _lower(self) -> str:
+        return f"{self.kind} {'>' if self.above else '>='} {self.low:g}"
+
+    def read(self, value: object, show: Show) -> Any:
+        number = self._parse(value)
+        if number is None:
+            raise SettingValueError(f"must be {self._lower}, got {show(value)}")
+        if number < self.low or (self.above and number == self.low):
+            raise SettingValueError(f"must be {self._lower}, got {_number_text(number)}")
+        if self.high is not None and number > self.high:
+            raise SettingValueError(
+                f"must be {self.kind} <= {self.high:g}, got {_number_text(number)}"
+            )
+        return number
+
+    def _parse(self, value: object) -> float | None:
+        if isinstance(value, str):
+            try:
+                value = int(value) if self.integer else float(value)
+            except ValueError:
+                try:  # "1e3" or "2.0" for an integer, as TOML's 1e3 or 2.0 would be
+                    value = float(value)
+                except ValueError:
+                    return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        if not math.isfinite(value):
+            return None
+        if not self.integer:
+            return float(value)
+        if isinstance(value, float):
+            return int(value) if value.is_integer() else None
+        return value
+
+
+@dataclass(frozen=True)
+class Boolean(Rule):
+    """``true``/``false``, ``1``/``0``, or their text in any case: what Scrapy's ``getbool``
+    reads (``yes`` or ``on`` would pass here and stop the crawl there)."""
+
+    _WORDS = {"true": True, "1": True, "false": False, "0": False}
+
+    def read(self, value: object, show: Show) -> Any:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in self._WORDS:
+            return self._WORDS[value.strip().lower()]
+        raise SettingValueError(f"must be true or false, got {show(value)}")
+
+
+@dataclass(frozen=True)
+class Choice(Rule):
+    """One of ``words`` (any case, stored lower-case); an alias is stored as what it means."""
+
+    words: tuple[str, ...]
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def read(self, value: object, show: Show) -> Any:
+        word = value.strip().lower() if isinstance(value, str) else None
+        if word not in self.words:
+            raise SettingValueError(f"must be one of {', '.join(self.words)}, got {show(value)}")
+        return self.aliases.get(word, word)
+
+
+@dataclass(frozen=True)
+class StringList(Rule):
+    """A list of strings, from a list or from the text Scrapy users write on a command line:
+    a JSON list (``'["a", "b"]'``) or ``a,b``. Stored as a tuple, without blank entries."""
+
+    def read(self, value: object, show: Show) -> Any:
+        items = _list_from_text(value) if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+            raise SettingValueError(
+                f"must be a list of strings (a JSON list or a,b), got {show(value)}"
+            )
+        return tuple(item.strip() for item in items if item.strip())
+
+
+def _list_from_text(text: str) -> object:
+    if text.lstrip().startswith("["):
+        # A JSON list; text that only starts like one ("[::1]:443,10.0.0.0/8") is a,b.
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text.split(",")
+
+
+# --- The schema ----------------------------------------------------------------------------------
+
+# Settings whose range is not the default rule ("a number >= 0", or "an integer >= 0" for an
+# integer default), and seconds or rates whose default happens to be written as an integer.
+_RULES: dict[str, Rule] = {
+    "FRONTIER_BACKEND": Choice(BACKENDS),
+    "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
+    "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
+    "FRONTIER_FRONT_QUEUES": Number(integer=True, low=1),
+    "FRONTIER_HOST_MAX_FAILURES": Number(integer=True, low=1),
+    # 32: the window is a bit mask (a Lua number in the Redis frontier); 0 turns it off
+    "FRONTIER_HOST_FAILURE_WINDOW": Number(integer=True, high=32),
+    "FRONTIER_HOST_MAX_FAILURE_RATIO": Number(above=True, high=1),
+    "FRONTIER_REFILL_BATCH": Number(integer=True, low=1),
+    "FRONTIER_COMMIT_INTERVAL": Number(above=True),
+    "FRONTIER_LEASE_TTL": Number(above=True),
+    "FRONTIER_READ_AHEAD": Number(integer=True, low=1),
+    "FRONTIER_REFRESH_INTERVAL": Number(above=True),
+    "CRAWLDB_COMMIT_INTERVAL": Number(above=True),
+    "RECRAWL_INTERVAL": Number(),
+    "RECRAWL_BATCH": Number(integer=True, low=1),
+    "RECRAWL_INC_RATE": Number(high=1),
+    "RECRAWL_DEC_RATE": Number(high=1),
+    "RECRAWL_SYNC_DELTA_RATE": Number(high=1),
+    "ROBOTSTXT_CACHE_EXPIRY": Number(),
+    "ROBOTSTXT_WAIT_TIMEOUT": Number(),
+    "URL_MAX_LENGTH": Number(integer=True, low=1),
+    "DOWNLOAD_MIN_RATE": Number(),
+    "DOWNLOAD_MAX_HEADERS": Number(integer=True, low=1),
+    "DOWNLOAD_MAX_HEADER_BYTES": Number(integer=True, low=1),
+    "PAGE_MAX_HTML": Number(integer=True, low=1),
+    "NEARDUP_SHINGLE_SIZE": Number(integer=True, low=1),
+    "NEARDUP_NUM_PERM": Number(integer=True, low=2),
+    "NEARDUP_THRESHOLD": Number(above=True, high=1),
+    "INDEX_BATCH_SIZE": Number(integer=True, low=1),
+    "INDEX_COMMIT_INTERVAL": Number(above=True),
+}
+
+#: Every setting of the crawler's own and its default (crawler/config/defaults.py).
+OUR_SETTINGS: dict[str, Any] = {name: getattr(defaults, name) for name in defaults.__all__}
+
+
+def _rule_of_default(default: object) -> Rule:
+    if isinstance(default, bool):
+        return Boolean()
+    if isinstance(default, int):
+        return Number(integer=True)
+    if isinstance(default, float):
+        return Number()
+    if isinstance(default, tuple):
+        return StringList()
+    return Rule()  # text, paths, class names: any value, as Scrapy passes it on
+
+
+#: How each setting of ours is read.
+RULES: dict[str, Rule] = {
+    name: _RULES.get(name) or _rule_of_default(default) for name, default in OUR_SETTINGS.items()
+}
+
+#: Settings that must not exceed another: (lower, upper).
+ORDERED: tuple[tuple[str, str], ...] = (("FRONTIER_MIN_DELAY", "FRONTIER_MAX_DELAY"),)
+
+
+def read_value(name: str, value: object, show: Show = repr) -> Any:
+    """``value`` in the type of our setting ``name``; raises :class:`SettingValueError`.
+    A setting that is not ours, and ``None``, come back as they are."""
+    rule = RULES.get(name)
+    if rule is None or value is None:
+        return value
+    return rule.read(value, show)
+
+
+def value_problem(name: str, value: object, show: Show = repr) -> str | None:
+    """What is wrong with ``value`` for our setting ``name`` (None: fine or not ours)."""
+    try:
+        read_value(name, value, show)
+    except SettingValueError as exc:
+        return str(exc)
+    return None
+
+
+def order_problems(
+    values: Mapping[str, Any],
+    given: Collection[str] | None = None,
+    label: Callable[[str], str] = str,
+    unread: Collection[str] = (),
+) -> list[tuple[str, str]]:
+    """``(setting, problem)`` for each pair of :data:`ORDERED` out of order in ``values`` (read
+    values; a missing one is its default). The setting blamed is one that was ``given`` (all
+    of ``values`` when None), the lower one when both were; ``label`` names a setting as its
+    source does (``politeness.max_delay`` is ``max_delay`` in its own table). A pair with an
+    ``unread`` value (one refused already) is not compared."""
+    given = set(values) if given is None else set(given)
+    out = []
+    for low, high in ORDERED:
+        if (low not in given and high not in given) or low in unread or high in unread:
+            continue
+        lo = values.get(low, OUR_SETTINGS[low])
+        hi = values.get(high, OUR_SETTINGS[high])
+        if lo is None or hi is None or lo <= hi:
+            continue
+        if low in given:
+            other = "" if high in given else ", the project default"
+            problem = f"must not exceed {label(high)} ({hi:g}{other}), got {lo:g}"
+            out.append((low, problem))
+        else:
+            problem = f"must not be below {label(low)} ({lo:g}, the project default), got {hi:g}"
+            out.append((high, problem))
+    return out
+
+
+def unknown_setting_hint(name: str, known: Iterable[str] = ()) -> str | None:
+    """A warning for a name that looks like one of ours but is no setting at all."""
+    if name in OUR_SETTINGS or name in _BORROWED or not name.startswith(PREFIXES):
+        return None
+    known = set(known)
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name, [*OUR_SETTINGS, *known], n=1, cutoff=0.75)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"unknown setting {name}, ignored{hint}"
+
+
+class SettingsCheck(NamedTuple):
+    """What :func:`check_settings` found: our settings' values as read (by name), the problems
+    that refuse the crawl (``NAME: problem``) and the warnings."""
+
+    values: dict[str, Any]
+    problems: list[str]
+    warnings: list[str]
+
+
+def check_settings(
+    names: Iterable[str],
+    get: Callable[[str], Any],
+    known: Iterable[str] = (),
+    given: Collection[str] | None = None,
+) -> SettingsCheck:
+    """Read and check the settings ``names`` (values by ``get``): every problem and warning at
+    once, each under the setting's name.
+
+    ``known`` are other libraries' setting names (Scrapy's defaults, scrapy-redis's), which are
+    never warned about; ``given`` are the names the user set (not left at the project default),
+    which :func:`order_problems` blames first.
+    """
+    known = set(known)
+    values: dict[str, Any] = {}
+    problems: dict[str, str] = {}
+    warnings = []
+    for name in sorted(set(names)):
+        value = get(name) if name in RULES else None
+        if value is not None:  # None: not set
+            try:
+                values[name] = read_value(name, value)
+            except SettingValueError as exc:
+                problems[name] = str(exc)
+        hint = unknown_setting_hint(name, known)
+        if hint:
+            warnings.append(hint)
+    for name, problem in order_problems(values, given, unread=problems):
+        problems.setdefault(name, problem)
+    return SettingsCheck(values, [f"{n}: {p}" for n, p in sorted(problems.items())], warnings)
+
+
+def read_settings(names: Iterable[str], get: Callable[[str], Any]) -> dict[str, Any]:
+    """Our settings ``names`` as read (a missing one: its default); raises
+    :class:`SettingsError` with every problem."""
+    names = list(names)
+    found = check_settings(names, get)
+    if found.problems:
+        raise SettingsError(found.problems)
+    return {name: found.values.get(name, OUR_SETTINGS[name]) for name in names}

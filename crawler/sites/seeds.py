@@ -1,0 +1,96 @@
+"""Seeds files: one URL per line, read lazily (a million-line file is never held in memory),
+from a folder or from inside a zipped scrapyd egg; and the check of one seed URL, shared by the
+site-config schema and the spider so both refuse the same things."""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from collections.abc import Iterator
+from importlib.resources.abc import Traversable
+from typing import IO
+
+from crawler.frontier.urls import url_problem
+from crawler.sites.messages import SeedsFileError, display, show
+
+
+def seed_url_problem(url: object) -> str | None:
+    """What is wrong with ``url`` as a URL to fetch, or ``None`` if it is a usable http(s) URL.
+
+    Shared by config validation and the spider's seeds files, so both refuse the same things;
+    the verdict is the frontier's own (:func:`crawler.frontier.urls.url_problem`), so a seed is
+    refused here exactly when the frontier would refuse it later.
+    """
+    if not isinstance(url, str):
+        return f"must be a string, got {show(url)}"
+    return url_problem(url)
+
+
+def _zip_member(path: str) -> zipfile.Path | None:
+    """``path`` as a member of a zip archive on the way (a seeds file inside a zipped egg)."""
+    parent = os.path.dirname(path)
+    inner = [os.path.basename(path)]
+    while parent and parent != os.path.dirname(parent):
+        if os.path.isfile(parent):
+            if not zipfile.is_zipfile(parent):
+                return None
+            member = zipfile.Path(parent, at="/".join(reversed(inner)))
+            return member if member.is_file() else None
+        inner.append(os.path.basename(parent))
+        parent = os.path.dirname(parent)
+    return None
+
+
+def _open_seeds(path: str | os.PathLike[str] | Traversable) -> IO[str]:
+    """Open a seeds file for reading, raising :class:`SeedsFileError` naming it if we cannot."""
+    shown = display(path)
+    try:
+        if not isinstance(path, (str, os.PathLike)):
+            return path.open("r", encoding="utf-8-sig")
+        try:
+            return open(path, encoding="utf-8-sig")  # the caller closes it
+        except (FileNotFoundError, NotADirectoryError):
+            member = _zip_member(os.path.abspath(os.fspath(path)))
+            if member is None:
+                raise
+            return member.open("r", encoding="utf-8-sig")
+    except IsADirectoryError:
+        raise SeedsFileError(shown, None, "cannot read seeds file: it is a directory") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise SeedsFileError(shown, None, f"cannot read seeds file: {reason}") from None
+
+
+def check_seeds_file(path: str | os.PathLike[str] | Traversable) -> None:
+    """Raise :class:`SeedsFileError` now if the seeds file cannot be opened or is not UTF-8.
+
+    The crawl command calls this before the crawl starts, and the spider reads the file lazily
+    later, so a million-line seeds file is never held in memory; reading it through once here
+    means a bad byte on its last line stops the crawl before any request, like a missing file.
+    """
+    for _ in iter_seeds_file(path):
+        pass
+
+
+def iter_seeds_file(path: str | os.PathLike[str] | Traversable) -> Iterator[str]:
+    """The URLs in a seeds file, one per line, in order, without validating them.
+
+    Blank lines and lines starting with ``#`` are skipped; so is anything after whitespace and
+    a ``#`` on a line (a URL never contains whitespace, so that is a comment, not a fragment).
+    """
+    shown = display(path)
+    with _open_seeds(path) as fh:
+        try:
+            for line in fh:
+                url = line.strip()
+                if not url or url.startswith("#"):
+                    continue
+                yield re.split(r"\s+#", url, maxsplit=1)[0]
+        except UnicodeDecodeError as exc:
+            raise SeedsFileError(shown, None, f"seeds file is not UTF-8 text ({exc})") from None
+
+
+def read_seeds_file(path: str | os.PathLike[str] | Traversable) -> list[str]:
+    """All URLs of a seeds file (see :func:`iter_seeds_file`); raises :class:`SeedsFileError`."""
+    return list(iter_seeds_file(path))
