@@ -120,6 +120,42 @@ def test_origin_discovered_lets_a_receiver_put_a_first_request_before_the_hosts_
     assert scheduler.next_request().url == "http://a.test:8080/1"
 
 
+def test_each_completion_is_announced_with_the_rest_the_frontier_applied():
+    crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=3)
+    completions = []
+
+    def fetch_completed(request, host, delay, outcome):
+        completions.append((request.url, host, delay, outcome))
+
+    crawler.signals.connect(fetch_completed, crawler_signals.fetch_completed)
+    crawler.signals.send_catch_log(crawler_signals.host_crawl_delay, host="b.test", delay=7.0)
+    for url in ("http://a.test/", "http://b.test/", "http://sub.b.test/"):
+        assert scheduler.enqueue_request(scrapy.Request(url))
+    a, b, sub = (scheduler.next_request() for _ in range(3))
+    finish(crawler, a)
+    finish(crawler, b, duration=0.2)
+    finish(crawler, sub, Outcome.NOT_SENT, None)
+    finish(crawler, scrapy.Request("http://a.test/other"))  # not handed out here: nothing
+    assert completions == [
+        ("http://a.test/", "a.test", pytest.approx(3.0), Outcome.FETCHED),
+        ("http://b.test/", "b.test", pytest.approx(7.0), Outcome.FETCHED),  # its Crawl-delay
+        ("http://sub.b.test/", "sub.b.test", None, Outcome.NOT_SENT),
+    ]
+
+
+def test_a_hosts_penalty_lowers_the_priority_of_its_urls_from_then_on():
+    crawler, scheduler = open_scheduler(FRONTIER_HOST_CONCURRENCY=2)
+    crawler.signals.send_catch_log(crawler_signals.host_penalty_changed, host="b.test", levels=2)
+    assert scheduler.enqueue_request(scrapy.Request("http://b.test/"))
+    assert scheduler.enqueue_request(scrapy.Request("http://a.test/"))
+    crawler.signals.send_catch_log(crawler_signals.host_penalty_changed, host="b.test", levels=0)
+    assert scheduler.enqueue_request(scrapy.Request("http://b.test/later"))
+    priorities = {}
+    while (lease := scheduler.frontier.next()) is not None:
+        priorities[lease.entry.url] = lease.entry.priority
+    assert priorities == {"http://b.test/": 2, "http://a.test/": 0, "http://b.test/later": 0}
+
+
 def test_host_crawl_delay_signal_reaches_the_frontier():
     crawler, scheduler = open_scheduler(FRONTIER_MAX_CRAWL_DELAY=30)
     crawler.signals.send_catch_log(crawler_signals.host_crawl_delay, host="a.test", delay=60)
