@@ -68,7 +68,13 @@ class FrontierScheduler(BaseScheduler):
         self.settings = s = crawler.settings
         self.frontier: Frontier | None = frontier
         self.spider: Spider | None = None
-        self.stats = FrontierStats(crawler.stats, s, over_budget=self._over_budget)
+        self.stats = FrontierStats(
+            crawler.stats,
+            s,
+            over_budget=lambda url, depth: crawler.signals.send_catch_log(
+                crawler_signals.url_over_budget, url=url, depth=depth
+            ),
+        )
         self.prioritizer = Prioritizer(
             s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY),
             s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
@@ -88,8 +94,6 @@ class FrontierScheduler(BaseScheduler):
         connect(self._host_hold, crawler_signals.host_hold)
         connect(self._links_extracted, crawler_signals.links_extracted)
         connect(self.prioritizer.set_penalty, crawler_signals.host_penalty_changed)
-        connect(self._request_reached_downloader, signals.request_reached_downloader)
-        connect(self._page_output_done, crawler_signals.page_output_done)
         connect(self._spider_error, signals.spider_error)
         for item_signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             connect(self._item_done, item_signal)
@@ -107,8 +111,8 @@ class FrontierScheduler(BaseScheduler):
             max_pages_per_host=getattr(site, "max_pages_per_host", None),
             callbacks=FrontierCallbacks(
                 on_give_up=self.stats.host_given_up,
-                notify=self._frontier_news,
-                on_added=self._added,
+                notify=self.waker.wake_now,
+                on_added=self.stats.answered_many,
                 on_completed=self._completed_later,
                 on_seeds=self._seeds_arrived,
                 on_scope=self._scope_arrived,
@@ -143,6 +147,9 @@ class FrontierScheduler(BaseScheduler):
             completed=self._fetch_completed,
             engine_holds=lambda request: engine_holds(self.crawler, request),
         )
+        connect = self.crawler.signals.connect
+        connect(self.leases.reached_downloader, signals.request_reached_downloader)
+        connect(self.leases.page_output_done, crawler_signals.page_output_done)
         self.crawler.signals.send_catch_log(
             crawler_signals.frontier_opened, frontier=frontier, spider=spider
         )
@@ -171,13 +178,9 @@ class FrontierScheduler(BaseScheduler):
             unstarted = self.leases.unstarted()
             if unstarted:
                 self.stats.set("frontier/leases_released_at_close", frontier.release(unstarted))
-        queued = self.stats.closing(frontier, reason == "finished", self.horizon)
-        if self.persistent and queued:
-            logger.info(
-                "%d URLs stay queued in %s; run the crawl again with the same JOBDIR to go on",
-                queued,
-                self.settings.get("JOBDIR"),
-            )
+        finished = reason == "finished"
+        jobdir = self.settings.get("JOBDIR")
+        self.stats.closing(frontier, finished, self.horizon, self.persistent, jobdir)
         frontier.close()
 
     # -- the engine's side ---------------------------------------------------------------------
@@ -283,10 +286,7 @@ class FrontierScheduler(BaseScheduler):
         self, request: Request, host: str, delay: float | None, outcome: Outcome
     ) -> None:
         self.crawler.signals.send_catch_log(
-            crawler_signals.fetch_completed,
-            request=request,
-            host=host,
-            delay=delay,
+            crawler_signals.fetch_completed, request=request, host=host, delay=delay,
             outcome=outcome,
         )
 
@@ -294,19 +294,11 @@ class FrontierScheduler(BaseScheduler):
         if self.leases is not None:
             self.leases.completed_later(token, delay)
 
-    def _request_reached_downloader(self, request: Request) -> None:
-        if self.leases is not None:
-            self.leases.reached_downloader(request)
-
-    def _page_output_done(self, response: Response, items: int) -> None:
-        if self.leases is not None:
-            self.leases.page_output_done(response, items)
-
     def _spider_error(self, failure: Any, response: Any, spider: Spider) -> None:
         """The callback (or a middleware before it) raised and nothing handled it: the spider
         yields nothing more for this page."""
-        if isinstance(response, Response):
-            self._page_output_done(response, 0)
+        if isinstance(response, Response) and self.leases is not None:
+            self.leases.page_output_done(response, 0)
 
     def _item_done(self, item: Any, response: Any = None) -> None:
         # an item not from a page (or from an errback) was acknowledged at fetch_finished
@@ -331,19 +323,6 @@ class FrontierScheduler(BaseScheduler):
         self.crawler.signals.send_catch_log(
             crawler_signals.origin_discovered, origin=origin, host=host
         )
-
-    def _over_budget(self, url: str, depth: int) -> None:
-        self.crawler.signals.send_catch_log(crawler_signals.url_over_budget, url=url, depth=depth)
-
-    def _added(self, entries: list[Any], results: list[Any]) -> None:
-        """A shared frontier's answers to queued adds."""
-        for entry, result in zip(entries, results, strict=True):
-            self.stats.answered(entry, result)
-
-    def _frontier_news(self) -> None:
-        """A shared frontier has leases ready: ask the engine for requests now."""
-        now = monotonic()
-        self.waker.wake_at(now, now)
 
     def _seeds_arrived(self, urls: list[str]) -> None:
         """Seeds pushed while the crawl runs (a shared frontier's ``<site>:start_urls``)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,9 +88,6 @@ class LeaseTracker:
         self._held: dict[str, HeldLease] = {}
         # completions sent to a frontier that completes later: token -> (request, host, outcome)
         self._completing: dict[str, tuple[Any, str, Outcome]] = {}
-
-    def __len__(self) -> int:
-        return len(self._held)
 
     def handed_out(self, token: str, request: Any, host: str) -> None:
         request.meta[LEASE_META] = token
@@ -194,6 +191,3 @@ class LeaseTracker:
         if expired:
             self.stats.inc("frontier/leases_expired", expired)
             logger.warning("%d leases expired: their URLs are queued again", expired)
-
-    def tokens(self) -> Iterable[str]:
-        return self._held.keys()

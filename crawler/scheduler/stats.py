@@ -75,6 +75,11 @@ class FrontierStats:
             self.max_depth = entry.depth
         return True
 
+    def answered_many(self, entries: list[Entry], results: list[AddResult]) -> None:
+        """A shared frontier's answers to queued adds."""
+        for entry, result in zip(entries, results, strict=True):
+            self.answered(entry, result)
+
     def answered(self, entry: Entry, result: AddResult) -> None:
         """The frontier's answer to one add."""
         if result.added:
@@ -112,10 +117,18 @@ class FrontierStats:
             )
         self.inc(f"frontier/hosts_given_up/{reason}")
 
-    def closing(self, frontier: Frontier, finished: bool, horizon: float) -> int:
-        """The frontier's state when the crawl closes; returns how many URLs stay queued.
-        Only a crawl that ended by itself has hosts "left behind"; a stopped one keeps them
-        queued (and on disk a full scan of the queue would slow the stop down)."""
+    def closing(
+        self,
+        frontier: Frontier,
+        finished: bool,
+        horizon: float,
+        persistent: bool = False,
+        jobdir: str | None = None,
+    ) -> None:
+        """The frontier's state when the crawl closes (``persistent``: what stays queued is
+        kept for the next run, in ``jobdir`` for a frontier on disk). Only a crawl that ended
+        by itself has hosts "left behind" (not due within ``horizon``); a stopped one keeps
+        them queued (and on disk a full scan of the queue would slow the stop down)."""
         left = frontier.waiting_hosts() if finished and len(frontier) else []
         if left:
             shown = ", ".join(
@@ -137,7 +150,12 @@ class FrontierStats:
         self.set("frontier/depth_max", self.max_depth)
         for why, n in counts.extra.items():
             self.set(f"frontier/dropped/{why}", n)
-        return counts.queued
+        if persistent and counts.queued:
+            logger.info(
+                "%d URLs stay queued in %s; run the crawl again with the same JOBDIR to go on",
+                counts.queued,
+                jobdir,
+            )
 
 
 REASONS = {
