@@ -82,6 +82,4 @@ url_over_budget = object()
 
 # --- Leaving (issue 22): value-returning signals still used until their callers are rewritten.
 # Nothing new may use them; each goes as soon as its last sender and receiver are gone.
-link_preparer_wanted = object()
-host_penalty_wanted = object()
 link_demotion_wanted = object()
