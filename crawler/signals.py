@@ -85,8 +85,3 @@ crawl_stopping = object()
 # (max_pages_per_host) is used up: url_over_budget(url: normalized URL, depth: int). The
 # budget extension keeps it for a rerun with a larger budget.
 url_over_budget = object()
-
-# --- Leaving (issue 22): value-returning signals still used until their callers are rewritten.
-# Nothing new may use them; each goes as soon as its last sender and receiver are gone.
-link_preparer_wanted = object()
-host_penalty_wanted = object()

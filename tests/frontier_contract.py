@@ -430,6 +430,32 @@ class FrontierContract:
         clock.now = 1000.0  # long past the lease's deadline: an acked URL never comes back
         assert f.expire() == 0 and f.next() is None and len(f) == 0
 
+
+    def test_complete_says_how_long_the_slot_rests(self) -> None:
+        """The delay the frontier applied, as it applied it: the politeness rule on the
+        fetch's duration, the host's Crawl-delay, a hold placed during the fetch; nothing for
+        a fetch that never reached the network or a lease that is not open."""
+        policy = PolitenessPolicy(min_delay=1.0, delay_factor=5.0, max_delay=4.0)
+        f, clock = self.frontier(policy)
+        assert f.set_crawl_delay("h1.test", 7.0)  # above max_delay: honoured in full
+        f.add_many(entries(3, 3))
+        leases = {lease.entry.host: lease for lease in (f.next(), f.next(), f.next())}
+        assert set(leases) == {"h0.test", "h1.test", "h2.test"}
+        f.hold_host("h2.test", 20.0)  # until 20.0, placed while its fetch is in flight
+        clock.now = 0.5
+        assert f.complete(leases["h0.test"].token, 0.5) == pytest.approx(2.5)  # 5 x 0.5
+        assert f.complete(leases["h0.test"].token, 0.5) is None  # completed already
+        assert f.complete("no-such-token", 0.5) is None
+        assert f.complete(leases["h1.test"].token, 0.1) == pytest.approx(7.0)
+        assert f.finish(leases["h2.test"].token, 0.1) == pytest.approx(19.5)
+        clock.now = 3.0
+        lease = f.next()
+        assert lease is not None and lease.entry.host == "h0.test"
+        assert f.finish(lease.token, None, Outcome.NOT_SENT) is None  # no time moved
+        lease = f.next()
+        assert lease is not None and lease.entry.host == "h0.test"
+        clock.now = 3.1
+        assert f.finish(lease.token, 0.1) == pytest.approx(1.0)  # the minimum delay
     def test_an_expired_lease_comes_back_first_and_rests_its_slot(self) -> None:
         f, clock = self.frontier(PolitenessPolicy(min_delay=5, max_delay=5), lease_ttl=10)
         f.add_many(entries(1, 3))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
-from crawler.frontier.api import AddResult, Lease
+from crawler.frontier.api import AddResult, Lease, Outcome
 from crawler.frontier.buffered import PENDING, BufferedFrontier
 from tests.frontier_contract import entries
 
@@ -111,6 +111,25 @@ def test_queued_adds_count_as_work_until_sent_and_report_their_results(arrived) 
     inner.gate.set()
     assert got.wait(WAIT)
     assert [(r.added, r.reason) for r in results[0]] == [(False, "seen"), (True, "")]
+    f.close()
+
+
+def test_completions_report_the_rest_once_the_shared_frontier_applied_it(arrived) -> None:
+    """``complete`` returns at once (it cannot know the rest yet); the rest the shared
+    frontier gave the slot reaches ``on_completed``, in the order the completions were sent."""
+    inner = MercatorFrontier(PolitenessPolicy(min_delay=2.0, max_delay=2.0))
+    inner.add_many(entries(2, 1))
+    reported: list[tuple[str, float | None]] = []
+    f = BufferedFrontier(
+        inner, notify=arrived.set, on_completed=lambda token, rest: reported.append((token, rest))
+    )
+    assert f.completes_later
+    first, second = wait_for_lease(f, arrived), wait_for_lease(f, arrived)
+    assert f.complete(first.token, 0.1) is None
+    assert f.finish(second.token, None, Outcome.NOT_SENT) is None
+    assert f.flush(WAIT)
+    assert reported[0][0] == first.token and reported[0][1] == pytest.approx(2.0, abs=0.1)
+    assert reported[1] == (second.token, None)
     f.close()
 
 

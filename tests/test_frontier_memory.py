@@ -121,5 +121,9 @@ def test_prioritizer_policies():
     req = Prioritizer("request", 4)
     assert req.priority(depth=0, host="h", request_priority=10) == 0
     assert req.priority(depth=0, host="h", request_priority=-10) == 3
-    penalized = Prioritizer("depth", 4, host_penalty=lambda h: 2 if h == "dup" else 0)
+    penalized = Prioritizer("depth", 4)
+    penalized.set_penalty("dup", 2)
     assert penalized.priority(depth=0, host="dup") == 2
+    assert penalized.priority(depth=0, host="other") == 0
+    penalized.set_penalty("dup", 0)  # the host's pages are no longer mostly duplicates
+    assert penalized.priority(depth=0, host="dup") == 0 and not penalized.penalties

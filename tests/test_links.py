@@ -1,12 +1,17 @@
-"""The fast URL joiner gives exactly what urljoin gives."""
+"""The fast URL joiner gives exactly what urljoin gives; links go to the frontier or come back
+as Requests."""
 
 from __future__ import annotations
 
 from urllib.parse import urljoin
 
 import pytest
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
 
-from crawler.spiders.links import UrlJoiner
+from crawler import signals as crawler_signals
+from crawler.spiders.links import UrlJoiner, follow_links
 
 BASES = [
     "http://127.0.0.2:8080/docs/guide/intro.html",
@@ -40,3 +45,33 @@ def test_join_matches_urljoin(base):
     joiner = UrlJoiner(base)
     for href in HREFS:
         assert joiner.join(href) == urljoin(base, href.strip()), (base, href)
+
+
+def _spider():
+    crawler = get_crawler(Spider)
+    crawler.stats.open_spider()
+    return crawler._create_spider("links")
+
+
+def test_links_go_to_the_frontier_only_in_a_crawl_that_announced_one():
+    """``links_extracted`` goes out only once the crawl's scheduler said it runs a frontier
+    (``frontier_opened``); otherwise the links come back as Requests to yield."""
+    with_frontier, without = _spider(), _spider()
+    taken = []
+
+    def links_extracted(response, urls, spider, demote, forms):
+        taken.append((spider, urls, demote, forms))
+
+    for spider in (with_frontier, without):
+        spider.crawler.signals.connect(links_extracted, crawler_signals.links_extracted)
+    with_frontier.crawler.signals.send_catch_log(
+        crawler_signals.frontier_opened, frontier=object(), spider=with_frontier
+    )
+    response = HtmlResponse("http://a.test/", body=b"", request=Request("http://a.test/"))
+    urls = ["http://a.test/1", "http://a.test/2"]
+    assert follow_links(with_frontier, response, urls, 1, {"x": None}) == []
+    assert taken == [(with_frontier, urls, 1, {"x": None})]
+    requests = follow_links(without, response, [*urls, "http://a.test/\x00bad\ud800"])
+    assert [r.url for r in requests] == urls and len(taken) == 1
+    assert without.crawler.stats.get_value("links/invalid") == 1
+    assert follow_links(with_frontier, response, []) == [] and len(taken) == 1

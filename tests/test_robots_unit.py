@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from scrapy import Request, Spider
@@ -14,10 +15,13 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 import crawler.middlewares.robots_fetcher as robots_fetcher
+import crawler.middlewares.robots_outcomes as robots_outcomes
+import crawler.middlewares.robots_waits as robots_waits
 from crawler import signals as crawler_signals
 from crawler.content.html import parse_html
 from crawler.frontier.urls import origin_of
 from crawler.middlewares.robots import RobotsMiddleware, RobotsTxtHandled
+from crawler.middlewares.robots_requests import build_cache, robots_request
 from crawler.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
@@ -121,7 +125,7 @@ class OneRecordCache(MemoryRobotsCache):
 
 def test_cache_class_is_a_setting(tmp_path: Path) -> None:
     def built(settings: dict[str, Any]) -> Any:
-        return robots_fetcher.build_cache(get_crawler(Spider, settings))
+        return build_cache(get_crawler(Spider, settings))
 
     in_memory = built({})  # nowhere on disk: SQLite in memory, for this crawl only
     assert isinstance(in_memory, SqliteRobotsCache) and in_memory.path == ":memory:"
@@ -227,7 +231,7 @@ class FakeEngine:
 def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """A RobotsMiddleware (and its fetcher) whose awaits are plain Deferreds and whose timers
     are recorded."""
-    monkeypatch.setattr(robots_fetcher, "maybe_deferred_to_future", lambda d: d)
+    monkeypatch.setattr(robots_waits, "maybe_deferred_to_future", lambda d: d)
     monkeypatch.setattr(robots_fetcher, "deferred_from_coro", Deferred.fromCoroutine)
     timers: list[tuple[float, Any, tuple[Any, ...]]] = []
 
@@ -239,7 +243,8 @@ def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         timers.append((delay, func, args))
         return Timer()
 
-    monkeypatch.setattr(robots_fetcher, "call_later", call_later)
+    for module in (robots_outcomes, robots_waits):
+        monkeypatch.setattr(module, "call_later", call_later)
     crawler = get_crawler(
         Spider,
         {"USER_AGENT": "crawler-bot/1.0", "ROBOTSTXT_RETRY_DELAY": 7,
@@ -303,10 +308,10 @@ def test_a_page_after_a_direct_robots_fetch_rests_the_host_delay(middleware) -> 
     d.callback(answer(robots_request, 200, b"User-agent: *\nAllow: /\n"))
     assert not page.called
     rest, _, _ = timers[-1]
-    assert rest == pytest.approx(fetcher.politeness.min_delay, abs=0.1)  # 1 s by default
+    assert rest == pytest.approx(fetcher.waits.politeness.min_delay, abs=0.1)  # 1 s by default
     assert crawler.stats.get_value("robotstxt/direct_rest") == 1
     # a later page of the host, once the rest is over, is not held again
-    fetcher._rest_until["http://b.example"] = fetcher.clock() - 1
+    fetcher.waits._rest_until["http://b.example"] = fetcher.clock() - 1
     later = run(mw.process_request(Request("http://b.example/later")))
     assert later.called and later.result is None
     # a stop (Ctrl-C) releases the resting page at once
@@ -314,12 +319,24 @@ def test_a_page_after_a_direct_robots_fetch_rests_the_host_delay(middleware) -> 
     assert page.called and page.result is None
 
 
+def discover(crawler, origin: str) -> Request | None:
+    """The scheduler announces an origin; the request the fetcher scheduled for it, if any."""
+    crawled = crawler.engine.crawled
+    before = len(crawled)
+    crawler.signals.send_catch_log(
+        crawler_signals.origin_discovered, origin=origin, host=urlsplit(origin).hostname
+    )
+    assert len(crawled) <= before + 1
+    return crawled[-1] if len(crawled) > before else None
+
+
 def test_first_request_and_cache(middleware) -> None:
     mw, crawler, _, delays = middleware
-    first = mw.fetcher._origin_discovered("http://a.example:80", "a.example")
+    first = discover(crawler, "http://a.example:80")
     assert isinstance(first, Request) and first.url == "http://a.example/robots.txt"
     assert first.dont_filter and first.meta["dont_redirect"] and first.meta["dont_retry"]
-    assert mw.fetcher._origin_discovered("http://a.example", "a.example") is None  # already queued
+    assert first.meta["frontier_first"]  # the host's first request, scheduled by the fetcher
+    assert discover(crawler, "http://a.example") is None  # already queued
     # its answer never reaches the spider
     run(mw.process_request(first))
     d = run(mw.process_response(first, answer(first, 200, b"User-agent: *\nCrawl-delay: 1\n")))
@@ -327,8 +344,10 @@ def test_first_request_and_cache(middleware) -> None:
     assert delays == [("a.example", 1.0)]
     # A new crawl with the same cache file: no request, the delay is sent at once.
     mw.fetcher._spider_closed(crawler.spider, "finished")
-    again = RobotsMiddleware.from_crawler(crawler).fetcher
-    assert again._origin_discovered("http://a.example", "a.example") is None
+    crawler.signals.disconnect_all(crawler_signals.origin_discovered)  # the closed fetcher's
+    again = RobotsMiddleware.from_crawler(crawler)  # kept: signals hold receivers weakly
+    assert again.fetcher.book is not mw.fetcher.book
+    assert discover(crawler, "http://a.example") is None
     assert crawler.stats.get_value("robotstxt/cache_hit") == 1
     assert delays == [("a.example", 1.0), ("a.example", 1.0)]
 
@@ -336,7 +355,7 @@ def test_first_request_and_cache(middleware) -> None:
 def test_unreachable_parks_then_requeues(middleware) -> None:
     mw, crawler, timers, _ = middleware
     engine: FakeEngine = crawler.engine
-    first = mw.fetcher._origin_discovered("http://a.example", "a.example")
+    first = discover(crawler, "http://a.example")
     run(mw.process_request(first))
     run(mw.process_response(first, answer(first, 503, **{"Retry-After": "30"})))
     assert [t[0] for t in timers] == [30]
@@ -383,9 +402,9 @@ def test_a_fetch_that_ends_unread_counts_as_unreachable_once(middleware) -> None
     """HttpCompressionMiddleware raising above this middleware: only ``fetch_finished`` says
     the robots.txt fetch ended. Its origin is failed (held, retried), once."""
     mw, crawler, timers, _ = middleware
-    first = mw.fetcher._origin_discovered("http://a.example", "a.example")
+    first = discover(crawler, "http://a.example")
     run(mw.process_request(first))
-    hop = mw.fetcher._robots_request("http://a.example", "http://a.example/moved.txt", 1)
+    hop = robots_request("http://a.example", "http://a.example/moved.txt", 1)
     run(mw.process_request(hop))
     crawler.signals.send_catch_log(
         crawler_signals.fetch_finished, request=hop, outcome="fetched", duration=0.1
@@ -399,7 +418,7 @@ def test_a_fetch_that_ends_unread_counts_as_unreachable_once(middleware) -> None
     st = mw.fetcher.book.state("http://a.example")
     assert st.unreachable and st.failures == 1 and [t[0] for t in timers] == [7]
     # a fetch that was read already is not failed again when the downloader lets it go
-    retry = mw.fetcher._robots_request("http://a.example", robotstxt_retry=True)
+    retry = robots_request("http://a.example", robotstxt_retry=True)
     run(mw.process_request(retry))
     with pytest.raises(RobotsTxtHandled):
         mw.process_exception(retry, TimeoutError())
@@ -414,13 +433,13 @@ def test_a_wait_ends_after_the_wait_timeout(middleware) -> None:
     mw, crawler, timers, _ = middleware
     pending = run(mw.process_request(Request("http://a.example/page")))
     assert len(crawler.engine.downloads) == 1 and not pending.called
-    ((delay, expire, args),) = [t for t in timers if t[1] == mw.fetcher._wait_expired]
+    ((delay, expire, args),) = [t for t in timers if t[1] == mw.fetcher.waits._expired]
     assert delay == mw.fetcher.wait_timeout == 180 * 3 * 6 + 60  # Scrapy's defaults
     expire(*args)
     assert isinstance(pending.result, IgnoreRequest)
     assert crawler.stats.get_value("robotstxt/wait_timeout") == 1
     assert crawler.stats.get_value("robotstxt/unresolved") == 1
-    mw.fetcher._wake("http://a.example")  # the fetch ending later wakes nobody twice
+    mw.fetcher.waits.wake("http://a.example")  # the fetch ending later wakes nobody twice
 
 
 @pytest.mark.parametrize(

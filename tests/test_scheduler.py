@@ -16,6 +16,7 @@ from crawler.frontier import Entry, Outcome
 from crawler.meta import LEASE_META
 from crawler.middlewares.lease import LeaseAckMiddleware
 from crawler.scheduler.adapter import FrontierScheduler, lease_ttl_from_settings
+from crawler.sites.policy import url_policy_for
 
 
 class PlainSpider(scrapy.Spider):
@@ -85,13 +86,28 @@ def test_seed_hosts_join_the_scope():
     assert scheduler.enqueue_request(scrapy.Request("http://seed.test/page"))
 
 
-def test_origin_discovered_puts_a_first_request_before_the_hosts_others():
+class CrawlingEngine:
+    """``engine.crawl`` as Scrapy's: straight into the scheduler's ``enqueue_request``."""
+
+    def __init__(self, scheduler: FrontierScheduler) -> None:
+        self.scheduler = scheduler
+
+    def crawl(self, request: scrapy.Request) -> None:
+        self.scheduler.enqueue_request(request)
+
+
+def test_origin_discovered_lets_a_receiver_put_a_first_request_before_the_hosts_others():
+    """The signal only notifies: its receiver (the robots.txt fetcher) schedules the first
+    request itself with ``engine.crawl``, at once, so it is queued before the host's page."""
     crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, FRONTIER_DELAY_FACTOR=0)
+    crawler.engine = CrawlingEngine(scheduler)
     origins = []
 
     def first_request(origin, host):
         origins.append((origin, host))
-        return scrapy.Request(f"{origin}/robots.txt", dont_filter=True)
+        robots = scrapy.Request(f"{origin}/robots.txt", dont_filter=True)
+        robots.meta["frontier_first"] = True
+        crawler.engine.crawl(robots)
 
     crawler.signals.connect(first_request, crawler_signals.origin_discovered)
     for path in ("1", "2"):
@@ -102,6 +118,42 @@ def test_origin_discovered_puts_a_first_request_before_the_hosts_others():
     assert scheduler.next_request() is None  # the host waits for its first request
     finish(crawler, robots)
     assert scheduler.next_request().url == "http://a.test:8080/1"
+
+
+def test_each_completion_is_announced_with_the_rest_the_frontier_applied():
+    crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=3)
+    completions = []
+
+    def fetch_completed(request, host, delay, outcome):
+        completions.append((request.url, host, delay, outcome))
+
+    crawler.signals.connect(fetch_completed, crawler_signals.fetch_completed)
+    crawler.signals.send_catch_log(crawler_signals.host_crawl_delay, host="b.test", delay=7.0)
+    for url in ("http://a.test/", "http://b.test/", "http://sub.b.test/"):
+        assert scheduler.enqueue_request(scrapy.Request(url))
+    a, b, sub = (scheduler.next_request() for _ in range(3))
+    finish(crawler, a)
+    finish(crawler, b, duration=0.2)
+    finish(crawler, sub, Outcome.NOT_SENT, None)
+    finish(crawler, scrapy.Request("http://a.test/other"))  # not handed out here: nothing
+    assert completions == [
+        ("http://a.test/", "a.test", pytest.approx(3.0), Outcome.FETCHED),
+        ("http://b.test/", "b.test", pytest.approx(7.0), Outcome.FETCHED),  # its Crawl-delay
+        ("http://sub.b.test/", "sub.b.test", None, Outcome.NOT_SENT),
+    ]
+
+
+def test_a_hosts_penalty_lowers_the_priority_of_its_urls_from_then_on():
+    crawler, scheduler = open_scheduler(FRONTIER_HOST_CONCURRENCY=2)
+    crawler.signals.send_catch_log(crawler_signals.host_penalty_changed, host="b.test", levels=2)
+    assert scheduler.enqueue_request(scrapy.Request("http://b.test/"))
+    assert scheduler.enqueue_request(scrapy.Request("http://a.test/"))
+    crawler.signals.send_catch_log(crawler_signals.host_penalty_changed, host="b.test", levels=0)
+    assert scheduler.enqueue_request(scrapy.Request("http://b.test/later"))
+    priorities = {}
+    while (lease := scheduler.frontier.next()) is not None:
+        priorities[lease.entry.url] = lease.entry.priority
+    assert priorities == {"http://b.test/": 2, "http://a.test/": 0, "http://b.test/later": 0}
 
 
 def test_host_crawl_delay_signal_reaches_the_frontier():
@@ -309,11 +361,10 @@ def test_hosts_per_domain_budget_survives_a_resume(tmp_path):
 def _take_links(crawler, urls, forms=None, depth=0):
     page = scrapy.Request("http://a.test/page", meta={"depth": depth})
     response = HtmlResponse(page.url, body=b"", request=page)
-    results = crawler.signals.send_catch_log(
+    crawler.signals.send_catch_log(
         crawler_signals.links_extracted, response=response, urls=urls, spider=crawler.spider,
         demote=0, forms=forms,
     )
-    assert any(result is True for _, result in results)
 
 
 def _frontier_state(crawler, scheduler):
@@ -325,11 +376,15 @@ def _frontier_state(crawler, scheduler):
     return stats, queued, scheduler.frontier.counts()
 
 
+def _prepared(policy, urls, skip=()):
+    return {url: policy.link_form(url) for url in urls if url not in skip}
+
+
 def test_links_prepared_on_another_thread_are_taken_as_unprepared_ones():
-    """The spider's content thread calls the scheduler's link preparer (link_preparer_wanted)
-    and hands its forms over with the links: the same URLs are queued, at the same depths, with
-    the same counts, also when the raw-link cache changed in between (a link the cache took
-    meanwhile, a cache cleared meanwhile)."""
+    """The content thread prepares a page's links with the crawl's URL policy
+    (``url_policy_for``, ``UrlPolicy.link_form``) and hands the forms over with the links: the
+    same URLs are queued, at the same depths, with the same counts, also when the raw-link
+    cache took some of them or was cleared in between."""
     pages = [
         [f"http://a.test/{i}" for i in range(30)] + ["http://c.test/out", "ftp://a.test/x"],
         [f"http://a.test/{i}" for i in range(20, 50)] + ["http://A.test:80/1#f", "http://b.test/"],
@@ -338,18 +393,13 @@ def test_links_prepared_on_another_thread_are_taken_as_unprepared_ones():
     outcomes = []
     for prepared in (False, True):
         crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0)
-        (_, preparer), = [
-            r for r in crawler.signals.send_catch_log(crawler_signals.link_preparer_wanted)
-            if r[1] is not None
-        ]
-        assert preparer == scheduler.prepare_links
-        forms = [preparer(urls) if prepared else None for urls in pages[:2]]
+        policy = url_policy_for(crawler.spider, crawler.settings)  # the content thread's own
+        forms = [_prepared(policy, urls) if prepared else None for urls in pages[:2]]
         _take_links(crawler, pages[0], forms[0])
         _take_links(crawler, pages[1], forms[1])  # prepared before page 0's links were taken
-        last = preparer(pages[2]) if prepared else None
-        if last is not None:
-            assert "http://a.test/0" not in last  # in the cache: not prepared
-        scheduler._raw_seen.clear()  # the cache forgets what page 2's forms skipped
+        # prepared without the links its own cache had seen
+        last = _prepared(policy, pages[2], skip={"http://a.test/0"}) if prepared else None
+        scheduler.intake.forget()  # the raw-link cache forgets what page 2's forms skipped
         _take_links(crawler, pages[2], last, depth=1)
         outcomes.append(_frontier_state(crawler, scheduler))
     assert outcomes[1] == outcomes[0]
@@ -371,7 +421,7 @@ def test_a_page_of_many_links_is_taken_in_slices_and_acknowledged_after_its_last
         crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, FRONTIER_LINK_SLICE=10)
         turns: list = []
         if sliced:
-            scheduler._later = _turns(turns)
+            scheduler.intake.later = _turns(turns)
         acked: list = []
         scheduler.frontier.ack = _recording(scheduler.frontier.ack, acked)
         assert scheduler.enqueue_request(scrapy.Request("http://a.test/page"))
@@ -387,14 +437,14 @@ def test_a_page_of_many_links_is_taken_in_slices_and_acknowledged_after_its_last
         crawler.signals.send_catch_log(crawler_signals.page_output_done, response=response,
                                        items=0)
         if sliced:
-            assert acked == [] and scheduler.has_pending_requests()
+            assert acked == [] and scheduler.has_pending_requests() and scheduler.intake.pending
             assert crawler.stats.get_value("frontier/enqueued") == 1 + 10  # the first slice
             for _ in range(2):
                 turns.pop(0)()
             assert acked == [] and len(turns) == 1  # 30 of the page's 37 links are in
             turns.pop(0)()  # the page's last 7, the other page's 2
-            assert acked == [token] and turns == [] and not scheduler._backlog
-        assert acked == [token] and not scheduler._backlog
+            assert acked == [token] and turns == [] and not scheduler.intake.pending
+        assert acked == [token] and not scheduler.intake.pending
         outcomes.append(_frontier_state(crawler, scheduler))
     assert outcomes[1] == outcomes[0]
     stats, queued, _ = outcomes[0]
@@ -405,7 +455,7 @@ def test_a_page_of_many_links_is_taken_in_slices_and_acknowledged_after_its_last
 def test_closing_takes_the_links_still_waiting():
     crawler, scheduler = open_scheduler(FRONTIER_LINK_SLICE=10)
     turns: list = []
-    scheduler._later = _turns(turns)
+    scheduler.intake.later = _turns(turns)
     _take_links(crawler, [f"http://a.test/{i}" for i in range(25)])
     assert len(turns) == 1 and crawler.stats.get_value("frontier/enqueued") == 10
     scheduler.close("shutdown")

@@ -41,6 +41,7 @@ class FrontierCallbacks:
     on_give_up: GiveUpCallback | None = None
     notify: Callable[[], None] | None = None
     on_added: Callable[..., None] | None = None
+    on_completed: Callable[[str, float | None], None] | None = None  # see Frontier.completes_later
     on_seeds: Callable[[list[str]], None] | None = None
     on_scope: Callable[[set[str]], None] | None = None
 

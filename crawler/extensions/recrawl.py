@@ -187,14 +187,21 @@ class RecrawlExtension:
             self._arm(result.record.next_fetch)
         return result
 
-    def remember_unfetched(self, requests: Iterable[Request]) -> bool:
-        """Keep URLs the crawl could not fetch (robots.txt unreachable) as due, for next time."""
+    def remember_unfetched(self, requests: Iterable[Request]) -> None:
+        """Keep URLs the crawl could not fetch (robots.txt unreachable) as due, for next time,
+        and say so (``requests_unfetched`` only notifies: nobody else knows they are kept)."""
         if not self._open:
-            return False
+            return
         pairs = [(k, r.meta.get("depth", 0)) for r in requests if (k := db_key(r.url))]
         added = self.db.add_unfetched(pairs, self.clock())
         self._inc("crawldb/remembered_unfetched", added)
-        return True
+        if pairs:
+            logger.info(
+                "%d URLs this crawl could not fetch are kept in the crawl database %s for the "
+                "next crawl",
+                len(pairs),
+                self.path,
+            )
 
     def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """Responses that make no page item (2xx and 304 are recorded with their item)."""

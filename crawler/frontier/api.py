@@ -97,8 +97,9 @@ class Frontier(abc.ABC):
     * ``next`` hands out at most ``host_concurrency`` leases per host at once, and a host's slot
       only when its time has come; otherwise ``None``.
     * ``complete`` frees the slot; the slot's next time is the fetch's end plus the politeness
-      delay (``Outcome.NOT_SENT`` frees it without moving its time). The lease stays open until
-      ``ack``: the crawl has work while any lease is open.
+      delay (``Outcome.NOT_SENT`` frees it without moving its time), and ``complete`` says how
+      long the slot rests from now. The lease stays open until ``ack``: the crawl has work
+      while any lease is open.
     * ``ack`` forgets the URL for good. Completing or acknowledging an unknown, expired or
       already finished lease does nothing.
     * A lease not acknowledged within ``lease_ttl`` seconds of its issue or last ``renew``
@@ -111,6 +112,10 @@ class Frontier(abc.ABC):
     """
 
     lease_ttl: float
+    # True for a frontier whose ``complete`` returns before the completion is done (a shared
+    # frontier behind a worker thread): it returns None at once, and tells the rest it applied
+    # to the ``on_completed(token, rest)`` callback it was built with, once known.
+    completes_later: bool = False
 
     @abc.abstractmethod
     def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
@@ -149,10 +154,16 @@ class Frontier(abc.ABC):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
+    ) -> float | None:
         """The leased fetch ended now after ``duration`` seconds on the network: the host's slot
         is free again, after the politeness delay. ``size``: bytes received (a shared
-        frontier counts them against the operator's byte budget)."""
+        frontier counts them against the operator's byte budget).
+
+        Returns the rest the slot was given, in seconds from now: the politeness delay after
+        a fetch that long, Crawl-delay included, or longer if a hold placed meanwhile lasts
+        longer. None when the fetch moved no time (``Outcome.NOT_SENT``) or the lease was not
+        open and uncompleted (unknown, expired, completed before). This is the one source of
+        "the delay the frontier applied": nobody else rebuilds the politeness rule."""
 
     @abc.abstractmethod
     def ack(self, token: str) -> None:
@@ -165,10 +176,12 @@ class Frontier(abc.ABC):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
-        """``complete`` and ``ack`` in one step (a fetch that produces nothing to process)."""
-        self.complete(token, duration, outcome, size=size)
+    ) -> float | None:
+        """``complete`` and ``ack`` in one step (a fetch that produces nothing to process);
+        returns what ``complete`` returns."""
+        rest = self.complete(token, duration, outcome, size=size)
         self.ack(token)
+        return rest
 
     @abc.abstractmethod
     def renew(self, tokens: Iterable[str]) -> int:

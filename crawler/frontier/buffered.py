@@ -22,7 +22,8 @@ waits. :class:`BufferedFrontier` puts every call on the shared frontier on one w
   hands the buffered, never-started ones back at ``close``.
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
-``on_error`` when a call on the shared frontier failed) run on the worker thread: the adapter
+``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call
+on the shared frontier failed) run on the worker thread: the adapter
 hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too, every
 ``refresh`` seconds (work arriving from outside the frontier, such as seeds pushed to a list); while
 it returns True the crawl has work.
@@ -78,6 +79,8 @@ class BufferedFrontier(Frontier):
     a frontier that can ``watch``, an idle worker otherwise sleeps until it is told of work or
     the earliest host comes due."""
 
+    completes_later = True  # completions are sent by the worker: see ``on_completed``
+
     def __init__(
         self,
         inner: Frontier,
@@ -87,6 +90,7 @@ class BufferedFrontier(Frontier):
         max_wait: float = defaults.FRONTIER_LEASE_MAX_WAIT,
         notify: Callable[[], None] | None = None,
         on_added: Callable[[list[Entry], list[AddResult]], None] | None = None,
+        on_completed: Callable[[str, float | None], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
         poll: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -106,6 +110,7 @@ class BufferedFrontier(Frontier):
         self.max_wait = max_wait
         self.notify = notify
         self.on_added = on_added
+        self.on_completed = on_completed
         self.on_error = on_error
         self.poll = poll
         self._poll_more = False  # the last poll said more is waiting outside the frontier
@@ -363,8 +368,19 @@ class BufferedFrontier(Frontier):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
-        self._submit(lambda: self.inner.complete(token, duration, outcome, size=size))
+    ) -> float | None:
+        self._send_completion(
+            token, lambda: self.inner.complete(token, duration, outcome, size=size)
+        )
+        return None  # completes_later: the rest goes to on_completed
+
+    def _send_completion(self, token: str, send: Callable[[], float | None]) -> None:
+        def job() -> None:
+            rest = send()
+            if self.on_completed is not None:
+                self.on_completed(token, rest)
+
+        self._submit(job)
 
     def ack(self, token: str) -> None:
         with self._open_lock:
@@ -378,10 +394,11 @@ class BufferedFrontier(Frontier):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
+    ) -> float | None:
         with self._open_lock:
             self._open.pop(token, None)
-        self._submit(lambda: self.inner.finish(token, duration, outcome, size=size))
+        self._send_completion(token, lambda: self.inner.finish(token, duration, outcome, size=size))
+        return None
 
     def renew(self, tokens: Iterable[str]) -> int:
         batch = list(tokens)

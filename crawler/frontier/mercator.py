@@ -316,18 +316,21 @@ class MercatorFrontier(Frontier):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
+    ) -> float | None:
         record = self._leases.get(token)
         if record is None or record.completed:
-            return
+            return None
         now = self.clock()
-        self._complete(record, now, duration, outcome)
+        rest = self._complete(record, now, duration, outcome)
         self.store.tick(now)
+        return rest
 
     def _complete(
         self, record: _Open, now: float, duration: float | None, outcome: Outcome
-    ) -> None:
+    ) -> float | None:
+        """Free the lease's slot; returns the slot's rest from ``now`` (None: not sent)."""
         record.completed = True
+        rest = None
         lease, host = record.lease, record.host
         host.busy[lease.slot] = False
         if record.first:
@@ -336,6 +339,7 @@ class MercatorFrontier(Frontier):
             host.fetches += 1
             host.last_end = now
             self._rest(host, lease.slot, now, duration)
+            rest = host.free_at[lease.slot] - now
             failed = outcome == Outcome.FAILED
             policy = self.policy
             host.failure_bits = ((host.failure_bits << 1) | failed) & (
@@ -345,6 +349,7 @@ class MercatorFrontier(Frontier):
             if failed and policy.gives_up(host.failures, host.failure_bits.bit_count()):
                 self._give_up(host, "host_dead")
         self._reschedule(host)
+        return rest
 
     def _rest(self, host: HostState, slot: int, now: float, duration: float | None) -> None:
         # max(): a hold placed while the fetch was in flight must not be shortened

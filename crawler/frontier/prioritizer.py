@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 POLICIES = ("depth", "breadth_first", "fifo", "request")
 
 
@@ -17,21 +15,23 @@ class Prioritizer:
     * ``request``: the request's own priority (Scrapy's convention: higher is more important),
       centred on the middle queue.
 
-    ``host_penalty`` (e.g. a host whose pages are mostly near-duplicates) pushes a URL down by that
-    many queues.
+    A host's penalty (:meth:`set_penalty`: a host whose pages are mostly near-duplicates, as its
+    judge announces) pushes its URLs down by that many queues.
     """
 
-    def __init__(
-        self,
-        policy: str,
-        queues: int,
-        host_penalty: Callable[[str], int] | None = None,
-    ) -> None:
+    def __init__(self, policy: str, queues: int) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown priority policy {policy!r}; expected one of {POLICIES}")
         self.policy = policy
         self.queues = queues
-        self.host_penalty = host_penalty
+        self.penalties: dict[str, int] = {}  # host -> queues lower; only hosts with one
+
+    def set_penalty(self, host: str, levels: int) -> None:
+        """From now on ``host``'s URLs go ``levels`` queues lower (0: none)."""
+        if levels > 0:
+            self.penalties[host] = levels
+        else:
+            self.penalties.pop(host, None)
 
     def priority(self, *, depth: int, host: str, request_priority: int = 0) -> int:
         last = self.queues - 1
@@ -41,6 +41,6 @@ class Prioritizer:
             p = self.queues // 2 - request_priority
         else:
             p = depth - request_priority if request_priority > 0 else depth
-        if self.host_penalty is not None:
-            p += self.host_penalty(host)
+        if self.penalties:
+            p += self.penalties.get(host, 0)
         return 0 if p < 0 else last if p > last else p

@@ -22,7 +22,8 @@ from scrapy.http import Response
 
 from crawler.config import defaults
 from crawler.frontier.urls import origin_of
-from crawler.middlewares.robots_fetcher import RobotsFetcher, RobotsTxtHandled, is_robots_request
+from crawler.middlewares.robots_fetcher import RobotsFetcher
+from crawler.middlewares.robots_requests import RobotsTxtHandled, is_robots_request
 from crawler.robots import Verdict
 
 __all__ = ["RobotsMiddleware", "RobotsTxtHandled"]

@@ -3,6 +3,7 @@ engine still works on a request: the one module that touches the engine's privat
 
 from __future__ import annotations
 
+from time import monotonic
 from typing import Any
 
 from scrapy import Request
@@ -52,6 +53,11 @@ class EngineWaker:
         self.cancel()
         self._at = when
         self._call = call_later(max(0.0, when - now), self._fire)
+
+    def wake_now(self) -> None:
+        """Work is ready (a shared frontier's leases arrived): ask the engine at once."""
+        now = monotonic()
+        self.wake_at(now, now)
 
     def _fire(self) -> None:
         self._call = None

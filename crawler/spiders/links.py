@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from pydispatch import dispatcher
 from scrapy import Request, Spider
 from scrapy.http import Response
 
 from crawler import signals as crawler_signals
+
+# Spiders whose crawl's scheduler announced a frontier (``frontier_opened``): their links go to
+# it in bulk. Heard for every crawler in the process (any sender), since the announcement comes
+# before the spider's first page and follow_links has no component of its own to connect it.
+_frontier_spiders: weakref.WeakSet[Spider] = weakref.WeakSet()
+
+
+def _frontier_opened(frontier: Any, spider: Spider) -> None:
+    _frontier_spiders.add(spider)
+
+
+dispatcher.connect(_frontier_opened, signal=crawler_signals.frontier_opened, sender=dispatcher.Any)
 
 
 def follow_links(
@@ -18,25 +32,26 @@ def follow_links(
     demote: int = 0,
     forms: dict[str, Any] | None = None,
 ) -> list[Request]:
-    """Give ``urls`` to the frontier in one call; returns the Requests to yield instead when no
-    frontier took them (the crawl runs with another scheduler). ``demote``: levels of depth to
-    add to them (see ``crawler.signals.link_demotion_wanted``); ``forms``: what the frontier's
-    link preparer made of them on the content thread (see ``link_preparer_wanted``).
+    """Hand ``urls`` to the crawl: to the frontier in one notification (``links_extracted``)
+    when the crawl's scheduler announced one, else as the Requests to yield (another
+    scheduler runs the crawl). ``demote``: levels of depth to add to them (a near-duplicate
+    page's links); ``forms``: their stateless part, prepared on the content thread
+    (``crawler.frontier.urls.UrlPolicy.link_form``), or None.
 
     The frontier tests each link against what it has seen before any Request exists: on real
     sites most links of a page repeat, and building a Request costs about 12 us.
     """
     if not urls:
         return []
-    results = spider.crawler.signals.send_catch_log(
-        crawler_signals.links_extracted,
-        response=response,
-        urls=urls,
-        spider=spider,
-        demote=demote,
-        forms=forms,
-    )
-    if any(result is True for _, result in results):
+    if spider in _frontier_spiders:
+        spider.crawler.signals.send_catch_log(
+            crawler_signals.links_extracted,
+            response=response,
+            urls=urls,
+            spider=spider,
+            demote=demote,
+            forms=forms,
+        )
         return []
     requests = []
     for url in urls:

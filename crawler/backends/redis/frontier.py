@@ -341,8 +341,8 @@ class RedisFrontier(Frontier):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
-        self._gave_up(
+    ) -> float | None:
+        return self._completed(
             self._call("complete", token, _seconds(duration), str(outcome), "0", int(size))
         )
 
@@ -353,11 +353,18 @@ class RedisFrontier(Frontier):
         outcome: Outcome = Outcome.FETCHED,
         *,
         size: int = 0,
-    ) -> None:
+    ) -> float | None:
         """``complete`` and ``ack`` in one script call: one round trip, not two."""
-        self._gave_up(
+        return self._completed(
             self._call("complete", token, _seconds(duration), str(outcome), "1", int(size))
         )
+
+    def _completed(self, reply: list[Any]) -> float | None:
+        """The complete script's reply: the slot's rest, then the host it gave up, if any."""
+        rest, *gave_up = reply
+        if gave_up:
+            self._gave_up(gave_up)
+        return float(rest) if rest else None
 
     def _gave_up(self, reply: Any) -> bool:
         """A script that gave a host up says which: reported once, by the worker whose call
@@ -368,6 +375,7 @@ class RedisFrontier(Frontier):
         if self.on_give_up is not None:
             self.on_give_up(name.decode(), reason.decode(), int(dropped))
         return True
+
     def ack(self, token: str) -> None:
         self._call("ack", token)
 

@@ -473,13 +473,16 @@ COMPLETE = r"""
 local token, outcome, and_ack = ARGV[3], ARGV[5], ARGV[6] == '1'
 local duration = tonumber(ARGV[4])
 local size = tonumber(ARGV[7] or '0') or 0
+-- the reply: {the slot's rest in seconds from now ('' if the fetch moved no time, or the lease
+-- was not open and uncompleted)}, then the host this call gave up, if any
 local raw = redis.call('HGET', LEASE, token)
-if not raw then return 0 end
+if not raw then return {''} end
 local rec = cmsgpack.unpack(raw)
 if rec[4] == 1 then
   if and_ack then forget_lease(token) end
-  return 0
+  return {''}
 end
+local rest = ''
 if size > 0 then redis.call('HINCRBY', STATS, 'bytes', size) end  -- the byte budget
 local name, slot = rec[1], rec[2]
 local h = load(name)
@@ -491,6 +494,7 @@ if outcome ~= 'not_sent' then
   -- max(): a hold placed while the fetch was in flight must not be shortened
   local t = math.max(num(h['f' .. slot]), NOW + delay(duration, tonumber(h.cd)))
   set(name, h, 'f' .. slot, fmt(t))
+  rest = fmt(t - NOW)
   local failed = outcome == 'failed'
   local in_window = 0
   if FAIL_WINDOW > 0 then
@@ -517,7 +521,8 @@ end
 reschedule(name, h)
 if h.st then refill() end
 if and_ack or WAKE then publish() end
-return GAVE_UP or 1
+if GAVE_UP then return {rest, GAVE_UP[1], GAVE_UP[2], GAVE_UP[3]} end
+return {rest}
 """
 
 ACK = r"""

@@ -269,6 +269,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             ),
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
+            on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
             transient=(redis.ConnectionError, redis.TimeoutError),

@@ -1,0 +1,99 @@
+"""What a robots.txt request is, and what the fetcher is built from: the request's meta keys
+and shape, the cache's place (``ROBOTS_CACHE_CLASS``, ``ROBOTSTXT_CACHE_PATH``), the longest
+wait for a fetch, and a ``Retry-After`` header read as seconds."""
+
+from __future__ import annotations
+
+import os
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from scrapy.settings import BaseSettings
+
+from crawler.backends.registry import build_backend
+from crawler.config import defaults
+from crawler.crawldb import crawldb_path
+from crawler.meta import ROBOTS_META
+from crawler.robots.cache import RobotsCache
+
+HOPS_META = "robotstxt_hops"  # redirects followed so far
+RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
+DIRECT_META = "robotstxt_direct"  # fetched with engine.download, not through the frontier
+MAX_REDIRECTS = 5
+
+
+class RobotsTxtHandled(IgnoreRequest):
+    """A robots.txt response or failure was consumed here; it must not reach the spider."""
+
+
+def is_robots_request(request: Request) -> bool:
+    return request.meta.get(ROBOTS_META) is not None
+
+
+def robots_request(origin: str, url: str | None = None, hops: int = 0, **meta: Any) -> Request:
+    """The request of ``origin``'s robots.txt (``url``: a redirect's target, ``hops`` deep)."""
+    return Request(
+        url or f"{origin}/robots.txt",
+        meta={
+            ROBOTS_META: origin,
+            HOPS_META: hops,
+            "dont_redirect": True,  # followed by the fetcher, within RFC 9309's limit
+            "dont_retry": True,  # a failure is "disallowed for now", retried by the fetcher
+            "dont_obey_robotstxt": True,
+            **meta,
+        },
+        dont_filter=True,
+        priority=1000,
+    )
+
+
+def robots_cache_path(crawler: Crawler) -> str | None:
+    """``ROBOTSTXT_CACHE_PATH``; else in JOBDIR, or beside the crawl database, so a resumed crawl
+    or a recrawl reuses fresh copies; None: nowhere on disk."""
+    settings = crawler.settings
+    path = settings.get("ROBOTSTXT_CACHE_PATH")
+    if path:
+        return str(path)
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        return os.path.join(jobdir, "robots.sqlite")
+    db_path = crawldb_path(settings, getattr(crawler.spidercls, "name", None) or "crawl")
+    if not db_path:
+        return None
+    stem = db_path[: -len(".sqlite")] if db_path.endswith(".sqlite") else db_path
+    return f"{stem}-robots.sqlite"
+
+
+def build_cache(crawler: Crawler) -> RobotsCache:
+    """The cache ``ROBOTS_CACHE_CLASS`` names (``crawler.backends.registry``), at the crawl's
+    path."""
+    return build_backend(crawler, "ROBOTS_CACHE_CLASS", path=robots_cache_path(crawler))
+
+
+def wait_timeout(settings: BaseSettings) -> float:
+    """``ROBOTSTXT_WAIT_TIMEOUT``, by default the longest a robots.txt fetch can take: every
+    redirect hop (RFC 9309: up to 5) timing out on every attempt, plus a margin."""
+    value = settings.getfloat("ROBOTSTXT_WAIT_TIMEOUT", defaults.ROBOTSTXT_WAIT_TIMEOUT)
+    if value > 0:
+        return value
+    attempts = settings.getint("RETRY_TIMES", 2) + 1
+    return settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts * (1 + MAX_REDIRECTS) + 60.0
+
+
+def retry_after(response: Response) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date), if any."""
+    value = response.headers.get(b"Retry-After")
+    if not value:
+        return None
+    text = value.decode("latin-1").strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None

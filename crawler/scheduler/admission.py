@@ -1,0 +1,96 @@
+"""Admission: whether a URL may join the frontier, and in which front queue.
+
+Built once per crawl (:meth:`Admission.build`): the site's URL policy (scope, URL filters, trap
+budgets; the one the content analysis prepares links with, ``crawler.sites.policy``), the hosts
+brought into scope by seeds, this run's or an earlier one's, and the prioritizer (the front
+queue of a URL, hosts' penalties included). Free of Scrapy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from crawler.frontier import Entry, Frontier, Prioritizer, UrlPolicy
+from crawler.frontier.scope import ScopeRegistry
+from crawler.frontier.urls import origin_of
+from crawler.sites.policy import url_policy_for
+
+
+class Admission:
+    """The URL policy, the scope and the prioritizer of a crawl; ``discovered(origin, host)``
+    hears of each origin the first time one of its URLs is admitted, before that URL is
+    queued (so that robots.txt can go first)."""
+
+    def __init__(
+        self,
+        policy: UrlPolicy,
+        prioritizer: Prioritizer,
+        scope: ScopeRegistry,
+        discovered: Callable[[str, str], None],
+    ) -> None:
+        self.policy = policy
+        self.prioritizer = prioritizer
+        self.scope = scope
+        self.discovered = discovered
+        self._origins: set[str] = set()
+
+    @classmethod
+    def build(
+        cls,
+        spider: Any,
+        settings: Any,
+        frontier: Frontier,
+        scope: ScopeRegistry,
+        prioritizer: Prioritizer,
+        discovered: Callable[[str, str], None],
+    ) -> Admission:
+        """The site's URL policy, widened to the hosts seeds brought into scope and restored
+        to the hosts ``frontier`` admitted before (an earlier run, other workers)."""
+        policy = url_policy_for(spider, settings)
+        for host in scope.load():
+            policy.add_host(host)
+        policy.restore_hosts(frontier.hosts())  # they count against the per-domain budget
+        return cls(policy, prioritizer, scope, discovered)
+
+    def entry(
+        self,
+        url: str,
+        host: str,
+        depth: int,
+        payload: Any = None,
+        request_priority: int = 0,
+        first: bool = False,
+        origin: str | None = None,
+    ) -> Entry:
+        """The frontier entry of an admitted URL. ``origin``: ``origin_of(url) or url`` when
+        :meth:`UrlPolicy.link_form` computed it already."""
+        if not first:
+            if origin is None:
+                origin = origin_of(url) or url
+            if origin not in self._origins:
+                self._origins.add(origin)
+                self.discovered(origin, host)
+        priority = self.prioritizer.priority(
+            depth=depth, host=host, request_priority=request_priority
+        )
+        return Entry(url, host, priority, depth, payload)
+
+    def admit_seed_host(self, url: str) -> bool:
+        """A seed's host is in scope, and so is the host a seed redirects to. True when the
+        scope grew."""
+        policy = self.policy
+        _, _, host = policy.check(url)
+        if not host or host in policy.hosts:
+            return False
+        policy.add_host(host)
+        self.scope.add(host)
+        return True
+
+    def widen(self, hosts: set[str]) -> bool:
+        """Hosts other workers brought into scope (their seeds and seed redirects). True when
+        the scope grew."""
+        new = hosts - set(self.policy.hosts)
+        for host in new:
+            self.policy.add_host(host)
+        return bool(new)

@@ -1,0 +1,171 @@
+"""Link intake: a page's links on their way into the frontier, in bulk and never as Requests.
+
+On real sites most links of a page were seen before, on this page or another: a link seen
+before as written (after joining) costs one set lookup in the raw-link cache; only new ones are
+normalized (unless the content thread already did: ``forms``), filtered and tested against the
+frontier's seen-set, and none becomes a Request until it is due.
+
+A page of thousands of new links costs the reactor 30-200 ms in one piece; over
+``FRONTIER_LINK_SLICE`` links, a page's links are taken one slice per reactor turn, after the
+links of the pages before it (the order of the seen-test stays the pages'), so due hosts are
+served in between. Meanwhile the crawl is not idle, and the page is not acknowledged to the
+frontier: a stop or a lost worker never forgets a page whose links were not queued.
+
+Free of Scrapy: the next reactor turn comes from the ``later`` callable it is given.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from crawler.frontier import Frontier
+from crawler.frontier.urls import LinkForm
+from crawler.scheduler.admission import Admission
+from crawler.scheduler.stats import FrontierStats
+
+# Decisions that depend on where a link was found: not remembered by the raw-link cache.
+_DEPTH_DEPENDENT = frozenset({"too_deep"})
+
+# ``later(seconds, fn)``: call ``fn`` in a later reactor turn; returns something to ``cancel``.
+Later = Callable[[float, Callable[[], None]], Any]
+
+
+@dataclass(slots=True)
+class LinkBatch:
+    """A page's links on their way into the frontier (taken whole, or in slices)."""
+
+    urls: list[str]
+    depth: int
+    forms: dict[str, LinkForm]
+    token: str | None  # the page's lease
+    pos: int = 0  # links taken so far
+
+
+class LinkIntake:
+    """Takes pages' links into ``frontier`` through ``admission``; see the module docstring.
+    Without ``later`` (no reactor runs: unit tests) every page is taken whole."""
+
+    def __init__(
+        self,
+        admission: Admission,
+        frontier: Frontier,
+        stats: FrontierStats,
+        *,
+        slice_size: int,
+        cache_size: int,
+        later: Later | None = None,
+    ) -> None:
+        self.admission = admission
+        self.frontier = frontier
+        self.stats = stats
+        self.slice_size = max(1, slice_size)
+        self.cache_size = cache_size
+        self.later = later
+        self._raw_seen: set[int] = set()  # hashes of links as written, decided already
+        self._backlog: deque[LinkBatch] = deque()
+        self._backlog_pages: dict[str, int] = {}  # page lease -> its batches still waiting
+        self._ack_waiting: set[str] = set()  # pages acknowledged once their links are in
+        self._drain_call: Any = None
+
+    @property
+    def pending(self) -> bool:
+        """Links still to take: the crawl is not idle."""
+        return bool(self._backlog)
+
+    def take(
+        self, urls: list[str], depth: int, forms: dict[str, LinkForm] | None, token: str | None
+    ) -> None:
+        """Take a page's links, at ``depth``; ``token``: the page's lease, if it has one."""
+        batch = LinkBatch(urls, depth, forms or {}, token)
+        if not self._backlog and (self.later is None or len(urls) <= self.slice_size):
+            self._take(batch, len(urls))
+            return
+        self._backlog.append(batch)
+        if token is not None:
+            self._backlog_pages[token] = self._backlog_pages.get(token, 0) + 1
+        if self._drain_call is None:
+            self._drain()
+
+    def forget(self) -> None:
+        """The scope grew: links remembered as out of scope may be in it now."""
+        self._raw_seen.clear()
+
+    def ack(self, token: str) -> None:
+        """Acknowledge a page to the frontier now, or once its waiting links are in."""
+        if token in self._backlog_pages:
+            self._ack_waiting.add(token)
+        else:
+            self.frontier.ack(token)
+
+    def flush(self) -> None:
+        """Take the whole backlog now (the crawl closes: nothing may stay behind)."""
+        if self._drain_call is not None:
+            self._drain_call.cancel()
+            self._drain_call = None
+        if self._backlog:
+            self._drain(everything=True)
+
+    def _take(self, batch: LinkBatch, budget: int) -> int:
+        """Take up to ``budget`` of ``batch``'s links from where it stands; returns how many."""
+        raw_seen = self._raw_seen
+        if batch.pos == 0 and len(raw_seen) > self.cache_size:
+            raw_seen.clear()  # once a page, as when pages were taken whole
+        urls, depth, forms = batch.urls, batch.depth, batch.forms
+        part = urls[batch.pos : batch.pos + budget] if batch.pos or budget < len(urls) else urls
+        batch.pos += len(part)
+        check = self.admission.policy.check
+        entry = self.admission.entry
+        stats = self.stats
+        repeated = 0
+        entries = []
+        for raw in part:
+            h = hash(raw)
+            if h in raw_seen:
+                repeated += 1
+                continue
+            form = forms.get(raw)
+            reason, url, host = check(raw, depth, form=form)
+            if reason not in _DEPTH_DEPENDENT:
+                raw_seen.add(h)
+            if reason:
+                stats.rejected(reason, raw)
+                continue
+            origin = form[3] if form is not None else None
+            entries.append(entry(url, host, depth, origin=origin))
+        if entries:
+            # one call for the page's links: one round trip (per 1,000) to a shared frontier
+            for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
+                stats.submitted(e, result)
+        if repeated:
+            stats.inc("frontier/links_repeated", repeated)
+        return len(part)
+
+    def _drain(self, everything: bool = False) -> None:
+        """Take ``slice_size`` links of the backlog (all of it with ``everything``) and come
+        back in the next reactor turn for the rest."""
+        self._drain_call = None
+        backlog = self._backlog
+        budget = self.slice_size
+        while backlog and (everything or budget > 0):
+            batch = backlog[0]
+            budget -= self._take(batch, len(batch.urls) if everything else budget)
+            if batch.pos >= len(batch.urls):
+                backlog.popleft()
+                self._batch_done(batch.token)
+        if backlog and self.later is not None:
+            self._drain_call = self.later(0, self._drain)
+
+    def _batch_done(self, token: str | None) -> None:
+        """One of a page's batches is all in the frontier: once the last is, the page may be
+        acknowledged."""
+        if token is None:
+            return
+        left = self._backlog_pages.pop(token, 1) - 1
+        if left:
+            self._backlog_pages[token] = left
+        elif token in self._ack_waiting:
+            self._ack_waiting.discard(token)
+            self.frontier.ack(token)
