@@ -68,13 +68,7 @@ class FrontierScheduler(BaseScheduler):
         self.settings = s = crawler.settings
         self.frontier: Frontier | None = frontier
         self.spider: Spider | None = None
-        self.stats = FrontierStats(
-            crawler.stats,
-            s,
-            over_budget=lambda url, depth: crawler.signals.send_catch_log(
-                crawler_signals.url_over_budget, url=url, depth=depth
-            ),
-        )
+        self.stats = FrontierStats(crawler.stats, s, over_budget=self._over_budget)
         self.prioritizer = Prioritizer(
             s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY),
             s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
@@ -101,6 +95,9 @@ class FrontierScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
         return cls(crawler)
+
+    def _over_budget(self, url: str, depth: int) -> None:
+        self.crawler.signals.send_catch_log(crawler_signals.url_over_budget, url=url, depth=depth)
 
     def _open_frontier(self, spider: Spider) -> tuple[Frontier, ScopeRegistry]:
         store = build_backend(self.crawler, "FRONTIER_STORE_CLASS")
