@@ -55,8 +55,9 @@ import redis
 
 from bench.index import make_pages
 from crawler.backends.postgres.index import PostgresIndex
-from crawler.backends.redis.frontier import RedisFrontier, bloom_params
+from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.seen import bloom_params
 from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.frontier import Entry, PolitenessPolicy
