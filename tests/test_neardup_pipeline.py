@@ -13,7 +13,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler import signals as crawler_signals
 from crawler.commands.neardup import format_explanation
-from crawler.content.neardup import explain
+from crawler.content.neardup_explain import explain
 from crawler.items import PageItem
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from devsite.testset import LabelledSet, build_labelled_set, page_item
