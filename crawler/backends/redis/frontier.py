@@ -8,8 +8,7 @@ is Redis's ``TIME`` inside the scripts, so the workers' clocks never meet.
 Every key is named by :class:`crawler.backends.redis.keys.FrontierKeys` (the layout table is
 there), all under the crawl's hash tag ``{key}`` (one Redis Cluster slot per crawl).
 
-A queued URL is msgpack: the host, then ``[url, priority, depth, payload]`` in a LIST (about
-80 bytes for a 50-character URL); nothing is ever pickled.
+A queued URL is msgpack (:mod:`~crawler.backends.redis.entries`); nothing is ever pickled.
 
 Choices, and why:
 
@@ -45,6 +44,7 @@ import msgpack
 import redis
 
 from crawler.backends.redis.controls import OperatorControls
+from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
 from crawler.backends.redis.host_reports import HostReports
 from crawler.backends.redis.keys import CrawlKeys
@@ -65,27 +65,6 @@ from crawler.frontier.politeness import PolitenessPolicy
 LAYOUT = "1"
 _REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocked")
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
-
-
-def pack_entry(entry: Entry, priority: int) -> bytes:
-    """msgpack, never pickle: what comes out of a shared Redis is data, not code.
-
-    Two msgpack objects back to back: the host, then ``[url, priority, depth, payload]``. The
-    scripts decode only the first (``cmsgpack.unpack_one``): Redis's cmsgpack cannot decode
-    msgpack's bin type, which a bytes payload needs."""
-    try:
-        rest = msgpack.packb([entry.url, priority, entry.depth, entry.payload], use_bin_type=True)
-    except TypeError as exc:
-        raise TypeError(f"Entry.payload must be plain data (bytes, str, numbers): {exc}") from None
-    return msgpack.packb(entry.host) + rest
-
-
-def unpack_entry(blob: bytes) -> Entry:
-    unpacker = msgpack.Unpacker(raw=False)
-    unpacker.feed(blob)
-    host = unpacker.unpack()
-    url, priority, depth, payload = unpacker.unpack()
-    return Entry(url=url, host=host, priority=priority, depth=depth, payload=payload)
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
