@@ -74,7 +74,7 @@ def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
 
 
 class RedisFrontier(OperatorControls, HostReports, Frontier):
-    """API v2 over one Redis: see the module docstring for the layout.
+    """API v2 over one Redis (its keys: :class:`~crawler.backends.redis.keys.FrontierKeys`).
 
     ``client`` must return bytes (``decode_responses=False``). ``back_queues`` is Mercator's B,
     shared by all workers (rule of thumb: 3 x the fetches in flight across the crawl).
@@ -102,8 +102,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         seen_bloom: tuple[int, int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
     ) -> None:
-        """``seen_bloom``: ``(bits, probes)`` (:func:`bloom_params`) keeps the seen-set as a
-        Bloom filter instead of a SET; every worker of a crawl must use the same."""
+        """``seen_bloom``: ``(bits, probes)`` (:func:`~crawler.backends.redis.seen.bloom_params`)
+        keeps the seen-set as a Bloom filter instead of a SET; every worker of a crawl must use
+        the same."""
         self.crawl_keys = CrawlKeys(key)
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
