@@ -76,8 +76,7 @@ def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
     """Wrap the detector's two scripts so the time spent waiting for Redis is summed."""
     spent = {"redis": 0.0}
-    for name in ("_read", "_commit"):
-        script = getattr(det, name)
+    for name, script in list(det._scripts.items()):
 
         def call(*args: Any, _script: Any = script, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
@@ -86,7 +85,7 @@ def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
             finally:
                 spent["redis"] += time.perf_counter() - t0
 
-        setattr(det, name, call)
+        det._scripts[name] = call
     return spent
 
 
