@@ -14,7 +14,13 @@ from redis.crc import key_slot
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS as FRONTIER_SCRIPT_KEYS
 from crawler.backends.redis.frontier_lua import SCRIPTS as FRONTIER_SCRIPTS
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.keys import (
+    CrawlKeys,
+    FrontierKeys,
+    NeardupKeys,
+    ScriptKeys,
+    crawl_key,
+)
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.neardup_lua import SCRIPT_KEYS as NEARDUP_SCRIPT_KEYS
 from crawler.backends.redis.neardup_lua import SCRIPTS as NEARDUP_SCRIPTS
@@ -71,6 +77,10 @@ def test_scan_patterns_take_a_crawl_name_literally() -> None:
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 
+def _names(keys: FrontierKeys | NeardupKeys) -> set[str]:
+    return {v for k, v in vars(keys).items() if isinstance(v, str) and k != "prefix"}
+
+
 @pytest.mark.parametrize(
     ("script_keys", "scripts", "keys"),
     [
@@ -78,17 +88,33 @@ def test_scan_patterns_take_a_crawl_name_literally() -> None:
         (NEARDUP_SCRIPT_KEYS, NEARDUP_SCRIPTS, CrawlKeys("docs").neardup()),
     ],
 )
-def test_every_script_reads_its_keys_from_keys_on_one_slot(
-    script_keys: tuple[tuple[str, str], ...], scripts: dict[str, str], keys: object
+def test_every_script_builds_its_keys_with_the_names_keys_gives(
+    script_keys: ScriptKeys, scripts: dict[str, str], keys: FrontierKeys | NeardupKeys
 ) -> None:
-    names = [getattr(keys, attr) for _, attr in script_keys]
+    names = _names(keys)
     assert len({key_slot(n.encode()) for n in names}) == 1  # one Redis Cluster slot
-    read = "local " + ", ".join(lua for lua, _ in script_keys) + " = unpack(KEYS)"
+    given = script_keys.keys(keys)
+    assert len(given) == 1 and given[0] in names
     for name, source in scripts.items():
-        assert read in source, name
-        # no script builds a key from a literal name of its own
-        assert not re.search(r"\.\. ?'[:{]", source), name
+        assert not re.search(r"@[A-Z_]+@", source), name
+        built = re.findall(r"P \.\. '([^']*)'", source)
+        assert built and all(keys.prefix + b in names for b in built), name
+        # no key is built on anything but the tag, nor named whole in a script
+        assert not re.search(r"\.\. ?'[:{]", re.sub(r"\bP \.\. '", "", source)), name
         assert not re.search(r"'\{", source), name
+
+
+def test_script_keys_refuse_a_key_of_another_tag_and_a_name_not_given() -> None:
+    frontier = CrawlKeys("docs").frontier()
+    frontier.ready = "{other}:ready"
+    with pytest.raises(ValueError, match="not a key under"):
+        ScriptKeys(frontier, "stats", local_keys=(("READY", "ready"),))
+    keys = ScriptKeys(CrawlKeys("docs").frontier(), "stats", inline_keys=(("WAKE", "wake"),))
+    assert keys.render("redis.call('PUBLISH', @WAKE@, 'x')") == (
+        "redis.call('PUBLISH', P .. ':wake', 'x')")
+    with pytest.raises(ValueError, match="@READY@"):
+        keys.render("redis.call('ZCARD', @READY@)")
+    assert keys.head() == "local P = string.sub(KEYS[1], 1, -7)\n"
 
 
 def _keys_in(client: redis.Redis, crawl: str) -> set[str]:

@@ -22,11 +22,12 @@ Choices, and why:
 * An expired or released lease puts its URL back at the head of its host's back queue even if
   the host had lost its back queue meanwhile: B may be exceeded by a few for a while, rather
   than a URL losing its place.
-* The scripts receive every key they touch as ``KEYS`` (``frontier_lua.SCRIPT_KEYS``), the
-  per-host and per-priority ones as a prefix they append the host or the priority to: a script
-  cannot be told ahead which hosts it meets. All share the hash tag, so they are on one cluster
-  slot; a Redis that enforces declared keys would need the scripts rewritten as Redis Functions
-  with key lists.
+* The scripts are given one key, the stats hash, and build the others on its hash tag with the
+  names :class:`~crawler.backends.redis.keys.FrontierKeys` gives them
+  (:class:`~crawler.backends.redis.keys.ScriptKeys`): a script cannot be told ahead which hosts
+  it meets, and every name passed would cost Redis more per call. All share the hash tag, so
+  they are on one cluster slot; a Redis that enforces declared keys would need the scripts
+  rewritten as Redis Functions with key lists.
 
 The seen-set (:mod:`~crawler.backends.redis.seen`), the reports on hosts
 (:mod:`~crawler.backends.redis.host_reports`), the operator's controls
@@ -132,7 +133,7 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         self.halt = ""  # the operator's halt, as the last script call saw it
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
         self._stats = self.keys.stats
-        self._keys = [getattr(self.keys, name) for _, name in SCRIPT_KEYS]
+        self._keys = SCRIPT_KEYS.keys(self.keys)
         self._config = msgpack.packb(
             [
                 policy.min_delay,

@@ -7,9 +7,10 @@ helpers (refill, reschedule, expire, give up).
 
 Calling convention, shared by all scripts:
 
-* ``KEYS`` are the frontier's keys in the order of ``SCRIPT_KEYS`` (named by
-  :class:`crawler.backends.redis.keys.FrontierKeys`; the per-host and per-priority ones as
-  prefixes). All share the hash tag, so they live on one Redis Cluster slot.
+* ``KEYS[1]`` is the stats hash (``{crawl}:stats``); every other key is built on its tag with
+  the names :class:`crawler.backends.redis.keys.FrontierKeys` gives (``SCRIPT_KEYS``, a
+  :class:`~crawler.backends.redis.keys.ScriptKeys`). All share the hash tag, so they live on
+  one Redis Cluster slot.
 * ``ARGV[1]`` is the time in seconds, or ``''`` for the server's ``TIME`` (the normal case: the
   workers' clocks never meet; tests pass a fake clock's time).
 * ``ARGV[2]`` is the politeness configuration, msgpack-packed once by the client:
@@ -299,7 +300,7 @@ if h.st ~= 'blocked' then
   give_up(name, h, 'blocked')
   n = GAVE_UP[3]
 end
-redis.call('PUBLISH', WAKE_CHANNEL, 'ctl')
+redis.call('PUBLISH', @WAKE@, 'ctl')
 return n
 """
 
@@ -318,7 +319,7 @@ else
   h.st = nil
   reschedule(name, h)
 end
-redis.call('PUBLISH', WAKE_CHANNEL, 'ctl')
+redis.call('PUBLISH', @WAKE@, 'ctl')
 return 1
 """
 
@@ -331,7 +332,7 @@ else
   if ARGV[5] == 'rel' then value = fmt(NOW + tonumber(value)) end
   redis.call('HSET', CTL, field, value)
 end
-redis.call('PUBLISH', WAKE_CHANNEL, 'ctl')
+redis.call('PUBLISH', @WAKE@, 'ctl')
 return {fmt(NOW), halted()}
 """
 
@@ -345,7 +346,7 @@ return {fmt(NOW), redis.call('ZCARD', LEASES), seen_count(),
 """
 
 SCRIPTS: dict[str, str] = {
-    name: PRELUDE + body
+    name: SCRIPT_KEYS.render(PRELUDE + body)
     for name, body in {
         "add": ADD,
         "next": NEXT,

@@ -16,31 +16,40 @@ A lease record (``{crawl}:lease`` hash, token -> msgpack) is
 
 from __future__ import annotations
 
-# The keys every script receives, in ``KEYS`` order: the Lua name each is read into, and the
-# attribute of :class:`crawler.backends.redis.keys.FrontierKeys` that names it. The last four
-# are prefixes (a host's or a priority's key is the prefix and the host, or the priority).
-SCRIPT_KEYS = (
-    ("STATS", "stats"),
-    ("SEL", "selector"),
-    ("HOSTS", "hosts"),
-    ("READY", "ready"),
-    ("LEASES", "leases"),
-    ("LEASE", "lease"),
-    ("SEEN", "seen"),
-    ("BLOOM", "seen_bloom"),
-    ("BLOOM_N", "seen_bloom_count"),
-    ("FETCHES", "fetches"),
-    ("CTL", "controls"),
-    ("BLOCKED", "blocked"),
-    ("WAKE_CHANNEL", "wake"),
-    ("FRONT_", "front_prefix"),
-    ("BACK_", "back_prefix"),
-    ("FIRST_", "first_prefix"),
-    ("HOST_", "host_prefix"),
-)
-KEYS_PRELUDE = "\nlocal " + ", ".join(name for name, _ in SCRIPT_KEYS) + " = unpack(KEYS)"
+from crawler.backends.redis.keys import CrawlKeys, ScriptKeys
 
-PRELUDE = KEYS_PRELUDE + r"""
+# The keys the scripts touch, as FrontierKeys names them: each call is given the stats hash and
+# builds the others on its tag (crawler.backends.redis.keys.ScriptKeys), these as locals of the
+# prelude, the rest where a script writes @NAME@ (the per-host and per-priority ones are prefixes
+# a host or a priority is appended to).
+SCRIPT_KEYS = ScriptKeys(
+    CrawlKeys("crawl").frontier(),
+    "stats",
+    local_keys=(
+        ("READY", "ready"),
+        ("LEASES", "leases"),
+        ("LEASE", "lease"),
+        ("HOSTS", "hosts"),
+        ("SEEN", "seen"),
+        ("SEL", "selector"),
+        ("FETCHES", "fetches"),
+        ("CTL", "controls"),
+        ("BLOCKED", "blocked"),
+    ),
+    inline_keys=(
+        ("BLOOM", "seen_bloom"),
+        ("BLOOM_N", "seen_bloom_count"),
+        ("WAKE", "wake"),
+        ("FRONT", "front_prefix"),
+        ("BACK", "back_prefix"),
+        ("FIRST", "first_prefix"),
+        ("HOST", "host_prefix"),
+    ),
+)
+
+PRELUDE = """
+local STATS = KEYS[1]
+""" + SCRIPT_KEYS.head() + r"""
 local NOW
 if ARGV[1] ~= '' then
   NOW = tonumber(ARGV[1])
@@ -55,10 +64,10 @@ local K, B, TTL, REFILL, WEIGHTS = CFG[8], CFG[9], CFG[10], CFG[11], CFG[12]
 local FAIL_WINDOW, WINDOW_FAIL = CFG[13] or 0, CFG[14] or 0
 
 local function fmt(x) return string.format('%.17g', x) end
-local function hkey(h) return HOST_ .. h end
-local function qkey(h) return BACK_ .. h end
-local function fqkey(h) return FIRST_ .. h end
-local function fkey(p) return FRONT_ .. p end
+local function hkey(h) return @HOST@ .. h end
+local function qkey(h) return @BACK@ .. h end
+local function fqkey(h) return @FIRST@ .. h end
+local function fkey(p) return @FRONT@ .. p end
 local function num(v) return tonumber(v) or 0 end
 
 -- The seen test: a SET of 8-byte URL digests, or (FRONTIER_SEEN_BLOOM_CAPACITY) a Bloom filter
@@ -73,14 +82,14 @@ local function seen_add(key)
     ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'
     ops[#ops + 1] = (h1 + i * h2) % BLOOM_M; ops[#ops + 1] = 1
   end
-  for _, old in ipairs(redis.call('BITFIELD', BLOOM, unpack(ops))) do
-    if old == 0 then redis.call('INCR', BLOOM_N); return 1 end
+  for _, old in ipairs(redis.call('BITFIELD', @BLOOM@, unpack(ops))) do
+    if old == 0 then redis.call('INCR', @BLOOM_N@); return 1 end
   end
   return 0
 end
 local function seen_count()
   if BLOOM_M == 0 then return redis.call('SCARD', SEEN) end
-  return num(redis.call('GET', BLOOM_N))
+  return num(redis.call('GET', @BLOOM_N@))
 end
 
 local function delay(duration, cd)
@@ -173,9 +182,9 @@ end
 
 local function publish()
   if WAKE then
-    redis.call('PUBLISH', WAKE_CHANNEL, fmt(math.max(0, WAKE - NOW)))
+    redis.call('PUBLISH', @WAKE@, fmt(math.max(0, WAKE - NOW)))
   elseif redis.call('ZCARD', LEASES) == 0 then
-    redis.call('PUBLISH', WAKE_CHANNEL, 'drained')
+    redis.call('PUBLISH', @WAKE@, 'drained')
   end
 end
 

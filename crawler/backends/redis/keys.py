@@ -3,8 +3,8 @@
 A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else the site's name):
 Redis Cluster keeps every key of one tag in one slot, so one Lua script may touch all of them,
 and two crawls share a Redis without meeting. No module builds a key name itself: it asks
-:class:`CrawlKeys`, and the Lua scripts receive the names as ``KEYS`` (per-host and per-priority
-keys as the prefix the script appends a host or a priority to).
+:class:`CrawlKeys`, and the Lua scripts are written with the names :class:`ScriptKeys` puts in
+them (each call is given one key, whose tag the script builds the others on).
 
 Where the state will be split: :meth:`CrawlKeys.frontier` gives the keys of the frontier's
 state (:class:`FrontierKeys`), today under the crawl's own tag. Sharding the frontier by host
@@ -83,6 +83,8 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 START_URLS_KEY = "%(name)s:start_urls"  # scrapy-redis's key for seeding a running crawl
@@ -220,3 +222,57 @@ class CrawlKeys:
         """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
         list, which scrapy-redis names)."""
         return [glob_escape(self.prefix) + ":*"]
+
+
+class ScriptKeys:
+    """How a Lua script gets the keys these classes name, at no cost per call beyond one key.
+
+    A call is given one key, ``given`` (``KEYS[1]``: a cluster client routes the call by its
+    tag); the script cuts its name off to get the tag (``P``) and builds every other key on it
+    with the name below the tag that the ``template`` (a :class:`FrontierKeys` or
+    :class:`NeardupKeys` of any crawl) gives: the ``local_keys`` as locals of the script's head
+    (:meth:`head`), the ``inline_keys`` where the source writes ``@NAME@`` (:meth:`render`; the
+    per-host and per-priority ones are prefixes the script appends a host or a priority to).
+    Passing every name as ``KEYS`` instead would cost Redis ~1,700 instructions per name and
+    call (each is parsed, made an object, then a Lua string): ~10 % more per page."""
+
+    def __init__(
+        self,
+        template: FrontierKeys | NeardupKeys,
+        given: str,
+        local_keys: Sequence[tuple[str, str]] = (),
+        inline_keys: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.given = given
+        self.prefix = template.prefix
+        self._names = {
+            lua: self._below_tag(getattr(template, attr))
+            for lua, attr in (("KEYS[1]", given), *local_keys, *inline_keys)
+        }
+        self._locals = [lua for lua, _ in local_keys]
+        self._inline = [lua for lua, _ in inline_keys]
+
+    def _below_tag(self, name: str) -> str:
+        if not name.startswith(self.prefix) or "'" in name:  # one tag: one cluster slot
+            raise ValueError(f"{name!r} is not a key under {self.prefix!r}")
+        return name[len(self.prefix) :]
+
+    def keys(self, keys: FrontierKeys | NeardupKeys) -> list[str]:
+        """The ``KEYS`` of a call on ``keys``' state."""
+        return [getattr(keys, self.given)]
+
+    def head(self) -> str:
+        """The Lua that reads the tag and defines the local keys."""
+        lines = [f"local P = string.sub(KEYS[1], 1, -{len(self._names['KEYS[1]']) + 1})"]
+        lines += [f"local {lua} = P .. '{self._names[lua]}'" for lua in self._locals]
+        return "\n".join(lines) + "\n"
+
+    def render(self, source: str) -> str:
+        """``source`` with every ``@NAME@`` of an inline key made its Lua expression."""
+        for lua in self._inline:
+            source = source.replace(f"@{lua}@", f"P .. '{self._names[lua]}'")
+        unknown = re.search(r"@[A-Z_]+@", source)
+        if unknown:
+            raise ValueError(f"a script names a key {unknown.group()} that is not given")
+        return source
+

@@ -158,7 +158,7 @@ class RedisNearDuplicateDetector:
         self.capacity = capacity
         self.table_bits = _bits(capacity)
         self._scripts = {n: client.register_script(src) for n, src in SCRIPTS.items()}
-        self._script_keys = [getattr(self.keys, name) for _, name in SCRIPT_KEYS]
+        self._script_keys = SCRIPT_KEYS.keys(self.keys)
         self._copies = HostCopies()  # this worker's copies of the hosts' templates and models
         self._index = IndexCopy()  # this worker's copy of the index log
         self._records = RecordCache()  # the records this worker decoded
