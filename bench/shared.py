@@ -55,8 +55,9 @@ import redis
 
 from bench.index import make_pages
 from crawler.backends.postgres.index import PostgresIndex
-from crawler.backends.redis.frontier import RedisFrontier, bloom_params
+from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.seen import bloom_params
 from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.frontier import Entry, PolitenessPolicy
@@ -75,8 +76,7 @@ def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
     """Wrap the detector's two scripts so the time spent waiting for Redis is summed."""
     spent = {"redis": 0.0}
-    for name in ("_read", "_commit"):
-        script = getattr(det, name)
+    for name, script in list(det._scripts.items()):
 
         def call(*args: Any, _script: Any = script, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
@@ -85,7 +85,7 @@ def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
             finally:
                 spent["redis"] += time.perf_counter() - t0
 
-        setattr(det, name, call)
+        det._scripts[name] = call
     return spent
 
 

@@ -17,7 +17,8 @@ import msgpack
 import pytest
 import redis
 
-from crawler.backends.redis.frontier import RedisFrontier, seen_key, unpack_entry
+from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
+from crawler.backends.redis.seen import seen_key
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
 from crawler.frontier.store import url_key
 from tests.frontier_contract import FakeClock, FrontierContract, entries, simulate
@@ -190,8 +191,8 @@ def test_entries_round_trip_as_msgpack_never_pickle(make) -> None:
     with pytest.raises(TypeError):
         f.add(Entry(url="http://a.test/q", host="a.test", payload=object()))
     root = pathlib.Path(__file__).resolve().parent.parent / "crawler" / "backends" / "redis"
-    for name in ("frontier.py", "frontier_lua.py"):
-        tree = ast.parse((root / name).read_text())
+    for path in sorted(root.glob("*.py")):  # the frontier and every module beside it
+        tree = ast.parse(path.read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                     for a in n.names}
         imported |= {n.module.split(".")[0] for n in ast.walk(tree)
@@ -403,7 +404,7 @@ def test_robots_fetch_state_is_one_for_all_workers(redis_server: RedisServer) ->
     """Two workers' robots books on one Redis: one claim at a time, a failure holds the origin
     for both until its retry is due, a record read ends it all, and the failure count goes
     on across workers (the retry delay doubles whoever retries)."""
-    from crawler.backends.redis.stores import RedisRobotsCache
+    from crawler.backends.redis.robots import RedisRobotsCache
     from crawler.robots.book import ELSEWHERE, RobotsBook, Verdict
 
     key, origin = fresh_key(), "http://a.test"

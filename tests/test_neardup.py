@@ -8,13 +8,8 @@ import numpy as np
 import pytest
 
 from crawler.content.maintext import main_text
-from crawler.content.neardup import (
-    DEFAULT_THRESHOLD,
-    NearDuplicateDetector,
-    exact_similarity,
-    explain,
-    lsh_params,
-)
+from crawler.content.neardup import DEFAULT_THRESHOLD, NearDuplicateDetector
+from crawler.content.neardup_explain import exact_similarity, explain, lsh_params
 from crawler.content.normalize import content_fingerprint, normalize_text, text_fingerprint
 from crawler.content.shingles import shingle_hashes, shingle_hashes32, shingle_set, shingle_texts
 from devsite.testset import (

@@ -14,7 +14,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler import signals as crawler_signals
 from crawler.commands.neardup import format_explanation
-from crawler.content.neardup import explain
+from crawler.content.neardup_explain import explain
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from crawler.spiders.analysis import near_duplicate_judge
 from crawler.spiders.site_items import PageItem

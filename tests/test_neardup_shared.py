@@ -12,11 +12,8 @@ import numpy as np
 import pytest
 from scrapy.utils.test import get_crawler
 
-from crawler.backends.redis.neardup import (
-    RedisNearDuplicateDetector,
-    decode_sketch,
-    encode_sketch,
-)
+from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
 from crawler.content.normalize import normalize_text

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from crawler.backends.redis.frontier import RedisFrontier, bloom_offsets, bloom_params, seen_key
+from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.seen import bloom_offsets, bloom_params, seen_key
 from crawler.frontier import Entry, PolitenessPolicy
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_frontier_redis import TestRedisFrontierContract as RedisContract

@@ -48,9 +48,9 @@ BACKENDS: dict[str, dict[str, str]] = {
     "sqlite": {"FRONTIER_STORE_CLASS": "crawler.backends.memory.SqliteFrontierStore", **_EMBEDDED},
     "redis": {
         **_EMBEDDED,
-        "FRONTIER_STORE_CLASS": "crawler.backends.redis.stores.RedisFrontierStore",
-        "ROBOTS_CACHE_CLASS": "crawler.backends.redis.stores.RedisRobotsCache",
-        "NEARDUP_STORE_CLASS": "crawler.backends.redis.stores.RedisNearDuplicateStore",
+        "FRONTIER_STORE_CLASS": "crawler.backends.redis.frontier_store.RedisFrontierStore",
+        "ROBOTS_CACHE_CLASS": "crawler.backends.redis.robots.RedisRobotsCache",
+        "NEARDUP_STORE_CLASS": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
     },
 }
 

@@ -91,7 +91,8 @@ class Command(ScrapyCommand):
 
     def _frontier(self, site: str) -> Any:
         """The crawl's Redis frontier, or None (said why, exit status 2)."""
-        from crawler.backends.redis.stores import RedisFrontierStore, safe_url
+        from crawler.backends.redis.connection import safe_url
+        from crawler.backends.redis.frontier_store import RedisFrontierStore
 
         assert self.crawler_process is not None
         try:

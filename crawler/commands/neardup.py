@@ -22,7 +22,7 @@ from crawler.commands import pipe_safe
 from crawler.config import defaults
 
 if TYPE_CHECKING:
-    from crawler.content.neardup import Explanation
+    from crawler.content.neardup_explain import Explanation
 
 _MAX_BYTES = 16 * 1024 * 1024
 
@@ -48,7 +48,7 @@ class Command(ScrapyCommand):
         # Imported here: Scrapy imports every command module on every start, and datasketch
         # with numpy would add most of a second to each `scrapy` call.
         from crawler.content.html import parse_html
-        from crawler.content.neardup import explain
+        from crawler.content.neardup_explain import explain
 
         assert self.settings is not None
         if len(args) != 2:

@@ -116,7 +116,7 @@ FEED_THREAD_MIN_CHARS = 100_000
 GC_FREEZE_INTERVAL = 1.0
 GC_FULL_INTERVAL = 300.0
 
-# --- A shared frontier in Redis (crawler/backends/redis/stores.py)
+# --- A shared frontier in Redis (crawler/backends/redis/)
 # ---------------------------------
 # The crawl's key in Redis; empty: the site name. Two crawls of one site need two keys.
 FRONTIER_REDIS_KEY = ""

@@ -21,8 +21,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from twisted.internet.threads import deferToThread
 
+from crawler.backends.redis.connection import redis_client, worker_name
+from crawler.backends.redis.frontier_store import RedisFrontierStore
+from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.status import Fleet
-from crawler.backends.redis.stores import RedisFrontierStore, crawl_key, redis_client, worker_name
 from crawler.backends.registry import backend_class
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally

@@ -1,34 +1,14 @@
 """The Mercator frontier inside Redis: several worker processes, one polite frontier.
 
-Every operation is one Lua script (``redis_lua.py``) run atomically by Redis, so workers that
+Every operation is one Lua script (``frontier_lua.py``) run atomically by Redis, so workers that
 each hold a ``RedisFrontier`` on the same ``key`` share the front queues, the back queues, the
 host table, the leases and the seen-set, and politeness holds across all of them together. Time
 is Redis's ``TIME`` inside the scripts, so the workers' clocks never meet.
 
-Layout, all under the hash tag ``{key}`` (one Redis Cluster slot per crawl):
+Every key is named by :class:`crawler.backends.redis.keys.FrontierKeys` (the layout table is
+there), all under the crawl's hash tag ``{key}`` (one Redis Cluster slot per crawl).
 
-==========================  ======  ===========================================================
-``{key}:meta``              HASH    ``layout`` version and the settings fingerprint
-``{key}:stats``             HASH    counters: ``queued``, ``busy`` hosts, ``used`` back queues,
-                                    ``seq`` (lease tokens), ``drop:<reason>``
-``{key}:f:<p>``             LIST    front queue of priority ``p`` (0 is the highest)
-``{key}:sel``               HASH    the biased selector's state (smooth weighted round robin)
-``{key}:q:<host>``          LIST    the host's back queue (at most B hosts hold one)
-``{key}:fq:<host>``         LIST    the host's *first* entries (robots.txt)
-``{key}:h:<host>``          HASH    the host's politeness state (see ``redis_lua``)
-``{key}:hosts``             SET     host names (for reports, read with SSCAN)
-``{key}:ready``             ZSET    hosts that may hand out a URL, by the time they may
-``{key}:leases``            ZSET    lease token -> deadline
-``{key}:lease``             HASH    lease token -> msgpack lease record
-``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs
-``{key}:fetches``           ZSET    host -> fetches (``busiest_hosts``)
-``{key}:ctl``               HASH    the operator's controls: ``paused``, ``deadline`` (Redis
-                                    time), ``budget`` (bytes; ``{key}:stats`` counts ``bytes``)
-``{key}:blocked``           HASH    ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it
-==========================  ======  ===========================================================
-
-A queued URL is msgpack: the host, then ``[url, priority, depth, payload]`` in a LIST (about
-80 bytes for a 50-character URL); nothing is ever pickled.
+A queued URL is msgpack (:mod:`~crawler.backends.redis.entries`); nothing is ever pickled.
 
 Choices, and why:
 
@@ -42,25 +22,35 @@ Choices, and why:
 * An expired or released lease puts its URL back at the head of its host's back queue even if
   the host had lost its back queue meanwhile: B may be exceeded by a few for a while, rather
   than a URL losing its place.
-* The scripts build key names from ``KEYS[1]``'s prefix instead of declaring every key. All
-  share the hash tag, so they are on one cluster slot; a Redis that enforces declared keys
-  would need the scripts rewritten as Redis Functions with key lists.
+* The scripts are given one key, the stats hash, and build the others on its hash tag with the
+  names :class:`~crawler.backends.redis.keys.FrontierKeys` gives them
+  (:class:`~crawler.backends.redis.keys.ScriptKeys`): a script cannot be told ahead which hosts
+  it meets, and every name passed would cost Redis more per call. All share the hash tag, so
+  they are on one cluster slot; a Redis that enforces declared keys would need the scripts
+  rewritten as Redis Functions with key lists.
+
+The seen-set (:mod:`~crawler.backends.redis.seen`), the reports on hosts
+(:mod:`~crawler.backends.redis.host_reports`), the operator's controls
+(:mod:`~crawler.backends.redis.controls`) and the wake-ups (:mod:`~crawler.backends.redis.wake`)
+have modules of their own.
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
-import threading
 from collections.abc import Callable, Iterable, Sequence
-from hashlib import blake2b
 from itertools import islice
 from typing import Any
 
 import msgpack
 import redis
 
-from crawler.backends.redis.frontier_lua import SCRIPTS
+from crawler.backends.redis.controls import OperatorControls
+from crawler.backends.redis.entries import pack_entry, unpack_entry
+from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
+from crawler.backends.redis.host_reports import HostReports
+from crawler.backends.redis.keys import CrawlKeys
+from crawler.backends.redis.seen import mark_seen, seen_key
+from crawler.backends.redis.wake import listen
 from crawler.config import defaults
 from crawler.frontier.api import (
     AddResult,
@@ -68,7 +58,6 @@ from crawler.frontier.api import (
     Entry,
     Frontier,
     FrontierCounts,
-    HostReport,
     Lease,
     Outcome,
 )
@@ -79,42 +68,14 @@ _REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocke
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
 
 
-def seen_key(url: str) -> bytes:
-    """The seen-set member of a normalized URL: the same 64-bit blake2b key as
-    ``store.url_key`` (``url_key(url).to_bytes(8, "big", signed=True)``), as 8 raw bytes so a
-    SET member costs ~64 bytes in Redis."""
-    return blake2b(url.encode(), digest_size=8).digest()
-
-
-def pack_entry(entry: Entry, priority: int) -> bytes:
-    """msgpack, never pickle: what comes out of a shared Redis is data, not code.
-
-    Two msgpack objects back to back: the host, then ``[url, priority, depth, payload]``. The
-    scripts decode only the first (``cmsgpack.unpack_one``): Redis's cmsgpack cannot decode
-    msgpack's bin type, which a bytes payload needs."""
-    try:
-        rest = msgpack.packb([entry.url, priority, entry.depth, entry.payload], use_bin_type=True)
-    except TypeError as exc:
-        raise TypeError(f"Entry.payload must be plain data (bytes, str, numbers): {exc}") from None
-    return msgpack.packb(entry.host) + rest
-
-
-def unpack_entry(blob: bytes) -> Entry:
-    unpacker = msgpack.Unpacker(raw=False)
-    unpacker.feed(blob)
-    host = unpacker.unpack()
-    url, priority, depth, payload = unpacker.unpack()
-    return Entry(url=url, host=host, priority=priority, depth=depth, payload=payload)
-
-
 def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk
 
 
-class RedisFrontier(Frontier):
-    """API v2 over one Redis: see the module docstring for the layout.
+class RedisFrontier(OperatorControls, HostReports, Frontier):
+    """API v2 over one Redis (its keys: :class:`~crawler.backends.redis.keys.FrontierKeys`).
 
     ``client`` must return bytes (``decode_responses=False``). ``back_queues`` is Mercator's B,
     shared by all workers (rule of thumb: 3 x the fetches in flight across the crawl).
@@ -142,10 +103,10 @@ class RedisFrontier(Frontier):
         seen_bloom: tuple[int, int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
     ) -> None:
-        """``seen_bloom``: ``(bits, probes)`` (:func:`bloom_params`) keeps the seen-set as a
-        Bloom filter instead of a SET; every worker of a crawl must use the same."""
-        if not key or any(c in key for c in "{}"):
-            raise ValueError(f"frontier key {key!r} must be non-empty, without braces")
+        """``seen_bloom``: ``(bits, probes)`` (:func:`~crawler.backends.redis.seen.bloom_params`)
+        keeps the seen-set as a Bloom filter instead of a SET; every worker of a crawl must use
+        the same."""
+        self.crawl_keys = CrawlKeys(key)
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
         if front_queues < 1 or back_queues < 1:
@@ -157,7 +118,8 @@ class RedisFrontier(Frontier):
             raise ValueError("one positive weight per front queue is needed")
         self.client = client
         self.key = key
-        self.prefix = "{" + key + "}"
+        self.keys = self.crawl_keys.frontier()
+        self.prefix = self.keys.prefix
         self.policy = policy
         self.front_queue_count = front_queues
         self.back_queue_count = back_queues
@@ -170,8 +132,8 @@ class RedisFrontier(Frontier):
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
         self.halt = ""  # the operator's halt, as the last script call saw it
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
-        self._stats = self.prefix + ":stats"
-        self._keys = [self._stats]
+        self._stats = self.keys.stats
+        self._keys = SCRIPT_KEYS.keys(self.keys)
         self._config = msgpack.packb(
             [
                 policy.min_delay,
@@ -193,9 +155,9 @@ class RedisFrontier(Frontier):
         )
         self.seen_bloom = seen_bloom
         self._scripts = {name: client.register_script(src) for name, src in SCRIPTS.items()}
-        layout = client.hget(self.prefix + ":meta", "layout")
+        layout = client.hget(self.keys.meta, "layout")
         if layout is None:
-            client.hsetnx(self.prefix + ":meta", "layout", LAYOUT)
+            client.hsetnx(self.keys.meta, "layout", LAYOUT)
         elif layout.decode() != LAYOUT:
             raise RuntimeError(
                 f"Redis frontier {key!r} has layout {layout.decode()}, this code reads "
@@ -240,7 +202,7 @@ class RedisFrontier(Frontier):
         """Compare this worker's settings (politeness, queue shape, plus the caller's scope
         fingerprint) with those the crawl's first worker stored; store the ones not yet there.
         Returns one message per mismatch: workers of one crawl must obey one policy."""
-        meta = self.prefix + ":meta"
+        meta = self.keys.meta
         wanted = {
             **self.settings_fingerprint(),
             **{k: str(v) for k, v in settings_fingerprint.items()},
@@ -282,31 +244,10 @@ class RedisFrontier(Frontier):
         return results
 
     def mark_seen(self, keys: Iterable[str]) -> int:
-        if self.seen_bloom is not None:
-            return self._bloom_mark(keys)
-        new = 0
-        for chunk in _chunks(keys, self.chunk_size):
-            new += self.client.sadd(self.prefix + ":seen", *[seen_key(k) for k in chunk])
-        return new
-
-    def _bloom_mark(self, keys: Iterable[str]) -> int:
-        """The Bloom filter's bits of ``keys`` set, one pipelined BITFIELD per key; returns
-        how many were new (counted, as the add script counts them)."""
-        assert self.seen_bloom is not None
-        bloom = self.prefix + ":seen:bloom"
-        new = 0
-        for chunk in _chunks(keys, self.chunk_size):
-            pipe = self.client.pipeline(transaction=False)
-            for k in chunk:
-                offsets = bloom_offsets(seen_key(k), *self.seen_bloom)
-                pipe.execute_command(
-                    "BITFIELD", bloom, *[a for o in offsets for a in ("SET", "u1", o, 1)]
-                )
-            fresh = sum(1 for old in pipe.execute() if 0 in old)
-            if fresh:
-                self.client.incrby(bloom + ":n", fresh)
-            new += fresh
-        return new
+        return sum(
+            mark_seen(self.client, self.keys, self.seen_bloom, chunk)
+            for chunk in _chunks(keys, self.chunk_size)
+        )
 
     # -- leasing ------------------------------------------------------------------------------
 
@@ -420,43 +361,16 @@ class RedisFrontier(Frontier):
         return open_leases > 0 or (due is not None and due <= horizon)
 
     def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:
-        """Listen on ``{key}:wake`` (the scripts publish when a host becomes ready sooner than
-        the earliest ready time, or the last lease drains) on a thread of its own with its own
-        connection; blocked in a socket read, it costs Redis nothing while nothing happens.
-        A lost connection is retried every second (redis-py subscribes again)."""
-        pubsub = self.client.pubsub(ignore_subscribe_messages=True)
-        stop = threading.Event()
+        """Listen on the crawl's wake channel (:func:`crawler.backends.redis.wake.listen`): the
+        scripts publish when a host becomes ready sooner than the earliest ready time, or the
+        last lease drains; an operator's action also bumps ``control_epoch``."""
+        return listen(self.client, self.keys.wake, on_change, self._control_heard)
 
-        def run() -> None:
-            subscribed = False
-            while not stop.is_set():
-                try:
-                    if not subscribed:
-                        pubsub.subscribe(self.prefix + ":wake")
-                        subscribed = True
-                        on_change()  # whatever happened while not listening
-                    message = pubsub.get_message(timeout=1.0)
-                    if message is not None:
-                        if message.get("data") == b"ctl":  # an operator acted
-                            self.control_epoch += 1
-                        on_change()
-                except (redis.RedisError, OSError, ValueError):
-                    subscribed = False
-                    stop.wait(1.0)
-
-        thread = threading.Thread(target=run, name="frontier-wake", daemon=True)
-        thread.start()
-
-        def close() -> None:
-            stop.set()
-            thread.join(3.0)
-            with contextlib.suppress(redis.RedisError, OSError):
-                pubsub.close()
-
-        return close
+    def _control_heard(self) -> None:
+        self.control_epoch += 1
 
     def in_flight(self) -> int:
-        return self.client.zcard(self.prefix + ":leases")
+        return self.client.zcard(self.keys.leases)
 
     def __len__(self) -> int:
         return int(self.client.hget(self._stats, "queued") or 0)
@@ -479,128 +393,8 @@ class RedisFrontier(Frontier):
             extra={k[5:]: v for k, v in stats.items() if k.startswith("drop:")},
         )
 
-    def _iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
-        """Host names in batches, read with SSCAN (never one blocking call over all hosts)."""
-        names: list[str] = []
-        for raw in self.client.sscan_iter(self.prefix + ":hosts", count=batch):
-            names.append(raw.decode())
-            if len(names) >= batch:
-                yield names
-                names = []
-        if names:
-            yield names
-
-    def hosts(self) -> list[str]:
-        return [name for batch in self._iter_hosts() for name in batch]
-
-    def waiting_hosts(self) -> list[HostReport]:
-        """Hosts with queued URLs that ``next`` would not serve now. Read client-side in
-        batches (SSCAN + pipelined HMGET), so a report never blocks Redis for long."""
-        now = self._now()
-        reports = []
-        for names in self._iter_hosts():
-            pipe = self.client.pipeline(transaction=False)
-            for name in names:
-                pipe.hmget(self.prefix + ":h:" + name, "hq", "st", "bk", "fi")
-                pipe.llen(self.prefix + ":fq:" + name)
-                pipe.zscore(self.prefix + ":ready", name)
-            replies = pipe.execute()
-            for i, name in enumerate(names):
-                (hq, st, bk, fi), firsts, ready = replies[3 * i : 3 * i + 3]
-                queued = int(hq or 0)
-                if not queued or st:
-                    continue
-                if ready is not None:
-                    if ready <= now:
-                        continue
-                    reason, due = "politeness delay", ready - now
-                elif bk != b"1" and not firsts:
-                    reason, due = "waiting for a back queue", 0.0
-                elif fi and int(fi):
-                    reason, due = "first request in flight", 0.0
-                else:
-                    reason, due = "in flight", 0.0
-                reports.append(HostReport(name, queued, due, reason))
-        return sorted(reports, key=lambda r: -r.due_in)
-
-    def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
-        top = self.client.zrevrange(self.prefix + ":fetches", 0, n - 1, withscores=True)
-        pipe = self.client.pipeline(transaction=False)
-        for name, _ in top:
-            pipe.hmget(self.prefix + ":h:" + name.decode(), "gs", "gn")
-        out = []
-        for (name, fetches), (gs, gn) in zip(top, pipe.execute(), strict=True):
-            mean = float(gs) / int(gn) if gn and int(gn) else 0.0
-            out.append((name.decode(), int(fetches), mean))
-        return out
-
-    # -- the operator's controls (``scrapy frontier <site> ...``) -------------------------------
-
     def halted(self) -> str:
         return self.halt
-
-    def block(self, name: str, *, domain: bool = False) -> int:
-        """Block a host, or a domain with all its hosts: their queued URLs are dropped
-        (returned, and counted in ``drop:host_blocked``), no URL of theirs is admitted or
-        handed out again, by any worker. A domain block is recorded first (hosts met later
-        are blocked as they come), then the known hosts are walked with SSCAN, one script
-        call per matching host: no script walks the host set."""
-        name = name.lower().rstrip(".")
-        if not domain:
-            return int(self._call("block", name, "1"))
-        self.client.hset(self.prefix + ":blocked", "d:" + name, repr(self._now()))
-        dropped = 0
-        for hosts in self._iter_hosts():
-            for host in hosts:
-                if _in_domain(host, name):
-                    dropped += int(self._call("block", host, "0"))
-        self.client.publish(self.prefix + ":wake", "ctl")
-        return dropped
-
-    def unblock(self, name: str, *, domain: bool = False) -> int:
-        """Lift a block; returns how many hosts may be crawled again (a host also blocked by
-        name or by another domain stays blocked). URLs dropped by the block stay dropped."""
-        name = name.lower().rstrip(".")
-        if not domain:
-            return int(self._call("unblock", name, "1"))
-        self.client.hdel(self.prefix + ":blocked", "d:" + name)
-        lifted = 0
-        for hosts in self._iter_hosts():
-            for host in hosts:
-                if _in_domain(host, name):
-                    lifted += int(self._call("unblock", host, "0"))
-        return lifted
-
-    def set_control(self, name: str, value: float | None, *, relative: bool = False) -> str:
-        """Set (None: clear) one control: ``paused`` (1), ``deadline`` (Redis time, or
-        seconds from now with ``relative``), ``budget`` (bytes). Every worker hears of it at
-        once (the wake channel) and obeys it inside the scripts. Returns the crawl's halt."""
-        if name not in ("paused", "deadline", "budget"):
-            raise ValueError(f"no such control: {name}")
-        text = "" if value is None else repr(float(value)) if name == "deadline" else str(
-            int(value)
-        )
-        _, halt = self._call("control", name, text, "rel" if relative else "abs")
-        return halt.decode()
-
-    def controls(self) -> dict[str, Any]:
-        """The operator's controls as stored: paused, deadline (Redis time), byte budget and
-        bytes so far, blocked hosts and domains."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(self.prefix + ":ctl")
-        pipe.hget(self._stats, "bytes")
-        pipe.hkeys(self.prefix + ":blocked")
-        ctl, size, blocked = pipe.execute()
-        ctl = {k.decode(): v.decode() for k, v in ctl.items()}
-        names = sorted(b.decode() for b in blocked)
-        return {
-            "paused": ctl.get("paused") == "1",
-            "deadline": float(ctl["deadline"]) if "deadline" in ctl else None,
-            "byte_budget": int(ctl["budget"]) if "budget" in ctl else None,
-            "bytes": int(size or 0),
-            "blocked_hosts": [n[2:] for n in names if n.startswith("h:")],
-            "blocked_domains": [n[2:] for n in names if n.startswith("d:")],
-        }
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -611,30 +405,11 @@ class RedisFrontier(Frontier):
     def reset(self) -> int:
         """Delete every key of this crawl (FRONTIER_RESET); returns how many. Uses SCAN, so it
         never blocks Redis for long, and UNLINK, so big keys are freed in the background."""
-        pattern = _glob_escape(self.prefix) + ":*"
         deleted = 0
-        for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
-            deleted += self.client.unlink(*chunk)
+        for pattern in self.crawl_keys.patterns():
+            for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
+                deleted += self.client.unlink(*chunk)
         return deleted
-
-
-def bloom_params(capacity: int, error: float) -> tuple[int, int]:
-    """Bits and probes of a Bloom filter holding ``capacity`` keys at false-positive rate
-    ``error``: m = -n ln p / (ln 2)^2 (at most Redis's 2^32-bit string), k = m/n ln 2."""
-    if capacity < 1 or not 0.0 < error < 1.0:
-        raise ValueError("a Bloom filter needs a capacity >= 1 and an error rate in (0, 1)")
-    bits = min(2**32, math.ceil(-capacity * math.log(error) / math.log(2) ** 2))
-    return bits, max(1, round(bits / capacity * math.log(2)))
-
-
-def bloom_offsets(key: bytes, bits: int, probes: int) -> list[int]:
-    """The bits of ``key`` (an 8-byte seen key), as the add script computes them."""
-    h1, h2 = int.from_bytes(key[:4], "big"), int.from_bytes(key[4:8], "big")
-    return [(h1 + i * h2) % bits for i in range(probes)]
-
-
-def _in_domain(host: str, domain: str) -> bool:
-    return host == domain or host.endswith("." + domain)
 
 
 def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:
@@ -644,10 +419,6 @@ def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:
 
 def _seconds(value: float | None) -> str:
     return "" if value is None else repr(float(value))
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def server_clock(client: redis.Redis) -> Callable[[], float]:
@@ -663,8 +434,6 @@ def server_clock(client: redis.Redis) -> Callable[[], float]:
 __all__ = [
     "LAYOUT",
     "RedisFrontier",
-    "bloom_offsets",
-    "bloom_params",
     "pack_entry",
     "seen_key",
     "server_clock",

@@ -1,0 +1,234 @@
+"""``FRONTIER_STORE_CLASS`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
+polite crawl.
+
+``FRONTIER_BACKEND=redis`` with ``REDIS_URL`` (and ``REDIS_PARAMS``, as in scrapy-redis) makes
+every process a worker of one crawl. This module wires what they share (every key named by
+:class:`crawler.backends.redis.keys.CrawlKeys`, under one hash tag ``{<site>}``;
+``FRONTIER_REDIS_KEY`` overrides the site name): the frontier
+(:class:`crawler.backends.redis.frontier.RedisFrontier`), served to the reactor by a
+:class:`crawler.frontier.buffered.BufferedFrontier` so no Redis round trip ever runs on the
+reactor thread while the crawl runs; the scope (:mod:`crawler.backends.redis.scope`); and the
+seeds pushed while the crawl runs (:mod:`crawler.backends.redis.inbox`). It also refuses, before
+a crawl starts, a Redis or settings that cannot work.
+
+State stays after the crawl, like scrapy-redis's ``SCHEDULER_PERSIST``: running a finished
+crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts it afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from scrapy.settings import BaseSettings
+
+from crawler.backends.memory import FrontierCallbacks, MemoryFrontierStore
+from crawler.backends.redis.connection import redis_client, safe_url, worker_name
+from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.inbox import SharedInbox
+from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.scope import RedisScopeRegistry
+from crawler.backends.redis.seen import bloom_params
+from crawler.config import defaults
+from crawler.frontier import Frontier
+from crawler.frontier.buffered import BufferedFrontier
+from crawler.frontier.politeness import politeness_from_settings
+from crawler.frontier.scope import ScopeRegistry
+
+logger = logging.getLogger(__name__)
+
+# B for a shared crawl when FRONTIER_BACK_QUEUES is 0: Mercator's 3 x fetches in flight, for up
+# to about 20 workers of 16 concurrent requests. Every worker must use the same B.
+SHARED_BACK_QUEUES = 1024
+
+
+def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """A callback the frontier's worker thread may call: it runs on the reactor thread."""
+    if fn is None:
+        return None
+    from twisted.internet import reactor  # the one Scrapy installed, imported once it runs
+
+    return lambda *args: reactor.callFromThread(fn, *args)  # type: ignore[attr-defined]
+
+
+class RedisFrontierStore(MemoryFrontierStore):
+    """``FRONTIER_STORE_CLASS`` of the ``redis`` backend."""
+
+    persistent = True  # queued requests travel as msgpack through Redis
+
+    def __init__(self, settings: BaseSettings, site: str) -> None:
+        super().__init__(settings)
+        self.site = site
+        self.key = crawl_key(settings, site)
+
+    @property
+    def keys(self) -> CrawlKeys:
+        return CrawlKeys(self.key, self.site)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RedisFrontierStore:
+        return cls(crawler.settings, getattr(crawler.spidercls, "name", None) or "crawl")
+
+    @classmethod
+    def preflight(cls, crawler: Any) -> list[str]:
+        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
+        frontier, another layout, or politeness settings that differ from the crawl's."""
+        return cls.from_crawler(crawler).check()
+
+    def scope(self) -> ScopeRegistry:
+        return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
+
+    def check(self) -> list[str]:
+        where = safe_url(self.settings)
+        try:
+            client = redis_client(self.settings)
+            client.ping()
+        except (redis.RedisError, OSError, ValueError) as exc:
+            return [f"Redis at {where} is not reachable: {exc}"]
+        problems = []
+        try:
+            reply = client.config_get("maxmemory-policy")
+            policy = next(iter(reply.values()), b"") if reply else b""
+            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+        except redis.ResponseError:
+            policy = None  # CONFIG is disabled (a managed Redis): the operator's word counts
+        if policy is not None and policy != "noeviction":
+            problems.append(
+                f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
+                "silently drop queued URLs; set it to noeviction"
+            )
+        if self.settings.getbool("FRONTIER_RESET"):
+            return problems  # the stored crawl goes: nothing to compare with
+        try:
+            frontier = self._redis_frontier(
+                client, lease_ttl=defaults.FRONTIER_LEASE_TTL, max_pages_per_host=None
+            )
+        except RuntimeError as exc:  # another layout
+            return [*problems, str(exc)]
+        mismatches = frontier.check_compatible(self.scope_fingerprint())
+        problems += [f"crawl {self.key!r} was started with other settings: {m}" for m in mismatches]
+        return problems
+
+    def scope_fingerprint(self) -> dict[str, str]:
+        """What every worker's URL scope must agree on besides politeness."""
+        s = self.settings
+        return {
+            "max_url_length": str(s.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH)),
+            "max_repeated_segments": str(s.getint(
+                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
+            )),
+            "priority_policy": str(s.get(
+                "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
+            )),
+            "seen_bloom": str(_seen_bloom(s)),
+        }
+
+    def _redis_frontier(
+        self,
+        client: redis.Redis,
+        *,
+        lease_ttl: float,
+        max_pages_per_host: int | None,
+        on_give_up: Callable[[str, str, int], None] | None = None,
+    ) -> RedisFrontier:
+        s = self.settings
+        return RedisFrontier(
+            client,
+            self.key,
+            politeness_from_settings(s),
+            front_queues=s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
+            back_queues=s.getint(
+                "FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES
+            ) or SHARED_BACK_QUEUES,
+            max_pages_per_host=max_pages_per_host,
+            lease_ttl=lease_ttl,
+            worker_id=worker_name(),
+            seen_bloom=_seen_bloom(s),
+            on_give_up=on_give_up,
+        )
+
+    def operator_frontier(self) -> RedisFrontier:
+        """The crawl's frontier for ``scrapy frontier`` (reports and controls): no worker
+        thread, no read-ahead, nothing leased."""
+        return self._redis_frontier(
+            redis_client(self.settings),
+            lease_ttl=defaults.FRONTIER_LEASE_TTL,
+            max_pages_per_host=None,
+        )
+
+    def open_frontier(
+        self,
+        *,
+        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
+        max_pages_per_host: int | None = None,
+        callbacks: FrontierCallbacks | None = None,
+    ) -> Frontier:
+        cb = callbacks or FrontierCallbacks()
+        client = redis_client(self.settings)
+        on_give_up = _from_thread(cb.on_give_up)  # the scripts run on the worker thread
+        inner = self._redis_frontier(
+            client,
+            lease_ttl=lease_ttl,
+            max_pages_per_host=max_pages_per_host,
+            on_give_up=on_give_up,
+        )
+        if self.settings.getbool("FRONTIER_RESET"):
+            removed = inner.reset()
+            logger.warning(
+                "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+            )
+            inner = self._redis_frontier(
+                client,
+                lease_ttl=lease_ttl,
+                max_pages_per_host=max_pages_per_host,
+                on_give_up=on_give_up,
+            )
+        inner.check_compatible(self.scope_fingerprint())  # the first worker stores them
+        inbox = SharedInbox(
+            client,
+            self.keys.seeds,
+            RedisScopeRegistry(client, self.keys.scope),
+            on_seeds=_from_thread(cb.on_seeds),
+            on_scope=_from_thread(cb.on_scope),
+        )
+        logger.info(
+            "Frontier: Redis at %s, crawl %r (%d URLs queued, %d leases open)",
+            safe_url(self.settings),
+            self.key,
+            len(inner),
+            inner.in_flight(),
+        )
+        return BufferedFrontier(
+            inner,
+            read_ahead=self.settings.getint("FRONTIER_READ_AHEAD", defaults.FRONTIER_READ_AHEAD),
+            refresh=self.settings.getfloat(
+                "FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL
+            ),
+            max_wait=self.settings.getfloat(
+                "FRONTIER_LEASE_MAX_WAIT", defaults.FRONTIER_LEASE_MAX_WAIT
+            ),
+            notify=_from_thread(cb.notify),
+            on_added=_from_thread(cb.on_added),
+            on_completed=_from_thread(cb.on_completed),
+            on_error=_from_thread(_log_redis_error),
+            poll=inbox.poll,
+            transient=(redis.ConnectionError, redis.TimeoutError),
+        )
+
+
+def _seen_bloom(settings: BaseSettings) -> tuple[int, int] | None:
+    """``FRONTIER_SEEN_BLOOM_CAPACITY`` > 0: the seen-set is a Bloom filter of that capacity
+    at ``FRONTIER_SEEN_BLOOM_ERROR`` (bits, probes); else None (an exact SET)."""
+    capacity = settings.getint(
+        "FRONTIER_SEEN_BLOOM_CAPACITY", defaults.FRONTIER_SEEN_BLOOM_CAPACITY
+    )
+    if capacity <= 0:
+        return None
+    error = settings.getfloat("FRONTIER_SEEN_BLOOM_ERROR", defaults.FRONTIER_SEEN_BLOOM_ERROR)
+    return bloom_params(capacity, error)
+
+
+def _log_redis_error(exc: BaseException) -> None:
+    logger.error("Redis frontier call failed: %s", exc)

@@ -1,0 +1,278 @@
+"""Every Redis key of a crawl, named in one place.
+
+A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else the site's name):
+Redis Cluster keeps every key of one tag in one slot, so one Lua script may touch all of them,
+and two crawls share a Redis without meeting. No module builds a key name itself: it asks
+:class:`CrawlKeys`, and the Lua scripts are written with the names :class:`ScriptKeys` puts in
+them (each call is given one key, whose tag the script builds the others on).
+
+Where the state will be split: :meth:`CrawlKeys.frontier` gives the keys of the frontier's
+state (:class:`FrontierKeys`), today under the crawl's own tag. Sharding the frontier by host
+(a ``{<crawl>:<shard>}`` tag per shard, each owning a hash-partition of the hosts) is a change
+there: a ``FrontierKeys`` per shard, the small crawl-wide state (controls, blocks, totals,
+heartbeats, scope) staying on :class:`CrawlKeys`. The names and formats below are those crawls
+were started with: renaming one would orphan a stored crawl.
+
+The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``):
+
+==========================  ======  ===========================================================
+``{key}:stats``             HASH    counters: ``queued``, ``busy`` hosts, ``used`` back queues,
+                                    ``seq`` (lease tokens), ``bytes``, ``drop:<reason>``
+``{key}:f:<p>``             LIST    front queue of priority ``p`` (0 is the highest)
+``{key}:sel``               HASH    the biased selector's state (smooth weighted round robin)
+``{key}:q:<host>``          LIST    the host's back queue (at most B hosts hold one)
+``{key}:fq:<host>``         LIST    the host's *first* entries (robots.txt)
+``{key}:h:<host>``          HASH    the host's politeness state (see ``frontier_lua``)
+``{key}:hosts``             SET     host names (for reports, read with SSCAN)
+``{key}:ready``             ZSET    hosts that may hand out a URL, by the time they may
+``{key}:leases``            ZSET    lease token -> deadline
+``{key}:lease``             HASH    lease token -> msgpack lease record
+``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs
+``{key}:seen:bloom``        STRING  the seen-set as a Bloom filter instead (``:n``: its count)
+``{key}:fetches``           ZSET    host -> fetches (``busiest_hosts``)
+==========================  ======  ===========================================================
+
+The crawl's own (:class:`CrawlKeys`):
+
+==========================  ======  ===========================================================
+``{key}:meta``              HASH    ``layout`` version and the settings fingerprint
+``{key}:ctl``               HASH    the operator's controls: ``paused``, ``deadline`` (Redis
+                                    time), ``budget`` (bytes)
+``{key}:blocked``           HASH    ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it
+``{key}:wake``              PUBSUB  wake-ups of idle workers (``ctl``: an operator acted)
+``{key}:totals``            HASH    every worker's counters merged
+``{key}:workers``           HASH    worker id -> JSON heartbeat
+``{key}:scope``             SET     hosts the seeds brought into scope
+``{key}:robots``            HASH    origin -> msgpack robots.txt record
+``{key}:robots_state``      HASH    origin -> msgpack shared fetch state of its robots.txt
+``{key}:nd:...``            ...     the shared near-duplicate detector (:class:`NeardupKeys`)
+``<site>:start_urls``       LIST    seeds pushed to a running crawl (scrapy-redis's key, no tag)
+==========================  ======  ===========================================================
+
+
+The near-duplicate detector's (:class:`NeardupKeys`, under ``{key}:nd``; the small hashes are
+bucketed so they stay in Redis's compact listpack encoding; the formats are ``neardup_codec``'s):
+
+========================  ==================================================================
+``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
+``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
+``:l:<n>``                STRING: the index log, ``neardup_lua.CHUNK`` bytes each: per original
+                          stored its id (4), record offset (5) and length (3), anchors (count,
+                          4 bytes each); per original replaced, its id and zeros
+``:o:<id/508>``           STRING: per id, the offset (5 bytes) and length (3 bytes) of its
+                          record in the heap; zeros: none (duplicates, replaced originals)
+``:r:<n>``                STRING: the heap, ``neardup_lua.CHUNK`` bytes each; a record is
+                          fingerprint (8), host id (4), URL (length, then a byte saying which of
+                          ``http://host``, ``https://host`` or nothing it lacks, then the rest),
+                          title, cover and the packed sketch (``encode_sketch``)
+``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
+``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
+``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
+``:ts:<hid>``             STRING: the model's snapshot at its last pruning (pages, template
+                          length, blocks counted once and more than once, gap-packed, counts)
+``:tl:<hid>``             LIST: the pages learned since the snapshot, each its packed blocks
+``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
+                          frontier's penalty, shared)
+``:v``                    HASH: ``seq`` (commits so far: the order decisions are equivalent
+                          to), ``forget`` (originals replaced so far), ``log`` and ``heap``
+                          (bytes of each used)
+``:next``                 the last id given
+``:params``               the settings every worker must share
+========================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+START_URLS_KEY = "%(name)s:start_urls"  # scrapy-redis's key for seeding a running crawl
+
+
+def crawl_key(settings: Any, site: str) -> str:
+    """The crawl's name in Redis: ``FRONTIER_REDIS_KEY``, else the site's (spider's) name."""
+    return settings.get("FRONTIER_REDIS_KEY") or site
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN ``MATCH`` pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+class FrontierKeys:
+    """The keys of one Mercator frontier's state, under one hash tag (today the crawl's).
+
+    The ``*_prefix`` attributes are the per-host and per-priority keys without their host or
+    priority: the scripts append them (a script cannot be told ahead which hosts it meets).
+    ``meta``, ``controls``, ``blocked`` and ``wake`` are the crawl's own, which the scripts read
+    too (a script touches one cluster slot: shards will need their own copy of what they read).
+    """
+
+    def __init__(self, crawl: CrawlKeys, tag: str) -> None:
+        self.crawl = crawl
+        self.meta = crawl.meta
+        self.controls = crawl.controls
+        self.blocked = crawl.blocked
+        self.wake = crawl.wake
+        self.prefix = "{" + tag + "}"
+        p = self.prefix
+        self.stats = p + ":stats"
+        self.selector = p + ":sel"
+        self.hosts = p + ":hosts"
+        self.ready = p + ":ready"
+        self.leases = p + ":leases"
+        self.lease = p + ":lease"
+        self.seen = p + ":seen"
+        self.seen_bloom = p + ":seen:bloom"
+        self.seen_bloom_count = p + ":seen:bloom:n"
+        self.fetches = p + ":fetches"
+        self.front_prefix = p + ":f:"
+        self.back_prefix = p + ":q:"
+        self.first_prefix = p + ":fq:"
+        self.host_prefix = p + ":h:"
+
+    def front(self, priority: int) -> str:
+        return self.front_prefix + str(priority)
+
+    def back(self, host: str) -> str:
+        return self.back_prefix + host
+
+    def first(self, host: str) -> str:
+        return self.first_prefix + host
+
+    def host(self, host: str) -> str:
+        return self.host_prefix + host
+
+
+class NeardupKeys:
+    """The keys of the shared near-duplicate detector's state (see the module's table)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.template_meta = prefix + ":tp"
+        self.versions = prefix + ":v"
+        self.host_ids = prefix + ":h"
+        self.host_names = prefix + ":hn"
+        self.last_host_id = prefix + ":hnext"
+        self.host_counts = prefix + ":hc"
+        self.last_id = prefix + ":next"
+        self.params = prefix + ":params"
+        self.urls_prefix = prefix + ":u:"
+        self.fingerprints_prefix = prefix + ":f:"
+        self.log_prefix = prefix + ":l:"
+        self.slots_prefix = prefix + ":o:"
+        self.heap_prefix = prefix + ":r:"
+        self.template_prefix = prefix + ":t:"
+        self.snapshot_prefix = prefix + ":ts:"
+        self.lessons_prefix = prefix + ":tl:"
+
+    def log(self, piece: int) -> str:
+        return self.log_prefix + str(piece)
+
+    def template(self, hid: int) -> str:
+        return self.template_prefix + str(hid)
+
+    def pattern(self, kind: str = "") -> str:
+        """A SCAN pattern of every key of the detector, or of one ``kind`` (``f``: the
+        fingerprint buckets)."""
+        return glob_escape(self.prefix) + (f":{kind}:*" if kind else ":*")
+
+    def kind(self, key: bytes | str) -> str:
+        """The kind of one of the detector's keys (``u``, ``f``, ``tp``...)."""
+        text = key.decode() if isinstance(key, bytes) else key
+        return text[len(self.prefix) + 1 :].split(":")[0]
+
+
+class CrawlKeys:
+    """Every key of one crawl (see the module's tables).
+
+    ``crawl`` is the crawl's name (its hash tag); ``site`` the spider's name, which only
+    scrapy-redis's seeds list uses (default: the crawl's name)."""
+
+    def __init__(self, crawl: str, site: str | None = None) -> None:
+        if not crawl or any(c in crawl for c in "{}"):
+            raise ValueError(f"frontier key {crawl!r} must be non-empty, without braces")
+        self.name = crawl
+        self.prefix = "{" + crawl + "}"
+        p = self.prefix
+        self.meta = p + ":meta"
+        self.controls = p + ":ctl"
+        self.blocked = p + ":blocked"
+        self.wake = p + ":wake"  # a pub/sub channel
+        self.totals = p + ":totals"
+        self.workers = p + ":workers"
+        self.scope = p + ":scope"
+        self.robots = p + ":robots"
+        self.robots_state = p + ":robots_state"
+        self.seeds = START_URLS_KEY % {"name": site or crawl}
+
+    @classmethod
+    def from_settings(cls, settings: Any, site: str) -> CrawlKeys:
+        return cls(crawl_key(settings, site), site)
+
+    def frontier(self) -> FrontierKeys:
+        """The keys of the crawl's frontier: the one place that picks their hash tag."""
+        return FrontierKeys(self, self.name)
+
+    def neardup(self) -> NeardupKeys:
+        return NeardupKeys(self.prefix + ":nd")
+
+    def patterns(self) -> list[str]:
+        """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
+        list, which scrapy-redis names)."""
+        return [glob_escape(self.prefix) + ":*"]
+
+
+class ScriptKeys:
+    """How a Lua script gets the keys these classes name, at no cost per call beyond one key.
+
+    A call is given one key, ``given`` (``KEYS[1]``: a cluster client routes the call by its
+    tag); the script cuts its name off to get the tag (``P``) and builds every other key on it
+    with the name below the tag that the ``template`` (a :class:`FrontierKeys` or
+    :class:`NeardupKeys` of any crawl) gives: the ``local_keys`` as locals of the script's head
+    (:meth:`head`), the ``inline_keys`` where the source writes ``@NAME@`` (:meth:`render`; the
+    per-host and per-priority ones are prefixes the script appends a host or a priority to).
+    Passing every name as ``KEYS`` instead would cost Redis ~1,700 instructions per name and
+    call (each is parsed, made an object, then a Lua string): ~10 % more per page."""
+
+    def __init__(
+        self,
+        template: FrontierKeys | NeardupKeys,
+        given: str,
+        local_keys: Sequence[tuple[str, str]] = (),
+        inline_keys: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self.given = given
+        self.prefix = template.prefix
+        self._names = {
+            lua: self._below_tag(getattr(template, attr))
+            for lua, attr in (("KEYS[1]", given), *local_keys, *inline_keys)
+        }
+        self._locals = [lua for lua, _ in local_keys]
+        self._inline = [lua for lua, _ in inline_keys]
+
+    def _below_tag(self, name: str) -> str:
+        if not name.startswith(self.prefix) or "'" in name:  # one tag: one cluster slot
+            raise ValueError(f"{name!r} is not a key under {self.prefix!r}")
+        return name[len(self.prefix) :]
+
+    def keys(self, keys: FrontierKeys | NeardupKeys) -> list[str]:
+        """The ``KEYS`` of a call on ``keys``' state."""
+        return [getattr(keys, self.given)]
+
+    def head(self) -> str:
+        """The Lua that reads the tag and defines the local keys."""
+        lines = [f"local P = string.sub(KEYS[1], 1, -{len(self._names['KEYS[1]']) + 1})"]
+        lines += [f"local {lua} = P .. '{self._names[lua]}'" for lua in self._locals]
+        return "\n".join(lines) + "\n"
+
+    def render(self, source: str) -> str:
+        """``source`` with every ``@NAME@`` of an inline key made its Lua expression."""
+        for lua in self._inline:
+            source = source.replace(f"@{lua}@", f"P .. '{self._names[lua]}'")
+        unknown = re.search(r"@[A-Z_]+@", source)
+        if unknown:
+            raise ValueError(f"a script names a key {unknown.group()} that is not given")
+        return source
+

@@ -1,0 +1,30 @@
+"""``NEARDUP_STORE_CLASS`` of the ``redis`` backend: the crawl's shared near-duplicate
+detector, built from the crawl's settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.backends.redis.connection import redis_client
+from crawler.backends.redis.keys import crawl_key
+from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.config import defaults
+
+
+class RedisNearDuplicateStore:
+    """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: builds the shared near-duplicate
+    detector (:class:`crawler.backends.redis.neardup.RedisNearDuplicateDetector`) of the crawl,
+    under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
+        s = crawler.settings
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        return RedisNearDuplicateDetector(
+            redis_client(s),
+            crawl_key(s, site),
+            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
+            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
+            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
+        )
