@@ -27,6 +27,7 @@ import msgpack
 import redis
 
 from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
+from crawler.backends.redis.keys import CrawlKeys
 from crawler.report.tally import HostTallies, HostTally, busiest_line
 
 # Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
@@ -59,7 +60,7 @@ class Fleet:
 
     def __init__(self, client: redis.Redis, key: str, worker_id: str) -> None:
         self.client = client
-        self.prefix = "{" + key + "}"
+        self.keys = CrawlKeys(key)
         self.worker_id = worker_id
         self._script = client.register_script(HEARTBEAT)
         self._sent: dict[str, float] = {}
@@ -74,18 +75,18 @@ class Fleet:
             if delta:
                 args += [name, repr(float(delta)) if isinstance(delta, float) else int(delta)]
                 sent[name] = value
-        now = float(self._script(keys=[self.prefix + ":totals", self.prefix + ":workers"],
+        now = float(self._script(keys=[self.keys.totals, self.keys.workers],
                                  args=args))
         self._sent = sent  # only once Redis has them: a failed beat is sent again in full
         return now
 
     def workers(self) -> dict[str, dict[str, Any]]:
-        beats = self.client.hgetall(self.prefix + ":workers")
+        beats = self.client.hgetall(self.keys.workers)
         return {k.decode(): json.loads(v) for k, v in beats.items()}
 
     def totals(self) -> dict[str, float]:
         out: dict[str, float] = {}
-        for k, v in self.client.hgetall(self.prefix + ":totals").items():
+        for k, v in self.client.hgetall(self.keys.totals).items():
             text = v.decode()
             out[k.decode()] = float(text) if "." in text or "e" in text else int(text)
         return out
@@ -104,7 +105,7 @@ def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
 
 def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
     """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
-    client, prefix = frontier.client, frontier.prefix
+    client, keys = frontier.client, frontier.keys
     now = frontier._now()
     counts = frontier.counts()
     controls = frontier.controls()
@@ -115,8 +116,8 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
     for names in frontier._iter_hosts(batch):
         pipe = client.pipeline(transaction=False)
         for name in names:
-            pipe.hmget(prefix + ":h:" + name, "hq", "st", "nb")
-            pipe.zscore(prefix + ":ready", name)
+            pipe.hmget(keys.host(name), "hq", "st", "nb")
+            pipe.zscore(keys.ready, name)
         replies = pipe.execute()
         for i, name in enumerate(names):
             (hq, st, nb), ready = replies[2 * i : 2 * i + 2]
@@ -138,7 +139,7 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
                 hosts["waiting"] += 1
     leases: list[dict[str, Any]] = []
     per_worker: Counter[str] = Counter()
-    for chunk in _batches(client.hscan_iter(prefix + ":lease", count=batch), batch):
+    for chunk in _batches(client.hscan_iter(keys.lease, count=batch), batch):
         for token, raw in chunk:
             # raw: the entry inside is bytes (msgpack within msgpack), not text
             rec = msgpack.unpackb(raw, raw=True)
