@@ -45,7 +45,10 @@ _EMBEDDED = {
 
 BACKENDS: dict[str, dict[str, str]] = {
     "memory": {"FRONTIER_STORE_CLASS": "crawler.backends.memory.MemoryFrontierStore", **_EMBEDDED},
-    "sqlite": {"FRONTIER_STORE_CLASS": "crawler.backends.memory.SqliteFrontierStore", **_EMBEDDED},
+    "sqlite": {
+        "FRONTIER_STORE_CLASS": "crawler.backends.sqlite.frontier_store.SqliteFrontierStore",
+        **_EMBEDDED,
+    },
     "redis": {
         **_EMBEDDED,
         "FRONTIER_STORE_CLASS": "crawler.backends.redis.frontier_store.RedisFrontierStore",

@@ -262,3 +262,21 @@ class Frontier(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (files, connections). Shared state is never deleted here."""
+
+
+GiveUpCallback = Callable[[str, str, int], None]
+
+
+@dataclass
+class FrontierCallbacks:
+    """What a frontier tells the scheduler. An embedded frontier calls ``on_give_up`` only; a
+    shared one also says that leases are ready (``notify``), answers queued adds
+    (``on_added``), hands over seeds pushed from outside (``on_seeds``) and hosts other workers
+    brought into scope (``on_scope``), all on the scheduler's thread."""
+
+    on_give_up: GiveUpCallback | None = None
+    notify: Callable[[], None] | None = None
+    on_added: Callable[..., None] | None = None
+    on_completed: Callable[[str, float | None], None] | None = None  # see Frontier.completes_later
+    on_seeds: Callable[[list[str]], None] | None = None
+    on_scope: Callable[[set[str]], None] | None = None

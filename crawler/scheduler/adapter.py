@@ -21,10 +21,10 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler import signals as crawler_signals
-from crawler.backends.memory import FrontierCallbacks
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.frontier import Frontier, Outcome, Prioritizer
+from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import LinkForm
 from crawler.meta import LEASE_META

@@ -24,7 +24,7 @@ from typing import Any
 import redis
 from scrapy.settings import BaseSettings
 
-from crawler.backends.memory import FrontierCallbacks, MemoryFrontierStore
+from crawler.backends.memory import MemoryFrontierStore
 from crawler.backends.redis.connection import redis_client, safe_url, worker_name
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.inbox import SharedInbox
@@ -33,6 +33,7 @@ from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seen import bloom_params
 from crawler.config import defaults
 from crawler.frontier import Frontier
+from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
