@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from scrapy.settings import BaseSettings
-
 from crawler.config import defaults
 from crawler.frontier import (
     Frontier,
@@ -31,7 +29,7 @@ class MemoryFrontierStore:
 
     persistent = False
 
-    def __init__(self, settings: BaseSettings) -> None:
+    def __init__(self, settings: Any) -> None:  # Scrapy's Settings, or any object with its getters
         self.settings = settings
 
     @classmethod
