@@ -54,7 +54,9 @@ def test_a_blocked_host_gets_no_further_request_from_any_worker(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     target = HOSTS[2]
-    with site(pages=14) as server:
+    # 40 pages a host: the target must still have pages queued when `scrapy frontier block`
+    # lands (a second or two after the third request), even on a loaded machine
+    with site(pages=40) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **EXTRA)
         wait_until(lambda: sum(r.host == target for r in server.records) >= 3, timeout=60)
         done = frontier_cmd(redis_server, key, "block", target)

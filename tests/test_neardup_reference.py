@@ -35,9 +35,9 @@ from crawler.content.neardup import (
     Features,
     NearDuplicateDetector,
     compute_features,
-    exact_similarity,
     pick_best,
 )
+from crawler.content.neardup_explain import exact_similarity
 from crawler.content.normalize import normalize_text
 from crawler.content.shingles import shingle_hashes32
 from devsite.testset import build_labelled_set, text_pages
