@@ -1,3 +1,4 @@
 """What a crawl is told: every setting's default (``defaults``) and the schema that reads and
-checks the settings' values, from ``-s``, scrapyd and site configs alike (``schema``). The bottom
-layer: free of Scrapy and of every other package of the crawler."""
+checks the settings' values, from ``-s``, scrapyd and site configs alike (``schema``), and which
+optional parts a crawl runs (``features``). The bottom layer: free of Scrapy and of every other
+package of the crawler."""
