@@ -1,0 +1,292 @@
+"""A real Redis Cluster for tests: Debian's ``redis-server --cluster-enabled yes`` processes on
+free loopback ports, joined by ``redis-cli --cluster create`` (3 masters with a replica each by
+default), stopped when the test module ends.
+
+Use it with ``from tests.redis_cluster_support import redis_cluster  # noqa: F401`` and ask for
+``redis_cluster`` (a :class:`RedisClusterServers`). The operator's tools are real too: growing
+the cluster is ``redis-cli --cluster add-node`` and ``reshard`` (:meth:`add_master`,
+:meth:`move_slots`), a failover is a master killed with SIGKILL and its replica promoted by the
+cluster itself (:meth:`kill_master`). Without ``redis-server``/``redis-cli`` the tests skip,
+except under CI (``CI=true``), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from tests.redis_support import free_port
+
+
+def _binaries() -> tuple[str, str]:
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if server is None or cli is None:
+        message = "redis-server and redis-cli are needed (apt-get install redis-server)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + ": required under CI")
+        pytest.skip(message)
+    return server, cli
+
+
+@dataclass
+class ClusterNode:
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+@dataclass
+class RedisClusterServers:
+    root: Path
+    nodes: list[ClusterNode] = field(default_factory=list)
+    node_timeout_ms: int = 1000
+    aof: str | None = None
+
+    # -- starting ------------------------------------------------------------------------------
+
+    def _spawn(self) -> ClusterNode:
+        server, _ = _binaries()
+        for _ in range(3):
+            port, bus = free_port(), free_port()  # the bus port: not port + 10000, may be > 65535
+            persistence = ["--appendonly", "no"]
+            if self.aof is not None:
+                persistence = ["--appendonly", "yes", "--appendfsync", self.aof]
+            process = subprocess.Popen(
+                [
+                    server,
+                    "--port", str(port),
+                    "--bind", "127.0.0.1",
+                    "--cluster-enabled", "yes",
+                    "--cluster-port", str(bus),
+                    "--cluster-config-file", f"nodes-{port}.conf",
+                    "--cluster-node-timeout", str(self.node_timeout_ms),
+                    # a replica of an idle master may take over however long ago it last heard
+                    "--cluster-replica-validity-factor", "0",
+                    "--repl-ping-replica-period", "1",
+                    "--save", "",
+                    *persistence,
+                    "--appendfilename", f"appendonly-{port}.aof",
+                    "--appenddirname", f"aof-{port}",
+                    "--dir", str(self.root),
+                    "--logfile", str(self.root / f"redis-{port}.log"),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            node = ClusterNode(port, process)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and node.alive():
+                try:
+                    with node.client() as c:
+                        if c.ping():
+                            return node
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+            process.kill()
+            process.wait()
+        raise RuntimeError("a cluster node did not start")
+
+    def _cli(self, *args: str, timeout: float = 120) -> str:
+        _, cli = _binaries()
+        done = subprocess.run(
+            [cli, "--cluster", *args, "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"redis-cli --cluster {args[0]} failed: {done.stdout}{done.stderr}")
+        return done.stdout
+
+    def create(self, masters: int = 3, replicas: int = 1) -> None:
+        self.nodes = [self._spawn() for _ in range(masters * (1 + replicas))]
+        self._cli(
+            "create", *[n.address for n in self.nodes], "--cluster-replicas", str(replicas)
+        )
+        self.wait_ok()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # every replica known to every node
+            views = [self.cluster_nodes(node) for node in self.live()]
+            if all(sum("slave" in r["flags"] for r in v) == masters * replicas for v in views):
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the cluster's replicas did not all join")
+
+    # -- looking -------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``REDIS_URL`` naming one live node (any node will do for a cluster client)."""
+        return f"redis://{self.live()[0].address}"
+
+    def live(self) -> list[ClusterNode]:
+        return [n for n in self.nodes if n.alive()]
+
+    def client(self) -> RedisCluster:
+        node = self.live()[0]
+        return RedisCluster(host="127.0.0.1", port=node.port)
+
+    def cluster_nodes(self, node: ClusterNode | None = None) -> list[dict[str, str]]:
+        """``CLUSTER NODES`` as one dict per node (id, address, flags, master, slots), as
+        ``node`` (else the first live node) sees it."""
+        with (node or self.live()[0]).client() as c:
+            text = c.execute_command("CLUSTER", "NODES")
+        text = text.decode() if isinstance(text, bytes) else text
+        out = []
+        for line in text.strip().splitlines():
+            parts = line.split()
+            out.append(
+                {
+                    "id": parts[0],
+                    "address": parts[1].split("@")[0],
+                    "flags": parts[2],
+                    "master": parts[3],
+                    "slots": " ".join(parts[8:]),
+                }
+            )
+        return out
+
+    def masters(self) -> list[ClusterNode]:
+        """Live masters that own slots, in the order of their first slot."""
+        by_address = {n.address: n for n in self.live()}
+        rows = [
+            r
+            for r in self.cluster_nodes()
+            if "master" in r["flags"] and "fail" not in r["flags"] and r["slots"]
+        ]
+        rows.sort(key=lambda r: int(r["slots"].split()[0].split("-")[0].strip("[")))
+        return [by_address[r["address"]] for r in rows if r["address"] in by_address]
+
+    def masters_with_replicas(self) -> list[ClusterNode]:
+        """The masters :meth:`kill_master` can fail over (those with a replica)."""
+        ids = {r["master"] for r in self.cluster_nodes() if "slave" in r["flags"]}
+        return [m for m in self.masters() if self.node_id(m) in ids]
+
+    def node_id(self, node: ClusterNode) -> str:
+        with node.client() as c:
+            value = c.execute_command("CLUSTER", "MYID")
+        return value.decode() if isinstance(value, bytes) else value
+
+    def wait_ok(self, timeout: float = 30) -> None:
+        """Until every live node says ``cluster_state:ok`` and agrees on the slots."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                states = []
+                for node in self.live():
+                    with node.client() as c:
+                        info = c.execute_command("CLUSTER", "INFO")
+                    info = info.decode() if isinstance(info, bytes) else info
+                    states.append("cluster_state:ok" in info)
+                    last = info
+                if all(states):
+                    return
+            except redis.RedisError as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise RuntimeError(f"the cluster did not settle: {last}")
+
+    # -- what an operator does -----------------------------------------------------------------
+
+    def add_master(self) -> ClusterNode:
+        """``redis-cli --cluster add-node``: a new, empty master."""
+        node = self._spawn()
+        self.nodes.append(node)
+        self._cli("add-node", node.address, self.live()[0].address)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if any(r["address"] == node.address for r in self.cluster_nodes()):
+                break
+            time.sleep(0.2)
+        self.wait_ok()
+        return node
+
+    def move_slots(self, slots: int, to: ClusterNode, source: ClusterNode | None = None) -> str:
+        """``redis-cli --cluster reshard``: move ``slots`` slots to ``to`` (from ``source``,
+        else from every master), keys and all, while clients keep running."""
+        args = [
+            "reshard", self.live()[0].address,
+            "--cluster-from", self.node_id(source) if source else "all",
+            "--cluster-to", self.node_id(to),
+            "--cluster-slots", str(slots),
+            "--cluster-pipeline", "100",
+        ]  # fmt: skip
+        return self._cli(*args, timeout=300)
+
+    def kill_master(self, node: ClusterNode, timeout: float = 30) -> ClusterNode:
+        """SIGKILL a master and wait until its replica has taken over; returns the new master."""
+        node_id = self.node_id(node)
+        replicas = [r for r in self.cluster_nodes() if r["master"] == node_id]
+        if not replicas:
+            raise ValueError(f"master {node.address} has no replica to take over")
+        node.process.send_signal(signal.SIGKILL)
+        node.process.wait()
+        by_address = {n.address: n for n in self.live()}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for r in replicas:
+                successor = by_address.get(r["address"])
+                if successor is None:
+                    continue
+                try:
+                    with successor.client() as c:
+                        role = c.execute_command("ROLE")[0]
+                except redis.RedisError:
+                    continue
+                if role in (b"master", "master"):
+                    self.wait_ok()
+                    return successor
+            time.sleep(0.2)
+        raise RuntimeError("no replica took over from the killed master")
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            if node.alive():
+                node.process.terminate()
+        for node in self.nodes:
+            try:
+                node.process.wait(10)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait()
+
+
+def start_cluster(
+    root: Path, masters: int = 3, replicas: int = 1, aof: str | None = None
+) -> RedisClusterServers:
+    cluster = RedisClusterServers(root, aof=aof)
+    try:
+        cluster.create(masters, replicas)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterServers]:
+    cluster = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
