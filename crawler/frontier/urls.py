@@ -309,7 +309,7 @@ class UrlPolicy:
         if not self.max_hosts_per_domain:
             return
         if self._domain_of is None:
-            self._domain_of = _registered_domain_function()
+            self._domain_of = registered_domain_function()
         for host in hosts:
             if host in self._known_hosts:
                 continue
@@ -327,7 +327,7 @@ class UrlPolicy:
             self._known_hosts.add(host)
             return True
         if self._domain_of is None:
-            self._domain_of = _registered_domain_function()
+            self._domain_of = registered_domain_function()
         domain = self._domain_of(host)
         n = self._domain_hosts.get(domain, 0)
         if n >= self.max_hosts_per_domain:
@@ -358,7 +358,7 @@ class UrlPolicy:
         return True
 
 
-def _registered_domain_function() -> Callable[[str], str]:
+def registered_domain_function() -> Callable[[str], str]:
     """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IP -> itself),
     from tldextract's bundled public-suffix snapshot: never fetched, never cached on disk."""
     import tldextract

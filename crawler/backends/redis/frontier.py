@@ -44,6 +44,7 @@ from typing import Any
 import msgpack
 import redis
 
+from crawler.backends.redis.calls import ScriptCall, ScriptRunner, script_runner
 from crawler.backends.redis.controls import OperatorControls
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
@@ -64,6 +65,10 @@ from crawler.frontier.api import (
 from crawler.frontier.politeness import PolitenessPolicy
 
 LAYOUT = "1"
+# the scripts whose writes a replica must have before they count (FRONTIER_REPLICA_WAIT): links
+# stored, fetches completed and acknowledged, the operator's acts. A lease lost in a failover
+# only makes its URL due again.
+_WRITES = frozenset({"add", "complete", "ack", "release", "block", "unblock", "control", "hold"})
 _REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocked")
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
 
@@ -102,11 +107,17 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         expire_batch: int = 100,
         seen_bloom: tuple[int, int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
+        shard: int = 0,
+        shards: int = 1,
+        runner: ScriptRunner | None = None,
     ) -> None:
         """``seen_bloom``: ``(bits, probes)`` (:func:`~crawler.backends.redis.seen.bloom_params`)
         keeps the seen-set as a Bloom filter instead of a SET; every worker of a crawl must use
-        the same."""
-        self.crawl_keys = CrawlKeys(key)
+        the same. ``shard`` of ``shards``: the part of a sharded crawl's frontier this object
+        serves (:class:`~crawler.backends.redis.sharded.ShardedFrontier` holds one per shard);
+        ``runner`` sends its scripts (:mod:`~crawler.backends.redis.calls`: a cluster's node,
+        replicas waited on)."""
+        self.crawl_keys = CrawlKeys(key, shards=shards)
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
         if front_queues < 1 or back_queues < 1:
@@ -118,7 +129,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             raise ValueError("one positive weight per front queue is needed")
         self.client = client
         self.key = key
-        self.keys = self.crawl_keys.frontier()
+        self.keys = self.crawl_keys.frontier(shard)
+        self.shard_count = shards
+        self.runner = runner or script_runner(client)
         self.prefix = self.keys.prefix
         self.policy = policy
         self.front_queue_count = front_queues
@@ -169,8 +182,13 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def _now_arg(self) -> str:
         return "" if self.clock is None else repr(float(self.clock()))
 
+    def _script_call(self, name: str, *args: Any) -> ScriptCall:
+        return ScriptCall(
+            self._scripts[name], self._keys, [self._now_arg(), self._config, *args], name in _WRITES
+        )
+
     def _call(self, name: str, *args: Any) -> Any:
-        return self._scripts[name](keys=self._keys, args=[self._now_arg(), self._config, *args])
+        return self.runner.run(self._script_call(name, *args))
 
     def _now(self) -> float:
         """The frontier's clock, for reports computed client-side."""
@@ -196,6 +214,7 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             "front_queues": str(self.front_queue_count),
             "back_queues": str(self.back_queue_count),
             "max_pages_per_host": str(self.max_pages_per_host),
+            "shards": str(self.shard_count),
         }
 
     def check_compatible(self, settings_fingerprint: dict[str, Any]) -> list[str]:
@@ -207,6 +226,10 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             **self.settings_fingerprint(),
             **{k: str(v) for k, v in settings_fingerprint.items()},
         }
+        if self.client.hexists(meta, "fp:front_queues") and not self.client.hexists(
+            meta, "fp:shards"
+        ):  # a crawl stored before shards existed has the one shard it was made with
+            self.client.hsetnx(meta, "fp:shards", "1")
         pipe = self.client.pipeline()
         for name, value in wanted.items():
             pipe.hsetnx(meta, "fp:" + name, value)
@@ -223,12 +246,25 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
 
     # -- adding -------------------------------------------------------------------------------
 
-    def _add_chunk(self, entries: Sequence[Entry], force: bool, first: bool) -> list[int]:
+    def _add_call(self, entries: Sequence[Entry], force: bool, first: bool) -> ScriptCall:
         args: list[Any] = ["1" if force else "0", "1" if first else "0"]
         for e in entries:
             p = self._priority(e.priority)
             args += [seen_key(e.url), e.host, p, pack_entry(e, p)]
-        return self._call("add", *args)
+        return self._script_call("add", *args)
+
+    def _add_chunk(self, entries: Sequence[Entry], force: bool, first: bool) -> list[int]:
+        return self.runner.run(self._add_call(entries, force, first))
+
+    def add_calls(self, entries: Sequence[Entry]) -> list[ScriptCall]:
+        """The script calls that queue ``entries`` (a page's links of this shard), one per
+        ``chunk_size``, for a caller that pipelines them with other shards'. Their replies
+        are :meth:`add_results`."""
+        return [self._add_call(chunk, False, False) for chunk in _chunks(entries, self.chunk_size)]
+
+    @staticmethod
+    def add_results(replies: Sequence[Sequence[int]]) -> list[AddResult]:
+        return [_ADD_RESULTS[c] for reply in replies for c in reply]
 
     def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
         code = self._add_chunk([entry], force, first)[0]
@@ -238,10 +274,10 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
 
     def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         """One script call per ``chunk_size`` entries: one round trip per page's links."""
-        results: list[AddResult] = []
-        for chunk in _chunks(entries, self.chunk_size):
-            results += [_ADD_RESULTS[c] for c in self._add_chunk(chunk, False, False)]
-        return results
+        calls = self.add_calls(entries)
+        if len(calls) == 1:
+            return self.add_results([self.runner.run(calls[0])])
+        return self.add_results([self.runner.run(c) for c in calls])
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         return sum(

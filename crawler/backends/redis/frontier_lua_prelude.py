@@ -35,6 +35,7 @@ SCRIPT_KEYS = ScriptKeys(
         ("FETCHES", "fetches"),
         ("CTL", "controls"),
         ("BLOCKED", "blocked"),
+        ("PROBE", "probe"),
     ),
     inline_keys=(
         ("BLOOM", "seen_bloom"),
@@ -57,6 +58,9 @@ else
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
+-- A key never written: on a cluster whose slot is being moved (resharding) touching it fails
+-- at once, before this script writes anything (the client waits and calls again).
+redis.call('EXISTS', PROBE)
 local CFG = cmsgpack.unpack(ARGV[2])
 local MIN_DELAY, FACTOR, MAX_DELAY = CFG[1], CFG[2], CFG[3]
 local CONC, MAX_CD, MAX_FAIL, MAX_PAGES = CFG[4], CFG[5], CFG[6], CFG[7]
@@ -200,15 +204,16 @@ end
 
 -- The operator's controls ({crawl}:ctl): '' (hand out work), 'paused', or why the crawl is
 -- over: 'deadline' (past the time in 'deadline'), 'byte_budget' (the bytes downloaded, counted
--- by complete, reached 'budget').
+-- by complete, reached 'budget'; with several shards, each counts its own and a client that
+-- found their sum over the budget sets 'over').
 local HALT = nil
 local function halted()
   if HALT == nil then
     HALT = ''
-    local c = redis.call('HMGET', CTL, 'paused', 'deadline', 'budget')
+    local c = redis.call('HMGET', CTL, 'paused', 'deadline', 'budget', 'over')
     if c[2] and NOW >= tonumber(c[2]) then
       HALT = 'deadline'
-    elseif c[3] and num(redis.call('HGET', STATS, 'bytes')) >= tonumber(c[3]) then
+    elseif c[3] and (c[4] or num(redis.call('HGET', STATS, 'bytes')) >= tonumber(c[3])) then
       HALT = 'byte_budget'
     elseif c[1] == '1' then
       HALT = 'paused'

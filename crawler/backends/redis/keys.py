@@ -6,12 +6,16 @@ and two crawls share a Redis without meeting. No module builds a key name itself
 :class:`CrawlKeys`, and the Lua scripts are written with the names :class:`ScriptKeys` puts in
 them (each call is given one key, whose tag the script builds the others on).
 
-Where the state will be split: :meth:`CrawlKeys.frontier` gives the keys of the frontier's
-state (:class:`FrontierKeys`), today under the crawl's own tag. Sharding the frontier by host
-(a ``{<crawl>:<shard>}`` tag per shard, each owning a hash-partition of the hosts) is a change
-there: a ``FrontierKeys`` per shard, the small crawl-wide state (controls, blocks, totals,
-heartbeats, scope) staying on :class:`CrawlKeys`. The names and formats below are those crawls
-were started with: renaming one would orphan a stored crawl.
+Shards (``FRONTIER_SHARDS``, :mod:`crawler.backends.redis.shards`): :meth:`CrawlKeys.frontier`
+gives the keys of one shard's frontier state (:class:`FrontierKeys`). With one shard that is the
+crawl's own tag, the layout crawls always had. With S > 1 shard ``i`` has a tag of its own,
+``{<crawl>:<i>.<n>}`` (``n`` picked so the tag's cluster slot falls in the i-th S-th of the slot
+range: S shards on S equal masters land one on each), holding the frontier state of the hosts
+it owns, and a copy of the crawl-wide state its scripts read (``:ctl``, ``:blocked``): a script
+touches one cluster slot. Its wake-ups go out on ``{<tag>}:wake``. The small crawl-wide state
+(meta, controls as the operator set them, totals, heartbeats, scope, robots.txt, the
+near-duplicate store) stays under the crawl's own tag. The names and formats below are those
+crawls were started with: renaming one would orphan a stored crawl.
 
 The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``):
 
@@ -30,6 +34,9 @@ The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``)
 ``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs
 ``{key}:seen:bloom``        STRING  the seen-set as a Bloom filter instead (``:n``: its count)
 ``{key}:fetches``           ZSET    host -> fetches (``busiest_hosts``)
+``{key}:ctl``/``:blocked``  HASH    the shard's copy of the operator's controls and blocks
+                                    (with one shard: the crawl's own, below)
+``{key}:wake``              PUBSUB  the shard's wake-ups (one shard: the crawl's channel)
 ==========================  ======  ===========================================================
 
 The crawl's own (:class:`CrawlKeys`):
@@ -85,9 +92,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
+from redis.crc import key_slot as _crc_slot
+
 START_URLS_KEY = "%(name)s:start_urls"  # scrapy-redis's key for seeding a running crawl
+
+
+@cache
+def key_slot(tag: bytes) -> int:
+    """The Redis Cluster slot of a hash tag (CRC16 mod 16384, as redis-py computes it)."""
+    return _crc_slot(tag)
 
 
 def crawl_key(settings: Any, site: str) -> str:
@@ -101,22 +117,27 @@ def glob_escape(text: str) -> str:
 
 
 class FrontierKeys:
-    """The keys of one Mercator frontier's state, under one hash tag (today the crawl's).
+    """The keys of one Mercator frontier's state (one shard's), under one hash tag.
 
     The ``*_prefix`` attributes are the per-host and per-priority keys without their host or
     priority: the scripts append them (a script cannot be told ahead which hosts it meets).
-    ``meta``, ``controls``, ``blocked`` and ``wake`` are the crawl's own, which the scripts read
-    too (a script touches one cluster slot: shards will need their own copy of what they read).
+    ``controls``, ``blocked`` and ``wake`` are the shard's own (with one shard, the crawl's):
+    a script touches one cluster slot, so each shard keeps a copy of the controls it obeys.
+    ``meta`` is the crawl's (read by clients only). ``probe`` is never written: the scripts
+    touch it first, so a slot being moved refuses them before they write anything.
     """
 
-    def __init__(self, crawl: CrawlKeys, tag: str) -> None:
+    def __init__(self, crawl: CrawlKeys, tag: str, index: int = 0) -> None:
         self.crawl = crawl
+        self.index = index
+        self.tag = tag
         self.meta = crawl.meta
-        self.controls = crawl.controls
-        self.blocked = crawl.blocked
-        self.wake = crawl.wake
         self.prefix = "{" + tag + "}"
         p = self.prefix
+        self.controls = p + ":ctl"
+        self.blocked = p + ":blocked"
+        self.wake = p + ":wake"  # a pub/sub channel
+        self.probe = p + ":probe"
         self.stats = p + ":stats"
         self.selector = p + ":sel"
         self.hosts = p + ":hosts"
@@ -188,12 +209,16 @@ class CrawlKeys:
     """Every key of one crawl (see the module's tables).
 
     ``crawl`` is the crawl's name (its hash tag); ``site`` the spider's name, which only
-    scrapy-redis's seeds list uses (default: the crawl's name)."""
+    scrapy-redis's seeds list uses (default: the crawl's name); ``shards`` how many shards its
+    frontier is split into (``FRONTIER_SHARDS``)."""
 
-    def __init__(self, crawl: str, site: str | None = None) -> None:
+    def __init__(self, crawl: str, site: str | None = None, shards: int = 1) -> None:
         if not crawl or any(c in crawl for c in "{}"):
             raise ValueError(f"frontier key {crawl!r} must be non-empty, without braces")
+        if shards < 1:
+            raise ValueError("a crawl has at least one shard")
         self.name = crawl
+        self.shard_count = shards
         self.prefix = "{" + crawl + "}"
         p = self.prefix
         self.meta = p + ":meta"
@@ -209,11 +234,21 @@ class CrawlKeys:
 
     @classmethod
     def from_settings(cls, settings: Any, site: str) -> CrawlKeys:
-        return cls(crawl_key(settings, site), site)
+        shards = int(settings.get("FRONTIER_SHARDS") or 1)
+        return cls(crawl_key(settings, site), site, shards)
 
-    def frontier(self) -> FrontierKeys:
-        """The keys of the crawl's frontier: the one place that picks their hash tag."""
-        return FrontierKeys(self, self.name)
+    def frontier(self, index: int = 0) -> FrontierKeys:
+        """The keys of shard ``index`` of the crawl's frontier: the one place that picks their
+        hash tag (one shard: the crawl's own)."""
+        if not 0 <= index < self.shard_count:
+            raise ValueError(f"no shard {index} in a crawl of {self.shard_count}")
+        if self.shard_count == 1:
+            return FrontierKeys(self, self.name)
+        return FrontierKeys(self, shard_tag(self.name, index, self.shard_count), index)
+
+    def shards(self) -> list[FrontierKeys]:
+        """The keys of every shard of the crawl's frontier, in shard order."""
+        return [self.frontier(i) for i in range(self.shard_count)]
 
     def neardup(self) -> NeardupKeys:
         return NeardupKeys(self.prefix + ":nd")
@@ -221,7 +256,25 @@ class CrawlKeys:
     def patterns(self) -> list[str]:
         """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
         list, which scrapy-redis names)."""
-        return [glob_escape(self.prefix) + ":*"]
+        tags = [self.prefix] + [k.prefix for k in self.shards() if k.prefix != self.prefix]
+        return [glob_escape(tag) + ":*" for tag in tags]
+
+
+SLOTS = 16384  # Redis Cluster's hash slots
+
+
+def shard_tag(crawl: str, index: int, count: int) -> str:
+    """The hash tag of shard ``index`` of ``count``: ``<crawl>:<index>.<n>`` with the first
+    ``n`` whose cluster slot lies in the index-th count-th of the slots. Equal slot ranges
+    are what ``redis-cli --cluster create`` gives its masters, so S shards on S masters (or
+    a multiple) spread evenly; growing the cluster moves whole shards (a slot each)."""
+    low, high = index * SLOTS // count, (index + 1) * SLOTS // count
+    for n in range(SLOTS * 64):
+        tag = f"{crawl}:{index}.{n}"
+        if low <= key_slot(tag.encode()) < high:
+            return tag
+    raise ValueError(f"no tag for shard {index} of {count}")  # pragma: no cover - CRC16 is
+    # uniform: a range of 16384/count slots is met within a few dozen tries
 
 
 class ScriptKeys:

@@ -6,41 +6,56 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import redis
 
 
 def listen(
     client: redis.Redis,
-    channel: str,
+    channel: str | Sequence[str],
     on_change: Callable[[], None],
     on_control: Callable[[], None],
+    on_channel: Callable[[str | None], None] | None = None,
 ) -> Callable[[], None]:
-    """Listen on ``channel`` on a thread of its own with its own connection; blocked in a
-    socket read, it costs Redis nothing while nothing happens. Every message calls
+    """Listen on ``channel`` (or several: a sharded crawl's, one per shard) on a thread of its
+    own with its own connection; blocked in a socket read, it costs Redis nothing while
+    nothing happens. Every message calls ``on_channel`` with its channel, if given, then
     ``on_change`` (an operator's, ``ctl``, calls ``on_control`` first); so does every
-    (re)subscription, for whatever happened while not listening. A lost connection is retried
-    every second (redis-py subscribes again). Returns the function that stops listening."""
-    pubsub = client.pubsub(ignore_subscribe_messages=True)
+    (re)subscription (``on_channel(None)``), for whatever happened while not listening. A lost
+    connection is retried every second on a new subscription (on a cluster, the node it was on
+    may be gone: another serves it, PUBLISH reaching every node). Returns the function that
+    stops listening."""
+    channels = [channel] if isinstance(channel, str) else list(channel)
+    holder = [client.pubsub(ignore_subscribe_messages=True)]
     stop = threading.Event()
 
     def run() -> None:
         subscribed = False
         while not stop.is_set():
+            pubsub = holder[0]
             try:
                 if not subscribed:
-                    pubsub.subscribe(channel)
+                    pubsub.subscribe(*channels)
                     subscribed = True
+                    if on_channel is not None:
+                        on_channel(None)
                     on_change()  # whatever happened while not listening
                 message = pubsub.get_message(timeout=1.0)
                 if message is not None:
                     if message.get("data") == b"ctl":  # an operator acted
                         on_control()
+                    if on_channel is not None:
+                        name = message.get("channel")
+                        on_channel(name.decode() if isinstance(name, bytes) else name)
                     on_change()
             except (redis.RedisError, OSError, ValueError):
                 subscribed = False
+                with contextlib.suppress(redis.RedisError, OSError):
+                    pubsub.close()
                 stop.wait(1.0)
+                with contextlib.suppress(redis.RedisError, OSError):
+                    holder[0] = client.pubsub(ignore_subscribe_messages=True)
 
     thread = threading.Thread(target=run, name="frontier-wake", daemon=True)
     thread.start()
@@ -49,6 +64,6 @@ def listen(
         stop.set()
         thread.join(3.0)
         with contextlib.suppress(redis.RedisError, OSError):
-            pubsub.close()
+            holder[0].close()
 
     return close
