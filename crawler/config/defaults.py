@@ -122,6 +122,21 @@ GC_FULL_INTERVAL = 300.0
 FRONTIER_REDIS_KEY = ""
 # Delete the crawl's state in Redis before starting, instead of resuming it.
 FRONTIER_RESET = False
+# Shards the crawl's frontier is split into by host (registered domain), each under its own hash
+# tag, so a Redis Cluster spreads them over its masters (the Mercator host splitter). Fixed when
+# the crawl is created: a worker with another number is refused. 1: one tag, the single-Redis
+# layout. Rule of thumb on a cluster: a multiple of the masters (2-4 per master, to grow into).
+FRONTIER_SHARDS = 1
+# Replicas each frontier write (links, completions, acknowledgements) waits for (Redis WAIT)
+# before it counts: 1 makes a cluster failover lose no URL, at the cost measured in BENCHMARKS.md;
+# 0 (asynchronous replication) may lose the last writes of a master that dies.
+FRONTIER_REPLICA_WAIT = 0
+# Seconds a write waits for its replicas at most (a node whose replicas missed it is then not
+# waited on for 10 s, so a shard left without a replica slows nothing).
+FRONTIER_REPLICA_WAIT_TIMEOUT = 1.0
+# Seconds a frontier call on a Redis Cluster keeps trying while its shard's slot moves or its
+# master fails over, before the worker treats Redis as away (and keeps retrying, logging once).
+FRONTIER_SHARD_PATIENCE = 5.0
 # Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
 # the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
 FRONTIER_READ_AHEAD = 8

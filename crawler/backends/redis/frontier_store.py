@@ -25,12 +25,14 @@ import redis
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
+from crawler.backends.redis.calls import script_runner
 from crawler.backends.redis.connection import redis_client, safe_url, worker_name
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, crawl_key
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seen import bloom_params
+from crawler.backends.redis.sharded import ShardedFrontier
 from crawler.config import defaults
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
@@ -66,7 +68,11 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     @property
     def keys(self) -> CrawlKeys:
-        return CrawlKeys(self.key, self.site)
+        return CrawlKeys(self.key, self.site, self.shard_count)
+
+    @property
+    def shard_count(self) -> int:
+        return self.settings.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisFrontierStore:
@@ -133,24 +139,44 @@ class RedisFrontierStore(MemoryFrontierStore):
         lease_ttl: float,
         max_pages_per_host: int | None,
         on_give_up: Callable[[str, str, int], None] | None = None,
-    ) -> RedisFrontier:
+    ) -> RedisFrontier | ShardedFrontier:
+        """The crawl's frontier: one :class:`RedisFrontier` per shard (``FRONTIER_SHARDS``),
+        several served as one by a :class:`ShardedFrontier`."""
         s = self.settings
-        return RedisFrontier(
+        runner = script_runner(
             client,
-            self.key,
-            politeness_from_settings(s),
-            front_queues=s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
-            back_queues=s.getint(
-                "FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES
-            ) or SHARED_BACK_QUEUES,
-            max_pages_per_host=max_pages_per_host,
-            lease_ttl=lease_ttl,
-            worker_id=worker_name(),
-            seen_bloom=_seen_bloom(s),
-            on_give_up=on_give_up,
+            replica_wait=(
+                s.getint("FRONTIER_REPLICA_WAIT", defaults.FRONTIER_REPLICA_WAIT),
+                s.getfloat(
+                    "FRONTIER_REPLICA_WAIT_TIMEOUT", defaults.FRONTIER_REPLICA_WAIT_TIMEOUT
+                ),
+            ),
+            patience=s.getfloat("FRONTIER_SHARD_PATIENCE", defaults.FRONTIER_SHARD_PATIENCE),
         )
+        count = self.shard_count
+        shards = [
+            RedisFrontier(
+                client,
+                self.key,
+                politeness_from_settings(s),
+                front_queues=s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
+                back_queues=s.getint(
+                    "FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES
+                ) or SHARED_BACK_QUEUES,
+                max_pages_per_host=max_pages_per_host,
+                lease_ttl=lease_ttl,
+                worker_id=worker_name(),
+                seen_bloom=_seen_bloom(s),
+                on_give_up=on_give_up,
+                shard=index,
+                shards=count,
+                runner=runner,
+            )
+            for index in range(count)
+        ]
+        return shards[0] if count == 1 else ShardedFrontier(shards)
 
-    def operator_frontier(self) -> RedisFrontier:
+    def operator_frontier(self) -> RedisFrontier | ShardedFrontier:
         """The crawl's frontier for ``scrapy frontier`` (reports and controls): no worker
         thread, no read-ahead, nothing leased."""
         return self._redis_frontier(
@@ -195,9 +221,10 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_scope=_from_thread(cb.on_scope),
         )
         logger.info(
-            "Frontier: Redis at %s, crawl %r (%d URLs queued, %d leases open)",
+            "Frontier: Redis at %s, crawl %r in %d shard(s) (%d URLs queued, %d leases open)",
             safe_url(self.settings),
             self.key,
+            self.shard_count,
             len(inner),
             inner.in_flight(),
         )

@@ -295,6 +295,14 @@ class ShardedFrontier(Frontier):
     def hosts(self) -> list[str]:
         return [h for shard in self.shards for h in shard.hosts()]
 
+    def _iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
+        """Every shard's host names in batches (SSCAN), shard after shard."""
+        for shard in self.shards:
+            yield from shard._iter_hosts(batch)
+
+    def _now(self) -> float:
+        return self.shards[0]._now()
+
     def waiting_hosts(self) -> list[HostReport]:
         reports = [r for shard in self.shards for r in shard.waiting_hosts()]
         return sorted(reports, key=lambda r: -r.due_in)
