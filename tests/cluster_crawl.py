@@ -1,0 +1,195 @@
+"""A frontier-level crawl of a synthetic site graph by several worker threads on a real Redis
+Cluster, for the fault tests: what each worker fetched, when, and what the frontier said.
+
+No HTTP: a fetch is a short sleep, so a test can crawl a thousand pages in seconds while an
+operator's action (a reshard, a master killed) happens underneath. Each worker has its own
+cluster client and :class:`~crawler.backends.redis.sharded.ShardedFrontier`, as worker
+processes would, and retries a call that failed because Redis was away, as the buffered
+frontier does (``BufferedFrontier._guard``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any, TypeVar
+
+import redis
+from redis.cluster import RedisCluster
+
+from crawler.backends.redis.calls import script_runner
+from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.sharded import ShardedFrontier
+from crawler.frontier import Entry, PolitenessPolicy
+
+T = TypeVar("T")
+
+
+def page_url(host: int, page: int) -> str:
+    return f"http://www.site{host}.test/p{page}.html"
+
+
+def host_name(host: int) -> str:
+    return f"www.site{host}.test"
+
+
+@dataclass(frozen=True)
+class Graph:
+    """``hosts`` sites of ``pages`` pages; page p links to p+1..p+3 of its site and to page 0
+    and p of two other sites: every page is reachable from the seeds (page 0 of each site)."""
+
+    hosts: int = 24
+    pages: int = 40
+
+    def links(self, url: str) -> list[Entry]:
+        host, page = _parse(url)
+        out = [(host, q) for q in (page + 1, page + 2, page + 3) if q < self.pages]
+        out += [((host + 1) % self.hosts, 0), ((host + 7) % self.hosts, page)]
+        return [Entry(page_url(h, q), host_name(h)) for h, q in out]
+
+    def seeds(self) -> list[Entry]:
+        return [Entry(page_url(h, 0), host_name(h)) for h in range(self.hosts)]
+
+    def all_urls(self) -> set[str]:
+        return {page_url(h, p) for h in range(self.hosts) for p in range(self.pages)}
+
+
+def _parse(url: str) -> tuple[int, int]:
+    rest = url.split("://www.site", 1)[1]
+    host, path = rest.split(".test/p", 1)
+    return int(host), int(path.split(".")[0])
+
+
+@dataclass
+class CrawlRecord:
+    fetches: list[tuple[str, str, float, float, int]] = field(default_factory=list)
+    retries: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    marked: float | None = None
+
+    def mark(self) -> None:
+        """The fault is over (fetches after it are counted by :meth:`after_mark`)."""
+        self.marked = time.monotonic()
+
+    def after_mark(self) -> int:
+        return sum(1 for f in self.fetches if self.marked is not None and f[2] >= self.marked)
+
+    def fetched(self) -> Counter[str]:
+        return Counter(url for url, *_ in self.fetches)
+
+    def overlaps(self) -> int:
+        """Pairs of fetches of one host that overlapped in time (host concurrency 1)."""
+        by_host: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for _, host, start, end, _ in self.fetches:
+            by_host[host].append((start, end))
+        n = 0
+        for spans in by_host.values():
+            spans.sort()
+            n += sum(1 for a, b in pairwise(spans) if b[0] < a[1])
+        return n
+
+
+def make_frontier(
+    client: RedisCluster, key: str, shards: int, replica_wait: int = 0, lease_ttl: float = 5.0
+) -> ShardedFrontier | RedisFrontier:
+    runner = script_runner(client, replica_wait=(replica_wait, 2.0), patience=3.0)
+    policy = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, host_concurrency=1)
+    parts = [
+        RedisFrontier(
+            client, key, policy, shard=i, shards=shards, runner=runner, lease_ttl=lease_ttl
+        )
+        for i in range(shards)
+    ]
+    return parts[0] if shards == 1 else ShardedFrontier(parts, max_age=0.2)
+
+
+def retrying(record: CrawlRecord, call: Callable[[], T], give_up: float = 60.0) -> T:
+    """``call`` until it goes through: Redis away (a failover) is waited out."""
+    deadline = time.monotonic() + give_up
+    while True:
+        try:
+            return call()
+        except (redis.ConnectionError, redis.TimeoutError, redis.ClusterDownError):
+            with record.lock:
+                record.retries += 1
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def crawl(
+    make_client: Callable[[], RedisCluster],
+    key: str,
+    graph: Graph,
+    *,
+    shards: int = 6,
+    workers: int = 3,
+    fetch_time: float = 0.004,
+    replica_wait: int = 0,
+    during: Callable[[CrawlRecord], None] | None = None,
+    timeout: float = 120.0,
+) -> CrawlRecord:
+    """Crawl ``graph`` to completion with ``workers`` threads; ``during`` runs on the calling
+    thread once a tenth of the pages are fetched (the fault)."""
+    record = CrawlRecord()
+    seeder = make_frontier(make_client(), key, shards, replica_wait)
+    retrying(record, lambda: seeder.add_many(graph.seeds()))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def worker(wid: int) -> None:
+        frontier = make_frontier(make_client(), key, shards, replica_wait)
+        idle_since: float | None = None
+        try:
+            while not stop.is_set():
+                leases = retrying(record, lambda: frontier.next_many(2))
+                if not leases:
+                    done = retrying(
+                        record, lambda: len(frontier) == 0 and frontier.in_flight() == 0
+                    )
+                    if done:
+                        idle_since = idle_since or time.monotonic()
+                        if time.monotonic() - idle_since > 1.5:
+                            return
+                    else:
+                        idle_since = None
+                    time.sleep(0.02)
+                    continue
+                idle_since = None
+                for lease in leases:
+                    start = time.monotonic()
+                    time.sleep(fetch_time)
+                    end = time.monotonic()
+                    with record.lock:
+                        record.fetches.append(
+                            (lease.entry.url, lease.entry.host, start, end, wid)
+                        )
+                    links = graph.links(lease.entry.url)
+                    retrying(record, lambda links=links: frontier.add_many(links))
+                    retrying(record, lambda lease=lease: frontier.finish(lease.token, 0.0))
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
+    for t in threads:
+        t.start()
+    total = len(graph.all_urls())
+    if during is not None:
+        deadline = time.monotonic() + timeout
+        while len(record.fetches) < total // 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        during(record)
+    for t in threads:
+        t.join(timeout)
+    stop.set()
+    if errors:
+        raise errors[0]
+    return record
+
+
+def frontier_state(frontier: Any) -> tuple[int, int]:
+    return len(frontier), frontier.in_flight()
