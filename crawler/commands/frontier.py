@@ -126,11 +126,15 @@ class Command(ScrapyCommand):
             return rest[0]
 
         if sub == "status":
+            from crawler.backends.redis.shard_load import format_shard_loads
+
             report = crawl_report(frontier, top=opts.top)
+            report["shards"] = frontier.shard_loads()
             if opts.json:
                 print(json.dumps(report, indent=2, sort_keys=True))
             else:
                 print(format_report(report))
+                print(format_shard_loads(report["shards"]))
         elif sub in ("block", "unblock"):
             name = one_arg("a host name, or a domain with --domain")
             kind = "domain" if opts.domain else "host"

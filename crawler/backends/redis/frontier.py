@@ -432,6 +432,12 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def halted(self) -> str:
         return self.halt
 
+    def shard_loads(self) -> list[dict[str, Any]]:
+        """This one shard's load and its node's (``scrapy frontier`` status)."""
+        from crawler.backends.redis.shard_load import shard_loads  # it reads RedisFrontier
+
+        return shard_loads([self])
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:

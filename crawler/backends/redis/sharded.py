@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.shard_load import shard_loads
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
@@ -316,6 +317,10 @@ class ShardedFrontier(Frontier):
 
     def __len__(self) -> int:
         return sum(len(shard) for shard in self.shards)
+
+    def shard_loads(self) -> list[dict[str, Any]]:
+        """Each shard's load and its node's (``scrapy frontier`` status)."""
+        return shard_loads(self.shards)
 
     def shard_counts(self) -> list[FrontierCounts]:
         """Each shard's counts, in shard order (for ``scrapy frontier`` status)."""
