@@ -69,14 +69,19 @@ class CrawlRecord:
     fetches: list[tuple[str, str, float, float, int]] = field(default_factory=list)
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
-    marked: float | None = None
+    marks: list[float] = field(default_factory=list)
 
     def mark(self) -> None:
-        """The fault is over (fetches after it are counted by :meth:`after_mark`)."""
-        self.marked = time.monotonic()
+        """A moment of the fault (its start, its end): :meth:`after_mark` and
+        :meth:`between_marks` count the fetches after the last one and between the first two."""
+        self.marks.append(time.monotonic())
 
     def after_mark(self) -> int:
-        return sum(1 for f in self.fetches if self.marked is not None and f[2] >= self.marked)
+        return sum(1 for f in self.fetches if self.marks and f[2] >= self.marks[-1])
+
+    def between_marks(self) -> int:
+        start, end = self.marks[0], self.marks[1]
+        return sum(1 for f in self.fetches if start <= f[2] < end)
 
     def fetched(self) -> Counter[str]:
         return Counter(url for url, *_ in self.fetches)

@@ -82,6 +82,7 @@ class RedisClusterServers:
                     # a replica of an idle master may take over however long ago it last heard
                     "--cluster-replica-validity-factor", "0",
                     "--repl-ping-replica-period", "1",
+                    "--repl-diskless-sync-delay", "0",
                     "--save", "",
                     *persistence,
                     "--appendfilename", f"appendonly-{port}.aof",
@@ -127,9 +128,26 @@ class RedisClusterServers:
         while time.monotonic() < deadline:  # every replica known to every node
             views = [self.cluster_nodes(node) for node in self.live()]
             if all(sum("slave" in r["flags"] for r in v) == masters * replicas for v in views):
+                break
+            time.sleep(0.2)
+        else:
+            raise RuntimeError("the cluster's replicas did not all join")
+        self.wait_replicas_synced()
+
+    def wait_replicas_synced(self, timeout: float = 30) -> None:
+        """Until every replica's link to its master is up (its first full sync done)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            synced = True
+            for node in self.live():
+                with node.client() as c:
+                    info = c.info("replication")
+                if info.get("role") == "slave" and info.get("master_link_status") != "up":
+                    synced = False
+            if synced:
                 return
             time.sleep(0.2)
-        raise RuntimeError("the cluster's replicas did not all join")
+        raise RuntimeError("the cluster's replicas did not sync")
 
     # -- looking -------------------------------------------------------------------------------
 
@@ -233,14 +251,29 @@ class RedisClusterServers:
         ]  # fmt: skip
         return self._cli(*args, timeout=300)
 
-    def kill_master(self, node: ClusterNode, timeout: float = 30) -> ClusterNode:
-        """SIGKILL a master and wait until its replica has taken over; returns the new master."""
+    def kill_master(
+        self, node: ClusterNode, timeout: float = 30, replica_lag: float = 0.0
+    ) -> ClusterNode:
+        """SIGKILL a master and wait until its replica has taken over; returns the new master.
+        ``replica_lag``: seconds the replicas are stopped (SIGSTOP) and cut off before the
+        kill, so the master's last writes of that time never reach them (a replica behind
+        under load, a network hiccup): what asynchronous replication loses in a failover."""
         node_id = self.node_id(node)
         replicas = [r for r in self.cluster_nodes() if r["master"] == node_id]
         if not replicas:
             raise ValueError(f"master {node.address} has no replica to take over")
+        by_address = {n.address: n for n in self.live()}
+        lagging = [by_address[r["address"]] for r in replicas if r["address"] in by_address]
+        if replica_lag > 0:
+            for replica in lagging:
+                replica.process.send_signal(signal.SIGSTOP)
+            with node.client() as c:  # what the master sent is in the replicas' socket buffers:
+                c.execute_command("CLIENT", "KILL", "TYPE", "replica")  # cut the link too
+            time.sleep(replica_lag)
         node.process.send_signal(signal.SIGKILL)
         node.process.wait()
+        for replica in lagging if replica_lag > 0 else []:
+            replica.process.send_signal(signal.SIGCONT)
         by_address = {n.address: n for n in self.live()}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -40,6 +40,7 @@ def test_slots_move_mid_crawl_and_nothing_is_lost(cluster: RedisClusterServers) 
 
     def reshard(record: CrawlRecord) -> None:
         new = cluster.add_master()
+        record.mark()
         # half the slots: the first half of every master's range, where shards 0, 2 and 4 are
         moved.append(cluster.move_slots(8192, new))
         record.mark()
@@ -57,7 +58,9 @@ def test_slots_move_mid_crawl_and_nothing_is_lost(cluster: RedisClusterServers) 
     assert on_new == [0, 2, 4]
     fetched = record.fetched()
     assert moved, "the reshard ran"
-    assert record.after_mark() > 100, "the crawl went on after the slots moved"
+    print(f"reshard took {record.marks[1] - record.marks[0]:.1f}s, "
+          f"{record.between_marks()} pages fetched meanwhile, {record.after_mark()} after")
+    assert record.between_marks() > 50, "the crawl went on while the slots moved"
     assert set(fetched) == graph.all_urls()  # nothing lost
     assert max(fetched.values()) == 1  # nothing fetched twice: a moving shard only waits
     assert record.overlaps() == 0
@@ -70,7 +73,9 @@ def test_a_master_fails_over_mid_crawl(cluster: RedisClusterServers, replica_wai
 
     def failover(record: CrawlRecord) -> None:
         t = time.monotonic()
-        cluster.kill_master(cluster.masters_with_replicas()[0])
+        # the replica is stopped for 0.3 s before the kill: the master's writes of that time
+        # reach it only if the crawl waited for them (FRONTIER_REPLICA_WAIT)
+        cluster.kill_master(cluster.masters_with_replicas()[0], replica_lag=0.3)
         killed.append(time.monotonic() - t)
         record.mark()
 

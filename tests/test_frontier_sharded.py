@@ -85,6 +85,9 @@ def test_hosts_of_one_registered_domain_share_a_shard() -> None:
     assert len({shard_of(h) for h in family}) == 1
     spread = {shard_of(f"host{i}.test{i}.org") for i in range(200)}
     assert spread == set(range(6))
+    # under no public suffix a host is its own key: not every *.test host in one shard
+    assert {shard_of(f"www.site{i}.test") for i in range(100)} == set(range(6))
+    assert {shard_of(f"127.0.0.{i}") for i in range(1, 100)} == set(range(6))
     assert ShardMap(6)("docs.python.org") == shard_of("docs.python.org")  # stable
 
 

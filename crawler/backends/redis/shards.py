@@ -4,7 +4,8 @@ A sharded crawl (``FRONTIER_SHARDS`` = S > 1) splits its frontier state by host 
 each under a hash tag of its own (:meth:`crawler.backends.redis.keys.CrawlKeys.frontier`), so
 a Redis Cluster spreads them over its masters. The partition key is the host's registered
 domain (``docs.example.co.uk`` -> ``example.co.uk``; an IP address is its own): every host of
-one domain lands in one shard, as Nutch's ``partition.url.mode=byDomain`` does, so whatever is
+one domain lands in one shard, as Nutch's ``partition.url.mode=byDomain`` does (a host under
+no public suffix is its own key), so whatever is
 counted or blocked per registered domain is met in one place. Politeness is per host and
 needs nothing more. The hash is blake2b (stable across processes and Python versions, unlike
 ``hash()``): every worker sends a host to the same shard, forever, so S is fixed when the crawl
@@ -18,6 +19,20 @@ from hashlib import blake2b
 
 from crawler.frontier.urls import registered_domain_function
 
+
+def _partition_key() -> Callable[[str], str]:
+    """host -> its registered domain, or the host itself when its suffix is not a public one
+    (``www.site1.test``, an intranet name): the public-suffix list would call every such host
+    one domain (``test``) and put them all in one shard."""
+    registered = registered_domain_function()
+
+    def key(host: str) -> str:
+        domain = registered(host)
+        return domain if "." in domain else host
+
+    return key
+
+
 CACHE_HOSTS = 1 << 16  # hosts whose shard is remembered: most links go to hosts seen before
 
 
@@ -29,7 +44,7 @@ class ShardMap:
         if count < 1:
             raise ValueError("FRONTIER_SHARDS must be at least 1")
         self.count = count
-        self._domain_of = domain_of or (registered_domain_function() if count > 1 else str)
+        self._domain_of = domain_of or (_partition_key() if count > 1 else str)
         self._cache: dict[str, int] = {}
 
     def __call__(self, host: str) -> int:
