@@ -144,6 +144,7 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         self.expire_batch = expire_batch
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
         self.halt = ""  # the operator's halt, as the last script call saw it
+        self.overdue = 0.0  # how long the earliest host had been due, as the last call saw it
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
         self._stats = self.keys.stats
         self._keys = SCRIPT_KEYS.keys(self.keys)
@@ -309,7 +310,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         """A script's status reply; its fourth part, the operator's halt, is kept for
         ``halted``."""
         self.halt = reply[3].decode() if isinstance(reply[3], bytes) else str(reply[3] or "")
-        return _status(reply[:3])
+        due, open_leases, queued = _status(reply[:3])
+        self.overdue = 0.0 if due is None else max(0.0, -due)
+        return (None if due is None else max(0.0, due)), open_leases, queued
 
     def complete(
         self,

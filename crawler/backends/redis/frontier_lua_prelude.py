@@ -222,13 +222,14 @@ local function halted()
   return HALT
 end
 
--- what a worker's snapshot needs: {seconds until the earliest host is due ('' if none),
+-- what a worker's snapshot needs: {seconds until the earliest host is due ('' if none;
+-- negative: how long it has been due, so a sharded crawl serves the most overdue shard first),
 -- open leases, queued URLs, the operator's halt ('' if none)}
 local function status()
   local top = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
   local due = ''
   -- halted: nothing is due (workers wait for the wake-up that lifts it, not poll)
-  if #top > 0 and halted() == '' then due = fmt(math.max(0, tonumber(top[2]) - NOW)) end
+  if #top > 0 and halted() == '' then due = fmt(tonumber(top[2]) - NOW) end
   return {due, redis.call('ZCARD', LEASES), num(redis.call('HGET', STATS, 'queued')), halted()}
 end
 

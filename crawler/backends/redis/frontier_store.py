@@ -154,15 +154,18 @@ class RedisFrontierStore(MemoryFrontierStore):
             patience=s.getfloat("FRONTIER_SHARD_PATIENCE", defaults.FRONTIER_SHARD_PATIENCE),
         )
         count = self.shard_count
+        # Mercator's B is the crawl's (3 x fetches in flight): each shard holds its share
+        back_queues = -(
+            -(s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES) or SHARED_BACK_QUEUES)
+            // count
+        )
         shards = [
             RedisFrontier(
                 client,
                 self.key,
                 politeness_from_settings(s),
                 front_queues=s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
-                back_queues=s.getint(
-                    "FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES
-                ) or SHARED_BACK_QUEUES,
+                back_queues=back_queues,
                 max_pages_per_host=max_pages_per_host,
                 lease_ttl=lease_ttl,
                 worker_id=worker_name(),
@@ -248,12 +251,15 @@ class RedisFrontierStore(MemoryFrontierStore):
 
 def _seen_bloom(settings: BaseSettings) -> tuple[int, int] | None:
     """``FRONTIER_SEEN_BLOOM_CAPACITY`` > 0: the seen-set is a Bloom filter of that capacity
-    at ``FRONTIER_SEEN_BLOOM_ERROR`` (bits, probes); else None (an exact SET)."""
+    at ``FRONTIER_SEEN_BLOOM_ERROR`` (bits, probes); else None (an exact SET). A sharded crawl
+    keeps one filter per shard, each sized for its share of the capacity."""
     capacity = settings.getint(
         "FRONTIER_SEEN_BLOOM_CAPACITY", defaults.FRONTIER_SEEN_BLOOM_CAPACITY
     )
     if capacity <= 0:
         return None
+    shards = settings.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)
+    capacity = -(-capacity // shards)
     error = settings.getfloat("FRONTIER_SEEN_BLOOM_ERROR", defaults.FRONTIER_SEEN_BLOOM_ERROR)
     return bloom_params(capacity, error)
 

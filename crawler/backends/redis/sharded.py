@@ -12,12 +12,13 @@ and a shard with more ready hosts gets more fetches.
   node in one pipeline (:mod:`~crawler.backends.redis.calls`). ``add_many`` returns once every
   batch is stored, and the buffered frontier sends a page's acknowledgement only after its
   links: a page is acknowledged only once its links are on every shard they went to.
-* **Leases** come from the shards whose earliest host is due, most overdue first, as many as
-  asked; what each shard said of itself (due time, open leases, queued URLs, halt) is kept and
-  summed for the caller. A shard's picture is refreshed by its own replies, by its wake-ups
-  (each shard publishes on a channel of its own; a worker listens on all) and, without a
-  listener, after every write this process makes to it. The front-queue priority order holds
-  within a shard; across shards, the most overdue shard goes first.
+* **Leases** come from the shards whose earliest host is due, the ``n`` asked spread over them,
+  most overdue first (each shard says how long its earliest host has been due): one heap of
+  next-fetch times, merged roughly. What each shard said of itself (due time, open leases,
+  queued URLs, halt) is kept and summed for the caller. A shard's picture is refreshed by its
+  own replies, by its wake-ups (each shard publishes on a channel of its own; a worker listens
+  on all) and, without a listener, after every write this process makes to it. The
+  front-queue priority order holds within a shard; across shards, the most overdue first.
 * **Tokens** carry their shard (``<shard>:<token>``), so completions go straight to it.
 * **Controls**: a host's block goes to its shard, a domain's to every shard (a parent domain
   may span several); pause and deadline to every shard's copy; the byte budget is checked
@@ -171,27 +172,34 @@ class ShardedFrontier(Frontier):
         return self.lease_with_status(n)[0]
 
     def lease_with_status(self, n: int) -> tuple[list[Lease], tuple[float | None, int, int]]:
-        """Up to ``n`` leases from the due shards, most overdue first, then the ones whose
-        picture is stale; the summed status after."""
+        """Up to ``n`` leases, spread over the shards that may have work (due, or not asked
+        lately), the most overdue first: the host heaps of all shards merged, roughly, as one
+        heap of next-fetch times would serve them; the summed status after."""
         now = self.clock()
         self._age(now)
-        due = [
-            (p.due_at, i)
+        candidates = [
+            i
             for i, p in enumerate(self.pictures)
-            if not p.stale and p.due_at is not None and p.due_at <= now and not p.halt
+            if not p.halt and (p.stale or (p.due_at is not None and p.due_at <= now))
         ]
-        order = [i for _, i in sorted(due)]
-        order += [i for i, p in enumerate(self.pictures) if p.stale]
+        candidates.sort(key=self._urgency)
         leases: list[Lease] = []
-        for index in order:
-            if len(leases) >= n:
+        for rank, index in enumerate(candidates):
+            wanted = n - len(leases)
+            if wanted <= 0:
                 break
-            got, status = self.shards[index].lease_with_status(n - len(leases))
+            share = -(-wanted // (len(candidates) - rank))  # the rest, spread over the rest
+            got, status = self.shards[index].lease_with_status(share)
             self._note(index, status)
             for lease in got:
                 lease.token = f"{index}:{lease.token}"
             leases += got
         return leases, self._summary()
+
+    def _urgency(self, index: int) -> tuple[int, float]:
+        """Most overdue first; shards whose picture says nothing is ready last."""
+        p = self.pictures[index]
+        return (0, p.due_at) if p.due_at is not None else (1, p.taken)
 
     def _age(self, now: float) -> None:
         for picture in self.pictures:
@@ -202,7 +210,8 @@ class ShardedFrontier(Frontier):
         due, in_flight, queued = status
         picture = self.pictures[index]
         picture.taken = self.clock()
-        picture.due_at = None if due is None else picture.taken + due
+        overdue = self.shards[index].overdue
+        picture.due_at = None if due is None else picture.taken + due - overdue
         picture.in_flight, picture.queued = in_flight, queued
         picture.halt = self.shards[index].halt
         picture.stale = False
