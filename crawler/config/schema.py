@@ -200,6 +200,7 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_LEASE_TTL": Number(above=True),
     "FRONTIER_READ_AHEAD": Number(integer=True, low=1),
     "FRONTIER_REFRESH_INTERVAL": Number(above=True),
+    "REDIS_CLUSTER": Choice(("auto", "yes", "no")),
     "CRAWLDB_COMMIT_INTERVAL": Number(above=True),
     "RECRAWL_INTERVAL": Number(),
     "RECRAWL_BATCH": Number(integer=True, low=1),
