@@ -103,6 +103,31 @@ def cluster_mode(settings: BaseSettings) -> str:
     return mode
 
 
+def _is_cluster_mode(settings: BaseSettings) -> bool:
+    """Whether :func:`redis_client` builds a cluster client for these settings (``auto`` asks
+    the node, once per process and address)."""
+    mode = cluster_mode(settings)
+    if mode != "auto":
+        return mode == "yes"
+    params = _params(settings)
+    where = _address(params)
+    with _answers_lock:
+        known = _cluster_answers.get(where)
+    if known is None:
+        known = _asks_cluster(params)
+        with _answers_lock:
+            _cluster_answers[where] = known
+    return known
+
+
+def _address(params: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        without_password(str(params.get("url") or "")),
+        str(params.get("host") or ""),
+        str(params.get("port") or ""),
+    )
+
+
 def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
     """A client from the crawl's settings: one Redis, or a Redis Cluster's (see the module
     docstring for how it is chosen), returning bytes (the frontier's entries are msgpack).
@@ -110,23 +135,7 @@ def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
     ``overrides`` replace ``REDIS_PARAMS`` entries for this client only (a component that must
     fail fast, say a shorter ``socket_timeout``)."""
     params = {**_params(settings), **overrides}
-    mode = cluster_mode(settings)
-    if mode == "no":
-        return _single(params)
-    if mode == "yes":
-        return _cluster(params)
-    where = (
-        without_password(str(params.get("url") or "")),
-        str(params.get("host") or ""),
-        str(params.get("port") or ""),
-    )
-    with _answers_lock:
-        known = _cluster_answers.get(where)
-    if known is None:
-        known = _asks_cluster(params)
-        with _answers_lock:
-            _cluster_answers[where] = known
-    return _cluster(params) if known else _single(params)
+    return _cluster(params) if _is_cluster_mode(settings) else _single(params)
 
 
 def _asks_cluster(params: dict[str, Any]) -> bool:
@@ -145,12 +154,13 @@ def _asks_cluster(params: dict[str, Any]) -> bool:
 
 def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
     """:func:`redis_client` overrides for a client called on the reactor thread (the robots.txt
-    cache): one attempt per call (redis-py retries a failed connection up to 10 times, a
-    cluster client reloading its slot map between tries), and socket timeouts of at most
-    :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s: a Redis cut off by the
-    network would hold the reactor that long)."""
+    cache): one attempt per call on one Redis, two on a cluster (redis-py's default is up to
+    11, a cluster client reloading its slot map after each: the second attempt is what finds
+    the replica promoted by a failover that happened since the client's last call), and socket
+    timeouts of at most :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s: a
+    Redis cut off by the network would hold the reactor that long)."""
     params = _params(settings)
-    out: dict[str, Any] = {"retry": Retry(NoBackoff(), 0)}
+    out: dict[str, Any] = {"retry": Retry(NoBackoff(), 1 if _is_cluster_mode(settings) else 0)}
     for name in ("socket_timeout", "socket_connect_timeout"):
         given = params.get(name)
         out[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(

@@ -242,7 +242,8 @@ class RedisNearDuplicateDetector:
         return Decision(f.fingerprint, kind="unjudged", words=f.words)
 
     def _unjudged_note(self) -> str:
-        return f"{self.unjudged} pages judged alone so far (neardup/unjudged)"
+        n = self.unjudged
+        return f"{n} pages judged alone so far (neardup/unjudged)" if n else ""
 
     def _check_copies(self) -> None:
         """After an outage, this worker's copies may be ahead of Redis (a restart without

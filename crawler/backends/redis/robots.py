@@ -113,7 +113,7 @@ class RedisRobotsCache(RobotsCache):
             "robots.txt cache",
             lambda: client.exists(self.state_hash),
             meanwhile="each worker fetches robots.txt on its own until it is back",
-            back_note=lambda: f"{self.alone} robots.txt look-ups answered alone meanwhile",
+            back_note=lambda: f"{self.alone} robots.txt look-ups answered alone so far",
             on_back=self._send_unsent,
             log=logger,
         )
