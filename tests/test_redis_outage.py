@@ -10,14 +10,23 @@ near-duplicate store raised on every page of the outage (51-79 tracebacks per wo
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.settings import Settings
 
+from crawler.backends.redis.connection import fail_fast_params, redis_client
+from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.robots import RedisRobotsCache
+from crawler.backends.redis.status import Fleet
+from crawler.content.neardup import NearDuplicateDetector
+from crawler.robots.rules import RobotsRecord
 from devsite import HostSpec, build_site
 from devsite.routed import RoutedSiteServer
 from tests.crawling import CrawlResult, finish_crawl, normalized, start_crawl
@@ -225,3 +234,185 @@ def test_every_redis_user_rides_out_a_cluster_failover(tmp_path: Path) -> None:
     fetched = normalized(server.records)
     wanted = {u for u in server.graph.reachable(server.seeds()) if "/private/" not in u}
     assert wanted <= set(fetched), sorted(wanted - set(fetched))[:5]
+
+
+# -- each component alone, against a real Redis killed and started again ---------------------
+
+TEXT = "\n".join(f"line {i} of a page about harvesting saffron by hand, slowly" for i in range(40))
+
+
+def lines(caplog: pytest.LogCaptureFixture, component: str) -> tuple[int, int]:
+    text = caplog.text
+    return (text.count(f"Redis unreachable for the {component}"),
+            text.count(f"Redis back for the {component}"))
+
+
+def test_the_robots_cache_never_waits_and_sends_its_records_when_redis_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On the reactor: while Redis is away every call answers at once (a claim granted, no
+    copy), a record fetched meanwhile is kept and sent once the probe finds Redis back."""
+    caplog.set_level(logging.WARNING)
+    redis = start_redis(tmp_path, aof="always")
+    s = Settings({"REDIS_URL": f"redis://127.0.0.1:{redis.port}/0"})
+    key = fresh_key()
+    cache = RedisRobotsCache(redis_client(s, **fail_fast_params(s)), key)
+    try:
+        assert cache.claim("http://a.test", 60).claimed
+        redis.process.kill()
+        redis.process.wait(10)
+        took = []
+        for i in range(50):
+            started = time.monotonic()
+            assert cache.claim(f"http://b{i}.test", 60).claimed  # acting alone
+            assert cache.get(f"http://b{i}.test") is None
+            took.append(time.monotonic() - started)
+        assert max(took) < 0.05, max(took)  # the reactor never waits
+        record = RobotsRecord("http://b1.test", "rules", 200, 1.0, 2.0, "User-agent: *\n")
+        cache.put(record)
+        assert cache.get("http://b1.test") == record  # this worker's copy meanwhile
+        redis = start_redis(tmp_path, port=redis.port, aof="always")
+        wait_until(lambda: not cache.outage.away, timeout=15)
+        with redis.client() as c:  # sent by the probe, for every worker
+            assert c.hexists("{" + key + "}:robots", "http://b1.test")
+        assert cache.peek("http://a.test") is not None  # the claim made before is still there
+    finally:
+        cache.close()
+        redis.stop()
+    assert lines(caplog, "robots.txt cache") == (1, 1)
+    assert "102 robots.txt look-ups answered alone" in caplog.text  # 50 claims, 51 gets, a put
+    assert "Traceback" not in caplog.text
+
+
+def test_a_check_waits_within_the_bound_then_judges_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A page checked while Redis restarts waits for it and gets the shared verdict; once Redis
+    has been away longer than the wait, pages are judged alone at once (``unjudged``), and the
+    next page after it is back is judged by the store again."""
+    caplog.set_level(logging.WARNING)
+    redis = start_redis(tmp_path, aof="always")
+    key = fresh_key()
+    client = redis_client(Settings({"REDIS_URL": f"redis://127.0.0.1:{redis.port}/0"}))
+    detector = RedisNearDuplicateDetector(client, key, outage_wait=10)  # a crawl's client
+    try:
+        assert detector.check("http://a.test/1", TEXT).kind == "new"
+        redis.process.kill()
+        redis.process.wait(10)
+        port = redis.port
+
+        def restart() -> None:
+            time.sleep(1.0)
+            restarted.append(start_redis(tmp_path, port=port, aof="always"))
+
+        restarted: list[Any] = []
+        thread = threading.Thread(target=restart)
+        thread.start()
+        started = time.monotonic()
+        copy = detector.check("http://b.test/1", TEXT)  # waits out the restart
+        waited = time.monotonic() - started
+        thread.join()
+        redis = restarted[0]
+        assert copy.kind == "exact" and copy.duplicate_of == "http://a.test/1"
+        assert 0.5 < waited < 10
+        # away for longer than the wait: judged alone, at once
+        detector.outage.wait = 0.3
+        redis.process.kill()
+        redis.process.wait(10)
+        alone = [detector.check(f"http://c.test/{i}", TEXT) for i in range(5)]
+        assert {d.kind for d in alone} == {"unjudged"} and detector.unjudged == 5
+        assert all(d.fingerprint == copy.fingerprint and not d.is_duplicate for d in alone)
+        started = time.monotonic()
+        detector.check("http://c.test/5", TEXT)
+        assert time.monotonic() - started < 0.1  # past the wait: no more waiting
+        redis = start_redis(tmp_path, port=port, aof="always")
+        wait_until(lambda: not detector.outage.away, timeout=15)
+        again = detector.check("http://d.test/1", TEXT)
+        assert again.kind == "exact" and again.duplicate_of == "http://a.test/1"
+    finally:
+        detector.close()
+        redis.stop()
+    assert lines(caplog, "shared near-duplicate store") == (2, 2)
+    assert "6 pages judged alone so far (neardup/unjudged)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_a_store_that_lost_its_state_is_read_again(tmp_path: Path) -> None:
+    """Redis restarted without persistence between two checks (nothing failed: redis-py
+    reconnected at once): the worker's copies are ahead of the store; they are dropped and the
+    decisions are those of a fresh detector, not an error per page."""
+    redis = start_redis(tmp_path)
+    key = fresh_key()
+    detector = RedisNearDuplicateDetector(redis.client(), key)
+    local = NearDuplicateDetector()
+    try:
+        texts = [TEXT.replace("saffron", f"crop{i}") for i in range(6)]
+        for i, text in enumerate(texts):
+            assert detector.check(f"http://a.test/{i}", text) == local.check(
+                f"http://a.test/{i}", text)
+        with redis.client() as c:
+            c.flushall()
+        local = NearDuplicateDetector()
+        for i, text in enumerate(texts):
+            assert detector.check(f"http://b.test/{i}", text) == local.check(
+                f"http://b.test/{i}", text)
+    finally:
+        detector.close()
+        redis.stop()
+
+
+def test_components_ride_out_a_cluster_failover(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The master serving a crawl's slot killed, its replica promoted: the robots.txt cache
+    answers alone meanwhile without waiting, a near-duplicate check waits and gets the shared
+    verdict, a heartbeat that failed is sent in full after; one line going and one back each."""
+    caplog.set_level(logging.WARNING)
+    (tmp_path / "cluster").mkdir()
+    cluster = start_cluster(tmp_path / "cluster", aof="always")
+    s = Settings({"REDIS_URL": cluster.url})
+    key = fresh_key()
+    robots_cache = RedisRobotsCache(redis_client(s, **fail_fast_params(s)), key)
+    detector = RedisNearDuplicateDetector(redis_client(s), key, outage_wait=30)
+    fleet_client = redis_client(s)
+    fleet = Fleet(fleet_client, key, "w1")
+    from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+
+    beats = RedisOutage("fleet heartbeat", lambda: fleet_client.exists(fleet.keys.totals))
+    try:
+        assert detector.check("http://a.test/1", TEXT).kind == "new"
+        beats.call(lambda: fleet.beat({"pages/ok": 1}, {"state": "running"}), wait=0)
+        master = fleet_client.get_node_from_key("{" + key + "}:totals")
+        node = next(n for n in cluster.live() if n.port == master.port)
+        # replication is asynchronous: the test waits until the replica has what was written
+        # (what a failover loses otherwise is the frontier's business: its WAIT setting)
+        node_id = cluster.node_id(node)
+        replica = next(n for n in cluster.live()
+                       for r in cluster.cluster_nodes() if r["master"] == node_id
+                       and r["address"] == n.address)
+        with replica.client() as c:
+            c.execute_command("READONLY")
+            wait_until(lambda: c.exists("{" + key + "}:totals") and c.hget(
+                "{" + key + "}:nd:v", "seq") == b"1", timeout=10)
+        node.process.kill()  # as kill_master does, but the clients meet the dead master
+        node.process.wait()
+        started = time.monotonic()
+        assert robots_cache.claim("http://r.test", 60).claimed
+        assert time.monotonic() - started < 1.0
+        with pytest.raises(RedisUnavailable):
+            beats.call(lambda: fleet.beat({"pages/ok": 2}, {"state": "running"}), wait=0)
+        copy = detector.check("http://b.test/1", TEXT)  # waits for the promotion
+        assert copy.kind == "exact" and copy.duplicate_of == "http://a.test/1"
+        cluster.wait_ok()
+        wait_until(lambda: not (beats.away or robots_cache.outage.away), timeout=30)
+        beats.call(lambda: fleet.beat({"pages/ok": 3}, {"state": "running"}), wait=0)
+        assert fleet.totals()["pages/ok"] == 3  # the failed beat's counts went with this one
+    finally:
+        beats.close()
+        robots_cache.close()
+        detector.close()
+        fleet_client.close()
+        cluster.stop()
+    for component in ("robots.txt cache", "shared near-duplicate store", "fleet heartbeat"):
+        assert lines(caplog, component) == (1, 1), component
+    assert "Traceback" not in caplog.text

@@ -184,7 +184,9 @@ class RedisNearDuplicateDetector:
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
         )
-        stored = self.outage.call(lambda: client.set(self.keys.params, params, nx=True, get=True))
+        stored = self.outage.call(  # at the spider's start, maybe on the reactor: no wait
+            lambda: client.set(self.keys.params, params, nx=True, get=True), wait=0
+        )
         if stored is not None and stored.decode() != params:
             raise ValueError(
                 f"the crawl's shared near-duplicate index was built with {stored.decode()}; "
@@ -291,6 +293,10 @@ class RedisNearDuplicateDetector:
             hid = int(hid_now)
             if hid:
                 self._copies.hids[host] = hid
+            if int(loglen) < self._index.position:  # Redis went back in time unnoticed
+                self._synced = -1  # (restarted without persistence between two checks)
+                self._check_copies()
+                continue
             self._copies.follow(host, hid, model)
             self._index.apply(tail)
             if self._index.position != int(loglen):
