@@ -1,10 +1,17 @@
 """The Redis engine: several ``scrapy crawl`` workers, one polite crawl.
 
-Every Redis user gets its client from ``connection`` and its key names from ``keys`` (the one
-place that names a crawl's keys, and that will give the frontier's state per-shard hash tags).
+Every Redis user gets its client from ``connection`` (one server, or a Redis Cluster) and its
+key names from ``keys`` (the one place that names a crawl's keys, the shards' hash tags too),
+and rides out Redis going away through ``outage``.
 
-``connection``       the client from the crawl's settings, the password, the masked URL
+``connection``       the client from the crawl's settings (a cluster's when ``REDIS_URL`` names
+                     a cluster node), the password, the masked URL
+``outage``           Redis away: one line going and one back per component, a bounded wait
 ``keys``             every key of a crawl (:class:`~crawler.backends.redis.keys.CrawlKeys`)
+``shards``           the host splitter: host -> shard (``FRONTIER_SHARDS``)
+``sharded``          a frontier in S shards served as one (``shard_load``: each shard's load)
+``calls``            how the frontier's scripts reach Redis: pipelined per cluster node, never
+                     following ``ASK`` (a moving slot pauses its shard), replicas waited on
 ``frontier_store``   ``FRONTIER_STORE_CLASS``: wires a worker's frontier, scope and seeds inbox
 ``frontier``         the Mercator frontier in Lua scripts (``frontier_lua``, its prelude in
                      ``frontier_lua_prelude``); beside it the seen-set (``seen``), a queued

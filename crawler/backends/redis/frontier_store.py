@@ -30,6 +30,7 @@ from crawler.backends.redis.connection import redis_client, safe_url, worker_nam
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.outage import TRANSIENT
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seen import bloom_params
 from crawler.backends.redis.sharded import ShardedFrontier
@@ -245,7 +246,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
-            transient=(redis.ConnectionError, redis.TimeoutError),
+            transient=TRANSIENT,
         )
 
 

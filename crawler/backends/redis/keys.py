@@ -187,6 +187,7 @@ class NeardupKeys:
         self.template_prefix = prefix + ":t:"
         self.snapshot_prefix = prefix + ":ts:"
         self.lessons_prefix = prefix + ":tl:"
+        self.probe = prefix + ":probe"  # never written (see FrontierKeys)
 
     def log(self, piece: int) -> str:
         return self.log_prefix + str(piece)

@@ -86,6 +86,7 @@ import numpy as np
 import redis
 from redis.cluster import RedisCluster
 
+from crawler.backends.redis.calls import ScriptCall, script_runner
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import (
@@ -164,6 +165,8 @@ class RedisNearDuplicateDetector:
         self.table_bits = _bits(capacity)
         self._scripts = {n: client.register_script(src) for n, src in SCRIPTS.items()}
         self._script_keys = SCRIPT_KEYS.keys(self.keys)
+        # on a cluster, never through an ASK: the scripts touch keys they do not declare (calls)
+        self._runner = script_runner(client)
         self._copies = HostCopies()  # this worker's copies of the hosts' templates and models
         self._index = IndexCopy()  # this worker's copy of the index log
         self._records = RecordCache()  # the records this worker decoded
@@ -203,8 +206,12 @@ class RedisNearDuplicateDetector:
         return self._copies.replayed
 
     def _run(self, script: str, *args: Any) -> Any:
-        return self._scripts[script](
-            keys=self._script_keys, args=[self.table_bits, self.table_bits, *args]
+        return self._runner.run(
+            ScriptCall(
+                self._scripts[script],
+                self._script_keys,
+                [self.table_bits, self.table_bits, *args],
+            )
         )
 
     # --- the decision ---------------------------------------------------------------------

@@ -35,6 +35,7 @@ SCRIPT_KEYS = ScriptKeys(
         ("T", "template_prefix"),
         ("TS", "snapshot_prefix"),
         ("TL", "lessons_prefix"),
+        ("PROBE", "probe"),
     ),
 )
 # A heap string of 16,378 bytes is one 16 KiB allocation (with its 5-byte header and the
@@ -44,6 +45,7 @@ SLOTS = 508
 
 _COMMON = r"""
 @HEAD@
+redis.call('EXISTS', @PROBE@)  -- a slot being moved refuses the script here, before any write
 local UB, FB = tonumber(ARGV[1]), tonumber(ARGV[2])
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
