@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, TypeVar
 
-import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.calls import script_runner
 from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.outage import TRANSIENT
 from crawler.backends.redis.sharded import ShardedFrontier
 from crawler.frontier import Entry, PolitenessPolicy
 
@@ -118,7 +118,7 @@ def retrying(record: CrawlRecord, call: Callable[[], T], give_up: float = 60.0) 
     while True:
         try:
             return call()
-        except (redis.ConnectionError, redis.TimeoutError, redis.ClusterDownError):
+        except TRANSIENT:
             with record.lock:
                 record.retries += 1
             if time.monotonic() > deadline:

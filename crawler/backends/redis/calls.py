@@ -35,7 +35,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptErr
 logger = logging.getLogger(__name__)
 
 NO_REPLICA_BACKOFF = 10.0  # seconds a node whose replicas missed a WAIT is not waited on
-_MOVING = (AskError, TryAgainError, ClusterDownError, NoScriptError, redis.BusyLoadingError)
+_MOVING = (AskError, TryAgainError, ClusterDownError, redis.BusyLoadingError)
 
 
 class ShardUnavailable(redis.ConnectionError):
@@ -75,16 +75,29 @@ class ScriptRunner:
         """Every call in one pipeline (one round trip), then ``WAIT`` if any writes."""
         if len(calls) == 1 and (self.replica_wait is None or not calls[0].write):
             return [self.run(calls[0])]
-        pipe = self.client.pipeline(transaction=False)
-        wait = self._queue(pipe, calls, "")
-        out = pipe.execute()
-        if wait:
-            self._waited("", out.pop())
+        for _ in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            wait = self._queue(pipe, calls, "")
+            out = pipe.execute(raise_on_error=False)
+            if wait:
+                self._waited("", out.pop())
+            missing = [c for c, r in zip(calls, out, strict=True) if isinstance(r, NoScriptError)]
+            if not missing:
+                break
+            for call in missing:  # a restarted Redis, a flushed script cache: load, send again
+                call.script.sha = self.client.script_load(call.script.script)
+        for reply in out:
+            if isinstance(reply, Exception):
+                raise reply
         return out
 
     def _queue(self, pipe: Any, calls: Sequence[ScriptCall], node: str) -> bool:
         for call in calls:
-            call.script(keys=call.keys, args=call.args, client=pipe)
+            # EVALSHA as a plain command: a Script on a pipeline makes redis-py send SCRIPT
+            # EXISTS first, one more round trip per pipeline; a NOSCRIPT reply is handled
+            pipe.execute_command(
+                "EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args
+            )
         if (
             self.replica_wait is not None
             and any(c.write for c in calls)
@@ -187,6 +200,12 @@ class ClusterScriptRunner(ScriptRunner):
             for i, reply in zip(indexes, out, strict=True):
                 if not isinstance(reply, Exception):
                     results[i] = reply
+                elif isinstance(reply, NoScriptError):  # a new master, a node restarted
+                    try:
+                        connection.script_load(calls[i].script.script)
+                    except (redis.RedisError, OSError) as exc:
+                        last = exc
+                    failed.append(i)
                 elif isinstance(reply, MovedError) or "READONLY" in str(reply):
                     failed.append(i)
                     refresh, last = True, reply
