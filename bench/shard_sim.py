@@ -59,7 +59,7 @@ from crawler.frontier import Entry, Frontier, PolitenessPolicy
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 
 POLICY = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, host_concurrency=1)
-BACK_QUEUES = 1024  # frontier_store.SHARED_BACK_QUEUES: what a shared crawl uses per shard
+BACK_QUEUES = 1024  # frontier_store.SHARED_BACK_QUEUES: the crawl's B, shared out over the shards
 KEY = "sim"
 USABLE_GB = 25.0  # memory a master may fill (a 32 GB machine, room for fork and fragmentation)
 HEADROOM = 0.7  # share of a master's one core the projection lets the frontier use
@@ -102,7 +102,8 @@ def build_frontier(client: Any, shards: int) -> Frontier:
     runner = script_runner(client)
     parts = [
         RedisFrontier(
-            client, KEY, POLICY, back_queues=BACK_QUEUES, shard=i, shards=shards, runner=runner
+            client, KEY, POLICY, back_queues=-(-BACK_QUEUES // shards), shard=i, shards=shards,
+            runner=runner,
         )
         for i in range(shards)
     ]

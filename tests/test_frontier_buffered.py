@@ -114,6 +114,45 @@ def test_queued_adds_count_as_work_until_sent_and_report_their_results(arrived) 
     f.close()
 
 
+def test_link_batches_queued_meanwhile_go_in_one_call_before_a_later_completion(
+    arrived,
+) -> None:
+    """While the worker is busy, the pages' link batches join one call (a sharded frontier's
+    one batch per shard); a completion queued after a batch is sent after it."""
+    inner = GatedFrontier(fast_policy())
+    inner.add_many(entries(1, 2))
+    calls: list[int] = []
+    order: list[str] = []
+    original_add_many, original_finish = inner.add_many, inner.finish
+
+    def add_many(batch: Sequence[Entry]) -> list[AddResult]:
+        calls.append(len(batch))
+        order.append("links")
+        return original_add_many(batch)
+
+    def finish(token: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        order.append("finish")
+        return original_finish(token, *args, **kwargs)
+
+    inner.add_many, inner.finish = add_many, finish  # type: ignore[method-assign]
+    results: list[list[AddResult]] = []
+    f = BufferedFrontier(inner, notify=arrived.set, on_added=lambda b, r: results.append(r))
+    first = wait_for_lease(f, arrived)
+    inner.gate.clear()  # the worker is now stuck in the first call it makes
+    inner.entered.clear()
+    f.add_many([Entry("http://h1.test/0", "h1.test")])
+    assert inner.entered.wait(WAIT)  # ... sending the first page's links
+    f.add_many([Entry("http://h1.test/1", "h1.test"), Entry("http://h1.test/2", "h1.test")])
+    f.add_many([Entry("http://h1.test/3", "h1.test")])
+    f.finish(first.token, 0.01)
+    inner.gate.set()
+    assert f.flush(WAIT)
+    assert calls == [1, 3]  # the two batches queued meanwhile: one call
+    assert order == ["links", "links", "finish"]
+    assert [len(r) for r in results] == [1, 2, 1]  # each page still hears its own results
+    f.close()
+
+
 def test_completions_report_the_rest_once_the_shared_frontier_applied_it(arrived) -> None:
     """``complete`` returns at once (it cannot know the rest yet); the rest the shared
     frontier gave the slot reaches ``on_completed``, in the order the completions were sent."""

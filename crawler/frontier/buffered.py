@@ -128,6 +128,10 @@ class BufferedFrontier(Frontier):
         self._leasing = False
         self._open: dict[str, float] = {}  # token -> when handed out or last renewed
         self._open_lock = threading.Lock()
+        # link batches waiting for the one queued job that sends them all (_send_links)
+        self._links: list[list[Entry]] = []
+        self._links_queued = False
+        self._links_lock = threading.Lock()
         self._closed = False
         self._control_seen = 0  # the inner frontier's control_epoch last acted on
         self.snapshot = Snapshot(clock(), None, 0, 0)
@@ -315,17 +319,37 @@ class BufferedFrontier(Frontier):
         return AddResult(True, PENDING)
 
     def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
+        """Queued: the pages' link batches that arrive before the worker sends them go in one
+        call (a sharded frontier's one batch per shard), so a lagging worker makes fewer,
+        fuller calls. A completion queued after this batch is sent after it, whatever else
+        joined it: a page is acknowledged only once its links are stored."""
         batch = list(entries)
         if not batch:
             return []
+        with self._links_lock:
+            self._links.append(batch)
+            queued, self._links_queued = self._links_queued, True
+        if not queued:
+            self._submit(self._links_job())
+        return [AddResult(True, PENDING)] * len(batch)
+
+    def _links_job(self) -> Callable[[], None]:
+        taken: list[list[Entry]] | None = None
 
         def job() -> None:
-            results = self.inner.add_many(batch)
+            nonlocal taken
+            if taken is None:  # once: the guard calls the job again after a transient error
+                with self._links_lock:
+                    taken, self._links = self._links, []
+                    self._links_queued = False
+            results = self.inner.add_many([e for batch in taken for e in batch])
             if self.on_added is not None:
-                self.on_added(batch, results)
+                at = 0
+                for batch in taken:
+                    self.on_added(batch, results[at : at + len(batch)])
+                    at += len(batch)
 
-        self._submit(job)
-        return [AddResult(True, PENDING)] * len(batch)
+        return job
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         batch = list(keys)
