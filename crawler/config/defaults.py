@@ -155,6 +155,15 @@ FLEET_HEARTBEAT_INTERVAL = 5.0
 # shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
 REDIS_PASSWORD_FILE = ""
 REDIS_PASSWORD_ENV = ""
+# Whether REDIS_URL names a Redis Cluster (crawler/backends/redis/connection.py): "auto" asks the
+# node (INFO cluster) once per process, "yes" / "no" say so without asking.
+REDIS_CLUSTER = "auto"
+# Seconds a Redis user that needs an answer waits for Redis to come back after it went away (a
+# restart, a cluster failover), counted from the outage's start (crawler/backends/redis/
+# outage.py): a page's shared near-duplicate check (past it the page is judged alone, counted
+# neardup/unjudged) and a worker's last heartbeat. The frontier waits as long as it takes; the
+# robots.txt cache, on the reactor, never waits.
+REDIS_OUTAGE_WAIT = 30.0
 
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
 URL_MAX_LENGTH = 2048

@@ -204,6 +204,7 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_REPLICA_WAIT_TIMEOUT": Number(above=True),
     "FRONTIER_SHARD_PATIENCE": Number(above=True),
     "FRONTIER_REFRESH_INTERVAL": Number(above=True),
+    "REDIS_CLUSTER": Choice(("auto", "yes", "no")),
     "CRAWLDB_COMMIT_INTERVAL": Number(above=True),
     "RECRAWL_INTERVAL": Number(),
     "RECRAWL_BATCH": Number(integer=True, low=1),

@@ -44,7 +44,9 @@ class Verdict:
     fingerprint: str  # of the normalized main text (the item's content_fingerprint)
     duplicate_of: str | None = None  # the original's URL
     similarity: float | None = None  # estimated Jaccard to the original (1.0 when exact)
-    kind: str = "new"  # "new", "exact", "near", "empty" (the detector's Decision.kind)
+    # "new", "exact", "near", "empty" (the detector's Decision.kind); "unjudged": a shared
+    # detector's store stayed unreachable, the page was judged alone (an original)
+    kind: str = "new"
     host: str = ""
     # share of the host's checked pages that were duplicates, this one included (0 below
     # NEARDUP_HOST_MIN_PAGES): the near-duplicate pipeline's penalty is made of it
@@ -166,6 +168,9 @@ class NearDuplicateJudge:
 
     def close(self) -> None:
         self.write_journal()
+        close = getattr(self.detector, "close", None)
+        if close is not None:  # a shared detector's connection and outage probe
+            close()
 
 
 def _complete(unpacker: msgpack.Unpacker, good: list[int]) -> Iterator[Any]:

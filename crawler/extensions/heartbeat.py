@@ -4,12 +4,21 @@ summary of the whole crawl from the last worker to end.
 Not scrapy-redis's ``RedisStatsCollector``: that one costs 2-3 round trips per increment and
 breaks LogStats at close in Scrapy 2.19. Here the worker's own stats stay local and every
 ``FLEET_HEARTBEAT_INTERVAL`` seconds the counters that moved are sent as deltas with the
-heartbeat, in one script call on a thread (the reactor never waits on Redis); a beat that fails
-(Redis away) is sent in full with the next one. ``scrapy frontier <site>`` reads them.
+heartbeat, in one script call on the heartbeat's own thread (a
+:class:`~crawler.offload.components.ContentWorker`): the reactor never waits on Redis, not even
+at close, where the engine waits for the last beat and the whole crawl's summary.
+
+While Redis is away (a restart, a cluster failover) a beat is not sent, and the counters that
+moved go with the first beat after (one line when Redis goes away, one when it is back:
+:class:`~crawler.backends.redis.outage.RedisOutage`). The last beat, at close, waits up to
+``REDIS_OUTAGE_WAIT`` seconds from the outage's start for Redis to come back; past that this
+worker's last counters are not in the crawl's totals (said in one line).
+``scrapy frontier <site>`` reads them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -19,15 +28,17 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
-from twisted.internet.threads import deferToThread
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.backends.redis.connection import redis_client, worker_name
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.keys import crawl_key
+from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.backends.redis.status import Fleet
 from crawler.backends.registry import backend_class
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
+from crawler.offload.components import ContentWorker
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +78,8 @@ class FleetHeartbeat:
         site = getattr(crawler.spidercls, "name", None) or "crawl"
         self.key = crawl_key(crawler.settings, site)
         self.fleet: Fleet | None = None
+        self.outage: RedisOutage | None = None
+        self._thread: ContentWorker | None = None
         self._task: Any = None
         self._busy = False
         self._last = (0, time.monotonic())
@@ -86,7 +99,16 @@ class FleetHeartbeat:
         return ext
 
     def spider_opened(self, spider: Spider) -> None:
-        self.fleet = Fleet(redis_client(self.crawler.settings), self.key, worker_name())
+        client = redis_client(self.crawler.settings)
+        fleet = self.fleet = Fleet(client, self.key, worker_name())
+        self.outage = RedisOutage(
+            "fleet heartbeat",
+            lambda: client.exists(fleet.keys.totals),
+            meanwhile="beats wait, the counters go with the first one after",
+            wait=self.crawler.settings.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT),
+            log=logger,
+        )
+        self._thread = ContentWorker("fleet-heartbeat")
         self._task = create_looping_call(self._tick)
         self._task.start(self.interval, now=True)
 
@@ -109,47 +131,77 @@ class FleetHeartbeat:
         return counters(values), beat
 
     def _tick(self) -> None:
-        if self._busy or self.fleet is None:
-            return  # the last beat is still on its way (Redis slow or away)
+        if self._busy or self.fleet is None or self._thread is None:
+            return  # the last beat is still on its way (Redis slow)
         self._busy = True
-        fleet = self.fleet
         totals, beat = self._beat_args("running")
-        d = deferToThread(fleet.beat, totals, beat)
-        d.addErrback(lambda f: logger.debug("Heartbeat not sent: %s", f.getErrorMessage()))
+        d = self._thread.run(self._send, self.fleet, totals, beat)
+        d.addErrback(lambda f: logger.warning("Heartbeat not sent: %s", f.getErrorMessage()))
         d.addBoth(self._done)
+
+    def _send(self, fleet: Fleet, totals: dict[str, float], beat: dict[str, Any]) -> None:
+        """On the heartbeat's thread: one beat, or none while Redis is away (the counters that
+        moved go with the next one)."""
+        assert self.outage is not None
+        with contextlib.suppress(RedisUnavailable):
+            self.outage.call(lambda: fleet.beat(totals, beat), wait=0)
 
     def _done(self, _: Any) -> None:
         self._busy = False
 
-    def spider_closed(self, spider: Spider, reason: str) -> None:
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task is not None and self._task.running:
             self._task.stop()
-        fleet = self.fleet
-        if fleet is None:
+        fleet, thread = self.fleet, self._thread
+        if fleet is None or thread is None:
             return
         totals, beat = self._beat_args("ended")
         beat["reason"] = reason
+        try:  # the engine waits for it; the reactor does not
+            summary = await maybe_deferred_to_future(
+                thread.run(self._last_beat, fleet, totals, beat)
+            )
+            if summary is not None:
+                self._summary(*summary)
+        except Exception as exc:
+            logger.warning("Could not send the last heartbeat to Redis: %s", exc)
+        finally:
+            self._close(thread)
+
+    def _last_beat(
+        self, fleet: Fleet, totals: dict[str, float], beat: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]] | None:
+        """On the heartbeat's thread: the last beat (waiting for Redis up to the outage's
+        wait), then, if no other worker is still running, the crawl's totals for the summary."""
+        outage = self.outage
+        assert outage is not None
         try:
-            # at close, on the reactor: one round trip or two, the crawl is over for this worker
-            now = fleet.beat(totals, beat)
+            now = outage.call(lambda: fleet.beat(totals, beat))
+            workers = outage.call(fleet.workers)
             others = [
                 w
-                for wid, w in fleet.workers().items()
+                for wid, w in workers.items()
                 if wid != fleet.worker_id
                 and w.get("state") == "running"
                 and now - float(w.get("beat", 0)) < 3 * self.interval + 5
             ]
-            if not others:
-                self._summary(fleet)
-        except Exception as exc:  # Redis away at close: the totals wait
-            logger.warning("Could not send the last heartbeat to Redis: %s", exc)
-        finally:
-            fleet.client.close()
+            return None if others else (outage.call(fleet.totals), workers)
+        except RedisUnavailable as exc:
+            logger.warning(
+                "Redis still away at close (%s): this worker's last counters may not be in "
+                "the crawl's totals", exc.cause,
+            )
+            return None
 
-    def _summary(self, fleet: Fleet) -> None:
+    def _close(self, thread: ContentWorker) -> None:
+        if self.outage is not None:
+            self.outage.close()
+        thread.close(timeout=5)
+        if self.fleet is not None:
+            self.fleet.client.close()
+
+    def _summary(self, t: dict[str, float], workers: dict[str, Any]) -> None:
         """The last worker to end says what the whole crawl did."""
-        t = fleet.totals()
-        workers = fleet.workers()
         pages = sum(v for k, v in t.items() if k.startswith("pages/status/"))
         logger.info(
             "Whole crawl %r (last of %d workers to end): %d pages (%d OK), %d bytes, %d items, "

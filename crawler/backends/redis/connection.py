@@ -3,20 +3,57 @@ scrapy-redis builds it (``REDIS_URL`` / ``REDIS_PARAMS``, ``rediss://`` for TLS)
 password kept out of the URL, and the URL masked for messages.
 
 One place, so the frontier, the robots.txt cache, the near-duplicate store, the heartbeats and
-``scrapy frontier`` connect alike (and a cluster client, when there is one, is chosen here).
+``scrapy frontier`` connect alike, to one Redis or to a Redis Cluster.
+
+**How the client is chosen** (``REDIS_CLUSTER``):
+
+* ``auto`` (the default): the node ``REDIS_URL`` names is asked ``INFO cluster`` once per
+  process and address; ``cluster_enabled:1`` means a Redis Cluster, and every client built after
+  is a :class:`redis.cluster.RedisCluster` seeded with that node (any node of the cluster will
+  do: the client reads the slot map from it and follows ``MOVED``/``ASK``). Anything else
+  (``cluster_enabled:0``, a Redis that refuses ``INFO``) is one Redis, as before. A Redis that
+  cannot be reached cannot be asked: the error is the caller's (the crawl's start-up check
+  refuses the crawl in one line).
+* ``yes``: always a cluster client, without asking (a managed cluster whose nodes refuse
+  ``INFO``); ``no``: always one Redis (a cluster node used as one Redis fails on the first key
+  of another node's slots with ``MOVED``).
+
+Either way the client returns bytes (``decode_responses`` is refused), and the password, the TLS
+parameters and the timeouts are the same: the cluster client hands ``REDIS_PARAMS`` to every
+node's connections. A cluster has only database 0 (``REDIS_URL`` ``.../0`` or none).
+:func:`is_cluster` tells the few callers that care (a ``SCAN`` over every master, a pipeline
+whose commands a cluster refuses) which one they have.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.retry import Retry
 from scrapy.settings import BaseSettings
-from scrapy_redis.connection import get_redis_from_settings
+from scrapy.utils.misc import load_object
+from scrapy_redis import defaults as scrapy_redis_defaults
+from scrapy_redis.connection import SETTINGS_PARAMS_MAP, get_redis
 
 from crawler.config import defaults
 from crawler.net.credentials import without_password
+
+#: What :func:`redis_client` returns: one Redis, or a Redis Cluster's client.
+RedisClient = redis.Redis | RedisCluster
+
+CLUSTER_CHOICES = ("auto", "yes", "no")
+REACTOR_SOCKET_TIMEOUT = 2.0  # seconds, at most, for a client called on the reactor thread
+
+# auto's answers, by the address asked (URL without password, host, port): one INFO per process
+_cluster_answers: dict[tuple[str, str, str], bool] = {}
+_answers_lock = threading.Lock()
 
 
 def redis_password(settings: BaseSettings) -> str | None:
@@ -38,21 +75,140 @@ def redis_password(settings: BaseSettings) -> str | None:
     return None
 
 
-def redis_client(settings: BaseSettings) -> redis.Redis:
-    """A client as scrapy-redis builds it from ``REDIS_URL`` / ``REDIS_PARAMS``, returning
-    bytes (the frontier's entries are msgpack); the password, if it comes from a file or the
-    environment (:func:`redis_password`), joins ``REDIS_PARAMS``."""
+def _params(settings: BaseSettings) -> dict[str, Any]:
+    """The client's parameters as scrapy-redis assembles them (its defaults, ``REDIS_PARAMS``,
+    ``REDIS_URL``/``HOST``/``PORT``/``DB``/``ENCODING``), plus the password from a file or the
+    environment (:func:`redis_password`)."""
+    params = dict(scrapy_redis_defaults.REDIS_PARAMS)
+    params.update(settings.getdict("REDIS_PARAMS"))
+    for source, dest in SETTINGS_PARAMS_MAP.items():
+        value = settings.get(source)
+        if value:
+            params[dest] = value
+    if isinstance(params.get("redis_cls"), str):  # scrapy-redis's choice of class, by name
+        params["redis_cls"] = load_object(params["redis_cls"])
     password = redis_password(settings)
     if password is not None:
-        settings = settings.copy()
-        settings.frozen = False  # a copy of the crawl's (frozen) settings, for this client only
-        settings.set(
-            "REDIS_PARAMS", {**settings.getdict("REDIS_PARAMS"), "password": password}, "cmdline"
+        params["password"] = password
+    if params.get("decode_responses"):
+        raise ValueError("REDIS_PARAMS: decode_responses must be off for the Redis frontier")
+    return params
+
+
+def cluster_mode(settings: BaseSettings) -> str:
+    """``REDIS_CLUSTER`` as one of :data:`CLUSTER_CHOICES`."""
+    mode = str(settings.get("REDIS_CLUSTER") or defaults.REDIS_CLUSTER).strip().lower()
+    if mode not in CLUSTER_CHOICES:
+        raise ValueError(f"REDIS_CLUSTER must be one of auto, yes, no, got {mode!r}")
+    return mode
+
+
+def _is_cluster_mode(settings: BaseSettings) -> bool:
+    """Whether :func:`redis_client` builds a cluster client for these settings (``auto`` asks
+    the node, once per process and address)."""
+    mode = cluster_mode(settings)
+    if mode != "auto":
+        return mode == "yes"
+    params = _params(settings)
+    where = _address(params)
+    with _answers_lock:
+        known = _cluster_answers.get(where)
+    if known is None:
+        known = _asks_cluster(params)
+        with _answers_lock:
+            _cluster_answers[where] = known
+    return known
+
+
+def _address(params: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        without_password(str(params.get("url") or "")),
+        str(params.get("host") or ""),
+        str(params.get("port") or ""),
+    )
+
+
+def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
+    """A client from the crawl's settings: one Redis, or a Redis Cluster's (see the module
+    docstring for how it is chosen), returning bytes (the frontier's entries are msgpack).
+
+    ``overrides`` replace ``REDIS_PARAMS`` entries for this client only (a component that must
+    fail fast, say a shorter ``socket_timeout``)."""
+    params = {**_params(settings), **overrides}
+    return _cluster(params) if _is_cluster_mode(settings) else _single(params)
+
+
+def _asks_cluster(params: dict[str, Any]) -> bool:
+    """Whether the node ``params`` name says ``cluster_enabled:1`` (asked on database 0: a
+    cluster node refuses ``SELECT``)."""
+    probe = {**params, "db": 0}
+    if probe.get("url"):
+        probe["url"] = _without_db(probe["url"])
+    with _single(probe) as client:
+        try:
+            info = client.info("cluster")
+        except redis.ResponseError:  # INFO refused (renamed, ACL): one Redis, as before
+            return False
+    return str(info.get("cluster_enabled", 0)) == "1"
+
+
+def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
+    """:func:`redis_client` overrides for a client called on the reactor thread (the robots.txt
+    cache): one attempt per call on one Redis, two on a cluster (redis-py's default is up to
+    11, a cluster client reloading its slot map after each: the second attempt is what finds
+    the replica promoted by a failover that happened since the client's last call), and socket
+    timeouts of at most :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s: a
+    Redis cut off by the network would hold the reactor that long)."""
+    params = _params(settings)
+    out: dict[str, Any] = {"retry": Retry(NoBackoff(), 1 if _is_cluster_mode(settings) else 0)}
+    for name in ("socket_timeout", "socket_connect_timeout"):
+        given = params.get(name)
+        out[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
+            float(given), REACTOR_SOCKET_TIMEOUT
         )
-    client = get_redis_from_settings(settings)
+    return out
+
+
+def _single(params: dict[str, Any]) -> redis.Redis:
+    return _bytes(get_redis(**params))
+
+
+def _cluster(params: dict[str, Any]) -> RedisCluster:
+    """A cluster client from the same parameters: the URL (or host and port) is the node the
+    slot map is first read from; every other parameter goes to each node's connections."""
+    params = dict(params)
+    params.pop("redis_cls", None)  # scrapy-redis's choice of class: the class is chosen here
+    db = params.pop("db", None)
+    url = params.pop("url", None)
+    if url:
+        parsed = redis.connection.parse_url(url)
+        db = parsed.get("db", db)
+    if db not in (None, 0, "0"):
+        raise ValueError(f"a Redis Cluster has only database 0, REDIS_URL asks for {db}")
+    if url:
+        return _bytes(RedisCluster.from_url(_without_db(url), **params))
+    host, port = params.pop("host", None) or "localhost", int(params.pop("port", 6379))
+    return _bytes(RedisCluster(host=host, port=port, **params))
+
+
+def _bytes(client: Any) -> Any:
+    """``client``, unless it would decode replies (``?decode_responses=`` in the URL too)."""
     if client.get_connection_kwargs().get("decode_responses"):
+        client.close()
         raise ValueError("REDIS_PARAMS: decode_responses must be off for the Redis frontier")
     return client
+
+
+def _without_db(url: str) -> str:
+    """``url`` without its database path (a cluster client refuses ``db`` even when it is 0)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=""))
+
+
+def is_cluster(client: Any) -> bool:
+    """True for a Redis Cluster's client (keys spread over masters; a ``SCAN`` must visit
+    each, and a transaction or a script may only touch one slot)."""
+    return isinstance(client, RedisCluster)
 
 
 def safe_url(settings: BaseSettings) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import redis
+from redis.cluster import RedisCluster
 
 from crawler.backends.redis.scope import RedisScopeRegistry
 
@@ -20,7 +21,7 @@ class SharedInbox:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | RedisCluster,
         seeds_key: str,
         scope: RedisScopeRegistry,
         *,
@@ -33,15 +34,29 @@ class SharedInbox:
         self.on_seeds = on_seeds
         self.on_scope = on_scope
         self._scope_size = -1
+        self._cluster = isinstance(client, RedisCluster)
 
     def poll(self) -> bool:
-        """Hand over news; True while seeds are still waiting in the list (work to come)."""
-        pipe = self.client.pipeline(transaction=False)  # one round trip for the news
-        pipe.scard(self.scope.set)
-        if self.on_seeds is not None:
-            pipe.lpop(self.seeds_key, SEED_BATCH)
-            pipe.llen(self.seeds_key)
-        replies = pipe.execute()
+        """Hand over news; True while seeds are still waiting in the list (work to come).
+
+        Called under the frontier's guard, which retries it while Redis is away. One round
+        trip on one Redis; on a cluster the scope's size first, then the seeds (their list has
+        no hash tag: another node, maybe), so that a node failing between the two never takes
+        seeds from the list that then go nowhere."""
+        if self._cluster:
+            replies = [self.client.scard(self.scope.set)]
+            if self.on_seeds is not None:
+                pipe = self.client.pipeline(transaction=False)  # one key: one node
+                pipe.lpop(self.seeds_key, SEED_BATCH)
+                pipe.llen(self.seeds_key)
+                replies += pipe.execute()
+        else:
+            pipe = self.client.pipeline(transaction=False)  # one round trip for the news
+            pipe.scard(self.scope.set)
+            if self.on_seeds is not None:
+                pipe.lpop(self.seeds_key, SEED_BATCH)
+                pipe.llen(self.seeds_key)
+            replies = pipe.execute()
         if self.on_scope is not None and replies[0] != self._scope_size:
             self._scope_size = replies[0]
             self.on_scope(self.scope.load())

@@ -84,6 +84,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import redis
+from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
@@ -97,6 +98,7 @@ from crawler.backends.redis.neardup_copies import (
     TemplateCopy,
 )
 from crawler.backends.redis.neardup_lua import CHUNK, SCRIPT_KEYS, SCRIPTS
+from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
 from crawler.content.neardup_decide import Candidate, Decision, decide, pick_best, rank_candidates
 from crawler.content.neardup_features import (
@@ -142,13 +144,16 @@ class RedisNearDuplicateDetector:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | RedisCluster,
         key: str,
         shingle_size: int = DEFAULT_SHINGLE_SIZE,
         num_perm: int = DEFAULT_NUM_PERM,
         threshold: float = DEFAULT_THRESHOLD,
         capacity: int = DEFAULT_CAPACITY,
+        outage_wait: float = defaults.REDIS_OUTAGE_WAIT,
     ) -> None:
+        """``outage_wait``: how long a check waits for Redis once it went away, counted from
+        the outage's start, before pages are judged alone (see :meth:`check`)."""
         if num_perm < ANCHORS or num_perm > 0xFFFF:
             raise ValueError(f"num_perm must be between {ANCHORS} and 65535")
         self.client = client
@@ -165,11 +170,23 @@ class RedisNearDuplicateDetector:
         self._hosts: dict[str, tuple[int, int, float]] = {}  # host -> (pages, dups, when)
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
+        self.unjudged = 0  # pages judged alone: Redis stayed away past the outage's wait
+        self.outage = RedisOutage(
+            "shared near-duplicate store",
+            lambda: client.exists(self.keys.versions),
+            meanwhile=f"pages wait for it up to {outage_wait:g}s from now, then are judged "
+            "alone as originals (neardup/unjudged)",
+            wait=outage_wait,
+            back_note=self._unjudged_note,
+        )
+        self._synced = 0  # the outages this worker's copies were checked against
         params = (
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
         )
-        stored = client.set(self.keys.params, params, nx=True, get=True)
+        stored = self.outage.call(  # at the spider's start, maybe on the reactor: no wait
+            lambda: client.set(self.keys.params, params, nx=True, get=True), wait=0
+        )
         if stored is not None and stored.decode() != params:
             raise ValueError(
                 f"the crawl's shared near-duplicate index was built with {stored.decode()}; "
@@ -195,7 +212,57 @@ class RedisNearDuplicateDetector:
     def check(
         self, url: str, text: str, *, add: bool = True, title: str | None = None
     ) -> Decision:
-        """As :meth:`NearDuplicateDetector.check`, against every worker's pages, atomically."""
+        """As :meth:`NearDuplicateDetector.check`, against every worker's pages, atomically.
+
+        While Redis is away the check waits for it (on the caller's thread: the crawl's content
+        thread, never the reactor), up to the outage's wait counted from when it went away; a
+        call cut by the outage is made again whole once Redis is back (a commit whose answer
+        was lost is found done: the page is its own original). Past the wait, and until Redis
+        is back, a page is **judged alone**: ``Decision.kind`` ``unjudged`` (the pipeline counts
+        ``neardup/unjudged``), not a duplicate, its links not demoted, and nothing of it is
+        recorded in the shared store (a later copy of it may become the original instead).
+        The choice an operator expects: a crawl goes on through a long outage as it would
+        without the detector, its index gets at worst a duplicate document (never loses a
+        page to a verdict nobody could check), and how many pages went unjudged is counted,
+        and said when Redis is back."""
+        try:
+            return self.outage.call(lambda: self._check(url, text, add, title))
+        except RedisUnavailable:
+            self.unjudged += 1
+            return self._judged_alone(url, text)
+
+    def _judged_alone(self, url: str, text: str) -> Decision:
+        """The decision on a page Redis could not be asked about: its fingerprint and words as
+        the shared check would compute them (with this worker's copy of the host's template),
+        ``unjudged`` unless it has no words (``empty`` needs no store)."""
+        hid = self._copies.hids.get(_host(url), 0)
+        template = self._copies.templates.get(hid) if hid else None
+        f = compute_features(text, template.blocks if template else set(),
+                             self.shingle_size, self.num_perm)
+        if not f.words:
+            return Decision(f.fingerprint, kind="empty")
+        return Decision(f.fingerprint, kind="unjudged", words=f.words)
+
+    def _unjudged_note(self) -> str:
+        n = self.unjudged
+        return f"{n} pages judged alone so far (neardup/unjudged)" if n else ""
+
+    def _check_copies(self) -> None:
+        """After an outage, this worker's copies may be ahead of Redis (a restart without
+        persistence, a cluster failover that lost the last writes) or behind another worker's
+        commits made on a replica promoted meanwhile: they are dropped once per outage and read
+        again from Redis as pages need them (the index log in plain reads, a host's template and
+        model with its next check)."""
+        if self._synced == self.outage.outages:
+            return
+        self._synced = self.outage.outages
+        self._copies = HostCopies()
+        self._index = IndexCopy()
+        self._records = RecordCache()
+        self._hosts.clear()
+
+    def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
+        self._check_copies()
         host = _host(url)
         title_id = title_hash(title)
         uh = hashlib.blake2b(url.encode("utf-8"), digest_size=8).digest()
@@ -226,6 +293,10 @@ class RedisNearDuplicateDetector:
             hid = int(hid_now)
             if hid:
                 self._copies.hids[host] = hid
+            if int(loglen) < self._index.position:  # Redis went back in time unnoticed
+                self._synced = -1  # (restarted without persistence between two checks)
+                self._check_copies()
+                continue
             self._copies.follow(host, hid, model)
             self._index.apply(tail)
             if self._index.position != int(loglen):
@@ -258,12 +329,18 @@ class RedisNearDuplicateDetector:
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
             lens = bytes(min(len(p), MAX_POSTING) for p in postings)
-            result = self._run(
-                "commit", action, uh, url_part(url, host), host, fp, own, owner, int(forget),
-                int(loglen), anchors.astype(">u4").tobytes() if lens else b"", lens, checks,
-                version, encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
-                if action == "new" else b"", MAX_POSTING, *_lesson_args(lesson), hid, int(seq),
-            )
+            try:
+                result = self._run(
+                    "commit", action, uh, url_part(url, host), host, fp, own, owner,
+                    int(forget), int(loglen), anchors.astype(">u4").tobytes() if lens else b"",
+                    lens, checks, version,
+                    encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
+                    if action == "new" else b"", MAX_POSTING, *_lesson_args(lesson), hid,
+                    int(seq),
+                )
+            except BaseException:  # Redis went away: the copy learns only what Redis kept
+                self._copies.undo(lesson)
+                raise
             if result[0] == b"retry":
                 self._copies.undo(lesson)
                 self.retries += 1
@@ -410,13 +487,14 @@ class RedisNearDuplicateDetector:
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""
         cached = self._hosts.get(host)
         if cached is None or time.monotonic() - cached[2] > HOST_TTL:
-            packed = int(self.client.hget(self.keys.host_counts, host) or 0)
+            try:  # while Redis is away: the last counts read, without waiting
+                packed = int(self.outage.call(
+                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+            except RedisUnavailable:
+                return _ratio(cached, min_pages)
             cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())
             self._hosts[host] = cached
-        pages, dups, _ = cached
-        if pages < min_pages:
-            return 0.0
-        return dups / pages
+        return _ratio(cached, min_pages)
 
     def template(self, host: str) -> set[int]:
         """``host``'s template blocks as Redis has them now (for tests and benchmarks)."""
@@ -437,6 +515,11 @@ class RedisNearDuplicateDetector:
             for key in self.client.scan_iter(match=self.keys.pattern("f"), count=1000)
         )
 
+    def close(self) -> None:
+        """Stop the outage's probe and close the connection (the state stays in Redis)."""
+        self.outage.close()
+        self.client.close()
+
     def state(self) -> dict[str, Any]:
         """Nothing to save: the state is in Redis (a JOBDIR resume finds it there)."""
         return {"shared": self.prefix}
@@ -451,6 +534,13 @@ class RedisNearDuplicateDetector:
             kind = self.keys.kind(key)
             total[kind] = total.get(kind, 0) + int(self.client.memory_usage(key, samples=0) or 0)
         return total
+
+
+def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
+    """A host's share of duplicates from its (pages, duplicates, when) counts."""
+    if cached is None or cached[0] < min_pages:
+        return 0.0
+    return cached[1] / cached[0]
 
 
 def _lesson_args(lesson: Lesson | None) -> list[Any]:

@@ -14,7 +14,9 @@ from crawler.config import defaults
 class RedisNearDuplicateStore:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: builds the shared near-duplicate
     detector (:class:`crawler.backends.redis.neardup.RedisNearDuplicateDetector`) of the crawl,
-    under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings."""
+    under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings; a
+    check waits ``REDIS_OUTAGE_WAIT`` for Redis gone away, unless ``CONTENT_THREAD`` is off
+    (then the checks run on the reactor, and a page is judged alone at once)."""
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
@@ -27,4 +29,8 @@ class RedisNearDuplicateStore:
             num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
             threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
             capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
+            # the checks wait on the content thread; without one they run on the reactor,
+            # which must never wait on Redis
+            outage_wait=s.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT)
+            if s.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD) else 0.0,
         )

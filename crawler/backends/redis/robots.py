@@ -6,14 +6,15 @@ crawl."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import msgpack
-import redis
 
-from crawler.backends.redis.connection import redis_client
+from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
 from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
@@ -87,33 +88,42 @@ class RedisRobotsCache(RobotsCache):
 
     Read once per origin and worker (the robots book keeps what it read), plus a claim per
     fetch and a look per retry; each is one round trip on the reactor thread (~0.1 ms), rare
-    enough not to matter next to the fetch it saves.
+    enough not to matter next to the fetch it saves. On a Redis Cluster every key is under the
+    crawl's hash tag: each call goes to the one node that serves it.
 
-    While Redis is away (a restart), each worker acts alone rather than failing the page that
-    asked: no copy is found, a claim is granted, a fetched copy is kept only locally (one line
-    when Redis goes away, one when it is back)."""
+    While Redis is away (a restart, a cluster failover), each worker acts alone rather than
+    failing the page that asked, and never waits (the reactor must not): no copy is found, a
+    claim is granted, a fetched copy is kept locally and sent once Redis is back. The client
+    makes one attempt per call (no retries inside redis-py, socket timeouts of at most
+    ``REACTOR_SOCKET_TIMEOUT``), and once a call has failed none is made until the outage's
+    probe, on its own thread, finds Redis back (:class:`~crawler.backends.redis.outage.
+    RedisOutage`): one line when Redis goes away, one when it is back."""
 
-    def __init__(self, client: redis.Redis, key: str) -> None:
+    def __init__(self, client: RedisClient, key: str) -> None:
         """``key``: the crawl's name in Redis (:func:`~crawler.backends.redis.keys.crawl_key`)."""
         keys = CrawlKeys(key)
         self.client = client
         self.hash = keys.robots
         self.state_hash = keys.robots_state
         self._scripts = {n: client.register_script(src) for n, src in _ROBOTS_SCRIPTS.items()}
-        self._away = False  # Redis was unreachable at the last call
+        self.alone = 0  # calls answered without Redis (it was away)
+        self._unsent: dict[str, bytes] = {}  # origin -> record fetched while Redis was away
+        self._unsent_lock = threading.Lock()
+        self.outage = RedisOutage(
+            "robots.txt cache",
+            lambda: client.exists(self.state_hash),
+            meanwhile="each worker fetches robots.txt on its own until it is back",
+            back_note=lambda: f"{self.alone} robots.txt look-ups answered alone so far",
+            on_back=self._send_unsent,
+            log=logger,
+        )
 
     def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
         try:
-            value = fn()
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            if not self._away:
-                self._away = True
-                logger.warning("robots.txt state in Redis unreachable (%s): acting alone", exc)
+            return self.outage.call(fn, wait=0)  # on the reactor: never wait
+        except RedisUnavailable:
+            self.alone += 1
             return default
-        if self._away:
-            self._away = False
-            logger.warning("robots.txt state in Redis reachable again")
-        return value
 
     def _run(self, name: str, *args: Any) -> SharedOrigin | None:
         script = self._scripts[name]
@@ -140,10 +150,15 @@ class RedisRobotsCache(RobotsCache):
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
         site = getattr(crawler.spidercls, "name", None) or "crawl"
-        return cls(redis_client(crawler.settings), crawl_key(crawler.settings, site))
+        s = crawler.settings
+        client = redis_client(s, **fail_fast_params(s))
+        return cls(client, crawl_key(s, site))
 
     def get(self, origin: str) -> RobotsRecord | None:
         raw = self._safe(lambda: self.client.hget(self.hash, origin), None)
+        if raw is None:
+            with self._unsent_lock:
+                raw = self._unsent.get(origin)
         if raw is None:
             return None
         try:
@@ -164,13 +179,33 @@ class RedisRobotsCache(RobotsCache):
                 record.body,
             ]
         )
+        if self._safe(lambda: self._store({record.origin: packed}), False) is False:
+            with self._unsent_lock:  # sent when Redis is back (RedisOutage.on_back)
+                self._unsent[record.origin] = packed
+
+    def _store(self, records: dict[str, bytes]) -> bool:
+        """Records in, their fetch states cleared (read: no claim, no failure left), at once:
+        one slot (the crawl's tag), so a transaction on a cluster too."""
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(self.hash, record.origin, packed)
-        pipe.hdel(self.state_hash, record.origin)  # read: no claim, no failure left
-        self._safe(pipe.execute, None)
+        pipe.hset(self.hash, mapping=records)
+        pipe.hdel(self.state_hash, *records)
+        pipe.execute()
+        return True
+
+    def _send_unsent(self) -> None:
+        """On the outage's probe thread, once Redis is back: the records fetched meanwhile."""
+        with self._unsent_lock:
+            unsent = dict(self._unsent)
+        if unsent:
+            self._store(unsent)
+            with self._unsent_lock:
+                for origin, packed in unsent.items():
+                    if self._unsent.get(origin) == packed:
+                        del self._unsent[origin]
 
     def __len__(self) -> int:
         return int(self.client.hlen(self.hash))
 
     def close(self) -> None:
+        self.outage.close()
         self.client.close()

@@ -2,25 +2,56 @@
 
 from __future__ import annotations
 
-import redis
+import threading
 
+import redis
+from redis.cluster import RedisCluster
+
+from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.frontier.scope import ScopeRegistry
 
 
 class RedisScopeRegistry(ScopeRegistry):
     """The crawl's scope hosts in ``{key}:scope``: a seed given to any worker, and the host it
-    redirects to, are in scope for all of them."""
+    redirects to, are in scope for all of them.
 
-    def __init__(self, client: redis.Redis, key: str) -> None:
+    ``add`` runs on the reactor thread (a seed is admitted there), so it never waits: while
+    Redis is away (a restart, a cluster failover) a new host is kept here, in this worker's
+    scope at once, and sent once Redis is back (the outage's probe sends it); other workers
+    learn of it then."""
+
+    def __init__(self, client: redis.Redis | RedisCluster, key: str) -> None:
         """``key``: the scope's SET (``CrawlKeys.scope``)."""
         self.client = client
         self.set = key
+        self._unsent: set[str] = set()
+        self._lock = threading.Lock()
+        self.outage = RedisOutage(
+            "crawl's scope",
+            lambda: client.exists(key),
+            meanwhile="new scope hosts are kept and sent when it is back",
+            on_back=self._send_unsent,
+        )
 
     def load(self) -> set[str]:
-        return {h.decode() for h in self.client.smembers(self.set)}
+        hosts = {h.decode() for h in self.client.smembers(self.set)}
+        with self._lock:
+            return hosts | self._unsent
 
     def add(self, host: str) -> None:
-        self.client.sadd(self.set, host)  # rare (seeds): one round trip is fine
+        try:  # rare (seeds): one round trip is fine
+            self.outage.call(lambda: self.client.sadd(self.set, host), wait=0)
+        except RedisUnavailable:
+            with self._lock:
+                self._unsent.add(host)
+
+    def _send_unsent(self) -> None:
+        with self._lock:
+            hosts = set(self._unsent)
+        if hosts:
+            self.client.sadd(self.set, *hosts)
+            with self._lock:
+                self._unsent -= hosts
 
     def size(self) -> int:
         return int(self.client.scard(self.set))

@@ -1,0 +1,231 @@
+"""Redis going away, ridden out alike by every Redis user of a crawl: what counts as "away", one
+line when it goes and one when it is back (per component, never a traceback per page), a
+bounded wait for the callers that may wait, and none for those that may not.
+
+A restart (AOF replayed: ``LOADING`` for a while), a Redis Cluster failover (connections
+refused, then ``CLUSTERDOWN`` until a replica is promoted, then ``MOVED``), a network blip: each
+is a few seconds to a minute in which every call fails. The frontier rides it out in its own
+worker thread (``crawler.frontier.buffered``: retries in order, nothing dropped); the other
+users each hold a :class:`RedisOutage`:
+
+* :meth:`RedisOutage.call` runs a call; a transient failure (:func:`is_transient`) marks Redis
+  away (one warning naming the component and what it does meanwhile) and starts a probe, off
+  the caller's thread (a :class:`~crawler.threads.jobs.JobThread`), that tries a cheap read of
+  the component's own key with capped exponential backoff until it works (one warning again,
+  with how long it took). A caller never retries on its own: while Redis is away it waits for
+  the probe's news up to its ``wait`` seconds **counted from the start of the outage**, then
+  gives up with :class:`RedisUnavailable` at once; so during a long outage a caller that waits
+  costs one bounded wait in all, not one per call.
+* ``wait=0`` never waits: the reactor's callers (the robots.txt cache) fail at once while Redis
+  is away, and touch Redis again only once the probe found it back: a dead Redis costs the
+  reactor one failed call per outage.
+
+What each component does without Redis is its own (its docstring says): the robots.txt cache
+acts alone, the near-duplicate detector judges the page alone (``neardup/unjudged``), a
+heartbeat is sent in full with the next one, the scope's new hosts are sent when Redis is back.
+
+``REDIS_OUTAGE_WAIT`` (seconds, default 30) is the bound for the callers that wait: long enough
+for a restart or a failover with a Redis Cluster's default timeouts, short enough that a Redis
+gone for good does not freeze a worker's pages.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import redis
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    ClusterDownError,
+    RedisClusterException,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+
+from crawler.config import defaults
+from crawler.threads.jobs import JobThread
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+#: Errors that mean "Redis is away for now": a lost or refused connection, a timeout, a Redis
+#: loading its AOF (``BusyLoadingError`` is a ``ConnectionError``), a cluster without a master
+#: for some slots (``CLUSTERDOWN``, a slot not covered) or moving one (``TRYAGAIN``). Hand it to
+#: any retry loop that must tell them from real errors (the frontier's worker does).
+TRANSIENT: tuple[type[BaseException], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    ClusterDownError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+FIRST_BACKOFF = 0.05
+MAX_BACKOFF = 2.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` means Redis is away for now (see :data:`TRANSIENT`). A refused password
+    is not (it will not come back by waiting); a cluster client that reached none of its nodes
+    is."""
+    if isinstance(exc, AuthenticationError | AuthorizationError):
+        return False
+    if isinstance(exc, TRANSIENT):
+        return True
+    return isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc)
+
+
+class RedisUnavailable(redis.ConnectionError):
+    """Redis stayed away past the caller's wait; ``cause`` is the error that said so. A
+    ``ConnectionError``, so a retry loop further out (the frontier's worker) takes it as one."""
+
+    def __init__(self, component: str, cause: BaseException | None) -> None:
+        self.component = component
+        self.cause = cause
+        super().__init__(f"Redis unreachable for the {component}: {cause}")
+
+
+class RedisOutage:
+    """One component's view of Redis: reachable, or away since when (see the module docstring).
+
+    ``component`` names it in the log lines; ``probe`` is a cheap call on the component's own
+    key (a cluster client then asks the node that serves it); ``meanwhile`` says in the first
+    line what the component does while Redis is away; ``back_note``, if given, adds to the
+    line when Redis is back (say what was done without it); ``on_back`` runs on the probe's
+    thread once Redis answers again, before any waiting caller goes on (send what waited).
+    Thread-safe: callers on several threads share one state."""
+
+    def __init__(
+        self,
+        component: str,
+        probe: Callable[[], Any],
+        *,
+        meanwhile: str = "",
+        wait: float = defaults.REDIS_OUTAGE_WAIT,
+        back_note: Callable[[], str] | None = None,
+        on_back: Callable[[], None] | None = None,
+        max_backoff: float = MAX_BACKOFF,
+        log: logging.Logger = logger,
+    ) -> None:
+        self.component = component
+        self.probe = probe
+        self.meanwhile = meanwhile
+        self.wait = wait
+        self.back_note = back_note
+        self.on_back = on_back
+        self.max_backoff = max_backoff
+        self.log = log
+        self.outages = 0  # times Redis went away
+        self.last_error: BaseException | None = None
+        self._away_since: float | None = None
+        self._closed = False
+        self._cond = threading.Condition()
+        self._prober: _Prober | None = None
+
+    @property
+    def away(self) -> bool:
+        return self._away_since is not None
+
+    def call(self, fn: Callable[[], T], *, wait: float | None = None) -> T:
+        """``fn()``'s result. While Redis is away (or once ``fn`` finds it so), wait for it to be
+        back until ``wait`` seconds (default: the outage's ``wait``) after the outage began,
+        then raise :class:`RedisUnavailable`. Other errors are ``fn``'s own."""
+        limit = self.wait if wait is None else wait
+        while True:
+            with self._cond:
+                while self._away_since is not None:
+                    left = self._away_since + limit - time.monotonic()
+                    if left <= 0 or self._closed:
+                        raise RedisUnavailable(self.component, self.last_error)
+                    self._cond.wait(left)
+            try:
+                return fn()
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self.went_away(exc)
+
+    def went_away(self, exc: BaseException) -> None:
+        """Redis failed a call: say so once, and start the probe."""
+        with self._cond:
+            self.last_error = exc
+            if self._away_since is not None:
+                return
+            self._away_since = time.monotonic()
+            self.outages += 1
+            closed = self._closed
+        self.log.warning(
+            "Redis unreachable for the %s (%s: %s)%s",
+            self.component, type(exc).__name__, exc,
+            f": {self.meanwhile}" if self.meanwhile else "",
+        )
+        if closed:
+            return
+        if self._prober is None:
+            self._prober = _Prober(self)
+        self._prober.wake()
+
+    def _probe_once(self) -> bool:
+        """On the probe's thread: is Redis back? Says so, and frees the waiting callers."""
+        try:
+            self.probe()
+        except Exception as exc:
+            if not is_transient(exc):
+                self.log.debug("Probe of Redis for the %s failed: %s", self.component, exc)
+            self.last_error = exc
+            return False
+        if self.on_back is not None:
+            try:
+                self.on_back()
+            except Exception as exc:
+                if not is_transient(exc):
+                    self.log.warning("After Redis came back, the %s failed: %s",
+                                     self.component, exc)
+                self.last_error = exc
+                return False
+        with self._cond:
+            since, self._away_since = self._away_since, None
+            self._cond.notify_all()
+        seconds = time.monotonic() - since if since is not None else 0.0
+        note = self.back_note() if self.back_note is not None else ""
+        self.log.warning(
+            "Redis back for the %s after %.1fs%s", self.component, seconds,
+            f"; {note}" if note else "",
+        )
+        return True
+
+    def close(self) -> None:
+        """Stop probing; callers waiting now give up at once."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._prober is not None:
+            self._prober.close(timeout=5)
+
+
+class _Prober(JobThread):
+    """Probes Redis for one :class:`RedisOutage` while it is away, with capped exponential
+    backoff; idle (no timer) while Redis is reachable."""
+
+    def __init__(self, outage: RedisOutage) -> None:
+        self.outage = outage
+        self._backoff = FIRST_BACKOFF
+        super().__init__(f"redis-probe-{outage.component.replace(' ', '-')}")
+
+    def _idle_wait(self) -> float | None:
+        return self._backoff if self.outage.away and not self.outage._closed else None
+
+    def _between_batches(self) -> None:
+        outage = self.outage
+        if not outage.away or outage._closed:
+            self._backoff = FIRST_BACKOFF
+            return
+        if outage._probe_once():
+            self._backoff = FIRST_BACKOFF
+        else:
+            self._backoff = min(self._backoff * 2, outage.max_backoff)
