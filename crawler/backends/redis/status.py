@@ -204,7 +204,7 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
         "workers": workers,
         "busiest_hosts": busiest,
         "controls": controls,
-        "halt": frontier.halt,
+        "halt": next((s.halt for s in getattr(frontier, "shards", [frontier]) if s.halt), ""),
         "totals": fleet.totals(),
     }
 
