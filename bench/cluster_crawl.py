@@ -197,6 +197,17 @@ class Store:
         finally:
             client.close()
 
+    def crawl_node(self, key: str) -> str:
+        """The master of the crawl's own tag: controls, totals, heartbeats, the shared
+        near-duplicate store."""
+        if self.cluster is None:
+            return "single"
+        client = self.cluster.client()
+        try:
+            return str(client.get_node_from_key("{" + key + "}:stats").name)
+        finally:
+            client.close()
+
     def stop(self) -> None:
         if self.cluster is not None:
             self.cluster.stop()
@@ -276,6 +287,7 @@ def run_config(
         cpu1 = store.cpu()
         load1 = os.getloadavg()[0]
         shard_nodes = store.shard_nodes(key)
+        crawl_node = store.crawl_node(key)
     finally:
         store.stop()
     fetches = nginx.timed_requests(offset)
@@ -313,6 +325,8 @@ def run_config(
         "replica_cpu": round(sum(c for a, c in node_cpu.items() if roles[a] != "master"), 3),
         "page_share": {a: round(n / len(pages), 3) for a, n in pages_per_node.items()},
         "shard_nodes": shard_nodes,
+        "crawl_node": crawl_node,
+        "redis_cpu_per_s": redis_total / wall,  # at a polite pace, much of it is per second
         "finish": [w.stats.get("finish_reason") for w in workers],
         "exit": [w.status for w in workers],
         "tracebacks": [log.count("Traceback") for log in logs],
@@ -334,8 +348,10 @@ def summarize(results: list[dict[str, Any]], delay: float) -> None:
             f"hosts; worker CPU {r['worker_cpu']:.1f}s {r['worker_cpus']} "
             f"({1000 * r['worker_cpu'] / r['pages']:.2f} ms/page; pages {r['worker_pages']}) "
             f"redis CPU (masters) {r['redis_cpu']:.2f}s "
-            f"({1000 * r['redis_cpu'] / r['pages']:.3f} ms/page; replicas {r['replica_cpu']}s) "
-            f"master share {r['master_share']} page share {r['page_share']} "
+            f"({1000 * r['redis_cpu'] / r['pages']:.3f} ms/page, "
+            f"{1000 * r['redis_cpu_per_s']:.1f} ms/s; replicas {r['replica_cpu']}s) "
+            f"master share {r['master_share']} page share {r['page_share']} crawl's tag on "
+            f"{r['crawl_node']} "
             f"load {r['load'][0]:.1f}->{r['load'][1]:.1f} finish {r['finish']} exit "
             f"{r['exit']} tracebacks {r['tracebacks']}"
         )
