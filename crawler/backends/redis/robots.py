@@ -94,8 +94,9 @@ class RedisRobotsCache(RobotsCache):
     While Redis is away (a restart, a cluster failover), each worker acts alone rather than
     failing the page that asked, and never waits (the reactor must not): no copy is found, a
     claim is granted, a fetched copy is kept locally and sent once Redis is back. The client
-    makes one attempt per call (no retries inside redis-py, socket timeouts of at most
-    ``REACTOR_SOCKET_TIMEOUT``), and once a call has failed none is made until the outage's
+    fails fast (:func:`~crawler.backends.redis.connection.fail_fast_params`: one attempt per
+    call, two on a cluster, short socket timeouts), and once a call has failed none is made
+    until the outage's
     probe, on its own thread, finds Redis back (:class:`~crawler.backends.redis.outage.
     RedisOutage`): one line when Redis goes away, one when it is back."""
 
