@@ -3,7 +3,8 @@ crawl's frontier into S shards costs and how it spreads over N masters.
 
     .venv/bin/python bench/shard_sim.py [--urls 10000000] [--hosts 1000000] [--shards 1,3,6]
                                         [--masters 3] [--workers 2] [--zipf 1.0] [--space 3]
-                                        [--links 50] [--lease 16] [--json out.json]
+                                        [--links 50] [--lease 16] [--coalesce 1]
+                                        [--json out.json]
 
 For each N in ``--masters`` it starts a fresh local Redis Cluster of N masters and no replicas
 (``tests/redis_cluster_support.py``), and for each S in ``--shards`` a fresh crawl on it, built as
@@ -17,6 +18,8 @@ The workload: a URL space of ``--space`` x ``--urls`` ~50-character URLs over ``
 whose sizes follow Zipf (host of rank r has ~1/r^zipf of the space: a few huge hosts, a long tail,
 each host its own registered domain). Seeds: one URL per host (so every host is in the crawl).
 Then ``--workers`` processes run page cycles: ``lease_with_status(--lease)``, and for each lease
+(``--coalesce`` N: for each N leases, their links in one call, as the buffered frontier joins
+the batches queued while its worker is busy)
 ``add_many`` of ``--links`` links drawn uniformly from the URL space (so a link's host follows
 the same Zipf law, and more links are already seen as the crawl goes on), then ``finish`` (links
 before the acknowledgement, as the buffered frontier orders them), until ``--urls`` URLs have
@@ -133,15 +136,17 @@ def worker(
             time.sleep(0.001)
             continue
         batch = space.draw(args.links * len(leases), rng)
-        for i, lease in enumerate(leases):
-            links = batch[i * args.links : (i + 1) * args.links]
+        for at in range(0, len(leases), args.coalesce):
+            group = leases[at : at + args.coalesce]
+            links = batch[at * args.links : (at + len(group)) * args.links]
             t = clock()
-            results = frontier.add_many(links)
-            frontier.finish(lease.token, 0.05)
+            results = frontier.add_many(links)  # the group's links in one call, then its acks
+            for lease in group:
+                frontier.finish(lease.token, 0.05)
             in_calls += clock() - t
             fresh = sum(r.added for r in results)
             new += fresh
-            pages += 1
+            pages += len(group)
             with added.get_lock():
                 added.value += fresh
     cpu = time.process_time() - cpu0
@@ -345,6 +350,11 @@ def main() -> None:
     parser.add_argument("--shards", default="1,3,6")
     parser.add_argument("--masters", default="3")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--coalesce", type=int, default=1,
+        help="pages whose links go in one add_many, as the buffered frontier joins the batches "
+        "queued while its worker is busy (1: every page's links on their own)",
+    )  # fmt: skip
     parser.add_argument("--zipf", type=float, default=1.0)
     parser.add_argument("--space", type=float, default=3.0, help="URL space / --urls")
     parser.add_argument("--links", type=int, default=50)

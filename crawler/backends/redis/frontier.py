@@ -435,6 +435,14 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def halted(self) -> str:
         return self.halt
 
+    def parts(self) -> list[RedisFrontier]:
+        """The shard frontiers this frontier is made of (itself; a sharded one, its shards)."""
+        return [self]
+
+    def token_of(self, token: str) -> str:
+        """A lease token of this shard as the crawl's frontier names it."""
+        return token if self.shard_count == 1 else f"{self.keys.index}:{token}"
+
     def shard_loads(self) -> list[dict[str, Any]]:
         """This one shard's load and its node's (``scrapy frontier`` status)."""
         from crawler.backends.redis.shard_load import shard_loads  # it reads RedisFrontier

@@ -192,7 +192,7 @@ class ShardedFrontier(Frontier):
             got, status = self.shards[index].lease_with_status(share)
             self._note(index, status)
             for lease in got:
-                lease.token = f"{index}:{lease.token}"
+                lease.token = self.shards[index].token_of(lease.token)
             leases += got
         return leases, self._summary()
 
@@ -326,6 +326,10 @@ class ShardedFrontier(Frontier):
 
     def __len__(self) -> int:
         return sum(len(shard) for shard in self.shards)
+
+    def parts(self) -> list[RedisFrontier]:
+        """The shard frontiers, in shard order."""
+        return self.shards
 
     def shard_loads(self) -> list[dict[str, Any]]:
         """Each shard's load and its node's (``scrapy frontier`` status)."""

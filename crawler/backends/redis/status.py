@@ -105,7 +105,7 @@ def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
 
 def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
     """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
-    client, keys = frontier.client, frontier.keys
+    client = frontier.client
     now = frontier._now()
     counts = frontier.counts()
     controls = frontier.controls()
@@ -113,7 +113,9 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
     hosts = {"ready": 0, "waiting": 0, "in_flight": 0, "held": 0, "given_up": 0, "blocked": 0}
     given_up: Counter[str] = Counter()
     held: list[dict[str, Any]] = []
-    for names in frontier._iter_hosts(batch):
+    parts = frontier.parts()  # the shards of a sharded crawl, each with its own keys
+    for part, names in ((p, n) for p in parts for n in p._iter_hosts(batch)):
+        keys = part.keys
         pipe = client.pipeline(transaction=False)
         for name in names:
             pipe.hmget(keys.host(name), "hq", "st", "nb")
@@ -139,7 +141,12 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
                 hosts["waiting"] += 1
     leases: list[dict[str, Any]] = []
     per_worker: Counter[str] = Counter()
-    for chunk in _batches(client.hscan_iter(keys.lease, count=batch), batch):
+    lease_chunks = (
+        (part, chunk)
+        for part in parts
+        for chunk in _batches(client.hscan_iter(part.keys.lease, count=batch), batch)
+    )
+    for part, chunk in lease_chunks:
         for token, raw in chunk:
             # raw: the entry inside is bytes (msgpack within msgpack), not text
             rec = msgpack.unpackb(raw, raw=True)
@@ -148,7 +155,7 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
             per_worker[worker] += 1
             leases.append(
                 {
-                    "token": token.decode(),
+                    "token": part.token_of(token.decode()),
                     "host": host,
                     "url": unpack_entry(blob).url,
                     "age": now - float(issued),
@@ -204,7 +211,7 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
         "workers": workers,
         "busiest_hosts": busiest,
         "controls": controls,
-        "halt": frontier.halt,
+        "halt": next((p.halt for p in parts if p.halt), ""),
         "totals": fleet.totals(),
     }
 
