@@ -153,6 +153,47 @@ def test_link_batches_queued_meanwhile_go_in_one_call_before_a_later_completion(
     f.close()
 
 
+def test_acknowledgements_join_one_call_yet_never_pass_the_links_queued_before_them(
+    arrived,
+) -> None:
+    """Completions and acknowledgements queued while the worker is busy go in one call; an
+    acknowledgement queued after a page's links goes after them, though a completion queued
+    earlier was still waiting to be sent."""
+    inner = GatedFrontier(fast_policy())
+    inner.add_many(entries(3, 1))
+    order: list[str] = []
+    original_add_many, original_settle = inner.add_many, inner.settle_many
+
+    def add_many(batch: Sequence[Entry]) -> list[AddResult]:
+        order.append(f"links x{len(batch)}")
+        return original_add_many(batch)
+
+    def settle_many(settlements):  # type: ignore[no-untyped-def]
+        order.append(" ".join(s.kind for s in settlements))
+        return original_settle(settlements)
+
+    inner.add_many, inner.settle_many = add_many, settle_many  # type: ignore[method-assign]
+    rests: list[str] = []
+    f = BufferedFrontier(
+        inner, notify=arrived.set, on_completed=lambda token, rest: rests.append(token)
+    )
+    a, b, c = (wait_for_lease(f, arrived) for _ in range(3))
+    inner.gate.clear()
+    inner.entered.clear()
+    f.add_many([Entry("http://h9.test/0", "h9.test")])  # the worker is stuck sending this
+    assert inner.entered.wait(WAIT)
+    f.complete(a.token, 0.01)
+    f.complete(b.token, 0.01)  # joins a's completion
+    f.add_many([Entry("http://h9.test/1", "h9.test")])  # a's links
+    f.ack(a.token)  # after a's links, though b's completion is still waiting
+    f.finish(c.token, 0.01)  # joins a's acknowledgement
+    inner.gate.set()
+    assert f.flush(WAIT)
+    assert order == ["links x1", "complete complete", "links x1", "ack finish"]
+    assert rests == [a.token, b.token, c.token]  # every completion heard, in order
+    f.close()
+
+
 def test_completions_report_the_rest_once_the_shared_frontier_applied_it(arrived) -> None:
     """``complete`` returns at once (it cannot know the rest yet); the rest the shared
     frontier gave the slot reaches ``on_completed``, in the order the completions were sent."""

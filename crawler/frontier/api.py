@@ -41,6 +41,18 @@ class Entry:
     id: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """One completion or acknowledgement of a lease, for :meth:`Frontier.settle_many`:
+    ``kind`` ``complete``, ``finish`` (complete and acknowledge) or ``ack``."""
+
+    kind: str
+    token: str
+    duration: float | None = None
+    outcome: Outcome | str = "fetched"
+    size: int = 0
+
+
 @dataclass(slots=True)
 class Lease:
     """A URL handed out for fetching. ``token`` is unique across processes; ``issued_at`` is on
@@ -182,6 +194,20 @@ class Frontier(abc.ABC):
         rest = self.complete(token, duration, outcome, size=size)
         self.ack(token)
         return rest
+
+    def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
+        """Several completions and acknowledgements, in order; returns what each completion
+        returned (None for an ``ack``). A shared backend sends them in one round trip."""
+        out: list[float | None] = []
+        for s in settlements:
+            if s.kind == "ack":
+                self.ack(s.token)
+                out.append(None)
+            elif s.kind == "finish":
+                out.append(self.finish(s.token, s.duration, Outcome(s.outcome), size=s.size))
+            else:
+                out.append(self.complete(s.token, s.duration, Outcome(s.outcome), size=s.size))
+        return out
 
     @abc.abstractmethod
     def renew(self, tokens: Iterable[str]) -> int:

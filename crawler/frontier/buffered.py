@@ -49,6 +49,7 @@ from crawler.frontier.api import (
     HostReport,
     Lease,
     Outcome,
+    Settlement,
 )
 from crawler.threads.jobs import JobThread
 
@@ -128,10 +129,12 @@ class BufferedFrontier(Frontier):
         self._leasing = False
         self._open: dict[str, float] = {}  # token -> when handed out or last renewed
         self._open_lock = threading.Lock()
-        # link batches waiting for the one queued job that sends them all (_send_links)
-        self._links: list[list[Entry]] = []
-        self._links_queued = False
-        self._links_lock = threading.Lock()
+        # The open segments: link batches, and completions/acknowledgements, each waiting in
+        # the list of the one queued job that will send them all (None: none open). Any other
+        # call, and a new link segment for the completions, closes them: see _join.
+        self._open_links: list[list[Entry]] | None = None
+        self._open_settles: list[Settlement] | None = None
+        self._segments_lock = threading.Lock()
         self._closed = False
         self._control_seen = 0  # the inner frontier's control_epoch last acted on
         self.snapshot = Snapshot(clock(), None, 0, 0)
@@ -143,7 +146,11 @@ class BufferedFrontier(Frontier):
     # -- the worker thread -----------------------------------------------------------------------
 
     def _submit(self, job: Callable[[], Any]) -> None:
-        self._worker.submit(job)
+        """Queue one call; it closes the open segments (nothing queued after it may join a
+        batch sent before it)."""
+        with self._segments_lock:
+            self._open_links = self._open_settles = None
+            self._worker.submit(job)
 
     @property
     def _pending(self) -> int:
@@ -321,35 +328,50 @@ class BufferedFrontier(Frontier):
     def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         """Queued: the pages' link batches that arrive before the worker sends them go in one
         call (a sharded frontier's one batch per shard), so a lagging worker makes fewer,
-        fuller calls. A completion queued after this batch is sent after it, whatever else
-        joined it: a page is acknowledged only once its links are stored."""
+        fuller calls. An acknowledgement queued after this batch is sent after it, whatever
+        else joined it: a page is acknowledged only once its links are stored."""
         batch = list(entries)
         if not batch:
             return []
-        with self._links_lock:
-            self._links.append(batch)
-            queued, self._links_queued = self._links_queued, True
-        if not queued:
-            self._submit(self._links_job())
+        with self._segments_lock:
+            if self._open_links is not None:
+                self._open_links.append(batch)
+            else:
+                taken = self._open_links = [batch]
+                self._open_settles = None  # completions from now on go after these links
+                self._worker.submit(lambda: self._send_links(taken))
         return [AddResult(True, PENDING)] * len(batch)
 
-    def _links_job(self) -> Callable[[], None]:
-        taken: list[list[Entry]] | None = None
+    def _send_links(self, batches: list[list[Entry]]) -> None:
+        with self._segments_lock:
+            if self._open_links is batches:
+                self._open_links = None  # nothing joins it once it is being sent
+        results = self.inner.add_many([e for batch in batches for e in batch])
+        if self.on_added is not None:
+            at = 0
+            for batch in batches:
+                self.on_added(batch, results[at : at + len(batch)])
+                at += len(batch)
 
-        def job() -> None:
-            nonlocal taken
-            if taken is None:  # once: the guard calls the job again after a transient error
-                with self._links_lock:
-                    taken, self._links = self._links, []
-                    self._links_queued = False
-            results = self.inner.add_many([e for batch in taken for e in batch])
-            if self.on_added is not None:
-                at = 0
-                for batch in taken:
-                    self.on_added(batch, results[at : at + len(batch)])
-                    at += len(batch)
+    def _settle(self, settlement: Settlement) -> None:
+        """Queue a completion or an acknowledgement; those arriving before the worker sends
+        them go in one call (one pipeline per Redis node)."""
+        with self._segments_lock:
+            if self._open_settles is not None:
+                self._open_settles.append(settlement)
+                return
+            taken = self._open_settles = [settlement]
+            self._worker.submit(lambda: self._send_settles(taken))
 
-        return job
+    def _send_settles(self, settlements: list[Settlement]) -> None:
+        with self._segments_lock:
+            if self._open_settles is settlements:
+                self._open_settles = None
+        rests = self.inner.settle_many(settlements)
+        if self.on_completed is not None:
+            for settlement, rest in zip(settlements, rests, strict=True):
+                if settlement.kind != "ack":
+                    self.on_completed(settlement.token, rest)
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         batch = list(keys)
@@ -393,23 +415,13 @@ class BufferedFrontier(Frontier):
         *,
         size: int = 0,
     ) -> float | None:
-        self._send_completion(
-            token, lambda: self.inner.complete(token, duration, outcome, size=size)
-        )
+        self._settle(Settlement("complete", token, duration, outcome, size))
         return None  # completes_later: the rest goes to on_completed
-
-    def _send_completion(self, token: str, send: Callable[[], float | None]) -> None:
-        def job() -> None:
-            rest = send()
-            if self.on_completed is not None:
-                self.on_completed(token, rest)
-
-        self._submit(job)
 
     def ack(self, token: str) -> None:
         with self._open_lock:
             self._open.pop(token, None)
-        self._submit(lambda: self.inner.ack(token))
+        self._settle(Settlement("ack", token))
 
     def finish(
         self,
@@ -421,7 +433,7 @@ class BufferedFrontier(Frontier):
     ) -> float | None:
         with self._open_lock:
             self._open.pop(token, None)
-        self._send_completion(token, lambda: self.inner.finish(token, duration, outcome, size=size))
+        self._settle(Settlement("finish", token, duration, outcome, size))
         return None
 
     def renew(self, tokens: Iterable[str]) -> int:

@@ -61,6 +61,7 @@ from crawler.frontier.api import (
     FrontierCounts,
     Lease,
     Outcome,
+    Settlement,
 )
 from crawler.frontier.politeness import PolitenessPolicy
 
@@ -338,6 +339,28 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         return self._completed(
             self._call("complete", token, _seconds(duration), str(outcome), "1", int(size))
         )
+
+    def settle_call(self, settlement: Settlement) -> ScriptCall:
+        """The script call of one completion or acknowledgement (its reply:
+        :meth:`settled`)."""
+        if settlement.kind == "ack":
+            return self._script_call("ack", settlement.token)
+        return self._script_call(
+            "complete",
+            settlement.token,
+            _seconds(settlement.duration),
+            str(settlement.outcome),
+            "1" if settlement.kind == "finish" else "0",
+            int(settlement.size),
+        )
+
+    def settled(self, settlement: Settlement, reply: Any) -> float | None:
+        return None if settlement.kind == "ack" else self._completed(reply)
+
+    def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
+        """Every completion and acknowledgement in one pipeline: one round trip."""
+        replies = self.runner.run_many([self.settle_call(s) for s in settlements])
+        return [self.settled(s, r) for s, r in zip(settlements, replies, strict=True)]
 
     def _completed(self, reply: list[Any]) -> float | None:
         """The complete script's reply: the slot's rest, then the host it gave up, if any."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from crawler.backends.redis.frontier import RedisFrontier
@@ -45,6 +45,7 @@ from crawler.frontier.api import (
     HostReport,
     Lease,
     Outcome,
+    Settlement,
 )
 
 BUDGET_CHECK = 2.0  # seconds between two checks of the crawl-wide byte budget
@@ -279,6 +280,21 @@ class ShardedFrontier(Frontier):
         index, raw = self._split(token)
         self.shards[index].ack(raw)
         self._touched(index)
+
+    def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
+        """Every completion and acknowledgement in one pipeline per node."""
+        routed = []
+        for settlement in settlements:
+            index, raw = self._split(settlement.token)
+            routed.append((index, replace(settlement, token=raw)))
+        calls = [self.shards[i].settle_call(s) for i, s in routed]
+        replies = self.runner.run_many(calls) if calls else []
+        for index, _ in routed:
+            self._touched(index)
+        return [
+            self.shards[i].settled(s, reply)
+            for (i, s), reply in zip(routed, replies, strict=True)
+        ]
 
     def renew(self, tokens: Iterable[str]) -> int:
         return sum(self.shards[i].renew(raw) for i, raw in self._by_shard(tokens).items())
