@@ -18,8 +18,8 @@ The workload: a URL space of ``--space`` x ``--urls`` ~50-character URLs over ``
 whose sizes follow Zipf (host of rank r has ~1/r^zipf of the space: a few huge hosts, a long tail,
 each host its own registered domain). Seeds: one URL per host (so every host is in the crawl).
 Then ``--workers`` processes run page cycles: ``lease_with_status(--lease)``, and for each lease
-(``--coalesce`` N: for each N leases, their links in one call, as the buffered frontier joins
-the batches queued while its worker is busy)
+(``--coalesce`` N: for each N leases, their links and completions in one ``apply``, as the
+buffered frontier sends the calls queued while its worker is busy; 1: each page's own)
 ``add_many`` of ``--links`` links drawn uniformly from the URL space (so a link's host follows
 the same Zipf law, and more links are already seen as the crawl goes on), then ``finish`` (links
 before the acknowledgement, as the buffered frontier orders them), until ``--urls`` URLs have
@@ -59,6 +59,7 @@ from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.sharded import ShardedFrontier
 from crawler.frontier import Entry, Frontier, PolitenessPolicy
+from crawler.frontier.api import Settlement
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 
 POLICY = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, host_concurrency=1)
@@ -140,9 +141,11 @@ def worker(
             group = leases[at : at + args.coalesce]
             links = batch[at * args.links : (at + len(group)) * args.links]
             t = clock()
-            results = frontier.add_many(links)  # the group's links in one call, then its acks
-            for lease in group:
-                frontier.finish(lease.token, 0.05)
+            # the group's links then its completions in one call, as the buffered frontier
+            # sends what was queued while its worker was busy (Frontier.apply)
+            results, _ = frontier.apply(
+                links, [Settlement("finish", x.token, 0.05) for x in group]
+            )
             in_calls += clock() - t
             fresh = sum(r.added for r in results)
             new += fresh
@@ -352,8 +355,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--coalesce", type=int, default=1,
-        help="pages whose links go in one add_many, as the buffered frontier joins the batches "
-        "queued while its worker is busy (1: every page's links on their own)",
+        help="pages whose links go in one add_many and completions in one settle_many, as the "
+        "buffered frontier joins the calls queued while its worker is busy (1: each page alone)",
     )  # fmt: skip
     parser.add_argument("--zipf", type=float, default=1.0)
     parser.add_argument("--space", type=float, default=3.0, help="URL space / --urls")

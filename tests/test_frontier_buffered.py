@@ -153,12 +153,12 @@ def test_link_batches_queued_meanwhile_go_in_one_call_before_a_later_completion(
     f.close()
 
 
-def test_acknowledgements_join_one_call_yet_never_pass_the_links_queued_before_them(
+def test_links_and_acknowledgements_queued_meanwhile_go_in_one_call_links_first(
     arrived,
 ) -> None:
-    """Completions and acknowledgements queued while the worker is busy go in one call; an
-    acknowledgement queued after a page's links goes after them, though a completion queued
-    earlier was still waiting to be sent."""
+    """Links, completions and acknowledgements queued while the worker is busy go in one call
+    (``Frontier.apply``: links first), so no acknowledgement passes the links before it; a
+    call of another kind closes the batch."""
     inner = GatedFrontier(fast_policy())
     inner.add_many(entries(3, 1))
     order: list[str] = []
@@ -185,12 +185,33 @@ def test_acknowledgements_join_one_call_yet_never_pass_the_links_queued_before_t
     f.complete(a.token, 0.01)
     f.complete(b.token, 0.01)  # joins a's completion
     f.add_many([Entry("http://h9.test/1", "h9.test")])  # a's links
-    f.ack(a.token)  # after a's links, though b's completion is still waiting
-    f.finish(c.token, 0.01)  # joins a's acknowledgement
+    f.ack(a.token)
+    f.hold_host("h9.test", 0.0)  # another kind of call: the batch is closed
+    f.finish(c.token, 0.01)
     inner.gate.set()
     assert f.flush(WAIT)
-    assert order == ["links x1", "complete complete", "links x1", "ack finish"]
+    assert order == ["links x1", "links x1", "complete complete ack", "finish"]
     assert rests == [a.token, b.token, c.token]  # every completion heard, in order
+    f.close()
+
+
+def test_a_batch_lingers_for_more_pages_before_it_is_sent() -> None:
+    """``linger``: the pages queued within it go in one call (group commit), even when the
+    worker was idle."""
+    inner = MercatorFrontier(fast_policy())
+    calls: list[int] = []
+    original = inner.apply
+
+    def apply(entries_, settlements):  # type: ignore[no-untyped-def]
+        calls.append(len(entries_))
+        return original(entries_, settlements)
+
+    inner.apply = apply  # type: ignore[method-assign]
+    f = BufferedFrontier(inner, linger=0.3)
+    for i in range(3):
+        f.add_many([Entry(f"http://h{i}.test/", f"h{i}.test")])
+    assert f.flush(WAIT)
+    assert calls == [3]
     f.close()
 
 

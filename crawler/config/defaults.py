@@ -140,6 +140,10 @@ FRONTIER_SHARD_PATIENCE = 5.0
 # Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
 # the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
 FRONTIER_READ_AHEAD = 8
+# Seconds a worker's batch of links, completions and acknowledgements waits for more before it
+# goes to Redis (group commit): a busy worker sends a few pages' worth in one call (one pipeline
+# per node of a cluster). It delays only writes (a host's next fetch, if anything, comes later).
+FRONTIER_BATCH_LINGER = 0.01
 # Seconds a fetched-ahead lease may wait for the engine before it is handed back, so that a
 # busy worker does not sit on host slots while another worker idles.
 FRONTIER_LEASE_MAX_WAIT = 0.2

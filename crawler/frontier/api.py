@@ -209,6 +209,14 @@ class Frontier(abc.ABC):
                 out.append(self.complete(s.token, s.duration, Outcome(s.outcome), size=s.size))
         return out
 
+    def apply(
+        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+    ) -> tuple[list[AddResult], list[float | None]]:
+        """Links, then completions and acknowledgements: ``add_many`` then ``settle_many``
+        (a shared backend sends both in one round trip)."""
+        results = self.add_many(entries) if entries else []
+        return results, self.settle_many(settlements) if settlements else []
+
     @abc.abstractmethod
     def renew(self, tokens: Iterable[str]) -> int:
         """Push these leases' deadlines ``lease_ttl`` ahead; returns how many were still held."""

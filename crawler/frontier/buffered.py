@@ -37,7 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from crawler.config import defaults
@@ -97,8 +97,12 @@ class BufferedFrontier(Frontier):
         clock: Callable[[], float] = time.monotonic,
         transient: tuple[type[BaseException], ...] = (),
         max_backoff: float = 5.0,
+        linger: float = 0.0,
     ) -> None:
         self.inner = inner
+        # seconds a batch of links and completions waits for more before it is sent (group
+        # commit: fewer, fuller calls; a sharded frontier pays a round trip per node per call)
+        self.linger = linger
         # errors that mean "the shared frontier is away for now" (a lost connection, a server
         # restarting): the call is retried, with backoff, until it goes through
         self.transient = transient
@@ -129,12 +133,10 @@ class BufferedFrontier(Frontier):
         self._leasing = False
         self._open: dict[str, float] = {}  # token -> when handed out or last renewed
         self._open_lock = threading.Lock()
-        # The open segments: link batches, and completions/acknowledgements, each waiting in
-        # the list of the one queued job that will send them all (None: none open). Any other
-        # call, and a new link segment for the completions, closes them: see _join.
-        self._open_links: list[list[Entry]] | None = None
-        self._open_settles: list[Settlement] | None = None
-        self._segments_lock = threading.Lock()
+        # The open batch: link batches and completions/acknowledgements waiting for the one
+        # queued job that sends them all (None: none open); any other call closes it
+        self._batch: _Batch | None = None
+        self._batch_lock = threading.Lock()
         self._closed = False
         self._control_seen = 0  # the inner frontier's control_epoch last acted on
         self.snapshot = Snapshot(clock(), None, 0, 0)
@@ -148,8 +150,8 @@ class BufferedFrontier(Frontier):
     def _submit(self, job: Callable[[], Any]) -> None:
         """Queue one call; it closes the open segments (nothing queued after it may join a
         batch sent before it)."""
-        with self._segments_lock:
-            self._open_links = self._open_settles = None
+        with self._batch_lock:
+            self._batch = None
             self._worker.submit(job)
 
     @property
@@ -326,50 +328,44 @@ class BufferedFrontier(Frontier):
         return AddResult(True, PENDING)
 
     def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
-        """Queued: the pages' link batches that arrive before the worker sends them go in one
-        call (a sharded frontier's one batch per shard), so a lagging worker makes fewer,
-        fuller calls. An acknowledgement queued after this batch is sent after it, whatever
-        else joined it: a page is acknowledged only once its links are stored."""
+        """Queued: see :meth:`_join`."""
         batch = list(entries)
-        if not batch:
-            return []
-        with self._segments_lock:
-            if self._open_links is not None:
-                self._open_links.append(batch)
-            else:
-                taken = self._open_links = [batch]
-                self._open_settles = None  # completions from now on go after these links
-                self._worker.submit(lambda: self._send_links(taken))
+        if batch:
+            self._join(links=batch)
         return [AddResult(True, PENDING)] * len(batch)
 
-    def _send_links(self, batches: list[list[Entry]]) -> None:
-        with self._segments_lock:
-            if self._open_links is batches:
-                self._open_links = None  # nothing joins it once it is being sent
-        results = self.inner.add_many([e for batch in batches for e in batch])
+    def _join(self, *, links: list[Entry] | None = None, settle: Settlement | None = None) -> None:
+        """Queue a page's links or a completion/acknowledgement in the open batch: what
+        arrives before the worker sends it goes in one call (``Frontier.apply``: links first,
+        then the completions, one pipeline per Redis node), so a busy worker makes fewer,
+        fuller calls. An acknowledgement is never sent before the links queued before it:
+        they are in its batch (sent first) or in an earlier one."""
+        with self._batch_lock:
+            batch = self._batch
+            if batch is None:
+                batch = self._batch = _Batch()
+                self._worker.submit(lambda: self._send(batch))
+            if links is not None:
+                batch.links.append(links)
+            if settle is not None:
+                batch.settles.append(settle)
+
+    def _send(self, batch: _Batch) -> None:
+        wait = self.linger - (time.monotonic() - batch.opened)
+        if wait > 0 and not self._closed:
+            time.sleep(wait)  # more pages' links and acknowledgements join meanwhile
+        with self._batch_lock:
+            if self._batch is batch:
+                self._batch = None  # nothing joins it once it is being sent
+        entries = [e for links in batch.links for e in links]
+        results, rests = self.inner.apply(entries, batch.settles)
         if self.on_added is not None:
             at = 0
-            for batch in batches:
-                self.on_added(batch, results[at : at + len(batch)])
-                at += len(batch)
-
-    def _settle(self, settlement: Settlement) -> None:
-        """Queue a completion or an acknowledgement; those arriving before the worker sends
-        them go in one call (one pipeline per Redis node)."""
-        with self._segments_lock:
-            if self._open_settles is not None:
-                self._open_settles.append(settlement)
-                return
-            taken = self._open_settles = [settlement]
-            self._worker.submit(lambda: self._send_settles(taken))
-
-    def _send_settles(self, settlements: list[Settlement]) -> None:
-        with self._segments_lock:
-            if self._open_settles is settlements:
-                self._open_settles = None
-        rests = self.inner.settle_many(settlements)
+            for links in batch.links:
+                self.on_added(links, results[at : at + len(links)])
+                at += len(links)
         if self.on_completed is not None:
-            for settlement, rest in zip(settlements, rests, strict=True):
+            for settlement, rest in zip(batch.settles, rests, strict=True):
                 if settlement.kind != "ack":
                     self.on_completed(settlement.token, rest)
 
@@ -415,13 +411,13 @@ class BufferedFrontier(Frontier):
         *,
         size: int = 0,
     ) -> float | None:
-        self._settle(Settlement("complete", token, duration, outcome, size))
+        self._join(settle=Settlement("complete", token, duration, outcome, size))
         return None  # completes_later: the rest goes to on_completed
 
     def ack(self, token: str) -> None:
         with self._open_lock:
             self._open.pop(token, None)
-        self._settle(Settlement("ack", token))
+        self._join(settle=Settlement("ack", token))
 
     def finish(
         self,
@@ -433,7 +429,7 @@ class BufferedFrontier(Frontier):
     ) -> float | None:
         with self._open_lock:
             self._open.pop(token, None)
-        self._settle(Settlement("finish", token, duration, outcome, size))
+        self._join(settle=Settlement("finish", token, duration, outcome, size))
         return None
 
     def renew(self, tokens: Iterable[str]) -> int:
@@ -541,6 +537,15 @@ class BufferedFrontier(Frontier):
         if not self._worker.close(timeout):
             logger.warning("The frontier worker did not finish within %.0fs", timeout)
         self.inner.close()
+
+
+@dataclass
+class _Batch:
+    """Link batches and completions queued for one call (:meth:`BufferedFrontier._join`)."""
+
+    links: list[list[Entry]] = field(default_factory=list)
+    settles: list[Settlement] = field(default_factory=list)
+    opened: float = field(default_factory=time.monotonic)
 
 
 class _FrontierThread(JobThread):

@@ -362,6 +362,18 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         replies = self.runner.run_many([self.settle_call(s) for s in settlements])
         return [self.settled(s, r) for s, r in zip(settlements, replies, strict=True)]
 
+    def apply(
+        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+    ) -> tuple[list[AddResult], list[float | None]]:
+        """Links then completions, in one pipeline."""
+        adds = self.add_calls(entries) if entries else []
+        settles = [self.settle_call(s) for s in settlements]
+        replies = self.runner.run_many(adds + settles) if adds or settles else []
+        rests = [
+            self.settled(s, r) for s, r in zip(settlements, replies[len(adds) :], strict=True)
+        ]
+        return self.add_results(replies[: len(adds)]), rests
+
     def _completed(self, reply: list[Any]) -> float | None:
         """The complete script's reply: the slot's rest, then the host it gave up, if any."""
         rest, *gave_up = reply

@@ -247,6 +247,9 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
             transient=TRANSIENT,
+            linger=self.settings.getfloat(
+                "FRONTIER_BATCH_LINGER", defaults.FRONTIER_BATCH_LINGER
+            ),
         )
 
 

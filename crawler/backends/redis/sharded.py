@@ -135,6 +135,14 @@ class ShardedFrontier(Frontier):
     def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         """One batch per shard, the batches for one node in one pipeline; returns once all
         are stored."""
+        return self.apply(entries, [])[0]
+
+    def apply(
+        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+    ) -> tuple[list[AddResult], list[float | None]]:
+        """Links (one batch per shard), then completions and acknowledgements, all in one
+        pipeline per node: a node runs a shard's links before the acknowledgements after
+        them."""
         groups: dict[int, list[int]] = {}
         for position, entry in enumerate(entries):
             groups.setdefault(self.shard_map(entry.host), []).append(position)
@@ -143,6 +151,12 @@ class ShardedFrontier(Frontier):
             shard_calls = self.shards[index].add_calls([entries[p] for p in positions])
             spans.append((index, positions, len(shard_calls)))
             calls += shard_calls
+        routed = []
+        for settlement in settlements:
+            index, raw = self._split(settlement.token)
+            routed.append((index, replace(settlement, token=raw)))
+        n_adds = len(calls)
+        calls += [self.shards[i].settle_call(s) for i, s in routed]
         replies = self.runner.run_many(calls) if calls else []
         results: list[AddResult] = [AddResult(False)] * len(entries)
         at = 0
@@ -153,7 +167,11 @@ class ShardedFrontier(Frontier):
                 results[position] = result
             at += n
             self._touched(index)
-        return results
+        rests = []
+        for (index, s), reply in zip(routed, replies[n_adds:], strict=True):
+            rests.append(self.shards[index].settled(s, reply))
+            self._touched(index)
+        return results, rests
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         from urllib.parse import urlsplit
@@ -283,18 +301,7 @@ class ShardedFrontier(Frontier):
 
     def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
         """Every completion and acknowledgement in one pipeline per node."""
-        routed = []
-        for settlement in settlements:
-            index, raw = self._split(settlement.token)
-            routed.append((index, replace(settlement, token=raw)))
-        calls = [self.shards[i].settle_call(s) for i, s in routed]
-        replies = self.runner.run_many(calls) if calls else []
-        for index, _ in routed:
-            self._touched(index)
-        return [
-            self.shards[i].settled(s, reply)
-            for (i, s), reply in zip(routed, replies, strict=True)
-        ]
+        return self.apply([], settlements)[1]
 
     def renew(self, tokens: Iterable[str]) -> int:
         return sum(self.shards[i].renew(raw) for i, raw in self._by_shard(tokens).items())
