@@ -178,7 +178,14 @@ class RedisFrontierStore(MemoryFrontierStore):
             )
             for index in range(count)
         ]
-        return shards[0] if count == 1 else ShardedFrontier(shards)
+        if count == 1:
+            return shards[0]
+        # a shard's picture is asked again after the refresh interval at the latest (its wake-ups
+        # tell sooner of new work): per worker and shard, one status call per interval
+        return ShardedFrontier(
+            shards,
+            max_age=s.getfloat("FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL),
+        )
 
     def operator_frontier(self) -> RedisFrontier | ShardedFrontier:
         """The crawl's frontier for ``scrapy frontier`` (reports and controls): no worker
