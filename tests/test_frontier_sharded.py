@@ -127,3 +127,37 @@ def test_the_status_report_reads_every_shard(redis_server: RedisServer) -> None:
         - sum(1 for x in leases if frontier.shard_map(x.entry.host) == i)
         for i in range(3)
     ]
+
+
+def test_the_operators_controls_reach_every_shard(redis_server: RedisServer) -> None:  # noqa: F811
+    client = redis_server.client()
+    key = fresh_key()
+    frontier = sharded(client, key, 3)
+    worker = sharded(redis_server.client(), key, 3)  # another worker of the crawl
+    hosts = [f"www.site{i}.test" for i in range(12)]
+    frontier.add_many([Entry(f"http://{h}/{p}", h) for h in hosts for p in range(3)])
+    assert {frontier.shard_map(h) for h in hosts} == {0, 1, 2}
+    # a host block on its shard; a domain block (here the .test hosts' parent) on every shard
+    assert frontier.block("www.site0.test") == 3
+    assert frontier.block("test", domain=True) == 33
+    assert worker.next_many(50) == []
+    assert sorted(frontier.controls()["blocked_hosts"]) == ["www.site0.test"]
+    assert frontier.controls()["blocked_domains"] == ["test"]
+    assert frontier.unblock("test", domain=True) == 11
+    worker.add_many([Entry(f"http://{h}/new", h) for h in hosts])
+    # pause: every shard's copy, so no worker gets a lease from any shard
+    assert frontier.set_control("paused", 1) == "paused"
+    worker.refresh()
+    assert worker.next_many(50) == [] and worker.halted() == "paused"
+    frontier.set_control("paused", None)
+    worker.refresh()
+    leases = worker.next_many(50)
+    assert len(leases) == 11  # one per host not blocked by name (host concurrency 1)
+    # the byte budget counts the bytes of all shards together
+    frontier.set_control("budget", 2500)
+    for lease in leases[:3]:  # 3 x 1000 bytes, spread over shards: no shard alone is over
+        worker.finish(lease.token, 0.1, size=1000)
+    assert frontier.status() and frontier._check_budget() == "byte_budget"
+    worker.refresh()
+    assert worker.next_many(50) == [] and worker.halted() == "byte_budget"
+    assert frontier.controls()["bytes"] == 3000

@@ -199,7 +199,7 @@ class ShardedFrontier(Frontier):
         candidates = [
             i
             for i, p in enumerate(self.pictures)
-            if not p.halt and (p.stale or (p.due_at is not None and p.due_at <= now))
+            if p.stale or (not p.halt and p.due_at is not None and p.due_at <= now)
         ]
         candidates.sort(key=self._urgency)
         leases: list[Lease] = []
