@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.keys import CrawlKeys, key_slot
@@ -32,31 +31,17 @@ def sharded(client: Any, key: str, count: int, **kwargs: Any) -> ShardedFrontier
     return ShardedFrontier(shards, **options)
 
 
-class TestShardedFrontierContract(FrontierContract):
-    """The shared contract with three shards on the module's Redis."""
+class _ShardedContract(FrontierContract):
+    """The shared contract on ``count`` shards; each test's frontier on a fresh key of the
+    client ``new_client`` gives (closed at the end)."""
+
+    count = 3
+
+    def new_client(self) -> Any:
+        raise NotImplementedError
 
     @pytest.fixture(autouse=True)
-    def _server(self, redis_server: RedisServer) -> Iterator[None]:  # noqa: F811
-        self.server = redis_server
-        self.clients: list[redis.Redis] = []
-        yield
-        for client in self.clients:
-            client.close()
-
-    def make_frontier(
-        self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: Any
-    ) -> ShardedFrontier:
-        client = self.server.client()
-        self.clients.append(client)
-        return sharded(client, fresh_key(), 3, policy=policy, clock=clock, **kwargs)
-
-
-class TestShardedFrontierOnACluster(FrontierContract):
-    """The shared contract with six shards on a real 3-master Redis Cluster."""
-
-    @pytest.fixture(autouse=True)
-    def _cluster(self, redis_cluster: RedisClusterServers) -> Iterator[None]:  # noqa: F811
-        self.cluster = redis_cluster
+    def _clients(self) -> Iterator[None]:
         self.clients: list[Any] = []
         yield
         for client in self.clients:
@@ -65,9 +50,27 @@ class TestShardedFrontierOnACluster(FrontierContract):
     def make_frontier(
         self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: Any
     ) -> ShardedFrontier:
-        client = self.cluster.client()
+        client = self.new_client()
         self.clients.append(client)
-        return sharded(client, fresh_key(), 6, policy=policy, clock=clock, **kwargs)
+        return sharded(client, fresh_key(), self.count, policy=policy, clock=clock, **kwargs)
+
+
+class TestShardedFrontierContract(_ShardedContract):
+    """Three shards on the module's Redis."""
+
+    @pytest.fixture(autouse=True)
+    def _server(self, redis_server: RedisServer) -> None:  # noqa: F811
+        self.new_client = redis_server.client  # type: ignore[method-assign]
+
+
+class TestShardedFrontierOnACluster(_ShardedContract):
+    """Six shards on a real 3-master Redis Cluster."""
+
+    count = 6
+
+    @pytest.fixture(autouse=True)
+    def _cluster(self, redis_cluster: RedisClusterServers) -> None:  # noqa: F811
+        self.new_client = redis_cluster.client  # type: ignore[method-assign]
 
 
 def test_shard_tags_spread_over_equal_slot_ranges() -> None:
