@@ -2,13 +2,14 @@
 bound (``FRONTIER_MAX_BACKLOG``, ``FRONTIER_MAX_BACKLOG_BYTES``), and what the bound costs a
 healthy worker.
 
-    .venv/bin/python bench/kill_refetch.py [--install] [--runs 2] [--kill-after 20]
-                                           [--on KEY=VALUE] [--set KEY=VALUE] [--json out.json]
+    .venv/bin/python bench/kill_refetch.py [--install] [--runs 2] [--cases kill,healthy]
+                                           [--kill-after 20] [--on KEY=VALUE] [--set KEY=VALUE]
+                                           [--json out.json]
 
-The site set is five real documentation trees of Debian packages under /usr/share/doc (the
-Python library manual, Eigen's Doxygen pages, git's manual pages, GIO's gtk-doc, nodejs's API
-manual: a few big pages), each its own loopback host, served by nginx (``bench/redis_workers.py``'s
-server; ``--install`` apt-gets the packages of ``bench/realpages.py`` and ``nginx-light``).
+The site set is five real documentation trees of Debian packages under /usr/share/doc (Python
+3.11's documentation, Eigen's Doxygen pages, git's manual pages, GIO's gtk-doc, nodejs's API
+manual: a few big pages), each its own loopback host, served by nginx
+(``bench/redis_workers.py``'s server; ``--install`` apt-gets the packages and nginx-light).
 Host concurrency 2, no politeness delay, as in ``bench/redis_workers.py``. Two cases, each run
 once with the bound off (``0``) and once with it on (the defaults, or ``--on``), alternating
 ``--runs`` times:
@@ -67,6 +68,8 @@ TREES = [
     (DOC, "libglib2.0-doc/gio"),
     (DOC, "nodejs/api"),
 ]
+# what --install gets (root): the trees' packages and the server
+PACKAGES = ["python3.11-doc", "libeigen3-doc", "git-doc", "libglib2.0-doc", "nodejs", "nginx-light"]
 OFF = {"FRONTIER_MAX_BACKLOG": 0, "FRONTIER_MAX_BACKLOG_BYTES": 0}
 KILL_SETTINGS = {"FRONTIER_LEASE_TTL": 30, "DOWNLOAD_TIMEOUT": 5, "RETRY_TIMES": 2}
 
@@ -244,11 +247,10 @@ def main() -> None:
     from tests.redis_support import start_redis
 
     if args.install:
-        from bench.realpages import PACKAGES
-
-        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
-                        *PACKAGES, "nodejs", "nginx-light"], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-q"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *PACKAGES],
+                       check=True, env=env)
     trees = [(r, p) for r, p in TREES if os.path.isfile(os.path.join(r, p, "index.html"))]
     if len(trees) < len(TREES):
         missing = sorted({p for _, p in TREES} - {p for _, p in trees})

@@ -256,7 +256,7 @@ def test_a_full_backlog_lets_go_of_pages_the_engine_finished_without_a_signal() 
 # -- a worker killed mid-crawl, with a slow item path ---------------------------------------
 
 
-SLOW_ITEM = 0.1  # seconds per item, one item at a time: ~10 pages/s per worker
+SLOW_ITEM = 0.05  # seconds per item, one item at a time: ~20 pages/s per worker at most
 BOUND = 4  # FRONTIER_MAX_BACKLOG in the fault test
 READ_AHEAD = 2  # worker_settings' FRONTIER_READ_AHEAD
 KILL_AFTER = 30  # pages the doomed worker fetched before it is killed
@@ -299,7 +299,7 @@ def test_a_killed_worker_costs_at_most_read_ahead_in_flight_and_the_backlog_boun
     def pages_of(records: list[Any], agent: str) -> list[str]:
         return normalized([r for r in records if r.headers.get("User-Agent") == agent])
 
-    with site(pages=25) as server:
+    with site(pages=40) as server:
         # both start at once, with the same seeds (the shared seen-set takes each once), so
         # both are busy from the start
         survivor = start_crawl(dirs[0], seeds=server.seeds(), settings=settings(0))
