@@ -68,6 +68,12 @@ FRONTIER_COMMIT_INTERVAL = 2.0
 # engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
 # (RETRY_TIMES + 1); raised with a warning if it does not.
 FRONTIER_LEASE_TTL = 300.0
+# A worker stops taking work while this many pages (or bytes of pages) it fetched are not yet
+# acknowledged (waiting for the content thread, the spider or the pipelines), so a worker
+# killed loses at most the read-ahead, its fetches in flight and this much fetched work (others
+# fetch it again). 0: no bound. See crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
+FRONTIER_MAX_BACKLOG = 32
+FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # Redis only: keep the shared seen-set as a Bloom filter sized for this many URLs (0: an exact
 # SET, ~64 B per URL). ~1.2 B per URL at 1 %, but a false positive is a page never crawled, and
 # nothing can be removed: see README "Seen URLs at scale".

@@ -204,6 +204,8 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_REPLICA_WAIT": Number(integer=True, low=0, high=16),
     "FRONTIER_REPLICA_WAIT_TIMEOUT": Number(above=True),
     "FRONTIER_SHARD_PATIENCE": Number(above=True),
+    "FRONTIER_MAX_BACKLOG": Number(integer=True),  # 0: no bound
+    "FRONTIER_MAX_BACKLOG_BYTES": Number(integer=True),  # 0: no bound
     "FRONTIER_REFRESH_INTERVAL": Number(above=True),
     "REDIS_CLUSTER": Choice(("auto", "yes", "no")),
     "CRAWLDB_COMMIT_INTERVAL": Number(above=True),

@@ -31,7 +31,7 @@ from crawler.meta import LEASE_META
 from crawler.scheduler import codec as frontier_codec
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.intake import LinkIntake
-from crawler.scheduler.leases import LeaseTracker, lease_ttl_from_settings
+from crawler.scheduler.leases import Backlog, LeaseTracker, lease_ttl_from_settings
 from crawler.scheduler.stats import FrontierStats
 from crawler.scheduler.waker import EngineWaker, engine_holds, running_engine
 
@@ -61,6 +61,10 @@ class FrontierScheduler(BaseScheduler):
 
     A crawl ends when no lease is open and no queued host is due within
     ``FRONTIER_IDLE_HORIZON`` seconds; hosts still waiting then are reported, not waited for.
+
+    While the pages fetched and not yet acknowledged reach ``FRONTIER_MAX_BACKLOG`` (or
+    ``FRONTIER_MAX_BACKLOG_BYTES``), ``next_request`` hands out nothing (see
+    ``crawler.scheduler.leases``), so a killed worker leaves little fetched work behind.
     """
 
     def __init__(self, crawler: Crawler, frontier: Frontier | None = None) -> None:
@@ -137,12 +141,20 @@ class FrontierScheduler(BaseScheduler):
             cache_size=s.getint("FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE),
             later=call_later if running else None,  # else pages are taken whole
         )
+        backlog = Backlog(
+            self.stats,
+            max_pages=s.getint("FRONTIER_MAX_BACKLOG", defaults.FRONTIER_MAX_BACKLOG),
+            max_bytes=s.getint("FRONTIER_MAX_BACKLOG_BYTES", defaults.FRONTIER_MAX_BACKLOG_BYTES),
+            # drained: ask the engine at once, not at its next download or 5-second heartbeat
+            drained=self.waker.wake_now if running else None,
+        )
         self.leases = LeaseTracker(
             frontier,
             self.stats,
             ack=self.intake.ack,
             completed=self._fetch_completed,
             engine_holds=lambda request: engine_holds(self.crawler, request),
+            backlog=backlog,
         )
         connect = self.crawler.signals.connect
         connect(self.leases.reached_downloader, signals.request_reached_downloader)
@@ -169,6 +181,7 @@ class FrontierScheduler(BaseScheduler):
             return
         assert self.intake is not None and self.leases is not None
         self.intake.flush()  # before anything is released, counted or saved
+        self.leases.backlog.report()
         if reason != "finished":
             # a clean stop (Ctrl-C, the operator's deadline): what never reached the
             # downloader goes back at once (no delay, no wait for its lease to expire)
@@ -225,6 +238,8 @@ class FrontierScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         frontier, leases = self.frontier, self.leases
         assert frontier is not None and leases is not None
+        if leases.backlog_full():
+            return None  # the backlog's drain wakes the engine; a read-ahead waits or goes back
         while True:
             lease = frontier.next()
             if lease is None:

@@ -9,6 +9,13 @@ pipelines. Every ``FRONTIER_LEASE_TTL / 3`` seconds the leases the engine still 
 renewed, and one the engine is done with but that was never acknowledged is acknowledged then;
 the frontier expires the rest (their URLs come back).
 
+The **backlog** is the pages fetched for the spider whose leases are not acknowledged yet
+(waiting for the content thread, the spider or the pipelines). A worker killed then loses them
+all: another worker fetches each again once its lease expires. So while the backlog holds
+``FRONTIER_MAX_BACKLOG`` pages or ``FRONTIER_MAX_BACKLOG_BYTES`` bytes the scheduler hands out
+nothing (:meth:`LeaseTracker.backlog_full`), and the engine is woken when it drains below both
+(``drained``): a kill costs at most the read-ahead, the fetches in flight and that bound.
+
 Free of Scrapy: requests and responses are anything with a ``meta`` dict; whether the engine
 still works on a request is asked of the ``engine_holds`` callable it is given.
 """
@@ -30,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 # completed(request, host, rest, outcome): the frontier completed a fetch and applied ``rest``
 Completed = Callable[[Any, str, float | None, Outcome], None]
+
+# Seconds between two looks, while the backlog is full, for pages the engine let go of without a
+# signal we know of (they would hold the backlog full until the next renewal).
+BACKLOG_SETTLE_INTERVAL = 1.0
 
 
 def lease_ttl_from_settings(settings: Any) -> float:
@@ -62,6 +73,64 @@ class HeldLease:
     completed: bool = False  # the fetch ended; a response is with the spider or pipelines
     items_expected: int | None = None  # set when the spider's output for the page ended
     items_done: int = 0
+    backlog_bytes: int | None = None  # in the backlog (with the spider or pipelines): its size
+
+
+class Backlog:
+    """How many pages (and bytes) were fetched for the spider and are not acknowledged yet, and
+    whether that reached the bound (``max_pages``, ``max_bytes``; 0: no bound). Counts for
+    the crawl's stats: ``frontier/backlog/full`` (times the bound was reached) and
+    ``frontier/backlog/full_seconds`` (time spent at it); :meth:`report` adds the peaks.
+    ``drained`` is called when it falls back below the bound."""
+
+    def __init__(
+        self,
+        stats: FrontierStats,
+        *,
+        max_pages: int = 0,
+        max_bytes: int = 0,
+        drained: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stats = stats
+        self.max_pages = max(0, max_pages)
+        self.max_bytes = max(0, max_bytes)
+        self.drained = drained
+        self.clock = clock
+        self.pages = 0
+        self.bytes = 0
+        self.peak_pages = 0
+        self.peak_bytes = 0
+        self.full_seconds = 0.0
+        self._full_since: float | None = None
+
+    @property
+    def full(self) -> bool:
+        return (0 < self.max_pages <= self.pages) or (0 < self.max_bytes <= self.bytes)
+
+    def add(self, size: int) -> None:
+        self.pages += 1
+        self.bytes += size
+        self.peak_pages = max(self.peak_pages, self.pages)
+        self.peak_bytes = max(self.peak_bytes, self.bytes)
+        if self._full_since is None and self.full:
+            self._full_since = self.clock()
+            self.stats.inc("frontier/backlog/full")
+
+    def report(self) -> None:
+        """The peaks into the stats (at close: a page's count would cost a stats write)."""
+        self.stats.set("frontier/backlog/peak_pages", self.peak_pages)
+        self.stats.set("frontier/backlog/peak_bytes", self.peak_bytes)
+
+    def remove(self, size: int) -> None:
+        self.pages -= 1
+        self.bytes -= size
+        if self._full_since is not None and not self.full:
+            self.full_seconds += self.clock() - self._full_since
+            self._full_since = None
+            self.stats.set("frontier/backlog/full_seconds", round(self.full_seconds, 3))
+            if self.drained is not None:
+                self.drained()
 
 
 class LeaseTracker:
@@ -78,6 +147,7 @@ class LeaseTracker:
         completed: Completed,
         engine_holds: Callable[[Any], bool | None],
         clock: Callable[[], float] = time.monotonic,
+        backlog: Backlog | None = None,
     ) -> None:
         self.frontier = frontier
         self.stats = stats
@@ -88,6 +158,8 @@ class LeaseTracker:
         self._held: dict[str, HeldLease] = {}
         # completions sent to a frontier that completes later: token -> (request, host, outcome)
         self._completing: dict[str, tuple[Any, str, Outcome]] = {}
+        self.backlog = backlog if backlog is not None else Backlog(stats, clock=clock)
+        self._settled_at = float("-inf")
 
     def handed_out(self, token: str, request: Any, host: str) -> None:
         request.meta[LEASE_META] = token
@@ -131,7 +203,10 @@ class LeaseTracker:
         else:
             self._completed(request, held.host, rest, outcome)
         self.stats.inc(f"frontier/fetch/{outcome}")
-        if not for_spider:
+        if for_spider:
+            held.backlog_bytes = size
+            self.backlog.add(size)
+        else:
             self._ack(token)
 
     def completed_later(self, token: str, rest: float | None) -> None:
@@ -161,8 +236,29 @@ class LeaseTracker:
 
     def _ack(self, token: str | None) -> None:
         if token is not None:
-            self._held.pop(token, None)
+            self._forget(token)
             self._ack_page(token)
+
+    def _forget(self, token: str) -> None:
+        held = self._held.pop(token, None)
+        if held is not None and held.backlog_bytes is not None:
+            self.backlog.remove(held.backlog_bytes)
+
+    def backlog_full(self) -> bool:
+        """Whether the backlog is at its bound, so nothing more may be handed out. While it is,
+        pages the engine is done with but never heard of are acknowledged (stat
+        ``frontier/acked_late``), at most every ``BACKLOG_SETTLE_INTERVAL`` seconds, so a
+        missed signal costs a second, not a renewal period."""
+        if not self.backlog.full:
+            return False
+        now = self.clock()
+        if now - self._settled_at >= BACKLOG_SETTLE_INTERVAL:
+            self._settled_at = now
+            for token, held in list(self._held.items()):
+                if held.backlog_bytes is not None and self.engine_holds(held.request) is False:
+                    self._ack(token)
+                    self.stats.inc("frontier/acked_late")
+        return self.backlog.full
 
     def unstarted(self) -> list[str]:
         """Leases whose request never reached the downloader."""
@@ -184,7 +280,7 @@ class LeaseTracker:
                 self._ack(token)
                 self.stats.inc("frontier/acked_late")
             elif held.deadline <= now:
-                del self._held[token]  # expired: its URL is back in the frontier
+                self._forget(token)  # expired: its URL is back in the frontier
         if alive:
             frontier.renew(alive)
         expired = frontier.expire()
