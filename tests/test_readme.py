@@ -33,6 +33,9 @@ README = PROJECT / "README.md"
 INTERNET = "needs the internet"
 SCRAPYD = "scrapyd: deployed, scheduled, listed and cancelled by tests/test_scrapyd.py"
 # The README's commands, in order, with what this test does with each.
+CLUSTER = (
+    "skip: a cluster on other machines; tests/test_cluster_crawl.py runs these on a local one"
+)
 COMMANDS: dict[str, str] = {
     ".venv/bin/python -m pytest -q": "skip: it is this test suite",
     ".venv/bin/scrapy list": "run",
@@ -75,6 +78,14 @@ COMMANDS: dict[str, str] = {
     " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     ".venv/bin/scrapy frontier web budget 20GB"
     " -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://127.0.0.1:6379/0": "run",
+    "redis-cli --cluster create 10.0.0.1:7000 10.0.0.2:7000 10.0.0.3:7000 10.0.0.1:7001 "
+    "10.0.0.2:7001 10.0.0.3:7001 --cluster-replicas 1": CLUSTER,
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis "
+    "-s REDIS_URL=redis://10.0.0.1:7000/0 -s FRONTIER_SHARDS=6": CLUSTER,
+    ".venv/bin/scrapy crawl web -s FRONTIER_BACKEND=redis "
+    "-s REDIS_URL=redis://10.0.0.2:7000/0 -s FRONTIER_SHARDS=6": CLUSTER,
+    ".venv/bin/scrapy frontier web -s FRONTIER_BACKEND=redis "
+    "-s REDIS_URL=redis://10.0.0.1:7000/0 -s FRONTIER_SHARDS=6": CLUSTER,
     ".venv/bin/python bench/shared.py --only neardup --quick": (
         "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_neardup_shared.py checks the "
         "decisions"
