@@ -165,8 +165,9 @@ class RedisNearDuplicateDetector:
         self.table_bits = _bits(capacity)
         self._scripts = {n: client.register_script(src) for n, src in SCRIPTS.items()}
         self._script_keys = SCRIPT_KEYS.keys(self.keys)
-        # on a cluster, never through an ASK: the scripts touch keys they do not declare (calls)
-        self._runner = script_runner(client)
+        # on a cluster, never through an ASK: the scripts touch keys they do not declare (calls);
+        # a node away longer than a MOVED takes to follow is the outage's to wait out and log
+        self._runner = script_runner(client, patience=0.5)
         self._copies = HostCopies()  # this worker's copies of the hosts' templates and models
         self._index = IndexCopy()  # this worker's copy of the index log
         self._records = RecordCache()  # the records this worker decoded
