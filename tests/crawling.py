@@ -74,6 +74,22 @@ def crawl_command(
     return cmd
 
 
+def scrapy_frontier(settings: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy frontier web <args>`` with these ``-s`` settings, run to its end."""
+    cmd = [sys.executable, "-m", "scrapy", "frontier", "web", *args]
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    return subprocess.run(
+        cmd,
+        cwd=PROJECT,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def start_crawl(tmp_path: Path, site: str = "web", **kwargs: Any) -> subprocess.Popen[str]:
     """Start a crawl in the background (to stop or kill it mid-way)."""
     for stale in ("stats.json", "items.jsonl", "crawl.log"):

@@ -10,10 +10,8 @@ crawl, on real documentation trees served by nginx and compared with a single-Re
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ import pytest
 from crawler.backends.redis.shards import ShardMap
 from devsite import HostSpec, build_site
 from devsite.routed import RoutedSiteServer
-from tests.crawling import PROJECT, finish_crawl, normalized, start_crawl
+from tests.crawling import finish_crawl, normalized, scrapy_frontier, start_crawl
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key
 from tests.test_redis_crawl import check_polite, robots, wait_until
@@ -63,22 +61,13 @@ def settings(url: str, key: str, tmp: Path) -> dict[str, Any]:
 
 
 def frontier_status(url: str, key: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "scrapy", "frontier", "web"]
-    for name, value in {
-        "FRONTIER_BACKEND": "redis",
-        "REDIS_URL": url,
-        "FRONTIER_REDIS_KEY": key,
-        "FRONTIER_SHARDS": SHARDS,
-    }.items():
-        cmd += ["-s", f"{name}={value}"]
-    return subprocess.run(
-        cmd,
-        cwd=PROJECT,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    return scrapy_frontier(
+        {
+            "FRONTIER_BACKEND": "redis",
+            "REDIS_URL": url,
+            "FRONTIER_REDIS_KEY": key,
+            "FRONTIER_SHARDS": SHARDS,
+        }
     )
 
 

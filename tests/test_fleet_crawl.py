@@ -6,9 +6,7 @@ the server saw."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.crawling import PROJECT, finish_crawl, normalized
+from tests.crawling import finish_crawl, normalized, scrapy_frontier
 from tests.redis_support import RedisServer, redis_server  # noqa: F401
 from tests.test_redis_crawl import HOSTS, check_polite, site, start_workers, wait_until
 
@@ -31,22 +29,12 @@ ACTS_WITHIN = 1.0  # seconds: "acts on every worker within a second"
 
 
 def frontier_cmd(redis: RedisServer, key: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "scrapy", "frontier", "web", *args]
-    for name, value in {
+    settings = {
         "FRONTIER_BACKEND": "redis",
         "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
         "FRONTIER_REDIS_KEY": key,
-    }.items():
-        cmd += ["-s", f"{name}={value}"]
-    return subprocess.run(
-        cmd,
-        cwd=PROJECT,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    }
+    return scrapy_frontier(settings, *args)
 
 
 def test_a_blocked_host_gets_no_further_request_from_any_worker(
