@@ -275,11 +275,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         return _ADD_RESULTS[code]
 
     def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
-        """One script call per ``chunk_size`` entries: one round trip per page's links."""
+        """One script call per ``chunk_size`` entries, all in one pipeline: one round trip."""
         calls = self.add_calls(entries)
-        if len(calls) == 1:
-            return self.add_results([self.runner.run(calls[0])])
-        return self.add_results([self.runner.run(c) for c in calls])
+        return self.add_results(self.runner.run_many(calls) if calls else [])
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         return sum(
