@@ -52,6 +52,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
     # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)
     "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,
+    # above RetryMiddleware: a name that does not resolve holds its host instead of failing
+    # its pages one by one (crawler/middlewares/dns.py)
+    "crawler.middlewares.dns.DnsMiddleware": 555,
     # the stock one, with decompression bombs counted in limits/decompressed_size
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
     # the stock one, with dropped chains and loops counted in limits/redirects, redirect_loop
@@ -70,6 +73,11 @@ SPIDER_MIDDLEWARES_BASE = {
     **_SCRAPY_SPIDER_MIDDLEWARES_BASE,
     "crawler.middlewares.lease.LeaseAckMiddleware": 1,
 }
+
+# Names resolved by twisted.names, cached by TTL and shared by a fleet (crawler/download/dns.py),
+# not by getaddrinfo on the thread pool with answers kept for ever.
+TWISTED_DNS_RESOLVER = "crawler.download.dns.CachingDnsResolver"
+DNS_TIMEOUT = 10  # Scrapy's 60 s holds a request a minute for a name that will not resolve
 
 # --- Crawler defaults ------------------------------------------------------------------------
 ROBOTSTXT_OBEY = False  # Scrapy's own middleware: replaced by crawler.middlewares.robots

@@ -212,6 +212,19 @@ RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-Af
 RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
 RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 
+# --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
+DNS_SERVERS: list[str] = []  # "ip[:port]" of DNS servers to ask; none: those of /etc/resolv.conf
+DNS_CONCURRENCY = 100  # lookups in flight at once (one per name however many requests wait)
+DNS_CACHE_SIZE = 100_000  # names a worker keeps (least recently used out first)
+# An answer is kept for its TTL, but at least DNS_MIN_TTL (a 0-second CDN TTL would make every
+# fetch a lookup) and at most DNS_MAX_TTL (6 hours, as Heritrix keeps an address: a host that
+# moves is followed within that); a failure for DNS_NEGATIVE_TTL.
+DNS_MIN_TTL = 60.0
+DNS_MAX_TTL = 6 * 3600.0
+DNS_NEGATIVE_TTL = 60.0
+DNS_HOLD_TIMES = 3  # holds of a host whose name fails (servfail, timeout) before its pages fail
+DNS_HOLD_MAX = 900.0  # longest hold (the negative TTL, doubling with each failure in a row)
+
 # --- The crawl database and recrawl -------------------------------------------------------------
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
 # JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.

@@ -52,6 +52,8 @@ The crawl's own (:class:`CrawlKeys`):
 ``{key}:scope``             SET     hosts the seeds brought into scope
 ``{key}:robots``            HASH    origin -> msgpack robots.txt record
 ``{key}:robots_state``      HASH    origin -> msgpack shared fetch state of its robots.txt
+``{key}:dns:<host>``        STRING  msgpack DNS answer shared by the fleet (expires with its TTL)
+``{key}:dns:<host>:claim``  STRING  the worker looking ``<host>`` up now (expires: DNS_TIMEOUT)
 ``{key}:nd:...``            ...     the shared near-duplicate detector (:class:`NeardupKeys`)
 ``<site>:start_urls``       LIST    seeds pushed to a running crawl (scrapy-redis's key, no tag)
 ==========================  ======  ===========================================================
@@ -231,6 +233,7 @@ class CrawlKeys:
         self.scope = p + ":scope"
         self.robots = p + ":robots"
         self.robots_state = p + ":robots_state"
+        self.dns = p + ":dns:"  # + a host name: its shared DNS answer (PX: the answer's TTL)
         self.seeds = START_URLS_KEY % {"name": site or crawl}
 
     @classmethod

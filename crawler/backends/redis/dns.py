@@ -1,0 +1,106 @@
+"""DNS answers shared by every worker of a crawl (``DNS_SHARED_CLASS`` of the ``redis`` backend),
+so a fleet looks each name up once per TTL, not once per worker.
+
+One STRING per name, ``{key}:dns:<host>``, holding the msgpack ``[address, ttl, error]`` and
+expiring with the answer (``PX``): Redis forgets a name by itself when its answer would be stale,
+and a crawl of a million hosts keeps only the answers still valid. A worker about to ask the DNS
+server first claims the name (``SET NX PX`` on ``{key}:dns:<host>:claim`` for ``DNS_TIMEOUT``);
+another worker that finds the claim waits for the answer to appear rather than asking too.
+
+While Redis is away the resolver acts alone (no answer found, every claim granted, nothing
+shared) and never waits: DNS must not stop because the shared cache did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from crawler.backends.redis.connection import (
+    RedisClient,
+    fail_fast_params,
+    redis_client,
+    worker_name,
+)
+from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.net.dns import DnsAnswer
+
+logger = logging.getLogger(__name__)
+
+
+class RedisDnsCache:
+    """See the module docstring; implements :class:`crawler.net.dns.SharedDns`."""
+
+    def __init__(self, client: RedisClient, key: str) -> None:
+        self.client = client
+        self.prefix = CrawlKeys(key).dns
+        self.me = worker_name().encode()
+        self.alone = 0  # calls answered without Redis
+        self.outage = RedisOutage(
+            "DNS cache",
+            lambda: client.exists(self.prefix + "probe"),
+            meanwhile="each worker resolves host names on its own until it is back",
+            back_note=lambda: f"{self.alone} DNS cache calls answered alone so far",
+            log=logger,
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RedisDnsCache:
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        s = crawler.settings
+        return cls(redis_client(s, **fail_fast_params(s)), crawl_key(s, site))
+
+    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+        try:
+            return self.outage.call(fn, wait=0)
+        except RedisUnavailable:
+            self.alone += 1
+            return default
+
+    def get(self, name: str) -> tuple[DnsAnswer, float] | None:
+        key = self.prefix + name
+
+        def read() -> Any:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.get(key)
+            pipe.pttl(key)
+            return pipe.execute()
+
+        raw, pttl = self._safe(read, (None, -2))
+        if raw is None or pttl is None or int(pttl) <= 0:
+            return None
+        try:
+            address, ttl, error = msgpack.unpackb(raw, raw=False)
+            return DnsAnswer(str(address), float(ttl), str(error)), int(pttl) / 1000.0
+        except (ValueError, TypeError):
+            return None
+
+    def claim(self, name: str, seconds: float) -> bool:
+        ms = max(1, int(seconds * 1000))
+        return bool(
+            self._safe(
+                lambda: self.client.set(self.prefix + name + ":claim", self.me, nx=True, px=ms),
+                True,
+            )
+        )
+
+    def put(self, name: str, answer: DnsAnswer, seconds: float) -> None:
+        ms = int(seconds * 1000)
+        packed = msgpack.packb([answer.address, answer.ttl, answer.error])
+
+        def write() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            if ms > 0:
+                pipe.set(self.prefix + name, packed, px=ms)
+            pipe.delete(self.prefix + name + ":claim")
+            pipe.execute()
+
+        self._safe(write, None)
+
+    def close(self) -> None:
+        self.outage.close()
+        self.client.close()

@@ -1,0 +1,276 @@
+"""Host names resolved without blocking, once per TTL for the whole crawl.
+
+Scrapy's default resolver (``CachingThreadedResolver``) calls the operating system's
+``getaddrinfo`` on the reactor's thread pool: each lookup holds a thread for up to seconds, ten
+threads by default, and what it caches it keeps for ever (a host that moves is fetched at its old
+address until the crawl ends). Here:
+
+* :class:`DnsService` (one per crawl) asks DNS servers itself with ``twisted.names``, Twisted's
+  own asynchronous DNS client (no thread per lookup, no new dependency: it ships with Twisted),
+  at most ``DNS_CONCURRENCY`` lookups at once, one lookup per name however many requests wait
+  for it. Answers are kept as long as their TTL says, within ``DNS_MIN_TTL`` .. ``DNS_MAX_TTL``,
+  failures for ``DNS_NEGATIVE_TTL`` (:mod:`crawler.net.dns`); a fleet shares them through
+  ``DNS_SHARED_CLASS`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
+  the whole fleet. ``/etc/hosts`` is read first, as the system resolver would.
+* :class:`CachingDnsResolver` is what Scrapy installs on the reactor (``TWISTED_DNS_RESOLVER``):
+  built once per process from the process's settings, it hands every name to the service of the
+  running crawl (attached by :class:`crawler.middlewares.dns.DnsMiddleware`), or to Scrapy's own
+  resolver when no crawl attached one (``scrapy shell``, ``scrapy fetch``).
+
+The address guard is unchanged: the download handler checks the address each connection really
+uses, which is the address this resolver gave (no DNS rebinding between check and connect).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from scrapy.resolver import CachingThreadedResolver
+from twisted.internet import defer, error, task
+from twisted.internet.interfaces import IResolverSimple
+from twisted.names import client, dns, hosts, resolve
+from twisted.names import error as dns_error
+from zope.interface import implementer
+
+from crawler.backends.registry import build_backend
+from crawler.net.dns import (
+    ERROR,
+    NO_ADDRESS,
+    NXDOMAIN,
+    REFUSED,
+    SERVFAIL,
+    TIMEOUT,
+    DnsAnswer,
+    DnsCache,
+    NoSharedDns,
+    SharedDns,
+    TtlBounds,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_CNAME_HOPS = 8  # a longer chain is treated as no address (a loop, or a misconfiguration)
+SHARED_POLL = 0.05  # seconds between looks for an answer another worker is fetching
+
+
+class DnsLookupFailed(error.DNSLookupError):
+    """A name that did not resolve, and why (:data:`crawler.net.dns.FAILURES`)."""
+
+    def __init__(self, name: str, kind: str) -> None:
+        super().__init__(f"{name}: DNS {kind}")
+        self.name = name
+        self.kind = kind
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _server(spec: str) -> tuple[str, int]:
+    host, _, port = spec.strip().rpartition(":")
+    if not host:
+        host, port = port, "53"
+    return host, int(port)
+
+
+def follow_chain(name: str, records: Sequence[Any]) -> tuple[str, float, str]:
+    """The IPv4 address ``name`` leads to through the answer's CNAME records, the smallest TTL
+    on the way, and where the chain stopped if it did not reach an A record ("" when it did)."""
+    by_name: dict[str, list[Any]] = {}
+    for rr in records:
+        by_name.setdefault(str(rr.name).lower().rstrip("."), []).append(rr)
+    current, ttl = name.lower().rstrip("."), float("inf")
+    for _ in range(MAX_CNAME_HOPS + 1):
+        rrs = by_name.get(current, [])
+        for rr in rrs:
+            if rr.type == dns.A:
+                return rr.payload.dottedQuad(), min(ttl, float(rr.ttl)), ""
+        cnames = [rr for rr in rrs if rr.type == dns.CNAME]
+        if not cnames:
+            return "", ttl, current
+        ttl = min(ttl, float(cnames[0].ttl))
+        current = str(cnames[0].payload.name).lower().rstrip(".")
+    return "", ttl, ""
+
+
+def failure_kind(exc: BaseException) -> str:
+    if isinstance(exc, dns_error.DNSNameError):
+        return NXDOMAIN
+    if isinstance(exc, dns_error.DNSServerError):
+        return SERVFAIL
+    if isinstance(exc, dns_error.DNSQueryRefusedError):
+        return REFUSED
+    if isinstance(exc, (defer.TimeoutError, error.TimeoutError, dns_error.DNSQueryTimeoutError)):
+        return TIMEOUT
+    return ERROR
+
+
+class DnsService:
+    """One crawl's DNS: see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        servers: Sequence[str] = (),
+        timeout: float = 10.0,
+        concurrency: int = 100,
+        cache: DnsCache | None = None,
+        shared: SharedDns | None = None,
+        hosts_file: str = "/etc/hosts",
+        stats: Any = None,
+        reactor: Any = None,
+    ) -> None:
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.reactor = reactor
+        self.timeout = timeout
+        self.cache = cache if cache is not None else DnsCache()  # an empty one is falsy
+        self.shared: SharedDns = shared if shared is not None else NoSharedDns()
+        self.sharing = not isinstance(self.shared, NoSharedDns)
+        self.stats = stats
+        self.limit = defer.DeferredSemaphore(max(1, concurrency))
+        self.servers = [_server(s) for s in servers]
+        names = (
+            client.Resolver(servers=self.servers, reactor=reactor)
+            if self.servers
+            else client.Resolver(resolv="/etc/resolv.conf", reactor=reactor)
+        )
+        self.resolver = resolve.ResolverChain([hosts.Resolver(file=hosts_file), names])
+        self._waiting: dict[str, list[defer.Deferred[DnsAnswer]]] = {}
+        self.addresses: dict[str, str] = {}  # host -> the address it resolved to last
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> DnsService:
+        s = crawler.settings
+        return cls(
+            servers=s.getlist("DNS_SERVERS"),
+            timeout=s.getfloat("DNS_TIMEOUT", 10.0),
+            concurrency=s.getint("DNS_CONCURRENCY", 100),
+            cache=DnsCache(TtlBounds.from_settings(s), s.getint("DNS_CACHE_SIZE", 100_000)),
+            shared=build_backend(crawler, "DNS_SHARED_CLASS"),
+            stats=crawler.stats,
+        )
+
+    def _inc(self, key: str, n: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key, n)
+
+    def resolve(self, name: str) -> defer.Deferred[DnsAnswer]:
+        """``name``'s answer (never fails: a failure is an answer with an ``error``)."""
+        name = name.lower().rstrip(".")
+        kept = self.cache.get(name)
+        if kept is not None:
+            self._inc("dns/cache_hits")
+            return defer.succeed(kept)
+        d: defer.Deferred[DnsAnswer] = defer.Deferred()
+        waiting = self._waiting.get(name)
+        if waiting is not None:
+            self._inc("dns/coalesced")
+            waiting.append(d)
+            return d
+        self._waiting[name] = [d]
+        defer.ensureDeferred(self._find(name)).addBoth(self._answered, name)
+        return d
+
+    def _answered(self, result: Any, name: str) -> None:
+        if not isinstance(result, DnsAnswer):  # a bug, not a DNS failure: say so, fail the name
+            logger.error("DNS lookup of %s failed unexpectedly: %s", name, result)
+            result = DnsAnswer(error=ERROR)
+        for d in self._waiting.pop(name, []):
+            d.callback(result)
+
+    async def _find(self, name: str) -> DnsAnswer:
+        if self.sharing:
+            found = await self._from_fleet(name)
+            if found is not None:
+                answer, seconds = found
+                self._inc("dns/shared_hits")
+                self._keep(name, answer, seconds)
+                return answer
+        answer = await self.limit.run(lambda: defer.ensureDeferred(self._ask(name)))
+        seconds = self.cache.bounds.keep_for(answer)
+        self._keep(name, answer, seconds)
+        if self.sharing:
+            self.shared.put(name, answer, seconds)
+        return answer
+
+    def _keep(self, name: str, answer: DnsAnswer, seconds: float) -> None:
+        self.cache.put(name, answer, seconds)
+        if answer.ok:
+            self.addresses[name] = answer.address
+
+    async def _from_fleet(self, name: str) -> tuple[DnsAnswer, float] | None:
+        """The fleet's answer, waiting (on the reactor, not a thread) while another worker is
+        looking it up; None: this worker looks it up. Each call to the shared cache is one
+        round trip on the reactor thread, as the robots.txt cache's are: once per name and
+        TTL, rare next to the fetches it saves, and it never waits for an absent Redis."""
+        found = self.shared.get(name)
+        if found is not None or self.shared.claim(name, self.timeout):
+            return found
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            await task.deferLater(self.reactor, SHARED_POLL, lambda: None)
+            found = self.shared.get(name)
+            if found is not None:
+                return found
+        return None
+
+    async def _ask(self, name: str) -> DnsAnswer:
+        self._inc("dns/lookups")
+        current = name
+        ttl = float("inf")
+        for _ in range(MAX_CNAME_HOPS):
+            try:
+                answers, _auth, _extra = await self.resolver.lookupAddress(
+                    current, timeout=(self.timeout,)
+                )
+            except Exception as exc:
+                kind = failure_kind(exc)
+                self._inc(f"dns/failures/{kind}")
+                return DnsAnswer(error=kind)
+            address, chain_ttl, stopped = follow_chain(current, answers)
+            ttl = min(ttl, chain_ttl)
+            if address:
+                return DnsAnswer(address, ttl)
+            if not stopped or stopped == current:
+                break
+            current = stopped  # the chain leaves the answer: ask for where it points
+        self._inc(f"dns/failures/{NO_ADDRESS}")
+        return DnsAnswer(error=NO_ADDRESS)
+
+    def close(self) -> None:
+        self.shared.close()
+
+
+@implementer(IResolverSimple)
+class CachingDnsResolver(CachingThreadedResolver):
+    """``TWISTED_DNS_RESOLVER``: the running crawl's :class:`DnsService`, or Scrapy's own resolver
+    when no crawl attached one."""
+
+    service: DnsService | None = None  # the process's running crawl (one per process: scrapyd)
+
+    @classmethod
+    def attach(cls, service: DnsService | None) -> None:
+        cls.service = service
+
+    def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[str]:
+        service = type(self).service
+        if service is None or _is_ip(name):
+            return super().getHostByName(name, timeout)
+        return service.resolve(name).addCallback(_address_or_failure, name)
+
+
+def _address_or_failure(answer: DnsAnswer, name: str) -> str:
+    if not answer.ok:
+        raise DnsLookupFailed(name, answer.error)
+    return answer.address
