@@ -68,6 +68,15 @@ requests_unfetched = object()
 # go from now on (0: none). The scheduler's prioritizer applies it.
 host_penalty_changed = object()
 
+# Sent by the scheduler when a lease's host has no known address (politeness per server
+# address waits for it): host_address_wanted(host: str). The DNS middleware resolves it and
+# answers with host_resolved.
+host_address_wanted = object()
+
+# Sent by the DNS middleware whenever a host's address is learnt or changes:
+# host_resolved(host: str, address: str), "" when the name did not resolve.
+host_resolved = object()
+
 # Sent by the scheduler after the frontier completed a fetch, with what the frontier applied:
 # fetch_completed(request, host: str, delay: float | None, outcome: crawler.frontier.Outcome),
 # ``delay`` the politeness rest of the host's slot after this fetch (None: the fetch never

@@ -10,6 +10,7 @@ with ``build_from_crawler``):
 ``INDEX_CLASS``            the full-text index
 ``NEARDUP_STORE_CLASS``    the near-duplicate detector's state
 ``DNS_SHARED_CLASS``       DNS answers shared by a crawl's workers
+``ADDRESS_BUDGET_CLASS``   politeness per server address (fetches in flight, next start)
 =========================  =====================================================================
 
 A user normally sets none of them: ``FRONTIER_BACKEND`` (``memory``, ``redis``) is the one public
@@ -36,6 +37,7 @@ CLASS_SETTINGS = (
     "INDEX_CLASS",
     "NEARDUP_STORE_CLASS",
     "DNS_SHARED_CLASS",
+    "ADDRESS_BUDGET_CLASS",
 )
 
 _EMBEDDED = {
@@ -44,6 +46,7 @@ _EMBEDDED = {
     "INDEX_CLASS": "crawler.backends.sqlite.index.SQLiteIndex",
     "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
     "DNS_SHARED_CLASS": "crawler.net.dns.NoSharedDns",
+    "ADDRESS_BUDGET_CLASS": "crawler.frontier.addresses.LocalAddressBudget",
 }
 
 BACKENDS: dict[str, dict[str, str]] = {
@@ -58,6 +61,7 @@ BACKENDS: dict[str, dict[str, str]] = {
         "ROBOTS_CACHE_CLASS": "crawler.backends.redis.robots.RedisRobotsCache",
         "NEARDUP_STORE_CLASS": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
         "DNS_SHARED_CLASS": "crawler.backends.redis.dns.RedisDnsCache",
+        "ADDRESS_BUDGET_CLASS": "crawler.backends.redis.addresses.RedisAddressBudget",
     },
 }
 

@@ -44,6 +44,13 @@ FRONTIER_MIN_DELAY = 1.0
 FRONTIER_DELAY_FACTOR = 5.0
 FRONTIER_MAX_DELAY = 30.0
 FRONTIER_HOST_CONCURRENCY = 1
+# Politeness per server address (crawler/frontier/addresses.py): host names that resolve to one
+# IP address share one budget: at most FRONTIER_IP_CONCURRENCY fetches in flight there, and
+# after each a rest of FRONTIER_IP_DELAY (None: FRONTIER_MIN_DELAY; growing with the response
+# time as a host's does). The defaults give a thousand names on one server one host's share, no
+# more. FRONTIER_IP_CONCURRENCY = 0: off.
+FRONTIER_IP_CONCURRENCY = 1
+FRONTIER_IP_DELAY: float | None = None
 FRONTIER_FRONT_QUEUES = 8
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
 # A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
@@ -213,7 +220,7 @@ RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so
 RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
-DNS_SERVERS: list[str] = []  # "ip[:port]" of DNS servers to ask; none: those of /etc/resolv.conf
+DNS_SERVERS = ""  # "ip[:port]" of DNS servers to ask, comma-separated; "": /etc/resolv.conf's
 DNS_CONCURRENCY = 100  # lookups in flight at once (one per name however many requests wait)
 DNS_CACHE_SIZE = 100_000  # names a worker keeps (least recently used out first)
 # An answer is kept for its TTL, but at least DNS_MIN_TTL (a 0-second CDN TTL would make every

@@ -190,6 +190,14 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_BACKEND": Choice(BACKENDS),
     "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
     "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
+    "FRONTIER_IP_CONCURRENCY": Number(integer=True),  # 0: politeness per name only
+    "DNS_CONCURRENCY": Number(integer=True, low=1),
+    "DNS_CACHE_SIZE": Number(integer=True, low=1),
+    "DNS_MIN_TTL": Number(),
+    "DNS_MAX_TTL": Number(),
+    "DNS_NEGATIVE_TTL": Number(),
+    "DNS_HOLD_TIMES": Number(integer=True),
+    "DNS_HOLD_MAX": Number(),
     "FRONTIER_FRONT_QUEUES": Number(integer=True, low=1),
     "FRONTIER_HOST_MAX_FAILURES": Number(integer=True, low=1),
     # 32: the window is a bit mask (a Lua number in the Redis frontier); 0 turns it off

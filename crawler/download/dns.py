@@ -26,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from scrapy.resolver import CachingThreadedResolver
@@ -37,6 +37,7 @@ from twisted.names import error as dns_error
 from zope.interface import implementer
 
 from crawler.backends.registry import build_backend
+from crawler.config import defaults
 from crawler.net.dns import (
     ERROR,
     NO_ADDRESS,
@@ -148,15 +149,19 @@ class DnsService:
         self.resolver = resolve.ResolverChain([hosts.Resolver(file=hosts_file), names])
         self._waiting: dict[str, list[defer.Deferred[DnsAnswer]]] = {}
         self.addresses: dict[str, str] = {}  # host -> the address it resolved to last
+        # told of every answer learnt (host, address or ""): politeness per server address
+        self.on_answer: Callable[[str, str], None] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> DnsService:
         s = crawler.settings
         return cls(
             servers=s.getlist("DNS_SERVERS"),
-            timeout=s.getfloat("DNS_TIMEOUT", 10.0),
-            concurrency=s.getint("DNS_CONCURRENCY", 100),
-            cache=DnsCache(TtlBounds.from_settings(s), s.getint("DNS_CACHE_SIZE", 100_000)),
+            timeout=s.getfloat("DNS_TIMEOUT"),
+            concurrency=s.getint("DNS_CONCURRENCY", defaults.DNS_CONCURRENCY),
+            cache=DnsCache(
+                TtlBounds.from_settings(s), s.getint("DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE)
+            ),
             shared=build_backend(crawler, "DNS_SHARED_CLASS"),
             stats=crawler.stats,
         )
@@ -207,7 +212,11 @@ class DnsService:
     def _keep(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         self.cache.put(name, answer, seconds)
         if answer.ok:
+            if len(self.addresses) >= self.cache.size:
+                self.addresses.clear()  # a hint for the report, not the cache: start over
             self.addresses[name] = answer.address
+        if self.on_answer is not None:
+            self.on_answer(name, answer.address)
 
     async def _from_fleet(self, name: str) -> tuple[DnsAnswer, float] | None:
         """The fleet's answer, waiting (on the reactor, not a thread) while another worker is

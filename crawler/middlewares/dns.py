@@ -44,8 +44,10 @@ class DnsMiddleware:
         self.hold_max = s.getfloat("DNS_HOLD_MAX", defaults.DNS_HOLD_MAX)
         self.holds: dict[str, int] = {}  # host -> holds in a row
         self.given_up: set[str] = set()
+        service.on_answer = self._resolved
         crawler.signals.connect(self._opened, signals.spider_opened)
         crawler.signals.connect(self._closed, signals.spider_closed)
+        crawler.signals.connect(self._wanted, crawler_signals.host_address_wanted)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DnsMiddleware:
@@ -58,6 +60,14 @@ class DnsMiddleware:
         if CachingDnsResolver.service is self.service:
             CachingDnsResolver.attach(None)
         self.service.close()
+
+    def _resolved(self, host: str, address: str) -> None:
+        signal = crawler_signals.host_resolved
+        self.crawler.signals.send_catch_log(signal, host=host, address=address)
+
+    def _wanted(self, host: str) -> None:
+        """Resolve ``host`` for the scheduler (politeness per address)."""
+        self.service.resolve(host).addCallback(lambda a: self._resolved(host, a.address))
 
     def process_response(self, request: Request, response, spider: Spider | None = None):  # type: ignore[no-untyped-def]
         if self.holds:

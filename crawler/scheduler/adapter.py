@@ -29,6 +29,7 @@ from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import LinkForm
 from crawler.meta import LEASE_META
 from crawler.scheduler import codec as frontier_codec
+from crawler.scheduler.address_gate import AddressGate
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.intake import LinkIntake
 from crawler.scheduler.leases import Backlog, LeaseTracker, lease_ttl_from_settings
@@ -40,6 +41,7 @@ __all__ = ["FrontierScheduler", "lease_ttl_from_settings"]
 logger = logging.getLogger(__name__)
 
 _ACK_MIDDLEWARE = "crawler.middlewares.lease.LeaseAckMiddleware"
+_DNS_MIDDLEWARE = "crawler.middlewares.dns.DnsMiddleware"
 _OPERATOR_ENDS = {
     "deadline": "the operator's deadline has passed",
     "byte_budget": "the operator's byte budget is spent",
@@ -80,6 +82,7 @@ class FrontierScheduler(BaseScheduler):
         self.admission: Admission | None = None
         self.intake: LinkIntake | None = None
         self.leases: LeaseTracker | None = None
+        self.address_gate: AddressGate | None = None
         self.waker = EngineWaker(crawler)
         self.horizon = s.getfloat("FRONTIER_IDLE_HORIZON", defaults.FRONTIER_IDLE_HORIZON)
         self.lease_ttl = lease_ttl_from_settings(s)
@@ -90,6 +93,7 @@ class FrontierScheduler(BaseScheduler):
         connect(self._fetch_finished, crawler_signals.fetch_finished)
         connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
         connect(self._host_hold, crawler_signals.host_hold)
+        connect(self._host_resolved, crawler_signals.host_resolved)
         connect(self._links_extracted, crawler_signals.links_extracted)
         connect(self.prioritizer.set_penalty, crawler_signals.host_penalty_changed)
         connect(self._spider_error, signals.spider_error)
@@ -156,6 +160,14 @@ class FrontierScheduler(BaseScheduler):
             engine_holds=lambda request: engine_holds(self.crawler, request),
             backlog=backlog,
         )
+        # politeness per server address needs names resolved where the scheduler hears them
+        if s.getwithbase("DOWNLOADER_MIDDLEWARES").get(_DNS_MIDDLEWARE) is not None:
+            self.address_gate = AddressGate(
+                frontier,
+                build_backend(self.crawler, "ADDRESS_BUDGET_CLASS", ttl=self.lease_ttl),
+                want=self._want_address,
+                inc=self.stats.inc,
+            )
         connect = self.crawler.signals.connect
         connect(self.leases.reached_downloader, signals.request_reached_downloader)
         connect(self.leases.page_output_done, crawler_signals.page_output_done)
@@ -191,6 +203,8 @@ class FrontierScheduler(BaseScheduler):
         finished = reason == "finished"
         jobdir = self.settings.get("JOBDIR")
         self.stats.closing(frontier, finished, self.horizon, self.persistent, jobdir)
+        if self.address_gate is not None:
+            self.address_gate.close()
         frontier.close()
 
     # -- the engine's side ---------------------------------------------------------------------
@@ -240,6 +254,7 @@ class FrontierScheduler(BaseScheduler):
         assert frontier is not None and leases is not None
         if leases.backlog_full():
             return None  # the backlog's drain wakes the engine; a read-ahead waits or goes back
+        gate = self.address_gate
         while True:
             lease = frontier.next()
             if lease is None:
@@ -248,6 +263,8 @@ class FrontierScheduler(BaseScheduler):
                     now = monotonic()
                     self.waker.wake_at(now + due_in, now)
                 return None
+            if gate is not None and not gate.admit(lease.token, lease.entry.host, monotonic()):
+                continue  # handed back, its host held until its server's address has a slot
             try:
                 request = frontier_codec.decode(lease.entry, self.spider)
                 break
@@ -290,6 +307,11 @@ class FrontierScheduler(BaseScheduler):
         duration: float | None,
         response: Response | None = None,
     ) -> None:
+        if self.address_gate is not None:
+            sent = outcome is not Outcome.NOT_SENT
+            self.address_gate.ended(
+                request.meta.get(LEASE_META), monotonic(), (duration or 0.0) if sent else None
+            )
         if self.leases is not None:
             size = len(response.body) if response is not None else 0  # for a byte budget
             self.leases.fetch_ended(request, outcome, duration, size, response is not None)
@@ -301,6 +323,13 @@ class FrontierScheduler(BaseScheduler):
             crawler_signals.fetch_completed, request=request, host=host, delay=delay,
             outcome=outcome,
         )
+
+    def _want_address(self, host: str) -> None:
+        self.crawler.signals.send_catch_log(crawler_signals.host_address_wanted, host=host)
+
+    def _host_resolved(self, host: str, address: str) -> None:
+        if self.address_gate is not None:
+            self.address_gate.resolved(host, address)
 
     def _completed_later(self, token: str, delay: float | None) -> None:
         if self.leases is not None:

@@ -1,0 +1,137 @@
+"""Politeness per server address for a fleet (``ADDRESS_BUDGET_CLASS`` of the ``redis`` backend):
+the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
+fetches in flight and the same next start at an address.
+
+An address's state lives on the shard its address string hashes to (the frontier's
+:class:`~crawler.backends.redis.shards.ShardMap`; one shard: the crawl's tag), so the names of
+one server, which may live on different shards, meet at one key: a HASH ``{tag}:ip:<address>``
+(``ready``, ``horizon``, ``fetches``, ``refusals``) and a ZSET ``{tag}:ipf:<address>`` of the
+leases fetching there, scored by when they expire (a worker killed mid-fetch leaves its token to
+expire with the lease TTL, as its lease does). One script call per lease taken and one per fetch
+ended, timed by Redis's clock (the workers' clocks never meet).
+
+While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
+rather than stopping the crawl, and says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
+from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.backends.redis.shards import ShardMap
+from crawler.frontier.addresses import AddressLoad, AddressPolicy
+
+logger = logging.getLogger(__name__)
+
+_PRELUDE = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local function fmt(x) return string.format('%.17g', x) end
+"""
+
+# KEYS: state hash, in-flight zset. ARGV: token, concurrency, gap (for starts), ttl.
+# Returns '0' (taken) or the seconds until the reserved slot.
+_TAKE = _PRELUDE + r"""
+local conc, gap, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
+if redis.call('ZCARD', KEYS[2]) < conc and now >= ready then
+  redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+  if conc > 1 then redis.call('HSET', KEYS[1], 'ready', fmt(now + gap)) end
+  redis.call('HINCRBY', KEYS[1], 'fetches', 1)
+  redis.call('PEXPIRE', KEYS[1], math.floor(ttl * 4000))
+  redis.call('PEXPIRE', KEYS[2], math.floor(ttl * 1000))
+  return '0'
+end
+local horizon = tonumber(redis.call('HGET', KEYS[1], 'horizon') or '0')
+local slot = math.max(horizon, ready, now)
+redis.call('HSET', KEYS[1], 'horizon', fmt(slot + gap))
+redis.call('HINCRBY', KEYS[1], 'refusals', 1)
+redis.call('PEXPIRE', KEYS[1], math.floor(ttl * 4000))
+return fmt(math.max(slot - now, 0.001))
+"""
+
+# KEYS: state hash, in-flight zset. ARGV: token, gap after this fetch ('' : never sent).
+_DONE = _PRELUDE + r"""
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 or ARGV[2] == '' then return 0 end
+local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
+local after = now + tonumber(ARGV[2])
+if after > ready then redis.call('HSET', KEYS[1], 'ready', fmt(after)) end
+return 1
+"""
+
+
+class RedisAddressBudget:
+    """See the module docstring; implements :class:`crawler.frontier.addresses.AddressBudget`."""
+
+    def __init__(self, client: RedisClient, keys: CrawlKeys, policy: AddressPolicy) -> None:
+        self.client = client
+        self.policy = policy
+        self.shards = ShardMap(keys.shard_count)
+        self.tags = [k.prefix for k in keys.shards()]
+        self._take = client.register_script(_TAKE)
+        self._done = client.register_script(_DONE)
+        self._seen: dict[str, None] = {}  # addresses this worker used, for busiest()
+        self.alone = 0
+        self.outage = RedisOutage(
+            "address politeness",
+            lambda: client.exists(self.tags[0] + ":ip:probe"),
+            meanwhile="fetches go on with politeness per host name only until it is back",
+            back_note=lambda: f"{self.alone} fetches let through without it",
+            log=logger,
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, ttl: float = 300.0) -> RedisAddressBudget:
+        s = crawler.settings
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        shards = int(s.get("FRONTIER_SHARDS") or 1)
+        keys = CrawlKeys(crawl_key(s, site), site, shards)
+        policy = AddressPolicy.from_settings(s, ttl)
+        return cls(redis_client(s, **fail_fast_params(s)), keys, policy)
+
+    def _keys(self, address: str) -> list[str]:
+        tag = self.tags[self.shards(address)]
+        return [f"{tag}:ip:{address}", f"{tag}:ipf:{address}"]
+
+    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+        try:
+            return self.outage.call(fn, wait=0)  # on the reactor: never wait
+        except RedisUnavailable:
+            self.alone += 1
+            return default
+
+    def take(self, address: str, token: str, now: float) -> float:
+        policy = self.policy
+        if policy.concurrency <= 0:
+            return 0.0
+        self._seen[address] = None
+        args = [token, policy.concurrency, repr(policy.gap(None)), repr(policy.ttl)]
+        reply = self._safe(lambda: self._take(keys=self._keys(address), args=args), b"0")
+        return float(reply)
+
+    def done(self, address: str, token: str, now: float, duration: float | None) -> None:
+        gap = "" if duration is None else repr(self.policy.gap(duration))
+        self._safe(lambda: self._done(keys=self._keys(address), args=[token, gap]), 0)
+
+    def busiest(self, n: int) -> list[AddressLoad]:
+        loads = []
+        for address in list(self._seen)[-1000:]:
+            state, flight = self._keys(address)
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(state, "fetches", "refusals")
+            pipe.zcard(flight)
+            (fetches, refusals), in_flight = pipe.execute()
+            load = AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
+            loads.append(load)
+        loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
+        return loads[:n]
+
+    def close(self) -> None:
+        self.outage.close()
+        self.client.close()

@@ -1,0 +1,138 @@
+"""Politeness per server address: host names that resolve to one IP share its budget, in one
+worker (memory) and across a fleet (a real Redis), checked on a real crawl of many names served
+by one loopback address through a real DNS server."""
+
+from __future__ import annotations
+
+import time
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawler.backends.redis.addresses import RedisAddressBudget
+from crawler.backends.redis.keys import CrawlKeys
+from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
+from devsite.named import NamedSites, Visit
+from tests.crawling import finish_crawl, loopback_settings, run_crawl, start_crawl
+from tests.dns_support import dns_server
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+
+ZONE: dict[str, Any] = {"suffixes": {".shared.test": {"a": "127.0.0.1", "ttl": 300}}}
+IP_DELAY = 0.3
+
+
+@pytest.fixture(params=["memory", "redis"])
+def budget_of(
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,  # noqa: F811
+) -> Any:
+    def make(policy: AddressPolicy, shards: int = 1) -> AddressBudget:
+        if request.param == "memory":
+            return LocalAddressBudget(policy)
+        keys = CrawlKeys(fresh_key(), "web", shards)
+        return RedisAddressBudget(redis_server.client(), keys, policy)
+
+    return make
+
+
+def test_one_fetch_at_a_time_and_a_rest_after_it(budget_of: Any) -> None:
+    budget = budget_of(AddressPolicy(concurrency=1, delay=IP_DELAY, factor=0, ttl=60))
+    assert budget.take("192.0.2.1", "t1", time.monotonic()) == 0
+    assert budget.take("192.0.2.1", "t2", time.monotonic()) > 0  # one in flight already
+    assert budget.take("192.0.2.2", "t3", time.monotonic()) == 0  # another server: its own
+    budget.done("192.0.2.1", "t1", time.monotonic(), 0.01)
+    assert budget.take("192.0.2.1", "t4", time.monotonic()) > 0  # resting
+    time.sleep(IP_DELAY + 0.05)
+    assert budget.take("192.0.2.1", "t4", time.monotonic()) == 0
+
+
+def test_refused_hosts_reserve_slots_one_gap_apart(budget_of: Any) -> None:
+    budget = budget_of(AddressPolicy(concurrency=1, delay=IP_DELAY, factor=0, ttl=60))
+    assert budget.take("192.0.2.9", "first", time.monotonic()) == 0
+    waits = [budget.take("192.0.2.9", f"t{i}", time.monotonic()) for i in range(5)]
+    assert all(b - a >= IP_DELAY - 0.01 for a, b in pairwise(waits)), waits
+
+
+def test_a_fetch_that_never_left_needs_no_rest(budget_of: Any) -> None:
+    budget = budget_of(AddressPolicy(concurrency=1, delay=5.0, factor=0, ttl=60))
+    assert budget.take("192.0.2.5", "t1", time.monotonic()) == 0
+    budget.done("192.0.2.5", "t1", time.monotonic(), None)
+    assert budget.take("192.0.2.5", "t2", time.monotonic()) == 0
+
+
+def test_a_dead_workers_token_expires(budget_of: Any) -> None:
+    budget = budget_of(AddressPolicy(concurrency=1, delay=0.0, factor=0, ttl=0.2))
+    assert budget.take("192.0.2.6", "killed", time.monotonic()) == 0
+    time.sleep(0.3)
+    assert budget.take("192.0.2.6", "next", time.monotonic()) == 0
+
+
+def test_names_of_one_address_meet_on_one_shard(redis_server: RedisServer) -> None:  # noqa: F811
+    policy = AddressPolicy(concurrency=1, delay=IP_DELAY, factor=0, ttl=60)
+    keys = CrawlKeys(fresh_key(), "web", 3)
+    worker_a = RedisAddressBudget(redis_server.client(), keys, policy)
+    worker_b = RedisAddressBudget(redis_server.client(), keys, policy)
+    assert worker_a.take("192.0.2.1", "a1", 0) == 0
+    assert worker_b.take("192.0.2.1", "b1", 0) > 0
+    assert [load.fetches for load in worker_a.busiest(1)] == [1]
+
+
+# --- crawls -------------------------------------------------------------------------------------
+
+
+def check_address_polite(visits: list[Visit], gap: float) -> None:
+    ordered = sorted(visits, key=lambda v: v.start)
+    assert len({v.name for v in ordered}) > 1
+    for prev, nxt in pairwise(ordered):
+        assert nxt.start >= prev.end, f"{prev.name} and {nxt.name} at once"
+        assert nxt.start - prev.end >= gap - 0.02, (prev, nxt)
+
+
+def crawl_settings(server_address: str, **extra: Any) -> dict[str, Any]:
+    return loopback_settings(
+        DNS_SERVERS=server_address,
+        FRONTIER_IP_DELAY=IP_DELAY,
+        FRONTIER_IP_CONCURRENCY=1,
+        CLOSESPIDER_TIMEOUT=90,
+        **extra,
+    )
+
+
+def test_names_on_one_server_share_its_budget(tmp_path: Path) -> None:
+    names = [f"n{i}.shared.test" for i in range(8)]
+    with NamedSites(names, pages=2) as sites, dns_server(tmp_path / "dns", ZONE) as server:
+        result = run_crawl(
+            tmp_path, seeds=[sites.url(n) for n in names], settings=crawl_settings(server.address)
+        )
+        assert result.returncode == 0, result.log[-3000:]
+        assert len(sites.visits) == len(names) * 4  # robots.txt, home, 2 pages
+        check_address_polite(sites.visits, IP_DELAY)
+        assert result.stats["frontier/address/refused"] > 0
+
+
+def test_a_fleet_shares_the_budget_of_an_address(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    names = [f"f{i}.shared.test" for i in range(8)]
+    key = fresh_key()
+    with NamedSites(names, pages=2) as sites, dns_server(tmp_path / "dns", ZONE) as server:
+        procs = []
+        for i in range(2):
+            d = tmp_path / f"w{i}"
+            d.mkdir()
+            settings = crawl_settings(
+                server.address,
+                FRONTIER_BACKEND="redis",
+                REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0",
+                FRONTIER_REDIS_KEY=key,
+                INDEX_PATH=d / "index.sqlite",
+            )
+            seeds = [sites.url(n) for n in names] if i == 0 else None
+            procs.append((start_crawl(d, seeds=seeds, settings=settings), d))
+        results = [finish_crawl(p, d, timeout=180) for p, d in procs]
+        assert all(r.returncode == 0 for r in results), [r.log[-2000:] for r in results]
+        assert len(sites.visits) == len(names) * 4
+        check_address_polite(sites.visits, IP_DELAY)
