@@ -16,8 +16,8 @@ install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 from scrapy.settings import Settings  # noqa: E402
 from twisted.internet import defer, reactor, task  # noqa: E402
 
-from crawler.download.dns import DnsService  # noqa: E402
-from crawler.net.dns import DnsCache, NoSharedDns, TtlBounds  # noqa: E402
+from crawler.download.dns import DnsService, ttl_bounds  # noqa: E402
+from crawler.net.dns import DnsCache, NoSharedDns  # noqa: E402
 
 
 class _Stats:
@@ -40,7 +40,7 @@ def main(spec: dict) -> None:
     service = DnsService(
         servers=[spec["server"]],
         timeout=settings.getfloat("DNS_TIMEOUT", 2.0),
-        cache=DnsCache(TtlBounds.from_settings(settings)),
+        cache=DnsCache(ttl_bounds(settings)),
         shared=shared,
         stats=stats,
     )

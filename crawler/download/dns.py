@@ -67,6 +67,15 @@ class DnsLookupFailed(error.DNSLookupError):
         self.kind = kind
 
 
+def ttl_bounds(settings: Any) -> TtlBounds:
+    """How long answers are kept, from ``DNS_MIN_TTL``, ``DNS_MAX_TTL``, ``DNS_NEGATIVE_TTL``."""
+    return TtlBounds(
+        settings.getfloat("DNS_MIN_TTL", defaults.DNS_MIN_TTL),
+        settings.getfloat("DNS_MAX_TTL", defaults.DNS_MAX_TTL),
+        settings.getfloat("DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL),
+    ).check()
+
+
 def _is_ip(name: str) -> bool:
     try:
         ipaddress.ip_address(name)
@@ -135,7 +144,8 @@ class DnsService:
             reactor = default_reactor
         self.reactor = reactor
         self.timeout = timeout
-        self.cache = cache if cache is not None else DnsCache()  # an empty one is falsy
+        # an empty cache is falsy: "or" would replace it
+        self.cache = cache if cache is not None else DnsCache(TtlBounds(0, 0, 0))
         self.shared: SharedDns = shared if shared is not None else NoSharedDns()
         self.sharing = not isinstance(self.shared, NoSharedDns)
         self.stats = stats
@@ -159,9 +169,7 @@ class DnsService:
             servers=s.getlist("DNS_SERVERS"),
             timeout=s.getfloat("DNS_TIMEOUT"),
             concurrency=s.getint("DNS_CONCURRENCY", defaults.DNS_CONCURRENCY),
-            cache=DnsCache(
-                TtlBounds.from_settings(s), s.getint("DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE)
-            ),
+            cache=DnsCache(ttl_bounds(s), s.getint("DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE)),
             shared=build_backend(crawler, "DNS_SHARED_CLASS"),
             stats=crawler.stats,
         )

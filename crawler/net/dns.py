@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from time import time
 from typing import Any, Protocol
 
-from crawler.config import defaults
-
 # Why a name did not resolve (``DnsAnswer.error``); "" for an answer with an address.
 NXDOMAIN = "nxdomain"  # the name does not exist: the server's authoritative word
 SERVFAIL = "servfail"  # the server could not answer (a broken zone, an unreachable upstream)
@@ -53,28 +51,22 @@ class TtlBounds:
     """How long answers are kept: the answer's own TTL within ``[minimum, maximum]``; a
     failure for ``negative`` seconds."""
 
-    minimum: float = defaults.DNS_MIN_TTL
-    maximum: float = defaults.DNS_MAX_TTL
-    negative: float = defaults.DNS_NEGATIVE_TTL
+    minimum: float
+    maximum: float
+    negative: float
 
     def keep_for(self, answer: DnsAnswer) -> float:
         if not answer.ok:
             return self.negative
         return min(self.maximum, max(self.minimum, answer.ttl))
 
-    @classmethod
-    def from_settings(cls, settings: Any) -> TtlBounds:
-        bounds = cls(
-            settings.getfloat("DNS_MIN_TTL", defaults.DNS_MIN_TTL),
-            settings.getfloat("DNS_MAX_TTL", defaults.DNS_MAX_TTL),
-            settings.getfloat("DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL),
-        )
-        if bounds.minimum < 0 or bounds.negative < 0 or bounds.maximum < bounds.minimum:
+    def check(self) -> TtlBounds:
+        if self.minimum < 0 or self.negative < 0 or self.maximum < self.minimum:
             raise ValueError(
                 "DNS_MIN_TTL and DNS_NEGATIVE_TTL must be >= 0 and DNS_MAX_TTL >= DNS_MIN_TTL "
-                f"(got {bounds.minimum}, {bounds.negative}, {bounds.maximum})"
+                f"(got {self.minimum}, {self.negative}, {self.maximum})"
             )
-        return bounds
+        return self
 
 
 class DnsCache:
@@ -82,11 +74,11 @@ class DnsCache:
 
     def __init__(
         self,
-        bounds: TtlBounds | None = None,
+        bounds: TtlBounds,
         size: int = 100_000,
         clock: Callable[[], float] = time,
     ) -> None:
-        self.bounds = bounds or TtlBounds()
+        self.bounds = bounds
         self.size = max(1, size)
         self.clock = clock
         self._answers: OrderedDict[str, tuple[DnsAnswer, float]] = OrderedDict()
