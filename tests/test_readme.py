@@ -46,6 +46,8 @@ COMMANDS: dict[str, str] = {
     ),
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_MIN_DELAY=3 "
     "-s FRONTIER_HOST_CONCURRENCY=2": "run",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_IP_CONCURRENCY=2 "
+    "-s DNS_SERVERS=127.0.0.53": "run",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s JOBDIR=crawls/web-1": "run",
     "redis-server --port 6379 --maxmemory-policy noeviction &": "start redis",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis "

@@ -204,6 +204,12 @@ class FrontierScheduler(BaseScheduler):
         jobdir = self.settings.get("JOBDIR")
         self.stats.closing(frontier, finished, self.horizon, self.persistent, jobdir)
         if self.address_gate is not None:
+            busiest = self.address_gate.budget.busiest(5)
+            if busiest:  # names of one server: which addresses held the most
+                self.stats.set(
+                    "frontier/address/busiest",
+                    [f"{a.address}: {a.fetches} fetches, {a.refusals} waits" for a in busiest],
+                )
             self.address_gate.close()
         frontier.close()
 

@@ -1,0 +1,209 @@
+"""Servers, not names: politeness per IP address and DNS, on real crawls of many host names
+served by a few loopback addresses and resolved by a real DNS server (``devsite.dnsserver``).
+
+    .venv/bin/python bench/addresses.py [--names 50] [--pages 4] [--dns-names 1000]
+
+1. 50 names on ONE address, host delay 0.5 s, FRONTIER_IP_CONCURRENCY 1 (IP delay = the host
+   delay): overlapping requests and gaps below the IP delay at that address, with 1 worker and
+   with 2 Redis workers; and the same crawl with the address gate off (today's behaviour:
+   politeness per name only) for the requests/s and the most requests at once it sends there.
+2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
+   slow a crawl whose names are on different servers).
+3. DNS: a crawl of ``--dns-names`` names (one page each, one address each) with the DNS server
+   answering after 200 ms, against the same crawl with instant answers; lookups per name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devsite.named import NamedSites, Visit
+from tests.crawling import finish_crawl, loopback_settings, start_crawl
+from tests.dns_support import dns_server
+from tests.redis_support import free_port
+
+ZONE_SUFFIX = ".bench.test"
+
+
+def at_once(visits: list[Visit]) -> int:
+    events = sorted([(v.start, 1) for v in visits] + [(v.end, -1) for v in visits])
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
+    by_address: dict[str, list[Visit]] = {}
+    for v in visits:
+        by_address.setdefault(v.address, []).append(v)
+    overlaps = below = gaps = 0
+    worst = 0
+    for vs in by_address.values():
+        vs.sort(key=lambda v: v.start)
+        worst = max(worst, at_once(vs))
+        for a, b in pairwise(vs):
+            gaps += 1
+            overlaps += b.start < a.end
+            below += b.start - a.end < delay - 0.005
+    span = max(v.end for v in visits) - min(v.start for v in visits)
+    per_address_rate = max(len(vs) for vs in by_address.values()) / span
+    return {
+        "requests": len(visits),
+        "seconds": round(span, 2),
+        "requests_per_s": round(len(visits) / span, 2),
+        "busiest_address_requests_per_s": round(per_address_rate, 2),
+        "most_at_once_at_an_address": worst,
+        "overlapping": overlaps,
+        "gaps_below_ip_delay": below,
+        "gaps": gaps,
+    }
+
+
+def crawl(
+    root: Path,
+    sites: NamedSites,
+    dns_address: str,
+    *,
+    workers: int = 1,
+    redis_port: int | None = None,
+    **settings: Any,
+) -> list[dict[str, Any]]:
+    procs = []
+    key = f"bench{time.monotonic_ns()}"
+    for i in range(workers):
+        d = root / f"w{i}"
+        d.mkdir(parents=True)
+        s = loopback_settings(DNS_SERVERS=dns_address, LOG_LEVEL="INFO", **settings)
+        if redis_port is not None:
+            s |= {
+                "FRONTIER_BACKEND": "redis",
+                "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+                "FRONTIER_REDIS_KEY": key,
+                "INDEX_PATH": d / "index.sqlite",
+            }
+        seeds = [sites.url(n) for n in sites.names] if i == 0 else None
+        procs.append((start_crawl(d, seeds=seeds, settings=s), d))
+    results = [finish_crawl(p, d, timeout=1800) for p, d in procs]
+    for r in results:
+        if r.returncode not in (0,):
+            print(r.log[-3000:], file=sys.stderr)
+    return [r.stats for r in results]
+
+
+def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> dict[str, Any]:
+    names = [f"n{i}{ZONE_SUFFIX}" for i in range(args.names)]
+    zone = {"suffixes": {ZONE_SUFFIX: {"a": "127.0.0.1", "ttl": 300}}}
+    out: dict[str, Any] = {}
+    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": 1}
+    cases = [
+        ("gate_off_1_worker", 1, None, {**polite, "FRONTIER_IP_CONCURRENCY": 0}),
+        ("gate_on_1_worker", 1, None, polite),
+        ("gate_on_2_redis_workers", 2, redis_port, polite),
+    ]
+    with dns_server(root / "dns1", zone) as dns:
+        for name, workers, port, settings in cases:
+            with NamedSites(names, pages=args.pages, latency=args.response) as sites:
+                stats = crawl(root / name, sites, dns.address, workers=workers,
+                              redis_port=port, **settings)
+                out[name] = address_figures(sites.visits, args.delay)
+                out[name]["refused"] = sum(s.get("frontier/address/refused", 0) for s in stats)
+            print(name, json.dumps(out[name]), flush=True)
+    return out
+
+
+def bench_many_addresses(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    names = [f"m{i}{ZONE_SUFFIX}" for i in range(args.names)]
+    addresses = [f"127.0.3.{i + 1}" for i in range(args.names)]
+    zone = {"names": {n: {"a": a, "ttl": 300} for n, a in zip(names, addresses, strict=True)}}
+    out: dict[str, Any] = {}
+    with dns_server(root / "dns2", zone) as dns:
+        for name, conc in (("gate_off", 0), ("gate_on", 1)):
+            runs = []
+            for rep in range(args.repeat):
+                with NamedSites(names, addresses, pages=args.pages, latency=args.response) as s:
+                    crawl(root / f"{name}{rep}", s, dns.address,
+                          FRONTIER_MIN_DELAY=args.delay, FRONTIER_IP_CONCURRENCY=conc)
+                    runs.append(address_figures(s.visits, args.delay)["requests_per_s"])
+            out[name] = {"requests_per_s": runs, "median": statistics.median(runs)}
+            print(name, json.dumps(out[name]), flush=True)
+    out["ratio_on_vs_off"] = round(out["gate_on"]["median"] / out["gate_off"]["median"], 3)
+    return out
+
+
+def bench_dns(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    names = [f"d{i}{ZONE_SUFFIX}" for i in range(args.dns_names)]
+    addresses = [f"127.4.{i // 250}.{i % 250 + 1}" for i in range(len(names))]
+    zone_names = {n: {"a": a, "ttl": 300} for n, a in zip(names, addresses, strict=True)}
+    out: dict[str, Any] = {}
+    for label, latency in (("instant_dns", 0.0), ("dns_200ms", 0.2)):
+        zone = {"names": zone_names, "latency": latency}
+        with (
+            dns_server(root / f"dns-{label}", zone) as dns,
+            NamedSites(names, addresses, pages=0, fan_out=0, latency=args.response) as s,
+        ):
+            started = time.monotonic()
+            (stats,) = crawl(root / label, s, dns.address, FRONTIER_MIN_DELAY=args.delay,
+                             CONCURRENT_REQUESTS=64)
+            elapsed = time.monotonic() - started
+            queries = dns.queries()
+            out[label] = {
+                "requests": len(s.visits),
+                "fetch_seconds": address_figures(s.visits, 0)["seconds"],
+                "requests_per_s": address_figures(s.visits, 0)["requests_per_s"],
+                "wall_seconds": round(elapsed, 1),
+                "dns_lookups": stats.get("dns/lookups"),
+                "names_asked_more_than_once": sum(1 for c in queries.values() if c > 1),
+            }
+        print(label, json.dumps(out[label]), flush=True)
+    out["rate_ratio_200ms_vs_instant"] = round(
+        out["dns_200ms"]["requests_per_s"] / out["instant_dns"]["requests_per_s"], 3
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--names", type=int, default=50)
+    parser.add_argument("--pages", type=int, default=4)
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--response", type=float, default=0.01)
+    parser.add_argument("--dns-names", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--only", choices=["one", "many", "dns"], default=None)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-addresses-"))
+    port = free_port()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.5)
+        report: dict[str, Any] = {}
+        if args.only in (None, "one"):
+            report["one_address"] = bench_one_address(args, root, port)
+        if args.only in (None, "many"):
+            report["many_addresses"] = bench_many_addresses(args, root)
+        if args.only in (None, "dns"):
+            report["dns"] = bench_dns(args, root)
+        print(json.dumps(report, indent=2))
+    finally:
+        redis.terminate()
+
+
+if __name__ == "__main__":
+    main()
