@@ -16,7 +16,7 @@ from crawler.backends.redis.keys import CrawlKeys
 from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
 from devsite.named import NamedSites, Visit
 from tests.crawling import finish_crawl, loopback_settings, run_crawl, start_crawl
-from tests.dns_support import dns_server
+from tests.dns_support import dns_server, wait_for
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
 ZONE: dict[str, Any] = {"suffixes": {".shared.test": {"a": "127.0.0.1", "ttl": 300}}}
@@ -118,6 +118,7 @@ def test_a_fleet_shares_the_budget_of_an_address(
 ) -> None:
     names = [f"f{i}.shared.test" for i in range(8)]
     key = fresh_key()
+    client = redis_server.client()
     with NamedSites(names, pages=2) as sites, dns_server(tmp_path / "dns", ZONE) as server:
         procs = []
         for i in range(2):
@@ -132,6 +133,8 @@ def test_a_fleet_shares_the_budget_of_an_address(
             )
             seeds = [sites.url(n) for n in names] if i == 0 else None
             procs.append((start_crawl(d, seeds=seeds, settings=settings), d))
+            if i == 0:  # the second worker joins a crawl that exists, as an operator's would
+                wait_for(lambda: bool(client.keys("{" + key + "}*")), "the crawl in Redis")
         results = [finish_crawl(p, d, timeout=180) for p, d in procs]
         assert all(r.returncode == 0 for r in results), [r.log[-2000:] for r in results]
         assert len(sites.visits) == len(names) * 4

@@ -10,9 +10,11 @@ address's delay (``delay``, growing with the server's response time by ``factor`
 
 A lease the address refuses goes back to the frontier with its host held until a *reserved
 slot*: each refused host reserves the next free slot of the address (its ``horizon`` moves one
-gap later per reservation), so a thousand names on one server come back one per gap, in turn,
-instead of all of them asking again at each gap. A reservation is a promise of order, not a
-lock: a host that comes back to find the address busy reserves again.
+gap plus the address's typical fetch time later per reservation), so a thousand names on one
+server come back one per slot, in turn, instead of all of them asking again at each gap. A
+reservation is a promise of order, not a lock: a host that comes back a little early (less than
+half a gap before the address is free) waits out the rest without losing its turn; one that
+finds the address busy reserves again.
 
 :class:`LocalAddressBudget` is one worker's (the ``memory`` and ``sqlite`` backends); the
 ``redis`` backend's (:mod:`crawler.backends.redis.addresses`) keeps the same state in Redis for
@@ -99,6 +101,7 @@ class _Address:
     in_flight: dict[str, float] = field(default_factory=dict)  # token -> expiry
     ready_at: float = 0.0  # the next start may not be earlier
     horizon: float = 0.0  # the end of the slots reserved so far
+    typical: float = 0.0  # fetch time, moving average
     fetches: int = 0
     refusals: int = 0
 
@@ -128,8 +131,11 @@ class LocalAddressBudget:
             state.fetches += 1
             return 0.0
         state.refusals += 1
+        gap = policy.gap(None)
+        if len(state.in_flight) < policy.concurrency and state.ready_at - now < gap / 2:
+            return max(state.ready_at - now, 1e-3)  # early for its turn: no new slot
         slot = max(state.horizon, state.ready_at, now)
-        state.horizon = slot + policy.gap(None)
+        state.horizon = slot + gap + state.typical
         return max(slot - now, 1e-3)
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
@@ -138,6 +144,7 @@ class LocalAddressBudget:
             return
         if duration is not None:
             state.ready_at = max(state.ready_at, now + self.policy.gap(duration))
+            state.typical = duration if not state.typical else 0.8 * state.typical + 0.2 * duration
 
     def busiest(self, n: int) -> list[AddressLoad]:
         loads = [

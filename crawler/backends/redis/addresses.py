@@ -5,10 +5,11 @@ fetches in flight and the same next start at an address.
 An address's state lives on the shard its address string hashes to (the frontier's
 :class:`~crawler.backends.redis.shards.ShardMap`; one shard: the crawl's tag), so the names of
 one server, which may live on different shards, meet at one key: a HASH ``{tag}:ip:<address>``
-(``ready``, ``horizon``, ``fetches``, ``refusals``) and a ZSET ``{tag}:ipf:<address>`` of the
-leases fetching there, scored by when they expire (a worker killed mid-fetch leaves its token to
-expire with the lease TTL, as its lease does). One script call per lease taken and one per fetch
-ended, timed by Redis's clock (the workers' clocks never meet).
+(``ready``, ``horizon``, ``typical`` fetch time, ``fetches``, ``refusals``) and a ZSET
+``{tag}:ipf:<address>`` of the leases fetching there, scored by when they expire (a worker
+killed mid-fetch leaves its token to expire with the lease TTL, as its lease does). One script
+call per lease taken and one per fetch ended, timed by Redis's clock (the workers' clocks never
+meet).
 
 While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
 rather than stopping the crawl, and says so once.
@@ -48,20 +49,29 @@ if redis.call('ZCARD', KEYS[2]) < conc and now >= ready then
   redis.call('PEXPIRE', KEYS[2], math.floor(ttl * 1000))
   return '0'
 end
-local horizon = tonumber(redis.call('HGET', KEYS[1], 'horizon') or '0')
-local slot = math.max(horizon, ready, now)
-redis.call('HSET', KEYS[1], 'horizon', fmt(slot + gap))
 redis.call('HINCRBY', KEYS[1], 'refusals', 1)
 redis.call('PEXPIRE', KEYS[1], math.floor(ttl * 4000))
+if redis.call('ZCARD', KEYS[2]) < conc and ready - now < gap / 2 then
+  return fmt(math.max(ready - now, 0.001))  -- early for its turn: no new slot
+end
+local horizon = tonumber(redis.call('HGET', KEYS[1], 'horizon') or '0')
+local typical = tonumber(redis.call('HGET', KEYS[1], 'typical') or '0')
+local slot = math.max(horizon, ready, now)
+redis.call('HSET', KEYS[1], 'horizon', fmt(slot + gap + typical))
 return fmt(math.max(slot - now, 0.001))
 """
 
-# KEYS: state hash, in-flight zset. ARGV: token, gap after this fetch ('' : never sent).
+# KEYS: state hash, in-flight zset. ARGV: token, gap after this fetch ('' : never sent),
+# the fetch's duration.
 _DONE = _PRELUDE + r"""
 if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 or ARGV[2] == '' then return 0 end
 local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
 local after = now + tonumber(ARGV[2])
 if after > ready then redis.call('HSET', KEYS[1], 'ready', fmt(after)) end
+local typical = tonumber(redis.call('HGET', KEYS[1], 'typical') or '0')
+local took = tonumber(ARGV[3])
+if typical > 0 then took = 0.8 * typical + 0.2 * took end
+redis.call('HSET', KEYS[1], 'typical', fmt(took))
 return 1
 """
 
@@ -117,7 +127,8 @@ class RedisAddressBudget:
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
-        self._safe(lambda: self._done(keys=self._keys(address), args=[token, gap]), 0)
+        args = [token, gap, repr(duration or 0.0)]
+        self._safe(lambda: self._done(keys=self._keys(address), args=args), 0)
 
     def busiest(self, n: int) -> list[AddressLoad]:
         loads = []
