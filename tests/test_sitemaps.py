@@ -14,7 +14,8 @@ import pytest
 
 from devsite import HostSpec, build_site
 from devsite.routed import Answer, Ask, RoutedSiteServer
-from tests.crawling import loopback_settings, run_crawl
+from tests.crawling import loopback_settings, run_crawl, write_site
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +69,9 @@ def page_paths(server: RoutedSiteServer) -> list[str]:
             if r.path != "/robots.txt" and "sitemap" not in r.path and r.path != "/sm.txt"]
 
 
-def test_robots_sitemap_index_gzip_and_text_find_unlinked_pages(tmp_path: Path) -> None:
+def discovery_site() -> RoutedSiteServer:
+    """A host whose robots.txt names a sitemap index of a gzip sitemap and a text sitemap,
+    which together list HIDDEN pages no page links to."""
     graph = build_site([HostSpec(HOST, pages=3)], links_per_page=1, extras=False)
     server = RoutedSiteServer(graph)
     for i in range(HIDDEN):
@@ -87,21 +90,60 @@ def test_robots_sitemap_index_gzip_and_text_find_unlinked_pages(tmp_path: Path) 
     server.route(HOST, "/sm.txt", lambda ask: answer("".join(
         ask.server.url(HOST, f"/hidden/{i}.html") + "\n" for i in range(half, HIDDEN)
     ).encode(), "text/plain; charset=utf-8"))
-    with server:
-        result = run_crawl(tmp_path, seeds=server.seeds(), settings=loopback_settings(
-            FRONTIER_MIN_DELAY=0.01))
-        paths = [r.path for r in server.records]
+    return server
+
+
+def check_discovery(server: RoutedSiteServer, result: Any, paths: list[str]) -> None:
     assert result.returncode == 0, result.log[-3000:]
     found = {i["url"] for i in result.items if i["status"] == 200}
     hidden = {server.url(HOST, f"/hidden/{i}.html") for i in range(HIDDEN)}
     assert hidden <= found, sorted(hidden - found)
-    # each sitemap asked once, after robots.txt, before the host's pages went on
+    # each sitemap asked once, after robots.txt
     for p in ("/sitemap_index.xml", "/sitemap-a.xml.gz", "/sm.txt"):
         assert paths.count(p) == 1
     assert paths[0] == "/robots.txt"
     assert result.stats["sitemaps/files_read"] == 2
     assert result.stats["sitemaps/entries"] == HIDDEN
     assert not any(i["url"].endswith((".xml", ".gz", ".txt")) for i in result.items)
+
+
+def test_robots_sitemap_index_gzip_and_text_find_unlinked_pages(tmp_path: Path) -> None:
+    server = discovery_site()
+    with server:
+        result = run_crawl(tmp_path, seeds=server.seeds(), settings=loopback_settings(
+            FRONTIER_MIN_DELAY=0.01))
+        paths = [r.path for r in server.records]
+    check_discovery(server, result, paths)
+
+
+def test_sitemaps_through_the_redis_frontier(
+    tmp_path: Path, redis_server: RedisServer  # noqa: F811
+) -> None:
+    server = discovery_site()
+    with server:
+        result = run_crawl(tmp_path, seeds=server.seeds(), settings=loopback_settings(
+            FRONTIER_MIN_DELAY=0.01, FRONTIER_BACKEND="redis", FRONTIER_REDIS_KEY=fresh_key(),
+            REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0"))
+        paths = [r.path for r in server.records]
+    check_discovery(server, result, paths)
+
+
+def test_a_site_config_switch_probes_sitemap_xml(tmp_path: Path) -> None:
+    graph = build_site([HostSpec(HOST, pages=2)], links_per_page=1, extras=False)
+    server = RoutedSiteServer(graph)
+    for i in range(5):
+        server.set_body(HOST, f"/hidden/{i}.html", hidden_page(i))
+    server.route(HOST, "/sitemap.xml", lambda ask: answer(urlset(
+        [(ask.server.url(HOST, f"/hidden/{i}.html"), None) for i in range(5)])))
+    sites = tmp_path / "sites"
+    write_site(sites, "probing", "[settings]\nSITEMAPS_PROBE = true\n")
+    with server:
+        result = run_crawl(tmp_path, "probing", seeds=server.seeds(), sites_dir=sites,
+                           settings=loopback_settings(FRONTIER_MIN_DELAY=0.01))
+        paths = [r.path for r in server.records]
+    assert result.returncode == 0, result.log[-3000:]
+    assert paths.count("/sitemap.xml") == 1
+    assert {f"/hidden/{i}.html" for i in range(5)} <= set(paths)
 
 
 def test_hostile_sitemaps_are_bounded_with_one_log_line_each(tmp_path: Path) -> None:

@@ -65,7 +65,9 @@ from crawler.sitemaps import (
 
 logger = logging.getLogger(__name__)
 
-SITEMAP_META = "sitemap_file"  # on a sitemap request: its crawler.sitemaps.SitemapFile
+# On a sitemap request: its crawler.sitemaps.SitemapFile as a plain dict (url, origin, depth),
+# since a shared or on-disk frontier keeps meta as msgpack.
+SITEMAP_META = "sitemap_file"
 
 
 class SitemapHandled(IgnoreRequest):
@@ -143,7 +145,11 @@ class SitemapMiddleware:
             return
         try:
             request_host = urlsplit(file.url).hostname or ""
-            meta: dict[str, Any] = {SITEMAP_META: file, "dont_conditional": True, "depth": 0}
+            meta: dict[str, Any] = {
+                SITEMAP_META: {"url": file.url, "origin": file.origin, "depth": file.depth},
+                "dont_conditional": True,
+                "depth": 0,
+            }
             if request_host == host:
                 meta["frontier_first"] = True
             request = Request(file.url, meta=meta, dont_filter=True, priority=100)
@@ -177,12 +183,12 @@ class SitemapMiddleware:
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
-        file = request.meta.get(SITEMAP_META)
-        if file is None:
+        fields = request.meta.get(SITEMAP_META)
+        if fields is None:
             return response
         self._inc("sitemaps/response_count")
         try:
-            self._read(file, response)
+            self._read(SitemapFile(**fields), response)
         except Exception:  # a sitemap must never stop the crawl or reach the spider
             self._inc("sitemaps/errors")
             logger.exception("Sitemap %s could not be read", response.url)
