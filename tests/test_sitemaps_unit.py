@@ -74,3 +74,30 @@ def test_robots_rules_list_their_sitemaps() -> None:
             "sitemap: /s2.xml.gz\nSitemap: https://a.example/s1.xml\n")
     rules = RobotsRules(RobotsRecord("https://a.example", "rules", 200, 0, 1, body), "bot")
     assert rules.sitemaps() == ["https://a.example/s1.xml", "https://a.example/s2.xml.gz"]
+
+
+def test_read_sitemap_bounds_each_hostile_shape() -> None:
+    from crawler.middlewares.sitemaps_reading import read_sitemap
+
+    limits = SitemapLimits(max_urls=3, max_size=10_000)
+    rows = "".join(f"<url><loc>http://a.example/{i}</loc><lastmod>2024-01-0{i + 1}</lastmod></url>"
+                   for i in range(5))
+    urlset = f'<?xml version="1.0"?><urlset>{rows}<url><loc>http://b.example/x</loc></url></urlset>'
+    got = read_sitemap(urlset.encode(), "application/xml", "http://a.example/s.xml",
+                       "http://a.example", limits)
+    assert [e[0] for e in got.entries] == [f"http://a.example/{i}" for i in range(3)]
+    assert got.entries[0][2] == parse_lastmod("2024-01-01")
+    assert [p[0] for p in got.problems] == ["urls"]  # more than 3: the rest ignored
+    bomb = read_sitemap(gzip.compress(b"<urlset>" + b" " * 50_000), None,
+                        "http://a.example/b.xml.gz", "http://a.example", limits)
+    assert [p[0] for p in bomb.problems] == ["bomb"] and not bomb.entries
+    html = read_sitemap(b"<html><body>hi</body></html>", "text/html",
+                        "http://a.example/s.xml", "http://a.example", limits)
+    assert [p[0] for p in html.problems] == ["content_type"]
+    index = read_sitemap(b"<sitemapindex><sitemap><loc>http://a.example/1.xml</loc></sitemap>"
+                         b"</sitemapindex>", "text/xml", "http://a.example/i.xml",
+                         "http://a.example", limits)
+    assert index.index and index.children == ["http://a.example/1.xml"]
+    foreign = read_sitemap(b"http://a.example/1\nhttp://evil.example/2\n", "text/plain",
+                           "http://a.example/s.txt", "http://a.example", limits)
+    assert [e[0] for e in foreign.entries] == ["http://a.example/1"] and foreign.foreign == 1

@@ -8,12 +8,13 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   ``SITEMAPS_PROBE``) becomes a request of its host: ``frontier_first`` when it is the origin's
   own host, so it comes before the host's pages under the host's politeness, like robots.txt;
   a sitemap on another host is an ordinary request, in scope or refused like any link.
-* The answer never reaches the spider (nor the crawl database, nor the index): it is read here,
-  with Scrapy's own ``scrapy.utils.sitemap.Sitemap`` (a streaming lxml parser that resolves no
-  entities) and ``scrapy.utils.gz.gunzip`` (bounded), and :class:`SitemapHandled` ends the
-  request. An index's sitemaps are requested in turn (first of their host again); a urlset's or
-  a text sitemap's URLs go to the frontier in one batch (``links_extracted``, depth 1), where
-  scope, filters, the seen-test and politeness apply as to any link.
+* The answer never reaches the spider (nor the crawl database, nor the index): it is read on
+  the content thread (``crawler.middlewares.sitemaps_reading``: Scrapy's own
+  ``scrapy.utils.sitemap.Sitemap`` and ``scrapy.utils.gz.gunzip``, bounded), and
+  :class:`SitemapHandled` ends the request. An index's sitemaps are requested in turn (first
+  of their host again); a urlset's or a text sitemap's URLs go to the frontier in one batch
+  (``links_extracted``, depth 1), where scope, filters, the seen-test and politeness apply as
+  to any link.
 * Bounds (``crawler.sitemaps``), each with one log line: a gzip file inflating past
   ``SITEMAPS_MAX_SIZE`` (a bomb) is dropped while it inflates; a plain file past it is read up to
   it; entries past ``SITEMAPS_MAX_URLS`` in one file and past ``SITEMAPS_MAX_SITE_URLS`` in the
@@ -27,14 +28,13 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   are read before its pages, so the word arrives in time. Each worker of a shared crawl knows
   the words of the sitemaps it read; a page another worker hands out is asked (conditional GET).
 
-Reading happens on the reactor thread: a 50,000-entry file takes about half a second to parse.
+What stays on the reactor thread per entry is the crawl database's look-up (with lastmod).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,26 +42,15 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
-from scrapy.utils.gz import gunzip
-from scrapy.utils.sitemap import Sitemap
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.meta import ROBOTS_META
-from crawler.sitemaps import (
-    CHANGED,
-    GZIP,
-    TEXT,
-    UNCHANGED,
-    SitemapBook,
-    SitemapFile,
-    SitemapLimits,
-    decide,
-    file_kind,
-    parse_lastmod,
-    text_sitemap_urls,
-)
+from crawler.middlewares.sitemaps_reading import Entry, read_sitemap
+from crawler.offload.components import content_worker
+from crawler.sitemaps import CHANGED, UNCHANGED, SitemapBook, SitemapFile, SitemapLimits, decide
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +169,7 @@ class SitemapMiddleware:
         self.crawler.signals.send_catch_log(crawler_signals.page_unchanged, request=request)
         raise IgnoreRequest(f"unchanged since its last fetch, says its sitemap: {request.url}")
 
-    def process_response(
+    async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
         fields = request.meta.get(SITEMAP_META)
@@ -188,7 +177,7 @@ class SitemapMiddleware:
             return response
         self._inc("sitemaps/response_count")
         try:
-            self._read(SitemapFile(**fields), response)
+            await self._read(SitemapFile(**fields), response)
         except Exception:  # a sitemap must never stop the crawl or reach the spider
             self._inc("sitemaps/errors")
             logger.exception("Sitemap %s could not be read", response.url)
@@ -196,94 +185,57 @@ class SitemapMiddleware:
 
     # -- reading a sitemap ----------------------------------------------------------------------
 
-    def _read(self, file: SitemapFile, response: Response) -> None:
+    async def _read(self, file: SitemapFile, response: Response) -> None:
         url = response.url
         if response.status != 200:
             self._inc(f"sitemaps/status/{response.status}")
             log = logger.info if file.depth or not self.probe else logger.debug
             log("Sitemap %s answered %d: nothing read", url, response.status)
             return
-        body = response.body
-        ctype = _header(response, b"Content-Type")
-        kind = file_kind(body, ctype)
-        if kind == GZIP:
-            try:
-                body = gunzip(body, max_size=self.limits.max_size)
-            except ValueError:  # scrapy's _DecompressionMaxSizeExceeded
-                self._hostile("bomb", url, f"inflates past {self.limits.max_size} bytes "
-                              "(SITEMAPS_MAX_SIZE; a gzip bomb?): dropped")
-                return
-            except (OSError, EOFError) as exc:
-                self._hostile("corrupt", url, f"is not valid gzip ({exc}): dropped")
-                return
-            kind = file_kind(body, "text/plain" if body[:4].lower() == b"http" else None)
-        if kind is None:
-            self._hostile("content_type", url, f"is no sitemap (Content-Type {ctype or 'none'}"
-                          f", {len(body)} bytes starting {body[:20]!r}): not read")
-            return
-        if len(body) > self.limits.max_size:
-            self._hostile("size", url, f"is {len(body)} bytes, over {self.limits.max_size} "
-                          "(SITEMAPS_MAX_SIZE): read up to there")
-            body = body[: self.limits.max_size]
-        limit = self.limits.max_urls
-        if kind == TEXT:
-            urls, more = text_sitemap_urls(body, limit)
-            if more:
-                self._too_many(url)
-            self._take(file, url, [(u, None) for u in urls])
-            return
-        try:
-            sitemap = Sitemap(body)
-        except Exception as exc:  # lxml on an empty or hopeless document
-            self._hostile("unreadable", url, f"is not readable XML ({exc}): dropped")
-            return
-        rows = list(islice(sitemap, limit + 1))
-        if len(rows) > limit:
-            self._too_many(url)
-            rows = rows[:limit]
-        if sitemap.type == "sitemapindex":
+        args = (response.body, _header(response, b"Content-Type"), url, file.origin, self.limits)
+        worker = content_worker(self.crawler)
+        if worker is not None:
+            reading = await maybe_deferred_to_future(worker.run(read_sitemap, *args))
+        else:
+            reading = read_sitemap(*args)
+        for reason, what in reading.problems:
+            self._hostile(reason, url, what)
+        if reading.index:
             self._inc("sitemaps/indexes")
             host = urlsplit(file.origin).hostname or ""
-            for row in rows:
-                loc = row.get("loc", "")
-                if loc:
-                    self._ask(SitemapFile(loc, file.origin, file.depth + 1), host, url)
-        elif sitemap.type == "urlset":
-            self._take(file, url, [(r.get("loc", ""), r.get("lastmod")) for r in rows])
-        else:
-            self._hostile("content_type", url, f"has root <{sitemap.type}>, not <urlset> or "
-                          "<sitemapindex>: not read")
+            for loc in reading.children:
+                self._ask(SitemapFile(loc, file.origin, file.depth + 1), host, url)
+        if reading.read:
+            self._inc("sitemaps/files_read")
+        if reading.foreign:
+            self._inc("sitemaps/foreign_entries", reading.foreign)
+        if reading.invalid:
+            self._inc("sitemaps/invalid_entries", reading.invalid)
+        if reading.entries:
+            self._take(url, reading.entries)
 
-    def _take(self, file: SitemapFile, url: str, entries: list[tuple[str, str | None]]) -> None:
-        """A sitemap's entries: to the frontier as links (new or unknown), asked now (changed
-        since their last fetch), or left out (unchanged: skipped when handed out)."""
-        self._inc("sitemaps/files_read")
-        own = {urlsplit(url).hostname, urlsplit(file.origin).hostname}
-        taken = [(u, m) for u, m in entries if u and urlsplit(u).hostname in own]
-        if len(taken) < len(entries):
-            self._inc("sitemaps/foreign_entries", len(entries) - len(taken))
-        allowed = self.book.take(len(taken))
-        if allowed < len(taken):
-            self._hostile("site_cap", url, f"{len(taken) - allowed} entries over the crawl's "
+    def _take(self, url: str, entries: list[Entry]) -> None:
+        """A sitemap's entries, up to the site's cap: to the frontier as links (new or
+        unknown), asked now (changed since their last fetch), or left out (unchanged: skipped
+        when handed out)."""
+        allowed = self.book.take(len(entries))
+        if allowed < len(entries):
+            self._hostile("site_cap", url, f"{len(entries) - allowed} entries over the crawl's "
                           f"{self.limits.max_site_urls} (SITEMAPS_MAX_SITE_URLS): ignored",
                           once=True)
-            taken = taken[:allowed]
-        self._inc("sitemaps/entries", len(taken))
+            entries = entries[:allowed]
+        self._inc("sitemaps/entries", len(entries))
+        db = self.db if self.use_lastmod else None
+        if db is None:
+            self._hand_over(url, [loc for loc, _, _ in entries])
+            return
         links: list[str] = []
         forced: list[Request] = []
-        db = self.db if self.use_lastmod else None
         now = self.clock()
-        for loc, lastmod in taken:
-            if db is None:
-                links.append(loc)
-                continue
-            try:
-                key = normalize_url(loc)[0]
-            except InvalidUrl:
-                continue
+        for loc, key, lastmod in entries:
             record = db.get(key)
             fetched = record.fetched_at if record is not None and _usable(record) else None
-            verdict = decide(parse_lastmod(lastmod), fetched, now)
+            verdict = decide(lastmod, fetched, now)
             due = record is not None and record.next_fetch <= self.started
             if verdict == UNCHANGED:
                 self._inc("sitemaps/lastmod_unchanged")
@@ -319,10 +271,6 @@ class SitemapMiddleware:
                     engine.crawl(Request(link, meta={"depth": 1}))
                 except ValueError:
                     self._inc("sitemaps/invalid_entries")
-
-    def _too_many(self, url: str) -> None:
-        self._hostile("urls", url, f"lists over {self.limits.max_urls} entries "
-                      "(SITEMAPS_MAX_URLS, the protocol's limit): the rest ignored")
 
     def _hostile(self, reason: str, url: str, what: str, *, once: bool = False) -> None:
         self._inc(f"sitemaps/refused/{reason}")
