@@ -29,6 +29,9 @@ PAGE_FIELDS = (
     "duplicate_of",
     "similarity",
     "noindex",
+    # The canonical URL the page names, when honoured (crawler.content.canonical): the index
+    # keeps the page as its alias.
+    "canonical",
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

@@ -49,6 +49,7 @@ DOWNLOADER_MIDDLEWARES = {
     # ours fetches robots.txt through the frontier and never lets a waiting request through
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
+    "crawler.middlewares.sitemaps.SitemapMiddleware": 105,  # sitemaps, lastmod (SITEMAPS_*)
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
     # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)
     "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,

@@ -28,6 +28,17 @@ origin_discovered = object()
 # host_crawl_delay(host: str, delay: float | None)
 host_crawl_delay = object()
 
+# Sent by the robots.txt fetcher once per origin and crawl, when the origin's robots.txt rules are
+# known (fetched, cached, or read by another worker): robots_sitemaps(origin: str, host: str,
+# urls: list[str]), the sitemaps its ``Sitemap:`` lines name (maybe none). Sent while the host's
+# next requests can still be put first (``frontier_first``): the sitemap reader does so.
+robots_sitemaps = object()
+
+# Sent by the sitemap reader for a due page whose sitemap ``<lastmod>`` is not after its last
+# fetch, instead of asking the server (a conditional GET): page_unchanged(request). The crawl
+# database records it as not modified, so it comes back when due again.
+page_unchanged = object()
+
 # Sent by whoever needs a host left alone for a while (robots.txt unavailable for now): the
 # frontier hands out nothing of it for ``seconds``; its URLs stay queued.
 # host_hold(host: str, seconds: float)

@@ -96,6 +96,9 @@ COMMANDS: dict[str, str] = {
         "skip: mypackage.MyIndex stands for the reader's own class"
     ),
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s RECRAWL_INTERVAL=86400": "run",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s RECRAWL_INTERVAL=86400 "
+    "-s SITEMAPS_PROBE=True": "run",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s CANONICAL_SCOPE=host": "run",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s RECRAWL_INTERVAL=3600 "
     "-s RECRAWL_CONTINUOUS=True": "skip: continuous mode runs until it is stopped",
     '.venv/bin/scrapy search "mercator frontier"': "run",

@@ -214,6 +214,27 @@ ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the craw
 # 0: DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) x (1 + 5 redirects) + 60 s.
 ROBOTSTXT_WAIT_TIMEOUT = 0
 
+# --- Sitemaps (crawler/middlewares/sitemaps.py, crawler/sitemaps/) ---------------------------
+# Read the sitemaps a host's robots.txt names (Sitemap: lines), as frontier requests of the host.
+SITEMAPS_ENABLED = True
+# Also try /sitemap.xml of every origin (a site config sets it in [settings]); off by default:
+# a guess costs each host a request.
+SITEMAPS_PROBE = False
+# sitemaps.org's limits per file: 50,000 URLs and 50 MB uncompressed (a gzip bomb stops there).
+SITEMAPS_MAX_URLS = 50_000
+SITEMAPS_MAX_SIZE = 52_428_800
+# Entries taken from all the sitemaps of one crawl (the per-site cap), and sitemap files fetched.
+SITEMAPS_MAX_SITE_URLS = 1_000_000
+SITEMAPS_MAX_FILES = 1_000
+# With a crawl database: a due page whose <lastmod> is not after its last fetch is not asked
+# (recorded as not modified); one whose <lastmod> is after it is asked now, due or not.
+SITEMAPS_LASTMOD = True
+
+# --- Canonical URLs (crawler/content/canonical.py) ------------------------------------------
+# Which <link rel="canonical"> / Link: rel="canonical" targets are honoured: "host" (the page's
+# own host), "domain" (its registered domain: www.example.com -> example.com), "off".
+CANONICAL_SCOPE = "domain"
+
 # --- 429 and 503 (crawler/middlewares/retry_after.py) --------------------------------------
 RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
 RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log

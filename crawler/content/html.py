@@ -19,6 +19,7 @@ class ParsedPage:
     text: str = ""
     main_text: str = ""  # the text without the site's template (crawler.content.maintext)
     base_href: str | None = None
+    canonical_href: str | None = None  # <link rel="canonical" href>, the first (as written)
     links: list[tuple[str, str]] = field(default_factory=list)  # (raw href, anchor text)
     metas: dict[str, str] = field(default_factory=dict)  # <meta name> (lower-case) -> content
     nofollow_hrefs: set[str] = field(default_factory=set)  # hrefs only ever rel="nofollow"
@@ -53,6 +54,10 @@ def parse_html(
     base = root.find(".//base[@href]")
     if base is not None:
         page.base_href = base.get("href", "").strip() or None
+    for link in root.iterfind(".//link[@rel]"):
+        if "canonical" in link.get("rel", "").lower().split() and link.get("href", "").strip():
+            page.canonical_href = link.get("href", "").strip()
+            break
     metas = page.metas
     for meta in root.iterfind(".//meta[@name]"):
         name = meta.get("name", "").strip().lower()

@@ -88,6 +88,7 @@ class RecrawlExtension:
         crawler.signals.connect(self._spider_closed, signals.spider_closed)
         crawler.signals.connect(self._engine_stopped, signals.engine_stopped)
         crawler.signals.connect(self.remember_unfetched, crawler_signals.requests_unfetched)
+        crawler.signals.connect(self._page_unchanged, crawler_signals.page_unchanged)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecrawlExtension:
@@ -202,6 +203,12 @@ class RecrawlExtension:
                 len(pairs),
                 self.path,
             )
+
+    def _page_unchanged(self, request: Request) -> None:
+        """A due page its sitemap says did not change since its last fetch was not asked: it
+        is recorded as a ``304`` would be (not changed, back when due again)."""
+        if self.record(request.url, 304, depth=request.meta.get("depth", 0)) is not None:
+            self._inc("crawldb/sitemap_unchanged")
 
     def _response_received(self, response: Response, request: Request, spider: Spider) -> None:
         """Responses that make no page item (2xx and 304 are recorded with their item)."""

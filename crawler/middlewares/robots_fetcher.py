@@ -135,6 +135,7 @@ class RobotsFetcher:
         if self.book.fresh(key, now):
             self._inc("robotstxt/cache_hit")
             self.outcomes.send_delay(st)
+            self.outcomes.announce(st)
             return
         if not self.book.needs_fetch(key, now):
             return

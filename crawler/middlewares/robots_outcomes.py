@@ -64,6 +64,7 @@ class OriginOutcomes:
         self.closing = False
         self._timers: dict[str, Any] = {}
         self._delays: dict[str, float] = {}
+        self._announced: set[str] = set()  # origins whose robots_sitemaps was sent
 
     def close(self) -> None:
         self.closing = True
@@ -99,6 +100,7 @@ class OriginOutcomes:
             )
         self._cancel_timer(origin)
         self.send_delay(st)
+        self.announce(st)
         self.waits.wake(origin)
         parked = self.book.take_parked(origin)
         if parked:
@@ -247,6 +249,17 @@ class OriginOutcomes:
         self.inc("robotstxt/crawl_delay")
         self.crawler.signals.send_catch_log(
             crawler_signals.host_crawl_delay, host=host, delay=delay
+        )
+
+    def announce(self, st: OriginState) -> None:
+        """Once per origin and crawl: its rules are known; its sitemaps go to whoever reads
+        them (``robots_sitemaps``), while the host's next requests can still go first."""
+        if st.rules is None or st.origin in self._announced:
+            return
+        self._announced.add(st.origin)
+        host = st.host or (urlsplit(st.origin).hostname or "")
+        self.crawler.signals.send_catch_log(
+            crawler_signals.robots_sitemaps, origin=st.origin, host=host, urls=st.rules.sitemaps()
         )
 
     def crawl(self, request: Request) -> None:

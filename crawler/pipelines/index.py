@@ -7,7 +7,9 @@ What an item does to the index:
   (``duplicate_of``) becomes an alias of its original instead, with no document and no outlinks
   of its own (a mirror's links would only repeat the original's), unless
   ``NEARDUP_INDEX_DUPLICATES``. A ``noindex`` page keeps its outlinks but has no document.
-  When the request was redirected, the requested URL becomes an alias of the final URL.
+  When the request was redirected, the requested URL becomes an alias of the final URL. A page
+  naming another URL of its site as canonical (``canonical``, ``crawler.content.canonical``)
+  becomes an alias of that URL (a loop of pages naming each other leaves one document).
 * ``304``: the document stays as it is; the visit is recorded.
 * ``404``/``410``: the document is dropped (links to the URL still count).
 * anything else (5xx, an unfollowed 3xx): the visit is recorded, the document kept.
@@ -35,6 +37,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_instal
 from crawler.backends.registry import backend_class, open_index
 from crawler.backends.sqlite.index import default_index_path
 from crawler.config import defaults
+from crawler.content.canonical import CanonicalChains
 from crawler.index import Index, PageDocument
 from crawler.offload.components import ContentWorker, index_worker
 
@@ -62,6 +65,7 @@ class IndexPipeline:
         self._last_commit = time.monotonic()
         self._timer: Any = None
         self._worker: ContentWorker | None = None
+        self._canonicals = CanonicalChains()  # canonical loops and chains seen this crawl
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
@@ -181,10 +185,14 @@ class IndexPipeline:
             if isinstance(link, dict)
         ]
         duplicate_of = adapter.get("duplicate_of")
+        canonical = self._canonical_target(url, adapter.get("canonical"))
         if adapter.get("noindex"):
             index.remove_page(url, status=status, fetched_at=fetched_at)
             index.set_links(url, outlinks, site)
             self._stat("index/noindex")
+        elif canonical:
+            index.add_alias(url, canonical, site=site, status=status, fetched_at=fetched_at)
+            self._stat("index/canonical_aliases")
         elif duplicate_of and not self.index_duplicates:
             index.add_alias(url, duplicate_of, site=site, status=status, fetched_at=fetched_at)
             self._stat("index/aliases")
@@ -207,6 +215,19 @@ class IndexPipeline:
             self._stat("index/documents")
         if requested and requested != url:
             index.add_alias(requested, url, site=site, status=status, fetched_at=fetched_at)
+
+    def _canonical_target(self, url: str, canonical: str | None) -> str | None:
+        """The URL to make this page an alias of, for the canonical URL it names; None when it
+        names none, or when the names loop back to it (it stays a document)."""
+        if not canonical or canonical == url:
+            return None
+        target, how = self._canonicals.target(url, canonical)
+        if how != "alias":
+            self._stat(f"index/canonical_{how}")
+        if target is None:
+            logger.info("Canonical loop: %s names %s, which leads back to it; indexed as itself",
+                        url, canonical)
+        return target
 
     # --- batching ---------------------------------------------------------------------------
 

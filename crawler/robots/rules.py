@@ -11,6 +11,7 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
 from protego import Protego
 
@@ -122,6 +123,15 @@ class RobotsRules:
         if self._parser is None:
             return True
         return self._parser.can_fetch(url, self.token)
+
+    def sitemaps(self) -> list[str]:
+        """The ``Sitemap:`` lines of the file (absolute URLs, relative ones joined to the
+        origin), in file order, without repeats. They belong to no group: every crawler reads
+        them (sitemaps.org, "Specifying the Sitemap location in your robots.txt file")."""
+        if self._parser is None:
+            return []
+        base = self.record.origin + "/"
+        return list(dict.fromkeys(urljoin(base, u.strip()) for u in self._parser.sitemaps))
 
     def crawl_delay(self) -> float | None:
         """The wait between fetches the file asks of this crawler: its ``Crawl-delay``, or the

@@ -78,6 +78,7 @@ class PageAnalysis:
     noindex: bool = False
     nofollow: bool = False
     fingerprint: str | None = None  # change fingerprint: title and main text (parse_page)
+    canonical_href: str | None = None  # <link rel="canonical"> as written
     verdict: Verdict | None = None
     forms: dict[str, LinkForm] | None = None  # prepared forms of follow's new links
     limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
@@ -223,6 +224,7 @@ class ContentAnalysis:
         if self.fields:
             out.fields = extract_fields(self.fields, body, encoding)
         out.fingerprint = clipped.fingerprint
+        out.canonical_href = page.canonical_href
         if self.judge is not None and 200 <= status < 300:
             # Before the page's links are queued (its pipelines run only after that), so a
             # duplicate's links are demoted.

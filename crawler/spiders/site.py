@@ -46,11 +46,14 @@ from crawler.sites import (
 )
 from crawler.sites.analysis import PageAnalysis
 from crawler.spiders.analysis import CrawlContentAnalysis
+from crawler.spiders.canonical import apply_canonical, canonical_policy
 from crawler.spiders.links import follow_links
 from crawler.spiders.site_items import PageItem, item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
     from scrapy.http.headers import Headers
+
+    from crawler.content.canonical import CanonicalPolicy
 
 
 class SiteSpider(scrapy.Spider):
@@ -64,6 +67,7 @@ class SiteSpider(scrapy.Spider):
     handle_httpstatus_list: list[int]  # set per crawl: HTTPERROR_ALLOWED_CODES and 304
     robots_token: str = "*"  # robots.txt product token, for X-Robots-Tag addressed to it
     content: CrawlContentAnalysis  # set by from_crawler
+    canonical: CanonicalPolicy | None = None  # set by from_crawler (CANONICAL_SCOPE)
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -92,6 +96,7 @@ class SiteSpider(scrapy.Spider):
         spider.handle_httpstatus_list = allowed if 304 in allowed else [*allowed, 304]
         spider.robots_token = robots_token(settings)
         spider.content = CrawlContentAnalysis(crawler, spider)
+        spider.canonical = canonical_policy(settings)
         return spider
 
     @classmethod
@@ -292,6 +297,9 @@ class SiteSpider(scrapy.Spider):
         item = with_site_fields(self.site, item, analysis.fields)  # [fields]
         if analysis.verdict is not None:
             item.judged(analysis.verdict)
+        canonical = getattr(self, "canonical", None)
+        if canonical is not None:
+            apply_canonical(canonical, response, item, analysis)
         self._record(response, meta, item, analysis.fingerprint)
         return item, analysis
 
