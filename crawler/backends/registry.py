@@ -9,6 +9,7 @@ with ``build_from_crawler``):
 ``CRAWLDB_CLASS``          what was fetched when, and when it is due again
 ``INDEX_CLASS``            the full-text index
 ``NEARDUP_STORE_CLASS``    the near-duplicate detector's state
+``WARC_DIGEST_INDEX_CLASS``  payloads already archived in WARC files (revisit records)
 =========================  =====================================================================
 
 A user normally sets none of them: ``FRONTIER_BACKEND`` (``memory``, ``redis``) is the one public
@@ -34,6 +35,7 @@ CLASS_SETTINGS = (
     "CRAWLDB_CLASS",
     "INDEX_CLASS",
     "NEARDUP_STORE_CLASS",
+    "WARC_DIGEST_INDEX_CLASS",
 )
 
 _EMBEDDED = {
@@ -41,6 +43,7 @@ _EMBEDDED = {
     "CRAWLDB_CLASS": "crawler.backends.sqlite.crawldb.SqliteCrawlDb",
     "INDEX_CLASS": "crawler.backends.sqlite.index.SQLiteIndex",
     "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+    "WARC_DIGEST_INDEX_CLASS": "crawler.backends.sqlite.warc_digests.SqliteDigestIndex",
 }
 
 BACKENDS: dict[str, dict[str, str]] = {
@@ -54,6 +57,7 @@ BACKENDS: dict[str, dict[str, str]] = {
         "FRONTIER_STORE_CLASS": "crawler.backends.redis.frontier_store.RedisFrontierStore",
         "ROBOTS_CACHE_CLASS": "crawler.backends.redis.robots.RedisRobotsCache",
         "NEARDUP_STORE_CLASS": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
+        "WARC_DIGEST_INDEX_CLASS": "crawler.backends.redis.warc_digests.RedisDigestIndex",
     },
 }
 

@@ -46,7 +46,7 @@ BACKENDS = ("memory", "redis")
 # Prefixes under which a name that is not a known setting is probably a typo of ours.
 PREFIXES = (
     "FRONTIER_", "ROBOTSTXT_", "RECRAWL_", "CRAWLDB_", "INDEX_", "NEARDUP_", "URL_",
-    "PAGE_", "CONTENT_", "RETRY_AFTER_", "ALLOWED_", "ALLOW_",
+    "PAGE_", "CONTENT_", "RETRY_AFTER_", "ALLOWED_", "ALLOW_", "WARC_",
 )  # fmt: skip
 
 # Settings that are ours but not in crawler.config.defaults (their default is Scrapy's).
@@ -226,6 +226,9 @@ _RULES: dict[str, Rule] = {
     "NEARDUP_THRESHOLD": Number(above=True, high=1),
     "INDEX_BATCH_SIZE": Number(integer=True, low=1),
     "INDEX_COMMIT_INTERVAL": Number(above=True),
+    "WARC_MAX_SIZE": Number(integer=True, low=1),
+    "WARC_GZIP_LEVEL": Number(integer=True, low=1, high=9),
+    "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
 }
 
 #: Every setting of the crawler's own and its default (crawler/config/defaults.py).

@@ -1,0 +1,81 @@
+"""What each fetch becomes in the archive, and in which file: the archive's one writer.
+
+A fetch is a ``request`` record and a ``response`` record (linked by ``WARC-Concurrent-To``),
+except that a 304 answer becomes a server-not-modified ``revisit`` and a 200 whose payload the
+digest index knows becomes an identical-payload-digest ``revisit``. A ``metadata`` record tells
+what the crawler made of a page. Synchronous and single-threaded: ``crawler.archive.thread``
+runs it off the reactor.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from crawler.archive.digests import DigestIndex
+from crawler.archive.files import RotatingWarcFiles
+from crawler.archive.records import (
+    Capture,
+    Exchange,
+    Record,
+    identical_payload_revisit,
+    metadata_record,
+    not_modified_revisit,
+    request_record,
+    response_record,
+)
+
+
+class Archiver:
+    """Writes fetches to ``files``; ``counts`` by record kind (``revisit`` split by profile:
+    ``revisit/identical``, ``revisit/not_modified``), ``payload_bytes`` of responses archived
+    in full and ``revisit_payload_bytes`` of payloads not written again."""
+
+    def __init__(
+        self, files: RotatingWarcFiles, digests: DigestIndex, *, min_revisit_size: int = 1
+    ) -> None:
+        self.files = files
+        self.digests = digests
+        self.min_revisit_size = min_revisit_size
+        self.counts: Counter[str] = Counter()
+        self.payload_bytes = 0
+        self.revisit_payload_bytes = 0
+
+    def archive(self, exchange: Exchange) -> str:
+        """Write one fetch; the kind of its response record (``response`` or ``revisit``)."""
+        response = self._response(exchange)
+        self.files.write([request_record(exchange), response])
+        self.counts["request"] += 1
+        return response.kind
+
+    def _response(self, exchange: Exchange) -> Record:
+        if exchange.status == 304:
+            self.counts["revisit/not_modified"] += 1
+            return not_modified_revisit(exchange, None)
+        digest = exchange.payload_digest
+        if exchange.status == 200 and len(exchange.body) >= self.min_revisit_size:
+            first = Capture(exchange.url, exchange.date, exchange.response_id)
+            original = self.digests.claim(digest, first)
+            if original is not None:
+                self.counts["revisit/identical"] += 1
+                self.revisit_payload_bytes += len(exchange.body)
+                return identical_payload_revisit(exchange, digest, original)
+        self.counts["response"] += 1
+        self.payload_bytes += len(exchange.body)
+        return response_record(exchange, digest)
+
+    def metadata(
+        self, url: str, refers_to: str, date: datetime, fields: Sequence[tuple[str, str]]
+    ) -> None:
+        self.files.write([metadata_record(url, refers_to, date, fields)])
+        self.counts["metadata"] += 1
+
+    def close(self) -> list[Path]:
+        """Close the current file (renamed to its final name) and the digest index; the
+        complete files written."""
+        try:
+            return self.files.close()
+        finally:
+            self.digests.close()
