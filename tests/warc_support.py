@@ -16,6 +16,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
+LAST_MODIFIED = "Mon, 02 Nov 2026 10:00:00 GMT"
 CSS = b"body { background: rgb(1, 2, 3); } h1 { color: rgb(200, 10, 10); }\n"
 
 
@@ -75,6 +76,11 @@ class SiteHandler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         kind, body = page
+        if self.headers.get("If-Modified-Since") == LAST_MODIFIED and self.path != "/zipped":
+            self.send_response(304)
+            self.send_header("Last-Modified", LAST_MODIFIED)
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", kind)
         if self.path == "/zipped":  # gzip, sent with the chunked transfer coding
@@ -88,7 +94,7 @@ class SiteHandler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             return
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Last-Modified", "Mon, 02 Nov 2026 10:00:00 GMT")
+        self.send_header("Last-Modified", LAST_MODIFIED)
         self.end_headers()
         self.wfile.write(body)
 

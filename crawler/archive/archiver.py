@@ -9,7 +9,7 @@ runs it off the reactor.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,8 @@ from crawler.archive.records import (
     response_record,
 )
 
+_REVISITS_KEPT = 10_000  # a page's item follows its response within seconds, not thousands
+
 
 class Archiver:
     """Writes fetches to ``files``; ``counts`` by record kind (``revisit`` split by profile:
@@ -42,6 +44,9 @@ class Archiver:
         self.counts: Counter[str] = Counter()
         self.payload_bytes = 0
         self.revisit_payload_bytes = 0
+        # response ids written as identical-payload revisits lately: their metadata leaves
+        # out the outlinks, which the same payload's first capture listed already
+        self._revisits: OrderedDict[str, None] = OrderedDict()
 
     def archive(self, exchange: Exchange) -> str:
         """Write one fetch; the kind of its response record (``response`` or ``revisit``)."""
@@ -61,6 +66,9 @@ class Archiver:
             if original is not None:
                 self.counts["revisit/identical"] += 1
                 self.revisit_payload_bytes += len(exchange.body)
+                self._revisits[exchange.response_id] = None
+                if len(self._revisits) > _REVISITS_KEPT:
+                    self._revisits.popitem(last=False)
                 return identical_payload_revisit(exchange, digest, original)
         self.counts["response"] += 1
         self.payload_bytes += len(exchange.body)
@@ -69,6 +77,13 @@ class Archiver:
     def metadata(
         self, url: str, refers_to: str, date: datetime, fields: Sequence[tuple[str, str]]
     ) -> None:
+        """A metadata record for the response ``refers_to``; for an identical-payload revisit
+        without the outlinks (the same payload has the same links: a recrawl of an unchanged
+        site writes almost nothing), and none at all if nothing else is left."""
+        if refers_to in self._revisits:
+            fields = [(name, value) for name, value in fields if name != "outlink"]
+            if not fields:
+                return
         self.files.write([metadata_record(url, refers_to, date, fields)])
         self.counts["metadata"] += 1
 
