@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ import pytest
 
 from crawler.archive.naming import OPEN_SUFFIX
 from crawler.archive.records import Capture
+from crawler.archive.recovery import recover_open_files
 from crawler.backends.redis.warc_digests import RedisDigestIndex, digests_key
 from crawler.backends.registry import class_path
 from tests.crawling import loopback_settings, serve_pages, start_crawl
@@ -77,6 +79,13 @@ def test_a_crawl_killed_with_sigkill_leaves_valid_warc_files(tmp_path: Path) -> 
     assert records and records[0] == ("warcinfo", True)
     # whole records up to the end, where at most the last one is cut
     assert all(ok for _, ok in records[:-1]), records
+
+    # the next crawl on this host finishes it: cut after its last whole record, renamed
+    whole = sum(1 for _, ok in records if ok)
+    [recovered] = recover_open_files(warc_dir, socket.gethostname())
+    assert recovered.name + OPEN_SUFFIX == left_open.name and not left_open.exists()
+    warcio_check(recovered)
+    assert readable_records(recovered) == [(kind, True) for kind, _ in records[:whole]]
 
 
 def test_the_redis_digest_index_is_shared_by_workers_and_crawls(

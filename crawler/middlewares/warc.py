@@ -52,6 +52,7 @@ from crawler.archive.cdxj import write_cdxj
 from crawler.archive.files import RotatingWarcFiles
 from crawler.archive.naming import WarcNamer, safe_part
 from crawler.archive.records import Exchange, warcinfo
+from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
@@ -162,6 +163,16 @@ class WarcCaptureMiddleware:
         self.cdxj = settings.getbool("WARC_CDXJ", defaults.WARC_CDXJ)
         fields = _warcinfo_fields(crawler)
         self.namer = WarcNamer(self.prefix)
+        # a killed worker's open files on this host: cut after their last whole record, renamed
+        self.recovered = (
+            recover_open_files(self.directory, self.namer.host) if self.directory.is_dir() else []
+        )
+        if self.recovered:
+            logger.info(
+                "WARC: finished %d open files of stopped crawls: %s",
+                len(self.recovered),
+                ", ".join(p.name for p in self.recovered),
+            )
         files = RotatingWarcFiles(
             self.directory,
             self.namer,
@@ -258,6 +269,7 @@ class WarcCaptureMiddleware:
             for kind, count in self.archiver.counts.items():
                 stats.set_value(f"warc/records/{kind}", count)
             stats.set_value("warc/files", len(files))
+            stats.set_value("warc/files_recovered", len(self.recovered))
             stats.set_value("warc/bytes_written", self.archiver.files.bytes_written)
             stats.set_value("warc/payload_bytes", self.archiver.payload_bytes)
             stats.set_value("warc/revisit_payload_bytes", self.archiver.revisit_payload_bytes)
