@@ -142,6 +142,7 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
                 if config == "on":
                     warc_dir = root / f"warc-{i}"
                     extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
+                             "WARC_GZIP_LEVEL": str(args.level),
                              "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
                 (root / config).mkdir(exist_ok=True)
                 r = run_config("ours", i, root / config, root / "sites", seeds, allow, nginx,
@@ -157,6 +158,7 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
         first = warc_bytes(warc_dir)
         before = set(warc_dir.glob("*.warc.gz"))
         extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
+                 "WARC_GZIP_LEVEL": str(args.level),
                  "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
         (root / "recrawl").mkdir()
         r = run_config("ours", 0, root / "recrawl", root / "sites", seeds, allow, nginx, extra,
@@ -192,6 +194,7 @@ def main() -> None:
     crawl.add_argument("--trees", default=DEFAULT_TREES)
     crawl.add_argument("--timeout", type=float, default=1800)
     crawl.add_argument("--keep", action="store_true")
+    crawl.add_argument("--level", type=int, default=3, help="WARC_GZIP_LEVEL")
     args = parser.parse_args()
     if args.what == "records":
         pages = doc_pages(args.pages)

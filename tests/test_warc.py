@@ -120,6 +120,17 @@ def test_a_repeated_payload_and_a_304_are_revisits(tmp_path: Path) -> None:
     assert identical["payload"] == b""  # the header section only
     assert not_modified["headers"]["WARC-Profile"] == SERVER_NOT_MODIFIED
     assert archiver.counts["revisit/identical"] == archiver.counts["revisit/not_modified"] == 1
+    # the identical revisit went without its request record; the 304 kept its own
+    assert archiver.counts["request/skipped"] == 1 and archiver.counts["request"] == 3
+
+
+def test_revisit_requests_can_be_kept(tmp_path: Path) -> None:
+    archiver = Archiver(_files(tmp_path), MemoryDigestIndex(), revisit_requests=True)
+    archiver.archive(_exchange("http://a.test/one", b"same payload"))
+    archiver.archive(_exchange("http://a.test/two", b"same payload"))
+    [path] = archiver.close()
+    kinds = [r["type"] for r in read_records(path)]
+    assert kinds == ["warcinfo", "request", "response", "request", "revisit"]
 
 
 def test_the_sqlite_digest_index_outlives_the_crawl_and_the_first_claim_wins(

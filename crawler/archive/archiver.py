@@ -36,23 +36,35 @@ class Archiver:
     in full and ``revisit_payload_bytes`` of payloads not written again."""
 
     def __init__(
-        self, files: RotatingWarcFiles, digests: DigestIndex, *, min_revisit_size: int = 1
+        self,
+        files: RotatingWarcFiles,
+        digests: DigestIndex,
+        *,
+        min_revisit_size: int = 1,
+        revisit_requests: bool = False,
     ) -> None:
         self.files = files
         self.digests = digests
         self.min_revisit_size = min_revisit_size
+        self.revisit_requests = revisit_requests
         self.counts: Counter[str] = Counter()
         self.payload_bytes = 0
         self.revisit_payload_bytes = 0
-        # response ids written as identical-payload revisits lately: their metadata leaves
-        # out the outlinks, which the same payload's first capture listed already
+        # response ids written as identical-payload revisits lately: they get no metadata
         self._revisits: OrderedDict[str, None] = OrderedDict()
 
     def archive(self, exchange: Exchange) -> str:
-        """Write one fetch; the kind of its response record (``response`` or ``revisit``)."""
+        """Write one fetch; the kind of its response record (``response`` or ``revisit``).
+        An identical-payload revisit goes without its request record unless
+        ``revisit_requests``: the first capture's request is archived, and on a recrawl of
+        unchanged pages the request records are half of what is written (BENCHMARKS.md)."""
         response = self._response(exchange)
-        self.files.write([request_record(exchange), response])
-        self.counts["request"] += 1
+        if response.kind == "revisit" and not self.revisit_requests and exchange.status == 200:
+            self.files.write([response])
+            self.counts["request/skipped"] += 1
+        else:
+            self.files.write([request_record(exchange), response])
+            self.counts["request"] += 1
         return response.kind
 
     def _response(self, exchange: Exchange) -> Record:
@@ -77,13 +89,13 @@ class Archiver:
     def metadata(
         self, url: str, refers_to: str, date: datetime, fields: Sequence[tuple[str, str]]
     ) -> None:
-        """A metadata record for the response ``refers_to``; for an identical-payload revisit
-        without the outlinks (the same payload has the same links: a recrawl of an unchanged
-        site writes almost nothing), and none at all if nothing else is left."""
+        """A metadata record for the response ``refers_to``; none for an identical-payload
+        revisit (the same payload has the same links, listed with its first capture; its fetch
+        time and delay are in the crawl record): a recrawl of an unchanged site writes almost
+        nothing (BENCHMARKS.md)."""
         if refers_to in self._revisits:
-            fields = [(name, value) for name, value in fields if name != "outlink"]
-            if not fields:
-                return
+            self.counts["metadata/skipped"] += 1
+            return
         self.files.write([metadata_record(url, refers_to, date, fields)])
         self.counts["metadata"] += 1
 

@@ -328,6 +328,9 @@ WARC_DIGEST_PATH = ""
 # A 200 whose payload was archived before becomes a revisit record from this many bytes up
 # (0: never); below it a revisit record would not be smaller than the payload.
 WARC_REVISIT_MIN_SIZE = 256
+# The request record of an identical-payload revisit (the first capture's request is archived):
+# off, a recrawl of unchanged pages writes half the bytes (bench/warc.py crawl).
+WARC_REVISIT_REQUESTS = False
 WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
 WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
 WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)

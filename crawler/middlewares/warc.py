@@ -192,6 +192,9 @@ class WarcCaptureMiddleware:
             min_revisit_size=settings.getint(
                 "WARC_REVISIT_MIN_SIZE", defaults.WARC_REVISIT_MIN_SIZE
             ),
+            revisit_requests=settings.getbool(
+                "WARC_REVISIT_REQUESTS", defaults.WARC_REVISIT_REQUESTS
+            ),
         )
         self.thread = ArchiveThread(self.archiver)
         self.closed = False
