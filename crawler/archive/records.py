@@ -1,8 +1,8 @@
 """WARC 1.1 records of one fetch, built from the HTTP message as the server sent it.
 
 Written with FastWARC (``fastwarc.warc.WarcRecord``, gzip by ``fastwarc.stream_io.GzipWriter``):
-measured against warcio (``bench/warc.py records``) it costs half the CPU per record at the same
-gzip level and size, and both are maintained (FastWARC by the ChatNoir/Webis team, new major
+measured against warcio (``bench/warc.py records``) it costs 0.5-0.75 of the CPU per record at
+the same gzip level, and both are maintained (FastWARC by the ChatNoir/Webis team, new major
 release in 2026; warcio by Webrecorder, which the tests and the CDXJ indexer use to read). The
 digests are computed here (SHA-1, base 32, as every WARC tool writes them), once: the payload
 digest decides whether a response becomes a revisit before any record is built.
