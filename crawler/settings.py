@@ -65,6 +65,9 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "crawler.middlewares.redirect.PrefixMetaRefreshMiddleware": 580,
     "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
+    # WARC capture (WARC_ENABLED, off by default): nearest the handler, so it records every
+    # response as received, before decompression, redirects, retries and the robots.txt gate
+    "crawler.middlewares.warc.WarcCaptureMiddleware": 950,
 }
 
 # Outermost spider middleware: it sees exactly what the scraper gets and tells the frontier when

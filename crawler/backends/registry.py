@@ -11,6 +11,8 @@ with ``build_from_crawler``):
 ``NEARDUP_STORE_CLASS``    the near-duplicate detector's state
 ``DNS_SHARED_CLASS``       DNS answers shared by a crawl's workers
 ``ADDRESS_BUDGET_CLASS``   politeness per server address (fetches in flight, next start)
+
+``WARC_DIGEST_INDEX_CLASS``  payloads already archived in WARC files (revisit records)
 =========================  =====================================================================
 
 A user normally sets none of them: ``FRONTIER_BACKEND`` (``memory``, ``redis``) is the one public
@@ -38,6 +40,8 @@ CLASS_SETTINGS = (
     "NEARDUP_STORE_CLASS",
     "DNS_SHARED_CLASS",
     "ADDRESS_BUDGET_CLASS",
+
+    "WARC_DIGEST_INDEX_CLASS",
 )
 
 _EMBEDDED = {
@@ -47,6 +51,8 @@ _EMBEDDED = {
     "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
     "DNS_SHARED_CLASS": "crawler.net.dns.NoSharedDns",
     "ADDRESS_BUDGET_CLASS": "crawler.frontier.addresses.LocalAddressBudget",
+
+    "WARC_DIGEST_INDEX_CLASS": "crawler.backends.sqlite.warc_digests.SqliteDigestIndex",
 }
 
 BACKENDS: dict[str, dict[str, str]] = {
@@ -62,6 +68,8 @@ BACKENDS: dict[str, dict[str, str]] = {
         "NEARDUP_STORE_CLASS": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
         "DNS_SHARED_CLASS": "crawler.backends.redis.dns.RedisDnsCache",
         "ADDRESS_BUDGET_CLASS": "crawler.backends.redis.addresses.RedisAddressBudget",
+
+        "WARC_DIGEST_INDEX_CLASS": "crawler.backends.redis.warc_digests.RedisDigestIndex",
     },
 }
 

@@ -33,6 +33,7 @@ ROBOTS_CACHE_CLASS = ""
 CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
 INDEX_CLASS = ""  # the full-text index
 NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
+WARC_DIGEST_INDEX_CLASS = ""  # payloads already archived (WARC revisit records)
 # postgresql://user:password@host/db: the crawl database and the index in PostgreSQL, shared by
 # every worker (crawler/backends/postgres/crawldb.py, crawler/backends/postgres/index.py). Empty:
 # embedded SQLite.
@@ -350,5 +351,29 @@ RECORD_AGGREGATE_INTERVAL = 60.0
 RECORD_MAX_BROKEN = 1_000
 # This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
 RECORD_WORKER_ID = ""
+
+# --- WARC output (crawler/archive, crawler/middlewares/warc.py) ------------------------------
+# Off by default: an archive keeps every response in full (gzip), which for an ordinary crawl
+# doubles or triples the disk it uses (bytes written ~ bytes received, BENCHMARKS.md) and costs
+# CPU per page, for files only an archive or a replay tool reads.
+WARC_ENABLED = False
+# Where the files go ("%(name)s": the site); a CDXJ index of the crawl's files goes there too.
+WARC_DIR = "warc/%(name)s"
+WARC_PREFIX = ""  # first part of each file name; empty: the site's name
+WARC_MAX_SIZE = 1_000_000_000  # bytes; a file is closed and renamed before it grows past this
+# 1-9: 3 costs 0.58 of 9's CPU for ~10 % more bytes (bench/warc.py records)
+WARC_GZIP_LEVEL = 3
+# Where the SQLite digest index lives; empty: JOBDIR/warc-digests.sqlite, else beside the crawl
+# database, else WARC_DIR/digests.sqlite (so the next crawl into the same directory revisits).
+WARC_DIGEST_PATH = ""
+# A 200 whose payload was archived before becomes a revisit record from this many bytes up
+# (0: never); below it a revisit record would not be smaller than the payload.
+WARC_REVISIT_MIN_SIZE = 256
+# The request record of an identical-payload revisit (the first capture's request is archived):
+# off, a recrawl of unchanged pages writes half the bytes (bench/warc.py crawl).
+WARC_REVISIT_REQUESTS = False
+WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
+WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
+WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)
 
 __all__ = [name for name in list(globals()) if name.isupper()]

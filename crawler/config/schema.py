@@ -47,6 +47,7 @@ BACKENDS = ("memory", "redis")
 PREFIXES = (
     "FRONTIER_", "ROBOTSTXT_", "RECRAWL_", "CRAWLDB_", "INDEX_", "NEARDUP_", "URL_",
     "PAGE_", "CONTENT_", "RETRY_AFTER_", "ALLOWED_", "ALLOW_", "SITEMAPS_", "CANONICAL_",
+    "WARC_", "DNS_",
 )  # fmt: skip
 
 # Settings that are ours but not in crawler.config.defaults (their default is Scrapy's).
@@ -238,6 +239,10 @@ _RULES: dict[str, Rule] = {
     "SITEMAPS_MAX_SIZE": Number(integer=True, low=1),
     "SITEMAPS_MAX_FILES": Number(integer=True, low=1),
     "CANONICAL_SCOPE": Choice(("host", "domain", "off")),
+
+    "WARC_MAX_SIZE": Number(integer=True, low=1),
+    "WARC_GZIP_LEVEL": Number(integer=True, low=1, high=9),
+    "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
 }
 
 #: Every setting of the crawler's own and its default (crawler/config/defaults.py).

@@ -1,0 +1,62 @@
+"""The WARC payload-digest index of a fleet: one Redis HASH under the crawl's hash tag
+(``{crawl}:warc_digests``, digest -> first capture), so a payload archived by any worker, in
+this crawl or an earlier one of the same crawl name, becomes a revisit record everywhere.
+
+``claim`` is one script call (HGET, else HSET): one round trip, atomic, on the archive thread
+(never the reactor). While Redis is away a claim answers "not known": the worker writes the
+payload in full, which costs space and never a revisit that points at nothing."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from crawler.archive.digests import DigestIndex, decode_capture, encode_capture
+from crawler.archive.records import Capture
+from crawler.backends.redis.connection import RedisClient, redis_client
+from crawler.backends.redis.keys import crawl_key
+
+logger = logging.getLogger(__name__)
+
+_CLAIM = """
+local known = redis.call('HGET', KEYS[1], ARGV[1])
+if known then return known end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return false
+"""
+
+
+def digests_key(crawl: str) -> str:
+    return "{" + crawl + "}:warc_digests"
+
+
+class RedisDigestIndex(DigestIndex):
+    def __init__(self, client: RedisClient, key: str) -> None:
+        self.client = client
+        self.key = key
+        self._claim = client.register_script(_CLAIM)
+        self.unanswered = 0  # claims Redis did not answer (the payload was written in full)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisDigestIndex:
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        settings = crawler.settings
+        return cls(redis_client(settings), digests_key(crawl_key(settings, site)))
+
+    def claim(self, digest: str, capture: Capture) -> Capture | None:
+        try:
+            known = self._claim(keys=[self.key], args=[digest, encode_capture(capture)])
+        except RedisError as exc:
+            self.unanswered += 1
+            if self.unanswered == 1:
+                logger.warning(
+                    "WARC digest index: Redis did not answer (%s); payloads are"
+                    " written in full until it does",
+                    exc,
+                )
+            return None
+        if not known:
+            return None
+        return decode_capture(known.decode() if isinstance(known, bytes) else known)

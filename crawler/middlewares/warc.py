@@ -1,0 +1,299 @@
+"""WARC capture: every response as the server sent it, written to WARC files off the reactor.
+
+Downloader middleware at priority 950: the closest to the download handler of all the crawl's
+middlewares (HttpCompressionMiddleware is at 590, DownloaderStats at 850, HttpCache at 900), so
+``process_response`` sees each response first, before anything decompresses, redirects, retries
+or drops it: redirects, error pages and robots.txt fetches (which the robots gate at 100 takes
+out of the chain further up) are all recorded. Off unless ``WARC_ENABLED``
+(``crawler.config.defaults`` says why).
+
+What "as the server sent it" means here (the HTTP message is rebuilt from what Scrapy's Twisted
+handler keeps, which is not the raw bytes):
+
+- the body is exactly what came off the wire, Content-Encoding kept (gzip stays gzip), and the
+  chunked transfer coding removed, as WARC 1.1 asks;
+- the status line carries the standard reason phrase (Twisted keeps the server's but Scrapy's
+  Response drops it); header names come in Twisted's canonical case, in the order received;
+- Twisted keeps the connection headers (Content-Length, Transfer-Encoding, Connection,
+  Keep-Alive) apart from the rest, and Scrapy drops them: the record gets a ``Content-Length``
+  of the body as stored, which is what a de-chunked message must say anyway;
+- ``WARC-IP-Address`` is ``response.ip_address``, the peer the handler connected to.
+
+The request record is the request as this middleware sees it last (every header the middlewares
+above added), with the ``Host`` header Twisted adds. Cached responses (``HttpCacheMiddleware``)
+are not recorded again.
+
+When a page's item has been through the pipelines (``item_scraped``), a ``metadata`` record
+tells its outlinks, fetch time, the politeness delay the frontier applied after it, and the
+near-duplicate verdict. Everything is written by :class:`~crawler.archive.thread.ArchiveThread`;
+at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import UTC, datetime
+from functools import partial
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from crawler import signals as crawler_signals
+from crawler.archive.archiver import Archiver
+from crawler.archive.cdxj import write_cdxj
+from crawler.archive.files import RotatingWarcFiles
+from crawler.archive.naming import WarcNamer, safe_part
+from crawler.archive.records import Exchange, warcinfo
+from crawler.archive.recovery import recover_open_files
+from crawler.archive.thread import ArchiveThread
+from crawler.backends.registry import build_backend
+from crawler.config import defaults
+from crawler.crawldb.api import crawldb_path
+
+logger = logging.getLogger(__name__)
+
+RECORD_META = "warc_response_id"  # the WARC-Record-ID of the last response of a request
+_FETCH_META = "warc_fetch"  # what the fetch's signals said (duration, delay), for metadata
+_DROPPED_HEADERS = {b"content-length", b"transfer-encoding", b"connection", b"keep-alive"}
+
+
+def request_head(request: Request) -> bytes:
+    """The request line and header section, as Twisted's client sends them."""
+    parts = urlsplit(request.url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    lines = [f"{request.method} {target} HTTP/1.1".encode("latin-1")]
+    if b"Host" not in request.headers:
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        lines.append(b"Host: " + (f"{host}:{parts.port}" if parts.port else host).encode("idna"))
+    for name, values in request.headers.items():
+        lines.extend(name + b": " + value for value in values)
+    if request.body:
+        lines.append(b"Content-Length: %d" % len(request.body))
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def response_head(response: Response) -> bytes:
+    """Status line and header section of ``response`` (see the module docstring for what is
+    rebuilt)."""
+    try:
+        phrase = HTTPStatus(response.status).phrase
+    except ValueError:
+        phrase = ""
+    protocol = response.protocol or "HTTP/1.1"
+    lines = [f"{protocol} {response.status} {phrase}".rstrip().encode("latin-1")]
+    for name, values in response.headers.items():
+        if name.lower() in _DROPPED_HEADERS:
+            continue
+        lines.extend(name + b": " + value for value in values)
+    lines.append(b"Content-Length: %d" % len(response.body))
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def capture(request: Request, response: Response) -> Exchange:
+    ip = getattr(response, "ip_address", None)
+    return Exchange(
+        url=response.url,
+        request_head=request_head(request),
+        request_body=request.body or b"",
+        response_head=response_head(response),
+        body=response.body,
+        status=response.status,
+        date=datetime.now(UTC),
+        ip=str(ip) if ip is not None else None,
+    )
+
+
+def warc_directory(crawler: Crawler) -> Path:
+    site = getattr(crawler.spidercls, "name", None) or "crawl"
+    template = crawler.settings.get("WARC_DIR") or defaults.WARC_DIR
+    return Path(str(template).replace("%(name)s", site))
+
+
+def digest_index_path(crawler: Crawler, directory: Path) -> str:
+    """``WARC_DIGEST_PATH``; else in JOBDIR, beside the crawl database, or in the WARC
+    directory: where the next crawl of the site looks."""
+    settings = crawler.settings
+    path = settings.get("WARC_DIGEST_PATH")
+    if path:
+        return str(path)
+    if settings.get("JOBDIR"):
+        return os.path.join(settings["JOBDIR"], "warc-digests.sqlite")
+    db_path = crawldb_path(settings, getattr(crawler.spidercls, "name", None) or "crawl")
+    if db_path:
+        stem = db_path[: -len(".sqlite")] if db_path.endswith(".sqlite") else db_path
+        return f"{stem}-warc-digests.sqlite"
+    return str(directory / "digests.sqlite")
+
+
+def _warcinfo_fields(crawler: Crawler) -> list[tuple[str, str]]:
+    settings = crawler.settings
+    return [
+        ("software", "crawler (Scrapy project; FastWARC)"),
+        ("format", "WARC File Format 1.1"),
+        (
+            "conformsTo",
+            "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        ),
+        ("isPartOf", getattr(crawler.spidercls, "name", None) or "crawl"),
+        ("hostname", socket.gethostname()),
+        ("http-header-user-agent", str(settings.get("USER_AGENT") or "")),
+        ("robots", "obey"),
+    ]
+
+
+class WarcCaptureMiddleware:
+    """See the module docstring. Enabled by ``WARC_ENABLED``; priority 950."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        settings = crawler.settings
+        self.directory = warc_directory(crawler)
+        site = getattr(crawler.spidercls, "name", None) or "crawl"
+        self.prefix = settings.get("WARC_PREFIX") or site
+        self.metadata = settings.getbool("WARC_METADATA", defaults.WARC_METADATA)
+        self.cdxj = settings.getbool("WARC_CDXJ", defaults.WARC_CDXJ)
+        fields = _warcinfo_fields(crawler)
+        self.namer = WarcNamer(self.prefix)
+        # a killed worker's open files on this host: cut after their last whole record, renamed
+        self.recovered = (
+            recover_open_files(self.directory, self.namer.host) if self.directory.is_dir() else []
+        )
+        if self.recovered:
+            logger.info(
+                "WARC: finished %d open files of stopped crawls: %s",
+                len(self.recovered),
+                ", ".join(p.name for p in self.recovered),
+            )
+        files = RotatingWarcFiles(
+            self.directory,
+            self.namer,
+            lambda name, date: warcinfo(name, fields, date),
+            max_size=settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE),
+            gzip_level=settings.getint("WARC_GZIP_LEVEL", defaults.WARC_GZIP_LEVEL),
+            fsync=settings.getbool("WARC_FSYNC", defaults.WARC_FSYNC),
+        )
+        digests = build_backend(
+            crawler,
+            "WARC_DIGEST_INDEX_CLASS",
+            path=digest_index_path(crawler, self.directory),
+        )
+        self.archiver = Archiver(
+            files,
+            digests,
+            min_revisit_size=settings.getint(
+                "WARC_REVISIT_MIN_SIZE", defaults.WARC_REVISIT_MIN_SIZE
+            ),
+            revisit_requests=settings.getbool(
+                "WARC_REVISIT_REQUESTS", defaults.WARC_REVISIT_REQUESTS
+            ),
+        )
+        self.thread = ArchiveThread(self.archiver)
+        self.closed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcCaptureMiddleware:
+        if not crawler.settings.getbool("WARC_ENABLED", defaults.WARC_ENABLED):
+            raise NotConfigured  # off by default, without a warning on every crawl
+        middleware = cls(crawler)
+        connect = crawler.signals.connect
+        connect(middleware.spider_closed, signals.spider_closed)
+        connect(middleware.fetch_finished, crawler_signals.fetch_finished)
+        connect(middleware.fetch_completed, crawler_signals.fetch_completed)
+        if middleware.metadata:
+            connect(middleware.item_scraped, signals.item_scraped)
+        return middleware
+
+    # -- capture ---------------------------------------------------------------------------
+
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        if self.closed or "cached" in response.flags or request.meta.get("dont_archive"):
+            return response
+        exchange = capture(request, response)
+        request.meta[RECORD_META] = exchange.response_id
+        self.thread.submit(partial(self.archiver.archive, exchange))
+        return response
+
+    # -- metadata --------------------------------------------------------------------------
+
+    def fetch_finished(
+        self, request: Request, outcome: Any, duration: float | None, *args: Any, **kwargs: Any
+    ) -> None:
+        if duration is not None:
+            request.meta.setdefault(_FETCH_META, {})["fetch-time"] = f"{duration:.3f}"
+
+    def fetch_completed(
+        self, request: Request, host: str, delay: float | None, outcome: Any
+    ) -> None:
+        if delay is not None:
+            request.meta.setdefault(_FETCH_META, {})["politeness-delay"] = f"{delay:.3f}"
+
+    def item_scraped(self, item: Any, response: Response, spider: Spider | None = None) -> None:
+        record_id = response.meta.get(RECORD_META) if response is not None else None
+        if record_id is None or self.closed:
+            return
+        fields: list[tuple[str, str]] = []
+        for name, value in (response.meta.get(_FETCH_META) or {}).items():
+            fields.append((name, value))
+        duplicate_of = _field(item, "duplicate_of")
+        if duplicate_of:
+            fields.append(("near-duplicate-of", str(duplicate_of)))
+            similarity = _field(item, "similarity")
+            if similarity is not None:
+                fields.append(("similarity", str(similarity)))
+        for link in _field(item, "outlinks") or ():
+            url = link.get("url") if isinstance(link, dict) else link
+            if url:
+                fields.append(("outlink", str(url)))
+        if fields:
+            self.thread.submit(
+                partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)
+            )
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        """Write what is queued, close the files (renamed), index them, count them."""
+        self.closed = True
+        self.thread.close()
+        files = self.archiver.files.finished
+        stats = self.crawler.stats
+        if stats is not None:
+            for kind, count in self.archiver.counts.items():
+                stats.set_value(f"warc/records/{kind}", count)
+            stats.set_value("warc/files", len(files))
+            stats.set_value("warc/files_recovered", len(self.recovered))
+            stats.set_value("warc/bytes_written", self.archiver.files.bytes_written)
+            stats.set_value("warc/payload_bytes", self.archiver.payload_bytes)
+            stats.set_value("warc/revisit_payload_bytes", self.archiver.revisit_payload_bytes)
+        if files and self.cdxj:
+            first = files[0].name[: -len(".warc.gz")]
+            target = self.directory / f"{first}-{safe_part(reason)}.cdxj"
+            try:
+                write_cdxj(files, target)
+            except Exception:  # an index can be made later (cdxj-indexer); the files are whole
+                logger.exception("WARC: could not index %s", self.directory)
+        logger.info(
+            "WARC: %d files in %s (%d bytes, records: %s)",
+            len(files),
+            self.directory,
+            self.archiver.files.bytes_written,
+            dict(self.archiver.counts),
+        )
+
+
+def _field(item: Any, name: str) -> Any:
+    try:
+        return item[name]
+    except (KeyError, TypeError):
+        return getattr(item, name, None)
