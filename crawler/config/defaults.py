@@ -74,9 +74,16 @@ FRONTIER_LEASE_TTL = 300.0
 # fetch it again). 0: no bound. See crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
 FRONTIER_MAX_BACKLOG = 32
 FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
-# Redis only: keep the shared seen-set as a Bloom filter sized for this many URLs (0: an exact
-# SET, ~64 B per URL). ~1.2 B per URL at 1 %, but a false positive is a page never crawled, and
-# nothing can be removed: see README "Seen URLs at scale".
+# Redis only: the shared seen-set is exact (bucketed 32-bit fingerprints in intsets, ~5 B per
+# URL, no false positive) for each shard's first FRONTIER_SEEN_EXACT_LIMIT URLs, then a scalable
+# Bloom filter (layers that grow, ~2 B per URL) whose false positives stay under
+# FRONTIER_SEEN_ERROR crawl-wide; the exact part is kept, frozen. 2 million: the exact part costs
+# ~10 MB per shard, a crawl of a few million URLs never risks a false positive, and at 30 million
+# it adds ~0.3 B per seen URL. -1: exact whatever the size. See README "Seen URLs at scale".
+FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
+FRONTIER_SEEN_ERROR = 0.01
+# Deprecated: a fixed Bloom filter sized for this many URLs (0: none, the scheme above). Past its
+# capacity its false-positive rate climbs without bound; FRONTIER_SEEN_EXACT_LIMIT needs no guess.
 FRONTIER_SEEN_BLOOM_CAPACITY = 0
 FRONTIER_SEEN_BLOOM_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
