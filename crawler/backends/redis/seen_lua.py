@@ -31,6 +31,8 @@ end
 -- BITFIELD; 1 if one of them was 0. Double hashing of the key's two halves; `enhanced` adds
 -- (i^3 - i)/6 (Dillinger & Manolios 2004) so the probes never cycle through a few bits when
 -- h2 shares a factor with the size (the fixed filter keeps the plain form it was built with).
+-- (A blocked layout, every probe in one 512-byte block read with GETRANGE and written with
+-- SETRANGE, was tried: the Lua that edits the block cost more than BITFIELD's arguments.)
 local function bloom_probe(name, bits, probes, key, get, enhanced)
   local h1, h2 = struct.unpack('>I4I4', key)
   local ops = {}

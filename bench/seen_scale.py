@@ -1,0 +1,211 @@
+"""The Redis frontier's seen-set at scale: fill one shard's seen-set to 30 million URLs of real
+documentation link shapes and report, at checkpoints, its bytes per seen URL, its measured
+false-positive rate and the seen-add rate.
+
+    .venv/bin/python bench/seen_scale.py [--urls 30000000] [--hosts 10000] [--port N]
+    .venv/bin/python bench/seen_scale.py --quick      # 3 million URLs
+
+Starts its own ``redis-server`` on a free loopback port (or uses ``--port``: a fresh key,
+deleted at the end). The URLs: every link of the HTML files under /usr/share/doc, resolved
+against its page (the path shapes of real documentation sites), on ``--hosts`` host names, with
+a version prefix that varies once hosts x shapes are used up, so every URL is distinct. The
+held-out URLs share the shapes and hosts but carry a prefix no added URL has: none was added,
+so each one the seen-test calls seen is a false positive (measured with the read-only test on
+20,000 of them per checkpoint). Settings are the defaults (``FRONTIER_SEEN_EXACT_LIMIT``,
+``FRONTIER_SEEN_ERROR``) unless given.
+
+Reported per checkpoint: the seen-set's own keys (``MEMORY USAGE`` of each bucket, layer and
+counter) per seen URL, Redis's ``used_memory`` growth per seen URL, the Bloom layers begun, the
+measured and the estimated false-positive rate, ``mark_seen`` rate (1,000 keys per script
+call, 20 calls pipelined, one client) over the last stretch, and the ``add`` script's rate
+(pages of 50 links, which also queues them) on 20,000 fresh links.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.seen import SeenConfig, seen_key, seen_memory, seen_state
+from crawler.config import defaults
+from crawler.frontier import Entry, PolitenessPolicy
+from tests.redis_support import start_redis
+
+HREF = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#][^"'\s]*)["']""", re.I)
+WORDS = ("docs", "www", "wiki", "help", "manual", "dev", "api", "lists", "blog", "pkg")
+TLDS = ("org", "net", "com", "io", "de", "fr")
+
+
+def doc_shapes(root: str = "/usr/share/doc", limit: int = 60_000) -> list[str]:
+    """Distinct paths (with queries) of the links in the HTML files under ``root``, each
+    resolved against its page's path: the URL shapes of real documentation sites."""
+    shapes: dict[str, None] = {}
+    for page in sorted(Path(root).rglob("*.htm*")):
+        try:
+            html = page.read_bytes()
+        except OSError:
+            continue
+        base = "http://x.test/" + str(page.relative_to(root))
+        for raw in HREF.findall(html):
+            href = raw.decode("utf-8", "replace")
+            if href.startswith(("mailto:", "javascript:")):
+                continue
+            parts = urlsplit(urljoin(base, href))
+            if parts.netloc != "x.test":
+                parts = urlsplit(urljoin("http://x.test/", parts.path or "/"))
+            path = parts.path + ("?" + parts.query if parts.query else "")
+            shapes[path] = None
+            if len(shapes) >= limit:
+                return list(shapes)
+    return list(shapes) or ["/index.html"]
+
+
+class UrlShapes:
+    """URL ``i`` of a crawl: host ``i % hosts``, shape ``i // hosts % shapes``, version prefix
+    ``i // (hosts * shapes)``: all distinct; ``held`` gives URLs none of them is."""
+
+    def __init__(self, shapes: list[str], hosts: int) -> None:
+        self.shapes = shapes
+        self.hosts = [
+            f"{WORDS[h % len(WORDS)]}{h // len(WORDS)}.{('proj', 'lib', 'site')[h % 3]}{h % 97}"
+            f".{TLDS[h % len(TLDS)]}"
+            for h in range(hosts)
+        ]
+
+    def url(self, i: int, tag: str = "v") -> str:
+        h = len(self.hosts)
+        s = len(self.shapes)
+        host = self.hosts[i % h]
+        version = i // (h * s)
+        prefix = f"/{tag}{version}" if version or tag != "v" else ""
+        return f"https://{host}{prefix}{self.shapes[i // h % s]}"
+
+    def urls(self, start: int, stop: int, tag: str = "v") -> Iterator[str]:
+        return (self.url(i, tag) for i in range(start, stop))
+
+    def held(self, n: int) -> list[str]:
+        return [self.url(i * 7919, "held") for i in range(n)]
+
+
+def mark_seen(frontier: RedisFrontier, urls: list[str]) -> None:
+    """``frontier.mark_seen``, its script calls of 1,000 keys pipelined 20 at a time (one
+    round trip), so the fill measures Redis, not the loopback's latency."""
+    calls = [
+        frontier._script_call("mark_seen", *[seen_key(u) for u in urls[i : i + 1000]])
+        for i in range(0, len(urls), 1000)
+    ]
+    frontier.runner.run_many(calls)
+
+
+def checkpoints(total: int) -> list[int]:
+    marks = [100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 30_000_000]
+    return sorted({m for m in marks if m < total} | {total})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--urls", type=int, default=30_000_000)
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--exact-limit", type=int, default=defaults.FRONTIER_SEEN_EXACT_LIMIT)
+    parser.add_argument("--error", type=float, default=defaults.FRONTIER_SEEN_ERROR)
+    parser.add_argument("--sample", type=int, default=20_000, help="held-out URLs tested")
+    parser.add_argument("--quick", action="store_true", help="3 million URLs")
+    parser.add_argument("--port", type=int, default=0, help="an existing Redis (default: own)")
+    args = parser.parse_args()
+    total = 3_000_000 if args.quick else args.urls
+
+    tmp = tempfile.TemporaryDirectory()
+    server = None
+    if args.port:
+        client = redis.Redis(port=args.port)
+    else:
+        server = start_redis(Path(tmp.name))
+        client = server.client()
+    config = SeenConfig(exact_limit=args.exact_limit, error=args.error)
+    key = "seenbench-" + uuid.uuid4().hex[:8]
+    frontier = RedisFrontier(
+        client, key, PolitenessPolicy(min_delay=0.0), back_queues=1024, seen=config
+    )
+    shapes = doc_shapes()
+    gen = UrlShapes(shapes, args.hosts)
+    held = gen.held(args.sample)
+    try:
+        print(
+            f"redis {client.info('server')['redis_version']}, {len(shapes):,} link shapes from "
+            f"/usr/share/doc over {args.hosts:,} hosts, one client on loopback; exact limit "
+            f"{config.exact_limit:,} ({2 ** config.bucket_bits:,} buckets), error bound "
+            f"{config.error:g}, first layer {config.first_capacity:,}, growth {config.growth}, "
+            f"tightening {config.tightening}"
+        )
+        print(
+            "| seen URLs | seen-set B/URL | used_memory B/URL | layers | fp measured | "
+            "fp estimated | mark_seen URLs/s | add links/s |"
+        )
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        base = client.info("memory")["used_memory"]
+        done = 0
+        extra = 0  # links queued by the add-rate probes (fresh URLs, also seen)
+        for mark in checkpoints(total):
+            start = time.perf_counter()
+            stretch = mark - done
+            batch: list[str] = []
+            for url in gen.urls(done, mark):
+                batch.append(url)
+                if len(batch) == 20_000:
+                    mark_seen(frontier, batch)
+                    batch = []
+            if batch:
+                mark_seen(frontier, batch)
+            rate = stretch / (time.perf_counter() - start)
+            done = mark
+            state = seen_state(client, frontier.keys, config)
+            seen_bytes = seen_memory(client, frontier.keys)
+            used = client.info("memory")["used_memory"] - base
+            fp = sum(frontier.has_seen(held)) / len(held)
+            # the add script on fresh links (pages of 50): seen-test + queueing
+            probe = [
+                Entry(url=u, host=urlsplit(u).hostname or "")
+                for u in gen.urls(extra, extra + 20_000, tag="add")
+            ]
+            extra += len(probe)
+            t0 = time.perf_counter()
+            for i in range(0, len(probe), 50):
+                frontier.add_many(probe[i : i + 50])
+            add_rate = len(probe) / (time.perf_counter() - t0)
+            count = state.count + 0  # before the probe's links
+            print(
+                f"| {count:,} | {seen_bytes / count:.2f} | {used / count:.2f} | "
+                f"{len(state.layers)} | {fp:.4%} | {state.false_positive_rate():.4%} | "
+                f"{rate:,.0f} | {add_rate:,.0f} |",
+                flush=True,
+            )
+        state = seen_state(client, frontier.keys, config)
+        nxt = config.layer(len(state.layers))[1] / 8
+        print(
+            f"\nlayers: {state.layers}; probable refusals counted: "
+            f"{frontier.counts().extra.get('seen_probable', 0):,}; "
+            f"the next layer, when it begins, adds {nxt / 2**20:,.0f} MiB at once "
+            f"(+{nxt / state.count:.2f} B per seen URL until it fills)"
+        )
+    finally:
+        if server is not None:
+            server.stop()
+        else:
+            frontier.reset()
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
