@@ -294,9 +294,11 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
 
     def has_seen(self, urls: Sequence[str]) -> list[bool]:
         """The seen-test alone (nothing written): for reports and benchmarks."""
-        if not urls:
-            return []
-        return [bool(x) for x in self._call("has_seen", *[seen_key(u) for u in urls])]
+        calls = [
+            self._script_call("has_seen", *[seen_key(u) for u in chunk])
+            for chunk in _chunks(urls, self.chunk_size)
+        ]
+        return [bool(x) for reply in self.runner.run_many(calls) for x in reply] if calls else []
 
     # -- leasing ------------------------------------------------------------------------------
 
