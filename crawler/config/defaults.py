@@ -225,6 +225,12 @@ RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 CRAWLDB_PATH = ""
 # Seconds between commits of the crawl database while the crawl runs.
 CRAWLDB_COMMIT_INTERVAL = 5.0
+# PostgreSQL only: split the crawl database's page table (CRAWLDB_PARTITIONS) and the index's
+# documents, anchors and outlinks (INDEX_PARTITIONS) into this many hash partitions when the
+# tables are created (0: plain tables). Worth it past ~100 million pages, where one table's
+# vacuum and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
+CRAWLDB_PARTITIONS = 0
+INDEX_PARTITIONS = 0
 # Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule); 0: one day.
 # RECRAWL_MIN_INTERVAL / RECRAWL_MAX_INTERVAL have no fixed default: they follow this one
 # (crawler/crawldb/schedule.py).
