@@ -35,15 +35,30 @@ end
 -- SETRANGE, was tried: the Lua that edits the block cost more than BITFIELD's arguments.)
 local function bloom_probe(name, bits, probes, key, get, enhanced)
   local h1, h2 = struct.unpack('>I4I4', key)
+  local function at(i)
+    local o = h1 + i * h2
+    if enhanced then o = o + (i * i * i - i) / 6 end
+    return o % bits
+  end
   local ops = {}
-  for i = 0, probes - 1 do
-    local at = h1 + i * h2
-    if enhanced then at = at + (i * i * i - i) / 6 end
-    if get then
-      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at % bits
-    else
-      ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at % bits
-      ops[#ops + 1] = 1
+  if get then
+    -- two probes first: a key the layer does not hold is told by them alone ~3 times in 4
+    -- (a full layer has half its bits set), at a fifth of the arguments
+    local first = math.min(2, probes)
+    for i = 0, first - 1 do
+      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i)
+    end
+    for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops))) do
+      if old == 0 then return 1 end
+    end
+    if first == probes then return 0 end
+    ops = {}
+    for i = first, probes - 1 do
+      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i)
+    end
+  else
+    for i = 0, probes - 1 do
+      ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i); ops[#ops + 1] = 1
     end
   end
   for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops))) do
