@@ -18,7 +18,8 @@ so each one the seen-test calls seen is a false positive (measured with the read
 Reported per checkpoint: the seen-set's own keys (``MEMORY USAGE`` of each bucket, layer and
 counter) per seen URL, Redis's ``used_memory`` growth per seen URL, the Bloom layers begun, the
 measured and the estimated false-positive rate, ``mark_seen`` rate (1,000 keys per script
-call, 20 calls pipelined, one client) over the last stretch, and the ``add`` script's rate
+call, 20 calls pipelined, one client) over the last stretch and the Redis time per URL of
+its scripts (``INFO commandstats``), and the ``add`` script's rate
 (pages of 50 links, which also queues them) on 20,000 fresh links.
 """
 
@@ -154,13 +155,16 @@ def bulk_fill(client: redis.Redis, frontier: RedisFrontier, urls: list[str]) -> 
 
 
 def checkpoints(total: int) -> list[int]:
-    marks = [100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 30_000_000]
+    """Seen URLs to stop at; with the defaults, 29.95 and 30.05 million fall either side of
+    the moment the fourth Bloom layer begins (2 million exact + 4 + 8 + 16 million in layers):
+    the best and the worst point of the filter's cycle."""
+    marks = [100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 29_950_000]
     return sorted({m for m in marks if m < total} | {total})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--urls", type=int, default=30_000_000)
+    parser.add_argument("--urls", type=int, default=30_050_000)
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--exact-limit", type=int, default=defaults.FRONTIER_SEEN_EXACT_LIMIT)
     parser.add_argument("--error", type=float, default=defaults.FRONTIER_SEEN_ERROR)
@@ -201,13 +205,14 @@ def main() -> None:
         )
         print(
             "| seen URLs | seen-set B/URL | used_memory B/URL | layers | fp measured | "
-            "fp estimated | mark_seen URLs/s | add links/s |"
+            "fp estimated | mark_seen URLs/s | Redis us/URL | add links/s |"
         )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         base = client.info("memory")["used_memory"]
         done = 0
         extra = 0  # links queued by the add-rate probes (fresh URLs, also seen)
-        for mark in checkpoints(total):
+        for target in checkpoints(total):
+            mark = target - extra  # the add probes' links are seen URLs too
             start = time.perf_counter()
             stretch = mark - done
             scripted = stretch
@@ -221,6 +226,7 @@ def main() -> None:
                 sample = bulk[:: max(1, len(bulk) // 20_000)]
                 assert all(frontier.has_seen(sample)), "bulk fill differs from the script"
                 start = time.perf_counter()
+            client.config_resetstat()
             batch: list[str] = []
             for url in gen.urls(mark - scripted, mark):
                 batch.append(url)
@@ -230,6 +236,7 @@ def main() -> None:
             if batch:
                 mark_seen(frontier, batch)
             rate = scripted / (time.perf_counter() - start)
+            server_us = client.info("commandstats")["cmdstat_evalsha"]["usec"] / scripted
             done = mark
             state = seen_state(client, frontier.keys, config)
             seen_bytes = seen_memory(client, frontier.keys)
@@ -249,7 +256,7 @@ def main() -> None:
             print(
                 f"| {count:,} | {seen_bytes / count:.2f} | {used / count:.2f} | "
                 f"{len(state.layers)} | {fp:.4%} | {state.false_positive_rate():.4%} | "
-                f"{rate:,.0f} | {add_rate:,.0f} |",
+                f"{rate:,.0f} | {server_us:.1f} | {add_rate:,.0f} |",
                 flush=True,
             )
         state = seen_state(client, frontier.keys, config)
