@@ -142,7 +142,7 @@ def run_kill(
     run_dir = root / f"kill-{label}-{i}"
     t0 = time.monotonic()
     survivor = Worker(run_dir / "w0", sites_dir, settings, seeds)
-    while client.scard("{" + KEY + "}:seen") == 0:
+    while not client.hexists("{" + KEY + "}:seen:info", "x"):
         time.sleep(0.02)
     doomed = Worker(run_dir / "w1", sites_dir, settings, None)
     time.sleep(max(0.0, doomed.start + args.kill_after - time.monotonic()))

@@ -29,6 +29,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.seen import seen_memory
 from crawler.frontier import Entry, PolitenessPolicy
 from tests.redis_support import start_redis
 
@@ -111,10 +112,10 @@ def main() -> None:
         assert len(frontier) == args.urls
 
         used = client.info("memory")["used_memory"] - base
-        seen = client.memory_usage(frontier.prefix + ":seen", samples=0)
+        seen = seen_memory(client, frontier.keys)
         print(
             f"memory: {(used - seen) / args.urls:.0f} B per queued URL (queues, host table, "
-            f"ready set), {seen / args.urls:.0f} B per seen URL (SET of 8-byte keys); "
+            f"ready set), {seen / args.urls:.0f} B per seen URL (bucketed exact set); "
             f"used_memory {used / 2**20:.1f} MiB"
         )
 

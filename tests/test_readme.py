@@ -112,6 +112,14 @@ COMMANDS: dict[str, str] = {
     "book,rust-by-example,error_codes,reference,cargo,edition-guide,nomicon,rustc,std,nodejs/api": (
         "skip: a benchmark over real documentation on nginx (bench/, BENCHMARKS.md)"
     ),
+    ".venv/bin/python bench/seen_scale.py --quick": (
+        "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_seen_layers.py checks the "
+        "seen-set's layers and false positives"
+    ),
+    ".venv/bin/python bench/pg_scale.py --quick": (
+        "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_pg_partitions.py checks the "
+        "partitioned tables"
+    ),
     ".venv/bin/python bench/realpages.py --per-tree 40": (
         "skip: a benchmark over Debian documentation packages (bench/, BENCHMARKS.md)"
     ),

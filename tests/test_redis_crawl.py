@@ -79,7 +79,7 @@ def start_workers(
             dirs[0], seeds=server.seeds(), settings=worker_settings(redis, key, dirs[0], **extra)
         )
     ]
-    wait_until(lambda: client.scard("{" + key + "}:seen") > 0)
+    wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"))
     procs += [
         start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
     ]

@@ -79,7 +79,7 @@ def start_workers(
         d.mkdir()
     procs = [start_crawl(dirs[0], seeds=server.seeds(), settings=settings(url, key, dirs[0],
                                                                            **extra))]
-    wait_until(lambda: client.scard("{" + key + "}:seen") > 0, timeout=60)
+    wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
     procs += [start_crawl(d, settings=settings(url, key, d, **extra)) for d in dirs[1:]]
     return procs, dirs, key
 

@@ -82,9 +82,16 @@ FRONTIER_LEASE_TTL = 300.0
 # fetch it again). 0: no bound. See crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
 FRONTIER_MAX_BACKLOG = 32
 FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
-# Redis only: keep the shared seen-set as a Bloom filter sized for this many URLs (0: an exact
-# SET, ~64 B per URL). ~1.2 B per URL at 1 %, but a false positive is a page never crawled, and
-# nothing can be removed: see README "Seen URLs at scale".
+# Redis only: the shared seen-set is exact (bucketed 32-bit fingerprints in intsets, ~5 B per
+# URL, no false positive) for each shard's first FRONTIER_SEEN_EXACT_LIMIT URLs, then a scalable
+# Bloom filter (layers that grow, ~2 B per URL) whose false positives stay under
+# FRONTIER_SEEN_ERROR crawl-wide; the exact part is kept, frozen. 2 million: the exact part costs
+# ~10 MB per shard, a crawl of a few million URLs never risks a false positive, and at 30 million
+# it adds ~0.3 B per seen URL. -1: exact whatever the size. See README "Seen URLs at scale".
+FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
+FRONTIER_SEEN_ERROR = 0.01
+# Deprecated: a fixed Bloom filter sized for this many URLs (0: none, the scheme above). Past its
+# capacity its false-positive rate climbs without bound; FRONTIER_SEEN_EXACT_LIMIT needs no guess.
 FRONTIER_SEEN_BLOOM_CAPACITY = 0
 FRONTIER_SEEN_BLOOM_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
@@ -260,6 +267,12 @@ DNS_HOLD_MAX = 900.0  # longest hold (the negative TTL, doubling with each failu
 CRAWLDB_PATH = ""
 # Seconds between commits of the crawl database while the crawl runs.
 CRAWLDB_COMMIT_INTERVAL = 5.0
+# PostgreSQL only: split the crawl database's page table (CRAWLDB_PARTITIONS) and the index's
+# documents, anchors and outlinks (INDEX_PARTITIONS) into this many hash partitions when the
+# tables are created (0: plain tables). Worth it past ~100 million pages, where one table's
+# vacuum and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
+CRAWLDB_PARTITIONS = 0
+INDEX_PARTITIONS = 0
 # Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule); 0: one day.
 # RECRAWL_MIN_INTERVAL / RECRAWL_MAX_INTERVAL have no fixed default: they follow this one
 # (crawler/crawldb/schedule.py).

@@ -209,6 +209,10 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_LEASE_TTL": Number(above=True),
     "FRONTIER_READ_AHEAD": Number(integer=True, low=1),
     "FRONTIER_SHARDS": Number(integer=True, low=1, high=1024),
+    "FRONTIER_SEEN_EXACT_LIMIT": Number(integer=True, low=-1),  # -1: exact whatever the size
+    "FRONTIER_SEEN_ERROR": Number(above=True, high=0.5),
+    "CRAWLDB_PARTITIONS": Number(integer=True, high=1024),
+    "INDEX_PARTITIONS": Number(integer=True, high=1024),
     "FRONTIER_BATCH_LINGER": Number(high=1),
     "FRONTIER_REPLICA_WAIT": Number(integer=True, low=0, high=16),
     "FRONTIER_REPLICA_WAIT_TIMEOUT": Number(above=True),

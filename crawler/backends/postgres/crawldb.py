@@ -25,12 +25,13 @@ from typing import Any
 import psycopg
 
 from crawler.backends.postgres.connection import BackgroundWriter, DatabaseError, connect, safe_dsn
+from crawler.config import defaults
 from crawler.crawldb.api import CrawlDb, CrawlDbError, DueUrl, PageRecord, RecordResult, Visit
 from crawler.crawldb.handover import HandedOverRecords
 from crawler.crawldb.outlinks import pack_outlinks, unpack_outlinks
 from crawler.crawldb.schedule import AdaptiveSchedule
 
-__all__ = ["PostgresCrawlDb"]
+__all__ = ["PostgresCrawlDb", "partition_count", "schema"]
 
 SCHEMA_VERSION = 1
 BATCH = 500  # records queued before they are handed to the writer without waiting for commit()
@@ -58,9 +59,38 @@ CREATE TABLE IF NOT EXISTS crawldb (
     priority INTEGER NOT NULL DEFAULT 0,
     outlinks BYTEA,
     PRIMARY KEY (crawl, url)
-);
+){partitioned};{partitions}
 CREATE INDEX IF NOT EXISTS crawldb_due ON crawldb (crawl, next_fetch);
 """
+
+
+def schema(partitions: int = 0) -> str:
+    """The tables; with ``partitions`` > 0 (``CRAWLDB_PARTITIONS``) the page table is split
+    into that many hash partitions of the URL (``crawldb_p<i>``), so a billion-row crawl is
+    spread over tables that vacuum, index and move one at a time. PostgreSQL wants the
+    partition key inside the primary key (crawl, url): the URL's hash, not the host's (that
+    would need a host column). Applies when the table is created; a stored one keeps its
+    shape (:func:`partition_count` reads it)."""
+    if partitions <= 0:
+        return _SCHEMA.format(partitioned="", partitions="")
+    return _SCHEMA.format(
+        partitioned=" PARTITION BY HASH (url)",
+        partitions="".join(
+            f"\nCREATE TABLE IF NOT EXISTS crawldb_p{i} PARTITION OF crawldb"
+            f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i});"
+            for i in range(partitions)
+        ),
+    )
+
+
+def partition_count(conn: psycopg.Connection[Any], table: str) -> int:
+    """How many partitions ``table`` has (0: a plain table, or none)."""
+    row = conn.execute(
+        "SELECT count(*) FROM pg_inherits i JOIN pg_partitioned_table p"
+        " ON p.partrelid = i.inhparent WHERE i.inhparent = to_regclass(%s)",
+        (table,),
+    ).fetchone()
+    return int(row[0]) if row else 0
 _UPSERT = f"""
 INSERT INTO crawldb (crawl, {_COLUMNS})
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
@@ -84,12 +114,16 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
         schedule: AdaptiveSchedule | None = None,
         *,
         batch: int = BATCH,
+        partitions: int = 0,
     ) -> None:
+        """``partitions``: hash partitions of the page table when this worker creates it
+        (``CRAWLDB_PARTITIONS``; see :func:`schema`)."""
         self.url = url
         self.crawl = crawl
         self.path = f"{safe_dsn(url)} (crawl {crawl!r})"  # what logs say the database is
         self.schedule = schedule or AdaptiveSchedule()
         self.batch = max(1, batch)
+        self.partitions = partitions
         try:
             self._db = connect(url, autocommit=True)
             self._create_schema()
@@ -108,12 +142,15 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
             crawler.settings.get("DATABASE_URL") or "",
             name,
             AdaptiveSchedule.from_settings(crawler.settings),
+            partitions=crawler.settings.getint(
+                "CRAWLDB_PARTITIONS", defaults.CRAWLDB_PARTITIONS
+            ),
         )
 
     def _create_schema(self) -> None:
         with self._db.transaction():
             self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            for statement in filter(str.strip, _SCHEMA.split(";")):
+            for statement in filter(str.strip, schema(self.partitions).split(";")):
                 self._db.execute(statement)
             self._db.execute(
                 "INSERT INTO crawldb_meta(key, value) VALUES ('schema_version', %s)"

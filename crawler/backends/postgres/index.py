@@ -26,6 +26,7 @@ from crawler.backends.postgres.index_schema import (
 )
 from crawler.backends.postgres.index_search import search_index, to_tsquery_text
 from crawler.backends.postgres.index_writer import IndexWriter
+from crawler.config import defaults
 from crawler.index.base import Index, IndexAccessError, PageDocument, SearchResult
 
 __all__ = ["SCHEMA_VERSION", "PostgresIndex", "to_tsquery_text"]
@@ -34,7 +35,9 @@ __all__ = ["SCHEMA_VERSION", "PostgresIndex", "to_tsquery_text"]
 class PostgresIndex(Index):
     """PostgreSQL backend: any number of writer processes and readers on one database."""
 
-    def __init__(self, url: str, *, readonly: bool = False) -> None:
+    def __init__(self, url: str, *, readonly: bool = False, partitions: int = 0) -> None:
+        """``partitions``: hash partitions of the big tables when this writer creates them
+        (``INDEX_PARTITIONS``, :func:`~crawler.backends.postgres.index_schema.schema`)."""
         if not url:
             raise IndexAccessError("the PostgreSQL index needs DATABASE_URL")
         self.url = url
@@ -53,14 +56,18 @@ class PostgresIndex(Index):
                     )
                 check_version(found, self.path)
             else:
-                create_schema(self._reader, self.path)
+                create_schema(self._reader, self.path, partitions)
                 self._writer = IndexWriter(url)
         except DatabaseError as exc:
             raise IndexAccessError(str(exc)) from None
 
     @classmethod
     def from_settings(cls, settings: Any, *, readonly: bool = False) -> PostgresIndex:
-        return cls(settings.get("DATABASE_URL") or "", readonly=readonly)
+        return cls(
+            settings.get("DATABASE_URL") or "",
+            readonly=readonly,
+            partitions=int(settings.get("INDEX_PARTITIONS") or defaults.INDEX_PARTITIONS),
+        )
 
     # --- writes (queued, see crawler.backends.postgres.index_writer) ------------------------
 

@@ -29,6 +29,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "check_version",
     "create_schema",
+    "schema",
     "stored_version",
 ]
 
@@ -72,19 +73,48 @@ CREATE TABLE IF NOT EXISTS docs (
         setweight(to_tsvector('{CONFIG}', title), 'A')
         || setweight(to_tsvector('{CONFIG}', left(body, {MAX_TSV_BODY})), 'B')
     ) STORED
-);
+)@DOCS@;
 CREATE INDEX IF NOT EXISTS docs_tsv ON docs USING GIN (tsv);
 CREATE TABLE IF NOT EXISTS anchors (
-    id BIGSERIAL PRIMARY KEY,
+    id BIGSERIAL@ANCHOR_ID@,
     target BIGINT NOT NULL,
     anchor TEXT NOT NULL,
     n INTEGER NOT NULL DEFAULT 0,
     tsv TSVECTOR GENERATED ALWAYS AS (setweight(to_tsvector('{CONFIG}', anchor), 'C')) STORED,
-    UNIQUE (target, anchor)
-);
+    UNIQUE (target, anchor)@ANCHOR_KEY@
+)@ANCHORS@;
 CREATE INDEX IF NOT EXISTS anchors_tsv ON anchors USING GIN (tsv);
-CREATE TABLE IF NOT EXISTS outlinks (source BIGINT PRIMARY KEY, anchor_ids BIGINT[] NOT NULL);
+CREATE TABLE IF NOT EXISTS outlinks (
+    source BIGINT PRIMARY KEY, anchor_ids BIGINT[] NOT NULL
+)@OUTLINKS@;
 """
+
+# the index's big tables and the column each is hash-partitioned on (INDEX_PARTITIONS)
+PARTITIONED = {"docs": "page", "anchors": "target", "outlinks": "source"}
+
+
+def schema(partitions: int = 0) -> str:
+    """The tables; with ``partitions`` > 0 (``INDEX_PARTITIONS``) the big ones (documents,
+    anchors, outlinks: all but a few bytes per page) are split into that many hash partitions
+    of their page id (``<table>_p<i>``), so a billion-page index is spread over tables that
+    vacuum, index and move one at a time. PostgreSQL wants the partition key in every unique
+    key: an anchor's primary key becomes (id, target). ``pages`` (URL -> id, small rows)
+    stays one table. Applies when the tables are created."""
+    if partitions <= 0:
+        text = _SCHEMA.replace("@ANCHOR_ID@", " PRIMARY KEY").replace("@ANCHOR_KEY@", "")
+        for table in PARTITIONED:
+            text = text.replace(f"@{table.upper()}@", "")
+        return text
+    text = _SCHEMA.replace("@ANCHOR_ID@", "")
+    text = text.replace("@ANCHOR_KEY@", ",\n    PRIMARY KEY (id, target)")
+    for table, column in PARTITIONED.items():
+        parts = "".join(
+            f";\nCREATE TABLE IF NOT EXISTS {table}_p{i} PARTITION OF {table}"
+            f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {i})"
+            for i in range(partitions)
+        )
+        text = text.replace(f"@{table.upper()}@", f" PARTITION BY HASH ({column}){parts}")
+    return text
 
 
 def stored_version(conn: psycopg.Connection[Any]) -> str | None:
@@ -104,12 +134,13 @@ def check_version(found: str, where: str) -> None:
         )
 
 
-def create_schema(conn: psycopg.Connection[Any], where: str) -> None:
-    """Create what is missing (``conn`` in autocommit) and check the version found."""
+def create_schema(conn: psycopg.Connection[Any], where: str, partitions: int = 0) -> None:
+    """Create what is missing (``conn`` in autocommit) and check the version found
+    (``partitions``: see :func:`schema`)."""
     with psycopg.ClientCursor(conn) as cur, conn.transaction():
         # two workers starting together: one creates, the other waits and finds it all
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-        cur.execute(_SCHEMA)
+        cur.execute(schema(partitions))
         cur.execute(
             "INSERT INTO index_meta(key, value) VALUES ('schema_version', %s)"
             " ON CONFLICT (key) DO NOTHING",

@@ -50,7 +50,7 @@ from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
 from crawler.backends.redis.host_reports import HostReports
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.seen import mark_seen, seen_key
+from crawler.backends.redis.seen import SEEN_SCRIPTS, SeenConfig, seen_key
 from crawler.backends.redis.wake import listen
 from crawler.config import defaults
 from crawler.frontier.api import (
@@ -69,7 +69,9 @@ LAYOUT = "1"
 # the scripts whose writes a replica must have before they count (FRONTIER_REPLICA_WAIT): links
 # stored, fetches completed and acknowledged, the operator's acts. A lease lost in a failover
 # only makes its URL due again.
-_WRITES = frozenset({"add", "complete", "ack", "release", "block", "unblock", "control", "hold"})
+_WRITES = frozenset(
+    {"add", "complete", "ack", "release", "block", "unblock", "control", "hold", "mark_seen"}
+)
 _REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocked")
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
 
@@ -107,15 +109,17 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         expire_batch: int = 100,
         seen_bloom: tuple[int, int] | None = None,
+        seen: SeenConfig | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
         shard: int = 0,
         shards: int = 1,
         runner: ScriptRunner | None = None,
     ) -> None:
-        """``seen_bloom``: ``(bits, probes)`` (:func:`~crawler.backends.redis.seen.bloom_params`)
-        keeps the seen-set as a Bloom filter instead of a SET; every worker of a crawl must use
-        the same. ``shard`` of ``shards``: the part of a sharded crawl's frontier this object
-        serves (:class:`~crawler.backends.redis.sharded.ShardedFrontier` holds one per shard);
+        """``seen``: the seen-set's shape (:class:`~crawler.backends.redis.seen.SeenConfig`:
+        exact, then a scalable Bloom filter); ``seen_bloom`` (deprecated): ``(bits, probes)``
+        of a fixed Bloom filter instead. Every worker of a crawl must use the same.
+        ``shard`` of ``shards``: the part of a sharded crawl's frontier this object serves
+        (:class:`~crawler.backends.redis.sharded.ShardedFrontier` holds one per shard);
         ``runner`` sends its scripts (:mod:`~crawler.backends.redis.calls`: a cluster's node,
         replicas waited on)."""
         self.crawl_keys = CrawlKeys(key, shards=shards)
@@ -149,6 +153,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
         self._stats = self.keys.stats
         self._keys = SCRIPT_KEYS.keys(self.keys)
+        self.seen = seen or SeenConfig(bloom=seen_bloom)
+        self.seen_bloom = self.seen.bloom
         self._config = msgpack.packb(
             [
                 policy.min_delay,
@@ -165,11 +171,12 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                 weights,
                 policy.failure_window,
                 policy.window_failures,
-                *(seen_bloom or (0, 0)),
+                *self.seen.script_config(),
             ]
         )
-        self.seen_bloom = seen_bloom
-        self._scripts = {name: client.register_script(src) for name, src in SCRIPTS.items()}
+        self._scripts = {
+            name: client.register_script(src) for name, src in {**SCRIPTS, **SEEN_SCRIPTS}.items()
+        }
         layout = client.hget(self.keys.meta, "layout")
         if layout is None:
             client.hsetnx(self.keys.meta, "layout", LAYOUT)
@@ -281,9 +288,17 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         return sum(
-            mark_seen(self.client, self.keys, self.seen_bloom, chunk)
+            self._call("mark_seen", *[seen_key(u) for u in chunk])
             for chunk in _chunks(keys, self.chunk_size)
         )
+
+    def has_seen(self, urls: Sequence[str]) -> list[bool]:
+        """The seen-test alone (nothing written): for reports and benchmarks."""
+        calls = [
+            self._script_call("has_seen", *[seen_key(u) for u in chunk])
+            for chunk in _chunks(urls, self.chunk_size)
+        ]
+        return [bool(x) for reply in self.runner.run_many(calls) for x in reply] if calls else []
 
     # -- leasing ------------------------------------------------------------------------------
 

@@ -16,8 +16,9 @@ Calling convention, shared by all scripts:
 * ``ARGV[2]`` is the politeness configuration, msgpack-packed once by the client:
   ``[min_delay, delay_factor, max_delay, host_concurrency, max_crawl_delay, max_failures,
   max_pages_per_host (-1: none), front_queues K, back_queues B, lease_ttl, refill_batch,
-  [weights], failure_window, failures in the window that give a host up (0: off), Bloom bits
-  and probes of the seen-set (0, 0: an exact SET)]``.
+  [weights], failure_window, failures in the window that give a host up (0: off), a fixed Bloom
+  filter's bits and probes (0, 0: none), {the seen-set's exact limit, error, bucket bits, first
+  layer, growth, tightening} (``seen_lua``)]``.
 * Floats go back to the client as strings (Redis truncates Lua numbers to integers).
 """
 
@@ -55,7 +56,7 @@ for i = 5, #ARGV, 4 do
       h._ad = h._ad + 1
     end
   else
-    seen_add(key)  -- a forced URL (a start URL, a retry) is known: its links back are not new
+    seen_add(key, true)  -- a forced URL (a start URL, a retry) is known: its links back are not new
   end
   if code == 0 then
     added = added + 1

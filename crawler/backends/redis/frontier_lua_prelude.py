@@ -17,6 +17,7 @@ A lease record (``{crawl}:lease`` hash, token -> msgpack) is
 from __future__ import annotations
 
 from crawler.backends.redis.keys import CrawlKeys, ScriptKeys
+from crawler.backends.redis.seen_lua import SEEN_LUA
 
 # The keys the scripts touch, as FrontierKeys names them: each call is given the stats hash and
 # builds the others on its tag (crawler.backends.redis.keys.ScriptKeys), these as locals of the
@@ -40,6 +41,9 @@ SCRIPT_KEYS = ScriptKeys(
     inline_keys=(
         ("BLOOM", "seen_bloom"),
         ("BLOOM_N", "seen_bloom_count"),
+        ("SEENX", "seen_bucket_prefix"),
+        ("SEENI", "seen_info"),
+        ("LAYER", "seen_layer_prefix"),
         ("WAKE", "wake"),
         ("FRONT", "front_prefix"),
         ("BACK", "back_prefix"),
@@ -74,28 +78,8 @@ local function fqkey(h) return @FIRST@ .. h end
 local function fkey(p) return @FRONT@ .. p end
 local function num(v) return tonumber(v) or 0 end
 
--- The seen test: a SET of 8-byte URL digests, or (FRONTIER_SEEN_BLOOM_CAPACITY) a Bloom filter
--- of BLOOM_M bits and BLOOM_K probes (double hashing of the digest's two halves) in one string,
--- with a count of the URLs it took. 1 when the URL is new.
-local BLOOM_M, BLOOM_K = CFG[15] or 0, CFG[16] or 0
-local function seen_add(key)
-  if BLOOM_M == 0 then return redis.call('SADD', SEEN, key) end
-  local h1, h2 = struct.unpack('>I4I4', key)
-  local ops = {}
-  for i = 0, BLOOM_K - 1 do
-    ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'
-    ops[#ops + 1] = (h1 + i * h2) % BLOOM_M; ops[#ops + 1] = 1
-  end
-  for _, old in ipairs(redis.call('BITFIELD', @BLOOM@, unpack(ops))) do
-    if old == 0 then redis.call('INCR', @BLOOM_N@); return 1 end
-  end
-  return 0
-end
-local function seen_count()
-  if BLOOM_M == 0 then return redis.call('SCARD', SEEN) end
-  return num(redis.call('GET', @BLOOM_N@))
-end
-
+-- The seen test (seen_add, seen_has, seen_count): crawler.backends.redis.seen_lua
+""" + SEEN_LUA + r"""
 local function delay(duration, cd)
   local wait = MIN_DELAY
   if duration and duration > 0 then wait = math.max(wait, FACTOR * duration) end

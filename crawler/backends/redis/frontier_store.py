@@ -32,7 +32,7 @@ from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, crawl_key
 from crawler.backends.redis.outage import TRANSIENT
 from crawler.backends.redis.scope import RedisScopeRegistry
-from crawler.backends.redis.seen import bloom_params
+from crawler.backends.redis.seen import SeenConfig
 from crawler.backends.redis.sharded import ShardedFrontier
 from crawler.config import defaults
 from crawler.frontier import Frontier
@@ -130,8 +130,15 @@ class RedisFrontierStore(MemoryFrontierStore):
             "priority_policy": str(s.get(
                 "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
             )),
-            "seen_bloom": str(_seen_bloom(s)),
+            "seen_bloom": str(self._seen().bloom),
+            "seen": self._seen().fingerprint(),
         }
+
+    def _seen(self) -> SeenConfig:
+        """Each shard's seen-set (``FRONTIER_SEEN_*``): exact up to FRONTIER_SEEN_EXACT_LIMIT
+        URLs, then a scalable Bloom filter; or the deprecated fixed filter
+        (``FRONTIER_SEEN_BLOOM_CAPACITY``, shared out over the shards)."""
+        return SeenConfig.from_settings(self.settings, self.shard_count)
 
     def _redis_frontier(
         self,
@@ -170,7 +177,7 @@ class RedisFrontierStore(MemoryFrontierStore):
                 max_pages_per_host=max_pages_per_host,
                 lease_ttl=lease_ttl,
                 worker_id=worker_name(),
-                seen_bloom=_seen_bloom(s),
+                seen=self._seen(),
                 on_give_up=on_give_up,
                 shard=index,
                 shards=count,
@@ -258,21 +265,6 @@ class RedisFrontierStore(MemoryFrontierStore):
                 "FRONTIER_BATCH_LINGER", defaults.FRONTIER_BATCH_LINGER
             ),
         )
-
-
-def _seen_bloom(settings: BaseSettings) -> tuple[int, int] | None:
-    """``FRONTIER_SEEN_BLOOM_CAPACITY`` > 0: the seen-set is a Bloom filter of that capacity
-    at ``FRONTIER_SEEN_BLOOM_ERROR`` (bits, probes); else None (an exact SET). A sharded crawl
-    keeps one filter per shard, each sized for its share of the capacity."""
-    capacity = settings.getint(
-        "FRONTIER_SEEN_BLOOM_CAPACITY", defaults.FRONTIER_SEEN_BLOOM_CAPACITY
-    )
-    if capacity <= 0:
-        return None
-    shards = settings.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)
-    capacity = -(-capacity // shards)
-    error = settings.getfloat("FRONTIER_SEEN_BLOOM_ERROR", defaults.FRONTIER_SEEN_BLOOM_ERROR)
-    return bloom_params(capacity, error)
 
 
 def _log_redis_error(exc: BaseException) -> None:

@@ -31,8 +31,13 @@ The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``)
 ``{key}:ready``             ZSET    hosts that may hand out a URL, by the time they may
 ``{key}:leases``            ZSET    lease token -> deadline
 ``{key}:lease``             HASH    lease token -> msgpack lease record
-``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs
-``{key}:seen:bloom``        STRING  the seen-set as a Bloom filter instead (``:n``: its count)
+``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs (crawls
+                                    started before the bucketed set: read, never written)
+``{key}:sx:<b>``            SET     the exact seen-set, bucketed (``crawler.backends.redis.seen``):
+                                    32 bits of each digest, as an integer (an intset)
+``{key}:seen:l:<i>``        STRING  layer ``i`` of the scalable Bloom filter past the exact limit
+``{key}:seen:info``         HASH    ``x`` exact members, ``l`` layers begun, ``n<i>`` per layer
+``{key}:seen:bloom``        STRING  the seen-set as a fixed Bloom filter (``:n``: its count)
 ``{key}:fetches``           ZSET    host -> fetches (``busiest_hosts``)
 ``{key}:ctl``/``:blocked``  HASH    the shard's copy of the operator's controls and blocks
                                     (with one shard: the crawl's own, below)
@@ -148,6 +153,9 @@ class FrontierKeys:
         self.lease = p + ":lease"
         self.seen = p + ":seen"
         self.seen_bloom = p + ":seen:bloom"
+        self.seen_bucket_prefix = p + ":sx:"
+        self.seen_layer_prefix = p + ":seen:l:"
+        self.seen_info = p + ":seen:info"
         self.seen_bloom_count = p + ":seen:bloom:n"
         self.fetches = p + ":fetches"
         self.front_prefix = p + ":f:"

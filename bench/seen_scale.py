@@ -1,0 +1,279 @@
+"""The Redis frontier's seen-set at scale: fill one shard's seen-set to 30 million URLs of real
+documentation link shapes and report, at checkpoints, its bytes per seen URL, its measured
+false-positive rate and the seen-add rate.
+
+    .venv/bin/python bench/seen_scale.py [--urls 30000000] [--hosts 10000] [--port N]
+    .venv/bin/python bench/seen_scale.py --quick      # 3 million URLs
+    .venv/bin/python bench/seen_scale.py --bulk       # past the limit, most bits bulk-written
+
+Starts its own ``redis-server`` on a free loopback port (or uses ``--port``: a fresh key,
+deleted at the end). The URLs: every link of the HTML files under /usr/share/doc, resolved
+against its page (the path shapes of real documentation sites), on ``--hosts`` host names, with
+a version prefix that varies once hosts x shapes are used up, so every URL is distinct. The
+held-out URLs share the shapes and hosts but carry a prefix no added URL has: none was added,
+so each one the seen-test calls seen is a false positive (measured with the read-only test on
+20,000 of them per checkpoint). Settings are the defaults (``FRONTIER_SEEN_EXACT_LIMIT``,
+``FRONTIER_SEEN_ERROR``) unless given.
+
+Reported per checkpoint: the seen-set's own keys (``MEMORY USAGE`` of each bucket, layer and
+counter) per seen URL, Redis's ``used_memory`` growth per seen URL, the Bloom layers begun, the
+measured and the estimated false-positive rate, ``mark_seen`` rate (1,000 keys per script
+call, 20 calls pipelined, one client) over the last stretch and the Redis time per URL of
+its scripts (``INFO commandstats``), and the ``add`` script's rate
+(pages of 50 links, which also queues them) on 20,000 fresh links.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import numpy as np
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.seen import SeenConfig, seen_key, seen_memory, seen_state
+from crawler.config import defaults
+from crawler.frontier import Entry, PolitenessPolicy
+from tests.redis_support import start_redis
+
+HREF = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#][^"'\s]*)["']""", re.I)
+WORDS = ("docs", "www", "wiki", "help", "manual", "dev", "api", "lists", "blog", "pkg")
+TLDS = ("org", "net", "com", "io", "de", "fr")
+
+
+def doc_shapes(root: str = "/usr/share/doc", limit: int = 60_000) -> list[str]:
+    """Distinct paths (with queries) of the links in the HTML files under ``root``, each
+    resolved against its page's path: the URL shapes of real documentation sites."""
+    shapes: dict[str, None] = {}
+    for page in sorted(Path(root).rglob("*.htm*")):
+        try:
+            html = page.read_bytes()
+        except OSError:
+            continue
+        base = "http://x.test/" + str(page.relative_to(root))
+        for raw in HREF.findall(html):
+            href = raw.decode("utf-8", "replace")
+            if href.startswith(("mailto:", "javascript:")):
+                continue
+            parts = urlsplit(urljoin(base, href))
+            if parts.netloc != "x.test":
+                parts = urlsplit(urljoin("http://x.test/", parts.path or "/"))
+            path = parts.path + ("?" + parts.query if parts.query else "")
+            shapes[path] = None
+            if len(shapes) >= limit:
+                return list(shapes)
+    return list(shapes) or ["/index.html"]
+
+
+class UrlShapes:
+    """URL ``i`` of a crawl: host ``i % hosts``, shape ``i // hosts % shapes``, version prefix
+    ``i // (hosts * shapes)``: all distinct; ``held`` gives URLs none of them is."""
+
+    def __init__(self, shapes: list[str], hosts: int) -> None:
+        self.shapes = shapes
+        self.hosts = [
+            f"{WORDS[h % len(WORDS)]}{h // len(WORDS)}.{('proj', 'lib', 'site')[h % 3]}{h % 97}"
+            f".{TLDS[h % len(TLDS)]}"
+            for h in range(hosts)
+        ]
+
+    def url(self, i: int, tag: str = "v") -> str:
+        h = len(self.hosts)
+        s = len(self.shapes)
+        host = self.hosts[i % h]
+        version = i // (h * s)
+        prefix = f"/{tag}{version}" if version or tag != "v" else ""
+        return f"https://{host}{prefix}{self.shapes[i // h % s]}"
+
+    def urls(self, start: int, stop: int, tag: str = "v") -> Iterator[str]:
+        return (self.url(i, tag) for i in range(start, stop))
+
+    def held(self, n: int) -> list[str]:
+        return [self.url(i * 7919, "held") for i in range(n)]
+
+
+def mark_seen(frontier: RedisFrontier, urls: list[str]) -> None:
+    """``frontier.mark_seen``, its script calls of 1,000 keys pipelined 20 at a time (one
+    round trip), so the fill measures Redis, not the loopback's latency."""
+    calls = [
+        frontier._script_call("mark_seen", *[seen_key(u) for u in urls[i : i + 1000]])
+        for i in range(0, len(urls), 1000)
+    ]
+    frontier.runner.run_many(calls)
+
+
+def bulk_fill(client: redis.Redis, frontier: RedisFrontier, urls: list[str]) -> None:
+    """Past the exact limit, write the bits the add script would write for ``urls`` (the
+    script's own arithmetic, vectorized: ``SeenConfig.layer`` and the enhanced double hashing
+    of ``seen_lua``), layer by layer in order, and the layers' counts. Only the fill: every
+    figure is then read through the scripts, and a sample of the URLs filled this way must
+    test seen there (the check that this fill is the script's)."""
+    config: SeenConfig = frontier.seen
+    keys = frontier.keys
+    state = seen_state(client, keys, config)
+    assert state.layers, "the bulk fill starts past the exact limit"
+    digests = np.frombuffer(b"".join(seen_key(u) for u in urls), dtype=">u4").astype(np.uint64)
+    h1, h2 = digests[0::2], digests[1::2]
+    layer, taken, start = len(state.layers) - 1, state.layers[-1], 0
+    while start < len(urls):
+        cap, bits, probes = config.layer(layer)
+        room = int(cap) - taken
+        if room <= 0:
+            layer, taken = layer + 1, 0
+            continue
+        stop = min(len(urls), start + room)
+        name = keys.seen_layer_prefix + str(layer)
+        have = client.get(name) or b""
+        plane = np.zeros(bits + (-bits) % 8, dtype=np.uint8)
+        if have:
+            plane[: len(have) * 8] = np.unpackbits(np.frombuffer(have, dtype=np.uint8))
+        for lo in range(start, stop, 1_000_000):
+            hi = min(stop, lo + 1_000_000)
+            a, b = h1[lo:hi], h2[lo:hi]
+            for i in range(probes):
+                plane[(a + np.uint64(i) * b + np.uint64((i**3 - i) // 6)) % np.uint64(bits)] = 1
+        packed = np.packbits(plane)
+        # the script's string ends at the last byte it touched: so does this one
+        last = int(np.flatnonzero(packed)[-1]) + 1 if packed.any() else 0
+        client.set(name, packed[:last].tobytes())
+        taken += stop - start
+        full = taken >= cap
+        client.hset(keys.seen_info, mapping={f"n{layer}": taken, "l": layer + 1 + int(full)})
+        if full:
+            layer, taken = layer + 1, 0
+        start = stop
+
+
+def checkpoints(total: int) -> list[int]:
+    """Seen URLs to stop at; with the defaults, 29.95 and 30.05 million fall either side of
+    the moment the fourth Bloom layer begins (2 million exact + 4 + 8 + 16 million in layers):
+    the best and the worst point of the filter's cycle."""
+    marks = [100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 29_950_000]
+    return sorted({m for m in marks if m < total} | {total})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--urls", type=int, default=30_050_000)
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--exact-limit", type=int, default=defaults.FRONTIER_SEEN_EXACT_LIMIT)
+    parser.add_argument("--error", type=float, default=defaults.FRONTIER_SEEN_ERROR)
+    parser.add_argument("--sample", type=int, default=20_000, help="held-out URLs tested")
+    parser.add_argument("--quick", action="store_true", help="3 million URLs")
+    parser.add_argument(
+        "--bulk",
+        action="store_true",
+        help="past the exact limit, write all but the last 100,000 URLs of each stretch with "
+        "bulk_fill (the script's bits, vectorized) instead of the script: minutes, not hours",
+    )
+    parser.add_argument("--port", type=int, default=0, help="an existing Redis (default: own)")
+    args = parser.parse_args()
+    total = 3_000_000 if args.quick else args.urls
+
+    tmp = tempfile.TemporaryDirectory()
+    server = None
+    if args.port:
+        client = redis.Redis(port=args.port)
+    else:
+        server = start_redis(Path(tmp.name))
+        client = server.client()
+    config = SeenConfig(exact_limit=args.exact_limit, error=args.error)
+    key = "seenbench-" + uuid.uuid4().hex[:8]
+    frontier = RedisFrontier(
+        client, key, PolitenessPolicy(min_delay=0.0), back_queues=1024, seen=config
+    )
+    shapes = doc_shapes()
+    gen = UrlShapes(shapes, args.hosts)
+    held = gen.held(args.sample)
+    try:
+        print(
+            f"redis {client.info('server')['redis_version']}, {len(shapes):,} link shapes from "
+            f"/usr/share/doc over {args.hosts:,} hosts, one client on loopback; exact limit "
+            f"{config.exact_limit:,} ({2 ** config.bucket_bits:,} buckets), error bound "
+            f"{config.error:g}, first layer {config.first_capacity:,}, growth {config.growth}, "
+            f"tightening {config.tightening}"
+        )
+        print(
+            "| seen URLs | seen-set B/URL | used_memory B/URL | layers | fp measured | "
+            "fp estimated | mark_seen URLs/s | Redis us/URL | add links/s |"
+        )
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        base = client.info("memory")["used_memory"]
+        done = 0
+        extra = 0  # links queued by the add-rate probes (fresh URLs, also seen)
+        for target in checkpoints(total):
+            mark = target - extra  # the add probes' links are seen URLs too
+            start = time.perf_counter()
+            stretch = mark - done
+            scripted = stretch
+            if args.bulk and seen_state(client, frontier.keys, config).exact >= max(
+                0, config.exact_limit
+            ) and config.exact_limit >= 0 and stretch > 200_000:
+                scripted = 100_000  # the rest written by bulk_fill
+                mark_seen(frontier, list(gen.urls(done, done + 1000)))  # a layer begun
+                bulk = list(gen.urls(done + 1000, mark - scripted))
+                bulk_fill(client, frontier, bulk)
+                sample = bulk[:: max(1, len(bulk) // 20_000)]
+                assert all(frontier.has_seen(sample)), "bulk fill differs from the script"
+                start = time.perf_counter()
+            client.config_resetstat()
+            batch: list[str] = []
+            for url in gen.urls(mark - scripted, mark):
+                batch.append(url)
+                if len(batch) == 20_000:
+                    mark_seen(frontier, batch)
+                    batch = []
+            if batch:
+                mark_seen(frontier, batch)
+            rate = scripted / (time.perf_counter() - start)
+            server_us = client.info("commandstats")["cmdstat_evalsha"]["usec"] / scripted
+            done = mark
+            state = seen_state(client, frontier.keys, config)
+            seen_bytes = seen_memory(client, frontier.keys)
+            used = client.info("memory")["used_memory"] - base
+            fp = sum(frontier.has_seen(held)) / len(held)
+            # the add script on fresh links (pages of 50): seen-test + queueing
+            probe = [
+                Entry(url=u, host=urlsplit(u).hostname or "")
+                for u in gen.urls(extra, extra + 20_000, tag="add")
+            ]
+            extra += len(probe)
+            t0 = time.perf_counter()
+            for i in range(0, len(probe), 50):
+                frontier.add_many(probe[i : i + 50])
+            add_rate = len(probe) / (time.perf_counter() - t0)
+            count = state.count + 0  # before the probe's links
+            print(
+                f"| {count:,} | {seen_bytes / count:.2f} | {used / count:.2f} | "
+                f"{len(state.layers)} | {fp:.4%} | {state.false_positive_rate():.4%} | "
+                f"{rate:,.0f} | {server_us:.1f} | {add_rate:,.0f} |",
+                flush=True,
+            )
+        state = seen_state(client, frontier.keys, config)
+        nxt = config.layer(len(state.layers))[1] / 8
+        print(
+            f"\nlayers: {state.layers}; probable refusals counted: "
+            f"{frontier.counts().extra.get('seen_probable', 0):,}; "
+            f"the next layer, when it begins, adds {nxt / 2**20:,.0f} MiB at once "
+            f"(+{nxt / state.count:.2f} B per seen URL until it fills)"
+        )
+    finally:
+        if server is not None:
+            server.stop()
+        else:
+            frontier.reset()
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

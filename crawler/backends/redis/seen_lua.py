@@ -1,0 +1,201 @@
+"""Lua source of the Redis frontier's seen-test, included in every script's prelude
+(``frontier_lua_prelude``); the layout and the choices are explained in
+:mod:`crawler.backends.redis.seen`, whose Python mirrors these functions.
+
+Defines ``seen_add(key, known)`` (1 when the URL is new; ``known``: a URL the caller queues
+anyway, a start URL or a retry, whose refusal is not counted), ``seen_has(key)`` (the test
+alone, nothing written) and ``seen_count()``. Needs the prelude's ``CFG``, ``STATS``, ``SEEN``
+and ``num``; the keys written ``@NAME@`` are the prelude's inline keys.
+
+``CFG[15]``, ``CFG[16]``: a fixed Bloom filter's bits and probes (``FRONTIER_SEEN_BLOOM_CAPACITY``;
+0, 0: none). ``CFG[17]``: ``{exact limit (-1: none), error bound, bucket bits, first layer's
+capacity, growth, tightening}`` of the exact set and the scalable Bloom filter after it.
+"""
+
+from __future__ import annotations
+
+SEEN_LUA = r"""
+local BLOOM_M, BLOOM_K = CFG[15] or 0, CFG[16] or 0
+local SEEN_CFG = CFG[17] or {-1, 0.01, 20, 1024, 2, 0.8}
+local X_LIMIT, S_ERROR, X_BITS = SEEN_CFG[1], SEEN_CFG[2], SEEN_CFG[3]
+local L_FIRST, L_GROWTH, L_TIGHT = SEEN_CFG[4], SEEN_CFG[5], SEEN_CFG[6]
+local LN2 = math.log(2)
+local X_DIV = 2 ^ (32 - X_BITS)
+
+-- a URL refused on a Bloom filter's word: a few of them (the false positives) were new
+local function probable(known)
+  if not known then redis.call('HINCRBY', STATS, 'drop:seen_probable', 1) end
+end
+
+-- The probes of an 8-byte key in a bitmap of `bits`, set (or only read: `get`) with one
+-- BITFIELD; 1 if one of them was 0. Double hashing of the key's two halves; `enhanced` adds
+-- (i^3 - i)/6 (Dillinger & Manolios 2004) so the probes never cycle through a few bits when
+-- h2 shares a factor with the size (the fixed filter keeps the plain form it was built with).
+-- (A blocked layout, every probe in one 512-byte block read with GETRANGE and written with
+-- SETRANGE, was tried: the Lua that edits the block cost more than BITFIELD's arguments.)
+local function bloom_probe(name, bits, probes, key, get, enhanced)
+  local h1, h2 = struct.unpack('>I4I4', key)
+  local function at(i)
+    local o = h1 + i * h2
+    if enhanced then o = o + (i * i * i - i) / 6 end
+    return o % bits
+  end
+  local ops = {}
+  if get then
+    -- two probes first: a key the layer does not hold is told by them alone ~3 times in 4
+    -- (a full layer has half its bits set), at a fifth of the arguments
+    local first = math.min(2, probes)
+    for i = 0, first - 1 do
+      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i)
+    end
+    for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops))) do
+      if old == 0 then return 1 end
+    end
+    if first == probes then return 0 end
+    ops = {}
+    for i = first, probes - 1 do
+      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i)
+    end
+  else
+    for i = 0, probes - 1 do
+      ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i); ops[#ops + 1] = 1
+    end
+  end
+  for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops))) do
+    if old == 0 then return 1 end
+  end
+  return 0
+end
+
+-- layer i of the scalable filter: {capacity, bits, probes} (Almeida et al. 2007: capacity
+-- grows by L_GROWTH, the error bound shrinks by L_TIGHT, so the errors sum under S_ERROR; a
+-- layer is at most one Redis string of 2^32 bits)
+local LAYERS = {}
+local function layer(i)
+  local l = LAYERS[i]
+  if l == nil then
+    local cap = L_FIRST * L_GROWTH ^ i
+    local err = S_ERROR * (1 - L_TIGHT) * L_TIGHT ^ i
+    local bits = math.ceil(-cap * math.log(err) / (LN2 * LN2))
+    if bits > 4294967296 then
+      bits = 4294967296
+      cap = math.floor(bits * LN2 * LN2 / -math.log(err))
+    end
+    l = {cap, bits, math.max(1, math.floor(bits / cap * LN2 + 0.5))}
+    LAYERS[i] = l
+  end
+  return l
+end
+
+-- {x = exact members, l = layers begun (0: the exact set still takes URLs), n = per layer,
+-- legacy = a SET kept by a crawl started before the buckets}, read once per call
+local SEEN_STATE = nil
+local function seen_state()
+  if SEEN_STATE == nil then
+    local s = {x = 0, l = 0, n = {}, legacy = redis.call('EXISTS', SEEN) == 1}
+    local flat = redis.call('HGETALL', @SEENI@)
+    for i = 1, #flat, 2 do
+      local f, v = flat[i], tonumber(flat[i + 1])
+      if f == 'x' then
+        s.x = v
+      elseif f == 'l' then
+        s.l = v
+      else
+        s.n[tonumber(string.sub(f, 2))] = v
+      end
+    end
+    SEEN_STATE = s
+  end
+  return SEEN_STATE
+end
+
+-- the exact set's bucket of a key (its first X_BITS bits) and member (its last 32 bits, an
+-- integer, so a bucket is a compact intset)
+local function exact_slot(key)
+  local hi, lo = struct.unpack('>I4i4', key)
+  return @SEENX@ .. math.floor(hi / X_DIV), lo
+end
+
+local function seen_has(key)
+  if BLOOM_M > 0 then return 1 - bloom_probe(@BLOOM@, BLOOM_M, BLOOM_K, key, true) end
+  local s = seen_state()
+  if s.legacy and redis.call('SISMEMBER', SEEN, key) == 1 then return 1 end
+  if s.x > 0 then
+    local bucket, member = exact_slot(key)
+    if redis.call('SISMEMBER', bucket, member) == 1 then return 1 end
+  end
+  for i = 0, s.l - 1 do
+    local l = layer(i)
+    if bloom_probe(@LAYER@ .. i, l[2], l[3], key, true, true) == 0 then return 1 end
+  end
+  return 0
+end
+
+local function seen_add(key, known)
+  if BLOOM_M > 0 then
+    if bloom_probe(@BLOOM@, BLOOM_M, BLOOM_K, key, false) == 1 then
+      redis.call('INCR', @BLOOM_N@)
+      return 1
+    end
+    probable(known)
+    return 0
+  end
+  local s = seen_state()
+  if s.legacy and redis.call('SISMEMBER', SEEN, key) == 1 then return 0 end
+  local bucket, member = exact_slot(key)
+  if s.l == 0 and (X_LIMIT < 0 or s.x < X_LIMIT) then
+    if redis.call('SADD', bucket, member) == 0 then return 0 end
+    s.x = s.x + 1
+    redis.call('HINCRBY', @SEENI@, 'x', 1)
+    return 1
+  end
+  if s.l == 0 then  -- the limit reached: the exact set is kept, frozen, and layers begin
+    s.l = 1
+    redis.call('HSET', @SEENI@, 'l', 1)
+  end
+  if s.x > 0 and redis.call('SISMEMBER', bucket, member) == 1 then return 0 end
+  for i = 0, s.l - 2 do  -- the full layers: read only
+    local l = layer(i)
+    if bloom_probe(@LAYER@ .. i, l[2], l[3], key, true, true) == 0 then
+      probable(known)
+      return 0
+    end
+  end
+  local live = s.l - 1
+  local l = layer(live)
+  if bloom_probe(@LAYER@ .. live, l[2], l[3], key, false, true) == 0 then
+    probable(known)
+    return 0
+  end
+  local n = redis.call('HINCRBY', @SEENI@, 'n' .. live, 1)
+  s.n[live] = n
+  if n >= l[1] then  -- full: the next URL goes to a new, bigger, tighter layer
+    s.l = s.l + 1
+    redis.call('HSET', @SEENI@, 'l', s.l)
+  end
+  return 1
+end
+
+local function seen_count()
+  if BLOOM_M > 0 then return num(redis.call('GET', @BLOOM_N@)) end
+  local s = seen_state()
+  local total = s.x
+  for _, n in pairs(s.n) do total = total + n end
+  if s.legacy then total = total + redis.call('SCARD', SEEN) end
+  return total
+end
+"""
+
+# mark keys seen outside ``add`` (RedisFrontier.mark_seen): ARGV[3..] are 8-byte keys
+MARK_SEEN = r"""
+local fresh = 0
+for i = 3, #ARGV do fresh = fresh + seen_add(ARGV[i], true) end
+return fresh
+"""
+
+# the seen-test alone, nothing written (benchmarks sample the false-positive rate with it)
+HAS_SEEN = r"""
+local out = {}
+for i = 3, #ARGV do out[#out + 1] = seen_has(ARGV[i]) end
+return out
+"""
