@@ -16,7 +16,8 @@ host, hosts named after Debian packages over several TLDs, a version prefix (``/
 ``/v2``...) where a tree has fewer files than a host needs. It prints the load rate (URLs/s from
 the first URL queued to the last; and from the process start) and Redis's ``used_memory`` delta
 per URL (everything the crawl wrote: queues, seen-set, host table, scope, robots.txt state),
-split by ``MEMORY USAGE`` into the seen-set and the rest.
+split by ``MEMORY USAGE`` into the seen-set and the rest; and the CPU seconds the worker process
+(all threads) and redis-server spent on the load, for a machine shared with other work.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def seed_urls(urls: int, hosts: int, seed: int = 7) -> list[str]:
     for i, host in enumerate(host_names(hosts, rng)):
         tree = trees[rng.randrange(len(trees))]
         want = per_host + (1 if i < urls - per_host * hosts else 0)
-        versions = VERSIONS[: max(1, min(len(VERSIONS), -(-want // len(tree))))]
+        needed = -(-want // len(tree))  # a small tree is served in several versions
+        versions = (VERSIONS + [f"/v{k}" for k in range(3, needed + 3)])[:needed]
         paths = [v + p for v in versions for p in tree]
         scheme = "https" if rng.random() < 0.9 else "http"
         picked = rng.sample(paths, min(want, len(paths)))
@@ -101,6 +103,23 @@ def scrapy(project: Path, settings: dict[str, Any], *args: str) -> list[str]:
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     return cmd
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"] + info["used_cpu_sys"])
+
+
+def data_memory(client: redis.Redis) -> int:
+    """``used_memory`` less client buffers and the script cache: what the crawl's keys cost."""
+    info = client.info("memory")
+    return info["used_memory"] - info["mem_clients_normal"] - info["used_memory_scripts"]
 
 
 def key_bytes(client: redis.Redis, pattern: str) -> tuple[int, int]:
@@ -140,6 +159,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         client.execute_command("MEMORY", "PURGE")
         base = client.info("memory")["used_memory"]
+        data_base = data_memory(client)
         log = work / "crawl.log"
         crawl = {**settings, "LOG_FILE": log, "LOG_LEVEL": "INFO"}
         started = time.monotonic()
@@ -148,6 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         first = last = None
+        cpu_first = cpu_last = redis_first = redis_last = 0.0
         expected = len(set(urls))
         stats_keys = _stats_keys(args.shards)
         queued = 0
@@ -156,8 +177,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             count = sum(int(client.hget(k, "queued") or 0) for k in stats_keys)
             if count != queued:
                 queued, last = count, now
+                cpu_last, redis_last = process_cpu(proc.pid), server_cpu(client)
                 if first is None:
                     first = now
+                    cpu_first, redis_first = cpu_last, redis_last
             # the seeds and each host's robots.txt entry are in once the count stops moving
             elif queued >= expected and now - last > 2.0:
                 break
@@ -165,6 +188,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 break
             time.sleep(0.1)
         used = client.info("memory")["used_memory"] - base
+        data = data_memory(client) - data_base
         parts = {
             "seen": key_bytes(client, "{" + SITE + "*}:seen*"),
             "front queues": key_bytes(client, "{" + SITE + "*}:f:*"),
@@ -197,9 +221,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 expected / max(last - first, 1e-9)
             ),
             "urls_per_s_wall": None if last is None else round(expected / (last - started)),
+            # what the load cost the worker (all its threads) and Redis, first URL to last:
+            # the rate this machine would give them if nothing else ran on it
+            "worker_cpu_s": round(cpu_last - cpu_first, 2),
+            "redis_cpu_s": round(redis_last - redis_first, 2),
+            "urls_per_worker_cpu_s": round(expected / max(cpu_last - cpu_first, 1e-9)),
+            "urls_per_redis_cpu_s": round(expected / max(redis_last - redis_first, 1e-9)),
             "used_memory_delta": used,
+            "data_memory_delta": data,
             "bytes_per_url": round(used / expected, 1),
-            "bytes_per_url_without_seen": round((used - seen_bytes) / expected, 1),
+            "data_bytes_per_url": round(data / expected, 1),
+            "data_bytes_per_url_without_seen": round((data - seen_bytes) / expected, 1),
             "seen_bytes_per_url": round(seen_bytes / expected, 1),
             "memory_usage_all_keys": everything,
             "parts": {k: {"keys": n, "bytes": b, "per_url": round(b / expected, 1)}

@@ -309,6 +309,11 @@ class UrlPolicy:
         links 100-200 ms on whichever thread does it. ``check(url, depth, form=...)`` then gives
         the verdict it gives without ``form``.
         """
+        canonical = _CANONICAL.match(url.strip())
+        if canonical is not None:  # normalize_url's fast path; the origin is its start
+            normalized = canonical.string
+            origin = normalized[: canonical.end(1)]
+            return "", normalized, canonical.group(1), origin, self._fixed_filters(normalized)
         try:
             normalized, host = normalize_url(url)
         except InvalidUrl as exc:
