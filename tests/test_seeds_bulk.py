@@ -212,3 +212,47 @@ def test_seeds_pushed_to_start_urls_load_as_seed_entries(client) -> None:
             assert client.hget(shard.keys.host(host), "id") is not None
     leases = frontier.next_many(1000)
     assert leases and all(lease.entry.payload == SEED for lease in leases)
+
+
+# -- the spider hands its seeds over in batches ----------------------------------------------
+
+
+def test_the_spider_sends_its_seeds_in_batches_when_the_crawl_has_a_frontier(
+    tmp_path, monkeypatch
+) -> None:
+    import crawler.spiders.site as site_module
+    from crawler import signals as crawler_signals
+    from crawler.spiders.links import _frontier_opened
+    from tests.test_spider import drain, make_spider
+
+    async def no_turn() -> None:
+        return None
+
+    monkeypatch.setattr(site_module, "_reactor_turn", no_turn)
+    monkeypatch.setattr(site_module, "SEED_BATCH", 3)
+    seeds_file = tmp_path / "s.txt"
+    seeds_file.write_text("https://b.example/\nnot a url\nhttps://c.example/x\nhttps://d.example/\n")
+    spider = make_spider(tmp_path, 'name = "t"\nseeds = ["https://a.example/"]\n',
+                         seeds=str(seeds_file))
+    batches: list[list[tuple[str, str]]] = []
+    scheduled: list[list[str]] = []
+
+    def found(spider: Any, seeds: list[tuple[str, str]]) -> None:
+        batches.append(seeds)
+        spider.crawler.stats.inc_value("seeds/valid", sum(u != "not a url" for u, _ in seeds))
+
+    def on_scheduled(spider: Any, urls: list[str]) -> None:
+        scheduled.append(urls)
+
+    spider.crawler.signals.connect(found, crawler_signals.seeds_found)
+    spider.crawler.signals.connect(on_scheduled, crawler_signals.seeds_scheduled)
+    _frontier_opened(None, spider)
+    assert drain(spider.start()) == []  # no Request per seed
+    config = str(tmp_path / "t.toml")
+    assert batches == [
+        [("https://a.example/", config), ("https://b.example/", str(seeds_file)),
+         ("not a url", str(seeds_file))],
+        [("https://c.example/x", str(seeds_file)), ("https://d.example/", str(seeds_file))],
+    ]
+    assert scheduled == [[u for b in batches for u, _ in b]]
+    assert spider.crawler.stats.get_value("seeds/none") is None

@@ -57,6 +57,13 @@ if TYPE_CHECKING:
 SEED_BATCH = 2000  # seeds handed to the frontier at once (a seeds file of millions: batches)
 
 
+async def _reactor_turn() -> None:
+    """Let the reactor run what is due (downloads, timers) before going on."""
+    from twisted.internet import reactor  # installed by now (never at import: Scrapy's)
+
+    await maybe_deferred_to_future(deferLater(reactor, 0, lambda: None))
+
+
 class SiteSpider(scrapy.Spider):
     """Crawls one site config; :meth:`for_site` makes the subclass for a given config.
 
@@ -198,10 +205,8 @@ class SiteSpider(scrapy.Spider):
 
     async def _send_seeds(self, batch: list[tuple[str, str]]) -> None:
         """Hand a batch of seeds to the crawl's frontier, then give the reactor a turn."""
-        from twisted.internet import reactor  # installed by now (never at import: Scrapy's)
-
         self.crawler.signals.send_catch_log(crawler_signals.seeds_found, spider=self, seeds=batch)
-        await maybe_deferred_to_future(deferLater(reactor, 0, lambda: None))
+        await _reactor_turn()
 
     def closed(self, reason: str) -> None:
         """Say "no valid seeds" at the end, and only when the crawl had nothing at all: no
