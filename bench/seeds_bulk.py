@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "SITES_DIR": sites,
             "FRONTIER_SHARDS": args.shards,
             "INDEX_PATH": work / "index.sqlite",
+            **dict(item.split("=", 1) for item in args.set),
         }
         env = dict(os.environ, PYTHONPATH=str(project))
         subprocess.run(
@@ -213,6 +214,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "distinct": expected,
             "hosts": args.hosts,
             "shards": args.shards,
+            "settings": args.set,
             "mean_url_chars": round(mean_len, 1),
             "queued": queued,
             "load_s": None if first is None or last is None else round(last - first, 2),
@@ -258,6 +260,8 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=1)
     parser.add_argument("--project", default=str(ROOT), help="the checkout whose code loads")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the crawl (e.g. to see what robots.txt costs)")
     args = parser.parse_args()
     result = run(args)
     print(json.dumps(result, indent=2))

@@ -83,18 +83,26 @@ def _huffman_codes(weights: dict[int, int]) -> dict[int, str]:
 
 
 _CODES = _huffman_codes({i: _WEIGHTS.get(chr(i), 1) for i in range(128)})
-_ENCODE = {i: code for i, code in _CODES.items()}  # for str.translate: char -> its bits
+_ENCODE = _CODES  # for str.translate: character -> its bits
 _PEEK = 12  # bits looked at once when decoding; longer codes are found one bit at a time
-_SHORT: dict[str, tuple[str, int]] = {}
-_LONG: dict[str, str] = {}
-for _sym, _code in _CODES.items():
-    if len(_code) <= _PEEK:
-        pad = _PEEK - len(_code)
-        for _i in range(1 << pad):
-            tail = format(_i, f"0{pad}b") if pad else ""
-            _SHORT[_code + tail] = (chr(_sym), len(_code))
-    else:
-        _LONG[_code] = chr(_sym)
+
+
+def _decoding_tables() -> tuple[dict[str, tuple[str, int]], dict[str, str]]:
+    """Every ``_PEEK``-bit string that starts with a short code -> (its character, the code's
+    length); the longer codes -> their character."""
+    short: dict[str, tuple[str, int]] = {}
+    long_: dict[str, str] = {}
+    for sym, code in _CODES.items():
+        if len(code) > _PEEK:
+            long_[code] = chr(sym)
+            continue
+        pad = _PEEK - len(code)
+        for i in range(1 << pad):
+            short[code + (format(i, f"0{pad}b") if pad else "")] = (chr(sym), len(code))
+    return short, long_
+
+
+_SHORT, _LONG = _decoding_tables()
 _LONGEST = max(len(c) for c in _CODES.values())
 
 
