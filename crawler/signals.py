@@ -59,6 +59,12 @@ frontier_opened = object()
 # spider yields Requests instead (``crawler.spiders.links.follow_links``).
 links_extracted = object()
 
+# Sent by a site spider from its start() when the crawl's scheduler announced a frontier
+# (``frontier_opened``): its seeds in batches, seeds_found(spider, seeds: list[tuple[str, str]])
+# of (url, where it came from), as given; the scheduler checks and queues them in bulk
+# (``crawler.scheduler.intake``), no Request per seed.
+seeds_found = object()
+
 # Sent by a site spider from its start() once every one of its seeds is scheduled:
 # seeds_scheduled(spider, urls: list[str]) (the valid seeds, as given). A receiver with start
 # requests that must come after the seeds (the recrawl extension's due pages: the seeds admit

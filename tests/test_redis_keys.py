@@ -148,7 +148,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
 
     f, nd = keys.frontier(), keys.neardup()
     named = {keys.meta, keys.controls, keys.blocked, keys.scope, keys.robots, keys.robots_state,
-             f.stats, f.selector, f.hosts, f.ready, f.leases, f.lease, f.fetches,
+             f.stats, f.selector, f.hosts, f.host_ids, f.ready, f.leases, f.lease, f.fetches,
              f.seen_bloom, f.seen_bloom_count, nd.template_meta, nd.versions, nd.host_ids,
              nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params}
     prefixes = (f.front_prefix, f.back_prefix, f.first_prefix, f.host_prefix, nd.urls_prefix,

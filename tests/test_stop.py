@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from crawler.backends.redis.entries import unpack_entry
 from tests import hostile as h
 from tests.crawling import finish_crawl, run_crawl, start_crawl
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -123,6 +124,6 @@ def test_ctrl_c_hands_a_silent_download_back_to_the_shared_frontier(
     prefix = "{" + key + "}"
     assert client.zcard(prefix + ":leases") == 0  # nothing left to expire
     queued = client.lrange(prefix + ":q:" + SILENT, 0, -1)
-    assert any(server.url(SILENT).encode() in blob for blob in queued), queued
+    assert any(unpack_entry(blob, SILENT).url == server.url(SILENT) for blob in queued), queued
     # its host rests the politeness delay, as after a fetch: the server may have seen it
     assert client.zscore(prefix + ":ready", SILENT) is not None

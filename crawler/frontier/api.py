@@ -22,6 +22,11 @@ from typing import Any
 
 Clock = Callable[[], float]
 
+# The payload of a seed that needs no Request of its own (a URL of a seeds file or of
+# ``<site>:start_urls``): a store keeps it as a flag (crawler.backends.redis.entries: no
+# bytes), the adapter rebuilds the seed's Request from it (crawler.scheduler.codec).
+SEED = "seed"
+
 
 @dataclass(slots=True)
 class Entry:

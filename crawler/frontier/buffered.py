@@ -59,6 +59,7 @@ T = TypeVar("T")
 
 PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
 REPORT_WAIT = 5.0  # seconds a report waits for the worker before the last answer is given
+POLL_AGAIN = 0.05  # seconds between polls while the last one said more is waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +175,8 @@ class BufferedFrontier(Frontier):
         comes due, or (no news otherwise) ``refresh``; polling at ``refresh`` only when the
         shared frontier cannot tell of changes."""
         wait = self.refresh
+        if self._poll_more:
+            wait = min(wait, POLL_AGAIN)
         if self._buffer:
             wait = min(wait, self.max_wait)
         if self._unwatch is not None:
@@ -220,7 +223,9 @@ class BufferedFrontier(Frontier):
         if self._closed:
             return
         now = self.clock()
-        if self.poll is not None and now - self._last_poll >= self.refresh:
+        # while more waits outside (a long <site>:start_urls), the next batch comes soon
+        every = POLL_AGAIN if self._poll_more else self.refresh
+        if self.poll is not None and now - self._last_poll >= every:
             self._last_poll = now
             self._poll_more = self.poll()
         self._renew_old_leases()

@@ -18,3 +18,8 @@ class ScopeRegistry:
 
     def add(self, host: str) -> None:
         """A seed's host joined the scope."""
+
+    def add_many(self, hosts: set[str]) -> None:
+        """Seeds' hosts joined the scope (a batch of a seeds file: one write where it can)."""
+        for host in hosts:
+            self.add(host)

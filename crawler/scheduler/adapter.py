@@ -95,6 +95,7 @@ class FrontierScheduler(BaseScheduler):
         connect(self._host_hold, crawler_signals.host_hold)
         connect(self._host_resolved, crawler_signals.host_resolved)
         connect(self._links_extracted, crawler_signals.links_extracted)
+        connect(self._seeds_found, crawler_signals.seeds_found)
         connect(self.prioritizer.set_penalty, crawler_signals.host_penalty_changed)
         connect(self._spider_error, signals.spider_error)
         for item_signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
@@ -371,18 +372,18 @@ class FrontierScheduler(BaseScheduler):
             crawler_signals.origin_discovered, origin=origin, host=host
         )
 
+    def _seeds_found(self, spider: Spider, seeds: list[tuple[str, str]]) -> None:
+        """A batch of the spider's seeds, ``(url, source)``: queued in bulk, no Requests."""
+        if self.intake is not None and spider is self.spider:
+            self.intake.take_seeds(seeds)
+
     def _seeds_arrived(self, urls: list[str]) -> None:
-        """Seeds pushed while the crawl runs (a shared frontier's ``<site>:start_urls``)."""
-        if self.spider is None:
+        """Seeds pushed while the crawl runs (a shared frontier's ``<site>:start_urls``),
+        queued in bulk like a seeds file's."""
+        if self.spider is None or self.intake is None:
             return
-        for url in urls:
-            try:
-                request = Request(url, meta={"seed": True})
-            except ValueError:
-                self.stats.rejected("invalid_url", url, True)
-                continue
-            self.stats.inc("frontier/seeds_pushed")
-            self.enqueue_request(request)
+        self.stats.inc("frontier/seeds_pushed", len(urls))
+        self.intake.take_seeds([(url, "start_urls") for url in urls], counted=False)
 
     def _scope_arrived(self, hosts: set[str]) -> None:
         """Hosts other workers brought into scope (their seeds and seed redirects)."""

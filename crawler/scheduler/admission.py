@@ -87,6 +87,16 @@ class Admission:
         self.scope.add(host)
         return True
 
+    def admit_seed_hosts(self, hosts: set[str]) -> bool:
+        """A batch of seeds' hosts joins the scope (one write to a shared scope). True when
+        the scope grew."""
+        policy = self.policy
+        new = {host for host in hosts if host and host not in policy.hosts}
+        for host in new:
+            policy.add_host(host)
+        self.scope.add_many(new)
+        return bool(new)
+
     def widen(self, hosts: set[str]) -> bool:
         """Hosts other workers brought into scope (their seeds and seed redirects). True when
         the scope grew."""

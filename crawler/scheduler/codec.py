@@ -1,10 +1,12 @@
 """How a Request is kept in the frontier while it waits, and rebuilt when it is due.
 
 A plain link (a GET of a URL with the spider's default callback, nothing else) is kept as its
-URL and depth only. Anything else is kept as ``Request.to_dict``: the Request object itself in
-memory, msgpack bytes in a persistent or shared store. msgpack rather than pickle: a payload
-read back from disk or from Redis must never be able to run code, and msgpack keeps ``bytes``
-(bodies, headers) apart from ``str`` without base64.
+URL and depth only; a plain seed (the same with ``meta["seed"]``) as its URL, depth and the
+payload :data:`~crawler.frontier.api.SEED` (a flag in a shared store, not a serialized Request).
+Anything else is kept as ``Request.to_dict``: the Request object itself in memory, msgpack bytes
+in a persistent or shared store. msgpack rather than pickle: a payload read back from disk or
+from Redis must never be able to run code, and msgpack keeps ``bytes`` (bodies, headers) apart
+from ``str`` without base64.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
 from crawler.frontier import Entry
+from crawler.frontier.api import SEED
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +51,28 @@ def is_plain(request: Request) -> bool:
     )
 
 
+def is_plain_seed(request: Request, spider: Spider | None) -> bool:
+    """A seed as the site spider makes it (``meta["seed"]``, the spider's ``parse`` or no
+    callback) and nothing else: kept as :data:`SEED`, rebuilt as the same seed."""
+    meta = request.meta
+    if not meta.get("seed") or meta.keys() - PLAIN_META != {"seed"} or meta["seed"] is not True:
+        return False
+    callback = request.callback
+    if callback is not None and (spider is None or callback != getattr(spider, "parse", None)):
+        return False
+    return (
+        request.method == "GET"
+        and request.errback is None
+        and not request.body
+        and not request.headers
+        and not request.cookies
+        and not request.cb_kwargs
+        and not request.flags
+        and request.priority == 0
+        and not request.dont_filter
+    )
+
+
 def encode(request: Request, spider: Spider | None, *, serialize: bool) -> Any:
     """The payload to queue with ``request``: None for a plain link, the Request itself when
     the store keeps Python objects, msgpack bytes when ``serialize`` (the store is on disk or
@@ -55,6 +80,8 @@ def encode(request: Request, spider: Spider | None, *, serialize: bool) -> Any:
     the request."""
     if is_plain(request):
         return None
+    if is_plain_seed(request, spider):
+        return SEED
     if not serialize:
         return request
     data = request.to_dict(spider=spider)
@@ -84,6 +111,8 @@ def decode(entry: Entry, spider: Spider | None) -> Request:
     payload = entry.payload
     if payload is None:
         return Request(entry.url, meta={"depth": entry.depth})
+    if payload == SEED:
+        return Request(entry.url, meta={"depth": entry.depth, "seed": True})
     if isinstance(payload, Request):
         return payload
     try:

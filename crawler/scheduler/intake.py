@@ -11,20 +11,29 @@ links of the pages before it (the order of the seen-test stays the pages'), so d
 served in between. Meanwhile the crawl is not idle, and the page is not acknowledged to the
 frontier: a stop or a lost worker never forgets a page whose links were not queued.
 
+Seeds come in bulk too (:meth:`LinkIntake.take_seeds`): a seeds file's or
+``<site>:start_urls``' URLs in batches, each normalized once, their hosts brought into scope in
+one write, and queued as plain entries flagged :data:`~crawler.frontier.api.SEED` (no Request,
+no serialized payload) in one ``add_many``: a pipeline of script calls to a shared frontier.
+
 Free of Scrapy: the next reactor turn comes from the ``later`` callable it is given.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from crawler.frontier import Frontier
-from crawler.frontier.urls import LinkForm
+from crawler.frontier.api import SEED
+from crawler.frontier.urls import LinkForm, url_problem
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.stats import FrontierStats
+
+logger = logging.getLogger(__name__)
 
 # Decisions that depend on where a link was found: not remembered by the raw-link cache.
 _DEPTH_DEPENDENT = frozenset({"too_deep"})
@@ -88,6 +97,52 @@ class LinkIntake:
             self._backlog_pages[token] = self._backlog_pages.get(token, 0) + 1
         if self._drain_call is None:
             self._drain()
+
+    def take_seeds(self, seeds: Sequence[tuple[str, str]], *, counted: bool = True) -> None:
+        """Queue a batch of seeds, ``(url, where it came from)``, as plain seed entries.
+
+        Each URL is normalized once (``link_form``: its host comes with it), the batch's new
+        hosts join the scope in one write, and the batch goes to the frontier in one
+        ``add_many``. An unusable URL is logged with its source and skipped; ``counted``: the
+        seeds count in ``seeds/valid`` and ``seeds/invalid`` (a seeds file's, as the spider
+        counts them; not seeds pushed to ``<site>:start_urls``, which are counted apart)."""
+        admission, stats = self.admission, self.stats
+        policy = admission.policy
+        link_form = policy.link_form
+        forms: list[tuple[str, LinkForm]] = []
+        hosts: set[str] = set()
+        invalid = 0
+        for raw, source in seeds:
+            form = link_form(raw)
+            if form[0]:
+                invalid += 1
+                if counted:
+                    logger.warning(
+                        "Skipping invalid seed %r (from %s): %s", raw, source, url_problem(raw)
+                    )
+                else:
+                    stats.rejected(form[0], raw, True)
+                continue
+            forms.append((raw, form))
+            hosts.add(form[2])
+        if counted:
+            if invalid:
+                stats.inc("seeds/invalid", invalid)
+            if forms:
+                stats.inc("seeds/valid", len(forms))
+        if admission.admit_seed_hosts(hosts):
+            self.forget()
+        check, entry = policy.check, admission.entry
+        entries = []
+        for raw, form in forms:
+            reason, url, host = check(raw, 0, form=form)
+            if reason:
+                stats.rejected(reason, raw, True)
+                continue
+            entries.append(entry(url, host, 0, SEED, origin=form[3]))
+        if entries:
+            for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
+                stats.submitted(e, result)
 
     def forget(self) -> None:
         """The scope grew: links remembered as out of scope may be in it now."""

@@ -76,9 +76,20 @@ class FrontierStats:
         return True
 
     def answered_many(self, entries: list[Entry], results: list[AddResult]) -> None:
-        """A shared frontier's answers to queued adds."""
+        """A shared frontier's answers to queued adds (the common two counted once a batch:
+        a seed batch or a page's links is thousands of answers)."""
+        enqueued = seen = 0
         for entry, result in zip(entries, results, strict=True):
-            self.answered(entry, result)
+            if result.added:
+                enqueued += 1
+            elif result.reason == "seen":
+                seen += 1
+            else:
+                self.answered(entry, result)
+        if enqueued:
+            self.inc("frontier/enqueued", enqueued)
+        if seen:
+            self.inc("frontier/rejected/seen", seen)
 
     def answered(self, entry: Entry, result: AddResult) -> None:
         """The frontier's answer to one add."""

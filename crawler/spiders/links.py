@@ -25,6 +25,12 @@ def _frontier_opened(frontier: Any, spider: Spider) -> None:
 dispatcher.connect(_frontier_opened, signal=crawler_signals.frontier_opened, sender=dispatcher.Any)
 
 
+def has_frontier(spider: Spider) -> bool:
+    """The spider's crawl has a frontier that takes links and seeds in bulk (its scheduler
+    announced it with ``frontier_opened``)."""
+    return spider in _frontier_spiders
+
+
 def follow_links(
     spider: Spider,
     response: Response,

@@ -30,6 +30,7 @@ import scrapy
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.task import deferLater
 
 from crawler import signals as crawler_signals
 from crawler.download.limits import limit_log
@@ -47,13 +48,23 @@ from crawler.sites import (
 from crawler.sites.analysis import PageAnalysis
 from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.canonical import apply_canonical, canonical_policy
-from crawler.spiders.links import follow_links
+from crawler.spiders.links import follow_links, has_frontier
 from crawler.spiders.site_items import PageItem, item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
     from scrapy.http.headers import Headers
 
     from crawler.content.canonical import CanonicalPolicy
+
+
+SEED_BATCH = 2000  # seeds handed to the frontier at once (a seeds file of millions: batches)
+
+
+async def _reactor_turn() -> None:
+    """Let the reactor run what is due (downloads, timers) before going on."""
+    from twisted.internet import reactor  # installed by now (never at import: Scrapy's)
+
+    await maybe_deferred_to_future(deferLater(reactor, 0, lambda: None))
 
 
 class SiteSpider(scrapy.Spider):
@@ -146,11 +157,27 @@ class SiteSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         """One request per valid seed (``meta["seed"] = True``); invalid seeds are logged, counted
-        and skipped, so one typo in a long seeds file does not cost the whole crawl."""
+        and skipped, so one typo in a long seeds file does not cost the whole crawl.
+
+        With the crawl's frontier (``has_frontier``) the seeds go to it in batches of
+        ``SEED_BATCH`` instead (``seeds_found``: checked and queued in bulk, no Request each),
+        a reactor turn between batches."""
         stats = self.crawler.stats
         valid = 0
         seed_urls: list[str] = []
-        for url, source in self._seed_urls():
+        bulk = has_frontier(self)
+        if bulk:
+            batch: list[tuple[str, str]] = []
+            for url, source in self._seed_urls():
+                batch.append((url, source))
+                seed_urls.append(url)
+                if len(batch) >= SEED_BATCH:
+                    await self._send_seeds(batch)
+                    batch = []
+            if batch:
+                await self._send_seeds(batch)
+            valid = stats.get_value("seeds/valid", 0)
+        for url, source in () if bulk else self._seed_urls():
             problem = seed_url_problem(url)
             request = None
             if problem is None:
@@ -180,6 +207,11 @@ class SiteSpider(scrapy.Spider):
                 "(a shared crawl or a resumed JOBDIR)"
             )
             stats.inc_value("seeds/none")
+
+    async def _send_seeds(self, batch: list[tuple[str, str]]) -> None:
+        """Hand a batch of seeds to the crawl's frontier, then give the reactor a turn."""
+        self.crawler.signals.send_catch_log(crawler_signals.seeds_found, spider=self, seeds=batch)
+        await _reactor_turn()
 
     def closed(self, reason: str) -> None:
         """Say "no valid seeds" at the end, and only when the crawl had nothing at all: no

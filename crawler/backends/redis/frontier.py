@@ -8,7 +8,8 @@ is Redis's ``TIME`` inside the scripts, so the workers' clocks never meet.
 Every key is named by :class:`crawler.backends.redis.keys.FrontierKeys` (the layout table is
 there), all under the crawl's hash tag ``{key}`` (one Redis Cluster slot per crawl).
 
-A queued URL is msgpack (:mod:`~crawler.backends.redis.entries`); nothing is ever pickled.
+A queued URL is a few bytes of flags and its coded path (:mod:`~crawler.backends.redis.entries`,
+~30 B in a front queue); nothing is ever pickled.
 
 Choices, and why:
 
@@ -65,7 +66,10 @@ from crawler.frontier.api import (
 )
 from crawler.frontier.politeness import PolitenessPolicy
 
-LAYOUT = "1"
+# 2: queued entries in the compact binary form of crawler.backends.redis.entries (host numbers
+# before front-queue entries); 1 held msgpack entries, which this code refuses rather than reads
+LAYOUT = "2"
+_LAYOUTS = {"1": "msgpack queue entries", "2": "compact queue entries"}
 # the scripts whose writes a replica must have before they count (FRONTIER_REPLICA_WAIT): links
 # stored, fetches completed and acknowledged, the operator's acts. A lease lost in a failover
 # only makes its URL due again.
@@ -182,8 +186,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             client.hsetnx(self.keys.meta, "layout", LAYOUT)
         elif layout.decode() != LAYOUT:
             raise RuntimeError(
-                f"Redis frontier {key!r} has layout {layout.decode()}, this code reads "
-                f"layout {LAYOUT}: reset it (FRONTIER_RESET) or use another key"
+                f"Redis frontier {key!r} has layout {_layout_name(layout.decode())}, this code "
+                f"reads layout {_layout_name(LAYOUT)}: reset it (FRONTIER_RESET) or use another "
+                "key"
             )
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -315,8 +320,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         now, rows, status = self._call("next", max(n, 0), self.worker_id)
         issued = float(now)
         leases = [
-            Lease(token.decode(), unpack_entry(blob), int(slot), issued)
-            for token, slot, blob in rows
+            Lease(token.decode(), unpack_entry(blob, name.decode()), int(slot), issued)
+            for token, slot, blob, name in rows
         ]
         return leases, self._status(status)
 
@@ -511,6 +516,12 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
                 deleted += self.client.unlink(*chunk)
         return deleted
+
+
+def _layout_name(layout: str) -> str:
+    """A layout as a message names it: its number and what it stored."""
+    known = _LAYOUTS.get(layout)
+    return f"{layout} ({known})" if known else layout
 
 
 def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:

@@ -64,7 +64,8 @@ for i = 5, #ARGV, 4 do
     if first then
       redis.call('RPUSH', fqkey(name), blob)
     else
-      redis.call('RPUSH', fkey(prio), blob)
+      -- a front queue holds every host's URLs: the host's number goes before the entry
+      redis.call('RPUSH', fkey(prio), host_id(name, h) .. blob)
       to_front = true
     end
   end
@@ -127,7 +128,7 @@ while #out < n and guard < n + 64 do
     redis.call('ZADD', LEASES, fmt(NOW + TTL), token)
     reschedule(name, h)
     if emptied then refill() end
-    out[#out + 1] = {token, slot, blob}
+    out[#out + 1] = {token, slot, blob, name}
   end
 end
 return {fmt(NOW), out, status()}

@@ -8,7 +8,11 @@ Host hash ``{crawl}:h:<host>`` fields: ``f<i>`` slot i's free time, ``b<i>`` slo
 last fetches (``1`` failed, ``0`` not; newest last, at most failure_window), ``ad`` URLs admitted,
 ``st`` ``dead``/``skip``, ``fi`` first entries in flight, ``bk`` holds a back queue, ``hq`` URLs
 queued (front + back + first), ``fe`` fetches, ``le`` last fetch end, ``gs``/``gn`` sum and
-count of real gaps between a fetch's end and the host's next lease.
+count of real gaps between a fetch's end and the host's next lease, ``id`` the host's number in
+the front queues (``host_id``; ``{crawl}:hid`` maps it back).
+
+Queued entries are :mod:`crawler.backends.redis.entries`'s bytes, which no script decodes: in a
+front queue the host's number goes before them, and the refill takes it off.
 
 A lease record (``{crawl}:lease`` hash, token -> msgpack) is
 ``[host, slot, is_first, completed, entry blob, issued_at, worker_id]``.
@@ -37,6 +41,7 @@ SCRIPT_KEYS = ScriptKeys(
         ("CTL", "controls"),
         ("BLOCKED", "blocked"),
         ("PROBE", "probe"),
+        ("HOSTIDS", "host_ids"),
     ),
     inline_keys=(
         ("BLOOM", "seen_bloom"),
@@ -244,6 +249,25 @@ local function give_up(name, h, reason)
   redis.call('ZREM', READY, name)
 end
 
+-- A host's number, as the varint that goes before its entries in the front queues (given
+-- once, from the stats' 'hid' counter; {crawl}:hid maps it back to the name for the refill)
+local function host_id(name, h)
+  local id = h.id
+  if not id then
+    local n = redis.call('HINCRBY', STATS, 'hid', 1)
+    id = ''
+    while n >= 128 do
+      id = id .. string.char(n % 128 + 128)
+      n = math.floor(n / 128)
+    end
+    id = id .. string.char(n)
+    redis.call('HSET', hkey(name), 'id', id)
+    redis.call('HSET', HOSTIDS, id, name)
+    h.id = id
+  end
+  return id
+end
+
 -- Mercator's refill: move front-queue URLs to back queues (biased selector, back-queue router)
 -- while fewer than B back queues are in use, at most REFILL moves per call
 local function refill()
@@ -260,7 +284,7 @@ local function refill()
   local raw = redis.call('HMGET', SEL, unpack(fields))
   local cur = {}
   for p = 0, K - 1 do cur[p] = num(raw[p + 1]) end
-  local hosts = {}
+  local hosts, names = {}, {}
   local budget = REFILL
   while used < B and budget > 0 do
     local best, total = -1, 0
@@ -277,13 +301,25 @@ local function refill()
     budget = budget - 1
     local blob = redis.call('LPOP', fkey(best))
     sizes[best] = sizes[best] - 1
-    local _, name = cmsgpack.unpack_one(blob)
-    local h = hosts[name]
-    if not h then
+    -- the host's number before the entry (host_id): its varint ends at the first byte < 128
+    local i = 1
+    while string.byte(blob, i) >= 128 do i = i + 1 end
+    local id = string.sub(blob, 1, i)
+    blob = string.sub(blob, i + 1)
+    local name = names[id]
+    if name == nil then
+      name = redis.call('HGET', HOSTIDS, id)
+      names[id] = name
+    end
+    local h = name and hosts[name]
+    if name and not h then
       h = load(name)
       hosts[name] = h
     end
-    if h.st then
+    if not name then  -- a number no host has: only if keys were edited by hand
+      redis.call('HINCRBY', STATS, 'queued', -1)
+      redis.call('HINCRBY', STATS, 'drop:unknown_host', 1)
+    elseif h.st then
       redis.call('HINCRBY', STATS, 'queued', -1)
       redis.call('HINCRBY', STATS, 'drop:' .. drop_reason(h), 1)
       incr(name, h, 'hq', -1)

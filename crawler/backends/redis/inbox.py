@@ -10,7 +10,7 @@ from redis.cluster import RedisCluster
 
 from crawler.backends.redis.scope import RedisScopeRegistry
 
-SEED_BATCH = 100  # seeds one worker takes from the list at a time
+SEED_BATCH = 2000  # seeds one worker takes from the list at a time (queued in bulk)
 
 
 class SharedInbox:

@@ -21,13 +21,16 @@ The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``)
 
 ==========================  ======  ===========================================================
 ``{key}:stats``             HASH    counters: ``queued``, ``busy`` hosts, ``used`` back queues,
-                                    ``seq`` (lease tokens), ``bytes``, ``drop:<reason>``
+                                    ``seq`` (lease tokens), ``hid`` (host numbers), ``bytes``,
+                                    ``drop:<reason>``
 ``{key}:f:<p>``             LIST    front queue of priority ``p`` (0 is the highest)
 ``{key}:sel``               HASH    the biased selector's state (smooth weighted round robin)
 ``{key}:q:<host>``          LIST    the host's back queue (at most B hosts hold one)
 ``{key}:fq:<host>``         LIST    the host's *first* entries (robots.txt)
 ``{key}:h:<host>``          HASH    the host's politeness state (see ``frontier_lua``)
 ``{key}:hosts``             SET     host names (for reports, read with SSCAN)
+``{key}:hid``               HASH    host number (the varint before its front-queue entries)
+                                    -> host name
 ``{key}:ready``             ZSET    hosts that may hand out a URL, by the time they may
 ``{key}:leases``            ZSET    lease token -> deadline
 ``{key}:lease``             HASH    lease token -> msgpack lease record
@@ -162,6 +165,7 @@ class FrontierKeys:
         self.back_prefix = p + ":q:"
         self.first_prefix = p + ":fq:"
         self.host_prefix = p + ":h:"
+        self.host_ids = p + ":hid"
 
     def front(self, priority: int) -> str:
         return self.front_prefix + str(priority)

@@ -45,6 +45,16 @@ class RedisScopeRegistry(ScopeRegistry):
             with self._lock:
                 self._unsent.add(host)
 
+    def add_many(self, hosts: set[str]) -> None:
+        """One SADD for a batch of seeds' hosts (a seeds file of thousands of hosts)."""
+        if not hosts:
+            return
+        try:
+            self.outage.call(lambda: self.client.sadd(self.set, *hosts), wait=0)
+        except RedisUnavailable:
+            with self._lock:
+                self._unsent |= hosts
+
     def _send_unsent(self) -> None:
         with self._lock:
             hosts = set(self._unsent)

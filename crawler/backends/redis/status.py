@@ -157,7 +157,7 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
                 {
                     "token": part.token_of(token.decode()),
                     "host": host,
-                    "url": unpack_entry(blob).url,
+                    "url": unpack_entry(blob, host).url,
                     "age": now - float(issued),
                     "worker": worker,
                     "fetched": bool(completed),
