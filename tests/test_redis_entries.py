@@ -169,7 +169,8 @@ def test_bytes_per_queued_documentation_url(client) -> None:
     assert all(r.added for r in f.add_many(entries))
     used = data_memory(client) - base
     seen = sum(client.memory_usage(k, samples=0) or 0
-               for k in client.scan_iter(match=f.prefix + ":seen*"))
+               for pattern in (":seen*", ":sx:*")
+               for k in client.scan_iter(match=f.prefix + pattern))
     per_queued = (used - seen) / n
     print(f"\ncompact entries: {per_queued:.1f} B per queued URL "
           f"(mean URL {sum(len(e.url) for e in entries) / n:.0f} chars), {seen / n:.1f} B seen")
