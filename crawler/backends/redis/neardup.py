@@ -40,8 +40,9 @@ read, so a new worker decides its first page at once, without replaying anything
    the page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record,
    what it taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise
    it answers ``retry`` and the worker starts again from 1.
-4. A new original's postings are written (``PUT``, one call per anchor tag); the worker's next
-   ``READ`` takes it off ``:pend``.
+4. A new original's postings are written (``PUT``, one call per anchor tag; on a single Redis
+   in the pipeline of the worker's next ``READ``); the worker's next ``READ`` takes it off
+   ``:pend``.
 
 **Why that is atomic across tags.** A Lua script touches one cluster slot, so the anchor
 postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
@@ -65,12 +66,11 @@ worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes it
 with a message (``LAYOUT``): its anchors are in that log, not in postings; finish it with the
 previous version or start the crawl's near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
-**Template models** and **records** are kept as ``neardup_copies`` says.
 Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
 layout table is there), the anchor buckets by
 :class:`~crawler.backends.redis.neardup_anchors.AnchorKeys`; the scripts are ``neardup_lua``'s
 and ``neardup_anchors``'s, the packed formats ``neardup_codec``'s, and what a worker keeps of the
-state ``neardup_copies``'s.
+state ``neardup_copies``'s (the template models' and records' layout too).
 
 ``bench/shared.py`` measures the decisions against the in-process detector, Redis server time
 per page and bytes per document; ``bench/neardup_scale.py`` a worker's memory and first decision
@@ -535,10 +535,10 @@ class RedisNearDuplicateDetector:
     def close(self) -> None:
         """Take this worker's written postings off ``:pend``, stop the outage's probe and close
         the connection (the state stays in Redis)."""
-        done = self.anchors.take_done()
-        if done:
-            # if Redis is away they stay pending: every worker merges them, harmlessly
-            with contextlib.suppress(redis.RedisError):
+        # if Redis is away they stay pending: every worker merges them, harmlessly
+        with contextlib.suppress(redis.RedisError):
+            done = self.anchors.flush()
+            if done:
                 self.client.hdel(self.keys.pending, *(int.from_bytes(done[i : i + 4], "big")
                                                       for i in range(0, len(done), 4)))
         self.outage.close()

@@ -164,6 +164,8 @@ class AnchorPostings:
         self._get = client.register_script(GET)
         self._put = client.register_script(PUT)
         self._done: list[int] = []  # store keys whose postings this worker wrote since READ
+        self._queued: list[ScriptCall] = []  # PUTs to send before the next READ
+        self._queued_keys: list[int] = []
         self.repaired = 0  # pending originals whose postings this worker wrote for another
 
     def take_done(self) -> bytes:
@@ -188,17 +190,21 @@ class AnchorPostings:
 
     def read(self, read: ScriptCall, anchors: list[int]) -> tuple[list[Any], list[bytes]]:
         """``READ``'s reply, and the page's anchors' postings read after it: one pipeline on a
-        single Redis, on a cluster ``READ`` first, then one call per tag."""
+        single Redis (after the ``PUT`` of this worker's last originals, which that ``READ``
+        takes off ``:pend``), on a cluster ``READ`` first, then one call per tag."""
+        puts, written = self._queued, self._queued_keys
+        if puts:
+            read.args[-1] += b"".join(k.to_bytes(4, "big") for k in written)
         read.write = bool(read.args[-1])
         stored: list[bytes] = [b""] * len(anchors)
-        if not anchors:
-            return self._runner.run(read), stored
-        calls, places = self._calls(self._get, [], anchors, False)
+        calls, places = self._calls(self._get, [], anchors, False) if anchors else ([], [])
         if not self._cluster:
-            reply, *outs = self._runner.run_many([read, *calls])
+            outs = self._runner.run_many([*puts, read, *calls])
+            self._queued, self._queued_keys = [], []
+            reply, outs = outs[len(puts)], outs[len(puts) + 1 :]
         else:
             reply = self._runner.run(read)
-            if reply[0] != b"ok" or int(reply[7]):  # out of date, or an exact duplicate
+            if not calls or reply[0] != b"ok" or int(reply[7]):  # out of date, or exact
                 return reply, stored
             outs = self._runner.run_many(calls)
         for ps, values in zip(places, outs, strict=True):
@@ -207,10 +213,24 @@ class AnchorPostings:
         return reply, stored
 
     def write(self, k: int, elem: bytes, anchors: list[int]) -> None:
-        """``PUT`` an original's postings on every tag its anchors live on."""
+        """``PUT`` an original's postings on every tag its anchors live on: on a single Redis
+        in the pipeline of this worker's next ``READ`` (one round trip less a page; meanwhile
+        every worker merges it from ``:pend``), on a cluster at once."""
         calls, _ = self._calls(self._put, [self.limit, elem], anchors, True)
+        if not self._cluster:
+            self._queued += calls
+            self._queued_keys.append(k)
+            return
         self._runner.run_many(calls)
         self._done.append(k)
+
+    def flush(self) -> bytes:
+        """Write the postings still queued; the store keys to take off ``:pend``."""
+        if self._queued:
+            self._runner.run_many(self._queued)
+            self._done += self._queued_keys
+            self._queued, self._queued_keys = [], []
+        return self.take_done()
 
     def pending(self, values: list[bytes], next_id: int) -> list[tuple[int, int, set[int]]]:
         """The pending originals ``READ`` sent: (store key, id, anchors). One left pending
@@ -223,7 +243,7 @@ class AnchorPostings:
             doc = int.from_bytes(v[4:8], "big") if size == 8 else k
             owned = np.frombuffer(v, ">u4", offset=size).tolist()
             out.append((k, doc, set(owned)))
-            if k + REPAIR_LAG < next_id and k not in self._done:
+            if k + REPAIR_LAG < next_id and k not in self._done and k not in self._queued_keys:
                 self.write(k, v[:size], owned)
                 self.repaired += 1
         return out
