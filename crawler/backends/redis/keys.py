@@ -265,7 +265,8 @@ class CrawlKeys:
         """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
         list, which scrapy-redis names)."""
         tags = [self.prefix] + [k.prefix for k in self.shards() if k.prefix != self.prefix]
-        return [glob_escape(tag) + ":*" for tag in tags]
+        # and the near-duplicate anchor postings' own tags ({<crawl>:nd:<g>.<n>})
+        return [glob_escape(tag) + ":*" for tag in tags] + [glob_escape("{" + self.name) + ":nd:*"]
 
 
 SLOTS = 16384  # Redis Cluster's hash slots

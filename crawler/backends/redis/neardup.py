@@ -40,9 +40,9 @@ read, so a new worker decides its first page at once, without replaying anything
    the page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record,
    what it taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise
    it answers ``retry`` and the worker starts again from 1.
-4. A new original's postings are written (``PUT``, one call per anchor tag; on a single Redis
-   in the pipeline of the worker's next ``READ``); the worker's next ``READ`` takes it off
-   ``:pend``.
+4. A new original's postings are written (``PUT``, one call per anchor tag) and it is taken off
+   ``:pend``: on a single Redis by that ``PUT`` itself, sent in the pipeline of the worker's
+   next ``READ``; on a cluster by the worker's next ``READ``, once the ``PUT`` was answered.
 
 **Why that is atomic across tags.** A Lua script touches one cluster slot, so the anchor
 postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
@@ -72,9 +72,7 @@ layout table is there), the anchor buckets by
 and ``neardup_anchors``'s, the packed formats ``neardup_codec``'s, and what a worker keeps of the
 state ``neardup_copies``'s (the template models' and records' layout too).
 
-``bench/shared.py`` measures the decisions against the in-process detector, Redis server time
-per page and bytes per document; ``bench/neardup_scale.py`` a worker's memory and first decision
-at a million pages.
+``bench/shared.py`` and ``bench/neardup_scale.py`` measure it (decisions, bytes, time, memory).
 """
 
 from __future__ import annotations
@@ -184,7 +182,8 @@ class RedisNearDuplicateDetector:
         # on a cluster, never through an ASK: the scripts touch keys they do not declare (calls);
         # a node away longer than a MOVED takes to follow is the outage's to wait out and log
         self._runner = script_runner(client, patience=0.5)
-        self.anchors = AnchorPostings(client, anchor_keys, self._runner, MAX_POSTING)
+        self.anchors = AnchorPostings(client, anchor_keys, self._runner, MAX_POSTING,
+                                      self.keys.pending)
         self.cache_bytes = cache_bytes
         # this worker's copies of the hosts' templates and models, and the records it decoded
         self._copies = HostCopies(cache_bytes // 2)

@@ -45,13 +45,15 @@ end
 return out
 """
 
-# ARGV: MAXP, the element (4 or 8 bytes), then pairs of (bucket key, field): the element goes
-# into each field's postings at its place by store key, unless already there or past MAXP.
+# ARGV: MAXP, the element (4 or 8 bytes), the crawl's :pend key (on a single server, '' on a
+# cluster), then pairs of (bucket key, field): the element goes into each field's postings at
+# its place by store key, unless already there or past MAXP; on a single server the original
+# is taken off :pend in the same script (no window where it is in neither).
 PUT = r"""
 redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script before any write
-local MAXP, elem = tonumber(ARGV[1]), ARGV[2]
+local MAXP, elem, pend = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local mine = struct.unpack('>I4', elem) % 2147483648
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   local key, field = ARGV[i], ARGV[i + 1]
   local v = redis.call('HGET', key, field) or ''
   local pos, count, at, last, here = 1, 0, nil, nil, false
@@ -73,6 +75,7 @@ for i = 3, #ARGV, 2 do
     redis.call('HSET', key, field, v)
   end
 end
+if pend ~= '' then redis.call('HDEL', pend, mine) end
 return 1
 """
 
@@ -157,15 +160,17 @@ class AnchorPostings:
     """A worker's calls on the anchor postings: read them after ``READ`` (see
     ``crawler.backends.redis.neardup``), write an original's, and say which it wrote."""
 
-    def __init__(self, client: Any, keys: AnchorKeys, runner: ScriptRunner, limit: int) -> None:
-        self.keys, self.limit = keys, limit
+    def __init__(
+        self, client: Any, keys: AnchorKeys, runner: ScriptRunner, limit: int, pending: str
+    ) -> None:
+        self.keys, self.limit, self.pending_key = keys, limit, pending
         self._runner = runner
         self._cluster = isinstance(runner, ClusterScriptRunner)
         self._get = client.register_script(GET)
         self._put = client.register_script(PUT)
         self._done: list[int] = []  # store keys whose postings this worker wrote since READ
         self._queued: list[ScriptCall] = []  # PUTs to send before the next READ
-        self._queued_keys: list[int] = []
+        self._queued_keys: list[int] = []  # (which take their originals off :pend themselves)
         self.repaired = 0  # pending originals whose postings this worker wrote for another
 
     def take_done(self) -> bytes:
@@ -190,11 +195,9 @@ class AnchorPostings:
 
     def read(self, read: ScriptCall, anchors: list[int]) -> tuple[list[Any], list[bytes]]:
         """``READ``'s reply, and the page's anchors' postings read after it: one pipeline on a
-        single Redis (after the ``PUT`` of this worker's last originals, which that ``READ``
-        takes off ``:pend``), on a cluster ``READ`` first, then one call per tag."""
-        puts, written = self._queued, self._queued_keys
-        if puts:
-            read.args[-1] += b"".join(k.to_bytes(4, "big") for k in written)
+        single Redis (after the ``PUT`` of this worker's last originals), on a cluster ``READ``
+        first, then one call per tag."""
+        puts = self._queued
         read.write = bool(read.args[-1])
         stored: list[bytes] = [b""] * len(anchors)
         calls, places = self._calls(self._get, [], anchors, False) if anchors else ([], [])
@@ -216,19 +219,19 @@ class AnchorPostings:
         """``PUT`` an original's postings on every tag its anchors live on: on a single Redis
         in the pipeline of this worker's next ``READ`` (one round trip less a page; meanwhile
         every worker merges it from ``:pend``), on a cluster at once."""
-        calls, _ = self._calls(self._put, [self.limit, elem], anchors, True)
         if not self._cluster:
+            calls, _ = self._calls(self._put, [self.limit, elem, self.pending_key], anchors, True)
             self._queued += calls
             self._queued_keys.append(k)
             return
+        calls, _ = self._calls(self._put, [self.limit, elem, ""], anchors, True)
         self._runner.run_many(calls)
-        self._done.append(k)
+        self._done.append(k)  # the next READ takes it off :pend, once the PUT was answered
 
     def flush(self) -> bytes:
-        """Write the postings still queued; the store keys to take off ``:pend``."""
+        """Write the postings still queued; the store keys still to take off ``:pend``."""
         if self._queued:
             self._runner.run_many(self._queued)
-            self._done += self._queued_keys
             self._queued, self._queued_keys = [], []
         return self.take_done()
 
