@@ -175,3 +175,24 @@ def test_a_crawl_of_the_old_layout_is_refused_with_a_message(
     client.set("{" + key + "}:nd:params", "layout=3 shingles=3 perm=128 threshold=0.5")
     with pytest.raises(ValueError, match=r"older version .*layout=3.*delete"):
         RedisNearDuplicateDetector(client, key)
+
+
+def test_long_postings_leave_their_bucket_compact_and_decide_alike(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Sixty originals sharing a paragraph list its anchors more than 16 times: those postings
+    move to strings of their own, every bucket stays a listpack, decisions stay in-process's."""
+    key = fresh_key()
+    shared = RedisNearDuplicateDetector(redis_server.client(), key)
+    local = NearDuplicateDetector()
+    common = _text(10_000).splitlines()[:4]
+    for n in range(60):
+        text = "\n".join(common + _text(n).splitlines())
+        url = f"http://h{n}.test/p"  # one page a host: the paragraph never turns template
+        assert shared.check(url, text) == local.check(url, text), url
+        assert local.check(url + "?copy", text) == shared.check(url + "?copy", text)
+    client = redis_server.client()
+    buckets = list(client.scan_iter(match="{" + key + ":nd:*}:a:*"))
+    long = [k for k in buckets if client.type(k) == b"string"]
+    assert long and all(len(client.get(k) or b"") > 64 for k in long)
+    assert {client.object("encoding", k) for k in buckets if k not in long} == {b"listpack"}

@@ -18,7 +18,9 @@ by it whatever order the writes arrive in (two workers' writes race), and a writ
 key there does nothing, so writing one original's postings twice (a repair) is harmless. ``k``
 is the original's id, except for an original stored again under an id it already had (a
 refetched page that changed): then the element has its top bit set and carries the id after it
-(8 bytes), as the in-process index lists such a page twice.
+(8 bytes), as the in-process index lists such a page twice. Postings longer than
+:data:`LONG` bytes (an anchor more than 16 originals share) move to a string of their own, so
+a bucket stays in Redis's compact encoding.
 """
 
 from __future__ import annotations
@@ -34,13 +36,20 @@ from crawler.backends.redis.keys import glob_escape, shard_tag
 
 ALIAS = 0x80000000  # top bit of a posting's store key: the original's id follows
 REPAIR_LAG = 10_000  # ids after which a pending original's postings are written by any worker
+LONG = 64  # bytes of postings kept in the bucket (Redis's hash-max-listpack-value default)
 
 # ARGV: pairs of (bucket key, field); returns each field's postings ('' for none).
+# ARGV: pairs of (bucket key, field); returns each field's postings ('' for none). A posting
+# longer than LONG bytes lives in a string of its own (``<bucket key>:<field>``), the field
+# holding 'L': one long value would turn the whole bucket from Redis's compact listpack into a
+# hash table (``hash-max-listpack-value``, 64), ~3 times the bytes for every field in it.
 GET = r"""
 redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script here
 local out = {}
 for i = 1, #ARGV, 2 do
-  out[#out + 1] = redis.call('HGET', ARGV[i], ARGV[i + 1]) or ''
+  local v = redis.call('HGET', ARGV[i], ARGV[i + 1]) or ''
+  if v == 'L' then v = redis.call('GET', ARGV[i] .. ':' .. ARGV[i + 1]) or '' end
+  out[#out + 1] = v
 end
 return out
 """
@@ -56,6 +65,8 @@ local mine = struct.unpack('>I4', elem) % 2147483648
 for i = 4, #ARGV, 2 do
   local key, field = ARGV[i], ARGV[i + 1]
   local v = redis.call('HGET', key, field) or ''
+  local long = v == 'L'
+  if long then v = redis.call('GET', key .. ':' .. field) or '' end
   local pos, count, at, last, here = 1, 0, nil, nil, false
   while pos <= #v do
     local x = struct.unpack('>I4', v, pos)
@@ -72,12 +83,17 @@ for i = 4, #ARGV, 2 do
       v = string.sub(v, 1, at - 1) .. elem .. string.sub(v, at)
       if count + 1 > MAXP then v = string.sub(v, 1, last - 1 + #elem) end
     end
-    redis.call('HSET', key, field, v)
+    if #v > @LONG@ then
+      redis.call('SET', key .. ':' .. field, v)
+      if not long then redis.call('HSET', key, field, 'L') end
+    else
+      redis.call('HSET', key, field, v)
+    end
   end
 end
 if pend ~= '' then redis.call('HDEL', pend, mine) end
 return 1
-"""
+""".replace("@LONG@", str(LONG))
 
 
 def element(k: int, doc: int) -> bytes:
