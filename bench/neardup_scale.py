@@ -211,10 +211,12 @@ def main() -> None:
     parser.add_argument("--per-tree", type=int, default=80, help="real pages per tree")
     parser.add_argument("--every", type=int, default=50_000, help="pages between reports")
     parser.add_argument("--no-real", action="store_true", help="skip the real-pages check")
+    parser.add_argument("--capacity", type=int, default=0,
+                        help="NEARDUP_SHARED_CAPACITY (default: --pages)")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="stop checking after this long (0: check every page)")
     args = parser.parse_args()
-    capacity = max(args.pages, defaults.NEARDUP_SHARED_CAPACITY)
+    capacity = args.capacity or args.pages
     t_build = time.perf_counter()
     corpus = Corpus(args.per_tree)
     print(f"corpus: {len(corpus.trees)} trees, "
