@@ -45,6 +45,7 @@ from crawler.content.neardup import (
     DEFAULT_THRESHOLD,
     NearDuplicateDetector,
 )
+from crawler.content.neardup_features import ANCHORS
 from crawler.content.normalize import normalize_text
 from crawler.content.shingles import shingle_hashes32, shingle_set
 from devsite.testset import (
@@ -203,8 +204,11 @@ def section_no_boilerplate_removal(sets: list[tuple[LabelledSet, tuple]]) -> Non
 
 
 def section_lsh_design(trials: int) -> None:
-    print(f"\n== 4. LSH candidates for pairs of similarity exactly t ({trials} pairs each, "
-          f"num_perm={DEFAULT_NUM_PERM})")
+    """How often a pair of similarity exactly t becomes a candidate: datasketch's banded LSH
+    (its own b, r for t) against this detector's anchor index (a pair is a candidate when the
+    two bottom-k sketches share one of their ANCHORS smallest hashes), before verification."""
+    print(f"\n== 4. Candidates for pairs of similarity exactly t ({trials} pairs each, "
+          f"num_perm={DEFAULT_NUM_PERM}, {ANCHORS} anchors)")
     rng = np.random.default_rng(5)
     perms = MinHash(num_perm=DEFAULT_NUM_PERM).permutations
     for t in (0.5, 0.6, 0.8):
@@ -212,7 +216,6 @@ def section_lsh_design(trials: int) -> None:
         inter = round(2000 * t / (1 + t))
         own = 1000 - inter
         stock = MinHashLSH(threshold=t, num_perm=DEFAULT_NUM_PERM)
-        ours = NearDuplicateDetector(threshold=t)
         hits_stock = hits_ours = 0
         for _ in range(trials):
             items = rng.integers(0, 2**32, inter + 2 * own, dtype=np.uint64).tolist()
@@ -221,9 +224,12 @@ def section_lsh_design(trials: int) -> None:
             a.update_batch(items[: inter + own])
             b.update_batch(items[:inter] + items[inter + own :])
             hits_stock += _collides(a, b, stock.b, stock.r)
-            hits_ours += _collides(a, b, ours.bands, ours.rows)
+            anchors_a = np.unique(np.array(items[: inter + own], np.uint32))[:ANCHORS]
+            anchors_b = np.unique(np.array(items[:inter] + items[inter + own :],
+                                           np.uint32))[:ANCHORS]
+            hits_ours += bool(np.intersect1d(anchors_a, anchors_b).size)
         print(f"  t={t}: datasketch params b={stock.b:2d} r={stock.r:2d}: "
-              f"{hits_stock / trials:5.1%} candidates | ours b={ours.bands:2d} r={ours.rows}: "
+              f"{hits_stock / trials:5.1%} candidates | ours, {ANCHORS} anchors: "
               f"{hits_ours / trials:5.1%}, then verified by estimated Jaccard >= t")
 
 
@@ -259,15 +265,17 @@ def section_speed(n_pages: int) -> None:
         if probe is not detector:
             for url, text in zip(urls, pages, strict=True):
                 probe.check(url, text)
-        found = [len(probe._lsh.query(probe.minhash(normalize_text(p)))) for p in tail]
-        print(f"    LSH candidates per page with {len(pages)} pages indexed, {k}-word shingles: "
+        found = [len(probe._candidates(probe.features(p).sketch[:ANCHORS], None))
+                 for p in tail]
+        print(f"    candidates verified per page with {len(pages)} pages indexed, {k}-word "
+              f"shingles: "
               f"{statistics.fmean(found):.1f} (99th percentile {np.percentile(found, 99):.0f})")
     n = min(len(pages), 2000)
     norm = [normalize_text(p) for p in pages[:n]]
     stages = {
         "normalize_text": lambda i: normalize_text(pages[i]),
         "shingle hashes (numpy)": lambda i: shingle_hashes32(norm[i], DEFAULT_SHINGLE_SIZE),
-        "MinHash (update_batch)": lambda i: detector.minhash(norm[i]),
+        "features (bottom-k sketch)": lambda i: detector.features(pages[i]),
     }
     for name, fn in stages.items():
         t0 = time.perf_counter()
@@ -339,24 +347,28 @@ def section_memory(n_docs: int) -> None:
     print(f"\n== 7. Memory per document ({n_docs} distinct pages, tracemalloc)")
     for perm, t in ((DEFAULT_NUM_PERM, DEFAULT_THRESHOLD), (64, DEFAULT_THRESHOLD), (128, 0.7)):
         detector = NearDuplicateDetector(num_perm=perm, threshold=t)
-        minhashes = [detector.minhash(normalize_text(p)) for p in pages]
+        stock = MinHashLSH(threshold=t, num_perm=perm)
+        minhashes = []
+        for p in pages:
+            m = MinHash(num_perm=perm)
+            m.update_batch([s.encode() for s in _shingle_strings(normalize_text(p))])
+            minhashes.append(m)
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        lsh = MinHashLSH(num_perm=perm, params=(detector.bands, detector.rows))
         for i, m in enumerate(minhashes):
-            lsh.insert(i, m, check_duplication=False)
+            stock.insert(i, m, check_duplication=False)
         lsh_bytes = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()
-        del lsh
+        del stock
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         for i, p in enumerate(pages):
             detector.check(f"http://h{i % 40}.test/{i}", p)
         all_bytes = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()
-        print(f"  num_perm={perm:3d} threshold={t} (b={detector.bands}, r={detector.rows}): "
-              f"MinHashLSH {lsh_bytes / n_docs:,.0f} B/doc; whole detector (LSH + signatures "
-              f"+ URL/fingerprint tables) {all_bytes / n_docs:,.0f} B/doc")
+        print(f"  num_perm={perm:3d} threshold={t}: datasketch MinHashLSH {lsh_bytes / n_docs:,.0f}"
+              f" B/doc; whole detector (anchor index, packed sketches, URL/fingerprint tables, "
+              f"template models) {all_bytes / n_docs:,.0f} B/doc")
 
 
 SECTIONS = ("quality", "sweep", "template", "lsh", "speed", "extraction", "memory")

@@ -74,18 +74,23 @@ def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
 
 
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
-    """Wrap the detector's two scripts so the time spent waiting for Redis is summed."""
-    spent = {"redis": 0.0}
-    for name, script in list(det._scripts.items()):
+    """Wrap the detector's script runner so the time spent waiting for Redis is summed."""
+    spent = {"redis": 0.0, "depth": 0}
+    runner = det._runner
+    for name in ("run", "run_many"):
+        method = getattr(runner, name)
 
-        def call(*args: Any, _script: Any = script, **kwargs: Any) -> Any:
+        def call(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
+            spent["depth"] += 1  # run_many may call run: count the outer call only
             try:
-                return _script(*args, **kwargs)
+                return _method(*args, **kwargs)
             finally:
-                spent["redis"] += time.perf_counter() - t0
+                spent["depth"] -= 1
+                if not spent["depth"]:
+                    spent["redis"] += time.perf_counter() - t0
 
-        det._scripts[name] = call
+        setattr(runner, name, call)
     return spent
 
 

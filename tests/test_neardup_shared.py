@@ -300,15 +300,13 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert late.replayed == 16
 
 
-def test_a_worker_that_starts_late_reads_the_index_in_pieces(
+def test_a_worker_that_starts_late_decides_at_once(
     redis_server: RedisServer,  # noqa: F811
     labelled: LabelledSet,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A worker joining a crawl copies the index log in plain reads when it is far behind (here:
-    more than 1 KB), then decides exactly as the in-process detector that saw every page."""
-    import crawler.backends.redis.neardup as shared
-
+    """A worker joining a crawl keeps no copy of the index: it decides its first page with no
+    replay (nothing read but what that page needs), then exactly as the in-process detector
+    that saw every page."""
     key = fresh_key()
     first = RedisNearDuplicateDetector(redis_server.client(), key)
     local = NearDuplicateDetector()
@@ -316,15 +314,11 @@ def test_a_worker_that_starts_late_reads_the_index_in_pieces(
     half = len(pages) // 2
     for url, text, title in pages[:half]:
         assert first.check(url, text, title=title) == local.check(url, text, title=title)
-    monkeypatch.setattr(shared, "_TAIL", 1024)
-    pieces: list[int] = []
-    catch_up = RedisNearDuplicateDetector._catch_up
-    monkeypatch.setattr(RedisNearDuplicateDetector, "_catch_up",
-                        lambda self, length: pieces.append(length) or catch_up(self, length))
     late = RedisNearDuplicateDetector(redis_server.client(), key)
+    assert late.cache_used == 0
     for url, text, title in pages[half:]:
         assert late.check(url, text, title=title) == local.check(url, text, title=title), url
-    assert pieces and pieces[0] > 1024  # the first check found it far behind
+    assert late.replayed < half  # only the models of the hosts it checked, no index
 
 
 def test_urls_come_back_exactly(redis_server: RedisServer) -> None:  # noqa: F811

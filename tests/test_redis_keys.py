@@ -73,7 +73,7 @@ def test_a_crawl_name_comes_from_the_settings_or_the_site() -> None:
 
 def test_scan_patterns_take_a_crawl_name_literally() -> None:
     keys = CrawlKeys("a*b[1]?")
-    assert keys.patterns() == [r"{a\*b\[1\]\?}:*"]
+    assert keys.patterns() == [r"{a\*b\[1\]\?}:*", r"{a\*b\[1\]\?:nd:*"]
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 
@@ -150,7 +150,8 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     named = {keys.meta, keys.controls, keys.blocked, keys.scope, keys.robots, keys.robots_state,
              f.stats, f.selector, f.hosts, f.host_ids, f.ready, f.leases, f.lease, f.fetches,
              f.seen_bloom, f.seen_bloom_count, nd.template_meta, nd.versions, nd.host_ids,
-             nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params}
+             nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
+             nd.pending, nd.recent}
     prefixes = (f.front_prefix, f.back_prefix, f.first_prefix, f.host_prefix, nd.urls_prefix,
                 nd.fingerprints_prefix, nd.log_prefix, nd.slots_prefix, nd.heap_prefix,
                 nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix)
@@ -159,5 +160,8 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     assert not unnamed
     assert {f.stats, f.host("h0.test"), f.first("h9.test"), keys.controls, keys.blocked,
             f.seen_bloom, nd.last_id, keys.robots} <= present
-    assert frontier.reset() == len(present)
+    postings = {k.decode() for k in client.scan_iter(match=keys.patterns()[-1])}
+    assert postings and all(k.startswith("{" + crawl + ":nd:") for k in postings)
+    assert frontier.reset() == len(present) + len(postings)
     assert not _keys_in(client, crawl)
+    assert not list(client.scan_iter(match=keys.patterns()[-1]))

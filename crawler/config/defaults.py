@@ -331,6 +331,14 @@ NEARDUP_LINK_DEMOTION = 4
 # (~64 entries each at this size) stay in Redis's compact encoding up to about 8 times this;
 # past it the index still works, those buckets at ~3x the bytes.
 NEARDUP_SHARED_CAPACITY = 100_000
+# Bytes a worker of the shared (Redis) near-duplicate detector keeps of what it read: the
+# records of the originals it compared (~1.5 KB each decoded) and the templates and template
+# models of the hosts it met (~7 B per counted block, a few to a few hundred KB a host), the
+# least recently used dropped and read again when a page needs them. 64 MiB holds ~20,000
+# records and the models of a few hundred busy hosts: a worker's working set (the siblings of
+# the pages it fetches, the hosts in flight), whatever the crawl's size; nothing of it is needed
+# to decide, so a new worker starts with it empty.
+NEARDUP_CACHE_BYTES = 64 * 1024 * 1024
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 INDEX_BATCH_SIZE = 200  # items per index transaction

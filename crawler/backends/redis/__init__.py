@@ -21,6 +21,7 @@ and rides out Redis going away through ``outage``.
 ``robots``           ``ROBOTS_CACHE_CLASS``: robots.txt fetched once per host for the crawl
 ``neardup_store``    ``NEARDUP_STORE_CLASS``: builds the shared near-duplicate detector
                      (``neardup``; its scripts ``neardup_lua``, formats ``neardup_codec``, what
-                     a worker keeps of it ``neardup_copies``)
+                     a worker keeps of it ``neardup_copies``, the anchor postings spread over
+                     tags of their own ``neardup_anchors``)
 ``status``           ``scrapy frontier``'s view: heartbeats, merged counters, the report
 """

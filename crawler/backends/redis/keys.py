@@ -73,9 +73,12 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ========================  ==================================================================
 ``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
 ``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
-``:l:<n>``                STRING: the index log, ``neardup_lua.CHUNK`` bytes each: per original
-                          stored its id (4), record offset (5) and length (3), anchors (count,
-                          4 bytes each); per original replaced, its id and zeros
+``:pend``                 HASH: store key -> posting element and anchors of each original
+                          whose anchor postings may not be written yet (``neardup_anchors``)
+``:recent``               LIST: the last originals stored (store key, anchors), newest first,
+                          that ``COMMIT`` checks a decision against (``:v`` ``floor``: the
+                          newest dropped)
+``:l:<n>``                STRING: layout 3's index log (refused: see ``neardup``)
 ``:o:<id/508>``           STRING: per id, the offset (5 bytes) and length (3 bytes) of its
                           record in the heap; zeros: none (duplicates, replaced originals)
 ``:r:<n>``                STRING: the heap, ``neardup_lua.CHUNK`` bytes each; a record is
@@ -91,10 +94,12 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
                           frontier's penalty, shared)
 ``:v``                    HASH: ``seq`` (commits so far: the order decisions are equivalent
-                          to), ``forget`` (originals replaced so far), ``log`` and ``heap``
-                          (bytes of each used)
+                          to), ``forget`` (originals replaced so far), ``heap`` (bytes used),
+                          ``floor`` (the newest store key dropped from ``:recent``)
 ``:next``                 the last id given
 ``:params``               the settings every worker must share
+``{<crawl>:nd:<g>.<n>}:a:<b>``  HASH: the anchor postings, spread over their own hash tags
+                          (``neardup_anchors``)
 ========================  ==================================================================
 """
 
@@ -195,7 +200,9 @@ class NeardupKeys:
         self.params = prefix + ":params"
         self.urls_prefix = prefix + ":u:"
         self.fingerprints_prefix = prefix + ":f:"
-        self.log_prefix = prefix + ":l:"
+        self.log_prefix = prefix + ":l:"  # layout 3's index log (refused)
+        self.pending = prefix + ":pend"
+        self.recent = prefix + ":recent"
         self.slots_prefix = prefix + ":o:"
         self.heap_prefix = prefix + ":r:"
         self.template_prefix = prefix + ":t:"
@@ -273,7 +280,8 @@ class CrawlKeys:
         """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
         list, which scrapy-redis names)."""
         tags = [self.prefix] + [k.prefix for k in self.shards() if k.prefix != self.prefix]
-        return [glob_escape(tag) + ":*" for tag in tags]
+        # and the near-duplicate anchor postings' own tags ({<crawl>:nd:<g>.<n>})
+        return [glob_escape(tag) + ":*" for tag in tags] + [glob_escape("{" + self.name) + ":nd:*"]
 
 
 SLOTS = 16384  # Redis Cluster's hash slots

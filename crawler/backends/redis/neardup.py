@@ -11,74 +11,79 @@ crawl's hash tag: the URL and fingerprint tables, the stored originals (sketch, 
 entry, cover, title, host, URL), the index of their anchors, every host's template model and the
 per-host duplicate counts the frontier's penalty uses.
 
-Each page is two round trips, optimistic like a compare-and-set:
+No worker holds the crawl's index: a page costs a few round trips, optimistic like a
+compare-and-set, and a worker keeps only a bounded cache (``NEARDUP_CACHE_BYTES``) of what it
+read, so a new worker decides its first page at once, without replaying anything.
 
-1. ``READ`` (one Lua call, read only): the page's host template length (a worker keeps a copy
-   of each host's template, which only grows, so a length is its version; if the copy is behind,
-   the script returns what is missing and the worker computes the features again), what this
-   worker's copies of the host's model and of the anchor index lack (below), the URL's id, the
-   fingerprint's owner and, for the candidates the worker ranked, the records it has not decoded
-   yet and their hosts' template lengths.
-2. The worker ranks the candidates (:func:`~crawler.content.neardup_decide.rank_candidates` over its
-   copy of the index, now current; if that changed the ranking, it reads again) and decides; a
-   page that teaches its host's model is learned into the worker's copy of it
-   (:meth:`HostTemplates.learn`, undone if the commit is refused). Then ``COMMIT`` (one Lua call)
-   checks that nothing the decision depended on changed (nothing at all if no commit happened
-   since ``READ``, the usual case; else the URL id, the fingerprint owner, the template lengths
-   used, the host's pages learned, a counter bumped whenever a stored original is replaced, and
-   whether an original indexed since took a posting of one of the page's anchors) and records
-   the page (id, record, index entry, what it taught, host counts); otherwise it answers
-   ``retry`` and the worker starts again from 1.
+1. ``READ`` (one Lua call on the crawl's tag), pipelined with ``GET`` of the page's
+   :data:`~crawler.content.neardup_features.ANCHORS` anchors' postings (one call per anchor tag,
+   ``neardup_anchors``; on a single Redis one call for all, in the same pipeline): the page's
+   host template length (a worker keeps a copy of each host's template it met, which only
+   grows, so a length is its version; if the copy is behind, the script returns what is missing
+   and the worker computes the features again), what this worker's copy of the host's model
+   lacks (below), the URL's id, the fingerprint's owner and its record, the crawl's last id
+   (``next``: every original stored later has a greater store key) and the *pending* originals:
+   those committed whose postings may not be written yet (``:pend``, a few per worker).
+2. The worker merges the pending originals into the postings read (both in store-key order,
+   as a sequential index would list them), ranks the originals by votes
+   (:func:`~crawler.content.neardup_decide.rank_candidates`'s order) and asks ``PICK`` for the
+   first :data:`~crawler.content.neardup_decide.VERIFY` live ones: their record table entries,
+   the records the worker has not decoded (or decoded before the original was stored again)
+   and their hosts' template lengths. It decides; a page that teaches its host's model is
+   learned into the worker's copy of it (:meth:`HostTemplates.learn`, undone if the commit is
+   refused).
+3. ``COMMIT`` checks that nothing the decision depended on changed (nothing at all if no commit
+   happened since ``READ``, the usual case; else the URL id, the fingerprint owner, the template
+   lengths used, the host's pages learned, a counter bumped whenever a stored original is
+   replaced, and whether an original stored since ``READ`` (``:recent``: the last
+   :data:`~crawler.backends.redis.neardup_lua.RECENT`, newest first) took a posting of one of
+   the page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record,
+   what it taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise
+   it answers ``retry`` and the worker starts again from 1.
+4. A new original's postings are written (``PUT``, one call per anchor tag) and it is taken off
+   ``:pend``: on a single Redis by that ``PUT`` itself, sent in the pipeline of the worker's
+   next ``READ``; on a cluster by the worker's next ``READ``, once the ``PUT`` was answered.
 
-So the decisions are those of the in-process detector run over the pages in the order their
-commits happened, and two workers racing on one page index it once: the second commit finds the
-fingerprint taken and retries into "exact duplicate".
+**Why that is atomic across tags.** A Lua script touches one cluster slot, so the anchor
+postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
+crawl's own tag stays the one place decisions are ordered (``COMMIT``), and the postings are a
+copy of what the commits decided, written after, idempotently, sorted by store key whatever
+order they arrive in. A worker reads ``:pend`` *before* the postings (in one pipeline, or one
+after the other on a cluster): an original committed before that ``READ`` is either still
+pending (merged from ``:pend``) or taken off it by a ``READ`` that came after its ``PUT`` was
+answered, so it is in the postings read; one committed after is in ``:recent`` under a store key
+above the ``next`` read, which ``COMMIT`` checks. So two workers judging copies of one page at
+once (or two near-duplicates) decide as one detector would in their commit order: the second
+commit finds the fingerprint taken, or an original on one of its anchors, and retries into
+"duplicate". A worker that dies between ``COMMIT`` and ``PUT`` leaves its original pending: every
+worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes its postings.
 
-Each piece is kept in Redis in the form that costs Redis least per page: appends of packed bytes,
-few commands, no per-block or per-anchor fields.
+**Bytes.** Per original the anchors cost ~16 listpack fields (2-4 bytes of field, 6 of value);
+``:pend`` and ``:recent`` are bounded; the worker's copies are bounded by
+``NEARDUP_CACHE_BYTES``.
 
-**Anchor index.** Each original appends one entry to the crawl's *index log*: its id, where its
-record is, and its anchors (those whose posting lists are not full yet). A worker keeps a copy of
-the index (:class:`~crawler.backends.redis.neardup_copies.IndexCopy`: the first
-:data:`~crawler.content.neardup_index.MAX_POSTING` postings of
-each anchor, in commit order, and which originals are live), brought up to date from the log's
-tail in every ``READ`` (or, far behind, in plain reads of its pieces), so ranking the candidates
-costs Redis nothing and indexing an original one append instead of 16 hash writes.
+**Layout.** A crawl's state written by layout 3 (an index log every worker replayed) is refused
+with a message (``LAYOUT``): its anchors are in that log, not in postings; finish it with the
+previous version or start the crawl's near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
-**Template models.** Counting every block of every original in Redis (one hash field per block,
-~12 bytes and ~1 us of server time each, ~90 blocks per real page) was most of the store's bytes
-and time. A host's model lives in Redis as a log: each page that taught it, as its distinct
-blocks not yet template (sorted, gap-packed), and at every pruning of the model (each
-:data:`~crawler.content.template.PRUNE_EVERY` pages, where the model is smallest) a *snapshot*
-of the model (the blocks counted and their counts) that replaces the log so far. A worker keeps
-its own copy of the models of the hosts it checks and brings it up to date from the ``READ``
-reply (the log entries since its copy's version, or the snapshot and the log); it learns a page
-there and sends ``COMMIT`` the page's log entry, the blocks it made template and, at a pruning,
-the new snapshot. Redis does a few appends per page whatever the page's size; a worker replays
-the pages other workers taught of the hosts it checks.
+Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
+layout table is there), the anchor buckets by
+:class:`~crawler.backends.redis.neardup_anchors.AnchorKeys`; the scripts are ``neardup_lua``'s
+and ``neardup_anchors``'s, the packed formats ``neardup_codec``'s, and what a worker keeps of the
+state ``neardup_copies``'s (the template models' and records' layout too).
 
-**Records.** An original's record is packed (gaps of its sketch in the bits the largest needs,
-each entry's block as an index into the page's table of blocks in as few bits, the URL without
-``scheme://host``) and appended to a heap of fixed-size strings, allocated whole so nothing is
-lost to a string's doubling or to a hash table's per-entry overhead; a table of 8 bytes per id
-(offset and length) finds it. A worker keeps the records it decoded (the heap never changes what
-it holds) and asks ``READ`` only for the others.
-Every key is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the layout table is
-there); the scripts are ``neardup_lua``'s, the packed formats ``neardup_codec``'s, and what a
-worker keeps of the state ``neardup_copies``'s.
-
-
-``bench/shared.py`` measures the decisions against the in-process detector, Redis server time
-per page and bytes per document.
+``bench/shared.py`` and ``bench/neardup_scale.py`` measure it (decisions, bytes, time, memory).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
 import struct
 import time
+from collections import OrderedDict
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -88,20 +93,20 @@ from redis.cluster import RedisCluster
 
 from crawler.backends.redis.calls import ScriptCall, script_runner
 from crawler.backends.redis.keys import CrawlKeys
+from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import (
     EMPTY,
     NO_LESSON,
+    DecodedRecord,
     HostCopies,
-    IndexCopy,
     Lesson,
     RecordCache,
-    TemplateCopy,
 )
-from crawler.backends.redis.neardup_lua import CHUNK, SCRIPT_KEYS, SCRIPTS
+from crawler.backends.redis.neardup_lua import SCRIPT_KEYS, SCRIPTS
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
-from crawler.content.neardup_decide import Candidate, Decision, decide, pick_best, rank_candidates
+from crawler.content.neardup_decide import VERIFY, Candidate, Decision, decide, pick_best
 from crawler.content.neardup_features import (
     ANCHORS,
     DEFAULT_NUM_PERM,
@@ -118,18 +123,20 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
-LAYOUT = 3
+LAYOUT = 4  # 3: an index log every worker copied (refused, see the module)
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
+DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
 MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means another worker won)
 _FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
 # past 512, so a bucket stays compact up to 8 times the capacity)
-_TAIL = 1 << 18  # index log bytes READ sends at most; a worker further behind reads pieces
+ASK = 64  # candidates sent to PICK at once (it stops at VERIFY live ones)
+HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
 
 
-def _bits(entries: float) -> int:
+def _bits(entries: float, most: int = 24) -> int:
     """Bits of bucket number for ``entries`` fields at about ``_FILL`` per bucket."""
-    return max(1, min(24, math.ceil(math.log2(max(2.0, entries / _FILL)))))
+    return max(1, min(most, math.ceil(math.log2(max(2.0, entries / _FILL)))))
 
 
 class RedisNearDuplicateDetector:
@@ -152,26 +159,36 @@ class RedisNearDuplicateDetector:
         threshold: float = DEFAULT_THRESHOLD,
         capacity: int = DEFAULT_CAPACITY,
         outage_wait: float = defaults.REDIS_OUTAGE_WAIT,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        groups: int = 1,
     ) -> None:
         """``outage_wait``: how long a check waits for Redis once it went away, counted from
-        the outage's start, before pages are judged alone (see :meth:`check`)."""
+        the outage's start, before pages are judged alone (see :meth:`check`);
+        ``cache_bytes``: what this worker keeps of what it read (records, hosts' templates and
+        models), at most; ``groups``: hash tags the anchor postings spread over
+        (``FRONTIER_SHARDS``: on a cluster, one per master)."""
         if num_perm < ANCHORS or num_perm > 0xFFFF:
             raise ValueError(f"num_perm must be between {ANCHORS} and 65535")
         self.client = client
-        self.keys = CrawlKeys(key).neardup()
+        crawl = CrawlKeys(key)
+        self.keys = crawl.neardup()
         self.prefix = self.keys.prefix
         self.shingle_size, self.num_perm, self.threshold = shingle_size, num_perm, threshold
         self.capacity = capacity
         self.table_bits = _bits(capacity)
+        anchor_keys = AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28))
         self._scripts = {n: client.register_script(src) for n, src in SCRIPTS.items()}
         self._script_keys = SCRIPT_KEYS.keys(self.keys)
         # on a cluster, never through an ASK: the scripts touch keys they do not declare (calls);
         # a node away longer than a MOVED takes to follow is the outage's to wait out and log
         self._runner = script_runner(client, patience=0.5)
-        self._copies = HostCopies()  # this worker's copies of the hosts' templates and models
-        self._index = IndexCopy()  # this worker's copy of the index log
-        self._records = RecordCache()  # the records this worker decoded
-        self._hosts: dict[str, tuple[int, int, float]] = {}  # host -> (pages, dups, when)
+        self.anchors = AnchorPostings(client, anchor_keys, self._runner, MAX_POSTING,
+                                      self.keys.pending)
+        self.cache_bytes = cache_bytes
+        # this worker's copies of the hosts' templates and models, and the records it decoded
+        self._copies = HostCopies(cache_bytes // 2)
+        self._records = RecordCache(cache_bytes // 2)
+        self._hosts: OrderedDict[str, tuple[int, int, float]] = OrderedDict()  # host counts
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
         self.unjudged = 0  # pages judged alone: Redis stayed away past the outage's wait
@@ -187,14 +204,24 @@ class RedisNearDuplicateDetector:
         params = (
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
+            f" groups={groups}"
         )
         stored = self.outage.call(  # at the spider's start, maybe on the reactor: no wait
             lambda: client.set(self.keys.params, params, nx=True, get=True), wait=0
         )
         if stored is not None and stored.decode() != params:
+            old = stored.decode()
+            if not old.startswith(f"layout={LAYOUT} "):
+                raise ValueError(
+                    f"the crawl's shared near-duplicate state ({self.prefix}:*) was written by "
+                    f"an older version ({old.split(' ')[0]}: an index log every worker copied); "
+                    f"this version keeps the anchors in postings spread over Redis and cannot "
+                    f"read it. Finish that crawl with the version that started it, or delete "
+                    f"its {self.prefix}:* keys to start its near-duplicate state afresh"
+                )
             raise ValueError(
-                f"the crawl's shared near-duplicate index was built with {stored.decode()}; "
-                f"this worker has {params} (NEARDUP_* settings must match)"
+                f"the crawl's shared near-duplicate index was built with {old}; "
+                f"this worker has {params} (NEARDUP_* settings must match, and FRONTIER_SHARDS)"
             )
 
     @property
@@ -206,14 +233,17 @@ class RedisNearDuplicateDetector:
         """Pages other workers taught that this worker learned from the log."""
         return self._copies.replayed
 
+    @property
+    def cache_used(self) -> int:
+        """Bytes this worker's cache takes (its estimate of them), at most ``cache_bytes``."""
+        return self._copies.used + self._records.used
+
+    def _call(self, script: str, *args: Any, write: bool = True) -> ScriptCall:
+        return ScriptCall(self._scripts[script], self._script_keys,
+                          [self.table_bits, self.table_bits, *args], write)
+
     def _run(self, script: str, *args: Any) -> Any:
-        return self._runner.run(
-            ScriptCall(
-                self._scripts[script],
-                self._script_keys,
-                [self.table_bits, self.table_bits, *args],
-            )
-        )
+        return self._runner.run(self._call(script, *args))
 
     # --- the decision ---------------------------------------------------------------------
 
@@ -259,14 +289,13 @@ class RedisNearDuplicateDetector:
         """After an outage, this worker's copies may be ahead of Redis (a restart without
         persistence, a cluster failover that lost the last writes) or behind another worker's
         commits made on a replica promoted meanwhile: they are dropped once per outage and read
-        again from Redis as pages need them (the index log in plain reads, a host's template and
-        model with its next check)."""
+        again from Redis as pages need them (a host's template and model with its next
+        check)."""
         if self._synced == self.outage.outages:
             return
         self._synced = self.outage.outages
-        self._copies = HostCopies()
-        self._index = IndexCopy()
-        self._records = RecordCache()
+        self._copies = HostCopies(self.cache_bytes // 2)
+        self._records = RecordCache(self.cache_bytes // 2)
         self._hosts.clear()
 
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
@@ -287,43 +316,33 @@ class RedisNearDuplicateDetector:
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
             anchors = f.sketch[:ANCHORS]
             compares = bool(f.words and len(f.sketch))
-            # the candidates as this worker's copy of the index ranks them (the page's own id
-            # unknown yet: one more); READ sends the records this worker lacks
-            ranked = (rank_candidates(self._index.postings(anchors), None, self._index.alive)
-                      if compares else [])
-            wants, hosts, offsets = self._records.wants(self._index, ranked)
-            reply = self._run("read", uh, fp, host, hid, version, self._copies.models.pages(host),
-                              self._index.position, wants, hosts, _TAIL)
+            reply, stored = self.anchors.read(
+                self._call("read", uh, fp, host, hid, version, self._copies.models.pages(host),
+                           self.anchors.take_done()),
+                anchors.tolist() if compares else [],
+            )
             if self._out_of_date(reply, host):
                 continue
-            (_, hid_now, own, seq, forget, loglen, tail, owner, owner_rec, records, lengths,
-             model) = reply
+            (_, hid_now, own, seq, forget, next_id, pending, owner, owner_rec, model) = reply
             hid = int(hid_now)
             if hid:
                 self._copies.hids[host] = hid
-            if int(loglen) < self._index.position:  # Redis went back in time unnoticed
-                self._synced = -1  # (restarted without persistence between two checks)
-                self._check_copies()
-                continue
+                self._copies.names[hid] = host
             self._copies.follow(host, hid, model)
-            self._index.apply(tail)
-            if self._index.position != int(loglen):
-                raise RuntimeError("index log copy out of step")
-            for off, rec in zip(offsets if not int(owner) else [], records, strict=True):
-                self._records.keep(off, rec)  # (none when the fingerprint has an owner)
             own, owner = int(own), int(owner)
             candidates: list[Candidate] = []
             checks = b""
             heads: dict[int, bytes] = {owner: owner_rec}
-            postings: list[list[int]] = []
+            lens = b""
             if compares and not owner:
-                postings = self._index.postings(anchors)
-                ranked = rank_candidates(postings, own or None, self._index.alive)
-                found = self._candidates(hid, ranked, lengths)
-                if found is None:  # other workers' commits changed the ranking: read again
+                postings = merge(stored, anchors.tolist(),
+                                 self.anchors.pending(pending, int(next_id)), MAX_POSTING)
+                lens = bytes(len(p) for p in postings)
+                found = self._pick(hid, _ranked(postings, own))
+                if found is None:  # other workers' commits changed a host's template: again
                     continue
-                candidates, checks = found
-                heads.update((c.doc, self._head(c.doc)) for c in candidates)
+                candidates, checks, picked = found
+                heads.update((doc, rec.head) for doc, rec in picked.items())
             own_template = self._copies.template(hid)
             outcome = decide(
                 f, own or None, owner or None,
@@ -332,15 +351,15 @@ class RedisNearDuplicateDetector:
                 self.threshold,
             )
             if not add:
+                self._settle(hid)
                 return outcome.decision
             action = outcome.action
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
-            lens = bytes(min(len(p), MAX_POSTING) for p in postings)
             try:
                 result = self._run(
                     "commit", action, uh, url_part(url, host), host, fp, own, owner,
-                    int(forget), int(loglen), anchors.astype(">u4").tobytes() if lens else b"",
+                    int(forget), int(next_id), anchors.astype(">u4").tobytes() if lens else b"",
                     lens, checks, version,
                     encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                     if action == "new" else b"", MAX_POSTING, *_lesson_args(lesson), hid,
@@ -354,10 +373,19 @@ class RedisNearDuplicateDetector:
                 self.retries += 1
                 continue
             self._committed(host, result, lesson)
+            if int(result[5]):  # a new original: its postings
+                self.anchors.write(int(result[5]), result[6], anchors.tolist())
+            self._settle(int(result[4]) or hid)
             return outcome.decision
         raise RuntimeError(
             f"shared near-duplicate check of {url} refused {MAX_ATTEMPTS} times in a row"
         )
+
+    def _settle(self, hid: int) -> None:
+        """The end of a check: the host's copies are the most recent, the cache within its
+        bound."""
+        self._copies.touch(hid)
+        self._copies.evict(keep=hid)
 
     def observe(self, url: str, text: str) -> None:
         """Learn ``url``'s blocks into its host's shared template model without recording the
@@ -369,15 +397,14 @@ class RedisNearDuplicateDetector:
             template = self._copies.templates.get(hid) if hid else None
             version = len(template) if template is not None else 0
             reply = self._run("read", b"\0" * 8, b"", host, hid, version,
-                              self._copies.models.pages(host), self._index.position, b"", b"",
-                              _TAIL)
+                              self._copies.models.pages(host), self.anchors.take_done())
             if self._out_of_date(reply, host):
                 continue
             hid = int(reply[1])
             if hid:
                 self._copies.hids[host] = hid
-            self._copies.follow(host, hid, reply[11])
-            self._index.apply(reply[6])
+                self._copies.names[hid] = host
+            self._copies.follow(host, hid, reply[9])
             lesson = self._copies.learn(host, blocks)
             result = self._run(
                 "commit", "observe", b"\0" * 8, b"", host, b"", 0, 0, 0, 0, b"", b"", b"",
@@ -388,6 +415,7 @@ class RedisNearDuplicateDetector:
                 self.retries += 1
                 continue
             self._committed(host, result, lesson)
+            self._settle(int(result[4]) or hid)
             return
         raise RuntimeError(f"shared template learning of {url} refused {MAX_ATTEMPTS} times")
 
@@ -395,68 +423,52 @@ class RedisNearDuplicateDetector:
         """Keep what a commit answered: the host's counts and id; the template blocks the page
         made go to this worker's copy of the template (which the commit found current)."""
         if int(result[1]):
-            self._hosts[host] = (int(result[1]), int(result[2]), time.monotonic())
+            self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
         self.last_commit = int(result[3])
         self._copies.committed(host, int(result[4]), lesson)
+
+    def _count(self, host: str, counts: tuple[int, int, float]) -> None:
+        self._hosts[host] = counts
+        self._hosts.move_to_end(host)
+        if len(self._hosts) > HOST_COUNTS:
+            self._hosts.popitem(last=False)
 
     # --- candidates -------------------------------------------------------------------------
 
     def _out_of_date(self, reply: list[Any], host: str) -> bool:
-        """True when the script refused to read because this worker's copy is behind (the
-        host's template model is stale, or the anchor log has moved on); the copy is brought up
-        to date here and the read must be asked again."""
+        """True when the script refused to read because this worker's copy of the host's
+        template is behind; the copy is brought up to date here and the read must be asked
+        again."""
         if reply[0] == b"stale":
             self._copies.catch_up(host, int(reply[1]), int(reply[2]), reply[3])
-            return True
-        if reply[0] == b"behind":
-            self._catch_up(int(reply[1]))
+            if int(reply[1]):
+                self._copies.names[int(reply[1])] = host
             return True
         return False
 
-    def _catch_up(self, length: int) -> None:
-        """Read the index log up to ``length`` bytes in pieces (plain reads, not one long
-        script): a worker that starts late, or was idle long."""
-        start = self._index.position
-        pipe = self.client.pipeline(transaction=False)
-        pieces = range(start // CHUNK, (length + CHUNK - 1) // CHUNK)
-        for k in pieces:
-            lo = max(start, k * CHUNK) - k * CHUNK
-            hi = min(length, (k + 1) * CHUNK) - k * CHUNK
-            pipe.getrange(self.keys.log(k), lo, hi - 1)
-        self._index.apply(b"".join(pipe.execute()))
-
-    def _candidates(
-        self, hid: int, ranked: list[int], lengths: bytes
-    ) -> tuple[list[Candidate], bytes] | None:
-        """The ranked candidates from the decoded records, their hosts' templates brought up
-        to date (one pipelined round trip when some grew), and which lengths the decision used;
-        None if a record or a host's template length is missing."""
-        tlens = dict(struct.iter_unpack(">II", lengths))
-        picked = []
-        for doc in ranked:
-            off = self._index.where(doc)[0]
-            rec = self._records.peek(off)
-            if rec is None or (rec.hid != hid and rec.hid not in tlens):
-                return None
-            self._records.get(off)  # now the most recently used
-            picked.append((doc, rec))
+    def _pick(
+        self, hid: int, ranked: list[int]
+    ) -> tuple[list[Candidate], bytes, dict[int, DecodedRecord]] | None:
+        """The first :data:`VERIFY` live originals of ``ranked`` (``PICK``), their records
+        decoded, their hosts' templates brought up to date (one pipelined round trip when some
+        grew); which template lengths the decision used; None if a template moved meanwhile."""
+        picked: dict[int, DecodedRecord] = {}
+        tlens: dict[int, int] = {}
+        at = 0
+        while len(picked) < VERIFY and at < len(ranked):
+            batch = ranked[at : at + ASK]
+            at += len(batch)
+            kept = {doc: rec for doc in batch if (rec := self._records.get(doc)) is not None}
+            out, lengths = self._run("pick", self._records.ask(batch), VERIFY - len(picked))
+            for doc, entry, rec in out:
+                doc = int(doc)
+                picked[doc] = (self._records.keep(doc, entry, rec) if rec else kept[doc])
+            tlens.update(struct.iter_unpack(">II", lengths))
+        if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
+            return None
         templates = self._copies.templates
-        stale = {}
-        for _, rec in picked:
-            other = rec.hid
-            have = len(templates[other]) if other in templates else 0
-            if other != hid and have < tlens[other]:
-                stale[other] = have
-        if stale:
-            pipe = self.client.pipeline(transaction=False)
-            for other, have in stale.items():
-                pipe.getrange(self.keys.template(other), have * 4, -1)
-            for (other, have), rest in zip(stale.items(), pipe.execute(), strict=True):
-                templates.setdefault(other, TemplateCopy())
-                if len(templates[other]) == have:
-                    templates[other].extend(rest)
         candidates, used = [], {}
-        for doc, rec in picked:
+        for doc, rec in picked.items():
             template = None
             if rec.hid != hid:
                 copy = templates.get(rec.hid)
@@ -464,14 +476,10 @@ class RedisNearDuplicateDetector:
                 used[rec.hid] = len(copy) if copy is not None else 0
             candidates.append(Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title,
                                         template))
+        for other in used:
+            self._copies.touch(other)
         checks = b"".join(struct.pack(">II", h, n) for h, n in used.items())
-        return candidates, checks
-
-    def _head(self, doc: int) -> bytes:
-        """The head of original ``doc``'s decoded record (fingerprint, host id, URL)."""
-        rec = self._records.peek(self._index.where(doc)[0])
-        assert rec is not None  # a candidate's record was decoded to compare it
-        return rec.head
+        return candidates, checks, picked
 
     def _url(self, head: bytes) -> str:
         """The URL of a record (from its head: fingerprint, host id, URL)."""
@@ -501,7 +509,7 @@ class RedisNearDuplicateDetector:
             except RedisUnavailable:
                 return _ratio(cached, min_pages)
             cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())
-            self._hosts[host] = cached
+            self._count(host, cached)
         return _ratio(cached, min_pages)
 
     def template(self, host: str) -> set[int]:
@@ -524,7 +532,14 @@ class RedisNearDuplicateDetector:
         )
 
     def close(self) -> None:
-        """Stop the outage's probe and close the connection (the state stays in Redis)."""
+        """Take this worker's written postings off ``:pend``, stop the outage's probe and close
+        the connection (the state stays in Redis)."""
+        # if Redis is away they stay pending: every worker merges them, harmlessly
+        with contextlib.suppress(redis.RedisError):
+            done = self.anchors.flush()
+            if done:
+                self.client.hdel(self.keys.pending, *(int.from_bytes(done[i : i + 4], "big")
+                                                      for i in range(0, len(done), 4)))
         self.outage.close()
         self.client.close()
 
@@ -538,9 +553,13 @@ class RedisNearDuplicateDetector:
     def memory(self) -> dict[str, int]:
         """Bytes Redis uses for this index by kind of key (``MEMORY USAGE``; for benchmarks)."""
         total: dict[str, int] = {}
-        for key in self.client.scan_iter(match=self.keys.pattern(), count=1000):
-            kind = self.keys.kind(key)
-            total[kind] = total.get(kind, 0) + int(self.client.memory_usage(key, samples=0) or 0)
+        tags = tuple(self.anchors.keys.tags)
+        for pattern in (self.keys.pattern(), *self.anchors.keys.patterns()):
+            for key in self.client.scan_iter(match=pattern, count=1000):
+                text = key.decode() if isinstance(key, bytes) else key
+                kind = "a" if text.startswith(tags) else self.keys.kind(key)
+                size = int(self.client.memory_usage(key, samples=0) or 0)
+                total[kind] = total.get(kind, 0) + size
         return total
 
 
@@ -566,3 +585,15 @@ def _best(
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
+
+
+def _ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:
+    """Every original the postings vote for but the page's own, most votes first, then the
+    earliest stored: :func:`~crawler.content.neardup_decide.rank_candidates`'s order before it
+    keeps the live ones (``PICK`` does, on Redis's record table)."""
+    votes: dict[int, int] = {}
+    for posting in postings:
+        for _, doc in posting:
+            votes[doc] = votes.get(doc, 0) + 1
+    votes.pop(own, None)
+    return sorted(votes, key=lambda d: (-votes[d], d))

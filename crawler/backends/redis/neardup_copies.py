@@ -1,7 +1,28 @@
-"""What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, so a
-page costs Redis two round trips: its copy of the index log (where each original's record is,
-each anchor's postings), the records it decoded, and the hosts' templates and template models,
-each brought up to date from the ``READ`` replies (``neardup``).
+"""What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, within
+``NEARDUP_CACHE_BYTES``: the records it decoded and the templates and template models of the
+hosts it met, the least recently used dropped (and read again from Redis when a page needs
+them), each brought up to date from the ``READ`` and ``PICK`` replies (``neardup``). Nothing of
+it is needed to decide: a new worker starts empty.
+
+**Template models.** Counting every block of every original in Redis (one hash field per block,
+~12 bytes and ~1 us of server time each, ~90 blocks per real page) was most of the store's bytes
+and time. A host's model lives in Redis as a log: each page that taught it, as its distinct
+blocks not yet template (sorted, gap-packed), and at every pruning of the model (each
+:data:`~crawler.content.template.PRUNE_EVERY` pages, where the model is smallest) a *snapshot*
+of the model (the blocks counted and their counts) that replaces the log so far. A worker keeps
+its own copy of the models of the hosts it checks and brings it up to date from the ``READ``
+reply (the log entries since its copy's version, or the snapshot and the log); it learns a page
+there and sends ``COMMIT`` the page's log entry, the blocks it made template and, at a pruning,
+the new snapshot. Redis does a few appends per page whatever the page's size; a worker replays
+the pages other workers taught of the hosts it checks.
+
+**Records.** An original's record is packed (gaps of its sketch in the bits the largest needs,
+each entry's block as an index into the page's table of blocks in as few bits, the URL without
+``scheme://host``) and appended to a heap of fixed-size strings, allocated whole so nothing is
+lost to a string's doubling or to a hash table's per-entry overhead; a table of 8 bytes per id
+(offset and length) finds it. A worker keeps the records it decoded (with their table entry, so
+``PICK`` can tell an original stored again) and asks ``PICK`` only for the others.
+
 
 The template only grows, so its length is its version; a model's version is its pages learned.
 A page is learned into the worker's copy of its host's model before the commit (a
@@ -10,8 +31,8 @@ A page is learned into the worker's copy of its host's model before the commit (
 
 from __future__ import annotations
 
-import struct
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +45,8 @@ from crawler.backends.redis.neardup_codec import (
     pack_sorted,
     unpack_sorted,
 )
-from crawler.content.neardup_index import AnchorIndex
 from crawler.content.template import PRUNE_EVERY, HostTemplates
 
-DECODED = 8192  # decoded candidate records a worker keeps (siblings come back as candidates)
 EMPTY = np.empty(0, dtype=np.uint32)
 
 
@@ -78,12 +97,45 @@ class HostCopies:
     """This worker's copies of the hosts' ids, templates (by host id) and template models (by
     host)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int = 1 << 62) -> None:
+        self.budget = budget  # bytes the copies may take; the least recently used hosts go
         self.hids: dict[str, int] = {}  # host -> host id in Redis (never changes)
         self.names: dict[int, str] = {}  # host id -> host
         self.templates: dict[int, TemplateCopy] = {}  # host id -> this worker's copy
         self.models = HostTemplates()  # this worker's copies of the hosts' models
         self.replayed = 0  # pages other workers taught that this worker learned from the log
+        self._used: OrderedDict[int, int] = OrderedDict()  # host id -> bytes, by last use
+        self.used = 0
+
+    def touch(self, hid: int) -> None:
+        """Host ``hid``'s copies were just used: counted at their size, the most recent."""
+        if not hid:
+            return
+        host = self.names.get(hid, "")
+        template = self.templates.get(hid)
+        tlen = len(template) if template is not None else 0
+        # 7 bytes per counted block (numpy), a template block in two Python sets (~150)
+        size = 7 * self.models.counted(host) + 150 * (tlen + len(self.models.template(host)))
+        size += 600
+        self.used += size - self._used.pop(hid, 0)
+        self._used[hid] = size
+
+    def evict(self, keep: int = 0) -> None:
+        """Drop the least recently used hosts' copies (not ``keep``'s) until within budget;
+        they are read again from Redis when a page needs them."""
+        while self.used > self.budget and self._used:
+            hid = next(iter(self._used))
+            if hid == keep:
+                if len(self._used) == 1:
+                    return
+                self._used.move_to_end(hid)
+                continue
+            self.used -= self._used.pop(hid)
+            self.templates.pop(hid, None)
+            host = self.names.pop(hid, None)
+            if host is not None:
+                self.hids.pop(host, None)
+                self.models.forget(host)
 
     def template(self, hid: int) -> np.ndarray:
         """The sorted blocks of the copy of host ``hid``'s template."""
@@ -145,6 +197,33 @@ class HostCopies:
                     np.array(lesson.made, ">u4").tobytes()
                 )
 
+    def refresh(
+        self, client: Any, keys: Any, hid: int, records: Iterable[DecodedRecord],
+        tlens: dict[int, int],
+    ) -> bool:
+        """Bring the copies of the candidates' hosts' templates (not ``hid``'s, current) to
+        the lengths ``PICK`` read (one pipelined round trip when some grew); False if one has
+        grown further meanwhile."""
+        templates = self.templates
+        stale = {}
+        for rec in records:
+            other = rec.hid
+            have = len(templates[other]) if other in templates else 0
+            if other != hid and have < tlens[other]:
+                stale[other] = have
+        if not stale:
+            return True
+        pipe = client.pipeline(transaction=False)
+        for other, have in stale.items():
+            pipe.getrange(keys.template(other), have * 4, -1)
+        for (other, have), rest in zip(stale.items(), pipe.execute(), strict=True):
+            templates.setdefault(other, TemplateCopy())
+            if len(templates[other]) == have:
+                templates[other].extend(rest)
+            if len(templates[other]) != tlens[other]:
+                return False
+        return True
+
     def catch_up(self, host: str, hid: int, start: int, rest: bytes) -> None:
         """Bring this worker's copy of a host's template up to Redis's (``rest``: its blocks
         from ``start`` on)."""
@@ -158,53 +237,12 @@ class HostCopies:
         template.extend(rest)
 
 
-class IndexCopy:
-    """This worker's copy of the crawl's index log: where each original's record is in the heap
-    (length 0: none, as for a replaced original) and each anchor's postings, the ids of the
-    originals that listed it, in commit order (those past
-    :data:`~crawler.content.neardup_index.MAX_POSTING` never count, so the log does not carry
-    them)."""
-
-    def __init__(self) -> None:
-        self.position = 0  # bytes of the log applied
-        self.offset = np.zeros(256, np.int64)
-        self.length = np.zeros(256, np.uint32)
-        self.anchors = AnchorIndex(np.uint32)
-
-    def apply(self, data: bytes) -> None:
-        """Apply log entries: id (4 bytes), record offset (5) and length (3), anchors (count,
-        4 bytes each)."""
-        pos, end = 0, len(data)
-        while pos < end:
-            doc = int.from_bytes(data[pos : pos + 4], "big")
-            n = data[pos + 12]
-            if doc >= len(self.length):
-                size = max(doc + 1, len(self.length) * 2)
-                self.offset = np.concatenate((self.offset, np.zeros(size - len(self.offset),
-                                                                    np.int64)))
-                self.length = np.concatenate((self.length, np.zeros(size - len(self.length),
-                                                                    np.uint32)))
-            self.offset[doc] = int.from_bytes(data[pos + 4 : pos + 9], "big")
-            self.length[doc] = int.from_bytes(data[pos + 9 : pos + 12], "big")
-            self.anchors.add(doc, np.frombuffer(data, ">u4", n, pos + 13).tolist())
-            pos += 13 + 4 * n
-        self.position += end
-        self.anchors.settle()
-
-    def postings(self, anchors: np.ndarray) -> list[list[int]]:
-        return self.anchors.postings(anchors)
-
-    def alive(self, doc: int) -> bool:
-        return doc < len(self.length) and bool(self.length[doc])
-
-    def where(self, doc: int) -> tuple[int, int]:
-        return int(self.offset[doc]), int(self.length[doc])
-
-
 @dataclass(slots=True)
 class DecodedRecord:
-    """A decoded original: its host id, the head of its record (for its URL), its sketch."""
+    """A decoded original: its record table entry (which record it is), its host id, the head
+    of its record (for its URL), its sketch."""
 
+    entry: bytes
     hid: int
     head: bytes
     title: int
@@ -212,45 +250,59 @@ class DecodedRecord:
     blocks: np.ndarray
     cover: int
 
+    @property
+    def size(self) -> int:
+        """Bytes it takes in the worker (arrays, head, the objects around them)."""
+        return self.sketch.nbytes + self.blocks.nbytes + len(self.head) + 400
+
 
 class RecordCache:
-    """The originals' records this worker decoded, by heap offset (the heap never changes what
-    it holds), the most recently used kept."""
+    """The originals' records this worker decoded, by id, the most recently used kept within
+    ``budget`` bytes. A record is kept with its record table entry: ``PICK`` compares it with
+    Redis's and sends the record again if the original was stored again since."""
 
-    def __init__(self, size: int = DECODED) -> None:
-        self.size = size
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
         self._records: OrderedDict[int, DecodedRecord] = OrderedDict()
 
-    def peek(self, off: int) -> DecodedRecord | None:
-        return self._records.get(off)
+    def __len__(self) -> int:
+        return len(self._records)
 
-    def get(self, off: int) -> DecodedRecord | None:
-        """The record at ``off``, now the most recently used."""
-        rec = self._records.get(off)
+    def peek(self, doc: int) -> DecodedRecord | None:
+        return self._records.get(doc)
+
+    def get(self, doc: int) -> DecodedRecord | None:
+        """The record of ``doc``, now the most recently used."""
+        rec = self._records.get(doc)
         if rec is not None:
-            self._records.move_to_end(off)
+            self._records.move_to_end(doc)
         return rec
 
-    def wants(self, index: IndexCopy, ranked: list[int]) -> tuple[bytes, bytes, list[int]]:
-        """For ``READ``: where the ranked candidates' records this worker has not decoded are,
-        the hosts of those it has (for their template lengths), and the records' offsets."""
-        wants, hosts, offsets = [], set(), []
+    def ask(self, ranked: list[int]) -> bytes:
+        """``PICK``'s candidates: each id, the entry and host id of the record kept (zeros:
+        none)."""
+        out = []
         for doc in ranked:
-            off, length = index.where(doc)
-            rec = self.get(off)
+            rec = self._records.get(doc)
             if rec is None:
-                wants.append(struct.pack(">BIBH", off >> 32, off & 0xFFFFFFFF,
-                                         length >> 16, length & 0xFFFF))
-                offsets.append(off)
+                out.append(doc.to_bytes(4, "big") + bytes(12))
             else:
-                hosts.add(rec.hid)
-        return b"".join(wants), b"".join(h.to_bytes(4, "big") for h in hosts), offsets
+                out.append(doc.to_bytes(4, "big") + rec.entry + rec.hid.to_bytes(4, "big"))
+        return b"".join(out)
 
-    def keep(self, off: int, rec: bytes) -> None:
-        """Decode a record ``READ`` sent and keep it under its heap offset."""
+    def keep(self, doc: int, entry: bytes, rec: bytes) -> DecodedRecord:
+        """Decode a record ``PICK`` (or ``READ``) sent and keep it under its id."""
         n = int.from_bytes(rec[12:14], "big")
         title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
-        self._records[off] = DecodedRecord(int.from_bytes(rec[8:12], "big"), rec[: 14 + n],
-                                           title, sketch, blocks, cover)
-        if len(self._records) > self.size:
-            self._records.popitem(last=False)
+        decoded = DecodedRecord(entry, int.from_bytes(rec[8:12], "big"), rec[: 14 + n], title,
+                                sketch, blocks, cover)
+        old = self._records.pop(doc, None)
+        if old is not None:
+            self.used -= old.size
+        self._records[doc] = decoded
+        self.used += decoded.size
+        while self.used > self.budget and len(self._records) > 1:
+            _, gone = self._records.popitem(last=False)
+            self.used -= gone.size
+        return decoded

@@ -1,6 +1,8 @@
-"""Lua source of the shared near-duplicate detector's two scripts (``neardup``): ``READ``, what a
-worker needs to decide on a page, read only; ``COMMIT``, the decision recorded if nothing it
-depended on changed since, else ``retry``.
+"""Lua source of the shared near-duplicate detector's scripts on the crawl's own tag
+(``neardup``): ``READ``, what a worker needs to decide on a page (and which of its originals'
+postings are written now); ``PICK``, the first live candidates and the records the worker lacks;
+``COMMIT``, the decision recorded if nothing it depended on changed since, else ``retry``. The
+anchor postings, on tags of their own, are ``neardup_anchors``'s.
 
 Calling convention: ``KEYS[1]`` is the detector's versions hash (``{crawl}:nd:v``); every other
 key is built on its tag with the names :class:`crawler.backends.redis.keys.NeardupKeys` gives
@@ -29,7 +31,8 @@ SCRIPT_KEYS = ScriptKeys(
         ("NEXT", "last_id"),
         ("U", "urls_prefix"),
         ("F", "fingerprints_prefix"),
-        ("L", "log_prefix"),
+        ("PEND", "pending"),
+        ("RECENT", "recent"),
         ("O", "slots_prefix"),
         ("R", "heap_prefix"),
         ("T", "template_prefix"),
@@ -42,6 +45,8 @@ SCRIPT_KEYS = ScriptKeys(
 # terminating zero); a record table string of 508 entries of 8 bytes, one 4 KiB allocation.
 CHUNK = 16_378
 SLOTS = 508
+# Originals kept in :recent for COMMIT's check (a check spanning more commits than this retries)
+RECENT = 4096
 
 _COMMON = r"""
 @HEAD@
@@ -80,9 +85,9 @@ local function tlens_of(hids)  -- the template lengths of several hosts: one HMG
   end
   return out
 end
-local function versions()  -- commits, originals replaced, bytes of the index log, so far
-  local v = redis.call('HMGET', @V@, 'seq', 'forget', 'log')
-  return tonumber(v[1] or 0), tonumber(v[2] or 0), tonumber(v[3] or 0)
+local function versions()  -- commits and originals replaced, so far
+  local v = redis.call('HMGET', @V@, 'seq', 'forget')
+  return tonumber(v[1] or 0), tonumber(v[2] or 0)
 end
 local function span(prefix, off, len)  -- bytes [off, off + len) of a string kept in CHUNK-byte
   local parts = {}                     -- pieces (the heap, the index log)
@@ -109,8 +114,13 @@ end
 
 READ = _COMMON + r"""
 local uh, fp, host, hid = ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
-local known, learned, logpos = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local wants, hosts, LIMIT = ARGV[10], ARGV[11], tonumber(ARGV[12])
+local known, learned, done = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+-- the store keys whose postings this worker has written since: no longer pending
+if #done > 0 then
+  local ks = {}
+  for i = 1, #done, 4 do ks[#ks + 1] = struct.unpack('>I4', done, i) end
+  redis.call('HDEL', @PEND@, unpack(ks))
+end
 if hid == 0 then hid = tonumber(redis.call('HGET', @HIDS@, host) or 0) end
 local pages, tlen = meta(hid)
 if tlen ~= known then  -- the worker's copy of the host's template is behind: send the rest
@@ -120,8 +130,7 @@ if tlen ~= known then  -- the worker's copy of the host's template is behind: se
   if hid > 0 and tlen > from then rest = redis.call('GETRANGE', @T@ .. hid, from * 4, -1) end
   return {'stale', hid, from, rest}
 end
-local seq, forget, loglen = versions()
-if loglen - logpos > LIMIT then return {'behind', loglen} end  -- the worker reads it in pieces
+local seq, forget = versions()
 -- the host's model: what the worker's copy (`learned` pages) lacks: the log entries after its
 -- version, or the snapshot and the whole log (`base`: the version they follow)
 local base, snap, log = 0, '', {}
@@ -139,43 +148,64 @@ if hid > 0 and pages ~= learned then
   end
 end
 local own = tonumber(redis.call('HGET', @U@ .. bucket(uh, UB), uh) or 0)
-local tail = ''  -- the index log since the worker's copy of it
-if loglen > logpos then tail = span(@L@, logpos, loglen - logpos) end
 local owner, orec = 0, ''
 if fp ~= '' then
   owner = tonumber(redis.call('HGET', @F@ .. bucket(fp, FB), fp) or 0)
   if owner > 0 then orec = record(owner) or '' end
 end
--- the candidates' records the worker has not decoded yet, and their hosts' template lengths
-local recs, tls = {}, {}
-if owner == 0 then
-  local hids = {}
-  for i = 1, #wants, 8 do
-    local hi, lo, len = struct.unpack('>I1I4I3', wants, i)
-    local rec = span(@R@, hi * 4294967296 + lo, len)
-    recs[#recs + 1] = rec
-    hids[#hids + 1] = struct.unpack('>I4', rec, 9)
-  end
-  for i = 1, #hosts, 4 do hids[#hids + 1] = struct.unpack('>I4', hosts, i) end
-  for i, n in ipairs(tlens_of(hids)) do tls[i] = struct.pack('>I4I4', hids[i], n) end
-end
-return {'ok', hid, own, seq, forget, loglen, tail, owner, orec, recs, table.concat(tls),
+local next_id = tonumber(redis.call('GET', @NEXT@) or 0)
+local pending = {}
+if owner == 0 then pending = redis.call('HVALS', @PEND@) end
+return {'ok', hid, own, seq, forget, next_id, pending, owner, orec,
         {pages, base, snap, log}}
+"""
+
+PICK = _COMMON + r"""
+-- ARGV[3]: the candidates, best first, each its id (4 bytes), the record table entry (8) of the
+-- record the worker decoded (zeros: none) and that record's host id (4); ARGV[4]: how many.
+-- The first live ones: each its id, its entry, its record if the worker's is not it; and the
+-- template lengths of their hosts.
+local cands, LIMIT = ARGV[3], tonumber(ARGV[4])
+local out, hids = {}, {}
+for i = 1, #cands, 16 do
+  if #out >= LIMIT then break end
+  local id = struct.unpack('>I4', cands, i)
+  local key, at = slot(id)
+  local e = redis.call('GETRANGE', key, at, at + 7)
+  if #e == 8 then
+    local hi, lo, len = struct.unpack('>I1I4I3', e)
+    if len > 0 then
+      local rec, h = '', 0
+      if e == string.sub(cands, i + 4, i + 11) then
+        h = struct.unpack('>I4', cands, i + 12)
+      else
+        rec = span(@R@, hi * 4294967296 + lo, len)
+        h = struct.unpack('>I4', rec, 9)
+      end
+      out[#out + 1] = {id, e, rec}
+      hids[#hids + 1] = h
+    end
+  end
+end
+local tls = {}
+for i, n in ipairs(tlens_of(hids)) do tls[i] = struct.pack('>I4I4', hids[i], n) end
+return {out, table.concat(tls)}
 """
 
 COMMIT = _COMMON + r"""
 local action, uh, url, host, fp = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local own_seen, owner_seen = tonumber(ARGV[8]), tonumber(ARGV[9])
-local forget_seen, logpos = tonumber(ARGV[10]), tonumber(ARGV[11])
+local forget_seen, next_seen = tonumber(ARGV[10]), tonumber(ARGV[11])
 local anchors, lens, checks = ARGV[12], ARGV[13], ARGV[14]
 local tlen_seen, payload, MAXP = tonumber(ARGV[15]), ARGV[16], tonumber(ARGV[17])
 local learned, entry, made, snapshot = tonumber(ARGV[18]), ARGV[19], ARGV[20], ARGV[21]
 local hid, seq_seen = tonumber(ARGV[22]), tonumber(ARGV[23])
 local UKEY = @U@ .. bucket(uh, UB)
+local RECENT = @RECENT_MAX@
 
 -- Everything the decision (and the worker's learning) read must be as it was: certainly so if
 -- nothing was committed since (the usual case), else each of it is compared.
-local seq, forget, loglen = versions()
+local seq, forget = versions()
 if seq ~= seq_seen then
   if hid == 0 then hid = tonumber(redis.call('HGET', @HIDS@, host) or 0) end
   local pages, tlen = meta(hid)
@@ -195,20 +225,28 @@ if seq ~= seq_seen then
     for i, n in ipairs(tlens_of(hids)) do
       if n ~= seen[i] then return {'retry'} end
     end
-    if loglen ~= logpos and #anchors > 0 then
-      -- originals indexed since: did one take a posting of an anchor of this page (one with
-      -- fewer than MAXP postings, whose list it would change)?
-      local mine = {}
-      for i = 1, #anchors / 4 do
-        if string.byte(lens, i) < MAXP then mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true end
-      end
-      local tail, pos = span(@L@, logpos, loglen - logpos), 1
-      while pos <= #tail do
-        local n = string.byte(tail, pos + 12)
-        for j = pos + 13, pos + 9 + 4 * n, 4 do
-          if mine[string.sub(tail, j, j + 3)] then return {'retry'} end
+    if #lens > 0 then
+      -- originals stored since the worker read: did one take a posting of an anchor of this
+      -- page (one with fewer than MAXP postings, whose list it would change)?
+      if tonumber(redis.call('HGET', @V@, 'floor') or 0) > next_seen then return {'retry'} end
+      local mine, any = {}, false
+      for i = 1, #lens do
+        if string.byte(lens, i) < MAXP then
+          mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true
+          any = true
         end
-        pos = pos + 13 + 4 * n
+      end
+      local from, more = 0, any
+      while more do
+        local got = redis.call('LRANGE', @RECENT@, from, from + 31)
+        more = #got == 32
+        for _, e in ipairs(got) do
+          if struct.unpack('>I4', e) <= next_seen then more = false break end
+          for j = 5, #e, 4 do
+            if mine[string.sub(e, j, j + 3)] then return {'retry'} end
+          end
+        end
+        from = from + 32
       end
     end
   end
@@ -236,6 +274,12 @@ local function append(prefix, field, data)  -- at the end of a string kept in CH
   return off
 end
 
+local function new_slot(id)  -- the record table's next string: allocated whole
+  if id % SLOTS == 0 or id == 1 then
+    redis.call('SETRANGE', @O@ .. math.floor(id / SLOTS), 8 * SLOTS - 1, '\0')
+  end
+end
+
 local function teach(h)  -- what the worker learned into its copy of the host's model
   if snapshot ~= '' then  -- a pruning: the snapshot replaces the log so far
     redis.call('SET', @TS@ .. h, snapshot)
@@ -247,23 +291,22 @@ local function teach(h)  -- what the worker learned into its copy of the host's 
   if made ~= '' then redis.call('APPEND', @T@ .. h, made) end
 end
 
-local function counts(dup)
+local function counts(dup, k, elem)
   local v = redis.call('HINCRBY', @HC@, host, HOSTS + (dup and 1 or 0))
-  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('HINCRBY', @V@, 'seq', 1), hid}
+  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('HINCRBY', @V@, 'seq', 1), hid,
+          k or 0, elem or ''}
 end
 
 if action == 'observe' then
   teach(host_id())
-  return {'ok', 0, 0, redis.call('HINCRBY', @V@, 'seq', 1), hid}
+  return {'ok', 0, 0, redis.call('HINCRBY', @V@, 'seq', 1), hid, 0, ''}
 end
 if action == 'unchanged' then return counts(false) end
 local id = own_seen
 if id == 0 then
   id = redis.call('INCR', @NEXT@)
   redis.call('HSET', UKEY, uh, id)
-  if id % SLOTS == 0 or id == 1 then  -- the record table's next string: allocated whole
-    redis.call('SETRANGE', @O@ .. math.floor(id / SLOTS), 8 * SLOTS - 1, '\0')
-  end
+  new_slot(id)
 else
   local rec = record(id)
   if rec then  -- a refetched original: what it said before goes
@@ -273,7 +316,6 @@ else
     local key, at = slot(id)
     redis.call('SETRANGE', key, at, string.rep('\0', 8))
     redis.call('HINCRBY', @V@, 'forget', 1)
-    append(@L@, 'log', struct.pack('>I4I1I4I3I1', id, 0, 0, 0, 0))
   end
 end
 if action == 'new' then
@@ -284,13 +326,21 @@ if action == 'new' then
   local key, at = slot(id)
   redis.call('SETRANGE', key, at, struct.pack('>I1I4I3', hi, lo, #data))
   redis.call('HSET', @F@ .. bucket(fp, FB), fp, id)
-  local kept = {}  -- the anchors whose lists are not full yet get this original
-  for i = 1, #anchors / 4 do
-    if string.byte(lens, i) < MAXP then kept[#kept + 1] = string.sub(anchors, 4 * i - 3, 4 * i) end
+  -- its postings: under its id, or (stored again under an id it had) a fresh store key
+  local k, elem = id, struct.pack('>I4', id)
+  if own_seen ~= 0 then
+    k = redis.call('INCR', @NEXT@)
+    new_slot(k)
+    elem = struct.pack('>I4I4', k + 2147483648, id)
   end
-  append(@L@, 'log',
-         struct.pack('>I4I1I4I3I1', id, hi, lo, #data, #kept) .. table.concat(kept))
+  if #anchors > 0 then
+    redis.call('HSET', @PEND@, k, elem .. anchors)
+    if redis.call('LPUSH', @RECENT@, struct.pack('>I4', k) .. anchors) > RECENT then
+      redis.call('HSET', @V@, 'floor', (struct.unpack('>I4', redis.call('RPOP', @RECENT@))))
+    end
+  end
   teach(h)
+  return counts(false, k, elem)
 elseif action == 'near' and learned >= 0 then
   teach(host_id())
 end
@@ -300,7 +350,8 @@ return counts(action == 'exact' or action == 'near')
 
 def _script(source: str) -> str:
     source = source.replace("@CHUNK@", str(CHUNK)).replace("@SLOTS@", str(SLOTS))
+    source = source.replace("@RECENT_MAX@", str(RECENT))
     return SCRIPT_KEYS.render(source.replace("@HEAD@\n", SCRIPT_KEYS.head()))
 
 
-SCRIPTS = {"read": _script(READ), "commit": _script(COMMIT)}
+SCRIPTS = {"read": _script(READ), "pick": _script(PICK), "commit": _script(COMMIT)}

@@ -29,6 +29,9 @@ class RedisNearDuplicateStore:
             num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
             threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
             capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
+            cache_bytes=s.getint("NEARDUP_CACHE_BYTES", defaults.NEARDUP_CACHE_BYTES),
+            # the anchor postings spread over as many hash tags as the frontier's shards
+            groups=max(1, s.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)),
             # the checks wait on the content thread; without one they run on the reactor,
             # which must never wait on Redis
             outage_wait=s.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT)

@@ -1,0 +1,198 @@
+"""The shared near-duplicate detector without a copy of the index in each worker: anchor
+postings spread over hash tags (over the masters of a real Redis Cluster), worker processes
+racing on copies of one page, a new worker deciding at once, the worker's cache within its
+bound, a crashed worker's original repaired, and a crawl of the old layout refused."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Any
+
+import pytest
+
+import crawler.backends.redis.neardup_anchors as anchors_module
+from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.content.neardup import NearDuplicateDetector
+from devsite.testset import LabelledSet, build_labelled_set
+from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.test_neardup_shared import Page, _pages
+
+
+@pytest.fixture(scope="module")
+def labelled() -> LabelledSet:
+    return build_labelled_set(pages=20, variants_per_page=4, seed=9)
+
+
+def _word(n: int) -> str:
+    """A word of letters only (normalization masks digits), one per ``n``."""
+    out = ""
+    for _ in range(4):
+        n, r = divmod(n, 26)
+        out += chr(97 + r)
+    return out + "ly"
+
+
+def _text(n: int, edit: str = "") -> str:
+    """A page of its own words, with an optional edited line (a near copy)."""
+    lines = [" ".join(_word(n * 997 + i * 31 + j * 7919) for j in range(10)) for i in range(8)]
+    if edit:
+        lines.insert(4, edit)
+    return "\n".join(lines)
+
+
+def _race(port: int, key: str, who: int, start: Any, pages: int, out: Any) -> None:
+    """One worker process with its own client: waits for the other, then judges its copy of
+    every page (worker 1's copies carry one more line: near, not exact, duplicates)."""
+    import redis
+
+    detector = RedisNearDuplicateDetector(redis.Redis(port=port), key)
+    start.wait()
+    for n in range(pages):
+        text = _text(n, "one line only this copy has, added by the mirror" if who else "")
+        d = detector.check(f"http://w{who}.test/{n}", text)
+        out.put((who, n, d.kind, d.duplicate_of))
+    detector.close()
+
+
+def test_worker_processes_racing_on_copies_of_a_page_make_one_original(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    key, pages = fresh_key(), 40
+    ctx = mp.get_context("fork")
+    start, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(redis_server.port, key, who, start, pages, out))
+             for who in range(2)]
+    for p in procs:
+        p.start()
+    got = [out.get(timeout=300) for _ in range(2 * pages)]
+    for p in procs:
+        p.join()
+    by_page: dict[int, dict[int, tuple[str, str | None]]] = {}
+    for who, n, kind, dup in got:
+        by_page.setdefault(n, {})[who] = (kind, dup)
+    for n, both in by_page.items():
+        kinds = sorted(k for k, _ in both.values())
+        assert kinds == ["near", "new"], (n, both)  # exactly one original per page
+        original = next(w for w, (k, _) in both.items() if k == "new")
+        copy = both[1 - original]
+        assert copy[1] == f"http://w{original}.test/{n}"
+    assert RedisNearDuplicateDetector(redis_server.client(), key).originals == pages
+
+
+def test_anchor_postings_spread_over_the_masters_of_a_cluster(
+    redis_cluster: RedisClusterServers,  # noqa: F811
+    labelled: LabelledSet,
+) -> None:
+    """Three tags on three masters: every master holds anchor buckets, and the decisions are
+    the in-process detector's."""
+    client = redis_cluster.client()
+    key = fresh_key()
+    worker = RedisNearDuplicateDetector(client, key, groups=3)
+    other = RedisNearDuplicateDetector(redis_cluster.client(), key, groups=3)
+    local = NearDuplicateDetector()
+    for n, (url, text, title) in enumerate(_pages(labelled)):
+        decision = (worker if n % 2 else other).check(url, text, title=title)
+        assert decision == local.check(url, text, title=title), url
+    holders = []
+    for node in redis_cluster.masters():
+        with node.client() as c:
+            holders.append(sum(1 for _ in c.scan_iter(match="{" + key + ":nd:*}:a:*",
+                                                      count=1000)))
+    assert len(holders) == 3 and all(holders), holders
+    with pytest.raises(ValueError, match="FRONTIER_SHARDS"):
+        RedisNearDuplicateDetector(client, key, groups=1)
+
+
+def test_a_new_worker_decides_its_first_page_without_replaying(
+    redis_server: RedisServer,  # noqa: F811
+    labelled: LabelledSet,
+) -> None:
+    key = fresh_key()
+    first = RedisNearDuplicateDetector(redis_server.client(), key)
+    local = NearDuplicateDetector()
+    for url, text, title in _pages(labelled):
+        first.check(url, text, title=title)
+        local.check(url, text, title=title)
+    new = RedisNearDuplicateDetector(redis_server.client(), key)
+    assert new.cache_used == 0  # nothing copied at the start
+    copy = _text(3, "")
+    first.check("http://early.test/3", copy)
+    local.check("http://early.test/3", copy)
+    edited = _text(3, "a banner line this mirror added")
+    decision = new.check("http://mirror.test/3", edited)
+    assert decision == local.check("http://mirror.test/3", edited)
+    assert decision.duplicate_of == "http://early.test/3"
+    assert new.replayed == 0  # no host model of another host, no index replayed
+
+
+def test_the_worker_cache_stays_within_its_bound_and_decides_alike(
+    redis_server: RedisServer,  # noqa: F811
+    labelled: LabelledSet,
+) -> None:
+    """A cache far too small for the crawl: the least recently used records and host copies
+    go (and are read again), every decision stays the in-process detector's."""
+    bound = 64 * 1024
+    key = fresh_key()
+    small = RedisNearDuplicateDetector(redis_server.client(), key, cache_bytes=bound)
+    local = NearDuplicateDetector()
+    pages: list[Page] = _pages(labelled)
+    most = 0
+    for url, text, title in pages + [(u.replace("http://", "http://again."), t, ti)
+                                     for u, t, ti in pages]:
+        assert small.check(url, text, title=title) == local.check(url, text, title=title), url
+        most = max(most, small.cache_used)
+    assert most <= bound
+    assert small._copies.used <= bound // 2 and small._records.used <= bound // 2
+
+
+def test_an_original_left_pending_by_a_dead_worker_counts_and_is_repaired(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = fresh_key()
+    dead = RedisNearDuplicateDetector(redis_server.client(), key)
+    monkeypatch.setattr(dead.anchors, "write", lambda *args: None)  # died before PUT
+    assert dead.check("http://a.test/1", _text(1)).kind == "new"
+    alive = RedisNearDuplicateDetector(redis_server.client(), key)
+    near = _text(1, "a line of the copy")
+    assert alive.check("http://b.test/1", near).duplicate_of == "http://a.test/1"  # from :pend
+    monkeypatch.setattr(anchors_module, "REPAIR_LAG", 0)
+    alive.check("http://c.test/2", _text(2))
+    assert alive.anchors.repaired == 1
+    alive.check("http://c.test/3", _text(3))  # its READ takes the repaired one off :pend
+    alive.close()  # and writes its own last original's postings
+    assert not redis_server.client().hlen(alive.keys.pending)
+    fresh = RedisNearDuplicateDetector(redis_server.client(), key)
+    assert fresh.check("http://d.test/1", near).duplicate_of == "http://a.test/1"
+
+
+def test_a_crawl_of_the_old_layout_is_refused_with_a_message(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    key = fresh_key()
+    client = redis_server.client()
+    client.set("{" + key + "}:nd:params", "layout=3 shingles=3 perm=128 threshold=0.5")
+    with pytest.raises(ValueError, match=r"older version .*layout=3.*delete"):
+        RedisNearDuplicateDetector(client, key)
+
+
+def test_long_postings_leave_their_bucket_compact_and_decide_alike(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Sixty originals sharing a paragraph list its anchors more than 16 times: those postings
+    move to strings of their own, every bucket stays a listpack, decisions stay in-process's."""
+    key = fresh_key()
+    shared = RedisNearDuplicateDetector(redis_server.client(), key)
+    local = NearDuplicateDetector()
+    common = _text(10_000).splitlines()[:4]
+    for n in range(60):
+        text = "\n".join(common + _text(n).splitlines())
+        url = f"http://h{n}.test/p"  # one page a host: the paragraph never turns template
+        assert shared.check(url, text) == local.check(url, text), url
+        assert local.check(url + "?copy", text) == shared.check(url + "?copy", text)
+    client = redis_server.client()
+    buckets = list(client.scan_iter(match="{" + key + ":nd:*}:a:*"))
+    long = [k for k in buckets if client.type(k) == b"string"]
+    assert long and all(len(client.get(k) or b"") > 64 for k in long)
+    assert {client.object("encoding", k) for k in buckets if k not in long} == {b"listpack"}
