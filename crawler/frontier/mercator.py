@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import count
 
 from crawler.config import defaults
@@ -19,83 +18,11 @@ from crawler.frontier.api import (
     Lease,
     Outcome,
 )
+from crawler.frontier.hoststate import HostState, OpenLease
+from crawler.frontier.opic import CashLedger
 from crawler.frontier.politeness import PolitenessPolicy
 from crawler.frontier.selector import BiasedSelector
 from crawler.frontier.store import MemoryQueueStore, QueueStore, url_key
-
-
-class HostState:
-    """A host's politeness state. It outlives the host's back queue: a host that gets a back
-    queue again later keeps its slot times, so it is never hit early."""
-
-    __slots__ = (
-        "admitted",
-        "busy",
-        "crawl_delay",
-        "dead",
-        "failure_bits",
-        "failures",
-        "fetches",
-        "first_in_flight",
-        "firsts",
-        "free_at",
-        "gap_sum",
-        "gaps",
-        "has_back",
-        "last_end",
-        "name",
-        "returned",
-        "skipped",
-        "version",
-    )
-
-    def __init__(self, name: str, slots: int) -> None:
-        self.name = name
-        self.free_at = [0.0] * slots
-        self.busy = [False] * slots
-        self.crawl_delay: float | None = None
-        self.skipped = False
-        self.dead = False
-        self.failures = 0  # in a row
-        # the outcomes of the last fetches, newest in bit 0 (1: failed), up to the policy's
-        # failure_window: failures decay as fetches go by instead of vanishing at one success
-        self.failure_bits = 0
-        self.firsts: list[Entry] = []
-        self.first_in_flight = 0
-        # Leases handed back (released or expired): served before the back queue. Kept here
-        # rather than in the store because the host may hold no back queue at that moment.
-        self.returned: deque[Entry] = deque()
-        self.has_back = False
-        self.admitted = 0
-        self.version = 0  # invalidates stale heap entries
-        self.fetches = 0
-        self.last_end: float | None = None
-        self.gap_sum = 0.0  # real gaps: end of the host's previous fetch to the next lease
-        self.gaps = 0
-
-    def in_flight(self) -> int:
-        return sum(self.busy)
-
-    def free_slot(self) -> int:
-        """The free slot that comes due first, or -1."""
-        best = -1
-        for i, busy in enumerate(self.busy):
-            if not busy and (best < 0 or self.free_at[i] < self.free_at[best]):
-                best = i
-        return best
-
-
-class _Open:
-    """An open lease: handed out and not yet acknowledged, released or expired."""
-
-    __slots__ = ("completed", "deadline", "first", "host", "lease")
-
-    def __init__(self, lease: Lease, host: HostState, first: bool, deadline: float) -> None:
-        self.lease = lease
-        self.host = host
-        self.first = first
-        self.completed = False  # the fetch ended: the slot is free, the URL not yet forgotten
-        self.deadline = deadline
 
 
 class MercatorFrontier(Frontier):
@@ -107,6 +34,13 @@ class MercatorFrontier(Frontier):
 
     Time is read from ``clock`` (``time.monotonic`` unless a test passes its own); a lease not
     acknowledged or renewed within ``lease_ttl`` seconds comes back to its host's queue.
+
+    Value shapes the back queues too (``back_run``): a host that served ``back_run`` URLs in a
+    row worth less than the best front queue waiting, while no back queue is free, gives its
+    back queue up (its URLs go back to the front queues by value): a deep or low-value host
+    cannot keep one just for having many URLs. A host's *first* request (robots.txt) waits
+    until the host holds a back queue. With a ``ledger`` (OPIC, ``crawler.frontier.opic``) an
+    entry's cash decides its front queue, and cash arriving later (:meth:`credit`) raises it.
     """
 
     def __init__(
@@ -122,6 +56,8 @@ class MercatorFrontier(Frontier):
         refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         selector_weights: list[int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
+        ledger: CashLedger | None = None,
+        back_run: int = 0,
     ) -> None:
         if back_queues < 1:
             raise ValueError("at least one back queue is needed")
@@ -143,13 +79,16 @@ class MercatorFrontier(Frontier):
         self._heap: list[tuple[float, int, int, HostState]] = []
         self._seq = count()
         self._tokens = count(1)
-        self._leases: dict[str, _Open] = {}
+        self._leases: dict[str, OpenLease] = {}
         # (deadline, token): stale when the lease is gone or was renewed since
         self._deadlines: list[tuple[float, str]] = []
         self._queued = 0
         self.dropped: dict[str, int] = {}
         self.expired = 0
         self.on_give_up = on_give_up
+        self.ledger = ledger
+        self.back_run = back_run
+        self.back_released = 0  # back queues given up for lack of value
         self._recover()
 
     def _recover(self) -> None:
@@ -163,6 +102,9 @@ class MercatorFrontier(Frontier):
             host.dead = saved.dead
             host.skipped = saved.skipped
         self._queued = sum(self.store.front_sizes)
+        if self.ledger is not None and self._queued:
+            for entry in self.store.iter_queued():
+                self.ledger.restore(entry)
 
     # -- adding -------------------------------------------------------------------------------
 
@@ -178,6 +120,8 @@ class MercatorFrontier(Frontier):
             if self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host:
                 return AddResult(False, "host_budget")
             if not self.store.seen_add(url_key(entry.url)):
+                if self.ledger is not None and entry.cash:
+                    self._credit(entry.url, entry.cash, entry.policy)
                 return AddResult(False, "seen")
             host.admitted += 1
             self.store.save_host(host)
@@ -191,13 +135,33 @@ class MercatorFrontier(Frontier):
             host.firsts.append(entry)
             self._reschedule(host)
             return AddResult(True)
-        p = entry.priority
-        if p < 0 or p >= self.front_queue_count:
-            entry.priority = 0 if p < 0 else self.front_queue_count - 1
+        if self.ledger is not None:
+            self.ledger.admit(entry)
+        else:
+            p = entry.priority
+            if p < 0 or p >= self.front_queue_count:
+                entry.priority = 0 if p < 0 else self.front_queue_count - 1
         self.store.front_push(entry)
         if self._free_back:
             self._refill()
         return AddResult(True)
+
+    def credit(self, links: Sequence[tuple[str, float, str]]) -> None:
+        if self.ledger is None:
+            return
+        for url, cash, policy in links:
+            if cash:
+                self._credit(url, cash, policy)
+        if self._free_back:
+            self._refill()
+
+    def _credit(self, url: str, cash: float, policy: str) -> None:
+        """Cash for a URL seen before: queue it again in a better front queue if it earned
+        one (the old copy is skipped when the refill meets it)."""
+        assert self.ledger is not None
+        copy = self.ledger.credit(url, cash, policy)
+        if copy is not None:
+            self.store.front_push(copy)
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         return sum(self.store.seen_add(url_key(k)) for k in keys)
@@ -216,9 +180,16 @@ class MercatorFrontier(Frontier):
         budget = self.refill_batch
         store = self.store
         sizes = store.front_sizes
+        ledger = self.ledger
         while self._free_back and budget > 0 and any(sizes):
             budget -= 1
-            entry = store.front_pop(self._selector.pick(sizes))
+            q = self._selector.pick(sizes)
+            entry = store.front_pop(q)
+            if ledger is not None:
+                if ledger.is_stale(entry.url, q):
+                    store.forget(entry)  # a raised URL's older copy
+                    continue
+                ledger.routed(entry)
             host = self._hosts.get(entry.host) or self._host(entry.host)
             if host.dead or host.skipped:
                 self._drop([entry], "host_dead" if host.dead else "host_skipped")
@@ -232,7 +203,42 @@ class MercatorFrontier(Frontier):
 
     def _release_back(self, host: HostState) -> None:
         host.has_back = False
+        host.low_run = 0
         self._free_back += 1
+
+    def _best_front(self) -> int:
+        """The best front queue with URLs waiting (K when none)."""
+        return next((i for i, n in enumerate(self.store.front_sizes) if n), self.front_queue_count)
+
+    def _judge_run(self, host: HostState, entry: Entry) -> None:
+        """After ``host`` served ``entry`` from its back queue: give the back queue up once the
+        host has served ``back_run`` URLs in a row worth less than URLs waiting in the front
+        queues while no back queue is free."""
+        if self._free_back:
+            host.low_run = 0
+            return
+        value = entry.priority if self.ledger is None else self.ledger.bucket(entry.cash)
+        if value <= self._best_front():
+            host.low_run = 0
+            return
+        host.low_run += 1
+        if host.low_run >= self.back_run:
+            self._bounce(host)
+
+    def _bounce(self, host: HostState) -> None:
+        """Give up ``host``'s back queue: its URLs go back to the front queues, by value."""
+        store, ledger = self.store, self.ledger
+        entries = store.back_drop(host.name)
+        self._release_back(host)
+        self.back_released += 1
+        for entry in entries:
+            store.forget(entry)  # a persistent store: its routed row goes, a new one comes
+            entry.id = 0
+            if ledger is not None:
+                ledger.requeue(entry)
+            store.front_push(entry)
+        self._reschedule(host)
+        self._refill()
 
     # -- the heap of hosts --------------------------------------------------------------------
 
@@ -240,8 +246,8 @@ class MercatorFrontier(Frontier):
         """When the host can next hand out a URL, or None if it has nothing it may hand out."""
         if host.dead or host.skipped or host.first_in_flight:
             return None
-        if not host.firsts and not host.returned and not host.has_back:
-            return None
+        if not host.returned and not host.has_back:
+            return None  # a first (robots.txt) waits until the host's pages are due
         slot = host.free_slot()
         return None if slot < 0 else host.free_at[slot]
 
@@ -280,11 +286,21 @@ class MercatorFrontier(Frontier):
             host.first_in_flight += 1
         elif host.returned:
             entry = host.returned.popleft()
+            if self.ledger is not None:
+                cash = self.ledger.take(entry.url)
+                if cash is not None:
+                    entry.cash = cash
         else:
             entry = self.store.back_pop(host.name)
+            if self.ledger is not None:
+                cash = self.ledger.take(entry.url)
+                if cash is not None:
+                    entry.cash = cash
             if not self.store.back_len(host.name):
                 self._release_back(host)
                 self._refill()
+            elif self.back_run:
+                self._judge_run(host, entry)
         self._queued -= 1
         host.busy[slot] = True
         if host.last_end is not None:
@@ -292,7 +308,7 @@ class MercatorFrontier(Frontier):
             host.gaps += 1
         lease = Lease(str(next(self._tokens)), entry, slot, now)
         deadline = now + self.lease_ttl
-        self._leases[lease.token] = _Open(lease, host, is_first, deadline)
+        self._leases[lease.token] = OpenLease(lease, host, is_first, deadline)
         self._push_deadline(deadline, lease.token)
         self._reschedule(host)
         return lease
@@ -326,7 +342,7 @@ class MercatorFrontier(Frontier):
         return rest
 
     def _complete(
-        self, record: _Open, now: float, duration: float | None, outcome: Outcome
+        self, record: OpenLease, now: float, duration: float | None, outcome: Outcome
     ) -> float | None:
         """Free the lease's slot; returns the slot's rest from ``now`` (None: not sent)."""
         record.completed = True
@@ -426,10 +442,13 @@ class MercatorFrontier(Frontier):
         self.expired += expired
         return expired
 
-    def _hand_back(self, record: _Open) -> None:
+    def _hand_back(self, record: OpenLease) -> None:
         """Put a lease's URL back at the head of its host's queue (a persistent store still
         holds its row: it was never forgotten)."""
         host, entry = record.host, record.lease.entry
+        if self.ledger is not None and not record.first:
+            self.ledger.hand_back(entry)
+            entry.cash = 0.0  # the ledger holds it again, until the next lease
         if host.dead or host.skipped:
             self._queued += 1
             self._drop([entry], "host_dead" if host.dead else "host_skipped")
@@ -466,6 +485,8 @@ class MercatorFrontier(Frontier):
             self.dropped[reason] = self.dropped.get(reason, 0) + len(entries)
             for entry in entries:
                 self.store.forget(entry)
+                if self.ledger is not None:
+                    self.ledger.drop(entry.url)
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
         state = self._host(host)
@@ -517,6 +538,8 @@ class MercatorFrontier(Frontier):
         extra = dict(self.dropped)
         if self.expired:
             extra["leases_expired"] = self.expired
+        if self.back_released:
+            extra["back_queues_released"] = self.back_released
         c = FrontierCounts(
             queued=self._queued,
             in_flight=len(self._leases),
