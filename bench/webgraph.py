@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy, Prioritizer  # noqa: E402
-from crawler.frontier.opic import CashLedger, exponential_weights  # noqa: E402
+from crawler.frontier.opic import CashLedger  # noqa: E402
 from crawler.frontier.policies import CrawlPolicy, PolicyBook  # noqa: E402
 from devsite.webgraph import WebGraph, build_webgraph  # noqa: E402
 
@@ -77,7 +77,6 @@ def make_frontier(order: str, clock: Clock, rng: random.Random) -> MercatorFront
         front_queues=FRONT_QUEUES,
         back_queues=3 * CONCURRENCY,
         ledger=CashLedger(FRONT_QUEUES) if opic else None,
-        selector_weights=exponential_weights(FRONT_QUEUES) if opic else None,
         back_run=0 if order in ("fifo", "random", "depth-main") else 4,
         lease_ttl=1e9,
     )
@@ -316,6 +315,69 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
     got_all = np.isin(good_out, np.array(full.fetched))
     print(f"  ... to completion: {len(full.fetched)} pages fetched of {graph.pages}; good pages "
           f"linked from the farms fetched: {int(got_all.sum())}/{len(good_out)}")
+
+
+def run_real(pages: int, seed: int = 1) -> None:
+    """Real ``scrapy crawl`` runs of a smaller graph served on loopback, stopped after 20 % of
+    its pages: the PageRank fetched in item order, and the farm share."""
+    import json
+    import subprocess
+    import tempfile
+
+    from devsite.webgraph import WebGraphServer
+    from tests.crawling import crawl_command
+
+    hosts = max(100, pages // 50)
+    graph = build_webgraph(seed, pages=pages, hosts=hosts, farm_hosts=max(4, hosts // 100),
+                           farm_pages=max(300, pages // 33), good_seeds=min(19, hosts // 20))
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    print(f"\n## real scrapy crawl: graph seed {seed}, {graph.pages} pages, {len(graph.hosts)} "
+          f"hosts on loopback, stopped after {n20} pages (CLOSESPIDER_ITEMCOUNT)")
+    print("| order | PR after 10 % | PR after 20 % | farm share of first 20 % | pages | wall s |")
+    print("|---|---|---|---|---|---|")
+    with WebGraphServer(graph) as server, tempfile.TemporaryDirectory() as tmp:
+        seeds = [graph.url(p) for p in [*graph.seeds, graph.spam_seed]]
+        spam_host = graph.hosts[graph.host_of[graph.spam_seed]]
+        for order in ("opic", "depth", "fifo", "opic+distrust"):
+            work = Path(tmp) / order.replace("+", "-")
+            sites = work / "sites"
+            sites.mkdir(parents=True)
+            (sites / "distrusted.txt").write_text(spam_host + "\n")
+            hosts_list = ", ".join(f'"{h}"' for h in graph.hosts)
+            distrust = 'distrusted_domains = "distrusted.txt"\n' if "distrust" in order else ""
+            (sites / "wg.toml").write_text(
+                f'name = "wg"\nallow_private_addresses = true\n{distrust}'
+                f"[scope]\nhosts = [{hosts_list}]\n"
+            )
+            settings = {
+                "FRONTIER_PRIORITY_POLICY": order.split("+")[0],
+                "CONCURRENT_REQUESTS": 32,
+                "FRONTIER_MIN_DELAY": 0.5,
+                "FRONTIER_DELAY_FACTOR": 0,
+                "CLOSESPIDER_ITEMCOUNT": n20,
+                "NEARDUP_ENABLED": False,
+                "INDEX_ENABLED": False,
+                "RECORD_ENABLED": False,
+                "LOG_LEVEL": "INFO",
+            }
+            cmd = crawl_command(work, "wg", seeds=seeds, settings=settings, sites_dir=sites)
+            started = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            wall = time.perf_counter() - started
+            fetched = []
+            for line in (work / "items.jsonl").read_text().splitlines():
+                url = json.loads(line)["url"]
+                rest = url.split("://", 1)[1]
+                host_port, _, path = rest.partition("/")
+                page = graph.page_of(host_port.split(":")[0], "/" + path)
+                if page is not None:
+                    fetched.append(page)
+            crawl = Crawl(order, fetched)
+            r = judge(graph, crawl, n10, n20)
+            print(f"| {order} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
+                  f"| {len(fetched)} | {wall:.0f} |")
+        del server
 
 
 def main() -> None:

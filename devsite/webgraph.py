@@ -13,8 +13,8 @@ Shape (:func:`build_webgraph`):
   target of an existing inter-host link with probability ``copy``, else points at a uniform
   page (half of the time a home page); in-degrees come out power-law;
 * link farms: groups of hosts whose pages link densely to each other, reachable from one spam
-  seed (and from a handful of "comment spam" links on good pages), with a few links out of the
-  farm to popular good pages and to a few good hosts no good page links to;
+  seed only (``comment_spam``: that many good pages link into the farms too), with a few links
+  out of the farm to popular good pages and to a few good hosts no good page links to;
 * page texts are paragraphs of the real documentation under ``/usr/share/doc``.
 
 :class:`WebGraphServer` serves it: one selector loop in one thread, one listening socket per
@@ -150,6 +150,7 @@ def build_webgraph(
     copy: float = 0.7,
     external_links: float = 3.0,
     farm_only: int = 5,
+    comment_spam: int = 0,
 ) -> WebGraph:
     """A web-shaped graph, the same for the same arguments (see the module docstring)."""
     rng = np.random.default_rng(seed)
@@ -251,7 +252,7 @@ def build_webgraph(
         for _ in range(farm_hosts):  # the farm's homes linked from one another
             a, b = rnd.sample(farm_hosts_of[f], 2)
             out[int(first[a])].append(int(first[b]))
-    for _ in range(20):  # comment spam: a few good pages link into the farms
+    for _ in range(comment_spam):  # comment spam: good pages that link into the farms
         p = int(good_pages[rnd.randrange(len(good_pages))])
         out[p].append(int(rnd.choice(farm_pages_of[rnd.randrange(farms)].tolist())))
     spam_host = farm_hosts_of[0][0]

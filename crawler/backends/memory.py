@@ -19,7 +19,7 @@ from crawler.frontier import (
     QueueStore,
 )
 from crawler.frontier.api import FrontierCallbacks
-from crawler.frontier.opic import CashLedger, exponential_weights
+from crawler.frontier.opic import CashLedger
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
 
@@ -65,9 +65,6 @@ class MemoryFrontierStore:
             max_pages_per_host=max_pages_per_host,
             refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
             on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
-            # OPIC: the ledger of cash, and a refill that draws by value (each queue twice as
-            # often as the next) rather than Mercator's gentle K-i weights
-            ledger=CashLedger(front) if opic else None,
-            selector_weights=exponential_weights(front) if opic else None,
+            ledger=CashLedger(front) if opic else None,  # OPIC: the ledger of cash
             back_run=0 if order == "fifo" else back_run,
         )

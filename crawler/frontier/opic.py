@@ -200,8 +200,3 @@ class CashLedger:
             self.total -= rec[0]
             self.spent += rec[0]
 
-
-def exponential_weights(queues: int) -> list[int]:
-    """Selector weights for value order: each queue chosen twice as often as the next, so the
-    refill draws mostly by priority while the last queue still progresses (capped at 2**20)."""
-    return [1 << min(20, queues - 1 - i) for i in range(queues)]

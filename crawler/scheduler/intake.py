@@ -217,8 +217,13 @@ class LinkIntake:
         stats = self.stats
         if entries:
             # one call for the page's links: one round trip (per 1,000) to a shared frontier
-            for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
+            results = self.frontier.add_many(entries)
+            for e, result in zip(entries, results, strict=True):
                 stats.submitted(e, result)
+            if self.admission.book is not None:  # per-policy counts of the URLs queued
+                for e, result in zip(entries, results, strict=True):
+                    if result.added:
+                        stats.inc(f"frontier/policy/{e.policy.partition('@')[0] or 'default'}")
         if repeated:
             stats.inc("frontier/links_repeated", repeated)
 
