@@ -593,7 +593,9 @@ class OpicContract:
     ) -> Frontier:  # pragma: no cover - implemented by subclasses
         raise NotImplementedError
 
-    def opic(self, policy: PolitenessPolicy | None = None, **kwargs: object) -> tuple[Any, FakeClock]:
+    def opic(
+        self, policy: PolitenessPolicy | None = None, **kwargs: object
+    ) -> tuple[Any, FakeClock]:
         clock = FakeClock()
         return self.make_opic_frontier(policy, clock=clock, **kwargs), clock
 
@@ -652,7 +654,7 @@ class OpicContract:
         assert leased == pytest.approx(seeded + handed - ledger.to_fetched)
 
     def test_cash_arriving_for_a_queued_url_raises_it(self) -> None:
-        f, clock = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
+        f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
         for i in range(2):  # holds the one back queue
             f.add(Entry(f"http://busy.test/{i}", "busy.test", cash=1.0))
         lease = f.next()
@@ -695,8 +697,8 @@ class OpicContract:
         assert max(sim.max_in_flight.values()) == 1
 
     def test_a_low_value_host_gives_its_back_queue_up(self) -> None:
-        f, clock = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1,
-                             back_run=2)
+        f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1,
+                         back_run=2)
         for i in range(10):  # one host with many URLs of little value holds the back queue
             f.add(Entry(f"http://deep.test/{i}", "deep.test", cash=0.001))
         lease = f.next()
@@ -712,7 +714,7 @@ class OpicContract:
         assert sorted(hosts) == sorted(["good.test"] + ["deep.test"] * 9)
 
     def test_robots_txt_waits_until_its_host_has_a_back_queue(self) -> None:
-        f, clock = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
+        f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
         for i in range(2):
             f.add(Entry(f"http://a.test/{i}", "a.test", cash=1.0))
         f.add(Entry("http://b.test/robots.txt", "b.test"), first=True)
