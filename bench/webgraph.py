@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy, Prioritizer  # noqa: E402
-from crawler.frontier.opic import CashLedger  # noqa: E402
+from crawler.frontier.opic import CashLedger, selector_weights  # noqa: E402
 from crawler.frontier.policies import CrawlPolicy, PolicyBook  # noqa: E402
 from devsite.webgraph import WebGraph, build_webgraph  # noqa: E402
 
@@ -63,6 +63,7 @@ class Crawl:
     seconds: float = 0.0
     sim_time: float = 0.0
     released: int = 0
+    inversions: int = 0  # pages fetched 2+ levels deeper than a URL still waiting
 
 
 def fetch_time(host: int) -> float:
@@ -77,6 +78,7 @@ def make_frontier(order: str, clock: Clock, rng: random.Random) -> MercatorFront
         front_queues=FRONT_QUEUES,
         back_queues=3 * CONCURRENCY,
         ledger=CashLedger(FRONT_QUEUES) if opic else None,
+        selector_weights=selector_weights(FRONT_QUEUES) if opic else None,
         back_run=0 if order in ("fifo", "random", "depth-main") else 4,
         lease_ttl=1e9,
     )
@@ -108,6 +110,12 @@ def crawl_frontier(
     host_index = {name: i for i, name in enumerate(hosts)}
     leases_entry: dict[str, Entry] = {}
     robots_hosts: set[int] = set()
+    waiting = [0] * 256  # queued URLs per depth
+
+    def add_many(batch: list[Entry]) -> None:
+        for e, result in zip(batch, frontier.add_many(batch), strict=True):
+            if result.added:
+                waiting[e.depth] += 1
 
     def entry(page: int, depth: int, cash: float = 0.0, policy: str = "") -> Entry:
         h = host_of[page]
@@ -126,6 +134,7 @@ def crawl_frontier(
             decided = book.seed(hosts[host_of[p]])
             label, factor = decided.label, decided.factor
         frontier.add(entry(p, 0, factor, label), force=True)
+        waiting[0] += 1
 
     active: list[tuple[float, int, str, int, float]] = []
     tick = 0
@@ -143,6 +152,11 @@ def crawl_frontier(
             if page < 0:
                 crawl.robots += 1
                 robots_hosts.add(h)
+            else:
+                d = lease.entry.depth
+                waiting[d] -= 1
+                if d >= 2 and any(waiting[: d - 1]):
+                    crawl.inversions += 1
             leases_entry[lease.token] = lease.entry
         if not active:
             due = frontier.due_in()
@@ -179,7 +193,7 @@ def crawl_frontier(
                         batch.append(entry(t, depth, share))
             else:
                 batch = [entry(t, depth) for t in links]
-            frontier.add_many(batch)
+            add_many(batch)
         frontier.ack(token)
     crawl.robots_before_page = sum(1 for h in robots_hosts if not pages_of_host[h])
     crawl.seconds = time.process_time() - started
@@ -287,8 +301,9 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
     print(f"best possible: {best[:n10].sum():.1%} of PageRank after 10 %, "
           f"{best[:n20].sum():.1%} after 20 %")
     print("| order | PR after 10 % | PR after 20 % | farm share of first 20 % "
-          "| robots.txt of hosts without a page fetched / all | back queues given up | CPU s |")
-    print("|---|---|---|---|---|---|---|")
+          "| robots.txt of hosts without a page fetched / all "
+          "| fetches 2+ levels deeper than a URL waiting | back queues given up | CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
     results = {}
     for order in (*ORDERS, "depth-main"):
         crawl = crawl_stock(graph, limit) if order == "stock" else crawl_frontier(
@@ -298,8 +313,9 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
         results[order] = r
         name = "depth (back_run=0, as main)" if order == "depth-main" else order
         robots = "-" if order == "stock" else f"{crawl.robots_before_page}/{crawl.robots}"
+        inversions = "-" if order == "stock" else f"{crawl.inversions / len(crawl.fetched):.1%}"
         print(f"| {name} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} | {robots} "
-              f"| {crawl.released} | {crawl.seconds:.1f} |")
+              f"| {inversions} | {crawl.released} | {crawl.seconds:.1f} |")
     o, d = results["opic"], results["depth"]
     print(f"OPIC / depth: {o['pr10'] / d['pr10']:.2f}x after 10 %, "
           f"{o['pr20'] / d['pr20']:.2f}x after 20 %")

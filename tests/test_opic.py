@@ -70,3 +70,39 @@ def test_a_raised_url_is_fetched_once_after_a_restart(tmp_path: Path) -> None:
     assert sorted(urls) == ["http://busy.test/", "http://x0.test/", "http://x1.test/",
                             "http://x2.test/"]
     again.close()
+
+
+def test_the_link_intake_hands_a_pages_cash_on_even_for_repeated_links() -> None:
+    """Through admission and the link intake (the scheduler's path, without Scrapy): a page's
+    cash is split over its links; a link the intake remembers (not sent again to the seen-test)
+    still brings its share; a distrusted domain's links take the distrust policy."""
+    from crawler.frontier import Prioritizer, UrlPolicy
+    from crawler.frontier.policies import CrawlPolicy, PolicyBook
+    from crawler.frontier.scope import ScopeRegistry
+    from crawler.scheduler.admission import Admission
+    from crawler.scheduler.intake import LinkIntake
+    from crawler.scheduler.stats import FrontierStats
+    from tests.test_scheduler_intake import Settings, Stats
+
+    frontier = MercatorFrontier(PolitenessPolicy(min_delay=0.0), back_queues=1,
+                                ledger=CashLedger(8))
+    book = PolicyBook({"distrust": CrawlPolicy("distrust", multiplier=0.001)},
+                      distrusted=frozenset({"spam.test"}), distrusted_policy="distrust")
+    admission = Admission(UrlPolicy(any_host=True), Prioritizer("opic", 8), ScopeRegistry(),
+                          lambda origin, host: None, book)
+    stats = Stats()
+    intake = LinkIntake(admission, frontier, FrontierStats(stats, Settings()), slice_size=1000,
+                        cache_size=1000)
+    frontier.add(Entry("http://busy.test/0", "busy.test", cash=1.0))  # holds the back queue
+    frontier.add(Entry("http://busy.test/1", "busy.test", cash=1.0))
+    lease = frontier.next()
+    intake.take(["http://a.test/x", "http://b.test/", "http://spam.test/"], 1, None, None,
+                cash=0.9, page="http://busy.test/0")
+    intake.take(["http://a.test/x"], 1, None, None, cash=0.6, page="http://busy.test/1")
+    ledger = frontier.ledger
+    assert ledger.cash("http://a.test/x") == pytest.approx(0.3 + 0.6)  # the repeat counted
+    assert ledger.cash("http://b.test/") == pytest.approx(0.3)
+    assert ledger.cash("http://spam.test/") == pytest.approx(0.3 * 0.001)
+    assert stats.values["frontier/policy/distrust"] == 1
+    assert stats.values["frontier/policy/default"] == 2
+    frontier.finish(lease.token, 0.1)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
-from crawler.frontier.opic import CashLedger
+from crawler.frontier.opic import CashLedger, selector_weights
 from crawler.frontier.policies import (
     CrawlPolicy,
     PolicyBook,
@@ -223,7 +223,7 @@ def _crawl(graph, book: PolicyBook | None) -> list[int]:
     clock = lambda: 0.0  # noqa: E731
     f = MercatorFrontier(
         PolitenessPolicy(min_delay=0, delay_factor=0), clock=clock, back_queues=16,
-        ledger=CashLedger(8), back_run=4,
+        ledger=CashLedger(8), selector_weights=selector_weights(8), back_run=4,
     )
     urls = [graph.url(p) for p in range(graph.pages)]
     page_of = {u: i for i, u in enumerate(urls)}

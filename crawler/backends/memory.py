@@ -19,7 +19,7 @@ from crawler.frontier import (
     QueueStore,
 )
 from crawler.frontier.api import FrontierCallbacks
-from crawler.frontier.opic import CashLedger
+from crawler.frontier.opic import CashLedger, selector_weights
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
 
@@ -66,5 +66,6 @@ class MemoryFrontierStore:
             refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
             on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
             ledger=CashLedger(front) if opic else None,  # OPIC: the ledger of cash
+            selector_weights=selector_weights(front) if opic else None,
             back_run=0 if order == "fifo" else back_run,
         )

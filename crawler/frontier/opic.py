@@ -200,3 +200,12 @@ class CashLedger:
             self.total -= rec[0]
             self.spent += rec[0]
 
+
+def selector_weights(queues: int) -> list[int]:
+    """Front-queue weights for OPIC: Mercator's gentle ``K - i`` over all queues but the last,
+    and the last one a floor: URLs worth less than an eighth of the mean, and those of no
+    value (a distrusted source), are drawn once in about ``50 K^2`` picks while better URLs
+    wait, so a link farm behind a distrusted seed gets well under 1 % of the fetches."""
+    if queues < 2:
+        return [1] * queues
+    return [(queues - 1 - i) * 100 for i in range(queues - 1)] + [1]
