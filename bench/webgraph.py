@@ -26,6 +26,7 @@ import heapq
 import random
 import sys
 import time
+import types
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,25 @@ def fetch_time(host: int) -> float:
     return 0.1 + 0.1 * ((host * 2654435761) % 5)
 
 
+def _main_ready_time(self: MercatorFrontier, host: object) -> float | None:
+    """main's rule before this change, for the "as main" row: a host's first request (its
+    robots.txt) made it ready whether or not the host held a back queue."""
+    if host.dead or host.skipped or host.first_in_flight:  # type: ignore[attr-defined]
+        return None
+    if not host.firsts and not host.returned and not host.has_back:  # type: ignore[attr-defined]
+        return None
+    slot = host.free_slot()  # type: ignore[attr-defined]
+    return None if slot < 0 else host.free_at[slot]  # type: ignore[attr-defined]
+
+
 def make_frontier(order: str, clock: Clock, rng: random.Random) -> MercatorFrontier:
+    frontier = _make_frontier(order, clock)
+    if order == "depth-main":
+        frontier._ready_time = types.MethodType(_main_ready_time, frontier)  # type: ignore
+    return frontier
+
+
+def _make_frontier(order: str, clock: Clock) -> MercatorFrontier:
     opic = order.startswith("opic")
     return MercatorFrontier(
         POLITENESS,
@@ -311,7 +330,7 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
         )
         r = judge(graph, crawl, n10, n20)
         results[order] = r
-        name = "depth (back_run=0, as main)" if order == "depth-main" else order
+        name = "depth as on main (back_run=0, robots.txt first)" if order == "depth-main" else order
         robots = "-" if order == "stock" else f"{crawl.robots_before_page}/{crawl.robots}"
         inversions = "-" if order == "stock" else f"{crawl.inversions / len(crawl.fetched):.1%}"
         print(f"| {name} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} | {robots} "
@@ -396,6 +415,87 @@ def run_real(pages: int, seed: int = 1) -> None:
         del server
 
 
+def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Real documentation trees as a site: page URL -> its links as written (joined), one host
+    per tree (``tN.docs.test``), and the seeds (each tree's index.html)."""
+    import re
+    from urllib.parse import urljoin
+
+    href = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#][^"']*)["']""", re.I)
+    pages: dict[str, list[str]] = {}
+    seeds = []
+    for n, tree in enumerate(trees):
+        root = Path(tree)
+        host = f"t{n}.docs.test"
+        for path in sorted(root.rglob("*.htm*")):
+            if not path.is_file() or "/core/arch/" in path.as_posix():
+                continue
+            url = f"http://{host}/{path.relative_to(root).as_posix()}"
+            links = []
+            for raw in href.findall(path.read_bytes()):
+                try:
+                    links.append(urljoin(url, raw.decode("utf-8", "replace").strip()))
+                except ValueError:
+                    continue
+            pages[url] = links
+        seeds.append(f"http://{host}/index.html")
+    return pages, seeds
+
+
+def link_cost(trees: list[str], runs: int = 3) -> None:
+    """CPU per link of admission, link intake and frontier (no network, no parsing: the links
+    are read from the files first), OPIC against depth, each crawl to completion."""
+    from crawler.frontier import UrlPolicy
+    from crawler.frontier.scope import ScopeRegistry
+    from crawler.scheduler.admission import Admission
+    from crawler.scheduler.intake import LinkIntake
+    from crawler.scheduler.stats import FrontierStats
+    from tests.test_scheduler_intake import Settings, Stats
+
+    pages, seeds = doc_site(trees)
+    hosts = sorted({u.split("/")[2] for u in seeds})
+    results: dict[str, list[tuple[float, int, frozenset[str]]]] = {"depth": [], "opic": []}
+    for _ in range(runs):
+        for order in ("depth", "opic"):
+            clock = Clock()
+            frontier = MercatorFrontier(
+                PolitenessPolicy(min_delay=0, delay_factor=0), clock=clock,
+                ledger=CashLedger(FRONT_QUEUES) if order == "opic" else None,
+                selector_weights=selector_weights(FRONT_QUEUES) if order == "opic" else None,
+                back_run=4, lease_ttl=1e9,
+            )
+            admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
+                                  ScopeRegistry(), lambda origin, host: None)
+            intake = LinkIntake(admission, frontier, FrontierStats(Stats(), Settings()),
+                                slice_size=10**9, cache_size=1_000_000)
+            for url in seeds:
+                frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0), force=True)
+            fetched = []
+            links = 0
+            started = time.process_time()
+            while (lease := frontier.next()) is not None:
+                entry = lease.entry
+                fetched.append(entry.url)
+                out = pages.get(entry.url, [])
+                links += len(out)
+                intake.take(out, entry.depth + 1, None, None, cash=entry.cash, page=entry.url)
+                frontier.finish(lease.token, 0.0)
+            cpu = time.process_time() - started
+            results[order].append((cpu, links, frozenset(fetched)))
+    print(f"\n## per-link CPU, real documentation ({len(pages)} pages in {len(trees)} trees: "
+          f"{', '.join(trees)})")
+    print("| order | pages fetched | links taken | CPU per link, best of runs (us) | all runs |")
+    print("|---|---|---|---|---|")
+    for order, rows in results.items():
+        best = min(r[0] / r[1] for r in rows) * 1e6
+        runs_text = ", ".join(f"{r[0] / r[1] * 1e6:.2f}" for r in rows)
+        print(f"| {order} | {len(rows[0][2])} | {rows[0][1]} | {best:.2f} | {runs_text} |")
+    d = min(r[0] / r[1] for r in results["depth"])
+    o = min(r[0] / r[1] for r in results["opic"])
+    same = results["depth"][0][2] == results["opic"][0][2]
+    print(f"OPIC / depth CPU per link: {o / d:.3f}; same pages fetched: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2")
@@ -403,7 +503,22 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--share", type=float, default=0.2)
     parser.add_argument("--real", type=int, default=0)
+    parser.add_argument("--linkcost", nargs="*", default=None, metavar="TREE",
+                        help="only the per-link CPU on documentation trees (default: the Rust "
+                        "reference, std, and /usr/share/doc)")
     args = parser.parse_args()
+    if args.linkcost is not None:
+        import glob
+
+        trees = args.linkcost or [
+            *sorted(glob.glob(str(Path.home() / ".rustup/toolchains/stable-*/share/doc/rust/html"
+                                  "/reference"))),
+            *sorted(glob.glob(str(Path.home() / ".rustup/toolchains/stable-*/share/doc/rust/html"
+                                  "/std"))),
+            "/usr/share/doc",
+        ]
+        link_cost(trees)
+        return
     for seed in (int(s) for s in args.seeds.split(",")):
         run_graph(seed, args.pages, args.hosts, args.share)
     if args.real:

@@ -147,11 +147,17 @@ class MercatorFrontier(Frontier):
         return AddResult(True)
 
     def credit(self, links: Sequence[tuple[str, float, str]]) -> None:
-        if self.ledger is None:
+        ledger = self.ledger
+        if ledger is None:
             return
+        queued = ledger.queued
+        lost = 0.0
         for url, cash, policy in links:
-            if cash:
+            if url not in queued:  # most repeated links lead to pages fetched already
+                lost += cash
+            elif cash:
                 self._credit(url, cash, policy)
+        ledger.to_fetched += lost
         if self._free_back:
             self._refill()
 

@@ -50,6 +50,12 @@ class CashLedger:
     def __len__(self) -> int:
         return len(self._cash)
 
+    @property
+    def queued(self) -> dict[str, list]:
+        """The queued URLs (keys) and their records: ``url in ledger.queued`` is the cheap
+        test a caller makes before :meth:`credit`."""
+        return self._cash
+
     def bucket(self, cash: float) -> int:
         """The front queue of a URL holding ``cash`` (0: the most)."""
         last = self._queues - 1

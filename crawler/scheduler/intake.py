@@ -181,13 +181,15 @@ class LinkIntake:
             if h in raw_seen:
                 repeated += 1
                 known = raw_urls.get(h)
-                if known is not None and (share or book is not None):
-                    if book is not None:
-                        decided = book.link(batch.policy, batch.host, depth, *known)
-                        if decided is None:
-                            continue
-                        label, factor = decided.label, decided.factor
-                    credits.append((known[0], share * factor, label))
+                if known is None:
+                    continue
+                if book is not None:
+                    decided = book.link(batch.policy, batch.host, depth, *known)
+                    if decided is None:
+                        continue
+                    credits.append((known[0], share * decided.factor, decided.label))
+                elif share:
+                    credits.append((known[0], share, label))
                 continue
             form = forms.get(raw)
             reason, url, host = check(raw, depth, form=form)
