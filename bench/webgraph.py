@@ -413,6 +413,13 @@ def run_real(pages: int, seed: int = 1) -> None:
             print(f"| {order} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
                   f"| {len(fetched)} | {wall:.0f} |")
         del server
+    print("the same graph, the frontier driven directly (this bench's politeness):")
+    for order in ("opic", "depth", "fifo", "opic+distrust"):
+        book = distrust_book(graph) if "distrust" in order else None
+        crawl = crawl_frontier(graph, order.split("+")[0], n20, book=book)
+        r = judge(graph, crawl, n10, n20)
+        print(f"| {order} (simulated) | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
+              f"| {len(crawl.fetched)} | - |")
 
 
 def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
@@ -519,11 +526,9 @@ def main() -> None:
         ]
         link_cost(trees)
         return
-    for seed in (int(s) for s in args.seeds.split(",")):
+    for seed in (int(s) for s in args.seeds.split(",") if s):
         run_graph(seed, args.pages, args.hosts, args.share)
     if args.real:
-        from bench.webgraph_real import run_real
-
         run_real(args.real)
 
 
