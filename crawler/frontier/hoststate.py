@@ -22,6 +22,7 @@ class HostState:
         "first_in_flight",
         "firsts",
         "free_at",
+        "fronted",
         "gap_sum",
         "gaps",
         "has_back",
@@ -30,6 +31,7 @@ class HostState:
         "name",
         "returned",
         "skipped",
+        "tried",
         "version",
     )
 
@@ -57,6 +59,10 @@ class HostState:
         self.gap_sum = 0.0  # real gaps: end of the host's previous fetch to the next lease
         self.gaps = 0
         self.low_run = 0  # URLs served in a row that were worth less than others waiting
+        # its URLs in the front queues (stale OPIC copies included): its first request
+        # (robots.txt) waits while there are some and it holds no back queue
+        self.fronted = 0
+        self.tried = False  # a first request of it was handed out once (a retry goes at once)
 
     def in_flight(self) -> int:
         return sum(self.busy)

@@ -142,6 +142,9 @@ class MercatorFrontier(Frontier):
             if p < 0 or p >= self.front_queue_count:
                 entry.priority = 0 if p < 0 else self.front_queue_count - 1
         self.store.front_push(entry)
+        host.fronted += 1
+        if host.firsts and not host.has_back:  # its robots.txt now waits for a back queue
+            self._reschedule(host)
         if self._free_back:
             self._refill()
         return AddResult(True)
@@ -164,10 +167,10 @@ class MercatorFrontier(Frontier):
     def _credit(self, url: str, cash: float, policy: str) -> None:
         """Cash for a URL seen before: queue it again in a better front queue if it earned
         one (the old copy is skipped when the refill meets it)."""
-        assert self.ledger is not None
-        copy = self.ledger.credit(url, cash, policy)
+        copy = self.ledger.credit(url, cash, policy)  # type: ignore[union-attr]
         if copy is not None:
             self.store.front_push(copy)
+            self._hosts[copy.host].fronted += 1
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         return sum(self.store.seen_add(url_key(k)) for k in keys)
@@ -191,12 +194,13 @@ class MercatorFrontier(Frontier):
             budget -= 1
             q = self._selector.pick(sizes)
             entry = store.front_pop(q)
+            host = self._hosts.get(entry.host) or self._host(entry.host)
+            host.fronted -= host.fronted > 0  # (0 for URLs a persistent store kept)
             if ledger is not None:
                 if ledger.is_stale(entry.url, q):
                     store.forget(entry)  # a raised URL's older copy
                     continue
                 ledger.routed(entry)
-            host = self._hosts.get(entry.host) or self._host(entry.host)
             if host.dead or host.skipped:
                 self._drop([entry], "host_dead" if host.dead else "host_skipped")
                 continue
@@ -208,26 +212,16 @@ class MercatorFrontier(Frontier):
                 self._reschedule(host)
 
     def _release_back(self, host: HostState) -> None:
-        host.has_back = False
-        host.low_run = 0
+        host.has_back, host.low_run = False, 0
         self._free_back += 1
 
-    def _best_front(self) -> int:
-        """The best front queue with URLs waiting (K when none)."""
-        return next((i for i, n in enumerate(self.store.front_sizes) if n), self.front_queue_count)
-
     def _judge_run(self, host: HostState, entry: Entry) -> None:
-        """After ``host`` served ``entry`` from its back queue: give the back queue up once the
-        host has served ``back_run`` URLs in a row worth less than URLs waiting in the front
-        queues while no back queue is free."""
-        if self._free_back:
-            host.low_run = 0
-            return
+        """After ``host`` served ``entry``: give its back queue up after ``back_run`` URLs in a
+        row worth less than the best front queue waiting while no back queue is free."""
         value = entry.priority if self.ledger is None else self.ledger.bucket(entry.cash)
-        if value <= self._best_front():
-            host.low_run = 0
-            return
-        host.low_run += 1
+        best = next((i for i, n in enumerate(self.store.front_sizes) if n), value)
+        low = not self._free_back and value > best  # worth less than the best waiting
+        host.low_run = host.low_run + 1 if low else 0
         if host.low_run >= self.back_run:
             self._bounce(host)
 
@@ -243,6 +237,7 @@ class MercatorFrontier(Frontier):
             if ledger is not None:
                 ledger.requeue(entry)
             store.front_push(entry)
+        host.fronted += len(entries)
         self._reschedule(host)
         self._refill()
 
@@ -252,8 +247,10 @@ class MercatorFrontier(Frontier):
         """When the host can next hand out a URL, or None if it has nothing it may hand out."""
         if host.dead or host.skipped or host.first_in_flight:
             return None
-        if not host.returned and not host.has_back:
-            return None  # a first (robots.txt) waits until the host's pages are due
+        if not host.returned and not host.has_back and (
+            not host.firsts or (host.fronted > 0 and not host.tried)
+        ):  # a host's first robots.txt waits while its pages wait for a back queue (not a retry)
+            return None
         slot = host.free_slot()
         return None if slot < 0 else host.free_at[slot]
 
@@ -290,6 +287,7 @@ class MercatorFrontier(Frontier):
         if is_first:
             entry = host.firsts.pop(0)
             host.first_in_flight += 1
+            host.tried = True
         elif host.returned:
             entry = host.returned.popleft()
             if self.ledger is not None:
