@@ -19,7 +19,7 @@ from crawler.frontier.api import (
     Outcome,
 )
 from crawler.frontier.hoststate import HostState, OpenLease
-from crawler.frontier.opic import CashLedger
+from crawler.frontier.opic import CashLedger, pick_above_floor
 from crawler.frontier.politeness import PolitenessPolicy
 from crawler.frontier.selector import BiasedSelector
 from crawler.frontier.store import MemoryQueueStore, QueueStore, url_key
@@ -35,12 +35,9 @@ class MercatorFrontier(Frontier):
     Time is read from ``clock`` (``time.monotonic`` unless a test passes its own); a lease not
     acknowledged or renewed within ``lease_ttl`` seconds comes back to its host's queue.
 
-    Value shapes the back queues too (``back_run``): a host that served ``back_run`` URLs in a
-    row worth less than the best front queue waiting, while no back queue is free, gives its
-    back queue up (its URLs go back to the front queues by value): a deep or low-value host
-    cannot keep one just for having many URLs. A host's *first* request (robots.txt) waits
-    until the host holds a back queue. With a ``ledger`` (OPIC, ``crawler.frontier.opic``) an
-    entry's cash decides its front queue, and cash arriving later (:meth:`credit`) raises it.
+    Value shapes the back queues too: a host gives its back queue up after ``back_run`` URLs
+    worth less than the best waiting (``_judge_run``); its robots.txt waits for one. With a
+    ``ledger`` (OPIC) cash decides the front queue, and cash arriving later raises it.
     """
 
     def __init__(
@@ -150,11 +147,9 @@ class MercatorFrontier(Frontier):
         return AddResult(True)
 
     def credit(self, links: Sequence[tuple[str, float, str]]) -> None:
-        ledger = self.ledger
-        if ledger is None:
+        if (ledger := self.ledger) is None:
             return
-        queued = ledger.queued
-        lost = 0.0
+        queued, lost = ledger.queued, 0.0
         for url, cash, policy in links:
             if url not in queued:  # most repeated links lead to pages fetched already
                 lost += cash
@@ -165,8 +160,7 @@ class MercatorFrontier(Frontier):
             self._refill()
 
     def _credit(self, url: str, cash: float, policy: str) -> None:
-        """Cash for a URL seen before: queue it again in a better front queue if it earned
-        one (the old copy is skipped when the refill meets it)."""
+        """Cash for a URL seen before: queued again in a better front queue if it earned one."""
         copy = self.ledger.credit(url, cash, policy)  # type: ignore[union-attr]
         if copy is not None:
             self.store.front_push(copy)
@@ -185,14 +179,20 @@ class MercatorFrontier(Frontier):
 
     def _refill(self) -> None:
         """Move front-queue entries to back queues while a back queue is free (Mercator's
-        refill), at most ``refill_batch`` moves per call."""
+        refill), at most ``refill_batch`` moves per call. Under OPIC the last front queue is a
+        floor (a distrusted source's URLs): drawn once no back queue and no other front queue
+        holds anything."""
         budget = self.refill_batch
         store = self.store
         sizes = store.front_sizes
         ledger = self.ledger
         while self._free_back and budget > 0 and any(sizes):
             budget -= 1
-            q = self._selector.pick(sizes)
+            q = self._selector.pick(sizes) if ledger is None else pick_above_floor(
+                self._selector.pick, sizes, self._free_back < self.back_queue_count
+            )
+            if q < 0:
+                break  # only the floor is left in front: it waits for the back queues
             entry = store.front_pop(q)
             host = self._hosts.get(entry.host) or self._host(entry.host)
             host.fronted -= host.fronted > 0  # (0 for URLs a persistent store kept)
@@ -217,7 +217,8 @@ class MercatorFrontier(Frontier):
 
     def _judge_run(self, host: HostState, entry: Entry) -> None:
         """After ``host`` served ``entry``: give its back queue up after ``back_run`` URLs in a
-        row worth less than the best front queue waiting while no back queue is free."""
+        row worth less than the best front queue waiting while no back queue is free (so a
+        deep or low-value host cannot keep one just for having many URLs)."""
         value = entry.priority if self.ledger is None else self.ledger.bucket(entry.cash)
         best = next((i for i, n in enumerate(self.store.front_sizes) if n), value)
         low = not self._free_back and value > best  # worth less than the best waiting
@@ -290,16 +291,10 @@ class MercatorFrontier(Frontier):
             host.tried = True
         elif host.returned:
             entry = host.returned.popleft()
-            if self.ledger is not None:
-                cash = self.ledger.take(entry.url)
-                if cash is not None:
-                    entry.cash = cash
+            self._take_cash(entry)
         else:
             entry = self.store.back_pop(host.name)
-            if self.ledger is not None:
-                cash = self.ledger.take(entry.url)
-                if cash is not None:
-                    entry.cash = cash
+            self._take_cash(entry)
             if not self.store.back_len(host.name):
                 self._release_back(host)
                 self._refill()
@@ -316,6 +311,11 @@ class MercatorFrontier(Frontier):
         self._push_deadline(deadline, lease.token)
         self._reschedule(host)
         return lease
+
+    def _take_cash(self, entry: Entry) -> None:
+        """OPIC: the entry leaves with the cash its URL gathered (its page hands it on)."""
+        cash = None if self.ledger is None else self.ledger.take(entry.url)
+        entry.cash = entry.cash if cash is None else cash
 
     def _push_deadline(self, deadline: float, token: str) -> None:
         """Deadlines of acknowledged or renewed leases stay in the heap until they come up;

@@ -17,6 +17,7 @@ away by the caller, never reaches the ledger).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import frexp
 
 from crawler.frontier.api import Entry
@@ -209,9 +210,20 @@ class CashLedger:
 
 def selector_weights(queues: int) -> list[int]:
     """Front-queue weights for OPIC: Mercator's gentle ``K - i`` over all queues but the last,
-    and the last one a floor: URLs worth less than an eighth of the mean, and those of no
-    value (a distrusted source), are drawn once in about ``50 K^2`` picks while better URLs
-    wait, so a link farm behind a distrusted seed gets well under 1 % of the fetches."""
+    the last one a floor (URLs worth less than an eighth of the mean, and those of no value: a
+    distrusted source's), which the refill draws only once nothing else is queued."""
     if queues < 2:
         return [1] * queues
     return [(queues - 1 - i) * 100 for i in range(queues - 1)] + [1]
+
+
+def pick_above_floor(pick: Callable[[list[int]], int], sizes: list[int], backs_busy: bool) -> int:
+    """The refill's pick under OPIC (``pick``: the selector's): the last front queue (the
+    floor) is drawn only when no other front queue has URLs and no back queue is in use
+    (``backs_busy``); -1 when only the floor has URLs and must wait."""
+    floor = len(sizes) - 1
+    if not floor or not sizes[floor]:
+        return pick(sizes)
+    if any(sizes[:floor]):
+        return pick([*sizes[:floor], 0])
+    return -1 if backs_busy else pick(sizes)
