@@ -362,9 +362,7 @@ def run_real(pages: int, seed: int = 1) -> None:
     from devsite.webgraph import WebGraphServer
     from tests.crawling import crawl_command
 
-    hosts = max(100, pages // 50)
-    graph = build_webgraph(seed, pages=pages, hosts=hosts, farm_hosts=max(4, hosts // 100),
-                           farm_pages=max(300, pages // 33), good_seeds=min(19, hosts // 20))
+    graph = small_graph(pages, seed)
     n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
     print(f"\n## real scrapy crawl: graph seed {seed}, {graph.pages} pages, {len(graph.hosts)} "
           f"hosts on loopback, stopped after {n20} pages (CLOSESPIDER_ITEMCOUNT)")
@@ -413,13 +411,32 @@ def run_real(pages: int, seed: int = 1) -> None:
             print(f"| {order} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
                   f"| {len(fetched)} | {wall:.0f} |")
         del server
-    print("the same graph, the frontier driven directly (this bench's politeness):")
-    for order in ("opic", "depth", "fifo", "opic+distrust"):
-        book = distrust_book(graph) if "distrust" in order else None
-        crawl = crawl_frontier(graph, order.split("+")[0], n20, book=book)
-        r = judge(graph, crawl, n10, n20)
-        print(f"| {order} (simulated) | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
-              f"| {len(crawl.fetched)} | - |")
+    simulate_like_real(graph)
+
+
+def small_graph(pages: int, seed: int = 1) -> WebGraph:
+    """The graph of ``--real``: 50 pages a host, three farms of 4 hosts."""
+    hosts = max(100, pages // 50)
+    return build_webgraph(seed, pages=pages, hosts=hosts, farm_hosts=max(4, hosts // 100),
+                          farm_pages=max(300, pages // 33), good_seeds=min(19, hosts // 20))
+
+
+def simulate_like_real(graph: WebGraph) -> None:
+    """The ``--real`` graph with the frontier driven directly under the real runs' settings
+    (32 fetchers, so 96 back queues; 0.5 s between a host's fetches; fetch times as above)."""
+    global CONCURRENCY, POLITENESS
+    saved = CONCURRENCY, POLITENESS
+    CONCURRENCY, POLITENESS = 32, PolitenessPolicy(min_delay=0.5, delay_factor=0)
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    try:
+        for order in ("opic", "depth", "fifo", "opic+distrust"):
+            book = distrust_book(graph) if "distrust" in order else None
+            crawl = crawl_frontier(graph, order.split("+")[0], n20, book=book)
+            r = judge(graph, crawl, n10, n20)
+            print(f"| {order} (simulated) | {r['pr10']:.1%} | {r['pr20']:.1%} "
+                  f"| {r['farm20']:.1%} | {len(crawl.fetched)} | - |")
+    finally:
+        CONCURRENCY, POLITENESS = saved
 
 
 def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
