@@ -106,3 +106,28 @@ def test_the_link_intake_hands_a_pages_cash_on_even_for_repeated_links() -> None
     assert stats.values["frontier/policy/distrust"] == 1
     assert stats.values["frontier/policy/default"] == 2
     frontier.finish(lease.token, 0.1)
+
+
+def test_stale_copies_never_end_a_crawl_early() -> None:
+    """Raised URLs leave stale copies behind; a refill skips them without spending its batch,
+    so ``due_in`` never says "nothing queued" while live URLs wait behind them."""
+    clock = FakeClock()
+    f = _memory(PolitenessPolicy(min_delay=0, delay_factor=0), clock=clock, back_queues=1,
+                refill_batch=1)
+    for i in range(2):
+        f.add(Entry(f"http://busy.test/{i}", "busy.test", cash=1.0))
+    lease = f.next()
+    urls = [f"http://h{i}.test/" for i in range(6)]
+    for url in urls:
+        f.add(Entry(url, url.split("/")[2], cash=1e-6))
+    for url in urls:  # each raised out of its queue: six stale copies below
+        f.add(Entry(url, url.split("/")[2], cash=1.0))
+    f.finish(lease.token, 0.1)
+    got = []
+    while f.due_in() is not None:
+        lease = f.next()
+        assert lease is not None
+        got.append(lease.entry.url)
+        f.finish(lease.token, 0.1)
+    assert sorted(got) == sorted(["http://busy.test/1", *urls])
+    assert len(f) == 0

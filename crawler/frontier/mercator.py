@@ -187,7 +187,6 @@ class MercatorFrontier(Frontier):
         sizes = store.front_sizes
         ledger = self.ledger
         while self._free_back and budget > 0 and any(sizes):
-            budget -= 1
             q = self._selector.pick(sizes) if ledger is None else pick_above_floor(
                 self._selector.pick, sizes, self._free_back < self.back_queue_count
             )
@@ -198,9 +197,10 @@ class MercatorFrontier(Frontier):
             host.fronted -= host.fronted > 0  # (0 for URLs a persistent store kept)
             if ledger is not None:
                 if ledger.is_stale(entry.url, q):
-                    store.forget(entry)  # a raised URL's older copy
+                    store.forget(entry)  # a raised URL's older copy: costs no budget
                     continue
                 ledger.routed(entry)
+            budget -= 1
             if host.dead or host.skipped:
                 self._drop([entry], "host_dead" if host.dead else "host_skipped")
                 continue
