@@ -3,6 +3,11 @@ need not import each other for a string (the robots middleware must not import t
 """
 
 LEASE_META = "frontier_lease"  # set by the frontier scheduler on every request it hands out
+# The frontier entry's OPIC cash and crawl policy label, when it has them
+# (crawler/frontier/opic.py, crawler/frontier/policies.py): the page's links get their share of
+# the cash and inherit the policy (a content rule may switch it: the site spider).
+CASH_META = "frontier_cash"
+POLICY_META = "crawl_policy"
 ROBOTS_META = "robotstxt_for"
 # set by the download handler on a request whose download a stop (crawl_stopping) cut short
 STOPPED_META = "download_stopped"  # on a robots.txt request: the origin it is for

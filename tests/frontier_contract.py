@@ -13,6 +13,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -579,3 +580,151 @@ class FrontierContract:
         assert f.due_in() == pytest.approx(2.0)  # rests as after a fetch of unknown duration
         clock.now = 3.0
         assert f.next() is not None
+
+
+class OpicContract:
+    """OPIC ordering (``crawler.frontier.opic``) in a Mercator frontier over any queue store:
+    cash conservation, a raise when cash arrives for a queued URL, politeness unbroken, a back
+    queue given up after a run of low-value URLs, and robots.txt only for a host whose pages
+    are due. ``make_opic_frontier`` builds the frontier with a ``CashLedger`` of its own."""
+
+    def make_opic_frontier(
+        self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: object
+    ) -> Frontier:  # pragma: no cover - implemented by subclasses
+        raise NotImplementedError
+
+    def opic(
+        self, policy: PolitenessPolicy | None = None, **kwargs: object
+    ) -> tuple[Any, FakeClock]:
+        clock = FakeClock()
+        return self.make_opic_frontier(policy, clock=clock, **kwargs), clock
+
+    @staticmethod
+    def _graph_crawl(f: Any, clock: FakeClock, hosts: int = 4, pages: int = 12):
+        """Crawl a small graph where every page links to 3 others (some seen already); returns
+        the simulation, the cash handed to links, and the cash the leases carried."""
+        def url(h: int, i: int) -> str:
+            return f"http://h{h}.test/{i}"
+
+        handed = 0.0
+        leased = 0.0
+
+        def discover(u: str) -> list[Entry]:
+            nonlocal handed, leased
+            cash = fetched_cash.pop(u)
+            leased += cash
+            h, i = int(u.split("/")[2][1:-5]), int(u.rsplit("/", 1)[1])
+            targets = [((h + 1) % hosts, (i * 3 + 1) % pages), (h, (i + 1) % pages),
+                       ((h + 2) % hosts, (i * 7) % pages)]
+            out = []
+            for th, ti in targets:
+                out.append(Entry(url(th, ti), f"h{th}.test", cash=cash / len(targets)))
+                handed += cash / len(targets)
+            return out
+
+        fetched_cash: dict[str, float] = {}
+        real_next = f.next
+
+        def next_with_cash():
+            lease = real_next()
+            if lease is not None:
+                fetched_cash[lease.entry.url] = lease.entry.cash
+            return lease
+
+        f.next = next_with_cash
+        seeds = [Entry(url(h, 0), f"h{h}.test", cash=1.0) for h in range(hosts)]
+        for e in seeds:
+            f.add(e, force=True)
+        sim = simulate(f, clock, concurrency=3, discover=discover)
+        return sim, handed, leased, float(hosts)
+
+    def test_cash_is_conserved(self) -> None:
+        f, clock = self.opic(PolitenessPolicy(min_delay=0.5), back_queues=2)
+        sim, handed, leased, seeded = self._graph_crawl(f, clock)
+        ledger = f.ledger
+        assert len(sim.fetches) == 4 * 12  # every page once: order changes, coverage does not
+        assert len({x.url for x in sim.fetches}) == len(sim.fetches)
+        # every unit of cash that entered went somewhere: a queued URL, a fetched page's
+        # history, or a lease (spent) that handed it on
+        assert ledger.seeded + ledger.credited + ledger.to_fetched == pytest.approx(
+            seeded + handed
+        )
+        assert ledger.spent == pytest.approx(leased)
+        assert ledger.total == pytest.approx(0.0, abs=1e-9) and len(ledger) == 0
+        assert leased == pytest.approx(seeded + handed - ledger.to_fetched)
+
+    def test_cash_arriving_for_a_queued_url_raises_it(self) -> None:
+        f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
+        for i in range(2):  # holds the one back queue
+            f.add(Entry(f"http://busy.test/{i}", "busy.test", cash=1.0))
+        lease = f.next()
+        assert lease is not None
+        for i in range(1, 6):
+            f.add(Entry(f"http://other{i}.test/", f"other{i}.test", cash=0.01))
+        f.add(Entry("http://late.test/", "late.test", cash=0.01))  # queued last, same value
+        # four more pages link to it (seen: its cash grows and it moves to a better queue),
+        # one of them through credit() (a link the intake remembered)
+        for _ in range(3):
+            assert f.add(Entry("http://late.test/", "late.test", cash=0.5)).reason == "seen"
+        f.credit([("http://late.test/", 0.5, "")])
+        f.finish(lease.token, 0.1)
+        order = []
+        while (lease := f.next()) is not None:
+            order.append(lease.entry.url)
+            assert lease.entry.url != "http://late.test/" or lease.entry.cash == pytest.approx(
+                2.01
+            )
+            f.finish(lease.token, 0.1)
+        assert order[:2] == ["http://busy.test/1", "http://late.test/"]
+        assert sorted(order) == sorted(
+            ["http://busy.test/1", "http://late.test/"]
+            + [f"http://other{i}.test/" for i in range(1, 6)]
+        )  # the copy left behind by the raise is skipped, not fetched again
+        assert len(f) == 0
+
+    def test_politeness_is_unbroken(self) -> None:
+        policy = PolitenessPolicy(min_delay=1.0, delay_factor=0, host_concurrency=1)
+        f, clock = self.opic(policy, back_queues=3)
+        sim, _, _, _ = self._graph_crawl(f, clock, hosts=5, pages=10)
+        assert len(sim.fetches) == 50
+        by_host: dict[str, list[Fetch]] = defaultdict(list)
+        for fetch in sim.fetches:
+            by_host[fetch.host].append(fetch)
+        for fetches in by_host.values():
+            fetches.sort(key=lambda x: x.start)
+            for a, b in itertools.pairwise(fetches):
+                assert b.start >= a.end + 1.0 - 1e-9  # the delay after the previous fetch
+        assert max(sim.max_in_flight.values()) == 1
+
+    def test_a_low_value_host_gives_its_back_queue_up(self) -> None:
+        f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1,
+                         back_run=2)
+        for i in range(10):  # one host with many URLs of little value holds the back queue
+            f.add(Entry(f"http://deep.test/{i}", "deep.test", cash=0.001))
+        lease = f.next()
+        assert lease is not None and lease.entry.host == "deep.test"
+        f.finish(lease.token, 0.1)
+        f.add(Entry("http://good.test/", "good.test", cash=1.0))  # waits in a front queue
+        hosts = []
+        while (lease := f.next()) is not None:
+            hosts.append(lease.entry.host)
+            f.finish(lease.token, 0.1)
+        # after at most back_run more low-value URLs, the valuable one goes
+        assert hosts.index("good.test") <= 2
+        assert sorted(hosts) == sorted(["good.test"] + ["deep.test"] * 9)
+
+    def test_robots_txt_waits_until_its_host_has_a_back_queue(self) -> None:
+        f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
+        for i in range(2):
+            f.add(Entry(f"http://a.test/{i}", "a.test", cash=1.0))
+        f.add(Entry("http://b.test/robots.txt", "b.test"), first=True)
+        f.add(Entry("http://b.test/", "b.test", cash=0.1))  # no back queue free for b
+        first = f.next()
+        assert first is not None and first.entry.host == "a.test"
+        assert f.next() is None  # b's robots.txt waits with its pages
+        f.finish(first.token, 0.1)
+        order = []
+        while (lease := f.next()) is not None:
+            order.append(lease.entry.url)
+            f.finish(lease.token, 0.1)
+        assert order == ["http://a.test/1", "http://b.test/robots.txt", "http://b.test/"]

@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_IP_CONCURRENCY=2 "
     "-s DNS_SERVERS=127.0.0.53": "run",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s JOBDIR=crawls/web-1": "run",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_PRIORITY_POLICY=opic": "run",
     "redis-server --port 6379 --maxmemory-policy noeviction &": "start redis",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis "
     "-s REDIS_URL=redis://127.0.0.1:6379/0": "run",

@@ -30,7 +30,7 @@ from crawler.sites import Politeness, Setting, load_all_sites
         ("NEARDUP_THRESHOLD", "1.5", "must be a number <= 1, got 1.5"),
         ("NEARDUP_ENABLED", "maybe", "must be true or false, got 'maybe'"),
         ("FRONTIER_PRIORITY_POLICY", "random", "must be one of depth, breadth_first, fifo, "
-         "request, got 'random'"),
+         "request, opic, got 'random'"),
     ],
 )
 def test_a_bad_value_is_named_with_what_the_setting_takes(

@@ -177,7 +177,7 @@ def test_scope_contains() -> None:
         (
             'name = "bad"\n[priority]\npolicy = "random"\n',
             "priority.policy",
-            'must be one of depth, breadth_first, fifo, request, got "random"',
+            'must be one of depth, breadth_first, fifo, request, opic, got "random"',
         ),
         ('name = "other"\n', "name", 'must equal the file name without .toml ("bad")'),
         ('name = "Bad"\n', "name", "must match"),

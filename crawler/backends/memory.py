@@ -19,6 +19,7 @@ from crawler.frontier import (
     QueueStore,
 )
 from crawler.frontier.api import FrontierCallbacks
+from crawler.frontier.opic import CashLedger, selector_weights
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
 
@@ -51,6 +52,9 @@ class MemoryFrontierStore:
     ) -> Frontier:
         s = self.settings
         front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
+        order = s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY)
+        opic = order == "opic"
+        back_run = s.getint("FRONTIER_BACK_RUN", defaults.FRONTIER_BACK_RUN)
         return MercatorFrontier(
             politeness_from_settings(s),
             store=self.queue_store(front),
@@ -61,4 +65,7 @@ class MemoryFrontierStore:
             max_pages_per_host=max_pages_per_host,
             refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
             on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
+            ledger=CashLedger(front) if opic else None,  # OPIC: the ledger of cash
+            selector_weights=selector_weights(front) if opic else None,
+            back_run=0 if order == "fifo" else back_run,
         )

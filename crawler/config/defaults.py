@@ -99,8 +99,19 @@ FRONTIER_LINK_CACHE_SIZE = 1_000_000
 # Links of one page the scheduler takes in one reactor turn; a page with more is taken in
 # slices, one turn each (the seen-test, scope and queue of 1,000 links: ~5-10 ms).
 FRONTIER_LINK_SLICE = 1000
-# Which URLs go first: "depth" (breadth first), "fifo" or "request" (the request's priority).
+# Which URLs go first: "depth" (breadth first), "fifo", "request" (the request's priority) or
+# "opic" (the cash pages hand their links, crawler/frontier/opic.py: the most linked-to first).
 FRONTIER_PRIORITY_POLICY = "depth"
+# A host gives its back queue up after serving this many URLs in a row worth less than URLs
+# waiting in the front queues while no back queue is free (0: never; Mercator keeps a back
+# queue while its host has URLs). Not under "fifo".
+FRONTIER_BACK_RUN = 4
+# Files of registered domains, one per line (crawl policies, crawler/frontier/policies.py): a
+# trusted domain never ranks below the default policy; a URL of a distrusted one takes the
+# "distrust" policy (the site's, or a built-in one: a thousandth of the cash, halved per hop)
+# whatever linked it. A site config's trusted_domains / distrusted_domains win.
+FRONTIER_TRUSTED_DOMAINS = ""
+FRONTIER_DISTRUSTED_DOMAINS = ""
 # Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
 FRONTIER_PROGRESS_INTERVAL = 30.0
 # Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires

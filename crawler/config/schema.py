@@ -40,7 +40,7 @@ from crawler.config import defaults
 Show = Callable[[object], str]
 
 #: The FRONTIER_PRIORITY_POLICY words; ``breadth_first`` is read as its alias ``depth``.
-PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request")
+PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request", "opic")
 BACKENDS = ("memory", "redis")
 
 # Prefixes under which a name that is not a known setting is probably a typo of ours.

@@ -35,7 +35,9 @@ class Entry:
     ``url`` is the normalized URL (its 64-bit hash is the seen-test key). ``payload`` is what
     the adapter needs to rebuild a request that is more than a plain link (None for a plain
     link); a persistent or shared store needs it as bytes. ``id`` is the store's row id (0 in
-    memory).
+    memory). ``cash``: OPIC cash (``crawler.frontier.opic``): what the page that linked it
+    hands it when added; what it accumulated when leased. ``policy``: the crawl policy it was
+    found under (``crawler.frontier.policies``; "" the site's default).
     """
 
     url: str
@@ -44,6 +46,8 @@ class Entry:
     depth: int = 0
     payload: Any = None
     id: int = 0
+    cash: float = 0.0
+    policy: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,12 @@ class Frontier(abc.ABC):
         """Queue a page's links: one result per entry, in order. A shared backend sends them in
         chunks of bounded size, one atomic call per chunk."""
         return [self.add(e) for e in entries]
+
+    def credit(self, links: Sequence[tuple[str, float, str]]) -> None:  # noqa: B027
+        """OPIC cash for URLs seen before (normalized URL, cash, crawl policy label), e.g.
+        links a page repeats
+        that the link intake did not send again: a queued URL's priority may rise. Ignored by
+        a frontier that does not order by cash."""
 
     @abc.abstractmethod
     def mark_seen(self, keys: Iterable[str]) -> int:

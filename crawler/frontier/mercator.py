@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import count
 
 from crawler.config import defaults
@@ -19,83 +18,11 @@ from crawler.frontier.api import (
     Lease,
     Outcome,
 )
+from crawler.frontier.hoststate import HostState, OpenLease
+from crawler.frontier.opic import CashLedger, pick_above_floor
 from crawler.frontier.politeness import PolitenessPolicy
 from crawler.frontier.selector import BiasedSelector
 from crawler.frontier.store import MemoryQueueStore, QueueStore, url_key
-
-
-class HostState:
-    """A host's politeness state. It outlives the host's back queue: a host that gets a back
-    queue again later keeps its slot times, so it is never hit early."""
-
-    __slots__ = (
-        "admitted",
-        "busy",
-        "crawl_delay",
-        "dead",
-        "failure_bits",
-        "failures",
-        "fetches",
-        "first_in_flight",
-        "firsts",
-        "free_at",
-        "gap_sum",
-        "gaps",
-        "has_back",
-        "last_end",
-        "name",
-        "returned",
-        "skipped",
-        "version",
-    )
-
-    def __init__(self, name: str, slots: int) -> None:
-        self.name = name
-        self.free_at = [0.0] * slots
-        self.busy = [False] * slots
-        self.crawl_delay: float | None = None
-        self.skipped = False
-        self.dead = False
-        self.failures = 0  # in a row
-        # the outcomes of the last fetches, newest in bit 0 (1: failed), up to the policy's
-        # failure_window: failures decay as fetches go by instead of vanishing at one success
-        self.failure_bits = 0
-        self.firsts: list[Entry] = []
-        self.first_in_flight = 0
-        # Leases handed back (released or expired): served before the back queue. Kept here
-        # rather than in the store because the host may hold no back queue at that moment.
-        self.returned: deque[Entry] = deque()
-        self.has_back = False
-        self.admitted = 0
-        self.version = 0  # invalidates stale heap entries
-        self.fetches = 0
-        self.last_end: float | None = None
-        self.gap_sum = 0.0  # real gaps: end of the host's previous fetch to the next lease
-        self.gaps = 0
-
-    def in_flight(self) -> int:
-        return sum(self.busy)
-
-    def free_slot(self) -> int:
-        """The free slot that comes due first, or -1."""
-        best = -1
-        for i, busy in enumerate(self.busy):
-            if not busy and (best < 0 or self.free_at[i] < self.free_at[best]):
-                best = i
-        return best
-
-
-class _Open:
-    """An open lease: handed out and not yet acknowledged, released or expired."""
-
-    __slots__ = ("completed", "deadline", "first", "host", "lease")
-
-    def __init__(self, lease: Lease, host: HostState, first: bool, deadline: float) -> None:
-        self.lease = lease
-        self.host = host
-        self.first = first
-        self.completed = False  # the fetch ended: the slot is free, the URL not yet forgotten
-        self.deadline = deadline
 
 
 class MercatorFrontier(Frontier):
@@ -107,6 +34,10 @@ class MercatorFrontier(Frontier):
 
     Time is read from ``clock`` (``time.monotonic`` unless a test passes its own); a lease not
     acknowledged or renewed within ``lease_ttl`` seconds comes back to its host's queue.
+
+    Value shapes the back queues too: a host gives its back queue up after ``back_run`` URLs
+    worth less than the best waiting (``_judge_run``); its robots.txt waits for one. With a
+    ``ledger`` (OPIC) cash decides the front queue, and cash arriving later raises it.
     """
 
     def __init__(
@@ -122,6 +53,8 @@ class MercatorFrontier(Frontier):
         refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
         selector_weights: list[int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
+        ledger: CashLedger | None = None,
+        back_run: int = 0,
     ) -> None:
         if back_queues < 1:
             raise ValueError("at least one back queue is needed")
@@ -143,13 +76,16 @@ class MercatorFrontier(Frontier):
         self._heap: list[tuple[float, int, int, HostState]] = []
         self._seq = count()
         self._tokens = count(1)
-        self._leases: dict[str, _Open] = {}
+        self._leases: dict[str, OpenLease] = {}
         # (deadline, token): stale when the lease is gone or was renewed since
         self._deadlines: list[tuple[float, str]] = []
         self._queued = 0
         self.dropped: dict[str, int] = {}
         self.expired = 0
         self.on_give_up = on_give_up
+        self.ledger = ledger
+        self.back_run = back_run
+        self.back_released = 0  # back queues given up for lack of value
         self._recover()
 
     def _recover(self) -> None:
@@ -163,6 +99,9 @@ class MercatorFrontier(Frontier):
             host.dead = saved.dead
             host.skipped = saved.skipped
         self._queued = sum(self.store.front_sizes)
+        if self.ledger is not None and self._queued:
+            for entry in self.store.iter_queued():
+                self.ledger.restore(entry)
 
     # -- adding -------------------------------------------------------------------------------
 
@@ -178,6 +117,8 @@ class MercatorFrontier(Frontier):
             if self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host:
                 return AddResult(False, "host_budget")
             if not self.store.seen_add(url_key(entry.url)):
+                if self.ledger is not None and entry.cash:
+                    self._credit(entry.url, entry.cash, entry.policy)
                 return AddResult(False, "seen")
             host.admitted += 1
             self.store.save_host(host)
@@ -191,13 +132,39 @@ class MercatorFrontier(Frontier):
             host.firsts.append(entry)
             self._reschedule(host)
             return AddResult(True)
-        p = entry.priority
-        if p < 0 or p >= self.front_queue_count:
-            entry.priority = 0 if p < 0 else self.front_queue_count - 1
+        if self.ledger is not None:
+            self.ledger.admit(entry)
+        else:
+            p = entry.priority
+            if p < 0 or p >= self.front_queue_count:
+                entry.priority = 0 if p < 0 else self.front_queue_count - 1
         self.store.front_push(entry)
+        host.fronted += 1
+        if host.firsts and not host.has_back:  # its robots.txt now waits for a back queue
+            self._reschedule(host)
         if self._free_back:
             self._refill()
         return AddResult(True)
+
+    def credit(self, links: Sequence[tuple[str, float, str]]) -> None:
+        if (ledger := self.ledger) is None:
+            return
+        queued, lost = ledger.queued, 0.0
+        for url, cash, policy in links:
+            if url not in queued:  # most repeated links lead to pages fetched already
+                lost += cash
+            elif cash:
+                self._credit(url, cash, policy)
+        ledger.to_fetched += lost
+        if self._free_back:
+            self._refill()
+
+    def _credit(self, url: str, cash: float, policy: str) -> None:
+        """Cash for a URL seen before: queued again in a better front queue if it earned one."""
+        copy = self.ledger.credit(url, cash, policy)  # type: ignore[union-attr]
+        if copy is not None:
+            self.store.front_push(copy)
+            self._hosts[copy.host].fronted += 1
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         return sum(self.store.seen_add(url_key(k)) for k in keys)
@@ -212,14 +179,28 @@ class MercatorFrontier(Frontier):
 
     def _refill(self) -> None:
         """Move front-queue entries to back queues while a back queue is free (Mercator's
-        refill), at most ``refill_batch`` moves per call."""
+        refill), at most ``refill_batch`` moves per call. Under OPIC the last front queue is a
+        floor (a distrusted source's URLs): drawn once no back queue and no other front queue
+        holds anything."""
         budget = self.refill_batch
         store = self.store
         sizes = store.front_sizes
+        ledger = self.ledger
         while self._free_back and budget > 0 and any(sizes):
-            budget -= 1
-            entry = store.front_pop(self._selector.pick(sizes))
+            q = self._selector.pick(sizes) if ledger is None else pick_above_floor(
+                self._selector.pick, sizes, self._free_back < self.back_queue_count
+            )
+            if q < 0:
+                break  # only the floor is left in front: it waits for the back queues
+            entry = store.front_pop(q)
             host = self._hosts.get(entry.host) or self._host(entry.host)
+            host.fronted -= host.fronted > 0  # (0 for URLs a persistent store kept)
+            if ledger is not None:
+                if ledger.is_stale(entry.url, q):
+                    store.forget(entry)  # a raised URL's older copy: costs no budget
+                    continue
+                ledger.routed(entry)
+            budget -= 1
             if host.dead or host.skipped:
                 self._drop([entry], "host_dead" if host.dead else "host_skipped")
                 continue
@@ -231,8 +212,35 @@ class MercatorFrontier(Frontier):
                 self._reschedule(host)
 
     def _release_back(self, host: HostState) -> None:
-        host.has_back = False
+        host.has_back, host.low_run = False, 0
         self._free_back += 1
+
+    def _judge_run(self, host: HostState, entry: Entry) -> None:
+        """After ``host`` served ``entry``: give its back queue up after ``back_run`` URLs in a
+        row worth less than the best front queue waiting while no back queue is free (so a
+        deep or low-value host cannot keep one just for having many URLs)."""
+        value = entry.priority if self.ledger is None else self.ledger.bucket(entry.cash)
+        best = next((i for i, n in enumerate(self.store.front_sizes) if n), value)
+        low = not self._free_back and value > best  # worth less than the best waiting
+        host.low_run = host.low_run + 1 if low else 0
+        if host.low_run >= self.back_run:
+            self._bounce(host)
+
+    def _bounce(self, host: HostState) -> None:
+        """Give up ``host``'s back queue: its URLs go back to the front queues, by value."""
+        store, ledger = self.store, self.ledger
+        entries = store.back_drop(host.name)
+        self._release_back(host)
+        self.back_released += 1
+        for entry in entries:
+            store.forget(entry)  # a persistent store: its routed row goes, a new one comes
+            entry.id = 0
+            if ledger is not None:
+                ledger.requeue(entry)
+            store.front_push(entry)
+        host.fronted += len(entries)
+        self._reschedule(host)
+        self._refill()
 
     # -- the heap of hosts --------------------------------------------------------------------
 
@@ -240,7 +248,9 @@ class MercatorFrontier(Frontier):
         """When the host can next hand out a URL, or None if it has nothing it may hand out."""
         if host.dead or host.skipped or host.first_in_flight:
             return None
-        if not host.firsts and not host.returned and not host.has_back:
+        if not host.returned and not host.has_back and (
+            not host.firsts or (host.fronted > 0 and not host.tried)
+        ):  # a host's first robots.txt waits while its pages wait for a back queue (not a retry)
             return None
         slot = host.free_slot()
         return None if slot < 0 else host.free_at[slot]
@@ -278,13 +288,18 @@ class MercatorFrontier(Frontier):
         if is_first:
             entry = host.firsts.pop(0)
             host.first_in_flight += 1
+            host.tried = True
         elif host.returned:
             entry = host.returned.popleft()
+            self._take_cash(entry)
         else:
             entry = self.store.back_pop(host.name)
+            self._take_cash(entry)
             if not self.store.back_len(host.name):
                 self._release_back(host)
                 self._refill()
+            elif self.back_run:
+                self._judge_run(host, entry)
         self._queued -= 1
         host.busy[slot] = True
         if host.last_end is not None:
@@ -292,10 +307,15 @@ class MercatorFrontier(Frontier):
             host.gaps += 1
         lease = Lease(str(next(self._tokens)), entry, slot, now)
         deadline = now + self.lease_ttl
-        self._leases[lease.token] = _Open(lease, host, is_first, deadline)
+        self._leases[lease.token] = OpenLease(lease, host, is_first, deadline)
         self._push_deadline(deadline, lease.token)
         self._reschedule(host)
         return lease
+
+    def _take_cash(self, entry: Entry) -> None:
+        """OPIC: the entry leaves with the cash its URL gathered (its page hands it on)."""
+        cash = None if self.ledger is None else self.ledger.take(entry.url)
+        entry.cash = entry.cash if cash is None else cash
 
     def _push_deadline(self, deadline: float, token: str) -> None:
         """Deadlines of acknowledged or renewed leases stay in the heap until they come up;
@@ -326,7 +346,7 @@ class MercatorFrontier(Frontier):
         return rest
 
     def _complete(
-        self, record: _Open, now: float, duration: float | None, outcome: Outcome
+        self, record: OpenLease, now: float, duration: float | None, outcome: Outcome
     ) -> float | None:
         """Free the lease's slot; returns the slot's rest from ``now`` (None: not sent)."""
         record.completed = True
@@ -426,10 +446,13 @@ class MercatorFrontier(Frontier):
         self.expired += expired
         return expired
 
-    def _hand_back(self, record: _Open) -> None:
+    def _hand_back(self, record: OpenLease) -> None:
         """Put a lease's URL back at the head of its host's queue (a persistent store still
         holds its row: it was never forgotten)."""
         host, entry = record.host, record.lease.entry
+        if self.ledger is not None and not record.first:
+            self.ledger.hand_back(entry)
+            entry.cash = 0.0  # the ledger holds it again, until the next lease
         if host.dead or host.skipped:
             self._queued += 1
             self._drop([entry], "host_dead" if host.dead else "host_skipped")
@@ -466,6 +489,8 @@ class MercatorFrontier(Frontier):
             self.dropped[reason] = self.dropped.get(reason, 0) + len(entries)
             for entry in entries:
                 self.store.forget(entry)
+                if self.ledger is not None:
+                    self.ledger.drop(entry.url)
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
         state = self._host(host)
@@ -517,6 +542,8 @@ class MercatorFrontier(Frontier):
         extra = dict(self.dropped)
         if self.expired:
             extra["leases_expired"] = self.expired
+        if self.back_released:
+            extra["back_queues_released"] = self.back_released
         c = FrontierCounts(
             queued=self._queued,
             in_flight=len(self._leases),

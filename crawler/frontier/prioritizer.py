@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-POLICIES = ("depth", "breadth_first", "fifo", "request")
+POLICIES = ("depth", "breadth_first", "fifo", "request", "opic")
 
 
 class Prioritizer:
@@ -14,6 +14,8 @@ class Prioritizer:
     * ``fifo``: one queue for everything, in discovery order.
     * ``request``: the request's own priority (Scrapy's convention: higher is more important),
       centred on the middle queue.
+    * ``opic``: the URL's OPIC cash decides (``crawler.frontier.opic``, in the frontier: the
+      cash keeps arriving after the URL is queued); here every URL gets the middle queue.
 
     A host's penalty (:meth:`set_penalty`: a host whose pages are mostly near-duplicates, as its
     judge announces) pushes its URLs down by that many queues.
@@ -22,7 +24,7 @@ class Prioritizer:
     def __init__(self, policy: str, queues: int) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown priority policy {policy!r}; expected one of {POLICIES}")
-        self.policy = policy
+        self.policy = "depth" if policy == "breadth_first" else policy
         self.queues = queues
         self.penalties: dict[str, int] = {}  # host -> queues lower; only hosts with one
 
@@ -37,6 +39,8 @@ class Prioritizer:
         last = self.queues - 1
         if self.policy == "fifo":
             p = 0
+        elif self.policy == "opic":
+            p = self.queues // 2
         elif self.policy == "request":
             p = self.queues // 2 - request_priority
         else:

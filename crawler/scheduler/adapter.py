@@ -27,7 +27,7 @@ from crawler.frontier import Frontier, Outcome, Prioritizer
 from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import LinkForm
-from crawler.meta import LEASE_META
+from crawler.meta import CASH_META, LEASE_META, POLICY_META
 from crawler.scheduler import codec as frontier_codec
 from crawler.scheduler.address_gate import AddressGate
 from crawler.scheduler.admission import Admission
@@ -252,7 +252,13 @@ class FrontierScheduler(BaseScheduler):
             self.stats.rejected(reason, request.url, seed)
             return False
         payload = frontier_codec.encode(request, self.spider, serialize=self.persistent)
-        entry = admission.entry(url, host, depth, payload, request.priority, first)
+        # OPIC cash and crawl policy: a seed starts them, a retry or redirect keeps its own
+        cash, label = meta.get(CASH_META, 0.0), meta.get(POLICY_META, "")
+        if seed and not first and not cash:
+            cash, label = admission.seed_ranking(host, label)
+        entry = admission.entry(
+            url, host, depth, payload, request.priority, first, cash=cash, crawl_policy=label
+        )
         result = frontier.add(entry, force=request.dont_filter or first, first=first)
         return self.stats.submitted(entry, result)
 
@@ -304,8 +310,12 @@ class FrontierScheduler(BaseScheduler):
             return
         if demote:
             self.stats.inc("frontier/links_demoted", len(urls))
-        depth = response.meta.get("depth", 0) + 1 + demote
-        self.intake.take(urls, depth, forms, response.meta.get(LEASE_META))
+        meta = response.meta
+        depth = meta.get("depth", 0) + 1 + demote
+        self.intake.take(
+            urls, depth, forms, meta.get(LEASE_META),
+            cash=meta.get(CASH_META, 0.0), policy=meta.get(POLICY_META, ""), page=response.url,
+        )
 
     def _fetch_finished(
         self,

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from crawler.frontier import Entry, Frontier, Prioritizer, UrlPolicy
+from crawler.frontier.policies import PolicyBook
 from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import origin_of
-from crawler.sites.policy import url_policy_for
+from crawler.sites.policy import policy_book_for, url_policy_for
 
 
 class Admission:
@@ -28,11 +29,15 @@ class Admission:
         prioritizer: Prioritizer,
         scope: ScopeRegistry,
         discovered: Callable[[str, str], None],
+        book: PolicyBook | None = None,
     ) -> None:
         self.policy = policy
         self.prioritizer = prioritizer
         self.scope = scope
         self.discovered = discovered
+        # crawl policies (crawler.frontier.policies): None when the site has none
+        self.book = book if book is not None and book.active else None
+        self.opic = prioritizer.policy == "opic"  # links carry OPIC cash
         self._origins: set[str] = set()
 
     @classmethod
@@ -51,7 +56,9 @@ class Admission:
         for host in scope.load():
             policy.add_host(host)
         policy.restore_hosts(frontier.hosts())  # they count against the per-domain budget
-        return cls(policy, prioritizer, scope, discovered)
+        return cls(
+            policy, prioritizer, scope, discovered, policy_book_for(spider, settings)
+        )
 
     def entry(
         self,
@@ -62,6 +69,8 @@ class Admission:
         request_priority: int = 0,
         first: bool = False,
         origin: str | None = None,
+        cash: float = 0.0,
+        crawl_policy: str = "",
     ) -> Entry:
         """The frontier entry of an admitted URL. ``origin``: ``origin_of(url) or url`` when
         :meth:`UrlPolicy.link_form` computed it already."""
@@ -74,7 +83,14 @@ class Admission:
         priority = self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
-        return Entry(url, host, priority, depth, payload)
+        return Entry(url, host, priority, depth, payload, 0, cash, crawl_policy)
+
+    def seed_ranking(self, host: str, named: str = "") -> tuple[float, str]:
+        """A seed's OPIC cash (1, times its policy's multiplier) and policy label."""
+        if self.book is None:
+            return (1.0 if self.opic else 0.0), ""
+        decided = self.book.seed(host, named)
+        return (decided.factor if self.opic else 0.0), decided.label
 
     def admit_seed_host(self, url: str) -> bool:
         """A seed's host is in scope, and so is the host a seed redirects to. True when the

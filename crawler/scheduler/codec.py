@@ -20,11 +20,12 @@ from scrapy.utils.request import request_from_dict
 
 from crawler.frontier import Entry
 from crawler.frontier.api import SEED
+from crawler.meta import CASH_META, POLICY_META
 
 logger = logging.getLogger(__name__)
 
 # Request meta that a plain link carries and that its rebuilt Request gets back.
-PLAIN_META = frozenset({"depth"})
+PLAIN_META = frozenset({"depth", CASH_META, POLICY_META})
 # Never written with a queued request: middlewares add them again when it is sent.
 SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
 
@@ -110,16 +111,35 @@ def decode(entry: Entry, spider: Spider | None) -> Request:
     read (e.g. one written by an older version, or a callback the spider no longer has)."""
     payload = entry.payload
     if payload is None:
-        return Request(entry.url, meta={"depth": entry.depth})
+        meta: dict[str, Any] = {"depth": entry.depth}
+        if entry.cash:
+            meta[CASH_META] = entry.cash
+        if entry.policy:
+            meta[POLICY_META] = entry.policy
+        return Request(entry.url, meta=meta)
     if payload == SEED:
-        return Request(entry.url, meta={"depth": entry.depth, "seed": True})
+        meta = {"depth": entry.depth, "seed": True}
+        if entry.cash:
+            meta[CASH_META] = entry.cash
+        if entry.policy:
+            meta[POLICY_META] = entry.policy
+        return Request(entry.url, meta=meta)
     if isinstance(payload, Request):
-        return payload
+        return _with_ranking(payload, entry)
     try:
         data = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-        return request_from_dict(data, spider=spider)
+        request = request_from_dict(data, spider=spider)
     except Exception as exc:  # any malformed payload: the caller drops the entry
         raise PayloadError(f"cannot rebuild the request for {entry.url}: {exc}") from exc
+    return _with_ranking(request, entry)
+
+
+def _with_ranking(request: Request, entry: Entry) -> Request:
+    if entry.cash:
+        request.meta[CASH_META] = entry.cash
+    if entry.policy:
+        request.meta[POLICY_META] = entry.policy
+    return request
 
 
 def _pack(data: dict[str, Any]) -> bytes:

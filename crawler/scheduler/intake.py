@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from crawler.frontier import Frontier
 from crawler.frontier.api import SEED
@@ -51,6 +52,9 @@ class LinkBatch:
     forms: dict[str, LinkForm]
     token: str | None  # the page's lease
     pos: int = 0  # links taken so far
+    share: float = 0.0  # OPIC: the cash each link gets (the page's cash over its links)
+    policy: str = ""  # the crawl policy the page's links inherit
+    host: str = ""  # the page's host (crawl policies: does a link leave its domain?)
 
 
 class LinkIntake:
@@ -74,6 +78,8 @@ class LinkIntake:
         self.cache_size = cache_size
         self.later = later
         self._raw_seen: set[int] = set()  # hashes of links as written, decided already
+        # OPIC: the admitted ones, hash -> (URL, host): a repeated link still brings its cash
+        self._raw_urls: dict[int, tuple[str, str]] = {}
         self._backlog: deque[LinkBatch] = deque()
         self._backlog_pages: dict[str, int] = {}  # page lease -> its batches still waiting
         self._ack_waiting: set[str] = set()  # pages acknowledged once their links are in
@@ -85,10 +91,24 @@ class LinkIntake:
         return bool(self._backlog)
 
     def take(
-        self, urls: list[str], depth: int, forms: dict[str, LinkForm] | None, token: str | None
+        self,
+        urls: list[str],
+        depth: int,
+        forms: dict[str, LinkForm] | None,
+        token: str | None,
+        *,
+        cash: float = 0.0,
+        policy: str = "",
+        page: str = "",
     ) -> None:
-        """Take a page's links, at ``depth``; ``token``: the page's lease, if it has one."""
+        """Take a page's links, at ``depth``; ``token``: the page's lease, if it has one;
+        ``cash``: the page's OPIC cash, split among its links; ``policy``: the crawl policy
+        they inherit; ``page``: its URL."""
         batch = LinkBatch(urls, depth, forms or {}, token)
+        if urls and (cash or self.admission.book is not None):
+            batch.share = cash / len(urls)
+            batch.policy = policy
+            batch.host = (urlsplit(page).hostname or "") if page else ""
         if not self._backlog and (self.later is None or len(urls) <= self.slice_size):
             self._take(batch, len(urls))
             return
@@ -147,6 +167,7 @@ class LinkIntake:
     def forget(self) -> None:
         """The scope grew: links remembered as out of scope may be in it now."""
         self._raw_seen.clear()
+        self._raw_urls.clear()
 
     def ack(self, token: str) -> None:
         """Acknowledge a page to the frontier now, or once its waiting links are in."""
@@ -168,6 +189,7 @@ class LinkIntake:
         raw_seen = self._raw_seen
         if batch.pos == 0 and len(raw_seen) > self.cache_size:
             raw_seen.clear()  # once a page, as when pages were taken whole
+            self._raw_urls.clear()
         urls, depth, forms = batch.urls, batch.depth, batch.forms
         part = urls[batch.pos : batch.pos + budget] if batch.pos or budget < len(urls) else urls
         batch.pos += len(part)
@@ -176,6 +198,9 @@ class LinkIntake:
         stats = self.stats
         repeated = 0
         entries = []
+        share, book = batch.share, self.admission.book
+        if share or book is not None:
+            return self._take_ranked(batch, part)
         for raw in part:
             h = hash(raw)
             if h in raw_seen:
@@ -190,13 +215,74 @@ class LinkIntake:
                 continue
             origin = form[3] if form is not None else None
             entries.append(entry(url, host, depth, origin=origin))
+        self._submit(entries, repeated)
+        return len(part)
+
+    def _take_ranked(self, batch: LinkBatch, part: list[str]) -> int:
+        """``_take`` for links that carry OPIC cash or a crawl policy: a repeated link still
+        hands its cash on (``Frontier.credit``), and the crawl policy decides each link."""
+        raw_seen, raw_urls = self._raw_seen, self._raw_urls
+        depth, forms, share = batch.depth, batch.forms, batch.share
+        check = self.admission.policy.check
+        entry = self.admission.entry
+        book = self.admission.book
+        stats = self.stats
+        repeated = 0
+        entries = []
+        credits = []
+        label, factor = batch.policy, 1.0
+        for raw in part:
+            h = hash(raw)
+            if h in raw_seen:
+                repeated += 1
+                known = raw_urls.get(h)
+                if known is None:
+                    continue
+                if book is not None:
+                    decided = book.link(batch.policy, batch.host, depth, *known)
+                    if decided is None:
+                        continue
+                    credits.append((known[0], share * decided.factor, decided.label))
+                elif share:
+                    credits.append((known[0], share, label))
+                continue
+            form = forms.get(raw)
+            reason, url, host = check(raw, depth, form=form)
+            if reason not in _DEPTH_DEPENDENT:
+                raw_seen.add(h)
+            if reason:
+                stats.rejected(reason, raw)
+                continue
+            if book is not None:
+                decided = book.link(batch.policy, batch.host, depth, url, host)
+                if decided is None:
+                    raw_seen.discard(h)  # another page's policy may follow it
+                    stats.rejected("crawl_policy", raw)
+                    continue
+                label, factor = decided.label, decided.factor
+            raw_urls[h] = (url, host)
+            origin = form[3] if form is not None else None
+            entries.append(
+                entry(url, host, depth, origin=origin, cash=share * factor, crawl_policy=label)
+            )
+        if credits:
+            self.frontier.credit(credits)
+        self._submit(entries, repeated)
+        return len(part)
+
+    def _submit(self, entries: list[Any], repeated: int) -> None:
+        stats = self.stats
         if entries:
             # one call for the page's links: one round trip (per 1,000) to a shared frontier
-            for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
+            results = self.frontier.add_many(entries)
+            for e, result in zip(entries, results, strict=True):
                 stats.submitted(e, result)
+            if self.admission.book is not None:  # per-policy counts of the URLs queued
+                for e, result in zip(entries, results, strict=True):
+                    if result.added:
+                        stats.inc(f"frontier/policy/{e.policy.partition('@')[0] or 'default'}")
         if repeated:
             stats.inc("frontier/links_repeated", repeated)
-        return len(part)
 
     def _drain(self, everything: bool = False) -> None:
         """Take ``slice_size`` links of the backlog (all of it with ``everything``) and come

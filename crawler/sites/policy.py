@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.config import defaults
-from crawler.frontier.urls import UrlPolicy
+from crawler.frontier.policies import PolicyBook, book_from_config
+from crawler.frontier.urls import UrlPolicy, registered_domain_function
 
 
 def url_policy_for(spider: Any, settings: Any) -> UrlPolicy:
@@ -50,3 +51,35 @@ def url_policy_for(spider: Any, settings: Any) -> UrlPolicy:
         max_repeated_segments=site.max_repeated_segments,
         **traps,
     )
+
+
+def policy_book_for(spider: Any, settings: Any) -> PolicyBook | None:
+    """The crawl policies of a site (its ``[policies.NAME]`` tables) and the trusted and
+    distrusted domain lists (``trusted_domains`` / ``distrusted_domains`` files of the site
+    config, else the FRONTIER_TRUSTED_DOMAINS / FRONTIER_DISTRUSTED_DOMAINS settings); None
+    when there are none."""
+    site = getattr(spider, "site", None)
+    policies = dict(getattr(site, "policies", None) or {})
+    trusted = getattr(site, "trusted_domains", None) or settings.get(
+        "FRONTIER_TRUSTED_DOMAINS", defaults.FRONTIER_TRUSTED_DOMAINS
+    )
+    distrusted = getattr(site, "distrusted_domains", None) or settings.get(
+        "FRONTIER_DISTRUSTED_DOMAINS", defaults.FRONTIER_DISTRUSTED_DOMAINS
+    )
+    if not policies and not trusted and not distrusted:
+        return None
+    distrusted_policy = getattr(site, "distrusted_policy", "") or ""
+    if distrusted and not distrusted_policy and "distrust" not in policies:
+        policies["distrust"] = DISTRUST  # the built-in one, when the site defines none
+    return book_from_config(
+        policies,
+        trusted_file=trusted or None,
+        distrusted_file=distrusted or None,
+        distrusted_policy=distrusted_policy,
+        domain_of=registered_domain_function(),
+    )
+
+
+# The distrust a distrusted domain gets when the site defines no policy of that name: its
+# links carry a thousandth of the cash, halved again at every hop.
+DISTRUST = {"multiplier": 0.001, "dampening": 0.5}

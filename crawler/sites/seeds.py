@@ -74,7 +74,16 @@ def check_seeds_file(path: str | os.PathLike[str] | Traversable) -> None:
 
 
 def iter_seeds_file(path: str | os.PathLike[str] | Traversable) -> Iterator[str]:
-    """The URLs in a seeds file, one per line, in order, without validating them.
+    """The URLs in a seeds file, one per line, in order, without validating them (see
+    :func:`iter_seed_lines`)."""
+    for url, _ in iter_seed_lines(path):
+        yield url
+
+
+def iter_seed_lines(path: str | os.PathLike[str] | Traversable) -> Iterator[tuple[str, str]]:
+    """``(url, crawl policy)`` of each line of a seeds file: ``URL`` or ``URL POLICY`` (the
+    name of one of the site's ``[policies]``, "" when not given), in order, not validated (a
+    line of three words or more is one URL, reported invalid later).
 
     Blank lines and lines starting with ``#`` are skipped; so is anything after whitespace and
     a ``#`` on a line (a URL never contains whitespace, so that is a comment, not a fragment).
@@ -86,7 +95,10 @@ def iter_seeds_file(path: str | os.PathLike[str] | Traversable) -> Iterator[str]
                 url = line.strip()
                 if not url or url.startswith("#"):
                     continue
-                yield re.split(r"\s+#", url, maxsplit=1)[0]
+                line = re.split(r"\s+#", url, maxsplit=1)[0]
+                fields = line.split()
+                # two fields: URL and policy; anything else is one (invalid) URL, as written
+                yield (fields[0], fields[1]) if len(fields) == 2 else (line, "")
         except UnicodeDecodeError as exc:
             raise SeedsFileError(shown, None, f"seeds file is not UTF-8 text ({exc})") from None
 

@@ -41,6 +41,8 @@ from crawler.config.schema import (
     order_problems,
     read_value,
 )
+from crawler.frontier.policies import DEFAULT as DEFAULT_POLICY
+from crawler.frontier.policies import PolicyError, policy_from_mapping
 from crawler.sites.fields import FieldSpec, FieldSpecError, field_name_problem, parse_field_spec
 from crawler.sites.messages import display, fail, fail_all, show
 from crawler.sites.seeds import seed_url_problem
@@ -114,6 +116,45 @@ def _seeds_file(value: object, info: ValidationInfo) -> str:
     if not target.is_file():
         raise fail(f"no such file: {display(target)}")
     return str(target)
+
+
+def _domains_file(value: object, info: ValidationInfo) -> str:
+    """``trusted_domains`` / ``distrusted_domains``: a file of domains, resolved and checked
+    like ``seeds_file``."""
+    return _seeds_file(value, info)
+
+
+def _policies(value: object) -> dict[str, dict[str, Any]]:
+    """``[policies.NAME]`` tables: each read by the crawl-policy schema
+    (``crawler.frontier.policies``), whose errors name the key; ``seeds`` lists the seeds
+    that start under the policy."""
+    if not isinstance(value, dict):
+        raise fail(f"must be a table of policies, got {show(value)}")
+    out: dict[str, dict[str, Any]] = {}
+    for name, raw in value.items():
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise fail(f"a policy name must match {NAME_RE.pattern}, got {show(name)}")
+        if not isinstance(raw, dict):
+            raise fail(f"must be a table, got {show(raw)}", key=name)
+        table = dict(raw)
+        seeds = table.pop("seeds", [])
+        if not isinstance(seeds, list):
+            raise fail(f"must be a list of URLs, got {show(seeds)}", key=f"{name}.seeds")
+        for i, seed in enumerate(seeds):
+            problem = seed_url_problem(seed)
+            if problem:
+                raise fail(f"{problem}, got {show(seed)}", key=f"{name}.seeds[{i}]")
+        try:
+            policy_from_mapping(name, table)
+        except PolicyError as exc:
+            where, _, problem = str(exc).partition(": ")
+            raise fail(problem, key=where.removeprefix("policies.")) from None
+        out[name] = dict(raw)
+    for name, raw in out.items():
+        target = raw.get("switch_to")
+        if target and target not in out and target != DEFAULT_POLICY:
+            raise fail(f"no policy named {show(target)}", key=f"{name}.switch_to")
+    return out
 
 
 def _user_agent(value: object) -> str:
@@ -356,6 +397,18 @@ class SiteFile(_Table):
     settings: Annotated[dict[SettingName, Any], AfterValidator(_settings_values)] = {}
     # new item fields: CSS or XPath (crawler/sites/fields.py)
     fields: dict[FieldName, FieldValue] = {}
+    # crawl policies (crawler/frontier/policies.py): [policies.NAME] tables
+    policies: Annotated[dict[str, Any], PlainValidator(_policies)] = {}
+    trusted_domains: Annotated[str | None, PlainValidator(_domains_file)] = None
+    distrusted_domains: Annotated[str | None, PlainValidator(_domains_file)] = None
+    distrusted_policy: str = ""
+
+    @model_validator(mode="after")
+    def _distrusted_policy_exists(self) -> SiteFile:
+        name = self.distrusted_policy
+        if name and name not in self.policies:
+            raise fail(f"no policy named {show(name)} in [policies]", key="distrusted_policy")
+        return self
 
     @model_validator(mode="after")
     def _seeds_pass_own_patterns(self) -> SiteFile:
@@ -406,6 +459,16 @@ class SiteFile(_Table):
             allow_private_addresses=self.allow_private_addresses,
             settings=MappingProxyType(self.scrapy_settings()),
             fields=MappingProxyType(dict(self.fields)),
+            policies=MappingProxyType({
+                n: {k: v for k, v in raw.items() if k != "seeds"}
+                for n, raw in self.policies.items()
+            }),
+            policy_seeds=tuple(
+                (url, name) for name, raw in self.policies.items() for url in raw.get("seeds", ())
+            ),
+            trusted_domains=self.trusted_domains,
+            distrusted_domains=self.distrusted_domains,
+            distrusted_policy=self.distrusted_policy,
         )
 
 
@@ -470,6 +533,15 @@ class SiteConfig:
     fields: Mapping[str, FieldSpec] = field(
         default_factory=lambda: MappingProxyType({}), hash=False
     )
+    # Crawl policies ([policies.NAME], crawler/frontier/policies.py), the seeds that name one
+    # ((url, policy)), and the domain lists. Not hashed, like settings.
+    policies: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False
+    )
+    policy_seeds: tuple[tuple[str, str], ...] = ()
+    trusted_domains: str | None = None
+    distrusted_domains: str | None = None
+    distrusted_policy: str = ""
 
     def __post_init__(self) -> None:
         # Frozen means frozen: a plain dict given by a caller becomes a read-only view of a copy.

@@ -35,6 +35,7 @@ from twisted.internet.task import deferLater
 from crawler import signals as crawler_signals
 from crawler.download.limits import limit_log
 from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
+from crawler.meta import POLICY_META
 from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
@@ -42,10 +43,11 @@ from crawler.sites import (
     SeedsFileError,
     SiteConfig,
     check_seeds_file,
-    iter_seeds_file,
     seed_url_problem,
 )
 from crawler.sites.analysis import PageAnalysis
+from crawler.sites.policy import policy_book_for
+from crawler.sites.seeds import iter_seed_lines
 from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.canonical import apply_canonical, canonical_policy
 from crawler.spiders.links import follow_links, has_frontier
@@ -140,16 +142,19 @@ class SiteSpider(scrapy.Spider):
 
     # --- seeds ---
 
-    def _seed_urls(self) -> Iterator[tuple[str, str]]:
-        """(url, where it came from) for every seed, in order: config, config file, -a file."""
+    def _seed_urls(self) -> Iterator[tuple[str, str, str]]:
+        """(url, where it came from, crawl policy) for every seed, in order: config, the
+        config's ``[policies.NAME]`` seeds, config file, -a file (``URL POLICY`` lines)."""
         for url in self.site.seeds:
-            yield url, self.site.path
+            yield url, self.site.path, ""
+        for url, name in self.site.policy_seeds:
+            yield url, self.site.path, name
         for path in (self.site.seeds_file, self.seeds_path):
             if path is None:
                 continue
             try:
-                for url in iter_seeds_file(path):
-                    yield url, path
+                for url, name in iter_seed_lines(path):
+                    yield url, path, name
             except SeedsFileError as exc:
                 # Checked before the crawl started; this is a file that broke mid-read.
                 self.logger.error("%s", exc)
@@ -165,10 +170,15 @@ class SiteSpider(scrapy.Spider):
         stats = self.crawler.stats
         valid = 0
         seed_urls: list[str] = []
+        policies = self.site.policies
         bulk = has_frontier(self)
+        named: list[tuple[str, str, str]] = []  # seeds naming a policy: one Request each
         if bulk:
             batch: list[tuple[str, str]] = []
-            for url, source in self._seed_urls():
+            for url, source, policy in self._seed_urls():
+                if policy:
+                    named.append((url, source, policy))
+                    continue
                 batch.append((url, source))
                 seed_urls.append(url)
                 if len(batch) >= SEED_BATCH:
@@ -177,12 +187,17 @@ class SiteSpider(scrapy.Spider):
             if batch:
                 await self._send_seeds(batch)
             valid = stats.get_value("seeds/valid", 0)
-        for url, source in () if bulk else self._seed_urls():
+        for url, source, policy in named if bulk else self._seed_urls():
             problem = seed_url_problem(url)
+            if problem is None and policy and policy not in policies and policy != "default":
+                problem = f"no crawl policy named {policy!r} in {self.site.path}"
             request = None
             if problem is None:
+                meta: dict[str, Any] = {"seed": True}
+                if policy:
+                    meta[POLICY_META] = policy
                 try:
-                    request = scrapy.Request(url, callback=self.parse, meta={"seed": True})
+                    request = scrapy.Request(url, callback=self.parse, meta=meta)
                 except ValueError as exc:
                     problem = str(exc)
             if request is None:
@@ -347,10 +362,33 @@ class SiteSpider(scrapy.Spider):
             if count:
                 stats.inc_value(key, count)
         self._count_directives(analysis.noindex, analysis.nofollow)
+        self._page_policy(response, item)
         yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
         yield from follow_links(self, response, analysis.follow, analysis.demote, analysis.forms)
+
+    def _page_policy(self, response: Response, item: PageItem) -> None:
+        """A crawl policy's content rule: a page may switch the policy its links inherit."""
+        book = self.__dict__.get("_policy_book", False)
+        if book is False:
+            book = self.__dict__["_policy_book"] = policy_book_for(self, self.crawler.settings)
+        if book is None:
+            return
+        meta = response.meta
+        label = meta.get(POLICY_META, "")
+        new = book.page_policy(
+            label,
+            response.url,
+            item.get("text") or "",
+            select=lambda css: bool(response.css(css)),
+            depth=meta.get("depth", 0),
+        )
+        name = new.partition("@")[0] or "default"
+        self.crawler.stats.inc_value(f"policies/pages/{name}")
+        if new != label:
+            meta[POLICY_META] = new
+            self.crawler.stats.inc_value("policies/switched")
 
     def _count_directives(self, noindex: bool, nofollow: bool) -> None:
         if noindex:

@@ -40,7 +40,9 @@ CREATE TABLE IF NOT EXISTS queue (
     url TEXT NOT NULL,
     depth INTEGER NOT NULL,
     payload BLOB,
-    routed INTEGER NOT NULL DEFAULT 0
+    routed INTEGER NOT NULL DEFAULT 0,
+    cash REAL NOT NULL DEFAULT 0,
+    policy TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS queue_front ON queue (prio, id) WHERE routed = 0;
 CREATE INDEX IF NOT EXISTS queue_back ON queue (host, id) WHERE routed = 1;
@@ -54,7 +56,9 @@ CREATE TABLE IF NOT EXISTS hosts (
 );
 """
 
-_COLUMNS = "id, prio, host, url, depth, payload"
+_COLUMNS = "id, prio, host, url, depth, payload, cash, policy"
+# columns a file written before OPIC and crawl policies lacks
+_ADDED = {"cash": "REAL NOT NULL DEFAULT 0", "policy": "TEXT NOT NULL DEFAULT ''"}
 
 
 class SqliteQueueStore(QueueStore):
@@ -76,6 +80,15 @@ class SqliteQueueStore(QueueStore):
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA temp_store=MEMORY")
         self.db.executescript(_SCHEMA)
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(queue)")}
+        for column, kind in _ADDED.items():
+            if column not in have:
+                self.db.execute(f"ALTER TABLE queue ADD COLUMN {column} {kind}")
+        # an OPIC raise queues a URL again and leaves its older row to be skipped: on open,
+        # the newest row of a URL is its live one
+        self.db.execute(
+            "DELETE FROM queue WHERE id NOT IN (SELECT max(id) FROM queue GROUP BY url)"
+        )
         last = front_queues - 1
         self.db.execute("UPDATE queue SET routed = 0 WHERE routed = 1")
         self.db.execute("UPDATE queue SET prio = ? WHERE prio > ?", (last, last))
@@ -102,7 +115,10 @@ class SqliteQueueStore(QueueStore):
         entry.id = self._next_id
         self._next_id += 1
         self._inserts.append(
-            (entry.id, entry.priority, entry.host, entry.url, entry.depth, entry.payload)
+            (
+                entry.id, entry.priority, entry.host, entry.url, entry.depth, entry.payload,
+                entry.cash, entry.policy,
+            )
         )
         self.front_sizes[entry.priority] += 1
         if len(self._inserts) >= 4096:
@@ -199,7 +215,8 @@ class SqliteQueueStore(QueueStore):
         db = self.db
         if self._inserts:
             db.executemany(
-                "INSERT INTO queue (id, prio, host, url, depth, payload) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO queue (id, prio, host, url, depth, payload, cash, policy) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 self._inserts,
             )
             self._inserts.clear()
@@ -243,5 +260,5 @@ class SqliteQueueStore(QueueStore):
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
-    id_, prio, host, url, depth, payload = row
-    return Entry(url, sys.intern(host), prio, depth, payload, id_)
+    id_, prio, host, url, depth, payload, cash, policy = row
+    return Entry(url, sys.intern(host), prio, depth, payload, id_, cash, policy)

@@ -1,0 +1,553 @@
+"""What a crawl fetches first, judged by PageRank on a web-shaped graph (issue 25).
+
+    .venv/bin/python bench/webgraph.py [--seeds 1,2] [--pages 100000] [--hosts 2000]
+                                       [--share 0.2] [--real 10000]
+
+For each graph (``devsite/webgraph.py``: power-law in-degrees by a copying model, link farms
+reachable from one spam seed; seed 1 is the graph the settings were tuned on, seed 2 is held
+out), the frontier itself is driven with simulated time and the same politeness for every order
+(64 fetchers, one request per host at a time, the next one ``max(1 s, 5 x fetch time)`` after
+the last ended, fetch times 0.1-0.5 s by host): OPIC, depth (breadth first), FIFO and random
+priorities in this frontier, and stock Scrapy's default order (one LIFO queue, a per-host
+download slot with a 1 s delay, as ``DEPTH_PRIORITY = 0`` does). Reported per order: the share
+of the graph's PageRank fetched after the first 10 % and 20 % of its pages, the share of those
+first 20 % spent inside link farms, and robots.txt files fetched for hosts none of whose pages
+had been fetched yet. Then OPIC with the spam seed's domain listed as distrusted.
+
+``--real N``: one real ``scrapy crawl`` of a graph of N pages over loopback hosts (served by
+``devsite.webgraph.WebGraphServer``), OPIC against depth, to show the frontier-level figures
+agree with a crawl through Scrapy (slower: run it with a smaller N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import random
+import sys
+import time
+import types
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy, Prioritizer  # noqa: E402
+from crawler.frontier.opic import CashLedger, selector_weights  # noqa: E402
+from crawler.frontier.policies import CrawlPolicy, PolicyBook  # noqa: E402
+from devsite.webgraph import WebGraph, build_webgraph  # noqa: E402
+
+CONCURRENCY = 64
+FRONT_QUEUES = 8
+POLITENESS = PolitenessPolicy(min_delay=1.0, delay_factor=5.0, max_delay=30.0, host_concurrency=1)
+ORDERS = ("opic", "depth", "fifo", "stock", "random")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Crawl:
+    order: str
+    fetched: list[int] = field(default_factory=list)
+    robots_before_page: int = 0  # robots.txt fetched for a host none of whose pages was
+    robots: int = 0
+    seconds: float = 0.0
+    sim_time: float = 0.0
+    released: int = 0
+    inversions: int = 0  # pages fetched 2+ levels deeper than a URL still waiting
+
+
+def fetch_time(host: int) -> float:
+    return 0.1 + 0.1 * ((host * 2654435761) % 5)
+
+
+def _main_ready_time(self: MercatorFrontier, host: object) -> float | None:
+    """main's rule before this change, for the "as main" row: a host's first request (its
+    robots.txt) made it ready whether or not the host held a back queue."""
+    if host.dead or host.skipped or host.first_in_flight:  # type: ignore[attr-defined]
+        return None
+    if not host.firsts and not host.returned and not host.has_back:  # type: ignore[attr-defined]
+        return None
+    slot = host.free_slot()  # type: ignore[attr-defined]
+    return None if slot < 0 else host.free_at[slot]  # type: ignore[attr-defined]
+
+
+def make_frontier(order: str, clock: Clock, rng: random.Random) -> MercatorFrontier:
+    frontier = _make_frontier(order, clock)
+    if order == "depth-main":
+        frontier._ready_time = types.MethodType(_main_ready_time, frontier)  # type: ignore
+    return frontier
+
+
+def _make_frontier(order: str, clock: Clock) -> MercatorFrontier:
+    opic = order.startswith("opic")
+    return MercatorFrontier(
+        POLITENESS,
+        clock=clock,
+        front_queues=FRONT_QUEUES,
+        back_queues=3 * CONCURRENCY,
+        ledger=CashLedger(FRONT_QUEUES) if opic else None,
+        selector_weights=selector_weights(FRONT_QUEUES) if opic else None,
+        back_run=0 if order in ("fifo", "random", "depth-main") else 4,
+        lease_ttl=1e9,
+    )
+
+
+def crawl_frontier(
+    graph: WebGraph,
+    order: str,
+    limit: int,
+    *,
+    book: PolicyBook | None = None,
+    seed: int = 0,
+) -> Crawl:
+    """Drive this crawler's frontier over ``graph`` until ``limit`` pages are fetched."""
+    started = time.process_time()
+    clock = Clock()
+    rng = random.Random(seed)
+    frontier = make_frontier(order, clock, rng)
+    prioritizer = Prioritizer("depth" if order.startswith("depth") else "fifo", FRONT_QUEUES)
+    opic = frontier.ledger is not None
+    urls = [graph.url(p) for p in range(graph.pages)]
+    hosts = graph.hosts
+    host_of = graph.host_of.tolist()
+    page_of = {u: i for i, u in enumerate(urls)}
+    indptr, indices = graph.indptr.tolist(), graph.indices
+    known_hosts: set[int] = set()
+    pages_of_host = [0] * len(hosts)
+    crawl = Crawl(order)
+    host_index = {name: i for i, name in enumerate(hosts)}
+    leases_entry: dict[str, Entry] = {}
+    robots_hosts: set[int] = set()
+    waiting = [0] * 256  # queued URLs per depth
+
+    def add_many(batch: list[Entry]) -> None:
+        for e, result in zip(batch, frontier.add_many(batch), strict=True):
+            if result.added:
+                waiting[e.depth] += 1
+
+    def entry(page: int, depth: int, cash: float = 0.0, policy: str = "") -> Entry:
+        h = host_of[page]
+        if order == "random":
+            prio = rng.randrange(FRONT_QUEUES)
+        else:
+            prio = prioritizer.priority(depth=depth, host=hosts[h])
+        if h not in known_hosts:  # robots.txt goes first, as the robots fetcher does
+            known_hosts.add(h)
+            frontier.add(Entry(f"http://{hosts[h]}/robots.txt", hosts[h]), first=True)
+        return Entry(urls[page], hosts[h], prio, depth, None, 0, cash, policy)
+
+    for p in [*graph.seeds, graph.spam_seed]:
+        label, factor = "", 1.0
+        if book is not None:
+            decided = book.seed(hosts[host_of[p]])
+            label, factor = decided.label, decided.factor
+        frontier.add(entry(p, 0, factor, label), force=True)
+        waiting[0] += 1
+
+    active: list[tuple[float, int, str, int, float]] = []
+    tick = 0
+    while len(crawl.fetched) < limit:
+        while len(active) < CONCURRENCY:
+            lease = frontier.next()
+            if lease is None:
+                break
+            url = lease.entry.url
+            page = page_of.get(url, -1)
+            h = host_of[page] if page >= 0 else host_index[lease.entry.host]
+            dur = fetch_time(h)
+            tick += 1
+            heapq.heappush(active, (clock.now + dur, tick, lease.token, page, dur))
+            if page < 0:
+                crawl.robots += 1
+                robots_hosts.add(h)
+            else:
+                d = lease.entry.depth
+                waiting[d] -= 1
+                if d >= 2 and any(waiting[: d - 1]):
+                    crawl.inversions += 1
+            leases_entry[lease.token] = lease.entry
+        if not active:
+            due = frontier.due_in()
+            if due is None:
+                break
+            clock.now += max(due, 1e-6)
+            continue
+        due = frontier.due_in() if len(active) < CONCURRENCY else None
+        if due is not None and clock.now + due < active[0][0]:
+            clock.now += max(due, 1e-6)
+            continue
+        end, _, token, page, dur = heapq.heappop(active)
+        clock.now = end
+        frontier.complete(token, dur)
+        done = leases_entry.pop(token)
+        if page >= 0:
+            crawl.fetched.append(page)
+            pages_of_host[host_of[page]] += 1
+            links = indices[indptr[page] : indptr[page + 1]].tolist()
+            depth = done.depth + 1
+            batch = []
+            if opic:
+                n = len(links) or 1
+                share = done.cash / n
+                label = done.policy
+                parent_host = hosts[host_of[page]]
+                for t in links:
+                    if book is not None:
+                        decided = book.link(label, parent_host, depth, urls[t], hosts[host_of[t]])
+                        if decided is None:
+                            continue
+                        batch.append(entry(t, depth, share * decided.factor, decided.label))
+                    else:
+                        batch.append(entry(t, depth, share))
+            else:
+                batch = [entry(t, depth) for t in links]
+            add_many(batch)
+        frontier.ack(token)
+    crawl.robots_before_page = sum(1 for h in robots_hosts if not pages_of_host[h])
+    crawl.seconds = time.process_time() - started
+    crawl.sim_time = clock.now
+    crawl.released = frontier.back_released
+    return crawl
+
+
+
+def crawl_stock(graph: WebGraph, limit: int) -> Crawl:
+    """Stock Scrapy's default order: one LIFO queue (``DEPTH_PRIORITY = 0``), the engine
+    feeding the downloader while fewer than CONCURRENT_REQUESTS requests are in it, one slot
+    per host (``CONCURRENT_REQUESTS_PER_DOMAIN = 1``, ``DOWNLOAD_DELAY = 1``, start to
+    start)."""
+    started = time.process_time()
+    crawl = Crawl("stock")
+    host_of = graph.host_of.tolist()
+    indptr, indices = graph.indptr.tolist(), graph.indices
+    seen = set([*graph.seeds, graph.spam_seed])
+    stack = list(reversed([*graph.seeds, graph.spam_seed]))
+    slots: dict[int, deque[int]] = {}
+    next_start: dict[int, float] = {}
+    busy: set[int] = set()
+    ready: list[tuple[float, int]] = []  # (time, host) of idle slots with requests
+    active: list[tuple[float, int, int]] = []
+    in_downloader = 0
+    now = 0.0
+    while len(crawl.fetched) < limit:
+        while in_downloader < CONCURRENCY and stack:
+            p = stack.pop()
+            h = host_of[p]
+            q = slots.setdefault(h, deque())
+            q.append(p)
+            in_downloader += 1
+            if h not in busy and len(q) == 1:
+                heapq.heappush(ready, (max(now, next_start.get(h, 0.0)), h))
+        while ready and ready[0][0] <= now:
+            _, h = heapq.heappop(ready)
+            if h in busy or not slots.get(h):
+                continue
+            p = slots[h].popleft()
+            busy.add(h)
+            next_start[h] = now + POLITENESS.min_delay
+            heapq.heappush(active, (now + fetch_time(h), p, h))
+        times = [t for t in (active[0][0] if active else None, ready[0][0] if ready else None)
+                 if t is not None]
+        if not times:
+            break
+        now = max(now, min(times))
+        while active and active[0][0] <= now:
+            _, p, h = heapq.heappop(active)
+            busy.discard(h)
+            in_downloader -= 1
+            crawl.fetched.append(p)
+            if slots[h]:
+                heapq.heappush(ready, (max(now, next_start[h]), h))
+            for t in indices[indptr[p] : indptr[p + 1]].tolist():
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+    crawl.seconds = time.process_time() - started
+    crawl.sim_time = now
+    return crawl
+
+
+def judge(graph: WebGraph, crawl: Crawl, n10: int, n20: int) -> dict[str, float]:
+    pr = graph.pagerank()
+    fetched = np.array(crawl.fetched, dtype=np.int64)
+    farm = graph.farm[graph.host_of] >= 0
+    return {
+        "pr10": float(pr[fetched[:n10]].sum()),
+        "pr20": float(pr[fetched[:n20]].sum()),
+        "farm20": float(farm[fetched[:n20]].mean()) if len(fetched) else 0.0,
+    }
+
+
+def farm_outlinks(graph: WebGraph) -> np.ndarray:
+    """Good pages that farm pages link to."""
+    farm = graph.farm[graph.host_of] >= 0
+    targets = set()
+    for p in np.nonzero(farm)[0].tolist():
+        for t in graph.links(p).tolist():
+            if not farm[t]:
+                targets.add(t)
+    return np.array(sorted(targets), dtype=np.int64)
+
+
+def distrust_book(graph: WebGraph) -> PolicyBook:
+    spam_host = graph.hosts[graph.host_of[graph.spam_seed]]
+    return PolicyBook(
+        {"distrust": CrawlPolicy("distrust", multiplier=0.001, dampening=0.5)},
+        distrusted=frozenset({spam_host}),
+        distrusted_policy="distrust",
+    )
+
+
+def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
+    graph = build_webgraph(seed, pages=pages, hosts=hosts)
+    pr = graph.pagerank()
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    best = np.sort(pr)[::-1]
+    limit = int(share * graph.pages)
+    print(f"\n## graph seed {seed}: {graph.pages} pages, {len(graph.hosts)} hosts, "
+          f"{int(graph.indptr[-1])} links, {int((graph.farm >= 0).sum())} farm hosts")
+    print(f"best possible: {best[:n10].sum():.1%} of PageRank after 10 %, "
+          f"{best[:n20].sum():.1%} after 20 %")
+    print("| order | PR after 10 % | PR after 20 % | farm share of first 20 % "
+          "| robots.txt of hosts without a page fetched / all "
+          "| fetches 2+ levels deeper than a URL waiting | back queues given up | CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    results = {}
+    for order in (*ORDERS, "depth-main"):
+        crawl = crawl_stock(graph, limit) if order == "stock" else crawl_frontier(
+            graph, order, limit
+        )
+        r = judge(graph, crawl, n10, n20)
+        results[order] = r
+        name = "depth as on main (back_run=0, robots.txt first)" if order == "depth-main" else order
+        robots = "-" if order == "stock" else f"{crawl.robots_before_page}/{crawl.robots}"
+        inversions = "-" if order == "stock" else f"{crawl.inversions / len(crawl.fetched):.1%}"
+        print(f"| {name} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} | {robots} "
+              f"| {inversions} | {crawl.released} | {crawl.seconds:.1f} |")
+    o, d = results["opic"], results["depth"]
+    print(f"OPIC / depth: {o['pr10'] / d['pr10']:.2f}x after 10 %, "
+          f"{o['pr20'] / d['pr20']:.2f}x after 20 %")
+    book = distrust_book(graph)
+    crawl = crawl_frontier(graph, "opic", limit, book=book)
+    r = judge(graph, crawl, n10, n20)
+    good_out = farm_outlinks(graph)
+    got = np.isin(good_out, np.array(crawl.fetched[:n20]))
+    print(f"OPIC, spam seed distrusted: PR {r['pr10']:.1%} / {r['pr20']:.1%}, farm share of "
+          f"first 20 % {r['farm20']:.2%}; good pages linked from the farms fetched in the "
+          f"first 20 %: {int(got.sum())}/{len(good_out)}")
+    full = crawl_frontier(graph, "opic", graph.pages, book=book)
+    got_all = np.isin(good_out, np.array(full.fetched))
+    print(f"  ... to completion: {len(full.fetched)} pages fetched of {graph.pages}; good pages "
+          f"linked from the farms fetched: {int(got_all.sum())}/{len(good_out)}")
+
+
+def run_real(pages: int, seed: int = 1) -> None:
+    """Real ``scrapy crawl`` runs of a smaller graph served on loopback, stopped after 20 % of
+    its pages: the PageRank fetched in item order, and the farm share."""
+    import json
+    import subprocess
+    import tempfile
+
+    from devsite.webgraph import WebGraphServer
+    from tests.crawling import crawl_command
+
+    graph = small_graph(pages, seed)
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    print(f"\n## real scrapy crawl: graph seed {seed}, {graph.pages} pages, {len(graph.hosts)} "
+          f"hosts on loopback, stopped after {n20} pages (CLOSESPIDER_ITEMCOUNT)")
+    print("| order | PR after 10 % | PR after 20 % | farm share of first 20 % | pages | wall s |")
+    print("|---|---|---|---|---|---|")
+    with WebGraphServer(graph) as server, tempfile.TemporaryDirectory() as tmp:
+        seeds = [graph.url(p) for p in [*graph.seeds, graph.spam_seed]]
+        spam_host = graph.hosts[graph.host_of[graph.spam_seed]]
+        for order in ("opic", "depth", "fifo", "opic+distrust"):
+            work = Path(tmp) / order.replace("+", "-")
+            sites = work / "sites"
+            sites.mkdir(parents=True)
+            (sites / "distrusted.txt").write_text(spam_host + "\n")
+            hosts_list = ", ".join(f'"{h}"' for h in graph.hosts)
+            distrust = 'distrusted_domains = "distrusted.txt"\n' if "distrust" in order else ""
+            (sites / "wg.toml").write_text(
+                f'name = "wg"\nallow_private_addresses = true\n{distrust}'
+                f"[scope]\nhosts = [{hosts_list}]\n"
+            )
+            settings = {
+                "FRONTIER_PRIORITY_POLICY": order.split("+")[0],
+                "CONCURRENT_REQUESTS": 32,
+                "FRONTIER_MIN_DELAY": 0.5,
+                "FRONTIER_DELAY_FACTOR": 0,
+                "CLOSESPIDER_ITEMCOUNT": n20,
+                "NEARDUP_ENABLED": False,
+                "INDEX_ENABLED": False,
+                "RECORD_ENABLED": False,
+                "LOG_LEVEL": "INFO",
+            }
+            cmd = crawl_command(work, "wg", seeds=seeds, settings=settings, sites_dir=sites)
+            started = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            wall = time.perf_counter() - started
+            fetched = []
+            for line in (work / "items.jsonl").read_text().splitlines():
+                url = json.loads(line)["url"]
+                rest = url.split("://", 1)[1]
+                host_port, _, path = rest.partition("/")
+                page = graph.page_of(host_port.split(":")[0], "/" + path)
+                if page is not None:
+                    fetched.append(page)
+            crawl = Crawl(order, fetched)
+            r = judge(graph, crawl, n10, n20)
+            print(f"| {order} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
+                  f"| {len(fetched)} | {wall:.0f} |")
+        del server
+    simulate_like_real(graph)
+
+
+def small_graph(pages: int, seed: int = 1) -> WebGraph:
+    """The graph of ``--real``: 50 pages a host, three farms of 4 hosts."""
+    hosts = max(100, pages // 50)
+    return build_webgraph(seed, pages=pages, hosts=hosts, farm_hosts=max(4, hosts // 100),
+                          farm_pages=max(300, pages // 33), good_seeds=min(19, hosts // 20))
+
+
+def simulate_like_real(graph: WebGraph) -> None:
+    """The ``--real`` graph with the frontier driven directly under the real runs' settings
+    (32 fetchers, so 96 back queues; 0.5 s between a host's fetches; fetch times as above)."""
+    global CONCURRENCY, POLITENESS
+    saved = CONCURRENCY, POLITENESS
+    CONCURRENCY, POLITENESS = 32, PolitenessPolicy(min_delay=0.5, delay_factor=0)
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    try:
+        for order in ("opic", "depth", "fifo", "opic+distrust"):
+            book = distrust_book(graph) if "distrust" in order else None
+            crawl = crawl_frontier(graph, order.split("+")[0], n20, book=book)
+            r = judge(graph, crawl, n10, n20)
+            print(f"| {order} (simulated) | {r['pr10']:.1%} | {r['pr20']:.1%} "
+                  f"| {r['farm20']:.1%} | {len(crawl.fetched)} | - |")
+    finally:
+        CONCURRENCY, POLITENESS = saved
+
+
+def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Real documentation trees as a site: page URL -> its links as written (joined), one host
+    per tree (``tN.docs.test``), and the seeds (each tree's index.html)."""
+    import re
+    from urllib.parse import urljoin
+
+    href = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#][^"']*)["']""", re.I)
+    pages: dict[str, list[str]] = {}
+    seeds = []
+    for n, tree in enumerate(trees):
+        root = Path(tree)
+        host = f"t{n}.docs.test"
+        for path in sorted(root.rglob("*.htm*")):
+            if not path.is_file() or "/core/arch/" in path.as_posix():
+                continue
+            url = f"http://{host}/{path.relative_to(root).as_posix()}"
+            links = []
+            for raw in href.findall(path.read_bytes()):
+                try:
+                    links.append(urljoin(url, raw.decode("utf-8", "replace").strip()))
+                except ValueError:
+                    continue
+            pages[url] = links
+        seeds.append(f"http://{host}/index.html")
+    return pages, seeds
+
+
+def link_cost(trees: list[str], runs: int = 3) -> None:
+    """CPU per link of admission, link intake and frontier (no network, no parsing: the links
+    are read from the files first), OPIC against depth, each crawl to completion."""
+    from crawler.frontier import UrlPolicy
+    from crawler.frontier.scope import ScopeRegistry
+    from crawler.scheduler.admission import Admission
+    from crawler.scheduler.intake import LinkIntake
+    from crawler.scheduler.stats import FrontierStats
+    from tests.test_scheduler_intake import Settings, Stats
+
+    pages, seeds = doc_site(trees)
+    hosts = sorted({u.split("/")[2] for u in seeds})
+    results: dict[str, list[tuple[float, int, frozenset[str]]]] = {"depth": [], "opic": []}
+    for _ in range(runs):
+        for order in ("depth", "opic"):
+            clock = Clock()
+            frontier = MercatorFrontier(
+                PolitenessPolicy(min_delay=0, delay_factor=0), clock=clock,
+                ledger=CashLedger(FRONT_QUEUES) if order == "opic" else None,
+                selector_weights=selector_weights(FRONT_QUEUES) if order == "opic" else None,
+                back_run=4, lease_ttl=1e9,
+            )
+            admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
+                                  ScopeRegistry(), lambda origin, host: None)
+            intake = LinkIntake(admission, frontier, FrontierStats(Stats(), Settings()),
+                                slice_size=10**9, cache_size=1_000_000)
+            for url in seeds:
+                frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0), force=True)
+            fetched = []
+            links = 0
+            started = time.process_time()
+            while (lease := frontier.next()) is not None:
+                entry = lease.entry
+                fetched.append(entry.url)
+                out = pages.get(entry.url, [])
+                links += len(out)
+                intake.take(out, entry.depth + 1, None, None, cash=entry.cash, page=entry.url)
+                frontier.finish(lease.token, 0.0)
+            cpu = time.process_time() - started
+            results[order].append((cpu, links, frozenset(fetched)))
+    print(f"\n## per-link CPU, real documentation ({len(pages)} pages in {len(trees)} trees: "
+          f"{', '.join(trees)})")
+    print("| order | pages fetched | links taken | CPU per link, best of runs (us) | all runs |")
+    print("|---|---|---|---|---|")
+    for order, rows in results.items():
+        best = min(r[0] / r[1] for r in rows) * 1e6
+        runs_text = ", ".join(f"{r[0] / r[1] * 1e6:.2f}" for r in rows)
+        print(f"| {order} | {len(rows[0][2])} | {rows[0][1]} | {best:.2f} | {runs_text} |")
+    d = min(r[0] / r[1] for r in results["depth"])
+    o = min(r[0] / r[1] for r in results["opic"])
+    same = results["depth"][0][2] == results["opic"][0][2]
+    print(f"OPIC / depth CPU per link: {o / d:.3f}; same pages fetched: {same}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="1,2")
+    parser.add_argument("--pages", type=int, default=100_000)
+    parser.add_argument("--hosts", type=int, default=2000)
+    parser.add_argument("--share", type=float, default=0.2)
+    parser.add_argument("--real", type=int, default=0)
+    parser.add_argument("--linkcost", nargs="*", default=None, metavar="TREE",
+                        help="only the per-link CPU on documentation trees (default: the Rust "
+                        "reference, std, and /usr/share/doc)")
+    args = parser.parse_args()
+    if args.linkcost is not None:
+        import glob
+
+        trees = args.linkcost or [
+            *sorted(glob.glob(str(Path.home() / ".rustup/toolchains/stable-*/share/doc/rust/html"
+                                  "/reference"))),
+            *sorted(glob.glob(str(Path.home() / ".rustup/toolchains/stable-*/share/doc/rust/html"
+                                  "/std"))),
+            "/usr/share/doc",
+        ]
+        link_cost(trees)
+        return
+    for seed in (int(s) for s in args.seeds.split(",") if s):
+        run_graph(seed, args.pages, args.hosts, args.share)
+    if args.real:
+        run_real(args.real)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""A host's politeness state in the Mercator frontier, and an open lease (``mercator.py``)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from crawler.frontier.api import Entry, Lease
+
+
+class HostState:
+    """A host's politeness state. It outlives the host's back queue: a host that gets a back
+    queue again later keeps its slot times, so it is never hit early."""
+
+    __slots__ = (
+        "admitted",
+        "busy",
+        "crawl_delay",
+        "dead",
+        "failure_bits",
+        "failures",
+        "fetches",
+        "first_in_flight",
+        "firsts",
+        "free_at",
+        "fronted",
+        "gap_sum",
+        "gaps",
+        "has_back",
+        "last_end",
+        "low_run",
+        "name",
+        "returned",
+        "skipped",
+        "tried",
+        "version",
+    )
+
+    def __init__(self, name: str, slots: int) -> None:
+        self.name = name
+        self.free_at = [0.0] * slots
+        self.busy = [False] * slots
+        self.crawl_delay: float | None = None
+        self.skipped = False
+        self.dead = False
+        self.failures = 0  # in a row
+        # the outcomes of the last fetches, newest in bit 0 (1: failed), up to the policy's
+        # failure_window: failures decay as fetches go by instead of vanishing at one success
+        self.failure_bits = 0
+        self.firsts: list[Entry] = []
+        self.first_in_flight = 0
+        # Leases handed back (released or expired): served before the back queue. Kept here
+        # rather than in the store because the host may hold no back queue at that moment.
+        self.returned: deque[Entry] = deque()
+        self.has_back = False
+        self.admitted = 0
+        self.version = 0  # invalidates stale heap entries
+        self.fetches = 0
+        self.last_end: float | None = None
+        self.gap_sum = 0.0  # real gaps: end of the host's previous fetch to the next lease
+        self.gaps = 0
+        self.low_run = 0  # URLs served in a row that were worth less than others waiting
+        # its URLs in the front queues (stale OPIC copies included): its first request
+        # (robots.txt) waits while there are some and it holds no back queue
+        self.fronted = 0
+        self.tried = False  # a first request of it was handed out once (a retry goes at once)
+
+    def in_flight(self) -> int:
+        return sum(self.busy)
+
+    def free_slot(self) -> int:
+        """The free slot that comes due first, or -1."""
+        best = -1
+        for i, busy in enumerate(self.busy):
+            if not busy and (best < 0 or self.free_at[i] < self.free_at[best]):
+                best = i
+        return best
+
+
+class OpenLease:
+    """An open lease: handed out and not yet acknowledged, released or expired."""
+
+    __slots__ = ("completed", "deadline", "first", "host", "lease")
+
+    def __init__(self, lease: Lease, host: HostState, first: bool, deadline: float) -> None:
+        self.lease = lease
+        self.host = host
+        self.first = first
+        self.completed = False  # the fetch ended: the slot is free, the URL not yet forgotten
+        self.deadline = deadline
