@@ -120,6 +120,9 @@ COMMANDS: dict[str, str] = {
     '.venv/bin/scrapy search -s DATABASE_URL=postgresql://postgres@127.0.0.1:5432/crawl '
     '"mercator"': "skip: PostgreSQL (as above)",
     ".venv/bin/scrapy report crawls/web-1": "run",
+    ".venv/bin/scrapy crawl web -s METRICS_PORT=9410": (
+        "skip: a fixed port; tests/test_metrics.py crawls with METRICS_PORT on a free one"
+    ),
     ".venv/bin/scrapy report example -o example.html": f"skip: {INTERNET} (the example crawl)",
     ".venv/bin/scrapy report w1/stats.record.jsonl w2/stats.record.jsonl -o crawl.html": (
         "skip: two workers' records; tests/test_report.py merges them into one report"
