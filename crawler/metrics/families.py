@@ -246,3 +246,62 @@ def labelled_gauge(
     name: str, doc: str, label: str, values: Mapping[str, float], labels: Mapping[str, str]
 ) -> Metric:
     return _Labelled(labels).by(GaugeMetricFamily, name, doc, label, values)
+
+
+def crawl_families(report: Mapping[str, Any], labels: Mapping[str, str]) -> Iterator[Metric]:
+    """The crawl as one, from ``scrapy frontier``'s report of a shared crawl
+    (:func:`crawler.backends.redis.status.crawl_report`, plain data): the merged totals of every
+    worker, the frontier's state, the workers' heartbeats and the operator's controls."""
+    yield from stats_families(report.get("totals") or {}, labels)
+    hosts = report.get("hosts") or {}
+    m = _Labelled(labels)
+    yield m.gauge("frontier_queued_urls", "URLs queued in the frontier", report.get("queued", 0))
+    yield m.gauge("frontier_seen_urls", "URLs the frontier has seen", report.get("seen", 0))
+    yield m.gauge("frontier_hosts_known", "Hosts the frontier knows",
+                  report.get("hosts_total", 0))
+    yield m.by(GaugeMetricFamily, "frontier_hosts", "Hosts by state (held: waiting longer "
+               "than FRONTIER_MAX_DELAY; given_up, blocked: no longer crawled)", "state",
+               {k: float(v) for k, v in hosts.items()})
+    leases = report.get("leases") or {}
+    yield m.gauge("frontier_leases", "URLs handed out and not yet acknowledged",
+                  leases.get("open", 0))
+    oldest = leases.get("oldest") or []
+    yield m.gauge("frontier_lease_oldest_age_seconds", "Age of the oldest open lease",
+                  max((float(x.get("age", 0)) for x in oldest), default=0.0))
+    dropped = dict(report.get("dropped") or {})
+    yield m.counter("frontier_leases_expired_total", "Leases that expired and went back",
+                    dropped.pop("leases_expired", 0))
+    yield m.by(CounterMetricFamily, "frontier_dropped_urls_total",
+               "Queued URLs dropped, by reason", "reason", dropped)
+    held = report.get("held_hosts") or []
+    yield m.gauge("frontier_host_held_max_seconds",
+                  "How long the longest-held host still has to wait",
+                  max((float(x.get("for", 0)) for x in held), default=0.0))
+    workers = report.get("workers") or []
+    states: dict[str, float] = {}
+    for w in workers:
+        states[str(w.get("state", "?"))] = states.get(str(w.get("state", "?")), 0) + 1
+    yield m.by(GaugeMetricFamily, "workers", "Workers by the state of their last heartbeat",
+               "state", states)
+    for name, doc, field in (
+        ("worker_heartbeat_age_seconds", "Seconds since each worker's last heartbeat",
+         "last_beat_ago"),
+        ("worker_pages_per_second", "Each worker's pages/s over its last heartbeat interval",
+         "pages_per_s"),
+    ):
+        family = GaugeMetricFamily(PREFIX + name, doc, labels=[*m.names, "worker", "state"])
+        for w in workers:
+            family.add_metric([*m.values, str(w.get("worker", "")), str(w.get("state", "?"))],
+                              float(w.get(field, 0) or 0))
+        yield family
+    controls = report.get("controls") or {}
+    yield m.gauge("crawl_paused", "1 while the operator has paused the crawl",
+                  1.0 if controls.get("paused") else 0.0)
+    yield m.gauge("crawl_halted", "1 once the crawl is halted (deadline, byte budget)",
+                  1.0 if report.get("halt") else 0.0)
+    if controls.get("deadline") is not None:
+        yield m.gauge("crawl_deadline_timestamp_seconds", "When the crawl is to end (Unix time)",
+                      float(controls["deadline"]))
+    if controls.get("byte_budget") is not None:
+        yield m.gauge("crawl_byte_budget_bytes", "The crawl's byte budget",
+                      float(controls["byte_budget"]))
