@@ -124,6 +124,10 @@ COMMANDS: dict[str, str] = {
     "-s REDIS_URL=redis://127.0.0.1:6379/0": (
         "skip: serves until stopped; tests/test_metrics_fleet.py runs it on a crawl"
     ),
+    "promtool check rules deploy/prometheus/alerts.yml && (cd deploy/prometheus && "
+    "promtool test rules alerts_test.yml)": (
+        "skip: tests/test_metrics_alerts.py runs both"
+    ),
     ".venv/bin/scrapy crawl web -s METRICS_PORT=9410": (
         "skip: a fixed port; tests/test_metrics.py crawls with METRICS_PORT on a free one"
     ),

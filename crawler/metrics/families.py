@@ -158,9 +158,10 @@ def stats_families(stats: Mapping[str, Any], labels: Mapping[str, str]) -> Itera
     yield m.counter("broken_links_total", "Links that led to an error answer or none",
                     stats.get("pages/broken", 0))
     yield m.counter("items_total", "Items scraped", stats.get("item_scraped_count", 0))
+    errors = _under(stats, "downloader/exception_type_count/", last_dot=True)
+    errors.pop("IgnoreRequest", None)  # a request refused on purpose (robots.txt), not an error
     yield m.by(CounterMetricFamily, "fetch_errors_total",
-               "Fetches that got no answer, by exception class", "kind",
-               _under(stats, "downloader/exception_type_count/", last_dot=True))
+               "Fetches that got no answer, by exception class", "kind", errors)
     yield m.by(CounterMetricFamily, "robotstxt_events_total",
                "robots.txt fetches and decisions (request_count, response_count, denied, "
                "deferred, unreachable, ...)", "event", _under(stats, "robotstxt/"))
