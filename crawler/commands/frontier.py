@@ -148,11 +148,25 @@ class Command(ScrapyCommand):
                 print(format_report(report))
                 print(format_shard_loads(report["shards"]))
         elif sub in ("block", "unblock"):
-            name = one_arg("a host name, or a domain with --domain")
+            from crawler.backends.redis.controls import closest_hosts, host_name
+
+            given = one_arg("a host name, or a domain with --domain")
+            name = host_name(given)
             kind = "domain" if opts.domain else "host"
+            if name != given.lower():
+                print(f"{kind} {name} (given as {given}: hosts are named without port or "
+                      "URL, as in scrapy frontier status)")
+            known = True
+            if not opts.domain:
+                known, close = closest_hosts(name, frontier._iter_hosts())
+                if not known:
+                    print(f"host {name} is not one this crawl has met"
+                          + (f"; did you mean {' or '.join(close)}?" if close else ""))
             if sub == "block":
                 dropped = frontier.block(name, domain=opts.domain)
-                print(f"blocked {kind} {name}: {dropped} queued URLs dropped")
+                print(f"blocked {kind} {name}: {dropped} queued URLs dropped"
+                      + ("" if known else "; blocked in advance: its URLs are refused when "
+                         "they come"))
             else:
                 lifted = frontier.unblock(name, domain=opts.domain)
                 print(f"unblocked {kind} {name} ({lifted} hosts may be crawled again)")

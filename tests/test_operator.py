@@ -1,0 +1,84 @@
+"""What an operator meets steering a Redis crawl with ``scrapy frontier``, each reproduced:
+one name for a host everywhere (a host copied with its port blocks the real host; an unknown
+host is said to be unknown, blocked in advance, with a did-you-mean); pause and resume leave a
+line in the worker's log and show the worker "paused"; a deadline ends the crawl with
+``finish_reason`` ``deadline``, a passed deadline reads as passed, and a Redis worker that ends
+with URLs queued points at the shared frontier, not at a JOBDIR."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crawler.backends.redis.controls import closest_hosts, host_name
+from crawler.backends.redis.status import format_report
+from crawler.frontier import Entry
+from tests.crawling import finish_crawl
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.test_fleet import make  # noqa: F401
+from tests.test_fleet_crawl import EXTRA, frontier_cmd
+from tests.test_redis_crawl import site, start_workers, wait_until
+
+
+def test_a_host_is_named_without_its_port_or_url() -> None:
+    assert host_name("127.0.1.3:8080") == "127.0.1.3"
+    assert host_name("http://Example.org:8080/a/b?c") == "example.org"
+    assert host_name("example.org.") == "example.org"
+    assert host_name("[::1]:8080") == "::1"
+    assert closest_hosts("127.0.1.3", [["127.0.1.2", "127.0.1.3"]]) == (True, [])
+    known, close = closest_hosts("exmple.org", [["example.org", "other.net"]])
+    assert not known and close == ["example.org"]
+
+
+def test_blocking_a_host_given_with_its_port_blocks_the_real_host(make) -> None:  # noqa: F811
+    key = fresh_key()
+    f = make(key)
+    f.add_many([Entry(f"http://127.0.1.3:8080/p{i}", "127.0.1.3") for i in range(4)])
+    assert f.block("127.0.1.3:8080") == 4
+    assert f.controls()["blocked_hosts"] == ["127.0.1.3"]
+    assert f.next() is None
+    assert f.unblock("http://127.0.1.3:8080/") == 1
+
+
+@pytest.mark.integration
+def test_an_operator_steering_a_redis_crawl(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    with site(pages=40) as server:
+        (proc,), (folder,), key = start_workers(tmp_path, server, redis_server, 1, **EXTRA)
+        wait_until(lambda: len(server.records) >= 10, timeout=60)
+
+        def status() -> dict:
+            return json.loads(frontier_cmd(redis_server, key, "--json").stdout)
+
+        # a host the crawl never met: said so, blocked in advance, with a did-you-mean
+        unknown = frontier_cmd(redis_server, key, "block", "127.0.0.20:8080")
+        assert "127.0.0.20 is not one this crawl has met; did you mean 127.0.0.2" in (
+            unknown.stdout
+        ), unknown.stdout
+        assert "blocked in advance" in unknown.stdout
+        # pause: the worker shows as paused, and says so in its log
+        assert frontier_cmd(redis_server, key, "pause").returncode == 0
+        wait_until(lambda: [w["state"] for w in status()["workers"]] == ["paused"], timeout=60)
+        log = folder / "crawl.log"
+        wait_until(lambda: "Operator: crawl paused" in log.read_text(), timeout=60)
+        assert frontier_cmd(redis_server, key, "resume").returncode == 0
+        wait_until(lambda: "Operator: crawl resumed" in log.read_text(), timeout=60)
+        # a deadline: the crawl ends with that reason, URLs left in the shared frontier
+        assert frontier_cmd(redis_server, key, "deadline", "+0.5s").returncode == 0
+        result = finish_crawl(proc, folder)
+        text = frontier_cmd(redis_server, key).stdout
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stats["finish_reason"] == "deadline", result.log[-3000:]
+    assert "Crawl web ended (deadline)" in result.log
+    assert "Operator: deadline set: the crawl ends at" in result.log
+    assert "Operator: host 127.0.0.20 blocked" in result.log
+    assert "in None" not in result.log and "JOBDIR" not in result.log
+    assert "URLs stay queued in the shared frontier" in result.log
+    assert "resume: start a worker with the same settings" in result.log
+    assert "(passed " in text and "(in 0.0s)" not in text
+    report = status()
+    assert "deadline" in format_report(report)
