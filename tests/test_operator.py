@@ -14,6 +14,7 @@ import pytest
 
 from crawler.backends.redis.controls import closest_hosts, host_name
 from crawler.backends.redis.status import format_report
+from crawler.commands.crawl import _redis_url_alone
 from crawler.frontier import Entry
 from tests.crawling import finish_crawl
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -82,3 +83,17 @@ def test_an_operator_steering_a_redis_crawl(
     assert "(passed " in text and "(in 0.0s)" not in text
     report = status()
     assert "deadline" in format_report(report)
+
+
+def test_redis_url_without_the_redis_backend_is_refused_not_a_silent_lone_crawl(
+    tmp_path: Path,
+) -> None:
+    from tests.test_crawl_command import refusals, scrapy_crawl
+
+    out = scrapy_crawl(tmp_path, "-sREDIS_URL=redis://127.0.0.1:9/0")
+    assert out.returncode == 2, out.stderr
+    (line,) = refusals(out)
+    assert "REDIS_URL is given but FRONTIER_BACKEND is not" in line
+    assert "-s FRONTIER_BACKEND=redis" in line
+    # chosen on purpose, it is not refused
+    assert _redis_url_alone({}, ["REDIS_URL", "FRONTIER_BACKEND"]) == ""  # type: ignore[arg-type]

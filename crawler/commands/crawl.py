@@ -7,7 +7,9 @@ and the values read put back, so a component sees ``'["a", "b"]'`` given for a l
 that list and ``TRUE`` as a boolean), a malformed ``ALLOWED_NETWORKS`` entry, and the
 frontier store the settings choose (``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a
 shared store whose server is unreachable or whose stored crawl was made with other politeness
-settings. A refusal is one clear line and exit status 2, before any request goes out. A name
+settings; a ``REDIS_URL`` given without ``FRONTIER_BACKEND`` (the scrapy-redis way of starting
+a worker, which here would crawl alone). A refusal is one clear line and exit status 2, before
+any request goes out. A name
 that looks like a misspelt setting of ours gets a warning with the closest real name.
 
 Each line goes to stderr and, when ``LOG_FILE`` is set (scrapyd sets it), to the log too, so a
@@ -93,6 +95,9 @@ class Command(ScrapyCrawlCommand):
             self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
         if found.problems:
             return found.problems
+        alone = _redis_url_alone(settings, given)
+        if alone:
+            return [alone]
         self._put_back(found.values, crawler)
         site = getattr(crawler.spidercls, "site", None)
         seeds_files = [getattr(site, "seeds_file", None), spargs.get("seeds")]
@@ -128,6 +133,20 @@ class Command(ScrapyCrawlCommand):
         settings: BaseSettings | None = self.settings
         if settings is not None and settings.get("LOG_FILE"):
             logger.log(level, line)
+
+
+def _redis_url_alone(settings: BaseSettings, given: list[str]) -> str:
+    """A ``REDIS_URL`` given without choosing the frontier backend: with scrapy-redis that
+    alone makes a shared crawl, here the frontier would stay in this process and each worker
+    would crawl everything alone, silently. Refused, saying what to add (the rule: the
+    frontier backend is chosen by ``FRONTIER_BACKEND``, never guessed from ``REDIS_URL``)."""
+    if "REDIS_URL" not in given or "FRONTIER_BACKEND" in given or "FRONTIER_STORE_CLASS" in given:
+        return ""
+    return (
+        "REDIS_URL is given but FRONTIER_BACKEND is not: this worker would crawl alone, "
+        "its frontier in memory. Add -s FRONTIER_BACKEND=redis to share the crawl in Redis "
+        "(or -s FRONTIER_BACKEND=memory to crawl alone)"
+    )
 
 
 def crawl_exit_status(stats: Mapping[str, Any]) -> int:
