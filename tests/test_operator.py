@@ -97,3 +97,29 @@ def test_redis_url_without_the_redis_backend_is_refused_not_a_silent_lone_crawl(
     assert "-s FRONTIER_BACKEND=redis" in line
     # chosen on purpose, it is not refused
     assert _redis_url_alone({}, ["REDIS_URL", "FRONTIER_BACKEND"]) == ""  # type: ignore[arg-type]
+
+
+def _worker_id_in_a_new_process(jobdir: Path) -> str:
+    import subprocess
+    import sys
+
+    from tests.crawling import PROJECT
+
+    code = "import sys; from crawler.report.worker import worker_id; print(worker_id(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", code, str(jobdir)], cwd=PROJECT,
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_a_process_stopped_and_resumed_from_its_jobdir_is_one_worker(tmp_path: Path) -> None:
+    from crawler.report.worker import worker_id
+
+    jobdir = tmp_path / "job"
+    first = _worker_id_in_a_new_process(jobdir)
+    assert _worker_id_in_a_new_process(jobdir) == first  # resumed: the same worker
+    # while a process runs on the JOBDIR, another one started on it is not taken for it
+    assert worker_id(jobdir) == first
+    assert _worker_id_in_a_new_process(jobdir) != first
+    # without a JOBDIR a run cannot be resumed: each is its own worker; a given name wins
+    assert _worker_id_in_a_new_process(tmp_path / "other") != first
+    assert worker_id(jobdir, "w7") == "w7"

@@ -36,7 +36,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawler.backends.redis.connection import redis_client, worker_name
+from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
@@ -45,6 +45,7 @@ from crawler.backends.registry import backend_class
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
 from crawler.offload.components import ContentWorker
+from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +137,9 @@ class FleetHeartbeat:
 
     def spider_opened(self, spider: Spider) -> None:
         client = redis_client(self.crawler.settings)
-        fleet = self.fleet = Fleet(client, self.key, worker_name())
+        s = self.crawler.settings
+        name = worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID"))
+        fleet = self.fleet = Fleet(client, self.key, name)
         self.outage = RedisOutage(
             "fleet heartbeat",
             lambda: client.exists(fleet.keys.totals),

@@ -37,7 +37,6 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
 from crawler import signals as crawler_signals
-from crawler.backends.redis.connection import worker_name
 from crawler.backends.redis.keys import crawl_key
 from crawler.config import defaults
 from crawler.extensions.stall import ReactorStallMonitor
@@ -47,6 +46,7 @@ from crawler.metrics import families as fam
 from crawler.metrics.exporter import MetricsServer
 from crawler.metrics.redis_calls import install as count_redis_calls
 from crawler.report.tally import Tallied
+from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,10 @@ class WorkerMetrics:
         self.interval = interval
         self.linger = s.getfloat("METRICS_LINGER", defaults.METRICS_LINGER)
         site = getattr(crawler.spidercls, "name", None) or "crawl"
-        self.labels = {"crawl": crawl_key(s, site), "worker": worker_name()}
+        self.labels = {
+            "crawl": crawl_key(s, site),
+            "worker": worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
+        }
         self.disk_path = s.get("JOBDIR") or os.getcwd()
         self.memory_limit = s.getint("MEMUSAGE_LIMIT_MB") * 1024 * 1024
         self.server = MetricsServer(host, port, self.families)
