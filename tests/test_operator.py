@@ -123,3 +123,22 @@ def test_a_process_stopped_and_resumed_from_its_jobdir_is_one_worker(tmp_path: P
     # without a JOBDIR a run cannot be resumed: each is its own worker; a given name wins
     assert _worker_id_in_a_new_process(tmp_path / "other") != first
     assert worker_id(jobdir, "w7") == "w7"
+
+
+@pytest.mark.integration
+def test_a_crawl_starts_with_a_few_lines_and_a_404_is_not_a_line_of_its_own(
+    tmp_path: Path,
+) -> None:
+    from tests.crawling import loopback_settings, run_crawl
+
+    with site(pages=3) as server:
+        seeds = [*server.seeds(), server.seeds()[0] + "missing-page"]
+        result = run_crawl(tmp_path, seeds=seeds, settings=loopback_settings(LOG_LEVEL="INFO"))
+    assert result.returncode == 0, result.log[-3000:]
+    log = (tmp_path / "crawl.log").read_text()
+    lines = log.splitlines()
+    opened = next(i for i, line in enumerate(lines) if "Spider opened" in line)
+    assert opened <= 3, "\n".join(lines[:opened + 1])  # was ~75 lines of Scrapy's dump
+    assert "Ignoring response" not in log and "Overridden settings" not in log
+    assert "missing-page (404)" in log  # the broken link is in the summary
+    assert any("Crawled " in line and "pages/s" in line for line in lines)  # progress line

@@ -23,6 +23,9 @@ leases read ahead stayed taken until they expired. Once the crawl runs, a stop f
 downloads in flight (``crawl_stopping``): Scrapy would wait for each, up to
 ``DOWNLOAD_TIMEOUT`` with a silent server; their leases go back to the frontier.
 
+Below ``LOG_LEVEL=DEBUG``, Scrapy's start-up dump and its line per 404 are demoted to DEBUG
+(:func:`quieter_start`): a crawl starts with a few lines, and the progress line is readable.
+
 A SIGINT before Scrapy has installed its handlers (the first ~0.5 s, while Python imports it)
 ends the process as any Python program: exit status 130, nothing sent, nothing leased, no
 stats file.
@@ -57,6 +60,12 @@ _LIBRARY_SETTINGS = frozenset(name for name in dir(default_settings) if name.isu
 
 
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        if logging.getLevelName(str(self.settings.get("LOG_LEVEL") or "DEBUG")) > logging.DEBUG:
+            quieter_start()
+
     @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -133,6 +142,38 @@ class Command(ScrapyCrawlCommand):
         settings: BaseSettings | None = self.settings
         if settings is not None and settings.get("LOG_FILE"):
             logger.log(level, line)
+
+
+# Scrapy's INFO lines that drown the progress line: its start-up dump (versions, add-ons, every
+# component enabled, the settings overridden: ~75 lines before the first useful one) and one
+# line per 404 (the broken links are in the summary and the stats file). Shown at DEBUG.
+_DEMOTED = {
+    "scrapy.utils.log": ("Versions:",),
+    "scrapy.addons": ("Enabled addons",),
+    "scrapy.middleware": ("Enabled ",),
+    "scrapy.crawler": ("Overridden settings",),
+    "scrapy.spidermiddlewares.httperror": ("Ignoring response",),
+}
+
+
+class _Demote(logging.Filter):
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and str(record.msg).startswith(self.prefixes):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def quieter_start() -> None:
+    """Demote :data:`_DEMOTED` to DEBUG (a record whose level drops below the handler's is
+    not written): at ``LOG_LEVEL=INFO`` a crawl starts with a few lines."""
+    for name, prefixes in _DEMOTED.items():
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _Demote) for f in log.filters):
+            log.addFilter(_Demote(prefixes))
 
 
 def _redis_url_alone(settings: BaseSettings, given: list[str]) -> str:
