@@ -52,11 +52,17 @@ def test_the_crawl_wide_exporter_serves_the_merged_totals_of_every_worker(
             assert f"http://127.0.0.1:{port}/metrics" in line, exporter.stderr.read()
             results = [finish_crawl(p, d) for p, d in zip(procs, dirs, strict=True)]
             ended = ("crawler_workers", (("state", "ended"),))
-            wait_until(lambda: samples(scrape(port)).get(ended) == 2, timeout=60)
-            last = samples(scrape(port))
+            scraped: list[dict] = [{}]
+
+            def both_ended() -> bool:
+                scraped[0] = samples(scrape(port))
+                return scraped[0].get(ended) == 2
+
+            wait_until(both_ended, timeout=60)
+            last = scraped[0]
         finally:
             exporter.terminate()
-            exporter.wait(timeout=30)
+            _, errors = exporter.communicate(timeout=30)
     for r in results:
         assert r.returncode == 0, r.log[-3000:]
     ok = sum(v for r in results for k, v in r.stats.items() if k.startswith("pages/status/2"))
@@ -71,4 +77,4 @@ def test_the_crawl_wide_exporter_serves_the_merged_totals_of_every_worker(
         r.stats["frontier/seen"] for r in results
     )
     assert last[("crawler_crawl_paused", ())] == 0
-    assert exporter.returncode == 0
+    assert exporter.returncode == 0, errors

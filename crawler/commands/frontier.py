@@ -222,11 +222,12 @@ class Command(ScrapyCommand):
                 if last[1] is None or time.monotonic() - last[0] >= interval:
                     try:
                         last[:] = [time.monotonic(), crawl_report(frontier)]
-                    except Exception:
+                    except Exception as exc:  # the last report stays served, flagged
                         up = 0.0
+                        print(f"frontier: Redis not read: {exc}", file=sys.stderr, flush=True)
                 out = list(gauges([("redis_up", "1 when Redis answered the last read", up)],
                                   labels))
-                if up and last[1] is not None:
+                if last[1] is not None:
                     out += crawl_families(last[1], labels)
                 return out
 
