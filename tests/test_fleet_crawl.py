@@ -30,11 +30,14 @@ EXTRA = {
 ACTS_WITHIN = 1.0  # seconds: "acts on every worker within a second"
 
 
-def frontier_cmd(redis: RedisServer, key: str, *args: str) -> subprocess.CompletedProcess[str]:
+def frontier_cmd(
+    redis: RedisServer, key: str, *args: str, **extra: Any
+) -> subprocess.CompletedProcess[str]:
     settings = {
         "FRONTIER_BACKEND": "redis",
         "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
         "FRONTIER_REDIS_KEY": key,
+        **extra,
     }
     return scrapy_frontier(settings, *args)
 

@@ -142,3 +142,28 @@ def test_a_crawl_starts_with_a_few_lines_and_a_404_is_not_a_line_of_its_own(
     assert "Ignoring response" not in log and "Overridden settings" not in log
     assert "missing-page (404)" in log  # the broken link is in the summary
     assert any("Crawled " in line and "pages/s" in line for line in lines)  # progress line
+
+
+def test_a_crawl_in_shards_shows_the_controls_to_the_heartbeats(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    from crawler.backends.redis.keys import CrawlKeys
+    from crawler.backends.redis.status import Fleet
+
+    key = fresh_key()
+    settings = {"FRONTIER_SHARDS": 2}
+
+    def act(*args: str) -> None:
+        done = frontier_cmd(redis_server, key, *args, **settings)
+        assert done.returncode == 0, done.stderr
+
+    act("pause")
+    act("block", "spam.example:8080")
+    fleet = Fleet(redis_server.client(), key, "w1")
+    fleet.beat({}, {"state": "running"})
+    assert fleet.controls.get("paused") == "1" and fleet.blocked == ["h:spam.example"]
+    assert fleet.workers()["w1"]["state"] == "paused"
+    act("resume")
+    fleet.beat({}, {"state": "running"})
+    assert "paused" not in fleet.controls and fleet.workers()["w1"]["state"] == "running"
+    assert CrawlKeys(key).controls.startswith("{" + key + "}")

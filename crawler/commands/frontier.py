@@ -94,6 +94,8 @@ class Command(ScrapyCommand):
             return
         try:
             self._act(frontier, sub, rest, opts)
+            if sub != "status":
+                self._mirror_controls(frontier)
         except ValueError as exc:
             self._fail(str(exc))
         finally:
@@ -247,6 +249,23 @@ class Command(ScrapyCommand):
             pass
         finally:
             server.close()
+
+    @staticmethod
+    def _mirror_controls(frontier: Any) -> None:
+        """A crawl in shards keeps a copy of the controls in each shard (a script touches one
+        slot); the workers' heartbeats read them under the crawl's own tag, written here
+        after each act (with one shard those are the shard's own keys)."""
+        parts = frontier.parts()
+        if len(parts) < 2:
+            return
+        client, crawl = frontier.client, parts[0].keys.crawl
+        controls = client.hgetall(parts[0].keys.controls)
+        blocked = {name for p in parts for name in client.hkeys(p.keys.blocked)}
+        client.delete(crawl.controls, crawl.blocked)
+        if controls:
+            client.hset(crawl.controls, mapping=controls)
+        if blocked:
+            client.hset(crawl.blocked, mapping=dict.fromkeys(blocked, b"1"))
 
     def _fail(self, line: str) -> None:
         print(f"frontier: {line}", file=sys.stderr)
