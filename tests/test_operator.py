@@ -8,6 +8,7 @@ with URLs queued points at the shared frontier, not at a JOBDIR."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -141,7 +142,13 @@ def test_a_crawl_starts_with_a_few_lines_and_a_404_is_not_a_line_of_its_own(
     assert opened <= 3, "\n".join(lines[:opened + 1])  # was ~75 lines of Scrapy's dump
     assert "Ignoring response" not in log and "Overridden settings" not in log
     assert "missing-page (404)" in log  # the broken link is in the summary
-    assert any("Crawled " in line and "pages/s" in line for line in lines)  # progress line
+    progress = [line for line in lines if "Crawled " in line and "pages/s" in line]
+    assert progress  # the progress line
+    # one name for a host: the progress line and the summary name hosts as the frontier and
+    # `scrapy frontier` do, without the port
+    port = server.port
+    assert re.search(r"busiest hosts: 127\.0\.0\.\d+ \d+ pages", log)
+    assert f":{port} " not in progress[-1] and f":{port} " not in log.split("busiest hosts:")[1]
 
 
 def test_a_crawl_in_shards_shows_the_controls_to_the_heartbeats(

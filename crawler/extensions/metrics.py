@@ -25,9 +25,8 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client.core import Metric
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -42,11 +41,11 @@ from crawler.config import defaults
 from crawler.extensions.stall import ReactorStallMonitor
 from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, FrontierCounts, Outcome
-from crawler.metrics import families as fam
-from crawler.metrics.exporter import MetricsServer
-from crawler.metrics.redis_calls import install as count_redis_calls
 from crawler.report.tally import Tallied
 from crawler.report.worker import worker_id
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +81,12 @@ class WorkerMetrics:
         }
         self.disk_path = s.get("JOBDIR") or os.getcwd()
         self.memory_limit = s.getint("MEMUSAGE_LIMIT_MB") * 1024 * 1024
+        # imported here: a crawl without METRICS_PORT does not load prometheus_client
+        from crawler.metrics import families
+        from crawler.metrics.exporter import MetricsServer
+        from crawler.metrics.redis_calls import install as count_redis_calls
+
+        self.fam = families
         self.server = MetricsServer(host, port, self.families)
         self.frontier: Frontier | None = None
         self.snapshot = Snapshot()
@@ -133,23 +138,23 @@ class WorkerMetrics:
     ) -> None:
         stats = self.crawler.stats
         assert stats is not None
-        fam.FETCH_HISTOGRAM.observe(stats, duration)
+        self.fam.FETCH_HISTOGRAM.observe(stats, duration)
         if size:
-            stats.inc_value(fam.BYTES_PREFIX + fam.status_class(status), size)
+            stats.inc_value(self.fam.BYTES_PREFIX + self.fam.status_class(status), size)
 
     def fetch_completed(
         self, request: Request, host: str, delay: float | None, outcome: Outcome
     ) -> None:
         if delay is not None and self.crawler.stats is not None:
-            fam.DELAY_HISTOGRAM.observe(self.crawler.stats, delay)
+            self.fam.DELAY_HISTOGRAM.observe(self.crawler.stats, delay)
 
     def publish(self) -> None:
         """A new snapshot for the scrape thread (a few dict copies; the frontier's counts
         when they are cheap on this thread)."""
         stats = self.crawler.stats
         assert stats is not None
-        stats.set_value(fam.ROUND_TRIPS, self.redis.round_trips)  # so the heartbeat sums them
-        stats.set_value(fam.REDIS_ERRORS, self.redis.errors)
+        stats.set_value(self.fam.ROUND_TRIPS, self.redis.round_trips)  # so the heartbeat sums them
+        stats.set_value(self.fam.REDIS_ERRORS, self.redis.errors)
         frontier = self.frontier
         counts = None
         if frontier is not None and not _counts_off_reactor(frontier):
@@ -201,12 +206,12 @@ class WorkerMetrics:
     def families(self) -> Iterator[Metric]:
         snap = self.snapshot
         labels = self.labels
-        yield from fam.stats_families(snap.stats, labels)
+        yield from self.fam.stats_families(snap.stats, labels)
         counts = snap.counts if snap.counts is not None else self._shared_counts()
         if counts is not None:
-            yield from fam.frontier_families(counts, labels)
-        yield fam.stall_family(snap.stall, labels)
-        yield fam.labelled_gauge(
+            yield from self.fam.frontier_families(counts, labels)
+        yield self.fam.stall_family(snap.stall, labels)
+        yield self.fam.labelled_gauge(
             "thread_queue_jobs", "Jobs queued or running on the crawl's worker threads",
             "thread", snap.queues, labels,
         )
@@ -229,7 +234,7 @@ class WorkerMetrics:
                            disk.f_blocks * disk.f_frsize))
         except OSError:
             pass
-        yield from fam.gauges(values, labels)
+        yield from self.fam.gauges(values, labels)
 
     def _shared_counts(self) -> FrontierCounts | None:
         """A shared frontier's counts, asked from this thread at most once per interval (it
