@@ -226,6 +226,7 @@ class FleetHeartbeat:
         assert outage is not None
         try:
             now = outage.call(lambda: fleet.beat(totals, beat))
+            self._say_controls(fleet.controls, fleet.blocked)  # one set since the last beat
             workers = outage.call(fleet.workers)
             others = [
                 w
