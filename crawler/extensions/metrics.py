@@ -8,10 +8,10 @@ for it. A shared (Redis) frontier already answers its counts from its own worker
 it the scrape thread asks it (at most once per interval) and the reactor does not.
 
 Per fetch, on the reactor: the fetch's network time and body bytes by status class, and the
-politeness delay the frontier applied after it, go into the crawl's stats as counters
-(:class:`crawler.metrics.families.StatsHistogram`): a bisect and a few increments. Being stats,
-they reach a fleet's merged totals with the heartbeat, so ``scrapy frontier <site>
---metrics-port`` serves them for the whole crawl.
+politeness delay the frontier applied after it, are counted (a bisect and a few additions,
+:class:`crawler.metrics.families.LocalHistogram`) and written into the crawl's stats as
+counters with each snapshot and at close. Being stats, they reach a fleet's merged totals with
+the heartbeat, so ``scrapy frontier <site> --metrics-port`` serves them for the whole crawl.
 
 Every series carries ``crawl`` (the crawl's key) and ``worker`` (this process) labels.
 ``METRICS_LINGER`` seconds: after the crawl ends, keep serving until a scraper has read the
@@ -87,6 +87,10 @@ class WorkerMetrics:
         from crawler.metrics.redis_calls import install as count_redis_calls
 
         self.fam = families
+        # counted here per fetch, written into the stats with each snapshot and at close
+        self._fetch = families.LocalHistogram(families.FETCH_HISTOGRAM)
+        self._delay = families.LocalHistogram(families.DELAY_HISTOGRAM)
+        self._bytes: dict[str, int] = {}
         self.server = MetricsServer(host, port, self.families)
         self.frontier: Frontier | None = None
         self.snapshot = Snapshot()
@@ -136,25 +140,35 @@ class WorkerMetrics:
         self, request: Request, tallied: Tallied, duration: float,
         response: Response | None, followed_by: Request | None, status: int | None, size: int,
     ) -> None:
-        stats = self.crawler.stats
-        assert stats is not None
-        self.fam.FETCH_HISTOGRAM.observe(stats, duration)
+        self._fetch.observe(duration)
         if size:
-            stats.inc_value(self.fam.BYTES_PREFIX + self.fam.status_class(status), size)
+            key = self.fam.status_class(status)
+            self._bytes[key] = self._bytes.get(key, 0) + size
 
     def fetch_completed(
         self, request: Request, host: str, delay: float | None, outcome: Outcome
     ) -> None:
-        if delay is not None and self.crawler.stats is not None:
-            self.fam.DELAY_HISTOGRAM.observe(self.crawler.stats, delay)
+        if delay is not None:
+            self._delay.observe(delay)
+
+    def _write_stats(self) -> None:
+        """What this extension counts, into the crawl's stats (so the stats file, the
+        heartbeat's totals and the snapshot have it)."""
+        stats = self.crawler.stats
+        assert stats is not None
+        self._fetch.write(stats)
+        self._delay.write(stats)
+        for key, n in self._bytes.items():
+            stats.set_value(self.fam.BYTES_PREFIX + key, n)
+        stats.set_value(self.fam.ROUND_TRIPS, self.redis.round_trips)  # the heartbeat sums them
+        stats.set_value(self.fam.REDIS_ERRORS, self.redis.errors)
 
     def publish(self) -> None:
         """A new snapshot for the scrape thread (a few dict copies; the frontier's counts
         when they are cheap on this thread)."""
         stats = self.crawler.stats
         assert stats is not None
-        stats.set_value(self.fam.ROUND_TRIPS, self.redis.round_trips)  # so the heartbeat sums them
-        stats.set_value(self.fam.REDIS_ERRORS, self.redis.errors)
+        self._write_stats()
         frontier = self.frontier
         counts = None
         if frontier is not None and not _counts_off_reactor(frontier):
@@ -173,6 +187,7 @@ class WorkerMetrics:
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._task is not None and self._task.running:
             self._task.stop()
+        self._write_stats()  # before the stats file and the heartbeat's last beat
 
     async def engine_stopped(self) -> None:
         if self.server.port == 0:

@@ -87,6 +87,30 @@ class StatsHistogram:
         return out, float(stats.get(self._sum, 0.0) or 0.0)
 
 
+class LocalHistogram:
+    """A :class:`StatsHistogram` counted in plain lists on the hot path (a bisect and two
+    additions per observation, ~1 µs) and written into the stats by :meth:`write` (every
+    snapshot, and at close): Scrapy's ``inc_value`` costs ~4 µs a call."""
+
+    def __init__(self, kept: StatsHistogram) -> None:
+        self.kept = kept
+        self.counts = [0] * (len(kept.bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.kept.bounds, value)] += 1
+        self.total += value
+
+    def write(self, stats: Any) -> None:
+        """The running totals into ``stats`` (``set_value``): counters that only grow."""
+        kept = self.kept
+        for key, n in zip(kept._keys, self.counts, strict=True):
+            if n:
+                stats.set_value(key, n)
+        stats.set_value(kept._sum, self.total)
+        stats.set_value(kept._count, sum(self.counts))
+
+
 FETCH_HISTOGRAM = StatsHistogram("metrics/fetch_seconds", FETCH_SECONDS)
 DELAY_HISTOGRAM = StatsHistogram("metrics/politeness_delay_seconds", DELAY_SECONDS)
 
