@@ -137,6 +137,8 @@ EXTENSIONS = {
     # the crawl record (RECORD_*), read by `scrapy report`
     "crawler.extensions.recorder.CrawlRecordExtension": 505,
     "crawler.extensions.stall.ReactorStallMonitor": 510,
+    # /metrics for Prometheus, with METRICS_PORT
+    "crawler.extensions.metrics.WorkerMetrics": 515,
     "crawler.extensions.gcpace.GcPacer": 520,
     "crawler.extensions.recrawl.RecrawlExtension": 100,
     "crawler.extensions.budget.BudgetCuts": 110,

@@ -6,7 +6,9 @@ the server saw."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,36 +30,70 @@ EXTRA = {
 ACTS_WITHIN = 1.0  # seconds: "acts on every worker within a second"
 
 
-def frontier_cmd(redis: RedisServer, key: str, *args: str) -> subprocess.CompletedProcess[str]:
+def frontier_cmd(
+    redis: RedisServer, key: str, *args: str, **extra: Any
+) -> subprocess.CompletedProcess[str]:
     settings = {
         "FRONTIER_BACKEND": "redis",
         "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
         "FRONTIER_REDIS_KEY": key,
+        **extra,
     }
     return scrapy_frontier(settings, *args)
+
+
+def gate_host(server: Any, host: str, after: int) -> threading.Event:
+    """Hold every page request to ``host`` past its first ``after`` until the returned event
+    is set (or the server stops): the host cannot be finished before the test acts on it."""
+    gate, lock, seen = threading.Event(), threading.Lock(), [0]
+    respond = server.respond
+
+    def gated(handler: Any, spec: Any, default: Any) -> Any:
+        if spec.address == host and not handler.path.startswith("/robots.txt"):
+            with lock:
+                seen[0] += 1
+                held = seen[0] > after
+            while held and not gate.wait(0.05) and not server.stopping.is_set():
+                pass
+        return respond(handler, spec, default)
+
+    server.respond = gated
+    return gate
 
 
 def test_a_blocked_host_gets_no_further_request_from_any_worker(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
+    """Event-based: the target's fourth page is held at the server until every worker has
+    said in its log that the host is blocked, so the host can neither finish before the
+    block lands (a loaded machine) nor be asked again after it. The host is given as the
+    progress line and the URLs show it, with its port: the real host is blocked."""
     target = HOSTS[2]
-    # 40 pages a host: the target must still have pages queued when `scrapy frontier block`
-    # lands (a second or two after the third request), even on a loaded machine
-    with site(pages=40) as server:
+    with site(pages=20) as server:
+        gate = gate_host(server, target, after=3)
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **EXTRA)
         wait_until(lambda: sum(r.host == target for r in server.records) >= 3, timeout=60)
-        done = frontier_cmd(redis_server, key, "block", target)
-        blocked_at = time.monotonic()
+        done = frontier_cmd(redis_server, key, "block", f"{target}:{server.port}")
+        heard = f"host {target} blocked"  # "Operator: ..." or, for a late starter, "(in force)"
+
+        def logged(d: Path) -> str:
+            path = d / "crawl.log"
+            return path.read_text() if path.exists() else ""
+
+        wait_until(lambda: all(heard in logged(d) for d in dirs), timeout=60)
+        released_at = time.monotonic()
+        gate.set()
         results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
         records = server.records
         status = frontier_cmd(redis_server, key, "--json")
     assert done.returncode == 0, done.stderr
-    assert f"blocked host {target}" in done.stdout
-    dropped = int(done.stdout.split(":")[1].split()[0])
+    assert f"blocked host {target}:" in done.stdout, done.stdout
+    assert f"given as {target}:{server.port}" in done.stdout
+    dropped = int(re.search(r"blocked host \S+: (\d+) queued", done.stdout).group(1))
     for r in results:
         assert r.returncode == 0 and r.stats["finish_reason"] == "finished", r.log[-3000:]
-    late = [r for r in records if r.host == target and r.start > blocked_at + ACTS_WITHIN]
+    late = [r for r in records if r.host == target and r.start > released_at]
     assert late == [], late
     before = [r for r in records if r.host == target]
     wanted = {u for u in server.graph.reachable(server.seeds()) if f"//{target}:" in u}

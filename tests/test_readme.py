@@ -134,6 +134,17 @@ COMMANDS: dict[str, str] = {
     '.venv/bin/scrapy search -s DATABASE_URL=postgresql://postgres@127.0.0.1:5432/crawl '
     '"mercator"': "skip: PostgreSQL (as above)",
     ".venv/bin/scrapy report crawls/web-1": "run",
+    ".venv/bin/scrapy frontier web --metrics-port 9400 -s FRONTIER_BACKEND=redis "
+    "-s REDIS_URL=redis://127.0.0.1:6379/0": (
+        "skip: serves until stopped; tests/test_metrics_fleet.py runs it on a crawl"
+    ),
+    "promtool check rules deploy/prometheus/alerts.yml && (cd deploy/prometheus && "
+    "promtool test rules alerts_test.yml)": (
+        "skip: tests/test_metrics_alerts.py runs both"
+    ),
+    ".venv/bin/scrapy crawl web -s METRICS_PORT=9410": (
+        "skip: a fixed port; tests/test_metrics.py crawls with METRICS_PORT on a free one"
+    ),
     ".venv/bin/scrapy report example -o example.html": f"skip: {INTERNET} (the example crawl)",
     ".venv/bin/scrapy report w1/stats.record.jsonl w2/stats.record.jsonl -o crawl.html": (
         "skip: two workers' records; tests/test_report.py merges them into one report"

@@ -7,7 +7,9 @@ and the values read put back, so a component sees ``'["a", "b"]'`` given for a l
 that list and ``TRUE`` as a boolean), a malformed ``ALLOWED_NETWORKS`` entry, and the
 frontier store the settings choose (``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a
 shared store whose server is unreachable or whose stored crawl was made with other politeness
-settings. A refusal is one clear line and exit status 2, before any request goes out. A name
+settings; a ``REDIS_URL`` given without ``FRONTIER_BACKEND`` (the scrapy-redis way of starting
+a worker, which here would crawl alone). A refusal is one clear line and exit status 2, before
+any request goes out. A name
 that looks like a misspelt setting of ours gets a warning with the closest real name.
 
 Each line goes to stderr and, when ``LOG_FILE`` is set (scrapyd sets it), to the log too, so a
@@ -20,6 +22,9 @@ the reactor under the opening crawl, so no stats (no ``finish_reason``) were wri
 leases read ahead stayed taken until they expired. Once the crawl runs, a stop first cuts the
 downloads in flight (``crawl_stopping``): Scrapy would wait for each, up to
 ``DOWNLOAD_TIMEOUT`` with a silent server; their leases go back to the frontier.
+
+Below ``LOG_LEVEL=DEBUG``, Scrapy's start-up dump and its line per 404 are demoted to DEBUG
+(:func:`quieter_start`): a crawl starts with a few lines, and the progress line is readable.
 
 A SIGINT before Scrapy has installed its handlers (the first ~0.5 s, while Python imports it)
 ends the process as any Python program: exit status 130, nothing sent, nothing leased, no
@@ -55,6 +60,12 @@ _LIBRARY_SETTINGS = frozenset(name for name in dir(default_settings) if name.isu
 
 
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        if logging.getLevelName(str(self.settings.get("LOG_LEVEL") or "DEBUG")) > logging.DEBUG:
+            quieter_start()
+
     @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -93,6 +104,9 @@ class Command(ScrapyCrawlCommand):
             self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
         if found.problems:
             return found.problems
+        alone = _redis_url_alone(settings, given)
+        if alone:
+            return [alone]
         self._put_back(found.values, crawler)
         site = getattr(crawler.spidercls, "site", None)
         seeds_files = [getattr(site, "seeds_file", None), spargs.get("seeds")]
@@ -128,6 +142,52 @@ class Command(ScrapyCrawlCommand):
         settings: BaseSettings | None = self.settings
         if settings is not None and settings.get("LOG_FILE"):
             logger.log(level, line)
+
+
+# Scrapy's INFO lines that drown the progress line: its start-up dump (versions, add-ons, every
+# component enabled, the settings overridden: ~75 lines before the first useful one) and one
+# line per 404 (the broken links are in the summary and the stats file). Shown at DEBUG.
+_DEMOTED = {
+    "scrapy.utils.log": ("Versions:",),
+    "scrapy.addons": ("Enabled addons",),
+    "scrapy.middleware": ("Enabled ",),
+    "scrapy.crawler": ("Overridden settings",),
+    "scrapy.spidermiddlewares.httperror": ("Ignoring response",),
+}
+
+
+class _Demote(logging.Filter):
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and str(record.msg).startswith(self.prefixes):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def quieter_start() -> None:
+    """Demote :data:`_DEMOTED` to DEBUG (a record whose level drops below the handler's is
+    not written): at ``LOG_LEVEL=INFO`` a crawl starts with a few lines."""
+    for name, prefixes in _DEMOTED.items():
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _Demote) for f in log.filters):
+            log.addFilter(_Demote(prefixes))
+
+
+def _redis_url_alone(settings: BaseSettings, given: list[str]) -> str:
+    """A ``REDIS_URL`` given without choosing the frontier backend: with scrapy-redis that
+    alone makes a shared crawl, here the frontier would stay in this process and each worker
+    would crawl everything alone, silently. Refused, saying what to add (the rule: the
+    frontier backend is chosen by ``FRONTIER_BACKEND``, never guessed from ``REDIS_URL``)."""
+    if "REDIS_URL" not in given or "FRONTIER_BACKEND" in given or "FRONTIER_STORE_CLASS" in given:
+        return ""
+    return (
+        "REDIS_URL is given but FRONTIER_BACKEND is not: this worker would crawl alone, "
+        "its frontier in memory. Add -s FRONTIER_BACKEND=redis to share the crawl in Redis "
+        "(or -s FRONTIER_BACKEND=memory to crawl alone)"
+    )
 
 
 def crawl_exit_status(stats: Mapping[str, Any]) -> int:

@@ -14,6 +14,12 @@ Subcommands (none: ``status``):
   or a local time ``2026-12-01T18:00``): every worker closes with ``finish_reason`` ``deadline``.
 * ``budget SIZE`` / ``budget none``: the crawl ends once its workers have downloaded SIZE
   (``500MB``, ``2GB``, bytes): ``finish_reason`` ``byte_budget``.
+* ``status --metrics-port N``: serve the crawl as one at ``http://METRICS_HOST:N/metrics`` for
+  Prometheus until stopped (Ctrl-C): the merged totals of every worker, the frontier, the
+  workers' heartbeats, the controls (:func:`crawler.metrics.families.crawl_families`), so a
+  dashboard needs no per-worker sums. Each scrape reads Redis (at most once per
+  ``METRICS_INTERVAL`` seconds; the same batched reads as ``status``), and
+  ``crawler_redis_up`` says whether it could.
 
 The controls live in Redis under the crawl's hash tag (``{<site>}:ctl``, ``{<site>}:blocked``),
 so they survive worker restarts, and they are obeyed inside the frontier's Lua scripts, so no
@@ -71,6 +77,10 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--top", type=int, default=10, help="busiest hosts and leases shown (default 10)"
         )
+        parser.add_argument(
+            "--metrics-port", type=int, default=0, metavar="PORT",
+            help="serve the crawl's metrics for Prometheus on PORT until stopped",
+        )
 
     @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -84,6 +94,8 @@ class Command(ScrapyCommand):
             return
         try:
             self._act(frontier, sub, rest, opts)
+            if sub != "status":
+                self._mirror_controls(frontier)
         except ValueError as exc:
             self._fail(str(exc))
         finally:
@@ -125,7 +137,9 @@ class Command(ScrapyCommand):
                 raise UsageError(f"{sub} takes one argument: {what}")
             return rest[0]
 
-        if sub == "status":
+        if sub == "status" and opts.metrics_port:
+            self._serve_metrics(frontier, opts.metrics_port)
+        elif sub == "status":
             from crawler.backends.redis.shard_load import format_shard_loads
 
             report = crawl_report(frontier, top=opts.top)
@@ -136,11 +150,25 @@ class Command(ScrapyCommand):
                 print(format_report(report))
                 print(format_shard_loads(report["shards"]))
         elif sub in ("block", "unblock"):
-            name = one_arg("a host name, or a domain with --domain")
+            from crawler.backends.redis.controls import closest_hosts, host_name
+
+            given = one_arg("a host name, or a domain with --domain")
+            name = host_name(given)
             kind = "domain" if opts.domain else "host"
+            if name != given.lower():
+                print(f"{kind} {name} (given as {given}: hosts are named without port or "
+                      "URL, as in scrapy frontier status)")
+            known = True
+            if not opts.domain:
+                known, close = closest_hosts(name, frontier._iter_hosts())
+                if not known:
+                    print(f"host {name} is not one this crawl has met"
+                          + (f"; did you mean {' or '.join(close)}?" if close else ""))
             if sub == "block":
                 dropped = frontier.block(name, domain=opts.domain)
-                print(f"blocked {kind} {name}: {dropped} queued URLs dropped")
+                print(f"blocked {kind} {name}: {dropped} queued URLs dropped"
+                      + ("" if known else "; blocked in advance: its URLs are refused when "
+                         "they come"))
             else:
                 lifted = frontier.unblock(name, domain=opts.domain)
                 print(f"unblocked {kind} {name} ({lifted} hosts may be crawled again)")
@@ -172,6 +200,72 @@ class Command(ScrapyCommand):
                     f"crawl {frontier.key!r} ends after {budget} bytes ({done} downloaded so far)"
                     + (f" ({halt})" if halt else "")
                 )
+
+    def _serve_metrics(self, frontier: Any, port: int) -> None:
+        """The crawl as one for Prometheus, until Ctrl-C (or SIGTERM)."""
+        import signal
+        import threading
+
+        from crawler.backends.redis.status import crawl_report
+        from crawler.config import defaults
+        from crawler.metrics.exporter import MetricsServer
+        from crawler.metrics.families import crawl_families, gauges
+
+        assert self.settings is not None
+        host = self.settings.get("METRICS_HOST") or defaults.METRICS_HOST
+        interval = self.settings.getfloat("METRICS_INTERVAL", defaults.METRICS_INTERVAL)
+        labels = {"crawl": frontier.key}
+        lock = threading.Lock()
+        last: list[Any] = [0.0, None]  # when, report
+
+        def families() -> Any:
+            with lock:
+                up = 1.0
+                if last[1] is None or time.monotonic() - last[0] >= interval:
+                    try:
+                        last[:] = [time.monotonic(), crawl_report(frontier)]
+                    except Exception as exc:  # the last report stays served, flagged
+                        up = 0.0
+                        print(f"frontier: Redis not read: {exc}", file=sys.stderr, flush=True)
+                out = list(gauges([("redis_up", "1 when Redis answered the last read", up)],
+                                  labels))
+                if last[1] is not None:
+                    out += crawl_families(last[1], labels)
+                return out
+
+        server = MetricsServer(host, port, families, process=False)
+        try:
+            server.start()
+        except OSError as exc:
+            raise ValueError(f"cannot serve metrics on {host}:{port}: {exc}") from None
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        print(f"crawl {frontier.key!r}: metrics at http://{host}:{server.port}/metrics "
+              "(Ctrl-C to stop)", flush=True)
+        try:
+            while not stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.close()
+
+    @staticmethod
+    def _mirror_controls(frontier: Any) -> None:
+        """A crawl in shards keeps a copy of the controls in each shard (a script touches one
+        slot); the workers' heartbeats read them under the crawl's own tag, written here
+        after each act (with one shard those are the shard's own keys)."""
+        parts = frontier.parts()
+        if len(parts) < 2:
+            return
+        client, crawl = frontier.client, parts[0].keys.crawl
+        controls = client.hgetall(parts[0].keys.controls)
+        blocked = {name for p in parts for name in client.hkeys(p.keys.blocked)}
+        client.delete(crawl.controls, crawl.blocked)
+        if controls:
+            client.hset(crawl.controls, mapping=controls)
+        if blocked:
+            client.hset(crawl.blocked, mapping=dict.fromkeys(blocked, b"1"))
 
     def _fail(self, line: str) -> None:
         print(f"frontier: {line}", file=sys.stderr)

@@ -117,6 +117,15 @@ FRONTIER_PROGRESS_INTERVAL = 30.0
 # Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires
 # late by the time the reactor spent elsewhere; reactor/stall_max_ms is the longest. 0: off.
 REACTOR_STALL_INTERVAL = 0.01
+# Live Prometheus metrics of this worker at http://METRICS_HOST:METRICS_PORT/metrics
+# (crawler/extensions/metrics.py), served off the reactor. 0: off. The host stays loopback unless
+# set otherwise. METRICS_INTERVAL: seconds between the snapshots the reactor publishes for the
+# scrapes. METRICS_LINGER: seconds at most a finished crawl keeps serving until its final figures
+# have been scraped (0: stop at once).
+METRICS_PORT = 0
+METRICS_HOST = "127.0.0.1"
+METRICS_INTERVAL = 5.0
+METRICS_LINGER = 0.0
 # Parse, main text and near-duplicate checks on a thread of their own
 # (crawler/offload/components.py), so a
 # big page does not hold up the reactor (and every host that comes due) while it is worked on.

@@ -14,6 +14,11 @@ moved go with the first beat after (one line when Redis goes away, one when it i
 ``REDIS_OUTAGE_WAIT`` seconds from the outage's start for Redis to come back; past that this
 worker's last counters are not in the crawl's totals (said in one line).
 ``scrapy frontier <site>`` reads them.
+
+Each beat's answer carries the operator's controls (pause, deadline, byte budget, blocks), so
+what the operator did with ``scrapy frontier`` leaves a line in every worker's log within a
+heartbeat interval ("Operator: crawl paused", "Operator: host example.org blocked"), and a
+running worker of a paused crawl shows as "paused" in ``scrapy frontier`` status.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from scrapy import Spider, signals
@@ -30,7 +36,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawler.backends.redis.connection import redis_client, worker_name
+from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
@@ -39,6 +45,7 @@ from crawler.backends.registry import backend_class
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
 from crawler.offload.components import ContentWorker
+from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +76,35 @@ def counters(stats: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
+def control_changes(
+    before: Mapping[str, str], after: Mapping[str, str], blocked_before: list[str],
+    blocked_after: list[str],
+) -> list[str]:
+    """What changed in the operator's controls, one phrase each."""
+    lines = []
+    if before.get("paused") != after.get("paused"):
+        lines.append("crawl paused: no new requests until resume" if after.get("paused") == "1"
+                     else "crawl resumed")
+    if before.get("deadline") != after.get("deadline"):
+        when = after.get("deadline")
+        lines.append(
+            "deadline set: the crawl ends at "
+            + datetime.fromtimestamp(float(when)).isoformat(timespec="seconds")
+            if when else "deadline cleared"
+        )
+    if before.get("budget") != after.get("budget"):
+        lines.append(f"byte budget set to {after['budget']} bytes" if after.get("budget")
+                     else "byte budget cleared")
+    for name in sorted(set(blocked_after) - set(blocked_before)):
+        kind, _, value = name.partition(":")
+        lines.append(f"{'domain' if kind == 'd' else 'host'} {value} blocked: its URLs are "
+                     "dropped and refused")
+    for name in sorted(set(blocked_before) - set(blocked_after)):
+        kind, _, value = name.partition(":")
+        lines.append(f"{'domain' if kind == 'd' else 'host'} {value} unblocked")
+    return lines
+
+
 class FleetHeartbeat:
     """See the module docstring. Runs only for a Redis frontier (``FRONTIER_BACKEND=redis``)."""
 
@@ -84,6 +120,7 @@ class FleetHeartbeat:
         self._busy = False
         self._last = (0, time.monotonic())
         self._rate = 0.0
+        self._controls: tuple[dict[str, str], list[str]] | None = None  # as last said
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FleetHeartbeat:
@@ -100,7 +137,9 @@ class FleetHeartbeat:
 
     def spider_opened(self, spider: Spider) -> None:
         client = redis_client(self.crawler.settings)
-        fleet = self.fleet = Fleet(client, self.key, worker_name())
+        s = self.crawler.settings
+        name = worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID"))
+        fleet = self.fleet = Fleet(client, self.key, name)
         self.outage = RedisOutage(
             "fleet heartbeat",
             lambda: client.exists(fleet.keys.totals),
@@ -145,6 +184,16 @@ class FleetHeartbeat:
         assert self.outage is not None
         with contextlib.suppress(RedisUnavailable):
             self.outage.call(lambda: fleet.beat(totals, beat), wait=0)
+            self._say_controls(fleet.controls, fleet.blocked)
+
+    def _say_controls(self, controls: dict[str, str], blocked: list[str]) -> None:
+        """One log line per change of the operator's controls since the last beat (at the
+        first beat: the ones in force)."""
+        before_ctl, before_blocked = self._controls or ({}, [])
+        first = self._controls is None
+        self._controls = (controls, blocked)
+        for line in control_changes(before_ctl, controls, before_blocked, blocked):
+            logger.info("Operator%s: %s (scrapy frontier)", " (in force)" if first else "", line)
 
     def _done(self, _: Any) -> None:
         self._busy = False
@@ -177,12 +226,13 @@ class FleetHeartbeat:
         assert outage is not None
         try:
             now = outage.call(lambda: fleet.beat(totals, beat))
+            self._say_controls(fleet.controls, fleet.blocked)  # one set since the last beat
             workers = outage.call(fleet.workers)
             others = [
                 w
                 for wid, w in workers.items()
                 if wid != fleet.worker_id
-                and w.get("state") == "running"
+                and w.get("state") in ("running", "paused")
                 and now - float(w.get("beat", 0)) < 3 * self.interval + 5
             ]
             return None if others else (outage.call(fleet.totals), workers)

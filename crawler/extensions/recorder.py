@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, Outcome
 from crawler.report.recordfile import STATS_PREFIXES, RecordWriter
 from crawler.report.tally import Tallied
+from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +116,8 @@ class CrawlRecordExtension:
         agg = settings.getfloat("RECORD_AGGREGATE_INTERVAL", defaults.RECORD_AGGREGATE_INTERVAL)
         self.agg_ms = round(1000 * agg)
         self.max_broken = settings.getint("RECORD_MAX_BROKEN", defaults.RECORD_MAX_BROKEN)
-        self.worker = settings.get("RECORD_WORKER_ID", defaults.RECORD_WORKER_ID) or (
-            f"{socket.gethostname()}:{os.getpid()}"
+        self.worker = worker_id(  # one worker across stops and resumes (its JOBDIR)
+            settings.get("JOBDIR"), settings.get("RECORD_WORKER_ID", defaults.RECORD_WORKER_ID)
         )
         if self.interval <= 0 or self.agg_ms <= 0:
             raise NotConfigured("RECORD_INTERVAL and RECORD_AGGREGATE_INTERVAL must be > 0")

@@ -23,6 +23,7 @@ from typing import Any
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
+from crawler.backends.registry import backend_class
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
 from crawler.report.tally import busiest_line, is_ok
@@ -89,12 +90,17 @@ class CrawlSummary:
 class _SettingsView:
     """The few settings the advice depends on, read once."""
 
+    shared = False  # the queue kept by a shared frontier (Redis), not in a JOBDIR
+
     def __init__(self, settings: Any) -> None:
         self.jobdir = settings.get("JOBDIR") or ""
         self.stats_file = settings.get("STATS_FILE") or ""
         self.index_enabled = settings.getbool("INDEX_ENABLED", defaults.INDEX_ENABLED)
         self.index_path = str(settings.get("INDEX_PATH") or "")
         self.crawldb = bool(settings.get("CRAWLDB_PATH") or settings.getfloat("RECRAWL_INTERVAL"))
+        # a frontier kept outside this process without a JOBDIR: a shared one (Redis)
+        store = backend_class(settings, "FRONTIER_STORE_CLASS")
+        self.shared = not self.jobdir and bool(getattr(store, "persistent", False))
 
 
 def summary_lines(
@@ -168,7 +174,12 @@ def _next_steps(
     name: str, stats: Mapping[str, Any], reason: str, queued: int, settings: _SettingsView
 ) -> list[str]:
     hints = []
-    if settings.jobdir and (reason != "finished" or queued):
+    if settings.shared and (reason != "finished" or queued):
+        hints.append(
+            "resume: start a worker with the same settings (the queue stays in the shared "
+            "frontier)"
+        )
+    elif settings.jobdir and (reason != "finished" or queued):
         hints.append(f"resume: run the same command again (JOBDIR={settings.jobdir})")
     elif reason not in ("finished", "") or queued:
         hints.append(

@@ -89,6 +89,7 @@ class FrontierScheduler(BaseScheduler):
         self.persistent = False
         self._renewal: Any = None
         self._ending = False  # closing because of the operator's deadline or byte budget
+        self._ending_by_engine = False  # ... and the engine was asked to close with it
         connect = crawler.signals.connect
         connect(self._fetch_finished, crawler_signals.fetch_finished)
         connect(self._host_crawl_delay, crawler_signals.host_crawl_delay)
@@ -221,8 +222,11 @@ class FrontierScheduler(BaseScheduler):
         if frontier is None or self.intake is None:
             return False
         halt = frontier.halted()
-        if halt in _OPERATOR_ENDS and not self._ending:
-            self._end_by_operator(halt)
+        if halt in _OPERATOR_ENDS:
+            if not self._ending:
+                self._end_by_operator(halt)
+            if self._ending_by_engine:
+                return True  # not idle: the close with the operator's reason is on its way
         return self.intake.pending or frontier.has_work(self.horizon)
 
     def _end_by_operator(self, halt: str) -> None:
@@ -232,6 +236,7 @@ class FrontierScheduler(BaseScheduler):
         engine = running_engine(self.crawler)
         if engine is None:
             return
+        self._ending_by_engine = True
         logger.warning("Crawl ends: %s (set with scrapy frontier)", _OPERATOR_ENDS[halt])
         call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=halt)))
 

@@ -161,11 +161,17 @@ class FrontierStats:
         self.set("frontier/depth_max", self.max_depth)
         for why, n in counts.extra.items():
             self.set(f"frontier/dropped/{why}", n)
-        if persistent and counts.queued:
+        if persistent and counts.queued and jobdir:
             logger.info(
                 "%d URLs stay queued in %s; run the crawl again with the same JOBDIR to go on",
                 counts.queued,
                 jobdir,
+            )
+        elif persistent and counts.queued:  # a shared frontier (Redis) keeps them
+            logger.info(
+                "%d URLs stay queued in the shared frontier; a worker started with the same "
+                "settings goes on with them",
+                counts.queued,
             )
 
 

@@ -8,8 +8,10 @@ it is the operator's side of the frontier, not the crawl's.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 
@@ -31,8 +33,9 @@ class OperatorControls:
         (returned, and counted in ``drop:host_blocked``), no URL of theirs is admitted or
         handed out again, by any worker. A domain block is recorded first (hosts met later
         are blocked as they come), then the known hosts are walked with SSCAN, one script
-        call per matching host: no script walks the host set."""
-        name = name.lower().rstrip(".")
+        call per matching host: no script walks the host set. ``name`` is read as
+        :func:`host_name` reads it (a port or a URL around it is dropped)."""
+        name = host_name(name)
         if not domain:
             return int(self._call("block", name, "1"))
         self.client.hset(self.keys.blocked, "d:" + name, repr(self._now()))
@@ -47,7 +50,7 @@ class OperatorControls:
     def unblock(self, name: str, *, domain: bool = False) -> int:
         """Lift a block; returns how many hosts may be crawled again (a host also blocked by
         name or by another domain stays blocked). URLs dropped by the block stay dropped."""
-        name = name.lower().rstrip(".")
+        name = host_name(name)
         if not domain:
             return int(self._call("unblock", name, "1"))
         self.client.hdel(self.keys.blocked, "d:" + name)
@@ -88,6 +91,35 @@ class OperatorControls:
             "blocked_hosts": [n[2:] for n in names if n.startswith("h:")],
             "blocked_domains": [n[2:] for n in names if n.startswith("d:")],
         }
+
+
+def host_name(text: str) -> str:
+    """The name the frontier keys a host by (politeness, blocks and reports are per host
+    name, whatever the port): ``127.0.1.3:8080``, ``http://Example.org:8080/a`` and
+    ``example.org.`` are ``127.0.1.3``, ``example.org`` and ``example.org``."""
+    text = text.strip()
+    if "://" not in text:
+        text = "//" + text
+    try:
+        host = urlsplit(text).hostname or ""
+    except ValueError:
+        host = ""
+    return (host or text.lstrip("/")).lower().rstrip(".")
+
+
+def closest_hosts(name: str, hosts: Iterable[list[str]], n: int = 3,
+                  limit: int = 200_000) -> tuple[bool, list[str]]:
+    """Whether ``name`` is one of ``hosts`` (batches, as the frontier's SSCAN walk gives them),
+    and else the known names closest to it (a did-you-mean), looking at ``limit`` at most."""
+    seen: list[str] = []
+    for batch in hosts:
+        for host in batch:
+            if host == name:
+                return True, []
+            seen.append(host)
+        if len(seen) >= limit:
+            break
+    return False, difflib.get_close_matches(name, seen, n=n, cutoff=0.6)
 
 
 def _in_domain(host: str, domain: str) -> bool:

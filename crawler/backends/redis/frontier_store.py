@@ -26,7 +26,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
 from crawler.backends.redis.calls import script_runner
-from crawler.backends.redis.connection import redis_client, safe_url, worker_name
+from crawler.backends.redis.connection import redis_client, safe_url
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, crawl_key
@@ -40,6 +40,7 @@ from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.buffered import BufferedFrontier
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
+from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class RedisFrontierStore(MemoryFrontierStore):
                 back_queues=back_queues,
                 max_pages_per_host=max_pages_per_host,
                 lease_ttl=lease_ttl,
-                worker_id=worker_name(),
+                worker_id=worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
                 seen=self._seen(),
                 on_give_up=on_give_up,
                 shard=index,

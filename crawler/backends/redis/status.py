@@ -31,8 +31,12 @@ from crawler.backends.redis.keys import CrawlKeys
 from crawler.report.tally import HostTallies, HostTally, busiest_line
 
 # Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
-# (bounded: one HINCRBY per counter that moved since the last beat).
-# KEYS: totals, workers; ARGV: worker id, heartbeat JSON (without its time), then name, delta.
+# (bounded: one HINCRBY per counter that moved since the last beat). A running worker of a
+# paused crawl is "paused" in its heartbeat; the reply carries the operator's controls (the
+# control hash and the names blocked: a few, set by hand), so a worker can say in its log what
+# the operator did.
+# KEYS: totals, workers, controls, blocked; ARGV: worker id, heartbeat JSON (without its
+# time), then name, delta.
 HEARTBEAT = r"""
 for i = 3, #ARGV, 2 do
   if string.find(ARGV[i + 1], '.', 1, true) then
@@ -49,8 +53,14 @@ if not beat.started then
   local old = redis.call('HGET', KEYS[2], ARGV[1])
   beat.started = old and cjson.decode(old).started or now
 end
+local ctl = redis.call('HGETALL', KEYS[3])
+for i = 1, #ctl, 2 do
+  if ctl[i] == 'paused' and ctl[i + 1] == '1' and beat.state == 'running' then
+    beat.state = 'paused'
+  end
+end
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(beat))
-return string.format('%.17g', now)
+return {string.format('%.17g', now), ctl, redis.call('HKEYS', KEYS[4])}
 """
 
 
@@ -64,6 +74,9 @@ class Fleet:
         self.worker_id = worker_id
         self._script = client.register_script(HEARTBEAT)
         self._sent: dict[str, float] = {}
+        # the operator's controls as the last beat saw them: the control hash, blocked names
+        self.controls: dict[str, str] = {}
+        self.blocked: list[str] = []
 
     def beat(self, counters: Mapping[str, float], heartbeat: dict[str, Any]) -> float:
         """Send what moved in ``counters`` since the last beat, and the heartbeat; returns
@@ -75,10 +88,14 @@ class Fleet:
             if delta:
                 args += [name, repr(float(delta)) if isinstance(delta, float) else int(delta)]
                 sent[name] = value
-        now = float(self._script(keys=[self.keys.totals, self.keys.workers],
-                                 args=args))
+        keys = self.keys
+        now, ctl, blocked = self._script(
+            keys=[keys.totals, keys.workers, keys.controls, keys.blocked], args=args
+        )
         self._sent = sent  # only once Redis has them: a failed beat is sent again in full
-        return now
+        self.controls = {ctl[i].decode(): ctl[i + 1].decode() for i in range(0, len(ctl), 2)}
+        self.blocked = sorted(b.decode() for b in blocked)
+        return float(now)
 
     def workers(self) -> dict[str, dict[str, Any]]:
         beats = self.client.hgetall(self.keys.workers)
@@ -241,7 +258,9 @@ def format_report(r: Mapping[str, Any]) -> str:
         ctl.append("paused")
     if c["deadline"] is not None:
         end = datetime.fromtimestamp(c["deadline"]).isoformat(timespec="seconds")
-        ctl.append(f"deadline {end} (in {_ago(c['deadline'] - r['time'])})")
+        left = c["deadline"] - r["time"]
+        ctl.append(f"deadline {end} (in {_ago(left)})" if left > 0
+                   else f"deadline {end} (passed {_ago(-left)} ago)")
     if c["byte_budget"] is not None:
         ctl.append(f"byte budget {c['bytes']}/{c['byte_budget']}")
     if c["blocked_hosts"] or c["blocked_domains"]:
