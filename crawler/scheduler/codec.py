@@ -34,12 +34,10 @@ class PayloadError(ValueError):
     """A stored payload that cannot be turned back into a Request."""
 
 
-def is_plain(request: Request) -> bool:
-    """A plain link: a GET of the URL with the spider's default callback and nothing else, so
-    the frontier keeps only its URL and depth and rebuilds the Request when it is due."""
+def _bare(request: Request) -> bool:
+    """A GET with nothing of its own: no errback, body, headers, cookies, flags or priority."""
     return (
         request.method == "GET"
-        and request.callback is None
         and request.errback is None
         and not request.body
         and not request.headers
@@ -48,8 +46,13 @@ def is_plain(request: Request) -> bool:
         and not request.flags
         and request.priority == 0
         and not request.dont_filter
-        and request.meta.keys() <= PLAIN_META
     )
+
+
+def is_plain(request: Request) -> bool:
+    """A plain link: a GET of the URL with the spider's default callback and nothing else, so
+    the frontier keeps only its URL and depth and rebuilds the Request when it is due."""
+    return request.callback is None and _bare(request) and request.meta.keys() <= PLAIN_META
 
 
 def is_plain_seed(request: Request, spider: Spider | None) -> bool:
@@ -61,17 +64,7 @@ def is_plain_seed(request: Request, spider: Spider | None) -> bool:
     callback = request.callback
     if callback is not None and (spider is None or callback != getattr(spider, "parse", None)):
         return False
-    return (
-        request.method == "GET"
-        and request.errback is None
-        and not request.body
-        and not request.headers
-        and not request.cookies
-        and not request.cb_kwargs
-        and not request.flags
-        and request.priority == 0
-        and not request.dont_filter
-    )
+    return _bare(request)
 
 
 def encode(request: Request, spider: Spider | None, *, serialize: bool) -> Any:
@@ -111,19 +104,9 @@ def decode(entry: Entry, spider: Spider | None) -> Request:
     read (e.g. one written by an older version, or a callback the spider no longer has)."""
     payload = entry.payload
     if payload is None:
-        meta: dict[str, Any] = {"depth": entry.depth}
-        if entry.cash:
-            meta[CASH_META] = entry.cash
-        if entry.policy:
-            meta[POLICY_META] = entry.policy
-        return Request(entry.url, meta=meta)
+        return _with_ranking(Request(entry.url, meta={"depth": entry.depth}), entry)
     if payload == SEED:
-        meta = {"depth": entry.depth, "seed": True}
-        if entry.cash:
-            meta[CASH_META] = entry.cash
-        if entry.policy:
-            meta[POLICY_META] = entry.policy
-        return Request(entry.url, meta=meta)
+        return _with_ranking(Request(entry.url, meta={"depth": entry.depth, "seed": True}), entry)
     if isinstance(payload, Request):
         return _with_ranking(payload, entry)
     try:
