@@ -110,6 +110,7 @@ def test_names_on_one_server_share_its_budget(tmp_path: Path) -> None:
         assert len(sites.visits) == len(names) * 4  # robots.txt, home, 2 pages
         check_address_polite(sites.visits, IP_DELAY)
         assert result.stats["frontier/address/refused"] > 0
+        assert "busiest addresses: 127.0.0.1: " in result.log  # the end summary
 
 
 def test_a_fleet_shares_the_budget_of_an_address(

@@ -173,6 +173,7 @@ def test_a_crawl_resolves_each_name_once_and_fetches_every_page(tmp_path: Path) 
             assert {(name, "/"), (name, "/p/0.html"), (name, "/p/2.html")} <= fetched
         assert server.queries() == {n: 1 for n in names}
         assert result.stats["dns/lookups"] == len(names)
+        assert f"DNS: {len(names)} lookups" in result.log  # the end summary says so
 
 
 def test_a_name_that_fails_holds_its_host_then_gives_up(tmp_path: Path) -> None:

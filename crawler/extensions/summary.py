@@ -163,10 +163,34 @@ def summary_lines(
         lines.append(f"  broken links: {shown}" + (f" and {more} more, {where}" if more else ""))
     if busiest:
         lines.append("  busiest hosts: " + busiest_line(busiest))
+    lines += _servers_lines(stats)
     queued = int(stats.get("frontier/queued_at_close", 0))
     if queued:
         lines.append(f"  left in the frontier: {queued} URLs")
     lines += [f"  next: {hint}" for hint in _next_steps(name, stats, reason, queued, settings)]
+    return lines
+
+
+def _servers_lines(stats: Mapping[str, Any]) -> list[str]:
+    """DNS, the busiest server addresses and what sitemaps gave, when the crawl met them."""
+    lines = []
+    lookups = int(stats.get("dns/lookups", 0))
+    if lookups:
+        failures = sum(int(v) for k, v in stats.items() if k.startswith("dns/failures/"))
+        lines.append(
+            f"  DNS: {lookups} lookups, {int(stats.get('dns/cache_hits', 0))} cache hits, "
+            f"{int(stats.get('dns/shared_hits', 0))} from other workers, {failures} failed"
+            + (f", {int(stats.get('dns/held', 0))} host holds" if stats.get("dns/held") else "")
+        )
+    addresses = stats.get("frontier/address/busiest")
+    if addresses and stats.get("frontier/address/refused"):
+        lines.append("  busiest addresses: " + "; ".join(addresses[:3]))
+    files = int(stats.get("sitemaps/files", 0))
+    if files:
+        lines.append(
+            f"  sitemaps: {files} files, {int(stats.get('sitemaps/entries', 0))} entries, "
+            f"{int(stats.get('sitemaps/unchanged_skipped', 0))} pages spared by lastmod"
+        )
     return lines
 
 
