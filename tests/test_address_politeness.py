@@ -15,7 +15,13 @@ from crawler.backends.redis.addresses import RedisAddressBudget
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
 from devsite.named import NamedSites, Visit
-from tests.crawling import finish_crawl, loopback_settings, run_crawl, start_crawl
+from tests.crawling import (
+    finish_crawl,
+    loopback_settings,
+    run_crawl,
+    scrapy_frontier,
+    start_crawl,
+)
 from tests.dns_support import dns_server, wait_for
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
@@ -140,3 +146,11 @@ def test_a_fleet_shares_the_budget_of_an_address(
         assert all(r.returncode == 0 for r in results), [r.log[-2000:] for r in results]
         assert len(sites.visits) == len(names) * 4
         check_address_polite(sites.visits, IP_DELAY)
+        status = scrapy_frontier(
+            {"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0", "FRONTIER_REDIS_KEY": key,
+             "FRONTIER_BACKEND": "redis"},
+            "status",
+        )
+        assert f"busiest addresses: 127.0.0.1 {len(names) * 4} fetches" in status.stdout, (
+            status.stdout + status.stderr
+        )

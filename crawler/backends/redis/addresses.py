@@ -146,3 +146,4 @@ class RedisAddressBudget:
     def close(self) -> None:
         self.outage.close()
         self.client.close()
+

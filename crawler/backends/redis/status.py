@@ -28,6 +28,7 @@ import redis
 
 from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
 from crawler.backends.redis.keys import CrawlKeys
+from crawler.frontier.addresses import AddressLoad
 from crawler.report.tally import HostTallies, HostTally, busiest_line
 
 # Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
@@ -227,10 +228,39 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
         "held_hosts": sorted(held, key=lambda h: -h["for"])[:top],
         "workers": workers,
         "busiest_hosts": busiest,
+        "busiest_addresses": [
+            {"address": a.address, "in_flight": a.in_flight, "fetches": a.fetches,
+             "waits": a.refusals}
+            for a in address_loads(frontier.client, [p.prefix for p in parts], top)
+        ],
         "controls": controls,
         "halt": next((p.halt for p in parts if p.halt), ""),
         "totals": fleet.totals(),
     }
+
+
+def address_loads(
+    client: Any, prefixes: list[str], top: int, limit: int = 10_000
+) -> list[AddressLoad]:
+    """The ``top`` busiest addresses of a crawl whose shards have these key prefixes, for
+    ``scrapy frontier <site> status`` (at most ``limit`` addresses read: a glance, not a scan
+    of a billion-host crawl)."""
+    states = []
+    for prefix in prefixes:
+        for key in client.scan_iter(match=prefix + ":ip:*", count=1000):
+            states.append(key.decode() if isinstance(key, bytes) else key)
+            if len(states) >= limit:
+                break
+    loads = []
+    for state in states:
+        tag, _, address = state.partition(":ip:")
+        pipe = client.pipeline(transaction=False)
+        pipe.hmget(state, "fetches", "refusals")
+        pipe.zcard(f"{tag}:ipf:{address}")
+        (fetches, refusals), in_flight = pipe.execute()
+        loads.append(AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0)))
+    loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
+    return loads[:top]
 
 
 def _ago(seconds: float) -> str:
@@ -283,6 +313,11 @@ def format_report(r: Mapping[str, Any]) -> str:
         lines.append("busiest: " + busiest_line(
             ((b["host"], b["fetches"], b["gap"]) for b in r["busiest_hosts"]),
             noun="fetches", sep=", ",
+        ))
+    if r.get("busiest_addresses"):
+        lines.append("busiest addresses: " + ", ".join(
+            f"{a['address']} {a['fetches']} fetches ({a['waits']} waits, {a['in_flight']} now)"
+            for a in r["busiest_addresses"][:5]
         ))
     if r["leases"]["oldest"]:
         lines.append("oldest leases:")
