@@ -25,7 +25,7 @@ from scrapy.settings import Settings
 
 from crawler.backends.redis.connection import fail_fast_params, is_cluster, redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
-from crawler.backends.redis.inbox import SharedInbox
+from crawler.backends.redis.inbox import SEED_BATCH, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, glob_escape
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
@@ -145,12 +145,13 @@ def test_the_seeds_inbox_and_the_scope_through_a_cluster(client: RedisCluster) -
     worker = SharedInbox(client, keys.seeds, RedisScopeRegistry(client, keys.scope),
                          on_seeds=seeds.append, on_scope=scopes.append)
     other = RedisScopeRegistry(client, keys.scope)
-    client.rpush(keys.seeds, *[f"https://s{i}.test/" for i in range(150)])
+    total = SEED_BATCH + 50
+    client.rpush(keys.seeds, *[f"https://s{i}.test/" for i in range(total)])
     other.add("s0.test")
     assert worker.poll() is True  # 50 still waiting
     assert worker.poll() is False
-    assert [len(batch) for batch in seeds] == [100, 50]
-    assert seeds[0][0] == "https://s0.test/" and seeds[1][-1] == "https://s149.test/"
+    assert [len(batch) for batch in seeds] == [SEED_BATCH, 50]
+    assert seeds[0][0] == "https://s0.test/" and seeds[1][-1] == f"https://s{total - 1}.test/"
     assert scopes == [{"s0.test"}]
     other.add("s1.test")
     assert worker.poll() is False and scopes[-1] == {"s0.test", "s1.test"}

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cdxj_indexer.main import CDXJIndexer
-
 
 def write_cdxj(files: Sequence[Path], target: Path) -> Path:
     """Index ``files`` into ``target`` (sorted, as a CDXJ file must be); the path written."""
+    # imported here: cdxj-indexer pulls in pyamf, which warns at import (pkg_resources) and
+    # would add a line to every crawl's start-up, WARC or not
+    from cdxj_indexer.main import CDXJIndexer
+
     tmp = target.with_name(target.name + ".open")
     # dir_root: the index names each file relative to the WARC directory, as pywb expects
     root = str(Path(files[0]).parent) if files else None

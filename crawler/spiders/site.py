@@ -171,7 +171,16 @@ class SiteSpider(scrapy.Spider):
         valid = 0
         seed_urls: list[str] = []
         policies = self.site.policies
-        bulk = has_frontier(self)
+        # In bulk (plain SEED entries) unless crawl policies or domain lists must be applied to
+        # each seed as it is admitted (crawler.frontier.policies): then one Request per seed.
+        settings = self.crawler.settings
+        bulk = has_frontier(self) and not (
+            policies
+            or self.site.trusted_domains
+            or self.site.distrusted_domains
+            or settings.get("FRONTIER_TRUSTED_DOMAINS")
+            or settings.get("FRONTIER_DISTRUSTED_DOMAINS")
+        )
         named: list[tuple[str, str, str]] = []  # seeds naming a policy: one Request each
         if bulk:
             batch: list[tuple[str, str]] = []
