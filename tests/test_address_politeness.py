@@ -4,6 +4,7 @@ by one loopback address through a real DNS server."""
 
 from __future__ import annotations
 
+import re
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -151,6 +152,8 @@ def test_a_fleet_shares_the_budget_of_an_address(
              "FRONTIER_BACKEND": "redis"},
             "status",
         )
-        assert f"busiest addresses: 127.0.0.1 {len(names) * 4} fetches" in status.stdout, (
-            status.stdout + status.stderr
-        )
+        # fetches granted: at least every request served (a grant whose request never left,
+        # e.g. handed back at a worker's close, counts too)
+        granted = re.search(r"busiest addresses: 127\.0\.0\.1 (\d+) fetches", status.stdout)
+        assert granted is not None, status.stdout + status.stderr
+        assert int(granted.group(1)) >= len(names) * 4
