@@ -2,12 +2,31 @@
 need not import each other for a string (the robots middleware must not import the scheduler).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 LEASE_META = "frontier_lease"  # set by the frontier scheduler on every request it hands out
 # The frontier entry's OPIC cash and crawl policy label, when it has them
 # (crawler/frontier/opic.py, crawler/frontier/policies.py): the page's links get their share of
 # the cash and inherit the policy (a content rule may switch it: the site spider).
 CASH_META = "frontier_cash"
 POLICY_META = "crawl_policy"
+# The page a request's URL was found on (its frontier entry's referrer), set by the frontier
+# scheduler on the requests it rebuilds: the broken-link lists name it even when the referrer
+# policy kept it out of the ``Referer`` header (an https page's link to an http URL).
+FOUND_ON_META = "found_on"
 ROBOTS_META = "robotstxt_for"
 # set by the download handler on a request whose download a stop (crawl_stopping) cut short
 STOPPED_META = "download_stopped"  # on a robots.txt request: the origin it is for
+
+
+def found_on(request: Any) -> str:
+    """The page a Request's URL was found on: what the frontier rebuilt it with
+    (``FOUND_ON_META``), else its ``Referer`` header (stock RefererMiddleware's, on a request a
+    spider yielded), else "" (a seed, a robots.txt URL)."""
+    page = request.meta.get(FOUND_ON_META)
+    if page:
+        return str(page)
+    header = request.headers.get(b"Referer")
+    return header.decode("latin-1") if header else ""

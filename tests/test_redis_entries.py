@@ -88,6 +88,47 @@ def test_documentation_links_take_few_bytes() -> None:
     assert sum(sizes) / len(sizes) < 30
 
 
+@pytest.mark.parametrize(
+    "url, host, referrer",
+    [
+        ("https://d.test/book/ch08-02-strings.html", "d.test", "https://d.test/book/ch08-01.html"),
+        ("https://d.test/a/b.html", "d.test", "https://d.test/a/b.html"),  # the page itself
+        ("https://d.test/a/b.html", "d.test", "https://d.test/"),  # a prefix of the URL
+        ("https://d.test/a/b.html", "d.test", "https://d.test/a/b.html/c?x=1"),  # longer
+        ("http://d.test/a", "d.test", "https://other.example/links.html"),  # another site
+        ("https://d.test:8443/a", "d.test", "https://d.test:8443/index"),  # a port: whole URL
+        ("https://d.test/r\u00e9sum\u00e9", "d.test", "https://d.test/caf\u00e9/\u65e5"),
+        ("https://d.test/a", "d.test", "https://d.test/\udcff-lone"),
+        ("https://d.test/x", "d.test", "https://d.test/" + "y" * 5000),
+    ],
+)
+@pytest.mark.parametrize("priority, depth", [(0, 1), (6, 127), (7, 128), (300, 100_000)])
+def test_every_referrer_comes_back_as_it_went_in(
+    url: str, host: str, referrer: str, priority: int, depth: int
+) -> None:
+    for payload in (None, SEED, b"\x80 bytes", {"meta": {"k": [1, "v"]}}):
+        entry = Entry(url, host, priority, depth, payload, referrer=referrer)
+        blob = pack_entry(entry, priority)
+        assert blob[0] & 3 == 3 and blob[1] == pack_entry(Entry(url, host), 0)[0] & 3
+        assert unpack_entry(blob, host) == entry
+
+
+def test_a_referrer_of_the_same_folder_costs_its_file_name() -> None:
+    """The referrer is a delta against the URL: neither the host nor the shared folders are
+    stored again; an entry without a referrer is the same bytes as in layout 2."""
+    url = "https://docs.example.org/std/collections/hash_map/struct.HashMap.html"
+    plain = pack_entry(Entry(url, "docs.example.org", 3, 5), 3)
+    near = pack_entry(
+        Entry(url, "docs.example.org", 3, 5,
+              referrer="https://docs.example.org/std/collections/hash_map/index.html"), 3)
+    far = pack_entry(
+        Entry(url, "docs.example.org", 3, 5,
+              referrer="https://elsewhere.example.net/blog/2026/links-to-rust-docs.html"), 3)
+    assert plain == bytes((16 | 3 << 5, 5)) + huffman_encode(url[len("https://docs.example.org"):])
+    assert len(near) - len(plain) <= 3 + (len("index.html") * 6 + 8) // 8
+    assert len(near) < len(far)
+
+
 def test_the_static_code_takes_any_ascii() -> None:
     text = "".join(chr(i) for i in range(128)) * 3
     assert huffman_decode(huffman_encode(text)) == text
@@ -181,9 +222,27 @@ def test_a_crawl_stored_with_msgpack_entries_is_refused_by_name(client) -> None:
     key = fresh_key()
     f = frontier(client, key)
     client.hset(f.keys.meta, "layout", "1")
-    with pytest.raises(RuntimeError, match=r"layout 1 \(msgpack queue entries\).*layout 2"):
+    with pytest.raises(
+        RuntimeError, match=r"layout 1 \(msgpack queue entries\).*layout 3 \(compact queue "
+        r"entries with referrers\)"
+    ):
         frontier(client, key)
     assert any("layout" in p for p in f.check_compatible({}))
+
+
+def test_a_crawl_of_layout_2_is_read_and_marked_layout_3(client) -> None:
+    """Layout 3 only adds the referrer: a layout 2 crawl's entries are read as they are, and
+    the crawl is marked layout 3 so a layout 2 worker refuses it from then on."""
+    key = fresh_key()
+    f = frontier(client, key)
+    client.hset(f.keys.meta, "layout", "2")
+    old = Entry("https://a.test/std/index.html", "a.test", 1, 2, SEED)
+    f.add(old)  # a seed: stored exactly as layout 2 stored it
+    g = frontier(client, key)
+    assert client.hget(f.keys.meta, "layout") == b"3"
+    assert all("layout" not in p for p in g.check_compatible({}))
+    lease = g.next()
+    assert lease is not None and lease.entry == old
 
 
 def test_the_lease_record_holds_the_compact_entry(client) -> None:

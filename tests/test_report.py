@@ -148,6 +148,9 @@ def test_the_record_holds_every_fetch_and_the_delay_asked(crawl: dict[str, Any])
     assert [b["url"].split(":", 2)[2].split("/", 1)[1] for b in record.broken] == [
         BROKEN[1][1:]
     ]
+    # with the page it was found on: one whose item lists the broken URL among its links
+    [broken] = record.broken
+    assert broken["referer"] in _linking_pages(result.items, broken["url"])
     # compact: one short line per fetch, the rest per snapshot interval
     assert path.stat().st_size / len(record.fetches) < 400
 
@@ -191,7 +194,8 @@ def _open_in_chromium(report: Path) -> dict[str, Any]:
             )
             broken = page.evaluate(
                 "[...document.querySelectorAll('table[data-table=broken] tr[data-status]')]"
-                ".map(r => [r.cells[0].textContent, Number(r.dataset.status)])"
+                ".map(r => [r.cells[0].textContent, Number(r.dataset.status),"
+                " r.cells[2].textContent])"
             )
         finally:
             browser.close()
@@ -295,9 +299,18 @@ def test_the_report_renders_the_crawls_numbers_in_chromium(crawl: dict[str, Any]
         assert c["series"]["delay asked"]["max"] >= (
             RETRY_AFTER - 0.05 if host == BUSY[0] else MIN_DELAY
         )
-    assert [(url.rsplit("/", 2)[-2:], status) for url, status in seen["broken"]] == [
+    assert [(url.rsplit("/", 2)[-2:], status) for url, status, _ in seen["broken"]] == [
         (["p", "3.html"], 404)
     ]
+    [(url, _, linked_from)] = seen["broken"]
+    assert linked_from in _linking_pages(items, url)  # the "linked from" column
+
+
+def _linking_pages(items: list[dict[str, Any]], url: str) -> set[str]:
+    """The URLs of the fetched pages that link to ``url``."""
+    pages = {i["url"] for i in items if any(o["url"] == url for o in i["outlinks"])}
+    assert pages, f"no page links to {url}"
+    return pages
 
 
 def _depth_of(items: list[dict[str, Any]], linked_path: str) -> int:

@@ -103,7 +103,7 @@ def test_summary_lines_say_what_happened_and_what_to_do_next() -> None:
         "pages/ok": 110,
         "pages/broken": 7,
     }
-    broken = [(f"http://h/{i}", 404) for i in range(7)]
+    broken = [(f"http://h/{i}", 404, f"http://h/{i}0" if i % 2 else "") for i in range(7)]
     lines = summary_lines(
         "web",
         stats,
@@ -122,8 +122,9 @@ def test_summary_lines_say_what_happened_and_what_to_do_next() -> None:
         "  limits hit: page_links 1",
         "  URLs not queued: seen 900, host_budget 60",
         "  duplicates: 2 exact, 5 near (indexed as aliases)",
-        "  broken links: http://h/0 (404), http://h/1 (404), http://h/2 (404), http://h/3 (404),"
-        " http://h/4 (404) and 2 more, all in s.json (broken_links)",
+        "  broken links: http://h/0 (404), http://h/1 (404, on http://h/10), http://h/2 (404),"
+        " http://h/3 (404, on http://h/30), http://h/4 (404) and 2 more, all in s.json"
+        " (broken_links)",
         "  busiest hosts: a.example 60 pages, gap 1.23s; b.example 50 pages, gap -",
         "  left in the frontier: 42 URLs",
         "  next: resume: run the same command again (JOBDIR=crawls/web-1)",

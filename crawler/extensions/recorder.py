@@ -28,6 +28,7 @@ from crawler import signals as crawler_signals
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, Outcome
+from crawler.meta import found_on
 from crawler.report.recordfile import STATS_PREFIXES, RecordWriter
 from crawler.report.tally import Tallied
 from crawler.report.worker import worker_id
@@ -330,10 +331,7 @@ class CrawlRecordExtension:
         self.broken += 1
         if self.broken > self.max_broken:
             return
-        referer = request.headers.get(b"Referer")
-        writer.write(
-            ["b", t, request.url, code, referer.decode("latin-1") if referer else None]
-        )
+        writer.write(["b", t, request.url, code, found_on(request) or None])
 
     # -- snapshots ---------------------------------------------------------------------------
 

@@ -4,10 +4,10 @@ Scrapy ends every crawl with ~50 lines of stats in which "response_received_coun
 robots.txt fetches and the 404s as pages, and a broken link leaves no item anywhere. This
 extension says what the pages themselves did, from the crawl's one per-host tally
 (:mod:`crawler.extensions.tally`: pages by status, robots.txt fetches apart, the broken links
-with their URLs, each host's real gap from the end of one fetch to the start of the next, what
-the site owner sees of our politeness), and at the end of the crawl logs pages by status, bytes,
-hosts, errors by kind, rejections by reason, duplicates, broken links, the busiest hosts and
-what to do next.
+with their URLs and the pages they were found on, each host's real gap from the end of one
+fetch to the start of the next, what the site owner sees of our politeness), and at the end of
+the crawl logs pages by status, bytes, hosts, errors by kind, rejections by reason, duplicates,
+broken links (each with the page that linked it), the busiest hosts and what to do next.
 
 The full stats stay available: ``STATS_FILE`` (every broken link under ``broken_links``) and,
 with ``STATS_DUMP`` off (the project's default), the whole dict at ``LOG_LEVEL=DEBUG``.
@@ -108,7 +108,7 @@ def summary_lines(
     stats: Mapping[str, Any],
     *,
     statuses: Mapping[int, int],
-    broken: list[tuple[str, int]],
+    broken: list[tuple[str, int, str]],
     busiest: list[tuple[str, int, float | None]],
     hosts: int,
     settings: _SettingsView,
@@ -152,8 +152,10 @@ def summary_lines(
     if dup_exact or dup_near:
         lines.append(f"  duplicates: {dup_exact} exact, {dup_near} near (indexed as aliases)")
     if broken:
-        shown = ", ".join(f"{url} ({status or 'no answer'})"
-                          for url, status in broken[:BROKEN_LINKS_SHOWN])
+        shown = ", ".join(
+            f"{url} ({status or 'no answer'}" + (f", on {page})" if page else ")")
+            for url, status, page in broken[:BROKEN_LINKS_SHOWN]
+        )
         more = n_broken - min(len(broken), BROKEN_LINKS_SHOWN)
         where = (
             f"all in {settings.stats_file} (broken_links)"

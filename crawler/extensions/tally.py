@@ -5,7 +5,8 @@ Every fetch's end (``fetch_finished``) and the delay the frontier applied after 
 Redis worker's heartbeat read it (``crawler.get_extension(CrawlTally)``) instead of each counting
 on its own. Its stats: ``pages/ok``, ``pages/status/<code>`` (answers that went on to the spider,
 robots.txt apart) and ``pages/broken``; the broken links themselves (the first
-``BROKEN_LINKS_KEPT``) go to the stats as ``broken_links`` when the spider closes.
+``BROKEN_LINKS_KEPT``, each with the page it was found on) go to the stats as ``broken_links``
+when the spider closes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
 from crawler.frontier import Outcome
-from crawler.meta import ROBOTS_META, STOPPED_META
+from crawler.meta import ROBOTS_META, STOPPED_META, found_on
 from crawler.report.tally import HostTallies, Tallied, is_ok
 
 # Broken links kept with their URL (memory stays bounded on a site of a million dead links; the
@@ -45,7 +46,8 @@ class CrawlTally:
         self.clock = monotonic
         self.hosts = HostTallies()
         self.statuses: Counter[int] = Counter()  # answers that went on to the spider
-        self.broken: list[tuple[str, int]] = []  # (url, status; 0: no answer), the first kept
+        # (url, status; 0: no answer, the page it was found on; "": none known), the first kept
+        self.broken: list[tuple[str, int, str]] = []
         self.broken_count = 0
         self._listeners: list[Listener] = []
 
@@ -95,7 +97,7 @@ class CrawlTally:
             self.broken_count += 1
             stats.inc_value("pages/broken")
             if len(self.broken) < BROKEN_LINKS_KEPT:
-                self.broken.append((request.url, status or 0))
+                self.broken.append((request.url, status or 0, found_on(request)))
         for listener in self._listeners:
             listener(request, tallied, duration, response, followed_by, status, size)
 
@@ -111,7 +113,11 @@ class CrawlTally:
             stats = self.crawler.stats
             assert stats is not None
             stats.set_value(
-                "broken_links", [{"url": url, "status": status} for url, status in self.broken]
+                "broken_links",
+                [
+                    {"url": url, "status": status, "found_on": page or None}
+                    for url, status, page in self.broken
+                ],
             )
 
     # -- what the views read ---------------------------------------------------------------------

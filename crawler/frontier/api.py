@@ -37,7 +37,11 @@ class Entry:
     link); a persistent or shared store needs it as bytes. ``id`` is the store's row id (0 in
     memory). ``cash``: OPIC cash (``crawler.frontier.opic``): what the page that linked it
     hands it when added; what it accumulated when leased. ``policy``: the crawl policy it was
-    found under (``crawler.frontier.policies``; "" the site's default).
+    found under (``crawler.frontier.policies``; "" the site's default). ``referrer``: the page
+    it was found on ("" for a seed, a robots.txt URL, a URL of unknown origin); the request
+    carries it as ``Referer``, and a broken link is reported with it. In memory all the links
+    of one page share that page's URL string (8 bytes of reference each); a persistent or shared
+    store keeps it as a delta against the URL (``crawler.frontier.urlcode.pack_referrer``).
     """
 
     url: str
@@ -48,6 +52,7 @@ class Entry:
     id: int = 0
     cash: float = 0.0
     policy: str = ""
+    referrer: str = ""
 
 
 @dataclass(frozen=True, slots=True)

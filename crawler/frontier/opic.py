@@ -116,7 +116,7 @@ class CashLedger:
         old = rec[2]
         rec[1] = better
         rec[2] = copy = Entry(old.url, old.host, better, old.depth, old.payload, 0, rec[0],
-                              old.policy)
+                              old.policy, old.referrer)
         return copy
 
     def _mark_stale(self, url: str, queue: int) -> None:

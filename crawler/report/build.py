@@ -264,8 +264,8 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
             for k, v in summary
         ),
         holds=len(record.holds),
-        broken_definition=escape(BROKEN_LINK) + ", with the referring page when the request "
-        "carried one.",
+        broken_definition=escape(BROKEN_LINK) + ", with the page it was found on (the "
+        "frontier keeps it with each queued URL; none for a seed).",
         **_time_sections(series, start, end),
         politeness=_politeness_section(hosts, start, end),
         **_fetch_sections(hosts, stats, record),

@@ -17,6 +17,7 @@ from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
@@ -27,7 +28,7 @@ from crawler.frontier import Frontier, Outcome, Prioritizer
 from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import LinkForm
-from crawler.meta import CASH_META, LEASE_META, POLICY_META
+from crawler.meta import CASH_META, LEASE_META, POLICY_META, found_on
 from crawler.scheduler import codec as frontier_codec
 from crawler.scheduler.address_gate import AddressGate
 from crawler.scheduler.admission import Admission
@@ -87,6 +88,7 @@ class FrontierScheduler(BaseScheduler):
         self.horizon = s.getfloat("FRONTIER_IDLE_HORIZON", defaults.FRONTIER_IDLE_HORIZON)
         self.lease_ttl = lease_ttl_from_settings(s)
         self.persistent = False
+        self.referer = _referer_policy(s)
         self._renewal: Any = None
         self._ending = False  # closing because of the operator's deadline or byte budget
         self._ending_by_engine = False  # ... and the engine was asked to close with it
@@ -262,7 +264,8 @@ class FrontierScheduler(BaseScheduler):
         if seed and not first and not cash:
             cash, label = admission.seed_ranking(host, label)
         entry = admission.entry(
-            url, host, depth, payload, request.priority, first, cash=cash, crawl_policy=label
+            url, host, depth, payload, request.priority, first, cash=cash, crawl_policy=label,
+            referrer=found_on(request),
         )
         result = frontier.add(entry, force=request.dont_filter or first, first=first)
         return self.stats.submitted(entry, result)
@@ -284,7 +287,7 @@ class FrontierScheduler(BaseScheduler):
             if gate is not None and not gate.admit(lease.token, lease.entry.host, monotonic()):
                 continue  # handed back, its host held until its server's address has a slot
             try:
-                request = frontier_codec.decode(lease.entry, self.spider)
+                request = frontier_codec.decode(lease.entry, self.spider, self.referer)
                 break
             except (ValueError, frontier_codec.PayloadError) as exc:
                 frontier.finish(lease.token, None, Outcome.NOT_SENT)
@@ -408,3 +411,13 @@ class FrontierScheduler(BaseScheduler):
     def _scope_grew(self) -> None:
         if self.intake is not None:
             self.intake.forget()  # links to the new hosts were remembered as out of scope
+
+
+def _referer_policy(settings: Any) -> frontier_codec.RefererPolicy | None:
+    """The ``Referer`` a rebuilt request gets, by the crawl's ``REFERRER_POLICY`` as stock
+    Scrapy's RefererMiddleware applies it (``scrapy-default``: the page's URL, not on an https
+    to http step); None when ``REFERER_ENABLED`` is off. A page's ``Referrer-Policy`` header is
+    not known when its links are due (the page is gone by then): the setting decides."""
+    if not settings.getbool("REFERER_ENABLED", True):
+        return None
+    return RefererMiddleware(settings).default_policy().referrer

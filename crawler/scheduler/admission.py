@@ -71,9 +71,11 @@ class Admission:
         origin: str | None = None,
         cash: float = 0.0,
         crawl_policy: str = "",
+        referrer: str = "",
     ) -> Entry:
         """The frontier entry of an admitted URL. ``origin``: ``origin_of(url) or url`` when
-        :meth:`UrlPolicy.link_form` computed it already."""
+        :meth:`UrlPolicy.link_form` computed it already; ``referrer``: the page it was found
+        on."""
         if not first:
             if origin is None:
                 origin = origin_of(url) or url
@@ -83,7 +85,7 @@ class Admission:
         priority = self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
-        return Entry(url, host, priority, depth, payload, 0, cash, crawl_policy)
+        return Entry(url, host, priority, depth, payload, 0, cash, crawl_policy, referrer)
 
     def seed_ranking(self, host: str, named: str = "") -> tuple[float, str]:
         """A seed's OPIC cash (1, times its policy's multiplier) and policy label."""

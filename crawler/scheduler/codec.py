@@ -1,8 +1,10 @@
 """How a Request is kept in the frontier while it waits, and rebuilt when it is due.
 
 A plain link (a GET of a URL with the spider's default callback, nothing else) is kept as its
-URL and depth only; a plain seed (the same with ``meta["seed"]``) as its URL, depth and the
-payload :data:`~crawler.frontier.api.SEED` (a flag in a shared store, not a serialized Request).
+URL and depth only (and the page it was found on: the entry's ``referrer``, rebuilt as the
+``Referer`` header and ``meta["found_on"]``); a plain seed (the same with ``meta["seed"]``) as
+its URL, depth and the payload :data:`~crawler.frontier.api.SEED` (a flag in a shared store,
+not a serialized Request).
 Anything else is kept as ``Request.to_dict``: the Request object itself in memory, msgpack bytes
 in a persistent or shared store. msgpack rather than pickle: a payload read back from disk or
 from Redis must never be able to run code, and msgpack keeps ``bytes`` (bodies, headers) apart
@@ -12,6 +14,7 @@ from ``str`` without base64.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -20,12 +23,17 @@ from scrapy.utils.request import request_from_dict
 
 from crawler.frontier import Entry
 from crawler.frontier.api import SEED
-from crawler.meta import CASH_META, POLICY_META
+from crawler.meta import CASH_META, FOUND_ON_META, POLICY_META
 
 logger = logging.getLogger(__name__)
 
 # Request meta that a plain link carries and that its rebuilt Request gets back.
-PLAIN_META = frozenset({"depth", CASH_META, POLICY_META})
+PLAIN_META = frozenset({"depth", CASH_META, POLICY_META, FOUND_ON_META})
+# Headers a plain link may carry: rebuilt from its entry when it is due.
+PLAIN_HEADERS = frozenset({b"Referer"})
+# ``referer(page, url)``: the ``Referer`` header a request of ``url`` found on ``page`` gets
+# (the crawl's REFERRER_POLICY, as stock Scrapy's RefererMiddleware decides it), or None.
+RefererPolicy = Callable[[str, str], str | None]
 # Never written with a queued request: middlewares add them again when it is sent.
 SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})
 
@@ -40,7 +48,7 @@ def _bare(request: Request) -> bool:
         request.method == "GET"
         and request.errback is None
         and not request.body
-        and not request.headers
+        and request.headers.keys() <= PLAIN_HEADERS
         and not request.cookies
         and not request.cb_kwargs
         and not request.flags
@@ -99,30 +107,45 @@ def encode(request: Request, spider: Spider | None, *, serialize: bool) -> Any:
         return _pack(data)
 
 
-def decode(entry: Entry, spider: Spider | None) -> Request:
+def decode(entry: Entry, spider: Spider | None, referer: RefererPolicy | None = None) -> Request:
     """The Request for a queued entry. Raises ``PayloadError`` for a payload that cannot be
-    read (e.g. one written by an older version, or a callback the spider no longer has)."""
+    read (e.g. one written by an older version, or a callback the spider no longer has).
+    ``referer``: the crawl's referrer policy (None: REFERER_ENABLED is off)."""
     payload = entry.payload
     if payload is None:
-        return _with_ranking(Request(entry.url, meta={"depth": entry.depth}), entry)
-    if payload == SEED:
-        return _with_ranking(Request(entry.url, meta={"depth": entry.depth, "seed": True}), entry)
-    if isinstance(payload, Request):
-        return _with_ranking(payload, entry)
-    try:
-        data = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-        request = request_from_dict(data, spider=spider)
-    except Exception as exc:  # any malformed payload: the caller drops the entry
-        raise PayloadError(f"cannot rebuild the request for {entry.url}: {exc}") from exc
-    return _with_ranking(request, entry)
+        request = Request(entry.url, meta={"depth": entry.depth})
+    elif payload == SEED:
+        request = Request(entry.url, meta={"depth": entry.depth, "seed": True})
+    elif isinstance(payload, Request):
+        request = payload
+    else:
+        try:
+            data = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+            request = request_from_dict(data, spider=spider)
+        except Exception as exc:  # any malformed payload: the caller drops the entry
+            raise PayloadError(f"cannot rebuild the request for {entry.url}: {exc}") from exc
+    _with_ranking(request, entry)
+    if entry.referrer:
+        _with_referrer(request, entry.referrer, referer)
+    return request
 
 
-def _with_ranking(request: Request, entry: Entry) -> Request:
+def _with_ranking(request: Request, entry: Entry) -> None:
     if entry.cash:
         request.meta[CASH_META] = entry.cash
     if entry.policy:
         request.meta[POLICY_META] = entry.policy
-    return request
+
+
+def _with_referrer(request: Request, page: str, referer: RefererPolicy | None) -> None:
+    """Where the URL was found: in ``meta`` always (the broken-link lists read it there), as
+    the ``Referer`` header when the policy sends one (stock Scrapy sets it from the response
+    that produced the request; here the request is rebuilt from its entry)."""
+    request.meta[FOUND_ON_META] = page
+    if referer is not None and b"Referer" not in request.headers:
+        value = referer(page, request.url)
+        if value:
+            request.headers[b"Referer"] = value
 
 
 def _pack(data: dict[str, Any]) -> bytes:

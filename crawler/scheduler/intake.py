@@ -55,6 +55,7 @@ class LinkBatch:
     share: float = 0.0  # OPIC: the cash each link gets (the page's cash over its links)
     policy: str = ""  # the crawl policy the page's links inherit
     host: str = ""  # the page's host (crawl policies: does a link leave its domain?)
+    page: str = ""  # the page's URL: its links' referrer (one string shared by all of them)
 
 
 class LinkIntake:
@@ -104,7 +105,7 @@ class LinkIntake:
         """Take a page's links, at ``depth``; ``token``: the page's lease, if it has one;
         ``cash``: the page's OPIC cash, split among its links; ``policy``: the crawl policy
         they inherit; ``page``: its URL."""
-        batch = LinkBatch(urls, depth, forms or {}, token)
+        batch = LinkBatch(urls, depth, forms or {}, token, page=page)
         if urls and (cash or self.admission.book is not None):
             batch.share = cash / len(urls)
             batch.policy = policy
@@ -198,6 +199,7 @@ class LinkIntake:
         stats = self.stats
         repeated = 0
         entries = []
+        page = batch.page
         share, book = batch.share, self.admission.book
         if share or book is not None:
             return self._take_ranked(batch, part)
@@ -214,7 +216,7 @@ class LinkIntake:
                 stats.rejected(reason, raw)
                 continue
             origin = form[3] if form is not None else None
-            entries.append(entry(url, host, depth, origin=origin))
+            entries.append(entry(url, host, depth, origin=origin, referrer=page))
         self._submit(entries, repeated)
         return len(part)
 
@@ -263,7 +265,10 @@ class LinkIntake:
             raw_urls[h] = (url, host)
             origin = form[3] if form is not None else None
             entries.append(
-                entry(url, host, depth, origin=origin, cash=share * factor, crawl_policy=label)
+                entry(
+                    url, host, depth, origin=origin, cash=share * factor, crawl_policy=label,
+                    referrer=batch.page,
+                )
             )
         if credits:
             self.frontier.credit(credits)

@@ -5,16 +5,22 @@ A back queue (``{crawl}:q:<host>``) holds the URLs of one host, so its entries n
 the host; nor repeat ``https://<host>`` or ``http://<host>`` when the URL starts with it (the
 usual case); nor spend a byte per character of the path: a normalized URL is ASCII, and its
 characters are coded with a static Huffman code built from generic letter frequencies (about
-5 bits a character on documentation links, no dictionary to train or to share). An entry is:
+5 bits a character on documentation links, no dictionary to train or to share;
+:mod:`crawler.frontier.urlcode`). An entry is:
 
 ====================  ========================================================================
 1 byte                flags: bits 0-1 what the tail lacks (0 ``https://<host>``, 1
-                      ``http://<host>``, 2 nothing: the whole URL is there), bit 2 a payload
-                      follows, bit 3 a seed (the payload :data:`SEED`, no bytes), bit 4 the tail
-                      is Huffman-coded (else UTF-8), bits 5-7 the priority (7: a varint follows)
+                      ``http://<host>``, 2 nothing: the whole URL is there; 3: an entry with a
+                      referrer, whose second byte says which), bit 2 a payload follows, bit 3 a
+                      seed (the payload :data:`SEED`, no bytes), bit 4 the tail is
+                      Huffman-coded (else UTF-8), bits 5-7 the priority (7: a varint follows)
+1 byte                only when bits 0-1 are 3: bits 0-1 what the tail lacks, as above
 varint                depth
 varint                priority, when bits 5-7 are 7
 varint + bytes        the payload (msgpack), when bit 2 is set
+referrer              only when bits 0-1 are 3: the page the URL was found on, as a delta
+                      against the URL (:func:`crawler.frontier.urlcode.pack_referrer`: the
+                      characters both share at the start, then the rest coded)
 the rest              the tail: path and query (or the whole URL)
 ====================  ========================================================================
 
@@ -24,139 +30,34 @@ the name) before the entry, and the refill takes it off when the URL moves to it
 queue. Neither the client nor the scripts decode more than that prefix: the host goes to the
 scripts as an argument and comes back with each lease. ~30 B a URL in a front queue on
 documentation links (``bench/seeds_bulk.py``), where a msgpack host + ``[url, priority, depth,
-payload]`` took ~60-70.
+payload]`` took ~60-70; a link's referrer adds ~12 B (``bench/referrer_bytes.py``). A seed, a
+robots.txt URL or any URL without a referrer is stored as layout 2 stored it.
 
-Crawls stored with the msgpack entries (layout 1) are refused by name, not read
-(:data:`crawler.backends.redis.frontier.LAYOUT`).
+Layout 3 (:data:`crawler.backends.redis.frontier.LAYOUT`) is layout 2 with the referrer: this
+code reads layout 2's entries as they are and marks such a crawl as layout 3 when it opens it
+(a worker of layout 2 would misread a referrer, so it is refused from then on). Crawls stored
+with the msgpack entries (layout 1) are refused by name, not read.
 """
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import msgpack
 
 from crawler.frontier.api import SEED, Entry
+from crawler.frontier.urlcode import (
+    huffman_decode,
+    huffman_encode,
+    pack_referrer,
+    read_varint,
+    unpack_referrer,
+    varint,
+)
 
-_HTTPS, _HTTP, _WHOLE = 0, 1, 2
+_HTTPS, _HTTP, _WHOLE, _REFERRED = 0, 1, 2, 3
 _PAYLOAD, _SEED, _CODED = 4, 8, 16
 _PRIO_SHIFT, _PRIO_ESCAPE = 5, 7
-
-# Generic frequencies (per 100,000 characters) of the characters of URL paths: English letters
-# as in running text, then the separators and digits of paths, upper case rare. Static: every
-# entry of every crawl is coded with the same table, so nothing is stored or shared.
-_WEIGHTS = {
-    "e": 7100, "t": 5100, "a": 4600, "o": 4200, "i": 3900, "n": 3800, "s": 3500, "h": 3400,
-    "r": 3400, "d": 2400, "l": 2200, "c": 1600, "u": 1600, "m": 1400, "w": 1300, "f": 1200,
-    "g": 1100, "y": 1100, "p": 1100, "b": 800, "v": 600, "k": 450, "x": 150, "j": 90, "q": 60,
-    "z": 40, "/": 9000, ".": 3000, "-": 2500, "_": 2000, "?": 150, "=": 300, "&": 150,
-    "%": 300, "+": 60, "~": 20, ",": 30, ";": 20, ":": 30, "!": 5, "*": 5, "(": 10, ")": 10,
-    "'": 5, "@": 5, "$": 5, "[": 5, "]": 5,
-}
-_WEIGHTS.update({d: 600 for d in "0123456789"})
-_WEIGHTS.update({c.upper(): 120 for c in "abcdefghijklmnopqrstuvwxyz"})
-
-
-def _huffman_codes(weights: dict[int, int]) -> dict[int, str]:
-    """Huffman codes (bit strings) of ``weights``' symbols; ties broken by symbol, so every
-    process builds the same code."""
-    heap: list[tuple[int, int, Any]] = [(w, s, s) for s, w in sorted(weights.items())]
-    heapq.heapify(heap)
-    order = 256
-    while len(heap) > 1:
-        w1, _, a = heapq.heappop(heap)
-        w2, _, b = heapq.heappop(heap)
-        heapq.heappush(heap, (w1 + w2, order, (a, b)))
-        order += 1
-    codes: dict[int, str] = {}
-
-    def walk(node: Any, prefix: str) -> None:
-        if isinstance(node, int):
-            codes[node] = prefix or "0"
-        else:
-            walk(node[0], prefix + "0")
-            walk(node[1], prefix + "1")
-
-    walk(heap[0][2], "")
-    return codes
-
-
-_CODES = _huffman_codes({i: _WEIGHTS.get(chr(i), 1) for i in range(128)})
-_ENCODE = _CODES  # for str.translate: character -> its bits
-_PEEK = 12  # bits looked at once when decoding; longer codes are found one bit at a time
-
-
-def _decoding_tables() -> tuple[dict[str, tuple[str, int]], dict[str, str]]:
-    """Every ``_PEEK``-bit string that starts with a short code -> (its character, the code's
-    length); the longer codes -> their character."""
-    short: dict[str, tuple[str, int]] = {}
-    long_: dict[str, str] = {}
-    for sym, code in _CODES.items():
-        if len(code) > _PEEK:
-            long_[code] = chr(sym)
-            continue
-        pad = _PEEK - len(code)
-        for i in range(1 << pad):
-            short[code + (format(i, f"0{pad}b") if pad else "")] = (chr(sym), len(code))
-    return short, long_
-
-
-_SHORT, _LONG = _decoding_tables()
-_LONGEST = max(len(c) for c in _CODES.values())
-
-
-def huffman_encode(text: str) -> bytes:
-    """``text`` (ASCII) in the static code: a 1 bit, then the codes, in big-endian bytes (the
-    leading 1 keeps the leading zeros of the codes)."""
-    bits = "1" + text.translate(_ENCODE)
-    return int(bits, 2).to_bytes((len(bits) + 7) // 8, "big")
-
-
-def huffman_decode(data: bytes) -> str:
-    bits = bin(int.from_bytes(data, "big"))[3:]  # less "0b1"
-    end = len(bits)
-    bits += "0" * _PEEK
-    out = []
-    i = 0
-    short, long_ = _SHORT, _LONG
-    while i < end:
-        hit = short.get(bits[i : i + _PEEK])
-        if hit is not None:
-            out.append(hit[0])
-            i += hit[1]
-            continue
-        for n in range(_PEEK + 1, _LONGEST + 1):
-            sym = long_.get(bits[i : i + n])
-            if sym is not None:
-                out.append(sym)
-                i += n
-                break
-        else:
-            raise ValueError("not a coded URL tail")
-    return "".join(out)
-
-
-def _varint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_varint(blob: bytes, i: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = blob[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return n, i
-        shift += 7
 
 
 def _split(url: str, host: str) -> tuple[int, str]:
@@ -190,14 +91,17 @@ def pack_entry(entry: Entry, priority: int) -> bytes:
     else:
         body = tail.encode("utf-8", "surrogatepass")
     depth = entry.depth
-    if priority < _PRIO_ESCAPE and depth < 0x80 and not flags & _PAYLOAD:
+    referrer = entry.referrer
+    if priority < _PRIO_ESCAPE and depth < 0x80 and not flags & _PAYLOAD and not referrer:
         return bytes((flags | priority << _PRIO_SHIFT, depth)) + body  # the common case
-    parts = []
-    if priority < _PRIO_ESCAPE:
-        parts.append(bytes((flags | priority << _PRIO_SHIFT,)) + _varint(depth))
+    if referrer:  # bits 0-1 say "a referrer", the next byte says what the tail lacks
+        flags = flags & ~3 | _REFERRED
+        head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT, form))
     else:
-        parts.append(bytes((flags | _PRIO_ESCAPE << _PRIO_SHIFT,)) + _varint(depth))
-        parts.append(_varint(priority))
+        head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT,))
+    parts = [head, varint(depth)]
+    if priority >= _PRIO_ESCAPE:
+        parts.append(varint(priority))
     if flags & _PAYLOAD:
         try:
             packed = msgpack.packb(payload, use_bin_type=True)
@@ -205,38 +109,54 @@ def pack_entry(entry: Entry, priority: int) -> bytes:
             raise TypeError(
                 f"Entry.payload must be plain data (bytes, str, numbers): {exc}"
             ) from None
-        parts.append(_varint(len(packed)) + packed)
+        parts.append(varint(len(packed)) + packed)
+    if referrer:
+        parts.append(pack_referrer(referrer, entry.url))
     parts.append(body)
     return b"".join(parts)
 
 
 def unpack_entry(blob: bytes, host: str) -> Entry:
-    """The entry of ``host`` that :func:`pack_entry` stored as ``blob``."""
+    """The entry of ``host`` that :func:`pack_entry` stored as ``blob`` (layout 2's entries
+    too: they never have bits 0-1 at 3)."""
     flags = blob[0]
-    depth, i = _read_varint(blob, 1)
+    form = flags & 3
+    i = 1
+    if form == _REFERRED:
+        form = blob[1] & 3
+        i = 2
+    depth, i = read_varint(blob, i)
     priority = flags >> _PRIO_SHIFT
     if priority == _PRIO_ESCAPE:
-        priority, i = _read_varint(blob, i)
+        priority, i = read_varint(blob, i)
     payload: Any = None
     if flags & _PAYLOAD:
-        size, i = _read_varint(blob, i)
+        size, i = read_varint(blob, i)
         payload = msgpack.unpackb(blob[i : i + size], raw=False, strict_map_key=False)
         i += size
     elif flags & _SEED:
         payload = SEED
+    referred_at = -1
+    if flags & 3 == _REFERRED:
+        referred_at = i
+        _, i = read_varint(blob, i)
+        size, i = read_varint(blob, i)
+        i += size >> 1
     body = blob[i:]
     tail = huffman_decode(body) if flags & _CODED else body.decode("utf-8", "surrogatepass")
-    form = flags & 3
     if form == _HTTPS:
         url = "https://" + host + tail
     elif form == _HTTP:
         url = "http://" + host + tail
     else:
         url = tail
-    return Entry(url=url, host=host, priority=priority, depth=depth, payload=payload)
+    referrer = unpack_referrer(blob, referred_at, url)[0] if referred_at >= 0 else ""
+    return Entry(
+        url=url, host=host, priority=priority, depth=depth, payload=payload, referrer=referrer
+    )
 
 
 def host_number(prefixed: bytes) -> tuple[bytes, bytes]:
     """A front-queue element split into the host's number (as stored) and the entry."""
-    _, i = _read_varint(prefixed, 0)
+    _, i = read_varint(prefixed, 0)
     return prefixed[:i], prefixed[i:]

@@ -67,9 +67,16 @@ from crawler.frontier.api import (
 from crawler.frontier.politeness import PolitenessPolicy
 
 # 2: queued entries in the compact binary form of crawler.backends.redis.entries (host numbers
-# before front-queue entries); 1 held msgpack entries, which this code refuses rather than reads
-LAYOUT = "2"
-_LAYOUTS = {"1": "msgpack queue entries", "2": "compact queue entries"}
+# before front-queue entries); 1 held msgpack entries, which this code refuses rather than reads;
+# 3: layout 2 with the page each URL was found on: this code reads layout 2's entries as they
+# are and marks such a crawl layout 3 when it opens it (a layout 2 worker would misread them)
+LAYOUT = "3"
+_LAYOUTS = {
+    "1": "msgpack queue entries",
+    "2": "compact queue entries",
+    "3": "compact queue entries with referrers",
+}
+_UPGRADED = frozenset({"2"})
 # the scripts whose writes a replica must have before they count (FRONTIER_REPLICA_WAIT): links
 # stored, fetches completed and acknowledged, the operator's acts. A lease lost in a failover
 # only makes its URL due again.
@@ -184,6 +191,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         layout = client.hget(self.keys.meta, "layout")
         if layout is None:
             client.hsetnx(self.keys.meta, "layout", LAYOUT)
+        elif layout.decode() in _UPGRADED:
+            client.hset(self.keys.meta, "layout", LAYOUT)
         elif layout.decode() != LAYOUT:
             raise RuntimeError(
                 f"Redis frontier {key!r} has layout {_layout_name(layout.decode())}, this code "

@@ -1,0 +1,178 @@
+"""URLs in few bytes, for the queued entries of the persistent and shared frontiers.
+
+A normalized URL is ASCII: its characters are coded with a static Huffman code built from
+generic letter frequencies (about 5 bits a character on documentation links; no dictionary to
+train, to store or to share between workers). Numbers are LEB128 varints.
+
+Where a link was found (the *referrer*, :attr:`crawler.frontier.api.Entry.referrer`) is stored
+as a delta against the queued URL itself (:func:`pack_referrer`): how many leading characters
+the two share, then the rest, coded. A page's links mostly point into its own site, and most
+often near it in the tree (a sibling, a child, the parent), so a referrer of the same host never
+stores the host, and one in the same folder stores only its file name. It is a delta rather
+than a reference to a table of pages (an id resolved through the crawl database or a shared
+hash): such a table needs a lifetime (when may a page's row go? when no queued URL names it any
+more: a count kept by every add and every acknowledgement), a look-up per handed-out URL, and
+a crawl database that is not always there; the delta needs nothing but the entry itself, is
+dropped with it, and costs ~10-15 bytes on documentation links (``bench/referrer_bytes.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+# Generic frequencies (per 100,000 characters) of the characters of URL paths: English letters
+# as in running text, then the separators and digits of paths, upper case rare. Static: every
+# entry of every crawl is coded with the same table, so nothing is stored or shared.
+_WEIGHTS = {
+    "e": 7100, "t": 5100, "a": 4600, "o": 4200, "i": 3900, "n": 3800, "s": 3500, "h": 3400,
+    "r": 3400, "d": 2400, "l": 2200, "c": 1600, "u": 1600, "m": 1400, "w": 1300, "f": 1200,
+    "g": 1100, "y": 1100, "p": 1100, "b": 800, "v": 600, "k": 450, "x": 150, "j": 90, "q": 60,
+    "z": 40, "/": 9000, ".": 3000, "-": 2500, "_": 2000, "?": 150, "=": 300, "&": 150,
+    "%": 300, "+": 60, "~": 20, ",": 30, ";": 20, ":": 30, "!": 5, "*": 5, "(": 10, ")": 10,
+    "'": 5, "@": 5, "$": 5, "[": 5, "]": 5,
+}
+_WEIGHTS.update({d: 600 for d in "0123456789"})
+_WEIGHTS.update({c.upper(): 120 for c in "abcdefghijklmnopqrstuvwxyz"})
+
+
+def _huffman_codes(weights: dict[int, int]) -> dict[int, str]:
+    """Huffman codes (bit strings) of ``weights``' symbols; ties broken by symbol, so every
+    process builds the same code."""
+    heap: list[tuple[int, int, Any]] = [(w, s, s) for s, w in sorted(weights.items())]
+    heapq.heapify(heap)
+    order = 256
+    while len(heap) > 1:
+        w1, _, a = heapq.heappop(heap)
+        w2, _, b = heapq.heappop(heap)
+        heapq.heappush(heap, (w1 + w2, order, (a, b)))
+        order += 1
+    codes: dict[int, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, int):
+            codes[node] = prefix or "0"
+        else:
+            walk(node[0], prefix + "0")
+            walk(node[1], prefix + "1")
+
+    walk(heap[0][2], "")
+    return codes
+
+
+_CODES = _huffman_codes({i: _WEIGHTS.get(chr(i), 1) for i in range(128)})
+_ENCODE = _CODES  # for str.translate: character -> its bits
+_PEEK = 12  # bits looked at once when decoding; longer codes are found one bit at a time
+
+
+def _decoding_tables() -> tuple[dict[str, tuple[str, int]], dict[str, str]]:
+    """Every ``_PEEK``-bit string that starts with a short code -> (its character, the code's
+    length); the longer codes -> their character."""
+    short: dict[str, tuple[str, int]] = {}
+    long_: dict[str, str] = {}
+    for sym, code in _CODES.items():
+        if len(code) > _PEEK:
+            long_[code] = chr(sym)
+            continue
+        pad = _PEEK - len(code)
+        for i in range(1 << pad):
+            short[code + (format(i, f"0{pad}b") if pad else "")] = (chr(sym), len(code))
+    return short, long_
+
+
+_SHORT, _LONG = _decoding_tables()
+_LONGEST = max(len(c) for c in _CODES.values())
+
+
+def huffman_encode(text: str) -> bytes:
+    """``text`` (ASCII) in the static code: a 1 bit, then the codes, in big-endian bytes (the
+    leading 1 keeps the leading zeros of the codes)."""
+    bits = "1" + text.translate(_ENCODE)
+    return int(bits, 2).to_bytes((len(bits) + 7) // 8, "big")
+
+
+def huffman_decode(data: bytes) -> str:
+    bits = bin(int.from_bytes(data, "big"))[3:]  # less "0b1"
+    end = len(bits)
+    bits += "0" * _PEEK
+    out = []
+    i = 0
+    short, long_ = _SHORT, _LONG
+    while i < end:
+        hit = short.get(bits[i : i + _PEEK])
+        if hit is not None:
+            out.append(hit[0])
+            i += hit[1]
+            continue
+        for n in range(_PEEK + 1, _LONGEST + 1):
+            sym = long_.get(bits[i : i + n])
+            if sym is not None:
+                out.append(sym)
+                i += n
+                break
+        else:
+            raise ValueError("not a coded URL tail")
+    return "".join(out)
+
+
+def varint(n: int) -> bytes:
+    """``n`` (>= 0) as a LEB128 varint: 1 byte under 128, 2 under 16,384."""
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_varint(blob: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``blob[i]`` and the offset after it."""
+    n = shift = 0
+    while True:
+        b = blob[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, i
+        shift += 7
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def pack_referrer(referrer: str, url: str) -> bytes:
+    """``referrer`` as a delta against ``url`` (the URL it led to): a varint of the characters
+    they share at the start, a varint of the rest's byte length (times two, plus one when the
+    rest is Huffman-coded rather than UTF-8), the rest. See the module docstring."""
+    shared = shared_prefix(referrer, url)
+    rest = referrer[shared:]
+    if rest.isascii():
+        body = huffman_encode(rest)
+        return varint(shared) + varint(len(body) << 1 | 1) + body
+    body = rest.encode("utf-8", "surrogatepass")
+    return varint(shared) + varint(len(body) << 1) + body
+
+
+def unpack_referrer(blob: bytes, i: int, url: str) -> tuple[str, int]:
+    """The referrer :func:`pack_referrer` stored at ``blob[i]`` against ``url``, and the offset
+    after it."""
+    shared, i = read_varint(blob, i)
+    size, i = read_varint(blob, i)
+    n = size >> 1
+    body = blob[i : i + n]
+    rest = huffman_decode(body) if size & 1 else body.decode("utf-8", "surrogatepass")
+    return url[:shared] + rest, i + n
