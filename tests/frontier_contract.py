@@ -187,6 +187,39 @@ class FrontierContract:
         assert len(f) == 3
         assert f.add_many([]) == []
 
+    def test_each_url_comes_back_with_the_page_it_was_found_on(self) -> None:
+        """The referrer survives the front queues, the back queues, the store's disk or
+        Redis form and an expired lease: a link of the same folder, of another folder, of
+        another site, of a site with a port, with non-ASCII characters; a seed has none."""
+        f, clock = self.frontier(PolitenessPolicy(min_delay=0, delay_factor=0), lease_ttl=10,
+                                 back_queues=2)
+        found = {
+            "https://a.test/doc/b.html": "https://a.test/doc/a.html",
+            "https://a.test/doc/sub/c.html": "https://a.test/doc/a.html",
+            "https://a.test/other/d.html?q=1": "https://a.test/doc/sub/c.html",
+            "http://b.test/e.html": "https://a.test/doc/a.html",
+            "http://c.test:8080/f": "http://c.test:8080/",
+            "https://d.test/caf\u00e9.html": "https://d.test/r\u00e9sum\u00e9.html",
+            "https://d.test/seed.html": "",
+        }
+        batch = [
+            Entry(url=u, host=u.split("/")[2].split(":")[0], depth=0 if not r else 2,
+                  payload="seed" if not r else None, referrer=r)
+            for u, r in found.items()
+        ]
+        assert all(r.added for r in f.add_many(batch))
+        first = f.next()
+        assert first is not None and first.entry.referrer == found[first.entry.url]
+        clock.now = 11.0
+        f.expire()  # back at the head of its host's queue, with its referrer
+        handed: dict[str, str] = {}
+        while len(handed) < len(found):
+            lease = f.next()
+            assert lease is not None
+            handed[lease.entry.url] = lease.entry.referrer
+            f.finish(lease.token, 0.0)
+        assert handed == found
+
     def test_every_url_is_handed_out_exactly_once(self) -> None:
         f, clock = self.frontier(PolitenessPolicy(min_delay=0.5), back_queues=3)
         urls = entries(10, 7)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -135,3 +136,30 @@ def test_page_budgets_and_admitted_hosts_survive_a_resume(tmp_path):
     assert again.hosts() == ["h0.test"]  # what the hosts-per-domain budget is rebuilt from
     late = [Entry(url=f"http://h0.test/late{i}", host="h0.test") for i in range(2)]
     assert [again.add(e).reason for e in late] == ["", "host_budget"]
+
+
+def test_a_file_of_before_referrers_gains_the_column_and_resumes(tmp_path):
+    """A JOBDIR's frontier written before entries had a referrer: opened, its queue is read
+    (no referrer), and new links keep theirs across a stop."""
+    path = tmp_path / "f.sqlite"
+    f = sqlite_frontier(path, clock=FakeClock())
+    f.add(Entry("https://a.test/old.html", "a.test"))
+    f.close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE queue DROP COLUMN referrer")
+    db.commit()
+    db.close()
+    f = sqlite_frontier(path, clock=FakeClock())
+    f.add(Entry("https://a.test/doc/new.html", "a.test", referrer="https://a.test/doc/i.html"))
+    f.close()
+    clock = FakeClock()
+    again = sqlite_frontier(path, PolitenessPolicy(min_delay=0.0), clock=clock)
+    found = {x.url: x.referrer for x in again.store.iter_queued()}
+    assert found == {
+        "https://a.test/old.html": "",
+        "https://a.test/doc/new.html": "https://a.test/doc/i.html",
+    }
+    stored = again.store.db.execute("SELECT referrer FROM queue WHERE referrer IS NOT NULL")
+    [(blob,)] = stored.fetchall()
+    # a delta against the URL (host and folder shared), coded: not the page's URL
+    assert len(blob) <= 2 + len("i.html") * 6 // 8
