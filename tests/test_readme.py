@@ -145,6 +145,9 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -s METRICS_PORT=9410": (
         "skip: a fixed port; tests/test_metrics.py crawls with METRICS_PORT on a free one"
     ),
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s STATS_FILE=stats.json": "run",
+    """.venv/bin/python -c "import json; [print(b['url'], b['status'], 'on', b['found_on']) """
+    """for b in json.load(open('stats.json')).get('broken_links', [])]\"""": "run",
     ".venv/bin/scrapy report example -o example.html": f"skip: {INTERNET} (the example crawl)",
     ".venv/bin/scrapy report w1/stats.record.jsonl w2/stats.record.jsonl -o crawl.html": (
         "skip: two workers' records; tests/test_report.py merges them into one report"
