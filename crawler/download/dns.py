@@ -158,7 +158,6 @@ class DnsService:
         )
         self.resolver = resolve.ResolverChain([hosts.Resolver(file=hosts_file), names])
         self._waiting: dict[str, list[defer.Deferred[DnsAnswer]]] = {}
-        self.addresses: dict[str, str] = {}  # host -> the address it resolved to last
         # told of every answer learnt (host, address or ""): politeness per server address
         self.on_answer: Callable[[str, str], None] | None = None
 
@@ -219,10 +218,6 @@ class DnsService:
 
     def _keep(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         self.cache.put(name, answer, seconds)
-        if answer.ok:
-            if len(self.addresses) >= self.cache.size:
-                self.addresses.clear()  # a hint for the report, not the cache: start over
-            self.addresses[name] = answer.address
         if self.on_answer is not None:
             self.on_answer(name, answer.address)
 
