@@ -66,6 +66,9 @@ FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
 # still waiting are reported in the log and the stats.
 FRONTIER_IDLE_HORIZON = 300.0
+# A worker of a shared crawl whose frontier has never held a URL (started before the worker
+# that brings the seeds) waits this many seconds for the first ones before it ends.
+FRONTIER_JOIN_WAIT = 60.0
 # How many front-queue entries one refill may move before it yields to the caller.
 FRONTIER_REFILL_BATCH = 256
 # With JOBDIR: new URLs are committed to disk at least this often (and with every completed
