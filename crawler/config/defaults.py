@@ -282,6 +282,10 @@ DNS_MIN_TTL = 60.0
 DNS_MAX_TTL = 6 * 3600.0
 DNS_NEGATIVE_TTL = 60.0
 DNS_HOLD_TIMES = 3  # holds of a host whose name fails (servfail, timeout) before its pages fail
+# Names of newly discovered hosts are looked up ahead of their first fetch, at most this many
+# waiting (then the newest are left to the lookup at the fetch), with no more than half of
+# DNS_CONCURRENCY in flight for them: a fetch's own lookup never waits behind them. 0: off.
+DNS_PREFETCH = 10_000
 DNS_HOLD_MAX = 900.0  # longest hold (the negative TTL, doubling with each failure in a row)
 
 # --- The crawl database and recrawl -------------------------------------------------------------
