@@ -120,6 +120,10 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
                               redis_port=port, **settings)
                 out[name] = address_figures(sites.visits, args.delay)
                 out[name]["refused"] = sum(s.get("frontier/address/refused", 0) for s in stats)
+                # each worker's share: a worker that ended at once would make it a 1-worker run
+                out[name]["responses_per_worker"] = [
+                    s.get("response_received_count", 0) for s in stats
+                ]
             print(name, json.dumps(out[name]), flush=True)
     return out
 

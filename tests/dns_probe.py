@@ -1,7 +1,8 @@
 """Resolve names with the crawl's DNS service in a process of its own (it needs a reactor), and
 print what it found: ``python -m tests.dns_probe SPEC.json``. The spec names the DNS server, the
-service's settings, the names to ask (all at once, in ``rounds`` with a pause between) and,
-optionally, a Redis crawl to share answers through."""
+service's settings, names to look up ahead (``prefetch``, then a pause), the names to ask (all
+at once, in ``rounds`` with a pause between) and, optionally, a Redis crawl to share answers
+through."""
 
 from __future__ import annotations
 
@@ -43,12 +44,17 @@ def main(spec: dict) -> None:
         cache=DnsCache(ttl_bounds(settings)),
         shared=shared,
         stats=stats,
+        concurrency=settings.getint("DNS_CONCURRENCY", 100),
+        prefetch=settings.getint("DNS_PREFETCH", 0),
     )
-    out: dict = {"rounds": []}
+    out: dict = {"rounds": [], "answered": []}
+    service.on_answer = lambda name, address: out["answered"].append(name)
 
     async def run() -> None:
+        for name in spec.get("prefetch", []):
+            service.prefetch(name)
         for i, names in enumerate(spec["rounds"]):
-            if i:
+            if i or spec.get("prefetch"):
                 await task.deferLater(reactor, spec.get("pause", 0), lambda: None)
             answers = await defer.gatherResults([service.resolve(n) for n in names])
             out["rounds"].append([[a.address, a.ttl, a.error] for a in answers])

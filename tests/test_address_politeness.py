@@ -15,6 +15,8 @@ import pytest
 from crawler.backends.redis.addresses import RedisAddressBudget
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
+from crawler.report.addresses import address_loads, addresses_section
+from crawler.report.recordfile import read_records
 from devsite.named import NamedSites, Visit
 from tests.crawling import (
     finish_crawl,
@@ -110,14 +112,30 @@ def crawl_settings(server_address: str, **extra: Any) -> dict[str, Any]:
 def test_names_on_one_server_share_its_budget(tmp_path: Path) -> None:
     names = [f"n{i}.shared.test" for i in range(8)]
     with NamedSites(names, pages=2) as sites, dns_server(tmp_path / "dns", ZONE) as server:
+        record = tmp_path / "record.jsonl"
         result = run_crawl(
-            tmp_path, seeds=[sites.url(n) for n in names], settings=crawl_settings(server.address)
+            tmp_path,
+            seeds=[sites.url(n) for n in names],
+            settings=crawl_settings(server.address, RECORD_PATH=record),
         )
         assert result.returncode == 0, result.log[-3000:]
         assert len(sites.visits) == len(names) * 4  # robots.txt, home, 2 pages
         check_address_polite(sites.visits, IP_DELAY)
         assert result.stats["frontier/address/refused"] > 0
         assert "busiest addresses: 127.0.0.1: " in result.log  # the end summary
+        check_report_addresses([record], names, len(sites.visits))
+
+
+def check_report_addresses(records: list[Path], names: list[str], fetches: int) -> None:
+    """The report's address table: every name under the one address, each fetch counted, one
+    at a time and no gap below the IP delay as the crawl itself measured them."""
+    record = read_records(records)
+    (load,) = address_loads(record)
+    assert (load.address, sorted(load.names)) == ("127.0.0.1", sorted(names))
+    assert load.fetches == fetches
+    assert (load.most_at_once, load.short) == (1, 0)
+    html = addresses_section(record)
+    assert f'data-address="127.0.0.1" data-names="{len(names)}"' in html
 
 
 def test_a_fleet_shares_the_budget_of_an_address(
@@ -138,6 +156,7 @@ def test_a_fleet_shares_the_budget_of_an_address(
                 REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0",
                 FRONTIER_REDIS_KEY=key,
                 INDEX_PATH=d / "index.sqlite",
+                RECORD_PATH=d / "record.jsonl",
             )
             seeds = [sites.url(n) for n in names] if i == 0 else None
             procs.append((start_crawl(d, seeds=seeds, settings=settings), d))
@@ -147,6 +166,7 @@ def test_a_fleet_shares_the_budget_of_an_address(
         assert all(r.returncode == 0 for r in results), [r.log[-2000:] for r in results]
         assert len(sites.visits) == len(names) * 4
         check_address_polite(sites.visits, IP_DELAY)
+        check_report_addresses([d / "record.jsonl" for _, d in procs], names, len(sites.visits))
         status = scrapy_frontier(
             {"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0", "FRONTIER_REDIS_KEY": key,
              "FRONTIER_BACKEND": "redis"},

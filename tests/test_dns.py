@@ -102,6 +102,22 @@ def test_one_query_per_name_however_many_requests_ask(tmp_path: Path) -> None:
         assert result["stats"]["dns/coalesced"] == 49
 
 
+def test_new_hosts_are_looked_up_ahead_within_bounds(tmp_path: Path) -> None:
+    names = [f"p{i}.farm.test" for i in range(20)]
+    with dns_server(tmp_path / "dns", {**ZONE, "latency": 0.1}) as server:
+        settings = {"DNS_CONCURRENCY": 10, "DNS_PREFETCH": 10}
+        result = probe_result(
+            probe(tmp_path, server, [names], prefetch=names, pause=1.5, settings=settings)
+        )
+        # 5 looked up at once (half the concurrency), 10 waiting, the 5 past the bound left to
+        # their fetch: when the fetches ask, 15 answers are there already
+        assert result["stats"]["dns/prefetched"] == 15
+        assert result["stats"]["dns/prefetch_skipped"] == 5
+        assert result["stats"]["dns/cache_hits"] == 15
+        assert result["answered"][:15] == names[:15]  # in the order the hosts were found
+        assert server.queries() == {n: 1 for n in names}
+
+
 def test_chains_failures_and_negative_caching(tmp_path: Path) -> None:
     with dns_server(tmp_path / "dns", ZONE) as server:
         names = ["b.test", "bad.test", "slow.test", "nope.test"]

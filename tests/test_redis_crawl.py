@@ -66,19 +66,33 @@ def wait_until(predicate: Any, timeout: float = 30.0) -> None:
 
 
 def start_workers(
-    tmp_path: Path, server: RoutedSiteServer, redis: RedisServer, n: int, **extra: Any
+    tmp_path: Path,
+    server: RoutedSiteServer,
+    redis: RedisServer,
+    n: int,
+    joiners_first: bool = False,
+    **extra: Any,
 ) -> tuple[list[Any], list[Path], str]:
-    """The first worker gets the seeds; the others join with none, once the crawl exists."""
+    """The first worker gets the seeds; the others join with none, once the crawl exists (or,
+    ``joiners_first``, before it: they wait for it, as workers started together do)."""
     key = fresh_key()
     client = redis.client()
     dirs = [tmp_path / f"w{i}" for i in range(n)]
     for d in dirs:
         d.mkdir()
+    joiners = []
+    if joiners_first:
+        joiners = [
+            start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
+        ]
+        wait_until(lambda: client.hlen("{" + key + "}:workers") >= n - 1, timeout=60)
     procs = [
         start_crawl(
             dirs[0], seeds=server.seeds(), settings=worker_settings(redis, key, dirs[0], **extra)
         )
     ]
+    if joiners_first:
+        return procs + joiners, dirs, key
     wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"))
     procs += [
         start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
@@ -101,7 +115,9 @@ def test_workers_crawl_one_site_once_and_politely(
     workers: int,
 ) -> None:
     with site() as server:
-        procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers)
+        # three workers started the other way round: the two without seeds come up first, find
+        # the shared crawl empty and wait for it (FRONTIER_JOIN_WAIT) instead of ending
+        procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers, workers == 3)
         results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
         records = server.records
         wanted = server.graph.reachable(server.seeds())
@@ -122,6 +138,7 @@ def test_workers_crawl_one_site_once_and_politely(
     assert sum(scraped) <= len(set(fetched))  # one item per page, from whichever worker
     for r in results[1:]:  # joining without seeds is how a worker joins: no error for it
         assert "No valid seeds" not in r.log and "No seeds of its own" in r.log
+        assert ("holds no URL yet: waiting" in r.log) == (workers == 3)
 
 
 def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(

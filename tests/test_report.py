@@ -30,6 +30,7 @@ from tests.crawling import (
     finish_crawl,
     per_host,
     run_crawl,
+    scrapy_frontier,
     start_crawl,
     write_site,
 )
@@ -369,6 +370,10 @@ def test_workers_of_one_redis_crawl_make_one_report(
             "LOG_LEVEL": "INFO",
         }
 
+    control = {k: v for k, v in settings(0).items() if k.startswith(("FRONTIER_", "REDIS_"))}
+    # paused until both workers are up: on a loaded machine the first one could otherwise
+    # finish the site before the second has started
+    assert scrapy_frontier(control, "pause").returncode == 0
     with _site() as server:
         procs = [start_crawl(dirs[0], "reportsite", seeds=server.seeds(), sites_dir=sites,
                              settings=settings(0))]  # fmt: skip
@@ -378,6 +383,11 @@ def test_workers_of_one_redis_crawl_make_one_report(
             assert time.monotonic() < deadline, "the first worker never seeded the crawl"
             time.sleep(0.05)
         procs.append(start_crawl(dirs[1], "reportsite", sites_dir=sites, settings=settings(1)))
+        deadline = time.monotonic() + 60
+        while client.hlen("{" + key + "}:workers") < 2:
+            assert time.monotonic() < deadline, "the second worker never joined"
+            time.sleep(0.05)
+        assert scrapy_frontier(control, "resume").returncode == 0
         results = [finish_crawl(p, d) for p, d in zip(procs, dirs, strict=True)]
         records = server.records
     for r in results:

@@ -29,6 +29,8 @@ class MemoryFrontierStore:
     """The embedded default: the Mercator frontier in this process's memory."""
 
     persistent = False
+    # other workers may fill it: a worker that finds it empty waits for them (FRONTIER_JOIN_WAIT)
+    shared = False
 
     def __init__(self, settings: Any) -> None:  # Scrapy's Settings, or any object with its getters
         self.settings = settings

@@ -66,6 +66,9 @@ FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
 # still waiting are reported in the log and the stats.
 FRONTIER_IDLE_HORIZON = 300.0
+# A worker of a shared crawl whose frontier has never held a URL (started before the worker
+# that brings the seeds) waits this many seconds for the first ones before it ends.
+FRONTIER_JOIN_WAIT = 60.0
 # How many front-queue entries one refill may move before it yields to the caller.
 FRONTIER_REFILL_BATCH = 256
 # With JOBDIR: new URLs are committed to disk at least this often (and with every completed
@@ -279,6 +282,10 @@ DNS_MIN_TTL = 60.0
 DNS_MAX_TTL = 6 * 3600.0
 DNS_NEGATIVE_TTL = 60.0
 DNS_HOLD_TIMES = 3  # holds of a host whose name fails (servfail, timeout) before its pages fail
+# Names of newly discovered hosts are looked up ahead of their first fetch, at most this many
+# waiting (then the newest are left to the lookup at the fetch), with no more than half of
+# DNS_CONCURRENCY in flight for them: a fetch's own lookup never waits behind them. 0: off.
+DNS_PREFETCH = 10_000
 DNS_HOLD_MAX = 900.0  # longest hold (the negative TTL, doubling with each failure in a row)
 
 # --- The crawl database and recrawl -------------------------------------------------------------

@@ -12,6 +12,10 @@ address until the crawl ends). Here:
   failures for ``DNS_NEGATIVE_TTL`` (:mod:`crawler.net.dns`); a fleet shares them through
   ``DNS_SHARED_CLASS`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
   the whole fleet. ``/etc/hosts`` is read first, as the system resolver would.
+* Names are looked up ahead (``prefetch``, ``DNS_PREFETCH``) as soon as the crawl discovers
+  their host, in batches under half of ``DNS_CONCURRENCY``: a host's first fetch then finds
+  its address known, and a slow DNS server's latency is out of the path of every host that
+  holds a back queue (Mercator's and Heritrix's answer to lookups that take seconds).
 * :class:`CachingDnsResolver` is what Scrapy installs on the reactor (``TWISTED_DNS_RESOLVER``):
   built once per process from the process's settings, it hands every name to the service of the
   running crawl (attached by :class:`crawler.middlewares.dns.DnsMiddleware`), or to Scrapy's own
@@ -26,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -137,6 +142,7 @@ class DnsService:
         hosts_file: str = "/etc/hosts",
         stats: Any = None,
         reactor: Any = None,
+        prefetch: int = 0,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -158,7 +164,11 @@ class DnsService:
         )
         self.resolver = resolve.ResolverChain([hosts.Resolver(file=hosts_file), names])
         self._waiting: dict[str, list[defer.Deferred[DnsAnswer]]] = {}
-        self.addresses: dict[str, str] = {}  # host -> the address it resolved to last
+        self.prefetch_max = prefetch
+        self._prefetch: deque[str] = deque()
+        self._prefetch_names: set[str] = set()
+        self._prefetching = 0
+        self._prefetch_limit = max(1, concurrency // 2)
         # told of every answer learnt (host, address or ""): politeness per server address
         self.on_answer: Callable[[str, str], None] | None = None
 
@@ -172,6 +182,7 @@ class DnsService:
             cache=DnsCache(ttl_bounds(s), s.getint("DNS_CACHE_SIZE", defaults.DNS_CACHE_SIZE)),
             shared=build_backend(crawler, "DNS_SHARED_CLASS"),
             stats=crawler.stats,
+            prefetch=s.getint("DNS_PREFETCH", defaults.DNS_PREFETCH),
         )
 
     def _inc(self, key: str, n: int = 1) -> None:
@@ -194,6 +205,38 @@ class DnsService:
         self._waiting[name] = [d]
         defer.ensureDeferred(self._find(name)).addBoth(self._answered, name)
         return d
+
+    def prefetch(self, name: str) -> None:
+        """Look ``name`` up ahead of its first fetch, when the lookups allow (see the module
+        docstring); its answer reaches ``on_answer`` as any other does."""
+        name = name.lower().rstrip(".")
+        if (
+            not self.prefetch_max
+            or name in self._prefetch_names
+            or name in self._waiting
+            or _is_ip(name.strip("[]"))
+        ):
+            return
+        if len(self._prefetch) >= self.prefetch_max:
+            self._inc("dns/prefetch_skipped")  # looked up at its first fetch instead
+            return
+        self._prefetch.append(name)
+        self._prefetch_names.add(name)
+        self._pump()
+
+    def _pump(self) -> None:
+        while self._prefetch and self._prefetching < self._prefetch_limit:
+            name = self._prefetch.popleft()
+            self._prefetch_names.discard(name)
+            if name in self._waiting or self.cache.expires_in(name) > 0:
+                continue
+            self._prefetching += 1
+            self._inc("dns/prefetched")
+            self.resolve(name).addBoth(self._prefetched)
+
+    def _prefetched(self, result: Any) -> None:
+        self._prefetching -= 1
+        self._pump()
 
     def _answered(self, result: Any, name: str) -> None:
         if not isinstance(result, DnsAnswer):  # a bug, not a DNS failure: say so, fail the name
@@ -219,10 +262,6 @@ class DnsService:
 
     def _keep(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         self.cache.put(name, answer, seconds)
-        if answer.ok:
-            if len(self.addresses) >= self.cache.size:
-                self.addresses.clear()  # a hint for the report, not the cache: start over
-            self.addresses[name] = answer.address
         if self.on_answer is not None:
             self.on_answer(name, answer.address)
 
@@ -266,6 +305,8 @@ class DnsService:
         return DnsAnswer(error=NO_ADDRESS)
 
     def close(self) -> None:
+        self._prefetch.clear()  # the crawl is over: nothing more is looked up ahead
+        self._prefetch_names.clear()
         self.shared.close()
 
 

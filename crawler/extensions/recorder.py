@@ -28,6 +28,7 @@ from crawler import signals as crawler_signals
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, Outcome
+from crawler.frontier.addresses import AddressPolicy
 from crawler.meta import found_on
 from crawler.report.recordfile import STATS_PREFIXES, RecordWriter
 from crawler.report.tally import Tallied
@@ -131,6 +132,10 @@ class CrawlRecordExtension:
             "host_concurrency": settings.getint(
                 "FRONTIER_HOST_CONCURRENCY", defaults.FRONTIER_HOST_CONCURRENCY
             ),
+            "ip_concurrency": settings.getint(
+                "FRONTIER_IP_CONCURRENCY", defaults.FRONTIER_IP_CONCURRENCY
+            ),
+            "ip_delay": AddressPolicy.from_settings(settings).delay,
         }  # the settings, for a reader of the record: the delays are the frontier's
         self.frontier: Frontier | None = None
         self.writer: RecordWriter | None = None
@@ -145,6 +150,7 @@ class CrawlRecordExtension:
         self.http_errors = 0
         self.broken = 0
         self.content_types: dict[str, int] = {}
+        self._addresses: dict[str, str] = {}
         self.depths: dict[int, int] = {}
 
     @classmethod
@@ -159,6 +165,7 @@ class CrawlRecordExtension:
         connect(ext.engine_stopped, signals.engine_stopped)
         connect(ext.fetch_completed, crawler_signals.fetch_completed)
         connect(ext.host_hold, crawler_signals.host_hold)
+        connect(ext.host_resolved, crawler_signals.host_resolved)
         return ext
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -212,6 +219,13 @@ class CrawlRecordExtension:
         self.writer = None
 
     # -- what the crawl says -----------------------------------------------------------------
+
+    def host_resolved(self, host: str, address: str) -> None:
+        """The report holds the names of one server against its IP delay."""
+        writer = self.writer
+        if writer is not None and address and self._addresses.get(host) != address:
+            self._addresses[host] = address
+            writer.write(["ip", writer.host(host), address])
 
     def host_hold(self, host: str, seconds: float) -> None:
         writer = self.writer

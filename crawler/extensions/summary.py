@@ -181,7 +181,8 @@ def _servers_lines(stats: Mapping[str, Any]) -> list[str]:
         failures = sum(int(v) for k, v in stats.items() if k.startswith("dns/failures/"))
         lines.append(
             f"  DNS: {lookups} lookups, {int(stats.get('dns/cache_hits', 0))} cache hits, "
-            f"{int(stats.get('dns/shared_hits', 0))} from other workers, {failures} failed"
+            f"{int(stats.get('dns/shared_hits', 0))} from other workers, {failures} failed, "
+            f"{int(stats.get('dns/prefetched', 0))} ahead of the first fetch"
             + (f", {int(stats.get('dns/held', 0))} host holds" if stats.get("dns/held") else "")
         )
     addresses = stats.get("frontier/address/busiest")

@@ -48,6 +48,7 @@ class DnsMiddleware:
         crawler.signals.connect(self._opened, signals.spider_opened)
         crawler.signals.connect(self._closed, signals.spider_closed)
         crawler.signals.connect(self._wanted, crawler_signals.host_address_wanted)
+        crawler.signals.connect(self._discovered, crawler_signals.origin_discovered)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DnsMiddleware:
@@ -64,6 +65,10 @@ class DnsMiddleware:
     def _resolved(self, host: str, address: str) -> None:
         signal = crawler_signals.host_resolved
         self.crawler.signals.send_catch_log(signal, host=host, address=address)
+
+    def _discovered(self, origin: str, host: str) -> None:
+        """A new host: its name is looked up ahead of its first fetch."""
+        self.service.prefetch(host)
 
     def _wanted(self, host: str) -> None:
         """Resolve ``host`` for the scheduler (politeness per address)."""

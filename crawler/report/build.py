@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 from crawler.report import svg
+from crawler.report.addresses import addresses_section
 from crawler.report.recordfile import CrawlRecord, Fetch, Session
 from crawler.report.tally import BROKEN_LINK, GAP_TOLERANCE, HostTally, replay
 
@@ -268,6 +269,7 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
         "frontier keeps it with each queued URL; none for a seed).",
         **_time_sections(series, start, end),
         politeness=_politeness_section(hosts, start, end),
+        addresses=addresses_section(record),
         **_fetch_sections(hosts, stats, record),
         **_content_sections(record),
         **_outcome_sections(stats, record),

@@ -17,6 +17,7 @@ session's start (``t0``, wall-clock seconds in the session line), so a line stay
   the worker's tally measured (``crawler.report.tally``; ``short``: gaps below the delay
   applied; ``asked_n``: fetches whose delay is known, all of them when left out).
 * ``["s", t, ...]``: a snapshot, fields as named by the session's ``snapshot_fields``.
+* ``["ip", host, "address"]``: the server address DNS gave the host (again when it changes).
 * ``["hold", host, t, ms]``: the host was held (Retry-After, robots.txt unavailable).
 * ``["b", t, url, status, referer]``: a broken link (``status`` 0: no answer).
 * ``["c", t, {content_types, depth, broken, stats}]``: cumulative counters so far (the last one
@@ -175,6 +176,7 @@ class Session:
     stats: dict[str, Any] | None = None  # the end line's; None if the session never ended
     reason: str = ""
     end: float | None = None
+    addresses: dict[str, str] = field(default_factory=dict)  # host -> its server address
 
 
 @dataclass
@@ -293,6 +295,8 @@ def _read_line(
                 worker=worker,
             )
         )
+    elif kind == "ip":
+        session.addresses[hosts[line[1]]] = str(line[2])
     elif kind == "hold":
         record.holds.append((hosts[line[1]], t0 + line[2] / 1000, line[3] / 1000))
     elif kind == "b":

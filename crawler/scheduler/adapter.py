@@ -89,6 +89,8 @@ class FrontierScheduler(BaseScheduler):
         self.lease_ttl = lease_ttl_from_settings(s)
         self.persistent = False
         self.referer = _referer_policy(s)
+        self._join_until = 0.0  # a shared crawl not begun yet: wait for its first URLs until
+        self._join_logged = False
         self._renewal: Any = None
         self._ending = False  # closing because of the operator's deadline or byte budget
         self._ending_by_engine = False  # ... and the engine was asked to close with it
@@ -114,6 +116,9 @@ class FrontierScheduler(BaseScheduler):
     def _open_frontier(self, spider: Spider) -> tuple[Frontier, ScopeRegistry]:
         store = build_backend(self.crawler, "FRONTIER_STORE_CLASS")
         self.persistent = store.persistent
+        if store.shared:
+            wait = self.settings.getfloat("FRONTIER_JOIN_WAIT", defaults.FRONTIER_JOIN_WAIT)
+            self._join_until = monotonic() + wait
         site = getattr(spider, "site", None)
         frontier = store.open_frontier(
             lease_ttl=self.lease_ttl,
@@ -229,7 +234,27 @@ class FrontierScheduler(BaseScheduler):
                 self._end_by_operator(halt)
             if self._ending_by_engine:
                 return True  # not idle: the close with the operator's reason is on its way
-        return self.intake.pending or frontier.has_work(self.horizon)
+        return (
+            self.intake.pending or frontier.has_work(self.horizon) or self._waiting_to_join()
+        )
+
+    def _waiting_to_join(self) -> bool:
+        """A worker started before the one that brings the seeds finds the shared crawl empty:
+        it waits (``FRONTIER_JOIN_WAIT``) for URLs instead of ending it as "finished"."""
+        if not self._join_until:
+            return False
+        assert self.frontier is not None
+        if monotonic() >= self._join_until or self.frontier.counts().seen:
+            self._join_until = 0.0
+            return False
+        if not self._join_logged:
+            self._join_logged = True
+            logger.info(
+                "The shared crawl holds no URL yet: waiting up to %.0f s for the worker that "
+                "brings its seeds (FRONTIER_JOIN_WAIT)",
+                self._join_until - monotonic(),
+            )
+        return True
 
     def _end_by_operator(self, halt: str) -> None:
         """The operator's deadline passed or the byte budget is spent (``scrapy frontier``):

@@ -131,13 +131,17 @@ class RedisAddressBudget:
         self._safe(lambda: self._done(keys=self._keys(address), args=args), 0)
 
     def busiest(self, n: int) -> list[AddressLoad]:
+        """For the end summary; nothing while Redis is away (the crawl still closes)."""
         loads = []
         for address in list(self._seen)[-1000:]:
             state, flight = self._keys(address)
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(state, "fetches", "refusals")
             pipe.zcard(flight)
-            (fetches, refusals), in_flight = pipe.execute()
+            replies = self._safe(pipe.execute, None)
+            if replies is None:
+                return []
+            (fetches, refusals), in_flight = replies
             load = AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
             loads.append(load)
         loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))

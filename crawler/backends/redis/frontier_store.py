@@ -62,6 +62,7 @@ class RedisFrontierStore(MemoryFrontierStore):
     """``FRONTIER_STORE_CLASS`` of the ``redis`` backend."""
 
     persistent = True  # queued requests travel as msgpack through Redis
+    shared = True
 
     def __init__(self, settings: BaseSettings, site: str) -> None:
         super().__init__(settings)
