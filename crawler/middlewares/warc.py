@@ -24,7 +24,8 @@ above added), with the ``Host`` header Twisted adds. Cached responses (``HttpCac
 are not recorded again.
 
 When a page's item has been through the pipelines (``item_scraped``), a ``metadata`` record
-tells its outlinks, fetch time, the politeness delay the frontier applied after it, and the
+tells its outlinks, its requisites (``embed``, with a site's ``[requisites]``), fetch time,
+the politeness delay the frontier applied after it, and the
 near-duplicate verdict. Everything is written by :class:`~crawler.archive.thread.ArchiveThread`;
 at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ).
 """
@@ -57,6 +58,7 @@ from crawler.archive.thread import ArchiveThread
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb.api import crawldb_path
+from crawler.meta import EMBEDS_META
 
 logger = logging.getLogger(__name__)
 
@@ -255,6 +257,8 @@ class WarcCaptureMiddleware:
             url = link.get("url") if isinstance(link, dict) else link
             if url:
                 fields.append(("outlink", str(url)))
+        for url in response.meta.get(EMBEDS_META) or ():  # its requisites ([requisites])
+            fields.append(("embed", str(url)))
         if fields:
             self.thread.submit(
                 partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)
