@@ -25,6 +25,8 @@ from crawler.content.requisites import (
 )
 from crawler.sites import SiteConfigError, load_site_config
 from tests.crawling import loopback_settings, run_crawl, write_site
+from tests.redis_support import fresh_key, redis_server  # noqa: F401
+from tests.warc_support import all_records
 
 
 def test_css_references_skip_comments_and_data_uris() -> None:
@@ -139,7 +141,18 @@ def _site(cdn: str) -> dict[str, tuple[str, bytes]]:
     }
 
 
-def test_requisites_are_fetched_once_archived_and_never_pages(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_requisites_are_fetched_once_archived_and_never_pages(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    shared: dict[str, Any] = {}
+    if backend == "redis":  # mark_seen and a forced add through the buffered shared frontier
+        redis = request.getfixturevalue("redis_server")
+        shared = {
+            "FRONTIER_BACKEND": "redis",
+            "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+            "FRONTIER_REDIS_KEY": fresh_key(),
+        }
     cdn_pages = {
         "/cdn.png": ("image/png", PNG),
         "/bg.png": ("image/png", PNG),
@@ -156,7 +169,8 @@ def test_requisites_are_fetched_once_archived_and_never_pages(tmp_path: Path) ->
                 # stock CloseSpider would stop at the 6th response (requisites included); the
                 # pages are 2
                 settings=loopback_settings(
-                    CLOSESPIDER_PAGECOUNT=6, WARC_ENABLED=True, WARC_DIR=tmp_path / "warc"
+                    CLOSESPIDER_PAGECOUNT=6, WARC_ENABLED=True, WARC_DIR=tmp_path / "warc",
+                    **shared,
                 ),
             )
     assert result.returncode == 0, result.log[-3000:]
@@ -177,8 +191,6 @@ def test_requisites_are_fetched_once_archived_and_never_pages(tmp_path: Path) ->
     # 8 queued (robots.txt then refused /private/x.png); s.css and img.png asked twice
     assert stats["requisites/queued"] == 8 and stats["requisites/seen"] == 2
     assert stats.get("frontier/rejected/out_of_scope", 0) == 0
-    from tests.warc_support import all_records
-
     archived = {
         r["headers"]["WARC-Target-URI"] for r in all_records(tmp_path / "warc")
         if r["type"] == "response"
