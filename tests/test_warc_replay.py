@@ -60,8 +60,10 @@ def pywb(root: Path, files: list[Path]) -> Iterator[str]:
     (root / "config.yaml").write_text("framed_replay: false\n")
     subprocess.run([bin_dir / "wb-manager", "init", "crawl"], cwd=root, check=True,
                    capture_output=True)  # fmt: skip
-    subprocess.run([bin_dir / "wb-manager", "add", "crawl", *map(str, files)], cwd=root,
-                   check=True, capture_output=True)  # fmt: skip
+    # a WACZ is added unpacked (its WARC files and index; pywb 2.10 reads no WACZ in place)
+    unpack = ["--unpack-wacz"] if any(str(f).endswith(".wacz") for f in files) else []
+    subprocess.run([bin_dir / "wb-manager", "add", *unpack, "crawl", *map(str, files)],
+                   cwd=root, check=True, capture_output=True)  # fmt: skip
     port = _free_port()
     log = (root / "pywb.log").open("wb")
     proc = subprocess.Popen(

@@ -27,7 +27,8 @@ When a page's item has been through the pipelines (``item_scraped``), a ``metada
 tells its outlinks, its requisites (``embed``, with a site's ``[requisites]``), fetch time,
 the politeness delay the frontier applied after it, and the
 near-duplicate verdict. Everything is written by :class:`~crawler.archive.thread.ArchiveThread`;
-at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ).
+at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ), and
+packaged as a WACZ with ``WARC_WACZ``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from crawler.archive.naming import WarcNamer, safe_part
 from crawler.archive.records import Exchange, warcinfo
 from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
+from crawler.archive.wacz import package_wacz
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb.api import crawldb_path
@@ -163,6 +165,7 @@ class WarcCaptureMiddleware:
         self.prefix = settings.get("WARC_PREFIX") or site
         self.metadata = settings.getbool("WARC_METADATA", defaults.WARC_METADATA)
         self.cdxj = settings.getbool("WARC_CDXJ", defaults.WARC_CDXJ)
+        self.wacz = settings.getbool("WARC_WACZ", defaults.WARC_WACZ)
         fields = _warcinfo_fields(crawler)
         self.namer = WarcNamer(self.prefix)
         # a killed worker's open files on this host: cut after their last whole record, renamed
@@ -287,12 +290,31 @@ class WarcCaptureMiddleware:
                 write_cdxj(files, target)
             except Exception:  # an index can be made later (cdxj-indexer); the files are whole
                 logger.exception("WARC: could not index %s", self.directory)
+        if files and self.wacz:
+            self._package(files, reason)
         logger.info(
             "WARC: %d files in %s (%d bytes, records: %s)",
             len(files),
             self.directory,
             self.archiver.files.bytes_written,
             dict(self.archiver.counts),
+        )
+
+    def _package(self, files: list[Path], reason: str) -> None:
+        """``WARC_WACZ``: this crawl's files as one WACZ beside them."""
+        first = files[0].name[: -len(".warc.gz")]
+        target = self.directory / f"{first}-{safe_part(reason)}.wacz"
+        site = getattr(self.crawler.spidercls, "name", None) or "crawl"
+        try:
+            summary = package_wacz(files, target, title=f"{site} crawl ({reason})")
+        except Exception:  # `scrapy wacz DIR` packages them later; the files are whole
+            logger.exception("WARC: could not package %s as WACZ", self.directory)
+            return
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value("warc/wacz_bytes", summary.bytes)
+        logger.info(
+            "WACZ: %s (%d WARC files, %d pages, %d bytes)",
+            summary.path, summary.warcs, summary.pages, summary.bytes,
         )
 
 
