@@ -18,3 +18,6 @@ REQUISITE_META = "requisite"
 # On a page's response: the requisites it asked for (absolute URLs), for the WARC metadata
 # record's "embed" lines (crawler/middlewares/warc.py)
 EMBEDS_META = "requisites_embedded"
+# On a request, once its response's headers came (crawler/download/handler.py): the response's
+# header section byte for byte as the server sent it, for the WARC capture, which pops it
+RAW_HEAD_META = "http_raw_head"

@@ -7,20 +7,23 @@ or drops it: redirects, error pages and robots.txt fetches (which the robots gat
 out of the chain further up) are all recorded. Off unless ``WARC_ENABLED``
 (``crawler.config.defaults`` says why).
 
-What "as the server sent it" means here (the HTTP message is rebuilt from what Scrapy's Twisted
-handler keeps, which is not the raw bytes):
+What "as the server sent it" means here:
 
 - the body is exactly what came off the wire, Content-Encoding kept (gzip stays gzip), and the
   chunked transfer coding removed, as WARC 1.1 asks;
-- the status line carries the standard reason phrase (Twisted keeps the server's but Scrapy's
-  Response drops it); header names come in Twisted's canonical case, in the order received;
-- Twisted keeps the connection headers (Content-Length, Transfer-Encoding, Connection,
-  Keep-Alive) apart from the rest, and Scrapy drops them: the record gets a ``Content-Length``
-  of the body as stored, which is what a de-chunked message must say anyway;
+- the status line and header section are the bytes the server sent, kept by the project's
+  download handler (``crawler.download.handler``, ``RAW_HEAD_META``): the server's reason
+  phrase, header names in its case and order, folded lines, the connection headers; only a
+  chunked (or cut) body changes them: its ``Transfer-Encoding``/``Content-Length`` lines give
+  way to a ``Content-Length`` of the body as stored (``crawler.archive.records.head_as_stored``);
+- a response from another handler (no raw bytes) gets its head rebuilt from Scrapy's
+  ``Headers``: the standard reason phrase, Twisted's canonical name case, no connection
+  headers but a ``Content-Length`` of the body as stored;
 - ``WARC-IP-Address`` is ``response.ip_address``, the peer the handler connected to.
 
-The request record is the request as this middleware sees it last (every header the middlewares
-above added), with the ``Host`` header Twisted adds. Cached responses (``HttpCacheMiddleware``)
+The request record is rebuilt: the request as this middleware sees it last (every header the
+middlewares above added), with the ``Host`` header Twisted adds (Twisted writes the request
+itself; its bytes are not kept). Cached responses (``HttpCacheMiddleware``)
 are not recorded again.
 
 When a page's item has been through the pipelines (``item_scraped``), a ``metadata`` record
@@ -53,14 +56,14 @@ from crawler.archive.archiver import Archiver
 from crawler.archive.cdxj import write_cdxj
 from crawler.archive.files import RotatingWarcFiles
 from crawler.archive.naming import WarcNamer, safe_part
-from crawler.archive.records import Exchange, warcinfo
+from crawler.archive.records import Exchange, head_as_stored, warcinfo
 from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
 from crawler.archive.wacz import package_wacz
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb.api import crawldb_path
-from crawler.meta import EMBEDS_META
+from crawler.meta import EMBEDS_META, RAW_HEAD_META
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +88,12 @@ def request_head(request: Request) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def response_head(response: Response) -> bytes:
-    """Status line and header section of ``response`` (see the module docstring for what is
-    rebuilt)."""
+def response_head(response: Response, raw: bytes | None = None) -> bytes:
+    """Status line and header section of ``response``: ``raw``, the bytes the server sent
+    (the download handler's ``RAW_HEAD_META``), when there are some; else rebuilt from
+    Scrapy's ``Headers`` (see the module docstring)."""
+    if raw:
+        return head_as_stored(raw, len(response.body), rewrite_length="partial" in response.flags)
     try:
         phrase = HTTPStatus(response.status).phrase
     except ValueError:
@@ -108,7 +114,7 @@ def capture(request: Request, response: Response) -> Exchange:
         url=response.url,
         request_head=request_head(request),
         request_body=request.body or b"",
-        response_head=response_head(response),
+        response_head=response_head(response, request.meta.pop(RAW_HEAD_META, None)),
         body=response.body,
         status=response.status,
         date=datetime.now(UTC),
