@@ -92,17 +92,26 @@ def test_a_crawl_writes_a_valid_wacz_when_it_ends(crawled: tuple[Path, str]) -> 
 
 
 def test_scrapy_wacz_packages_a_directory(crawled: tuple[Path, str], tmp_path: Path) -> None:
+    """The WARC files alone (no .cdxj beside them: indexed afresh) give the same index as the
+    crawl's own package, which merged the index the crawl wrote."""
     warc_dir, site = crawled
-    (warc_dir / "stray.warc.gz.open").write_bytes(b"")  # a running crawl's: left out
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for warc in warc_files(warc_dir):
+        (plain / warc.name).write_bytes(warc.read_bytes())
+    (plain / "stray.warc.gz.open").write_bytes(b"")  # a running crawl's: left out
     out = tmp_path / "all.wacz"
     done = subprocess.run(
-        [sys.executable, "-m", "scrapy", "wacz", str(warc_dir), "-o", str(out)],
+        [sys.executable, "-m", "scrapy", "wacz", str(plain), "-o", str(out)],
         cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)), capture_output=True,
         text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "WARC files" in done.stdout and str(out) in done.stdout
     _check_layout(out, warc_files(warc_dir), site)  # the same packager: validated above
+    [package] = warc_dir.glob("*.wacz")
+    with zipfile.ZipFile(out) as fresh, zipfile.ZipFile(package) as merged:
+        assert fresh.read("indexes/index.cdx") == merged.read("indexes/index.cdx")
     empty = subprocess.run(
         [sys.executable, "-m", "scrapy", "wacz", str(tmp_path)], cwd=PROJECT,
         env=dict(os.environ, PYTHONPATH=str(PROJECT)), capture_output=True, text=True,
@@ -120,3 +129,14 @@ def test_pywb_replays_a_page_from_the_wacz_alone(crawled: tuple[Path, str], tmp_
         home = _get(f"{base}/crawl/2026id_/{site}/")
         assert b"Archive home" in home
         assert _get(f"{base}/crawl/2026id_/{site}/style.css") == site_pages()["/style.css"][1]
+
+
+def test_the_crawls_own_indexes_are_reused_only_when_they_cover_every_file(
+    crawled: tuple[Path, str],
+) -> None:
+    from crawler.archive.cdxj import covering_indexes
+
+    warc_dir, _ = crawled
+    names = [w.name for w in warc_files(warc_dir)]
+    assert covering_indexes(warc_dir, names) == sorted(warc_dir.glob("*.cdxj"))
+    assert covering_indexes(warc_dir, [*names, "other-00001.warc.gz"]) is None

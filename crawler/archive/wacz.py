@@ -13,7 +13,8 @@ Layout (https://specs.webrecorder.net/wacz/1.1.1/):
 - ``archive/<name>.warc.gz``: the WARC files, stored (not deflated: they are gzip already,
   and a reader seeks into them by the index's offsets);
 - ``indexes/index.cdx``: one CDXJ index of all of them, sorted (the uncompressed form the spec
-  allows, ~300 bytes a record);
+  allows, ~300 bytes a record): the crawl's own indexes merged when they cover the files,
+  else made afresh;
 - ``pages/pages.jsonl``: the HTML pages answered 200 (a header line, then ``url``, ``ts`` and
   an ``id`` each), what a replay tool lists as entry points;
 - ``datapackage.json``: every member's path, size and ``sha256:`` hash, the WACZ version, the
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from crawler.archive.cdxj import write_cdxj
+from crawler.archive.cdxj import merge_cdxj, write_cdxj
 from crawler.archive.naming import OPEN_SUFFIX
 
 WACZ_VERSION = "1.1.1"
@@ -83,8 +84,11 @@ def package_wacz(
     *,
     title: str = "",
     software: str = "crawler (Scrapy project)",
+    indexes: Sequence[Path] = (),
 ) -> WaczSummary:
-    """Package ``warcs`` (finished ``.warc.gz`` files with distinct names) into ``target``."""
+    """Package ``warcs`` (finished ``.warc.gz`` files with distinct names) into ``target``.
+    ``indexes``: CDXJ files already written that cover them (the crawl's own, at its end;
+    ``cdxj.covering_indexes``), merged instead of indexing the files again."""
     warcs = [Path(w) for w in warcs]
     if not warcs:
         raise ValueError("no WARC files to package")
@@ -95,7 +99,10 @@ def package_wacz(
     partial = target.with_name(target.name + OPEN_SUFFIX)
     resources: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="wacz-") as tmp:
-        index = write_cdxj(warcs, Path(tmp) / "index.cdx")
+        if indexes:
+            index = merge_cdxj(indexes, Path(tmp) / "index.cdx", names)
+        else:
+            index = write_cdxj(warcs, Path(tmp) / "index.cdx")
         lines = index.read_text(encoding="utf-8").splitlines()
         pages = pages_from_cdxj(lines)
         pages_file = Path(tmp) / "pages.jsonl"

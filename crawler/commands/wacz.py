@@ -4,7 +4,8 @@ A crawl can write its own package when it ends (``WARC_WACZ``), but a fleet's wo
 close on their own and several crawls may write into one directory: this packages every
 finished ``*.warc.gz`` of ``DIR`` (``.open`` files of a running or killed crawl are left out:
 the next crawl on that host finishes them) into ``-o FILE`` (default ``DIR/<dir name>.wacz``),
-with one CDXJ index of all of them (``crawler/archive/wacz.py``).
+with one CDXJ index of all of them (``crawler/archive/wacz.py``): the crawls' own ``.cdxj``
+files merged when they cover every WARC file, else a fresh index.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         # imported here: the indexer is not needed by any other command
+        from crawler.archive.cdxj import covering_indexes
         from crawler.archive.wacz import package_wacz
 
         if len(args) != 1:
@@ -52,7 +54,9 @@ class Command(ScrapyCommand):
         name = directory.resolve().name
         target = Path(opts.output) if opts.output else directory / f"{name}.wacz"
         started = time.monotonic()
-        summary = package_wacz(warcs, target, title=opts.title or name)
+        # the crawls' own indexes when they cover every file (merged: no second reading)
+        indexes = covering_indexes(directory, [w.name for w in warcs]) or ()
+        summary = package_wacz(warcs, target, title=opts.title or name, indexes=indexes)
         print(
             f"{summary.path}: {summary.warcs} WARC files, {summary.pages} pages, "
             f"{summary.bytes:,} bytes in {time.monotonic() - started:.1f} s"

@@ -289,15 +289,16 @@ class WarcCaptureMiddleware:
             stats.set_value("warc/bytes_written", self.archiver.files.bytes_written)
             stats.set_value("warc/payload_bytes", self.archiver.payload_bytes)
             stats.set_value("warc/revisit_payload_bytes", self.archiver.revisit_payload_bytes)
+        index: Path | None = None
         if files and self.cdxj:
             first = files[0].name[: -len(".warc.gz")]
             target = self.directory / f"{first}-{safe_part(reason)}.cdxj"
             try:
-                write_cdxj(files, target)
+                index = write_cdxj(files, target)
             except Exception:  # an index can be made later (cdxj-indexer); the files are whole
                 logger.exception("WARC: could not index %s", self.directory)
         if files and self.wacz:
-            self._package(files, reason)
+            self._package(files, reason, index)
         logger.info(
             "WARC: %d files in %s (%d bytes, records: %s)",
             len(files),
@@ -306,13 +307,17 @@ class WarcCaptureMiddleware:
             dict(self.archiver.counts),
         )
 
-    def _package(self, files: list[Path], reason: str) -> None:
-        """``WARC_WACZ``: this crawl's files as one WACZ beside them."""
+    def _package(self, files: list[Path], reason: str, index: Path | None) -> None:
+        """``WARC_WACZ``: this crawl's files as one WACZ beside them, with the index just
+        written (``index``) when there is one."""
         first = files[0].name[: -len(".warc.gz")]
         target = self.directory / f"{first}-{safe_part(reason)}.wacz"
         site = getattr(self.crawler.spidercls, "name", None) or "crawl"
         try:
-            summary = package_wacz(files, target, title=f"{site} crawl ({reason})")
+            summary = package_wacz(
+                files, target, title=f"{site} crawl ({reason})",
+                indexes=[index] if index is not None else (),
+            )
         except Exception:  # `scrapy wacz DIR` packages them later; the files are whole
             logger.exception("WARC: could not package %s as WACZ", self.directory)
             return
