@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/warc.py records [--pages 300]
     .venv/bin/python bench/warc.py crawl [--runs 2] [--trees nodejs/api,valgrind/html,...]
+    .venv/bin/python bench/warc.py requisites [--runs 2] [--trees reference,nomicon,...]
+    .venv/bin/python bench/warc.py wacz [--gb 1]
 
 ``records``: CPU per response record (request + response, SHA-1 digests, one gzip member each)
 for real documentation pages (HTML files of /usr/share/doc), written by warcio and by FastWARC
@@ -15,6 +17,16 @@ crawl process and its children) and the added share; bytes written to WARC files
 the bytes received (nginx's log). Then a second crawl of the same, unchanged trees into the same
 WARC directory and digest index: every 200 becomes an identical-payload revisit, and its
 bytes are compared with the first crawl's.
+
+``requisites``: the same trees crawled with WARC on, without and with ``[requisites] fetch =
+true``, alternating: the requisites fetched per page, and what they add per page archived (CPU
+of the crawl process, bytes written), and how soon after its page a requisite came (nginx's
+log: the gap from a page's fetch to the fetch of the first requisite it alone asked for).
+
+``wacz``: WARC files of about ``--gb`` GB (real documentation pages, request and response
+records, FastWARC at the crawl's gzip level) indexed as a crawl does at its end, then packaged
+by ``crawler.archive.wacz`` with that index merged (``WARC_WACZ``) and with a fresh one (``scrapy
+wacz`` of a directory without indexes): wall and CPU seconds per GB of each.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -33,10 +46,12 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from bench.realcrawl import run_config, write_site  # noqa: E402
+from bench.realcrawl import SITE, run_config, write_site  # noqa: E402
 from bench.redis_workers import Nginx, default_trees  # noqa: E402
 
 DEFAULT_TREES = "nodejs/api,valgrind/html,reference,nomicon,cargo,edition-guide"
+# mdBook trees (stylesheets, scripts, fonts, images per page) and two plain HTML trees
+REQUISITE_TREES = "reference,nomicon,edition-guide,nodejs/api,valgrind/html"
 
 
 # ------------------------------------------------------------------------------ records
@@ -179,6 +194,154 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
+def bench_requisites(args: argparse.Namespace) -> list[dict[str, Any]]:
+    wanted = args.trees.split(",")
+    trees = [t for t in default_trees() if t[1] in wanted]
+    root = Path(tempfile.mkdtemp(prefix="bench-requisites-"))
+    (root / "nginx").mkdir()
+    nginx = Nginx(root / "nginx", trees, args.port)
+    results: list[dict[str, Any]] = []
+    try:
+        seeds, allow = write_site(root / "sites", nginx, trees)
+        config = (root / "sites" / f"{SITE}.toml").read_text()
+        (root / "sites-req").mkdir()
+        # the trees embed a few resources of other hosts (web fonts, badges): a benchmark
+        # never leaves loopback, so they are denied (and counted: requisite_denied)
+        (root / "sites-req" / f"{SITE}.toml").write_text(
+            config + "[requisites]\nfetch = true\ndeny = ['^https?://(?!127[.])']\n"
+        )
+        print("trees:", ", ".join(p for _, p in trees), flush=True)
+        for i in range(args.runs):
+            for mode in ("pages", "requisites"):
+                warc_dir = root / f"warc-{mode}-{i}"
+                extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
+                         "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
+                sites = root / ("sites" if mode == "pages" else "sites-req")
+                (root / mode).mkdir(exist_ok=True)
+                offset = nginx.log_offset()
+                r = run_config("ours", i, root / mode, sites, seeds, allow, nginx, extra,
+                               args.timeout)  # fmt: skip
+                stats = json.loads((root / mode / f"ours-{i}" / "stats.json").read_text())
+                items = stats.get("item_scraped_count", 0)
+                r |= {"config": mode, "items": items,
+                      "requisites": stats.get("requisites/fetched", 0),
+                      "denied": stats.get("frontier/rejected/requisite_denied", 0),
+                      "requisite_bytes": stats.get("requisites/bytes", 0),
+                      "warc_bytes": warc_bytes(warc_dir),
+                      "ms_per_item": 1000 * r["cpu"] / items if items else 0}  # fmt: skip
+                if mode == "requisites":
+                    r["lag"] = requisite_lag(nginx.requests(offset), warc_dir)
+                results.append(r)
+                print(json.dumps({k: r[k] for k in _SHOWN_REQ if k in r}), flush=True)
+    finally:
+        nginx.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return results
+
+
+def requisite_lag(requests: list[Any], warc_dir: Path) -> dict[str, dict[str, float]]:
+    """Seconds from a page's fetch to the fetch of each requisite first asked for by it (the
+    page's WARC metadata lists its ``embed`` lines; nginx's log has when each URL came), and
+    the same for the links a page was the first to list (``outlink`` lines), to compare."""
+    from tests.warc_support import all_records
+
+    first: dict[str, float] = {}
+    for r in requests:  # (time, host, status, bytes, path)
+        first.setdefault(f"{r[1]}{r[4]}", float(r[0]))
+    claimed: set[str] = set()
+    gaps: dict[str, list[float]] = {"embed": [], "outlink": []}
+    records = [r for r in all_records(warc_dir) if r["type"] == "metadata"]
+    records.sort(key=lambda r: first.get(_host_path(r["headers"]["WARC-Target-URI"]), 0.0))
+    for record in records:
+        page = _host_path(record["headers"]["WARC-Target-URI"])
+        for line in record["payload"].decode("utf-8", "replace").splitlines():
+            kind, _, value = line.partition(": ")
+            if kind not in gaps:
+                continue
+            url = _host_path(value.strip())
+            if url in claimed or url not in first or page not in first:
+                continue
+            claimed.add(url)
+            if first[url] >= first[page]:  # fetched after the page that listed it first
+                gaps[kind].append(first[url] - first[page])
+    out = {}
+    for kind, values in gaps.items():
+        values.sort()
+        if values:
+            out[kind] = {"n": len(values), "median_s": round(statistics.median(values), 2),
+                         "p90_s": round(values[int(0.9 * (len(values) - 1))], 2),
+                         "max_s": round(values[-1], 2)}  # fmt: skip
+    return out
+
+
+def _host_path(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.hostname}{parts.path}"
+
+
+# ------------------------------------------------------------------------------ wacz
+
+
+def bench_wacz(args: argparse.Namespace) -> dict[str, Any]:
+    import resource
+    from datetime import UTC, datetime
+
+    from crawler.archive.cdxj import write_cdxj
+    from crawler.archive.files import RotatingWarcFiles
+    from crawler.archive.naming import WarcNamer
+    from crawler.archive.records import Exchange, request_record, response_record, warcinfo
+    from crawler.archive.wacz import package_wacz
+
+    pages = doc_pages(args.pages)
+    root = Path(tempfile.mkdtemp(prefix="bench-wacz-"))
+    try:
+        files = RotatingWarcFiles(root / "warc", WarcNamer("bench"),
+                                  lambda name, date: warcinfo(name, [("software", "bench")], date),
+                                  max_size=250_000_000)  # fmt: skip
+        request = b"GET / HTTP/1.1\r\nHost: docs.test\r\n\r\n"
+        n = 0
+        while files.bytes_written < args.gb * 1e9:
+            for body in pages:
+                head, payload = _http(body + b"<!-- %d -->" % n)  # distinct payloads
+                ex = Exchange(f"http://docs.test/{n}.html", request, head, payload, 200,
+                              datetime.now(UTC))  # fmt: skip
+                files.write([request_record(ex), response_record(ex, ex.payload_digest)])
+                n += 1
+        warcs = files.close()
+        size = sum(w.stat().st_size for w in warcs)
+
+        def cpu() -> float:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            return usage.ru_utime + usage.ru_stime
+
+        load = os.getloadavg()[0]
+        # the crawl's own index, as WARC_CDXJ writes it at the end
+        c0, t0 = cpu(), time.monotonic()
+        index = write_cdxj(warcs, root / "crawl.cdxj")
+        c1, t1 = cpu(), time.monotonic()
+        # WARC_WACZ at the end of that crawl (or scrapy wacz DIR with it): the index merged
+        summary = package_wacz(warcs, root / "reuse.wacz", indexes=[index])
+        c2, t2 = cpu(), time.monotonic()
+        (root / "reuse.wacz").unlink()
+        # scrapy wacz DIR of files without an index: indexed afresh
+        package_wacz(warcs, root / "fresh.wacz")
+        c3, t3 = cpu(), time.monotonic()
+        gb = size / 1e9
+        return {"warc_files": len(warcs), "records": 2 * n, "warc_gb": round(gb, 3),
+                "wacz_gb": round(summary.bytes / 1e9, 3), "pages": summary.pages,
+                "index_s_per_gb": (t1 - t0) / gb, "index_cpu_s_per_gb": (c1 - c0) / gb,
+                "wacz_reuse_s_per_gb": (t2 - t1) / gb, "wacz_reuse_cpu_s_per_gb": (c2 - c1) / gb,
+                "wacz_fresh_s_per_gb": (t3 - t2) / gb, "wacz_fresh_cpu_s_per_gb": (c3 - c2) / gb,
+                "load": (load, os.getloadavg()[0])}  # fmt: skip
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_SHOWN_REQ = ("config", "run", "exit", "items", "requisites", "denied", "cpu", "ms_per_item",
+              "bytes", "requisite_bytes", "warc_bytes", "lag", "wall", "load")  # fmt: skip
+
 _SHOWN = ("config", "run", "exit", "pages", "cpu", "ms_per_page", "bytes", "warc_bytes",
           "written_vs_received", "vs_first", "revisits", "responses", "wall")  # fmt: skip
 
@@ -195,7 +358,28 @@ def main() -> None:
     crawl.add_argument("--timeout", type=float, default=1800)
     crawl.add_argument("--keep", action="store_true")
     crawl.add_argument("--level", type=int, default=3, help="WARC_GZIP_LEVEL")
+    req = sub.add_parser("requisites")
+    req.add_argument("--runs", type=int, default=2)
+    req.add_argument("--port", type=int, default=8084)
+    req.add_argument("--trees", default=REQUISITE_TREES)
+    req.add_argument("--timeout", type=float, default=1800)
+    wacz = sub.add_parser("wacz")
+    wacz.add_argument("--gb", type=float, default=1.0)
+    wacz.add_argument("--pages", type=int, default=300)
     args = parser.parse_args()
+    if args.what == "wacz":
+        print(json.dumps(bench_wacz(args)))
+        return
+    if args.what == "requisites":
+        results = bench_requisites(args)
+        for mode in ("pages", "requisites"):
+            runs = [r for r in results if r["config"] == mode]
+            print(f"{mode}: ms CPU per page archived "
+                  f"{statistics.median(r['ms_per_item'] for r in runs):.1f}, WARC bytes per page "
+                  f"{statistics.median(r['warc_bytes'] / r['items'] for r in runs):,.0f}, "
+                  f"requisites per page "
+                  f"{statistics.median(r['requisites'] / r['items'] for r in runs):.2f}")
+        return
     if args.what == "records":
         pages = doc_pages(args.pages)
         print(f"{len(pages)} pages, {sum(map(len, pages)) / len(pages):.0f} bytes on average")

@@ -19,6 +19,16 @@ FOUND_ON_META = "found_on"
 ROBOTS_META = "robotstxt_for"
 # set by the download handler on a request whose download a stop (crawl_stopping) cut short
 STOPPED_META = "download_stopped"  # on a robots.txt request: the origin it is for
+# On a page requisite's request (crawler/spiders/requisites.py): its hops from the page that
+# embeds it (1: the page's own stylesheets and images; 2: a stylesheet's fonts). The scheduler
+# admits it by the requisites rule, and nothing counts it as a page.
+REQUISITE_META = "requisite"
+# On a page's response: the requisites it asked for (absolute URLs), for the WARC metadata
+# record's "embed" lines (crawler/middlewares/warc.py)
+EMBEDS_META = "requisites_embedded"
+# On a request, once its response's headers came (crawler/download/handler.py): the response's
+# header section byte for byte as the server sent it, for the WARC capture, which pops it
+RAW_HEAD_META = "http_raw_head"
 
 
 def found_on(request: Any) -> str:

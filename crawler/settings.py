@@ -153,6 +153,9 @@ EXTENSIONS = {
     "crawler.offload.components.OffloadWorkers": 1000,
     # FrontierProgress says what LogStats says, and what the frontier is doing.
     "scrapy.extensions.logstats.LogStats": None,
+    # CLOSESPIDER_PAGECOUNT counts pages, not their requisites ([requisites] in a site config)
+    "scrapy.extensions.closespider.CloseSpider": None,
+    "crawler.extensions.closespider.PageCloseSpider": 0,
 }
 FEED_EXPORT_ENCODING = "utf-8"
 # Scrapy's JSON exporters, writing the bytes FeedLinePipeline made off the reactor when it did

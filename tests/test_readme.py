@@ -148,6 +148,13 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s STATS_FILE=stats.json": "run",
     """.venv/bin/python -c "import json; [print(b['url'], b['status'], 'on', b['found_on']) """
     """for b in json.load(open('stats.json')).get('broken_links', [])]\"""": "run",
+    "mkdir -p sites && printf 'name = \"archive\"\\n[requisites]\\nfetch = true\\n' > "
+    "sites/archive.toml": "run",
+    ".venv/bin/scrapy crawl archive -a seeds=seeds.txt -s SITES_DIR=sites -s WARC_ENABLED=1 "
+    "-s WARC_DIR=warc": "run",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s WARC_ENABLED=1 -s WARC_DIR=warc "
+    "-s WARC_WACZ=1": "run",
+    ".venv/bin/scrapy wacz warc -o crawl.wacz": "run",
     ".venv/bin/scrapy report example -o example.html": f"skip: {INTERNET} (the example crawl)",
     ".venv/bin/scrapy report w1/stats.record.jsonl w2/stats.record.jsonl -o crawl.html": (
         "skip: two workers' records; tests/test_report.py merges them into one report"

@@ -1,7 +1,9 @@
 """Replay: a crawl's WARC files loaded into pywb (from PyPI, in its own venv ``.venv-pywb``: it
 pins redis-py 2.10) on loopback, and the home page opened in Debian's chromium through
 Playwright: it renders from the archive with its stylesheet and its image while the live site
-is stopped, and every request it makes goes to pywb. Identical-payload revisit records resolve
+is stopped, and every request it makes goes to pywb. The stylesheet and the image are linked
+from nowhere: the crawl archives them because the site config asks for page requisites
+(``[requisites] fetch = true``). Identical-payload revisit records resolve
 in pywb to the original payload; a 304 of a second crawl (a server-not-modified revisit) is
 resolved and replayed by pywb as the 304 it was (status line and headers, no body).
 
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.crawling import PROJECT, loopback_settings, run_crawl
+from tests.crawling import PROJECT, loopback_settings, run_crawl, write_site
 from tests.test_report import CHROMIUM, _browser
 from tests.warc_support import all_records, serve_site, site_pages, warc_files
 
@@ -58,8 +60,10 @@ def pywb(root: Path, files: list[Path]) -> Iterator[str]:
     (root / "config.yaml").write_text("framed_replay: false\n")
     subprocess.run([bin_dir / "wb-manager", "init", "crawl"], cwd=root, check=True,
                    capture_output=True)  # fmt: skip
-    subprocess.run([bin_dir / "wb-manager", "add", "crawl", *map(str, files)], cwd=root,
-                   check=True, capture_output=True)  # fmt: skip
+    # a WACZ is added unpacked (its WARC files and index; pywb 2.10 reads no WACZ in place)
+    unpack = ["--unpack-wacz"] if any(str(f).endswith(".wacz") for f in files) else []
+    subprocess.run([bin_dir / "wb-manager", "add", *unpack, "crawl", *map(str, files)],
+                   cwd=root, check=True, capture_output=True)  # fmt: skip
     port = _free_port()
     log = (root / "pywb.log").open("wb")
     proc = subprocess.Popen(
@@ -148,12 +152,17 @@ def test_a_crawl_replays_in_pywb_from_the_archive_alone(tmp_path: Path) -> None:
         CRAWLDB_PATH=db,
         RECRAWL_INTERVAL=3600,
     )
-    pages = site_pages()
+    pages = site_pages(embeds_linked=False)  # the stylesheet and image: requisites only
+    sites = tmp_path / "sites"
+    write_site(sites, "archive", "[requisites]\nfetch = true\n")
     with serve_site(pages=pages) as server:
         site = f"http://127.0.0.1:{server.server_address[1]}"
         for run in ("one", "two"):
             (tmp_path / run).mkdir()
-            result = run_crawl(tmp_path / run, seeds=[site + "/"], settings=settings)
+            result = run_crawl(
+                tmp_path / run, "archive", seeds=[site + "/"], settings=settings,
+                sites_dir=sites,
+            )
             assert result.returncode == 0, result.log[-3000:]
             with sqlite3.connect(db) as conn:  # everything due again: the refetch is a 304
                 conn.execute("UPDATE pages SET next_fetch = 0")

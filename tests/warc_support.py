@@ -37,12 +37,17 @@ def png(width: int = 4, height: int = 3) -> bytes:
     )
 
 
-def site_pages(prose: str = "An archived page") -> dict[str, tuple[str, bytes]]:
-    """path -> (content type, body)."""
+def site_pages(
+    prose: str = "An archived page", *, embeds_linked: bool = True
+) -> dict[str, tuple[str, bytes]]:
+    """path -> (content type, body). ``embeds_linked``: the home page also links its stylesheet
+    and image (``<a href>``), so a crawl fetches them without ``[requisites]``; without it they
+    are reachable only as the page's requisites."""
+    links = '<a href="/style.css">style</a> <a href="/logo.png">logo</a> ' if embeds_linked else ""
     index = f"""<!doctype html><html><head><title>Archive home</title>
 <link rel="stylesheet" href="/style.css"></head><body><h1 id="title">{prose}</h1>
 <img id="logo" src="/logo.png" alt="logo">
-<p><a href="/style.css">style</a> <a href="/logo.png">logo</a> <a href="/zipped">zipped</a>
+<p>{links}<a href="/zipped">zipped</a>
 <a href="/moved">moved</a> <a href="/copy">copy</a> <a href="/copy2">copy 2</a></p></body></html>"""
     zipped = "<html><head><title>Zipped</title></head><body>" + "zipped words " * 400
     copy = "<html><head><title>Copy</title></head><body>" + "the same words " * 300

@@ -1,9 +1,13 @@
 """A CDXJ index of a crawl's WARC files (the format pywb and OutbackCDX read), made with
-cdxj-indexer (Webrecorder's indexer, on PyPI) when the crawl closes its files."""
+cdxj-indexer (Webrecorder's indexer, on PyPI) when the crawl closes its files; and the indexes
+already written merged into one (a WACZ of a directory: indexing reads every record again and
+costs ~40 s of CPU per GB, merging sorted lines almost nothing: BENCHMARKS.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+import json
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 
@@ -19,5 +23,52 @@ def write_cdxj(files: Sequence[Path], target: Path) -> Path:
     CDXJIndexer(
         output=str(tmp), inputs=[str(f) for f in files], sort=True, dir_root=root
     ).process_all()
+    tmp.replace(target)
+    return target
+
+
+def _filename(line: str) -> str | None:
+    """The WARC file a CDXJ line points into."""
+    parts = line.split(" ", 2)  # key, timestamp, JSON
+    try:
+        return json.loads(parts[2]).get("filename") if len(parts) == 3 else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def covering_indexes(directory: Path, names: Collection[str]) -> list[Path] | None:
+    """The ``.cdxj`` files of ``directory`` whose lines point into ``names`` (WARC file
+    names), when together they cover every one of them; None when some file has no index (the
+    caller indexes the files instead)."""
+    wanted = set(names)
+    covered: set[str] = set()
+    found = []
+    for index in sorted(Path(directory).glob("*.cdxj")):
+        with index.open(encoding="utf-8") as lines:
+            files = {name for line in lines if (name := _filename(line)) is not None}
+        if files & wanted:
+            found.append(index)
+            covered |= files & wanted
+    return found if covered == wanted else None
+
+
+def merge_cdxj(indexes: Sequence[Path], target: Path, names: Collection[str]) -> Path:
+    """Merge sorted CDXJ ``indexes`` into one sorted ``target``, keeping the lines that point
+    into ``names``; streamed (a crawl of many GB has millions of lines)."""
+    wanted = set(names)
+    tmp = target.with_name(target.name + ".open")
+    handles = [index.open(encoding="utf-8") for index in indexes]
+    try:
+
+        def kept(lines: Iterator[str]) -> Iterator[str]:
+            for line in lines:
+                if line.strip() and _filename(line) in wanted:
+                    yield line if line.endswith("\n") else line + "\n"
+
+        with tmp.open("w", encoding="utf-8") as out:
+            out.writelines(heapq.merge(*(kept(iter(h)) for h in handles)))
+    finally:
+        for handle in handles:
+            handle.close()
     tmp.replace(target)
     return target

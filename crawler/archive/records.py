@@ -54,6 +54,43 @@ def new_record_id() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"
 
 
+def head_as_stored(raw: bytes, body_length: int, *, rewrite_length: bool = False) -> bytes:
+    """A response's header section as the server sent it (``raw``: status line and header
+    lines, each ending in LF or CRLF as sent, and the blank line), as the record stores it:
+    byte for byte, except when the body is stored other than it came: sent with the chunked
+    transfer coding (WARC 1.1 stores it de-chunked) or cut short (``rewrite_length``). Then
+    its ``Transfer-Encoding`` and ``Content-Length`` lines give way to one ``Content-Length``
+    of the body as stored, at the end, so that a reader does not de-chunk or wait for bytes
+    that are not there."""
+    lines = raw.split(b"\n")
+    header_lines = []
+    for line in lines[1:]:
+        if line in (b"", b"\r"):
+            break
+        header_lines.append(line)
+    chunked = any(
+        line.split(b":", 1)[0].strip().lower() == b"transfer-encoding"
+        and b"chunked" in line.lower()
+        for line in header_lines
+    )
+    if not (chunked or rewrite_length):
+        return raw
+    eol = b"\r" if lines[0].endswith(b"\r") else b""
+    out = [lines[0]]
+    dropping = False
+    for line in header_lines:
+        if line[:1] in (b" ", b"\t"):  # a folded line belongs to the header above it
+            if not dropping:
+                out.append(line)
+            continue
+        name = line.split(b":", 1)[0].strip().lower()
+        dropping = name in (b"transfer-encoding", b"content-length")
+        if not dropping:
+            out.append(line)
+    out.append(b"Content-Length: %d" % body_length + eol)
+    return b"\n".join(out) + b"\n" + eol + b"\n"
+
+
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One HTTP exchange as it went over the wire: the request as sent, the response as

@@ -423,5 +423,9 @@ WARC_REVISIT_REQUESTS = False
 WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
 WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
 WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)
+# A WACZ package (WARC files, CDXJ index, pages, manifest: crawler/archive/wacz.py) of the
+# crawl's files when it ends, beside them. Off: it is a copy of every file written (`scrapy wacz
+# DIR` packages a directory, e.g. a fleet's or several crawls', whenever wanted).
+WARC_WACZ = False
 
 __all__ = [name for name in list(globals()) if name.isupper()]

@@ -9,6 +9,7 @@ from lxml import etree
 from crawler.content.document import parse_document_checked
 from crawler.content.maintext import _BLOCK_TAGS, main_text_from_tree
 from crawler.content.normalize import text_fingerprint
+from crawler.content.requisites import tree_requisites
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
@@ -24,6 +25,8 @@ class ParsedPage:
     metas: dict[str, str] = field(default_factory=dict)  # <meta name> (lower-case) -> content
     nofollow_hrefs: set[str] = field(default_factory=set)  # hrefs only ever rel="nofollow"
     flattened: bool = False  # nested too deep for libxml2: parsed again without nesting tags
+    # raw references of embedded resources (crawler.content.requisites), when asked for
+    requisites: list[str] = field(default_factory=list)
 
     @property
     def meta_robots(self) -> str:
@@ -31,7 +34,8 @@ class ParsedPage:
 
 
 def parse_html(
-    body: bytes | str, encoding: str | None = None, *, main_text: bool = True
+    body: bytes | str, encoding: str | None = None, *, main_text: bool = True,
+    requisites: bool = False,
 ) -> ParsedPage:
     """Parse once with lxml and pull out what the crawler needs; broken HTML never raises.
 
@@ -39,7 +43,8 @@ def parse_html(
     :func:`crawler.content.document.decode_html`, the same for every reader of a page.
 
     ``main_text`` (boilerplate removal, ~1 ms on a page of a few hundred links) is skipped when
-    nothing will use it.
+    nothing will use it; ``requisites`` (the page's embedded resources, for an archival crawl:
+    ``crawler.content.requisites``) is collected in the same parse when asked for.
     """
     page = ParsedPage()
     if not body:
@@ -80,6 +85,8 @@ def parse_html(
         links.append((href, el.get("alt", "")))
         followed.add(href)
     page.nofollow_hrefs -= followed
+    if requisites:
+        page.requisites = tree_requisites(root)
     page.text = visible_text(root)
     if main_text:
         page.main_text = main_text_from_tree(root)  # last: both strip the tree in place
@@ -98,7 +105,7 @@ class ClippedPage:
 
 def parse_page(
     body: bytes, encoding: str | None = None, *, main_text: bool = True, max_links: int = 0,
-    max_text: int = 0,
+    max_text: int = 0, requisites: bool = False,
 ) -> ClippedPage:
     """:func:`parse_html` with the links cut to ``max_links`` and the texts to ``max_text``
     characters (0: no cut), and the page's change fingerprint.
@@ -109,7 +116,7 @@ def parse_page(
     process boundary is already cut to what the crawl keeps (a page of 100,000 links would be
     100,000 tuples to unpickle on the parent's side).
     """
-    page = parse_html(body, encoding, main_text=main_text)
+    page = parse_html(body, encoding, main_text=main_text, requisites=requisites)
     links, text = len(page.links), len(page.text)
     if max_links and links > max_links:
         page.links = page.links[:max_links]

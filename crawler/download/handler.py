@@ -12,6 +12,10 @@ Stock limits and where they fall short:
 - ``DOWNLOAD_MAXSIZE`` and ``DOWNLOAD_TIMEOUT`` (total time) are Scrapy's; here they are also
   counted in ``limits/download_size`` and ``limits/download_time``.
 
+It also keeps each response's header section as the server sent it (``RAW_HEAD_META``), which
+Scrapy's ``Headers`` cannot give back (they lose the reason phrase, the names' case, folded
+lines and the connection headers), for the WARC capture.
+
 Why this handler and not Scrapy 2.19's aiohttp one, which limits headers: the address-safety
 middleware checks the address Scrapy's caching resolver gives, which is the address the Twisted
 handler connects to; aiohttp resolves names itself, so a name could be checked as public and
@@ -60,7 +64,7 @@ from twisted.web._newclient import HEADER, STATUS
 from crawler import signals as crawler_signals
 from crawler.config import defaults
 from crawler.download.limits import DownloadLimitExceeded, StoppedAtShutdown, limit_log
-from crawler.meta import STOPPED_META
+from crawler.meta import RAW_HEAD_META, STOPPED_META
 from crawler.net.addresses import AddressPolicy, policy_from_settings
 
 logger = logging.getLogger(__name__)
@@ -95,14 +99,23 @@ class _Exceeded(Exception):
 
 
 class _LimitedParser(_LenientHTTPClientParser):
-    """Counts the header section's lines, bytes and arrival rate. Set up by
-    :class:`_LimitedProtocol` (it replaces the class of the parser Twisted creates)."""
+    """Counts the header section's lines, bytes and arrival rate, and keeps its lines as they
+    came (``current_head``, below). Set up by :class:`_LimitedProtocol` (it replaces the class
+    of the parser Twisted creates)."""
 
     _limits: Limits
     _first: float | None
     _received: int
     _lines: int
     _header_bytes: int
+    _raw: list[bytes]
+    # The header section of the response whose headers are being announced, byte for byte:
+    # status line with the server's reason phrase, header names in the server's case, in its
+    # order, folded lines and connection headers included. Set only while Twisted hands the
+    # response over (allHeadersReceived), during which Scrapy sends ``headers_received`` with
+    # the Scrapy request, synchronously, on the reactor thread: :class:`_BodyWatch` moves it
+    # into the request's meta (``RAW_HEAD_META``) for the WARC capture.
+    current_head: bytes | None = None
 
     def dataReceived(self, data: bytes) -> None:
         if self.state in (STATUS, HEADER):
@@ -142,7 +155,16 @@ class _LimitedParser(_LenientHTTPClientParser):
                 "header_bytes",
                 f"more than {limits.max_header_bytes} bytes of headers (DOWNLOAD_MAX_HEADER_BYTES)",
             )
+        self._raw.append(line)  # as received: the delimiter is LF, a CR before it is kept
         super().lineReceived(line)
+
+    def allHeadersReceived(self) -> None:
+        _LimitedParser.current_head = b"\n".join(self._raw) + b"\n"
+        try:
+            super().allHeadersReceived()  # type: ignore[no-untyped-call]
+        finally:
+            _LimitedParser.current_head = None
+            self._raw = []  # a 1xx answer is skipped: the next status line starts afresh
 
 
 class _LimitedProtocol(_LenientHTTP11ClientProtocol):
@@ -157,6 +179,7 @@ class _LimitedProtocol(_LenientHTTP11ClientProtocol):
             parser._limits = self.limits
             parser._first = None
             parser._received = parser._lines = parser._header_bytes = 0
+            parser._raw = []
         return d
 
 
@@ -213,6 +236,9 @@ class _BodyWatch:
     def _headers_received(
         self, headers: Any, body_length: Any, request: Request, spider: Any = None
     ) -> None:
+        raw = _LimitedParser.current_head
+        if raw is not None:
+            request.meta[RAW_HEAD_META] = raw  # popped by the WARC capture, if any
         maxsize = self._maxsize(request)
         # body_length is Twisted's UNKNOWN_LENGTH (a str) without a Content-Length
         if maxsize and isinstance(body_length, int) and body_length > maxsize:

@@ -47,7 +47,7 @@ from crawler.crawldb import (
 )
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.items import PAGE_FINGERPRINT_META
-from crawler.meta import ROBOTS_META
+from crawler.meta import REQUISITE_META, ROBOTS_META
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +215,8 @@ class RecrawlExtension:
         status = response.status
         if 200 <= status < 300 or status == 304 or request.meta.get(ROBOTS_META):
             return
+        if request.meta.get(REQUISITE_META):
+            return  # a page requisite is no page of the crawl database
         self.record(response.url, status, depth=request.meta.get("depth", 0))
 
     def _item_done(self, item: Any, response: Response | None, spider: Spider, **_: Any) -> None:

@@ -6,7 +6,9 @@ Redis worker's heartbeat read it (``crawler.get_extension(CrawlTally)``) instead
 on its own. Its stats: ``pages/ok``, ``pages/status/<code>`` (answers that went on to the spider,
 robots.txt apart) and ``pages/broken``; the broken links themselves (the first
 ``BROKEN_LINKS_KEPT``, each with the page it was found on) go to the stats as ``broken_links``
-when the spider closes.
+when the spider closes. A page requisite (``[requisites]``) is a fetch of its host but never a
+page nor a broken link, as robots.txt: its answers are ``requisites/fetched``,
+``requisites/status/<code>`` and ``requisites/bytes``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
 from crawler.frontier import Outcome
-from crawler.meta import ROBOTS_META, STOPPED_META, found_on
+from crawler.meta import REQUISITE_META, ROBOTS_META, STOPPED_META, found_on
 from crawler.report.tally import HostTallies, Tallied, is_ok
 
 # Broken links kept with their URL (memory stays bounded on a site of a million dead links; the
@@ -80,7 +82,8 @@ class CrawlTally:
             return  # never reached the network
         if request.meta.get(STOPPED_META):
             return  # cut short by the crawl's stop: it goes back to the frontier
-        robots = bool(request.meta.get(ROBOTS_META))
+        requisite = bool(request.meta.get(REQUISITE_META))
+        robots = bool(request.meta.get(ROBOTS_META)) or requisite  # a fetch, not a page
         end = self.clock()
         tallied = self.hosts[_host(request)].fetched(
             end - duration, end, status, page=response is not None,
@@ -88,6 +91,10 @@ class CrawlTally:
         )
         stats = self.crawler.stats
         assert stats is not None
+        if requisite:
+            stats.inc_value("requisites/fetched")
+            stats.inc_value(f"requisites/status/{status or 'none'}")
+            stats.inc_value("requisites/bytes", size)
         if response is not None and not robots:
             self.statuses[response.status] += 1
             stats.inc_value(f"pages/status/{response.status}")

@@ -7,26 +7,31 @@ or drops it: redirects, error pages and robots.txt fetches (which the robots gat
 out of the chain further up) are all recorded. Off unless ``WARC_ENABLED``
 (``crawler.config.defaults`` says why).
 
-What "as the server sent it" means here (the HTTP message is rebuilt from what Scrapy's Twisted
-handler keeps, which is not the raw bytes):
+What "as the server sent it" means here:
 
 - the body is exactly what came off the wire, Content-Encoding kept (gzip stays gzip), and the
   chunked transfer coding removed, as WARC 1.1 asks;
-- the status line carries the standard reason phrase (Twisted keeps the server's but Scrapy's
-  Response drops it); header names come in Twisted's canonical case, in the order received;
-- Twisted keeps the connection headers (Content-Length, Transfer-Encoding, Connection,
-  Keep-Alive) apart from the rest, and Scrapy drops them: the record gets a ``Content-Length``
-  of the body as stored, which is what a de-chunked message must say anyway;
+- the status line and header section are the bytes the server sent, kept by the project's
+  download handler (``crawler.download.handler``, ``RAW_HEAD_META``): the server's reason
+  phrase, header names in its case and order, folded lines, the connection headers; only a
+  chunked (or cut) body changes them: its ``Transfer-Encoding``/``Content-Length`` lines give
+  way to a ``Content-Length`` of the body as stored (``crawler.archive.records.head_as_stored``);
+- a response from another handler (no raw bytes) gets its head rebuilt from Scrapy's
+  ``Headers``: the standard reason phrase, Twisted's canonical name case, no connection
+  headers but a ``Content-Length`` of the body as stored;
 - ``WARC-IP-Address`` is ``response.ip_address``, the peer the handler connected to.
 
-The request record is the request as this middleware sees it last (every header the middlewares
-above added), with the ``Host`` header Twisted adds. Cached responses (``HttpCacheMiddleware``)
+The request record is rebuilt: the request as this middleware sees it last (every header the
+middlewares above added), with the ``Host`` header Twisted adds (Twisted writes the request
+itself; its bytes are not kept). Cached responses (``HttpCacheMiddleware``)
 are not recorded again.
 
 When a page's item has been through the pipelines (``item_scraped``), a ``metadata`` record
-tells its outlinks, fetch time, the politeness delay the frontier applied after it, and the
+tells its outlinks, its requisites (``embed``, with a site's ``[requisites]``), fetch time,
+the politeness delay the frontier applied after it, and the
 near-duplicate verdict. Everything is written by :class:`~crawler.archive.thread.ArchiveThread`;
-at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ).
+at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ), and
+packaged as a WACZ with ``WARC_WACZ``.
 """
 
 from __future__ import annotations
@@ -51,12 +56,14 @@ from crawler.archive.archiver import Archiver
 from crawler.archive.cdxj import write_cdxj
 from crawler.archive.files import RotatingWarcFiles
 from crawler.archive.naming import WarcNamer, safe_part
-from crawler.archive.records import Exchange, warcinfo
+from crawler.archive.records import Exchange, head_as_stored, warcinfo
 from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
+from crawler.archive.wacz import package_wacz
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb.api import crawldb_path
+from crawler.meta import EMBEDS_META, RAW_HEAD_META
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +88,12 @@ def request_head(request: Request) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def response_head(response: Response) -> bytes:
-    """Status line and header section of ``response`` (see the module docstring for what is
-    rebuilt)."""
+def response_head(response: Response, raw: bytes | None = None) -> bytes:
+    """Status line and header section of ``response``: ``raw``, the bytes the server sent
+    (the download handler's ``RAW_HEAD_META``), when there are some; else rebuilt from
+    Scrapy's ``Headers`` (see the module docstring)."""
+    if raw:
+        return head_as_stored(raw, len(response.body), rewrite_length="partial" in response.flags)
     try:
         phrase = HTTPStatus(response.status).phrase
     except ValueError:
@@ -104,7 +114,7 @@ def capture(request: Request, response: Response) -> Exchange:
         url=response.url,
         request_head=request_head(request),
         request_body=request.body or b"",
-        response_head=response_head(response),
+        response_head=response_head(response, request.meta.pop(RAW_HEAD_META, None)),
         body=response.body,
         status=response.status,
         date=datetime.now(UTC),
@@ -161,6 +171,7 @@ class WarcCaptureMiddleware:
         self.prefix = settings.get("WARC_PREFIX") or site
         self.metadata = settings.getbool("WARC_METADATA", defaults.WARC_METADATA)
         self.cdxj = settings.getbool("WARC_CDXJ", defaults.WARC_CDXJ)
+        self.wacz = settings.getbool("WARC_WACZ", defaults.WARC_WACZ)
         fields = _warcinfo_fields(crawler)
         self.namer = WarcNamer(self.prefix)
         # a killed worker's open files on this host: cut after their last whole record, renamed
@@ -255,6 +266,8 @@ class WarcCaptureMiddleware:
             url = link.get("url") if isinstance(link, dict) else link
             if url:
                 fields.append(("outlink", str(url)))
+        for url in response.meta.get(EMBEDS_META) or ():  # its requisites ([requisites])
+            fields.append(("embed", str(url)))
         if fields:
             self.thread.submit(
                 partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)
@@ -276,19 +289,43 @@ class WarcCaptureMiddleware:
             stats.set_value("warc/bytes_written", self.archiver.files.bytes_written)
             stats.set_value("warc/payload_bytes", self.archiver.payload_bytes)
             stats.set_value("warc/revisit_payload_bytes", self.archiver.revisit_payload_bytes)
+        index: Path | None = None
         if files and self.cdxj:
             first = files[0].name[: -len(".warc.gz")]
             target = self.directory / f"{first}-{safe_part(reason)}.cdxj"
             try:
-                write_cdxj(files, target)
+                index = write_cdxj(files, target)
             except Exception:  # an index can be made later (cdxj-indexer); the files are whole
                 logger.exception("WARC: could not index %s", self.directory)
+        if files and self.wacz:
+            self._package(files, reason, index)
         logger.info(
             "WARC: %d files in %s (%d bytes, records: %s)",
             len(files),
             self.directory,
             self.archiver.files.bytes_written,
             dict(self.archiver.counts),
+        )
+
+    def _package(self, files: list[Path], reason: str, index: Path | None) -> None:
+        """``WARC_WACZ``: this crawl's files as one WACZ beside them, with the index just
+        written (``index``) when there is one."""
+        first = files[0].name[: -len(".warc.gz")]
+        target = self.directory / f"{first}-{safe_part(reason)}.wacz"
+        site = getattr(self.crawler.spidercls, "name", None) or "crawl"
+        try:
+            summary = package_wacz(
+                files, target, title=f"{site} crawl ({reason})",
+                indexes=[index] if index is not None else (),
+            )
+        except Exception:  # `scrapy wacz DIR` packages them later; the files are whole
+            logger.exception("WARC: could not package %s as WACZ", self.directory)
+            return
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value("warc/wacz_bytes", summary.bytes)
+        logger.info(
+            "WACZ: %s (%d WARC files, %d pages, %d bytes)",
+            summary.path, summary.warcs, summary.pages, summary.bytes,
         )
 
 

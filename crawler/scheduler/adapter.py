@@ -28,12 +28,13 @@ from crawler.frontier import Frontier, Outcome, Prioritizer
 from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import LinkForm
-from crawler.meta import CASH_META, LEASE_META, POLICY_META, found_on
+from crawler.meta import CASH_META, LEASE_META, POLICY_META, REQUISITE_META, found_on
 from crawler.scheduler import codec as frontier_codec
 from crawler.scheduler.address_gate import AddressGate
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.intake import LinkIntake
 from crawler.scheduler.leases import Backlog, LeaseTracker, lease_ttl_from_settings
+from crawler.scheduler.requisites import RequisiteGate
 from crawler.scheduler.stats import FrontierStats
 from crawler.scheduler.waker import EngineWaker, engine_holds, running_engine
 
@@ -84,6 +85,7 @@ class FrontierScheduler(BaseScheduler):
         self.intake: LinkIntake | None = None
         self.leases: LeaseTracker | None = None
         self.address_gate: AddressGate | None = None
+        self.requisites: RequisiteGate | None = None
         self.waker = EngineWaker(crawler)
         self.horizon = s.getfloat("FRONTIER_IDLE_HORIZON", defaults.FRONTIER_IDLE_HORIZON)
         self.lease_ttl = lease_ttl_from_settings(s)
@@ -146,6 +148,8 @@ class FrontierScheduler(BaseScheduler):
         )
         running = running_engine(self.crawler) is not None  # else: unit tests
         s = self.settings
+        rule = getattr(getattr(spider, "site", None), "requisites", None)
+        self.requisites = RequisiteGate(rule.deny if rule is not None else ())
         self.intake = LinkIntake(
             self.admission,
             frontier,
@@ -277,12 +281,23 @@ class FrontierScheduler(BaseScheduler):
         if seed and admission.admit_seed_host(request.url):
             self._scope_grew()
         first = bool(meta.get("frontier_first"))
-        # A host's first request (robots.txt) is exempt from the site's URL filters: only a
-        # malformed URL or another scheme stops it.
-        reason, url, host = admission.policy.check(request.url, depth, filters=not first)
+        # A page requisite (crawler.scheduler.requisites) asks for a seen-test of its own
+        requisite = bool(meta.get(REQUISITE_META)) and not first and not request.dont_filter
+        # A host's first request (robots.txt) and a page requisite are exempt from the site's
+        # URL filters: only a malformed URL or another scheme stops them.
+        reason, url, host = admission.policy.check(
+            request.url, depth, filters=not (first or meta.get(REQUISITE_META))
+        )
+        if not reason and requisite and self.requisites is not None:
+            reason = self.requisites.refusal(url)
         if reason:
             self.stats.rejected(reason, request.url, seed)
             return False
+        if requisite and self.requisites is not None:
+            if not self.requisites.claim(frontier, url):
+                self.stats.inc("requisites/seen")
+                return False
+            self.stats.inc("requisites/queued")
         payload = frontier_codec.encode(request, self.spider, serialize=self.persistent)
         # OPIC cash and crawl policy: a seed starts them, a retry or redirect keeps its own
         cash, label = meta.get(CASH_META, 0.0), meta.get(POLICY_META, "")
@@ -292,7 +307,7 @@ class FrontierScheduler(BaseScheduler):
             url, host, depth, payload, request.priority, first, cash=cash, crawl_policy=label,
             referrer=found_on(request),
         )
-        result = frontier.add(entry, force=request.dont_filter or first, first=first)
+        result = frontier.add(entry, force=request.dont_filter or first or requisite, first=first)
         return self.stats.submitted(entry, result)
 
     def next_request(self) -> Request | None:

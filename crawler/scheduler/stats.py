@@ -191,4 +191,5 @@ REASONS = {
     "host_budget": "the host's page budget is used up (max_pages_per_host)",
     "host_dead": "the host was given up after failed fetches",
     "host_skipped": "the host asks for a Crawl-delay over FRONTIER_MAX_CRAWL_DELAY",
+    "requisite_denied": "a page requisite matches the site's requisites.deny",
 }

@@ -12,6 +12,8 @@ content thread (``crawler.offload``), and gets one :class:`PageAnalysis` back:
 * the site config's ``[fields]``;
 * the near-duplicate verdict (:mod:`crawler.content.analysis_neardup`) when a pipeline consumes
   verdicts, and the links' demotion that follows from it;
+* the page's requisites (embedded resources) when the site asks for them
+  (``[requisites]``, ``crawler.content.requisites``), from the same parse;
 * the links to follow with their prepared forms (:meth:`UrlPolicy.link_form`: canonical form,
   host, fixed filters) when a frontier takes them: the expensive, stateless part of taking a
   link, done here so the reactor keeps only the stateful part.
@@ -34,6 +36,7 @@ from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
 from crawler.content.analysis_neardup import NearDuplicateJudge, Verdict
 from crawler.content.html import parse_page
+from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
 from crawler.robots import Directives
 from crawler.sites.fields import FieldSpec, extract_fields
@@ -81,6 +84,7 @@ class PageAnalysis:
     canonical_href: str | None = None  # <link rel="canonical"> as written
     verdict: Verdict | None = None
     forms: dict[str, LinkForm] | None = None  # prepared forms of follow's new links
+    requisites: list[str] = field(default_factory=list)  # embedded resources, absolute URLs
     limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
     stats: Counter[str] = field(default_factory=Counter)
 
@@ -131,7 +135,8 @@ class ContentAnalysis:
 
     ``judge`` is set when a pipeline consumes near-duplicate verdicts, ``links`` when a
     frontier takes the pages' links; either may be ``None``. ``joiner(base)`` joins a page's
-    hrefs to its base URL (``crawler.spiders.links.UrlJoiner``).
+    hrefs to its base URL (``crawler.spiders.links.UrlJoiner``). ``requisites``: at most that
+    many embedded resources of each page are collected (0: none; the site's ``[requisites]``).
     """
 
     def __init__(
@@ -146,8 +151,10 @@ class ContentAnalysis:
         max_html: int = defaults.PAGE_MAX_HTML,
         judge: NearDuplicateJudge | None = None,
         links: LinkPreparer | None = None,
+        requisites: int = 0,
     ) -> None:
         self.joiner = joiner
+        self.requisites = requisites
         self.fields: Mapping[str, FieldSpec] = fields or {}
         self.robots_token = robots_token
         self.main_text = main_text
@@ -182,7 +189,7 @@ class ContentAnalysis:
         parse = pool.call if pool is not None and len(body) >= pool.min_bytes else _call
         clipped = parse(
             parse_page, body, encoding, main_text=self.main_text,
-            max_links=self.max_links, max_text=self.max_text,
+            max_links=self.max_links, max_text=self.max_text, requisites=bool(self.requisites),
         )
         if parse is not _call:
             out.stats.update(pool.news())  # type: ignore[union-attr]
@@ -218,6 +225,14 @@ class ContentAnalysis:
                 f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
             ))
         out.title, out.text, out.main_text = page.title, page.text, page.main_text
+        if self.requisites and page.requisites:
+            # robots nofollow does not apply: embeds are part of the page, not links to follow
+            out.requisites, over = absolute_requisites(
+                url, page.requisites, self.requisites, page.base_href
+            )
+            out.stats["requisites/found"] += len(out.requisites)
+            if over:
+                out.stats["requisites/over_bound"] += over
         out.outlinks, out.follow = self._links(url, page.base_href, links, out.stats)
         if self.links is not None and out.follow:
             out.forms = self.links.prepare(out.follow)

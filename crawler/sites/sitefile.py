@@ -35,6 +35,7 @@ from pydantic import (
 from crawler.config import defaults
 from crawler.config.schema import (
     RULES,
+    Boolean,
     Number,
     Rule,
     SettingValueError,
@@ -374,6 +375,25 @@ class Priority(_Table):
     ] = defaults.FRONTIER_PRIORITY_POLICY
 
 
+class Requisites(_Table):
+    """``[requisites]``: an archival crawl fetches each page's embedded resources with it
+    (stylesheets, scripts, images, fonts, frames; ``crawler.content.requisites``), so the page
+    replays as it looked.
+
+    The requisites rule: a requisite may come from any host (a CDN, a font service), outside
+    the site's scope, URL filters, depth and page budget; it still waits for its own host's
+    politeness and robots.txt, is refused by the address safety rules and by an operator's
+    block, is fetched once per crawl (the seen-set), and never counts as a page: no item, no
+    index, no near-duplicate check, no links followed (a stylesheet and a frame are read for
+    their own requisites only, up to ``max_hops`` from the page).
+    """
+
+    fetch: Annotated[bool, _read(Boolean())] = False
+    max_per_page: Annotated[int, _read(Number(integer=True, low=1, high=10_000))] = 200
+    max_hops: Annotated[int, _read(Number(integer=True, low=1, high=5))] = 3
+    deny: tuple[Pattern, ...] = ()  # re.search on the full URL: never fetched as a requisite
+
+
 class SiteFile(_Table):
     """One site config file, as written: the schema of ``crawler/sites/*.toml``.
 
@@ -393,6 +413,7 @@ class SiteFile(_Table):
     limits: Limits = Limits()
     politeness: Politeness = Politeness()
     priority: Priority = Priority()
+    requisites: Requisites = Requisites()
     # any other Scrapy setting, passed on as-is (ours read as -s reads them)
     settings: Annotated[dict[SettingName, Any], AfterValidator(_settings_values)] = {}
     # new item fields: CSS or XPath (crawler/sites/fields.py)
@@ -455,6 +476,7 @@ class SiteFile(_Table):
             max_url_length=self.urls.max_url_length,
             max_repeated_segments=self.urls.max_repeated_segments,
             priority_policy=self.priority.policy,
+            requisites=self.requisites,
             user_agent=self.user_agent,
             allow_private_addresses=self.allow_private_addresses,
             settings=MappingProxyType(self.scrapy_settings()),
@@ -498,6 +520,7 @@ _RESERVED_SETTINGS: dict[str, str] = {s.name: key for key, s in _settings_of(Sit
 
 
 _ANY_SCOPE = Scope()  # empty: the hosts of the seeds
+_NO_REQUISITES = Requisites()  # fetch = false
 
 
 def _default(model: type[BaseModel], key: str) -> Any:
@@ -524,6 +547,7 @@ class SiteConfig:
     max_url_length: int = _default(Urls, "max_url_length")
     max_repeated_segments: int = _default(Urls, "max_repeated_segments")
     priority_policy: str = _default(Priority, "policy")
+    requisites: Requisites = _NO_REQUISITES  # [requisites]: off unless fetch = true
     user_agent: str | None = None
     allow_private_addresses: bool = _default(SiteFile, "allow_private_addresses")
     # Scrapy settings this site sets (spider priority). Read-only; excluded from the hash

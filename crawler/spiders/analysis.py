@@ -60,6 +60,9 @@ class CrawlContentAnalysis:
             max_links=s.getint("PAGE_MAX_LINKS", defaults.PAGE_MAX_LINKS),
             max_text=s.getint("CONTENT_MAX_TEXT", defaults.CONTENT_MAX_TEXT),
             max_html=s.getint("PAGE_MAX_HTML", defaults.PAGE_MAX_HTML),
+            requisites=site.requisites.max_per_page
+            if site is not None and site.requisites.fetch
+            else 0,
         )
         crawler.signals.connect(self._frontier_opened, crawler_signals.frontier_opened)
         crawler.signals.connect(self._spider_opened, signals.spider_opened)

@@ -35,7 +35,7 @@ from twisted.internet.task import deferLater
 from crawler import signals as crawler_signals
 from crawler.download.limits import limit_log
 from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
-from crawler.meta import POLICY_META
+from crawler.meta import EMBEDS_META, POLICY_META, REQUISITE_META
 from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
@@ -51,6 +51,7 @@ from crawler.sites.seeds import iter_seed_lines
 from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.canonical import apply_canonical, canonical_policy
 from crawler.spiders.links import follow_links, has_frontier
+from crawler.spiders.requisites import nested_requisites, requisite_requests
 from crawler.spiders.site_items import PageItem, item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
@@ -372,10 +373,29 @@ class SiteSpider(scrapy.Spider):
                 stats.inc_value(key, count)
         self._count_directives(analysis.noindex, analysis.nofollow)
         self._page_policy(response, item)
+        if analysis.requisites:
+            response.meta[EMBEDS_META] = analysis.requisites  # the WARC metadata's embeds
         yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
         yield from follow_links(self, response, analysis.follow, analysis.demote, analysis.forms)
+        if analysis.requisites:  # the site's [requisites]: the page's embeds, archived with it
+            yield from requisite_requests(self, response, analysis.requisites, 1)
+
+    def parse_requisite(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
+        """A page requisite's answer (``crawler.spiders.requisites``): no item, no links; a
+        stylesheet's or a frame's own requisites are requested, up to ``max_hops``."""
+        hops = int(response.meta.get(REQUISITE_META) or 1)
+        rule = self.site.requisites
+        if hops >= rule.max_hops or response.status != 200:
+            return
+        urls, over = nested_requisites(response, rule.max_per_page)
+        stats = self.crawler.stats
+        if urls:
+            stats.inc_value("requisites/found", len(urls))
+        if over:
+            stats.inc_value("requisites/over_bound", over)
+        yield from requisite_requests(self, response, urls, hops + 1)
 
     def _page_policy(self, response: Response, item: PageItem) -> None:
         """A crawl policy's content rule: a page may switch the policy its links inherit."""
