@@ -6,6 +6,7 @@ import heapq
 import time
 from collections.abc import Callable, Iterable, Sequence
 from itertools import count
+from typing import Any
 
 from crawler.config import defaults
 from crawler.frontier.api import (
@@ -146,11 +147,11 @@ class MercatorFrontier(Frontier):
             self._refill()
         return AddResult(True)
 
-    def credit(self, links: Sequence[tuple[str, float, str]]) -> None:
+    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
         if (ledger := self.ledger) is None:
             return
         queued, lost = ledger.queued, 0.0
-        for url, cash, policy in links:
+        for url, cash, policy, *_ in links:
             if url not in queued:  # most repeated links lead to pages fetched already
                 lost += cash
             elif cash:

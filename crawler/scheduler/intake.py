@@ -242,9 +242,9 @@ class LinkIntake:
                     decided = book.link(batch.policy, batch.host, depth, *known)
                     if decided is None:
                         continue
-                    credits.append((known[0], share * decided.factor, decided.label))
+                    credits.append((known[0], share * decided.factor, decided.label, known[1]))
                 elif share:
-                    credits.append((known[0], share, label))
+                    credits.append((known[0], share, label, known[1]))
                 continue
             form = forms.get(raw)
             reason, url, host = check(raw, depth, form=form)

@@ -39,8 +39,10 @@ have modules of their own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import astuple, dataclass
 from itertools import islice
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgpack
 import redis
@@ -64,6 +66,7 @@ from crawler.frontier.api import (
     Outcome,
     Settlement,
 )
+from crawler.frontier.opic import selector_weights as opic_weights
 from crawler.frontier.politeness import PolitenessPolicy
 
 # 2: queued entries in the compact binary form of crawler.backends.redis.entries (host numbers
@@ -118,6 +121,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         shard: int = 0,
         shards: int = 1,
         runner: ScriptRunner | None = None,
+        opic: bool = False,
+        back_run: int = 0,
     ) -> None:
         """``seen``: the seen-set's shape (:class:`~crawler.backends.redis.seen.SeenConfig`:
         exact, then a scalable Bloom filter); ``seen_bloom`` (deprecated): ``(bits, probes)``
@@ -125,7 +130,11 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         ``shard`` of ``shards``: the part of a sharded crawl's frontier this object serves
         (:class:`~crawler.backends.redis.sharded.ShardedFrontier` holds one per shard);
         ``runner`` sends its scripts (:mod:`~crawler.backends.redis.calls`: a cluster's node,
-        replicas waited on)."""
+        replicas waited on). ``opic``: OPIC cash orders the front queues
+        (``FRONTIER_PRIORITY_POLICY = "opic"``: each queued URL's cash in its host's record,
+        the selector's weights those of :func:`crawler.frontier.opic.selector_weights` unless
+        given); ``back_run``: under OPIC, a host gives its back queue up after that many URLs
+        in a row worth less than the best waiting (0: never), as the embedded frontier."""
         self.crawl_keys = CrawlKeys(key, shards=shards)
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
@@ -133,7 +142,10 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             raise ValueError("at least one front queue and one back queue are needed")
         if not 1 <= chunk_size <= 1000:
             raise ValueError("chunk_size must be within 1..1000")
-        weights = list(selector_weights or [front_queues - i for i in range(front_queues)])
+        default = opic_weights(front_queues) if opic else [
+            front_queues - i for i in range(front_queues)
+        ]
+        weights = list(selector_weights or default)
         if len(weights) != front_queues or min(weights) < 1:
             raise ValueError("one positive weight per front queue is needed")
         self.client = client
@@ -152,6 +164,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         self.chunk_size = chunk_size
         self.expire_batch = expire_batch
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
+        self.opic = opic
+        self.back_run = back_run
         self.halt = ""  # the operator's halt, as the last script call saw it
         self.overdue = 0.0  # how long the earliest host had been due, as the last call saw it
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
@@ -176,6 +190,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                 policy.failure_window,
                 policy.window_failures,
                 *self.seen.script_config(),
+                1 if opic else 0,
+                back_run if opic else 0,
             ]
         )
         self._scripts = {
@@ -260,8 +276,23 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
 
     # -- adding -------------------------------------------------------------------------------
 
-    def _add_call(self, entries: Sequence[Entry], force: bool, first: bool) -> ScriptCall:
+    def _add_call(
+        self,
+        entries: Sequence[Entry],
+        force: bool,
+        first: bool,
+        credits: Sequence[Credit] = (),
+    ) -> ScriptCall:
         args: list[Any] = ["1" if force else "0", "1" if first else "0"]
+        if self.opic:  # the cash and policy go with each link, into the same script call
+            for e in entries:
+                p = self._priority(e.priority)
+                args += [
+                    seen_key(e.url), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
+                ]
+            for url, cash, policy, host in credits:  # after the links queued before them
+                args += [seen_key(url), host, "c", "", repr(float(cash)), policy]
+            return self._script_call("add", *args)
         for e in entries:
             p = self._priority(e.priority)
             args += [seen_key(e.url), e.host, p, pack_entry(e, p)]
@@ -270,11 +301,28 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def _add_chunk(self, entries: Sequence[Entry], force: bool, first: bool) -> list[int]:
         return self.runner.run(self._add_call(entries, force, first))
 
-    def add_calls(self, entries: Sequence[Entry]) -> list[ScriptCall]:
+    def add_calls(
+        self, entries: Sequence[Entry], credits: Sequence[Credit] = ()
+    ) -> list[ScriptCall]:
         """The script calls that queue ``entries`` (a page's links of this shard), one per
         ``chunk_size``, for a caller that pipelines them with other shards'. Their replies
-        are :meth:`add_results`."""
-        return [self._add_call(chunk, False, False) for chunk in _chunks(entries, self.chunk_size)]
+        are :meth:`add_results`. ``credits`` (OPIC: cash for URLs seen before, as
+        :func:`credit_items` gives them) go in the last call, after the links: a page's links
+        and its cash stay one script call."""
+        if not self.opic:
+            credits = ()
+        chunks = list(_chunks(entries, self.chunk_size)) or ([[]] if credits else [])
+        last = len(chunks) - 1
+        return [
+            self._add_call(chunk, False, False, credits if i == last else ())
+            for i, chunk in enumerate(chunks)
+        ]
+
+    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
+        """OPIC cash for URLs seen before (``Frontier.credit``): one add script call that
+        adds no URL. Ignored unless the frontier orders by cash."""
+        if self.opic and links:
+            self.runner.run_many(self.add_calls([], credit_items(links)))
 
     @staticmethod
     def add_results(replies: Sequence[Sequence[int]]) -> list[AddResult]:
@@ -319,10 +367,13 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         """``next_many(n)`` and ``status()`` after it, in one script call."""
         now, rows, status = self._call("next", max(n, 0), self.worker_id)
         issued = float(now)
-        leases = [
-            Lease(token.decode(), unpack_entry(blob, name.decode()), int(slot), issued)
-            for token, slot, blob, name in rows
-        ]
+        leases = []
+        for token, slot, blob, name, *ranking in rows:
+            entry = unpack_entry(blob, name.decode())
+            if ranking:  # OPIC: the cash it gathered, the crawl policy it was found under
+                entry.cash = float(ranking[0])
+                entry.policy = ranking[1].decode()
+            leases.append(Lease(token.decode(), entry, int(slot), issued))
         return leases, self._status(status)
 
     def _status(self, reply: Sequence[Any]) -> tuple[float | None, int, int]:
@@ -381,10 +432,14 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         return [self.settled(s, r) for s, r in zip(settlements, replies, strict=True)]
 
     def apply(
-        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+        self,
+        entries: Sequence[Entry],
+        settlements: Sequence[Settlement],
+        credits: Sequence[tuple[Any, ...]] = (),
     ) -> tuple[list[AddResult], list[float | None]]:
-        """Links then completions, in one pipeline."""
-        adds = self.add_calls(entries) if entries else []
+        """Cash and links, then completions, in one pipeline."""
+        items = credit_items(credits) if credits and self.opic else []
+        adds = self.add_calls(entries, items) if entries or items else []
         settles = [self.settle_call(s) for s in settlements]
         replies = self.runner.run_many(adds + settles) if adds or settles else []
         rests = [
@@ -482,8 +537,22 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             hosts_busy=stats.get("busy", 0),
             front_queued=front,
             back_queues_used=stats.get("used", 0),
-            extra={k[5:]: v for k, v in stats.items() if k.startswith("drop:")},
+            extra={k[5:]: v for k, v in stats.items() if k.startswith("drop:")}
+            | ({"back_queues_released": stats["br"]} if stats.get("br") else {}),
         )
+
+    def cash_totals(self) -> CashTotals:
+        """OPIC's counters (:class:`CashTotals`), from the stats hash."""
+        names = ("cash", "cn", "cs", "cc", "ct", "cx")
+        raw = self.client.hmget(self._stats, names)
+        v = [float(x) if x is not None else 0.0 for x in raw]
+        return CashTotals(total=v[0], queued=int(v[1]), seeded=v[2], credited=v[3],
+                          to_fetched=v[4], spent=v[5])
+
+    @property
+    def ledger(self) -> CashTotals:
+        """The cash counters under the names of the embedded frontier's ``CashLedger``."""
+        return self.cash_totals()
 
     def halted(self) -> str:
         return self.halt
@@ -516,6 +585,44 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
                 deleted += self.client.unlink(*chunk)
         return deleted
+
+
+# A credit as the add script takes it: (normalized URL, cash, crawl policy, host)
+Credit = tuple[str, float, str, str]
+
+
+def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
+    """``Frontier.credit``'s links, ``(url, cash, policy[, host])``, with their hosts (the
+    intake gives them; else the URL's) and without those that bring no cash."""
+    out = []
+    for link in links:
+        url, cash, policy = link[0], link[1], link[2]
+        if not cash:
+            continue
+        host = link[3] if len(link) > 3 else (urlsplit(url).hostname or "")
+        out.append((url, cash, policy, host))
+    return out
+
+
+@dataclass
+class CashTotals:
+    """A shared frontier's OPIC counters (``CashLedger``'s): ``total`` cash of the queued
+    URLs, ``queued`` URLs holding a record; cash ``seeded`` with new URLs, ``credited`` to
+    queued ones, ``to_fetched`` for URLs no longer queued, ``spent`` by leases (and dropped).
+    ``seeded + credited == total + spent``."""
+
+    total: float = 0.0
+    queued: int = 0
+    seeded: float = 0.0
+    credited: float = 0.0
+    to_fetched: float = 0.0
+    spent: float = 0.0
+
+    def __len__(self) -> int:
+        return self.queued
+
+    def __add__(self, other: CashTotals) -> CashTotals:
+        return CashTotals(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 def _layout_name(layout: str) -> str:
