@@ -566,6 +566,7 @@ class _Batch:
 
     links: list[list[Entry]] = field(default_factory=list)
     settles: list[Settlement] = field(default_factory=list)
+    credits: list[tuple[Any, ...]] = field(default_factory=list)  # OPIC cash, sent with links
     opened: float = field(default_factory=time.monotonic)
 
 

@@ -66,6 +66,7 @@ from crawler.frontier.api import (
     Outcome,
     Settlement,
 )
+from crawler.frontier.opic import FLOOR_BITS
 from crawler.frontier.opic import selector_weights as opic_weights
 from crawler.frontier.politeness import PolitenessPolicy
 
@@ -192,6 +193,7 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                 *self.seen.script_config(),
                 1 if opic else 0,
                 back_run if opic else 0,
+                FLOOR_BITS,
             ]
         )
         self._scripts = {
@@ -526,7 +528,11 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         """O(K) in Redis: counters, cardinalities and ZCOUNT, never a walk over the queues."""
         _, leases, seen, hosts, ready, waiting, front, flat, halt = self._call("counts")
         self.halt = halt.decode()
-        stats = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        stats = {  # counters (OPIC's cash sums are floats: cash_totals reads them)
+            flat[i].decode(): int(flat[i + 1])
+            for i in range(0, len(flat), 2)
+            if flat[i + 1].lstrip(b"-").isdigit()
+        }
         return FrontierCounts(
             queued=stats.get("queued", 0),
             in_flight=leases,

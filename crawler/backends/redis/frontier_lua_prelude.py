@@ -78,7 +78,7 @@ local K, B, TTL, REFILL, WEIGHTS = CFG[8], CFG[9], CFG[10], CFG[11], CFG[12]
 local FAIL_WINDOW, WINDOW_FAIL = CFG[13] or 0, CFG[14] or 0
 -- OPIC (crawler.frontier.opic): cash orders the front queues; BACK_RUN: a host gives its back
 -- queue up after that many URLs in a row worth less than the best front queue waiting
-local OPIC, BACK_RUN = CFG[18] == 1, CFG[19] or 0
+local OPIC, BACK_RUN, FLOOR_BITS = CFG[18] == 1, CFG[19] or 0, CFG[20] or 8
 
 local function fmt(x) return string.format('%.17g', x) end
 local function hkey(h) return @HOST@ .. h end
@@ -146,13 +146,15 @@ end
 -- cash of the queued URLs, around the middle queue (CashLedger.bucket)
 local function bucket(cash)
   local last = K - 1
-  if cash <= 0 then return last end
+  if cash <= 0 then return last > 0 and last - 1 or 0 end  -- no cash known: not the floor
   local c = cash_state()
   local mean = (c[2] > 0 and c[1] > 0) and c[1] / c[2] or cash
   local _, e = math.frexp(mean / cash)
   local q = math.floor(K / 2) + e - 1
-  if q < 0 then return 0 elseif q > last then return last end
-  return q
+  if q < last then return q < 0 and 0 or q end
+  -- the floor: only URLs worth next to nothing (crawler.frontier.opic.FLOOR_BITS)
+  if e > FLOOR_BITS or last == 0 then return last end
+  return last - 1
 end
 
 -- The seen test (seen_add, seen_has, seen_count): crawler.backends.redis.seen_lua
