@@ -5,6 +5,7 @@ only the Redis layout has to show: cash kept beside the queues, not in their ent
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -13,6 +14,7 @@ from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.shards import ShardMap
 from crawler.frontier import Entry, PolitenessPolicy
 from tests.frontier_contract import FakeClock, OpicContract
+from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_frontier_sharded import sharded
 
@@ -74,6 +76,20 @@ class TestShardedOpic(_OnRedis):
     def test_a_low_value_host_gives_its_back_queue_up(self) -> None:
         self.one_shard = True
         super().test_a_low_value_host_gives_its_back_queue_up()
+
+
+class TestOpicOnACluster(TestShardedOpic):
+    """Three shards over a real 3-master Redis Cluster: each shard's scripts (cash with its
+    links) run on the node that owns the shard's slot."""
+
+    @pytest.fixture(autouse=True)
+    def _cluster(self, redis_cluster: RedisClusterServers) -> None:  # noqa: F811
+        self.cluster = redis_cluster
+
+    def client(self) -> Any:
+        client = self.cluster.client()
+        self.clients.append(client)
+        return client
 
 
 def test_cash_goes_to_the_shard_of_its_host(redis_server: RedisServer) -> None:  # noqa: F811
