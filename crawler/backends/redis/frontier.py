@@ -292,8 +292,13 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                 args += [
                     seen_key(e.url), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
                 ]
-            for url, cash, policy, host in credits:  # after the links queued before them
-                args += [seen_key(url), host, "c", "", repr(float(cash)), policy]
+            # the cash for URLs seen before in one argument (packed in C: a repeated link,
+            # most of a page's, costs no argument of its own)
+            args.append(
+                msgpack.packb([(seen_key(u), h, float(c), p) for u, c, p, h in credits],
+                              use_bin_type=False)
+                if credits else ""
+            )
             return self._script_call("add", *args)
         for e in entries:
             p = self._priority(e.priority)

@@ -29,14 +29,18 @@ from crawler.backends.redis.frontier_lua_prelude import PRELUDE, SCRIPT_KEYS
 __all__ = ["PRELUDE", "SCRIPTS", "SCRIPT_KEYS"]
 
 ADD = r"""
--- items: seen key, host, front queue, entry bytes; under OPIC, seen key, host, kind ('a' a URL
--- to add, 'c' cash for a URL seen before: Frontier.credit, no reply), entry bytes, cash, policy
+-- items: seen key, host, front queue, entry bytes; under OPIC, seen key, host, kind ('a'), entry
+-- bytes, cash, policy. Under OPIC, the last argument is the cash for URLs seen before
+-- (Frontier.credit, no reply): msgpack {{seen key, host, cash, policy}, ...}, or ''.
 local force, first = ARGV[3] == '1', ARGV[4] == '1'
 local out, hosts = {}, {}
 local added, to_front = 0, false
-local stride = OPIC and 6 or 4
+local stride, last_item = 4, #ARGV
+if OPIC then
+  stride, last_item = 6, #ARGV - 1
+end
 CASH_DEFER = OPIC
-for i = 5, #ARGV, stride do
+for i = 5, last_item, stride do
   local key, name, prio, blob = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local h = hosts[name]
   if not h then
@@ -44,9 +48,7 @@ for i = 5, #ARGV, stride do
     h._ad, h._hq, h._fr = 0, 0, 0
     hosts[name] = h
   end
-  if prio == 'c' then
-    if not h.st then credit_cash(name, h, key, tonumber(ARGV[i + 4]), ARGV[i + 5]) end
-  else
+  do
     local code = 0
     if h.st == 'dead' then
       code = 4
@@ -88,6 +90,18 @@ for i = 5, #ARGV, stride do
       end
     end
     out[#out + 1] = code
+  end
+end
+if OPIC and ARGV[#ARGV] ~= '' then  -- after the links queued before them
+  for _, c in ipairs(cmsgpack.unpack(ARGV[#ARGV])) do
+    local name = c[2]
+    local h = hosts[name]
+    if not h then
+      h = ensure(name)
+      h._ad, h._hq, h._fr = 0, 0, 0
+      hosts[name] = h
+    end
+    if not h.st then credit_cash(name, h, c[1], c[3], c[4]) end
   end
 end
 if added > 0 then redis.call('HINCRBY', STATS, 'queued', added) end
