@@ -694,7 +694,7 @@ def main() -> None:
         if "memory" in args.backends:
             link_cost(trees)
         if "redis" in args.backends:
-            link_cost_redis(trees)
+            link_cost_redis(trees, runs=max(args.runs, 2))
         return
     for seed in (int(s) for s in args.seeds.split(",") if s):
         run_graph(seed, args.pages, args.hosts, args.share)

@@ -80,6 +80,8 @@ _LAYOUTS = {"1": "msgpack queue entries", "2": "compact queue entries"}
 _WRITES = frozenset(
     {"add", "complete", "ack", "release", "block", "unblock", "control", "hold", "mark_seen"}
 )
+# OPIC: a worker remembers this many URLs it leased (~70 bytes each) to drop cash for them
+FETCHED_KEYS = 1_000_000
 _REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocked")
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
 
@@ -167,6 +169,10 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
         self.opic = opic
         self.back_run = back_run
+        # OPIC: seen keys of the URLs this worker leased (its fetched pages), so that the many
+        # repeated links to them send no cash to Redis; cleared past FETCHED_KEYS
+        self._fetched: set[bytes] = set()
+        self.credits_dropped = 0.0  # the cash they brought (history: not queued any more)
         self.halt = ""  # the operator's halt, as the last script call saw it
         self.overdue = 0.0  # how long the earliest host had been due, as the last call saw it
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
@@ -293,12 +299,17 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                     seen_key(e.url), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
                 ]
             # the cash for URLs seen before in one argument (packed in C: a repeated link,
-            # most of a page's, costs no argument of its own)
-            args.append(
-                msgpack.packb([(seen_key(u), h, float(c), p) for u, c, p, h in credits],
-                              use_bin_type=False)
-                if credits else ""
-            )
+            # most of a page's, costs no argument of its own), less the links to pages this
+            # worker fetched (their cash would only be counted as history: memory's ledger
+            # drops them with one dict test too)
+            fetched, cash = self._fetched, []
+            for u, c, p, h in credits:
+                key = seen_key(u)
+                if key in fetched:
+                    self.credits_dropped += c
+                else:
+                    cash.append((key, h, float(c), p))
+            args.append(msgpack.packb(cash, use_bin_type=False) if cash else "")
             return self._script_call("add", *args)
         for e in entries:
             p = self._priority(e.priority)
@@ -380,6 +391,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             if ranking:  # OPIC: the cash it gathered, the crawl policy it was found under
                 entry.cash = float(ranking[0])
                 entry.policy = ranking[1].decode()
+                if len(self._fetched) >= FETCHED_KEYS:
+                    self._fetched.clear()
+                self._fetched.add(seen_key(entry.url))
             leases.append(Lease(token.decode(), entry, int(slot), issued))
         return leases, self._status(status)
 
@@ -558,7 +572,7 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         raw = self.client.hmget(self._stats, names)
         v = [float(x) if x is not None else 0.0 for x in raw]
         return CashTotals(total=v[0], queued=int(v[1]), seeded=v[2], credited=v[3],
-                          to_fetched=v[4], spent=v[5])
+                          to_fetched=v[4] + self.credits_dropped, spent=v[5])
 
     @property
     def ledger(self) -> CashTotals:
