@@ -9,13 +9,20 @@ last fetches (``1`` failed, ``0`` not; newest last, at most failure_window), ``a
 ``st`` ``dead``/``skip``, ``fi`` first entries in flight, ``bk`` holds a back queue, ``hq`` URLs
 queued (front + back + first), ``fe`` fetches, ``le`` last fetch end, ``gs``/``gn`` sum and
 count of real gaps between a fetch's end and the host's next lease, ``id`` the host's number in
-the front queues (``host_id``; ``{crawl}:hid`` maps it back).
+the front queues (``host_id``; ``{crawl}:hid`` maps it back); under OPIC, ``fr`` its pointers in
+the front queues (stale ones included), ``tr`` its first request was handed out once, ``lr``
+URLs served in a row worth less than the best waiting.
+
+Under OPIC (``CFG[18]``) the queues hold pointers and each host's queued URLs have a cash record
+in ``{crawl}:c:<host>`` (see the comment above ``rec_unpack``); the stats hash keeps the cash
+counters (``cash``, ``cn``, ``cs``, ``cc``, ``ct``, ``cx``) and ``br``, back queues given up.
 
 Queued entries are :mod:`crawler.backends.redis.entries`'s bytes, which no script decodes: in a
 front queue the host's number goes before them, and the refill takes it off.
 
 A lease record (``{crawl}:lease`` hash, token -> msgpack) is
-``[host, slot, is_first, completed, entry blob, issued_at, worker_id]``.
+``[host, slot, is_first, completed, entry blob, issued_at, worker_id]``, under OPIC followed by
+the URL's seen key, its cash and its crawl policy (a lease handed back gets its record again).
 """
 
 from __future__ import annotations
