@@ -18,7 +18,8 @@ Calling convention, shared by all scripts:
   max_pages_per_host (-1: none), front_queues K, back_queues B, lease_ttl, refill_batch,
   [weights], failure_window, failures in the window that give a host up (0: off), a fixed Bloom
   filter's bits and probes (0, 0: none), {the seen-set's exact limit, error, bucket bits, first
-  layer, growth, tightening} (``seen_lua``)]``.
+  layer, growth, tightening} (``seen_lua``), OPIC (1/0), FRONTIER_BACK_RUN under OPIC, the
+  floor's bits (``crawler.frontier.opic.FLOOR_BITS``)]``.
 * Floats go back to the client as strings (Redis truncates Lua numbers to integers).
 """
 
