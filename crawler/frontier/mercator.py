@@ -6,7 +6,6 @@ import heapq
 import time
 from collections.abc import Callable, Iterable, Sequence
 from itertools import count
-from typing import Any
 
 from crawler.config import defaults
 from crawler.frontier.api import (
@@ -147,7 +146,7 @@ class MercatorFrontier(Frontier):
             self._refill()
         return AddResult(True)
 
-    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
+    def credit(self, links: Sequence[tuple]) -> None:  # type: ignore[type-arg]
         if (ledger := self.ledger) is None:
             return
         queued, lost = ledger.queued, 0.0

@@ -39,17 +39,23 @@ have modules of their own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import astuple, dataclass
 from itertools import islice
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgpack
 import redis
 
 from crawler.backends.redis.calls import ScriptCall, ScriptRunner, script_runner
+from crawler.backends.redis.cash import (
+    FETCHED_KEYS,
+    Credit,
+    OpicCash,
+    credit_items,
+    pack_credits,
+)
 from crawler.backends.redis.controls import OperatorControls
 from crawler.backends.redis.entries import pack_entry, unpack_entry
+from crawler.backends.redis.fingerprint import CrawlFingerprint
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
 from crawler.backends.redis.host_reports import HostReports
 from crawler.backends.redis.keys import CrawlKeys
@@ -80,8 +86,6 @@ _LAYOUTS = {"1": "msgpack queue entries", "2": "compact queue entries"}
 _WRITES = frozenset(
     {"add", "complete", "ack", "release", "block", "unblock", "control", "hold", "mark_seen"}
 )
-# OPIC: a worker remembers this many URLs it leased (~70 bytes each) to drop cash for them
-FETCHED_KEYS = 1_000_000
 _REASONS = ("", "seen", "host_budget", "host_skipped", "host_dead", "host_blocked")
 _ADD_RESULTS = [AddResult(True)] + [AddResult(False, r) for r in _REASONS[1:]]
 
@@ -92,7 +96,7 @@ def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
         yield chunk
 
 
-class RedisFrontier(OperatorControls, HostReports, Frontier):
+class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, Frontier):
     """API v2 over one Redis (its keys: :class:`~crawler.backends.redis.keys.FrontierKeys`).
 
     ``client`` must return bytes (``decode_responses=False``). ``back_queues`` is Mercator's B,
@@ -133,11 +137,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         ``shard`` of ``shards``: the part of a sharded crawl's frontier this object serves
         (:class:`~crawler.backends.redis.sharded.ShardedFrontier` holds one per shard);
         ``runner`` sends its scripts (:mod:`~crawler.backends.redis.calls`: a cluster's node,
-        replicas waited on). ``opic``: OPIC cash orders the front queues
-        (``FRONTIER_PRIORITY_POLICY = "opic"``: each queued URL's cash in its host's record,
-        the selector's weights those of :func:`crawler.frontier.opic.selector_weights` unless
-        given); ``back_run``: under OPIC, a host gives its back queue up after that many URLs
-        in a row worth less than the best waiting (0: never), as the embedded frontier."""
+        replicas waited on). ``opic``: OPIC cash orders the front queues (``back_run``: as
+        the embedded frontier's; ``frontier_lua_opic``)."""
         self.crawl_keys = CrawlKeys(key, shards=shards)
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
@@ -238,50 +239,6 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def _priority(self, p: int) -> int:
         return 0 if p < 0 else min(p, self.front_queue_count - 1)
 
-    def settings_fingerprint(self) -> dict[str, str]:
-        """The settings every worker of one crawl must share (politeness and queue shape)."""
-        p = self.policy
-        return {
-            "min_delay": repr(float(p.min_delay)),
-            "delay_factor": repr(float(p.delay_factor)),
-            "max_delay": repr(float(p.max_delay)),
-            "host_concurrency": str(p.host_concurrency),
-            "max_crawl_delay": repr(float(p.max_crawl_delay)),
-            "max_failures": str(p.max_failures),
-            "failure_window": f"{p.failure_window}:{p.window_failures}",
-            "front_queues": str(self.front_queue_count),
-            "back_queues": str(self.back_queue_count),
-            "max_pages_per_host": str(self.max_pages_per_host),
-            "shards": str(self.shard_count),
-        }
-
-    def check_compatible(self, settings_fingerprint: dict[str, Any]) -> list[str]:
-        """Compare this worker's settings (politeness, queue shape, plus the caller's scope
-        fingerprint) with those the crawl's first worker stored; store the ones not yet there.
-        Returns one message per mismatch: workers of one crawl must obey one policy."""
-        meta = self.keys.meta
-        wanted = {
-            **self.settings_fingerprint(),
-            **{k: str(v) for k, v in settings_fingerprint.items()},
-        }
-        if self.client.hexists(meta, "fp:front_queues") and not self.client.hexists(
-            meta, "fp:shards"
-        ):  # a crawl stored before shards existed has the one shard it was made with
-            self.client.hsetnx(meta, "fp:shards", "1")
-        pipe = self.client.pipeline()
-        for name, value in wanted.items():
-            pipe.hsetnx(meta, "fp:" + name, value)
-        pipe.hgetall(meta)
-        stored = {k.decode(): v.decode() for k, v in pipe.execute()[-1].items()}
-        problems = []
-        if stored.get("layout") != LAYOUT:
-            problems.append(f"layout: stored {stored.get('layout')}, expected {LAYOUT}")
-        for name, value in wanted.items():
-            have = stored.get("fp:" + name)
-            if have != value:
-                problems.append(f"{name}: crawl has {have}, this worker has {value}")
-        return problems
-
     # -- adding -------------------------------------------------------------------------------
 
     def _add_call(
@@ -298,18 +255,10 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                 args += [
                     seen_key(e.url), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
                 ]
-            # the cash for URLs seen before in one argument (packed in C: a repeated link,
-            # most of a page's, costs no argument of its own), less the links to pages this
-            # worker fetched (their cash would only be counted as history: memory's ledger
-            # drops them with one dict test too)
-            fetched, cash = self._fetched, []
-            for u, c, p, h in credits:
-                key = seen_key(u)
-                if key in fetched:
-                    self.credits_dropped += c
-                else:
-                    cash.append((key, h, float(c), p))
-            args.append(msgpack.packb(cash, use_bin_type=False) if cash else "")
+            # the cash for URLs seen before in one argument (cash.pack_credits)
+            packed, dropped = pack_credits(credits, self._fetched)
+            self.credits_dropped += dropped
+            args.append(packed)
             return self._script_call("add", *args)
         for e in entries:
             p = self._priority(e.priority)
@@ -335,12 +284,6 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             self._add_call(chunk, False, False, credits if i == last else ())
             for i, chunk in enumerate(chunks)
         ]
-
-    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
-        """OPIC cash for URLs seen before (``Frontier.credit``): one add script call that
-        adds no URL. Ignored unless the frontier orders by cash."""
-        if self.opic and links:
-            self.runner.run_many(self.add_calls([], credit_items(links)))
 
     @staticmethod
     def add_results(replies: Sequence[Sequence[int]]) -> list[AddResult]:
@@ -547,11 +490,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         """O(K) in Redis: counters, cardinalities and ZCOUNT, never a walk over the queues."""
         _, leases, seen, hosts, ready, waiting, front, flat, halt = self._call("counts")
         self.halt = halt.decode()
-        stats = {  # counters (OPIC's cash sums are floats: cash_totals reads them)
-            flat[i].decode(): int(flat[i + 1])
-            for i in range(0, len(flat), 2)
-            if flat[i + 1].lstrip(b"-").isdigit()
-        }
+        stats = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)
+                 if flat[i + 1].lstrip(b"-").isdigit()}  # (OPIC's cash sums: cash_totals)
         return FrontierCounts(
             queued=stats.get("queued", 0),
             in_flight=leases,
@@ -565,19 +505,6 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             extra={k[5:]: v for k, v in stats.items() if k.startswith("drop:")}
             | ({"back_queues_released": stats["br"]} if stats.get("br") else {}),
         )
-
-    def cash_totals(self) -> CashTotals:
-        """OPIC's counters (:class:`CashTotals`), from the stats hash."""
-        names = ("cash", "cn", "cs", "cc", "ct", "cx")
-        raw = self.client.hmget(self._stats, names)
-        v = [float(x) if x is not None else 0.0 for x in raw]
-        return CashTotals(total=v[0], queued=int(v[1]), seeded=v[2], credited=v[3],
-                          to_fetched=v[4] + self.credits_dropped, spent=v[5])
-
-    @property
-    def ledger(self) -> CashTotals:
-        """The cash counters under the names of the embedded frontier's ``CashLedger``."""
-        return self.cash_totals()
 
     def halted(self) -> str:
         return self.halt
@@ -610,44 +537,6 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
                 deleted += self.client.unlink(*chunk)
         return deleted
-
-
-# A credit as the add script takes it: (normalized URL, cash, crawl policy, host)
-Credit = tuple[str, float, str, str]
-
-
-def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
-    """``Frontier.credit``'s links, ``(url, cash, policy[, host])``, with their hosts (the
-    intake gives them; else the URL's) and without those that bring no cash."""
-    out = []
-    for link in links:
-        url, cash, policy = link[0], link[1], link[2]
-        if not cash:
-            continue
-        host = link[3] if len(link) > 3 else (urlsplit(url).hostname or "")
-        out.append((url, cash, policy, host))
-    return out
-
-
-@dataclass
-class CashTotals:
-    """A shared frontier's OPIC counters (``CashLedger``'s): ``total`` cash of the queued
-    URLs, ``queued`` URLs holding a record; cash ``seeded`` with new URLs, ``credited`` to
-    queued ones, ``to_fetched`` for URLs no longer queued, ``spent`` by leases (and dropped).
-    ``seeded + credited == total + spent``."""
-
-    total: float = 0.0
-    queued: int = 0
-    seeded: float = 0.0
-    credited: float = 0.0
-    to_fetched: float = 0.0
-    spent: float = 0.0
-
-    def __len__(self) -> int:
-        return self.queued
-
-    def __add__(self, other: CashTotals) -> CashTotals:
-        return CashTotals(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 def _layout_name(layout: str) -> str:

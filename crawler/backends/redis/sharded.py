@@ -33,7 +33,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from crawler.backends.redis.frontier import CashTotals, Credit, RedisFrontier, credit_items
+from crawler.backends.redis.cash import CashTotals, Credit, credit_items
+from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.shard_load import shard_loads
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
