@@ -352,10 +352,22 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
           f"linked from the farms fetched: {int(got_all.sum())}/{len(good_out)}")
 
 
-def run_real(pages: int, seed: int = 1) -> None:
+def redis_cpu(client: object) -> float:
+    """The Redis server's CPU seconds so far (user + system)."""
+    info = client.info("cpu")  # type: ignore[attr-defined]
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def run_real(
+    pages: int, seed: int = 1, backends: tuple[str, ...] = ("memory",), runs: int = 1
+) -> None:
     """Real ``scrapy crawl`` runs of a smaller graph served on loopback, stopped after 20 % of
-    its pages: the PageRank fetched in item order, and the farm share."""
+    its pages: the PageRank fetched in item order, and the farm share. ``backends``: the
+    frontier's (``redis``: a redis-server of its own on a free port, started here), each
+    order on each backend in turn, ``runs`` times; CPU is the crawl process's plus Redis's."""
     import json
+    import os
+    import resource
     import subprocess
     import tempfile
 
@@ -365,14 +377,24 @@ def run_real(pages: int, seed: int = 1) -> None:
     graph = small_graph(pages, seed)
     n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
     print(f"\n## real scrapy crawl: graph seed {seed}, {graph.pages} pages, {len(graph.hosts)} "
-          f"hosts on loopback, stopped after {n20} pages (CLOSESPIDER_ITEMCOUNT)")
-    print("| order | PR after 10 % | PR after 20 % | farm share of first 20 % | pages | wall s |")
-    print("|---|---|---|---|---|---|")
+          f"hosts on loopback, stopped after {n20} pages (CLOSESPIDER_ITEMCOUNT), "
+          f"load {os.getloadavg()[0]:.1f}")
+    print("| backend | order | PR after 10 % | PR after 20 % | farm share of first 20 % | pages "
+          "| wall s | CPU ms/page (crawl + Redis) |")
+    print("|---|---|---|---|---|---|---|---|")
+    redis_server = None
     with WebGraphServer(graph) as server, tempfile.TemporaryDirectory() as tmp:
+        if "redis" in backends:
+            from tests.redis_support import start_redis
+
+            (Path(tmp) / "redis").mkdir()
+            redis_server = start_redis(Path(tmp) / "redis")
         seeds = [graph.url(p) for p in [*graph.seeds, graph.spam_seed]]
         spam_host = graph.hosts[graph.host_of[graph.spam_seed]]
-        for order in ("opic", "depth", "fifo", "opic+distrust"):
-            work = Path(tmp) / order.replace("+", "-")
+        plan = [(b, o, r) for r in range(runs) for o in ("opic", "depth", "fifo", "opic+distrust")
+                for b in backends]
+        for backend, order, run in plan:
+            work = Path(tmp) / f"{backend}-{order.replace('+', '-')}-{run}"
             sites = work / "sites"
             sites.mkdir(parents=True)
             (sites / "distrusted.txt").write_text(spam_host + "\n")
@@ -393,11 +415,28 @@ def run_real(pages: int, seed: int = 1) -> None:
                 "RECORD_ENABLED": False,
                 "LOG_LEVEL": "INFO",
             }
+            client = None
+            if backend == "redis":
+                assert redis_server is not None
+                settings |= {
+                    "FRONTIER_BACKEND": "redis",
+                    "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
+                    "FRONTIER_REDIS_KEY": f"wg-{order.replace('+', '-')}-{run}",
+                    "FRONTIER_BACK_QUEUES": 3 * 32,  # as the memory frontier's default
+                }
+                client = redis_server.client()
             cmd = crawl_command(work, "wg", seeds=seeds, settings=settings, sites_dir=sites)
             started = time.perf_counter()
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            rcpu0 = redis_cpu(client) if client is not None else 0.0
             subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
             wall = time.perf_counter() - started
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+            if client is not None:
+                cpu += redis_cpu(client) - rcpu0
+                client.close()
             fetched = []
             for line in (work / "items.jsonl").read_text().splitlines():
                 url = json.loads(line)["url"]
@@ -408,10 +447,14 @@ def run_real(pages: int, seed: int = 1) -> None:
                     fetched.append(page)
             crawl = Crawl(order, fetched)
             r = judge(graph, crawl, n10, n20)
-            print(f"| {order} | {r['pr10']:.1%} | {r['pr20']:.1%} | {r['farm20']:.1%} "
-                  f"| {len(fetched)} | {wall:.0f} |")
+            print(f"| {backend} | {order} | {r['pr10']:.1%} | {r['pr20']:.1%} "
+                  f"| {r['farm20']:.1%} | {len(fetched)} | {wall:.0f} "
+                  f"| {cpu / max(1, len(fetched)) * 1e3:.2f} |", flush=True)
         del server
-    simulate_like_real(graph)
+        if redis_server is not None:
+            redis_server.stop()
+    if backends == ("memory",):
+        simulate_like_real(graph)
 
 
 def small_graph(pages: int, seed: int = 1) -> WebGraph:
@@ -520,6 +563,110 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
     print(f"OPIC / depth CPU per link: {o / d:.3f}; same pages fetched: {same}")
 
 
+def link_cost_redis(trees: list[str], runs: int = 3) -> None:
+    """``link_cost`` on the Redis frontier (a redis-server of its own): admission, link intake
+    and the frontier's script calls, one page's links per call as a worker sends them, each
+    crawl to completion; CPU is this process's plus Redis's. Then the bytes per queued URL
+    (Redis's ``used_memory``) with and without OPIC's cash records."""
+    import os
+    import tempfile
+
+    from crawler.backends.redis.frontier import RedisFrontier
+    from crawler.frontier import UrlPolicy
+    from crawler.frontier.scope import ScopeRegistry
+    from crawler.scheduler.admission import Admission
+    from crawler.scheduler.intake import LinkIntake
+    from crawler.scheduler.stats import FrontierStats
+    from tests.redis_support import start_redis
+    from tests.test_scheduler_intake import Settings, Stats
+
+    pages, seeds = doc_site(trees)
+    hosts = sorted({u.split("/")[2] for u in seeds})
+    results: dict[str, list[tuple[float, float, int, frozenset[str]]]] = {"depth": [], "opic": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_redis(Path(tmp))
+        client = server.client()
+        for run in range(runs):
+            for order in ("depth", "opic"):
+                clock = Clock()
+                frontier = RedisFrontier(
+                    client, f"lc-{order}-{run}", PolitenessPolicy(min_delay=0, delay_factor=0),
+                    clock=clock, front_queues=FRONT_QUEUES, back_queues=48, lease_ttl=1e9,
+                    opic=order == "opic", back_run=4,
+                )
+                admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
+                                      ScopeRegistry(), lambda origin, host: None)
+                intake = LinkIntake(admission, frontier, FrontierStats(Stats(), Settings()),
+                                    slice_size=10**9, cache_size=1_000_000)
+                for url in seeds:
+                    frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0),
+                                 force=True)
+                fetched = []
+                links = 0
+                started, rstarted = time.process_time(), redis_cpu(client)
+                while leases := frontier.next_many(16):
+                    for lease in leases:
+                        entry = lease.entry
+                        fetched.append(entry.url)
+                        out = pages.get(entry.url, [])
+                        links += len(out)
+                        intake.take(out, entry.depth + 1, None, None, cash=entry.cash,
+                                    page=entry.url)
+                        frontier.finish(lease.token, 0.0)
+                cpu = time.process_time() - started
+                rcpu = redis_cpu(client) - rstarted
+                results[order].append((cpu, rcpu, links, frozenset(fetched)))
+        print(f"\n## per-link CPU on Redis, real documentation ({len(pages)} pages in "
+              f"{len(trees)} trees), load {os.getloadavg()[0]:.1f}")
+        print("| order | pages fetched | links taken | CPU per link, client + Redis, best of "
+              "runs (us) | Redis's part (us) | all runs (us) |")
+        print("|---|---|---|---|---|---|")
+        for order, rows in results.items():
+            best = min(rows, key=lambda r: (r[0] + r[1]) / r[2])
+            all_runs = ", ".join(f"{(r[0] + r[1]) / r[2] * 1e6:.2f}" for r in rows)
+            print(f"| {order} | {len(rows[0][3])} | {rows[0][2]} "
+                  f"| {(best[0] + best[1]) / best[2] * 1e6:.2f} | {best[1] / best[2] * 1e6:.2f} "
+                  f"| {all_runs} |")
+        d = min((r[0] + r[1]) / r[2] for r in results["depth"])
+        o = min((r[0] + r[1]) / r[2] for r in results["opic"])
+        same = results["depth"][0][3] == results["opic"][0][3]
+        print(f"OPIC / depth CPU per link on Redis: {o / d:.3f}; same pages fetched: {same}")
+        queued_memory(client)
+        client.close()
+        server.stop()
+
+
+def queued_memory(client: object, hosts: int = 20, per_host: int = 5000) -> None:
+    """Bytes per queued URL in Redis, depth against OPIC, for hosts of ``per_host`` URLs (a
+    host's cash record goes past the compact listpack at 128 entries) and of 50."""
+    from crawler.backends.redis.frontier import RedisFrontier
+
+    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC | OPIC's records |")
+    print("|---|---|---|---|")
+    for n_hosts, n in ((hosts, per_host), (hosts * 100, 50)):
+        per = {}
+        for order in ("depth", "opic"):
+            key = f"mem-{order}-{n_hosts}"
+            f = RedisFrontier(client, key, PolitenessPolicy(), front_queues=FRONT_QUEUES,
+                              back_queues=1, opic=order == "opic")  # one back queue: all in front
+            before = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
+            for h in range(n_hosts):
+                host = f"www.host{h}.example.org"
+                f.add_many([
+                    Entry(f"https://{host}/docs/section-{i // 40}/page-{i}.html", host,
+                          priority=FRONT_QUEUES // 2, depth=3, cash=1.0 / (1 + i % 7))
+                    for i in range(n)
+                ])
+            after = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
+            seen = sum(client.memory_usage(k) or 0  # type: ignore[attr-defined]
+                       for k in client.scan_iter(match=f"{{{key}}}:seen*"))
+            records = sum(client.memory_usage(k) or 0  # type: ignore[attr-defined]
+                          for k in client.scan_iter(match=f"{{{key}}}:c:*"))
+            per[order] = ((after - before - seen) / (n_hosts * n), records / (n_hosts * n))
+        print(f"| {n_hosts} x {n} | {per['depth'][0]:.0f} | {per['opic'][0]:.0f} "
+              f"| {per['opic'][1]:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1,2")
@@ -530,6 +677,9 @@ def main() -> None:
     parser.add_argument("--linkcost", nargs="*", default=None, metavar="TREE",
                         help="only the per-link CPU on documentation trees (default: the Rust "
                         "reference, std, and /usr/share/doc)")
+    parser.add_argument("--backends", default="memory",
+                        help="--real and --linkcost: the frontier backends, e.g. memory,redis")
+    parser.add_argument("--runs", type=int, default=1, help="--real: runs of each order")
     args = parser.parse_args()
     if args.linkcost is not None:
         import glob
@@ -541,12 +691,15 @@ def main() -> None:
                                   "/std"))),
             "/usr/share/doc",
         ]
-        link_cost(trees)
+        if "memory" in args.backends:
+            link_cost(trees)
+        if "redis" in args.backends:
+            link_cost_redis(trees, runs=max(args.runs, 2))
         return
     for seed in (int(s) for s in args.seeds.split(",") if s):
         run_graph(seed, args.pages, args.hosts, args.share)
     if args.real:
-        run_real(args.real)
+        run_real(args.real, backends=tuple(args.backends.split(",")), runs=args.runs)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,9 @@ def test_buckets_follow_the_mean_on_a_log_scale() -> None:
         ledger.admit(Entry(f"http://a.test/{i}", "a.test", cash=1.0))
     assert ledger.bucket(1.0) == 4  # the mean: the middle queue
     assert ledger.bucket(2.0) == 3 and ledger.bucket(16.0) == 0 and ledger.bucket(1e9) == 0
-    assert ledger.bucket(0.5) == 5 and ledger.bucket(1e-9) == 7 and ledger.bucket(0.0) == 7
+    assert ledger.bucket(0.5) == 5 and ledger.bucket(1e-9) == 7
+    # the floor takes only URLs worth next to nothing; no cash known is not worthless
+    assert ledger.bucket(1 / 64) == 6 and ledger.bucket(1 / 512) == 7 and ledger.bucket(0.0) == 6
 
 
 def test_a_raised_url_is_fetched_once_after_a_restart(tmp_path: Path) -> None:

@@ -51,6 +51,15 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s JOBDIR=crawls/web-1": "run",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_PRIORITY_POLICY=opic": "run",
     "redis-server --port 6379 --maxmemory-policy noeviction &": "start redis",
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis -s FRONTIER_SHARDS=3 "
+    "-s REDIS_URL=redis://127.0.0.1:6379/0": (
+        "skip: before the README starts its Redis; tests/test_policy_counts.py crawls the web "
+        "site with OPIC on Redis, tests/test_opic_redis.py runs OPIC on three shards"
+    ),
+    ".venv/bin/scrapy frontier web status -s FRONTIER_BACKEND=redis -s FRONTIER_SHARDS=3 "
+    "-s REDIS_URL=redis://127.0.0.1:6379/0": (
+        "skip: before the README starts its Redis; tests/test_policy_counts.py reads the status"
+    ),
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis "
     "-s REDIS_URL=redis://127.0.0.1:6379/0": "run",
     ".venv/bin/scrapy crawl web -s FRONTIER_BACKEND=redis "

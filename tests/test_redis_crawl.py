@@ -7,6 +7,7 @@ loopback; every verdict comes from the server's record of requests.
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections import Counter
 from itertools import pairwise
@@ -100,6 +101,35 @@ def start_workers(
     return procs, dirs, key
 
 
+def hold_until_every_worker_opened(
+    server: RoutedSiteServer, tmp_path: Path, workers: int, after: int = 20
+) -> threading.Event:
+    """Hold page requests past the first ``after`` until every worker's log says its spider
+    opened (at most 60 s): on a loaded machine a joining worker takes seconds to start, and a
+    crawl of this size may be over before it can take part."""
+    opened, lock, seen = threading.Event(), threading.Lock(), [0]
+    respond = server.respond
+    logs = [tmp_path / f"w{i}" / "crawl.log" for i in range(workers)]
+
+    def all_opened() -> bool:
+        return all(p.exists() and "Spider opened" in p.read_text(errors="replace") for p in logs)
+
+    def held(handler: Any, spec: Any, default: Any) -> Any:
+        with lock:
+            seen[0] += 1
+            wait = seen[0] > after and not opened.is_set()
+        deadline = time.monotonic() + 60
+        while wait and not opened.is_set() and time.monotonic() < deadline:
+            if all_opened():
+                opened.set()
+            elif server.stopping.wait(0.1):
+                break
+        return respond(handler, spec, default)
+
+    server.respond = held  # type: ignore[method-assign]
+    return opened
+
+
 def check_polite(records: list[Any]) -> None:
     for host, recs in per_host(records).items():
         wanted = CRAWL_DELAY if host == CRAWL_DELAY_HOST else MIN_DELAY
@@ -117,10 +147,12 @@ def test_workers_crawl_one_site_once_and_politely(
     with site() as server:
         # three workers started the other way round: the two without seeds come up first, find
         # the shared crawl empty and wait for it (FRONTIER_JOIN_WAIT) instead of ending
+        opened = hold_until_every_worker_opened(server, tmp_path, workers)
         procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers, workers == 3)
         results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
         records = server.records
         wanted = server.graph.reachable(server.seeds())
+    assert opened.is_set(), "a worker never opened its spider"
     for r in results:
         assert r.returncode == 0, r.log[-3000:]
         assert r.stats["finish_reason"] == "finished"

@@ -26,6 +26,7 @@ from scrapy.crawler import Crawler
 from crawler.backends.registry import backend_class
 from crawler.config import defaults
 from crawler.extensions.tally import CrawlTally
+from crawler.report.policies import policy_line
 from crawler.report.tally import busiest_line, is_ok
 
 logger = logging.getLogger(__name__)
@@ -166,6 +167,7 @@ def summary_lines(
     if busiest:
         lines.append("  busiest hosts: " + busiest_line(busiest))
     lines += _servers_lines(stats)
+    lines += _policy_lines(stats)
     queued = int(stats.get("frontier/queued_at_close", 0))
     if queued:
         lines.append(f"  left in the frontier: {queued} URLs")
@@ -195,6 +197,12 @@ def _servers_lines(stats: Mapping[str, Any]) -> list[str]:
             f"{int(stats.get('sitemaps/unchanged_skipped', 0))} pages spared by lastmod"
         )
     return lines
+
+
+def _policy_lines(stats: Mapping[str, Any]) -> list[str]:
+    """Pages fetched and URLs queued per crawl policy, when the site has policies."""
+    line = policy_line(stats)
+    return [f"  crawl policies: {line}"] if line else []
 
 
 def _next_steps(

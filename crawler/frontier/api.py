@@ -153,11 +153,11 @@ class Frontier(abc.ABC):
         chunks of bounded size, one atomic call per chunk."""
         return [self.add(e) for e in entries]
 
-    def credit(self, links: Sequence[tuple[str, float, str]]) -> None:  # noqa: B027
-        """OPIC cash for URLs seen before (normalized URL, cash, crawl policy label), e.g.
-        links a page repeats
-        that the link intake did not send again: a queued URL's priority may rise. Ignored by
-        a frontier that does not order by cash."""
+    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:  # noqa: B027
+        """OPIC cash for URLs seen before (normalized URL, cash, crawl policy label and,
+        for a sharded frontier, the URL's host), e.g. links a page repeats that the link
+        intake did not send again: a queued URL's priority may rise. Ignored by a frontier
+        that does not order by cash."""
 
     @abc.abstractmethod
     def mark_seen(self, keys: Iterable[str]) -> int:
@@ -230,10 +230,16 @@ class Frontier(abc.ABC):
         return out
 
     def apply(
-        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+        self,
+        entries: Sequence[Entry],
+        settlements: Sequence[Settlement],
+        credits: Sequence[tuple[Any, ...]] = (),
     ) -> tuple[list[AddResult], list[float | None]]:
-        """Links, then completions and acknowledgements: ``add_many`` then ``settle_many``
-        (a shared backend sends both in one round trip)."""
+        """OPIC cash for URLs seen before, links, then completions and acknowledgements:
+        ``credit``, ``add_many`` then ``settle_many`` (a shared backend sends them in one
+        round trip, the cash in the script call of the links)."""
+        if credits:
+            self.credit(credits)
         results = self.add_many(entries) if entries else []
         return results, self.settle_many(settlements) if settlements else []
 

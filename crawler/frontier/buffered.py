@@ -339,7 +339,18 @@ class BufferedFrontier(Frontier):
             self._join(links=batch)
         return [AddResult(True, PENDING)] * len(batch)
 
-    def _join(self, *, links: list[Entry] | None = None, settle: Settlement | None = None) -> None:
+    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
+        """Queued with the links (OPIC cash goes in the script call of the page's links)."""
+        if links:
+            self._join(credits=list(links))
+
+    def _join(
+        self,
+        *,
+        links: list[Entry] | None = None,
+        settle: Settlement | None = None,
+        credits: list[tuple[Any, ...]] | None = None,
+    ) -> None:
         """Queue a page's links or a completion/acknowledgement in the open batch: what
         arrives before the worker sends it goes in one call (``Frontier.apply``: links first,
         then the completions, one pipeline per Redis node), so a busy worker makes fewer,
@@ -354,6 +365,8 @@ class BufferedFrontier(Frontier):
                 batch.links.append(links)
             if settle is not None:
                 batch.settles.append(settle)
+            if credits is not None:
+                batch.credits += credits
 
     def _send(self, batch: _Batch) -> None:
         wait = self.linger - (time.monotonic() - batch.opened)
@@ -363,7 +376,10 @@ class BufferedFrontier(Frontier):
             if self._batch is batch:
                 self._batch = None  # nothing joins it once it is being sent
         entries = [e for links in batch.links for e in links]
-        results, rests = self.inner.apply(entries, batch.settles)
+        if batch.credits:
+            results, rests = self.inner.apply(entries, batch.settles, batch.credits)
+        else:
+            results, rests = self.inner.apply(entries, batch.settles)
         if self.on_added is not None:
             at = 0
             for links in batch.links:
@@ -550,6 +566,7 @@ class _Batch:
 
     links: list[list[Entry]] = field(default_factory=list)
     settles: list[Settlement] = field(default_factory=list)
+    credits: list[tuple[Any, ...]] = field(default_factory=list)  # OPIC cash, sent with links
     opened: float = field(default_factory=time.monotonic)
 
 

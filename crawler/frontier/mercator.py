@@ -146,11 +146,11 @@ class MercatorFrontier(Frontier):
             self._refill()
         return AddResult(True)
 
-    def credit(self, links: Sequence[tuple[str, float, str]]) -> None:
+    def credit(self, links: Sequence[tuple]) -> None:  # type: ignore[type-arg]
         if (ledger := self.ledger) is None:
             return
         queued, lost = ledger.queued, 0.0
-        for url, cash, policy in links:
+        for url, cash, policy, *_ in links:
             if url not in queued:  # most repeated links lead to pages fetched already
                 lost += cash
             elif cash:

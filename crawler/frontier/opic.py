@@ -23,6 +23,12 @@ from math import frexp
 from crawler.frontier.api import Entry
 
 ROUTED = -1  # the URL left the front queues (a back queue, a returned lease)
+# The floor queue holds URLs worth less than 2**-FLOOR_BITS of the mean (a distrusted source's:
+# a thousandth of the cash); worth more, the last queue but one. A floor that took every URL
+# under an eighth of the mean held most of a real crawl's URLs (cash is power-law: the mean is
+# far above the median) and, waiting for the back queues to drain, starved the fetchers: ten
+# times fewer pages a second than depth order (bench/webgraph.py --real).
+FLOOR_BITS = 8
 
 
 class CashLedger:
@@ -60,13 +66,17 @@ class CashLedger:
     def bucket(self, cash: float) -> int:
         """The front queue of a URL holding ``cash`` (0: the most)."""
         last = self._queues - 1
-        if cash <= 0.0:
-            return last
+        if cash <= 0.0:  # no cash known (a request the spider made): the last ordinary queue
+            return last - 1 if last else 0
         n = len(self._cash)
         mean = self.total / n if n and self.total > 0 else cash
         # frexp: the binary exponent of mean / cash, i.e. floor(log2) + 1, without a log
-        q = self._queues // 2 + frexp(mean / cash)[1] - 1
-        return 0 if q < 0 else last if q > last else q
+        e = frexp(mean / cash)[1]
+        q = self._queues // 2 + e - 1
+        if q < last:
+            return 0 if q < 0 else q
+        # the last queue is the floor (see selector_weights): only URLs worth next to nothing
+        return last if e > FLOOR_BITS or last == 0 else last - 1
 
     def admit(self, entry: Entry) -> int:
         """A new URL with ``entry.cash``; returns its front queue (and sets the entry's). A URL
@@ -210,8 +220,8 @@ class CashLedger:
 
 def selector_weights(queues: int) -> list[int]:
     """Front-queue weights for OPIC: Mercator's gentle ``K - i`` over all queues but the last,
-    the last one a floor (URLs worth less than an eighth of the mean, and those of no value: a
-    distrusted source's), which the refill draws only once nothing else is queued."""
+    the last one a floor (URLs worth less than ``2**-FLOOR_BITS`` of the mean, and those of no
+    value: a distrusted source's), which the refill draws only once nothing else is queued."""
     if queues < 2:
         return [1] * queues
     return [(queues - 1 - i) * 100 for i in range(queues - 1)] + [1]

@@ -21,6 +21,7 @@ from typing import Any
 
 from crawler.report import svg
 from crawler.report.addresses import addresses_section
+from crawler.report.policies import policy_counts
 from crawler.report.recordfile import CrawlRecord, Fetch, Session
 from crawler.report.tally import BROKEN_LINK, GAP_TOLERANCE, HostTally, replay
 
@@ -273,6 +274,24 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
         **_fetch_sections(hosts, stats, record),
         **_content_sections(record),
         **_outcome_sections(stats, record),
+        policies=_policy_section(stats),
+    )
+
+
+def _policy_section(stats: dict[str, Any]) -> str:
+    """Pages fetched and URLs queued per crawl policy (every worker's, merged)."""
+    rows = policy_counts(stats)
+    if not rows:
+        return '<p class="muted" data-table="policies" data-count="0">none</p>'
+    body = "".join(
+        f'<tr data-policy={svg._a(r.name)}><td>{escape(r.name)}</td>'
+        f"<td>{r.pages:,}</td><td>{r.queued:,}</td></tr>"
+        for r in rows
+    )
+    return (
+        f'<table data-table="policies" data-count="{len(rows)}">'
+        "<tr><th>crawl policy</th><th>pages fetched</th><th>URLs queued</th></tr>"
+        + body + "</table>"
     )
 
 

@@ -153,14 +153,18 @@ class LinkIntake:
                 stats.inc("seeds/valid", len(forms))
         if admission.admit_seed_hosts(hosts):
             self.forget()
-        check, entry = policy.check, admission.entry
+        check, entry, ranking = policy.check, admission.entry, admission.seed_ranking
         entries = []
         for raw, form in forms:
             reason, url, host = check(raw, 0, form=form)
             if reason:
                 stats.rejected(reason, raw, True)
                 continue
-            entries.append(entry(url, host, 0, SEED, origin=form[3]))
+            # OPIC: a seed starts with its cash (without it, every link of the crawl had none)
+            cash, label = ranking(host)
+            entries.append(
+                entry(url, host, 0, SEED, origin=form[3], cash=cash, crawl_policy=label)
+            )
         if entries:
             for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
                 stats.submitted(e, result)
@@ -244,9 +248,9 @@ class LinkIntake:
                     decided = book.link(batch.policy, batch.host, depth, *known)
                     if decided is None:
                         continue
-                    credits.append((known[0], share * decided.factor, decided.label))
+                    credits.append((known[0], share * decided.factor, decided.label, known[1]))
                 elif share:
-                    credits.append((known[0], share, label))
+                    credits.append((known[0], share, label, known[1]))
                 continue
             form = forms.get(raw)
             reason, url, host = check(raw, depth, form=form)

@@ -46,8 +46,16 @@ import msgpack
 import redis
 
 from crawler.backends.redis.calls import ScriptCall, ScriptRunner, script_runner
+from crawler.backends.redis.cash import (
+    FETCHED_KEYS,
+    Credit,
+    OpicCash,
+    credit_items,
+    pack_credits,
+)
 from crawler.backends.redis.controls import OperatorControls
 from crawler.backends.redis.entries import pack_entry, unpack_entry
+from crawler.backends.redis.fingerprint import CrawlFingerprint
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
 from crawler.backends.redis.host_reports import HostReports
 from crawler.backends.redis.keys import CrawlKeys
@@ -64,6 +72,8 @@ from crawler.frontier.api import (
     Outcome,
     Settlement,
 )
+from crawler.frontier.opic import FLOOR_BITS
+from crawler.frontier.opic import selector_weights as opic_weights
 from crawler.frontier.politeness import PolitenessPolicy
 
 # 2: queued entries in the compact binary form of crawler.backends.redis.entries (host numbers
@@ -93,7 +103,7 @@ def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
         yield chunk
 
 
-class RedisFrontier(OperatorControls, HostReports, Frontier):
+class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, Frontier):
     """API v2 over one Redis (its keys: :class:`~crawler.backends.redis.keys.FrontierKeys`).
 
     ``client`` must return bytes (``decode_responses=False``). ``back_queues`` is Mercator's B,
@@ -125,6 +135,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         shard: int = 0,
         shards: int = 1,
         runner: ScriptRunner | None = None,
+        opic: bool = False,
+        back_run: int = 0,
     ) -> None:
         """``seen``: the seen-set's shape (:class:`~crawler.backends.redis.seen.SeenConfig`:
         exact, then a scalable Bloom filter); ``seen_bloom`` (deprecated): ``(bits, probes)``
@@ -132,7 +144,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         ``shard`` of ``shards``: the part of a sharded crawl's frontier this object serves
         (:class:`~crawler.backends.redis.sharded.ShardedFrontier` holds one per shard);
         ``runner`` sends its scripts (:mod:`~crawler.backends.redis.calls`: a cluster's node,
-        replicas waited on)."""
+        replicas waited on). ``opic``: OPIC cash orders the front queues (``back_run``: as
+        the embedded frontier's; ``frontier_lua_opic``)."""
         self.crawl_keys = CrawlKeys(key, shards=shards)
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
@@ -140,7 +153,10 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             raise ValueError("at least one front queue and one back queue are needed")
         if not 1 <= chunk_size <= 1000:
             raise ValueError("chunk_size must be within 1..1000")
-        weights = list(selector_weights or [front_queues - i for i in range(front_queues)])
+        default = opic_weights(front_queues) if opic else [
+            front_queues - i for i in range(front_queues)
+        ]
+        weights = list(selector_weights or default)
         if len(weights) != front_queues or min(weights) < 1:
             raise ValueError("one positive weight per front queue is needed")
         self.client = client
@@ -159,6 +175,12 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         self.chunk_size = chunk_size
         self.expire_batch = expire_batch
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
+        self.opic = opic
+        self.back_run = back_run
+        # OPIC: seen keys of the URLs this worker leased (its fetched pages), so that the many
+        # repeated links to them send no cash to Redis; cleared past FETCHED_KEYS
+        self._fetched: set[bytes] = set()
+        self.credits_dropped = 0.0  # the cash they brought (history: not queued any more)
         self.halt = ""  # the operator's halt, as the last script call saw it
         self.overdue = 0.0  # how long the earliest host had been due, as the last call saw it
         self.control_epoch = 0  # operator actions announced on the wake channel (watch)
@@ -183,6 +205,9 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
                 policy.failure_window,
                 policy.window_failures,
                 *self.seen.script_config(),
+                1 if opic else 0,
+                back_run if opic else 0,
+                FLOOR_BITS,
             ]
         )
         self._scripts = {
@@ -223,54 +248,27 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def _priority(self, p: int) -> int:
         return 0 if p < 0 else min(p, self.front_queue_count - 1)
 
-    def settings_fingerprint(self) -> dict[str, str]:
-        """The settings every worker of one crawl must share (politeness and queue shape)."""
-        p = self.policy
-        return {
-            "min_delay": repr(float(p.min_delay)),
-            "delay_factor": repr(float(p.delay_factor)),
-            "max_delay": repr(float(p.max_delay)),
-            "host_concurrency": str(p.host_concurrency),
-            "max_crawl_delay": repr(float(p.max_crawl_delay)),
-            "max_failures": str(p.max_failures),
-            "failure_window": f"{p.failure_window}:{p.window_failures}",
-            "front_queues": str(self.front_queue_count),
-            "back_queues": str(self.back_queue_count),
-            "max_pages_per_host": str(self.max_pages_per_host),
-            "shards": str(self.shard_count),
-        }
-
-    def check_compatible(self, settings_fingerprint: dict[str, Any]) -> list[str]:
-        """Compare this worker's settings (politeness, queue shape, plus the caller's scope
-        fingerprint) with those the crawl's first worker stored; store the ones not yet there.
-        Returns one message per mismatch: workers of one crawl must obey one policy."""
-        meta = self.keys.meta
-        wanted = {
-            **self.settings_fingerprint(),
-            **{k: str(v) for k, v in settings_fingerprint.items()},
-        }
-        if self.client.hexists(meta, "fp:front_queues") and not self.client.hexists(
-            meta, "fp:shards"
-        ):  # a crawl stored before shards existed has the one shard it was made with
-            self.client.hsetnx(meta, "fp:shards", "1")
-        pipe = self.client.pipeline()
-        for name, value in wanted.items():
-            pipe.hsetnx(meta, "fp:" + name, value)
-        pipe.hgetall(meta)
-        stored = {k.decode(): v.decode() for k, v in pipe.execute()[-1].items()}
-        problems = []
-        if stored.get("layout") != LAYOUT:
-            problems.append(f"layout: stored {stored.get('layout')}, expected {LAYOUT}")
-        for name, value in wanted.items():
-            have = stored.get("fp:" + name)
-            if have != value:
-                problems.append(f"{name}: crawl has {have}, this worker has {value}")
-        return problems
-
     # -- adding -------------------------------------------------------------------------------
 
-    def _add_call(self, entries: Sequence[Entry], force: bool, first: bool) -> ScriptCall:
+    def _add_call(
+        self,
+        entries: Sequence[Entry],
+        force: bool,
+        first: bool,
+        credits: Sequence[Credit] = (),
+    ) -> ScriptCall:
         args: list[Any] = ["1" if force else "0", "1" if first else "0"]
+        if self.opic:  # the cash and policy go with each link, into the same script call
+            for e in entries:
+                p = self._priority(e.priority)
+                args += [
+                    seen_key(e.url), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
+                ]
+            # the cash for URLs seen before in one argument (cash.pack_credits)
+            packed, dropped = pack_credits(credits, self._fetched)
+            self.credits_dropped += dropped
+            args.append(packed)
+            return self._script_call("add", *args)
         for e in entries:
             p = self._priority(e.priority)
             args += [seen_key(e.url), e.host, p, pack_entry(e, p)]
@@ -279,11 +277,22 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
     def _add_chunk(self, entries: Sequence[Entry], force: bool, first: bool) -> list[int]:
         return self.runner.run(self._add_call(entries, force, first))
 
-    def add_calls(self, entries: Sequence[Entry]) -> list[ScriptCall]:
+    def add_calls(
+        self, entries: Sequence[Entry], credits: Sequence[Credit] = ()
+    ) -> list[ScriptCall]:
         """The script calls that queue ``entries`` (a page's links of this shard), one per
         ``chunk_size``, for a caller that pipelines them with other shards'. Their replies
-        are :meth:`add_results`."""
-        return [self._add_call(chunk, False, False) for chunk in _chunks(entries, self.chunk_size)]
+        are :meth:`add_results`. ``credits`` (OPIC: cash for URLs seen before, as
+        :func:`credit_items` gives them) go in the last call, after the links: a page's links
+        and its cash stay one script call."""
+        if not self.opic:
+            credits = ()
+        chunks = list(_chunks(entries, self.chunk_size)) or ([[]] if credits else [])
+        last = len(chunks) - 1
+        return [
+            self._add_call(chunk, False, False, credits if i == last else ())
+            for i, chunk in enumerate(chunks)
+        ]
 
     @staticmethod
     def add_results(replies: Sequence[Sequence[int]]) -> list[AddResult]:
@@ -328,10 +337,16 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         """``next_many(n)`` and ``status()`` after it, in one script call."""
         now, rows, status = self._call("next", max(n, 0), self.worker_id)
         issued = float(now)
-        leases = [
-            Lease(token.decode(), unpack_entry(blob, name.decode()), int(slot), issued)
-            for token, slot, blob, name in rows
-        ]
+        leases = []
+        for token, slot, blob, name, *ranking in rows:
+            entry = unpack_entry(blob, name.decode())
+            if ranking:  # OPIC: the cash it gathered, the crawl policy it was found under
+                entry.cash = float(ranking[0])
+                entry.policy = ranking[1].decode()
+                if len(self._fetched) >= FETCHED_KEYS:
+                    self._fetched.clear()
+                self._fetched.add(seen_key(entry.url))
+            leases.append(Lease(token.decode(), entry, int(slot), issued))
         return leases, self._status(status)
 
     def _status(self, reply: Sequence[Any]) -> tuple[float | None, int, int]:
@@ -390,10 +405,14 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         return [self.settled(s, r) for s, r in zip(settlements, replies, strict=True)]
 
     def apply(
-        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+        self,
+        entries: Sequence[Entry],
+        settlements: Sequence[Settlement],
+        credits: Sequence[tuple[Any, ...]] = (),
     ) -> tuple[list[AddResult], list[float | None]]:
-        """Links then completions, in one pipeline."""
-        adds = self.add_calls(entries) if entries else []
+        """Cash and links, then completions, in one pipeline."""
+        items = credit_items(credits) if credits and self.opic else []
+        adds = self.add_calls(entries, items) if entries or items else []
         settles = [self.settle_call(s) for s in settlements]
         replies = self.runner.run_many(adds + settles) if adds or settles else []
         rests = [
@@ -480,7 +499,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
         """O(K) in Redis: counters, cardinalities and ZCOUNT, never a walk over the queues."""
         _, leases, seen, hosts, ready, waiting, front, flat, halt = self._call("counts")
         self.halt = halt.decode()
-        stats = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        stats = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)
+                 if flat[i + 1].lstrip(b"-").isdigit()}  # (OPIC's cash sums: cash_totals)
         return FrontierCounts(
             queued=stats.get("queued", 0),
             in_flight=leases,
@@ -491,7 +511,8 @@ class RedisFrontier(OperatorControls, HostReports, Frontier):
             hosts_busy=stats.get("busy", 0),
             front_queued=front,
             back_queues_used=stats.get("used", 0),
-            extra={k[5:]: v for k, v in stats.items() if k.startswith("drop:")},
+            extra={k[5:]: v for k, v in stats.items() if k.startswith("drop:")}
+            | ({"back_queues_released": stats["br"]} if stats.get("br") else {}),
         )
 
     def halted(self) -> str:

@@ -18,7 +18,8 @@ Calling convention, shared by all scripts:
   max_pages_per_host (-1: none), front_queues K, back_queues B, lease_ttl, refill_batch,
   [weights], failure_window, failures in the window that give a host up (0: off), a fixed Bloom
   filter's bits and probes (0, 0: none), {the seen-set's exact limit, error, bucket bits, first
-  layer, growth, tightening} (``seen_lua``)]``.
+  layer, growth, tightening} (``seen_lua``), OPIC (1/0), FRONTIER_BACK_RUN under OPIC, the
+  floor's bits (``crawler.frontier.opic.FLOOR_BITS``)]``.
 * Floats go back to the client as strings (Redis truncates Lua numbers to integers).
 """
 
@@ -29,55 +30,95 @@ from crawler.backends.redis.frontier_lua_prelude import PRELUDE, SCRIPT_KEYS
 __all__ = ["PRELUDE", "SCRIPTS", "SCRIPT_KEYS"]
 
 ADD = r"""
+-- items: seen key, host, front queue, entry bytes; under OPIC, seen key, host, kind ('a'), entry
+-- bytes, cash, policy. Under OPIC, the last argument is the cash for URLs seen before
+-- (Frontier.credit, no reply): msgpack {{seen key, host, cash, policy}, ...}, or ''.
 local force, first = ARGV[3] == '1', ARGV[4] == '1'
 local out, hosts = {}, {}
 local added, to_front = 0, false
-for i = 5, #ARGV, 4 do
+local stride, last_item = 4, #ARGV
+if OPIC then
+  stride, last_item = 6, #ARGV - 1
+end
+CASH_DEFER = OPIC
+for i = 5, last_item, stride do
   local key, name, prio, blob = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local h = hosts[name]
   if not h then
     h = ensure(name)
-    h._ad, h._hq = 0, 0
+    h._ad, h._hq, h._fr = 0, 0, 0
     hosts[name] = h
   end
-  local code = 0
-  if h.st == 'dead' then
-    code = 4
-  elseif h.st == 'blocked' then
-    code = 5
-  elseif h.st then
-    code = 3
-  elseif not force then
-    if MAX_PAGES >= 0 and num(h.ad) + h._ad >= MAX_PAGES then
-      code = 2
-    elseif seen_add(key) == 0 then
-      code = 1
+  do
+    local code = 0
+    if h.st == 'dead' then
+      code = 4
+    elseif h.st == 'blocked' then
+      code = 5
+    elseif h.st then
+      code = 3
+    elseif not force then
+      if MAX_PAGES >= 0 and num(h.ad) + h._ad >= MAX_PAGES then
+        code = 2
+      elseif seen_add(key) == 0 then
+        code = 1
+        -- OPIC: a link to a URL seen before still brings its cash
+        if OPIC then credit_cash(name, h, key, tonumber(ARGV[i + 4]), ARGV[i + 5]) end
+      else
+        h._ad = h._ad + 1
+      end
     else
-      h._ad = h._ad + 1
+      -- a forced URL (a start URL, a retry) is known: its links back are not new
+      seen_add(key, true)
     end
-  else
-    seen_add(key, true)  -- a forced URL (a start URL, a retry) is known: its links back are not new
-  end
-  if code == 0 then
-    added = added + 1
-    h._hq = h._hq + 1
-    if first then
-      redis.call('RPUSH', fqkey(name), blob)
-    else
-      -- a front queue holds every host's URLs: the host's number goes before the entry
-      redis.call('RPUSH', fkey(prio), host_id(name, h) .. blob)
-      to_front = true
+    if code == 0 then
+      if first then
+        added = added + 1
+        h._hq = h._hq + 1
+        redis.call('RPUSH', fqkey(name), blob)
+      elseif OPIC then
+        if admit_cash(name, h, key, blob, tonumber(ARGV[i + 4]), ARGV[i + 5]) then
+          added = added + 1
+          h._hq = h._hq + 1
+        end
+        to_front = true
+      else
+        added = added + 1
+        h._hq = h._hq + 1
+        -- a front queue holds every host's URLs: the host's number goes before the entry
+        redis.call('RPUSH', fkey(prio), host_id(name, h) .. blob)
+        to_front = true
+      end
     end
+    out[#out + 1] = code
   end
-  out[#out + 1] = code
+end
+if OPIC and ARGV[#ARGV] ~= '' then  -- after the links queued before them
+  for _, c in ipairs(cmsgpack.unpack(ARGV[#ARGV])) do
+    local name = c[2]
+    local h = hosts[name]
+    if not h then
+      h = ensure(name)
+      h._ad, h._hq, h._fr = 0, 0, 0
+      hosts[name] = h
+    end
+    if not h.st then credit_cash(name, h, c[1], c[3], c[4]) end
+  end
 end
 if added > 0 then redis.call('HINCRBY', STATS, 'queued', added) end
 for name, h in pairs(hosts) do
   if h._ad > 0 then redis.call('HINCRBY', hkey(name), 'ad', h._ad) end
   if h._hq > 0 then redis.call('HINCRBY', hkey(name), 'hq', h._hq) end
-  if first and h._hq > 0 then reschedule(name, h) end
+  if h._fr > 0 then
+    h.fr = tostring(redis.call('HINCRBY', hkey(name), 'fr', h._fr))
+    -- OPIC: its robots.txt now waits with its pages for a back queue
+    if h.bk ~= '1' then reschedule(name, h) end
+  elseif first and h._hq > 0 then
+    reschedule(name, h)
+  end
 end
 if to_front then refill() end
+cash_flush()
 if WAKE then publish() end
 return out
 """
@@ -97,11 +138,13 @@ while #out < n and guard < n + 64 do
   local h = load(name)
   local slot = free_slot(h)
   local blob, is_first, emptied = nil, 0, false
+  local key, cash, policy, stray = nil, 0, '', false
   if slot >= 0 then
     if redis.call('LLEN', fqkey(name)) > 0 then
       blob = redis.call('LPOP', fqkey(name))
       is_first = 1
       incr(name, h, 'fi', 1)
+      if OPIC and h.tr ~= '1' then set(name, h, 'tr', '1') end
     else
       blob = redis.call('LPOP', qkey(name))
       if redis.call('LLEN', qkey(name)) == 0 and h.bk == '1' then
@@ -109,9 +152,26 @@ while #out < n and guard < n + 64 do
         redis.call('HINCRBY', STATS, 'used', -1)
         emptied = true
       end
+      if OPIC and blob then  -- a pointer: the URL leaves with its record and the cash it holds
+        key = blob
+        local v = redis.call('HGET', ckey(name), key)
+        if v then
+          local c, _, _, pol, b = rec_unpack(v)
+          redis.call('HDEL', ckey(name), key)
+          cash_move(-c, -1, 'cx', c)
+          blob, cash, policy = b, c, pol
+        else
+          stray = true  -- no record: only if keys were edited by hand
+        end
+      end
     end
   end
-  if not blob then
+  if stray then
+    redis.call('HINCRBY', STATS, 'queued', -1)
+    incr(name, h, 'hq', -1)
+    reschedule(name, h)
+    if emptied then refill() end
+  elseif not blob then
     redis.call('ZREM', READY, name)  -- a stale entry: only if keys were edited by hand
   else
     redis.call('HINCRBY', STATS, 'queued', -1)
@@ -123,12 +183,22 @@ while #out < n and guard < n + 64 do
       redis.call('HINCRBY', hkey(name), 'gn', 1)
     end
     local token = tostring(redis.call('HINCRBY', STATS, 'seq', 1))
-    redis.call('HSET', LEASE, token,
-      cmsgpack.pack({name, slot, is_first, 0, blob, NOW, worker}))
+    if key then
+      redis.call('HSET', LEASE, token,
+        cmsgpack.pack({name, slot, is_first, 0, blob, NOW, worker, key, fmt(cash), policy}))
+    else
+      redis.call('HSET', LEASE, token,
+        cmsgpack.pack({name, slot, is_first, 0, blob, NOW, worker}))
+    end
     redis.call('ZADD', LEASES, fmt(NOW + TTL), token)
+    if key and BACK_RUN > 0 and not emptied then judge_run(name, h, cash) end
     reschedule(name, h)
     if emptied then refill() end
-    out[#out + 1] = {token, slot, blob, name}
+    if key then
+      out[#out + 1] = {token, slot, blob, name, fmt(cash), policy}
+    else
+      out[#out + 1] = {token, slot, blob, name}
+    end
   end
 end
 return {fmt(NOW), out, status()}

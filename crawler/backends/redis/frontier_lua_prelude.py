@@ -9,17 +9,29 @@ last fetches (``1`` failed, ``0`` not; newest last, at most failure_window), ``a
 ``st`` ``dead``/``skip``, ``fi`` first entries in flight, ``bk`` holds a back queue, ``hq`` URLs
 queued (front + back + first), ``fe`` fetches, ``le`` last fetch end, ``gs``/``gn`` sum and
 count of real gaps between a fetch's end and the host's next lease, ``id`` the host's number in
-the front queues (``host_id``; ``{crawl}:hid`` maps it back).
+the front queues (``host_id``; ``{crawl}:hid`` maps it back); under OPIC, ``fr`` its pointers in
+the front queues (stale ones included), ``tr`` its first request was handed out once, ``lr``
+URLs served in a row worth less than the best waiting.
+
+Under OPIC (``CFG[18]``) the queues hold pointers and each host's queued URLs have a cash record
+in ``{crawl}:c:<host>`` (see the comment above ``rec_unpack``); the stats hash keeps the cash
+counters (``cash``, ``cn``, ``cs``, ``cc``, ``ct``, ``cx``) and ``br``, back queues given up.
 
 Queued entries are :mod:`crawler.backends.redis.entries`'s bytes, which no script decodes: in a
 front queue the host's number goes before them, and the refill takes it off.
 
 A lease record (``{crawl}:lease`` hash, token -> msgpack) is
-``[host, slot, is_first, completed, entry blob, issued_at, worker_id]``.
+``[host, slot, is_first, completed, entry blob, issued_at, worker_id]``, under OPIC followed by
+the URL's seen key, its cash and its crawl policy (a lease handed back gets its record again).
 """
 
 from __future__ import annotations
 
+from crawler.backends.redis.frontier_lua_opic import (
+    OPIC_CASH_LUA,
+    OPIC_LINKS_LUA,
+    OPIC_REFILL_LUA,
+)
 from crawler.backends.redis.keys import CrawlKeys, ScriptKeys
 from crawler.backends.redis.seen_lua import SEEN_LUA
 
@@ -54,6 +66,7 @@ SCRIPT_KEYS = ScriptKeys(
         ("BACK", "back_prefix"),
         ("FIRST", "first_prefix"),
         ("HOST", "host_prefix"),
+        ("CASH", "cash_prefix"),
     ),
 )
 
@@ -75,14 +88,19 @@ local MIN_DELAY, FACTOR, MAX_DELAY = CFG[1], CFG[2], CFG[3]
 local CONC, MAX_CD, MAX_FAIL, MAX_PAGES = CFG[4], CFG[5], CFG[6], CFG[7]
 local K, B, TTL, REFILL, WEIGHTS = CFG[8], CFG[9], CFG[10], CFG[11], CFG[12]
 local FAIL_WINDOW, WINDOW_FAIL = CFG[13] or 0, CFG[14] or 0
+-- OPIC (crawler.frontier.opic): cash orders the front queues; BACK_RUN: a host gives its back
+-- queue up after that many URLs in a row worth less than the best front queue waiting
+local OPIC, BACK_RUN, FLOOR_BITS = CFG[18] == 1, CFG[19] or 0, CFG[20] or 8
 
 local function fmt(x) return string.format('%.17g', x) end
 local function hkey(h) return @HOST@ .. h end
+local function ckey(h) return @CASH@ .. h end
 local function qkey(h) return @BACK@ .. h end
 local function fqkey(h) return @FIRST@ .. h end
 local function fkey(p) return @FRONT@ .. p end
 local function num(v) return tonumber(v) or 0 end
 
+""" + OPIC_CASH_LUA + r"""
 -- The seen test (seen_add, seen_has, seen_count): crawler.backends.redis.seen_lua
 """ + SEEN_LUA + r"""
 local function delay(duration, cd)
@@ -155,7 +173,12 @@ end
 -- when the host can next hand out a URL, or nil if it has nothing it may hand out
 local function ready_time(name, h)
   if h.st or num(h.fi) > 0 then return nil end
-  if h.bk ~= '1' and redis.call('LLEN', fqkey(name)) == 0 then return nil end
+  if h.bk ~= '1' then
+    if redis.call('LLEN', fqkey(name)) == 0 then return nil end
+    -- OPIC: a host's first request (robots.txt) waits while its pages wait for a back queue
+    -- (not a retry of it), as in the embedded frontier
+    if OPIC and num(h.fr) > 0 and h.tr ~= '1' then return nil end
+  end
   local slot, t = free_slot(h)
   if slot < 0 then return nil end
   return t
@@ -233,7 +256,16 @@ local GAVE_UP = nil
 -- drop a host's queued URLs (front-queue URLs of it go when a refill meets them)
 local function give_up(name, h, reason)
   if h.st then return end
-  local n = redis.call('LLEN', fqkey(name)) + redis.call('LLEN', qkey(name))
+  local n = redis.call('LLEN', fqkey(name))
+  if OPIC then  -- its records go (front and back): its pointers left in front are skipped
+    local cash, records = 0, redis.call('HVALS', ckey(name))
+    for _, v in ipairs(records) do cash = cash + rec_unpack(v) end
+    n = n + #records
+    if #records > 0 then cash_move(-cash, -#records, 'cx', cash) end
+    redis.call('DEL', ckey(name))
+  else
+    n = n + redis.call('LLEN', qkey(name))
+  end
   GAVE_UP = {name, REASON_OF[reason], n}
   redis.call('DEL', fqkey(name), qkey(name))
   set(name, h, 'st', reason)
@@ -268,9 +300,11 @@ local function host_id(name, h)
   return id
 end
 
+""" + OPIC_REFILL_LUA + r"""
 -- Mercator's refill: move front-queue URLs to back queues (biased selector, back-queue router)
 -- while fewer than B back queues are in use, at most REFILL moves per call
 local function refill()
+  if OPIC then return refill_opic() end
   local used = num(redis.call('HGET', STATS, 'used'))
   if used >= B then return end
   local sizes, any = {}, false
@@ -340,6 +374,7 @@ local function refill()
   redis.call('HSET', STATS, 'used', used)
 end
 
+""" + OPIC_LINKS_LUA + r"""
 local function release_slot(name, h, slot, is_first)
   set(name, h, 'b' .. slot, '0')
   if incr(name, h, 'nb', -1) == 0 then redis.call('HINCRBY', STATS, 'busy', -1) end
@@ -361,7 +396,21 @@ local function requeue(name, h, rec)
   if rec[3] == 1 then
     redis.call('LPUSH', fqkey(name), rec[5])
   else
-    redis.call('LPUSH', qkey(name), rec[5])
+    if rec[8] then  -- OPIC: its record again, with the cash the lease took
+      local key, cash, ck = rec[8], tonumber(rec[9]) or 0, ckey(name)
+      local v = redis.call('HGET', ck, key)
+      if v then  -- queued again meanwhile (forced): one record, the cash added
+        local c, top, q, pol, blob = rec_unpack(v)
+        cash_move(cash, 0, 'cx', -cash)
+        redis.call('HSET', ck, key, rec_pack(c + cash, top, q, pol, blob))
+        return
+      end
+      cash_move(cash, 1, 'cx', -cash)
+      redis.call('HSET', ck, key, rec_pack(cash, cash, ROUTED, rec[10] or '', rec[5]))
+      redis.call('LPUSH', qkey(name), key)
+    else
+      redis.call('LPUSH', qkey(name), rec[5])
+    end
     if h.bk ~= '1' then
       -- may take B + 1 back queues for a while: the URL must not lose its place
       set(name, h, 'bk', '1')

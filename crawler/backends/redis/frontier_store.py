@@ -164,6 +164,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             patience=s.getfloat("FRONTIER_SHARD_PATIENCE", defaults.FRONTIER_SHARD_PATIENCE),
         )
         count = self.shard_count
+        order = s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY)
         # Mercator's B is the crawl's (3 x fetches in flight): each shard holds its share
         back_queues = -(
             -(s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES) or SHARED_BACK_QUEUES)
@@ -184,6 +185,8 @@ class RedisFrontierStore(MemoryFrontierStore):
                 shard=index,
                 shards=count,
                 runner=runner,
+                opic=order == "opic",  # cash orders the front queues, as in memory
+                back_run=s.getint("FRONTIER_BACK_RUN", defaults.FRONTIER_BACK_RUN),
             )
             for index in range(count)
         ]

@@ -45,12 +45,12 @@ class HostReports:
         for names in self._iter_hosts():
             pipe = self.client.pipeline(transaction=False)
             for name in names:
-                pipe.hmget(self.keys.host(name), "hq", "st", "bk", "fi")
+                pipe.hmget(self.keys.host(name), "hq", "st", "bk", "fi", "fr", "tr")
                 pipe.llen(self.keys.first(name))
                 pipe.zscore(self.keys.ready, name)
             replies = pipe.execute()
             for i, name in enumerate(names):
-                (hq, st, bk, fi), firsts, ready = replies[3 * i : 3 * i + 3]
+                (hq, st, bk, fi, fronted, tried), firsts, ready = replies[3 * i : 3 * i + 3]
                 queued = int(hq or 0)
                 if not queued or st:
                     continue
@@ -58,7 +58,9 @@ class HostReports:
                     if ready <= now:
                         continue
                     reason, due = "politeness delay", ready - now
-                elif bk != b"1" and not firsts:
+                elif bk != b"1" and (
+                    not firsts or (int(fronted or 0) > 0 and tried != b"1")
+                ):  # (OPIC: its robots.txt waits with its pages for a back queue)
                     reason, due = "waiting for a back queue", 0.0
                 elif fi and int(fi):
                     reason, due = "first request in flight", 0.0

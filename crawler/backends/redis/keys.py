@@ -171,6 +171,8 @@ class FrontierKeys:
         self.first_prefix = p + ":fq:"
         self.host_prefix = p + ":h:"
         self.host_ids = p + ":hid"
+        # OPIC: each host's queued URLs' cash records (crawler.backends.redis.frontier_lua_prelude)
+        self.cash_prefix = p + ":c:"
 
     def front(self, priority: int) -> str:
         return self.front_prefix + str(priority)
@@ -183,6 +185,9 @@ class FrontierKeys:
 
     def host(self, host: str) -> str:
         return self.host_prefix + host
+
+    def cash(self, host: str) -> str:
+        return self.cash_prefix + host
 
 
 class NeardupKeys:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from crawler.backends.redis.cash import CashTotals, Credit, credit_items
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.shard_load import shard_loads
 from crawler.backends.redis.shards import ShardMap
@@ -137,18 +138,43 @@ class ShardedFrontier(Frontier):
         are stored."""
         return self.apply(entries, [])[0]
 
+    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
+        """OPIC cash for URLs seen before, each on its host's shard (one call per shard)."""
+        if links:
+            self.apply([], [], links)
+
+    @property
+    def opic(self) -> bool:
+        return self.shards[0].opic
+
+    @property
+    def ledger(self) -> CashTotals:
+        """The shards' OPIC counters added up."""
+        return sum((s.cash_totals() for s in self.shards[1:]), self.shards[0].cash_totals())
+
     def apply(
-        self, entries: Sequence[Entry], settlements: Sequence[Settlement]
+        self,
+        entries: Sequence[Entry],
+        settlements: Sequence[Settlement],
+        credits: Sequence[tuple[Any, ...]] = (),
     ) -> tuple[list[AddResult], list[float | None]]:
-        """Links (one batch per shard), then completions and acknowledgements, all in one
-        pipeline per node: a node runs a shard's links before the acknowledgements after
-        them."""
+        """Links (one batch per shard, with the OPIC cash for URLs of the shard's hosts seen
+        before), then completions and acknowledgements, all in one pipeline per node: a node
+        runs a shard's links before the acknowledgements after them."""
         groups: dict[int, list[int]] = {}
         for position, entry in enumerate(entries):
             groups.setdefault(self.shard_map(entry.host), []).append(position)
+        cash: dict[int, list[Credit]] = {}
+        if credits and self.opic:
+            for item in credit_items(credits):
+                index = self.shard_map(item[3])
+                cash.setdefault(index, []).append(item)
+                groups.setdefault(index, [])
         calls, spans = [], []
         for index, positions in groups.items():
-            shard_calls = self.shards[index].add_calls([entries[p] for p in positions])
+            shard_calls = self.shards[index].add_calls(
+                [entries[p] for p in positions], cash.get(index, ())
+            )
             spans.append((index, positions, len(shard_calls)))
             calls += shard_calls
         routed = []

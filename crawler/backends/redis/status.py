@@ -29,6 +29,7 @@ import redis
 from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.frontier.addresses import AddressLoad
+from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally, busiest_line
 
 # Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
@@ -203,6 +204,7 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
     for beat in fleet.workers().values():
         for host, values in (beat.get("hosts") or {}).items():
             tallies[host].add(HostTally.of_counts(values))
+    totals = fleet.totals()
     busiest = []
     for h, n, gap in frontier.busiest_hosts(top):
         tally = tallies.hosts.get(h)
@@ -235,7 +237,11 @@ def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) ->
         ],
         "controls": controls,
         "halt": next((p.halt for p in parts if p.halt), ""),
-        "totals": fleet.totals(),
+        "totals": totals,
+        "policies": [
+            {"policy": c.name, "pages": c.pages, "queued": c.queued}
+            for c in policy_counts(totals)
+        ],
     }
 
 
@@ -318,6 +324,11 @@ def format_report(r: Mapping[str, Any]) -> str:
         lines.append("busiest addresses: " + ", ".join(
             f"{a['address']} {a['fetches']} fetches ({a['waits']} waits, {a['in_flight']} now)"
             for a in r["busiest_addresses"][:5]
+        ))
+    if r.get("policies"):  # the workers' merged counts per crawl policy
+        lines.append("crawl policies: " + ", ".join(
+            f"{p['policy']} {p['pages']} pages ({p['queued']} URLs queued)"
+            for p in r["policies"]
         ))
     if r["leases"]["oldest"]:
         lines.append("oldest leases:")

@@ -1,0 +1,105 @@
+"""OPIC's side of the Redis frontier in the worker: the cash for URLs seen before on its way to
+the add script, and the crawl's cash counters read back (``frontier.py`` uses these).
+
+The add script (``frontier_lua``) takes a page's links and, in the same call, the cash its
+repeated links bring (``Frontier.credit``) as one msgpack argument: redis-py encodes every
+argument, so six of them per repeated link cost the worker more than the link itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgpack
+
+from crawler.backends.redis.seen import seen_key
+
+# a worker remembers this many URLs it leased (~70 bytes each) to drop cash for them
+FETCHED_KEYS = 1_000_000
+
+# A credit as the add script takes it: (normalized URL, cash, crawl policy, host)
+Credit = tuple[str, float, str, str]
+
+
+def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
+    """``Frontier.credit``'s links, ``(url, cash, policy[, host])``, with their hosts (the
+    intake gives them; else the URL's) and without those that bring no cash."""
+    out = []
+    for link in links:
+        url, cash, policy = link[0], link[1], link[2]
+        if not cash:
+            continue
+        host = link[3] if len(link) > 3 else (urlsplit(url).hostname or "")
+        out.append((url, cash, policy, host))
+    return out
+
+
+@dataclass
+class CashTotals:
+    """A shared frontier's OPIC counters (``CashLedger``'s): ``total`` cash of the queued
+    URLs, ``queued`` URLs holding a record; cash ``seeded`` with new URLs, ``credited`` to
+    queued ones, ``to_fetched`` for URLs no longer queued, ``spent`` by leases (and dropped).
+    ``seeded + credited == total + spent``."""
+
+    total: float = 0.0
+    queued: int = 0
+    seeded: float = 0.0
+    credited: float = 0.0
+    to_fetched: float = 0.0
+    spent: float = 0.0
+
+    def __len__(self) -> int:
+        return self.queued
+
+    def __add__(self, other: CashTotals) -> CashTotals:
+        return CashTotals(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+
+def pack_credits(credits: Iterable[Credit], fetched: set[bytes]) -> tuple[bytes | str, float]:
+    """The add script's last argument (msgpack ``[[seen key, host, cash, policy], ...]``, or
+    "" for none) and the cash left out: links to pages this worker leased (in ``fetched``),
+    whose cash would only be counted as history (the memory ledger drops them with one dict
+    test too)."""
+    cash, dropped = [], 0.0
+    for url, amount, policy, host in credits:
+        key = seen_key(url)
+        if key in fetched:
+            dropped += amount
+        else:
+            cash.append((key, host, float(amount), policy))
+    return (msgpack.packb(cash, use_bin_type=False) if cash else ""), dropped
+
+
+class OpicCash:
+    """The Redis frontier's OPIC methods (a mixin of ``RedisFrontier``, which gives
+    ``opic``, ``runner``, ``add_calls``, ``client``, ``_stats`` and ``credits_dropped``)."""
+
+    opic: bool
+    runner: Any
+    client: Any
+    _stats: str
+    credits_dropped: float
+
+    def add_calls(self, entries: Any, credits: Any = ()) -> list[Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def credit(self, links: Any) -> None:
+        """OPIC cash for URLs seen before (``Frontier.credit``): one add script call that
+        adds no URL. Ignored unless the frontier orders by cash."""
+        if self.opic and links:
+            self.runner.run_many(self.add_calls([], credit_items(links)))
+
+    def cash_totals(self) -> CashTotals:
+        """OPIC's counters (:class:`CashTotals`), from the stats hash."""
+        raw = self.client.hmget(self._stats, ("cash", "cn", "cs", "cc", "ct", "cx"))
+        v = [float(x) if x is not None else 0.0 for x in raw]
+        return CashTotals(total=v[0], queued=int(v[1]), seeded=v[2], credited=v[3],
+                          to_fetched=v[4] + self.credits_dropped, spent=v[5])
+
+    @property
+    def ledger(self) -> CashTotals:
+        """The cash counters under the names of the embedded frontier's ``CashLedger``."""
+        return self.cash_totals()
