@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawler.frontier import Frontier
+from crawler.frontier import Entry, Frontier
 from crawler.frontier.api import SEED
-from crawler.frontier.urls import LinkForm, url_problem
+from crawler.frontier.urls import LinkForm, origin_of, url_problem
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.stats import FrontierStats
 
@@ -153,13 +153,16 @@ class LinkIntake:
         if admission.admit_seed_hosts(hosts):
             self.forget()
         check, entry = policy.check, admission.entry
-        entries = []
+        admitted = []
         for raw, form in forms:
             reason, url, host = check(raw, 0, form=form)
             if reason:
                 stats.rejected(reason, raw, True)
                 continue
-            entries.append(entry(url, host, 0, SEED, origin=form[3]))
+            admitted.append((url, host, form[3]))
+        # the batch's new origins announced together first (robots.txt read in one go)
+        admission.prepare(origin for _, _, origin in admitted)
+        entries = [entry(url, host, 0, SEED, origin=origin) for url, host, origin in admitted]
         if entries:
             for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
                 stats.submitted(e, result)
@@ -197,7 +200,8 @@ class LinkIntake:
         entry = self.admission.entry
         stats = self.stats
         repeated = 0
-        entries = []
+        entries: list[Entry] = []
+        admitted: list[tuple[str, str, str]] = []
         share, book = batch.share, self.admission.book
         if share or book is not None:
             return self._take_ranked(batch, part)
@@ -213,8 +217,10 @@ class LinkIntake:
             if reason:
                 stats.rejected(reason, raw)
                 continue
-            origin = form[3] if form is not None else None
-            entries.append(entry(url, host, depth, origin=origin))
+            admitted.append((url, host, form[3] if form is not None else origin_of(url) or url))
+        if admitted:  # the new origins announced together first (robots.txt read in one go)
+            self.admission.prepare(origin for _, _, origin in admitted)
+            entries = [entry(url, host, depth, origin=origin) for url, host, origin in admitted]
         self._submit(entries, repeated)
         return len(part)
 
