@@ -98,8 +98,13 @@ def seed_urls(urls: int, hosts: int, seed: int = 7) -> list[str]:
     return out
 
 
-def scrapy(project: Path, settings: dict[str, Any], *args: str) -> list[str]:
-    cmd = [sys.executable, "-m", "scrapy", *args]
+def scrapy(
+    project: Path, settings: dict[str, Any], *args: str, profile: str = ""
+) -> list[str]:
+    """The command line of ``scrapy ARGS`` with ``settings`` (under cProfile, writing
+    ``profile``, when one is given)."""
+    prefix = ["-m", "cProfile", "-o", profile] if profile else []
+    cmd = [sys.executable, *prefix, "-m", "scrapy", *args]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     return cmd
@@ -165,7 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         crawl = {**settings, "LOG_FILE": log, "LOG_LEVEL": "INFO"}
         started = time.monotonic()
         proc = subprocess.Popen(
-            scrapy(project, crawl, "crawl", SITE, "-a", f"seeds={seeds}"),
+            scrapy(project, crawl, "crawl", SITE, "-a", f"seeds={seeds}", profile=args.profile),
             cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         first = last = None
@@ -191,7 +196,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         used = client.info("memory")["used_memory"] - base
         data = data_memory(client) - data_base
         parts = {
-            "seen": key_bytes(client, "{" + SITE + "*}:seen*"),
+            # the exact buckets (sx:<b>), the Bloom layers and counts, a legacy SET
+            "seen": _sum(
+                key_bytes(client, "{" + SITE + "*}:seen*"),
+                key_bytes(client, "{" + SITE + "*}:sx:*"),
+            ),
             "front queues": key_bytes(client, "{" + SITE + "*}:f:*"),
             "first queues (robots.txt)": key_bytes(client, "{" + SITE + "*}:fq:*"),
             "back queues": key_bytes(client, "{" + SITE + "*}:q:*"),
@@ -246,6 +255,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         server.process.wait(timeout=30)
 
 
+def _sum(*parts: tuple[int, int]) -> tuple[int, int]:
+    return sum(n for n, _ in parts), sum(b for _, b in parts)
+
+
 def _stats_keys(shards: int) -> list[str]:
     from crawler.backends.redis.keys import CrawlKeys
 
@@ -260,6 +273,8 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=1)
     parser.add_argument("--project", default=str(ROOT), help="the checkout whose code loads")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--profile", default="", metavar="FILE",
+                        help="run the crawl under cProfile, its stats written to FILE")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting of the crawl (e.g. to see what robots.txt costs)")
     args = parser.parse_args()

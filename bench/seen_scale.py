@@ -19,8 +19,10 @@ Reported per checkpoint: the seen-set's own keys (``MEMORY USAGE`` of each bucke
 counter) per seen URL, Redis's ``used_memory`` growth per seen URL, the Bloom layers begun, the
 measured and the estimated false-positive rate, ``mark_seen`` rate (1,000 keys per script
 call, 20 calls pipelined, one client) over the last stretch and the Redis time per URL of
-its scripts (``INFO commandstats``), and the ``add`` script's rate
-(pages of 50 links, which also queues them) on 20,000 fresh links.
+its scripts (``INFO commandstats``; and redis-server's CPU time per URL, which a loaded
+machine does not inflate), the ``add`` script's rate (pages of 50 links, which also queues
+them) on 20,000 fresh links, and the crawl's cycle: ``--cycles`` times lease a URL, finish it
+and add its page's 50 fresh links (cycles/s, Redis CPU per cycle).
 """
 
 from __future__ import annotations
@@ -154,21 +156,31 @@ def bulk_fill(client: redis.Redis, frontier: RedisFrontier, urls: list[str]) -> 
         start = stop
 
 
+def redis_cpu(client: redis.Redis) -> float:
+    """CPU seconds redis-server has used (user + system): its cost on a loaded machine,
+    where the wall clock and ``INFO commandstats`` also count the time it waited for a core."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"] + info["used_cpu_sys"])
+
+
 def checkpoints(total: int) -> list[int]:
-    """Seen URLs to stop at; with the defaults, 29.95 and 30.05 million fall either side of
+    """Seen URLs to stop at; with the defaults, 29.95 and 30.25 million fall either side of
     the moment the fourth Bloom layer begins (2 million exact + 4 + 8 + 16 million in layers):
-    the best and the worst point of the filter's cycle."""
+    the best and the worst point of the filter's cycle (the last stretch longer than the
+    120,000 links each checkpoint's probes add)."""
     marks = [100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 29_950_000]
     return sorted({m for m in marks if m < total} | {total})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--urls", type=int, default=30_050_000)
+    parser.add_argument("--urls", type=int, default=30_250_000)
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--exact-limit", type=int, default=defaults.FRONTIER_SEEN_EXACT_LIMIT)
     parser.add_argument("--error", type=float, default=defaults.FRONTIER_SEEN_ERROR)
     parser.add_argument("--sample", type=int, default=20_000, help="held-out URLs tested")
+    parser.add_argument("--cycles", type=int, default=2_000,
+                        help="lease + finish + add of 50 fresh links, per checkpoint")
     parser.add_argument("--quick", action="store_true", help="3 million URLs")
     parser.add_argument(
         "--bulk",
@@ -205,14 +217,16 @@ def main() -> None:
         )
         print(
             "| seen URLs | seen-set B/URL | used_memory B/URL | layers | fp measured | "
-            "fp estimated | mark_seen URLs/s | Redis us/URL | add links/s |"
+            "fp estimated | mark_seen URLs/s | Redis us/URL | Redis CPU us/URL | add links/s | "
+            "cycles/s | Redis CPU us/cycle |"
         )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("|" + " ---: |" * 12)
         base = client.info("memory")["used_memory"]
         done = 0
         extra = 0  # links queued by the add-rate probes (fresh URLs, also seen)
         for target in checkpoints(total):
-            mark = target - extra  # the add probes' links are seen URLs too
+            # the add probes' and the cycles' links are seen URLs too
+            mark = max(done + 1_000, target - extra)
             start = time.perf_counter()
             stretch = mark - done
             scripted = stretch
@@ -227,6 +241,7 @@ def main() -> None:
                 assert all(frontier.has_seen(sample)), "bulk fill differs from the script"
                 start = time.perf_counter()
             client.config_resetstat()
+            cpu_start = redis_cpu(client)
             batch: list[str] = []
             for url in gen.urls(mark - scripted, mark):
                 batch.append(url)
@@ -237,6 +252,7 @@ def main() -> None:
                 mark_seen(frontier, batch)
             rate = scripted / (time.perf_counter() - start)
             server_us = client.info("commandstats")["cmdstat_evalsha"]["usec"] / scripted
+            cpu_us = (redis_cpu(client) - cpu_start) / scripted * 1e6
             done = mark
             state = seen_state(client, frontier.keys, config)
             seen_bytes = seen_memory(client, frontier.keys)
@@ -252,11 +268,26 @@ def main() -> None:
             for i in range(0, len(probe), 50):
                 frontier.add_many(probe[i : i + 50])
             add_rate = len(probe) / (time.perf_counter() - t0)
+            # the crawl's cycle: lease a URL, complete it, add its page's 50 fresh links
+            cycle_links = list(gen.urls(extra, extra + 50 * args.cycles, tag="cycle"))
+            extra += len(cycle_links)
+            cpu0, t0 = redis_cpu(client), time.perf_counter()
+            for c in range(args.cycles):
+                lease = frontier.next()
+                assert lease is not None, "the add probes queued the URLs the cycles lease"
+                frontier.finish(lease.token, 0.0)
+                frontier.add_many([
+                    Entry(url=u, host=urlsplit(u).hostname or "")
+                    for u in cycle_links[50 * c : 50 * c + 50]
+                ])
+            cycle_rate = args.cycles / (time.perf_counter() - t0)
+            cycle_cpu = (redis_cpu(client) - cpu0) / args.cycles * 1e6
             count = state.count + 0  # before the probe's links
             print(
                 f"| {count:,} | {seen_bytes / count:.2f} | {used / count:.2f} | "
                 f"{len(state.layers)} | {fp:.4%} | {state.false_positive_rate():.4%} | "
-                f"{rate:,.0f} | {server_us:.1f} | {add_rate:,.0f} |",
+                f"{rate:,.0f} | {server_us:.1f} | {cpu_us:.1f} | {add_rate:,.0f} | "
+                f"{cycle_rate:,.0f} | {cycle_cpu:,.0f} |",
                 flush=True,
             )
         state = seen_state(client, frontier.keys, config)

@@ -24,6 +24,12 @@ page_output_done = object()
 # hands out nothing else of that host until they complete, under the host's politeness.
 origin_discovered = object()
 
+# Sent by the scheduler before a batch's ``origin_discovered`` signals (a batch of seeds, a
+# page's links), with every origin it is about to announce: origins_discovering(origins:
+# list[str]). A receiver may read what it needs of them at once (the robots.txt fetcher reads
+# their cached copies in one round trip); each origin is still announced on its own after.
+origins_discovering = object()
+
 # Sent by whoever learns a host's robots.txt Crawl-delay; the scheduler applies it.
 # host_crawl_delay(host: str, delay: float | None)
 host_crawl_delay = object()

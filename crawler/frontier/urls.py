@@ -409,6 +409,8 @@ class _DateWindow:
         self.active = bool(future_days or past_days)
 
     def out_of_range(self, url: str) -> bool:
+        if "19" not in url and "20" not in url and "21" not in url:
+            return False  # no year 1900-2199: most URLs, told without the regular expression
         rest = url.split("://", 1)[-1]
         slash = rest.find("/")
         if slash < 0:
@@ -428,11 +430,13 @@ class _DateWindow:
 
 
 def _repeats(url: str, limit: int) -> bool:
+    if url.count("/") <= limit + 2 and "://" in url:
+        return False  # at most ``limit`` slashes after the scheme's two: too few segments
     path = url.split("://", 1)[-1]
     path = path[path.find("/") :] if "/" in path else ""
     path = path.split("?", 1)[0]
     segments = [s for s in path.split("/") if s]
-    if len(segments) <= limit:
+    if len(segments) <= limit or len(set(segments)) == len(segments):
         return False
     seen: dict[str, int] = {}
     for s in segments:

@@ -113,6 +113,7 @@ class RobotsFetcher:
             crawler, self.book, self.waits, self._fetch_directly, self._inc, lambda: self.clock()
         )
         crawler.signals.connect(self._origin_discovered, crawler_signals.origin_discovered)
+        crawler.signals.connect(self._origins_discovering, crawler_signals.origins_discovering)
         crawler.signals.connect(self._spider_idle, signals.spider_idle)
         crawler.signals.connect(self._spider_closed, signals.spider_closed)
         crawler.signals.connect(self.outcomes.request_dropped, signals.request_dropped)
@@ -130,17 +131,24 @@ class RobotsFetcher:
         the host's first request, scheduled now (``engine.crawl`` enqueues at once) so that it
         is queued before that URL."""
         key = origin_of(origin + "/") or origin
-        st = self.book.discovered(key, host)
-        now = self.clock()
-        if self.book.fresh(key, now):
-            self._inc("robotstxt/cache_hit")
-            self.outcomes.send_delay(st)
-            self.outcomes.announce(st)
-            return
-        if not self.book.needs_fetch(key, now):
-            return
-        self.book.queued(key)
+        book = self.book
+        with book.batch():  # one read of the cached copy for all these steps
+            st = book.discovered(key, host)
+            now = self.clock()
+            if book.fresh(key, now):
+                self._inc("robotstxt/cache_hit")
+                self.outcomes.send_delay(st)
+                self.outcomes.announce(st)
+                return
+            if not book.needs_fetch(key, now):
+                return
+            book.queued(key)
         self.outcomes.crawl(robots_request(key, frontier_first=True))
+
+    def _origins_discovering(self, origins: list[str]) -> None:
+        """A batch of origins is about to be announced (a seeds file's new hosts): their
+        cached copies in one read, not one (or five) per origin."""
+        self.book.prefetch(origin_of(o + "/") or o for o in origins)
 
     # -- what the gate asks -----------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ the whole crawl.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,10 +98,14 @@ class RobotsBook:
         self.max_retry_delay = max(max_retry_delay, retry_delay)
         self.claim_seconds = claim_seconds  # the longest a fetch may take (a dead one's claim)
         self._origins: dict[str, OriginState] = {}
+        # copies read ahead for origins about to be met (:meth:`prefetch`), each used once
+        self._prefetched: dict[str, RobotsRecord | None] = {}
+        self._batch: set[str] | None = None  # origins read in the open :meth:`batch`
 
     def state(self, origin: str) -> OriginState:
         """The origin's state, with the cached copy (even an expired one) loaded on first use,
-        and looked up again while the origin has no rules and nothing under way."""
+        and looked up again while the origin has no rules and nothing under way (once per
+        :meth:`batch`)."""
         st = self._origins.get(origin)
         if st is None:
             st = self._origins[origin] = OriginState(origin)
@@ -108,14 +114,44 @@ class RobotsBook:
             st.rules is None
             and st.fetching not in (IN_FLIGHT, ELSEWHERE)
             and not (st.unreachable or st.gave_up)
+            and (self._batch is None or origin not in self._batch)
         ):
             self._load(st)  # a cache shared by several workers: another may have fetched it
         return st
 
     def _load(self, st: OriginState) -> None:
-        record = self.cache.get(st.origin)
+        origin = st.origin
+        if origin in self._prefetched:
+            record = self._prefetched.pop(origin)
+        else:
+            record = self.cache.get(origin)
+        if self._batch is not None:
+            self._batch.add(origin)
         if record is not None and record.kind != DISALLOW_ALL:
             st.rules = RobotsRules(record, self.token)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The steps of one decision (an origin met, checked, queued): within it an origin's
+        cached copy is read at most once, not at every step. The steps follow each other in
+        one reactor call, so a second read could only see the same copy (or race another
+        worker's write that the first read raced too)."""
+        if self._batch is not None:
+            yield
+            return
+        self._batch = set()
+        try:
+            yield
+        finally:
+            self._batch = None
+
+    def prefetch(self, origins: Iterable[str]) -> None:
+        """Read the cached copies of origins about to be met (a batch of seeds' new hosts) in
+        one look-up (:meth:`RobotsCache.get_many`: one round trip to a shared cache, not one
+        per origin). Each is used by the origin's first :meth:`state`, moments later in the
+        same reactor call; what a batch leaves unused is dropped by the next one."""
+        new = [o for o in dict.fromkeys(origins) if o not in self._origins]
+        self._prefetched = self.cache.get_many(new) if new else {}
 
     def states(self) -> list[OriginState]:
         return list(self._origins.values())

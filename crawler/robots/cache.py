@@ -51,6 +51,12 @@ class RobotsCache(abc.ABC):
     @abc.abstractmethod
     def put(self, record: RobotsRecord) -> None: ...
 
+    def get_many(self, origins: list[str]) -> dict[str, RobotsRecord | None]:
+        """The records of ``origins`` at once (each None when there is none): a batch of seeds
+        brings thousands of new hosts, and a shared cache answers them in one round trip
+        rather than one each."""
+        return {origin: self.get(origin) for origin in origins}
+
     def claim(self, origin: str, seconds: float) -> SharedOrigin:
         """Take the fetch of ``origin``'s robots.txt for up to ``seconds``, unless another
         worker holds it or a failed fetch is waiting out its retry delay (then say which)."""

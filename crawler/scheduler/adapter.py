@@ -144,7 +144,13 @@ class FrontierScheduler(BaseScheduler):
             scope = ScopeRegistry()
         frontier = self.frontier
         self.admission = Admission.build(
-            spider, self.settings, frontier, scope, self.prioritizer, self._origin_discovered
+            spider,
+            self.settings,
+            frontier,
+            scope,
+            self.prioritizer,
+            self._origin_discovered,
+            self._origins_discovering,
         )
         running = running_engine(self.crawler) is not None  # else: unit tests
         s = self.settings
@@ -428,6 +434,12 @@ class FrontierScheduler(BaseScheduler):
         before it (robots.txt), with ``engine.crawl`` and ``meta["frontier_first"]``."""
         self.crawler.signals.send_catch_log(
             crawler_signals.origin_discovered, origin=origin, host=host
+        )
+
+    def _origins_discovering(self, origins: list[str]) -> None:
+        """A batch's new origins, before each is announced (``origin_discovered``)."""
+        self.crawler.signals.send_catch_log(
+            crawler_signals.origins_discovering, origins=origins
         )
 
     def _seeds_found(self, spider: Spider, seeds: list[tuple[str, str]]) -> None:

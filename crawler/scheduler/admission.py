@@ -8,7 +8,7 @@ queue of a URL, hosts' penalties included). Free of Scrapy.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from crawler.frontier import Entry, Frontier, Prioritizer, UrlPolicy
@@ -30,11 +30,13 @@ class Admission:
         scope: ScopeRegistry,
         discovered: Callable[[str, str], None],
         book: PolicyBook | None = None,
+        discovering: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.policy = policy
         self.prioritizer = prioritizer
         self.scope = scope
         self.discovered = discovered
+        self.discovering = discovering
         # crawl policies (crawler.frontier.policies): None when the site has none
         self.book = book if book is not None and book.active else None
         self.opic = prioritizer.policy == "opic"  # links carry OPIC cash
@@ -49,6 +51,7 @@ class Admission:
         scope: ScopeRegistry,
         prioritizer: Prioritizer,
         discovered: Callable[[str, str], None],
+        discovering: Callable[[list[str]], None] | None = None,
     ) -> Admission:
         """The site's URL policy, widened to the hosts seeds brought into scope and restored
         to the hosts ``frontier`` admitted before (an earlier run, other workers)."""
@@ -57,8 +60,24 @@ class Admission:
             policy.add_host(host)
         policy.restore_hosts(frontier.hosts())  # they count against the per-domain budget
         return cls(
-            policy, prioritizer, scope, discovered, policy_book_for(spider, settings)
+            policy,
+            prioritizer,
+            scope,
+            discovered,
+            policy_book_for(spider, settings),
+            discovering,
         )
+
+    def prepare(self, origins: Iterable[str]) -> None:
+        """Origins of a batch about to be admitted: the new ones are announced together
+        (``discovering``) before :meth:`entry` announces each, so that receivers read what
+        they need of them at once."""
+        if self.discovering is None:
+            return
+        known = self._origins
+        new = [o for o in dict.fromkeys(origins) if o not in known]
+        if new:
+            self.discovering(new)
 
     def entry(
         self,

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawler.frontier import Frontier
+from crawler.frontier import Entry, Frontier
 from crawler.frontier.api import SEED
-from crawler.frontier.urls import LinkForm, url_problem
+from crawler.frontier.urls import LinkForm, origin_of, url_problem
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.stats import FrontierStats
 
@@ -154,16 +154,21 @@ class LinkIntake:
         if admission.admit_seed_hosts(hosts):
             self.forget()
         check, entry, ranking = policy.check, admission.entry, admission.seed_ranking
-        entries = []
+        admitted = []
         for raw, form in forms:
             reason, url, host = check(raw, 0, form=form)
             if reason:
                 stats.rejected(reason, raw, True)
                 continue
+            admitted.append((url, host, form[3]))
+        # the batch's new origins announced together first (robots.txt read in one go)
+        admission.prepare(origin for _, _, origin in admitted)
+        entries = []
+        for url, host, origin in admitted:
             # OPIC: a seed starts with its cash (without it, every link of the crawl had none)
             cash, label = ranking(host)
             entries.append(
-                entry(url, host, 0, SEED, origin=form[3], cash=cash, crawl_policy=label)
+                entry(url, host, 0, SEED, origin=origin, cash=cash, crawl_policy=label)
             )
         if entries:
             for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
@@ -202,7 +207,8 @@ class LinkIntake:
         entry = self.admission.entry
         stats = self.stats
         repeated = 0
-        entries = []
+        entries: list[Entry] = []
+        admitted: list[tuple[str, str, str]] = []
         page = batch.page
         share, book = batch.share, self.admission.book
         if share or book is not None:
@@ -219,8 +225,13 @@ class LinkIntake:
             if reason:
                 stats.rejected(reason, raw)
                 continue
-            origin = form[3] if form is not None else None
-            entries.append(entry(url, host, depth, origin=origin, referrer=page))
+            admitted.append((url, host, form[3] if form is not None else origin_of(url) or url))
+        if admitted:  # the new origins announced together first (robots.txt read in one go)
+            self.admission.prepare(origin for _, _, origin in admitted)
+            entries = [
+                entry(url, host, depth, origin=origin, referrer=page)
+                for url, host, origin in admitted
+            ]
         self._submit(entries, repeated)
         return len(part)
 

@@ -62,6 +62,9 @@ def _open_seeds(path: str | os.PathLike[str] | Traversable) -> IO[str]:
         raise SeedsFileError(shown, None, f"cannot read seeds file: {reason}") from None
 
 
+_COMMENT = re.compile(r"\s+#")  # whitespace then "#": a comment follows
+
+
 def check_seeds_file(path: str | os.PathLike[str] | Traversable) -> None:
     """Raise :class:`SeedsFileError` now if the seeds file cannot be opened or is not UTF-8.
 
@@ -95,7 +98,7 @@ def iter_seed_lines(path: str | os.PathLike[str] | Traversable) -> Iterator[tupl
                 url = line.strip()
                 if not url or url.startswith("#"):
                     continue
-                line = re.split(r"\s+#", url, maxsplit=1)[0]
+                line = _COMMENT.split(url, maxsplit=1)[0] if "#" in url else url
                 fields = line.split()
                 # two fields: URL and policy; anything else is one (invalid) URL, as written
                 yield (fields[0], fields[1]) if len(fields) == 2 else (line, "")

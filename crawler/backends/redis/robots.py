@@ -156,7 +156,18 @@ class RedisRobotsCache(RobotsCache):
         return cls(client, crawl_key(s, site))
 
     def get(self, origin: str) -> RobotsRecord | None:
-        raw = self._safe(lambda: self.client.hget(self.hash, origin), None)
+        return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))
+
+    def get_many(self, origins: list[str]) -> dict[str, RobotsRecord | None]:
+        """One ``HMGET`` for a batch of origins (a seeds file's new hosts)."""
+        if not origins:
+            return {}
+        raws = self._safe(lambda: self.client.hmget(self.hash, origins), None)
+        if raws is None:
+            raws = [None] * len(origins)
+        return {o: self._record(o, raw) for o, raw in zip(origins, raws, strict=True)}
+
+    def _record(self, origin: str, raw: bytes | None) -> RobotsRecord | None:
         if raw is None:
             with self._unsent_lock:
                 raw = self._unsent.get(origin)

@@ -33,35 +33,38 @@ end
 -- h2 shares a factor with the size (the fixed filter keeps the plain form it was built with).
 -- (A blocked layout, every probe in one 512-byte block read with GETRANGE and written with
 -- SETRANGE, was tried: the Lua that edits the block cost more than BITFIELD's arguments.)
+local fmt = string.format
 local function bloom_probe(name, bits, probes, key, get, enhanced)
   local h1, h2 = struct.unpack('>I4I4', key)
+  -- each offset as a decimal string made here ('%d'): Redis's own conversion of a Lua
+  -- number ('%.17g') costs more, and the tables are filled by index, not grown with #
   local function at(i)
     local o = h1 + i * h2
     if enhanced then o = o + (i * i * i - i) / 6 end
-    return o % bits
+    return fmt('%d', o % bits)
   end
-  local ops = {}
+  local ops, n = {}, 0
   if get then
     -- two probes first: a key the layer does not hold is told by them alone ~3 times in 4
     -- (a full layer has half its bits set), at a fifth of the arguments
-    local first = math.min(2, probes)
-    for i = 0, first - 1 do
-      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i)
+    local rest = 0
+    if probes >= 2 then
+      local replies = redis.call('BITFIELD', name, 'GET', 'u1', at(0), 'GET', 'u1', at(1))
+      if replies[1] == 0 or replies[2] == 0 then return 1 end
+      if probes == 2 then return 0 end
+      rest = 2
     end
-    for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops))) do
-      if old == 0 then return 1 end
-    end
-    if first == probes then return 0 end
-    ops = {}
-    for i = first, probes - 1 do
-      ops[#ops + 1] = 'GET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i)
+    for i = rest, probes - 1 do
+      ops[n + 1] = 'GET'; ops[n + 2] = 'u1'; ops[n + 3] = at(i)
+      n = n + 3
     end
   else
     for i = 0, probes - 1 do
-      ops[#ops + 1] = 'SET'; ops[#ops + 1] = 'u1'; ops[#ops + 1] = at(i); ops[#ops + 1] = 1
+      ops[n + 1] = 'SET'; ops[n + 2] = 'u1'; ops[n + 3] = at(i); ops[n + 4] = '1'
+      n = n + 4
     end
   end
-  for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops))) do
+  for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops, 1, n))) do
     if old == 0 then return 1 end
   end
   return 0
