@@ -84,7 +84,8 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ``:r:<n>``                STRING: the heap, ``neardup_lua.CHUNK`` bytes each; a record is
                           fingerprint (8), host id (4), URL (length, then a byte saying which of
                           ``http://host``, ``https://host`` or nothing it lacks, then the rest),
-                          title, cover and the packed sketch (``encode_sketch``)
+                          title, cover and the packed sketch (``encode_sketch``: layout 5,
+                          Rice-coded gaps)
 ``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
 ``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length

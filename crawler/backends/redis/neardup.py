@@ -62,9 +62,10 @@ worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes it
 ``:pend`` and ``:recent`` are bounded; the worker's copies are bounded by
 ``NEARDUP_CACHE_BYTES``.
 
-**Layout.** A crawl's state written by layout 3 (an index log every worker replayed) is refused
-with a message (``LAYOUT``): its anchors are in that log, not in postings; finish it with the
-previous version or start the crawl's near-duplicate state afresh (delete ``{crawl}:nd:*``).
+**Layout.** A crawl's state written by an older layout is refused with a message naming it
+(``OLD_LAYOUTS``): layout 3 kept its anchors in an index log every worker replayed, layout 4 its
+records' sketches in fixed-width gaps (``neardup_codec``); finish such a crawl with the version
+that started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
 Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
 layout table is there), the anchor buckets by
@@ -123,7 +124,14 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
-LAYOUT = 4  # 3: an index log every worker copied (refused, see the module)
+LAYOUT = 5
+# what each older layout a crawl's state may have been written by kept differently (refused by
+# name, see the module: this version would misread it)
+OLD_LAYOUTS = {
+    3: "an index log every worker copied, where this version keeps postings spread over Redis",
+    4: "records whose sketches were packed in fixed-width gaps, each in the bits of the "
+       "largest, where this version Rice-codes them",
+}
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
 DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
@@ -212,12 +220,15 @@ class RedisNearDuplicateDetector:
         if stored is not None and stored.decode() != params:
             old = stored.decode()
             if not old.startswith(f"layout={LAYOUT} "):
+                name = old.split(" ")[0]
+                layout = name.removeprefix("layout=")
+                what = OLD_LAYOUTS.get(int(layout) if layout.isdigit() else -1,
+                                       "a layout this version does not know")
                 raise ValueError(
                     f"the crawl's shared near-duplicate state ({self.prefix}:*) was written by "
-                    f"an older version ({old.split(' ')[0]}: an index log every worker copied); "
-                    f"this version keeps the anchors in postings spread over Redis and cannot "
-                    f"read it. Finish that crawl with the version that started it, or delete "
-                    f"its {self.prefix}:* keys to start its near-duplicate state afresh"
+                    f"an older version ({name}: {what}) and this version (layout={LAYOUT}) "
+                    f"cannot read it. Finish that crawl with the version that started it, or "
+                    f"delete its {self.prefix}:* keys to start its near-duplicate state afresh"
                 )
             raise ValueError(
                 f"the crawl's shared near-duplicate index was built with {old}; "

@@ -1,10 +1,19 @@
 """The shared near-duplicate detector's data as Redis keeps it, packed to cost Redis least per
 page: sorted ids as gaps in the bits the largest needs, an original's sketch (title, cover,
-hashes, each entry's block as an index into the page's blocks), a host's template model after a
-pruning, and a record's URL without ``scheme://host``.
+hashes Rice-coded, each entry's block as a digit in base the page's number of blocks), a host's
+template model after a pruning, and a record's URL without ``scheme://host``.
 
 A record in the heap is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
-title, cover and the packed sketch (:func:`encode_sketch`).
+title, cover and the packed sketch (:func:`encode_sketch`, layout 5).
+
+**Why the sketch is most of a record and stays so.** An original's sketch is a set of ~128
+hashes spread evenly below its cover: their gaps are geometric, so their entropy is
+log2(e * mean gap) bits each, ~26 bits on a page of ~170 shingles (the synthetic pages of
+``bench/neardup_scale.py``: 404 bytes a sketch). The Rice code reaches it within a fraction of
+a bit (layout 4's fixed width, the bits of the largest gap, cost ~425); the entries' blocks need
+log2(blocks) bits each (~58 bytes) and the blocks 4 bytes each (~47). Every bit of it is read by
+the decision (each entry's hash and block: ``neardup_decide``), so a record cannot shrink below
+~500 bytes without deciding differently from the in-process detector.
 """
 
 from __future__ import annotations
@@ -68,43 +77,141 @@ def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
     return np.cumsum(values, dtype=np.uint64).astype(np.uint32), end
 
 
+def _varint(n: int) -> bytes:
+    """``n`` in 7 bits a byte, the high bit saying another byte follows (1 byte below 128)."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    n, shift = 0, 0
+    while True:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, pos
+        shift += 7
+
+
+_COVER_ALL, _COVER_LAST, _COVER_GIVEN = 0, 1, 2  # how a record says its cover (see encode_sketch)
+_KS = np.arange(33, dtype=np.uint64)
+
+
+def _rice(gaps: np.ndarray) -> tuple[int, bytes, bytes]:
+    """Rice code of ``gaps`` (uint64): the parameter ``k`` that makes it shortest, the low
+    ``k`` bits of each (packed), and the rest of each in unary (that many ones, then a zero).
+    Within a fraction of a bit per gap of the entropy of a sorted sketch's gaps, which are
+    geometric; a fixed width for the largest gap cost ~2 bits more each."""
+    near = int(gaps.sum() // len(gaps)).bit_length()  # the best k is within 2 of log2(mean)
+    ks = _KS[max(0, near - 2) : near + 1]
+    totals = (gaps[None, :] >> ks[:, None]).sum(axis=1) + ks * np.uint64(len(gaps))
+    k = int(ks[int(np.argmin(totals))])
+    low = _pack((gaps & np.uint64((1 << k) - 1)).astype(np.uint32), k)
+    high = gaps >> np.uint64(k)
+    bits = np.ones(int(high.sum()) + len(gaps), np.uint8)
+    bits[np.cumsum(high + np.uint64(1)).astype(np.int64) - 1] = 0
+    return k, low, np.packbits(bits).tobytes()
+
+
 def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> bytes:
-    """An original's title, cover and sketch in few bytes: the first hash, the gaps in the bits
-    the largest gap needs, the page's distinct blocks, and each entry's block as an index into
-    them in the bits their number needs."""
+    """An original's title, cover and sketch in few bytes (layout 5; bench/neardup_scale.py
+    measures it): the title (4), the number of entries, how the cover is given (all hashes
+    kept, or the last entry's: the only two a sketch can have; else 4 bytes follow), then the
+    page's distinct blocks (4 bytes each, sorted), each entry's block as a digit of one number
+    in base their count (log2(blocks) bits an entry, not its ceiling), and the sketch's gaps
+    Rice-coded (the first hash counts as a gap from 0): its low bits packed, the rest in unary
+    to the record's end."""
     n = len(sketch)
-    head = np.array([title, cover], dtype=">u4").tobytes() + n.to_bytes(2, "big")
+    if cover == 0xFFFFFFFF:
+        mode, given = _COVER_ALL, b""
+    elif n and cover == int(sketch[-1]):
+        mode, given = _COVER_LAST, b""
+    else:
+        mode, given = _COVER_GIVEN, int(cover).to_bytes(4, "big")
+    head = int(title).to_bytes(4, "big") + _varint(n) + bytes((mode,)) + given
     if not n:
         return head
-    gaps = np.diff(sketch.astype(np.uint32))
-    width = int(gaps.max()).bit_length() if len(gaps) else 0
+    gaps = sketch.astype(np.uint64)
+    gaps[1:] = np.diff(gaps) - np.uint64(1)
+    k, low, unary = _rice(gaps)
     table, index = np.unique(blocks, return_inverse=True)
-    index_width = (len(table) - 1).bit_length()
-    return b"".join((
-        head, int(sketch[0]).to_bytes(4, "big"), bytes((width,)), _pack(gaps, width),
-        len(table).to_bytes(2, "big"), table.astype(">u4").tobytes(), bytes((index_width,)),
-        _pack(index.astype(np.uint32), index_width),
-    ))
+    d = len(table)
+    return b"".join((head, bytes((k,)), _varint(d), table.astype(">u4").tobytes(),
+                     _digits(index.ravel().tolist(), d, n), low, unary))
+
+
+def _digits_size(d: int, n: int) -> int:
+    return ((d**n - 1).bit_length() + 7) // 8 if d > 1 else 0
+
+
+def _chunk(d: int) -> int:
+    """Digits of base ``d`` that fit in 62 bits (the work is done that many at a time)."""
+    return max(1, 62 // d.bit_length())
+
+
+def _digits(values: list[int], d: int, n: int) -> bytes:
+    """``values`` (each below ``d``) as one number in base ``d``, the first the lowest digit."""
+    if d <= 1:
+        return b""
+    m = _chunk(d)
+    x = np.zeros(-(-n // m) * m, np.int64)
+    x[:n] = values
+    powers = d ** np.arange(m, dtype=np.int64)
+    chunks = (x.reshape(-1, m) * powers).sum(axis=1).tolist()
+    big, v = d**m, 0
+    for c in reversed(chunks):
+        v = v * big + c
+    return v.to_bytes(_digits_size(d, n), "big")
+
+
+def _undigits(data: bytes, pos: int, d: int, n: int) -> tuple[np.ndarray, int]:
+    if d <= 1:
+        return np.zeros(n, np.int64), pos
+    size = _digits_size(d, n)
+    v = int.from_bytes(data[pos : pos + size], "big")
+    m = _chunk(d)
+    big = d**m
+    chunks = []
+    for _ in range(-(-n // m)):
+        v, c = divmod(v, big)
+        chunks.append(c)
+    powers = d ** np.arange(m, dtype=np.int64)
+    digits = (np.array(chunks, np.int64)[:, None] // powers) % d
+    return digits.ravel()[:n], pos + size
 
 
 def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.ndarray, int]:
-    """(title, sketch, blocks, cover) of :func:`encode_sketch`'s bytes from ``offset``."""
-    title, cover = np.frombuffer(data, ">u4", 2, offset).tolist()
-    n = int.from_bytes(data[offset + 8 : offset + 10], "big")
+    """(title, sketch, blocks, cover) of :func:`encode_sketch`'s bytes from ``offset`` (to the
+    end of ``data``)."""
+    title = int.from_bytes(data[offset : offset + 4], "big")
+    n, pos = _read_varint(data, offset + 4)
+    mode = data[pos]
+    pos += 1
+    cover = 0xFFFFFFFF
+    if mode == _COVER_GIVEN:
+        cover = int.from_bytes(data[pos : pos + 4], "big")
+        pos += 4
     if not n:
         empty = np.empty(0, dtype=np.uint32)
         return title, empty, empty, cover
-    pos = offset + 10
-    first = int.from_bytes(data[pos : pos + 4], "big")
-    gaps, pos = _unpack(data, pos + 5, n - 1, data[pos + 4])
-    sketch = np.empty(n, dtype=np.uint64)
-    sketch[0] = first
-    sketch[1:] = gaps
-    sketch = np.cumsum(sketch, dtype=np.uint64).astype(np.uint32)
-    d = int.from_bytes(data[pos : pos + 2], "big")
-    table = np.frombuffer(data, ">u4", d, pos + 2).astype(np.uint32)
-    pos += 2 + 4 * d
-    index, _ = _unpack(data, pos + 1, n, data[pos])
+    k = data[pos]
+    d, pos = _read_varint(data, pos + 1)
+    table = np.frombuffer(data, ">u4", d, pos).astype(np.uint32)
+    index, pos = _undigits(data, pos + 4 * d, d, n)
+    low, pos = _unpack(data, pos, n, k)
+    bits = np.unpackbits(np.frombuffer(data, np.uint8, len(data) - pos, pos))
+    ends = np.flatnonzero(bits == 0)[:n]
+    high = np.diff(ends, prepend=-1).astype(np.uint64) - np.uint64(1)
+    gaps = (high << np.uint64(k)) | low.astype(np.uint64)
+    gaps[1:] += np.uint64(1)
+    sketch = np.cumsum(gaps, dtype=np.uint64).astype(np.uint32)
+    if mode == _COVER_LAST:
+        cover = int(sketch[-1])
     return title, sketch, table[index], cover
 
 
