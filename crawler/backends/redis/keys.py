@@ -71,8 +71,11 @@ The near-duplicate detector's (:class:`NeardupKeys`, under ``{key}:nd``; the sma
 bucketed so they stay in Redis's compact listpack encoding; the formats are ``neardup_codec``'s):
 
 ========================  ==================================================================
-``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
-``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
+``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates); the
+                          bucket ``n`` is their top bits, the field the bytes after those it
+                          gives whole (layout 5)
+``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original (as
+                          ``:u:``)
 ``:pend``                 HASH: store key -> posting element and anchors of each original
                           whose anchor postings may not be written yet (``neardup_anchors``)
 ``:recent``               LIST: the last originals stored (store key, anchors), newest first,
