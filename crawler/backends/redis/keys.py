@@ -93,7 +93,7 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
 ``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
 ``:ts:<hid>``             STRING: the model's snapshot at its last pruning (pages, template
-                          length, blocks counted once and more than once, gap-packed, counts)
+                          length, blocks counted once and more than once, Rice-coded, counts)
 ``:tl:<hid>``             LIST: the pages learned since the snapshot, each its packed blocks
 ``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
                           frontier's penalty, shared)

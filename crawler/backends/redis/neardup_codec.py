@@ -1,5 +1,5 @@
 """The shared near-duplicate detector's data as Redis keeps it, packed to cost Redis least per
-page: sorted ids as gaps in the bits the largest needs, an original's sketch (title, cover,
+page (layout 5): sorted values Rice-coded, an original's sketch (title, cover,
 hashes Rice-coded, each entry's block as a digit in base the page's number of blocks), a host's
 template model after a pruning, and a record's URL without ``scheme://host``.
 
@@ -52,31 +52,6 @@ def _unpack(data: bytes, pos: int, n: int, width: int) -> tuple[np.ndarray, int]
     return np.packbits(full, axis=1).view(">u4").ravel().astype(np.uint32), pos + size
 
 
-def pack_sorted(values: np.ndarray) -> bytes:
-    """Sorted distinct uint32 ``values``: their number, the first, then the gaps in the bits
-    the largest needs."""
-    n = len(values)
-    if not n:
-        return b"\0\0\0\0"
-    gaps = np.diff(values.astype(np.uint32))
-    width = int(gaps.max()).bit_length() if len(gaps) else 0
-    return b"".join((n.to_bytes(4, "big"), int(values[0]).to_bytes(4, "big"), bytes((width,)),
-                     _pack(gaps, width)))
-
-
-def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
-    """:func:`pack_sorted`'s values from ``data[pos:]``, and the position after them."""
-    n = int.from_bytes(data[pos : pos + 4], "big")
-    if not n:
-        return np.empty(0, np.uint32), pos + 4
-    first = int.from_bytes(data[pos + 4 : pos + 8], "big")
-    gaps, end = _unpack(data, pos + 9, n - 1, data[pos + 8])
-    values = np.empty(n, np.uint64)
-    values[0] = first
-    values[1:] = gaps
-    return np.cumsum(values, dtype=np.uint64).astype(np.uint32), end
-
-
 def _varint(n: int) -> bytes:
     """``n`` in 7 bits a byte, the high bit saying another byte follows (1 byte below 128)."""
     out = bytearray()
@@ -118,6 +93,46 @@ def _rice(gaps: np.ndarray) -> tuple[int, bytes, bytes]:
     return k, low, np.packbits(bits).tobytes()
 
 
+def _gaps(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct ``values`` as gaps: the first from 0, each next less 1 (all >= 0)."""
+    gaps = values.astype(np.uint64)
+    gaps[1:] = np.diff(gaps) - np.uint64(1)
+    return gaps
+
+
+def _ungaps(low: np.ndarray, unary: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The values of :func:`_rice`'s code of their :func:`_gaps`: ``low`` bits and the
+    ``unary`` bytes (as uint8)."""
+    ends = np.flatnonzero(np.unpackbits(unary) == 0)[:n]
+    high = np.diff(ends, prepend=-1).astype(np.uint64) - np.uint64(1)
+    gaps = (high << np.uint64(k)) | low.astype(np.uint64)
+    gaps[1:] += np.uint64(1)
+    return np.cumsum(gaps, dtype=np.uint64).astype(np.uint32)
+
+
+def pack_sorted(values: np.ndarray) -> bytes:
+    """Sorted distinct uint32 ``values`` (a template model's log entry, its snapshot's blocks):
+    their number, then their gaps Rice-coded (the parameter, the low bits, the unary part's
+    length and the unary part)."""
+    n = len(values)
+    if not n:
+        return b"\0"
+    k, low, unary = _rice(_gaps(values))
+    return b"".join((_varint(n), bytes((k,)), low, _varint(len(unary)), unary))
+
+
+def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
+    """:func:`pack_sorted`'s values from ``data[pos:]``, and the position after them."""
+    n, pos = _read_varint(data, pos)
+    if not n:
+        return np.empty(0, np.uint32), pos
+    k = data[pos]
+    low, pos = _unpack(data, pos + 1, n, k)
+    size, pos = _read_varint(data, pos)
+    unary = np.frombuffer(data, np.uint8, size, pos)
+    return _ungaps(low, unary, n, k), pos + size
+
+
 def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> bytes:
     """An original's title, cover and sketch in few bytes (layout 5; bench/neardup_scale.py
     measures it): the title (4), the number of entries, how the cover is given (all hashes
@@ -136,9 +151,7 @@ def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int
     head = int(title).to_bytes(4, "big") + _varint(n) + bytes((mode,)) + given
     if not n:
         return head
-    gaps = sketch.astype(np.uint64)
-    gaps[1:] = np.diff(gaps) - np.uint64(1)
-    k, low, unary = _rice(gaps)
+    k, low, unary = _rice(_gaps(sketch))
     table, index = np.unique(blocks, return_inverse=True)
     d = len(table)
     return b"".join((head, bytes((k,)), _varint(d), table.astype(">u4").tobytes(),
@@ -204,24 +217,23 @@ def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.nda
     table = np.frombuffer(data, ">u4", d, pos).astype(np.uint32)
     index, pos = _undigits(data, pos + 4 * d, d, n)
     low, pos = _unpack(data, pos, n, k)
-    bits = np.unpackbits(np.frombuffer(data, np.uint8, len(data) - pos, pos))
-    ends = np.flatnonzero(bits == 0)[:n]
-    high = np.diff(ends, prepend=-1).astype(np.uint64) - np.uint64(1)
-    gaps = (high << np.uint64(k)) | low.astype(np.uint64)
-    gaps[1:] += np.uint64(1)
-    sketch = np.cumsum(gaps, dtype=np.uint64).astype(np.uint32)
+    sketch = _ungaps(low, np.frombuffer(data, np.uint8, len(data) - pos, pos), n, k)
     if mode == _COVER_LAST:
         cover = int(sketch[-1])
     return title, sketch, table[index], cover
 
 
 def encode_snapshot(pages: int, tlen: int, keys: np.ndarray, counts: np.ndarray) -> bytes:
-    """A host's model right after a pruning: pages, template length, the blocks counted once,
-    those counted more often and their counts."""
+    """A host's model right after a pruning: pages (4 bytes: ``READ`` reads them), template
+    length, the blocks counted once and those counted more often (:func:`pack_sorted`), and the
+    latter's counts less 2 in the bits the largest needs (none when every one is 2, as on most
+    hosts right after a pruning)."""
     once = counts == 1
-    more = counts[~once].astype(">u2").tobytes()
+    extra = counts[~once].astype(np.uint32) - np.uint32(2)
+    width = int(extra.max()).bit_length() if len(extra) else 0
     return b"".join((pages.to_bytes(4, "big"), tlen.to_bytes(4, "big"),
-                     pack_sorted(keys[once]), pack_sorted(keys[~once]), more))
+                     pack_sorted(keys[once]), pack_sorted(keys[~once]), bytes((width,)),
+                     _pack(extra, width)))
 
 
 def decode_snapshot(data: bytes) -> tuple[int, int, np.ndarray, np.ndarray]:
@@ -229,8 +241,9 @@ def decode_snapshot(data: bytes) -> tuple[int, int, np.ndarray, np.ndarray]:
     tlen = int.from_bytes(data[4:8], "big")
     once, pos = unpack_sorted(data, 8)
     more, pos = unpack_sorted(data, pos)
+    extra, _ = _unpack(data, pos + 1, len(more), data[pos])
     counts = np.concatenate((np.ones(len(once), np.uint16),
-                             np.frombuffer(data, ">u2", len(more), pos).astype(np.uint16)))
+                             (extra + np.uint32(2)).astype(np.uint16)))
     keys = np.concatenate((once, more))
     order = np.argsort(keys, kind="stable")
     return pages, tlen, keys[order], counts[order]
