@@ -137,7 +137,8 @@ DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
 MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means another worker won)
 _FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
-# past 512, so a bucket stays compact up to 8 times the capacity)
+# past hash-max-listpack-entries: 128 in the stock redis.conf, the crawler cannot set it, so a
+# bucket stays compact up to twice the capacity; 512 built in: 8 times)
 ASK = 64  # candidates sent to PICK at once (it stops at VERIFY live ones)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
 
