@@ -63,9 +63,9 @@ worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes it
 ``NEARDUP_CACHE_BYTES``.
 
 **Layout.** A crawl's state written by an older layout is refused with a message naming it
-(``OLD_LAYOUTS``): layout 3 kept its anchors in an index log every worker replayed, layout 4 its
-records' sketches in fixed-width gaps (``neardup_codec``); finish such a crawl with the version
-that started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
+(``neardup_codec.OLD_LAYOUTS``: layout 3 kept its anchors in an index log every worker replayed,
+layout 4 its records' sketches in fixed-width gaps); finish such a crawl with the version that
+started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
 Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
 layout table is there), the anchor buckets by
@@ -95,7 +95,13 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis.calls import ScriptCall, script_runner
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
-from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
+from crawler.backends.redis.neardup_codec import (
+    LAYOUT,
+    decode_sketch,
+    encode_sketch,
+    refusal,
+    url_part,
+)
 from crawler.backends.redis.neardup_copies import (
     EMPTY,
     NO_LESSON,
@@ -124,14 +130,6 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
-LAYOUT = 5
-# what each older layout a crawl's state may have been written by kept differently (refused by
-# name, see the module: this version would misread it)
-OLD_LAYOUTS = {
-    3: "an index log every worker copied, where this version keeps postings spread over Redis",
-    4: "records whose sketches were packed in fixed-width gaps, each in the bits of the "
-       "largest, where this version Rice-codes them",
-}
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
 DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
@@ -221,16 +219,7 @@ class RedisNearDuplicateDetector:
         if stored is not None and stored.decode() != params:
             old = stored.decode()
             if not old.startswith(f"layout={LAYOUT} "):
-                name = old.split(" ")[0]
-                layout = name.removeprefix("layout=")
-                what = OLD_LAYOUTS.get(int(layout) if layout.isdigit() else -1,
-                                       "a layout this version does not know")
-                raise ValueError(
-                    f"the crawl's shared near-duplicate state ({self.prefix}:*) was written by "
-                    f"an older version ({name}: {what}) and this version (layout={LAYOUT}) "
-                    f"cannot read it. Finish that crawl with the version that started it, or "
-                    f"delete its {self.prefix}:* keys to start its near-duplicate state afresh"
-                )
+                raise ValueError(refusal(old, self.prefix))
             raise ValueError(
                 f"the crawl's shared near-duplicate index was built with {old}; "
                 f"this worker has {params} (NEARDUP_* settings must match, and FRONTIER_SHARDS)"
@@ -596,7 +585,6 @@ def _best(
 
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
-
 
 
 def _ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:

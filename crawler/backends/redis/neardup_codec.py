@@ -21,14 +21,39 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "LAYOUT",
+    "OLD_LAYOUTS",
     "decode_sketch",
     "decode_snapshot",
     "encode_sketch",
     "encode_snapshot",
     "pack_sorted",
+    "refusal",
     "unpack_sorted",
     "url_part",
 ]
+
+
+LAYOUT = 5  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+# what each older layout kept differently: a crawl's state of one is refused by name, never
+# misread (``crawler.backends.redis.neardup``)
+OLD_LAYOUTS = {
+    3: "an index log every worker copied, where this version keeps postings spread over Redis",
+    4: "records whose sketches were packed in fixed-width gaps, each in the bits of the "
+       "largest, where this version Rice-codes them",
+}
+
+
+def refusal(params: str, prefix: str) -> str:
+    """Why a crawl's state whose ``:params`` are ``params`` (an older layout's) is refused."""
+    name = params.split(" ")[0]
+    layout = name.removeprefix("layout=")
+    what = OLD_LAYOUTS.get(int(layout) if layout.isdigit() else -1,
+                           "a layout this version does not know")
+    return (f"the crawl's shared near-duplicate state ({prefix}:*) was written by an older "
+            f"version ({name}: {what}) and this version (layout={LAYOUT}) cannot read it. "
+            f"Finish that crawl with the version that started it, or delete its {prefix}:* "
+            f"keys to start its near-duplicate state afresh")
 
 
 def _pack(values: np.ndarray, width: int) -> bytes:
