@@ -76,9 +76,10 @@ def start_redis(root: Path) -> tuple[subprocess.Popen[bytes], int]:
 class Corpus:
     """Per tree: its template lines (on 3 or more of its pages) and its other lines."""
 
-    def __init__(self, per_tree: int) -> None:
+    def __init__(self, per_tree: int, hosts: int = HOSTS) -> None:
         from bench.realpages import build
 
+        self.hosts = hosts
         pages, skipped = build(per_tree=per_tree)
         if len(pages) < 100:
             raise SystemExit(f"documentation trees missing ({skipped}): "
@@ -102,13 +103,13 @@ class Corpus:
 
     def tree(self, n: int) -> str:
         """The tree of page ``n``'s host."""
-        return self.trees[(n % HOSTS) % len(self.trees)]
+        return self.trees[(n % self.hosts) % len(self.trees)]
 
     def original(self, n: int) -> tuple[str, str, str]:
         """(url, main text, title) of page ``n`` as an original."""
         rng = random.Random(n)
         tree = self.tree(n)
-        host = f"s{n % HOSTS}.{tree.replace('_', '-').replace('.', '-')}.test"
+        host = f"s{n % self.hosts}.{tree.replace('_', '-').replace('.', '-')}.test"
         template = self.template[tree]
         lines = template[:3] + rng.sample(self.content[tree], CONTENT_LINES) + template[3:6]
         return f"http://{host}/p/{n}.html", "\n".join(lines), f"{tree} {n}"
@@ -213,12 +214,15 @@ def main() -> None:
     parser.add_argument("--no-real", action="store_true", help="skip the real-pages check")
     parser.add_argument("--capacity", type=int, default=0,
                         help="NEARDUP_SHARED_CAPACITY (default: --pages)")
+    parser.add_argument("--hosts", type=int, default=HOSTS,
+                        help="hosts the pages spread over (fewer: a host's model at a "
+                        "million pages' size sooner)")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="stop checking after this long (0: check every page)")
     args = parser.parse_args()
     capacity = args.capacity or args.pages
     t_build = time.perf_counter()
-    corpus = Corpus(args.per_tree)
+    corpus = Corpus(args.per_tree, args.hosts)
     print(f"corpus: {len(corpus.trees)} trees, "
           f"{sum(len(v) for v in corpus.content.values()):,} lines of text, "
           f"{len(corpus.real)} real pages ({time.perf_counter() - t_build:.0f} s)", flush=True)

@@ -167,13 +167,19 @@ def test_an_original_left_pending_by_a_dead_worker_counts_and_is_repaired(
     assert fresh.check("http://d.test/1", near).duplicate_of == "http://a.test/1"
 
 
-def test_a_crawl_of_the_old_layout_is_refused_with_a_message(
+@pytest.mark.parametrize(("layout", "named"), [(3, "an index log"), (4, "fixed-width gaps")])
+def test_a_crawl_of_an_old_layout_is_refused_by_name(
     redis_server: RedisServer,  # noqa: F811
+    layout: int,
+    named: str,
 ) -> None:
+    """A crawl's state of an older layout (4: records this version would misread) is refused,
+    the message naming the layout and what it kept differently."""
     key = fresh_key()
     client = redis_server.client()
-    client.set("{" + key + "}:nd:params", "layout=3 shingles=3 perm=128 threshold=0.5")
-    with pytest.raises(ValueError, match=r"older version .*layout=3.*delete"):
+    client.set("{" + key + "}:nd:params",
+               f"layout={layout} shingles=3 perm=128 threshold=0.5 capacity=100000")
+    with pytest.raises(ValueError, match=rf"older version \(layout={layout}: [^)]*{named}.*delete"):
         RedisNearDuplicateDetector(client, key)
 
 

@@ -13,7 +13,14 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch
+from crawler.backends.redis.neardup_codec import (
+    decode_sketch,
+    decode_snapshot,
+    encode_sketch,
+    encode_snapshot,
+    pack_sorted,
+    unpack_sorted,
+)
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
 from crawler.content.normalize import normalize_text
@@ -345,6 +352,25 @@ def test_sketch_records_round_trip() -> None:
         title, s, b, c = decode_sketch(raw, 3)
         assert (title, c) == (77, cover)
         assert s.tolist() == sketch.tolist() and b.tolist() == entry_blocks.tolist()
+
+
+def test_template_model_entries_and_snapshots_round_trip() -> None:
+    """Log entries and snapshots (layout 5: Rice-coded, counts in the bits they need) come back
+    exactly, next to other data, down to the extreme hashes and counts."""
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 12, 700):
+        values = np.unique(rng.integers(0, 2**32, size=n, dtype=np.uint64)).astype(np.uint32)
+        if n >= 2:
+            values[0], values[-1] = 0, 2**32 - 1
+        packed = b"ab" + pack_sorted(values) + b"zz"
+        out, end = unpack_sorted(packed, 2)
+        assert out.tolist() == values.tolist() and packed[end:] == b"zz"
+    keys = np.unique(rng.integers(0, 2**32, size=400, dtype=np.uint64)).astype(np.uint32)
+    for most in (1, 2, 3, 65_535):
+        counts = rng.integers(1, most + 1, size=len(keys)).astype(np.uint16)
+        pages, tlen, k, c = decode_snapshot(encode_snapshot(96, 12, keys, counts))
+        assert (pages, tlen) == (96, 12)
+        assert k.tolist() == keys.tolist() and c.tolist() == counts.tolist()
 
 
 def test_workers_must_agree_on_the_settings(redis_server: RedisServer) -> None:  # noqa: F811

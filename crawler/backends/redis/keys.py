@@ -71,8 +71,11 @@ The near-duplicate detector's (:class:`NeardupKeys`, under ``{key}:nd``; the sma
 bucketed so they stay in Redis's compact listpack encoding; the formats are ``neardup_codec``'s):
 
 ========================  ==================================================================
-``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates)
-``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original
+``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates); the
+                          bucket ``n`` is their top bits, the field the bytes after those it
+                          gives whole (layout 5)
+``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original (as
+                          ``:u:``)
 ``:pend``                 HASH: store key -> posting element and anchors of each original
                           whose anchor postings may not be written yet (``neardup_anchors``)
 ``:recent``               LIST: the last originals stored (store key, anchors), newest first,
@@ -84,12 +87,13 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ``:r:<n>``                STRING: the heap, ``neardup_lua.CHUNK`` bytes each; a record is
                           fingerprint (8), host id (4), URL (length, then a byte saying which of
                           ``http://host``, ``https://host`` or nothing it lacks, then the rest),
-                          title, cover and the packed sketch (``encode_sketch``)
+                          title, cover and the packed sketch (``encode_sketch``: layout 5,
+                          Rice-coded gaps)
 ``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
 ``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
 ``:ts:<hid>``             STRING: the model's snapshot at its last pruning (pages, template
-                          length, blocks counted once and more than once, gap-packed, counts)
+                          length, blocks counted once and more than once, Rice-coded, counts)
 ``:tl:<hid>``             LIST: the pages learned since the snapshot, each its packed blocks
 ``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
                           frontier's penalty, shared)

@@ -62,9 +62,10 @@ worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes it
 ``:pend`` and ``:recent`` are bounded; the worker's copies are bounded by
 ``NEARDUP_CACHE_BYTES``.
 
-**Layout.** A crawl's state written by layout 3 (an index log every worker replayed) is refused
-with a message (``LAYOUT``): its anchors are in that log, not in postings; finish it with the
-previous version or start the crawl's near-duplicate state afresh (delete ``{crawl}:nd:*``).
+**Layout.** A crawl's state written by an older layout is refused with a message naming it
+(``neardup_codec.OLD_LAYOUTS``: layout 3 kept its anchors in an index log every worker replayed,
+layout 4 its records' sketches in fixed-width gaps); finish such a crawl with the version that
+started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
 Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
 layout table is there), the anchor buckets by
@@ -94,7 +95,13 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis.calls import ScriptCall, script_runner
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
-from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
+from crawler.backends.redis.neardup_codec import (
+    LAYOUT,
+    decode_sketch,
+    encode_sketch,
+    refusal,
+    url_part,
+)
 from crawler.backends.redis.neardup_copies import (
     EMPTY,
     NO_LESSON,
@@ -123,13 +130,13 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
-LAYOUT = 4  # 3: an index log every worker copied (refused, see the module)
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
 DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
 MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means another worker won)
 _FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
-# past 512, so a bucket stays compact up to 8 times the capacity)
+# past hash-max-listpack-entries: 128 in the stock redis.conf, the crawler cannot set it, so a
+# bucket stays compact up to twice the capacity; 512 built in: 8 times)
 ASK = 64  # candidates sent to PICK at once (it stops at VERIFY live ones)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
 
@@ -212,13 +219,7 @@ class RedisNearDuplicateDetector:
         if stored is not None and stored.decode() != params:
             old = stored.decode()
             if not old.startswith(f"layout={LAYOUT} "):
-                raise ValueError(
-                    f"the crawl's shared near-duplicate state ({self.prefix}:*) was written by "
-                    f"an older version ({old.split(' ')[0]}: an index log every worker copied); "
-                    f"this version keeps the anchors in postings spread over Redis and cannot "
-                    f"read it. Finish that crawl with the version that started it, or delete "
-                    f"its {self.prefix}:* keys to start its near-duplicate state afresh"
-                )
+                raise ValueError(refusal(old, self.prefix))
             raise ValueError(
                 f"the crawl's shared near-duplicate index was built with {old}; "
                 f"this worker has {params} (NEARDUP_* settings must match, and FRONTIER_SHARDS)"
@@ -584,7 +585,6 @@ def _best(
 
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
-
 
 
 def _ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:

@@ -7,7 +7,7 @@ it is needed to decide: a new worker starts empty.
 **Template models.** Counting every block of every original in Redis (one hash field per block,
 ~12 bytes and ~1 us of server time each, ~90 blocks per real page) was most of the store's bytes
 and time. A host's model lives in Redis as a log: each page that taught it, as its distinct
-blocks not yet template (sorted, gap-packed), and at every pruning of the model (each
+blocks not yet template (sorted, Rice-coded), and at every pruning of the model (each
 :data:`~crawler.content.template.PRUNE_EVERY` pages, where the model is smallest) a *snapshot*
 of the model (the blocks counted and their counts) that replaces the log so far. A worker keeps
 its own copy of the models of the hosts it checks and brings it up to date from the ``READ``
@@ -16,8 +16,8 @@ there and sends ``COMMIT`` the page's log entry, the blocks it made template and
 the new snapshot. Redis does a few appends per page whatever the page's size; a worker replays
 the pages other workers taught of the hosts it checks.
 
-**Records.** An original's record is packed (gaps of its sketch in the bits the largest needs,
-each entry's block as an index into the page's table of blocks in as few bits, the URL without
+**Records.** An original's record is packed (the gaps of its sketch Rice-coded,
+each entry's block as a digit in base the number of the page's blocks, the URL without
 ``scheme://host``) and appended to a heap of fixed-size strings, allocated whole so nothing is
 lost to a string's doubling or to a hash table's per-entry overhead; a table of 8 bytes per id
 (offset and length) finds it. A worker keeps the records it decoded (with their table entry, so

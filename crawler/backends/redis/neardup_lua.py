@@ -59,6 +59,9 @@ local function bucket(s, bits)  -- the top `bits` bits of a binary string's firs
   local v = struct.unpack('>I4', s)
   return math.floor(v / 2 ^ (32 - bits))
 end
+local function field(s, bits)  -- its field in that bucket: without the whole bytes the bucket
+  return string.sub(s, math.floor(bits / 8) + 1)  -- number gives (lossless)
+end
 local metas = {}
 local function meta(hid)  -- a host's (pages learned, template length), as at the script's start
   if hid == 0 then return 0, 0 end
@@ -147,10 +150,10 @@ if hid > 0 and pages ~= learned then
     log = redis.call('LRANGE', lk, 0, -1)
   end
 end
-local own = tonumber(redis.call('HGET', @U@ .. bucket(uh, UB), uh) or 0)
+local own = tonumber(redis.call('HGET', @U@ .. bucket(uh, UB), field(uh, UB)) or 0)
 local owner, orec = 0, ''
 if fp ~= '' then
-  owner = tonumber(redis.call('HGET', @F@ .. bucket(fp, FB), fp) or 0)
+  owner = tonumber(redis.call('HGET', @F@ .. bucket(fp, FB), field(fp, FB)) or 0)
   if owner > 0 then orec = record(owner) or '' end
 end
 local next_id = tonumber(redis.call('GET', @NEXT@) or 0)
@@ -200,7 +203,7 @@ local anchors, lens, checks = ARGV[12], ARGV[13], ARGV[14]
 local tlen_seen, payload, MAXP = tonumber(ARGV[15]), ARGV[16], tonumber(ARGV[17])
 local learned, entry, made, snapshot = tonumber(ARGV[18]), ARGV[19], ARGV[20], ARGV[21]
 local hid, seq_seen = tonumber(ARGV[22]), tonumber(ARGV[23])
-local UKEY = @U@ .. bucket(uh, UB)
+local UKEY, UF = @U@ .. bucket(uh, UB), field(uh, UB)
 local RECENT = @RECENT_MAX@
 
 -- Everything the decision (and the worker's learning) read must be as it was: certainly so if
@@ -212,10 +215,10 @@ if seq ~= seq_seen then
   if tlen ~= tlen_seen then return {'retry'} end
   if learned >= 0 and pages ~= learned then return {'retry'} end  -- the worker's model
   if action ~= 'observe' then
-    if tonumber(redis.call('HGET', UKEY, uh) or 0) ~= own_seen then return {'retry'} end
+    if tonumber(redis.call('HGET', UKEY, UF) or 0) ~= own_seen then return {'retry'} end
     if forget ~= forget_seen then return {'retry'} end  -- a candidate may have gone
     if fp ~= '' then
-      local owner = tonumber(redis.call('HGET', @F@ .. bucket(fp, FB), fp) or 0)
+      local owner = tonumber(redis.call('HGET', @F@ .. bucket(fp, FB), field(fp, FB)) or 0)
       if owner ~= owner_seen then return {'retry'} end
     end
     local hids, seen = {}, {}
@@ -305,14 +308,16 @@ if action == 'unchanged' then return counts(false) end
 local id = own_seen
 if id == 0 then
   id = redis.call('INCR', @NEXT@)
-  redis.call('HSET', UKEY, uh, id)
+  redis.call('HSET', UKEY, UF, id)
   new_slot(id)
 else
   local rec = record(id)
   if rec then  -- a refetched original: what it said before goes
     local old = string.sub(rec, 1, 8)
-    local okey = @F@ .. bucket(old, FB)
-    if tonumber(redis.call('HGET', okey, old) or 0) == id then redis.call('HDEL', okey, old) end
+    local okey, ofield = @F@ .. bucket(old, FB), field(old, FB)
+    if tonumber(redis.call('HGET', okey, ofield) or 0) == id then
+      redis.call('HDEL', okey, ofield)
+    end
     local key, at = slot(id)
     redis.call('SETRANGE', key, at, string.rep('\0', 8))
     redis.call('HINCRBY', @V@, 'forget', 1)
@@ -325,7 +330,7 @@ if action == 'new' then
   local hi, lo = math.floor(off / 4294967296), off % 4294967296
   local key, at = slot(id)
   redis.call('SETRANGE', key, at, struct.pack('>I1I4I3', hi, lo, #data))
-  redis.call('HSET', @F@ .. bucket(fp, FB), fp, id)
+  redis.call('HSET', @F@ .. bucket(fp, FB), field(fp, FB), id)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, elem = id, struct.pack('>I4', id)
   if own_seen ~= 0 then
