@@ -136,7 +136,7 @@ class DnsService:
         *,
         servers: Sequence[str] = (),
         timeout: float = 10.0,
-        concurrency: int = 100,
+        concurrency: int = defaults.DNS_CONCURRENCY,
         cache: DnsCache | None = None,
         shared: SharedDns | None = None,
         hosts_file: str = "/etc/hosts",
