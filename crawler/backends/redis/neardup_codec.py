@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from crawler.frontier.urlcode import read_varint, varint
+
 __all__ = [
     "LAYOUT",
     "OLD_LAYOUTS",
@@ -77,27 +79,6 @@ def _unpack(data: bytes, pos: int, n: int, width: int) -> tuple[np.ndarray, int]
     return np.packbits(full, axis=1).view(">u4").ravel().astype(np.uint32), pos + size
 
 
-def _varint(n: int) -> bytes:
-    """``n`` in 7 bits a byte, the high bit saying another byte follows (1 byte below 128)."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    n, shift = 0, 0
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return n, pos
-        shift += 7
-
-
 _COVER_ALL, _COVER_LAST, _COVER_GIVEN = 0, 1, 2  # how a record says its cover (see encode_sketch)
 _KS = np.arange(33, dtype=np.uint64)
 
@@ -143,17 +124,17 @@ def pack_sorted(values: np.ndarray) -> bytes:
     if not n:
         return b"\0"
     k, low, unary = _rice(_gaps(values))
-    return b"".join((_varint(n), bytes((k,)), low, _varint(len(unary)), unary))
+    return b"".join((varint(n), bytes((k,)), low, varint(len(unary)), unary))
 
 
 def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
     """:func:`pack_sorted`'s values from ``data[pos:]``, and the position after them."""
-    n, pos = _read_varint(data, pos)
+    n, pos = read_varint(data, pos)
     if not n:
         return np.empty(0, np.uint32), pos
     k = data[pos]
     low, pos = _unpack(data, pos + 1, n, k)
-    size, pos = _read_varint(data, pos)
+    size, pos = read_varint(data, pos)
     unary = np.frombuffer(data, np.uint8, size, pos)
     return _ungaps(low, unary, n, k), pos + size
 
@@ -173,13 +154,13 @@ def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int
         mode, given = _COVER_LAST, b""
     else:
         mode, given = _COVER_GIVEN, int(cover).to_bytes(4, "big")
-    head = int(title).to_bytes(4, "big") + _varint(n) + bytes((mode,)) + given
+    head = int(title).to_bytes(4, "big") + varint(n) + bytes((mode,)) + given
     if not n:
         return head
     k, low, unary = _rice(_gaps(sketch))
     table, index = np.unique(blocks, return_inverse=True)
     d = len(table)
-    return b"".join((head, bytes((k,)), _varint(d), table.astype(">u4").tobytes(),
+    return b"".join((head, bytes((k,)), varint(d), table.astype(">u4").tobytes(),
                      _digits(index.ravel().tolist(), d, n), low, unary))
 
 
@@ -227,7 +208,7 @@ def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.nda
     """(title, sketch, blocks, cover) of :func:`encode_sketch`'s bytes from ``offset`` (to the
     end of ``data``)."""
     title = int.from_bytes(data[offset : offset + 4], "big")
-    n, pos = _read_varint(data, offset + 4)
+    n, pos = read_varint(data, offset + 4)
     mode = data[pos]
     pos += 1
     cover = 0xFFFFFFFF
@@ -238,7 +219,7 @@ def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.nda
         empty = np.empty(0, dtype=np.uint32)
         return title, empty, empty, cover
     k = data[pos]
-    d, pos = _read_varint(data, pos + 1)
+    d, pos = read_varint(data, pos + 1)
     table = np.frombuffer(data, ">u4", d, pos).astype(np.uint32)
     index, pos = _undigits(data, pos + 4 * d, d, n)
     low, pos = _unpack(data, pos, n, k)
