@@ -53,8 +53,10 @@ def main(spec: dict) -> None:
     async def run() -> None:
         for name in spec.get("prefetch", []):
             service.prefetch(name)
+        while service.prefetching():  # the lookups ahead are done: the event, not a pause
+            await task.deferLater(reactor, 0.02, lambda: None)
         for i, names in enumerate(spec["rounds"]):
-            if i or spec.get("prefetch"):
+            if i:
                 await task.deferLater(reactor, spec.get("pause", 0), lambda: None)
             answers = await defer.gatherResults([service.resolve(n) for n in names])
             out["rounds"].append([[a.address, a.ttl, a.error] for a in answers])

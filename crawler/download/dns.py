@@ -224,6 +224,10 @@ class DnsService:
         self._prefetch_names.add(name)
         self._pump()
 
+    def prefetching(self) -> int:
+        """Names waiting or in flight to be looked up ahead."""
+        return len(self._prefetch) + self._prefetching
+
     def _pump(self) -> None:
         while self._prefetch and self._prefetching < self._prefetch_limit:
             name = self._prefetch.popleft()
