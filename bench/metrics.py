@@ -19,12 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -34,8 +32,7 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from bench.realcrawl import DEFAULT_TREES, command, write_site  # noqa: E402
-from bench.redis_workers import Nginx, default_trees  # noqa: E402
+from bench.realcrawl import DEFAULT_TREES, command, doc_site  # noqa: E402
 
 
 def free_port() -> int:
@@ -159,23 +156,15 @@ def main() -> None:
     if args.micro:
         micro()
         return
-    wanted = args.trees.split(",")
-    trees = [t for t in default_trees() if t[1] in wanted]
-    root = Path(tempfile.mkdtemp(prefix="bench-metrics-"))
-    (root / "nginx").mkdir()
-    nginx = Nginx(root / "nginx", trees, args.port)
     results: list[dict[str, Any]] = []
     try:
-        seeds, allow = write_site(root / "sites", nginx, trees)
-        print("trees:", ", ".join(p for _, p in trees), flush=True)
-        for i in range(args.runs):
-            for config in (("off", "on") if i % 2 == 0 else ("on", "off")):
-                r = run(config, i, root, root / "sites", seeds, allow, args.every)
-                results.append(r)
-                print(json.dumps(r), flush=True)
+        with doc_site(args.trees, args.port, "bench-metrics-") as site:
+            for i in range(args.runs):
+                for config in (("off", "on") if i % 2 == 0 else ("on", "off")):
+                    r = run(config, i, site.root, site.sites, site.seeds, site.allow, args.every)
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
     finally:
-        nginx.stop()
-        shutil.rmtree(root, ignore_errors=True)
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
     print(f"\n{'config':6} {'pages':>6} {'ms/page':>8} {'stall max':>9} {'busy max':>8} "

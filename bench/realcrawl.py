@@ -28,6 +28,7 @@ children it reaped).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -37,6 +38,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,48 @@ DEFAULT_TREES = (
 )
 STALL = {"crawler.extensions.stall.ReactorStallMonitor": 510}
 BASELINE: Path | None = None  # --baseline: an older checkout, run as the "before" config
+
+
+@dataclass
+class DocSite:
+    """The documentation trees served by nginx on loopback, with the crawler's site config
+    (``sites``), seeds file and the stock spider's allow pattern: what every equal-work crawl
+    bench starts from."""
+
+    root: Path
+    nginx: Nginx
+    trees: list[tuple[str, str]]
+    seeds: Path
+    allow: str
+
+    @property
+    def sites(self) -> Path:
+        return self.root / "sites"
+
+
+@contextlib.contextmanager
+def doc_site(
+    tree_names: str, port: int, prefix: str, *, delay: float = 0.0, keep: bool = False
+) -> Iterator[DocSite]:
+    """Serve the installed trees named in ``tree_names`` (comma-separated) in a temporary
+    folder; nginx is stopped and the folder removed (unless ``keep``) however the bench ends."""
+    wanted = tree_names.split(",")
+    trees = [t for t in default_trees() if t[1] in wanted]
+    if missing := set(wanted) - {p for _, p in trees}:
+        print("missing trees (skipped):", ", ".join(sorted(missing)))
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    (root / "nginx").mkdir()
+    nginx = Nginx(root / "nginx", trees, port)
+    try:
+        seeds, allow = write_site(root / "sites", nginx, trees, delay)
+        print("trees:", ", ".join(p for _, p in trees), flush=True)
+        yield DocSite(root, nginx, trees, seeds, allow)
+    finally:
+        nginx.stop()
+        if keep:
+            print("kept", root)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def write_site(
@@ -277,11 +322,6 @@ def main() -> None:
             if "REACTOR_STALL_INTERVAL" not in defaults.read_text():
                 with defaults.open("a") as f:
                     f.write("\nREACTOR_STALL_INTERVAL = 0.01\n")
-    wanted = args.trees.split(",")
-    trees = [t for t in default_trees() if t[1] in wanted]
-    missing = set(wanted) - {p for _, p in trees}
-    if missing:
-        print("missing trees (skipped):", ", ".join(sorted(missing)))
     extra = dict(kv.split("=", 1) for kv in args.set)
     if args.profile:
         extra["_profile"] = "1"
@@ -289,27 +329,19 @@ def main() -> None:
         extra["_spy"] = "1"
     if args.politeness:
         extra |= {"_delay": str(args.politeness), "CLOSESPIDER_TIMEOUT": str(args.window)}
-    root = Path(tempfile.mkdtemp(prefix="bench-realcrawl-"))
-    (root / "nginx").mkdir()
-    nginx = Nginx(root / "nginx", trees, args.port)
     results: list[dict[str, Any]] = []
     try:
-        seeds, allow = write_site(root / "sites", nginx, trees, args.politeness)
-        print("trees:", ", ".join(p for _, p in trees))
-        for i in range(args.runs):
-            for config in args.configs.split(","):
-                r = run_config(config, i, root, root / "sites", seeds, allow, nginx, extra,
-                               args.timeout)
-                results.append(r)
-                print(json.dumps(r), flush=True)
+        with doc_site(args.trees, args.port, "bench-realcrawl-", delay=args.politeness,
+                      keep=args.keep) as site:  # fmt: skip
+            for i in range(args.runs):
+                for config in args.configs.split(","):
+                    r = run_config(config, i, site.root, site.sites, site.seeds, site.allow,
+                                   site.nginx, extra, args.timeout)  # fmt: skip
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
     finally:
-        nginx.stop()
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
-        if args.keep:
-            print("kept", root)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     print(f"\n{'config':8} {'pages':>6} {'CPU s':>7} {'ms/page':>8} {'wall s':>7} "
           f"{'stall max':>9} {'p99':>5} {'>20ms':>6} {'>100ms':>6} {'busy max':>8} "
           f"{'busy>20':>7} {'RSS MB':>6}")

@@ -46,8 +46,7 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from bench.realcrawl import SITE, run_config, write_site  # noqa: E402
-from bench.redis_workers import Nginx, default_trees  # noqa: E402
+from bench.realcrawl import SITE, doc_site, run_config  # noqa: E402
 
 DEFAULT_TREES = "nodejs/api,valgrind/html,reference,nomicon,cargo,edition-guide"
 # mdBook trees (stylesheets, scripts, fonts, images per page) and two plain HTML trees
@@ -141,27 +140,29 @@ def warc_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.glob("*.warc.gz"))
 
 
+def warc_settings(warc_dir: Path, level: int | None = None) -> dict[str, str]:
+    """The settings of a crawl that writes WARC files (and their digest index) to
+    ``warc_dir``."""
+    extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
+             "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
+    if level is not None:
+        extra["WARC_GZIP_LEVEL"] = str(level)
+    return extra
+
+
 def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
-    wanted = args.trees.split(",")
-    trees = [t for t in default_trees() if t[1] in wanted]
-    root = Path(tempfile.mkdtemp(prefix="bench-warc-"))
-    (root / "nginx").mkdir()
-    nginx = Nginx(root / "nginx", trees, args.port)
     results: list[dict[str, Any]] = []
-    try:
-        seeds, allow = write_site(root / "sites", nginx, trees)
-        print("trees:", ", ".join(p for _, p in trees), flush=True)
+    with doc_site(args.trees, args.port, "bench-warc-", keep=args.keep) as site:
+        root = site.root
         for i in range(args.runs):
             for config in ("off", "on"):
                 extra: dict[str, str] = {}
                 if config == "on":
                     warc_dir = root / f"warc-{i}"
-                    extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
-                             "WARC_GZIP_LEVEL": str(args.level),
-                             "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
+                    extra = warc_settings(warc_dir, args.level)
                 (root / config).mkdir(exist_ok=True)
-                r = run_config("ours", i, root / config, root / "sites", seeds, allow, nginx,
-                               extra, args.timeout)  # fmt: skip
+                r = run_config("ours", i, root / config, site.sites, site.seeds, site.allow,
+                               site.nginx, extra, args.timeout)  # fmt: skip
                 r["config"] = f"warc-{config}"
                 if config == "on":
                     r["warc_bytes"] = warc_bytes(warc_dir)
@@ -172,12 +173,9 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
         warc_dir = root / "warc-0"
         first = warc_bytes(warc_dir)
         before = set(warc_dir.glob("*.warc.gz"))
-        extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
-                 "WARC_GZIP_LEVEL": str(args.level),
-                 "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
         (root / "recrawl").mkdir()
-        r = run_config("ours", 0, root / "recrawl", root / "sites", seeds, allow, nginx, extra,
-                       args.timeout)  # fmt: skip
+        r = run_config("ours", 0, root / "recrawl", site.sites, site.seeds, site.allow,
+                       site.nginx, warc_settings(warc_dir, args.level), args.timeout)  # fmt: skip
         second = sum(p.stat().st_size for p in warc_dir.glob("*.warc.gz") if p not in before)
         stats = json.loads((root / "recrawl" / "ours-0" / "stats.json").read_text())
         r |= {"config": "recrawl", "warc_bytes": second, "vs_first": second / first,
@@ -185,42 +183,28 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
               "responses": stats.get("warc/records/response", 0)}  # fmt: skip
         results.append(r)
         print(json.dumps({k: r[k] for k in _SHOWN if k in r}), flush=True)
-    finally:
-        nginx.stop()
-        if args.keep:
-            print("kept", root)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     return results
 
 
 def bench_requisites(args: argparse.Namespace) -> list[dict[str, Any]]:
-    wanted = args.trees.split(",")
-    trees = [t for t in default_trees() if t[1] in wanted]
-    root = Path(tempfile.mkdtemp(prefix="bench-requisites-"))
-    (root / "nginx").mkdir()
-    nginx = Nginx(root / "nginx", trees, args.port)
     results: list[dict[str, Any]] = []
-    try:
-        seeds, allow = write_site(root / "sites", nginx, trees)
-        config = (root / "sites" / f"{SITE}.toml").read_text()
+    with doc_site(args.trees, args.port, "bench-requisites-") as site:
+        root, nginx = site.root, site.nginx
+        config = (site.sites / f"{SITE}.toml").read_text()
         (root / "sites-req").mkdir()
         # the trees embed a few resources of other hosts (web fonts, badges): a benchmark
         # never leaves loopback, so they are denied (and counted: requisite_denied)
         (root / "sites-req" / f"{SITE}.toml").write_text(
             config + "[requisites]\nfetch = true\ndeny = ['^https?://(?!127[.])']\n"
         )
-        print("trees:", ", ".join(p for _, p in trees), flush=True)
         for i in range(args.runs):
             for mode in ("pages", "requisites"):
                 warc_dir = root / f"warc-{mode}-{i}"
-                extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
-                         "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
                 sites = root / ("sites" if mode == "pages" else "sites-req")
                 (root / mode).mkdir(exist_ok=True)
                 offset = nginx.log_offset()
-                r = run_config("ours", i, root / mode, sites, seeds, allow, nginx, extra,
-                               args.timeout)  # fmt: skip
+                r = run_config("ours", i, root / mode, sites, site.seeds, site.allow, nginx,
+                               warc_settings(warc_dir), args.timeout)  # fmt: skip
                 stats = json.loads((root / mode / f"ours-{i}" / "stats.json").read_text())
                 items = stats.get("item_scraped_count", 0)
                 r |= {"config": mode, "items": items,
@@ -233,9 +217,6 @@ def bench_requisites(args: argparse.Namespace) -> list[dict[str, Any]]:
                     r["lag"] = requisite_lag(nginx.requests(offset), warc_dir)
                 results.append(r)
                 print(json.dumps({k: r[k] for k in _SHOWN_REQ if k in r}), flush=True)
-    finally:
-        nginx.stop()
-        shutil.rmtree(root, ignore_errors=True)
     return results
 
 

@@ -10,6 +10,7 @@ near-duplicate store raised on every page of the outage (51-79 tracebacks per wo
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
@@ -28,8 +29,10 @@ from crawler.backends.redis.status import Fleet
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.robots.rules import RobotsRecord
 from devsite import HostSpec, build_site
+from devsite.named import NamedSites
 from devsite.routed import RoutedSiteServer
 from tests.crawling import CrawlResult, finish_crawl, normalized, start_crawl
+from tests.dns_support import dns_server
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 from tests.redis_support import fresh_key, start_redis
 from tests.test_redis_crawl import robots, wait_until
@@ -46,7 +49,8 @@ def slow_site(pages: int, delay: float) -> RoutedSiteServer:
     """A multi-host site whose pages each take ``delay`` seconds to answer: fetches are in
     flight whenever Redis is killed, and their pages are analysed while it is away."""
     graph = build_site(
-        [HostSpec(h, pages=pages, delay=delay) for h in HOSTS], links_per_page=4,
+        [HostSpec(h, pages=pages, delay=delay) for h in HOSTS],
+        links_per_page=4,
         cross_host_links=1,
     )
     server = RoutedSiteServer(graph)
@@ -77,8 +81,9 @@ def start_workers(
     dirs = [tmp_path / f"w{i}" for i in range(n)]
     for d in dirs:
         d.mkdir()
-    procs = [start_crawl(dirs[0], seeds=server.seeds(), settings=settings(url, key, dirs[0],
-                                                                           **extra))]
+    procs = [
+        start_crawl(dirs[0], seeds=server.seeds(), settings=settings(url, key, dirs[0], **extra))
+    ]
     wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
     procs += [start_crawl(d, settings=settings(url, key, d, **extra)) for d in dirs[1:]]
     return procs, dirs, key
@@ -142,8 +147,9 @@ def test_every_redis_user_rides_out_a_restart_and_loses_nothing(tmp_path: Path) 
     try:
         with slow_site(pages=10, delay=0.3) as server:
             client = redis.client()
-            procs, dirs, key = start_workers(tmp_path, server, f"redis://127.0.0.1:{redis.port}/0",
-                                             client, 3)
+            procs, dirs, key = start_workers(
+                tmp_path, server, f"redis://127.0.0.1:{redis.port}/0", client, 3
+            )
             wait_until(lambda: working(client, key, procs), timeout=60)
             client.close()
             redis.process.kill()
@@ -181,8 +187,13 @@ def test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait(tmp_path: Pa
         with slow_site(pages=4, delay=2.0) as server:
             client = redis.client()
             procs, dirs, key = start_workers(
-                tmp_path, server, f"redis://127.0.0.1:{redis.port}/0", client, 1,
-                REDIS_OUTAGE_WAIT=0.5, FRONTIER_READ_AHEAD=8,
+                tmp_path,
+                server,
+                f"redis://127.0.0.1:{redis.port}/0",
+                client,
+                1,
+                REDIS_OUTAGE_WAIT=0.5,
+                FRONTIER_READ_AHEAD=8,
             )
             wait_until(lambda: working(client, key, procs), timeout=60)
             client.close()
@@ -198,8 +209,11 @@ def test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait(tmp_path: Pa
     check_lines(r)
     unjudged = r.stats.get("neardup/unjudged", 0)
     assert unjudged > 0, r.log[-3000:]
-    said = re.search(r"Redis back for the shared near-duplicate store after [\d.]+s; (\d+) pages "
-                     r"judged alone", r.log)
+    said = re.search(
+        r"Redis back for the shared near-duplicate store after [\d.]+s; (\d+) pages "
+        r"judged alone",
+        r.log,
+    )
     assert said is not None and 0 < int(said.group(1)) <= unjudged
     check_pages(server, results)
 
@@ -243,8 +257,10 @@ TEXT = "\n".join(f"line {i} of a page about harvesting saffron by hand, slowly" 
 
 def lines(caplog: pytest.LogCaptureFixture, component: str) -> tuple[int, int]:
     text = caplog.text
-    return (text.count(f"Redis unreachable for the {component}"),
-            text.count(f"Redis back for the {component}"))
+    return (
+        text.count(f"Redis unreachable for the {component}"),
+        text.count(f"Redis back for the {component}"),
+    )
 
 
 def test_the_robots_cache_never_waits_and_sends_its_records_when_redis_is_back(
@@ -350,13 +366,15 @@ def test_a_store_that_lost_its_state_is_read_again(tmp_path: Path) -> None:
         texts = [TEXT.replace("saffron", f"crop{i}") for i in range(6)]
         for i, text in enumerate(texts):
             assert detector.check(f"http://a.test/{i}", text) == local.check(
-                f"http://a.test/{i}", text)
+                f"http://a.test/{i}", text
+            )
         with redis.client() as c:
             c.flushall()
         local = NearDuplicateDetector()
         for i, text in enumerate(texts):
             assert detector.check(f"http://b.test/{i}", text) == local.check(
-                f"http://b.test/{i}", text)
+                f"http://b.test/{i}", text
+            )
     finally:
         detector.close()
         redis.stop()
@@ -388,13 +406,20 @@ def test_components_ride_out_a_cluster_failover(
         # replication is asynchronous: the test waits until the replica has what was written
         # (what a failover loses otherwise is the frontier's business: its WAIT setting)
         node_id = cluster.node_id(node)
-        replica = next(n for n in cluster.live()
-                       for r in cluster.cluster_nodes() if r["master"] == node_id
-                       and r["address"] == n.address)
+        replica = next(
+            n
+            for n in cluster.live()
+            for r in cluster.cluster_nodes()
+            if r["master"] == node_id and r["address"] == n.address
+        )
         with replica.client() as c:
             c.execute_command("READONLY")
-            wait_until(lambda: c.exists("{" + key + "}:totals") and c.hget(
-                "{" + key + "}:nd:v", "seq") == b"1", timeout=10)
+            wait_until(
+                lambda: (
+                    c.exists("{" + key + "}:totals") and c.hget("{" + key + "}:nd:v", "seq") == b"1"
+                ),
+                timeout=10,
+            )
         node.process.kill()  # as kill_master does, but the clients meet the dead master
         node.process.wait()
         assert robots_cache.claim("http://r.test", 60).claimed
@@ -416,3 +441,64 @@ def test_components_ride_out_a_cluster_failover(
     for component in ("robots.txt cache", "shared near-duplicate store", "fleet heartbeat"):
         assert lines(caplog, component) == (1, 1), component
     assert "Traceback" not in caplog.text
+
+
+def test_the_dns_cache_and_the_address_budget_ride_out_a_restart(tmp_path: Path) -> None:
+    """Host names on two addresses, resolved by a real DNS server, crawled by two workers
+    while Redis (AOF ``always``) is killed with fetches in flight and started again 4 s later:
+    the shared DNS cache and the per-address budget each say at most once that Redis went and
+    once that it came back, no traceback, every page fetched once, and a fetch whose end could
+    not be told to Redis does not hold its address past the outage (the crawl ends long before
+    the lease TTL)."""
+    names = [f"s{i}.farm.test" for i in range(8)]
+    addresses = ["127.0.0.2", "127.0.0.3"]
+    zone = {"names": {n: {"a": addresses[i % 2], "ttl": 300} for i, n in enumerate(names)}}
+    root = tmp_path / "redis"
+    root.mkdir()
+    redis = start_redis(root, aof="always")
+    try:
+        with (
+            NamedSites(names, addresses, pages=6, latency=0.3) as sites,
+            dns_server(tmp_path / "dns", zone) as dns,
+        ):
+            client = redis.client()
+            url = f"redis://127.0.0.1:{redis.port}/0"
+            key = fresh_key()
+            dirs = [tmp_path / f"w{i}" for i in range(2)]
+            extra = {"DNS_SERVERS": dns.address, "CLOSESPIDER_TIMEOUT": 200}
+            procs = []
+            for i, d in enumerate(dirs):
+                d.mkdir()
+                seeds = [sites.url(n) for n in names] if i == 0 else None
+                procs.append(start_crawl(d, seeds=seeds, settings=settings(url, key, d, **extra)))
+                if i == 0:
+                    wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
+            # both addresses fetching, some pages behind them: fetches are in flight now
+            wait_until(lambda: len({v.address for v in sites.visits[10:]}) == 2, timeout=60)
+            client.close()
+            redis.process.kill()
+            redis.process.wait(10)
+            down_at = len(sites.visits)
+            time.sleep(4)
+            redis = start_redis(root, port=redis.port, aof="always")
+            back = time.monotonic()
+            results = [finish_crawl(p, d, timeout=240) for p, d in zip(procs, dirs, strict=True)]
+    finally:
+        redis.stop()
+    for r in results:
+        assert r.returncode == 0, r.log[-3000:]
+        assert r.stats["finish_reason"] == "finished", r.stats
+        assert "Traceback" not in r.log, r.log[r.log.index("Traceback") - 2000 :][:6000]
+        for component in ("address politeness", "DNS cache"):
+            gone = r.log.count(f"Redis unreachable for the {component}")
+            assert gone <= 1 and r.log.count(f"Redis back for the {component}") == gone
+    assert down_at < len(sites.visits)
+    pages = Counter((v.name, v.path) for v in sites.visits if v.path != "/robots.txt")
+    assert set(pages) == {(n, p) for n in names for p in ["/", *(f"/p/{i}.html" for i in range(6))]}
+    assert all(n == 1 for n in pages.values()), [k for k, n in pages.items() if n > 1]
+    # once Redis is back (and the workers have met it again), one fetch at a time per address
+    for address in addresses:
+        later = sorted((v.start, v.end) for v in sites.visits if v.address == address
+                       and v.start > back + 2)  # fmt: skip
+        for (_, end), (start, _) in itertools.pairwise(later):
+            assert start >= end - 0.01, address

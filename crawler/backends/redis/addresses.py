@@ -12,7 +12,9 @@ call per lease taken and one per fetch ended, timed by Redis's clock (the worker
 meet).
 
 While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
-rather than stopping the crawl, and says so once.
+rather than stopping the crawl, and says so once. The end of a fetch that could not be told to
+Redis is kept and told once it is back: a Redis that kept its state (AOF) would otherwise hold
+that fetch's slot until its lease TTL, closing the address to the whole fleet for minutes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from crawler.frontier.addresses import AddressLoad, AddressPolicy
 
 logger = logging.getLogger(__name__)
 
+MAX_UNTOLD = 10_000  # fetch ends kept for Redis while it is away
+
 _PRELUDE = r"""
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -37,7 +41,9 @@ local function fmt(x) return string.format('%.17g', x) end
 
 # KEYS: state hash, in-flight zset. ARGV: token, concurrency, gap (for starts), ttl.
 # Returns '0' (taken) or the seconds until the reserved slot.
-_TAKE = _PRELUDE + r"""
+_TAKE = (
+    _PRELUDE
+    + r"""
 local conc, gap, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
@@ -60,10 +66,13 @@ local slot = math.max(horizon, ready, now)
 redis.call('HSET', KEYS[1], 'horizon', fmt(slot + gap + typical))
 return fmt(math.max(slot - now, 0.001))
 """
+)
 
 # KEYS: state hash, in-flight zset. ARGV: token, gap after this fetch ('' : never sent),
 # the fetch's duration.
-_DONE = _PRELUDE + r"""
+_DONE = (
+    _PRELUDE
+    + r"""
 if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 or ARGV[2] == '' then return 0 end
 local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
 local after = now + tonumber(ARGV[2])
@@ -74,6 +83,7 @@ if typical > 0 then took = 0.8 * typical + 0.2 * took end
 redis.call('HSET', KEYS[1], 'typical', fmt(took))
 return 1
 """
+)
 
 
 class RedisAddressBudget:
@@ -87,6 +97,7 @@ class RedisAddressBudget:
         self._take = client.register_script(_TAKE)
         self._done = client.register_script(_DONE)
         self._seen: dict[str, None] = {}  # addresses this worker used, for busiest()
+        self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
         self.alone = 0
         self.outage = RedisOutage(
             "address politeness",
@@ -120,6 +131,8 @@ class RedisAddressBudget:
         policy = self.policy
         if policy.concurrency <= 0:
             return 0.0
+        if self._untold:
+            self._tell_untold()
         self._seen[address] = None
         args = [token, policy.concurrency, repr(policy.gap(None)), repr(policy.ttl)]
         reply = self._safe(lambda: self._take(keys=self._keys(address), args=args), b"0")
@@ -128,7 +141,27 @@ class RedisAddressBudget:
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
         args = [token, gap, repr(duration or 0.0)]
-        self._safe(lambda: self._done(keys=self._keys(address), args=args), 0)
+        if self._untold:
+            self._tell_untold()
+        if self._safe(lambda: self._done(keys=self._keys(address), args=args), None) is None:
+            self._keep_untold(address, args)
+
+    def _keep_untold(self, address: str, args: list[Any]) -> None:
+        if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
+            del self._untold[: MAX_UNTOLD // 10]
+        self._untold.append((address, args))
+
+    def _tell_untold(self) -> None:
+        """Tell Redis, in one pipeline, the fetch ends it missed while away (never waits: only
+        once the outage's probe found it back)."""
+        if self.outage.away:
+            return
+        untold, self._untold = self._untold, []
+        pipe = self.client.pipeline(transaction=False)
+        for address, args in untold:
+            self._done(keys=self._keys(address), args=args, client=pipe)
+        if self._safe(pipe.execute, None) is None:
+            self._untold = untold + self._untold
 
     def busiest(self, n: int) -> list[AddressLoad]:
         """For the end summary; nothing while Redis is away (the crawl still closes)."""
@@ -150,4 +183,3 @@ class RedisAddressBudget:
     def close(self) -> None:
         self.outage.close()
         self.client.close()
-
