@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis
 
 from crawler.backends.redis.robots import RedisRobotsCache
@@ -97,3 +98,30 @@ def test_a_seed_batch_announces_its_new_origins_together_before_each() -> None:
     assert {le.entry.url for le in leases} == {"https://a.test/1", "https://b.test/",
                                                "http://c.test/"}
     assert all(le.entry.payload == SEED for le in leases)
+
+
+@pytest.mark.parametrize("cash", [0.0, 1.0], ids=["plain", "opic"])
+def test_a_pages_links_announce_their_new_origins_together(cash: float) -> None:
+    """A page's links, with or without OPIC cash to hand on (two paths in the intake), announce
+    the page's new origins in one batch before each: one robots.txt read for all of them."""
+    heard: list[Any] = []
+    admission = Admission(
+        UrlPolicy(domains=("b.test", "c.test")),
+        Prioritizer("opic" if cash else "depth", 4),
+        ScopeRegistry(),
+        lambda origin, host: heard.append(("one", origin)),
+        discovering=lambda origins: heard.append(("batch", origins)),
+    )
+    frontier = MercatorFrontier(PolitenessPolicy(min_delay=0.0))
+    intake = LinkIntake(
+        admission, frontier, FrontierStats(Stats(), Settings()), slice_size=1000, cache_size=1000
+    )
+    page = "https://a.test/"
+    intake.take(["https://b.test/1", "https://c.test/", "https://b.test/2"], 1, None, None,
+                cash=cash, page=page)  # fmt: skip
+    assert heard == [
+        ("batch", ["https://b.test", "https://c.test"]),
+        ("one", "https://b.test"),
+        ("one", "https://c.test"),
+    ]
+    assert len(frontier) == 3

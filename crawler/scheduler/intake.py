@@ -167,9 +167,7 @@ class LinkIntake:
         for url, host, origin in admitted:
             # OPIC: a seed starts with its cash (without it, every link of the crawl had none)
             cash, label = ranking(host)
-            entries.append(
-                entry(url, host, 0, SEED, origin=origin, cash=cash, crawl_policy=label)
-            )
+            entries.append(entry(url, host, 0, SEED, origin=origin, cash=cash, crawl_policy=label))
         if entries:
             for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
                 stats.submitted(e, result)
@@ -245,7 +243,8 @@ class LinkIntake:
         book = self.admission.book
         stats = self.stats
         repeated = 0
-        entries = []
+        entries: list[Entry] = []
+        admitted: list[tuple[str, str, str, float, str]] = []
         credits = []
         label, factor = batch.policy, 1.0
         for raw in part:
@@ -278,13 +277,22 @@ class LinkIntake:
                     continue
                 label, factor = decided.label, decided.factor
             raw_urls[h] = (url, host)
-            origin = form[3] if form is not None else None
-            entries.append(
+            origin = form[3] if form is not None else origin_of(url) or url
+            admitted.append((url, host, origin, share * factor, label))
+        if admitted:  # the new origins announced together first (robots.txt read in one go)
+            self.admission.prepare(a[2] for a in admitted)
+            entries = [
                 entry(
-                    url, host, depth, origin=origin, cash=share * factor, crawl_policy=label,
+                    url,
+                    host,
+                    depth,
+                    origin=origin,
+                    cash=cash,
+                    crawl_policy=label,
                     referrer=batch.page,
                 )
-            )
+                for url, host, origin, cash, label in admitted
+            ]
         if credits:
             self.frontier.credit(credits)
         self._submit(entries, repeated)
