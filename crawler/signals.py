@@ -72,7 +72,9 @@ links_extracted = object()
 seeds_found = object()
 
 # Sent by a site spider from its start() once every one of its seeds is scheduled:
-# seeds_scheduled(spider, urls: list[str]) (the valid seeds, as given). A receiver with start
+# seeds_scheduled(spider, urls: list[str]) (the valid seeds it made Requests of, as given; seeds
+# in bulk went by ``seeds_found`` and are not listed again, so a worker never keeps a list of a
+# seeds file's millions of URLs). A receiver with start
 # requests that must come after the seeds (the recrawl extension's due pages: the seeds admit
 # their hosts into a seed-scoped site) schedules them at once with ``crawler.engine.crawl()``.
 seeds_scheduled = object()

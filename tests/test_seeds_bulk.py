@@ -254,5 +254,45 @@ def test_the_spider_sends_its_seeds_in_batches_when_the_crawl_has_a_frontier(
          ("not a url", str(seeds_file))],
         [("https://c.example/x", str(seeds_file)), ("https://d.example/", str(seeds_file))],
     ]
-    assert scheduled == [[u for b in batches for u, _ in b]]
+    assert scheduled == [[]]  # the seeds in bulk went by seeds_found: not listed again
     assert spider.crawler.stats.get_value("seeds/none") is None
+
+
+def test_a_due_seed_sent_in_bulk_keeps_its_seed_flag(tmp_path, monkeypatch) -> None:
+    """The recrawl extension learns which due URLs are seeds from the bulk batches as they
+    stream (``seeds_found``): the spider keeps no list of its seeds for it."""
+    import crawler.spiders.site as site_module
+    from crawler.spiders.links import _frontier_opened
+    from tests.test_spider import crawldb_spider, drain
+
+    async def no_turn() -> None:
+        return None
+
+    monkeypatch.setattr(site_module, "_reactor_turn", no_turn)
+    monkeypatch.setattr(site_module, "SEED_BATCH", 1)
+    toml = 'name = "t"\nseeds = ["https://b.example/", "https://a.example/"]\n'
+    spider, ext = crawldb_spider(tmp_path, toml)
+    ext.record("https://a.example/", 200, depth=0, fingerprint="x")
+    ext.record("https://a.example/deep", 200, depth=3, fingerprint="y")
+    ext.db.commit()
+
+    class Frontier:
+        def mark_seen(self, keys: Any) -> int:
+            return len(list(keys))
+
+    scheduled: list[Any] = []
+
+    class Engine:  # what the extension needs of Scrapy's engine: crawl()
+        def crawl(self, request: Any) -> None:
+            scheduled.append(request)
+
+    ext.clock = lambda: 1e12  # everything is due
+    ext._frontier_opened(Frontier(), spider)
+    _frontier_opened(None, spider)
+    spider.crawler.engine = Engine()
+    assert drain(spider.start()) == []  # the seeds went in bulk
+    assert [(r.url, r.meta) for r in scheduled] == [
+        ("https://a.example/", {"depth": 0, "seed": True}),
+        ("https://a.example/deep", {"depth": 3}),
+    ]
+    ext._engine_stopped()

@@ -51,6 +51,7 @@ from crawler.meta import REQUISITE_META, ROBOTS_META
 
 logger = logging.getLogger(__name__)
 
+
 def db_key(url: str) -> str | None:
     """The crawl database's key of a URL: the frontier's normalized form."""
     try:
@@ -73,12 +74,15 @@ class RecrawlExtension:
         )
         self.clock = time.time
         self._due: list[DueUrl] = []
+        self._due_seeds: set[str] = set()  # keys of due URLs that came as seeds in bulk
+        self._due_key_set: set[str] | None = None
         self._open = True
         self._closing = False
         self._timer: Any = None
         self._timer_at: float | None = None
         self._committer: Any = None
         crawler.signals.connect(self._frontier_opened, crawler_signals.frontier_opened)
+        crawler.signals.connect(self._seeds_found, crawler_signals.seeds_found)
         crawler.signals.connect(self._seeds_scheduled, crawler_signals.seeds_scheduled)
         crawler.signals.connect(self._response_received, signals.response_received)
         crawler.signals.connect(self._item_done, signals.item_scraped)
@@ -120,6 +124,19 @@ class RecrawlExtension:
                 known,
             )
 
+    def _seeds_found(self, spider: Spider, seeds: list[tuple[str, str]]) -> None:
+        """A batch of seeds in bulk: remember which of them are due (they keep their seed flag)
+        as the batches stream, so no worker keeps a list of millions of seeds for it."""
+        if not self._due:
+            return
+        due_keys = self._due_keys()
+        self._due_seeds.update(k for k in (db_key(u) for u, _ in seeds) if k in due_keys)
+
+    def _due_keys(self) -> set[str]:
+        if self._due_key_set is None:
+            self._due_key_set = {k for k in (db_key(d.url) for d in self._due) if k}
+        return self._due_key_set
+
     def _seeds_scheduled(self, spider: Spider, urls: list[str]) -> None:
         """The seeds are in: the due pages follow them (a seed-scoped site admits their hosts
         only once its seeds did)."""
@@ -132,8 +149,9 @@ class RecrawlExtension:
     def due_requests(self, spider: Spider, seeds: Iterable[str] = ()) -> Iterator[Request]:
         """The requests for the URLs that were due when the frontier opened (once). A due seed
         keeps its seed flag (its redirect target joins a seed-scoped site's scope)."""
-        seed_keys = {k for k in (db_key(u) for u in seeds) if k}
+        seed_keys = self._due_seeds | {k for k in (db_key(u) for u in seeds) if k}
         due, self._due = self._due, []
+        self._due_seeds, self._due_key_set = set(), None
         for d in due:
             yield self._request(d, seed=d.url in seed_keys, force=False)
 

@@ -190,7 +190,6 @@ class SiteSpider(scrapy.Spider):
                     named.append((url, source, policy))
                     continue
                 batch.append((url, source))
-                seed_urls.append(url)
                 if len(batch) >= SEED_BATCH:
                     await self._send_seeds(batch)
                     batch = []
@@ -262,8 +261,9 @@ class SiteSpider(scrapy.Spider):
         iterator; called directly (no engine, or ``CONTENT_THREAD`` off) it is a plain
         generator.
         """
-        if response.status != 304 and _is_html(response, _header(response.headers,
-                                                                   b"Content-Type")):
+        if response.status != 304 and _is_html(
+            response, _header(response.headers, b"Content-Type")
+        ):
             worker = content_worker(getattr(self, "crawler", None))
             if worker is not None:
                 return self._parse_offloaded(response, worker)
@@ -274,8 +274,9 @@ class SiteSpider(scrapy.Spider):
     ) -> AsyncIterator[PageItem | scrapy.Request]:
         _, meta, item, directives = self._start_item(response)
         item, analysis = await maybe_deferred_to_future(
-            worker.run(self._html_page, response, meta, item, directives,
-                       parse_process(self.crawler))
+            worker.run(
+                self._html_page, response, meta, item, directives, parse_process(self.crawler)
+            )
         )
         self.crawler.stats.inc_value("content/offloaded")
         for request_or_item in self._finish_html(response, item, analysis):
@@ -292,9 +293,7 @@ class SiteSpider(scrapy.Spider):
             self._record(response, meta, item, _body_fingerprint(response.body))
             yield item
             return
-        yield from self._finish_html(
-            response, *self._html_page(response, meta, item, directives)
-        )
+        yield from self._finish_html(response, *self._html_page(response, meta, item, directives))
 
     def _start_item(
         self, response: Response
@@ -343,8 +342,12 @@ class SiteSpider(scrapy.Spider):
         ``pool.min_bytes`` is parsed in ``pool``'s child process (``CONTENT_PROCESS_MIN_BYTES``).
         """
         analysis = self.content.analysis.analyze(
-            response.body, response.encoding, response.url, directives,
-            status=response.status, pool=pool,
+            response.body,
+            response.encoding,
+            response.url,
+            directives,
+            status=response.status,
+            pool=pool,
         )
         item["title"] = analysis.title
         item["text"] = analysis.text  # cut to CONTENT_MAX_TEXT, as is the main text
