@@ -26,6 +26,10 @@ Clock = Callable[[], float]
 # ``<site>:start_urls``): a store keeps it as a flag (crawler.backends.redis.entries: no
 # bytes), the adapter rebuilds the seed's Request from it (crawler.scheduler.codec).
 SEED = "seed"
+# The payload of a host's first request, its robots.txt: queued for every new host of a crawl,
+# so kept as this word (a few bytes in a shared store, where a serialized Request took ~190),
+# rebuilt from the URL by the adapter.
+ROBOTS_FIRST = "robots"
 
 
 @dataclass(slots=True)

@@ -7,9 +7,7 @@ from __future__ import annotations
 import os
 import time
 from email.utils import parsedate_to_datetime
-from typing import Any
 
-from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
@@ -18,38 +16,20 @@ from scrapy.settings import BaseSettings
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb import crawldb_path
-from crawler.meta import ROBOTS_META
+from crawler.download.robots_request import (  # noqa: F401 (the fetcher's names)
+    DIRECT_META,
+    HOPS_META,
+    RETRY_META,
+    is_robots_request,
+    robots_request,
+)
 from crawler.robots.cache import RobotsCache
 
-HOPS_META = "robotstxt_hops"  # redirects followed so far
-RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
-DIRECT_META = "robotstxt_direct"  # fetched with engine.download, not through the frontier
 MAX_REDIRECTS = 5
 
 
 class RobotsTxtHandled(IgnoreRequest):
     """A robots.txt response or failure was consumed here; it must not reach the spider."""
-
-
-def is_robots_request(request: Request) -> bool:
-    return request.meta.get(ROBOTS_META) is not None
-
-
-def robots_request(origin: str, url: str | None = None, hops: int = 0, **meta: Any) -> Request:
-    """The request of ``origin``'s robots.txt (``url``: a redirect's target, ``hops`` deep)."""
-    return Request(
-        url or f"{origin}/robots.txt",
-        meta={
-            ROBOTS_META: origin,
-            HOPS_META: hops,
-            "dont_redirect": True,  # followed by the fetcher, within RFC 9309's limit
-            "dont_retry": True,  # a failure is "disallowed for now", retried by the fetcher
-            "dont_obey_robotstxt": True,
-            **meta,
-        },
-        dont_filter=True,
-        priority=1000,
-    )
 
 
 def robots_cache_path(crawler: Crawler) -> str | None:

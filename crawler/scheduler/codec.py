@@ -4,7 +4,8 @@ A plain link (a GET of a URL with the spider's default callback, nothing else) i
 URL and depth only (and the page it was found on: the entry's ``referrer``, rebuilt as the
 ``Referer`` header and ``meta["found_on"]``); a plain seed (the same with ``meta["seed"]``) as
 its URL, depth and the payload :data:`~crawler.frontier.api.SEED` (a flag in a shared store,
-not a serialized Request).
+not a serialized Request); a host's first request, its robots.txt, as its URL and the payload
+:data:`~crawler.frontier.api.ROBOTS_FIRST`.
 Anything else is kept as ``Request.to_dict``: the Request object itself in memory, msgpack bytes
 in a persistent or shared store. msgpack rather than pickle: a payload read back from disk or
 from Redis must never be able to run code, and msgpack keeps ``bytes`` (bodies, headers) apart
@@ -21,8 +22,9 @@ import msgpack
 from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
+from crawler.download.robots_request import first_robots_origin, first_robots_request
 from crawler.frontier import Entry
-from crawler.frontier.api import SEED
+from crawler.frontier.api import ROBOTS_FIRST, SEED
 from crawler.meta import CASH_META, FOUND_ON_META, POLICY_META
 
 logger = logging.getLogger(__name__)
@@ -40,8 +42,16 @@ SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"}
 # ``request_from_dict`` gives a missing field the Request's default back. A host's robots.txt
 # request, queued first for every new host of a seeds file, takes ~190 bytes, not ~270.
 _DEFAULTS: dict[str, Any] = {
-    "callback": None, "errback": None, "headers": {}, "body": b"", "cookies": {},
-    "encoding": "utf-8", "flags": [], "cb_kwargs": {}, "dont_filter": False, "method": "GET",
+    "callback": None,
+    "errback": None,
+    "headers": {},
+    "body": b"",
+    "cookies": {},
+    "encoding": "utf-8",
+    "flags": [],
+    "cb_kwargs": {},
+    "dont_filter": False,
+    "method": "GET",
     "priority": 0,
 }
 
@@ -92,6 +102,8 @@ def encode(request: Request, spider: Spider | None, *, serialize: bool) -> Any:
         return None
     if is_plain_seed(request, spider):
         return SEED
+    if first_robots_origin(request, PLAIN_META) is not None:
+        return ROBOTS_FIRST
     if not serialize:
         return request
     data = request.to_dict(spider=spider)
@@ -125,6 +137,10 @@ def decode(entry: Entry, spider: Spider | None, referer: RefererPolicy | None = 
         request = Request(entry.url, meta={"depth": entry.depth})
     elif payload == SEED:
         request = Request(entry.url, meta={"depth": entry.depth, "seed": True})
+    elif payload == ROBOTS_FIRST:
+        request = first_robots_request(entry.url)
+        if entry.depth:
+            request.meta["depth"] = entry.depth
     elif isinstance(payload, Request):
         request = payload
     else:
