@@ -140,6 +140,35 @@ def test_a_seed_that_redirects_brings_its_target_host_into_scope(tmp_path):
     assert result.stats["frontier/rejected/out_of_scope"] >= 1
 
 
+def test_an_open_scope_follows_links_to_hosts_that_were_no_seeds(tmp_path):
+    """``[scope] open = true``: the crawl goes wherever links lead (here a host no seed named,
+    two hops away), each host still reading its robots.txt first; the seeds' hosts are not
+    written into a scope (nothing to share with other workers)."""
+    specs = [HostSpec("127.0.0.6", pages=3), HostSpec("127.0.0.7", pages=3),
+             HostSpec("127.0.0.8", pages=3)]  # fmt: skip
+    graph = build_site(specs, cross_host_links=1, extras=False)
+    sites = tmp_path / "sites"
+    sites.mkdir()
+    (sites / "open.toml").write_text(
+        'name = "open"\nallow_private_addresses = true\n[scope]\nopen = true\n'
+    )
+    with SiteServer(graph) as server:
+        result = run_crawl(
+            tmp_path,
+            "open",
+            seeds=[server.seeds()[0]],
+            sites_dir=sites,
+            settings={"FRONTIER_MIN_DELAY": 0.05},
+        )
+        records = server.records
+    assert result.returncode == 0, result.log[-3000:]
+    hosts = Counter(r.host for r in records if r.path != "/robots.txt")
+    assert hosts == {"127.0.0.6": 4, "127.0.0.7": 4, "127.0.0.8": 4}, hosts
+    robots = Counter(r.host for r in records if r.path == "/robots.txt")
+    assert robots == {h: 1 for h in hosts}
+    assert "frontier/rejected/out_of_scope" not in result.stats
+
+
 def test_a_host_with_two_slots_never_gets_a_third_request(tmp_path):
     graph = build_site([HostSpec("127.0.0.2", pages=16, delay=0.15)], links_per_page=6,
                        extras=False)

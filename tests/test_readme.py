@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy list": "run",
     ".venv/bin/scrapy crawl example -o pages.jsonl": f"skip: {INTERNET} (example.com)",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt": "run",
+    ".venv/bin/scrapy crawl openweb -a seeds=seeds.txt": "run",
     ".venv/bin/scrapy crawl headings -o headings.jsonl": (
         f"skip: {INTERNET} (docs.python.org); its spider runs in test_the_readme_spider..."
     ),

@@ -118,6 +118,7 @@ def test_scope_contains() -> None:
     assert scope.contains("x.y.b.example") and scope.contains("b.example.")
     assert not scope.contains("x.a.example") and not scope.contains("notb.example")
     assert not Scope().contains("a.example")
+    assert Scope(open=True).contains("any.where.example") and not Scope(open=True).is_empty
 
 
 @pytest.mark.parametrize(
@@ -129,6 +130,11 @@ def test_scope_contains() -> None:
             'must be a number >= 0, got "fast"',
         ),
         ('name = "bad"\n[politeness]\nmin_delay = -1\n', "politeness.min_delay", "got -1"),
+        (
+            'name = "bad"\n[scope]\nopen = true\ndomains = ["a.example"]\n',
+            "scope",
+            "open = true admits every host",
+        ),
         ('name = "bad"\n[politeness]\nmax_delay = nan\n', "politeness.max_delay", "number"),
         (
             'name = "bad"\n[politeness]\nhost_concurrency = 0\n',
@@ -278,9 +284,11 @@ def test_error_pickles() -> None:
 def test_shipped_configs_load() -> None:
     sites, errors = load_all_sites()
     assert errors == {}
-    assert {"web", "example"} <= set(sites)
+    assert {"web", "openweb", "example"} <= set(sites)
     web = sites["web"]
     assert web.seeds == () and web.seeds_file is None and web.scope.is_empty
+    openweb = sites["openweb"]
+    assert openweb.seeds == () and openweb.scope.open and openweb.max_depth == 20
     example = sites["example"]
     assert example.seeds and example.allow and example.deny and not example.scope.is_empty
     assert example.max_depth is not None and example.max_pages_per_host is not None

@@ -117,6 +117,8 @@ class Admission:
         """A seed's host is in scope, and so is the host a seed redirects to. True when the
         scope grew."""
         policy = self.policy
+        if policy.any_host:  # an open scope: nothing to widen, nothing to share
+            return False
         _, _, host = policy.check(url)
         if not host or host in policy.hosts:
             return False
@@ -128,6 +130,8 @@ class Admission:
         """A batch of seeds' hosts joins the scope (one write to a shared scope). True when
         the scope grew."""
         policy = self.policy
+        if policy.any_host:
+            return False
         new = {host for host in hosts if host and host not in policy.hosts}
         for host in new:
             policy.add_host(host)

@@ -44,6 +44,7 @@ def url_policy_for(spider: Any, settings: Any) -> UrlPolicy:
     return UrlPolicy(
         hosts=site.scope.hosts,
         domains=site.scope.domains,
+        any_host=site.scope.open,
         allow=site.allow,
         deny=site.deny,
         max_depth=site.max_depth,

@@ -291,22 +291,36 @@ class Scope(_Table):
     """``[scope]``: which hosts a site's crawl may enter.
 
     Both empty means "the hosts of the seeds" (the ``web`` site's rule); the scheduler supplies
-    the seed hosts, since a scope alone cannot know them.
+    the seed hosts, since a scope alone cannot know them. ``open = true``: any host a link leads
+    to (a broad crawl of the open web; the URL filters, ``max_depth``, the per-domain host budget,
+    the crawl policies and robots.txt still decide), with no host or domain list beside it.
     """
 
     hosts: Annotated[tuple[Host, ...], AfterValidator(_unique)] = ()  # exact host names
     domains: Annotated[tuple[Domain, ...], AfterValidator(_unique)] = ()  # and their subdomains
+    open: bool = False  # any host
+
+    @model_validator(mode="after")
+    def _open_alone(self) -> Scope:
+        if self.open and (self.hosts or self.domains):
+            raise ValueError(
+                "open = true admits every host: drop hosts and domains, or set open = false"
+            )
+        return self
 
     @property
     def is_empty(self) -> bool:
-        return not self.hosts and not self.domains
+        return not self.open and not self.hosts and not self.domains
 
     def contains(self, host: str) -> bool:
-        """Whether ``host`` (a URL's lower-case host name) is in the configured hosts/domains.
+        """Whether ``host`` (a URL's lower-case host name) is in the configured hosts/domains
+        (any host, for an open scope).
 
         An empty scope contains nothing here: its hosts come from the seeds, which the caller
         must check itself.
         """
+        if self.open:
+            return True
         host = host.rstrip(".")
         if host in self.hosts:
             return True
@@ -436,12 +450,14 @@ class SiteFile(_Table):
         # A seed the file's own URL patterns refuse would be dropped at the first request.
         for i, seed in enumerate(self.seeds):
             if self.urls.allow and not any(re.search(p, seed) for p in self.urls.allow):
-                raise fail("matches none of urls.allow, so it would never be fetched",
-                            key=f"seeds[{i}]")
+                raise fail(
+                    "matches none of urls.allow, so it would never be fetched", key=f"seeds[{i}]"
+                )
             denied = next((p for p in self.urls.deny if re.search(p, seed)), None)
             if denied is not None:
-                raise fail(f"matches urls.deny {denied!r}, so it would never be fetched",
-                            key=f"seeds[{i}]")
+                raise fail(
+                    f"matches urls.deny {denied!r}, so it would never be fetched", key=f"seeds[{i}]"
+                )
         return self
 
     def scrapy_settings(self) -> dict[str, Any]:
@@ -481,10 +497,12 @@ class SiteFile(_Table):
             allow_private_addresses=self.allow_private_addresses,
             settings=MappingProxyType(self.scrapy_settings()),
             fields=MappingProxyType(dict(self.fields)),
-            policies=MappingProxyType({
-                n: {k: v for k, v in raw.items() if k != "seeds"}
-                for n, raw in self.policies.items()
-            }),
+            policies=MappingProxyType(
+                {
+                    n: {k: v for k, v in raw.items() if k != "seeds"}
+                    for n, raw in self.policies.items()
+                }
+            ),
             policy_seeds=tuple(
                 (url, name) for name, raw in self.policies.items() for url in raw.get("seeds", ())
             ),
@@ -573,5 +591,3 @@ class SiteConfig:
             object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
         if not isinstance(self.fields, MappingProxyType):
             object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
-
-
