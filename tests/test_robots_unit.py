@@ -173,6 +173,41 @@ def test_book_states_and_retries() -> None:
     assert book.verdict(o, o + "/x") is Verdict.DENY and not book.needs_fetch(o, 31)
 
 
+def test_the_book_keeps_a_bounded_number_of_settled_origins() -> None:
+    """A broad crawl's millions of origins: at most ``max_origins`` settled ones stay parsed;
+    one met again is read back from the cache with the same verdicts and no new fetch; an
+    origin with a fetch under way, parked requests or failures is never dropped."""
+    cache = MemoryRobotsCache()
+    book = RobotsBook(cache, "bot", expiry=1000, max_origins=10)
+    busy = "http://busy.example"
+    assert book.needs_fetch(busy, 0) and book.start_fetch(busy)  # in flight
+    failing = "http://failing.example"
+    book.start_fetch(failing)
+    book.fetched(failing, 503, b"", 0)
+    book.failed(failing, 0)
+    book.park(failing, "a request")
+    origins = [f"http://h{i}.example" for i in range(100)]
+    for o in origins:
+        book.start_fetch(o)
+        book.fetched(o, 200, b"User-agent: *\nDisallow: /x\n", 0)
+        assert book.verdict(o, o + "/x") is Verdict.DENY
+    assert len(book.states()) <= 10
+    kept = {st.origin for st in book.states()}
+    assert {busy, failing} <= kept
+    assert book.verdict(busy, busy + "/a") is Verdict.WAIT
+    assert book.verdict(failing, failing + "/a") is Verdict.UNAVAILABLE
+    assert book.all_parked() == ["a request"]
+    first = origins[0]
+    assert first not in kept
+    assert book.verdict(first, first + "/x") is Verdict.DENY  # read back from the cache
+    assert book.verdict(first, first + "/y") is Verdict.ALLOW
+    assert not book.needs_fetch(first, 1)
+    unbounded = RobotsBook(cache, "bot", max_origins=0)
+    for o in origins:
+        unbounded.state(o)
+    assert len(unbounded.states()) == 100
+
+
 # --- page directives ------------------------------------------------------------------------
 
 

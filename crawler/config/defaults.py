@@ -241,6 +241,10 @@ ROBOTSTXT_RETRY_DELAY = 30.0
 ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_MAX_RETRY_DELAY = 3600.0
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
+# Origins whose parsed robots.txt a worker keeps in memory (least recently used dropped, read
+# back from the robots.txt cache when met again): a parsed copy is ~10 KB, so a broad crawl's
+# millions of hosts would otherwise grow every worker without bound. 0: no bound.
+ROBOTSTXT_BOOK_SIZE = 10_000
 # Longest a request waits for its origin's robots.txt fetch before it is refused as unresolved.
 # 0: DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) x (1 + 5 redirects) + 60 s.
 ROBOTSTXT_WAIT_TIMEOUT = 0

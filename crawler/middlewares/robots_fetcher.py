@@ -100,6 +100,7 @@ class RobotsFetcher:
                 "ROBOTSTXT_MAX_RETRY_DELAY", defaults.ROBOTSTXT_MAX_RETRY_DELAY
             ),
             claim_seconds=self.wait_timeout,  # a dead worker's fetch holds the others this long
+            max_origins=s.getint("ROBOTSTXT_BOOK_SIZE", defaults.ROBOTSTXT_BOOK_SIZE),
         )
         self.clock = time.time
         self.waits = OriginWaits(

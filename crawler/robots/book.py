@@ -21,11 +21,18 @@ Several workers on one shared cache: a fetch starts only with a claim on the ori
 (:meth:`RobotsCache.claim`), and a failed one records "unreachable, next try in N s" for all
 of them, so robots.txt is fetched once per host, and once per retry period while it fails, for
 the whole crawl.
+
+A broad crawl meets millions of origins, and a parsed copy costs ~10 KB (a 30-line robots.txt):
+the book keeps at most ``max_origins`` settled origins (a copy in force, nothing under way,
+nothing parked), the least recently used going first; one met again is read back from the cache
+(the crawl's store of record: memory, SQLite or Redis). Origins with something under way or a
+failure to remember are never dropped.
 """
 
 from __future__ import annotations
 
 import enum
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,6 +95,7 @@ class RobotsBook:
         retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
         max_retry_delay: float = defaults.ROBOTSTXT_MAX_RETRY_DELAY,
         claim_seconds: float = 600.0,
+        max_origins: int = defaults.ROBOTSTXT_BOOK_SIZE,
     ) -> None:
         self.cache = cache
         self.token = token
@@ -97,7 +105,8 @@ class RobotsBook:
         self.retry_times = retry_times
         self.max_retry_delay = max(max_retry_delay, retry_delay)
         self.claim_seconds = claim_seconds  # the longest a fetch may take (a dead one's claim)
-        self._origins: dict[str, OriginState] = {}
+        self.max_origins = max_origins  # settled origins kept parsed (0: no bound)
+        self._origins: OrderedDict[str, OriginState] = OrderedDict()
         # copies read ahead for origins about to be met (:meth:`prefetch`), each used once
         self._prefetched: dict[str, RobotsRecord | None] = {}
         self._batch: set[str] | None = None  # origins read in the open :meth:`batch`
@@ -110,7 +119,11 @@ class RobotsBook:
         if st is None:
             st = self._origins[origin] = OriginState(origin)
             self._load(st)
-        elif (
+            if self.max_origins and len(self._origins) > self.max_origins:
+                self._forget_settled()
+            return st
+        self._origins.move_to_end(origin)
+        if (
             st.rules is None
             and st.fetching not in (IN_FLIGHT, ELSEWHERE)
             and not (st.unreachable or st.gave_up)
@@ -118,6 +131,25 @@ class RobotsBook:
         ):
             self._load(st)  # a cache shared by several workers: another may have fetched it
         return st
+
+    def _forget_settled(self) -> None:
+        """Drop the least recently used settled origins, down to 90 % of the bound; looks at a
+        bounded number of the oldest, so many unsettled ones cost no full scan."""
+        excess = len(self._origins) - self.max_origins * 9 // 10
+        dropped: list[str] = []
+        for looked, (origin, st) in enumerate(self._origins.items()):
+            if len(dropped) >= excess or looked >= 4 * excess:
+                break
+            if (
+                st.rules is not None
+                and not st.fetching
+                and not st.parked
+                and st.owner is None
+                and not st.failures
+            ):
+                dropped.append(origin)
+        for origin in dropped:
+            del self._origins[origin]
 
     def _load(self, st: OriginState) -> None:
         origin = st.origin
