@@ -152,3 +152,22 @@ def test_link_problem_agrees_with_normalize_url_on_odd_urls() -> None:
     ]
     differ = [u for u in urls if link_problem(u) != _frontier_verdict(u)]
     assert differ == []
+
+
+def test_the_trap_budgets_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broad crawl's worker meets millions of paths and hosts: past the bounds, paths with a
+    single variant are forgotten (a path that used several keeps its count) and the host
+    budget starts a new generation; nothing grows without bound."""
+    import crawler.frontier.urls as urls
+
+    monkeypatch.setattr(urls, "MAX_VARIANT_PATHS", 100)
+    monkeypatch.setattr(urls, "MAX_BUDGET_HOSTS", 100)
+    policy = UrlPolicy(any_host=True, max_query_variants=3, max_hosts_per_domain=2)
+    trap = [f"https://t.example/cal?d={i}" for i in range(5)]
+    assert [policy.check(u)[0] for u in trap] == ["", "", "", "query_variants", "query_variants"]
+    for i in range(1000):
+        assert policy.check(f"https://h{i}.example{i}.com/p?q=1")[0] == ""
+        assert len(policy._variants) <= 100 and len(policy._known_hosts) <= 100
+    assert policy.check(trap[4])[0] == "query_variants"  # the trap's count was kept
+    sub = [f"https://s{i}.generated.com/" for i in range(3)]
+    assert [policy.check(u)[0] for u in sub] == ["", "", "domain_hosts"]

@@ -191,6 +191,11 @@ def host_in(host: str, hosts: Iterable[str], domains: Iterable[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
+# Bounds of the trap budgets' memory in a worker (see UrlPolicy): ~100 B an entry.
+MAX_VARIANT_PATHS = 500_000
+MAX_BUDGET_HOSTS = 500_000
+
+
 class UrlPolicy:
     """Decides whether a discovered URL may enter the frontier.
 
@@ -210,6 +215,12 @@ class UrlPolicy:
     Each limit is off at 0. The two budgets are the only state; they count admitted URLs only,
     in memory. The hosts per domain come back on a resumed crawl through :meth:`restore_hosts`
     (from the frontier's host table); the query variants start again.
+
+    A broad crawl's worker meets millions of hosts and paths, so the budgets' memory is bounded
+    (~100 B an entry): past :data:`MAX_VARIANT_PATHS` paths only those that used more than one
+    variant are kept (the suspicious ones), and past :data:`MAX_BUDGET_HOSTS` hosts the host
+    budget starts a new generation. A trap then gets at most one more budget per generation:
+    its damage stays a fixed share of the crawl, never unbounded.
     """
 
     def __init__(
@@ -351,9 +362,17 @@ class UrlPolicy:
         n = self._domain_hosts.get(domain, 0)
         if n >= self.max_hosts_per_domain:
             return False
+        if len(self._known_hosts) >= MAX_BUDGET_HOSTS:
+            self._known_hosts.clear()
+            self._domain_hosts.clear()
+            n = 0
         self._domain_hosts[domain] = n + 1
         self._known_hosts.add(host)
         return True
+
+    def _forget_single_variants(self) -> None:
+        kept = {k: v for k, v in self._variants.items() if not isinstance(v, int)}
+        self._variants = kept if len(kept) < MAX_VARIANT_PATHS // 2 else {}
 
     def _variant_allowed(self, url: str) -> bool:
         """The URL's query is one already seen for its path, or the path has budget left."""
@@ -363,6 +382,8 @@ class UrlPolicy:
         key, value = hash(base), hash(query)
         seen = self._variants.get(key)
         if seen is None:
+            if len(self._variants) >= MAX_VARIANT_PATHS:
+                self._forget_single_variants()
             self._variants[key] = value  # one variant: an int, not a set (most paths)
             return True
         if isinstance(seen, int):
