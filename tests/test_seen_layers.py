@@ -73,7 +73,9 @@ def test_crossing_the_exact_limit_grows_layers(redis_server: RedisServer) -> Non
 def test_probable_refusals_are_counted(redis_server: RedisServer) -> None:  # noqa: F811
     client = redis_server.client()
     f = RedisFrontier(
-        client, fresh_key(), PolitenessPolicy(),
+        client,
+        fresh_key(),
+        PolitenessPolicy(),
         seen=SeenConfig(exact_limit=100, first_layer=100, error=0.01),
     )
     exact, past = urls("a", 100), urls("b", 300)
@@ -87,6 +89,27 @@ def test_probable_refusals_are_counted(redis_server: RedisServer) -> None:  # no
     # a forced URL (a start URL, a retry) is queued anyway: not a refusal
     assert f.add(entries(past[:1])[0], force=True).added
     assert f.counts().extra["seen_probable"] == 600 - added
+
+
+def test_one_call_crosses_the_limit_and_layers(redis_server: RedisServer) -> None:  # noqa: F811
+    """The counts are kept in the script and written once at its end (seen_flush): one call
+    that fills the exact part and three layers and begins a fourth leaves the counts exact,
+    through mark_seen and through add, and the next call goes on from them."""
+    client = redis_server.client()
+    config = SeenConfig(exact_limit=50, first_layer=50, error=0.001)
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(), seen=config)
+    first = urls("one", 400)  # 50 exact + 50 + 100 + 200 in layers + 0..: one script call
+    fresh = f.mark_seen(first)
+    state = seen_state(client, f.keys, config)
+    assert state.exact == 50 and state.layers[:3] == [50, 100, 200]
+    assert state.count == fresh == f.counts().seen
+    links = urls("two", 300)
+    added = sum(r.added for r in f.add_many(entries(links)))  # one add script call
+    state = seen_state(client, f.keys, config)
+    assert state.count == fresh + added == f.counts().seen
+    assert state.layers[:3] == [50, 100, 200] and len(state.layers) == 4
+    assert sum(f.has_seen(first + links)) == 700  # no false negative
+    assert client.hget(f.keys.seen_info, "x") == b"50"
 
 
 def test_three_shards_cross_their_limits(redis_server: RedisServer) -> None:  # noqa: F811

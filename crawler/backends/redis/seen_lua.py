@@ -3,9 +3,11 @@
 :mod:`crawler.backends.redis.seen`, whose Python mirrors these functions.
 
 Defines ``seen_add(key, known)`` (1 when the URL is new; ``known``: a URL the caller queues
-anyway, a start URL or a retry, whose refusal is not counted), ``seen_has(key)`` (the test
-alone, nothing written) and ``seen_count()``. Needs the prelude's ``CFG``, ``STATS``, ``SEEN``
-and ``num``; the keys written ``@NAME@`` are the prelude's inline keys.
+anyway, a start URL or a retry, whose refusal is not counted), ``seen_flush()`` (writes the
+counts ``seen_add`` kept: a script that calls ``seen_add`` must call it before it returns),
+``seen_has(key)`` (the test alone, nothing written) and ``seen_count()``. Needs the prelude's
+``CFG``, ``STATS``, ``SEEN`` and ``num``; the keys written ``@NAME@`` are the prelude's inline
+keys.
 
 ``CFG[15]``, ``CFG[16]``: a fixed Bloom filter's bits and probes (``FRONTIER_SEEN_BLOOM_CAPACITY``;
 0, 0: none). ``CFG[17]``: ``{exact limit (-1: none), error bound, bucket bits, first layer's
@@ -27,12 +29,13 @@ local function probable(known)
   if not known then redis.call('HINCRBY', STATS, 'drop:seen_probable', 1) end
 end
 
--- The probes of an 8-byte key in a bitmap of `bits`, set (or only read: `get`) with one
--- BITFIELD; 1 if one of them was 0. Double hashing of the key's two halves; `enhanced` adds
--- (i^3 - i)/6 (Dillinger & Manolios 2004) so the probes never cycle through a few bits when
--- h2 shares a factor with the size (the fixed filter keeps the plain form it was built with).
--- (A blocked layout, every probe in one 512-byte block read with GETRANGE and written with
--- SETRANGE, was tried: the Lua that edits the block cost more than BITFIELD's arguments.)
+-- The probes of an 8-byte key in a bitmap of `bits`, set with one BITFIELD (or only read:
+-- `get`, GETBIT by GETBIT); 1 if one of them was 0. Double hashing of the key's two halves;
+-- `enhanced` adds (i^3 - i)/6 (Dillinger & Manolios 2004) so the probes never cycle through a
+-- few bits when h2 shares a factor with the size (the fixed filter keeps the plain form it was
+-- built with). Blocked layouts (all of a key's probes in one block read with GETRANGE, tested
+-- with the bit library, written with SETRANGE or SETBIT) were measured: no cheaper per layer
+-- than these (BENCHMARKS.md, the seen-set's "After (session 10)").
 local fmt = string.format
 local function bloom_probe(name, bits, probes, key, get, enhanced)
   local h1, h2 = struct.unpack('>I4I4', key)
@@ -43,26 +46,19 @@ local function bloom_probe(name, bits, probes, key, get, enhanced)
     if enhanced then o = o + (i * i * i - i) / 6 end
     return fmt('%d', o % bits)
   end
-  local ops, n = {}, 0
   if get then
-    -- two probes first: a key the layer does not hold is told by them alone ~3 times in 4
-    -- (a full layer has half its bits set), at a fifth of the arguments
-    local rest = 0
-    if probes >= 2 then
-      local replies = redis.call('BITFIELD', name, 'GET', 'u1', at(0), 'GET', 'u1', at(1))
-      if replies[1] == 0 or replies[2] == 0 then return 1 end
-      if probes == 2 then return 0 end
-      rest = 2
-    end
-    for i = rest, probes - 1 do
-      ops[n + 1] = 'GET'; ops[n + 2] = 'u1'; ops[n + 3] = at(i)
-      n = n + 3
-    end
-  else
+    -- one GETBIT at a time, stopping at the first 0: a layer that does not hold the key is
+    -- told after ~2 of them (a full layer has half its bits set), and a GETBIT costs about
+    -- what one probe of a BITFIELD does (bench/seen_scale.py --micro)
     for i = 0, probes - 1 do
-      ops[n + 1] = 'SET'; ops[n + 2] = 'u1'; ops[n + 3] = at(i); ops[n + 4] = '1'
-      n = n + 4
+      if redis.call('GETBIT', name, at(i)) == 0 then return 1 end
     end
+    return 0
+  end
+  local ops, n = {}, 0
+  for i = 0, probes - 1 do
+    ops[n + 1] = 'SET'; ops[n + 2] = 'u1'; ops[n + 3] = at(i); ops[n + 4] = '1'
+    n = n + 4
   end
   for _, old in ipairs(redis.call('BITFIELD', name, unpack(ops, 1, n))) do
     if old == 0 then return 1 end
@@ -91,11 +87,12 @@ local function layer(i)
 end
 
 -- {x = exact members, l = layers begun (0: the exact set still takes URLs), n = per layer,
--- legacy = a SET kept by a crawl started before the buckets}, read once per call
+-- legacy = a SET kept by a crawl started before the buckets, d = the counts' increments not
+-- written yet (field -> delta: seen_flush)}, read once per call
 local SEEN_STATE = nil
 local function seen_state()
   if SEEN_STATE == nil then
-    local s = {x = 0, l = 0, n = {}, legacy = redis.call('EXISTS', SEEN) == 1}
+    local s = {x = 0, l = 0, n = {}, d = {}, legacy = redis.call('EXISTS', SEEN) == 1}
     local flat = redis.call('HGETALL', @SEENI@)
     for i = 1, #flat, 2 do
       local f, v = flat[i], tonumber(flat[i + 1])
@@ -149,7 +146,7 @@ local function seen_add(key, known)
   if s.l == 0 and (X_LIMIT < 0 or s.x < X_LIMIT) then
     if redis.call('SADD', bucket, member) == 0 then return 0 end
     s.x = s.x + 1
-    redis.call('HINCRBY', @SEENI@, 'x', 1)
+    s.d.x = (s.d.x or 0) + 1
     return 1
   end
   if s.l == 0 then  -- the limit reached: the exact set is kept, frozen, and layers begin
@@ -170,13 +167,24 @@ local function seen_add(key, known)
     probable(known)
     return 0
   end
-  local n = redis.call('HINCRBY', @SEENI@, 'n' .. live, 1)
+  local n = (s.n[live] or 0) + 1
   s.n[live] = n
+  local field = 'n' .. live
+  s.d[field] = (s.d[field] or 0) + 1
   if n >= l[1] then  -- full: the next URL goes to a new, bigger, tighter layer
     s.l = s.l + 1
     redis.call('HSET', @SEENI@, 'l', s.l)
   end
   return 1
+end
+
+-- the counts seen_add kept in SEEN_STATE, written once per script call (one HINCRBY per
+-- count changed, not one per URL): every script that calls seen_add ends with this
+local function seen_flush()
+  local s = SEEN_STATE
+  if s == nil then return end
+  for field, delta in pairs(s.d) do redis.call('HINCRBY', @SEENI@, field, delta) end
+  s.d = {}
 end
 
 local function seen_count()
@@ -193,6 +201,7 @@ end
 MARK_SEEN = r"""
 local fresh = 0
 for i = 3, #ARGV do fresh = fresh + seen_add(ARGV[i], true) end
+seen_flush()
 return fresh
 """
 
