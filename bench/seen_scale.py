@@ -5,6 +5,7 @@ false-positive rate and the seen-add rate.
     .venv/bin/python bench/seen_scale.py [--urls 30000000] [--hosts 10000] [--port N]
     .venv/bin/python bench/seen_scale.py --quick      # 3 million URLs
     .venv/bin/python bench/seen_scale.py --bulk       # past the limit, most bits bulk-written
+    .venv/bin/python bench/seen_scale.py --micro      # the seen-test's primitives in a script
 
 Starts its own ``redis-server`` on a free loopback port (or uses ``--port``: a fresh key,
 deleted at the end). The URLs: every link of the HTML files under /usr/share/doc, resolved
@@ -22,7 +23,9 @@ call, 20 calls pipelined, one client) over the last stretch and the Redis time p
 its scripts (``INFO commandstats``; and redis-server's CPU time per URL, which a loaded
 machine does not inflate), the ``add`` script's rate (pages of 50 links, which also queues
 them) on 20,000 fresh links, and the crawl's cycle: ``--cycles`` times lease a URL, finish it
-and add its page's 50 fresh links (cycles/s, Redis CPU per cycle).
+and add its page's 50 fresh links (cycles/s, Redis CPU per cycle), then where the cycles' Redis
+time went, by command (``INFO commandstats``). The last checkpoint below the exact limit stops
+short of it by the links its probes and cycles add, so that they still run on the exact set.
 """
 
 from __future__ import annotations
