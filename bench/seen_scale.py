@@ -5,6 +5,7 @@ false-positive rate and the seen-add rate.
     .venv/bin/python bench/seen_scale.py [--urls 30000000] [--hosts 10000] [--port N]
     .venv/bin/python bench/seen_scale.py --quick      # 3 million URLs
     .venv/bin/python bench/seen_scale.py --bulk       # past the limit, most bits bulk-written
+    .venv/bin/python bench/seen_scale.py --micro      # the seen-test's primitives in a script
 
 Starts its own ``redis-server`` on a free loopback port (or uses ``--port``: a fresh key,
 deleted at the end). The URLs: every link of the HTML files under /usr/share/doc, resolved
@@ -22,7 +23,9 @@ call, 20 calls pipelined, one client) over the last stretch and the Redis time p
 its scripts (``INFO commandstats``; and redis-server's CPU time per URL, which a loaded
 machine does not inflate), the ``add`` script's rate (pages of 50 links, which also queues
 them) on 20,000 fresh links, and the crawl's cycle: ``--cycles`` times lease a URL, finish it
-and add its page's 50 fresh links (cycles/s, Redis CPU per cycle).
+and add its page's 50 fresh links (cycles/s, Redis CPU per cycle), then where the cycles' Redis
+time went, by command (``INFO commandstats``). The last checkpoint below the exact limit stops
+short of it by the links its probes and cycles add, so that they still run on the exact set.
 """
 
 from __future__ import annotations
@@ -163,13 +166,98 @@ def redis_cpu(client: redis.Redis) -> float:
     return float(info["used_cpu_user"] + info["used_cpu_sys"])
 
 
-def checkpoints(total: int) -> list[int]:
+def checkpoints(total: int, exact_limit: int, probe_links: int) -> list[int]:
     """Seen URLs to stop at; with the defaults, 29.95 and 30.25 million fall either side of
     the moment the fourth Bloom layer begins (2 million exact + 4 + 8 + 16 million in layers):
     the best and the worst point of the filter's cycle (the last stretch longer than the
-    120,000 links each checkpoint's probes add)."""
+    links each checkpoint's probes add). The last exact checkpoint stops ``probe_links``
+    short of the exact limit, so that its probes and cycles still run on the exact set (at
+    2,000,000 itself they ran on the first layer, which the limit begins: that, not the
+    queues, was the cycle's growth "while still exact" in the first runs)."""
     marks = [100_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 29_950_000]
+    if exact_limit > probe_links:
+        marks = [m for m in marks if m < exact_limit] + [exact_limit - probe_links]
+        marks += [m for m in (5_000_000, 10_000_000, 20_000_000, 29_950_000) if m > exact_limit]
     return sorted({m for m in marks if m < total} | {total})
+
+
+CYCLE_COMMANDS = (
+    "evalsha",
+    "sadd",
+    "sismember",
+    "getbit",
+    "bitfield",
+    "hincrby",
+    "hgetall",
+    "rpush",
+    "hset",
+)
+
+
+def print_breakdown(rows: list[tuple[int, dict[str, tuple[float, float]]]]) -> None:
+    """Where a cycle's Redis time goes (``INFO commandstats`` over the cycles: ``evalsha`` is
+    the three scripts whole, the others the commands they call), per checkpoint."""
+    print("\nRedis us per cycle by command (calls per cycle):\n")
+    print("| seen URLs | " + " | ".join(CYCLE_COMMANDS) + " |")
+    print("|" + " ---: |" * (len(CYCLE_COMMANDS) + 1))
+    for count, stats in rows:
+        cells = [
+            f"{stats[c][0]:,.0f} ({stats[c][1]:.0f})" if c in stats else "-" for c in CYCLE_COMMANDS
+        ]
+        print(f"| {count:,} | " + " | ".join(cells) + " |")
+
+
+MICRO_PRELUDE = r"""
+local fmt, n, seed = string.format, tonumber(ARGV[1]), 12345
+local BITS, MASK = 456000000, {[0] = 128, 64, 32, 16, 8, 4, 2, 1}
+local function rnd() seed = (seed * 1103515245 + 12345) % 2147483648; return seed end
+"""
+
+# what one URL's seen-test could cost per layer, each as an EVAL loop over a 57 MB string
+MICRO = {
+    "loop + 9 offsets (Lua only)": "for i=1,n do for j=1,9 do local o=rnd()%BITS end end",
+    "SISMEMBER": "redis.call('SADD','S',1,2,3) "
+    "for i=1,n do redis.call('SISMEMBER','S',rnd()%9) end",
+    "HINCRBY": "for i=1,n do redis.call('HINCRBY','I','n0',1) end",
+    "GETBIT x2": "for i=1,n do for j=1,2 do redis.call('GETBIT','L',fmt('%d',rnd()%BITS)) end end",
+    "BITFIELD GET of 2": "for i=1,n do redis.call('BITFIELD','L','GET','u1',fmt('%d',rnd()%BITS),"
+    "'GET','u1',fmt('%d',rnd()%BITS)) end",
+    "GETRANGE 64 B + 9 bits tested (bit lib)": "for i=1,n do local b=rnd()%100000*64 "
+    "local s=redis.call('GETRANGE','L',b,b+63) for j=1,9 do local p=rnd()%512 "
+    "local x=bit.band(string.byte(s,math.floor(p/8)+1),MASK[p%8]) end end",
+    "GETRANGE 512 B + 9 bits tested (bit lib)": "for i=1,n do local b=rnd()%100000*512 "
+    "local s=redis.call('GETRANGE','L',b,b+511) for j=1,9 do local p=rnd()%4096 "
+    "local x=bit.band(string.byte(s,math.floor(p/8)+1),MASK[p%8]) end end",
+    "SETBIT x9": "for i=1,n do for j=1,9 do "
+    "redis.call('SETBIT','L',fmt('%d',rnd()%BITS),1) end end",
+    "BITFIELD SET of 9": "for i=1,n do local o={} for j=0,8 do o[4*j+1]='SET' o[4*j+2]='u1' "
+    "o[4*j+3]=fmt('%d',rnd()%BITS) o[4*j+4]='1' end "
+    "redis.call('BITFIELD','L',unpack(o,1,36)) end",
+    "GETRANGE + SETRANGE 64 B, 9 bits set in Lua": "for i=1,n do local b=rnd()%100000*64 "
+    "local t={string.byte(redis.call('GETRANGE','L',b,b+63),1,64)} for j=1,9 do "
+    "local p=rnd()%512 local k=math.floor(p/8)+1 t[k]=bit.bor(t[k],MASK[p%8]) end "
+    "redis.call('SETRANGE','L',b,string.char(unpack(t))) end",
+    "GETRANGE + SETRANGE 512 B, 9 bits set in Lua": "for i=1,n do local b=rnd()%100000*512 "
+    "local t={string.byte(redis.call('GETRANGE','L',b,b+511),1,512)} for j=1,9 do "
+    "local p=rnd()%4096 local k=math.floor(p/8)+1 t[k]=bit.bor(t[k],MASK[p%8]) end "
+    "redis.call('SETRANGE','L',b,string.char(unpack(t))) end",
+}
+
+
+def micro(client: redis.Redis, loops: int = 20_000) -> None:
+    """Redis CPU per iteration of each ``MICRO`` loop (the best of three): the primitives a
+    seen-test can be built of, inside a script, on a 57 MB string of random bits."""
+    client.setrange("L", 57_000_000, b"\0")
+    client.setrange("L", 0, np.random.default_rng(1).bytes(1_000_000))
+    print("| inside a script, per iteration | Redis CPU us |\n| --- | ---: |")
+    for name, body in MICRO.items():
+        best = float("inf")
+        for _ in range(3):
+            cpu = redis_cpu(client)
+            client.eval(MICRO_PRELUDE + body, 0, loops)
+            best = min(best, (redis_cpu(client) - cpu) / loops * 1e6)
+        print(f"| {name} | {best:.2f} |", flush=True)
+    client.delete("L", "S", "I")
 
 
 def main() -> None:
@@ -179,8 +267,12 @@ def main() -> None:
     parser.add_argument("--exact-limit", type=int, default=defaults.FRONTIER_SEEN_EXACT_LIMIT)
     parser.add_argument("--error", type=float, default=defaults.FRONTIER_SEEN_ERROR)
     parser.add_argument("--sample", type=int, default=20_000, help="held-out URLs tested")
-    parser.add_argument("--cycles", type=int, default=2_000,
-                        help="lease + finish + add of 50 fresh links, per checkpoint")
+    parser.add_argument(
+        "--cycles",
+        type=int,
+        default=2_000,
+        help="lease + finish + add of 50 fresh links, per checkpoint",
+    )
     parser.add_argument("--quick", action="store_true", help="3 million URLs")
     parser.add_argument(
         "--bulk",
@@ -189,6 +281,11 @@ def main() -> None:
         "bulk_fill (the script's bits, vectorized) instead of the script: minutes, not hours",
     )
     parser.add_argument("--port", type=int, default=0, help="an existing Redis (default: own)")
+    parser.add_argument(
+        "--micro",
+        action="store_true",
+        help="only the cost of the seen-test's primitives inside a script",
+    )
     args = parser.parse_args()
     total = 3_000_000 if args.quick else args.urls
 
@@ -199,6 +296,14 @@ def main() -> None:
     else:
         server = start_redis(Path(tmp.name))
         client = server.client()
+    if args.micro:
+        try:
+            micro(client)
+        finally:
+            if server is not None:
+                server.stop()
+            tmp.cleanup()
+        return
     config = SeenConfig(exact_limit=args.exact_limit, error=args.error)
     key = "seenbench-" + uuid.uuid4().hex[:8]
     frontier = RedisFrontier(
@@ -211,7 +316,7 @@ def main() -> None:
         print(
             f"redis {client.info('server')['redis_version']}, {len(shapes):,} link shapes from "
             f"/usr/share/doc over {args.hosts:,} hosts, one client on loopback; exact limit "
-            f"{config.exact_limit:,} ({2 ** config.bucket_bits:,} buckets), error bound "
+            f"{config.exact_limit:,} ({2**config.bucket_bits:,} buckets), error bound "
             f"{config.error:g}, first layer {config.first_capacity:,}, growth {config.growth}, "
             f"tightening {config.tightening}"
         )
@@ -223,16 +328,20 @@ def main() -> None:
         print("|" + " ---: |" * 12)
         base = client.info("memory")["used_memory"]
         done = 0
+        breakdown: list[tuple[int, dict[str, tuple[float, float]]]] = []
         extra = 0  # links queued by the add-rate probes (fresh URLs, also seen)
-        for target in checkpoints(total):
+        for target in checkpoints(total, config.exact_limit, 20_000 + 50 * args.cycles):
             # the add probes' and the cycles' links are seen URLs too
             mark = max(done + 1_000, target - extra)
             start = time.perf_counter()
             stretch = mark - done
             scripted = stretch
-            if args.bulk and seen_state(client, frontier.keys, config).exact >= max(
-                0, config.exact_limit
-            ) and config.exact_limit >= 0 and stretch > 200_000:
+            if (
+                args.bulk
+                and seen_state(client, frontier.keys, config).exact >= max(0, config.exact_limit)
+                and config.exact_limit >= 0
+                and stretch > 200_000
+            ):
                 scripted = 100_000  # the rest written by bulk_fill
                 mark_seen(frontier, list(gen.urls(done, done + 1000)))  # a layer begun
                 bulk = list(gen.urls(done + 1000, mark - scripted))
@@ -271,17 +380,30 @@ def main() -> None:
             # the crawl's cycle: lease a URL, complete it, add its page's 50 fresh links
             cycle_links = list(gen.urls(extra, extra + 50 * args.cycles, tag="cycle"))
             extra += len(cycle_links)
+            client.config_resetstat()
             cpu0, t0 = redis_cpu(client), time.perf_counter()
             for c in range(args.cycles):
                 lease = frontier.next()
                 assert lease is not None, "the add probes queued the URLs the cycles lease"
                 frontier.finish(lease.token, 0.0)
-                frontier.add_many([
-                    Entry(url=u, host=urlsplit(u).hostname or "")
-                    for u in cycle_links[50 * c : 50 * c + 50]
-                ])
+                frontier.add_many(
+                    [
+                        Entry(url=u, host=urlsplit(u).hostname or "")
+                        for u in cycle_links[50 * c : 50 * c + 50]
+                    ]
+                )
             cycle_rate = args.cycles / (time.perf_counter() - t0)
             cycle_cpu = (redis_cpu(client) - cpu0) / args.cycles * 1e6
+            stats, n = client.info("commandstats"), args.cycles
+            breakdown.append(
+                (
+                    state.count,
+                    {
+                        name.removeprefix("cmdstat_"): (v["usec"] / n, v["calls"] / n)
+                        for name, v in stats.items()
+                    },
+                )
+            )
             count = state.count + 0  # before the probe's links
             print(
                 f"| {count:,} | {seen_bytes / count:.2f} | {used / count:.2f} | "
@@ -290,6 +412,7 @@ def main() -> None:
                 f"{cycle_rate:,.0f} | {cycle_cpu:,.0f} |",
                 flush=True,
             )
+        print_breakdown(breakdown)
         state = seen_state(client, frontier.keys, config)
         nxt = config.layer(len(state.layers))[1] / 8
         print(

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from crawler.backends.redis.frontier import RedisFrontier
-from crawler.backends.redis.seen import SeenConfig, bucket_bits, seen_key, seen_state
+from crawler.backends.redis.seen import (
+    SeenConfig,
+    bucket_bits,
+    layer_offsets,
+    seen_key,
+    seen_state,
+)
 from crawler.backends.redis.sharded import ShardedFrontier
 from crawler.frontier import Entry, PolitenessPolicy
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -73,7 +79,9 @@ def test_crossing_the_exact_limit_grows_layers(redis_server: RedisServer) -> Non
 def test_probable_refusals_are_counted(redis_server: RedisServer) -> None:  # noqa: F811
     client = redis_server.client()
     f = RedisFrontier(
-        client, fresh_key(), PolitenessPolicy(),
+        client,
+        fresh_key(),
+        PolitenessPolicy(),
         seen=SeenConfig(exact_limit=100, first_layer=100, error=0.01),
     )
     exact, past = urls("a", 100), urls("b", 300)
@@ -87,6 +95,49 @@ def test_probable_refusals_are_counted(redis_server: RedisServer) -> None:  # no
     # a forced URL (a start URL, a retry) is queued anyway: not a refusal
     assert f.add(entries(past[:1])[0], force=True).added
     assert f.counts().extra["seen_probable"] == 600 - added
+
+
+def test_one_call_crosses_the_limit_and_layers(redis_server: RedisServer) -> None:  # noqa: F811
+    """The counts are kept in the script and written once at its end (seen_flush): one call
+    that fills the exact part and three layers and begins a fourth leaves the counts exact,
+    through mark_seen and through add, and the next call goes on from them."""
+    client = redis_server.client()
+    config = SeenConfig(exact_limit=50, first_layer=50, error=0.001)
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(), seen=config)
+    first = urls("one", 400)  # 50 exact + 50 + 100 + 200 in layers + 0..: one script call
+    fresh = f.mark_seen(first)
+    state = seen_state(client, f.keys, config)
+    assert state.exact == 50 and state.layers[:3] == [50, 100, 200]
+    assert state.count == fresh == f.counts().seen
+    links = urls("two", 300)
+    added = sum(r.added for r in f.add_many(entries(links)))  # one add script call
+    state = seen_state(client, f.keys, config)
+    assert state.count == fresh + added == f.counts().seen
+    assert state.layers[:3] == [50, 100, 200] and len(state.layers) == 4
+    assert sum(f.has_seen(first + links)) == 700  # no false negative
+    assert client.hget(f.keys.seen_info, "x") == b"50"
+
+
+def test_layer_bits_are_the_python_mirrors(redis_server: RedisServer) -> None:  # noqa: F811
+    """The bits the script sets in a layer are exactly ``layer_offsets``'s (the bench's bulk
+    fill and the reports rely on it), and the exact bucket and member are the key's halves."""
+    client = redis_server.client()
+    config = SeenConfig(exact_limit=5, first_layer=3000, error=0.01)
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(), seen=config)
+    items = urls("bits", 1005)
+    assert f.mark_seen(items) >= 1000
+    keys = [seen_key(u) for u in items]
+    for key in keys[:5]:  # the exact part: bucket = first bucket_bits bits, member signed
+        bucket = int.from_bytes(key[:4], "big") >> (32 - config.bucket_bits)
+        member = int.from_bytes(key[4:], "big", signed=True)
+        assert client.sismember(f"{{{f.key}}}:sx:{bucket}", member)
+    _, bits, probes = config.layer(0)
+    want = bytearray(-(-bits // 8))
+    for key in keys[5:]:
+        for o in layer_offsets(key, bits, probes):
+            want[o // 8] |= 0x80 >> (o % 8)
+    got = client.get(f"{{{f.key}}}:seen:l:0") or b""
+    assert got == bytes(want[: len(got)]) and not any(want[len(got) :])
 
 
 def test_three_shards_cross_their_limits(redis_server: RedisServer) -> None:  # noqa: F811

@@ -119,6 +119,7 @@ for name, h in pairs(hosts) do
 end
 if to_front then refill() end
 cash_flush()
+seen_flush()
 if WAKE then publish() end
 return out
 """
