@@ -71,11 +71,15 @@ def test_a_batch_of_origins_is_read_once_with_the_decisions_of_one_read_each(
     assert reads(client) == {"hget": 0, "hmget": 0}
 
 
-def test_a_seed_batch_announces_its_new_origins_together_before_each() -> None:
+def announcing_intake(
+    policy: UrlPolicy, order: str = "depth"
+) -> tuple[LinkIntake, MercatorFrontier, list[Any]]:
+    """A link intake over a memory frontier, and what its admission announces, in order:
+    ("batch", origins) for a batch's new origins, ("one", origin) for each."""
     heard: list[Any] = []
     admission = Admission(
-        UrlPolicy(),
-        Prioritizer("depth", 4),
+        policy,
+        Prioritizer(order, 4),
         ScopeRegistry(),
         lambda origin, host: heard.append(("one", origin)),
         discovering=lambda origins: heard.append(("batch", origins)),
@@ -84,6 +88,11 @@ def test_a_seed_batch_announces_its_new_origins_together_before_each() -> None:
     intake = LinkIntake(
         admission, frontier, FrontierStats(Stats(), Settings()), slice_size=1000, cache_size=1000
     )
+    return intake, frontier, heard
+
+
+def test_a_seed_batch_announces_its_new_origins_together_before_each() -> None:
+    intake, frontier, heard = announcing_intake(UrlPolicy())
     intake.take_seeds([("https://a.test/1", "f"), ("https://b.test/", "f"), ("nope", "f"),
                        ("https://a.test/2", "f")])
     assert heard == [
@@ -104,18 +113,8 @@ def test_a_seed_batch_announces_its_new_origins_together_before_each() -> None:
 def test_a_pages_links_announce_their_new_origins_together(cash: float) -> None:
     """A page's links, with or without OPIC cash to hand on (two paths in the intake), announce
     the page's new origins in one batch before each: one robots.txt read for all of them."""
-    heard: list[Any] = []
-    admission = Admission(
-        UrlPolicy(domains=("b.test", "c.test")),
-        Prioritizer("opic" if cash else "depth", 4),
-        ScopeRegistry(),
-        lambda origin, host: heard.append(("one", origin)),
-        discovering=lambda origins: heard.append(("batch", origins)),
-    )
-    frontier = MercatorFrontier(PolitenessPolicy(min_delay=0.0))
-    intake = LinkIntake(
-        admission, frontier, FrontierStats(Stats(), Settings()), slice_size=1000, cache_size=1000
-    )
+    policy = UrlPolicy(domains=("b.test", "c.test"))
+    intake, frontier, heard = announcing_intake(policy, "opic" if cash else "depth")
     page = "https://a.test/"
     intake.take(["https://b.test/1", "https://c.test/", "https://b.test/2"], 1, None, None,
                 cash=cash, page=page)  # fmt: skip
