@@ -124,7 +124,9 @@ def test_ctrl_c_hands_a_silent_download_back_to_the_shared_frontier(
     prefix = "{" + key + "}"
     assert client.zcard(prefix + ":leases") == 0  # nothing left to expire
     queued = client.lrange(prefix + ":q:" + SILENT, 0, -1)
-    records = client.hgetall(prefix + ":c:" + SILENT)  # OPIC (the web site's order)
+    records = {}  # OPIC (the web site's order): the host's cash records, in their buckets
+    for bucket in range(int(client.hget(prefix + ":h:" + SILENT, "cb") or 1)):
+        records.update(client.hgetall(f"{prefix}:cr:{bucket}:{SILENT}"))
     if records:  # the back queue holds seen keys; each record: 13 bytes, policy, the entry
         assert set(queued) <= set(records), queued
         queued = [records[k][14 + records[k][13]:] for k in queued]
