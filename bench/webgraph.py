@@ -662,40 +662,67 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
         o = min((r[0] + r[1]) / r[2] for r in results["opic"])
         same = results["depth"][0][3] == results["opic"][0][3]
         print(f"OPIC / depth CPU per link on Redis: {o / d:.3f}; same pages fetched: {same}")
-        queued_memory(client)
+        queued_memory(client, pages=pages)
         client.close()
         server.stop()
 
 
-def queued_memory(client: object, hosts: int = 20, per_host: int = 5000) -> None:
-    """Bytes per queued URL in Redis, depth against OPIC, for hosts of ``per_host`` URLs (a
-    host's cash record goes past the compact listpack at 128 entries) and of 50."""
+def queued_memory(
+    client: object,
+    hosts: int = 20,
+    per_host: int = 5000,
+    pages: dict[str, list[str]] | None = None,
+) -> None:
+    """Bytes per queued URL in Redis, depth against OPIC: for hosts of ``per_host`` URLs (one
+    hash of cash records per host went past the compact listpack at 128 entries) and of 50
+    (URLs of 50-60 characters, no referrer), and for the documentation's links within its
+    hosts with the page each was found on (``pages``: longer entries, a third past 49 bytes,
+    which a record keeps in pieces)."""
     from crawler.backends.redis.frontier import RedisFrontier
+    from crawler.frontier.urls import normalize_url
 
-    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC | OPIC's records |")
-    print("|---|---|---|---|")
+    shapes: list[tuple[str, list[Entry]]] = []
     for n_hosts, n in ((hosts, per_host), (hosts * 100, 50)):
+        shapes.append((f"{n_hosts} x {n}", [
+            Entry(f"https://www.host{h}.example.org/docs/section-{i // 40}/page-{i}.html",
+                  f"www.host{h}.example.org", priority=FRONT_QUEUES // 2, depth=3,
+                  cash=1.0 / (1 + i % 7))
+            for h in range(n_hosts) for i in range(n)
+        ]))
+    if pages:
+        links: dict[str, Entry] = {}
+        for page, out in pages.items():
+            for raw in out:
+                url, host = normalize_url(raw) if raw.startswith("http") else ("", "")
+                if url and url not in links and host == page.split("/")[2]:
+                    links[url] = Entry(url, host, priority=FRONT_QUEUES // 2, depth=3,
+                                       cash=1.0 / (1 + len(links) % 7), referrer=page)
+        hosts_of = len({e.host for e in links.values()})
+        shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
+                       list(links.values())))
+    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC | OPIC's records "
+          "| OPIC's buckets / of them listpacks |")
+    print("|---|---|---|---|---|")
+    for label, entries in shapes:
         per = {}
         for order in ("depth", "opic"):
-            key = f"mem-{order}-{n_hosts}"
+            key = f"mem-{order}-{len(entries)}-{label[:4]}"
             f = RedisFrontier(client, key, PolitenessPolicy(), front_queues=FRONT_QUEUES,
                               back_queues=1, opic=order == "opic")  # one back queue: all in front
             before = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
-            for h in range(n_hosts):
-                host = f"www.host{h}.example.org"
-                f.add_many([
-                    Entry(f"https://{host}/docs/section-{i // 40}/page-{i}.html", host,
-                          priority=FRONT_QUEUES // 2, depth=3, cash=1.0 / (1 + i % 7))
-                    for i in range(n)
-                ])
+            for at in range(0, len(entries), 1000):
+                f.add_many(entries[at : at + 1000])
             after = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
             seen = sum(client.memory_usage(k) or 0  # type: ignore[attr-defined]
                        for k in client.scan_iter(match=f"{{{key}}}:seen*"))
-            records = sum(client.memory_usage(k) or 0  # type: ignore[attr-defined]
-                          for k in client.scan_iter(match=f"{{{key}}}:cr:*"))
-            per[order] = ((after - before - seen) / (n_hosts * n), records / (n_hosts * n))
-        print(f"| {n_hosts} x {n} | {per['depth'][0]:.0f} | {per['opic'][0]:.0f} "
-              f"| {per['opic'][1]:.0f} |")
+            buckets = list(client.scan_iter(match=f"{{{key}}}:cr:*"))  # type: ignore[attr-defined]
+            records = sum(client.memory_usage(k) or 0 for k in buckets)  # type: ignore[attr-defined]
+            compact = sum(client.object("encoding", k) == b"listpack"  # type: ignore[attr-defined]
+                          for k in buckets)
+            per[order] = ((after - before - seen) / len(entries), records / len(entries),
+                          len(buckets), compact)
+        print(f"| {label} | {per['depth'][0]:.0f} | {per['opic'][0]:.0f} | {per['opic'][1]:.0f} "
+              f"| {per['opic'][2]} / {per['opic'][3]} |")
 
 
 def main() -> None:

@@ -58,6 +58,21 @@ def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
+def record_entries(fields: dict[bytes, bytes], long: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """A host's OPIC cash records as ``HGETALL`` of its buckets gives them (``frontier_lua_opic``:
+    a record's first value, struct ``<dfBB``, its tail going on in a field ``<key>\\1`` or whole
+    in ``long``, the host's hash of long tails): seen key -> the queued entry's bytes. For tools
+    and tests; the scripts read them in Lua."""
+    out = {}
+    for key, value in fields.items():
+        if len(key) != 8:
+            continue  # the rest of a record's tail
+        at = value[13]
+        tail = long[key] if at == 2 else value[14:] + (fields[key + b"\x01"] if at == 1 else b"")
+        out[key] = tail[1 + tail[0] :]
+    return out
+
+
 @dataclass
 class CashTotals:
     """A shared frontier's OPIC counters (``CashLedger``'s): ``total`` cash of the queued

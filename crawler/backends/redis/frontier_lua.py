@@ -159,9 +159,8 @@ while #out < n and guard < n + 64 do
       end
       if OPIC and blob then  -- a pointer: the URL leaves with its record and the cash it holds
         key = blob
-        local v = rec_take(name, h, key)
-        if v then
-          local c, _, _, pol, b = rec_unpack(v)
+        local c, pol, b = rec_take(name, h, key)
+        if c then
           cash_move(-c, -1, 'cx', c)
           blob, cash, policy = b, c, pol
         else

@@ -12,21 +12,28 @@ from __future__ import annotations
 
 OPIC_CASH_LUA = r"""
 -- OPIC cash records (crawler.frontier.opic's CashLedger, in Redis): a queued URL's seen key (8
--- bytes) maps to its record, struct '<dfB' (its cash, the largest share one link brought it,
--- its live front queue or ROUTED once in its host's back queue), the crawl policy's length and
--- name, then the entry's bytes. The queues hold only pointers: a front queue the host's number
--- and the seen key, a back queue the seen key. Cash arriving for a URL still in the front
--- queues pushes a pointer into the better queue it now deserves; the older one is stale (its
--- queue is no longer the record's) and skipped by the refill.
+-- bytes) maps to its record: struct '<dfBB' (its cash, the largest share one link brought it,
+-- its live front queue or ROUTED once in its host's back queue, where the record goes on),
+-- then its tail: the crawl policy's length and name, then the entry's bytes. A value of
+-- a listpack hash may not pass 64 bytes (the stock hash-max-listpack-value) or the whole hash
+-- becomes a hash table, so a tail longer than the first value holds goes on elsewhere (see
+-- REC_PIECE: a third of documentation links with their referrer). Cash, share and queue
+-- change in the first value only. The queues hold only
+-- pointers: a front queue the host's number and the seen key, a back queue the seen key. Cash
+-- arriving for a URL still in the front queues pushes a pointer into the better queue it now
+-- deserves; the older one is stale (its queue is no longer the record's) and skipped by the
+-- refill.
 --
 -- A host's records are spread over hashes {crawl}:cr:<b>:<host> (b = 0 .. cb - 1, the host
--- field 'cb', absent: 1) by linear hashing on the key's last 24 bits: one bucket more, split
--- from one, each time the host's queued URLs pass CASH_LOAD a bucket. A bucket then holds at
--- most ~2 x CASH_LOAD records, so it stays a listpack under Redis's stock
--- hash-max-listpack-entries (128): ~53 B a record, where one hash per host became a hash
--- table past 128 records (~101 B). A host with nothing queued starts again from one bucket.
+-- field 'cb', absent: 1) by linear hashing on the key's last 24 bits (a piece's field has the
+-- same): one bucket more, split from one, each time the host's queued URLs pass CASH_LOAD a
+-- bucket. A bucket then holds at most ~2 x CASH_LOAD records (and their pieces), so it stays
+-- a listpack under Redis's stock hash-max-listpack-entries (128), where one hash per host
+-- became a hash table past 128 records (~101 B a record). A host with nothing queued starts
+-- again from one bucket.
 local ROUTED = 255
-local CASH_LOAD = 32
+local CASH_LOAD = 24
+local REC_VALUE, REC_HEAD = 64, 14  -- a listpack's largest value; struct '<dfBB'
 local function cash_bits(key)
   local a, b, c = string.byte(key, 6, 8)
   return (a * 256 + b) * 256 + c
@@ -81,29 +88,82 @@ local function cash_split(name, h)
   h.cb, h._ck = tostring(n + 1), nil
   redis.call('HSET', hkey(name), 'cb', h.cb)
 end
--- a URL leaves its host's records (leased): its record, or nil
+-- Where a record's tail goes on past its first value (the header's last byte): nowhere
+-- (REC_WHOLE), in one more field of its bucket, <seen key>\1 (REC_PIECE), or, longer than that
+-- holds too (a URL of some hundred characters), whole in the host's hash of long tails
+-- {crawl}:cr:x:<host> (REC_LONG: few records, which would fill a bucket's 128 entries in pieces)
+local REC_WHOLE, REC_PIECE, REC_LONG = 0, 1, 2
+local function long_key(name) return @CASH@ .. 'x:' .. name end
+-- cash, largest share, queue and where the tail goes on, of a record's first value
+local function rec_head(v)
+  return struct.unpack('<dfBB', v)
+end
+-- the first value with new cash, largest share and queue, the rest as it was
+local function rec_repack(v, cash, best, q)
+  return struct.pack('<dfBB', cash, best, q, string.byte(v, REC_HEAD)) .. string.sub(v, REC_HEAD + 1)
+end
+-- a record's policy and entry (the rest of its tail read if it goes on)
+local function rec_tail(name, ck, key, v)
+  local tail = string.sub(v, REC_HEAD + 1)
+  local at = string.byte(v, REC_HEAD)
+  if at == REC_PIECE then
+    tail = tail .. redis.call('HGET', ck, key .. '\1')
+  elseif at == REC_LONG then
+    tail = redis.call('HGET', long_key(name), key)
+  end
+  local plen = string.byte(tail, 1)
+  return string.sub(tail, 2, plen + 1), string.sub(tail, plen + 2)
+end
+-- the rest of a record's tail goes (``at``: where it went on)
+local function rec_drop_rest(name, ck, key, at)
+  if at == REC_PIECE then
+    redis.call('HDEL', ck, key .. '\1')
+  elseif at == REC_LONG then
+    redis.call('HDEL', long_key(name), key)
+  end
+end
+-- write a record (``old``: where its tail went on before, if it was there); with ``nx``, only
+-- if there is none (false if there was)
+local function rec_write(name, ck, key, cash, best, q, policy, blob, old, nx)
+  if #policy > 255 then policy = string.sub(policy, 1, 255) end
+  local tail = string.char(#policy) .. policy .. blob
+  local room = REC_VALUE - REC_HEAD
+  local at = REC_WHOLE
+  if #tail > room + REC_VALUE then
+    at = REC_LONG
+  elseif #tail > room then
+    at = REC_PIECE
+  end
+  local v = struct.pack('<dfBB', cash, best, q, at) .. (at == REC_LONG and '' or string.sub(tail, 1, room))
+  if nx then
+    if redis.call('HSETNX', ck, key, v) == 0 then return false end
+  else
+    redis.call('HSET', ck, key, v)
+  end
+  if old and old ~= at then rec_drop_rest(name, ck, key, old) end
+  if at == REC_PIECE then
+    redis.call('HSET', ck, key .. '\1', string.sub(tail, room + 1))
+  elseif at == REC_LONG then
+    redis.call('HSET', long_key(name), key, tail)
+  end
+  return true
+end
+-- a URL leaves its host's records (leased): its cash, policy and entry, or nil
 local function rec_take(name, h, key)
   local ck = ckey(name, h, key)
   local v = redis.call('HGET', ck, key)
-  if v then redis.call('HDEL', ck, key) end
+  local cash, policy, blob
+  if v then
+    cash = rec_head(v)
+    policy, blob = rec_tail(name, ck, key, v)
+    redis.call('HDEL', ck, key)
+    rec_drop_rest(name, ck, key, string.byte(v, REC_HEAD))
+  end
   if h.cb and num(h.hq) <= 1 then  -- nothing else queued: the host starts from one bucket
     redis.call('HDEL', hkey(name), 'cb')
     h.cb, h._ck = nil, nil
   end
-  return v
-end
-local function rec_unpack(v)
-  local cash, best, q, pos = struct.unpack('<dfB', v)
-  local plen = string.byte(v, pos)
-  return cash, best, q, string.sub(v, pos + 1, pos + plen), string.sub(v, pos + plen + 1)
-end
-local function rec_pack(cash, best, q, policy, blob)
-  if #policy > 255 then policy = string.sub(policy, 1, 255) end
-  return struct.pack('<dfB', cash, best, q) .. string.char(#policy) .. policy .. blob
-end
--- a record with new cash, largest share and queue, the rest of its bytes as they were
-local function rec_repack(v, cash, best, q)
-  return struct.pack('<dfB', cash, best, q) .. string.sub(v, 14)
+  return cash, policy, blob
 end
 
 -- The crawl's cash counters in the stats (cash: of the queued URLs, cn: queued URLs holding
@@ -191,7 +251,7 @@ local function refill_opic()
       local ck = ckey(name, h, key)
       local v = redis.call('HGET', ck, key)
       if v then
-        local cash, top, q = struct.unpack('<dfB', v)
+        local cash, top, q = rec_head(v)
         if q == best then  -- its live pointer
           budget = budget - 1
           redis.call('HSET', ck, key, rec_repack(v, cash, top, ROUTED))
@@ -235,7 +295,7 @@ local function admit_cash(name, h, key, blob, cash, policy, force)
   else
     cash_move(cash, 1, 'cs', cash)
     local q = bucket(cash)
-    if redis.call('HSETNX', ck, key, rec_pack(cash, cash, q, policy, blob)) == 1 then
+    if rec_write(name, ck, key, cash, cash, q, policy, blob, nil, true) then
       redis.call('RPUSH', fkey(q), host_id(name, h) .. key)
       h._fr = h._fr + 1
       return true
@@ -244,17 +304,17 @@ local function admit_cash(name, h, key, blob, cash, policy, force)
     v = redis.call('HGET', ck, key)
   end
   if v then
-    local c, top, q = struct.unpack('<dfB', v)
+    local c, top, q, n = rec_head(v)
     cash_move(cash, 0, 'cs', cash)
     c = c + cash
     if cash > top then top = cash end
     q = raise(name, h, key, c, q)
-    redis.call('HSET', ck, key, rec_pack(c, top, q, policy, blob))
+    rec_write(name, ck, key, c, top, q, policy, blob, n)
     return false
   end
   cash_move(cash, 1, 'cs', cash)
   local q = bucket(cash)
-  redis.call('HSET', ck, key, rec_pack(cash, cash, q, policy, blob))
+  rec_write(name, ck, key, cash, cash, q, policy, blob)
   redis.call('RPUSH', fkey(q), host_id(name, h) .. key)
   h._fr = h._fr + 1
   return true
@@ -272,21 +332,18 @@ local function credit_cash(name, h, key, cash, policy, share)
     cash_move(0, 0, 'ct', cash)
     return
   end
-  local c, top, q = struct.unpack('<dfB', v)
+  local c, top, q, n = rec_head(v)
   cash_move(cash, 0, 'cc', cash)
   c = c + cash
-  local rest = nil  -- the record's policy and entry, kept unless its policy changes
+  local blob = nil  -- the record's entry, written again only if its policy changes
   if share > top * (1 + 1e-6) then  -- (top is a float: a tie stays a tie)
     top = share
-    local plen = string.byte(v, 14)
-    if string.sub(v, 15, 14 + plen) ~= policy then
-      if #policy > 255 then policy = string.sub(policy, 1, 255) end
-      rest = string.char(#policy) .. policy .. string.sub(v, 15 + plen)
-    end
+    local pol, b = rec_tail(name, ck, key, v)
+    if pol ~= policy then blob = b end
   end
   q = raise(name, h, key, c, q)
-  if rest then
-    redis.call('HSET', ck, key, struct.pack('<dfB', c, top, q) .. rest)
+  if blob then
+    rec_write(name, ck, key, c, top, q, policy, blob, n)
   else
     redis.call('HSET', ck, key, rec_repack(v, c, top, q))
   end
@@ -306,7 +363,7 @@ local function bounce(name, h)
     local ck = ckey(name, h, key)
     local v = redis.call('HGET', ck, key)
     if v then
-      local c, top = struct.unpack('<dfB', v)
+      local c, top = rec_head(v)
       local q = bucket(c)
       redis.call('HSET', ck, key, rec_repack(v, c, top, q))
       redis.call('RPUSH', fkey(q), id .. key)

@@ -260,11 +260,16 @@ local function give_up(name, h, reason)
   if OPIC then  -- its records go (front and back): its pointers left in front are skipped
     local cash, count = 0, 0
     for b = 0, math.max(num(h.cb), 1) - 1 do
-      local records = redis.call('HVALS', bucket_key(b, name))
-      for _, v in ipairs(records) do cash = cash + rec_unpack(v) end
-      count = count + #records
-      if #records > 0 then redis.call('DEL', bucket_key(b, name)) end
+      local flat = redis.call('HGETALL', bucket_key(b, name))
+      for i = 1, #flat, 2 do
+        if #flat[i] == 8 then  -- a record (not one of its pieces)
+          cash = cash + rec_head(flat[i + 1])
+          count = count + 1
+        end
+      end
+      if #flat > 0 then redis.call('DEL', bucket_key(b, name)) end
     end
+    redis.call('DEL', long_key(name))
     n = n + count
     if count > 0 then cash_move(-cash, -count, 'cx', cash) end
     if h.cb then
@@ -444,13 +449,13 @@ local function requeue(name, h, rec)
       local ck = ckey(name, h, key)
       local v = redis.call('HGET', ck, key)
       if v then  -- queued again meanwhile (forced): one record, the cash added
-        local c, top, q = struct.unpack('<dfB', v)
+        local c, top, q = rec_head(v)
         cash_move(cash, 0, 'cx', -cash)
         redis.call('HSET', ck, key, rec_repack(v, c + cash, top, q))
         return
       end
       cash_move(cash, 1, 'cx', -cash)
-      redis.call('HSET', ck, key, rec_pack(cash, cash, ROUTED, rec[10] or '', rec[5]))
+      rec_write(name, ck, key, cash, cash, ROUTED, rec[10] or '', rec[5])
       redis.call('LPUSH', qkey(name), key)
     else
       redis.call('LPUSH', qkey(name), rec[5])
