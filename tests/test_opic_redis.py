@@ -198,7 +198,7 @@ def test_a_host_given_up_drops_every_bucket(redis_server: RedisServer) -> None: 
     f.add(Entry("http://b.test/", "b.test", cash=0.5))
     assert len(_cash_buckets(client, f, "a.test")) > 1
     f.block("a.test")
-    assert not [k for k in client.scan_iter(match="*") if b":cr:" in k and b"a.test" in k]
+    assert not list(client.scan_iter(match=f.keys.cash_prefix.replace("{", "[{]") + "*a.test"))
     totals = f.ledger
     assert len(totals) == 1 and totals.total == pytest.approx(0.5)
     assert totals.spent == pytest.approx(250.0)
@@ -268,4 +268,41 @@ def test_a_crawl_with_cash_records_of_layout_3_is_refused(redis_server: RedisSer
     g.add(Entry("http://a.test/", "a.test"))
     RedisFrontier(client, other, PolitenessPolicy())
     assert client.hget(g.keys.meta, "layout") == b"4"
+    client.close()
+
+
+def test_long_entries_keep_the_buckets_compact(redis_server: RedisServer) -> None:  # noqa: F811
+    """A record past 64 bytes (the stock ``hash-max-listpack-value``) goes on in one more field
+    of its bucket, or, longer still, in the host's hash of long tails: the buckets stay
+    listpacks, the entries come back whole, with a policy changed by a credit and after a
+    forced re-add that shortens one."""
+    client = redis_server.client()
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(min_delay=0, delay_factor=0),
+                      clock=FakeClock(), opic=True, back_queues=1, lease_ttl=1e9)
+    host = "a.test"
+    ref = "http://a.test/index.html"
+    def url(i: int) -> str:  # a short, a medium (one more field) and a long URL (long tails)
+        return f"http://a.test/{i}" + ["", f"/section/page-{i}.html?q=x" * 3, "/z" * 150][i % 3]
+    entries = [Entry(url(i), host, cash=1.0, policy="p", referrer=ref) for i in range(300)]
+    f.add_many(entries)
+    buckets = _cash_buckets(client, f, host)
+    assert len(buckets) > 1
+    assert {client.object("encoding", k) for k in buckets} == {b"listpack"}
+    fields = {k: v for b in buckets for k, v in client.hgetall(b).items()}
+    goes_on = [v[13] for k, v in fields.items() if len(k) == 8]  # where each record goes on
+    assert len(goes_on) == 300 and goes_on.count(1) == goes_on.count(2) == 100
+    assert sum(len(k) == 9 for k in fields) == goes_on.count(1)
+    assert client.hlen(f.keys.cash(host).replace(":cr:0:", ":cr:x:")) == 100  # the long ones
+    f.credit([(url(2), 5.0, "q", host), (url(4), 5.0, "q", host)])  # a larger share: policy q
+    f.add(Entry(url(5), host, cash=1.0, policy="p"), force=True)  # long, now without referrer
+    got = {}
+    while leases := f.next_many(50):
+        for lease in leases:
+            got[lease.entry.url] = lease.entry
+            f.finish(lease.token, 0.0)
+    assert sorted(got) == sorted(url(i) for i in range(300))
+    assert got[url(2)].policy == got[url(4)].policy == "q" and got[url(7)].policy == "p"
+    assert got[url(2)].cash == pytest.approx(6.0) and got[url(5)].cash == pytest.approx(2.0)
+    assert got[url(7)].referrer == ref and not got[url(5)].referrer
+    assert not list(client.scan_iter(match=f.keys.cash_prefix.replace("{", "[{]") + "*"))
     client.close()

@@ -26,8 +26,9 @@ OPIC_CASH_LUA = r"""
 --
 -- A host's records are spread over hashes {crawl}:cr:<b>:<host> (b = 0 .. cb - 1, the host
 -- field 'cb', absent: 1) by linear hashing on the key's last 24 bits (a piece's field has the
--- same): one bucket more, split from one, each time the host's queued URLs pass CASH_LOAD a
--- bucket. A bucket then holds at most ~2 x CASH_LOAD records (and their pieces), so it stays
+-- same): one bucket more, split from one (in turn, 0 first), each time the host's queued URLs
+-- reach CASH_LOAD x (buckets + 1). A bucket not split yet in a round holds twice a split one's
+-- share, ~2 x CASH_LOAD records at most (with their tails' rest: < 100 fields), so each stays
 -- a listpack under Redis's stock hash-max-listpack-entries (128), where one hash per host
 -- became a hash table past 128 records (~101 B a record). A host with nothing queued starts
 -- again from one bucket.
@@ -100,7 +101,8 @@ local function rec_head(v)
 end
 -- the first value with new cash, largest share and queue, the rest as it was
 local function rec_repack(v, cash, best, q)
-  return struct.pack('<dfBB', cash, best, q, string.byte(v, REC_HEAD)) .. string.sub(v, REC_HEAD + 1)
+  local at = string.byte(v, REC_HEAD)
+  return struct.pack('<dfBB', cash, best, q, at) .. string.sub(v, REC_HEAD + 1)
 end
 -- a record's policy and entry (the rest of its tail read if it goes on)
 local function rec_tail(name, ck, key, v)
@@ -134,7 +136,8 @@ local function rec_write(name, ck, key, cash, best, q, policy, blob, old, nx)
   elseif #tail > room then
     at = REC_PIECE
   end
-  local v = struct.pack('<dfBB', cash, best, q, at) .. (at == REC_LONG and '' or string.sub(tail, 1, room))
+  local v = struct.pack('<dfBB', cash, best, q, at)
+  if at ~= REC_LONG then v = v .. string.sub(tail, 1, room) end
   if nx then
     if redis.call('HSETNX', ck, key, v) == 0 then return false end
   else
@@ -287,7 +290,7 @@ end
 -- written by the caller; ``force``: the URL may be queued already, else it is new to the
 -- seen-set and has no record)
 local function admit_cash(name, h, key, blob, cash, policy, force)
-  if num(h.hq) + h._hq + 1 > CASH_LOAD * math.max(num(h.cb), 1) then cash_split(name, h) end
+  if num(h.hq) + h._hq >= CASH_LOAD * (math.max(num(h.cb), 1) + 1) then cash_split(name, h) end
   local ck = ckey(name, h, key)
   local v = nil
   if force then
