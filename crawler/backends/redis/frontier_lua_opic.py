@@ -116,6 +116,16 @@ local function rec_tail(name, ck, key, v)
   local plen = string.byte(tail, 1)
   return string.sub(tail, 2, plen + 1), string.sub(tail, plen + 2)
 end
+-- is the record's policy ``policy``? (read from its first value, where it nearly always is)
+local function rec_policy_is(name, ck, key, v, policy)
+  if string.byte(v, REC_HEAD) ~= REC_LONG then
+    local plen = string.byte(v, REC_HEAD + 1)
+    if REC_HEAD + 1 + plen <= #v then
+      return plen == #policy and string.sub(v, REC_HEAD + 2, REC_HEAD + 1 + plen) == policy
+    end
+  end
+  return (rec_tail(name, ck, key, v)) == policy
+end
 -- the rest of a record's tail goes (``at``: where it went on)
 local function rec_drop_rest(name, ck, key, at)
   if at == REC_PIECE then
@@ -341,8 +351,10 @@ local function credit_cash(name, h, key, cash, policy, share)
   local blob = nil  -- the record's entry, written again only if its policy changes
   if share > top * (1 + 1e-6) then  -- (top is a float: a tie stays a tie)
     top = share
-    local pol, b = rec_tail(name, ck, key, v)
-    if pol ~= policy then blob = b end
+    if not rec_policy_is(name, ck, key, v, policy) then
+      local _, b = rec_tail(name, ck, key, v)
+      blob = b
+    end
   end
   q = raise(name, h, key, c, q)
   if blob then
