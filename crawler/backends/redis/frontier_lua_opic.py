@@ -394,16 +394,15 @@ end
 -- URLs worth less than the best front queue waiting, while no back queue is free, gives its
 -- back queue up (MercatorFrontier._judge_run)
 local function judge_run(name, h, cash)
-  local value = bucket(cash)
-  local best = value
-  for p = 0, K - 1 do
-    if redis.call('LLEN', fkey(p)) > 0 then
-      best = p
-      break
+  local run = 0
+  if num(redis.call('HGET', STATS, 'used')) >= B then  -- (else no front queue waits for one)
+    for p = 0, bucket(cash) - 1 do  -- a better front queue than its own holds URLs
+      if redis.call('LLEN', fkey(p)) > 0 then
+        run = num(h.lr) + 1
+        break
+      end
     end
   end
-  local low = num(redis.call('HGET', STATS, 'used')) >= B and value > best
-  local run = low and num(h.lr) + 1 or 0
   if run >= BACK_RUN then
     bounce(name, h)
   elseif run ~= num(h.lr) then
