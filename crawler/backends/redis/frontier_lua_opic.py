@@ -44,7 +44,7 @@ local function cash_level(n)
   local _, e = math.frexp(n)
   return 2 ^ (e - 1)
 end
-local function bucket_key(b, name) return @CASH@ .. string.format('%d', b) .. ':' .. name end
+local function bucket_key(b, name) return @CASH@ .. string.format('%d:', b) .. name end
 -- the key of the bucket holding ``key``'s record (the host's bucket count and key names are
 -- kept in h._ck for the call)
 local function ckey(name, h, key)
