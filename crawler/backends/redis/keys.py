@@ -29,7 +29,8 @@ The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``)
 ``{key}:fq:<host>``         LIST    the host's *first* entries (robots.txt)
 ``{key}:h:<host>``          HASH    the host's politeness state (see ``frontier_lua``)
 ``{key}:cr:<b>:<host>``     HASH    OPIC: seen key -> cash record of the host's queued URLs,
-                                    bucket ``b`` of its ``cb`` (``frontier_lua_opic``)
+                                    bucket ``b`` of its ``cb`` (``frontier_lua_opic``); ``b``
+                                    ``x``: the records' tails too long for a bucket
 ``{key}:hosts``             SET     host names (for reports, read with SSCAN)
 ``{key}:hid``               HASH    host number (the varint before its front-queue entries)
                                     -> host name
