@@ -30,6 +30,7 @@ import types
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -563,11 +564,39 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
     print(f"OPIC / depth CPU per link: {o / d:.3f}; same pages fetched: {same}")
 
 
+class PageCalls:
+    """A Redis frontier as a worker's ``BufferedFrontier`` drives it, one page at a time: the
+    page's links and the cash of its repeated links (``add_many``, ``credit``) wait for its
+    completion and go with it in one ``apply`` (one pipeline: the links' script call, then the
+    completion's)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.entries: list[Entry] = []
+        self.credits: list[tuple[Any, ...]] = []
+
+    def add_many(self, entries: list[Entry]) -> list[Any]:
+        from crawler.frontier.api import AddResult
+
+        self.entries += entries
+        return [AddResult(True)] * len(entries)
+
+    def credit(self, links: list[tuple[Any, ...]]) -> None:
+        self.credits += links
+
+    def finish(self, token: str) -> None:
+        from crawler.frontier.api import Settlement
+
+        self.inner.apply(self.entries, [Settlement("finish", token, 0.0)], self.credits)
+        self.entries, self.credits = [], []
+
+
 def link_cost_redis(trees: list[str], runs: int = 3) -> None:
     """``link_cost`` on the Redis frontier (a redis-server of its own): admission, link intake
-    and the frontier's script calls, one page's links per call as a worker sends them, each
-    crawl to completion; CPU is this process's plus Redis's. Then the bytes per queued URL
-    (Redis's ``used_memory``) with and without OPIC's cash records."""
+    and the frontier's script calls, a page's links, their cash and its completion in one
+    pipeline as a worker sends them (:class:`PageCalls`), each crawl to completion; CPU is
+    this process's plus Redis's. Then the bytes per queued URL (Redis's ``used_memory``) with
+    and without OPIC's cash records."""
     import os
     import tempfile
 
@@ -586,6 +615,7 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = start_redis(Path(tmp))
         client = server.client()
+        client.config_set("hash-max-listpack-entries", 128)  # Redis's default (Debian's: 512)
         for run in range(runs):
             for order in ("depth", "opic"):
                 clock = Clock()
@@ -596,7 +626,8 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
                 )
                 admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
                                       ScopeRegistry(), lambda origin, host: None)
-                intake = LinkIntake(admission, frontier, FrontierStats(Stats(), Settings()),
+                calls = PageCalls(frontier)
+                intake = LinkIntake(admission, calls, FrontierStats(Stats(), Settings()),
                                     slice_size=10**9, cache_size=1_000_000)
                 for url in seeds:
                     frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0),
@@ -612,7 +643,7 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
                         links += len(out)
                         intake.take(out, entry.depth + 1, None, None, cash=entry.cash,
                                     page=entry.url)
-                        frontier.finish(lease.token, 0.0)
+                        calls.finish(lease.token)
                 cpu = time.process_time() - started
                 rcpu = redis_cpu(client) - rstarted
                 results[order].append((cpu, rcpu, links, frozenset(fetched)))
@@ -631,40 +662,71 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
         o = min((r[0] + r[1]) / r[2] for r in results["opic"])
         same = results["depth"][0][3] == results["opic"][0][3]
         print(f"OPIC / depth CPU per link on Redis: {o / d:.3f}; same pages fetched: {same}")
-        queued_memory(client)
+        queued_memory(client, pages=pages)
         client.close()
         server.stop()
 
 
-def queued_memory(client: object, hosts: int = 20, per_host: int = 5000) -> None:
-    """Bytes per queued URL in Redis, depth against OPIC, for hosts of ``per_host`` URLs (a
-    host's cash record goes past the compact listpack at 128 entries) and of 50."""
+def queued_memory(
+    client: object,
+    hosts: int = 20,
+    per_host: int = 5000,
+    pages: dict[str, list[str]] | None = None,
+) -> None:
+    """Bytes per queued URL in Redis, depth against OPIC: for hosts of ``per_host`` URLs (one
+    hash of cash records per host went past the compact listpack at 128 entries) and of 50
+    (URLs of 50-60 characters, no referrer), and for the documentation's links within its
+    hosts with the page each was found on (``pages``: longer entries, a third past 49 bytes,
+    which a record keeps in pieces)."""
     from crawler.backends.redis.frontier import RedisFrontier
+    from crawler.frontier.urls import normalize_url
 
-    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC | OPIC's records |")
-    print("|---|---|---|---|")
+    shapes: list[tuple[str, list[Entry]]] = []
     for n_hosts, n in ((hosts, per_host), (hosts * 100, 50)):
+        shapes.append((f"{n_hosts} x {n}", [
+            Entry(f"https://www.host{h}.example.org/docs/section-{i // 40}/page-{i}.html",
+                  f"www.host{h}.example.org", priority=FRONT_QUEUES // 2, depth=3,
+                  cash=1.0 / (1 + i % 7))
+            for h in range(n_hosts) for i in range(n)
+        ]))
+    if pages:
+        links: dict[str, Entry] = {}
+        for page, out in pages.items():
+            for raw in out:
+                url, host = normalize_url(raw) if raw.startswith("http") else ("", "")
+                if url and url not in links and host == page.split("/")[2]:
+                    links[url] = Entry(url, host, priority=FRONT_QUEUES // 2, depth=3,
+                                       cash=1.0 / (1 + len(links) % 7), referrer=page)
+        hosts_of = len({e.host for e in links.values()})
+        shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
+                       list(links.values())))
+    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC | OPIC's records "
+          "| OPIC's buckets / of them listpacks |  (used_memory; under 50,000 URLs, the sum of "
+          "MEMORY USAGE)")
+    print("|---|---|---|---|---|")
+    for label, entries in shapes:
         per = {}
         for order in ("depth", "opic"):
-            key = f"mem-{order}-{n_hosts}"
+            key = f"mem-{order}-{len(entries)}-{label[:4]}"
             f = RedisFrontier(client, key, PolitenessPolicy(), front_queues=FRONT_QUEUES,
                               back_queues=1, opic=order == "opic")  # one back queue: all in front
             before = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
-            for h in range(n_hosts):
-                host = f"www.host{h}.example.org"
-                f.add_many([
-                    Entry(f"https://{host}/docs/section-{i // 40}/page-{i}.html", host,
-                          priority=FRONT_QUEUES // 2, depth=3, cash=1.0 / (1 + i % 7))
-                    for i in range(n)
-                ])
+            for at in range(0, len(entries), 1000):
+                f.add_many(entries[at : at + 1000])
             after = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
-            seen = sum(client.memory_usage(k) or 0  # type: ignore[attr-defined]
-                       for k in client.scan_iter(match=f"{{{key}}}:seen*"))
-            records = sum(client.memory_usage(k) or 0  # type: ignore[attr-defined]
-                          for k in client.scan_iter(match=f"{{{key}}}:c:*"))
-            per[order] = ((after - before - seen) / (n_hosts * n), records / (n_hosts * n))
-        print(f"| {n_hosts} x {n} | {per['depth'][0]:.0f} | {per['opic'][0]:.0f} "
-              f"| {per['opic'][1]:.0f} |")
+            usage = {k: client.memory_usage(k, samples=0) or 0  # type: ignore[attr-defined]
+                     for k in client.scan_iter(match=f"{{{key}}}:*")}  # type: ignore[attr-defined]
+            seen = sum(v for k, v in usage.items() if b":seen" in k or b":sx:" in k)
+            if len(entries) < 50_000:  # too few for used_memory: the keys' own sizes
+                after, before = sum(usage.values()), 0
+            buckets = [k for k in usage if b":cr:" in k]
+            records = sum(usage[k] for k in buckets)
+            compact = sum(client.object("encoding", k) == b"listpack"  # type: ignore[attr-defined]
+                          for k in buckets)
+            per[order] = ((after - before - seen) / len(entries), records / len(entries),
+                          len(buckets), compact)
+        print(f"| {label} | {per['depth'][0]:.0f} | {per['opic'][0]:.0f} | {per['opic'][1]:.0f} "
+              f"| {per['opic'][2]} / {per['opic'][3]} |")
 
 
 def main() -> None:

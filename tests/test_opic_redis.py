@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 
+from crawler.backends.redis.cash import credit_items
 from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.shards import ShardMap
 from crawler.frontier import Entry, PolitenessPolicy
@@ -138,4 +139,170 @@ def test_released_lease_gets_its_cash_back(redis_server: RedisServer) -> None:  
     again = f.next()
     assert again is not None and again.entry.cash == pytest.approx(0.5)
     assert again.entry.policy == "p"
+    client.close()
+
+
+def _cash_buckets(client: redis.Redis, f: RedisFrontier, host: str) -> list[str]:
+    count = int(client.hget(f.keys.host(host), "cb") or 1)
+    return [f.keys.cash(host, b) for b in range(count)]
+
+
+def test_a_hosts_cash_records_stay_compact_past_128(redis_server: RedisServer) -> None:  # noqa: F811
+    """A host's records are bucketed so that each bucket stays a listpack under the stock
+    ``hash-max-listpack-entries`` (128), whether its URLs come in one call or one by one;
+    every URL comes out once with its cash, and a host left with nothing queued starts again
+    from one bucket."""
+    client = redis_server.client()
+    stock = client.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"]
+    client.config_set("hash-max-listpack-entries", 128)  # Redis's own default (Debian: 512)
+    try:
+        _compact_past_128(client)
+    finally:
+        client.config_set("hash-max-listpack-entries", stock)
+        client.close()
+
+
+def _compact_past_128(client: redis.Redis) -> None:
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(min_delay=0, delay_factor=0),
+                      clock=FakeClock(), opic=True, back_queues=1, lease_ttl=1e9)
+    urls = [f"http://a.test/p/{i}.html" for i in range(3000)]
+    f.add_many([Entry(u, "a.test", cash=1.0 + i % 5) for i, u in enumerate(urls[:1000])])
+    for i, u in enumerate(urls[1000:]):  # one by one: splits between calls too
+        f.add(Entry(u, "a.test", cash=1.0 + (1000 + i) % 5))
+    buckets = _cash_buckets(client, f, "a.test")
+    assert len(buckets) > 3000 // 128
+    assert sum(client.hlen(k) for k in buckets) == 3000
+    assert {client.object("encoding", k) for k in buckets} == {b"listpack"}
+    assert max(client.hlen(k) for k in buckets) < 128
+    assert f.ledger.total == pytest.approx(sum(1.0 + i % 5 for i in range(3000)))
+    f.credit([(urls[7], 0.5, "", "a.test")])  # found in its bucket
+    cash: dict[str, float] = {}
+    while leases := f.next_many(100):
+        for lease in leases:
+            assert lease.entry.url not in cash
+            cash[lease.entry.url] = lease.entry.cash
+            f.finish(lease.token, 0.0)
+    assert sorted(cash) == sorted(urls)
+    assert cash[urls[7]] == pytest.approx(1.0 + 7 % 5 + 0.5)
+    assert all(cash[u] == pytest.approx(1.0 + i % 5) for i, u in enumerate(urls) if i != 7)
+    assert client.hget(f.keys.host("a.test"), "cb") is None
+    assert not list(client.scan_iter(match=f.keys.cash_prefix.replace("{", "[{]") + "*"))
+    assert f.ledger.total == pytest.approx(0.0, abs=1e-6) and len(f.ledger) == 0
+
+
+def test_a_host_given_up_drops_every_bucket(redis_server: RedisServer) -> None:  # noqa: F811
+    client = redis_server.client()
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(min_delay=0), clock=FakeClock(),
+                      opic=True, back_queues=1)
+    f.add_many([Entry(f"http://a.test/{i}", "a.test", cash=0.5) for i in range(500)])
+    f.add(Entry("http://b.test/", "b.test", cash=0.5))
+    assert len(_cash_buckets(client, f, "a.test")) > 1
+    f.block("a.test")
+    assert not list(client.scan_iter(match=f.keys.cash_prefix.replace("{", "[{]") + "*a.test"))
+    totals = f.ledger
+    assert len(totals) == 1 and totals.total == pytest.approx(0.5)
+    assert totals.spent == pytest.approx(250.0)
+    client.close()
+
+
+def test_credits_are_summed_per_url_in_the_worker() -> None:
+    """A page's links to one URL go to Redis as one credit: their cash added up, the policy
+    of the largest share (the first of a tie), as the links one by one would leave it."""
+    links = [
+        ("http://a.test/x", 0.1, "p1", "a.test"),
+        ("http://a.test/y", 0.2, "", "a.test"),
+        ("http://a.test/x", 0.3, "p2", "a.test"),
+        ("http://a.test/x", 0.3, "p3", "a.test"),
+        ("http://a.test/z", 0.0, "p4", "a.test"),  # no cash: nothing to send
+        ("http://b.test/w", 0.4, "p5"),  # the host from the URL
+    ]
+    items = {item[0]: item for item in credit_items(links)}
+    assert sorted(items) == ["http://a.test/x", "http://a.test/y", "http://b.test/w"]
+    _, cash, policy, host, share = items["http://a.test/x"]
+    assert (cash, policy, host, share) == (pytest.approx(0.7), "p2", "a.test", 0.3)
+    assert items["http://b.test/w"][3] == "b.test"
+
+
+def test_summed_credits_leave_the_record_as_one_by_one(redis_server: RedisServer) -> None:  # noqa: F811
+    client = redis_server.client()
+    made = []
+    for summed in (False, True):
+        f = RedisFrontier(client, fresh_key(), PolitenessPolicy(min_delay=0), clock=FakeClock(),
+                          opic=True)
+        f.add(Entry("http://a.test/x", "a.test", cash=0.25, policy="seed"))
+        links = [("http://a.test/x", c, p, "a.test") for c, p in
+                 ((0.1, "p1"), (0.3, "p2"), (0.3, "p3"), (0.2, "p4"))]
+        if summed:
+            f.credit(links)
+        else:
+            for link in links:
+                f.credit([link])
+        lease = f.next()
+        assert lease is not None
+        made.append((round(lease.entry.cash, 9), lease.entry.policy, round(f.ledger.credited, 9)))
+    assert made[0] == made[1] == (1.15, "p2", 0.9)
+    client.close()
+
+
+def test_a_crawl_with_cash_records_of_layout_3_is_refused(redis_server: RedisServer) -> None:  # noqa: F811
+    """Layout 3 kept a host's cash records in one hash (``{crawl}:c:<host>``), where this code
+    would not look: such a crawl is refused by name; one of layout 3 holding no record (not
+    ordered by OPIC, or nothing queued) is marked layout 4 and read."""
+    client = redis_server.client()
+    key = fresh_key()
+    f = RedisFrontier(client, key, PolitenessPolicy(), opic=True)
+    client.hset(f.keys.meta, "layout", "3")
+    client.hset(f.keys.stats, mapping={"cn": 2, "cash": "0.5"})
+    with pytest.raises(RuntimeError, match=r"layout 3 \(compact queue entries with referrers\) "
+                       r"with OPIC cash records queued.*layout 4"):
+        RedisFrontier(client, key, PolitenessPolicy(), opic=True)
+    sharded_key = fresh_key()
+    s = sharded(client, sharded_key, 3, policy=PolitenessPolicy(), opic=True)
+    client.hset(s.shards[0].keys.meta, "layout", "3")
+    client.hset(s.shards[2].keys.stats, "cn", 1)  # any shard's records count
+    with pytest.raises(RuntimeError, match="with OPIC cash records queued"):
+        sharded(client, sharded_key, 3, policy=PolitenessPolicy(), opic=True)
+    other = fresh_key()
+    g = RedisFrontier(client, other, PolitenessPolicy())
+    client.hset(g.keys.meta, "layout", "3")
+    g.add(Entry("http://a.test/", "a.test"))
+    RedisFrontier(client, other, PolitenessPolicy())
+    assert client.hget(g.keys.meta, "layout") == b"4"
+    client.close()
+
+
+def test_long_entries_keep_the_buckets_compact(redis_server: RedisServer) -> None:  # noqa: F811
+    """A record past 64 bytes (the stock ``hash-max-listpack-value``) goes on in one more field
+    of its bucket, or, longer still, in the host's hash of long tails: the buckets stay
+    listpacks, the entries come back whole, with a policy changed by a credit and after a
+    forced re-add that shortens one."""
+    client = redis_server.client()
+    f = RedisFrontier(client, fresh_key(), PolitenessPolicy(min_delay=0, delay_factor=0),
+                      clock=FakeClock(), opic=True, back_queues=1, lease_ttl=1e9)
+    host = "a.test"
+    ref = "http://a.test/index.html"
+    def url(i: int) -> str:  # a short, a medium (one more field) and a long URL (long tails)
+        return f"http://a.test/{i}" + ["", f"/section/page-{i}.html?q=x" * 3, "/z" * 150][i % 3]
+    entries = [Entry(url(i), host, cash=1.0, policy="p", referrer=ref) for i in range(300)]
+    f.add_many(entries)
+    buckets = _cash_buckets(client, f, host)
+    assert len(buckets) > 1
+    assert {client.object("encoding", k) for k in buckets} == {b"listpack"}
+    fields = {k: v for b in buckets for k, v in client.hgetall(b).items()}
+    goes_on = [v[13] for k, v in fields.items() if len(k) == 8]  # where each record goes on
+    assert len(goes_on) == 300 and goes_on.count(1) == goes_on.count(2) == 100
+    assert sum(len(k) == 9 for k in fields) == goes_on.count(1)
+    assert client.hlen(f.keys.cash(host).replace(":cr:0:", ":cr:x:")) == 100  # the long ones
+    f.credit([(url(2), 5.0, "q", host), (url(4), 5.0, "q", host)])  # a larger share: policy q
+    f.add(Entry(url(5), host, cash=1.0, policy="p"), force=True)  # long, now without referrer
+    got = {}
+    while leases := f.next_many(50):
+        for lease in leases:
+            got[lease.entry.url] = lease.entry
+            f.finish(lease.token, 0.0)
+    assert sorted(got) == sorted(url(i) for i in range(300))
+    assert got[url(2)].policy == got[url(4)].policy == "q" and got[url(7)].policy == "p"
+    assert got[url(2)].cash == pytest.approx(6.0) and got[url(5)].cash == pytest.approx(2.0)
+    assert got[url(7)].referrer == ref and not got[url(5)].referrer
+    assert not list(client.scan_iter(match=f.keys.cash_prefix.replace("{", "[{]") + "*"))
     client.close()

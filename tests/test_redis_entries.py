@@ -223,23 +223,24 @@ def test_a_crawl_stored_with_msgpack_entries_is_refused_by_name(client) -> None:
     f = frontier(client, key)
     client.hset(f.keys.meta, "layout", "1")
     with pytest.raises(
-        RuntimeError, match=r"layout 1 \(msgpack queue entries\).*layout 3 \(compact queue "
-        r"entries with referrers\)"
+        RuntimeError, match=r"layout 1 \(msgpack queue entries\).*layout 4 \(compact queue "
+        r"entries with referrers, OPIC cash records in buckets\)"
     ):
         frontier(client, key)
     assert any("layout" in p for p in f.check_compatible({}))
 
 
-def test_a_crawl_of_layout_2_is_read_and_marked_layout_3(client) -> None:
-    """Layout 3 only adds the referrer: a layout 2 crawl's entries are read as they are, and
-    the crawl is marked layout 3 so a layout 2 worker refuses it from then on."""
+def test_a_crawl_of_layout_2_is_read_and_marked_layout_4(client) -> None:
+    """Layout 3 only adds the referrer (and 4 OPIC's buckets, none here): a layout 2 crawl's
+    entries are read as they are, and the crawl is marked layout 4 so a layout 2 worker
+    refuses it from then on."""
     key = fresh_key()
     f = frontier(client, key)
     client.hset(f.keys.meta, "layout", "2")
     old = Entry("https://a.test/std/index.html", "a.test", 1, 2, SEED)
     f.add(old)  # a seed: stored exactly as layout 2 stored it
     g = frontier(client, key)
-    assert client.hget(f.keys.meta, "layout") == b"3"
+    assert client.hget(f.keys.meta, "layout") == b"4"
     assert all("layout" not in p for p in g.check_compatible({}))
     lease = g.next()
     assert lease is not None and lease.entry == old

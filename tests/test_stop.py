@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from crawler.backends.redis.cash import record_entries
 from crawler.backends.redis.entries import unpack_entry
 from tests import hostile as h
 from tests.crawling import finish_crawl, run_crawl, start_crawl
@@ -124,10 +125,13 @@ def test_ctrl_c_hands_a_silent_download_back_to_the_shared_frontier(
     prefix = "{" + key + "}"
     assert client.zcard(prefix + ":leases") == 0  # nothing left to expire
     queued = client.lrange(prefix + ":q:" + SILENT, 0, -1)
-    records = client.hgetall(prefix + ":c:" + SILENT)  # OPIC (the web site's order)
-    if records:  # the back queue holds seen keys; each record: 13 bytes, policy, the entry
-        assert set(queued) <= set(records), queued
-        queued = [records[k][14 + records[k][13]:] for k in queued]
+    records = {}  # OPIC (the web site's order): the host's cash records, in their buckets
+    for bucket in range(int(client.hget(prefix + ":h:" + SILENT, "cb") or 1)):
+        records.update(client.hgetall(f"{prefix}:cr:{bucket}:{SILENT}"))
+    if records:  # the back queue holds seen keys
+        entries = record_entries(records, client.hgetall(f"{prefix}:cr:x:{SILENT}"))
+        assert set(queued) <= set(entries), queued
+        queued = [entries[k] for k in queued]
     assert any(unpack_entry(blob, SILENT).url == server.url(SILENT) for blob in queued), queued
     # its host rests the politeness delay, as after a fetch: the server may have seen it
     assert client.zscore(prefix + ":ready", SILENT) is not None

@@ -17,23 +17,59 @@ import msgpack
 
 from crawler.backends.redis.seen import seen_key
 
-# a worker remembers this many URLs it leased (~70 bytes each) to drop cash for them
+# a worker remembers this many URLs it leased (their hash: ~60 bytes each) to drop cash for them
 FETCHED_KEYS = 1_000_000
 
-# A credit as the add script takes it: (normalized URL, cash, crawl policy, host)
-Credit = tuple[str, float, str, str]
+# A credit as the add script takes it: (normalized URL, cash, crawl policy, host, largest share):
+# one per URL, the cash of its repeated links summed, the policy of the link that brought the
+# largest share (Frontier.credit's rule, applied in the worker)
+Credit = tuple[str, float, str, str, float]
 
 
 def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
-    """``Frontier.credit``'s links, ``(url, cash, policy[, host])``, with their hosts (the
-    intake gives them; else the URL's) and without those that bring no cash."""
-    out = []
+    """``Frontier.credit``'s links, ``(url, cash, policy[, host])``, one item per URL (the
+    intake gives the hosts; else the URL's), without those that bring no cash.
+
+    A page links to the same URL many times (a documentation page to its items: ~8 links per
+    URL on the Rust std docs), and every credit costs a seen key hashed here and a record
+    rewritten in Redis: summed here, a URL costs that once. The sum is what the links one by
+    one would give: the cash added up, and the policy of the largest share (the first of a
+    tie), which Redis compares with the record's own largest share."""
+    merged: dict[str, list[Any]] = {}
+    get = merged.get
     for link in links:
-        url, cash, policy = link[0], link[1], link[2]
+        cash = link[1]
         if not cash:
             continue
-        host = link[3] if len(link) > 3 else (urlsplit(url).hostname or "")
-        out.append((url, cash, policy, host))
+        item = get(link[0])
+        if item is None:
+            merged[link[0]] = [cash, cash, link]
+        else:
+            item[0] += cash
+            if cash > item[1]:
+                item[1], item[2] = cash, link
+    return [
+        (url, float(total), link[2], link[3] if len(link) > 3 else _host(url), float(top))
+        for url, (total, top, link) in merged.items()
+    ]
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or ""
+
+
+def record_entries(fields: dict[bytes, bytes], long: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """A host's OPIC cash records as ``HGETALL`` of its buckets gives them (``frontier_lua_opic``:
+    a record's first value, struct ``<dfBB``, its tail going on in a field ``<key>\\1`` or whole
+    in ``long``, the host's hash of long tails): seen key -> the queued entry's bytes. For tools
+    and tests; the scripts read them in Lua."""
+    out = {}
+    for key, value in fields.items():
+        if len(key) != 8:
+            continue  # the rest of a record's tail
+        at = value[13]
+        tail = long[key] if at == 2 else value[14:] + (fields[key + b"\x01"] if at == 1 else b"")
+        out[key] = tail[1 + tail[0] :]
     return out
 
 
@@ -58,18 +94,17 @@ class CashTotals:
         return CashTotals(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
-def pack_credits(credits: Iterable[Credit], fetched: set[bytes]) -> tuple[bytes | str, float]:
-    """The add script's last argument (msgpack ``[[seen key, host, cash, policy], ...]``, or
-    "" for none) and the cash left out: links to pages this worker leased (in ``fetched``),
-    whose cash would only be counted as history (the memory ledger drops them with one dict
-    test too)."""
+def pack_credits(credits: Iterable[Credit], fetched: set[int]) -> tuple[bytes | str, float]:
+    """The add script's last argument (msgpack ``[[seen key, host, cash, policy, largest
+    share], ...]``, or "" for none) and the cash left out: links to pages this worker leased
+    (``fetched``: their URLs' ``hash``, which a ``str`` computes once), whose cash would only
+    be counted as history (the memory ledger drops them with one dict test too)."""
     cash, dropped = [], 0.0
-    for url, amount, policy, host in credits:
-        key = seen_key(url)
-        if key in fetched:
+    for url, amount, policy, host, share in credits:
+        if hash(url) in fetched:
             dropped += amount
         else:
-            cash.append((key, host, float(amount), policy))
+            cash.append((seen_key(url), host, amount, policy, share))
     return (msgpack.packb(cash, use_bin_type=False) if cash else ""), dropped
 
 

@@ -79,14 +79,19 @@ from crawler.frontier.politeness import PolitenessPolicy
 # 2: queued entries in the compact binary form of crawler.backends.redis.entries (host numbers
 # before front-queue entries); 1 held msgpack entries, which this code refuses rather than reads;
 # 3: layout 2 with the page each URL was found on: this code reads layout 2's entries as they
-# are and marks such a crawl layout 3 when it opens it (a layout 2 worker would misread them)
-LAYOUT = "3"
+# are and marks such a crawl layout 3 when it opens it (a layout 2 worker would misread them);
+# 4: layout 3 with OPIC's cash records in buckets per host ({crawl}:cr:<b>:<host>), where
+# layout 3 kept one hash per host ({crawl}:c:<host>). A layout 2 or 3 crawl holding no cash
+# record (not ordered by OPIC, or nothing queued) is marked layout 4 when opened; one that
+# holds some is refused (this code would not find them)
+LAYOUT = "4"
 _LAYOUTS = {
     "1": "msgpack queue entries",
     "2": "compact queue entries",
     "3": "compact queue entries with referrers",
+    "4": "compact queue entries with referrers, OPIC cash records in buckets",
 }
-_UPGRADED = frozenset({"2"})
+_UPGRADED = frozenset({"2", "3"})
 # the scripts whose writes a replica must have before they count (FRONTIER_REPLICA_WAIT): links
 # stored, fetches completed and acknowledged, the operator's acts. A lease lost in a failover
 # only makes its URL due again.
@@ -177,9 +182,10 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
         self.on_give_up = on_give_up  # (host, reason, URLs dropped), as the embedded frontier
         self.opic = opic
         self.back_run = back_run
-        # OPIC: seen keys of the URLs this worker leased (its fetched pages), so that the many
-        # repeated links to them send no cash to Redis; cleared past FETCHED_KEYS
-        self._fetched: set[bytes] = set()
+        # OPIC: the URLs this worker leased (its fetched pages; their str hash, computed once
+        # per string), so that the many repeated links to them send no cash to Redis and cost
+        # no seen key; cleared past FETCHED_KEYS
+        self._fetched: set[int] = set()
         self.credits_dropped = 0.0  # the cash they brought (history: not queued any more)
         self.halt = ""  # the operator's halt, as the last script call saw it
         self.overdue = 0.0  # how long the earliest host had been due, as the last call saw it
@@ -216,14 +222,24 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
         layout = client.hget(self.keys.meta, "layout")
         if layout is None:
             client.hsetnx(self.keys.meta, "layout", LAYOUT)
-        elif layout.decode() in _UPGRADED:
+        elif layout.decode() in _UPGRADED and not self._old_cash_records():
             client.hset(self.keys.meta, "layout", LAYOUT)
         elif layout.decode() != LAYOUT:
+            held = " with OPIC cash records queued" if layout.decode() in _UPGRADED else ""
             raise RuntimeError(
-                f"Redis frontier {key!r} has layout {_layout_name(layout.decode())}, this code "
-                f"reads layout {_layout_name(LAYOUT)}: reset it (FRONTIER_RESET) or use another "
-                "key"
+                f"Redis frontier {key!r} has layout {_layout_name(layout.decode())}{held}, "
+                f"this code reads layout {_layout_name(LAYOUT)}: reset it (FRONTIER_RESET) or "
+                "use another key"
             )
+
+    def _old_cash_records(self) -> bool:
+        """A crawl of layout 2 or 3 holds OPIC cash records in its one hash per host (the
+        stats' ``cn`` of any shard), which layout 4 looks for in buckets: it must not be
+        upgraded."""
+        return any(
+            int(self.client.hget(self.crawl_keys.frontier(i).stats, "cn") or 0) > 0
+            for i in range(self.shard_count)
+        )
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -345,7 +361,7 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
                 entry.policy = ranking[1].decode()
                 if len(self._fetched) >= FETCHED_KEYS:
                     self._fetched.clear()
-                self._fetched.add(seen_key(entry.url))
+                self._fetched.add(hash(entry.url))
             leases.append(Lease(token.decode(), entry, int(slot), issued))
         return leases, self._status(status)
 

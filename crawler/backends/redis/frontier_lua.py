@@ -32,7 +32,8 @@ __all__ = ["PRELUDE", "SCRIPTS", "SCRIPT_KEYS"]
 ADD = r"""
 -- items: seen key, host, front queue, entry bytes; under OPIC, seen key, host, kind ('a'), entry
 -- bytes, cash, policy. Under OPIC, the last argument is the cash for URLs seen before
--- (Frontier.credit, no reply): msgpack {{seen key, host, cash, policy}, ...}, or ''.
+-- (Frontier.credit, no reply): msgpack {{seen key, host, cash, policy, largest share}, ...}
+-- (cash.pack_credits: one per URL), or ''.
 local force, first = ARGV[3] == '1', ARGV[4] == '1'
 local out, hosts = {}, {}
 local added, to_front = 0, false
@@ -63,7 +64,10 @@ for i = 5, last_item, stride do
       elseif seen_add(key) == 0 then
         code = 1
         -- OPIC: a link to a URL seen before still brings its cash
-        if OPIC then credit_cash(name, h, key, tonumber(ARGV[i + 4]), ARGV[i + 5]) end
+        if OPIC then
+          local cash = tonumber(ARGV[i + 4])
+          credit_cash(name, h, key, cash, ARGV[i + 5], cash)
+        end
       else
         h._ad = h._ad + 1
       end
@@ -77,7 +81,7 @@ for i = 5, last_item, stride do
         h._hq = h._hq + 1
         redis.call('RPUSH', fqkey(name), blob)
       elseif OPIC then
-        if admit_cash(name, h, key, blob, tonumber(ARGV[i + 4]), ARGV[i + 5]) then
+        if admit_cash(name, h, key, blob, tonumber(ARGV[i + 4]), ARGV[i + 5], force) then
           added = added + 1
           h._hq = h._hq + 1
         end
@@ -102,7 +106,7 @@ if OPIC and ARGV[#ARGV] ~= '' then  -- after the links queued before them
       h._ad, h._hq, h._fr = 0, 0, 0
       hosts[name] = h
     end
-    if not h.st then credit_cash(name, h, c[1], c[3], c[4]) end
+    if not h.st then credit_cash(name, h, c[1], c[3], c[4], c[5]) end
   end
 end
 if added > 0 then redis.call('HINCRBY', STATS, 'queued', added) end
@@ -126,6 +130,7 @@ return out
 
 NEXT = r"""
 local n, worker = tonumber(ARGV[3]), ARGV[4]
+CASH_DEFER = OPIC  -- the leases' cash leaves the counters in one write, at the end
 expire(16)
 refill()
 local out = {}
@@ -155,10 +160,8 @@ while #out < n and guard < n + 64 do
       end
       if OPIC and blob then  -- a pointer: the URL leaves with its record and the cash it holds
         key = blob
-        local v = redis.call('HGET', ckey(name), key)
-        if v then
-          local c, _, _, pol, b = rec_unpack(v)
-          redis.call('HDEL', ckey(name), key)
+        local c, pol, b = rec_take(name, h, key)
+        if c then
           cash_move(-c, -1, 'cx', c)
           blob, cash, policy = b, c, pol
         else
@@ -202,6 +205,7 @@ while #out < n and guard < n + 64 do
     end
   end
 end
+cash_flush()
 return {fmt(NOW), out, status()}
 """
 

@@ -14,8 +14,9 @@ the front queues (stale ones included), ``tr`` its first request was handed out 
 URLs served in a row worth less than the best waiting.
 
 Under OPIC (``CFG[18]``) the queues hold pointers and each host's queued URLs have a cash record
-in ``{crawl}:c:<host>`` (see the comment above ``rec_unpack``); the stats hash keeps the cash
-counters (``cash``, ``cn``, ``cs``, ``cc``, ``ct``, ``cx``) and ``br``, back queues given up.
+in one of its buckets ``{crawl}:cr:<b>:<host>`` (host field ``cb``: how many; see the comment
+above ``cash_bucket``); the stats hash keeps the cash counters (``cash``, ``cn``, ``cs``,
+``cc``, ``ct``, ``cx``) and ``br``, back queues given up.
 
 Queued entries are :mod:`crawler.backends.redis.entries`'s bytes, which no script decodes: in a
 front queue the host's number goes before them, and the refill takes it off.
@@ -94,7 +95,6 @@ local OPIC, BACK_RUN, FLOOR_BITS = CFG[18] == 1, CFG[19] or 0, CFG[20] or 8
 
 local function fmt(x) return string.format('%.17g', x) end
 local function hkey(h) return @HOST@ .. h end
-local function ckey(h) return @CASH@ .. h end
 local function qkey(h) return @BACK@ .. h end
 local function fqkey(h) return @FIRST@ .. h end
 local function fkey(p) return @FRONT@ .. p end
@@ -258,11 +258,24 @@ local function give_up(name, h, reason)
   if h.st then return end
   local n = redis.call('LLEN', fqkey(name))
   if OPIC then  -- its records go (front and back): its pointers left in front are skipped
-    local cash, records = 0, redis.call('HVALS', ckey(name))
-    for _, v in ipairs(records) do cash = cash + rec_unpack(v) end
-    n = n + #records
-    if #records > 0 then cash_move(-cash, -#records, 'cx', cash) end
-    redis.call('DEL', ckey(name))
+    local cash, count = 0, 0
+    for b = 0, math.max(num(h.cb), 1) - 1 do
+      local flat = redis.call('HGETALL', bucket_key(b, name))
+      for i = 1, #flat, 2 do
+        if #flat[i] == 8 then  -- a record (not one of its pieces)
+          cash = cash + rec_head(flat[i + 1])
+          count = count + 1
+        end
+      end
+      if #flat > 0 then redis.call('DEL', bucket_key(b, name)) end
+    end
+    redis.call('DEL', long_key(name))
+    n = n + count
+    if count > 0 then cash_move(-cash, -count, 'cx', cash) end
+    if h.cb then
+      redis.call('HDEL', hkey(name), 'cb')
+      h.cb, h._ck = nil, nil
+    end
   else
     n = n + redis.call('LLEN', qkey(name))
   end
@@ -300,6 +313,78 @@ local function host_id(name, h)
   return id
 end
 
+-- The biased selector's state for a refill (Mercator's and OPIC's): each front queue's length
+-- and its current weight (smooth weighted round robin), or nil when the front queues are empty;
+-- written back with the back queues in use when the refill is done
+local function selector_load()
+  local sizes, any = {}, false
+  for p = 0, K - 1 do
+    sizes[p] = redis.call('LLEN', fkey(p))
+    if sizes[p] > 0 then any = true end
+  end
+  if not any then return nil end
+  local fields = {}
+  for p = 0, K - 1 do fields[p + 1] = 'c' .. p end
+  local raw = redis.call('HMGET', SEL, unpack(fields))
+  local cur = {}
+  for p = 0, K - 1 do cur[p] = num(raw[p + 1]) end
+  return sizes, cur
+end
+
+-- the selector's next front queue: smooth weighted round robin over the non-empty ones but
+-- ``skip`` (-1: none), or -1 if there is none
+local function selector_pick(sizes, cur, skip)
+  local best, total = -1, 0
+  for p = 0, K - 1 do
+    if sizes[p] > 0 and p ~= skip then
+      local w = WEIGHTS[p + 1]
+      cur[p] = cur[p] + w
+      total = total + w
+      if best < 0 or cur[p] > cur[best] then best = p end
+    end
+  end
+  if best >= 0 then cur[best] = cur[best] - total end
+  return best
+end
+
+-- the host of a number in the front queues (host_id) and its state, each looked up once per
+-- refill in ``names`` and ``hosts``; nil for a number no host has
+local function host_by_id(id, names, hosts)
+  local name = names[id]
+  if name == nil then
+    name = redis.call('HGET', HOSTIDS, id)
+    names[id] = name
+  end
+  if not name then return nil, nil end
+  local h = hosts[name]
+  if not h then
+    h = load(name)
+    hosts[name] = h
+  end
+  return name, h
+end
+
+-- a refill moves a URL (its entry; under OPIC, its seen key) to its host's back queue, which
+-- the host takes if it held none; returns the back queues in use
+local function to_back(name, h, item, used)
+  if h.bk ~= '1' then
+    set(name, h, 'bk', '1')
+    used = used + 1
+  end
+  if redis.call('RPUSH', qkey(name), item) == 1 then reschedule(name, h) end
+  return used
+end
+
+local function selector_save(cur, used)
+  local out = {}
+  for p = 0, K - 1 do
+    out[#out + 1] = 'c' .. p
+    out[#out + 1] = cur[p]
+  end
+  redis.call('HSET', SEL, unpack(out))
+  redis.call('HSET', STATS, 'used', used)
+end
+
 """ + OPIC_REFILL_LUA + r"""
 -- Mercator's refill: move front-queue URLs to back queues (biased selector, back-queue router)
 -- while fewer than B back queues are in use, at most REFILL moves per call
@@ -307,31 +392,13 @@ local function refill()
   if OPIC then return refill_opic() end
   local used = num(redis.call('HGET', STATS, 'used'))
   if used >= B then return end
-  local sizes, any = {}, false
-  for p = 0, K - 1 do
-    sizes[p] = redis.call('LLEN', fkey(p))
-    if sizes[p] > 0 then any = true end
-  end
-  if not any then return end
-  local fields = {}
-  for p = 0, K - 1 do fields[p + 1] = 'c' .. p end
-  local raw = redis.call('HMGET', SEL, unpack(fields))
-  local cur = {}
-  for p = 0, K - 1 do cur[p] = num(raw[p + 1]) end
+  local sizes, cur = selector_load()
+  if not sizes then return end
   local hosts, names = {}, {}
   local budget = REFILL
   while used < B and budget > 0 do
-    local best, total = -1, 0
-    for p = 0, K - 1 do
-      if sizes[p] > 0 then
-        local w = WEIGHTS[p + 1]
-        cur[p] = cur[p] + w
-        total = total + w
-        if best < 0 or cur[p] > cur[best] then best = p end
-      end
-    end
+    local best = selector_pick(sizes, cur, -1)
     if best < 0 then break end
-    cur[best] = cur[best] - total
     budget = budget - 1
     local blob = redis.call('LPOP', fkey(best))
     sizes[best] = sizes[best] - 1
@@ -340,16 +407,7 @@ local function refill()
     while string.byte(blob, i) >= 128 do i = i + 1 end
     local id = string.sub(blob, 1, i)
     blob = string.sub(blob, i + 1)
-    local name = names[id]
-    if name == nil then
-      name = redis.call('HGET', HOSTIDS, id)
-      names[id] = name
-    end
-    local h = name and hosts[name]
-    if name and not h then
-      h = load(name)
-      hosts[name] = h
-    end
+    local name, h = host_by_id(id, names, hosts)
     if not name then  -- a number no host has: only if keys were edited by hand
       redis.call('HINCRBY', STATS, 'queued', -1)
       redis.call('HINCRBY', STATS, 'drop:unknown_host', 1)
@@ -358,20 +416,10 @@ local function refill()
       redis.call('HINCRBY', STATS, 'drop:' .. drop_reason(h), 1)
       incr(name, h, 'hq', -1)
     else
-      if h.bk ~= '1' then
-        set(name, h, 'bk', '1')
-        used = used + 1
-      end
-      if redis.call('RPUSH', qkey(name), blob) == 1 then reschedule(name, h) end
+      used = to_back(name, h, blob, used)
     end
   end
-  local out = {}
-  for p = 0, K - 1 do
-    out[#out + 1] = 'c' .. p
-    out[#out + 1] = cur[p]
-  end
-  redis.call('HSET', SEL, unpack(out))
-  redis.call('HSET', STATS, 'used', used)
+  selector_save(cur, used)
 end
 
 """ + OPIC_LINKS_LUA + r"""
@@ -397,16 +445,17 @@ local function requeue(name, h, rec)
     redis.call('LPUSH', fqkey(name), rec[5])
   else
     if rec[8] then  -- OPIC: its record again, with the cash the lease took
-      local key, cash, ck = rec[8], tonumber(rec[9]) or 0, ckey(name)
+      local key, cash = rec[8], tonumber(rec[9]) or 0
+      local ck = ckey(name, h, key)
       local v = redis.call('HGET', ck, key)
       if v then  -- queued again meanwhile (forced): one record, the cash added
-        local c, top, q, pol, blob = rec_unpack(v)
+        local c, top, q = rec_head(v)
         cash_move(cash, 0, 'cx', -cash)
-        redis.call('HSET', ck, key, rec_pack(c + cash, top, q, pol, blob))
+        redis.call('HSET', ck, key, rec_repack(v, c + cash, top, q))
         return
       end
       cash_move(cash, 1, 'cx', -cash)
-      redis.call('HSET', ck, key, rec_pack(cash, cash, ROUTED, rec[10] or '', rec[5]))
+      rec_write(name, ck, key, cash, cash, ROUTED, rec[10] or '', rec[5])
       redis.call('LPUSH', qkey(name), key)
     else
       redis.call('LPUSH', qkey(name), rec[5])

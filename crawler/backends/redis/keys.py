@@ -28,6 +28,9 @@ The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``)
 ``{key}:q:<host>``          LIST    the host's back queue (at most B hosts hold one)
 ``{key}:fq:<host>``         LIST    the host's *first* entries (robots.txt)
 ``{key}:h:<host>``          HASH    the host's politeness state (see ``frontier_lua``)
+``{key}:cr:<b>:<host>``     HASH    OPIC: seen key -> cash record of the host's queued URLs,
+                                    bucket ``b`` of its ``cb`` (``frontier_lua_opic``); ``b``
+                                    ``x``: the records' tails too long for a bucket
 ``{key}:hosts``             SET     host names (for reports, read with SSCAN)
 ``{key}:hid``               HASH    host number (the varint before its front-queue entries)
                                     -> host name
@@ -175,8 +178,9 @@ class FrontierKeys:
         self.first_prefix = p + ":fq:"
         self.host_prefix = p + ":h:"
         self.host_ids = p + ":hid"
-        # OPIC: each host's queued URLs' cash records (crawler.backends.redis.frontier_lua_prelude)
-        self.cash_prefix = p + ":c:"
+        # OPIC: each host's queued URLs' cash records, in buckets (frontier_lua_opic); ':c:<host>'
+        # held them unbucketed (frontier layout 3: refused)
+        self.cash_prefix = p + ":cr:"
 
     def front(self, priority: int) -> str:
         return self.front_prefix + str(priority)
@@ -190,8 +194,8 @@ class FrontierKeys:
     def host(self, host: str) -> str:
         return self.host_prefix + host
 
-    def cash(self, host: str) -> str:
-        return self.cash_prefix + host
+    def cash(self, host: str, bucket: int = 0) -> str:
+        return f"{self.cash_prefix}{bucket}:{host}"
 
 
 class NeardupKeys:
