@@ -167,7 +167,8 @@ def test_an_original_left_pending_by_a_dead_worker_counts_and_is_repaired(
     assert fresh.check("http://d.test/1", near).duplicate_of == "http://a.test/1"
 
 
-@pytest.mark.parametrize(("layout", "named"), [(3, "an index log"), (4, "fixed-width gaps")])
+@pytest.mark.parametrize(("layout", "named"), [(3, "an index log"), (4, "fixed-width gaps"),
+                                                  (5, "own top bits")])
 def test_a_crawl_of_an_old_layout_is_refused_by_name(
     redis_server: RedisServer,  # noqa: F811
     layout: int,
@@ -181,6 +182,26 @@ def test_a_crawl_of_an_old_layout_is_refused_by_name(
                f"layout={layout} shingles=3 perm=128 threshold=0.5 capacity=100000")
     with pytest.raises(ValueError, match=rf"older version \(layout={layout}: [^)]*{named}.*delete"):
         RedisNearDuplicateDetector(client, key)
+
+
+def test_anchors_spread_over_every_bucket_though_they_are_small_hashes() -> None:
+    """An original's anchors are its smallest hashes (the low ~15 % of the range): bucketed by
+    their own top bits they would fill ~3 buckets in 16, each past Redis's compact encoding;
+    spread (a bijection), every bucket gets its share and (bucket, field) still names one
+    anchor."""
+    import random
+
+    from crawler.backends.redis.neardup_anchors import AnchorKeys
+
+    keys = AnchorKeys("crawl", 1, 10)
+    rng = random.Random(5)
+    anchors = rng.sample(range(int(0.15 * 2**32)), 64 * 1024)
+    places = [keys.place(a) for a in anchors]
+    per_bucket: dict[str, int] = {}
+    for _, bucket, _ in places:
+        per_bucket[bucket] = per_bucket.get(bucket, 0) + 1
+    assert len(per_bucket) == 1024 and max(per_bucket.values()) < 128
+    assert len(set(places)) == len(anchors)
 
 
 def test_long_postings_leave_their_bucket_compact_and_decide_alike(

@@ -64,7 +64,8 @@ worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes it
 
 **Layout.** A crawl's state written by an older layout is refused with a message naming it
 (``neardup_codec.OLD_LAYOUTS``: layout 3 kept its anchors in an index log every worker replayed,
-layout 4 its records' sketches in fixed-width gaps); finish such a crawl with the version that
+layout 4 its records' sketches in fixed-width gaps, layout 5 its anchor postings bucketed by the
+anchor's own top bits, not spread); finish such a crawl with the version that
 started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
 Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the

@@ -2,13 +2,20 @@
 bucketed hashes spread over hash tags of their own (so over the nodes of a Redis Cluster), read
 and written by one script call per tag, so no worker keeps a copy of the index.
 
-**Layout.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) lives in
-bucket ``anchor >> (32 - bits)`` (``bits`` from the crawl's ``NEARDUP_SHARED_CAPACITY``: ~64
-fields a bucket, Redis's compact listpack), field ``anchor & (2**(32 - bits) - 1)`` written as a
-decimal integer (a listpack keeps it in 2-4 bytes), of the hash ``{<crawl>:nd:<g>.<n>}:a:<bucket>``
-where ``g = bucket % groups``: ``groups`` hash tags (``FRONTIER_SHARDS``), each picked by
-:func:`~crawler.backends.redis.keys.shard_tag` to fall in the g-th equal range of the cluster's
-slots, so G tags on G masters land one on each.
+**Layout** (6). An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) is
+first *spread*: ``x = anchor * SPREAD mod 2**32`` (an odd multiplier: a bijection, so nothing is
+lost). It lives in bucket ``x >> (32 - bits)`` (``bits`` from the crawl's
+``NEARDUP_SHARED_CAPACITY``: ~64 fields a bucket, Redis's compact listpack), field
+``x & (2**(32 - bits) - 1)`` written as a decimal integer (a listpack keeps it in 2-4 bytes),
+of the hash ``{<crawl>:nd:<g>.<n>}:a:<bucket>`` where ``g = bucket % groups``: ``groups`` hash
+tags (``FRONTIER_SHARDS``), each picked by :func:`~crawler.backends.redis.keys.shard_tag` to
+fall in the g-th equal range of the cluster's slots, so G tags on G masters land one on each.
+
+Why spread: an original's anchors are the smallest of its ~100-200 shingle hashes, so they lie
+in the lowest ~15 % of the hash range; bucketed by their own top bits (layout 5) they filled
+~3 buckets in 16, each ~5 times the fields aimed at, and past ``hash-max-listpack-entries``
+a bucket becomes a hash table: measured with 30,000 originals of unique text, 376 B of postings
+an original, 298 of them in such buckets (``bench/neardup_scale.py --bulk``).
 
 **Postings.** A field's value is the anchor's first
 :data:`~crawler.content.neardup_index.MAX_POSTING` postings, in the order the originals were
@@ -37,6 +44,7 @@ from crawler.backends.redis.keys import glob_escape, shard_tag
 ALIAS = 0x80000000  # top bit of a posting's store key: the original's id follows
 REPAIR_LAG = 10_000  # ids after which a pending original's postings are written by any worker
 LONG = 64  # bytes of postings kept in the bucket (Redis's hash-max-listpack-value default)
+SPREAD = 0x9E3779B1  # odd (a bijection of 32-bit values): 2**32 / golden ratio, Knuth's multiplier
 
 # ARGV: pairs of (bucket key, field); returns each field's postings ('' for none).
 # ARGV: pairs of (bucket key, field); returns each field's postings ('' for none). A posting
@@ -150,10 +158,11 @@ class AnchorKeys:
         self._mask = (1 << self._shift) - 1
 
     def place(self, anchor: int) -> tuple[int, str, str]:
-        """(group, bucket key, field) of an anchor."""
-        bucket = anchor >> self._shift
+        """(group, bucket key, field) of an anchor (spread: see the module)."""
+        x = anchor * SPREAD & 0xFFFFFFFF
+        bucket = x >> self._shift
         g = bucket % self.groups
-        return g, f"{self.tags[g]}:a:{bucket}", str(anchor & self._mask)
+        return g, f"{self.tags[g]}:a:{bucket}", str(x & self._mask)
 
     def by_group(self, anchors: Iterable[int]) -> dict[int, list[tuple[int, str, str]]]:
         """The anchors' (index, bucket key, field) by group, in the anchors' order."""
