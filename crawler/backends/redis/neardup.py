@@ -15,9 +15,10 @@ No worker holds the crawl's index: a page costs a few round trips, optimistic li
 compare-and-set, and a worker keeps only a bounded cache (``NEARDUP_CACHE_BYTES``) of what it
 read, so a new worker decides its first page at once, without replaying anything.
 
-1. ``READ`` (one Lua call on the crawl's tag), pipelined with ``GET`` of the page's
-   :data:`~crawler.content.neardup_features.ANCHORS` anchors' postings (one call per anchor tag,
-   ``neardup_anchors``; on a single Redis one call for all, in the same pipeline): the page's
+1. ``READ`` (one Lua call on the crawl's tag) and the postings of the page's
+   :data:`~crawler.content.neardup_features.ANCHORS` anchors (on a single Redis read by
+   ``READ`` itself; on a cluster by ``GET`` after it, one call per anchor tag,
+   ``neardup_anchors``): the page's
    host template length (a worker keeps a copy of each host's template it met, which only
    grows, so a length is its version; if the copy is behind, the script returns what is missing
    and the worker computes the features again), what this worker's copy of the host's model
@@ -48,7 +49,7 @@ read, so a new worker decides its first page at once, without replaying anything
 postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
 crawl's own tag stays the one place decisions are ordered (``COMMIT``), and the postings are a
 copy of what the commits decided, written after, idempotently, sorted by store key whatever
-order they arrive in. A worker reads ``:pend`` *before* the postings (in one pipeline, or one
+order they arrive in. A worker reads ``:pend`` *before* the postings (in one script, or one
 after the other on a cluster): an original committed before that ``READ`` is either still
 pending (merged from ``:pend``) or taken off it by a ``READ`` that came after its ``PUT`` was
 answered, so it is in the postings read; one committed after is in ``:recent`` under a store key
@@ -325,7 +326,7 @@ class RedisNearDuplicateDetector:
             )
             if self._out_of_date(reply, host):
                 continue
-            (_, hid_now, own, seq, forget, next_id, pending, owner, owner_rec, model) = reply
+            (_, hid_now, own, seq, forget, next_id, pending, owner, owner_rec, model) = reply[:10]
             hid = int(hid_now)
             if hid:
                 self._copies.hids[host] = hid

@@ -219,22 +219,28 @@ class AnchorPostings:
         return calls, places
 
     def read(self, read: ScriptCall, anchors: list[int]) -> tuple[list[Any], list[bytes]]:
-        """``READ``'s reply, and the page's anchors' postings read after it: one pipeline on a
-        single Redis (after the ``PUT`` of this worker's last originals), on a cluster ``READ``
-        first, then one call per tag."""
+        """``READ``'s reply, and the page's anchors' postings read after it: on a single Redis
+        by ``READ`` itself (given their places; not for an exact copy, which needs none), in
+        one pipeline after the ``PUT`` of this worker's last originals; on a cluster ``READ``
+        first, then one ``GET`` per tag."""
         puts = self._queued
         read.write = bool(read.args[-1])
         stored: list[bytes] = [b""] * len(anchors)
-        calls, places = self._calls(self._get, [], anchors, False) if anchors else ([], [])
         if not self._cluster:
-            outs = self._runner.run_many([*puts, read, *calls])
+            places = [p for ps in self.keys.by_group(anchors).values() for p in ps]
+            read.args = [*read.args, *get_args(places)]
+            outs = self._runner.run_many([*puts, read])
             self._queued, self._queued_keys = [], []
-            reply, outs = outs[len(puts)], outs[len(puts) + 1 :]
-        else:
-            reply = self._runner.run(read)
-            if not calls or reply[0] != b"ok" or int(reply[7]):  # out of date, or exact
-                return reply, stored
-            outs = self._runner.run_many(calls)
+            reply = outs[-1]
+            if reply[0] == b"ok":
+                for (i, _, _), v in zip(places, reply[10], strict=False):
+                    stored[i] = v
+            return reply, stored
+        calls, places = self._calls(self._get, [], anchors, False) if anchors else ([], [])
+        reply = self._runner.run(read)
+        if not calls or reply[0] != b"ok" or int(reply[7]):  # out of date, or exact
+            return reply, stored
+        outs = self._runner.run_many(calls)
         for ps, values in zip(places, outs, strict=True):
             for (i, _, _), v in zip(ps, values, strict=True):
                 stored[i] = v

@@ -157,10 +157,19 @@ if fp ~= '' then
   if owner > 0 then orec = record(owner) or '' end
 end
 local next_id = tonumber(redis.call('GET', @NEXT@) or 0)
-local pending = {}
-if owner == 0 then pending = redis.call('HVALS', @PEND@) end
+local pending, postings = {}, {}
+if owner == 0 then
+  pending = redis.call('HVALS', @PEND@)
+  -- on a single server, ARGV[10] on: the page's anchors' places (bucket key, field), read here
+  -- as neardup_anchors' GET reads them (a call less a page; on a cluster GET does, per tag)
+  for i = 10, #ARGV, 2 do
+    local v = redis.call('HGET', ARGV[i], ARGV[i + 1]) or ''
+    if v == 'L' then v = redis.call('GET', ARGV[i] .. ':' .. ARGV[i + 1]) or '' end
+    postings[#postings + 1] = v
+  end
+end
 return {'ok', hid, own, seq, forget, next_id, pending, owner, orec,
-        {pages, base, snap, log}}
+        {pages, base, snap, log}, postings}
 """
 
 PICK = _COMMON + r"""
