@@ -377,7 +377,8 @@ class RedisNearDuplicateDetector:
                 continue
             self._committed(host, result, lesson)
             if int(result[5]):  # a new original: its postings
-                self.anchors.write(int(result[5]), result[6], anchors.tolist())
+                self.anchors.write(int(result[5]), result[6], anchors.tolist(),
+                                   [n == 0 for n in lens])
             self._settle(int(result[4]) or hid)
             return outcome.decision
         raise RuntimeError(

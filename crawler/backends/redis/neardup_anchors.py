@@ -65,38 +65,47 @@ return out
 # ARGV: MAXP, the element (4 or 8 bytes), the crawl's :pend key (on a single server, '' on a
 # cluster), then pairs of (bucket key, field): the element goes into each field's postings at
 # its place by store key, unless already there or past MAXP; on a single server the original
-# is taken off :pend in the same script (no window where it is in neither).
+# is taken off :pend in the same script (no window where it is in neither). A field written
+# '+<field>' had no postings when the worker read it: HSETNX makes it the element's alone in
+# one command (most anchors of a page of its own text), else it is merged as any other.
 PUT = r"""
 redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script before any write
 local MAXP, elem, pend = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local mine = struct.unpack('>I4', elem) % 2147483648
-for i = 4, #ARGV, 2 do
-  local key, field = ARGV[i], ARGV[i + 1]
+local function put(key, field)  -- the element into one field's postings
   local v = redis.call('HGET', key, field) or ''
   local long = v == 'L'
   if long then v = redis.call('GET', key .. ':' .. field) or '' end
-  local pos, count, at, last, here = 1, 0, nil, nil, false
+  local pos, count, at, last = 1, 0, nil, nil
   while pos <= #v do
     local x = struct.unpack('>I4', v, pos)
     local k = x % 2147483648
-    if k == mine then here = true break end
+    if k == mine then return end
     if at == nil and k > mine then at = pos end
     count, last = count + 1, pos
     if x >= 2147483648 then pos = pos + 8 else pos = pos + 4 end
   end
-  if not here and (at ~= nil or count < MAXP) then
-    if at == nil then
-      v = v .. elem
-    else
-      v = string.sub(v, 1, at - 1) .. elem .. string.sub(v, at)
-      if count + 1 > MAXP then v = string.sub(v, 1, last - 1 + #elem) end
-    end
-    if #v > @LONG@ then
-      redis.call('SET', key .. ':' .. field, v)
-      if not long then redis.call('HSET', key, field, 'L') end
-    else
-      redis.call('HSET', key, field, v)
-    end
+  if at == nil and count >= MAXP then return end
+  if at == nil then
+    v = v .. elem
+  else
+    v = string.sub(v, 1, at - 1) .. elem .. string.sub(v, at)
+    if count + 1 > MAXP then v = string.sub(v, 1, last - 1 + #elem) end
+  end
+  if #v > @LONG@ then
+    redis.call('SET', key .. ':' .. field, v)
+    if not long then redis.call('HSET', key, field, 'L') end
+  else
+    redis.call('HSET', key, field, v)
+  end
+end
+for i = 4, #ARGV, 2 do
+  local key, field = ARGV[i], ARGV[i + 1]
+  if string.byte(field, 1) ~= 43 then
+    put(key, field)
+  else  -- '+': no postings when the worker read it: the element's alone, unless written since
+    field = string.sub(field, 2)
+    if redis.call('HSETNX', key, field, elem) == 0 then put(key, field) end
   end
 end
 if pend ~= '' then redis.call('HDEL', pend, mine) end
@@ -203,11 +212,15 @@ class AnchorPostings:
         done, self._done = self._done, []
         return b"".join(k.to_bytes(4, "big") for k in done)
 
-    def _calls(self, script: Any, head: list[Any], anchors: list[int],
-               write: bool) -> tuple[list[ScriptCall], list[list[tuple[int, str, str]]]]:
+    def _calls(self, script: Any, head: list[Any], anchors: list[int], write: bool,
+               fresh: Sequence[bool] = ()) -> tuple[list[ScriptCall],
+                                                    list[list[tuple[int, str, str]]]]:
         """The calls on ``anchors``' postings: one per tag on a cluster, else one (a single
         server runs a script over keys of any tag), and the places each call covers."""
         groups = self.keys.by_group(anchors)
+        if fresh:  # PUT's hint: these had no postings when read
+            groups = {g: [(i, key, "+" + field if fresh[i] else field) for i, key, field in ps]
+                      for g, ps in groups.items()}
         if not self._cluster:
             places = [[p for ps in groups.values() for p in ps]]
             probes = [self.keys.probes[0]]
@@ -246,16 +259,19 @@ class AnchorPostings:
                 stored[i] = v
         return reply, stored
 
-    def write(self, k: int, elem: bytes, anchors: list[int]) -> None:
+    def write(self, k: int, elem: bytes, anchors: list[int], fresh: Sequence[bool] = ()) -> None:
         """``PUT`` an original's postings on every tag its anchors live on: on a single Redis
         in the pipeline of this worker's next ``READ`` (one round trip less a page; meanwhile
-        every worker merges it from ``:pend``), on a cluster at once."""
+        every worker merges it from ``:pend``), on a cluster at once. ``fresh``: which anchors
+        had no postings when the worker read them (a hint: ``PUT`` tries those with one
+        ``HSETNX``)."""
         if not self._cluster:
-            calls, _ = self._calls(self._put, [self.limit, elem, self.pending_key], anchors, True)
+            calls, _ = self._calls(self._put, [self.limit, elem, self.pending_key], anchors, True,
+                                   fresh)
             self._queued += calls
             self._queued_keys.append(k)
             return
-        calls, _ = self._calls(self._put, [self.limit, elem, ""], anchors, True)
+        calls, _ = self._calls(self._put, [self.limit, elem, ""], anchors, True, fresh)
         self._runner.run_many(calls)
         self._done.append(k)  # the next READ takes it off :pend, once the PUT was answered
 
