@@ -68,49 +68,59 @@ return out
 # is taken off :pend in the same script (no window where it is in neither). A field written
 # '+<field>' had no postings when the worker read it: HSETNX makes it the element's alone in
 # one command (most anchors of a page of its own text), else it is merged as any other.
+WRITE = r"""
+-- put_postings(MAXP, elem, first, last): the element into the postings of each (bucket key,
+-- field) pair of ARGV[first..last]; its store key (the id of the original).
+local function put_postings(MAXP, elem, first, last)
+  local mine = struct.unpack('>I4', elem) % 2147483648
+  local function put(key, field)  -- into one field's postings
+    local v = redis.call('HGET', key, field) or ''
+    local long = v == 'L'
+    if long then v = redis.call('GET', key .. ':' .. field) or '' end
+    local pos, count, at, last_at = 1, 0, nil, nil
+    while pos <= #v do
+      local x = struct.unpack('>I4', v, pos)
+      local k = x % 2147483648
+      if k == mine then return end
+      if at == nil and k > mine then at = pos end
+      count, last_at = count + 1, pos
+      if x >= 2147483648 then pos = pos + 8 else pos = pos + 4 end
+    end
+    if at == nil and count >= MAXP then return end
+    if at == nil then
+      v = v .. elem
+    else
+      v = string.sub(v, 1, at - 1) .. elem .. string.sub(v, at)
+      if count + 1 > MAXP then v = string.sub(v, 1, last_at - 1 + #elem) end
+    end
+    if #v > @LONG@ then
+      redis.call('SET', key .. ':' .. field, v)
+      if not long then redis.call('HSET', key, field, 'L') end
+    else
+      redis.call('HSET', key, field, v)
+    end
+  end
+  for i = first, last, 2 do
+    local key, field = ARGV[i], ARGV[i + 1]
+    if string.byte(field, 1) ~= 43 then
+      put(key, field)
+    else  -- '+': no postings when the worker read it: the element's alone, unless written since
+      field = string.sub(field, 2)
+      if redis.call('HSETNX', key, field, elem) == 0 then put(key, field) end
+    end
+  end
+  return mine
+end
+""".replace("@LONG@", str(LONG))
+
 PUT = r"""
 redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script before any write
-local MAXP, elem, pend = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local mine = struct.unpack('>I4', elem) % 2147483648
-local function put(key, field)  -- the element into one field's postings
-  local v = redis.call('HGET', key, field) or ''
-  local long = v == 'L'
-  if long then v = redis.call('GET', key .. ':' .. field) or '' end
-  local pos, count, at, last = 1, 0, nil, nil
-  while pos <= #v do
-    local x = struct.unpack('>I4', v, pos)
-    local k = x % 2147483648
-    if k == mine then return end
-    if at == nil and k > mine then at = pos end
-    count, last = count + 1, pos
-    if x >= 2147483648 then pos = pos + 8 else pos = pos + 4 end
-  end
-  if at == nil and count >= MAXP then return end
-  if at == nil then
-    v = v .. elem
-  else
-    v = string.sub(v, 1, at - 1) .. elem .. string.sub(v, at)
-    if count + 1 > MAXP then v = string.sub(v, 1, last - 1 + #elem) end
-  end
-  if #v > @LONG@ then
-    redis.call('SET', key .. ':' .. field, v)
-    if not long then redis.call('HSET', key, field, 'L') end
-  else
-    redis.call('HSET', key, field, v)
-  end
-end
-for i = 4, #ARGV, 2 do
-  local key, field = ARGV[i], ARGV[i + 1]
-  if string.byte(field, 1) ~= 43 then
-    put(key, field)
-  else  -- '+': no postings when the worker read it: the element's alone, unless written since
-    field = string.sub(field, 2)
-    if redis.call('HSETNX', key, field, elem) == 0 then put(key, field) end
-  end
-end
-if pend ~= '' then redis.call('HDEL', pend, mine) end
+""" + WRITE + r"""
+local mine = put_postings(tonumber(ARGV[1]), ARGV[2], 4, #ARGV)
+if ARGV[3] ~= '' then redis.call('HDEL', ARGV[3], string.format('%d', mine)) end
 return 1
-""".replace("@LONG@", str(LONG))
+"""
+
 
 
 def element(k: int, doc: int) -> bytes:
@@ -233,18 +243,22 @@ class AnchorPostings:
 
     def read(self, read: ScriptCall, anchors: list[int]) -> tuple[list[Any], list[bytes]]:
         """``READ``'s reply, and the page's anchors' postings read after it: on a single Redis
-        by ``READ`` itself (given their places; not for an exact copy, which needs none), in
-        one pipeline after the ``PUT`` of this worker's last originals; on a cluster ``READ``
-        first, then one ``GET`` per tag."""
+        by ``READ`` itself (given their places; not for an exact copy, which needs none), which
+        first writes the postings this worker queued (``PUT``'s work: one call a page); on a
+        cluster ``READ`` first, then one ``GET`` per tag."""
         puts = self._queued
         read.write = bool(read.args[-1])
         stored: list[bytes] = [b""] * len(anchors)
         if not self._cluster:
             places = [p for ps in self.keys.by_group(anchors).values() for p in ps]
-            read.args = [*read.args, *get_args(places)]
-            outs = self._runner.run_many([*puts, read])
+            writes: list[Any] = []  # the queued PUTs, written by READ itself
+            for put in puts:
+                limit, elem, _, *pairs = put.args
+                writes += [limit, elem, len(pairs) // 2, *pairs]
+            read.args = [*read.args, len(writes), *writes, *get_args(places)]
+            read.write = read.write or bool(puts)
+            reply = self._runner.run_many([read])[0]
             self._queued, self._queued_keys = [], []
-            reply = outs[-1]
             if reply[0] == b"ok":
                 for (i, _, _), v in zip(places, reply[10], strict=False):
                     stored[i] = v
@@ -261,7 +275,7 @@ class AnchorPostings:
 
     def write(self, k: int, elem: bytes, anchors: list[int], fresh: Sequence[bool] = ()) -> None:
         """``PUT`` an original's postings on every tag its anchors live on: on a single Redis
-        in the pipeline of this worker's next ``READ`` (one round trip less a page; meanwhile
+        by this worker's next ``READ`` (one round trip and one call less a page; meanwhile
         every worker merges it from ``:pend``), on a cluster at once. ``fresh``: which anchors
         had no postings when the worker read them (a hint: ``PUT`` tries those with one
         ``HSETNX``)."""
