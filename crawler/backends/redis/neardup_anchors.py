@@ -117,7 +117,7 @@ PUT = r"""
 redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script before any write
 """ + WRITE + r"""
 local mine = put_postings(tonumber(ARGV[1]), ARGV[2], 4, #ARGV)
-if ARGV[3] ~= '' then redis.call('HDEL', ARGV[3], string.format('%d', mine)) end
+if ARGV[3] ~= '' then redis.call('HDEL', ARGV[3], mine) end
 return 1
 """
 

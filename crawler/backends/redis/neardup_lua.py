@@ -56,12 +56,9 @@ local UB, FB = tonumber(ARGV[1]), tonumber(ARGV[2])
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local CHUNK, SLOTS = @CHUNK@, @SLOTS@
--- A number given to redis.call or joined to a string is formatted with "%.17g" / "%.14g"
--- (~1,500 instructions of floating-point printing each); as "%d", a fraction of that.
-local function d(n) return string.format('%d', n) end
 local function bucket(s, bits)  -- the top `bits` bits of a binary string's first 4 bytes
   local v = struct.unpack('>I4', s)
-  return d(math.floor(v / 2 ^ (32 - bits)))
+  return math.floor(v / 2 ^ (32 - bits))
 end
 local function field(s, bits)  -- its field in that bucket: without the whole bytes the bucket
   return string.sub(s, math.floor(bits / 8) + 1)  -- number gives (lossless)
@@ -71,7 +68,7 @@ local function meta(hid)  -- a host's (pages learned, template length), as at th
   if hid == 0 then return 0, 0 end
   local m = metas[hid]
   if not m then
-    m = tonumber(redis.call('HGET', @TP@, d(hid)) or 0)
+    m = tonumber(redis.call('HGET', @TP@, hid) or 0)
     metas[hid] = m
   end
   return math.floor(m / SHIFT), m % SHIFT
@@ -79,11 +76,11 @@ end
 local function tlens_of(hids)  -- the template lengths of several hosts: one HMGET
   local ask = {}
   for _, h in ipairs(hids) do
-    if not metas[h] and h > 0 then ask[#ask + 1] = d(h) end
+    if not metas[h] and h > 0 then ask[#ask + 1] = h end
   end
   if #ask > 0 then
     local got = redis.call('HMGET', @TP@, unpack(ask))
-    for i, h in ipairs(ask) do metas[tonumber(h)] = tonumber(got[i] or 0) end
+    for i, h in ipairs(ask) do metas[h] = tonumber(got[i] or 0) end
   end
   local out = {}
   for i, h in ipairs(hids) do
@@ -101,18 +98,17 @@ local function span(prefix, off, len)  -- bytes [off, off + len) of a string kep
   while len > 0 do
     local at = off % CHUNK
     local n = math.min(len, CHUNK - at)
-    parts[#parts + 1] = redis.call('GETRANGE', prefix .. d(math.floor(off / CHUNK)), d(at),
-                                   d(at + n - 1))
+    parts[#parts + 1] = redis.call('GETRANGE', prefix .. math.floor(off / CHUNK), at, at + n - 1)
     off, len = off + n, len - n
   end
   return table.concat(parts)
 end
 local function slot(id)  -- the record table's string and the byte of id's entry in it
-  return @O@ .. d(math.floor(id / SLOTS)), (id % SLOTS) * 8
+  return @O@ .. math.floor(id / SLOTS), (id % SLOTS) * 8
 end
 local function record(id)  -- the record of original `id`, or nil
   local key, at = slot(id)
-  local e = redis.call('GETRANGE', key, d(at), d(at + 7))
+  local e = redis.call('GETRANGE', key, at, at + 7)
   if #e < 8 then return nil end
   local hi, lo, len = struct.unpack('>I1I4I3', e)
   if len == 0 then return nil end
@@ -137,7 +133,7 @@ local argi, writes_end = 11, 10 + tonumber(ARGV[10] or 0)
 while argi <= writes_end do
   local pairs_end = argi + 2 + 2 * tonumber(ARGV[argi + 2])
   local mine = put_postings(tonumber(ARGV[argi]), ARGV[argi + 1], argi + 3, pairs_end)
-  redis.call('HDEL', @PEND@, d(mine))
+  redis.call('HDEL', @PEND@, mine)
   argi = pairs_end + 1
 end
 if hid == 0 then hid = tonumber(redis.call('HGET', @HIDS@, host) or 0) end
@@ -154,16 +150,16 @@ local seq, forget = versions()
 -- version, or the snapshot and the whole log (`base`: the version they follow)
 local base, snap, log = 0, '', {}
 if hid > 0 and pages ~= learned then
-  local sk, lk = @TS@ .. d(hid), @TL@ .. d(hid)
-  local head, sv = redis.call('GETRANGE', sk, '0', '3'), 0
+  local sk, lk = @TS@ .. hid, @TL@ .. hid
+  local head, sv = redis.call('GETRANGE', sk, 0, 3), 0
   if #head == 4 then sv = struct.unpack('>I4', head) end
   if learned >= sv and learned < pages then
     base = learned
-    log = redis.call('LRANGE', lk, d(learned - sv), '-1')
+    log = redis.call('LRANGE', lk, learned - sv, -1)
   else
     base = sv
     if sv > 0 then snap = redis.call('GET', sk) end
-    log = redis.call('LRANGE', lk, '0', '-1')
+    log = redis.call('LRANGE', lk, 0, -1)
   end
 end
 local own = tonumber(redis.call('HGET', @U@ .. bucket(uh, UB), field(uh, UB)) or 0)
@@ -199,7 +195,7 @@ for i = 1, #cands, 16 do
   if #out >= LIMIT then break end
   local id = struct.unpack('>I4', cands, i)
   local key, at = slot(id)
-  local e = redis.call('GETRANGE', key, d(at), d(at + 7))
+  local e = redis.call('GETRANGE', key, at, at + 7)
   if #e == 8 then
     local hi, lo, len = struct.unpack('>I1I4I3', e)
     if len > 0 then
@@ -266,7 +262,7 @@ if seq ~= seq_seen then
       end
       local from, more = 0, any
       while more do
-        local got = redis.call('LRANGE', @RECENT@, d(from), d(from + 31))
+        local got = redis.call('LRANGE', @RECENT@, from, from + 31)
         more = #got == 32
         for _, e in ipairs(got) do
           if struct.unpack('>I4', e) <= next_seen then more = false break end
@@ -290,13 +286,13 @@ local function host_id()
 end
 
 local function append(prefix, field, data)  -- at the end of a string kept in CHUNK-byte pieces,
-  local off = redis.call('HINCRBY', @V@, field, d(#data)) - #data  -- each allocated whole
+  local off = redis.call('HINCRBY', @V@, field, #data) - #data  -- each allocated whole
   local o, pos = off, 1
   while pos <= #data do
-    local key, at = prefix .. d(math.floor(o / CHUNK)), o % CHUNK
+    local key, at = prefix .. math.floor(o / CHUNK), o % CHUNK
     local n = math.min(#data - pos + 1, CHUNK - at)
-    if at == 0 then redis.call('SETRANGE', key, d(CHUNK - 1), '\0') end
-    redis.call('SETRANGE', key, d(at), string.sub(data, pos, pos + n - 1))
+    if at == 0 then redis.call('SETRANGE', key, CHUNK - 1, '\0') end
+    redis.call('SETRANGE', key, at, string.sub(data, pos, pos + n - 1))
     o, pos = o + n, pos + n
   end
   return off
@@ -304,36 +300,36 @@ end
 
 local function new_slot(id)  -- the record table's next string: allocated whole
   if id % SLOTS == 0 or id == 1 then
-    redis.call('SETRANGE', @O@ .. d(math.floor(id / SLOTS)), d(8 * SLOTS - 1), '\0')
+    redis.call('SETRANGE', @O@ .. math.floor(id / SLOTS), 8 * SLOTS - 1, '\0')
   end
 end
 
 local function teach(h)  -- what the worker learned into its copy of the host's model
   if snapshot ~= '' then  -- a pruning: the snapshot replaces the log so far
-    redis.call('SET', @TS@ .. d(h), snapshot)
-    redis.call('DEL', @TL@ .. d(h))
+    redis.call('SET', @TS@ .. h, snapshot)
+    redis.call('DEL', @TL@ .. h)
   else
-    redis.call('RPUSH', @TL@ .. d(h), entry)
+    redis.call('RPUSH', @TL@ .. h, entry)
   end
-  redis.call('HINCRBY', @TP@, d(h), d(SHIFT + #made / 4))
-  if made ~= '' then redis.call('APPEND', @T@ .. d(h), made) end
+  redis.call('HINCRBY', @TP@, h, SHIFT + #made / 4)
+  if made ~= '' then redis.call('APPEND', @T@ .. h, made) end
 end
 
 local function counts(dup, k, elem)
-  local v = redis.call('HINCRBY', @HC@, host, d(HOSTS + (dup and 1 or 0)))
-  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('HINCRBY', @V@, 'seq', '1'), hid,
+  local v = redis.call('HINCRBY', @HC@, host, HOSTS + (dup and 1 or 0))
+  return {'ok', math.floor(v / HOSTS), v % HOSTS, redis.call('HINCRBY', @V@, 'seq', 1), hid,
           k or 0, elem or ''}
 end
 
 if action == 'observe' then
   teach(host_id())
-  return {'ok', 0, 0, redis.call('HINCRBY', @V@, 'seq', '1'), hid, 0, ''}
+  return {'ok', 0, 0, redis.call('HINCRBY', @V@, 'seq', 1), hid, 0, ''}
 end
 if action == 'unchanged' then return counts(false) end
 local id = own_seen
 if id == 0 then
   id = redis.call('INCR', @NEXT@)
-  redis.call('HSET', UKEY, UF, d(id))
+  redis.call('HSET', UKEY, UF, id)
   new_slot(id)
 else
   local rec = record(id)
@@ -344,8 +340,8 @@ else
       redis.call('HDEL', okey, ofield)
     end
     local key, at = slot(id)
-    redis.call('SETRANGE', key, d(at), string.rep('\0', 8))
-    redis.call('HINCRBY', @V@, 'forget', '1')
+    redis.call('SETRANGE', key, at, string.rep('\0', 8))
+    redis.call('HINCRBY', @V@, 'forget', 1)
   end
 end
 if action == 'new' then
@@ -354,8 +350,8 @@ if action == 'new' then
   local off = append(@R@, 'heap', data)
   local hi, lo = math.floor(off / 4294967296), off % 4294967296
   local key, at = slot(id)
-  redis.call('SETRANGE', key, d(at), struct.pack('>I1I4I3', hi, lo, #data))
-  redis.call('HSET', @F@ .. bucket(fp, FB), field(fp, FB), d(id))
+  redis.call('SETRANGE', key, at, struct.pack('>I1I4I3', hi, lo, #data))
+  redis.call('HSET', @F@ .. bucket(fp, FB), field(fp, FB), id)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, elem = id, struct.pack('>I4', id)
   if own_seen ~= 0 then
@@ -364,9 +360,9 @@ if action == 'new' then
     elem = struct.pack('>I4I4', k + 2147483648, id)
   end
   if #anchors > 0 then
-    redis.call('HSET', @PEND@, d(k), elem .. anchors)
+    redis.call('HSET', @PEND@, k, elem .. anchors)
     if redis.call('LPUSH', @RECENT@, struct.pack('>I4', k) .. anchors) > RECENT then
-      redis.call('HSET', @V@, 'floor', d((struct.unpack('>I4', redis.call('RPOP', @RECENT@)))))
+      redis.call('HSET', @V@, 'floor', (struct.unpack('>I4', redis.call('RPOP', @RECENT@))))
     end
   end
   teach(h)
