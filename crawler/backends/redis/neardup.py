@@ -41,9 +41,10 @@ read, so a new worker decides its first page at once, without replaying anything
    the page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record,
    what it taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise
    it answers ``retry`` and the worker starts again from 1.
-4. A new original's postings are written (``PUT``, one call per anchor tag) and it is taken off
-   ``:pend``: on a single Redis by that ``PUT`` itself, sent in the pipeline of the worker's
-   next ``READ``; on a cluster by the worker's next ``READ``, once the ``PUT`` was answered.
+4. A new original's postings are written and it is taken off ``:pend``: on a single Redis by
+   the worker's next ``READ`` itself (``neardup_anchors.WRITE``, ``PUT``'s code); on a cluster
+   by ``PUT`` (one call per anchor tag), and taken off ``:pend`` by the worker's next ``READ``,
+   once the ``PUT`` was answered.
 
 **Why that is atomic across tags.** A Lua script touches one cluster slot, so the anchor
 postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
@@ -151,11 +152,11 @@ def _bits(entries: float, most: int = 24) -> int:
 class RedisNearDuplicateDetector:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend (built by
     ``crawler.backends.redis.neardup_store.RedisNearDuplicateStore``): the detector's interface,
-    its state in Redis, shared by every worker. Two round trips per page (more when a host's
-    template grew since this worker last looked, or other workers' commits changed the
-    candidates). Not thread-safe: one thread at a time; ``runs_in_thread`` lets the pipeline
-    (and the spider's link-demotion question) use the crawl's content thread, so the round trips
-    do not hold up the reactor."""
+    its state in Redis, shared by every worker. Three round trips per page, two without
+    candidates (more when a host's template grew since this worker last looked, or other
+    workers' commits changed the candidates). Not thread-safe: one thread at a time;
+    ``runs_in_thread`` lets the pipeline (and the spider's link-demotion question) use the
+    crawl's content thread, so the round trips do not hold up the reactor."""
 
     runs_in_thread: ClassVar[bool] = True
 
