@@ -72,13 +72,54 @@ def start_redis(root: Path, under: list[str] | None = None) -> tuple[subprocess.
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     client = redis.Redis(port=port)
-    for _ in range(1200):
+    deadline = time.time() + (900 if under else 60)  # under valgrind, loading a dump is slow
+    while time.time() < deadline:
         try:
             client.ping()
             return proc, port
-        except redis.ConnectionError:
-            time.sleep(0.05)
+        except redis.ConnectionError:  # BusyLoadingError too
+            time.sleep(0.2)
     raise RuntimeError("redis-server did not start")
+
+
+def count_on_store(root: Path, client: redis.Redis, corpus: Corpus, capacity: int,
+                   first: int, warm: int, count: int) -> None:
+    """Instructions per check on this store as it is (the million of ``--bulk``): saved, loaded
+    by a ``redis-server`` under callgrind (counting only from the first counted check), then
+    ``warm`` pages and ``count`` counted ones from page ``first`` on, two detectors taking
+    turns."""
+    client.save()
+    out = root / "callgrind.out"
+    proc, port = start_redis(root, ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                                    f"--callgrind-out-file={out}"])
+    try:
+        workers = [RedisNearDuplicateDetector(redis.Redis(port=port), KEY, capacity=capacity)
+                   for _ in range(2)]
+        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
+                       capture_output=True)
+        for n in range(first, first + warm + count):
+            if n == first + warm:
+                subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                               capture_output=True)
+                redis.Redis(port=port).config_resetstat()
+            url, text, title = corpus.page(n)
+            workers[n % 2].check(url, text, title=title)
+        stats = redis.Redis(port=port).info("commandstats")
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                       capture_output=True)
+        time.sleep(0.5)
+        dumps = sorted(root.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
+        total = next(int(line.split()[1]) for line in dumps[-1].read_text().splitlines()
+                     if line.startswith("summary:"))
+        ev = stats.get("cmdstat_evalsha", {})
+        inner = sum(v["calls"] for k, v in stats.items()
+                    if k not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info"))
+        print(f"on this store, under callgrind: {total / count:,.0f} redis-server instructions "
+              f"per check ({count} checks after {warm}; {ev.get('calls', 0) / count:.2f} calls, "
+              f"{inner / count:.1f} commands per check)", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait()
 
 
 # --- the synthetic pages -------------------------------------------------------------------
@@ -501,6 +542,9 @@ def main() -> None:
                         "--bulk-base pages checked, then check --pages more on top")
     parser.add_argument("--bulk-base", type=int, default=5000,
                         help="pages checked through the scripts before the bulk fill")
+    parser.add_argument("--count-after", type=int, default=0,
+                        help="with --bulk: then count redis-server's instructions per check "
+                        "on the filled store (callgrind) over this many checks")
     parser.add_argument("--instructions", default="",
                         help="WARM,COUNT: only count redis-server's instructions per check "
                         "(callgrind) on COUNT synthetic pages after WARM; 'real': on the real "
@@ -582,6 +626,9 @@ def main() -> None:
         print(f"a new worker: built in {build_s * 1e3:.1f} ms, first decision in "
               f"{first_s * 1e3:.1f} ms ({kind}, of {dup}), RSS {late_rss / 2**20:,.0f} MiB, "
               f"{replayed} pages of template models replayed")
+        if args.count_after and args.bulk and shutil.which("valgrind"):
+            first = start + args.workers * max(m[2] for m in last.values()) + args.workers
+            count_on_store(root, client, corpus, capacity, first, 200, args.count_after)
         per_worker = max(m[3] for m in last.values())
         print(f"projection at 1 billion pages: Redis {grown / stored * 1e9 / 2**30:,.0f} GiB"
               f" of near-duplicate state; per worker {per_worker / 2**20:,.0f} MiB RSS "
