@@ -6,6 +6,15 @@ Run from the project root (starts its own ``redis-server`` on a free port, no pe
 
     .venv/bin/python bench/neardup_scale.py                      # 1,000,000 pages, 2 workers
     .venv/bin/python bench/neardup_scale.py --pages 50000 --workers 1   # a quick look
+    .venv/bin/python bench/neardup_scale.py --bulk 1000000 --pages 300000 --minutes 4
+    .venv/bin/python bench/neardup_scale.py --instructions real        # callgrind, real pages
+    .venv/bin/python bench/neardup_scale.py --instructions 3000,1000   # callgrind, synthetic
+
+``--bulk N`` writes originals straight into the store (see :func:`bulk_fill`: a store of a
+million, not a million decisions) after ``--bulk-base`` pages checked, then checks pages on
+top of it; ``--count-after`` then counts redis-server's instructions per check on that store.
+``--instructions`` counts them (valgrind's callgrind: the load does not move them) on a small
+store whose buckets are as full as a crawl sized for it has them.
 
 Pages are synthetic, built from real ones (``bench/realpages.py``: the Debian documentation
 trees under ``/usr/share/doc``): page ``n`` is on host ``s<n % hosts>.<tree>.test``, has the
