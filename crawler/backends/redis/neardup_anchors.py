@@ -71,12 +71,15 @@ return out
 WRITE = r"""
 -- put_postings(MAXP, elem, first, last): the element into the postings of each (bucket key,
 -- field) pair of ARGV[first..last]; its store key (the id of the original).
+-- long_key(bucket key, field): the string a long posting lives in (its bucket key is given whole
+-- by the worker, on an anchor tag: never one of the crawl tag's keys)
+local function long_key(key, field) return table.concat({key, field}, ':') end
 local function put_postings(MAXP, elem, first, last)
   local mine = struct.unpack('>I4', elem) % 2147483648
   local function put(key, field)  -- into one field's postings
     local v = redis.call('HGET', key, field) or ''
     local long = v == 'L'
-    if long then v = redis.call('GET', key .. ':' .. field) or '' end
+    if long then v = redis.call('GET', long_key(key, field)) or '' end
     local pos, count, at, last_at = 1, 0, nil, nil
     while pos <= #v do
       local x = struct.unpack('>I4', v, pos)
@@ -94,7 +97,7 @@ local function put_postings(MAXP, elem, first, last)
       if count + 1 > MAXP then v = string.sub(v, 1, last_at - 1 + #elem) end
     end
     if #v > @LONG@ then
-      redis.call('SET', key .. ':' .. field, v)
+      redis.call('SET', long_key(key, field), v)
       if not long then redis.call('HSET', key, field, 'L') end
     else
       redis.call('HSET', key, field, v)

@@ -176,7 +176,7 @@ if owner == 0 then
   -- here as neardup_anchors' GET reads them (a call less a page; on a cluster GET does, per tag)
   for i = argi, #ARGV, 2 do
     local v = redis.call('HGET', ARGV[i], ARGV[i + 1]) or ''
-    if v == 'L' then v = redis.call('GET', ARGV[i] .. ':' .. ARGV[i + 1]) or '' end
+    if v == 'L' then v = redis.call('GET', long_key(ARGV[i], ARGV[i + 1])) or '' end
     postings[#postings + 1] = v
   end
 end
