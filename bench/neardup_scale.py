@@ -94,9 +94,10 @@ def start_redis(root: Path, under: list[str] | None = None) -> tuple[subprocess.
 def count_on_store(root: Path, client: redis.Redis, corpus: Corpus, capacity: int,
                    first: int, warm: int, count: int) -> None:
     """Instructions per check on this store as it is (the million of ``--bulk``): saved, loaded
-    by a ``redis-server`` under callgrind (counting only from the first counted check), then
+    by a ``redis-server`` under callgrind (instrumented only from the first counted check), then
     ``warm`` pages and ``count`` counted ones from page ``first`` on, two detectors taking
-    turns."""
+    turns (new ones: the warm-up gives them the copies of their hosts' templates and models a
+    running worker has)."""
     client.save()
     out = root / "callgrind.out"
     proc, port = start_redis(root, ["valgrind", "--tool=callgrind", "--instr-atstart=no",
@@ -104,10 +105,10 @@ def count_on_store(root: Path, client: redis.Redis, corpus: Corpus, capacity: in
     try:
         workers = [RedisNearDuplicateDetector(redis.Redis(port=port), KEY, capacity=capacity)
                    for _ in range(2)]
-        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
-                       capture_output=True)
         for n in range(first, first + warm + count):
-            if n == first + warm:
+            if n == first + warm:  # counted from here: the warm-up made the workers' copies
+                subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
+                               capture_output=True)
                 subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                                capture_output=True)
                 redis.Redis(port=port).config_resetstat()
@@ -637,7 +638,9 @@ def main() -> None:
               f"{replayed} pages of template models replayed")
         if args.count_after and args.bulk and shutil.which("valgrind"):
             first = start + args.workers * max(m[2] for m in last.values()) + args.workers
-            count_on_store(root, client, corpus, capacity, first, 200, args.count_after)
+            # warmed on two pages a host per worker: a running worker has its hosts' copies
+            count_on_store(root, client, corpus, capacity, first, 4 * args.hosts,
+                           args.count_after)
         per_worker = max(m[3] for m in last.values())
         print(f"projection at 1 billion pages: Redis {grown / stored * 1e9 / 2**30:,.0f} GiB"
               f" of near-duplicate state; per worker {per_worker / 2**20:,.0f} MiB RSS "
