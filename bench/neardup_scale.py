@@ -6,6 +6,15 @@ Run from the project root (starts its own ``redis-server`` on a free port, no pe
 
     .venv/bin/python bench/neardup_scale.py                      # 1,000,000 pages, 2 workers
     .venv/bin/python bench/neardup_scale.py --pages 50000 --workers 1   # a quick look
+    .venv/bin/python bench/neardup_scale.py --bulk 1000000 --pages 300000 --minutes 4
+    .venv/bin/python bench/neardup_scale.py --instructions real        # callgrind, real pages
+    .venv/bin/python bench/neardup_scale.py --instructions 3000,1000   # callgrind, synthetic
+
+``--bulk N`` writes originals straight into the store (see :func:`bulk_fill`: a store of a
+million, not a million decisions) after ``--bulk-base`` pages checked, then checks pages on
+top of it; ``--count-after`` then counts redis-server's instructions per check on that store.
+``--instructions`` counts them (valgrind's callgrind: the load does not move them) on a small
+store whose buckets are as full as a crawl sized for it has them.
 
 Pages are synthetic, built from real ones (``bench/realpages.py``: the Debian documentation
 trees under ``/usr/share/doc``): page ``n`` is on host ``s<n % hosts>.<tree>.test``, has the
@@ -21,11 +30,13 @@ reports its RSS (``VmRSS``), its cache's estimate and its pages/s as it goes; Re
 from __future__ import annotations
 
 import argparse
+import hashlib
 import multiprocessing as mp
 import os
 import random
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -36,11 +47,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup_anchors import parse
+from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
+from crawler.backends.redis.neardup_lua import CHUNK, SLOTS
 from crawler.config import defaults
 from crawler.content.neardup import NearDuplicateDetector
+from crawler.content.neardup_features import ANCHORS
 
 KEY = "scale"
 HOSTS = 5000
@@ -54,21 +70,66 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_redis(root: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_redis(root: Path, under: list[str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """A redis-server of its own on a free port (``under``: a command to run it under, as
+    valgrind)."""
     port = free_port()
     proc = subprocess.Popen(
-        [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
+        [*(under or []), shutil.which("redis-server") or "redis-server", "--port", str(port),
+         "--bind",
          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(root)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     client = redis.Redis(port=port)
-    for _ in range(200):
+    deadline = time.time() + (900 if under else 60)  # under valgrind, loading a dump is slow
+    while time.time() < deadline:
         try:
             client.ping()
             return proc, port
-        except redis.ConnectionError:
-            time.sleep(0.05)
+        except redis.ConnectionError:  # BusyLoadingError too
+            time.sleep(0.2)
     raise RuntimeError("redis-server did not start")
+
+
+def count_on_store(root: Path, client: redis.Redis, corpus: Corpus, capacity: int,
+                   first: int, warm: int, count: int) -> None:
+    """Instructions per check on this store as it is (the million of ``--bulk``): saved, loaded
+    by a ``redis-server`` under callgrind (instrumented only from the first counted check), then
+    ``warm`` pages and ``count`` counted ones from page ``first`` on, two detectors taking
+    turns (new ones: the warm-up gives them the copies of their hosts' templates and models a
+    running worker has)."""
+    client.save()
+    out = root / "callgrind.out"
+    proc, port = start_redis(root, ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                                    f"--callgrind-out-file={out}"])
+    try:
+        workers = [RedisNearDuplicateDetector(redis.Redis(port=port), KEY, capacity=capacity)
+                   for _ in range(2)]
+        for n in range(first, first + warm + count):
+            if n == first + warm:  # counted from here: the warm-up made the workers' copies
+                subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
+                               capture_output=True)
+                subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                               capture_output=True)
+                redis.Redis(port=port).config_resetstat()
+            url, text, title = corpus.page(n)
+            workers[n % 2].check(url, text, title=title)
+        stats = redis.Redis(port=port).info("commandstats")
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                       capture_output=True)
+        time.sleep(0.5)
+        dumps = sorted(root.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
+        total = next(int(line.split()[1]) for line in dumps[-1].read_text().splitlines()
+                     if line.startswith("summary:"))
+        ev = stats.get("cmdstat_evalsha", {})
+        inner = sum(v["calls"] for k, v in stats.items()
+                    if k not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info"))
+        print(f"on this store, under callgrind: {total / count:,.0f} redis-server instructions "
+              f"per check ({count} checks after {warm}; {ev.get('calls', 0) / count:.2f} calls, "
+              f"{inner / count:.1f} commands per check)", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait()
 
 
 # --- the synthetic pages -------------------------------------------------------------------
@@ -140,13 +201,13 @@ def rss() -> int:
 # --- the workers ---------------------------------------------------------------------------
 
 def worker(w: int, workers: int, pages: int, port: int, cache: int, capacity: int,
-           every: int, corpus: Corpus, out: Any, deadline: float) -> None:
+           every: int, corpus: Corpus, out: Any, deadline: float, start: int = 0) -> None:
     detector = RedisNearDuplicateDetector(redis.Redis(port=port), KEY, capacity=capacity,
                                           cache_bytes=cache)
     kinds: Counter[str] = Counter()
     t0 = time.perf_counter()
     out.put(("progress", w, 0, rss(), 0, 1.0, 0, {}))  # the worker's RSS before any page
-    for done, n in enumerate(range(w, pages, workers), 1):
+    for done, n in enumerate(range(start + w, pages, workers), 1):
         url, text, title = corpus.page(n)
         kinds[detector.check(url, text, title=title).kind] += 1
         last = n + workers >= pages or (deadline and time.time() > deadline)
@@ -204,6 +265,273 @@ def script_usec(client: redis.Redis) -> tuple[int, int]:
     return int(s.get("usec", 0)), int(s.get("calls", 0))
 
 
+# --- the bulk fill (--bulk) ----------------------------------------------------------------
+
+def _bucket(s: bytes, bits: int) -> tuple[int, bytes]:
+    """The URL and fingerprint tables' bucket number and field of a hash (as the scripts'
+    ``bucket`` and ``field``)."""
+    return int.from_bytes(s[:4], "big") >> (32 - bits), s[bits // 8 :]
+
+
+def _stored(client: redis.Redis, keys: Any, doc: int) -> bytes:
+    """Original ``doc``'s record as the heap holds it (b'' if none)."""
+    entry = client.getrange(keys.slots_prefix + str(doc // SLOTS), doc % SLOTS * 8,
+                            doc % SLOTS * 8 + 7)
+    if len(entry) < 8:
+        return b""
+    hi, lo, size = struct.unpack(">BI3s", entry)
+    off, size = hi << 32 | lo, int.from_bytes(size, "big")
+    parts = []
+    while size > 0:
+        at, n = off % CHUNK, min(size, CHUNK - off % CHUNK)
+        parts.append(client.getrange(keys.heap_prefix + str(off // CHUNK), at, at + n - 1))
+        off, size = off + n, size - n
+    return b"".join(parts)
+
+
+def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
+              batch: int = 2000) -> dict[str, Any]:
+    """Fill the store up to ``total`` ids with originals written straight into it, in
+    pipelines, with the codec the scripts read (records, record table, URL and fingerprint
+    tables) and the anchors' own ``PUT`` script (postings): a bulk stand-in for checking a
+    million pages, which this machine cannot do in a session (features in Python).
+
+    Each bulk original copies an original already checked (through the scripts): its title,
+    host, blocks and the shape of its sketch, every hash XOR-ed with a mask of its own
+    *generation* (one per pass over the checked originals: 24 low bits, so gaps and anchor
+    buckets spread as the real ones), re-sorted; within a generation anchors are shared as the
+    checked originals share them, across generations almost never. Its fingerprint and URL are
+    new. What bulk originals do not do: teach their hosts' template models or count in the
+    hosts' duplicate counts (the per-host state is the checked pages')."""
+    client = redis.Redis(port=port)
+    detector = RedisNearDuplicateDetector(client, KEY, capacity=capacity)
+    keys = detector.keys
+    first = int(client.get(keys.last_id) or 0)
+    sources = []
+    for doc in range(1, first + 1):
+        rec = _stored(client, keys, doc)
+        if rec:
+            n = int.from_bytes(rec[12:14], "big")
+            title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
+            if len(sketch) >= ANCHORS:
+                sources.append((int.from_bytes(rec[8:12], "big"), title, sketch, blocks, cover))
+    if not sources:
+        raise SystemExit("--bulk needs originals checked first (--bulk-base)")
+    names = {int(h): v.decode() for h, v in client.hgetall(keys.host_names).items()}
+    bits = detector.table_bits
+    heap = int(client.hget(keys.versions, "heap") or 0)
+    put = detector.anchors
+    t0 = time.perf_counter()
+    sample: list[tuple[int, bytes, np.ndarray]] = []
+    rng = random.Random(seed)
+    done = first
+    while done < total:
+        pipe = client.pipeline(transaction=False)
+        calls = []
+        data = bytearray()
+        start = heap
+        for doc in range(done + 1, min(total, done + batch) + 1):
+            hid, title, sketch, blocks, cover = sources[(doc - first - 1) % len(sources)]
+            generation = (doc - first - 1) // len(sources) + 1
+            mask = random.Random(seed * 1_000_003 + generation).getrandbits(24)
+            mixed = sketch ^ np.uint32(mask)
+            order = np.argsort(mixed, kind="stable")
+            mixed, mixed_blocks = mixed[order], blocks[order]
+            if cover != 0xFFFFFFFF:
+                cover = int(mixed[-1])
+            url = f"http://{names.get(hid, '')}/bulk/{doc}.html"
+            fp = hashlib.blake2b(b"fp%d" % doc, digest_size=8).digest()
+            uh = hashlib.blake2b(url.encode(), digest_size=8).digest()
+            record = (fp + hid.to_bytes(4, "big") + url_part(url, names.get(hid, ""))
+                      + encode_sketch(title, mixed, mixed_blocks, cover))
+            if doc % SLOTS == 0 or doc == 1:
+                pipe.setrange(keys.slots_prefix + str(doc // SLOTS), 8 * SLOTS - 1, b"\0")
+            pipe.setrange(keys.slots_prefix + str(doc // SLOTS), doc % SLOTS * 8,
+                          struct.pack(">BI", heap >> 32, heap & 0xFFFFFFFF)
+                          + len(record).to_bytes(3, "big"))
+            b, field = _bucket(uh, bits)
+            pipe.hset(keys.urls_prefix + str(b), field, doc)
+            b, field = _bucket(fp, bits)
+            pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
+            data += record
+            heap += len(record)
+            anchors = mixed[:ANCHORS].tolist()
+            calls += put._calls(put._put, [put.limit, doc.to_bytes(4, "big"), ""], anchors,
+                                True)[0]
+            if rng.random() < 200 / max(1, total - first):
+                sample.append((doc, record, mixed))
+        # the heap grows as COMMIT's append grows it: CHUNK-byte strings allocated whole
+        off, pos = start, 0
+        while pos < len(data):
+            key, at = keys.heap_prefix + str(off // CHUNK), off % CHUNK
+            n = min(len(data) - pos, CHUNK - at)
+            if at == 0:
+                pipe.setrange(key, CHUNK - 1, b"\0")
+            pipe.setrange(key, at, bytes(data[pos : pos + n]))
+            off, pos = off + n, pos + n
+        done = min(total, done + batch)
+        pipe.hset(keys.versions, "heap", heap)
+        pipe.set(keys.last_id, done)
+        pipe.execute()
+        detector._runner.run_many(calls)
+        if done // batch % 50 == 0:
+            print(f"  bulk: {done:,} ids, {(done - first) / (time.perf_counter() - t0):,.0f} "
+                  f"originals/s", flush=True)
+    took = time.perf_counter() - t0
+    # a sample read back through the scripts: PICK sends the record, GET the postings
+    bad = 0
+    for doc, record, mixed in sample:
+        out, _ = detector._run("pick", doc.to_bytes(4, "big") + bytes(12), 1)
+        got = detector._records.keep(doc, out[0][1], out[0][2]) if out else None
+        anchors = mixed[:ANCHORS].tolist()
+        calls, _ = put._calls(put._get, [], anchors, False)
+        postings = [parse(v) for values in detector._runner.run_many(calls) for v in values]
+        listed = all(any(d == doc for _, d in p) or len(p) >= put.limit for p in postings)
+        if (got is None or out[0][2] != record or not np.array_equal(got.sketch, mixed)
+                or len(postings) != len(anchors) or not listed):
+            bad += 1
+    detector.close()
+    return {"first": first, "total": total, "sources": len(sources), "seconds": took,
+            "sampled": len(sample), "bad": bad}
+
+
+def run_workers(args: argparse.Namespace, port: int, corpus: Corpus, capacity: int,
+                start: int, end: int, base: int) -> tuple[dict[int, Any], dict[int, int], float]:
+    """Pages ``start``..``end`` checked by ``args.workers`` processes (until ``--minutes``):
+    each worker's last report, its RSS before its first page, the wall time."""
+    client = redis.Redis(port=port)
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(w, args.workers, end, port, args.cache_bytes,
+                                              capacity, args.every // args.workers, corpus, out,
+                                              time.time() + args.minutes * 60
+                                              if args.minutes else 0.0, start))
+             for w in range(args.workers)]
+    t0 = time.perf_counter()
+    for p in procs:
+        p.start()
+    running = len(procs)
+    last: dict[int, tuple[Any, ...]] = {}
+    start_rss: dict[int, int] = {}
+    while running:
+        msg = out.get()
+        if msg[0] == "done":
+            running -= 1
+            continue
+        _, w, done, mem, cache, elapsed, retries, _ = msg
+        if not done:
+            start_rss[w] = mem
+            continue
+        last[w] = msg
+        total = sum(m[2] for m in last.values())
+        ids = int(client.get("{" + KEY + "}:nd:next") or 0)
+        print(f"  worker {w}: {done:,} pages, RSS {mem / 2**20:,.0f} MiB, cache "
+              f"{cache / 2**20:,.1f} MiB, {done / elapsed:,.0f} pages/s, retries {retries}"
+              f" | all: {total:,} pages, {ids:,} ids, Redis "
+              f"{(used_memory(client) - base) / max(1, ids):,.0f} B/id", flush=True)
+    for p in procs:
+        p.join()
+    return last, start_rss, time.perf_counter() - t0
+
+
+def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
+                       real: bool) -> None:
+    """Instructions redis-server executes per check (valgrind's callgrind: the same on a busy
+    machine as on a quiet one), and on a plain redis-server the same checks' script time, its
+    main thread's CPU and the commands the scripts run, per check (``instructions / CPU us``
+    converts one into the other on this machine). Two detectors take turns; ``warm`` pages
+    first, uncounted, then ``count``; ``real``: the real pages in crawl order instead."""
+    if real:
+        from bench.realpages import build, in_crawl_order
+
+        pages = [(p.url, p.main_text, p.title or None)
+                 for p in in_crawl_order(build(per_tree=80)[0])]
+        warm, count = 0, len(pages)
+        capacity = count  # the buckets as full as a crawl sized for its pages has them
+    else:
+        pages = [corpus.page(n) for n in range(warm + count)]
+    for under in ([], ["slowlog"], ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s"]):
+        logged = under == ["slowlog"]
+        if logged:
+            under = []
+        root = Path(tempfile.mkdtemp(prefix="neardup-instr-"))
+        if under:
+            if not shutil.which("valgrind"):
+                print("  (valgrind not installed: no instruction count)")
+                return
+            under[-1] = under[-1] % (root / "callgrind.out")
+        proc, port = start_redis(root, under)
+        try:
+            client = redis.Redis(port=port)
+            workers = [RedisNearDuplicateDetector(redis.Redis(port=port), KEY, capacity=capacity)
+                       for _ in range(2)]
+            for n in range(warm):
+                url, text, title = pages[n]
+                workers[n % 2].check(url, text, title=title)
+            if under:
+                subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
+                               capture_output=True)
+            client.config_resetstat()
+            names = {w.sha: n for n, w in workers[0]._scripts.items()}
+            names[workers[0].anchors._get.sha] = "get"
+            names[workers[0].anchors._put.sha] = "put"
+            if logged:  # every call logged, to split the script time by script (a run apart:
+                # logging slows each command)
+                client.config_set("slowlog-max-len", 200 * count)
+                client.config_set("slowlog-log-slower-than", 0)
+                client.slowlog_reset()
+            cpu0 = client.info("cpu")
+            kinds: Counter[str] = Counter()
+            for n in range(warm, warm + count):
+                url, text, title = pages[n]
+                kinds[workers[n % 2].check(url, text, title=title).kind] += 1
+            cpu1 = client.info("cpu")
+            stats = client.info("commandstats")
+            if under:
+                subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
+                               capture_output=True)
+                time.sleep(0.5)
+                dumps = sorted(root.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
+                total = next(int(line.split()[1]) for line in dumps[-1].read_text().splitlines()
+                             if line.startswith("summary:"))
+                print(f"  redis-server instructions per check (callgrind): {total / count:,.0f}")
+                if shutil.which("callgrind_annotate"):  # where they go: the top functions
+                    top = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(dumps[-1])],
+                                         capture_output=True, text=True).stdout.splitlines()
+                    rows = [x for x in top if "(" in x and ":" in x and x.strip()[:1].isdigit()]
+                    for row in rows[:40]:
+                        print("    " + row.strip()[:120])
+                continue
+            if logged:
+                split: dict[str, list[int]] = {}
+                for entry in client.slowlog_get(200 * count):
+                    command = entry["command"].split()
+                    if command[0].upper() == b"EVALSHA":
+                        row = split.setdefault(names.get(command[1].decode(), "?"), [0, 0])
+                        row[0] += 1
+                        row[1] += entry["duration"]
+                print("  by script (slowlog, every command logged: calls per check x us per "
+                      "call): " + ", ".join(f"{k} {n / count:.2f} x {us / n:.0f}"
+                                            for k, (n, us) in sorted(split.items())))
+                continue
+            cpu = sum(cpu1[k] - cpu0[k] for k in ("used_cpu_user_main_thread",
+                                                  "used_cpu_sys_main_thread"))
+            ev = stats.get("cmdstat_evalsha", {})
+            inner = {k[8:]: v for k, v in stats.items()
+                     if k not in ("cmdstat_evalsha", "cmdstat_info", "cmdstat_config|resetstat")}
+            print(f"  {count:,} checks ({dict(kinds)}) after {warm:,}: scripts "
+                  f"{ev.get('usec', 0) / count:,.0f} us of server time per check "
+                  f"({ev.get('calls', 0) / count:.2f} calls), main-thread CPU "
+                  f"{cpu / count * 1e6:,.0f} us per check; "
+                  f"{sum(v['calls'] for v in inner.values()) / count:.1f} commands per check: "
+                  + ", ".join(f"{k} {v['calls'] / count:.1f}" for k, v in
+                              sorted(inner.items(), key=lambda kv: -kv[1]["calls"])))
+        finally:
+            proc.terminate()
+            proc.wait()
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1_000_000)
@@ -213,19 +541,36 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=50_000, help="pages between reports")
     parser.add_argument("--no-real", action="store_true", help="skip the real-pages check")
     parser.add_argument("--capacity", type=int, default=0,
-                        help="NEARDUP_SHARED_CAPACITY (default: --pages)")
+                        help="NEARDUP_SHARED_CAPACITY (default: --pages, or --bulk)")
     parser.add_argument("--hosts", type=int, default=HOSTS,
                         help="hosts the pages spread over (fewer: a host's model at a "
                         "million pages' size sooner)")
     parser.add_argument("--minutes", type=float, default=0.0,
                         help="stop checking after this long (0: check every page)")
+    parser.add_argument("--bulk", type=int, default=0,
+                        help="fill the store to this many ids in bulk (see bulk_fill) after "
+                        "--bulk-base pages checked, then check --pages more on top")
+    parser.add_argument("--bulk-base", type=int, default=5000,
+                        help="pages checked through the scripts before the bulk fill")
+    parser.add_argument("--count-after", type=int, default=0,
+                        help="with --bulk: then count redis-server's instructions per check "
+                        "on the filled store (callgrind) over this many checks")
+    parser.add_argument("--instructions", default="",
+                        help="WARM,COUNT: only count redis-server's instructions per check "
+                        "(callgrind) on COUNT synthetic pages after WARM; 'real': on the real "
+                        "pages in crawl order")
     args = parser.parse_args()
-    capacity = args.capacity or args.pages
+    capacity = args.capacity or args.bulk or args.pages
     t_build = time.perf_counter()
     corpus = Corpus(args.per_tree, args.hosts)
     print(f"corpus: {len(corpus.trees)} trees, "
           f"{sum(len(v) for v in corpus.content.values()):,} lines of text, "
           f"{len(corpus.real)} real pages ({time.perf_counter() - t_build:.0f} s)", flush=True)
+    if args.instructions:
+        real = args.instructions == "real"
+        warm, count = (0, 0) if real else map(int, args.instructions.split(","))
+        count_instructions(corpus, warm, count, args.capacity or warm + count, real)
+        return
     root = Path(tempfile.mkdtemp(prefix="neardup-scale-"))
     proc, port = start_redis(root)
     client = redis.Redis(port=port)
@@ -236,40 +581,24 @@ def main() -> None:
                   f"the in-process detector ({dict(kinds)})", flush=True)
             for key in client.scan_iter(match="*real*", count=10_000):
                 client.delete(key)
-        client.config_resetstat()
         base = used_memory(client)
-        ctx = mp.get_context("fork")
-        out = ctx.Queue()
-        procs = [ctx.Process(target=worker, args=(w, args.workers, args.pages, port,
-                                                  args.cache_bytes, capacity,
-                                                  args.every // args.workers, corpus, out,
-                                                  time.time() + args.minutes * 60
-                                                  if args.minutes else 0.0))
-                 for w in range(args.workers)]
-        t0 = time.perf_counter()
-        for p in procs:
-            p.start()
-        running = len(procs)
-        last: dict[int, tuple[Any, ...]] = {}
-        start_rss: dict[int, int] = {}
-        while running:
-            msg = out.get()
-            if msg[0] == "done":
-                running -= 1
-                continue
-            _, w, done, mem, cache, elapsed, retries, kinds = msg
-            if not done:
-                start_rss[w] = mem
-                continue
-            last[w] = msg
-            total = sum(m[2] for m in last.values())
-            print(f"  worker {w}: {done:,} pages, RSS {mem / 2**20:,.0f} MiB, cache "
-                  f"{cache / 2**20:,.1f} MiB, {done / elapsed:,.0f} pages/s, retries {retries}"
-                  f" | all: {total:,} pages, Redis {(used_memory(client) - base) / total:,.0f}"
-                  f" B/page", flush=True)
-        for p in procs:
-            p.join()
-        wall = time.perf_counter() - t0
+        start, end = 0, args.pages
+        if args.bulk:
+            minutes, args.minutes = args.minutes, 0.0
+            run_workers(args, port, corpus, capacity, 0, args.bulk_base, base)
+            args.minutes = minutes
+            filled = bulk_fill(port, capacity, args.bulk)
+            ids = int(client.get("{" + KEY + "}:nd:next") or 0)
+            grown = used_memory(client) - base
+            print(f"bulk: {filled['total'] - filled['first']:,} originals written in "
+                  f"{filled['seconds']:,.0f} s on top of {filled['first']:,} ids checked "
+                  f"({filled['sources']:,} originals copied); a sample of {filled['sampled']} "
+                  f"read back through PICK and GET: {filled['bad']} wrong", flush=True)
+            print(f"Redis used_memory at {ids:,} ids: {grown / 2**20:,.1f} MiB, "
+                  f"{grown / ids:,.0f} B per id", flush=True)
+            start, end = args.bulk_base, args.bulk_base + args.pages
+        client.config_resetstat()
+        last, start_rss, wall = run_workers(args, port, corpus, capacity, start, end, base)
         checked = sum(m[2] for m in last.values())
         usec, calls = script_usec(client)
         pages = int(client.get("{" + KEY + "}:nd:next") or 0)
@@ -287,26 +616,33 @@ def main() -> None:
         print(f"Redis scripts: {usec / checked:,.0f} us of server time per check "
               f"({calls / checked:.2f} calls; {1e6 * checked / usec:,.0f} checks/s per "
               f"Redis core)")
+        stored = pages if args.bulk else checked
         print(f"Redis used_memory: {grown / 2**20:,.1f} MiB for {pages:,} ids: "
-              f"{grown / checked:,.0f} B per page")
+              f"{grown / stored:,.0f} B per {'id' if args.bulk else 'page'}")
         probe = RedisNearDuplicateDetector(client, KEY, capacity=capacity)
         kinds_mem = probe.memory()
         total = sum(kinds_mem.values())
-        print("  by kind (MEMORY USAGE, B/page): " + ", ".join(
-            f"{k} {v / checked:,.0f}" for k, v in sorted(kinds_mem.items(),
-                                                         key=lambda kv: -kv[1])
-        ) + f"; total {total / checked:,.0f}")
+        print("  by kind (MEMORY USAGE, B/" + ("id" if args.bulk else "page") + "): " + ", ".join(
+            f"{k} {v / stored:,.0f}" for k, v in sorted(kinds_mem.items(),
+                                                        key=lambda kv: -kv[1])
+        ) + f"; total {total / stored:,.0f}")
+        ctx = mp.get_context("fork")
         q = ctx.Queue()
         late = ctx.Process(target=first_decision, args=(port, args.cache_bytes, capacity, corpus,
-                                                        args.pages, q))
+                                                        pages, q))
         late.start()
         _, build_s, first_s, kind, dup, late_rss, replayed = q.get()
         late.join()
         print(f"a new worker: built in {build_s * 1e3:.1f} ms, first decision in "
               f"{first_s * 1e3:.1f} ms ({kind}, of {dup}), RSS {late_rss / 2**20:,.0f} MiB, "
               f"{replayed} pages of template models replayed")
+        if args.count_after and args.bulk and shutil.which("valgrind"):
+            first = start + args.workers * max(m[2] for m in last.values()) + args.workers
+            # warmed on two pages a host per worker: a running worker has its hosts' copies
+            count_on_store(root, client, corpus, capacity, first, 4 * args.hosts,
+                           args.count_after)
         per_worker = max(m[3] for m in last.values())
-        print(f"projection at 1 billion pages: Redis {grown / checked * 1e9 / 2**30:,.0f} GiB"
+        print(f"projection at 1 billion pages: Redis {grown / stored * 1e9 / 2**30:,.0f} GiB"
               f" of near-duplicate state; per worker {per_worker / 2**20:,.0f} MiB RSS "
               f"(bounded by NEARDUP_CACHE_BYTES, not by the crawl's size)")
     finally:

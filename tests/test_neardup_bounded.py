@@ -167,7 +167,33 @@ def test_an_original_left_pending_by_a_dead_worker_counts_and_is_repaired(
     assert fresh.check("http://d.test/1", near).duplicate_of == "http://a.test/1"
 
 
-@pytest.mark.parametrize(("layout", "named"), [(3, "an index log"), (4, "fixed-width gaps")])
+def test_on_a_single_redis_read_writes_the_postings_a_worker_queued(
+    redis_server: RedisServer,  # noqa: F811
+    labelled: LabelledSet,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No ``PUT`` call while checking on one Redis (``READ`` writes what the worker queued, and
+    reads the postings, in one call); decisions stay the in-process detector's, and once the
+    workers close nothing is left pending."""
+    key = fresh_key()
+    workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
+    local = NearDuplicateDetector()
+    sent: list[Any] = []
+    for w in workers:
+        run_many = w._runner.run_many
+        monkeypatch.setattr(w._runner, "run_many",
+                            lambda calls, run_many=run_many: sent.extend(calls) or run_many(calls))
+    for n, (url, text, title) in enumerate(_pages(labelled)):
+        assert workers[n % 2].check(url, text, title=title) == local.check(url, text, title=title)
+    puts = [w.anchors._put for w in workers]
+    assert sent and not any(call.script in puts for call in sent)
+    for w in workers:
+        w.close()
+    assert not redis_server.client().hlen(workers[0].keys.pending)
+
+
+@pytest.mark.parametrize(("layout", "named"), [(3, "an index log"), (4, "fixed-width gaps"),
+                                                  (5, "own top bits")])
 def test_a_crawl_of_an_old_layout_is_refused_by_name(
     redis_server: RedisServer,  # noqa: F811
     layout: int,
@@ -181,6 +207,26 @@ def test_a_crawl_of_an_old_layout_is_refused_by_name(
                f"layout={layout} shingles=3 perm=128 threshold=0.5 capacity=100000")
     with pytest.raises(ValueError, match=rf"older version \(layout={layout}: [^)]*{named}.*delete"):
         RedisNearDuplicateDetector(client, key)
+
+
+def test_anchors_spread_over_every_bucket_though_they_are_small_hashes() -> None:
+    """An original's anchors are its smallest hashes (the low ~15 % of the range): bucketed by
+    their own top bits they would fill ~3 buckets in 16, each past Redis's compact encoding;
+    spread (a bijection), every bucket gets its share and (bucket, field) still names one
+    anchor."""
+    import random
+
+    from crawler.backends.redis.neardup_anchors import AnchorKeys
+
+    keys = AnchorKeys("crawl", 1, 10)
+    rng = random.Random(5)
+    anchors = rng.sample(range(int(0.15 * 2**32)), 64 * 1024)
+    places = [keys.place(a) for a in anchors]
+    per_bucket: dict[str, int] = {}
+    for _, bucket, _ in places:
+        per_bucket[bucket] = per_bucket.get(bucket, 0) + 1
+    assert len(per_bucket) == 1024 and max(per_bucket.values()) < 128
+    assert len(set(places)) == len(anchors)
 
 
 def test_long_postings_leave_their_bucket_compact_and_decide_alike(

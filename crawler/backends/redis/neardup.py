@@ -15,9 +15,10 @@ No worker holds the crawl's index: a page costs a few round trips, optimistic li
 compare-and-set, and a worker keeps only a bounded cache (``NEARDUP_CACHE_BYTES``) of what it
 read, so a new worker decides its first page at once, without replaying anything.
 
-1. ``READ`` (one Lua call on the crawl's tag), pipelined with ``GET`` of the page's
-   :data:`~crawler.content.neardup_features.ANCHORS` anchors' postings (one call per anchor tag,
-   ``neardup_anchors``; on a single Redis one call for all, in the same pipeline): the page's
+1. ``READ`` (one Lua call on the crawl's tag) and the postings of the page's
+   :data:`~crawler.content.neardup_features.ANCHORS` anchors (on a single Redis read by
+   ``READ`` itself; on a cluster by ``GET`` after it, one call per anchor tag,
+   ``neardup_anchors``): the page's
    host template length (a worker keeps a copy of each host's template it met, which only
    grows, so a length is its version; if the copy is behind, the script returns what is missing
    and the worker computes the features again), what this worker's copy of the host's model
@@ -40,15 +41,16 @@ read, so a new worker decides its first page at once, without replaying anything
    the page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record,
    what it taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise
    it answers ``retry`` and the worker starts again from 1.
-4. A new original's postings are written (``PUT``, one call per anchor tag) and it is taken off
-   ``:pend``: on a single Redis by that ``PUT`` itself, sent in the pipeline of the worker's
-   next ``READ``; on a cluster by the worker's next ``READ``, once the ``PUT`` was answered.
+4. A new original's postings are written and it is taken off ``:pend``: on a single Redis by
+   the worker's next ``READ`` itself (``neardup_anchors.WRITE``, ``PUT``'s code); on a cluster
+   by ``PUT`` (one call per anchor tag), and taken off ``:pend`` by the worker's next ``READ``,
+   once the ``PUT`` was answered.
 
 **Why that is atomic across tags.** A Lua script touches one cluster slot, so the anchor
 postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
 crawl's own tag stays the one place decisions are ordered (``COMMIT``), and the postings are a
 copy of what the commits decided, written after, idempotently, sorted by store key whatever
-order they arrive in. A worker reads ``:pend`` *before* the postings (in one pipeline, or one
+order they arrive in. A worker reads ``:pend`` *before* the postings (in one script, or one
 after the other on a cluster): an original committed before that ``READ`` is either still
 pending (merged from ``:pend``) or taken off it by a ``READ`` that came after its ``PUT`` was
 answered, so it is in the postings read; one committed after is in ``:recent`` under a store key
@@ -64,7 +66,8 @@ worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes it
 
 **Layout.** A crawl's state written by an older layout is refused with a message naming it
 (``neardup_codec.OLD_LAYOUTS``: layout 3 kept its anchors in an index log every worker replayed,
-layout 4 its records' sketches in fixed-width gaps); finish such a crawl with the version that
+layout 4 its records' sketches in fixed-width gaps, layout 5 its anchor postings bucketed by the
+anchor's own top bits, not spread); finish such a crawl with the version that
 started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
 
 Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
@@ -149,11 +152,11 @@ def _bits(entries: float, most: int = 24) -> int:
 class RedisNearDuplicateDetector:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend (built by
     ``crawler.backends.redis.neardup_store.RedisNearDuplicateStore``): the detector's interface,
-    its state in Redis, shared by every worker. Two round trips per page (more when a host's
-    template grew since this worker last looked, or other workers' commits changed the
-    candidates). Not thread-safe: one thread at a time; ``runs_in_thread`` lets the pipeline
-    (and the spider's link-demotion question) use the crawl's content thread, so the round trips
-    do not hold up the reactor."""
+    its state in Redis, shared by every worker. Three round trips per page, two without
+    candidates (more when a host's template grew since this worker last looked, or other
+    workers' commits changed the candidates). Not thread-safe: one thread at a time;
+    ``runs_in_thread`` lets the pipeline (and the spider's link-demotion question) use the
+    crawl's content thread, so the round trips do not hold up the reactor."""
 
     runs_in_thread: ClassVar[bool] = True
 
@@ -324,7 +327,7 @@ class RedisNearDuplicateDetector:
             )
             if self._out_of_date(reply, host):
                 continue
-            (_, hid_now, own, seq, forget, next_id, pending, owner, owner_rec, model) = reply
+            (_, hid_now, own, seq, forget, next_id, pending, owner, owner_rec, model) = reply[:10]
             hid = int(hid_now)
             if hid:
                 self._copies.hids[host] = hid
@@ -375,7 +378,8 @@ class RedisNearDuplicateDetector:
                 continue
             self._committed(host, result, lesson)
             if int(result[5]):  # a new original: its postings
-                self.anchors.write(int(result[5]), result[6], anchors.tolist())
+                self.anchors.write(int(result[5]), result[6], anchors.tolist(),
+                                   [n == 0 for n in lens])
             self._settle(int(result[4]) or hid)
             return outcome.decision
         raise RuntimeError(

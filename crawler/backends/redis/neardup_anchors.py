@@ -2,13 +2,20 @@
 bucketed hashes spread over hash tags of their own (so over the nodes of a Redis Cluster), read
 and written by one script call per tag, so no worker keeps a copy of the index.
 
-**Layout.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) lives in
-bucket ``anchor >> (32 - bits)`` (``bits`` from the crawl's ``NEARDUP_SHARED_CAPACITY``: ~64
-fields a bucket, Redis's compact listpack), field ``anchor & (2**(32 - bits) - 1)`` written as a
-decimal integer (a listpack keeps it in 2-4 bytes), of the hash ``{<crawl>:nd:<g>.<n>}:a:<bucket>``
-where ``g = bucket % groups``: ``groups`` hash tags (``FRONTIER_SHARDS``), each picked by
-:func:`~crawler.backends.redis.keys.shard_tag` to fall in the g-th equal range of the cluster's
-slots, so G tags on G masters land one on each.
+**Layout** (6). An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) is
+first *spread*: ``x = anchor * SPREAD mod 2**32`` (an odd multiplier: a bijection, so nothing is
+lost). It lives in bucket ``x >> (32 - bits)`` (``bits`` from the crawl's
+``NEARDUP_SHARED_CAPACITY``: ~64 fields a bucket, Redis's compact listpack), field
+``x & (2**(32 - bits) - 1)`` written as a decimal integer (a listpack keeps it in 2-4 bytes),
+of the hash ``{<crawl>:nd:<g>.<n>}:a:<bucket>`` where ``g = bucket % groups``: ``groups`` hash
+tags (``FRONTIER_SHARDS``), each picked by :func:`~crawler.backends.redis.keys.shard_tag` to
+fall in the g-th equal range of the cluster's slots, so G tags on G masters land one on each.
+
+Why spread: an original's anchors are the smallest of its ~100-200 shingle hashes, so they lie
+in the lowest ~15 % of the hash range; bucketed by their own top bits (layout 5) they filled
+~3 buckets in 16, each ~5 times the fields aimed at, and past ``hash-max-listpack-entries``
+a bucket becomes a hash table: measured with 30,000 originals of unique text, 376 B of postings
+an original, 298 of them in such buckets (``bench/neardup_scale.py --bulk``).
 
 **Postings.** A field's value is the anchor's first
 :data:`~crawler.content.neardup_index.MAX_POSTING` postings, in the order the originals were
@@ -37,6 +44,7 @@ from crawler.backends.redis.keys import glob_escape, shard_tag
 ALIAS = 0x80000000  # top bit of a posting's store key: the original's id follows
 REPAIR_LAG = 10_000  # ids after which a pending original's postings are written by any worker
 LONG = 64  # bytes of postings kept in the bucket (Redis's hash-max-listpack-value default)
+SPREAD = 0x9E3779B1  # odd (a bijection of 32-bit values): 2**32 / golden ratio, Knuth's multiplier
 
 # ARGV: pairs of (bucket key, field); returns each field's postings ('' for none).
 # ARGV: pairs of (bucket key, field); returns each field's postings ('' for none). A posting
@@ -57,43 +65,65 @@ return out
 # ARGV: MAXP, the element (4 or 8 bytes), the crawl's :pend key (on a single server, '' on a
 # cluster), then pairs of (bucket key, field): the element goes into each field's postings at
 # its place by store key, unless already there or past MAXP; on a single server the original
-# is taken off :pend in the same script (no window where it is in neither).
-PUT = r"""
-redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script before any write
-local MAXP, elem, pend = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local mine = struct.unpack('>I4', elem) % 2147483648
-for i = 4, #ARGV, 2 do
-  local key, field = ARGV[i], ARGV[i + 1]
-  local v = redis.call('HGET', key, field) or ''
-  local long = v == 'L'
-  if long then v = redis.call('GET', key .. ':' .. field) or '' end
-  local pos, count, at, last, here = 1, 0, nil, nil, false
-  while pos <= #v do
-    local x = struct.unpack('>I4', v, pos)
-    local k = x % 2147483648
-    if k == mine then here = true break end
-    if at == nil and k > mine then at = pos end
-    count, last = count + 1, pos
-    if x >= 2147483648 then pos = pos + 8 else pos = pos + 4 end
-  end
-  if not here and (at ~= nil or count < MAXP) then
+# is taken off :pend in the same script (no window where it is in neither). A field written
+# '+<field>' had no postings when the worker read it: HSETNX makes it the element's alone in
+# one command (most anchors of a page of its own text), else it is merged as any other.
+WRITE = r"""
+-- put_postings(MAXP, elem, first, last): the element into the postings of each (bucket key,
+-- field) pair of ARGV[first..last]; its store key (the id of the original).
+-- long_key(bucket key, field): the string a long posting lives in (its bucket key is given whole
+-- by the worker, on an anchor tag: never one of the crawl tag's keys)
+local function long_key(key, field) return table.concat({key, field}, ':') end
+local function put_postings(MAXP, elem, first, last)
+  local mine = struct.unpack('>I4', elem) % 2147483648
+  local function put(key, field)  -- into one field's postings
+    local v = redis.call('HGET', key, field) or ''
+    local long = v == 'L'
+    if long then v = redis.call('GET', long_key(key, field)) or '' end
+    local pos, count, at, last_at = 1, 0, nil, nil
+    while pos <= #v do
+      local x = struct.unpack('>I4', v, pos)
+      local k = x % 2147483648
+      if k == mine then return end
+      if at == nil and k > mine then at = pos end
+      count, last_at = count + 1, pos
+      if x >= 2147483648 then pos = pos + 8 else pos = pos + 4 end
+    end
+    if at == nil and count >= MAXP then return end
     if at == nil then
       v = v .. elem
     else
       v = string.sub(v, 1, at - 1) .. elem .. string.sub(v, at)
-      if count + 1 > MAXP then v = string.sub(v, 1, last - 1 + #elem) end
+      if count + 1 > MAXP then v = string.sub(v, 1, last_at - 1 + #elem) end
     end
     if #v > @LONG@ then
-      redis.call('SET', key .. ':' .. field, v)
+      redis.call('SET', long_key(key, field), v)
       if not long then redis.call('HSET', key, field, 'L') end
     else
       redis.call('HSET', key, field, v)
     end
   end
+  for i = first, last, 2 do
+    local key, field = ARGV[i], ARGV[i + 1]
+    if string.byte(field, 1) ~= 43 then
+      put(key, field)
+    else  -- '+': no postings when the worker read it: the element's alone, unless written since
+      field = string.sub(field, 2)
+      if redis.call('HSETNX', key, field, elem) == 0 then put(key, field) end
+    end
+  end
+  return mine
 end
-if pend ~= '' then redis.call('HDEL', pend, mine) end
-return 1
 """.replace("@LONG@", str(LONG))
+
+PUT = r"""
+redis.call('EXISTS', KEYS[1])  -- a slot being moved refuses the script before any write
+""" + WRITE + r"""
+local mine = put_postings(tonumber(ARGV[1]), ARGV[2], 4, #ARGV)
+if ARGV[3] ~= '' then redis.call('HDEL', ARGV[3], mine) end
+return 1
+"""
+
 
 
 def element(k: int, doc: int) -> bytes:
@@ -150,10 +180,11 @@ class AnchorKeys:
         self._mask = (1 << self._shift) - 1
 
     def place(self, anchor: int) -> tuple[int, str, str]:
-        """(group, bucket key, field) of an anchor."""
-        bucket = anchor >> self._shift
+        """(group, bucket key, field) of an anchor (spread: see the module)."""
+        x = anchor * SPREAD & 0xFFFFFFFF
+        bucket = x >> self._shift
         g = bucket % self.groups
-        return g, f"{self.tags[g]}:a:{bucket}", str(anchor & self._mask)
+        return g, f"{self.tags[g]}:a:{bucket}", str(x & self._mask)
 
     def by_group(self, anchors: Iterable[int]) -> dict[int, list[tuple[int, str, str]]]:
         """The anchors' (index, bucket key, field) by group, in the anchors' order."""
@@ -194,11 +225,15 @@ class AnchorPostings:
         done, self._done = self._done, []
         return b"".join(k.to_bytes(4, "big") for k in done)
 
-    def _calls(self, script: Any, head: list[Any], anchors: list[int],
-               write: bool) -> tuple[list[ScriptCall], list[list[tuple[int, str, str]]]]:
+    def _calls(self, script: Any, head: list[Any], anchors: list[int], write: bool,
+               fresh: Sequence[bool] = ()) -> tuple[list[ScriptCall],
+                                                    list[list[tuple[int, str, str]]]]:
         """The calls on ``anchors``' postings: one per tag on a cluster, else one (a single
         server runs a script over keys of any tag), and the places each call covers."""
         groups = self.keys.by_group(anchors)
+        if fresh:  # PUT's hint: these had no postings when read
+            groups = {g: [(i, key, "+" + field if fresh[i] else field) for i, key, field in ps]
+                      for g, ps in groups.items()}
         if not self._cluster:
             places = [[p for ps in groups.values() for p in ps]]
             probes = [self.keys.probes[0]]
@@ -210,37 +245,50 @@ class AnchorPostings:
         return calls, places
 
     def read(self, read: ScriptCall, anchors: list[int]) -> tuple[list[Any], list[bytes]]:
-        """``READ``'s reply, and the page's anchors' postings read after it: one pipeline on a
-        single Redis (after the ``PUT`` of this worker's last originals), on a cluster ``READ``
-        first, then one call per tag."""
+        """``READ``'s reply, and the page's anchors' postings read after it: on a single Redis
+        by ``READ`` itself (given their places; not for an exact copy, which needs none), which
+        first writes the postings this worker queued (``PUT``'s work: one call a page); on a
+        cluster ``READ`` first, then one ``GET`` per tag."""
         puts = self._queued
         read.write = bool(read.args[-1])
         stored: list[bytes] = [b""] * len(anchors)
-        calls, places = self._calls(self._get, [], anchors, False) if anchors else ([], [])
         if not self._cluster:
-            outs = self._runner.run_many([*puts, read, *calls])
+            places = [p for ps in self.keys.by_group(anchors).values() for p in ps]
+            writes: list[Any] = []  # the queued PUTs, written by READ itself
+            for put in puts:
+                limit, elem, _, *pairs = put.args
+                writes += [limit, elem, len(pairs) // 2, *pairs]
+            read.args = [*read.args, len(writes), *writes, *get_args(places)]
+            read.write = read.write or bool(puts)
+            reply = self._runner.run_many([read])[0]
             self._queued, self._queued_keys = [], []
-            reply, outs = outs[len(puts)], outs[len(puts) + 1 :]
-        else:
-            reply = self._runner.run(read)
-            if not calls or reply[0] != b"ok" or int(reply[7]):  # out of date, or exact
-                return reply, stored
-            outs = self._runner.run_many(calls)
+            if reply[0] == b"ok":
+                for (i, _, _), v in zip(places, reply[10], strict=False):
+                    stored[i] = v
+            return reply, stored
+        calls, places = self._calls(self._get, [], anchors, False) if anchors else ([], [])
+        reply = self._runner.run(read)
+        if not calls or reply[0] != b"ok" or int(reply[7]):  # out of date, or exact
+            return reply, stored
+        outs = self._runner.run_many(calls)
         for ps, values in zip(places, outs, strict=True):
             for (i, _, _), v in zip(ps, values, strict=True):
                 stored[i] = v
         return reply, stored
 
-    def write(self, k: int, elem: bytes, anchors: list[int]) -> None:
+    def write(self, k: int, elem: bytes, anchors: list[int], fresh: Sequence[bool] = ()) -> None:
         """``PUT`` an original's postings on every tag its anchors live on: on a single Redis
-        in the pipeline of this worker's next ``READ`` (one round trip less a page; meanwhile
-        every worker merges it from ``:pend``), on a cluster at once."""
+        by this worker's next ``READ`` (one round trip and one call less a page; meanwhile
+        every worker merges it from ``:pend``), on a cluster at once. ``fresh``: which anchors
+        had no postings when the worker read them (a hint: ``PUT`` tries those with one
+        ``HSETNX``)."""
         if not self._cluster:
-            calls, _ = self._calls(self._put, [self.limit, elem, self.pending_key], anchors, True)
+            calls, _ = self._calls(self._put, [self.limit, elem, self.pending_key], anchors, True,
+                                   fresh)
             self._queued += calls
             self._queued_keys.append(k)
             return
-        calls, _ = self._calls(self._put, [self.limit, elem, ""], anchors, True)
+        calls, _ = self._calls(self._put, [self.limit, elem, ""], anchors, True, fresh)
         self._runner.run_many(calls)
         self._done.append(k)  # the next READ takes it off :pend, once the PUT was answered
 

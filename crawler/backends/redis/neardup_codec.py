@@ -1,7 +1,8 @@
 """The shared near-duplicate detector's data as Redis keeps it, packed to cost Redis least per
-page (layout 5): sorted values Rice-coded, an original's sketch (title, cover,
-hashes Rice-coded, each entry's block as a digit in base the page's number of blocks), a host's
-template model after a pruning, and a record's URL without ``scheme://host``.
+page (since layout 5; layout 6 moved only the anchor postings' buckets): sorted values
+Rice-coded, an original's sketch (title, cover, hashes Rice-coded, each entry's block as a digit
+in base the page's number of blocks), a host's template model after a pruning, and a record's
+URL without ``scheme://host``.
 
 A record in the heap is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
 title, cover and the packed sketch (:func:`encode_sketch`, layout 5).
@@ -36,13 +37,15 @@ __all__ = [
 ]
 
 
-LAYOUT = 5  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 6  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # what each older layout kept differently: a crawl's state of one is refused by name, never
 # misread (``crawler.backends.redis.neardup``)
 OLD_LAYOUTS = {
     3: "an index log every worker copied, where this version keeps postings spread over Redis",
     4: "records whose sketches were packed in fixed-width gaps, each in the bits of the "
        "largest, where this version Rice-codes them",
+    5: "anchor postings bucketed by the anchor's own top bits, where this version buckets "
+       "them by the anchor spread (neardup_anchors.SPREAD): its postings would not be found",
 }
 
 

@@ -14,6 +14,7 @@ arguments.
 from __future__ import annotations
 
 from crawler.backends.redis.keys import CrawlKeys, ScriptKeys
+from crawler.backends.redis.neardup_anchors import WRITE
 
 # The keys both scripts touch, as NeardupKeys names them: each call is given the versions hash
 # (KEYS[1]) and builds the others on its tag where a script writes @NAME@ (the bucketed and
@@ -124,6 +125,17 @@ if #done > 0 then
   for i = 1, #done, 4 do ks[#ks + 1] = struct.unpack('>I4', done, i) end
   redis.call('HDEL', @PEND@, unpack(ks))
 end
+-- on a single server ARGV[10] says how many arguments after it are the postings this worker
+-- queued (each original's MAXP, element, number of pairs, then its (bucket key, field)
+-- pairs): written here as neardup_anchors' PUT writes them, the original taken off :pend
+@WRITE@
+local argi, writes_end = 11, 10 + tonumber(ARGV[10] or 0)
+while argi <= writes_end do
+  local pairs_end = argi + 2 + 2 * tonumber(ARGV[argi + 2])
+  local mine = put_postings(tonumber(ARGV[argi]), ARGV[argi + 1], argi + 3, pairs_end)
+  redis.call('HDEL', @PEND@, mine)
+  argi = pairs_end + 1
+end
 if hid == 0 then hid = tonumber(redis.call('HGET', @HIDS@, host) or 0) end
 local pages, tlen = meta(hid)
 if tlen ~= known then  -- the worker's copy of the host's template is behind: send the rest
@@ -157,10 +169,19 @@ if fp ~= '' then
   if owner > 0 then orec = record(owner) or '' end
 end
 local next_id = tonumber(redis.call('GET', @NEXT@) or 0)
-local pending = {}
-if owner == 0 then pending = redis.call('HVALS', @PEND@) end
+local pending, postings = {}, {}
+if owner == 0 then
+  pending = redis.call('HVALS', @PEND@)
+  -- on a single server, after the writes: the page's anchors' places (bucket key, field), read
+  -- here as neardup_anchors' GET reads them (a call less a page; on a cluster GET does, per tag)
+  for i = argi, #ARGV, 2 do
+    local v = redis.call('HGET', ARGV[i], ARGV[i + 1]) or ''
+    if v == 'L' then v = redis.call('GET', long_key(ARGV[i], ARGV[i + 1])) or '' end
+    postings[#postings + 1] = v
+  end
+end
 return {'ok', hid, own, seq, forget, next_id, pending, owner, orec,
-        {pages, base, snap, log}}
+        {pages, base, snap, log}, postings}
 """
 
 PICK = _COMMON + r"""
@@ -356,6 +377,7 @@ return counts(action == 'exact' or action == 'near')
 def _script(source: str) -> str:
     source = source.replace("@CHUNK@", str(CHUNK)).replace("@SLOTS@", str(SLOTS))
     source = source.replace("@RECENT_MAX@", str(RECENT))
+    source = source.replace("@WRITE@\n", WRITE)
     return SCRIPT_KEYS.render(source.replace("@HEAD@\n", SCRIPT_KEYS.head()))
 
 
