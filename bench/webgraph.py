@@ -399,11 +399,10 @@ def run_real(
             sites = work / "sites"
             sites.mkdir(parents=True)
             (sites / "distrusted.txt").write_text(spam_host + "\n")
-            hosts_list = ", ".join(f'"{h}"' for h in graph.hosts)
             distrust = 'distrusted_domains = "distrusted.txt"\n' if "distrust" in order else ""
+            # an open scope, as the openweb site has: the crawl goes wherever the links lead
             (sites / "wg.toml").write_text(
-                f'name = "wg"\nallow_private_addresses = true\n{distrust}'
-                f"[scope]\nhosts = [{hosts_list}]\n"
+                f'name = "wg"\nallow_private_addresses = true\n{distrust}[scope]\nopen = true\n'
             )
             settings = {
                 "FRONTIER_PRIORITY_POLICY": order.split("+")[0],
