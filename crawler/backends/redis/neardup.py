@@ -97,7 +97,7 @@ from redis.cluster import RedisCluster
 
 from crawler.backends.redis.calls import ScriptCall, script_runner
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
+from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
 from crawler.backends.redis.neardup_codec import (
     LAYOUT,
     decode_sketch,
@@ -342,7 +342,7 @@ class RedisNearDuplicateDetector:
                 postings = merge(stored, anchors.tolist(),
                                  self.anchors.pending(pending, int(next_id)), MAX_POSTING)
                 lens = bytes(len(p) for p in postings)
-                found = self._pick(hid, _ranked(postings, own))
+                found = self._pick(hid, ranked(postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
                     continue
                 candidates, checks, picked = found
@@ -590,14 +590,3 @@ def _best(
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
-
-def _ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:
-    """Every original the postings vote for but the page's own, most votes first, then the
-    earliest stored: :func:`~crawler.content.neardup_decide.rank_candidates`'s order before it
-    keeps the live ones (``PICK`` does, on Redis's record table)."""
-    votes: dict[int, int] = {}
-    for posting in postings:
-        for _, doc in posting:
-            votes[doc] = votes.get(doc, 0) + 1
-    votes.pop(own, None)
-    return sorted(votes, key=lambda d: (-votes[d], d))
