@@ -64,6 +64,17 @@ EXACT, NEAR = 0.08, 0.22  # shares of pages that copy an earlier one, exactly / 
 CONTENT_LINES = 12
 
 
+def callgrind_dump(pid: int, root: Path) -> tuple[int, Path]:
+    """Have the redis-server running under callgrind (``pid``) dump its counts into ``root``:
+    the instructions counted since the last zeroing, and the dump's path."""
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    time.sleep(0.5)
+    dump = sorted(root.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)[-1]
+    total = next(int(line.split()[1]) for line in dump.read_text().splitlines()
+                 if line.startswith("summary:"))  # fmt: skip
+    return total, dump
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -115,12 +126,7 @@ def count_on_store(root: Path, client: redis.Redis, corpus: Corpus, capacity: in
             url, text, title = corpus.page(n)
             workers[n % 2].check(url, text, title=title)
         stats = redis.Redis(port=port).info("commandstats")
-        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
-                       capture_output=True)
-        time.sleep(0.5)
-        dumps = sorted(root.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
-        total = next(int(line.split()[1]) for line in dumps[-1].read_text().splitlines()
-                     if line.startswith("summary:"))
+        total, _ = callgrind_dump(proc.pid, root)
         ev = stats.get("cmdstat_evalsha", {})
         inner = sum(v["calls"] for k, v in stats.items()
                     if k not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info"))
@@ -488,15 +494,10 @@ def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
             cpu1 = client.info("cpu")
             stats = client.info("commandstats")
             if under:
-                subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True,
-                               capture_output=True)
-                time.sleep(0.5)
-                dumps = sorted(root.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
-                total = next(int(line.split()[1]) for line in dumps[-1].read_text().splitlines()
-                             if line.startswith("summary:"))
+                total, dump = callgrind_dump(proc.pid, root)
                 print(f"  redis-server instructions per check (callgrind): {total / count:,.0f}")
                 if shutil.which("callgrind_annotate"):  # where they go: the top functions
-                    top = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(dumps[-1])],
+                    top = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(dump)],
                                          capture_output=True, text=True).stdout.splitlines()
                     rows = [x for x in top if "(" in x and ":" in x and x.strip()[:1].isdigit()]
                     for row in rows[:40]:
