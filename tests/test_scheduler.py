@@ -297,6 +297,11 @@ def test_the_lease_ttl_outlasts_a_fetch_with_all_its_retries(caplog):
     settings = {"DOWNLOAD_TIMEOUT": 20, "RETRY_TIMES": 2, "RETRY_ENABLED": True}
     assert lease_ttl_from_settings(Settings({**settings, "FRONTIER_LEASE_TTL": 300})) == 300
     assert not caplog.records
+    assert lease_ttl_from_settings(Settings(settings)) == 120  # the default fits the project's
+    assert not caplog.records
+    slow = {**settings, "DOWNLOAD_TIMEOUT": 60}  # the default follows longer downloads quietly
+    assert lease_ttl_from_settings(Settings(slow)) == 360
+    assert not caplog.records
     assert lease_ttl_from_settings(Settings({**settings, "FRONTIER_LEASE_TTL": 50})) == 120
     assert "FRONTIER_LEASE_TTL" in caplog.text
 

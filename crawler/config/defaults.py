@@ -76,9 +76,11 @@ FRONTIER_REFILL_BATCH = 256
 FRONTIER_COMMIT_INTERVAL = 2.0
 # A URL handed out is a lease: forgotten when its page's item and links have left the spider and
 # the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
-# engine works on it) happens within this many seconds. Must exceed DOWNLOAD_TIMEOUT x
-# (RETRY_TIMES + 1); raised with a warning if it does not.
-FRONTIER_LEASE_TTL = 300.0
+# engine works on it) happens within this many seconds: also how long a killed worker's hosts
+# (and their server addresses) wait before other workers take them over. Must exceed
+# DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1): left at its default it becomes twice that when that is
+# longer (the project's 20 s x 3 fits); set lower, it is raised with a warning.
+FRONTIER_LEASE_TTL = 120.0
 # A worker stops taking work while this many pages (or bytes of pages) it fetched are not yet
 # acknowledged (waiting for the content thread, the spider or the pipelines), so a worker
 # killed loses at most the read-ahead, its fetches in flight and this much fetched work (others

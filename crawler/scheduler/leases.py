@@ -51,6 +51,8 @@ def lease_ttl_from_settings(settings: Any) -> float:
     longest = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts
     if ttl <= longest:
         raised = 2 * longest
+        if settings.get("FRONTIER_LEASE_TTL") is None:  # the default, for longer downloads
+            return raised
         logger.warning(
             "FRONTIER_LEASE_TTL (%.0fs) must exceed DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) "
             "(%.0fs); using %.0fs",
