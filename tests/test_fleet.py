@@ -185,3 +185,40 @@ def test_sizes_and_deadlines_parse() -> None:
         parse_size("lots")
     with pytest.raises(ValueError):
         parse_deadline("2000-01-01T00:00", 1e10)
+
+
+def test_a_silent_worker_is_claimed_once_and_its_leases_expire_now(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """The reaper on a real Redis: nothing on a worker's first beat, nor when its own last beat
+    is old (Redis was away for everyone); then a worker silent past the bound is claimed lost
+    once, and only its open leases get deadline 0 (the frontier's next call requeues them)."""
+    import json
+
+    import msgpack
+
+    from crawler.backends.redis.keys import CrawlKeys
+    from crawler.backends.redis.reaper import LostWorkers
+
+    client = redis_server.client()
+    keys = CrawlKeys("reap")
+    now = 1_000_000.0
+    beats = {"dead": {"state": "running", "beat": now - 100}, "alive": {"state": "running",
+             "beat": now - 1}, "done": {"state": "ended", "beat": now - 100}}  # fmt: skip
+    client.hset(keys.workers, mapping={w: json.dumps(b) for w, b in beats.items()})
+    shard = keys.frontier()
+    for token, worker in (("t1", "dead"), ("t2", "dead"), ("t3", "alive")):
+        record = ["h.test", 0, 0, 0, b"", now - 50, worker]
+        client.hset(shard.lease, token, msgpack.packb(record, use_bin_type=False))  # as Lua packs
+        client.zadd(shard.leases, {token: now + 500})
+    lost = LostWorkers(client, keys, "me", lost_after=30)
+    assert lost.after_beat(now, 5) == {}  # its first beat: it may have been cut off itself
+    assert lost.after_beat(now + 100, 5) == {}  # its own last beat 100 s old: Redis was away
+    client.hset(keys.workers, "alive", json.dumps({"state": "running", "beat": now + 101}))
+    assert lost.after_beat(now + 105, 5) == {"dead": 2}
+    assert lost.after_beat(now + 110, 5) == {}  # claimed once
+    assert json.loads(client.hget(keys.workers, "dead"))["state"] == "lost"
+    assert json.loads(client.hget(keys.workers, "done"))["state"] == "ended"
+    scores = dict(client.zrange(shard.leases, 0, -1, withscores=True))
+    assert scores == {b"t1": 0.0, b"t2": 0.0, b"t3": now + 500}
+    assert LostWorkers(client, keys, "me", lost_after=0).after_beat(now + 200, 5) == {}

@@ -173,6 +173,41 @@ def test_workers_crawl_one_site_once_and_politely(
         assert ("holds no URL yet: waiting" in r.log) == (workers == 3)
 
 
+def test_a_silent_workers_leases_come_back_long_before_their_ttl(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A worker killed while holding leases, with a lease TTL of 10 minutes: the other worker
+    sees its heartbeat stop, takes it for lost after ``FLEET_WORKER_LOST_AFTER`` (3 s here),
+    hands its leases back at once and finishes the crawl with every page fetched, minutes before
+    the TTL could have brought them back."""
+    extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 600,
+             "FLEET_HEARTBEAT_INTERVAL": 0.5, "FLEET_WORKER_LOST_AFTER": 3}  # fmt: skip
+    with site(pages=30) as server:
+        procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **extra)
+        client = redis_server.client()
+
+        def holds_leases(proc: Any) -> bool:
+            marker = f":{proc.pid}".encode()
+            return any(marker in r for r in client.hvals("{" + key + "}:lease"))
+
+        wait_until(lambda: holds_leases(procs[1]), timeout=60)
+        procs[1].send_signal(signal.SIGKILL)  # dies holding its leases
+        procs[1].wait(10)
+        # well inside the TTL (600 s): only the reaping can let the crawl end by then
+        survivor = finish_crawl(procs[0], dirs[0], timeout=240)
+        records = server.records
+        wanted = server.graph.reachable(server.seeds())
+        leases_left = client.zcard("{" + key + "}:leases")
+    assert survivor.returncode == 0, survivor.log[-3000:]
+    assert survivor.stats["finish_reason"] == "finished"
+    assert "taken for lost, its" in survivor.log
+    allowed = {u for u in wanted if "/private/" not in u}
+    assert allowed <= set(normalized(records)), sorted(allowed - set(normalized(records)))[:5]
+    assert leases_left == 0
+    check_polite(records)
+
+
 def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811

@@ -201,6 +201,11 @@ FRONTIER_REFRESH_INTERVAL = 2.0
 # script call per beat, never one per increment) and its pages/s, for `scrapy frontier <site>`.
 # 0 turns the heartbeat (and the whole-crawl summary of the last worker) off.
 FLEET_HEARTBEAT_INTERVAL = 5.0
+# A worker of a shared crawl silent this long (no heartbeat) is taken for lost: the first other
+# worker to see it hands its leases back at once (its hosts' slots rest their delay first), not
+# after FRONTIER_LEASE_TTL. A worker only stalled that long may see some of its pages fetched
+# again. 0: leases come back only with the TTL.
+FLEET_WORKER_LOST_AFTER = 30.0
 # Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
 # shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
 REDIS_PASSWORD_FILE = ""
