@@ -101,6 +101,13 @@ def start_workers(
     return procs, dirs, key
 
 
+def holds_leases(client: Any, key: str, proc: Any) -> bool:
+    """Whether the worker process ``proc`` holds a lease of crawl ``key`` (its pid is in the
+    lease records' worker id)."""
+    marker = f":{proc.pid}".encode()
+    return any(marker in r for r in client.hvals("{" + key + "}:lease"))
+
+
 def hold_until_every_worker_opened(
     server: RoutedSiteServer, tmp_path: Path, workers: int, after: int = 20
 ) -> threading.Event:
@@ -186,12 +193,7 @@ def test_a_silent_workers_leases_come_back_long_before_their_ttl(
     with site(pages=30) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **extra)
         client = redis_server.client()
-
-        def holds_leases(proc: Any) -> bool:
-            marker = f":{proc.pid}".encode()
-            return any(marker in r for r in client.hvals("{" + key + "}:lease"))
-
-        wait_until(lambda: holds_leases(procs[1]), timeout=60)
+        wait_until(lambda: holds_leases(client, key, procs[1]), timeout=60)
         procs[1].send_signal(signal.SIGKILL)  # dies holding its leases
         procs[1].wait(10)
         # well inside the TTL (600 s): only the reaping can let the crawl end by then
@@ -218,12 +220,8 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     with site(pages=30) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 3, **extra)
         client = redis_server.client()
-        def holds_leases(proc: Any) -> bool:
-            marker = f":{proc.pid}".encode()
-            return any(marker in r for r in client.hvals("{" + key + "}:lease"))
-
         # mid-crawl: both workers about to be stopped are holding work
-        wait_until(lambda: holds_leases(procs[1]) and holds_leases(procs[2]))
+        wait_until(lambda: all(holds_leases(client, key, p) for p in procs[1:]))
         procs[1].send_signal(signal.SIGKILL)  # dies holding whatever it held
         procs[1].wait(10)
         # a request the dead worker sent just before dying can still have its request line
