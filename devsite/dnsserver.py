@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet import defer, reactor
+from twisted.internet.error import CannotListenError
 from twisted.names import dns, error, server
 
 
@@ -110,9 +111,18 @@ class ZoneResolver:
 def main(argv: list[str]) -> None:
     log = open(argv[1], "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
     factory = server.DNSServerFactory(clients=[ZoneResolver(Path(argv[0]), log)])
-    udp = reactor.listenUDP(0, dns.DNSDatagramProtocol(factory), interface="127.0.0.1")  # type: ignore[attr-defined]
-    port = udp.getHost().port
-    reactor.listenTCP(port, factory, interface="127.0.0.1")  # type: ignore[attr-defined]
+    # a free UDP port, then TCP on the same number: another process may hold that TCP port
+    # (tests run in parallel), so try again with another one
+    for attempt in range(20):
+        udp = reactor.listenUDP(0, dns.DNSDatagramProtocol(factory), interface="127.0.0.1")  # type: ignore[attr-defined]
+        port = udp.getHost().port
+        try:
+            reactor.listenTCP(port, factory, interface="127.0.0.1")  # type: ignore[attr-defined]
+            break
+        except CannotListenError:
+            udp.stopListening()
+            if attempt == 19:
+                raise
     print(f"PORT {port}", flush=True)
     reactor.run()  # type: ignore[attr-defined]
 
