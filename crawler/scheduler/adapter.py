@@ -339,9 +339,22 @@ class FrontierScheduler(BaseScheduler):
                 frontier.finish(lease.token, None, Outcome.NOT_SENT)
                 self.stats.rejected("invalid_url", lease.entry.url)
                 logger.debug("Cannot build a request for %s: %s", lease.entry.url, exc)
+        if request.meta.get("seed"):
+            self._seed_leased(request.url)
         leases.handed_out(lease.token, request, lease.entry.host)
         self.stats.inc("frontier/leased")
         return request
+
+    def _seed_leased(self, url: str) -> None:
+        """A seed another worker queued is in scope here too before its page's links come back:
+        the shared scope's news (``_scope_arrived``) may reach this worker later than the seed
+        (a worker that joined before the one with the seeds leases them at once)."""
+        admission = self.admission
+        if admission is None or admission.policy.any_host:
+            return
+        _, _, host = admission.policy.check(url, filters=False)
+        if host and host not in admission.policy.hosts and admission.widen({host}):
+            self._scope_grew()
 
     def renew_leases(self) -> None:
         if self.leases is not None:
