@@ -240,3 +240,36 @@ def test_w3c_datetimes(text: str, same_as: str) -> None:
 @pytest.mark.parametrize("text", ["yesterday", "1997-7-16", "1997-13-01", "", "16/07/1997"])
 def test_unreadable_lastmod_says_nothing(text: str) -> None:
     assert parse_lastmod(text) is None
+
+
+# -- feeds, which sitemaps.org accepts as sitemaps ---------------------------------------------
+
+
+def test_rss_and_atom_feeds_are_read_as_sitemaps() -> None:
+    rss = (b'<?xml version="1.0"?><rss version="2.0"><channel><title>Shop</title>'
+           b"<link>https://shop.example/</link>"
+           b"<item><link>https://shop.example/post/1</link>"
+           b"<pubDate>Sun, 06 Sep 2009 16:20:00 +0000</pubDate></item>"
+           b"<item><guid>https://shop.example/guid.html</guid><pubDate>06 Sep 09 16:20 GMT"
+           b"</pubDate></item>"
+           b"<item><guid isPermaLink='false'>urn:uuid:1234</guid></item>"
+           b"<item><link>/post/3</link><pubDate>Sun, 06 Sep 2009 16:20:00</pubDate></item>"
+           b"</channel></rss>")
+    got = read(rss, f"{SITE}/feed.rss", "application/rss+xml")
+    t = parse_lastmod("2009-09-06T16:20:00Z")
+    assert [(loc, mod) for loc, _, mod in got.entries] == [
+        (f"{SITE}/post/1", t), (f"{SITE}/guid.html", t), (f"{SITE}/post/3", None)]
+    atom = (b'<feed xmlns="http://www.w3.org/2005/Atom"><title>Shop</title>'
+            b'<link href="https://shop.example/"/>'
+            b'<entry><link rel="edit" href="https://shop.example/edit/1"/>'
+            b'<link href="https://shop.example/post/1"/><updated>2003-12-13T18:30:02Z</updated>'
+            b'</entry><entry><link rel="alternate" href="post/2"/>'
+            b"<published>2003-12-14</published></entry></feed>")
+    got = read(atom, f"{SITE}/atom.xml", "text/xml")
+    assert [(loc, mod) for loc, _, mod in got.entries] == [
+        (f"{SITE}/post/1", parse_lastmod("2003-12-13T18:30:02Z")),
+        (f"{SITE}/post/2", parse_lastmod("2003-12-14"))]
+    rdf = (b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+           b'xmlns="http://purl.org/rss/1.0/"><channel><link>https://shop.example/</link>'
+           b"</channel><item><link>https://shop.example/pub/1.html</link></item></rdf:RDF>")
+    assert locs(read(rdf, f"{SITE}/news.rdf")) == [f"{SITE}/pub/1.html"]

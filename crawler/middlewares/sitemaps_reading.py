@@ -20,6 +20,7 @@ from scrapy.utils.gz import gunzip
 
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.sitemaps import (
+    FEEDS,
     FOREIGN,
     GZIP,
     IN,
@@ -97,7 +98,7 @@ def read_sitemap(
         out.invalid += other
         _keep(out, coverage, [(u, None) for u in urls])
         return out
-    sitemap = read_xml(body, limit)
+    sitemap = read_xml(body, limit, url)
     if sitemap.error:
         out.problems.append(("unreadable", f"is not readable XML ({sitemap.error}): dropped"))
         return out
@@ -113,12 +114,12 @@ def read_sitemap(
                 out.children.append(loc)
             else:
                 out.off_site += 1
-    elif sitemap.root == URLSET:
+    elif sitemap.root == URLSET or sitemap.root in FEEDS:
         out.read = True
         _keep(out, coverage, sitemap.rows)
     else:
-        out.problems.append(("content_type", f"has root <{sitemap.root}>, not <urlset> or "
-                             "<sitemapindex>: not read"))
+        out.problems.append(("content_type", f"has root <{sitemap.root}>, not <urlset>, "
+                             "<sitemapindex> nor a feed: not read"))
     return out
 
 

@@ -13,10 +13,11 @@ from crawler.sitemaps.files import GZIP, TEXT, XML, cut_text, file_kind, text_si
 from crawler.sitemaps.lastmod import CHANGED, NEW, UNCHANGED, UNKNOWN, decide, parse_lastmod
 from crawler.sitemaps.limits import SitemapLimits
 from crawler.sitemaps.location import FOREIGN, IN, OUT_OF_FOLDER, Coverage
-from crawler.sitemaps.xmlfile import SITEMAPINDEX, URLSET, XmlSitemap, read_xml
+from crawler.sitemaps.xmlfile import FEEDS, SITEMAPINDEX, URLSET, XmlSitemap, read_xml
 
 __all__ = [
     "CHANGED",
+    "FEEDS",
     "FOREIGN",
     "GZIP",
     "IN",

@@ -1,14 +1,14 @@
 """What kind of sitemap file an answer is (XML, gzip or text), read from its bytes alone.
 
-Sitemaps.org allows XML, gzip-compressed XML and plain text (one URL per line, UTF-8). Servers
-label sitemaps every which way (``application/octet-stream`` for ``.xml.gz`` and ``.txt``,
-``text/html`` for generated XML, no ``Content-Type`` at all), so the label decides nothing, as
-in crawler-commons' ``MimeTypeDetector``: a gzip magic number is gzip; a body that opens with
-``<`` (after a byte-order mark and white space) is XML unless it is an HTML page; a body of
-text whose first line that says something is an absolute ``http(s)`` URL is a text sitemap
-(blank lines, a byte-order mark and ``#`` comment lines before it are allowed: hand-written
-files have them). Anything else (an HTML page, an image, a login form, a JSON error answered
-with 200) is the wrong content and is not read.
+Sitemaps.org allows XML (sitemaps, and RSS or Atom feeds), gzip-compressed XML and plain text
+(one URL per line, UTF-8). Servers label sitemaps every which way (``application/octet-stream``
+for ``.xml.gz`` and ``.txt``, ``text/html`` for generated XML, no ``Content-Type`` at all), so
+the label decides nothing, as in crawler-commons' ``MimeTypeDetector``: a gzip magic number is
+gzip; a body that opens with ``<`` (after a byte-order mark and white space) is XML unless it
+is an HTML page; a body of text whose first line that says something is an absolute
+``http(s)`` URL is a text sitemap (blank lines, a byte-order mark and ``#`` comment lines
+before it are allowed: hand-written files have them). Anything else (an HTML page, an image, a
+login form, a JSON error answered with 200) is the wrong content and is not read.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Reading an XML sitemap (a ``<urlset>`` or a ``<sitemapindex>``) entry by entry, bounded, and
-safe against hostile XML.
+"""Reading an XML sitemap (a ``<urlset>`` or a ``<sitemapindex>``, or a syndication feed, which
+sitemaps.org accepts too: ``crawler.sitemaps.feeds``) entry by entry, bounded, and safe against
+hostile XML.
 
 lxml's ``iterparse`` reads the file one entry at a time (each is dropped once read, so a file of
 millions of entries costs the memory of one), and stops once the limit is passed. What it
@@ -31,10 +32,17 @@ from io import BytesIO
 
 from lxml import etree
 
+from crawler.sitemaps.feeds import local_name as _local
+from crawler.sitemaps.feeds import read_feed_entry
+
 URLSET = "urlset"
 SITEMAPINDEX = "sitemapindex"
-# The entry element of each kind of root.
-ENTRY = {URLSET: "url", SITEMAPINDEX: "sitemap"}
+# Syndication feeds, which sitemaps.org accepts as sitemaps: RSS 2.0, RSS 1.0 (RDF), Atom.
+RSS, RDF, ATOM = "rss", "RDF", "feed"
+FEEDS = frozenset({RSS, RDF, ATOM})
+# The entry element of each kind of root, and its depth (1: a child of the root).
+ENTRY = {URLSET: ("url", 1), SITEMAPINDEX: ("sitemap", 1), RSS: ("item", 2),
+         RDF: ("item", 1), ATOM: ("entry", 1)}
 
 # (location, lastmod as written or None)
 Row = tuple[str, str | None]
@@ -51,8 +59,9 @@ class XmlSitemap:
     error: str = ""  # why nothing could be read at all
 
 
-def read_xml(body: bytes, limit: int) -> XmlSitemap:
-    """The entries of an XML sitemap, at most ``limit`` (see the module docstring)."""
+def read_xml(body: bytes, limit: int, base: str = "") -> XmlSitemap:
+    """The entries of an XML sitemap or feed, at most ``limit`` (see the module docstring);
+    a feed's relative links are resolved against ``base``, the feed's URL."""
     out = XmlSitemap()
     body = body[: body.rfind(b">") + 1]
     events = etree.iterparse(
@@ -62,25 +71,29 @@ def read_xml(body: bytes, limit: int) -> XmlSitemap:
     )  # fmt: skip
     depth = 0
     root: etree._Element | None = None
-    entry = ""
+    entry, at = "", 0
     try:
         for event, element in events:
             if event == "start":
                 depth += 1
                 if depth == 1:
                     root, out.root = element, _local(element)
-                    entry = ENTRY.get(out.root, "")
+                    entry, at = ENTRY.get(out.root, ("", 0))
                     if not entry:
                         return out
                 continue
             depth -= 1
-            if depth != 1 or root is None:
+            if depth != at:
                 continue
             if _local(element) == entry:
-                _read_entry(element, entry, out)
+                if out.root in FEEDS:
+                    _add(out, *read_feed_entry(element, base, out.root == ATOM))
+                else:
+                    _read_entry(element, entry, out)
             element.clear()
-            while element.getprevious() is not None:
-                del root[0]
+            parent = element.getparent()
+            while parent is not None and element.getprevious() is not None:
+                del parent[0]
             if len(out.rows) > limit:
                 break
     except etree.XMLSyntaxError as exc:
@@ -135,10 +148,3 @@ def _text(element: etree._Element, out: XmlSitemap) -> str:
         out.hidden += 1
         return ""
     return "".join(element.itertext())
-
-
-def _local(element: etree._Element) -> str:
-    tag = element.tag
-    if not isinstance(tag, str):
-        return ""
-    return tag.rpartition("}")[2]
