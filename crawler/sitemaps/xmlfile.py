@@ -65,34 +65,35 @@ def read_xml(body: bytes, limit: int, base: str = "") -> XmlSitemap:
     out = XmlSitemap()
     body = body[: body.rfind(b">") + 1]
     events = etree.iterparse(
-        BytesIO(body), events=("start", "end"), recover=True, resolve_entities=False,
+        BytesIO(body), events=("end",), recover=True, resolve_entities=False,
         no_network=True, load_dtd=False, huge_tree=False, remove_comments=True,
         remove_pis=True, collect_ids=False,
     )  # fmt: skip
-    depth = 0
     root: etree._Element | None = None
-    entry, at = "", 0
+    entry, at, suffix = "", 0, ""
     try:
-        for event, element in events:
-            if event == "start":
-                depth += 1
-                if depth == 1:
-                    root, out.root = element, _local(element)
-                    entry, at = ENTRY.get(out.root, ("", 0))
-                    if not entry:
-                        return out
+        for _, element in events:
+            if root is None:  # the first element closed: its top ancestor is the root
+                root = element
+                while (up := root.getparent()) is not None:
+                    root = up
+                out.root = _local(root)
+                entry, at = ENTRY.get(out.root, ("", 0))
+                if not entry:
+                    return out
+                suffix = "}" + entry
+            tag = element.tag
+            if not (tag == entry or (isinstance(tag, str) and tag.endswith(suffix))):
                 continue
-            depth -= 1
-            if depth != at:
-                continue
-            if _local(element) == entry:
-                if out.root in FEEDS:
-                    _add(out, *read_feed_entry(element, base, out.root == ATOM))
-                else:
-                    _read_entry(element, entry, out)
-            element.clear()
             parent = element.getparent()
-            while parent is not None and element.getprevious() is not None:
+            if parent is None or (parent if at == 1 else parent.getparent()) is not root:
+                continue
+            if out.root in FEEDS:
+                _add(out, *read_feed_entry(element, base, out.root == ATOM))
+            else:
+                _read_entry(element, entry, out)
+            element.clear()
+            while element.getprevious() is not None:
                 del parent[0]
             if len(out.rows) > limit:
                 break
@@ -144,6 +145,8 @@ def _add(out: XmlSitemap, loc: str, lastmod: str | None) -> None:
 def _text(element: etree._Element, out: XmlSitemap) -> str:
     """All the text inside ``element`` (CDATA and markup inside it included); "" when it
     holds an entity reference, which is never expanded."""
+    if not len(element):  # no child, so no entity reference either: the common case
+        return element.text or ""
     if any(isinstance(node, etree._Entity) for node in element.iter()):
         out.hidden += 1
         return ""
