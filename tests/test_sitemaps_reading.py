@@ -116,6 +116,7 @@ def test_the_folder_rule_of_sitemaps_org() -> None:
     rule = Coverage(sitemap, "http://example.com", named=False, folder_rule=True)
     assert rule.entry("http://example.com/catalog/show?item=233&user=3453") == IN
     assert rule.entry("http://EXAMPLE.com:80/catalog/x") == IN
+    assert rule.entry("http://example.com./catalog/x") == IN
     assert rule.entry("http://example.com/image/show?item=233&user=3453") == OUT_OF_FOLDER
     assert rule.entry("http://example.com/catalogue") == OUT_OF_FOLDER
     assert rule.entry("https://example.com/catalog/page1.php") == OUT_OF_FOLDER

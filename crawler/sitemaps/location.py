@@ -39,7 +39,8 @@ def site_of(parts: SplitResult) -> Site:
         port = parts.port
     except ValueError:
         port = None
-    return scheme, (parts.hostname or ""), port or _DEFAULT_PORTS.get(scheme)
+    # "example.com." is example.com (a fully qualified name): one host, one site
+    return scheme, (parts.hostname or "").rstrip("."), port or _DEFAULT_PORTS.get(scheme)
 
 
 def folder_of(path: str) -> str:
