@@ -246,9 +246,10 @@ def web_shapes_site() -> RoutedSiteServer:
     """robots.txt of HOST names: two sitemaps whose URLs differ only in case (two files: the
     server tells case apart), a text sitemap served as ``application/octet-stream`` and
     another with no ``Content-Type``, both with a BOM, a comment and blank lines; an index
-    whose one entry has two ``<loc>``; and a sitemap on OTHER (a cross-submit) that lists
-    pages of HOST (proved by its robots.txt), pages of its own folder, and pages of OTHER
-    outside its folder (refused by the folder rule)."""
+    whose one entry has two ``<loc>`` (the second in a folder, listing pages outside it: the
+    index is named in robots.txt, so its sitemaps may); and a sitemap on OTHER (a
+    cross-submit) that lists pages of HOST (proved by its robots.txt), pages of its own
+    folder, and pages of OTHER outside its folder (refused by the folder rule)."""
     graph = build_site([HostSpec(HOST, pages=1), HostSpec(OTHER, pages=1)], links_per_page=1,
                        extras=False)
     server = RoutedSiteServer(graph)
@@ -281,10 +282,10 @@ def web_shapes_site() -> RoutedSiteServer:
     server.route(HOST, "/index.xml", lambda ask: answer(
         b'<?xml version="1.0"?><sitemapindex><sitemap>'
         + f"<loc>{ask.server.url(HOST, '/first.xml')}</loc>".encode()
-        + f"<loc>{ask.server.url(HOST, '/second.xml')}</loc>".encode()
+        + f"<loc>{ask.server.url(HOST, '/maps/second.xml')}</loc>".encode()
         + b"</sitemap></sitemapindex>"))
     server.route(HOST, "/first.xml", lambda ask: answer(urlset(pages(ask, "first"))))
-    server.route(HOST, "/second.xml", lambda ask: answer(urlset(pages(ask, "second"))))
+    server.route(HOST, "/maps/second.xml", lambda ask: answer(urlset(pages(ask, "second"))))
     server.route(OTHER, ELSEWHERE, lambda ask: answer(urlset(
         pages(ask, "docs/inside", OTHER) + pages(ask, "outside", OTHER) + pages(ask, "proved"))))
     return server
@@ -301,7 +302,7 @@ def test_sitemaps_read_as_the_web_writes_them(tmp_path: Path) -> None:
         paths = [r.path for r in server.records]
     assert result.returncode == 0, result.log[-3000:]
     for p in ("/Sitemap.xml", "/sitemap.xml", "/urls.txt", "/urls-untyped", "/index.xml",
-              "/first.xml", "/second.xml", ELSEWHERE):
+              "/first.xml", "/maps/second.xml", ELSEWHERE):
         assert paths.count(p) == 1, (p, sorted(asked))
     for name in NAMES:
         for i in range(2):
