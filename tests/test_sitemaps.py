@@ -235,3 +235,95 @@ def test_lastmod_spares_a_recrawl_the_unchanged_pages(tmp_path: Path) -> None:
                            (time.time(),)).fetchone()[0]
     conn.close()
     assert due_now == 0
+
+
+OTHER = "127.0.0.3"
+NAMES = ("upper", "lower", "octet", "untyped", "first", "second", "proved")
+ELSEWHERE = "/docs/sitemap.xml"
+
+
+def web_shapes_site() -> RoutedSiteServer:
+    """robots.txt of HOST names: two sitemaps whose URLs differ only in case (two files: the
+    server tells case apart), a text sitemap served as ``application/octet-stream`` and
+    another with no ``Content-Type``, both with a BOM, a comment and blank lines; an index
+    whose one entry has two ``<loc>`` (the second in a folder, listing pages outside it: the
+    index is named in robots.txt, so its sitemaps may); and a sitemap on OTHER (a
+    cross-submit) that lists pages of HOST (proved by its robots.txt), pages of its own
+    folder, and pages of OTHER outside its folder (refused by the folder rule)."""
+    graph = build_site([HostSpec(HOST, pages=1), HostSpec(OTHER, pages=1)], links_per_page=1,
+                       extras=False)
+    server = RoutedSiteServer(graph)
+    for name in NAMES:
+        for i in range(2):
+            server.set_body(HOST, f"/{name}/{i}.html", hidden_page(i, name))
+    for name in ("docs/inside", "outside"):
+        for i in range(2):
+            server.set_body(OTHER, f"/{name}/{i}.html", hidden_page(i, name))
+
+    def robots(ask: Ask) -> Answer:
+        lines = "".join(f"Sitemap: {ask.server.url(HOST, p)}\n" for p in (
+            "/Sitemap.xml", "/sitemap.xml", "/urls.txt", "/urls-untyped", "/index.xml"))
+        lines += f"Sitemap: {ask.server.url(OTHER, ELSEWHERE)}\n"
+        return answer(f"User-agent: *\nAllow: /\n{lines}".encode(), "text/plain")
+
+    def pages(ask: Ask, name: str, address: str = HOST) -> list[tuple[str, str | None]]:
+        return [(ask.server.url(address, f"/{name}/{i}.html"), None) for i in range(2)]
+
+    def text(ask: Ask, name: str) -> bytes:
+        lines = [ask.server.url(HOST, f"/{name}/{i}.html") for i in range(2)]
+        return ("\ufeff# the pages of the site\n\n" + "\n\n".join(lines) + "\n").encode()
+
+    server.route(HOST, "/robots.txt", robots)
+    server.route(HOST, "/Sitemap.xml", lambda ask: answer(urlset(pages(ask, "upper"))))
+    server.route(HOST, "/sitemap.xml", lambda ask: answer(urlset(pages(ask, "lower"))))
+    server.route(HOST, "/urls.txt",
+                 lambda ask: answer(text(ask, "octet"), "application/octet-stream"))
+    server.route(HOST, "/urls-untyped", lambda ask: (200, [], text(ask, "untyped")))
+    server.route(HOST, "/index.xml", lambda ask: answer(
+        b'<?xml version="1.0"?><sitemapindex><sitemap>'
+        + f"<loc>{ask.server.url(HOST, '/first.xml')}</loc>".encode()
+        + f"<loc>{ask.server.url(HOST, '/maps/second.xml')}</loc>".encode()
+        + b"</sitemap></sitemapindex>"))
+    server.route(HOST, "/first.xml", lambda ask: answer(urlset(pages(ask, "first"))))
+    server.route(HOST, "/maps/second.xml", lambda ask: answer(urlset(pages(ask, "second"))))
+    server.route(OTHER, ELSEWHERE, lambda ask: answer(urlset(
+        pages(ask, "docs/inside", OTHER) + pages(ask, "outside", OTHER) + pages(ask, "proved"))))
+    return server
+
+
+def test_sitemaps_read_as_the_web_writes_them(tmp_path: Path) -> None:
+    """Issue 35, defect 5, on a real server (:func:`web_shapes_site`): the access log shows
+    every sitemap asked once, every page they may list asked, none outside the folder."""
+    server = web_shapes_site()
+    with server:
+        result = run_crawl(tmp_path, seeds=server.seeds(), settings=loopback_settings(
+            FRONTIER_MIN_DELAY=0.01))
+        asked = {(r.host, r.path) for r in server.records}
+        paths = [r.path for r in server.records]
+    assert result.returncode == 0, result.log[-3000:]
+    for p in ("/Sitemap.xml", "/sitemap.xml", "/urls.txt", "/urls-untyped", "/index.xml",
+              "/first.xml", "/maps/second.xml", ELSEWHERE):
+        assert paths.count(p) == 1, (p, sorted(asked))
+    for name in NAMES:
+        for i in range(2):
+            assert (HOST, f"/{name}/{i}.html") in asked, (name, sorted(asked))
+    for i in range(2):
+        assert (OTHER, f"/docs/inside/{i}.html") in asked, sorted(asked)
+        assert (OTHER, f"/outside/{i}.html") not in asked, sorted(asked)
+    assert result.stats["sitemaps/out_of_folder"] == 2
+    lines = [line for line in result.log.splitlines() if "SITEMAPS_FOLDER_RULE" in line]
+    assert len(lines) == 1, lines
+
+
+def test_a_site_config_turns_the_folder_rule_off(tmp_path: Path) -> None:
+    server = web_shapes_site()
+    sites = tmp_path / "sites"
+    write_site(sites, "lenient", "[settings]\nSITEMAPS_FOLDER_RULE = false\n")
+    with server:
+        result = run_crawl(tmp_path, "lenient", seeds=server.seeds(), sites_dir=sites,
+                           settings=loopback_settings(FRONTIER_MIN_DELAY=0.01))
+        asked = {(r.host, r.path) for r in server.records}
+    assert result.returncode == 0, result.log[-3000:]
+    for i in range(2):
+        assert (OTHER, f"/outside/{i}.html") in asked, sorted(asked)
+    assert "sitemaps/out_of_folder" not in result.stats

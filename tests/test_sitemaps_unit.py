@@ -23,20 +23,20 @@ from crawler.sitemaps import (
 )
 
 
-def test_file_kind_reads_the_bytes_before_the_label() -> None:
-    assert file_kind(gzip.compress(b"<urlset/>"), "application/octet-stream") == GZIP
-    assert file_kind(b'\xef\xbb\xbf <?xml version="1.0"?><urlset/>', "text/html") == XML
-    assert file_kind(b"http://a.example/1\nhttp://a.example/2\n", "text/plain") == TEXT
-    assert file_kind(b"<!DOCTYPE html><html><body>login</body></html>", "text/html") is None
-    assert file_kind(b"\x89PNG\r\n", "image/png") is None
-    assert file_kind(b"http://a.example/", "text/html") is None
+def test_file_kind_reads_the_bytes_not_the_label() -> None:
+    assert file_kind(gzip.compress(b"<urlset/>")) == GZIP
+    assert file_kind(b'\xef\xbb\xbf <?xml version="1.0"?><urlset/>') == XML
+    assert file_kind(b"http://a.example/1\nhttp://a.example/2\n") == TEXT
+    assert file_kind(b"<!DOCTYPE html><html><body>login</body></html>") is None
+    assert file_kind(b"\x89PNG\r\n") is None
+    assert file_kind(b"") is None
 
 
 def test_text_sitemap_is_bounded() -> None:
     body = b"# comment\nhttp://a.example/1\n\nftp://no\nhttps://a.example/2\nhttp://a.example/3\n"
     assert text_sitemap_urls(body, 10) == (
-        ["http://a.example/1", "https://a.example/2", "http://a.example/3"], False)
-    assert text_sitemap_urls(body, 2) == (["http://a.example/1", "https://a.example/2"], True)
+        ["http://a.example/1", "https://a.example/2", "http://a.example/3"], False, 1)
+    assert text_sitemap_urls(body, 2) == (["http://a.example/1", "https://a.example/2"], True, 1)
 
 
 def test_lastmod_w3c_datetimes_and_decisions() -> None:
@@ -79,25 +79,26 @@ def test_robots_rules_list_their_sitemaps() -> None:
 def test_read_sitemap_bounds_each_hostile_shape() -> None:
     from crawler.middlewares.sitemaps_reading import read_sitemap
 
+    origin = SitemapFile("http://a.example/s.xml", "http://a.example")
     limits = SitemapLimits(max_urls=3, max_size=10_000)
     rows = "".join(f"<url><loc>http://a.example/{i}</loc><lastmod>2024-01-0{i + 1}</lastmod></url>"
                    for i in range(5))
     urlset = f'<?xml version="1.0"?><urlset>{rows}<url><loc>http://b.example/x</loc></url></urlset>'
     got = read_sitemap(urlset.encode(), "application/xml", "http://a.example/s.xml",
-                       "http://a.example", limits)
+                       origin, limits)
     assert [e[0] for e in got.entries] == [f"http://a.example/{i}" for i in range(3)]
     assert got.entries[0][2] == parse_lastmod("2024-01-01")
     assert [p[0] for p in got.problems] == ["urls"]  # more than 3: the rest ignored
     bomb = read_sitemap(gzip.compress(b"<urlset>" + b" " * 50_000), None,
-                        "http://a.example/b.xml.gz", "http://a.example", limits)
+                        "http://a.example/b.xml.gz", origin, limits)
     assert [p[0] for p in bomb.problems] == ["bomb"] and not bomb.entries
     html = read_sitemap(b"<html><body>hi</body></html>", "text/html",
-                        "http://a.example/s.xml", "http://a.example", limits)
+                        "http://a.example/s.xml", origin, limits)
     assert [p[0] for p in html.problems] == ["content_type"]
     index = read_sitemap(b"<sitemapindex><sitemap><loc>http://a.example/1.xml</loc></sitemap>"
                          b"</sitemapindex>", "text/xml", "http://a.example/i.xml",
-                         "http://a.example", limits)
+                         origin, limits)
     assert index.index and index.children == ["http://a.example/1.xml"]
     foreign = read_sitemap(b"http://a.example/1\nhttp://evil.example/2\n", "text/plain",
-                           "http://a.example/s.txt", "http://a.example", limits)
+                           "http://a.example/s.txt", origin, limits)
     assert [e[0] for e in foreign.entries] == ["http://a.example/1"] and foreign.foreign == 1

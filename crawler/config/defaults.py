@@ -268,6 +268,10 @@ SITEMAPS_MAX_SIZE = 52_428_800
 # Entries taken from all the sitemaps of one crawl (the per-site cap), and sitemap files fetched.
 SITEMAPS_MAX_SITE_URLS = 1_000_000
 SITEMAPS_MAX_FILES = 1_000
+# sitemaps.org's location rule: a sitemap lists only URLs under its own folder (same scheme,
+# host and port), except one named in robots.txt, which may list any URL of that host. Off:
+# any URL of the sitemap's host (for CMSs that keep sitemaps in a folder of their own).
+SITEMAPS_FOLDER_RULE = True
 # With a crawl database: a due page whose <lastmod> is not after its last fetch is not asked
 # (recorded as not modified); one whose <lastmod> is after it is asked now, due or not.
 SITEMAPS_LASTMOD = True

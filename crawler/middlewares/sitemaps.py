@@ -9,18 +9,20 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   own host, so it comes before the host's pages under the host's politeness, like robots.txt;
   a sitemap on another host is an ordinary request, in scope or refused like any link.
 * The answer never reaches the spider (nor the crawl database, nor the index): it is read on
-  the content thread (``crawler.middlewares.sitemaps_reading``: Scrapy's own
-  ``scrapy.utils.sitemap.Sitemap`` and ``scrapy.utils.gz.gunzip``, bounded), and
-  :class:`SitemapHandled` ends the request. An index's sitemaps are requested in turn (first
-  of their host again); a urlset's or a text sitemap's URLs go to the frontier in one batch
-  (``links_extracted``, depth 1), where scope, filters, the seen-test and politeness apply as
-  to any link.
+  the content thread (``crawler.middlewares.sitemaps_reading``: the bytes say what the file
+  is, Scrapy's ``scrapy.utils.gz.gunzip`` inflates, ``crawler.sitemaps.read_xml`` reads; all
+  bounded), and :class:`SitemapHandled` ends the request. An index's sitemaps are requested
+  in turn (first of their host again); a urlset's or a text sitemap's URLs go to the frontier
+  in one batch (``links_extracted``, depth 1), where scope, filters, the seen-test and
+  politeness apply as to any link.
 * Bounds (``crawler.sitemaps``), each with one log line: a gzip file inflating past
   ``SITEMAPS_MAX_SIZE`` (a bomb) is dropped while it inflates; a plain file past it is read up to
   it; entries past ``SITEMAPS_MAX_URLS`` in one file and past ``SITEMAPS_MAX_SITE_URLS`` in the
   crawl are ignored; a file already read (an index that lists itself) is not asked again; an
-  answer that is no sitemap (HTML, an image) is not read; entries on another host than the
-  sitemap's (or the robots.txt's that named it) are dropped, as the protocol says.
+  answer that is no sitemap (HTML, an image) is not read, whatever its ``Content-Type`` says
+  (the bytes decide); entries on another host than the sitemap's (or the robots.txt's that
+  named it) are dropped, and so are, with ``SITEMAPS_FOLDER_RULE`` (on by default), entries
+  outside the sitemap's folder unless robots.txt named it (``crawler.sitemaps.location``).
 * ``<lastmod>`` with a crawl database (``SITEMAPS_LASTMOD``): a page due for refetch whose
   ``lastmod`` is not after its last fetch is not asked: when the frontier hands it out it is
   dropped here (``page_unchanged``: the crawl database records it as not modified); one whose
@@ -74,6 +76,7 @@ class SitemapMiddleware:
         self.book = SitemapBook(self.limits)
         self.probe = s.getbool("SITEMAPS_PROBE", defaults.SITEMAPS_PROBE)
         self.use_lastmod = s.getbool("SITEMAPS_LASTMOD", defaults.SITEMAPS_LASTMOD)
+        self.folder_rule = s.getbool("SITEMAPS_FOLDER_RULE", defaults.SITEMAPS_FOLDER_RULE)
         self.db: Any = None  # the crawl database, once opened
         self.frontier = False  # a frontier scheduler takes links in bulk
         self.started = time.time()  # pages due before this were scheduled at the start
@@ -115,7 +118,7 @@ class SitemapMiddleware:
             if probe not in wanted:
                 wanted.append(probe)
         for url in wanted:
-            self._ask(SitemapFile(url, origin, 0), host)
+            self._ask(SitemapFile(url, origin, 0, named=url in urls), host)
 
     def _ask(self, file: SitemapFile, host: str, parent: str = "") -> None:
         """Request ``file`` unless the book refuses it (a loop, too deep, too many files)."""
@@ -135,7 +138,8 @@ class SitemapMiddleware:
         try:
             request_host = urlsplit(file.url).hostname or ""
             meta: dict[str, Any] = {
-                SITEMAP_META: {"url": file.url, "origin": file.origin, "depth": file.depth},
+                SITEMAP_META: {"url": file.url, "origin": file.origin, "depth": file.depth,
+                               "named": file.named},
                 "dont_conditional": True,
                 "depth": 0,
             }
@@ -192,7 +196,8 @@ class SitemapMiddleware:
             log = logger.info if file.depth or not self.probe else logger.debug
             log("Sitemap %s answered %d: nothing read", url, response.status)
             return
-        args = (response.body, _header(response, b"Content-Type"), url, file.origin, self.limits)
+        args = (response.body, _header(response, b"Content-Type"), url, file, self.limits,
+                self.folder_rule)
         worker = content_worker(self.crawler)
         if worker is not None:
             reading = await maybe_deferred_to_future(worker.run(read_sitemap, *args))
@@ -204,11 +209,17 @@ class SitemapMiddleware:
             self._inc("sitemaps/indexes")
             host = urlsplit(file.origin).hostname or ""
             for loc in reading.children:
-                self._ask(SitemapFile(loc, file.origin, file.depth + 1), host, url)
+                self._ask(SitemapFile(loc, file.origin, file.depth + 1, file.named), host, url)
+            if reading.off_site:
+                self._refused("off_site", url, reading.off_site, "sitemaps on another site "
+                              "than the index (sitemaps.org; SITEMAPS_FOLDER_RULE): ignored")
         if reading.read:
             self._inc("sitemaps/files_read")
         if reading.foreign:
             self._inc("sitemaps/foreign_entries", reading.foreign)
+        if reading.out_of_folder:
+            self._refused("out_of_folder", url, reading.out_of_folder, "entries outside the "
+                          "sitemap's folder (sitemaps.org; SITEMAPS_FOLDER_RULE): ignored")
         if reading.invalid:
             self._inc("sitemaps/invalid_entries", reading.invalid)
         if reading.entries:
@@ -271,6 +282,12 @@ class SitemapMiddleware:
                     engine.crawl(Request(link, meta={"depth": 1}))
                 except ValueError:
                     self._inc("sitemaps/invalid_entries")
+
+    def _refused(self, reason: str, url: str, n: int, what: str) -> None:
+        """Entries the folder rule refused: counted (``sitemaps/<reason>``), said once."""
+        self._inc(f"sitemaps/{reason}", n)
+        if self.book.first_time(reason):
+            logger.info("Sitemap %s lists %d %s (said once per crawl)", url, n, what)
 
     def _hostile(self, reason: str, url: str, what: str, *, once: bool = False) -> None:
         self._inc(f"sitemaps/refused/{reason}")

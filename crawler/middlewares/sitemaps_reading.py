@@ -2,30 +2,38 @@
 on the crawl's content thread (a 50,000-entry file is seconds of lxml and URL parsing, which
 the reactor must not wait for).
 
-Scrapy's own utilities do the parsing: ``scrapy.utils.gz.gunzip`` with ``max_size`` (inflating
-stops at the limit: a gzip bomb costs at most that much memory) and
-``scrapy.utils.sitemap.Sitemap`` (lxml's iterparse, entities not resolved, read entry by entry,
-so a file of millions of entries is read only up to the limit). Everything here is a pure
-function of the bytes: it touches no reactor state and no crawl database; what it found goes
-back to the reactor thread as a :class:`SitemapReading`, problems included, to be logged there.
+The bytes decide what the file is (``crawler.sitemaps.file_kind``: XML, gzip or text, whatever
+the ``Content-Type``); Scrapy's ``scrapy.utils.gz.gunzip`` with ``max_size`` inflates (it stops
+at the limit: a gzip bomb costs at most that much memory); ``crawler.sitemaps.read_xml`` reads
+XML entry by entry (no entity expanded, no DTD, nothing fetched) and stops past the limit;
+``crawler.sitemaps.Coverage`` keeps the entries the sitemap may list (sitemaps.org's folder
+rule, ``SITEMAPS_FOLDER_RULE``). Everything here is a pure function of the bytes: it touches
+no reactor state and no crawl database; what it found goes back to the reactor thread as a
+:class:`SitemapReading`, problems included, to be logged there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import islice
-from urllib.parse import urlsplit
 
 from scrapy.utils.gz import gunzip
-from scrapy.utils.sitemap import Sitemap
 
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.sitemaps import (
+    FEEDS,
+    FOREIGN,
     GZIP,
+    IN,
+    SITEMAPINDEX,
     TEXT,
+    URLSET,
+    Coverage,
+    SitemapFile,
     SitemapLimits,
+    cut_text,
     file_kind,
     parse_lastmod,
+    read_xml,
     text_sitemap_urls,
 )
 
@@ -41,18 +49,21 @@ class SitemapReading:
     children: list[str] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
     foreign: int = 0  # entries on another host, dropped (sitemaps.org: one host per file)
-    invalid: int = 0  # entries the frontier could not take
+    out_of_folder: int = 0  # entries of its host outside its folder (SITEMAPS_FOLDER_RULE)
+    off_site: int = 0  # sitemaps an index names on another site (SITEMAPS_FOLDER_RULE)
+    invalid: int = 0  # entries the frontier could not take, lines that are no URL
     problems: list[tuple[str, str]] = field(default_factory=list)  # (reason, what happened)
     read: bool = False  # a urlset or text sitemap was read (maybe in part)
 
 
 def read_sitemap(
-    body: bytes, content_type: str | None, url: str, origin: str, limits: SitemapLimits
+    body: bytes, content_type: str | None, url: str, file: SitemapFile, limits: SitemapLimits,
+    folder_rule: bool = True,
 ) -> SitemapReading:
-    """Read the sitemap ``url`` answered with ``body``; entries are kept when they are on the
-    sitemap's host or on ``origin``'s (the host whose robots.txt named it: a cross-submit)."""
+    """Read the sitemap ``file`` (fetched from ``url``) answered with ``body``; its entries
+    are kept when the sitemap may list them (:class:`crawler.sitemaps.Coverage`)."""
     out = SitemapReading()
-    kind = file_kind(body, content_type)
+    kind = file_kind(body)
     if kind == GZIP:
         try:
             body = gunzip(body, max_size=limits.max_size)
@@ -63,7 +74,9 @@ def read_sitemap(
         except (OSError, EOFError) as exc:
             out.problems.append(("corrupt", f"is not valid gzip ({exc}): dropped"))
             return out
-        kind = file_kind(body, "text/plain" if body[:4].lower() == b"http" else None)
+        kind = file_kind(body)
+        if kind == GZIP:
+            kind = None
     if kind is None:
         out.problems.append(("content_type", f"is no sitemap (Content-Type "
                              f"{content_type or 'none'}, {len(body)} bytes starting "
@@ -72,49 +85,55 @@ def read_sitemap(
     if len(body) > limits.max_size:
         out.problems.append(("size", f"is {len(body)} bytes, over {limits.max_size} "
                              "(SITEMAPS_MAX_SIZE): read up to there"))
-        body = body[: limits.max_size]
+        body = cut_text(body, limits.max_size) if kind == TEXT else body[: limits.max_size]
     limit = limits.max_urls
     too_many = ("urls", f"lists over {limit} entries (SITEMAPS_MAX_URLS, the protocol's "
                 "limit): the rest ignored")
+    coverage = Coverage(url, file.origin, named=file.named, folder_rule=folder_rule)
     if kind == TEXT:
-        urls, more = text_sitemap_urls(body, limit)
+        urls, more, other = text_sitemap_urls(body, limit)
         if more:
             out.problems.append(too_many)
         out.read = True
-        _keep(out, url, origin, [(u, None) for u in urls])
+        out.invalid += other
+        _keep(out, coverage, [(u, None) for u in urls])
         return out
-    try:
-        sitemap = Sitemap(body)
-        rows = list(islice(sitemap, limit + 1))
-    except Exception as exc:  # lxml on an empty or hopeless document
-        out.problems.append(("unreadable", f"is not readable XML ({exc}): dropped"))
+    sitemap = read_xml(body, limit, url)
+    if sitemap.error:
+        out.problems.append(("unreadable", f"is not readable XML ({sitemap.error}): dropped"))
         return out
-    if len(rows) > limit:
+    if sitemap.more:
         out.problems.append(too_many)
-        rows = rows[:limit]
-    if sitemap.type == "sitemapindex":
+    if sitemap.hidden:
+        out.problems.append(("entities", f"has {sitemap.hidden} locations made of XML "
+                             "entities, never expanded (XXE): dropped"))
+    if sitemap.root == SITEMAPINDEX:
         out.index = True
-        out.children = [loc for r in rows if (loc := r.get("loc", ""))]
-    elif sitemap.type == "urlset":
+        for loc, _ in sitemap.rows:
+            if coverage.child(loc):
+                out.children.append(loc)
+            else:
+                out.off_site += 1
+    elif sitemap.root == URLSET or sitemap.root in FEEDS:
         out.read = True
-        _keep(out, url, origin, [(r.get("loc", ""), r.get("lastmod")) for r in rows])
+        _keep(out, coverage, sitemap.rows)
     else:
-        out.problems.append(("content_type", f"has root <{sitemap.type}>, not <urlset> or "
-                             "<sitemapindex>: not read"))
+        out.problems.append(("content_type", f"has root <{sitemap.root}>, not <urlset>, "
+                             "<sitemapindex> nor a feed: not read"))
     return out
 
 
-def _keep(out: SitemapReading, url: str, origin: str, rows: list[tuple[str, str | None]]) -> None:
-    """The entries on the sitemap's own host or the naming origin's, normalized, with their
-    lastmod read (the costly part per entry: done here, off the reactor)."""
-    parts = urlsplit(url)
-    prefixes = (f"{parts.scheme}://{parts.netloc}/", origin + "/")
-    hosts = {parts.hostname, urlsplit(origin).hostname}
+def _keep(out: SitemapReading, coverage: Coverage, rows: list[tuple[str, str | None]]) -> None:
+    """The entries the sitemap may list, normalized, with their lastmod read (the costly part
+    per entry: done here, off the reactor)."""
     kept = out.entries
     for loc, lastmod in rows:
-        # most entries start with the sitemap's own origin: no URL parse for them
-        if not loc or not (loc.startswith(prefixes) or urlsplit(loc).hostname in hosts):
-            out.foreign += 1
+        verdict = coverage.entry(loc)
+        if verdict != IN:
+            if verdict == FOREIGN:
+                out.foreign += 1
+            else:
+                out.out_of_folder += 1
             continue
         try:
             key = normalize_url(loc)[0]

@@ -24,6 +24,7 @@ class SitemapFile:
     url: str
     origin: str  # the origin whose robots.txt (or probe) led to it
     depth: int = 0  # 0: listed by robots.txt or probed; 1: listed by an index; ...
+    named: bool = False  # robots.txt named it (or the index it is in): proof of ownership
 
 
 class SitemapBook:

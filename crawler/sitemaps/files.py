@@ -1,14 +1,19 @@
-"""What kind of sitemap file an answer is: XML (a urlset or an index), gzip, or text.
+"""What kind of sitemap file an answer is (XML, gzip or text), read from its bytes alone.
 
-Sitemaps.org allows XML, gzip-compressed XML and plain text (one URL per line, UTF-8); RSS and
-Atom feeds are left out. Servers label sitemaps every which way (``application/octet-stream``
-for ``.xml.gz``, ``text/html`` for generated XML), so the bytes decide first and the label
-only when they do not: a gzip magic number is gzip, a body that opens with ``<`` is XML, and a
-``text/plain`` body whose lines are URLs is a text sitemap. Anything else (an HTML page, an
-image, a login form answered with 200) is the wrong content and is not read.
+Sitemaps.org allows XML (sitemaps, and RSS or Atom feeds), gzip-compressed XML and plain text
+(one URL per line, UTF-8). Servers label sitemaps every which way (``application/octet-stream``
+for ``.xml.gz`` and ``.txt``, ``text/html`` for generated XML, no ``Content-Type`` at all), so
+the label decides nothing, as in crawler-commons' ``MimeTypeDetector``: a gzip magic number is
+gzip; a body that opens with ``<`` (after a byte-order mark and white space) is XML unless it
+is an HTML page; a body of text whose first line that says something is an absolute
+``http(s)`` URL is a text sitemap (blank lines, a byte-order mark and ``#`` comment lines
+before it are allowed: hand-written files have them). Anything else (an HTML page, an image, a
+login form, a JSON error answered with 200) is the wrong content and is not read.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 XML = "xml"
 GZIP = "gzip"
@@ -16,34 +21,57 @@ TEXT = "text"
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
+_URL_STARTS = ("http://", "https://")
+_SNIFF = 65_536  # bytes of a text file looked at to find its first meaningful line
 
 
-def file_kind(body: bytes, content_type: str | None) -> str | None:
+def file_kind(body: bytes) -> str | None:
     """XML, GZIP or TEXT, or None: not a sitemap."""
     if body[:2] == _GZIP_MAGIC:
         return GZIP
-    head = body[:512].removeprefix(_BOM).lstrip()
-    ctype = (content_type or "").split(";", 1)[0].strip().lower()
+    head = body[:_SNIFF].removeprefix(_BOM).lstrip()
     if head[:1] == b"<":
         # XML sitemaps start with "<?xml" or "<urlset"/"<sitemapindex"; an HTML page is not one
         lowered = head[:200].lower()
         if lowered.startswith((b"<!doctype html", b"<html")) or b"<html" in lowered:
             return None
         return XML
-    if ctype in ("text/plain", "") and head[:4].lower() == b"http":
-        return TEXT
+    if b"\x00" in head:  # binary: an image, a UTF-16 file, an archive
+        return None
+    for line in _meaningful_lines(head):
+        return TEXT if line.lower().startswith(_URL_STARTS) else None
     return None
 
 
-def text_sitemap_urls(body: bytes, limit: int) -> tuple[list[str], bool]:
-    """The URLs of a text sitemap (one absolute http(s) URL per line; other lines ignored), at
-    most ``limit``, and whether there were more."""
+def text_sitemap_urls(body: bytes, limit: int) -> tuple[list[str], bool, int]:
+    """The URLs of a text sitemap (one absolute http(s) URL per line), at most ``limit``,
+    whether there were more, and how many lines were neither a URL, blank nor a comment."""
     urls: list[str] = []
-    for raw in body.splitlines():
-        line = raw.strip().decode("utf-8", errors="replace").removeprefix("\ufeff")
-        if not line.lower().startswith(("http://", "https://")):
+    other = 0
+    for line in _meaningful_lines(body):
+        if not line.lower().startswith(_URL_STARTS):
+            other += 1
             continue
         if len(urls) >= limit:
-            return urls, True
+            return urls, True, other
         urls.append(line)
-    return urls, False
+    return urls, False, other
+
+
+def cut_text(body: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of a text sitemap without its last, partial line: a URL cut in
+    the middle is another URL (crawler-commons skips it too)."""
+    if len(body) <= size:
+        return body
+    body = body[:size]
+    return body[: body.rfind(b"\n") + 1]
+
+
+def _meaningful_lines(body: bytes) -> Iterator[str]:
+    """The lines of a text file that say something: stripped, without a BOM, blank lines and
+    ``#`` comments left out. Invalid UTF-8 is replaced, never fatal (that line is not a URL)."""
+    text = body.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    for raw in text.splitlines():
+        line = raw.strip().removeprefix("\ufeff").strip()
+        if line and not line.startswith("#"):
+            yield line

@@ -25,7 +25,7 @@ def parse_lastmod(value: str | None) -> float | None:
     ``2024-05-17T10:00:00+02:00``, ``...Z``), or None. No zone: UTC."""
     if not value:
         return None
-    text = value.strip()
+    text = value.strip().upper()  # "t" and "z" are ISO 8601's too
     if len(text) == 4 and text.isdigit():
         text += "-01-01"
     elif len(text) == 7 and text[4] == "-":
