@@ -193,11 +193,16 @@ def test_other_records_do_not_split_a_group(between: str) -> None:
         assert allowed(body, agent, "/public")
 
 
-def test_a_crawl_delay_belongs_to_every_agent_of_its_group() -> None:
-    body = "User-agent: a\nCrawl-delay: 3\nUser-agent: b\nDisallow: /private/\n"
+def test_a_crawl_delay_belongs_to_the_agents_named_above_it() -> None:
+    body = (
+        "User-agent: a\nCrawl-delay: 3\nUser-agent: b\nCrawl-delay: 7\n"
+        "User-agent: *\nDisallow: /private/\n"
+    )
     assert rules(body, "a").crawl_delay() == 3.0
-    assert rules(body, "b").crawl_delay() == 3.0
+    assert rules(body, "b").crawl_delay() == 7.0
     assert rules(body, "c").crawl_delay() is None
+    for agent in ("a", "b", "c"):  # one group: its rule is everyone's
+        assert not allowed(body, agent, "/private/x")
 
 
 def test_a_user_agent_value_of_several_words_names_each() -> None:
@@ -287,6 +292,7 @@ STAR = "User-agent: *\n"
         ("Disallow: /a%3cd\n", "/a%3Cd", False),
         ("Disallow: /ツ\n", "/%E3%83%84", False),
         ("Disallow: /%E3%83%84\n", "/ツ", False),
+        ("Disallow: /%62%61%7A\n", "/baz", False),  # RFC 3986 6.2.2.2 (Google: as written)
         # paths are case-sensitive
         ("Disallow: /X/\n", "/x/y", True),
         ("Disallow: /x/\n", "/X/y", True),

@@ -113,6 +113,9 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
 
     A record is ``(field, value)``: an ``allow`` or ``disallow`` rule (an empty value
     included: it matches nothing, but it is a rule), a ``crawl-delay`` or a ``request-rate``.
+    A rule applies to every agent of its group; a delay, which RFC 9309 does not define, to
+    the agents named above it (``User-agent: a`` / ``Crawl-delay: 5`` / ``User-agent: b`` /
+    ``Crawl-delay: 9``: a waits 5 s, b 9 s, as crawler-commons and Protego read it).
     """
     ours: list[tuple[str, str]] = []
     anyone: list[tuple[str, str]] = []
@@ -158,9 +161,16 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
         elif field == SITEMAP:
             if value:
                 sitemaps.append(value)
-        elif in_group:  # records before the first user-agent line belong to no group
+        elif not in_group:  # records before the first user-agent line belong to no group
+            continue
+        elif field in _RULES:
             records.append((field, value))
-            ruled = ruled or field in _RULES
+            ruled = True
+        else:  # a delay: for the agents named above it in the group
+            if names_us:
+                ours.append((field, value))
+            if names_anyone:
+                anyone.append((field, value))
     close()
     if found_ours:
         return ours, sitemaps
@@ -170,6 +180,13 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
 def protego_text(records: list[tuple[str, str]]) -> str:
     """The records as one ``*`` group, the only thing Protego is given to parse: its matching
     then applies to exactly these rules, whatever its own grouping would have made of the
-    file."""
-    lines = [f"{field}: {value}" for field, value in records if value]
+    file. Of each delay field only the first counts (the one nearest the crawler's name)."""
+    lines = []
+    delays: set[str] = set()
+    for field, value in records:
+        if not value or field in delays:
+            continue
+        if field not in _RULES:
+            delays.add(field)
+        lines.append(f"{field}: {value}")
     return "User-agent: *\n" + "\n".join(lines) + "\n"
