@@ -216,7 +216,10 @@ def test_a_user_agent_value_of_several_words_names_each() -> None:
 
 
 def test_user_agent_lines_opening_a_group_share_its_rules() -> None:
-    body = "User-agent: a\n\nUser-agent: b\nuser-agent: C\n\nDisallow: /x\nAllow: /x/open\n"
+    body = (
+        "User-agent: a\n\nUser-agent: b\nUser-agent:\nuser-agent: C\n\n"
+        "Disallow: /x\nAllow: /x/open\n"
+    )
     for agent in ("a", "b", "c"):
         assert not allowed(body, agent, "/x/shut")
         assert allowed(body, agent, "/x/open/1")
