@@ -250,6 +250,17 @@ def test_sitemaps_are_outside_groups() -> None:
     expected = ["https://site.example/first.xml", "http://site.example/second.xml"]
     assert rules(body, "nobody").sitemaps() == expected  # no group of its own, still read
     assert rules(body, "a").sitemaps() == expected
+    cased = "Sitemap: /Map.xml\nSitemap: /map.xml\nsitemap:/map.xml\n"  # kept as written, once
+    assert rules(cased, "a").sitemaps() == [ORIGIN + "/Map.xml", ORIGIN + "/map.xml"]
+
+
+def test_a_missing_colon_is_forgiven_for_a_one_word_value() -> None:
+    body = "User-agent foobot\nDisallow /tmp/\nDisallow all robots, please\nSitemap /s.xml\n"
+    assert not allowed(body, "foobot", "/tmp/x")
+    assert allowed(body, "foobot", "/all")
+    assert rules(body, "foobot").sitemaps() == ["http://site.example/s.xml"]
+    body = "User agent foobot\nDisallow: /tmp/\n"
+    assert not allowed(body, "foobot", "/tmp/x")
 
 
 def test_lines_end_at_cr_lf_or_both() -> None:

@@ -96,13 +96,14 @@ def _record(line: str) -> tuple[str, str] | None:
         if field is not None:
             return field, value.strip()
     # No colon, or none after a field name: "Disallow /tmp", "Sitemap https://x/s.xml",
-    # "User agent foo".
+    # "User agent foo". As Google's parser does, only a one-word value is taken so: a line of
+    # prose that starts with a field name ("Disallow all robots") is no rule.
     words = line.split()
     for count in (1, 2):
-        if len(words) > count:
+        if len(words) == count + 1:
             field = _field(" ".join(words[:count]))
             if field is not None:
-                return field, " ".join(words[count:])
+                return field, words[count]
     return None
 
 
