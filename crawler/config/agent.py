@@ -56,7 +56,7 @@ def agent_problem(user_agent: str | None, robots_user_agent: str | None = None) 
         return None
     name = "ROBOTSTXT_USER_AGENT" if robots_user_agent else "USER_AGENT"
     return (
-        f"{name}: its robots.txt product token is {token!r}, a browser's, which no robots.txt"
-        " names a crawler by; set ROBOTSTXT_USER_AGENT to the crawler's own name"
-        " (-s ROBOTSTXT_USER_AGENT=mybot)"
+        f"{name}: its robots.txt product token is {token!r}, a browser's name, so no"
+        " robots.txt group can address this crawler; set ROBOTSTXT_USER_AGENT to the"
+        " crawler's own name (-s ROBOTSTXT_USER_AGENT=mybot)"
     )
