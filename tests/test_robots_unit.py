@@ -47,8 +47,8 @@ from crawler.robots import (
         ("crawler-bot/0.1 (+https://example.org)", "crawler-bot"),
         ("My_Bot", "my_bot"),
         ("  spaced-Bot/2", "spaced-bot"),
-        ("", "*"),
-        (None, "*"),
+        ("", ""),  # names no crawler (a crawler without one matches "*" groups only)
+        (None, ""),
     ],
 )
 def test_product_token(user_agent: str | None, token: str) -> None:
@@ -68,7 +68,7 @@ def test_decode_cuts_at_the_limit_and_drops_the_partial_line() -> None:
     body = b"\xef\xbb\xbfUser-agent: *\nDisallow: /a\nDisallow: /private\n"
     text, cut = decode_body(body, max_size=len(body) - 5)
     assert cut and text == "User-agent: *\nDisallow: /a\n"
-    assert decode_body(b"\xff\xfeUser-agent: *", 100) == ("\ufffd\ufffdUser-agent: *", False)
+    assert decode_body(b"\xff\xfeUser-agent: *", 100) == ("%FF%FEUser-agent: *", False)
 
 
 def record(body: str, kind: str = RULES, origin: str = "http://a.example") -> RobotsRecord:

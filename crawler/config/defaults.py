@@ -233,7 +233,8 @@ URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated
 # --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
 ROBOTSTXT_ENABLED = True
 # The product token (Scrapy's setting, read by our middleware; Scrapy's own is off);
-# default: the first word of USER_AGENT.
+# default: the name USER_AGENT starts with ("MJ12bot/1.4 (+url)": mj12bot; see
+# crawler/config/agent.py). A browser's ("Mozilla/5.0 ...") is refused: set this instead.
 ROBOTSTXT_USER_AGENT = None
 # Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
 # for more than 24 hours).

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from crawler.config import defaults
+from crawler.config.agent import agent_problem
 
 Show = Callable[[object], str]
 
@@ -354,13 +355,16 @@ def check_settings(
 
     ``known`` are other libraries' setting names (Scrapy's defaults, scrapy-redis's), which are
     never warned about; ``given`` are the names the user set (not left at the project default),
-    which :func:`order_problems` blames first.
+    which :func:`order_problems` blames first. Among ``names``, ``USER_AGENT`` and
+    ``ROBOTSTXT_USER_AGENT`` are checked together too: robots.txt cannot name a crawler whose
+    product token is a browser's (:func:`crawler.config.agent.agent_problem`).
     """
     known = set(known)
+    wanted = set(names)
     values: dict[str, Any] = {}
     problems: dict[str, str] = {}
     warnings = []
-    for name in sorted(set(names)):
+    for name in sorted(wanted):
         value = get(name) if name in RULES else None
         if value is not None:  # None: not set
             try:
@@ -372,6 +376,13 @@ def check_settings(
             warnings.append(hint)
     for name, problem in order_problems(values, given, unread=problems):
         problems.setdefault(name, problem)
+    if wanted & {"USER_AGENT", "ROBOTSTXT_USER_AGENT"} and values.get(
+        "ROBOTSTXT_ENABLED", OUR_SETTINGS["ROBOTSTXT_ENABLED"]
+    ):
+        agent = agent_problem(get("USER_AGENT"), get("ROBOTSTXT_USER_AGENT"))
+        if agent:
+            name, _, problem = agent.partition(": ")
+            problems.setdefault(name, problem)
     return SettingsCheck(values, [f"{n}: {p}" for n, p in sorted(problems.items())], warnings)
 
 

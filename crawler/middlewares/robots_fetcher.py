@@ -53,6 +53,7 @@ from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
+from crawler.config.agent import agent_problem
 from crawler.download.limits import StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.urls import origin_of
@@ -88,6 +89,9 @@ class RobotsFetcher:
         self.crawler = crawler
         self.stats = crawler.stats
         self.token = robots_token(s)
+        problem = agent_problem(s.get("USER_AGENT"), s.get("ROBOTSTXT_USER_AGENT"))
+        if problem:  # `scrapy crawl` refuses it; a crawl started otherwise is told
+            logger.warning("robots.txt groups naming this crawler will not apply: %s", problem)
         self.wait_timeout = wait_timeout(s)
         self.book = RobotsBook(
             cache if cache is not None else build_cache(crawler),

@@ -4,6 +4,7 @@ with in-memory and SQLite backends, and the per-origin bookkeeping (the book).
 ``crawler.middlewares.robots_fetcher`` (a Scrapy component) drives the book from a crawl;
 ``crawler.middlewares.robots`` is the gate that checks page requests against it."""
 
+from crawler.config.agent import product_token
 from crawler.robots.book import IN_FLIGHT, QUEUED, OriginState, RobotsBook, Verdict
 from crawler.robots.cache import MemoryRobotsCache, RobotsCache, SqliteRobotsCache
 from crawler.robots.directives import Directives, x_robots_tag
@@ -17,7 +18,6 @@ from crawler.robots.rules import (
     RobotsRules,
     classify,
     decode_body,
-    product_token,
     robots_token,
 )
 

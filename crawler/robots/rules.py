@@ -7,8 +7,8 @@ with Protego.
 
 from __future__ import annotations
 
+import codecs
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
@@ -16,6 +16,8 @@ from urllib.parse import urljoin
 from protego import Protego
 
 from crawler.config import defaults
+from crawler.config.agent import crawler_token
+from crawler.robots.groups import protego_text, read_groups
 
 logger = logging.getLogger(__name__)
 
@@ -27,25 +29,12 @@ RULES = "rules"  # a 2xx answer: its body's rules apply
 ALLOW_ALL = "allow_all"  # 4xx (not 429), too many redirects: "unavailable", no restrictions
 DISALLOW_ALL = "disallow_all"  # 5xx, 429, unreachable: "complete disallow" until a retry works
 
-_TOKEN_RE = re.compile(r"\s*([A-Za-z_-]+)")
-
 
 def robots_token(settings: Any) -> str:
-    """The product token robots.txt groups are matched with: ``ROBOTSTXT_USER_AGENT`` if set,
-    else the first word of ``USER_AGENT`` (a site config sets either)."""
-    return product_token(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"))
-
-
-def product_token(user_agent: str | None) -> str:
-    """The robots.txt product token of a User-Agent: ``crawler-bot/0.1 (+url)`` -> ``crawler-bot``.
-
-    RFC 9309 2.2.1: the token is letters, ``_`` and ``-``, matched case-insensitively, so the
-    version and comment parts of the header never take part in group matching.
-    """
-    match = _TOKEN_RE.match(user_agent or "")
-    if match is None:
-        return (user_agent or "").strip().lower() or "*"
-    return match.group(1).lower()
+    """The product token robots.txt groups are matched with: that of ``ROBOTSTXT_USER_AGENT``
+    if set, else that of ``USER_AGENT`` (a site config sets either); see
+    :func:`crawler.config.agent.product_token`."""
+    return crawler_token(settings.get("USER_AGENT"), settings.get("ROBOTSTXT_USER_AGENT"))
 
 
 def classify(status: int) -> str:
@@ -57,21 +46,60 @@ def classify(status: int) -> str:
     return DISALLOW_ALL
 
 
+def _percent_encode_bytes(error: UnicodeError) -> tuple[str, int]:
+    """Each byte that is not UTF-8 as ``%XX``: what RFC 9309 2.2.2 has a path's non-ASCII
+    octets become, so a Latin-1 ``Disallow: /café`` (byte E9) still matches ``/caf%E9``, and a
+    stray byte beside a field name is dropped with the name's other junk, not glued to it
+    as a replacement character that made the whole line unreadable."""
+    assert isinstance(error, UnicodeDecodeError)
+    bad = error.object[error.start : error.end]
+    return "".join(f"%{byte:02X}" for byte in bad), error.end
+
+
+codecs.register_error("robotstxt-percent", _percent_encode_bytes)
+
+# A UTF-8 byte-order mark, which may be cut short (``\xEF\xBB`` then the first line): Google's
+# parser skips any prefix of it, so does this one.
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_body(body: bytes, max_size: int = MAX_SIZE) -> tuple[str, bool]:
     """The text to parse, and whether it was cut at ``max_size`` bytes.
 
     A cut file loses its last partial line too: half a ``Disallow: /private`` would turn into
-    ``Disallow: /pri``, a different rule. Invalid UTF-8 (a binary file, Latin-1) is replaced,
-    never fatal: lines that are not rules are ignored by the parser anyway.
+    ``Disallow: /pri``, a different rule. A leading UTF-8 byte-order mark, whole or partial,
+    is skipped (a UTF-16 one decodes the file as UTF-16). Bytes that are not UTF-8 (a Latin-1
+    file, a stray byte) are percent-encoded, never fatal, and never cost the line they are on
+    (see :mod:`crawler.robots.groups`).
     """
+    utf16 = _utf16(body)
     truncated = len(body) > max_size
     if truncated:
         body = body[:max_size]
-        cut = body.rfind(b"\n")
+        newline = _UTF16_NEWLINE[utf16] if utf16 else b"\n"
+        cut = body.rfind(newline)
         if cut >= 0:
-            body = body[: cut + 1]
-    text = body.decode("utf-8", errors="replace")
-    return text.removeprefix("\ufeff"), truncated
+            body = body[: cut + len(newline)]
+    if utf16:
+        return body[2:].decode(utf16, errors="replace"), truncated
+    skip = 0
+    while skip < len(_BOM) and body[skip : skip + 1] == _BOM[skip : skip + 1]:
+        skip += 1
+    return body[skip:].decode("utf-8", errors="robotstxt-percent"), truncated
+
+
+_UTF16_NEWLINE = {"utf-16-le": b"\n\x00", "utf-16-be": b"\x00\n"}
+
+
+def _utf16(body: bytes) -> str | None:
+    """The codec of a file saved as UTF-16 with its byte-order mark (Windows editors do it),
+    told by the mark and the NUL byte of the first, ASCII character; None for anything else
+    (RFC 9309 asks for UTF-8)."""
+    if body[:2] == b"\xff\xfe" and body[3:4] == b"\x00":
+        return "utf-16-le"
+    if body[:2] == b"\xfe\xff" and body[2:3] == b"\x00":
+        return "utf-16-be"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +124,25 @@ class RobotsRecord:
 class RobotsRules:
     """The rules of one record for one product token, parsed once.
 
-    Protego picks the group whose user-agent line matches the token (longest match wins, ``*``
-    as the fallback); ``Allow`` against ``Disallow`` is decided by the longest matching pattern,
-    with ``*`` and ``$`` wildcards (RFC 9309 2.2.2-2.2.3).
+    The groups that apply to the token are picked as RFC 9309 says (exact token match, the
+    ``*`` groups as the fallback, see :mod:`crawler.robots.groups`); Protego, given only their
+    rules, decides ``Allow`` against ``Disallow`` by the longest matching pattern, an ``Allow``
+    winning a tie, with ``*`` and ``$`` wildcards and percent-encoding normalized
+    (2.2.2-2.2.3); ``/robots.txt`` itself is always allowed.
     """
 
-    __slots__ = ("_parser", "record", "token")
+    __slots__ = ("_parser", "_sitemaps", "record", "token")
 
     def __init__(self, record: RobotsRecord, token: str) -> None:
         self.record = record
         self.token = token
         self._parser: Protego | None = None
+        self._sitemaps: list[str] = []
         if record.kind == RULES and record.body.strip():
             try:
-                self._parser = Protego.parse(record.body)
+                records, self._sitemaps = read_groups(record.body, token)
+                if records is not None:
+                    self._parser = Protego.parse(protego_text(records))
             except Exception:  # a parser bug must not stop the crawl: the file is unusable
                 logger.warning("Cannot parse robots.txt of %s; no rules applied", record.origin)
 
@@ -122,16 +155,14 @@ class RobotsRules:
             return False
         if self._parser is None:
             return True
-        return self._parser.can_fetch(url, self.token)
+        return self._parser.can_fetch(url, "*")
 
     def sitemaps(self) -> list[str]:
         """The ``Sitemap:`` lines of the file (absolute URLs, relative ones joined to the
         origin), in file order, without repeats. They belong to no group: every crawler reads
         them (sitemaps.org, "Specifying the Sitemap location in your robots.txt file")."""
-        if self._parser is None:
-            return []
         base = self.record.origin + "/"
-        return list(dict.fromkeys(urljoin(base, u.strip()) for u in self._parser.sitemaps))
+        return list(dict.fromkeys(urljoin(base, u) for u in self._sitemaps))
 
     def crawl_delay(self) -> float | None:
         """The wait between fetches the file asks of this crawler: its ``Crawl-delay``, or the
@@ -139,10 +170,10 @@ class RobotsRules:
         if self._parser is None:
             return None
         delays: list[float] = []
-        delay = self._parser.crawl_delay(self.token)
+        delay = self._parser.crawl_delay("*")
         if delay is not None:
             delays.append(float(delay))
-        rate = self._parser.request_rate(self.token)
+        rate = self._parser.request_rate("*")
         if rate is not None and rate.requests > 0:
             delays.append(rate.seconds / rate.requests)
         return max(delays) if delays else None

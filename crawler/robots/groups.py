@@ -1,0 +1,193 @@
+"""robots.txt lines and groups as RFC 9309 reads them, for one crawler: the records of the
+groups that apply to its product token, and the file's ``Sitemap:`` lines.
+
+Protego decides the matching (longest match, ``*`` and ``$``, percent-encoding), but its own
+grouping differs from RFC 9309, so it is only ever given the group this module picked:
+
+* A group ends only where a ``User-agent`` line follows a rule (``Allow``/``Disallow``). A
+  ``Crawl-delay``, a ``Sitemap`` or an unknown line between two ``User-agent`` lines does not
+  split them (RFC 9309 2.2.4: other records must not interfere with the grouping); Protego
+  split there, so in ``User-agent: a`` / ``Crawl-delay: 1`` / ``User-agent: b`` /
+  ``Disallow: /private/`` crawler ``a`` got no rules.
+* A ``User-agent`` value names a product token (``foo/1.0`` names ``foo``, see
+  :func:`crawler.config.agent.product_token`), matched exactly, case-insensitively: Protego
+  matched a group's value anywhere in the crawler's name, so ``User-agent: mj`` applied to
+  ``mj12bot``, and never matched ``FOO BAR`` to ``foo``. A value of several words or a comma
+  list names each (``FOO BAR``: ``foo``, as Google reads it, and ``bar``, as crawler-commons
+  does).
+* The groups naming the crawler are combined; without one, the ``*`` groups are (2.2.1).
+* Lines are read leniently, as Google's parser does: a field name with stray bytes around it
+  (a partial byte-order mark, a Latin-1 byte: see ``decode_body``) still counts, as do the
+  usual misspellings and a missing colon (``Disallow /tmp``); the tags of a robots.txt
+  written as an HTML page are dropped.
+
+A line is read up to its first :data:`MAX_LINE` characters and the rest ignored: a rule cut
+there matches more URLs than written (a ``Disallow`` then denies more, never less), and only
+URLs far longer than any the crawler requests (``URL_MAX_LENGTH``) could tell the difference.
+"""
+
+from __future__ import annotations
+
+import re
+
+from crawler.config.agent import product_token
+
+# Characters of a line read (Google's parser reads 16,663 bytes; any useful rule is far
+# shorter, since URLs of more than a few KB are not crawled).
+MAX_LINE = 16_384
+
+USER_AGENT = "user-agent"
+ALLOW = "allow"
+DISALLOW = "disallow"
+SITEMAP = "sitemap"
+CRAWL_DELAY = "crawl-delay"
+REQUEST_RATE = "request-rate"
+
+# Field names as written (lower-cased, words joined by one space), misspellings included.
+_FIELDS = {
+    "user-agent": USER_AGENT,
+    "useragent": USER_AGENT,
+    "user agent": USER_AGENT,
+    "user_agent": USER_AGENT,
+    "allow": ALLOW,
+    "disallow": DISALLOW,
+    "dissallow": DISALLOW,
+    "dissalow": DISALLOW,
+    "disalow": DISALLOW,
+    "diasllow": DISALLOW,
+    "disallaw": DISALLOW,
+    "sitemap": SITEMAP,
+    "sitemaps": SITEMAP,
+    "site-map": SITEMAP,
+    "crawl-delay": CRAWL_DELAY,
+    "crawl delay": CRAWL_DELAY,
+    "crawldelay": CRAWL_DELAY,
+    "request-rate": REQUEST_RATE,
+    "request rate": REQUEST_RATE,
+}
+_RULES = (ALLOW, DISALLOW)
+
+# What is not part of a field name: an undecodable byte (written %XX by decode_body), a
+# replacement character, a byte-order mark, any other non-letter.
+_NOT_NAME = re.compile(r"%[0-9A-Fa-f]{2}|[^A-Za-z _-]")
+
+# Several crawlers on one user-agent line: "User-agent: crawler1 crawler2", "a, b".
+_NAMES_SEPARATOR = re.compile(r"[\s,]+")
+
+# A robots.txt written as an HTML page ("User-agent: *<br>"): its tags are not part of the
+# rules (crawler-commons reads such files the same way).
+_HTML_PAGE = re.compile(r"<(?:html|head|body)[\s>]", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _field(name: str) -> str | None:
+    """The field a name stands for, stray characters around or inside it dropped."""
+    field = _FIELDS.get(name.strip().lower())
+    if field is None:
+        field = _FIELDS.get(" ".join(_NOT_NAME.sub("", name).lower().split()))
+    return field
+
+
+def _record(line: str) -> tuple[str, str] | None:
+    """``(field, value)`` of a stripped, comment-free line; None for an unknown field."""
+    name, colon, value = line.partition(":")
+    if colon:
+        field = _field(name)
+        if field is not None:
+            return field, value.strip()
+    # No colon, or none after a field name: "Disallow /tmp", "Sitemap https://x/s.xml",
+    # "User agent foo". As Google's parser does, only a one-word value is taken so: a line of
+    # prose that starts with a field name ("Disallow all robots") is no rule.
+    words = line.split()
+    for count in (1, 2):
+        if len(words) == count + 1:
+            field = _field(" ".join(words[:count]))
+            if field is not None:
+                return field, words[count]
+    return None
+
+
+def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, list[str]]:
+    """The records that apply to the crawler ``token`` (lower-case), in file order: those of
+    every group naming it, else those of every ``*`` group; None when no group applies (no
+    rules at all). Then the file's ``Sitemap:`` values, which belong to no group.
+
+    A record is ``(field, value)``: an ``allow`` or ``disallow`` rule (an empty value
+    included: it matches nothing, but it is a rule), a ``crawl-delay`` or a ``request-rate``.
+    A rule applies to every agent of its group; a delay, which RFC 9309 does not define, to
+    the agents named above it (``User-agent: a`` / ``Crawl-delay: 5`` / ``User-agent: b`` /
+    ``Crawl-delay: 9``: a waits 5 s, b 9 s, as crawler-commons and Protego read it).
+    """
+    ours: list[tuple[str, str]] = []
+    anyone: list[tuple[str, str]] = []
+    found_ours = found_anyone = False
+    sitemaps: list[str] = []
+    # the group being read: whether it names us / "*", its records, whether a rule came yet
+    names_us = names_anyone = in_group = ruled = False
+    records: list[tuple[str, str]] = []
+
+    def close() -> None:
+        if names_us:
+            ours.extend(records)
+        if names_anyone:
+            anyone.extend(records)
+
+    html = _HTML_PAGE.search(text) is not None
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = line[:MAX_LINE]
+        if html:
+            line = _TAG.sub("", line)
+        comment = line.find("#")
+        if comment >= 0:
+            line = line[:comment]
+        line = line.strip()
+        if not line:
+            continue
+        record = _record(line)
+        if record is None:
+            continue
+        field, value = record
+        if field == USER_AGENT:
+            if ruled:  # a user-agent line after a rule opens the next group
+                close()
+                names_us = names_anyone = ruled = False
+                records = []
+            in_group = True
+            for name in _NAMES_SEPARATOR.split(value):
+                agent = product_token(name)
+                if agent == token:
+                    names_us = found_ours = True
+                elif agent == "*":
+                    names_anyone = found_anyone = True
+        elif field == SITEMAP:
+            if value:
+                sitemaps.append(value)
+        elif not in_group:  # records before the first user-agent line belong to no group
+            continue
+        elif field in _RULES:
+            records.append((field, value))
+            ruled = True
+        else:  # a delay: for the agents named above it in the group
+            if names_us:
+                ours.append((field, value))
+            if names_anyone:
+                anyone.append((field, value))
+    close()
+    if found_ours:
+        return ours, sitemaps
+    return (anyone if found_anyone else None), sitemaps
+
+
+def protego_text(records: list[tuple[str, str]]) -> str:
+    """The records as one ``*`` group, the only thing Protego is given to parse: its matching
+    then applies to exactly these rules, whatever its own grouping would have made of the
+    file. Of each delay field only the first counts (the one nearest the crawler's name)."""
+    lines = []
+    delays: set[str] = set()
+    for field, value in records:
+        if not value or field in delays:
+            continue
+        if field not in _RULES:
+            delays.add(field)
+        lines.append(f"{field}: {value}")
+    return "User-agent: *\n" + "\n".join(lines) + "\n"
