@@ -12,9 +12,10 @@ grouping differs from RFC 9309, so it is only ever given the group this module p
 * A ``User-agent`` value names a product token (``foo/1.0`` names ``foo``, see
   :func:`crawler.config.agent.product_token`), matched exactly, case-insensitively: Protego
   matched a group's value anywhere in the crawler's name, so ``User-agent: mj`` applied to
-  ``mj12bot``, and never matched ``FOO BAR`` to ``foo``. A value of several words or a comma
-  list names each (``FOO BAR``: ``foo``, as Google reads it, and ``bar``, as crawler-commons
-  does).
+  ``mj12bot``, and never matched ``FOO BAR`` to ``foo``. A line names one crawler (RFC 9309
+  2.2.1: ``user-agent = product-token``): ``FOO BAR`` names ``foo`` and not ``bar``, as Google's
+  parser reads it (crawler-commons also reads ``bar``: a site writing ``User-agent: a b``
+  gets rules for ``a``; ``b`` falls back to ``*``).
 * The groups naming the crawler are combined; without one, the ``*`` groups are (2.2.1).
 * Lines are read leniently, as Google's parser does: a field name with stray bytes around it
   (a partial byte-order mark, a Latin-1 byte: see ``decode_body``) still counts, as do the
@@ -70,9 +71,6 @@ _RULES = (ALLOW, DISALLOW)
 # What is not part of a field name: an undecodable byte (written %XX by decode_body), a
 # replacement character, a byte-order mark, any other non-letter.
 _NOT_NAME = re.compile(r"%[0-9A-Fa-f]{2}|[^A-Za-z _-]")
-
-# Several crawlers on one user-agent line: "User-agent: crawler1 crawler2", "a, b".
-_NAMES_SEPARATOR = re.compile(r"[\s,]+")
 
 # A robots.txt written as an HTML page ("User-agent: *<br>"): its tags are not part of the
 # rules (crawler-commons reads such files the same way).
@@ -153,12 +151,11 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
                 names_us = names_anyone = ruled = False
                 records = []
             in_group = True
-            for name in _NAMES_SEPARATOR.split(value):
-                agent = product_token(name)
-                if agent == token:
-                    names_us = found_ours = True
-                elif agent == "*":
-                    names_anyone = found_anyone = True
+            agent = product_token(value)
+            if agent == token:
+                names_us = found_ours = True
+            elif agent == "*":
+                names_anyone = found_anyone = True
         elif field == SITEMAP:
             if value:
                 sitemaps.append(value)
