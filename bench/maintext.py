@@ -43,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from crawler.content.maintext import main_text
 from devsite.testset import Page, build_labelled_set
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "maintext_set"))
+from label import entries, read_page  # bench/maintext_set/label.py
+
 Extract = Callable[[str], str]
 _WORD = re.compile(r"\w+")
 USAGE = (
@@ -62,6 +65,10 @@ def precision_recall(extracted: str, truth: Counter[str]) -> tuple[float, float]
     shared = sum((got & truth).values())
     total = sum(got.values())
     return (shared / total if total else 0.0), shared / sum(truth.values())
+
+
+def f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def known_content(page: Page) -> Counter[str]:
@@ -87,6 +94,49 @@ def extractors() -> dict[str, Extract]:
         f"trafilatura {version}": lambda h: trafilatura.extract(h) or "",
         f"trafilatura {version} fast": lambda h: trafilatura.extract(h, fast=True) or "",
     }
+
+
+def section_real_labelled(found: dict[str, Extract], repeat: int, listing: bool) -> None:
+    """The real pages of ``bench/maintext_set`` against their labels: the tuning part and the
+    held-out part apart (the held-out pages are scored, never listed)."""
+    pages = entries()
+    # bytes, as the crawler gets them: each extractor decodes them by the page's own charset
+    raw = [read_page(e.page) for e in pages]
+    truths = [words(e.label.read_text(encoding="utf-8")) for e in pages]
+    size = statistics.fmean(len(b) for b in raw) / 1024
+    held = sum(e.held_out for e in pages)
+    print(f"== 0. Real labelled pages (bench/maintext_set): {len(pages)} pages of ~{size:.0f} KB "
+          f"from {len({e.platform for e in pages})} kinds of site; {len(pages) - held} tuning, "
+          f"{held} held out (name's SHA-1 starts with 0-4)")
+    print(f"  {'extractor':28s} {'part':8s} {'ms/page':>8s} {'P':>6s} {'R':>6s} {'F1':>6s} "
+          f"{'F1<.5':>6s} {'empty':>6s}")
+    per_page: dict[str, list[tuple[float, float, float]]] = {}
+    for name, extract in found.items():
+        run: Callable[[bytes], str] = extract  # type: ignore[assignment]  (both take bytes)
+        scores = []
+        for body, truth in zip(raw, truths, strict=True):
+            p, r = precision_recall(run(body), truth)
+            scores.append((p, r, f1(p, r)))
+        per_page[name] = scores
+        ms = cpu_ms_per_page(run, raw, repeat)
+        for part, held_out in (("tuning", False), ("held-out", True), ("all", None)):
+            chosen = [s for s, e in zip(scores, pages, strict=True)
+                      if held_out is None or e.held_out == held_out]
+            empty = sum(1 for p, r, _ in chosen if p == 0 and r == 0)
+            print(f"  {name:28s} {part:8s} {ms if part == 'all' else float('nan'):8.2f} "
+                  f"{statistics.fmean(s[0] for s in chosen):6.3f} "
+                  f"{statistics.fmean(s[1] for s in chosen):6.3f} "
+                  f"{statistics.fmean(s[2] for s in chosen):6.3f} "
+                  f"{sum(1 for s in chosen if s[2] < 0.5):6d} {empty:6d}")
+    if listing:
+        names = list(found)
+        print(f"\n  tuning pages, F1 per extractor ({', '.join(names)}):")
+        for i, e in enumerate(pages):
+            if not e.held_out:
+                cells = " ".join(f"{per_page[n][i][0]:.2f}/{per_page[n][i][1]:.2f}"
+                                 for n in names)
+                print(f"    {e.name:42s} {e.platform[:22]:22s} P/R {cells}")
+    print()
 
 
 def section_labelled(found: dict[str, Extract], pages: int, variants: int, seed: int,
@@ -168,12 +218,19 @@ def main() -> None:
     parser.add_argument("--real-pages", type=int, default=120, help="real pages at most")
     parser.add_argument("--max-kb", type=int, default=256, help="largest real page taken (KB)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes (best is kept)")
+    parser.add_argument("--only-real", action="store_true",
+                        help="the real labelled pages only (section 0)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the tuning pages' precision/recall (never the held-out ones)")
     args = parser.parse_args()
     try:
         found = extractors()
     except ImportError as exc:
         parser.exit(2, f"{exc}\n\n{USAGE}\n")
     t0 = time.perf_counter()
+    section_real_labelled(found, args.repeat, args.list)
+    if args.only_real:
+        return
     section_labelled(found, args.pages, args.variants, args.seed, args.repeat)
     if args.real:
         section_real(found, Path(args.real), args.real_pages, args.max_kb, args.repeat)
