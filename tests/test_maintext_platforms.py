@@ -103,7 +103,8 @@ def test_ad_network_blocks_are_chrome_whatever_their_name_says() -> None:
 def test_of_several_articles_the_one_with_the_heading_is_the_page() -> None:
     # news sites mark every teaser card as an <article> too
     cards = "".join(
-        f'<article class="card"><h3><a href="/n{i}">Elsewhere</a></h3><p>{SIDEBAR}</p></article>'
+        f'<article class="card"><h3><a href="/n{i}">Elsewhere</a></h3><p>{SIDEBAR}</p>'
+        f"<p>{SIDEBAR}</p></article>"
         for i in range(4)
     )
     html = _page(f'<article class="story"><h1>Forty boats</h1>{_paragraphs()}</article>'
@@ -140,10 +141,11 @@ def test_a_layout_wrapper_named_after_its_sidebar_keeps_the_article() -> None:
 def test_a_name_that_is_chrome_and_content_at_once_is_chrome() -> None:
     # "related-articles", "comment-content": the content word says what the chrome is about;
     # beside it, a name of its own ("entry-content has-sidebar") still says content
-    html = _page(
-        f'<div class="entry-content has-sidebar">{_paragraphs()}'
-        f'<div class="related-articles"><p>{SIDEBAR}</p></div></div>'
-    )
-    text = main_text(html)
-    assert _has_story(text)
-    assert SIDEBAR not in text
+    for chrome in ("comment-content", "related-article"):
+        html = _page(
+            f'<div class="entry-content has-sidebar">{_paragraphs()}'
+            f'<div class="{chrome}"><p>{SIDEBAR}</p></div></div>'
+        )
+        text = main_text(html)
+        assert _has_story(text)
+        assert SIDEBAR not in text, chrome
