@@ -16,6 +16,7 @@ _LINK_HEAVY = 0.5  # a block with more link text than this share is navigation
 _SIBLING_SHARE = 0.2
 _SIBLING_LINKS = 0.3  # a sibling with more link text than this is a sidebar
 _HEADING_BONUS = 25.0
+_DIVIDERS = (1, 2, 6, 9, 12)  # a block's score over its parent, grandparent... (Readability's)
 _TOP_CANDIDATES = 5  # Readability's: the best and four more ...
 _NEAR_BEST = 0.75  # ... those scoring this share of the best ...
 _ALTERNATIVES = 2  # ... this many under one ancestor make it the article (Readability: 3)
@@ -78,10 +79,14 @@ def best_cluster(
         parent = el.getparent() if el.tag in ("p", "li", "dd", "pre", "blockquote") else el
         if parent is None:
             continue
-        scores[parent] = scores.get(parent, 0.0) + score
-        grand = parent.getparent()
-        if grand is not None:
-            scores[grand] = scores.get(grand, 0.0) + score / 2
+        # Readability's: the parent gets the score, the grandparent half, the three ancestors
+        # above a sixth, a ninth, a twelfth (a section holding definition lists of paragraphs)
+        node: etree._Element | None = parent
+        for divider in _DIVIDERS:
+            if node is None:
+                break
+            scores[node] = scores.get(node, 0.0) + score / divider
+            node = node.getparent()
     if not scores:
         return blocks
 
@@ -122,9 +127,15 @@ def best_cluster(
     parent = best.getparent()
     if parent is not None:
         floor = max(_SIBLING_SHARE * scores[best], 10.0)
+        # Readability's class bonus: a sibling of the best's own class and tag (the next
+        # section of a manual, the next post body) is held to a fifth of the best's score less
+        same = best.get("class") or None
+        bonus = _SIBLING_SHARE * scores[best]
         keep.update(
             s for s in parent
-            if scores.get(s, 0.0) >= floor and link_share(s) <= _SIBLING_LINKS
+            if scores.get(s, 0.0) + (bonus if same and s.tag == best.tag
+                                     and s.get("class") == same else 0.0) >= floor
+            and link_share(s) <= _SIBLING_LINKS
         )
     return [b for b in blocks if _under(b[0], keep)]
 
