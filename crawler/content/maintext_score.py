@@ -56,7 +56,8 @@ def best_cluster(
     """Readability-style: keep the blocks under the best-scoring container (and its siblings).
 
     Every content-like block (ten words or more, not mostly link text) adds a score to its
-    parent and half of it to its grandparent. The element holding both the page's ``h1`` and
+    parent, half of it to its grandparent, a sixth, a ninth and a twelfth to the three
+    ancestors above (Readability.js's dividers). The element holding both the page's ``h1`` and
     the first such block after it gets a bonus worth a long article: on a page whose content is
     one short paragraph, a sidebar's "about this site" box would otherwise win. Containers and
     siblings that are mostly link text (a sidebar with a menu and a blurb) are not content.
