@@ -149,3 +149,15 @@ def test_a_name_that_is_chrome_and_content_at_once_is_chrome() -> None:
         text = main_text(html)
         assert _has_story(text)
         assert SIDEBAR not in text, chrome
+
+
+def test_the_author_box_and_byline_are_chrome() -> None:
+    bio = ("Jane Doe has covered the harbour and its fleet for twenty years, and before that she "
+           "sailed as a deckhand on three of the trawlers she now writes about.")
+    html = _page(
+        f'<div class="entry"><h1>Forty boats</h1><p class="byline">By Jane Doe, 3 May</p>'
+        f'{_paragraphs()}<div class="author-box"><p>{bio}</p></div></div>'
+    )
+    text = main_text(html)
+    assert _has_story(text)
+    assert bio not in text and "By Jane Doe" not in text

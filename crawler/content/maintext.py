@@ -10,9 +10,9 @@ rules, in one lxml pass over the tree the spider already parses:
 2. Skip landmarks that are never the main content: ``nav``, ``aside``, page-level ``header`` and
    ``footer``, ARIA roles ``navigation``/``banner``/``contentinfo``/``complementary``/``search``,
    and elements whose id or class says so (``menu``, ``sidebar``, ``footer``, ``breadcrumb``,
-   ``cookie``...), unless another of their names says "content" alone (``entry-content
-   has-sidebar``; ``related-article`` and ``comment-content`` are chrome), and never an element
-   holding a ``main``, an ``article`` or the page's first ``h1`` (a layout row named after the
+   ``cookie``, ``author``, ``byline``...), unless another of their names says "content" alone
+   (``entry-content has-sidebar``; ``related-article``, ``comment-content`` are chrome), nor an
+   element holding a ``main``, an ``article`` or the page's first ``h1`` (a layout row named for the
    sidebar beside the article). An ad network's name (``taboola-below-article-...``,
    ``OUTBRAIN``) is chrome whatever else it says. "widget" is no chrome word: Blogger's posts
    are ``<div class="widget Blog">`` and every Elementor block an ``elementor-widget-container``.
@@ -97,7 +97,7 @@ _BOILERPLATE_NAME = re.compile(
     r"(?:^|[-_\s])(?:nav|navbar|navigation|menu|menubar|sidebar|side-bar|breadcrumbs?|footer|"
     r"masthead|header|banner|cookies?|consent|share|sharing|social|related|recommended|"
     r"popular|trending|advert|ads|ad-|sponsor|promo|newsletter|subscribe|signup|login|"
-    r"pagination|pager|toolbar|skip|comments?|disqus|tags|tagcloud|modal|popup)"
+    r"pagination|pager|toolbar|skip|comments?|disqus|tags|tagcloud|modal|popup|author|byline)"
     r"(?:$|[-_\s\d])",
     re.IGNORECASE,
 )
@@ -305,14 +305,16 @@ def _walk(
     elements, and an id/class string is matched once per distinct string (generated
     documentation repeats a few dozen of them thousands of times).
     """
-    # elements with a main/article or the page's first h1 below them: no name makes them chrome
-    # (a layout wrapper "c-fixed-sidebar-layout" around the article, a "post-header")
+    # elements with a main/article or the page's first h1 below them, and that h1: no name
+    # makes them chrome (a layout row "c-fixed-sidebar-layout" around the article, an h1
+    # class="byline")
     holders: set[etree._Element] = set()
     for el in root.iter("main", "article"):
         holders.update(el.iterancestors())
     heading = next(root.iter("h1"), None)
-    if heading is not None:
+    if heading is not None:  # the headline itself too, whatever its class
         holders.update(heading.iterancestors())
+        holders.add(heading)
     page = _Walked()
     blocks, spans = page.blocks, page.spans
     attributes, candidate_tags, block_tags = _CANDIDATE_ATTRIBUTES, _CANDIDATE_TAGS, _BLOCK_TAGS
