@@ -45,18 +45,19 @@ rules, in one lxml pass over the tree the spider already parses:
 Why not a library. On 60 real pages of 34 kinds of site (``bench/maintext_set``: Blogger,
 WordPress, Elementor, Squarespace, Drupal, SPIP, news sites, Sphinx, texinfo, DocBook...,
 each labelled by hand; ``bench/maintext.py``, CPU time on a shared 2-core machine):
-F1 0.946 here against 0.932 for trafilatura 2.3.1, the best maintained extractor (0.907 with
-``fast=True``), precision 0.928 against 0.927, recall 0.977 against 0.956, at 1.7 ms per
-page against 14 (11 fast); on the 15 held-out pages, never looked at while tuning, F1 0.891
-against 0.850. Neither returned an empty text; one page each scored under F1 0.5. So
-precision is on a par with trafilatura's on real pages, not better (an earlier claim made on
-the synthetic pages of ``devsite/testset.py``, 480 of ~13 KB: precision 0.96 against 0.89
-there, mostly its keeping a short page's tagline and sidebar prose). On 120 unlabelled
-documentation pages under ``/usr/share/doc`` (~46 KB): ~2 ms against ~24. And it pulls in
-twelve packages more than ours (dateparser, regex, babel, pytz, htmldate, courlan, justext,
-lxml_html_clean...). Reproduce with ``/tmp/trafvenv/bin/python bench/maintext.py`` (its
-docstring makes that venv). ``bench/neardup.py`` measures this module's cost next to a bare
-lxml parse.
+word F1 0.949 here against 0.932 for trafilatura 2.3.1, the best maintained extractor (0.907
+with ``fast=True``), precision 0.935 against 0.927, recall 0.977 against 0.956, at 1.6 ms
+per page against 12.9 (10.3 fast); on the 15 held-out pages, never looked at while tuning,
+F1 0.894 against 0.850 (precision 0.861 against 0.812). Neither returned an empty text; one
+page each scored under F1 0.5. So on real pages precision is on a par with trafilatura's, not
+clearly better: the earlier claim rested on the synthetic pages of ``devsite/testset.py``
+(480 of ~13 KB: precision 0.97 here against 0.89, mostly its keeping a short page's tagline
+and sidebar prose, at 0.4 ms against 4.2). On 120 unlabelled documentation pages under
+``/usr/share/doc`` (~46 KB): 2.1 ms against 24.5. And it pulls in twelve packages more than
+ours (dateparser, regex, babel, pytz, htmldate, courlan, justext, lxml_html_clean...). Most
+of the real pages come from trafilatura's own evaluation cache, which flatters it if anything.
+Reproduce with ``/tmp/trafvenv/bin/python bench/maintext.py`` (its docstring makes that
+venv). ``bench/neardup.py`` measures this module's cost next to a bare lxml parse.
 """
 
 from __future__ import annotations
