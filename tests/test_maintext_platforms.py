@@ -161,3 +161,22 @@ def test_the_author_box_and_byline_are_chrome() -> None:
     text = main_text(html)
     assert _has_story(text)
     assert bio not in text and "By Jane Doe" not in text
+
+
+def test_a_page_header_the_markup_never_closed_holds_the_story() -> None:
+    # <header class="page-header"> left open: the parser closes it at the end of the body, so
+    # the whole page is in the page-level header
+    html = ('<html><head><title>Harbour</title></head><body><header class="page-header">'
+            '<div class="logo"><a href="/">Harbour News</a></div>'
+            f'<div class="entry-content">{_paragraphs()}</div></body></html>')
+    assert _has_story(main_text(html))
+
+
+def test_a_story_wrapped_in_an_aside_inside_main_is_the_story() -> None:
+    # a CMS wraps the article's column in <aside> inside <main>; the footer is columns of links
+    footer = "".join(f'<article class="col"><a href="/{i}">Section {i}</a></article>'
+                     for i in range(30))
+    html = _page(f'<main class="content"><aside class="pa direct-content">'
+                 f'<section class="ar"><header>{_paragraphs()}</header></section></aside></main>'
+                 f"<div>{footer}</div>")
+    assert _has_story(main_text(html))

@@ -76,7 +76,9 @@ def entries() -> list[Entry]:
 
 
 def read_page(path: Path) -> bytes:
-    return gzip.decompress(path.read_bytes())
+    """A page of the set (gzipped), or any HTML file (to outline a candidate page)."""
+    body = path.read_bytes()
+    return gzip.decompress(body) if path.suffix == ".gz" else body
 
 
 def parse(body: bytes) -> etree._Element:

@@ -39,8 +39,9 @@ rules, in one lxml pass over the tree the spider already parses:
    heading's permalink) or without ``href`` is text like any other, and no link is chrome by
    its class (as Readability spares links: mdBook's headings are ``<a class="header">``).
 5. When names misled: under 500 characters kept, the page is read again judging no id or class
-   (Readability's retry), and that is kept if it finds more than twice as much; when one
-   element dropped for its name held more than twice the text kept, again with it spared.
+   (Readability's retry), and that is kept if it finds more than twice as much; then, when one
+   element dropped for its name (or as the page's header or footer, or as a landmark inside
+   its ``main`` or ``article``) held more than twice the text kept, again with it spared.
 
 Why not a library. On 60 real pages of 34 kinds of site (``bench/maintext_set``: Blogger,
 WordPress, Elementor, Squarespace, Drupal, SPIP, news sites, Sphinx, texinfo, DocBook...,
@@ -160,29 +161,33 @@ def main_text_from_tree(root: etree._Element) -> str:
     text, page = _extract(body, root, set())
     if len(text) < _SHORT_TEXT:
         # Names misled (a platform whose article container's class reads as chrome): what is
-        # left without judging names at all, if that finds more. Landmarks still count.
+        # left without judging names at all, if that finds far more (a share button's word is
+        # no reason to drop every name). Landmarks still count.
         again, _ = _extract(body, root, None)
-        # only for far more: a share button's word is no reason to drop every name
-        return again if len(again) > 2 * len(text) else text
-    misnamed = _misnamed(page.chrome_named, len(text))
+        if len(again) > 2 * len(text):
+            text = again
+    misnamed = _misnamed(page.dropped, len(text))
     if misnamed is not None:
-        # one element dropped for its name held far more text than was kept: a layout
-        # wrapper ("c-fixed-sidebar-layout") around the article; again with it spared (its
-        # own chrome-named parts still dropped)
+        # one element dropped for its name or as the page's header held far more text than
+        # was kept: a layout wrapper ("c-fixed-sidebar-layout") around the article, a <header>
+        # the markup never closed; again with it spared (its own chrome still dropped)
         again, _ = _extract(body, root, {misnamed})
         if len(again) > len(text):
-            return again
+            text = again
     return text
 
 
-def _misnamed(chrome: list[etree._Element], kept: int) -> etree._Element | None:
-    """The element among those dropped for their name with the most text, if it has more than
-    ``_MISNAMED_RATIO`` times ``kept`` characters."""
-    best, size = None, _MISNAMED_RATIO * kept
-    for el in chrome:
+def _misnamed(dropped: list[etree._Element], kept: int) -> etree._Element | None:
+    """The element among those dropped for their name (or as the page's header or footer, or a
+    landmark inside its main part) with the most text that is not mostly link text, if it has
+    more than ``_MISNAMED_RATIO`` times ``kept`` characters and more than ``_SHORT_TEXT``."""
+    best, size = None, max(_MISNAMED_RATIO * kept, _SHORT_TEXT)
+    for el in dropped:
         length = _string_length(el)
         if length > size:
-            best, size = el, length
+            links = sum(_string_length(a) for a in el.iter("a"))
+            if not link_heavy(int(length), int(links)):  # a menu is no misnamed article
+                best, size = el, length
     return best
 
 
@@ -248,8 +253,7 @@ _NAMES_CACHE_MAX = 4096
 class _Walked:
     """What one walk of the body found (see :func:`_walk`)."""
 
-    __slots__ = ("articles", "blocks", "chrome_named", "heading", "mains", "named", "roles",
-                 "spans")
+    __slots__ = ("articles", "blocks", "dropped", "heading", "mains", "named", "roles", "spans")
 
     def __init__(self) -> None:
         self.blocks: list[Block] = []  # text blocks outside boilerplate, in document order
@@ -259,7 +263,8 @@ class _Walked:
         self.roles: list[etree._Element] = []  # role="main"
         self.articles: list[etree._Element] = []
         self.heading: etree._Element | None = None  # the first h1
-        self.chrome_named: list[etree._Element] = []  # containers dropped for their id/class
+        # containers dropped for their id/class, and page-level headers and footers
+        self.dropped: list[etree._Element] = []
 
     @property
     def totals(self) -> Totals:
@@ -412,8 +417,17 @@ def _boilerplate(
         return True
     role = el.get("role")
     if tag in _BOILERPLATE_TAGS or (role is not None and role.lower() in _BOILERPLATE_ROLES):
-        return True
-    if tag in ("header", "footer") and not inside:  # a header inside an article is its own
+        if not inside:
+            return True
+        if spared is None or el not in spared:
+            # inside the declared main part: a pull quote, a box of related links; or, on a
+            # page that wraps its story in an <aside>, the story (see _misnamed)
+            page.dropped.append(el)
+            return True
+    if tag in ("header", "footer") and not inside and (spared is None or el not in spared):
+        # (a header inside an article is its own; a page whose markup leaves its <header> open
+        # has everything in it: see _misnamed)
+        page.dropped.append(el)
         return True
     names = f"{el.get('id', '')} {el.get('class', '')}".strip()
     if not names:
@@ -428,7 +442,7 @@ def _boilerplate(
             and el not in spared):
         # not a link (as Readability spares them): mdBook's headings are <a class="header">
         if tag in _CONTAINERS or tag in ("ul", "ol", "table"):
-            page.chrome_named.append(el)
+            page.dropped.append(el)
         return True
     if judged[1] and tag in _CONTAINERS:
         page.named.append(el)
@@ -455,10 +469,15 @@ def _holds_content(page: _Walked, container: etree._Element) -> bool:
     """Whether the part a page declares or names as its content holds a fair share of the
     page's prose: an empty ``<article>`` (a teaser, a wrapper a theme left empty) or a
     ``<div id="main">`` around a heading alone must not win over the text beside it."""
-    if container not in page.spans:
+    span = page.spans.get(container)
+    if span is None:
         return True
-    # words, link text included: a declared part that is a list of links (an index) is content
-    return _words(page, container) >= _DECLARED_SHARE * sum(w for _, _, w, _ in page.blocks)
+    # its words, link text included (a declared part that is a list of links, an index, is
+    # content), against the prose outside it (not the link lists of a fat footer)
+    inside = _words(page, container)
+    outside = sum(w for i, (_, _, w, n) in enumerate(page.blocks)
+                  if not span[0] <= i < span[1] and not link_heavy(w, n))
+    return inside >= _DECLARED_SHARE * (inside + outside)
 
 
 def _words(page: _Walked, el: etree._Element) -> int:
