@@ -47,14 +47,14 @@ Why not a library. On 60 real pages of 34 kinds of site (``bench/maintext_set``:
 WordPress, Elementor, Squarespace, Drupal, SPIP, news sites, Sphinx, texinfo, DocBook...,
 each labelled by hand; ``bench/maintext.py``, CPU time on a shared 2-core machine):
 word F1 0.949 here against 0.932 for trafilatura 2.3.1, the best maintained extractor (0.907
-with ``fast=True``), precision 0.935 against 0.927, recall 0.977 against 0.956, at 1.6 ms
-per page against 12.9 (10.3 fast); on the 15 held-out pages, never looked at while tuning,
+with ``fast=True``), precision 0.935 against 0.927, recall 0.977 against 0.956, at ~1.7 ms
+per page against ~13.5 (~11 fast; two runs); on the 15 held-out pages, never looked at while tuning,
 F1 0.894 against 0.850 (precision 0.861 against 0.812). Neither returned an empty text; one
 page each scored under F1 0.5. So on real pages precision is on a par with trafilatura's, not
 clearly better: the earlier claim rested on the synthetic pages of ``devsite/testset.py``
 (480 of ~13 KB: precision 0.97 here against 0.89, mostly its keeping a short page's tagline
 and sidebar prose, at 0.4 ms against 4.2). On 120 unlabelled documentation pages under
-``/usr/share/doc`` (~46 KB): 2.1 ms against 24.5. And it pulls in twelve packages more than
+``/usr/share/doc`` (~46 KB): ~2.1 ms against ~24. And it pulls in twelve packages more than
 ours (dateparser, regex, babel, pytz, htmldate, courlan, justext, lxml_html_clean...). Most
 of the real pages come from trafilatura's own evaluation cache, which flatters it if anything.
 Reproduce with ``/tmp/trafvenv/bin/python bench/maintext.py`` (its docstring makes that
