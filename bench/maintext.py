@@ -6,25 +6,36 @@ never the project's::
 
     python3 -m venv /tmp/trafvenv
     /tmp/trafvenv/bin/pip install -r requirements.txt trafilatura==2.3.1 lxml_html_clean
-    /tmp/trafvenv/bin/python bench/maintext.py                 # labelled set + /usr/share/doc
-    /tmp/trafvenv/bin/python bench/maintext.py --real ''       # the labelled set only
+    /tmp/trafvenv/bin/python bench/maintext.py                 # sections 0, 1 and 2
+    /tmp/trafvenv/bin/python bench/maintext.py --only-real     # section 0 only
+    /tmp/trafvenv/bin/python bench/maintext.py --only-real --list   # with the tuning pages
+    /tmp/trafvenv/bin/python bench/maintext.py --real ''       # sections 0 and 1
     /tmp/trafvenv/bin/python bench/maintext.py --pages 40 --repeat 1   # quicker
 
 (``lxml_html_clean``: trafilatura's justext fallback imports ``lxml.html.clean``, a separate
 package since lxml 5.2.)
 
-1. **The labelled set** of ``devsite/testset.py`` (``build_labelled_set``: originals and their
-   variants on template-heavy sites whose known content is each page's title and paragraphs).
-   Word precision is the share of the words extracted (lower-cased, punctuation stripped,
-   counted as a multiset) that are the page's content; recall the share of the content's
-   words extracted. Per page, then the mean and the worst page.
+Word precision is the share of the words extracted (lower-cased, punctuation stripped, counted
+as a multiset) that are the page's content; recall the share of the content's words extracted;
+F1 their harmonic mean. Per page, then the mean over pages.
+
+0. **Real pages, labelled** (``bench/maintext_set``: 60 pages of blogs, news, CMSs and site
+   builders, docs; its README says where each comes from and how its label was cut). The
+   tuning part and the held-out part apart (``label.held_out``: a fixed rule on the page's
+   name), mean P, R, F1, pages under F1 0.5, empty results; CPU per page over all. ``--list``
+   prints each tuning page's precision/recall for every extractor, never a held-out page's.
+   Both extractors get the page's bytes and decode them by its own charset.
+1. **The synthetic labelled set** of ``devsite/testset.py`` (``build_labelled_set``: originals
+   and their variants on template-heavy sites whose known content is each page's title and
+   paragraphs). Per page, then the mean and the worst page.
 2. **Real HTML** under ``/usr/share/doc`` (or ``--real DIR``): Debian's documentation pages have
    no labels, so only the cost and the two extractors' agreement (the share of one's words the
    other kept too) are printed.
 
 Time is CPU time of this process (the machine may be shared), the best of ``--repeat`` passes
-over the same pages, both extractors given the same ``str``; trafilatura with its defaults
-(``extract(html)``, plain text) and with ``fast=True`` (no fallback extractors).
+over the same pages, both extractors given the same ``str`` (``bytes`` in section 0);
+trafilatura with its defaults (``extract(html)``, plain text) and with ``fast=True`` (no
+fallback extractors).
 """
 
 from __future__ import annotations
@@ -42,6 +53,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crawler.content.maintext import main_text
 from devsite.testset import Page, build_labelled_set
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "maintext_set"))
+from label import entries, read_page  # bench/maintext_set/label.py
 
 Extract = Callable[[str], str]
 _WORD = re.compile(r"\w+")
@@ -62,6 +76,10 @@ def precision_recall(extracted: str, truth: Counter[str]) -> tuple[float, float]
     shared = sum((got & truth).values())
     total = sum(got.values())
     return (shared / total if total else 0.0), shared / sum(truth.values())
+
+
+def f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def known_content(page: Page) -> Counter[str]:
@@ -87,6 +105,50 @@ def extractors() -> dict[str, Extract]:
         f"trafilatura {version}": lambda h: trafilatura.extract(h) or "",
         f"trafilatura {version} fast": lambda h: trafilatura.extract(h, fast=True) or "",
     }
+
+
+def section_real_labelled(found: dict[str, Extract], repeat: int, listing: bool) -> None:
+    """The real pages of ``bench/maintext_set`` against their labels: the tuning part and the
+    held-out part apart (the held-out pages are scored, never listed)."""
+    pages = entries()
+    # bytes, as the crawler gets them: each extractor decodes them by the page's own charset
+    raw = [read_page(e.page) for e in pages]
+    truths = [words(e.label.read_text(encoding="utf-8")) for e in pages]
+    size = statistics.fmean(len(b) for b in raw) / 1024
+    held = sum(e.held_out for e in pages)
+    print(f"== 0. Real labelled pages (bench/maintext_set): {len(pages)} pages of ~{size:.0f} KB "
+          f"from {len({e.platform for e in pages})} kinds of site; {len(pages) - held} tuning, "
+          f"{held} held out (name's SHA-1 starts with 0-4)")
+    print(f"  {'extractor':28s} {'part':8s} {'ms/page':>8s} {'P':>6s} {'R':>6s} {'F1':>6s} "
+          f"{'F1<.5':>6s} {'empty':>6s}")
+    per_page: dict[str, list[tuple[float, float, float]]] = {}
+    for name, extract in found.items():
+        run: Callable[[bytes], str] = extract  # type: ignore[assignment]  (both take bytes)
+        scores = []
+        for body, truth in zip(raw, truths, strict=True):
+            p, r = precision_recall(run(body), truth)
+            scores.append((p, r, f1(p, r)))
+        per_page[name] = scores
+        ms = cpu_ms_per_page(run, raw, repeat)
+        for part, held_out in (("tuning", False), ("held-out", True), ("all", None)):
+            chosen = [s for s, e in zip(scores, pages, strict=True)
+                      if held_out is None or e.held_out == held_out]
+            empty = sum(1 for p, r, _ in chosen if p == 0 and r == 0)
+            cost = f"{ms:8.2f}" if part == "all" else " " * 8
+            print(f"  {name:28s} {part:8s} {cost} "
+                  f"{statistics.fmean(s[0] for s in chosen):6.3f} "
+                  f"{statistics.fmean(s[1] for s in chosen):6.3f} "
+                  f"{statistics.fmean(s[2] for s in chosen):6.3f} "
+                  f"{sum(1 for s in chosen if s[2] < 0.5):6d} {empty:6d}")
+    if listing:
+        names = list(found)
+        print(f"\n  tuning pages, F1 per extractor ({', '.join(names)}):")
+        for i, e in enumerate(pages):
+            if not e.held_out:
+                cells = " ".join(f"{per_page[n][i][0]:.2f}/{per_page[n][i][1]:.2f}"
+                                 for n in names)
+                print(f"    {e.name:42s} {e.platform[:22]:22s} P/R {cells}")
+    print()
 
 
 def section_labelled(found: dict[str, Extract], pages: int, variants: int, seed: int,
@@ -168,12 +230,19 @@ def main() -> None:
     parser.add_argument("--real-pages", type=int, default=120, help="real pages at most")
     parser.add_argument("--max-kb", type=int, default=256, help="largest real page taken (KB)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes (best is kept)")
+    parser.add_argument("--only-real", action="store_true",
+                        help="the real labelled pages only (section 0)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the tuning pages' precision/recall (never the held-out ones)")
     args = parser.parse_args()
     try:
         found = extractors()
     except ImportError as exc:
         parser.exit(2, f"{exc}\n\n{USAGE}\n")
     t0 = time.perf_counter()
+    section_real_labelled(found, args.repeat, args.list)
+    if args.only_real:
+        return
     section_labelled(found, args.pages, args.variants, args.seed, args.repeat)
     if args.real:
         section_real(found, Path(args.real), args.real_pages, args.max_kb, args.repeat)
