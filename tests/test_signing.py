@@ -1,0 +1,272 @@
+"""The crawler's verifiable identity, piece by piece: the RFC 9421 signer against the RFC's and
+the Web Bot Auth draft's vectors, its signatures against an independent verifier
+(``tests/botauth_verifier.py``: the ``http-message-signatures`` package), the settings that
+turn it on."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from http_message_signatures import InvalidSignature
+
+from crawler.config.schema import check_settings, value_problem
+from crawler.net.signatures import (
+    KeyFileError,
+    RequestSigner,
+    authority,
+    jwk_thumbprint,
+    key_directory,
+    load_private_key,
+    public_jwk,
+    sf_string,
+    signature_base,
+    signature_params,
+)
+from crawler.sites.loading import load_all_sites
+from tests.botauth_verifier import Message, directory_server, verify
+
+# RFC 9421 Appendix B.1.4, the Ed25519 test key (a published test key: never for production).
+RFC_KEY = (
+    b"-----BEGIN PRIVATE KEY-----\n"
+    b"MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF\n"
+    b"-----END PRIVATE KEY-----\n"
+)
+AGENT = "https://crawler.example"
+
+
+@pytest.fixture
+def rfc_key_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rfc.pem"
+    path.write_bytes(RFC_KEY)
+    return path
+
+
+def test_the_signer_reproduces_rfc_9421_b_2_6(rfc_key_file: Path) -> None:
+    """B.2.6, "Signing a Request Using ed25519": the test request's signature base and its
+    signature, byte for byte (Ed25519 is deterministic)."""
+    components = [
+        ('"date"', "Tue, 20 Apr 2021 02:07:55 GMT"),
+        ('"@method"', "POST"),
+        ('"@path"', "/foo"),
+        ('"@authority"', authority("http://example.com/foo?param=Value&Pet=dog")),
+        ('"content-type"', "application/json"),
+        ('"content-length"', "18"),
+    ]
+    params = signature_params(
+        [identifier for identifier, _ in components], created=1618884473, keyid="test-key-ed25519"
+    )
+    base = signature_base(components, params)
+    assert base == (
+        b'"date": Tue, 20 Apr 2021 02:07:55 GMT\n'
+        b'"@method": POST\n'
+        b'"@path": /foo\n'
+        b'"@authority": example.com\n'
+        b'"content-type": application/json\n'
+        b'"content-length": 18\n'
+        b'"@signature-params": ("date" "@method" "@path" "@authority" "content-type"'
+        b' "content-length");created=1618884473;keyid="test-key-ed25519"'
+    )
+    signature = base64.b64encode(load_private_key(rfc_key_file).sign(base)).decode()
+    assert signature == (
+        "wqcAqbmYJ2ji2glfAMaRy4gruYYnx2nEFN2HN6jrnDnQCK1u02Gb04v9EDgwUPiu4A0w6vuQv5lIp5WPpBKRCw=="
+    )
+
+
+def test_keyid_and_signature_reproduce_the_web_bot_auth_draft_e_2_1(rfc_key_file: Path) -> None:
+    """draft-ietf-webbotauth-httpsig-protocol-00 E.2.1: the keyid is the RFC 7638 thumbprint of
+    the B.1.4 key, and the minimal Web Bot Auth signature comes out as published."""
+    key = load_private_key(rfc_key_file)
+    keyid = jwk_thumbprint(public_jwk(key.public_key()))
+    assert keyid == "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"
+    components = [
+        ('"@authority"', authority("https://example.com/")),
+        ('"signature-agent";key="agent2"', sf_string("https://signature-agent.test")),
+    ]
+    params = signature_params(
+        [identifier for identifier, _ in components],
+        created=1735689600,
+        keyid=keyid,
+        alg="ed25519",
+        expires=4889289600,
+        nonce="n9p433xm+NJ3ph3upfBIGmsuwHw387YV7Q/F+6BSpGCVjYCqQw6rznNA8PVVLySrAWsv0hQtFioQb6E1YsauiA==",
+        tag="web-bot-auth",
+    )
+    signature = base64.b64encode(key.sign(signature_base(components, params))).decode()
+    assert signature == (
+        "RdNFx5Bj6au3YgAMQL/RzmUlZE8QZLIaXGRpw985hWnwPfMxT228NMk6ehRS1PSl4e8PhbNZACSanGdhEwYCCg=="
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://Example.COM/", "example.com"),
+        ("https://example.com:443/a", "example.com"),
+        ("http://example.com:80/a", "example.com"),
+        ("http://example.com:8080/a", "example.com:8080"),
+        ("https://[::1]:8443/", "[::1]:8443"),
+    ],
+)
+def test_authority_is_lower_case_without_the_default_port(url: str, expected: str) -> None:
+    assert authority(url) == expected
+
+
+def test_the_directory_lists_each_key_under_its_thumbprint(rfc_key_file: Path) -> None:
+    public = load_private_key(rfc_key_file).public_key()
+    [entry] = json.loads(key_directory([public]))["keys"]
+    assert entry == {
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs",  # RFC 9421 B.1.4's public key
+        "kid": "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U",
+        "use": "sig",
+    }
+
+
+# --- Our signatures, checked by the independent verifier ----------------------------------------
+
+
+def _signed(signer: RequestSigner, url: str, method: str = "GET") -> Message:
+    return Message(method, url, signer.headers(method, url))
+
+
+def test_signatures_verify_and_tampering_or_expiry_is_rejected(rfc_key_file: Path) -> None:
+    key = load_private_key(rfc_key_file)
+    jwks = key_directory([key.public_key()])
+    with directory_server(jwks) as (origin, context):
+        signer = RequestSigner(key, origin)
+        good = _signed(signer, "http://site.test:8080/docs/page.html?q=1")
+        assert verify(good, context) == origin
+        input_value = good.headers["Signature-Input"]
+        assert input_value.startswith(
+            'sig1=("@method" "@authority" "@path" "signature-agent";key="sig1");created='
+        )
+        assert f';keyid="{signer.keyid}";alg="ed25519";expires=' in input_value
+        assert input_value.endswith(';tag="web-bot-auth"')
+        assert good.headers["Signature-Agent"] == f'sig1="{origin}"'
+        tampered = [
+            Message("GET", "http://other.test:8080/docs/page.html?q=1", good.headers),  # authority
+            Message("GET", "http://site.test:8080/docs/other.html", good.headers),  # path
+            Message("POST", good.url, good.headers),  # method
+            # the same origin spelt otherwise: the covered member's value changed
+            Message("GET", good.url, {**good.headers, "Signature-Agent": f'sig1="{origin}/"'}),
+        ]
+        for message in tampered:
+            with pytest.raises(InvalidSignature):
+                verify(message, context)
+        # made 10 minutes ago: expired after its 5 minutes of validity
+        old = RequestSigner(key, origin, clock=lambda: time.time() - 600)
+        with pytest.raises(InvalidSignature, match="expires"):
+            verify(_signed(old, good.url), context)
+        # signed by a key the directory does not publish
+        other = RequestSigner(_new_key(), origin)
+        with pytest.raises(InvalidSignature, match="key"):
+            verify(_signed(other, good.url), context)
+
+
+def _new_key():  # type: ignore[no-untyped-def]
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.generate()
+
+
+def test_each_signature_has_its_own_nonce_and_never_shows_the_key(rfc_key_file: Path) -> None:
+    signer = RequestSigner(load_private_key(rfc_key_file), AGENT)
+    first, second = (signer.headers("GET", "https://a.test/") for _ in range(2))
+    assert first["Signature-Input"] != second["Signature-Input"]
+    assert "private_key" not in repr(signer) and signer.keyid in repr(signer)
+
+
+# --- Key files ----------------------------------------------------------------------------------
+
+
+def test_a_key_file_that_cannot_be_used_is_named_without_its_content(tmp_path: Path) -> None:
+    not_pem = tmp_path / "notes.txt"
+    not_pem.write_text("secret words\n")
+    rsa_pem = tmp_path / "rsa.pem"
+    rsa_pem.write_bytes(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    for path, why in [
+        (tmp_path / "missing.pem", "cannot read"),
+        (not_pem, "not an unencrypted PEM private key"),
+        (rsa_pem, "not an Ed25519 key"),
+    ]:
+        with pytest.raises(KeyFileError) as caught:
+            load_private_key(path)
+        assert str(caught.value).startswith(f"{path}: {why}")
+        assert "secret" not in str(caught.value) and "BEGIN" not in str(caught.value)
+
+
+# --- Settings -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("ops@example.org", None),
+        ("Crawl Ops <ops@example.org>", None),
+        ("", None),
+        ("ops", "must be one mailbox such as ops@example.org, got 'ops'"),
+        ("a@example.org, b@example.org", "must be one mailbox"),
+        ("ops@example.org\r\nX-Injected: 1", "must be one line of ASCII"),
+        ("opé@example.org", "must be one line of ASCII"),
+    ],
+)
+def test_from_address_must_be_one_mailbox(value: str, problem: str | None) -> None:
+    found = value_problem("FROM_ADDRESS", value)
+    assert found == problem if problem is None else found and found.startswith(problem)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("https://crawler.example.org", None),
+        ("https://crawler.example.org/", None),
+        ("https://crawler.example.org:8443", None),
+        ("http://crawler.example.org", "must be an https origin"),
+        ("https://crawler.example.org/keys", "without a path"),
+        ("https://crawler.example.org/?a", "without a path"),
+        ("https://ops:pw@crawler.example.org", "without a user or password"),
+        ("crawler.example.org", "must be an https origin"),
+    ],
+)
+def test_signature_agent_must_be_an_https_origin(value: str, problem: str | None) -> None:
+    found = value_problem("SIGNATURE_AGENT", value)
+    assert found == problem if problem is None else found and problem in found
+
+
+def test_a_key_file_without_signature_agent_is_refused() -> None:
+    values = {"SIGNATURE_KEY_FILE": "/etc/crawl/botkey.pem", "SIGNATURE_AGENT": ""}
+    assert check_settings(values, values.get).problems == [
+        "SIGNATURE_KEY_FILE: needs SIGNATURE_AGENT: the https origin that publishes the key "
+        "directory (a signed request must carry Signature-Agent)"
+    ]
+    values["SIGNATURE_AGENT"] = AGENT
+    assert check_settings(values, values.get).problems == []
+
+
+def test_a_site_config_sets_the_identity_and_a_bad_from_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "good.toml").write_text(
+        'name = "good"\n[settings]\nFROM_ADDRESS = "ops@example.org"\n'
+        f'SIGNATURE_AGENT = "{AGENT}/"\n'
+    )
+    (tmp_path / "bad.toml").write_text('name = "bad"\n[settings]\nFROM_ADDRESS = "nobody"\n')
+    sites, errors = load_all_sites(str(tmp_path))
+    assert sites["good"].settings["SIGNATURE_AGENT"] == AGENT
+    assert sites["good"].settings["FROM_ADDRESS"] == "ops@example.org"
+    [error] = errors.values()
+    assert str(error) == (
+        f'{tmp_path / "bad.toml"}: settings.FROM_ADDRESS: must be one mailbox such as '
+        'ops@example.org, got "nobody"'
+    )
