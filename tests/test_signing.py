@@ -1,12 +1,16 @@
 """The crawler's verifiable identity, piece by piece: the RFC 9421 signer against the RFC's and
 the Web Bot Auth draft's vectors, its signatures against an independent verifier
 (``tests/botauth_verifier.py``: the ``http-message-signatures`` package), the settings that
-turn it on."""
+turn it on, and ``scrapy botkey``. ``tests/test_signing_crawl.py`` signs a whole crawl."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
+import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +34,7 @@ from crawler.net.signatures import (
 )
 from crawler.sites.loading import load_all_sites
 from tests.botauth_verifier import Message, directory_server, verify
+from tests.crawling import PROJECT
 
 # RFC 9421 Appendix B.1.4, the Ed25519 test key (a published test key: never for production).
 RFC_KEY = (
@@ -270,3 +275,72 @@ def test_a_site_config_sets_the_identity_and_a_bad_from_is_refused(tmp_path: Pat
         f'{tmp_path / "bad.toml"}: settings.FROM_ADDRESS: must be one mailbox such as '
         'ops@example.org, got "nobody"'
     )
+
+
+# --- scrapy botkey ------------------------------------------------------------------------------
+
+
+def _scrapy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT), SCRAPY_SETTINGS_MODULE="crawler.settings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _botkey(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _scrapy(tmp_path, "botkey", *args)
+
+
+def test_botkey_writes_a_private_key_the_directory_and_the_info_page(tmp_path: Path) -> None:
+    done = _botkey(
+        tmp_path, "out", "--agent", AGENT, "--contact", "Crawl Ops <ops@example.org>",
+        "--purpose", "A search index of <em>docs</em>",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    key_path = tmp_path / "out" / "botkey.pem"
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    key = load_private_key(key_path)
+    keyid = jwk_thumbprint(public_jwk(key.public_key()))
+    jwks = tmp_path / "out" / ".well-known" / "http-message-signatures-directory"
+    assert jwks.read_bytes() == key_directory([key.public_key()])
+    assert f"keyid {keyid}" in done.stdout
+    assert "Content-Type: application/http-message-signatures-directory+json" in done.stdout
+    assert f"SIGNATURE_AGENT={AGENT}" in done.stdout
+    pem_body = b"".join(key_path.read_bytes().splitlines()[1:-1]).decode()
+    assert pem_body not in done.stdout + done.stderr
+    page = (tmp_path / "out" / "bot.html").read_text()
+    assert "User-agent: crawler-bot\nDisallow: /" in page
+    assert "mailto:ops@example.org" in page and "Crawl Ops &lt;ops@example.org&gt;" in page
+    assert "A search index of &lt;em&gt;docs&lt;/em&gt;" in page  # escaped, not markup
+    assert f'keyid="{keyid}"' in page and f"{AGENT}/.well-known/" in page
+    # run again: the key is kept, the files rebuilt from it
+    again = _botkey(tmp_path, "out", "--agent", AGENT)
+    assert again.returncode == 0, again.stderr
+    assert "existing Ed25519 key" in again.stdout and f"keyid {keyid}" in again.stdout
+
+
+def test_botkey_refuses_an_agent_that_is_not_an_https_origin(tmp_path: Path) -> None:
+    done = _botkey(tmp_path, "out", "--agent", "http://crawler.example/keys")
+    assert done.returncode == 1
+    assert "must be an https origin" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_crawl_with_an_unusable_identity_is_refused_before_it_starts(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.2:9/\n")
+    key = tmp_path / "botkey.pem"
+    key.write_text("not a key\n")
+    crawl = ["crawl", "web", "-a", f"seeds={seeds}", "-s", "ALLOW_PRIVATE_ADDRESSES=True"]
+    signing = ["-s", f"SIGNATURE_KEY_FILE={key}", "-s", f"SIGNATURE_AGENT={AGENT}"]
+    done = _scrapy(tmp_path, *crawl, *signing)
+    assert done.returncode == 2
+    assert f"crawl web refused: {key}: not an unencrypted PEM private key" in done.stderr
+    done = _scrapy(tmp_path, *crawl, "-s", "FROM_ADDRESS=ops")
+    assert done.returncode == 2
+    assert "crawl web refused: FROM_ADDRESS: must be one mailbox" in done.stderr
