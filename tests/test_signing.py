@@ -17,9 +17,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from http_message_signatures import InvalidSignature
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.test import get_crawler
 
 from crawler.config.schema import check_settings, value_problem
+from crawler.middlewares.signing import IdentityMiddleware
 from crawler.net.signatures import (
     KeyFileError,
     RequestSigner,
@@ -175,9 +180,7 @@ def test_signatures_verify_and_tampering_or_expiry_is_rejected(rfc_key_file: Pat
             verify(_signed(other, good.url), context)
 
 
-def _new_key():  # type: ignore[no-untyped-def]
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
+def _new_key() -> Ed25519PrivateKey:
     return Ed25519PrivateKey.generate()
 
 
@@ -211,6 +214,39 @@ def test_a_key_file_that_cannot_be_used_is_named_without_its_content(tmp_path: P
             load_private_key(path)
         assert str(caught.value).startswith(f"{path}: {why}")
         assert "secret" not in str(caught.value) and "BEGIN" not in str(caught.value)
+
+
+def test_the_middleware_signs_sets_from_and_warns_of_a_key_others_can_read(
+    rfc_key_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rfc_key_file.chmod(0o644)
+    settings = {"SIGNATURE_KEY_FILE": str(rfc_key_file), "SIGNATURE_AGENT": AGENT + "/",
+                "FROM_ADDRESS": "ops@example.org"}  # fmt: skip
+    with caplog.at_level("INFO"):
+        middleware = IdentityMiddleware.from_crawler(get_crawler(settings_dict=settings))
+    assert "can be read by other users than its owner: chmod 600 it" in caplog.text
+    assert "keyid poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U" in caplog.text
+    assert "MC4CAQAw" not in caplog.text
+    request = Request("https://docs.example.org/a?b=1", headers={"From": "other@example.org"})
+    middleware.process_request(request)
+    assert request.headers[b"From"] == b"other@example.org"  # a request's own From wins
+    assert request.headers[b"Signature-Agent"] == f'sig1="{AGENT}"'.encode()
+    first = request.headers[b"Signature"]
+    middleware.process_request(request)  # a retry: signed again, not twice
+    assert len(request.headers.getlist(b"Signature")) == 1
+    assert request.headers[b"Signature"] != first
+    plain = Request("https://docs.example.org/")
+    middleware.process_request(plain)
+    assert plain.headers[b"From"] == b"ops@example.org"
+    rfc_key_file.chmod(0o600)
+    caplog.clear()
+    IdentityMiddleware.from_crawler(get_crawler(settings_dict=settings))
+    assert "chmod" not in caplog.text
+
+
+def test_the_middleware_is_off_unless_configured() -> None:
+    with pytest.raises(NotConfigured):
+        IdentityMiddleware.from_crawler(get_crawler())
 
 
 # --- Settings -----------------------------------------------------------------------------------
@@ -322,6 +358,32 @@ def test_botkey_writes_a_private_key_the_directory_and_the_info_page(tmp_path: P
     again = _botkey(tmp_path, "out", "--agent", AGENT)
     assert again.returncode == 0, again.stderr
     assert "existing Ed25519 key" in again.stdout and f"keyid {keyid}" in again.stdout
+
+
+def test_botkey_rotates_keys_as_the_draft_asks(tmp_path: Path) -> None:
+    """5.5.2: publish the new key beside the old, then drop the old one."""
+    out = tmp_path / "out"
+    jwks = out / ".well-known" / "http-message-signatures-directory"
+
+    def listed() -> list[str]:
+        return [entry["kid"] for entry in json.loads(jwks.read_bytes())["keys"]]
+
+    def current() -> str:
+        return jwk_thumbprint(public_jwk(load_private_key(out / "botkey.pem").public_key()))
+
+    assert _botkey(tmp_path, "out", "--agent", AGENT).returncode == 0
+    first = current()
+    done = _botkey(tmp_path, "out", "--agent", AGENT, "--rotate")
+    assert done.returncode == 0, done.stderr
+    second = current()
+    assert second != first and listed() == [second, first]
+    assert f"also listing retired keys {first}" in done.stdout
+    retired = out / f"retired-{first}.pem"
+    assert stat.S_IMODE(retired.stat().st_mode) == 0o600
+    assert _botkey(tmp_path, "out", "--agent", AGENT).returncode == 0
+    assert listed() == [second, first]  # nothing dropped unless asked
+    assert _botkey(tmp_path, "out", "--agent", AGENT, "--drop-retired").returncode == 0
+    assert listed() == [second]
 
 
 def test_botkey_refuses_an_agent_that_is_not_an_https_origin(tmp_path: Path) -> None:

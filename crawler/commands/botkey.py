@@ -8,7 +8,10 @@ Writes into ``DIR``:
 - ``.well-known/http-message-signatures-directory``: the JWKS of its public key (``kid`` the
   RFC 7638 thumbprint, the ``keyid`` of every signature), to serve at that path of the
   ``SIGNATURE_AGENT`` origin with ``Content-Type: application/http-message-signatures-
-  directory+json`` (draft-ietf-webbotauth-httpsig-protocol-00 5.5.1);
+  directory+json`` (draft-ietf-webbotauth-httpsig-protocol-00 5.5.1). Keys the directory
+  already lists stay listed, so that rotation follows the draft's 5.5.2: ``--rotate`` renames
+  the key to ``retired-<keyid>.pem`` and makes a new one, both published; once verifiers'
+  cached copies have expired, ``--drop-retired`` lists the current key alone;
 - ``bot.html``: the bot's information page, a template to complete and publish where the user
   agent's ``+URL`` points: what it crawls, for what, how to opt out, whom to write to, and how
   to verify its requests.
@@ -34,6 +37,7 @@ from crawler.net.signatures import (
     DIRECTORY_PATH,
     DRAFT,
     KeyFileError,
+    directory_keys,
     jwk_thumbprint,
     key_directory,
     load_private_key,
@@ -42,6 +46,7 @@ from crawler.net.signatures import (
 )
 
 KEY_FILE = "botkey.pem"
+RETIRED_FILE = "retired-{keyid}.pem"
 PAGE_FILE = "bot.html"
 
 PAGE = """<!doctype html>
@@ -108,6 +113,14 @@ class Command(ScrapyCommand):
             "--contact", default="", help="the operator's mailbox (default: FROM_ADDRESS)"
         )
         parser.add_argument("--purpose", default="", help="what the crawl is for, one sentence")
+        parser.add_argument(
+            "--rotate", action="store_true",
+            help="retire the current key (still published) and make a new one",
+        )  # fmt: skip
+        parser.add_argument(
+            "--drop-retired", action="store_true",
+            help="publish the current key alone (after verifiers' caches of the directory expired)",
+        )  # fmt: skip
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -127,21 +140,32 @@ class Command(ScrapyCommand):
         directory = Path(args[0])
         directory.mkdir(parents=True, exist_ok=True)
         key_path = directory / KEY_FILE
-        made = _write_new_key(key_path)
+        jwks_path = directory / DIRECTORY_PATH.lstrip("/")
         try:
+            listed = directory_keys(jwks_path.read_bytes()) if jwks_path.exists() else []
+            if opts.rotate:
+                if not key_path.exists():
+                    raise KeyFileError(f"{key_path}: no key to rotate")
+                retired = jwk_thumbprint(public_jwk(load_private_key(key_path).public_key()))
+                key_path.rename(directory / RETIRED_FILE.format(keyid=retired))
+            made = _write_new_key(key_path)
             public_key = load_private_key(key_path).public_key()
-        except KeyFileError as exc:
+        except (KeyFileError, ValueError) as exc:
             self._fail(str(exc))
             return
         keyid = jwk_thumbprint(public_jwk(public_key))
-        jwks_path = directory / DIRECTORY_PATH.lstrip("/")
+        keys = {keyid: public_key}
+        if not opts.drop_retired:  # earlier keys stay published until dropped
+            keys.update((jwk_thumbprint(public_jwk(k)), k) for k in listed)
         jwks_path.parent.mkdir(parents=True, exist_ok=True)
-        jwks_path.write_bytes(key_directory([public_key]))
+        jwks_path.write_bytes(key_directory(keys.values()))
         page_path = directory / PAGE_FILE
         page_path.write_text(self._page(agent, contact, opts.purpose, keyid), encoding="utf-8")
         print(f"{key_path}: {'new' if made else 'existing'} Ed25519 key, keyid {keyid} (mode 0600, "
               "keep it secret)")  # fmt: skip
-        print(f"{jwks_path}: publish at {agent}{DIRECTORY_PATH}")
+        others = [k for k in keys if k != keyid]
+        listing = f" (also listing retired keys {', '.join(others)})" if others else ""
+        print(f"{jwks_path}: publish at {agent}{DIRECTORY_PATH}{listing}")
         print(f"    with Content-Type: {DIRECTORY_MEDIA_TYPE}")
         print(f"{page_path}: complete it and publish it where the user agent's +URL points")
         print("Sign the crawl's requests with:")

@@ -53,6 +53,12 @@ class IdentityMiddleware:
         if key_file:
             path = os.path.expanduser(key_file)
             signer = RequestSigner(load_private_key(path), values["SIGNATURE_AGENT"])
+            if os.stat(path).st_mode & 0o077:
+                logger.warning(
+                    "%s can be read by other users than its owner: chmod 600 it (whoever reads "
+                    "it can sign as this crawler)",
+                    path,
+                )
             logger.info(
                 "Signing requests (%s): keyid %s, Signature-Agent %s",
                 DRAFT,

@@ -50,6 +50,7 @@ __all__ = [
     "DRAFT",
     "KeyFileError",
     "RequestSigner",
+    "directory_keys",
     "jwk_thumbprint",
     "key_directory",
     "load_private_key",
@@ -139,6 +140,22 @@ def key_directory(public_keys: Iterable[Ed25519PublicKey]) -> bytes:
         jwk = public_jwk(public_key)
         keys.append({**jwk, "kid": jwk_thumbprint(jwk), "use": "sig"})
     return json.dumps({"keys": keys}, indent=2).encode("utf-8") + b"\n"
+
+
+def directory_keys(data: bytes) -> list[Ed25519PublicKey]:
+    """The Ed25519 public keys a key directory (:func:`key_directory`'s JSON) lists, in its
+    order; raises ValueError for a file that is not one."""
+    try:
+        entries = json.loads(data)["keys"]
+        return [
+            Ed25519PublicKey.from_public_bytes(
+                base64.urlsafe_b64decode(entry["x"] + "=" * (-len(entry["x"]) % 4))
+            )
+            for entry in entries
+            if entry.get("kty") == "OKP" and entry.get("crv") == "Ed25519"
+        ]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a key directory ({exc})") from None
 
 
 # --- RFC 9421 serialization ---------------------------------------------------------------------
