@@ -188,11 +188,16 @@ class Seen:
 
 @contextmanager
 def verifying_site(
-    hosts: list[str], pages: dict[str, str], context: ssl.SSLContext
+    hosts: list[str],
+    pages: dict[str, str],
+    context: ssl.SSLContext,
+    redirects: dict[str, str] | None = None,
 ) -> Iterator[tuple[int, list[Seen]]]:
     """One HTTP server on a free port of each of ``hosts`` (the same port), answering
-    ``pages`` (path -> HTML) to requests whose signature it verifies, 401 to the others;
-    yields the port and the list of requests seen, in order."""
+    ``pages`` (path -> HTML) and ``redirects`` (path -> Location, a 301) to requests whose
+    signature it verifies, 401 to the others; yields the port and the list of requests seen,
+    in order."""
+    redirects = redirects or {}
     seen: list[Seen] = []
     lock = threading.Lock()
 
@@ -211,10 +216,14 @@ def verifying_site(
                 seen.append(Seen(self.server.server_address[0], self.path, headers, verdict))
             body = pages.get(self.path)
             status = 200 if verdict.startswith("verified") else 401
-            if status == 200 and body is None:
+            if status == 200 and self.path in redirects:
+                status, body = 301, "moved"
+            elif status == 200 and body is None:
                 status, body = 404, "not found"
             data = (body or verdict).encode()
             self.send_response(status)
+            if status == 301:
+                self.send_header("Location", redirects[self.path])
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

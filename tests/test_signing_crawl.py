@@ -30,10 +30,15 @@ HOSTS = ["127.0.0.2", "127.0.0.3"]
 FROM = "Crawl Ops <ops@example.org>"
 PAGES = {
     "/robots.txt": "User-agent: *\nAllow: /\n",
-    "/": '<html><body><a href="/a.html">a</a> <a href="/b.html">b</a></body></html>',
+    "/": '<html><body><a href="/a.html">a</a> <a href="/b.html">b</a> <a href="/moved">m</a>'
+    "</body></html>",
     "/a.html": "<html><body><p>Page a</p><a href='/b.html'>b</a></body></html>",
     "/b.html": "<html><body><p>Page b</p></body></html>",
+    "/c.html": "<html><body><p>Page c, moved here</p></body></html>",
 }
+# another @path: a redirect followed with the first request's signature would not verify
+REDIRECTS = {"/moved": "/c.html"}
+FETCHED = [*PAGES, *REDIRECTS]
 
 
 def _secret_spellings(key_path: Path) -> list[bytes]:
@@ -78,7 +83,7 @@ def test_a_signed_crawl_is_verified_by_the_site_and_keeps_its_key_secret(tmp_pat
     warc_dir = tmp_path / "warc"
     with (
         directory_server(jwks) as (origin, context),
-        verifying_site(HOSTS, PAGES, context) as (port, seen),
+        verifying_site(HOSTS, PAGES, context, REDIRECTS) as (port, seen),
     ):
         result = run_crawl(
             tmp_path,
@@ -92,9 +97,10 @@ def test_a_signed_crawl_is_verified_by_the_site_and_keeps_its_key_secret(tmp_pat
             ),
         )
         assert result.returncode == 0, result.log[-3000:]
-        # every request the site got, robots.txt included, carried a signature it verified
+        # every request the site got, robots.txt and the redirected one included, carried a
+        # signature it verified
         paths = sorted((s.host, s.path) for s in seen)
-        assert paths == sorted((h, p) for h in HOSTS for p in PAGES), paths
+        assert paths == sorted((h, p) for h in HOSTS for p in FETCHED), paths
         assert {s.verdict for s in seen} == {f"verified {origin}"}
         assert {s.headers.get("From") for s in seen} == {FROM}
         assert len({s.headers["Signature"] for s in seen}) == len(seen)  # each its own
@@ -110,13 +116,13 @@ def test_a_signed_crawl_is_verified_by_the_site_and_keeps_its_key_secret(tmp_pat
         url = f"http://{HOSTS[0]}:{port}/a.html"
         assert _replay(HOSTS[0], port, "/a.html", stale.headers("GET", url)) == 401
         assert "expires" in seen[-1].verdict
-    assert len(result.items) == len(HOSTS) * 3
-    assert result.stats["signing/signed"] == len(HOSTS) * len(PAGES)
+    assert len(result.items) == len(HOSTS) * 4  # /, a, b and c (from /moved)
+    assert result.stats["signing/signed"] == len(HOSTS) * len(FETCHED)
     assert "Signing requests (draft-ietf-webbotauth-httpsig-protocol-00): keyid" in result.log
 
     # The WARC request records keep the signature headers as sent: public values.
     records = all_records(warc_dir)
-    sent = {s.headers["Signature"] for s in seen[: len(HOSTS) * len(PAGES)]}
+    sent = {s.headers["Signature"] for s in seen[: len(HOSTS) * len(FETCHED)]}
     archived = [r["http"] for r in records if r["type"] == "request"]
     assert {h.get_header("Signature") for h in archived} == sent
     assert {h.get_header("Signature-Agent") for h in archived} == {f'sig1="{origin}"'}
