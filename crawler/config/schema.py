@@ -307,6 +307,7 @@ _RULES: dict[str, Rule] = {
     "SITEMAPS_MAX_SIZE": Number(integer=True, low=1),
     "SITEMAPS_MAX_FILES": Number(integer=True, low=1),
     "CANONICAL_SCOPE": Choice(("host", "domain", "off")),
+
     "WARC_MAX_SIZE": Number(integer=True, low=1),
     "WARC_GZIP_LEVEL": Number(integer=True, low=1, high=9),
     "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
