@@ -238,6 +238,9 @@ def test_the_middleware_signs_sets_from_and_warns_of_a_key_others_can_read(
     plain = Request("https://docs.example.org/")
     middleware.process_request(plain)
     assert plain.headers[b"From"] == b"ops@example.org"
+    local = Request("data:,no server")
+    middleware.process_request(local)
+    assert b"Signature" not in local.headers
     rfc_key_file.chmod(0o600)
     caplog.clear()
     IdentityMiddleware.from_crawler(get_crawler(settings_dict=settings))

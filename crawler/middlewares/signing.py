@@ -70,8 +70,8 @@ class IdentityMiddleware:
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if self.from_address is not None and b"From" not in request.headers:
             request.headers[b"From"] = self.from_address
-        if self.signer is None:
-            return
+        if self.signer is None or not request.url.startswith(("http://", "https://")):
+            return  # data: and file: requests reach no server
         try:
             headers = self.signer.headers(request.method, request.url)
         except ValueError:
