@@ -44,6 +44,7 @@ from crawler.net.signatures import (
     new_private_key_pem,
     public_jwk,
 )
+from crawler.robots.rules import robots_token
 
 KEY_FILE = "botkey.pem"
 RETIRED_FILE = "retired-{keyid}.pem"
@@ -176,7 +177,7 @@ class Command(ScrapyCommand):
     def _page(self, agent: str, contact: str, purpose: str, keyid: str) -> str:
         assert self.settings is not None
         user_agent = str(self.settings.get("USER_AGENT") or "")
-        token = self.settings.get("ROBOTSTXT_USER_AGENT") or user_agent.split("/")[0].split()[0]
+        token = robots_token(self.settings)  # the name the robots.txt gate matches groups with
         address = contact.rsplit("<", 1)[-1].rstrip(">") if contact else "you@example.org"
         values = {
             "name": self.settings.get("BOT_NAME") or token,
