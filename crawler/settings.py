@@ -68,6 +68,9 @@ DOWNLOADER_MIDDLEWARES = {
     # WARC capture (WARC_ENABLED, off by default): nearest the handler, so it records every
     # response as received, before decompression, redirects, retries and the robots.txt gate
     "crawler.middlewares.warc.WarcCaptureMiddleware": 950,
+    # From and Web Bot Auth signatures (FROM_ADDRESS, SIGNATURE_*; off by default): after every
+    # change to a request, before its WARC record (crawler/middlewares/signing.py)
+    "crawler.middlewares.signing.IdentityMiddleware": 945,
 }
 
 # Outermost spider middleware: it sees exactly what the scraper gets and tells the frontier when

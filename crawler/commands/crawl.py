@@ -51,6 +51,7 @@ from crawler.backends.registry import backend_class
 from crawler.commands import pipe_safe
 from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
+from crawler.net.signatures import load_private_key
 from crawler.sites import SeedsFileError, check_seeds_file
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,8 @@ class Command(ScrapyCrawlCommand):
             return [str(exc)]
         try:
             policy_from_settings(settings)
+            if settings.get("SIGNATURE_KEY_FILE"):  # KeyFileError names the file, not its bytes
+                load_private_key(os.path.expanduser(settings.get("SIGNATURE_KEY_FILE")))
             store = backend_class(settings, "FRONTIER_STORE_CLASS")
             return list(store.preflight(crawler)) if hasattr(store, "preflight") else []
         except ValueError as exc:  # BackendError too

@@ -220,6 +220,19 @@ REDIS_CLUSTER = "auto"
 # robots.txt cache, on the reactor, never waits.
 REDIS_OUTAGE_WAIT = 30.0
 
+# --- Identity: a From header and signed requests (crawler/middlewares/signing.py) --------------
+# A mailbox where site operators reach whoever runs the crawl (RFC 9110 10.1.2), sent as the
+# From header of every request; empty: none. Checked when set ("Crawl Ops <ops@example.org>").
+FROM_ADDRESS = ""
+# Web Bot Auth (draft-ietf-webbotauth-httpsig-protocol-00, crawler/net/signatures.py): every
+# request signed with the Ed25519 key of this PEM file (made by `scrapy botkey`), so sites can
+# tell this crawler from one that copies its user agent. Empty: requests are not signed.
+SIGNATURE_KEY_FILE = ""
+# The https origin that serves the key directory at /.well-known/http-message-signatures-
+# directory (`scrapy botkey` writes it), sent as the Signature-Agent header. Needed with
+# SIGNATURE_KEY_FILE.
+SIGNATURE_AGENT = ""
+
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
 URL_MAX_LENGTH = 2048
 URL_MAX_REPEATED_SEGMENTS = 3

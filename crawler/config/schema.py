@@ -33,7 +33,9 @@ import json
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from email import policy
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from crawler.config import defaults
 from crawler.config.agent import agent_problem
@@ -48,7 +50,7 @@ BACKENDS = ("memory", "redis")
 PREFIXES = (
     "FRONTIER_", "ROBOTSTXT_", "RECRAWL_", "CRAWLDB_", "INDEX_", "NEARDUP_", "URL_",
     "PAGE_", "CONTENT_", "RETRY_AFTER_", "ALLOWED_", "ALLOW_", "SITEMAPS_", "CANONICAL_",
-    "WARC_", "DNS_",
+    "WARC_", "DNS_", "SIGNATURE_",
 )  # fmt: skip
 
 # Settings that are ours but not in crawler.config.defaults (their default is Scrapy's).
@@ -174,6 +176,68 @@ class StringList(Rule):
         return tuple(item.strip() for item in items if item.strip())
 
 
+@dataclass(frozen=True)
+class Mailbox(Rule):
+    """One mailbox (RFC 9110 10.1.2's From: RFC 5322's ``mailbox``, ``ops@example.org`` or
+    ``Crawl Ops <ops@example.org>``), or empty for none. A header value must never carry a line
+    break (it would add header lines of its own) nor a list of addresses."""
+
+    def read(self, value: object, show: Show) -> Any:
+        if not isinstance(value, str):
+            raise SettingValueError(f"must be a mailbox such as ops@example.org, got {show(value)}")
+        text = value.strip()
+        if not text:
+            return ""
+        if not text.isascii() or not text.isprintable():
+            raise SettingValueError(
+                f"must be one line of ASCII (a mailbox such as ops@example.org), got {show(value)}"
+            )
+        header = policy.strict.header_factory("From", text)
+        addresses = header.addresses  # type: ignore[attr-defined]
+        if header.defects or len(addresses) != 1 or not addresses[0].domain:
+            raise SettingValueError(
+                f"must be one mailbox such as ops@example.org, got {show(value)}"
+            )
+        return text
+
+
+@dataclass(frozen=True)
+class Origin(Rule):
+    """An https origin (``https://crawler.example.org``: scheme, host, port), or empty for none;
+    stored without a trailing "/". What Web Bot Auth's Signature-Agent of type ``directory``
+    must be (draft-ietf-webbotauth-httpsig-protocol-00 5.5: the ASCII serialization of an
+    origin, its key directory at that origin's well-known path)."""
+
+    def read(self, value: object, show: Show) -> Any:
+        text = value.strip() if isinstance(value, str) else None
+        if text is None:
+            raise SettingValueError(f"must be an https origin, got {show(value)}")
+        if not text:
+            return ""
+        problem = _origin_problem(text)
+        if problem:
+            raise SettingValueError(f"{problem}, got {show(value)}")
+        return text.rstrip("/")
+
+
+def _origin_problem(text: str) -> str | None:
+    example = "must be an https origin such as https://crawler.example.org"
+    if not text.isascii() or not text.isprintable():
+        return f"{example} (a host in its xn-- form)"
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - read to have a malformed port refused
+    except ValueError:
+        return example
+    if parts.scheme != "https" or not parts.hostname:
+        return example
+    if parts.username is not None or parts.password is not None:
+        return f"{example}, without a user or password"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or text.endswith(("?", "#")):
+        return f"{example}, without a path: the key directory is at its /.well-known/ path"
+    return None
+
+
 def _list_from_text(text: str) -> object:
     if text.lstrip().startswith("["):
         # A JSON list; text that only starts like one ("[::1]:443,10.0.0.0/8") is a,b.
@@ -248,6 +312,8 @@ _RULES: dict[str, Rule] = {
     "WARC_MAX_SIZE": Number(integer=True, low=1),
     "WARC_GZIP_LEVEL": Number(integer=True, low=1, high=9),
     "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
+    "FROM_ADDRESS": Mailbox(),
+    "SIGNATURE_AGENT": Origin(),
 }
 
 #: Every setting of the crawler's own and its default (crawler/config/defaults.py).
@@ -273,6 +339,28 @@ RULES: dict[str, Rule] = {
 
 #: Settings that must not exceed another: (lower, upper).
 ORDERED: tuple[tuple[str, str], ...] = (("FRONTIER_MIN_DELAY", "FRONTIER_MAX_DELAY"),)
+
+#: A setting that, when set, needs another set too: (setting, needed, why).
+NEEDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "SIGNATURE_KEY_FILE",
+        "SIGNATURE_AGENT",
+        "the https origin that publishes the key directory (a signed request must carry "
+        "Signature-Agent)",
+    ),
+)
+
+
+def needs_problems(
+    values: Mapping[str, Any], unread: Collection[str] = ()
+) -> list[tuple[str, str]]:
+    """``(setting, problem)`` for each setting of :data:`NEEDS` set without its partner (one
+    ``unread``, refused already, is not reported twice)."""
+    return [
+        (name, f"needs {needed}: {why}")
+        for name, needed, why in NEEDS
+        if values.get(name) and not values.get(needed) and needed not in unread
+    ]
 
 
 def read_value(name: str, value: object, show: Show = repr) -> Any:
@@ -383,6 +471,8 @@ def check_settings(
         if agent:
             name, _, problem = agent.partition(": ")
             problems.setdefault(name, problem)
+    for name, problem in needs_problems(values, unread=problems):
+        problems.setdefault(name, problem)
     return SettingsCheck(values, [f"{n}: {p}" for n, p in sorted(problems.items())], warnings)
 
 
