@@ -137,7 +137,8 @@ def test_seeds_file_problems_all_stop_the_crawl_the_same_way(tmp_path: Path) -> 
     out = scrapy_crawl(tmp_path, "-a", f"seeds={missing}")
     assert out.returncode == 2
     assert refusals(out) == [
-        f"crawl local refused: {missing}: cannot read seeds file: No such file or directory"
+        f"crawl local refused: {missing}: cannot read seeds file: No such file or directory "
+        "(-a seeds= takes a seeds file, or URLs with their scheme: https://...)"
     ]
     out = scrapy_crawl(tmp_path, "-a", f"seeds={not_utf8}")
     assert out.returncode == 2
@@ -145,7 +146,9 @@ def test_seeds_file_problems_all_stop_the_crawl_the_same_way(tmp_path: Path) -> 
     assert line.startswith(f"crawl local refused: {not_utf8}: seeds file is not UTF-8 text")
     out = scrapy_crawl(tmp_path, "-a", "seeds=")
     assert out.returncode == 2
-    assert refusals(out) == ["crawl local refused: -a seeds=: the seeds argument names no file"]
+    assert refusals(out) == [
+        "crawl local refused: -a seeds=: the seeds argument names no URL and no file"
+    ]
 
 
 def test_a_crawl_with_no_valid_seed_exits_2(tmp_path: Path) -> None:
@@ -178,3 +181,36 @@ def test_exit_status_from_stats() -> None:
     assert crawl_exit_status(stopped) == 0  # Ctrl-C before the first page: not a failure
     # robots.txt answered (5xx) but no page was fetched: still nothing crawled
     assert crawl_exit_status({"robotstxt/response_count": 2, "robotstxt/unreachable": 2}) == 1
+
+
+def test_seeds_given_as_urls_are_crawled(tmp_path: Path) -> None:
+    """``-a seeds=`` takes URLs: one, or several separated by commas or spaces; a comma inside
+    a URL stays in it. (It took a file only: a URL was read as the path ``http:/host``.)"""
+    # the comma may travel percent-encoded (the URL's canonical form): either is that page
+    paths = ("/", "/a?ids=1,2", "/a?ids=1%2C2", "/b")
+    pages = {p: f"<html><body>page {p}</body></html>" for p in paths}
+    with serve_pages("127.0.0.1", pages) as port:
+        write_site(tmp_path / "sites", "local", "")
+        base = f"http://127.0.0.1:{port}"
+        out = scrapy_crawl(
+            tmp_path, "-a", f"seeds={base}/,{base}/a?ids=1,2 {base}/b",
+            f"-sSTATS_FILE={tmp_path / 'stats.json'}", "-sFRONTIER_MIN_DELAY=0",
+        )
+    assert out.returncode == 0, out.stderr
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["seeds/valid"] == 3
+    assert stats["pages/status/200"] == 3 and "pages/status/404" not in stats
+
+
+@pytest.mark.parametrize(
+    ("argument", "hint"),
+    [("seed", "did you mean -a seeds=?"), ("url", "the arguments are: -a seeds=")],
+)
+def test_an_unknown_spider_argument_is_refused(tmp_path: Path, argument: str, hint: str) -> None:
+    """Scrapy sets any ``-a`` on the spider and crawls on: ``-a seed=URL`` crawled without it."""
+    out = scrapy_crawl(tmp_path, "-a", f"{argument}=http://127.0.0.1:9/", "-a", "_job=scrapyd")
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [
+        f"crawl local refused: unknown spider argument -a {argument}=; {hint} (-a seeds= takes "
+        "a URL, several separated by commas, or a seeds file)"
+    ]

@@ -34,6 +34,7 @@ stats file.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import sys
@@ -52,6 +53,7 @@ from crawler.commands import pipe_safe
 from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
 from crawler.sites import SeedsFileError, check_seeds_file
+from crawler.sites.seeds import seeds_argument
 
 logger = logging.getLogger(__name__)
 
@@ -108,13 +110,16 @@ class Command(ScrapyCrawlCommand):
         if alone:
             return [alone]
         self._put_back(found.values, crawler)
+        unknown = unknown_arguments(spargs)
+        if unknown:
+            return unknown
         site = getattr(crawler.spidercls, "site", None)
-        seeds_files = [getattr(site, "seeds_file", None), spargs.get("seeds")]
         try:
-            for path in filter(None, seeds_files):
-                check_seeds_file(os.path.abspath(os.path.expanduser(path)))
-            if "seeds" in spargs and not spargs["seeds"].strip():
-                raise SeedsFileError("-a seeds=", None, "the seeds argument names no file")
+            seeds_file = getattr(site, "seeds_file", None)
+            if seeds_file:
+                check_seeds_file(os.path.abspath(os.path.expanduser(seeds_file)))
+            if "seeds" in spargs:
+                seeds_argument(spargs["seeds"])
         except SeedsFileError as exc:
             return [str(exc)]
         try:
@@ -188,6 +193,30 @@ def _redis_url_alone(settings: BaseSettings, given: list[str]) -> str:
         "its frontier in memory. Add -s FRONTIER_BACKEND=redis to share the crawl in Redis "
         "(or -s FRONTIER_BACKEND=memory to crawl alone)"
     )
+
+
+# The spider arguments a site takes (``-a NAME=VALUE``); scrapyd adds its own, named ``_job``
+# and so on: any name starting with "_" is the scheduler's, never the user's.
+SPIDER_ARGUMENTS = ("seeds",)
+
+
+def unknown_arguments(spargs: Mapping[str, str]) -> list[str]:
+    """One problem per ``-a`` argument no site takes, with the closest real one: Scrapy would
+    set it on the spider and go on, so ``-a seed=...`` or ``-a url=...`` crawled without the
+    seeds the user meant."""
+    problems = []
+    for name in spargs:
+        if name in SPIDER_ARGUMENTS or name.startswith("_"):
+            continue
+        close = difflib.get_close_matches(name, SPIDER_ARGUMENTS, n=1, cutoff=0.5)
+        hint = f"did you mean -a {close[0]}=?" if close else "the arguments are: " + ", ".join(
+            f"-a {a}=" for a in SPIDER_ARGUMENTS
+        )
+        problems.append(
+            f"unknown spider argument -a {name}=; {hint} (-a seeds= takes a URL, several "
+            "separated by commas, or a seeds file)"
+        )
+    return problems
 
 
 def crawl_exit_status(stats: Mapping[str, Any]) -> int:
