@@ -214,3 +214,23 @@ def test_an_unknown_spider_argument_is_refused(tmp_path: Path, argument: str, hi
         f"crawl local refused: unknown spider argument -a {argument}=; {hint} (-a seeds= takes "
         "a URL, several separated by commas, or a seeds file)"
     ]
+
+
+def test_a_redis_crawl_without_a_redis_server_named_is_refused(tmp_path: Path) -> None:
+    """It used redis://localhost:6379 silently (a trial crawl filled another service's Redis);
+    ``scrapy frontier`` too."""
+    out = scrapy_crawl(tmp_path, "-sFRONTIER_BACKEND=redis")
+    assert out.returncode == 2, out.stderr
+    line = (
+        "FRONTIER_BACKEND=redis needs the crawl's Redis: add -s REDIS_URL=redis://HOST:6379/0 "
+        "(there is no default server)"
+    )
+    assert refusals(out) == [f"crawl local refused: {line}"]
+    status = subprocess.run(
+        [sys.executable, "-m", "scrapy", "frontier", "local", "-sFRONTIER_BACKEND=redis",
+         f"-sSITES_DIR={tmp_path / 'sites'}"],
+        cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)), capture_output=True,
+        text=True, timeout=120, check=False,
+    )
+    assert status.returncode == 2
+    assert line in status.stderr

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
 _Run = TypeVar("_Run", bound=Callable[..., None])
 
 
@@ -28,3 +30,28 @@ def pipe_safe(run: _Run) -> _Run:
             os.close(devnull)
 
     return wrapper  # type: ignore[return-value]
+
+
+# The settings that name a Redis server (scrapy-redis reads the last two when REDIS_URL is unset)
+_REDIS_SERVER = ("REDIS_URL", "REDIS_HOST", "REDIS_PORT")
+
+
+def given_settings(settings: BaseSettings) -> list[str]:
+    """The settings the user set (``-s``, scrapyd's ``setting=``, a site config's
+    ``[settings]``), not left at the project's default."""
+    return [n for n in settings if settings.getpriority(n) > SETTINGS_PRIORITIES["project"]]
+
+
+def redis_server_missing(settings: BaseSettings, given: list[str]) -> str:
+    """A crawl on Redis (``FRONTIER_BACKEND=redis``) with no Redis named: scrapy-redis would
+    use ``redis://localhost:6379`` silently, and a trial crawl filled another service's Redis
+    that way. Refused, saying what to add; "" when a server is named or the backend is not
+    Redis."""
+    if str(settings.get("FRONTIER_BACKEND") or "").lower() != "redis":
+        return ""
+    if any(name in given for name in _REDIS_SERVER):
+        return ""
+    return (
+        "FRONTIER_BACKEND=redis needs the crawl's Redis: add -s REDIS_URL=redis://HOST:6379/0 "
+        "(there is no default server)"
+    )

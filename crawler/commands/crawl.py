@@ -44,12 +44,12 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
+from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import backend_class
-from crawler.commands import pipe_safe
+from crawler.commands import given_settings, pipe_safe, redis_server_missing
 from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
 from crawler.sites import SeedsFileError, check_seeds_file
@@ -99,14 +99,13 @@ class Command(ScrapyCrawlCommand):
 
     def _preflight(self, crawler: Crawler, spargs: dict[str, str]) -> list[str]:
         settings = crawler.settings
-        # Set by the user (-s, scrapyd, a site config), not left at the project's default.
-        given = [n for n in settings if settings.getpriority(n) > SETTINGS_PRIORITIES["project"]]
+        given = given_settings(settings)
         found = check_settings(settings, settings.get, _LIBRARY_SETTINGS, given)
         for warning in found.warnings:
             self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
         if found.problems:
             return found.problems
-        alone = _redis_url_alone(settings, given)
+        alone = _redis_url_alone(settings, given) or redis_server_missing(settings, given)
         if alone:
             return [alone]
         self._put_back(found.values, crawler)

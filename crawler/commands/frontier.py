@@ -43,7 +43,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.backends.registry import backend_class
-from crawler.commands import pipe_safe
+from crawler.commands import given_settings, pipe_safe, redis_server_missing
 
 _SUBCOMMANDS = ("status", "block", "unblock", "pause", "resume", "deadline", "budget")
 _UNITS = {
@@ -112,6 +112,10 @@ class Command(ScrapyCommand):
         except KeyError:
             sites = ", ".join(sorted(self.crawler_process.spider_loader.list())) or "none"
             self._fail(f"no site named {site!r}; the sites are: {sites}")
+            return None
+        missing = redis_server_missing(crawler.settings, given_settings(crawler.settings))
+        if missing:
+            self._fail(missing)
             return None
         store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
         if not issubclass(store_cls, RedisFrontierStore):
