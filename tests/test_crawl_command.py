@@ -234,3 +234,20 @@ def test_a_redis_crawl_without_a_redis_server_named_is_refused(tmp_path: Path) -
     )
     assert status.returncode == 2
     assert line in status.stderr
+
+
+def test_a_finished_jobdir_crawl_run_again_says_so(tmp_path: Path) -> None:
+    """It printed "0 pages OK" and exited 0 as if it had crawled."""
+    jobdir = tmp_path / "job"
+    with serve_pages("127.0.0.1", {"/": "<html><body>home</body></html>"}) as port:
+        write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
+        first = scrapy_crawl(tmp_path, f"-sJOBDIR={jobdir}")
+        again = scrapy_crawl(tmp_path, f"-sJOBDIR={jobdir}", "-sLOG_LEVEL=WARNING")
+    assert first.returncode == 0 and "already finished" not in first.stderr, first.stderr
+    assert again.returncode == 0, again.stderr
+    [line] = again.stderr.splitlines()
+    assert line.startswith(
+        f"crawl local: nothing left to fetch: the crawl kept in JOBDIR {jobdir} had already "
+        "finished ("
+    )
+    assert line.endswith(f"seen). To crawl afresh, give another JOBDIR or delete {jobdir}")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
+import re
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 _Run = TypeVar("_Run", bound=Callable[..., None])
@@ -55,3 +59,32 @@ def redis_server_missing(settings: BaseSettings, given: list[str]) -> str:
         "FRONTIER_BACKEND=redis needs the crawl's Redis: add -s REDIS_URL=redis://HOST:6379/0 "
         "(there is no default server)"
     )
+
+
+class ParagraphHelpFormatter(ScrapyHelpFormatter):
+    """Scrapy's help layout, with a command's long description kept in its paragraphs and
+    ``* `` items (argparse refills the whole description into one block of text)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        blocks = []
+        for paragraph in re.split(r"\n\s*\n", text.strip()):
+            lines = []
+            for item in re.split(r"\n\s*(?=\* )", paragraph):
+                words = " ".join(item.split())
+                hang = "  " if words.startswith("* ") else ""
+                lines.append(textwrap.fill(
+                    words, width, initial_indent=indent, subsequent_indent=indent + hang
+                ))
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+
+
+def keep_paragraphs(parser: argparse.ArgumentParser) -> None:
+    """Show ``parser``'s description as :class:`ParagraphHelpFormatter` lays it out (called
+    from a command's ``add_options``: Scrapy makes the parser)."""
+    parser.formatter_class = ParagraphHelpFormatter
+
+
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 worker``, ``2 workers``, ``0 workers``: a count with its noun agreeing."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {plural or noun + 's'}"

@@ -49,7 +49,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import backend_class
-from crawler.commands import given_settings, pipe_safe, redis_server_missing
+from crawler.commands import counted, given_settings, pipe_safe, redis_server_missing
 from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
 from crawler.sites import SeedsFileError, check_seeds_file
@@ -95,7 +95,11 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
             return
-        self.exitcode = crawl_exit_status(crawler.stats.get_stats())
+        stats = crawler.stats.get_stats()
+        note = already_finished(stats, crawler.settings, site)
+        if note:
+            self._say(f"crawl {site}: {note}", logging.WARNING)
+        self.exitcode = crawl_exit_status(stats)
 
     def _preflight(self, crawler: Crawler, spargs: dict[str, str]) -> list[str]:
         settings = crawler.settings
@@ -216,6 +220,36 @@ def unknown_arguments(spargs: Mapping[str, str]) -> list[str]:
             "separated by commas, or a seeds file)"
         )
     return problems
+
+
+def already_finished(stats: Mapping[str, Any], settings: BaseSettings, site: str) -> str:
+    """What to say when a kept crawl (a JOBDIR, a crawl in Redis) is run again after it had
+    finished: nothing was left, so nothing went out (not even a robots.txt request), yet the
+    frontier knew URLs. It printed "0 pages OK" and ended with status 0, as if it had crawled;
+    now it says so and how to start afresh. "" for any other crawl."""
+    if stats.get("finish_reason") != "finished" or stats.get("downloader/request_count"):
+        return ""
+    seen = stats.get("frontier/seen", 0)
+    if not seen:
+        return ""
+    urls = counted(seen, "URL")
+    backend = str(settings.get("FRONTIER_BACKEND") or "").lower()
+    jobdir = settings.get("JOBDIR")
+    if backend == "redis":
+        from crawler.backends.redis.connection import safe_url
+
+        key = settings.get("FRONTIER_REDIS_KEY") or site
+        return (
+            f"nothing left to fetch: crawl {key!r} in Redis at {safe_url(settings)} had already "
+            f"finished ({urls} seen). To crawl it afresh, add -s FRONTIER_RESET=True "
+            "(deletes that crawl's state), or start another: -s FRONTIER_REDIS_KEY=NAME"
+        )
+    if jobdir:
+        return (
+            f"nothing left to fetch: the crawl kept in JOBDIR {jobdir} had already finished "
+            f"({urls} seen). To crawl afresh, give another JOBDIR or delete {jobdir}"
+        )
+    return ""
 
 
 def crawl_exit_status(stats: Mapping[str, Any]) -> int:
