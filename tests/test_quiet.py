@@ -35,3 +35,32 @@ def test_indexing_a_warc_says_nothing_about_pkg_resources(tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "a.cdxj").read_text().startswith("1,0,0,127)/ ")
     assert out.stderr == ""
+
+
+def test_counts_of_one_read_in_the_singular() -> None:
+    """The summary said "pages from 1 hosts", ``scrapy report`` "1 workers"."""
+    from crawler.commands import counted
+    from crawler.extensions.summary import summary_lines
+    from tests.test_summary import _Settings
+
+    stats = {"finish_reason": "finished", "robotstxt/response_count": 1, "pages/ok": 1}
+    lines = summary_lines(
+        "web", stats, statuses={200: 1}, broken=[], busiest=[], hosts=1, settings=_Settings()
+    )
+    assert any(line.endswith("pages from 1 host (1 robots.txt fetch)") for line in lines), lines
+    assert [counted(n, "worker") for n in (0, 1, 2)] == ["0 workers", "1 worker", "2 workers"]
+    assert counted(1200, "fetch", "fetches") == "1,200 fetches"
+
+
+def test_frontier_help_keeps_its_lines() -> None:
+    """``scrapy frontier -h`` printed the module's docstring refilled into one block: RST
+    markup, bullets run together."""
+    out = subprocess.run(
+        [sys.executable, "-m", "scrapy", "frontier", "-h"],
+        cwd=PROJECT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "* pause, resume: every worker stops handing out requests, then goes on." in lines
+    assert "Subcommands (none: status):" in lines
+    assert "``" not in out.stdout and ":func:" not in out.stdout

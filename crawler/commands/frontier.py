@@ -43,7 +43,25 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.backends.registry import backend_class
-from crawler.commands import given_settings, pipe_safe, redis_server_missing
+from crawler.commands import given_settings, keep_paragraphs, pipe_safe, redis_server_missing
+
+# What `scrapy frontier -h` says (the module's docstring is for the code's readers).
+_HELP = """See a crawl shared in Redis as one, and steer every worker of it. Give the crawl's
+settings, as to scrapy crawl: -s FRONTIER_BACKEND=redis -s REDIS_URL=redis://HOST:6379/0.
+
+Subcommands (none: status):
+
+* status [--json] [--top N]: pages, hosts, queues, leases and each worker's state.
+* status --metrics-port PORT: serve the crawl as one for Prometheus until Ctrl-C.
+* block HOST, block --domain DOMAIN: drop the queued URLs of a host (or of every host of a
+  domain) and admit no more of them (an abuse complaint).
+* unblock HOST, unblock --domain DOMAIN: admit new URLs of it again.
+* pause, resume: every worker stops handing out requests, then goes on.
+* deadline +90m | +2h | 2026-12-01T18:00 | none: the crawl ends then (finish_reason deadline).
+* budget 500MB | 2GB | none: the crawl ends once its workers have downloaded that much.
+
+The controls live in Redis, so they outlast worker restarts, and every worker obeys them within
+a second."""
 
 _SUBCOMMANDS = ("status", "block", "unblock", "pause", "resume", "deadline", "budget")
 _UNITS = {
@@ -66,10 +84,11 @@ class Command(ScrapyCommand):
         return "Show a shared (Redis) crawl as one, and steer every worker of it"
 
     def long_desc(self) -> str:
-        return __doc__ or ""
+        return _HELP
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        keep_paragraphs(parser)
         parser.add_argument("--json", action="store_true", help="status as JSON, for scripts")
         parser.add_argument(
             "--domain", action="store_true", help="block/unblock a domain and all its hosts"
