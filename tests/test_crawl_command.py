@@ -251,3 +251,19 @@ def test_a_finished_jobdir_crawl_run_again_says_so(tmp_path: Path) -> None:
         "finished ("
     )
     assert line.endswith(f"seen). To crawl afresh, give another JOBDIR or delete {jobdir}")
+
+
+def test_a_crawl_prints_a_progress_line_within_seconds(tmp_path: Path) -> None:
+    """The first came after FRONTIER_PROGRESS_INTERVAL (30 s): a crawl looked stuck. Three
+    pages of one host 3 s apart take 6 s at least, so the first line (at 5 s) comes before the
+    crawl ends."""
+    pages = {"/": '<a href="/a">a</a><a href="/b">b</a>', "/a": "a", "/b": "b"}
+    with serve_pages("127.0.0.1", pages) as port:
+        write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
+        out = scrapy_crawl(
+            tmp_path, "-sLOG_LEVEL=INFO", "-sFRONTIER_MIN_DELAY=3", "-sROBOTSTXT_OBEY=False"
+        )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stderr.splitlines()
+    closing = next(i for i, line in enumerate(lines) if "Closing spider" in line)
+    assert any("[crawler.extensions.progress] INFO: Crawled " in ln for ln in lines[:closing])
