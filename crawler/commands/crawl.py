@@ -52,7 +52,7 @@ from crawler.backends.registry import backend_class
 from crawler.commands import counted, given_settings, pipe_safe, redis_server_missing
 from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
-from crawler.sites import SeedsFileError, check_seeds_file
+from crawler.sites import SeedsFileError, SiteConfigError, check_seeds_file
 from crawler.sites.seeds import seeds_argument
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,12 @@ class Command(ScrapyCrawlCommand):
         except KeyError:
             sites = ", ".join(sorted(self.crawler_process.spider_loader.list())) or "none"
             self._say(f"crawl {site} refused: no site named {site!r}; the sites are: {sites}")
+            self.exitcode = 2
+            return
+        except SiteConfigError as exc:
+            # one line per problem, as for a setting (Scrapy's usage banner came first)
+            for line in str(exc).splitlines():
+                self._say(f"crawl {site} refused: {line}")
             self.exitcode = 2
             return
         problems = self._preflight(crawler, opts.spargs)
