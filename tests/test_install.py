@@ -97,14 +97,20 @@ def test_the_wheel_installs_and_crawls_from_an_empty_folder(tmp_path: Path) -> N
                        links_per_page=2, cross_host_links=1, extras=False)
     with SiteServer(graph) as server:
         seeds = ",".join(server.seeds())
-        out = _run([str(venv / "bin" / "crawler"), "crawl", "web", "-a", f"seeds={seeds}",
-                    "-s", "ALLOW_PRIVATE_ADDRESSES=True", "-s", "FRONTIER_MIN_DELAY=0.05"],
-                   cwd=empty)
+        crawler = str(venv / "bin" / "crawler")
+        out = _run([crawler, "crawl", "web", "-a", f"seeds={seeds}", "-s",
+                    "ALLOW_PRIVATE_ADDRESSES=True", "-s", "FRONTIER_MIN_DELAY=0.05"], cwd=empty)
         fetched = {record_url(r) for r in server.records if r.path != "/robots.txt"}
     assert "Traceback" not in out
     assert fetched == graph.reachable(server.seeds())
     landed = {p.name for p in empty.iterdir()}
     assert {"crawl-index.sqlite", "crawl-record-web.jsonl"} <= landed
+    # -C DIR: the same, in a data folder of the user's choosing (made if missing)
+    out = _run([crawler, "-C", "empty", "search", "--index", "crawl-index.sqlite", "page"],
+               cwd=tmp_path)
+    assert out.startswith("Top ")
+    _run([crawler, "-C", "data", "list"], cwd=empty)
+    assert (empty / "data").is_dir()
     assert checkout_files() - before == set()
 
 
