@@ -10,6 +10,8 @@ index, JOBDIR, the crawl record, WARC files, reports, feeds) is a path relative 
 folder unless a setting names another, so a crawl's files land where it was started:
 ``crawler -C DIR ...`` starts it in DIR instead (made if missing), as ``git -C`` or ``make -C``
 do. The user's own site configs: ``-s SITES_DIR=folder``.
+
+It lives among the commands (``COMMANDS_MODULE``) but is none: it has no ``Command`` class.
 """
 
 from __future__ import annotations
