@@ -153,10 +153,12 @@ def test_seeds_file_problems_all_stop_the_crawl_the_same_way(tmp_path: Path) -> 
 
 def test_a_crawl_with_no_valid_seed_exits_2(tmp_path: Path) -> None:
     write_site(tmp_path / "sites", "local", "")
-    out = scrapy_crawl(tmp_path)
+    out = scrapy_crawl(tmp_path, "-sLOG_LEVEL=INFO")
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert "No valid seeds to crawl" in out.stderr
+    # a frontier in memory holds nothing: it said it worked on what the frontier held
+    assert "No seeds of its own" not in out.stderr
 
 
 def test_a_crawl_whose_every_seed_is_unreachable_exits_1(tmp_path: Path) -> None:

@@ -223,11 +223,14 @@ class SiteSpider(scrapy.Spider):
         )
         if not valid and not stats.get_value("crawldb/due_at_start"):
             # Not an error yet: a worker joining a shared crawl, or a resumed JOBDIR, works on
-            # what its frontier already knows. :meth:`closed` says so if that was nothing.
-            self.logger.info(
-                "No seeds of its own: working on what the frontier already holds "
-                "(a shared crawl or a resumed JOBDIR)"
-            )
+            # what its frontier already knows. :meth:`closed` says so if that was nothing (and
+            # a frontier in memory holds nothing: no word here then, only that one at the end).
+            kept = settings.get("JOBDIR") or str(settings.get("FRONTIER_BACKEND")) == "redis"
+            if kept:
+                self.logger.info(
+                    "No seeds of its own: working on what the frontier already holds "
+                    "(a shared crawl or a resumed JOBDIR)"
+                )
             stats.inc_value("seeds/none")
 
     async def _send_seeds(self, batch: list[tuple[str, str]]) -> None:
