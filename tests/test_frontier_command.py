@@ -58,3 +58,22 @@ def test_an_empty_redis_is_no_crawl(tmp_path: Path, redis_server: RedisServer) -
                     f"-sFRONTIER_REDIS_KEY={key}")
     assert out.returncode == 2, out.stdout
     assert out.stderr.startswith(f"frontier: no crawl here: crawl {key!r} in Redis at {url} ")
+
+
+def test_a_finished_redis_crawl_run_again_says_so(
+    tmp_path: Path, redis_server: RedisServer  # noqa: F811
+) -> None:
+    key = fresh_key()
+    shared = ["-sFRONTIER_BACKEND=redis", f"-sREDIS_URL=redis://127.0.0.1:{redis_server.port}/0",
+              f"-sFRONTIER_REDIS_KEY={key}"]
+    with serve_pages("127.0.0.1", {"/": "<html><body>home</body></html>"}) as port:
+        write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
+        first = scrapy_crawl(tmp_path, *shared)
+        again = scrapy_crawl(tmp_path, *shared)
+    assert first.returncode == 0 and "already finished" not in first.stderr, first.stderr
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"crawl local: nothing left to fetch: crawl {key!r} in Redis at "
+        f"redis://127.0.0.1:{redis_server.port}/0 had already finished ("
+    ) in again.stderr
+    assert "add -s FRONTIER_RESET=True" in again.stderr
