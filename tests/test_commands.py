@@ -45,6 +45,20 @@ def test_parse_fetches_and_parses_only_the_url_given(tmp_path: Path) -> None:
     assert f"<GET {server.url(HOST, '/p/2.html')}>" in out  # its links, printed, not followed
     assert list(tmp_path.iterdir()) == []  # no index, no crawl database
     assert "Crawl web ended" not in err and "Crawled " not in err
+    # the answer, not Scrapy's start-up and stats dumps around it
+    assert "Dumping Scrapy stats" not in err and "Versions:" not in err, err
+
+
+def test_parse_of_a_page_not_fetched_is_one_error_and_exit_1(tmp_path: Path) -> None:
+    proc = _scrapy(
+        "parse", "--spider", "web", "http://127.0.0.1:9/", "-s", "ALLOW_PRIVATE_ADDRESSES=True",
+        "-s", "RETRY_ENABLED=False", "-s", "ROBOTSTXT_OBEY=False",
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err[-3000:]
+    assert "No response downloaded for: http://127.0.0.1:9/" in err
+    assert "Dumping Scrapy stats" not in err and "INFO" not in err, err
 
 
 def _big_index(path: Path, pages: int = 1500) -> None:

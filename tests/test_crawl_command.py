@@ -84,11 +84,11 @@ def test_a_politeness_value_refused_by_s_is_refused_in_a_site_config(tmp_path: P
     write_site(tmp_path / "sites", "local", LOCAL + "[politeness]\nmin_delay = 60\n")
     out = scrapy_crawl(tmp_path)
     assert out.returncode == 2
-    assert "Traceback" not in out.stderr
-    assert out.stderr.splitlines()[-1].endswith(
-        "local.toml: politeness.min_delay: must not exceed max_delay (30, the project default),"
-        " got 60"
-    )
+    assert refusals(out) == [
+        f"crawl local refused: {tmp_path / 'sites' / 'local.toml'}: politeness.min_delay: must "
+        "not exceed max_delay (30, the project default), got 60"
+    ]
+    assert "Usage" not in out.stderr  # Scrapy's usage banner came before the one line
 
 
 @pytest.mark.parametrize(
@@ -137,7 +137,8 @@ def test_seeds_file_problems_all_stop_the_crawl_the_same_way(tmp_path: Path) -> 
     out = scrapy_crawl(tmp_path, "-a", f"seeds={missing}")
     assert out.returncode == 2
     assert refusals(out) == [
-        f"crawl local refused: {missing}: cannot read seeds file: No such file or directory"
+        f"crawl local refused: {missing}: cannot read seeds file: No such file or directory "
+        "(-a seeds= takes a seeds file, or URLs with their scheme: https://...)"
     ]
     out = scrapy_crawl(tmp_path, "-a", f"seeds={not_utf8}")
     assert out.returncode == 2
@@ -145,15 +146,19 @@ def test_seeds_file_problems_all_stop_the_crawl_the_same_way(tmp_path: Path) -> 
     assert line.startswith(f"crawl local refused: {not_utf8}: seeds file is not UTF-8 text")
     out = scrapy_crawl(tmp_path, "-a", "seeds=")
     assert out.returncode == 2
-    assert refusals(out) == ["crawl local refused: -a seeds=: the seeds argument names no file"]
+    assert refusals(out) == [
+        "crawl local refused: -a seeds=: the seeds argument names no URL and no file"
+    ]
 
 
 def test_a_crawl_with_no_valid_seed_exits_2(tmp_path: Path) -> None:
     write_site(tmp_path / "sites", "local", "")
-    out = scrapy_crawl(tmp_path)
+    out = scrapy_crawl(tmp_path, "-sLOG_LEVEL=INFO")
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert "No valid seeds to crawl" in out.stderr
+    # a frontier in memory holds nothing: it said it worked on what the frontier held
+    assert "No seeds of its own" not in out.stderr
 
 
 def test_a_crawl_whose_every_seed_is_unreachable_exits_1(tmp_path: Path) -> None:
@@ -178,3 +183,89 @@ def test_exit_status_from_stats() -> None:
     assert crawl_exit_status(stopped) == 0  # Ctrl-C before the first page: not a failure
     # robots.txt answered (5xx) but no page was fetched: still nothing crawled
     assert crawl_exit_status({"robotstxt/response_count": 2, "robotstxt/unreachable": 2}) == 1
+
+
+def test_seeds_given_as_urls_are_crawled(tmp_path: Path) -> None:
+    """``-a seeds=`` takes URLs: one, or several separated by commas or spaces; a comma inside
+    a URL stays in it. (It took a file only: a URL was read as the path ``http:/host``.)"""
+    # the comma may travel percent-encoded (the URL's canonical form): either is that page
+    paths = ("/", "/a?ids=1,2", "/a?ids=1%2C2", "/b")
+    pages = {p: f"<html><body>page {p}</body></html>" for p in paths}
+    with serve_pages("127.0.0.1", pages) as port:
+        write_site(tmp_path / "sites", "local", "")
+        base = f"http://127.0.0.1:{port}"
+        out = scrapy_crawl(
+            tmp_path, "-a", f"seeds={base}/,{base}/a?ids=1,2 {base}/b",
+            f"-sSTATS_FILE={tmp_path / 'stats.json'}", "-sFRONTIER_MIN_DELAY=0",
+        )
+    assert out.returncode == 0, out.stderr
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["seeds/valid"] == 3
+    assert stats["pages/status/200"] == 3 and "pages/status/404" not in stats
+
+
+@pytest.mark.parametrize(
+    ("argument", "hint"),
+    [("seed", "did you mean -a seeds=?"), ("url", "the arguments are: -a seeds=")],
+)
+def test_an_unknown_spider_argument_is_refused(tmp_path: Path, argument: str, hint: str) -> None:
+    """Scrapy sets any ``-a`` on the spider and crawls on: ``-a seed=URL`` crawled without it."""
+    out = scrapy_crawl(tmp_path, "-a", f"{argument}=http://127.0.0.1:9/", "-a", "_job=scrapyd")
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [
+        f"crawl local refused: unknown spider argument -a {argument}=; {hint} (-a seeds= takes "
+        "a URL, several separated by commas, or a seeds file)"
+    ]
+
+
+def test_a_redis_crawl_without_a_redis_server_named_is_refused(tmp_path: Path) -> None:
+    """It used redis://localhost:6379 silently (a trial crawl filled another service's Redis);
+    ``scrapy frontier`` too."""
+    out = scrapy_crawl(tmp_path, "-sFRONTIER_BACKEND=redis")
+    assert out.returncode == 2, out.stderr
+    line = (
+        "FRONTIER_BACKEND=redis needs the crawl's Redis: add -s REDIS_URL=redis://HOST:6379/0 "
+        "(there is no default server)"
+    )
+    assert refusals(out) == [f"crawl local refused: {line}"]
+    status = subprocess.run(
+        [sys.executable, "-m", "scrapy", "frontier", "local", "-sFRONTIER_BACKEND=redis",
+         f"-sSITES_DIR={tmp_path / 'sites'}"],
+        cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)), capture_output=True,
+        text=True, timeout=120, check=False,
+    )
+    assert status.returncode == 2
+    assert line in status.stderr
+
+
+def test_a_finished_jobdir_crawl_run_again_says_so(tmp_path: Path) -> None:
+    """It printed "0 pages OK" and exited 0 as if it had crawled."""
+    jobdir = tmp_path / "job"
+    with serve_pages("127.0.0.1", {"/": "<html><body>home</body></html>"}) as port:
+        write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
+        first = scrapy_crawl(tmp_path, f"-sJOBDIR={jobdir}")
+        again = scrapy_crawl(tmp_path, f"-sJOBDIR={jobdir}", "-sLOG_LEVEL=WARNING")
+    assert first.returncode == 0 and "already finished" not in first.stderr, first.stderr
+    assert again.returncode == 0, again.stderr
+    [line] = again.stderr.splitlines()
+    assert line.startswith(
+        f"crawl local: nothing left to fetch: the crawl kept in JOBDIR {jobdir} had already "
+        "finished ("
+    )
+    assert line.endswith(f"seen). To crawl afresh, give another JOBDIR or delete {jobdir}")
+
+
+def test_a_crawl_prints_a_progress_line_within_seconds(tmp_path: Path) -> None:
+    """The first came after FRONTIER_PROGRESS_INTERVAL (30 s): a crawl looked stuck. Three
+    pages of one host 3 s apart take 6 s at least, so the first line (at 5 s) comes before the
+    crawl ends."""
+    pages = {"/": '<a href="/a">a</a><a href="/b">b</a>', "/a": "a", "/b": "b"}
+    with serve_pages("127.0.0.1", pages) as port:
+        write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
+        out = scrapy_crawl(
+            tmp_path, "-sLOG_LEVEL=INFO", "-sFRONTIER_MIN_DELAY=3", "-sROBOTSTXT_OBEY=False"
+        )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stderr.splitlines()
+    closing = next(i for i, line in enumerate(lines) if "Closing spider" in line)
+    assert any("[crawler.extensions.progress] INFO: Crawled " in ln for ln in lines[:closing])

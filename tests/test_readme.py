@@ -37,7 +37,17 @@ CLUSTER = (
     "skip: a cluster on other machines; tests/test_cluster_crawl.py runs these on a local one"
 )
 COMMANDS: dict[str, str] = {
-    ".venv/bin/python -m pytest -q": "skip: it is this test suite",
+    ".venv/bin/pip install -r requirements-dev.txt && .venv/bin/python -m pytest -q": (
+        "skip: it is this test suite"
+    ),
+    "python3 -m venv ~/crawler-env && ~/crawler-env/bin/pip install .": (
+        "skip: tests/test_install.py installs the package in a clean venv"
+    ),
+    "mkdir -p ~/crawls && cd ~/crawls && ~/crawler-env/bin/crawler crawl web "
+    "-a seeds=https://example.org/": (
+        f"skip: {INTERNET} (example.org); tests/test_install.py crawls a test site with the "
+        "installed command from an empty folder"
+    ),
     ".venv/bin/scrapy list": "run",
     ".venv/bin/scrapy crawl example -o pages.jsonl": f"skip: {INTERNET} (example.com)",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt": "run",
@@ -171,7 +181,7 @@ COMMANDS: dict[str, str] = {
     ),
 }
 SETUP = (
-    "python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt "
+    "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt "
     "&& .venv/bin/python -m devsite.demo"
 )
 COMMANDS[SETUP] = f"run the demo: creating the venv and pip install {INTERNET}"

@@ -299,7 +299,7 @@ def test_start_without_seeds_logs_an_error_at_the_end_of_an_empty_crawl(
 
 
 def test_a_worker_without_seeds_that_found_a_crawl_logs_no_error(tmp_path: Path, caplog) -> None:
-    spider = make_spider(tmp_path, 'name = "t"\n')
+    spider = make_spider(tmp_path, 'name = "t"\n', {"JOBDIR": str(tmp_path / "job")})
     with caplog.at_level(logging.INFO):
         drain(spider.start())
         spider.crawler.stats.set_value("frontier/seen", 12)  # what the scheduler sets at close

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import warnings
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
@@ -14,8 +15,12 @@ from pathlib import Path
 def write_cdxj(files: Sequence[Path], target: Path) -> Path:
     """Index ``files`` into ``target`` (sorted, as a CDXJ file must be); the path written."""
     # imported here: cdxj-indexer pulls in pyamf, which warns at import (pkg_resources) and
-    # would add a line to every crawl's start-up, WARC or not
-    from cdxj_indexer.main import CDXJIndexer
+    # would add a line to every crawl's start-up, WARC or not. That warning (setuptools
+    # deprecating pkg_resources, which pyamf tries and does without) is silenced here: it
+    # ended every WARC crawl with three lines about a dependency of a dependency.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
+        from cdxj_indexer.main import CDXJIndexer
 
     tmp = target.with_name(target.name + ".open")
     # dir_root: the index names each file relative to the WARC directory, as pywb expects

@@ -34,6 +34,7 @@ stats file.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import sys
@@ -43,16 +44,17 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
+from scrapy.settings import BaseSettings, default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import backend_class
-from crawler.commands import pipe_safe
+from crawler.commands import counted, given_settings, pipe_safe, redis_server_missing
 from crawler.config.schema import check_settings
 from crawler.net.addresses import policy_from_settings
 from crawler.net.signatures import load_private_key
-from crawler.sites import SeedsFileError, check_seeds_file
+from crawler.sites import SeedsFileError, SiteConfigError, check_seeds_file
+from crawler.sites.seeds import seeds_argument
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,12 @@ class Command(ScrapyCrawlCommand):
             self._say(f"crawl {site} refused: no site named {site!r}; the sites are: {sites}")
             self.exitcode = 2
             return
+        except SiteConfigError as exc:
+            # one line per problem, as for a setting (Scrapy's usage banner came first)
+            for line in str(exc).splitlines():
+                self._say(f"crawl {site} refused: {line}")
+            self.exitcode = 2
+            return
         problems = self._preflight(crawler, opts.spargs)
         if problems:
             for problem in problems:
@@ -94,28 +102,34 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
             return
-        self.exitcode = crawl_exit_status(crawler.stats.get_stats())
+        stats = crawler.stats.get_stats()
+        note = already_finished(stats, crawler.settings, site)
+        if note:
+            self._say(f"crawl {site}: {note}", logging.WARNING)
+        self.exitcode = crawl_exit_status(stats)
 
     def _preflight(self, crawler: Crawler, spargs: dict[str, str]) -> list[str]:
         settings = crawler.settings
-        # Set by the user (-s, scrapyd, a site config), not left at the project's default.
-        given = [n for n in settings if settings.getpriority(n) > SETTINGS_PRIORITIES["project"]]
+        given = given_settings(settings)
         found = check_settings(settings, settings.get, _LIBRARY_SETTINGS, given)
         for warning in found.warnings:
             self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
         if found.problems:
             return found.problems
-        alone = _redis_url_alone(settings, given)
+        alone = _redis_url_alone(settings, given) or redis_server_missing(settings, given)
         if alone:
             return [alone]
         self._put_back(found.values, crawler)
+        unknown = unknown_arguments(spargs)
+        if unknown:
+            return unknown
         site = getattr(crawler.spidercls, "site", None)
-        seeds_files = [getattr(site, "seeds_file", None), spargs.get("seeds")]
         try:
-            for path in filter(None, seeds_files):
-                check_seeds_file(os.path.abspath(os.path.expanduser(path)))
-            if "seeds" in spargs and not spargs["seeds"].strip():
-                raise SeedsFileError("-a seeds=", None, "the seeds argument names no file")
+            seeds_file = getattr(site, "seeds_file", None)
+            if seeds_file:
+                check_seeds_file(os.path.abspath(os.path.expanduser(seeds_file)))
+            if "seeds" in spargs:
+                seeds_argument(spargs["seeds"])
         except SeedsFileError as exc:
             return [str(exc)]
         try:
@@ -191,6 +205,60 @@ def _redis_url_alone(settings: BaseSettings, given: list[str]) -> str:
         "its frontier in memory. Add -s FRONTIER_BACKEND=redis to share the crawl in Redis "
         "(or -s FRONTIER_BACKEND=memory to crawl alone)"
     )
+
+
+# The spider arguments a site takes (``-a NAME=VALUE``); scrapyd adds its own, named ``_job``
+# and so on: any name starting with "_" is the scheduler's, never the user's.
+SPIDER_ARGUMENTS = ("seeds",)
+
+
+def unknown_arguments(spargs: Mapping[str, str]) -> list[str]:
+    """One problem per ``-a`` argument no site takes, with the closest real one: Scrapy would
+    set it on the spider and go on, so ``-a seed=...`` or ``-a url=...`` crawled without the
+    seeds the user meant."""
+    problems = []
+    for name in spargs:
+        if name in SPIDER_ARGUMENTS or name.startswith("_"):
+            continue
+        close = difflib.get_close_matches(name, SPIDER_ARGUMENTS, n=1, cutoff=0.5)
+        hint = f"did you mean -a {close[0]}=?" if close else "the arguments are: " + ", ".join(
+            f"-a {a}=" for a in SPIDER_ARGUMENTS
+        )
+        problems.append(
+            f"unknown spider argument -a {name}=; {hint} (-a seeds= takes a URL, several "
+            "separated by commas, or a seeds file)"
+        )
+    return problems
+
+
+def already_finished(stats: Mapping[str, Any], settings: BaseSettings, site: str) -> str:
+    """What to say when a kept crawl (a JOBDIR, a crawl in Redis) is run again after it had
+    finished: nothing was left, so nothing went out (not even a robots.txt request), yet the
+    frontier knew URLs. It printed "0 pages OK" and ended with status 0, as if it had crawled;
+    now it says so and how to start afresh. "" for any other crawl."""
+    if stats.get("finish_reason") != "finished" or stats.get("downloader/request_count"):
+        return ""
+    seen = stats.get("frontier/seen", 0)
+    if not seen:
+        return ""
+    urls = counted(seen, "URL")
+    backend = str(settings.get("FRONTIER_BACKEND") or "").lower()
+    jobdir = settings.get("JOBDIR")
+    if backend == "redis":
+        from crawler.backends.redis.connection import safe_url
+
+        key = settings.get("FRONTIER_REDIS_KEY") or site
+        return (
+            f"nothing left to fetch: crawl {key!r} in Redis at {safe_url(settings)} had already "
+            f"finished ({urls} seen). To crawl it afresh, add -s FRONTIER_RESET=True "
+            "(deletes that crawl's state), or start another: -s FRONTIER_REDIS_KEY=NAME"
+        )
+    if jobdir:
+        return (
+            f"nothing left to fetch: the crawl kept in JOBDIR {jobdir} had already finished "
+            f"({urls} seen). To crawl afresh, give another JOBDIR or delete {jobdir}"
+        )
+    return ""
 
 
 def crawl_exit_status(stats: Mapping[str, Any]) -> int:

@@ -34,16 +34,43 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sqlite3
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.backends.registry import backend_class
-from crawler.commands import pipe_safe
+from crawler.commands import (
+    counted,
+    given_settings,
+    keep_paragraphs,
+    pipe_safe,
+    redis_server_missing,
+)
+
+# What `scrapy frontier -h` says (the module's docstring is for the code's readers).
+_HELP = """See a crawl shared in Redis as one, and steer every worker of it; or see a crawl kept
+in a JOBDIR. Give the crawl's settings, as to scrapy crawl: -s FRONTIER_BACKEND=redis
+-s REDIS_URL=redis://HOST:6379/0, or -s JOBDIR=DIR (status only).
+
+Subcommands (none: status):
+
+* status [--json] [--top N]: pages, hosts, queues, leases and each worker's state.
+* status --metrics-port PORT: serve the crawl as one for Prometheus until Ctrl-C.
+* block HOST, block --domain DOMAIN: drop the queued URLs of a host (or of every host of a
+  domain) and admit no more of them (an abuse complaint).
+* unblock HOST, unblock --domain DOMAIN: admit new URLs of it again.
+* pause, resume: every worker stops handing out requests, then goes on.
+* deadline +90m | +2h | 2026-12-01T18:00 | none: the crawl ends then (finish_reason deadline).
+* budget 500MB | 2GB | none: the crawl ends once its workers have downloaded that much.
+
+The controls live in Redis, so they outlast worker restarts, and every worker obeys them within
+a second."""
 
 _SUBCOMMANDS = ("status", "block", "unblock", "pause", "resume", "deadline", "budget")
 _UNITS = {
@@ -66,10 +93,11 @@ class Command(ScrapyCommand):
         return "Show a shared (Redis) crawl as one, and steer every worker of it"
 
     def long_desc(self) -> str:
-        return __doc__ or ""
+        return _HELP
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        keep_paragraphs(parser)
         parser.add_argument("--json", action="store_true", help="status as JSON, for scripts")
         parser.add_argument(
             "--domain", action="store_true", help="block/unblock a domain and all its hosts"
@@ -89,6 +117,11 @@ class Command(ScrapyCommand):
         site, sub, rest = args[0], (args[1] if len(args) > 1 else "status"), args[2:]
         if sub not in _SUBCOMMANDS:
             raise UsageError(f"unknown subcommand {sub!r}; one of: {', '.join(_SUBCOMMANDS)}")
+        assert self.settings is not None
+        jobdir = self.settings.get("JOBDIR")
+        if jobdir and str(self.settings.get("FRONTIER_BACKEND") or "").lower() != "redis":
+            self._jobdir(site, Path(jobdir), sub, opts)
+            return
         frontier = self._frontier(site)
         if frontier is None:
             return
@@ -113,11 +146,15 @@ class Command(ScrapyCommand):
             sites = ", ".join(sorted(self.crawler_process.spider_loader.list())) or "none"
             self._fail(f"no site named {site!r}; the sites are: {sites}")
             return None
+        missing = redis_server_missing(crawler.settings, given_settings(crawler.settings))
+        if missing:
+            self._fail(missing)
+            return None
         store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
         if not issubclass(store_cls, RedisFrontierStore):
             self._fail(
-                "scrapy frontier works on a shared crawl: give the crawl's settings, "
-                "-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://host:6379/0"
+                "give the crawl's settings: -s JOBDIR=DIR for a crawl kept in a folder, or "
+                "-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://HOST:6379/0 for a shared one"
             )
             return None
         store = store_cls.from_crawler(crawler)
@@ -129,7 +166,37 @@ class Command(ScrapyCommand):
             return None
         return frontier
 
+    def _jobdir(self, site: str, jobdir: Path, sub: str, opts: argparse.Namespace) -> None:
+        """The status of a crawl kept in ``JOBDIR`` (its ``frontier.sqlite``, read-only: the
+        crawl may be running; what it holds is as of the crawl's last commit). Its controls
+        steer a fleet in Redis and have no JOBDIR form: a JOBDIR crawl is one process, stopped
+        with Ctrl-C and resumed by running it again."""
+        if sub != "status":
+            self._fail(f"{sub} steers a crawl shared in Redis; a JOBDIR crawl is one process: "
+                       "stop it with Ctrl-C, run it again to resume")
+            return
+        path = jobdir / "frontier.sqlite"
+        if not path.is_file():
+            self._fail(f"no crawl here: {jobdir} holds no frontier ({path.name}); a crawl "
+                       f"started with -s JOBDIR={jobdir} keeps it there")
+            return
+        status = jobdir_status(path, opts.top)
+        if opts.json:
+            print(json.dumps({"crawl": site, "jobdir": str(jobdir), **status}, indent=2,
+                             sort_keys=True))
+            return
+        state = "finished" if status["queued"] == 0 else "to go on"
+        print(f"crawl {site} in JOBDIR {jobdir} ({state}, as of its last commit): "
+              f"{counted(status['queued'], 'URL')} queued, {counted(status['seen'], 'URL')} "
+              f"seen, {counted(status['hosts_total'], 'host')}")
+        if status["queued_by_host"]:
+            print("most queued: " + ", ".join(
+                f"{row['host']} {counted(row['queued'], 'URL')}"
+                for row in status["queued_by_host"]
+            ))
+
     def _act(self, frontier: Any, sub: str, rest: list[str], opts: argparse.Namespace) -> None:
+        from crawler.backends.redis.connection import safe_url
         from crawler.backends.redis.status import crawl_report, format_report
 
         def one_arg(what: str) -> str:
@@ -137,7 +204,13 @@ class Command(ScrapyCommand):
                 raise UsageError(f"{sub} takes one argument: {what}")
             return rest[0]
 
-        if sub == "status" and opts.metrics_port:
+        if sub == "status" and not opts.metrics_port and _no_crawl(frontier):
+            self._fail(
+                f"no crawl here: crawl {frontier.key!r} in Redis at {safe_url(self.settings)} "
+                "has seen no URL and has no worker (another REDIS_URL, database or "
+                "FRONTIER_REDIS_KEY?)"
+            )
+        elif sub == "status" and opts.metrics_port:
             self._serve_metrics(frontier, opts.metrics_port)
         elif sub == "status":
             from crawler.backends.redis.shard_load import format_shard_loads
@@ -270,6 +343,39 @@ class Command(ScrapyCommand):
     def _fail(self, line: str) -> None:
         print(f"frontier: {line}", file=sys.stderr)
         self.exitcode = 2
+
+
+def _no_crawl(frontier: Any) -> bool:
+    """Whether a Redis frontier holds no crawl: no URL ever seen and no worker's heartbeat
+    (its status was all zeros, as if a crawl were there, idle)."""
+    from crawler.backends.redis.status import Fleet
+
+    if frontier.counts().seen:
+        return False
+    return not Fleet(frontier.client, frontier.key, "").workers()
+
+
+def jobdir_status(path: Path, top: int) -> dict[str, Any]:
+    """URLs queued (each once: a URL raised by OPIC leaves an older row behind until the
+    frontier opens again), URLs seen, hosts known, and the hosts with the most queued URLs, from
+    a JOBDIR's ``frontier.sqlite`` opened read-only."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        queued = db.execute("SELECT count(DISTINCT url) FROM queue").fetchone()[0]
+        seen = db.execute("SELECT count(*) FROM seen").fetchone()[0]
+        hosts = db.execute(
+            "SELECT count(*) FROM (SELECT name FROM hosts UNION SELECT host FROM queue)"
+        ).fetchone()[0]
+        rows = db.execute(
+            "SELECT host, count(DISTINCT url) AS n FROM queue GROUP BY host "
+            "ORDER BY n DESC, host LIMIT ?", (top,),
+        ).fetchall()
+    finally:
+        db.close()
+    return {
+        "queued": queued, "seen": seen, "hosts_total": hosts,
+        "queued_by_host": [{"host": h, "queued": n} for h, n in rows],
+    }
 
 
 def parse_size(text: str) -> int:

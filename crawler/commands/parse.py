@@ -6,6 +6,11 @@ pipelines write every page into the index). Here Scrapy's plain scheduler runs, 
 back as requests that the command prints and follows only as deep as ``--depth`` asks; the item
 pipelines (near-duplicates, the index) run only with ``--pipelines``; no progress line, no
 end-of-crawl summary. robots.txt and address safety still apply.
+
+Its output is what it parsed: the log shows warnings and errors only unless ``-L``/``--loglevel``
+or ``-s LOG_LEVEL`` asks for more (Scrapy's start-up dump and stats dump were ~80 lines around
+a one-page answer), and it exits with 1 when nothing was downloaded (unreachable, refused by
+robots.txt or by address safety), so a script can tell.
 """
 
 from __future__ import annotations
@@ -35,7 +40,11 @@ class Command(ScrapyParseCommand):
                 self.settings.set(key, value, priority="cmdline")
         if not opts.pipelines and "ITEM_PIPELINES" not in given:
             self.settings.set("ITEM_PIPELINES", {}, priority="cmdline")
+        if "LOG_LEVEL" not in given and not opts.loglevel:
+            self.settings.set("LOG_LEVEL", "WARNING", priority="cmdline")
 
     @pipe_safe
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         super().run(args, opts)
+        if self.spidercls is not None and self.first_response is None:
+            self.exitcode = self.exitcode or 1  # Scrapy logged "No response downloaded"

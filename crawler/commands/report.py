@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.commands import counted
 from crawler.extensions.recorder import record_path
 from crawler.report.build import build_report
 from crawler.report.recordfile import RecordError, read_records
@@ -90,8 +91,8 @@ class Command(ScrapyCommand):
         tmp = out.with_name(out.name + ".tmp")
         tmp.write_text(html, encoding="utf-8")
         tmp.replace(out)
-        print(f"{out} ({len(record.fetches):,} fetches, {len(record.workers)} workers, "
-              f"{len(paths)} record files)")
+        print(f"{out} ({counted(len(record.fetches), 'fetch', 'fetches')}, "
+              f"{counted(len(record.workers), 'worker')}, {counted(len(paths), 'record file')})")
 
 
 def _default_output(target: str, record: Any) -> Path:

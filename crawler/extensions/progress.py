@@ -9,7 +9,7 @@ from typing import Any
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
@@ -18,6 +18,10 @@ from crawler.frontier import Frontier
 from crawler.report.tally import busiest_line
 
 logger = logging.getLogger(__name__)
+
+# The first line comes this soon (or at the interval, when shorter): a crawl that printed
+# nothing in its first 30 s looked stuck.
+FIRST_LINE_AFTER = 5.0
 
 
 class FrontierProgress:
@@ -31,6 +35,7 @@ class FrontierProgress:
         self.interval = interval
         self.frontier: Frontier | None = None
         self._task: Any = None
+        self._first: Any = None
         self._last_pages = 0
         self._last_time = 0.0
 
@@ -54,8 +59,12 @@ class FrontierProgress:
         self._last_time = monotonic()
         self._task = create_looping_call(self.log)
         self._task.start(self.interval, now=False)
+        if self.interval > FIRST_LINE_AFTER:
+            self._first = call_later(FIRST_LINE_AFTER, self.log)
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self._first is not None:
+            self._first.cancel()  # a crawl over within seconds: its final line is enough
         if self._task is not None and self._task.running:
             self._task.stop()
         self.log(final=True)

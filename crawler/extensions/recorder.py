@@ -30,7 +30,7 @@ from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, Outcome
 from crawler.frontier.addresses import AddressPolicy
 from crawler.meta import found_on
-from crawler.report.recordfile import STATS_PREFIXES, RecordWriter
+from crawler.report.recordfile import STATS_PREFIXES, RecordWriter, set_aside
 from crawler.report.tally import Tallied
 from crawler.report.worker import worker_id
 
@@ -58,6 +58,16 @@ def record_path(settings: Any, site: str) -> Path:
         p = Path(stats_file)
         return p.with_name(f"{p.stem}.record.jsonl")
     return Path(f"crawl-record-{site}.jsonl")
+
+
+def _resumable(settings: Any) -> bool:
+    """Whether this run may go on an earlier one, so its session belongs in the same record:
+    a JOBDIR crawl resumed, or a worker (re)joining a crawl kept in Redis (unless the run
+    starts that crawl afresh, FRONTIER_RESET)."""
+    if settings.get("JOBDIR"):
+        return True
+    redis = str(settings.get("FRONTIER_BACKEND") or "").lower() == "redis"
+    return redis and not settings.getbool("FRONTIER_RESET")
 
 
 @dataclass(slots=True)
@@ -184,6 +194,10 @@ class CrawlRecordExtension:
             "politeness": self.politeness,
         }
         try:
+            if not _resumable(self.crawler.settings):
+                kept = set_aside(path)
+                if kept is not None:
+                    logger.info("Crawl record: the previous crawl's record moved to %s", kept)
             self.writer = RecordWriter(path, header, time.time())
         except OSError as exc:
             logger.warning("No crawl record: cannot write %s (%s)", path, exc)

@@ -133,8 +133,8 @@ def summary_lines(
     nbytes = int(stats.get("downloader/response_bytes", 0))
     robots = int(stats.get("robotstxt/response_count", 0))
     lines.append(
-        f"  downloaded {_size(nbytes)}; pages from {hosts} hosts"
-        + (f" ({robots} robots.txt fetches)" if robots else "")
+        f"  downloaded {_size(nbytes)}; pages from {_n(hosts, 'host')}"
+        + (f" ({robots} robots.txt {'fetch' if robots == 1 else 'fetches'})" if robots else "")
     )
     errors = _grouped(stats, "downloader/exception_type_count/", last_dot=True)
     errors += _grouped(stats, "robotstxt/denied", exact=True, label="robots.txt denied")

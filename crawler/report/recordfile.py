@@ -31,6 +31,7 @@ Free of Scrapy: the extension (``crawler/extensions/recorder.py``) writes throug
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +128,32 @@ class RecordWriter:
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+
+
+def set_aside(path: Path) -> Path | None:
+    """Move the record of an earlier, separate crawl out of the way of a new one: to
+    ``<name>.<its last write, YYYYmmdd-HHMMSS>`` beside it (a name ``scrapy report`` never
+    picks up by itself, and can still be given). Returns where it went; None when there was
+    no record (or an empty one) at ``path``.
+
+    A record file is appended to because a resumed crawl (JOBDIR) or a restarted worker of a
+    shared crawl adds a session to the same crawl; a crawl that cannot be resumed is a new
+    crawl each run, and its sessions appended to the last run's were merged into one report
+    ("2 workers, sessions: 2" for two runs of one process each)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if stat.st_size == 0:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(stat.st_mtime))
+    target = path.with_name(f"{path.name}.{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.{stamp}-{n}")
+    path.rename(target)
+    return target
 
 
 # -- reading ---------------------------------------------------------------------------------

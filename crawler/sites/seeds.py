@@ -106,6 +106,37 @@ def iter_seed_lines(path: str | os.PathLike[str] | Traversable) -> Iterator[tupl
             raise SeedsFileError(shown, None, f"seeds file is not UTF-8 text ({exc})") from None
 
 
+# A URL starts with its scheme; several URLs are separated by whitespace or by a comma right
+# before the next scheme (a comma inside a URL, as in ``?ids=1,2``, stays in it).
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_URL_SEPARATOR = re.compile(r"\s+|,\s*(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
+def seeds_argument(value: str) -> tuple[list[str], str | None]:
+    """What ``-a seeds=VALUE`` gives: ``(urls, None)`` for one URL or several (separated by
+    commas or whitespace), or ``([], path)`` for a seeds file, its path made absolute (the
+    message and the later read must not depend on a later chdir) and checked through now.
+
+    A value starting with a scheme is URLs (a file is never named ``https://...``); the URLs are
+    not validated here: each is checked, logged and counted as a seed like one from a file.
+    Raises :class:`SeedsFileError` for an empty value or a file that cannot be read.
+    """
+    text = value.strip()
+    if not text:
+        raise SeedsFileError("-a seeds=", None, "the seeds argument names no URL and no file")
+    if _URL_START.match(text):
+        return [url for url in _URL_SEPARATOR.split(text) if url], None
+    path = os.path.abspath(os.path.expanduser(text))
+    try:
+        check_seeds_file(path)
+    except SeedsFileError as exc:
+        if os.path.exists(path):
+            raise
+        hint = "-a seeds= takes a seeds file, or URLs with their scheme: https://..."
+        raise SeedsFileError(exc.file, exc.key, f"{exc.problem} ({hint})") from None
+    return [], path
+
+
 def read_seeds_file(path: str | os.PathLike[str] | Traversable) -> list[str]:
     """All URLs of a seeds file (see :func:`iter_seeds_file`); raises :class:`SeedsFileError`."""
     return list(iter_seeds_file(path))

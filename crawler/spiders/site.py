@@ -21,7 +21,6 @@ so they still count for discovery. Once its seeds are scheduled the spider says 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -42,12 +41,11 @@ from crawler.robots import robots_token, x_robots_tag
 from crawler.sites import (
     SeedsFileError,
     SiteConfig,
-    check_seeds_file,
     seed_url_problem,
 )
 from crawler.sites.analysis import PageAnalysis
 from crawler.sites.policy import policy_book_for
-from crawler.sites.seeds import iter_seed_lines
+from crawler.sites.seeds import iter_seed_lines, seeds_argument
 from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.canonical import apply_canonical, canonical_policy
 from crawler.spiders.links import follow_links, has_frontier
@@ -73,8 +71,9 @@ async def _reactor_turn() -> None:
 class SiteSpider(scrapy.Spider):
     """Crawls one site config; :meth:`for_site` makes the subclass for a given config.
 
-    Spider argument ``-a seeds=FILE`` adds the URLs of FILE (one per line, ``#`` comments) to the
-    config's own seeds; a FILE that cannot be read stops the crawl before any request.
+    Spider argument ``-a seeds=`` adds seeds to the config's own: one URL, several (separated
+    by commas or spaces), or a FILE of them (one per line, ``#`` comments); a FILE that cannot be
+    read stops the crawl before any request (:func:`crawler.sites.seeds.seeds_argument`).
     """
 
     site: ClassVar[SiteConfig]
@@ -87,19 +86,15 @@ class SiteSpider(scrapy.Spider):
         super().__init__(name, **kwargs)
         if not isinstance(getattr(type(self), "site", None), SiteConfig):
             raise TypeError(f"{type(self).__name__} has no site config; use SiteSpider.for_site()")
+        self.seeds_given: list[str] = []  # URLs given as -a seeds=URL[,URL...]
         self.seeds_path: str | None = None
         if seeds is not None:
-            if not seeds.strip():
-                raise SeedsFileError("-a seeds=", None, "the seeds argument names no file")
-            # Resolved now: the message and the later read must not depend on a later chdir.
-            path = os.path.abspath(os.path.expanduser(seeds))
             try:
-                check_seeds_file(path)
+                self.seeds_given, self.seeds_path = seeds_argument(seeds)
             except SeedsFileError as exc:
                 # One clean log line before Scrapy's traceback of the failed start.
                 self.logger.error("Not starting: %s", exc)
                 raise
-            self.seeds_path = path
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -145,11 +140,14 @@ class SiteSpider(scrapy.Spider):
 
     def _seed_urls(self) -> Iterator[tuple[str, str, str]]:
         """(url, where it came from, crawl policy) for every seed, in order: config, the
-        config's ``[policies.NAME]`` seeds, config file, -a file (``URL POLICY`` lines)."""
+        config's ``[policies.NAME]`` seeds, -a URLs, config file, -a file (``URL POLICY``
+        lines)."""
         for url in self.site.seeds:
             yield url, self.site.path, ""
         for url, name in self.site.policy_seeds:
             yield url, self.site.path, name
+        for url in self.seeds_given:
+            yield url, "-a seeds=", ""
         for path in (self.site.seeds_file, self.seeds_path):
             if path is None:
                 continue
@@ -225,11 +223,14 @@ class SiteSpider(scrapy.Spider):
         )
         if not valid and not stats.get_value("crawldb/due_at_start"):
             # Not an error yet: a worker joining a shared crawl, or a resumed JOBDIR, works on
-            # what its frontier already knows. :meth:`closed` says so if that was nothing.
-            self.logger.info(
-                "No seeds of its own: working on what the frontier already holds "
-                "(a shared crawl or a resumed JOBDIR)"
-            )
+            # what its frontier already knows. :meth:`closed` says so if that was nothing (and
+            # a frontier in memory holds nothing: no word here then, only that one at the end).
+            kept = settings.get("JOBDIR") or str(settings.get("FRONTIER_BACKEND")) == "redis"
+            if kept:
+                self.logger.info(
+                    "No seeds of its own: working on what the frontier already holds "
+                    "(a shared crawl or a resumed JOBDIR)"
+                )
             stats.inc_value("seeds/none")
 
     async def _send_seeds(self, batch: list[tuple[str, str]]) -> None:
@@ -244,7 +245,7 @@ class SiteSpider(scrapy.Spider):
         if stats.get_value("seeds/none") and not stats.get_value("frontier/seen"):
             self.logger.error(
                 "No valid seeds to crawl: give some in %s (seeds, seeds_file) or with "
-                "-a seeds=FILE (one URL per line)",
+                "-a seeds=URL[,URL...] or -a seeds=FILE (one URL per line)",
                 self.site.path,
             )
 
