@@ -17,7 +17,15 @@ from typing import Any
 
 import pytest
 
-from crawler.frontier import Entry, Frontier, Lease, Outcome, PolitenessPolicy
+from crawler.frontier import (
+    BiasedSelector,
+    Entry,
+    Frontier,
+    Lease,
+    Outcome,
+    PolitenessPolicy,
+    Prioritizer,
+)
 
 
 class FakeClock:
@@ -119,6 +127,11 @@ class FrontierContract:
         self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: object
     ) -> Frontier:  # pragma: no cover - implemented by subclasses
         raise NotImplementedError
+
+    def reopened(self, frontier: Frontier, clock: FakeClock, **kwargs: object) -> Frontier:
+        """The frontier as the next run (or another worker) finds it after ``frontier`` was
+        stopped; a backend that keeps nothing across runs goes on with the same object."""
+        return frontier
 
     def frontier(
         self, policy: PolitenessPolicy | None = None, **kwargs: object
@@ -423,6 +436,33 @@ class FrontierContract:
         first_half = order[:200]
         assert first_half.count(0) > first_half.count(3) * 2  # mostly high priority first
         assert 3 in order[:50]  # yet the low queue is not starved
+
+    @pytest.mark.parametrize("reopen", [False, True], ids=["one_run", "reopened"])
+    def test_scrapy_priorities_order_the_urls_that_wait_together(self, reopen: bool) -> None:
+        """Under the ``request`` policy, requests queued together leave by Scrapy priority as
+        the biased selector draws their front queues, whether this run queued them or found
+        them after a stop (a JOBDIR reopen, another Redis worker): one host, so only the
+        priorities can order them."""
+        prioritizer, k = Prioritizer("request", 8), 8
+        scrapy_priorities = [0, 3, -2, 5, 1, 0, -4, 2, -1, 3, 9, -9, 1, 0]
+        urls = [
+            Entry(f"http://h.test/{i}", "h.test", prioritizer.priority(
+                depth=1, host="h.test", request_priority=p))
+            for i, p in enumerate(scrapy_priorities)
+        ]
+        policy = PolitenessPolicy(min_delay=0.1, max_delay=0.1)
+        f, clock = self.frontier(policy, front_queues=k)
+        f.add_many(urls)
+        if reopen:
+            f = self.reopened(f, clock, front_queues=k)
+        order = [x.url for x in simulate(f, clock, concurrency=1).fetches]
+        waiting = [[e.url for e in urls if e.priority == q] for q in range(k)]
+        selector, expected = BiasedSelector(k), []
+        while any(waiting):
+            expected.append(waiting[selector.pick([len(w) for w in waiting])].pop(0))
+        assert order == expected
+        # priorities 5 and 9 share the top queue (K queues centred on 0), in order of arrival
+        assert order[0] == "http://h.test/3"
 
     # -- crawl end ---
 
@@ -750,6 +790,7 @@ class OpicContract:
         f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
         for i in range(2):
             f.add(Entry(f"http://a.test/{i}", "a.test", cash=1.0))
+        assert f.due_in() == 0.0  # a takes the only back queue
         f.add(Entry("http://b.test/robots.txt", "b.test"), first=True)
         f.add(Entry("http://b.test/", "b.test", cash=0.1))  # no back queue free for b
         first = f.next()

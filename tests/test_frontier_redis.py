@@ -48,6 +48,15 @@ class TestRedisFrontierContract(FrontierContract):
             **self.frontier_options, **kwargs,
         )
 
+    def reopened(self, frontier: Any, clock: FakeClock, **kwargs: Any) -> RedisFrontier:
+        """Another worker's handle on the same crawl (what it finds is what the first left)."""
+        client = self.server.client()
+        self.clients.append(client)
+        return RedisFrontier(
+            client, frontier.key, frontier.policy, clock=clock,
+            **self.frontier_options, **kwargs,
+        )
+
 
 @pytest.fixture
 def make(redis_server: RedisServer) -> Callable[..., RedisFrontier]:  # noqa: F811
@@ -237,6 +246,7 @@ def test_a_dead_workers_lease_comes_back_to_another(make) -> None:
 def test_waiting_hosts_reads_the_host_table_in_batches(make) -> None:
     f = make(PolitenessPolicy(min_delay=10.0), back_queues=4)
     f.add_many(entries(1200, 1))
+    f.due_in()  # URLs are routed to back queues when work is handed out or asked about
     f.hold_host("h1.test", 100.0)
     reports = f.waiting_hosts()
     assert len(reports) == 1200 - 3  # B = 4 hosts hold a back queue; three of them are due now
