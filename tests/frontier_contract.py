@@ -26,6 +26,8 @@ from crawler.frontier import (
     PolitenessPolicy,
     Prioritizer,
 )
+from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
+from crawler.scheduler.address_gate import AddressGate
 
 
 class FakeClock:
@@ -66,7 +68,10 @@ def simulate(
     outcome: Callable[[str], str] = lambda url: Outcome.FETCHED,
     discover: Callable[[str], list[Entry]] = lambda url: [],
     until: float = 10_000.0,
+    gate: AddressGate | None = None,
 ) -> Simulation:
+    """``gate``: each lease passes the scheduler's address gate too, as in a crawl (a refused
+    one goes back, its host held until its turn)."""
     sim = Simulation()
     now = clock.now
     running: list[tuple[float, int, Lease]] = []
@@ -80,6 +85,9 @@ def simulate(
             lease = frontier.next()
             if lease is None:
                 break
+            entry = lease.entry
+            if gate is not None and not gate.admit(lease.token, entry.host, now, entry.priority):
+                continue
             host = lease.entry.host
             in_flight[host] += 1
             sim.max_in_flight[host] = max(sim.max_in_flight.get(host, 0), in_flight[host])
@@ -102,6 +110,8 @@ def simulate(
             end, _, lease = heapq.heappop(running)
             in_flight[lease.entry.host] -= 1
             clock.now = end
+            if gate is not None:
+                gate.ended(lease.token, end, end - lease.issued_at)
             # the fetch ends, the page's links go in, then the page is acknowledged
             frontier.complete(lease.token, end - lease.issued_at, outcome(lease.entry.url))
             frontier.add_many(discover(lease.entry.url))
@@ -127,6 +137,10 @@ class FrontierContract:
         self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: object
     ) -> Frontier:  # pragma: no cover - implemented by subclasses
         raise NotImplementedError
+
+    def make_address_budget(self, policy: AddressPolicy, clock: FakeClock) -> AddressBudget:
+        """The budgets per server address that go with this backend (on ``clock``)."""
+        return LocalAddressBudget(policy)
 
     def reopened(self, frontier: Frontier, clock: FakeClock, **kwargs: object) -> Frontier:
         """The frontier as the next run (or another worker) finds it after ``frontier`` was
@@ -463,6 +477,34 @@ class FrontierContract:
         assert order == expected
         # priorities 5 and 9 share the top queue (K queues centred on 0), in order of arrival
         assert order[0] == "http://h.test/3"
+
+    # -- hosts that share a server address ---
+
+    def test_hosts_of_one_address_take_turns_in_priority_order(self) -> None:
+        """50 names on one server address, one fetch there at a time: the address goes to the
+        best URL of the host that has waited longest, so every name's home page (depth 0)
+        comes before any name's second page, and the address stays polite."""
+        delay = 0.5
+        names = [f"n{i}.test" for i in range(50)]
+        f, clock = self.frontier(PolitenessPolicy(min_delay=delay, max_delay=delay))
+        budget = self.make_address_budget(
+            AddressPolicy(concurrency=1, delay=delay, factor=0, ttl=60), clock
+        )
+        gate = AddressGate(f, budget, want=lambda host: None, inc=lambda stat: None)
+        for name in names:
+            gate.resolved(name, "192.0.2.7")
+        f.add_many([
+            Entry(f"http://{name}/{'' if depth == 0 else depth}", name, depth, depth)
+            for depth in range(3)
+            for name in names
+        ])
+        fetches = simulate(f, clock, concurrency=4, gate=gate).fetches
+        assert len(fetches) == 150
+        assert sorted(x.host for x in fetches[:50]) == sorted(names)
+        assert {x.priority for x in fetches[:50]} == {0}
+        assert {x.priority for x in fetches[50:100]} == {1}
+        for prev, nxt in itertools.pairwise(fetches):
+            assert nxt.start >= prev.end + delay - 1e-6, (prev, nxt)
 
     # -- crawl end ---
 

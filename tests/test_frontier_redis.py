@@ -17,9 +17,12 @@ import msgpack
 import pytest
 import redis
 
+from crawler.backends.redis.addresses import RedisAddressBudget
 from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
+from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.seen import seen_key, seen_memory
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
+from crawler.frontier.addresses import AddressBudget, AddressPolicy
 from crawler.frontier.store import url_key
 from tests.frontier_contract import FakeClock, FrontierContract, entries, simulate
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -47,6 +50,12 @@ class TestRedisFrontierContract(FrontierContract):
             client, fresh_key(), policy or PolitenessPolicy(), clock=clock,
             **self.frontier_options, **kwargs,
         )
+
+    def make_address_budget(self, policy: AddressPolicy, clock: FakeClock) -> AddressBudget:
+        """The fleet's budgets, in Redis, on the test's clock."""
+        client = self.server.client()
+        self.clients.append(client)
+        return RedisAddressBudget(client, CrawlKeys(fresh_key(), "web", 1), policy, clock)
 
     def reopened(self, frontier: Any, clock: FakeClock, **kwargs: Any) -> RedisFrontier:
         """Another worker's handle on the same crawl (what it finds is what the first left)."""

@@ -330,7 +330,10 @@ class FrontierScheduler(BaseScheduler):
                     now = monotonic()
                     self.waker.wake_at(now + due_in, now)
                 return None
-            if gate is not None and not gate.admit(lease.token, lease.entry.host, monotonic()):
+            entry = lease.entry
+            if gate is not None and not gate.admit(
+                lease.token, entry.host, monotonic(), entry.priority
+            ):
                 continue  # handed back, its host held until its server's address has a slot
             try:
                 request = frontier_codec.decode(lease.entry, self.spider, self.referer)
