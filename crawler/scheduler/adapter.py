@@ -334,7 +334,7 @@ class FrontierScheduler(BaseScheduler):
             if gate is not None and not gate.admit(
                 lease.token, entry.host, monotonic(), entry.priority
             ):
-                continue  # handed back, its host held until its server's address has a slot
+                continue  # handed back, its host held until its turn at its server's address
             try:
                 request = frontier_codec.decode(lease.entry, self.spider, self.referer)
                 break

@@ -6,10 +6,10 @@ leaves. Refused: the lease goes back and the host is held until its turn in the 
 (the best priority, then the longest waiting, first). A host whose address is not known yet is
 held briefly while it is resolved (signal ``host_address_wanted``; the answer comes back as
 ``host_resolved``), so a thousand new names on one server do not all send their first request
-at once. A host that is an IP address is its own
-address, and the frontier is already polite to it: it passes the gate alone unless a host name
-resolved to the same address (then they share its budget). Addresses are learnt per worker; the
-budgets themselves are the crawl's (shared in Redis for a fleet).
+at once. A host that is an IP address is its own address, and the frontier is already polite to
+it: it passes the gate alone unless a host name resolved to the same address (then they share
+its budget). Addresses are learnt per worker; the budgets themselves are the crawl's (shared in
+Redis for a fleet).
 """
 
 from __future__ import annotations
