@@ -6,7 +6,9 @@ served by a few loopback addresses and resolved by a real DNS server (``devsite.
 1. 50 names on ONE address, host delay 0.5 s, FRONTIER_IP_CONCURRENCY 1 (IP delay = the host
    delay): overlapping requests and gaps below the IP delay at that address, with 1 worker and
    with 2 Redis workers; and the same crawl with the address gate off (today's behaviour:
-   politeness per name only) for the requests/s and the most requests at once it sends there.
+   politeness per name only) for the requests/s and the most requests at once it sends there;
+   and whether the names take turns (home pages before any second page, names asked in the
+   first 60 s, seconds until every name was asked).
 2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
    slow a crawl whose names are on different servers).
 3. DNS: a crawl of ``--dns-names`` names (one page each, one address each) with the DNS server
@@ -45,6 +47,26 @@ def at_once(visits: list[Visit]) -> int:
     return most
 
 
+def turns(visits: list[Visit]) -> dict[str, Any]:
+    """Whether names of one server take turns: how many names had their home page fetched
+    before the first second page of any name, how many were asked anything in the first 60 s,
+    and how long until every name had been asked something."""
+    ordered = sorted(visits, key=lambda v: v.start)
+    t0 = ordered[0].start
+    second = next((i for i, v in enumerate(ordered) if v.path.startswith("/p/")), len(ordered))
+    first_ask: dict[str, float] = {}
+    for v in ordered:
+        first_ask.setdefault(v.name, v.start - t0)
+    return {
+        "names": len(first_ask),
+        "home_pages_before_any_second_page": len(
+            {v.name for v in ordered[:second] if v.path == "/"}
+        ),
+        "names_asked_in_first_60s": sum(1 for t in first_ask.values() if t <= 60),
+        "seconds_until_every_name_asked": round(max(first_ask.values()), 1),
+    }
+
+
 def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
     by_address: dict[str, list[Visit]] = {}
     for v in visits:
@@ -60,7 +82,7 @@ def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
             below += b.start - a.end < delay - 0.005
     span = max(v.end for v in visits) - min(v.start for v in visits)
     per_address_rate = max(len(vs) for vs in by_address.values()) / span
-    return {
+    return turns(visits) | {
         "requests": len(visits),
         "seconds": round(span, 2),
         "requests_per_s": round(len(visits) / span, 2),

@@ -17,7 +17,17 @@ from typing import Any
 
 import pytest
 
-from crawler.frontier import Entry, Frontier, Lease, Outcome, PolitenessPolicy
+from crawler.frontier import (
+    BiasedSelector,
+    Entry,
+    Frontier,
+    Lease,
+    Outcome,
+    PolitenessPolicy,
+    Prioritizer,
+)
+from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
+from crawler.scheduler.address_gate import AddressGate
 
 
 class FakeClock:
@@ -58,7 +68,10 @@ def simulate(
     outcome: Callable[[str], str] = lambda url: Outcome.FETCHED,
     discover: Callable[[str], list[Entry]] = lambda url: [],
     until: float = 10_000.0,
+    gate: AddressGate | None = None,
 ) -> Simulation:
+    """``gate``: each lease passes the scheduler's address gate too, as in a crawl (a refused
+    one goes back, its host held until its turn)."""
     sim = Simulation()
     now = clock.now
     running: list[tuple[float, int, Lease]] = []
@@ -72,6 +85,9 @@ def simulate(
             lease = frontier.next()
             if lease is None:
                 break
+            entry = lease.entry
+            if gate is not None and not gate.admit(lease.token, entry.host, now, entry.priority):
+                continue
             host = lease.entry.host
             in_flight[host] += 1
             sim.max_in_flight[host] = max(sim.max_in_flight.get(host, 0), in_flight[host])
@@ -94,6 +110,8 @@ def simulate(
             end, _, lease = heapq.heappop(running)
             in_flight[lease.entry.host] -= 1
             clock.now = end
+            if gate is not None:
+                gate.ended(lease.token, end, end - lease.issued_at)
             # the fetch ends, the page's links go in, then the page is acknowledged
             frontier.complete(lease.token, end - lease.issued_at, outcome(lease.entry.url))
             frontier.add_many(discover(lease.entry.url))
@@ -119,6 +137,15 @@ class FrontierContract:
         self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: object
     ) -> Frontier:  # pragma: no cover - implemented by subclasses
         raise NotImplementedError
+
+    def make_address_budget(self, policy: AddressPolicy, clock: FakeClock) -> AddressBudget:
+        """The budgets per server address that go with this backend (on ``clock``)."""
+        return LocalAddressBudget(policy)
+
+    def reopened(self, frontier: Frontier, clock: FakeClock, **kwargs: object) -> Frontier:
+        """The frontier as the next run (or another worker) finds it after ``frontier`` was
+        stopped; a backend that keeps nothing across runs goes on with the same object."""
+        return frontier
 
     def frontier(
         self, policy: PolitenessPolicy | None = None, **kwargs: object
@@ -423,6 +450,65 @@ class FrontierContract:
         first_half = order[:200]
         assert first_half.count(0) > first_half.count(3) * 2  # mostly high priority first
         assert 3 in order[:50]  # yet the low queue is not starved
+
+    @pytest.mark.parametrize("reopen", [False, True], ids=["one_run", "reopened"])
+    def test_scrapy_priorities_order_the_urls_that_wait_together(self, reopen: bool) -> None:
+        """Under the ``request`` policy, requests queued together leave by Scrapy priority as
+        the biased selector draws their front queues, whether this run queued them or found
+        them after a stop (a JOBDIR reopen, another Redis worker): one host, so only the
+        priorities can order them."""
+        prioritizer, k = Prioritizer("request", 8), 8
+        scrapy_priorities = [0, 3, -2, 5, 1, 0, -4, 2, -1, 3, 9, -9, 1, 0]
+        urls = [
+            Entry(f"http://h.test/{i}", "h.test", prioritizer.priority(
+                depth=1, host="h.test", request_priority=p))
+            for i, p in enumerate(scrapy_priorities)
+        ]
+        policy = PolitenessPolicy(min_delay=0.1, max_delay=0.1)
+        f, clock = self.frontier(policy, front_queues=k)
+        f.add_many(urls)
+        if reopen:
+            f = self.reopened(f, clock, front_queues=k)
+        order = [x.url for x in simulate(f, clock, concurrency=1).fetches]
+        waiting = [[e.url for e in urls if e.priority == q] for q in range(k)]
+        selector, expected = BiasedSelector(k), []
+        while any(waiting):
+            expected.append(waiting[selector.pick([len(w) for w in waiting])].pop(0))
+        assert order == expected
+        # priorities 5 and 9 share the top queue (K queues centred on 0), in order of arrival
+        assert order[0] == "http://h.test/3"
+
+    # -- hosts that share a server address ---
+
+    @pytest.mark.parametrize("order", ["depth", "fifo"])
+    def test_hosts_of_one_address_take_turns_in_priority_order(self, order: str) -> None:
+        """50 names on one server address, one fetch there at a time: the address goes to the
+        best URL of the host that has waited longest, so under depth order every name's home
+        page (depth 0) comes before any name's second page, under FIFO (one priority) the
+        names take turns, and the address stays polite."""
+        delay = 0.5
+        names = [f"n{i}.test" for i in range(50)]
+        f, clock = self.frontier(PolitenessPolicy(min_delay=delay, max_delay=delay))
+        budget = self.make_address_budget(
+            AddressPolicy(concurrency=1, delay=delay, factor=0, ttl=60), clock
+        )
+        gate = AddressGate(f, budget, want=lambda host: None, inc=lambda stat: None)
+        for name in names:
+            gate.resolved(name, "192.0.2.7")
+        f.add_many([
+            Entry(f"http://{name}/{'' if depth == 0 else depth}", name,
+                  depth if order == "depth" else 0, depth)
+            for depth in range(3)
+            for name in names
+        ])
+        fetches = simulate(f, clock, concurrency=4, gate=gate).fetches
+        assert len(fetches) == 150
+        for turn in range(3):
+            assert sorted(x.host for x in fetches[50 * turn:50 * turn + 50]) == sorted(names)
+        if order == "depth":
+            assert [x.priority for x in fetches] == [0] * 50 + [1] * 50 + [2] * 50
+        for prev, nxt in itertools.pairwise(fetches):
+            assert nxt.start >= prev.end + delay - 1e-6, (prev, nxt)
 
     # -- crawl end ---
 
@@ -750,6 +836,7 @@ class OpicContract:
         f, _ = self.opic(PolitenessPolicy(min_delay=0, delay_factor=0), back_queues=1)
         for i in range(2):
             f.add(Entry(f"http://a.test/{i}", "a.test", cash=1.0))
+        assert f.due_in() == 0.0  # a takes the only back queue
         f.add(Entry("http://b.test/robots.txt", "b.test"), first=True)
         f.add(Entry("http://b.test/", "b.test", cash=0.1))  # no back queue free for b
         first = f.next()

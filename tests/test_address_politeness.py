@@ -48,16 +48,16 @@ def budget_of(
 
 def test_one_fetch_at_a_time_and_a_rest_after_it(budget_of: Any) -> None:
     budget = budget_of(AddressPolicy(concurrency=1, delay=IP_DELAY, factor=0, ttl=60))
-    assert budget.take("192.0.2.1", "t1", time.monotonic()) == 0
-    assert budget.take("192.0.2.1", "t2", time.monotonic()) > 0  # one in flight already
-    assert budget.take("192.0.2.2", "t3", time.monotonic()) == 0  # another server: its own
+    assert budget.take("192.0.2.1", "t1", time.monotonic(), "a.test") == 0
+    assert budget.take("192.0.2.1", "t2", time.monotonic(), "b.test") > 0  # one in flight
+    assert budget.take("192.0.2.2", "t3", time.monotonic(), "c.test") == 0  # another server
     budget.done("192.0.2.1", "t1", time.monotonic(), 0.01)
-    assert budget.take("192.0.2.1", "t4", time.monotonic()) > 0  # resting
+    assert budget.take("192.0.2.1", "t4", time.monotonic(), "b.test") > 0  # resting
     time.sleep(IP_DELAY + 0.05)
-    assert budget.take("192.0.2.1", "t4", time.monotonic()) == 0
+    assert budget.take("192.0.2.1", "t4", time.monotonic(), "b.test") == 0
 
 
-def test_refused_hosts_reserve_slots_one_gap_apart(budget_of: Any) -> None:
+def test_refused_hosts_wait_in_line_one_gap_apart(budget_of: Any) -> None:
     budget = budget_of(AddressPolicy(concurrency=1, delay=IP_DELAY, factor=0, ttl=60))
     assert budget.take("192.0.2.9", "first", time.monotonic()) == 0
     waits = [budget.take("192.0.2.9", f"t{i}", time.monotonic()) for i in range(5)]
@@ -124,6 +124,27 @@ def test_names_on_one_server_share_its_budget(tmp_path: Path) -> None:
         assert result.stats["frontier/address/refused"] > 0
         assert "busiest addresses: 127.0.0.1: " in result.log  # the end summary
         check_report_addresses([record], names, len(sites.visits))
+
+
+def test_names_of_one_server_take_turns_home_pages_first(tmp_path: Path) -> None:
+    """Each name's own delay is the address's: the name that just fetched is due again the
+    moment the address frees, yet the address goes to the names that have waited, best URL
+    first (depth order): every name's robots.txt and home page before any name's second
+    page."""
+    names = [f"t{i}.shared.test" for i in range(10)]
+    with NamedSites(names, pages=2) as sites, dns_server(tmp_path / "dns", ZONE) as server:
+        result = run_crawl(
+            tmp_path,
+            seeds=[sites.url(n) for n in names],
+            settings=crawl_settings(server.address, FRONTIER_MIN_DELAY=IP_DELAY),
+        )
+        assert result.returncode == 0, result.log[-3000:]
+        visits = sorted(sites.visits, key=lambda v: v.start)
+    assert len(visits) == len(names) * 4  # robots.txt, home, 2 pages
+    second = next(i for i, v in enumerate(visits) if v.path.startswith("/p/"))
+    before = [(v.name, v.path) for v in visits[:second]]
+    assert sorted(before) == sorted((n, p) for n in names for p in ("/robots.txt", "/")), before
+    check_address_polite(visits, IP_DELAY)
 
 
 def check_report_addresses(records: list[Path], names: list[str], fetches: int) -> None:

@@ -56,6 +56,8 @@ def test_more_hosts_than_back_queues():
 def test_urls_wait_in_front_queues_when_no_back_queue_is_free():
     f = MercatorFrontier(clock=FakeClock(), back_queues=2)
     f.add_many(entries(5, 2))
+    assert f.counts().back_queues_used == 0  # routed when URLs are handed out, by priority
+    f.due_in()
     assert f.counts().back_queues_used == 2
     assert f.counts().front_queued == 8  # h0 and h1 each got a back queue and one URL
 

@@ -17,9 +17,12 @@ import msgpack
 import pytest
 import redis
 
+from crawler.backends.redis.addresses import RedisAddressBudget
 from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
+from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.seen import seen_key, seen_memory
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
+from crawler.frontier.addresses import AddressBudget, AddressPolicy
 from crawler.frontier.store import url_key
 from tests.frontier_contract import FakeClock, FrontierContract, entries, simulate
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -45,6 +48,21 @@ class TestRedisFrontierContract(FrontierContract):
         self.clients.append(client)
         return RedisFrontier(
             client, fresh_key(), policy or PolitenessPolicy(), clock=clock,
+            **self.frontier_options, **kwargs,
+        )
+
+    def make_address_budget(self, policy: AddressPolicy, clock: FakeClock) -> AddressBudget:
+        """The fleet's budgets, in Redis, on the test's clock."""
+        client = self.server.client()
+        self.clients.append(client)
+        return RedisAddressBudget(client, CrawlKeys(fresh_key(), "web", 1), policy, clock)
+
+    def reopened(self, frontier: Any, clock: FakeClock, **kwargs: Any) -> RedisFrontier:
+        """Another worker's handle on the same crawl (what it finds is what the first left)."""
+        client = self.server.client()
+        self.clients.append(client)
+        return RedisFrontier(
+            client, frontier.key, frontier.policy, clock=clock,
             **self.frontier_options, **kwargs,
         )
 
@@ -237,6 +255,7 @@ def test_a_dead_workers_lease_comes_back_to_another(make) -> None:
 def test_waiting_hosts_reads_the_host_table_in_batches(make) -> None:
     f = make(PolitenessPolicy(min_delay=10.0), back_queues=4)
     f.add_many(entries(1200, 1))
+    f.due_in()  # URLs are routed to back queues when work is handed out or asked about
     f.hold_host("h1.test", 100.0)
     reports = f.waiting_hosts()
     assert len(reports) == 1200 - 3  # B = 4 hosts hold a back queue; three of them are due now

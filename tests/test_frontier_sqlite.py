@@ -30,6 +30,14 @@ class TestSqliteFrontierContract(FrontierContract):
         path = Path(tempfile.mkdtemp(dir=self.tmp)) / "frontier.sqlite"
         return sqlite_frontier(path, policy, clock=clock, read_ahead=3, back_buffer=2, **kwargs)
 
+    def reopened(self, frontier, clock, **kwargs):
+        """A JOBDIR reopen: the file closed by a clean stop, opened by the next run."""
+        path = frontier.store.path
+        frontier.close()
+        return sqlite_frontier(
+            Path(path), frontier.policy, clock=clock, read_ahead=3, back_buffer=2, **kwargs
+        )
+
 
 def test_a_stopped_frontier_resumes_where_it_was(tmp_path):
     path = tmp_path / "f.sqlite"

@@ -8,13 +8,17 @@ address, and between a fetch's end and the next start at that address a gap of a
 address's delay (``delay``, growing with the server's response time by ``factor`` up to
 ``max_delay``, as a host's does), split over its ``concurrency``.
 
-A lease the address refuses goes back to the frontier with its host held until a *reserved
-slot*: each refused host reserves the next free slot of the address (its ``horizon`` moves one
-gap plus the address's typical fetch time later per reservation), so a thousand names on one
-server come back one per slot, in turn, instead of all of them asking again at each gap. A
-reservation is a promise of order, not a lock: a host that comes back a little early (less than
-half a gap before the address is free) waits out the rest without losing its turn; one that
-finds the address busy reserves again.
+A lease the address refuses goes back to the frontier with its host held until its *turn*.
+The address keeps the hosts it refused in line, best first by the priority of the URL each
+wanted (the frontier's front queue: depth, the OPIC cash bucket; a robots.txt ranks first),
+then by how long each has waited, and tells each to come back when the fetches ahead of it
+should be done. A free address goes to the best host in line, not to whichever asks first: a
+host whose own delay ends as the address frees (it just fetched there) would otherwise keep
+the address while names due long before, with better URLs, wait. So under depth order every
+name's home page comes before any name's second page; under FIFO (one priority) the names
+take turns; OPIC's cash decides. The line never idles the address for long: only a waiter due
+back within half a gap holds it, and one that misses its turn by ``LATE`` seconds (its host
+given up, its worker gone) loses its place.
 
 :class:`LocalAddressBudget` is one worker's (the ``memory`` and ``sqlite`` backends); the
 ``redis`` backend's (:mod:`crawler.backends.redis.addresses`) keeps the same state in Redis for
@@ -24,10 +28,14 @@ expire after ``ttl`` (the lease TTL), as its leases do.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crawler.config import defaults
+
+LATE = 0.25  # seconds a waiter may miss its turn by before it loses its place in line
+SCAN = 16  # waiters ahead looked at per request (those due back now are at the head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +90,11 @@ class AddressBudget(Protocol):
 
     policy: AddressPolicy
 
-    def take(self, address: str, token: str, now: float) -> float:
-        """0: the fetch of lease ``token`` may start at ``address`` now (counted in flight);
-        else the seconds until the slot reserved for it."""
+    def take(
+        self, address: str, token: str, now: float, host: str = "", priority: int = 0
+    ) -> float:
+        """0: the fetch of lease ``token`` (of ``host``, a URL of front queue ``priority``)
+        may start at ``address`` now (counted in flight); else the seconds until its turn."""
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         """The fetch of ``token`` ended after ``duration`` s (None: it never reached the server,
@@ -100,10 +110,11 @@ class AddressBudget(Protocol):
 class _Address:
     in_flight: dict[str, float] = field(default_factory=dict)  # token -> expiry
     ready_at: float = 0.0  # the next start may not be earlier
-    horizon: float = 0.0  # the end of the slots reserved so far
     typical: float = 0.0  # fetch time, moving average
     fetches: int = 0
     refusals: int = 0
+    line: list[tuple[int, float, str]] = field(default_factory=list)  # (p, since, who), best 1st
+    back: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # who -> p, since, at
 
 
 class LocalAddressBudget:
@@ -117,7 +128,9 @@ class LocalAddressBudget:
     def from_crawler(cls, crawler: Any, ttl: float = 300.0) -> LocalAddressBudget:
         return cls(AddressPolicy.from_settings(crawler.settings, ttl))
 
-    def take(self, address: str, token: str, now: float) -> float:
+    def take(
+        self, address: str, token: str, now: float, host: str = "", priority: int = 0
+    ) -> float:
         policy = self.policy
         if policy.concurrency <= 0:
             return 0.0
@@ -125,18 +138,37 @@ class LocalAddressBudget:
         if state.in_flight:
             for stale in [t for t, expiry in state.in_flight.items() if expiry <= now]:
                 del state.in_flight[stale]
-        if len(state.in_flight) < policy.concurrency and now >= state.ready_at:
+        who = host or token
+        since = _leave_line(state, who)
+        rank = (priority, now if since is None else since, who)
+        line, gap = state.line, policy.gap(None)
+        insort(line, rank)
+        state.back[who] = (priority, rank[1], now)
+        held = False  # a better waiter is due back about now
+        for ahead in line[:SCAN]:
+            if ahead == rank:
+                break
+            back_at = state.back[ahead[2]][2]
+            if back_at < now - LATE:  # it missed its turn: out of line
+                _leave_line(state, ahead[2])
+            elif back_at <= now + gap / 2:
+                held = True
+        full = len(state.in_flight) >= policy.concurrency
+        if not full and not held and now >= state.ready_at:
+            _leave_line(state, who)
             state.in_flight[token] = now + policy.ttl
-            state.ready_at = now + policy.gap(None) if policy.concurrency > 1 else now
+            state.ready_at = now + gap if policy.concurrency > 1 else now
             state.fetches += 1
             return 0.0
         state.refusals += 1
-        gap = policy.gap(None)
-        if len(state.in_flight) < policy.concurrency and state.ready_at - now < gap / 2:
-            return max(state.ready_at - now, 1e-3)  # early for its turn: no new slot
-        slot = max(state.horizon, state.ready_at, now)
-        state.horizon = slot + gap + state.typical
-        return max(slot - now, 1e-3)
+        start = max(state.ready_at, now)
+        if full:  # the earliest fetch in flight ends after about the typical fetch time
+            begun = min(state.in_flight.values()) - policy.ttl
+            start = max(start, begun + state.typical + gap)
+        ahead = bisect_left(line, rank)
+        back_at = start + ahead * (gap + state.typical / policy.concurrency)
+        state.back[who] = (priority, rank[1], back_at)
+        return max(back_at - now, 1e-3)
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         state = self._addresses.get(address)
@@ -156,3 +188,12 @@ class LocalAddressBudget:
 
     def close(self) -> None:
         return None
+
+
+def _leave_line(state: _Address, who: str) -> float | None:
+    """Take ``who`` out of the address's line; since when it waited (None: it was not in it)."""
+    waiting = state.back.pop(who, None)
+    if waiting is None:
+        return None
+    del state.line[bisect_left(state.line, (waiting[0], waiting[1], who))]
+    return waiting[1]

@@ -32,6 +32,10 @@ class MercatorFrontier(Frontier):
     ``refill_batch`` entries from front to back queues per call, and expiry costs O(log n) per
     expired lease (a heap of deadlines, looked at only when its root is due).
 
+    A URL added waits in its front queue until URLs are handed out (``next``, ``due_in``):
+    only then does the refill route it, so the URLs that wait together leave by priority
+    whether they were added in this process or found in a store a stopped crawl left.
+
     Time is read from ``clock`` (``time.monotonic`` unless a test passes its own); a lease not
     acknowledged or renewed within ``lease_ttl`` seconds comes back to its host's queue.
 
@@ -142,9 +146,7 @@ class MercatorFrontier(Frontier):
         host.fronted += 1
         if host.firsts and not host.has_back:  # its robots.txt now waits for a back queue
             self._reschedule(host)
-        if self._free_back:
-            self._refill()
-        return AddResult(True)
+        return AddResult(True)  # routed to a back queue at hand-out (``_refill``), by priority
 
     def credit(self, links: Sequence[tuple]) -> None:  # type: ignore[type-arg]
         if (ledger := self.ledger) is None:
@@ -156,8 +158,6 @@ class MercatorFrontier(Frontier):
             elif cash:
                 self._credit(url, cash, policy)
         ledger.to_fetched += lost
-        if self._free_back:
-            self._refill()
 
     def _credit(self, url: str, cash: float, policy: str) -> None:
         """Cash for a URL seen before: queued again in a better front queue if it earned one."""
@@ -480,8 +480,8 @@ class MercatorFrontier(Frontier):
         host.version += 1  # its heap entry is stale now
         self.store.save_host(host)
         self._drop(dropped, reason)
-        if self.on_give_up is not None:
-            self.on_give_up(host.name, reason, len(dropped))
+        if self.on_give_up is not None:  # with its URLs still in front, which refill drops
+            self.on_give_up(host.name, reason, len(dropped) + host.fronted)
 
     def _drop(self, entries: list[Entry], reason: str) -> None:
         if entries:

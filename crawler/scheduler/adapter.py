@@ -330,8 +330,11 @@ class FrontierScheduler(BaseScheduler):
                     now = monotonic()
                     self.waker.wake_at(now + due_in, now)
                 return None
-            if gate is not None and not gate.admit(lease.token, lease.entry.host, monotonic()):
-                continue  # handed back, its host held until its server's address has a slot
+            entry = lease.entry
+            if gate is not None and not gate.admit(
+                lease.token, entry.host, monotonic(), entry.priority
+            ):
+                continue  # handed back, its host held until its turn at its server's address
             try:
                 request = frontier_codec.decode(lease.entry, self.spider, self.referer)
                 break

@@ -2,13 +2,14 @@
 
 The frontier is polite per host name; :class:`AddressGate` asks the address budget
 (:mod:`crawler.frontier.addresses`) of the address the host resolves to before the request
-leaves. Refused: the lease goes back and the host is held until the slot the address reserved
-for it. A host whose address is not known yet is held briefly while it is resolved (signal
-``host_address_wanted``; the answer comes back as ``host_resolved``), so a thousand new names on
-one server do not all send their first request at once. A host that is an IP address is its own
-address, and the frontier is already polite to it: it passes the gate alone unless a host name
-resolved to the same address (then they share its budget). Addresses are learnt per worker; the
-budgets themselves are the crawl's (shared in Redis for a fleet).
+leaves. Refused: the lease goes back and the host is held until its turn in the address's line
+(the best priority, then the longest waiting, first). A host whose address is not known yet is
+held briefly while it is resolved (signal ``host_address_wanted``; the answer comes back as
+``host_resolved``), so a thousand new names on one server do not all send their first request
+at once. A host that is an IP address is its own address, and the frontier is already polite to
+it: it passes the gate alone unless a host name resolved to the same address (then they share
+its budget). Addresses are learnt per worker; the budgets themselves are the crawl's (shared in
+Redis for a fleet).
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ class AddressGate:
             return address if address in self._named else ""
         return self._addresses.get(host)
 
-    def admit(self, token: str, host: str, now: float) -> bool:
+    def admit(self, token: str, host: str, now: float, priority: int = 0) -> bool:
         """True: the lease's request may leave now. False: it went back to the frontier, its
-        host held until its address has a slot for it."""
+        host held until its turn at the address (``priority``: the URL's front queue, which
+        ranks the host in the address's line)."""
         if not self.on:
             return True
         address = self.address_of(host)
@@ -86,7 +88,7 @@ class AddressGate:
             return False
         if not address:
             return True
-        wait = self.budget.take(address, token, now)
+        wait = self.budget.take(address, token, now, host, priority)
         if wait > 0:
             self._hand_back(token, host, wait)
             self.inc("frontier/address/refused")

@@ -101,7 +101,8 @@ class Admission:
             if origin not in self._origins:
                 self._origins.add(origin)
                 self.discovered(origin, host)
-        priority = self.prioritizer.priority(
+        # a host's first request (robots.txt) gates its pages: the best rank at its address
+        priority = 0 if first else self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
         return Entry(url, host, priority, depth, payload, 0, cash, crawl_policy, referrer)

@@ -121,7 +121,9 @@ for name, h in pairs(hosts) do
     reschedule(name, h)
   end
 end
-if to_front then refill() end
+-- routed to back queues when URLs are handed out (NEXT, DUE), by priority, as on a reopen:
+-- a worker idle on the wake channel is told to come for them
+if to_front then note_ready(NOW) end
 cash_flush()
 seen_flush()
 if WAKE then publish() end

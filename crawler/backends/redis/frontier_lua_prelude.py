@@ -279,7 +279,8 @@ local function give_up(name, h, reason)
   else
     n = n + redis.call('LLEN', qkey(name))
   end
-  GAVE_UP = {name, REASON_OF[reason], n}
+  -- reported with its URLs still in front (hq counts them), which the refill drops
+  GAVE_UP = {name, REASON_OF[reason], math.max(n, num(h.hq))}
   redis.call('DEL', fqkey(name), qkey(name))
   set(name, h, 'st', reason)
   if h.bk == '1' then

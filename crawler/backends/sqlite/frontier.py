@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS queue (
     referrer BLOB
 );
 CREATE INDEX IF NOT EXISTS queue_front ON queue (prio, id) WHERE routed = 0;
-CREATE INDEX IF NOT EXISTS queue_back ON queue (host, id) WHERE routed = 1;
+-- routed > 0: in its host's back queue, at that place (the order the refill routed it in)
+CREATE INDEX IF NOT EXISTS queue_routed ON queue (host, routed) WHERE routed > 0;
 CREATE TABLE IF NOT EXISTS seen (key INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS hosts (
     name TEXT PRIMARY KEY,
@@ -98,7 +99,7 @@ class SqliteQueueStore(QueueStore):
             "DELETE FROM queue WHERE id NOT IN (SELECT max(id) FROM queue GROUP BY url)"
         )
         last = front_queues - 1
-        self.db.execute("UPDATE queue SET routed = 0 WHERE routed = 1")
+        self.db.execute("UPDATE queue SET routed = 0 WHERE routed > 0")
         self.db.execute("UPDATE queue SET prio = ? WHERE prio > ?", (last, last))
         self.front_sizes = [0] * front_queues
         for prio, n in self.db.execute("SELECT prio, count(*) FROM queue GROUP BY prio"):
@@ -111,7 +112,8 @@ class SqliteQueueStore(QueueStore):
         self._overflow: dict[str, int] = {}
         self._back_cursor: dict[str, int] = {}
         self._inserts: list[tuple[Any, ...]] = []
-        self._routes: list[tuple[int]] = []
+        self._routes: list[tuple[int, int]] = []  # (place in its back queue, id)
+        self._route_seq = 0
         self._deletes: list[tuple[int]] = []
         self._hosts: dict[str, tuple[Any, ...]] = {}
         self._last_commit = time.monotonic()
@@ -156,7 +158,8 @@ class SqliteQueueStore(QueueStore):
         if len(queue) < self.back_buffer and not self._overflow.get(host):
             queue.append(entry)
         else:
-            self._routes.append((entry.id,))
+            self._route_seq += 1
+            self._routes.append((self._route_seq, entry.id))
             self._overflow[host] = self._overflow.get(host, 0) + 1
 
     def back_pop(self, host: str) -> Entry:
@@ -171,12 +174,12 @@ class SqliteQueueStore(QueueStore):
     def _load_back(self, host: str, limit: int | None) -> None:
         self._flush()
         rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM queue WHERE routed = 1 AND host = ? AND id > ? "
-            "ORDER BY id LIMIT ?",
-            (host, self._back_cursor.get(host, 0), -1 if limit is None else limit),
+            f"SELECT routed, {_COLUMNS} FROM queue WHERE routed > ? AND host = ? "
+            "ORDER BY routed LIMIT ?",
+            (self._back_cursor.get(host, 0), host, -1 if limit is None else limit),
         ).fetchall()
         if rows:
-            self._back.setdefault(host, deque()).extend(_entry(row) for row in rows)
+            self._back.setdefault(host, deque()).extend(_entry(row[1:]) for row in rows)
             self._back_cursor[host] = rows[-1][0]
             self._overflow[host] -= len(rows)
 
@@ -230,7 +233,7 @@ class SqliteQueueStore(QueueStore):
             )
             self._inserts.clear()
         if self._routes:
-            db.executemany("UPDATE queue SET routed = 1 WHERE id = ?", self._routes)
+            db.executemany("UPDATE queue SET routed = ? WHERE id = ?", self._routes)
             self._routes.clear()
         if self._deletes:
             db.executemany("DELETE FROM queue WHERE id = ?", self._deletes)
