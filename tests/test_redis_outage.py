@@ -92,9 +92,14 @@ def start_workers(
 def working(client: Any, key: str, procs: list[Any], judged: int = 3) -> bool:
     """Every worker past its start-up checks and holding leases, and ``judged`` pages judged by
     the shared near-duplicate store already (the workers hold copies of its state)."""
-    held = client.hvals("{" + key + "}:lease")
     commits = int(client.hget("{" + key + "}:nd:v", "seq") or 0)
-    return commits >= judged and all(any(f":{p.pid}".encode() in r for r in held) for p in procs)
+    return commits >= judged and holds_leases(client, key, procs)
+
+
+def holds_leases(client: Any, key: str, procs: list[Any]) -> bool:
+    """Every worker holds a lease (it is past its start-up, fetching)."""
+    held = client.hvals("{" + key + "}:lease")
+    return all(any(f":{p.pid}".encode() in r for r in held) for p in procs)
 
 
 def check_lines(result: CrawlResult) -> dict[str, int]:
@@ -473,8 +478,14 @@ def test_the_dns_cache_and_the_address_budget_ride_out_a_restart(tmp_path: Path)
                 procs.append(start_crawl(d, seeds=seeds, settings=settings(url, key, d, **extra)))
                 if i == 0:
                     wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
-            # both addresses fetching, some pages behind them: fetches are in flight now
-            wait_until(lambda: len({v.address for v in sites.visits[10:]}) == 2, timeout=60)
+            # both workers past their start-up and holding leases (a worker still opening its
+            # frontier when Redis goes is another case), both addresses fetching, some pages
+            # behind them: fetches are in flight now
+            wait_until(
+                lambda: len({v.address for v in sites.visits[10:]}) == 2
+                and holds_leases(client, key, procs),
+                timeout=60,
+            )
             client.close()
             redis.process.kill()
             redis.process.wait(10)
