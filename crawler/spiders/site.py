@@ -256,11 +256,12 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
     ) -> Iterator[PageItem | scrapy.Request] | AsyncIterator[PageItem | scrapy.Request]:
         """The page as a :class:`PageItem`, then one request per distinct http(s) link on it.
 
-        Non-HTML responses give an item with no text and no links; a 304 gives a "not modified"
-        item (see the module docstring). In a running crawl an HTML page is analyzed on the
-        crawl's content thread (:mod:`crawler.offload.components`), and this returns an async
-        iterator; called directly (no engine, or ``CONTENT_THREAD`` off) it is a plain
-        generator.
+        A PDF, DOCX, ODT or plain-text file of a kind the site reads is read like a page
+        (:mod:`crawler.spiders.site_documents`); other non-HTML responses give an item with no
+        text and no links; a 304 gives a "not modified" item (see the module docstring). In a
+        running crawl an HTML page is analyzed on the crawl's content thread
+        (:mod:`crawler.offload.components`), and this returns an async iterator; called
+        directly (no engine, or ``CONTENT_THREAD`` off) it is a plain generator.
         """
         if response.status != 304:
             content_type = _header(response.headers, b"Content-Type")
