@@ -212,3 +212,13 @@ def test_the_document_child_stops_a_call_past_its_limits_and_serves_the_next() -
         assert child.restarts == 1
     finally:
         child.stop()
+
+
+def test_a_zip_that_lies_about_its_size_is_cut_at_what_it_declares() -> None:
+    body = bytearray(zip_bomb_docx(64 * 1024**2))
+    for signature in (b"PK\x03\x04", b"PK\x01\x02"):  # local and central headers: 1 KB
+        at = body.index(signature)
+        offset = at + (22 if signature == b"PK\x03\x04" else 24)
+        body[offset : offset + 4] = (1024).to_bytes(4, "little")
+    doc = read_document("docx", bytes(body))
+    assert doc.problem == "malformed" and doc.text == ""
