@@ -43,6 +43,7 @@ from devsite.routed import RoutedSiteServer
 from tests.crawling import loopback_settings, run_crawl
 
 HOST = "127.0.0.31"
+EXTRA: dict[str, Any] = {}  # more settings for the crawl (a manual run: CONTENT_THREAD off)
 PROSE = [
     "The shared MIME-info database gathers the file types of every desktop application.",
     "A checksum over the bytes of a message detects a corrupted transmission quickly.",
@@ -98,7 +99,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         server.route(HOST, "/robots.txt", lambda ask: (
             200, [("Content-Type", "text/plain")], b"User-agent: *\nDisallow: /private/\n"))
         result = run_crawl(tmp, "web", seeds=[server.url(HOST, "/")],
-                           settings=loopback_settings(), timeout=180)
+                           settings=loopback_settings(**EXTRA), timeout=180)
         paths = [r.path for r in server._state.records]
     items = {item["url"].split(str(server.port), 1)[1]: item for item in result.items}
     return {"result": result, "items": items, "paths": paths, "pdfs": pdfs,

@@ -170,6 +170,7 @@ class OffloadWorkers:
                 memory_limit=CHILD_MEMORY,
                 cpu_seconds=CHILD_CPU_SECONDS,
                 fallback=False,
+                stats="documents/process",  # documents/process_calls, _restarts
             )
         return self._documents
 
@@ -244,8 +245,10 @@ class ParseProcess:
         memory_limit: int = 0,
         cpu_seconds: int = 0,
         fallback: bool = True,
+        stats: str = "content/process",
     ) -> None:
         self.min_bytes = min_bytes
+        self.stats = stats  # the prefix of the counts news() reports
         self.timeout = timeout
         self.memory_limit = memory_limit  # the child's address space (0: none)
         self.cpu_seconds = cpu_seconds  # CPU time of one call in the child (0: no limit)
@@ -325,7 +328,7 @@ class ParseProcess:
         ``_inline``), for the caller to hand to the reactor thread with its page."""
         now = (self.calls, self.restarts, self.inline)
         news = {
-            f"content/process_{name}": n - before
+            f"{self.stats}_{name}": n - before
             for name, n, before in zip(("calls", "restarts", "inline"), now, self._told,
                                        strict=True)
             if n != before
