@@ -68,8 +68,9 @@ def _files() -> tuple[list[Served], list[tuple[str, bytes]]]:
     files = [Served(f"/pdf/{n}", PDF_TYPE, body) for n, body in pdfs]
     files += [
         Served("/office/report.docx", DOCX_TYPE,
-               make_docx("Quarterly Lighthouse Report", PROSE)),
-        Served("/office/notes.odt", ODT_TYPE, make_odt("Harbour Keeper Notes", PROSE[::-1])),
+               make_docx("Quarterly Lighthouse Report", PROSE, ("/from-docx.html", "onward"))),
+        Served("/office/notes.odt", ODT_TYPE, make_odt("Harbour Keeper Notes", PROSE[::-1],
+                                                       ("/from-odt.html", "further"))),
         Served("/notes/readme.txt", "text/plain; charset=utf-8",
                b"Saffron harvest schedule\n\nPick the stigmas at dawn.\n"),
         Served("/hostile/encrypted.pdf", PDF_TYPE, encrypted_pdf()),
@@ -94,6 +95,8 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         html = b"<html><head><title>From a PDF</title></head><body>Reached.</body></html>"
         server.route(HOST, "/from-pdf.html",
                      lambda ask: (200, [("Content-Type", "text/html")], html))
+        for path in ("/from-docx.html", "/from-odt.html"):
+            server.route(HOST, path, lambda ask: (200, [("Content-Type", "text/html")], html))
         server.route(HOST, "/private/secret.html",
                      lambda ask: (200, [("Content-Type", "text/html")], html))
         server.route(HOST, "/robots.txt", lambda ask: (
@@ -143,6 +146,15 @@ def test_links_inside_a_pdf_are_followed_under_robots_txt(crawl: dict[str, Any])
         "from-pdf.html", "secret.html"]
     assert "/from-pdf.html" in crawl["paths"]
     assert "/private/secret.html" not in crawl["paths"]  # robots.txt: Disallow /private/
+
+
+def test_hyperlinks_of_docx_and_odt_are_followed(crawl: dict[str, Any]) -> None:
+    items = crawl["items"]
+    for document, target, anchor in [("/office/report.docx", "/from-docx.html", "onward"),
+                                     ("/office/notes.odt", "/from-odt.html", "further")]:
+        [link] = items[document]["outlinks"]
+        assert link["url"].endswith(target) and link["text"] == anchor
+        assert target in crawl["paths"]
 
 
 def test_hostile_documents_end_with_a_counted_reason(crawl: dict[str, Any]) -> None:
