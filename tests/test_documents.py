@@ -239,3 +239,23 @@ def test_a_zip_that_lies_about_its_size_is_cut_at_what_it_declares() -> None:
         body[offset : offset + 4] = (1024).to_bytes(4, "little")
     doc = read_document("docx", bytes(body))
     assert doc.problem == "malformed" and doc.text == ""
+
+
+def test_the_spider_reads_a_pdf_and_hands_its_links_over(tmp_path: Path) -> None:
+    """Outside a crawl (no document child) the spider reads a PDF in this process; the item
+    and the requests are a page's."""
+    from scrapy.http import Request, Response
+
+    from tests.test_spider import make_spider, split
+
+    spider = make_spider(tmp_path)
+    body = text_pdf(["Tide tables for the harbour"], "Tides",
+                    ["http://d.example/next.html", "mailto:keeper@d.example"])
+    response = Response("http://d.example/tides.pdf", body=body,
+                        headers={"Content-Type": "application/pdf"},
+                        request=Request("http://d.example/tides.pdf"))
+    item, requests = split(spider.parse(response))
+    assert (item["title"], item["text"]) == ("Tides", "Tide tables for the harbour")
+    assert item["main_text"] == item["text"] and item["document_problem"] is None
+    assert [r.url for r in requests] == ["http://d.example/next.html"]  # mailto: is no page
+    assert spider.crawler.stats.get_value("documents/pdf") == 1
