@@ -61,6 +61,9 @@ if __name__ == "__main__":
     # anyway, the crawl decides when its child stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     memory, cpu = (int(a) for a in sys.argv[2:4]) if len(sys.argv) >= 4 else (0, 0)
+    if memory or cpu:
+        # a child ended by its limits dumps no core: 1 GiB written out per hostile file
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if memory:
         limit_memory(memory)
     serve(Connection(int(sys.argv[1])), cpu)

@@ -50,6 +50,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
@@ -314,13 +315,19 @@ class ParseProcess:
         child = self._child
         if child is None:
             return "parser_lost"
+        deadline = time.monotonic() + 5.0  # the connection's end came first: it is exiting
         with contextlib.suppress(ChildProcessError, OSError):
-            _, status, usage = os.wait4(child.pid, 0)  # reaped here, for its peak memory
-            child.returncode = os.waitstatus_to_exitcode(status)
-            if child.returncode == -signal.SIGXCPU:
-                return "cpu_time"
-            if self.memory_limit and usage.ru_maxrss * 1024 >= self.memory_limit // 2:
-                return "memory"
+            while time.monotonic() < deadline:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # for its peak memory
+                if pid == 0:
+                    time.sleep(0.01)
+                    continue
+                child.returncode = os.waitstatus_to_exitcode(status)  # reaped here
+                if child.returncode == -signal.SIGXCPU:
+                    return "cpu_time"
+                if self.memory_limit and usage.ru_maxrss * 1024 >= self.memory_limit // 2:
+                    return "memory"
+                break
         return "parser_lost"
 
     def news(self) -> dict[str, int]:
