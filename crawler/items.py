@@ -32,6 +32,10 @@ PAGE_FIELDS = (
     # The canonical URL the page names, when honoured (crawler.content.canonical): the index
     # keeps the page as its alias.
     "canonical",
+    # A PDF, DOCX, ODT or text file whose text is missing or partial: why (encrypted,
+    # malformed, truncated, too_many_pages, bomb, memory, cpu_time, parser_lost;
+    # crawler.content.documents). None when read in full, and for HTML.
+    "document_problem",
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

@@ -43,11 +43,14 @@ the engine stops. Components reach them through :func:`content_worker`, :func:`i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
@@ -59,6 +62,8 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from crawler.config import defaults
+from crawler.content.child import ChildFailed
+from crawler.content.documents import CHILD_CPU_SECONDS, CHILD_MEMORY
 from crawler.threads.jobs import JobThread
 
 __all__ = [
@@ -66,6 +71,7 @@ __all__ = [
     "OffloadWorkers",
     "ParseProcess",
     "content_worker",
+    "document_process",
     "feed_worker",
     "index_worker",
     "parse_process",
@@ -120,6 +126,7 @@ class OffloadWorkers:
         )
         self._workers: dict[str, ContentWorker] = {}
         self._process: ParseProcess | None = None
+        self._documents: ParseProcess | None = None
         self._closed = False
 
     @classmethod
@@ -150,14 +157,33 @@ class OffloadWorkers:
             self._process = ParseProcess(self.process_min_bytes)
         return self._process
 
+    def document_process(self) -> ParseProcess | None:
+        """The document child (started with the first document): every PDF, DOCX and ODT is
+        read there, under its memory and per-document CPU limits, never made again in this
+        process (``crawler.content.documents``). Even with ``CONTENT_THREAD`` off: the reactor
+        then waits for the child, but a hostile file cannot take the crawl down."""
+        if self._closed:
+            return None
+        if self._documents is None:
+            self._documents = ParseProcess(
+                0,
+                timeout=3.0 * CHILD_CPU_SECONDS,  # wall time: a loaded machine, a blocked child
+                memory_limit=CHILD_MEMORY,
+                cpu_seconds=CHILD_CPU_SECONDS,
+                fallback=False,
+                stats="documents/process",  # documents/process_calls, _restarts
+            )
+        return self._documents
+
     def close(self) -> None:
-        """Finish the queued work, end the threads, stop and reap the parse process."""
+        """Finish the queued work, end the threads, stop and reap the parse processes."""
         self._closed = True
         for worker in self._workers.values():
             worker.close()
         self._workers.clear()
-        if self._process is not None:
-            self._process.stop()
+        for process in (self._process, self._documents):
+            if process is not None:
+                process.stop()
 
 
 def _workers(crawler: Crawler | None) -> OffloadWorkers | None:
@@ -212,9 +238,24 @@ class ParseProcess:
     multiprocessing's spawn (which imports the crawl's main module again in the child).
     """
 
-    def __init__(self, min_bytes: int, timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        min_bytes: int,
+        timeout: float = 120.0,
+        *,
+        memory_limit: int = 0,
+        cpu_seconds: int = 0,
+        fallback: bool = True,
+        stats: str = "content/process",
+    ) -> None:
         self.min_bytes = min_bytes
+        self.stats = stats  # the prefix of the counts news() reports
         self.timeout = timeout
+        self.memory_limit = memory_limit  # the child's address space (0: none)
+        self.cpu_seconds = cpu_seconds  # CPU time of one call in the child (0: no limit)
+        # False: a call the child fails is not made again, nor here (a hostile document would
+        # fail again, and here it could take the crawl down): ChildFailed says why
+        self.fallback = fallback
         self.restarts = 0  # children lost (died or hung) and replaced
         self.inline = 0  # calls made in this process after a fresh child failed too
         self.calls = 0
@@ -227,6 +268,8 @@ class ParseProcess:
         """``fn(*args, **kwargs)`` in the child (``fn`` and its arguments pickled: a function of
         a module the child can import); an exception ``fn`` raises is raised here."""
         self.calls += 1
+        if not self.fallback:
+            return self._call_once(fn, args, kwargs)
         if self._closed:
             return fn(*args, **kwargs)
         for _ in range(2):
@@ -250,12 +293,49 @@ class ParseProcess:
             )
         return fn(*args, **kwargs)
 
+    def _call_once(self, fn: Callable[..., _T], args: Any, kwargs: Any) -> _T:
+        """One try in the child; a child that dies or overruns is replaced for the next call."""
+        if self._closed:
+            raise ChildFailed("parser_lost")
+        try:
+            ok, value = self._ask((fn, args, kwargs))
+        except _ChildLost as lost:
+            reason = "cpu_time" if lost.timeout else self._death()
+            self._end(kill=True)
+            self.restarts += 1
+            raise ChildFailed(reason) from None
+        if ok:
+            return value  # type: ignore[no-any-return]
+        raise value
+
+    def _death(self) -> str:
+        """Why the child died: past its CPU limit (``SIGXCPU``), out of memory (it had
+        grown to half its address-space limit: a C library that cannot allocate crashes
+        instead of raising), or else lost."""
+        child = self._child
+        if child is None:
+            return "parser_lost"
+        deadline = time.monotonic() + 5.0  # the connection's end came first: it is exiting
+        with contextlib.suppress(ChildProcessError, OSError):
+            while time.monotonic() < deadline:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # for its peak memory
+                if pid == 0:
+                    time.sleep(0.01)
+                    continue
+                child.returncode = os.waitstatus_to_exitcode(status)  # reaped here
+                if child.returncode == -signal.SIGXCPU:
+                    return "cpu_time"
+                if self.memory_limit and usage.ru_maxrss * 1024 >= self.memory_limit // 2:
+                    return "memory"
+                break
+        return "parser_lost"
+
     def news(self) -> dict[str, int]:
         """The counts since the last call, as stats (``content/process_calls``, ``_restarts``,
         ``_inline``), for the caller to hand to the reactor thread with its page."""
         now = (self.calls, self.restarts, self.inline)
         news = {
-            f"content/process_{name}": n - before
+            f"{self.stats}_{name}": n - before
             for name, n, before in zip(("calls", "restarts", "inline"), now, self._told,
                                        strict=True)
             if n != before
@@ -271,7 +351,7 @@ class ParseProcess:
         try:
             conn.send(message)
             if not conn.poll(self.timeout):
-                raise _ChildLost
+                raise _ChildLost(timeout=True)
             answer: tuple[bool, Any] = conn.recv()
         except (EOFError, OSError) as exc:
             raise _ChildLost from exc
@@ -280,9 +360,12 @@ class ParseProcess:
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p or os.curdir for p in sys.path))
+        limits = [str(self.memory_limit), str(self.cpu_seconds)]
+        if not (self.memory_limit or self.cpu_seconds):
+            limits = []
         with theirs:
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "crawler.content.child", str(theirs.fileno())],
+                [sys.executable, "-m", "crawler.content.child", str(theirs.fileno()), *limits],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env,
                 start_new_session=True,  # Ctrl-C is the crawl's to handle
             )
@@ -314,6 +397,17 @@ _GIVE_UP = 3  # calls that two children in a row failed, before the child is giv
 
 class _ChildLost(Exception):
     """The child died or did not answer in time."""
+
+    def __init__(self, timeout: bool = False) -> None:
+        super().__init__("no answer in time" if timeout else "the child died")
+        self.timeout = timeout
+
+
+def document_process(crawler: Crawler | None) -> ParseProcess | None:
+    """The crawl's document child (:meth:`OffloadWorkers.document_process`); ``None`` outside
+    a crawl (the document is then read in this process)."""
+    workers = _workers(crawler)
+    return workers.document_process() if workers is not None else None
 
 
 def parse_process(crawler: Crawler | None) -> ParseProcess | None:

@@ -35,7 +35,10 @@ from urllib.parse import urljoin, urlsplit
 from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
 from crawler.content.analysis_neardup import NearDuplicateJudge, Verdict
+from crawler.content.child import ChildFailed
+from crawler.content.documents import DocumentText, read_document
 from crawler.content.html import parse_page
+from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
 from crawler.robots import Directives
@@ -87,6 +90,7 @@ class PageAnalysis:
     requisites: list[str] = field(default_factory=list)  # embedded resources, absolute URLs
     limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
     stats: Counter[str] = field(default_factory=Counter)
+    document_problem: str | None = None  # a document read in part or not at all: why
 
     @property
     def demote(self) -> int:
@@ -245,6 +249,62 @@ class ContentAnalysis:
             # duplicate's links are demoted.
             out.verdict = self.judge.judge(
                 url, page.main_text, title=page.title or None, noindex=out.noindex
+            )
+            if out.verdict.demote:
+                out.stats["neardup/links_demoted_pages"] += 1
+        return out
+
+    def analyze_document(
+        self,
+        kind: str,
+        body: bytes,
+        encoding: str | None,
+        url: str,
+        directives: Directives,
+        *,
+        status: int = 200,
+        reader: ParsePool | None = None,
+    ) -> PageAnalysis:
+        """Analyze a PDF, DOCX, ODT or plain-text file (``kind``, :mod:`crawler.content.
+        documents`) like a page: its text is both text and main text (a document has no site
+        template to remove), its links (URI annotations, hyperlinks) go through the same
+        joining and checks as a page's, and its text to the near-duplicate judge. A binary
+        kind is read in ``reader`` (the crawl's document child, under its limits), plain text
+        here; a child that fails gives no text and its reason (:class:`ChildFailed`)."""
+        out = PageAnalysis()
+        out.stats[f"documents/{kind}"] += 1
+        if reader is not None and kind != "text":
+            try:
+                doc = reader.call(read_document, kind, body, encoding, max_text=self.max_text)
+            except ChildFailed as exc:
+                doc = DocumentText(kind, problem=exc.reason)
+            out.stats.update(reader.news())
+        else:
+            doc = read_document(kind, body, encoding, max_text=self.max_text)
+        if doc.problem is not None:
+            out.document_problem = doc.problem
+            out.stats[f"documents/{doc.problem}"] += 1
+        if self.max_text and doc.text_chars > self.max_text:
+            out.limits.append((
+                "content_text",
+                f"{doc.text_chars} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
+            ))
+        out.title, out.text, out.main_text = doc.title, doc.text, doc.text
+        out.noindex, out.nofollow = directives.noindex, directives.nofollow
+        links = [] if directives.nofollow else doc.links
+        if self.max_links and len(links) > self.max_links:
+            out.limits.append((
+                "page_links",
+                f"{len(links)} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
+            ))
+            links = links[: self.max_links]
+        out.outlinks, out.follow = self._links(url, None, links, out.stats)
+        if self.links is not None and out.follow:
+            out.forms = self.links.prepare(out.follow)
+        out.fingerprint = text_fingerprint(f"{doc.title} {doc.text}")
+        if self.judge is not None and 200 <= status < 300 and doc.text:
+            out.verdict = self.judge.judge(
+                url, doc.text, title=doc.title or None, noindex=out.noindex
             )
             if out.verdict.demote:
                 out.stats["neardup/links_demoted_pages"] += 1

@@ -50,6 +50,7 @@ from crawler.spiders.analysis import CrawlContentAnalysis
 from crawler.spiders.canonical import apply_canonical, canonical_policy
 from crawler.spiders.links import follow_links, has_frontier
 from crawler.spiders.requisites import nested_requisites, requisite_requests
+from crawler.spiders.site_documents import DocumentParsing
 from crawler.spiders.site_items import PageItem, item_feed_settings, with_site_fields
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ async def _reactor_turn() -> None:
     await maybe_deferred_to_future(deferLater(reactor, 0, lambda: None))
 
 
-class SiteSpider(scrapy.Spider):
+class SiteSpider(DocumentParsing, scrapy.Spider):
     """Crawls one site config; :meth:`for_site` makes the subclass for a given config.
 
     Spider argument ``-a seeds=`` adds seeds to the config's own: one URL, several (separated
@@ -256,18 +257,23 @@ class SiteSpider(scrapy.Spider):
     ) -> Iterator[PageItem | scrapy.Request] | AsyncIterator[PageItem | scrapy.Request]:
         """The page as a :class:`PageItem`, then one request per distinct http(s) link on it.
 
-        Non-HTML responses give an item with no text and no links; a 304 gives a "not modified"
-        item (see the module docstring). In a running crawl an HTML page is analyzed on the
-        crawl's content thread (:mod:`crawler.offload.components`), and this returns an async
-        iterator; called directly (no engine, or ``CONTENT_THREAD`` off) it is a plain
-        generator.
+        A PDF, DOCX, ODT or plain-text file of a kind the site reads is read like a page
+        (:mod:`crawler.spiders.site_documents`); other non-HTML responses give an item with no
+        text and no links; a 304 gives a "not modified" item (see the module docstring). In a
+        running crawl an HTML page is analyzed on the crawl's content thread
+        (:mod:`crawler.offload.components`), and this returns an async iterator; called
+        directly (no engine, or ``CONTENT_THREAD`` off) it is a plain generator.
         """
-        if response.status != 304 and _is_html(
-            response, _header(response.headers, b"Content-Type")
-        ):
-            worker = content_worker(getattr(self, "crawler", None))
-            if worker is not None:
-                return self._parse_offloaded(response, worker)
+        if response.status != 304:
+            content_type = _header(response.headers, b"Content-Type")
+            if _is_html(response, content_type):
+                worker = content_worker(getattr(self, "crawler", None))
+                if worker is not None:
+                    return self._parse_offloaded(response, worker)
+            else:
+                kind = self._document_kind(response, content_type)
+                if kind is not None:
+                    return self._parse_document(response, kind)
         return self._parse_inline(response)
 
     async def _parse_offloaded(
@@ -414,7 +420,7 @@ class SiteSpider(scrapy.Spider):
             label,
             response.url,
             item.get("text") or "",
-            select=lambda css: bool(response.css(css)),
+            select=lambda css: isinstance(response, TextResponse) and bool(response.css(css)),
             depth=meta.get("depth", 0),
         )
         name = new.partition("@")[0] or "default"
