@@ -32,6 +32,11 @@ PAGE_FIELDS = (
     # The canonical URL the page names, when honoured (crawler.content.canonical): the index
     # keeps the page as its alias.
     "canonical",
+    # Usage preferences the page carried (crawler/robots/usage.py): each signal as
+    # "<source> <signal>:<key>[=<value>]", unknown ones included, and the uses they deny of
+    # search, archive, ai-train, ai-input (a data set built from the items leaves these out).
+    "usage",
+    "usage_denied",
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),
