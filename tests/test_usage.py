@@ -168,7 +168,7 @@ def test_meta_tags_are_found_in_the_head_however_written() -> None:
 
 
 def _response(headers: dict[str, list[bytes]], body: bytes, url: str = "http://a.test/p") -> object:
-    return SimpleNamespace(url=url, body=body, headers=SimpleNamespace(
+    return SimpleNamespace(url=url, status=200, body=body, headers=SimpleNamespace(
         getlist=lambda name: headers.get(name.lower(), [])))
 
 
@@ -237,3 +237,14 @@ def test_a_site_config_declares_its_purpose(tmp_path: Path) -> None:
     path.write_text('name = "s"\nseeds = ["http://a.test/"]\npurpose = "train"\n')
     with pytest.raises(Exception, match="purpose: must be one or more of search, archive"):
         load_site_config(path)
+
+
+def test_the_report_lists_effects_then_signals_then_unknown_values() -> None:
+    from crawler.report.build import _usage_section
+
+    html = _usage_section({"usage/unknown/robots:noml/set": 1, "usage/robots:noai/set": 2,
+                           "usage/effect/not_kept": 2, "pages": 5})
+    assert html.index("effect/not_kept") < html.index("robots:noai/set") < html.index(
+        "unknown/robots:noml/set")
+    assert 'data-count="3"' in html
+    assert 'data-count="0"' in _usage_section({})

@@ -22,7 +22,7 @@ from scrapy.http import Response
 
 from crawler.config import defaults
 from crawler.frontier.urls import origin_of
-from crawler.meta import USAGE_BEFORE_META
+from crawler.meta import USAGE_BEFORE_META, USAGE_META
 from crawler.middlewares.robots_fetcher import RobotsFetcher
 from crawler.middlewares.robots_requests import RobotsTxtHandled, is_robots_request
 from crawler.robots import Verdict
@@ -57,6 +57,9 @@ class RobotsMiddleware:
         if is_robots_request(request):
             self.fetcher.process_request(request)
             return None
+        # a retry or a redirect carries its parent's: this request's are decided afresh
+        request.meta.pop(USAGE_BEFORE_META, None)
+        request.meta.pop(USAGE_META, None)
         if request.meta.get("dont_obey_robotstxt"):
             return None
         origin = origin_of(request.url)

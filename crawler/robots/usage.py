@@ -409,8 +409,10 @@ def page_decision(
     signals known before the fetch (robots.txt, tdmrep.json) come from
     ``meta[USAGE_BEFORE_META]``."""
     made = meta.get(USAGE_META)
-    # The meta travels to a redirect's next request: a decision is for one URL's answer.
-    if made is not None and made[0] == response.url:
+    # The meta travels to a redirect's next request and a retry: a decision is for one answer
+    # (the robots gate also clears it as a request goes out).
+    key = (response.url, response.status)
+    if made is not None and made[0] == key:
         return made[1]
 
     def header(name: str) -> list[str]:
@@ -422,7 +424,7 @@ def page_decision(
         body = _decoded_head(response.body, header("Content-Encoding"))
     signals = [*meta.get(USAGE_BEFORE_META, ()), *response_signals(header, body, token)]
     decision = decide(signals, purposes)
-    meta[USAGE_META] = (response.url, decision)
+    meta[USAGE_META] = (key, decision)
     return decision
 
 

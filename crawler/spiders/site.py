@@ -10,6 +10,10 @@ robots directives (``noindex`` sets the item's ``noindex``; ``nofollow`` drops t
 ``rel="nofollow"`` the link), the site's ``[fields]``, the near-duplicate verdict and the
 links' prepared forms. The spider makes the item of it and hands the links to the crawl.
 
+Every answer's usage preferences (``crawler.robots.usage``: robots.txt's, tdmrep.json's, its
+headers' and meta tags') are on its item (``usage``, ``usage_denied``); a page they refuse
+every purpose of the crawl (``CRAWL_PURPOSE``) gives no item, only its links.
+
 The spider keeps no state of the crawl's. With a crawl database, the conditional-GET middleware
 (``crawler.middlewares.conditional``) hands a ``304 Not Modified`` the page's stored record
 (``response.meta[NOT_MODIFIED_META]``): the spider makes an item with status 304 and the
