@@ -327,6 +327,7 @@ def tdmrep_signals(rules: Sequence[TdmRule], path: str) -> list[Signal]:
 
 _META_TAG = re.compile(rb"<meta\s[^>]*>", re.IGNORECASE)
 _ATTR = re.compile(rb"""([a-zA-Z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
 META_SCAN = 65_536  # bytes of a page searched for its usage meta tags: they belong in <head>
 
 
@@ -336,7 +337,11 @@ def meta_tags(body: bytes, names: Iterable[str]) -> dict[str, str]:
     must know before the page is parsed whether to keep it."""
     wanted = set(names)
     out: dict[str, str] = {}
-    for tag in _META_TAG.findall(body[:META_SCAN]):
+    head = body[:META_SCAN]
+    end = _HEAD_END.search(head)
+    if end is not None:  # the rest is the page's body: no meta tag of its head is there
+        head = head[: end.start()]
+    for tag in _META_TAG.findall(head):
         attrs = {
             m.group(1).lower(): (m.group(2) or m.group(3) or m.group(4) or b"")
             for m in _ATTR.finditer(tag)
