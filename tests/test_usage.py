@@ -248,3 +248,17 @@ def test_the_report_lists_effects_then_signals_then_unknown_values() -> None:
         "unknown/robots:noml/set")
     assert 'data-count="3"' in html
     assert 'data-count="0"' in _usage_section({})
+
+
+def test_the_metrics_count_pages_by_effect() -> None:
+    from crawler.metrics import families
+
+    labels = {"crawl": "web", "worker": "w1"}
+    stats = {"usage/effect/not_kept": 2, "usage/effect/recorded": 5, "usage/robots:noai/set": 2}
+    got = {
+        s.labels["effect"]: s.value
+        for family in families.stats_families(stats, labels)
+        if family.name == "crawler_usage_pages"
+        for s in family.samples if s.name.endswith("_total")
+    }
+    assert got == {"not_kept": 2, "recorded": 5}
