@@ -35,6 +35,9 @@ RAW_HEAD_META = "http_raw_head"
 # WARC capture, before the spider)
 USAGE_BEFORE_META = "usage_before_fetch"
 USAGE_META = "usage_decision"
+# On a /.well-known/tdmrep.json request (crawler/middlewares/tdmrep.py): its origin. Like a
+# robots.txt fetch it is no page: never a broken link nor a page by status (the tally)
+TDMREP_META = "tdmrep_for"
 
 
 def found_on(request: Any) -> str:

@@ -43,7 +43,12 @@ def test_each_page_gets_what_the_decision_table_says(tmp_path: Path, purpose: st
             ("a", url in archived)) if happened)
     assert seen == {path: want[purpose] for (_, path), (_, _, want) in PAGES.items()}
 
-    # tdmrep.json: read by the TDM crawl only, once per host it fetches pages of
+    # tdmrep.json: read by the TDM crawl only, once per host it fetches pages of; a missing one
+    # (404) is no broken link, and neither it nor robots.txt is a page
+    assert "pages/broken" not in result.stats
+    assert result.stats["pages/status/200"] == len(items) + sum(
+        1 for h, p in fetched if p != "/robots.txt" and p != "/.well-known/tdmrep.json"
+        and server.url(h, p) not in items)
     assert sorted(h for h, p in requests if p == "/.well-known/tdmrep.json") == (
         [PAGES_HOST, TDM_HOST] if purpose == "ai-train" else [])
 

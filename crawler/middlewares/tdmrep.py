@@ -27,7 +27,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.config import defaults
 from crawler.frontier.urls import origin_of
-from crawler.meta import ROBOTS_META, USAGE_BEFORE_META
+from crawler.meta import ROBOTS_META, TDMREP_META, USAGE_BEFORE_META
 from crawler.robots.usage import (
     AI_INPUT,
     AI_TRAIN,
@@ -43,7 +43,6 @@ from crawler.robots.usage import (
 logger = logging.getLogger(__name__)
 
 TDMREP_PATH = "/.well-known/tdmrep.json"
-TDMREP_META = "tdmrep_for"  # on the tdmrep.json request: its origin
 
 
 class TdmRepMiddleware:
