@@ -262,3 +262,19 @@ def test_the_metrics_count_pages_by_effect() -> None:
         for s in family.samples if s.name.endswith("_total")
     }
     assert got == {"not_kept": 2, "recorded": 5}
+
+
+def test_the_summary_says_what_usage_preferences_did() -> None:
+    from crawler.extensions.summary import _usage_lines
+
+    assert _usage_lines({"usage/robots:noai/set": 1}) == []  # no effect counted: no page
+    lines = _usage_lines({
+        "usage/effect/recorded": 3, "usage/effect/not_fetched": 1,
+        "usage/content-signal:ai-train/no": 4, "usage/unknown/robots:noml/set": 1,
+        "usage/robots:noml/set": 1,
+    })
+    assert lines == [
+        "  usage preferences: recorded 3, not fetched 1",
+        "  usage signals: content-signal:ai-train/no 4, robots:noml/set 1",
+        "  usage values nobody defined: robots:noml/set 1",
+    ]
