@@ -14,7 +14,7 @@ The signals read (each a :class:`Signal`, kept verbatim, unknown values included
   ``Allow``/``Disallow``);
 * ``X-Robots-Tag`` and ``<meta name="robots">`` values beyond noindex/nofollow: ``noai``,
   ``noimageai``, ``noarchive``, ``nosnippet``, ``unavailable_after: <date>``;
-* TDMRep (W3C community group final report, 2024): the ``tdm-reservation`` and ``tdm-policy``
+* TDMRep (the W3C TDMRep community group's final report): the ``tdm-reservation`` and ``tdm-policy``
   headers and meta tags, and ``/.well-known/tdmrep.json`` (a JSON list of rules, each with a
   ``location`` path pattern; the longest matching location applies, see
   :func:`tdmrep_rules`).
