@@ -110,7 +110,7 @@ class TdmRepMiddleware:
         assert engine is not None
         request = Request(
             origin + TDMREP_PATH,
-            meta={TDMREP_META: origin, "dont_redirect": False, "handle_httpstatus_all": True},
+            meta={TDMREP_META: origin},
             dont_filter=True,
         )
         stats = self.crawler.stats
