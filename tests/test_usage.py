@@ -45,8 +45,9 @@ def pairs(signals: list[Signal]) -> list[tuple[str, str]]:
 
 
 def test_content_signal_values_are_read_leniently_and_kept_as_written() -> None:
-    assert pairs(content_signal("search=yes, ai-input=no ,AI-Train=NO")) == [
-        ("search", "yes"), ("ai-input", "no"), ("ai-train", "no")]
+    signals = content_signal("search=yes, ai-input=no ,AI-Train=NO")
+    assert pairs(signals) == [("search", "yes"), ("ai-input", "no"), ("ai-train", "NO")]
+    assert decide(signals, ["ai-train"]).denied == {"ai-input", "ai-train"}  # in any case
     # a bare key, a value nobody defined, a quoted one, a parameter, junk between commas
     assert pairs(content_signal('search, ai-train=maybe, ai-input="no";x=1,,')) == [
         ("search", ""), ("ai-train", "maybe"), ("ai-input", "no")]
@@ -152,8 +153,8 @@ def test_tdmrep_json_rules_and_their_longest_location() -> None:
 def test_tdm_reservation_values() -> None:
     assert decide(tdm_signals("1", None, HEADER), ["ai-train"]).keep is False
     assert decide(tdm_signals(" 0", None, HEADER), ["ai-train"]).keep is True
-    odd = decide(tdm_signals("yes", "", HEADER), ["ai-train"])
-    assert odd.keep and pairs(list(odd.unknown)) == [("tdm-reservation", "yes")]
+    odd = decide(tdm_signals("Yes", "", HEADER), ["ai-train"])
+    assert odd.keep and pairs(list(odd.unknown)) == [("tdm-reservation", "Yes")]  # as written
 
 
 # -- meta tags and whole answers -----------------------------------------------------------------

@@ -105,8 +105,8 @@ DENIES: dict[tuple[str, str, str], frozenset[str]] = {
 
 @dataclass(frozen=True, slots=True)
 class Signal:
-    """One preference a site stated: where (``source``), which (``name``, ``key``) and the
-    value exactly as written (lower-cased, trimmed)."""
+    """One preference a site stated: where (``source``), which (``name``, ``key``, lower-case)
+    and the value as written (trimmed; matched against the table in any case)."""
 
     source: str
     name: str
@@ -123,11 +123,11 @@ class Signal:
         return f"usage/{self.name}:{self.key}/{self.value or 'set'}"
 
     def table_key(self, now: datetime | None = None) -> tuple[str, str, str]:
-        value = self.value
+        value = self.value.lower()
         if self.key == "unavailable_after":
-            when = _date(value)
-            if when is None:
-                return (self.name, self.key, value)
+            when = _date(self.value)
+            if when is None:  # no date: in no row of the table, so unknown
+                return (self.name, self.key, "")
             return (self.name, self.key, "past" if when <= (now or datetime.now(UTC)) else "future")
         if self.key == "tdm-policy":
             return (self.name, self.key, "url" if value else "")
@@ -206,7 +206,7 @@ def _dictionary(text: str) -> list[tuple[str, str]]:
             continue
         if len(value) >= 2 and value[0] == value[-1] == '"':
             value = value[1:-1]
-        out.append((key.lower(), value.lower()))
+        out.append((key.lower(), value))
     return out
 
 
@@ -277,7 +277,7 @@ def tdm_signals(reservation: str | None, policy: str | None, source: str) -> lis
     other value kept as written) and ``tdm-policy`` (a URL)."""
     out = []
     if reservation is not None:
-        out.append(Signal(source, TDM, "tdm-reservation", reservation.strip().lower()))
+        out.append(Signal(source, TDM, "tdm-reservation", reservation.strip()))
     if policy is not None and policy.strip():
         out.append(Signal(source, TDM, "tdm-policy", policy.strip()))
     return out
@@ -311,7 +311,7 @@ def tdmrep_rules(body: bytes | str) -> list[TdmRule]:
         if not location.startswith("/"):
             location = "/" + location
         policy = entry.get("tdm-policy")
-        rules.append(TdmRule(location, str(reservation).strip().lower(),
+        rules.append(TdmRule(location, str(reservation).strip(),
                              policy if isinstance(policy, str) else ""))
     return rules
 
