@@ -36,6 +36,11 @@ PAGE_FIELDS = (
     # malformed, truncated, too_many_pages, bomb, memory, cpu_time, parser_lost;
     # crawler.content.documents). None when read in full, and for HTML.
     "document_problem",
+    # Usage preferences the page carried (crawler/robots/usage.py): each signal as
+    # "<source> <signal>:<key>[=<value>]", unknown ones included, and the uses they deny of
+    # search, archive, ai-train, ai-input (a data set built from the items leaves these out).
+    "usage",
+    "usage_denied",
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

@@ -29,6 +29,15 @@ EMBEDS_META = "requisites_embedded"
 # On a request, once its response's headers came (crawler/download/handler.py): the response's
 # header section byte for byte as the server sent it, for the WARC capture, which pops it
 RAW_HEAD_META = "http_raw_head"
+# Usage preferences (crawler/robots/usage.py): on a page request, the signals known before it
+# was fetched (its robots.txt group's, its tdmrep.json rule's), set by the robots gate; on its
+# response, the decision made of them and the answer's own, made by whoever asks first (the
+# WARC capture, before the spider)
+USAGE_BEFORE_META = "usage_before_fetch"
+USAGE_META = "usage_decision"
+# On a /.well-known/tdmrep.json request (crawler/middlewares/tdmrep.py): its origin. Like a
+# robots.txt fetch it is no page: never a broken link nor a page by status (the tally)
+TDMREP_META = "tdmrep_for"
 
 
 def found_on(request: Any) -> str:

@@ -49,6 +49,8 @@ DOWNLOADER_MIDDLEWARES = {
     # ours fetches robots.txt through the frontier and never lets a waiting request through
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
+    # /.well-known/tdmrep.json, once per origin, for an ai-train/ai-input crawl (CRAWL_PURPOSE)
+    "crawler.middlewares.tdmrep.TdmRepMiddleware": 102,
     "crawler.middlewares.sitemaps.SitemapMiddleware": 105,  # sitemaps, lastmod (SITEMAPS_*)
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
     # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)

@@ -195,8 +195,20 @@ def test_a_list_setting_reads_a_json_list_or_a_comma_list(text: object, networks
     assert read_value("ALLOWED_NETWORKS", text) == networks
 
 
+def test_crawl_purpose_is_one_or_more_known_purposes() -> None:
+    assert read_value("CRAWL_PURPOSE", "search") == ("search",)
+    assert read_value("CRAWL_PURPOSE", "Archive, ai-train,archive") == ("archive", "ai-train")
+    assert read_value("CRAWL_PURPOSE", '["ai-input"]') == ("ai-input",)
+    for bad in ("", "training", "search,", [], 1):
+        assert value_problem("CRAWL_PURPOSE", bad) == (
+            "must be one or more of search, archive, ai-train, ai-input (a list or a,b), "
+            f"got {bad!r}"
+        )
+
+
 def test_every_list_setting_of_ours_reads_json_and_commas() -> None:
-    lists = [name for name, default in OUR_SETTINGS.items() if isinstance(default, tuple)]
+    lists = [name for name, default in OUR_SETTINGS.items() if isinstance(default, tuple)
+             and name != "CRAWL_PURPOSE"]  # a list of given words: test_crawl_purpose_...
     assert "ALLOWED_NETWORKS" in lists
     for name in lists:
         assert read_value(name, '["a", "b"]') == read_value(name, "a,b") == ("a", "b")

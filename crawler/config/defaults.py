@@ -233,6 +233,13 @@ SIGNATURE_KEY_FILE = ""
 # SIGNATURE_KEY_FILE.
 SIGNATURE_AGENT = ""
 
+# --- Usage preferences (crawler/robots/usage.py, README "Usage preferences") ------------------
+# What the crawl is for: one or more of search, archive, ai-train, ai-input. Sites' usage
+# preferences (robots.txt Content-Signal and Content-Usage, X-Robots-Tag and meta noai,
+# noarchive..., TDMRep) are enforced by it: a page whose every purpose is refused is not
+# fetched (or not kept), one refused for search is not indexed, for archive not archived.
+CRAWL_PURPOSE = ("search",)
+
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
 URL_MAX_LENGTH = 2048
 URL_MAX_REPEATED_SEGMENTS = 3

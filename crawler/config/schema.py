@@ -45,6 +45,9 @@ Show = Callable[[object], str]
 #: The FRONTIER_PRIORITY_POLICY words; ``breadth_first`` is read as its alias ``depth``.
 PRIORITY_POLICIES = ("depth", "breadth_first", "fifo", "request", "opic")
 BACKENDS = ("memory", "redis")
+#: What a crawl may be for (CRAWL_PURPOSE; crawler/robots/usage.py enforces sites' preferences
+#: by it).
+PURPOSES = ("search", "archive", "ai-train", "ai-input")
 
 # Prefixes under which a name that is not a known setting is probably a typo of ours.
 PREFIXES = (
@@ -174,6 +177,22 @@ class StringList(Rule):
                 f"must be a list of strings (a JSON list or a,b), got {show(value)}"
             )
         return tuple(item.strip() for item in items if item.strip())
+
+
+@dataclass(frozen=True)
+class Purposes(Rule):
+    """One or more of :data:`PURPOSES` (``search``, ``"search,archive"``, a list), stored as a
+    tuple, in order, without repeats."""
+
+    def read(self, value: object, show: Show) -> Any:
+        items = _list_from_text(value) if isinstance(value, str) else value
+        if isinstance(items, list | tuple):
+            words = [i.strip().lower() if isinstance(i, str) else None for i in items]
+            if words and all(w in PURPOSES for w in words):
+                return tuple(dict.fromkeys(words))
+        raise SettingValueError(
+            f"must be one or more of {', '.join(PURPOSES)} (a list or a,b), got {show(value)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -313,6 +332,7 @@ _RULES: dict[str, Rule] = {
     "WARC_GZIP_LEVEL": Number(integer=True, low=1, high=9),
     "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
     "FROM_ADDRESS": Mailbox(),
+    "CRAWL_PURPOSE": Purposes(),
     "SIGNATURE_AGENT": Origin(),
 }
 

@@ -168,10 +168,27 @@ def summary_lines(
         lines.append("  busiest hosts: " + busiest_line(busiest))
     lines += _servers_lines(stats)
     lines += _policy_lines(stats)
+    lines += _usage_lines(stats)
     queued = int(stats.get("frontier/queued_at_close", 0))
     if queued:
         lines.append(f"  left in the frontier: {queued} URLs")
     lines += [f"  next: {hint}" for hint in _next_steps(name, stats, reason, queued, settings)]
+    return lines
+
+
+def _usage_lines(stats: Mapping[str, Any]) -> list[str]:
+    """What sites' usage preferences did (crawler.robots.usage: effects, the signals read by
+    kind and value, unknown values as written)."""
+    effects = _grouped(stats, "usage/effect/")
+    if not effects:
+        return []
+    lines = ["  usage preferences: " + _joined([(k.replace("_", " "), n) for k, n in effects])]
+    signals = [(k, n) for k, n in _grouped(stats, "usage/")
+               if not k.startswith(("effect/", "unknown/"))]
+    lines.append("  usage signals: " + _joined(signals))
+    unknown = _grouped(stats, "usage/unknown/")
+    if unknown:
+        lines.append("  usage values nobody defined: " + _joined(unknown))
     return lines
 
 

@@ -24,7 +24,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
 from crawler.frontier import Outcome
-from crawler.meta import REQUISITE_META, ROBOTS_META, STOPPED_META, found_on
+from crawler.meta import REQUISITE_META, ROBOTS_META, STOPPED_META, TDMREP_META, found_on
 from crawler.report.tally import HostTallies, Tallied, is_ok
 
 # Broken links kept with their URL (memory stays bounded on a site of a million dead links; the
@@ -83,7 +83,8 @@ class CrawlTally:
         if request.meta.get(STOPPED_META):
             return  # cut short by the crawl's stop: it goes back to the frontier
         requisite = bool(request.meta.get(REQUISITE_META))
-        robots = bool(request.meta.get(ROBOTS_META)) or requisite  # a fetch, not a page
+        # a fetch, not a page: robots.txt, tdmrep.json, a page's requisite
+        robots = bool(request.meta.get(ROBOTS_META) or request.meta.get(TDMREP_META)) or requisite
         end = self.clock()
         tallied = self.hosts[_host(request)].fetched(
             end - duration, end, status, page=response is not None,

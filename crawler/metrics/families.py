@@ -189,6 +189,10 @@ def stats_families(stats: Mapping[str, Any], labels: Mapping[str, str]) -> Itera
     yield m.by(CounterMetricFamily, "robotstxt_events_total",
                "robots.txt fetches and decisions (request_count, response_count, denied, "
                "deferred, unreachable, ...)", "event", _under(stats, "robotstxt/"))
+    # by effect only: signal values are whatever sites write (unbounded label values)
+    yield m.by(CounterMetricFamily, "usage_pages_total",
+               "Pages by what their usage preferences did (not_fetched, not_kept, not_indexed, "
+               "not_archived, recorded)", "effect", _under(stats, "usage/effect/"))
     yield m.by(CounterMetricFamily, "duplicates_total", "Pages found to duplicate another",
                "kind", {"exact": stats.get("neardup/exact", 0),
                         "near": stats.get("neardup/near", 0)})

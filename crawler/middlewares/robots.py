@@ -22,9 +22,11 @@ from scrapy.http import Response
 
 from crawler.config import defaults
 from crawler.frontier.urls import origin_of
+from crawler.meta import USAGE_BEFORE_META, USAGE_META
 from crawler.middlewares.robots_fetcher import RobotsFetcher
 from crawler.middlewares.robots_requests import RobotsTxtHandled, is_robots_request
 from crawler.robots import Verdict
+from crawler.robots.usage import NOT_FETCHED, decide, path_of, purposes_of
 
 __all__ = ["RobotsMiddleware", "RobotsTxtHandled"]
 
@@ -44,6 +46,7 @@ class RobotsMiddleware:
                 "crawler.middlewares.robots; set ROBOTSTXT_OBEY = False"
             )
         self.stats = crawler.stats
+        self.purposes = purposes_of(s)
         self.fetcher = fetcher if fetcher is not None else RobotsFetcher.from_crawler(crawler)
 
     @classmethod
@@ -54,6 +57,9 @@ class RobotsMiddleware:
         if is_robots_request(request):
             self.fetcher.process_request(request)
             return None
+        # a retry or a redirect carries its parent's: this request's are decided afresh
+        request.meta.pop(USAGE_BEFORE_META, None)
+        request.meta.pop(USAGE_META, None)
         if request.meta.get("dont_obey_robotstxt"):
             return None
         origin = origin_of(request.url)
@@ -61,6 +67,7 @@ class RobotsMiddleware:
             return None
         verdict = await self.fetcher.settle(request, origin)
         if verdict is Verdict.ALLOW:
+            self._usage(request, origin)
             return None
         if verdict is Verdict.DENY:
             self._inc("robotstxt/denied")
@@ -92,6 +99,25 @@ class RobotsMiddleware:
         if is_robots_request(request):
             self.fetcher.process_exception(request, exception)
         return None
+
+    def _usage(self, request: Request, origin: str) -> None:
+        """The usage preferences the robots.txt group states for the URL: kept on the request
+        for the page's decision, and enforced now when they refuse every purpose of the crawl
+        (not fetched; README "Usage preferences")."""
+        rules = self.fetcher.book.state(origin).rules
+        if rules is None:
+            return
+        signals = rules.usage(path_of(request.url))
+        if not signals:
+            return
+        request.meta[USAGE_BEFORE_META] = signals
+        decision = decide(signals, self.purposes)
+        if not decision.fetch:
+            for signal in decision.signals:
+                self._inc(signal.stat)
+            self._inc(f"usage/effect/{NOT_FETCHED}")
+            logger.debug("Not fetched, by usage preferences of robots.txt: %s", request.url)
+            raise IgnoreRequest(f"Usage preferences refuse {request.url} every purpose")
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:

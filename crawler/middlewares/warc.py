@@ -29,7 +29,11 @@ are not recorded again.
 When a page's item has been through the pipelines (``item_scraped``), a ``metadata`` record
 tells its outlinks, its requisites (``embed``, with a site's ``[requisites]``), fetch time,
 the politeness delay the frontier applied after it, and the
-near-duplicate verdict. Everything is written by :class:`~crawler.archive.thread.ArchiveThread`;
+near-duplicate verdict, and the page's usage preferences (``usage``: each signal as read,
+``usage-denied``: the uses they refuse). A page whose preferences refuse archiving
+(``noarchive``), or every purpose of the crawl, is not recorded at all (stat
+``warc/usage_skipped``; ``crawler.robots.usage``). Everything is written by
+:class:`~crawler.archive.thread.ArchiveThread`;
 at the end of the crawl its files are closed (renamed from ``.open``) and indexed (CDXJ), and
 packaged as a WACZ with ``WARC_WACZ``.
 """
@@ -63,7 +67,9 @@ from crawler.archive.wacz import package_wacz
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.crawldb.api import crawldb_path
-from crawler.meta import EMBEDS_META, RAW_HEAD_META
+from crawler.meta import EMBEDS_META, RAW_HEAD_META, ROBOTS_META
+from crawler.robots import robots_token
+from crawler.robots.usage import page_decision, purposes_of
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +176,8 @@ class WarcCaptureMiddleware:
         site = getattr(crawler.spidercls, "name", None) or "crawl"
         self.prefix = settings.get("WARC_PREFIX") or site
         self.metadata = settings.getbool("WARC_METADATA", defaults.WARC_METADATA)
+        self.token = robots_token(settings)
+        self.purposes = purposes_of(settings)
         self.cdxj = settings.getbool("WARC_CDXJ", defaults.WARC_CDXJ)
         self.wacz = settings.getbool("WARC_WACZ", defaults.WARC_WACZ)
         fields = _warcinfo_fields(crawler)
@@ -230,10 +238,23 @@ class WarcCaptureMiddleware:
     ) -> Response:
         if self.closed or "cached" in response.flags or request.meta.get("dont_archive"):
             return response
+        if not request.meta.get(ROBOTS_META) and not self._usage_archives(request, response):
+            return response
         exchange = capture(request, response)
         request.meta[RECORD_META] = exchange.response_id
         self.thread.submit(partial(self.archiver.archive, exchange))
         return response
+
+    def _usage_archives(self, request: Request, response: Response) -> bool:
+        """Whether the page's usage preferences let it be archived (README "Usage
+        preferences"): not when they refuse archiving (``noarchive``) or every purpose of the
+        crawl. The decision is the page's one, made here first, before anything parses it."""
+        decision = page_decision(response, request.meta, self.token, self.purposes)
+        if decision.archive:
+            return True
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value("warc/usage_skipped")
+        return False
 
     # -- metadata --------------------------------------------------------------------------
 
@@ -268,6 +289,10 @@ class WarcCaptureMiddleware:
                 fields.append(("outlink", str(url)))
         for url in response.meta.get(EMBEDS_META) or ():  # its requisites ([requisites])
             fields.append(("embed", str(url)))
+        for signal in _field(item, "usage") or ():  # its usage preferences, as read
+            fields.append(("usage", str(signal)))
+        for use in _field(item, "usage_denied") or ():
+            fields.append(("usage-denied", str(use)))
         if fields:
             self.thread.submit(
                 partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)

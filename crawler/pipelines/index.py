@@ -6,7 +6,8 @@ What an item does to the index:
   anchor texts are credited to their targets. A page flagged by the near-duplicate pipeline
   (``duplicate_of``) becomes an alias of its original instead, with no document and no outlinks
   of its own (a mirror's links would only repeat the original's), unless
-  ``NEARDUP_INDEX_DUPLICATES``. A ``noindex`` page keeps its outlinks but has no document.
+  ``NEARDUP_INDEX_DUPLICATES``. A ``noindex`` page keeps its outlinks but has no document;
+  so does a page whose usage preferences refuse search (``usage_denied``).
   When the request was redirected, the requested URL becomes an alias of the final URL. A page
   naming another URL of its site as canonical (``canonical``, ``crawler.content.canonical``)
   becomes an alias of that URL (a loop of pages naming each other leaves one document).
@@ -40,6 +41,7 @@ from crawler.config import defaults
 from crawler.content.canonical import CanonicalChains
 from crawler.index import Index, PageDocument
 from crawler.offload.components import ContentWorker, index_worker
+from crawler.robots.usage import SEARCH
 
 __all__ = ["IndexPipeline"]
 
@@ -186,10 +188,11 @@ class IndexPipeline:
         ]
         duplicate_of = adapter.get("duplicate_of")
         canonical = self._canonical_target(url, adapter.get("canonical"))
-        if adapter.get("noindex"):
+        if adapter.get("noindex") or SEARCH in (adapter.get("usage_denied") or ()):
+            # noindex, or usage preferences refusing search (crawler.robots.usage)
             index.remove_page(url, status=status, fetched_at=fetched_at)
             index.set_links(url, outlinks, site)
-            self._stat("index/noindex")
+            self._stat("index/noindex" if adapter.get("noindex") else "index/usage_denied")
         elif canonical:
             index.add_alias(url, canonical, site=site, status=status, fetched_at=fetched_at)
             self._stat("index/canonical_aliases")

@@ -275,6 +275,26 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
         **_content_sections(record),
         **_outcome_sections(stats, record),
         policies=_policy_section(stats),
+        usage=_usage_section(stats),
+    )
+
+
+def _usage_section(stats: dict[str, Any]) -> str:
+    """Sites' usage preferences (crawler/robots/usage.py): what they did to pages (effects),
+    the signals read, the values nobody defined, as counted by every worker."""
+    rows = sorted(
+        ((k.split("/", 1)[1], v) for k, v in stats.items()
+         if k.startswith("usage/") and isinstance(v, int | float) and v),
+        key=lambda kv: (not kv[0].startswith("effect/"), kv[0].startswith("unknown/"), kv[0]),
+    )
+    if not rows:
+        return '<p class="muted" data-table="usage" data-count="0">none</p>'
+    body = "".join(
+        f"<tr data-usage={svg._a(k)}><td>{escape(k)}</td><td>{v:,}</td></tr>" for k, v in rows
+    )
+    return (
+        f'<table data-table="usage" data-count="{len(rows)}">'
+        "<tr><th>effect, signal or unknown value</th><th>pages</th></tr>" + body + "</table>"
     )
 
 

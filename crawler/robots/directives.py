@@ -2,14 +2,18 @@
 own token), the ``X-Robots-Tag`` header and ``rel="nofollow"`` links.
 
 ``noindex``: the page is fetched and its links may be followed, but it is not indexed.
-``nofollow``: the page's links are not followed. ``none`` means both.
+``nofollow``: the page's links are not followed. ``none`` means both. Every other word
+(``noai``, ``noarchive``, ``nosnippet``, a misspelling) and every valued directive
+(``unavailable_after: <date>``, ``max-snippet: 20``) is kept as written: the usage
+preferences (:mod:`crawler.robots.usage`) read some of them, and the rest are reported, never
+guessed at.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Directive names that may precede a colon themselves ("unavailable_after: <date>",
 # "max-snippet: 20"); any other "name:" prefix addresses one crawler ("otherbot: noindex").
@@ -17,15 +21,27 @@ _VALUED = frozenset(
     {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
 )
 _BOT_NAME = re.compile(r"^[A-Za-z_-][A-Za-z0-9_.-]*$")
+# A valued directive and its value, up to the next comma: a date has spaces of its own
+# ("unavailable_after: 25 Jun 2010 15:00:00 PST"); one in ISO form may hold colons.
+_VALUED_ITEM = re.compile(
+    r"\b(unavailable_after|max-snippet|max-image-preview|max-video-preview)\s*:\s*([^,]*)",
+    re.IGNORECASE,
+)
 
 
 @dataclass
 class Directives:
     noindex: bool = False
     nofollow: bool = False
+    words: list[str] = field(default_factory=list)  # every word, lower-case, in order
+    valued: list[tuple[str, str]] = field(default_factory=list)  # (name, value as written)
 
     def add(self, content: str) -> None:
-        words = {w.strip().lower() for w in re.split(r"[,\s]+", content) if w.strip()}
+        for match in _VALUED_ITEM.finditer(content):
+            self.valued.append((match.group(1).lower(), match.group(2).strip()))
+        content = _VALUED_ITEM.sub(" ", content)
+        words = [w.strip().lower() for w in re.split(r"[,\s]+", content) if w.strip()]
+        self.words.extend(w for w in words if w not in self.words)
         if "none" in words:
             self.noindex = self.nofollow = True
         self.noindex = self.noindex or "noindex" in words

@@ -43,6 +43,10 @@ DISALLOW = "disallow"
 SITEMAP = "sitemap"
 CRAWL_DELAY = "crawl-delay"
 REQUEST_RATE = "request-rate"
+# Usage preferences (crawler.robots.usage): rules of a group, as draft-ietf-aipref-attach-04
+# makes Content-Usage one; Cloudflare's Content-Signal lines sit in groups the same way.
+CONTENT_USAGE = "content-usage"
+CONTENT_SIGNAL = "content-signal"
 
 # Field names as written (lower-cased, words joined by one space), misspellings included.
 _FIELDS = {
@@ -65,8 +69,15 @@ _FIELDS = {
     "crawldelay": CRAWL_DELAY,
     "request-rate": REQUEST_RATE,
     "request rate": REQUEST_RATE,
+    "content-usage": CONTENT_USAGE,
+    "content usage": CONTENT_USAGE,
+    "content-signal": CONTENT_SIGNAL,
+    "content-signals": CONTENT_SIGNAL,
+    "content signal": CONTENT_SIGNAL,
 }
 _RULES = (ALLOW, DISALLOW)
+_USAGE = (CONTENT_USAGE, CONTENT_SIGNAL)
+_DELAYS = (CRAWL_DELAY, REQUEST_RATE)
 
 # What is not part of a field name: an undecodable byte (written %XX by decode_body), a
 # replacement character, a byte-order mark, any other non-letter.
@@ -111,7 +122,9 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
     rules at all). Then the file's ``Sitemap:`` values, which belong to no group.
 
     A record is ``(field, value)``: an ``allow`` or ``disallow`` rule (an empty value
-    included: it matches nothing, but it is a rule), a ``crawl-delay`` or a ``request-rate``.
+    included: it matches nothing, but it is a rule), a ``crawl-delay`` or a ``request-rate``,
+    a ``content-usage`` or ``content-signal`` line (rules too: a ``User-agent`` line after
+    one opens the next group).
     A rule applies to every agent of its group; a delay, which RFC 9309 does not define, to
     the agents named above it (``User-agent: a`` / ``Crawl-delay: 5`` / ``User-agent: b`` /
     ``Crawl-delay: 9``: a waits 5 s, b 9 s, as crawler-commons and Protego read it).
@@ -161,7 +174,7 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
                 sitemaps.append(value)
         elif not in_group:  # records before the first user-agent line belong to no group
             continue
-        elif field in _RULES:
+        elif field in _RULES or field in _USAGE:
             records.append((field, value))
             ruled = True
         else:  # a delay: for the agents named above it in the group
@@ -182,7 +195,7 @@ def protego_text(records: list[tuple[str, str]]) -> str:
     lines = []
     delays: set[str] = set()
     for field, value in records:
-        if not value or field in delays:
+        if not value or field in delays or field in _USAGE:
             continue
         if field not in _RULES:
             delays.add(field)

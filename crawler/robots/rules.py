@@ -17,7 +17,15 @@ from protego import Protego
 
 from crawler.config import defaults
 from crawler.config.agent import crawler_token
-from crawler.robots.groups import protego_text, read_groups
+from crawler.robots.groups import CONTENT_SIGNAL, CONTENT_USAGE, protego_text, read_groups
+from crawler.robots.usage import (
+    ROBOTS_TXT,
+    Signal,
+    content_signal,
+    content_usage,
+    longest_match,
+    robots_usage_rule,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -131,18 +139,22 @@ class RobotsRules:
     (2.2.2-2.2.3); ``/robots.txt`` itself is always allowed.
     """
 
-    __slots__ = ("_parser", "_sitemaps", "record", "token")
+    __slots__ = ("_parser", "_sitemaps", "_usage", "record", "token")
 
     def __init__(self, record: RobotsRecord, token: str) -> None:
         self.record = record
         self.token = token
         self._parser: Protego | None = None
         self._sitemaps: list[str] = []
+        self._usage: list[tuple[str, str]] = []
         if record.kind == RULES and record.body.strip():
             try:
                 records, self._sitemaps = read_groups(record.body, token)
                 if records is not None:
                     self._parser = Protego.parse(protego_text(records))
+                    self._usage = [
+                        (f, v) for f, v in records if f in (CONTENT_USAGE, CONTENT_SIGNAL) and v
+                    ]
             except Exception:  # a parser bug must not stop the crawl: the file is unusable
                 logger.warning("Cannot parse robots.txt of %s; no rules applied", record.origin)
 
@@ -156,6 +168,24 @@ class RobotsRules:
         if self._parser is None:
             return True
         return self._parser.can_fetch(url, "*")
+
+    def usage(self, path: str) -> list[Signal]:
+        """The usage preferences the crawler's group states for ``path`` (with its query):
+        every ``Content-Signal`` line, and the ``Content-Usage`` lines of the longest path
+        matching it, matched as ``Allow``/``Disallow`` are (draft-ietf-aipref-attach-04; a
+        line without a path applies to "/")."""
+        signals: list[Signal] = []
+        scoped: list[tuple[str, str]] = []
+        for field, value in self._usage:
+            if field == CONTENT_SIGNAL:
+                signals.extend(content_signal(value))
+            else:
+                scoped.append(robots_usage_rule(value))
+        best = longest_match(path, (p for p, _ in scoped))
+        for pattern, prefs in scoped:
+            if pattern == best:
+                signals.extend(content_usage(prefs, ROBOTS_TXT))
+        return signals
 
     def sitemaps(self) -> list[str]:
         """The ``Sitemap:`` lines of the file (absolute URLs, relative ones joined to the

@@ -10,6 +10,10 @@ robots directives (``noindex`` sets the item's ``noindex``; ``nofollow`` drops t
 ``rel="nofollow"`` the link), the site's ``[fields]``, the near-duplicate verdict and the
 links' prepared forms. The spider makes the item of it and hands the links to the crawl.
 
+Every answer's usage preferences (``crawler.robots.usage``: robots.txt's, tdmrep.json's, its
+headers' and meta tags') are on its item (``usage``, ``usage_denied``); a page they refuse
+every purpose of the crawl (``CRAWL_PURPOSE``) gives no item, only its links.
+
 The spider keeps no state of the crawl's. With a crawl database, the conditional-GET middleware
 (``crawler.middlewares.conditional``) hands a ``304 Not Modified`` the page's stored record
 (``response.meta[NOT_MODIFIED_META]``): the spider makes an item with status 304 and the
@@ -32,12 +36,14 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.task import deferLater
 
 from crawler import signals as crawler_signals
+from crawler.config import defaults
 from crawler.download.limits import limit_log
 from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
 from crawler.meta import EMBEDS_META, POLICY_META, REQUISITE_META
 from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
 from crawler.robots import robots_token, x_robots_tag
+from crawler.robots.usage import page_decision, purposes_of
 from crawler.sites import (
     SeedsFileError,
     SiteConfig,
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from crawler.content.canonical import CanonicalPolicy
 
 
+DEFAULT_PURPOSE = defaults.CRAWL_PURPOSE
 SEED_BATCH = 2000  # seeds handed to the frontier at once (a seeds file of millions: batches)
 
 
@@ -82,6 +89,7 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
     robots_token: str = "*"  # robots.txt product token, for X-Robots-Tag addressed to it
     content: CrawlContentAnalysis  # set by from_crawler
     canonical: CanonicalPolicy | None = None  # set by from_crawler (CANONICAL_SCOPE)
+    purposes: tuple[str, ...] = DEFAULT_PURPOSE  # CRAWL_PURPOSE, set by from_crawler
 
     def __init__(self, name: str | None = None, seeds: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -107,6 +115,7 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         spider.robots_token = robots_token(settings)
         spider.content = CrawlContentAnalysis(crawler, spider)
         spider.canonical = canonical_policy(settings)
+        spider.purposes = purposes_of(settings)
         return spider
 
     @classmethod
@@ -298,7 +307,8 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
             item["noindex"] = directives.noindex
             self._count_directives(directives.noindex, False)
             self._record(response, meta, item, _body_fingerprint(response.body))
-            yield item
+            if self._usage_keeps(response):
+                yield item
             return
         yield from self._finish_html(response, *self._html_page(response, meta, item, directives))
 
@@ -333,6 +343,9 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         directives = x_robots_tag(
             (v.decode("latin-1") for v in headers.getlist(b"X-Robots-Tag")), token
         )
+        usage = page_decision(response, meta, token, getattr(self, "purposes", DEFAULT_PURPOSE))
+        item["usage"] = [str(signal) for signal in usage.signals]
+        item["usage_denied"] = sorted(usage.denied)
         return url, meta, item, directives
 
     def _html_page(
@@ -385,7 +398,8 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         self._page_policy(response, item)
         if analysis.requisites:
             response.meta[EMBEDS_META] = analysis.requisites  # the WARC metadata's embeds
-        yield item
+        if self._usage_keeps(response):
+            yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
         yield from follow_links(self, response, analysis.follow, analysis.demote, analysis.forms)
@@ -428,6 +442,25 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         if new != label:
             meta[POLICY_META] = new
             self.crawler.stats.inc_value("policies/switched")
+
+    def _usage_keeps(self, response: Response) -> bool:
+        """Count the page's usage signals and their effect; False when the page is not to be
+        kept (every purpose of the crawl refused: no item, so no index; its links are still
+        followed, since finding pages is no use of this one)."""
+        decision = page_decision(
+            response,
+            response.meta,
+            getattr(self, "robots_token", "*"),
+            getattr(self, "purposes", DEFAULT_PURPOSE),
+        )
+        stats = self.crawler.stats
+        for signal in decision.signals:
+            stats.inc_value(signal.stat)
+        for signal in decision.unknown:
+            stats.inc_value(f"usage/unknown/{signal.name}:{signal.key}/{signal.value or 'set'}")
+        if decision.effect:
+            stats.inc_value(f"usage/effect/{decision.effect}")
+        return decision.keep
 
     def _count_directives(self, noindex: bool, nofollow: bool) -> None:
         if noindex:
