@@ -423,7 +423,6 @@ class SiteFile(_Table):
     allow_private_addresses: Annotated[
         bool, _our("ALLOW_PRIVATE_ADDRESSES"), Setting("ALLOW_PRIVATE_ADDRESSES")
     ] = False
-    # what the crawl is for (README "Usage preferences"): search, archive, ai-train, ai-input
     purpose: Annotated[
         tuple[str, ...] | None, _our("CRAWL_PURPOSE"), Setting("CRAWL_PURPOSE")
     ] = None
