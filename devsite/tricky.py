@@ -5,9 +5,9 @@ One HTTP server on 127.0.0.1 answers several names by the ``Host`` header (a tes
 ``devsite.dnsserver``, maps them to loopback). The home page of :data:`HOME` links, as written
 in its HTML (:data:`LINKS`): raw ``?/path`` queries, a query without ``=``, unsorted queries, an
 escaped space, ``//`` in a path, a backslash, a stray ``%``, an international host name and a
-host with a trailing dot, and links that its robots.txt (:data:`ROBOTS`) disallows as written
-but not once their query is sorted. Every other page is a leaf. ``requests`` holds
-``(host, request target)`` for each request, in order.
+host with a trailing dot, links that its robots.txt (:data:`ROBOTS`) disallows as written
+but not once their query is sorted, and redirects (:data:`REDIRECTS`). Every other page is a
+leaf. ``requests`` holds ``(host, request target)`` for each request, in order.
 """
 
 from __future__ import annotations
@@ -52,6 +52,12 @@ DISALLOWED = [
     "/news?ref=home&id=7",
 ]
 SAME_AS_LIST = "list?a=1&c&b=2"
+# Redirects the home page links to: path -> Location. The first leads to a URL robots.txt
+# disallows as written (not once its query is sorted), the second to one fetched as written.
+REDIRECTS = {
+    "/moved": "/search?q=red&lang=en",
+    "/moved-on": "/landing?z=1&a=2&a=0",
+}
 
 
 class TrickySite:
@@ -69,7 +75,7 @@ class TrickySite:
 
     def home_page(self) -> str:
         hrefs = [href.format(port=self.port) for href, _, _ in LINKS]
-        hrefs += [*DISALLOWED, SAME_AS_LIST]
+        hrefs += [*DISALLOWED, SAME_AS_LIST, *REDIRECTS]
         anchors = "".join(f'<li><a href="{h}">link {i}</a></li>' for i, h in enumerate(hrefs))
         return f"<html><head><title>Tricky links</title></head><body><ul>{anchors}</ul></body>"
 
@@ -86,6 +92,11 @@ class TrickySite:
                     site.requests.append((host, self.path))
                 if self.path == "/robots.txt":
                     self._send(ROBOTS.encode(), "text/plain")
+                elif self.path in REDIRECTS:
+                    self.send_response(302)
+                    self.send_header("Location", REDIRECTS[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                 elif self.path == "/" and host == HOME:
                     self._send(site.home_page().encode(), "text/html; charset=utf-8")
                 else:

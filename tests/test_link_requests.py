@@ -25,7 +25,7 @@ from crawler.frontier.urls import url_forms
 from crawler.frontier.weburl import InvalidUrl, join, request_url
 from crawler.robots.rules import RULES, RobotsRecord, RobotsRules
 from crawler.scheduler.adapter import FrontierScheduler
-from devsite.tricky import DISALLOWED, DOT_HOST, HOME, IDN_WIRE, LINKS, TrickySite
+from devsite.tricky import DISALLOWED, DOT_HOST, HOME, IDN_WIRE, LINKS, REDIRECTS, TrickySite
 from tests.crawling import loopback_settings, run_crawl, write_site
 from tests.dns_support import dns_server
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -196,14 +196,18 @@ ZONE: dict[str, Any] = {
 
 def _check_access_log(site: TrickySite) -> None:
     """Each link requested byte for byte as linked, once; nothing robots.txt disallows for the
-    link as written; one request for two links of one canonical form."""
+    link as written (a redirect's target too); one request for two links of one canonical
+    form."""
     seen = Counter(site.requests)
     for _, target, host in LINKS:
         assert seen[(host, target)] == 1, (host, target, site.requests)
+    for path in REDIRECTS:
+        assert seen[(HOME, path)] == 1, path
+    assert seen[(HOME, REDIRECTS["/moved-on"])] == 1, site.requests
     paths = [p for _, p in site.requests]
-    for path in DISALLOWED:
+    for path in [*DISALLOWED, REDIRECTS["/moved"]]:
         assert path not in paths
-    assert not [p for p in paths if p.startswith(("/search", "/items", "/go", "/news"))]
+    assert not [p for p in paths if p.startswith(("/search", "/items", "/go?", "/news"))]
     assert len([p for p in paths if p.startswith("/list")]) == 1
     hosts = {h for h, _ in site.requests}
     assert hosts == {HOME, IDN_WIRE, DOT_HOST}  # no "www.tricky.test." apart, no "bücher"
