@@ -6,8 +6,9 @@ One HTTP server on 127.0.0.1 answers several names by the ``Host`` header (a tes
 in its HTML (:data:`LINKS`): raw ``?/path`` queries, a query without ``=``, unsorted queries, an
 escaped space, ``//`` in a path, a backslash, a stray ``%``, an international host name and a
 host with a trailing dot, links that its robots.txt (:data:`ROBOTS`) disallows as written
-but not once their query is sorted, and redirects (:data:`REDIRECTS`). Every other page is a
-leaf. ``requests`` holds ``(host, request target)`` for each request, in order.
+but not once their query is sorted, redirects (:data:`REDIRECTS`) and a ``rel="canonical"``
+link. Every other page is a leaf. ``requests`` holds ``(host, request target)`` for each
+request, in order.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ DISALLOWED = [
     "/news?ref=home&id=7",
 ]
 SAME_AS_LIST = "list?a=1&c&b=2"
+# The home page's <link rel="canonical">: queued as written, like a link.
+CANONICAL = "/?home&b=2&a=1"
 # Redirects the home page links to: path -> Location. The first leads to a URL robots.txt
 # disallows as written (not once its query is sorted), the second to one fetched as written.
 REDIRECTS = {
@@ -77,7 +80,10 @@ class TrickySite:
         hrefs = [href.format(port=self.port) for href, _, _ in LINKS]
         hrefs += [*DISALLOWED, SAME_AS_LIST, *REDIRECTS]
         anchors = "".join(f'<li><a href="{h}">link {i}</a></li>' for i, h in enumerate(hrefs))
-        return f"<html><head><title>Tricky links</title></head><body><ul>{anchors}</ul></body>"
+        return (
+            f'<html><head><title>Tricky links</title><link rel="canonical" href="{CANONICAL}">'
+            f"</head><body><ul>{anchors}</ul></body>"
+        )
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         site = self

@@ -25,7 +25,16 @@ from crawler.frontier.urls import url_forms
 from crawler.frontier.weburl import InvalidUrl, join, request_url
 from crawler.robots.rules import RULES, RobotsRecord, RobotsRules
 from crawler.scheduler.adapter import FrontierScheduler
-from devsite.tricky import DISALLOWED, DOT_HOST, HOME, IDN_WIRE, LINKS, REDIRECTS, TrickySite
+from devsite.tricky import (
+    CANONICAL,
+    DISALLOWED,
+    DOT_HOST,
+    HOME,
+    IDN_WIRE,
+    LINKS,
+    REDIRECTS,
+    TrickySite,
+)
 from tests.crawling import loopback_settings, run_crawl, write_site
 from tests.dns_support import dns_server
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -204,6 +213,7 @@ def _check_access_log(site: TrickySite) -> None:
     for path in REDIRECTS:
         assert seen[(HOME, path)] == 1, path
     assert seen[(HOME, REDIRECTS["/moved-on"])] == 1, site.requests
+    assert seen[(HOME, CANONICAL)] == 1, site.requests  # <link rel="canonical"> as written
     paths = [p for _, p in site.requests]
     for path in [*DISALLOWED, REDIRECTS["/moved"]]:
         assert path not in paths
