@@ -70,6 +70,11 @@ from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F4
         ("http://fa\u00df.example/", "http://xn--fa-hia.example/"),
         ("http://B\u00dcCHER.example/", "http://xn--bcher-kva.example/"),
         ("http://xn--fa-hia.example/", "http://xn--fa-hia.example/"),
+        ("http://XN--FA-HIA.example/", "http://xn--fa-hia.example/"),
+        ("http://\u2603.test/", "http://xn--n3h.test/"),  # UTS #46 takes what IDNA2008 refuses
+        ("http://\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45\uff0e\uff43\uff4f\uff4d/",
+         "http://example.com/"),  # full-width letters and dot
+        ("http://a.b\u3002c/", "http://a.b.c/"),
         ("http://www.example.org./x", "http://www.example.org/x"),
         ("http://0x7f.1/", "http://127.0.0.1/"),
         ("http://2130706433:8080/", "http://127.0.0.1:8080/"),
@@ -95,6 +100,7 @@ def test_a_link_is_requested_as_found_made_safe(link: str, sent: str) -> None:
         ("http://1.2.3.4.5/", "invalid_url"),
         ("http://[::1/", "invalid_url"),
         ("http://xn--a.test/", "invalid_url"),
+        ("http://\u00ad/", "invalid_url"),
     ],
 )
 def test_a_link_no_request_can_be_made_of_is_refused(link: str, reason: str) -> None:
