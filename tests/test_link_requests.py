@@ -9,6 +9,7 @@ the memory frontier and on a real Redis.
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -272,3 +273,27 @@ def test_a_crawl_on_redis_requests_each_link_as_found(
         assert result.returncode == 0, result.log[-3000:]
         _check_access_log(site)
         assert f"http://{DOT_HOST}:{site.port}/punkt?z=9&y=8" in _items_urls(result)
+
+
+def test_a_recrawl_requests_each_page_as_it_was_linked(tmp_path: Path) -> None:
+    """The crawl database is keyed by the canonical form and keeps the URL requested: a page
+    that comes due is requested again as it was linked, not in its canonical form."""
+    db = tmp_path / "crawldb.sqlite"
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    with TrickySite() as site, dns_server(tmp_path / "dns", ZONE) as dns:
+        first = _crawl(tmp_path / "1", site, dns, CRAWLDB_PATH=db, RECRAWL_INTERVAL=3600)
+        assert first.returncode == 0, first.log[-3000:]
+        conn = sqlite3.connect(db)
+        keys = {row[0] for row in conn.execute("SELECT url FROM pages")}
+        assert f"http://{HOME}:{site.port}/index.php?%2Fblog%2Fpost%2F1=" in keys
+        conn.execute("UPDATE pages SET next_fetch = 0")
+        conn.commit()
+        conn.close()
+        site.requests.clear()
+        second = _crawl(tmp_path / "2", site, dns, CRAWLDB_PATH=db, RECRAWL_INTERVAL=3600)
+        assert second.returncode == 0, second.log[-3000:]
+        seen = Counter(site.requests)
+        for _, target, host in LINKS:
+            assert seen[(host, target)] == 1, (host, target, site.requests)
+        assert not [p for _, p in site.requests if "%2F" in p and "to=%2Fx" not in p]
