@@ -12,7 +12,6 @@ from w3lib.url import canonicalize_url
 from crawler.config import defaults
 from crawler.frontier.weburl import InvalidUrl, request_url
 
-SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
