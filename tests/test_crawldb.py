@@ -112,29 +112,35 @@ def test_backend(opener: Opener) -> None:
     db.record(Visit("http://a.example/x", 200, 0, depth=1, fingerprint="1"))
     db.record(Visit("http://a.example/x", 200, 100, depth=1, fingerprint="2"))  # changed: prio 3
     db.record(Visit("http://a.example/z", 200, 0, depth=1, fingerprint="z"))
-    assert db.add_unfetched([("http://a.example/", 0), ("http://a.example/new", 2)], 50) == 1
+    # keyed by the canonical form; the URL requested kept when it differs
+    asked = "http://a.example/q?/p"
+    db.record(Visit("http://a.example/q?%2Fp=", 200, 0, depth=1, request_url=asked))
+    new, new_asked = "http://a.example/new?a=1&b=2", "http://a.example/new?b=2&a=1"
+    assert db.add_unfetched([("http://a.example/", 0, None), (new, 2, new_asked)], 50) == 1
     db.close()
 
     other = opener("other-site")  # another site's crawl database: empty
     assert len(other) == 0 and other.get("http://a.example/") is None
     other.close()
     db = opener()
-    assert len(db) == 4 and set(db.urls()) == {
-        "http://a.example/", "http://a.example/x", "http://a.example/z", "http://a.example/new"
+    assert len(db) == 5 and set(db.urls()) == {
+        "http://a.example/", "http://a.example/x", "http://a.example/z", new,
+        "http://a.example/q?%2Fp=",
     }
+    assert db.get("http://a.example/q?%2Fp=").request_url == asked  # type: ignore[union-attr]
     rec = db.get("http://a.example/")
     assert rec is not None and rec.outlinks == links and rec.etag == '"e"'
-    assert db.get("http://a.example/new").status is None  # type: ignore[union-attr]
+    assert db.get(new).status is None  # type: ignore[union-attr]
     assert db.validators("http://a.example/") == ('"e"', None)
-    assert db.validators("http://a.example/new") == (None, None)  # known, never fetched
+    assert db.validators(new) == (None, None)  # known, never fetched
     assert db.validators("http://a.example/unknown") == (None, None)
-    assert [d.url for d in db.due(60)] == ["http://a.example/new"]
+    assert [(d.url, d.fetch_url) for d in db.due(60)] == [(new, new_asked)]
     due = db.due(10 * HOUR)
     assert due[0].url == "http://a.example/x" and due[0].priority == 3  # changes often: first
     assert db.next_due() == 50
     claimed = db.claim_due(10 * HOUR, lease=HOUR, limit=2)
     assert len(claimed) == 2
-    assert len(db.due(10 * HOUR)) == 2  # the claimed ones are leased out
+    assert len(db.due(10 * HOUR)) == 3  # the claimed ones are leased out
     db.close()
 
 

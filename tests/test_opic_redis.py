@@ -244,33 +244,6 @@ def test_summed_credits_leave_the_record_as_one_by_one(redis_server: RedisServer
     client.close()
 
 
-def test_a_crawl_with_cash_records_of_layout_3_is_refused(redis_server: RedisServer) -> None:  # noqa: F811
-    """Layout 3 kept a host's cash records in one hash (``{crawl}:c:<host>``), where this code
-    would not look: such a crawl is refused by name; one of layout 3 holding no record (not
-    ordered by OPIC, or nothing queued) is marked layout 4 and read."""
-    client = redis_server.client()
-    key = fresh_key()
-    f = RedisFrontier(client, key, PolitenessPolicy(), opic=True)
-    client.hset(f.keys.meta, "layout", "3")
-    client.hset(f.keys.stats, mapping={"cn": 2, "cash": "0.5"})
-    with pytest.raises(RuntimeError, match=r"layout 3 \(compact queue entries with referrers\) "
-                       r"with OPIC cash records queued.*layout 4"):
-        RedisFrontier(client, key, PolitenessPolicy(), opic=True)
-    sharded_key = fresh_key()
-    s = sharded(client, sharded_key, 3, policy=PolitenessPolicy(), opic=True)
-    client.hset(s.shards[0].keys.meta, "layout", "3")
-    client.hset(s.shards[2].keys.stats, "cn", 1)  # any shard's records count
-    with pytest.raises(RuntimeError, match="with OPIC cash records queued"):
-        sharded(client, sharded_key, 3, policy=PolitenessPolicy(), opic=True)
-    other = fresh_key()
-    g = RedisFrontier(client, other, PolitenessPolicy())
-    client.hset(g.keys.meta, "layout", "3")
-    g.add(Entry("http://a.test/", "a.test"))
-    RedisFrontier(client, other, PolitenessPolicy())
-    assert client.hget(g.keys.meta, "layout") == b"4"
-    client.close()
-
-
 def test_long_entries_keep_the_buckets_compact(redis_server: RedisServer) -> None:  # noqa: F811
     """A record past 64 bytes (the stock ``hash-max-listpack-value``) goes on in one more field
     of its bucket, or, longer still, in the host's hash of long tails: the buckets stay

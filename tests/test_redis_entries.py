@@ -109,7 +109,7 @@ def test_every_referrer_comes_back_as_it_went_in(
     for payload in (None, SEED, b"\x80 bytes", {"meta": {"k": [1, "v"]}}):
         entry = Entry(url, host, priority, depth, payload, referrer=referrer)
         blob = pack_entry(entry, priority)
-        assert blob[0] & 3 == 3 and blob[1] == pack_entry(Entry(url, host), 0)[0] & 3
+        assert blob[0] & 3 == 3 and blob[1] & 3 == pack_entry(Entry(url, host), 0)[0] & 3
         assert unpack_entry(blob, host) == entry
 
 
@@ -218,32 +218,28 @@ def test_bytes_per_queued_documentation_url(client) -> None:
     assert 10 < per_queued < 50
 
 
-def test_a_crawl_stored_with_msgpack_entries_is_refused_by_name(client) -> None:
+@pytest.mark.parametrize("old", ["1", "2", "4"])
+def test_a_crawl_stored_by_another_version_is_refused_in_one_line(client, old: str) -> None:
+    """Layout 5 keeps request URLs and their seen keys: a crawl of another layout is refused
+    (no migration), in one line that says what to do."""
     key = fresh_key()
     f = frontier(client, key)
-    client.hset(f.keys.meta, "layout", "1")
-    with pytest.raises(
-        RuntimeError, match=r"layout 1 \(msgpack queue entries\).*layout 4 \(compact queue "
-        r"entries with referrers, OPIC cash records in buckets\)"
-    ):
+    client.hset(f.keys.meta, "layout", old)
+    with pytest.raises(RuntimeError, match=rf"another version \(layout {old}, this code reads 5\)"):
         frontier(client, key)
     assert any("layout" in p for p in f.check_compatible({}))
 
 
-def test_a_crawl_of_layout_2_is_read_and_marked_layout_4(client) -> None:
-    """Layout 3 only adds the referrer (and 4 OPIC's buckets, none here): a layout 2 crawl's
-    entries are read as they are, and the crawl is marked layout 4 so a layout 2 worker
-    refuses it from then on."""
-    key = fresh_key()
-    f = frontier(client, key)
-    client.hset(f.keys.meta, "layout", "2")
-    old = Entry("https://a.test/std/index.html", "a.test", 1, 2, SEED)
-    f.add(old)  # a seed: stored exactly as layout 2 stored it
-    g = frontier(client, key)
-    assert client.hget(f.keys.meta, "layout") == b"4"
-    assert all("layout" not in p for p in g.check_compatible({}))
-    lease = g.next()
-    assert lease is not None and lease.entry == old
+def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
+    """The queued URL is the request URL (the link as found); its seen key is stored with it
+    only when the canonical form differs (8 bytes), else computed from the URL."""
+    url = "http://a.test/index.php?/blog/post/1"
+    plain = Entry(url, "a.test", 1, 2)
+    keyed = Entry(url, "a.test", 1, 2, key=-(2**63) + 5)
+    assert len(pack_entry(keyed, 1)) == len(pack_entry(plain, 1)) + 9
+    for entry in (plain, keyed, Entry(url, "a.test", 9, 300, SEED, referrer="http://a.test/",
+                                      key=12345)):
+        assert unpack_entry(pack_entry(entry, entry.priority), "a.test") == entry
 
 
 def test_the_lease_record_holds_the_compact_entry(client) -> None:

@@ -160,7 +160,7 @@ def test_scope_contains() -> None:
         ('name = "bad"\nseeds = ["https://a.example/", 3]\n', "seeds[1]", "non-empty string"),
         ('name = "bad"\nseeds = ["ftp://a.example/"]\n', "seeds[0]", "http:// or https://"),
         ('name = "bad"\nseeds = ["http://[::1"]\n', "seeds[0]", "cannot be parsed"),
-        ('name = "bad"\nseeds = ["https:///path"]\n', "seeds[0]", "has no host"),
+        ('name = "bad"\nseeds = ["https://:8080/path"]\n', "seeds[0]", "has no host"),
         ('name = "bad"\nseeds = ["http://a.example:99999/"]\n', "seeds[0]", "cannot be parsed"),
         ('name = "bad"\nseeds = ["example.com"]\n', "seeds[0]", "http:// or https://"),
         (
@@ -416,7 +416,8 @@ def test_seed_url_problem() -> None:
         "not a url",
         "ftp://x/",
         "http://[::1",
-        "http:///x",
+        "http://",
+        "http://:8080/x",
         "https://a b/",
         "http://a<b/",
         5,

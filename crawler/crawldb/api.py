@@ -2,7 +2,11 @@
 
 One interface so a shared backend (Redis) can follow the embedded SQLite one. Like the frontier,
 time is always passed in (wall-clock epoch seconds here, since records outlive the process),
-and URLs are the frontier's normalized form (``crawler.frontier.normalize_url(url)[0]``).
+and URLs are keyed by the frontier's canonical form (``crawler.frontier.normalize_url(url)[0]``,
+the seen-test's key); ``request_url`` is the URL as it was requested (the link as found, made
+safe: ``crawler.frontier.urls.url_forms``) when it differs from the key, so a refetch requests
+what the site linked, never the canonical form (``index.php?/blog/post/1``, not
+``index.php?%2Fblog%2Fpost%2F1=``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Visit:
     etag: str | None = None
     fingerprint: str | None = None
     outlinks: list[Outlink] | None = None
+    request_url: str | None = None  # None: the key itself
 
 
 @dataclass(slots=True)
@@ -49,6 +54,7 @@ class PageRecord:
     next_fetch: float = 0.0
     priority: int = 0
     outlinks: list[Outlink] = field(default_factory=list)
+    request_url: str | None = None  # None: the key itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,12 @@ class DueUrl:
     depth: int
     priority: int
     next_fetch: float
+    request_url: str | None = None  # None: the key itself
+
+    @property
+    def fetch_url(self) -> str:
+        """The URL to request: as it was requested before."""
+        return self.request_url or self.url
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +95,10 @@ class CrawlDb(abc.ABC):
         """Store a fetch and reschedule the page (see :class:`AdaptiveSchedule.apply`)."""
 
     @abc.abstractmethod
-    def add_unfetched(self, urls: Iterable[tuple[str, int]], due: float) -> int:
-        """Remember (url, depth) pairs the crawl could not fetch (robots.txt unreachable until
-        the end), due at ``due``, so a later crawl fetches them; known URLs are left alone."""
+    def add_unfetched(self, urls: Iterable[tuple[str, int, str | None]], due: float) -> int:
+        """Remember (url, depth, request_url) the crawl could not fetch (robots.txt
+        unreachable until the end, a page budget), due at ``due``, so a later crawl fetches
+        them; known URLs are left alone."""
 
     @abc.abstractmethod
     def urls(self) -> Iterator[str]:

@@ -109,7 +109,10 @@ class AdaptiveSchedule:
         now = visit.fetched_at
         status = visit.status
         if previous is None:
-            previous = PageRecord(url=visit.url, depth=visit.depth, interval=self.interval)
+            previous = PageRecord(
+                url=visit.url, depth=visit.depth, interval=self.interval,
+                request_url=visit.request_url,
+            )
         header_time = _http_date(visit.last_modified)
         changed: bool | None = None
         rec = replace(
@@ -118,6 +121,7 @@ class AdaptiveSchedule:
             status=status,
             fetched_at=now,
             fetch_count=previous.fetch_count + 1,
+            request_url=visit.request_url,
         )
         modified_at = previous.changed_at if previous.changed_at is not None else now
         if 200 <= status < 300:

@@ -26,6 +26,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 
 from crawler import signals as crawler_signals
+from crawler.frontier import normalize_url
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,9 @@ class BudgetCuts:
         if self._closed:
             return
         if self.db is not None:
-            if self.db.add_unfetched([(url, depth)], time.time()):
+            # the crawl database's key (the canonical form); the URL as it will be requested
+            key = normalize_url(url)[0]
+            if self.db.add_unfetched([(key, depth, None if key == url else url)], time.time()):
                 self._inc("budget/remembered")
             return
         if self.path is None:

@@ -164,7 +164,7 @@ class RecrawlExtension:
         meta: dict[str, Any] = {"depth": due.depth}
         if seed:
             meta["seed"] = True
-        return Request(due.url, dont_filter=force, priority=due.priority, meta=meta)
+        return Request(due.fetch_url, dont_filter=force, priority=due.priority, meta=meta)
 
     # -- recording ------------------------------------------------------------------------------
 
@@ -191,7 +191,10 @@ class RecrawlExtension:
         key = db_key(url)
         if key is None or not self._open:
             return None
-        visit = Visit(key, status, self.clock(), depth, last_modified, etag, fingerprint, outlinks)
+        visit = Visit(
+            key, status, self.clock(), depth, last_modified, etag, fingerprint, outlinks,
+            None if url == key else url,  # the URL requested, when it is not its key
+        )
         result = self.db.record(visit)
         self._inc("crawldb/recorded")
         if result.new:
@@ -211,7 +214,11 @@ class RecrawlExtension:
         and say so (``requests_unfetched`` only notifies: nobody else knows they are kept)."""
         if not self._open:
             return
-        pairs = [(k, r.meta.get("depth", 0)) for r in requests if (k := db_key(r.url))]
+        pairs = [
+            (k, r.meta.get("depth", 0), None if r.url == k else r.url)
+            for r in requests
+            if (k := db_key(r.url))
+        ]
         added = self.db.add_unfetched(pairs, self.clock())
         self._inc("crawldb/remembered_unfetched", added)
         if pairs:

@@ -36,9 +36,14 @@ ROBOTS_FIRST = "robots"
 class Entry:
     """One URL waiting in the frontier: a compact record, not a Request.
 
-    ``url`` is the normalized URL (its 64-bit hash is the seen-test key). ``payload`` is what
-    the adapter needs to rebuild a request that is more than a plain link (None for a plain
-    link); a persistent or shared store needs it as bytes. ``id`` is the store's row id (0 in
+    ``url`` is the request URL: the link as found, made safe (``crawler.frontier.weburl``), what
+    is fetched, checked against robots.txt and recorded. ``key``: the seen-test key, the 64-bit
+    hash (``crawler.frontier.store.url_key``) of the URL's canonical form
+    (``crawler.frontier.urls.url_forms``), or 0 when the request URL is its own canonical form
+    (most links: then the key is ``url_key(url)``, computed when needed and not stored: a
+    Python int costs 32 bytes an entry); see ``crawler.frontier.store.identity``. ``payload``
+    is what the adapter needs to rebuild a request that is more than a plain link (None for a
+    plain link); a persistent or shared store needs it as bytes. ``id`` is the store's row id (0 in
     memory). ``cash``: OPIC cash (``crawler.frontier.opic``): what the page that linked it
     hands it when added; what it accumulated when leased. ``policy``: the crawl policy it was
     found under (``crawler.frontier.policies``; "" the site's default). ``referrer``: the page
@@ -57,6 +62,7 @@ class Entry:
     cash: float = 0.0
     policy: str = ""
     referrer: str = ""
+    key: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,15 +164,16 @@ class Frontier(abc.ABC):
         return [self.add(e) for e in entries]
 
     def credit(self, links: Sequence[tuple[Any, ...]]) -> None:  # noqa: B027
-        """OPIC cash for URLs seen before (normalized URL, cash, crawl policy label and,
-        for a sharded frontier, the URL's host), e.g. links a page repeats that the link
-        intake did not send again: a queued URL's priority may rise. Ignored by a frontier
-        that does not order by cash."""
+        """OPIC cash for URLs seen before (the URL's ``crawler.frontier.store.identity``,
+        cash, crawl policy label and, for a sharded frontier, the URL's host), e.g. links a
+        page repeats that the link intake did not send again: a queued URL's priority may
+        rise. Ignored by a frontier that does not order by cash."""
 
     @abc.abstractmethod
     def mark_seen(self, keys: Iterable[str]) -> int:
-        """Make these keys (normalized URLs) seen without queueing them, e.g. pages a crawl
-        database fetched before and that are not due; returns how many were new."""
+        """Make these keys (canonical URLs, ``crawler.frontier.urls.normalize_url``) seen
+        without queueing them, e.g. pages a crawl database fetched before and that are not
+        due; returns how many were new."""
 
     @abc.abstractmethod
     def next(self) -> Lease | None:

@@ -22,7 +22,7 @@ from crawler.frontier.hoststate import HostState, OpenLease
 from crawler.frontier.opic import CashLedger, pick_above_floor
 from crawler.frontier.politeness import PolitenessPolicy
 from crawler.frontier.selector import BiasedSelector
-from crawler.frontier.store import MemoryQueueStore, QueueStore, url_key
+from crawler.frontier.store import MemoryQueueStore, QueueStore, entry_key, identity, url_key
 
 
 class MercatorFrontier(Frontier):
@@ -120,16 +120,16 @@ class MercatorFrontier(Frontier):
         if not force:
             if self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host:
                 return AddResult(False, "host_budget")
-            if not self.store.seen_add(url_key(entry.url)):
+            if not self.store.seen_add(entry_key(entry)):
                 if self.ledger is not None and entry.cash:
-                    self._credit(entry.url, entry.cash, entry.policy)
+                    self._credit(identity(entry), entry.cash, entry.policy)
                 return AddResult(False, "seen")
             host.admitted += 1
             self.store.save_host(host)
         else:
             # A forced URL (a start URL, a retry) is known from now on: a link back to it is
             # not new, so a start page is not fetched twice.
-            self.store.seen_add(url_key(entry.url))
+            self.store.seen_add(entry_key(entry))
         entry.host = host.name  # one string per host, not one per URL
         self._queued += 1
         if first:
@@ -159,7 +159,7 @@ class MercatorFrontier(Frontier):
                 self._credit(url, cash, policy)
         ledger.to_fetched += lost
 
-    def _credit(self, url: str, cash: float, policy: str) -> None:
+    def _credit(self, url: str | int, cash: float, policy: str) -> None:
         """Cash for a URL seen before: queued again in a better front queue if it earned one."""
         copy = self.ledger.credit(url, cash, policy)  # type: ignore[union-attr]
         if copy is not None:
@@ -196,7 +196,7 @@ class MercatorFrontier(Frontier):
             host = self._hosts.get(entry.host) or self._host(entry.host)
             host.fronted -= host.fronted > 0  # (0 for URLs a persistent store kept)
             if ledger is not None:
-                if ledger.is_stale(entry.url, q):
+                if ledger.is_stale(identity(entry), q):
                     store.forget(entry)  # a raised URL's older copy: costs no budget
                     continue
                 ledger.routed(entry)
@@ -314,7 +314,7 @@ class MercatorFrontier(Frontier):
 
     def _take_cash(self, entry: Entry) -> None:
         """OPIC: the entry leaves with the cash its URL gathered (its page hands it on)."""
-        cash = None if self.ledger is None else self.ledger.take(entry.url)
+        cash = None if self.ledger is None else self.ledger.take(identity(entry))
         entry.cash = entry.cash if cash is None else cash
 
     def _push_deadline(self, deadline: float, token: str) -> None:
@@ -490,7 +490,7 @@ class MercatorFrontier(Frontier):
             for entry in entries:
                 self.store.forget(entry)
                 if self.ledger is not None:
-                    self.ledger.drop(entry.url)
+                    self.ledger.drop(identity(entry))
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
         state = self._host(host)

@@ -7,7 +7,8 @@ collect cash fast: the crawl goes to them first, approximating PageRank order wi
 computing it.
 
 :class:`CashLedger` is the bookkeeping the Mercator frontier needs: the cash of every queued URL
-(keyed by its normalized URL, a string the entry holds already), which front queue its live copy
+(keyed by :func:`crawler.frontier.store.identity`: the request URL the entry holds already, or
+the seen key when the canonical form differs), which front queue its live copy
 sits in, and the log-scale bucket of a cash value. A URL whose cash grows into a better bucket
 while it waits in a front queue is queued again there; the older copy stays where it is, is
 known stale by its ``(url, queue)``, and is skipped when the refill meets it. Counters keep the
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from math import frexp
 
 from crawler.frontier.api import Entry
+from crawler.frontier.store import identity
 
 ROUTED = -1  # the URL left the front queues (a back queue, a returned lease)
 # The floor queue holds URLs worth less than 2**-FLOOR_BITS of the mean (a distrusted source's:
@@ -46,8 +48,9 @@ class CashLedger:
         self._queues = queues
         # url -> [cash, front queue of its live copy or ROUTED, that copy, the largest share
         # of cash one link brought it (its policy is that link's)]
-        self._cash: dict[str, list] = {}
-        self.stale: dict[tuple[str, int], int] = {}  # (url, queue) -> stale copies waiting there
+        self._cash: dict[str | int, list] = {}
+        # (identity, queue) -> stale copies waiting there
+        self.stale: dict[tuple[str | int, int], int] = {}
         self.total = 0.0  # cash of the queued URLs
         self.seeded = 0.0  # cash that entered with new URLs (seeds, first links)
         self.credited = 0.0  # cash that arrived for URLs known already
@@ -82,7 +85,7 @@ class CashLedger:
         """A new URL with ``entry.cash``; returns its front queue (and sets the entry's). A URL
         admitted again (forced: a retry, a seed given again) keeps the cash it had and gains
         this; its older copy becomes stale."""
-        url, cash = entry.url, entry.cash
+        url, cash = identity(entry), entry.cash
         rec = self._cash.get(url)
         self.seeded += cash
         self.total += cash
@@ -97,7 +100,7 @@ class CashLedger:
         q = rec[1] = entry.priority = self.bucket(rec[0])
         return q
 
-    def credit(self, url: str, cash: float, policy: str = "") -> Entry | None:
+    def credit(self, url: str | int, cash: float, policy: str = "") -> Entry | None:
         """Cash for a URL seen before, found under crawl policy ``policy``. Returns a copy of
         its entry to queue in the better front queue it now deserves (its old copy is stale
         from now on), or None (not queued any more, already routed, or no better).
@@ -126,14 +129,14 @@ class CashLedger:
         old = rec[2]
         rec[1] = better
         rec[2] = copy = Entry(old.url, old.host, better, old.depth, old.payload, 0, rec[0],
-                              old.policy, old.referrer)
+                              old.policy, old.referrer, old.key)
         return copy
 
-    def _mark_stale(self, url: str, queue: int) -> None:
+    def _mark_stale(self, url: str | int, queue: int) -> None:
         key = (url, queue)
         self.stale[key] = self.stale.get(key, 0) + 1
 
-    def is_stale(self, url: str, queue: int) -> bool:
+    def is_stale(self, url: str | int, queue: int) -> bool:
         """Called for each entry the refill takes from front queue ``queue``: True (and
         forgotten) for a copy left behind by a raise."""
         stale = self.stale
@@ -151,7 +154,7 @@ class CashLedger:
 
     def routed(self, entry: Entry) -> None:
         """The URL's live copy moved to a back queue: cash still accrues, no more raises."""
-        rec = self._cash.get(entry.url)
+        rec = self._cash.get(identity(entry))
         if rec is not None:
             rec[1] = ROUTED
             rec[2] = entry
@@ -159,9 +162,9 @@ class CashLedger:
     def requeue(self, entry: Entry) -> int:
         """A routed URL goes back to the front queues (its host gave its back queue up):
         returns (and sets) its front queue for the cash it holds now."""
-        rec = self._cash.get(entry.url)
+        rec = self._cash.get(identity(entry))
         if rec is None:
-            rec = self._cash[entry.url] = [entry.cash, 0, entry, entry.cash]
+            rec = self._cash[identity(entry)] = [entry.cash, 0, entry, entry.cash]
             self.total += entry.cash
             self.seeded += entry.cash
         entry.cash = rec[0]
@@ -172,7 +175,7 @@ class CashLedger:
     def hand_back(self, entry: Entry) -> None:
         """A lease came back unfetched (released, expired): its cash is queued again, with
         what arrived for it meanwhile."""
-        url, cash = entry.url, entry.cash
+        url, cash = identity(entry), entry.cash
         rec = self._cash.get(url)
         self.spent -= cash
         self.total += cash
@@ -184,21 +187,21 @@ class CashLedger:
     def restore(self, entry: Entry) -> None:
         """A URL a persistent store kept from an earlier run, in front queue
         ``entry.priority``."""
-        if entry.url not in self._cash:
-            self._cash[entry.url] = [entry.cash, entry.priority, entry, entry.cash]
+        if identity(entry) not in self._cash:
+            self._cash[identity(entry)] = [entry.cash, entry.priority, entry, entry.cash]
             self.total += entry.cash
             self.seeded += entry.cash
 
-    def cash(self, url: str) -> float | None:
+    def cash(self, url: str | int) -> float | None:
         rec = self._cash.get(url)
         return None if rec is None else rec[0]
 
-    def current(self, url: str) -> int | None:
+    def current(self, url: str | int) -> int | None:
         """The front queue of the URL's live copy (ROUTED when it left them), or None."""
         rec = self._cash.get(url)
         return None if rec is None else rec[1]
 
-    def take(self, url: str) -> float | None:
+    def take(self, url: str | int) -> float | None:
         """The URL is handed out: its cash leaves the ledger for the page to distribute
         (None: the ledger did not know it)."""
         rec = self._cash.pop(url, None)
@@ -210,7 +213,7 @@ class CashLedger:
             self.total = 0.0
         return rec[0]
 
-    def drop(self, url: str) -> None:
+    def drop(self, url: str | int) -> None:
         """The URL was dropped unfetched (its host was given up)."""
         rec = self._cash.pop(url, None)
         if rec is not None:

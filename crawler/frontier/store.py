@@ -20,11 +20,34 @@ from crawler.frontier.api import Entry
 
 
 def url_key(url: str) -> int:
-    """A stable 64-bit key of a normalized URL (stable across processes, unlike ``hash``).
+    """A stable 64-bit key of a canonical URL (stable across processes, unlike ``hash``).
 
     At 10 million URLs the chance of any collision is about 3 in a million.
     """
     return int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def identity(entry: Entry) -> str | int:
+    """What the URL of ``entry`` is known by (OPIC's cash record, a credit to it): its
+    request URL when that is its canonical form, else its seen key. Equal for two links with
+    one canonical form, and costs no hash for most links."""
+    return entry.key or entry.url
+
+
+def entry_key(entry: Entry) -> int:
+    """The seen-test key of a queued URL (``Entry.key``, computed when not stored)."""
+    return entry.key or url_key(entry.url)
+
+
+def identity_key(identity: str | int) -> int:
+    """The seen key of what :func:`identity` gives."""
+    return identity if isinstance(identity, int) else url_key(identity)
+
+
+def link_identity(url: str, canonical: str) -> str | int:
+    """:func:`identity` of a link: its request URL ``url`` when that is its
+    ``canonical`` form, else the canonical form's key."""
+    return url if canonical == url else url_key(canonical)
 
 
 @dataclass

@@ -10,12 +10,9 @@ from urllib.parse import urlsplit, urlunsplit
 from w3lib.url import canonicalize_url
 
 from crawler.config import defaults
+from crawler.frontier.weburl import InvalidUrl, request_url
 
-SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_HOST_RE = re.compile(r"^[a-z0-9_\-.:]+$")  # after IDNA; ':' for IPv6 literals
-# An authority canonicalization may change: link_problem leaves it to normalize_url.
-_ODD_NETLOC = re.compile(r"[^\x21-\x7e]|[%\\\[\]]")
 
 
 # Session ids in URLs: every visit mints new URLs for the same pages. Names that mean nothing
@@ -45,98 +42,84 @@ def strip_session_ids(path: str, query: str) -> tuple[str, str]:
     return path, query
 
 
-class InvalidUrl(ValueError):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-
-
-# A URL already in the form normalize_url gives (an http(s) URL with a lower-case host of
-# letters, digits and hyphens, no port, user, query, fragment or parameters, a path of
-# unreserved characters without dot or empty segments) comes back as it is, without w3lib's
-# 20-40 us: canonicalize_url would return it unchanged (tests/test_seeds_bulk.py compares
-# the two on real documentation URLs and on the cases this pattern turns away).
+# A request URL already in the form normalize_url gives (an http(s) URL with a lower-case host
+# of letters, digits and hyphens, no port, query or parameters, a path of unreserved characters
+# without dot or empty segments) is its own canonical form, without w3lib's 20-40 us:
+# canonicalize_url would return it unchanged (tests/test_seeds_bulk.py compares the two on real
+# documentation URLs and on the cases this pattern turns away).
 _CANONICAL = re.compile(
     r"https?://((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)"
     r"/(?:(?!\.\.?/)[A-Za-z0-9._~-]+/)*(?:(?!\.\.?\Z)[A-Za-z0-9._~-]+)?\Z"
 )
 
 
-def normalize_url(url: str) -> tuple[str, str]:
-    """Canonical form of ``url`` for the seen-test, and its host (lower-case, no port).
+def url_forms(url: str) -> tuple[str, str, str]:
+    """``(request URL, canonical form, host)`` of ``url``, an absolute link as found.
 
-    w3lib sorts the query, fixes percent-encoding and drops the fragment; on top of that the
-    scheme's default port and any ``user:password@`` are removed, so ``http://a.com:80/`` and
-    ``http://A.com/`` are one URL, and so are session-id parameters (``?sid=<token>``,
-    ``;jsessionid=...``; see :func:`strip_session_ids`), so a session trap is one URL per page.
-    Raises InvalidUrl with a reason ("scheme" or "invalid_url").
+    The request URL is the link made safe and nothing more (:func:`crawler.frontier.weburl.
+    request_url`: what the server, its robots.txt, the WARC and the index see). The canonical
+    form is only the seen-test key (and OPIC's cash key): w3lib's ``canonicalize_url`` of the
+    request URL (query sorted, percent-encoding fixed) less session-id parameters
+    (``?sid=<token>``, ``;jsessionid=...``; see :func:`strip_session_ids`), so a session trap
+    is one URL per page. The host is the request URL's (lower-case, IDNA, no port, no trailing
+    dot, an IPv4 address dotted-decimal): one server, one politeness queue. The canonical form
+    is the request URL's own string when the two are equal (most links). Raises InvalidUrl with
+    a reason ("scheme" or "invalid_url").
     """
-    url = url.strip()
-    canonical = _CANONICAL.match(url)
-    if canonical is not None:
-        return url, canonical.group(1)
-    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
-    if scheme not in SCHEMES:
-        raise InvalidUrl("scheme", f"not an http(s) URL: {url[:200]!r}")
+    plain = _plain(url)
+    if plain is not None:
+        return url, url, plain.group(1)
+    request, host = request_url(url)
+    if _CANONICAL.match(request) is not None:
+        return request, request, host
     try:
-        canonical = canonicalize_url(url)
+        canonical = canonicalize_url(request)
         parts = urlsplit(canonical)
-        host = parts.hostname or ""
-        port = parts.port
     except ValueError as exc:
         raise InvalidUrl("invalid_url", f"malformed URL {url[:200]!r}: {exc}") from None
-    if not host or not _HOST_RE.match(host):
-        raise InvalidUrl("invalid_url", f"malformed URL {url[:200]!r}: bad host {host!r}")
     if ";" in parts.path or parts.query:
         path, query = strip_session_ids(parts.path, parts.query)
         if path != parts.path or query != parts.query:
-            parts = parts._replace(path=path, query=query)
-            canonical = urlunsplit(parts)
-    if "@" in parts.netloc or (port is not None and port == _DEFAULT_PORTS[parts.scheme]):
-        # credentials in a link are never sent on (nor logged, stored or indexed), and the
-        # scheme's default port is dropped
-        netloc = f"[{host}]" if ":" in host else host
-        if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
-            netloc = f"{netloc}:{port}"
-        canonical = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+            canonical = urlunsplit(parts._replace(path=path, query=query))
+    return request, (request if canonical == request else canonical), host
+
+
+def _plain(url: str) -> re.Match[str] | None:
+    """The match of ``_CANONICAL`` when ``url`` is its own request URL and canonical form: no
+    A-label to check, a host that is not an IPv4 number (its last label starts with a
+    letter). Most links are so: one match, no parsing."""
+    m = _CANONICAL.match(url)
+    if m is None:
+        return None
+    host = m.group(1)
+    if host[host.rfind(".") + 1].isalpha() and "xn--" not in host:
+        return m
+    return None
+
+
+def normalize_url(url: str) -> tuple[str, str]:
+    """Canonical form of ``url`` for the seen-test, and its host (see :func:`url_forms`)."""
+    _, canonical, host = url_forms(url)
     return canonical, host
 
 
-# What a link is, whatever the crawl has seen: (reason, normalized URL, host, origin, verdict).
-# reason is "" (a well-formed http(s) URL), "scheme" or "invalid_url" (then the URL is as given
-# and the rest ""); verdict is the fixed filters' (see UrlPolicy.link_form).
-LinkForm = tuple[str, str, str, str, str]
+# What a link is, whatever the crawl has seen: (reason, request URL, host, origin, verdict,
+# canonical form). reason is "" (a well-formed http(s) URL), "scheme" or "invalid_url" (then the
+# URL is as given and the rest ""); verdict is the fixed filters' (see UrlPolicy.link_form).
+LinkForm = tuple[str, str, str, str, str, str]
 
 
 def link_problem(url: str) -> str | None:
-    """:func:`normalize_url`'s verdict on ``url`` without normalizing it: ``"scheme"``,
-    ``"invalid_url"`` (the reasons of :class:`InvalidUrl`) or ``None`` when it would take it.
+    """:func:`url_forms`' verdict on ``url``: ``"scheme"``, ``"invalid_url"`` (the reasons of
+    :class:`InvalidUrl`) or ``None`` when it takes it.
 
     The spider checks every link of every page with this, so that a link it keeps is one the
     frontier accepts and one it drops is one the frontier would refuse: one rule for a valid
-    URL, not two. Canonicalizing each link (w3lib) would cost several times the rest of the link
-    path, so the common case is decided on ``urlsplit``'s host and port, which are the ones
-    ``normalize_url`` checks when there is an authority (``//host``) of printable ASCII without
-    ``%``, ``\\`` or brackets, the only ones canonicalization may change (IDNA, unquoting,
-    control characters, a backslash read as ``/`` as in ``http:\\\\host``, IPv6 literals).
-    Any other URL gets ``normalize_url``'s own verdict.
+    URL, not two. The verdict is the request URL's (one regular expression for most links);
+    canonicalization takes any URL that has one.
     """
-    if not url.startswith(("https://", "http://")):  # else the scheme is known: most links
-        url = url.strip()
-        scheme = url.split(":", 1)[0].lower() if ":" in url else ""
-        if scheme not in SCHEMES:
-            return "scheme"
     try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if netloc and not _ODD_NETLOC.search(netloc):
-            host = parts.hostname
-            parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
-            return None if host and _HOST_RE.match(host) else "invalid_url"
-    except ValueError:
-        pass  # normalize_url says whether canonicalization makes something of it
-    try:
-        normalize_url(url)
+        request_url(url)
     except InvalidUrl as exc:
         return exc.reason
     return None
@@ -150,7 +133,7 @@ def url_problem(url: str) -> str | None:
     refusal in words ("has no host" rather than ``InvalidUrl("invalid_url", ...)``).
     """
     try:
-        normalize_url(url)
+        url_forms(url)
     except InvalidUrl as exc:
         if exc.reason == "scheme":
             return "must be an http:// or https:// URL"
@@ -262,39 +245,41 @@ class UrlPolicy:
 
     def check(
         self, url: str, depth: int = 0, *, filters: bool = True, form: LinkForm | None = None
-    ) -> tuple[str, str, str]:
-        """``(reason, normalized_url, host)``; ``reason`` is "" when the URL is admitted.
+    ) -> tuple[str, str, str, str]:
+        """``(reason, request_url, host, canonical)``; ``reason`` is "" when the URL is admitted
+        (:func:`url_forms`: the request URL is what is fetched, the canonical form only the
+        seen-test's key; the URL filters read the canonical form).
 
         ``filters=False`` checks only that the URL is a well-formed http(s) URL. ``form``:
         :func:`link_form` of ``url`` when it was computed before (on another thread); the
         verdict is the same, only the canonicalization is not done again.
         """
         if len(url) > self.max_url_length:
-            return "too_long", url, ""
+            return "too_long", url, "", url
         if form is None:
             try:
-                normalized, host = normalize_url(url)
+                request, canonical, host = url_forms(url)
             except InvalidUrl as exc:
-                return exc.reason, url, ""
+                return exc.reason, url, "", url
         else:
-            reason, normalized, host, _, verdict = form
+            reason, request, host, _, verdict, canonical = form
             if reason:
-                return reason, url, ""
+                return reason, url, "", url
         if not filters:
-            return "", normalized, host
+            return "", request, host, canonical
         if not self.any_host and not host_in(host, self.hosts, self.domains):
-            return "out_of_scope", normalized, host
+            return "out_of_scope", request, host, canonical
         if self.max_depth is not None and depth > self.max_depth:
-            return "too_deep", normalized, host
+            return "too_deep", request, host, canonical
         if form is None:
-            verdict = self._fixed_filters(normalized)
+            verdict = self._fixed_filters(canonical)
         if verdict:
-            return verdict, normalized, host
+            return verdict, request, host, canonical
         if self.max_hosts_per_domain and not self._host_allowed(host):
-            return "domain_hosts", normalized, host
-        if self.max_query_variants and not self._variant_allowed(normalized):
-            return "query_variants", normalized, host
-        return "", normalized, host
+            return "domain_hosts", request, host, canonical
+        if self.max_query_variants and not self._variant_allowed(canonical):
+            return "query_variants", request, host, canonical
+        return "", request, host, canonical
 
     def _fixed_filters(self, normalized: str) -> str:
         """The verdict of the filters that depend on the URL alone (deny, allow, repeated
@@ -311,8 +296,8 @@ class UrlPolicy:
 
     def link_form(self, url: str) -> LinkForm:
         """What :meth:`check` finds in ``url`` that does not depend on what the crawl has seen:
-        its canonical form and host (:func:`normalize_url`, without raising), its origin
-        (:func:`origin_of`) and the fixed filters' verdict.
+        its request URL, host and canonical form (:func:`url_forms`, without raising), its
+        origin (:func:`origin_of`) and the fixed filters' verdict.
 
         Safe on any thread (it reads only the policy's fixed configuration), so the content
         thread that parsed a page computes it for the page's new links and the reactor is left
@@ -320,17 +305,17 @@ class UrlPolicy:
         links 100-200 ms on whichever thread does it. ``check(url, depth, form=...)`` then gives
         the verdict it gives without ``form``.
         """
-        canonical = _CANONICAL.match(url.strip())
-        if canonical is not None:  # normalize_url's fast path; the origin is its start
-            normalized = canonical.string
-            origin = normalized[: canonical.end(1)]
-            return "", normalized, canonical.group(1), origin, self._fixed_filters(normalized)
+        plain = _plain(url)
+        if plain is not None:  # url_forms' fast path; the origin is its start
+            origin = url[: plain.end(1)]
+            return "", url, plain.group(1), origin, self._fixed_filters(url), url
         try:
-            normalized, host = normalize_url(url)
+            request, canonical, host = url_forms(url)
         except InvalidUrl as exc:
-            return exc.reason, url, "", "", ""
-        origin = origin_of(normalized) or normalized
-        return "", normalized, host, origin, self._fixed_filters(normalized)
+            return exc.reason, url, "", "", "", url
+        cut = request.find("/", request.find("//") + 2)
+        origin = request[:cut] if cut > 0 else request
+        return "", request, host, origin, self._fixed_filters(canonical), canonical
 
     def restore_hosts(self, hosts: Iterable[str]) -> None:
         """Hosts admitted before (a resumed crawl, the shared frontier of other workers): they

@@ -291,16 +291,16 @@ class FrontierScheduler(BaseScheduler):
         requisite = bool(meta.get(REQUISITE_META)) and not first and not request.dont_filter
         # A host's first request (robots.txt) and a page requisite are exempt from the site's
         # URL filters: only a malformed URL or another scheme stops them.
-        reason, url, host = admission.policy.check(
+        reason, url, host, canonical = admission.policy.check(
             request.url, depth, filters=not (first or meta.get(REQUISITE_META))
         )
         if not reason and requisite and self.requisites is not None:
-            reason = self.requisites.refusal(url)
+            reason = self.requisites.refusal(canonical)
         if reason:
             self.stats.rejected(reason, request.url, seed)
             return False
         if requisite and self.requisites is not None:
-            if not self.requisites.claim(frontier, url):
+            if not self.requisites.claim(frontier, canonical):
                 self.stats.inc("requisites/seen")
                 return False
             self.stats.inc("requisites/queued")
@@ -311,7 +311,7 @@ class FrontierScheduler(BaseScheduler):
             cash, label = admission.seed_ranking(host, label)
         entry = admission.entry(
             url, host, depth, payload, request.priority, first, cash=cash, crawl_policy=label,
-            referrer=found_on(request),
+            referrer=found_on(request), canonical=canonical,
         )
         result = frontier.add(entry, force=request.dont_filter or first or requisite, first=first)
         return self.stats.submitted(entry, result)
@@ -355,7 +355,7 @@ class FrontierScheduler(BaseScheduler):
         admission = self.admission
         if admission is None or admission.policy.any_host:
             return
-        _, _, host = admission.policy.check(url, filters=False)
+        host = admission.policy.check(url, filters=False)[2]
         if host and host not in admission.policy.hosts and admission.widen({host}):
             self._scope_grew()
 

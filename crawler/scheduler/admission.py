@@ -14,6 +14,7 @@ from typing import Any
 from crawler.frontier import Entry, Frontier, Prioritizer, UrlPolicy
 from crawler.frontier.policies import PolicyBook
 from crawler.frontier.scope import ScopeRegistry
+from crawler.frontier.store import url_key
 from crawler.frontier.urls import origin_of
 from crawler.sites.policy import policy_book_for, url_policy_for
 
@@ -91,10 +92,12 @@ class Admission:
         cash: float = 0.0,
         crawl_policy: str = "",
         referrer: str = "",
+        canonical: str = "",
     ) -> Entry:
-        """The frontier entry of an admitted URL. ``origin``: ``origin_of(url) or url`` when
-        :meth:`UrlPolicy.link_form` computed it already; ``referrer``: the page it was found
-        on."""
+        """The frontier entry of an admitted URL: ``url`` is its request URL, ``canonical``
+        its canonical form (:meth:`UrlPolicy.check`: the seen key's; "" the URL itself).
+        ``origin``: ``origin_of(url) or url`` when :meth:`UrlPolicy.link_form` computed it
+        already; ``referrer``: the page it was found on."""
         if not first:
             if origin is None:
                 origin = origin_of(url) or url
@@ -105,7 +108,8 @@ class Admission:
         priority = 0 if first else self.prioritizer.priority(
             depth=depth, host=host, request_priority=request_priority
         )
-        return Entry(url, host, priority, depth, payload, 0, cash, crawl_policy, referrer)
+        key = url_key(canonical) if canonical and canonical != url else 0
+        return Entry(url, host, priority, depth, payload, 0, cash, crawl_policy, referrer, key)
 
     def seed_ranking(self, host: str, named: str = "") -> tuple[float, str]:
         """A seed's OPIC cash (1, times its policy's multiplier) and policy label."""
@@ -120,7 +124,7 @@ class Admission:
         policy = self.policy
         if policy.any_host:  # an open scope: nothing to widen, nothing to share
             return False
-        _, _, host = policy.check(url)
+        host = policy.check(url)[2]
         if not host or host in policy.hosts:
             return False
         policy.add_host(host)

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from crawler.frontier import Entry, Frontier
 from crawler.frontier.api import SEED
+from crawler.frontier.store import link_identity
 from crawler.frontier.urls import LinkForm, origin_of, url_problem
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.stats import FrontierStats
@@ -79,8 +80,9 @@ class LinkIntake:
         self.cache_size = cache_size
         self.later = later
         self._raw_seen: set[int] = set()  # hashes of links as written, decided already
-        # OPIC: the admitted ones, hash -> (URL, host): a repeated link still brings its cash
-        self._raw_urls: dict[int, tuple[str, str]] = {}
+        # OPIC: the admitted ones, hash -> (identity, host, canonical form): a repeated link
+        # still brings its cash
+        self._raw_urls: dict[int, tuple[str | int, str, str]] = {}
         self._backlog: deque[LinkBatch] = deque()
         self._backlog_pages: dict[str, int] = {}  # page lease -> its batches still waiting
         self._ack_waiting: set[str] = set()  # pages acknowledged once their links are in
@@ -156,18 +158,23 @@ class LinkIntake:
         check, entry, ranking = policy.check, admission.entry, admission.seed_ranking
         admitted = []
         for raw, form in forms:
-            reason, url, host = check(raw, 0, form=form)
+            reason, url, host, canonical = check(raw, 0, form=form)
             if reason:
                 stats.rejected(reason, raw, True)
                 continue
-            admitted.append((url, host, form[3]))
+            admitted.append((url, host, form[3], canonical))
         # the batch's new origins announced together first (robots.txt read in one go)
-        admission.prepare(origin for _, _, origin in admitted)
+        admission.prepare(a[2] for a in admitted)
         entries = []
-        for url, host, origin in admitted:
+        for url, host, origin, canonical in admitted:
             # OPIC: a seed starts with its cash (without it, every link of the crawl had none)
             cash, label = ranking(host)
-            entries.append(entry(url, host, 0, SEED, origin=origin, cash=cash, crawl_policy=label))
+            entries.append(
+                entry(
+                    url, host, 0, SEED, origin=origin, cash=cash, crawl_policy=label,
+                    canonical=canonical,
+                )
+            )
         if entries:
             for e, result in zip(entries, self.frontier.add_many(entries), strict=True):
                 stats.submitted(e, result)
@@ -206,7 +213,7 @@ class LinkIntake:
         stats = self.stats
         repeated = 0
         entries: list[Entry] = []
-        admitted: list[tuple[str, str, str]] = []
+        admitted: list[tuple[str, str, str, str]] = []
         page = batch.page
         share, book = batch.share, self.admission.book
         if share or book is not None:
@@ -217,18 +224,19 @@ class LinkIntake:
                 repeated += 1
                 continue
             form = forms.get(raw)
-            reason, url, host = check(raw, depth, form=form)
+            reason, url, host, canonical = check(raw, depth, form=form)
             if reason not in _DEPTH_DEPENDENT:
                 raw_seen.add(h)
             if reason:
                 stats.rejected(reason, raw)
                 continue
-            admitted.append((url, host, form[3] if form is not None else origin_of(url) or url))
+            origin = form[3] if form is not None else origin_of(url) or url
+            admitted.append((url, host, origin, canonical))
         if admitted:  # the new origins announced together first (robots.txt read in one go)
-            self.admission.prepare(origin for _, _, origin in admitted)
+            self.admission.prepare(a[2] for a in admitted)
             entries = [
-                entry(url, host, depth, origin=origin, referrer=page)
-                for url, host, origin in admitted
+                entry(url, host, depth, origin=origin, referrer=page, canonical=canonical)
+                for url, host, origin, canonical in admitted
             ]
         self._submit(entries, repeated)
         return len(part)
@@ -244,7 +252,7 @@ class LinkIntake:
         stats = self.stats
         repeated = 0
         entries: list[Entry] = []
-        admitted: list[tuple[str, str, str, float, str]] = []
+        admitted: list[tuple[str, str, str, float, str, str]] = []
         credits = []
         label, factor = batch.policy, 1.0
         for raw in part:
@@ -255,7 +263,7 @@ class LinkIntake:
                 if known is None:
                     continue
                 if book is not None:
-                    decided = book.link(batch.policy, batch.host, depth, *known)
+                    decided = book.link(batch.policy, batch.host, depth, known[2], known[1])
                     if decided is None:
                         continue
                     credits.append((known[0], share * decided.factor, decided.label, known[1]))
@@ -263,22 +271,23 @@ class LinkIntake:
                     credits.append((known[0], share, label, known[1]))
                 continue
             form = forms.get(raw)
-            reason, url, host = check(raw, depth, form=form)
+            reason, url, host, canonical = check(raw, depth, form=form)
             if reason not in _DEPTH_DEPENDENT:
                 raw_seen.add(h)
             if reason:
                 stats.rejected(reason, raw)
                 continue
             if book is not None:
-                decided = book.link(batch.policy, batch.host, depth, url, host)
+                decided = book.link(batch.policy, batch.host, depth, canonical, host)
                 if decided is None:
                     raw_seen.discard(h)  # another page's policy may follow it
                     stats.rejected("crawl_policy", raw)
                     continue
                 label, factor = decided.label, decided.factor
-            raw_urls[h] = (url, host)
+            # a repeated link is known by its identity (crawler.frontier.store.identity)
+            raw_urls[h] = (link_identity(url, canonical), host, canonical)
             origin = form[3] if form is not None else origin_of(url) or url
-            admitted.append((url, host, origin, share * factor, label))
+            admitted.append((url, host, origin, share * factor, label, canonical))
         if admitted:  # the new origins announced together first (robots.txt read in one go)
             self.admission.prepare(a[2] for a in admitted)
             entries = [
@@ -290,8 +299,9 @@ class LinkIntake:
                     cash=cash,
                     crawl_policy=label,
                     referrer=batch.page,
+                    canonical=canonical,
                 )
-                for url, host, origin, cash, label in admitted
+                for url, host, origin, cash, label, canonical in admitted
             ]
         if credits:
             self.frontier.credit(credits)

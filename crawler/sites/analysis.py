@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
@@ -41,6 +41,7 @@ from crawler.content.html import parse_page
 from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
+from crawler.frontier.weburl import join as web_join
 from crawler.robots import Directives
 from crawler.sites.fields import FieldSpec, extract_fields
 
@@ -328,7 +329,7 @@ class ContentAnalysis:
         base = page_url
         if base_href:
             with contextlib.suppress(ValueError):  # a broken <base href> is ignored
-                base = urljoin(page_url, base_href)
+                base = web_join(page_url, base_href)
         origin = _origin(base)
         cut = len(origin) if origin else 0
         joiner = self.joiner(base)

@@ -11,8 +11,7 @@ from scrapy.http import Response
 
 from crawler.config import defaults
 from crawler.content.canonical import CanonicalPolicy, link_header_canonical
-from crawler.frontier import normalize_url
-from crawler.frontier.urls import registered_domain_function
+from crawler.frontier.urls import registered_domain_function, url_forms
 from crawler.sites.analysis import PageAnalysis
 
 
@@ -20,7 +19,14 @@ def canonical_policy(settings: Any) -> CanonicalPolicy:
     """The crawl's policy from ``CANONICAL_SCOPE``."""
     scope = str(settings.get("CANONICAL_SCOPE", defaults.CANONICAL_SCOPE)).strip().lower()
     domain_of = registered_domain_function() if scope == "domain" else None
-    return CanonicalPolicy(scope, normalize_url, domain_of)
+    return CanonicalPolicy(scope, _request_form, domain_of)
+
+
+def _request_form(url: str) -> tuple[str, str]:
+    """A canonical link's request URL and host: queued and fetched as the page wrote it (made
+    safe), like any link; the frontier's seen-test compares canonical forms."""
+    request, _, host = url_forms(url)
+    return request, host
 
 
 def apply_canonical(

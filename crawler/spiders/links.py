@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import weakref
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from pydispatch import dispatcher
 from scrapy import Request, Spider
 from scrapy.http import Response
 
 from crawler import signals as crawler_signals
+from crawler.frontier.weburl import join as web_join
 
 # Spiders whose crawl's scheduler announced a frontier (``frontier_opened``): their links go to
 # it in bulk. Heard for every crawler in the process (any sender), since the announcement comes
@@ -69,14 +70,15 @@ def follow_links(
 
 
 class UrlJoiner:
-    """``urljoin(base, href)`` for one page's links, with the common shapes done by string
-    concatenation: an absolute path (``/docs/a.html``), a plain relative path (``a.html``,
-    ``sub/b.html``), an anchor on the page (``#method.len``), a path that only climbs first
-    (``../../std/vec/struct.Vec.html``: rustdoc and Sphinx write almost every link so) and an
-    absolute http(s) URL. Anything else (dot segments
-    further in, ``?query`` alone, ``//host``, other schemes, backslashes) goes
-    to ``urljoin``. On pages with hundreds of links this is most of the per-link cost of the
-    spider.
+    """``href`` joined to ``base`` as a browser joins it (:func:`crawler.frontier.weburl.join`:
+    WHATWG, where ``\\`` is ``/`` and ``///host`` a host) for one page's links, with the
+    common shapes done by string concatenation: an absolute path (``/docs/a.html``), a plain
+    relative path (``a.html``, ``sub/b.html``), an anchor on the page (``#method.len``), a path
+    that only climbs first (``../../std/vec/struct.Vec.html``: rustdoc and Sphinx write almost
+    every link so) and an absolute http(s) URL. Anything else (dot segments further in,
+    ``?query`` alone, ``//host``, other schemes, backslashes) goes to
+    :func:`~crawler.frontier.weburl.join`. On pages with hundreds of links this is most of the
+    per-link cost of the spider.
     """
 
     __slots__ = ("base", "directory", "origin", "segments", "unfragmented")
@@ -99,22 +101,22 @@ class UrlJoiner:
         if href[:1] == "." and self.segments is not None:
             return self._climb(href)
         if not href or "\\" in href or "/." in href or href[0] == ".":
-            return urljoin(self.base, href)
+            return web_join(self.base, href)
         first = href[0]
         if first == "/":
             if href[1:2] == "/" or not self.origin:
-                return urljoin(self.base, href)
+                return web_join(self.base, href)
             return self.origin + href
         if first == "#" and len(href) > 1 and self.origin:
             return self.unfragmented + href  # an anchor on the page itself
         if first in "?#":
-            return urljoin(self.base, href)
+            return web_join(self.base, href)
         if href.startswith(("http://", "https://")):
             if href.count("/") < 3 or href[-1] in "?#" or ";" in href:
-                return urljoin(self.base, href)
+                return web_join(self.base, href)
             return href
         if ":" in href.split("/", 1)[0] or not self.origin:
-            return urljoin(self.base, href)  # another scheme (mailto:, javascript:) or no base
+            return web_join(self.base, href)  # another scheme (mailto:, javascript:) or no base
         return self.directory + href
 
     def _climb(self, href: str) -> str:
@@ -129,7 +131,7 @@ class UrlJoiner:
             rest = rest[2:]
         if (not rest or rest[0] in "./?#" or "/." in rest or "\\" in rest
                 or ":" in rest.split("/", 1)[0]):
-            return urljoin(self.base, href)
+            return web_join(self.base, href)
         segments = self.segments or []
         if up:
             segments = segments[: max(0, len(segments) - up)]

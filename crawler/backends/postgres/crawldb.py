@@ -33,12 +33,12 @@ from crawler.crawldb.schedule import AdaptiveSchedule
 
 __all__ = ["PostgresCrawlDb", "partition_count", "schema"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: request_url (the URL requested, when it is not the key)
 BATCH = 500  # records queued before they are handed to the writer without waiting for commit()
 _LOCK = 0x63726462  # advisory lock held while a worker creates the schema ("crdb")
 _COLUMNS = (
     "url, depth, status, fetched_at, last_modified, etag, fingerprint, fetch_count,"
-    " change_count, changed_at, interval, next_fetch, priority, outlinks"
+    " change_count, changed_at, interval, next_fetch, priority, outlinks, request_url"
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS crawldb_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS crawldb (
     next_fetch DOUBLE PRECISION NOT NULL,
     priority INTEGER NOT NULL DEFAULT 0,
     outlinks BYTEA,
+    request_url TEXT,
     PRIMARY KEY (crawl, url)
 ){partitioned};{partitions}
 CREATE INDEX IF NOT EXISTS crawldb_due ON crawldb (crawl, next_fetch);
@@ -93,14 +94,15 @@ def partition_count(conn: psycopg.Connection[Any], table: str) -> int:
     return int(row[0]) if row else 0
 _UPSERT = f"""
 INSERT INTO crawldb (crawl, {_COLUMNS})
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (crawl, url) DO UPDATE SET
     depth = excluded.depth, status = excluded.status, fetched_at = excluded.fetched_at,
     last_modified = excluded.last_modified, etag = excluded.etag,
     fingerprint = excluded.fingerprint, fetch_count = excluded.fetch_count,
     change_count = excluded.change_count, changed_at = excluded.changed_at,
     interval = excluded.interval, next_fetch = excluded.next_fetch,
-    priority = excluded.priority, outlinks = excluded.outlinks
+    priority = excluded.priority, outlinks = excluded.outlinks,
+    request_url = excluded.request_url
 """
 
 
@@ -184,8 +186,8 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
         ).fetchone()
         if row is None:
             return None
-        *head, outlinks = row
-        return PageRecord(*head, outlinks=unpack_outlinks(outlinks))
+        *head, outlinks, request_url = row
+        return PageRecord(*head, outlinks=unpack_outlinks(outlinks), request_url=request_url)
 
     def validators(self, url: str) -> tuple[str | None, str | None]:
         rec = self._unwritten(url)
@@ -215,7 +217,7 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
     def due(self, now: float, limit: int | None = None) -> list[DueUrl]:
         self.flush()
         rows = self._db.execute(
-            "SELECT url, depth, priority, next_fetch FROM crawldb"
+            "SELECT url, depth, priority, next_fetch, request_url FROM crawldb"
             " WHERE crawl = %s AND next_fetch <= %s ORDER BY priority DESC, next_fetch, url"
             " LIMIT %s",
             (self.crawl, now, limit),
@@ -234,14 +236,14 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
                 FOR UPDATE SKIP LOCKED
             ),
             claimed AS (
-                SELECT c.url, c.depth, c.priority, c.next_fetch FROM crawldb c
+                SELECT c.url, c.depth, c.priority, c.next_fetch, c.request_url FROM crawldb c
                 JOIN due USING (url) WHERE c.crawl = %(crawl)s
             ),
             pushed AS (
                 UPDATE crawldb c SET next_fetch = %(until)s FROM due
                 WHERE c.crawl = %(crawl)s AND c.url = due.url
             )
-            SELECT url, depth, priority, next_fetch FROM claimed
+            SELECT url, depth, priority, next_fetch, request_url FROM claimed
             ORDER BY priority DESC, next_fetch, url
             """,
             {"crawl": self.crawl, "now": now, "limit": limit, "until": now + lease},
@@ -284,18 +286,21 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
             self.commit()
         return RecordResult(rec, changed, new)
 
-    def add_unfetched(self, urls: Iterable[tuple[str, int]], due: float) -> int:
+    def add_unfetched(self, urls: Iterable[tuple[str, int, str | None]], due: float) -> int:
         """Rare (URLs left at the end of a crawl): written at once, to count what was new."""
         self.flush()
-        rows = [(self.crawl, url, depth, self.schedule.interval, due) for url, depth in urls]
+        rows = [
+            (self.crawl, url, depth, self.schedule.interval, due, sent)
+            for url, depth, sent in urls
+        ]
         if not rows:
             return 0
         added = 0
         with self._db.transaction(), self._db.cursor() as cur:
             for row in rows:
                 cur.execute(
-                    "INSERT INTO crawldb (crawl, url, depth, interval, next_fetch)"
-                    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (crawl, url) DO NOTHING",
+                    "INSERT INTO crawldb (crawl, url, depth, interval, next_fetch, request_url)"
+                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (crawl, url) DO NOTHING",
                     row,
                 )
                 added += cur.rowcount
@@ -313,7 +318,7 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
             rows = [
                 (self.crawl, r.url, r.depth, r.status, r.fetched_at, r.last_modified, r.etag,
                  r.fingerprint, r.fetch_count, r.change_count, r.changed_at, r.interval,
-                 r.next_fetch, r.priority, pack_outlinks(r.outlinks))
+                 r.next_fetch, r.priority, pack_outlinks(r.outlinks), r.request_url)
                 for r in batch.values()
             ]
             with conn.cursor() as cur:

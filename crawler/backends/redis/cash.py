@@ -15,15 +15,15 @@ from urllib.parse import urlsplit
 
 import msgpack
 
-from crawler.backends.redis.seen import seen_key
+from crawler.backends.redis.seen import identity_seen_key
 
 # a worker remembers this many URLs it leased (their hash: ~60 bytes each) to drop cash for them
 FETCHED_KEYS = 1_000_000
 
-# A credit as the add script takes it: (normalized URL, cash, crawl policy, host, largest share):
-# one per URL, the cash of its repeated links summed, the policy of the link that brought the
-# largest share (Frontier.credit's rule, applied in the worker)
-Credit = tuple[str, float, str, str, float]
+# A credit as the add script takes it: (the URL's identity (crawler.frontier.store.identity), cash,
+# crawl policy, host, largest share): one per URL, the cash of its repeated links summed, the
+# policy of the link that brought the largest share (Frontier.credit's rule, applied in the worker)
+Credit = tuple[str | int, float, str, str, float]
 
 
 def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
@@ -35,7 +35,7 @@ def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
     rewritten in Redis: summed here, a URL costs that once. The sum is what the links one by
     one would give: the cash added up, and the policy of the largest share (the first of a
     tie), which Redis compares with the record's own largest share."""
-    merged: dict[str, list[Any]] = {}
+    merged: dict[str | int, list[Any]] = {}
     get = merged.get
     for link in links:
         cash = link[1]
@@ -54,8 +54,8 @@ def credit_items(links: Iterable[tuple[Any, ...]]) -> list[Credit]:
     ]
 
 
-def _host(url: str) -> str:
-    return urlsplit(url).hostname or ""
+def _host(url: str | int) -> str:
+    return (urlsplit(url).hostname or "") if isinstance(url, str) else ""
 
 
 def record_entries(fields: dict[bytes, bytes], long: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -104,7 +104,7 @@ def pack_credits(credits: Iterable[Credit], fetched: set[int]) -> tuple[bytes | 
         if hash(url) in fetched:
             dropped += amount
         else:
-            cash.append((seen_key(url), host, amount, policy, share))
+            cash.append((identity_seen_key(url), host, amount, policy, share))
     return (msgpack.packb(cash, use_bin_type=False) if cash else ""), dropped
 
 

@@ -10,19 +10,25 @@ characters are coded with a static Huffman code built from generic letter freque
 
 ====================  ========================================================================
 1 byte                flags: bits 0-1 what the tail lacks (0 ``https://<host>``, 1
-                      ``http://<host>``, 2 nothing: the whole URL is there; 3: an entry with a
-                      referrer, whose second byte says which), bit 2 a payload follows, bit 3 a
-                      seed (the payload :data:`SEED`, no bytes), bit 4 the tail is
-                      Huffman-coded (else UTF-8), bits 5-7 the priority (7: a varint follows)
-1 byte                only when bits 0-1 are 3: bits 0-1 what the tail lacks, as above
+                      ``http://<host>``, 2 nothing: the whole URL is there; 3: a second byte
+                      follows), bit 2 a payload follows, bit 3 a seed (the payload
+                      :data:`SEED`, no bytes), bit 4 the tail is Huffman-coded (else UTF-8),
+                      bits 5-7 the priority (7: a varint follows)
+1 byte                only when bits 0-1 are 3: bits 0-1 what the tail lacks, as above; bit 2
+                      a referrer follows; bit 3 a seen key follows
 varint                depth
 varint                priority, when bits 5-7 are 7
 varint + bytes        the payload (msgpack), when bit 2 is set
-referrer              only when bits 0-1 are 3: the page the URL was found on, as a delta
-                      against the URL (:func:`crawler.frontier.urlcode.pack_referrer`: the
-                      characters both share at the start, then the rest coded)
+8 bytes               the seen key (:attr:`crawler.frontier.api.Entry.key`), only when the
+                      URL's canonical form is not the URL itself (a sorted query, ...)
+referrer              only when the second byte says so: the page the URL was found on, as a
+                      delta against the URL (:func:`crawler.frontier.urlcode.pack_referrer`:
+                      the characters both share at the start, then the rest coded)
 the rest              the tail: path and query (or the whole URL)
 ====================  ========================================================================
+
+The URL is the request URL (the link as found, made safe: ASCII), so the tail is nearly always
+Huffman-coded; its seen key is stored only when it cannot be computed from it.
 
 A front queue (``{crawl}:f:<p>``) holds URLs of every host: the script that queues one puts
 the host's number (a varint the scripts give each host once, ``{crawl}:hid`` maps it back to
@@ -30,13 +36,9 @@ the name) before the entry, and the refill takes it off when the URL moves to it
 queue. Neither the client nor the scripts decode more than that prefix: the host goes to the
 scripts as an argument and comes back with each lease. ~30 B a URL in a front queue on
 documentation links (``bench/seeds_bulk.py``), where a msgpack host + ``[url, priority, depth,
-payload]`` took ~60-70; a link's referrer adds ~12 B (``bench/referrer_bytes.py``). A seed, a
-robots.txt URL or any URL without a referrer is stored as layout 2 stored it.
-
-Layout 3 (:data:`crawler.backends.redis.frontier.LAYOUT`) is layout 2 with the referrer: this
-code reads layout 2's entries as they are and marks such a crawl as layout 3 when it opens it
-(a worker of layout 2 would misread a referrer, so it is refused from then on). Crawls stored
-with the msgpack entries (layout 1) are refused by name, not read.
+payload]`` took ~60-70; a link's referrer adds ~12 B (``bench/referrer_bytes.py``).
+Crawls stored with another layout (:data:`crawler.backends.redis.frontier.LAYOUT`) are
+refused by name, not read.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ from crawler.frontier.urlcode import (
     varint,
 )
 
-_HTTPS, _HTTP, _WHOLE, _REFERRED = 0, 1, 2, 3
+_HTTPS, _HTTP, _WHOLE, _MORE = 0, 1, 2, 3
+_HAS_REFERRER, _HAS_KEY = 4, 8  # in the second byte
 _PAYLOAD, _SEED, _CODED = 4, 8, 16
 _PRIO_SHIFT, _PRIO_ESCAPE = 5, 7
 
@@ -91,12 +94,14 @@ def pack_entry(entry: Entry, priority: int) -> bytes:
     else:
         body = tail.encode("utf-8", "surrogatepass")
     depth = entry.depth
-    referrer = entry.referrer
-    if priority < _PRIO_ESCAPE and depth < 0x80 and not flags & _PAYLOAD and not referrer:
+    referrer, key = entry.referrer, entry.key
+    plain = not flags & _PAYLOAD and not referrer and not key
+    if priority < _PRIO_ESCAPE and depth < 0x80 and plain:
         return bytes((flags | priority << _PRIO_SHIFT, depth)) + body  # the common case
-    if referrer:  # bits 0-1 say "a referrer", the next byte says what the tail lacks
-        flags = flags & ~3 | _REFERRED
-        head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT, form))
+    if referrer or key:  # bits 0-1 say "a second byte", which says what the tail lacks
+        flags = flags & ~3 | _MORE
+        more = form | (_HAS_REFERRER if referrer else 0) | (_HAS_KEY if key else 0)
+        head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT, more))
     else:
         head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT,))
     parts = [head, varint(depth)]
@@ -110,6 +115,8 @@ def pack_entry(entry: Entry, priority: int) -> bytes:
                 f"Entry.payload must be plain data (bytes, str, numbers): {exc}"
             ) from None
         parts.append(varint(len(packed)) + packed)
+    if key:
+        parts.append(key.to_bytes(8, "big", signed=True))
     if referrer:
         parts.append(pack_referrer(referrer, entry.url))
     parts.append(body)
@@ -117,13 +124,14 @@ def pack_entry(entry: Entry, priority: int) -> bytes:
 
 
 def unpack_entry(blob: bytes, host: str) -> Entry:
-    """The entry of ``host`` that :func:`pack_entry` stored as ``blob`` (layout 2's entries
-    too: they never have bits 0-1 at 3)."""
+    """The entry of ``host`` that :func:`pack_entry` stored as ``blob``."""
     flags = blob[0]
     form = flags & 3
+    more = 0
     i = 1
-    if form == _REFERRED:
-        form = blob[1] & 3
+    if form == _MORE:
+        more = blob[1]
+        form = more & 3
         i = 2
     depth, i = read_varint(blob, i)
     priority = flags >> _PRIO_SHIFT
@@ -136,8 +144,12 @@ def unpack_entry(blob: bytes, host: str) -> Entry:
         i += size
     elif flags & _SEED:
         payload = SEED
+    key = 0
+    if more & _HAS_KEY:
+        key = int.from_bytes(blob[i : i + 8], "big", signed=True)
+        i += 8
     referred_at = -1
-    if flags & 3 == _REFERRED:
+    if more & _HAS_REFERRER:
         referred_at = i
         _, i = read_varint(blob, i)
         size, i = read_varint(blob, i)
@@ -152,7 +164,8 @@ def unpack_entry(blob: bytes, host: str) -> Entry:
         url = tail
     referrer = unpack_referrer(blob, referred_at, url)[0] if referred_at >= 0 else ""
     return Entry(
-        url=url, host=host, priority=priority, depth=depth, payload=payload, referrer=referrer
+        url=url, host=host, priority=priority, depth=depth, payload=payload, referrer=referrer,
+        key=key,
     )
 
 

@@ -59,7 +59,7 @@ from crawler.backends.redis.fingerprint import CrawlFingerprint
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
 from crawler.backends.redis.host_reports import HostReports
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.seen import SEEN_SCRIPTS, SeenConfig, seen_key
+from crawler.backends.redis.seen import SEEN_SCRIPTS, SeenConfig, entry_seen_key, seen_key
 from crawler.backends.redis.wake import listen
 from crawler.config import defaults
 from crawler.frontier.api import (
@@ -75,23 +75,13 @@ from crawler.frontier.api import (
 from crawler.frontier.opic import FLOOR_BITS
 from crawler.frontier.opic import selector_weights as opic_weights
 from crawler.frontier.politeness import PolitenessPolicy
+from crawler.frontier.store import identity
 
-# 2: queued entries in the compact binary form of crawler.backends.redis.entries (host numbers
-# before front-queue entries); 1 held msgpack entries, which this code refuses rather than reads;
-# 3: layout 2 with the page each URL was found on: this code reads layout 2's entries as they
-# are and marks such a crawl layout 3 when it opens it (a layout 2 worker would misread them);
-# 4: layout 3 with OPIC's cash records in buckets per host ({crawl}:cr:<b>:<host>), where
-# layout 3 kept one hash per host ({crawl}:c:<host>). A layout 2 or 3 crawl holding no cash
-# record (not ordered by OPIC, or nothing queued) is marked layout 4 when opened; one that
-# holds some is refused (this code would not find them)
-LAYOUT = "4"
-_LAYOUTS = {
-    "1": "msgpack queue entries",
-    "2": "compact queue entries",
-    "3": "compact queue entries with referrers",
-    "4": "compact queue entries with referrers, OPIC cash records in buckets",
-}
-_UPGRADED = frozenset({"2", "3"})
+# The storage layout of a crawl: a crawl stored by another version is refused, not read. 5: the
+# queued URL is the request URL (the link as found, made safe) with its seen key when its
+# canonical form differs (crawler.backends.redis.entries); OPIC's cash records in buckets per
+# host ({crawl}:cr:<b>:<host>); referrers as deltas.
+LAYOUT = "5"
 # the scripts whose writes a replica must have before they count (FRONTIER_REPLICA_WAIT): links
 # stored, fetches completed and acknowledged, the operator's acts. A lease lost in a failover
 # only makes its URL due again.
@@ -222,24 +212,12 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
         layout = client.hget(self.keys.meta, "layout")
         if layout is None:
             client.hsetnx(self.keys.meta, "layout", LAYOUT)
-        elif layout.decode() in _UPGRADED and not self._old_cash_records():
-            client.hset(self.keys.meta, "layout", LAYOUT)
         elif layout.decode() != LAYOUT:
-            held = " with OPIC cash records queued" if layout.decode() in _UPGRADED else ""
             raise RuntimeError(
-                f"Redis frontier {key!r} has layout {_layout_name(layout.decode())}{held}, "
-                f"this code reads layout {_layout_name(LAYOUT)}: reset it (FRONTIER_RESET) or "
+                f"Redis frontier {key!r} was stored by another version (layout "
+                f"{layout.decode()}, this code reads {LAYOUT}): reset it (FRONTIER_RESET) or "
                 "use another key"
             )
-
-    def _old_cash_records(self) -> bool:
-        """A crawl of layout 2 or 3 holds OPIC cash records in its one hash per host (the
-        stats' ``cn`` of any shard), which layout 4 looks for in buckets: it must not be
-        upgraded."""
-        return any(
-            int(self.client.hget(self.crawl_keys.frontier(i).stats, "cn") or 0) > 0
-            for i in range(self.shard_count)
-        )
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -278,7 +256,7 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
             for e in entries:
                 p = self._priority(e.priority)
                 args += [
-                    seen_key(e.url), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
+                    entry_seen_key(e), e.host, "a", pack_entry(e, p), repr(float(e.cash)), e.policy
                 ]
             # the cash for URLs seen before in one argument (cash.pack_credits)
             packed, dropped = pack_credits(credits, self._fetched)
@@ -287,7 +265,7 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
             return self._script_call("add", *args)
         for e in entries:
             p = self._priority(e.priority)
-            args += [seen_key(e.url), e.host, p, pack_entry(e, p)]
+            args += [entry_seen_key(e), e.host, p, pack_entry(e, p)]
         return self._script_call("add", *args)
 
     def _add_chunk(self, entries: Sequence[Entry], force: bool, first: bool) -> list[int]:
@@ -361,7 +339,7 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
                 entry.policy = ranking[1].decode()
                 if len(self._fetched) >= FETCHED_KEYS:
                     self._fetched.clear()
-                self._fetched.add(hash(entry.url))
+                self._fetched.add(hash(identity(entry)))
             leases.append(Lease(token.decode(), entry, int(slot), issued))
         return leases, self._status(status)
 
@@ -562,12 +540,6 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
             for chunk in _chunks(self.client.scan_iter(match=pattern, count=1000), 500):
                 deleted += self.client.unlink(*chunk)
         return deleted
-
-
-def _layout_name(layout: str) -> str:
-    """A layout as a message names it: its number and what it stored."""
-    known = _LAYOUTS.get(layout)
-    return f"{layout} ({known})" if known else layout
 
 
 def _status(reply: Sequence[Any]) -> tuple[float | None, int, int]:

@@ -60,9 +60,22 @@ SEEN_SCRIPTS = {
 
 
 def seen_key(url: str) -> bytes:
-    """The seen-set key of a normalized URL: the same 64-bit blake2b key as
+    """The seen-set key of a canonical URL: the same 64-bit blake2b key as
     ``store.url_key`` (``url_key(url).to_bytes(8, "big", signed=True)``), as 8 raw bytes."""
     return blake2b(url.encode(), digest_size=8).digest()
+
+
+def identity_seen_key(identity: str | int) -> bytes:
+    """The seen key of what ``crawler.frontier.store.identity`` gives: a URL's canonical form
+    (hashed here) or the 64-bit key already hashed."""
+    if isinstance(identity, int):
+        return identity.to_bytes(8, "big", signed=True)
+    return blake2b(identity.encode(), digest_size=8).digest()
+
+
+def entry_seen_key(entry: Any) -> bytes:
+    """The seen key of a queued entry (``Entry.key``, else its URL's)."""
+    return identity_seen_key(entry.key or entry.url)
 
 
 def bloom_params(capacity: int, error: float) -> tuple[int, int]:

@@ -43,7 +43,7 @@ from crawler.threads.jobs import JobThread
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: request_url (the URL requested, when it is not the key)
 BATCH = 500  # records queued before they are handed to the writer without waiting for commit()
 # outlinks queued before the same: the records waiting hold their outlinks as Python objects
 # (~200 bytes a link; a rustdoc page has thousands), the database keeps them compressed
@@ -52,11 +52,13 @@ _T = TypeVar("_T")
 
 _COLUMNS = (
     "url, depth, status, fetched_at, last_modified, etag, fingerprint, fetch_count,"
-    " change_count, changed_at, interval, next_fetch, priority, outlinks"
+    " change_count, changed_at, interval, next_fetch, priority, outlinks, request_url"
 )
 _REPLACE = (
-    f"INSERT OR REPLACE INTO pages ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR REPLACE INTO pages ({_COLUMNS})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_DUE = "url, depth, priority, next_fetch, request_url"
 
 
 class SqliteWriter(JobThread):
@@ -175,7 +177,8 @@ class SqliteCrawlDb(HandedOverRecords, CrawlDb):
                 interval REAL NOT NULL,
                 next_fetch REAL NOT NULL,
                 priority INTEGER NOT NULL DEFAULT 0,
-                outlinks BLOB
+                outlinks BLOB,
+                request_url TEXT
             );
             CREATE INDEX IF NOT EXISTS pages_next_fetch ON pages (next_fetch);
             """
@@ -237,7 +240,7 @@ class SqliteCrawlDb(HandedOverRecords, CrawlDb):
 
     def _due(self, now: float, limit: int | None) -> list[DueUrl]:
         sql = (
-            "SELECT url, depth, priority, next_fetch FROM pages WHERE next_fetch <= ?"
+            f"SELECT {_DUE} FROM pages WHERE next_fetch <= ?"
             " ORDER BY priority DESC, next_fetch"
         )
         params: tuple[float, ...] = (now,)
@@ -294,16 +297,16 @@ class SqliteCrawlDb(HandedOverRecords, CrawlDb):
             self.commit()
         return RecordResult(rec, changed, new)
 
-    def add_unfetched(self, urls: Iterable[tuple[str, int]], due: float) -> int:
+    def add_unfetched(self, urls: Iterable[tuple[str, int, str | None]], due: float) -> int:
         """Rare (URLs left at the end of a crawl): written at once, to count what was new."""
         self.commit()
-        rows = [(url, depth, self.schedule.interval, due) for url, depth in urls]
+        rows = [(url, depth, self.schedule.interval, due, sent) for url, depth, sent in urls]
 
         def insert(conn: sqlite3.Connection) -> int:
             before = conn.total_changes
             conn.executemany(
-                "INSERT OR IGNORE INTO pages (url, depth, interval, next_fetch)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO pages (url, depth, interval, next_fetch, request_url)"
+                " VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
             return conn.total_changes - before
@@ -341,11 +344,14 @@ def _row(rec: PageRecord) -> tuple[Any, ...]:
         rec.next_fetch,
         rec.priority,
         pack_outlinks(rec.outlinks),
+        rec.request_url,
     )
 
 
 
 
 def _record(row: tuple, unpack: bool = True) -> PageRecord:  # type: ignore[type-arg]
-    *head, outlinks = row
-    return PageRecord(*head, outlinks=unpack_outlinks(outlinks) if unpack else [])
+    *head, outlinks, request_url = row
+    return PageRecord(
+        *head, outlinks=unpack_outlinks(outlinks) if unpack else [], request_url=request_url
+    )

@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS queue (
     routed INTEGER NOT NULL DEFAULT 0,
     cash REAL NOT NULL DEFAULT 0,
     policy TEXT NOT NULL DEFAULT '',
-    referrer BLOB
+    referrer BLOB,
+    key INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS queue_front ON queue (prio, id) WHERE routed = 0;
 -- routed > 0: in its host's back queue, at that place (the order the refill routed it in)
@@ -59,7 +60,7 @@ CREATE TABLE IF NOT EXISTS hosts (
 );
 """
 
-_COLUMNS = "id, prio, host, url, depth, payload, cash, policy, referrer"
+_COLUMNS = "id, prio, host, url, depth, payload, cash, policy, referrer, key"
 # columns a file written before OPIC and crawl policies (and referrers) lacks
 _ADDED = {
     "cash": "REAL NOT NULL DEFAULT 0",
@@ -67,6 +68,8 @@ _ADDED = {
     # where the URL was found: crawler.frontier.urlcode.pack_referrer's delta against the URL
     # (~12 B on documentation links, not the ~70 of the page's URL); NULL: none (a seed)
     "referrer": "BLOB",
+    # the seen key when the URL (the request URL) is not its own canonical form (Entry.key)
+    "key": "INTEGER NOT NULL DEFAULT 0",
 }
 
 
@@ -129,6 +132,7 @@ class SqliteQueueStore(QueueStore):
                 entry.id, entry.priority, entry.host, entry.url, entry.depth, entry.payload,
                 entry.cash, entry.policy,
                 pack_referrer(entry.referrer, entry.url) if entry.referrer else None,
+                entry.key,
             )
         )
         self.front_sizes[entry.priority] += 1
@@ -227,8 +231,8 @@ class SqliteQueueStore(QueueStore):
         db = self.db
         if self._inserts:
             db.executemany(
-                "INSERT INTO queue (id, prio, host, url, depth, payload, cash, policy, referrer) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO queue (id, prio, host, url, depth, payload, cash, policy, referrer, "
+                "key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 self._inserts,
             )
             self._inserts.clear()
@@ -272,8 +276,8 @@ class SqliteQueueStore(QueueStore):
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
-    id_, prio, host, url, depth, payload, cash, policy, referrer = row
+    id_, prio, host, url, depth, payload, cash, policy, referrer, key = row
     return Entry(
         url, sys.intern(host), prio, depth, payload, id_, cash, policy,
-        unpack_referrer(referrer, 0, url)[0] if referrer else "",
+        unpack_referrer(referrer, 0, url)[0] if referrer else "", key,
     )
