@@ -10,6 +10,7 @@ import pytest
 from scrapy import Request
 
 from crawler.backends.redis.robots import RedisRobotsCache
+from crawler.crawldb import AdaptiveSchedule, Visit
 from crawler.net.freshness import Freshness, freshness, freshness_of
 from crawler.robots import MemoryRobotsCache, RobotsBook
 from crawler.robots.cache import MAX_LIFETIME, MIN_LIFETIME, robots_lifetime
@@ -153,3 +154,38 @@ def test_the_book_takes_the_configured_expiry_without_a_lifetime() -> None:
     book = RobotsBook(MemoryRobotsCache(), "bot", expiry=100)
     record = book.fetched("http://a.example", 200, b"", T0)
     assert record is not None and record.expires_at == T0 + 100
+
+
+# --- recrawl hints --------------------------------------------------------------------------
+
+HOUR = 3600.0
+
+
+def _schedule() -> AdaptiveSchedule:
+    return AdaptiveSchedule(interval=HOUR, min_interval=60.0, max_interval=10 * HOUR)
+
+
+def test_max_age_puts_the_next_fetch_no_sooner_than_the_page_stays_fresh() -> None:
+    s = _schedule()
+    plain, _ = s.apply(None, Visit("u", 200, 0.0, fingerprint="a"))
+    assert plain.next_fetch == HOUR
+    fresh, _ = s.apply(None, Visit("u", 200, 0.0, fingerprint="a", max_age=3 * HOUR))
+    assert fresh.next_fetch == 3 * HOUR and fresh.interval == HOUR  # the interval still adapts
+    short, _ = s.apply(None, Visit("u", 200, 0.0, fingerprint="a", max_age=600))
+    assert short.next_fetch == HOUR  # the adaptive schedule says later: it decides
+    huge, _ = s.apply(None, Visit("u", 200, 0.0, fingerprint="a", max_age=365 * 86400))
+    assert huge.next_fetch == 10 * HOUR  # never beyond max_interval
+    again, _ = s.apply(fresh, Visit("u", 304, 3 * HOUR, max_age=5 * HOUR))
+    assert again.next_fetch == 8 * HOUR  # a 304 carries the hint too
+    gone, _ = s.apply(fresh, Visit("u", 503, 3 * HOUR, max_age=5 * HOUR))
+    assert gone.next_fetch == 4 * HOUR  # an error's headers say nothing about the page
+
+
+def test_no_store_keeps_no_validators_for_conditional_get() -> None:
+    s = _schedule()
+    kept, _ = s.apply(None, Visit("u", 200, 0.0, last_modified="lm", etag='"e"', fingerprint="a"))
+    assert (kept.etag, kept.last_modified) == ('"e"', "lm")
+    unkept, _ = s.apply(
+        kept, Visit("u", 200, 1.0, last_modified="lm", etag='"e"', fingerprint="a", no_store=True)
+    )
+    assert (unkept.etag, unkept.last_modified) == (None, None) and unkept.fingerprint == "a"
