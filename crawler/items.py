@@ -32,6 +32,8 @@ PAGE_FIELDS = (
     # The canonical URL the page names, when honoured (crawler.content.canonical): the index
     # keeps the page as its alias.
     "canonical",
+    # True when the page is its host's "not found" page served with 200 (crawler.content.soft404)
+    "soft_404",
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

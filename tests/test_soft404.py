@@ -1,0 +1,98 @@
+"""Soft 404s: the judgement (``crawler.content.soft404``) and a crawl of a real server whose
+host answers every unknown path with a "not found" page and status 200."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawler.content.soft404 import (
+    answer_of,
+    is_probe_path,
+    is_soft_404,
+    probe_path,
+    similarity,
+)
+from devsite import HostSpec, build_site
+from devsite.routed import Answer, RoutedSiteServer
+from tests.crawling import loopback_settings, run_crawl
+
+NOT_FOUND = Path(__file__).resolve().parents[1] / "bench" / "soft404_set" / "notfound"
+
+
+def not_found_page(name: str, path: str, host: str = "example") -> bytes:
+    html = (NOT_FOUND / f"{name}.html").read_text(encoding="utf-8")
+    return html.replace("{{path}}", path).replace("{{host}}", host).encode("utf-8")
+
+
+def test_probe_paths_are_random_and_recognisable() -> None:
+    a, b = probe_path(), probe_path()
+    assert a != b and is_probe_path(a) and a.endswith("-soft404-probe") and len(a) == 39
+    assert not is_probe_path("/about-soft404-probe")
+
+
+def test_a_not_found_page_that_repeats_the_path_still_matches() -> None:
+    probe_url = "http://a.example" + probe_path()
+    probe = answer_of(200, "Not Found", f"The url {probe_url} could not be found.", probe_url)
+    other = "http://a.example/2019/old-post-about-crawlers/"
+    page = answer_of(200, "Not Found", f"The url {other} could not be found.", other)
+    assert similarity(probe, page) == 1.0 and is_soft_404(probe, page)
+    real = answer_of(200, "Crawlers", "A post about crawlers and their frontiers " * 5, other)
+    assert not is_soft_404(probe, real)
+
+
+def test_statuses_and_redirects() -> None:
+    probe_url = "http://a.example/x-soft404-probe"
+    same = answer_of(200, "Oops", "nothing here", "http://a.example/y")
+    assert not is_soft_404(answer_of(404, "Oops", "nothing here", probe_url), same)  # honest
+    assert not is_soft_404(answer_of(200, "Oops", "nothing here", probe_url),
+                           answer_of(404, "Oops", "nothing here", "http://a.example/y"))
+    home = "http://a.example/"
+    to_home = answer_of(200, "Home", "welcome", probe_url, home)
+    assert is_soft_404(to_home, answer_of(200, "Home", "welcome", "http://a.example/y", home))
+    assert not is_soft_404(to_home, answer_of(200, "Home", "welcome", home))  # the home itself
+
+
+@pytest.mark.integration
+def test_soft_404_crawl(tmp_path: Path) -> None:
+    """One probe per host in the access log; the page a link leads to that does not exist
+    (answered 200 with pywb's not-found page, which repeats the path) is flagged, counted and
+    not indexed; real pages and the honest host's pages are not flagged."""
+    soft, honest = "127.0.0.2", "127.0.0.3"
+    graph = build_site([HostSpec(soft, pages=5), HostSpec(honest, pages=3)], links_per_page=2)
+
+    class SoftServer(RoutedSiteServer):
+        def respond(self, handler: Any, spec: HostSpec, default: Any) -> Answer:
+            path = handler.path.split("?", 1)[0]
+            if spec.address == soft and self.graph.resolve(soft, path) is None:
+                body = not_found_page("pywb", handler.path, soft)
+                return 200, [("Content-Type", "text/html; charset=utf-8")], body
+            return super().respond(handler, spec, default)
+
+    server = SoftServer(graph, conditional=False)
+    settings = loopback_settings(SOFT404_PROBE=True, FRONTIER_MIN_DELAY=0.02)
+    with server:
+        first = graph.resolve(soft, "/")
+        assert first is not None
+        server.set_body(soft, "/", first.body.replace(
+            b"</main>", b'<a href="/2019/05/an-old-post/">An old post</a></main>'
+        ))
+        result = run_crawl(tmp_path, seeds=[server.url(soft), server.url(honest)],
+                           settings=settings)
+    assert result.returncode == 0, result.log[-3000:]
+    probes = [(r.host, r.status) for r in server.records if is_probe_path(r.path)]
+    assert sorted(probes) == [(soft, 200), (honest, 404)]
+    stats = result.stats
+    assert stats["soft404/probes"] == 2 and stats["soft404/pages"] == 1
+    flagged = [i["url"] for i in result.items if i.get("soft_404")]
+    assert flagged == [server.url(soft, "/2019/05/an-old-post/")]
+    assert not any(is_probe_path(i["url"].split(":", 2)[2].split("/", 1)[-1]) for i in result.items)
+    assert sum(1 for i in result.items if i["status"] == 200) >= 6
+    conn = sqlite3.connect(tmp_path / "index.sqlite")
+    docs = {u for (u,) in conn.execute("SELECT url FROM pages WHERE has_doc = 1")}
+    conn.close()
+    assert flagged[0] not in docs and server.url(soft) in docs
+    assert stats["index/soft404"] == 1
