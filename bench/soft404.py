@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/soft404.py            # development part, every threshold; held out
     .venv/bin/python bench/soft404.py --show     # each development host's scores
+    .venv/bin/python bench/soft404.py --keep-path-words   # without leaving out URL words
 
 The labelled set: each of the 25 real "not found" pages of ``bench/soft404_set/notfound``
 (Apache httpd's 21 languages, rustdoc, pywb, Python's http.server, Twisted; see
@@ -14,7 +15,8 @@ and judged against the host's probe (``/<random>-soft404-probe``):
 
 * positives: the not-found page for 4 other missing paths (an old post, a document, a search
   query, a deep link), which must be flagged;
-* negatives: 8 real pages of the host's tree, which must not be.
+* negatives: 8 real pages of the host's tree and 8 short ones (under 60 words of main text:
+  rustdoc's API stubs, one-line sections), which must not be.
 
 A fixed rule on the host's name (``held_out``) keeps a third of the hosts out of the threshold
 choice; their figures are printed apart, for the chosen ``THRESHOLD`` only.
@@ -32,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from crawler.content import soft404
 from crawler.content.html import parse_page
 from crawler.content.soft404 import THRESHOLD, Answer, answer_of, probe_path, similarity
 
@@ -44,19 +47,36 @@ MISSING = [
     "/search?q=mercator+frontier",
     "/a/b/c/d/deep-link-123.php",
 ]
-PER_HOST = 8
+PER_HOST = 8  # normal pages per host, and as many short ones
+SHORT = 60  # words of main text
 
 
 def held_out(name: str) -> bool:
     return hashlib.blake2b(name.encode(), digest_size=2).digest()[0] % 3 == 0
 
 
+def words(page: Path) -> int:
+    parsed = parse_page(page.read_bytes(), "utf-8").page
+    return len((parsed.main_text or parsed.text).split())
+
+
 def doc_pages(tree: Path, n: int, salt: str) -> list[Path]:
-    pages = sorted(p for p in tree.rglob("*.html") if p.stat().st_size > 500)
-    if not pages:
-        return []
+    """``n`` pages of ``tree`` picked by a hash of the host's name, and as many *short* ones
+    (under ``SHORT`` words of main text: an API stub, a redirect page, a one-line section),
+    the hard cases for a comparison with a short not-found text."""
+    pages = sorted(p for p in tree.rglob("*.html") if p.is_file() and p.stat().st_size > 500)
     ranked = sorted(pages, key=lambda p: hashlib.blake2b(f"{salt}{p}".encode()).digest())
-    return ranked[:n]
+    long: list[Path] = []
+    short: list[Path] = []
+    for page in ranked[: 40 * n]:
+        if page.stat().st_size > 2_000_000:
+            continue
+        bucket = short if words(page) < SHORT else long
+        if len(bucket) < n:
+            bucket.append(page)
+        if len(long) == len(short) == n:
+            break
+    return long + short
 
 
 class Site:
@@ -126,7 +146,14 @@ def prf(rows: list[tuple[bool, float]], threshold: float) -> tuple[float, float,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--show", action="store_true", help="each development host's scores")
+    ap.add_argument(
+        "--keep-path-words",
+        action="store_true",
+        help="compare the texts with the words of their URLs (what leaving them out buys)",
+    )
     args = ap.parse_args()
+    if args.keep_path_words:
+        soft404._path_words = lambda url: set()  # the ablation
     site = Site()
     trees = [RUSTDOC] if RUSTDOC.exists() else []
     trees += [Path("/usr/share/doc") / t for t in DOC_TREES]
@@ -154,6 +181,8 @@ def main() -> None:
                 pos = " ".join(f"{s:.2f}" for p, s in rows if p)
                 neg = max((s for p, s in rows if not p), default=0.0)
                 print(f"  {h:22} not-found {pos}   highest normal page {neg:.2f}")
+    print(f"development part: {sum(1 for x, _ in dev if x)} not-found pages, "
+          f"{sum(1 for x, _ in dev if not x)} normal pages")
     print("development part:  threshold  precision  recall  (tp fp fn)")
     for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
         p, r, tp, fp, fn = prf(dev, t)
