@@ -74,6 +74,7 @@ def test_freshness_of_scrapy_headers_joins_cache_control_lines_only() -> None:
 )
 def test_robots_lifetime_bounds(hint: Freshness, lifetime: float) -> None:
     assert robots_lifetime(hint, 1234.0) == lifetime
+    assert robots_lifetime(hint, 1234.0, 404) == 1234.0  # an error page's headers: not ours
 
 
 def _fetch_robots(mw, crawler, origin: str, **headers: str) -> None:
@@ -128,6 +129,18 @@ def test_robots_expiry_follows_headers_within_bounds(
     record = mw.fetcher.book.state(origin).rules.record
     assert record.expires_at - record.fetched_at == lifetime
     assert mw.fetcher.book.cache.get(origin).expires_at == T0 + lifetime  # what is kept
+
+
+def test_a_404_robots_txt_with_no_cache_keeps_the_configured_expiry(middleware) -> None:  # noqa: F811
+    """CDNs mark every error page no-cache: a missing robots.txt is not asked for again
+    every minute."""
+    mw, crawler, _, _ = middleware
+    mw.fetcher.clock = lambda: T0
+    robots = discover(crawler, "http://a.example")
+    run(mw.process_request(robots))
+    run(mw.process_response(robots, answer(robots, 404, b"gone", **{"Cache-Control": "no-cache"})))
+    record = mw.fetcher.book.state("http://a.example").rules.record
+    assert record.expires_at - record.fetched_at == 86400.0
 
 
 def test_the_shared_redis_cache_keeps_the_header_lifetime(

@@ -96,3 +96,4 @@ def test_soft_404_crawl(tmp_path: Path) -> None:
     conn.close()
     assert flagged[0] not in docs and server.url(soft) in docs
     assert stats["index/soft404"] == 1
+    assert "soft 404s: 1 pages like their host's not-found page (2 hosts probed" in result.log

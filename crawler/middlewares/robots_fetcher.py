@@ -329,7 +329,8 @@ class RobotsFetcher:
             self.outcomes.resolved(origin)
             return
         now = self.clock()
-        lifetime = robots_lifetime(freshness_of(response.headers, now), self.book.expiry)
+        hint = freshness_of(response.headers, now)
+        lifetime = robots_lifetime(hint, self.book.expiry, status)
         record = self.book.fetched(origin, status, response.body, now, lifetime=lifetime)
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")

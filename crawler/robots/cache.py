@@ -27,10 +27,16 @@ MAX_LIFETIME = 86400.0
 MIN_LIFETIME = 60.0
 
 
-def robots_lifetime(hint: Freshness, default: float) -> float:
+def robots_lifetime(hint: Freshness, default: float, status: int = 200) -> float:
     """Seconds a fetched robots.txt stays in force: what its caching headers say (a private
     cache's reading, :mod:`crawler.net.freshness`) within ``[MIN_LIFETIME, MAX_LIFETIME]``, or
-    ``default`` (``ROBOTSTXT_CACHE_EXPIRY``) when they say nothing."""
+    ``default`` (``ROBOTSTXT_CACHE_EXPIRY``) when they say nothing.
+
+    Only a ``2xx`` answer's headers count: a 404's ``no-cache`` (what many servers and CDNs
+    put on every error page) is about that error page, not about how often the site's rules
+    change, and would otherwise mean a robots.txt request every minute for the crawl."""
+    if not 200 <= status < 300:
+        return default
     if hint.stale_at_once:
         return MIN_LIFETIME
     if hint.lifetime is None:
