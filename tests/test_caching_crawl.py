@@ -6,6 +6,7 @@ Time between runs is simulated in the database (``next_fetch`` moved), as in tes
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,35 @@ def test_validators_no_store_and_max_age_in_recrawls(tmp_path: Path) -> None:
         assert third["/p/1.html"].headers.get("If-None-Match") == '"t2"'
         assert third["/p/1.html"].status == 304
         assert db_rows(db)[url["/p/1.html"]]["etag"] == '"t3"'
+
+
+def test_robots_txt_lifetime_from_a_real_server(tmp_path: Path) -> None:
+    """The headers of a real answer reach the stored record: max-age=3600 is kept an hour,
+    a year's max-age 24 hours, no header the configured expiry (RFC 9309 2.4)."""
+    hosts = {"127.0.0.2": "max-age=3600", "127.0.0.3": "max-age=31536000", "127.0.0.4": None}
+    server = RoutedSiteServer(build_site([HostSpec(h, pages=2) for h in hosts]))
+
+    def robots(cache_control: str | None):
+        def route(ask: Ask) -> Answer:
+            headers = [("Content-Type", "text/plain")]
+            if cache_control:
+                headers.append(("Cache-Control", cache_control))
+            return 200, headers, b"User-agent: *\nDisallow: /nothing\n"
+
+        return route
+
+    for host, cache_control in hosts.items():
+        server.route(host, "/robots.txt", robots(cache_control))
+    cache = tmp_path / "robots.sqlite"
+    settings = loopback_settings(ROBOTSTXT_CACHE_PATH=cache, ROBOTSTXT_CACHE_EXPIRY=7200)
+    with server:
+        result = run_crawl(tmp_path, seeds=[server.url(h) for h in hosts], settings=settings)
+    assert result.returncode == 0, result.log[-3000:]
+    conn = sqlite3.connect(cache)
+    kept = dict(conn.execute("SELECT origin, expires_at - fetched_at FROM robots"))
+    conn.close()
+    assert kept == {
+        server.url("127.0.0.2").rstrip("/"): 3600,
+        server.url("127.0.0.3").rstrip("/"): 86400,
+        server.url("127.0.0.4").rstrip("/"): 7200,
+    }
