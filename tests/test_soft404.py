@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
 
+import crawler.pipelines.soft404 as pipeline_module
+from crawler import signals as crawler_signals
 from crawler.content.soft404 import (
     answer_of,
     is_probe_path,
@@ -97,3 +101,28 @@ def test_soft_404_crawl(tmp_path: Path) -> None:
     assert flagged[0] not in docs and server.url(soft) in docs
     assert stats["index/soft404"] == 1
     assert "soft 404s: 1 pages like their host's not-found page (2 hosts probed" in result.log
+
+
+def test_the_pipeline_keeps_2xx_answers_of_a_bounded_number_of_hosts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pipeline_module, "MAX_HOSTS", 2)
+    crawler = get_crawler(Spider, {"SOFT404_PROBE": True})
+    pipeline = pipeline_module.Soft404Pipeline.from_crawler(crawler)
+    crawler.stats.open_spider()
+
+    def probed(origin: str, status: int) -> None:
+        url = origin + probe_path()
+        answer = answer_of(status, "Not found", "Sorry, nothing here.", url)
+        crawler.signals.send_catch_log(crawler_signals.soft404_probed, origin=origin, answer=answer)
+
+    probed("http://honest.example", 404)
+    for host in ("a", "b", "c"):
+        probed(f"http://{host}.example", 200)
+    assert list(pipeline.answers) == ["http://b.example", "http://c.example"]
+    item = {"url": "http://c.example/gone", "status": 200, "title": "Not found",
+            "text": "Sorry, nothing here."}
+    assert pipeline.process_item(dict(item)).get("soft_404") is True
+    for judged in ("http://a.example/gone", "http://honest.example/gone"):  # nothing kept
+        assert "soft_404" not in pipeline.process_item({**item, "url": judged})
+    assert crawler.stats.get_value("soft404/pages") == 1

@@ -35,6 +35,9 @@ from crawler.content.normalize import normalize_text
 PROBE_SUFFIX = "-soft404-probe"
 PROBE_TOKEN_LENGTH = 24
 SHINGLE = 3  # words per shingle; texts shorter than this compare as sets of words
+# Words of an answer compared (its first ones): a not-found page is short, and a crawl of a
+# million hosts keeps one answer per host that answers its probe 2xx.
+MAX_WORDS = 300
 # Jaccard similarity of the shingle sets at and above which a page is the host's not-found
 # page. On bench/soft404.py's set every threshold from 0.2 to 0.9 scores alike (a not-found
 # page for another path scores 1.0 once path words are left out, real pages 0.0); halfway
@@ -85,9 +88,10 @@ def answer_of(
     status: int, title: str, text: str, url: str, final_url: str | None = None
 ) -> Answer:
     """The comparable form of an answer to ``url`` (``final_url``: after redirects)."""
+    ok = 200 <= status < 300  # the words of an error answer are never compared
     final = final_url or url
     redirected = final.split("#", 1)[0] if final != url else None
-    words = tuple(normalize_text(f"{title}\n{text}").split())
+    words = tuple(normalize_text(f"{title}\n{text}").split()[:MAX_WORDS]) if ok else ()
     return Answer(status, redirected, words, frozenset(_path_words(url) | _path_words(final)))
 
 

@@ -9,6 +9,7 @@ exports and the crawl database. Items of hosts not probed (yet), and 304s, pass 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -20,11 +21,16 @@ from crawler.config import defaults
 from crawler.content.soft404 import Answer, answer_of, is_soft_404
 from crawler.frontier.urls import origin_of
 
+# Hosts whose probe answer is kept (~2 KB each): a broad crawl's pages of one host come close
+# together (its back queue), so an answer used long ago is rarely needed again.
+MAX_HOSTS = 50_000
+
 
 class Soft404Pipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.answers: dict[str, Answer] = {}  # origin -> its answer to the soft-404 probe
+        # origin -> its 2xx answer to the soft-404 probe, the least recently used first
+        self.answers: OrderedDict[str, Answer] = OrderedDict()
         crawler.signals.connect(self._probed, crawler_signals.soft404_probed)
 
     @classmethod
@@ -34,11 +40,20 @@ class Soft404Pipeline:
         return cls(crawler)
 
     def _probed(self, origin: str, answer: Answer) -> None:
+        """Only a 2xx answer can make a page a soft 404; a host that answers 404 keeps
+        nothing. At most ``MAX_HOSTS`` are kept, the least recently used going first."""
+        if not answer.ok:
+            return
         self.answers[origin] = answer
+        while len(self.answers) > MAX_HOSTS:
+            self.answers.popitem(last=False)
 
     def _answer_for(self, url: str) -> Answer | None:
         origin = origin_of(url)
-        return self.answers.get(origin) if origin else None
+        answer = self.answers.get(origin) if origin else None
+        if answer is not None:
+            self.answers.move_to_end(origin)  # type: ignore[arg-type]
+        return answer
 
     def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
