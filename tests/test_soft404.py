@@ -89,6 +89,9 @@ def test_soft_404_crawl(tmp_path: Path) -> None:
     assert result.returncode == 0, result.log[-3000:]
     probes = [(r.host, r.status) for r in server.records if is_probe_path(r.path)]
     assert sorted(probes) == [(soft, 200), (honest, 404)]
+    for host in (soft, honest):  # robots.txt, then the probe, then the host's pages
+        paths = [r.path for r in sorted(server.records, key=lambda r: r.start) if r.host == host]
+        assert paths[0] == "/robots.txt" and is_probe_path(paths[1]), paths[:3]
     stats = result.stats
     assert stats["soft404/probes"] == 2 and stats["soft404/pages"] == 1
     flagged = [i["url"] for i in result.items if i.get("soft_404")]
