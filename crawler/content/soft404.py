@@ -18,8 +18,8 @@ What "resembles" means:
   before the comparison, so the probe's random token and a page's path words do not count.
   Short texts (a one-line "Not Found") are compared word by word.
 
-The threshold was chosen on the labelled set of ``bench/soft404.py`` (real not-found pages from
-web servers and documentation generators, against pages of real documentation trees).
+``bench/soft404.py`` measures it on real not-found pages of web servers and documentation
+generators, served with 200 beside real documentation pages (see ``THRESHOLD``).
 """
 
 from __future__ import annotations
