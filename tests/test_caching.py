@@ -40,6 +40,8 @@ def http_date(t: float) -> str:
         ("no-store", None, None, None, Freshness(None, no_store=True)),
         ("no-cache, max-age=90", None, None, None, Freshness(90.0, no_cache=True)),
         ("s-maxage=600", None, None, None, Freshness(None)),  # a shared cache's: not ours
+        ('no-cache="Set-Cookie, Age", max-age=30', None, None, None, Freshness(30.0)),
+        ("garbage,,, MAX-AGE = 45 ,", None, None, None, Freshness(45.0)),
         (None, None, None, None, Freshness(None)),
     ],
 )

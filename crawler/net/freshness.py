@@ -8,11 +8,17 @@ the recrawl schedule's hints (``crawler.crawldb.schedule``). Each applies its ow
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 # RFC 9111 1.2.2: a delta-seconds beyond 2^31 is taken as 2^31.
 _MAX_DELTA = 2**31
+# One directive: a token, optionally "=" and a token or a quoted string (which may hold commas:
+# no-cache="Set-Cookie, Set-Cookie2").
+_DIRECTIVE = re.compile(
+    r'(?:^|,)\s*(?P<name>[^=,\s]+)\s*(?:=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<token>[^,\s]*)))?'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +48,11 @@ def _directives(cache_control: str) -> dict[str, str | None]:
     """``Cache-Control`` directives by lower-cased name; the first occurrence wins (RFC 9111
     4.2.1). Quoted values are unquoted; a directive without a value maps to None."""
     found: dict[str, str | None] = {}
-    for part in cache_control.split(","):
-        name, eq, value = part.strip().partition("=")
-        name = name.strip().lower()
-        if not name or name in found:
-            continue
-        found[name] = value.strip().strip('"') if eq else None
+    for match in _DIRECTIVE.finditer(cache_control):
+        name = match["name"].lower()
+        if name not in found:
+            value = match["quoted"] if match["quoted"] is not None else match["token"]
+            found[name] = value
     return found
 
 
@@ -84,7 +89,8 @@ def freshness(
     """
     directives = _directives(cache_control or "")
     no_store = "no-store" in directives
-    no_cache = "no-cache" in directives
+    # no-cache="field, ..." only asks to revalidate those header fields, not the answer
+    no_cache = "no-cache" in directives and not directives["no-cache"]
     lifetime: float | None = None
     max_age = _delta_seconds(directives.get("max-age")) if "max-age" in directives else None
     if max_age is not None:
