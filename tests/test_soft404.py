@@ -58,22 +58,40 @@ def test_statuses_and_redirects() -> None:
     to_home = answer_of(200, "Home", "welcome", probe_url, home)
     assert is_soft_404(to_home, answer_of(200, "Home", "welcome", "http://a.example/y", home))
     assert not is_soft_404(to_home, answer_of(200, "Home", "welcome", home))  # the home itself
+    moved = answer_of(302, "", "", probe_url, home)  # the probe's redirect, not followed
+    assert is_soft_404(moved, answer_of(200, "Home", "welcome", "http://a.example/y", home))
+    assert not is_soft_404(moved, answer_of(200, "Home", "welcome", home))
+    assert not is_soft_404(moved, answer_of(200, "Other", "text", "http://a.example/z"))
 
 
 @pytest.mark.integration
 def test_soft_404_crawl(tmp_path: Path) -> None:
     """One probe per host in the access log; the page a link leads to that does not exist
     (answered 200 with pywb's not-found page, which repeats the path) is flagged, counted and
-    not indexed; real pages and the honest host's pages are not flagged."""
-    soft, honest = "127.0.0.2", "127.0.0.3"
-    graph = build_site([HostSpec(soft, pages=5), HostSpec(honest, pages=3)], links_per_page=2)
+    not indexed; real pages and the honest host's pages are not flagged. A host redirecting
+    unknown paths to one of its pages has its probe's redirect read, not followed: that page
+    is crawled as a page. A host whose robots.txt disallows the probe is crawled unjudged."""
+    soft, honest, moving, closed = "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"
+    graph = build_site(
+        [
+            HostSpec(soft, pages=5),
+            HostSpec(honest, pages=3),
+            HostSpec(moving, pages=3),
+            HostSpec(closed, pages=3, robots="User-agent: *\nDisallow: /*-soft404-probe$\n"),
+        ],
+        links_per_page=2,
+    )
 
     class SoftServer(RoutedSiteServer):
         def respond(self, handler: Any, spec: HostSpec, default: Any) -> Answer:
             path = handler.path.split("?", 1)[0]
+            if path == "/robots.txt":  # none: a plain 404
+                return super().respond(handler, spec, default)
             if spec.address == soft and self.graph.resolve(soft, path) is None:
                 body = not_found_page("pywb", handler.path, soft)
                 return 200, [("Content-Type", "text/html; charset=utf-8")], body
+            if spec.address == moving and self.graph.resolve(moving, path) is None:
+                return 302, [("Location", "/p/1.html")], b""
             return super().respond(handler, spec, default)
 
     server = SoftServer(graph, conditional=False)
@@ -84,26 +102,33 @@ def test_soft_404_crawl(tmp_path: Path) -> None:
         server.set_body(soft, "/", first.body.replace(
             b"</main>", b'<a href="/2019/05/an-old-post/">An old post</a></main>'
         ))
-        result = run_crawl(tmp_path, seeds=[server.url(soft), server.url(honest)],
-                           settings=settings)
+        result = run_crawl(
+            tmp_path, seeds=[server.url(h) for h in (soft, honest, moving, closed)],
+            settings=settings,
+        )
     assert result.returncode == 0, result.log[-3000:]
     probes = [(r.host, r.status) for r in server.records if is_probe_path(r.path)]
-    assert sorted(probes) == [(soft, 200), (honest, 404)]
-    for host in (soft, honest):  # robots.txt, then the probe, then the host's pages
+    assert sorted(probes) == [(soft, 200), (honest, 404), (moving, 302)]
+    for host in (soft, honest, moving):  # robots.txt, then the probe, then the host's pages
         paths = [r.path for r in sorted(server.records, key=lambda r: r.start) if r.host == host]
         assert paths[0] == "/robots.txt" and is_probe_path(paths[1]), paths[:3]
     stats = result.stats
-    assert stats["soft404/probes"] == 2 and stats["soft404/pages"] == 1
+    assert stats["soft404/probes"] == 4 and stats["soft404/pages"] == 1
+    assert stats["robotstxt/denied"] == 1  # the closed host's probe, never sent
+    closed_pages = [r for r in server.records if r.host == closed and r.path != "/robots.txt"]
+    assert len(closed_pages) >= 3
     flagged = [i["url"] for i in result.items if i.get("soft_404")]
     assert flagged == [server.url(soft, "/2019/05/an-old-post/")]
     assert not any(is_probe_path(i["url"].split(":", 2)[2].split("/", 1)[-1]) for i in result.items)
     assert sum(1 for i in result.items if i["status"] == 200) >= 6
+    moved_to = server.url(moving, "/p/1.html")
+    assert [i.get("soft_404") for i in result.items if i["url"] == moved_to] == [None]
     conn = sqlite3.connect(tmp_path / "index.sqlite")
     docs = {u for (u,) in conn.execute("SELECT url FROM pages WHERE has_doc = 1")}
     conn.close()
     assert flagged[0] not in docs and server.url(soft) in docs
     assert stats["index/soft404"] == 1
-    assert "soft 404s: 1 pages like their host's not-found page (2 hosts probed" in result.log
+    assert "soft 404s: 1 pages like their host's not-found page (4 hosts probed" in result.log
 
 
 def test_the_pipeline_keeps_2xx_answers_of_a_bounded_number_of_hosts(

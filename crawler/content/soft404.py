@@ -8,9 +8,10 @@ What "resembles" means:
 
 * Only ``2xx`` answers are judged, and only against a probe that was answered ``2xx`` too: a
   host that answers the probe ``404`` tells missing pages apart honestly.
-* A probe that was redirected (to the home page, to ``/404.html``...) marks the pages that
-  were redirected to the same place; a page fetched there directly (the home page itself) is
-  not a soft 404.
+* A probe answered with a redirect (to the home page, to ``/404.html``...) marks the pages
+  that were redirected to the same place; a page fetched there directly (the home page
+  itself) is not a soft 404. The probe's redirect is not followed: its target is a page of
+  the host that the crawl should fetch as a page, not as a probe.
 * Otherwise the texts are compared: the page's title and main text (the site's template left
   out, :mod:`crawler.content.maintext`), normalized, as sets of word shingles (Jaccard). Many
   not-found pages repeat the requested path ("The URL /foo/bar was not found") or fill a
@@ -87,7 +88,8 @@ def _path_words(url: str) -> set[str]:
 def answer_of(
     status: int, title: str, text: str, url: str, final_url: str | None = None
 ) -> Answer:
-    """The comparable form of an answer to ``url`` (``final_url``: after redirects)."""
+    """The comparable form of an answer to ``url`` (``final_url``: after redirects, or the
+    ``Location`` of a redirect that was not followed)."""
     ok = 200 <= status < 300  # the words of an error answer are never compared
     final = final_url or url
     redirected = final.split("#", 1)[0] if final != url else None
@@ -114,10 +116,12 @@ def similarity(a: Answer, b: Answer) -> float:
 
 def is_soft_404(probe: Answer, page: Answer, threshold: float = THRESHOLD) -> bool:
     """Whether ``page`` is the host's not-found answer again (see the module docstring)."""
-    if not (probe.ok and page.ok):
+    if not page.ok:
         return False
     if probe.redirected_to is not None:
         return page.redirected_to == probe.redirected_to
+    if not probe.ok:
+        return False
     # Jaccard is at most the ratio of the set sizes: a page many times longer than the
     # not-found page is not one, and its shingles need not be made.
     shorter, longer = sorted((len(probe.words), len(page.words)))

@@ -1,13 +1,15 @@
 """Soft-404 probes in a Scrapy crawl (the judgement is :mod:`crawler.content.soft404`'s).
 
 When the scheduler admits the first URL of an origin (``origin_discovered``), one request for a
-path that cannot exist is scheduled with ``engine.crawl``: it goes through the frontier like
-any page of the host, after its robots.txt (which may disallow it: then the host is not
-judged) and under its politeness, counted against the host. Queued before that first URL, it
-is normally answered before the host's pages are.
+path that cannot exist is scheduled with ``engine.crawl``: it goes through the frontier as one
+of the host's *first* requests (``frontier_first``, as robots.txt and the sitemap probe do):
+after robots.txt (which may disallow it: then the host is not judged), under the host's
+politeness, and before any page of the host, so that every page is judged. Like robots.txt it
+is not charged to the host's page budget (a budget counts pages) and passes the site's URL
+filters (they choose pages, and the probe is none).
 
 Its answer never reaches the spider (:class:`Soft404Probed`, an ``IgnoreRequest``): this
-downloader middleware, below the redirect middleware so it sees the final answer, sends what
+downloader middleware (its redirects are not followed: ``dont_redirect``) sends what
 the answer looks like (:class:`~crawler.content.soft404.Answer`, signal ``soft404_probed``), and
 the soft-404 pipeline (``crawler.pipelines.soft404``) judges each page item of that host against
 it. ``soft404/probes`` counts the probes sent, ``soft404/probe_status/<status>`` their
@@ -20,6 +22,7 @@ those answers.
 from __future__ import annotations
 
 import logging
+from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -42,7 +45,8 @@ class Soft404Probed(IgnoreRequest):
 
 
 class Soft404ProbeMiddleware:
-    """Downloader middleware, order 470 (below redirects, 600: it sees the final answer)."""
+    """Downloader middleware, order 470 (below the redirect middlewares, which leave a
+    probe's redirect alone, and the retry middleware, which may retry its 5xx)."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -64,7 +68,14 @@ class Soft404ProbeMiddleware:
         request = Request(
             key + probe_path(),
             dont_filter=True,
-            meta={SOFT404_PROBE_META: key, "depth": 0, "dont_conditional": True},
+            # its redirect is read, not followed (crawler.content.soft404)
+            meta={
+                SOFT404_PROBE_META: key,
+                "depth": 0,
+                "dont_conditional": True,
+                "dont_redirect": True,
+                "frontier_first": True,  # before the host's pages: they are all judged
+            },
         )
         self._inc("soft404/probes")
         engine.crawl(request)
@@ -78,9 +89,11 @@ class Soft404ProbeMiddleware:
         if isinstance(response, TextResponse) and 200 <= response.status < 300:
             page = parse_page(response.body, response.encoding).page
             title, text = page.title, page.main_text or page.text
-        # the URL first asked: a redirect chain starts there
-        asked = (request.meta.get("redirect_urls") or [response.url])[0]
-        answer = answer_of(response.status, title, text, asked, response.url)
+        final = response.url
+        location = response.headers.get(b"Location")
+        if 300 <= response.status < 400 and location:
+            final = urljoin(request.url, location.decode("latin-1"))
+        answer = answer_of(response.status, title, text, request.url, final)
         self.crawler.signals.send_catch_log(
             crawler_signals.soft404_probed, origin=origin, answer=answer
         )
