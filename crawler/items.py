@@ -41,6 +41,8 @@ PAGE_FIELDS = (
     # search, archive, ai-train, ai-input (a data set built from the items leaves these out).
     "usage",
     "usage_denied",
+    # True when the page is its host's "not found" page served with 200 (crawler.content.soft404)
+    "soft_404",
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

@@ -53,6 +53,8 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.tdmrep.TdmRepMiddleware": 102,
     "crawler.middlewares.sitemaps.SitemapMiddleware": 105,  # sitemaps, lastmod (SITEMAPS_*)
     "crawler.middlewares.conditional.ConditionalGetMiddleware": 450,
+    # below the redirects: a soft-404 probe's final answer (SOFT404_PROBE)
+    "crawler.middlewares.soft404.Soft404ProbeMiddleware": 470,
     # above RetryMiddleware (550): it sees a 429/503 first (crawler/middlewares/retry_after.py)
     "crawler.middlewares.retry_after.RetryAfterMiddleware": 560,
     # above RetryMiddleware: a name that does not resolve holds its host instead of failing
@@ -130,6 +132,7 @@ LOG_LEVEL = "INFO"
 # --- Content: near-duplicates and the full-text index ----------------------------------------
 ITEM_PIPELINES = {
     "crawler.pipelines.neardup.NearDuplicatePipeline": 300,
+    "crawler.pipelines.soft404.Soft404Pipeline": 350,  # flags soft 404s (SOFT404_PROBE)
     "crawler.pipelines.index.IndexPipeline": 400,
     # last: a big item's feed bytes made on a thread (FEED_THREAD_MIN_CHARS)
     "crawler.pipelines.feed.FeedLinePipeline": 900,

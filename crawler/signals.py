@@ -119,3 +119,8 @@ crawl_stopping = object()
 # (max_pages_per_host) is used up: url_over_budget(url: normalized URL, depth: int). The
 # budget extension keeps it for a rerun with a larger budget.
 url_over_budget = object()
+
+# Sent by the soft-404 probe middleware when a host's probe (a path that cannot exist) was
+# answered: soft404_probed(origin: str, answer: crawler.content.soft404.Answer). The soft-404
+# pipeline judges that origin's pages against it.
+soft404_probed = object()

@@ -387,6 +387,10 @@ NEARDUP_SHINGLE_SIZE = 3
 NEARDUP_NUM_PERM = 128
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
+# Soft 404s: one request per host for a path that cannot exist; pages answered like it are
+# flagged soft_404 and not indexed (crawler/content/soft404.py). Off by default: it costs each
+# host one request, which a crawl asks for.
+SOFT404_PROBE = False
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
 NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.journal
 # Levels of depth added to the links of a page that duplicates another (exact or near): they

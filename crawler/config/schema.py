@@ -53,7 +53,7 @@ PURPOSES = ("search", "archive", "ai-train", "ai-input")
 PREFIXES = (
     "FRONTIER_", "ROBOTSTXT_", "RECRAWL_", "CRAWLDB_", "INDEX_", "NEARDUP_", "URL_",
     "PAGE_", "CONTENT_", "RETRY_AFTER_", "ALLOWED_", "ALLOW_", "SITEMAPS_", "CANONICAL_",
-    "WARC_", "DNS_", "SIGNATURE_",
+    "WARC_", "DNS_", "SIGNATURE_", "SOFT404_",
 )  # fmt: skip
 
 # Settings that are ours but not in crawler.config.defaults (their default is Scrapy's).

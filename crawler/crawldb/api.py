@@ -25,7 +25,8 @@ Outlink = tuple[str, str]  # (absolute URL, anchor text)
 @dataclass(slots=True)
 class Visit:
     """One fetch as the crawler saw it. ``fingerprint`` None: no content this time (304, error,
-    redirect); ``outlinks`` None: keep the ones stored."""
+    redirect); ``outlinks`` None: keep the ones stored. ``max_age``, ``no_store``: the
+    answer's caching directives (:mod:`crawler.net.freshness`), hints for the schedule."""
 
     url: str
     status: int
@@ -36,6 +37,8 @@ class Visit:
     fingerprint: str | None = None
     outlinks: list[Outlink] | None = None
     request_url: str | None = None  # None: the key itself
+    max_age: float | None = None  # fresh for this long (max-age, or Expires - Date)
+    no_store: bool = False  # Cache-Control: no-store
 
 
 @dataclass(slots=True)

@@ -7,6 +7,15 @@ since the previous fetch, longer by ``inc_rate`` when it had not, always within
 and its next fetch is pulled forward by ``sync_delta_rate`` of it, as in Nutch: a page unchanged
 for a month is unlikely to change tomorrow, and probing it a little early keeps the estimate
 honest.
+
+The server's caching directives are hints on top (RFC 9111, read as a private cache):
+
+* ``max-age`` (or ``Expires`` - ``Date``) of a 2xx or 304: the next fetch is no sooner than
+  the answer stays fresh (the server says it will not change before), unless the adaptive
+  schedule says later; never later than ``max_interval``. The interval itself still adapts.
+* ``no-store``: the validators are not kept, so the next fetch is a full GET, not a
+  conditional one (keeping them would store part of an answer the server asked not to store).
+* ``no-cache`` and ``max-age=0`` say nothing about how often the page changes: no effect.
 """
 
 from __future__ import annotations
@@ -160,8 +169,19 @@ class AdaptiveSchedule:
         else:
             rec.interval = self.clamp(previous.interval or self.interval)
             rec.next_fetch = now + rec.interval
+        if 200 <= status < 300 or status == 304:
+            self._caching_hints(rec, visit)
         rec.priority = self.priority(rec.fetch_count, rec.change_count)
         return rec, bool(changed)
+
+
+    def _caching_hints(self, rec: PageRecord, visit: Visit) -> None:
+        """The answer's caching directives (see the module docstring)."""
+        if visit.max_age is not None and visit.max_age > 0:
+            fresh_until = visit.fetched_at + min(visit.max_age, self.max_interval)
+            rec.next_fetch = max(rec.next_fetch, fresh_until)
+        if visit.no_store:
+            rec.etag = rec.last_modified = None
 
 
 def _http_date(value: str | None) -> float | None:

@@ -48,6 +48,7 @@ from crawler.crawldb import (
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.items import PAGE_FINGERPRINT_META
 from crawler.meta import REQUISITE_META, ROBOTS_META
+from crawler.net.freshness import NO_HINT, Freshness, freshness_of
 
 logger = logging.getLogger(__name__)
 
@@ -187,13 +188,25 @@ class RecrawlExtension:
         etag: str | None = None,
         fingerprint: str | None = None,
         outlinks: list[Outlink] | None = None,
+        hint: Freshness = NO_HINT,
     ) -> RecordResult | None:
+        """``hint``: the answer's caching directives, for the schedule."""
         key = db_key(url)
         if key is None or not self._open:
             return None
+        now = self.clock()
         visit = Visit(
-            key, status, self.clock(), depth, last_modified, etag, fingerprint, outlinks,
-            None if url == key else url,  # the URL requested, when it is not its key
+            key,
+            status,
+            now,
+            depth,
+            last_modified,
+            etag,
+            fingerprint,
+            outlinks,
+            request_url=None if url == key else url,  # the URL requested, when not its key
+            max_age=hint.lifetime,
+            no_store=hint.no_store,
         )
         result = self.db.record(visit)
         self._inc("crawldb/recorded")
@@ -270,6 +283,7 @@ class RecrawlExtension:
             etag=adapter.get("etag"),
             fingerprint=meta.get(PAGE_FINGERPRINT_META),
             outlinks=outlinks,
+            hint=freshness_of(response.headers, self.clock()),
         )
 
     # -- continuous mode ------------------------------------------------------------------------

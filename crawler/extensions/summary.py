@@ -152,6 +152,11 @@ def summary_lines(
     dup_exact, dup_near = stats.get("neardup/exact", 0), stats.get("neardup/near", 0)
     if dup_exact or dup_near:
         lines.append(f"  duplicates: {dup_exact} exact, {dup_near} near (indexed as aliases)")
+    soft404 = stats.get("soft404/pages", 0)
+    if soft404:
+        probes = stats.get("soft404/probes", 0)
+        lines.append(f"  soft 404s: {soft404} pages like their host's not-found page "
+                     f"({probes} hosts probed; not indexed)")
     if broken:
         shown = ", ".join(
             f"{url} ({status or 'no answer'}" + (f", on {page})" if page else ")")

@@ -71,8 +71,9 @@ from crawler.middlewares.robots_requests import (
     wait_timeout,
 )
 from crawler.middlewares.robots_waits import OriginWaits
+from crawler.net.freshness import freshness_of
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, RobotsBook, Verdict
-from crawler.robots.cache import RobotsCache
+from crawler.robots.cache import RobotsCache, robots_lifetime
 from crawler.robots.rules import ALLOW_ALL, robots_token
 
 logger = logging.getLogger(__name__)
@@ -327,7 +328,10 @@ class RobotsFetcher:
             logger.info("robots.txt of %s: too many redirects, no restrictions", origin)
             self.outcomes.resolved(origin)
             return
-        record = self.book.fetched(origin, status, response.body, self.clock())
+        now = self.clock()
+        hint = freshness_of(response.headers, now)
+        lifetime = robots_lifetime(hint, self.book.expiry, status)
+        record = self.book.fetched(origin, status, response.body, now, lifetime=lifetime)
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")
             return
@@ -344,7 +348,7 @@ class RobotsFetcher:
             assert target is not None
             other = self.book.state(target)
             if not self.book.fresh(target, self.clock()) and other.fetching != IN_FLIGHT:
-                self.book.fetched(target, status, response.body, self.clock())
+                self.book.fetched(target, status, response.body, now, lifetime=lifetime)
                 self.outcomes.resolved(target)
 
     def process_exception(self, request: Request, exception: Exception) -> None:

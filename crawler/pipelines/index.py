@@ -188,7 +188,10 @@ class IndexPipeline:
         ]
         duplicate_of = adapter.get("duplicate_of")
         canonical = self._canonical_target(url, adapter.get("canonical"))
-        if adapter.get("noindex") or SEARCH in (adapter.get("usage_denied") or ()):
+        if adapter.get("soft_404"):  # a "not found" page served with 200
+            index.remove_page(url, status=status, fetched_at=fetched_at)
+            self._stat("index/soft404")
+        elif adapter.get("noindex") or SEARCH in (adapter.get("usage_denied") or ()):
             # noindex, or usage preferences refusing search (crawler.robots.usage)
             index.remove_page(url, status=status, fetched_at=fetched_at)
             index.set_links(url, outlinks, site)

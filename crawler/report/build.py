@@ -509,6 +509,7 @@ def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> dict[str, s
         ("frontier/links_repeated", "link met before (as written)"),
         ("neardup/exact", "page: exact duplicate"),
         ("neardup/near", "page: near-duplicate"),
+        ("soft404/pages", "page: soft 404 (its host's not-found page, with 200)"),
     )
     dups = [(label, stats[k]) for k, label in dup_keys if stats.get(k)]
     robots = sorted(

@@ -78,6 +78,7 @@ STATS_PREFIXES = (
     "frontier/links_repeated",
     "robotstxt/",
     "neardup/",
+    "soft404/",
     "limits/",
     "retry_after/",
     "response_received_count",

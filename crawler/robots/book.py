@@ -344,16 +344,26 @@ class RobotsBook:
     # -- outcomes of a robots.txt fetch ---------------------------------------------------------
 
     def fetched(
-        self, origin: str, status: int, body: bytes, now: float, *, kind: str | None = None
+        self,
+        origin: str,
+        status: int,
+        body: bytes,
+        now: float,
+        *,
+        kind: str | None = None,
+        lifetime: float | None = None,
     ) -> RobotsRecord | None:
         """A final answer (no redirect left to follow). Returns the new record, or None when the
-        answer means "unreachable" (the caller then asks :meth:`failed` for the retry delay)."""
+        answer means "unreachable" (the caller then asks :meth:`failed` for the retry delay).
+        ``lifetime``: how long it stays fresh (its caching headers); None: ``expiry``."""
         kind = kind or classify(status)
         if kind == DISALLOW_ALL:
             return None
         st = self.state(origin)
         text, st.truncated = decode_body(body, self.max_size) if kind != ALLOW_ALL else ("", False)
-        record = RobotsRecord(origin, kind, status, now, now + self.expiry, text)
+        record = RobotsRecord(
+            origin, kind, status, now, now + (self.expiry if lifetime is None else lifetime), text
+        )
         self.cache.put(record)
         st.rules = RobotsRules(record, self.token)
         st.fetching = ""

@@ -15,7 +15,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crawler.net.freshness import Freshness
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
+
+# RFC 9309 2.4: a cached robots.txt should not be used for more than 24 hours (unless the file
+# is unreachable: then the book keeps the last good copy in force while it retries).
+MAX_LIFETIME = 86400.0
+# The shortest lifetime a server can ask for: no-store, no-cache, max-age=0 or an Expires in
+# the past would otherwise mean a robots.txt request before every page. A minute keeps a busy
+# host's robots.txt at most one request a minute, and a rule change is seen within a minute.
+MIN_LIFETIME = 60.0
+
+
+def robots_lifetime(hint: Freshness, default: float, status: int = 200) -> float:
+    """Seconds a fetched robots.txt stays in force: what its caching headers say (a private
+    cache's reading, :mod:`crawler.net.freshness`) within ``[MIN_LIFETIME, MAX_LIFETIME]``, or
+    ``default`` (``ROBOTSTXT_CACHE_EXPIRY``) when they say nothing.
+
+    Only a ``2xx`` answer's headers count: a 404's ``no-cache`` (what many servers and CDNs
+    put on every error page) is about that error page, not about how often the site's rules
+    change, and would otherwise mean a robots.txt request every minute for the crawl."""
+    if not 200 <= status < 300:
+        return default
+    if hint.stale_at_once:
+        return MIN_LIFETIME
+    if hint.lifetime is None:
+        return default
+    return min(max(hint.lifetime, MIN_LIFETIME), MAX_LIFETIME)
 
 
 @dataclass(frozen=True, slots=True)
