@@ -32,6 +32,13 @@ PAGE_FIELDS = (
     # The canonical URL the page names, when honoured (crawler.content.canonical): the index
     # keeps the page as its alias.
     "canonical",
+    # What the page says beyond its text (CONTENT_MARKDOWN, CONTENT_METADATA):
+    "markdown",  # the main content as Markdown (crawler.content.markdown)
+    "language",  # ISO 639-1 code of the main text (crawler.content.language), "" unknown
+    "description",  # <meta name="description">, else OpenGraph's
+    "published",  # ISO 8601, as the page states it (JSON-LD, microdata, article: metas)
+    "modified",
+    "metadata",  # the rest: OpenGraph, Twitter card, JSON-LD, microdata, <html lang>
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

@@ -56,7 +56,13 @@ from crawler.archive.archiver import Archiver
 from crawler.archive.cdxj import write_cdxj
 from crawler.archive.files import RotatingWarcFiles
 from crawler.archive.naming import WarcNamer, safe_part
-from crawler.archive.records import Exchange, head_as_stored, warcinfo
+from crawler.archive.records import (
+    MARKDOWN_TYPE,
+    TEXT_TYPE,
+    Exchange,
+    head_as_stored,
+    warcinfo,
+)
 from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
 from crawler.archive.wacz import package_wacz
@@ -272,6 +278,22 @@ class WarcCaptureMiddleware:
             self.thread.submit(
                 partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)
             )
+        self._conversion(item, response, record_id)
+
+    def _conversion(self, item: Any, response: Response, record_id: str) -> None:
+        """The page's Markdown (else its main text, else its text) as a conversion record
+        referring to its response record: Common Crawl's WET, in the same files."""
+        markdown = _field(item, "markdown")
+        if markdown:
+            text, content_type = str(markdown), MARKDOWN_TYPE
+        else:
+            text = str(_field(item, "main_text") or _field(item, "text") or "")
+            content_type = TEXT_TYPE
+        if text:
+            self.thread.submit(partial(
+                self.archiver.conversion, response.url, record_id, datetime.now(UTC), text,
+                content_type,
+            ))
 
     # -- the end ---------------------------------------------------------------------------
 

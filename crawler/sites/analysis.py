@@ -85,6 +85,9 @@ class PageAnalysis:
     verdict: Verdict | None = None
     forms: dict[str, LinkForm] | None = None  # prepared forms of follow's new links
     requisites: list[str] = field(default_factory=list)  # embedded resources, absolute URLs
+    markdown: str = ""  # the main content as Markdown (CONTENT_MARKDOWN)
+    metadata: dict[str, Any] = field(default_factory=dict)  # crawler.content.metadata
+    language: str = ""  # ISO 639-1 code of the main text (CONTENT_METADATA), "" unknown
     limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
     stats: Counter[str] = field(default_factory=Counter)
 
@@ -152,8 +155,12 @@ class ContentAnalysis:
         judge: NearDuplicateJudge | None = None,
         links: LinkPreparer | None = None,
         requisites: int = 0,
+        markdown: bool = False,
+        metadata: bool = False,
     ) -> None:
         self.joiner = joiner
+        self.markdown = markdown
+        self.metadata = metadata
         self.requisites = requisites
         self.fields: Mapping[str, FieldSpec] = fields or {}
         self.robots_token = robots_token
@@ -190,6 +197,7 @@ class ContentAnalysis:
         clipped = parse(
             parse_page, body, encoding, main_text=self.main_text,
             max_links=self.max_links, max_text=self.max_text, requisites=bool(self.requisites),
+            markdown=self.markdown, metadata=self.metadata, url=url,
         )
         if parse is not _call:
             out.stats.update(pool.news())  # type: ignore[union-attr]
@@ -225,6 +233,12 @@ class ContentAnalysis:
                 f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
             ))
         out.title, out.text, out.main_text = page.title, page.text, page.main_text
+        out.markdown, out.metadata = page.markdown, page.metadata
+        if page.language is not None:
+            out.language = page.language.code
+            out.stats[f"language/{out.language or 'unknown'}"] += 1
+            if page.language.agrees is False:  # the text's language is not <html lang>'s
+                out.stats["language/html_lang_differs"] += 1
         if self.requisites and page.requisites:
             # robots nofollow does not apply: embeds are part of the page, not links to follow
             out.requisites, over = absolute_requisites(

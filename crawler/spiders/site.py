@@ -353,6 +353,15 @@ class SiteSpider(scrapy.Spider):
         item["title"] = analysis.title
         item["text"] = analysis.text  # cut to CONTENT_MAX_TEXT, as is the main text
         item["main_text"] = analysis.main_text
+        if self.content.analysis.markdown:
+            item["markdown"] = analysis.markdown
+        if self.content.analysis.metadata:
+            metadata = dict(analysis.metadata)
+            item["language"] = analysis.language
+            item["description"] = metadata.pop("description", "")
+            item["published"] = metadata.pop("published", None)
+            item["modified"] = metadata.pop("modified", None)
+            item["metadata"] = metadata
         item["noindex"] = analysis.noindex
         item["outlinks"] = analysis.outlinks
         item = with_site_fields(self.site, item, analysis.fields)  # [fields]
