@@ -74,6 +74,7 @@ from crawler.meta import EMBEDS_META, RAW_HEAD_META
 logger = logging.getLogger(__name__)
 
 RECORD_META = "warc_response_id"  # the WARC-Record-ID of the last response of a request
+_DATE_META = "warc_response_date"  # and its WARC-Date (the page's conversion record's too)
 _FETCH_META = "warc_fetch"  # what the fetch's signals said (duration, delay), for metadata
 _DROPPED_HEADERS = {b"content-length", b"transfer-encoding", b"connection", b"keep-alive"}
 
@@ -225,6 +226,7 @@ class WarcCaptureMiddleware:
         connect(middleware.spider_closed, signals.spider_closed)
         connect(middleware.fetch_finished, crawler_signals.fetch_finished)
         connect(middleware.fetch_completed, crawler_signals.fetch_completed)
+        connect(middleware.item_converted, signals.item_scraped)
         if middleware.metadata:
             connect(middleware.item_scraped, signals.item_scraped)
         return middleware
@@ -238,6 +240,7 @@ class WarcCaptureMiddleware:
             return response
         exchange = capture(request, response)
         request.meta[RECORD_META] = exchange.response_id
+        request.meta[_DATE_META] = exchange.date
         self.thread.submit(partial(self.archiver.archive, exchange))
         return response
 
@@ -278,11 +281,18 @@ class WarcCaptureMiddleware:
             self.thread.submit(
                 partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)
             )
-        self._conversion(item, response, record_id)
 
-    def _conversion(self, item: Any, response: Response, record_id: str) -> None:
+    def item_converted(self, item: Any, response: Response, spider: Spider | None = None) -> None:
         """The page's Markdown (else its main text, else its text) as a conversion record
-        referring to its response record: Common Crawl's WET, in the same files."""
+        referring to its response record: Common Crawl's WET, in the same files.
+
+        Dated as its response record (as Common Crawl dates a WET record): a replay tool that
+        indexes every record (pywb) then finds the page's HTML first at its own time and
+        never a text that is newer than it, which it would serve as the latest capture."""
+        record_id = response.meta.get(RECORD_META) if response is not None else None
+        if record_id is None or self.closed:
+            return
+        date = response.meta.get(_DATE_META) or datetime.now(UTC)
         markdown = _field(item, "markdown")
         if markdown:
             text, content_type = str(markdown), MARKDOWN_TYPE
@@ -291,8 +301,7 @@ class WarcCaptureMiddleware:
             content_type = TEXT_TYPE
         if text:
             self.thread.submit(partial(
-                self.archiver.conversion, response.url, record_id, datetime.now(UTC), text,
-                content_type,
+                self.archiver.conversion, response.url, record_id, date, text, content_type,
             ))
 
     # -- the end ---------------------------------------------------------------------------
