@@ -17,8 +17,9 @@ from typing import Any
 
 __all__ = ["Language", "declared_language", "identify_language"]
 
-# Characters of text read: the model's answer settles long before (its cost is linear).
-SAMPLE_CHARS = 2_000
+# Characters of text read: the model reads them byte by byte in Python (~0.1 ms per 500), and
+# whole paragraphs of 200 characters and more are all identified (bench/metadata.py).
+SAMPLE_CHARS = 500
 # Fewer letters than this: the text alone is too little to overrule a declaration.
 MIN_LETTERS = 60
 
@@ -55,7 +56,7 @@ def identify_language(text: str, declared: str = "") -> Language:
     """The language of ``text``; ``declared`` is the page's ``<html lang>`` as written."""
     declared = declared_language(declared)
     sample = text[:SAMPLE_CHARS]
-    letters = sum(1 for c in sample if c.isalpha())
+    letters = sum(map(str.isalpha, sample))
     if letters < MIN_LETTERS:
         return Language(declared, declared, "declared" if declared else "")
     code = _model().classify(sample)[0]

@@ -32,8 +32,11 @@ __all__ = ["render_markdown"]
 _HEADINGS = {f"h{n}": "#" * n for n in range(1, 7)}
 _INNER_BLOCKS = tuple(sorted(_BLOCK_TAGS - {"br"}))
 _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
+_HOLDERS = ("td", "th", "pre", "blockquote")
+
 _STRONG = frozenset({"strong", "b"})
 _EMPHASIS = frozenset({"em", "i", "cite"})
+_MARKED = frozenset({"a"}) | _CODE | _STRONG | _EMPHASIS
 _string = etree.XPath("string()", smart_strings=False)
 
 
@@ -47,26 +50,30 @@ def render_markdown(blocks: list[MainBlock], base_url: str = "") -> str:
         if el in done:
             continue
         tag = el.tag
-        cell = el if tag in ("td", "th") else _ancestor(el, ("td", "th"))
-        if cell is not None:
-            row = cell.getparent()
-            if row is None or row in done:
+        # what holds the block: a table cell, a pre, a blockquote (one lookup, in C)
+        holder = el if tag in _HOLDERS else next(el.iterancestors(*_HOLDERS), None)
+        if holder is not None:
+            kind = holder.tag
+            if kind in ("td", "th"):
+                row = holder.getparent()
+                if row is not None and row not in done:
+                    done.add(row)
+                    out.extend(_row(row, base_url, tables))
                 continue
-            done.add(row)
-            out.extend(_row(row, base_url, tables))
-            continue
-        code = el if tag == "pre" else _ancestor(el, ("pre",))
-        if code is not None:
-            if code not in done:
-                done.add(code)
-                out.append(("pre", _fence(code)))
-            continue
-        leaf = next(el.iterdescendants(*_INNER_BLOCKS), None) is None
-        if leaf:
-            done.add(el)
-            line = _inline(el, base_url) or text
-        else:
+            if kind == "pre":
+                if holder not in done:
+                    done.add(holder)
+                    out.append(("pre", _fence(holder)))
+                continue
+        if _childless(el):  # plain text: the walk's is the same
             line = text
+        else:
+            inline = _inline(el, base_url)
+            if inline is None:  # it holds blocks of its own: this one is its loose text
+                line = text
+            else:
+                done.add(el)
+                line = inline or text
         kind = "p"
         if tag in _HEADINGS:
             line = f"{_HEADINGS[tag]} {line}"
@@ -76,12 +83,21 @@ def render_markdown(blocks: list[MainBlock], base_url: str = "") -> str:
             line = _item_marker(el, len(lists)) + line
         elif tag == "dt":
             line = f"**{line}**"
-        quoted = _ancestor(el, ("blockquote",)) is not None or tag == "blockquote"
-        if quoted:
+        if holder is not None:  # a blockquote
             kind = "quote"
             line = "\n".join(f"> {part}" for part in line.split("\n"))
         out.append((kind, line))
     return _join(out)
+
+
+def _childless(el: etree._Element) -> bool:
+    """Whether ``el`` has no child (``len()`` counts them all: a ``div`` of 500 children
+    holding 200 blocks of loose text would count them 200 times)."""
+    try:
+        el[0]
+    except IndexError:
+        return True
+    return False
 
 
 def _join(out: list[tuple[str, str]]) -> str:
@@ -121,9 +137,12 @@ def _row(
     """One table row as a pipe-table line; after a table's first row, the separator line
     (Markdown tables need a header: the first row is it)."""
     cells = [c for c in row if c.tag in ("td", "th")]
-    texts = [(_inline(c, base_url) if next(c.iterdescendants(*_INNER_BLOCKS), None) is None
-              else " ".join(_string(c).split())).replace("|", "\\|").replace("\n", " ")
-             for c in cells]
+    texts = []
+    for cell in cells:
+        text = _inline(cell, base_url)
+        if text is None:  # blocks in the cell: its text
+            text = " ".join(_string(cell).split())
+        texts.append(text.replace("|", "\\|").replace("\n", " "))
     lines = [("tr", "| " + " | ".join(texts) + " |")]
     table = _ancestor(row, ("table",))
     if table is not None and table not in tables:
@@ -154,37 +173,52 @@ def _child_class(pre: etree._Element) -> str:
     return ""
 
 
-def _inline(el: etree._Element, base_url: str) -> str:
+def _inline(el: etree._Element, base_url: str) -> str | None:
     """The text of ``el`` with its links, code, emphasis and images marked up; whitespace
-    folded, a ``<br>`` kept as a line break."""
+    folded, a ``<br>`` kept as a line break. None when ``el`` holds a block element.
+
+    One ``iterwalk`` (its events from C) rather than a Python call per element: this is most
+    of the renderer's cost (``bench/metadata.py``)."""
     parts: list[str] = []
-    _inline_parts(el, base_url, parts)
+    starts: list[int] = []  # where each open marked-up element's text starts in parts
+    walker = etree.iterwalk(el, events=("start", "end"))
+    for event, node in walker:
+        if node is el:
+            if event == "start":
+                if node.text:
+                    parts.append(node.text)
+                continue
+            break
+        tag = node.tag
+        if event == "start":
+            if tag == "br":
+                parts.append("\n")
+            elif tag == "img":
+                src = node.get("src", "").strip()
+                if src:
+                    alt = " ".join(node.get("alt", "").split())
+                    parts.append(f"![{alt}]({_url(src, base_url)})")
+            elif tag in _BLOCK_TAGS:
+                return None
+            elif tag in _MARKED:
+                starts.append(len(parts))
+            if node.text:
+                parts.append(node.text)
+            continue
+        if tag in _MARKED:
+            start = starts.pop()
+            inner = "".join(parts[start:])
+            del parts[start:]
+            text = " ".join(inner.split())
+            if text:
+                # spaces at the edges go outside the markup ("a<a> b</a>": "a [b](...)")
+                lead = " " if inner[:1].isspace() else ""
+                trail = " " if inner[-1:].isspace() else ""
+                parts.append(lead + _marked(node, tag, text, base_url) + trail)
+        if node.tail:
+            parts.append(node.tail)
     lines = "".join(parts).split("\n")
     return "\n".join(filter(None, (" ".join(line.split()) for line in lines)))
-
-
-def _inline_parts(el: etree._Element, base_url: str, parts: list[str]) -> None:
-    if el.text:
-        parts.append(el.text)
-    for child in el:
-        tag = child.tag
-        if not isinstance(tag, str):  # a comment or processing instruction left over
-            pass
-        elif tag == "br":
-            parts.append("\n")
-        elif tag == "img":
-            src = child.get("src", "").strip()
-            if src:
-                alt = " ".join(child.get("alt", "").split())
-                parts.append(f"![{alt}]({_url(src, base_url)})")
-        else:
-            inner: list[str] = []
-            _inline_parts(child, base_url, inner)
-            text = " ".join("".join(inner).split())
-            if text:
-                parts.append(_marked(child, tag, text, base_url))
-        if child.tail:
-            parts.append(child.tail)
 
 
 def _marked(child: etree._Element, tag: str, text: str, base_url: str) -> str:
@@ -204,7 +238,7 @@ def _marked(child: etree._Element, tag: str, text: str, base_url: str) -> str:
 
 def _url(href: str, base_url: str) -> str:
     """``href`` joined to the base URL, spaces escaped (a Markdown link ends at a space)."""
-    if base_url:
+    if base_url and not href.startswith(("http://", "https://")):
         with contextlib.suppress(ValueError):  # a broken href stays as written
             href = urljoin(base_url, href)
     return href.replace(" ", "%20").replace(")", "%29")

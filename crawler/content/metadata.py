@@ -31,15 +31,12 @@ from lxml import etree
 
 __all__ = ["page_metadata"]
 
-_JSON_LD = etree.XPath(
-    "//script[translate(normalize-space(@type), 'JSON-LD', 'json-ld')='application/ld+json']"
-)
-_TOP_ITEMS = etree.XPath("//*[@itemscope and not(ancestor::*[@itemscope])]")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
 _PUBLISHED_METAS = ("article:published_time", "og:published_time", "date", "dcterms.created",
                     "dc.date", "dc.date.issued", "dcterms.issued")
 _MODIFIED_METAS = ("article:modified_time", "og:updated_time", "last-modified",
                    "dcterms.modified", "dc.date.modified")
+_SCOPES = etree.XPath("//*[@itemscope]")  # libxml2's walk: ElementPath's is 3x slower
 _MAX_STRUCTURED = 50  # JSON-LD objects or microdata items kept from one page
 _MAX_TEXT = 1_000  # characters of a microdata text value
 
@@ -72,7 +69,7 @@ def page_metadata(root: etree._Element, metas: dict[str, str]) -> dict[str, Any]
         out["json_ld"] = json_ld
     if broken:
         out["json_ld_errors"] = broken
-    microdata = [_item(el) for el in _TOP_ITEMS(root)[:_MAX_STRUCTURED]]
+    microdata = [_item(el) for el in _top_items(root)]
     if microdata:
         out["microdata"] = microdata
     lang = root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang")
@@ -92,7 +89,9 @@ def _json_ld(root: etree._Element) -> tuple[list[dict[str, Any]], int]:
     not parse."""
     found: list[dict[str, Any]] = []
     broken = 0
-    for script in _JSON_LD(root):
+    for script in root.iterfind(".//script[@type]"):
+        if script.get("type", "").strip().lower() != "application/ld+json":
+            continue
         text = (script.text or "").strip()
         if not text:
             continue
@@ -108,6 +107,16 @@ def _json_ld(root: etree._Element) -> tuple[list[dict[str, Any]], int]:
             members = graph if isinstance(graph, list) else [obj]
             found.extend(m for m in members if isinstance(m, dict))
     return found[:_MAX_STRUCTURED], broken
+
+
+def _top_items(root: etree._Element) -> list[etree._Element]:
+    """The microdata items no other item holds (a nested item is a property's value)."""
+    scopes = _SCOPES(root)
+    if not scopes:
+        return []
+    inside = set(scopes)
+    top = [el for el in scopes if not any(a in inside for a in el.iterancestors())]
+    return top[:_MAX_STRUCTURED]
 
 
 def _item(el: etree._Element) -> dict[str, Any]:
