@@ -11,6 +11,8 @@ import pytest
 
 from crawler.content.html import parse_page
 from crawler.content.language import declared_language, identify_language
+from crawler.report.build import build_report
+from crawler.report.recordfile import read_records
 from devsite.manpages import MAN_ROOT, PAGES, labelled_paragraphs, multilingual_pages
 from tests.crawling import loopback_settings, run_crawl, serve_pages
 from tests.warc_support import all_records
@@ -126,6 +128,12 @@ def test_a_crawl_yields_markdown_metadata_language_and_text_records(tmp_path: Pa
         assert f"```\nman -L {code} man\n```" in item["markdown"]
         assert result.stats[f"language/{code}"] == 1
     assert result.stats["language/html_lang_differs"] == 1  # the Swedish page says "en"
+    # the report's chart of languages
+    report = build_report(read_records([tmp_path / "stats.record.jsonl"]))
+    chart = report.split('<figure data-chart="languages"', 1)[1].split("</figure>", 1)[0]
+    assert "said another language: 1" in chart
+    for _, code, _ in PAGES:
+        assert f">{code}<" in chart
 
     records = all_records(warc_dir)
     responses = {r["headers"]["WARC-Record-ID"]: r for r in records if r["type"] == "response"}
