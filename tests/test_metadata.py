@@ -14,7 +14,7 @@ from crawler.content.language import declared_language, identify_language
 from crawler.report.build import build_report
 from crawler.report.recordfile import read_records
 from devsite.manpages import MAN_ROOT, PAGES, labelled_paragraphs, multilingual_pages
-from tests.crawling import loopback_settings, run_crawl, serve_pages
+from tests.crawling import loopback_settings, run_crawl, serve_pages, write_site
 from tests.warc_support import all_records
 
 ARTICLE = b"""<!DOCTYPE html><html lang="en"><head><title>T</title>
@@ -156,3 +156,20 @@ def test_a_crawl_yields_markdown_metadata_language_and_text_records(tmp_path: Pa
     for record in conversions:
         response = responses[record["headers"]["WARC-Refers-To"]]
         assert record["headers"]["WARC-Date"] == response["headers"]["WARC-Date"]
+
+
+def test_a_site_keeps_only_its_languages_and_still_follows_the_others_links(
+    tmp_path: Path,
+) -> None:
+    _man_pages_here()
+    sites = tmp_path / "sites"
+    write_site(sites, "two", '[content]\nlanguages = ["DE", "fr"]\n')
+    with serve_pages("127.0.0.1", multilingual_pages()) as port:
+        site = f"http://127.0.0.1:{port}"
+        result = run_crawl(tmp_path, "two", seeds=[site + "/"], settings=loopback_settings(),
+                           sites_dir=sites)
+    assert result.returncode == 0, result.log[-3000:]
+    assert sorted(item["url"].removeprefix(site) for item in result.items) == ["/de", "/fr"]
+    # the English index (too little text: its <html lang> decides) linked to every page
+    assert result.stats["language/not_kept"] == len(PAGES) - 1
+    assert result.stats["language/ja"] == result.stats["language/en"] == 1

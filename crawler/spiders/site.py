@@ -388,7 +388,10 @@ class SiteSpider(scrapy.Spider):
         self._page_policy(response, item)
         if analysis.requisites:
             response.meta[EMBEDS_META] = analysis.requisites  # the WARC metadata's embeds
-        yield item
+        if self.site.content.keeps_language(analysis.language):
+            yield item
+        else:  # [content] languages: its links are followed, the page is no item
+            stats.inc_value("language/not_kept")
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.
         yield from follow_links(self, response, analysis.follow, analysis.demote, analysis.forms)
