@@ -10,7 +10,6 @@ from urllib.parse import urljoin
 from lxml import etree
 
 from crawler.content.document import parse_document_checked
-from crawler.content.language import Language, identify_language
 from crawler.content.maintext import _BLOCK_TAGS, main_blocks_from_tree
 from crawler.content.markdown import render_markdown
 from crawler.content.metadata import page_metadata
@@ -36,7 +35,6 @@ class ParsedPage:
     markdown: str = ""  # the main content as Markdown (crawler.content.markdown), when asked for
     # description, cards, JSON-LD, microdata, dates (crawler.content.metadata), when asked for
     metadata: dict[str, Any] = field(default_factory=dict)
-    language: Language | None = None  # of the main text (crawler.content.language), when asked
 
     @property
     def meta_robots(self) -> str:
@@ -109,10 +107,6 @@ def parse_html(
                 with contextlib.suppress(ValueError):  # a broken <base href> is ignored
                     base = urljoin(url, page.base_href)
             page.markdown = render_markdown(blocks, base)
-    if metadata:
-        page.language = identify_language(
-            page.main_text or page.text, page.metadata.get("html_lang", "")
-        )
     return page
 
 

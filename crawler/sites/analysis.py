@@ -36,6 +36,7 @@ from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
 from crawler.content.analysis_neardup import NearDuplicateJudge, Verdict
 from crawler.content.html import parse_page
+from crawler.content.language import identify_language
 from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
 from crawler.robots import Directives
@@ -234,10 +235,14 @@ class ContentAnalysis:
             ))
         out.title, out.text, out.main_text = page.title, page.text, page.main_text
         out.markdown, out.metadata = page.markdown, page.metadata
-        if page.language is not None:
-            out.language = page.language.code
+        if self.metadata:
+            # here, not in the parse (which may run in the parse child): one model a worker
+            language = identify_language(
+                page.main_text or page.text, page.metadata.get("html_lang", "")
+            )
+            out.language = language.code
             out.stats[f"language/{out.language or 'unknown'}"] += 1
-            if page.language.agrees is False:  # the text's language is not <html lang>'s
+            if language.agrees is False:  # the text's language is not <html lang>'s
                 out.stats["language/html_lang_differs"] += 1
         if self.requisites and page.requisites:
             # robots nofollow does not apply: embeds are part of the page, not links to follow
