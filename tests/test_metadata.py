@@ -30,7 +30,10 @@ ARTICLE = b"""<!DOCTYPE html><html lang="en"><head><title>T</title>
 <main><h1>A <a href="#t">title</a></h1>
 <p>Crawlers read <a href="/docs/x y">the docs</a> with <code>scrapy crawl</code> and
 <em>care</em>; this paragraph is long enough to be the main content of the page.</p>
-<h2>Steps</h2><ol><li>Fetch</li><li>Parse<ul><li>links</li></ul></li></ol>
+<p>First line,
+still the first.<br>Second line.</p>
+<h2>Steps<a class="headerlink" href="#steps">\xc2\xb6</a></h2>
+<ol><li>Fetch</li><li>Parse<ul><li>links</li></ul></li></ol>
 <pre class="language-sh">scrapy crawl web
   -s WARC_ENABLED=1</pre>
 <table><thead><tr><th>Kind</th><th>Count</th></tr></thead>
@@ -47,7 +50,8 @@ def test_markdown_keeps_headings_lists_tables_links_and_code() -> None:
     assert md.startswith("# A title\n\n")  # a permalink to the page itself is no link
     assert "[the docs](http://s.example/docs/x%20y)" in md
     assert "`scrapy crawl`" in md and "*care*" in md
-    assert "## Steps\n\n1. Fetch\n2. Parse\n  - links" in md
+    assert "## Steps\n\n1. Fetch\n2. Parse\n  - links" in md  # no permalink mark
+    assert "First line, still the first.\nSecond line." in md  # only <br> breaks a line
     assert "```sh\nscrapy crawl web\n  -s WARC_ENABLED=1\n```" in md  # as written
     assert "| Kind | Count |\n| --- | --- |\n| pages | 12 |" in md
     assert "Home" not in md and "Visits" not in md  # the main text's choice

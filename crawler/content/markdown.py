@@ -37,6 +37,7 @@ _HOLDERS = ("td", "th", "pre", "blockquote")
 _STRONG = frozenset({"strong", "b"})
 _EMPHASIS = frozenset({"em", "i", "cite"})
 _MARKED = frozenset({"a"}) | _CODE | _STRONG | _EMPHASIS
+_BREAK = "\x00"  # a <br> while the text is folded (no whitespace to split(); not in HTML text)
 _string = etree.XPath("string()", smart_strings=False)
 
 
@@ -192,7 +193,7 @@ def _inline(el: etree._Element, base_url: str) -> str | None:
         tag = node.tag
         if event == "start":
             if tag == "br":
-                parts.append("\n")
+                parts.append(_BREAK)
             elif tag == "img":
                 src = node.get("src", "").strip()
                 if src:
@@ -217,13 +218,16 @@ def _inline(el: etree._Element, base_url: str) -> str | None:
                 parts.append(lead + _marked(node, tag, text, base_url) + trail)
         if node.tail:
             parts.append(node.tail)
-    lines = "".join(parts).split("\n")
+    # source newlines are whitespace like any other; only a <br> breaks the line
+    lines = "".join(parts).split(_BREAK)
     return "\n".join(filter(None, (" ".join(line.split()) for line in lines)))
 
 
 def _marked(child: etree._Element, tag: str, text: str, base_url: str) -> str:
     if tag == "a":
         href = child.get("href", "").strip()
+        if href.startswith("#") and not any(c.isalnum() for c in text):
+            return ""  # a heading's permalink mark ("¶", "#", "§")
         if href and not href.startswith(("#", "javascript:")):
             return f"[{text}]({_url(href, base_url)})"
         return text
