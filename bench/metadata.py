@@ -18,13 +18,22 @@ Run from the project root::
    from this set). Whole paragraphs, and their first 80 characters (a short page: where the
    declared language takes over in a crawl), and the six pages of the test site through the
    whole parse.
+3. ``--crawl N``: **whole-crawl CPU per page**: ``/usr/share/doc`` served by ``http.server`` on
+   loopback (its pages and directory listings), ``scrapy crawl web`` to N pages with Markdown
+   and metadata off, then on, twice; the crawl process's user+sys CPU (``os.wait4``), start-up
+   and the model's load (~0.5 s) included.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from collections import Counter
@@ -128,12 +137,55 @@ def section_accuracy(per_language: int) -> None:
     print(f"  cost: {1000 * (time.process_time() - start) / len(texts):.3f} ms per paragraph")
 
 
+def section_crawl(pages: int, root: str) -> None:
+    project = Path(__file__).resolve().parents[1]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
+         root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    print(f"\n== 3. Whole crawl of {root} over http.server, {pages} pages")
+    try:
+        time.sleep(1.0)  # (a benchmark: the server is up long before the crawl asks)
+        for run in range(2):
+            for label, on in (("off", False), ("on", True)):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = Path(tmp)
+                    (out / "seeds.txt").write_text(f"http://127.0.0.1:{port}/\n")
+                    cmd = [sys.executable, "-m", "scrapy", "crawl", "web",
+                           "-a", f"seeds={out / 'seeds.txt'}", "-o", f"{out / 'i.jsonl'}:jsonlines"]
+                    for key, value in {
+                        "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0,
+                        "FRONTIER_DELAY_FACTOR": 0, "STATS_FILE": out / "stats.json",
+                        "INDEX_PATH": out / "index.sqlite", "LOG_LEVEL": "WARNING",
+                        "CONTENT_MARKDOWN": on, "CONTENT_METADATA": on,
+                        "CLOSESPIDER_PAGECOUNT": pages,
+                    }.items():
+                        cmd += ["-s", f"{key}={value}"]
+                    proc = subprocess.Popen(cmd, cwd=project, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL,
+                                            env=dict(os.environ, PYTHONPATH=str(project)))
+                    _, _, usage = os.wait4(proc.pid, 0)
+                    fetched = json.loads((out / "stats.json").read_text())[
+                        "response_received_count"]
+                cpu = usage.ru_utime + usage.ru_stime
+                print(f"  run {run} {label:3s} {fetched} pages, {cpu:.2f} CPU s, "
+                      f"{1000 * cpu / fetched:.2f} ms/page")
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=120)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--per-language", type=int, default=60)
     parser.add_argument("--root", default="/usr/share/doc")
+    parser.add_argument("--crawl", type=int, default=0, metavar="N",
+                        help="also crawl N pages of --root with everything off, then on")
     args = parser.parse_args()
     pages = doc_pages(Path(args.root), args.pages)
     if pages:
@@ -141,6 +193,8 @@ def main() -> None:
     else:
         print(f"== 1. no HTML under {args.root}")
     section_accuracy(args.per_language)
+    if args.crawl:
+        section_crawl(args.crawl, args.root)
 
 
 if __name__ == "__main__":
