@@ -80,6 +80,24 @@ def test_metadata_reads_cards_json_ld_microdata_and_dates() -> None:
     assert meta["html_lang"] == "en"
 
 
+def test_hostile_json_ld_is_counted_never_raised() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    big = b'{"@type": "Dataset", "x": "' + b"a" * 200_000 + b'"}'
+    body = b"<html><head>" + b"".join(
+        b'<script type="application/ld+json">' + script + b"</script>" for script in (deep, big)
+    ) + b"</head><body><p>text</p></body></html>"
+    meta = parse_page(body, "utf-8", metadata=True).page.metadata
+    assert meta["json_ld_errors"] == 2 and "json_ld" not in meta
+    # microdata items nested past Python's recursion limit: read to a depth
+    nested = b'<div itemscope itemprop="p" itemtype="t">' * 1500 + b"</div>" * 1500
+    meta = parse_page(b"<html><body>" + nested + b"</body></html>", "utf-8",
+                      metadata=True).page.metadata
+    item, depth = meta["microdata"][0], 0
+    while "p" in item:
+        item, depth = item["p"], depth + 1
+    assert depth == 16 and item == {"@type": "t"}
+
+
 def test_language_comes_from_the_text_and_is_checked_against_html_lang() -> None:
     french = ("Le robot lit chaque page une seule fois et en tire le texte principal, "
               "les liens et la langue du document.")

@@ -8,8 +8,8 @@ syntaxes that search and language-model pipelines rarely read. What is read here
 * ``<meta name="description">`` (else ``og:description``);
 * OpenGraph ``<meta property="og:*">`` and ``article:*``, Twitter cards ``twitter:*`` (by
   ``name`` or ``property``: both are seen in the wild);
-* JSON-LD: every ``<script type="application/ld+json">`` that parses as JSON (a broken one is
-  counted, never raised), ``@graph`` flattened;
+* JSON-LD: every ``<script type="application/ld+json">`` that parses as JSON (a broken, too
+  deeply nested or oversized one is counted, never raised), ``@graph`` flattened;
 * microdata: each top-level ``itemscope`` as ``{"@type": ..., prop: value}`` (values as the
   HTML microdata spec reads them: ``content``, ``href``/``src``, ``datetime``, else the text),
   nested items kept nested;
@@ -39,6 +39,8 @@ _MODIFIED_METAS = ("article:modified_time", "og:updated_time", "last-modified",
 _SCOPES = etree.XPath("//*[@itemscope]")  # libxml2's walk: ElementPath's is 3x slower
 _MAX_STRUCTURED = 50  # JSON-LD objects or microdata items kept from one page
 _MAX_TEXT = 1_000  # characters of a microdata text value
+_MAX_DEPTH = 16  # microdata items nested in one another, read
+_MAX_JSON_LD_CHARS = 100_000  # a bigger JSON-LD script is counted as broken, not read
 
 
 def page_metadata(root: etree._Element, metas: dict[str, str]) -> dict[str, Any]:
@@ -95,9 +97,12 @@ def _json_ld(root: etree._Element) -> tuple[list[dict[str, Any]], int]:
         text = (script.text or "").strip()
         if not text:
             continue
+        if len(text) > _MAX_JSON_LD_CHARS:  # a data dump, not a description of the page
+            broken += 1
+            continue
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past Python's
             broken += 1
             continue
         for obj in data if isinstance(data, list) else [data]:
@@ -119,13 +124,17 @@ def _top_items(root: etree._Element) -> list[etree._Element]:
     return top[:_MAX_STRUCTURED]
 
 
-def _item(el: etree._Element) -> dict[str, Any]:
-    """A microdata item: its type and properties (a property named twice becomes a list)."""
+def _item(el: etree._Element, depth: int = 0) -> dict[str, Any]:
+    """A microdata item: its type and properties (a property named twice becomes a list); an
+    item nested deeper than ``_MAX_DEPTH`` keeps its type only (a hostile page nests
+    thousands, past Python's recursion limit)."""
     item: dict[str, Any] = {}
     kind = el.get("itemtype", "").strip()
     if kind:
         item["@type"] = kind
-    for prop, value in _properties(el):
+    if depth >= _MAX_DEPTH:
+        return item
+    for prop, value in _properties(el, depth):
         for name in prop.split():
             if name in item:
                 old = item[name]
@@ -135,7 +144,7 @@ def _item(el: etree._Element) -> dict[str, Any]:
     return item
 
 
-def _properties(scope: etree._Element) -> list[tuple[str, Any]]:
+def _properties(scope: etree._Element, depth: int) -> list[tuple[str, Any]]:
     """``scope``'s properties: ``itemprop`` descendants not inside a nested item."""
     found: list[tuple[str, Any]] = []
     stack = list(scope)
@@ -147,7 +156,7 @@ def _properties(scope: etree._Element) -> list[tuple[str, Any]]:
         prop = el.get("itemprop")
         nested = el.get("itemscope") is not None
         if prop:
-            found.append((prop, _item(el) if nested else _value(el)))
+            found.append((prop, _item(el, depth + 1) if nested else _value(el)))
         if not nested:
             stack.extend(reversed(list(el)))
     return found

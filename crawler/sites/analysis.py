@@ -12,6 +12,9 @@ content thread (``crawler.offload``), and gets one :class:`PageAnalysis` back:
 * the site config's ``[fields]``;
 * the near-duplicate verdict (:mod:`crawler.content.analysis_neardup`) when a pipeline consumes
   verdicts, and the links' demotion that follows from it;
+* the page's Markdown and metadata (``CONTENT_MARKDOWN``, ``CONTENT_METADATA``: from the same
+  parse) and the language of its main text, identified here, in the crawl's process, so a
+  parse child never loads the model;
 * the page's requisites (embedded resources) when the site asks for them
   (``[requisites]``, ``crawler.content.requisites``), from the same parse;
 * the links to follow with their prepared forms (:meth:`UrlPolicy.link_form`: canonical form,
