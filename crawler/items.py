@@ -43,6 +43,13 @@ PAGE_FIELDS = (
     "usage_denied",
     # True when the page is its host's "not found" page served with 200 (crawler.content.soft404)
     "soft_404",
+    # What the page says beyond its text (CONTENT_MARKDOWN, CONTENT_METADATA):
+    "markdown",  # the main content as Markdown (crawler.content.markdown)
+    "language",  # ISO 639-1 code of the main text (crawler.content.language), "" unknown
+    "description",  # <meta name="description">, else OpenGraph's
+    "published",  # ISO 8601, as the page states it (JSON-LD, microdata, article: metas)
+    "modified",
+    "metadata",  # the rest: OpenGraph, Twitter card, JSON-LD, microdata, <html lang>
 )
 
 # response.meta key: the fingerprint of what the page says (its title and main text, normalized),

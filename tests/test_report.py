@@ -237,7 +237,7 @@ def test_the_report_renders_the_crawls_numbers_in_chromium(crawl: dict[str, Any]
     expected = {
         "rate", "frontier", "seen", "host-states", "problems", "response-times", "host-times",
         "status", "hosts", "content-types", "depth", "rejections", "duplicates", "robots",
-        "workers",
+        "workers", "languages",
     } | {f"gaps-{i}" for i in range(len(HOSTS))}  # fmt: skip
     assert set(charts) == expected
     for name, c in charts.items():
@@ -275,6 +275,7 @@ def test_the_report_renders_the_crawls_numbers_in_chromium(crawl: dict[str, Any]
         "frontier/rejected/", skip=("frontier/rejected/seen",)
     )
     assert bars("robots") == stat_group("robotstxt/")
+    assert bars("languages") == stat_group("language/", skip=("language/html_lang_differs",))
     assert bars("duplicates")["URL already seen"] == stats["frontier/rejected/seen"]
     assert sum(bars("depth").values()) == pages
     assert sum(bars("content-types").values()) == pages

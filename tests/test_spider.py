@@ -539,8 +539,10 @@ def test_main_text_is_kept_for_the_content_pipelines(tmp_path: Path) -> None:
     item, _ = split(spider.parse(html_response("http://m.example/", body)))
     assert item["main_text"].startswith("The article says")
     assert "Visits" not in item["main_text"] and "Visits" in item["text"]
-    # with no near-duplicate detection and no crawl database, nothing needs it
-    spider = make_spider(tmp_path, settings={"NEARDUP_ENABLED": False})
+    # with no near-duplicate detection, no crawl database and no Markdown, nothing needs it
+    spider = make_spider(
+        tmp_path, settings={"NEARDUP_ENABLED": False, "CONTENT_MARKDOWN": False}
+    )
     item, _ = split(spider.parse(html_response("http://m.example/", body)))
     assert item["main_text"] == ""
 

@@ -3,8 +3,8 @@
 A fetch is a ``request`` record and a ``response`` record (linked by ``WARC-Concurrent-To``),
 except that a 304 answer becomes a server-not-modified ``revisit`` and a 200 whose payload the
 digest index knows becomes an identical-payload-digest ``revisit``. A ``metadata`` record tells
-what the crawler made of a page. Synchronous and single-threaded: ``crawler.archive.thread``
-runs it off the reactor.
+what the crawler made of a page, a ``conversion`` record its text or Markdown. Synchronous and
+single-threaded: ``crawler.archive.thread`` runs it off the reactor.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from crawler.archive.records import (
     Capture,
     Exchange,
     Record,
+    conversion_record,
     identical_payload_revisit,
     metadata_record,
     not_modified_revisit,
@@ -98,6 +99,17 @@ class Archiver:
             return
         self.files.write([metadata_record(url, refers_to, date, fields)])
         self.counts["metadata"] += 1
+
+    def conversion(
+        self, url: str, refers_to: str, date: datetime, text: str, content_type: str
+    ) -> None:
+        """A conversion record of the page's text for the response ``refers_to``; none for an
+        identical-payload revisit, whose first capture's text is the same."""
+        if refers_to in self._revisits:
+            self.counts["conversion/skipped"] += 1
+            return
+        self.files.write([conversion_record(url, refers_to, date, text, content_type)])
+        self.counts["conversion"] += 1
 
     def close(self) -> list[Path]:
         """Close the current file (renamed to its final name) and the digest index; the

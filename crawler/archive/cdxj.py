@@ -1,7 +1,11 @@
 """A CDXJ index of a crawl's WARC files (the format pywb and OutbackCDX read), made with
 cdxj-indexer (Webrecorder's indexer, on PyPI) when the crawl closes its files; and the indexes
 already written merged into one (a WACZ of a directory: indexing reads every record again and
-costs ~40 s of CPU per GB, merging sorted lines almost nothing: BENCHMARKS.md)."""
+costs ~40 s of CPU per GB, merging sorted lines almost nothing: BENCHMARKS.md).
+
+Beside the responses and revisits, the index holds each page's ``conversion`` record (its text or
+Markdown, ``crawler.archive.records.conversion_record``), under the page's URL with its own
+``mime``, so a reader finds a page's text as it finds the page."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import json
 import warnings
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def write_cdxj(files: Sequence[Path], target: Path) -> Path:
@@ -22,10 +27,16 @@ def write_cdxj(files: Sequence[Path], target: Path) -> Path:
         warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
         from cdxj_indexer.main import CDXJIndexer
 
+    class _Indexer(CDXJIndexer):  # type: ignore[misc]
+        """cdxj-indexer's default records, and the conversion records (a page's text)."""
+
+        def filter_record(self, record: Any) -> bool:
+            return bool(record.rec_type == "conversion" or super().filter_record(record))
+
     tmp = target.with_name(target.name + ".open")
     # dir_root: the index names each file relative to the WARC directory, as pywb expects
     root = str(Path(files[0]).parent) if files else None
-    CDXJIndexer(
+    _Indexer(
         output=str(tmp), inputs=[str(f) for f in files], sort=True, dir_root=root
     ).process_all()
     tmp.replace(target)

@@ -37,7 +37,10 @@ _TYPES = {
     "revisit": warc.revisit,
     "metadata": warc.metadata,
     "resource": warc.resource,
+    "conversion": warc.conversion,
 }
+MARKDOWN_TYPE = "text/markdown; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
 
 
 def sha1_digest(data: bytes) -> str:
@@ -264,5 +267,24 @@ def metadata_record(
             ("WARC-Target-URI", url),
             ("WARC-Concurrent-To", refers_to),
             ("Content-Type", WARC_FIELDS_TYPE),
+        ],
+    )
+
+
+def conversion_record(
+    url: str, refers_to: str, date: datetime, text: str, content_type: str = MARKDOWN_TYPE
+) -> Record:
+    """A page's extracted text or Markdown, tied to its response record (WARC 1.1 6.9: "an
+    alternative version of another record's content"), as Common Crawl's WET files hold the
+    text of each page beside its WARC: with its ``WARC-Target-URI``, so the CDXJ finds it."""
+    return Record(
+        "conversion",
+        new_record_id(),
+        date,
+        text.encode("utf-8"),
+        [
+            ("WARC-Target-URI", url),
+            ("WARC-Refers-To", refers_to),
+            ("Content-Type", content_type),
         ],
     )

@@ -373,6 +373,11 @@ DOWNLOAD_MIN_RATE_GRACE = 5.0
 PAGE_MAX_HTML = 4 * 1024 * 1024
 PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
 CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
+# The item's `markdown` (the main content as Markdown: crawler/content/markdown.py), and its
+# `metadata`, `description`, dates and `language` (crawler/content/metadata.py, language.py).
+# Off saves their CPU (bench/metadata.py); the language is then not counted either.
+CONTENT_MARKDOWN = True
+CONTENT_METADATA = True
 
 # --- Content: near-duplicates and the full-text index ----------------------------------------
 # Chosen with bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at

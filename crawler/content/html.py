@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
 
 from lxml import etree
 
 from crawler.content.document import parse_document_checked
-from crawler.content.maintext import _BLOCK_TAGS, main_text_from_tree
+from crawler.content.maintext import _BLOCK_TAGS, main_blocks_from_tree
+from crawler.content.markdown import render_markdown
+from crawler.content.metadata import page_metadata
 from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import tree_requisites
 
@@ -27,6 +32,9 @@ class ParsedPage:
     flattened: bool = False  # nested too deep for libxml2: parsed again without nesting tags
     # raw references of embedded resources (crawler.content.requisites), when asked for
     requisites: list[str] = field(default_factory=list)
+    markdown: str = ""  # the main content as Markdown (crawler.content.markdown), when asked for
+    # description, cards, JSON-LD, microdata, dates (crawler.content.metadata), when asked for
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def meta_robots(self) -> str:
@@ -35,7 +43,7 @@ class ParsedPage:
 
 def parse_html(
     body: bytes | str, encoding: str | None = None, *, main_text: bool = True,
-    requisites: bool = False,
+    requisites: bool = False, markdown: bool = False, metadata: bool = False, url: str = "",
 ) -> ParsedPage:
     """Parse once with lxml and pull out what the crawler needs; broken HTML never raises.
 
@@ -87,9 +95,18 @@ def parse_html(
     page.nofollow_hrefs -= followed
     if requisites:
         page.requisites = tree_requisites(root)
+    if metadata:  # before the head and scripts go
+        page.metadata = page_metadata(root, metas)
     page.text = visible_text(root)
-    if main_text:
-        page.main_text = main_text_from_tree(root)  # last: both strip the tree in place
+    if main_text or markdown:
+        blocks = main_blocks_from_tree(root)  # last: both strip the tree in place
+        page.main_text = "\n".join(text for _, text in blocks)
+        if markdown:
+            base = url
+            if page.base_href:
+                with contextlib.suppress(ValueError):  # a broken <base href> is ignored
+                    base = urljoin(url, page.base_href)
+            page.markdown = render_markdown(blocks, base)
     return page
 
 
@@ -105,7 +122,8 @@ class ClippedPage:
 
 def parse_page(
     body: bytes, encoding: str | None = None, *, main_text: bool = True, max_links: int = 0,
-    max_text: int = 0, requisites: bool = False,
+    max_text: int = 0, requisites: bool = False, markdown: bool = False, metadata: bool = False,
+    url: str = "",
 ) -> ClippedPage:
     """:func:`parse_html` with the links cut to ``max_links`` and the texts to ``max_text``
     characters (0: no cut), and the page's change fingerprint.
@@ -116,13 +134,16 @@ def parse_page(
     process boundary is already cut to what the crawl keeps (a page of 100,000 links would be
     100,000 tuples to unpickle on the parent's side).
     """
-    page = parse_html(body, encoding, main_text=main_text, requisites=requisites)
+    page = parse_html(body, encoding, main_text=main_text, requisites=requisites,
+                      markdown=markdown, metadata=metadata, url=url)
     links, text = len(page.links), len(page.text)
     if max_links and links > max_links:
         page.links = page.links[:max_links]
     if max_text and text > max_text:
         page.text = page.text[:max_text]
         page.main_text = page.main_text[:max_text]
+    if max_text and len(page.markdown) > max_text:
+        page.markdown = page.markdown[:max_text]
     # Change detection compares what the page says (its main text, normalized like the
     # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
     fingerprint = text_fingerprint(f"{page.title} {page.main_text or page.text}")

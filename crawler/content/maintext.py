@@ -70,7 +70,10 @@ from lxml import etree
 from crawler.content.document import parse_document
 from crawler.content.maintext_score import Block, Totals, best_cluster, link_heavy
 
-__all__ = ["main_text", "main_text_from_tree"]
+__all__ = ["MainBlock", "main_blocks_from_tree", "main_text", "main_text_from_tree"]
+
+# A block of the main text: the block element that holds it, and its text (whitespace folded).
+MainBlock = tuple[etree._Element, str]
 
 _NEVER_CONTENT = (
     "script",
@@ -153,28 +156,40 @@ def main_text_from_tree(root: etree._Element) -> str:
     For a spider that already parsed the page: call it before anything else strips the tree,
     or on ``copy.deepcopy(root)`` (a copy costs far less than a second parse).
     """
+    return "\n".join(text for _, text in main_blocks_from_tree(root))
+
+
+def main_blocks_from_tree(root: etree._Element) -> list[MainBlock]:
+    """The blocks of :func:`main_text_from_tree` (which joins their texts), each with its
+    element, for a renderer that keeps the page's structure (``crawler.content.markdown``);
+    *modifies* ``root`` likewise."""
     etree.strip_elements(root, *_NEVER_CONTENT, etree.Comment, etree.ProcessingInstruction,
                          with_tail=False)
     body = root.find("body")
     if body is None:
         body = root
     text, page = _extract(body, root, set())
-    if len(text) < _SHORT_TEXT:
+    if _length(text) < _SHORT_TEXT:
         # Names misled (a platform whose article container's class reads as chrome): what is
         # left without judging names at all, if that finds far more (a share button's word is
         # no reason to drop every name). Landmarks still count.
         again, _ = _extract(body, root, None)
-        if len(again) > 2 * len(text):
+        if _length(again) > 2 * _length(text):
             text = again
-    misnamed = _misnamed(page.dropped, len(text))
+    misnamed = _misnamed(page.dropped, _length(text))
     if misnamed is not None:
         # one element dropped for its name or as the page's header held far more text than
         # was kept: a layout wrapper ("c-fixed-sidebar-layout") around the article, a <header>
         # the markup never closed; again with it spared (its own chrome still dropped)
         again, _ = _extract(body, root, {misnamed})
-        if len(again) > len(text):
+        if _length(again) > _length(text):
             text = again
     return text
+
+
+def _length(blocks: list[MainBlock]) -> int:
+    """Characters of the blocks' text joined by newlines."""
+    return sum(len(text) for _, text in blocks) + max(len(blocks) - 1, 0)
 
 
 def _misnamed(dropped: list[etree._Element], kept: int) -> etree._Element | None:
@@ -193,7 +208,7 @@ def _misnamed(dropped: list[etree._Element], kept: int) -> etree._Element | None
 
 def _extract(
     body: etree._Element, root: etree._Element, spared: set[etree._Element] | None
-) -> tuple[str, _Walked]:
+) -> tuple[list[MainBlock], _Walked]:
     """One extraction of ``body``'s main text (rules 2 to 4): ids and classes judged but for
     the ``spared`` elements, or not at all (``None``)."""
     page = _walk(body, root, spared)
@@ -218,8 +233,9 @@ def _extract(
         all_blocks = (page.blocks[span[0] : span[1]] if span is not None
                       else _walk(container, root, spared).blocks)
         blocks = all_blocks
-    kept = [(text, words) for _, text, words, links in blocks if not link_heavy(words, links)]
-    content = sum(words for _, words in kept)
+    kept = [(el, text, words) for el, text, words, links in blocks
+            if not link_heavy(words, links)]
+    content = sum(words for _, _, words in kept)
     listed = sum(links for _, _, _, links in all_blocks)
     if (listed >= 2 * content and listed) if container is not None else (
         content < LINK_LIST_WORDS and listed >= max(LINK_LIST_WORDS, 2 * content)
@@ -235,8 +251,8 @@ def _extract(
         # turned its main text from everything into the intro alone, and an mdBook command
         # index (a heading and five links) had none. The body keeps both bounds: its link text
         # includes whatever navigation no name or landmark gave away.
-        return "\n".join(text for _, text, _, _ in all_blocks), page
-    return "\n".join(text for text, _ in kept), page
+        return [(el, text) for el, text, _, _ in all_blocks], page
+    return [(el, text) for el, text, _ in kept], page
 
 
 # Only elements with one of these attributes, or of these tags, can be boilerplate.

@@ -60,7 +60,13 @@ from crawler.archive.archiver import Archiver
 from crawler.archive.cdxj import write_cdxj
 from crawler.archive.files import RotatingWarcFiles
 from crawler.archive.naming import WarcNamer, safe_part
-from crawler.archive.records import Exchange, head_as_stored, warcinfo
+from crawler.archive.records import (
+    MARKDOWN_TYPE,
+    TEXT_TYPE,
+    Exchange,
+    head_as_stored,
+    warcinfo,
+)
 from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
 from crawler.archive.wacz import package_wacz
@@ -74,6 +80,7 @@ from crawler.robots.usage import page_decision, purposes_of
 logger = logging.getLogger(__name__)
 
 RECORD_META = "warc_response_id"  # the WARC-Record-ID of the last response of a request
+_DATE_META = "warc_response_date"  # and its WARC-Date (the page's conversion record's too)
 _FETCH_META = "warc_fetch"  # what the fetch's signals said (duration, delay), for metadata
 _DROPPED_HEADERS = {b"content-length", b"transfer-encoding", b"connection", b"keep-alive"}
 
@@ -227,6 +234,7 @@ class WarcCaptureMiddleware:
         connect(middleware.spider_closed, signals.spider_closed)
         connect(middleware.fetch_finished, crawler_signals.fetch_finished)
         connect(middleware.fetch_completed, crawler_signals.fetch_completed)
+        connect(middleware.item_converted, signals.item_scraped)
         if middleware.metadata:
             connect(middleware.item_scraped, signals.item_scraped)
         return middleware
@@ -242,6 +250,7 @@ class WarcCaptureMiddleware:
             return response
         exchange = capture(request, response)
         request.meta[RECORD_META] = exchange.response_id
+        request.meta[_DATE_META] = exchange.date
         self.thread.submit(partial(self.archiver.archive, exchange))
         return response
 
@@ -297,6 +306,28 @@ class WarcCaptureMiddleware:
             self.thread.submit(
                 partial(self.archiver.metadata, response.url, record_id, datetime.now(UTC), fields)
             )
+
+    def item_converted(self, item: Any, response: Response, spider: Spider | None = None) -> None:
+        """The page's Markdown (else its main text, else its text) as a conversion record
+        referring to its response record: Common Crawl's WET, in the same files.
+
+        Dated as its response record (as Common Crawl dates a WET record): a replay tool that
+        indexes every record (pywb) then finds the page's HTML first at its own time and
+        never a text that is newer than it, which it would serve as the latest capture."""
+        record_id = response.meta.get(RECORD_META) if response is not None else None
+        if record_id is None or self.closed:
+            return
+        date = response.meta.get(_DATE_META) or datetime.now(UTC)
+        markdown = _field(item, "markdown")
+        if markdown:
+            text, content_type = str(markdown), MARKDOWN_TYPE
+        else:
+            text = str(_field(item, "main_text") or _field(item, "text") or "")
+            content_type = TEXT_TYPE
+        if text:
+            self.thread.submit(partial(
+                self.archiver.conversion, response.url, record_id, date, text, content_type,
+            ))
 
     # -- the end ---------------------------------------------------------------------------
 

@@ -273,6 +273,7 @@ def build_report(record: CrawlRecord, *, title: str = "") -> str:
         addresses=addresses_section(record),
         **_fetch_sections(hosts, stats, record),
         **_content_sections(record),
+        languages=_language_section(stats),
         **_outcome_sections(stats, record),
         policies=_policy_section(stats),
         usage=_usage_section(stats),
@@ -491,6 +492,20 @@ def _content_sections(record: CrawlRecord) -> dict[str, str]:
         "content_types": _figure("content-types", svg.bar_chart("content-types", ctypes)),
         "depth": _figure("depth", svg.bar_chart("depth", [(f"depth {d}", n) for d, n in depth])),
     }
+
+
+def _language_section(stats: dict[str, Any]) -> str:
+    """HTML pages by the language of their text (``language/<code>``, crawler.content.language),
+    and how many said another one in ``<html lang>``."""
+    counts = sorted(
+        ((k.split("/", 1)[1], v) for k, v in stats.items()
+         if k.startswith("language/") and k != "language/html_lang_differs"
+         and isinstance(v, int | float) and v),
+        key=lambda kv: (-kv[1], kv[0]),
+    )[:TOP_BARS]
+    differs = stats.get("language/html_lang_differs", 0)
+    return _figure("languages", svg.bar_chart("languages", counts, colors=["#8c564b"]),
+                   f"<html lang> said another language: {differs:,}")
 
 
 def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> dict[str, str]:

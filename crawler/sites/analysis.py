@@ -12,6 +12,9 @@ content thread (``crawler.offload``), and gets one :class:`PageAnalysis` back:
 * the site config's ``[fields]``;
 * the near-duplicate verdict (:mod:`crawler.content.analysis_neardup`) when a pipeline consumes
   verdicts, and the links' demotion that follows from it;
+* the page's Markdown and metadata (``CONTENT_MARKDOWN``, ``CONTENT_METADATA``: from the same
+  parse) and the language of its main text, identified here, in the crawl's process, so a
+  parse child never loads the model;
 * the page's requisites (embedded resources) when the site asks for them
   (``[requisites]``, ``crawler.content.requisites``), from the same parse;
 * the links to follow with their prepared forms (:meth:`UrlPolicy.link_form`: canonical form,
@@ -38,6 +41,7 @@ from crawler.content.analysis_neardup import NearDuplicateJudge, Verdict
 from crawler.content.child import ChildFailed
 from crawler.content.documents import DocumentText, read_document
 from crawler.content.html import parse_page
+from crawler.content.language import identify_language
 from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
@@ -89,6 +93,9 @@ class PageAnalysis:
     verdict: Verdict | None = None
     forms: dict[str, LinkForm] | None = None  # prepared forms of follow's new links
     requisites: list[str] = field(default_factory=list)  # embedded resources, absolute URLs
+    markdown: str = ""  # the main content as Markdown (CONTENT_MARKDOWN)
+    metadata: dict[str, Any] = field(default_factory=dict)  # crawler.content.metadata
+    language: str = ""  # ISO 639-1 code of the main text (CONTENT_METADATA), "" unknown
     limits: list[tuple[str, str]] = field(default_factory=list)  # (limit name, detail)
     stats: Counter[str] = field(default_factory=Counter)
     document_problem: str | None = None  # a document read in part or not at all: why
@@ -157,8 +164,12 @@ class ContentAnalysis:
         judge: NearDuplicateJudge | None = None,
         links: LinkPreparer | None = None,
         requisites: int = 0,
+        markdown: bool = False,
+        metadata: bool = False,
     ) -> None:
         self.joiner = joiner
+        self.markdown = markdown
+        self.metadata = metadata
         self.requisites = requisites
         self.fields: Mapping[str, FieldSpec] = fields or {}
         self.robots_token = robots_token
@@ -195,6 +206,7 @@ class ContentAnalysis:
         clipped = parse(
             parse_page, body, encoding, main_text=self.main_text,
             max_links=self.max_links, max_text=self.max_text, requisites=bool(self.requisites),
+            markdown=self.markdown, metadata=self.metadata, url=url,
         )
         if parse is not _call:
             out.stats.update(pool.news())  # type: ignore[union-attr]
@@ -230,6 +242,16 @@ class ContentAnalysis:
                 f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
             ))
         out.title, out.text, out.main_text = page.title, page.text, page.main_text
+        out.markdown, out.metadata = page.markdown, page.metadata
+        if self.metadata:
+            # here, not in the parse (which may run in the parse child): one model a worker
+            language = identify_language(
+                page.main_text or page.text, page.metadata.get("html_lang", "")
+            )
+            out.language = language.code
+            out.stats[f"language/{out.language or 'unknown'}"] += 1
+            if language.agrees is False:  # the text's language is not <html lang>'s
+                out.stats["language/html_lang_differs"] += 1
         if self.requisites and page.requisites:
             # robots nofollow does not apply: embeds are part of the page, not links to follow
             out.requisites, over = absolute_requisites(

@@ -44,7 +44,7 @@ from crawler.config.schema import (
 )
 from crawler.frontier.policies import DEFAULT as DEFAULT_POLICY
 from crawler.frontier.policies import PolicyError, policy_from_mapping
-from crawler.sites.content import CONTENT_TYPES, Content
+from crawler.sites.content import Content
 from crawler.sites.fields import FieldSpec, FieldSpecError, field_name_problem, parse_field_spec
 from crawler.sites.messages import display, fail, fail_all, show
 from crawler.sites.seeds import seed_url_problem
@@ -432,7 +432,7 @@ class SiteFile(_Table):
     politeness: Politeness = Politeness()
     priority: Priority = Priority()
     requisites: Requisites = Requisites()
-    content: Content = Content()  # [content] types (crawler/sites/content.py)
+    content: Content = Content()  # [content]: kinds read, languages kept (sites/content.py)
     # any other Scrapy setting, passed on as-is (ours read as -s reads them)
     settings: Annotated[dict[SettingName, Any], AfterValidator(_settings_values)] = {}
     # new item fields: CSS or XPath (crawler/sites/fields.py)
@@ -498,7 +498,7 @@ class SiteFile(_Table):
             max_repeated_segments=self.urls.max_repeated_segments,
             priority_policy=self.priority.policy,
             requisites=self.requisites,
-            content_types=self.content.types,
+            content=self.content,
             user_agent=self.user_agent,
             allow_private_addresses=self.allow_private_addresses,
             settings=MappingProxyType(self.scrapy_settings()),
@@ -542,9 +542,9 @@ _TABLES = _tables(SiteFile)
 # truth (the scheduler reads the SiteConfig fields), so they are refused there.
 _RESERVED_SETTINGS: dict[str, str] = {s.name: key for key, s in _settings_of(SiteFile)}
 
-
 _ANY_SCOPE = Scope()  # empty: the hosts of the seeds
 _NO_REQUISITES = Requisites()  # fetch = false
+_ALL_CONTENT = Content()  # every kind, every language
 
 
 def _default(model: type[BaseModel], key: str) -> Any:
@@ -572,7 +572,7 @@ class SiteConfig:
     max_repeated_segments: int = _default(Urls, "max_repeated_segments")
     priority_policy: str = _default(Priority, "policy")
     requisites: Requisites = _NO_REQUISITES  # [requisites]: off unless fetch = true
-    content_types: tuple[str, ...] = CONTENT_TYPES  # [content] types: the kinds read
+    content: Content = _ALL_CONTENT  # [content]: kinds read, languages kept
     user_agent: str | None = None
     allow_private_addresses: bool = _default(SiteFile, "allow_private_addresses")
     # Scrapy settings this site sets (spider priority). Read-only; excluded from the hash

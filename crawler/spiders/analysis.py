@@ -57,6 +57,8 @@ class CrawlContentAnalysis:
             fields=site.fields if site is not None else None,
             robots_token=robots_token(s),
             main_text=main_text_wanted(s),
+            markdown=s.getbool("CONTENT_MARKDOWN", defaults.CONTENT_MARKDOWN),
+            metadata=s.getbool("CONTENT_METADATA", defaults.CONTENT_METADATA),
             max_links=s.getint("PAGE_MAX_LINKS", defaults.PAGE_MAX_LINKS),
             max_text=s.getint("CONTENT_MAX_TEXT", defaults.CONTENT_MAX_TEXT),
             max_html=s.getint("PAGE_MAX_HTML", defaults.PAGE_MAX_HTML),

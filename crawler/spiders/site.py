@@ -372,6 +372,15 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         item["title"] = analysis.title
         item["text"] = analysis.text  # cut to CONTENT_MAX_TEXT, as is the main text
         item["main_text"] = analysis.main_text
+        if self.content.analysis.markdown:
+            item["markdown"] = analysis.markdown
+        if self.content.analysis.metadata:
+            metadata = dict(analysis.metadata)
+            item["language"] = analysis.language
+            item["description"] = metadata.pop("description", "")
+            item["published"] = metadata.pop("published", None)
+            item["modified"] = metadata.pop("modified", None)
+            item["metadata"] = metadata
         item["noindex"] = analysis.noindex
         item["outlinks"] = analysis.outlinks
         item = with_site_fields(self.site, item, analysis.fields)  # [fields]
@@ -398,7 +407,9 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         self._page_policy(response, item)
         if analysis.requisites:
             response.meta[EMBEDS_META] = analysis.requisites  # the WARC metadata's embeds
-        if self._usage_keeps(response):
+        if not self.site.content.keeps_language(analysis.language):
+            stats.inc_value("language/not_kept")  # [content] languages: links followed, no item
+        elif self._usage_keeps(response):
             yield item
         # The frontier takes the links in bulk (no Request per link); Requests come back only
         # when another scheduler runs the crawl.

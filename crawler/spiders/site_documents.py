@@ -45,7 +45,7 @@ class DocumentParsing:
         kind = document_kind(content_type, response.url, response.body[:8])
         if kind is None:
             return None
-        if kind not in self.site.content_types:
+        if kind not in self.site.content.types:
             self.crawler.stats.inc_value("documents/not_read")
             return None
         return kind
