@@ -168,6 +168,7 @@ def test_front_queue_entries_carry_a_host_number_the_refill_takes_off(client) ->
     entries = [Entry(f"https://h{i}.example/doc/p{j}.html", f"h{i}.example", 1, 2, SEED)
                for i in range(3) for j in range(2)]
     assert all(r.added for r in f.add_many(entries))
+    f.due_in()  # URLs are routed to back queues when work is handed out or asked about
     numbers = {client.hget(f.keys.host(f"h{i}.example"), "id") for i in range(3)}
     assert len(numbers) == 3
     names = {client.hget(f.keys.host_ids, n).decode() for n in numbers}

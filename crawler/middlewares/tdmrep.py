@@ -52,7 +52,9 @@ class TdmRepMiddleware:
         settings = crawler.settings
         self.purposes = purposes_of(settings)
         if not {AI_TRAIN, AI_INPUT} & set(self.purposes):
-            raise NotConfigured("CRAWL_PURPOSE has neither ai-train nor ai-input")
+            # off for a crawl that is not for text and data mining; no reason given, since
+            # Scrapy logs a NotConfigured reason as a WARNING in every ordinary crawl
+            raise NotConfigured
         self.crawler = crawler
         self.rest = settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY)
         self.rules: dict[str, list[TdmRule]] = {}
