@@ -85,8 +85,8 @@ class CrawlTally:
         requisite = bool(request.meta.get(REQUISITE_META))
         robots = bool(request.meta.get(ROBOTS_META)) or requisite  # a fetch, not a page
         end = self.clock()
-        tallied = self.hosts[_host(request)].fetched(
-            end - duration, end, status, page=response is not None,
+        tallied = self.hosts.fetched(
+            _host(request), end - duration, end, status, page=response is not None,
             final=followed_by is None, robots=robots,
         )
         stats = self.crawler.stats
