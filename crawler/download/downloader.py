@@ -62,7 +62,9 @@ class FrontierDownloader(Downloader):
                 outcome, duration = Outcome.NOT_SENT, None
             else:
                 duration = (ended or monotonic()) - started
-                outcome = Outcome.FETCHED if answered is not None else Outcome.FAILED
+                # no answer, or a 5xx: a failed fetch of its host (PolitenessPolicy)
+                failed = answered is None or answered[0] >= 500
+                outcome = Outcome.FAILED if failed else Outcome.FETCHED
             self.crawler.signals.send_catch_log(
                 crawler_signals.fetch_finished,
                 request=request,

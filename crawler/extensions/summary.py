@@ -141,6 +141,7 @@ def summary_lines(
     errors += _grouped(stats, "address_safety/refused/", label_prefix="address refused: ")
     errors += _grouped(stats, "frontier/hosts_given_up/", label_prefix="host given up: ")
     errors += _grouped(stats, "retry_after/gave_up", exact=True, label="gave up after 429/503")
+    errors += _grouped(stats, "retry/gave_up/", label_prefix="gave up retrying: ")
     if errors:
         lines.append("  errors: " + _joined(sorted(errors, key=lambda kv: (-kv[1], kv[0]))))
     limits = _grouped(stats, "limits/")

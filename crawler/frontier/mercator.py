@@ -366,8 +366,18 @@ class MercatorFrontier(Frontier):
                 (1 << policy.failure_window) - 1
             )
             host.failures = host.failures + 1 if failed else 0
-            if failed and policy.gives_up(host.failures, host.failure_bits.bit_count()):
-                self._give_up(host, "host_dead")
+            if failed:
+                in_window = host.failure_bits.bit_count()
+                if policy.gives_up(host.failures, in_window):
+                    self._give_up(host, "host_dead")
+                else:  # held longer at each failure (politeness.FAILURE_BACKOFF_MAX)
+                    counted = in_window if policy.failure_window else host.failures
+                    slot = lease.slot
+                    host.free_at[slot] = max(
+                        host.free_at[slot], now + self.policy.delay(duration, host.crawl_delay)
+                        + policy.backoff(counted)
+                    )
+                    rest = host.free_at[slot] - now
         self._reschedule(host)
         return rest
 

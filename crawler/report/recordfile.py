@@ -79,6 +79,7 @@ STATS_PREFIXES = (
     "neardup/",
     "limits/",
     "retry_after/",
+    "retry/gave_up/",
     "response_received_count",
     "item_scraped_count",
     "downloader/response_bytes",
