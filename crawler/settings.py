@@ -98,6 +98,7 @@ RETRY_TIMES = 2
 # a URL whose retries ran out is counted (retry/gave_up/<reason>), not an ERROR line each
 # (crawler/middlewares/retry.py)
 RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
+LOG_FORMATTER = "crawler.middlewares.retry.QuietDownloadErrors"
 # 429 and 503 are RetryAfterMiddleware's: the host is held for its Retry-After, then the page is
 # tried again; stock retrying would hit a host that asked to be left alone at once.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]

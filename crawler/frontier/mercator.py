@@ -360,24 +360,13 @@ class MercatorFrontier(Frontier):
             host.last_end = now
             self._rest(host, lease.slot, now, duration)
             rest = host.free_at[lease.slot] - now
-            failed = outcome == Outcome.FAILED
-            policy = self.policy
-            host.failure_bits = ((host.failure_bits << 1) | failed) & (
-                (1 << policy.failure_window) - 1
-            )
-            host.failures = host.failures + 1 if failed else 0
-            if failed:
-                in_window = host.failure_bits.bit_count()
-                if policy.gives_up(host.failures, in_window):
+            if host.count_outcome(outcome == Outcome.FAILED, self.policy.failure_window):
+                held = self.policy.after_failure(host.failures, host.failure_bits.bit_count())
+                if held is None:
                     self._give_up(host, "host_dead")
-                else:  # held longer at each failure (politeness.FAILURE_BACKOFF_MAX)
-                    counted = in_window if policy.failure_window else host.failures
-                    slot = lease.slot
-                    host.free_at[slot] = max(
-                        host.free_at[slot], now + self.policy.delay(duration, host.crawl_delay)
-                        + policy.backoff(counted)
-                    )
-                    rest = host.free_at[slot] - now
+                else:  # held longer at each failure (PolitenessPolicy.backoff)
+                    host.free_at[lease.slot] += held
+                    rest += held
         self._reschedule(host)
         return rest
 

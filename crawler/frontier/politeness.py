@@ -78,6 +78,13 @@ class PolitenessPolicy:
         limit = self.window_failures
         return bool(limit) and in_window >= limit
 
+    def after_failure(self, consecutive: int, in_window: int) -> float | None:
+        """After a failed fetch: None when the host is given up, else the hold beyond its
+        usual rest (:meth:`backoff` of its failures in the window, or in a row without one)."""
+        if self.gives_up(consecutive, in_window):
+            return None
+        return self.backoff(in_window if self.failure_window else consecutive)
+
     def backoff(self, failures: int) -> float:
         """The hold after a failed fetch, beyond :meth:`delay`: ``failures`` (>= 1) counted as
         :meth:`gives_up` counts them, among the window (or in a row without one)."""

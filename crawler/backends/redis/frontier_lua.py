@@ -250,7 +250,7 @@ if outcome ~= 'not_sent' then
     else
       -- held longer at each failure, as PolitenessPolicy.backoff
       local counted = FAIL_WINDOW > 0 and in_window or row
-      local held = math.max(t, NOW + delay(duration, tonumber(h.cd)) + backoff(counted))
+      local held = t + backoff(counted)
       set(name, h, 'f' .. slot, fmt(held))
       rest = fmt(held - NOW)
     end
