@@ -5,12 +5,15 @@ Judged from the server's record, the crawl's stats and its log."""
 
 from __future__ import annotations
 
+import time
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
 from tests import hostile as h
-from tests.crawling import loopback_settings, run_crawl
+from tests.crawling import finish_crawl, loopback_settings, run_crawl, start_crawl
+from tests.test_metrics import free_port, samples, scrape
 
 HALF, HANG, NORMAL = "127.0.0.161", "127.0.0.162", "127.0.0.163"
 ONE_HANGS = "127.0.0.164"  # one page never answers, the others do: the host is kept
@@ -112,3 +115,37 @@ def test_both_are_counted_not_logged_as_errors(crawl) -> None:
     assert {x.path for x in server.hits_of(NORMAL)} == normal
     assert {x.path for x in server.hits_of(ONE_HANGS) if x.status == 200} == {
         "/", "/robots.txt", "/p/1.html", "/p/2.html", "/p/3.html"}
+
+
+def test_the_share_of_slots_a_hanging_host_holds_is_served(tmp_path: Path) -> None:
+    """``crawler_download_slots_held_long`` counts the requests in the downloader for over half
+    of DOWNLOAD_TIMEOUT, beside ``crawler_download_slots``: scraped while a host hangs, it is
+    1 of 4, and 0 once the host is given up."""
+    port = free_port()
+    server = h.HostileServer()
+    robots = h.page("User-agent: *\nAllow: /\n", headers=[("Content-Type", "text/plain")])
+    server.route(HANG, "/robots.txt", robots)
+    server.route(HANG, "/", h.page(h.links_page(["/p/0.html"], "home")))
+    server.route(HANG, "/p/0.html", h.silent())
+    held: list[tuple[float, float]] = []
+    with server:
+        proc = start_crawl(
+            tmp_path, seeds=[server.url(HANG)],
+            settings=loopback_settings(
+                METRICS_PORT=port, METRICS_INTERVAL=0.1, METRICS_LINGER=60,
+                CONCURRENT_REQUESTS=4, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0,
+                FRONTIER_HOST_MAX_FAILURES=1,
+            ),
+        )
+        while proc.poll() is None:  # scrape until the crawl has ended
+            try:
+                last = samples(scrape(port))
+            except OSError:
+                time.sleep(0.05)
+                continue
+            held.append((last[("crawler_download_slots_held_long", ())],
+                         last[("crawler_download_slots", ())]))
+        result = finish_crawl(proc, tmp_path)
+    assert result.returncode == 0, result.log[-3000:]
+    assert (1.0, 4.0) in held
+    assert held[-1] == (0.0, 4.0)
