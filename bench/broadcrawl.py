@@ -7,8 +7,12 @@ page by quarter, worker RSS sampled as it runs, and politeness judged from the s
 
 The web (deterministic by ``--seed``): host sizes follow Zipf (rank r: ``--top / r`` pages, at
 least ``--min-pages``), every page has 11 links, 3 of them (a quarter) to home pages of other
-hosts, picked by Zipf too (rank r with odds 1/r: popular hosts are linked most, so a crawl keeps
-meeting new hosts all along, as on the web), the rest to pages of its own host; 5 % of the
+hosts: two picked by Zipf too (rank r with odds 1/r: popular hosts are linked most), one at
+random: the crawl keeps meeting new hosts all along, more slowly as it goes, as the soak did
+(links all at random meet the whole web in a minute; links to popular hosts only stop
+meeting new ones; a chain of hosts ends at the ``openweb`` site's max_depth); the rest to pages
+of its own host, a tree (page n links home and to pages 7n + 1 .. 7n + 7: a host is a few
+levels deep, as a site is, so the site's max_depth of 20 is not what ends the crawl); 5 % of the
 hosts are slow (each answer 2 s late), 2 % answer 503 to their odd pages (no Retry-After:
 RETRY_AFTER_DEFAULT holds the host), 1 % accept and never answer (closed after 30 s).
 robots.txt varies: 10 % disallow ``/p/1``-prefixed paths, 3 % are 404, 2 % answer 500 (the
@@ -53,11 +57,15 @@ from tests.redis_support import start_redis  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-LINKS, ACROSS = 11, 3
+LINKS, ACROSS, AT_RANDOM = 11, 3, 1
 SLOW_SECONDS, HANG_SECONDS = 2.0, 30.0
 NORMAL, SLOW, HALF_503, HANGING = "normal", "slow", "half_503", "hanging"
 ROBOTS_ALLOW, ROBOTS_DISALLOW, ROBOTS_404, ROBOTS_500 = "allow", "disallow", "404", "500"
-FILLER = " ".join(f"word{i}" for i in range(300))
+# Page texts: words drawn per page, so pages are not near-duplicates of each other (the
+# near-duplicate filter demotes a duplicate's links, which then reach max_depth sooner).
+VOCABULARY = [f"{a}{b}{c}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "si", "tu")
+              for b in ("ban", "cel", "dor", "fim", "gur", "hal", "jok", "lem", "mur", "nop")
+              for c in ("a", "e", "i", "o", "u", "ar", "en", "is", "on", "ul")]
 
 
 @dataclass
@@ -99,11 +107,20 @@ class Web:
             web.odds.append(total)
         return web
 
+    def text(self, h: int, page: int) -> str:
+        rnd = random.Random(self.seed * 999_983 + h * 10_009 + page)
+        return " ".join(rnd.choices(VOCABULARY, k=200))
+
     def links(self, h: int, page: int, port: int) -> list[str]:
         rnd = random.Random(self.seed * 1_000_003 + h * 10_007 + page)
-        own = [f"/p/{rnd.randrange(1, self.sizes[h])}.html" for _ in range(LINKS - ACROSS)]
-        across = [f"http://{self.names[self._popular(rnd)]}:{port}/" for _ in range(ACROSS)]
-        return own + across
+        size = self.sizes[h]
+        fanout = LINKS - ACROSS - 1  # and a link home
+        own = ["/", *(f"/p/{c}.html" for c in range(fanout * page + 1, fanout * (page + 1) + 1)
+                      if c < size)]
+        n = len(self.names)
+        across = [rnd.randrange(n) for _ in range(AT_RANDOM)]
+        across += [self._popular(rnd) for _ in range(ACROSS - AT_RANDOM)]
+        return own + [f"http://{self.names[t]}:{port}/" for t in across]
 
     def _popular(self, rnd: random.Random) -> int:
         """A host picked with odds 1/rank."""
@@ -289,8 +306,9 @@ class BroadWebServer:
             return 503, b"<html><body>busy</body></html>"
         anchors = "".join(f'<a href="{u}">link {i}</a> ' for i, u in
                           enumerate(web.links(h, n, self.port)))
+        text = web.text(h, n)
         return 200, (f"<html><head><title>{web.names[h]} page {n}</title></head><body>"
-                     f"<p>page {n} of host {h}: {FILLER}</p>{anchors}</body></html>").encode()
+                     f"<p>page {n} of host {h}: {text}</p>{anchors}</body></html>").encode()
 
 
 def _page_number(path: str) -> int | None:
@@ -333,6 +351,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     seconds = args.minutes * 60
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        if args.workdir is not None:  # kept: the workers' logs and stats
+            root = args.workdir
+            root.mkdir(parents=True)
         (root / "redis").mkdir()
         redis_server = start_redis(root / "redis")
         normal = [h for h in web.by_rank
@@ -441,16 +462,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--top", type=int, default=2_000, help="pages of the biggest host")
-    parser.add_argument("--min-pages", type=int, default=10, help="pages of the smallest")
+    parser.add_argument("--min-pages", type=int, default=30, help="pages of the smallest")
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--delay", type=float, default=1.0)
-    parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--seeds", type=int, default=10, help="the most popular hosts")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--project", type=Path, default=PROJECT)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--workdir", type=Path, help="keep the workers' files there (new)")
     args = parser.parse_args()
     result = run(args)
     text = json.dumps(result, indent=1)
