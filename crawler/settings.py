@@ -69,6 +69,9 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "crawler.middlewares.redirect.PrefixMetaRefreshMiddleware": 580,
     "crawler.middlewares.compression.CountingHttpCompressionMiddleware": 590,
+    # the stock one, with a URL whose retries ran out counted in retry/gave_up/<reason>
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "crawler.middlewares.retry.CountingRetryMiddleware": 550,
     # WARC capture (WARC_ENABLED, off by default): nearest the handler, so it records every
     # response as received, before decompression, redirects, retries and the robots.txt gate
     "crawler.middlewares.warc.WarcCaptureMiddleware": 950,
@@ -99,6 +102,10 @@ REMOTE_CONTROL_ENABLED = False  # 2.19's extension runs posted Python code on a 
 DOWNLOAD_TIMEOUT = 20
 RETRY_ENABLED = True
 RETRY_TIMES = 2
+# a URL whose retries ran out is counted (retry/gave_up/<reason>), not an ERROR line each
+# (crawler/middlewares/retry.py)
+RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
+LOG_FORMATTER = "crawler.middlewares.retry.QuietDownloadErrors"
 # 429 and 503 are RetryAfterMiddleware's: the host is held for its Retry-After, then the page is
 # tried again; stock retrying would hit a host that asked to be left alone at once.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]

@@ -357,6 +357,28 @@ class FrontierContract:
         assert len(f) == 0 and not f.has_work(300)
         assert f.add(Entry(url="http://h1.test/late", host="h1.test")).reason == "host_dead"
 
+    def test_a_failing_host_is_held_longer_at_each_failure(self) -> None:
+        # Every fetch of h1 fails (a timeout, a 5xx): its next fetch waits the delay plus
+        # min_delay x 2^(failures - 1), doubling, until the give-up rule ends it; h0 keeps its
+        # pace. A hanging host stops taking a download slot at every turn.
+        gave_up: list[tuple[str, str, int]] = []
+        f, clock = self.frontier(
+            PolitenessPolicy(min_delay=1.0, delay_factor=0, max_failures=6, failure_window=0),
+            on_give_up=lambda *a: gave_up.append(a),
+        )
+        f.add_many(entries(2, 10))
+        sim = simulate(
+            f, clock, duration=lambda url: 0.5,
+            outcome=lambda url: Outcome.FAILED if "h1" in url else Outcome.FETCHED,
+        )
+        starts = [x.start for x in sim.fetches if x.host == "h1.test"]
+        rests = [round(b - a - 0.5, 6) for a, b in itertools.pairwise(starts)]
+        assert rests == [1 + 1, 1 + 2, 1 + 4, 1 + 8, 1 + 16]
+        assert gave_up == [("h1.test", "host_dead", 4)]
+        h0 = [x.start for x in sim.fetches if x.host == "h0.test"]
+        assert len(h0) == 10
+        assert {round(b - a, 6) for a, b in itertools.pairwise(h0)} == {1.5}
+
     def test_a_success_resets_the_count_in_a_row_but_not_the_window(self) -> None:
         # One failure in three: never two in a row, and under half of the window.
         f, clock = self.frontier(

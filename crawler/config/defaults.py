@@ -56,7 +56,8 @@ FRONTIER_FRONT_QUEUES = 8
 FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
 # A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
 FRONTIER_MAX_CRAWL_DELAY = 120.0
-# Consecutive failed fetches (timeouts, refused connections) after which a host is given up.
+# Consecutive failed fetches (timeouts, refused connections, 5xx answers) after which a host is
+# given up.
 FRONTIER_HOST_MAX_FAILURES = 5
 # A host is also given up when this share of its last FRONTIER_HOST_FAILURE_WINDOW fetches
 # failed: a success does not wipe out earlier failures, so a host that mixes pages that never

@@ -36,6 +36,12 @@ class FrontierDownloader(Downloader):
         crawler.signals.connect(self._left, signals.request_left_downloader)
         crawler.signals.connect(self._answered_by_server, signals.response_downloaded)
 
+    def held_longer_than(self, seconds: float) -> int:
+        """Requests in the downloader for more than ``seconds``: download slots a hanging host
+        holds (O(requests in flight), at most CONCURRENT_REQUESTS)."""
+        since = monotonic() - seconds
+        return sum(1 for t in list(self._started.values()) if t < since)
+
     def _reached(self, request: Request) -> None:
         self._started[id(request)] = monotonic()
 
@@ -62,7 +68,9 @@ class FrontierDownloader(Downloader):
                 outcome, duration = Outcome.NOT_SENT, None
             else:
                 duration = (ended or monotonic()) - started
-                outcome = Outcome.FETCHED if answered is not None else Outcome.FAILED
+                # no answer, or a 5xx: a failed fetch of its host (PolitenessPolicy)
+                failed = answered is None or answered[0] >= 500
+                outcome = Outcome.FAILED if failed else Outcome.FETCHED
             self.crawler.signals.send_catch_log(
                 crawler_signals.fetch_finished,
                 request=request,

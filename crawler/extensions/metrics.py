@@ -64,6 +64,7 @@ class Snapshot:
     queues: dict[str, float] = field(default_factory=dict)
     index_pending: float = 0.0
     crawldb_pending: float = 0.0
+    slots_held_long: float = 0.0
 
 
 class WorkerMetrics:
@@ -81,6 +82,10 @@ class WorkerMetrics:
         }
         self.disk_path = s.get("JOBDIR") or os.getcwd()
         self.memory_limit = s.getint("MEMUSAGE_LIMIT_MB") * 1024 * 1024
+        self.slots = float(s.getint("CONCURRENT_REQUESTS"))
+        # a request in the downloader for over half its timeout holds its slot "long": the
+        # share of slots that hanging hosts take (crawler_download_slots_held_long)
+        self.held_long = s.getfloat("DOWNLOAD_TIMEOUT") / 2
         # imported here: a crawl without METRICS_PORT does not load prometheus_client
         from crawler.metrics import families
         from crawler.metrics.exporter import MetricsServer
@@ -182,6 +187,7 @@ class WorkerMetrics:
             queues=_thread_queues(self.crawler),
             index_pending=_index_pending(self.crawler),
             crawldb_pending=_crawldb_pending(self.crawler),
+            slots_held_long=_held_long(self.crawler, self.held_long),
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -238,6 +244,9 @@ class WorkerMetrics:
             ("snapshot_age_seconds", "Seconds since the reactor last published these "
              "figures (grows while the reactor is stuck)", max(0.0, time.time() - snap.taken)),
             ("process_resident_memory_bytes", "Resident memory of this worker", _rss()),
+            ("download_slots", "Download slots (CONCURRENT_REQUESTS)", self.slots),
+            ("download_slots_held_long", "Download slots held by a request in the downloader "
+             "for over half of DOWNLOAD_TIMEOUT (hanging hosts)", snap.slots_held_long),
         ]
         if self.memory_limit:
             values.append(("memory_limit_bytes", "MEMUSAGE_LIMIT_MB", self.memory_limit))
@@ -274,6 +283,11 @@ def _thread_queues(crawler: Crawler) -> dict[str, float]:
     workers = crawler.get_extension(OffloadWorkers)
     threads = getattr(workers, "_workers", None) or {}
     return {name: float(worker.pending) for name, worker in list(threads.items())}
+
+
+def _held_long(crawler: Crawler, seconds: float) -> float:
+    held = getattr(getattr(crawler.engine, "downloader", None), "held_longer_than", None)
+    return float(held(seconds)) if held is not None else 0.0
 
 
 def _index_pending(crawler: Crawler) -> float:

@@ -143,6 +143,11 @@ def summary_lines(
     errors += _grouped(stats, "retry_after/gave_up", exact=True, label="gave up after 429/503")
     if errors:
         lines.append("  errors: " + _joined(sorted(errors, key=lambda kv: (-kv[1], kv[0]))))
+    # URLs that failed for good, by reason: retries used up, or dropped with their host
+    lost = _grouped(stats, "retry/gave_up/", label_prefix="retries used up: ")
+    lost += _grouped(stats, "frontier/dropped/", label_prefix="dropped: ")
+    if lost:
+        lines.append("  URLs given up: " + _joined(sorted(lost, key=lambda kv: (-kv[1], kv[0]))))
     limits = _grouped(stats, "limits/")
     if limits:
         lines.append("  limits hit: " + _joined(limits))

@@ -86,8 +86,8 @@ class CrawlTally:
         # a fetch, not a page: robots.txt, tdmrep.json, a page's requisite
         robots = bool(request.meta.get(ROBOTS_META) or request.meta.get(TDMREP_META)) or requisite
         end = self.clock()
-        tallied = self.hosts[_host(request)].fetched(
-            end - duration, end, status, page=response is not None,
+        tallied = self.hosts.fetched(
+            _host(request), end - duration, end, status, page=response is not None,
             final=followed_by is None, robots=robots,
         )
         stats = self.crawler.stats

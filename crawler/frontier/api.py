@@ -91,8 +91,8 @@ class Lease:
 class Outcome(StrEnum):
     """How a leased fetch ended, as far as politeness is concerned."""
 
-    FETCHED = "fetched"  # the server answered (any status)
-    FAILED = "failed"  # timeout, refused, reset: counts towards giving a host up
+    FETCHED = "fetched"  # the server answered (below 500)
+    FAILED = "failed"  # timeout, refused, reset, or a 5xx: counts towards giving a host up
     NOT_SENT = "not_sent"  # never reached the network: filtered, denied, dropped
 
 

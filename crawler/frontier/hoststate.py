@@ -64,6 +64,13 @@ class HostState:
         self.fronted = 0
         self.tried = False  # a first request of it was handed out once (a retry goes at once)
 
+    def count_outcome(self, failed: bool, window: int) -> bool:
+        """A fetch's outcome into the failure counts (in a row, and among the last ``window``
+        fetches); returns ``failed``."""
+        self.failure_bits = ((self.failure_bits << 1) | failed) & ((1 << window) - 1)
+        self.failures = self.failures + 1 if failed else 0
+        return failed
+
     def in_flight(self) -> int:
         return sum(self.busy)
 

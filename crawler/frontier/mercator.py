@@ -360,14 +360,13 @@ class MercatorFrontier(Frontier):
             host.last_end = now
             self._rest(host, lease.slot, now, duration)
             rest = host.free_at[lease.slot] - now
-            failed = outcome == Outcome.FAILED
-            policy = self.policy
-            host.failure_bits = ((host.failure_bits << 1) | failed) & (
-                (1 << policy.failure_window) - 1
-            )
-            host.failures = host.failures + 1 if failed else 0
-            if failed and policy.gives_up(host.failures, host.failure_bits.bit_count()):
-                self._give_up(host, "host_dead")
+            if host.count_outcome(outcome == Outcome.FAILED, self.policy.failure_window):
+                held = self.policy.after_failure(host.failures, host.failure_bits.bit_count())
+                if held is None:
+                    self._give_up(host, "host_dead")
+                else:  # held longer at each failure (PolitenessPolicy.backoff)
+                    host.free_at[lease.slot] += held
+                    rest += held
         self._reschedule(host)
         return rest
 

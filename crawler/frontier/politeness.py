@@ -12,6 +12,13 @@ from typing import Any, Protocol
 from crawler.config import defaults
 from crawler.config.schema import read_settings
 
+# A failed fetch (no answer, or a 5xx) holds its host min_delay x 2^(failures - 1) beyond the
+# usual rest, ``failures`` being those among its last failure_window fetches (in a row when the
+# window is off), and never more than this: a host whose failures stay frequent is asked less
+# and less often until the give-up rule ends it, instead of taking a download slot (for
+# DOWNLOAD_TIMEOUT, if it hangs) at every turn.
+FAILURE_BACKOFF_MAX = 600.0
+
 # The policy's fields and the settings they come from.
 _SETTINGS = {
     "min_delay": "FRONTIER_MIN_DELAY",
@@ -38,7 +45,11 @@ class PolitenessPolicy:
     ``Crawl-delay``: a Crawl-delay above ``max_delay`` is still honoured in full (a host is never
     crawled faster than it asked); one above ``max_crawl_delay`` makes the host skipped instead.
     A host is given up (see :meth:`gives_up`) after ``max_failures`` failed fetches in a row, or
-    when ``max_failure_ratio`` of its last ``failure_window`` fetches failed.
+    when ``max_failure_ratio`` of its last ``failure_window`` fetches failed; until then each
+    failure holds it longer (:meth:`backoff`). A fetch failed when no answer came (timeout,
+    refused, reset) or the answer was 5xx: a 503 is an answer, but a host that gives it to half
+    its pages is as broken for a crawl as one that drops half its connections (and a 503 is
+    asked again up to RETRY_AFTER_TIMES times, so such a host fails most of its fetches).
     """
 
     min_delay: float = defaults.FRONTIER_MIN_DELAY
@@ -66,6 +77,20 @@ class PolitenessPolicy:
             return True
         limit = self.window_failures
         return bool(limit) and in_window >= limit
+
+    def after_failure(self, consecutive: int, in_window: int) -> float | None:
+        """After a failed fetch: None when the host is given up, else the hold beyond its
+        usual rest (:meth:`backoff` of its failures in the window, or in a row without one)."""
+        if self.gives_up(consecutive, in_window):
+            return None
+        return self.backoff(in_window if self.failure_window else consecutive)
+
+    def backoff(self, failures: int) -> float:
+        """The hold after a failed fetch, beyond :meth:`delay`: ``failures`` (>= 1) counted as
+        :meth:`gives_up` counts them, among the window (or in a row without one)."""
+        if failures <= 0:
+            return 0.0
+        return min(self.min_delay * 2.0 ** min(failures - 1, 30), FAILURE_BACKOFF_MAX)
 
     def delay(self, duration: float | None, crawl_delay: float | None = None) -> float:
         wait = self.min_delay

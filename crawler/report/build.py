@@ -519,6 +519,14 @@ def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> dict[str, s
          if k.startswith("frontier/dropped/") and isinstance(v, int | float)),
         key=lambda kv: -kv[1],
     )
+    # what failed for good, with its reason (crawler/middlewares/retry.py, the frontier)
+    rejected += sorted(
+        ((label + k.rsplit("/", 1)[1], v) for k, v in stats.items()
+         for prefix, label in (("retry/gave_up/", "gave up retrying: "),
+                               ("frontier/hosts_given_up/", "host given up: "))
+         if k.startswith(prefix) and isinstance(v, int | float)),
+        key=lambda kv: -kv[1],
+    )
     dup_keys = (
         ("frontier/rejected/seen", "URL already seen"),
         ("frontier/links_repeated", "link met before (as written)"),

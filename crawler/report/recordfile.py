@@ -81,6 +81,7 @@ STATS_PREFIXES = (
     "soft404/",
     "limits/",
     "retry_after/",
+    "retry/gave_up/",
     "response_received_count",
     "item_scraped_count",
     "downloader/response_bytes",

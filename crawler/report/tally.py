@@ -169,11 +169,46 @@ _COUNTS = tuple(f.name for f in fields(HostTally) if f.name not in _STATE)
 COUNT_FIELDS = _COUNTS
 
 
+# Hosts kept as candidates for the busiest (by pages, by fetches): the heartbeat sends 10, the
+# summary shows a few; a view asking for more ranks every host.
+LEADERS_KEPT = 32
+
+
+class _Leaders:
+    """The hosts that can be among the ``LEADERS_KEPT`` with the most ``by``, kept as fetches
+    go (counts only grow): every host outside has at most ``floor``, and at least
+    ``LEADERS_KEPT`` inside have ``floor`` or more, so the top ``n <= LEADERS_KEPT`` of the
+    candidates is the top of all hosts. A fetch costs O(1); a trim, every ``LEADERS_KEPT``
+    new candidates, O(LEADERS_KEPT log LEADERS_KEPT): no beat scans every host met."""
+
+    __slots__ = ("by", "floor", "members")
+
+    def __init__(self, by: str) -> None:
+        self.by = by
+        self.floor = 0
+        self.members: dict[str, HostTally] = {}
+
+    def touched(self, host: str, tally: HostTally) -> None:
+        members = self.members
+        if host in members or getattr(tally, self.by) <= self.floor:
+            return
+        members[host] = tally
+        if len(members) > 2 * LEADERS_KEPT:
+            by = self.by
+            ranked = heapq.nlargest(LEADERS_KEPT + 1, members.items(),
+                                    key=lambda kv: getattr(kv[1], by))
+            self.floor = max(self.floor, getattr(ranked[-1][1], by))
+            self.members = dict(ranked[:LEADERS_KEPT])
+
+
 class HostTallies:
-    """Every host's tally, by host name."""
+    """Every host's tally, by host name: O(1) per fetch, one ``HostTally`` (~200 B) per host
+    met; the busiest hosts from a bounded set of candidates (:class:`_Leaders`)."""
 
     def __init__(self) -> None:
         self.hosts: dict[str, HostTally] = {}
+        self._leaders = {by: _Leaders(by) for by in ("pages", "fetches")}
+        self._ranked = False  # counts went through fetched(): the candidates hold the top
 
     def __getitem__(self, host: str) -> HostTally:
         tally = self.hosts.get(host)
@@ -187,9 +222,25 @@ class HostTallies:
     def __len__(self) -> int:
         return len(self.hosts)
 
+    def fetched(self, host: str, start: float, end: float, status: int | None, *, page: bool,
+                final: bool, robots: bool) -> Tallied:
+        """:meth:`HostTally.fetched` of ``host``, keeping the busiest hosts' candidates."""
+        tally = self[host]
+        tallied = tally.fetched(start, end, status, page=page, final=final, robots=robots)
+        self._ranked = True
+        for leaders in self._leaders.values():
+            leaders.touched(host, tally)
+        return tallied
+
     def busiest(self, n: int, *, by: str = "pages") -> list[tuple[str, HostTally]]:
-        """The ``n`` hosts with the most ``by`` (pages, fetches), none with zero."""
-        top = heapq.nlargest(n, self.hosts.items(), key=lambda kv: getattr(kv[1], by))
+        """The ``n`` hosts with the most ``by`` (pages, fetches), none with zero: from the
+        candidates when every count came through :meth:`fetched`, else from every host."""
+        leaders = self._leaders.get(by)
+        if self._ranked and leaders is not None and n <= LEADERS_KEPT:
+            pool = leaders.members.items()
+        else:
+            pool = self.hosts.items()
+        top = heapq.nlargest(n, pool, key=lambda kv: getattr(kv[1], by))
         return [(host, t) for host, t in top if getattr(t, by)]
 
     def with_pages(self) -> int:

@@ -26,7 +26,11 @@ A broad crawl meets millions of origins, and a parsed copy costs ~10 KB (a 30-li
 the book keeps at most ``max_origins`` settled origins (a copy in force, nothing under way,
 nothing parked), the least recently used going first; one met again is read back from the cache
 (the crawl's store of record: memory, SQLite or Redis). Origins with something under way or a
-failure to remember are never dropped.
+failure to remember are never dropped, and are kept apart from the settled ones: the settled
+ones are an LRU of their own (every transition files its origin in or out of it), so a crawl
+that has met far more origins than the bound, most of them waiting for their robots.txt, pays
+O(1) per origin met. (A single LRU of all origins had to scan past the unsettled ones at its
+old end on every new origin, and dropped nothing: 56 % of a worker's time at 30,000 hosts.)
 """
 
 from __future__ import annotations
@@ -106,7 +110,10 @@ class RobotsBook:
         self.max_retry_delay = max(max_retry_delay, retry_delay)
         self.claim_seconds = claim_seconds  # the longest a fetch may take (a dead one's claim)
         self.max_origins = max_origins  # settled origins kept parsed (0: no bound)
-        self._origins: OrderedDict[str, OriginState] = OrderedDict()
+        self._origins: dict[str, OriginState] = {}  # every origin kept
+        # the settled ones among them, least recently used first (see the module docstring)
+        self._settled: OrderedDict[str, None] = OrderedDict()
+        self._parked: set[str] = set()  # origins with parked requests
         # copies read ahead for origins about to be met (:meth:`prefetch`), each used once
         self._prefetched: dict[str, RobotsRecord | None] = {}
         self._batch: set[str] | None = None  # origins read in the open :meth:`batch`
@@ -119,10 +126,10 @@ class RobotsBook:
         if st is None:
             st = self._origins[origin] = OriginState(origin)
             self._load(st)
-            if self.max_origins and len(self._origins) > self.max_origins:
-                self._forget_settled()
+            self._file(st)
             return st
-        self._origins.move_to_end(origin)
+        if origin in self._settled:
+            self._settled.move_to_end(origin)
         if (
             st.rules is None
             and st.fetching not in (IN_FLIGHT, ELSEWHERE)
@@ -130,26 +137,37 @@ class RobotsBook:
             and (self._batch is None or origin not in self._batch)
         ):
             self._load(st)  # a cache shared by several workers: another may have fetched it
+            self._file(st)
         return st
 
-    def _forget_settled(self) -> None:
-        """Drop the least recently used settled origins, down to 90 % of the bound; looks at a
-        bounded number of the oldest, so many unsettled ones cost no full scan."""
-        excess = len(self._origins) - self.max_origins * 9 // 10
-        dropped: list[str] = []
-        for looked, (origin, st) in enumerate(self._origins.items()):
-            if len(dropped) >= excess or looked >= 4 * excess:
-                break
-            if (
-                st.rules is not None
-                and not st.fetching
-                and not st.parked
-                and st.owner is None
-                and not st.failures
-            ):
-                dropped.append(origin)
-        for origin in dropped:
-            del self._origins[origin]
+    @staticmethod
+    def _is_settled(st: OriginState) -> bool:
+        """A copy in force and nothing under way, parked or failed: dropping it loses nothing
+        the cache cannot give back."""
+        return (
+            st.rules is not None
+            and not st.fetching
+            and not st.parked
+            and st.owner is None
+            and not st.failures
+        )
+
+    def _file(self, st: OriginState) -> OriginState:
+        """File the origin in or out of the settled LRU after a transition, and drop the least
+        recently used settled origin while there are more than ``max_origins``: O(1)."""
+        if not self.max_origins:
+            return st
+        origin = st.origin
+        if not self._is_settled(st):
+            self._settled.pop(origin, None)
+            return st
+        self._settled[origin] = None
+        self._settled.move_to_end(origin)
+        while len(self._settled) > self.max_origins:
+            oldest, _ = self._settled.popitem(last=False)
+            if oldest != origin:
+                self._origins.pop(oldest, None)
+        return st
 
     def _load(self, st: OriginState) -> None:
         origin = st.origin
@@ -194,17 +212,20 @@ class RobotsBook:
         """The frontier met ``origin`` (served by ``host``, the frontier's politeness key)."""
         st = self.state(origin)
         st.host = host
-        return st
+        return st  # nothing filed changed
 
     def queued(self, origin: str) -> None:
         """A robots.txt request of the origin is in the frontier (or about to be)."""
-        self.state(origin).fetching = QUEUED
+        st = self.state(origin)
+        st.fetching = QUEUED
+        self._file(st)
 
     def unqueued(self, origin: str) -> None:
         """The queued robots.txt request will not be fetched (skipped, or dropped)."""
         st = self.state(origin)
         if st.fetching == QUEUED:
             st.fetching = ""
+            self._file(st)
 
     def start_fetch(
         self, origin: str, owner: Any = None, *, direct: bool = False, now: float = 0.0
@@ -222,6 +243,7 @@ class RobotsBook:
                 if st.fetching == QUEUED:
                     st.fetching = ""  # this request will not be the fetch
                 self._apply(st, shared, now)
+                self._file(st)
                 return False
             st.failures = max(st.failures, shared.failures)
         st.fetching = IN_FLIGHT
@@ -229,6 +251,7 @@ class RobotsBook:
             st.owner = owner
         if direct:
             st.direct = True
+        self._file(st)
         return True
 
     def sync(self, origin: str, now: float) -> OriginState:
@@ -242,13 +265,13 @@ class RobotsBook:
                 st.fetching = ""
             st.unreachable = False
             st.retry_at = None
-            return st
+            return self._file(st)
         shared = self.cache.peek(origin)
         if shared is not None and st.fetching != IN_FLIGHT:
             self._apply(st, shared, now)
         elif st.fetching == ELSEWHERE:
             self._claim_gone(st, now)
-        return st
+        return self._file(st)
 
     @staticmethod
     def _claim_gone(st: OriginState, now: float) -> None:
@@ -285,6 +308,7 @@ class RobotsBook:
         st.unreachable = st.rules is None
         st.gave_up = True
         st.retry_at = None
+        self._file(st)
 
     def abandoned(self, origin: str) -> None:
         """The fetch of the origin's robots.txt was cut short by a stop (Ctrl-C): nothing is
@@ -295,14 +319,20 @@ class RobotsBook:
             self.cache.unclaim(origin)
             st.fetching = ""
             st.owner = None
+            self._file(st)
 
     def park(self, origin: str, request: Any) -> None:
         """Keep a request of an origin that is disallowed for now until a retry succeeds."""
-        self.state(origin).parked.append(request)
+        st = self.state(origin)
+        st.parked.append(request)
+        self._parked.add(origin)
+        self._file(st)
 
     def take_parked(self, origin: str) -> list[Any]:
         st = self.state(origin)
         parked, st.parked = st.parked, []
+        self._parked.discard(origin)
+        self._file(st)
         return parked
 
     def give_up(self, origin: str) -> list[Any]:
@@ -314,10 +344,12 @@ class RobotsBook:
 
     def retry_pending(self) -> bool:
         """Whether requests are parked for a retry still to come (the crawl must not end)."""
-        return any(st.parked and st.retry_at is not None for st in self._origins.values())
+        origins = self._origins
+        return any(origins[o].retry_at is not None for o in self._parked if o in origins)
 
     def all_parked(self) -> list[Any]:
-        return [r for st in self._origins.values() for r in st.parked]
+        origins = self._origins
+        return [r for o in self._parked if o in origins for r in origins[o].parked]
 
     def fresh(self, origin: str, now: float) -> bool:
         rules = self.state(origin).rules
@@ -372,6 +404,7 @@ class RobotsBook:
         st.failures = 0
         st.retry_at = None
         st.gave_up = False
+        self._file(st)
         return record
 
     def failed(self, origin: str, now: float, retry_after: float | None = None) -> float | None:
@@ -391,6 +424,7 @@ class RobotsBook:
             st.gave_up = True
             st.retry_at = None
             self.cache.failed(origin, None, st.failures)
+            self._file(st)
             return None
         if retry_after is not None:
             delay = min(max(retry_after, self.retry_delay), self.max_retry_delay)
@@ -398,4 +432,5 @@ class RobotsBook:
             delay = min(self.retry_delay * 2 ** (st.failures - 1), self.max_retry_delay)
         st.retry_at = now + delay
         self.cache.failed(origin, delay, st.failures)
+        self._file(st)
         return delay

@@ -249,6 +249,12 @@ if outcome ~= 'not_sent' then
     local row = incr(name, h, 'fl', 1)
     if row >= MAX_FAIL or (WINDOW_FAIL > 0 and in_window >= WINDOW_FAIL) then
       give_up(name, h, 'dead')
+    else
+      -- held longer at each failure, as PolitenessPolicy.backoff
+      local counted = FAIL_WINDOW > 0 and in_window or row
+      local held = t + backoff(counted)
+      set(name, h, 'f' .. slot, fmt(held))
+      rest = fmt(held - NOW)
     end
   elseif h.fl ~= '0' and h.fl then
     set(name, h, 'fl', '0')

@@ -35,6 +35,7 @@ from crawler.backends.redis.frontier_lua_opic import (
 )
 from crawler.backends.redis.keys import CrawlKeys, ScriptKeys
 from crawler.backends.redis.seen_lua import SEEN_LUA
+from crawler.frontier.politeness import FAILURE_BACKOFF_MAX
 
 # The keys the scripts touch, as FrontierKeys names them: each call is given the stats hash and
 # builds the others on its tag (crawler.backends.redis.keys.ScriptKeys), these as locals of the
@@ -92,6 +93,7 @@ local FAIL_WINDOW, WINDOW_FAIL = CFG[13] or 0, CFG[14] or 0
 -- OPIC (crawler.frontier.opic): cash orders the front queues; BACK_RUN: a host gives its back
 -- queue up after that many URLs in a row worth less than the best front queue waiting
 local OPIC, BACK_RUN, FLOOR_BITS = CFG[18] == 1, CFG[19] or 0, CFG[20] or 8
+local BACKOFF_MAX = """ + repr(FAILURE_BACKOFF_MAX) + r"""  -- politeness.FAILURE_BACKOFF_MAX
 
 local function fmt(x) return string.format('%.17g', x) end
 local function hkey(h) return @HOST@ .. h end
@@ -109,6 +111,11 @@ local function delay(duration, cd)
   wait = math.min(wait, MAX_DELAY)
   if cd and cd > 0 then wait = math.max(wait, cd) end
   return wait
+end
+
+local function backoff(failures)
+  if failures <= 0 then return 0 end
+  return math.min(MIN_DELAY * 2 ^ math.min(failures - 1, 30), BACKOFF_MAX)
 end
 
 local function load(name)
