@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.sitemaps import parse_lastmod
+from crawler.content.html import MAX_FEEDS, parse_html
+from crawler.sitemaps import FOREIGN, IN, OUT_OF_FOLDER, Coverage, is_feed, parse_lastmod
 from crawler.sitemaps.feeds import rfc822_to_w3c
 from tests.test_sitemaps_reading import SITE, read, urlset
 
@@ -122,3 +123,46 @@ def test_image_and_video_extensions_are_no_pages() -> None:
     assert not got.problems
     assert [(loc, mod) for loc, _, mod in got.entries] == [
         (f"{SITE}/gallery", None), (f"{SITE}/clip", parse_lastmod("2020-02-02"))]
+
+
+# -- feeds a page's head names ------------------------------------------------------------------
+
+
+def test_a_head_names_its_feeds_once_each_and_boundedly() -> None:
+    head = (
+        '<link rel="alternate" type="application/rss+xml" href="/feed.rss">'
+        '<link rel="Alternate" type="Application/Atom+XML; charset=utf-8" href="atom.xml">'
+        '<link rel="alternate" type="application/rss+xml" href="/feed.rss">'  # again
+        '<link rel="alternate" hreflang="de" href="/de/">'  # a translation, no feed
+        '<link rel="stylesheet" type="application/rss+xml" href="/style.css">'
+        '<link rel="alternate" type="application/atom+xml" href="">'
+        '<link rel="canonical" href="/home">'
+        + "".join(f'<link rel="alternate" type="application/rss+xml" href="/t/{i}.rss">'
+                  for i in range(50))
+    )
+    page = parse_html(f"<html><head>{head}</head><body><p>hi</p></body></html>".encode())
+    assert page.feed_hrefs[:3] == ["/feed.rss", "atom.xml", "/t/0.rss"]
+    assert len(page.feed_hrefs) == MAX_FEEDS
+    assert page.canonical_href == "/home"
+
+
+def test_a_feed_a_page_names_may_list_the_pages_folder() -> None:
+    feed = f"{SITE}/blog/feed/atom.xml"
+    coverage = Coverage(feed, SITE, named=False, folder_rule=True, vouched=f"{SITE}/blog/")
+    assert coverage.entry(f"{SITE}/blog/feed/x") == IN
+    assert coverage.entry(f"{SITE}/blog/2024/post") == IN
+    assert coverage.entry(f"{SITE}:443/blog/2024/post") == IN
+    assert coverage.entry(f"{SITE}/shop/item") == OUT_OF_FOLDER
+    assert coverage.entry("http://shop.example/blog/2024/post") == OUT_OF_FOLDER
+    assert coverage.entry("https://other.example/blog/") == FOREIGN
+    alone = Coverage(feed, SITE, named=False, folder_rule=True)
+    assert alone.entry(f"{SITE}/blog/2024/post") == OUT_OF_FOLDER
+
+
+def test_a_feed_is_told_from_other_xml_by_its_root() -> None:
+    assert is_feed(b'<?xml version="1.0"?>\n<rss version="2.0"><channel/></rss>')
+    assert is_feed(b'\xef\xbb\xbf<feed xmlns="http://www.w3.org/2005/Atom"/>')
+    assert is_feed(b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/>')
+    assert not is_feed(b'<?xml version="1.0"?><urlset/>')
+    assert not is_feed(b"<!DOCTYPE html><html><head><title>feed</title></head></html>")
+    assert not is_feed(b"<feedback/>")

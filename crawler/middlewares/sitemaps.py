@@ -30,6 +30,13 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   are read before its pages, so the word arrives in time. Each worker of a shared crawl knows
   the words of the sitemaps it read; a page another worker hands out is asked (conditional GET).
 
+Feeds (RSS 2.0, RSS 1.0, Atom) are read as sitemaps, as sitemaps.org allows: those robots.txt
+names, those a page's head names (``<link rel="alternate" type="application/rss+xml">``, sent by
+the spider as ``feeds_found``: each asked once per crawl, as a sitemap of the page's host that
+may list the page's folder too), and a seed that turns out to be one (by its bytes): its entries
+go to the frontier instead of the seed becoming a page. An entry's date (``<updated>``,
+``<pubDate>``, ``<dc:date>``...) is its ``lastmod``.
+
 What stays on the reactor thread per entry is the crawl database's look-up (with lastmod).
 """
 
@@ -52,7 +59,16 @@ from crawler.frontier import InvalidUrl, normalize_url
 from crawler.meta import ROBOTS_META
 from crawler.middlewares.sitemaps_reading import Entry, read_sitemap
 from crawler.offload.components import content_worker
-from crawler.sitemaps import CHANGED, UNCHANGED, SitemapBook, SitemapFile, SitemapLimits, decide
+from crawler.sitemaps import (
+    CHANGED,
+    UNCHANGED,
+    SitemapBook,
+    SitemapFile,
+    SitemapLimits,
+    decide,
+    is_feed,
+)
+from crawler.sitemaps.location import folder_of
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +100,7 @@ class SitemapMiddleware:
         self.clock = time.time
         connect = crawler.signals.connect
         connect(self._robots_sitemaps, crawler_signals.robots_sitemaps)
+        connect(self._feeds_found, crawler_signals.feeds_found)
         connect(self._crawldb_opened, crawler_signals.crawldb_opened)
         connect(self._frontier_opened, crawler_signals.frontier_opened)
         if not s.getbool("ROBOTSTXT_ENABLED", defaults.ROBOTSTXT_ENABLED):
@@ -120,6 +137,27 @@ class SitemapMiddleware:
         for url in wanted:
             self._ask(SitemapFile(url, origin, 0, named=url in urls), host)
 
+    def _feeds_found(self, response: Response, urls: list[str]) -> None:
+        """Feeds a page's head names: each read once per crawl as a sitemap of the page's
+        host, which may list the page's folder too (``SitemapFile.vouched``). Every page of a
+        site names the same feed: one already asked is passed over without a word."""
+        parts = urlsplit(response.url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        vouched = origin + folder_of(parts.path)
+        for url in urls:
+            if url.partition("#")[0] in self.book.asked:
+                continue
+            self._inc("sitemaps/feeds_linked")
+            self._ask(SitemapFile(url, origin, 0, vouched=vouched), parts.hostname or "")
+
+    def _seed_feed(self, response: Response) -> SitemapFile:
+        """A seed that is a feed, read as one (not as a page): the operator named it, which
+        proves as much as robots.txt does, so it may list any page of its host."""
+        parts = urlsplit(response.url)
+        self.book.asked.add(response.url.partition("#")[0])
+        self._inc("sitemaps/seed_feeds")
+        return SitemapFile(response.url, f"{parts.scheme}://{parts.netloc}", 0, named=True)
+
     def _ask(self, file: SitemapFile, host: str, parent: str = "") -> None:
         """Request ``file`` unless the book refuses it (a loop, too deep, too many files)."""
         reason = self.book.want(file)
@@ -139,7 +177,7 @@ class SitemapMiddleware:
             request_host = urlsplit(file.url).hostname or ""
             meta: dict[str, Any] = {
                 SITEMAP_META: {"url": file.url, "origin": file.origin, "depth": file.depth,
-                               "named": file.named},
+                               "named": file.named, "vouched": file.vouched},
                 "dont_conditional": True,
                 "depth": 0,
             }
@@ -177,11 +215,15 @@ class SitemapMiddleware:
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
         fields = request.meta.get(SITEMAP_META)
-        if fields is None:
+        if fields is not None:
+            file = SitemapFile(**fields)
+        elif request.meta.get("seed") and response.status == 200 and is_feed(response.body):
+            file = self._seed_feed(response)
+        else:
             return response
         self._inc("sitemaps/response_count")
         try:
-            await self._read(SitemapFile(**fields), response)
+            await self._read(file, response)
         except Exception:  # a sitemap must never stop the crawl or reach the spider
             self._inc("sitemaps/errors")
             logger.exception("Sitemap %s could not be read", response.url)

@@ -89,7 +89,8 @@ def read_sitemap(
     limit = limits.max_urls
     too_many = ("urls", f"lists over {limit} entries (SITEMAPS_MAX_URLS, the protocol's "
                 "limit): the rest ignored")
-    coverage = Coverage(url, file.origin, named=file.named, folder_rule=folder_rule)
+    coverage = Coverage(url, file.origin, named=file.named, folder_rule=folder_rule,
+                        vouched=file.vouched)
     if kind == TEXT:
         urls, more, other = text_sitemap_urls(body, limit)
         if more:

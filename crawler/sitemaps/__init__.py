@@ -9,7 +9,15 @@ and each entry.
 """
 
 from crawler.sitemaps.book import SitemapBook, SitemapFile
-from crawler.sitemaps.files import GZIP, TEXT, XML, cut_text, file_kind, text_sitemap_urls
+from crawler.sitemaps.files import (
+    GZIP,
+    TEXT,
+    XML,
+    cut_text,
+    file_kind,
+    is_feed,
+    text_sitemap_urls,
+)
 from crawler.sitemaps.lastmod import CHANGED, NEW, UNCHANGED, UNKNOWN, decide, parse_lastmod
 from crawler.sitemaps.limits import SitemapLimits
 from crawler.sitemaps.location import FOREIGN, IN, OUT_OF_FOLDER, Coverage
@@ -37,6 +45,7 @@ __all__ = [
     "cut_text",
     "decide",
     "file_kind",
+    "is_feed",
     "parse_lastmod",
     "read_xml",
     "text_sitemap_urls",

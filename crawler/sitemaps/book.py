@@ -25,6 +25,9 @@ class SitemapFile:
     origin: str  # the origin whose robots.txt (or probe) led to it
     depth: int = 0  # 0: listed by robots.txt or probed; 1: listed by an index; ...
     named: bool = False  # robots.txt named it (or the index it is in): proof of ownership
+    # the folder (``scheme://host/path/``) of the page whose head named it as a feed: that
+    # page speaks for its folder, so the feed may list it too ("": no page named it)
+    vouched: str = ""
 
 
 class SitemapBook:

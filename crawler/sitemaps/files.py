@@ -13,6 +13,7 @@ login form, a JSON error answered with 200) is the wrong content and is not read
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 XML = "xml"
@@ -23,6 +24,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _URL_STARTS = ("http://", "https://")
 _SNIFF = 65_536  # bytes of a text file looked at to find its first meaningful line
+# The root of an RSS 2.0, RSS 1.0 (RDF) or Atom feed, after a prolog of a few hundred bytes
+_FEED_ROOT = re.compile(rb"<(?:rss|feed|rdf:RDF)[\s>/]")
+_FEED_HEAD = 2048
 
 
 def file_kind(body: bytes) -> str | None:
@@ -75,3 +79,9 @@ def _meaningful_lines(body: bytes) -> Iterator[str]:
         line = raw.strip().removeprefix("\ufeff").strip()
         if line and not line.startswith("#"):
             yield line
+
+
+def is_feed(body: bytes) -> bool:
+    """Whether an answer is an RSS or Atom feed (an XML file whose root is ``<rss>``,
+    ``<feed>`` or ``<rdf:RDF>``): a seed that is one is read as a feed, not as a page."""
+    return file_kind(body) == XML and _FEED_ROOT.search(body, 0, _FEED_HEAD) is not None

@@ -1,0 +1,90 @@
+"""Feeds as URL sources on a real server (issue 39): the feeds a home page names in its head
+(``<link rel="alternate">``, RSS and Atom) and a seed that is an Atom feed are each fetched
+once, read as sitemaps (never as pages), and their entries, which no page links to, fetched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devsite import HostSpec, build_site
+from devsite.routed import Ask, RoutedSiteServer
+from tests.crawling import loopback_settings, run_crawl
+from tests.test_sitemaps import answer, hidden_page
+
+pytestmark = pytest.mark.integration
+
+HOST = "127.0.0.2"
+OTHER = "127.0.0.3"
+FEEDS = {(HOST, "/feed.rss"), (HOST, "/blog/atom.xml"), (OTHER, "/news/atom.xml")}
+ENTRIES = {(HOST, "/posts/1.html"), (HOST, "/posts/2.html"), (HOST, "/blog/a.html"),
+           (HOST, "/post-from-atom.html"), (OTHER, "/stories/1.html"),
+           (OTHER, "/stories/2.html")}
+
+
+def head_page(title: str, links: str) -> bytes:
+    """A page whose head names the site's two feeds (each page of a site does)."""
+    return (
+        f"<html><head><title>{title}</title>"
+        '<link rel="alternate" type="application/rss+xml" title="Posts" href="/feed.rss">'
+        '<link rel="alternate" type="application/atom+xml" href="blog/atom.xml">'
+        '<link rel="alternate" hreflang="fr" href="/fr/">'
+        f"</head><body><h1>{title}</h1>{links}</body></html>"
+    ).encode()
+
+
+def atom(entries: list[tuple[str, str]]) -> bytes:
+    rows = "".join(f'<entry><title>{u}</title><link href="{u}"/><updated>{d}</updated></entry>'
+                   for u, d in entries)
+    return f'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom">{rows}</feed>'.encode()
+
+
+def feeds_site() -> RoutedSiteServer:
+    graph = build_site([HostSpec(HOST, pages=1), HostSpec(OTHER, pages=1)], links_per_page=1,
+                       extras=False)
+    server = RoutedSiteServer(graph)
+    server.set_body(HOST, "/", head_page("Home", '<a href="/about.html">About</a>'))
+    server.set_body(HOST, "/about.html", head_page("About", '<a href="/">Home</a>'))
+    for address, path in ENTRIES:
+        server.set_body(address, path, hidden_page(len(path), path))
+
+    def rss(ask: Ask) -> tuple[int, list[tuple[str, str]], bytes]:
+        items = "".join(
+            f"<item><title>Post {i}</title><link>{ask.server.url(HOST, f'/posts/{i}.html')}"
+            f"</link><pubDate>Sun, 06 Sep 2009 18:20:00 CEST</pubDate></item>"
+            for i in (1, 2))
+        return answer(f'<?xml version="1.0"?><rss version="2.0"><channel><title>Posts</title>'
+                      f"{items}</channel></rss>".encode(), "application/rss+xml")
+
+    server.route(HOST, "/feed.rss", rss)
+    # its folder is /blog/; the home page that names it vouches for / too
+    server.route(HOST, "/blog/atom.xml", lambda ask: answer(atom([
+        ("a.html", "2024-01-02T03:04:05Z"),
+        (ask.server.url(HOST, "/post-from-atom.html"), "2024-01-02T03:04:05Z"),
+    ]), "application/atom+xml"))
+    # a seed; served as text/xml, as many are: its bytes say it is a feed
+    server.route(OTHER, "/news/atom.xml", lambda ask: answer(atom([
+        (ask.server.url(OTHER, "/stories/1.html"), "2024-01-02T03:04:05Z"),
+        (ask.server.url(OTHER, "/stories/2.html"), "2024-01-02T03:04:05Z"),
+    ]), "text/xml"))
+    return server
+
+
+def test_feeds_named_in_a_head_and_a_seed_feed_are_read_once_each(tmp_path: Path) -> None:
+    server = feeds_site()
+    with server:
+        seeds = [server.url(HOST, "/"), server.url(OTHER, "/news/atom.xml")]
+        result = run_crawl(tmp_path, seeds=seeds, settings=loopback_settings(
+            FRONTIER_MIN_DELAY=0.01))
+        asked = [(r.host, r.path) for r in server.records]
+    assert result.returncode == 0, result.log[-3000:]
+    for feed in FEEDS:
+        assert asked.count(feed) == 1, (feed, asked)
+    assert set(asked) >= ENTRIES, sorted(ENTRIES - set(asked))
+    assert (HOST, "/fr/") not in asked  # an alternate that is no feed
+    urls = {i["url"] for i in result.items}
+    assert not any(u.endswith((".rss", ".xml")) for u in urls), sorted(urls)
+    assert result.stats["sitemaps/feeds_linked"] == 2
+    assert result.stats["sitemaps/seed_feeds"] == 1
+    assert result.stats["sitemaps/entries"] == len(ENTRIES)
