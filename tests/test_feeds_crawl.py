@@ -5,12 +5,14 @@ once, read as sitemaps (never as pages), and their entries, which no page links 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from devsite import HostSpec, build_site
 from devsite.routed import Ask, RoutedSiteServer
 from tests.crawling import loopback_settings, run_crawl
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_sitemaps import answer, hidden_page
 
 pytestmark = pytest.mark.integration
@@ -72,11 +74,15 @@ def feeds_site() -> RoutedSiteServer:
 
 
 def test_feeds_named_in_a_head_and_a_seed_feed_are_read_once_each(tmp_path: Path) -> None:
+    check_feeds(tmp_path)
+
+
+def check_feeds(tmp_path: Path, **settings: Any) -> None:
     server = feeds_site()
     with server:
         seeds = [server.url(HOST, "/"), server.url(OTHER, "/news/atom.xml")]
         result = run_crawl(tmp_path, seeds=seeds, settings=loopback_settings(
-            FRONTIER_MIN_DELAY=0.01))
+            FRONTIER_MIN_DELAY=0.01, **settings))
         asked = [(r.host, r.path) for r in server.records]
     assert result.returncode == 0, result.log[-3000:]
     for feed in FEEDS:
@@ -88,3 +94,11 @@ def test_feeds_named_in_a_head_and_a_seed_feed_are_read_once_each(tmp_path: Path
     assert result.stats["sitemaps/feeds_linked"] == 2
     assert result.stats["sitemaps/seed_feeds"] == 1
     assert result.stats["sitemaps/entries"] == len(ENTRIES)
+
+
+def test_feeds_through_the_redis_frontier(
+    tmp_path: Path, redis_server: RedisServer  # noqa: F811
+) -> None:
+    """The feed requests' meta (the vouching folder) and the seed's survive a shared frontier."""
+    check_feeds(tmp_path, FRONTIER_BACKEND="redis", FRONTIER_REDIS_KEY=fresh_key(),
+                REDIS_URL=f"redis://127.0.0.1:{redis_server.port}/0")
