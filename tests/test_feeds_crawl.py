@@ -1,9 +1,10 @@
 """Feeds as URL sources on a real server (issue 39): the feeds a home page names in its head
-(``<link rel="alternate">``, RSS and Atom) and a seed that is an Atom feed are each fetched
+(``<link rel="alternate">``: RSS, Atom, JSON Feed) and a seed that is an Atom feed are each fetched
 once, read as sitemaps (never as pages), and their entries, which no page links to, fetched."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,10 @@ pytestmark = pytest.mark.integration
 
 HOST = "127.0.0.2"
 OTHER = "127.0.0.3"
-FEEDS = {(HOST, "/feed.rss"), (HOST, "/blog/atom.xml"), (OTHER, "/news/atom.xml")}
+FEEDS = {(HOST, "/feed.rss"), (HOST, "/blog/atom.xml"), (HOST, "/feed.json"),
+         (OTHER, "/news/atom.xml")}
 ENTRIES = {(HOST, "/posts/1.html"), (HOST, "/posts/2.html"), (HOST, "/blog/a.html"),
-           (HOST, "/post-from-atom.html"), (OTHER, "/stories/1.html"),
+           (HOST, "/post-from-atom.html"), (HOST, "/posts/json.html"), (OTHER, "/stories/1.html"),
            (OTHER, "/stories/2.html")}
 
 
@@ -31,6 +33,8 @@ def head_page(title: str, links: str) -> bytes:
         f"<html><head><title>{title}</title>"
         '<link rel="alternate" type="application/rss+xml" title="Posts" href="/feed.rss">'
         '<link rel="alternate" type="application/atom+xml" href="blog/atom.xml">'
+        '<link rel="alternate" type="application/feed+json" href="/feed.json">'
+        '<link rel="alternate" type="application/json" href="/wp-json/wp/v2/pages/2">'
         '<link rel="alternate" hreflang="fr" href="/fr/">'
         f"</head><body><h1>{title}</h1>{links}</body></html>"
     ).encode()
@@ -65,6 +69,10 @@ def feeds_site() -> RoutedSiteServer:
         ("a.html", "2024-01-02T03:04:05Z"),
         (ask.server.url(HOST, "/post-from-atom.html"), "2024-01-02T03:04:05Z"),
     ]), "application/atom+xml"))
+    server.route(HOST, "/feed.json", lambda ask: answer(json.dumps({
+        "version": "https://jsonfeed.org/version/1.1", "title": "Posts",
+        "items": [{"id": "j", "url": ask.server.url(HOST, "/posts/json.html")}],
+    }).encode(), "application/feed+json"))
     # a seed; served as text/xml, as many are: its bytes say it is a feed
     server.route(OTHER, "/news/atom.xml", lambda ask: answer(atom([
         (ask.server.url(OTHER, "/stories/1.html"), "2024-01-02T03:04:05Z"),
@@ -88,10 +96,11 @@ def check_feeds(tmp_path: Path, **settings: Any) -> None:
     for feed in FEEDS:
         assert asked.count(feed) == 1, (feed, asked)
     assert set(asked) >= ENTRIES, sorted(ENTRIES - set(asked))
-    assert (HOST, "/fr/") not in asked  # an alternate that is no feed
+    for other in ("/fr/", "/wp-json/wp/v2/pages/2"):  # alternates that are no feeds
+        assert (HOST, other) not in asked
     urls = {i["url"] for i in result.items}
     assert not any(u.endswith((".rss", ".xml")) for u in urls), sorted(urls)
-    assert result.stats["sitemaps/feeds_linked"] == 2
+    assert result.stats["sitemaps/feeds_linked"] == 3
     assert result.stats["sitemaps/seed_feeds"] == 1
     assert result.stats["sitemaps/entries"] == len(ENTRIES)
 

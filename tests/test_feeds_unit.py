@@ -5,10 +5,12 @@ that never become pages."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from crawler.content.html import MAX_FEEDS, parse_html
-from crawler.sitemaps import FOREIGN, IN, OUT_OF_FOLDER, Coverage, is_feed, parse_lastmod
+from crawler.sitemaps import FOREIGN, IN, OUT_OF_FOLDER, Coverage, file_kind, is_feed, parse_lastmod
 from crawler.sitemaps.feeds import rfc822_to_w3c
 from tests.test_sitemaps_reading import SITE, read, urlset
 
@@ -166,3 +168,39 @@ def test_a_feed_is_told_from_other_xml_by_its_root() -> None:
     assert not is_feed(b'<?xml version="1.0"?><urlset/>')
     assert not is_feed(b"<!DOCTYPE html><html><head><title>feed</title></head></html>")
     assert not is_feed(b"<feedback/>")
+
+
+# -- JSON Feed ------------------------------------------------------------------------------------
+
+
+def test_a_json_feed_is_read_as_the_other_feeds_are() -> None:
+    body = json.dumps({
+        "version": "https://jsonfeed.org/version/1.1", "title": "Shop",
+        "items": [
+            {"id": "1", "url": "https://shop.example/j/1", "date_published": "2020-01-01T00:00:00Z",
+             "date_modified": "2021-01-01T00:00:00+01:00"},
+            {"id": "https://shop.example/j/2", "external_url": "https://elsewhere.example/x"},
+            {"id": "urn:3", "external_url": "https://elsewhere.example/y"},  # no page of its own
+            {"url": "/j/4", "date_published": "bogus"},
+            "not an item",
+            {"url": 5},
+        ],
+    }).replace("/", "\\/").encode()  # JSON may escape its slashes
+    got = read(body, f"{SITE}/feed.json", "application/feed+json")
+    assert not got.problems
+    assert [(loc, mod) for loc, _, mod in got.entries] == [
+        (f"{SITE}/j/1", parse_lastmod("2020-12-31T23:00:00Z")),
+        (f"{SITE}/j/2", None), (f"{SITE}/j/4", None)]
+    assert is_feed(body)
+
+
+def test_json_that_is_no_feed_or_is_hostile_is_not_read() -> None:
+    assert file_kind(b'{"error": "not found"}') is None
+    assert not is_feed(b'{"items": []}')
+    deep = b'{"version": "https://jsonfeed.org/version/1", "items": ' + b"[" * 50_000
+    got = read(deep, f"{SITE}/feed.json")
+    assert not got.entries and [r for r, _ in got.problems] == ["unreadable"]
+    many = json.dumps({"version": "https://jsonfeed.org/version/1",
+                       "items": [{"url": f"{SITE}/m/{i}"} for i in range(150)]}).encode()
+    got = read(many, f"{SITE}/feed.json")
+    assert len(got.entries) == 100 and [r for r, _ in got.problems] == ["urls"]

@@ -17,7 +17,9 @@ from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import tree_requisites
 
 # <link rel="alternate" type=...> of the feeds a crawl reads (crawler.sitemaps.feeds)
-FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml", "application/rdf+xml"})
+FEED_TYPES = frozenset({
+    "application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/feed+json"
+})
 MAX_FEEDS = 8  # feeds kept from one page's head: a site has a few; a page of 10,000 is hostile
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}

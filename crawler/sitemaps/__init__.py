@@ -11,6 +11,7 @@ and each entry.
 from crawler.sitemaps.book import SitemapBook, SitemapFile
 from crawler.sitemaps.files import (
     GZIP,
+    JSON,
     TEXT,
     XML,
     cut_text,
@@ -18,6 +19,7 @@ from crawler.sitemaps.files import (
     is_feed,
     text_sitemap_urls,
 )
+from crawler.sitemaps.jsonfeed import read_json_feed
 from crawler.sitemaps.lastmod import CHANGED, NEW, UNCHANGED, UNKNOWN, decide, parse_lastmod
 from crawler.sitemaps.limits import SitemapLimits
 from crawler.sitemaps.location import FOREIGN, IN, OUT_OF_FOLDER, Coverage
@@ -29,6 +31,7 @@ __all__ = [
     "FOREIGN",
     "GZIP",
     "IN",
+    "JSON",
     "NEW",
     "OUT_OF_FOLDER",
     "SITEMAPINDEX",
@@ -47,6 +50,7 @@ __all__ = [
     "file_kind",
     "is_feed",
     "parse_lastmod",
+    "read_json_feed",
     "read_xml",
     "text_sitemap_urls",
 ]
