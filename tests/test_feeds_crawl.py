@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from crawler.middlewares.sitemaps import FEEDS_PER_HOST
 from devsite import HostSpec, build_site
 from devsite.routed import Ask, RoutedSiteServer
 from tests.crawling import loopback_settings, run_crawl
@@ -22,6 +23,7 @@ HOST = "127.0.0.2"
 OTHER = "127.0.0.3"
 FEEDS = {(HOST, "/feed.rss"), (HOST, "/blog/atom.xml"), (HOST, "/feed.json"),
          (OTHER, "/news/atom.xml")}
+COMMENTED = 10  # posts with a comments feed each: more than FEEDS_PER_HOST with the site's
 ENTRIES = {(HOST, "/posts/1.html"), (HOST, "/posts/2.html"), (HOST, "/blog/a.html"),
            (HOST, "/post-from-atom.html"), (HOST, "/posts/json.html"), (OTHER, "/stories/1.html"),
            (OTHER, "/stories/2.html")}
@@ -50,7 +52,14 @@ def feeds_site() -> RoutedSiteServer:
     graph = build_site([HostSpec(HOST, pages=1), HostSpec(OTHER, pages=1)], links_per_page=1,
                        extras=False)
     server = RoutedSiteServer(graph)
-    server.set_body(HOST, "/", head_page("Home", '<a href="/about.html">About</a>'))
+    posts = "".join(f'<a href="/c/{i}/">Post {i}</a>' for i in range(COMMENTED))
+    server.set_body(HOST, "/", head_page("Home", '<a href="/about.html">About</a>' + posts))
+    for i in range(COMMENTED):  # a post naming its own comments feed, as WordPress's do
+        server.set_body(HOST, f"/c/{i}/", (
+            f'<html><head><title>Post {i}</title><link rel="alternate" '
+            'type="application/rss+xml" href="feed/"></head><body>Post</body></html>').encode())
+        server.route(HOST, f"/c/{i}/feed/", lambda ask: answer(
+            b'<rss version="2.0"><channel></channel></rss>', "application/rss+xml"))
     server.set_body(HOST, "/about.html", head_page("About", '<a href="/">Home</a>'))
     for address, path in ENTRIES:
         server.set_body(address, path, hidden_page(len(path), path))
@@ -100,7 +109,11 @@ def check_feeds(tmp_path: Path, **settings: Any) -> None:
         assert (HOST, other) not in asked
     urls = {i["url"] for i in result.items}
     assert not any(u.endswith((".rss", ".xml")) for u in urls), sorted(urls)
-    assert result.stats["sitemaps/feeds_linked"] == 3
+    comment_feeds = [p for h, p in asked if p.startswith("/c/") and p.endswith("/feed/")]
+    assert len(comment_feeds) == FEEDS_PER_HOST - 3, sorted(comment_feeds)
+    assert result.stats["sitemaps/feeds_linked"] == FEEDS_PER_HOST
+    assert result.stats["sitemaps/refused/feeds_per_host"] == COMMENTED - (FEEDS_PER_HOST - 3)
+    assert result.log.count("feeds named by the pages of") == 1
     assert result.stats["sitemaps/seed_feeds"] == 1
     assert result.stats["sitemaps/entries"] == len(ENTRIES)
 

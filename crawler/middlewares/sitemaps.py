@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -72,6 +73,12 @@ from crawler.sitemaps.location import folder_of
 
 logger = logging.getLogger(__name__)
 
+# Feeds asked per host because its pages named them: a site's own feeds are a few (posts,
+# comments, a language or two); blogs name one more per post, tag and author (its comments),
+# which would cost a request per page and use up SITEMAPS_MAX_FILES before the sitemaps of
+# the hosts found later.
+FEEDS_PER_HOST = 8
+
 # On a sitemap request: its crawler.sitemaps.SitemapFile as a plain dict (url, origin, depth),
 # since a shared or on-disk frontier keeps meta as msgpack.
 SITEMAP_META = "sitemap_file"
@@ -97,6 +104,7 @@ class SitemapMiddleware:
         self.frontier = False  # a frontier scheduler takes links in bulk
         self.started = time.time()  # pages due before this were scheduled at the start
         self.unchanged: set[str] = set()  # due pages a sitemap says did not change
+        self.feeds_named: Counter[str] = Counter()  # feeds asked because a page named them
         self.clock = time.time
         connect = crawler.signals.connect
         connect(self._robots_sitemaps, crawler_signals.robots_sitemaps)
@@ -144,11 +152,18 @@ class SitemapMiddleware:
         parts = urlsplit(response.url)
         origin = f"{parts.scheme}://{parts.netloc}"
         vouched = origin + folder_of(parts.path)
+        host = parts.hostname or ""
         for url in urls:
             if url.partition("#")[0] in self.book.asked:
                 continue
+            if self.feeds_named[host] >= FEEDS_PER_HOST:
+                self._hostile("feeds_per_host", url, f"named by {response.url}: over "
+                              f"{FEEDS_PER_HOST} feeds named by the pages of {host} (a feed "
+                              "per post, per tag): this and further ones not read", once=True)
+                continue
+            self.feeds_named[host] += 1
             self._inc("sitemaps/feeds_linked")
-            self._ask(SitemapFile(url, origin, 0, vouched=vouched), parts.hostname or "")
+            self._ask(SitemapFile(url, origin, 0, vouched=vouched), host)
 
     def _seed_feed(self, response: Response) -> SitemapFile:
         """A seed that is a feed, read as one (not as a page): the operator named it, which
