@@ -15,18 +15,19 @@ from devsite import HostSpec, build_site
 from devsite.routed import Ask, RoutedSiteServer
 from tests.crawling import loopback_settings, run_crawl
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
-from tests.test_sitemaps import answer, hidden_page
+from tests.test_sitemaps import answer, hidden_page, robots_naming
 
 pytestmark = pytest.mark.integration
 
 HOST = "127.0.0.2"
 OTHER = "127.0.0.3"
+THIRD = "127.0.0.4"  # its robots.txt names the feed that is also a seed
 FEEDS = {(HOST, "/feed.rss"), (HOST, "/blog/atom.xml"), (HOST, "/feed.json"),
-         (OTHER, "/news/atom.xml")}
+         (OTHER, "/news/atom.xml"), (THIRD, "/feed.atom")}
 COMMENTED = 10  # posts with a comments feed each: more than FEEDS_PER_HOST with the site's
 ENTRIES = {(HOST, "/posts/1.html"), (HOST, "/posts/2.html"), (HOST, "/blog/a.html"),
            (HOST, "/post-from-atom.html"), (HOST, "/posts/json.html"), (OTHER, "/stories/1.html"),
-           (OTHER, "/stories/2.html")}
+           (OTHER, "/stories/2.html"), (THIRD, "/t.html")}
 
 
 def head_page(title: str, links: str) -> bytes:
@@ -49,8 +50,8 @@ def atom(entries: list[tuple[str, str]]) -> bytes:
 
 
 def feeds_site() -> RoutedSiteServer:
-    graph = build_site([HostSpec(HOST, pages=1), HostSpec(OTHER, pages=1)], links_per_page=1,
-                       extras=False)
+    graph = build_site([HostSpec(HOST, pages=1), HostSpec(OTHER, pages=1),
+                        HostSpec(THIRD, pages=1)], links_per_page=1, extras=False)
     server = RoutedSiteServer(graph)
     posts = "".join(f'<a href="/c/{i}/">Post {i}</a>' for i in range(COMMENTED))
     server.set_body(HOST, "/", head_page("Home", '<a href="/about.html">About</a>' + posts))
@@ -87,6 +88,9 @@ def feeds_site() -> RoutedSiteServer:
         (ask.server.url(OTHER, "/stories/1.html"), "2024-01-02T03:04:05Z"),
         (ask.server.url(OTHER, "/stories/2.html"), "2024-01-02T03:04:05Z"),
     ]), "text/xml"))
+    server.route(THIRD, "/robots.txt", robots_naming("/feed.atom"))
+    server.route(THIRD, "/feed.atom", lambda ask: answer(atom([
+        (ask.server.url(THIRD, "/t.html"), "2024-01-02T03:04:05Z")]), "application/atom+xml"))
     return server
 
 
@@ -97,7 +101,8 @@ def test_feeds_named_in_a_head_and_a_seed_feed_are_read_once_each(tmp_path: Path
 def check_feeds(tmp_path: Path, **settings: Any) -> None:
     server = feeds_site()
     with server:
-        seeds = [server.url(HOST, "/"), server.url(OTHER, "/news/atom.xml")]
+        seeds = [server.url(HOST, "/"), server.url(OTHER, "/news/atom.xml"),
+                 server.url(THIRD, "/feed.atom")]
         result = run_crawl(tmp_path, seeds=seeds, settings=loopback_settings(
             FRONTIER_MIN_DELAY=0.01, **settings))
         asked = [(r.host, r.path) for r in server.records]
@@ -115,6 +120,8 @@ def check_feeds(tmp_path: Path, **settings: Any) -> None:
     assert result.stats["sitemaps/refused/feeds_per_host"] == COMMENTED - (FEEDS_PER_HOST - 3)
     assert result.log.count("feeds named by the pages of") == 1
     assert result.stats["sitemaps/seed_feeds"] == 1
+    assert result.stats["sitemaps/seed_read_as_sitemap"] == 1
+    assert "already read this crawl" not in result.log
     assert result.stats["sitemaps/entries"] == len(ENTRIES)
 
 

@@ -211,9 +211,15 @@ class SitemapMiddleware:
     # -- downloader hooks -----------------------------------------------------------------------
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        """A page a sitemap said did not change since its last fetch is not asked."""
+        """A page a sitemap said did not change since its last fetch is not asked, nor a seed
+        that robots.txt named as a sitemap (a feed given as a seed): it was asked as one."""
         meta = request.meta
-        if not self.unchanged or SITEMAP_META in meta or meta.get(ROBOTS_META):
+        if SITEMAP_META in meta or meta.get(ROBOTS_META):
+            return None
+        if meta.get("seed") and request.url.partition("#")[0] in self.book.asked:
+            self._inc("sitemaps/seed_read_as_sitemap")
+            raise IgnoreRequest(f"seed {request.url} is a sitemap robots.txt named: read so")
+        if not self.unchanged:
             return None
         try:
             key = normalize_url(request.url)[0]
