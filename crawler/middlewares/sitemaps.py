@@ -156,6 +156,9 @@ class SitemapMiddleware:
         for url in urls:
             if url.partition("#")[0] in self.book.asked:
                 continue
+            if self.book.full_of_files:  # refused and said by _ask; no host counted then
+                self._ask(SitemapFile(url, origin, 0, vouched=vouched), host)
+                continue
             if self.feeds_named[host] >= FEEDS_PER_HOST:
                 self._hostile("feeds_per_host", url, f"named by {response.url}: over "
                               f"{FEEDS_PER_HOST} feeds named by the pages of {host} (a feed "

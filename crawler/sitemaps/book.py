@@ -45,7 +45,7 @@ class SitemapBook:
             return "loop"
         if file.depth > self.limits.max_index_depth:
             return "nesting"
-        if len(self.asked) >= self.limits.max_files:
+        if self.full_of_files:
             return "files"
         self.asked.add(key)
         return ""
@@ -55,6 +55,11 @@ class SitemapBook:
         allowed = max(0, min(wanted, self.limits.max_site_urls - self.taken))
         self.taken += allowed
         return allowed
+
+    @property
+    def full_of_files(self) -> bool:
+        """No further file will be asked this crawl (``max_files``)."""
+        return len(self.asked) >= self.limits.max_files
 
     @property
     def full(self) -> bool:
