@@ -49,15 +49,13 @@ def read_feed_entry(
     """(location, lastmod as W3C Datetime or None) of one RSS ``<item>`` or Atom ``<entry>``;
     the location is "" when the entry names none."""
     loc, guid, page, first = "", "", "", ""
-    lastmod, latest = None, float("-inf")
+    dates: list[str] = []
     for child in element:
         tag = local_name(child)
         if tag in _DATES:
             text = _text(child)
-            when = rfc822_to_w3c(text) if tag == "pubDate" else text
-            moment = parse_lastmod(when)
-            if moment is not None and moment > latest:
-                lastmod, latest = when, moment
+            if when := (rfc822_to_w3c(text) if tag == "pubDate" else text):
+                dates.append(when)
         elif atom:
             if tag == "link" and (href := (child.get("href") or "").strip()):
                 first = first or href
@@ -71,7 +69,16 @@ def read_feed_entry(
         loc = page or first
     elif not loc and guid.lower().startswith(("http://", "https://")):
         loc = guid
-    return (urljoin(base, loc) if loc and base else loc), lastmod
+    return (urljoin(base, loc) if loc and base else loc), latest(dates)
+
+
+def latest(dates: list[str]) -> str | None:
+    """The latest of an entry's dates (W3C Datetimes; unreadable ones left out), or None. One
+    date is left as written: the reader reads it anyway (the common case, read once)."""
+    if len(dates) <= 1:
+        return dates[0] if dates else None
+    moments = [(moment, when) for when in dates if (moment := parse_lastmod(when)) is not None]
+    return max(moments)[1] if moments else None
 
 
 def rfc822_to_w3c(value: str) -> str | None:

@@ -17,7 +17,7 @@ import json
 from typing import Any
 from urllib.parse import urljoin
 
-from crawler.sitemaps.lastmod import parse_lastmod
+from crawler.sitemaps.feeds import latest
 
 Row = tuple[str, str | None]
 
@@ -43,13 +43,9 @@ def read_json_feed(body: bytes, limit: int, base: str = "") -> tuple[list[Row], 
             loc = guid if guid.lower().startswith(("http://", "https://")) else ""
         if not loc:
             continue
-        lastmod, latest = None, float("-inf")
-        for key in ("date_modified", "date_published"):
-            when = _string(item.get(key))
-            moment = parse_lastmod(when)
-            if moment is not None and moment > latest:
-                lastmod, latest = when, moment
-        rows.append((urljoin(base, loc) if base else loc, lastmod))
+        dates = [when for key in ("date_modified", "date_published")
+                 if (when := _string(item.get(key)))]
+        rows.append((urljoin(base, loc) if base else loc, latest(dates)))
     return rows, False, ""
 
 
