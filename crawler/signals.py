@@ -40,6 +40,12 @@ host_crawl_delay = object()
 # next requests can still be put first (``frontier_first``): the sitemap reader does so.
 robots_sitemaps = object()
 
+# Sent by a site spider for a page whose head names feeds (``<link rel="alternate"
+# type="application/rss+xml">``, Atom, RDF), unless the page says nofollow:
+# feeds_found(response, urls: list[str]) (absolute, in page order). The sitemap reader reads each
+# feed once per crawl as a sitemap of the page's host.
+feeds_found = object()
+
 # Sent by the sitemap reader for a due page whose sitemap ``<lastmod>`` is not after its last
 # fetch, instead of asking the server (a conditional GET): page_unchanged(request). The crawl
 # database records it as not modified, so it comes back when due again.

@@ -16,6 +16,12 @@ from crawler.content.metadata import page_metadata
 from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import tree_requisites
 
+# <link rel="alternate" type=...> of the feeds a crawl reads (crawler.sitemaps.feeds)
+FEED_TYPES = frozenset({
+    "application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/feed+json"
+})
+MAX_FEEDS = 8  # feeds kept from one page's head: a site has a few; a page of 10,000 is hostile
+
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
 
 
@@ -26,6 +32,7 @@ class ParsedPage:
     main_text: str = ""  # the text without the site's template (crawler.content.maintext)
     base_href: str | None = None
     canonical_href: str | None = None  # <link rel="canonical" href>, the first (as written)
+    feed_hrefs: list[str] = field(default_factory=list)  # <link rel="alternate"> feeds, raw
     links: list[tuple[str, str]] = field(default_factory=list)  # (raw href, anchor text)
     metas: dict[str, str] = field(default_factory=dict)  # <meta name> (lower-case) -> content
     nofollow_hrefs: set[str] = field(default_factory=set)  # hrefs only ever rel="nofollow"
@@ -68,9 +75,19 @@ def parse_html(
     if base is not None:
         page.base_href = base.get("href", "").strip() or None
     for link in root.iterfind(".//link[@rel]"):
-        if "canonical" in link.get("rel", "").lower().split() and link.get("href", "").strip():
-            page.canonical_href = link.get("href", "").strip()
-            break
+        rels = link.get("rel", "").lower().split()
+        href = link.get("href", "").strip()
+        if not href:
+            continue
+        if "canonical" in rels and page.canonical_href is None:
+            page.canonical_href = href
+        elif (
+            "alternate" in rels
+            and link.get("type", "").split(";")[0].strip().lower() in FEED_TYPES
+            and len(page.feed_hrefs) < MAX_FEEDS
+            and href not in page.feed_hrefs
+        ):
+            page.feed_hrefs.append(href)
     metas = page.metas
     for meta in root.iterfind(".//meta[@name]"):
         name = meta.get("name", "").strip().lower()

@@ -30,6 +30,13 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   are read before its pages, so the word arrives in time. Each worker of a shared crawl knows
   the words of the sitemaps it read; a page another worker hands out is asked (conditional GET).
 
+Feeds (RSS 2.0, RSS 1.0, Atom) are read as sitemaps, as sitemaps.org allows: those robots.txt
+names, those a page's head names (``<link rel="alternate" type="application/rss+xml">``, sent by
+the spider as ``feeds_found``: each asked once per crawl, as a sitemap of the page's host that
+may list the page's folder too), and a seed that turns out to be one (by its bytes): its entries
+go to the frontier instead of the seed becoming a page. An entry's date (``<updated>``,
+``<pubDate>``, ``<dc:date>``...) is its ``lastmod``.
+
 What stays on the reactor thread per entry is the crawl database's look-up (with lastmod).
 """
 
@@ -37,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,9 +60,24 @@ from crawler.frontier import InvalidUrl, normalize_url
 from crawler.meta import ROBOTS_META
 from crawler.middlewares.sitemaps_reading import Entry, read_sitemap
 from crawler.offload.components import content_worker
-from crawler.sitemaps import CHANGED, UNCHANGED, SitemapBook, SitemapFile, SitemapLimits, decide
+from crawler.sitemaps import (
+    CHANGED,
+    UNCHANGED,
+    SitemapBook,
+    SitemapFile,
+    SitemapLimits,
+    decide,
+    is_feed,
+)
+from crawler.sitemaps.location import folder_of
 
 logger = logging.getLogger(__name__)
+
+# Feeds asked per host because its pages named them: a site's own feeds are a few (posts,
+# comments, a language or two); blogs name one more per post, tag and author (its comments),
+# which would cost a request per page and use up SITEMAPS_MAX_FILES before the sitemaps of
+# the hosts found later.
+FEEDS_PER_HOST = 8
 
 # On a sitemap request: its crawler.sitemaps.SitemapFile as a plain dict (url, origin, depth),
 # since a shared or on-disk frontier keeps meta as msgpack.
@@ -81,9 +104,11 @@ class SitemapMiddleware:
         self.frontier = False  # a frontier scheduler takes links in bulk
         self.started = time.time()  # pages due before this were scheduled at the start
         self.unchanged: set[str] = set()  # due pages a sitemap says did not change
+        self.feeds_named: Counter[str] = Counter()  # feeds asked because a page named them
         self.clock = time.time
         connect = crawler.signals.connect
         connect(self._robots_sitemaps, crawler_signals.robots_sitemaps)
+        connect(self._feeds_found, crawler_signals.feeds_found)
         connect(self._crawldb_opened, crawler_signals.crawldb_opened)
         connect(self._frontier_opened, crawler_signals.frontier_opened)
         if not s.getbool("ROBOTSTXT_ENABLED", defaults.ROBOTSTXT_ENABLED):
@@ -120,6 +145,37 @@ class SitemapMiddleware:
         for url in wanted:
             self._ask(SitemapFile(url, origin, 0, named=url in urls), host)
 
+    def _feeds_found(self, response: Response, urls: list[str]) -> None:
+        """Feeds a page's head names: each read once per crawl as a sitemap of the page's
+        host, which may list the page's folder too (``SitemapFile.vouched``). Every page of a
+        site names the same feed: one already asked is passed over without a word."""
+        parts = urlsplit(response.url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        vouched = origin + folder_of(parts.path)
+        host = parts.hostname or ""
+        for url in urls:
+            if url.partition("#")[0] in self.book.asked:
+                continue
+            if self.book.full_of_files:  # refused and said by _ask; no host counted then
+                self._ask(SitemapFile(url, origin, 0, vouched=vouched), host)
+                continue
+            if self.feeds_named[host] >= FEEDS_PER_HOST:
+                self._hostile("feeds_per_host", url, f"named by {response.url}: over "
+                              f"{FEEDS_PER_HOST} feeds named by the pages of {host} (a feed "
+                              "per post, per tag): this and further ones not read", once=True)
+                continue
+            self.feeds_named[host] += 1
+            self._inc("sitemaps/feeds_linked")
+            self._ask(SitemapFile(url, origin, 0, vouched=vouched), host)
+
+    def _seed_feed(self, response: Response) -> SitemapFile:
+        """A seed that is a feed, read as one (not as a page): the operator named it, which
+        proves as much as robots.txt does, so it may list any page of its host."""
+        parts = urlsplit(response.url)
+        self.book.asked.add(response.url.partition("#")[0])
+        self._inc("sitemaps/seed_feeds")
+        return SitemapFile(response.url, f"{parts.scheme}://{parts.netloc}", 0, named=True)
+
     def _ask(self, file: SitemapFile, host: str, parent: str = "") -> None:
         """Request ``file`` unless the book refuses it (a loop, too deep, too many files)."""
         reason = self.book.want(file)
@@ -139,7 +195,7 @@ class SitemapMiddleware:
             request_host = urlsplit(file.url).hostname or ""
             meta: dict[str, Any] = {
                 SITEMAP_META: {"url": file.url, "origin": file.origin, "depth": file.depth,
-                               "named": file.named},
+                               "named": file.named, "vouched": file.vouched},
                 "dont_conditional": True,
                 "depth": 0,
             }
@@ -158,9 +214,15 @@ class SitemapMiddleware:
     # -- downloader hooks -----------------------------------------------------------------------
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        """A page a sitemap said did not change since its last fetch is not asked."""
+        """A page a sitemap said did not change since its last fetch is not asked, nor a seed
+        that robots.txt named as a sitemap (a feed given as a seed): it was asked as one."""
         meta = request.meta
-        if not self.unchanged or SITEMAP_META in meta or meta.get(ROBOTS_META):
+        if SITEMAP_META in meta or meta.get(ROBOTS_META):
+            return None
+        if meta.get("seed") and request.url.partition("#")[0] in self.book.asked:
+            self._inc("sitemaps/seed_read_as_sitemap")
+            raise IgnoreRequest(f"seed {request.url} is a sitemap robots.txt named: read so")
+        if not self.unchanged:
             return None
         try:
             key = normalize_url(request.url)[0]
@@ -177,11 +239,15 @@ class SitemapMiddleware:
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
         fields = request.meta.get(SITEMAP_META)
-        if fields is None:
+        if fields is not None:
+            file = SitemapFile(**fields)
+        elif request.meta.get("seed") and response.status == 200 and is_feed(response.body):
+            file = self._seed_feed(response)
+        else:
             return response
         self._inc("sitemaps/response_count")
         try:
-            await self._read(SitemapFile(**fields), response)
+            await self._read(file, response)
         except Exception:  # a sitemap must never stop the crawl or reach the spider
             self._inc("sitemaps/errors")
             logger.exception("Sitemap %s could not be read", response.url)

@@ -24,6 +24,7 @@ from crawler.sitemaps import (
     FOREIGN,
     GZIP,
     IN,
+    JSON,
     SITEMAPINDEX,
     TEXT,
     URLSET,
@@ -33,6 +34,7 @@ from crawler.sitemaps import (
     cut_text,
     file_kind,
     parse_lastmod,
+    read_json_feed,
     read_xml,
     text_sitemap_urls,
 )
@@ -89,7 +91,8 @@ def read_sitemap(
     limit = limits.max_urls
     too_many = ("urls", f"lists over {limit} entries (SITEMAPS_MAX_URLS, the protocol's "
                 "limit): the rest ignored")
-    coverage = Coverage(url, file.origin, named=file.named, folder_rule=folder_rule)
+    coverage = Coverage(url, file.origin, named=file.named, folder_rule=folder_rule,
+                        vouched=file.vouched)
     if kind == TEXT:
         urls, more, other = text_sitemap_urls(body, limit)
         if more:
@@ -97,6 +100,17 @@ def read_sitemap(
         out.read = True
         out.invalid += other
         _keep(out, coverage, [(u, None) for u in urls])
+        return out
+    if kind == JSON:
+        rows, more, error = read_json_feed(body, limit, url)
+        if error:
+            out.problems.append(("unreadable", f"is not a readable JSON Feed ({error}): "
+                                 "dropped"))
+            return out
+        if more:
+            out.problems.append(too_many)
+        out.read = True
+        _keep(out, coverage, rows)
         return out
     sitemap = read_xml(body, limit, url)
     if sitemap.error:

@@ -9,7 +9,17 @@ and each entry.
 """
 
 from crawler.sitemaps.book import SitemapBook, SitemapFile
-from crawler.sitemaps.files import GZIP, TEXT, XML, cut_text, file_kind, text_sitemap_urls
+from crawler.sitemaps.files import (
+    GZIP,
+    JSON,
+    TEXT,
+    XML,
+    cut_text,
+    file_kind,
+    is_feed,
+    text_sitemap_urls,
+)
+from crawler.sitemaps.jsonfeed import read_json_feed
 from crawler.sitemaps.lastmod import CHANGED, NEW, UNCHANGED, UNKNOWN, decide, parse_lastmod
 from crawler.sitemaps.limits import SitemapLimits
 from crawler.sitemaps.location import FOREIGN, IN, OUT_OF_FOLDER, Coverage
@@ -21,6 +31,7 @@ __all__ = [
     "FOREIGN",
     "GZIP",
     "IN",
+    "JSON",
     "NEW",
     "OUT_OF_FOLDER",
     "SITEMAPINDEX",
@@ -37,7 +48,9 @@ __all__ = [
     "cut_text",
     "decide",
     "file_kind",
+    "is_feed",
     "parse_lastmod",
+    "read_json_feed",
     "read_xml",
     "text_sitemap_urls",
 ]

@@ -25,6 +25,9 @@ class SitemapFile:
     origin: str  # the origin whose robots.txt (or probe) led to it
     depth: int = 0  # 0: listed by robots.txt or probed; 1: listed by an index; ...
     named: bool = False  # robots.txt named it (or the index it is in): proof of ownership
+    # the folder (``scheme://host/path/``) of the page whose head named it as a feed: that
+    # page speaks for its folder, so the feed may list it too ("": no page named it)
+    vouched: str = ""
 
 
 class SitemapBook:
@@ -42,7 +45,7 @@ class SitemapBook:
             return "loop"
         if file.depth > self.limits.max_index_depth:
             return "nesting"
-        if len(self.asked) >= self.limits.max_files:
+        if self.full_of_files:
             return "files"
         self.asked.add(key)
         return ""
@@ -52,6 +55,11 @@ class SitemapBook:
         allowed = max(0, min(wanted, self.limits.max_site_urls - self.taken))
         self.taken += allowed
         return allowed
+
+    @property
+    def full_of_files(self) -> bool:
+        """No further file will be asked this crawl (``max_files``)."""
+        return len(self.asked) >= self.limits.max_files
 
     @property
     def full(self) -> bool:

@@ -8,8 +8,11 @@ exception is proof of ownership: a sitemap named in a host's robots.txt may list
 that host, any scheme or port (the protocol's "cross submits", checked on the host name as
 crawler-commons' ``SiteMapCrossSubmitValidator`` does; the sitemap may even live on another
 host), and so may the sitemaps of an index that robots.txt names. The folder is the one of the
-URL the file was finally fetched from (after redirects). A sitemap index may only name sitemaps on
-its own site (or, again, on the host whose robots.txt named it).
+URL the file was finally fetched from (after redirects). A feed that a page names in its head
+(``<link rel="alternate" type="application/rss+xml">``) may also list the pages of that page's
+folder: the page speaks for its folder as much as a file in it does (a WordPress home page at
+``/`` names ``/feed/``, whose posts are under ``/``), never for more. A sitemap index may
+only name sitemaps on its own site (or, again, on the host whose robots.txt named it).
 
 crawler-commons applies the rule in its ``strict`` mode, its default, and so does this crawler
 (``SITEMAPS_FOLDER_RULE``, on by default): without it, anyone who can put a file in a folder of
@@ -56,9 +59,12 @@ class Coverage:
     which proves ownership of that origin.
     """
 
-    __slots__ = ("folder", "folder_rule", "hosts", "named", "origin_site", "prefixes", "site")
+    __slots__ = ("folder", "folder_rule", "hosts", "named", "origin_site", "prefixes", "site",
+                 "vouched")
 
-    def __init__(self, url: str, origin: str, *, named: bool, folder_rule: bool) -> None:
+    def __init__(
+        self, url: str, origin: str, *, named: bool, folder_rule: bool, vouched: str = ""
+    ) -> None:
         parts = urlsplit(url)
         origin_parts = urlsplit(origin)
         self.site = site_of(parts)
@@ -71,6 +77,12 @@ class Coverage:
         # naming origin when it proves ownership
         own = f"{parts.scheme}://{parts.netloc}{self.folder}"
         self.prefixes: tuple[str, ...] = (own, origin + "/") if named else (own,)
+        # a feed named in a page's head: the page's folder too, on the page's own site
+        self.vouched: tuple[Site, str] | None = None
+        if vouched:
+            vouched_parts = urlsplit(vouched)
+            self.vouched = (site_of(vouched_parts), folder_of(vouched_parts.path))
+            self.prefixes += (vouched,)
         if not folder_rule:
             self.prefixes = (f"{parts.scheme}://{parts.netloc}/", origin + "/")
 
@@ -90,6 +102,10 @@ class Coverage:
         if site == self.site and (parts.path or "/").startswith(self.folder):
             return IN
         if self.named and site[1] == self.origin_site[1]:
+            return IN
+        if self.vouched and site == self.vouched[0] and (parts.path or "/").startswith(
+            self.vouched[1]
+        ):
             return IN
         return OUT_OF_FOLDER
 

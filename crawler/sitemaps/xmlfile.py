@@ -20,6 +20,9 @@ does with the shapes real sitemaps take, checked against crawler-commons' SAX ha
   as crawler-commons' "partial" mode does; the entries read still pass every check a link
   does. Text after the last ``>`` is dropped first, so a file cut in the middle of a URL never
   yields half a URL.
+* **Extensions** (Google's image, video and news sitemaps): their elements are not the entry's
+  ``<loc>`` (``<image:loc>`` is an image, not a page) and are skipped, except a News
+  sitemap's ``<news:publication_date>``, the entry's date when it has no ``<lastmod>``.
 * **Entities and DTDs** (XXE, "billion laughs"): no DTD is loaded, nothing is fetched from the
   network, no entity is expanded; a ``<loc>`` that holds an entity reference is not what the
   site meant and is dropped (counted as ``hidden``). XInclude is never processed.
@@ -110,6 +113,7 @@ def _read_entry(element: etree._Element, entry: str, out: XmlSitemap) -> None:
     """The rows of one ``<url>`` or ``<sitemap>`` (more than one with repeated ``<loc>``)."""
     loc: str | None = None
     lastmod: str | None = None
+    news: str | None = None
     loose = [element.text or ""]  # text straight in the entry: its location without <loc>
     for child in element:
         tag = _local(child)
@@ -120,6 +124,9 @@ def _read_entry(element: etree._Element, entry: str, out: XmlSitemap) -> None:
             loc = _text(child, out)
         elif tag == "lastmod":
             lastmod = _text(child, out)
+        elif tag == "news" and news is None:  # Google News: its publication date
+            news = next((_text(d, out) for d in child.iter() if _local(d) == "publication_date"),
+                        None)
         elif isinstance(child, etree._Entity):  # loose text with an entity: not a location
             out.hidden += 1
             loose = []
@@ -131,9 +138,9 @@ def _read_entry(element: etree._Element, entry: str, out: XmlSitemap) -> None:
         if loose:
             loose.append(child.tail or "")
     if loc is not None:
-        _add(out, loc, lastmod)
+        _add(out, loc, lastmod or news)
     elif loose:
-        _add(out, "".join(loose), lastmod)
+        _add(out, "".join(loose), lastmod or news)
 
 
 def _add(out: XmlSitemap, loc: str, lastmod: str | None) -> None:

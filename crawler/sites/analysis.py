@@ -90,6 +90,7 @@ class PageAnalysis:
     nofollow: bool = False
     fingerprint: str | None = None  # change fingerprint: title and main text (parse_page)
     canonical_href: str | None = None  # <link rel="canonical"> as written
+    feeds: list[str] = field(default_factory=list)  # <link rel="alternate"> feeds, absolute
     verdict: Verdict | None = None
     forms: dict[str, LinkForm] | None = None  # prepared forms of follow's new links
     requisites: list[str] = field(default_factory=list)  # embedded resources, absolute URLs
@@ -261,6 +262,9 @@ class ContentAnalysis:
             if over:
                 out.stats["requisites/over_bound"] += over
         out.outlinks, out.follow = self._links(url, page.base_href, links, out.stats)
+        if page.feed_hrefs and not directives.nofollow:  # the feeds it names: URL sources
+            out.feeds = self._links(url, page.base_href, [(h, "") for h in page.feed_hrefs],
+                                    Counter())[1]
         if self.links is not None and out.follow:
             out.forms = self.links.prepare(out.follow)
         if self.fields:

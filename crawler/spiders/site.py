@@ -407,6 +407,10 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         self._page_policy(response, item)
         if analysis.requisites:
             response.meta[EMBEDS_META] = analysis.requisites  # the WARC metadata's embeds
+        if analysis.feeds:  # read as sitemaps of the page's host (crawler.middlewares.sitemaps)
+            self.crawler.signals.send_catch_log(
+                crawler_signals.feeds_found, response=response, urls=analysis.feeds
+            )
         if not self.site.content.keeps_language(analysis.language):
             stats.inc_value("language/not_kept")  # [content] languages: links followed, no item
         elif self._usage_keeps(response):
