@@ -29,6 +29,7 @@ expire after ``ttl`` (the lease TTL), as its leases do.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +37,11 @@ from crawler.config import defaults
 
 LATE = 0.25  # seconds a waiter may miss its turn by before it loses its place in line
 SCAN = 16  # waiters ahead looked at per request (those due back now are at the head)
+# Addresses looked at per take for pruning, least recently taken first: an idle one (nothing in
+# flight, its rest over, nobody in line) is dropped, a busy one goes to the back. Two per take
+# against at most one new address per take keeps only the busy ones, at O(1) per take.
+PRUNE = 2
+RETIRED_KEPT = 16  # the busiest pruned addresses whose counts are kept for busiest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +128,10 @@ class LocalAddressBudget:
 
     def __init__(self, policy: AddressPolicy | None = None) -> None:
         self.policy = policy or AddressPolicy()
-        self._addresses: dict[str, _Address] = {}
+        # least recently taken first; idle ones are pruned as takes come (PRUNE)
+        self._addresses: OrderedDict[str, _Address] = OrderedDict()
+        # (fetches, refusals) of the busiest pruned addresses, taken back if one comes back
+        self._retired: dict[str, tuple[int, int]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Any, ttl: float = 300.0) -> LocalAddressBudget:
@@ -134,10 +143,17 @@ class LocalAddressBudget:
         policy = self.policy
         if policy.concurrency <= 0:
             return 0.0
-        state = self._addresses.setdefault(address, _Address())
-        if state.in_flight:
-            for stale in [t for t, expiry in state.in_flight.items() if expiry <= now]:
-                del state.in_flight[stale]
+        addresses = self._addresses
+        state = addresses.get(address)
+        if state is None:
+            self._prune(now)
+            state = addresses[address] = _Address()
+            counts = self._retired.pop(address, None)
+            if counts is not None:
+                state.fetches, state.refusals = counts
+        else:
+            addresses.move_to_end(address)
+        _expire(state, now)
         who = host or token
         since = _leave_line(state, who)
         rank = (priority, now if since is None else since, who)
@@ -178,16 +194,45 @@ class LocalAddressBudget:
             state.ready_at = max(state.ready_at, now + self.policy.gap(duration))
             state.typical = duration if not state.typical else 0.8 * state.typical + 0.2 * duration
 
+    def _prune(self, now: float) -> None:
+        """Drop the idle among the :data:`PRUNE` least recently taken addresses: one that
+        comes back starts afresh, as its rest is over and nobody waits there (its fetch time
+        estimate is learned again)."""
+        addresses = self._addresses
+        for _ in range(min(PRUNE, len(addresses))):
+            address, state = next(iter(addresses.items()))
+            _expire(state, now)
+            if state.in_flight or state.line or state.ready_at > now:
+                addresses.move_to_end(address)
+                continue
+            del addresses[address]
+            if state.fetches or state.refusals:
+                self._retire(address, state)
+
+    def _retire(self, address: str, state: _Address) -> None:
+        retired = self._retired
+        retired[address] = (state.fetches, state.refusals)
+        if len(retired) > RETIRED_KEPT:
+            del retired[min(retired, key=lambda a: (retired[a], a))]
+
     def busiest(self, n: int) -> list[AddressLoad]:
         loads = [
             AddressLoad(address, len(s.in_flight), s.fetches, s.refusals)
             for address, s in self._addresses.items()
         ]
+        loads += [AddressLoad(a, 0, f, r) for a, (f, r) in self._retired.items()]
         loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
         return loads[:n]
 
     def close(self) -> None:
         return None
+
+
+def _expire(state: _Address, now: float) -> None:
+    """Forget the fetches in flight whose tokens expired (their worker died)."""
+    if state.in_flight:
+        for stale in [t for t, expiry in state.in_flight.items() if expiry <= now]:
+            del state.in_flight[stale]
 
 
 def _leave_line(state: _Address, who: str) -> float | None:

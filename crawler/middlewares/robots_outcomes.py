@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,9 @@ logger = logging.getLogger(__name__)
 
 _HOLD_MARGIN = 1.0  # seconds a host stays held after its robots.txt retry is enqueued
 _SHARED_POLL = 0.5  # seconds between looks at another worker's robots.txt fetch in flight
+# Origins remembered as announced (~170 B each with the string): one forgotten and met again
+# is announced again, which the sitemap reader takes quietly (it skips the files it asked for).
+ANNOUNCED_KEPT = 100_000
 
 
 class OriginOutcomes:
@@ -64,7 +68,9 @@ class OriginOutcomes:
         self.closing = False
         self._timers: dict[str, Any] = {}
         self._delays: dict[str, float] = {}
-        self._announced: set[str] = set()  # origins whose robots_sitemaps was sent
+        # origins whose robots_sitemaps was sent, least recently first (ANNOUNCED_KEPT)
+        self._announced: OrderedDict[str, None] = OrderedDict()
+        self.max_announced = ANNOUNCED_KEPT
 
     def close(self) -> None:
         self.closing = True
@@ -252,11 +258,18 @@ class OriginOutcomes:
         )
 
     def announce(self, st: OriginState) -> None:
-        """Once per origin and crawl: its rules are known; its sitemaps go to whoever reads
-        them (``robots_sitemaps``), while the host's next requests can still go first."""
-        if st.rules is None or st.origin in self._announced:
+        """Once per origin among the most recently announced (``ANNOUNCED_KEPT``): its rules
+        are known; its sitemaps go to whoever reads them (``robots_sitemaps``), while the
+        host's next requests can still go first."""
+        announced = self._announced
+        if st.rules is None:
             return
-        self._announced.add(st.origin)
+        if st.origin in announced:
+            announced.move_to_end(st.origin)
+            return
+        announced[st.origin] = None
+        if len(announced) > self.max_announced:
+            announced.popitem(last=False)
         host = st.host or (urlsplit(st.origin).hostname or "")
         self.crawler.signals.send_catch_log(
             crawler_signals.robots_sitemaps, origin=st.origin, host=host, urls=st.rules.sitemaps()

@@ -135,14 +135,20 @@ class SitemapMiddleware:
         self._robots_sitemaps(origin, host, [])
 
     def _robots_sitemaps(self, origin: str, host: str, urls: list[str]) -> None:
+        """An origin's sitemaps (robots.txt's, the probe). An origin can be announced again
+        (the announcers remember a bounded number of origins), or two list one file: a file
+        asked for already is skipped quietly, counted as ``sitemaps/announced_again``."""
         wanted = list(urls)
-        if urls:
-            self._inc("sitemaps/robots_listed", len(urls))
         if self.probe:
             probe = origin + "/sitemap.xml"
             if probe not in wanted:
                 wanted.append(probe)
+        if urls:
+            self._inc("sitemaps/robots_listed", len(urls))
         for url in wanted:
+            if self.book.asked_before(url):
+                self._inc("sitemaps/announced_again")
+                continue
             self._ask(SitemapFile(url, origin, 0, named=url in urls), host)
 
     def _feeds_found(self, response: Response, urls: list[str]) -> None:

@@ -22,6 +22,7 @@ those answers.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from urllib.parse import urljoin
 
 from scrapy import Request
@@ -38,6 +39,10 @@ from crawler.frontier.urls import origin_of
 logger = logging.getLogger(__name__)
 
 SOFT404_PROBE_META = "soft404_probe"  # the origin whose probe this request is
+# Origins remembered as probed (~170 B each with the string), least recently met forgotten:
+# one met again after that is probed again (one request more; the pipeline keeps the newer
+# answer).
+PROBED_KEPT = 100_000
 
 
 class Soft404Probed(IgnoreRequest):
@@ -50,7 +55,8 @@ class Soft404ProbeMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._probed: set[str] = set()
+        self._probed: OrderedDict[str, None] = OrderedDict()  # least recently met first
+        self.max_probed = PROBED_KEPT
         crawler.signals.connect(self._origin_discovered, crawler_signals.origin_discovered)
 
     @classmethod
@@ -62,9 +68,15 @@ class Soft404ProbeMiddleware:
     def _origin_discovered(self, origin: str, host: str) -> None:
         key = origin_of(origin + "/") or origin
         engine = self.crawler.engine
-        if key in self._probed or engine is None:
+        probed = self._probed
+        if key in probed:
+            probed.move_to_end(key)
             return
-        self._probed.add(key)
+        if engine is None:
+            return
+        probed[key] = None
+        if len(probed) > self.max_probed:
+            probed.popitem(last=False)
         request = Request(
             key + probe_path(),
             dont_filter=True,

@@ -8,6 +8,7 @@ queue of a URL, hosts' penalties included). Free of Scrapy.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -18,11 +19,19 @@ from crawler.frontier.store import url_key
 from crawler.frontier.urls import origin_of
 from crawler.sites.policy import policy_book_for, url_policy_for
 
+# Origins remembered as met (~170 B each with the string: 17 MB): those met longest ago are
+# forgotten, and announced again if met again. A second announcement is harmless to every
+# receiver (robots.txt asks its book, which keeps its own bound; the sitemap reader skips files
+# it asked for; DNS looks in its cache; the soft-404 prober remembers its own recent origins),
+# and rare: an origin whose links keep coming stays recent.
+ORIGINS_KEPT = 100_000
+
 
 class Admission:
     """The URL policy, the scope and the prioritizer of a crawl; ``discovered(origin, host)``
     hears of each origin the first time one of its URLs is admitted, before that URL is
-    queued (so that robots.txt can go first)."""
+    queued (so that robots.txt can go first): once per origin among the ``max_origins``
+    met most recently (:data:`ORIGINS_KEPT`)."""
 
     def __init__(
         self,
@@ -32,6 +41,7 @@ class Admission:
         discovered: Callable[[str, str], None],
         book: PolicyBook | None = None,
         discovering: Callable[[list[str]], None] | None = None,
+        max_origins: int = ORIGINS_KEPT,
     ) -> None:
         self.policy = policy
         self.prioritizer = prioritizer
@@ -41,7 +51,8 @@ class Admission:
         # crawl policies (crawler.frontier.policies): None when the site has none
         self.book = book if book is not None and book.active else None
         self.opic = prioritizer.policy == "opic"  # links carry OPIC cash
-        self._origins: set[str] = set()
+        self.max_origins = max_origins
+        self._origins: OrderedDict[str, None] = OrderedDict()  # least recently met first
 
     @classmethod
     def build(
@@ -101,8 +112,13 @@ class Admission:
         if not first:
             if origin is None:
                 origin = origin_of(url) or url
-            if origin not in self._origins:
-                self._origins.add(origin)
+            origins = self._origins
+            if origin in origins:
+                origins.move_to_end(origin)
+            else:
+                origins[origin] = None
+                if len(origins) > self.max_origins:
+                    origins.popitem(last=False)
                 self.discovered(origin, host)
         # a host's first request (robots.txt) gates its pages: the best rank at its address
         priority = 0 if first else self.prioritizer.priority(

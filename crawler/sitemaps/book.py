@@ -50,6 +50,10 @@ class SitemapBook:
         self.asked.add(key)
         return ""
 
+    def asked_before(self, url: str) -> bool:
+        """Whether the file at ``url`` was asked for this crawl."""
+        return url.partition("#")[0] in self.asked
+
     def take(self, wanted: int) -> int:
         """How many of ``wanted`` entries the site's cap still allows (they are counted)."""
         allowed = max(0, min(wanted, self.limits.max_site_urls - self.taken))
