@@ -14,6 +14,7 @@ them. A page here is never edited by hand.
 from __future__ import annotations
 
 import ast
+import configparser
 import inspect
 import re
 import sys
@@ -36,7 +37,26 @@ def _rst_inline(text: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return _rst_inline(" ".join(text.split())).replace("|", "\\|")
+    return _pointers(_rst_inline(" ".join(text.split()))).replace("|", "\\|")
+
+
+README_POINTER = r',? ?README:?,? "([^"]+)"'
+
+
+def _pointers(text: str) -> str:
+    """The code's comments point at README sections (``README "Usage preferences"``), which
+    the docs pages now hold: each pointer becomes a link to the page with that heading."""
+
+    def link(found: re.Match[str]) -> str:
+        title = found.group(1)
+        for page in sorted((ROOT / "docs").rglob("*.md")):
+            if page.relative_to(ROOT / "docs").as_posix() not in PAGES and re.search(
+                rf"(?m)^#+ {re.escape(title)}", page.read_text(encoding="utf-8")
+            ):
+                return f"[{title}](../{page.relative_to(ROOT / 'docs').as_posix()})"
+        return found.group(0)
+
+    return re.sub(README_POINTER.removeprefix(",? ?"), link, text)
 
 
 def _comment_blocks(path: Path) -> dict[str, tuple[str, str]]:
@@ -124,7 +144,8 @@ def settings_page() -> str:
         where, text = comments.get(name, ("General", ""))
         if where != section:
             section = where
-            out.append(f"\n## {_rst_inline(section)}\n\n")
+            title = _rst_inline(re.sub(README_POINTER, "", section)).replace(" ()", "")
+            out.append(f"\n## {title}\n\n")
             out.append("| Setting | Default | Takes | What it does |\n| --- | --- | --- | --- |\n")
         rule = schema.RULES.get(name)
         out.append(
@@ -280,7 +301,7 @@ def stats_page() -> str:
     where: dict[str, set[str]] = {}
     docs = ROOT / "docs"
     for page in sorted(docs.rglob("*.md")):
-        if page.parent == REFERENCE:
+        if page.relative_to(docs).as_posix() in PAGES:
             continue
         text = re.sub(r"(?ms)^```.*?^```", "", page.read_text(encoding="utf-8"))
         for key in re.findall(r"`([a-z][a-z0-9_]*/[a-z0-9_<>/.:=-]+)`", text):
@@ -300,21 +321,55 @@ def stats_page() -> str:
     return "".join(out)
 
 
+def layers_page() -> str:
+    """The import contracts of ``.importlinter``, which CI checks with ``lint-imports``."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    out = [
+        "# The layers\n\n",
+        GENERATED.format(source=".importlinter"),
+        "The crawler's packages are layers, each importing only those below it; cores hold the "
+        "logic and know nothing of Scrapy, adapters plug them into Scrapy and talk to each "
+        "other through signals or `crawler.get_extension()`, never by import. CI checks these "
+        "contracts with `lint-imports`; `tests/test_layout.py` keeps every module in one of "
+        "them. What each folder holds, and a page's way through them: "
+        "[Layout](layout.md).\n",
+    ]
+    for section in config.sections():
+        if not section.startswith("importlinter:contract:"):
+            continue
+        contract = config[section]
+        out.append(f"\n## {contract['name'].split(':')[0]}\n\n{contract['name']}.\n\n")
+        if contract["type"] == "layers":
+            out.append("From the top:\n\n")
+            for number, layer in enumerate(contract["layers"].split("\n"), 1):
+                if layer.strip():
+                    names = ", ".join(f"`{n.strip()}`" for n in layer.split("|"))
+                    out.append(f"{number}. {names}\n")
+        else:
+            kinds = (("source_modules", "Modules"), ("forbidden_modules", "may not import"))
+            for key, title in kinds:
+                names = [n.strip() for n in contract.get(key, "").split("\n") if n.strip()]
+                out.append(f"{title}: " + ", ".join(f"`{n}`" for n in names) + ".\n\n")
+    return "".join(out)
+
+
+#: Each generated page, by its path under docs/.
 PAGES = {
-    "settings.md": settings_page,
-    "site-keys.md": site_keys_page,
-    "signals.md": signals_page,
-    "redis-keys.md": redis_keys_page,
-    "stats.md": stats_page,
+    "reference/settings.md": settings_page,
+    "reference/site-keys.md": site_keys_page,
+    "reference/signals.md": signals_page,
+    "reference/redis-keys.md": redis_keys_page,
+    "reference/stats.md": stats_page,
+    "architecture/layers.md": layers_page,
 }
 
 
 def main(argv: list[str]) -> int:
     stale = []
-    REFERENCE.mkdir(exist_ok=True)
     for name, build in PAGES.items():
         text = build()
-        path = REFERENCE / name
+        path = ROOT / "docs" / name
         if "--check" in argv:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)

@@ -80,6 +80,10 @@ COMMANDS: dict[str, str] = {
         f"skip: {INTERNET} (example.org); tests/test_install.py crawls a test site with the "
         "installed command from an empty folder"
     ),
+    ".venv/bin/python -m devsite --hosts 3 --pages 20 --seeds-file seeds.txt &": (
+        "skip: serves until stopped; this test serves a devsite in-process and writes seeds.txt"
+    ),
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s ALLOW_PRIVATE_ADDRESSES=True": "run",
     ".venv/bin/scrapy list": "run",
     ".venv/bin/scrapy crawl example -o pages.jsonl": f"skip: {INTERNET} (example.com)",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt": "run",
