@@ -347,7 +347,7 @@ def layers_page() -> str:
                     names = ", ".join(f"`{n.strip()}`" for n in layer.split("|"))
                     out.append(f"{number}. {names}\n")
         else:
-            kinds = (("source_modules", "Modules"), ("forbidden_modules", "may not import"))
+            kinds = (("source_modules", "Modules"), ("forbidden_modules", "Forbidden imports"))
             for key, title in kinds:
                 names = [n.strip() for n in contract.get(key, "").split("\n") if n.strip()]
                 out.append(f"{title}: " + ", ".join(f"`{n}`" for n in names) + ".\n\n")
