@@ -97,8 +97,8 @@ def test_a_politeness_value_refused_by_s_is_refused_in_a_site_config(tmp_path: P
 def test_the_readmes_json_list_of_networks_is_what_the_crawl_allows(
     tmp_path: Path, networks: str
 ) -> None:
-    """``-s ALLOWED_NETWORKS='["...", "..."]'`` (the README's form) and ``a,b`` both allow
-    their networks in a real crawl, private addresses otherwise refused."""
+    """``-s ALLOWED_NETWORKS='["...", "..."]'`` (the form docs/topics/identity.md gives) and
+    ``a,b`` both allow their networks in a real crawl, private addresses otherwise refused."""
     with serve_pages("127.0.0.1", {"/": "<html><body>home</body></html>"}) as port:
         write_site(tmp_path / "sites", "local", f'seeds = ["http://127.0.0.1:{port}/"]\n')
         allowed = networks.format(port=port)

@@ -1,10 +1,13 @@
-"""The README's commands run as written.
+"""The README's and the docs' commands run as written.
 
-Every command in a ``sh`` block of README.md is listed below: run here, or skipped for a stated
-reason (it needs the internet, it is this test suite, it never ends, or another test runs it). A
-command added to the README without an entry here fails ``test_every_readme_command_is_listed``.
+Every command in a ``sh`` block of README.md and of the docs pages (``DOC_PAGES``) is listed
+below: run here, or skipped for a stated reason (it needs the internet, it is this test suite,
+it never ends, or another test runs it). A command added without an entry here fails
+``test_every_readme_command_is_listed``; a docs page with commands that is not in
+``DOC_PAGES`` fails ``test_every_docs_page_with_commands_is_read``.
 
-They run in README order, in a fresh working folder standing in for the user's (the checkout
+They run in order (the README, then the pages of ``DOC_PAGES``), each command once, in a fresh
+working folder standing in for the user's (the checkout
 must not gain files), with these changes only, each for a machine with nothing but loopback:
 ``.venv/bin/X`` is this test run's Python environment; ``seeds.txt`` holds the seeds of a test
 site on 127.0.0.x, so every ``scrapy crawl`` gets ``-s ALLOW_PRIVATE_ADDRESSES=True``; Redis
@@ -29,6 +32,31 @@ from tests.crawling import PROJECT
 from tests.redis_support import free_port
 
 README = PROJECT / "README.md"
+DOCS = PROJECT / "docs"
+# The docs pages whose commands run, in the order they run: a page's commands may need an
+# earlier one's (Redis started on the fleet page, the JOBDIR crawl that the report reads).
+DOC_PAGES = (
+    "index.md",
+    "getting-started.md",
+    "topics/politeness.md",
+    "topics/quality-order.md",
+    "topics/near-duplicates.md",
+    "topics/big-pages.md",
+    "topics/urls.md",
+    "topics/items.md",
+    "topics/fleet.md",
+    "topics/backends.md",
+    "topics/recrawl.md",
+    "topics/sitemaps.md",
+    "topics/archiving.md",
+    "operations/faults.md",
+    "operations/controls.md",
+    "operations/metrics.md",
+    "operations/report.md",
+    "operations/scrapyd.md",
+)
+# The benchmarks' history keeps each session's commands as they were run then.
+HISTORY = ("benchmarks/history.md",)
 
 INTERNET = "needs the internet"
 SCRAPYD = "scrapyd: deployed, scheduled, listed and cancelled by tests/test_scrapyd.py"
@@ -37,6 +65,10 @@ CLUSTER = (
     "skip: a cluster on other machines; tests/test_cluster_crawl.py runs these on a local one"
 )
 COMMANDS: dict[str, str] = {
+    ".venv/bin/mkdocs build --strict -d site": "skip: tests/test_docs.py builds the site",
+    ".venv/bin/pip install -r requirements-dev.txt && .venv/bin/mkdocs build --strict -d site": (
+        "skip: tests/test_docs.py builds the site"
+    ),
     ".venv/bin/pip install -r requirements-dev.txt && .venv/bin/python -m pytest -q": (
         "skip: it is this test suite"
     ),
@@ -48,6 +80,10 @@ COMMANDS: dict[str, str] = {
         f"skip: {INTERNET} (example.org); tests/test_install.py crawls a test site with the "
         "installed command from an empty folder"
     ),
+    ".venv/bin/python -m devsite --hosts 3 --pages 20 --seeds-file seeds.txt &": (
+        "skip: serves until stopped; this test serves a devsite in-process and writes seeds.txt"
+    ),
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s ALLOW_PRIVATE_ADDRESSES=True": "run",
     ".venv/bin/scrapy list": "run",
     ".venv/bin/scrapy crawl example -o pages.jsonl": f"skip: {INTERNET} (example.com)",
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt": "run",
@@ -187,22 +223,40 @@ SETUP = (
 COMMANDS[SETUP] = f"run the demo: creating the venv and pip install {INTERNET}"
 
 
+def sources() -> list[Path]:
+    """The README, then the docs pages, in the order their commands run."""
+    return [README, *(DOCS / page for page in DOC_PAGES)]
+
+
 def readme_commands() -> list[str]:
-    """Each command of the README's ``sh`` blocks: continuation lines joined, comments cut."""
-    commands = []
-    for block in re.findall(r"(?ms)^```sh\n(.*?)^```", README.read_text(encoding="utf-8")):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = re.sub(r"\s+#.*$", "", line).strip()
-            if line and not line.startswith("#"):
-                commands.append(" ".join(line.split()))
+    """Each command of the ``sh`` blocks of the README and the docs pages, once, in order:
+    continuation lines joined, comments cut."""
+    commands: list[str] = []
+    for source in sources():
+        for block in re.findall(r"(?ms)^```sh\n(.*?)^```", source.read_text(encoding="utf-8")):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"\s+#.*$", "", line).strip()
+                if line and not line.startswith("#"):
+                    command = " ".join(line.split())
+                    if command not in commands:
+                        commands.append(command)
     return commands
+
+
+def test_every_docs_page_with_commands_is_read() -> None:
+    with_commands = {
+        page.relative_to(DOCS).as_posix()
+        for page in DOCS.rglob("*.md")
+        if re.search(r"(?m)^```sh$", page.read_text(encoding="utf-8"))
+    }
+    assert with_commands - set(DOC_PAGES) - set(HISTORY) == set()
 
 
 def test_every_readme_command_is_listed() -> None:
     scrapyd = [c for c in readme_commands() if _is_scrapyd(c)]
     assert scrapyd, "the scrapyd section has commands"
     unlisted = [c for c in readme_commands() if c not in COMMANDS and not _is_scrapyd(c)]
-    assert unlisted == [], "add these README commands to tests/test_readme.py"
+    assert unlisted == [], "add these README and docs commands to tests/test_readme.py"
 
 
 def _is_scrapyd(command: str) -> bool:
@@ -298,8 +352,8 @@ def _wait_for_redis(port: int) -> None:
 
 @pytest.mark.integration
 def test_the_readme_spider_runs_on_the_frontier(tmp_path: Path) -> None:
-    """The README's Python spider, as written, with its start URL and domain swapped for the
-    test site's (the one change: the original crawls docs.python.org)."""
+    """The docs' Python spider (docs/topics/items.md), as written, with its start URL and
+    domain swapped for the test site's (the one change: the original crawls docs.python.org)."""
     code = re.search(r"(?ms)^```python\n# crawler/spiders/headings.py\n(.*?)^```", _text())
     assert code is not None
     graph = build_site([HostSpec("127.0.0.2", pages=3)], links_per_page=2, extras=False)
@@ -343,4 +397,5 @@ def test_scrapyd_has_one_address() -> None:
 
 
 def _text() -> str:
-    return README.read_text(encoding="utf-8")
+    """The README and the docs pages, as one text."""
+    return "\n".join(source.read_text(encoding="utf-8") for source in sources())

@@ -1,8 +1,8 @@
 """Usage preferences in real crawls: the site of ``devsite/usage.py`` states them every way
 (robots.txt, headers, meta tags, tdmrep.json, conflicting and unknown values), and a crawl
 declared for search, for archive and for AI training must do with each page exactly what the
-decision table says (README "Usage preferences"), as seen in the server's access log, the items,
-the index and the WARC files."""
+decision table says (docs/topics/usage-preferences.md), as seen in the server's access log, the
+items, the index and the WARC files."""
 
 from __future__ import annotations
 
