@@ -16,9 +16,12 @@ import pytest
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
+import crawler.backends.redis.addresses as redis_addresses_module
 import crawler.frontier.addresses as addresses_module
 import crawler.middlewares.soft404 as soft404_module
 from crawler import signals as crawler_signals
+from crawler.backends.redis.addresses import RedisAddressBudget
+from crawler.backends.redis.keys import CrawlKeys
 from crawler.frontier import Prioritizer, UrlPolicy
 from crawler.frontier.addresses import AddressPolicy, LocalAddressBudget
 from crawler.frontier.scope import ScopeRegistry
@@ -29,6 +32,7 @@ from crawler.robots import MemoryRobotsCache, RobotsBook, RobotsRecord
 from crawler.robots.book import OriginState
 from crawler.robots.rules import RULES
 from crawler.scheduler.admission import Admission
+from tests.redis_support import fresh_key, redis_server  # noqa: F401
 
 BOUND = 100  # each structure's bound in these tests (the module constants are 100,000)
 
@@ -274,3 +278,51 @@ def test_a_take_at_a_new_address_costs_the_same_with_ten_times_more_addresses_me
         budget.take("192.0.2.1", "new", now + 0.01, "new.test")
         work.append(_CountedAddress.reads)
     assert work[0] == work[1]
+
+
+def test_the_robots_fetcher_remembers_a_bounded_number_of_crawl_delays() -> None:
+    """Origins whose robots.txt has a Crawl-delay: the delay is sent once per origin among the
+    most recently sent; a forgotten origin's is sent again (the frontier sets it again)."""
+    crawler = get_crawler()
+    sent: list[str] = []
+
+    def receive(host: str, delay: float) -> None:
+        sent.append(host)
+
+    crawler.signals.connect(receive, crawler_signals.host_crawl_delay)
+    cache = MemoryRobotsCache()
+    book = RobotsBook(cache, "bot", max_origins=10)
+    outcomes = OriginOutcomes(crawler, book, None, lambda o: None, lambda *a: None, lambda: 0.0)
+    outcomes.max_announced = BOUND
+
+    def delayed(i: int) -> OriginState:
+        origin = f"https://d{i}.test"
+        body = "User-agent: *\nCrawl-delay: 2\nDisallow: /x\n"
+        cache.put(RobotsRecord(origin, RULES, 200, 0.0, 1e12, body))
+        return book.discovered(origin, f"d{i}.test")
+
+    for i in range(10 * BOUND):
+        outcomes.send_delay(delayed(i))
+    assert len(sent) == 10 * BOUND and len(outcomes._delays) == BOUND
+    outcomes.send_delay(delayed(10 * BOUND - 1))  # recent: not again
+    assert len(sent) == 10 * BOUND
+    outcomes.send_delay(delayed(0))  # forgotten: again
+    assert sent[-1] == "d0.test"
+
+
+def test_a_redis_workers_address_list_for_the_summary_is_bounded(redis_server) -> None:  # noqa: F811
+    """The Redis address budget remembers the addresses this worker used, for the end
+    summary's busiest addresses: the most recent SEEN_KEPT, not every address met."""
+    client = redis_server.client()
+    budget = RedisAddressBudget(
+        client, CrawlKeys(fresh_key(), "web", 1), AddressPolicy(delay=0.0, concurrency=1),
+        lambda: 0.0,
+    )
+    kept = redis_addresses_module.SEEN_KEPT
+    for i in range(kept + 50):
+        budget.take(f"10.0.{i // 250}.{i % 250}", f"t{i}", 0.0)
+    assert len(budget._seen) == kept
+    assert "10.0.0.0" not in budget._seen and f"10.0.{(kept + 49) // 250}.{(kept + 49) % 250}" in (
+        budget._seen
+    )
+    client.close()

@@ -67,6 +67,7 @@ class OriginOutcomes:
         self.clock = clock
         self.closing = False
         self._timers: dict[str, Any] = {}
+        # origin -> the Crawl-delay last sent for it, at most max_announced (oldest sent first)
         self._delays: dict[str, float] = {}
         # origins whose robots_sitemaps was sent, least recently first (ANNOUNCED_KEPT)
         self._announced: OrderedDict[str, None] = OrderedDict()
@@ -250,7 +251,11 @@ class OriginOutcomes:
         delay = st.rules.crawl_delay()
         if delay is None or self._delays.get(st.origin) == delay:
             return
-        self._delays[st.origin] = delay
+        delays = self._delays  # bounded as _announced is: a dropped origin's delay is sent again
+        delays.pop(st.origin, None)
+        delays[st.origin] = delay
+        if len(delays) > self.max_announced:
+            del delays[next(iter(delays))]
         host = st.host or (urlsplit(st.origin).hostname or "")
         self.inc("robotstxt/crawl_delay")
         self.crawler.signals.send_catch_log(

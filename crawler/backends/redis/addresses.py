@@ -34,6 +34,7 @@ from crawler.frontier.addresses import LATE, SCAN, AddressLoad, AddressPolicy
 logger = logging.getLogger(__name__)
 
 MAX_UNTOLD = 10_000  # fetch ends kept for Redis while it is away
+SEEN_KEPT = 1_000  # addresses busiest() looks at (the most recently used)
 # a waiter's rank in the line as one sorted-set score: priority, then since when it waited
 # (Redis's clock, ~1.8e9 s: below the scale until 2286; a priority step outweighs any wait)
 RANK_SCALE = 1e10
@@ -139,7 +140,8 @@ class RedisAddressBudget:
         self.tags = [k.prefix for k in keys.shards()]
         self._take = client.register_script(_TAKE)
         self._done = client.register_script(_DONE)
-        self._seen: dict[str, None] = {}  # addresses this worker used, for busiest()
+        # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
+        self._seen: dict[str, None] = {}
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
         self.alone = 0
         self.outage = RedisOutage(
@@ -182,7 +184,12 @@ class RedisAddressBudget:
             return 0.0
         if self._untold:
             self._tell_untold()
-        self._seen[address] = None
+        seen = self._seen  # bounded in a broad crawl, O(1) per fetch
+        if address in seen:
+            del seen[address]  # to the end: the most recently used
+        elif len(seen) >= SEEN_KEPT:
+            del seen[next(iter(seen))]  # the least recently used goes
+        seen[address] = None
         args = [
             token, policy.concurrency, repr(policy.gap(None)), repr(policy.ttl),
             host or token, priority, repr(LATE), SCAN, self._now(),
@@ -218,7 +225,7 @@ class RedisAddressBudget:
     def busiest(self, n: int) -> list[AddressLoad]:
         """For the end summary; nothing while Redis is away (the crawl still closes)."""
         loads = []
-        for address in list(self._seen)[-1000:]:
+        for address in list(self._seen):
             state, flight, *_ = self._keys(address)
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(state, "fetches", "refusals")
