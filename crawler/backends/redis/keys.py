@@ -198,6 +198,52 @@ class FrontierKeys:
         return f"{self.cash_prefix}{bucket}:{host}"
 
 
+class PartitionKeys:
+    """The keys of one partition of a crawl's hosts (layout 6), under the partition's own hash
+    tag (:func:`shard_tag`: P partitions on P equal masters land one on each). Its owner
+    (:mod:`crawler.backends.redis.ownership`) is the only writer of all but ``inbox`` and
+    ``seen``, and writes them through :class:`crawler.backends.redis.fence.FencedWriter`.
+
+    ==========================  ======  ======================================================
+    ``{tag}:lease``             STRING  the owner: ``<worker>/<epoch>`` (PX: the lease TTL)
+    ``{tag}:epoch``             STRING  ownerships so far (INCR at each claim: the fence)
+    ``{tag}:f:<k>``             LIST    front queue ``k`` (0 is the highest): host + entry
+    ``{tag}:b:<host>``          LIST    the part of a host's back queue its owner does not
+                                        hold in memory (``crawler.backends.redis.entries``)
+    ``{tag}:bh``                SET     hosts that have such a list
+    ``{tag}:o``                 HASH    entry id -> host + entry: URLs out of the lists (in a
+                                        back queue's head in memory, leased, handed back)
+    ``{tag}:h``                 HASH    host -> its saved state (admitted URLs, Crawl-delay,
+                                        give-ups, next fetch time on Redis's clock)
+    ``{tag}:s``/``{tag}:s:<b>`` BF/SET  the seen-set (``crawler.backends.redis.seenset``)
+    ``{tag}:in``                STREAM  the inbox: links and cash other workers found for the
+                                        partition's hosts (consumer group ``owner``)
+    ==========================  ======  ======================================================
+    """
+
+    def __init__(self, crawl: str, index: int, count: int) -> None:
+        if not 0 <= index < count:
+            raise ValueError(f"no partition {index} in a crawl of {count}")
+        self.index = index
+        self.tag = shard_tag(crawl, index, count)
+        p = self.prefix = "{" + self.tag + "}"
+        self.lease = p + ":lease"
+        self.epoch = p + ":epoch"
+        self.front_prefix = p + ":f:"
+        self.back_prefix = p + ":b:"
+        self.back_hosts = p + ":bh"
+        self.out = p + ":o"
+        self.hosts = p + ":h"
+        self.seen = p + ":s"
+        self.inbox = p + ":in"
+
+    def front(self, priority: int) -> str:
+        return self.front_prefix + str(priority)
+
+    def back(self, host: str) -> str:
+        return self.back_prefix + host
+
+
 class NeardupKeys:
     """The keys of the shared near-duplicate detector's state (see the module's table)."""
 

@@ -1,0 +1,90 @@
+"""The one write path of a partition's owner: its writes land only while it owns the partition.
+
+A worker owns a partition of the crawl's hosts through a lease key (``{<tag>}:lease``, see
+:mod:`crawler.backends.redis.ownership`) whose value names the worker and the epoch of its
+ownership. Every write the owner makes to the partition's state is buffered here and sent as
+one call of ``lua/fence.lua``, which checks the lease value and applies the writes in one
+atomic step: a worker that stalled past its lease and lost the partition to another gets
+:class:`PartitionLost` and changes nothing (fencing). One writer per partition means plain
+commands suffice; the script only adds the check, and declares every key it touches, so it
+runs on proxies and managed clusters that enforce declared keys.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import redis
+
+FENCE_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/fence.lua").read_text()
+# Writes per script call: Lua's unpack() of one write's arguments and the reply table stay
+# far below Lua's stack limit (8,000), and one call never holds Redis for long.
+MAX_WRITES = 2048
+MAX_ARGUMENTS = 4096
+
+
+class PartitionLost(Exception):
+    """The partition's lease is not (or no longer) this worker's: nothing was written."""
+
+    def __init__(self, lease_key: str) -> None:
+        super().__init__(f"partition lease {lease_key} is held by another worker")
+        self.lease_key = lease_key
+
+
+class FencedWriter:
+    """Buffers one partition owner's writes and applies them, fenced by its lease.
+
+    ``write`` queues a command on a key under the partition's hash tag; ``flush`` sends the
+    queue in order (in calls of at most ``MAX_WRITES`` writes each: a flush that spans calls
+    is applied call by call, each one fenced) and returns the replies.
+    """
+
+    def __init__(self, client: redis.Redis | Any, lease_key: str, lease_value: str) -> None:
+        self.client = client
+        self.lease_key = lease_key
+        self.lease_value = lease_value
+        self._script = client.register_script(FENCE_SOURCE)
+        self._writes: list[tuple[str, str, tuple[Any, ...]]] = []
+
+    @property
+    def pending(self) -> int:
+        return len(self._writes)
+
+    def write(self, command: str, key: str, *args: Any) -> None:
+        """Queue ``command key *args`` (sent at the next ``flush``)."""
+        if len(args) > MAX_ARGUMENTS:
+            raise ValueError(f"{command} with {len(args)} arguments: split it")
+        self._writes.append((command, key, args))
+
+    def flush(self) -> list[Any]:
+        """Apply the queued writes; raise :class:`PartitionLost` (and drop them) if the lease
+        is not ours."""
+        replies: list[Any] = []
+        while self._writes:
+            batch = self._writes[:MAX_WRITES]
+            replies += self._apply(batch)
+            del self._writes[: len(batch)]
+        return replies
+
+    def discard(self) -> None:
+        """Forget the queued writes (the partition was lost)."""
+        self._writes.clear()
+
+    def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> list[Any]:
+        keys = [self.lease_key]
+        index = {self.lease_key: 1}
+        argv: list[Any] = [self.lease_value]
+        for command, key, args in batch:
+            k = index.get(key)
+            if k is None:
+                keys.append(key)
+                k = index[key] = len(keys)
+            argv += [command, k, len(args), *args]
+        try:
+            return list(self._script(keys=keys, args=argv))
+        except redis.ResponseError as exc:
+            if str(exc).startswith("FENCED"):
+                self._writes.clear()
+                raise PartitionLost(self.lease_key) from None
+            raise
