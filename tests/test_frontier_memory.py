@@ -96,7 +96,7 @@ def test_expiry_is_checked_only_when_the_earliest_deadline_is_due():
     f = MercatorFrontier(PolitenessPolicy(min_delay=0), clock=clock, lease_ttl=10)
     f.add_many(entries(50, 1))
     leases = f.next_many(50)
-    assert len(leases) == 50 and len(f._deadlines) == 50
+    assert len(leases) == 50 and len(f._leases._deadlines) == 50
     clock.now = 5.0
     f.renew(lease.token for lease in leases[:10])
     clock.now = 10.0
@@ -104,7 +104,7 @@ def test_expiry_is_checked_only_when_the_earliest_deadline_is_due():
     assert f.counts().extra["leases_expired"] == 40
     for _ in range(100):  # renewing again and again leaves no unbounded trail of deadlines
         f.renew(lease.token for lease in leases[:10])
-    assert len(f._deadlines) <= 2 * 10 + 64
+    assert len(f._leases._deadlines) <= 2 * 10 + 64
 
 
 def test_selector_is_biased_but_fair():

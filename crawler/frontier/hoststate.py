@@ -1,7 +1,9 @@
-"""A host's politeness state in the Mercator frontier, and an open lease (``mercator.py``)."""
+"""A host's politeness state in the Mercator frontier, an open lease, and the book of open leases
+(``mercator.py``)."""
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 
 from crawler.frontier.api import Entry, Lease
@@ -74,6 +76,20 @@ class HostState:
     def in_flight(self) -> int:
         return sum(self.busy)
 
+    def ready_time(self) -> float | None:
+        """When the host can next hand out a URL, or None if it has nothing it may hand out
+        now: given up, its first request in flight, or only URLs still waiting in the front
+        queues (its first robots.txt waits while its pages wait for a back queue, unless it
+        is a retry)."""
+        if self.dead or self.skipped or self.first_in_flight:
+            return None
+        if not self.returned and not self.has_back and (
+            not self.firsts or (self.fronted > 0 and not self.tried)
+        ):
+            return None
+        slot = self.free_slot()
+        return None if slot < 0 else self.free_at[slot]
+
     def free_slot(self) -> int:
         """The free slot that comes due first, or -1."""
         best = -1
@@ -94,3 +110,49 @@ class OpenLease:
         self.first = first
         self.completed = False  # the fetch ended: the slot is free, the URL not yet forgotten
         self.deadline = deadline
+
+
+class LeaseBook(dict[str, OpenLease]):
+    """The open leases by token, and a heap of their deadlines so that expiry costs O(log n)
+    per expired lease and nothing while the earliest deadline is ahead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # (deadline, token): stale when the lease is gone or was renewed since
+        self._deadlines: list[tuple[float, str]] = []
+
+    def open(self, record: OpenLease) -> None:
+        self[record.lease.token] = record
+        self._push(record.deadline, record.lease.token)
+
+    def renew(self, token: str, deadline: float) -> bool:
+        record = self.get(token)
+        if record is None:
+            return False
+        record.deadline = deadline
+        self._push(deadline, token)
+        return True
+
+    def due(self, now: float) -> bool:
+        """True when a deadline may have passed (the caller then calls ``expired``)."""
+        return bool(self._deadlines) and self._deadlines[0][0] <= now
+
+    def expired(self, now: float) -> list[OpenLease]:
+        """Remove and return the leases whose deadline has passed."""
+        deadlines, out = self._deadlines, []
+        while deadlines and deadlines[0][0] <= now:
+            deadline, token = heapq.heappop(deadlines)
+            record = self.get(token)
+            if record is not None and record.deadline == deadline:
+                del self[token]
+                out.append(record)  # (else acknowledged, released, or renewed since)
+        return out
+
+    def _push(self, deadline: float, token: str) -> None:
+        """Deadlines of acknowledged or renewed leases stay in the heap until they come up;
+        rebuilding it when they outnumber the open leases keeps it O(open leases), at an
+        amortized O(1) per push."""
+        heapq.heappush(self._deadlines, (deadline, token))
+        if len(self._deadlines) > 2 * len(self) + 64:
+            self._deadlines = [(r.deadline, t) for t, r in self.items()]
+            heapq.heapify(self._deadlines)

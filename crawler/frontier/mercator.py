@@ -18,7 +18,7 @@ from crawler.frontier.api import (
     Lease,
     Outcome,
 )
-from crawler.frontier.hoststate import HostState, OpenLease
+from crawler.frontier.hoststate import HostState, LeaseBook, OpenLease
 from crawler.frontier.opic import CashLedger, pick_above_floor
 from crawler.frontier.politeness import PolitenessPolicy
 from crawler.frontier.selector import BiasedSelector
@@ -80,9 +80,7 @@ class MercatorFrontier(Frontier):
         self._heap: list[tuple[float, int, int, HostState]] = []
         self._seq = count()
         self._tokens = count(1)
-        self._leases: dict[str, OpenLease] = {}
-        # (deadline, token): stale when the lease is gone or was renewed since
-        self._deadlines: list[tuple[float, str]] = []
+        self._leases = LeaseBook()
         self._queued = 0
         self.dropped: dict[str, int] = {}
         self.expired = 0
@@ -102,6 +100,8 @@ class MercatorFrontier(Frontier):
             host.crawl_delay = saved.crawl_delay
             host.dead = saved.dead
             host.skipped = saved.skipped
+            host.free_at = [saved.free_at] * len(host.free_at)
+            host.failures, host.failure_bits = saved.failures, saved.failure_bits
         self._queued = sum(self.store.front_sizes)
         if self.ledger is not None and self._queued:
             for entry in self.store.iter_queued():
@@ -109,7 +109,29 @@ class MercatorFrontier(Frontier):
 
     # -- adding -------------------------------------------------------------------------------
 
-    def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
+    def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
+        if not self.store.batched_seen:
+            return [self.add(e) for e in entries]
+        # one seen-test for the batch (a shared store: one round trip), for the URLs whose
+        # host takes URLs now; a host that reaches its budget within the batch refuses the rest
+        # (their keys stay seen: a budget refusal is final)
+        tested = [e for e in entries if self._takes(self._hosts.get(e.host))]
+        fresh = iter(self.store.seen_add_many([entry_key(e) for e in tested]))
+        answers = {id(e): next(fresh) for e in tested}
+        return [self.add(e, seen=answers.get(id(e))) for e in entries]
+
+    def _takes(self, host: HostState | None) -> bool:
+        return host is None or not (
+            host.dead
+            or host.skipped
+            or (self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host)
+        )
+
+    def add(
+        self, entry: Entry, *, force: bool = False, first: bool = False, seen: bool | None = None
+    ) -> AddResult:
+        """See :meth:`Frontier.add`; ``seen``: the seen-test's answer when ``add_many`` made it
+        for the batch (True: the URL was new)."""
         host = self._hosts.get(entry.host)
         if host is None:
             host = self._host(entry.host)
@@ -120,7 +142,7 @@ class MercatorFrontier(Frontier):
         if not force:
             if self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host:
                 return AddResult(False, "host_budget")
-            if not self.store.seen_add(entry_key(entry)):
+            if not (self.store.seen_add(entry_key(entry)) if seen is None else seen):
                 if self.ledger is not None and entry.cash:
                     self._credit(identity(entry), entry.cash, entry.policy)
                 return AddResult(False, "seen")
@@ -244,20 +266,9 @@ class MercatorFrontier(Frontier):
 
     # -- the heap of hosts --------------------------------------------------------------------
 
-    def _ready_time(self, host: HostState) -> float | None:
-        """When the host can next hand out a URL, or None if it has nothing it may hand out."""
-        if host.dead or host.skipped or host.first_in_flight:
-            return None
-        if not host.returned and not host.has_back and (
-            not host.firsts or (host.fronted > 0 and not host.tried)
-        ):  # a host's first robots.txt waits while its pages wait for a back queue (not a retry)
-            return None
-        slot = host.free_slot()
-        return None if slot < 0 else host.free_at[slot]
-
     def _reschedule(self, host: HostState) -> None:
         host.version += 1
-        when = self._ready_time(host)
+        when = host.ready_time()
         if when is not None:
             heapq.heappush(self._heap, (when, next(self._seq), host.version, host))
 
@@ -274,7 +285,7 @@ class MercatorFrontier(Frontier):
 
     def next(self) -> Lease | None:
         now = self.clock()
-        if self._deadlines and self._deadlines[0][0] <= now:
+        if self._leases.due(now):
             self._expire(now)
         if self._free_back:
             self._refill()
@@ -307,8 +318,7 @@ class MercatorFrontier(Frontier):
             host.gaps += 1
         lease = Lease(str(next(self._tokens)), entry, slot, now)
         deadline = now + self.lease_ttl
-        self._leases[lease.token] = OpenLease(lease, host, is_first, deadline)
-        self._push_deadline(deadline, lease.token)
+        self._leases.open(OpenLease(lease, host, is_first, deadline))
         self._reschedule(host)
         return lease
 
@@ -316,16 +326,6 @@ class MercatorFrontier(Frontier):
         """OPIC: the entry leaves with the cash its URL gathered (its page hands it on)."""
         cash = None if self.ledger is None else self.ledger.take(identity(entry))
         entry.cash = entry.cash if cash is None else cash
-
-    def _push_deadline(self, deadline: float, token: str) -> None:
-        """Deadlines of acknowledged or renewed leases stay in the heap until they come up;
-        rebuilding it when they outnumber the open leases keeps it O(open leases), at an
-        amortized O(1) per push."""
-        deadlines = self._deadlines
-        heapq.heappush(deadlines, (deadline, token))
-        if len(deadlines) > 2 * len(self._leases) + 64:
-            self._deadlines = [(r.deadline, t) for t, r in self._leases.items()]
-            heapq.heapify(self._deadlines)
 
     # -- the lease lifecycle ------------------------------------------------------------------
 
@@ -367,6 +367,7 @@ class MercatorFrontier(Frontier):
                 else:  # held longer at each failure (PolitenessPolicy.backoff)
                     host.free_at[lease.slot] += held
                     rest += held
+            self.store.save_host(host)  # its next fetch time (a shared store keeps it)
         self._reschedule(host)
         return rest
 
@@ -389,17 +390,9 @@ class MercatorFrontier(Frontier):
 
     def renew(self, tokens: Iterable[str]) -> int:
         now = self.clock()
-        if self._deadlines and self._deadlines[0][0] <= now:
+        if self._leases.due(now):
             self._expire(now)
-        renewed = 0
-        for token in tokens:
-            record = self._leases.get(token)
-            if record is None:
-                continue
-            record.deadline = now + self.lease_ttl
-            self._push_deadline(record.deadline, token)
-            renewed += 1
-        return renewed
+        return sum(self._leases.renew(token, now + self.lease_ttl) for token in tokens)
 
     def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
         released = 0
@@ -424,15 +417,8 @@ class MercatorFrontier(Frontier):
         return self._expire(self.clock())
 
     def _expire(self, now: float) -> int:
-        deadlines = self._deadlines
-        expired = 0
-        while deadlines and deadlines[0][0] <= now:
-            deadline, token = heapq.heappop(deadlines)
-            record = self._leases.get(token)
-            if record is None or record.deadline != deadline:
-                continue  # acknowledged, released, or renewed since
-            del self._leases[token]
-            expired += 1
+        expired = self._leases.expired(now)
+        for record in expired:
             host = record.host
             if not record.completed:
                 # the fetch may have happened: rest as after a fetch of unknown duration
@@ -442,8 +428,8 @@ class MercatorFrontier(Frontier):
                     host.first_in_flight -= 1
                 self._rest(host, record.lease.slot, now, None)
             self._hand_back(record)
-        self.expired += expired
-        return expired
+        self.expired += len(expired)
+        return len(expired)
 
     def _hand_back(self, record: OpenLease) -> None:
         """Put a lease's URL back at the head of its host's queue (a persistent store still
@@ -505,13 +491,14 @@ class MercatorFrontier(Frontier):
         until = self.clock() + seconds
         state = self._host(host)
         state.free_at = [max(t, until) for t in state.free_at]
+        self.store.save_host(state)
         self._reschedule(state)
 
     # -- what the scheduler asks about ----------------------------------------------------------
 
     def due_in(self) -> float | None:
         now = self.clock()
-        if self._deadlines and self._deadlines[0][0] <= now:
+        if self._leases.due(now):
             self._expire(now)
         if self._free_back:
             self._refill()
@@ -555,7 +542,7 @@ class MercatorFrontier(Frontier):
         for host in self._hosts.values():
             if host.in_flight():
                 c.hosts_busy += 1
-            when = self._ready_time(host)
+            when = host.ready_time()
             if when is None:
                 continue
             if when <= now:
@@ -585,7 +572,7 @@ class MercatorFrontier(Frontier):
             n += sum(1 for e in host.returned if not e.id)
             if not n or host.dead or host.skipped:
                 continue
-            when = self._ready_time(host)
+            when = host.ready_time()
             if not host.has_back and not host.firsts and not host.returned:
                 reason, due_in = "waiting for a back queue", 0.0
             elif when is None:

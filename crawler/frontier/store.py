@@ -52,20 +52,28 @@ def link_identity(url: str, canonical: str) -> str | int:
 
 @dataclass
 class SavedHost:
-    """What a persistent store keeps of a host across runs (slot times are not kept: they
-    are on this process's monotonic clock)."""
+    """What a persistent store keeps of a host across runs. ``free_at``: when the host may be
+    fetched again, on the frontier's clock (0: now). A store on disk does not keep it (its
+    times were on a process's monotonic clock, gone with the process); a shared store keeps
+    it on the server's clock, so a worker taking a partition over keeps the host's pace."""
 
     name: str
     admitted: int = 0
     crawl_delay: float | None = None
     dead: bool = False
     skipped: bool = False
+    free_at: float = 0.0
+    failures: int = 0
+    failure_bits: int = 0
 
 
 class QueueStore(abc.ABC):
     """Storage for the frontier's queues. ``front_sizes[p]`` is kept up to date by the store."""
 
     front_sizes: list[int]
+    # True when ``seen_add_many`` costs one round trip, not one per key: the frontier then
+    # tests a whole batch of links at once (a shared store)
+    batched_seen = False
 
     @abc.abstractmethod
     def front_push(self, entry: Entry) -> None:
@@ -92,11 +100,16 @@ class QueueStore(abc.ABC):
     def seen_add(self, key: int) -> bool:
         """Add to the seen-set; True if the key was new."""
 
+    def seen_add_many(self, keys: list[int]) -> list[bool]:
+        """``seen_add`` of each key, in order (a key repeated in ``keys`` is new once)."""
+        return [self.seen_add(k) for k in keys]
+
     @abc.abstractmethod
     def seen_count(self) -> int: ...
 
     def save_host(self, host: Any) -> None:  # noqa: B027 - nothing to do in memory
-        """A host's admitted count, Crawl-delay or status changed (a HostState)."""
+        """A host's admitted count, Crawl-delay, status or next fetch time changed (a
+        HostState)."""
 
     def load_hosts(self) -> list[SavedHost]:
         """Hosts kept from an earlier run."""
