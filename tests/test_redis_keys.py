@@ -35,8 +35,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     keys = CrawlKeys("docs", site="docs-site")
     assert (keys.meta, keys.controls, keys.blocked, keys.wake) == (
         "{docs}:meta", "{docs}:ctl", "{docs}:blocked", "{docs}:wake")
-    assert (keys.totals, keys.workers, keys.scope) == (
-        "{docs}:totals", "{docs}:workers", "{docs}:scope")
+    assert (keys.totals, keys.workers, keys.members, keys.scope) == (
+        "{docs}:totals", "{docs}:workers", "{docs}:members", "{docs}:scope")
     assert (keys.robots, keys.robots_state) == ("{docs}:robots", "{docs}:robots_state")
     assert keys.seeds == "docs-site:start_urls"  # scrapy-redis's key: the site's, no tag
     assert CrawlKeys("docs").seeds == "docs:start_urls"

@@ -60,6 +60,8 @@ The crawl's own (:class:`CrawlKeys`):
 ``{key}:wake``              PUBSUB  wake-ups of idle workers (``ctl``: an operator acted)
 ``{key}:totals``            HASH    every worker's counters merged
 ``{key}:workers``           HASH    worker id -> JSON heartbeat
+``{key}:members``           ZSET    worker -> its last beat (Redis ``TIME``, ms): the workers that
+                                    share the partitions (:mod:`crawler.backends.redis.ownership`)
 ``{key}:scope``             SET     hosts the seeds brought into scope
 ``{key}:robots``            HASH    origin -> msgpack robots.txt record
 ``{key}:robots_state``      HASH    origin -> msgpack shared fetch state of its robots.txt
@@ -308,6 +310,7 @@ class CrawlKeys:
         self.wake = p + ":wake"  # a pub/sub channel
         self.totals = p + ":totals"
         self.workers = p + ":workers"
+        self.members = p + ":members"  # the partitions' owners, by their last beat
         self.scope = p + ":scope"
         self.robots = p + ":robots"
         self.robots_state = p + ":robots_state"

@@ -1,0 +1,198 @@
+"""Which worker owns which partition of the crawl's hosts: leases, heartbeats and fair shares.
+
+The crawl's hosts are split into ``count`` partitions (:class:`PartitionKeys`); a worker owns a
+partition while it holds the partition's lease key (``{<tag>}:lease``, value
+``<worker>/<epoch>``, expiring after ``ttl``). Each :meth:`PartitionOwnership.beat` of a worker:
+
+- records the beat in the crawl's members ZSET (``{<crawl>}:members``, score: Redis's ``TIME``
+  in ms, never the worker's clock) and removes the members that have not beaten within ``ttl``;
+- renews each lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
+  the check and the renewal are one step), so a worker that stalled past its lease learns it
+  lost the partition and never extends another owner's lease;
+- claims free partitions (lease absent) up to the fair share, ``ceil(count / live workers)``:
+  ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker tries the partitions in
+  its own order (rendezvous hashing of worker and index), so joining workers do not all race
+  for partition 0 and a worker's share is stable from beat to beat;
+- names the partitions it owns beyond the share: the caller flushes their state, then
+  :meth:`~PartitionOwnership.release` frees them for the workers below their share.
+
+A killed worker's leases expire after ``ttl`` and the others claim them with a higher epoch;
+its :class:`FencedWriter` then raises :class:`PartitionLost` and writes nothing. Every command
+touches one key (one hash tag), so it all runs on redis-py's ``RedisCluster`` too, in
+non-transactional pipelines (one round trip per node).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from redis.cluster import RedisCluster
+
+from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
+
+
+@dataclass
+class Ownership:
+    """One partition this worker owns: its keys, the epoch of the claim and the fenced writer
+    every write of the owner to the partition's state goes through."""
+
+    keys: PartitionKeys
+    epoch: int
+    writer: FencedWriter
+    value: str  # the lease value, f"{worker}/{epoch}"
+
+
+@dataclass
+class Beat:
+    """What one beat changed: the caller recovers the ``claimed`` partitions' state from Redis,
+    drops its state of the ``lost`` ones, and hands over the ``surplus`` ones (flush their
+    writes, then :meth:`PartitionOwnership.release`)."""
+
+    claimed: list[Ownership] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    surplus: list[int] = field(default_factory=list)
+
+
+def preference(worker: str, index: int) -> int:
+    """The rendezvous weight of partition ``index`` for ``worker``: each worker claims the
+    partitions it weighs most first and hands over the ones it weighs least, so workers spread
+    over the partitions without talking, and a worker's choice does not move between beats."""
+    digest = hashlib.blake2b(f"{worker}/{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+class PartitionOwnership:
+    """One worker's side of the partitions of a crawl: the ones it owns (:attr:`owned`), and the
+    beat that keeps them, claims its share and names what it must hand over.
+
+    ``ttl`` (seconds) is the life of a lease and of a membership without a beat: beat well
+    within it (a third of it leaves two beats of slack). Not thread-safe: one caller beats.
+    """
+
+    def __init__(
+        self, client: redis.Redis | RedisCluster, crawl: str, count: int, worker: str, ttl: float
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError("a lease lives for a positive time")
+        self.client = client
+        self.worker = worker
+        self.count = count
+        self.ttl_ms = max(1, round(ttl * 1000))
+        self.members = CrawlKeys(crawl).members
+        self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
+        self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
+        self.owned: dict[int, Ownership] = {}
+        # the renewals' own writers: the owner's writer buffers the frontier's writes, which a
+        # beat must neither send early nor drop
+        self._renewers: dict[int, FencedWriter] = {}
+
+    # -- the beat -----------------------------------------------------------------------------
+
+    def beat(self) -> Beat:
+        """Record this worker's beat, renew its leases, claim free partitions up to the fair
+        share and name the surplus. Round trips: the clock, one pipeline (membership and which
+        leases exist), one renewal per owned partition and, when it claims, two pipelines."""
+        now = self._now_ms()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(self.members, {self.worker: now})
+        pipe.zremrangebyscore(self.members, "-inf", f"({now - self.ttl_ms}")
+        pipe.zcard(self.members)
+        for keys in self.partitions:
+            pipe.exists(keys.lease)
+        replies = pipe.execute()
+        live, taken = int(replies[2]), replies[3:]
+        beat = Beat(lost=self._renew())
+        share = math.ceil(self.count / max(live, 1))
+        if len(self.owned) < share:
+            free = [
+                i for i in self.order if not taken[i] and i not in self.owned and i not in beat.lost
+            ]
+            beat.claimed = self._claim(free[: share - len(self.owned)])
+        elif len(self.owned) > share:
+            by_preference = [i for i in self.order if i in self.owned]
+            beat.surplus = by_preference[share:]
+        return beat
+
+    def _renew(self) -> list[int]:
+        """The fenced ``PEXPIRE`` of every owned lease; the indexes found no longer ours."""
+        lost = []
+        for index, renewer in list(self._renewers.items()):
+            renewer.write("PEXPIRE", renewer.lease_key, self.ttl_ms)
+            try:
+                renewer.flush()
+            except PartitionLost:
+                lost.append(index)
+                self._forget(index)
+        return lost
+
+    def _claim(self, candidates: list[int]) -> list[Ownership]:
+        """Claim the ``candidates`` (free a moment ago): a new epoch each, then the lease if it
+        is still free. A partition another worker took in between is simply not claimed (its
+        epoch rose for nothing: epochs only need to grow)."""
+        if not candidates:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for index in candidates:
+            pipe.incr(self.partitions[index].epoch)
+        epochs = [int(e) for e in pipe.execute()]
+        values = [f"{self.worker}/{epoch}" for epoch in epochs]
+        pipe = self.client.pipeline(transaction=False)
+        for index, value in zip(candidates, values, strict=True):
+            pipe.set(self.partitions[index].lease, value, nx=True, px=self.ttl_ms)
+        claimed = []
+        for index, epoch, value, won in zip(
+            candidates, epochs, values, pipe.execute(), strict=True
+        ):
+            if not won:
+                continue
+            keys = self.partitions[index]
+            ownership = Ownership(keys, epoch, FencedWriter(self.client, keys.lease, value), value)
+            self.owned[index] = ownership
+            self._renewers[index] = FencedWriter(self.client, keys.lease, value)
+            claimed.append(ownership)
+        return claimed
+
+    # -- handing over -------------------------------------------------------------------------
+
+    def release(self, index: int) -> None:
+        """Give partition ``index`` up: a fenced ``DEL`` of its lease, so another worker may
+        claim it at once. The caller flushes the owner's writes first (a write still buffered
+        is refused, not dropped); a lease already lost is left as it is."""
+        ownership = self.owned[index]
+        if ownership.writer.pending:
+            raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
+        renewer = self._renewers[index]
+        self._forget(index)
+        renewer.write("DEL", renewer.lease_key)
+        with contextlib.suppress(PartitionLost):  # another worker holds it: not ours either way
+            renewer.flush()
+
+    def leave(self) -> None:
+        """Release every partition (their writes flushed) and leave the members, so the others'
+        next beats count one worker less and claim the partitions without waiting for a TTL."""
+        for index in list(self.owned):
+            self.release(index)
+        self.client.zrem(self.members, self.worker)
+
+    def live_workers(self) -> int:
+        """How many workers have beaten within the TTL (this one included, if it has)."""
+        return int(self.client.zcount(self.members, self._now_ms() - self.ttl_ms, "+inf"))
+
+    def _forget(self, index: int) -> None:
+        self.owned.pop(index, None)
+        self._renewers.pop(index, None)
+
+    def _now_ms(self) -> int:
+        """Redis's clock in ms, from the server that holds the members (a cluster's nodes each
+        keep their own clock: one clock for every score keeps "live" the same for all)."""
+        options: dict[str, Any] = {}
+        if isinstance(self.client, RedisCluster):
+            options["target_nodes"] = self.client.get_node_from_key(self.members)
+        seconds, micros = self.client.time(**options)
+        return int(seconds) * 1000 + int(micros) // 1000

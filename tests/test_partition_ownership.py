@@ -1,0 +1,189 @@
+"""Workers own the partitions of a crawl's hosts (``crawler.backends.redis.ownership``): one
+worker takes them all, workers that join get their fair share within a few beats, a worker that
+stops beating loses its partitions to the others once its leases expire (with a higher epoch, so
+its fenced writes are refused and change nothing), and a worker that releases or leaves hands its
+partitions over at once. On a real Redis (and one Redis Cluster), in real time with short TTLs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+import redis
+
+from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
+from crawler.backends.redis.ownership import PartitionOwnership
+from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
+from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
+
+COUNT = 16
+TTL = 5.0  # seconds: no lease expires within a test that does not wait for it, even on a busy box
+ROUNDS = 6  # "a few beats"
+
+
+def beat_round(workers: list[PartitionOwnership]) -> None:
+    """Each worker beats once and hands its surplus over at once (nothing to flush here)."""
+    for worker in workers:
+        for index in worker.beat().surplus:
+            worker.release(index)
+
+
+def rounds_until(
+    workers: list[PartitionOwnership], done: Callable[[], bool], limit: int = ROUNDS
+) -> int:
+    """Beat rounds until ``done()``; how many it took (fails past ``limit``)."""
+    for rounds in range(1, limit + 1):
+        beat_round(workers)
+        if done():
+            return rounds
+    pytest.fail(f"not settled after {limit} rounds: {[sorted(w.owned) for w in workers]}")
+
+
+def shares(workers: list[PartitionOwnership]) -> list[int]:
+    return [len(w.owned) for w in workers]
+
+
+def assert_one_owner_each(client: redis.Redis, workers: list[PartitionOwnership]) -> None:
+    """Every partition has exactly one owner, and Redis's leases say the same."""
+    owners = [(i, w) for w in workers for i in w.owned]
+    assert sorted(i for i, _ in owners) == list(range(COUNT))
+    for index, worker in owners:
+        ownership = worker.owned[index]
+        assert client.get(ownership.keys.lease) == ownership.value.encode()
+        assert ownership.value == f"{worker.worker}/{ownership.epoch}"
+
+
+def worker(client: redis.Redis, crawl: str, name: str, ttl: float = TTL) -> PartitionOwnership:
+    return PartitionOwnership(client, crawl, COUNT, name, ttl)
+
+
+def test_one_worker_takes_every_partition(redis_client: redis.Redis) -> None:  # noqa: F811
+    crawl = fresh_key()
+    alone = worker(redis_client, crawl, "w1")
+    beat = alone.beat()
+    assert sorted(o.keys.index for o in beat.claimed) == list(range(COUNT))
+    assert (beat.lost, beat.surplus) == ([], [])
+    assert [o.epoch for o in beat.claimed] == [1] * COUNT
+    assert_one_owner_each(redis_client, [alone])
+    assert 0 < redis_client.pttl(PartitionKeys(crawl, 3, COUNT).lease) <= TTL * 1000
+    again = alone.beat()  # renews, claims nothing new
+    assert (again.claimed, again.lost, again.surplus) == ([], [], [])
+    assert alone.live_workers() == 1
+    assert redis_client.zscore(CrawlKeys(crawl).members, "w1") is not None
+
+
+def test_two_workers_converge_to_equal_shares(redis_client: redis.Redis) -> None:  # noqa: F811
+    crawl = fresh_key()
+    a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    assert_one_owner_each(redis_client, [a, b])
+    beat_round([a, b])  # settled: nothing moves
+    assert shares([a, b]) == [8, 8]
+    assert a.live_workers() == b.live_workers() == 2
+
+
+def test_a_third_worker_joining_gets_its_share(redis_client: redis.Redis) -> None:  # noqa: F811
+    crawl = fresh_key()
+    a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    c = worker(redis_client, crawl, "c")
+    share = -(-COUNT // 3)  # 6: the others keep up to it, the newcomer gets what is left
+    rounds_until(
+        [a, b, c],
+        lambda: sum(shares([a, b, c])) == COUNT and max(shares([a, b, c])) <= share,
+    )
+    assert len(c.owned) >= COUNT - 2 * share
+    assert_one_owner_each(redis_client, [a, b, c])
+
+
+def test_a_worker_that_stops_beating_loses_its_partitions(redis_client: redis.Redis) -> None:  # noqa: F811
+    crawl = fresh_key()
+    ttl = 1.0
+    a, b = worker(redis_client, crawl, "a", ttl), worker(redis_client, crawl, "b", ttl)
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    stalled = dict(b.owned)  # b stops beating (a stalled process: it still holds its state)
+    for _ in range(60):  # a keeps beating, a few times per TTL, until b's leases expired
+        time.sleep(ttl / 4)
+        beat_round([a])
+        if len(a.owned) == COUNT:
+            break
+    assert sorted(a.owned) == list(range(COUNT))
+    assert a.live_workers() == 1  # b's membership went stale and was removed
+    for index, old in stalled.items():
+        assert a.owned[index].epoch > old.epoch
+        assert int(redis_client.get(old.keys.epoch)) == a.owned[index].epoch
+        old.writer.write("HSET", old.keys.hosts, "stale.test", "from b")
+        old.writer.write("RPUSH", old.keys.front(0), "stale entry")
+        with pytest.raises(PartitionLost):
+            old.writer.flush()
+        assert old.writer.pending == 0
+        assert not redis_client.exists(old.keys.hosts, old.keys.front(0))  # nothing written
+    mine = a.owned[next(iter(stalled))]  # the new owner's writes land
+    mine.writer.write("HSET", mine.keys.hosts, "live.test", "from a")
+    mine.writer.flush()
+    assert redis_client.hget(mine.keys.hosts, "live.test") == b"from a"
+    woke = b.beat()  # b wakes up: its renewals are refused, it drops what it held
+    assert sorted(woke.lost) == sorted(stalled)
+    assert b.owned == {} and woke.claimed == []
+
+
+def test_a_released_partition_is_claimed_by_another(redis_client: redis.Redis) -> None:  # noqa: F811
+    crawl = fresh_key()
+    a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
+    a.beat()
+    assert b.beat().claimed == []  # every lease is a's
+    surplus = a.beat().surplus
+    assert len(surplus) == COUNT - 8
+    index = surplus[0]
+    handed = a.owned[index]
+    handed.writer.write("HSET", handed.keys.hosts, "h.test", "last words")
+    with pytest.raises(ValueError, match="unflushed"):
+        a.release(index)  # the caller flushes first
+    handed.writer.flush()
+    a.release(index)
+    assert index not in a.owned and not redis_client.exists(handed.keys.lease)
+    claimed = b.beat().claimed
+    assert [o.keys.index for o in claimed] == [index]
+    assert claimed[0].epoch == handed.epoch + 1
+    assert redis_client.hget(handed.keys.hosts, "h.test") == b"last words"
+    handed.writer.write("HDEL", handed.keys.hosts, "h.test")
+    with pytest.raises(PartitionLost):
+        handed.writer.flush()
+
+
+def test_a_worker_that_leaves_hands_everything_over_at_once(redis_client: redis.Redis) -> None:  # noqa: F811
+    crawl = fresh_key()
+    a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    left = dict(a.owned)
+    a.leave()
+    assert a.owned == {}
+    assert not any(redis_client.exists(o.keys.lease) for o in left.values())
+    assert redis_client.zrange(CrawlKeys(crawl).members, 0, -1) == [b"b"]
+    assert b.live_workers() == 1
+    assert sorted(o.keys.index for o in b.beat().claimed) == sorted(left)  # no TTL to wait
+    assert_one_owner_each(redis_client, [b])
+
+
+def test_ownership_on_a_redis_cluster(redis_cluster: RedisClusterServers) -> None:  # noqa: F811
+    client = redis_cluster.client()
+    try:
+        crawl = fresh_key()
+        a, b = worker(client, crawl, "a"), worker(client, crawl, "b")
+        rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+        assert_one_owner_each(client, [a, b])
+        nodes = {client.get_node_from_key(o.keys.lease).name for o in a.owned.values()}
+        nodes |= {client.get_node_from_key(o.keys.lease).name for o in b.owned.values()}
+        assert len(nodes) == 3  # the partitions spread over the masters
+        mine = next(iter(a.owned.values()))
+        mine.writer.write("HSET", mine.keys.hosts, "h.test", "1")
+        assert mine.writer.flush() == [1]
+        left = sorted(a.owned)
+        a.leave()
+        assert sorted(o.keys.index for o in b.beat().claimed) == left
+        assert_one_owner_each(client, [b])
+    finally:
+        client.close()
