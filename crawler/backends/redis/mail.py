@@ -1,0 +1,249 @@
+"""Partition inboxes: the links and OPIC cash a worker found for hosts of a partition it does not
+own, carried to that partition's owner (issue 37).
+
+A page's links to the hosts of another partition go to that partition's inbox
+(:attr:`crawler.backends.redis.keys.PartitionKeys.inbox`), a Redis Stream read by the consumer
+group ``owner``, as one message per page and partition: a :class:`Letter`. The partition's owner
+receives letters (first those the group delivered and nobody acknowledged: a dead owner's, or
+its own from before a stall), queues their links, and acknowledges them in the same fenced call
+as the queue writes they caused (:class:`crawler.backends.redis.fence.FencedWriter`): the
+letters leave the inbox if and only if their links were queued by the partition's owner. A
+letter delivered twice (an owner died between reading and acknowledging) is queued again by the
+next owner, whose seen-test drops what the first one queued: every link is queued once.
+
+A letter's bytes (msgpack, never pickle: what comes out of a shared Redis is data, not code)
+are an array ``[hosts, policies, referrers, adds, credits]``:
+
+==========  ===================================================================================
+hosts       the distinct host names of the letter's links, in order of first use
+policies    the distinct crawl policy labels of its links and credits ("" the site's default)
+referrers   the distinct referrers of its links: the page that sent the letter, once, where
+            each entry would carry it as a delta against its own URL that shares nothing
+            with it (the link leads to another partition's host)
+adds        3 items per link: the entry without its referrer
+            (:func:`crawler.backends.redis.entries.pack_entry`: the URL relative to its host,
+            priority, depth, payload, seen key), a tag ``((host x len(policies) + policy) x
+            len(referrers) + referrer) x 4 + first x 2 + force`` (indexes into the tables),
+            and the OPIC cash, nil when it is the previous link's (0.0 before the first): a
+            page hands each of its links the same share, so a letter holds one float
+credits     3 items per URL seen before that the page gives cash to: its identity (seen key or
+            URL), cash (nil: the previous credit's, 0.0 before the first), policy index
+==========  ===================================================================================
+
+Host names and referrers are Huffman-coded (:mod:`crawler.frontier.urlcode`) when ASCII (msgpack
+bytes), else kept as text. An entry's ``id`` (a store's row id) does not travel: the owner's
+store gives its own. A negative priority travels as 0, as the owner's frontier would clamp it.
+
+Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 6,866 real documentation
+links of this machine's /usr/share/doc HTML (252 files, 25 trees, one host each, crawled
+breadth-first as ``bench/referrer_bytes.py`` does; each page's links one letter, 17.3 links a
+letter; each page moved to another host, as a letter's page always is): 33.7 B a link under
+depth order, 34.1 B under OPIC (cash 1/links of the page). The packed entries alone take
+25.7 B without their referrer and 52.3 B with it: a letter adds ~4 B a link (msgpack's bin
+header, the tag, the nil cash) and its page's coded URL once. A letter of one link costs
+91.5 B (its host and referrer are its own). In Redis (7.0) the inbox holds a page letter for
+~38-39 B a link (``MEMORY USAGE``) until it is acknowledged and deleted, a one-link letter
+for ~115 B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgpack
+import redis
+
+from crawler.backends.redis.entries import pack_entry, unpack_entry
+from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
+from crawler.backends.redis.keys import PartitionKeys
+from crawler.frontier.api import Entry
+from crawler.frontier.urlcode import huffman_decode, huffman_encode
+
+FIELD = b"l"  # a message's one field: the letter
+_FORCE, _FIRST = 1, 2  # in an add's tag
+# ids per XACK/XDEL write: the group name and the ids stay within one fenced write's arguments
+ACK_CHUNK = MAX_ARGUMENTS - 1
+# XAUTOCLAIM calls per receive: each scans at most 10 x count pending entries (Redis's limit);
+# what a receive leaves pending comes at the next
+CLAIM_ROUNDS = 4
+
+
+@dataclass
+class Letter:
+    """What one page sends one partition: links to queue, and cash for URLs seen before.
+
+    ``adds``: (entry, force, first) as :meth:`crawler.frontier.api.Frontier.add` takes them,
+    the entry's ``cash`` and ``policy`` included. ``credits``: (identity, cash, crawl policy
+    label) of URLs the page links to that were seen before: OPIC cash goes to them without
+    queueing them again (identity: ``crawler.frontier.store.identity``)."""
+
+    adds: list[tuple[Entry, bool, bool]] = field(default_factory=list)
+    credits: list[tuple[str | int, float, str]] = field(default_factory=list)
+
+
+def _cash_or_nil(cash: float, previous: float) -> float | None:
+    return None if cash == previous else float(cash)
+
+
+def _coded(text: str) -> bytes | str:
+    """A host name or referrer of the letter's tables: Huffman-coded bytes when ASCII (a
+    request URL is), else the text itself (msgpack tells bytes from text)."""
+    return huffman_encode(text) if text and text.isascii() else text
+
+
+def _decoded(value: bytes | str) -> str:
+    return huffman_decode(value) if isinstance(value, bytes) else value
+
+
+def pack_letter(letter: Letter) -> bytes:
+    """The letter's bytes in an inbox (see the module docstring)."""
+    hosts: dict[str, int] = {}
+    policies: dict[str, int] = {}
+    referrers: dict[str, int] = {}
+    for entry, _, _ in letter.adds:
+        hosts.setdefault(entry.host, len(hosts))
+        policies.setdefault(entry.policy, len(policies))
+        referrers.setdefault(entry.referrer, len(referrers))
+    for _, _, policy in letter.credits:
+        policies.setdefault(policy, len(policies))
+    n_policies, n_referrers = len(policies), len(referrers)
+    adds: list[Any] = []
+    previous = 0.0
+    for entry, force, first in letter.adds:
+        table = hosts[entry.host] * n_policies + policies[entry.policy]
+        tag = (table * n_referrers + referrers[entry.referrer]) << 2
+        tag |= (_FORCE if force else 0) | (_FIRST if first else 0)
+        alone = replace(entry, referrer="") if entry.referrer else entry
+        packed = pack_entry(alone, max(entry.priority, 0))
+        adds += [packed, tag, _cash_or_nil(entry.cash, previous)]
+        previous = entry.cash
+    credits: list[Any] = []
+    previous = 0.0
+    for identity, cash, policy in letter.credits:
+        credits += [identity, _cash_or_nil(cash, previous), policies[policy]]
+        previous = cash
+    tables = [[_coded(h) for h in hosts], list(policies), [_coded(r) for r in referrers]]
+    return msgpack.packb([*tables, adds, credits], use_bin_type=True)
+
+
+def unpack_letter(blob: bytes) -> Letter:
+    """The letter :func:`pack_letter` made ``blob`` of; ValueError when it is not one."""
+    try:
+        hosts, policies, referrers, adds, credits = msgpack.unpackb(blob, raw=False)
+        hosts = [_decoded(h) for h in hosts]
+        referrers = [_decoded(r) for r in referrers]
+        n_policies, n_referrers = len(policies), len(referrers)
+        letter = Letter()
+        cash = 0.0
+        for i in range(0, len(adds), 3):
+            packed, tag, sent = adds[i : i + 3]
+            if tag < 0:  # an index below 0 would pick a table's last item
+                raise ValueError(f"tag {tag}")
+            table, referrer = divmod(tag >> 2, n_referrers)
+            host, policy = divmod(table, n_policies)
+            entry = unpack_entry(packed, hosts[host])
+            cash = cash if sent is None else float(sent)
+            entry.cash, entry.policy = cash, policies[policy]
+            entry.referrer = referrers[referrer]
+            letter.adds.append((entry, bool(tag & _FORCE), bool(tag & _FIRST)))
+        cash = 0.0
+        for i in range(0, len(credits), 3):
+            identity, sent, policy = credits[i : i + 3]
+            cash = cash if sent is None else float(sent)
+            letter.credits.append((identity, cash, policies[policy]))
+    except (ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError,
+            ZeroDivisionError) as exc:  # fmt: skip
+        raise ValueError(f"not a letter: {exc}") from None
+    return letter
+
+
+class Mailboxes:
+    """The inboxes of a crawl's partitions: senders add letters, each partition's owner reads
+    them through the consumer group :attr:`GROUP`.
+
+    The stream is never trimmed (a MAXLEN would drop letters nobody read); an acknowledged
+    letter is deleted with its acknowledgement, so an inbox holds only what waits. ``client``
+    returns bytes (``decode_responses`` off); a ``RedisCluster`` routes each call by the
+    partition's hash tag.
+    """
+
+    GROUP = "owner"
+
+    def __init__(
+        self, client: redis.Redis | Any, partition_keys: Callable[[int], PartitionKeys]
+    ) -> None:
+        self.client = client
+        self.partition_keys = partition_keys
+
+    def _inbox(self, index: int) -> str:
+        return self.partition_keys(index).inbox
+
+    def send(self, letters: dict[int, bytes]) -> None:
+        """Add each letter to its partition's inbox (partition index -> packed letter), in one
+        round trip (a cluster client's pipeline sends each master its part). XADD makes the
+        stream when there is none yet: a sender need not wait for the owner to open it."""
+        if not letters:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for index, blob in letters.items():
+            pipe.xadd(self._inbox(index), {FIELD: blob})
+        pipe.execute()
+
+    def open(self, index: int) -> None:
+        """Make sure the partition's inbox has the group :attr:`GROUP` (a new owner calls this
+        before its first :meth:`receive`). A new group starts at the stream's first message,
+        not at its end (``$``): letters sent before any owner opened the inbox are delivered
+        too. An existing group is kept, with what it delivered and nobody acknowledged."""
+        try:
+            self.client.xgroup_create(self._inbox(index), self.GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("BUSYGROUP"):
+                raise
+
+    def receive(self, index: int, consumer: str, count: int = 64) -> list[tuple[bytes, bytes]]:
+        """Up to ``count`` letters of the partition's inbox for ``consumer`` (the owner), as
+        (message id, letter bytes). First the letters the group delivered and nobody
+        acknowledged, whoever they went to (an owner before this one, or this one before it
+        stalled): XAUTOCLAIM with no minimum idle time moves them to ``consumer``. There is one
+        owner at a time, so nothing pending belongs to a live reader. Then new letters. Never
+        blocks: an empty list when nothing waits."""
+        key = self._inbox(index)
+        out: list[tuple[bytes, bytes]] = []
+        if count <= 0:
+            return out
+        start: bytes | str = "0-0"
+        for _ in range(CLAIM_ROUNDS):
+            reply = self.client.xautoclaim(
+                key, self.GROUP, consumer, 0, start_id=start, count=count - len(out)
+            )
+            start = reply[0]
+            for message_id, fields in reply[1]:
+                if fields and FIELD in fields:
+                    out.append((message_id, fields[FIELD]))
+            if start in (b"0-0", "0-0") or len(out) >= count:
+                break
+        if len(out) < count:
+            reply = self.client.xreadgroup(self.GROUP, consumer, {key: ">"}, count=count - len(out))
+            for _, messages in reply or ():
+                out += [(message_id, fields[FIELD]) for message_id, fields in messages]
+        return out
+
+    def acknowledge(self, writer: FencedWriter, index: int, ids: Sequence[bytes]) -> None:
+        """Queue the acknowledgement and deletion of the letters ``ids`` on ``writer``, the
+        partition owner's: they are applied at its next flush, in the same fenced atomic call
+        as the queue writes the letters caused. Either both land or, the partition lost,
+        neither: the letters stay pending for the next owner. Call it after queueing those
+        writes: a flush too large for one call is applied call by call, in order, so the
+        letters are acknowledged only once what they caused is written (a redelivery of what
+        was written finds its URLs in the seen-set)."""
+        key = self._inbox(index)
+        for i in range(0, len(ids), ACK_CHUNK):
+            chunk = ids[i : i + ACK_CHUNK]
+            writer.write("XACK", key, self.GROUP, *chunk)
+            writer.write("XDEL", key, *chunk)
+
+    def backlog(self, index: int) -> int:
+        """Letters in the partition's inbox: waiting, or read and not yet acknowledged."""
+        return int(self.client.xlen(self._inbox(index)))

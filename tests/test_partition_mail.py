@@ -1,0 +1,246 @@
+"""Partition inboxes (``crawler.backends.redis.mail``): a letter comes out as it went in, every
+letter sent reaches the partition's owner (those sent before it opened the inbox too, those a
+dead owner read and never acknowledged too), and a letter leaves the inbox only in the owner's
+fenced call: an owner that lost its partition acknowledges nothing. On a real Redis, and one
+test on a real Redis Cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgpack
+import pytest
+import redis
+
+from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.keys import PartitionKeys, key_slot
+from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
+from crawler.frontier.api import SEED, Entry
+from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
+from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
+
+PARTITIONS = 4
+
+
+def partitions(crawl: str, count: int = PARTITIONS) -> Callable[[int], PartitionKeys]:
+    return lambda index: PartitionKeys(crawl, index, count)
+
+
+def owned(client: redis.Redis, keys: PartitionKeys, worker: str = "w1/1") -> FencedWriter:
+    """A writer of the partition's owner: the lease is ``worker``'s."""
+    client.set(keys.lease, worker)
+    return FencedWriter(client, keys.lease, worker)
+
+
+def letter_of(*urls: str, cash: float = 0.0) -> Letter:
+    return Letter(adds=[(Entry(url, url.split("/")[2], cash=cash), False, False) for url in urls])
+
+
+def urls_of(blob: bytes) -> list[str]:
+    return [entry.url for entry, _, _ in unpack_letter(blob).adds]
+
+
+def every_field() -> Letter:
+    """Links with every field an Entry carries (but the store's row id) and every flag."""
+    page = "https://docs.example.org/nodejs/api/index.html"
+    seed = Entry("https://docs.example.org/", "docs.example.org", 1, 0, SEED)
+    linked = Entry(
+        "https://docs.example.org/nodejs/api/child_process.html", "docs.example.org",
+        priority=3, depth=2, cash=0.125, policy="docs", referrer=page, key=-(2**63),
+    )  # fmt: skip
+    foreign = Entry(
+        "http://other.example.net/r\u00e9sum\u00e9/\u65e5\u672c?q=1", "other.example.net",
+        priority=300, depth=100_000, payload=b"\x80\x00 bytes", cash=0.125, referrer=page,
+        key=2**63 - 1,
+    )  # fmt: skip
+    first = Entry(
+        "https://other.example.net:8443/robots.txt", "other.example.net", priority=0,
+        depth=1, payload={"meta": {"k": [1, 2.5, "v"]}}, cash=1e-300, policy="news",
+    )  # fmt: skip
+    return Letter(
+        adds=[(seed, False, False), (linked, True, False), (foreign, False, True),
+              (first, True, True)],
+        credits=[
+            (1234567890123, 0.125, ""),
+            ("https://docs.example.org/seen.html", 0.125, "docs"),
+            (-5, 0.0, "feeds"),
+        ],
+    )  # fmt: skip
+
+
+def test_a_letter_comes_back_as_it_went_in():
+    letter = every_field()
+    assert unpack_letter(pack_letter(letter)) == letter
+    assert unpack_letter(pack_letter(Letter())) == Letter()
+
+
+def test_a_letter_is_msgpack_and_one_cash_a_page():
+    """Data, not pickle; the cash a page hands each of its links is stored once; a link costs
+    little more than its packed entry."""
+    blob = pack_letter(letter_of(*[f"https://a.example/{i}.html" for i in range(50)], cash=0.02))
+    hosts, policies, referrers, adds, credits = msgpack.unpackb(blob)
+    assert len(hosts) == 1 and policies == [""] and referrers == [""] and credits == []
+    assert adds[2::3] == [0.02] + [None] * 49
+    # a link costs its packed entry and 4 bytes: bin8 header (2), tag, nil cash
+    assert len(blob) - sum(len(entry) for entry in adds[0::3]) <= 50 * 4 + 40
+
+
+def test_a_negative_priority_travels_as_the_owner_would_clamp_it():
+    letter = Letter(adds=[(Entry("https://a.example/x", "a.example", -3), False, False)])
+    assert unpack_letter(pack_letter(letter)).adds[0][0].priority == 0
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"",
+        b"\x93\x01\x02\x03",
+        msgpack.packb(["a", [], [b"", 9, 0]]),
+        msgpack.packb([[b"\x01"], [""], [b"\x01"], [b"\x00\x00", 4, None], []]),  # no host 1
+        msgpack.packb([[b"\x01"], [], [], [b"\x00\x00", 0, None], []]),
+        msgpack.packb([[b"\x01"], [""], [""], [b"\x00\x00", -4, None], []]),  # index -1
+    ],
+)
+def test_bytes_that_are_no_letter_are_refused(blob: bytes):
+    with pytest.raises(ValueError):
+        unpack_letter(blob)
+
+
+def test_letters_round_trip_through_an_inbox(redis_client: redis.Redis):  # noqa: F811
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    boxes.open(2)
+    boxes.send({2: pack_letter(every_field())})
+    [(_, blob)] = boxes.receive(2, "w1")
+    assert unpack_letter(blob) == every_field()
+    assert boxes.receive(2, "w1", count=0) == []
+
+
+def test_letters_sent_before_the_inbox_was_opened_are_received(redis_client: redis.Redis):  # noqa: F811
+    """A sender need not wait for the owner: XADD makes the stream, and the group opened later
+    starts at its first letter (with ``$`` it would start after them: lost mail)."""
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    boxes.send({1: pack_letter(letter_of("https://a.example/early"))})
+    boxes.open(1)
+    boxes.open(1)  # idempotent: the group is kept
+    boxes.send({1: pack_letter(letter_of("https://a.example/late"))})
+    received = boxes.receive(1, "w1")
+    assert [urls_of(blob) for _, blob in received] == [
+        ["https://a.example/early"],
+        ["https://a.example/late"],
+    ]
+
+
+def test_send_to_three_partitions_in_one_call(redis_client: redis.Redis):  # noqa: F811
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    boxes.send({i: pack_letter(letter_of(f"https://h{i}.example/")) for i in (0, 1, 3)})
+    boxes.send({})
+    assert [boxes.backlog(i) for i in range(PARTITIONS)] == [1, 1, 0, 1]
+    for i in (0, 1, 3):
+        boxes.open(i)
+        [(_, blob)] = boxes.receive(i, "w1")
+        assert urls_of(blob) == [f"https://h{i}.example/"]
+
+
+def test_a_letter_never_acknowledged_goes_to_the_next_owner(redis_client: redis.Redis):  # noqa: F811
+    """The first owner read three letters and died; its successor (another consumer) gets them
+    first, then the new ones, and its own unacknowledged ones again at its next receive."""
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    boxes.open(0)
+    for i in range(3):
+        boxes.send({0: pack_letter(letter_of(f"https://a.example/{i}"))})
+    first = boxes.receive(0, "dead")
+    assert len(first) == 3
+    boxes.send({0: pack_letter(letter_of("https://a.example/new"))})
+    taken = boxes.receive(0, "next", count=2)
+    assert taken == first[:2]
+    rest = boxes.receive(0, "next", count=10)
+    assert rest[:3] == first  # every pending letter, in the order sent, then the new one
+    assert urls_of(rest[3][1]) == ["https://a.example/new"]
+    assert boxes.receive(0, "next") == rest
+    pending = redis_client.xpending(boxes.partition_keys(0).inbox, Mailboxes.GROUP)
+    assert pending["pending"] == 4 and {c["name"] for c in pending["consumers"]} == {b"next"}
+
+
+def test_acknowledged_letters_are_gone(redis_client: redis.Redis):  # noqa: F811
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    keys = boxes.partition_keys(3)
+    boxes.open(3)
+    for i in range(5):
+        boxes.send({3: pack_letter(letter_of(f"https://a.example/{i}"))})
+    received = boxes.receive(3, "w1")
+    writer = owned(redis_client, keys)
+    writer.write("RPUSH", keys.front(0), *[blob for _, blob in received])  # what they caused
+    boxes.acknowledge(writer, 3, [message_id for message_id, _ in received])
+    writer.flush()
+    assert boxes.backlog(3) == 0
+    assert redis_client.xpending(keys.inbox, Mailboxes.GROUP)["pending"] == 0
+    assert redis_client.llen(keys.front(0)) == 5
+    assert boxes.receive(3, "w1") == []
+    boxes.open(3)  # a new owner's open keeps the group (and its position): nothing again
+    assert boxes.receive(3, "w2") == []
+
+
+def test_an_owner_that_lost_its_partition_acknowledges_nothing(redis_client: redis.Redis):  # noqa: F811
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    keys = boxes.partition_keys(1)
+    boxes.open(1)
+    boxes.send({1: pack_letter(letter_of("https://a.example/a", "https://a.example/b"))})
+    received = boxes.receive(1, "w1")
+    writer = owned(redis_client, keys, "w1/1")
+    redis_client.set(keys.lease, "w2/2")  # w1 stalled past its lease; w2 owns the partition
+    writer.write("RPUSH", keys.front(0), received[0][1])
+    boxes.acknowledge(writer, 1, [message_id for message_id, _ in received])
+    with pytest.raises(PartitionLost):
+        writer.flush()
+    assert redis_client.llen(keys.front(0)) == 0
+    assert boxes.backlog(1) == 1
+    assert redis_client.xpending(keys.inbox, Mailboxes.GROUP)["pending"] == 1
+    assert boxes.receive(1, "w2") == received  # the new owner gets them
+
+
+def test_many_letters_acknowledged_in_one_flush(redis_client: redis.Redis):  # noqa: F811
+    """More ids than one fenced write takes: split into several XACK/XDEL writes."""
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    keys = boxes.partition_keys(0)
+    boxes.open(0)
+    blob = pack_letter(letter_of("https://a.example/x"))
+    pipe = redis_client.pipeline(transaction=False)
+    for _ in range(5000):
+        pipe.xadd(keys.inbox, {b"l": blob})
+    pipe.execute()
+    received = boxes.receive(0, "w1", count=6000)
+    assert len(received) == 5000
+    writer = owned(redis_client, keys)
+    boxes.acknowledge(writer, 0, [message_id for message_id, _ in received])
+    writer.flush()
+    assert boxes.backlog(0) == 0
+    assert redis_client.xpending(keys.inbox, Mailboxes.GROUP)["pending"] == 0
+
+
+def test_inboxes_on_a_redis_cluster(redis_cluster: RedisClusterServers):  # noqa: F811
+    """Three partitions on three masters: one send reaches all three, each owner receives and
+    acknowledges through its fenced writer on the cluster client."""
+    client = redis_cluster.client()
+    try:
+        crawl = fresh_key()
+        boxes = Mailboxes(client, partitions(crawl, 3))
+        nodes = {client.get_node_from_key(boxes.partition_keys(i).inbox).name for i in range(3)}
+        assert len(nodes) == 3
+        assert len({key_slot(boxes.partition_keys(i).tag.encode()) for i in range(3)}) == 3
+        boxes.open(0)
+        boxes.send(
+            {i: pack_letter(letter_of(f"https://h{i}.example/", cash=0.5)) for i in range(3)}
+        )
+        for i in range(3):
+            boxes.open(i)
+            keys = boxes.partition_keys(i)
+            received = boxes.receive(i, f"w{i}")
+            assert [urls_of(blob) for _, blob in received] == [[f"https://h{i}.example/"]]
+            writer = owned(client, keys)  # type: ignore[arg-type]
+            writer.write("RPUSH", keys.front(0), received[0][1])
+            boxes.acknowledge(writer, i, [message_id for message_id, _ in received])
+            writer.flush()
+            assert boxes.backlog(i) == 0
+            assert client.llen(keys.front(0)) == 1
+    finally:
+        client.close()
