@@ -9,6 +9,7 @@ got. A store reads its own settings (``from_crawler``) and builds the Scrapy-fre
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from crawler.config import defaults
@@ -18,7 +19,7 @@ from crawler.frontier import (
     MercatorFrontier,
     QueueStore,
 )
-from crawler.frontier.api import FrontierCallbacks
+from crawler.frontier.api import Clock, FrontierCallbacks
 from crawler.frontier.opic import CashLedger, selector_weights
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
@@ -54,19 +55,41 @@ class MemoryFrontierStore:
     ) -> Frontier:
         s = self.settings
         front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
+        return self.mercator(
+            self.queue_store(front),
+            lease_ttl=lease_ttl,
+            max_pages_per_host=max_pages_per_host,
+            on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
+            back_queues=s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES)
+            or 3 * s.getint("CONCURRENT_REQUESTS", 16),
+        )
+
+    def mercator(
+        self,
+        store: QueueStore,
+        *,
+        lease_ttl: float,
+        max_pages_per_host: int | None,
+        on_give_up: Callable[[str, str, int], None] | None,
+        back_queues: int,
+        clock: Clock | None = None,
+    ) -> MercatorFrontier:
+        """The one Mercator frontier, over ``store``, as the crawl's settings shape it."""
+        s = self.settings
+        front = len(store.front_sizes)
         order = s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY)
         opic = order == "opic"
         back_run = s.getint("FRONTIER_BACK_RUN", defaults.FRONTIER_BACK_RUN)
         return MercatorFrontier(
             politeness_from_settings(s),
-            store=self.queue_store(front),
+            store=store,
+            clock=clock,
             lease_ttl=lease_ttl,
             front_queues=front,
-            back_queues=s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES)
-            or 3 * s.getint("CONCURRENT_REQUESTS", 16),
+            back_queues=back_queues,
             max_pages_per_host=max_pages_per_host,
             refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
-            on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
+            on_give_up=on_give_up,
             ledger=CashLedger(front) if opic else None,  # OPIC: the ledger of cash
             selector_weights=selector_weights(front) if opic else None,
             back_run=0 if order == "fifo" else back_run,
