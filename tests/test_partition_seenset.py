@@ -93,6 +93,26 @@ def test_count_is_the_urls_added(client: redis.Redis, kind: str) -> None:
     assert SeenSet(client, keys, config(kind)).count() == 500
 
 
+def calls(client: redis.Redis, command: str) -> int:
+    return int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_an_exact_add_is_one_transaction_that_sends_the_last_count(client: redis.Redis) -> None:
+    """One MULTI of one SADD per key (atomic whoever else adds); the INCRBY of the URLs it
+    added rides in the next one, since a transaction cannot use its own replies."""
+    keys = partition()
+    seen = SeenSet(client, keys, config("exact"))
+    first, second = url_keys(50), url_keys(50, "2/")
+    execs, sadds, incrbys = calls(client, "exec"), calls(client, "sadd"), calls(client, "incrby")
+    seen.add_many(first)
+    assert calls(client, "exec") == execs + 1 and calls(client, "sadd") == sadds + 50
+    assert calls(client, "incrby") == incrbys and client.get(keys.seen_count) is None
+    seen.add_many(first[:10] + second)
+    assert calls(client, "exec") == execs + 2 and calls(client, "incrby") == incrbys + 1
+    assert int(client.get(keys.seen_count)) == 50
+    assert seen.flush() == 100 and seen.flush() is None and seen.count() == 100
+
+
 def test_each_kind_writes_its_own_layout(client: redis.Redis) -> None:
     """Exact: integer members in buckets named by the keys' top bits, kept as intsets at
     capacity; bloom: one RedisBloom filter, reserved at the configured size."""
