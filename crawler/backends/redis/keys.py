@@ -217,7 +217,9 @@ class PartitionKeys:
                                         back queue's head in memory, leased, handed back)
     ``{tag}:h``                 HASH    host -> its saved state (admitted URLs, Crawl-delay,
                                         give-ups, next fetch time on Redis's clock)
-    ``{tag}:s``/``{tag}:s:<b>`` BF/SET  the seen-set (``crawler.backends.redis.seenset``)
+    ``{tag}:s``/``{tag}:s:<b>`` BF/SET  the seen-set (``crawler.backends.redis.seenset``): a
+                                        Bloom filter, or exact buckets of integers
+    ``{tag}:s:n``               STRING  the exact seen-set's count
     ``{tag}:in``                STREAM  the inbox: links and cash other workers found for the
                                         partition's hosts (consumer group ``owner``)
     ==========================  ======  ======================================================
@@ -237,6 +239,8 @@ class PartitionKeys:
         self.out = p + ":o"
         self.hosts = p + ":h"
         self.seen = p + ":s"
+        self.seen_bucket_prefix = p + ":s:"
+        self.seen_count = p + ":s:n"
         self.inbox = p + ":in"
 
     def front(self, priority: int) -> str:

@@ -1,0 +1,238 @@
+"""A partition's seen-set without scripts (crawler/backends/redis/seenset.py), on real servers:
+the exact buckets on every kind, RedisBloom's filter where the server has it (the
+``redis-bloom`` kind of ``CRAWLER_TEST_REDIS``), two workers adding at once, and a cluster."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from crawler.backends.redis import seenset
+from crawler.backends.redis.keys import PartitionKeys, glob_escape
+from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, has_bloom_module
+from crawler.frontier.store import url_key
+from tests.redis_cluster_support import RedisClusterServers, start_cluster
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+KINDS = ("exact", "bloom")
+
+
+def url_keys(n: int, salt: str = "") -> list[int]:
+    return [url_key(f"https://h{i % 97}.example/{salt}page/{i}") for i in range(n)]
+
+
+def config(kind: str, capacity: int = 100_000, error: float = 0.001) -> SeenSetConfig:
+    return SeenSetConfig(capacity=capacity, error=error, bloom=kind == "bloom")
+
+
+def usable(client: redis.Redis | object, kind: str) -> None:
+    """Skip the bloom kind on a server without ``BF.*`` (Debian's Redis, Valkey)."""
+    if kind == "bloom" and not has_bloom_module(client):  # type: ignore[arg-type]
+        pytest.skip("the server has no BF.* commands (CRAWLER_TEST_REDIS=redis-bloom has)")
+
+
+def partition(index: int = 0, count: int = 1) -> PartitionKeys:
+    return PartitionKeys(fresh_key(), index, count)
+
+
+@pytest.fixture
+def client(redis_server: RedisServer) -> Iterator[redis.Redis]:  # noqa: F811
+    c = redis_server.client()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def test_the_server_kind_decides_bloom(redis_server: RedisServer, client: redis.Redis) -> None:  # noqa: F811
+    """RedisBloom loaded: BF.* is used; Debian's Redis and Valkey have none: exact."""
+    assert has_bloom_module(client) is (redis_server.kind == "redis-bloom")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_add_says_which_keys_were_new(client: redis.Redis, kind: str) -> None:
+    usable(client, kind)
+    seen = SeenSet(client, partition(), config(kind))
+    assert seen.kind == kind
+    first, second = url_keys(300), url_keys(300, "other/")
+    assert seen.add_many(first) == [True] * 300
+    assert seen.add_many(first[:100] + second) == [False] * 100 + [True] * 300
+    assert seen.contains_many(first + second) == [True] * 600
+    assert seen.contains_many(url_keys(200, "never/")) == [False] * 200
+    assert seen.add_many([]) == [] and seen.contains_many([]) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_key_twice_in_one_add_is_new_the_first_time(client: redis.Redis, kind: str) -> None:
+    usable(client, kind)
+    seen = SeenSet(client, partition(), config(kind))
+    a, b, c = url_keys(3)
+    assert seen.add_many([a, b, a, a, c, b]) == [True, True, False, False, True, False]
+    assert seen.count() == 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_count_is_the_urls_added(client: redis.Redis, kind: str) -> None:
+    usable(client, kind)
+    keys = partition()
+    seen = SeenSet(client, keys, config(kind))
+    assert seen.count() == 0
+    batches = [url_keys(500)[i : i + 50] for i in range(0, 500, 50)]
+    for batch in batches:
+        seen.add_many(batch + batch[:10])
+    assert seen.count() == 500
+    # another worker's view of the same partition agrees once the adder has sent its count
+    assert SeenSet(client, keys, config(kind)).count() == 500
+
+
+def calls(client: redis.Redis, command: str) -> int:
+    return int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_an_exact_add_is_one_transaction_that_sends_the_last_count(client: redis.Redis) -> None:
+    """One MULTI of one SADD per key (atomic whoever else adds); the INCRBY of the URLs it
+    added rides in the next one, since a transaction cannot use its own replies."""
+    keys = partition()
+    seen = SeenSet(client, keys, config("exact"))
+    first, second = url_keys(50), url_keys(50, "2/")
+    execs, sadds, incrbys = calls(client, "exec"), calls(client, "sadd"), calls(client, "incrby")
+    seen.add_many(first)
+    assert calls(client, "exec") == execs + 1 and calls(client, "sadd") == sadds + 50
+    assert calls(client, "incrby") == incrbys and client.get(keys.seen_count) is None
+    seen.add_many(first[:10] + second)
+    assert calls(client, "exec") == execs + 2 and calls(client, "incrby") == incrbys + 1
+    assert int(client.get(keys.seen_count)) == 50
+    assert seen.flush() == 100 and seen.flush() is None and seen.count() == 100
+
+
+def test_each_kind_writes_its_own_layout(client: redis.Redis) -> None:
+    """Exact: integer members in buckets named by the keys' top bits, kept as intsets at
+    capacity; bloom: one RedisBloom filter, reserved at the configured size."""
+    keys = partition()
+    seen = SeenSet(client, keys, config("exact", capacity=4096))
+    rng = random.Random(7)
+    added = [rng.getrandbits(64) - 2**63 for _ in range(4096)]
+    seen.add_many(added)
+    pattern = glob_escape(keys.seen_bucket_prefix) + "*"
+    buckets = [b for b in client.scan_iter(match=pattern) if b.rsplit(b":", 1)[1].isdigit()]
+    assert len(buckets) == 16  # 4096 / 256 per bucket
+    assert {client.object("encoding", b) for b in buckets} == {b"intset"}
+    key = added[0]
+    bucket = keys.seen_bucket_prefix + str((key % 2**64) >> 60)
+    assert client.sismember(bucket, (key % 2**32) - (2**32 if key % 2**32 >= 2**31 else 0))
+    if not has_bloom_module(client):
+        return
+    keys = partition()
+    SeenSet(client, keys, config("bloom", capacity=5000, error=0.01)).add_many(added[:10])
+    assert client.type(keys.seen) == b"MBbloom--"
+    info = client.bf().info(keys.seen)
+    assert info.capacity == 5000 and info.expansionRate == 2 and info.insertedNum == 10
+    # a second worker reserving the same filter is the expected race, not an error
+    assert SeenSet(client, keys, config("bloom", capacity=5000, error=0.01)).add_many(
+        added[:11]
+    ) == [False] * 10 + [True]
+
+
+def test_past_capacity_the_exact_set_warns_once(
+    client: redis.Redis, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(seenset, "_outgrown_warned", False)
+    seen = SeenSet(client, partition(), config("exact", capacity=300))
+    with caplog.at_level(logging.WARNING, logger=seenset.__name__):
+        keys = url_keys(1000)
+        seen.add_many(keys[:300])
+        assert seen.count() == 300 and not caplog.records
+        for i in range(300, 1000, 50):
+            seen.add_many(keys[i : i + 50])
+        assert seen.count() == 1000
+        other = SeenSet(client, partition(), config("exact", capacity=300))
+        other.add_many(url_keys(400, "b/"))
+        other.count()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "RedisBloom" in warnings[0] and "intset" in warnings[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_workers_adding_the_same_keys_see_each_new_once(
+    redis_server: RedisServer,  # noqa: F811
+    client: redis.Redis,
+    kind: str,
+) -> None:
+    """Two clients (two workers) add the same 4,000 keys at once, in batches of 50 in
+    opposite orders: every key is new to exactly one of them."""
+    usable(client, kind)
+    keys = partition()
+    wanted = url_keys(4000)
+    results: list[dict[int, bool]] = [{}, {}]
+    sets: list[SeenSet] = []
+    clients = [redis_server.client(), redis_server.client()]
+    start = threading.Barrier(2)
+
+    def work(i: int) -> None:
+        seen = SeenSet(clients[i], keys, config(kind))
+        sets.append(seen)
+        order = wanted if i == 0 else wanted[::-1]
+        start.wait()
+        for j in range(0, len(order), 50):
+            batch = order[j : j + 50]
+            results[i].update(zip(batch, seen.add_many(batch), strict=True))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert all(results[0][k] != results[1][k] for k in wanted)
+        assert 0 < sum(results[0].values()) < 4000  # they did meet
+        for seen in sets:
+            seen.flush()
+        assert SeenSet(client, keys, config(kind)).count() == 4000
+    finally:
+        for c in clients:
+            c.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterServers]:
+    servers = start_cluster(Path(tmp_path_factory.mktemp("seenset-cluster")), 3, 0)
+    try:
+        yield servers
+    finally:
+        servers.stop()
+
+
+def test_on_a_cluster_each_partition_is_one_slot(
+    redis_server: RedisServer,  # noqa: F811
+    cluster: RedisClusterServers,
+) -> None:
+    """Three partitions on three masters: the adds' transactions and the Bloom commands go to
+    each partition's node through redis-py's cluster client; the module is found on a node."""
+    client = cluster.client()
+    try:
+        bloom = has_bloom_module(client)
+        assert bloom is (redis_server.kind == "redis-bloom")
+        crawl = fresh_key()
+        nodes = set()
+        for kind in ("exact", "bloom") if bloom else ("exact",):
+            for index in range(3):
+                keys = PartitionKeys(f"{crawl}-{kind}", index, 3)
+                nodes.add(client.get_node_from_key(keys.seen).port)
+                seen = SeenSet(client, keys, config(kind))
+                batch = url_keys(200, f"{index}/")
+                assert seen.add_many(batch + batch[:5]) == [True] * 200 + [False] * 5
+                assert seen.contains_many(batch[:50] + url_keys(50, "x/")) == (
+                    [True] * 50 + [False] * 50
+                )
+                assert seen.count() == 200
+        assert len(nodes) == 3
+    finally:
+        client.close()
