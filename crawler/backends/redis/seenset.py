@@ -266,3 +266,37 @@ class SeenSet:
 def _item(key: int) -> bytes:
     """A key as a Bloom filter item: its 8 bytes (what ``url_key`` read)."""
     return key.to_bytes(8, "big", signed=True)
+
+
+class OwnerSeenSet(SeenSet):
+    """The seen-set as a partition's owner uses it: ``contains_many`` to test a batch of links
+    (one round trip, nothing written), then ``queue_adds`` of the new ones on the owner's
+    fenced writer, so that a URL becomes seen in the same atomic call that queues it: a worker
+    killed in between leaves it neither seen nor queued, and the page that found it, not yet
+    acknowledged either, finds it again."""
+
+    def queue_adds(self, writer: Any, keys: Sequence[int]) -> None:
+        if not keys:
+            return
+        if self.config.bloom:
+            if not self._reserved:
+                self._reserve()
+            writer.write("BF.MADD", self.keys.seen, *map(_item, keys))
+            return
+        buckets: dict[str, list[int]] = {}
+        for key in keys:
+            buckets.setdefault(self.bucket(key), []).append(self.member(key))
+        for bucket, members in buckets.items():
+            writer.write("SADD", bucket, *members)
+        writer.write("INCRBY", self._counter, len(keys))
+
+    def _reserve(self) -> None:
+        try:
+            self.client.execute_command(
+                "BF.RESERVE", self.keys.seen, self.config.error, self.config.capacity,
+                "EXPANSION", EXPANSION,
+            )
+        except redis.ResponseError as exc:
+            if "exists" not in str(exc):
+                raise
+        self._reserved = True

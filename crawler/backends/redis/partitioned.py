@@ -1,0 +1,503 @@
+"""A worker's frontier in a crawl shared through Redis: the partitions of hosts it owns.
+
+The crawl's hosts are split into P partitions by registered domain (the host splitter,
+:class:`~crawler.backends.redis.shards.ShardMap`). Each live worker owns its fair share of
+them (:mod:`crawler.backends.redis.ownership`: leases renewed at every beat, fenced writes)
+and runs, for each, the one Mercator algorithm of the house
+(:class:`~crawler.frontier.mercator.MercatorFrontier`) over a store whose durable copy is in
+Redis under the partition's hash tag (:class:`~crawler.backends.redis.queue_store.RedisQueueStore`).
+Politeness per host is exact by construction: a host has one owner at a time, and its next
+fetch time goes with it to the next owner.
+
+A link to a host of a partition this worker does not own goes to that partition's inbox
+(:mod:`crawler.backends.redis.mail`), one letter per page and partition; the owner queues the
+letters it receives (its seen-test makes a redelivered one queue nothing twice) and
+acknowledges them in the same fenced call as the queue writes they caused.
+
+Lease tokens are ``<partition>.<token>``: a completion finds its partition without asking.
+A partition this worker lost (its lease expired in a stall, another worker took it) is
+dropped with its open leases: their completions and acknowledgements do nothing, and the new
+owner hands their URLs out again (at least once). A surplus partition (a worker joined)
+hands out nothing more, and is released once its open leases are settled.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
+from crawler.backends.redis.ownership import Ownership, PartitionOwnership
+from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites
+from crawler.backends.redis.shards import ShardMap
+from crawler.frontier.api import (
+    AddResult,
+    Clock,
+    Entry,
+    Frontier,
+    FrontierCounts,
+    HostReport,
+    Lease,
+    Outcome,
+    Settlement,
+)
+from crawler.frontier.mercator import MercatorFrontier
+from crawler.frontier.store import url_key
+from crawler.frontier.urls import normalize_url
+
+logger = logging.getLogger(__name__)
+
+BEAT = 1.0  # seconds between ownership beats (lease renewals, claims, the inbox read)
+LETTERS_PER_READ = 64  # letters read from one inbox at a time
+MAILED = "mailed"  # AddResult.reason of a link sent to the partition that owns its host
+
+
+@dataclass
+class Partition:
+    """A partition this worker owns."""
+
+    ownership: Ownership
+    store: RedisQueueStore
+    frontier: MercatorFrontier
+    draining: bool = False  # surplus: hands out nothing more, released once settled
+
+    @property
+    def index(self) -> int:
+        return self.ownership.keys.index
+
+
+@dataclass
+class Outbox:
+    """Letters to other partitions, sent at the end of the call that wrote them."""
+
+    letters: dict[int, Letter] = field(default_factory=dict)
+
+    def letter(self, index: int) -> Letter:
+        letter = self.letters.get(index)
+        if letter is None:
+            letter = self.letters[index] = Letter([], [])
+        return letter
+
+
+class PartitionedFrontier(Frontier):
+    """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
+    claimed over its store; ``seen(keys)`` its seen-set."""
+
+    def __init__(
+        self,
+        client: Any,
+        crawl: str,
+        count: int,
+        worker: str,
+        *,
+        build: Callable[[RedisQueueStore], MercatorFrontier],
+        seen: Callable[[PartitionKeys], SeenWrites],
+        front_queues: int,
+        lease_ttl: float,
+        partition_ttl: float,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.crawl = crawl
+        self.count = count
+        self.worker = worker
+        self.lease_ttl = lease_ttl
+        self.clock = clock
+        self._build = build
+        self._seen = seen
+        self._front_queues = front_queues
+        self.shard = ShardMap(count)
+        self.ownership = PartitionOwnership(client, crawl, count, worker, partition_ttl)
+        self.mail = Mailboxes(client, self.keys)
+        self.parts: dict[int, Partition] = {}
+        self._outbox = Outbox()
+        self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
+        self._last_beat = float("-inf")
+        self.lost = 0  # partitions lost to another worker
+        self.beat()
+
+    def keys(self, index: int) -> PartitionKeys:
+        return PartitionKeys(self.crawl, index, self.count)
+
+    # -- ownership -----------------------------------------------------------------------------
+
+    def beat(self) -> None:
+        """Renew, claim and release partitions, then read their inboxes."""
+        self._last_beat = time.monotonic()
+        beat = self.ownership.beat()
+        for index in beat.lost:
+            self._drop(index, "lost")
+        for ownership in beat.claimed:
+            self._take(ownership)
+        for index in beat.surplus:
+            part = self.parts.get(index)
+            if part is not None:
+                part.draining = True
+        for part in list(self.parts.values()):
+            if part.draining and not part.frontier.in_flight():
+                self._guarded(part, part.store.flush)
+                if part.index in self.parts:
+                    self.ownership.release(part.index)
+                    del self.parts[part.index]
+        self.read_mail()
+
+    def _maybe_beat(self) -> None:
+        if time.monotonic() - self._last_beat >= BEAT:
+            self.beat()
+
+    def _take(self, ownership: Ownership) -> None:
+        keys = ownership.keys
+        store = RedisQueueStore(
+            self.client, keys, ownership.writer, self._seen(keys), self._front_queues, self.clock
+        )
+        try:
+            store.recover()
+        except PartitionLost:
+            return
+        self.mail.open(keys.index)
+        self.parts[keys.index] = Partition(ownership, store, self._build(store))
+        logger.debug("Partition %d claimed (epoch %d)", keys.index, ownership.epoch)
+
+    def _drop(self, index: int, why: str) -> None:
+        part = self.parts.pop(index, None)
+        if part is not None:
+            part.ownership.writer.discard()
+            self.lost += why == "lost"
+            logger.warning(
+                "Partition %d is no longer this worker's (%s): %d leases open there go back "
+                "to its next owner", index, why, part.frontier.in_flight(),
+            )
+
+    def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on a partition; a lost lease drops the partition (None)."""
+        try:
+            return fn()
+        except PartitionLost:
+            self._drop(part.index, "lost")
+            return None
+
+    def _flush(self) -> None:
+        """Write every partition's changes (one fenced call each) and send the letters."""
+        for part in list(self.parts.values()):
+            self._guarded(part, part.store.flush)
+        letters = self._outbox.letters
+        if letters:
+            self._outbox = Outbox()
+            self.mail.send({index: pack_letter(letter) for index, letter in letters.items()})
+
+    def read_mail(self) -> int:
+        """Queue the letters waiting in the inboxes of the owned partitions; returns how
+        many were read."""
+        read = 0
+        for part in list(self.parts.values()):
+            messages = self._guarded(
+                part, lambda p=part: self.mail.receive(p.index, self.worker, LETTERS_PER_READ)
+            )
+            if not messages:
+                continue
+            read += len(messages)
+            for _, blob in messages:
+                letter = unpack_letter(blob)
+                self._deliver(part, letter)
+            part.store.stage()  # the queue writes the letters caused land first
+            self.mail.acknowledge(part.ownership.writer, part.index, [m for m, _ in messages])
+            self._guarded(part, part.store.flush)
+        return read
+
+    def _deliver(self, part: Partition, letter: Letter) -> None:
+        frontier = part.frontier
+        if letter.credits:
+            frontier.credit(letter.credits)
+        plain = [entry for entry, force, first in letter.adds if not force and not first]
+        if plain:
+            frontier.add_many(plain)
+        for entry, force, first in letter.adds:
+            if force or first:
+                frontier.add(entry, force=force, first=first)
+
+    # -- adding ----------------------------------------------------------------------------------
+
+    def _local(self, host: str) -> Partition | None:
+        return self.parts.get(self.shard(host))
+
+    def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
+        self._maybe_beat()
+        part = self._local(entry.host)
+        if part is None:
+            self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
+            result = AddResult(True, MAILED)
+        else:
+            result = self._guarded(
+                part, lambda: part.frontier.add(entry, force=force, first=first)
+            ) or AddResult(True, MAILED)
+        self._flush()
+        return result
+
+    def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
+        results = self._add_many(entries)
+        self._flush()
+        return results
+
+    def _add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
+        self._maybe_beat()
+        results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
+        local: dict[int, list[int]] = {}
+        for i, entry in enumerate(entries):
+            index = self.shard(entry.host)
+            if index in self.parts:
+                local.setdefault(index, []).append(i)
+            else:
+                self._outbox.letter(index).adds.append((entry, False, False))
+        for index, positions in local.items():
+            part = self.parts[index]
+            answers = self._guarded(
+                part, lambda p=part, ps=positions: p.frontier.add_many([entries[i] for i in ps])
+            )
+            for i, result in zip(positions, answers or [], strict=False):
+                results[i] = result
+        return results
+
+    def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
+        self._credit(links)
+        self._flush()
+
+    def _credit(self, links: Sequence[tuple[Any, ...]]) -> None:
+        local: dict[int, list[tuple[Any, ...]]] = {}
+        for link in links:
+            index = self._partition_of_link(link)
+            if index is None:
+                continue  # a canonical key without its host: nothing says whose it is
+            if index in self.parts:
+                local.setdefault(index, []).append(link)
+            else:
+                self._outbox.letter(index).credits.append(tuple(link[:3]))
+        for index, batch in local.items():
+            part = self.parts[index]
+            self._guarded(part, lambda p=part, b=batch: p.frontier.credit(b))
+
+    def _partition_of_link(self, link: tuple[Any, ...]) -> int | None:
+        """The partition of a credit's URL: its host when given, else read from the URL."""
+        if len(link) > 3:
+            return self.shard(link[3])
+        if self.count == 1:
+            return 0
+        return self.shard(normalize_url(link[0])[1]) if isinstance(link[0], str) else None
+
+    def apply(
+        self,
+        entries: Sequence[Entry],
+        settlements: Sequence[Settlement],
+        credits: Sequence[tuple[Any, ...]] = (),
+    ) -> tuple[list[AddResult], list[float | None]]:
+        if credits:
+            self._credit(credits)
+        results = self._add_many(entries) if entries else []
+        rests = [self._settle(s) for s in settlements]
+        self._flush()  # the links and the acknowledgements of their page: one call each
+        return results, rests
+
+    def mark_seen(self, keys: Iterable[str]) -> int:
+        """Keys of owned partitions are tested by their owner (this worker); others are added
+        to their partition's seen-set on the server, atomically, by any worker."""
+        new = 0
+        for key in keys:
+            index = self.shard(normalize_url(key)[1])
+            part = self.parts.get(index)
+            if part is not None:
+                new += bool(self._guarded(part, lambda p=part, k=key: p.store.seen_add(
+                    url_key(k)
+                )))
+            else:
+                new += self._seen(self.keys(index)).add_many([url_key(key)])[0]
+        self._flush()
+        return new
+
+    # -- handing out ---------------------------------------------------------------------------
+
+    def next(self) -> Lease | None:
+        leases = self.next_many(1)
+        return leases[0] if leases else None
+
+    def next_many(self, n: int) -> list[Lease]:
+        self._maybe_beat()
+        leases: list[Lease] = []
+        parts = [p for p in self.parts.values() if not p.draining]
+        if parts:
+            self._turn = (self._turn + 1) % len(parts)
+            parts = parts[self._turn :] + parts[: self._turn]
+        for part in parts:
+            got = self._guarded(part, lambda p=part: p.frontier.next_many(n - len(leases)))
+            for lease in got or ():
+                lease.token = f"{part.index}.{lease.token}"
+                leases.append(lease)
+            if len(leases) >= n:
+                break
+        self._flush()
+        return leases
+
+    def _part_of(self, token: str) -> tuple[Partition | None, str]:
+        index, _, inner = token.partition(".")
+        return self.parts.get(int(index)) if index.isdigit() else None, inner
+
+    def _settle(self, s: Settlement) -> float | None:
+        part, token = self._part_of(s.token)
+        if part is None:
+            return None
+        f = part.frontier
+        if s.kind == "ack":
+            self._guarded(part, lambda: f.ack(token))
+            return None
+        outcome = Outcome(s.outcome)
+        if s.kind == "finish":
+            return self._guarded(part, lambda: f.finish(token, s.duration, outcome, size=s.size))
+        return self._guarded(part, lambda: f.complete(token, s.duration, outcome, size=s.size))
+
+    def complete(
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
+    ) -> float | None:
+        rest = self._settle(Settlement("complete", token, duration, outcome, size))
+        self._flush()
+        return rest
+
+    def ack(self, token: str) -> None:
+        self._settle(Settlement("ack", token))
+        self._flush()
+
+    def finish(
+        self,
+        token: str,
+        duration: float | None,
+        outcome: Outcome = Outcome.FETCHED,
+        *,
+        size: int = 0,
+    ) -> float | None:
+        rest = self._settle(Settlement("finish", token, duration, outcome, size))
+        self._flush()
+        return rest
+
+    def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
+        rests = [self._settle(s) for s in settlements]
+        self._flush()
+        return rests
+
+    def _by_part(self, tokens: Iterable[str]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for token in tokens:
+            part, inner = self._part_of(token)
+            if part is not None:
+                out.setdefault(part.index, []).append(inner)
+        return out
+
+    def renew(self, tokens: Iterable[str]) -> int:
+        renewed = 0
+        for index, inner in self._by_part(tokens).items():
+            part = self.parts[index]
+            renewed += self._guarded(part, lambda p=part, t=inner: p.frontier.renew(t)) or 0
+        self._flush()
+        return renewed
+
+    def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
+        released = 0
+        for index, inner in self._by_part(tokens).items():
+            part = self.parts[index]
+            released += self._guarded(
+                part, lambda p=part, t=inner: p.frontier.release(t, rest=rest)
+            ) or 0
+        self._flush()
+        return released
+
+    def expire(self) -> int:
+        expired = sum(
+            self._guarded(p, p.frontier.expire) or 0 for p in list(self.parts.values())
+        )
+        self._flush()
+        return expired
+
+    def due_in(self) -> float | None:
+        self._maybe_beat()
+        due: float | None = None
+        for part in list(self.parts.values()):
+            if part.draining:
+                continue
+            d = self._guarded(part, part.frontier.due_in)
+            if d is not None and (due is None or d < due):
+                due = d
+        self._flush()
+        return due
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
+        part = self._local(host)
+        if part is None:
+            return True  # its owner reads the robots.txt cache (only it fetches the file)
+        accepted = self._guarded(part, lambda: part.frontier.set_crawl_delay(host, seconds))
+        self._flush()
+        return accepted is not False
+
+    def hold_host(self, host: str, seconds: float) -> None:
+        part = self._local(host)
+        if part is not None:
+            self._guarded(part, lambda: part.frontier.hold_host(host, seconds))
+            self._flush()
+
+    # -- what the scheduler asks about ---------------------------------------------------------
+
+    def has_work(self, horizon: float) -> bool:
+        due = self.due_in()
+        if self.in_flight():
+            return True
+        return due is not None and due <= horizon
+
+    def in_flight(self) -> int:
+        return sum(p.frontier.in_flight() for p in self.parts.values())
+
+    def __len__(self) -> int:
+        return sum(len(p.frontier) for p in self.parts.values())
+
+    def status(self) -> tuple[float | None, int, int]:
+        return self.due_in(), self.in_flight(), len(self)
+
+    def counts(self) -> FrontierCounts:
+        total = FrontierCounts()
+        for part in list(self.parts.values()):
+            c = self._guarded(part, part.frontier.counts)
+            if c is None:
+                continue
+            for name in (
+                "queued", "in_flight", "seen", "hosts", "hosts_ready", "hosts_waiting",
+                "hosts_busy", "front_queued", "back_queues_used",
+            ):
+                setattr(total, name, getattr(total, name) + getattr(c, name))
+            for key, value in c.extra.items():
+                total.extra[key] = total.extra.get(key, 0) + value
+        total.extra["partitions_owned"] = len(self.parts)
+        if self.lost:
+            total.extra["partitions_lost"] = self.lost
+        return total
+
+    def waiting_hosts(self) -> list[HostReport]:
+        reports = [r for p in self.parts.values() for r in p.frontier.waiting_hosts()]
+        return sorted(reports, key=lambda r: -r.due_in)
+
+    def hosts(self) -> list[str]:
+        return [h for p in self.parts.values() for h in p.frontier.hosts()]
+
+    def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
+        top = [t for p in self.parts.values() for t in p.frontier.busiest_hosts(n)]
+        return sorted(top, key=lambda t: -t[1])[:n]
+
+    def close(self) -> None:
+        """Write everything out and hand the partitions over at once (their open leases'
+        URLs go to the next owner)."""
+        self._flush()
+        self.ownership.leave()
+        self.parts.clear()

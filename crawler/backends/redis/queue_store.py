@@ -1,0 +1,371 @@
+"""One partition's queues in Redis: the store of the :class:`MercatorFrontier` its owner runs.
+
+The owner is the partition's only writer (:mod:`crawler.backends.redis.ownership`), so the
+store keeps in memory what it needs to decide without asking Redis (the heads of the front
+queues, the head of each back queue, every list's length, the hosts' numbers) and writes the
+durable copy behind it: every change since the last :meth:`RedisQueueStore.flush` goes in one
+fenced atomic call (:class:`~crawler.backends.redis.fence.FencedWriter`), so Redis holds the
+state as of some flush, never half of one. A worker that dies loses only what it had not
+flushed; the owner flushes after every batch of calls, and the URL of a page is forgotten (its
+``HDEL``) in the same call as the links the page brought.
+
+Where a URL is (keys: :class:`~crawler.backends.redis.keys.PartitionKeys`):
+
+* in front queue ``k``: LIST ``f:<k>``, until the refill routes it;
+* in its host's back queue: the first ``BACK_BUFFER`` in memory, each also in the HASH ``o``
+  under an id of this ownership; the rest in the host's LIST ``b:<host>``;
+* leased, or handed back after a lease: still in ``o``, until acknowledged (``forget``).
+
+A new owner (:meth:`RedisQueueStore.recover`) puts everything of ``o`` and of the ``b:`` lists
+back at the head of its front queue, in the order it was routed, and empties them: the
+frontier then routes it again. The hosts' state (HASH ``h``) carries their next fetch time on
+Redis's clock, their Crawl-delay, failures and give-ups, so politeness holds across owners.
+
+A queued URL is ``varint(host number << 2 | flags)``, the cash (8 bytes, when not 0) and the
+crawl policy (when not ""), then :func:`crawler.backends.redis.entries.pack_entry`'s bytes;
+a host's number is its field in ``h``. Writes are merged per flush: one ``RPUSH`` and one
+``LPOP`` per list (pushes go to the tail and pops take the head, so all pushes then all pops
+leave the list as the calls did in order), one ``HSET``/``HDEL`` on ``o``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+import msgpack
+
+from crawler.backends.redis.entries import pack_entry, unpack_entry
+from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
+from crawler.backends.redis.keys import PartitionKeys
+from crawler.frontier.api import Clock, Entry
+from crawler.frontier.store import QueueStore, SavedHost
+from crawler.frontier.urlcode import read_varint, varint
+
+READ_AHEAD = 256  # front-queue entries read per LRANGE
+BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
+_CASH, _POLICY = 1, 2
+_DOUBLE = struct.Struct(">d")
+
+
+class SeenWrites(Protocol):
+    """The partition's seen-set as its owner uses it: tests without writing, and writes
+    queued on the owner's fenced writer (so a key is seen exactly when the queue writes of
+    the same flush land)."""
+
+    def contains_many(self, keys: Sequence[int]) -> list[bool]: ...
+
+    def queue_adds(self, writer: FencedWriter, keys: Sequence[int]) -> None: ...
+
+    def count(self) -> int: ...
+
+
+def pack(hid: int, entry: Entry) -> bytes:
+    flags = (_CASH if entry.cash else 0) | (_POLICY if entry.policy else 0)
+    parts = [varint(hid << 2 | flags)]
+    if entry.cash:
+        parts.append(_DOUBLE.pack(entry.cash))
+    if entry.policy:
+        policy = entry.policy.encode()
+        parts += [varint(len(policy)), policy]
+    parts.append(pack_entry(entry, entry.priority))
+    return b"".join(parts)
+
+
+def unpack(blob: bytes, host_of: dict[int, str]) -> Entry:
+    head, i = read_varint(blob, 0)
+    cash, policy = 0.0, ""
+    if head & _CASH:
+        cash = _DOUBLE.unpack_from(blob, i)[0]
+        i += 8
+    if head & _POLICY:
+        n, i = read_varint(blob, i)
+        policy = blob[i : i + n].decode()
+        i += n
+    entry = unpack_entry(blob[i:], host_of[head >> 2])
+    entry.cash, entry.policy = cash, policy
+    return entry
+
+
+class RedisQueueStore(QueueStore):
+    """See the module docstring. ``clock`` is the frontier's: hosts' times are saved on
+    Redis's clock (``TIME`` read at :meth:`recover`) and read back on the frontier's."""
+
+    batched_seen = True
+
+    def __init__(
+        self,
+        client: Any,
+        keys: PartitionKeys,
+        writer: FencedWriter,
+        seen: SeenWrites,
+        front_queues: int,
+        clock: Clock,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.writer = writer
+        self.seen = seen
+        self.clock = clock
+        self.front_sizes = [0] * front_queues
+        self._head: list[deque[Entry]] = [deque() for _ in range(front_queues)]
+        self._back: dict[str, deque[Entry]] = {}
+        self._overflow: dict[str, int] = {}
+        self._hid: dict[str, int] = {}
+        self._host_of: dict[int, str] = {}
+        self._hosts: dict[str, Any] = {}  # name -> HostState (as last saved)
+        self._saved: list[SavedHost] = []
+        self._next_id = 1
+        self._offset = 0.0  # Redis's time minus the frontier's clock
+        # what the next flush writes
+        self._pushes: dict[str, list[bytes]] = {}
+        self._pops: dict[str, int] = {}
+        self._out_set: dict[int, bytes] = {}
+        self._out_del: list[int] = []
+        self._dirty: set[str] = set()
+        self._back_hosts: dict[str, bool] = {}  # host -> its b: list exists (SADD / SREM)
+        self._new_seen: set[int] = set()
+
+    # -- taking the partition over -----------------------------------------------------------
+
+    def recover(self) -> None:
+        """Read the partition as the last owner left it: hosts, list lengths; everything that
+        was out of the front queues goes back to their heads."""
+        k = self.keys
+        seconds, micros = self.client.time()
+        self._offset = seconds + micros / 1e6 - self.clock()
+        for name, blob in self.client.hgetall(k.hosts).items():
+            host = name.decode()
+            hid, admitted, delay, dead, skipped, free_at, failures, bits = msgpack.unpackb(blob)
+            self._number(host, hid)
+            self._saved.append(SavedHost(
+                host, admitted, delay, bool(dead), bool(skipped),
+                free_at - self._offset if free_at else 0.0, failures, bits,
+            ))
+        back_hosts = sorted(m.decode() for m in self.client.smembers(k.back_hosts))
+        pipe = self.client.pipeline(transaction=False)
+        for q in range(len(self.front_sizes)):
+            pipe.llen(k.front(q))
+        pipe.hgetall(k.out)
+        for host in back_hosts:
+            pipe.lrange(k.back(host), 0, -1)
+        replies = pipe.execute()
+        count = len(self.front_sizes)
+        sizes, out, lists = replies[:count], replies[count], replies[count + 1 :]
+        moved: list[list[bytes]] = [[] for _ in sizes]
+        blobs = [out[i] for i in sorted(out, key=int)] + [b for blobs in lists for b in blobs]
+        for blob in blobs:
+            moved[min(unpack(blob, self._host_of).priority, count - 1)].append(blob)
+        for q, blobs in enumerate(moved):
+            self.front_sizes[q] = sizes[q] + len(blobs)
+            # LPUSH puts its values at the head in reverse: the last chunk first, reversed
+            chunks = [blobs[i : i + MAX_ARGUMENTS] for i in range(0, len(blobs), MAX_ARGUMENTS)]
+            for chunk in reversed(chunks):
+                self.writer.write("LPUSH", k.front(q), *reversed(chunk))
+        if out:
+            self.writer.write("DEL", k.out)
+        for host in back_hosts:
+            self.writer.write("DEL", k.back(host))
+        if back_hosts:
+            self.writer.write("DEL", k.back_hosts)
+        self.writer.flush()
+
+    def load_hosts(self) -> list[SavedHost]:
+        return self._saved
+
+    def _number(self, host: str, hid: int | None = None) -> int:
+        if hid is None:
+            hid = len(self._hid) + 1
+            self._dirty.add(host)  # its number is written with it
+        self._hid[host] = hid
+        self._host_of[hid] = host
+        return hid
+
+    # -- front queues ------------------------------------------------------------------------
+
+    def front_push(self, entry: Entry) -> None:
+        hid = self._hid.get(entry.host) or self._number(entry.host)
+        q = entry.priority
+        head = self._head[q]
+        if len(head) == self.front_sizes[q]:  # the head holds the whole list: keep it so
+            head.append(entry)
+        self._pushes.setdefault(self.keys.front(q), []).append(pack(hid, entry))
+        self.front_sizes[q] += 1
+
+    def front_pop(self, priority: int) -> Entry:
+        head = self._head[priority]
+        if not head:
+            self.flush()
+            key = self.keys.front(priority)
+            head.extend(
+                unpack(b, self._host_of) for b in self.client.lrange(key, 0, READ_AHEAD - 1)
+            )
+        key = self.keys.front(priority)
+        self._pops[key] = self._pops.get(key, 0) + 1
+        self.front_sizes[priority] -= 1
+        entry = head.popleft()
+        entry.id = 0
+        return entry
+
+    # -- back queues -------------------------------------------------------------------------
+
+    def back_push(self, host: str, entry: Entry) -> None:
+        queue = self._back.get(host)
+        if queue is None:
+            queue = self._back[host] = deque()
+        if len(queue) < BACK_BUFFER and not self._overflow.get(host):
+            self._take_out(entry)
+            queue.append(entry)
+            return
+        self._pushes.setdefault(self.keys.back(host), []).append(pack(self._hid[host], entry))
+        if not self._overflow.get(host):
+            self._back_hosts[host] = True
+        self._overflow[host] = self._overflow.get(host, 0) + 1
+
+    def _take_out(self, entry: Entry) -> None:
+        """The entry leaves the lists for memory: it is kept in ``o`` under a new id."""
+        entry.id = self._next_id
+        self._next_id += 1
+        self._out_set[entry.id] = pack(self._hid[entry.host], entry)
+
+    def back_pop(self, host: str) -> Entry:
+        queue = self._back[host]
+        if not queue:
+            self._load_back(host, BACK_BUFFER)
+        entry = queue.popleft()
+        if not queue and not self._overflow.get(host):
+            del self._back[host]
+        return entry
+
+    def _load_back(self, host: str, limit: int) -> None:
+        self.flush()
+        key = self.keys.back(host)
+        blobs = self.client.lrange(key, 0, limit - 1)
+        queue = self._back.setdefault(host, deque())
+        for blob in blobs:
+            entry = unpack(blob, self._host_of)
+            self._take_out(entry)
+            queue.append(entry)
+        self._pops[key] = self._pops.get(key, 0) + len(blobs)
+        left = self._overflow[host] = self._overflow[host] - len(blobs)
+        if not left:
+            del self._overflow[host]
+            self._back_hosts[host] = False
+
+    def back_len(self, host: str) -> int:
+        queue = self._back.get(host)
+        return (len(queue) if queue is not None else 0) + self._overflow.get(host, 0)
+
+    def back_drop(self, host: str) -> list[Entry]:
+        if host not in self._back:
+            return []
+        if self._overflow.get(host):
+            self._load_back(host, self._overflow[host])
+        return list(self._back.pop(host))
+
+    # -- seen-set, hosts, deletions ----------------------------------------------------------
+
+    def seen_add(self, key: int) -> bool:
+        return self.seen_add_many([key])[0]
+
+    def seen_add_many(self, keys: list[int]) -> list[bool]:
+        pending = self._new_seen
+        ask = [k for k in keys if k not in pending]
+        known = dict(zip(ask, self.seen.contains_many(ask), strict=True)) if ask else {}
+        out = []
+        for key in keys:
+            new = key not in pending and not known.get(key, False)
+            if new:
+                pending.add(key)
+            out.append(new)
+        return out
+
+    def seen_count(self) -> int:
+        return self.seen.count() + len(self._new_seen)
+
+    def save_host(self, host: Any) -> None:
+        self._hosts[host.name] = host
+        self._dirty.add(host.name)
+
+    def _host_record(self, name: str) -> bytes:
+        hid = self._hid.get(name) or self._number(name)
+        host = self._hosts.get(name)
+        if host is None:
+            return msgpack.packb([hid, 0, None, 0, 0, 0.0, 0, 0])
+        free_at = max(host.free_at)
+        return msgpack.packb([
+            hid, host.admitted, host.crawl_delay, int(host.dead), int(host.skipped),
+            free_at + self._offset if free_at > self.clock() else 0.0,
+            host.failures, host.failure_bits,
+        ])
+
+    def forget(self, entry: Entry) -> None:
+        if entry.id:
+            if self._out_set.pop(entry.id, None) is None:
+                self._out_del.append(entry.id)
+            entry.id = 0
+
+    # -- writing out -------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write every change since the last flush, in one fenced call (or a few, for a big
+        batch: each is whole, and they land in order)."""
+        self.stage()
+        if self.writer.pending:
+            self.writer.flush()
+
+    def stage(self) -> None:
+        """Queue every change since the last flush on the writer, without sending it (the
+        caller adds writes that must land after these: an inbox's acknowledgements)."""
+        k, w = self.keys, self.writer
+        if self._new_seen:
+            self.seen.queue_adds(w, list(self._new_seen))
+            self._new_seen = set()
+        for key, values in self._pushes.items():
+            for i in range(0, len(values), MAX_ARGUMENTS):
+                w.write("RPUSH", key, *values[i : i + MAX_ARGUMENTS])
+        for key, n in self._pops.items():
+            w.write("LPOP", key, n)
+        self._pushes, self._pops = {}, {}
+        if self._out_set:
+            items = [x for pair in self._out_set.items() for x in pair]
+            for i in range(0, len(items), MAX_ARGUMENTS):
+                w.write("HSET", k.out, *items[i : i + MAX_ARGUMENTS])
+            self._out_set = {}
+        for i in range(0, len(self._out_del), MAX_ARGUMENTS):
+            w.write("HDEL", k.out, *self._out_del[i : i + MAX_ARGUMENTS])
+        self._out_del = []
+        if self._dirty:
+            items = [x for n in list(self._dirty) for x in (n, self._host_record(n))]
+            for i in range(0, len(items), MAX_ARGUMENTS):
+                w.write("HSET", k.hosts, *items[i : i + MAX_ARGUMENTS])
+            self._dirty = set()
+        if self._back_hosts:
+            added = [h for h, exists in self._back_hosts.items() if exists]
+            removed = [h for h, exists in self._back_hosts.items() if not exists]
+            if added:
+                w.write("SADD", k.back_hosts, *added)
+            if removed:
+                w.write("SREM", k.back_hosts, *removed)
+            self._back_hosts = {}
+
+    def tick(self, now: float, *, durable: bool = False) -> None:
+        if durable:
+            self.flush()
+
+    def close(self) -> None:
+        self.flush()
+
+    def iter_queued(self) -> Iterator[Entry]:
+        self.flush()
+        k = self.keys
+        for q in range(len(self.front_sizes)):
+            for blob in self.client.lrange(k.front(q), 0, -1):
+                yield unpack(blob, self._host_of)
+        for queue in self._back.values():
+            yield from queue
+        for host in self._overflow:
+            for blob in self.client.lrange(k.back(host), 0, -1):
+                yield unpack(blob, self._host_of)

@@ -1,0 +1,211 @@
+"""The partition-owned Redis frontier against a real redis-server: the shared frontier contract
+and OPIC's (on a fake clock, one worker owning every partition), then what only partitions
+have to show: links that cross partitions travel as mail, a second worker takes its share, a
+dead worker's partitions are taken over with their queued, leased and mailed URLs and their
+hosts' pace, and a worker that lost its partition writes nothing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.partitioned import PartitionedFrontier
+from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
+from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
+from crawler.frontier.opic import CashLedger, selector_weights
+from tests.frontier_contract import FakeClock, FrontierContract, OpicContract, entries
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+
+
+def partitioned(
+    client: redis.Redis,
+    key: str,
+    clock: Any,
+    *,
+    count: int = 1,
+    worker: str = "w1",
+    policy: PolitenessPolicy | None = None,
+    opic: bool = False,
+    ttl: float = 5.0,
+    **kwargs: Any,
+) -> PartitionedFrontier:
+    """A worker's frontier on crawl ``key`` of ``count`` partitions, Mercator options in
+    ``kwargs`` as the contract gives them."""
+    front = kwargs.pop("front_queues", 4)
+    lease_ttl = kwargs.pop("lease_ttl", 120.0)
+    config = SeenSetConfig(capacity=100_000, error=0.01, bloom=has_bloom_module(client))
+
+    def build(store: Any) -> MercatorFrontier:
+        options = dict(kwargs)
+        if opic:
+            options.setdefault("ledger", CashLedger(front))
+            options.setdefault("selector_weights", selector_weights(front))
+        return MercatorFrontier(
+            policy or PolitenessPolicy(), store=store, clock=clock, lease_ttl=lease_ttl,
+            front_queues=front, **options,
+        )
+
+    return PartitionedFrontier(
+        client, key, count, worker,
+        build=build,
+        seen=lambda keys: OwnerSeenSet(client, keys, config),
+        front_queues=front, lease_ttl=lease_ttl, partition_ttl=ttl, clock=clock,
+    )
+
+
+class _OnServer:
+    @pytest.fixture(autouse=True)
+    def _server(self, redis_server: RedisServer) -> Iterator[None]:  # noqa: F811
+        self.server = redis_server
+        self.clients: list[redis.Redis] = []
+        yield
+        for client in self.clients:
+            client.close()
+
+    def client(self) -> redis.Redis:
+        client = self.server.client()
+        self.clients.append(client)
+        return client
+
+
+class TestPartitionedFrontierContract(_OnServer, FrontierContract):
+    """The contract, one worker owning the crawl's one partition: the Mercator of memory."""
+
+    count = 1
+
+    def make_frontier(
+        self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: Any
+    ) -> PartitionedFrontier:
+        return partitioned(
+            self.client(), fresh_key(), clock, count=self.count, policy=policy, **kwargs
+        )
+
+    def reopened(self, frontier: Any, clock: FakeClock, **kwargs: Any) -> PartitionedFrontier:
+        """The next worker, after this one stopped: it takes the partitions over."""
+        frontier.close()
+        return partitioned(
+            self.client(), frontier.crawl, clock, count=frontier.count, worker="w2", **kwargs
+        )
+
+
+class TestPartitionedOpic(_OnServer, OpicContract):
+    def make_opic_frontier(
+        self, policy: PolitenessPolicy | None = None, *, clock: FakeClock, **kwargs: Any
+    ) -> Any:
+        f = partitioned(self.client(), fresh_key(), clock, policy=policy, opic=True, **kwargs)
+        part = next(iter(f.parts.values()))
+        f.ledger = part.frontier.ledger  # the contract reads the ledger's accounts
+        return f
+
+
+@pytest.fixture
+def client(redis_server: RedisServer) -> Iterator[redis.Redis]:  # noqa: F811
+    c = redis_server.client()
+    yield c
+    c.close()
+
+
+def urls_of(leases: list[Any]) -> set[str]:
+    return {lease.entry.url for lease in leases}
+
+
+def test_links_to_another_workers_partition_travel_as_mail(client: redis.Redis) -> None:
+    key, clock = fresh_key(), FakeClock()
+    a = partitioned(client, key, clock, count=4, worker="a")
+    b = partitioned(client, key, clock, count=4, worker="b")
+    for _ in range(3):  # a hands partitions over to b at its beats
+        a.beat()
+        b.beat()
+    assert len(a.parts) == len(b.parts) == 2
+    links = entries(20, 2)  # 20 hosts over 4 partitions
+    results = a.add_many(links)
+    mailed = [r for r in results if r.reason == "mailed"]
+    assert mailed and len(mailed) < len(links)
+    b.read_mail()
+    assert len(a) + len(b) == len(links)  # every link queued once, at its host's owner
+    a.add_many(links)  # found again: mailed again, queued nothing twice
+    b.read_mail()
+    assert len(a) + len(b) == len(links)
+    got = simulate_both(a, b, clock)
+    assert sorted(got) == sorted(e.url for e in links)
+
+
+def simulate_both(a: PartitionedFrontier, b: PartitionedFrontier, clock: FakeClock) -> list[str]:
+    """Fetch everything both workers hand out, on the fake clock."""
+    fetched: list[str] = []
+    for _ in range(10_000):
+        progressed = False
+        for f in (a, b):
+            lease = f.next()
+            if lease is not None:
+                fetched.append(lease.entry.url)
+                f.finish(lease.token, 0.1)
+                progressed = True
+        if not progressed:
+            due = [d for d in (a.due_in(), b.due_in()) if d is not None]
+            if not due:
+                break
+            clock.now += max(min(due), 0.01)
+    return fetched
+
+
+def test_a_dead_workers_partitions_are_taken_over_with_everything(
+    client: redis.Redis,
+) -> None:
+    """Queued, routed, leased and handed-back URLs all come back to the next owner, and a
+    host's next fetch time goes with it."""
+    key, clock = fresh_key(), FakeClock()
+    dead = partitioned(client, key, clock, count=2, worker="dead", ttl=1.0,
+                       policy=PolitenessPolicy(min_delay=30.0))
+    dead.add_many(entries(10, 3))
+    leases = dead.next_many(3)  # one per host: each host now rests 30 s after its fetch
+    assert len(leases) == 3
+    dead.complete(leases[0].token, 0.1)
+    dead.ack(leases[0].token)  # fetched and processed: gone for good
+    dead.complete(leases[1].token, 0.1)  # fetched, not processed: comes back
+    # leases[2]: in flight when the worker died
+    time.sleep(1.5)  # the dead worker beats no more: its leases expire
+    heir = partitioned(client, key, clock, count=2, worker="heir", ttl=1.0,
+                       policy=PolitenessPolicy(min_delay=30.0))
+    assert len(heir.parts) == 2
+    assert len(heir) == 29
+    done = leases[0].entry.host
+    first = heir.next()
+    assert first is not None and first.entry.host != done  # that host rests its 30 s
+    with pytest.raises(PartitionLost):  # the dead worker, back from its stall, writes nothing
+        part = next(iter(dead.parts.values()))
+        part.store.front_push(Entry("http://late.test/", "late.test"))
+        part.store.flush()
+
+
+def test_a_joining_worker_takes_its_share_and_nothing_is_lost(client: redis.Redis) -> None:
+    key, clock = fresh_key(), FakeClock()
+    a = partitioned(client, key, clock, count=8, worker="a")
+    links = entries(5, 16)
+    a.add_many(links)
+    first = a.next_many(4)
+    b = partitioned(client, key, clock, count=8, worker="b")
+    for _ in range(4):
+        a.beat()
+        b.beat()
+        for lease in first:  # a settles what it had out, so it can hand the rest over
+            a.finish(lease.token, 0.1)
+        first = []
+    assert len(a.parts) == len(b.parts) == 4
+    assert len(a) + len(b) == len(links) - 4
+    got = simulate_both(a, b, clock)
+    assert len(got) == len(links) - 4 and len(set(got)) == len(got)
+
+
+def test_partition_keys_are_under_one_tag_each() -> None:
+    keys = [PartitionKeys("crawl", i, 4) for i in range(4)]
+    assert len({k.tag for k in keys}) == 4
+    for k in keys:
+        for name in (k.lease, k.front(0), k.back("a.test"), k.out, k.hosts, k.seen, k.inbox):
+            assert name.startswith(k.prefix)
