@@ -209,3 +209,22 @@ def test_partition_keys_are_under_one_tag_each() -> None:
     for k in keys:
         for name in (k.lease, k.front(0), k.back("a.test"), k.out, k.hosts, k.seen, k.inbox):
             assert name.startswith(k.prefix)
+
+
+def test_a_lapsed_lease_is_taken_back_unless_another_worker_claimed(client: redis.Redis) -> None:
+    """Redis away longer than the lease TTL (a restart from its AOF finds the lease expired):
+    the owner's next write takes its lease back, if no other worker claimed the partition
+    meanwhile (a claim raises the epoch first)."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=1)
+    part = f.parts[0]
+    keys, value = part.ownership.keys, part.ownership.value
+    client.delete(keys.lease)  # lapsed
+    part.store.front_push(Entry("http://a.test/1", "a.test"))
+    part.store.flush()
+    assert client.get(keys.lease) == value.encode() and client.llen(keys.front(0)) == 1
+    client.delete(keys.lease)
+    client.incr(keys.epoch)  # another worker's claim began
+    part.store.front_push(Entry("http://a.test/2", "a.test"))
+    with pytest.raises(PartitionLost):
+        part.store.flush()
+    assert client.llen(keys.front(0)) == 1 and client.get(keys.lease) is None

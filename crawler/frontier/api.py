@@ -331,6 +331,9 @@ class Frontier(abc.ABC):
         cannot tell (an embedded one has no other process; the caller then polls)."""
         return None
 
+    def ping(self) -> None:  # noqa: B027 - an embedded frontier is always there
+        """Raise if the shared state cannot be reached now (a shared frontier)."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (files, connections). Shared state is never deleted here."""
 

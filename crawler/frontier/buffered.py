@@ -191,9 +191,16 @@ class BufferedFrontier(Frontier):
         stay in order; meanwhile the caller goes on with the leases it holds and its adds
         wait here. One line when the server goes away, one when it is back."""
         backoff = 0.05
+        done = False
         while True:
             try:
-                fn()
+                if not done:
+                    fn()
+                    done = True
+                if self._away_since is not None:
+                    # a call may go through without the server (a frontier that keeps its
+                    # partitions' state in memory): back only once the server answers
+                    self.inner.ping()
             except self.transient as exc:
                 if self._closed and self._away_since is not None:
                     logger.warning("Shared frontier still away at close: %s", exc)
@@ -524,8 +531,8 @@ class BufferedFrontier(Frontier):
                 self._submit(lambda: _settle(future, fn))
             try:
                 value = future.result(timeout=REPORT_WAIT)
-            except TimeoutError:
-                pass
+            except (TimeoutError, *self.transient):
+                pass  # away (or slow) now: the last answer
             else:
                 self._reports[name] = value
                 return value

@@ -5,9 +5,13 @@ A worker owns a partition of the crawl's hosts through a lease key (``{<tag>}:le
 ownership. Every write the owner makes to the partition's state is buffered here and sent as
 one call of ``lua/fence.lua``, which checks the lease value and applies the writes in one
 atomic step: a worker that stalled past its lease and lost the partition to another gets
-:class:`PartitionLost` and changes nothing (fencing). One writer per partition means plain
-commands suffice; the script only adds the check, and declares every key it touches, so it
-runs on proxies and managed clusters that enforce declared keys.
+:class:`PartitionLost` and changes nothing (fencing). A lease that lapsed while no other worker
+claimed the partition (Redis away longer than the TTL: a restart from its AOF finds the lease
+expired) is taken back by its owner in that same step, so an outage costs no handover. Each
+of the owner's calls is numbered: one sent again after its reply was lost with the connection
+is not applied twice. One writer per partition means plain commands suffice; the script only
+adds the checks, and declares every key it touches, so it runs on proxies and managed clusters
+that enforce declared keys.
 """
 
 from __future__ import annotations
@@ -40,10 +44,27 @@ class FencedWriter:
     is applied call by call, each one fenced) and returns the replies.
     """
 
-    def __init__(self, client: redis.Redis | Any, lease_key: str, lease_value: str) -> None:
+    def __init__(
+        self,
+        client: redis.Redis | Any,
+        lease_key: str,
+        lease_value: str,
+        epoch_key: str,
+        ttl: float,
+        *,
+        numbered: bool = True,
+    ) -> None:
         self.client = client
         self.lease_key = lease_key
         self.lease_value = lease_value
+        # the lease may be taken back after a lapse only while the epoch is still this one
+        self.epoch_key = epoch_key
+        self.epoch = lease_value.rpartition("/")[2]
+        self.ttl_ms = max(1, int(ttl * 1000))
+        # numbered calls: one sent again after a lost connection is applied once (the
+        # owner's writes); a writer that only renews the lease needs no numbers
+        self.seq_key = lease_key.rpartition(":")[0] + ":seq"
+        self._seq: int | None = None if numbered else -1
         self._script = client.register_script(FENCE_SOURCE)
         self._writes: list[tuple[str, str, tuple[Any, ...]]] = []
 
@@ -72,9 +93,12 @@ class FencedWriter:
         self._writes.clear()
 
     def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> list[Any]:
-        keys = [self.lease_key]
-        index = {self.lease_key: 1}
-        argv: list[Any] = [self.lease_value]
+        if self._seq is None:  # the calls the partition's owners made so far
+            self._seq = int(self.client.get(self.seq_key) or 0)
+        number = "" if self._seq < 0 else self._seq + 1
+        keys = [self.lease_key, self.epoch_key, self.seq_key]
+        index = {self.lease_key: 1, self.epoch_key: 2, self.seq_key: 3}
+        argv: list[Any] = [self.lease_value, self.epoch, self.ttl_ms, number]
         for command, key, args in batch:
             k = index.get(key)
             if k is None:
@@ -82,7 +106,10 @@ class FencedWriter:
                 k = index[key] = len(keys)
             argv += [command, k, len(args), *args]
         try:
-            return list(self._script(keys=keys, args=argv))
+            reply = self._script(keys=keys, args=argv)
+            if number:
+                self._seq = number
+            return [] if reply == b"DONE" else list(reply)
         except redis.ResponseError as exc:
             if str(exc).startswith("FENCED"):
                 self._writes.clear()

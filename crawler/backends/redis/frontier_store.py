@@ -91,6 +91,24 @@ class RedisFrontierStore(MemoryFrontierStore):
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
 
     def check(self) -> list[str]:
+        problems = self.check_server()
+        if problems and "not reachable" in problems[0]:
+            return problems
+        if self.settings.getbool("FRONTIER_RESET"):
+            return problems  # the stored crawl goes: nothing to compare with
+        client = redis_client(self.settings)
+        try:
+            frontier = self._redis_frontier(
+                client, lease_ttl=defaults.FRONTIER_LEASE_TTL, max_pages_per_host=None
+            )
+        except RuntimeError as exc:  # another layout
+            return [*problems, str(exc)]
+        mismatches = frontier.check_compatible(self.scope_fingerprint())
+        problems += [f"crawl {self.key!r} was started with other settings: {m}" for m in mismatches]
+        return problems
+
+    def check_server(self) -> list[str]:
+        """Redis unreachable, or a policy that may evict the frontier."""
         where = safe_url(self.settings)
         try:
             client = redis_client(self.settings)
@@ -109,16 +127,6 @@ class RedisFrontierStore(MemoryFrontierStore):
                 f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
                 "silently drop queued URLs; set it to noeviction"
             )
-        if self.settings.getbool("FRONTIER_RESET"):
-            return problems  # the stored crawl goes: nothing to compare with
-        try:
-            frontier = self._redis_frontier(
-                client, lease_ttl=defaults.FRONTIER_LEASE_TTL, max_pages_per_host=None
-            )
-        except RuntimeError as exc:  # another layout
-            return [*problems, str(exc)]
-        mismatches = frontier.check_compatible(self.scope_fingerprint())
-        problems += [f"crawl {self.key!r} was started with other settings: {m}" for m in mismatches]
         return problems
 
     def scope_fingerprint(self) -> dict[str, str]:

@@ -62,6 +62,9 @@ The crawl's own (:class:`CrawlKeys`):
 ``{key}:workers``           HASH    worker id -> JSON heartbeat
 ``{key}:members``           ZSET    worker -> its last beat (Redis ``TIME``, ms): the workers that
                                     share the partitions (:mod:`crawler.backends.redis.ownership`)
+``{key}:parts``             HASH    partition -> ``<queued> <in flight>`` as its owner said at
+                                    its last beat: a worker whose own partitions are done
+                                    keeps the crawl open while another's are not
 ``{key}:scope``             SET     hosts the seeds brought into scope
 ``{key}:robots``            HASH    origin -> msgpack robots.txt record
 ``{key}:robots_state``      HASH    origin -> msgpack shared fetch state of its robots.txt
@@ -209,6 +212,8 @@ class PartitionKeys:
     ==========================  ======  ======================================================
     ``{tag}:lease``             STRING  the owner: ``<worker>/<epoch>`` (PX: the lease TTL)
     ``{tag}:epoch``             STRING  ownerships so far (INCR at each claim: the fence)
+    ``{tag}:seq``               STRING  the owners' fenced calls applied so far (a call sent
+                                        again after a lost reply is applied once)
     ``{tag}:f:<k>``             LIST    front queue ``k`` (0 is the highest): host + entry
     ``{tag}:b:<host>``          LIST    the part of a host's back queue its owner does not
                                         hold in memory (``crawler.backends.redis.entries``)
@@ -233,6 +238,7 @@ class PartitionKeys:
         p = self.prefix = "{" + self.tag + "}"
         self.lease = p + ":lease"
         self.epoch = p + ":epoch"
+        self.seq = p + ":seq"
         self.front_prefix = p + ":f:"
         self.back_prefix = p + ":b:"
         self.back_hosts = p + ":bh"
@@ -315,6 +321,7 @@ class CrawlKeys:
         self.totals = p + ":totals"
         self.workers = p + ":workers"
         self.members = p + ":members"  # the partitions' owners, by their last beat
+        self.partitions = p + ":parts"  # partition -> its work as its owner last said
         self.scope = p + ":scope"
         self.robots = p + ":robots"
         self.robots_state = p + ":robots_state"

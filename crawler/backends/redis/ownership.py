@@ -84,6 +84,8 @@ class PartitionOwnership:
         self.worker = worker
         self.count = count
         self.ttl_ms = max(1, round(ttl * 1000))
+        self._last_beat_ms: int | None = None  # Redis's time at the last beat
+        self._quiet_until = 0  # no claims before (Redis ms): back from an outage
         self.members = CrawlKeys(crawl).members
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
@@ -99,15 +101,25 @@ class PartitionOwnership:
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
         leases exist), one renewal per owned partition and, when it claims, two pipelines."""
         now = self._now_ms()
+        if self._last_beat_ms is not None and now - self._last_beat_ms > self.ttl_ms:
+            # back from an outage (or a stall) longer than a lease: every other worker's
+            # beats and leases lapsed too. Claim nothing for a TTL, while they come back and
+            # take their own leases again (lua/fence.lua), instead of racing them for theirs
+            self._quiet_until = now + self.ttl_ms
+        self._last_beat_ms = now
+        quiet = now < self._quiet_until
         pipe = self.client.pipeline(transaction=False)
         pipe.zadd(self.members, {self.worker: now})
-        pipe.zremrangebyscore(self.members, "-inf", f"({now - self.ttl_ms}")
+        if not quiet:
+            pipe.zremrangebyscore(self.members, "-inf", f"({now - self.ttl_ms}")
         pipe.zcard(self.members)
         for keys in self.partitions:
             pipe.exists(keys.lease)
         replies = pipe.execute()
-        live, taken = int(replies[2]), replies[3:]
+        live, taken = int(replies[-1 - self.count]), replies[-self.count :]
         beat = Beat(lost=self._renew())
+        if quiet:
+            return beat
         share = math.ceil(self.count / max(live, 1))
         if len(self.owned) < share:
             free = [
@@ -152,13 +164,18 @@ class PartitionOwnership:
             if not won:
                 continue
             keys = self.partitions[index]
-            ownership = Ownership(keys, epoch, FencedWriter(self.client, keys.lease, value), value)
+            ownership = Ownership(keys, epoch, self._writer(keys, value), value)
             self.owned[index] = ownership
-            self._renewers[index] = FencedWriter(self.client, keys.lease, value)
+            self._renewers[index] = self._writer(keys, value, numbered=False)
             claimed.append(ownership)
         return claimed
 
     # -- handing over -------------------------------------------------------------------------
+
+    def _writer(self, keys: PartitionKeys, value: str, *, numbered: bool = True) -> FencedWriter:
+        return FencedWriter(
+            self.client, keys.lease, value, keys.epoch, self.ttl_ms / 1000, numbered=numbered
+        )
 
     def release(self, index: int) -> None:
         """Give partition ``index`` up: a fenced ``DEL`` of its lease, so another worker may

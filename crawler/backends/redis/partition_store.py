@@ -17,7 +17,7 @@ from typing import Any
 from crawler.backends.redis.connection import redis_client, safe_url
 from crawler.backends.redis.frontier_store import RedisFrontierStore, _from_thread, _log_redis_error
 from crawler.backends.redis.inbox import SharedInbox
-from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.keys import PartitionKeys, glob_escape
 from crawler.backends.redis.outage import TRANSIENT
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.queue_store import RedisQueueStore
@@ -27,6 +27,7 @@ from crawler.config import defaults
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.buffered import BufferedFrontier
+from crawler.frontier.politeness import politeness_from_settings
 from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
@@ -35,6 +36,32 @@ logger = logging.getLogger(__name__)
 # a worker must stall this long to lose it, and a killed worker's hosts wait this long.
 PARTITION_TTL = 10.0
 PARTITIONS = 16  # partitions of a crawl's hosts: at most this many workers share its work
+# The storage layout (crawler.backends.redis.keys.PartitionKeys): a crawl stored by another
+# version is refused in one line, never read or converted.
+LAYOUT = "6"
+
+
+def check_crawl(client: Any, meta: str, crawl: str, wanted: dict[str, str]) -> list[str]:
+    """Store the crawl's layout and the settings every worker must share, if this is the
+    crawl's first worker; else compare. One message per problem."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hsetnx(meta, "layout", LAYOUT)
+    for name, value in wanted.items():
+        pipe.hsetnx(meta, "fp:" + name, value)
+    pipe.hgetall(meta)
+    stored = {k.decode(): v.decode() for k, v in pipe.execute()[-1].items()}
+    if stored.get("layout") != LAYOUT:
+        return [
+            f"crawl {crawl!r} in Redis was stored by another version of the crawler (layout "
+            f"{stored.get('layout')}, this one reads {LAYOUT}): start it afresh with -s "
+            "FRONTIER_RESET=True, or name another with FRONTIER_REDIS_KEY"
+        ]
+    return [
+        f"crawl {crawl!r} was started with other settings: {name}: crawl has "
+        f"{stored.get('fp:' + name)}, this worker has {value}"
+        for name, value in wanted.items()
+        if stored.get("fp:" + name) != value
+    ]
 
 
 class PartitionedFrontierStore(RedisFrontierStore):
@@ -43,6 +70,78 @@ class PartitionedFrontierStore(RedisFrontierStore):
     @property
     def partition_count(self) -> int:
         return PARTITIONS
+
+    def fingerprint(self, client: Any) -> dict[str, str]:
+        """What every worker of the crawl must agree on: politeness, queue shape, URL scope,
+        the seen-set's kind and size."""
+        s = self.settings
+        p = politeness_from_settings(s)
+        return {
+            "min_delay": repr(float(p.min_delay)),
+            "delay_factor": repr(float(p.delay_factor)),
+            "max_delay": repr(float(p.max_delay)),
+            "host_concurrency": str(p.host_concurrency),
+            "max_crawl_delay": repr(float(p.max_crawl_delay)),
+            "max_failures": str(p.max_failures),
+            "failure_window": f"{p.failure_window}:{p.window_failures}",
+            "front_queues": str(s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)),
+            "partitions": str(self.partition_count),
+            "seen": "{}:{}".format(*self._seen_shape(client)),
+            **self.scope_fingerprint(),
+        }
+
+    def _seen_shape(self, client: Any) -> tuple[str, int]:
+        config = self._seen_config(client)
+        return ("bloom" if config.bloom else "exact"), config.capacity
+
+    def _seen_config(self, client: Any) -> SeenSetConfig:
+        s = self.settings
+        limit = s.getint("FRONTIER_SEEN_EXACT_LIMIT", defaults.FRONTIER_SEEN_EXACT_LIMIT)
+        return SeenSetConfig(
+            capacity=max(1, limit // self.partition_count),
+            error=s.getfloat("FRONTIER_SEEN_ERROR", defaults.FRONTIER_SEEN_ERROR),
+            bloom=has_bloom_module(client),
+        )
+
+    def scope_fingerprint(self) -> dict[str, str]:
+        s = self.settings
+        return {
+            "max_url_length": str(s.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH)),
+            "max_repeated_segments": str(s.getint(
+                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
+            )),
+            "priority_policy": str(s.get(
+                "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
+            )),
+        }
+
+    def check(self) -> list[str]:
+        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
+        frontier, another layout, or settings that differ from the crawl's."""
+        problems = self.check_server()
+        if problems or self.settings.getbool("FRONTIER_RESET"):
+            return problems
+        client = redis_client(self.settings)
+        return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+
+    def reset(self, client: Any) -> int:
+        """Delete every key of the crawl (FRONTIER_RESET); returns how many. SCAN, so Redis
+        is never blocked for long; UNLINK, so big keys are freed in the background."""
+        patterns = [glob_escape(self.keys.prefix) + ":*"] + [
+            glob_escape(PartitionKeys(self.key, i, self.partition_count).prefix) + ":*"
+            for i in range(self.partition_count)
+        ]
+        deleted = 0
+        for pattern in patterns:
+            batch: list[Any] = []
+            for key in client.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    deleted += client.unlink(*batch)
+                    batch = []
+            if batch:
+                deleted += client.unlink(*batch)
+        return deleted
 
     def partitioned_frontier(
         self,
@@ -62,12 +161,7 @@ class PartitionedFrontierStore(RedisFrontierStore):
             "CONCURRENT_REQUESTS", 16
         )
         back_queues = max(8, math.ceil(2 * worker_b / count))
-        limit = s.getint("FRONTIER_SEEN_EXACT_LIMIT", defaults.FRONTIER_SEEN_EXACT_LIMIT)
-        config = SeenSetConfig(
-            capacity=max(1, limit // count),
-            error=s.getfloat("FRONTIER_SEEN_ERROR", defaults.FRONTIER_SEEN_ERROR),
-            bloom=has_bloom_module(client),
-        )
+        config = self._seen_config(client)
 
         def build(store: RedisQueueStore) -> Any:
             return self.mercator(
@@ -105,6 +199,14 @@ class PartitionedFrontierStore(RedisFrontierStore):
     ) -> Frontier:
         cb = callbacks or FrontierCallbacks()
         client = redis_client(self.settings)
+        if self.settings.getbool("FRONTIER_RESET"):
+            removed = self.reset(client)
+            logger.warning(
+                "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+            )
+        problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+        if problems:
+            raise RuntimeError(problems[0])
         inner = self.partitioned_frontier(
             client,
             lease_ttl=lease_ttl,

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.backends.redis.fence import PartitionLost
-from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
 from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites
 from crawler.backends.redis.shards import ShardMap
+from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
     AddResult,
     Clock,
@@ -55,6 +56,7 @@ logger = logging.getLogger(__name__)
 BEAT = 1.0  # seconds between ownership beats (lease renewals, claims, the inbox read)
 LETTERS_PER_READ = 64  # letters read from one inbox at a time
 MAILED = "mailed"  # AddResult.reason of a link sent to the partition that owns its host
+MAIL = b"mail"  # the wake-up that says letters were sent
 
 
 @dataclass
@@ -112,12 +114,15 @@ class PartitionedFrontier(Frontier):
         self._seen = seen
         self._front_queues = front_queues
         self.shard = ShardMap(count)
+        self.crawl_keys = CrawlKeys(crawl)
         self.ownership = PartitionOwnership(client, crawl, count, worker, partition_ttl)
         self.mail = Mailboxes(client, self.keys)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
         self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
         self._last_beat = float("-inf")
+        self._mail_waiting = False  # a wake-up said letters were sent
+        self._fleet_busy = (float("-inf"), False)  # (when asked, the answer)
         self.lost = 0  # partitions lost to another worker
         self.beat()
 
@@ -132,8 +137,11 @@ class PartitionedFrontier(Frontier):
         beat = self.ownership.beat()
         for index in beat.lost:
             self._drop(index, "lost")
-        for ownership in beat.claimed:
-            self._take(ownership)
+        # every partition owned and not yet served is taken up here: one claimed at this
+        # beat, or at an earlier one whose recovery Redis going away cut short
+        for index, ownership in list(self.ownership.owned.items()):
+            if index not in self.parts:
+                self._take(ownership)
         for index in beat.surplus:
             part = self.parts.get(index)
             if part is not None:
@@ -145,23 +153,71 @@ class PartitionedFrontier(Frontier):
                     self.ownership.release(part.index)
                     del self.parts[part.index]
         self.read_mail()
+        self._publish()
+
+    def _publish(self) -> None:
+        """Say what work each owned partition holds, for the workers whose own is done."""
+        if self.parts:
+            self.client.hset(self.crawl_keys.partitions, mapping={
+                str(index): f"{len(part.frontier)} {part.frontier.in_flight()}"
+                for index, part in self.parts.items()
+            })
+
+    def fleet_has_work(self) -> bool:
+        """Whether a partition this worker does not own holds work (queued or in flight, as
+        its owner last said: a dead owner's stays until its next owner speaks), or an inbox
+        holds letters. Asked at most once per beat."""
+        asked, busy = self._fleet_busy
+        if time.monotonic() - asked < BEAT:
+            return busy
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.crawl_keys.partitions)
+        for index in range(self.count):
+            pipe.xlen(self.keys(index).inbox)
+        said, *backlogs = pipe.execute()
+        busy = any(backlogs) or any(
+            int(index) not in self.parts and value.split() != [b"0", b"0"]
+            for index, value in said.items()
+        )
+        self._fleet_busy = (time.monotonic(), busy)
+        return busy
 
     def _maybe_beat(self) -> None:
         if time.monotonic() - self._last_beat >= BEAT:
             self.beat()
+        elif self._mail_waiting:
+            self._mail_waiting = False
+            self.read_mail()
+
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:
+        """Wake-ups on the crawl's channel: letters sent to some partition (this worker's
+        inboxes are read at its next call, not at its next beat)."""
+
+        def changed() -> None:
+            self._mail_waiting = True
+            on_change()
+
+        return listen(self.client, self.crawl_keys.wake, changed, lambda: None)
 
     def _take(self, ownership: Ownership) -> None:
         keys = ownership.keys
+        ownership.writer.discard()  # an earlier try, cut short: its writes are made again
         store = RedisQueueStore(
             self.client, keys, ownership.writer, self._seen(keys), self._front_queues, self.clock
         )
         try:
-            store.recover()
+            moved = store.recover()
         except PartitionLost:
             return
         self.mail.open(keys.index)
         self.parts[keys.index] = Partition(ownership, store, self._build(store))
-        logger.debug("Partition %d claimed (epoch %d)", keys.index, ownership.epoch)
+        if ownership.epoch == 1:
+            logger.debug("Partition %d claimed (ownership 1)", keys.index)
+        else:
+            logger.info(
+                "Partition %d taken over from its last owner (ownership %d): %d URLs it had "
+                "out of the queues are queued again", keys.index, ownership.epoch, moved,
+            )
 
     def _drop(self, index: int, why: str) -> None:
         part = self.parts.pop(index, None)
@@ -186,9 +242,10 @@ class PartitionedFrontier(Frontier):
         for part in list(self.parts.values()):
             self._guarded(part, part.store.flush)
         letters = self._outbox.letters
-        if letters:
-            self._outbox = Outbox()
+        if letters:  # kept until sent: a call retried after Redis went away sends them then
             self.mail.send({index: pack_letter(letter) for index, letter in letters.items()})
+            self._outbox = Outbox()
+            self.client.publish(self.crawl_keys.wake, MAIL)  # owners read their inboxes now
 
     def read_mail(self) -> int:
         """Queue the letters waiting in the inboxes of the owned partitions; returns how
@@ -297,8 +354,12 @@ class PartitionedFrontier(Frontier):
         if credits:
             self._credit(credits)
         results = self._add_many(entries) if entries else []
+        # the links first, wherever they go (this worker's partitions, other partitions'
+        # inboxes), then the acknowledgements of the pages that found them: a worker killed
+        # in between has forgotten no page whose links are not stored
+        self._flush()
         rests = [self._settle(s) for s in settlements]
-        self._flush()  # the links and the acknowledgements of their page: one call each
+        self._flush()
         return results, rests
 
     def mark_seen(self, keys: Iterable[str]) -> int:
@@ -453,9 +514,9 @@ class PartitionedFrontier(Frontier):
 
     def has_work(self, horizon: float) -> bool:
         due = self.due_in()
-        if self.in_flight():
+        if self.in_flight() or (due is not None and due <= horizon):
             return True
-        return due is not None and due <= horizon
+        return self.fleet_has_work()
 
     def in_flight(self) -> int:
         return sum(p.frontier.in_flight() for p in self.parts.values())
@@ -479,9 +540,6 @@ class PartitionedFrontier(Frontier):
                 setattr(total, name, getattr(total, name) + getattr(c, name))
             for key, value in c.extra.items():
                 total.extra[key] = total.extra.get(key, 0) + value
-        total.extra["partitions_owned"] = len(self.parts)
-        if self.lost:
-            total.extra["partitions_lost"] = self.lost
         return total
 
     def waiting_hosts(self) -> list[HostReport]:
@@ -494,6 +552,9 @@ class PartitionedFrontier(Frontier):
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
         top = [t for p in self.parts.values() for t in p.frontier.busiest_hosts(n)]
         return sorted(top, key=lambda t: -t[1])[:n]
+
+    def ping(self) -> None:
+        self.client.ping()
 
     def close(self) -> None:
         """Write everything out and hand the partitions over at once (their open leases'

@@ -130,9 +130,10 @@ class RedisQueueStore(QueueStore):
 
     # -- taking the partition over -----------------------------------------------------------
 
-    def recover(self) -> None:
+    def recover(self) -> int:
         """Read the partition as the last owner left it: hosts, list lengths; everything that
-        was out of the front queues goes back to their heads."""
+        was out of the front queues goes back to their heads. Returns how many URLs that
+        was."""
         k = self.keys
         seconds, micros = self.client.time()
         self._offset = seconds + micros / 1e6 - self.clock()
@@ -171,6 +172,7 @@ class RedisQueueStore(QueueStore):
         if back_hosts:
             self.writer.write("DEL", k.back_hosts)
         self.writer.flush()
+        return len(blobs)
 
     def load_hosts(self) -> list[SavedHost]:
         return self._saved
