@@ -38,6 +38,10 @@ logger = logging.getLogger(__name__)
 
 # Counters and stats are written every this many snapshots (and at the end): a killed crawl
 # keeps what it had then.
+#: Past RECORD_MAX_FETCHES, one line per host and this many seconds.
+AGGREGATE_INTERVAL = 60.0
+#: Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
+MAX_BROKEN = 1_000
 _COUNTERS_EVERY = 12
 # The share of the crawl's CPU the frontier's counts may take (see _pace_counts).
 _COUNTS_SHARE = 0.01
@@ -125,14 +129,13 @@ class CrawlRecordExtension:
         self.crawler = crawler
         self.interval = settings.getfloat("RECORD_INTERVAL", defaults.RECORD_INTERVAL)
         self.max_fetches = settings.getint("RECORD_MAX_FETCHES", defaults.RECORD_MAX_FETCHES)
-        agg = settings.getfloat("RECORD_AGGREGATE_INTERVAL", defaults.RECORD_AGGREGATE_INTERVAL)
-        self.agg_ms = round(1000 * agg)
-        self.max_broken = settings.getint("RECORD_MAX_BROKEN", defaults.RECORD_MAX_BROKEN)
+        self.agg_ms = round(1000 * AGGREGATE_INTERVAL)
+        self.max_broken = MAX_BROKEN
         self.worker = worker_id(  # one worker across stops and resumes (its JOBDIR)
             settings.get("JOBDIR"), settings.get("RECORD_WORKER_ID", defaults.RECORD_WORKER_ID)
         )
-        if self.interval <= 0 or self.agg_ms <= 0:
-            raise NotConfigured("RECORD_INTERVAL and RECORD_AGGREGATE_INTERVAL must be > 0")
+        if self.interval <= 0:
+            raise NotConfigured("RECORD_INTERVAL must be > 0")
         self.politeness = {
             "min_delay": settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY),
             "delay_factor": settings.getfloat(

@@ -61,6 +61,12 @@ def db_key(url: str) -> str | None:
         return None
 
 
+#: Seconds a due URL handed to the crawl is not handed out again.
+LEASE = 3600.0
+BATCH = 1000  # due URLs taken from the crawl database at a time
+COMMIT_INTERVAL = 5.0  # seconds between commits of the crawl database while the crawl runs
+
+
 class RecrawlExtension:
     def __init__(self, crawler: Crawler, db: CrawlDb, path: str = "") -> None:
         self.crawler = crawler
@@ -68,11 +74,9 @@ class RecrawlExtension:
         self.path = path
         s = crawler.settings
         self.continuous = s.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
-        self.lease = s.getfloat("RECRAWL_LEASE", defaults.RECRAWL_LEASE)
-        self.batch = s.getint("RECRAWL_BATCH", defaults.RECRAWL_BATCH)
-        self.commit_interval = s.getfloat(
-            "CRAWLDB_COMMIT_INTERVAL", defaults.CRAWLDB_COMMIT_INTERVAL
-        )
+        self.lease = LEASE
+        self.batch = BATCH
+        self.commit_interval = COMMIT_INTERVAL
         self.clock = time.time
         self._due: list[DueUrl] = []
         self._due_seeds: set[str] = set()  # keys of due URLs that came as seeds in bulk

@@ -14,7 +14,7 @@ How a host's robots.txt is fetched:
 * The response never reaches the spider: the gate hands robots.txt requests' hooks to
   :meth:`RobotsFetcher.process_response` and friends, which read it and raise ``IgnoreRequest``.
   Up to 5 redirects are followed (RFC 9309 2.3.1.2) while the robots.txt request keeps the
-  host's slot. 2xx: its rules apply (the first ``ROBOTSTXT_MAX_SIZE`` bytes); 4xx other than
+  host's slot. 2xx: its rules apply (its first 500 KiB); 4xx other than
   429, or more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused connections:
   the whole origin is disallowed for now.
 * Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
@@ -98,12 +98,8 @@ class RobotsFetcher:
             cache if cache is not None else build_cache(crawler),
             self.token,
             expiry=s.getfloat("ROBOTSTXT_CACHE_EXPIRY", defaults.ROBOTSTXT_CACHE_EXPIRY),
-            max_size=s.getint("ROBOTSTXT_MAX_SIZE", defaults.ROBOTSTXT_MAX_SIZE),
             retry_delay=s.getfloat("ROBOTSTXT_RETRY_DELAY", defaults.ROBOTSTXT_RETRY_DELAY),
             retry_times=s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
-            max_retry_delay=s.getfloat(
-                "ROBOTSTXT_MAX_RETRY_DELAY", defaults.ROBOTSTXT_MAX_RETRY_DELAY
-            ),
             claim_seconds=self.wait_timeout,  # a dead worker's fetch holds the others this long
             max_origins=s.getint("ROBOTSTXT_BOOK_SIZE", defaults.ROBOTSTXT_BOOK_SIZE),
         )

@@ -75,8 +75,8 @@ logger = logging.getLogger(__name__)
 
 # Feeds asked per host because its pages named them: a site's own feeds are a few (posts,
 # comments, a language or two); blogs name one more per post, tag and author (its comments),
-# which would cost a request per page and use up SITEMAPS_MAX_FILES before the sitemaps of
-# the hosts found later.
+# which would cost a request per page and use up the sitemap files a crawl reads before the
+# sitemaps of the hosts found later.
 FEEDS_PER_HOST = 8
 
 # On a sitemap request: its crawler.sitemaps.SitemapFile as a plain dict (url, origin, depth),
@@ -190,7 +190,7 @@ class SitemapMiddleware:
             what = {
                 "loop": "already read this crawl (an index listing itself or a loop): not again",
                 "nesting": f"index nested deeper than {self.limits.max_index_depth}: ignored",
-                "files": f"over {self.limits.max_files} sitemap files (SITEMAPS_MAX_FILES): "
+                "files": f"over {self.limits.max_files} sitemap files: "
                 "this and further ones ignored",
             }[reason]
             if reason != "files" or self.book.first_time(reason):

@@ -27,7 +27,7 @@ class SitemapLimits:
     max_urls: int = defaults.SITEMAPS_MAX_URLS
     max_size: int = defaults.SITEMAPS_MAX_SIZE
     max_site_urls: int = defaults.SITEMAPS_MAX_SITE_URLS
-    max_files: int = defaults.SITEMAPS_MAX_FILES
+    max_files: int = 1_000
     max_index_depth: int = 2
 
     @classmethod
@@ -38,5 +38,4 @@ class SitemapLimits:
             max_site_urls=settings.getint(
                 "SITEMAPS_MAX_SITE_URLS", defaults.SITEMAPS_MAX_SITE_URLS
             ),
-            max_files=settings.getint("SITEMAPS_MAX_FILES", defaults.SITEMAPS_MAX_FILES),
         )

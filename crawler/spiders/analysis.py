@@ -40,7 +40,6 @@ def near_duplicate_judge(crawler: Crawler) -> NearDuplicateJudge:
         host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", defaults.NEARDUP_HOST_MIN_PAGES),
         link_demotion=s.getint("NEARDUP_LINK_DEMOTION", defaults.NEARDUP_LINK_DEMOTION),
         journal=Path(jobdir) / JOURNAL_FILE if jobdir else None,
-        journal_interval=s.getfloat("NEARDUP_JOURNAL_INTERVAL", defaults.NEARDUP_JOURNAL_INTERVAL),
     )
 
 
