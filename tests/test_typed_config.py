@@ -10,6 +10,7 @@ from scrapy.settings import Settings
 from crawler.archive.config import WarcConfig
 from crawler.config import defaults
 from crawler.config.schema import SettingsError
+from crawler.robots.config import RobotsConfig
 
 
 def test_defaults_are_the_settings_defaults() -> None:
@@ -39,3 +40,13 @@ def test_the_object_is_frozen() -> None:
     config = WarcConfig.from_settings({})
     with pytest.raises(ValueError):
         config.enabled = True  # type: ignore[misc]
+
+
+def test_robots_settings_are_read_once_into_their_types() -> None:
+    config = RobotsConfig.from_settings(
+        Settings({"ROBOTSTXT_RETRY_TIMES": "4", "ROBOTSTXT_CACHE_EXPIRY": "3600"})
+    )
+    assert (config.retry_times, config.cache_expiry) == (4, 3600.0)
+    assert config.user_agent is None and config.book_size == defaults.ROBOTSTXT_BOOK_SIZE
+    with pytest.raises(SettingsError, match=r"^ROBOTSTXT_RETRY_TIMES: must be an integer >= 0"):
+        RobotsConfig.from_settings({"ROBOTSTXT_RETRY_TIMES": "-1"})

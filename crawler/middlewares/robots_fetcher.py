@@ -52,7 +52,6 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
 from crawler.config.agent import agent_problem
 from crawler.download.limits import StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
@@ -74,6 +73,7 @@ from crawler.middlewares.robots_waits import OriginWaits
 from crawler.net.freshness import freshness_of
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache, robots_lifetime
+from crawler.robots.config import RobotsConfig
 from crawler.robots.rules import ALLOW_ALL, robots_token
 
 logger = logging.getLogger(__name__)
@@ -87,21 +87,22 @@ class RobotsFetcher:
 
     def __init__(self, crawler: Crawler, cache: RobotsCache | None = None) -> None:
         s = crawler.settings
+        config = RobotsConfig.from_settings(s)  # built once, one line per bad value
         self.crawler = crawler
         self.stats = crawler.stats
         self.token = robots_token(s)
-        problem = agent_problem(s.get("USER_AGENT"), s.get("ROBOTSTXT_USER_AGENT"))
+        problem = agent_problem(s.get("USER_AGENT"), config.user_agent)
         if problem:  # `scrapy crawl` refuses it; a crawl started otherwise is told
             logger.warning("robots.txt groups naming this crawler will not apply: %s", problem)
         self.wait_timeout = wait_timeout(s)
         self.book = RobotsBook(
             cache if cache is not None else build_cache(crawler),
             self.token,
-            expiry=s.getfloat("ROBOTSTXT_CACHE_EXPIRY", defaults.ROBOTSTXT_CACHE_EXPIRY),
-            retry_delay=s.getfloat("ROBOTSTXT_RETRY_DELAY", defaults.ROBOTSTXT_RETRY_DELAY),
-            retry_times=s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
+            expiry=config.cache_expiry,
+            retry_delay=config.retry_delay,
+            retry_times=config.retry_times,
             claim_seconds=self.wait_timeout,  # a dead worker's fetch holds the others this long
-            max_origins=s.getint("ROBOTSTXT_BOOK_SIZE", defaults.ROBOTSTXT_BOOK_SIZE),
+            max_origins=config.book_size,
         )
         self.clock = time.time
         self.waits = OriginWaits(
