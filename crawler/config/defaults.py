@@ -117,13 +117,15 @@ FRONTIER_DISTRUSTED_DOMAINS = ""
 # Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
 FRONTIER_PROGRESS_INTERVAL = 30.0
 # Live Prometheus metrics of this worker at http://METRICS_HOST:METRICS_PORT/metrics
-# (crawler/extensions/metrics.py), served off the reactor. 0: off. The host stays loopback unless
-# set otherwise. METRICS_INTERVAL: seconds between the snapshots the reactor publishes for the
-# scrapes. METRICS_LINGER: seconds at most a finished crawl keeps serving until its final figures
-# have been scraped (0: stop at once).
+# (crawler/extensions/metrics.py), served off the reactor. 0: off.
 METRICS_PORT = 0
+# The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
+# Seconds between the snapshots the reactor publishes for the scrapes (at least 0.1): how old a
+# scraped figure may be.
 METRICS_INTERVAL = 5.0
+# Seconds at most a finished crawl keeps serving /metrics until its final figures have been
+# scraped (0: stop at once).
 METRICS_LINGER = 0.0
 # Parse, main text and near-duplicate checks on a thread of their own
 # (crawler/offload/components.py), so a
@@ -219,7 +221,10 @@ SIGNATURE_AGENT = ""
 CRAWL_PURPOSE = ("search",)
 
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
+# URLs longer than this many characters are not followed (a generated URL that grows each hop).
 URL_MAX_LENGTH = 2048
+# URLs whose path repeats one segment more than this many times (/a/b/a/b/a/b/) are not
+# followed: relative links that climb into themselves.
 URL_MAX_REPEATED_SEGMENTS = 3
 # Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
 # ;jsessionid=...) are always stripped in normalization.
@@ -229,6 +234,8 @@ URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than mos
 URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
 
 # --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
+# Obey robots.txt (RFC 9309: fetched once per origin through the frontier, its rules applied to
+# every request). Off: nothing is asked and everything is allowed.
 ROBOTSTXT_ENABLED = True
 # The product token (Scrapy's setting, read by our middleware; Scrapy's own is off);
 # default: the name USER_AGENT starts with ("MJ12bot/1.4 (+url)": mj12bot; see
@@ -237,9 +244,10 @@ ROBOTSTXT_USER_AGENT = None
 # Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
 # for more than 24 hours).
 ROBOTSTXT_CACHE_EXPIRY = 86400
-# 5xx, 429 or unreachable: the host is disallowed for now; robots.txt is tried again after
-# this delay (doubling, or the server's Retry-After, up to an hour), this many times.
+# Seconds before a robots.txt answered with a 5xx or 429, or unreachable, is tried again (the
+# host is disallowed meanwhile); doubling, or the server's Retry-After, up to an hour.
 ROBOTSTXT_RETRY_DELAY = 30.0
+# Tries again of such a robots.txt before the host is given up.
 ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
 # Origins whose parsed robots.txt a worker keeps in memory (least recently used dropped, read
@@ -253,8 +261,10 @@ SITEMAPS_ENABLED = True
 # Also try /sitemap.xml of every origin (a site config sets it in [settings]); off by default:
 # a guess costs each host a request.
 SITEMAPS_PROBE = False
-# sitemaps.org's limits per file: 50,000 URLs and 50 MB uncompressed (a gzip bomb stops there).
+# Entries read from one sitemap file (sitemaps.org's limit: 50,000); the rest are ignored.
 SITEMAPS_MAX_URLS = 50_000
+# Bytes of one sitemap file once uncompressed (sitemaps.org's limit: 50 MB); a gzip bomb is
+# dropped while it inflates past it.
 SITEMAPS_MAX_SIZE = 52_428_800
 # Entries taken from all the sitemaps of one crawl (the per-site cap).
 SITEMAPS_MAX_SITE_URLS = 1_000_000
@@ -276,11 +286,13 @@ RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so
 RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
-DNS_SERVERS = ""  # "ip[:port]" of DNS servers to ask, comma-separated; "": /etc/resolv.conf's
-# An answer is kept for its TTL, but at least DNS_MIN_TTL (a 0-second CDN TTL would make every
-# fetch a lookup) and at most 6 hours (as Heritrix keeps an address: a host that moves is
-# followed within that); a failure for DNS_NEGATIVE_TTL.
+# "ip[:port]" of the DNS servers to ask (a JSON list or a,b); empty: /etc/resolv.conf's.
+DNS_SERVERS: tuple[str, ...] = ()
+# Seconds an answer is kept at least, whatever its TTL (a 0-second CDN TTL would make every
+# fetch a lookup); at most 6 hours (as Heritrix keeps an address: a host that moves is followed
+# within that).
 DNS_MIN_TTL = 60.0
+# Seconds a failed lookup (no such name, servfail, timeout) is kept before it is asked again.
 DNS_NEGATIVE_TTL = 60.0
 # Holds of a host whose name fails (servfail, timeout) before its pages fail; each hold is the
 # negative TTL, doubling with each failure in a row up to 15 minutes.
@@ -290,11 +302,11 @@ DNS_HOLD_TIMES = 3
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
 # JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
 CRAWLDB_PATH = ""
-# PostgreSQL only: split the crawl database's page table (CRAWLDB_PARTITIONS) and the index's
-# documents, anchors and outlinks (INDEX_PARTITIONS) into this many hash partitions when the
-# tables are created (0: plain tables). Worth it past ~100 million pages, where one table's
-# vacuum and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
+# PostgreSQL only: split the crawl database's page table into this many hash partitions when
+# it is created (0: a plain table). Worth it past ~100 million pages, where one table's vacuum
+# and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
 CRAWLDB_PARTITIONS = 0
+# PostgreSQL only: the same for the index's documents, anchors and outlinks tables.
 INDEX_PARTITIONS = 0
 # Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule), and each page's
 # interval then grows while it does not change and shrinks when it does, between a minute (or a
@@ -313,31 +325,39 @@ ALLOW_PRIVATE_ADDRESSES = False
 ALLOWED_NETWORKS: tuple[str, ...] = ()
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
-# A response must arrive at this many bytes/s on average from its first byte, once the grace
-# period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
+# A response must arrive at this many bytes/s on average from its first byte, once
+# DOWNLOAD_MIN_RATE_GRACE is over: a trickled body is cut after seconds instead of holding a
+# slot for minutes. 0: no minimum.
 DOWNLOAD_MIN_RATE = 1024
+# Seconds from a response's first byte before DOWNLOAD_MIN_RATE applies.
 DOWNLOAD_MIN_RATE_GRACE = 5.0
 # bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
 PAGE_MAX_HTML = 4 * 1024 * 1024
 PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
 CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
-# The item's `markdown` (the main content as Markdown: crawler/content/markdown.py), and its
-# `metadata`, `description`, dates and `language` (crawler/content/metadata.py, language.py).
-# Off saves their CPU (bench/metadata.py); the language is then not counted either.
+# The item's `markdown`: the main content as Markdown (crawler/content/markdown.py). Off saves
+# its CPU (bench/metadata.py).
 CONTENT_MARKDOWN = True
+# The item's `metadata`, `description`, dates and `language` (crawler/content/metadata.py,
+# language.py). Off saves their CPU (bench/metadata.py); the language is then not counted.
 CONTENT_METADATA = True
 
 # --- Content: near-duplicates and the full-text index ----------------------------------------
-# Chosen with bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
+# Near-duplicate detection (MinHash and LSH over the main text, crawler/content/neardup.py):
+# a page that repeats another is flagged, not indexed, and its links demoted.
+NEARDUP_ENABLED = True
+# The detector's shingles (words), permutations and Jaccard threshold; chosen with
+# bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
 # threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
 # deviations of the 128-permutation estimate above the threshold and the hardest negative pair
 # (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
 # would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
 # triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
 # indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages.
-NEARDUP_ENABLED = True
 NEARDUP_SHINGLE_SIZE = 3
+# MinHash permutations of a page's signature (more: a closer estimate, more CPU and bytes).
 NEARDUP_NUM_PERM = 128
+# Estimated Jaccard similarity of two pages' shingles at or above which one is a near-duplicate.
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 # Soft 404s: one request per host for a path that cannot exist; pages answered like it are
@@ -361,6 +381,7 @@ NEARDUP_SHARED_CAPACITY = 100_000
 # the pages it fetches, the hosts in flight), whatever the crawl's size; nothing of it is needed
 # to decide, so a new worker starts with it empty.
 NEARDUP_CACHE_BYTES = 64 * 1024 * 1024
+# Write every page to the full-text index that `scrapy search` reads (crawler/index/).
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
 

@@ -312,6 +312,8 @@ _RULES: dict[str, Rule] = {
     "SITEMAPS_MAX_URLS": Number(integer=True, low=1),
     "SITEMAPS_MAX_SIZE": Number(integer=True, low=1),
     "CANONICAL_SCOPE": Choice(("host", "domain", "off")),
+    "RECORD_INTERVAL": Number(above=True),
+    "METRICS_PORT": Number(integer=True, high=65535),  # 0: off
 
     "WARC_MAX_SIZE": Number(integer=True, low=1),
     "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),

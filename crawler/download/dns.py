@@ -8,7 +8,7 @@ address until the crawl ends). Here:
 * :class:`DnsService` (one per crawl) asks DNS servers itself with ``twisted.names``, Twisted's
   own asynchronous DNS client (no thread per lookup, no new dependency: it ships with Twisted),
   at most :data:`CONCURRENCY` lookups at once, one lookup per name however many requests wait
-  for it. Answers are kept as long as their TTL says, within ``DNS_MIN_TTL`` .. :data:`MAX_TTL`,
+  for it. Answers are kept as long as their TTL says, within ``DNS_MIN_TTL`` .. 6 hours,
   failures for ``DNS_NEGATIVE_TTL`` (:mod:`crawler.net.dns`); a fleet shares them through
   ``DNS_SHARED_CLASS`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
   the whole fleet. ``/etc/hosts`` is read first, as the system resolver would.
@@ -42,7 +42,7 @@ from twisted.names import error as dns_error
 from zope.interface import implementer
 
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
+from crawler.download.dns_config import DnsConfig
 from crawler.net.dns import (
     ERROR,
     NO_ADDRESS,
@@ -66,9 +66,6 @@ SHARED_POLL = 0.05  # seconds between looks for an answer another worker is fetc
 #: instant DNS (100 in flight: 84 %; bench/addresses.py --only dns).
 CONCURRENCY = 400
 CACHE_SIZE = 100_000  # names a worker keeps (least recently used out first)
-#: Longest an answer is kept whatever its TTL (6 hours, as Heritrix keeps an address: a host that
-#: moves is followed within that), unless DNS_MIN_TTL is longer.
-MAX_TTL = 6 * 3600.0
 #: Names of newly discovered hosts looked up ahead of their first fetch, at most this many
 #: waiting (then the newest are left to the lookup at the fetch), with no more than half of
 #: :data:`CONCURRENCY` in flight for them: a fetch's own lookup never waits behind them.
@@ -85,12 +82,8 @@ class DnsLookupFailed(error.DNSLookupError):
 
 
 def ttl_bounds(settings: Any) -> TtlBounds:
-    """How long answers are kept, from ``DNS_MIN_TTL``, :data:`MAX_TTL`, ``DNS_NEGATIVE_TTL``."""
-    return TtlBounds(
-        settings.getfloat("DNS_MIN_TTL", defaults.DNS_MIN_TTL),
-        max(MAX_TTL, settings.getfloat("DNS_MIN_TTL", defaults.DNS_MIN_TTL)),
-        settings.getfloat("DNS_NEGATIVE_TTL", defaults.DNS_NEGATIVE_TTL),
-    ).check()
+    """How long answers are kept (:meth:`DnsConfig.ttl_bounds`), from a crawl's settings."""
+    return DnsConfig.from_settings(settings).ttl_bounds()
 
 
 def _is_ip(name: str) -> bool:
@@ -187,11 +180,12 @@ class DnsService:
     @classmethod
     def from_crawler(cls, crawler: Any) -> DnsService:
         s = crawler.settings
+        config = DnsConfig.from_settings(s)  # built once, one line per bad value
         return cls(
-            servers=s.getlist("DNS_SERVERS"),
+            servers=config.servers,
             timeout=s.getfloat("DNS_TIMEOUT"),
             concurrency=CONCURRENCY,
-            cache=DnsCache(ttl_bounds(s), CACHE_SIZE),
+            cache=DnsCache(config.ttl_bounds(), CACHE_SIZE),
             shared=build_backend(crawler, "DNS_SHARED_CLASS"),
             stats=crawler.stats,
             prefetch=PREFETCH,

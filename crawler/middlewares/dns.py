@@ -24,8 +24,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.error import DNSLookupError
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
 from crawler.download.dns import CachingDnsResolver, DnsService
+from crawler.download.dns_config import DnsConfig
 from crawler.net.dns import ERROR, NXDOMAIN, TRANSIENT
 
 logger = logging.getLogger(__name__)
@@ -42,8 +42,7 @@ class DnsMiddleware:
     def __init__(self, crawler: Crawler, service: DnsService) -> None:
         self.crawler = crawler
         self.service = service
-        s = crawler.settings
-        self.hold_times = s.getint("DNS_HOLD_TIMES", defaults.DNS_HOLD_TIMES)
+        self.hold_times = DnsConfig.from_settings(crawler.settings).hold_times
         self.hold_max = HOLD_MAX
         self.holds: dict[str, int] = {}  # host -> holds in a row
         self.given_up: set[str] = set()

@@ -85,9 +85,14 @@ _SHARED_POLL = 0.5  # seconds between looks at another worker's robots.txt fetch
 class RobotsFetcher:
     """Makes robots.txt requests and reads their answers; see the module docstring."""
 
-    def __init__(self, crawler: Crawler, cache: RobotsCache | None = None) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        cache: RobotsCache | None = None,
+        config: RobotsConfig | None = None,
+    ) -> None:
         s = crawler.settings
-        config = RobotsConfig.from_settings(s)  # built once, one line per bad value
+        config = config or RobotsConfig.from_settings(s)  # one line per bad value
         self.crawler = crawler
         self.stats = crawler.stats
         self.token = robots_token(s)
@@ -124,8 +129,8 @@ class RobotsFetcher:
         crawler.signals.connect(self.waits.end_rests, crawler_signals.crawl_stopping)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RobotsFetcher:
-        return cls(crawler)
+    def from_crawler(cls, crawler: Crawler, config: RobotsConfig | None = None) -> RobotsFetcher:
+        return cls(crawler, config=config)
 
     # -- the frontier's first request of a host ---------------------------------------------------
 
