@@ -38,7 +38,8 @@ class AdaptiveSchedule:
 
     ``min_interval`` and ``max_interval`` are these bounds widened by the first interval
     (:meth:`from_settings`): a page may come back up to ten times as often as the first interval
-    says, and never waits less than it would at the first interval when that exceeds 30 days.
+    says (at most once a minute), and waits at most 30 days, or the first interval when that is
+    longer.
     """
 
     interval: float = DAY  # the first interval of a new page (RECRAWL_INTERVAL = 0)

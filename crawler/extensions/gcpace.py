@@ -36,8 +36,6 @@ from scrapy.utils.asyncio import create_looping_call
 
 __all__ = ["GcPacer"]
 
-# the oldest generation's threshold while paced: it counts collections of the middle one (~10
-# a second), so this is never reached
 #: Seconds between two young collections each followed by ``gc.freeze()``: once a second keeps
 #: a freeze's own pause to milliseconds (bench/realcrawl.py). Remove the extension from
 #: ``EXTENSIONS`` to leave Python's collector as it comes.
@@ -45,6 +43,8 @@ FREEZE_INTERVAL = 1.0
 #: Seconds between two full collections of everything unfrozen (one pause of the old length,
 #: that often), freeing cycles among objects that were alive at a freeze.
 FULL_INTERVAL = 300.0
+# the oldest generation's threshold while paced: it counts collections of the middle one (~10
+# a second), so this is never reached
 _OUT_OF_REACH = 1 << 30
 
 
