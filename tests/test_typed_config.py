@@ -12,6 +12,7 @@ from crawler.config import defaults
 from crawler.config.schema import OUR_SETTINGS, SettingsError
 from crawler.config.typed import FeatureConfig
 from crawler.content.config import ContentConfig
+from crawler.crawldb.config import RecrawlConfig
 from crawler.download.dns_config import DnsConfig
 from crawler.metrics.config import MetricsConfig
 from crawler.report.config import RecordConfig
@@ -20,7 +21,7 @@ from crawler.sitemaps.config import SitemapsConfig
 
 FEATURES: list[type[FeatureConfig]] = [
     WarcConfig, RobotsConfig, SitemapsConfig, MetricsConfig, RecordConfig, ContentConfig,
-    DnsConfig,
+    DnsConfig, RecrawlConfig,
 ]
 
 
@@ -97,3 +98,15 @@ def test_dns_servers_are_a_list_from_text_or_json() -> None:
     assert DnsConfig.from_settings({"DNS_SERVERS": '["[::1]:53"]'}).servers == ("[::1]:53",)
     bounds = DnsConfig.from_settings({"DNS_MIN_TTL": "30000"}).ttl_bounds()
     assert (bounds.minimum, bounds.maximum) == (30000.0, 30000.0)  # past 6 h: the minimum wins
+
+
+def test_the_adaptive_schedule_follows_recrawl_interval() -> None:
+    from crawler.crawldb.schedule import AdaptiveSchedule
+
+    schedule = AdaptiveSchedule.from_settings(
+        Settings({"RECRAWL_INTERVAL": "0.6", "RECRAWL_SYNC_DELTA": "false"})
+    )
+    assert (schedule.interval, schedule.sync_delta) == (0.6, False)
+    # a page may come back ten times as often as the first interval, wait 30 days at most
+    assert schedule.min_interval == pytest.approx(0.06) and schedule.max_interval == 30 * 86400
+    assert AdaptiveSchedule.from_settings({}).min_interval == 60.0  # a day: a minute at least

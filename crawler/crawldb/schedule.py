@@ -26,6 +26,7 @@ from typing import Any
 
 from crawler.config import defaults
 from crawler.crawldb.api import PageRecord, Visit
+from crawler.crawldb.config import RecrawlConfig
 
 DAY = 86400.0
 
@@ -55,12 +56,13 @@ class AdaptiveSchedule:
     @classmethod
     def from_settings(cls, settings: Any) -> AdaptiveSchedule:
         """The schedule the ``RECRAWL_*`` settings describe (Scrapy settings or alike)."""
-        interval = settings.getfloat("RECRAWL_INTERVAL", defaults.RECRAWL_INTERVAL) or DAY
+        config = RecrawlConfig.from_settings(settings)
+        interval = config.interval or DAY
         return cls(
             interval=interval,
             min_interval=min(cls.min_interval, interval / 10),
             max_interval=max(cls.max_interval, interval),
-            sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", defaults.RECRAWL_SYNC_DELTA),
+            sync_delta=config.sync_delta,
         )
 
     def __post_init__(self) -> None:

@@ -35,7 +35,6 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
 from crawler.crawldb import (
     CrawlDb,
     DueUrl,
@@ -45,6 +44,7 @@ from crawler.crawldb import (
     Visit,
     crawldb_enabled,
 )
+from crawler.crawldb.config import RecrawlConfig
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.items import PAGE_FINGERPRINT_META
 from crawler.meta import REQUISITE_META, ROBOTS_META
@@ -72,8 +72,7 @@ class RecrawlExtension:
         self.crawler = crawler
         self.db = db
         self.path = path
-        s = crawler.settings
-        self.continuous = s.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
+        self.continuous = RecrawlConfig.from_settings(crawler.settings).continuous
         self.lease = LEASE
         self.batch = BATCH
         self.commit_interval = COMMIT_INTERVAL
