@@ -13,8 +13,8 @@ random: the crawl keeps meeting new hosts all along, more slowly as it goes, as 
 meeting new ones; a chain of hosts ends at the ``openweb`` site's max_depth); the rest to pages
 of its own host, a tree (page n links home and to pages 7n + 1 .. 7n + 7: a host is a few
 levels deep, as a site is, so the site's max_depth of 20 is not what ends the crawl); 5 % of the
-hosts are slow (each answer 2 s late), 2 % answer 503 to their odd pages (no Retry-After:
-RETRY_AFTER_DEFAULT holds the host), 1 % accept and never answer (closed after 30 s).
+hosts are slow (each answer 2 s late), 2 % answer 503 to their odd pages (no Retry-After: a
+minute holds the host), 1 % accept and never answer (closed after 30 s).
 robots.txt varies: 10 % disallow ``/p/1``-prefixed paths, 3 % are 404, 2 % answer 500 (the
 host must then get no page request).
 

@@ -84,7 +84,7 @@ def main() -> None:
             path = Path(tmp) / f"b{batch}.sqlite"
             took = write(path, pages[:n], batch)
             per_page = path.stat().st_size / n
-            print(f"  INDEX_BATCH_SIZE={batch:5d}: {n / took:7,.0f} pages/s "
+            print(f"  batch of {batch:5d}: {n / took:7,.0f} pages/s "
                   f"({took / n * 1e3:.2f} ms/page, {n} pages), file {per_page / 1024:.1f} KB/page")
         path = Path(tmp) / "b200.sqlite"
         # refetch: every page again with the same links (the common case of a recrawl)

@@ -120,7 +120,6 @@ def main() -> int:
                 "FRONTIER_DELAY_FACTOR": 0,
                 "CRAWLDB_PATH": Path(db_dir) / "crawldb.sqlite",
                 "RECRAWL_INTERVAL": interval,
-                "RECRAWL_MIN_INTERVAL": interval,
             },
             wait=interval + 0.1,
         )

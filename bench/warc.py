@@ -8,7 +8,7 @@
 ``records``: CPU per response record (request + response, SHA-1 digests, one gzip member each)
 for real documentation pages (HTML files of /usr/share/doc), written by warcio and by FastWARC
 at gzip levels 1, 3, 6 and 9: the measurement behind the choice of FastWARC and of
-``WARC_GZIP_LEVEL``.
+its gzip level (crawler/archive/files.py).
 
 ``crawl``: real documentation trees served by nginx (``bench/realcrawl.py``'s site set and
 command: this crawler with near-duplicates, index and crawl database on), crawled with
@@ -140,14 +140,11 @@ def warc_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.glob("*.warc.gz"))
 
 
-def warc_settings(warc_dir: Path, level: int | None = None) -> dict[str, str]:
+def warc_settings(warc_dir: Path) -> dict[str, str]:
     """The settings of a crawl that writes WARC files (and their digest index) to
-    ``warc_dir``."""
-    extra = {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
-             "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
-    if level is not None:
-        extra["WARC_GZIP_LEVEL"] = str(level)
-    return extra
+    ``warc_dir``, at the crawl's gzip level (crawler/archive/files.py)."""
+    return {"WARC_ENABLED": "1", "WARC_DIR": str(warc_dir),
+            "WARC_DIGEST_PATH": str(warc_dir / "digests.sqlite")}  # fmt: skip
 
 
 def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -159,7 +156,7 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
                 extra: dict[str, str] = {}
                 if config == "on":
                     warc_dir = root / f"warc-{i}"
-                    extra = warc_settings(warc_dir, args.level)
+                    extra = warc_settings(warc_dir)
                 (root / config).mkdir(exist_ok=True)
                 r = run_config("ours", i, root / config, site.sites, site.seeds, site.allow,
                                site.nginx, extra, args.timeout)  # fmt: skip
@@ -175,7 +172,7 @@ def bench_crawl(args: argparse.Namespace) -> list[dict[str, Any]]:
         before = set(warc_dir.glob("*.warc.gz"))
         (root / "recrawl").mkdir()
         r = run_config("ours", 0, root / "recrawl", site.sites, site.seeds, site.allow,
-                       site.nginx, warc_settings(warc_dir, args.level), args.timeout)  # fmt: skip
+                       site.nginx, warc_settings(warc_dir), args.timeout)  # fmt: skip
         second = sum(p.stat().st_size for p in warc_dir.glob("*.warc.gz") if p not in before)
         stats = json.loads((root / "recrawl" / "ours-0" / "stats.json").read_text())
         r |= {"config": "recrawl", "warc_bytes": second, "vs_first": second / first,
@@ -338,7 +335,6 @@ def main() -> None:
     crawl.add_argument("--trees", default=DEFAULT_TREES)
     crawl.add_argument("--timeout", type=float, default=1800)
     crawl.add_argument("--keep", action="store_true")
-    crawl.add_argument("--level", type=int, default=3, help="WARC_GZIP_LEVEL")
     req = sub.add_parser("requisites")
     req.add_argument("--runs", type=int, default=2)
     req.add_argument("--port", type=int, default=8084)

@@ -11,7 +11,6 @@ from scrapy.settings.default_settings import (
 )
 
 from crawler.config.defaults import *  # noqa: F403 - the crawler's own settings, shipped as they are
-from crawler.config.defaults import CRAWLER_CONTACT_URL
 
 BOT_NAME = "crawler"
 
@@ -22,7 +21,7 @@ SPIDER_LOADER_CLASS = "crawler.spiders.loader.SiteSpiderLoader"
 COMMANDS_MODULE = "crawler.commands"
 
 # A user agent that names the crawler and says where to complain. A site config may override it.
-USER_AGENT = f"crawler-bot/0.1 (+{CRAWLER_CONTACT_URL})"
+USER_AGENT = "crawler-bot/0.1 (+https://github.com/crawler-project/crawler)"
 
 # --- The Mercator frontier owns politeness ------------------------------------------------
 SCHEDULER = "crawler.scheduler.FrontierScheduler"
@@ -124,7 +123,7 @@ SCRAPER_SLOT_MAX_ACTIVE_SIZE = 16 * 1024 * 1024
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
 # Scrapy's Twisted handler plus header limits, a minimum transfer rate and counted limits
-# (DOWNLOAD_MAX_HEADER*, DOWNLOAD_MIN_RATE*, PAGE_MAX_*, CONTENT_MAX_TEXT in
+# (crawler/download/handler.py; DOWNLOAD_MIN_RATE*, PAGE_MAX_*, CONTENT_MAX_TEXT in
 # crawler/config/defaults.py).
 DOWNLOAD_HANDLERS = {
     "http": "crawler.download.handler.LimitedHTTPDownloadHandler",
@@ -141,7 +140,7 @@ ITEM_PIPELINES = {
     "crawler.pipelines.neardup.NearDuplicatePipeline": 300,
     "crawler.pipelines.soft404.Soft404Pipeline": 350,  # flags soft 404s (SOFT404_PROBE)
     "crawler.pipelines.index.IndexPipeline": 400,
-    # last: a big item's feed bytes made on a thread (FEED_THREAD_MIN_CHARS)
+    # last: a big item's feed bytes made on a thread (crawler/pipelines/feed.py)
     "crawler.pipelines.feed.FeedLinePipeline": 900,
 }
 

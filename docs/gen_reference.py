@@ -62,7 +62,9 @@ def _pointers(text: str) -> str:
 def _comment_blocks(path: Path) -> dict[str, tuple[str, str]]:
     """For each top-level ``NAME = ...`` of ``path``: (its section, its comment): the comment
     lines just above it and the one at the end of its line. A ``# --- Title`` line starts a
-    section."""
+    section. A ``NAME`` with no comment of its own on the line right after another's shares
+    that one's (a group under one comment: ``FRONTIER_MIN_DELAY`` and ``FRONTIER_MAX_DELAY``),
+    so no row of a page is left without its effect."""
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     found: dict[str, tuple[str, str]] = {}
@@ -72,6 +74,7 @@ def _comment_blocks(path: Path) -> dict[str, tuple[str, str]]:
         heading = re.match(r"#\s*---\s*(.*?)\s*-*\s*$", line)
         if heading and heading.group(1):
             sections[number] = heading.group(1).rstrip("- ")
+    group: tuple[int, str] | None = None  # the last assignment's last line, and its comment
     for node in ast.parse(source).body:
         targets = node.targets if isinstance(node, ast.Assign) else (
             [node.target] if isinstance(node, ast.AnnAssign) else []
@@ -92,6 +95,9 @@ def _comment_blocks(path: Path) -> dict[str, tuple[str, str]]:
             end = lines[(node.end_lineno or node.lineno) - 1]
             trailing = re.search(r"\s#\s*(.*)$", end.split("=", 1)[-1])
             text = " ".join([*above, trailing.group(1) if trailing else ""]).strip()
+            if not text and group is not None and group[0] == node.lineno - 1:
+                text = group[1]
+            group = (node.end_lineno or node.lineno, text)
             found[target.id] = (section, text)
     return found
 
@@ -137,7 +143,9 @@ def settings_page() -> str:
         "Every setting of the crawler's own, its default and what it takes. Give one with "
         "`-s NAME=VALUE`, in a site config's `[settings]` table, or in scrapyd's "
         "`setting=NAME=VALUE`: each goes through the one schema, which refuses a bad value in "
-        "one line and suggests the name of a misspelt one.\n",
+        "one line and suggests the name of a misspelt one. Tuning knobs are not settings but "
+        "constants of the module that uses them, and a setting that was removed is refused "
+        "naming what became of it ([ADR 3](../decisions/0003-settings.md)).\n",
     ]
     section = None
     for name in defaults.__all__:

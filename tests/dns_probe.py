@@ -44,8 +44,8 @@ def main(spec: dict) -> None:
         cache=DnsCache(ttl_bounds(settings)),
         shared=shared,
         stats=stats,
-        concurrency=settings.getint("DNS_CONCURRENCY", 100),
-        prefetch=settings.getint("DNS_PREFETCH", 0),
+        concurrency=spec.get("concurrency", 100),
+        prefetch=spec.get("prefetch_max", 0),
     )
     out: dict = {"rounds": [], "answered": []}
     service.on_answer = lambda name, address: out["answered"].append(name)

@@ -124,6 +124,22 @@ def test_a_misspelt_setting_is_a_warning_with_the_right_name(tmp_path: Path) -> 
     ) in out.stderr.splitlines()
 
 
+def test_a_removed_setting_is_refused_from_s_and_from_a_site_config(tmp_path: Path) -> None:
+    out = scrapy_crawl(tmp_path, "-sDNS_CONCURRENCY=10")
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [
+        "crawl local refused: DNS_CONCURRENCY: no longer a setting: a constant of "
+        "crawler/download/dns.py"
+    ]
+    write_site(tmp_path / "sites", "local", LOCAL + "[settings]\nGC_FREEZE_INTERVAL = 0\n")
+    out = scrapy_crawl(tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [
+        f"crawl local refused: {tmp_path / 'sites' / 'local.toml'}: settings.GC_FREEZE_INTERVAL: "
+        "no longer a setting: a constant of crawler/extensions/gcpace.py"
+    ]
+
+
 def test_an_unknown_site_lists_the_sites(tmp_path: Path) -> None:
     out = scrapy_crawl(tmp_path, site="nosuch")
     assert out.returncode == 2, out.stderr

@@ -105,9 +105,8 @@ def test_one_query_per_name_however_many_requests_ask(tmp_path: Path) -> None:
 def test_new_hosts_are_looked_up_ahead_within_bounds(tmp_path: Path) -> None:
     names = [f"p{i}.farm.test" for i in range(20)]
     with dns_server(tmp_path / "dns", {**ZONE, "latency": 0.1}) as server:
-        settings = {"DNS_CONCURRENCY": 10, "DNS_PREFETCH": 10}
         result = probe_result(
-            probe(tmp_path, server, [names], prefetch=names, settings=settings)
+            probe(tmp_path, server, [names], prefetch=names, concurrency=10, prefetch_max=10)
         )
         # 5 looked up at once (half the concurrency), 10 waiting, the 5 past the bound left to
         # their fetch: when the fetches ask, 15 answers are there already

@@ -55,3 +55,12 @@ def test_every_setting_is_in_the_reference() -> None:
 
     page = (PROJECT / "docs" / "reference" / "settings.md").read_text(encoding="utf-8")
     assert [name for name in defaults.__all__ if f"| `{name}` |" not in page] == []
+
+
+def test_every_setting_in_the_reference_says_what_it_does() -> None:
+    """A public setting has a documented effect: its row's last cell is not empty (a setting
+    under a group's comment shares it)."""
+    page = (PROJECT / "docs" / "reference" / "settings.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert rows
+    assert [row.split(" | ")[0] for row in rows if row.rstrip().endswith("|  |")] == []

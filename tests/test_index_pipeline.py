@@ -159,8 +159,8 @@ def test_statuses_redirects_and_noindex(tmp_path: Path, labelled: LabelledSet) -
 
 
 def test_writes_are_batched(tmp_path: Path, labelled: LabelledSet) -> None:
-    settings = {"INDEX_PATH": str(tmp_path / "ix.sqlite"), "INDEX_BATCH_SIZE": 3}
-    index = IndexPipeline.from_crawler(get_crawler(settings_dict=settings))
+    settings = {"INDEX_PATH": str(tmp_path / "ix.sqlite")}
+    index = IndexPipeline(get_crawler(settings_dict=settings), batch_size=3)
     index.open_spider()
     reader = _reader(tmp_path)
     try:

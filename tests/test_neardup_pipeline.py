@@ -183,8 +183,9 @@ import sys, time
 from scrapy.utils.test import get_crawler
 from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import build_labelled_set, page_item
-judge = near_duplicate_judge(
-    get_crawler(settings_dict={"JOBDIR": sys.argv[1], "NEARDUP_JOURNAL_INTERVAL": 0.2}))
+from crawler.content import analysis_neardup
+analysis_neardup.JOURNAL_INTERVAL = 0.2  # the module's constant, read when the judge is made
+judge = near_duplicate_judge(get_crawler(settings_dict={"JOBDIR": sys.argv[1]}))
 judge.open()
 for page in build_labelled_set(pages=30, variants_per_page=6, seed=5).originals[:20]:
     item = page_item(page.url, page.html)

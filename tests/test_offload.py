@@ -100,7 +100,7 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     for key in ("index/documents", "index/aliases", "neardup/new", "neardup/exact"):
         assert on_stats.get(key) == off_stats.get(key) == every_stats.get(key), key
     assert "content/offloaded" not in off_stats
-    # big.html's feed line was made on the feed thread (FEED_THREAD_MIN_CHARS), and is what
+    # big.html's feed line was made on the feed thread (feed.THREAD_MIN_CHARS), and is what
     # Scrapy's exporter writes for that item (the exporters' byte equality: tests/test_feed.py)
     assert on_stats["feed/lines_from_thread"] == 1 and "feed/lines_from_thread" not in off_stats
     big_line = next(line for line in (tmp_path / "on" / "items.jsonl").read_bytes().splitlines(True)
@@ -112,7 +112,7 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
         assert stats["reactor/stall_samples"] > 0
         assert stats["reactor/stall_max_ms"] >= stats["reactor/stall_p99_ms"] - 1
         assert stats["reactor/stall_max_ms"] >= stats["reactor/stall_max_busy_ms"]
-        assert "gc/full_max_ms" in stats  # the paced collector ran (GC_FREEZE_INTERVAL)
+        assert "gc/full_max_ms" in stats  # the paced collector ran (gcpace.FREEZE_INTERVAL)
 
 
 def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:

@@ -167,8 +167,6 @@ def test_continuous_mode_refetches_as_pages_come_due(tmp_path: Path) -> None:
                 CRAWLDB_PATH=db,
                 RECRAWL_CONTINUOUS=True,
                 RECRAWL_INTERVAL=0.6,
-                RECRAWL_MIN_INTERVAL=0.3,
-                RECRAWL_MAX_INTERVAL=10,
                 RECRAWL_SYNC_DELTA=False,
                 CLOSESPIDER_TIMEOUT=5,
                 INDEX_PATH=tmp_path / "index.sqlite",

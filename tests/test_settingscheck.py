@@ -9,6 +9,7 @@ import pytest
 
 from crawler.config.schema import (
     OUR_SETTINGS,
+    REMOVED,
     SettingsError,
     check_settings,
     read_value,
@@ -65,14 +66,41 @@ def test_a_misspelt_setting_of_ours_gets_a_did_you_mean() -> None:
     assert unknown_setting_hint("ROBOTSTXT_OBEY", known={"ROBOTSTXT_OBEY"}) is None
 
 
+def test_a_removed_setting_is_refused_saying_what_became_of_it() -> None:
+    """A tuning knob made a constant (issue 38) is refused, not ignored: its operator asked for
+    something the crawl would not do."""
+    values = {"DNS_CONCURRENCY": "10", "RECRAWL_MIN_INTERVAL": "60", "WARC_GZIP_LEVEL": 9}
+    problems, warnings = check_settings(values, values.get)[1:]
+    assert problems == [
+        "DNS_CONCURRENCY: no longer a setting: a constant of crawler/download/dns.py",
+        "RECRAWL_MIN_INTERVAL: no longer a setting: it follows RECRAWL_INTERVAL",
+        "WARC_GZIP_LEVEL: no longer a setting: a constant of crawler/archive/files.py",
+    ]
+    assert warnings == []
+    assert not set(REMOVED) & set(OUR_SETTINGS)
+
+
+def test_a_removed_setting_in_a_site_config_names_the_file_and_key(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text(
+        'name = "x"\nseeds = ["https://a.example/"]\n[settings]\nINDEX_BATCH_SIZE = 50\n',
+        encoding="utf-8",
+    )
+    sites, errors = load_all_sites(str(tmp_path))
+    assert not sites
+    assert [str(e) for e in errors.values()] == [
+        f"{tmp_path / 'x.toml'}: settings.INDEX_BATCH_SIZE: "
+        "no longer a setting: a constant of crawler/pipelines/index.py"
+    ]
+
+
 def test_check_settings_reports_every_problem_and_warning() -> None:
-    values = {"FRONTIER_MIN_DELAY": "x", "FRONTIER_MAX_DELAY": "-3", "INDEX_BACTH_SIZE": 5}
+    values = {"FRONTIER_MIN_DELAY": "x", "FRONTIER_MAX_DELAY": "-3", "INDEX_PAHT": 5}
     problems, warnings = check_settings(values, values.get)[1:]
     assert problems == [
         "FRONTIER_MAX_DELAY: must be a number >= 0, got -3",
         "FRONTIER_MIN_DELAY: must be a number >= 0, got 'x'",
     ]
-    assert warnings == ["unknown setting INDEX_BACTH_SIZE, ignored; did you mean INDEX_BATCH_SIZE?"]
+    assert warnings == ["unknown setting INDEX_PAHT, ignored; did you mean INDEX_PATH?"]
 
 
 def test_a_site_config_with_a_bad_setting_value_names_the_file_and_key(tmp_path: Path) -> None:

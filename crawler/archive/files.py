@@ -33,7 +33,7 @@ class RotatingWarcFiles:
         warcinfo: WarcinfoMaker,
         *,
         max_size: int = 1_000_000_000,
-        gzip_level: int = 3,
+        gzip_level: int = 3,  # 1-9: 3 costs 0.58 of 9's CPU for ~10 % more bytes (bench/warc.py)
         fsync: bool = False,
     ) -> None:
         self.directory = Path(directory)

@@ -280,13 +280,13 @@ class Command(ScrapyCommand):
         import threading
 
         from crawler.backends.redis.status import crawl_report
-        from crawler.config import defaults
+        from crawler.metrics.config import MetricsConfig
         from crawler.metrics.exporter import MetricsServer
         from crawler.metrics.families import crawl_families, gauges
 
         assert self.settings is not None
-        host = self.settings.get("METRICS_HOST") or defaults.METRICS_HOST
-        interval = self.settings.getfloat("METRICS_INTERVAL", defaults.METRICS_INTERVAL)
+        config = MetricsConfig.from_settings(self.settings)
+        host, interval = config.bind_host, config.interval
         labels = {"crawl": frontier.key}
         lock = threading.Lock()
         last: list[Any] = [0.0, None]  # when, report

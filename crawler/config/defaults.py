@@ -12,10 +12,6 @@ Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
 ``[politeness]`` / ``[settings]`` tables, or in scrapyd's ``setting=KEY=VALUE``.
 """
 
-# A user agent that names the crawler and says where to complain (settings.py builds
-# USER_AGENT from it). A site config may override the user agent.
-CRAWLER_CONTACT_URL = "https://github.com/crawler-project/crawler"
-
 # Another folder of site configs than the packaged crawler/sites/ (tests, configs kept
 # elsewhere); empty: the packaged ones.
 SITES_DIR = ""
@@ -120,26 +116,21 @@ FRONTIER_TRUSTED_DOMAINS = ""
 FRONTIER_DISTRUSTED_DOMAINS = ""
 # Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
 FRONTIER_PROGRESS_INTERVAL = 30.0
-# Seconds between the reactor-stall probe's timers (crawler/extensions/stall.py): a timer fires
-# late by the time the reactor spent elsewhere; reactor/stall_max_ms is the longest. 0: off.
-REACTOR_STALL_INTERVAL = 0.01
 # Live Prometheus metrics of this worker at http://METRICS_HOST:METRICS_PORT/metrics
-# (crawler/extensions/metrics.py), served off the reactor. 0: off. The host stays loopback unless
-# set otherwise. METRICS_INTERVAL: seconds between the snapshots the reactor publishes for the
-# scrapes. METRICS_LINGER: seconds at most a finished crawl keeps serving until its final figures
-# have been scraped (0: stop at once).
+# (crawler/extensions/metrics.py), served off the reactor. 0: off.
 METRICS_PORT = 0
+# The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
+# Seconds between the snapshots the reactor publishes for the scrapes (at least 0.1): how old a
+# scraped figure may be.
 METRICS_INTERVAL = 5.0
+# Seconds at most a finished crawl keeps serving /metrics until its final figures have been
+# scraped (0: stop at once).
 METRICS_LINGER = 0.0
 # Parse, main text and near-duplicate checks on a thread of their own
 # (crawler/offload/components.py), so a
 # big page does not hold up the reactor (and every host that comes due) while it is worked on.
 CONTENT_THREAD = True
-# With those threads busy, the reactor thread waits for the GIL after every system call (select,
-# send, recv, SQLite): up to sys.getswitchinterval() each time, Python's default 5 ms. A shorter
-# interval (process-wide, set when the threads start) cuts that convoy; 0: Python's default.
-CONTENT_THREAD_SWITCH_INTERVAL = 0.001
 # The thread that writes the embedded (SQLite) index: "content" shares the content thread, any
 # other name is a thread of its own. Shared, the reactor meets one thread at the GIL instead of
 # two: a real-docs crawl's longest stall 22-25 -> 12-13 ms and 5 % less CPU per page
@@ -150,18 +141,6 @@ INDEX_THREAD = "content"
 # C calls
 # and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
 CONTENT_PROCESS_MIN_BYTES = 256 * 1024
-# Items of at least this many characters (strings, ~50 per list element) get their JSON feed
-# bytes made on a thread (crawler/pipelines/feed.py), not by the feed export on the reactor
-# (a page item of a million characters: 10-40 ms); smaller ones cost less than the hand-over.
-# 0: every item on the reactor, as in Scrapy.
-FEED_THREAD_MIN_CHARS = 100_000
-# Seconds between two young collections each followed by gc.freeze() (crawler/extensions/
-# gcpace.py), so Python's full collections walk only what is new, not the whole heap (100-600 ms
-# of GIL each); 0: Python's collector as it comes. Every GC_FULL_INTERVAL seconds (0: only when
-# the spider closes) all is unfrozen and collected once, freeing cycles among objects that were
-# alive at a freeze (one pause of the old length, that often).
-GC_FREEZE_INTERVAL = 1.0
-GC_FULL_INTERVAL = 300.0
 
 # --- A shared frontier in Redis (crawler/backends/redis/)
 # ---------------------------------
@@ -242,7 +221,10 @@ SIGNATURE_AGENT = ""
 CRAWL_PURPOSE = ("search",)
 
 # --- URL filters and spider-trap defenses (a site config sets its own) ------------------------
+# URLs longer than this many characters are not followed (a generated URL that grows each hop).
 URL_MAX_LENGTH = 2048
+# URLs whose path repeats one segment more than this many times (/a/b/a/b/a/b/) are not
+# followed: relative links that climb into themselves.
 URL_MAX_REPEATED_SEGMENTS = 3
 # Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
 # ;jsessionid=...) are always stripped in normalization.
@@ -252,6 +234,8 @@ URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than mos
 URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
 
 # --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
+# Obey robots.txt (RFC 9309: fetched once per origin through the frontier, its rules applied to
+# every request). Off: nothing is asked and everything is allowed.
 ROBOTSTXT_ENABLED = True
 # The product token (Scrapy's setting, read by our middleware; Scrapy's own is off);
 # default: the name USER_AGENT starts with ("MJ12bot/1.4 (+url)": mj12bot; see
@@ -260,23 +244,16 @@ ROBOTSTXT_USER_AGENT = None
 # Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
 # for more than 24 hours).
 ROBOTSTXT_CACHE_EXPIRY = 86400
-# Bytes parsed at most (RFC 9309 2.5: crawlers must parse at least 500 KiB; what lies beyond
-# may be ignored).
-ROBOTSTXT_MAX_SIZE = 512000
-# 5xx, 429 or unreachable: the host is disallowed for now; robots.txt is tried again after
-# this delay (doubling, or the server's Retry-After, up to ROBOTSTXT_MAX_RETRY_DELAY), this
-# many times.
+# Seconds before a robots.txt answered with a 5xx or 429, or unreachable, is tried again (the
+# host is disallowed meanwhile); doubling, or the server's Retry-After, up to an hour.
 ROBOTSTXT_RETRY_DELAY = 30.0
+# Tries again of such a robots.txt before the host is given up.
 ROBOTSTXT_RETRY_TIMES = 2
-ROBOTSTXT_MAX_RETRY_DELAY = 3600.0
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
 # Origins whose parsed robots.txt a worker keeps in memory (least recently used dropped, read
 # back from the robots.txt cache when met again): a parsed copy is ~10 KB, so a broad crawl's
 # millions of hosts would otherwise grow every worker without bound. 0: no bound.
 ROBOTSTXT_BOOK_SIZE = 10_000
-# Longest a request waits for its origin's robots.txt fetch before it is refused as unresolved.
-# 0: DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) x (1 + 5 redirects) + 60 s.
-ROBOTSTXT_WAIT_TIMEOUT = 0
 
 # --- Sitemaps (crawler/middlewares/sitemaps.py, crawler/sitemaps/) ---------------------------
 # Read the sitemaps a host's robots.txt names (Sitemap: lines), as frontier requests of the host.
@@ -284,12 +261,13 @@ SITEMAPS_ENABLED = True
 # Also try /sitemap.xml of every origin (a site config sets it in [settings]); off by default:
 # a guess costs each host a request.
 SITEMAPS_PROBE = False
-# sitemaps.org's limits per file: 50,000 URLs and 50 MB uncompressed (a gzip bomb stops there).
+# Entries read from one sitemap file (sitemaps.org's limit: 50,000); the rest are ignored.
 SITEMAPS_MAX_URLS = 50_000
+# Bytes of one sitemap file once uncompressed (sitemaps.org's limit: 50 MB); a gzip bomb is
+# dropped while it inflates past it.
 SITEMAPS_MAX_SIZE = 52_428_800
-# Entries taken from all the sitemaps of one crawl (the per-site cap), and sitemap files fetched.
+# Entries taken from all the sitemaps of one crawl (the per-site cap).
 SITEMAPS_MAX_SITE_URLS = 1_000_000
-SITEMAPS_MAX_FILES = 1_000
 # sitemaps.org's location rule: a sitemap lists only URLs under its own folder (same scheme,
 # host and port), except one named in robots.txt, which may list any URL of that host. Off:
 # any URL of the sitemap's host (for CMSs that keep sitemaps in a folder of their own).
@@ -304,57 +282,40 @@ SITEMAPS_LASTMOD = True
 CANONICAL_SCOPE = "domain"
 
 # --- 429 and 503 (crawler/middlewares/retry_after.py) --------------------------------------
-RETRY_AFTER_DEFAULT = 60.0  # seconds, when a 429/503 has no (readable) Retry-After
 RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
 RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
-DNS_SERVERS = ""  # "ip[:port]" of DNS servers to ask, comma-separated; "": /etc/resolv.conf's
-# Lookups in flight at once (one per name however many requests wait). 400: at 200 ms a
-# lookup that is 2,000 new names a second, and a crawl of 1,000 new hosts ran at 98 % of its
-# rate with instant DNS (100 in flight: 84 %; bench/addresses.py --only dns).
-DNS_CONCURRENCY = 400
-DNS_CACHE_SIZE = 100_000  # names a worker keeps (least recently used out first)
-# An answer is kept for its TTL, but at least DNS_MIN_TTL (a 0-second CDN TTL would make every
-# fetch a lookup) and at most DNS_MAX_TTL (6 hours, as Heritrix keeps an address: a host that
-# moves is followed within that); a failure for DNS_NEGATIVE_TTL.
+# "ip[:port]" of the DNS servers to ask (a JSON list or a,b); empty: /etc/resolv.conf's.
+DNS_SERVERS: tuple[str, ...] = ()
+# Seconds an answer is kept at least, whatever its TTL (a 0-second CDN TTL would make every
+# fetch a lookup); at most 6 hours (as Heritrix keeps an address: a host that moves is followed
+# within that).
 DNS_MIN_TTL = 60.0
-DNS_MAX_TTL = 6 * 3600.0
+# Seconds a failed lookup (no such name, servfail, timeout) is kept before it is asked again.
 DNS_NEGATIVE_TTL = 60.0
-DNS_HOLD_TIMES = 3  # holds of a host whose name fails (servfail, timeout) before its pages fail
-# Names of newly discovered hosts are looked up ahead of their first fetch, at most this many
-# waiting (then the newest are left to the lookup at the fetch), with no more than half of
-# DNS_CONCURRENCY in flight for them: a fetch's own lookup never waits behind them. 0: off.
-DNS_PREFETCH = 10_000
-DNS_HOLD_MAX = 900.0  # longest hold (the negative TTL, doubling with each failure in a row)
+# Holds of a host whose name fails (servfail, timeout) before its pages fail; each hold is the
+# negative TTL, doubling with each failure in a row up to 15 minutes.
+DNS_HOLD_TIMES = 3
 
 # --- The crawl database and recrawl -------------------------------------------------------------
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
 # JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
 CRAWLDB_PATH = ""
-# Seconds between commits of the crawl database while the crawl runs.
-CRAWLDB_COMMIT_INTERVAL = 5.0
-# PostgreSQL only: split the crawl database's page table (CRAWLDB_PARTITIONS) and the index's
-# documents, anchors and outlinks (INDEX_PARTITIONS) into this many hash partitions when the
-# tables are created (0: plain tables). Worth it past ~100 million pages, where one table's
-# vacuum and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
+# PostgreSQL only: split the crawl database's page table into this many hash partitions when
+# it is created (0: a plain table). Worth it past ~100 million pages, where one table's vacuum
+# and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
 CRAWLDB_PARTITIONS = 0
+# PostgreSQL only: the same for the index's documents, anchors and outlinks tables.
 INDEX_PARTITIONS = 0
-# Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule); 0: one day.
-# RECRAWL_MIN_INTERVAL / RECRAWL_MAX_INTERVAL have no fixed default: they follow this one
-# (crawler/crawldb/schedule.py).
+# Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule), and each page's
+# interval then grows while it does not change and shrinks when it does, between a minute (or a
+# tenth of this, if shorter) and 30 days (or this, if longer); 0: one day.
 RECRAWL_INTERVAL = 0
 RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
-# A due URL handed to the crawl is not handed out again for this many seconds.
-RECRAWL_LEASE = 3600.0
-RECRAWL_BATCH = 1000  # due URLs taken from the crawl database at a time
-RECRAWL_INC_RATE = 0.4  # Nutch's db.fetch.schedule.adaptive.inc_rate
-RECRAWL_DEC_RATE = 0.2  # Nutch's db.fetch.schedule.adaptive.dec_rate
 # Nutch's sync delta: a page long unchanged gets at least that long an interval, its next fetch
-# pulled forward by this share of it.
+# pulled forward by a share of it.
 RECRAWL_SYNC_DELTA = True
-RECRAWL_SYNC_DELTA_RATE = 0.3
-RECRAWL_PRIORITY_LEVELS = 3  # a page that changed at every refetch gets this priority boost
 
 # --- Address safety --------------------------------------------------------------------------
 # Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
@@ -364,33 +325,39 @@ ALLOW_PRIVATE_ADDRESSES = False
 ALLOWED_NETWORKS: tuple[str, ...] = ()
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
-DOWNLOAD_MAX_HEADERS = 256  # header lines of one response (Twisted counts none)
-DOWNLOAD_MAX_HEADER_BYTES = 256 * 1024  # bytes of one response's header section
-# A response must arrive at this many bytes/s on average from its first byte, once the grace
-# period is over: a trickled body is cut after seconds instead of holding a slot for minutes.
+# A response must arrive at this many bytes/s on average from its first byte, once
+# DOWNLOAD_MIN_RATE_GRACE is over: a trickled body is cut after seconds instead of holding a
+# slot for minutes. 0: no minimum.
 DOWNLOAD_MIN_RATE = 1024
+# Seconds from a response's first byte before DOWNLOAD_MIN_RATE applies.
 DOWNLOAD_MIN_RATE_GRACE = 5.0
 # bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
 PAGE_MAX_HTML = 4 * 1024 * 1024
 PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
 CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
-# The item's `markdown` (the main content as Markdown: crawler/content/markdown.py), and its
-# `metadata`, `description`, dates and `language` (crawler/content/metadata.py, language.py).
-# Off saves their CPU (bench/metadata.py); the language is then not counted either.
+# The item's `markdown`: the main content as Markdown (crawler/content/markdown.py). Off saves
+# its CPU (bench/metadata.py).
 CONTENT_MARKDOWN = True
+# The item's `metadata`, `description`, dates and `language` (crawler/content/metadata.py,
+# language.py). Off saves their CPU (bench/metadata.py); the language is then not counted.
 CONTENT_METADATA = True
 
 # --- Content: near-duplicates and the full-text index ----------------------------------------
-# Chosen with bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
+# Near-duplicate detection (MinHash and LSH over the main text, crawler/content/neardup.py):
+# a page that repeats another is flagged, not indexed, and its links demoted.
+NEARDUP_ENABLED = True
+# The detector's shingles (words), permutations and Jaccard threshold; chosen with
+# bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
 # threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
 # deviations of the 128-permutation estimate above the threshold and the hardest negative pair
 # (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
 # would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
 # triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
 # indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages.
-NEARDUP_ENABLED = True
 NEARDUP_SHINGLE_SIZE = 3
+# MinHash permutations of a page's signature (more: a closer estimate, more CPU and bytes).
 NEARDUP_NUM_PERM = 128
+# Estimated Jaccard similarity of two pages' shingles at or above which one is a near-duplicate.
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
 # Soft 404s: one request per host for a path that cannot exist; pages answered like it are
@@ -398,7 +365,6 @@ NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its ori
 # host one request, which a crawl asks for.
 SOFT404_PROBE = False
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
-NEARDUP_JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.journal
 # Levels of depth added to the links of a page that duplicates another (exact or near): they
 # go that many front queues lower (depth priority policy) and meet the site's max_depth that
 # much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
@@ -415,10 +381,9 @@ NEARDUP_SHARED_CAPACITY = 100_000
 # the pages it fetches, the hosts in flight), whatever the crawl's size; nothing of it is needed
 # to decide, so a new worker starts with it empty.
 NEARDUP_CACHE_BYTES = 64 * 1024 * 1024
+# Write every page to the full-text index that `scrapy search` reads (crawler/index/).
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
-INDEX_BATCH_SIZE = 200  # items per index transaction
-INDEX_COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl is searchable
 
 # Outlinks in the items that feeds write (-o, scrapyd's items): they are most of a feed's
 # bytes. Off leaves them out of the feeds only; the index and the crawl database still get them.
@@ -440,12 +405,9 @@ RECORD_PATH = ""
 # Seconds between two snapshots (pages, bytes, frontier size, hosts ready/waiting/in flight).
 RECORD_INTERVAL = 5.0
 # One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
-# of a session (~40 bytes each); after that, one line per host and RECORD_AGGREGATE_INTERVAL,
-# so a crawl of millions of pages keeps a record of a few megabytes.
+# of a session (~40 bytes each); after that, one line per host and minute, so a crawl of
+# millions of pages keeps a record of a few megabytes.
 RECORD_MAX_FETCHES = 100_000
-RECORD_AGGREGATE_INTERVAL = 60.0
-# Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
-RECORD_MAX_BROKEN = 1_000
 # This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
 RECORD_WORKER_ID = ""
 
@@ -458,17 +420,12 @@ WARC_ENABLED = False
 WARC_DIR = "warc/%(name)s"
 WARC_PREFIX = ""  # first part of each file name; empty: the site's name
 WARC_MAX_SIZE = 1_000_000_000  # bytes; a file is closed and renamed before it grows past this
-# 1-9: 3 costs 0.58 of 9's CPU for ~10 % more bytes (bench/warc.py records)
-WARC_GZIP_LEVEL = 3
 # Where the SQLite digest index lives; empty: JOBDIR/warc-digests.sqlite, else beside the crawl
 # database, else WARC_DIR/digests.sqlite (so the next crawl into the same directory revisits).
 WARC_DIGEST_PATH = ""
 # A 200 whose payload was archived before becomes a revisit record from this many bytes up
 # (0: never); below it a revisit record would not be smaller than the payload.
 WARC_REVISIT_MIN_SIZE = 256
-# The request record of an identical-payload revisit (the first capture's request is archived):
-# off, a recrawl of unchanged pages writes half the bytes (bench/warc.py crawl).
-WARC_REVISIT_REQUESTS = False
 WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
 WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
 WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)

@@ -276,13 +276,9 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
     "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
     "FRONTIER_IP_CONCURRENCY": Number(integer=True),  # 0: politeness per name only
-    "DNS_CONCURRENCY": Number(integer=True, low=1),
-    "DNS_CACHE_SIZE": Number(integer=True, low=1),
     "DNS_MIN_TTL": Number(),
-    "DNS_MAX_TTL": Number(),
     "DNS_NEGATIVE_TTL": Number(),
     "DNS_HOLD_TIMES": Number(integer=True),
-    "DNS_HOLD_MAX": Number(),
     "FRONTIER_FRONT_QUEUES": Number(integer=True, low=1),
     "FRONTIER_HOST_MAX_FAILURES": Number(integer=True, low=1),
     # 32: the window is a bit mask (a Lua number in the Redis frontier); 0 turns it off
@@ -305,31 +301,21 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_MAX_BACKLOG_BYTES": Number(integer=True),  # 0: no bound
     "FRONTIER_REFRESH_INTERVAL": Number(above=True),
     "REDIS_CLUSTER": Choice(("auto", "yes", "no")),
-    "CRAWLDB_COMMIT_INTERVAL": Number(above=True),
     "RECRAWL_INTERVAL": Number(),
-    "RECRAWL_BATCH": Number(integer=True, low=1),
-    "RECRAWL_INC_RATE": Number(high=1),
-    "RECRAWL_DEC_RATE": Number(high=1),
-    "RECRAWL_SYNC_DELTA_RATE": Number(high=1),
     "ROBOTSTXT_CACHE_EXPIRY": Number(),
-    "ROBOTSTXT_WAIT_TIMEOUT": Number(),
     "URL_MAX_LENGTH": Number(integer=True, low=1),
     "DOWNLOAD_MIN_RATE": Number(),
-    "DOWNLOAD_MAX_HEADERS": Number(integer=True, low=1),
-    "DOWNLOAD_MAX_HEADER_BYTES": Number(integer=True, low=1),
     "PAGE_MAX_HTML": Number(integer=True, low=1),
     "NEARDUP_SHINGLE_SIZE": Number(integer=True, low=1),
     "NEARDUP_NUM_PERM": Number(integer=True, low=2),
     "NEARDUP_THRESHOLD": Number(above=True, high=1),
-    "INDEX_BATCH_SIZE": Number(integer=True, low=1),
-    "INDEX_COMMIT_INTERVAL": Number(above=True),
     "SITEMAPS_MAX_URLS": Number(integer=True, low=1),
     "SITEMAPS_MAX_SIZE": Number(integer=True, low=1),
-    "SITEMAPS_MAX_FILES": Number(integer=True, low=1),
     "CANONICAL_SCOPE": Choice(("host", "domain", "off")),
+    "RECORD_INTERVAL": Number(above=True),
+    "METRICS_PORT": Number(integer=True, high=65535),  # 0: off
 
     "WARC_MAX_SIZE": Number(integer=True, low=1),
-    "WARC_GZIP_LEVEL": Number(integer=True, low=1, high=9),
     "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
     "FROM_ADDRESS": Mailbox(),
     "CRAWL_PURPOSE": Purposes(),
@@ -338,6 +324,47 @@ _RULES: dict[str, Rule] = {
 
 #: Every setting of the crawler's own and its default (crawler/config/defaults.py).
 OUR_SETTINGS: dict[str, Any] = {name: getattr(defaults, name) for name in defaults.__all__}
+
+_CONSTANT = "no longer a setting: a constant of "
+#: Settings there are no more (docs/decisions/0003-settings.md) and what became of each. A crawl
+#: given one is refused in one line that says so: run without it, it would not do what its
+#: operator asked, and "unknown setting" would send them looking for a typo.
+REMOVED: dict[str, str] = {
+    "CRAWLER_CONTACT_URL": "no longer a setting: set USER_AGENT",
+    "REACTOR_STALL_INTERVAL": _CONSTANT + "crawler/extensions/stall.py",
+    "CONTENT_THREAD_SWITCH_INTERVAL": _CONSTANT + "crawler/offload/components.py",
+    "FEED_THREAD_MIN_CHARS": _CONSTANT + "crawler/pipelines/feed.py",
+    "GC_FREEZE_INTERVAL": _CONSTANT + "crawler/extensions/gcpace.py",
+    "GC_FULL_INTERVAL": _CONSTANT + "crawler/extensions/gcpace.py",
+    "ROBOTSTXT_MAX_SIZE": _CONSTANT + "crawler/robots/rules.py (RFC 9309's 500 KiB)",
+    "ROBOTSTXT_MAX_RETRY_DELAY": _CONSTANT + "crawler/robots/book.py",
+    "ROBOTSTXT_WAIT_TIMEOUT": "no longer a setting: it follows DOWNLOAD_TIMEOUT and RETRY_TIMES",
+    "SITEMAPS_MAX_FILES": _CONSTANT + "crawler/sitemaps/limits.py",
+    "RETRY_AFTER_DEFAULT": _CONSTANT + "crawler/middlewares/retry_after.py",
+    "DNS_CONCURRENCY": _CONSTANT + "crawler/download/dns.py",
+    "DNS_CACHE_SIZE": _CONSTANT + "crawler/download/dns.py",
+    "DNS_MAX_TTL": _CONSTANT + "crawler/download/dns.py",
+    "DNS_PREFETCH": _CONSTANT + "crawler/download/dns.py",
+    "DNS_HOLD_MAX": _CONSTANT + "crawler/middlewares/dns.py",
+    "CRAWLDB_COMMIT_INTERVAL": _CONSTANT + "crawler/extensions/recrawl.py",
+    "RECRAWL_LEASE": _CONSTANT + "crawler/extensions/recrawl.py",
+    "RECRAWL_BATCH": _CONSTANT + "crawler/extensions/recrawl.py",
+    "RECRAWL_INC_RATE": _CONSTANT + "crawler/crawldb/schedule.py",
+    "RECRAWL_DEC_RATE": _CONSTANT + "crawler/crawldb/schedule.py",
+    "RECRAWL_SYNC_DELTA_RATE": _CONSTANT + "crawler/crawldb/schedule.py",
+    "RECRAWL_PRIORITY_LEVELS": _CONSTANT + "crawler/crawldb/schedule.py",
+    "RECRAWL_MIN_INTERVAL": "no longer a setting: it follows RECRAWL_INTERVAL",
+    "RECRAWL_MAX_INTERVAL": "no longer a setting: it follows RECRAWL_INTERVAL",
+    "DOWNLOAD_MAX_HEADERS": _CONSTANT + "crawler/download/handler.py",
+    "DOWNLOAD_MAX_HEADER_BYTES": _CONSTANT + "crawler/download/handler.py",
+    "NEARDUP_JOURNAL_INTERVAL": _CONSTANT + "crawler/content/analysis_neardup.py",
+    "INDEX_BATCH_SIZE": _CONSTANT + "crawler/pipelines/index.py",
+    "INDEX_COMMIT_INTERVAL": _CONSTANT + "crawler/pipelines/index.py",
+    "RECORD_AGGREGATE_INTERVAL": _CONSTANT + "crawler/extensions/recorder.py",
+    "RECORD_MAX_BROKEN": _CONSTANT + "crawler/extensions/recorder.py",
+    "WARC_GZIP_LEVEL": _CONSTANT + "crawler/archive/files.py",
+    "WARC_REVISIT_REQUESTS": _CONSTANT + "crawler/archive/archiver.py",
+}
 
 
 def _rule_of_default(default: object) -> Rule:
@@ -385,7 +412,10 @@ def needs_problems(
 
 def read_value(name: str, value: object, show: Show = repr) -> Any:
     """``value`` in the type of our setting ``name``; raises :class:`SettingValueError`.
-    A setting that is not ours, and ``None``, come back as they are."""
+    A setting that is not ours, and ``None``, come back as they are; a setting there is no
+    more (:data:`REMOVED`) is refused whatever its value."""
+    if name in REMOVED:
+        raise SettingValueError(REMOVED[name])
     rule = RULES.get(name)
     if rule is None or value is None:
         return value
@@ -431,9 +461,17 @@ def order_problems(
     return out
 
 
+def removed_problem(name: str) -> str | None:
+    """Why ``name``, a setting there is no more (:data:`REMOVED`), cannot be given; None for
+    any other name."""
+    return REMOVED.get(name)
+
+
 def unknown_setting_hint(name: str, known: Iterable[str] = ()) -> str | None:
     """A warning for a name that looks like one of ours but is no setting at all."""
-    if name in OUR_SETTINGS or name in _BORROWED or not name.startswith(PREFIXES):
+    if name in OUR_SETTINGS or name in _BORROWED or name in REMOVED:
+        return None
+    if not name.startswith(PREFIXES):
         return None
     known = set(known)
     if name in known:
@@ -473,6 +511,10 @@ def check_settings(
     problems: dict[str, str] = {}
     warnings = []
     for name in sorted(wanted):
+        removed = removed_problem(name)
+        if removed:
+            problems[name] = removed
+            continue
         value = get(name) if name in RULES else None
         if value is not None:  # None: not set
             try:

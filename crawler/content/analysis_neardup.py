@@ -11,7 +11,7 @@ The detector (``NEARDUP_STORE_CLASS``: :class:`crawler.content.neardup.NearDupli
 or the shared one on Redis) is the judge's alone, so it is called from one thread only. With
 ``JOBDIR`` set, an in-process detector's records (originals with their sketches, duplicates,
 template blocks) are appended to ``JOBDIR/neardup.journal`` (msgpack) at most every
-``NEARDUP_JOURNAL_INTERVAL`` seconds and at close, and replayed at open: a resumed crawl still
+:data:`JOURNAL_INTERVAL` seconds and at close, and replayed at open: a resumed crawl still
 knows its originals, and a ``kill -9`` loses only the last interval's pages. A shared detector
 keeps its own state (it has no ``drain``).
 """
@@ -35,6 +35,7 @@ __all__ = ["JOURNAL_FILE", "NearDuplicateJudge", "Verdict"]
 logger = logging.getLogger(__name__)
 
 JOURNAL_FILE = "neardup.journal"
+JOURNAL_INTERVAL = 2.0  # seconds between appends to JOBDIR/neardup.journal
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +81,14 @@ class NearDuplicateJudge:
         host_min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES,
         link_demotion: int = defaults.NEARDUP_LINK_DEMOTION,
         journal: Path | None = None,
-        journal_interval: float = defaults.NEARDUP_JOURNAL_INTERVAL,
+        journal_interval: float | None = None,
     ) -> None:
         self.detector = detector
         self.host_min_pages = host_min_pages
         self.link_demotion = link_demotion
         self.journal = journal
-        self.journal_interval = journal_interval
+        # the module's constant as it is now (a test shortens it in a child process)
+        self.journal_interval = JOURNAL_INTERVAL if journal_interval is None else journal_interval
         self._last_write = time.monotonic()
 
     def judge(

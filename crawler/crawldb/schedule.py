@@ -26,44 +26,43 @@ from typing import Any
 
 from crawler.config import defaults
 from crawler.crawldb.api import PageRecord, Visit
+from crawler.crawldb.config import RecrawlConfig
 
 DAY = 86400.0
 
 
 @dataclass(frozen=True)
 class AdaptiveSchedule:
-    """The ``RECRAWL_*`` settings; their defaults (and reasons) are in ``crawler.config.defaults``.
+    """Nutch's adaptive schedule: ``interval`` and ``sync_delta`` from the ``RECRAWL_*``
+    settings, the rest its tuning constants (Nutch's own defaults of
+    ``db.fetch.schedule.adaptive.*``), not settings.
 
-    ``min_interval`` and ``max_interval`` have no setting default of their own: unset, they are
-    these bounds widened to include the first interval (:meth:`from_settings`).
+    ``min_interval`` and ``max_interval`` are these bounds widened by the first interval
+    (:meth:`from_settings`): a page may come back up to ten times as often as the first interval
+    says (at most once a minute), and waits at most 30 days, or the first interval when that is
+    longer.
     """
 
     interval: float = DAY  # the first interval of a new page (RECRAWL_INTERVAL = 0)
     min_interval: float = 60.0
     max_interval: float = 30 * DAY
-    inc_rate: float = defaults.RECRAWL_INC_RATE
-    dec_rate: float = defaults.RECRAWL_DEC_RATE
+    inc_rate: float = 0.4  # Nutch's db.fetch.schedule.adaptive.inc_rate
+    dec_rate: float = 0.2  # Nutch's db.fetch.schedule.adaptive.dec_rate
     sync_delta: bool = defaults.RECRAWL_SYNC_DELTA
-    sync_delta_rate: float = defaults.RECRAWL_SYNC_DELTA_RATE
-    priority_levels: int = defaults.RECRAWL_PRIORITY_LEVELS
+    # a page long unchanged: its next fetch pulled forward by this share of its interval
+    sync_delta_rate: float = 0.3
+    priority_levels: int = 3  # a page that changed at every refetch gets this priority boost
 
     @classmethod
     def from_settings(cls, settings: Any) -> AdaptiveSchedule:
         """The schedule the ``RECRAWL_*`` settings describe (Scrapy settings or alike)."""
-        interval = settings.getfloat("RECRAWL_INTERVAL", defaults.RECRAWL_INTERVAL) or DAY
+        config = RecrawlConfig.from_settings(settings)
+        interval = config.interval or DAY
         return cls(
             interval=interval,
-            min_interval=settings.getfloat("RECRAWL_MIN_INTERVAL", min(cls.min_interval, interval)),
-            max_interval=settings.getfloat("RECRAWL_MAX_INTERVAL", max(cls.max_interval, interval)),
-            inc_rate=settings.getfloat("RECRAWL_INC_RATE", defaults.RECRAWL_INC_RATE),
-            dec_rate=settings.getfloat("RECRAWL_DEC_RATE", defaults.RECRAWL_DEC_RATE),
-            sync_delta=settings.getbool("RECRAWL_SYNC_DELTA", defaults.RECRAWL_SYNC_DELTA),
-            sync_delta_rate=settings.getfloat(
-                "RECRAWL_SYNC_DELTA_RATE", defaults.RECRAWL_SYNC_DELTA_RATE
-            ),
-            priority_levels=settings.getint(
-                "RECRAWL_PRIORITY_LEVELS", defaults.RECRAWL_PRIORITY_LEVELS
-            ),
+            min_interval=min(cls.min_interval, interval / 10),
+            max_interval=max(cls.max_interval, interval),
+            sync_delta=config.sync_delta,
         )
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ Stock limits and where they fall short:
 
 - Twisted's client limits one header line (16 KiB) but not how many lines: an endless header
   stream is read until ``DOWNLOAD_TIMEOUT``, gigabytes in memory. Here a response's header
-  section is capped by ``DOWNLOAD_MAX_HEADERS`` lines and ``DOWNLOAD_MAX_HEADER_BYTES`` bytes.
+  section is capped at 256 lines and 256 KiB (:class:`Limits`).
 - A body trickled a byte a second holds a host slot until ``DOWNLOAD_TIMEOUT``. Here a response
   (headers and body) must arrive at ``DOWNLOAD_MIN_RATE`` bytes/s on average, counted from its
   first byte, once ``DOWNLOAD_MIN_RATE_GRACE`` seconds have passed. Waiting for the first byte is
@@ -72,18 +72,18 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Limits:
-    max_headers: int = defaults.DOWNLOAD_MAX_HEADERS
-    max_header_bytes: int = defaults.DOWNLOAD_MAX_HEADER_BYTES
+    """What one response may cost: header lines (Twisted counts none) and bytes of its header
+    section (constants: no real server comes near them), and the minimum transfer rate after a
+    grace period (settings)."""
+
+    max_headers: int = 256
+    max_header_bytes: int = 256 * 1024
     min_rate: float = defaults.DOWNLOAD_MIN_RATE
     grace: float = defaults.DOWNLOAD_MIN_RATE_GRACE
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
         return cls(
-            max_headers=settings.getint("DOWNLOAD_MAX_HEADERS", defaults.DOWNLOAD_MAX_HEADERS),
-            max_header_bytes=settings.getint(
-                "DOWNLOAD_MAX_HEADER_BYTES", defaults.DOWNLOAD_MAX_HEADER_BYTES
-            ),
             min_rate=settings.getfloat("DOWNLOAD_MIN_RATE", defaults.DOWNLOAD_MIN_RATE),
             grace=settings.getfloat("DOWNLOAD_MIN_RATE_GRACE", defaults.DOWNLOAD_MIN_RATE_GRACE),
         )
@@ -148,12 +148,12 @@ class _LimitedParser(_LenientHTTPClientParser):
         if limits.max_headers and self._lines > limits.max_headers + 1:  # + the status line
             raise _Exceeded(
                 "header_count",
-                f"more than {limits.max_headers} header lines (DOWNLOAD_MAX_HEADERS)",
+                f"more than {limits.max_headers} header lines",
             )
         if limits.max_header_bytes and self._header_bytes > limits.max_header_bytes:
             raise _Exceeded(
                 "header_bytes",
-                f"more than {limits.max_header_bytes} bytes of headers (DOWNLOAD_MAX_HEADER_BYTES)",
+                f"more than {limits.max_header_bytes} bytes of headers",
             )
         self._raw.append(line)  # as received: the delimiter is LF, a CR before it is kept
         super().lineReceived(line)

@@ -6,11 +6,11 @@ the crawl's imports leave behind, and whatever state the crawl has built (fronti
 ``bench/realcrawl.py`` found these full collections to be the longest reactor stalls left:
 20-40 per crawl of 3,400 pages, 100-600 ms each, on whichever thread happened to allocate.
 
-Here, every ``GC_FREEZE_INTERVAL`` seconds the young generations are collected (cyclic garbage
+Here, every :data:`FREEZE_INTERVAL` seconds the young generations are collected (cyclic garbage
 that died young is freed; a few milliseconds) and everything that is left is frozen
 (``gc.freeze()``): a later automatic full collection walks only what was created since. The
 price is that an object frozen while alive and later part of unreachable cycles is not freed
-until everything is unfrozen and collected once, every ``GC_FULL_INTERVAL`` seconds (a pause of
+until everything is unfrozen and collected once, every :data:`FULL_INTERVAL` seconds (a pause of
 the old length, that often) and when the spider closes. Objects freed by reference counting,
 nearly all of a crawl's garbage, are freed at once as ever.
 
@@ -32,13 +32,17 @@ from typing import Any
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
-
-from crawler.config import defaults
 
 __all__ = ["GcPacer"]
 
+#: Seconds between two young collections each followed by ``gc.freeze()``: once a second keeps
+#: a freeze's own pause to milliseconds (bench/realcrawl.py). Remove the extension from
+#: ``EXTENSIONS`` to leave Python's collector as it comes.
+FREEZE_INTERVAL = 1.0
+#: Seconds between two full collections of everything unfrozen (one pause of the old length,
+#: that often), freeing cycles among objects that were alive at a freeze.
+FULL_INTERVAL = 300.0
 # the oldest generation's threshold while paced: it counts collections of the middle one (~10
 # a second), so this is never reached
 _OUT_OF_REACH = 1 << 30
@@ -61,12 +65,7 @@ class GcPacer:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> GcPacer:
-        settings = crawler.settings
-        interval = settings.getfloat("GC_FREEZE_INTERVAL", defaults.GC_FREEZE_INTERVAL)
-        if interval <= 0:
-            raise NotConfigured
-        full = settings.getfloat("GC_FULL_INTERVAL", defaults.GC_FULL_INTERVAL)
-        ext = cls(crawler, interval, full)
+        ext = cls(crawler, FREEZE_INTERVAL, FULL_INTERVAL)
         crawler.signals.connect(ext.spider_opened, signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signals.spider_closed)
         return ext

@@ -37,10 +37,10 @@ from scrapy.utils.misc import load_object
 
 from crawler import signals as crawler_signals
 from crawler.backends.redis.keys import crawl_key
-from crawler.config import defaults
 from crawler.extensions.stall import ReactorStallMonitor
 from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, FrontierCounts, Outcome
+from crawler.metrics.config import MetricsConfig
 from crawler.report.tally import Tallied
 from crawler.report.worker import worker_id
 
@@ -70,11 +70,11 @@ class Snapshot:
 class WorkerMetrics:
     """See the module docstring."""
 
-    def __init__(self, crawler: Crawler, host: str, port: int, interval: float) -> None:
+    def __init__(self, crawler: Crawler, config: MetricsConfig) -> None:
         self.crawler = crawler
         s = crawler.settings
-        self.interval = interval
-        self.linger = s.getfloat("METRICS_LINGER", defaults.METRICS_LINGER)
+        self.interval = config.snapshot_interval
+        self.linger = config.linger
         site = getattr(crawler.spidercls, "name", None) or "crawl"
         self.labels = {
             "crawl": crawl_key(s, site),
@@ -96,7 +96,7 @@ class WorkerMetrics:
         self._fetch = families.LocalHistogram(families.FETCH_HISTOGRAM)
         self._delay = families.LocalHistogram(families.DELAY_HISTOGRAM)
         self._bytes: dict[str, int] = {}
-        self.server = MetricsServer(host, port, self.families)
+        self.server = MetricsServer(config.bind_host, config.port, self.families)
         self.frontier: Frontier | None = None
         self.snapshot = Snapshot()
         self.redis = count_redis_calls()
@@ -105,13 +105,10 @@ class WorkerMetrics:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WorkerMetrics:
-        s = crawler.settings
-        port = s.getint("METRICS_PORT", defaults.METRICS_PORT)
-        if port <= 0:
+        config = MetricsConfig.from_settings(crawler.settings)  # built once
+        if not config.enabled:
             raise NotConfigured
-        host = s.get("METRICS_HOST") or defaults.METRICS_HOST
-        interval = max(0.1, s.getfloat("METRICS_INTERVAL", defaults.METRICS_INTERVAL))
-        ext = cls(crawler, host, port, interval)
+        ext = cls(crawler, config)
         connect = crawler.signals.connect
         connect(ext.frontier_opened, crawler_signals.frontier_opened)
         connect(ext.fetch_completed, crawler_signals.fetch_completed)

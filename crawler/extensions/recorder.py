@@ -30,6 +30,7 @@ from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier, Outcome
 from crawler.frontier.addresses import AddressPolicy
 from crawler.meta import found_on
+from crawler.report.config import RecordConfig
 from crawler.report.recordfile import STATS_PREFIXES, RecordWriter, set_aside
 from crawler.report.tally import Tallied
 from crawler.report.worker import worker_id
@@ -38,6 +39,10 @@ logger = logging.getLogger(__name__)
 
 # Counters and stats are written every this many snapshots (and at the end): a killed crawl
 # keeps what it had then.
+#: Past RECORD_MAX_FETCHES, one line per host and this many seconds.
+AGGREGATE_INTERVAL = 60.0
+#: Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
+MAX_BROKEN = 1_000
 _COUNTERS_EVERY = 12
 # The share of the crawl's CPU the frontier's counts may take (see _pace_counts).
 _COUNTS_SHARE = 0.01
@@ -47,7 +52,7 @@ def record_path(settings: Any, site: str) -> Path:
     """``RECORD_PATH``, else ``JOBDIR/record.jsonl``, else next to ``STATS_FILE``, else
     ``crawl-record-<site>.jsonl`` in the current directory (``scrapy report`` looks in the
     same places)."""
-    explicit = settings.get("RECORD_PATH", defaults.RECORD_PATH)
+    explicit = RecordConfig.from_settings(settings).path
     if explicit:
         return Path(explicit)
     jobdir = settings.get("JOBDIR")
@@ -120,19 +125,17 @@ class CrawlRecordExtension:
     snapshot but one (a request the frontier never handed out).
     """
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, config: RecordConfig | None = None) -> None:
         settings = crawler.settings
+        config = config or RecordConfig.from_settings(settings)
         self.crawler = crawler
-        self.interval = settings.getfloat("RECORD_INTERVAL", defaults.RECORD_INTERVAL)
-        self.max_fetches = settings.getint("RECORD_MAX_FETCHES", defaults.RECORD_MAX_FETCHES)
-        agg = settings.getfloat("RECORD_AGGREGATE_INTERVAL", defaults.RECORD_AGGREGATE_INTERVAL)
-        self.agg_ms = round(1000 * agg)
-        self.max_broken = settings.getint("RECORD_MAX_BROKEN", defaults.RECORD_MAX_BROKEN)
+        self.interval = config.interval
+        self.max_fetches = config.max_fetches
+        self.agg_ms = round(1000 * AGGREGATE_INTERVAL)
+        self.max_broken = MAX_BROKEN
         self.worker = worker_id(  # one worker across stops and resumes (its JOBDIR)
-            settings.get("JOBDIR"), settings.get("RECORD_WORKER_ID", defaults.RECORD_WORKER_ID)
+            settings.get("JOBDIR"), config.worker_id
         )
-        if self.interval <= 0 or self.agg_ms <= 0:
-            raise NotConfigured("RECORD_INTERVAL and RECORD_AGGREGATE_INTERVAL must be > 0")
         self.politeness = {
             "min_delay": settings.getfloat("FRONTIER_MIN_DELAY", defaults.FRONTIER_MIN_DELAY),
             "delay_factor": settings.getfloat(
@@ -165,9 +168,10 @@ class CrawlRecordExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlRecordExtension:
-        if not crawler.settings.getbool("RECORD_ENABLED", defaults.RECORD_ENABLED):
+        config = RecordConfig.from_settings(crawler.settings)  # built once
+        if not config.enabled:
             raise NotConfigured
-        ext = cls(crawler)
+        ext = cls(crawler, config)
         connect = crawler.signals.connect
         connect(ext.frontier_opened, crawler_signals.frontier_opened)
         connect(ext.spider_opened, signals.spider_opened)

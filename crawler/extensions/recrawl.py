@@ -35,7 +35,6 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
 from crawler.crawldb import (
     CrawlDb,
     DueUrl,
@@ -45,6 +44,7 @@ from crawler.crawldb import (
     Visit,
     crawldb_enabled,
 )
+from crawler.crawldb.config import RecrawlConfig
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.items import PAGE_FINGERPRINT_META
 from crawler.meta import REQUISITE_META, ROBOTS_META
@@ -61,18 +61,21 @@ def db_key(url: str) -> str | None:
         return None
 
 
+#: Seconds a due URL handed to the crawl is not handed out again.
+LEASE = 3600.0
+BATCH = 1000  # due URLs taken from the crawl database at a time
+COMMIT_INTERVAL = 5.0  # seconds between commits of the crawl database while the crawl runs
+
+
 class RecrawlExtension:
     def __init__(self, crawler: Crawler, db: CrawlDb, path: str = "") -> None:
         self.crawler = crawler
         self.db = db
         self.path = path
-        s = crawler.settings
-        self.continuous = s.getbool("RECRAWL_CONTINUOUS", defaults.RECRAWL_CONTINUOUS)
-        self.lease = s.getfloat("RECRAWL_LEASE", defaults.RECRAWL_LEASE)
-        self.batch = s.getint("RECRAWL_BATCH", defaults.RECRAWL_BATCH)
-        self.commit_interval = s.getfloat(
-            "CRAWLDB_COMMIT_INTERVAL", defaults.CRAWLDB_COMMIT_INTERVAL
-        )
+        self.continuous = RecrawlConfig.from_settings(crawler.settings).continuous
+        self.lease = LEASE
+        self.batch = BATCH
+        self.commit_interval = COMMIT_INTERVAL
         self.clock = time.time
         self._due: list[DueUrl] = []
         self._due_seeds: set[str] = set()  # keys of due URLs that came as seeds in bulk

@@ -25,6 +25,7 @@ from scrapy.crawler import Crawler
 
 from crawler.backends.registry import backend_class
 from crawler.config import defaults
+from crawler.config.features import crawldb_enabled
 from crawler.extensions.tally import CrawlTally
 from crawler.report.policies import policy_line
 from crawler.report.tally import busiest_line, is_ok
@@ -98,7 +99,7 @@ class _SettingsView:
         self.stats_file = settings.get("STATS_FILE") or ""
         self.index_enabled = settings.getbool("INDEX_ENABLED", defaults.INDEX_ENABLED)
         self.index_path = str(settings.get("INDEX_PATH") or "")
-        self.crawldb = bool(settings.get("CRAWLDB_PATH") or settings.getfloat("RECRAWL_INTERVAL"))
+        self.crawldb = crawldb_enabled(settings)
         # a frontier kept outside this process without a JOBDIR: a shared one (Redis)
         store = backend_class(settings, "FRONTIER_STORE_CLASS")
         self.shared = not self.jobdir and bool(getattr(store, "persistent", False))

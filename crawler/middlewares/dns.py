@@ -3,7 +3,7 @@
 A name that does not resolve must not fail its host's pages one by one (each a lookup, a retry,
 a failure in the log): its first failure *holds* the host in the frontier (signal
 ``host_hold``, as a robots.txt that cannot be fetched does) until the failure's negative cache
-entry expires, doubling up to ``DNS_HOLD_MAX`` on each failure after, and the request goes back
+entry expires, doubling up to :data:`HOLD_MAX` on each failure after, and the request goes back
 to the queue. After ``DNS_HOLD_TIMES`` holds in a row (one for ``nxdomain``: the server's
 authoritative "no such name"), the host's requests fail as unreachable ones do, and the frontier
 gives the host up after its usual failures. robots.txt requests are left to the robots.txt
@@ -24,13 +24,16 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.error import DNSLookupError
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
 from crawler.download.dns import CachingDnsResolver, DnsService
+from crawler.download.dns_config import DnsConfig
 from crawler.net.dns import ERROR, NXDOMAIN, TRANSIENT
 
 logger = logging.getLogger(__name__)
 
 ATTEMPTS_META = "dns_holds"
+#: Longest hold of a host whose name fails (the negative TTL, doubling with each failure in a
+#: row).
+HOLD_MAX = 900.0
 
 
 class DnsMiddleware:
@@ -39,9 +42,8 @@ class DnsMiddleware:
     def __init__(self, crawler: Crawler, service: DnsService) -> None:
         self.crawler = crawler
         self.service = service
-        s = crawler.settings
-        self.hold_times = s.getint("DNS_HOLD_TIMES", defaults.DNS_HOLD_TIMES)
-        self.hold_max = s.getfloat("DNS_HOLD_MAX", defaults.DNS_HOLD_MAX)
+        self.hold_times = DnsConfig.from_settings(crawler.settings).hold_times
+        self.hold_max = HOLD_MAX
         self.holds: dict[str, int] = {}  # host -> holds in a row
         self.given_up: set[str] = set()
         service.on_answer = self._resolved

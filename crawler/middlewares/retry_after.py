@@ -3,7 +3,7 @@
 Stock ``RetryMiddleware`` retries these at once and drops the page after ``RETRY_TIMES``: a host
 that says "slow down" gets hit again within milliseconds. Here a 429/503 holds the whole host in
 the frontier (the ``host_hold`` signal) for its ``Retry-After`` (seconds or an HTTP date;
-``RETRY_AFTER_DEFAULT`` when absent or unreadable) and re-queues the request, at most
+:data:`DEFAULT_WAIT` when absent or unreadable) and re-queues the request, at most
 ``RETRY_AFTER_TIMES`` times. A host asking for more than ``RETRY_AFTER_MAX`` is skipped: its
 requests are refused without touching the network, rather than the crawl waiting for hours.
 ``RETRY_HTTP_CODES`` (settings.py) leaves 429 and 503 out, so the two never compete.
@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 ATTEMPTS_META = "retry_after_times"
 CODES = frozenset({429, 503})
+#: Seconds a host is held when its 429/503 has no (readable) Retry-After.
+DEFAULT_WAIT = 60.0
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -55,7 +57,7 @@ class RetryAfterMiddleware:
         settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
-        self.default = settings.getfloat("RETRY_AFTER_DEFAULT", defaults.RETRY_AFTER_DEFAULT)
+        self.default = DEFAULT_WAIT
         self.max = settings.getfloat("RETRY_AFTER_MAX", defaults.RETRY_AFTER_MAX)
         self.times = settings.getint("RETRY_AFTER_TIMES", defaults.RETRY_AFTER_TIMES)
         self.skipped: set[str] = set()

@@ -20,12 +20,12 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from crawler.config import defaults
 from crawler.frontier.urls import origin_of
 from crawler.meta import USAGE_BEFORE_META, USAGE_META
 from crawler.middlewares.robots_fetcher import RobotsFetcher
 from crawler.middlewares.robots_requests import RobotsTxtHandled, is_robots_request
 from crawler.robots import Verdict
+from crawler.robots.config import RobotsConfig
 from crawler.robots.usage import NOT_FETCHED, decide, path_of, purposes_of
 
 __all__ = ["RobotsMiddleware", "RobotsTxtHandled"]
@@ -38,7 +38,8 @@ class RobotsMiddleware:
 
     def __init__(self, crawler: Crawler, fetcher: RobotsFetcher | None = None) -> None:
         s = crawler.settings
-        if not s.getbool("ROBOTSTXT_ENABLED", defaults.ROBOTSTXT_ENABLED):
+        config = RobotsConfig.from_settings(s)  # built once, handed to the fetcher
+        if not config.enabled:
             raise NotConfigured("ROBOTSTXT_ENABLED is off")
         if s.getbool("ROBOTSTXT_OBEY"):
             logger.warning(
@@ -47,7 +48,9 @@ class RobotsMiddleware:
             )
         self.stats = crawler.stats
         self.purposes = purposes_of(s)
-        self.fetcher = fetcher if fetcher is not None else RobotsFetcher.from_crawler(crawler)
+        if fetcher is None:
+            fetcher = RobotsFetcher.from_crawler(crawler, config)
+        self.fetcher = fetcher
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:

@@ -14,7 +14,7 @@ How a host's robots.txt is fetched:
 * The response never reaches the spider: the gate hands robots.txt requests' hooks to
   :meth:`RobotsFetcher.process_response` and friends, which read it and raise ``IgnoreRequest``.
   Up to 5 redirects are followed (RFC 9309 2.3.1.2) while the robots.txt request keeps the
-  host's slot. 2xx: its rules apply (the first ``ROBOTSTXT_MAX_SIZE`` bytes); 4xx other than
+  host's slot. 2xx: its rules apply (its first 500 KiB); 4xx other than
   429, or more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused connections:
   the whole origin is disallowed for now.
 * Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
@@ -52,7 +52,6 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
 from crawler.config.agent import agent_problem
 from crawler.download.limits import StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
@@ -74,6 +73,7 @@ from crawler.middlewares.robots_waits import OriginWaits
 from crawler.net.freshness import freshness_of
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache, robots_lifetime
+from crawler.robots.config import RobotsConfig
 from crawler.robots.rules import ALLOW_ALL, robots_token
 
 logger = logging.getLogger(__name__)
@@ -85,27 +85,29 @@ _SHARED_POLL = 0.5  # seconds between looks at another worker's robots.txt fetch
 class RobotsFetcher:
     """Makes robots.txt requests and reads their answers; see the module docstring."""
 
-    def __init__(self, crawler: Crawler, cache: RobotsCache | None = None) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        cache: RobotsCache | None = None,
+        config: RobotsConfig | None = None,
+    ) -> None:
         s = crawler.settings
+        config = config or RobotsConfig.from_settings(s)  # one line per bad value
         self.crawler = crawler
         self.stats = crawler.stats
         self.token = robots_token(s)
-        problem = agent_problem(s.get("USER_AGENT"), s.get("ROBOTSTXT_USER_AGENT"))
+        problem = agent_problem(s.get("USER_AGENT"), config.user_agent)
         if problem:  # `scrapy crawl` refuses it; a crawl started otherwise is told
             logger.warning("robots.txt groups naming this crawler will not apply: %s", problem)
         self.wait_timeout = wait_timeout(s)
         self.book = RobotsBook(
             cache if cache is not None else build_cache(crawler),
             self.token,
-            expiry=s.getfloat("ROBOTSTXT_CACHE_EXPIRY", defaults.ROBOTSTXT_CACHE_EXPIRY),
-            max_size=s.getint("ROBOTSTXT_MAX_SIZE", defaults.ROBOTSTXT_MAX_SIZE),
-            retry_delay=s.getfloat("ROBOTSTXT_RETRY_DELAY", defaults.ROBOTSTXT_RETRY_DELAY),
-            retry_times=s.getint("ROBOTSTXT_RETRY_TIMES", defaults.ROBOTSTXT_RETRY_TIMES),
-            max_retry_delay=s.getfloat(
-                "ROBOTSTXT_MAX_RETRY_DELAY", defaults.ROBOTSTXT_MAX_RETRY_DELAY
-            ),
+            expiry=config.cache_expiry,
+            retry_delay=config.retry_delay,
+            retry_times=config.retry_times,
             claim_seconds=self.wait_timeout,  # a dead worker's fetch holds the others this long
-            max_origins=s.getint("ROBOTSTXT_BOOK_SIZE", defaults.ROBOTSTXT_BOOK_SIZE),
+            max_origins=config.book_size,
         )
         self.clock = time.time
         self.waits = OriginWaits(
@@ -127,8 +129,8 @@ class RobotsFetcher:
         crawler.signals.connect(self.waits.end_rests, crawler_signals.crawl_stopping)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RobotsFetcher:
-        return cls(crawler)
+    def from_crawler(cls, crawler: Crawler, config: RobotsConfig | None = None) -> RobotsFetcher:
+        return cls(crawler, config=config)
 
     # -- the frontier's first request of a host ---------------------------------------------------
 

@@ -14,7 +14,6 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
 from crawler.crawldb import crawldb_path
 from crawler.download.robots_request import (  # noqa: F401 (the fetcher's names)
     DIRECT_META,
@@ -56,11 +55,9 @@ def build_cache(crawler: Crawler) -> RobotsCache:
 
 
 def wait_timeout(settings: BaseSettings) -> float:
-    """``ROBOTSTXT_WAIT_TIMEOUT``, by default the longest a robots.txt fetch can take: every
-    redirect hop (RFC 9309: up to 5) timing out on every attempt, plus a margin."""
-    value = settings.getfloat("ROBOTSTXT_WAIT_TIMEOUT", defaults.ROBOTSTXT_WAIT_TIMEOUT)
-    if value > 0:
-        return value
+    """Longest a request waits for its origin's robots.txt fetch before it is refused as
+    unresolved: the longest that fetch can take, every redirect hop (RFC 9309: up to 5) timing
+    out on every attempt, plus a margin."""
     attempts = settings.getint("RETRY_TIMES", 2) + 1
     return settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts * (1 + MAX_REDIRECTS) + 60.0
 

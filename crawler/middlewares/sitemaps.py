@@ -55,28 +55,28 @@ from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.meta import ROBOTS_META
 from crawler.middlewares.sitemaps_reading import Entry, read_sitemap
 from crawler.offload.components import content_worker
+from crawler.robots.config import RobotsConfig
 from crawler.sitemaps import (
     CHANGED,
     UNCHANGED,
     SitemapBook,
     SitemapFile,
-    SitemapLimits,
     decide,
     is_feed,
 )
+from crawler.sitemaps.config import SitemapsConfig
 from crawler.sitemaps.location import folder_of
 
 logger = logging.getLogger(__name__)
 
 # Feeds asked per host because its pages named them: a site's own feeds are a few (posts,
 # comments, a language or two); blogs name one more per post, tag and author (its comments),
-# which would cost a request per page and use up SITEMAPS_MAX_FILES before the sitemaps of
-# the hosts found later.
+# which would cost a request per page and use up the sitemap files a crawl reads before the
+# sitemaps of the hosts found later.
 FEEDS_PER_HOST = 8
 
 # On a sitemap request: its crawler.sitemaps.SitemapFile as a plain dict (url, origin, depth),
@@ -91,15 +91,16 @@ class SitemapHandled(IgnoreRequest):
 class SitemapMiddleware:
     """See the module docstring."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, config: SitemapsConfig | None = None) -> None:
         s = crawler.settings
+        config = config or SitemapsConfig.from_settings(s)
         self.crawler = crawler
         self.stats = crawler.stats
-        self.limits = SitemapLimits.from_settings(s)
+        self.limits = config.limits()
         self.book = SitemapBook(self.limits)
-        self.probe = s.getbool("SITEMAPS_PROBE", defaults.SITEMAPS_PROBE)
-        self.use_lastmod = s.getbool("SITEMAPS_LASTMOD", defaults.SITEMAPS_LASTMOD)
-        self.folder_rule = s.getbool("SITEMAPS_FOLDER_RULE", defaults.SITEMAPS_FOLDER_RULE)
+        self.probe = config.probe
+        self.use_lastmod = config.lastmod
+        self.folder_rule = config.folder_rule
         self.db: Any = None  # the crawl database, once opened
         self.frontier = False  # a frontier scheduler takes links in bulk
         self.started = time.time()  # pages due before this were scheduled at the start
@@ -111,15 +112,16 @@ class SitemapMiddleware:
         connect(self._feeds_found, crawler_signals.feeds_found)
         connect(self._crawldb_opened, crawler_signals.crawldb_opened)
         connect(self._frontier_opened, crawler_signals.frontier_opened)
-        if not s.getbool("ROBOTSTXT_ENABLED", defaults.ROBOTSTXT_ENABLED):
+        if not RobotsConfig.from_settings(s).enabled:
             connect(self._origin_discovered, crawler_signals.origin_discovered)
         connect(self._spider_closed, signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapMiddleware:
-        if not crawler.settings.getbool("SITEMAPS_ENABLED", defaults.SITEMAPS_ENABLED):
+        config = SitemapsConfig.from_settings(crawler.settings)  # built once
+        if not config.enabled:
             raise NotConfigured("SITEMAPS_ENABLED is off")
-        return cls(crawler)
+        return cls(crawler, config)
 
     # -- what the crawl tells us ----------------------------------------------------------------
 
@@ -190,7 +192,7 @@ class SitemapMiddleware:
             what = {
                 "loop": "already read this crawl (an index listing itself or a loop): not again",
                 "nesting": f"index nested deeper than {self.limits.max_index_depth}: ignored",
-                "files": f"over {self.limits.max_files} sitemap files (SITEMAPS_MAX_FILES): "
+                "files": f"over {self.limits.max_files} sitemap files: "
                 "this and further ones ignored",
             }[reason]
             if reason != "files" or self.book.first_time(reason):

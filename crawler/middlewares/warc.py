@@ -58,6 +58,7 @@ from scrapy.http import Response
 from crawler import signals as crawler_signals
 from crawler.archive.archiver import Archiver
 from crawler.archive.cdxj import write_cdxj
+from crawler.archive.config import WarcConfig
 from crawler.archive.files import RotatingWarcFiles
 from crawler.archive.naming import WarcNamer, safe_part
 from crawler.archive.records import (
@@ -71,7 +72,6 @@ from crawler.archive.recovery import recover_open_files
 from crawler.archive.thread import ArchiveThread
 from crawler.archive.wacz import package_wacz
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
 from crawler.crawldb.api import crawldb_path
 from crawler.meta import EMBEDS_META, RAW_HEAD_META, ROBOTS_META
 from crawler.robots import robots_token
@@ -135,19 +135,12 @@ def capture(request: Request, response: Response) -> Exchange:
     )
 
 
-def warc_directory(crawler: Crawler) -> Path:
-    site = getattr(crawler.spidercls, "name", None) or "crawl"
-    template = crawler.settings.get("WARC_DIR") or defaults.WARC_DIR
-    return Path(str(template).replace("%(name)s", site))
-
-
-def digest_index_path(crawler: Crawler, directory: Path) -> str:
+def digest_index_path(crawler: Crawler, config: WarcConfig, directory: Path) -> str:
     """``WARC_DIGEST_PATH``; else in JOBDIR, beside the crawl database, or in the WARC
     directory: where the next crawl of the site looks."""
     settings = crawler.settings
-    path = settings.get("WARC_DIGEST_PATH")
-    if path:
-        return str(path)
+    if config.digest_path:
+        return config.digest_path
     if settings.get("JOBDIR"):
         return os.path.join(settings["JOBDIR"], "warc-digests.sqlite")
     db_path = crawldb_path(settings, getattr(crawler.spidercls, "name", None) or "crawl")
@@ -176,17 +169,17 @@ def _warcinfo_fields(crawler: Crawler) -> list[tuple[str, str]]:
 class WarcCaptureMiddleware:
     """See the module docstring. Enabled by ``WARC_ENABLED``; priority 950."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, config: WarcConfig) -> None:
         self.crawler = crawler
         settings = crawler.settings
-        self.directory = warc_directory(crawler)
         site = getattr(crawler.spidercls, "name", None) or "crawl"
-        self.prefix = settings.get("WARC_PREFIX") or site
-        self.metadata = settings.getbool("WARC_METADATA", defaults.WARC_METADATA)
+        self.directory = Path(config.directory_of(site))
+        self.prefix = config.prefix or site
+        self.metadata = config.metadata
         self.token = robots_token(settings)
         self.purposes = purposes_of(settings)
-        self.cdxj = settings.getbool("WARC_CDXJ", defaults.WARC_CDXJ)
-        self.wacz = settings.getbool("WARC_WACZ", defaults.WARC_WACZ)
+        self.cdxj = config.cdxj
+        self.wacz = config.wacz
         fields = _warcinfo_fields(crawler)
         self.namer = WarcNamer(self.prefix)
         # a killed worker's open files on this host: cut after their last whole record, renamed
@@ -203,33 +196,28 @@ class WarcCaptureMiddleware:
             self.directory,
             self.namer,
             lambda name, date: warcinfo(name, fields, date),
-            max_size=settings.getint("WARC_MAX_SIZE", defaults.WARC_MAX_SIZE),
-            gzip_level=settings.getint("WARC_GZIP_LEVEL", defaults.WARC_GZIP_LEVEL),
-            fsync=settings.getbool("WARC_FSYNC", defaults.WARC_FSYNC),
+            max_size=config.max_size,
+            fsync=config.fsync,
         )
         digests = build_backend(
             crawler,
             "WARC_DIGEST_INDEX_CLASS",
-            path=digest_index_path(crawler, self.directory),
+            path=digest_index_path(crawler, config, self.directory),
         )
         self.archiver = Archiver(
             files,
             digests,
-            min_revisit_size=settings.getint(
-                "WARC_REVISIT_MIN_SIZE", defaults.WARC_REVISIT_MIN_SIZE
-            ),
-            revisit_requests=settings.getbool(
-                "WARC_REVISIT_REQUESTS", defaults.WARC_REVISIT_REQUESTS
-            ),
+            min_revisit_size=config.revisit_min_size,
         )
         self.thread = ArchiveThread(self.archiver)
         self.closed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> WarcCaptureMiddleware:
-        if not crawler.settings.getbool("WARC_ENABLED", defaults.WARC_ENABLED):
+        config = WarcConfig.from_settings(crawler.settings)  # built once, read nowhere else
+        if not config.enabled:
             raise NotConfigured  # off by default, without a warning on every crawl
-        middleware = cls(crawler)
+        middleware = cls(crawler, config)
         connect = crawler.signals.connect
         connect(middleware.spider_closed, signals.spider_closed)
         connect(middleware.fetch_finished, crawler_signals.fetch_finished)

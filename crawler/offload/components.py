@@ -81,6 +81,11 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
+#: With the content threads busy, the reactor thread waits for the GIL after every system call
+#: (select, send, recv, SQLite): up to ``sys.getswitchinterval()`` each time, Python's default
+#: 5 ms. 1 ms (process-wide, set when the threads start) cuts that convoy (bench/realcrawl.py).
+SWITCH_INTERVAL = 0.001
+
 
 class ContentWorker(JobThread):
     """One worker thread (:class:`~crawler.threads.jobs.JobThread`); :meth:`run` calls a
@@ -115,9 +120,7 @@ class OffloadWorkers:
 
     def __init__(self, settings: Any) -> None:
         self.enabled = settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD)
-        self.switch_interval = settings.getfloat(
-            "CONTENT_THREAD_SWITCH_INTERVAL", defaults.CONTENT_THREAD_SWITCH_INTERVAL
-        )
+        self.switch_interval = SWITCH_INTERVAL
         self.index_thread = str(
             settings.get("INDEX_THREAD", defaults.INDEX_THREAD) or defaults.INDEX_THREAD
         )

@@ -7,7 +7,7 @@ came due waits (``bench/realcrawl.py --spy``: the longest stalls left once the c
 wrote from its own thread). Here:
 
 * :class:`FeedLinePipeline`, the last item pipeline, takes an item of at least
-  ``FEED_THREAD_MIN_CHARS`` characters (its strings, plus ~50 per element of its lists) to the
+  :data:`THREAD_MIN_CHARS` characters (its strings, plus ~50 per element of its lists) to the
   ``feed`` worker thread (:mod:`crawler.offload.components`) and there makes the exact bytes each
   JSON feed
   of the crawl will write for it: the same exporter class, built with the same feed options
@@ -42,11 +42,14 @@ from scrapy.extensions.feedexport import FeedExporter
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.python import to_bytes
 
-from crawler.config import defaults
 from crawler.offload.components import feed_worker
 
 __all__ = ["FeedLinePipeline", "JsonExporter", "JsonLinesExporter", "encode_in_pieces"]
 
+#: Items of at least this many characters (strings, ~50 per list element) get their JSON feed
+#: bytes made on the feed thread (a page item of a million characters: 10-40 ms on the
+#: reactor); smaller ones cost less than the hand-over.
+THREAD_MIN_CHARS = 100_000
 _PIECE_CHARS = 1 << 15  # characters of a string encoded in one C call (~0.15 ms)
 _PIECE_ITEMS = 256  # elements of a list encoded in one C call
 
@@ -190,9 +193,7 @@ class FeedLinePipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.min_chars = crawler.settings.getint(
-            "FEED_THREAD_MIN_CHARS", defaults.FEED_THREAD_MIN_CHARS
-        )
+        self.min_chars = THREAD_MIN_CHARS
         # one exporter per distinct (class, options) of the crawl's feeds, on no file: it only
         # picks fields and encodes (on the feed thread)
         self.templates: dict[str, _LinesFromThread] = {}

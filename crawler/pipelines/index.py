@@ -15,8 +15,8 @@ What an item does to the index:
 * ``404``/``410``: the document is dropped (links to the URL still count).
 * anything else (5xx, an unfollowed 3xx): the visit is recorded, the document kept.
 
-Writes are grouped: a transaction is committed every ``INDEX_BATCH_SIZE`` items, every
-``INDEX_COMMIT_INTERVAL`` seconds while the crawl runs (so ``scrapy search`` sees a slow crawl's
+Writes are grouped: a transaction is committed every :data:`BATCH_SIZE` items, every
+:data:`COMMIT_INTERVAL` seconds while the crawl runs (so ``scrapy search`` sees a slow crawl's
 pages), and at close. A crawl killed mid-way loses the open batch, never the index's
 consistency.
 """
@@ -48,14 +48,16 @@ __all__ = ["IndexPipeline"]
 logger = logging.getLogger(__name__)
 
 _GONE = frozenset({404, 410})
+BATCH_SIZE = 200  # items per index transaction (bench/index.py)
+COMMIT_INTERVAL = 5.0  # seconds at most between commits, so a slow crawl is searchable
 
 
 class IndexPipeline:
     def __init__(
         self,
         crawler: Crawler,
-        batch_size: int = defaults.INDEX_BATCH_SIZE,
-        commit_interval: float = defaults.INDEX_COMMIT_INTERVAL,
+        batch_size: int = BATCH_SIZE,
+        commit_interval: float = COMMIT_INTERVAL,
         index_duplicates: bool = defaults.NEARDUP_INDEX_DUPLICATES,
     ) -> None:
         self.crawler = crawler
@@ -76,8 +78,6 @@ class IndexPipeline:
             raise NotConfigured("INDEX_ENABLED is off")
         return cls(
             crawler,
-            batch_size=s.getint("INDEX_BATCH_SIZE", defaults.INDEX_BATCH_SIZE),
-            commit_interval=s.getfloat("INDEX_COMMIT_INTERVAL", defaults.INDEX_COMMIT_INTERVAL),
             index_duplicates=s.getbool(
                 "NEARDUP_INDEX_DUPLICATES", defaults.NEARDUP_INDEX_DUPLICATES
             ),

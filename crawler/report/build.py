@@ -558,7 +558,7 @@ def _outcome_sections(stats: dict[str, Any], record: CrawlRecord) -> dict[str, s
         if shown else '<p class="muted" data-table="broken" data-count="0">none</p>'
     )
     more = (f'<p class="muted">{broken_total - len(shown):,} more not listed '
-            f"(RECORD_MAX_BROKEN)</p>" if broken_total > len(shown) else "")
+            f"</p>" if broken_total > len(shown) else "")
     return {
         "rejections": _figure("rejections", svg.bar_chart("rejections", rejected,
                                                           colors=["#ff7f0e"])),

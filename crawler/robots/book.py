@@ -64,6 +64,10 @@ class Verdict(enum.Enum):
     UNAVAILABLE = "unavailable"
 
 
+#: Longest wait before a failing robots.txt is tried again (its delay doubles from
+#: ROBOTSTXT_RETRY_DELAY, or follows the server's Retry-After, up to this).
+MAX_RETRY_DELAY = 3600.0
+
 QUEUED = "queued"  # a robots.txt request is in the frontier (or about to be)
 IN_FLIGHT = "in_flight"  # a robots.txt request is being downloaded
 ELSEWHERE = "elsewhere"  # another worker of a shared crawl is fetching it
@@ -97,7 +101,7 @@ class RobotsBook:
         max_size: int = MAX_SIZE,
         retry_delay: float = defaults.ROBOTSTXT_RETRY_DELAY,
         retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
-        max_retry_delay: float = defaults.ROBOTSTXT_MAX_RETRY_DELAY,
+        max_retry_delay: float = MAX_RETRY_DELAY,
         claim_seconds: float = 600.0,
         max_origins: int = defaults.ROBOTSTXT_BOOK_SIZE,
     ) -> None:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from crawler.config import defaults
 
 
 @dataclass(frozen=True, slots=True)
 class SitemapLimits:
-    """``SITEMAPS_*`` settings (their reasons are in ``crawler.config.defaults``).
+    """What reading sitemaps may cost (from the ``SITEMAPS_*`` settings:
+    :meth:`crawler.sitemaps.config.SitemapsConfig.limits`; their reasons are in
+    ``crawler.config.defaults``).
 
     * ``max_urls``: entries read from one file (sitemaps.org: at most 50,000); the rest of a
       longer file is ignored, so a file of millions costs no more than a legal one.
@@ -19,7 +20,7 @@ class SitemapLimits:
     * ``max_site_urls``: entries taken from all the sitemaps of one site (crawl), the per-site
       cap (a site config sets it in ``[settings]``).
     * ``max_files``: sitemap files fetched per crawl (an index of 50,000 sitemaps is legal,
-      and each is a request to the host).
+      and each is a request to the host): a constant, not a setting.
     * ``max_index_depth``: indexes inside indexes (the protocol allows none: 1 reads an index
       and its sitemaps; an index listing indexes goes one level further at most).
     """
@@ -27,16 +28,5 @@ class SitemapLimits:
     max_urls: int = defaults.SITEMAPS_MAX_URLS
     max_size: int = defaults.SITEMAPS_MAX_SIZE
     max_site_urls: int = defaults.SITEMAPS_MAX_SITE_URLS
-    max_files: int = defaults.SITEMAPS_MAX_FILES
+    max_files: int = 1_000
     max_index_depth: int = 2
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> SitemapLimits:
-        return cls(
-            max_urls=settings.getint("SITEMAPS_MAX_URLS", defaults.SITEMAPS_MAX_URLS),
-            max_size=settings.getint("SITEMAPS_MAX_SIZE", defaults.SITEMAPS_MAX_SIZE),
-            max_site_urls=settings.getint(
-                "SITEMAPS_MAX_SITE_URLS", defaults.SITEMAPS_MAX_SITE_URLS
-            ),
-            max_files=settings.getint("SITEMAPS_MAX_FILES", defaults.SITEMAPS_MAX_FILES),
-        )

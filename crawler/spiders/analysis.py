@@ -23,6 +23,7 @@ from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
 from crawler.config import defaults
 from crawler.content.analysis_neardup import JOURNAL_FILE, NearDuplicateJudge
+from crawler.content.config import ContentConfig
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from crawler.robots import robots_token
 from crawler.sites.analysis import ContentAnalysis, LinkPreparer, main_text_wanted
@@ -40,7 +41,6 @@ def near_duplicate_judge(crawler: Crawler) -> NearDuplicateJudge:
         host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", defaults.NEARDUP_HOST_MIN_PAGES),
         link_demotion=s.getint("NEARDUP_LINK_DEMOTION", defaults.NEARDUP_LINK_DEMOTION),
         journal=Path(jobdir) / JOURNAL_FILE if jobdir else None,
-        journal_interval=s.getfloat("NEARDUP_JOURNAL_INTERVAL", defaults.NEARDUP_JOURNAL_INTERVAL),
     )
 
 
@@ -49,6 +49,7 @@ class CrawlContentAnalysis:
 
     def __init__(self, crawler: Crawler, spider: Spider) -> None:
         s = crawler.settings
+        content = ContentConfig.from_settings(s)  # built once, one line per bad value
         site = getattr(spider, "site", None)
         self.crawler = crawler
         self.spider = spider
@@ -57,11 +58,11 @@ class CrawlContentAnalysis:
             fields=site.fields if site is not None else None,
             robots_token=robots_token(s),
             main_text=main_text_wanted(s),
-            markdown=s.getbool("CONTENT_MARKDOWN", defaults.CONTENT_MARKDOWN),
-            metadata=s.getbool("CONTENT_METADATA", defaults.CONTENT_METADATA),
-            max_links=s.getint("PAGE_MAX_LINKS", defaults.PAGE_MAX_LINKS),
-            max_text=s.getint("CONTENT_MAX_TEXT", defaults.CONTENT_MAX_TEXT),
-            max_html=s.getint("PAGE_MAX_HTML", defaults.PAGE_MAX_HTML),
+            markdown=content.markdown,
+            metadata=content.metadata,
+            max_links=content.max_links,
+            max_text=content.max_text,
+            max_html=content.max_html,
             requisites=site.requisites.max_per_page
             if site is not None and site.requisites.fetch
             else 0,

@@ -6,7 +6,7 @@ rustdoc page has thousands) and the write: 20-80 ms on big pages, every host wai
 (:mod:`crawler.backends.postgres.crawldb`): :meth:`SqliteCrawlDb.record` computes the new record
 from
 the stored one (a primary-key read, or the copy of a record not written yet) and queues it;
-:meth:`SqliteCrawlDb.commit` (every ``CRAWLDB_COMMIT_INTERVAL``, and every ``batch`` records
+:meth:`SqliteCrawlDb.commit` (every few seconds, and every ``batch`` records
 or ``batch_links`` outlinks) hands the queue to :class:`SqliteWriter`, a thread with its own
 connection that packs the outlinks and writes the batch as one transaction. Point reads
 (``get``, ``validators``) see the records not written yet; reads that list or count rows

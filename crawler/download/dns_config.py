@@ -1,0 +1,30 @@
+"""The DNS settings (``DNS_*`` of the crawler's own), typed, read once (crawler/config/typed.py).
+
+Free of Scrapy itself (beside the DNS service, which is built from it, as is the DNS middleware);
+Scrapy's own ``DNS_TIMEOUT`` stays Scrapy's.
+"""
+
+from __future__ import annotations
+
+from crawler.config.typed import FeatureConfig, setting
+from crawler.net.dns import TtlBounds
+
+#: Longest an answer is kept whatever its TTL (6 hours, as Heritrix keeps an address: a host
+#: that moves is followed within that), unless DNS_MIN_TTL is longer.
+MAX_TTL = 6 * 3600.0
+
+
+class DnsConfig(FeatureConfig):
+    """What ``DNS_*`` says: which servers to ask, how long answers and failures are kept, and
+    how many holds a host whose name fails gets. The reasons are in
+    ``crawler/config/defaults.py``."""
+
+    servers: tuple[str, ...] = setting("DNS_SERVERS")  # empty: /etc/resolv.conf's
+    min_ttl: float = setting("DNS_MIN_TTL")
+    negative_ttl: float = setting("DNS_NEGATIVE_TTL")
+    hold_times: int = setting("DNS_HOLD_TIMES")
+
+    def ttl_bounds(self) -> TtlBounds:
+        """How long answers are kept: their TTL within ``DNS_MIN_TTL`` .. :data:`MAX_TTL`,
+        failures ``DNS_NEGATIVE_TTL``."""
+        return TtlBounds(self.min_ttl, max(MAX_TTL, self.min_ttl), self.negative_ttl).check()
