@@ -1,0 +1,547 @@
+"""Costs of the partition-owned Redis frontier against the Lua one (issue 37, "Costs"), both
+measured in the same run on the same machine so that their ratios mean something.
+
+    .venv/bin/python bench/partition_costs.py [--sizes 100000,1000000] [--hosts 10000]
+                                              [--pages 20000] [--workers 1,2]
+                                              [--policies depth,opic] [--links 20]
+                                              [--local 0.8] [--space 2] [--batch 1000]
+                                              [--frontiers old,new] [--json out.json]
+
+For each queue size N, each frontier (``old``: ``RedisFrontierStore``'s Lua ``RedisFrontier``;
+``new``: ``PartitionedFrontierStore``'s ``PartitionedFrontier``, 16 partitions, one
+``MercatorFrontier`` over a ``RedisQueueStore`` per owned partition) and each priority policy
+(``FRONTIER_PRIORITY_POLICY`` depth or opic), on a fresh Debian ``redis-server`` this script
+starts itself (``tests/redis_support.start_redis``), each frontier built by its store class from
+the same settings, as a worker builds it (no Scrapy, no HTTP):
+
+1. **Seeds**: N realistic URLs (documentation link shapes over ``--hosts`` hosts, from
+   ``bench/seeds_bulk.seed_urls``) go in through ``add_many`` in batches of ``--batch``;
+   seeds/s end to end (the frontier object's calls, so URL hashing and the client included),
+   and the seeding process's CPU per URL.
+2. **Bytes per queued URL**: Redis ``used_memory`` (less client buffers and the script cache)
+   after the seeds, less before, over the URLs queued; also without the seen-set (its keys'
+   ``MEMORY USAGE``).
+3. **Pages**: ``--workers`` forked processes, each building its own frontier (the new one:
+   beating until it owns its share of the partitions, before the clock starts), lease with
+   ``next_many(--lease)`` and, per page, ``apply`` its ``--links`` links (a ``--local`` share on
+   the page's own host, the rest anywhere in a URL space of ``--space`` x N: so some cross
+   host and partition, and more and more are seen) together with the page's ``finish``, until
+   ``--pages`` pages are done in all. Politeness is off (``FRONTIER_MIN_DELAY=0``,
+   ``FRONTIER_DELAY_FACTOR=0``) so the frontier, not the clock, is measured. The new frontier's
+   workers then read their inboxes dry (the mail the pages sent is their cost too). Measured:
+   Redis CPU per page (``INFO cpu`` user + sys delta over pages) and worker CPU per page
+   (``time.process_time`` of the worker processes).
+4. **Projection**: masters for 10,000 pages/s (Redis CPU per page x 10,000 over one core used
+   at 70 %) and for a billion URLs (bytes per queued URL, seen-set included, x 1e9 over 25 GB
+   usable per master), assuming the load spreads evenly over masters (partitions by hash tag).
+
+The table at the end gives every figure with the ratio new/old.
+
+Measured 2026-12-05 on the shared 2-core development machine (other agents running), Debian
+redis-server 7.0 (exact seen-sets, no RedisBloom), 10,000 hosts, 20 links a page (80 % same
+host), 20,000 pages a configuration::
+
+    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000
+
+RESULTS
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import queue
+import random
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+from scrapy.settings import Settings  # noqa: E402
+
+from bench.seeds_bulk import data_memory, seed_urls, server_cpu  # noqa: E402
+from crawler.backends.redis.frontier_store import RedisFrontierStore  # noqa: E402
+from crawler.backends.redis.partition_store import PartitionedFrontierStore  # noqa: E402
+from crawler.backends.redis.partitioned import PartitionedFrontier  # noqa: E402
+from crawler.frontier import Entry, Frontier  # noqa: E402
+from crawler.frontier.api import Settlement  # noqa: E402
+from tests.redis_support import RedisServer, start_redis  # noqa: E402
+
+SITE = "costs"
+LEASE_TTL = 600.0  # no lease expires during a run: every page is settled
+PAGES_GOAL = 10_000  # pages/s the projection asks for
+URLS_GOAL = 1e9  # URLs the projection asks for
+USABLE_GB = 25.0  # memory a master may fill (a 32 GB machine, room for fork and fragmentation)
+HEADROOM = 0.7  # share of a master's one core the frontier may use
+FRONT_QUEUES = 8  # FRONTIER_FRONT_QUEUES's default: depth d goes to front queue min(d, 7)
+STORES: dict[str, type[RedisFrontierStore]] = {
+    "old": RedisFrontierStore,
+    "new": PartitionedFrontierStore,
+}
+
+
+def settings(port: int, policy: str, worker: str) -> Settings:
+    """One worker's settings: politeness off, everything else the defaults."""
+    return Settings(
+        {
+            "REDIS_URL": f"redis://127.0.0.1:{port}/0",
+            "FRONTIER_PRIORITY_POLICY": policy,
+            "FRONTIER_MIN_DELAY": 0.0,
+            "FRONTIER_DELAY_FACTOR": 0.0,
+            "FRONTIER_HOST_CONCURRENCY": 1,
+            "RECORD_WORKER_ID": worker,
+        }
+    )
+
+
+def open_frontier(kind: str, port: int, policy: str, worker: str) -> Frontier:
+    """The frontier as a worker's store class builds it (without the buffering thread)."""
+    store = STORES[kind](settings(port, policy, worker), SITE)
+    client = redis.Redis(host="127.0.0.1", port=port)
+    if kind == "old":
+        frontier = store._redis_frontier(client, lease_ttl=LEASE_TTL, max_pages_per_host=None)
+        frontier.check_compatible(store.scope_fingerprint())  # stores the crawl's layout
+        return frontier
+    assert isinstance(store, PartitionedFrontierStore)
+    return store.partitioned_frontier(client, lease_ttl=LEASE_TTL, max_pages_per_host=None)
+
+
+def host_of(url: str) -> str:
+    return url.split("/", 3)[2]
+
+
+@dataclass
+class Corpus:
+    """The URL space: ``seeds`` (the first N) and the rest, found only as links; by host."""
+
+    urls: list[str]
+    seeds: int
+    by_host: dict[str, list[str]]
+
+    @classmethod
+    def make(cls, seeds: int, hosts: int, space: float) -> Corpus:
+        urls = seed_urls(int(seeds * space), hosts)
+        by_host: dict[str, list[str]] = {}
+        for u in urls:
+            by_host.setdefault(host_of(u), []).append(u)
+        return cls(urls, seeds, by_host)
+
+    def seed_entries(self, opic: bool) -> list[Entry]:
+        return [
+            Entry(u, host_of(u), priority=0, cash=1.0 if opic else 0.0)
+            for u in self.urls[: self.seeds]
+        ]
+
+    def links(self, page: Entry, n: int, local: float, rng: random.Random) -> list[Entry]:
+        """``n`` links of ``page``: a ``local`` share on its host, the rest anywhere; each
+        carrying an equal part of the page's cash (OPIC) and one more level of depth."""
+        own = self.by_host.get(page.host) or self.urls
+        depth = page.depth + 1
+        cash = page.cash / n if page.cash else 0.0
+        out = []
+        for _ in range(n):
+            url = rng.choice(own) if rng.random() < local else rng.choice(self.urls)
+            out.append(
+                Entry(url, host_of(url), priority=min(depth, FRONT_QUEUES - 1), depth=depth,
+                      cash=cash)
+            )  # fmt: skip
+        return out
+
+
+# -- seeds and memory ------------------------------------------------------------------------
+
+
+def seen_bytes(client: redis.Redis, kind: str) -> int:
+    """``MEMORY USAGE`` of the seen-set keys (old: ``:sx:``/``:seen``; new: ``:s``)."""
+    total = 0
+    for key in client.scan_iter(count=1000):
+        name = key.decode()
+        rest = name.split("}", 1)[-1]
+        is_seen = rest.startswith((":sx:", ":seen")) if kind == "old" else rest.startswith(":s")
+        if is_seen:
+            total += int(client.memory_usage(key, samples=0) or 0)
+    return total
+
+
+def load_seeds(
+    kind: str, port: int, policy: str, corpus: Corpus, batch: int
+) -> dict[str, Any]:  # fmt: skip
+    """Seeds through ``add_many``: URLs/s, seeding CPU per URL, bytes per queued URL."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    client.flushall()
+    mem0, cpu0 = data_memory(client), server_cpu(client)
+    entries = corpus.seed_entries(policy == "opic")
+    frontier = open_frontier(kind, port, policy, "seeder")
+    wall0, own0 = time.perf_counter(), time.process_time()
+    added = 0
+    for at in range(0, len(entries), batch):
+        added += sum(r.added for r in frontier.add_many(entries[at : at + batch]))
+    wall, own = time.perf_counter() - wall0, time.process_time() - own0
+    counts = frontier.counts()
+    frontier.close()
+    mem = data_memory(client) - mem0
+    seen = seen_bytes(client, kind)
+    out = {
+        "seeds": len(entries),
+        "seeds_added": added,
+        "queued": counts.queued,
+        "seeds_per_s": len(entries) / wall,
+        "seed_worker_us": own / len(entries) * 1e6,
+        "seed_redis_us": (server_cpu(client) - cpu0) / len(entries) * 1e6,
+        "bytes_per_queued": mem / max(counts.queued, 1),
+        "bytes_per_queued_no_seen": (mem - seen) / max(counts.queued, 1),
+    }
+    client.close()
+    return out
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+def owns_share(frontier: Frontier, workers: int) -> bool:
+    if not isinstance(frontier, PartitionedFrontier):
+        return True
+    return len(frontier.parts) == frontier.count // workers
+
+
+def crawler_process(
+    kind: str, port: int, policy: str, corpus: Corpus, args: argparse.Namespace, w: int,
+    workers: int, done: Any, ready: Any, start: Any, stop: Any, leave: Any, out: Any,
+) -> None:  # fmt: skip
+    """One worker: page cycles until ``done`` reaches the goal, then (new) its inboxes read
+    dry; puts its figures."""
+    frontier = open_frontier(kind, port, policy, f"w{w}")
+    deadline = time.monotonic() + 60
+    while not owns_share(frontier, workers) and time.monotonic() < deadline:
+        assert isinstance(frontier, PartitionedFrontier)
+        frontier.beat()
+        time.sleep(0.2)
+    ready.wait()
+    start.wait()
+    rng = random.Random(w)
+    pages = empty = 0
+    cpu0 = time.process_time()
+    while done.value < args.pages:
+        leases = frontier.next_many(args.lease)
+        if not leases:
+            empty += 1
+            time.sleep(0.001)
+            continue
+        for lease in leases:
+            links = corpus.links(lease.entry, args.links, args.local, rng)
+            frontier.apply(links, [Settlement("finish", lease.token, 0.05)])
+        pages += len(leases)
+        with done.get_lock():
+            done.value += len(leases)
+    stop.wait()  # every worker has stopped sending mail
+    letters = 0
+    owned = 0
+    if isinstance(frontier, PartitionedFrontier):
+        owned = len(frontier.parts)
+        while (n := frontier.read_mail()) > 0:
+            letters += n
+    cpu = time.process_time() - cpu0
+    out.put({"pages": pages, "cpu": cpu, "empty": empty, "letters": letters, "owned": owned})
+    leave.wait()  # nobody leaves (hands partitions over) before the meter is read
+    frontier.close()
+
+
+def crawl(
+    kind: str, port: int, policy: str, corpus: Corpus, args: argparse.Namespace, workers: int
+) -> dict[str, Any]:  # fmt: skip
+    ctx = mp.get_context("fork")
+    done = ctx.Value("q", 0)
+    ready, stop = ctx.Barrier(workers + 1), ctx.Barrier(workers)
+    start, leave = ctx.Event(), ctx.Event()
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=crawler_process,
+            args=(
+                kind,
+                port,
+                policy,
+                corpus,
+                args,
+                w,
+                workers,
+                done,
+                ready,
+                start,
+                stop,
+                leave,
+                out,
+            ),
+        )
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    try:
+        ready.wait(120)
+        client = redis.Redis(host="127.0.0.1", port=port)
+        client.config_resetstat()
+        cpu0, wall0 = server_cpu(client), time.perf_counter()
+        start.set()
+        reports = [collect(out, procs) for _ in procs]
+        wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        stats = client.info("commandstats")
+        leave.set()
+        for p in procs:
+            p.join(60)
+        client.close()
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+    pages = sum(r["pages"] for r in reports)
+    return {
+        "workers": workers,
+        "pages": pages,
+        "pages_per_s": pages / wall,
+        "redis_us": cpu / pages * 1e6,
+        "worker_us": sum(r["cpu"] for r in reports) / pages * 1e6,
+        "letters": sum(r["letters"] for r in reports),
+        "owned": [r["owned"] for r in reports],
+        "empty": sum(r["empty"] for r in reports),
+        "commands": top_commands(stats, pages),
+    }
+
+
+def top_commands(stats: dict[str, Any], pages: int, n: int = 6) -> dict[str, list[float]]:
+    """The commands that cost Redis the most: name -> [calls per page, usec per page]."""
+    rows = sorted(stats.items(), key=lambda kv: -int(kv[1]["usec"]))[:n]
+    return {
+        name.removeprefix("cmdstat_"): [int(row["calls"]) / pages, int(row["usec"]) / pages]
+        for name, row in rows
+    }
+
+
+def collect(out: Any, procs: list[Any]) -> dict[str, Any]:
+    """The next worker's report; a worker that died fails the run (no waiting for ever)."""
+    while True:
+        try:
+            return out.get(timeout=2)
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"a worker died (exit codes {dead})") from None
+
+
+# -- a real crawl ------------------------------------------------------------------------------
+
+STORE_CLASSES = {
+    "old": "crawler.backends.redis.frontier_store.RedisFrontierStore",
+    "new": "crawler.backends.redis.partition_store.PartitionedFrontierStore",
+}
+
+
+def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict[str, Any]:
+    """Two ``scrapy crawl web`` workers (one with the seeds, one joining) crawl a devsite of
+    ``--real-hosts`` loopback hosts of ``--real-pages`` pages to the end, with
+    ``FRONTIER_STORE_CLASS`` the frontier's: Redis CPU per page fetched over the whole run
+    (start-up and heartbeats included) and the workers' CPU per page (their rusage)."""
+    from devsite import HostSpec, build_site
+    from devsite.routed import RoutedSiteServer
+    from tests.crawling import finish_crawl, start_crawl
+
+    client = server.client()
+    client.flushall()
+    hosts = [f"127.0.0.{i}" for i in range(2, 2 + args.real_hosts)]
+    graph = build_site(
+        [HostSpec(h, pages=args.real_pages) for h in hosts], links_per_page=5, cross_host_links=1
+    )
+    with tempfile.TemporaryDirectory() as tmp, RoutedSiteServer(graph) as site:
+        dirs = [Path(tmp) / f"w{i}" for i in range(2)]
+        common = {
+            "FRONTIER_BACKEND": "redis",
+            "FRONTIER_STORE_CLASS": STORE_CLASSES[kind],
+            "REDIS_URL": f"redis://127.0.0.1:{server.port}/0",
+            "FRONTIER_REDIS_KEY": f"real-{kind}",
+            "ALLOW_PRIVATE_ADDRESSES": True,
+            "FRONTIER_MIN_DELAY": 0.0,
+            "FRONTIER_DELAY_FACTOR": 0,
+            "LOG_LEVEL": "INFO",
+        }
+        cpu0, own0 = server_cpu(client), resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall0 = time.perf_counter()
+        procs = []
+        for i, d in enumerate(dirs):
+            d.mkdir()
+            settings = {**common, "INDEX_PATH": d / "index.sqlite"}
+            seeds = site.seeds() if i == 0 else None
+            procs.append(start_crawl(d, seeds=seeds, settings=settings))
+        results = [
+            finish_crawl(p, d, timeout=args.real_timeout) for p, d in zip(procs, dirs, strict=True)
+        ]
+        wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        own = resource.getrusage(resource.RUSAGE_CHILDREN)
+        records = site.records
+    client.close()
+    pages = sum(1 for r in records if r.path != "/robots.txt")
+    distinct = len({(r.host, r.path) for r in records})
+    worker = own.ru_utime + own.ru_stime - own0.ru_utime - own0.ru_stime
+    out = {
+        "kind": kind,
+        "pages": pages,
+        "distinct": distinct,
+        "wall": wall,
+        "redis_us": cpu / max(pages, 1) * 1e6,
+        "worker_us": worker / max(pages, 1) * 1e6,
+        "returncodes": [r.returncode for r in results],
+        "scraped": [r.stats.get("item_scraped_count", 0) for r in results],
+    }
+    for r in results:
+        if r.returncode != 0:
+            print(r.log[-2000:], flush=True)
+    return out
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def project(row: dict[str, Any]) -> dict[str, int]:
+    """Masters for 10,000 pages/s (from the 2-worker Redis CPU per page) and for 1e9 URLs."""
+    crawl2 = row["crawls"][-1]
+    return {
+        "masters_pages": math.ceil(crawl2["redis_us"] * 1e-6 * PAGES_GOAL / HEADROOM),
+        "masters_urls": math.ceil(row["bytes_per_queued"] * URLS_GOAL / (USABLE_GB * 1e9)),
+    }
+
+
+FIGURES = [
+    ("seeds/s", lambda r: r["seeds_per_s"], "{:,.0f}"),
+    ("seeding worker CPU us/URL", lambda r: r["seed_worker_us"], "{:.1f}"),
+    ("seeding Redis CPU us/URL", lambda r: r["seed_redis_us"], "{:.1f}"),
+    ("Redis B/queued URL", lambda r: r["bytes_per_queued"], "{:.1f}"),
+    ("  without the seen-set", lambda r: r["bytes_per_queued_no_seen"], "{:.1f}"),
+]
+
+
+def crawl_figures(workers: list[int]) -> list[tuple[str, Callable[[Any], float], str]]:
+    rows: list[tuple[str, Callable[[Any], float], str]] = []
+    for i, w in enumerate(workers):
+        rows += [
+            (f"Redis CPU us/page, {w} worker(s)", lambda r, i=i: r["crawls"][i]["redis_us"],
+             "{:.0f}"),
+            (f"worker CPU us/page, {w} worker(s)", lambda r, i=i: r["crawls"][i]["worker_us"],
+             "{:.0f}"),
+            (f"pages/s, {w} worker(s)", lambda r, i=i: r["crawls"][i]["pages_per_s"], "{:,.0f}"),
+        ]  # fmt: skip
+    rows += [
+        ("masters for 10k pages/s", lambda r: project(r)["masters_pages"], "{:.0f}"),
+        ("masters for 1e9 URLs", lambda r: project(r)["masters_urls"], "{:.0f}"),
+    ]
+    return rows
+
+
+def print_table(results: list[dict[str, Any]], workers: list[int]) -> None:
+    for size in sorted({r["size"] for r in results}):
+        for policy in sorted({r["policy"] for r in results}):
+            rows = {r["kind"]: r for r in results if r["size"] == size and r["policy"] == policy}
+            old, new = rows.get("old"), rows.get("new")
+            print(f"\n{size:,} URLs queued, {policy} order\n")
+            print("| figure | old (Lua) | new (partitions) | new/old |")
+            print("|---|---|---|---|")  # fmt: skip
+            for name, get, fmt in FIGURES + crawl_figures(workers):
+                a = get(old) if old else None
+                b = get(new) if new else None
+                ratio = f"{b / a:.2f}" if a and b is not None else "-"
+                print(
+                    f"| {name} | {fmt.format(a) if a is not None else '-'} | "
+                    f"{fmt.format(b) if b is not None else '-'} | {ratio} |"
+                )
+
+
+def print_real(real: list[dict[str, Any]]) -> None:
+    if not real:
+        return
+    rows = {r["kind"]: r for r in real}
+    print("\nReal crawl, 2 scrapy crawl workers on devsite\n")
+    print("| figure | old (Lua) | new (partitions) | new/old |")
+    print("|---|---|---|---|")  # fmt: skip
+    for name, key in (
+        ("pages fetched", "pages"),
+        ("wall s", "wall"),
+        ("Redis CPU us/page", "redis_us"),
+        ("worker CPU us/page", "worker_us"),
+    ):
+        a = rows["old"][key] if "old" in rows else None
+        b = rows["new"][key] if "new" in rows else None
+        ratio = f"{b / a:.2f}" if a and b is not None else "-"
+        print(
+            f"| {name} | {a if a is None else f'{a:,.0f}'} | "
+            f"{b if b is None else f'{b:,.0f}'} | {ratio} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000", help="URLs queued as seeds")
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--pages", type=int, default=20_000, help="pages per configuration")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--policies", default="depth,opic")
+    parser.add_argument("--frontiers", default="old,new")
+    parser.add_argument("--links", type=int, default=20, help="links a page adds")
+    parser.add_argument("--local", type=float, default=0.8, help="share of same-host links")
+    parser.add_argument("--space", type=float, default=2.0, help="URL space / seeds")
+    parser.add_argument("--lease", type=int, default=16, help="next_many(n)")
+    parser.add_argument("--batch", type=int, default=1000, help="seeds per add_many")
+    parser.add_argument("--real", action="store_true", help="also 2 scrapy crawl workers")
+    parser.add_argument("--real-only", action="store_true", help="only the real crawl")
+    parser.add_argument("--real-hosts", type=int, default=40)
+    parser.add_argument("--real-pages", type=int, default=50, help="pages per host")
+    parser.add_argument("--real-timeout", type=float, default=600)
+    parser.add_argument("--json", default="")
+    args = parser.parse_args()
+    workers = [int(x) for x in args.workers.split(",")]
+    results: list[dict[str, Any]] = []
+    real: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_redis(Path(tmp), kind="redis")
+        try:
+            sizes = [] if args.real_only else [int(x) for x in args.sizes.split(",")]
+            for size in sizes:
+                t = time.perf_counter()
+                corpus = Corpus.make(size, args.hosts, args.space)
+                print(
+                    f"{size:,} seeds, {len(corpus.urls):,} URLs of space over "
+                    f"{len(corpus.by_host):,} hosts ({time.perf_counter() - t:.0f}s)",
+                    flush=True,
+                )
+                for policy in args.policies.split(","):
+                    for kind in args.frontiers.split(","):
+                        row = {"size": size, "policy": policy, "kind": kind}
+                        row.update(load_seeds(kind, server.port, policy, corpus, args.batch))
+                        print(f"  {kind} {policy}: {json.dumps(row)}", flush=True)
+                        row["crawls"] = []
+                        for w in workers:
+                            c = crawl(kind, server.port, policy, corpus, args, w)
+                            row["crawls"].append(c)
+                            print(f"    {json.dumps(c)}", flush=True)
+                        results.append(row)
+                        if args.json:
+                            Path(args.json).write_text(json.dumps(results, indent=1))
+            if args.real or args.real_only:
+                for kind in args.frontiers.split(","):
+                    real.append(real_crawl(kind, server, args))
+                    print(f"  real crawl: {json.dumps(real[-1])}", flush=True)
+        finally:
+            server.stop()
+    print_table(results, workers)
+    print_real(real)
+
+
+if __name__ == "__main__":
+    main()
