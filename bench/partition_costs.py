@@ -58,6 +58,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,7 @@ from crawler.frontier.api import Settlement  # noqa: E402
 from tests.redis_support import RedisServer, start_redis  # noqa: E402
 
 SITE = "costs"
+STALL = 60.0  # seconds without a URL handed out: the configuration failed
 LEASE_TTL = 600.0  # no lease expires during a run: every page is settled
 PAGES_GOAL = 10_000  # pages/s the projection asks for
 URLS_GOAL = 1e9  # URLs the projection asks for
@@ -231,18 +233,12 @@ def crawler_process(
     rng = random.Random(w)
     pages = empty = 0
     cpu0 = time.process_time()
-    while done.value < args.pages:
-        leases = frontier.next_many(args.lease)
-        if not leases:
-            empty += 1
-            time.sleep(0.001)
-            continue
-        for lease in leases:
-            links = corpus.links(lease.entry, args.links, args.local, rng)
-            frontier.apply(links, [Settlement("finish", lease.token, 0.05)])
-        pages += len(leases)
-        with done.get_lock():
-            done.value += len(leases)
+    progress = time.monotonic()
+    try:
+        pages, empty = page_cycles(frontier, corpus, args, done, rng, progress)
+    except RuntimeError as exc:
+        out.put({"error": str(exc)})
+        return
     stop.wait()  # every worker has stopped sending mail
     letters = 0
     owned = 0
@@ -254,6 +250,32 @@ def crawler_process(
     out.put({"pages": pages, "cpu": cpu, "empty": empty, "letters": letters, "owned": owned})
     leave.wait()  # nobody leaves (hands partitions over) before the meter is read
     frontier.close()
+
+
+def page_cycles(
+    frontier: Frontier, corpus: Corpus, args: argparse.Namespace, done: Any,
+    rng: random.Random, progress: float,
+) -> tuple[int, int]:  # fmt: skip
+    """Lease, then each page's links with its ``finish``, until ``done`` reaches the goal:
+    (pages, empty leases). A frontier that hands out nothing for ``STALL`` s fails."""
+    pages = empty = 0
+    while done.value < args.pages:
+        leases = frontier.next_many(args.lease)
+        if not leases:
+            empty += 1
+            if time.monotonic() - progress > STALL:
+                lost = getattr(frontier, "lost", 0)
+                raise RuntimeError(f"no URL handed out for {STALL:.0f}s ({lost} partitions lost)")
+            time.sleep(0.001)
+            continue
+        progress = time.monotonic()
+        for lease in leases:
+            links = corpus.links(lease.entry, args.links, args.local, rng)
+            frontier.apply(links, [Settlement("finish", lease.token, 0.05)])
+        pages += len(leases)
+        with done.get_lock():
+            done.value += len(leases)
+    return pages, empty
 
 
 def crawl(
@@ -293,7 +315,11 @@ def crawl(
         client.config_resetstat()
         cpu0, wall0 = server_cpu(client), time.perf_counter()
         start.set()
-        reports = [collect(out, procs) for _ in procs]
+        reports = []
+        for _ in procs:
+            reports.append(collect(out, procs))
+            if "error" in reports[-1]:
+                raise RuntimeError(reports[-1]["error"])
         wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
         stats = client.info("commandstats")
         leave.set()
@@ -389,12 +415,13 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         records = site.records
     client.close()
     pages = sum(1 for r in records if r.path != "/robots.txt")
-    distinct = len({(r.host, r.path) for r in records})
+    fetched = Counter((r.host, r.path) for r in records if r.path != "/robots.txt")
     worker = own.ru_utime + own.ru_stime - own0.ru_utime - own0.ru_stime
     out = {
         "kind": kind,
         "pages": pages,
-        "distinct": distinct,
+        "distinct": len(fetched),
+        "twice": sum(1 for n in fetched.values() if n > 1),
         "wall": wall,
         "redis_us": cpu / max(pages, 1) * 1e6,
         "worker_us": worker / max(pages, 1) * 1e6,
@@ -410,11 +437,13 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
 # -- the table ---------------------------------------------------------------------------------
 
 
-def project(row: dict[str, Any]) -> dict[str, int]:
+def project(row: dict[str, Any]) -> dict[str, int | None]:
     """Masters for 10,000 pages/s (from the 2-worker Redis CPU per page) and for 1e9 URLs."""
-    crawl2 = row["crawls"][-1]
+    done = [c for c in row["crawls"] if "error" not in c]
     return {
-        "masters_pages": math.ceil(crawl2["redis_us"] * 1e-6 * PAGES_GOAL / HEADROOM),
+        "masters_pages": math.ceil(done[-1]["redis_us"] * 1e-6 * PAGES_GOAL / HEADROOM)
+        if done
+        else None,
         "masters_urls": math.ceil(row["bytes_per_queued"] * URLS_GOAL / (USABLE_GB * 1e9)),
     }
 
@@ -428,15 +457,21 @@ FIGURES = [
 ]
 
 
-def crawl_figures(workers: list[int]) -> list[tuple[str, Callable[[Any], float], str]]:
-    rows: list[tuple[str, Callable[[Any], float], str]] = []
+def of(row: dict[str, Any], i: int, key: str) -> float | None:
+    """A figure of the row's i-th crawl; None when that crawl failed."""
+    crawls = row["crawls"]
+    return crawls[i].get(key) if i < len(crawls) else None
+
+
+def crawl_figures(workers: list[int]) -> list[tuple[str, Callable[[Any], Any], str]]:
+    rows: list[tuple[str, Callable[[Any], Any], str]] = []
     for i, w in enumerate(workers):
         rows += [
-            (f"Redis CPU us/page, {w} worker(s)", lambda r, i=i: r["crawls"][i]["redis_us"],
+            (f"Redis CPU us/page, {w} worker(s)", lambda r, i=i: of(r, i, "redis_us"),
              "{:.0f}"),
-            (f"worker CPU us/page, {w} worker(s)", lambda r, i=i: r["crawls"][i]["worker_us"],
+            (f"worker CPU us/page, {w} worker(s)", lambda r, i=i: of(r, i, "worker_us"),
              "{:.0f}"),
-            (f"pages/s, {w} worker(s)", lambda r, i=i: r["crawls"][i]["pages_per_s"], "{:,.0f}"),
+            (f"pages/s, {w} worker(s)", lambda r, i=i: of(r, i, "pages_per_s"), "{:,.0f}"),
         ]  # fmt: skip
     rows += [
         ("masters for 10k pages/s", lambda r: project(r)["masters_pages"], "{:.0f}"),
@@ -472,6 +507,7 @@ def print_real(real: list[dict[str, Any]]) -> None:
     print("|---|---|---|---|")  # fmt: skip
     for name, key in (
         ("pages fetched", "pages"),
+        ("pages fetched twice", "twice"),
         ("wall s", "wall"),
         ("Redis CPU us/page", "redis_us"),
         ("worker CPU us/page", "worker_us"),
@@ -503,11 +539,15 @@ def main() -> None:
     parser.add_argument("--real-hosts", type=int, default=40)
     parser.add_argument("--real-pages", type=int, default=50, help="pages per host")
     parser.add_argument("--real-timeout", type=float, default=600)
-    parser.add_argument("--json", default="")
+    parser.add_argument("--json", default="", help="write the results there as they come")
+    parser.add_argument(
+        "--merge", default="", help="a --json file of an earlier run: its rows join the table"
+    )
     args = parser.parse_args()
     workers = [int(x) for x in args.workers.split(",")]
     results: list[dict[str, Any]] = []
     real: list[dict[str, Any]] = []
+    earlier = json.loads(Path(args.merge).read_text()) if args.merge else []
     with tempfile.TemporaryDirectory() as tmp:
         server = start_redis(Path(tmp), kind="redis")
         try:
@@ -527,7 +567,10 @@ def main() -> None:
                         print(f"  {kind} {policy}: {json.dumps(row)}", flush=True)
                         row["crawls"] = []
                         for w in workers:
-                            c = crawl(kind, server.port, policy, corpus, args, w)
+                            try:
+                                c = crawl(kind, server.port, policy, corpus, args, w)
+                            except RuntimeError as exc:
+                                c = {"workers": w, "error": str(exc)}
                             row["crawls"].append(c)
                             print(f"    {json.dumps(c)}", flush=True)
                         results.append(row)
@@ -539,7 +582,7 @@ def main() -> None:
                     print(f"  real crawl: {json.dumps(real[-1])}", flush=True)
         finally:
             server.stop()
-    print_table(results, workers)
+    print_table(earlier + results, workers)
     print_real(real)
 
 
