@@ -37,13 +37,69 @@ the same settings, as a worker builds it (no Scrapy, no HTTP):
 
 The table at the end gives every figure with the ratio new/old.
 
-Measured 2026-12-05 on the shared 2-core development machine (other agents running), Debian
-redis-server 7.0 (exact seen-sets, no RedisBloom), 10,000 hosts, 20 links a page (80 % same
-host), 20,000 pages a configuration::
+Measured 2026-12-05 on the shared 2-core development machine (other agents' tests running
+beside it: pages/s and seeds/s are noisy, CPU per page less so), Debian redis-server 7.0 (exact
+seen-sets, no RedisBloom), 100 URLs a host, 20 links a page (80 % on the page's host), 20,000
+pages a configuration (old / new: the Lua frontier / the partitioned one)::
 
-    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000
+    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000      # ~25 min
+    .venv/bin/python bench/partition_costs.py --sizes 10000000 --hosts 100000 --policies depth
+    .venv/bin/python bench/partition_costs.py --real-only                 # ~1 min
 
-RESULTS
+=========================================  ==========  ==========  ==========  ==========
+1,000,000 URLs queued                      depth old   depth new   opic old    opic new
+=========================================  ==========  ==========  ==========  ==========
+seeds/s (``add_many`` of 1,000)            42,279      25,125      24,586      25,703
+seeding worker / Redis CPU us per URL      6.5 / 9.8   24 / 6.3    7.7 / 22    28 / 6.6
+Redis B per queued URL (without seen-set)  39 (34)     37 (32)     84 (79)     46 (41)
+Redis CPU us/page, 1 / 2 workers           349 / 337   313 / 264   565 / 564   stalls
+worker CPU us/page, 1 / 2 workers          324 / 344   1094 / 1105 356 / 412   stalls
+pages/s, 1 / 2 workers                     1281 / 1444 525 / 798   927 / 649   stalls
+masters for 10k pages/s / for 1e9 URLs     5 / 2       4 / 2       9 / 4       - / 2
+=========================================  ==========  ==========  ==========  ==========
+
+At 100,000 URLs queued (the host table and per-host keys weigh more): depth, Redis CPU 334 ->
+194 us/page (0.58), worker CPU 331 -> 949 (2.87), 81 -> 56 B per queued URL, 30,598 -> 13,811
+seeds/s; OPIC, Redis CPU 501 -> 210 (0.42), worker CPU 380 -> 1033 (2.71), 126 -> 62 B, 20,888
+-> 25,741 seeds/s.
+
+10,000,000 URLs queued (100,000 hosts, depth): running at the time of writing; see the report.
+
+A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, 40 devsite hosts of 50 pages,
+3,200 pages, politeness off, whole run including start-up): Redis CPU 881 -> 558 us/page (0.63)
+and 1,050 -> 578 (0.55) in two runs; worker CPU 7,467 -> 7,762 and 8,855 -> 7,989 us/page; the
+first run of the new frontier fetched 14 pages twice (0 in the second; the old: 0 and 0).
+
+What this shows against issue 37's targets:
+
+* Redis CPU per page: 0.42-0.90 of the Lua frontier's, not the 1/3 asked. The partitioned
+  frontier's round trips are many small pipelines (about 7 a page with one worker owning 16
+  partitions: the seen-test is one pipeline per partition a page's links touch, one
+  ``SISMEMBER`` per link where ``SMISMEMBER`` per bucket would do), and 2 workers add the
+  inbox streams.
+* Worker CPU per page: about 3x the Lua frontier's in the simulation (the algorithm moved into
+  the worker, and the round trips above cost the client more than one ``EVALSHA``); in a real
+  crawl, where the worker's page work dominates, no worse (0.90-1.04).
+* Bytes per queued URL: 37 B under depth (target 35) and 46 B under OPIC (target 45) at 1M,
+  from 39 and 84.
+* Seeds: 25,000 URLs/s at 1M (target 20,000); the worker spends 24-33 us per seed, half of it
+  in the seen-test's per-key replies.
+* OPIC at 1M queued URLs: a worker cannot keep its partitions. Claiming one reads every queued
+  URL of it back into the cash ledger (``MercatorFrontier`` restore over
+  ``RedisQueueStore.iter_queued``); claiming 16 partitions of 62,500 URLs took 14 s in one beat,
+  longer than ``PARTITION_TTL`` (10 s), so at the next beat every lease has expired and the
+  worker claims them again: no page in 60 s, with 1 worker or 2.
+* Mail: an owner reads at most ``LETTERS_PER_READ`` (64) letters per partition per beat (1 s),
+  so with 2 workers the inboxes fell behind: 8,589-15,018 letters were still waiting when the
+  20,000 pages were done (read afterwards, and counted in the Redis CPU above).
+
+Projection (``project``): masters for 10,000 pages/s = Redis CPU per page (2 workers) x 10,000
+over 70 % of one core per master; masters for 1e9 URLs = bytes per queued URL (seen-set
+included, exact) x 1e9 over 25 GB usable per master; both assume the load spreads evenly over
+the masters (one partition's keys share a hash tag; 16 partitions, so at most 16 masters
+share a crawl) and that the per-page cost stays what it was at the size measured. At a billion
+URLs the seen-set would be past ``FRONTIER_SEEN_EXACT_LIMIT`` (a Bloom filter, fewer bytes) and
+seen URLs outnumber queued ones, which this does not model.
 """
 
 from __future__ import annotations
