@@ -82,8 +82,8 @@ What this shows against issue 37's targets:
   crawl, where the worker's page work dominates, no worse (0.90-1.04).
 * Bytes per queued URL: 37 B under depth (target 35) and 46 B under OPIC (target 45) at 1M,
   from 39 and 84.
-* Seeds: 25,000 URLs/s at 1M (target 20,000); the worker spends 24-33 us per seed, half of it
-  in the seen-test's per-key replies.
+* Seeds: 25,000 URLs/s at 1M (target 20,000); the worker spends 24-33 us per seed, almost
+  half of it in the seen-test's per-key replies.
 * OPIC at 1M queued URLs: a worker cannot keep its partitions. Claiming one reads every queued
   URL of it back into the cash ledger (``MercatorFrontier`` restore over
   ``RedisQueueStore.iter_queued``); claiming 16 partitions of 62,500 URLs took 14 s in one beat,
