@@ -63,7 +63,18 @@ At 100,000 URLs queued (the host table and per-host keys weigh more): depth, Red
 seeds/s; OPIC, Redis CPU 501 -> 210 (0.42), worker CPU 380 -> 1033 (2.71), 126 -> 62 B, 20,888
 -> 25,741 seeds/s.
 
-10,000,000 URLs queued (100,000 hosts, depth): running at the time of writing; see the report.
+At 10,000,000 URLs queued (100,000 hosts, depth; one run): old 25,702 seeds/s, 38 B per
+queued URL (35 without the seen-set, which is a Bloom filter past 2M), Redis CPU 731 / 639
+us/page with 1 / 2 workers, worker CPU 467 / 465; new 19,471 seeds/s, 101 B per queued URL (40
+without the seen-set: its exact buckets, past their capacity, are hash tables, ~60 B a URL,
+on a Redis without RedisBloom), Redis CPU 444 / 363 us/page (0.61 / 0.57 of the old's),
+worker CPU 1,313 / 1,355 (2.8 / 2.9x); of the new one's Redis time by ``INFO commandstats``,
+20 ``SISMEMBER`` a page (the seen-test, one per link) cost 85-94 us, nearly as much as its
+``EVALSHA`` calls (the fenced writes: 107-168 us). Projected masters, old / new: 10 / 6 for
+10,000 pages/s, 2 / 5 for a billion URLs (the exact seen-set's hash tables). The new seeding
+process lost its 16 partitions once (a stall past ``PARTITION_TTL``, most likely a garbage
+collection over the 20M-URL corpus it held: ``gc.freeze`` now keeps the corpus out of it) and
+1,000 seeds ``add_many`` had reported added were not queued (9,998,998 of 9,999,998).
 
 A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, 40 devsite hosts of 50 pages,
 3,200 pages, politeness off, whole run including start-up): Redis CPU 881 -> 558 us/page (0.63)
@@ -72,7 +83,8 @@ first run of the new frontier fetched 14 pages twice (0 in the second; the old: 
 
 What this shows against issue 37's targets:
 
-* Redis CPU per page: 0.42-0.90 of the Lua frontier's, not the 1/3 asked. The partitioned
+* Redis CPU per page: 0.42-0.90 of the Lua frontier's (0.57 at 10M with 2 workers), not the
+  1/3 asked. The partitioned
   frontier's round trips are many small pipelines (about 7 a page with one worker owning 16
   partitions: the seen-test is one pipeline per partition a page's links touch, one
   ``SISMEMBER`` per link where ``SMISMEMBER`` per bucket would do), and 2 workers add the
