@@ -1,0 +1,662 @@
+"""Costs of the partition-owned Redis frontier against the Lua one (issue 37, "Costs"), both
+measured in the same run on the same machine so that their ratios mean something.
+
+    .venv/bin/python bench/partition_costs.py [--sizes 100000,1000000] [--hosts 10000]
+                                              [--pages 20000] [--workers 1,2]
+                                              [--policies depth,opic] [--links 20]
+                                              [--local 0.8] [--space 2] [--batch 1000]
+                                              [--frontiers old,new] [--json out.json]
+
+For each queue size N, each frontier (``old``: ``RedisFrontierStore``'s Lua ``RedisFrontier``;
+``new``: ``PartitionedFrontierStore``'s ``PartitionedFrontier``, 16 partitions, one
+``MercatorFrontier`` over a ``RedisQueueStore`` per owned partition) and each priority policy
+(``FRONTIER_PRIORITY_POLICY`` depth or opic), on a fresh Debian ``redis-server`` this script
+starts itself (``tests/redis_support.start_redis``), each frontier built by its store class from
+the same settings, as a worker builds it (no Scrapy, no HTTP):
+
+1. **Seeds**: N realistic URLs (documentation link shapes over ``--hosts`` hosts, from
+   ``bench/seeds_bulk.seed_urls``) go in through ``add_many`` in batches of ``--batch``;
+   seeds/s end to end (the frontier object's calls, so URL hashing and the client included),
+   and the seeding process's CPU per URL.
+2. **Bytes per queued URL**: Redis ``used_memory`` (less client buffers and the script cache)
+   after the seeds, less before, over the URLs queued; also without the seen-set (its keys'
+   ``MEMORY USAGE``).
+3. **Pages**: ``--workers`` forked processes, each building its own frontier (the new one:
+   beating until it owns its share of the partitions, before the clock starts), lease with
+   ``next_many(--lease)`` and, per page, ``apply`` its ``--links`` links (a ``--local`` share on
+   the page's own host, the rest anywhere in a URL space of ``--space`` x N: so some cross
+   host and partition, and more and more are seen) together with the page's ``finish``, until
+   ``--pages`` pages are done in all. Politeness is off (``FRONTIER_MIN_DELAY=0``,
+   ``FRONTIER_DELAY_FACTOR=0``) so the frontier, not the clock, is measured. The new frontier's
+   workers then read their inboxes dry (the mail the pages sent is their cost too). Measured:
+   Redis CPU per page (``INFO cpu`` user + sys delta over pages) and worker CPU per page
+   (``time.process_time`` of the worker processes).
+4. **Projection**: masters for 10,000 pages/s (Redis CPU per page x 10,000 over one core used
+   at 70 %) and for a billion URLs (bytes per queued URL, seen-set included, x 1e9 over 25 GB
+   usable per master), assuming the load spreads evenly over masters (partitions by hash tag).
+
+The table at the end gives every figure with the ratio new/old.
+
+Measured 2026-12-05 on the shared 2-core development machine (other agents' tests running
+beside it: pages/s and seeds/s are noisy, CPU per page less so), Debian redis-server 7.0 (exact
+seen-sets, no RedisBloom), 100 URLs a host, 20 links a page (80 % on the page's host), 20,000
+pages a configuration (old / new: the Lua frontier / the partitioned one)::
+
+    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000      # ~25 min
+    .venv/bin/python bench/partition_costs.py --sizes 10000000 --hosts 100000 --policies depth
+    .venv/bin/python bench/partition_costs.py --real-only                 # ~1 min
+
+=========================================  ==========  ==========  ==========  ==========
+1,000,000 URLs queued                      depth old   depth new   opic old    opic new
+=========================================  ==========  ==========  ==========  ==========
+seeds/s (``add_many`` of 1,000)            42,279      25,125      24,586      25,703
+seeding worker / Redis CPU us per URL      6.5 / 9.8   24 / 6.3    7.7 / 22    28 / 6.6
+Redis B per queued URL (without seen-set)  39 (34)     37 (32)     84 (79)     46 (41)
+Redis CPU us/page, 1 / 2 workers           349 / 337   313 / 264   565 / 564   stalls
+worker CPU us/page, 1 / 2 workers          324 / 344   1094 / 1105 356 / 412   stalls
+pages/s, 1 / 2 workers                     1281 / 1444 525 / 798   927 / 649   stalls
+masters for 10k pages/s / for 1e9 URLs     5 / 2       4 / 2       9 / 4       - / 2
+=========================================  ==========  ==========  ==========  ==========
+
+At 100,000 URLs queued (the host table and per-host keys weigh more): depth, Redis CPU 334 ->
+194 us/page (0.58), worker CPU 331 -> 949 (2.87), 81 -> 56 B per queued URL, 30,598 -> 13,811
+seeds/s; OPIC, Redis CPU 501 -> 210 (0.42), worker CPU 380 -> 1033 (2.71), 126 -> 62 B, 20,888
+-> 25,741 seeds/s.
+
+At 10,000,000 URLs queued (100,000 hosts, depth; one run): old 25,702 seeds/s, 38 B per
+queued URL (35 without the seen-set, which is a Bloom filter past 2M), Redis CPU 731 / 639
+us/page with 1 / 2 workers, worker CPU 467 / 465; new 19,471 seeds/s, 101 B per queued URL (40
+without the seen-set: its exact buckets, past their capacity, are hash tables, ~60 B a URL,
+on a Redis without RedisBloom), Redis CPU 444 / 363 us/page (0.61 / 0.57 of the old's),
+worker CPU 1,313 / 1,355 (2.8 / 2.9x); of the new one's Redis time by ``INFO commandstats``,
+20 ``SISMEMBER`` a page (the seen-test, one per link) cost 85-94 us, nearly as much as its
+``EVALSHA`` calls (the fenced writes: 107-168 us). Projected masters, old / new: 10 / 6 for
+10,000 pages/s, 2 / 5 for a billion URLs (the exact seen-set's hash tables). The new seeding
+process lost its 16 partitions once (a stall past ``PARTITION_TTL``, most likely a garbage
+collection over the 20M-URL corpus it held: ``gc.freeze`` now keeps the corpus out of it) and
+1,000 seeds ``add_many`` had reported added were not queued (9,998,998 of 9,999,998).
+
+A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, 40 devsite hosts of 50 pages,
+3,200 pages, politeness off, whole run including start-up): Redis CPU 881 -> 558 us/page (0.63)
+and 1,050 -> 578 (0.55) in two runs; worker CPU 7,467 -> 7,762 and 8,855 -> 7,989 us/page; the
+first run of the new frontier fetched 14 pages twice (0 in the second; the old: 0 and 0).
+
+What this shows against issue 37's targets:
+
+* Redis CPU per page: 0.42-0.90 of the Lua frontier's (0.57 at 10M with 2 workers), not the
+  1/3 asked. The partitioned
+  frontier's round trips are many small pipelines (about 7 a page with one worker owning 16
+  partitions: the seen-test is one pipeline per partition a page's links touch, one
+  ``SISMEMBER`` per link where ``SMISMEMBER`` per bucket would do), and 2 workers add the
+  inbox streams.
+* Worker CPU per page: about 3x the Lua frontier's in the simulation (the algorithm moved into
+  the worker, and the round trips above cost the client more than one ``EVALSHA``); in a real
+  crawl, where the worker's page work dominates, no worse (0.90-1.04).
+* Bytes per queued URL: 37 B under depth (target 35) and 46 B under OPIC (target 45) at 1M,
+  from 39 and 84.
+* Seeds: 25,000 URLs/s at 1M (target 20,000); the worker spends 24-33 us per seed, almost
+  half of it in the seen-test's per-key replies.
+* OPIC at 1M queued URLs: a worker cannot keep its partitions. Claiming one reads every queued
+  URL of it back into the cash ledger (``MercatorFrontier`` restore over
+  ``RedisQueueStore.iter_queued``); claiming 16 partitions of 62,500 URLs took 14 s in one beat,
+  longer than ``PARTITION_TTL`` (10 s), so at the next beat every lease has expired and the
+  worker claims them again: no page in 60 s, with 1 worker or 2.
+* Mail: an owner reads at most ``LETTERS_PER_READ`` (64) letters per partition per beat (1 s),
+  so with 2 workers the inboxes fell behind: 8,589-15,018 letters were still waiting when the
+  20,000 pages were done (read afterwards, and counted in the Redis CPU above).
+
+Projection (``project``): masters for 10,000 pages/s = Redis CPU per page (2 workers) x 10,000
+over 70 % of one core per master; masters for 1e9 URLs = bytes per queued URL (seen-set
+included, exact) x 1e9 over 25 GB usable per master; both assume the load spreads evenly over
+the masters (one partition's keys share a hash tag; 16 partitions, so at most 16 masters
+share a crawl) and that the per-page cost stays what it was at the size measured. At a billion
+URLs the seen-set would be past ``FRONTIER_SEEN_EXACT_LIMIT`` (a Bloom filter, fewer bytes) and
+seen URLs outnumber queued ones, which this does not model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import multiprocessing as mp
+import queue
+import random
+import resource
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+from scrapy.settings import Settings  # noqa: E402
+
+from bench.seeds_bulk import data_memory, seed_urls, server_cpu  # noqa: E402
+from crawler.backends.redis.frontier_store import RedisFrontierStore  # noqa: E402
+from crawler.backends.redis.partition_store import PartitionedFrontierStore  # noqa: E402
+from crawler.backends.redis.partitioned import PartitionedFrontier  # noqa: E402
+from crawler.frontier import Entry, Frontier  # noqa: E402
+from crawler.frontier.api import Settlement  # noqa: E402
+from tests.redis_support import RedisServer, start_redis  # noqa: E402
+
+SITE = "costs"
+STALL = 60.0  # seconds without a URL handed out: the configuration failed
+LEASE_TTL = 600.0  # no lease expires during a run: every page is settled
+PAGES_GOAL = 10_000  # pages/s the projection asks for
+URLS_GOAL = 1e9  # URLs the projection asks for
+USABLE_GB = 25.0  # memory a master may fill (a 32 GB machine, room for fork and fragmentation)
+HEADROOM = 0.7  # share of a master's one core the frontier may use
+FRONT_QUEUES = 8  # FRONTIER_FRONT_QUEUES's default: depth d goes to front queue min(d, 7)
+STORES: dict[str, type[RedisFrontierStore]] = {
+    "old": RedisFrontierStore,
+    "new": PartitionedFrontierStore,
+}
+
+
+def settings(port: int, policy: str, worker: str) -> Settings:
+    """One worker's settings: politeness off, everything else the defaults."""
+    return Settings(
+        {
+            "REDIS_URL": f"redis://127.0.0.1:{port}/0",
+            "FRONTIER_PRIORITY_POLICY": policy,
+            "FRONTIER_MIN_DELAY": 0.0,
+            "FRONTIER_DELAY_FACTOR": 0.0,
+            "FRONTIER_HOST_CONCURRENCY": 1,
+            "RECORD_WORKER_ID": worker,
+        }
+    )
+
+
+def open_frontier(kind: str, port: int, policy: str, worker: str) -> Frontier:
+    """The frontier as a worker's store class builds it (without the buffering thread)."""
+    store = STORES[kind](settings(port, policy, worker), SITE)
+    client = redis.Redis(host="127.0.0.1", port=port)
+    if kind == "old":
+        frontier = store._redis_frontier(client, lease_ttl=LEASE_TTL, max_pages_per_host=None)
+        frontier.check_compatible(store.scope_fingerprint())  # stores the crawl's layout
+        return frontier
+    assert isinstance(store, PartitionedFrontierStore)
+    return store.partitioned_frontier(client, lease_ttl=LEASE_TTL, max_pages_per_host=None)
+
+
+def host_of(url: str) -> str:
+    return url.split("/", 3)[2]
+
+
+@dataclass
+class Corpus:
+    """The URL space: ``seeds`` (the first N) and the rest, found only as links; by host."""
+
+    urls: list[str]
+    seeds: int
+    by_host: dict[str, list[str]]
+
+    @classmethod
+    def make(cls, seeds: int, hosts: int, space: float) -> Corpus:
+        urls = seed_urls(int(seeds * space), hosts)
+        by_host: dict[str, list[str]] = {}
+        for u in urls:
+            by_host.setdefault(host_of(u), []).append(u)
+        return cls(urls, seeds, by_host)
+
+    def seed_entries(self, opic: bool) -> list[Entry]:
+        return [
+            Entry(u, host_of(u), priority=0, cash=1.0 if opic else 0.0)
+            for u in self.urls[: self.seeds]
+        ]
+
+    def links(self, page: Entry, n: int, local: float, rng: random.Random) -> list[Entry]:
+        """``n`` links of ``page``: a ``local`` share on its host, the rest anywhere; each
+        carrying an equal part of the page's cash (OPIC) and one more level of depth."""
+        own = self.by_host.get(page.host) or self.urls
+        depth = page.depth + 1
+        cash = page.cash / n if page.cash else 0.0
+        out = []
+        for _ in range(n):
+            url = rng.choice(own) if rng.random() < local else rng.choice(self.urls)
+            out.append(
+                Entry(url, host_of(url), priority=min(depth, FRONT_QUEUES - 1), depth=depth,
+                      cash=cash)
+            )  # fmt: skip
+        return out
+
+
+# -- seeds and memory ------------------------------------------------------------------------
+
+
+def seen_bytes(client: redis.Redis, kind: str) -> int:
+    """``MEMORY USAGE`` of the seen-set keys (old: ``:sx:``/``:seen``; new: ``:s``)."""
+    total = 0
+    for key in client.scan_iter(count=1000):
+        name = key.decode()
+        rest = name.split("}", 1)[-1]
+        is_seen = rest.startswith((":sx:", ":seen")) if kind == "old" else rest.startswith(":s")
+        if is_seen:
+            total += int(client.memory_usage(key, samples=0) or 0)
+    return total
+
+
+def load_seeds(
+    kind: str, port: int, policy: str, corpus: Corpus, batch: int
+) -> dict[str, Any]:  # fmt: skip
+    """Seeds through ``add_many``: URLs/s, seeding CPU per URL, bytes per queued URL."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    client.flushall()
+    mem0, cpu0 = data_memory(client), server_cpu(client)
+    entries = corpus.seed_entries(policy == "opic")
+    frontier = open_frontier(kind, port, policy, "seeder")
+    wall0, own0 = time.perf_counter(), time.process_time()
+    added = 0
+    for at in range(0, len(entries), batch):
+        added += sum(r.added for r in frontier.add_many(entries[at : at + batch]))
+    wall, own = time.perf_counter() - wall0, time.process_time() - own0
+    counts = frontier.counts()
+    frontier.close()
+    mem = data_memory(client) - mem0
+    seen = seen_bytes(client, kind)
+    out = {
+        "seeds": len(entries),
+        "seeds_added": added,
+        "queued": counts.queued,
+        "seeds_per_s": len(entries) / wall,
+        "seed_worker_us": own / len(entries) * 1e6,
+        "seed_redis_us": (server_cpu(client) - cpu0) / len(entries) * 1e6,
+        "bytes_per_queued": mem / max(counts.queued, 1),
+        "bytes_per_queued_no_seen": (mem - seen) / max(counts.queued, 1),
+    }
+    client.close()
+    return out
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+def owns_share(frontier: Frontier, workers: int) -> bool:
+    if not isinstance(frontier, PartitionedFrontier):
+        return True
+    return len(frontier.parts) == frontier.count // workers
+
+
+def crawler_process(
+    kind: str, port: int, policy: str, corpus: Corpus, args: argparse.Namespace, w: int,
+    workers: int, done: Any, ready: Any, start: Any, stop: Any, leave: Any, out: Any,
+) -> None:  # fmt: skip
+    """One worker: page cycles until ``done`` reaches the goal, then (new) its inboxes read
+    dry; puts its figures."""
+    frontier = open_frontier(kind, port, policy, f"w{w}")
+    deadline = time.monotonic() + 60
+    while not owns_share(frontier, workers) and time.monotonic() < deadline:
+        assert isinstance(frontier, PartitionedFrontier)
+        frontier.beat()
+        time.sleep(0.2)
+    ready.wait()
+    start.wait()
+    rng = random.Random(w)
+    pages = empty = 0
+    cpu0 = time.process_time()
+    progress = time.monotonic()
+    try:
+        pages, empty = page_cycles(frontier, corpus, args, done, rng, progress)
+    except RuntimeError as exc:
+        out.put({"error": str(exc)})
+        return
+    stop.wait()  # every worker has stopped sending mail
+    letters = 0
+    owned = 0
+    if isinstance(frontier, PartitionedFrontier):
+        owned = len(frontier.parts)
+        while (n := frontier.read_mail()) > 0:
+            letters += n
+    cpu = time.process_time() - cpu0
+    out.put({"pages": pages, "cpu": cpu, "empty": empty, "letters": letters, "owned": owned})
+    leave.wait()  # nobody leaves (hands partitions over) before the meter is read
+    frontier.close()
+
+
+def page_cycles(
+    frontier: Frontier, corpus: Corpus, args: argparse.Namespace, done: Any,
+    rng: random.Random, progress: float,
+) -> tuple[int, int]:  # fmt: skip
+    """Lease, then each page's links with its ``finish``, until ``done`` reaches the goal:
+    (pages, empty leases). A frontier that hands out nothing for ``STALL`` s fails."""
+    pages = empty = 0
+    while done.value < args.pages:
+        leases = frontier.next_many(args.lease)
+        if not leases:
+            empty += 1
+            if time.monotonic() - progress > STALL:
+                lost = getattr(frontier, "lost", 0)
+                raise RuntimeError(f"no URL handed out for {STALL:.0f}s ({lost} partitions lost)")
+            time.sleep(0.001)
+            continue
+        progress = time.monotonic()
+        for lease in leases:
+            links = corpus.links(lease.entry, args.links, args.local, rng)
+            frontier.apply(links, [Settlement("finish", lease.token, 0.05)])
+        pages += len(leases)
+        with done.get_lock():
+            done.value += len(leases)
+    return pages, empty
+
+
+def crawl(
+    kind: str, port: int, policy: str, corpus: Corpus, args: argparse.Namespace, workers: int
+) -> dict[str, Any]:  # fmt: skip
+    ctx = mp.get_context("fork")
+    done = ctx.Value("q", 0)
+    ready, stop = ctx.Barrier(workers + 1), ctx.Barrier(workers)
+    start, leave = ctx.Event(), ctx.Event()
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=crawler_process,
+            args=(
+                kind,
+                port,
+                policy,
+                corpus,
+                args,
+                w,
+                workers,
+                done,
+                ready,
+                start,
+                stop,
+                leave,
+                out,
+            ),
+        )
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    try:
+        ready.wait(120)
+        client = redis.Redis(host="127.0.0.1", port=port)
+        client.config_resetstat()
+        cpu0, wall0 = server_cpu(client), time.perf_counter()
+        start.set()
+        reports = []
+        for _ in procs:
+            reports.append(collect(out, procs))
+            if "error" in reports[-1]:
+                raise RuntimeError(reports[-1]["error"])
+        wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        stats = client.info("commandstats")
+        leave.set()
+        for p in procs:
+            p.join(60)
+        client.close()
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+    pages = sum(r["pages"] for r in reports)
+    return {
+        "workers": workers,
+        "pages": pages,
+        "pages_per_s": pages / wall,
+        "redis_us": cpu / pages * 1e6,
+        "worker_us": sum(r["cpu"] for r in reports) / pages * 1e6,
+        "letters": sum(r["letters"] for r in reports),
+        "owned": [r["owned"] for r in reports],
+        "empty": sum(r["empty"] for r in reports),
+        "commands": top_commands(stats, pages),
+    }
+
+
+def top_commands(stats: dict[str, Any], pages: int, n: int = 6) -> dict[str, list[float]]:
+    """The commands that cost Redis the most: name -> [calls per page, usec per page]."""
+    rows = sorted(stats.items(), key=lambda kv: -int(kv[1]["usec"]))[:n]
+    return {
+        name.removeprefix("cmdstat_"): [int(row["calls"]) / pages, int(row["usec"]) / pages]
+        for name, row in rows
+    }
+
+
+def collect(out: Any, procs: list[Any]) -> dict[str, Any]:
+    """The next worker's report; a worker that died fails the run (no waiting for ever)."""
+    while True:
+        try:
+            return out.get(timeout=2)
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"a worker died (exit codes {dead})") from None
+
+
+# -- a real crawl ------------------------------------------------------------------------------
+
+STORE_CLASSES = {
+    "old": "crawler.backends.redis.frontier_store.RedisFrontierStore",
+    "new": "crawler.backends.redis.partition_store.PartitionedFrontierStore",
+}
+
+
+def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict[str, Any]:
+    """Two ``scrapy crawl web`` workers (one with the seeds, one joining) crawl a devsite of
+    ``--real-hosts`` loopback hosts of ``--real-pages`` pages to the end, with
+    ``FRONTIER_STORE_CLASS`` the frontier's: Redis CPU per page fetched over the whole run
+    (start-up and heartbeats included) and the workers' CPU per page (their rusage)."""
+    from devsite import HostSpec, build_site
+    from devsite.routed import RoutedSiteServer
+    from tests.crawling import finish_crawl, start_crawl
+
+    client = server.client()
+    client.flushall()
+    hosts = [f"127.0.0.{i}" for i in range(2, 2 + args.real_hosts)]
+    graph = build_site(
+        [HostSpec(h, pages=args.real_pages) for h in hosts], links_per_page=5, cross_host_links=1
+    )
+    with tempfile.TemporaryDirectory() as tmp, RoutedSiteServer(graph) as site:
+        dirs = [Path(tmp) / f"w{i}" for i in range(2)]
+        common = {
+            "FRONTIER_BACKEND": "redis",
+            "FRONTIER_STORE_CLASS": STORE_CLASSES[kind],
+            "REDIS_URL": f"redis://127.0.0.1:{server.port}/0",
+            "FRONTIER_REDIS_KEY": f"real-{kind}",
+            "ALLOW_PRIVATE_ADDRESSES": True,
+            "FRONTIER_MIN_DELAY": 0.0,
+            "FRONTIER_DELAY_FACTOR": 0,
+            "LOG_LEVEL": "INFO",
+        }
+        cpu0, own0 = server_cpu(client), resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall0 = time.perf_counter()
+        procs = []
+        for i, d in enumerate(dirs):
+            d.mkdir()
+            settings = {**common, "INDEX_PATH": d / "index.sqlite"}
+            seeds = site.seeds() if i == 0 else None
+            procs.append(start_crawl(d, seeds=seeds, settings=settings))
+        results = [
+            finish_crawl(p, d, timeout=args.real_timeout) for p, d in zip(procs, dirs, strict=True)
+        ]
+        wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        own = resource.getrusage(resource.RUSAGE_CHILDREN)
+        records = site.records
+    client.close()
+    pages = sum(1 for r in records if r.path != "/robots.txt")
+    fetched = Counter((r.host, r.path) for r in records if r.path != "/robots.txt")
+    worker = own.ru_utime + own.ru_stime - own0.ru_utime - own0.ru_stime
+    out = {
+        "kind": kind,
+        "pages": pages,
+        "distinct": len(fetched),
+        "twice": sum(1 for n in fetched.values() if n > 1),
+        "wall": wall,
+        "redis_us": cpu / max(pages, 1) * 1e6,
+        "worker_us": worker / max(pages, 1) * 1e6,
+        "returncodes": [r.returncode for r in results],
+        "scraped": [r.stats.get("item_scraped_count", 0) for r in results],
+    }
+    for r in results:
+        if r.returncode != 0:
+            print(r.log[-2000:], flush=True)
+    return out
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def project(row: dict[str, Any]) -> dict[str, int | None]:
+    """Masters for 10,000 pages/s (from the 2-worker Redis CPU per page) and for 1e9 URLs."""
+    done = [c for c in row["crawls"] if "error" not in c]
+    return {
+        "masters_pages": math.ceil(done[-1]["redis_us"] * 1e-6 * PAGES_GOAL / HEADROOM)
+        if done
+        else None,
+        "masters_urls": math.ceil(row["bytes_per_queued"] * URLS_GOAL / (USABLE_GB * 1e9)),
+    }
+
+
+FIGURES = [
+    ("seeds/s", lambda r: r["seeds_per_s"], "{:,.0f}"),
+    ("seeding worker CPU us/URL", lambda r: r["seed_worker_us"], "{:.1f}"),
+    ("seeding Redis CPU us/URL", lambda r: r["seed_redis_us"], "{:.1f}"),
+    ("Redis B/queued URL", lambda r: r["bytes_per_queued"], "{:.1f}"),
+    ("  without the seen-set", lambda r: r["bytes_per_queued_no_seen"], "{:.1f}"),
+]
+
+
+def of(row: dict[str, Any], i: int, key: str) -> float | None:
+    """A figure of the row's i-th crawl; None when that crawl failed."""
+    crawls = row["crawls"]
+    return crawls[i].get(key) if i < len(crawls) else None
+
+
+def crawl_figures(workers: list[int]) -> list[tuple[str, Callable[[Any], Any], str]]:
+    rows: list[tuple[str, Callable[[Any], Any], str]] = []
+    for i, w in enumerate(workers):
+        rows += [
+            (f"Redis CPU us/page, {w} worker(s)", lambda r, i=i: of(r, i, "redis_us"),
+             "{:.0f}"),
+            (f"worker CPU us/page, {w} worker(s)", lambda r, i=i: of(r, i, "worker_us"),
+             "{:.0f}"),
+            (f"pages/s, {w} worker(s)", lambda r, i=i: of(r, i, "pages_per_s"), "{:,.0f}"),
+        ]  # fmt: skip
+    rows += [
+        ("masters for 10k pages/s", lambda r: project(r)["masters_pages"], "{:.0f}"),
+        ("masters for 1e9 URLs", lambda r: project(r)["masters_urls"], "{:.0f}"),
+    ]
+    return rows
+
+
+def print_table(results: list[dict[str, Any]], workers: list[int]) -> None:
+    for size in sorted({r["size"] for r in results}):
+        for policy in sorted({r["policy"] for r in results}):
+            rows = {r["kind"]: r for r in results if r["size"] == size and r["policy"] == policy}
+            old, new = rows.get("old"), rows.get("new")
+            print(f"\n{size:,} URLs queued, {policy} order\n")
+            print("| figure | old (Lua) | new (partitions) | new/old |")
+            print("|---|---|---|---|")  # fmt: skip
+            for name, get, fmt in FIGURES + crawl_figures(workers):
+                a = get(old) if old else None
+                b = get(new) if new else None
+                ratio = f"{b / a:.2f}" if a and b is not None else "-"
+                print(
+                    f"| {name} | {fmt.format(a) if a is not None else '-'} | "
+                    f"{fmt.format(b) if b is not None else '-'} | {ratio} |"
+                )
+
+
+def print_real(real: list[dict[str, Any]]) -> None:
+    if not real:
+        return
+    rows = {r["kind"]: r for r in real}
+    print("\nReal crawl, 2 scrapy crawl workers on devsite\n")
+    print("| figure | old (Lua) | new (partitions) | new/old |")
+    print("|---|---|---|---|")  # fmt: skip
+    for name, key in (
+        ("pages fetched", "pages"),
+        ("pages fetched twice", "twice"),
+        ("wall s", "wall"),
+        ("Redis CPU us/page", "redis_us"),
+        ("worker CPU us/page", "worker_us"),
+    ):
+        a = rows["old"][key] if "old" in rows else None
+        b = rows["new"][key] if "new" in rows else None
+        ratio = f"{b / a:.2f}" if a and b is not None else "-"
+        print(
+            f"| {name} | {a if a is None else f'{a:,.0f}'} | "
+            f"{b if b is None else f'{b:,.0f}'} | {ratio} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000", help="URLs queued as seeds")
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--pages", type=int, default=20_000, help="pages per configuration")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--policies", default="depth,opic")
+    parser.add_argument("--frontiers", default="old,new")
+    parser.add_argument("--links", type=int, default=20, help="links a page adds")
+    parser.add_argument("--local", type=float, default=0.8, help="share of same-host links")
+    parser.add_argument("--space", type=float, default=2.0, help="URL space / seeds")
+    parser.add_argument("--lease", type=int, default=16, help="next_many(n)")
+    parser.add_argument("--batch", type=int, default=1000, help="seeds per add_many")
+    parser.add_argument("--real", action="store_true", help="also 2 scrapy crawl workers")
+    parser.add_argument("--real-only", action="store_true", help="only the real crawl")
+    parser.add_argument("--real-hosts", type=int, default=40)
+    parser.add_argument("--real-pages", type=int, default=50, help="pages per host")
+    parser.add_argument("--real-timeout", type=float, default=600)
+    parser.add_argument("--json", default="", help="write the results there as they come")
+    parser.add_argument(
+        "--merge", default="", help="a --json file of an earlier run: its rows join the table"
+    )
+    args = parser.parse_args()
+    workers = [int(x) for x in args.workers.split(",")]
+    results: list[dict[str, Any]] = []
+    real: list[dict[str, Any]] = []
+    earlier = json.loads(Path(args.merge).read_text()) if args.merge else []
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_redis(Path(tmp), kind="redis")
+        try:
+            sizes = [] if args.real_only else [int(x) for x in args.sizes.split(",")]
+            for size in sizes:
+                t = time.perf_counter()
+                corpus = Corpus.make(size, args.hosts, args.space)
+                # out of the collector's sight: a full collection over tens of millions of
+                # URLs stalls the process for seconds, past a partition's lease (10 s at 10M)
+                gc.freeze()
+                print(
+                    f"{size:,} seeds, {len(corpus.urls):,} URLs of space over "
+                    f"{len(corpus.by_host):,} hosts ({time.perf_counter() - t:.0f}s)",
+                    flush=True,
+                )
+                for policy in args.policies.split(","):
+                    for kind in args.frontiers.split(","):
+                        row = {"size": size, "policy": policy, "kind": kind}
+                        row.update(load_seeds(kind, server.port, policy, corpus, args.batch))
+                        print(f"  {kind} {policy}: {json.dumps(row)}", flush=True)
+                        row["crawls"] = []
+                        for w in workers:
+                            try:
+                                c = crawl(kind, server.port, policy, corpus, args, w)
+                            except RuntimeError as exc:
+                                c = {"workers": w, "error": str(exc)}
+                            row["crawls"].append(c)
+                            print(f"    {json.dumps(c)}", flush=True)
+                        results.append(row)
+                        if args.json:
+                            Path(args.json).write_text(json.dumps(results, indent=1))
+            if args.real or args.real_only:
+                for kind in args.frontiers.split(","):
+                    real.append(real_crawl(kind, server, args))
+                    print(f"  real crawl: {json.dumps(real[-1])}", flush=True)
+        finally:
+            server.stop()
+    print_table(earlier + results, workers)
+    print_real(real)
+
+
+if __name__ == "__main__":
+    main()
