@@ -228,3 +228,21 @@ def test_a_lapsed_lease_is_taken_back_unless_another_worker_claimed(client: redi
     with pytest.raises(PartitionLost):
         part.store.flush()
     assert client.llen(keys.front(0)) == 1 and client.get(keys.lease) is None
+
+
+def test_links_added_to_a_partition_lost_meanwhile_go_to_its_inbox(client: redis.Redis) -> None:
+    """The write that would store a page's links finds the partition taken by another worker:
+    the links are mailed to the partition's inbox, for its new owner, not dropped."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), count=1)
+    keys = f.parts[0].ownership.keys
+    client.set(keys.lease, "thief/99")
+    client.incr(keys.epoch)
+    links = entries(3, 2)
+    f.add_many(links)
+    assert 0 not in f.parts  # dropped
+    heir = partitioned(client, key, FakeClock(), count=1, worker="heir")
+    assert heir.parts == {} or len(heir) == 0  # the thief holds the lease
+    client.delete(keys.lease)
+    heir.beat()
+    assert len(heir) == len(links)

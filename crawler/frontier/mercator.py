@@ -103,7 +103,7 @@ class MercatorFrontier(Frontier):
             host.free_at = [saved.free_at] * len(host.free_at)
             host.failures, host.failure_bits = saved.failures, saved.failure_bits
         self._queued = sum(self.store.front_sizes)
-        if self.ledger is not None and self._queued:
+        if self.ledger is not None and self._queued and self.store.rebuilds_cash:
             for entry in self.store.iter_queued():
                 self.ledger.restore(entry)
 

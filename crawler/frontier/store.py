@@ -74,6 +74,11 @@ class QueueStore(abc.ABC):
     # True when ``seen_add_many`` costs one round trip, not one per key: the frontier then
     # tests a whole batch of links at once (a shared store)
     batched_seen = False
+    # True when the frontier reads every queued URL back at start to rebuild OPIC's ledger (a
+    # store on disk: a resumed crawl); a shared store that may hold millions of a partition's
+    # URLs does not: a URL queued before a takeover keeps the cash it was stored with, and the
+    # cash that arrives for it afterwards goes to its page's history instead
+    rebuilds_cash = True
 
     @abc.abstractmethod
     def front_push(self, entry: Entry) -> None:

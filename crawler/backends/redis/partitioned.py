@@ -54,7 +54,8 @@ from crawler.frontier.urls import normalize_url
 logger = logging.getLogger(__name__)
 
 BEAT = 1.0  # seconds between ownership beats (lease renewals, claims, the inbox read)
-LETTERS_PER_READ = 64  # letters read from one inbox at a time
+LETTERS_PER_READ = 256  # letters read from one inbox at a time
+READS_PER_CALL = 8  # reads of one inbox per call at most (a backlog drains over a few calls)
 MAILED = "mailed"  # AddResult.reason of a link sent to the partition that owns its host
 MAIL = b"mail"  # the wake-up that says letters were sent
 
@@ -119,6 +120,9 @@ class PartitionedFrontier(Frontier):
         self.mail = Mailboxes(client, self.keys)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
+        # what was added to each owned partition since its last write: mailed to its next
+        # owner if the write finds the partition lost (a page's links are never dropped)
+        self._unwritten: dict[int, list[tuple[Entry, bool, bool]]] = {}
         self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
         self._last_beat = float("-inf")
         self._mail_waiting = False  # a wake-up said letters were sent
@@ -230,17 +234,21 @@ class PartitionedFrontier(Frontier):
             )
 
     def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on a partition; a lost lease drops the partition (None)."""
+        """Run ``fn`` on a partition; a lost lease drops the partition (None), and the URLs
+        added to it since its last write go to its inbox, for its next owner."""
         try:
             return fn()
         except PartitionLost:
             self._drop(part.index, "lost")
+            for add in self._unwritten.pop(part.index, ()):
+                self._outbox.letter(part.index).adds.append(add)
             return None
 
     def _flush(self) -> None:
         """Write every partition's changes (one fenced call each) and send the letters."""
         for part in list(self.parts.values()):
             self._guarded(part, part.store.flush)
+        self._unwritten.clear()
         letters = self._outbox.letters
         if letters:  # kept until sent: a call retried after Redis went away sends them then
             self.mail.send({index: pack_letter(letter) for index, letter in letters.items()})
@@ -252,19 +260,25 @@ class PartitionedFrontier(Frontier):
         many were read."""
         read = 0
         for part in list(self.parts.values()):
-            messages = self._guarded(
-                part, lambda p=part: self.mail.receive(p.index, self.worker, LETTERS_PER_READ)
-            )
-            if not messages:
-                continue
-            read += len(messages)
-            for _, blob in messages:
-                letter = unpack_letter(blob)
-                self._deliver(part, letter)
-            part.store.stage()  # the queue writes the letters caused land first
-            self.mail.acknowledge(part.ownership.writer, part.index, [m for m, _ in messages])
-            self._guarded(part, part.store.flush)
+            for _ in range(READS_PER_CALL):
+                n = self._read_inbox(part)
+                read += n
+                if n < LETTERS_PER_READ:
+                    break
         return read
+
+    def _read_inbox(self, part: Partition) -> int:
+        messages = self._guarded(
+            part, lambda: self.mail.receive(part.index, self.worker, LETTERS_PER_READ)
+        )
+        if not messages:
+            return 0
+        for _, blob in messages:
+            self._deliver(part, unpack_letter(blob))
+        part.store.stage()  # the queue writes the letters caused land first
+        self.mail.acknowledge(part.ownership.writer, part.index, [m for m, _ in messages])
+        self._guarded(part, part.store.flush)
+        return len(messages)
 
     def _deliver(self, part: Partition, letter: Letter) -> None:
         frontier = part.frontier
@@ -289,6 +303,7 @@ class PartitionedFrontier(Frontier):
             self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
             result = AddResult(True, MAILED)
         else:
+            self._unwritten.setdefault(part.index, []).append((entry, force, first))
             result = self._guarded(
                 part, lambda: part.frontier.add(entry, force=force, first=first)
             ) or AddResult(True, MAILED)
@@ -312,6 +327,9 @@ class PartitionedFrontier(Frontier):
                 self._outbox.letter(index).adds.append((entry, False, False))
         for index, positions in local.items():
             part = self.parts[index]
+            self._unwritten.setdefault(index, []).extend(
+                (entries[i], False, False) for i in positions
+            )
             answers = self._guarded(
                 part, lambda p=part, ps=positions: p.frontier.add_many([entries[i] for i in ps])
             )

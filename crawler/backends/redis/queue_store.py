@@ -94,6 +94,7 @@ class RedisQueueStore(QueueStore):
     Redis's clock (``TIME`` read at :meth:`recover`) and read back on the frontier's."""
 
     batched_seen = True
+    rebuilds_cash = False  # a takeover must not read a partition's every URL
 
     def __init__(
         self,
