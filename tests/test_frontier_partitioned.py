@@ -246,3 +246,25 @@ def test_links_added_to_a_partition_lost_meanwhile_go_to_its_inbox(client: redis
     client.delete(keys.lease)
     heir.beat()
     assert len(heir) == len(links)
+
+
+def test_a_raised_urls_older_copy_is_skipped_by_the_next_owner(client: redis.Redis) -> None:
+    """OPIC raises a queued URL by queueing a copy in a better front queue; the older copy,
+    left where it was, is skipped when met. The next owner of the partition skips it too."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), opic=True)
+    f.add_many([Entry(f"http://h{i}.test/", f"h{i}.test", cash=1.0) for i in range(4)])
+    f.add(Entry("http://a.test/x", "a.test", cash=0.001))
+    f.credit([("http://a.test/x", 10.0, "", "a.test")])  # now worth a better queue
+    f.close()
+    clock = FakeClock()
+    heir = partitioned(client, key, clock, worker="heir", opic=True)
+    got = []
+    for _ in range(200):
+        lease = heir.next()
+        if lease is None:
+            clock.now += 1.0
+            continue
+        got.append(lease.entry.url)
+        heir.finish(lease.token, 0.1)
+    assert got.count("http://a.test/x") == 1 and len(got) == 5

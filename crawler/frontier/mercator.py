@@ -103,6 +103,10 @@ class MercatorFrontier(Frontier):
             host.free_at = [saved.free_at] * len(host.free_at)
             host.failures, host.failure_bits = saved.failures, saved.failure_bits
         self._queued = sum(self.store.front_sizes)
+        stale = self.store.stale_copies()
+        if self.ledger is not None and stale is not None:
+            self.ledger.stale.update(stale)
+            self.ledger.on_stale = self.store.note_stale
         if self.ledger is not None and self._queued and self.store.rebuilds_cash:
             for entry in self.store.iter_queued():
                 self.ledger.restore(entry)

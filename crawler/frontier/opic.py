@@ -42,7 +42,10 @@ class CashLedger:
     queue after a few hops; the mean follows it.
     """
 
-    __slots__ = ("_cash", "_queues", "credited", "seeded", "spent", "stale", "to_fetched", "total")
+    __slots__ = (
+        "_cash", "_queues", "credited", "on_stale", "seeded", "spent", "stale", "to_fetched",
+        "total",
+    )
 
     def __init__(self, queues: int) -> None:
         self._queues = queues
@@ -51,6 +54,9 @@ class CashLedger:
         self._cash: dict[str | int, list] = {}
         # (identity, queue) -> stale copies waiting there
         self.stale: dict[tuple[str | int, int], int] = {}
+        # told of each stale copy made (+1) and met (-1): a store shared by workers keeps
+        # them, so the next owner of a partition skips the older copies too
+        self.on_stale: Callable[[str | int, int, int], None] | None = None
         self.total = 0.0  # cash of the queued URLs
         self.seeded = 0.0  # cash that entered with new URLs (seeds, first links)
         self.credited = 0.0  # cash that arrived for URLs known already
@@ -135,6 +141,8 @@ class CashLedger:
     def _mark_stale(self, url: str | int, queue: int) -> None:
         key = (url, queue)
         self.stale[key] = self.stale.get(key, 0) + 1
+        if self.on_stale is not None:
+            self.on_stale(url, queue, 1)
 
     def is_stale(self, url: str | int, queue: int) -> bool:
         """Called for each entry the refill takes from front queue ``queue``: True (and
@@ -150,6 +158,8 @@ class CashLedger:
             stale[key] = n - 1
         else:
             del stale[key]
+        if self.on_stale is not None:
+            self.on_stale(url, queue, -1)
         return True
 
     def routed(self, entry: Entry) -> None:

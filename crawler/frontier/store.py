@@ -120,6 +120,15 @@ class QueueStore(abc.ABC):
         """Hosts kept from an earlier run."""
         return []
 
+    def stale_copies(self) -> dict[tuple[str | int, int], int] | None:
+        """OPIC's older copies of raised URLs still in the front queues, ``(identity,
+        queue) -> how many``, if the store keeps them (a shared store: see
+        ``CashLedger.on_stale``); None: the store does not."""
+        return None
+
+    def note_stale(self, identity: str | int, queue: int, delta: int) -> None:  # noqa: B027
+        """An older copy of a raised URL was left in front queue ``queue`` (+1) or met (-1)."""
+
     def forget(self, entry: Entry) -> None:  # noqa: B027 - nothing to do in memory
         """The entry was acknowledged or dropped: a persistent store deletes it for good."""
 

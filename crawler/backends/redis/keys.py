@@ -222,6 +222,8 @@ class PartitionKeys:
                                         back queue's head in memory, leased, handed back)
     ``{tag}:h``                 HASH    host -> its saved state (admitted URLs, Crawl-delay,
                                         give-ups, next fetch time on Redis's clock)
+    ``{tag}:st``                HASH    OPIC: ``<queue>:<identity>`` -> older copies of raised
+                                        URLs left in that front queue (skipped when met)
     ``{tag}:s``/``{tag}:s:<b>`` BF/SET  the seen-set (``crawler.backends.redis.seenset``): a
                                         Bloom filter, or exact buckets of integers
     ``{tag}:s:n``               STRING  the exact seen-set's count
@@ -244,6 +246,7 @@ class PartitionKeys:
         self.back_hosts = p + ":bh"
         self.out = p + ":o"
         self.hosts = p + ":h"
+        self.stale = p + ":st"
         self.seen = p + ":s"
         self.seen_bucket_prefix = p + ":s:"
         self.seen_count = p + ":s:n"

@@ -128,6 +128,7 @@ class RedisQueueStore(QueueStore):
         self._dirty: set[str] = set()
         self._back_hosts: dict[str, bool] = {}  # host -> its b: list exists (SADD / SREM)
         self._new_seen: set[int] = set()
+        self._stale: dict[str, int] = {}  # OPIC's stale copies made (+) and met (-)
 
     # -- taking the partition over -----------------------------------------------------------
 
@@ -177,6 +178,20 @@ class RedisQueueStore(QueueStore):
 
     def load_hosts(self) -> list[SavedHost]:
         return self._saved
+
+    def stale_copies(self) -> dict[tuple[str | int, int], int]:
+        stale: dict[tuple[str | int, int], int] = {}
+        for field, n in self.client.hgetall(self.keys.stale).items():
+            queue, _, name = field.decode().partition(":")
+            identity: str | int = int(name[1:]) if name[0] == "i" else name[1:]
+            if int(n) > 0:
+                stale[(identity, int(queue))] = int(n)
+        return stale
+
+    def note_stale(self, identity: str | int, queue: int, delta: int) -> None:
+        kind = "i" if isinstance(identity, int) else "s"
+        field = f"{queue}:{kind}{identity}"
+        self._stale[field] = self._stale.get(field, 0) + delta
 
     def _number(self, host: str, hid: int | None = None) -> int:
         if hid is None:
@@ -345,6 +360,10 @@ class RedisQueueStore(QueueStore):
             for i in range(0, len(items), MAX_ARGUMENTS):
                 w.write("HSET", k.hosts, *items[i : i + MAX_ARGUMENTS])
             self._dirty = set()
+        for field, delta in self._stale.items():
+            if delta:
+                w.write("HINCRBY", k.stale, field, delta)
+        self._stale = {}
         if self._back_hosts:
             added = [h for h, exists in self._back_hosts.items() if exists]
             removed = [h for h, exists in self._back_hosts.items() if not exists]
