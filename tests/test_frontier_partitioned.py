@@ -268,3 +268,19 @@ def test_a_raised_urls_older_copy_is_skipped_by_the_next_owner(client: redis.Red
         got.append(lease.entry.url)
         heir.finish(lease.token, 0.1)
     assert got.count("http://a.test/x") == 1 and len(got) == 5
+
+
+def test_a_hosts_first_request_goes_first_for_the_next_owner_too(client: redis.Redis) -> None:
+    """A host's robots.txt is its first request, held apart from its queues: the next owner
+    of the partition sends it first as well, not the host's pages with no robots.txt."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock())
+    f.add(Entry("http://a.test/", "a.test"), force=True)
+    f.add(Entry("http://a.test/robots.txt", "a.test", payload="robots"), force=True, first=True)
+    f.close()
+    heir = partitioned(client, key, FakeClock(), worker="heir")
+    assert len(heir) == 2
+    lease = heir.next()
+    assert lease is not None and lease.entry.url == "http://a.test/robots.txt"
+    assert heir.next() is None  # the pages wait for it
+    heir.finish(lease.token, 0.1)

@@ -103,6 +103,11 @@ class MercatorFrontier(Frontier):
             host.free_at = [saved.free_at] * len(host.free_at)
             host.failures, host.failure_bits = saved.failures, saved.failure_bits
         self._queued = sum(self.store.front_sizes)
+        for entry in self.store.load_firsts():  # a host's robots.txt, kept by a shared store
+            host = self._host(entry.host)
+            host.firsts.append(entry)
+            self._queued += 1
+            self._reschedule(host)
         stale = self.store.stale_copies()
         if self.ledger is not None and stale is not None:
             self.ledger.stale.update(stale)
@@ -160,6 +165,7 @@ class MercatorFrontier(Frontier):
         self._queued += 1
         if first:
             host.firsts.append(entry)
+            self.store.first_push(entry)
             self._reschedule(host)
             return AddResult(True)
         if self.ledger is not None:

@@ -120,6 +120,14 @@ class QueueStore(abc.ABC):
         """Hosts kept from an earlier run."""
         return []
 
+    def first_push(self, entry: Entry) -> None:  # noqa: B027 - nothing to do in memory
+        """A host's first request (its robots.txt), which the frontier holds apart: a shared
+        store keeps it, so the next owner of the host sends it first too."""
+
+    def load_firsts(self) -> list[Entry]:
+        """The first requests a shared store kept from the last owner, in order."""
+        return []
+
     def stale_copies(self) -> dict[tuple[str | int, int], int] | None:
         """OPIC's older copies of raised URLs still in the front queues, ``(identity,
         queue) -> how many``, if the store keeps them (a shared store: see

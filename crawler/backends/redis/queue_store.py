@@ -46,7 +46,8 @@ from crawler.frontier.urlcode import read_varint, varint
 
 READ_AHEAD = 256  # front-queue entries read per LRANGE
 BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
-_CASH, _POLICY = 1, 2
+_CASH, _POLICY, _FIRST = 1, 2, 4
+_FLAG_BITS = 3
 _DOUBLE = struct.Struct(">d")
 
 
@@ -62,9 +63,9 @@ class SeenWrites(Protocol):
     def count(self) -> int: ...
 
 
-def pack(hid: int, entry: Entry) -> bytes:
+def pack(hid: int, entry: Entry, *, first: bool = False) -> bytes:
     flags = (_CASH if entry.cash else 0) | (_POLICY if entry.policy else 0)
-    parts = [varint(hid << 2 | flags)]
+    parts = [varint(hid << _FLAG_BITS | flags | (_FIRST if first else 0))]
     if entry.cash:
         parts.append(_DOUBLE.pack(entry.cash))
     if entry.policy:
@@ -72,6 +73,11 @@ def pack(hid: int, entry: Entry) -> bytes:
         parts += [varint(len(policy)), policy]
     parts.append(pack_entry(entry, entry.priority))
     return b"".join(parts)
+
+
+def is_first(blob: bytes) -> bool:
+    """Whether a packed entry is a host's first request (its robots.txt)."""
+    return bool(read_varint(blob, 0)[0] & _FIRST)
 
 
 def unpack(blob: bytes, host_of: dict[int, str]) -> Entry:
@@ -84,7 +90,7 @@ def unpack(blob: bytes, host_of: dict[int, str]) -> Entry:
         n, i = read_varint(blob, i)
         policy = blob[i : i + n].decode()
         i += n
-    entry = unpack_entry(blob[i:], host_of[head >> 2])
+    entry = unpack_entry(blob[i:], host_of[head >> _FLAG_BITS])
     entry.cash, entry.policy = cash, policy
     return entry
 
@@ -118,6 +124,7 @@ class RedisQueueStore(QueueStore):
         self._host_of: dict[int, str] = {}
         self._hosts: dict[str, Any] = {}  # name -> HostState (as last saved)
         self._saved: list[SavedHost] = []
+        self._firsts: list[Entry] = []
         self._next_id = 1
         self._offset = 0.0  # Redis's time minus the frontier's clock
         # what the next flush writes
@@ -158,7 +165,15 @@ class RedisQueueStore(QueueStore):
         count = len(self.front_sizes)
         sizes, out, lists = replies[:count], replies[count], replies[count + 1 :]
         moved: list[list[bytes]] = [[] for _ in sizes]
-        blobs = [out[i] for i in sorted(out, key=int)] + [b for blobs in lists for b in blobs]
+        ids = sorted(out, key=int)
+        firsts = [i for i in ids if is_first(out[i])]  # stay out, as first requests again
+        for i in firsts:
+            entry = unpack(out[i], self._host_of)
+            entry.id = int(i)
+            self._firsts.append(entry)
+        self._next_id = max((int(i) for i in ids), default=0) + 1
+        blobs = [out[i] for i in ids if not is_first(out[i])]
+        blobs += [b for blobs in lists for b in blobs]
         for blob in blobs:
             moved[min(unpack(blob, self._host_of).priority, count - 1)].append(blob)
         for q, blobs in enumerate(moved):
@@ -167,8 +182,9 @@ class RedisQueueStore(QueueStore):
             chunks = [blobs[i : i + MAX_ARGUMENTS] for i in range(0, len(blobs), MAX_ARGUMENTS)]
             for chunk in reversed(chunks):
                 self.writer.write("LPUSH", k.front(q), *reversed(chunk))
-        if out:
-            self.writer.write("DEL", k.out)
+        gone = [i for i in ids if not is_first(out[i])]
+        for i in range(0, len(gone), MAX_ARGUMENTS):
+            self.writer.write("HDEL", k.out, *gone[i : i + MAX_ARGUMENTS])
         for host in back_hosts:
             self.writer.write("DEL", k.back(host))
         if back_hosts:
@@ -178,6 +194,15 @@ class RedisQueueStore(QueueStore):
 
     def load_hosts(self) -> list[SavedHost]:
         return self._saved
+
+    def first_push(self, entry: Entry) -> None:
+        hid = self._hid.get(entry.host) or self._number(entry.host)
+        entry.id = self._next_id
+        self._next_id += 1
+        self._out_set[entry.id] = pack(hid, entry, first=True)
+
+    def load_firsts(self) -> list[Entry]:
+        return self._firsts
 
     def stale_copies(self) -> dict[tuple[str | int, int], int]:
         stale: dict[tuple[str | int, int], int] = {}
