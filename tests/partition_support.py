@@ -53,3 +53,36 @@ def held_urls(client: Any, key: str, proc: Any) -> set[str]:
 def urls_out(client: Any, key: str) -> int:
     """URLs out of the front queues in the whole crawl (0 once every page is acknowledged)."""
     return sum(client.hlen(keys.out) for keys in partition_keys(key))
+
+
+def queued_urls(client: Any, key: str) -> set[str]:
+    """Every URL the crawl holds: in front queues, back-queue lists, and out of them."""
+    urls: set[str] = set()
+    for keys in partition_keys(key):
+        host_of = {
+            msgpack.unpackb(record)[0]: name.decode()
+            for name, record in client.hgetall(keys.hosts).items()
+        }
+        if not host_of:
+            continue
+        blobs = list(client.hvals(keys.out))
+        for q in range(64):
+            if not client.exists(keys.front(q)):
+                if q > 16:
+                    break
+                continue
+            blobs += client.lrange(keys.front(q), 0, -1)
+        for host in client.smembers(keys.back_hosts):
+            blobs += client.lrange(keys.back(host.decode()), 0, -1)
+        urls.update(unpack(blob, host_of).url for blob in blobs)
+    return urls
+
+
+def seen_count(client: Any, key: str) -> int:
+    """URLs the crawl's seen-sets took (the exact kind's counters, or RedisBloom's cards)."""
+    total = 0
+    for keys in partition_keys(key):
+        if client.exists(keys.seen):
+            total += int(client.execute_command("BF.CARD", keys.seen))
+        total += int(client.get(keys.seen_count) or 0)
+    return total

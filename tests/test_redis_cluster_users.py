@@ -195,7 +195,7 @@ def test_workers_crawl_through_a_cluster_once_and_politely(
         with site(pages=8) as server:
             procs = [start_crawl(dirs[0], seeds=server.seeds(),
                                  settings={**common, "INDEX_PATH": dirs[0] / "index.sqlite"})]
-            wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
+            wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"), timeout=60)
             procs.append(start_crawl(dirs[1], settings={**common,
                                                         "INDEX_PATH": dirs[1] / "index.sqlite"}))
             results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]

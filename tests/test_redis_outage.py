@@ -33,6 +33,7 @@ from devsite.named import NamedSites
 from devsite.routed import RoutedSiteServer
 from tests.crawling import CrawlResult, finish_crawl, normalized, start_crawl
 from tests.dns_support import dns_server
+from tests.partition_support import holds_work
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 from tests.redis_support import fresh_key, start_redis
 from tests.test_redis_crawl import robots, wait_until
@@ -84,7 +85,7 @@ def start_workers(
     procs = [
         start_crawl(dirs[0], seeds=server.seeds(), settings=settings(url, key, dirs[0], **extra))
     ]
-    wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
+    wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"), timeout=60)
     procs += [start_crawl(d, settings=settings(url, key, d, **extra)) for d in dirs[1:]]
     return procs, dirs, key
 
@@ -97,9 +98,8 @@ def working(client: Any, key: str, procs: list[Any], judged: int = 3) -> bool:
 
 
 def holds_leases(client: Any, key: str, procs: list[Any]) -> bool:
-    """Every worker holds a lease (it is past its start-up, fetching)."""
-    held = client.hvals("{" + key + "}:lease")
-    return all(any(f":{p.pid}".encode() in r for r in held) for p in procs)
+    """Every worker holds work (it is past its start-up, fetching)."""
+    return all(holds_work(client, key, p) for p in procs)
 
 
 def check_lines(result: CrawlResult) -> dict[str, int]:
@@ -477,7 +477,7 @@ def test_the_dns_cache_and_the_address_budget_ride_out_a_restart(tmp_path: Path)
                 seeds = [sites.url(n) for n in names] if i == 0 else None
                 procs.append(start_crawl(d, seeds=seeds, settings=settings(url, key, d, **extra)))
                 if i == 0:
-                    wait_until(lambda: client.hexists("{" + key + "}:seen:info", "x"), timeout=60)
+                    wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"), timeout=60)
             # both workers past their start-up and holding leases (a worker still opening its
             # frontier when Redis goes is another case), both addresses fetching, some pages
             # behind them: fetches are in flight now

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.crawling import run_crawl
+from tests.partition_support import seen_count
 from tests.redis_support import RedisServer, TlsFiles, fresh_key, make_tls_files, start_redis
 from tests.test_redis_crawl import site
 
@@ -68,7 +69,7 @@ def test_a_crawl_over_rediss_completes_with_its_state_in_that_redis(
     ]
     assert len(fetched) >= 10 and result.stats.get("pages/ok") == len(fetched)
     with tls_redis.client() as client:  # over TLS: the server has no plain port
-        seen = int(client.hget("{" + key + "}:seen:info", "x") or 0)
+        seen = seen_count(client, key)
     assert seen >= len(fetched)  # every URL it fetched (and the disallowed ones) went through it
 
 

@@ -380,7 +380,7 @@ def test_workers_of_one_redis_crawl_make_one_report(
                              settings=settings(0))]  # fmt: skip
         client = redis_server.client()
         deadline = time.monotonic() + 30
-        while not client.hexists("{" + key + "}:seen:info", "x"):
+        while not client.hexists("{" + key + "}:meta", "layout"):
             assert time.monotonic() < deadline, "the first worker never seeded the crawl"
             time.sleep(0.05)
         procs.append(start_crawl(dirs[1], "reportsite", sites_dir=sites, settings=settings(1)))

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 
-from crawler.backends.redis.cash import record_entries
-from crawler.backends.redis.entries import unpack_entry
 from tests import hostile as h
 from tests.crawling import finish_crawl, run_crawl, start_crawl
+from tests.partition_support import owned, partition_keys, queued_urls
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -122,16 +122,13 @@ def test_ctrl_c_hands_a_silent_download_back_to_the_shared_frontier(
     assert took < STOP_WITHIN, (took, result.log[-3000:])
     assert result.stats["finish_reason"] == "shutdown", result.log[-3000:]
     assert result.stats.get("frontier/leases_released_at_stop", 0) >= 1
-    prefix = "{" + key + "}"
-    assert client.zcard(prefix + ":leases") == 0  # nothing left to expire
-    queued = client.lrange(prefix + ":q:" + SILENT, 0, -1)
-    records = {}  # OPIC (the web site's order): the host's cash records, in their buckets
-    for bucket in range(int(client.hget(prefix + ":h:" + SILENT, "cb") or 1)):
-        records.update(client.hgetall(f"{prefix}:cr:{bucket}:{SILENT}"))
-    if records:  # the back queue holds seen keys
-        entries = record_entries(records, client.hgetall(f"{prefix}:cr:x:{SILENT}"))
-        assert set(queued) <= set(entries), queued
-        queued = [entries[k] for k in queued]
-    assert any(unpack_entry(blob, SILENT).url == server.url(SILENT) for blob in queued), queued
-    # its host rests the politeness delay, as after a fetch: the server may have seen it
-    assert client.zscore(prefix + ":ready", SILENT) is not None
+    assert owned(client, key, proc) == []  # every partition handed back
+    assert server.url(SILENT) in queued_urls(client, key)
+    # its host rests the politeness delay, as after a fetch (the server may have seen it):
+    # its next fetch time, on Redis's clock, is kept with the host for its next owner
+    saved = [
+        msgpack.unpackb(record)
+        for keys in partition_keys(key)
+        if (record := client.hget(keys.hosts, SILENT)) is not None
+    ]
+    assert saved and saved[0][5] > 0
