@@ -1,6 +1,6 @@
 """Seeds in bulk: a seeds file's or ``<site>:start_urls``' URLs checked in batches and queued as
 plain seed entries (a flag, no serialized Request) in one ``add_many`` a batch, into a Redis
-frontier of one shard and of three (``FRONTIER_SHARDS``), and the fast path of URL
+frontier of one partition and of three, and the fast path of URL
 normalization that makes a million of them cheap."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 import redis
 
 import crawler.frontier.urls as urls_module
-from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.inbox import SEED_BATCH, SharedInbox
+from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.frontier import PolitenessPolicy, Prioritizer, UrlPolicy
 from crawler.frontier.api import SEED, Frontier
@@ -25,7 +25,7 @@ from crawler.scheduler.intake import LinkIntake
 from crawler.scheduler.stats import FrontierStats
 from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
-from tests.test_frontier_sharded import sharded
+from tests.test_frontier_partitioned import partitioned
 from tests.test_redis_entries import DOC_PATHS
 from tests.test_scheduler_intake import Settings, Stats
 
@@ -72,12 +72,12 @@ def client(redis_server: RedisServer) -> Iterator[redis.Redis]:  # noqa: F811
     c.close()
 
 
-def one_shard(client: redis.Redis, key: str) -> RedisFrontier:
-    return RedisFrontier(client, key, PolitenessPolicy(min_delay=0.0), clock=FakeClock())
+def one_shard(client: redis.Redis, key: str) -> Frontier:
+    return partitioned(client, key, FakeClock(), count=1, policy=PolitenessPolicy(min_delay=0.0))
 
 
 def three_shards(client: redis.Redis, key: str) -> Frontier:
-    return sharded(client, key, 3, clock=FakeClock(), policy=PolitenessPolicy(min_delay=0.0))
+    return partitioned(client, key, FakeClock(), count=3, policy=PolitenessPolicy(min_delay=0.0))
 
 
 def seed_intake(
@@ -145,9 +145,8 @@ def test_seed_entries_take_as_little_as_links(client) -> None:
     frontier = one_shard(client, key)
     intake, _, _, _ = seed_intake(client, frontier, key)
     intake.take_seeds([(u, "s") for u in seeds(5, 20)])
-    blobs = []
-    for queue in client.scan_iter(match="{" + key + "}:[fq]:*"):
-        blobs += client.lrange(queue, 0, -1)
+    keys = PartitionKeys(key, 0, 1)
+    blobs = [b for q in range(8) for b in client.lrange(keys.front(q), 0, -1)]
     assert len(blobs) == 100
     assert max(len(b) for b in blobs) < 45
     assert all(b"docs.h" not in b and b"html" not in b for b in blobs)
@@ -207,9 +206,10 @@ def test_seeds_pushed_to_start_urls_load_as_seed_entries(client) -> None:
         pass
     assert len(frontier) == len(urls) and "seeds/valid" not in stats.values
     assert stats.values["frontier/rejected/scheme"] == 1
-    for shard in frontier.parts():  # each host's seeds on its own shard, with its number
-        for host in (m.decode() for m in client.smembers(shard.keys.hosts)):
-            assert client.hget(shard.keys.host(host), "id") is not None
+    numbered = set()  # each host's seeds in its own partition, the host with its number
+    for part in frontier.parts.values():
+        numbered |= {name.decode() for name in client.hkeys(part.ownership.keys.hosts)}
+    assert numbered == {f"docs.h{h}.example" for h in range(12)}
     leases = frontier.next_many(1000)
     assert leases and all(lease.entry.payload == SEED for lease in leases)
 
