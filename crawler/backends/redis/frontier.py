@@ -53,11 +53,10 @@ from crawler.backends.redis.cash import (
     credit_items,
     pack_credits,
 )
-from crawler.backends.redis.controls import OperatorControls
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fingerprint import CrawlFingerprint
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
-from crawler.backends.redis.host_reports import HostReports
+from crawler.backends.redis.host_reports import HostReports, OperatorControls
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.seen import SEEN_SCRIPTS, SeenConfig, entry_seen_key, seen_key
 from crawler.backends.redis.wake import listen
