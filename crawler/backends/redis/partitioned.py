@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
@@ -68,6 +69,7 @@ class Partition:
     store: RedisQueueStore
     frontier: MercatorFrontier
     draining: bool = False  # surplus: hands out nothing more, released once settled
+    blocks: int = -1  # controls: the version of the operator's blocks its frontier obeys
 
     @property
     def index(self) -> int:
@@ -128,6 +130,7 @@ class PartitionedFrontier(Frontier):
         self._mail_waiting = False  # a wake-up said letters were sent
         self._fleet_busy = (float("-inf"), False)  # (when asked, the answer)
         self.lost = 0  # partitions lost to another worker
+        self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
 
     def keys(self, index: int) -> PartitionKeys:
@@ -156,6 +159,7 @@ class PartitionedFrontier(Frontier):
                 if part.index in self.parts:
                     self.ownership.release(part.index)
                     del self.parts[part.index]
+        self._obey_controls()  # controls
         self.read_mail()
         self._publish()
 
@@ -187,7 +191,7 @@ class PartitionedFrontier(Frontier):
         return busy
 
     def _maybe_beat(self) -> None:
-        if time.monotonic() - self._last_beat >= BEAT:
+        if time.monotonic() - self._last_beat >= BEAT or self.controls.heard:  # controls
             self.beat()
         elif self._mail_waiting:
             self._mail_waiting = False
@@ -202,6 +206,32 @@ class PartitionedFrontier(Frontier):
             on_change()
 
         return listen(self.client, self.crawl_keys.wake, changed, lambda: None)
+
+    def _obey_controls(self) -> None:  # controls
+        """Read the operator's controls; each owned partition whose frontier has not obeyed
+        the blocks as they are now (they changed, or it was just claimed) obeys them, and the
+        operator hears what that dropped."""
+        controls = self.controls
+        controls.refresh()
+        dropped: dict[str, int] = {}
+        for part in list(self.parts.values()):
+            if part.blocks != controls.blocks:
+                part.blocks = controls.blocks
+                dropped |= self._guarded(
+                    part, lambda p=part: p.frontier.obey_blocks(controls.blocked)
+                ) or {}
+                self._guarded(part, part.store.flush)
+        controls.obeyed(dropped, lambda name: self.shard(name) in self.parts)
+
+    def halted(self) -> str:  # controls
+        return self.controls.halted()
+
+    @property
+    def control_epoch(self) -> int:  # controls: BufferedFrontier hands its read-ahead back
+        return self.controls.epoch
+
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:  # controls
+        return self.controls.watch(on_change)
 
     def _take(self, ownership: Ownership) -> None:
         keys = ownership.keys
@@ -298,6 +328,8 @@ class PartitionedFrontier(Frontier):
 
     def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
         self._maybe_beat()
+        if self.controls.blocked(entry.host):  # controls
+            return AddResult(False, "host_blocked")
         part = self._local(entry.host)
         if part is None:
             self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
@@ -320,6 +352,9 @@ class PartitionedFrontier(Frontier):
         results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
         local: dict[int, list[int]] = {}
         for i, entry in enumerate(entries):
+            if self.controls.blocked(entry.host):  # controls
+                results[i] = AddResult(False, "host_blocked")
+                continue
             index = self.shard(entry.host)
             if index in self.parts:
                 local.setdefault(index, []).append(i)
@@ -404,6 +439,8 @@ class PartitionedFrontier(Frontier):
 
     def next_many(self, n: int) -> list[Lease]:
         self._maybe_beat()
+        if self.halted():  # controls
+            return []
         leases: list[Lease] = []
         parts = [p for p in self.parts.values() if not p.draining]
         if parts:
@@ -424,6 +461,8 @@ class PartitionedFrontier(Frontier):
         return self.parts.get(int(index)) if index.isdigit() else None, inner
 
     def _settle(self, s: Settlement) -> float | None:
+        if s.size:  # controls: the byte budget
+            self.controls.spend(s.size)
         part, token = self._part_of(s.token)
         if part is None:
             return None
@@ -504,6 +543,8 @@ class PartitionedFrontier(Frontier):
 
     def due_in(self) -> float | None:
         self._maybe_beat()
+        if self.halted():  # controls: nothing is due while the operator holds the crawl
+            return None
         due: float | None = None
         for part in list(self.parts.values()):
             if part.draining:
