@@ -521,7 +521,7 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
 
     def shard_loads(self) -> list[dict[str, Any]]:
         """This one shard's load and its node's (``scrapy frontier`` status)."""
-        from crawler.backends.redis.shard_load import shard_loads  # it reads RedisFrontier
+        from crawler.backends.redis.sharded import shard_loads  # it reads RedisFrontier
 
         return shard_loads([self])
 
