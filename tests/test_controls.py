@@ -4,7 +4,8 @@ drops the host's queued URLs at its owner, which says how many, and no worker ad
 hands out a URL of it again, after a restart too; a domain block takes the hosts met later;
 pause holds every worker and resume releases them; a deadline on Redis's clock and a byte
 budget every worker spends halt the crawl; a buffered worker hears an act on the wake channel
-and hands its read-ahead back. No script runs."""
+and hands its read-ahead back. The status report reads the partitions and the heartbeats. No
+script runs."""
 
 from __future__ import annotations
 
@@ -228,3 +229,53 @@ def test_the_mercator_frontier_obeys_blocks_it_is_given() -> None:
     assert f.counts().extra["host_blocked"] == 3
     assert f.obey_blocks(lambda host: False) == {}
     assert f.add(Entry("http://bad.test/new", "bad.test")).added
+
+
+def test_the_status_report_reads_the_partitions(client: redis.Redis) -> None:
+    """What ``scrapy frontier`` shows, read from the partitions as their owners left them and
+    from the workers' heartbeats: no script, no walk of a queue."""
+    from crawler.backends.redis.partition_load import format_partition_loads
+    from crawler.backends.redis.status import Fleet, SharedCrawl, crawl_report, format_report
+    from crawler.report.tally import HostTally
+
+    key, clock = fresh_key(), FakeClock()
+    a, b = two_workers(client, key, clock)
+    crawl = SharedCrawl(client, key, 4, front_queues=4, max_delay=1.0)
+    assert not crawl.is_empty()
+    assert SharedCrawl(client, fresh_key(), 4, front_queues=4).is_empty()
+    a.add_many(urls("busy.example", 4) + urls("held.example", 2))
+    b.read_mail()
+    owner_of("held.example", a, b).hold_host("held.example", 600)
+    busy = owner_of("busy.example", a, b)
+    lease = busy.next()
+    assert lease is not None and lease.entry.host == "busy.example"
+    busy.complete(lease.token, 0.1)  # the host rests: its next fetch time is saved
+    CrawlControls(client, key).block("gone.example", wait=0)
+    tally = HostTally(fetches=7, pages=6, gaps=2, gap_sum=3.0)
+    Fleet(client, key, "a").beat({"pages/status/200": 5, "downloader/response_bytes": 2500},
+                                 {"state": "running", "pages": 5, "rate": 2.0,
+                                  "hosts": {"busy.example": tally.counts()}})
+    Fleet(client, key, "b").beat({"pages/status/200": 1}, {"state": "ended", "pages": 1,
+                                                           "rate": 0.0})
+    report = crawl_report(crawl)
+    assert report["queued"] == 6  # the one leased included: it is not acknowledged
+    assert report["seen"] == 6 and report["hosts_total"] == 2 and report["inbox"] == 0
+    assert report["hosts"]["held"] == 1 and report["held_hosts"][0]["host"] == "held.example"
+    assert report["controls"]["blocked_hosts"] == ["gone.example"]
+    owners = {row["owner"].partition("/")[0] for row in report["partitions"]}
+    assert owners == {"a", "b"}
+    assert sum(row["queued"] for row in report["partitions"]) == 6
+    assert report["totals"] == {"pages/status/200": 6, "downloader/response_bytes": 2500}
+    assert report["busiest_hosts"][0]["host"] == "busy.example"
+    assert report["busiest_hosts"][0]["fetches"] == 7 and report["busiest_hosts"][0]["gap"] == 1.5
+    beats = {w["worker"]: w for w in report["workers"]}
+    assert beats["a"]["pages"] == 5 and beats["a"]["partitions"] == 2
+    assert beats["b"]["state"] == "ended"
+    text = format_report(report)
+    assert "1 held" in text and "a: running, 5 pages, 2.0 pages/s, 2 partitions" in text
+    assert "blocked: gone.example" in text
+    assert "partitions (4):" in format_partition_loads(report["partitions"])
+    # a letter its owner has not read yet is the partition's inbox backlog
+    sender = b if owner_of("late.example", a, b) is a else a
+    assert sender.add(Entry("http://late.example/", "late.example")).reason == "mailed"
+    assert crawl_report(crawl)["inbox"] == 1
