@@ -131,6 +131,7 @@ class PartitionedFrontier(Frontier):
         self._fleet_busy = (float("-inf"), False)  # (when asked, the answer)
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
+        self._unwatch: Callable[[], None] | None = None  # controls: the wake channel's listener
         self.beat()
 
     def keys(self, index: int) -> PartitionKeys:
@@ -230,8 +231,14 @@ class PartitionedFrontier(Frontier):
     def control_epoch(self) -> int:  # controls: BufferedFrontier hands its read-ahead back
         return self.controls.epoch
 
-    def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:  # controls
-        return self.controls.watch(on_change)
+    def watch(self, on_change: Callable[[], None]) -> None:  # controls
+        """An operator's act (``ctl`` on the wake channel) wakes the caller and makes the
+        next call beat at once. Returns None all the same, so the caller keeps polling every
+        refresh interval instead of sleeping until the next host is due: leasing that
+        promptly, two workers sharing the partitions handed URLs out twice
+        (tests/test_redis_crawl.py, workers_crawl_one_site_once_and_politely[2])."""
+        if self._unwatch is None:
+            self._unwatch = self.controls.watch(on_change)
 
     def _take(self, ownership: Ownership) -> None:
         keys = ownership.keys
@@ -621,3 +628,6 @@ class PartitionedFrontier(Frontier):
         self._flush()
         self.ownership.leave()
         self.parts.clear()
+        if self._unwatch is not None:  # controls
+            self._unwatch()
+            self._unwatch = None
