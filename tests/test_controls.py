@@ -22,6 +22,7 @@ from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
 from crawler.frontier.buffered import BufferedFrontier
 from tests.frontier_contract import FakeClock
+from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_frontier_partitioned import partitioned
 
@@ -279,3 +280,28 @@ def test_the_status_report_reads_the_partitions(client: redis.Redis) -> None:
     sender = b if owner_of("late.example", a, b) is a else a
     assert sender.add(Entry("http://late.example/", "late.example")).reason == "mailed"
     assert crawl_report(crawl)["inbox"] == 1
+
+
+def test_the_controls_and_the_partition_loads_on_a_cluster(
+    redis_cluster: RedisClusterServers,  # noqa: F811
+) -> None:
+    """Every call names its keys (a cluster routes it) and none is refused in a cluster's
+    pipeline (``TIME`` is read apart)."""
+    from crawler.backends.redis.keys import PartitionKeys
+    from crawler.backends.redis.partition_load import partition_loads
+
+    client = redis_cluster.client()
+    try:
+        key = fresh_key()
+        operator, worker = CrawlControls(client, key), CrawlControls(client, key)
+        assert operator.set_control("deadline", 3600, relative=True) == ""
+        operator.set_control("budget", 100)
+        operator.block("spam.example", domain=True, wait=0)
+        worker.spend(150)
+        worker.refresh()
+        assert worker.blocked("a.spam.example") and not worker.blocked("example.org")
+        assert worker.halted() == "byte_budget" and operator.controls()["bytes"] == 150
+        rows = partition_loads(client, [PartitionKeys(key, i, 4) for i in range(4)], 4)
+        assert [row["queued"] for row in rows] == [0] * 4 and len({r["node"] for r in rows}) > 1
+    finally:
+        client.close()

@@ -64,8 +64,8 @@ class CrawlControls:
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(self.keys.blocked, field, repr(self._now()))
         pipe.hdel(self.keys.dropped, field)
-        pipe.publish(self.keys.wake, "ctl")
         pipe.execute()
+        self._announce()
         end = time.monotonic() + wait
         while True:
             dropped = self.client.hget(self.keys.dropped, field)
@@ -80,8 +80,8 @@ class CrawlControls:
         pipe = self.client.pipeline(transaction=False)
         pipe.hdel(self.keys.blocked, field)
         pipe.hdel(self.keys.dropped, field)
-        pipe.publish(self.keys.wake, "ctl")
-        lifted, _, _ = pipe.execute()
+        lifted, _ = pipe.execute()
+        self._announce()
         return int(lifted)
 
     def set_control(self, name: str, value: float | None, *, relative: bool = False) -> str:
@@ -96,9 +96,14 @@ class CrawlControls:
             if name == "deadline":
                 text = repr(float(value) + (self._now() if relative else 0.0))
             self.client.hset(self.keys.controls, name, text)
-        self.client.publish(self.keys.wake, "ctl")
+        self._announce()
         self.refresh()
         return self.halted()
+
+    def _announce(self) -> None:
+        """Tell every worker on the wake channel (apart: a cluster's pipeline refuses
+        ``PUBLISH``)."""
+        self.client.publish(self.keys.wake, "ctl")
 
     def controls(self) -> dict[str, Any]:
         """The controls as stored: paused, deadline (Redis time), byte budget and bytes so
@@ -123,20 +128,22 @@ class CrawlControls:
     # -- a worker's side ---------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Send the bytes downloaded since the last refresh and read the controls, Redis's
-        clock and the blocks: one pipelined call."""
+        """Send the bytes downloaded since the last refresh and read the controls and the
+        blocks: one pipelined call; and Redis's clock while a deadline is set (apart: a
+        cluster's pipeline refuses ``TIME``)."""
         spent = self._spent
         pipe = self.client.pipeline(transaction=False)
         if spent:
             pipe.hincrby(self.keys.controls, "bytes", spent)
-        pipe.time()
         pipe.hgetall(self.keys.controls)
         pipe.hkeys(self.keys.blocked)
-        (seconds, micros), ctl, blocked = pipe.execute()[-3:]
+        ctl, blocked = pipe.execute()[-2:]
         self._spent -= spent
         self.heard = False
-        self._offset = seconds + micros / 1e6 - self.clock()
-        self._ctl = {k.decode(): v.decode() for k, v in ctl.items()}
+        ctl = {k.decode(): v.decode() for k, v in ctl.items()}
+        if "deadline" in ctl:
+            self._offset = self._now() - self.clock()
+        self._ctl = ctl
         names = frozenset(b.decode() for b in blocked)
         if names != self._blocked:
             self._blocked = names
