@@ -201,18 +201,15 @@ class MercatorFrontier(Frontier):
         return host
 
     def obey_blocks(self, blocked: Callable[[str], bool]) -> dict[str, int]:
-        """The operator's blocks (a shared crawl; not saved: each owner obeys them as they are):
-        known hosts ``blocked`` names are given up ("host_blocked"), the others unblocked, hosts
-        met later ask ``blocked``. Returns the URLs dropped per host newly blocked."""
+        """The operator's blocks (not saved: each owner obeys them as they are): returns the URLs
+        dropped ("host_blocked") per host newly blocked; hosts met later ask ``blocked``."""
         self.is_blocked = blocked
         dropped: dict[str, int] = {}
         for host in list(self._hosts.values()):
-            if blocked(host.name) == host.blocked:
-                continue
-            if host.blocked:
+            if host.blocked and not blocked(host.name):
                 host.blocked = False
                 self._reschedule(host)
-            else:
+            elif not host.blocked and blocked(host.name):
                 queued = self._queued
                 self._give_up(host, "host_blocked")
                 dropped[host.name] = queued - self._queued + host.fronted
@@ -472,8 +469,7 @@ class MercatorFrontier(Frontier):
     def _give_up(self, host: HostState, reason: str) -> None:
         """Drop a host's queued URLs; URLs of it still in the front queues go when refill meets
         them. Its seen URLs stay seen."""
-        flag = {"host_dead": "dead", "host_blocked": "blocked"}.get(reason, "skipped")
-        setattr(host, flag, True)
+        setattr(host, {"host_dead": "dead", "host_blocked": "blocked"}.get(reason, "skipped"), True)
         dropped = host.firsts + list(host.returned)
         host.firsts = []
         host.returned.clear()

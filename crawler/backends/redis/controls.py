@@ -23,7 +23,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.wake import listen
 from crawler.frontier.api import Clock
 
 CONTROLS = ("paused", "deadline", "budget")
@@ -202,14 +201,30 @@ class CrawlControls:
                 pipe.hincrby(self.keys.dropped, name, n)
             pipe.execute()
 
-    def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:
-        """Listen on the crawl's wake channel: an operator's act (``ctl``) makes the next
-        beat come at once and bumps :attr:`epoch`; then ``on_change`` is called."""
-        return listen(self.client, self.keys.wake, on_change, self._heard)
-
-    def _heard(self) -> None:
+    def heard_act(self) -> None:
+        """The wake channel said ``ctl`` (an operator acted): the next beat comes at once, and
+        :attr:`epoch` moves (the caller hands its read-ahead back)."""
         self.heard = True
         self.epoch += 1
+
+    def obey(
+        self,
+        parts: Mapping[int, Any],
+        guarded: Callable[[Any, Callable[[], Any]], Any],
+        shard: Callable[[str], int],
+    ) -> None:
+        """A partitioned frontier's beat: refresh, then each owned partition (index ->
+        :class:`~crawler.backends.redis.partitioned.Partition`) whose frontier has not obeyed
+        the blocks as they are now (they changed, or it was just claimed) obeys them, through
+        ``guarded`` (a lost partition is dropped), and the operator hears what that dropped."""
+        self.refresh()
+        dropped: dict[str, int] = {}
+        for part in list(parts.values()):
+            if part.blocks != self.blocks:
+                part.blocks = self.blocks
+                dropped |= guarded(part, lambda p=part: p.frontier.obey_blocks(self.blocked)) or {}
+                guarded(part, part.store.flush)
+        self.obeyed(dropped, lambda name: shard(name) in parts)
 
 
 def host_name(text: str) -> str:

@@ -131,7 +131,6 @@ class PartitionedFrontier(Frontier):
         self._fleet_busy = (float("-inf"), False)  # (when asked, the answer)
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
-        self._unwatch: Callable[[], None] | None = None  # controls: the wake channel's listener
         self.beat()
 
     def keys(self, index: int) -> PartitionKeys:
@@ -160,7 +159,7 @@ class PartitionedFrontier(Frontier):
                 if part.index in self.parts:
                     self.ownership.release(part.index)
                     del self.parts[part.index]
-        self._obey_controls()  # controls
+        self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
         self._publish()
 
@@ -198,7 +197,7 @@ class PartitionedFrontier(Frontier):
             self._mail_waiting = False
             self.read_mail()
 
-    def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:  # controls
         """Wake-ups on the crawl's channel: letters sent to some partition (this worker's
         inboxes are read at its next call, not at its next beat)."""
 
@@ -206,23 +205,7 @@ class PartitionedFrontier(Frontier):
             self._mail_waiting = True
             on_change()
 
-        return listen(self.client, self.crawl_keys.wake, changed, lambda: None)
-
-    def _obey_controls(self) -> None:  # controls
-        """Read the operator's controls; each owned partition whose frontier has not obeyed
-        the blocks as they are now (they changed, or it was just claimed) obeys them, and the
-        operator hears what that dropped."""
-        controls = self.controls
-        controls.refresh()
-        dropped: dict[str, int] = {}
-        for part in list(self.parts.values()):
-            if part.blocks != controls.blocks:
-                part.blocks = controls.blocks
-                dropped |= self._guarded(
-                    part, lambda p=part: p.frontier.obey_blocks(controls.blocked)
-                ) or {}
-                self._guarded(part, part.store.flush)
-        controls.obeyed(dropped, lambda name: self.shard(name) in self.parts)
+        return listen(self.client, self.crawl_keys.wake, changed, self.controls.heard_act)
 
     def halted(self) -> str:  # controls
         return self.controls.halted()
@@ -230,15 +213,6 @@ class PartitionedFrontier(Frontier):
     @property
     def control_epoch(self) -> int:  # controls: BufferedFrontier hands its read-ahead back
         return self.controls.epoch
-
-    def watch(self, on_change: Callable[[], None]) -> None:  # controls
-        """An operator's act (``ctl`` on the wake channel) wakes the caller and makes the
-        next call beat at once. Returns None all the same, so the caller keeps polling every
-        refresh interval instead of sleeping until the next host is due: leasing that
-        promptly, two workers sharing the partitions handed URLs out twice
-        (tests/test_redis_crawl.py, workers_crawl_one_site_once_and_politely[2])."""
-        if self._unwatch is None:
-            self._unwatch = self.controls.watch(on_change)
 
     def _take(self, ownership: Ownership) -> None:
         keys = ownership.keys
@@ -446,10 +420,8 @@ class PartitionedFrontier(Frontier):
 
     def next_many(self, n: int) -> list[Lease]:
         self._maybe_beat()
-        if self.halted():  # controls
-            return []
         leases: list[Lease] = []
-        parts = [p for p in self.parts.values() if not p.draining]
+        parts = [p for p in self.parts.values() if not p.draining and not self.halted()]  # controls
         if parts:
             self._turn = (self._turn + 1) % len(parts)
             parts = parts[self._turn :] + parts[: self._turn]
@@ -468,8 +440,7 @@ class PartitionedFrontier(Frontier):
         return self.parts.get(int(index)) if index.isdigit() else None, inner
 
     def _settle(self, s: Settlement) -> float | None:
-        if s.size:  # controls: the byte budget
-            self.controls.spend(s.size)
+        self.controls.spend(s.size)  # controls: the byte budget
         part, token = self._part_of(s.token)
         if part is None:
             return None
@@ -550,11 +521,9 @@ class PartitionedFrontier(Frontier):
 
     def due_in(self) -> float | None:
         self._maybe_beat()
-        if self.halted():  # controls: nothing is due while the operator holds the crawl
-            return None
         due: float | None = None
         for part in list(self.parts.values()):
-            if part.draining:
+            if part.draining or self.halted():  # controls: nothing is due while held
                 continue
             d = self._guarded(part, part.frontier.due_in)
             if d is not None and (due is None or d < due):
@@ -628,6 +597,4 @@ class PartitionedFrontier(Frontier):
         self._flush()
         self.ownership.leave()
         self.parts.clear()
-        if self._unwatch is not None:  # controls
-            self._unwatch()
-            self._unwatch = None
+
