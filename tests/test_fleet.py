@@ -1,7 +1,7 @@
 """Operator controls and the one view of a shared crawl, on the Redis frontier itself (a real
 redis-server; two handles on one key act as two workers): blocks, pause, deadline and byte
-budget are obeyed inside the scripts, survive new handles (a worker restart), and the report
-reads the crawl without a script over the queue."""
+budget are obeyed inside the scripts and survive new handles (a worker restart). The report
+of the partitioned frontier is tested in test_controls.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 import redis
 
 from crawler.backends.redis.frontier import RedisFrontier
-from crawler.backends.redis.status import Fleet, crawl_report, format_report
 from crawler.commands.frontier import parse_deadline, parse_size
 from crawler.frontier import Entry, PolitenessPolicy
 from crawler.frontier.buffered import BufferedFrontier
@@ -143,38 +142,6 @@ def test_a_buffered_worker_hands_back_its_read_ahead_when_the_operator_acts(
     finally:
         buffered.close()
         client.close()
-
-
-def test_the_report_reads_the_crawl_without_a_script_over_the_queue(make) -> None:
-    key = fresh_key()
-    f = make(key, worker_id="w1")
-    f.add_many(urls("busy.example", 4) + urls("held.example", 2))
-    f.hold_host("held.example", 600)
-    lease = f.next()
-    assert lease is not None and lease.entry.host == "busy.example"
-    fleet = Fleet(f.client, key, "w1")
-    fleet.beat({"pages/status/200": 3, "downloader/response_bytes": 1500}, {"state": "running",
-                                                                           "pages": 3,
-                                                                           "rate": 1.5})
-    fleet.beat({"pages/status/200": 5, "downloader/response_bytes": 2500}, {"state": "running",
-                                                                           "pages": 5,
-                                                                           "rate": 2.0})
-    Fleet(f.client, key, "w2").beat({"pages/status/200": 1}, {"state": "ended", "pages": 1,
-                                                              "rate": 0.0})
-    f.block("gone.example")
-    report = crawl_report(f)
-    assert report["queued"] == 5 and report["leases"]["open"] == 1
-    assert report["leases"]["oldest"][0]["url"] == lease.entry.url
-    assert report["leases"]["per_worker"] == {"w1": 1}
-    assert report["hosts"]["held"] == 1 and report["hosts"]["blocked"] == 1
-    assert report["hosts"]["in_flight"] == 1
-    assert report["held_hosts"][0]["host"] == "held.example"
-    assert report["totals"] == {"pages/status/200": 6, "downloader/response_bytes": 2500}
-    beats = {w["worker"]: w for w in report["workers"]}
-    assert beats["w1"]["pages"] == 5 and beats["w1"]["pages_per_s"] == 2.0
-    assert beats["w2"]["state"] == "ended"
-    text = format_report(report)
-    assert "1 held" in text and "w1: running, 5 pages, 2.0 pages/s" in text
 
 
 def test_sizes_and_deadlines_parse() -> None:

@@ -130,7 +130,7 @@ def test_pause_holds_every_worker_and_resume_releases_them(
     assert held == [], held  # no worker sent a request while paused
     assert alive == [True, True]  # ... and none took the pause for the end of the crawl
     assert status["halt"] == "paused" and status["controls"]["paused"]
-    assert status["queued"] > 0 and status["leases"]["open"] == 0  # read-ahead handed back
+    assert status["queued"] > 0 and {w["state"] for w in status["workers"]} == {"paused"}
     after = [r for r in records if r.start > resumed_at]
     assert after, "nothing was fetched after resume"
     for r in results:
@@ -164,7 +164,7 @@ def test_frontier_status_agrees_with_the_servers_record(
         int(k.rsplit("/", 1)[1]): v for k, v in totals.items() if k.startswith("pages/status/")
     } == dict(by_status)
     assert totals["robotstxt/request_count"] == len(HOSTS)
-    assert report["queued"] == 0 and report["leases"]["open"] == 0
+    assert report["queued"] == 0 and report["inbox"] == 0  # nothing queued, leased or mailed
     # fetches per host, robots.txt included, as the server counted them
     per_host = Counter(r.host for r in records)
     assert {b["host"]: b["fetches"] for b in report["busiest_hosts"]} == dict(per_host)

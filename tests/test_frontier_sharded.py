@@ -111,27 +111,6 @@ def test_links_land_on_the_shards_of_their_hosts(redis_server: RedisServer) -> N
     assert frontier.in_flight() == 0 and len(frontier) == 0
 
 
-def test_the_status_report_reads_every_shard(redis_server: RedisServer) -> None:  # noqa: F811
-    from crawler.backends.redis.status import crawl_report
-
-    client = redis_server.client()
-    frontier = sharded(client, fresh_key(), 3)
-    entries = [Entry(f"http://h{i}.test{i}.org/p", f"h{i}.test{i}.org") for i in range(30)]
-    frontier.add_many(entries)
-    leases = frontier.next_many(12)
-    assert len({frontier.shard_map(lease.entry.host) for lease in leases}) == 3
-    report = crawl_report(frontier)
-    assert report["leases"]["open"] == 12
-    assert {lease["token"] for lease in report["leases"]["oldest"]} <= {x.token for x in leases}
-    assert report["hosts"]["in_flight"] == 12
-    assert report["hosts"]["ready"] == 18
-    assert [row["queued"] for row in frontier.shard_loads()] == [
-        sum(1 for e in entries if frontier.shard_map(e.host) == i)
-        - sum(1 for x in leases if frontier.shard_map(x.entry.host) == i)
-        for i in range(3)
-    ]
-
-
 def test_the_operators_controls_reach_every_shard(redis_server: RedisServer) -> None:  # noqa: F811
     client = redis_server.client()
     key = fresh_key()

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from crawler.backends.redis.controls import closest_hosts, host_name
+from crawler.backends.redis.controls import CrawlControls, closest_hosts, host_name
 from crawler.backends.redis.status import format_report
 from crawler.commands.crawl import _redis_url_alone
 from crawler.frontier import Entry
 from tests.crawling import finish_crawl
+from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
-from tests.test_fleet import make  # noqa: F401
 from tests.test_fleet_crawl import EXTRA, frontier_cmd
+from tests.test_frontier_partitioned import partitioned
 from tests.test_redis_crawl import site, start_workers, wait_until
 
 
@@ -34,14 +35,19 @@ def test_a_host_is_named_without_its_port_or_url() -> None:
     assert not known and close == ["example.org"]
 
 
-def test_blocking_a_host_given_with_its_port_blocks_the_real_host(make) -> None:  # noqa: F811
-    key = fresh_key()
-    f = make(key)
+def test_blocking_a_host_given_with_its_port_blocks_the_real_host(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    key, client = fresh_key(), redis_server.client()
+    f = partitioned(client, key, FakeClock())
     f.add_many([Entry(f"http://127.0.1.3:8080/p{i}", "127.0.1.3") for i in range(4)])
-    assert f.block("127.0.1.3:8080") == 4
-    assert f.controls()["blocked_hosts"] == ["127.0.1.3"]
+    operator = CrawlControls(client, key)
+    operator.block("127.0.1.3:8080", wait=0)
+    f.beat()
+    assert operator.controls()["blocked_hosts"] == ["127.0.1.3"]
+    assert operator.controls()["dropped"] == {"h:127.0.1.3": 4}
     assert f.next() is None
-    assert f.unblock("http://127.0.1.3:8080/") == 1
+    assert operator.unblock("http://127.0.1.3:8080/") == 1
 
 
 @pytest.mark.integration
@@ -151,17 +157,16 @@ def test_a_crawl_starts_with_a_few_lines_and_a_404_is_not_a_line_of_its_own(
     assert f":{port} " not in progress[-1] and f":{port} " not in log.split("busiest hosts:")[1]
 
 
-def test_a_crawl_in_shards_shows_the_controls_to_the_heartbeats(
+def test_the_heartbeats_show_the_controls_the_command_set(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     from crawler.backends.redis.keys import CrawlKeys
     from crawler.backends.redis.status import Fleet
 
     key = fresh_key()
-    settings = {"FRONTIER_SHARDS": 2}
 
     def act(*args: str) -> None:
-        done = frontier_cmd(redis_server, key, *args, **settings)
+        done = frontier_cmd(redis_server, key, *args)
         assert done.returncode == 0, done.stderr
 
     act("pause")

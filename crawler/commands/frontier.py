@@ -2,7 +2,9 @@
 
 Subcommands (none: ``status``):
 
-* ``status [--json]``: the crawl as one (see :func:`crawler.fleet.crawl_report`).
+* ``status [--json]``: the crawl as one (see
+  :func:`crawler.backends.redis.status.crawl_report`): its partitions (owner, URLs queued,
+  hosts, seen, inbox backlog), hosts, controls, workers and their merged counters.
 * ``block HOST`` / ``block --domain DOMAIN``: an abuse complaint. The host's (or every host of
   the domain's) queued URLs are dropped and counted, and no worker admits or hands out another
   of its URLs; hosts of a blocked domain met later are blocked as they come.
@@ -21,10 +23,11 @@ Subcommands (none: ``status``):
   ``METRICS_INTERVAL`` seconds; the same batched reads as ``status``), and
   ``crawler_redis_up`` says whether it could.
 
-The controls live in Redis under the crawl's hash tag (``{<site>}:ctl``, ``{<site>}:blocked``),
-so they survive worker restarts, and they are obeyed inside the frontier's Lua scripts, so no
-worker can miss one; the scripts announce each action on the crawl's wake channel, so every
-worker acts on it within a second (at once when it is listening). Settings (``REDIS_URL``,
+The controls live in Redis under the crawl's hash tag (``{<site>}:ctl``, ``{<site>}:blocked``:
+:class:`crawler.backends.redis.controls.CrawlControls`), so they survive worker restarts; each
+act is announced on the crawl's wake channel, and every worker reads them at each beat of its
+partitions (every second) and at once when it hears one, and obeys them from memory: the owner
+of a blocked host's partition drops its queued URLs and says how many. Settings (``REDIS_URL``,
 ``FRONTIER_REDIS_KEY``, a site's ``[settings]``) are the crawl's: pass the same ``-s`` as to
 ``scrapy crawl``.
 """
@@ -122,22 +125,24 @@ class Command(ScrapyCommand):
         if jobdir and str(self.settings.get("FRONTIER_BACKEND") or "").lower() != "redis":
             self._jobdir(site, Path(jobdir), sub, opts)
             return
-        frontier = self._frontier(site)
-        if frontier is None:
+        crawl = self._crawl(site)
+        if crawl is None:
             return
         try:
-            self._act(frontier, sub, rest, opts)
-            if sub != "status":
-                self._mirror_controls(frontier)
+            self._act(crawl, sub, rest, opts)
         except ValueError as exc:
             self._fail(str(exc))
         finally:
-            frontier.client.close()
+            crawl.client.close()
 
-    def _frontier(self, site: str) -> Any:
-        """The crawl's Redis frontier, or None (said why, exit status 2)."""
-        from crawler.backends.redis.connection import safe_url
-        from crawler.backends.redis.frontier_store import RedisFrontierStore
+    def _crawl(self, site: str) -> Any:
+        """The crawl shared in Redis (a :class:`~crawler.backends.redis.status.SharedCrawl`),
+        or None (said why, exit status 2)."""
+        from crawler.backends.redis.connection import redis_client, safe_url
+        from crawler.backends.redis.partition_store import PartitionedFrontierStore
+        from crawler.backends.redis.status import SharedCrawl
+        from crawler.config import defaults
+        from crawler.frontier.politeness import politeness_from_settings
 
         assert self.crawler_process is not None
         try:
@@ -151,20 +156,28 @@ class Command(ScrapyCommand):
             self._fail(missing)
             return None
         store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
-        if not issubclass(store_cls, RedisFrontierStore):
+        if not issubclass(store_cls, PartitionedFrontierStore):
             self._fail(
                 "give the crawl's settings: -s JOBDIR=DIR for a crawl kept in a folder, or "
                 "-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://HOST:6379/0 for a shared one"
             )
             return None
         store = store_cls.from_crawler(crawler)
+        s = crawler.settings
         try:
-            frontier = store.operator_frontier()
-            frontier.client.ping()
+            client = redis_client(s)
+            client.ping()
         except Exception as exc:
-            self._fail(f"Redis at {safe_url(crawler.settings)} is not reachable: {exc}")
+            self._fail(f"Redis at {safe_url(s)} is not reachable: {exc}")
             return None
-        return frontier
+        return SharedCrawl(
+            client,
+            store.key,
+            store.partition_count,
+            s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
+            politeness_from_settings(s).max_delay,
+            [keys.prefix for keys in store.keys.shards()],  # the address budgets' tags
+        )
 
     def _jobdir(self, site: str, jobdir: Path, sub: str, opts: argparse.Namespace) -> None:
         """The status of a crawl kept in ``JOBDIR`` (its ``frontier.sqlite``, read-only: the
@@ -195,7 +208,7 @@ class Command(ScrapyCommand):
                 for row in status["queued_by_host"]
             ))
 
-    def _act(self, frontier: Any, sub: str, rest: list[str], opts: argparse.Namespace) -> None:
+    def _act(self, crawl: Any, sub: str, rest: list[str], opts: argparse.Namespace) -> None:
         from crawler.backends.redis.connection import safe_url
         from crawler.backends.redis.status import crawl_report, format_report
 
@@ -204,24 +217,24 @@ class Command(ScrapyCommand):
                 raise UsageError(f"{sub} takes one argument: {what}")
             return rest[0]
 
-        if sub == "status" and not opts.metrics_port and _no_crawl(frontier):
+        controls = crawl.controls()
+        if sub == "status" and not opts.metrics_port and crawl.is_empty():
             self._fail(
-                f"no crawl here: crawl {frontier.key!r} in Redis at {safe_url(self.settings)} "
-                "has seen no URL and has no worker (another REDIS_URL, database or "
+                f"no crawl here: crawl {crawl.crawl!r} in Redis at {safe_url(self.settings)} "
+                "has no partition ever owned and no worker (another REDIS_URL, database or "
                 "FRONTIER_REDIS_KEY?)"
             )
         elif sub == "status" and opts.metrics_port:
-            self._serve_metrics(frontier, opts.metrics_port)
+            self._serve_metrics(crawl, opts.metrics_port)
         elif sub == "status":
-            from crawler.backends.redis.shard_load import format_shard_loads
+            from crawler.backends.redis.partition_load import format_partition_loads
 
-            report = crawl_report(frontier, top=opts.top)
-            report["shards"] = frontier.shard_loads()
+            report = crawl_report(crawl, top=opts.top)
             if opts.json:
                 print(json.dumps(report, indent=2, sort_keys=True))
             else:
                 print(format_report(report))
-                print(format_shard_loads(report["shards"]))
+                print(format_partition_loads(report["partitions"]))
         elif sub in ("block", "unblock"):
             from crawler.backends.redis.controls import closest_hosts, host_name
 
@@ -233,48 +246,51 @@ class Command(ScrapyCommand):
                       "URL, as in scrapy frontier status)")
             known = True
             if not opts.domain:
-                known, close = closest_hosts(name, frontier._iter_hosts())
+                known, close = closest_hosts(name, crawl.iter_hosts())
                 if not known:
                     print(f"host {name} is not one this crawl has met"
                           + (f"; did you mean {' or '.join(close)}?" if close else ""))
             if sub == "block":
-                dropped = frontier.block(name, domain=opts.domain)
-                print(f"blocked {kind} {name}: {dropped} queued URLs dropped"
+                dropped = controls.block(name, domain=opts.domain)
+                print(f"blocked {kind} {name}: "
+                      + (f"{dropped} queued URLs dropped" if dropped is not None else
+                         "no worker owns it now: its queued URLs are dropped by the next")
                       + ("" if known else "; blocked in advance: its URLs are refused when "
                          "they come"))
+            elif controls.unblock(name, domain=opts.domain):
+                print(f"unblocked {kind} {name}: its new URLs are admitted again")
             else:
-                lifted = frontier.unblock(name, domain=opts.domain)
-                print(f"unblocked {kind} {name} ({lifted} hosts may be crawled again)")
+                print(f"{kind} {name} was not blocked")
         elif sub in ("pause", "resume"):
             if rest:
                 raise UsageError(f"{sub} takes no argument")
-            halt = frontier.set_control("paused", 1 if sub == "pause" else None)
-            print(f"crawl {frontier.key!r} {sub}d" + (f" (halted: {halt})" if halt else ""))
+            halt = controls.set_control("paused", 1 if sub == "pause" else None)
+            print(f"crawl {crawl.crawl!r} {sub}d" + (f" (halted: {halt})" if halt else ""))
         elif sub == "deadline":
             when = one_arg("+90m, +2h, a local time 2026-12-01T18:00, or none")
             if when == "none":
-                frontier.set_control("deadline", None)
-                print(f"crawl {frontier.key!r}: no deadline")
+                controls.set_control("deadline", None)
+                print(f"crawl {crawl.crawl!r}: no deadline")
             else:
                 seconds = parse_deadline(when, time.time())
-                halt = frontier.set_control("deadline", seconds, relative=True)
+                halt = controls.set_control("deadline", seconds, relative=True)
                 end = datetime.fromtimestamp(time.time() + seconds).isoformat(timespec="seconds")
-                print(f"crawl {frontier.key!r} ends at {end}" + (f" ({halt})" if halt else ""))
+                print(f"crawl {crawl.crawl!r} ends at {end}" + (f" ({halt})" if halt else ""))
         elif sub == "budget":
             size = one_arg("500MB, 2GB, a number of bytes, or none")
             if size == "none":
-                frontier.set_control("budget", None)
-                print(f"crawl {frontier.key!r}: no byte budget")
+                controls.set_control("budget", None)
+                print(f"crawl {crawl.crawl!r}: no byte budget")
             else:
                 budget = parse_size(size)
-                halt = frontier.set_control("budget", budget)
-                done = frontier.controls()["bytes"]
+                halt = controls.set_control("budget", budget)
+                done = controls.controls()["bytes"]
                 print(
-                    f"crawl {frontier.key!r} ends after {budget} bytes ({done} downloaded so far)"
+                    f"crawl {crawl.crawl!r} ends after {budget} bytes ({done} downloaded so far)"
                     + (f" ({halt})" if halt else "")
                 )
 
-    def _serve_metrics(self, frontier: Any, port: int) -> None:
+    def _serve_metrics(self, crawl: Any, port: int) -> None:
         """The crawl as one for Prometheus, until Ctrl-C (or SIGTERM)."""
         import signal
         import threading
@@ -287,7 +303,7 @@ class Command(ScrapyCommand):
         assert self.settings is not None
         config = MetricsConfig.from_settings(self.settings)
         host, interval = config.bind_host, config.interval
-        labels = {"crawl": frontier.key}
+        labels = {"crawl": crawl.crawl}
         lock = threading.Lock()
         last: list[Any] = [0.0, None]  # when, report
 
@@ -296,7 +312,7 @@ class Command(ScrapyCommand):
                 up = 1.0
                 if last[1] is None or time.monotonic() - last[0] >= interval:
                     try:
-                        last[:] = [time.monotonic(), crawl_report(frontier)]
+                        last[:] = [time.monotonic(), crawl_report(crawl)]
                     except Exception as exc:  # the last report stays served, flagged
                         up = 0.0
                         print(f"frontier: Redis not read: {exc}", file=sys.stderr, flush=True)
@@ -313,7 +329,7 @@ class Command(ScrapyCommand):
             raise ValueError(f"cannot serve metrics on {host}:{port}: {exc}") from None
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        print(f"crawl {frontier.key!r}: metrics at http://{host}:{server.port}/metrics "
+        print(f"crawl {crawl.crawl!r}: metrics at http://{host}:{server.port}/metrics "
               "(Ctrl-C to stop)", flush=True)
         try:
             while not stop.wait(1.0):
@@ -323,36 +339,9 @@ class Command(ScrapyCommand):
         finally:
             server.close()
 
-    @staticmethod
-    def _mirror_controls(frontier: Any) -> None:
-        """A crawl in shards keeps a copy of the controls in each shard (a script touches one
-        slot); the workers' heartbeats read them under the crawl's own tag, written here
-        after each act (with one shard those are the shard's own keys)."""
-        parts = frontier.parts()
-        if len(parts) < 2:
-            return
-        client, crawl = frontier.client, parts[0].keys.crawl
-        controls = client.hgetall(parts[0].keys.controls)
-        blocked = {name for p in parts for name in client.hkeys(p.keys.blocked)}
-        client.delete(crawl.controls, crawl.blocked)
-        if controls:
-            client.hset(crawl.controls, mapping=controls)
-        if blocked:
-            client.hset(crawl.blocked, mapping=dict.fromkeys(blocked, b"1"))
-
     def _fail(self, line: str) -> None:
         print(f"frontier: {line}", file=sys.stderr)
         self.exitcode = 2
-
-
-def _no_crawl(frontier: Any) -> bool:
-    """Whether a Redis frontier holds no crawl: no URL ever seen and no worker's heartbeat
-    (its status was all zeros, as if a crawl were there, idle)."""
-    from crawler.backends.redis.status import Fleet
-
-    if frontier.counts().seen:
-        return False
-    return not Fleet(frontier.client, frontier.key, "").workers()
 
 
 def jobdir_status(path: Path, top: int) -> dict[str, Any]:

@@ -15,6 +15,7 @@ class HostState:
 
     __slots__ = (
         "admitted",
+        "blocked",
         "busy",
         "crawl_delay",
         "dead",
@@ -44,6 +45,7 @@ class HostState:
         self.crawl_delay: float | None = None
         self.skipped = False
         self.dead = False
+        self.blocked = False  # by the operator of a shared crawl (MercatorFrontier.obey_blocks)
         self.failures = 0  # in a row
         # the outcomes of the last fetches, newest in bit 0 (1: failed), up to the policy's
         # failure_window: failures decay as fetches go by instead of vanishing at one success
@@ -75,6 +77,12 @@ class HostState:
 
     def in_flight(self) -> int:
         return sum(self.busy)
+
+    def refusal(self) -> str:
+        """Why the host takes no URL now ("": it does): given up, or blocked by the operator."""
+        if self.dead or self.skipped:
+            return "host_dead" if self.dead else "host_skipped"
+        return "host_blocked" if self.blocked else ""
 
     def ready_time(self) -> float | None:
         """When the host can next hand out a URL, or None if it has nothing it may hand out

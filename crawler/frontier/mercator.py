@@ -88,6 +88,7 @@ class MercatorFrontier(Frontier):
         self.ledger = ledger
         self.back_run = back_run
         self.back_released = 0  # back queues given up for lack of value
+        self.is_blocked: Callable[[str], bool] = lambda name: False  # (obey_blocks)
         self._recover()
 
     def _recover(self) -> None:
@@ -131,8 +132,7 @@ class MercatorFrontier(Frontier):
 
     def _takes(self, host: HostState | None) -> bool:
         return host is None or not (
-            host.dead
-            or host.skipped
+            host.refusal()
             or (self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host)
         )
 
@@ -144,10 +144,8 @@ class MercatorFrontier(Frontier):
         host = self._hosts.get(entry.host)
         if host is None:
             host = self._host(entry.host)
-        if host.dead:
-            return AddResult(False, "host_dead")
-        if host.skipped:
-            return AddResult(False, "host_skipped")
+        if refusal := host.refusal():
+            return AddResult(False, refusal)
         if not force:
             if self.max_pages_per_host is not None and host.admitted >= self.max_pages_per_host:
                 return AddResult(False, "host_budget")
@@ -205,7 +203,23 @@ class MercatorFrontier(Frontier):
         host = self._hosts.get(name)
         if host is None:
             host = self._hosts[name] = HostState(name, self.policy.host_concurrency)
+            host.blocked = self.is_blocked(name)
         return host
+
+    def obey_blocks(self, blocked: Callable[[str], bool]) -> dict[str, int]:
+        """The operator's blocks (not saved: each owner obeys them as they are): returns the URLs
+        dropped ("host_blocked") per host newly blocked; hosts met later ask ``blocked``."""
+        self.is_blocked = blocked
+        dropped: dict[str, int] = {}
+        for host in list(self._hosts.values()):
+            if host.blocked and not blocked(host.name):
+                host.blocked = False
+                self._reschedule(host)
+            elif not host.blocked and blocked(host.name):
+                queued = self._queued
+                self._give_up(host, "host_blocked")
+                dropped[host.name] = queued - self._queued + host.fronted
+        return dropped
 
     # -- the back-queue router ----------------------------------------------------------------
 
@@ -233,8 +247,8 @@ class MercatorFrontier(Frontier):
                     continue
                 ledger.routed(entry)
             budget -= 1
-            if host.dead or host.skipped:
-                self._drop([entry], "host_dead" if host.dead else "host_skipped")
+            if refusal := host.refusal():
+                self._drop([entry], refusal)
                 continue
             if not host.has_back:
                 host.has_back = True
@@ -448,11 +462,10 @@ class MercatorFrontier(Frontier):
         if self.ledger is not None and not record.first:
             self.ledger.hand_back(entry)
             entry.cash = 0.0  # the ledger holds it again, until the next lease
-        if host.dead or host.skipped:
-            self._queued += 1
-            self._drop([entry], "host_dead" if host.dead else "host_skipped")
-            return
         self._queued += 1
+        if refusal := host.refusal():
+            self._drop([entry], refusal)
+            return
         if record.first:
             host.firsts.insert(0, entry)
         else:
@@ -462,10 +475,7 @@ class MercatorFrontier(Frontier):
     def _give_up(self, host: HostState, reason: str) -> None:
         """Drop a host's queued URLs; URLs of it still in the front queues go when refill meets
         them. Its seen URLs stay seen."""
-        if reason == "host_dead":
-            host.dead = True
-        else:
-            host.skipped = True
+        setattr(host, {"host_dead": "dead", "host_blocked": "blocked"}.get(reason, "skipped"), True)
         dropped = host.firsts + list(host.returned)
         host.firsts = []
         host.returned.clear()

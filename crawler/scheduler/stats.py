@@ -118,6 +118,9 @@ class FrontierStats:
                 s.getint("FRONTIER_HOST_FAILURE_WINDOW", defaults.FRONTIER_HOST_FAILURE_WINDOW),
                 dropped,
             )
+        elif reason == "host_blocked":  # the operator's own act: said once, as a fact
+            logger.info("Host %s blocked (scrapy frontier): %d queued URLs dropped", host,
+                        dropped)
         else:
             logger.warning(
                 "Skipping host %s: its Crawl-delay exceeds FRONTIER_MAX_CRAWL_DELAY (%.0fs); "

@@ -1,96 +1,230 @@
 """The operator's controls over a shared crawl (``scrapy frontier <site> block|unblock|pause|
-resume|deadline|budget``): every worker obeys them inside the frontier's scripts and hears of
-them at once on the wake channel.
+resume|deadline|budget``), kept under the crawl's own hash tag so they outlast every worker:
 
-A part of :class:`crawler.backends.redis.frontier.RedisFrontier` (a mixin), kept apart because
-it is the operator's side of the frontier, not the crawl's.
+* ``{crawl}:ctl`` (HASH): ``paused`` (``1``), ``deadline`` (on Redis's clock: workers' clocks
+  never meet), ``budget`` (bytes) and ``bytes`` (downloaded so far, every worker's ``INCRBY``);
+* ``{crawl}:blocked`` (HASH): ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it;
+* ``{crawl}:dropped`` (HASH): the same names -> queued URLs their owners dropped for the block.
+
+The operator writes and announces each act with a ``PUBLISH ctl`` on the crawl's wake channel;
+a worker (:class:`CrawlControls` inside its
+:class:`~crawler.backends.redis.partitioned.PartitionedFrontier`) reads them all in one
+pipelined call at each beat and at once when it hears ``ctl``, and obeys them from memory: no
+script, and nothing per URL asks Redis. Blocks are few (set by hand), so every worker holds
+them all.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import redis
+from crawler.backends.redis.keys import CrawlKeys
+from crawler.frontier.api import Clock
 
-from crawler.backends.redis.keys import FrontierKeys
+CONTROLS = ("paused", "deadline", "budget")
+BLOCK_WAIT = 3.0  # seconds the operator waits for a live owner to say what a block dropped
+_POLL = 0.05
 
 
-class OperatorControls:
-    """Blocks of hosts and domains, pause, deadline and byte budget. Needs the frontier's
-    client, keys, script call, clock and host walk."""
+class CrawlControls:
+    """Both sides of the controls of crawl ``crawl``: the operator's acts, and a worker's view
+    as of its last :meth:`refresh` (read by any thread; written by the frontier's)."""
 
-    client: redis.Redis
-    keys: FrontierKeys
-    _call: Callable[..., Any]
-    _now: Callable[[], float]
-    _iter_hosts: Callable[[], Iterable[list[str]]]
+    def __init__(self, client: Any, crawl: str, *, clock: Clock = time.monotonic) -> None:
+        self.client = client
+        self.keys = CrawlKeys(crawl)
+        self.clock = clock
+        self._ctl: dict[str, str] = {}
+        self._blocked: frozenset[str] = frozenset()
+        self._offset = 0.0  # Redis's time minus this clock, as of the last refresh
+        self._spent = 0  # bytes downloaded here and not yet added to the crawl's
+        self._reported: set[str] = set()  # blocks this worker has said it obeys
+        self.blocks = 0  # bumped whenever the blocked names changed: the owners obey again
+        self.epoch = 0  # bumped at every act heard on the wake channel
+        self.heard = False  # an act was announced since the last refresh
 
-    def block(self, name: str, *, domain: bool = False) -> int:
-        """Block a host, or a domain with all its hosts: their queued URLs are dropped
-        (returned, and counted in ``drop:host_blocked``), no URL of theirs is admitted or
-        handed out again, by any worker. A domain block is recorded first (hosts met later
-        are blocked as they come), then the known hosts are walked with SSCAN, one script
-        call per matching host: no script walks the host set. ``name`` is read as
-        :func:`host_name` reads it (a port or a URL around it is dropped)."""
-        name = host_name(name)
-        if not domain:
-            return int(self._call("block", name, "1"))
-        self.client.hset(self.keys.blocked, "d:" + name, repr(self._now()))
-        dropped = 0
-        for hosts in self._iter_hosts():
-            for host in hosts:
-                if _in_domain(host, name):
-                    dropped += int(self._call("block", host, "0"))
-        self.client.publish(self.keys.wake, "ctl")
-        return dropped
+    # -- the operator's side -----------------------------------------------------------------
+
+    def _now(self) -> float:
+        seconds, micros = self.client.time()
+        return seconds + micros / 1e6
+
+    def block(self, name: str, *, domain: bool = False, wait: float = BLOCK_WAIT) -> int | None:
+        """Block a host, or a domain with all its hosts (met now or later): no worker admits or
+        hands out a URL of it again, and the owner of its partition drops its queued URLs.
+        ``name`` is read as :func:`host_name` reads it. Returns the URLs the owner dropped, as
+        it says within ``wait`` seconds, or None (no worker answered: the next owner drops
+        them when it takes the partition)."""
+        field = ("d:" if domain else "h:") + host_name(name)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(self.keys.blocked, field, repr(self._now()))
+        pipe.hdel(self.keys.dropped, field)
+        pipe.execute()
+        self._announce()
+        end = time.monotonic() + wait
+        while True:
+            dropped = self.client.hget(self.keys.dropped, field)
+            if dropped is not None or time.monotonic() >= end:
+                return None if dropped is None else int(dropped)
+            time.sleep(_POLL)
 
     def unblock(self, name: str, *, domain: bool = False) -> int:
-        """Lift a block; returns how many hosts may be crawled again (a host also blocked by
-        name or by another domain stays blocked). URLs dropped by the block stay dropped."""
-        name = host_name(name)
-        if not domain:
-            return int(self._call("unblock", name, "1"))
-        self.client.hdel(self.keys.blocked, "d:" + name)
-        lifted = 0
-        for hosts in self._iter_hosts():
-            for host in hosts:
-                if _in_domain(host, name):
-                    lifted += int(self._call("unblock", host, "0"))
-        return lifted
+        """Lift a block (1; 0: there was none). A host also blocked by name or by another
+        domain stays blocked; the URLs dropped stay dropped (they are seen)."""
+        field = ("d:" if domain else "h:") + host_name(name)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hdel(self.keys.blocked, field)
+        pipe.hdel(self.keys.dropped, field)
+        lifted, _ = pipe.execute()
+        self._announce()
+        return int(lifted)
 
     def set_control(self, name: str, value: float | None, *, relative: bool = False) -> str:
-        """Set (None: clear) one control: ``paused`` (1), ``deadline`` (Redis time, or
-        seconds from now with ``relative``), ``budget`` (bytes). Every worker hears of it at
-        once (the wake channel) and obeys it inside the scripts. Returns the crawl's halt."""
-        if name not in ("paused", "deadline", "budget"):
+        """Set (None: clear) one control: ``paused`` (1), ``deadline`` (Redis time, or seconds
+        from now with ``relative``), ``budget`` (bytes). Returns the crawl's halt now."""
+        if name not in CONTROLS:
             raise ValueError(f"no such control: {name}")
-        text = "" if value is None else repr(float(value)) if name == "deadline" else str(
-            int(value)
-        )
-        _, halt = self._call("control", name, text, "rel" if relative else "abs")
-        return halt.decode()
+        if value is None:
+            self.client.hdel(self.keys.controls, name)
+        else:
+            text = str(int(value))
+            if name == "deadline":
+                text = repr(float(value) + (self._now() if relative else 0.0))
+            self.client.hset(self.keys.controls, name, text)
+        self._announce()
+        self.refresh()
+        return self.halted()
+
+    def _announce(self) -> None:
+        """Tell every worker on the wake channel (apart: a cluster's pipeline refuses
+        ``PUBLISH``)."""
+        self.client.publish(self.keys.wake, "ctl")
 
     def controls(self) -> dict[str, Any]:
-        """The operator's controls as stored: paused, deadline (Redis time), byte budget and
-        bytes so far, blocked hosts and domains."""
+        """The controls as stored: paused, deadline (Redis time), byte budget and bytes so
+        far, blocked hosts and domains, and what each block dropped."""
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.keys.controls)
-        pipe.hget(self.keys.stats, "bytes")
         pipe.hkeys(self.keys.blocked)
-        ctl, size, blocked = pipe.execute()
-        ctl = {k.decode(): v.decode() for k, v in ctl.items()}
+        pipe.hgetall(self.keys.dropped)
+        raw, blocked, dropped = pipe.execute()
+        ctl = {k.decode(): v.decode() for k, v in raw.items()}
         names = sorted(b.decode() for b in blocked)
         return {
             "paused": ctl.get("paused") == "1",
             "deadline": float(ctl["deadline"]) if "deadline" in ctl else None,
             "byte_budget": int(ctl["budget"]) if "budget" in ctl else None,
-            "bytes": int(size or 0),
+            "bytes": int(ctl.get("bytes", 0)),
             "blocked_hosts": [n[2:] for n in names if n.startswith("h:")],
             "blocked_domains": [n[2:] for n in names if n.startswith("d:")],
+            "dropped": {k.decode(): int(v) for k, v in dropped.items()},
         }
+
+    # -- a worker's side ---------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Send the bytes downloaded since the last refresh and read the controls and the
+        blocks: one pipelined call; and Redis's clock while a deadline is set (apart: a
+        cluster's pipeline refuses ``TIME``)."""
+        spent = self._spent
+        pipe = self.client.pipeline(transaction=False)
+        if spent:
+            pipe.hincrby(self.keys.controls, "bytes", spent)
+        pipe.hgetall(self.keys.controls)
+        pipe.hkeys(self.keys.blocked)
+        ctl, blocked = pipe.execute()[-2:]
+        self._spent -= spent
+        self.heard = False
+        ctl = {k.decode(): v.decode() for k, v in ctl.items()}
+        if "deadline" in ctl:
+            self._offset = self._now() - self.clock()
+        self._ctl = ctl
+        names = frozenset(b.decode() for b in blocked)
+        if names != self._blocked:
+            self._blocked = names
+            self._reported &= names
+            self.blocks += 1
+
+    def halted(self) -> str:
+        """"" (hand out work), "paused", or why the crawl is over: "deadline" (Redis's time
+        passed it), "byte_budget" (the crawl's bytes reached it). From memory."""
+        ctl = self._ctl
+        deadline = ctl.get("deadline")
+        if deadline is not None and self.clock() + self._offset >= float(deadline):
+            return "deadline"
+        budget = ctl.get("budget")
+        if budget is not None and int(ctl.get("bytes", 0)) + self._spent >= int(budget):
+            return "byte_budget"
+        return "paused" if ctl.get("paused") == "1" else ""
+
+    def block_of(self, host: str) -> str:
+        """The block that holds ``host`` (``h:<host>``, or ``d:<domain>`` for it or one of its
+        parent domains, its registered domain among them), or ""."""
+        names = self._blocked
+        if not names:
+            return ""
+        if "h:" + host in names:
+            return "h:" + host
+        domain = host
+        while domain:
+            if "d:" + domain in names:
+                return "d:" + domain
+            domain = domain.partition(".")[2]
+        return ""
+
+    def blocked(self, host: str) -> bool:
+        return bool(self.block_of(host))
+
+    def spend(self, nbytes: int) -> None:
+        """Bytes downloaded here: added to the crawl's at the next refresh."""
+        self._spent += nbytes
+
+    def obeyed(self, dropped: Mapping[str, int], owns: Callable[[str], bool]) -> None:
+        """Say what this worker dropped for the blocks (host -> URLs), and that it obeys the
+        new blocks of the names it ``owns`` (0 dropped), so the operator hears at once."""
+        counts: dict[str, int] = {}
+        for name in self._blocked - self._reported:
+            if owns(name[2:]):
+                counts[name] = 0
+                self._reported.add(name)
+        for host, n in dropped.items():
+            name = self.block_of(host)
+            if name:
+                counts[name] = counts.get(name, 0) + n
+        if counts:
+            pipe = self.client.pipeline(transaction=False)
+            for name, n in counts.items():
+                pipe.hincrby(self.keys.dropped, name, n)
+            pipe.execute()
+
+    def heard_act(self) -> None:
+        """The wake channel said ``ctl`` (an operator acted): the next beat comes at once, and
+        :attr:`epoch` moves (the caller hands its read-ahead back)."""
+        self.heard = True
+        self.epoch += 1
+
+    def obey(
+        self,
+        parts: Mapping[int, Any],
+        guarded: Callable[[Any, Callable[[], Any]], Any],
+        shard: Callable[[str], int],
+    ) -> None:
+        """A partitioned frontier's beat: refresh, then each owned partition (index ->
+        :class:`~crawler.backends.redis.partitioned.Partition`) whose frontier has not obeyed
+        the blocks as they are now (they changed, or it was just claimed) obeys them, through
+        ``guarded`` (a lost partition is dropped), and the operator hears what that dropped."""
+        self.refresh()
+        dropped: dict[str, int] = {}
+        for part in list(parts.values()):
+            if part.blocks != self.blocks:
+                part.blocks = self.blocks
+                dropped |= guarded(part, lambda p=part: p.frontier.obey_blocks(self.blocked)) or {}
+                guarded(part, part.store.flush)
+        self.obeyed(dropped, lambda name: shard(name) in parts)
 
 
 def host_name(text: str) -> str:
@@ -109,8 +243,9 @@ def host_name(text: str) -> str:
 
 def closest_hosts(name: str, hosts: Iterable[list[str]], n: int = 3,
                   limit: int = 200_000) -> tuple[bool, list[str]]:
-    """Whether ``name`` is one of ``hosts`` (batches, as the frontier's SSCAN walk gives them),
-    and else the known names closest to it (a did-you-mean), looking at ``limit`` at most."""
+    """Whether ``name`` is one of ``hosts`` (batches, as a walk of the crawl's hosts gives
+    them), and else the known names closest to it (a did-you-mean), looking at ``limit`` at
+    most."""
     seen: list[str] = []
     for batch in hosts:
         for host in batch:
@@ -120,7 +255,3 @@ def closest_hosts(name: str, hosts: Iterable[list[str]], n: int = 3,
         if len(seen) >= limit:
             break
     return False, difflib.get_close_matches(name, seen, n=n, cutoff=0.6)
-
-
-def _in_domain(host: str, domain: str) -> bool:
-    return host == domain or host.endswith("." + domain)

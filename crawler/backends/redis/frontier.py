@@ -53,11 +53,10 @@ from crawler.backends.redis.cash import (
     credit_items,
     pack_credits,
 )
-from crawler.backends.redis.controls import OperatorControls
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fingerprint import CrawlFingerprint
 from crawler.backends.redis.frontier_lua import SCRIPT_KEYS, SCRIPTS
-from crawler.backends.redis.host_reports import HostReports
+from crawler.backends.redis.host_reports import HostReports, OperatorControls
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.seen import SEEN_SCRIPTS, SeenConfig, entry_seen_key, seen_key
 from crawler.backends.redis.wake import listen
@@ -522,7 +521,7 @@ class RedisFrontier(OpicCash, CrawlFingerprint, OperatorControls, HostReports, F
 
     def shard_loads(self) -> list[dict[str, Any]]:
         """This one shard's load and its node's (``scrapy frontier`` status)."""
-        from crawler.backends.redis.shard_load import shard_loads  # it reads RedisFrontier
+        from crawler.backends.redis.sharded import shard_loads  # it reads RedisFrontier
 
         return shard_loads([self])
 

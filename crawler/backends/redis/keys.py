@@ -55,8 +55,9 @@ The crawl's own (:class:`CrawlKeys`):
 ==========================  ======  ===========================================================
 ``{key}:meta``              HASH    ``layout`` version and the settings fingerprint
 ``{key}:ctl``               HASH    the operator's controls: ``paused``, ``deadline`` (Redis
-                                    time), ``budget`` (bytes)
+                                    time), ``budget`` (bytes); ``bytes`` downloaded so far
 ``{key}:blocked``           HASH    ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it
+``{key}:dropped``           HASH    the same names -> queued URLs their owners dropped for it
 ``{key}:wake``              PUBSUB  wake-ups of idle workers (``ctl``: an operator acted)
 ``{key}:totals``            HASH    every worker's counters merged
 ``{key}:workers``           HASH    worker id -> JSON heartbeat
@@ -320,6 +321,7 @@ class CrawlKeys:
         self.meta = p + ":meta"
         self.controls = p + ":ctl"
         self.blocked = p + ":blocked"
+        self.dropped = p + ":dropped"  # what the owners dropped for each block
         self.wake = p + ":wake"  # a pub/sub channel
         self.totals = p + ":totals"
         self.workers = p + ":workers"

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
@@ -68,6 +69,7 @@ class Partition:
     store: RedisQueueStore
     frontier: MercatorFrontier
     draining: bool = False  # surplus: hands out nothing more, released once settled
+    blocks: int = -1  # controls: the version of the operator's blocks its frontier obeys
 
     @property
     def index(self) -> int:
@@ -128,6 +130,7 @@ class PartitionedFrontier(Frontier):
         self._mail_waiting = False  # a wake-up said letters were sent
         self._fleet_busy = (float("-inf"), False)  # (when asked, the answer)
         self.lost = 0  # partitions lost to another worker
+        self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
 
     def keys(self, index: int) -> PartitionKeys:
@@ -156,6 +159,7 @@ class PartitionedFrontier(Frontier):
                 if part.index in self.parts:
                     self.ownership.release(part.index)
                     del self.parts[part.index]
+        self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
         self._publish()
 
@@ -187,13 +191,13 @@ class PartitionedFrontier(Frontier):
         return busy
 
     def _maybe_beat(self) -> None:
-        if time.monotonic() - self._last_beat >= BEAT:
+        if time.monotonic() - self._last_beat >= BEAT or self.controls.heard:  # controls
             self.beat()
         elif self._mail_waiting:
             self._mail_waiting = False
             self.read_mail()
 
-    def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:  # controls
         """Wake-ups on the crawl's channel: letters sent to some partition (this worker's
         inboxes are read at its next call, not at its next beat)."""
 
@@ -201,7 +205,14 @@ class PartitionedFrontier(Frontier):
             self._mail_waiting = True
             on_change()
 
-        return listen(self.client, self.crawl_keys.wake, changed, lambda: None)
+        return listen(self.client, self.crawl_keys.wake, changed, self.controls.heard_act)
+
+    def halted(self) -> str:  # controls
+        return self.controls.halted()
+
+    @property
+    def control_epoch(self) -> int:  # controls: BufferedFrontier hands its read-ahead back
+        return self.controls.epoch
 
     def _take(self, ownership: Ownership) -> None:
         keys = ownership.keys
@@ -298,6 +309,8 @@ class PartitionedFrontier(Frontier):
 
     def add(self, entry: Entry, *, force: bool = False, first: bool = False) -> AddResult:
         self._maybe_beat()
+        if self.controls.blocked(entry.host):  # controls
+            return AddResult(False, "host_blocked")
         part = self._local(entry.host)
         if part is None:
             self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
@@ -320,6 +333,9 @@ class PartitionedFrontier(Frontier):
         results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
         local: dict[int, list[int]] = {}
         for i, entry in enumerate(entries):
+            if self.controls.blocked(entry.host):  # controls
+                results[i] = AddResult(False, "host_blocked")
+                continue
             index = self.shard(entry.host)
             if index in self.parts:
                 local.setdefault(index, []).append(i)
@@ -405,7 +421,7 @@ class PartitionedFrontier(Frontier):
     def next_many(self, n: int) -> list[Lease]:
         self._maybe_beat()
         leases: list[Lease] = []
-        parts = [p for p in self.parts.values() if not p.draining]
+        parts = [p for p in self.parts.values() if not p.draining and not self.halted()]  # controls
         if parts:
             self._turn = (self._turn + 1) % len(parts)
             parts = parts[self._turn :] + parts[: self._turn]
@@ -424,6 +440,7 @@ class PartitionedFrontier(Frontier):
         return self.parts.get(int(index)) if index.isdigit() else None, inner
 
     def _settle(self, s: Settlement) -> float | None:
+        self.controls.spend(s.size)  # controls: the byte budget
         part, token = self._part_of(s.token)
         if part is None:
             return None
@@ -506,7 +523,7 @@ class PartitionedFrontier(Frontier):
         self._maybe_beat()
         due: float | None = None
         for part in list(self.parts.values()):
-            if part.draining:
+            if part.draining or self.halted():  # controls: nothing is due while held
                 continue
             d = self._guarded(part, part.frontier.due_in)
             if d is not None and (due is None or d < due):
@@ -580,3 +597,4 @@ class PartitionedFrontier(Frontier):
         self._flush()
         self.ownership.leave()
         self.parts.clear()
+

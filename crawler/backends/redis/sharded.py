@@ -35,7 +35,7 @@ from typing import Any
 
 from crawler.backends.redis.cash import CashTotals, Credit, credit_items
 from crawler.backends.redis.frontier import RedisFrontier
-from crawler.backends.redis.shard_load import shard_loads
+from crawler.backends.redis.partition_load import node_of, node_report
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
@@ -483,3 +483,27 @@ class ShardedFrontier(Frontier):
 
     def reset(self) -> int:
         return self.shards[0].reset()  # every shard's tag is in the crawl keys' patterns
+
+
+def shard_loads(shards: Sequence[RedisFrontier]) -> list[dict[str, Any]]:
+    """One row per shard: its tag, node, counts, and the node's own figures."""
+    nodes: dict[str, dict[str, Any]] = {}
+    rows = []
+    for shard in shards:
+        name, connection = node_of(shard.client, shard.keys.stats)
+        if name not in nodes:
+            nodes[name] = node_report(connection)
+        c = shard.counts()
+        rows.append(
+            {
+                "shard": shard.keys.index,
+                "tag": shard.keys.prefix,
+                "node": name,
+                "queued": c.queued,
+                "hosts": c.hosts,
+                "hosts_ready": c.hosts_ready,
+                "in_flight": c.in_flight,
+                **{f"node_{k}": v for k, v in nodes[name].items()},
+            }
+        )
+    return rows

@@ -1,10 +1,12 @@
 """One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` prints, and the workers'
 heartbeats and merged counters it reads.
 
-Nothing here runs a script over the queue or the host set: a long script stalls every worker.
-Counts come from counters and cardinalities (``RedisFrontier.counts``, O(K)); hosts and leases
-are read client-side with SSCAN/HSCAN and pipelined reads in batches, so a report on a crawl of a
-million hosts costs Redis many short calls, never one long one.
+A report reads the partitions of the crawl's hosts as their owners left them in Redis
+(:class:`SharedCrawl`): counts and cardinalities per partition
+(:mod:`crawler.backends.redis.partition_load`), the hosts' saved records read with HSCAN in
+batches, so a report on a crawl of a million hosts costs Redis many short calls, never one long
+one. What only the workers know (their leases, their hosts' fetches) comes from their
+heartbeats.
 
 Keys (under the crawl's hash tag, beside the frontier's):
 
@@ -20,14 +22,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import msgpack
 import redis
 
-from crawler.backends.redis.frontier import RedisFrontier, unpack_entry
-from crawler.backends.redis.keys import CrawlKeys
+from crawler.backends.redis.controls import CrawlControls
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
+from crawler.backends.redis.partition_load import partition_loads
 from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally, busiest_line
@@ -122,121 +126,135 @@ def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
         yield batch
 
 
-def crawl_report(frontier: RedisFrontier, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
-    """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
-    client = frontier.client
-    now = frontier._now()
-    counts = frontier.counts()
-    controls = frontier.controls()
-    held_after = max(frontier.policy.max_delay, 1.0)  # only a hold waits longer than this
-    hosts = {"ready": 0, "waiting": 0, "in_flight": 0, "held": 0, "given_up": 0, "blocked": 0}
+@dataclass
+class SharedCrawl:
+    """A crawl shared through Redis as ``scrapy frontier`` sees it: its name, its ``count``
+    partitions of hosts (:class:`~crawler.backends.redis.keys.PartitionKeys`), their front
+    queues, the politeness delay beyond which a waiting host is held, and the tags the shared
+    address budgets live under."""
+
+    client: Any
+    crawl: str
+    count: int
+    front_queues: int
+    max_delay: float = 1.0
+    address_prefixes: list[str] = field(default_factory=list)
+
+    @property
+    def keys(self) -> CrawlKeys:
+        return CrawlKeys(self.crawl)
+
+    def partitions(self) -> list[PartitionKeys]:
+        return [PartitionKeys(self.crawl, i, self.count) for i in range(self.count)]
+
+    def controls(self) -> CrawlControls:
+        return CrawlControls(self.client, self.crawl)
+
+    def iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
+        """Host names in batches, read with HSCAN from each partition's hosts (never one
+        blocking call over all of them)."""
+        for names in self._iter_records(batch):
+            yield [name for name, _ in names]
+
+    def _iter_records(self, batch: int = 500) -> Iterable[list[tuple[str, Any]]]:
+        for keys in self.partitions():
+            scan = self.client.hscan_iter(keys.hosts, count=batch)
+            for chunk in _batches(scan, batch):
+                yield [(name.decode(), msgpack.unpackb(blob)) for name, blob in chunk]
+
+    def is_empty(self) -> bool:
+        """No partition was ever owned and no worker ever beat: no crawl by this name."""
+        pipe = self.client.pipeline(transaction=False)
+        for keys in self.partitions():
+            pipe.exists(keys.epoch)
+        pipe.exists(self.keys.workers)
+        return not any(pipe.execute())
+
+
+def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
+    """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it): the
+    partitions' loads and owners, the hosts' states from their saved records, the controls,
+    the workers' heartbeats and merged counters."""
+    client = crawl.client
+    seconds, micros = client.time()
+    now = seconds + micros / 1e6
+    operator = crawl.controls()
+    controls = operator.controls()
+    operator.refresh()
+    partitions = partition_loads(client, crawl.partitions(), crawl.front_queues)
+    held_after = max(crawl.max_delay, 1.0)  # only a hold waits longer than this
+    hosts = {"waiting": 0, "held": 0, "given_up": 0, "blocked": 0}
     given_up: Counter[str] = Counter()
     held: list[dict[str, Any]] = []
-    parts = frontier.parts()  # the shards of a sharded crawl, each with its own keys
-    for part, names in ((p, n) for p in parts for n in p._iter_hosts(batch)):
-        keys = part.keys
-        pipe = client.pipeline(transaction=False)
-        for name in names:
-            pipe.hmget(keys.host(name), "hq", "st", "nb")
-            pipe.zscore(keys.ready, name)
-        replies = pipe.execute()
-        for i, name in enumerate(names):
-            (hq, st, nb), ready = replies[2 * i : 2 * i + 2]
-            if st:
-                kind = st.decode()
-                given_up[kind] += 1
-                hosts["blocked" if kind == "blocked" else "given_up"] += 1
-                continue
-            if nb and int(nb) > 0:
-                hosts["in_flight"] += 1
-            if ready is None:
-                continue
-            if ready <= now:
-                hosts["ready"] += 1
-            elif ready - now > held_after:
+    total = 0
+    for records in crawl._iter_records(batch):
+        for name, (_, _, _, dead, skipped, free_at, *_) in records:
+            total += 1
+            if dead or skipped:
+                given_up["host_dead" if dead else "host_skipped"] += 1
+                hosts["given_up"] += 1
+            elif operator.blocked(name):
+                hosts["blocked"] += 1
+            elif free_at - now > held_after:
                 hosts["held"] += 1
-                held.append({"host": name, "queued": int(hq or 0), "for": ready - now})
-            else:
+                held.append({"host": name, "for": free_at - now})
+            elif free_at > now:
                 hosts["waiting"] += 1
-    leases: list[dict[str, Any]] = []
-    per_worker: Counter[str] = Counter()
-    lease_chunks = (
-        (part, chunk)
-        for part in parts
-        for chunk in _batches(client.hscan_iter(part.keys.lease, count=batch), batch)
-    )
-    for part, chunk in lease_chunks:
-        for token, raw in chunk:
-            # raw: the entry inside is bytes (msgpack within msgpack), not text
-            rec = msgpack.unpackb(raw, raw=True)
-            host, completed, blob, issued = rec[0].decode(), rec[3], rec[4], rec[5]
-            worker = rec[6].decode() if len(rec) > 6 else ""
-            per_worker[worker] += 1
-            leases.append(
-                {
-                    "token": part.token_of(token.decode()),
-                    "host": host,
-                    "url": unpack_entry(blob, host).url,
-                    "age": now - float(issued),
-                    "worker": worker,
-                    "fetched": bool(completed),
-                }
-            )
-    leases.sort(key=lambda lease: -lease["age"])
-    fleet = Fleet(client, frontier.key, "")
-    workers = []
-    for wid, beat in sorted(fleet.workers().items()):
-        workers.append(
-            {
-                "worker": wid,
-                "state": beat.get("state", "?"),
-                "pages": beat.get("pages", 0),
-                "pages_per_s": beat.get("rate", 0.0),
-                "last_beat_ago": now - float(beat.get("beat", now)),
-                "leases": per_worker.get(wid, 0),
-                "started_ago": now - float(beat.get("started", now)),
-            }
-        )
-    # The workers' tallies (each heartbeat carries its busiest hosts) merged, beside the
-    # frontier's own figures: its fetches and gaps are measured where every worker's leases
-    # meet, so they hold across workers.
+    fleet = Fleet(client, crawl.crawl, "")
+    beats = fleet.workers()
+    owned = Counter(p["owner"].rpartition("/")[0] for p in partitions if p["owner"])
+    workers = [
+        {
+            "worker": wid,
+            "state": beat.get("state", "?"),
+            "pages": beat.get("pages", 0),
+            "pages_per_s": beat.get("rate", 0.0),
+            "last_beat_ago": now - float(beat.get("beat", now)),
+            "partitions": owned.get(wid, 0),
+            "started_ago": now - float(beat.get("started", now)),
+        }
+        for wid, beat in sorted(beats.items())
+    ]
+    # The workers' tallies (each heartbeat carries its busiest hosts) merged: a host has one
+    # owner at a time, so its fetches add up across the workers that owned it.
     tallies = HostTallies()
-    for beat in fleet.workers().values():
+    for beat in beats.values():
         for host, values in (beat.get("hosts") or {}).items():
             tallies[host].add(HostTally.of_counts(values))
+    busiest = [
+        {"host": h, "fetches": t.fetches, "gap": t.gap or 0.0, "pages": t.pages,
+         "errors": t.errors, "broken": t.broken, "delay": t.delay}
+        for h, t in tallies.busiest(top, by="fetches")
+    ]
     totals = fleet.totals()
-    busiest = []
-    for h, n, gap in frontier.busiest_hosts(top):
-        tally = tallies.hosts.get(h)
-        row: dict[str, Any] = {"host": h, "fetches": n, "gap": gap}
-        if tally is not None:
-            row |= {"pages": tally.pages, "errors": tally.errors, "broken": tally.broken,
-                    "delay": tally.delay}
-        busiest.append(row)
+    dropped = {
+        k.rpartition("/")[2]: int(v) for k, v in totals.items()
+        if k.startswith("frontier/dropped/")
+    }
+    blocked_drops = sum(controls["dropped"].values())
+    if blocked_drops:
+        dropped["host_blocked"] = max(dropped.get("host_blocked", 0), blocked_drops)
     return {
-        "crawl": frontier.key,
+        "crawl": crawl.crawl,
         "time": now,
-        "queued": counts.queued,
-        "seen": counts.seen,
-        "hosts_total": counts.hosts,
+        "queued": sum(p["queued"] for p in partitions),
+        "seen": sum(p["seen"] for p in partitions),
+        "inbox": sum(p["inbox"] for p in partitions),
+        "hosts_total": total,
         "hosts": hosts,
         "given_up": dict(given_up),
-        "dropped": counts.extra,
-        "leases": {
-            "open": len(leases),
-            "oldest": leases[:top],
-            "per_worker": dict(per_worker),
-        },
+        "dropped": dropped,
         "held_hosts": sorted(held, key=lambda h: -h["for"])[:top],
+        "partitions": partitions,
         "workers": workers,
         "busiest_hosts": busiest,
         "busiest_addresses": [
             {"address": a.address, "in_flight": a.in_flight, "fetches": a.fetches,
              "waits": a.refusals}
-            for a in address_loads(frontier.client, [p.prefix for p in parts], top)
+            for a in address_loads(client, crawl.address_prefixes, top)
         ],
         "controls": controls,
-        "halt": next((p.halt for p in parts if p.halt), ""),
+        "halt": operator.halted(),
         "totals": totals,
         "policies": [
             {"policy": c.name, "pages": c.pages, "queued": c.queued}
@@ -283,11 +301,10 @@ def format_report(r: Mapping[str, Any]) -> str:
     h = r["hosts"]
     c = r["controls"]
     lines = [
-        f"crawl {r['crawl']}: {r['queued']} URLs queued, {r['seen']} seen, "
-        f"{r['leases']['open']} leases open" + (f"; HALTED: {r['halt']}" if r["halt"] else ""),
-        f"hosts: {r['hosts_total']} known; {h['ready']} ready, {h['waiting']} waiting, "
-        f"{h['in_flight']} in flight, {h['held']} held, {h['given_up']} given up, "
-        f"{h['blocked']} blocked",
+        f"crawl {r['crawl']}: {r['queued']} URLs queued (in flight included), {r['seen']} seen, "
+        f"{r['inbox']} letters in inboxes" + (f"; HALTED: {r['halt']}" if r["halt"] else ""),
+        f"hosts: {r['hosts_total']} known; {h['waiting']} waiting, {h['held']} held, "
+        f"{h['given_up']} given up, {h['blocked']} blocked",
     ]
     ctl = []
     if c["paused"]:
@@ -313,7 +330,7 @@ def format_report(r: Mapping[str, Any]) -> str:
     for w in r["workers"]:
         lines.append(
             f"  {w['worker']}: {w['state']}, {w['pages']} pages, {w['pages_per_s']:.1f} pages/s, "
-            f"{w['leases']} leases, last heartbeat {_ago(w['last_beat_ago'])} ago"
+            f"{w['partitions']} partitions, last heartbeat {_ago(w['last_beat_ago'])} ago"
         )
     if r["busiest_hosts"]:
         lines.append("busiest: " + busiest_line(
@@ -330,20 +347,9 @@ def format_report(r: Mapping[str, Any]) -> str:
             f"{p['policy']} {p['pages']} pages ({p['queued']} URLs queued)"
             for p in r["policies"]
         ))
-    if r["leases"]["oldest"]:
-        lines.append("oldest leases:")
-        for lease in r["leases"]["oldest"][:5]:
-            lines.append(
-                f"  {_ago(lease['age'])} {lease['url']} ({lease['worker']}"
-                + (", fetched, being processed" if lease["fetched"] else "")
-                + ")"
-            )
     if r["held_hosts"]:
         lines.append(
-            "held: "
-            + ", ".join(
-                f"{x['host']} ({x['queued']} URLs, {_ago(x['for'])})" for x in r["held_hosts"]
-            )
+            "held: " + ", ".join(f"{x['host']} ({_ago(x['for'])})" for x in r["held_hosts"])
         )
     t = r["totals"]
     if t:

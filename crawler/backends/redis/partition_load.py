@@ -1,0 +1,118 @@
+"""Per-partition load of a crawl's frontier, for ``scrapy frontier <site> status``: what each
+partition holds (URLs queued, hosts, URLs seen, letters waiting in its inbox), which worker owns
+it, and what its Redis node reports of itself (operations per second, CPU seconds, memory), so
+an operator sees a hot partition or node, a partition nobody owns, or an inbox its owner does
+not keep up with, before it hurts.
+
+Read with two pipelined calls over every partition (counts and cardinalities only: ``LLEN`` of
+the front lists and of the ``b:`` lists, ``HLEN``, ``XLEN``, the seen-set's count), never a
+walk of a queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+
+from crawler.backends.redis.keys import PartitionKeys
+
+
+def node_of(client: Any, key: str) -> tuple[str, Any]:
+    """The node serving ``key``: its address and a client of it (the client itself when it
+    is one server)."""
+    get_node = getattr(client, "get_node_from_key", None)
+    if get_node is None:
+        kwargs = client.get_connection_kwargs()
+        return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}", client
+    node = get_node(key)
+    return node.name, node.redis_connection
+
+
+def node_report(connection: Any) -> dict[str, Any]:
+    """What a Redis node says of its load (empty when it cannot be asked)."""
+    try:
+        info = connection.info()
+    except (redis.RedisError, OSError):
+        return {}
+    return {
+        "ops_per_sec": int(info.get("instantaneous_ops_per_sec", 0)),
+        "cpu_seconds": round(
+            float(info.get("used_cpu_user", 0)) + float(info.get("used_cpu_sys", 0)), 1
+        ),
+        "used_memory": int(info.get("used_memory", 0)),
+    }
+
+
+def partition_loads(
+    client: Any, partitions: Sequence[PartitionKeys], front_queues: int
+) -> list[dict[str, Any]]:
+    """One row per partition: index, tag, node, owner (its lease: ``<worker>/<epoch>``, ""
+    when nobody owns it), URLs queued (in the front lists, out of them in ``o``: in a back
+    queue's head, leased or handed back, and in the ``b:`` lists), hosts, URLs seen, inbox
+    backlog, and the node's own figures."""
+    pipe = client.pipeline(transaction=False)
+    for k in partitions:
+        pipe.get(k.lease)
+        for q in range(front_queues):
+            pipe.llen(k.front(q))
+        pipe.hlen(k.out)
+        pipe.smembers(k.back_hosts)
+        pipe.hlen(k.hosts)
+        pipe.xlen(k.inbox)
+        pipe.exists(k.seen)  # a RedisBloom filter; else the exact set's counter
+        pipe.get(k.seen_count)
+    width = front_queues + 7
+    replies = pipe.execute()
+    rows: list[tuple[PartitionKeys, list[Any]]] = [
+        (k, replies[i * width : (i + 1) * width]) for i, k in enumerate(partitions)
+    ]
+    pipe = client.pipeline(transaction=False)
+    for k, r in rows:
+        backs = sorted(h.decode() for h in r[front_queues + 2])
+        for host in backs:
+            pipe.llen(k.back(host))
+        if r[front_queues + 5]:
+            pipe.execute_command("BF.CARD", k.seen)
+    second = iter(pipe.execute())
+    nodes: dict[str, dict[str, Any]] = {}
+    out = []
+    for k, r in rows:
+        lease, fronts = r[0], r[1 : front_queues + 1]
+        out_len, backs, hosts, inbox, bloom, exact = r[front_queues + 1 :]
+        backed = sum(next(second) for _ in backs)
+        seen = int(next(second)) if bloom else int(exact or 0)
+        name, connection = node_of(client, k.lease)
+        if name not in nodes:
+            nodes[name] = node_report(connection)
+        out.append({
+            "partition": k.index,
+            "tag": k.prefix,
+            "node": name,
+            "owner": lease.decode() if lease else "",
+            "queued": sum(fronts) + out_len + backed,
+            "hosts": hosts,
+            "seen": seen,
+            "inbox": inbox,
+            **{f"node_{key}": v for key, v in nodes[name].items()},
+        })
+    return out
+
+
+def format_partition_loads(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [f"partitions ({len(rows)}):"]
+    for r in rows:
+        memory = r.get("node_used_memory")
+        lines.append(
+            f"  {r['partition']:>3} {r['owner'] or '(no owner)':<24} queued {r['queued']:>9,}  "
+            f"hosts {r['hosts']:>7,}  seen {r['seen']:>10,}  inbox {r['inbox']:>5,}  "
+            f"{r['node']}"
+            + (
+                f" ({r['node_ops_per_sec']:,} ops/s, {r['node_cpu_seconds']} CPU s, "
+                f"{memory / 2**20:,.0f} MiB)"
+                if memory is not None
+                else ""
+            )
+        )
+    return "\n".join(lines)
