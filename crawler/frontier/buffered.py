@@ -190,27 +190,22 @@ class BufferedFrontier(Frontier):
         retried with backoff until it goes through, so nothing queued is lost and the calls
         stay in order; meanwhile the caller goes on with the leases it holds and its adds
         wait here. One line when the server goes away, one when it is back."""
-        backoff = 0.05
-        done = False
+        backoff, done = 0.05, False
         while True:
             try:
                 if not done:
                     fn()
-                    done = True
-                if self._away_since is not None:
-                    # a call may go through without the server (a frontier that keeps its
-                    # partitions' state in memory): back only once the server answers
-                    self.inner.ping()
+                done = True  # (a call may go through without the server: a frontier that
+                if self._away_since is not None:  # keeps partitions in memory; back once
+                    self.inner.ping()  # the server answers)
             except self.transient as exc:
                 if self._closed and self._away_since is not None:
                     logger.warning("Shared frontier still away at close: %s", exc)
                     return  # its leases expire, and their URLs come back to other workers
                 if self._away_since is None:
                     self._away_since = self.clock()
-                    logger.warning(
-                        "Shared frontier unreachable (%s): retrying, the work in hand is kept",
-                        exc,
-                    )
+                    logger.warning("Shared frontier unreachable (%s): retrying, the work in "
+                                   "hand is kept", exc)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
                 continue
@@ -220,9 +215,7 @@ class BufferedFrontier(Frontier):
                 else:
                     logger.exception("Call on the shared frontier failed")
             if self._away_since is not None:
-                logger.warning(
-                    "Shared frontier back after %.1fs", self.clock() - self._away_since
-                )
+                logger.warning("Shared frontier back after %.1fs", self.clock() - self._away_since)
                 self._away_since = None
             return
 

@@ -21,6 +21,7 @@ from crawler.frontier.api import (
 from crawler.frontier.hoststate import HostState, LeaseBook, OpenLease
 from crawler.frontier.opic import CashLedger, pick_above_floor
 from crawler.frontier.politeness import PolitenessPolicy
+from crawler.frontier.reports import busiest, count_hosts, waiting
 from crawler.frontier.selector import BiasedSelector
 from crawler.frontier.store import MemoryQueueStore, QueueStore, entry_key, identity, url_key
 
@@ -559,48 +560,16 @@ class MercatorFrontier(Frontier):
             back_queues_used=self.back_queue_count - self._free_back,
             extra=extra,
         )
-        for host in self._hosts.values():
-            if host.in_flight():
-                c.hosts_busy += 1
-            when = host.ready_time()
-            if when is None:
-                continue
-            if when <= now:
-                c.hosts_ready += 1
-            else:
-                c.hosts_waiting += 1
-        return c
+        return count_hosts(c, self._hosts.values(), now)
 
     def hosts(self) -> list[str]:
         return [h.name for h in self._hosts.values() if h.admitted]
 
     def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
-        top = heapq.nlargest(n, self._hosts.values(), key=lambda h: h.fetches)
-        return [
-            (h.name, h.fetches, h.gap_sum / h.gaps if h.gaps else 0.0) for h in top if h.fetches
-        ]
+        return busiest(self._hosts.values(), n)
 
     def waiting_hosts(self) -> list[HostReport]:
-        now = self.clock()
-        queued: dict[str, int] = {}
-        for entry in self.store.iter_queued():
-            queued[entry.host] = queued.get(entry.host, 0) + 1
-        reports = []
-        for host in self._hosts.values():
-            # a returned entry with a row id is still in a persistent store: counted above
-            n = queued.get(host.name, 0) + len(host.firsts)
-            n += sum(1 for e in host.returned if not e.id)
-            if not n or host.dead or host.skipped:
-                continue
-            when = host.ready_time()
-            if not host.has_back and not host.firsts and not host.returned:
-                reason, due_in = "waiting for a back queue", 0.0
-            elif when is None:
-                reason, due_in = "in flight", 0.0
-            else:
-                reason, due_in = "politeness delay", max(0.0, when - now)
-            reports.append(HostReport(host.name, n, due_in, reason))
-        return sorted(reports, key=lambda r: -r.due_in)
+        return waiting(self._hosts.values(), self.store.iter_queued(), self.clock())
 
     def close(self) -> None:
         self.store.close()
