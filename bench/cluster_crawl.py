@@ -1,4 +1,4 @@
-"""A real crawl through a Redis Cluster (issue 23): is the sharded crawl the same polite crawler?
+"""A real crawl through a Redis Cluster (issue 23): is the crawl on a cluster as polite?
 
     .venv/bin/python bench/cluster_crawl.py [--runs 1] [--configs single,cluster]
                                             [--min-delay 0.25] [--shards 6] [--workers 3]
