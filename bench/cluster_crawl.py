@@ -1,4 +1,4 @@
-"""A real crawl through a Redis Cluster (issue 23): is the sharded crawl the same polite crawler?
+"""A real crawl through a Redis Cluster (issue 23): is the crawl on a cluster as polite?
 
     .venv/bin/python bench/cluster_crawl.py [--runs 1] [--configs single,cluster]
                                             [--min-delay 0.25] [--shards 6] [--workers 3]
@@ -185,14 +185,14 @@ class Store:
         return {address: role for address, (role, _) in self.nodes().items()}
 
     def shard_nodes(self, key: str) -> list[str]:
-        """The master of each shard (its stats key's slot)."""
+        """The master of each shard's hash tag (the per-address keys')."""
         if self.cluster is None:
             return ["single"] * self.shards
         client = self.cluster.client()
         try:
             return [
-                client.get_node_from_key(k.stats).name
-                for k in CrawlKeys(key, shards=self.shards).shards()
+                client.get_node_from_key(prefix + ":ip").name
+                for prefix in CrawlKeys(key, shards=self.shards).shard_prefixes()
             ]
         finally:
             client.close()

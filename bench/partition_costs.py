@@ -5,10 +5,13 @@ measured in the same run on the same machine so that their ratios mean something
                                               [--pages 20000] [--workers 1,2]
                                               [--policies depth,opic] [--links 20]
                                               [--local 0.8] [--space 2] [--batch 1000]
-                                              [--frontiers old,new] [--json out.json]
+                                              [--json out.json] [--merge old.json]
 
-For each queue size N, each frontier (``old``: ``RedisFrontierStore``'s Lua ``RedisFrontier``;
-``new``: ``PartitionedFrontierStore``'s ``PartitionedFrontier``, 16 partitions, one
+The Lua frontier (``old``) is deleted (issue 37): its figures below were measured before, and
+an old checkout's ``--json`` file given to ``--merge`` puts its rows next to this run's.
+
+For each queue size N, the frontier (``new``: ``RedisFrontierStore``'s
+``PartitionedFrontier``, 16 partitions, one
 ``MercatorFrontier`` over a ``RedisQueueStore`` per owned partition) and each priority policy
 (``FRONTIER_PRIORITY_POLICY`` depth or opic), on a fresh Debian ``redis-server`` this script
 starts itself (``tests/redis_support.start_redis``), each frontier built by its store class from
@@ -141,7 +144,6 @@ from scrapy.settings import Settings  # noqa: E402
 
 from bench.seeds_bulk import data_memory, seed_urls, server_cpu  # noqa: E402
 from crawler.backends.redis.frontier_store import RedisFrontierStore  # noqa: E402
-from crawler.backends.redis.partition_store import PartitionedFrontierStore  # noqa: E402
 from crawler.backends.redis.partitioned import PartitionedFrontier  # noqa: E402
 from crawler.frontier import Entry, Frontier  # noqa: E402
 from crawler.frontier.api import Settlement  # noqa: E402
@@ -155,10 +157,9 @@ URLS_GOAL = 1e9  # URLs the projection asks for
 USABLE_GB = 25.0  # memory a master may fill (a 32 GB machine, room for fork and fragmentation)
 HEADROOM = 0.7  # share of a master's one core the frontier may use
 FRONT_QUEUES = 8  # FRONTIER_FRONT_QUEUES's default: depth d goes to front queue min(d, 7)
-STORES: dict[str, type[RedisFrontierStore]] = {
-    "old": RedisFrontierStore,
-    "new": PartitionedFrontierStore,
-}
+# "old" (the Lua frontier) is gone from the code: its rows come from an earlier checkout's
+# --json file, through --merge
+STORES: dict[str, type[RedisFrontierStore]] = {"new": RedisFrontierStore}
 
 
 def settings(port: int, policy: str, worker: str) -> Settings:
@@ -179,11 +180,6 @@ def open_frontier(kind: str, port: int, policy: str, worker: str) -> Frontier:
     """The frontier as a worker's store class builds it (without the buffering thread)."""
     store = STORES[kind](settings(port, policy, worker), SITE)
     client = redis.Redis(host="127.0.0.1", port=port)
-    if kind == "old":
-        frontier = store._redis_frontier(client, lease_ttl=LEASE_TTL, max_pages_per_host=None)
-        frontier.check_compatible(store.scope_fingerprint())  # stores the crawl's layout
-        return frontier
-    assert isinstance(store, PartitionedFrontierStore)
     return store.partitioned_frontier(client, lease_ttl=LEASE_TTL, max_pages_per_host=None)
 
 
@@ -435,10 +431,7 @@ def collect(out: Any, procs: list[Any]) -> dict[str, Any]:
 
 # -- a real crawl ------------------------------------------------------------------------------
 
-STORE_CLASSES = {
-    "old": "crawler.backends.redis.frontier_store.RedisFrontierStore",
-    "new": "crawler.backends.redis.partition_store.PartitionedFrontierStore",
-}
+STORE_CLASSES = {"new": "crawler.backends.redis.frontier_store.RedisFrontierStore"}
 
 
 def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict[str, Any]:
@@ -597,7 +590,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20_000, help="pages per configuration")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--policies", default="depth,opic")
-    parser.add_argument("--frontiers", default="old,new")
+    parser.add_argument("--frontiers", default="new")
     parser.add_argument("--links", type=int, default=20, help="links a page adds")
     parser.add_argument("--local", type=float, default=0.8, help="share of same-host links")
     parser.add_argument("--space", type=float, default=2.0, help="URL space / seeds")

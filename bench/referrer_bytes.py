@@ -1,7 +1,7 @@
-"""What the page a link was found on costs per queued URL, in each frontier store: memory
-(``MercatorFrontier`` over ``MemoryQueueStore``), SQLite (``JOBDIR/frontier.sqlite``) and Redis
-(its own ``redis-server`` on a free port), each measured with the referrer and without it (the
-same entries with ``referrer=""``, as before this field existed) in the same run.
+"""What the page a link was found on costs per queued URL: in memory (``MercatorFrontier`` over
+``MemoryQueueStore``) and in SQLite (``JOBDIR/frontier.sqlite``), each measured with the
+referrer and without it (the same entries with ``referrer=""``, as before this field existed)
+in the same run, and in the Redis entry (``crawler.backends.redis.entries``) under each design.
 
 Run from the project root::
 
@@ -18,11 +18,10 @@ order it queues it. A page's links share one referrer string, as the intake pass
 
 Printed: per queued URL, the bytes in memory (``tracemalloc``, everything the frontier holds:
 entries, URL strings, seen-set), in the SQLite file (``dbstat``: the queue table and its indexes,
-and the whole file), in Redis (``MEMORY USAGE`` of the queue lists, comparable with
-``bench/seeds_bulk.py``'s 31.3 B, and the ``used_memory`` delta less the seen-set); the Redis
-entry's own bytes under other designs of the referrer field (the whole referrer URL coded; the
-path alone when the host is the same; a 4-byte reference to a table of referring pages, with
-that table's coded URLs spread over the links); and the cost of packing and unpacking.
+and the whole file); the Redis entry's own bytes under other designs of the referrer field
+(the whole referrer URL coded; the path alone when the host is the same; a 4-byte reference
+to a table of referring pages, with that table's coded URLs spread over the links); and the
+cost of packing and unpacking.
 """
 
 from __future__ import annotations
@@ -45,16 +44,14 @@ from urllib.parse import urljoin, urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.seeds_bulk import DOC_ROOTS, data_memory, host_names, key_bytes  # noqa: E402
+from bench.seeds_bulk import DOC_ROOTS, host_names  # noqa: E402
 from crawler.backends.redis.entries import pack_entry, unpack_entry  # noqa: E402
-from crawler.backends.redis.frontier import RedisFrontier  # noqa: E402
 from crawler.backends.sqlite.frontier import SqliteQueueStore  # noqa: E402
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy  # noqa: E402
 from crawler.frontier.api import SEED  # noqa: E402
 from crawler.frontier.urlcode import huffman_encode, varint  # noqa: E402
 from crawler.frontier.urls import normalize_url  # noqa: E402
 from tests.frontier_contract import FakeClock  # noqa: E402
-from tests.redis_support import start_redis  # noqa: E402
 
 HREF = re.compile(rb'href="([^"#?]+)[^"]*"')
 
@@ -181,23 +178,6 @@ def sqlite_bytes(entries: list[Entry], work: Path, name: str) -> dict[str, float
     }
 
 
-def redis_bytes(entries: list[Entry], client: Any, key: str) -> dict[str, float]:
-    client.flushall()
-    client.execute_command("MEMORY", "PURGE")
-    base = data_memory(client)
-    f = RedisFrontier(client, key, PolitenessPolicy(min_delay=0.0), clock=FakeClock())
-    for i in range(0, len(entries), 1000):
-        f.add_many(entries[i : i + 1000])
-    data = data_memory(client) - base
-    n = len(entries)
-    lists = key_bytes(client, "{" + key + "}:f:*")[1] + key_bytes(client, "{" + key + "}:q:*")[1]
-    seen = key_bytes(client, "{" + key + "}:seen*")[1] + key_bytes(client, "{" + key + "}:sx:*")[1]
-    return {
-        "queue_lists": round(lists / n, 1),
-        "data_without_seen": round((data - seen) / n, 1),
-    }
-
-
 def designs(entries: list[Entry]) -> dict[str, float]:
     """Mean bytes of the Redis entry (no list overhead, no host number) under each design of
     the referrer field."""
@@ -283,20 +263,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "with": sqlite_bytes(entries, work, "with"),
         "without": sqlite_bytes(plain, work, "without"),
     }
-    (work / "redis").mkdir()
-    server = start_redis(work / "redis")
-    try:
-        client = server.client()
-        redis_bytes(entries, client, "warmup")  # the server's one-time growth, not counted
-        result["redis_bytes_per_url"] = {
-            "with": redis_bytes(entries, client, "refbench"),
-            "without": redis_bytes(plain, client, "refbench"),
-        }
-        result["redis_version"] = client.info("server")["redis_version"]
-        client.close()
-    finally:
-        server.process.terminate()
-        server.process.wait(timeout=30)
     result["codec"] = codec_cost(entries)
     result["wall_s"] = round(time.monotonic() - t0, 1)
     result["load_average_end"] = os.getloadavg()

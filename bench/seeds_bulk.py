@@ -176,11 +176,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         first = last = None
         cpu_first = cpu_last = redis_first = redis_last = 0.0
         expected = len(set(urls))
-        stats_keys = _stats_keys(args.shards)
         queued = 0
         while proc.poll() is None:
             now = time.monotonic()
-            count = sum(int(client.hget(k, "queued") or 0) for k in stats_keys)
+            count = _queued(client)
             if count != queued:
                 queued, last = count, now
                 cpu_last, redis_last = process_cpu(proc.pid), server_cpu(client)
@@ -195,17 +194,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.1)
         used = client.info("memory")["used_memory"] - base
         data = data_memory(client) - data_base
+        part = "{" + SITE + ":*}"  # the partitions' tags (crawler.backends.redis.keys)
         parts = {
-            # the exact buckets (sx:<b>), the Bloom layers and counts, a legacy SET
-            "seen": _sum(
-                key_bytes(client, "{" + SITE + "*}:seen*"),
-                key_bytes(client, "{" + SITE + "*}:sx:*"),
-            ),
-            "front queues": key_bytes(client, "{" + SITE + "*}:f:*"),
-            "first queues (robots.txt)": key_bytes(client, "{" + SITE + "*}:fq:*"),
-            "back queues": key_bytes(client, "{" + SITE + "*}:q:*"),
-            "host hashes": key_bytes(client, "{" + SITE + "*}:h:*"),
-            "host numbers": key_bytes(client, "{" + SITE + "*}:hid"),
+            # the Bloom filter (:s), or the exact buckets (:s:<b>) and their count
+            "seen": _sum(key_bytes(client, part + ":s"), key_bytes(client, part + ":s:*")),
+            "front queues": key_bytes(client, part + ":f:*"),
+            "back queues (lists)": key_bytes(client, part + ":b:*"),
+            "URLs out of the lists": key_bytes(client, part + ":o"),
+            "host states": key_bytes(client, part + ":h"),
         }
         everything = key_bytes(client, "{" + SITE + "*")
         proc.send_signal(signal.SIGINT)
@@ -259,11 +255,28 @@ def _sum(*parts: tuple[int, int]) -> tuple[int, int]:
     return sum(n for n, _ in parts), sum(b for _, b in parts)
 
 
-def _stats_keys(shards: int) -> list[str]:
-    from crawler.backends.redis.keys import CrawlKeys
+def _queued(client: redis.Redis) -> int:
+    """URLs the crawl holds: in its partitions' front queues, back-queue lists and out of them
+    (two pipelines)."""
+    from crawler.backends.redis.frontier_store import PARTITIONS
+    from crawler.backends.redis.keys import PartitionKeys
+    from crawler.config import defaults
 
-    keys = CrawlKeys(SITE, shards=shards)
-    return [keys.frontier(i).stats for i in range(shards)]
+    parts = [PartitionKeys(SITE, i, PARTITIONS) for i in range(PARTITIONS)]
+    pipe = client.pipeline(transaction=False)
+    for keys in parts:
+        for q in range(defaults.FRONTIER_FRONT_QUEUES):
+            pipe.llen(keys.front(q))
+        pipe.hlen(keys.out)
+        pipe.smembers(keys.back_hosts)
+    replies = pipe.execute()
+    total = sum(r for r in replies if isinstance(r, int))
+    hosts = [r for r in replies if isinstance(r, set)]  # one per partition, in order
+    pipe = client.pipeline(transaction=False)
+    for keys, names in zip(parts, hosts, strict=True):
+        for host in names:
+            pipe.llen(keys.back(host.decode()))
+    return total + sum(pipe.execute())
 
 
 def main() -> None:

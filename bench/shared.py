@@ -1,11 +1,11 @@
-"""Benchmark of the state several workers share: near-duplicates on Redis, the Bloom seen-set,
-the index on PostgreSQL.
+"""Benchmark of the state several workers share: near-duplicates on Redis and the index on
+PostgreSQL (the seen-set: ``bench/seenset.py``).
 
 Run from the project root (starts its own ``redis-server``; PostgreSQL at 127.0.0.1:5432, or
 ``TEST_POSTGRES_URL``, where it creates and drops a database)::
 
     .venv/bin/python bench/shared.py                 # everything (~4 min)
-    .venv/bin/python bench/shared.py --only neardup,bloom,index --quick
+    .venv/bin/python bench/shared.py --only neardup,index --quick
     git archive main | tar -x -C /tmp/base             # the same real-pages run of main's code,
     .venv/bin/python bench/shared.py --only neardup --baseline /tmp/base --runs 3  # alternating
     .venv/bin/python bench/shared.py --only neardup --baseline /tmp/base --instructions
@@ -24,10 +24,7 @@ It prints:
    change); then check-and-insert per second from one and from two client processes on ~5 KB
    pages, the time a client waits for Redis per page, the server time per script call and the
    commits retried;
-2. ``bloom``: memory and measured false-positive rate of the seen-set Bloom filter at 10
-   million URLs (1 %), next to an exact SET (measured at 1 million, per URL), and add-script
-   throughput with each;
-3. ``index``: PostgreSQL index writes per second (pages with ~95 outlinks, batches of 200)
+2. ``index``: PostgreSQL index writes per second (pages with ~95 outlinks, batches of 200)
    against SQLite FTS5, both measured here.
 """
 
@@ -50,17 +47,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np
 import redis
 
 from bench.index import make_pages
 from crawler.backends.postgres.index import PostgresIndex
-from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
-from crawler.backends.redis.seen import bloom_params
 from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
-from crawler.frontier import Entry, PolitenessPolicy
 from devsite.testset import build_labelled_set, page_item, text_pages
 from tests.pg_support import create_database, drop_database
 from tests.redis_support import RedisServer, free_port, fresh_key, start_redis
@@ -325,57 +318,8 @@ def bench_neardup(
               f"{mem / count:.0f} B/document ({det.originals} originals)")
 
 
-def bench_bloom(server: RedisServer, quick: bool) -> None:
-    print("2. Seen-set as a Bloom filter (1 %)")
-    n = 1_000_000 if quick else 10_000_000
-    bits, probes = bloom_params(n, 0.01)
-    rng = np.random.default_rng(5)
-    keys = rng.integers(0, 2**63, size=n, dtype=np.uint64)
-    h1, h2 = keys >> np.uint64(32), keys & np.uint64(0xFFFFFFFF)
-    bitmap = np.zeros((bits + 7) // 8, dtype=np.uint8)
-    for i in range(probes):
-        off = (h1 + np.uint64(i) * h2) % np.uint64(bits)
-        np.bitwise_or.at(bitmap, (off // np.uint64(8)).astype(np.int64),
-                         (np.uint8(128) >> (off % np.uint64(8)).astype(np.uint8)))
-    client = server.client()
-    key = "{" + fresh_key() + "}:seen:bloom"
-    client.set(key, bitmap.tobytes())
-    used = client.memory_usage(key, samples=0)
-    fresh = rng.integers(0, 2**63, size=200_000, dtype=np.uint64)
-    f1, f2 = fresh >> np.uint64(32), fresh & np.uint64(0xFFFFFFFF)
-    hit = np.ones(len(fresh), dtype=bool)
-    for i in range(probes):
-        off = (f1 + np.uint64(i) * f2) % np.uint64(bits)
-        byte = bitmap[(off // np.uint64(8)).astype(np.int64)]
-        hit &= (byte & (np.uint8(128) >> (off % np.uint64(8)).astype(np.uint8))) > 0
-    print(f"   {n:,} URLs: {used / 2**20:.1f} MiB ({used / n:.2f} B/URL), {probes} probes, "
-          f"false positives {hit.mean() * 100:.2f} % of 200,000 new URLs")
-    client.delete(key)
-    m = 1_000_000
-    set_key = "{" + fresh_key() + "}:seen"
-    pipe = client.pipeline(transaction=False)
-    for start in range(0, m, 10_000):
-        pipe.sadd(set_key, *[int(k).to_bytes(8, "big") for k in keys[start:start + 10_000]])
-    pipe.execute()
-    per_url = client.memory_usage(set_key, samples=0) / m
-    print(f"   exact SET: {per_url:.1f} B/URL at {m:,} (x{per_url * n / used:.0f} the filter "
-          f"at {n:,})")
-    client.delete(set_key)
-    links = 20_000 if quick else 100_000
-    for name, bloom in (("SET", None), ("Bloom", bloom_params(n, 0.01))):
-        f = RedisFrontier(server.client(), fresh_key(), PolitenessPolicy(), seen_bloom=bloom)
-        entries = [Entry(url=f"http://h{i % 100}.test/{i}", host=f"h{i % 100}.test")
-                   for i in range(links)]
-        t0 = time.perf_counter()
-        for start in range(0, links, 50):
-            f.add_many(entries[start:start + 50])
-        print(f"   add script, 50 links per call, {name:5s}: "
-              f"{links / (time.perf_counter() - t0):,.0f} links/s")
-        f.reset()
-
-
 def bench_index(quick: bool) -> None:
-    print("3. Index writes: PostgreSQL against SQLite FTS5 (batches of 200 pages)")
+    print("2. Index writes: PostgreSQL against SQLite FTS5 (batches of 200 pages)")
     count = 1000 if quick else 4000
     pages = make_pages(count)
     url = create_database()
@@ -413,7 +357,7 @@ def bench_index(quick: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="neardup,bloom,index")
+    parser.add_argument("--only", default="neardup,index")
     parser.add_argument("--baseline", type=Path, help="a tree whose shared near-duplicate code "
                         "to run on the real pages too (e.g. git archive main)")
     parser.add_argument("--runs", type=int, default=1, help="real-page runs per tree")
@@ -426,8 +370,6 @@ def main() -> None:
         try:
             if "neardup" in only:
                 bench_neardup(server, args.quick, args.baseline, args.runs, args.instructions)
-            if "bloom" in only:
-                bench_bloom(server, args.quick)
         finally:
             server.stop()
     if "index" in only:

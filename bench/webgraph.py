@@ -591,21 +591,21 @@ class PageCalls:
 
 
 def link_cost_redis(trees: list[str], runs: int = 3) -> None:
-    """``link_cost`` on the Redis frontier (a redis-server of its own): admission, link intake
-    and the frontier's script calls, a page's links, their cash and its completion in one
-    pipeline as a worker sends them (:class:`PageCalls`), each crawl to completion; CPU is
-    this process's plus Redis's. Then the bytes per queued URL (Redis's ``used_memory``) with
-    and without OPIC's cash records."""
+    """``link_cost`` on the partitioned Redis frontier (a redis-server of its own, one worker
+    owning the crawl's one partition): admission, link intake and the frontier's Redis calls,
+    a page's links, their cash and its completion in one ``apply`` as a worker sends them
+    (:class:`PageCalls`), each crawl to completion; CPU is this process's plus Redis's. Then
+    the bytes per queued URL (Redis's ``used_memory``), depth against OPIC."""
     import os
     import tempfile
 
-    from crawler.backends.redis.frontier import RedisFrontier
     from crawler.frontier import UrlPolicy
     from crawler.frontier.scope import ScopeRegistry
     from crawler.scheduler.admission import Admission
     from crawler.scheduler.intake import LinkIntake
     from crawler.scheduler.stats import FrontierStats
     from tests.redis_support import start_redis
+    from tests.test_frontier_partitioned import partitioned
     from tests.test_scheduler_intake import Settings, Stats
 
     pages, seeds = doc_site(trees)
@@ -618,9 +618,10 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
         for run in range(runs):
             for order in ("depth", "opic"):
                 clock = Clock()
-                frontier = RedisFrontier(
-                    client, f"lc-{order}-{run}", PolitenessPolicy(min_delay=0, delay_factor=0),
-                    clock=clock, front_queues=FRONT_QUEUES, back_queues=48, lease_ttl=1e9,
+                frontier = partitioned(
+                    client, f"lc-{order}-{run}", clock,
+                    policy=PolitenessPolicy(min_delay=0, delay_factor=0),
+                    front_queues=FRONT_QUEUES, back_queues=48, lease_ttl=1e9,
                     opic=order == "opic", back_run=4,
                 )
                 admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
@@ -672,13 +673,12 @@ def queued_memory(
     per_host: int = 5000,
     pages: dict[str, list[str]] | None = None,
 ) -> None:
-    """Bytes per queued URL in Redis, depth against OPIC: for hosts of ``per_host`` URLs (one
-    hash of cash records per host went past the compact listpack at 128 entries) and of 50
-    (URLs of 50-60 characters, no referrer), and for the documentation's links within its
-    hosts with the page each was found on (``pages``: longer entries, a third past 49 bytes,
-    which a record keeps in pieces)."""
-    from crawler.backends.redis.frontier import RedisFrontier
+    """Bytes per queued URL in Redis (the partitioned frontier, one partition), depth against
+    OPIC, less the seen-set: for hosts of ``per_host`` URLs and of 50 (URLs of 50-60
+    characters, no referrer), and for the documentation's links within its hosts with the page
+    each was found on (``pages``: longer entries)."""
     from crawler.frontier.urls import normalize_url
+    from tests.test_frontier_partitioned import partitioned
 
     shapes: list[tuple[str, list[Entry]]] = []
     for n_hosts, n in ((hosts, per_host), (hosts * 100, 50)):
@@ -699,33 +699,27 @@ def queued_memory(
         hosts_of = len({e.host for e in links.values()})
         shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
                        list(links.values())))
-    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC | OPIC's records "
-          "| OPIC's buckets / of them listpacks |  (used_memory; under 50,000 URLs, the sum of "
-          "MEMORY USAGE)")
-    print("|---|---|---|---|---|")
+    print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC |  (used_memory; "
+          "under 50,000 URLs, the sum of MEMORY USAGE)")
+    print("|---|---|---|")
     for label, entries in shapes:
         per = {}
         for order in ("depth", "opic"):
             key = f"mem-{order}-{len(entries)}-{label[:4]}"
-            f = RedisFrontier(client, key, PolitenessPolicy(), front_queues=FRONT_QUEUES,
-                              back_queues=1, opic=order == "opic")  # one back queue: all in front
+            f = partitioned(client, key, Clock(), front_queues=FRONT_QUEUES, back_queues=1,
+                            opic=order == "opic")  # one back queue: all in front
             before = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
             for at in range(0, len(entries), 1000):
                 f.add_many(entries[at : at + 1000])
             after = client.info("memory")["used_memory"]  # type: ignore[attr-defined]
             usage = {k: client.memory_usage(k, samples=0) or 0  # type: ignore[attr-defined]
-                     for k in client.scan_iter(match=f"{{{key}}}:*")}  # type: ignore[attr-defined]
-            seen = sum(v for k, v in usage.items() if b":seen" in k or b":sx:" in k)
+                     for k in client.scan_iter(match=f"{{{key}*")}  # type: ignore[attr-defined]
+            seen = sum(v for k, v in usage.items() if k.split(b"}", 1)[-1].startswith(b":s"))
             if len(entries) < 50_000:  # too few for used_memory: the keys' own sizes
                 after, before = sum(usage.values()), 0
-            buckets = [k for k in usage if b":cr:" in k]
-            records = sum(usage[k] for k in buckets)
-            compact = sum(client.object("encoding", k) == b"listpack"  # type: ignore[attr-defined]
-                          for k in buckets)
-            per[order] = ((after - before - seen) / len(entries), records / len(entries),
-                          len(buckets), compact)
-        print(f"| {label} | {per['depth'][0]:.0f} | {per['opic'][0]:.0f} | {per['opic'][1]:.0f} "
-              f"| {per['opic'][2]} / {per['opic'][3]} |")
+            per[order] = (after - before - seen) / len(entries)
+            f.close()
+        print(f"| {label} | {per['depth']:.0f} | {per['opic']:.0f} |")
 
 
 def main() -> None:

@@ -3,13 +3,15 @@ Cluster, for the fault tests: what each worker fetched, when, and what the front
 
 No HTTP: a fetch is a short sleep, so a test can crawl a thousand pages in seconds while an
 operator's action (a reshard, a master killed) happens underneath. Each worker has its own
-cluster client and :class:`~crawler.backends.redis.sharded.ShardedFrontier`, as worker
-processes would, and retries a call that failed because Redis was away, as the buffered
+cluster client and partitioned frontier, built by the ``redis`` backend's store as a worker
+process builds it (:meth:`~crawler.backends.redis.frontier_store.RedisFrontierStore.
+partitioned_frontier`), and retries a call that failed because Redis was away, as the buffered
 frontier does (``BufferedFrontier._guard``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter, defaultdict
@@ -19,12 +21,12 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 from redis.cluster import RedisCluster
+from scrapy.settings import Settings
 
-from crawler.backends.redis.calls import script_runner
-from crawler.backends.redis.frontier import RedisFrontier
+from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.outage import TRANSIENT
-from crawler.backends.redis.sharded import ShardedFrontier
-from crawler.frontier import Entry, PolitenessPolicy
+from crawler.backends.redis.partitioned import PartitionedFrontier
+from crawler.frontier import Entry
 
 T = TypeVar("T")
 
@@ -99,17 +101,15 @@ class CrawlRecord:
 
 
 def make_frontier(
-    client: RedisCluster, key: str, shards: int, replica_wait: int = 0, lease_ttl: float = 5.0
-) -> ShardedFrontier | RedisFrontier:
-    runner = script_runner(client, replica_wait=(replica_wait, 2.0), patience=3.0)
-    policy = PolitenessPolicy(min_delay=0.0, delay_factor=0.0, host_concurrency=1)
-    parts = [
-        RedisFrontier(
-            client, key, policy, shard=i, shards=shards, runner=runner, lease_ttl=lease_ttl
-        )
-        for i in range(shards)
-    ]
-    return parts[0] if shards == 1 else ShardedFrontier(parts, max_age=0.2)
+    client: RedisCluster, key: str, worker: str, lease_ttl: float = 5.0
+) -> PartitionedFrontier:
+    """Worker ``worker``'s frontier on crawl ``key``: no delay, one fetch per host at a time."""
+    settings = Settings({
+        "FRONTIER_MIN_DELAY": 0.0, "FRONTIER_DELAY_FACTOR": 0.0, "FRONTIER_HOST_CONCURRENCY": 1,
+        "RECORD_WORKER_ID": worker,
+    })  # fmt: skip
+    store = RedisFrontierStore(settings, key)
+    return store.partitioned_frontier(client, lease_ttl=lease_ttl, max_pages_per_host=None)
 
 
 def retrying(record: CrawlRecord, call: Callable[[], T], give_up: float = 60.0) -> T:
@@ -131,31 +131,28 @@ def crawl(
     key: str,
     graph: Graph,
     *,
-    shards: int = 6,
     workers: int = 3,
     fetch_time: float = 0.004,
-    replica_wait: int = 0,
     during: Callable[[CrawlRecord], None] | None = None,
     timeout: float = 120.0,
 ) -> CrawlRecord:
     """Crawl ``graph`` to completion with ``workers`` threads; ``during`` runs on the calling
     thread once a tenth of the pages are fetched (the fault)."""
     record = CrawlRecord()
-    seeder = make_frontier(make_client(), key, shards, replica_wait)
+    seeder = make_frontier(make_client(), key, "seeder")
     retrying(record, lambda: seeder.add_many(graph.seeds()))
+    retrying(record, seeder.close)  # its partitions go to the workers at once
     stop = threading.Event()
     errors: list[BaseException] = []
 
     def worker(wid: int) -> None:
-        frontier = make_frontier(make_client(), key, shards, replica_wait)
+        frontier = make_frontier(make_client(), key, f"w{wid}")
         idle_since: float | None = None
         try:
             while not stop.is_set():
                 leases = retrying(record, lambda: frontier.next_many(2))
                 if not leases:
-                    done = retrying(
-                        record, lambda: len(frontier) == 0 and frontier.in_flight() == 0
-                    )
+                    done = retrying(record, lambda: not frontier.has_work(0.0))
                     if done:
                         idle_since = idle_since or time.monotonic()
                         if time.monotonic() - idle_since > 1.5:
@@ -178,6 +175,9 @@ def crawl(
                     retrying(record, lambda lease=lease: frontier.finish(lease.token, 0.0))
         except BaseException as exc:  # reported by the caller
             errors.append(exc)
+        finally:
+            with contextlib.suppress(*TRANSIENT):
+                frontier.close()
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
     for t in threads:

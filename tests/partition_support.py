@@ -7,8 +7,8 @@ from typing import Any
 
 import msgpack
 
+from crawler.backends.redis.frontier_store import PARTITIONS
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.backends.redis.partition_store import PARTITIONS
 from crawler.backends.redis.queue_store import unpack
 
 

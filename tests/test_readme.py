@@ -101,7 +101,7 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s FRONTIER_BACKEND=redis -s FRONTIER_SHARDS=3 "
     "-s REDIS_URL=redis://127.0.0.1:6379/0": (
         "skip: before the README starts its Redis; tests/test_policy_counts.py crawls the web "
-        "site with OPIC on Redis, tests/test_opic_redis.py runs OPIC on three shards"
+        "site with OPIC on Redis, tests/test_frontier_partitioned.py runs OPIC's contract"
     ),
     ".venv/bin/scrapy frontier web status -s FRONTIER_BACKEND=redis -s FRONTIER_SHARDS=3 "
     "-s REDIS_URL=redis://127.0.0.1:6379/0": (
@@ -168,10 +168,6 @@ COMMANDS: dict[str, str] = {
     ".venv/bin/python bench/realcrawl.py --configs ours --politeness 0.5 --window 40 --trees "
     "book,rust-by-example,error_codes,reference,cargo,edition-guide,nomicon,rustc,std,nodejs/api": (
         "skip: a benchmark over real documentation on nginx (bench/, BENCHMARKS.md)"
-    ),
-    ".venv/bin/python bench/seen_scale.py --quick": (
-        "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_seen_layers.py checks the "
-        "seen-set's layers and false positives"
     ),
     ".venv/bin/python bench/pg_scale.py --quick": (
         "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_pg_partitions.py checks the "

@@ -179,19 +179,19 @@ def test_a_silent_workers_leases_come_back_long_before_their_ttl(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    """A worker killed while holding leases, with a lease TTL of 10 minutes: the other worker
-    sees its heartbeat stop, takes it for lost after ``FLEET_WORKER_LOST_AFTER`` (3 s here),
-    hands its leases back at once and finishes the crawl with every page fetched, minutes before
-    the TTL could have brought them back."""
+    """A worker killed while holding leases, with a lease TTL of 10 minutes: its partitions'
+    leases (``PARTITION_TTL``, 10 s) run out, the other worker takes them over with the URLs
+    the dead one held and finishes the crawl with every page fetched, minutes before the
+    leases' TTL could have brought them back."""
     extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 600,
-             "FLEET_HEARTBEAT_INTERVAL": 0.5, "FLEET_WORKER_LOST_AFTER": 3}  # fmt: skip
+             "FLEET_HEARTBEAT_INTERVAL": 0.5}  # fmt: skip
     with site(pages=30) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **extra)
         client = redis_server.client()
         wait_until(lambda: holds_work(client, key, procs[1]), timeout=60)
         procs[1].send_signal(signal.SIGKILL)  # dies holding its leases
         procs[1].wait(10)
-        # well inside the TTL (600 s): only the reaping can let the crawl end by then
+        # well inside the TTL (600 s): only the takeover can let the crawl end by then
         survivor = finish_crawl(procs[0], dirs[0], timeout=240)
         records = server.records
         wanted = server.graph.reachable(server.seeds())

@@ -1,27 +1,19 @@
 """The Redis frontier's compact queued entries (``crawler.backends.redis.entries``): what they
-keep of a URL, that every URL comes back as it went in, what one costs in Redis, and that a
-crawl stored with the msgpack entries of layout 1 is refused by name."""
+keep of a URL and that every URL comes back as it went in (what one costs in a partition's
+queues: ``tests/test_frontier_partitioned.py``, ``bench/partition_costs.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import msgpack
 import pytest
-import redis
 
 from crawler.backends.redis.entries import (
-    host_number,
     huffman_decode,
     huffman_encode,
     pack_entry,
     unpack_entry,
 )
-from crawler.backends.redis.frontier import RedisFrontier
-from crawler.frontier import Entry, PolitenessPolicy
+from crawler.frontier import Entry
 from crawler.frontier.api import SEED
-from tests.frontier_contract import FakeClock
-from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
 # Real documentation link shapes (Debian's and the Rust toolchain's HTML docs)
 DOC_PATHS = [
@@ -135,102 +127,6 @@ def test_the_static_code_takes_any_ascii() -> None:
     assert huffman_decode(huffman_encode("")) == ""
 
 
-def test_a_front_queue_element_starts_with_its_hosts_number() -> None:
-    blob = pack_entry(Entry("https://a.test/x", "a.test"), 0)
-    for number in (b"\x05", b"\x85\x01", b"\xff\xff\x7f"):
-        assert host_number(number + blob) == (number, blob)
-
-
-# -- in Redis ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def client(redis_server: RedisServer) -> Iterator[redis.Redis]:  # noqa: F811
-    c = redis_server.client()
-    yield c
-    c.close()
-
-
-def data_memory(client: redis.Redis) -> int:
-    """``used_memory`` less client buffers and the script cache: what the crawl's keys cost."""
-    info = client.info("memory")
-    return info["used_memory"] - info["mem_clients_normal"] - info["used_memory_scripts"]
-
-
-def frontier(client: redis.Redis, key: str, **kwargs: object) -> RedisFrontier:
-    kwargs.setdefault("clock", FakeClock())
-    return RedisFrontier(client, key, PolitenessPolicy(min_delay=0.0), **kwargs)  # type: ignore[arg-type]
-
-
-def test_front_queue_entries_carry_a_host_number_the_refill_takes_off(client) -> None:
-    key = fresh_key()
-    f = frontier(client, key, back_queues=1)
-    entries = [Entry(f"https://h{i}.example/doc/p{j}.html", f"h{i}.example", 1, 2, SEED)
-               for i in range(3) for j in range(2)]
-    assert all(r.added for r in f.add_many(entries))
-    f.due_in()  # URLs are routed to back queues when work is handed out or asked about
-    numbers = {client.hget(f.keys.host(f"h{i}.example"), "id") for i in range(3)}
-    assert len(numbers) == 3
-    names = {client.hget(f.keys.host_ids, n).decode() for n in numbers}
-    assert names == {"h0.example", "h1.example", "h2.example"}
-    # one back queue: the refill moved the first URL there, the rest waits in the front queue
-    front = client.lrange(f.keys.front(1), 0, -1)
-    assert len(front) == 5
-    queued = []
-    for element in front:
-        number, blob = host_number(element)
-        queued.append(unpack_entry(blob, client.hget(f.keys.host_ids, number).decode()))
-    [queue] = [k.decode() for k in client.scan_iter(match=f.keys.back_prefix + "*")]
-    host = queue[len(f.keys.back_prefix):]
-    queued += [unpack_entry(b, host) for b in client.lrange(queue, 0, -1)]
-    assert sorted(queued, key=lambda e: e.url) == entries
-    leases = []
-    while len(leases) < 6:
-        got = f.next_many(6)
-        assert got, "every URL is handed out"
-        leases += got
-        for lease in got:
-            f.finish(lease.token, 0.0)
-    assert sorted(lease.entry.url for lease in leases) == sorted(e.url for e in entries)
-    assert all(lease.entry.payload == SEED and lease.entry.depth == 2 for lease in leases)
-
-
-def test_bytes_per_queued_documentation_url(client) -> None:
-    """Printed for the record (BENCHMARKS.md has the million-URL figure); the bound is loose."""
-    key = fresh_key()
-    f = frontier(client, key, back_queues=16)
-    n = 20_000
-    entries = [
-        Entry(f"https://docs.h{i % 200}.example{DOC_PATHS[i % len(DOC_PATHS)]}?v={i // 200}",
-              f"docs.h{i % 200}.example", 2, 1, SEED)
-        for i in range(n)
-    ]
-    f.add(Entry("https://warm.example/", "warm.example"))  # the script loaded before
-    client.execute_command("MEMORY", "PURGE")
-    base = data_memory(client)
-    assert all(r.added for r in f.add_many(entries))
-    used = data_memory(client) - base
-    seen = sum(client.memory_usage(k, samples=0) or 0
-               for pattern in (":seen*", ":sx:*")
-               for k in client.scan_iter(match=f.prefix + pattern))
-    per_queued = (used - seen) / n
-    print(f"\ncompact entries: {per_queued:.1f} B per queued URL "
-          f"(mean URL {sum(len(e.url) for e in entries) / n:.0f} chars), {seen / n:.1f} B seen")
-    assert 10 < per_queued < 50
-
-
-@pytest.mark.parametrize("old", ["1", "2", "4"])
-def test_a_crawl_stored_by_another_version_is_refused_in_one_line(client, old: str) -> None:
-    """Layout 5 keeps request URLs and their seen keys: a crawl of another layout is refused
-    (no migration), in one line that says what to do."""
-    key = fresh_key()
-    f = frontier(client, key)
-    client.hset(f.keys.meta, "layout", old)
-    with pytest.raises(RuntimeError, match=rf"another version \(layout {old}, this code reads 5\)"):
-        frontier(client, key)
-    assert any("layout" in p for p in f.check_compatible({}))
-
-
 def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
     """The queued URL is the request URL (the link as found); its seen key is stored with it
     only when the canonical form differs (8 bytes), else computed from the URL."""
@@ -242,12 +138,3 @@ def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
                                       key=12345)):
         assert unpack_entry(pack_entry(entry, entry.priority), "a.test") == entry
 
-
-def test_the_lease_record_holds_the_compact_entry(client) -> None:
-    f = frontier(client, fresh_key())
-    entry = Entry("http://a.test/p?q=1", "a.test", priority=3, depth=4, payload=b"\x80\x04")
-    f.add(entry)
-    lease = f.next()
-    assert lease is not None and lease.entry == entry
-    record = msgpack.unpackb(client.hget(f.prefix + ":lease", lease.token), raw=True)
-    assert record[0] == b"a.test" and unpack_entry(record[4], "a.test") == entry

@@ -1,7 +1,7 @@
 """Every Redis key of a crawl is named by ``crawler.backends.redis.keys``: the names crawls were
-started with stay as they were (a stored crawl must resume), every script gets its keys from
-there, all on the crawl's one cluster slot, and a real crawl's state holds no key it does not
-name."""
+started with stay as they were (a stored crawl must resume), every near-duplicate script gets its
+keys from there, all on the crawl's one cluster slot, and a real crawl's state holds no key it
+does not name."""
 
 from __future__ import annotations
 
@@ -10,16 +10,18 @@ import re
 import pytest
 import redis
 from redis.crc import key_slot
+from scrapy.settings import Settings
 
-from crawler.backends.redis.frontier import RedisFrontier
-from crawler.backends.redis.frontier_lua import SCRIPT_KEYS as FRONTIER_SCRIPT_KEYS
-from crawler.backends.redis.frontier_lua import SCRIPTS as FRONTIER_SCRIPTS
+from crawler.backends.redis.controls import CrawlControls
+from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore, check_crawl
 from crawler.backends.redis.keys import (
     CrawlKeys,
-    FrontierKeys,
     NeardupKeys,
+    PartitionKeys,
     ScriptKeys,
     crawl_key,
+    glob_escape,
+    shard_tag,
 )
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.neardup_lua import SCRIPT_KEYS as NEARDUP_SCRIPT_KEYS
@@ -28,7 +30,9 @@ from crawler.backends.redis.robots import RedisRobotsCache
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
 from crawler.robots.rules import RobotsRecord
+from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.test_frontier_partitioned import partitioned
 
 
 def test_the_names_stored_crawls_were_started_with() -> None:
@@ -40,14 +44,16 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (keys.robots, keys.robots_state) == ("{docs}:robots", "{docs}:robots_state")
     assert keys.seeds == "docs-site:start_urls"  # scrapy-redis's key: the site's, no tag
     assert CrawlKeys("docs").seeds == "docs:start_urls"
-    f = keys.frontier()
-    assert (f.stats, f.selector, f.hosts, f.ready, f.leases, f.lease, f.fetches) == (
-        "{docs}:stats", "{docs}:sel", "{docs}:hosts", "{docs}:ready", "{docs}:leases",
-        "{docs}:lease", "{docs}:fetches")
-    assert (f.seen, f.seen_bloom, f.seen_bloom_count) == (
-        "{docs}:seen", "{docs}:seen:bloom", "{docs}:seen:bloom:n")
-    assert (f.front(2), f.back("a.test"), f.first("a.test"), f.host("a.test")) == (
-        "{docs}:f:2", "{docs}:q:a.test", "{docs}:fq:a.test", "{docs}:h:a.test")
+    assert (keys.dropped, keys.partitions, keys.dns) == (
+        "{docs}:dropped", "{docs}:parts", "{docs}:dns:")
+    p = PartitionKeys("docs", 2, 16)
+    tag = "{" + shard_tag("docs", 2, 16) + "}"
+    assert tag.startswith("{docs:2.") and p.prefix == tag
+    assert (p.lease, p.epoch, p.seq, p.out, p.hosts, p.stale, p.inbox) == tuple(
+        tag + k for k in (":lease", ":epoch", ":seq", ":o", ":h", ":st", ":in"))
+    assert (p.front(3), p.back("a.test"), p.back_hosts) == (
+        tag + ":f:3", tag + ":b:a.test", tag + ":bh")
+    assert (p.seen, p.seen_bucket_prefix, p.seen_count) == (tag + ":s", tag + ":s:", tag + ":s:n")
     nd = keys.neardup()
     assert nd.prefix == "{docs}:nd"
     assert (nd.template_meta, nd.versions, nd.host_ids, nd.host_names, nd.last_host_id) == (
@@ -71,31 +77,32 @@ def test_a_crawl_name_comes_from_the_settings_or_the_site() -> None:
             CrawlKeys(bad)
 
 
+def test_partitions_and_shards_each_have_their_own_tag() -> None:
+    assert CrawlKeys("docs").shard_prefixes() == ["{docs}"]
+    tags = CrawlKeys("docs", shards=3).shard_prefixes()
+    assert tags == ["{" + shard_tag("docs", i, 3) + "}" for i in range(3)]
+    assert [key_slot(t[1:-1].encode()) * 3 // 16384 for t in tags] == [0, 1, 2]
+    with pytest.raises(ValueError, match="no partition 16"):
+        PartitionKeys("docs", 16, 16)
+
+
 def test_scan_patterns_take_a_crawl_name_literally() -> None:
     keys = CrawlKeys("a*b[1]?")
     assert keys.patterns() == [r"{a\*b\[1\]\?}:*", r"{a\*b\[1\]\?:nd:*"]
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 
-def _names(keys: FrontierKeys | NeardupKeys) -> set[str]:
+def _names(keys: NeardupKeys) -> set[str]:
     return {v for k, v in vars(keys).items() if isinstance(v, str) and k != "prefix"}
 
 
-@pytest.mark.parametrize(
-    ("script_keys", "scripts", "keys"),
-    [
-        (FRONTIER_SCRIPT_KEYS, FRONTIER_SCRIPTS, CrawlKeys("docs").frontier()),
-        (NEARDUP_SCRIPT_KEYS, NEARDUP_SCRIPTS, CrawlKeys("docs").neardup()),
-    ],
-)
-def test_every_script_builds_its_keys_with_the_names_keys_gives(
-    script_keys: ScriptKeys, scripts: dict[str, str], keys: FrontierKeys | NeardupKeys
-) -> None:
+def test_every_script_builds_its_keys_with_the_names_keys_gives() -> None:
+    keys = CrawlKeys("docs").neardup()
     names = _names(keys)
     assert len({key_slot(n.encode()) for n in names}) == 1  # one Redis Cluster slot
-    given = script_keys.keys(keys)
+    given = NEARDUP_SCRIPT_KEYS.keys(keys)
     assert len(given) == 1 and given[0] in names
-    for name, source in scripts.items():
+    for name, source in NEARDUP_SCRIPTS.items():
         assert not re.search(r"@[A-Z_]+@", source), name
         built = re.findall(r"P \.\. '([^']*)'", source)
         assert built and all(keys.prefix + b in names for b in built), name
@@ -105,20 +112,21 @@ def test_every_script_builds_its_keys_with_the_names_keys_gives(
 
 
 def test_script_keys_refuse_a_key_of_another_tag_and_a_name_not_given() -> None:
-    frontier = CrawlKeys("docs").frontier()
-    frontier.ready = "{other}:ready"
+    nd = CrawlKeys("docs").neardup()
+    nd.versions = "{other}:v"
     with pytest.raises(ValueError, match="not a key under"):
-        ScriptKeys(frontier, "stats", local_keys=(("READY", "ready"),))
-    keys = ScriptKeys(CrawlKeys("docs").frontier(), "stats", inline_keys=(("WAKE", "wake"),))
-    assert keys.render("redis.call('PUBLISH', @WAKE@, 'x')") == (
-        "redis.call('PUBLISH', P .. ':wake', 'x')")
-    with pytest.raises(ValueError, match="@READY@"):
-        keys.render("redis.call('ZCARD', @READY@)")
-    assert keys.head() == "local P = string.sub(KEYS[1], 1, -7)\n"
+        ScriptKeys(nd, "params", local_keys=(("V", "versions"),))
+    keys = ScriptKeys(CrawlKeys("docs").neardup(), "params", inline_keys=(("HC", "host_counts"),))
+    assert keys.render("redis.call('HGET', @HC@, 'x')") == (
+        "redis.call('HGET', P .. ':hc', 'x')")
+    with pytest.raises(ValueError, match="@V@"):
+        keys.render("redis.call('HGET', @V@)")
+    assert keys.head() == "local P = string.sub(KEYS[1], 1, -8)\n"
 
 
 def _keys_in(client: redis.Redis, crawl: str) -> set[str]:
-    return {k.decode() for k in client.scan_iter(match=CrawlKeys(crawl).patterns()[0])}
+    """Every key on the crawl's tag and on its partitions' tags."""
+    return {k.decode() for k in client.scan_iter(match=glob_escape("{" + crawl) + "[}:]*")}
 
 
 def test_a_crawls_state_holds_only_the_keys_keys_names(
@@ -127,17 +135,20 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     crawl = fresh_key()
     client = redis_server.client()
     keys = CrawlKeys(crawl)
-    frontier = RedisFrontier(client, crawl, PolitenessPolicy(min_delay=0.0), back_queues=2,
-                             seen_bloom=(1 << 12, 3))
-    frontier.check_compatible({"scope": "1"})
-    frontier.add_many([Entry(f"http://h{i}.test/p", f"h{i}.test") for i in range(4)])
+    assert check_crawl(client, keys.meta, crawl, {"scope": "1"}) == []
+    frontier = partitioned(client, crawl, FakeClock(), count=PARTITIONS,
+                           policy=PolitenessPolicy(min_delay=0.0), back_queues=2)
+    frontier.beat()
+    frontier.add_many([Entry(f"http://h{i}.test/p", f"h{i}.test") for i in range(40)])
     frontier.add(Entry("http://h9.test/robots.txt", "h9.test"), force=True, first=True)
     frontier.mark_seen(["http://h1.test/other"])
     leases = frontier.next_many(3)
     frontier.complete(leases[0].token, 0.1, Outcome.FETCHED, size=10)
-    frontier.set_control("budget", 10**9)
-    frontier.block("h3.test")
-    frontier.block("h4.test", domain=True)
+    frontier.beat()
+    operator = CrawlControls(client, crawl)
+    operator.set_control("budget", 10**9)
+    operator.block("h3.test", wait=0)
+    operator.block("h4.test", domain=True, wait=0)
     RedisScopeRegistry(client, keys.scope).add("h0.test")
     RedisRobotsCache(client, crawl).put(RobotsRecord("http://h0.test", "allow", 200, 0, 1e12, ""))
     RedisRobotsCache(client, crawl).claim("http://h1.test", 30)
@@ -146,22 +157,27 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     detector.check("http://h1.test/b", "one page of text\nwith a few lines of its own words")
     detector.observe("http://h0.test/c", "a line\nof the template")
 
-    f, nd = keys.frontier(), keys.neardup()
-    named = {keys.meta, keys.controls, keys.blocked, keys.scope, keys.robots, keys.robots_state,
-             f.stats, f.selector, f.hosts, f.host_ids, f.ready, f.leases, f.lease, f.fetches,
-             f.seen_bloom, f.seen_bloom_count, nd.template_meta, nd.versions, nd.host_ids,
-             nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
+    nd = keys.neardup()
+    parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
+    named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
+             keys.robots_state, keys.members, keys.partitions, nd.template_meta, nd.versions,
+             nd.host_ids, nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
              nd.pending, nd.recent}
-    prefixes = (f.front_prefix, f.back_prefix, f.first_prefix, f.host_prefix, nd.urls_prefix,
-                nd.fingerprints_prefix, nd.log_prefix, nd.slots_prefix, nd.heap_prefix,
-                nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix)
+    named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
+                                         p.stale, p.seen, p.seen_count, p.inbox)}
+    prefixes = (nd.urls_prefix, nd.fingerprints_prefix, nd.log_prefix, nd.slots_prefix,
+                nd.heap_prefix, nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix,
+                "{" + crawl + ":nd:")  # the anchor postings' own tags
+    prefixes += tuple(k for p in parts for k in (p.front_prefix, p.back_prefix,
+                                                  p.seen_bucket_prefix))
     present = _keys_in(client, crawl)
     unnamed = {k for k in present if k not in named and not k.startswith(prefixes)}
     assert not unnamed
-    assert {f.stats, f.host("h0.test"), f.first("h9.test"), keys.controls, keys.blocked,
-            f.seen_bloom, nd.last_id, keys.robots} <= present
-    postings = {k.decode() for k in client.scan_iter(match=keys.patterns()[-1])}
-    assert postings and all(k.startswith("{" + crawl + ":nd:") for k in postings)
-    assert frontier.reset() == len(present) + len(postings)
+    assert {keys.controls, keys.blocked, keys.members, nd.last_id, keys.robots} <= present
+    assert any(k.startswith(tuple(p.front_prefix for p in parts)) for k in present)
+    assert any(k in {p.hosts for p in parts} for k in present)
+    frontier.close()  # hands its partitions back: their leases go
+    store = RedisFrontierStore(Settings(), crawl)  # FRONTIER_RESET's
+    left = _keys_in(client, crawl)
+    assert store.reset(client) == len(left)
     assert not _keys_in(client, crawl)
-    assert not list(client.scan_iter(match=keys.patterns()[-1]))

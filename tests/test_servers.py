@@ -23,16 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # two-core machine. The crawls and the slower server tests (cluster users, credentials, TLS, fleet
 # metrics) run on the suite's kind only; the whole suite on another kind is one variable away.
 SUITES_ON_EVERY_KIND = (
-    "tests/test_frontier_redis.py",
-    "tests/test_frontier_sharded.py",
-    "tests/test_seen_bloom.py",
-    "tests/test_seen_layers.py",
+    "tests/test_frontier_partitioned.py",
+    "tests/test_partition_mail.py",
+    "tests/test_partition_ownership.py",
+    "tests/test_partition_seenset.py",
+    "tests/test_controls.py",
     "tests/test_neardup_shared.py",
-    "tests/test_opic_redis.py",
-    "tests/test_redis_entries.py",
     "tests/test_redis_keys.py",
     "tests/test_redis_cluster_client.py",
-    "tests/test_fleet.py",
 )
 
 

@@ -63,7 +63,7 @@ BACKENDS: dict[str, dict[str, str]] = {
     },
     "redis": {
         **_EMBEDDED,
-        "FRONTIER_STORE_CLASS": "crawler.backends.redis.partition_store.PartitionedFrontierStore",
+        "FRONTIER_STORE_CLASS": "crawler.backends.redis.frontier_store.RedisFrontierStore",
         "ROBOTS_CACHE_CLASS": "crawler.backends.redis.robots.RedisRobotsCache",
         "NEARDUP_STORE_CLASS": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
         "DNS_SHARED_CLASS": "crawler.backends.redis.dns.RedisDnsCache",

@@ -139,7 +139,7 @@ class Command(ScrapyCommand):
         """The crawl shared in Redis (a :class:`~crawler.backends.redis.status.SharedCrawl`),
         or None (said why, exit status 2)."""
         from crawler.backends.redis.connection import redis_client, safe_url
-        from crawler.backends.redis.partition_store import PartitionedFrontierStore
+        from crawler.backends.redis.frontier_store import RedisFrontierStore
         from crawler.backends.redis.status import SharedCrawl
         from crawler.config import defaults
         from crawler.frontier.politeness import politeness_from_settings
@@ -156,7 +156,7 @@ class Command(ScrapyCommand):
             self._fail(missing)
             return None
         store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
-        if not issubclass(store_cls, PartitionedFrontierStore):
+        if not issubclass(store_cls, RedisFrontierStore):
             self._fail(
                 "give the crawl's settings: -s JOBDIR=DIR for a crawl kept in a folder, or "
                 "-s FRONTIER_BACKEND=redis -s REDIS_URL=redis://HOST:6379/0 for a shared one"
@@ -176,7 +176,7 @@ class Command(ScrapyCommand):
             store.partition_count,
             s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
             politeness_from_settings(s).max_delay,
-            [keys.prefix for keys in store.keys.shards()],  # the address budgets' tags
+            store.keys.shard_prefixes(),  # the address budgets' tags
         )
 
     def _jobdir(self, site: str, jobdir: Path, sub: str, opts: argparse.Namespace) -> None:

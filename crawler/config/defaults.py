@@ -84,18 +84,13 @@ FRONTIER_LEASE_TTL = 120.0
 # fetch it again). 0: no bound. See crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
 FRONTIER_MAX_BACKLOG = 32
 FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
-# Redis only: the shared seen-set is exact (bucketed 32-bit fingerprints in intsets, ~5 B per
-# URL, no false positive) for each shard's first FRONTIER_SEEN_EXACT_LIMIT URLs, then a scalable
-# Bloom filter (layers that grow, ~2 B per URL) whose false positives stay under
-# FRONTIER_SEEN_ERROR crawl-wide; the exact part is kept, frozen. 2 million: the exact part costs
-# ~10 MB per shard, a crawl of a few million URLs never risks a false positive, and at 30 million
-# it adds ~0.3 B per seen URL. -1: exact whatever the size. See README "Seen URLs at scale".
+# Redis only: URLs the crawl's seen-set is sized for, shared out over its partitions. With
+# RedisBloom on the server each partition's is a scalable Bloom filter (~2 B per URL) whose false
+# positives stay under FRONTIER_SEEN_ERROR past that size too; without it, exact buckets of
+# 32-bit fingerprints in intsets (~5 B per URL, no false positive), ~50 B per URL past the size.
+# See crawler/backends/redis/seenset.py.
 FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
 FRONTIER_SEEN_ERROR = 0.01
-# Deprecated: a fixed Bloom filter sized for this many URLs (0: none, the scheme above). Past its
-# capacity its false-positive rate climbs without bound; FRONTIER_SEEN_EXACT_LIMIT needs no guess.
-FRONTIER_SEEN_BLOOM_CAPACITY = 0
-FRONTIER_SEEN_BLOOM_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
 FRONTIER_LINK_CACHE_SIZE = 1_000_000
 # Links of one page the scheduler takes in one reactor turn; a page with more is taken in
@@ -148,21 +143,11 @@ CONTENT_PROCESS_MIN_BYTES = 256 * 1024
 FRONTIER_REDIS_KEY = ""
 # Delete the crawl's state in Redis before starting, instead of resuming it.
 FRONTIER_RESET = False
-# Shards the crawl's frontier is split into by host (registered domain), each under its own hash
-# tag, so a Redis Cluster spreads them over its masters (the Mercator host splitter). Fixed when
-# the crawl is created: a worker with another number is refused. 1: one tag, the single-Redis
-# layout. Rule of thumb on a cluster: a multiple of the masters (2-4 per master, to grow into).
+# Hash tags the per-IP-address politeness keys and the shared near-duplicate detector's anchor
+# postings are spread over, so a Redis Cluster spreads them over its masters (the frontier's
+# own state is in partitions, each under a tag of its own). Every worker must use the same
+# number. 1: one tag, the single-Redis layout. On a cluster: a multiple of the masters.
 FRONTIER_SHARDS = 1
-# Replicas each frontier write (links, completions, acknowledgements) waits for (Redis WAIT)
-# before it counts: 1 makes a cluster failover lose no URL, at the cost measured in BENCHMARKS.md;
-# 0 (asynchronous replication) may lose the last writes of a master that dies.
-FRONTIER_REPLICA_WAIT = 0
-# Seconds a write waits for its replicas at most (a node whose replicas missed it is then not
-# waited on for 10 s, so a shard left without a replica slows nothing).
-FRONTIER_REPLICA_WAIT_TIMEOUT = 1.0
-# Seconds a frontier call on a Redis Cluster keeps trying while its shard's slot moves or its
-# master fails over, before the worker treats Redis as away (and keeps retrying, logging once).
-FRONTIER_SHARD_PATIENCE = 5.0
 # Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
 # the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
 FRONTIER_READ_AHEAD = 8
@@ -181,11 +166,6 @@ FRONTIER_REFRESH_INTERVAL = 2.0
 # script call per beat, never one per increment) and its pages/s, for `scrapy frontier <site>`.
 # 0 turns the heartbeat (and the whole-crawl summary of the last worker) off.
 FLEET_HEARTBEAT_INTERVAL = 5.0
-# A worker of a shared crawl silent this long (no heartbeat) is taken for lost: the first other
-# worker to see it hands its leases back at once (its hosts' slots rest their delay first), not
-# after FRONTIER_LEASE_TTL. A worker only stalled that long may see some of its pages fetched
-# again. 0: leases come back only with the TTL.
-FLEET_WORKER_LOST_AFTER = 30.0
 # Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
 # shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
 REDIS_PASSWORD_FILE = ""

@@ -294,9 +294,6 @@ _RULES: dict[str, Rule] = {
     "CRAWLDB_PARTITIONS": Number(integer=True, high=1024),
     "INDEX_PARTITIONS": Number(integer=True, high=1024),
     "FRONTIER_BATCH_LINGER": Number(high=1),
-    "FRONTIER_REPLICA_WAIT": Number(integer=True, low=0, high=16),
-    "FRONTIER_REPLICA_WAIT_TIMEOUT": Number(above=True),
-    "FRONTIER_SHARD_PATIENCE": Number(above=True),
     "FRONTIER_MAX_BACKLOG": Number(integer=True),  # 0: no bound
     "FRONTIER_MAX_BACKLOG_BYTES": Number(integer=True),  # 0: no bound
     "FRONTIER_REFRESH_INTERVAL": Number(above=True),
@@ -364,6 +361,18 @@ REMOVED: dict[str, str] = {
     "RECORD_MAX_BROKEN": _CONSTANT + "crawler/extensions/recorder.py",
     "WARC_GZIP_LEVEL": _CONSTANT + "crawler/archive/files.py",
     "WARC_REVISIT_REQUESTS": _CONSTANT + "crawler/archive/archiver.py",
+    # the Lua frontier's (issue 37): the partition-owned frontier has no use for them
+    "FRONTIER_SEEN_BLOOM_CAPACITY": "no longer a setting: the seen-set grows with "
+    "FRONTIER_SEEN_EXACT_LIMIT and FRONTIER_SEEN_ERROR",
+    "FRONTIER_SEEN_BLOOM_ERROR": "no longer a setting: set FRONTIER_SEEN_ERROR",
+    "FRONTIER_REPLICA_WAIT": "no longer a setting: the partitioned frontier does not wait for "
+    "replicas",
+    "FRONTIER_REPLICA_WAIT_TIMEOUT": "no longer a setting: the partitioned frontier does not "
+    "wait for replicas",
+    "FRONTIER_SHARD_PATIENCE": "no longer a setting: a Redis call retries while Redis is away "
+    "(REDIS_OUTAGE_WAIT)",
+    "FLEET_WORKER_LOST_AFTER": "no longer a setting: a dead worker's partitions are taken over "
+    "when their lease runs out (a constant of crawler/backends/redis/frontier_store.py)",
 }
 
 

@@ -38,9 +38,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
-from crawler.backends.redis.reaper import LostWorkers
 from crawler.backends.redis.status import Fleet
 from crawler.backends.registry import backend_class
 from crawler.config import defaults
@@ -115,7 +114,6 @@ class FleetHeartbeat:
         site = getattr(crawler.spidercls, "name", None) or "crawl"
         self.key = crawl_key(crawler.settings, site)
         self.fleet: Fleet | None = None
-        self.lost: LostWorkers | None = None  # silent workers' leases handed back
         self.outage: RedisOutage | None = None
         self._thread: ContentWorker | None = None
         self._task: Any = None
@@ -142,13 +140,6 @@ class FleetHeartbeat:
         s = self.crawler.settings
         name = worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID"))
         fleet = self.fleet = Fleet(client, self.key, name)
-        shards = int(s.get("FRONTIER_SHARDS") or 1)
-        self.lost = LostWorkers(
-            client,
-            CrawlKeys(self.key, shards=shards),
-            name,
-            s.getfloat("FLEET_WORKER_LOST_AFTER", defaults.FLEET_WORKER_LOST_AFTER),
-        )
         self.outage = RedisOutage(
             "fleet heartbeat",
             lambda: client.exists(fleet.keys.totals),
@@ -192,11 +183,8 @@ class FleetHeartbeat:
         moved go with the next one)."""
         assert self.outage is not None
         with contextlib.suppress(RedisUnavailable):
-            now = self.outage.call(lambda: fleet.beat(totals, beat), wait=0)
+            self.outage.call(lambda: fleet.beat(totals, beat), wait=0)
             self._say_controls(fleet.controls, fleet.blocked)
-            if self.lost is not None:
-                lost = self.lost
-                self.outage.call(lambda: lost.after_beat(now, self.interval), wait=0)
 
     def _say_controls(self, controls: dict[str, str], blocked: list[str]) -> None:
         """One log line per change of the operator's controls since the last beat (at the

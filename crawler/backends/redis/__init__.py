@@ -1,23 +1,21 @@
 """The Redis engine: several ``scrapy crawl`` workers, one polite crawl.
 
 Every Redis user gets its client from ``connection`` (one server, or a Redis Cluster) and its
-key names from ``keys`` (the one place that names a crawl's keys, the shards' hash tags too),
+key names from ``keys`` (the one place that names a crawl's keys, the partitions' hash tags too),
 and rides out Redis going away through ``outage``.
 
 ``connection``       the client from the crawl's settings (a cluster's when ``REDIS_URL`` names
                      a cluster node), the password, the masked URL
 ``outage``           Redis away: one line going and one back per component, a bounded wait
 ``keys``             every key of a crawl (:class:`~crawler.backends.redis.keys.CrawlKeys`)
-``shards``           the host splitter: host -> shard (``FRONTIER_SHARDS``)
-``sharded``          a frontier in S shards served as one
-``calls``            how the frontier's scripts reach Redis: pipelined per cluster node, never
-                     following ``ASK`` (a moving slot pauses its shard), replicas waited on
+``shards``           the host splitter: host -> partition (by registered domain)
 ``frontier_store``   ``FRONTIER_STORE_CLASS``: wires a worker's frontier, scope and seeds inbox
-``frontier``         the Mercator frontier in Lua scripts (``frontier_lua``, its prelude in
-                     ``frontier_lua_prelude``); beside it the seen-set (``seen``), a queued
-                     URL's format (``entries``), host reports and the operator's controls as
-                     its scripts obey them (``host_reports``), the wake-ups of idle workers
-                     (``wake``)
+``partitioned``      the partitions of the hosts this worker owns (``ownership``), each a
+                     ``MercatorFrontier`` over ``queue_store`` (a queued URL's format:
+                     ``entries``), written through ``fence`` (``lua/fence.lua``); links for
+                     other partitions go to their inboxes (``mail``); each partition's seen-set
+                     (``seenset``); the wake-ups of idle workers (``wake``)
+``calls``            how the near-duplicate scripts reach Redis: pipelined per cluster node
 ``controls``         the operator's controls (pause, deadline, byte budget, blocks): written
                      by ``scrapy frontier``, read by each worker at its beat, obeyed in memory
 ``scope``, ``inbox`` the hosts in scope; seeds pushed to a running crawl

@@ -137,7 +137,7 @@ class RedisAddressBudget:
         self.policy = policy
         self.clock = clock  # tests only: the workers' clocks never meet, Redis's is the one
         self.shards = ShardMap(keys.shard_count)
-        self.tags = [k.prefix for k in keys.shards()]
+        self.tags = keys.shard_prefixes()
         self._take = client.register_script(_TAKE)
         self._done = client.register_script(_DONE)
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()

@@ -1,12 +1,13 @@
 """A queued URL as the Redis frontier keeps it: a few bytes of flags and the URL's tail, never
 pickle (what comes out of a shared Redis is data, not code).
 
-A back queue (``{crawl}:q:<host>``) holds the URLs of one host, so its entries need not name
-the host; nor repeat ``https://<host>`` or ``http://<host>`` when the URL starts with it (the
-usual case); nor spend a byte per character of the path: a normalized URL is ASCII, and its
-characters are coded with a static Huffman code built from generic letter frequencies (about
-5 bits a character on documentation links, no dictionary to train or to share;
-:mod:`crawler.frontier.urlcode`). An entry is:
+The entry never names its host (the queue store puts the host's number before it,
+:mod:`crawler.backends.redis.queue_store`; a letter names it once for its links,
+:mod:`crawler.backends.redis.mail`); nor does it repeat ``https://<host>`` or ``http://<host>``
+when the URL starts with it (the usual case); nor spend a byte per character of the path: a
+normalized URL is ASCII, and its characters are coded with a static Huffman code built from
+generic letter frequencies (about 5 bits a character on documentation links, no dictionary to
+train or to share; :mod:`crawler.frontier.urlcode`). An entry is:
 
 ====================  ========================================================================
 1 byte                flags: bits 0-1 what the tail lacks (0 ``https://<host>``, 1
@@ -30,15 +31,8 @@ the rest              the tail: path and query (or the whole URL)
 The URL is the request URL (the link as found, made safe: ASCII), so the tail is nearly always
 Huffman-coded; its seen key is stored only when it cannot be computed from it.
 
-A front queue (``{crawl}:f:<p>``) holds URLs of every host: the script that queues one puts
-the host's number (a varint the scripts give each host once, ``{crawl}:hid`` maps it back to
-the name) before the entry, and the refill takes it off when the URL moves to its host's back
-queue. Neither the client nor the scripts decode more than that prefix: the host goes to the
-scripts as an argument and comes back with each lease. ~30 B a URL in a front queue on
-documentation links (``bench/seeds_bulk.py``), where a msgpack host + ``[url, priority, depth,
-payload]`` took ~60-70; a link's referrer adds ~12 B (``bench/referrer_bytes.py``).
-Crawls stored with another layout (:data:`crawler.backends.redis.frontier.LAYOUT`) are
-refused by name, not read.
+A link's referrer adds ~12 B (``bench/referrer_bytes.py``). A crawl stored with another layout
+is refused by name (:data:`crawler.backends.redis.frontier_store.LAYOUT`), not read.
 """
 
 from __future__ import annotations
@@ -168,8 +162,3 @@ def unpack_entry(blob: bytes, host: str) -> Entry:
         key=key,
     )
 
-
-def host_number(prefixed: bytes) -> tuple[bytes, bytes]:
-    """A front-queue element split into the host's number (as stored) and the entry."""
-    _, i = read_varint(prefixed, 0)
-    return prefixed[:i], prefixed[i:]

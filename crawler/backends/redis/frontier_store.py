@@ -1,15 +1,18 @@
 """``FRONTIER_STORE_CLASS`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
-polite crawl.
+polite crawl, whose workers own partitions of its hosts.
 
 ``FRONTIER_BACKEND=redis`` with ``REDIS_URL`` (and ``REDIS_PARAMS``, as in scrapy-redis) makes
-every process a worker of one crawl. This module wires what they share (every key named by
-:class:`crawler.backends.redis.keys.CrawlKeys`, under one hash tag ``{<site>}``;
+every process a worker of one crawl. This module wires what they share (the crawl-wide keys
+named by :class:`crawler.backends.redis.keys.CrawlKeys` under one hash tag ``{<site>}``;
 ``FRONTIER_REDIS_KEY`` overrides the site name): the frontier
-(:class:`crawler.backends.redis.frontier.RedisFrontier`), served to the reactor by a
-:class:`crawler.frontier.buffered.BufferedFrontier` so no Redis round trip ever runs on the
-reactor thread while the crawl runs; the scope (:mod:`crawler.backends.redis.scope`); and the
-seeds pushed while the crawl runs (:mod:`crawler.backends.redis.inbox`). It also refuses, before
-a crawl starts, a Redis or settings that cannot work.
+(:class:`~crawler.backends.redis.partitioned.PartitionedFrontier`: the one Mercator frontier per
+owned partition, built as the embedded backend builds it, over a
+:class:`~crawler.backends.redis.queue_store.RedisQueueStore`; each partition's seen-set,
+:mod:`crawler.backends.redis.seenset`), served to the reactor by a
+:class:`~crawler.frontier.buffered.BufferedFrontier` so no Redis round trip runs on the reactor
+thread; the scope (:mod:`crawler.backends.redis.scope`); and the seeds pushed while the crawl
+runs (:mod:`crawler.backends.redis.inbox`). It also refuses, before a crawl starts, a Redis or
+settings that cannot work.
 
 State stays after the crawl, like scrapy-redis's ``SCHEDULER_PERSIST``: running a finished
 crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts it afresh.
@@ -18,6 +21,7 @@ crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts i
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -25,15 +29,14 @@ import redis
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
-from crawler.backends.redis.calls import script_runner
 from crawler.backends.redis.connection import redis_client, safe_url
-from crawler.backends.redis.frontier import RedisFrontier
 from crawler.backends.redis.inbox import SharedInbox
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import TRANSIENT
+from crawler.backends.redis.partitioned import PartitionedFrontier
+from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
-from crawler.backends.redis.seen import SeenConfig
-from crawler.backends.redis.sharded import ShardedFrontier
+from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
 from crawler.config import defaults
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
@@ -44,9 +47,37 @@ from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
-# B for a shared crawl when FRONTIER_BACK_QUEUES is 0: Mercator's 3 x fetches in flight, for up
-# to about 20 workers of 16 concurrent requests. Every worker must use the same B.
-SHARED_BACK_QUEUES = 1024
+# How long a partition stays a dead worker's: its owner renews the lease every BEAT second, so
+# a worker must stall this long to lose it, and a killed worker's hosts wait this long.
+PARTITION_TTL = 10.0
+PARTITIONS = 16  # partitions of a crawl's hosts: at most this many workers share its work
+# The storage layout (crawler.backends.redis.keys.PartitionKeys): a crawl stored by another
+# version is refused in one line, never read or converted.
+LAYOUT = "6"
+
+
+def check_crawl(client: Any, meta: str, crawl: str, wanted: dict[str, str]) -> list[str]:
+    """Store the crawl's layout and the settings every worker must share, if this is the
+    crawl's first worker; else compare. One message per problem."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hsetnx(meta, "layout", LAYOUT)
+    for name, value in wanted.items():
+        pipe.hsetnx(meta, "fp:" + name, value)
+    pipe.hgetall(meta)
+    stored = {k.decode(): v.decode() for k, v in pipe.execute()[-1].items()}
+    if stored.get("layout") != LAYOUT:
+        return [
+            f"crawl {crawl!r} in Redis was stored by another version of the crawler (layout "
+            f"{stored.get('layout')}, this one reads {LAYOUT}): start it afresh with -s "
+            "FRONTIER_RESET=True, or name another with FRONTIER_REDIS_KEY"
+        ]
+    return [
+        f"crawl {crawl!r} was started with other settings: {name}: crawl has "
+        f"{stored.get('fp:' + name)}, this worker has {value}"
+        for name, value in wanted.items()
+        if stored.get("fp:" + name) != value
+    ]
+
 
 
 def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
@@ -75,6 +106,7 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     @property
     def shard_count(self) -> int:
+        """The hash tags the per-address keys are spread over (``FRONTIER_SHARDS``)."""
         return self.settings.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)
 
     @classmethod
@@ -89,23 +121,6 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     def scope(self) -> ScopeRegistry:
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
-
-    def check(self) -> list[str]:
-        problems = self.check_server()
-        if problems and "not reachable" in problems[0]:
-            return problems
-        if self.settings.getbool("FRONTIER_RESET"):
-            return problems  # the stored crawl goes: nothing to compare with
-        client = redis_client(self.settings)
-        try:
-            frontier = self._redis_frontier(
-                client, lease_ttl=defaults.FRONTIER_LEASE_TTL, max_pages_per_host=None
-            )
-        except RuntimeError as exc:  # another layout
-            return [*problems, str(exc)]
-        mismatches = frontier.check_compatible(self.scope_fingerprint())
-        problems += [f"crawl {self.key!r} was started with other settings: {m}" for m in mismatches]
-        return problems
 
     def check_server(self) -> list[str]:
         """Redis unreachable, or a policy that may evict the frontier."""
@@ -129,8 +144,43 @@ class RedisFrontierStore(MemoryFrontierStore):
             )
         return problems
 
+    @property
+    def partition_count(self) -> int:
+        return PARTITIONS
+
+    def fingerprint(self, client: Any) -> dict[str, str]:
+        """What every worker of the crawl must agree on: politeness, queue shape, URL scope,
+        the seen-set's kind and size."""
+        s = self.settings
+        p = politeness_from_settings(s)
+        return {
+            "min_delay": repr(float(p.min_delay)),
+            "delay_factor": repr(float(p.delay_factor)),
+            "max_delay": repr(float(p.max_delay)),
+            "host_concurrency": str(p.host_concurrency),
+            "max_crawl_delay": repr(float(p.max_crawl_delay)),
+            "max_failures": str(p.max_failures),
+            "failure_window": f"{p.failure_window}:{p.window_failures}",
+            "front_queues": str(s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)),
+            "partitions": str(self.partition_count),
+            "seen": "{}:{}".format(*self._seen_shape(client)),
+            **self.scope_fingerprint(),
+        }
+
+    def _seen_shape(self, client: Any) -> tuple[str, int]:
+        config = self._seen_config(client)
+        return ("bloom" if config.bloom else "exact"), config.capacity
+
+    def _seen_config(self, client: Any) -> SeenSetConfig:
+        s = self.settings
+        limit = s.getint("FRONTIER_SEEN_EXACT_LIMIT", defaults.FRONTIER_SEEN_EXACT_LIMIT)
+        return SeenSetConfig(
+            capacity=max(1, limit // self.partition_count),
+            error=s.getfloat("FRONTIER_SEEN_ERROR", defaults.FRONTIER_SEEN_ERROR),
+            bloom=has_bloom_module(client),
+        )
+
     def scope_fingerprint(self) -> dict[str, str]:
-        """What every worker's URL scope must agree on besides politeness."""
         s = self.settings
         return {
             "max_url_length": str(s.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH)),
@@ -140,80 +190,81 @@ class RedisFrontierStore(MemoryFrontierStore):
             "priority_policy": str(s.get(
                 "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
             )),
-            "seen_bloom": str(self._seen().bloom),
-            "seen": self._seen().fingerprint(),
         }
 
-    def _seen(self) -> SeenConfig:
-        """Each shard's seen-set (``FRONTIER_SEEN_*``): exact up to FRONTIER_SEEN_EXACT_LIMIT
-        URLs, then a scalable Bloom filter; or the deprecated fixed filter
-        (``FRONTIER_SEEN_BLOOM_CAPACITY``, shared out over the shards)."""
-        return SeenConfig.from_settings(self.settings, self.shard_count)
+    def check(self) -> list[str]:
+        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
+        frontier, another layout, or settings that differ from the crawl's."""
+        problems = self.check_server()
+        if problems or self.settings.getbool("FRONTIER_RESET"):
+            return problems
+        client = redis_client(self.settings)
+        return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
 
-    def _redis_frontier(
+    def reset(self, client: Any) -> int:
+        """Delete every key of the crawl (FRONTIER_RESET); returns how many. SCAN, so Redis
+        is never blocked for long; UNLINK, so big keys are freed in the background."""
+        patterns = self.keys.patterns() + [  # the crawl's, its shards' and near-duplicates'
+            glob_escape(PartitionKeys(self.key, i, self.partition_count).prefix) + ":*"
+            for i in range(self.partition_count)
+        ]
+        deleted = 0
+        for pattern in patterns:
+            batch: list[Any] = []
+            for key in client.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    deleted += client.unlink(*batch)
+                    batch = []
+            if batch:
+                deleted += client.unlink(*batch)
+        return deleted
+
+    def partitioned_frontier(
         self,
-        client: redis.Redis,
+        client: Any,
         *,
         lease_ttl: float,
         max_pages_per_host: int | None,
-        on_give_up: Callable[[str, str, int], None] | None = None,
-    ) -> RedisFrontier | ShardedFrontier:
-        """The crawl's frontier: one :class:`RedisFrontier` per shard (``FRONTIER_SHARDS``),
-        several served as one by a :class:`ShardedFrontier`."""
+        on_give_up: Any = None,
+        clock: Any = None,
+    ) -> PartitionedFrontier:
         s = self.settings
-        runner = script_runner(
-            client,
-            replica_wait=(
-                s.getint("FRONTIER_REPLICA_WAIT", defaults.FRONTIER_REPLICA_WAIT),
-                s.getfloat(
-                    "FRONTIER_REPLICA_WAIT_TIMEOUT", defaults.FRONTIER_REPLICA_WAIT_TIMEOUT
-                ),
-            ),
-            patience=s.getfloat("FRONTIER_SHARD_PATIENCE", defaults.FRONTIER_SHARD_PATIENCE),
+        count = self.partition_count
+        front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
+        # Mercator's B (3 x fetches in flight) for a worker, shared out: a worker holds about
+        # count / workers partitions; twice its share each keeps the back queues full
+        worker_b = s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES) or 3 * s.getint(
+            "CONCURRENT_REQUESTS", 16
         )
-        count = self.shard_count
-        order = s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY)
-        # Mercator's B is the crawl's (3 x fetches in flight): each shard holds its share
-        back_queues = -(
-            -(s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES) or SHARED_BACK_QUEUES)
-            // count
-        )
-        shards = [
-            RedisFrontier(
-                client,
-                self.key,
-                politeness_from_settings(s),
-                front_queues=s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
-                back_queues=back_queues,
-                max_pages_per_host=max_pages_per_host,
-                lease_ttl=lease_ttl,
-                worker_id=worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
-                seen=self._seen(),
-                on_give_up=on_give_up,
-                shard=index,
-                shards=count,
-                runner=runner,
-                opic=order == "opic",  # cash orders the front queues, as in memory
-                back_run=s.getint("FRONTIER_BACK_RUN", defaults.FRONTIER_BACK_RUN),
-            )
-            for index in range(count)
-        ]
-        if count == 1:
-            return shards[0]
-        # a shard's picture is asked again after the refresh interval at the latest (its wake-ups
-        # tell sooner of new work): per worker and shard, one status call per interval
-        return ShardedFrontier(
-            shards,
-            max_age=s.getfloat("FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL),
-        )
+        back_queues = max(8, math.ceil(2 * worker_b / count))
+        config = self._seen_config(client)
 
-    def operator_frontier(self) -> RedisFrontier | ShardedFrontier:
-        """The crawl's frontier for ``scrapy frontier`` (reports and controls): no worker
-        thread, no read-ahead, nothing leased."""
-        return self._redis_frontier(
-            redis_client(self.settings),
-            lease_ttl=defaults.FRONTIER_LEASE_TTL,
-            max_pages_per_host=None,
+        def build(store: RedisQueueStore) -> Any:
+            return self.mercator(
+                store,
+                lease_ttl=lease_ttl,
+                max_pages_per_host=max_pages_per_host,
+                on_give_up=on_give_up,
+                back_queues=back_queues,
+                clock=clock,
+            )
+
+        def seen(keys: PartitionKeys) -> OwnerSeenSet:
+            return OwnerSeenSet(client, keys, config)
+
+        extra = {} if clock is None else {"clock": clock}
+        return PartitionedFrontier(
+            client,
+            self.key,
+            count,
+            worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
+            build=build,
+            seen=seen,
+            front_queues=front,
+            lease_ttl=lease_ttl,
+            partition_ttl=PARTITION_TTL,
+            **extra,
         )
 
     def open_frontier(
@@ -225,25 +276,20 @@ class RedisFrontierStore(MemoryFrontierStore):
     ) -> Frontier:
         cb = callbacks or FrontierCallbacks()
         client = redis_client(self.settings)
-        on_give_up = _from_thread(cb.on_give_up)  # the scripts run on the worker thread
-        inner = self._redis_frontier(
-            client,
-            lease_ttl=lease_ttl,
-            max_pages_per_host=max_pages_per_host,
-            on_give_up=on_give_up,
-        )
         if self.settings.getbool("FRONTIER_RESET"):
-            removed = inner.reset()
+            removed = self.reset(client)
             logger.warning(
                 "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
             )
-            inner = self._redis_frontier(
-                client,
-                lease_ttl=lease_ttl,
-                max_pages_per_host=max_pages_per_host,
-                on_give_up=on_give_up,
-            )
-        inner.check_compatible(self.scope_fingerprint())  # the first worker stores them
+        problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+        if problems:
+            raise RuntimeError(problems[0])
+        inner = self.partitioned_frontier(
+            client,
+            lease_ttl=lease_ttl,
+            max_pages_per_host=max_pages_per_host,
+            on_give_up=_from_thread(cb.on_give_up),
+        )
         inbox = SharedInbox(
             client,
             self.keys.seeds,
@@ -252,31 +298,27 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_scope=_from_thread(cb.on_scope),
         )
         logger.info(
-            "Frontier: Redis at %s, crawl %r in %d shard(s) (%d URLs queued, %d leases open)",
+            "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
             safe_url(self.settings),
             self.key,
-            self.shard_count,
-            len(inner),
-            inner.in_flight(),
+            self.partition_count,
+            len(inner.parts),
         )
+        s = self.settings
         return BufferedFrontier(
             inner,
-            read_ahead=self.settings.getint("FRONTIER_READ_AHEAD", defaults.FRONTIER_READ_AHEAD),
-            refresh=self.settings.getfloat(
+            read_ahead=s.getint("FRONTIER_READ_AHEAD", defaults.FRONTIER_READ_AHEAD),
+            refresh=min(1.0, s.getfloat(
                 "FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL
-            ),
-            max_wait=self.settings.getfloat(
-                "FRONTIER_LEASE_MAX_WAIT", defaults.FRONTIER_LEASE_MAX_WAIT
-            ),
+            )),
+            max_wait=s.getfloat("FRONTIER_LEASE_MAX_WAIT", defaults.FRONTIER_LEASE_MAX_WAIT),
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
             transient=TRANSIENT,
-            linger=self.settings.getfloat(
-                "FRONTIER_BATCH_LINGER", defaults.FRONTIER_BATCH_LINGER
-            ),
+            linger=s.getfloat("FRONTIER_BATCH_LINGER", defaults.FRONTIER_BATCH_LINGER),
         )
 
 

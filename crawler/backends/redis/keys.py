@@ -1,54 +1,18 @@
 """Every Redis key of a crawl, named in one place.
 
 A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else the site's name):
-Redis Cluster keeps every key of one tag in one slot, so one Lua script may touch all of them,
-and two crawls share a Redis without meeting. No module builds a key name itself: it asks
-:class:`CrawlKeys`, and the Lua scripts are written with the names :class:`ScriptKeys` puts in
-them (each call is given one key, whose tag the script builds the others on).
+Redis Cluster keeps every key of one tag in one slot, and two crawls share a Redis without
+meeting. No module builds a key name itself: it asks :class:`CrawlKeys` (the crawl-wide state),
+:class:`PartitionKeys` (one partition of the crawl's hosts, under a tag of its own) or
+:class:`NeardupKeys`; the near-duplicate detector's Lua scripts are written with the names
+:class:`ScriptKeys` puts in them (each call is given one key, whose tag the script builds the
+others on).
 
-Shards (``FRONTIER_SHARDS``, :mod:`crawler.backends.redis.shards`): :meth:`CrawlKeys.frontier`
-gives the keys of one shard's frontier state (:class:`FrontierKeys`). With one shard that is the
-crawl's own tag, the layout crawls always had. With S > 1 shard ``i`` has a tag of its own,
-``{<crawl>:<i>.<n>}`` (``n`` picked so the tag's cluster slot falls in the i-th S-th of the slot
-range: S shards on S equal masters land one on each), holding the frontier state of the hosts
-it owns, and a copy of the crawl-wide state its scripts read (``:ctl``, ``:blocked``): a script
-touches one cluster slot. Its wake-ups go out on ``{<tag>}:wake``. The small crawl-wide state
-(meta, controls as the operator set them, totals, heartbeats, scope, robots.txt, the
-near-duplicate store) stays under the crawl's own tag. The names and formats below are those
+Shards (``FRONTIER_SHARDS``, :mod:`crawler.backends.redis.shards`): the per-address politeness
+keys (:mod:`crawler.backends.redis.addresses`) and the near-duplicate anchor postings are spread
+over S hash tags, :meth:`CrawlKeys.shard_prefixes` (one shard: the crawl's own tag; S > 1: shard
+``i``'s tag is ``{<crawl>:<i>.<n>}``, :func:`shard_tag`). The names and formats below are those
 crawls were started with: renaming one would orphan a stored crawl.
-
-The frontier's keys (:class:`FrontierKeys`, ``crawler.backends.redis.frontier``):
-
-==========================  ======  ===========================================================
-``{key}:stats``             HASH    counters: ``queued``, ``busy`` hosts, ``used`` back queues,
-                                    ``seq`` (lease tokens), ``hid`` (host numbers), ``bytes``,
-                                    ``drop:<reason>``
-``{key}:f:<p>``             LIST    front queue of priority ``p`` (0 is the highest)
-``{key}:sel``               HASH    the biased selector's state (smooth weighted round robin)
-``{key}:q:<host>``          LIST    the host's back queue (at most B hosts hold one)
-``{key}:fq:<host>``         LIST    the host's *first* entries (robots.txt)
-``{key}:h:<host>``          HASH    the host's politeness state (see ``frontier_lua``)
-``{key}:cr:<b>:<host>``     HASH    OPIC: seen key -> cash record of the host's queued URLs,
-                                    bucket ``b`` of its ``cb`` (``frontier_lua_opic``); ``b``
-                                    ``x``: the records' tails too long for a bucket
-``{key}:hosts``             SET     host names (for reports, read with SSCAN)
-``{key}:hid``               HASH    host number (the varint before its front-queue entries)
-                                    -> host name
-``{key}:ready``             ZSET    hosts that may hand out a URL, by the time they may
-``{key}:leases``            ZSET    lease token -> deadline
-``{key}:lease``             HASH    lease token -> msgpack lease record
-``{key}:seen``              SET     8-byte blake2b digests of the normalized URLs (crawls
-                                    started before the bucketed set: read, never written)
-``{key}:sx:<b>``            SET     the exact seen-set, bucketed (``crawler.backends.redis.seen``):
-                                    32 bits of each digest, as an integer (an intset)
-``{key}:seen:l:<i>``        STRING  layer ``i`` of the scalable Bloom filter past the exact limit
-``{key}:seen:info``         HASH    ``x`` exact members, ``l`` layers begun, ``n<i>`` per layer
-``{key}:seen:bloom``        STRING  the seen-set as a fixed Bloom filter (``:n``: its count)
-``{key}:fetches``           ZSET    host -> fetches (``busiest_hosts``)
-``{key}:ctl``/``:blocked``  HASH    the shard's copy of the operator's controls and blocks
-                                    (with one shard: the crawl's own, below)
-``{key}:wake``              PUBSUB  the shard's wake-ups (one shard: the crawl's channel)
-==========================  ======  ===========================================================
 
 The crawl's own (:class:`CrawlKeys`):
 
@@ -144,66 +108,6 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-class FrontierKeys:
-    """The keys of one Mercator frontier's state (one shard's), under one hash tag.
-
-    The ``*_prefix`` attributes are the per-host and per-priority keys without their host or
-    priority: the scripts append them (a script cannot be told ahead which hosts it meets).
-    ``controls``, ``blocked`` and ``wake`` are the shard's own (with one shard, the crawl's):
-    a script touches one cluster slot, so each shard keeps a copy of the controls it obeys.
-    ``meta`` is the crawl's (read by clients only). ``probe`` is never written: the scripts
-    touch it first, so a slot being moved refuses them before they write anything.
-    """
-
-    def __init__(self, crawl: CrawlKeys, tag: str, index: int = 0) -> None:
-        self.crawl = crawl
-        self.index = index
-        self.tag = tag
-        self.meta = crawl.meta
-        self.prefix = "{" + tag + "}"
-        p = self.prefix
-        self.controls = p + ":ctl"
-        self.blocked = p + ":blocked"
-        self.wake = p + ":wake"  # a pub/sub channel
-        self.probe = p + ":probe"
-        self.stats = p + ":stats"
-        self.selector = p + ":sel"
-        self.hosts = p + ":hosts"
-        self.ready = p + ":ready"
-        self.leases = p + ":leases"
-        self.lease = p + ":lease"
-        self.seen = p + ":seen"
-        self.seen_bloom = p + ":seen:bloom"
-        self.seen_bucket_prefix = p + ":sx:"
-        self.seen_layer_prefix = p + ":seen:l:"
-        self.seen_info = p + ":seen:info"
-        self.seen_bloom_count = p + ":seen:bloom:n"
-        self.fetches = p + ":fetches"
-        self.front_prefix = p + ":f:"
-        self.back_prefix = p + ":q:"
-        self.first_prefix = p + ":fq:"
-        self.host_prefix = p + ":h:"
-        self.host_ids = p + ":hid"
-        # OPIC: each host's queued URLs' cash records, in buckets (frontier_lua_opic); ':c:<host>'
-        # held them unbucketed (frontier layout 3: refused)
-        self.cash_prefix = p + ":cr:"
-
-    def front(self, priority: int) -> str:
-        return self.front_prefix + str(priority)
-
-    def back(self, host: str) -> str:
-        return self.back_prefix + host
-
-    def first(self, host: str) -> str:
-        return self.first_prefix + host
-
-    def host(self, host: str) -> str:
-        return self.host_prefix + host
-
-    def cash(self, host: str, bucket: int = 0) -> str:
-        return f"{self.cash_prefix}{bucket}:{host}"
-
-
 class PartitionKeys:
     """The keys of one partition of a crawl's hosts (layout 6), under the partition's own hash
     tag (:func:`shard_tag`: P partitions on P equal masters land one on each). Its owner
@@ -283,7 +187,7 @@ class NeardupKeys:
         self.template_prefix = prefix + ":t:"
         self.snapshot_prefix = prefix + ":ts:"
         self.lessons_prefix = prefix + ":tl:"
-        self.probe = prefix + ":probe"  # never written (see FrontierKeys)
+        self.probe = prefix + ":probe"  # never written: a moving slot refuses the scripts first
 
     def log(self, piece: int) -> str:
         return self.log_prefix + str(piece)
@@ -306,8 +210,8 @@ class CrawlKeys:
     """Every key of one crawl (see the module's tables).
 
     ``crawl`` is the crawl's name (its hash tag); ``site`` the spider's name, which only
-    scrapy-redis's seeds list uses (default: the crawl's name); ``shards`` how many shards its
-    frontier is split into (``FRONTIER_SHARDS``)."""
+    scrapy-redis's seeds list uses (default: the crawl's name); ``shards`` how many hash tags
+    the per-address keys are spread over (``FRONTIER_SHARDS``)."""
 
     def __init__(self, crawl: str, site: str | None = None, shards: int = 1) -> None:
         if not crawl or any(c in crawl for c in "{}"):
@@ -338,18 +242,13 @@ class CrawlKeys:
         shards = int(settings.get("FRONTIER_SHARDS") or 1)
         return cls(crawl_key(settings, site), site, shards)
 
-    def frontier(self, index: int = 0) -> FrontierKeys:
-        """The keys of shard ``index`` of the crawl's frontier: the one place that picks their
-        hash tag (one shard: the crawl's own)."""
-        if not 0 <= index < self.shard_count:
-            raise ValueError(f"no shard {index} in a crawl of {self.shard_count}")
+    def shard_prefixes(self) -> list[str]:
+        """The hash-tag prefix (``{tag}``) of each shard, in shard order: the one place that
+        picks them (one shard: the crawl's own)."""
         if self.shard_count == 1:
-            return FrontierKeys(self, self.name)
-        return FrontierKeys(self, shard_tag(self.name, index, self.shard_count), index)
-
-    def shards(self) -> list[FrontierKeys]:
-        """The keys of every shard of the crawl's frontier, in shard order."""
-        return [self.frontier(i) for i in range(self.shard_count)]
+            return [self.prefix]
+        count = self.shard_count
+        return ["{" + shard_tag(self.name, i, count) + "}" for i in range(count)]
 
     def neardup(self) -> NeardupKeys:
         return NeardupKeys(self.prefix + ":nd")
@@ -357,7 +256,7 @@ class CrawlKeys:
     def patterns(self) -> list[str]:
         """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
         list, which scrapy-redis names)."""
-        tags = [self.prefix] + [k.prefix for k in self.shards() if k.prefix != self.prefix]
+        tags = [self.prefix] + [p for p in self.shard_prefixes() if p != self.prefix]
         # and the near-duplicate anchor postings' own tags ({<crawl>:nd:<g>.<n>})
         return [glob_escape(tag) + ":*" for tag in tags] + [glob_escape("{" + self.name) + ":nd:*"]
 
@@ -384,16 +283,16 @@ class ScriptKeys:
 
     A call is given one key, ``given`` (``KEYS[1]``: a cluster client routes the call by its
     tag); the script cuts its name off to get the tag (``P``) and builds every other key on it
-    with the name below the tag that the ``template`` (a :class:`FrontierKeys` or
-    :class:`NeardupKeys` of any crawl) gives: the ``local_keys`` as locals of the script's head
-    (:meth:`head`), the ``inline_keys`` where the source writes ``@NAME@`` (:meth:`render`; the
-    per-host and per-priority ones are prefixes the script appends a host or a priority to).
+    with the name below the tag that the ``template`` (a :class:`NeardupKeys` of any crawl)
+    gives: the ``local_keys`` as locals of the script's head (:meth:`head`), the
+    ``inline_keys`` where the source writes ``@NAME@`` (:meth:`render`; the per-host ones are
+    prefixes the script appends a host to).
     Passing every name as ``KEYS`` instead would cost Redis ~1,700 instructions per name and
     call (each is parsed, made an object, then a Lua string): ~10 % more per page."""
 
     def __init__(
         self,
-        template: FrontierKeys | NeardupKeys,
+        template: NeardupKeys,
         given: str,
         local_keys: Sequence[tuple[str, str]] = (),
         inline_keys: Sequence[tuple[str, str]] = (),
@@ -412,7 +311,7 @@ class ScriptKeys:
             raise ValueError(f"{name!r} is not a key under {self.prefix!r}")
         return name[len(self.prefix) :]
 
-    def keys(self, keys: FrontierKeys | NeardupKeys) -> list[str]:
+    def keys(self, keys: NeardupKeys) -> list[str]:
         """The ``KEYS`` of a call on ``keys``' state."""
         return [getattr(keys, self.given)]
 
