@@ -22,6 +22,7 @@ from crawler.backends.redis.shards import ShardMap
 from devsite import HostSpec, build_site
 from devsite.routed import RoutedSiteServer
 from tests.crawling import finish_crawl, normalized, scrapy_frontier, start_crawl
+from tests.partition_support import PARTITIONS
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key
 from tests.test_redis_crawl import check_polite, robots, wait_until
@@ -109,12 +110,13 @@ def test_three_workers_crawl_through_a_cluster_in_shards_once_and_politely(
     pages = [r.stats.get("pages/ok", 0) for r in results]
     assert sum(1 for n in pages if n > 0) >= 2, pages  # the joiners got work from the shards
     assert status.returncode == 0, status.stderr
-    assert f"shards ({SHARDS}):" in status.stdout, status.stdout
-    # one line per shard: its tag, its master, its load (at the end: nothing queued, the hosts
-    # it owns)
-    after = status.stdout.split(f"shards ({SHARDS}):", 1)[1].strip().splitlines()
-    rows = [re.search(r"\{.*?\}\s+(\S+)\s+queued\s+(\d+)\s+hosts\s+(\d+)", line) for line in after]
-    assert all(rows) and len(rows) == SHARDS, status.stdout
-    assert len({m.group(1) for m in rows if m}) == SHARDS  # three shards on three masters
-    assert [int(m.group(2)) for m in rows if m] == [0] * SHARDS
-    assert sum(int(m.group(3)) for m in rows if m) == len(HOSTS)
+    assert f"partitions ({PARTITIONS}):" in status.stdout, status.stdout
+    # one line per partition: its owner, its load, its master (at the end: nothing queued,
+    # the hosts it owns)
+    after = status.stdout.split(f"partitions ({PARTITIONS}):", 1)[1].strip().splitlines()
+    row = re.compile(r"queued\s+([\d,]+)\s+hosts\s+([\d,]+)\s+seen\s+[\d,]+\s+inbox\s+\d+\s+(\S+)")
+    rows = [row.search(line) for line in after]
+    assert all(rows) and len(rows) == PARTITIONS, status.stdout
+    assert len({m.group(3) for m in rows if m}) == SHARDS  # the partitions on three masters
+    assert [int(m.group(1)) for m in rows if m] == [0] * PARTITIONS
+    assert sum(int(m.group(2)) for m in rows if m) == len(HOSTS)
