@@ -33,7 +33,7 @@ from devsite.named import NamedSites
 from devsite.routed import RoutedSiteServer
 from tests.crawling import CrawlResult, finish_crawl, normalized, start_crawl
 from tests.dns_support import dns_server
-from tests.partition_support import holds_work
+from tests.partition_support import holds_work, owned
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 from tests.redis_support import fresh_key, start_redis
 from tests.test_redis_crawl import robots, wait_until
@@ -98,8 +98,11 @@ def working(client: Any, key: str, procs: list[Any], judged: int = 3) -> bool:
 
 
 def holds_leases(client: Any, key: str, procs: list[Any]) -> bool:
-    """Every worker holds work (it is past its start-up, fetching)."""
-    return all(holds_work(client, key, p) for p in procs)
+    """Every worker owns partitions (it is past its start-up) and one holds work (a worker may
+    own none of a small site's hosts)."""
+    return all(owned(client, key, p) for p in procs) and any(
+        holds_work(client, key, p) for p in procs
+    )
 
 
 def check_lines(result: CrawlResult) -> dict[str, int]:

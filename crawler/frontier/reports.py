@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
+from dataclasses import fields
 
 from crawler.frontier.api import Entry, FrontierCounts, HostReport
 from crawler.frontier.hoststate import HostState
@@ -54,3 +55,18 @@ def waiting(
             reason, due_in = "politeness delay", max(0.0, when - now)
         reports.append(HostReport(host.name, n, due_in, reason))
     return sorted(reports, key=lambda r: -r.due_in)
+
+
+def add_counts(parts: Iterable[FrontierCounts | None]) -> FrontierCounts:
+    """The counts of several frontiers (a worker's partitions) as one; None: a part that
+    could not say."""
+    total = FrontierCounts()
+    for counts in parts:
+        if counts is None:
+            continue
+        for f in fields(FrontierCounts):
+            if f.name != "extra":
+                setattr(total, f.name, getattr(total, f.name) + getattr(counts, f.name))
+        for key, value in counts.extra.items():
+            total.extra[key] = total.extra.get(key, 0) + value
+    return total

@@ -49,6 +49,7 @@ from crawler.frontier.api import (
     Settlement,
 )
 from crawler.frontier.mercator import MercatorFrontier
+from crawler.frontier.reports import add_counts
 from crawler.frontier.store import url_key
 from crawler.frontier.urls import normalize_url
 
@@ -563,19 +564,7 @@ class PartitionedFrontier(Frontier):
         return self.due_in(), self.in_flight(), len(self)
 
     def counts(self) -> FrontierCounts:
-        total = FrontierCounts()
-        for part in list(self.parts.values()):
-            c = self._guarded(part, part.frontier.counts)
-            if c is None:
-                continue
-            for name in (
-                "queued", "in_flight", "seen", "hosts", "hosts_ready", "hosts_waiting",
-                "hosts_busy", "front_queued", "back_queues_used",
-            ):
-                setattr(total, name, getattr(total, name) + getattr(c, name))
-            for key, value in c.extra.items():
-                total.extra[key] = total.extra.get(key, 0) + value
-        return total
+        return add_counts(self._guarded(p, p.frontier.counts) for p in list(self.parts.values()))
 
     def waiting_hosts(self) -> list[HostReport]:
         reports = [r for p in self.parts.values() for r in p.frontier.waiting_hosts()]
@@ -589,7 +578,12 @@ class PartitionedFrontier(Frontier):
         return sorted(top, key=lambda t: -t[1])[:n]
 
     def ping(self) -> None:
-        self.client.ping()
+        """Ask every server that holds a partition of this worker's (on a cluster, the one
+        that went away may be one master of several)."""
+        pipe = self.client.pipeline(transaction=False)
+        for part in self.parts.values():
+            pipe.exists(part.ownership.keys.lease)
+        _ = pipe.execute() if self.parts else self.client.ping()
 
     def close(self) -> None:
         """Write everything out and hand the partitions over at once (their open leases'
