@@ -61,6 +61,12 @@ def worker_settings(redis: RedisServer, key: str, tmp: Path, **extra: Any) -> di
     }
 
 
+def spider_opened(directory: Path) -> bool:
+    """Whether the worker logging in ``directory`` is past its start-up checks."""
+    log = directory / "crawl.log"
+    return log.exists() and "Spider opened" in log.read_text("utf-8", errors="replace")
+
+
 def wait_until(predicate: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -166,9 +172,10 @@ def test_workers_crawl_one_site_once_and_politely(
     robots_fetches = Counter(r.host for r in records if r.path == "/robots.txt")
     assert robots_fetches == dict.fromkeys(HOSTS, 1)
     check_polite(records)
-    # every worker took part: the ones that joined without seeds got work from Redis
+    # the workers shared the work: six hosts over 16 partitions, so a worker may own none of
+    # theirs, but never one worker alone
     scraped = [r.stats.get("item_scraped_count", 0) for r in results]
-    assert all(n > 0 for n in scraped), scraped
+    assert sum(1 for n in scraped if n > 0) >= 2, scraped
     assert sum(scraped) <= len(set(fetched))  # one item per page, from whichever worker
     for r in results[1:]:  # joining without seeds is how a worker joins: no error for it
         assert "No valid seeds" not in r.log and "No seeds of its own" in r.log
@@ -220,13 +227,16 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
         # may own none of theirs), the other stopped
         wait_until(lambda: any(holds_work(client, key, p) for p in procs[1:]))
         victim, other = (1, 2) if holds_work(client, key, procs[1]) else (2, 1)
+        wait_until(lambda: spider_opened(dirs[other]))  # the other joiner past its start
         procs[victim].send_signal(signal.SIGKILL)  # dies holding whatever it held
         procs[victim].wait(10)
         dead_held = {normalize_url(u)[0] for u in held_urls(client, key, procs[victim])}
         # a request the dead worker sent just before dying can still have its request line
         # read by the server's thread a little later, on a loaded machine
         killed_at = time.monotonic() + 1.0
-        procs[other].send_signal(signal.SIGINT)  # a clean stop
+        # a clean stop: its downloads cut short go back (the server may have seen them)
+        cut = {normalize_url(u)[0] for u in held_urls(client, key, procs[other])}
+        procs[other].send_signal(signal.SIGINT)
         stopped = finish_crawl(procs[other], dirs[other], timeout=60)
         held_after_stop = owned(client, key, procs[other])
         first = finish_crawl(procs[0], dirs[0], timeout=120)
@@ -235,7 +245,8 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
         leases_left = urls_out(client, key)
     assert first.returncode == 0 and first.stats["finish_reason"] == "finished", first.log[-3000:]
     assert stopped.returncode == 0, stopped.log[-3000:]
-    assert stopped.stats["finish_reason"] == "shutdown"
+    # (a joiner that owns no partition of the site's six hosts may have ended on its own)
+    assert stopped.stats["finish_reason"] in ("shutdown", "finished")
     fetched = normalized(records)
     allowed = {u for u in wanted if "/private/" not in u}
     assert allowed <= set(fetched), sorted(allowed - set(fetched))[:5]
@@ -244,7 +255,7 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     # forgotten only then: at least once, never lost), and each was first fetched before the
     # kill
     twice = {u for u, n in Counter(fetched).items() if n > 1}
-    assert twice <= dead_held, sorted(twice - dead_held)
+    assert twice <= dead_held | cut, sorted(twice - dead_held - cut)
     first_fetch = {}
     for r in sorted(records, key=lambda r: r.start):
         first_fetch.setdefault(normalized([r])[0] if r.path != "/robots.txt" else "", r.start)
@@ -347,7 +358,13 @@ def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path, down:
             client = redis.client()
 
             # past their start-up checks, holding work
-            wait_until(lambda: all(holds_work(client, key, p) for p in procs), timeout=60)
+            # every worker past its start, one holding work (a worker may own none of the
+            # six hosts' partitions)
+            wait_until(
+                lambda: all(owned(client, key, p) for p in procs)
+                and any(holds_work(client, key, p) for p in procs),
+                timeout=60,
+            )
             client.close()
             redis.process.kill()
             redis.process.wait(10)

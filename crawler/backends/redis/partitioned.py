@@ -173,18 +173,22 @@ class PartitionedFrontier(Frontier):
             })
 
     def fleet_has_work(self) -> bool:
-        """Whether a partition this worker does not own holds work (queued or in flight, as
-        its owner last said: a dead owner's stays until its next owner speaks), or an inbox
-        holds letters. Asked at most once per beat."""
+        """Whether another worker's partition holds work in Redis (queued, out of its
+        queues, letters), or its owner last said so. At most once per beat, one pipeline."""
         asked, busy = self._fleet_busy
         if time.monotonic() - asked < BEAT:
             return busy
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.crawl_keys.partitions)
         for index in range(self.count):
-            pipe.xlen(self.keys(index).inbox)
-        said, *backlogs = pipe.execute()
-        busy = any(backlogs) or any(
+            keys = self.keys(index)
+            pipe.xlen(keys.inbox)
+            if index not in self.parts:
+                pipe.hlen(keys.out)
+                for q in range(self._front_queues):
+                    pipe.llen(keys.front(q))
+        said, *sizes = pipe.execute()
+        busy = any(sizes) or any(
             int(index) not in self.parts and value.split() != [b"0", b"0"]
             for index, value in said.items()
         )
@@ -560,11 +564,11 @@ class PartitionedFrontier(Frontier):
     def __len__(self) -> int:
         return sum(len(p.frontier) for p in self.parts.values())
 
-    def status(self) -> tuple[float | None, int, int]:
-        return self.due_in(), self.in_flight(), len(self)
-
     def counts(self) -> FrontierCounts:
-        return add_counts(self._guarded(p, p.frontier.counts) for p in list(self.parts.values()))
+        total = add_counts(self._guarded(p, p.frontier.counts) for p in self.parts.values())
+        # the crawl's seen URLs, every partition's (a worker's own may be none at its end)
+        total.seen = sum(self._seen(self.keys(i)).count() for i in range(self.count))
+        return total
 
     def waiting_hosts(self) -> list[HostReport]:
         reports = [r for p in self.parts.values() for r in p.frontier.waiting_hosts()]
