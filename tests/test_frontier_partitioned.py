@@ -170,7 +170,12 @@ def test_a_dead_workers_partitions_are_taken_over_with_everything(
     dead.ack(leases[0].token)  # fetched and processed: gone for good
     dead.complete(leases[1].token, 0.1)  # fetched, not processed: comes back
     # leases[2]: in flight when the worker died
-    time.sleep(1.5)  # the dead worker beats no more: its leases expire
+    # the dead worker beats no more: wait for its leases to expire (the event, not a time)
+    lease_keys = [part.ownership.keys.lease for part in dead.parts.values()]
+    deadline = time.monotonic() + 60
+    while client.exists(*lease_keys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not client.exists(*lease_keys)
     heir = partitioned(client, key, clock, count=2, worker="heir", ttl=1.0,
                        policy=PolitenessPolicy(min_delay=30.0))
     assert len(heir.parts) == 2
