@@ -72,6 +72,7 @@ class CrawlRecord:
     retries: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     marks: list[float] = field(default_factory=list)
+    ended: bool = False  # every worker found the crawl done (none was stopped at the timeout)
 
     def mark(self) -> None:
         """A moment of the fault (its start, its end): :meth:`after_mark` and
@@ -176,7 +177,7 @@ def crawl(
         except BaseException as exc:  # reported by the caller
             errors.append(exc)
         finally:
-            with contextlib.suppress(*TRANSIENT):
+            with contextlib.suppress(Exception):  # the cluster may be gone (a timed-out run)
                 frontier.close()
 
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(workers)]
@@ -190,6 +191,7 @@ def crawl(
         during(record)
     for t in threads:
         t.join(timeout)
+    record.ended = not any(t.is_alive() for t in threads)
     stop.set()
     if errors:
         raise errors[0]

@@ -55,6 +55,7 @@ def test_slots_move_mid_crawl_and_nothing_is_lost(cluster: RedisClusterServers) 
     assert on_new, "some partitions moved to the new master"
     fetched = record.fetched()
     assert moved, "the reshard ran"
+    assert record.ended, "every worker found the crawl done"
     print(f"reshard took {record.marks[1] - record.marks[0]:.1f}s, "
           f"{record.between_marks()} pages fetched meanwhile, {record.after_mark()} after")
     assert record.between_marks() > 50, "the crawl went on while the slots moved"
@@ -85,6 +86,7 @@ def test_a_master_fails_over_mid_crawl(cluster: RedisClusterServers) -> None:
         f"lost {len(lost)}, fetched twice {twice}, retried calls {record.retries}"
     )
     assert killed
+    assert record.ended, "every worker found the crawl done"
     assert record.overlaps() == 0
     # asynchronous replication: what the dead master had not passed on is measured, not
     # promised; the crawl still ends and most of the site is fetched

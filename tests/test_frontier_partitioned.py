@@ -289,3 +289,49 @@ def test_a_hosts_first_request_goes_first_for_the_next_owner_too(client: redis.R
     assert lease is not None and lease.entry.url == "http://a.test/robots.txt"
     assert heir.next() is None  # the pages wait for it
     heir.finish(lease.token, 0.1)
+
+
+def test_a_partition_whose_acknowledged_writes_redis_lost_is_read_again(
+    client: redis.Redis,
+) -> None:
+    """A master fails over before its replica had the owner's latest writes (replication is
+    asynchronous): Redis now holds the partition as it was a moment ago. The owner's next
+    write is refused, the partition is read again from what Redis kept, and the crawl goes
+    on from there: the page whose completion was lost is handed out again (fetched twice,
+    never lost), and the token of the lease from before does nothing."""
+    key, clock = fresh_key(), FakeClock()
+    f = partitioned(client, key, clock, count=1)
+    f.add_many(entries(2, 2))
+    first = f.next()
+    assert first is not None
+    keys = f.parts[0].ownership.keys
+    # what the replica holds: the partition before the page was completed
+    names = [k.decode() for k in client.keys(keys.prefix + "*")]
+    snapshot = {name: client.dump(name) for name in names}
+    f.finish(first.token, 0.1)
+    second = f.next()
+    assert second is not None and second.entry.url != first.entry.url
+    # the failover: the replica's copy becomes the partition (its lease is still this one's)
+    client.delete(*client.keys(keys.prefix + "*"))
+    for name, blob in snapshot.items():
+        client.restore(name, 0, blob, replace=True)
+    client.set(keys.lease, f.parts[0].ownership.value)
+    f.finish(second.token, 0.1)  # refused: the partition is read again at the next beat
+    assert 0 not in f.parts
+    f.beat()
+    assert 0 in f.parts
+    assert f.finish(first.token, 0.1) is None  # a token of the partition before: nothing
+    fetched = [first.entry.url, second.entry.url]
+    for _ in range(100):
+        lease = f.next()
+        if lease is None:
+            due = f.due_in()
+            if due is None:
+                break
+            clock.now += max(due, 0.01)
+            continue
+        fetched.append(lease.entry.url)
+        f.finish(lease.token, 0.1)
+    assert sorted(set(fetched)) == sorted(e.url for e in entries(2, 2))
+    assert len(fetched) - len(set(fetched)) <= 2  # what was out of the queues, twice
+    assert not f.has_work(0.0)

@@ -36,6 +36,17 @@ class PartitionLost(Exception):
         self.lease_key = lease_key
 
 
+class PartitionRewound(PartitionLost):
+    """The partition's state in Redis is older than its owner's: writes Redis acknowledged
+    were lost (a master failed over before its replica had them; replication is
+    asynchronous). Nothing was written; the owner must reload the partition from what Redis
+    kept, as a new owner would."""
+
+    def __init__(self, lease_key: str) -> None:
+        super().__init__(lease_key)
+        self.args = (f"partition {lease_key.rpartition(':')[0]} lost acknowledged writes",)
+
+
 class FencedWriter:
     """Buffers one partition owner's writes and applies them, fenced by its lease.
 
@@ -114,4 +125,8 @@ class FencedWriter:
             if str(exc).startswith("FENCED"):
                 self._writes.clear()
                 raise PartitionLost(self.lease_key) from None
+            if str(exc).startswith("REWOUND"):
+                self._writes.clear()
+                self._seq = None  # the next owner's calls count on from what Redis kept
+                raise PartitionRewound(self.lease_key) from None
             raise

@@ -14,15 +14,21 @@ A link to a host of a partition this worker does not own goes to that partition'
 letters it receives (its seen-test makes a redelivered one queue nothing twice) and
 acknowledges them in the same fenced call as the queue writes they caused.
 
-Lease tokens are ``<partition>.<token>``: a completion finds its partition without asking.
-A partition this worker lost (its lease expired in a stall, another worker took it) is
-dropped with its open leases: their completions and acknowledgements do nothing, and the new
-owner hands their URLs out again (at least once). A surplus partition (a worker joined)
-hands out nothing more, and is released once its open leases are settled.
+Lease tokens are ``<partition>.<generation>.<token>``: a completion finds its partition
+without asking, and one of a partition since dropped and taken up again does nothing.
+A partition whose latest acknowledged writes Redis lost (a master failed over before its
+replica had them) is dropped the same way and read again from what Redis kept, as a new
+owner would read it: its URLs out of the queues are queued again (fetched twice, never
+lost), and the inbox letters not acknowledged are read again. A partition this worker lost
+(its lease expired in a stall, another worker took it) is dropped with its open leases:
+their completions and acknowledgements do nothing, and the new owner hands their URLs out
+again (at least once). A surplus partition (a worker joined) hands out nothing more, and is
+released once its open leases are settled.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -30,7 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
-from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.fence import PartitionLost, PartitionRewound
+from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
@@ -69,6 +76,7 @@ class Partition:
     ownership: Ownership
     store: RedisQueueStore
     frontier: MercatorFrontier
+    generation: int = 0  # which taking-up of the partition by this worker (lease tokens)
     draining: bool = False  # surplus: hands out nothing more, released once settled
     blocks: int = -1  # controls: the version of the operator's blocks its frontier obeys
 
@@ -126,10 +134,11 @@ class PartitionedFrontier(Frontier):
         # what was added to each owned partition since its last write: mailed to its next
         # owner if the write finds the partition lost (a page's links are never dropped)
         self._unwritten: dict[int, list[tuple[Entry, bool, bool]]] = {}
+        self._generations = itertools.count(1)
         self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
         self._last_beat = float("-inf")
         self._mail_waiting = False  # a wake-up said letters were sent
-        self._fleet_busy = (float("-inf"), False)  # (when asked, the answer)
+        self.fleet = FleetView(client, self.crawl_keys, self.keys, count, front_queues, BEAT)
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
@@ -165,35 +174,14 @@ class PartitionedFrontier(Frontier):
         self._publish()
 
     def _publish(self) -> None:
-        """Say what work each owned partition holds, for the workers whose own is done."""
-        if self.parts:
-            self.client.hset(self.crawl_keys.partitions, mapping={
-                str(index): f"{len(part.frontier)} {part.frontier.in_flight()}"
-                for index, part in self.parts.items()
-            })
+        self.fleet.publish({
+            index: (len(part.frontier), part.frontier.in_flight())
+            for index, part in self.parts.items()
+        })
 
     def fleet_has_work(self) -> bool:
-        """Whether another worker's partition holds work in Redis (queued, out of its
-        queues, letters), or its owner last said so. At most once per beat, one pipeline."""
-        asked, busy = self._fleet_busy
-        if time.monotonic() - asked < BEAT:
-            return busy
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(self.crawl_keys.partitions)
-        for index in range(self.count):
-            keys = self.keys(index)
-            pipe.xlen(keys.inbox)
-            if index not in self.parts:
-                pipe.hlen(keys.out)
-                for q in range(self._front_queues):
-                    pipe.llen(keys.front(q))
-        said, *sizes = pipe.execute()
-        busy = any(sizes) or any(
-            int(index) not in self.parts and value.split() != [b"0", b"0"]
-            for index, value in said.items()
-        )
-        self._fleet_busy = (time.monotonic(), busy)
-        return busy
+        """Whether another worker's partition holds work (:class:`FleetView`)."""
+        return self.fleet.busy(self.parts)
 
     def _maybe_beat(self) -> None:
         if time.monotonic() - self._last_beat >= BEAT or self.controls.heard:  # controls
@@ -230,7 +218,9 @@ class PartitionedFrontier(Frontier):
         except PartitionLost:
             return
         self.mail.open(keys.index)
-        self.parts[keys.index] = Partition(ownership, store, self._build(store))
+        self.parts[keys.index] = Partition(
+            ownership, store, self._build(store), next(self._generations)
+        )
         if ownership.epoch == 1:
             logger.debug("Partition %d claimed (ownership 1)", keys.index)
         else:
@@ -244,6 +234,13 @@ class PartitionedFrontier(Frontier):
         if part is not None:
             part.ownership.writer.discard()
             self.lost += why == "lost"
+            if why == "rewound":
+                logger.warning(
+                    "Partition %d: Redis lost writes it had acknowledged (a failover before "
+                    "the replica had them): read again from what Redis kept; its %d open "
+                    "leases are queued again", index, part.frontier.in_flight(),
+                )
+                return
             logger.warning(
                 "Partition %d is no longer this worker's (%s): %d leases open there go back "
                 "to its next owner", index, why, part.frontier.in_flight(),
@@ -254,8 +251,8 @@ class PartitionedFrontier(Frontier):
         added to it since its last write go to its inbox, for its next owner."""
         try:
             return fn()
-        except PartitionLost:
-            self._drop(part.index, "lost")
+        except PartitionLost as exc:
+            self._drop(part.index, "rewound" if isinstance(exc, PartitionRewound) else "lost")
             for add in self._unwritten.pop(part.index, ()):
                 self._outbox.letter(part.index).adds.append(add)
             return None
@@ -433,7 +430,7 @@ class PartitionedFrontier(Frontier):
         for part in parts:
             got = self._guarded(part, lambda p=part: p.frontier.next_many(n - len(leases)))
             for lease in got or ():
-                lease.token = f"{part.index}.{lease.token}"
+                lease.token = f"{part.index}.{part.generation}.{lease.token}"
                 leases.append(lease)
             if len(leases) >= n:
                 break
@@ -441,8 +438,11 @@ class PartitionedFrontier(Frontier):
         return leases
 
     def _part_of(self, token: str) -> tuple[Partition | None, str]:
-        index, _, inner = token.partition(".")
-        return self.parts.get(int(index)) if index.isdigit() else None, inner
+        index, generation, inner = [*token.split(".", 2), "", ""][:3]
+        part = self.parts.get(int(index)) if index.isdigit() else None
+        if part is None or str(part.generation) != generation:
+            return None, inner  # a partition dropped since (and maybe taken up again)
+        return part, inner
 
     def _settle(self, s: Settlement) -> float | None:
         self.controls.spend(s.size)  # controls: the byte budget
@@ -582,12 +582,7 @@ class PartitionedFrontier(Frontier):
         return sorted(top, key=lambda t: -t[1])[:n]
 
     def ping(self) -> None:
-        """Ask every server that holds a partition of this worker's (on a cluster, the one
-        that went away may be one master of several)."""
-        pipe = self.client.pipeline(transaction=False)
-        for part in self.parts.values():
-            pipe.exists(part.ownership.keys.lease)
-        _ = pipe.execute() if self.parts else self.client.ping()
+        self.fleet.ping()
 
     def close(self) -> None:
         """Write everything out and hand the partitions over at once (their open leases'

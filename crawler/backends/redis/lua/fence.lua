@@ -12,7 +12,9 @@
 -- claimed the partition (a claim raises the epoch first) is the owner's again. Otherwise a
 -- worker that lost the partition gets the error FENCED and writes nothing: the check and the
 -- writes are one step. A numbered call already applied (its reply was lost with the
--- connection, and the owner sends it again) is not applied twice: the reply is DONE.
+-- connection, and the owner sends it again) is not applied twice: the reply is DONE. A call
+-- whose predecessor is missing (a failover lost the owner's latest acknowledged writes: the
+-- replica had not received them) is refused with REWOUND: the owner reloads the partition.
 -- Returns each write's reply, in order.
 local owner = redis.call('GET', KEYS[1])
 if owner ~= ARGV[1] then
@@ -25,6 +27,9 @@ if ARGV[4] ~= '' then
   local applied = tonumber(redis.call('GET', KEYS[3]) or '0')
   if applied >= tonumber(ARGV[4]) then
     return 'DONE'
+  end
+  if applied < tonumber(ARGV[4]) - 1 then
+    return redis.error_reply('REWOUND the partition lost writes it had acknowledged')
   end
   redis.call('SET', KEYS[3], ARGV[4])
 end
