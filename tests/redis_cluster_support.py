@@ -24,6 +24,7 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
+from crawler.backends.redis.connection import ReshardingCluster
 from tests.redis_support import free_port, server_kind
 
 
@@ -150,8 +151,10 @@ class RedisClusterServers:
         return [n for n in self.nodes if n.alive()]
 
     def client(self) -> RedisCluster:
+        """A cluster client of the crawler's class (it follows a reshard's redirects to a
+        new master)."""
         node = self.live()[0]
-        return RedisCluster(host="127.0.0.1", port=node.port)
+        return ReshardingCluster(host="127.0.0.1", port=node.port)
 
     def cluster_nodes(self, node: ClusterNode | None = None) -> list[dict[str, str]]:
         """``CLUSTER NODES`` as one dict per node (id, address, flags, master, slots), as

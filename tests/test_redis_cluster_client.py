@@ -184,3 +184,35 @@ def test_a_cluster_with_a_password_from_a_file(
     with pytest.raises(redis.AuthenticationError) as refused:
         redis_client(settings(f"redis://{locked_cluster.nodes[1].address}/0"))
     assert SECRET not in str(refused.value)
+
+
+def test_a_redirect_to_a_new_master_mid_reshard_is_followed(tmp_path: Path) -> None:
+    """A reshard's first slot moving to a master that owns none yet: the old owner answers
+    ``ASK <new master>`` for a key it no longer has, and the crawler's client follows it
+    (redis-py's own fails there with an AttributeError, redis/redis-py#4015: checked below so
+    that this test says when the workaround can go)."""
+    cluster = start_cluster(tmp_path, masters=3, replicas=0)
+    try:
+        new = cluster.add_master()
+        client = redis_client(settings(cluster.url))
+        key = "{reshard}:k"
+        slot = client.keyslot(key)
+        source = next(n for n in cluster.live() if n.port == client.get_node_from_key(key).port)
+        with new.client() as target, source.client() as old:
+            target.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cluster.node_id(source))
+            old.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cluster.node_id(new))
+        try:
+            assert client.set(key, b"v")  # not at the old owner: ASK, to the new master
+            with new.client() as target:
+                target.execute_command("ASKING")
+                assert target.get(key) == b"v"
+            plain = RedisCluster(host="127.0.0.1", port=source.port)
+            try:
+                with pytest.raises(AttributeError):
+                    plain.set("{reshard}:other", b"v")
+            finally:
+                plain.close()
+        finally:
+            client.close()
+    finally:
+        cluster.stop()

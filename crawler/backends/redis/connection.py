@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
-from redis.cluster import RedisCluster
+from redis.cluster import PRIMARY, ClusterNode, RedisCluster
 from redis.retry import Retry
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
@@ -169,6 +169,25 @@ def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
     return out
 
 
+class ReshardingCluster(RedisCluster):
+    """redis-py's cluster client, with one fix. While a reshard moves its first slots to a
+    master that owns none yet, the old owner answers ``ASK`` with that master's address; the
+    client knows only the nodes ``CLUSTER SLOTS`` listed, finds none by that name, and fails
+    with an ``AttributeError`` (redis/redis-py#4015, the fix pending upstream). A node named by
+    a redirect is made on the spot instead, as redis-py makes the others."""
+
+    def get_node(
+        self, host: str | None = None, port: int | None = None, node_name: str | None = None
+    ) -> ClusterNode | None:
+        node = super().get_node(host, port, node_name)
+        if node is None and node_name and ":" in node_name:
+            address, _, number = node_name.rpartition(":")
+            node = ClusterNode(address, int(number), PRIMARY)
+            self.nodes_manager.create_redis_connections([node])
+            node = self.nodes_manager.nodes_cache.setdefault(node.name, node)
+        return node
+
+
 def _single(params: dict[str, Any]) -> redis.Redis:
     return _bytes(get_redis(**params))
 
@@ -186,9 +205,9 @@ def _cluster(params: dict[str, Any]) -> RedisCluster:
     if db not in (None, 0, "0"):
         raise ValueError(f"a Redis Cluster has only database 0, REDIS_URL asks for {db}")
     if url:
-        return _bytes(RedisCluster.from_url(_without_db(url), **params))
+        return _bytes(ReshardingCluster.from_url(_without_db(url), **params))
     host, port = params.pop("host", None) or "localhost", int(params.pop("port", 6379))
-    return _bytes(RedisCluster(host=host, port=port, **params))
+    return _bytes(ReshardingCluster(host=host, port=port, **params))
 
 
 def _bytes(client: Any) -> Any:
