@@ -102,12 +102,13 @@ class CrawlRecord:
 
 
 def make_frontier(
-    client: RedisCluster, key: str, worker: str, lease_ttl: float = 5.0
+    client: RedisCluster, key: str, worker: str, lease_ttl: float = 5.0, replicas: int = 0
 ) -> PartitionedFrontier:
-    """Worker ``worker``'s frontier on crawl ``key``: no delay, one fetch per host at a time."""
+    """Worker ``worker``'s frontier on crawl ``key``: no delay, one fetch per host at a time;
+    each write waits for ``replicas`` replicas (``FRONTIER_REPLICA_WAIT``)."""
     settings = Settings({
         "FRONTIER_MIN_DELAY": 0.0, "FRONTIER_DELAY_FACTOR": 0.0, "FRONTIER_HOST_CONCURRENCY": 1,
-        "RECORD_WORKER_ID": worker,
+        "RECORD_WORKER_ID": worker, "FRONTIER_REPLICA_WAIT": replicas,
     })  # fmt: skip
     store = RedisFrontierStore(settings, key)
     return store.partitioned_frontier(client, lease_ttl=lease_ttl, max_pages_per_host=None)
@@ -136,18 +137,19 @@ def crawl(
     fetch_time: float = 0.004,
     during: Callable[[CrawlRecord], None] | None = None,
     timeout: float = 120.0,
+    replicas: int = 0,
 ) -> CrawlRecord:
     """Crawl ``graph`` to completion with ``workers`` threads; ``during`` runs on the calling
     thread once a tenth of the pages are fetched (the fault)."""
     record = CrawlRecord()
-    seeder = make_frontier(make_client(), key, "seeder")
+    seeder = make_frontier(make_client(), key, "seeder", replicas=replicas)
     retrying(record, lambda: seeder.add_many(graph.seeds()))
     retrying(record, seeder.close)  # its partitions go to the workers at once
     stop = threading.Event()
     errors: list[BaseException] = []
 
     def worker(wid: int) -> None:
-        frontier = make_frontier(make_client(), key, f"w{wid}")
+        frontier = make_frontier(make_client(), key, f"w{wid}", replicas=replicas)
         idle_since: float | None = None
         try:
             while not stop.is_set():

@@ -90,6 +90,13 @@ FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # 32-bit fingerprints in intsets (~5 B per URL, no false positive), ~50 B per URL past the size.
 # See crawler/backends/redis/seenset.py.
 FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
+# Redis frontier: how many replicas each write of a partition's owner waits for (up to 1 s)
+# before the owner goes on. 0: replication is asynchronous, and a master's failover may lose
+# its last writes (the partition is then read again from what the replica had: nothing is
+# lost, the URLs that were out of the queues are fetched twice). 1 or more: a write is done
+# once a replica has it, so a failover to that replica loses none and fetches none twice, at
+# the cost of a round trip to the replica per write.
+FRONTIER_REPLICA_WAIT = 0
 FRONTIER_SEEN_ERROR = 0.01
 # Raw links (as written in pages) remembered so a repeated link skips normalization.
 FRONTIER_LINK_CACHE_SIZE = 1_000_000

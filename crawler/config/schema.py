@@ -290,6 +290,7 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_READ_AHEAD": Number(integer=True, low=1),
     "FRONTIER_SHARDS": Number(integer=True, low=1, high=1024),
     "FRONTIER_SEEN_EXACT_LIMIT": Number(integer=True, low=-1),  # -1: exact whatever the size
+    "FRONTIER_REPLICA_WAIT": Number(integer=True, low=0, high=16),
     "FRONTIER_SEEN_ERROR": Number(above=True, high=0.5),
     "CRAWLDB_PARTITIONS": Number(integer=True, high=1024),
     "INDEX_PARTITIONS": Number(integer=True, high=1024),
@@ -365,10 +366,8 @@ REMOVED: dict[str, str] = {
     "FRONTIER_SEEN_BLOOM_CAPACITY": "no longer a setting: the seen-set grows with "
     "FRONTIER_SEEN_EXACT_LIMIT and FRONTIER_SEEN_ERROR",
     "FRONTIER_SEEN_BLOOM_ERROR": "no longer a setting: set FRONTIER_SEEN_ERROR",
-    "FRONTIER_REPLICA_WAIT": "no longer a setting: the partitioned frontier does not wait for "
-    "replicas",
-    "FRONTIER_REPLICA_WAIT_TIMEOUT": "no longer a setting: the partitioned frontier does not "
-    "wait for replicas",
+    "FRONTIER_REPLICA_WAIT_TIMEOUT": "no longer a setting: a write waits 1 s at most for "
+    "FRONTIER_REPLICA_WAIT replicas (a constant of crawler/backends/redis/fence.py)",
     "FRONTIER_SHARD_PATIENCE": "no longer a setting: a Redis call retries while Redis is away "
     "(REDIS_OUTAGE_WAIT)",
     "FLEET_WORKER_LOST_AFTER": "no longer a setting: a dead worker's partitions are taken over "

@@ -16,16 +16,28 @@ that enforce declared keys.
 
 from __future__ import annotations
 
+import logging
+import time
 from importlib import resources
 from typing import Any
 
 import redis
+from redis.exceptions import AskError, NoScriptError, TryAgainError
 
 FENCE_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/fence.lua").read_text()
 # Writes per script call: Lua's unpack() of one write's arguments and the reply table stay
 # far below Lua's stack limit (8,000), and one call never holds Redis for long.
 MAX_WRITES = 2048
 MAX_ARGUMENTS = 4096
+# How long a write waits for its replicas (FRONTIER_REPLICA_WAIT) at most: past it the crawl
+# goes on (a replica down must not stop it) and the write is counted as not replicated.
+REPLICA_WAIT_MS = 1000
+# How often the replicas a partition's master has are counted (ROLE): a write waits for at
+# most that many, so a master left without its replica (it was promoted in a failover) does
+# not hold every write for REPLICA_WAIT_MS; a write that waited in vain counts them again.
+REPLICA_RECOUNT = 10.0
+
+logger = logging.getLogger(__name__)
 
 
 class PartitionLost(Exception):
@@ -64,8 +76,14 @@ class FencedWriter:
         ttl: float,
         *,
         numbered: bool = True,
+        replicas: int = 0,
     ) -> None:
         self.client = client
+        # replicas that must have each call before it counts as done (0: asynchronous
+        # replication; a failover may then lose the last calls, see PartitionRewound)
+        self.replicas = replicas
+        self.unreplicated = 0  # calls that went on without their replicas' word
+        self._replicas_seen = (float("-inf"), 0)  # (when counted, the master's replicas)
         self.lease_key = lease_key
         self.lease_value = lease_value
         # the lease may be taken back after a lapse only while the epoch is still this one
@@ -117,7 +135,7 @@ class FencedWriter:
                 k = index[key] = len(keys)
             argv += [command, k, len(args), *args]
         try:
-            reply = self._script(keys=keys, args=argv)
+            reply = self._run(keys, argv)
             if number:
                 self._seq = number
             return [] if reply == b"DONE" else list(reply)
@@ -130,3 +148,58 @@ class FencedWriter:
                 self._seq = None  # the next owner's calls count on from what Redis kept
                 raise PartitionRewound(self.lease_key) from None
             raise
+
+    def _run(self, keys: list[str], argv: list[Any]) -> Any:
+        """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
+        connection (WAIT counts that connection's writes), so the call is done only once the
+        replicas have it and a failover can no longer lose it. A connection lost meanwhile
+        (the master died) makes the owner send the call again: to the promoted replica,
+        which applies it if it never had it, and answers DONE if it had."""
+        if not self.replicas:
+            return self._script(keys=keys, args=argv)
+        node = self.client
+        if hasattr(self.client, "get_node_from_key"):  # a cluster: the node of the slot
+            node = self.client.get_redis_connection(self.client.get_node_from_key(keys[0]))
+        wanted = self._wanted(node)
+        if not wanted:
+            return self._script(keys=keys, args=argv)
+        for _ in range(2):
+            pipe = node.pipeline(transaction=False)
+            pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
+            pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
+            reply, acked = pipe.execute(raise_on_error=False)
+            if isinstance(reply, NoScriptError):
+                node.script_load(FENCE_SOURCE)
+                continue
+            break
+        if isinstance(reply, AskError):  # MOVED or ASK: the slot moves; ask again later
+            self.client.nodes_manager.initialize()
+            raise TryAgainError(str(reply))
+        if isinstance(reply, Exception):
+            raise reply
+        if not isinstance(acked, Exception) and int(acked) < wanted:
+            self.unreplicated += 1
+            self._replicas_seen = (float("-inf"), 0)  # count them again at the next write
+            if self.unreplicated == 1:
+                logger.warning(
+                    "A frontier write of %s went on without its replicas (%d of %d within "
+                    "%d ms): a failover now may lose it (counted, warned once)",
+                    self.lease_key, acked, wanted, REPLICA_WAIT_MS,
+                )
+        return reply
+
+    def _wanted(self, node: Any) -> int:
+        """How many replicas to wait for: ``replicas``, or fewer if the master has fewer
+        (``ROLE`` lists its connected replicas; counted every ``REPLICA_RECOUNT`` s)."""
+        counted, have = self._replicas_seen
+        now = time.monotonic()
+        if now - counted >= REPLICA_RECOUNT:
+            role = node.execute_command("ROLE")
+            have = len(role[2]) if role[0] in (b"master", "master") else 0
+            if have < self.replicas and counted == float("-inf"):
+                logger.warning(
+                    "The master of %s has %d replicas, FRONTIER_REPLICA_WAIT asks for %d: its "
+                    "writes wait for %d", self.lease_key, have, self.replicas, have,
+                )
+            self._replicas_seen = (now, have)
+        return min(self.replicas, have)

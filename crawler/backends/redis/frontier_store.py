@@ -264,6 +264,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             front_queues=front,
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,
+            replicas=s.getint("FRONTIER_REPLICA_WAIT", defaults.FRONTIER_REPLICA_WAIT),
             **extra,
         )
 

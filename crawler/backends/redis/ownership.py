@@ -72,11 +72,19 @@ class PartitionOwnership:
     beat that keeps them, claims its share and names what it must hand over.
 
     ``ttl`` (seconds) is the life of a lease and of a membership without a beat: beat well
-    within it (a third of it leaves two beats of slack). Not thread-safe: one caller beats.
+    within it (a third of it leaves two beats of slack). ``replicas``: how many replicas each
+    of an owner's writes waits for (:class:`FencedWriter`). Not thread-safe: one caller beats.
     """
 
     def __init__(
-        self, client: redis.Redis | RedisCluster, crawl: str, count: int, worker: str, ttl: float
+        self,
+        client: redis.Redis | RedisCluster,
+        crawl: str,
+        count: int,
+        worker: str,
+        ttl: float,
+        *,
+        replicas: int = 0,
     ) -> None:
         if ttl <= 0:
             raise ValueError("a lease lives for a positive time")
@@ -84,6 +92,7 @@ class PartitionOwnership:
         self.worker = worker
         self.count = count
         self.ttl_ms = max(1, round(ttl * 1000))
+        self.replicas = replicas
         self._last_beat_ms: int | None = None  # Redis's time at the last beat
         self._quiet_until = 0  # no claims before (Redis ms): back from an outage
         self.members = CrawlKeys(crawl).members
@@ -174,7 +183,8 @@ class PartitionOwnership:
 
     def _writer(self, keys: PartitionKeys, value: str, *, numbered: bool = True) -> FencedWriter:
         return FencedWriter(
-            self.client, keys.lease, value, keys.epoch, self.ttl_ms / 1000, numbered=numbered
+            self.client, keys.lease, value, keys.epoch, self.ttl_ms / 1000, numbered=numbered,
+            replicas=self.replicas if numbered else 0,  # a renewal may be lost: it is renewed
         )
 
     def release(self, index: int) -> None:

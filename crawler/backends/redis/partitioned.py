@@ -100,7 +100,8 @@ class Outbox:
 
 class PartitionedFrontier(Frontier):
     """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
-    claimed over its store; ``seen(keys)`` its seen-set."""
+    claimed over its store; ``seen(keys)`` its seen-set; ``replicas``: how many replicas each
+    write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``)."""
 
     def __init__(
         self,
@@ -114,6 +115,7 @@ class PartitionedFrontier(Frontier):
         front_queues: int,
         lease_ttl: float,
         partition_ttl: float,
+        replicas: int = 0,
         clock: Clock = time.monotonic,
     ) -> None:
         self.client = client
@@ -127,7 +129,9 @@ class PartitionedFrontier(Frontier):
         self._front_queues = front_queues
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
-        self.ownership = PartitionOwnership(client, crawl, count, worker, partition_ttl)
+        self.ownership = PartitionOwnership(
+            client, crawl, count, worker, partition_ttl, replicas=replicas
+        )
         self.mail = Mailboxes(client, self.keys)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
