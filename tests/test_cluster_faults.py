@@ -23,8 +23,10 @@ from tests.redis_support import fresh_key
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[RedisClusterServers]:
-    servers = start_cluster(tmp_path, masters=3, replicas=1)
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[RedisClusterServers]:
+    """3 masters with a replica each, or as many masters as the test's parameter says."""
+    masters = getattr(request, "param", 3)
+    servers = start_cluster(tmp_path, masters=masters, replicas=1)
     try:
         yield servers
     finally:
@@ -64,7 +66,12 @@ def test_slots_move_mid_crawl_and_nothing_is_lost(cluster: RedisClusterServers) 
     assert record.overlaps() == 0
 
 
-@pytest.mark.parametrize("replicas", [0, 1], ids=["async", "replica-wait"])
+@pytest.mark.parametrize(
+    ("cluster", "replicas"),
+    [(3, 0), (3, 1), (6, 1)],
+    ids=["3-masters-async", "3-masters-replica-wait", "6-masters-replica-wait"],
+    indirect=["cluster"],
+)
 def test_a_master_fails_over_mid_crawl(cluster: RedisClusterServers, replicas: int) -> None:
     """A master killed while its replica lags 0.3 s behind. Asynchronous replication
     (``FRONTIER_REPLICA_WAIT=0``) may lose the master's last writes: the partition is read
