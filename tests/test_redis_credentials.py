@@ -87,7 +87,7 @@ def test_the_password_from_the_environment_and_a_wrong_one_refused_in_one_line(
             settings=settings(locked_redis, tmp_path, REDIS_PASSWORD_ENV="CRAWL_REDIS_PASSWORD"),
         )
     assert refused.returncode == 2
-    assert "is not reachable" in refused.log and SECRET not in refused.log
+    assert "refused the crawl's login" in refused.log and SECRET not in refused.log
     assert ok.returncode == 0 and ok.stats["finish_reason"] == "finished", ok.log[-3000:]
     assert SECRET not in ok.log
     assert files_holding(tmp_path, SECRET, besides=tmp_path / "none") == []
