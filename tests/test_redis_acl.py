@@ -228,3 +228,17 @@ def replica_links(cluster: RedisClusterServers) -> list[str]:
         if info.get("role") == "slave":
             out.append(str(info.get("master_link_status")))
     return out
+
+
+def test_messages_show_neither_the_user_nor_the_password() -> None:
+    from scrapy.settings import Settings
+
+    from crawler.backends.redis.connection import safe_url
+
+    def shown(url: str) -> str:
+        return safe_url(Settings({"REDIS_URL": url}))
+
+    assert shown(f"redis://{USER}@127.0.0.1:6379/0") == "redis://***@127.0.0.1:6379/0"
+    assert shown(f"rediss://{USER}:{SECRET}@[::1]:6380/0") == "rediss://***@[::1]:6380/0"
+    assert shown(f"redis://:{SECRET}@redis.internal/0") == "redis://***@redis.internal/0"
+    assert shown("redis://redis.internal:6379/0") == "redis://redis.internal:6379/0"
