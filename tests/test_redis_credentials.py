@@ -10,7 +10,7 @@ import pytest
 
 from tests.crawling import finish_crawl, run_crawl, start_crawl
 from tests.redis_support import RedisServer, fresh_key, start_redis
-from tests.test_redis_crawl import site
+from tests.test_redis_acl import small_site
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_the_password_from_a_file_reaches_redis_and_nothing_else(
 ) -> None:
     secret_file = tmp_path / "redis.pass"
     secret_file.write_text(SECRET + "\n")
-    with site(pages=4) as server:
+    with small_site() as server:
         proc = start_crawl(
             tmp_path,
             seeds=server.seeds(),
@@ -74,7 +74,7 @@ def test_the_password_from_the_environment_and_a_wrong_one_refused_in_one_line(
     tmp_path: Path, locked_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CRAWL_REDIS_PASSWORD", "wrong-" + SECRET)
-    with site(pages=2) as server:
+    with small_site() as server:
         refused = run_crawl(
             tmp_path,
             seeds=server.seeds(),
