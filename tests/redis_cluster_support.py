@@ -19,26 +19,37 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.connection import ReshardingCluster
-from tests.redis_support import free_port, server_kind
+from tests.redis_support import (
+    ACL_EVERYTHING,
+    TlsFiles,
+    acl_arguments,
+    free_port,
+    server_kind,
+    tls_arguments,
+    tls_client_params,
+)
 
 
 @dataclass
 class ClusterNode:
     port: int
     process: subprocess.Popen[bytes]
+    #: what a client of this node must give: the ACL user and password, the TLS files
+    login: dict[str, Any] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port)
+        return redis.Redis(host="127.0.0.1", port=self.port, **self.login)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -50,6 +61,45 @@ class RedisClusterServers:
     nodes: list[ClusterNode] = field(default_factory=list)
     node_timeout_ms: int = 1000
     aof: str | None = None
+    #: an ACL user (with ``password``) on every node, the replicas' ``masteruser``; the
+    #: ``default`` user off
+    username: str | None = None
+    password: str | None = None
+    #: TLS only (``port 0``), for clients, replication and the cluster bus
+    tls: TlsFiles | None = None
+
+    @property
+    def login(self) -> dict[str, Any]:
+        """What a client of any node must give (:attr:`ClusterNode.login`)."""
+        out: dict[str, Any] = {}
+        if self.username is not None:
+            out.update(username=self.username, password=self.password)
+        if self.tls is not None:
+            out.update(tls_client_params(self.tls))
+        return out
+
+    def _secure_arguments(self) -> list[str]:
+        out: list[str] = []
+        if self.username is not None:
+            assert self.password is not None, "an ACL user needs a password"
+            out += acl_arguments(self.username, self.password, ACL_EVERYTHING)
+            out += ["--masteruser", self.username, "--masterauth", self.password]
+        if self.tls is not None:
+            out += tls_arguments(self.tls)
+            out += ["--tls-cluster", "yes", "--tls-replication", "yes"]
+        return out
+
+    def _cli_arguments(self) -> list[str]:
+        """redis-cli's options to log in to the nodes (``--pass``: a test's throwaway
+        password; an operator would give ``REDISCLI_AUTH``)."""
+        out: list[str] = []
+        if self.username is not None:
+            assert self.password is not None
+            out += ["--user", self.username, "--pass", self.password, "--no-auth-warning"]
+        if self.tls is not None:
+            out += ["--tls", "--cacert", str(self.tls.ca),
+                    "--cert", str(self.tls.client_cert), "--key", str(self.tls.client_key)]
+        return out
 
     # -- starting ------------------------------------------------------------------------------
 
@@ -60,11 +110,15 @@ class RedisClusterServers:
             persistence = ["--appendonly", "no"]
             if self.aof is not None:
                 persistence = ["--appendonly", "yes", "--appendfsync", self.aof]
+            listen = ["--port", str(port)]
+            if self.tls is not None:
+                listen = ["--port", "0", "--tls-port", str(port)]
             process = subprocess.Popen(
                 [
                     kind.server,
                     *kind.arguments,
-                    "--port", str(port),
+                    *listen,
+                    *self._secure_arguments(),
                     "--bind", "127.0.0.1",
                     "--cluster-enabled", "yes",
                     "--cluster-port", str(bus),
@@ -84,7 +138,7 @@ class RedisClusterServers:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )  # fmt: skip
-            node = ClusterNode(port, process)
+            node = ClusterNode(port, process, self.login)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and node.alive():
                 try:
@@ -100,7 +154,7 @@ class RedisClusterServers:
     def _cli(self, *args: str, timeout: float = 120) -> str:
         cli = server_kind().cli
         done = subprocess.run(
-            [cli, "--cluster", *args, "--cluster-yes"],
+            [cli, *self._cli_arguments(), "--cluster", *args, "--cluster-yes"],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -144,8 +198,10 @@ class RedisClusterServers:
 
     @property
     def url(self) -> str:
-        """``REDIS_URL`` naming one live node (any node will do for a cluster client)."""
-        return f"redis://{self.live()[0].address}"
+        """``REDIS_URL`` naming one live node (any node will do for a cluster client), without
+        the user (the crawl's settings give it)."""
+        scheme = "rediss" if self.tls is not None else "redis"
+        return f"{scheme}://{self.live()[0].address}"
 
     def live(self) -> list[ClusterNode]:
         return [n for n in self.nodes if n.alive()]
@@ -154,7 +210,7 @@ class RedisClusterServers:
         """A cluster client of the crawler's class (it follows a reshard's redirects to a
         new master)."""
         node = self.live()[0]
-        return ReshardingCluster(host="127.0.0.1", port=node.port)
+        return ReshardingCluster(host="127.0.0.1", port=node.port, **self.login)
 
     def cluster_nodes(self, node: ClusterNode | None = None) -> list[dict[str, str]]:
         """``CLUSTER NODES`` as one dict per node (id, address, flags, master, slots), as
@@ -298,9 +354,20 @@ class RedisClusterServers:
 
 
 def start_cluster(
-    root: Path, masters: int = 3, replicas: int = 1, aof: str | None = None
+    root: Path,
+    masters: int = 3,
+    replicas: int = 1,
+    aof: str | None = None,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    tls: TlsFiles | None = None,
 ) -> RedisClusterServers:
-    cluster = RedisClusterServers(root, aof=aof)
+    """A cluster formed and settled; ``username``/``password``: an ACL user on every node from
+    its start (the ``default`` user off), ``tls``: TLS only (see :class:`RedisClusterServers`)."""
+    if tls is not None and not server_kind().tls:
+        pytest.skip(f"the {server_kind().name} kind's server is built without TLS")
+    cluster = RedisClusterServers(root, aof=aof, username=username, password=password, tls=tls)
     try:
         cluster.create(masters, replicas)
     except BaseException:

@@ -210,6 +210,39 @@ def make_tls_files(root: Path) -> TlsFiles:
     )
 
 
+#: What an ACL user may do when a test names no rules: every key, channel and command.
+ACL_EVERYTHING = ("~*", "&*", "+@all")
+
+
+def acl_arguments(username: str, password: str, rules: tuple[str, ...]) -> list[str]:
+    """Server arguments that make ``username`` (with ``password`` and ``rules``) the only user:
+    the ``default`` user is off, so a client that does not log in is refused (``NOAUTH``)."""
+    return ["--user", username, "on", f">{password}", *rules, "--user", "default", "off"]
+
+
+def tls_arguments(tls: TlsFiles) -> list[str]:
+    """Server arguments for TLS with client certificates required; the node's own outgoing
+    connections (replication, the cluster bus) show the client certificate."""
+    return [
+        "--tls-cert-file", str(tls.server_cert),
+        "--tls-key-file", str(tls.server_key),
+        "--tls-client-cert-file", str(tls.client_cert),
+        "--tls-client-key-file", str(tls.client_key),
+        "--tls-ca-cert-file", str(tls.ca),
+        "--tls-auth-clients", "yes",
+    ]  # fmt: skip
+
+
+def tls_client_params(tls: TlsFiles) -> dict[str, Any]:
+    """redis-py's parameters for a worker holding the CA and a client certificate."""
+    return {
+        "ssl": True,
+        "ssl_ca_certs": str(tls.ca),
+        "ssl_certfile": str(tls.client_cert),
+        "ssl_keyfile": str(tls.client_key),
+    }
+
+
 @dataclass
 class RedisServer:
     process: subprocess.Popen[bytes]
@@ -218,20 +251,18 @@ class RedisServer:
     password: str | None = None
     tls: TlsFiles | None = None
     kind: str = "redis"
+    username: str | None = None
 
     def client(self) -> redis.Redis:
         """A new client (a new connection pool): two of them act like two workers."""
-        if self.tls is not None:
-            return redis.Redis(
-                host="127.0.0.1",
-                port=self.port,
-                password=self.password,
-                ssl=True,
-                ssl_ca_certs=str(self.tls.ca),
-                ssl_certfile=str(self.tls.client_cert),
-                ssl_keyfile=str(self.tls.client_key),
-            )
-        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
+        extra = tls_client_params(self.tls) if self.tls is not None else {}
+        return redis.Redis(
+            host="127.0.0.1",
+            port=self.port,
+            username=self.username,
+            password=self.password,
+            **extra,
+        )
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -252,12 +283,15 @@ def start_redis(
     password: str | None = None,
     tls: TlsFiles | None = None,
     kind: str | None = None,
+    username: str | None = None,
+    acl: tuple[str, ...] = ACL_EVERYTHING,
 ) -> RedisServer:
     """Start a server of ``kind`` (else of ``CRAWLER_TEST_REDIS``'s) under ``root`` and wait
     until it answers PING. ``port``: that one (a restart); ``aof``: append-only file on, with
-    this ``appendfsync`` policy; ``password``: clients must give it (``requirepass``); ``tls``:
-    the port speaks TLS only (no plain port) and clients must show a certificate of the same
-    CA."""
+    this ``appendfsync`` policy; ``password``: clients must give it (``requirepass``, or with
+    ``username`` the password of that ACL user, allowed ``acl``, the ``default`` user off);
+    ``tls``: the port speaks TLS only (no plain port) and clients must show a certificate of
+    the same CA."""
     chosen = server_kind(kind)
     if tls is not None and not chosen.tls:
         # not a missing server but a build without TLS: the TLS tests run on the other kinds
@@ -267,16 +301,15 @@ def start_redis(
     persistence = ["--appendonly", "no"]
     if aof is not None:
         persistence = ["--appendonly", "yes", "--appendfsync", aof]
-    if password is not None:
+    if username is not None:
+        if password is None:
+            raise ValueError("an ACL user needs a password")
+        persistence += acl_arguments(username, password, acl)
+    elif password is not None:
         persistence += ["--requirepass", password]
     listen = ["--port"]
     if tls is not None:
-        persistence += [
-            "--tls-cert-file", str(tls.server_cert),
-            "--tls-key-file", str(tls.server_key),
-            "--tls-ca-cert-file", str(tls.ca),
-            "--tls-auth-clients", "yes",
-        ]  # fmt: skip
+        persistence += tls_arguments(tls)
         listen = ["--port", "0", "--tls-port"]
     for _ in range(3):  # the free port may be taken by someone else before the server binds
         port = fixed or free_port()
@@ -295,7 +328,7 @@ def start_redis(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        server = RedisServer(process, port, root, password, tls, chosen.name)
+        server = RedisServer(process, port, root, password, tls, chosen.name, username)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and process.poll() is None:
             try:

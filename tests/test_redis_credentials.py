@@ -10,7 +10,7 @@ import pytest
 
 from tests.crawling import finish_crawl, run_crawl, start_crawl
 from tests.redis_support import RedisServer, fresh_key, start_redis
-from tests.test_redis_crawl import site
+from tests.test_redis_acl import small_site
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_the_password_from_a_file_reaches_redis_and_nothing_else(
 ) -> None:
     secret_file = tmp_path / "redis.pass"
     secret_file.write_text(SECRET + "\n")
-    with site(pages=4) as server:
+    with small_site() as server:
         proc = start_crawl(
             tmp_path,
             seeds=server.seeds(),
@@ -74,7 +74,7 @@ def test_the_password_from_the_environment_and_a_wrong_one_refused_in_one_line(
     tmp_path: Path, locked_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CRAWL_REDIS_PASSWORD", "wrong-" + SECRET)
-    with site(pages=2) as server:
+    with small_site() as server:
         refused = run_crawl(
             tmp_path,
             seeds=server.seeds(),
@@ -87,7 +87,7 @@ def test_the_password_from_the_environment_and_a_wrong_one_refused_in_one_line(
             settings=settings(locked_redis, tmp_path, REDIS_PASSWORD_ENV="CRAWL_REDIS_PASSWORD"),
         )
     assert refused.returncode == 2
-    assert "is not reachable" in refused.log and SECRET not in refused.log
+    assert "refused the crawl's login" in refused.log and SECRET not in refused.log
     assert ok.returncode == 0 and ok.stats["finish_reason"] == "finished", ok.log[-3000:]
     assert SECRET not in ok.log
     assert files_holding(tmp_path, SECRET, besides=tmp_path / "none") == []

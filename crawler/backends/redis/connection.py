@@ -43,7 +43,7 @@ from scrapy_redis import defaults as scrapy_redis_defaults
 from scrapy_redis.connection import SETTINGS_PARAMS_MAP, get_redis
 
 from crawler.config import defaults
-from crawler.net.credentials import without_password
+from crawler.net.credentials import without_credentials, without_password
 
 #: What :func:`redis_client` returns: one Redis, or a Redis Cluster's client.
 RedisClient = redis.Redis | RedisCluster
@@ -231,11 +231,12 @@ def is_cluster(client: Any) -> bool:
 
 
 def safe_url(settings: BaseSettings) -> str:
-    """``REDIS_URL`` without its password, for messages and logs."""
+    """``REDIS_URL`` without its user and password, for messages and logs (an ACL user's name
+    is half of its login)."""
     url = settings.get("REDIS_URL") or (
         f"redis://{settings.get('REDIS_HOST') or 'localhost'}:{settings.get('REDIS_PORT') or 6379}"
     )
-    return without_password(url)
+    return without_credentials(url)
 
 
 def worker_name() -> str:

@@ -128,6 +128,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         try:
             client = redis_client(self.settings)
             client.ping()
+        except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
+            return [f"Redis at {where} refused the crawl's login: {exc}"]
         except (redis.RedisError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
         problems = []
