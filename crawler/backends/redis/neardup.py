@@ -120,7 +120,7 @@ MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means anoth
 _FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
 # past hash-max-listpack-entries: 128 in the stock redis.conf, the crawler cannot set it, so a
 # bucket stays compact up to twice the capacity; 512 built in: 8 times)
-ASK = 64  # candidates looked up at once (the first VERIFY live ones are verified)
+ASK = VERIFY + 4  # candidates looked up at once (most are live: the first VERIFY are kept)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
 
 
