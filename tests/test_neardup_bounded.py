@@ -1,20 +1,28 @@
 """The shared near-duplicate detector without a copy of the index in each worker: anchor
 postings spread over hash tags (over the masters of a real Redis Cluster), worker processes
 racing on copies of one page, a new worker deciding at once, the worker's cache within its
-bound, a crashed worker's original repaired, and a crawl of another layout refused."""
+bound, a crashed worker's original repaired, a crawl of another layout refused, and the
+crawl's slots resharded under the workers."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.crc import key_slot
 
 import crawler.backends.redis.neardup_anchors as anchors_module
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.content.neardup import NearDuplicateDetector
 from devsite.testset import LabelledSet, build_labelled_set
-from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
+from tests.redis_cluster_support import (  # noqa: F401
+    RedisClusterServers,
+    redis_cluster,
+    start_cluster,
+)
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_neardup_shared import Page, _pages
 
@@ -219,3 +227,42 @@ def test_long_postings_leave_their_bucket_compact_and_decide_alike(
     long = [k for k in buckets if client.type(k) == b"string"]
     assert long and all(len(client.get(k) or b"") > 64 for k in long)
     assert {client.object("encoding", k) for k in buckets if k not in long} == {b"listpack"}
+
+
+def test_decisions_hold_while_the_crawls_slots_move(tmp_path: Path) -> None:
+    """Every slot of the master serving the crawl's tag resharded to a new master while two
+    workers check pages: redis-py follows the moves (every key a script touches is declared),
+    no page is judged alone and every decision is the in-process detector's."""
+    cluster = start_cluster(tmp_path, masters=3, replicas=0)
+    try:
+        key = fresh_key()
+        workers = [RedisNearDuplicateDetector(cluster.client(), key, groups=3) for _ in range(2)]
+        local = NearDuplicateDetector()
+        slot = key_slot(workers[0].keys.versions.encode())
+        owner = next(n for n in cluster.masters() if slot in _slots(cluster, n.address))
+        new = cluster.add_master()
+        mover = threading.Thread(target=cluster.move_slots,
+                                 args=(len(_slots(cluster, owner.address)), new, owner))
+        mover.start()
+        n = 0
+        while mover.is_alive() or n < 100:
+            url, text = f"http://h{n % 7}.test/{n}", _text(n // 3, f"edit {n % 3}" if n % 3 else "")
+            assert workers[n % 2].check(url, text) == local.check(url, text), url
+            n += 1
+        mover.join()
+        assert slot in _slots(cluster, new.address)
+        assert not any(w.unjudged for w in workers)
+    finally:
+        cluster.stop()
+
+
+def _slots(cluster: RedisClusterServers, address: str) -> set[int]:
+    """The slots the node at ``address`` serves."""
+    out: set[int] = set()
+    for row in cluster.cluster_nodes():
+        if row["address"] == address:
+            for part in row["slots"].split():
+                if not part.startswith("["):  # a slot being migrated: [slot->-node]
+                    low, _, high = part.partition("-")
+                    out.update(range(int(low), int(high or low) + 1))
+    return out

@@ -74,7 +74,8 @@ import hashlib
 import math
 import time
 from collections import OrderedDict
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -111,6 +112,8 @@ from crawler.content.normalize import normalize_lines
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
+
+T = TypeVar("T")
 
 LAYOUT = 7  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
@@ -235,10 +238,22 @@ class RedisNearDuplicateDetector:
         page to a verdict nobody could check), and how many pages went unjudged is counted,
         and said when Redis is back."""
         try:
-            return self.outage.call(lambda: self._check(url, text, add, title))
+            return self.outage.call(lambda: self._routed(self._check, url, text, add, title))
         except RedisUnavailable:
             self.unjudged += 1
             return self._judged_alone(url, text)
+
+    def _routed(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, made again once if redis-py followed an ``ASK`` to a cluster node
+        it has not met (a master added since it read the slot map: redis-py 8.1 then fails
+        with an ``AttributeError``), after reading the slot map again."""
+        try:
+            return call(*args)
+        except AttributeError as exc:
+            if not isinstance(self.client, RedisCluster) or "redis_connection" not in str(exc):
+                raise
+            self.client.nodes_manager.initialize()
+            return call(*args)
 
     def _judged_alone(self, url: str, text: str) -> Decision:
         """The decision on a page Redis could not be asked about: its fingerprint and words as
@@ -501,7 +516,8 @@ class RedisNearDuplicateDetector:
         if cached is None or time.monotonic() - cached[2] > HOST_TTL:
             try:  # while Redis is away: the last counts read, without waiting
                 packed = int(self.outage.call(
-                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+                    lambda: self._routed(self.client.hget, self.keys.host_counts, host),
+                    wait=0) or 0)
             except RedisUnavailable:
                 return _ratio(cached, min_pages)
             cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())

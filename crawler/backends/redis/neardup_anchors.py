@@ -150,7 +150,7 @@ class AnchorPostings:
     def __init__(self, client: Any, keys: AnchorKeys, limit: int) -> None:
         self.client, self.keys, self.limit = client, keys, limit
         self._put = client.register_script(PUT)
-        self._done: list[int] = []  # store keys whose postings this worker wrote since READ
+        self._done: list[int] = []  # store keys whose postings this worker wrote since its read
         self.repaired = 0  # pending originals whose postings this worker wrote for another
 
     def take_done(self) -> list[int]:

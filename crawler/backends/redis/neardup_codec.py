@@ -206,7 +206,7 @@ def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.nda
 
 
 def encode_snapshot(pages: int, tlen: int, keys: np.ndarray, counts: np.ndarray) -> bytes:
-    """A host's model right after a pruning: pages (4 bytes: ``READ`` reads them), template
+    """A host's model right after a pruning: pages (4 bytes: a worker reads them first), template
     length, the blocks counted once and those counted more often (:func:`pack_sorted`), and the
     latter's counts less 2 in the bits the largest needs (none when every one is 2, as on most
     hosts right after a pruning)."""
