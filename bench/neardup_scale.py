@@ -24,7 +24,7 @@ share of them are copies of an earlier page (exact, on another host) or near cop
 replaced). Each worker process checks every ``workers``-th page with its own client and
 reports its RSS (``VmRSS``), its cache's estimate and its pages/s as it goes; Redis's
 ``used_memory`` per page checked is measured against the empty server's, and
-``commandstats`` gives the scripts' server time per check.
+``commandstats`` gives the server time per check.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import os
 import random
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -51,9 +50,9 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_anchors import parse
+from crawler.backends.redis.neardup_anchors import parse, run_scripts
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
-from crawler.backends.redis.neardup_lua import CHUNK, SLOTS
+from crawler.backends.redis.neardup_state import ENTRY, SLOTS
 from crawler.config import defaults
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.content.neardup_features import ANCHORS
@@ -266,40 +265,30 @@ def used_memory(client: redis.Redis) -> int:
 
 
 def script_usec(client: redis.Redis) -> tuple[int, int]:
+    """Server time (us) and calls of every command but the benchmark's own (INFO, CONFIG)."""
     stats = client.info("commandstats")
-    s = stats.get("cmdstat_evalsha", {})
-    return int(s.get("usec", 0)), int(s.get("calls", 0))
+    mine = [v for k, v in stats.items() if not k.startswith(("cmdstat_info", "cmdstat_config"))]
+    return sum(int(v.get("usec", 0)) for v in mine), sum(int(v.get("calls", 0)) for v in mine)
 
 
 # --- the bulk fill (--bulk) ----------------------------------------------------------------
 
 def _bucket(s: bytes, bits: int) -> tuple[int, bytes]:
-    """The URL and fingerprint tables' bucket number and field of a hash (as the scripts'
-    ``bucket`` and ``field``)."""
+    """The URL and fingerprint tables' bucket number and field of a hash (as
+    ``neardup_state.bucket``)."""
     return int.from_bytes(s[:4], "big") >> (32 - bits), s[bits // 8 :]
 
 
 def _stored(client: redis.Redis, keys: Any, doc: int) -> bytes:
-    """Original ``doc``'s record as the heap holds it (b'' if none)."""
-    entry = client.getrange(keys.slots_prefix + str(doc // SLOTS), doc % SLOTS * 8,
-                            doc % SLOTS * 8 + 7)
-    if len(entry) < 8:
-        return b""
-    hi, lo, size = struct.unpack(">BI3s", entry)
-    off, size = hi << 32 | lo, int.from_bytes(size, "big")
-    parts = []
-    while size > 0:
-        at, n = off % CHUNK, min(size, CHUNK - off % CHUNK)
-        parts.append(client.getrange(keys.heap_prefix + str(off // CHUNK), at, at + n - 1))
-        off, size = off + n, size - n
-    return b"".join(parts)
+    """Original ``doc``'s record (b'' if none)."""
+    return client.hget(keys.records(doc // SLOTS), doc) or b""
 
 
 def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
               batch: int = 2000) -> dict[str, Any]:
     """Fill the store up to ``total`` ids with originals written straight into it, in
-    pipelines, with the codec the scripts read (records, record table, URL and fingerprint
-    tables) and the anchors' own ``PUT`` script (postings): a bulk stand-in for checking a
+    pipelines, with the codec the detector reads (records, record table, URL and fingerprint
+    tables) and the anchors' own ``neardup_put.lua`` (postings): a bulk stand-in for checking a
     million pages, which this machine cannot do in a session (features in Python).
 
     Each bulk original copies an original already checked (through the scripts): its title,
@@ -325,7 +314,6 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
         raise SystemExit("--bulk needs originals checked first (--bulk-base)")
     names = {int(h): v.decode() for h, v in client.hgetall(keys.host_names).items()}
     bits = detector.table_bits
-    heap = int(client.hget(keys.versions, "heap") or 0)
     put = detector.anchors
     t0 = time.perf_counter()
     sample: list[tuple[int, bytes, np.ndarray]] = []
@@ -334,8 +322,6 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     while done < total:
         pipe = client.pipeline(transaction=False)
         calls = []
-        data = bytearray()
-        start = heap
         for doc in range(done + 1, min(total, done + batch) + 1):
             hid, title, sketch, blocks, cover = sources[(doc - first - 1) % len(sources)]
             generation = (doc - first - 1) // len(sources) + 1
@@ -351,49 +337,33 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             record = (fp + hid.to_bytes(4, "big") + url_part(url, names.get(hid, ""))
                       + encode_sketch(title, mixed, mixed_blocks, cover))
             if doc % SLOTS == 0 or doc == 1:
-                pipe.setrange(keys.slots_prefix + str(doc // SLOTS), 8 * SLOTS - 1, b"\0")
-            pipe.setrange(keys.slots_prefix + str(doc // SLOTS), doc % SLOTS * 8,
-                          struct.pack(">BI", heap >> 32, heap & 0xFFFFFFFF)
-                          + len(record).to_bytes(3, "big"))
+                pipe.setrange(keys.table(doc // SLOTS), ENTRY * SLOTS - 1, b"\0")
+            pipe.setrange(keys.table(doc // SLOTS), doc % SLOTS * ENTRY, record[:ENTRY])
+            pipe.hset(keys.records(doc // SLOTS), doc, record)
             b, field = _bucket(uh, bits)
             pipe.hset(keys.urls_prefix + str(b), field, doc)
             b, field = _bucket(fp, bits)
             pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
-            data += record
-            heap += len(record)
-            anchors = mixed[:ANCHORS].tolist()
-            calls += put._calls(put._put, [put.limit, doc.to_bytes(4, "big"), ""], anchors,
-                                True)[0]
+            calls += put.put_calls(doc.to_bytes(4, "big"), mixed[:ANCHORS].tolist())
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
-        # the heap grows as COMMIT's append grows it: CHUNK-byte strings allocated whole
-        off, pos = start, 0
-        while pos < len(data):
-            key, at = keys.heap_prefix + str(off // CHUNK), off % CHUNK
-            n = min(len(data) - pos, CHUNK - at)
-            if at == 0:
-                pipe.setrange(key, CHUNK - 1, b"\0")
-            pipe.setrange(key, at, bytes(data[pos : pos + n]))
-            off, pos = off + n, pos + n
         done = min(total, done + batch)
-        pipe.hset(keys.versions, "heap", heap)
         pipe.set(keys.last_id, done)
         pipe.execute()
-        detector._runner.run_many(calls)
+        run_scripts(client, put._put, calls)
         if done // batch % 50 == 0:
             print(f"  bulk: {done:,} ids, {(done - first) / (time.perf_counter() - t0):,.0f} "
                   f"originals/s", flush=True)
     took = time.perf_counter() - t0
-    # a sample read back through the scripts: PICK sends the record, GET the postings
+    # a sample read back as the detector reads it: the record, the postings
     bad = 0
     for doc, record, mixed in sample:
-        out, _ = detector._run("pick", doc.to_bytes(4, "big") + bytes(12), 1)
-        got = detector._records.keep(doc, out[0][1], out[0][2]) if out else None
+        rec = detector.store.records([doc], [])[0][0]
+        got = detector._records.keep(doc, rec[:ENTRY], rec) if rec else None
         anchors = mixed[:ANCHORS].tolist()
-        calls, _ = put._calls(put._get, [], anchors, False)
-        postings = [parse(v) for values in detector._runner.run_many(calls) for v in values]
+        postings = [parse(v) for v in put.read(anchors)]
         listed = all(any(d == doc for _, d in p) or len(p) >= put.limit for p in postings)
-        if (got is None or out[0][2] != record or not np.array_equal(got.sketch, mixed)
+        if (got is None or rec != record or not np.array_equal(got.sketch, mixed)
                 or len(postings) != len(anchors) or not listed):
             bad += 1
     detector.close()
@@ -478,9 +448,7 @@ def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
                 subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                                capture_output=True)
             client.config_resetstat()
-            names = {w.sha: n for n, w in workers[0]._scripts.items()}
-            names[workers[0].anchors._get.sha] = "get"
-            names[workers[0].anchors._put.sha] = "put"
+            names = {workers[0].store._commit.sha: "commit", workers[0].anchors._put.sha: "put"}
             if logged:  # every call logged, to split the script time by script (a run apart:
                 # logging slows each command)
                 client.config_set("slowlog-max-len", 200 * count)
@@ -594,7 +562,7 @@ def main() -> None:
             print(f"bulk: {filled['total'] - filled['first']:,} originals written in "
                   f"{filled['seconds']:,.0f} s on top of {filled['first']:,} ids checked "
                   f"({filled['sources']:,} originals copied); a sample of {filled['sampled']} "
-                  f"read back through PICK and GET: {filled['bad']} wrong", flush=True)
+                  f"read back (record, postings): {filled['bad']} wrong", flush=True)
             print(f"Redis used_memory at {ids:,} ids: {grown / 2**20:,.1f} MiB, "
                   f"{grown / ids:,.0f} B per id", flush=True)
             start, end = args.bulk_base, args.bulk_base + args.pages

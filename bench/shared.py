@@ -67,23 +67,24 @@ def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
 
 
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
-    """Wrap the detector's script runner so the time spent waiting for Redis is summed."""
+    """Wrap the detector's calls on Redis so the time spent waiting for it is summed."""
     spent = {"redis": 0.0, "depth": 0}
-    runner = det._runner
-    for name in ("run", "run_many"):
-        method = getattr(runner, name)
+    for target, names in ((det.store, ("host_id", "read", "host_state", "entries", "records",
+                                       "commit")), (det.anchors, ("read", "write"))):
+        for name in names:
+            method = getattr(target, name)
 
-        def call(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            spent["depth"] += 1  # run_many may call run: count the outer call only
-            try:
-                return _method(*args, **kwargs)
-            finally:
-                spent["depth"] -= 1
-                if not spent["depth"]:
-                    spent["redis"] += time.perf_counter() - t0
+            def call(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                spent["depth"] += 1  # one call may make another: count the outer call only
+                try:
+                    return _method(*args, **kwargs)
+                finally:
+                    spent["depth"] -= 1
+                    if not spent["depth"]:
+                        spent["redis"] += time.perf_counter() - t0
 
-        setattr(runner, name, call)
+            setattr(target, name, call)
     return spent
 
 

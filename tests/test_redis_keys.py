@@ -1,31 +1,30 @@
 """Every Redis key of a crawl is named by ``crawler.backends.redis.keys``: the names crawls were
-started with stay as they were (a stored crawl must resume), every near-duplicate script gets its
-keys from there, all on the crawl's one cluster slot, and a real crawl's state holds no key it
-does not name."""
+started with stay as they were (a stored crawl must resume), every near-duplicate script is given
+every key it touches, all on one cluster slot, and a real crawl's state holds no key it does not
+name."""
 
 from __future__ import annotations
 
 import re
+from importlib import resources
+from typing import Any
 
 import pytest
 import redis
 from redis.crc import key_slot
 from scrapy.settings import Settings
 
+import crawler.backends.redis.neardup_anchors as anchors_module
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore, check_crawl
 from crawler.backends.redis.keys import (
     CrawlKeys,
-    NeardupKeys,
     PartitionKeys,
-    ScriptKeys,
     crawl_key,
     glob_escape,
     shard_tag,
 )
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_lua import SCRIPT_KEYS as NEARDUP_SCRIPT_KEYS
-from crawler.backends.redis.neardup_lua import SCRIPTS as NEARDUP_SCRIPTS
 from crawler.backends.redis.robots import RedisRobotsCache
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
@@ -60,8 +59,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
         "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hn", "{docs}:nd:hnext")
     assert (nd.host_counts, nd.last_id, nd.params) == (
         "{docs}:nd:hc", "{docs}:nd:next", "{docs}:nd:params")
-    assert (nd.log(3), nd.template(7), nd.slots_prefix, nd.heap_prefix) == (
-        "{docs}:nd:l:3", "{docs}:nd:t:7", "{docs}:nd:o:", "{docs}:nd:r:")
+    assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
+        "{docs}:nd:t:7", "{docs}:nd:o:3", "{docs}:nd:r:3", "{docs}:nd:ts:7", "{docs}:nd:tl:7")
     assert (nd.urls_prefix, nd.fingerprints_prefix, nd.snapshot_prefix, nd.lessons_prefix) == (
         "{docs}:nd:u:", "{docs}:nd:f:", "{docs}:nd:ts:", "{docs}:nd:tl:")
     assert nd.kind(b"{docs}:nd:u:12") == "u" and nd.kind("{docs}:nd:params") == "params"
@@ -92,36 +91,42 @@ def test_scan_patterns_take_a_crawl_name_literally() -> None:
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 
-def _names(keys: NeardupKeys) -> set[str]:
-    return {v for k, v in vars(keys).items() if isinstance(v, str) and k != "prefix"}
+def test_the_near_duplicate_scripts_touch_only_the_keys_they_are_given() -> None:
+    """No key name is built inside a script: each ``redis.call`` names ``KEYS[n]`` or a local
+    set from ``KEYS`` (Redis documents that anything else breaks on proxies and clusters)."""
+    lua = resources.files("crawler.backends.redis").joinpath("lua")
+    sources = {p.name: p.read_text() for p in lua.iterdir() if p.name.startswith("neardup_")}
+    assert set(sources) == {"neardup_commit.lua", "neardup_put.lua"}
+    for name, source in sources.items():
+        local = {n.strip() for names in re.findall(r"([\w, ]+?)\s*=[^=\n]*KEYS\[", source)
+                 for n in names.strip().removeprefix("local ").split(",")}
+        for key in re.findall(r"redis\.call\('\w+', ([^,)]+)", source):
+            assert key.startswith("KEYS[") or key in local, (name, key)
 
 
-def test_every_script_builds_its_keys_with_the_names_keys_gives() -> None:
-    keys = CrawlKeys("docs").neardup()
-    names = _names(keys)
-    assert len({key_slot(n.encode()) for n in names}) == 1  # one Redis Cluster slot
-    given = NEARDUP_SCRIPT_KEYS.keys(keys)
-    assert len(given) == 1 and given[0] in names
-    for name, source in NEARDUP_SCRIPTS.items():
-        assert not re.search(r"@[A-Z_]+@", source), name
-        built = re.findall(r"P \.\. '([^']*)'", source)
-        assert built and all(keys.prefix + b in names for b in built), name
-        # no key is built on anything but the tag, nor named whole in a script
-        assert not re.search(r"\.\. ?'[:{]", re.sub(r"\bP \.\. '", "", source)), name
-        assert not re.search(r"'\{", source), name
+def test_each_script_call_is_given_keys_of_one_slot(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    detector = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
+    given: list[list[str]] = []
+    commit = detector.store._commit
+    monkeypatch.setattr(detector.store, "_commit", lambda keys, args: given.append(keys)
+                        or commit(keys=keys, args=args))
+    run_scripts = anchors_module.run_scripts
 
+    def spy(client: Any, script: Any, calls: list[tuple[list[str], list[Any]]]) -> None:
+        given.extend(keys for keys, _ in calls)
+        run_scripts(client, script, calls)
 
-def test_script_keys_refuse_a_key_of_another_tag_and_a_name_not_given() -> None:
-    nd = CrawlKeys("docs").neardup()
-    nd.versions = "{other}:v"
-    with pytest.raises(ValueError, match="not a key under"):
-        ScriptKeys(nd, "params", local_keys=(("V", "versions"),))
-    keys = ScriptKeys(CrawlKeys("docs").neardup(), "params", inline_keys=(("HC", "host_counts"),))
-    assert keys.render("redis.call('HGET', @HC@, 'x')") == (
-        "redis.call('HGET', P .. ':hc', 'x')")
-    with pytest.raises(ValueError, match="@V@"):
-        keys.render("redis.call('HGET', @V@)")
-    assert keys.head() == "local P = string.sub(KEYS[1], 1, -8)\n"
+    monkeypatch.setattr(anchors_module, "run_scripts", spy)
+    text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
+    detector.check("http://a.test/1", text)
+    detector.check("http://b.test/1", text + "\none more line")
+    detector.observe("http://a.test/2", "a line\nof the template")
+    assert len(given) >= 5
+    for keys in given:
+        assert len({key_slot(k.encode()) for k in keys}) == 1, keys
 
 
 def _keys_in(client: redis.Redis, crawl: str) -> set[str]:
@@ -165,8 +170,8 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
-    prefixes = (nd.urls_prefix, nd.fingerprints_prefix, nd.log_prefix, nd.slots_prefix,
-                nd.heap_prefix, nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix,
+    prefixes = (nd.urls_prefix, nd.fingerprints_prefix, nd.table_prefix,
+                nd.records_prefix, nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix,
                 "{" + crawl + ":nd:")  # the anchor postings' own tags
     prefixes += tuple(k for p in parts for k in (p.front_prefix, p.back_prefix,
                                                   p.seen_bucket_prefix))

@@ -15,15 +15,15 @@ and rides out Redis going away through ``outage``.
                      ``entries``), written through ``fence`` (``lua/fence.lua``); links for
                      other partitions go to their inboxes (``mail``); each partition's seen-set
                      (``seenset``); the wake-ups of idle workers (``wake``)
-``calls``            how the near-duplicate scripts reach Redis: pipelined per cluster node
 ``controls``         the operator's controls (pause, deadline, byte budget, blocks): written
                      by ``scrapy frontier``, read by each worker at its beat, obeyed in memory
 ``scope``, ``inbox`` the hosts in scope; seeds pushed to a running crawl
 ``robots``           ``ROBOTS_CACHE_CLASS``: robots.txt fetched once per host for the crawl
 ``neardup_store``    ``NEARDUP_STORE_CLASS``: builds the shared near-duplicate detector
-                     (``neardup``; its scripts ``neardup_lua``, formats ``neardup_codec``, what
-                     a worker keeps of it ``neardup_copies``, the anchor postings spread over
-                     tags of their own ``neardup_anchors``)
+                     (``neardup``: the algorithm; its calls on Redis ``neardup_state``
+                     (``lua/neardup_commit.lua``), formats ``neardup_codec``, what a worker
+                     keeps of it ``neardup_copies``, the anchor postings spread over tags of
+                     their own ``neardup_anchors`` (``lua/neardup_put.lua``))
 ``status``           ``scrapy frontier``'s view: heartbeats, merged counters, the report
                      (``partition_load``: each partition's owner, queues, inbox and node)
 """

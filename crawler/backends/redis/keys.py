@@ -4,9 +4,7 @@ A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else th
 Redis Cluster keeps every key of one tag in one slot, and two crawls share a Redis without
 meeting. No module builds a key name itself: it asks :class:`CrawlKeys` (the crawl-wide state),
 :class:`PartitionKeys` (one partition of the crawl's hosts, under a tag of its own) or
-:class:`NeardupKeys`; the near-duplicate detector's Lua scripts are written with the names
-:class:`ScriptKeys` puts in them (each call is given one key, whose tag the script builds the
-others on).
+:class:`NeardupKeys`, and a script is given every key it touches.
 
 Shards (``FRONTIER_SHARDS``, :mod:`crawler.backends.redis.shards`): the per-address politeness
 keys (:mod:`crawler.backends.redis.addresses`) and the near-duplicate anchor postings are spread
@@ -46,22 +44,20 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ========================  ==================================================================
 ``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates); the
                           bucket ``n`` is their top bits, the field the bytes after those it
-                          gives whole (layout 5)
+                          gives whole
 ``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original (as
                           ``:u:``)
 ``:pend``                 HASH: store key -> posting element and anchors of each original
                           whose anchor postings may not be written yet (``neardup_anchors``)
 ``:recent``               LIST: the last originals stored (store key, anchors), newest first,
-                          that ``COMMIT`` checks a decision against (``:v`` ``floor``: the
+                          that the commit checks a decision against (``:v`` ``floor``: the
                           newest dropped)
-``:l:<n>``                STRING: layout 3's index log (refused: see ``neardup``)
-``:o:<id/508>``           STRING: per id, the offset (5 bytes) and length (3 bytes) of its
-                          record in the heap; zeros: none (duplicates, replaced originals)
-``:r:<n>``                STRING: the heap, ``neardup_lua.CHUNK`` bytes each; a record is
-                          fingerprint (8), host id (4), URL (length, then a byte saying which of
-                          ``http://host``, ``https://host`` or nothing it lacks, then the rest),
-                          title, cover and the packed sketch (``encode_sketch``: layout 5,
-                          Rice-coded gaps)
+``:o:<id/1024>``          STRING: per id, the fingerprint (8 bytes) and host id (4) of its
+                          record; zeros: none (duplicates, replaced originals)
+``:r:<id/1024>``          HASH: id -> its record: fingerprint (8), host id (4), URL (length,
+                          then a byte saying which of ``http://host``, ``https://host`` or
+                          nothing it lacks, then the rest), title, cover and the packed sketch
+                          (``neardup_codec.encode_sketch``)
 ``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
 ``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
@@ -71,10 +67,10 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
                           frontier's penalty, shared)
 ``:v``                    HASH: ``seq`` (commits so far: the order decisions are equivalent
-                          to), ``forget`` (originals replaced so far), ``heap`` (bytes used),
-                          ``floor`` (the newest store key dropped from ``:recent``)
+                          to), ``forget`` (originals replaced so far), ``floor`` (the
+                          newest store key dropped from ``:recent``)
 ``:next``                 the last id given
-``:params``               the settings every worker must share
+``:params``               the layout and the settings every worker must share
 ``{<crawl>:nd:<g>.<n>}:a:<b>``  HASH: the anchor postings, spread over their own hash tags
                           (``neardup_anchors``)
 ========================  ==================================================================
@@ -82,8 +78,6 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -179,21 +173,30 @@ class NeardupKeys:
         self.params = prefix + ":params"
         self.urls_prefix = prefix + ":u:"
         self.fingerprints_prefix = prefix + ":f:"
-        self.log_prefix = prefix + ":l:"  # layout 3's index log (refused)
         self.pending = prefix + ":pend"
         self.recent = prefix + ":recent"
-        self.slots_prefix = prefix + ":o:"
-        self.heap_prefix = prefix + ":r:"
+        self.table_prefix = prefix + ":o:"
+        self.records_prefix = prefix + ":r:"
         self.template_prefix = prefix + ":t:"
         self.snapshot_prefix = prefix + ":ts:"
         self.lessons_prefix = prefix + ":tl:"
-        self.probe = prefix + ":probe"  # never written: a moving slot refuses the scripts first
-
-    def log(self, piece: int) -> str:
-        return self.log_prefix + str(piece)
 
     def template(self, hid: int) -> str:
         return self.template_prefix + str(hid)
+
+    def snapshot(self, hid: int) -> str:
+        return self.snapshot_prefix + str(hid)
+
+    def lessons(self, hid: int) -> str:
+        return self.lessons_prefix + str(hid)
+
+    def table(self, chunk: int) -> str:
+        """A chunk of the record table (``neardup.SLOTS`` ids)."""
+        return self.table_prefix + str(chunk)
+
+    def records(self, chunk: int) -> str:
+        """A chunk of the records (``neardup.SLOTS`` ids)."""
+        return self.records_prefix + str(chunk)
 
     def pattern(self, kind: str = "") -> str:
         """A SCAN pattern of every key of the detector, or of one ``kind`` (``f``: the
@@ -276,57 +279,3 @@ def shard_tag(crawl: str, index: int, count: int) -> str:
             return tag
     raise ValueError(f"no tag for shard {index} of {count}")  # pragma: no cover - CRC16 is
     # uniform: a range of 16384/count slots is met within a few dozen tries
-
-
-class ScriptKeys:
-    """How a Lua script gets the keys these classes name, at no cost per call beyond one key.
-
-    A call is given one key, ``given`` (``KEYS[1]``: a cluster client routes the call by its
-    tag); the script cuts its name off to get the tag (``P``) and builds every other key on it
-    with the name below the tag that the ``template`` (a :class:`NeardupKeys` of any crawl)
-    gives: the ``local_keys`` as locals of the script's head (:meth:`head`), the
-    ``inline_keys`` where the source writes ``@NAME@`` (:meth:`render`; the per-host ones are
-    prefixes the script appends a host to).
-    Passing every name as ``KEYS`` instead would cost Redis ~1,700 instructions per name and
-    call (each is parsed, made an object, then a Lua string): ~10 % more per page."""
-
-    def __init__(
-        self,
-        template: NeardupKeys,
-        given: str,
-        local_keys: Sequence[tuple[str, str]] = (),
-        inline_keys: Sequence[tuple[str, str]] = (),
-    ) -> None:
-        self.given = given
-        self.prefix = template.prefix
-        self._names = {
-            lua: self._below_tag(getattr(template, attr))
-            for lua, attr in (("KEYS[1]", given), *local_keys, *inline_keys)
-        }
-        self._locals = [lua for lua, _ in local_keys]
-        self._inline = [lua for lua, _ in inline_keys]
-
-    def _below_tag(self, name: str) -> str:
-        if not name.startswith(self.prefix) or "'" in name:  # one tag: one cluster slot
-            raise ValueError(f"{name!r} is not a key under {self.prefix!r}")
-        return name[len(self.prefix) :]
-
-    def keys(self, keys: NeardupKeys) -> list[str]:
-        """The ``KEYS`` of a call on ``keys``' state."""
-        return [getattr(keys, self.given)]
-
-    def head(self) -> str:
-        """The Lua that reads the tag and defines the local keys."""
-        lines = [f"local P = string.sub(KEYS[1], 1, -{len(self._names['KEYS[1]']) + 1})"]
-        lines += [f"local {lua} = P .. '{self._names[lua]}'" for lua in self._locals]
-        return "\n".join(lines) + "\n"
-
-    def render(self, source: str) -> str:
-        """``source`` with every ``@NAME@`` of an inline key made its Lua expression."""
-        for lua in self._inline:
-            source = source.replace(f"@{lua}@", f"P .. '{self._names[lua]}'")
-        unknown = re.search(r"@[A-Z_]+@", source)
-        if unknown:
-            raise ValueError(f"a script names a key {unknown.group()} that is not given")
-        return source
-

@@ -5,76 +5,63 @@ state in Redis, check-and-insert atomic across workers.
 (:func:`~crawler.content.neardup_features.compute_features` and
 :mod:`crawler.content.neardup_decide`'s :func:`~crawler.content.neardup_decide.rank_candidates`,
 :func:`~crawler.content.neardup_decide.pick_best`, :func:`~crawler.content.neardup_decide.decide`)
-and learns each host's template with
-:class:`crawler.content.template.HostTemplates` itself; only the state lives in Redis, under the
-crawl's hash tag: the URL and fingerprint tables, the stored originals (sketch, the block of each
-entry, cover, title, host, URL), the index of their anchors, every host's template model and the
-per-host duplicate counts the frontier's penalty uses.
+and learns each host's template with :class:`crawler.content.template.HostTemplates` itself.
+The algorithm is here, in Python; Redis only stores the state (under the crawl's hash tag, the
+names in :class:`crawler.backends.redis.keys.NeardupKeys`, the calls ``neardup_state``'s; the
+anchor postings on tags of their own, ``neardup_anchors``) and runs two small scripts where a
+check and a write must be one step: ``lua/neardup_commit.lua`` and ``lua/neardup_put.lua``,
+each given every key it touches. Every other call is a plain command, routed by redis-py (a
+``RedisCluster`` by each key's slot).
 
 No worker holds the crawl's index: a page costs a few round trips, optimistic like a
 compare-and-set, and a worker keeps only a bounded cache (``NEARDUP_CACHE_BYTES``) of what it
 read, so a new worker decides its first page at once, without replaying anything.
 
-1. ``READ`` (one Lua call on the crawl's tag) and the postings of the page's
-   :data:`~crawler.content.neardup_features.ANCHORS` anchors (on a single Redis read by
-   ``READ`` itself; on a cluster by ``GET`` after it, one call per anchor tag,
-   ``neardup_anchors``): the page's
-   host template length (a worker keeps a copy of each host's template it met, which only
-   grows, so a length is its version; if the copy is behind, the script returns what is missing
-   and the worker computes the features again), what this worker's copy of the host's model
-   lacks (below), the URL's id, the fingerprint's owner and its record, the crawl's last id
-   (``next``: every original stored later has a greater store key) and the *pending* originals:
-   those committed whose postings may not be written yet (``:pend``, a few per worker).
-2. The worker merges the pending originals into the postings read (both in store-key order,
-   as a sequential index would list them), ranks the originals by votes
-   (:func:`~crawler.content.neardup_decide.rank_candidates`'s order) and asks ``PICK`` for the
-   first :data:`~crawler.content.neardup_decide.VERIFY` live ones: their record table entries,
-   the records the worker has not decoded (or decoded before the original was stored again)
-   and their hosts' template lengths. It decides; a page that teaches its host's model is
+1. **Read** (one ``MULTI`` on the crawl's tag, so one consistent moment): the host's template
+   length and model version (a worker keeps a copy of each host's template, which only grows,
+   so a length is its version; if the copy is behind, it is brought up to date and the page's
+   features computed again), the URL's id, the fingerprint's owner, the crawl's commit count
+   (``seq``), its last id (``next``: every original stored later has a greater store key) and
+   the *pending* originals: those committed whose postings may not be written yet (``:pend``,
+   a few per worker). Then the postings of the page's
+   :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same ``MULTI`` on one
+   Redis; on a cluster, one pipeline after it).
+2. **Pick**: the pending originals are merged into the postings read (both in store-key order,
+   as a sequential index would list them), the originals ranked by votes
+   (:func:`~crawler.content.neardup_decide.rank_candidates`'s order); the first
+   :data:`~crawler.content.neardup_decide.VERIFY` live ones are found in the record table
+   (``:o``: per id, the fingerprint and host id of its record; zeros: none) and the records the
+   worker has not decoded (or decoded before the original was stored again) read with their
+   hosts' template lengths. The worker decides; a page that teaches its host's model is
    learned into the worker's copy of it (:meth:`HostTemplates.learn`, undone if the commit is
    refused).
-3. ``COMMIT`` checks that nothing the decision depended on changed (nothing at all if no commit
-   happened since ``READ``, the usual case; else the URL id, the fingerprint owner, the template
-   lengths used, the host's pages learned, a counter bumped whenever a stored original is
-   replaced, and whether an original stored since ``READ`` (``:recent``: the last
-   :data:`~crawler.backends.redis.neardup_lua.RECENT`, newest first) took a posting of one of
-   the page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record,
-   what it taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise
-   it answers ``retry`` and the worker starts again from 1.
-4. A new original's postings are written and it is taken off ``:pend``: on a single Redis by
-   the worker's next ``READ`` itself (``neardup_anchors.WRITE``, ``PUT``'s code); on a cluster
-   by ``PUT`` (one call per anchor tag), and taken off ``:pend`` by the worker's next ``READ``,
-   once the ``PUT`` was answered.
+3. **Commit** (``neardup_commit.lua``) checks that nothing the decision depended on changed
+   (nothing at all if no commit happened since the read, the usual case; else the URL id, the
+   fingerprint owner, the template lengths used, the host's pages learned, a counter bumped
+   whenever a stored original is replaced, and whether an original stored since the read
+   (``:recent``: the last ``neardup_state.RECENT``, newest first) took a posting of one of the
+   page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record, what it
+   taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise it
+   answers ``retry`` and the worker starts again from 1.
+4. A new original's postings are written (``neardup_put.lua``, one call per anchor tag) and
+   taken off ``:pend`` by the worker's next read.
 
-**Why that is atomic across tags.** A Lua script touches one cluster slot, so the anchor
-postings cannot be written in the ``COMMIT`` that orders the decisions. They need not be: the
-crawl's own tag stays the one place decisions are ordered (``COMMIT``), and the postings are a
-copy of what the commits decided, written after, idempotently, sorted by store key whatever
-order they arrive in. A worker reads ``:pend`` *before* the postings (in one script, or one
-after the other on a cluster): an original committed before that ``READ`` is either still
-pending (merged from ``:pend``) or taken off it by a ``READ`` that came after its ``PUT`` was
-answered, so it is in the postings read; one committed after is in ``:recent`` under a store key
-above the ``next`` read, which ``COMMIT`` checks. So two workers judging copies of one page at
-once (or two near-duplicates) decide as one detector would in their commit order: the second
-commit finds the fingerprint taken, or an original on one of its anchors, and retries into
-"duplicate". A worker that dies between ``COMMIT`` and ``PUT`` leaves its original pending: every
-worker still merges it, and the first to see it ``REPAIR_LAG`` ids old writes its postings.
+**Why that is atomic across tags.** A script touches one cluster slot, so the anchor postings
+cannot be written in the commit that orders the decisions. They need not be: the crawl's own
+tag stays the one place decisions are ordered, and the postings are a copy of what the commits
+decided, written after, idempotently, sorted by store key whatever order they arrive in. A
+worker reads ``:pend`` *before* the postings: an original committed before that read is either
+still pending (merged from ``:pend``) or taken off it by a read that came after its postings
+were written, so it is in the postings read; one committed after is in ``:recent`` under a
+store key above the ``next`` read, which the commit checks. So two workers judging copies of
+one page at once (or two near-duplicates) decide as one detector would in their commit order:
+the second commit finds the fingerprint taken, or an original on one of its anchors, and
+retries into "duplicate". A worker that dies between its commit and its postings leaves its
+original pending: every worker still merges it, and the first to see it ``REPAIR_LAG`` ids old
+writes its postings.
 
-**Bytes.** Per original the anchors cost ~16 listpack fields (2-4 bytes of field, 6 of value);
-``:pend`` and ``:recent`` are bounded; the worker's copies are bounded by
-``NEARDUP_CACHE_BYTES``.
-
-**Layout.** A crawl's state written by an older layout is refused with a message naming it
-(``neardup_codec.OLD_LAYOUTS``: layout 3 kept its anchors in an index log every worker replayed,
-layout 4 its records' sketches in fixed-width gaps, layout 5 its anchor postings bucketed by the
-anchor's own top bits, not spread); finish such a crawl with the version that
-started it or start its near-duplicate state afresh (delete ``{crawl}:nd:*``).
-
-Every key on the crawl's tag is named by :class:`crawler.backends.redis.keys.NeardupKeys` (the
-layout table is there), the anchor buckets by
-:class:`~crawler.backends.redis.neardup_anchors.AnchorKeys`; the scripts are ``neardup_lua``'s
-and ``neardup_anchors``'s, the packed formats ``neardup_codec``'s, and what a worker keeps of the
-state ``neardup_copies``'s (the template models' and records' layout too).
+**Layout.** ``:params`` holds the layout and the settings every worker must share; a crawl
+stored otherwise (another version, other ``NEARDUP_*`` settings) is refused, in one line.
 
 ``bench/shared.py`` and ``bench/neardup_scale.py`` measure it (decisions, bytes, time, memory).
 """
@@ -85,26 +72,19 @@ import contextlib
 import functools
 import hashlib
 import math
-import struct
 import time
 from collections import OrderedDict
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
 import redis
 from redis.cluster import RedisCluster
 
-from crawler.backends.redis.calls import ScriptCall, script_runner
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
-from crawler.backends.redis.neardup_codec import (
-    LAYOUT,
-    decode_sketch,
-    encode_sketch,
-    refusal,
-    url_part,
-)
+from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import (
     EMPTY,
     NO_LESSON,
@@ -113,7 +93,7 @@ from crawler.backends.redis.neardup_copies import (
     Lesson,
     RecordCache,
 )
-from crawler.backends.redis.neardup_lua import SCRIPT_KEYS, SCRIPTS
+from crawler.backends.redis.neardup_state import ENTRY, NOTHING, TLEN, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
 from crawler.content.neardup_decide import VERIFY, Candidate, Decision, decide, pick_best
@@ -133,6 +113,9 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
+T = TypeVar("T")
+
+LAYOUT = 7  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
 DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
@@ -140,7 +123,7 @@ MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means anoth
 _FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
 # past hash-max-listpack-entries: 128 in the stock redis.conf, the crawler cannot set it, so a
 # bucket stays compact up to twice the capacity; 512 built in: 8 times)
-ASK = 64  # candidates sent to PICK at once (it stops at VERIFY live ones)
+ASK = VERIFY + 4  # candidates looked up at once (most are live: the first VERIFY are kept)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
 
 
@@ -152,11 +135,11 @@ def _bits(entries: float, most: int = 24) -> int:
 class RedisNearDuplicateDetector:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend (built by
     ``crawler.backends.redis.neardup_store.RedisNearDuplicateStore``): the detector's interface,
-    its state in Redis, shared by every worker. Three round trips per page, two without
-    candidates (more when a host's template grew since this worker last looked, or other
-    workers' commits changed the candidates). Not thread-safe: one thread at a time;
-    ``runs_in_thread`` lets the pipeline (and the spider's link-demotion question) use the
-    crawl's content thread, so the round trips do not hold up the reactor."""
+    its state in Redis, shared by every worker. A few round trips per page (more when a host's
+    template grew since this worker last looked, or other workers' commits changed the
+    candidates). Not thread-safe: one thread at a time; ``runs_in_thread`` lets the pipeline
+    (and the spider's link-demotion question) use the crawl's content thread, so the round
+    trips do not hold up the reactor."""
 
     runs_in_thread: ClassVar[bool] = True
 
@@ -186,14 +169,10 @@ class RedisNearDuplicateDetector:
         self.shingle_size, self.num_perm, self.threshold = shingle_size, num_perm, threshold
         self.capacity = capacity
         self.table_bits = _bits(capacity)
-        anchor_keys = AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28))
-        self._scripts = {n: client.register_script(src) for n, src in SCRIPTS.items()}
-        self._script_keys = SCRIPT_KEYS.keys(self.keys)
-        # on a cluster, never through an ASK: the scripts touch keys they do not declare (calls);
-        # a node away longer than a MOVED takes to follow is the outage's to wait out and log
-        self._runner = script_runner(client, patience=0.5)
-        self.anchors = AnchorPostings(client, anchor_keys, self._runner, MAX_POSTING,
-                                      self.keys.pending)
+        self.anchors = AnchorPostings(
+            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28)), MAX_POSTING
+        )
+        self.store = NeardupState(client, self.keys, self.table_bits, self.anchors)
         self.cache_bytes = cache_bytes
         # this worker's copies of the hosts' templates and models, and the records it decoded
         self._copies = HostCopies(cache_bytes // 2)
@@ -220,12 +199,10 @@ class RedisNearDuplicateDetector:
             lambda: client.set(self.keys.params, params, nx=True, get=True), wait=0
         )
         if stored is not None and stored.decode() != params:
-            old = stored.decode()
-            if not old.startswith(f"layout={LAYOUT} "):
-                raise ValueError(refusal(old, self.prefix))
             raise ValueError(
-                f"the crawl's shared near-duplicate index was built with {old}; "
-                f"this worker has {params} (NEARDUP_* settings must match, and FRONTIER_SHARDS)"
+                f"the crawl's shared near-duplicate state was stored with {stored.decode()}; "
+                f"this worker has {params}: NEARDUP_* settings must match, and FRONTIER_SHARDS "
+                f"(another version's state: delete {self.prefix}:* to start it afresh)"
             )
 
     @property
@@ -241,13 +218,6 @@ class RedisNearDuplicateDetector:
     def cache_used(self) -> int:
         """Bytes this worker's cache takes (its estimate of them), at most ``cache_bytes``."""
         return self._copies.used + self._records.used
-
-    def _call(self, script: str, *args: Any, write: bool = True) -> ScriptCall:
-        return ScriptCall(self._scripts[script], self._script_keys,
-                          [self.table_bits, self.table_bits, *args], write)
-
-    def _run(self, script: str, *args: Any) -> Any:
-        return self._runner.run(self._call(script, *args))
 
     # --- the decision ---------------------------------------------------------------------
 
@@ -268,10 +238,22 @@ class RedisNearDuplicateDetector:
         page to a verdict nobody could check), and how many pages went unjudged is counted,
         and said when Redis is back."""
         try:
-            return self.outage.call(lambda: self._check(url, text, add, title))
+            return self.outage.call(lambda: self._routed(self._check, url, text, add, title))
         except RedisUnavailable:
             self.unjudged += 1
             return self._judged_alone(url, text)
+
+    def _routed(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, made again once if redis-py followed an ``ASK`` to a cluster node
+        it has not met (a master added since it read the slot map: redis-py 8.1 then fails
+        with an ``AttributeError``), after reading the slot map again."""
+        try:
+            return call(*args)
+        except AttributeError as exc:
+            if not isinstance(self.client, RedisCluster) or "redis_connection" not in str(exc):
+                raise
+            self.client.nodes_manager.initialize()
+            return call(*args)
 
     def _judged_alone(self, url: str, text: str) -> Decision:
         """The decision on a page Redis could not be asked about: its fingerprint and words as
@@ -305,42 +287,37 @@ class RedisNearDuplicateDetector:
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
         self._check_copies()
         host = _host(url)
+        hid = self._host_id(host)
         title_id = title_hash(title)
         uh = hashlib.blake2b(url.encode("utf-8"), digest_size=8).digest()
         f: Features | None = None
         f_version = -1
         for _ in range(MAX_ATTEMPTS):
-            hid = self._copies.hids.get(host, 0)
-            template = self._copies.templates.get(hid) if hid else None
-            version = len(template) if template is not None else 0
+            version = len(self._copies.templates.get(hid) or ())
             if f is None or f_version != version:
+                template = self._copies.templates.get(hid)
                 f = compute_features(text, template.blocks if template else set(),
                                      self.shingle_size, self.num_perm)
                 f_version = version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
-            anchors = f.sketch[:ANCHORS]
+            anchors = f.sketch[:ANCHORS].tolist()
             compares = bool(f.words and len(f.sketch))
-            reply, stored = self.anchors.read(
-                self._call("read", uh, fp, host, hid, version, self._copies.models.pages(host),
-                           self.anchors.take_done()),
-                anchors.tolist() if compares else [],
-            )
-            if self._out_of_date(reply, host):
+            read = self._read(host, hid, uh, fp, anchors if compares else [])
+            if read is None:  # the host's template or model moved: caught up, read again
                 continue
-            (_, hid_now, own, seq, forget, next_id, pending, owner, owner_rec, model) = reply[:10]
-            hid = int(hid_now)
-            if hid:
-                self._copies.hids[host] = hid
-                self._copies.names[hid] = host
-            self._copies.follow(host, hid, model)
-            own, owner = int(own), int(owner)
+            own, owner = read.own, read.owner
             candidates: list[Candidate] = []
             checks = b""
-            heads: dict[int, bytes] = {owner: owner_rec}
+            heads: dict[int, bytes] = {}
             lens = b""
+            if owner and owner != own:  # an exact copy: its original's URL
+                head = self._head(owner)
+                if head is None:
+                    continue
+                heads[owner] = head
             if compares and not owner:
-                postings = merge(stored, anchors.tolist(),
-                                 self.anchors.pending(pending, int(next_id)), MAX_POSTING)
+                postings = merge(read.stored, anchors,
+                                 self.anchors.pending(read.pending, read.next_id), MAX_POSTING)
                 lens = bytes(len(p) for p in postings)
                 found = self._pick(hid, ranked(postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
@@ -358,16 +335,17 @@ class RedisNearDuplicateDetector:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
+            entry = self.store.entries([own])[0] if own and action != "unchanged" else NOTHING
+            old_fp = entry[:8] if entry != NOTHING else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
+            payload = (url_part(url, host)
+                       + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
+                       if action == "new" else b"")
             try:
-                result = self._run(
-                    "commit", action, uh, url_part(url, host), host, fp, own, owner,
-                    int(forget), int(next_id), anchors.astype(">u4").tobytes() if lens else b"",
-                    lens, checks, version,
-                    encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
-                    if action == "new" else b"", MAX_POSTING, *_lesson_args(lesson), hid,
-                    int(seq),
+                result = self.store.commit(
+                    action, host, hid, uh, fp, read, version, _lesson(lesson), old_fp,
+                    np.array(anchors, ">u4").tobytes() if lens else b"", lens, checks, payload,
                 )
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
@@ -377,14 +355,36 @@ class RedisNearDuplicateDetector:
                 self.retries += 1
                 continue
             self._committed(host, result, lesson)
-            if int(result[5]):  # a new original: its postings
-                self.anchors.write(int(result[5]), result[6], anchors.tolist(),
-                                   [n == 0 for n in lens])
-            self._settle(int(result[4]) or hid)
+            if int(result[5]) and lens:  # a new original: its postings
+                self.anchors.write(int(result[5]), result[6], anchors, [n == 0 for n in lens])
+            self._settle(hid)
             return outcome.decision
         raise RuntimeError(
             f"shared near-duplicate check of {url} refused {MAX_ATTEMPTS} times in a row"
         )
+
+    def observe(self, url: str, text: str) -> None:
+        """Learn ``url``'s blocks into its host's shared template model without recording the
+        page (for warming a model up, as :meth:`NearDuplicateDetector.observe`)."""
+        host = _host(url)
+        hid = self._host_id(host)
+        blocks = [block_hash(x) for x in normalize_lines(text)]
+        for _ in range(MAX_ATTEMPTS):
+            version = len(self._copies.templates.get(hid) or ())
+            read = self._read(host, hid, bytes(8), b"", [])
+            if read is None:
+                continue
+            lesson = self._copies.learn(host, blocks)
+            result = self.store.commit("observe", host, hid, bytes(8), b"", read, version,
+                                        _lesson(lesson), b"", b"", b"", b"", b"")
+            if result[0] == b"retry":
+                self._copies.undo(lesson)
+                self.retries += 1
+                continue
+            self._committed(host, result, lesson)
+            self._settle(hid)
+            return
+        raise RuntimeError(f"shared template learning of {url} refused {MAX_ATTEMPTS} times")
 
     def _settle(self, hid: int) -> None:
         """The end of a check: the host's copies are the most recent, the cache within its
@@ -392,41 +392,9 @@ class RedisNearDuplicateDetector:
         self._copies.touch(hid)
         self._copies.evict(keep=hid)
 
-    def observe(self, url: str, text: str) -> None:
-        """Learn ``url``'s blocks into its host's shared template model without recording the
-        page (for warming a model up, as :meth:`NearDuplicateDetector.observe`)."""
-        host = _host(url)
-        blocks = [block_hash(x) for x in normalize_lines(text)]
-        for _ in range(MAX_ATTEMPTS):
-            hid = self._copies.hids.get(host, 0)
-            template = self._copies.templates.get(hid) if hid else None
-            version = len(template) if template is not None else 0
-            reply = self._run("read", b"\0" * 8, b"", host, hid, version,
-                              self._copies.models.pages(host), self.anchors.take_done())
-            if self._out_of_date(reply, host):
-                continue
-            hid = int(reply[1])
-            if hid:
-                self._copies.hids[host] = hid
-                self._copies.names[hid] = host
-            self._copies.follow(host, hid, reply[9])
-            lesson = self._copies.learn(host, blocks)
-            result = self._run(
-                "commit", "observe", b"\0" * 8, b"", host, b"", 0, 0, 0, 0, b"", b"", b"",
-                version, b"", MAX_POSTING, *_lesson_args(lesson), hid, int(reply[3]),
-            )
-            if result[0] == b"retry":
-                self._copies.undo(lesson)
-                self.retries += 1
-                continue
-            self._committed(host, result, lesson)
-            self._settle(int(result[4]) or hid)
-            return
-        raise RuntimeError(f"shared template learning of {url} refused {MAX_ATTEMPTS} times")
-
     def _committed(self, host: str, result: list[Any], lesson: Lesson | None) -> None:
-        """Keep what a commit answered: the host's counts and id; the template blocks the page
-        made go to this worker's copy of the template (which the commit found current)."""
+        """Keep what a commit answered: the host's counts; the template blocks the page made
+        go to this worker's copy of the template (which the commit found current)."""
         if int(result[1]):
             self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
         self.last_commit = int(result[3])
@@ -438,37 +406,75 @@ class RedisNearDuplicateDetector:
         if len(self._hosts) > HOST_COUNTS:
             self._hosts.popitem(last=False)
 
-    # --- candidates -------------------------------------------------------------------------
+    # --- the state in Redis -----------------------------------------------------------------
 
-    def _out_of_date(self, reply: list[Any], host: str) -> bool:
-        """True when the script refused to read because this worker's copy of the host's
-        template is behind; the copy is brought up to date here and the read must be asked
-        again."""
-        if reply[0] == b"stale":
-            self._copies.catch_up(host, int(reply[1]), int(reply[2]), reply[3])
-            if int(reply[1]):
-                self._copies.names[int(reply[1])] = host
-            return True
-        return False
+    def _host_id(self, host: str) -> int:
+        """``host``'s id in Redis (kept by this worker once read)."""
+        hid = self._copies.hids.get(host) or self.store.host_id(host)
+        self._copies.hids[host] = hid
+        self._copies.names[hid] = host
+        return hid
+
+    def _read(self, host: str, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:
+        """Step 1 (see the module); None when this worker's copy of the host's template or
+        model was behind (it is brought up to date: compute the features again, read again)."""
+        read = self.store.read(hid, uh, fp, anchors)
+        copy = self._copies.templates.get(hid)
+        if read.meta & TLEN == len(copy or ()) and read.meta >> 24 == self._copies.models.pages(
+            host
+        ):
+            return read
+        self._catch_up(host, hid)
+        return None
+
+    def _catch_up(self, host: str, hid: int) -> None:
+        """Bring this worker's copies of ``host``'s template and model to Redis's: the
+        template's blocks it lacks, and the model's log since its version (or the snapshot
+        at the last pruning and the log since)."""
+        have = len(self._copies.templates.get(hid) or ())
+        meta, rest, snapshot, log = self.store.host_state(hid, have)
+        if have > meta & TLEN:  # ahead of Redis (it lost writes): read it whole next time
+            self._copies.templates.pop(hid, None)
+            return
+        self._copies.catch_up(host, hid, have, rest)
+        base = int.from_bytes(snapshot[:4], "big") if snapshot else 0
+        learned = self._copies.models.pages(host)
+        if base <= learned <= base + len(log):
+            log, snapshot, base = log[learned - base :], b"", learned
+        self._copies.follow(host, hid, [meta >> 24, base, snapshot, log])
+
+    def _head(self, doc: int) -> bytes | None:
+        """The head of ``doc``'s record (for its URL); None if it has none now."""
+        rec = self.store.records([doc], [])[0][0]
+        return rec[: 14 + int.from_bytes(rec[12:14], "big")] if rec else None
+
+    # --- candidates -------------------------------------------------------------------------
 
     def _pick(
         self, hid: int, ranked: list[int]
     ) -> tuple[list[Candidate], bytes, dict[int, DecodedRecord]] | None:
-        """The first :data:`VERIFY` live originals of ``ranked`` (``PICK``), their records
-        decoded, their hosts' templates brought up to date (one pipelined round trip when some
-        grew); which template lengths the decision used; None if a template moved meanwhile."""
+        """Step 2: the first :data:`VERIFY` live originals of ``ranked``, their records decoded
+        (read if this worker lacks them), their hosts' templates brought up to date; which
+        template lengths the decision used; None if a record or template moved meanwhile."""
         picked: dict[int, DecodedRecord] = {}
         tlens: dict[int, int] = {}
         at = 0
         while len(picked) < VERIFY and at < len(ranked):
             batch = ranked[at : at + ASK]
             at += len(batch)
-            kept = {doc: rec for doc in batch if (rec := self._records.get(doc)) is not None}
-            out, lengths = self._run("pick", self._records.ask(batch), VERIFY - len(picked))
-            for doc, entry, rec in out:
-                doc = int(doc)
-                picked[doc] = (self._records.keep(doc, entry, rec) if rec else kept[doc])
-            tlens.update(struct.iter_unpack(">II", lengths))
+            live = [(doc, e) for doc, e in zip(batch, self.store.entries(batch), strict=True)
+                    if e != NOTHING][: VERIFY - len(picked)]
+            kept = {doc: rec for doc, e in live
+                    if (rec := self._records.get(doc)) is not None and rec.entry == e}
+            need = [(doc, e) for doc, e in live if doc not in kept]
+            hids = sorted({int.from_bytes(e[8:12], "big") for _, e in live})
+            recs, metas = self.store.records([doc for doc, _ in need], hids)
+            for (doc, e), rec in zip(need, recs, strict=True):
+                if not rec or rec[:ENTRY] != e:  # stored again since: decide again
+                    return None
+                kept[doc] = self._records.keep(doc, e, rec)
+            picked.update((doc, kept[doc]) for doc, _ in live)
+            tlens.update((h, m & TLEN) for h, m in zip(hids, metas, strict=True))
         if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
             return None
         templates = self._copies.templates
@@ -483,7 +489,7 @@ class RedisNearDuplicateDetector:
                                         template))
         for other in used:
             self._copies.touch(other)
-        checks = b"".join(struct.pack(">II", h, n) for h, n in used.items())
+        checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
         return candidates, checks, picked
 
     def _url(self, head: bytes) -> str:
@@ -510,7 +516,8 @@ class RedisNearDuplicateDetector:
         if cached is None or time.monotonic() - cached[2] > HOST_TTL:
             try:  # while Redis is away: the last counts read, without waiting
                 packed = int(self.outage.call(
-                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+                    lambda: self._routed(self.client.hget, self.keys.host_counts, host),
+                    wait=0) or 0)
             except RedisUnavailable:
                 return _ratio(cached, min_pages)
             cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())
@@ -541,10 +548,9 @@ class RedisNearDuplicateDetector:
         the connection (the state stays in Redis)."""
         # if Redis is away they stay pending: every worker merges them, harmlessly
         with contextlib.suppress(redis.RedisError):
-            done = self.anchors.flush()
+            done = self.anchors.take_done()
             if done:
-                self.client.hdel(self.keys.pending, *(int.from_bytes(done[i : i + 4], "big")
-                                                      for i in range(0, len(done), 4)))
+                self.client.hdel(self.keys.pending, *done)
         self.outage.close()
         self.client.close()
 
@@ -575,7 +581,7 @@ def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
     return cached[1] / cached[0]
 
 
-def _lesson_args(lesson: Lesson | None) -> list[Any]:
+def _lesson(lesson: Lesson | None) -> list[Any]:
     return NO_LESSON if lesson is None else lesson.commit_args()
 
 

@@ -1,17 +1,17 @@
 """The shared near-duplicate detector's data as Redis keeps it, packed to cost Redis least per
-page (since layout 5; layout 6 moved only the anchor postings' buckets): sorted values
+page: sorted values
 Rice-coded, an original's sketch (title, cover, hashes Rice-coded, each entry's block as a digit
 in base the page's number of blocks), a host's template model after a pruning, and a record's
 URL without ``scheme://host``.
 
-A record in the heap is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
-title, cover and the packed sketch (:func:`encode_sketch`, layout 5).
+A record (``:r``) is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
+title, cover and the packed sketch (:func:`encode_sketch`).
 
 **Why the sketch is most of a record and stays so.** An original's sketch is a set of ~128
 hashes spread evenly below its cover: their gaps are geometric, so their entropy is
 log2(e * mean gap) bits each, ~26 bits on a page of ~170 shingles (the synthetic pages of
 ``bench/neardup_scale.py``: 404 bytes a sketch). The Rice code reaches it within a fraction of
-a bit (layout 4's fixed width, the bits of the largest gap, cost ~425); the entries' blocks need
+a bit (a fixed width, the bits of the largest gap, would cost ~425); the entries' blocks need
 log2(blocks) bits each (~58 bytes) and the blocks 4 bytes each (~47). Every bit of it is read by
 the decision (each entry's hash and block: ``neardup_decide``), so a record cannot shrink below
 ~500 bytes without deciding differently from the in-process detector.
@@ -24,41 +24,14 @@ import numpy as np
 from crawler.frontier.urlcode import read_varint, varint
 
 __all__ = [
-    "LAYOUT",
-    "OLD_LAYOUTS",
     "decode_sketch",
     "decode_snapshot",
     "encode_sketch",
     "encode_snapshot",
     "pack_sorted",
-    "refusal",
     "unpack_sorted",
     "url_part",
 ]
-
-
-LAYOUT = 6  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
-# what each older layout kept differently: a crawl's state of one is refused by name, never
-# misread (``crawler.backends.redis.neardup``)
-OLD_LAYOUTS = {
-    3: "an index log every worker copied, where this version keeps postings spread over Redis",
-    4: "records whose sketches were packed in fixed-width gaps, each in the bits of the "
-       "largest, where this version Rice-codes them",
-    5: "anchor postings bucketed by the anchor's own top bits, where this version buckets "
-       "them by the anchor spread (neardup_anchors.SPREAD): its postings would not be found",
-}
-
-
-def refusal(params: str, prefix: str) -> str:
-    """Why a crawl's state whose ``:params`` are ``params`` (an older layout's) is refused."""
-    name = params.split(" ")[0]
-    layout = name.removeprefix("layout=")
-    what = OLD_LAYOUTS.get(int(layout) if layout.isdigit() else -1,
-                           "a layout this version does not know")
-    return (f"the crawl's shared near-duplicate state ({prefix}:*) was written by an older "
-            f"version ({name}: {what}) and this version (layout={LAYOUT}) cannot read it. "
-            f"Finish that crawl with the version that started it, or delete its {prefix}:* "
-            f"keys to start its near-duplicate state afresh")
 
 
 def _pack(values: np.ndarray, width: int) -> bytes:
@@ -143,7 +116,7 @@ def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
 
 
 def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> bytes:
-    """An original's title, cover and sketch in few bytes (layout 5; bench/neardup_scale.py
+    """An original's title, cover and sketch in few bytes (bench/neardup_scale.py
     measures it): the title (4), the number of entries, how the cover is given (all hashes
     kept, or the last entry's: the only two a sketch can have; else 4 bytes follow), then the
     page's distinct blocks (4 bytes each, sorted), each entry's block as a digit of one number
@@ -233,7 +206,7 @@ def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.nda
 
 
 def encode_snapshot(pages: int, tlen: int, keys: np.ndarray, counts: np.ndarray) -> bytes:
-    """A host's model right after a pruning: pages (4 bytes: ``READ`` reads them), template
+    """A host's model right after a pruning: pages (4 bytes: a worker reads them first), template
     length, the blocks counted once and those counted more often (:func:`pack_sorted`), and the
     latter's counts less 2 in the bits the largest needs (none when every one is 2, as on most
     hosts right after a pruning)."""

@@ -1,7 +1,7 @@
 """What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, within
 ``NEARDUP_CACHE_BYTES``: the records it decoded and the templates and template models of the
 hosts it met, the least recently used dropped (and read again from Redis when a page needs
-them), each brought up to date from the ``READ`` and ``PICK`` replies (``neardup``). Nothing of
+them), each brought up to date from what the worker reads (``neardup``). Nothing of
 it is needed to decide: a new worker starts empty.
 
 **Template models.** Counting every block of every original in Redis (one hash field per block,
@@ -10,19 +10,17 @@ and time. A host's model lives in Redis as a log: each page that taught it, as i
 blocks not yet template (sorted, Rice-coded), and at every pruning of the model (each
 :data:`~crawler.content.template.PRUNE_EVERY` pages, where the model is smallest) a *snapshot*
 of the model (the blocks counted and their counts) that replaces the log so far. A worker keeps
-its own copy of the models of the hosts it checks and brings it up to date from the ``READ``
-reply (the log entries since its copy's version, or the snapshot and the log); it learns a page
-there and sends ``COMMIT`` the page's log entry, the blocks it made template and, at a pruning,
+its own copy of the models of the hosts it checks and brings it up to date from the
+log (the entries since its copy's version, or the snapshot and the log); it learns a page
+there and sends the commit the page's log entry, the blocks it made template and, at a pruning,
 the new snapshot. Redis does a few appends per page whatever the page's size; a worker replays
 the pages other workers taught of the hosts it checks.
 
 **Records.** An original's record is packed (the gaps of its sketch Rice-coded,
 each entry's block as a digit in base the number of the page's blocks, the URL without
-``scheme://host``) and appended to a heap of fixed-size strings, allocated whole so nothing is
-lost to a string's doubling or to a hash table's per-entry overhead; a table of 8 bytes per id
-(offset and length) finds it. A worker keeps the records it decoded (with their table entry, so
-``PICK`` can tell an original stored again) and asks ``PICK`` only for the others.
-
+``scheme://host``) and kept under its id; a table of 12 bytes per id (its fingerprint and
+host id) says which ids have one. A worker keeps the records it decoded (with their table entry,
+so it can tell an original stored again) and reads only the others.
 
 The template only grows, so its length is its version; a model's version is its pages learned.
 A page is learned into the worker's copy of its host's model before the commit (a
@@ -85,7 +83,7 @@ class Lesson:
     saved: Any  # HostTemplates.checkpoint, to undo it
 
     def commit_args(self) -> list[Any]:
-        """``COMMIT``'s last arguments: the model's version the lesson follows, the log entry,
+        """The commit's last arguments: the model's version the lesson follows, the log entry,
         the blocks made template, the snapshot."""
         return [self.learned, self.entry, np.array(self.made, ">u4").tobytes(), self.snapshot]
 
@@ -143,7 +141,7 @@ class HostCopies:
         return copy.array() if copy is not None else EMPTY
 
     def follow(self, host: str, hid: int, model: list[Any]) -> None:
-        """Bring this worker's copy of ``host``'s model to Redis's version (``READ``'s reply:
+        """Bring this worker's copy of ``host``'s model to Redis's version (what it read:
         pages, the version the log follows, the snapshot if the copy needs it, the log)."""
         pages, base, snapshot, log = int(model[0]), int(model[1]), model[2], model[3]
         models = self.models
@@ -202,7 +200,7 @@ class HostCopies:
         tlens: dict[int, int],
     ) -> bool:
         """Bring the copies of the candidates' hosts' templates (not ``hid``'s, current) to
-        the lengths ``PICK`` read (one pipelined round trip when some grew); False if one has
+        the lengths read with them (one pipelined round trip when some grew); False if one has
         grown further meanwhile."""
         templates = self.templates
         stale = {}
@@ -258,8 +256,8 @@ class DecodedRecord:
 
 class RecordCache:
     """The originals' records this worker decoded, by id, the most recently used kept within
-    ``budget`` bytes. A record is kept with its record table entry: ``PICK`` compares it with
-    Redis's and sends the record again if the original was stored again since."""
+    ``budget`` bytes. A record is kept with its record table entry: the worker compares it with
+    Redis's and reads the record again if the original was stored again since."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -279,20 +277,8 @@ class RecordCache:
             self._records.move_to_end(doc)
         return rec
 
-    def ask(self, ranked: list[int]) -> bytes:
-        """``PICK``'s candidates: each id, the entry and host id of the record kept (zeros:
-        none)."""
-        out = []
-        for doc in ranked:
-            rec = self._records.get(doc)
-            if rec is None:
-                out.append(doc.to_bytes(4, "big") + bytes(12))
-            else:
-                out.append(doc.to_bytes(4, "big") + rec.entry + rec.hid.to_bytes(4, "big"))
-        return b"".join(out)
-
     def keep(self, doc: int, entry: bytes, rec: bytes) -> DecodedRecord:
-        """Decode a record ``PICK`` (or ``READ``) sent and keep it under its id."""
+        """Decode a record read and keep it under its id."""
         n = int.from_bytes(rec[12:14], "big")
         title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
         decoded = DecodedRecord(entry, int.from_bytes(rec[8:12], "big"), rec[: 14 + n], title,

@@ -1,0 +1,163 @@
+"""The shared near-duplicate detector's state in Redis, as the detector
+(:mod:`crawler.backends.redis.neardup`) reads and writes it: plain commands, in ``MULTI`` where
+a read must see one moment, and ``lua/neardup_commit.lua`` where a check and a write must be one
+step. Nothing here decides; every key is named by
+:class:`crawler.backends.redis.keys.NeardupKeys` and given to the script that touches it.
+
+**Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
+of :data:`SLOTS` ids (``:r``), and the record table (``:o``: per id its fingerprint and host
+id, zeros for none) says which ids have one and which version. A new original's id is given by
+the commit, so the commit is given the chunks of the next id and of the one after; an id past
+both (more than :data:`SLOTS` ids given between the worker's read and its commit) is a
+``retry``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from redis.cluster import RedisCluster
+
+from crawler.backends.redis.keys import NeardupKeys
+from crawler.backends.redis.neardup_anchors import AnchorPostings
+from crawler.content.neardup_index import MAX_POSTING
+
+COMMIT = resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text()
+SLOTS = 1024  # ids per chunk of the record table (:o, 12 KiB) and of the records (:r)
+ENTRY = 12  # bytes of a record table entry: the fingerprint (8) and host id (4); zeros: none
+NOTHING = bytes(ENTRY)
+RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
+TLEN = (1 << 24) - 1  # :tp packs a host's pages learned << 24 | its template length
+
+
+def bucket(prefix: str, digest: bytes, bits: int) -> tuple[str, bytes]:
+    """The bucket key and field of an 8-byte digest: its top ``bits`` bits name the bucket, the
+    bytes after those they give whole are the field (lossless)."""
+    return prefix + str(int.from_bytes(digest[:4], "big") >> (32 - bits)), digest[bits // 8 :]
+
+
+@dataclass(slots=True)
+class Read:
+    """What a worker read before deciding: the state its decision depends on, at commit
+    ``seq``; ``meta``: the host's pages learned and template length (``:tp``)."""
+
+    meta: int
+    seq: int
+    forget: int
+    own: int
+    owner: int
+    next_id: int
+    pending: list[bytes]
+    stored: list[bytes]
+
+
+class NeardupState:
+    """One worker's calls on the crawl's near-duplicate state (``keys``); ``bits``: of the URL
+    and fingerprint bucket numbers."""
+
+    def __init__(
+        self, client: Any, keys: NeardupKeys, bits: int, anchors: AnchorPostings
+    ) -> None:
+        self.client, self.keys, self.bits, self.anchors = client, keys, bits, anchors
+        self._commit = client.register_script(COMMIT)
+        # one Redis answers a page's postings in the read's MULTI; a cluster, after it
+        self._one_server = not isinstance(client, RedisCluster)
+
+    def host_id(self, host: str) -> int:
+        """``host``'s id, given it the first time any worker meets it."""
+        keys = self.keys
+        hid = int(self.client.hget(keys.host_ids, host) or 0)
+        if not hid:
+            new = self.client.incr(keys.last_host_id)
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hset(keys.host_names, new, host)  # a loser's id names the host too, unused
+            pipe.hsetnx(keys.host_ids, host, new)
+            pipe.hget(keys.host_ids, host)
+            hid = int(pipe.execute()[2])
+        return hid
+
+    def read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read:
+        """The state a decision on a page depends on, in one ``MULTI``, the pending originals
+        before the postings of ``anchors`` (read unless the fingerprint has an owner); the
+        store keys whose postings this worker wrote since are taken off ``:pend`` first."""
+        keys = self.keys
+        pipe = self.client.pipeline(transaction=True)
+        done = self.anchors.take_done()
+        if done:
+            pipe.hdel(keys.pending, *done)
+        pipe.hget(keys.template_meta, hid)
+        pipe.hmget(keys.versions, "seq", "forget")
+        pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
+        if fp:
+            pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
+        pipe.get(keys.last_id)
+        pipe.hvals(keys.pending)
+        reads = self.anchors.queue_read(pipe, anchors) if self._one_server else []
+        out = pipe.execute()[1 if done else 0 :]
+        seq, forget = (int(x or 0) for x in out[1])
+        owner = int(out[3] or 0) if fp else 0
+        rest = out[4:] if fp else out[3:]
+        if not anchors or owner:
+            stored = [b""] * len(anchors)
+        elif self._one_server:
+            stored = self.anchors.parse_read(reads, rest[2:], len(anchors))
+        else:
+            stored = self.anchors.read(anchors)
+        return Read(int(out[0] or 0), seq, forget, int(out[2] or 0), owner, int(rest[0] or 0),
+                    rest[1], stored)
+
+    def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
+        """A host's pages learned and template length (``:tp``), its template's blocks from the
+        ``have``-th on, its model's snapshot and the log since, in one ``MULTI``."""
+        keys = self.keys
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hget(keys.template_meta, hid)
+        pipe.getrange(keys.template(hid), have * 4, -1)
+        pipe.get(keys.snapshot(hid))
+        pipe.lrange(keys.lessons(hid), 0, -1)
+        meta, rest, snapshot, log = pipe.execute()
+        return int(meta or 0), rest, snapshot or b"", log
+
+    def entries(self, docs: list[int]) -> list[bytes]:
+        """The record table entries of ``docs`` (:data:`NOTHING`: no record)."""
+        pipe = self.client.pipeline(transaction=False)
+        for doc in docs:
+            at = (doc % SLOTS) * ENTRY
+            pipe.getrange(self.keys.table(doc // SLOTS), at, at + ENTRY - 1)
+        return [e or NOTHING for e in pipe.execute()]
+
+    def records(self, docs: list[int], hids: list[int]) -> tuple[list[bytes | None], list[int]]:
+        """The records of ``docs`` and the ``:tp`` of the hosts ``hids``, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for doc in docs:
+            pipe.hget(self.keys.records(doc // SLOTS), doc)
+        if hids:
+            pipe.hmget(self.keys.template_meta, hids)
+        out = pipe.execute()
+        metas = out.pop() if hids else []
+        return out, [int(m or 0) for m in metas]
+
+    def commit(
+        self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
+        lesson: list[Any], old_fp: bytes, anchors: bytes, lens: bytes, checks: bytes,
+        payload: bytes,
+    ) -> list[Any]:
+        """``neardup_commit.lua``'s answer to recording a decision (its header says what)."""
+        keys = self.keys
+        ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
+        fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
+        old_key, old_field = bucket(keys.fingerprints_prefix, old_fp or bytes(8), self.bits)
+        chunk = (read.own or read.next_id + 1) // SLOTS
+        return self._commit(  # type: ignore[no-any-return]
+            keys=[keys.versions, keys.last_id, keys.template_meta, keys.host_counts,
+                  keys.pending, keys.recent, ukey, fkey, old_key,
+                  keys.table(chunk), keys.records(chunk),
+                  keys.table(chunk + 1), keys.records(chunk + 1),
+                  keys.template(hid), keys.snapshot(hid), keys.lessons(hid)],
+            args=[action, host, hid, ufield, fp, ffield if fp else b"", read.own, read.owner,
+                  read.forget, read.next_id, read.seq, version, anchors, lens, checks, payload,
+                  MAX_POSTING, *lesson, old_fp, old_field if old_fp else b"", SLOTS, chunk,
+                  RECENT],
+        )
