@@ -63,8 +63,8 @@ def master_of(client: RedisCluster, key: str) -> int:
 
 def test_the_robots_txt_cache_is_shared_through_a_cluster(cluster_settings: Settings) -> None:
     """Two workers' caches (the reactor's fail-fast clients): a claim is seen by the other, a
-    failure holds the origin for both, a stored record (a transaction on the crawl's slot)
-    clears the state and is read by the other."""
+    failure holds the origin for both, an unclaim drops only a claim, a stored record (a
+    transaction on the crawl's slot) clears the state and is read by the other."""
     key = fresh_key()
     a, b = (
         RedisRobotsCache(redis_client(cluster_settings, **fail_fast_params(cluster_settings)), key)
@@ -79,6 +79,11 @@ def test_the_robots_txt_cache_is_shared_through_a_cluster(cluster_settings: Sett
         held = b.peek(origin)
         assert held is not None and held.retry_in is not None and held.failures == 1
         assert not b.claim(origin, 60).claimed  # waiting out its retry, for every worker
+        a.unclaim(origin)  # a failure is no claim: it stays (WATCH on the crawl's slot)
+        assert not b.claim(origin, 60).claimed
+        assert a.claim("http://b.test", 60).claimed
+        a.unclaim("http://b.test")
+        assert b.claim("http://b.test", 60).claimed
         record = RobotsRecord(origin, "rules", 200, 1.0, 2.0, "User-agent: *\nDisallow: /x\n")
         a.put(record)
         assert b.get(origin) == record

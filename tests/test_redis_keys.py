@@ -40,7 +40,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
         "{docs}:meta", "{docs}:ctl", "{docs}:blocked", "{docs}:wake")
     assert (keys.totals, keys.workers, keys.members, keys.scope) == (
         "{docs}:totals", "{docs}:workers", "{docs}:members", "{docs}:scope")
-    assert (keys.robots, keys.robots_state) == ("{docs}:robots", "{docs}:robots_state")
+    assert (keys.robots, keys.robots_failures, keys.robots_hold) == (
+        "{docs}:robots", "{docs}:robots_failures", "{docs}:robots_hold:")
     assert keys.seeds == "docs-site:start_urls"  # scrapy-redis's key: the site's, no tag
     assert CrawlKeys("docs").seeds == "docs:start_urls"
     assert (keys.dropped, keys.partitions, keys.dns) == (
@@ -165,20 +166,22 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     nd = keys.neardup()
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
-             keys.robots_state, keys.members, keys.partitions, nd.template_meta, nd.versions,
+             keys.robots_failures, keys.members, keys.partitions, nd.template_meta, nd.versions,
              nd.host_ids, nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
     prefixes = (nd.urls_prefix, nd.fingerprints_prefix, nd.table_prefix,
                 nd.records_prefix, nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix,
-                "{" + crawl + ":nd:")  # the anchor postings' own tags
+                "{" + crawl + ":nd:",  # the anchor postings' own tags
+                keys.robots_hold)
     prefixes += tuple(k for p in parts for k in (p.front_prefix, p.back_prefix,
                                                   p.seen_bucket_prefix))
     present = _keys_in(client, crawl)
     unnamed = {k for k in present if k not in named and not k.startswith(prefixes)}
     assert not unnamed
     assert {keys.controls, keys.blocked, keys.members, nd.last_id, keys.robots} <= present
+    assert keys.robots_hold + "http://h1.test" in present
     assert any(k.startswith(tuple(p.front_prefix for p in parts)) for k in present)
     assert any(k in {p.hosts for p in parts} for k in present)
     frontier.close()  # hands its partitions back: their leases go

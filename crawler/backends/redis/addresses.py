@@ -9,9 +9,10 @@ one server, which may live on different shards, meet at one key: a HASH ``{tag}:
 of the leases fetching there, scored by when they expire (a worker killed mid-fetch leaves its
 token to expire with the lease TTL, as its lease does), and the address's line of hosts it
 refused (``{tag}:ipw:<address>``, by rank; ``{tag}:ipb:<address>``, by when each was told to
-come back), kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps it. One script
-call per lease taken and one per fetch ended, timed by Redis's clock (the workers' clocks never
-meet).
+come back), kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps it. One call
+of ``lua/address_take.lua`` per lease taken and one of ``lua/address_done.lua`` per fetch ended,
+timed by Redis's clock (the workers' clocks never meet): the check and the count of a fetch at
+a busy address are one step for the whole fleet.
 
 While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
 rather than stopping the crawl, and says so once. The end of a fetch that could not be told to
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
@@ -35,92 +37,9 @@ logger = logging.getLogger(__name__)
 
 MAX_UNTOLD = 10_000  # fetch ends kept for Redis while it is away
 SEEN_KEPT = 1_000  # addresses busiest() looks at (the most recently used)
-# a waiter's rank in the line as one sorted-set score: priority, then since when it waited
-# (Redis's clock, ~1.8e9 s: below the scale until 2286; a priority step outweighs any wait)
-RANK_SCALE = 1e10
-
-_PRELUDE = r"""
-local now
-if ARGV[#ARGV] ~= '' then
-  now = tonumber(ARGV[#ARGV])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
-local function fmt(x) return string.format('%.17g', x) end
-"""
-
-# KEYS: state hash, in-flight zset, the line (zset: who -> priority * RANK_SCALE + waiting
-# since), the line's return times (zset: who -> when told to come back).
-# ARGV: token, concurrency, gap (for starts), ttl, who, priority, late, scan, now ('': Redis's).
-# Returns '0' (taken) or the seconds until its turn (crawler.frontier.addresses: the same line).
-_TAKE = (
-    _PRELUDE
-    + r"""
-local conc, gap, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local who, prio, late, scan = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local scale = """
-    + repr(RANK_SCALE)
-    + r"""
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
-local was = redis.call('ZSCORE', KEYS[3], who)
-local since = was and (tonumber(was) % scale) or now
-local rank = prio * scale + since
-redis.call('ZADD', KEYS[3], fmt(rank), who)
-local held, i = false, 0  -- held: a better waiter is due back about now
-for _, other in ipairs(redis.call('ZRANGE', KEYS[3], 0, scan - 1)) do
-  if other == who then break end
-  local back = tonumber(redis.call('ZSCORE', KEYS[4], other) or '0')
-  if back < now - late then  -- it missed its turn: out of line
-    redis.call('ZREM', KEYS[3], other)
-    redis.call('ZREM', KEYS[4], other)
-  elseif back <= now + gap / 2 then
-    held = true
-  end
-end
-local flying = redis.call('ZCARD', KEYS[2])
-redis.call('PEXPIRE', KEYS[1], math.floor(ttl * 4000))
-if flying < conc and not held and now >= ready then
-  redis.call('ZREM', KEYS[3], who)
-  redis.call('ZREM', KEYS[4], who)
-  redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
-  if conc > 1 then redis.call('HSET', KEYS[1], 'ready', fmt(now + gap)) end
-  redis.call('HINCRBY', KEYS[1], 'fetches', 1)
-  redis.call('PEXPIRE', KEYS[2], math.floor(ttl * 1000))
-  return '0'
-end
-redis.call('HINCRBY', KEYS[1], 'refusals', 1)
-local typical = tonumber(redis.call('HGET', KEYS[1], 'typical') or '0')
-local start = math.max(ready, now)
-if flying >= conc then  -- the earliest fetch in flight ends after about the typical fetch time
-  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  start = math.max(start, tonumber(first[2]) - ttl + typical + gap)
-end
-local back = start + redis.call('ZRANK', KEYS[3], who) * (gap + typical / conc)
-redis.call('ZADD', KEYS[4], fmt(back), who)
-redis.call('PEXPIRE', KEYS[3], math.floor(ttl * 4000))
-redis.call('PEXPIRE', KEYS[4], math.floor(ttl * 4000))
-return fmt(math.max(back - now, 0.001))
-"""
-)
-
-# KEYS: state hash, in-flight zset. ARGV: token, gap after this fetch ('' : never sent),
-# the fetch's duration.
-_DONE = (
-    _PRELUDE
-    + r"""
-if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 or ARGV[2] == '' then return 0 end
-local ready = tonumber(redis.call('HGET', KEYS[1], 'ready') or '0')
-local after = now + tonumber(ARGV[2])
-if after > ready then redis.call('HSET', KEYS[1], 'ready', fmt(after)) end
-local typical = tonumber(redis.call('HGET', KEYS[1], 'typical') or '0')
-local took = tonumber(ARGV[3])
-if typical > 0 then took = 0.8 * typical + 0.2 * took end
-redis.call('HSET', KEYS[1], 'typical', fmt(took))
-return 1
-"""
-)
+_LUA = resources.files("crawler.backends.redis").joinpath("lua")
+TAKE_SOURCE = _LUA.joinpath("address_take.lua").read_text()
+DONE_SOURCE = _LUA.joinpath("address_done.lua").read_text()
 
 
 class RedisAddressBudget:
@@ -138,8 +57,8 @@ class RedisAddressBudget:
         self.clock = clock  # tests only: the workers' clocks never meet, Redis's is the one
         self.shards = ShardMap(keys.shard_count)
         self.tags = keys.shard_prefixes()
-        self._take = client.register_script(_TAKE)
-        self._done = client.register_script(_DONE)
+        self._take = client.register_script(TAKE_SOURCE)
+        self._done = client.register_script(DONE_SOURCE)
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
         self._seen: dict[str, None] = {}
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of

@@ -30,7 +30,9 @@ The crawl's own (:class:`CrawlKeys`):
                                     keeps the crawl open while another's are not
 ``{key}:scope``             SET     hosts the seeds brought into scope
 ``{key}:robots``            HASH    origin -> msgpack robots.txt record
-``{key}:robots_state``      HASH    origin -> msgpack shared fetch state of its robots.txt
+``{key}:robots_failures``   HASH    origin -> consecutive failed fetches of its robots.txt
+``{key}:robots_hold:<o>``   STRING  why robots.txt of origin ``<o>`` is not fetched now: a
+                                    worker's claim, a retry delay (both expire: PX), given up
 ``{key}:dns:<host>``        STRING  msgpack DNS answer shared by the fleet (expires with its TTL)
 ``{key}:dns:<host>:claim``  STRING  the worker looking ``<host>`` up now (expires: DNS_TIMEOUT)
 ``{key}:nd:...``            ...     the shared near-duplicate detector (:class:`NeardupKeys`)
@@ -236,7 +238,8 @@ class CrawlKeys:
         self.partitions = p + ":parts"  # partition -> its work as its owner last said
         self.scope = p + ":scope"
         self.robots = p + ":robots"
-        self.robots_state = p + ":robots_state"
+        self.robots_failures = p + ":robots_failures"
+        self.robots_hold = p + ":robots_hold:"  # + an origin: its fetch held (robots.py)
         self.dns = p + ":dns:"  # + a host name: its shared DNS answer (PX: the answer's TTL)
         self.seeds = START_URLS_KEY % {"name": site or crawl}
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import msgpack
+from redis.exceptions import WatchError
 
 from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
 from crawler.backends.redis.keys import CrawlKeys, crawl_key
@@ -20,71 +22,34 @@ from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
 logger = logging.getLogger(__name__)
 
-# An origin's shared fetch state, ``{key}:robots_state`` field origin -> msgpack
-# [claim_until, retry_at, failures, gave_up], in Redis's own time (the workers' clocks never
-# meet). Each script returns [state, seconds, failures]: state "claimed", "fetching" (seconds
-# until that claim lapses), "unreachable" (seconds until the retry is due), "gave_up", "none".
-_ROBOTS_PRELUDE = r"""
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local st = {0, 0, 0, 0}
-if raw then st = cmsgpack.unpack(raw) end
-local function fmt(x) return string.format('%.17g', x) end
-local function verdict()
-  if st[4] == 1 then return {'gave_up', '0', st[3]} end
-  if st[1] > now then return {'fetching', fmt(st[1] - now), st[3]} end
-  if raw and st[2] > 0 then return {'unreachable', fmt(math.max(0, st[2] - now)), st[3]} end
-  return nil
-end
-"""
-_ROBOTS_SCRIPTS = {
-    "claim": _ROBOTS_PRELUDE + r"""
-local v = verdict()
-if v and (v[1] ~= 'unreachable' or st[2] > now) then return v end
-st[1] = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(st))
-return {'claimed', '0', st[3]}
-""",
-    "peek": _ROBOTS_PRELUDE + r"""
-return verdict() or {'none', '0', st[3]}
-""",
-    "failed": _ROBOTS_PRELUDE + r"""
-if ARGV[2] == '' then st = {0, 0, tonumber(ARGV[3]), 1}
-else st = {0, now + tonumber(ARGV[2]), tonumber(ARGV[3]), 0} end
-redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(st))
-return {'unreachable', ARGV[2], st[3]}
-""",
-    "unclaim": _ROBOTS_PRELUDE + r"""
-if raw and st[1] > 0 then
-  st[1] = 0
-  if st[2] == 0 and st[3] == 0 and st[4] == 0 then redis.call('HDEL', KEYS[1], ARGV[1])
-  else redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(st)) end
-end
-return {'none', '0', st[3]}
-""",
-}
+# An origin's shared fetch state, in plain keys timed by Redis's own clock (the workers'
+# clocks never meet): a hold, ``{key}:robots_hold:<origin>``, says why nobody may fetch now and
+# expires when that ends (PX): a worker's claim (FETCHING, for the claim's seconds), a failed
+# fetch waiting out its retry delay (UNREACHABLE), or the crawl's retries used up (GAVE_UP, no
+# expiry); and ``{key}:robots_failures`` counts each failing origin's consecutive failures. A claim
+# is one ``SET NX PX GET``: granted to one worker only, or answered with the hold in its way.
+FETCHING, UNREACHABLE, GAVE_UP = b"fetching", b"unreachable", b"gave_up"
 
 
-def _shared_origin(reply: list[Any]) -> SharedOrigin:
-    state, seconds, failures = reply[0].decode(), float(reply[1] or 0), int(reply[2])
-    if state == "claimed":
-        return SharedOrigin(True, failures=failures)
-    if state == "fetching":
-        return SharedOrigin(False, fetching_for=max(seconds, 1e-3), failures=failures)
-    if state == "unreachable":
-        return SharedOrigin(False, retry_in=seconds, failures=failures)
-    if state == "gave_up":
-        return SharedOrigin(False, failures=failures, gave_up=True)
-    return SharedOrigin(False, failures=failures)
+def _shared_origin(hold: bytes | None, pttl: int, failures: bytes | None) -> SharedOrigin:
+    """The shared state of an origin that has a hold or a failure, from the hold, its time
+    left (ms) and the failures so far."""
+    seconds, count = max(int(pttl), 1) / 1000.0, int(failures or 0)
+    if hold == GAVE_UP:
+        return SharedOrigin(False, failures=count, gave_up=True)
+    if hold == FETCHING:
+        return SharedOrigin(False, fetching_for=seconds, failures=count)
+    if hold == UNREACHABLE:
+        return SharedOrigin(False, retry_in=seconds, failures=count)
+    return SharedOrigin(False, retry_in=0.0, failures=count)  # failed; its retry is due
 
 
 class RedisRobotsCache(RobotsCache):
     """``ROBOTS_CACHE_CLASS`` of the ``redis`` backend: one HASH of records for the crawl, so
-    robots.txt is fetched once per host whichever worker gets there first, and one HASH of
-    each origin's fetch state (claimed by a worker, unreachable until a retry, failures, given
-    up), so a failing robots.txt is fetched once per retry period for the whole crawl and
-    every worker holds the host meanwhile.
+    robots.txt is fetched once per host whichever worker gets there first, and each origin's
+    fetch state (claimed by a worker, unreachable until a retry, failures, given up: see
+    ``FETCHING``), so a failing robots.txt is fetched once per retry period for the whole crawl
+    and every worker holds the host meanwhile. Plain commands, each call one transaction.
 
     Read once per origin and worker (the robots book keeps what it read), plus a claim per
     fetch and a look per retry; each is one round trip on the reactor thread (~0.1 ms), rare
@@ -105,14 +70,14 @@ class RedisRobotsCache(RobotsCache):
         keys = CrawlKeys(key)
         self.client = client
         self.hash = keys.robots
-        self.state_hash = keys.robots_state
-        self._scripts = {n: client.register_script(src) for n, src in _ROBOTS_SCRIPTS.items()}
+        self.failures = keys.robots_failures
+        self.holds = keys.robots_hold  # + an origin
         self.alone = 0  # calls answered without Redis (it was away)
         self._unsent: dict[str, bytes] = {}  # origin -> record fetched while Redis was away
         self._unsent_lock = threading.Lock()
         self.outage = RedisOutage(
             "robots.txt cache",
-            lambda: client.exists(self.state_hash),
+            lambda: client.exists(self.failures),
             meanwhile="each worker fetches robots.txt on its own until it is back",
             back_note=lambda: f"{self.alone} robots.txt look-ups answered alone so far",
             on_back=self._send_unsent,
@@ -126,27 +91,66 @@ class RedisRobotsCache(RobotsCache):
             self.alone += 1
             return default
 
-    def _run(self, name: str, *args: Any) -> SharedOrigin | None:
-        script = self._scripts[name]
-        reply = self._safe(lambda: script(keys=[self.state_hash], args=list(args)), None)
-        return None if reply is None else _shared_origin(reply)
+    def _read(self, origin: str, claim_ms: int | None = None) -> list[Any] | None:
+        """The origin's hold, its time left (ms) and its failures, read at once; with
+        ``claim_ms``, the hold is a claim first unless another is in the way (the hold read is
+        then that one: None, the claim was granted). None: Redis is away."""
+        hold = self.holds + origin
+
+        def read() -> Any:
+            pipe = self.client.pipeline(transaction=True)
+            if claim_ms is None:
+                pipe.get(hold)
+            else:
+                pipe.set(hold, FETCHING, nx=True, px=claim_ms, get=True)
+            pipe.pttl(hold)
+            pipe.hget(self.failures, origin)
+            return pipe.execute()
+
+        return self._safe(read, None)
 
     def claim(self, origin: str, seconds: float) -> SharedOrigin:
-        return self._run("claim", origin, repr(float(seconds))) or SharedOrigin(True)
+        reply = self._read(origin, max(1, int(seconds * 1000)))
+        if reply is None:  # acting alone
+            return SharedOrigin(True)
+        if reply[0] is None:
+            return SharedOrigin(True, failures=int(reply[2] or 0))
+        return _shared_origin(*reply)
 
     def peek(self, origin: str) -> SharedOrigin | None:
-        shared = self._run("peek", origin)
-        if shared is None or not (
-            shared.fetching_for or shared.gave_up or shared.retry_in is not None
-        ):
+        reply = self._read(origin)
+        if reply is None or (reply[0] is None and not reply[2]):
             return None
-        return shared
+        return _shared_origin(*reply)
 
     def failed(self, origin: str, retry_in: float | None, failures: int) -> None:
-        self._run("failed", origin, "" if retry_in is None else repr(float(retry_in)), failures)
+        def write() -> None:
+            pipe = self.client.pipeline(transaction=True)
+            if retry_in is None:
+                pipe.set(self.holds + origin, GAVE_UP)
+            else:
+                pipe.set(self.holds + origin, UNREACHABLE, px=max(1, int(retry_in * 1000)))
+            pipe.hset(self.failures, origin, failures)
+            pipe.execute()
+
+        self._safe(write, None)
 
     def unclaim(self, origin: str) -> None:
-        self._run("unclaim", origin)
+        """The claim goes, and only a claim: a failure another worker recorded after this
+        worker's claim lapsed stays (``WATCH``: the hold is deleted only as read)."""
+        hold = self.holds + origin
+
+        def drop() -> None:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.watch(hold)
+                if pipe.get(hold) != FETCHING:
+                    return
+                pipe.multi()
+                pipe.delete(hold)
+                with suppress(WatchError):  # another worker's hold now: not ours to drop
+                    pipe.execute()
+
+        self._safe(drop, None)
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
@@ -200,7 +204,8 @@ class RedisRobotsCache(RobotsCache):
         one slot (the crawl's tag), so a transaction on a cluster too."""
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(self.hash, mapping=records)
-        pipe.hdel(self.state_hash, *records)
+        pipe.hdel(self.failures, *records)
+        pipe.delete(*(self.holds + origin for origin in records))
         pipe.execute()
         return True
 

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib import resources
 from typing import Any
 
 import msgpack
@@ -36,38 +37,10 @@ from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally, busiest_line
 
-# Merge the deltas of the counters and stamp the heartbeat with Redis's clock, in one call
-# (bounded: one HINCRBY per counter that moved since the last beat). A running worker of a
-# paused crawl is "paused" in its heartbeat; the reply carries the operator's controls (the
-# control hash and the names blocked: a few, set by hand), so a worker can say in its log what
-# the operator did.
-# KEYS: totals, workers, controls, blocked; ARGV: worker id, heartbeat JSON (without its
-# time), then name, delta.
-HEARTBEAT = r"""
-for i = 3, #ARGV, 2 do
-  if string.find(ARGV[i + 1], '.', 1, true) then
-    redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1])
-  else
-    redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
-  end
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local beat = cjson.decode(ARGV[2])
-beat.beat = now
-if not beat.started then
-  local old = redis.call('HGET', KEYS[2], ARGV[1])
-  beat.started = old and cjson.decode(old).started or now
-end
-local ctl = redis.call('HGETALL', KEYS[3])
-for i = 1, #ctl, 2 do
-  if ctl[i] == 'paused' and ctl[i + 1] == '1' and beat.state == 'running' then
-    beat.state = 'paused'
-  end
-end
-redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(beat))
-return {string.format('%.17g', now), ctl, redis.call('HKEYS', KEYS[4])}
-"""
+# One call per beat (lua/heartbeat.lua: bounded, one HINCRBY per counter that moved since the
+# last beat), because the heartbeat is stamped with Redis's clock, which a transaction cannot
+# read for its own writes.
+HEARTBEAT = resources.files("crawler.backends.redis").joinpath("lua/heartbeat.lua").read_text()
 
 
 class Fleet:

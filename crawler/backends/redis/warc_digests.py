@@ -2,8 +2,8 @@
 (``{crawl}:warc_digests``, digest -> first capture), so a payload archived by any worker, in
 this crawl or an earlier one of the same crawl name, becomes a revisit record everywhere.
 
-``claim`` is one script call (HGET, else HSET): one round trip, atomic, on the archive thread
-(never the reactor). While Redis is away a claim answers "not known": the worker writes the
+``claim`` is one transaction (``HSETNX``, then ``HGET``): one round trip, atomic, on the archive
+thread (never the reactor). While Redis is away a claim answers "not known": the worker writes the
 payload in full, which costs space and never a revisit that points at nothing."""
 
 from __future__ import annotations
@@ -20,14 +20,6 @@ from crawler.backends.redis.keys import crawl_key
 
 logger = logging.getLogger(__name__)
 
-_CLAIM = """
-local known = redis.call('HGET', KEYS[1], ARGV[1])
-if known then return known end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return false
-"""
-
-
 def digests_key(crawl: str) -> str:
     return "{" + crawl + "}:warc_digests"
 
@@ -36,7 +28,6 @@ class RedisDigestIndex(DigestIndex):
     def __init__(self, client: RedisClient, key: str) -> None:
         self.client = client
         self.key = key
-        self._claim = client.register_script(_CLAIM)
         self.unanswered = 0  # claims Redis did not answer (the payload was written in full)
 
     @classmethod
@@ -47,7 +38,10 @@ class RedisDigestIndex(DigestIndex):
 
     def claim(self, digest: str, capture: Capture) -> Capture | None:
         try:
-            known = self._claim(keys=[self.key], args=[digest, encode_capture(capture)])
+            pipe = self.client.pipeline(transaction=True)
+            pipe.hsetnx(self.key, digest, encode_capture(capture))
+            pipe.hget(self.key, digest)
+            claimed, known = pipe.execute()
         except RedisError as exc:
             self.unanswered += 1
             if self.unanswered == 1:
@@ -57,6 +51,6 @@ class RedisDigestIndex(DigestIndex):
                     exc,
                 )
             return None
-        if not known:
+        if claimed:
             return None
         return decode_capture(known.decode() if isinstance(known, bytes) else known)

@@ -3,8 +3,8 @@
 -- original's postings twice, a repair, changes nothing). crawler/backends/redis/neardup_anchors.py
 -- says why and how the postings are laid out.
 --
--- KEYS: per anchor, its bucket hash and the string its postings move to once longer than LONG
--- bytes (the field then holds 'L'), all under one anchor tag.
+-- KEYS[1], KEYS[2], ...: per anchor, its bucket hash and the string its postings move to
+-- once longer than LONG bytes (the field then holds 'L'), all under one anchor tag.
 -- ARGV[1] MAXP, ARGV[2] the element (4 or 8 bytes), ARGV[3] LONG; then per anchor its field,
 -- prefixed with '+' when it had no postings when the worker read it (HSETNX makes it the
 -- element's alone in one command, else it is merged as any other).

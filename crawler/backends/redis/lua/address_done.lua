@@ -1,0 +1,27 @@
+-- address_done.lua: a fetch at a server address ended; the next may start a gap after it.
+--
+-- KEYS[1]   the address's state (HASH: ready, typical fetch time, ...)
+-- KEYS[2]   its fetches in flight (ZSET: lease token -> when it expires)
+-- ARGV[1]   the lease token; ARGV[2] the gap after this fetch (s; '': it was never sent)
+-- ARGV[3]   the fetch's duration (s); ARGV[4] the time (tests only; '': Redis's)
+--
+-- An end told twice (sent again after Redis came back) counts once. Returns 1, or 0 when the
+-- token was not in flight.
+if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 or ARGV[2] == '' then return 0 end
+local now
+if ARGV[4] ~= '' then
+  now = tonumber(ARGV[4])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function fmt(x) return string.format('%.17g', x) end
+local after = now + tonumber(ARGV[2])
+if after > tonumber(redis.call('HGET', KEYS[1], 'ready') or '0') then
+  redis.call('HSET', KEYS[1], 'ready', fmt(after))
+end
+local typical = tonumber(redis.call('HGET', KEYS[1], 'typical') or '0')
+local took = tonumber(ARGV[3])
+if typical > 0 then took = 0.8 * typical + 0.2 * took end
+redis.call('HSET', KEYS[1], 'typical', fmt(took))
+return 1

@@ -1,0 +1,47 @@
+"""The robots.txt fetch state the workers of a crawl share through one Redis
+(:class:`~crawler.backends.redis.robots.RedisRobotsCache`): one claim at a time, a failure
+holds the origin for every worker until its retry, a worker's end without an outcome drops
+only its claim, and a stored copy clears it all."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from crawler.backends.redis.keys import CrawlKeys
+from crawler.backends.redis.robots import RedisRobotsCache
+from crawler.robots.rules import RobotsRecord
+from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
+
+
+def test_one_claim_a_shared_retry_and_a_stored_copy_clears_the_state(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    key = fresh_key()
+    a, b = RedisRobotsCache(redis_client, key), RedisRobotsCache(redis_client, key)
+    origin = "http://a.test"
+    assert a.peek(origin) is None
+    assert a.claim(origin, 60).claimed
+    fetching = b.claim(origin, 60)
+    assert not fetching.claimed and 59 < fetching.fetching_for <= 60
+    a.unclaim(origin)  # refused: nothing learned, the next worker fetches at once
+    assert b.peek(origin) is None and b.claim(origin, 60).claimed
+    b.failed(origin, 30.0, 1)
+    a.unclaim(origin)  # a stale end: b's failure is not a claim, it stays
+    held = a.claim(origin, 60)
+    assert not held.claimed and 29 < (held.retry_in or 0) <= 30 and held.failures == 1
+    b.failed(origin, 0.05, 2)
+    deadline = time.monotonic() + 10
+    while (due := a.peek(origin)) is not None and due.retry_in and time.monotonic() < deadline:
+        time.sleep(0.01)  # until Redis lets the hold lapse
+    assert due is not None and due.retry_in == 0 and due.failures == 2  # the retry is due
+    again = a.claim(origin, 60)
+    assert again.claimed and again.failures == 2
+    a.failed(origin, None, 3)
+    assert b.claim(origin, 60).gave_up and b.peek(origin).gave_up  # type: ignore[union-attr]
+    b.put(RobotsRecord(origin, "rules", 200, 1.0, 2.0, "User-agent: *\nDisallow: /x\n"))
+    assert a.peek(origin) is None and a.claim(origin, 60).claimed
+    a.put(RobotsRecord(origin, "rules", 200, 1.0, 2.0, ""))
+    prefix = CrawlKeys(key).prefix
+    assert {k.decode() for k in redis_client.scan_iter(match=prefix + "*")} == {prefix + ":robots"}
