@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from redis.crc import key_slot
 
 import crawler.backends.redis.neardup_anchors as anchors_module
@@ -23,7 +24,7 @@ from tests.redis_cluster_support import (  # noqa: F401
     redis_cluster,
     start_cluster,
 )
-from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.redis_support import RedisServer, fresh_key, redis_server, start_redis  # noqa: F401
 from tests.test_neardup_shared import Page, _pages
 
 
@@ -266,3 +267,26 @@ def _slots(cluster: RedisClusterServers, address: str) -> set[int]:
                     low, _, high = part.partition("-")
                     out.update(range(int(low), int(high or low) + 1))
     return out
+
+
+def test_a_worker_started_while_redis_is_away_checks_the_crawl_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """The detector is built at the spider's start, when Redis may be away (a worker started
+    during a restart): no error then; the crawl's stored settings are checked at the first
+    call that reaches Redis, and another version's state is still refused."""
+    server = start_redis(tmp_path)
+    port = server.port
+    server.stop()
+    key = fresh_key()
+    client = redis.Redis(host="127.0.0.1", port=port)
+    detector = RedisNearDuplicateDetector(client, key)  # Redis away: no error
+    other = RedisNearDuplicateDetector(redis.Redis(host="127.0.0.1", port=port), fresh_key())
+    server = start_redis(tmp_path, port=port)
+    try:
+        server.client().set("{" + key + "}:nd:params", "layout=6 shingles=3 perm=128")
+        with pytest.raises(ValueError, match="layout=6"):
+            detector.check("http://a.test/1", _text(1))
+        assert other.check("http://b.test/1", _text(2)).kind != "unjudged"
+    finally:
+        server.stop()

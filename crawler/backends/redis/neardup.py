@@ -74,8 +74,7 @@ import hashlib
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -113,7 +112,7 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
-T = TypeVar("T")
+
 
 LAYOUT = 7  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
@@ -195,9 +194,18 @@ class RedisNearDuplicateDetector:
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
             f" groups={groups}"
         )
-        stored = self.outage.call(  # at the spider's start, maybe on the reactor: no wait
-            lambda: client.set(self.keys.params, params, nx=True, get=True), wait=0
-        )
+        self._params: str | None = params  # checked against the crawl's at the first call
+        # at the spider's start, maybe on the reactor: no wait (Redis may be away)
+        with contextlib.suppress(RedisUnavailable):
+            self.outage.call(self._check_params, wait=0)
+
+    def _check_params(self) -> None:
+        """Refuse the crawl's shared state if another version or other settings stored it."""
+        params = self._params
+        if params is None:
+            return
+        stored = self.client.set(self.keys.params, params, nx=True, get=True)
+        self._params = None
         if stored is not None and stored.decode() != params:
             raise ValueError(
                 f"the crawl's shared near-duplicate state was stored with {stored.decode()}; "
@@ -238,22 +246,10 @@ class RedisNearDuplicateDetector:
         page to a verdict nobody could check), and how many pages went unjudged is counted,
         and said when Redis is back."""
         try:
-            return self.outage.call(lambda: self._routed(self._check, url, text, add, title))
+            return self.outage.call(lambda: self._check(url, text, add, title))
         except RedisUnavailable:
             self.unjudged += 1
             return self._judged_alone(url, text)
-
-    def _routed(self, call: Callable[..., T], *args: Any) -> T:
-        """``call(*args)``, made again once if redis-py followed an ``ASK`` to a cluster node
-        it has not met (a master added since it read the slot map: redis-py 8.1 then fails
-        with an ``AttributeError``), after reading the slot map again."""
-        try:
-            return call(*args)
-        except AttributeError as exc:
-            if not isinstance(self.client, RedisCluster) or "redis_connection" not in str(exc):
-                raise
-            self.client.nodes_manager.initialize()
-            return call(*args)
 
     def _judged_alone(self, url: str, text: str) -> Decision:
         """The decision on a page Redis could not be asked about: its fingerprint and words as
@@ -285,6 +281,7 @@ class RedisNearDuplicateDetector:
         self._hosts.clear()
 
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
+        self._check_params()  # if Redis was away at the start
         self._check_copies()
         host = _host(url)
         hid = self._host_id(host)
@@ -516,7 +513,7 @@ class RedisNearDuplicateDetector:
         if cached is None or time.monotonic() - cached[2] > HOST_TTL:
             try:  # while Redis is away: the last counts read, without waiting
                 packed = int(self.outage.call(
-                    lambda: self._routed(self.client.hget, self.keys.host_counts, host),
+                    lambda: self.client.hget(self.keys.host_counts, host),
                     wait=0) or 0)
             except RedisUnavailable:
                 return _ratio(cached, min_pages)
