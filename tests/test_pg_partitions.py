@@ -116,8 +116,10 @@ def test_three_workers_write_at_once(pg_url: str) -> None:  # noqa: F811
     for t in threads:
         t.join()
     for db, ix in zip(dbs, ixs, strict=True):
-        db.commit()
+        db.commit()  # hands the last batch to the writer thread, and returns at once
         ix.commit()
+    for db, ix in zip(dbs, ixs, strict=True):
+        db.flush()  # every writer's batches landed, not only the one that counts
         ix.flush()
     assert len(dbs[0]) == 900
     with psycopg.connect(pg_url) as conn:
