@@ -484,7 +484,7 @@ def simulate_like_real(graph: WebGraph) -> None:
 
 def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Real documentation trees as a site: page URL -> its links as written (joined), one host
-    per tree (``tN.docs.test``), and the seeds (each tree's index.html)."""
+    per tree (``tN.docs.test``), and the seeds (:func:`tree_seeds`)."""
     import re
     from urllib.parse import urljoin
 
@@ -505,8 +505,34 @@ def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
                 except ValueError:
                     continue
             pages[url] = links
-        seeds.append(f"http://{host}/index.html")
+        seeds += tree_seeds(pages, host)
     return pages, seeds
+
+
+def tree_seeds(pages: dict[str, list[str]], host: str) -> list[str]:
+    """A tree's start pages: its ``index.html``; else (``/usr/share/doc``, one directory a
+    package: a seed there that did not exist found no link, and that tree alone crawled
+    nothing) the pages nothing links to, then, for the pages still out of their reach, the
+    shallowest of them (a directory's index first), until every page is reached."""
+    index = f"http://{host}/index.html"
+    if index in pages:
+        return [index]
+    mine = [url for url in pages if url.split("/")[2] == host]
+    linked = {link.partition("#")[0] for url in mine for link in pages[url]}
+    seeds: list[str] = []
+    reached: set[str] = set()
+    for url in sorted(mine, key=lambda u: (u in linked, u.count("/"),
+                                           not u.endswith("/index.html"), u)):
+        if url in reached:
+            continue
+        seeds.append(url)
+        todo = [url]
+        while todo:
+            page = todo.pop()
+            if page not in reached and page in pages:
+                reached.add(page)
+                todo += (link.partition("#")[0] for link in pages[page])
+    return seeds
 
 
 def link_cost(trees: list[str], runs: int = 3) -> None:
@@ -549,6 +575,8 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
                 frontier.finish(lease.token, 0.0)
             cpu = time.process_time() - started
             results[order].append((cpu, links, frozenset(fetched)))
+    if not links:
+        raise SystemExit(f"no links found from the seeds of {', '.join(trees)}: nothing to time")
     print(f"\n## per-link CPU, real documentation ({len(pages)} pages in {len(trees)} trees: "
           f"{', '.join(trees)})")
     print("| order | pages fetched | links taken | CPU per link, best of runs (us) | all runs |")
@@ -647,6 +675,8 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
                 cpu = time.process_time() - started
                 rcpu = redis_cpu(client) - rstarted
                 results[order].append((cpu, rcpu, links, frozenset(fetched)))
+        if not links:
+            raise SystemExit(f"no links found from the seeds of {', '.join(trees)}")
         print(f"\n## per-link CPU on Redis, real documentation ({len(pages)} pages in "
               f"{len(trees)} trees), load {os.getloadavg()[0]:.1f}")
         print("| order | pages fetched | links taken | CPU per link, client + Redis, best of "
@@ -697,8 +727,9 @@ def queued_memory(
                     links[url] = Entry(url, host, priority=FRONT_QUEUES // 2, depth=3,
                                        cash=1.0 / (1 + len(links) % 7), referrer=page)
         hosts_of = len({e.host for e in links.values()})
-        shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
-                       list(links.values())))
+        if links:
+            shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
+                           list(links.values())))
     print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC |  (used_memory; "
           "under 50,000 URLs, the sum of MEMORY USAGE)")
     print("|---|---|---|")
