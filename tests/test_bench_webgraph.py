@@ -1,5 +1,6 @@
-"""The web-graph bench's pure parts (``bench/webgraph.py``): the start pages of a documentation
-tree for ``--linkcost``, and a tree without an ``index.html`` timed rather than crashing."""
+"""The web-graph bench (``bench/webgraph.py``): the start pages of a documentation tree for
+``--linkcost`` (a tree without an ``index.html`` is timed rather than crashing), and its drive of
+the Redis frontier (a redis-server of the test's own) against the memory frontier's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.webgraph import doc_site, link_cost, tree_seeds
+from bench.webgraph import RedisFrontiers, crawl_frontier, doc_site, link_cost, tree_seeds
+from devsite.webgraph import WebGraph, build_webgraph
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -62,3 +64,37 @@ def test_linkcost_times_a_tree_without_an_index(
     out = capsys.readouterr().out
     assert "| depth | 3 | 4 |" in out
     assert "| opic | 3 | 4 |" in out
+
+
+def small_graph() -> WebGraph:
+    return build_webgraph(3, pages=3000, hosts=60, farms=1, farm_hosts=4, farm_pages=300,
+                          good_seeds=5)
+
+
+@pytest.mark.parametrize("order", ["opic", "depth"])
+def test_one_redis_partition_fetches_in_the_memory_frontiers_order(
+    tmp_path: Path, order: str
+) -> None:
+    """The Redis store keeps the one Mercator algorithm's order: one partition, the same
+    number of back queues (2 x 96 for the partition), the very same fetches."""
+    graph = small_graph()
+    memory = crawl_frontier(graph, order, 600)
+    redis = RedisFrontiers(tmp_path, back_queues=96, partitions=1)
+    try:
+        on_redis = crawl_frontier(graph, order, 600, redis=redis)
+    finally:
+        redis.stop()
+    assert on_redis.back_queues == "1 x 192"
+    assert on_redis.fetched == memory.fetched
+
+
+def test_two_redis_workers_fetch_every_page_once(tmp_path: Path) -> None:
+    """Links to the other worker's partitions go by mail and are all fetched, none twice."""
+    graph = small_graph()
+    redis = RedisFrontiers(tmp_path)
+    try:
+        crawl = crawl_frontier(graph, "opic", graph.pages, redis=redis, workers=2)
+    finally:
+        redis.stop()
+    assert crawl.back_queues == "8 x 12, 8 x 12"
+    assert sorted(crawl.fetched) == list(range(graph.pages))
