@@ -57,6 +57,11 @@ Redis fetches the very same pages in the same order as memory: the store keeps t
 order exactly, and what is left on seed 1 is the split into partitions, each filling its own
 back queues from its own front queues (handing out across partitions by the earliest ready
 host, rather than in turns, was tried: 44.6 %, no better).
+
+A real crawl shows the same (``--seeds "" --real 10000 --backends memory,redis``, one worker of
+32 fetchers, so 16 x 12 back queues against memory's 96; one run each, load 5-6): OPIC 43.1 /
+55.9 %, farm share 7.4 % on Redis against 43.7 / 56.4 %, 10.1 % in memory; depth 42.1 / 53.9 %,
+7.3 % against 39.1 / 51.5 %, 10.3 %: more back queues, as in the simulation above.
 """
 
 from __future__ import annotations
