@@ -1,7 +1,8 @@
 """What a crawl fetches first, judged by PageRank on a web-shaped graph (issue 25).
 
     .venv/bin/python bench/webgraph.py [--seeds 1,2] [--pages 100000] [--hosts 2000]
-                                       [--share 0.2] [--real 10000]
+                                       [--share 0.2] [--real 10000] [--noise 3]
+                                       [--backends memory,redis] [--workers 1,2]
 
 For each graph (``devsite/webgraph.py``: power-law in-degrees by a copying model, link farms
 reachable from one spam seed; seed 1 is the graph the settings were tuned on, seed 2 is held
@@ -17,6 +18,50 @@ had been fetched yet. Then OPIC with the spam seed's domain listed as distrusted
 ``--real N``: one real ``scrapy crawl`` of a graph of N pages over loopback hosts (served by
 ``devsite.webgraph.WebGraphServer``), OPIC against depth, to show the frontier-level figures
 agree with a crawl through Scrapy (slower: run it with a smaller N).
+
+``--backends memory,redis``: then OPIC and depth on the partitioned Redis frontier (issue 37),
+on a redis-server the bench starts, built as a worker builds it
+(``RedisFrontierStore.partitioned_frontier``: 16 partitions, each its own Mercator frontier,
+links to another worker's partitions by mail, read before that worker's next call as its
+wake-up makes it do), with ``--workers`` workers sharing the 64 fetchers; columns as above,
+and the share of the first 10 % / 20 % the memory frontier also fetched first. ``--noise N``:
+OPIC and depth in memory N times more with every host's fetch time moved by up to 0.02 s, the
+spread a difference is judged by. 2026-12-05, load 17-31 on 2 cores (22 min; CPU ~15x memory's
+with one worker, ~35x with two)::
+
+    .venv/bin/python bench/webgraph.py --backends memory,redis       # workers 1,2
+    .venv/bin/python bench/webgraph.py --noise 3
+
+    PR after 10 % / 20 % / farm share     seed 1                   seed 2
+    memory opic                           45.5 / 58.0 / 10.5       45.8 / 58.1 / 11.7
+      its noise (with --noise 3's draws)  45.3-45.5 / 57.8-58.0 /  45.6-46.0 / 58.0-58.2 /
+                                          10.5-10.8                11.7-12.0
+    redis opic, 1 worker (16 x 24)        44.2 / 57.4 /  9.2       44.6 / 57.8 / 10.0
+    redis opic, 2 workers (2 x 8 x 12)    44.7 / 57.6 / 10.2       45.7 / 58.1 / 11.4
+    memory depth                          38.7 / 53.9 / 21.3       39.9 / 55.2 / 22.0
+      its noise                           38.5-39.1 / 53.9-54.5 /  39.9-40.2 / 55.2-55.4 /
+                                          20.5-21.4                22.0-23.0
+    redis depth, 1 worker (16 x 24)       40.0 / 54.5 / 11.9       40.9 / 54.8 / 12.0
+    redis depth, 2 workers (2 x 8 x 12)   38.7 / 53.9 / 20.5       40.0 / 55.0 / 21.7
+
+With two workers, Redis's order is memory's: within the noise but for OPIC after 10 % on seed 1
+(0.6 of a point below it). One worker differs because it has twice the back queues: each
+partition gets ``max(8, 2 x FRONTIER_BACK_QUEUES / 16)`` whatever the worker owns, so one worker
+holding all 16 has 384 where memory has 192 (two holding 8 each: 192 in all). Memory with 384
+gives one worker's figures (``--memory-back-queues 384``: 44.3 / 57.3, 9.6 % and depth 39.8 /
+55.0, 11.9 % on seed 1; 44.8 / 57.6, 10.4 % and 41.0 / 55.3, 12.0 % on seed 2), and so does
+one worker at 192 in all give two workers' (``--workers 1 --redis-back-queues 96``: OPIC 44.8 /
+57.6, 10.2 % and 45.7 / 58.1, 11.5 %), so the mail between workers costs no order. With one
+partition and memory's 192 back queues (``--workers 1 --partitions 1 --redis-back-queues 96``)
+Redis fetches the very same pages in the same order as memory: the store keeps the algorithm's
+order exactly, and what is left on seed 1 is the split into partitions, each filling its own
+back queues from its own front queues (handing out across partitions by the earliest ready
+host, rather than in turns, was tried: 44.6 %, no better).
+
+A real crawl shows the same (``--seeds "" --real 10000 --backends memory,redis``, one worker of
+32 fetchers, so 16 x 12 back queues against memory's 96; one run each, load 5-6): OPIC 43.1 /
+55.9 %, farm share 7.4 % on Redis against 43.7 / 56.4 %, 10.1 % in memory; depth 42.1 / 53.9 %,
+7.3 % against 39.1 / 51.5 %, 10.3 %: more back queues, as in the simulation above.
 """
 
 from __future__ import annotations
@@ -25,6 +70,7 @@ import argparse
 import heapq
 import random
 import sys
+import tempfile
 import time
 import types
 from collections import deque
@@ -37,7 +83,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from crawler.backends.redis.partitioned import MAILED  # noqa: E402
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy, Prioritizer  # noqa: E402
+from crawler.frontier.api import AddResult  # noqa: E402
 from crawler.frontier.opic import CashLedger, selector_weights  # noqa: E402
 from crawler.frontier.policies import CrawlPolicy, PolicyBook  # noqa: E402
 from devsite.webgraph import WebGraph, build_webgraph  # noqa: E402
@@ -46,6 +94,7 @@ CONCURRENCY = 64
 FRONT_QUEUES = 8
 POLITENESS = PolitenessPolicy(min_delay=1.0, delay_factor=5.0, max_delay=30.0, host_concurrency=1)
 ORDERS = ("opic", "depth", "fifo", "stock", "random")
+MEMORY_BACK_QUEUES = 0  # --memory-back-queues: the memory frontier's B (0: 3 x fetchers)
 
 
 class Clock:
@@ -66,10 +115,34 @@ class Crawl:
     sim_time: float = 0.0
     released: int = 0
     inversions: int = 0  # pages fetched 2+ levels deeper than a URL still waiting
+    back_queues: str = ""  # how many, over the workers' partitions: "192", "16 x 12 + 16 x 12"
+
+
+JITTER: dict[int, float] = {}  # --noise: a draw of small changes to the hosts' fetch times
 
 
 def fetch_time(host: int) -> float:
-    return 0.1 + 0.1 * ((host * 2654435761) % 5)
+    return 0.1 + 0.1 * ((host * 2654435761) % 5) + JITTER.get(host, 0.0)
+
+
+def noise(graph: WebGraph, limit: int, draws: int) -> None:
+    """The memory frontier's figures when every host's fetch time moves by up to 0.02 s (one
+    draw each): how far the order moves on its own, to judge a difference by."""
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    for order in ("opic", "depth"):
+        rows = []
+        for draw in range(1, draws + 1):
+            rng = random.Random(draw)
+            JITTER.update({h: rng.uniform(-0.02, 0.02) for h in range(len(graph.hosts))})
+            try:
+                rows.append(judge(graph, crawl_frontier(graph, order, limit), n10, n20))
+            finally:
+                JITTER.clear()
+        spans = ", ".join(
+            f"{key} {min(r[key] for r in rows):.1%}-{max(r[key] for r in rows):.1%}"
+            for key in ("pr10", "pr20", "farm20")
+        )
+        print(f"memory {order}, fetch times moved by up to 0.02 s ({draws} draws): {spans}")
 
 
 def _main_ready_time(self: MercatorFrontier, host: object) -> float | None:
@@ -96,12 +169,93 @@ def _make_frontier(order: str, clock: Clock) -> MercatorFrontier:
         POLITENESS,
         clock=clock,
         front_queues=FRONT_QUEUES,
-        back_queues=3 * CONCURRENCY,
+        back_queues=MEMORY_BACK_QUEUES or 3 * CONCURRENCY,
         ledger=CashLedger(FRONT_QUEUES) if opic else None,
         selector_weights=selector_weights(FRONT_QUEUES) if opic else None,
         back_run=0 if order in ("fifo", "random", "depth-main") else 4,
         lease_ttl=1e9,
     )
+
+
+def back_queue_counts(frontier: Any) -> str:
+    """A frontier's back queues: "192"; a partitioned one's, "16 x 12" (partitions x each)."""
+    parts = getattr(frontier, "parts", None)
+    if parts is None:
+        return str(frontier.back_queue_count)
+    sizes = sorted({p.frontier.back_queue_count for p in parts.values()})
+    return " + ".join(
+        f"{sum(p.frontier.back_queue_count == n for p in parts.values())} x {n}" for n in sizes
+    )
+
+
+def back_released(frontier: Any) -> int:
+    """Back queues given up for lack of value (a partitioned frontier: over its partitions)."""
+    parts = getattr(frontier, "parts", None)
+    if parts is None:
+        return int(frontier.back_released)
+    return sum(p.frontier.back_released for p in parts.values())
+
+
+class RedisFrontiers:
+    """Workers' frontiers on a redis-server of this bench's own, each built as a worker's store
+    class builds it (``RedisFrontierStore.partitioned_frontier``) from the settings of this
+    bench's politeness, on the simulated clock; one crawl key per run. ``back_queues``: the
+    workers' ``FRONTIER_BACK_QUEUES`` (0: 3 x a worker's fetchers); ``partitions``: the
+    crawl's (0: the store's, 16)."""
+
+    def __init__(self, root: Path, back_queues: int = 0, partitions: int = 0) -> None:
+        from crawler.backends.redis.frontier_store import RedisFrontierStore
+        from tests.redis_support import start_redis
+
+        self.server = start_redis(root)
+        self.runs = 0
+        self.back_queues = back_queues
+        self.store_class = RedisFrontierStore
+        if partitions:
+            self.store_class = type("BenchStore", (RedisFrontierStore,), {
+                "partition_count": property(lambda store: partitions)
+            })
+
+    def frontiers(self, order: str, clock: Clock, workers: int) -> list[Any]:
+        import redis
+        from scrapy.settings import Settings
+
+        self.runs += 1
+        out = []
+        for w in range(workers):
+            settings = Settings({
+                "REDIS_URL": f"redis://127.0.0.1:{self.server.port}/0",
+                "RECORD_WORKER_ID": f"w{w}",
+                "FRONTIER_PRIORITY_POLICY": order,
+                "FRONTIER_FRONT_QUEUES": FRONT_QUEUES,
+                "CONCURRENT_REQUESTS": CONCURRENCY // workers,
+                "FRONTIER_BACK_QUEUES": self.back_queues,
+                "FRONTIER_MIN_DELAY": POLITENESS.min_delay,
+                "FRONTIER_DELAY_FACTOR": POLITENESS.delay_factor,
+                "FRONTIER_MAX_DELAY": POLITENESS.max_delay,
+                "FRONTIER_HOST_CONCURRENCY": POLITENESS.host_concurrency,
+            })
+            store = self.store_class(settings, f"wg{self.runs}-{order}")
+            client = redis.Redis(host="127.0.0.1", port=self.server.port)
+            out.append(store.partitioned_frontier(
+                client, lease_ttl=1e9, max_pages_per_host=None, clock=clock
+            ))
+        deadline = time.monotonic() + 60
+        while any(len(f.parts) != f.count // workers for f in out):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the workers did not share the partitions out in 60 s")
+            for f in out:
+                f.beat()
+            time.sleep(0.1)
+        return out
+
+    def close(self, frontiers: list[Any]) -> None:
+        for f in frontiers:
+            f.close()
+            f.client.close()
+
+    def stop(self) -> None:
+        self.server.stop()
 
 
 def crawl_frontier(
@@ -111,14 +265,25 @@ def crawl_frontier(
     *,
     book: PolicyBook | None = None,
     seed: int = 0,
+    redis: RedisFrontiers | None = None,
+    workers: int = 1,
 ) -> Crawl:
-    """Drive this crawler's frontier over ``graph`` until ``limit`` pages are fetched."""
+    """Drive this crawler's frontier over ``graph`` until ``limit`` pages are fetched: the
+    memory frontier, or with ``redis`` the partitioned Redis frontier of ``workers`` workers,
+    each with its share of the fetchers (a page's links go through the worker that fetched
+    it; letters to another worker's partitions are read before that worker's next call, as
+    its wake-up makes it do)."""
     started = time.process_time()
     clock = Clock()
     rng = random.Random(seed)
-    frontier = make_frontier(order, clock, rng)
+    frontiers: list[Any] = (
+        [make_frontier(order, clock, rng)] if redis is None
+        else redis.frontiers(order, clock, workers)
+    )
+    fetchers = [CONCURRENCY // len(frontiers)] * len(frontiers)
+    mail = [False] * len(frontiers)  # letters were sent that this worker has not read
     prioritizer = Prioritizer("depth" if order.startswith("depth") else "fifo", FRONT_QUEUES)
-    opic = frontier.ledger is not None
+    opic = order.startswith("opic")
     urls = [graph.url(p) for p in range(graph.pages)]
     hosts = graph.hosts
     host_of = graph.host_of.tolist()
@@ -128,16 +293,24 @@ def crawl_frontier(
     pages_of_host = [0] * len(hosts)
     crawl = Crawl(order)
     host_index = {name: i for i, name in enumerate(hosts)}
-    leases_entry: dict[str, Entry] = {}
+    leases_entry: dict[tuple[int, str], Entry] = {}
     robots_hosts: set[int] = set()
+    found: set[int] = set()  # pages queued once (the frontier's seen-test drops the rest)
     waiting = [0] * 256  # queued URLs per depth
 
-    def add_many(batch: list[Entry]) -> None:
-        for e, result in zip(batch, frontier.add_many(batch), strict=True):
-            if result.added:
+    def posted(w: int, results: list[AddResult]) -> None:
+        if any(r.reason == MAILED for r in results):
+            for other in range(len(frontiers)):
+                mail[other] = mail[other] or other != w
+
+    def add_many(w: int, batch: list[tuple[int, Entry]]) -> None:
+        posted(w, frontiers[w].add_many([e for _, e in batch]))
+        for page, e in batch:
+            if page not in found:
+                found.add(page)
                 waiting[e.depth] += 1
 
-    def entry(page: int, depth: int, cash: float = 0.0, policy: str = "") -> Entry:
+    def entry(w: int, page: int, depth: int, cash: float = 0.0, policy: str = "") -> Entry:
         h = host_of[page]
         if order == "random":
             prio = rng.randrange(FRONT_QUEUES)
@@ -145,7 +318,8 @@ def crawl_frontier(
             prio = prioritizer.priority(depth=depth, host=hosts[h])
         if h not in known_hosts:  # robots.txt goes first, as the robots fetcher does
             known_hosts.add(h)
-            frontier.add(Entry(f"http://{hosts[h]}/robots.txt", hosts[h]), first=True)
+            robots = Entry(f"http://{hosts[h]}/robots.txt", hosts[h])
+            posted(w, [frontiers[w].add(robots, first=True)])
         return Entry(urls[page], hosts[h], prio, depth, None, 0, cash, policy)
 
     for p in [*graph.seeds, graph.spam_seed]:
@@ -153,45 +327,63 @@ def crawl_frontier(
         if book is not None:
             decided = book.seed(hosts[host_of[p]])
             label, factor = decided.label, decided.factor
-        frontier.add(entry(p, 0, factor, label), force=True)
+        posted(0, [frontiers[0].add(entry(0, p, 0, factor, label), force=True)])
+        found.add(p)
         waiting[0] += 1
 
-    active: list[tuple[float, int, str, int, float]] = []
+    def read_mail() -> None:
+        for w, frontier in enumerate(frontiers):
+            if mail[w]:
+                mail[w] = False
+                frontier.read_mail()
+
+    def due_in() -> float | None:
+        dues = [f.due_in() for w, f in enumerate(frontiers) if fetchers[w]]
+        return min((d for d in dues if d is not None), default=None)
+
+    active: list[tuple[float, int, int, str, int, float]] = []
     tick = 0
     while len(crawl.fetched) < limit:
-        while len(active) < CONCURRENCY:
-            lease = frontier.next()
-            if lease is None:
-                break
-            url = lease.entry.url
-            page = page_of.get(url, -1)
-            h = host_of[page] if page >= 0 else host_index[lease.entry.host]
-            dur = fetch_time(h)
-            tick += 1
-            heapq.heappush(active, (clock.now + dur, tick, lease.token, page, dur))
-            if page < 0:
-                crawl.robots += 1
-                robots_hosts.add(h)
-            else:
-                d = lease.entry.depth
-                waiting[d] -= 1
-                if d >= 2 and any(waiting[: d - 1]):
-                    crawl.inversions += 1
-            leases_entry[lease.token] = lease.entry
+        read_mail()
+        for w, frontier in enumerate(frontiers):
+            while fetchers[w]:
+                lease = frontier.next()
+                if lease is None:
+                    break
+                fetchers[w] -= 1
+                url = lease.entry.url
+                page = page_of.get(url, -1)
+                h = host_of[page] if page >= 0 else host_index[lease.entry.host]
+                dur = fetch_time(h)
+                tick += 1
+                heapq.heappush(active, (clock.now + dur, tick, w, lease.token, page, dur))
+                if page < 0:
+                    crawl.robots += 1
+                    robots_hosts.add(h)
+                else:
+                    d = lease.entry.depth
+                    waiting[d] -= 1
+                    if d >= 2 and any(waiting[: d - 1]):
+                        crawl.inversions += 1
+                leases_entry[w, lease.token] = lease.entry
         if not active:
-            due = frontier.due_in()
+            due = due_in()
             if due is None:
+                if any(mail):
+                    continue
                 break
             clock.now += max(due, 1e-6)
             continue
-        due = frontier.due_in() if len(active) < CONCURRENCY else None
+        due = due_in() if any(fetchers) else None
         if due is not None and clock.now + due < active[0][0]:
             clock.now += max(due, 1e-6)
             continue
-        end, _, token, page, dur = heapq.heappop(active)
+        end, _, w, token, page, dur = heapq.heappop(active)
         clock.now = end
+        frontier = frontiers[w]
         frontier.complete(token, dur)
-        done = leases_entry.pop(token)
+        fetchers[w] += 1
+        done = leases_entry.pop((w, token))
         if page >= 0:
             crawl.fetched.append(page)
             pages_of_host[host_of[page]] += 1
@@ -208,19 +400,22 @@ def crawl_frontier(
                         decided = book.link(label, parent_host, depth, urls[t], hosts[host_of[t]])
                         if decided is None:
                             continue
-                        batch.append(entry(t, depth, share * decided.factor, decided.label))
+                        batch.append((t, entry(w, t, depth, share * decided.factor,
+                                               decided.label)))
                     else:
-                        batch.append(entry(t, depth, share))
+                        batch.append((t, entry(w, t, depth, share)))
             else:
-                batch = [entry(t, depth) for t in links]
-            add_many(batch)
+                batch = [(t, entry(w, t, depth)) for t in links]
+            add_many(w, batch)
         frontier.ack(token)
     crawl.robots_before_page = sum(1 for h in robots_hosts if not pages_of_host[h])
     crawl.seconds = time.process_time() - started
     crawl.sim_time = clock.now
-    crawl.released = frontier.back_released
+    crawl.released = sum(back_released(f) for f in frontiers)
+    crawl.back_queues = ", ".join(back_queue_counts(f) for f in frontiers)
+    if redis is not None:
+        redis.close(frontiers)
     return crawl
-
 
 
 def crawl_stock(graph: WebGraph, limit: int) -> Crawl:
@@ -310,7 +505,15 @@ def distrust_book(graph: WebGraph) -> PolicyBook:
     )
 
 
-def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
+def run_graph(
+    seed: int,
+    pages: int,
+    hosts: int,
+    share: float,
+    redis: RedisFrontiers | None = None,
+    workers: tuple[int, ...] = (1, 2),
+    draws: int = 0,
+) -> None:
     graph = build_webgraph(seed, pages=pages, hosts=hosts)
     pr = graph.pagerank()
     n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
@@ -325,12 +528,13 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
           "| fetches 2+ levels deeper than a URL waiting | back queues given up | CPU s |")
     print("|---|---|---|---|---|---|---|---|")
     results = {}
+    crawls = {}
     for order in (*ORDERS, "depth-main"):
         crawl = crawl_stock(graph, limit) if order == "stock" else crawl_frontier(
             graph, order, limit
         )
         r = judge(graph, crawl, n10, n20)
-        results[order] = r
+        results[order], crawls[order] = r, crawl
         name = "depth as on main (back_run=0, robots.txt first)" if order == "depth-main" else order
         robots = "-" if order == "stock" else f"{crawl.robots_before_page}/{crawl.robots}"
         inversions = "-" if order == "stock" else f"{crawl.inversions / len(crawl.fetched):.1%}"
@@ -351,6 +555,48 @@ def run_graph(seed: int, pages: int, hosts: int, share: float) -> None:
     got_all = np.isin(good_out, np.array(full.fetched))
     print(f"  ... to completion: {len(full.fetched)} pages fetched of {graph.pages}; good pages "
           f"linked from the farms fetched: {int(got_all.sum())}/{len(good_out)}")
+    if draws:
+        noise(graph, limit, draws)
+    if redis is not None:
+        compare_backends(graph, limit, crawls, redis, workers)
+
+
+def same_pages(crawl: Crawl, reference: Crawl, n: int) -> float:
+    """Share of ``crawl``'s first ``n`` pages that ``reference`` fetched among its first ``n``."""
+    return len(set(crawl.fetched[:n]) & set(reference.fetched[:n])) / max(1, n)
+
+
+def compare_backends(
+    graph: WebGraph,
+    limit: int,
+    memory: dict[str, Crawl],
+    redis: RedisFrontiers,
+    workers: tuple[int, ...],
+) -> None:
+    """OPIC and depth on the partitioned Redis frontier (``workers`` workers sharing its 16
+    partitions and the 64 fetchers) against the memory frontier's crawls of the same graph."""
+    n10, n20 = int(0.1 * graph.pages), int(0.2 * graph.pages)
+    print(f"\n### memory against Redis, graph of {graph.pages} pages")
+    print("| backend | order | PR after 10 % | PR after 20 % | farm share of first 20 % "
+          "| first 10 % / 20 % also memory's | robots.txt of hosts without a page fetched / all "
+          "| back queues (per worker: partitions x each) | back queues given up "
+          "| CPU s (bench + Redis) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for order in ("opic", "depth"):
+        runs = [("memory", memory[order], 0.0)]
+        for n in workers:
+            cpu = redis_cpu(redis.server.client())
+            crawl = crawl_frontier(graph, order, limit, redis=redis, workers=n)
+            runs.append((f"redis, {n} worker{'s' * (n > 1)}", crawl,
+                         redis_cpu(redis.server.client()) - cpu))
+        for backend, crawl, rcpu in runs:
+            r = judge(graph, crawl, n10, n20)
+            print(f"| {backend} | {order} | {r['pr10']:.1%} | {r['pr20']:.1%} "
+                  f"| {r['farm20']:.1%} | {same_pages(crawl, memory[order], n10):.1%} / "
+                  f"{same_pages(crawl, memory[order], n20):.1%} "
+                  f"| {crawl.robots_before_page}/{crawl.robots} | {crawl.back_queues} "
+                  f"| {crawl.released} "
+                  f"| {crawl.seconds + rcpu:.1f} |", flush=True)
 
 
 def redis_cpu(client: object) -> float:
@@ -484,7 +730,7 @@ def simulate_like_real(graph: WebGraph) -> None:
 
 def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Real documentation trees as a site: page URL -> its links as written (joined), one host
-    per tree (``tN.docs.test``), and the seeds (each tree's index.html)."""
+    per tree (``tN.docs.test``), and the seeds (:func:`tree_seeds`)."""
     import re
     from urllib.parse import urljoin
 
@@ -505,8 +751,34 @@ def doc_site(trees: list[str]) -> tuple[dict[str, list[str]], list[str]]:
                 except ValueError:
                     continue
             pages[url] = links
-        seeds.append(f"http://{host}/index.html")
+        seeds += tree_seeds(pages, host)
     return pages, seeds
+
+
+def tree_seeds(pages: dict[str, list[str]], host: str) -> list[str]:
+    """A tree's start pages: its ``index.html``; else (``/usr/share/doc``, one directory a
+    package: a seed there that did not exist found no link, and that tree alone crawled
+    nothing) the pages nothing links to, then, for the pages still out of their reach, the
+    shallowest of them (a directory's index first), until every page is reached."""
+    index = f"http://{host}/index.html"
+    if index in pages:
+        return [index]
+    mine = [url for url in pages if url.split("/")[2] == host]
+    linked = {link.partition("#")[0] for url in mine for link in pages[url]}
+    seeds: list[str] = []
+    reached: set[str] = set()
+    for url in sorted(mine, key=lambda u: (u in linked, u.count("/"),
+                                           not u.endswith("/index.html"), u)):
+        if url in reached:
+            continue
+        seeds.append(url)
+        todo = [url]
+        while todo:
+            page = todo.pop()
+            if page not in reached and page in pages:
+                reached.add(page)
+                todo += (link.partition("#")[0] for link in pages[page])
+    return seeds
 
 
 def link_cost(trees: list[str], runs: int = 3) -> None:
@@ -549,6 +821,8 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
                 frontier.finish(lease.token, 0.0)
             cpu = time.process_time() - started
             results[order].append((cpu, links, frozenset(fetched)))
+    if not links:
+        raise SystemExit(f"no links found from the seeds of {', '.join(trees)}: nothing to time")
     print(f"\n## per-link CPU, real documentation ({len(pages)} pages in {len(trees)} trees: "
           f"{', '.join(trees)})")
     print("| order | pages fetched | links taken | CPU per link, best of runs (us) | all runs |")
@@ -647,6 +921,8 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
                 cpu = time.process_time() - started
                 rcpu = redis_cpu(client) - rstarted
                 results[order].append((cpu, rcpu, links, frozenset(fetched)))
+        if not links:
+            raise SystemExit(f"no links found from the seeds of {', '.join(trees)}")
         print(f"\n## per-link CPU on Redis, real documentation ({len(pages)} pages in "
               f"{len(trees)} trees), load {os.getloadavg()[0]:.1f}")
         print("| order | pages fetched | links taken | CPU per link, client + Redis, best of "
@@ -697,8 +973,9 @@ def queued_memory(
                     links[url] = Entry(url, host, priority=FRONT_QUEUES // 2, depth=3,
                                        cash=1.0 / (1 + len(links) % 7), referrer=page)
         hosts_of = len({e.host for e in links.values()})
-        shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
-                       list(links.values())))
+        if links:
+            shapes.append((f"{hosts_of} x {len(links) // hosts_of} (documentation, referrers)",
+                           list(links.values())))
     print("\n| hosts x URLs queued | depth: bytes per queued URL | OPIC |  (used_memory; "
           "under 50,000 URLs, the sum of MEMORY USAGE)")
     print("|---|---|---|")
@@ -733,9 +1010,24 @@ def main() -> None:
                         help="only the per-link CPU on documentation trees (default: the Rust "
                         "reference, std, and /usr/share/doc)")
     parser.add_argument("--backends", default="memory",
-                        help="--real and --linkcost: the frontier backends, e.g. memory,redis")
+                        help="the frontier backends, e.g. memory,redis (the graphs: memory's "
+                        "orders, then OPIC and depth on Redis against memory's)")
+    parser.add_argument("--workers", default="1,2",
+                        help="the graphs on Redis: workers sharing the crawl, e.g. 1,2")
     parser.add_argument("--runs", type=int, default=1, help="--real: runs of each order")
+    parser.add_argument("--memory-back-queues", type=int, default=0,
+                        help="the graphs: the memory frontier's B (0: 3 x fetchers)")
+    parser.add_argument("--redis-back-queues", type=int, default=0,
+                        help="the graphs on Redis: a worker's FRONTIER_BACK_QUEUES (0: 3 x its "
+                        "fetchers; each partition it owns gets max(8, 2 x this / partitions))")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="the graphs on Redis: the crawl's partitions (0: the store's, 16)")
+    parser.add_argument("--noise", type=int, default=0, metavar="DRAWS",
+                        help="the graphs: OPIC and depth in memory again with the fetch times "
+                        "moved a little, DRAWS times (the spread a difference is judged by)")
     args = parser.parse_args()
+    global MEMORY_BACK_QUEUES
+    MEMORY_BACK_QUEUES = args.memory_back_queues
     if args.linkcost is not None:
         import glob
 
@@ -751,10 +1043,20 @@ def main() -> None:
         if "redis" in args.backends:
             link_cost_redis(trees, runs=max(args.runs, 2))
         return
-    for seed in (int(s) for s in args.seeds.split(",") if s):
-        run_graph(seed, args.pages, args.hosts, args.share)
+    backends = tuple(args.backends.split(","))
+    redis = None
+    with tempfile.TemporaryDirectory() as tmp:
+        if "redis" in backends and args.seeds:
+            redis = RedisFrontiers(Path(tmp), args.redis_back_queues, args.partitions)
+        try:
+            for seed in (int(s) for s in args.seeds.split(",") if s):
+                run_graph(seed, args.pages, args.hosts, args.share, redis,
+                          tuple(int(w) for w in args.workers.split(",")), args.noise)
+        finally:
+            if redis is not None:
+                redis.stop()
     if args.real:
-        run_real(args.real, backends=tuple(args.backends.split(",")), runs=args.runs)
+        run_real(args.real, backends=backends, runs=args.runs)
 
 
 if __name__ == "__main__":
