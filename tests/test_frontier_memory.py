@@ -62,6 +62,32 @@ def test_urls_wait_in_front_queues_when_no_back_queue_is_free():
     assert f.counts().front_queued == 8  # h0 and h1 each got a back queue and one URL
 
 
+def test_back_queues_resized_take_effect_without_taking_any_back():
+    """A worker's B shared anew over its partitions: more back queues route more hosts at
+    once; fewer take none back, and no host is routed until the count is under."""
+    clock = FakeClock()
+    f = MercatorFrontier(clock=clock, back_queues=2)
+    f.add_many(entries(6, 3))
+    f.due_in()
+    assert f.counts().back_queues_used == 2
+    f.resize_back(4)
+    f.due_in()
+    assert f.counts().back_queues_used == 4
+    f.resize_back(1)
+    f.due_in()
+    assert f.counts().back_queues_used == 4  # none taken back from a host holding one
+    used: list[int] = []
+
+    def discover(url: str) -> list[Entry]:
+        used.append(f.counts().back_queues_used)
+        return []
+
+    sim = simulate(f, clock, concurrency=4, discover=discover)
+    assert len(sim.fetches) == 18
+    under = used.index(1)  # once drained to the one allowed, it stays there
+    assert max(used[under:]) == 1
+
+
 def test_refill_does_bounded_work_per_call():
     f = MercatorFrontier(clock=FakeClock(), back_queues=1, refill_batch=10)
     f.add_many([Entry(url=f"http://a.test/{i}", host="a.test") for i in range(100)])

@@ -233,7 +233,7 @@ class MercatorFrontier(Frontier):
         store = self.store
         sizes = store.front_sizes
         ledger = self.ledger
-        while self._free_back and budget > 0 and any(sizes):
+        while self._free_back > 0 and budget > 0 and any(sizes):
             q = self._selector.pick(sizes) if ledger is None else pick_above_floor(
                 self._selector.pick, sizes, self._free_back < self.back_queue_count
             )
@@ -258,6 +258,13 @@ class MercatorFrontier(Frontier):
             if store.back_len(host.name) == 1:
                 self._reschedule(host)
 
+    def resize_back(self, count: int) -> None:
+        """Hold ``count`` back queues from now on (a worker's B shared anew over the
+        partitions it owns). Fewer than are in use: none is taken back; hosts give theirs up
+        as they drain or bounce, and no new one is routed until the count is under."""
+        self._free_back += max(1, count) - self.back_queue_count
+        self.back_queue_count = max(1, count)
+
     def _release_back(self, host: HostState) -> None:
         host.has_back, host.low_run = False, 0
         self._free_back += 1
@@ -268,7 +275,7 @@ class MercatorFrontier(Frontier):
         deep or low-value host cannot keep one just for having many URLs)."""
         value = entry.priority if self.ledger is None else self.ledger.bucket(entry.cash)
         best = next((i for i, n in enumerate(self.store.front_sizes) if n), value)
-        low = not self._free_back and value > best  # worth less than the best waiting
+        low = self._free_back <= 0 and value > best  # worth less than the best waiting
         host.low_run = host.low_run + 1 if low else 0
         if host.low_run >= self.back_run:
             self._bounce(host)
@@ -312,7 +319,7 @@ class MercatorFrontier(Frontier):
         now = self.clock()
         if self._leases.due(now):
             self._expire(now)
-        if self._free_back:
+        if self._free_back > 0:
             self._refill()
         top = self._peek()
         if top is None or top[0] > now:
@@ -521,7 +528,7 @@ class MercatorFrontier(Frontier):
         now = self.clock()
         if self._leases.due(now):
             self._expire(now)
-        if self._free_back:
+        if self._free_back > 0:
             self._refill()
         top = self._peek()
         if top is None:
