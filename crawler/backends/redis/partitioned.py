@@ -248,8 +248,8 @@ class PartitionedFrontier(Frontier):
             return None
 
     def _flush(self, *, but: int | None = None, only: int | None = None) -> None:
-        """Write the partitions' changes (one fenced call each: every partition's, ``only``
-        one's or all ``but`` one's), then send the letters and the wake-up, in one round trip."""
+        """Write the partitions' changes (one fenced call each: every partition's, or ``only``
+        one's, or all ``but`` one's), then send the letters and the wake-up in one round trip."""
         for part in list(self.parts.values()):
             if part.index == but or (only is not None and part.index != only):
                 continue
@@ -282,9 +282,9 @@ class PartitionedFrontier(Frontier):
 
     def _read_inboxes(self, parts: list[Partition]) -> dict[int, list[tuple[bytes, Letter]]]:
         letters = self.mail.read(parts, self.worker, LETTERS_PER_READ)
-        self._prime({
-            index: [entry for _, letter in pairs for entry, force, _ in letter.adds if not force]
-            for index, pairs in letters.items()
+        prime_seen(self.client, {  # one seen-test for every letter (one round trip)
+            self.parts[i].store: [e for _, lt in pairs for e, force, _ in lt.adds if not force]
+            for i, pairs in letters.items()
         })  # fmt: skip
         for index, pairs in letters.items():
             part = self.parts[index]
@@ -296,12 +296,6 @@ class PartitionedFrontier(Frontier):
         return letters
 
     # -- adding ----------------------------------------------------------------------------------
-
-    def _prime(self, batches: dict[int, list[Entry]]) -> None:
-        """One seen-test for the links a call adds to every owned partition (one round trip,
-        however many partitions): each store keeps its answers for its frontier's adds."""
-        stores = {self.parts[i].store: batch for i, batch in batches.items() if i in self.parts}
-        prime_seen(self.client, stores)
 
     def _local(self, host: str) -> Partition | None:
         return self.parts.get(self.shard(host))
@@ -340,7 +334,9 @@ class PartitionedFrontier(Frontier):
                 local.setdefault(index, []).append(i)
             else:
                 self._outbox.letter(index).adds.append((entry, False, False))
-        self._prime({index: [entries[i] for i in ps] for index, ps in local.items()})
+        # one seen-test for the links of every partition (one round trip)
+        prime_seen(self.client, {self.parts[i].store: [entries[j] for j in ps]
+                                 for i, ps in local.items()})  # fmt: skip
         for index, positions in local.items():
             part = self.parts[index]
             self._unwritten.setdefault(index, []).extend(
@@ -397,8 +393,7 @@ class PartitionedFrontier(Frontier):
         but = last.index if last is not None else None
         self._flush(but=but)
         rests = [self._settle(s) for s in settlements]
-        if but is not None:
-            self._flush(only=but)
+        self._flush(only=but)
         self._flush()
         return results, rests
 
@@ -567,13 +562,16 @@ class PartitionedFrontier(Frontier):
         return sum(len(p.frontier) for p in self.parts.values())
 
     def counts(self) -> FrontierCounts:
+        # the crawl's seen URLs, every partition's (a worker's own may be none at its end),
+        # read in one round trip; an owned partition's frontier reports its own with them
+        parts = [self.parts.get(i) for i in range(self.count)]
+        sets = [p.store.seen if p is not None else self._other_seen(i) for i, p in enumerate(parts)]
+        seen = count_across(self.client, sets)
+        for part, n in zip(parts, seen, strict=True):
+            if part is not None:
+                part.store.counted(n)
         total = add_counts(self._guarded(p, p.frontier.counts) for p in self.parts.values())
-        # the crawl's seen URLs, every partition's (a worker's own may be none at its end)
-        seen = [
-            part.store.seen if (part := self.parts.get(i)) else self._other_seen(i)
-            for i in range(self.count)
-        ]
-        total.seen = sum(count_across(self.client, seen))
+        total.seen = sum(seen)
         return total
 
     def waiting_hosts(self) -> list[HostReport]:

@@ -159,6 +159,7 @@ class RedisQueueStore(QueueStore):
         self._back_hosts: dict[str, bool] = {}  # host -> its b: list exists (SADD / SREM)
         self._new_seen: set[int] = set()
         self._primed: dict[int, bool] = {}  # seen-test answers asked ahead (:meth:`prime`)
+        self._counted: int | None = None  # see :meth:`counted`
         self._known_seen: set[int] = set()  # see SEEN_MEMORY: the newer generation
         self._known_seen_old: set[int] = set()
         self._stale: dict[str, int] = {}  # OPIC's stale copies made (+) and met (-)
@@ -377,7 +378,13 @@ class RedisQueueStore(QueueStore):
         known.add(key)
 
     def seen_count(self) -> int:
-        return self.seen.count() + len(self._new_seen)
+        counted, self._counted = self._counted, None
+        return (self.seen.count() if counted is None else counted) + len(self._new_seen)
+
+    def counted(self, seen: int) -> None:
+        """The seen-set's count, read by the caller with others' (one round trip): the next
+        :meth:`seen_count` uses it instead of asking Redis."""
+        self._counted = seen
 
     def save_host(self, host: Any) -> None:
         self._hosts[host.name] = host
