@@ -6,8 +6,14 @@ queues, the head of each back queue, every list's length, the hosts' numbers) an
 durable copy behind it: every change since the last :meth:`RedisQueueStore.flush` goes in one
 fenced atomic call (:class:`~crawler.backends.redis.fence.FencedWriter`), so Redis holds the
 state as of some flush, never half of one. A worker that dies loses only what it had not
-flushed; the owner flushes after every batch of calls, and the URL of a page is forgotten (its
-``HDEL``) in the same call as the links the page brought.
+flushed; the owner flushes after every call (never in the middle of one: a batch of
+acknowledgements is one write), and the URL of a page is forgotten (its ``HDEL``) in the same
+call as the links the page brought, or in a later one.
+
+The seen-test asks Redis only about keys the store does not know: those it added since the
+last flush, and those it knows are seen (it added them, or Redis said so: a seen-set only
+grows), up to ``2 x SEEN_MEMORY`` per partition. The owner of several partitions asks about a
+call's links in one round trip (:func:`prime_seen`).
 
 Where a URL is (keys: :class:`~crawler.backends.redis.keys.PartitionKeys`):
 
@@ -49,7 +55,7 @@ READ_AHEAD = 256  # front-queue entries read per LRANGE
 BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
 # keys the owner knows are seen (it added them, or Redis said so), per generation of its
 # memory of them: two generations of at most this many (~70 B each in Python) per partition
-SEEN_MEMORY = 16_384
+SEEN_MEMORY = 8_192
 _CASH, _POLICY, _FIRST = 1, 2, 4
 _FLAG_BITS = 3
 _DOUBLE = struct.Struct(">d")
