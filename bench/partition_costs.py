@@ -40,73 +40,78 @@ the same settings, as a worker builds it (no Scrapy, no HTTP):
 
 The table at the end gives every figure with the ratio new/old.
 
-Measured 2026-12-05 on the shared 2-core development machine (other agents' tests running
-beside it: pages/s and seeds/s are noisy, CPU per page less so), Debian redis-server 7.0 (exact
+Measured 2026-12-05 on the shared 2-core development machine, Debian redis-server 7.0 (exact
 seen-sets, no RedisBloom), 100 URLs a host, 20 links a page (80 % on the page's host), 20,000
-pages a configuration (old / new: the Lua frontier / the partitioned one)::
+pages a configuration. The new frontier's figures are from one run under a load average of
+30-34 (five other agents' tests beside it): CPU times per page are inflated by that contention
+(a shorter run of the same code, 3,000 pages at 100,000 URLs under a load of 10-20: 107-114 us
+of Redis CPU a page, 115 here), and seeds/s and pages/s, wall-clock rates, are not comparable
+at all. The old (Lua) figures are from an earlier run on the same machine (``--merge`` of its
+JSON)::
 
-    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000      # ~25 min
+    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000      # ~20 min
     .venv/bin/python bench/partition_costs.py --sizes 10000000 --hosts 100000 --policies depth
     .venv/bin/python bench/partition_costs.py --real-only                 # ~1 min
 
 =========================================  ==========  ==========  ==========  ==========
 1,000,000 URLs queued                      depth old   depth new   opic old    opic new
 =========================================  ==========  ==========  ==========  ==========
-seeds/s (``add_many`` of 1,000)            42,279      25,125      24,586      25,703
-seeding worker / Redis CPU us per URL      6.5 / 9.8   24 / 6.3    7.7 / 22    28 / 6.6
-Redis B per queued URL (without seen-set)  39 (34)     37 (32)     84 (79)     46 (41)
-Redis CPU us/page, 1 / 2 workers           349 / 337   313 / 264   565 / 564   stalls
-worker CPU us/page, 1 / 2 workers          324 / 344   1094 / 1105 356 / 412   stalls
-pages/s, 1 / 2 workers                     1281 / 1444 525 / 798   927 / 649   stalls
-masters for 10k pages/s / for 1e9 URLs     5 / 2       4 / 2       9 / 4       - / 2
+seeds/s (``add_many`` of 1,000; load 30)   42,279      4,111       24,586      3,592
+seeding worker / Redis CPU us per URL      6.5 / 9.8   29 / 6.3    7.7 / 22    35 / 7.0
+Redis B per queued URL (without seen-set)  39 (34)     38 (33)     84 (79)     46 (41)
+Redis CPU us/page, 1 / 2 workers           349 / 337   168 / 140   565 / 564   191 / 141
+  new / old                                            0.48 / 0.42             0.34 / 0.25
+worker CPU us/page, 1 / 2 workers          324 / 344   709 / 765   356 / 412   812 / 809
+masters for 10k pages/s / for 1e9 URLs     5 / 2       3 / 2       9 / 4       3 / 2
 =========================================  ==========  ==========  ==========  ==========
 
-At 100,000 URLs queued (the host table and per-host keys weigh more): depth, Redis CPU 334 ->
-194 us/page (0.58), worker CPU 331 -> 949 (2.87), 81 -> 56 B per queued URL, 30,598 -> 13,811
-seeds/s; OPIC, Redis CPU 501 -> 210 (0.42), worker CPU 380 -> 1033 (2.71), 126 -> 62 B, 20,888
--> 25,741 seeds/s.
+At 100,000 URLs queued: depth, Redis CPU 334 -> 115 / 83 us/page with 1 / 2 workers (0.34 /
+0.25), worker CPU 331 -> 512 / 522 (1.5 / 1.6x), 81 -> 61 B per queued URL; OPIC, Redis CPU 501
+-> 141 / 80 (0.28 / 0.16), worker CPU 380 -> 616 / 520 (1.6 / 1.4x), 126 -> 64 B.
 
-At 10,000,000 URLs queued (100,000 hosts, depth; one run): old 25,702 seeds/s, 38 B per
-queued URL (35 without the seen-set, which is a Bloom filter past 2M), Redis CPU 731 / 639
-us/page with 1 / 2 workers, worker CPU 467 / 465; new 19,471 seeds/s, 101 B per queued URL (40
-without the seen-set: its exact buckets, past their capacity, are hash tables, ~60 B a URL,
-on a Redis without RedisBloom), Redis CPU 444 / 363 us/page (0.61 / 0.57 of the old's),
-worker CPU 1,313 / 1,355 (2.8 / 2.9x); of the new one's Redis time by ``INFO commandstats``,
-20 ``SISMEMBER`` a page (the seen-test, one per link) cost 85-94 us, nearly as much as its
-``EVALSHA`` calls (the fenced writes: 107-168 us). Projected masters, old / new: 10 / 6 for
-10,000 pages/s, 2 / 5 for a billion URLs (the exact seen-set's hash tables). The new seeding
-process lost its 16 partitions once (a stall past ``PARTITION_TTL``, most likely a garbage
-collection over the 20M-URL corpus it held: ``gc.freeze`` now keeps the corpus out of it) and
-1,000 seeds ``add_many`` had reported added were not queued (9,998,998 of 9,999,998).
+Before the round trips were cut (same bench, 1M, depth, a lighter load): Redis CPU 313 / 264
+us/page, worker CPU 1,094 / 1,105; OPIC at 1M stalled (claiming a partition read its every URL
+back; ``RedisQueueStore.rebuilds_cash`` is False since). At 10,000,000 URLs queued (100,000
+hosts, depth; one run, before the cut): old 731 / 639 us/page of Redis CPU with 1 / 2 workers,
+new 444 / 363 (0.61 / 0.57); the exact seen-set past its capacity took 101 B per queued URL (40
+without it) on a Redis without RedisBloom.
 
 A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, 40 devsite hosts of 50 pages,
-3,200 pages, politeness off, whole run including start-up): Redis CPU 881 -> 558 us/page (0.63)
-and 1,050 -> 578 (0.55) in two runs; worker CPU 7,467 -> 7,762 and 8,855 -> 7,989 us/page; the
-first run of the new frontier fetched 14 pages twice (0 in the second; the old: 0 and 0).
+3,200 pages, politeness off, whole run including start-up): Redis CPU 881 and 1,050 us/page
+(old, two runs) -> 360 (0.41 / 0.34); worker CPU 7,467 and 8,855 -> 5,343 (0.72 / 0.60); 0 pages
+fetched twice. Of a real crawl's Redis time most is not the frontier's: by ``INFO
+commandstats`` (a second run, 435 us/page under load), EVALSHA took 291 us/page in 5.4 calls,
+most of them the near-duplicate store's scripts (its HGET, HSETNX and GETRANGE calls inside
+them: 40 a page); the frontier's own SMISMEMBER took 1 us/page.
+
+Where the partitioned frontier's Redis time goes (``INFO commandstats``, 1M, depth, 1 / 2
+workers): fenced EVALSHA calls, 2.8 / 1.5 a page (60 % of the Redis time; one per partition a
+page's new links go to: a worker owning all 16 partitions writes 2-3 a page), and the
+seen-test, 15 SMISMEMBER a page (one per exact bucket a page's untested links fall in; 7 at
+100,000 URLs, where more links repeat and the owner knows them for seen), 15 % of it. A page
+costs about 4 round trips with 1 worker: the seen-test of all its links (one pipeline whatever
+partitions they touch), a fenced call per partition written (the settled partition's links and
+acknowledgement in one), and a share of the lease calls.
 
 What this shows against issue 37's targets:
 
-* Redis CPU per page: 0.42-0.90 of the Lua frontier's (0.57 at 10M with 2 workers), not the
-  1/3 asked. The partitioned
-  frontier's round trips are many small pipelines (about 7 a page with one worker owning 16
-  partitions: the seen-test is one pipeline per partition a page's links touch, one
-  ``SISMEMBER`` per link where ``SMISMEMBER`` per bucket would do), and 2 workers add the
-  inbox streams.
-* Worker CPU per page: about 3x the Lua frontier's in the simulation (the algorithm moved into
-  the worker, and the round trips above cost the client more than one ``EVALSHA``); in a real
-  crawl, where the worker's page work dominates, no worse (0.90-1.04).
-* Bytes per queued URL: 37 B under depth (target 35) and 46 B under OPIC (target 45) at 1M,
-  from 39 and 84.
-* Seeds: 25,000 URLs/s at 1M (target 20,000); the worker spends 24-33 us per seed, almost
-  half of it in the seen-test's per-key replies.
-* OPIC at 1M queued URLs: a worker cannot keep its partitions. Claiming one reads every queued
-  URL of it back into the cash ledger (``MercatorFrontier`` restore over
-  ``RedisQueueStore.iter_queued``); claiming 16 partitions of 62,500 URLs took 14 s in one beat,
-  longer than ``PARTITION_TTL`` (10 s), so at the next beat every lease has expired and the
-  worker claims them again: no page in 60 s, with 1 worker or 2.
-* Mail: an owner reads at most ``LETTERS_PER_READ`` (64) letters per partition per beat (1 s),
-  so with 2 workers the inboxes fell behind: 8,589-15,018 letters were still waiting when the
-  20,000 pages were done (read afterwards, and counted in the Redis CPU above).
+* Redis CPU per page: 0.25-0.48 of the Lua frontier's in the simulation (1/3 or better with 2
+  workers and under OPIC; 0.42-0.48 under depth at 1M, where a page's links are seldom known
+  seen), 0.34-0.41 in a real crawl, where the near-duplicate store now costs Redis more than
+  the frontier. On a Redis with RedisBloom the seen-test is one ``BF.MEXISTS`` per partition.
+  What is left is the fenced call per partition written: several partitions' calls could go in
+  one pipeline (``fence.py``).
+* Worker CPU per page: 1.4-2.3x the Lua frontier's in the simulation (from ~3x: the algorithm
+  runs in the worker, and each round trip costs the client more than the Lua one's single
+  EVALSHA), 0.6-0.7 in a real crawl, where the worker's page work dominates.
+* Bytes per queued URL: 38 B under depth (target 35) and 46 B under OPIC (target 45) at 1M,
+  from 39 and 84; this work did not change the layout.
+* Seeds: 25 us of worker CPU per seed at 100,000 (29-35 at 1M, under load), so ~35,000 seeds/s
+  on an idle core; the wall-clock rate of this run (3,600-8,600/s) measured the machine's load.
+* OPIC at 1M no longer stalls.
+* Mail: an owner reads every inbox it owns in one XREADGROUP (``LETTERS_PER_READ``, 256, a
+  read); a wake-up is published with the letters. 91-758 letters waited when the 20,000 pages
+  were done (read afterwards, and counted in the Redis CPU above).
 
 Projection (``project``): masters for 10,000 pages/s = Redis CPU per page (2 workers) x 10,000
 over 70 % of one core per master; masters for 1e9 URLs = bytes per queued URL (seen-set

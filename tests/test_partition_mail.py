@@ -110,9 +110,10 @@ def test_letters_round_trip_through_an_inbox(redis_client: redis.Redis):  # noqa
     boxes = Mailboxes(redis_client, partitions(fresh_key()))
     boxes.open(2)
     boxes.send({2: pack_letter(every_field())})
-    [(_, blob)] = boxes.receive(2, "w1")
+    [(_, blob)] = boxes.receive([2], "w1")[2]
     assert unpack_letter(blob) == every_field()
-    assert boxes.receive(2, "w1", count=0) == []
+    assert boxes.receive([2], "w1", count=0) == {}
+    assert boxes.receive([2], "w1") == {}
 
 
 def test_letters_sent_before_the_inbox_was_opened_are_received(redis_client: redis.Redis):  # noqa: F811
@@ -123,7 +124,7 @@ def test_letters_sent_before_the_inbox_was_opened_are_received(redis_client: red
     boxes.open(1)
     boxes.open(1)  # idempotent: the group is kept
     boxes.send({1: pack_letter(letter_of("https://a.example/late"))})
-    received = boxes.receive(1, "w1")
+    received = boxes.receive([1], "w1")[1]
     assert [urls_of(blob) for _, blob in received] == [
         ["https://a.example/early"],
         ["https://a.example/late"],
@@ -137,26 +138,89 @@ def test_send_to_three_partitions_in_one_call(redis_client: redis.Redis):  # noq
     assert [boxes.backlog(i) for i in range(PARTITIONS)] == [1, 1, 0, 1]
     for i in (0, 1, 3):
         boxes.open(i)
-        [(_, blob)] = boxes.receive(i, "w1")
+        [(_, blob)] = boxes.receive([i], "w1")[i]
         assert urls_of(blob) == [f"https://h{i}.example/"]
 
 
+def test_every_inbox_of_an_owner_is_read_in_one_command(redis_client: redis.Redis):  # noqa: F811
+    """One XREADGROUP over the streams of all the owner's inboxes, not one per inbox."""
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    for i in range(PARTITIONS):
+        boxes.open(i)
+    boxes.send({i: pack_letter(letter_of(f"https://h{i}.example/")) for i in (0, 2, 3)})
+    calls = redis_client.info("commandstats").get("cmdstat_xreadgroup", {}).get("calls", 0)
+    got = boxes.receive(list(range(PARTITIONS)), "w1")
+    assert {i: [urls_of(blob) for _, blob in got[i]] for i in got} == {
+        i: [[f"https://h{i}.example/"]] for i in (0, 2, 3)
+    }
+    assert redis_client.info("commandstats")["cmdstat_xreadgroup"]["calls"] == calls + 1
+
+
+class _Inbox:
+    def __init__(self, index: int, claiming: bool = True) -> None:
+        self.index, self.claiming = index, claiming
+
+
+def test_an_owner_claims_what_was_left_pending_once_then_reads_new_letters(
+    redis_client: redis.Redis,  # noqa: F811
+):
+    """``read`` claims an inbox's pending letters while it is claiming (a partition just
+    taken up), with its new letters; then only new letters: no XAUTOCLAIM at every read."""
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    boxes.open(0)
+    boxes.open(1)
+    boxes.send({0: pack_letter(letter_of("https://a.example/left"))})
+    boxes.receive([0], "dead")  # read by an owner that died before acknowledging
+    boxes.send({0: pack_letter(letter_of("https://a.example/new"))})
+    inboxes = [_Inbox(0), _Inbox(1)]
+    got = boxes.read(inboxes, "heir", 64)
+    assert [[e.url for e, _, _ in letter.adds] for _, letter in got[0]] == [
+        ["https://a.example/left"], ["https://a.example/new"],
+    ]  # fmt: skip
+    assert [inbox.claiming for inbox in inboxes] == [False, False]
+    claims = redis_client.info("commandstats")["cmdstat_xautoclaim"]["calls"]
+    assert boxes.read(inboxes, "heir", 64) == {}
+    assert redis_client.info("commandstats")["cmdstat_xautoclaim"]["calls"] == claims
+
+
+def test_a_failed_read_claims_at_the_next(redis_client: redis.Redis, monkeypatch):  # noqa: F811
+    """A read whose reply was lost may have left letters pending to this owner: the next read
+    claims them."""
+    boxes = Mailboxes(redis_client, partitions(fresh_key()))
+    boxes.open(0)
+    boxes.send({0: pack_letter(letter_of("https://a.example/x"))})
+    inboxes = [_Inbox(0, claiming=False)]
+    receive = boxes.receive
+
+    def lost_reply(*args, **kwargs):
+        receive(*args, **kwargs)  # the server delivered them to this consumer
+        raise redis.ConnectionError("connection lost")
+
+    monkeypatch.setattr(boxes, "receive", lost_reply)
+    with pytest.raises(redis.ConnectionError):
+        boxes.read(inboxes, "w1", 64)
+    monkeypatch.undo()
+    assert inboxes[0].claiming
+    [(_, letter)] = boxes.read(inboxes, "w1", 64)[0]
+    assert [e.url for e, _, _ in letter.adds] == ["https://a.example/x"]
+
+
 def test_a_letter_never_acknowledged_goes_to_the_next_owner(redis_client: redis.Redis):  # noqa: F811
-    """The first owner read three letters and died; its successor (another consumer) gets them
-    first, then the new ones, and its own unacknowledged ones again at its next receive."""
+    """The first owner read three letters and died; its successor (another consumer) claims
+    them, in the order sent, then receives the new one; its own unacknowledged ones are
+    claimed again too (a claim takes every pending letter)."""
     boxes = Mailboxes(redis_client, partitions(fresh_key()))
     boxes.open(0)
     for i in range(3):
         boxes.send({0: pack_letter(letter_of(f"https://a.example/{i}"))})
-    first = boxes.receive(0, "dead")
+    first = boxes.receive([0], "dead")[0]
     assert len(first) == 3
     boxes.send({0: pack_letter(letter_of("https://a.example/new"))})
-    taken = boxes.receive(0, "next", count=2)
-    assert taken == first[:2]
-    rest = boxes.receive(0, "next", count=10)
-    assert rest[:3] == first  # every pending letter, in the order sent, then the new one
-    assert urls_of(rest[3][1]) == ["https://a.example/new"]
-    assert boxes.receive(0, "next") == rest
+    assert boxes.claim(0, "next", count=2) == (first[:2], False)
+    assert boxes.claim(0, "next", count=10) == (first, True)
+    [new] = boxes.receive([0], "next")[0]
+    assert urls_of(new[1]) == ["https://a.example/new"]
+    assert boxes.claim(0, "next") == ([*first, new], True)
     pending = redis_client.xpending(boxes.partition_keys(0).inbox, Mailboxes.GROUP)
     assert pending["pending"] == 4 and {c["name"] for c in pending["consumers"]} == {b"next"}
 
@@ -167,7 +231,7 @@ def test_acknowledged_letters_are_gone(redis_client: redis.Redis):  # noqa: F811
     boxes.open(3)
     for i in range(5):
         boxes.send({3: pack_letter(letter_of(f"https://a.example/{i}"))})
-    received = boxes.receive(3, "w1")
+    received = boxes.receive([3], "w1")[3]
     writer = owned(redis_client, keys)
     writer.write("RPUSH", keys.front(0), *[blob for _, blob in received])  # what they caused
     boxes.acknowledge(writer, 3, [message_id for message_id, _ in received])
@@ -175,9 +239,10 @@ def test_acknowledged_letters_are_gone(redis_client: redis.Redis):  # noqa: F811
     assert boxes.backlog(3) == 0
     assert redis_client.xpending(keys.inbox, Mailboxes.GROUP)["pending"] == 0
     assert redis_client.llen(keys.front(0)) == 5
-    assert boxes.receive(3, "w1") == []
+    assert boxes.receive([3], "w1") == {}
     boxes.open(3)  # a new owner's open keeps the group (and its position): nothing again
-    assert boxes.receive(3, "w2") == []
+    assert boxes.claim(3, "w2") == ([], True)
+    assert boxes.receive([3], "w2") == {}
 
 
 def test_an_owner_that_lost_its_partition_acknowledges_nothing(redis_client: redis.Redis):  # noqa: F811
@@ -185,7 +250,7 @@ def test_an_owner_that_lost_its_partition_acknowledges_nothing(redis_client: red
     keys = boxes.partition_keys(1)
     boxes.open(1)
     boxes.send({1: pack_letter(letter_of("https://a.example/a", "https://a.example/b"))})
-    received = boxes.receive(1, "w1")
+    received = boxes.receive([1], "w1")[1]
     writer = owned(redis_client, keys, "w1/1")
     redis_client.set(keys.lease, "w2/2")  # w1 stalled past its lease; w2 owns the partition
     writer.write("RPUSH", keys.front(0), received[0][1])
@@ -195,7 +260,7 @@ def test_an_owner_that_lost_its_partition_acknowledges_nothing(redis_client: red
     assert redis_client.llen(keys.front(0)) == 0
     assert boxes.backlog(1) == 1
     assert redis_client.xpending(keys.inbox, Mailboxes.GROUP)["pending"] == 1
-    assert boxes.receive(1, "w2") == received  # the new owner gets them
+    assert boxes.claim(1, "w2") == (received, True)  # the new owner gets them
 
 
 def test_many_letters_acknowledged_in_one_flush(redis_client: redis.Redis):  # noqa: F811
@@ -208,7 +273,7 @@ def test_many_letters_acknowledged_in_one_flush(redis_client: redis.Redis):  # n
     for _ in range(5000):
         pipe.xadd(keys.inbox, {b"l": blob})
     pipe.execute()
-    received = boxes.receive(0, "w1", count=6000)
+    received = boxes.receive([0], "w1", count=6000)[0]
     assert len(received) == 5000
     writer = owned(redis_client, keys)
     boxes.acknowledge(writer, 0, [message_id for message_id, _ in received])
@@ -218,8 +283,9 @@ def test_many_letters_acknowledged_in_one_flush(redis_client: redis.Redis):  # n
 
 
 def test_inboxes_on_a_redis_cluster(redis_cluster: RedisClusterServers):  # noqa: F811
-    """Three partitions on three masters: one send reaches all three, each owner receives and
-    acknowledges through its fenced writer on the cluster client."""
+    """Three partitions on three masters: one send reaches all three (with its wake-up), one
+    read receives all three, each owner acknowledges through its fenced writer on the cluster
+    client."""
     client = redis_cluster.client()
     try:
         crawl = fresh_key()
@@ -229,12 +295,16 @@ def test_inboxes_on_a_redis_cluster(redis_cluster: RedisClusterServers):  # noqa
         assert len({key_slot(boxes.partition_keys(i).tag.encode()) for i in range(3)}) == 3
         boxes.open(0)
         boxes.send(
-            {i: pack_letter(letter_of(f"https://h{i}.example/", cash=0.5)) for i in range(3)}
+            {i: pack_letter(letter_of(f"https://h{i}.example/", cash=0.5)) for i in range(3)},
+            wake=(f"{crawl}:wake", b"mail"),
         )
         for i in range(3):
             boxes.open(i)
+        got = boxes.receive([0, 1, 2], "w")  # one XREADGROUP per node, in one pipeline
+        assert sorted(got) == [0, 1, 2]
+        for i in range(3):
             keys = boxes.partition_keys(i)
-            received = boxes.receive(i, f"w{i}")
+            received = got[i]
             assert [urls_of(blob) for _, blob in received] == [[f"https://h{i}.example/"]]
             writer = owned(client, keys)  # type: ignore[arg-type]
             writer.write("RPUSH", keys.front(0), received[0][1])

@@ -236,3 +236,24 @@ def test_on_a_cluster_each_partition_is_one_slot(
         assert len(nodes) == 3
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("limit", [-1, 2_000_000])
+def test_an_exact_limit_of_minus_one_keeps_an_exact_set_of_the_default_layout(
+    redis_server: RedisServer, client: redis.Redis, limit: int  # noqa: F811
+) -> None:
+    """``FRONTIER_SEEN_EXACT_LIMIT=-1`` (exact whatever the size) is the exact kind, even on a
+    server with RedisBloom, with the buckets of the default size: not one bucket (a capacity
+    of 1) that every URL of the partition would share."""
+    from scrapy.settings import Settings
+
+    from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore
+    from crawler.config import defaults
+
+    settings = Settings({
+        "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
+        "FRONTIER_SEEN_EXACT_LIMIT": limit,
+    })  # fmt: skip
+    seen = RedisFrontierStore(settings, "site")._seen_config(client)
+    assert seen.capacity == defaults.FRONTIER_SEEN_EXACT_LIMIT // PARTITIONS
+    assert seen.bloom == (limit > 0 and has_bloom_module(client))

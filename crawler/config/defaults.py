@@ -88,7 +88,8 @@ FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # RedisBloom on the server each partition's is a scalable Bloom filter (~2 B per URL) whose false
 # positives stay under FRONTIER_SEEN_ERROR past that size too; without it, exact buckets of
 # 32-bit fingerprints in intsets (~5 B per URL, no false positive), ~50 B per URL past the size.
-# See crawler/backends/redis/seenset.py.
+# -1: exact whatever the size (no Bloom filter even with RedisBloom; buckets laid out for 2
+# million URLs). See crawler/backends/redis/seenset.py.
 FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
 # Redis frontier: how many replicas each write of a partition's owner waits for (up to 1 s)
 # before the owner goes on. 0: replication is asynchronous, and a master's failover may lose

@@ -174,12 +174,18 @@ class RedisFrontierStore(MemoryFrontierStore):
         return ("bloom" if config.bloom else "exact"), config.capacity
 
     def _seen_config(self, client: Any) -> SeenSetConfig:
+        """Each partition's seen-set: its share of ``FRONTIER_SEEN_EXACT_LIMIT``; -1 (exact
+        whatever the size) keeps exact buckets even where the server has RedisBloom, laid
+        out for the default size (past it they grow, exact still)."""
         s = self.settings
         limit = s.getint("FRONTIER_SEEN_EXACT_LIMIT", defaults.FRONTIER_SEEN_EXACT_LIMIT)
+        exact = limit < 0
+        if exact:
+            limit = defaults.FRONTIER_SEEN_EXACT_LIMIT
         return SeenSetConfig(
             capacity=max(1, limit // self.partition_count),
             error=s.getfloat("FRONTIER_SEEN_ERROR", defaults.FRONTIER_SEEN_ERROR),
-            bloom=has_bloom_module(client),
+            bloom=not exact and has_bloom_module(client),
         )
 
     def scope_fingerprint(self) -> dict[str, str]:

@@ -4,12 +4,14 @@ own, carried to that partition's owner (issue 37).
 A page's links to the hosts of another partition go to that partition's inbox
 (:attr:`crawler.backends.redis.keys.PartitionKeys.inbox`), a Redis Stream read by the consumer
 group ``owner``, as one message per page and partition: a :class:`Letter`. The partition's owner
-receives letters (first those the group delivered and nobody acknowledged: a dead owner's, or
-its own from before a stall), queues their links, and acknowledges them in the same fenced call
-as the queue writes they caused (:class:`crawler.backends.redis.fence.FencedWriter`): the
-letters leave the inbox if and only if their links were queued by the partition's owner. A
-letter delivered twice (an owner died between reading and acknowledging) is queued again by the
-next owner, whose seen-test drops what the first one queued: every link is queued once.
+claims, when it takes the partition up, the letters the group delivered and nobody acknowledged
+(a dead owner's, or its own from before it lost the partition or a reply), then receives new
+letters (every inbox it owns in one read), queues their links, and acknowledges them in the
+same fenced call as the queue writes they caused
+(:class:`crawler.backends.redis.fence.FencedWriter`): the letters leave the inbox if and only if
+their links were queued by the partition's owner. A letter delivered twice (an owner died
+between reading and acknowledging) is queued again by the next owner, whose seen-test drops
+what the first one queued: every link is queued once.
 
 A letter's bytes (msgpack, never pickle: what comes out of a shared Redis is data, not code)
 are an array ``[hosts, policies, referrers, adds, credits]``:
@@ -50,23 +52,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import msgpack
 import redis
+from redis.cluster import RedisCluster
 
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.frontier.api import Entry
+from crawler.frontier.api import Entry, Frontier
 from crawler.frontier.urlcode import huffman_decode, huffman_encode
 
 FIELD = b"l"  # a message's one field: the letter
 _FORCE, _FIRST = 1, 2  # in an add's tag
 # ids per XACK/XDEL write: the group name and the ids stay within one fenced write's arguments
 ACK_CHUNK = MAX_ARGUMENTS - 1
-# XAUTOCLAIM calls per receive: each scans at most 10 x count pending entries (Redis's limit);
-# what a receive leaves pending comes at the next
+# XAUTOCLAIM calls per claim: each scans at most 10 x count pending entries (Redis's limit);
+# what a claim leaves pending comes at the next
 CLAIM_ROUNDS = 4
 
 
@@ -81,6 +84,18 @@ class Letter:
 
     adds: list[tuple[Entry, bool, bool]] = field(default_factory=list)
     credits: list[tuple[str | int, float, str]] = field(default_factory=list)
+
+    def deliver(self, frontier: Frontier) -> None:
+        """Queue the letter in its partition's frontier (the owner's): the cash, then the
+        links, plain ones in one batch."""
+        if self.credits:
+            frontier.credit(self.credits)
+        plain = [entry for entry, force, first in self.adds if not force and not first]
+        if plain:
+            frontier.add_many(plain)
+        for entry, force, first in self.adds:
+            if force or first:
+                frontier.add(entry, force=force, first=first)
 
 
 def _cash_or_nil(cash: float, previous: float) -> float | None:
@@ -159,6 +174,27 @@ def unpack_letter(blob: bytes) -> Letter:
     return letter
 
 
+@dataclass
+class Outbox:
+    """Letters to other partitions, sent at the end of the call that wrote them."""
+
+    letters: dict[int, Letter] = field(default_factory=dict)
+
+    def letter(self, index: int) -> Letter:
+        letter = self.letters.get(index)
+        if letter is None:
+            letter = self.letters[index] = Letter([], [])
+        return letter
+
+
+class Inbox(Protocol):
+    """An inbox its owner reads: the partition, and whether letters left pending there (by
+    an earlier owner, or by a read whose reply was lost) must be claimed first."""
+
+    index: int
+    claiming: bool
+
+
 class Mailboxes:
     """The inboxes of a crawl's partitions: senders add letters, each partition's owner reads
     them through the consumer group :attr:`GROUP`.
@@ -176,20 +212,27 @@ class Mailboxes:
     ) -> None:
         self.client = client
         self.partition_keys = partition_keys
+        self._cluster = isinstance(client, RedisCluster)
 
     def _inbox(self, index: int) -> str:
         return self.partition_keys(index).inbox
 
-    def send(self, letters: dict[int, bytes]) -> None:
+    def send(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None = None) -> None:
         """Add each letter to its partition's inbox (partition index -> packed letter), in one
-        round trip (a cluster client's pipeline sends each master its part). XADD makes the
-        stream when there is none yet: a sender need not wait for the owner to open it."""
+        round trip (a cluster client's pipeline sends each master its part), and publish
+        ``wake`` (channel, message) with them (on a cluster, after them: a cluster pipeline
+        takes no PUBLISH). XADD makes the stream when there is none yet: a sender need not
+        wait for the owner to open it."""
         if not letters:
             return
         pipe = self.client.pipeline(transaction=False)
         for index, blob in letters.items():
             pipe.xadd(self._inbox(index), {FIELD: blob})
+        if wake is not None and not self._cluster:
+            pipe.publish(*wake)
         pipe.execute()
+        if wake is not None and self._cluster:
+            self.client.publish(*wake)
 
     def open(self, index: int) -> None:
         """Make sure the partition's inbox has the group :attr:`GROUP` (a new owner calls this
@@ -202,33 +245,77 @@ class Mailboxes:
             if not str(exc).startswith("BUSYGROUP"):
                 raise
 
-    def receive(self, index: int, consumer: str, count: int = 64) -> list[tuple[bytes, bytes]]:
-        """Up to ``count`` letters of the partition's inbox for ``consumer`` (the owner), as
-        (message id, letter bytes). First the letters the group delivered and nobody
-        acknowledged, whoever they went to (an owner before this one, or this one before it
-        stalled): XAUTOCLAIM with no minimum idle time moves them to ``consumer``. There is one
-        owner at a time, so nothing pending belongs to a live reader. Then new letters. Never
-        blocks: an empty list when nothing waits."""
+    def claim(
+        self, index: int, consumer: str, count: int = 64
+    ) -> tuple[list[tuple[bytes, bytes]], bool]:
+        """Up to ``count`` letters the group delivered and nobody acknowledged, whoever they
+        went to (an owner before this one, or this one before a lost reply), as (message id,
+        letter bytes), and whether none is left: XAUTOCLAIM with no minimum idle time moves
+        them to ``consumer``. There is one owner at a time, so nothing pending belongs to a
+        live reader. A new owner calls it (until none is left) before :meth:`receive`."""
         key = self._inbox(index)
         out: list[tuple[bytes, bytes]] = []
-        if count <= 0:
-            return out
         start: bytes | str = "0-0"
         for _ in range(CLAIM_ROUNDS):
             reply = self.client.xautoclaim(
-                key, self.GROUP, consumer, 0, start_id=start, count=count - len(out)
+                key, self.GROUP, consumer, 0, start_id=start, count=max(1, count - len(out))
             )
             start = reply[0]
             for message_id, fields in reply[1]:
                 if fields and FIELD in fields:
                     out.append((message_id, fields[FIELD]))
-            if start in (b"0-0", "0-0") or len(out) >= count:
+            if start in (b"0-0", "0-0"):
+                return out, True
+            if len(out) >= count:
                 break
-        if len(out) < count:
-            reply = self.client.xreadgroup(self.GROUP, consumer, {key: ">"}, count=count - len(out))
-            for _, messages in reply or ():
-                out += [(message_id, fields[FIELD]) for message_id, fields in messages]
+        return out, False
+
+    def receive(
+        self, indexes: Sequence[int], consumer: str, count: int = 64
+    ) -> dict[int, list[tuple[bytes, bytes]]]:
+        """Up to ``count`` new letters of each inbox of ``indexes`` for ``consumer`` (the
+        owner), as (message id, letter bytes) by partition: one XREADGROUP over every inbox
+        on one server; on a cluster, where the streams of one command must share a slot and
+        each partition has its own, one XREADGROUP per inbox in one pipeline. Never blocks."""
+        out: dict[int, list[tuple[bytes, bytes]]] = {}
+        if not indexes or count <= 0:
+            return out
+        inboxes = {self._inbox(index): index for index in indexes}
+        if self._cluster:
+            pipe = self.client.pipeline(transaction=False)
+            for key in inboxes:
+                pipe.xreadgroup(self.GROUP, consumer, {key: ">"}, count=count)
+            replies = [stream for reply in pipe.execute() for stream in reply or ()]
+        else:
+            streams = {key: ">" for key in inboxes}
+            replies = self.client.xreadgroup(self.GROUP, consumer, streams, count=count) or []
+        for key, messages in replies:
+            name = key.decode() if isinstance(key, bytes) else key
+            out[inboxes[name]] = [(message_id, fields[FIELD]) for message_id, fields in messages]
         return out
+
+    def read(
+        self, inboxes: Sequence[Inbox], consumer: str, count: int
+    ) -> dict[int, list[tuple[bytes, Letter]]]:
+        """The letters of the owner ``consumer``'s inboxes, (message id, letter) by partition:
+        up to ``count`` letters left pending in each inbox ``claiming`` (:meth:`claim`, one
+        call each: a new owner's), then up to ``count`` new letters of every inbox with none
+        left pending (:meth:`receive`: one round trip). A read that fails leaves every inbox
+        claiming."""
+        got: dict[int, list[tuple[bytes, bytes]]] = {}
+        try:
+            for inbox in inboxes:
+                if inbox.claiming:
+                    got[inbox.index], done = self.claim(inbox.index, consumer, count)
+                    inbox.claiming = not done
+            new = [i.index for i in inboxes if not i.claiming]
+            for index, letters in self.receive(new, consumer, count).items():
+                got[index] = got.get(index, []) + letters
+        except BaseException:  # its letters may be pending here, their reply lost
+            for inbox in inboxes:
+                inbox.claiming = True
+            raise
+        return {i: [(m, unpack_letter(blob)) for m, blob in ms] for i, ms in got.items() if ms}
 
     def acknowledge(self, writer: FencedWriter, index: int, ids: Sequence[bytes]) -> None:
         """Queue the acknowledgement and deletion of the letters ``ids`` on ``writer``, the

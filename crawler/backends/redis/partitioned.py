@@ -32,16 +32,17 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost, PartitionRewound
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter, unpack_letter
+from crawler.backends.redis.mail import Letter, Mailboxes, Outbox, pack_letter
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
-from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites
+from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites, prime_seen
+from crawler.backends.redis.seenset import count_across
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
@@ -79,23 +80,11 @@ class Partition:
     generation: int = 0  # which taking-up of the partition by this worker (lease tokens)
     draining: bool = False  # surplus: hands out nothing more, released once settled
     blocks: int = -1  # controls: the version of the operator's blocks its frontier obeys
+    claiming: bool = True  # its inbox's letters left pending are claimed at the next read
 
     @property
     def index(self) -> int:
         return self.ownership.keys.index
-
-
-@dataclass
-class Outbox:
-    """Letters to other partitions, sent at the end of the call that wrote them."""
-
-    letters: dict[int, Letter] = field(default_factory=dict)
-
-    def letter(self, index: int) -> Letter:
-        letter = self.letters.get(index)
-        if letter is None:
-            letter = self.letters[index] = Letter([], [])
-        return letter
 
 
 class PartitionedFrontier(Frontier):
@@ -135,6 +124,7 @@ class PartitionedFrontier(Frontier):
         self.mail = Mailboxes(client, self.keys)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
+        self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
         # what was added to each owned partition since its last write: mailed to its next
         # owner if the write finds the partition lost (a page's links are never dropped)
         self._unwritten: dict[int, list[tuple[Entry, bool, bool]]] = {}
@@ -261,52 +251,53 @@ class PartitionedFrontier(Frontier):
                 self._outbox.letter(part.index).adds.append(add)
             return None
 
-    def _flush(self) -> None:
-        """Write every partition's changes (one fenced call each) and send the letters."""
+    def _flush(self, *, but: int | None = None, only: int | None = None) -> None:
+        """Write the partitions' changes (one fenced call each: every partition's, or ``only``
+        one's, or all ``but`` one's), then send the letters and the wake-up in one round trip."""
         for part in list(self.parts.values()):
+            if part.index == but or (only is not None and part.index != only):
+                continue
             self._guarded(part, part.store.flush)
-        self._unwritten.clear()
+            self._unwritten.pop(part.index, None)
         letters = self._outbox.letters
         if letters:  # kept until sent: a call retried after Redis went away sends them then
-            self.mail.send({index: pack_letter(letter) for index, letter in letters.items()})
+            self.mail.send(
+                {index: pack_letter(letter) for index, letter in letters.items()},
+                wake=(self.crawl_keys.wake, MAIL),  # owners read their inboxes now
+            )
             self._outbox = Outbox()
-            self.client.publish(self.crawl_keys.wake, MAIL)  # owners read their inboxes now
 
     def read_mail(self) -> int:
         """Queue the letters waiting in the inboxes of the owned partitions; returns how
-        many were read."""
+        many were read. Every inbox is read at once (a partition just taken up claims what
+        was left pending first); a full one is read again, up to ``READS_PER_CALL`` times."""
         read = 0
-        for part in list(self.parts.values()):
-            for _ in range(READS_PER_CALL):
-                n = self._read_inbox(part)
-                read += n
-                if n < LETTERS_PER_READ:
-                    break
+        parts = list(self.parts.values())
+        for _ in range(READS_PER_CALL):
+            if not parts:
+                break
+            got = self._read_inboxes(parts)
+            read += sum(len(messages) for messages in got.values())
+            parts = [
+                p for p in parts if p.index in self.parts
+                and (p.claiming or len(got.get(p.index, ())) >= LETTERS_PER_READ)
+            ]  # fmt: skip
         return read
 
-    def _read_inbox(self, part: Partition) -> int:
-        messages = self._guarded(
-            part, lambda: self.mail.receive(part.index, self.worker, LETTERS_PER_READ)
-        )
-        if not messages:
-            return 0
-        for _, blob in messages:
-            self._deliver(part, unpack_letter(blob))
-        part.store.stage()  # the queue writes the letters caused land first
-        self.mail.acknowledge(part.ownership.writer, part.index, [m for m, _ in messages])
-        self._guarded(part, part.store.flush)
-        return len(messages)
-
-    def _deliver(self, part: Partition, letter: Letter) -> None:
-        frontier = part.frontier
-        if letter.credits:
-            frontier.credit(letter.credits)
-        plain = [entry for entry, force, first in letter.adds if not force and not first]
-        if plain:
-            frontier.add_many(plain)
-        for entry, force, first in letter.adds:
-            if force or first:
-                frontier.add(entry, force=force, first=first)
+    def _read_inboxes(self, parts: list[Partition]) -> dict[int, list[tuple[bytes, Letter]]]:
+        letters = self.mail.read(parts, self.worker, LETTERS_PER_READ)
+        prime_seen(self.client, {  # one seen-test for every letter (one round trip)
+            self.parts[i].store: [e for _, lt in pairs for e, force, _ in lt.adds if not force]
+            for i, pairs in letters.items()
+        })  # fmt: skip
+        for index, pairs in letters.items():
+            part = self.parts[index]
+            for _, letter in pairs:
+                letter.deliver(part.frontier)
+            part.store.stage()  # the queue writes the letters caused land first
+            self.mail.acknowledge(part.ownership.writer, index, [m for m, _ in pairs])
+            self._guarded(part, part.store.flush)
+        return letters
 
     # -- adding ----------------------------------------------------------------------------------
 
@@ -347,6 +338,9 @@ class PartitionedFrontier(Frontier):
                 local.setdefault(index, []).append(i)
             else:
                 self._outbox.letter(index).adds.append((entry, False, False))
+        # one seen-test for the links of every partition (one round trip)
+        prime_seen(self.client, {self.parts[i].store: [entries[j] for j in ps]
+                                 for i, ps in local.items()})  # fmt: skip
         for index, positions in local.items():
             part = self.parts[index]
             self._unwritten.setdefault(index, []).extend(
@@ -396,27 +390,38 @@ class PartitionedFrontier(Frontier):
         results = self._add_many(entries) if entries else []
         # the links first, wherever they go (this worker's partitions, other partitions'
         # inboxes), then the acknowledgements of the pages that found them: a worker killed
-        # in between has forgotten no page whose links are not stored
-        self._flush()
+        # in between has forgotten no page whose links are not stored. One settled partition
+        # writes its links and acknowledgements in one call, after every other partition's
+        # links and the letters, before every other partition's acknowledgements.
+        last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
+        but = last.index if last is not None else None
+        self._flush(but=but)
         rests = [self._settle(s) for s in settlements]
+        self._flush(only=but)
         self._flush()
         return results, rests
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         """Keys of owned partitions are tested by their owner (this worker); others are added
         to their partition's seen-set on the server, atomically, by any worker."""
-        new = 0
+        batches: dict[int, list[int]] = {}
         for key in keys:
-            index = self.shard(normalize_url(key)[1])
+            batches.setdefault(self.shard(normalize_url(key)[1]), []).append(url_key(key))
+        new = 0
+        for index, batch in batches.items():
             part = self.parts.get(index)
             if part is not None:
-                new += bool(self._guarded(part, lambda p=part, k=key: p.store.seen_add(
-                    url_key(k)
-                )))
+                new += sum(self._guarded(part, lambda p=part, b=batch: p.store.seen_add_many(b))
+                           or ())  # fmt: skip
             else:
-                new += self._seen(self.keys(index)).add_many([url_key(key)])[0]
+                new += sum(self._other_seen(index).add_many(batch))
         self._flush()
         return new
+
+    def _other_seen(self, index: int) -> Any:
+        if index not in self._seen_sets:
+            self._seen_sets[index] = self._seen(self.keys(index))
+        return self._seen_sets[index]
 
     # -- handing out ---------------------------------------------------------------------------
 
@@ -463,13 +468,9 @@ class PartitionedFrontier(Frontier):
         return self._guarded(part, lambda: f.complete(token, s.duration, outcome, size=s.size))
 
     def complete(
-        self,
-        token: str,
-        duration: float | None,
-        outcome: Outcome = Outcome.FETCHED,
-        *,
+        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
-    ) -> float | None:
+    ) -> float | None:  # fmt: skip
         rest = self._settle(Settlement("complete", token, duration, outcome, size))
         self._flush()
         return rest
@@ -479,13 +480,9 @@ class PartitionedFrontier(Frontier):
         self._flush()
 
     def finish(
-        self,
-        token: str,
-        duration: float | None,
-        outcome: Outcome = Outcome.FETCHED,
-        *,
+        self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
-    ) -> float | None:
+    ) -> float | None:  # fmt: skip
         rest = self._settle(Settlement("finish", token, duration, outcome, size))
         self._flush()
         return rest
@@ -569,9 +566,16 @@ class PartitionedFrontier(Frontier):
         return sum(len(p.frontier) for p in self.parts.values())
 
     def counts(self) -> FrontierCounts:
+        # the crawl's seen URLs, every partition's (a worker's own may be none at its end),
+        # read in one round trip; an owned partition's frontier reports its own with them
+        parts = [self.parts.get(i) for i in range(self.count)]
+        sets = [p.store.seen if p is not None else self._other_seen(i) for i, p in enumerate(parts)]
+        seen = count_across(self.client, sets)
+        for part, n in zip(parts, seen, strict=True):
+            if part is not None:
+                part.store.counted(n)
         total = add_counts(self._guarded(p, p.frontier.counts) for p in self.parts.values())
-        # the crawl's seen URLs, every partition's (a worker's own may be none at its end)
-        total.seen = sum(self._seen(self.keys(i)).count() for i in range(self.count))
+        total.seen = sum(seen)
         return total
 
     def waiting_hosts(self) -> list[HostReport]:

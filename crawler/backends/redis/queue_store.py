@@ -6,8 +6,14 @@ queues, the head of each back queue, every list's length, the hosts' numbers) an
 durable copy behind it: every change since the last :meth:`RedisQueueStore.flush` goes in one
 fenced atomic call (:class:`~crawler.backends.redis.fence.FencedWriter`), so Redis holds the
 state as of some flush, never half of one. A worker that dies loses only what it had not
-flushed; the owner flushes after every batch of calls, and the URL of a page is forgotten (its
-``HDEL``) in the same call as the links the page brought.
+flushed; the owner flushes after every call (never in the middle of one: a batch of
+acknowledgements is one write), and the URL of a page is forgotten (its ``HDEL``) in the same
+call as the links the page brought, or in a later one.
+
+The seen-test asks Redis only about keys the store does not know: those it added since the
+last flush, and those it knows are seen (it added them, or Redis said so: a seen-set only
+grows), up to ``2 x SEEN_MEMORY`` per partition. The owner of several partitions asks about a
+call's links in one round trip (:func:`prime_seen`).
 
 Where a URL is (keys: :class:`~crawler.backends.redis.keys.PartitionKeys`):
 
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import msgpack
@@ -40,12 +46,16 @@ import msgpack
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.seenset import contains_across
 from crawler.frontier.api import Clock, Entry
-from crawler.frontier.store import QueueStore, SavedHost
+from crawler.frontier.store import QueueStore, SavedHost, entry_key
 from crawler.frontier.urlcode import read_varint, varint
 
 READ_AHEAD = 256  # front-queue entries read per LRANGE
 BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
+# keys the owner knows are seen (it added them, or Redis said so), per generation of its
+# memory of them: two generations of at most this many (~70 B each in Python) per partition
+SEEN_MEMORY = 8_192
 _CASH, _POLICY, _FIRST = 1, 2, 4
 _FLAG_BITS = 3
 _DOUBLE = struct.Struct(">d")
@@ -57,6 +67,10 @@ class SeenWrites(Protocol):
     the same flush land)."""
 
     def contains_many(self, keys: Sequence[int]) -> list[bool]: ...
+
+    def queue_contains(
+        self, pipe: Any, keys: Sequence[int]
+    ) -> Callable[[Iterator[Any]], list[bool]]: ...
 
     def queue_adds(self, writer: FencedWriter, keys: Sequence[int]) -> None: ...
 
@@ -93,6 +107,21 @@ def unpack(blob: bytes, host_of: dict[int, str]) -> Entry:
     entry = unpack_entry(blob[i:], host_of[head >> _FLAG_BITS])
     entry.cash, entry.policy = cash, policy
     return entry
+
+
+def prime_seen(client: Any, batches: dict[RedisQueueStore, list[Entry]]) -> None:
+    """One seen-test for the entries about to be added to several partitions' stores (one
+    round trip: :func:`crawler.backends.redis.seenset.contains_across`); each store keeps
+    its answers (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
+    tests = []
+    for store, entries in batches.items():
+        keys = store.unknown(list(dict.fromkeys(map(entry_key, entries))))
+        if keys:
+            tests.append((store, keys))
+    if tests:
+        answers = contains_across(client, [(store.seen, keys) for store, keys in tests])
+        for (store, keys), seen in zip(tests, answers, strict=True):
+            store.prime(keys, seen)
 
 
 class RedisQueueStore(QueueStore):
@@ -135,6 +164,10 @@ class RedisQueueStore(QueueStore):
         self._dirty: set[str] = set()
         self._back_hosts: dict[str, bool] = {}  # host -> its b: list exists (SADD / SREM)
         self._new_seen: set[int] = set()
+        self._primed: dict[int, bool] = {}  # seen-test answers asked ahead (:meth:`prime`)
+        self._counted: int | None = None  # see :meth:`counted`
+        self._known_seen: set[int] = set()  # see SEEN_MEMORY: the newer generation
+        self._known_seen_old: set[int] = set()
         self._stale: dict[str, int] = {}  # OPIC's stale copies made (+) and met (-)
 
     # -- taking the partition over -----------------------------------------------------------
@@ -314,19 +347,50 @@ class RedisQueueStore(QueueStore):
         return self.seen_add_many([key])[0]
 
     def seen_add_many(self, keys: list[int]) -> list[bool]:
-        pending = self._new_seen
-        ask = [k for k in keys if k not in pending]
-        known = dict(zip(ask, self.seen.contains_many(ask), strict=True)) if ask else {}
+        pending, primed = self._new_seen, self._primed
+        ask = [k for k in self.unknown(keys) if k not in primed]
+        if ask:
+            self.prime(ask, self.seen.contains_many(ask))
+        known, older = self._known_seen, self._known_seen_old
         out = []
         for key in keys:
-            new = key not in pending and not known.get(key, False)
-            if new:
+            if key in pending or key in known or key in older or primed.get(key, False):
+                out.append(False)
+            else:
                 pending.add(key)
-            out.append(new)
+                out.append(True)
         return out
 
+    def unknown(self, keys: Sequence[int]) -> list[int]:
+        """The keys a seen-test must ask Redis about: neither added by this owner since its
+        last flush nor known to be seen (a seen-set only grows, so what was seen stays seen;
+        the memory goes with the store when the partition is dropped)."""
+        pending, known, older = self._new_seen, self._known_seen, self._known_seen_old
+        return [k for k in keys if k not in pending and k not in known and k not in older]
+
+    def prime(self, keys: Sequence[int], answers: Sequence[bool]) -> None:
+        """Answers of a seen-test asked ahead for the coming adds (a caller testing the links
+        of several partitions in one round trip); kept until the next flush."""
+        for key, seen in zip(keys, answers, strict=True):
+            self._primed[key] = seen
+            if seen:
+                self._remember_seen(key)
+
+    def _remember_seen(self, key: int) -> None:
+        known = self._known_seen
+        if len(known) >= SEEN_MEMORY:
+            self._known_seen_old, known = known, set()
+            self._known_seen = known
+        known.add(key)
+
     def seen_count(self) -> int:
-        return self.seen.count() + len(self._new_seen)
+        counted, self._counted = self._counted, None
+        return (self.seen.count() if counted is None else counted) + len(self._new_seen)
+
+    def counted(self, seen: int) -> None:
+        """The seen-set's count, read by the caller with others' (one round trip): the next
+        :meth:`seen_count` uses it instead of asking Redis."""
+        self._counted = seen
 
     def save_host(self, host: Any) -> None:
         self._hosts[host.name] = host
@@ -362,9 +426,17 @@ class RedisQueueStore(QueueStore):
     def stage(self) -> None:
         """Queue every change since the last flush on the writer, without sending it (the
         caller adds writes that must land after these: an inbox's acknowledgements)."""
+        self._primed = {}
+        if not (
+            self._new_seen or self._pushes or self._pops or self._out_set or self._out_del
+            or self._dirty or self._stale or self._back_hosts
+        ):  # fmt: skip
+            return  # the owner flushes every partition after every call: most have nothing
         k, w = self.keys, self.writer
         if self._new_seen:
             self.seen.queue_adds(w, list(self._new_seen))
+            for key in self._new_seen:
+                self._remember_seen(key)
             self._new_seen = set()
         for key, values in self._pushes.items():
             for i in range(0, len(values), MAX_ARGUMENTS):
@@ -399,8 +471,8 @@ class RedisQueueStore(QueueStore):
             self._back_hosts = {}
 
     def tick(self, now: float, *, durable: bool = False) -> None:
-        if durable:
-            self.flush()
+        """Nothing: the partition's owner (``PartitionedFrontier``) flushes at the end of every
+        call, so a batch of acknowledgements is one write, ordered after the links before it."""
 
     def close(self) -> None:
         self.flush()

@@ -67,7 +67,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,23 +164,61 @@ class SeenSet:
 
     def contains_many(self, keys: Sequence[int]) -> list[bool]:
         """Whether each key was added (bloom: or is a false positive). One round trip."""
-        if not keys:
-            return []
-        pipe = self.client.pipeline(transaction=False)
+        return contains_across(self.client, [(self, keys)])[0]
+
+    def queue_contains(
+        self, pipe: Any, keys: Sequence[int]
+    ) -> Callable[[Iterator[Any]], list[bool]]:
+        """Queue the test of ``keys`` on ``pipe``: ``BF.MEXISTS`` (bloom), or one
+        ``SMISMEMBER`` per exact bucket the keys fall in. Returns what reads the answers, in
+        the order of ``keys``, from the pipeline's replies."""
         if self.config.bloom:
             pipe.execute_command("BF.MEXISTS", self.keys.seen, *map(_item, keys))
-            return [bool(x) for x in pipe.execute()[0]]
-        for key in keys:
-            pipe.sismember(self.bucket(key), self.member(key))
-        return [bool(x) for x in pipe.execute()]
+            return lambda replies: [bool(x) for x in next(replies)]
+        buckets: dict[str, list[int]] = {}
+        for at, key in enumerate(keys):
+            buckets.setdefault(self.bucket(key), []).append(at)
+        for bucket, positions in buckets.items():
+            pipe.smismember(bucket, [self.member(keys[at]) for at in positions])
+
+        def read(replies: Iterator[Any]) -> list[bool]:
+            out = [False] * len(keys)
+            for positions in buckets.values():
+                for at, x in zip(positions, next(replies), strict=True):
+                    out[at] = bool(x)
+            return out
+
+        return read
 
     def count(self) -> int:
         """URLs added (bloom: ``BF.CARD``, which misses the false positives; exact: the
         counter, with this object's own unsent additions sent first)."""
+        return count_across(self.client, [self])[0]
+
+    def queue_count(self, pipe: Any) -> Callable[[Any], int]:
+        """Queue the reading of :meth:`count` on ``pipe`` (the exact kind sends its unsent
+        additions with it); returns what reads the count from its reply (an exception when
+        it failed: the unsent additions are kept for the next call)."""
+        unsent = 0
         if self.config.bloom:
-            return int(self.client.execute_command("BF.CARD", self.keys.seen))
-        total = self.flush()
-        return int(self.client.get(self._counter) or 0) if total is None else total
+            pipe.execute_command("BF.CARD", self.keys.seen)
+        else:
+            with self._lock:
+                unsent, self._unsent = self._unsent, 0
+            if unsent:
+                pipe.incrby(self._counter, unsent)
+            else:
+                pipe.get(self._counter)
+
+        def read(reply: Any) -> int:
+            if isinstance(reply, Exception):
+                self._give_back(unsent)
+                raise reply
+            if unsent:
+                self._check_capacity(int(reply))
+            return int(reply or 0)
+
+        return read
 
     def flush(self) -> int | None:
         """Send the count of the URLs the last ``add_many`` added (exact kind: see the module);
@@ -266,6 +304,42 @@ class SeenSet:
 def _item(key: int) -> bytes:
     """A key as a Bloom filter item: its 8 bytes (what ``url_key`` read)."""
     return key.to_bytes(8, "big", signed=True)
+
+
+def contains_across(
+    client: Any, tests: Sequence[tuple[SeenSet, Sequence[int]]]
+) -> list[list[bool]]:
+    """The seen-tests of several partitions in one pipeline (one round trip; a cluster
+    client's pipeline sends each node its part): for each (seen-set, keys), whether each key
+    was added."""
+    tests = [(seen, keys) for seen, keys in tests]
+    if not any(keys for _, keys in tests):
+        return [[] for _ in tests]
+    pipe = client.pipeline(transaction=False)
+    readers = [seen.queue_contains(pipe, keys) if keys else None for seen, keys in tests]
+    replies = iter(pipe.execute())
+    return [read(replies) if read is not None else [] for read in readers]
+
+
+def count_across(client: Any, seen_sets: Sequence[SeenSet]) -> list[int]:
+    """:meth:`SeenSet.count` of several seen-sets in one pipeline (one round trip)."""
+    if not seen_sets:
+        return []
+    pipe = client.pipeline(transaction=False)
+    readers = [seen.queue_count(pipe) for seen in seen_sets]
+    try:
+        replies: list[Any] = pipe.execute(raise_on_error=False)
+    except Exception as exc:  # every reader sees it: each keeps its unsent additions
+        replies = [exc] * len(readers)
+    counts, error = [], None
+    for read, reply in zip(readers, replies, strict=True):
+        try:
+            counts.append(read(reply))
+        except Exception as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+    return counts
 
 
 class OwnerSeenSet(SeenSet):
