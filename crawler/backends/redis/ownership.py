@@ -128,8 +128,22 @@ class PartitionOwnership:
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewal per owned partition and, when it claims, two pipelines."""
+        leases exist), one renewal per owned partition and, when it claims, two pipelines.
+
+        A surplus partition's time towards ``HANDOVER_BOUND`` counts while beats go through:
+        a beat that fails (Redis away) or comes after a silence longer than the bound (a
+        stall) starts it again, since the owner could settle nothing meanwhile (its leases
+        would all be fetched twice)."""
+        try:
+            return self._beat()
+        except Exception:
+            self._surplus_since.clear()
+            raise
+
+    def _beat(self) -> Beat:
         now = self._now_ms()
+        if self._last_beat_ms is not None and now - self._last_beat_ms > HANDOVER_BOUND * 1000:
+            self._surplus_since.clear()
         if self._last_beat_ms is not None and now - self._last_beat_ms > self.ttl_ms:
             # back from an outage (or a stall) longer than a lease: every other worker's
             # beats and leases lapsed too. Claim nothing for a TTL, while they come back and
