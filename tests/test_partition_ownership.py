@@ -1,8 +1,10 @@
 """Workers own the partitions of a crawl's hosts (``crawler.backends.redis.ownership``): one
-worker takes them all, workers that join get their fair share within a few beats, a worker that
-stops beating loses its partitions to the others once its leases expire (with a higher epoch, so
-its fenced writes are refused and change nothing), and a worker that releases or leaves hands its
-partitions over at once. On a real Redis (and one Redis Cluster), in real time with short TTLs.
+worker takes them all, workers that join get their fair share within a few beats (16 over 3:
+6/5/5), a worker that stops beating loses its partitions to the others once its leases expire
+(with a higher epoch, so its fenced writes are refused and change nothing), and a worker that
+releases or leaves hands its partitions over at once and says so. A busy owner hands a surplus
+partition over within a bound, with its open leases, keeping their hosts' pace. On a real Redis
+(and one Redis Cluster), in real time with short TTLs.
 """
 
 from __future__ import annotations
@@ -13,11 +15,16 @@ from collections.abc import Callable
 import pytest
 import redis
 
+from crawler.backends.redis import ownership as ownership_module
+from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.ownership import PartitionOwnership
+from crawler.backends.redis.ownership import PartitionOwnership, fair_share
+from crawler.frontier import PolitenessPolicy
+from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
+from tests.test_frontier_partitioned import partitioned
 
 COUNT = 16
 TTL = 5.0  # seconds: no lease expires within a test that does not wait for it, even on a busy box
@@ -90,13 +97,19 @@ def test_a_third_worker_joining_gets_its_share(redis_client: redis.Redis) -> Non
     a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
     rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
     c = worker(redis_client, crawl, "c")
-    share = -(-COUNT // 3)  # 6: the others keep up to it, the newcomer gets what is left
-    rounds_until(
-        [a, b, c],
-        lambda: sum(shares([a, b, c])) == COUNT and max(shares([a, b, c])) <= share,
-    )
-    assert len(c.owned) >= COUNT - 2 * share
+    # as even as can be: 6/5/5 (the first by name owns the extra one), not 6/6/4
+    rounds_until([a, b, c], lambda: shares([a, b, c]) == [6, 5, 5])
     assert_one_owner_each(redis_client, [a, b, c])
+    beat_round([a, b, c])  # settled: nothing moves
+    assert shares([a, b, c]) == [6, 5, 5]
+
+
+def test_fair_shares_add_up_to_the_partitions() -> None:
+    for count in (1, 3, 16, 17):
+        for n in range(1, 6):
+            names = [f"w{i}" for i in range(n)]
+            split = [fair_share(count, names, name) for name in names]
+            assert sum(split) == count and max(split) - min(split) <= 1, (count, split)
 
 
 def test_a_worker_that_stops_beating_loses_its_partitions(redis_client: redis.Redis) -> None:  # noqa: F811
@@ -143,8 +156,15 @@ def test_a_released_partition_is_claimed_by_another(redis_client: redis.Redis) -
     with pytest.raises(ValueError, match="unflushed"):
         a.release(index)  # the caller flushes first
     handed.writer.flush()
+    heard = redis_client.pubsub(ignore_subscribe_messages=True)
+    heard.subscribe(CrawlKeys(crawl).handover)
     a.release(index)
     assert index not in a.owned and not redis_client.exists(handed.keys.lease)
+    deadline, message = time.monotonic() + 30, None
+    while message is None and time.monotonic() < deadline:  # said: the others claim it now
+        message = heard.get_message(timeout=1.0)
+    heard.close()
+    assert message is not None and message["data"] == b"released"
     claimed = b.beat().claimed
     assert [o.keys.index for o in claimed] == [index]
     assert claimed[0].epoch == handed.epoch + 1
@@ -187,3 +207,55 @@ def test_ownership_on_a_redis_cluster(redis_cluster: RedisClusterServers) -> Non
         assert_one_owner_each(client, [b])
     finally:
         client.close()
+
+
+def test_a_busy_owner_hands_a_surplus_partition_over_within_the_bound(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The owner's fetches in the partition a joiner is owed never settle (slow hosts): it
+    stops handing out from it at once, and after ``HANDOVER_BOUND`` hands it over with them.
+    The joiner claims it when told (its own beats are an hour apart here), and hands the open
+    leases' URLs out again only once their hosts rested as if the leases had expired: the
+    fetches it cannot see may run until then. The old owner's late completions do nothing."""
+    monkeypatch.setattr(ownership_module, "HANDOVER_BOUND", 0.5)
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)
+    key, clock = fresh_key(), FakeClock()
+    # the fake clock stands still while the test waits in real time for the handover (seconds,
+    # on a loaded machine): Redis's clock carries the hold over, so it comes out that much
+    # shorter on the fake one; a delay of 30 s leaves room for it
+    policy = PolitenessPolicy(min_delay=30.0)
+    lease_ttl = 60.0
+    a = partitioned(redis_client, key, clock, count=2, worker="a", policy=policy,
+                    lease_ttl=lease_ttl)  # fmt: skip
+    a.add_many(entries(8, 2))
+    out = a.next_many(16)  # one per host (each host then busy), in both partitions
+    assert len(out) == 8 and len(a.parts) == 2
+    b = partitioned(redis_client, key, clock, count=2, worker="b", policy=policy,
+                    lease_ttl=lease_ttl)  # fmt: skip
+    stop = b.watch(lambda: None)
+    try:
+        assert b.parts == {}  # both a's, for now
+        deadline = time.monotonic() + 60
+        while len(a.parts) == 2:  # a beats (its caller's calls) until it hands one over
+            assert time.monotonic() < deadline, "the surplus partition was never handed over"
+            a.beat()
+            assert a.next() is None  # every host busy; the surplus one hands out nothing
+            time.sleep(0.05)
+        (handed,) = set(range(2)) - set(a.parts)
+        while handed not in b.parts:  # b's next call after the wake-up claims it
+            assert time.monotonic() < deadline, "the joiner never claimed the partition"
+            b.due_in()
+            time.sleep(0.05)
+    finally:
+        stop()
+    moved = sorted(lease.entry.url for lease in out if a.shard(lease.entry.host) == handed)
+    assert moved and len(b) == len(moved) * 2  # the open leases' URLs, queued again
+    clock.now += lease_ttl  # the leases' deadline: the hosts rest their delay after it
+    assert b.next() is None
+    clock.now += 2 * policy.min_delay
+    again = b.next_many(16)
+    assert sorted(lease.entry.url for lease in again) == moved
+    for lease in out:  # a's completions of the handed-over leases change nothing
+        a.finish(lease.token, 0.1)
+    assert len(b) == len(moved) and b.in_flight() == len(moved)

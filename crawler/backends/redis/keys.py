@@ -21,6 +21,7 @@ The crawl's own (:class:`CrawlKeys`):
 ``{key}:blocked``           HASH    ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it
 ``{key}:dropped``           HASH    the same names -> queued URLs their owners dropped for it
 ``{key}:wake``              PUBSUB  wake-ups of idle workers (``ctl``: an operator acted)
+``{key}:handover``          PUBSUB  a worker handed partitions back: the others beat at once
 ``{key}:totals``            HASH    every worker's counters merged
 ``{key}:workers``           HASH    worker id -> JSON heartbeat
 ``{key}:members``           ZSET    worker -> its last beat (Redis ``TIME``, ms): the workers that
@@ -232,6 +233,7 @@ class CrawlKeys:
         self.blocked = p + ":blocked"
         self.dropped = p + ":dropped"  # what the owners dropped for each block
         self.wake = p + ":wake"  # a pub/sub channel
+        self.handover = p + ":handover"  # a pub/sub channel: partitions were handed back
         self.totals = p + ":totals"
         self.workers = p + ":workers"
         self.members = p + ":members"  # the partitions' owners, by their last beat

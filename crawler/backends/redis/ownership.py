@@ -9,12 +9,25 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
 - renews each lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
   the check and the renewal are one step), so a worker that stalled past its lease learns it
   lost the partition and never extends another owner's lease;
-- claims free partitions (lease absent) up to the fair share, ``ceil(count / live workers)``:
-  ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker tries the partitions in
-  its own order (rendezvous hashing of worker and index), so joining workers do not all race
-  for partition 0 and a worker's share is stable from beat to beat;
-- names the partitions it owns beyond the share: the caller flushes their state, then
-  :meth:`~PartitionOwnership.release` frees them for the workers below their share.
+- claims free partitions (lease absent) up to its fair share (:func:`fair_share`: ``count``
+  over the live workers, the remainder to the first of them by name, so 16 partitions over 3
+  workers settle 6/5/5): ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker
+  tries the partitions in its own order (rendezvous hashing of worker and index), so joining
+  workers do not all race for partition 0 and a worker's share is stable from beat to beat;
+- names the partitions it owns beyond the share (``surplus``), and those surplus for
+  ``HANDOVER_BOUND`` seconds (``overdue``).
+
+The owner of a surplus partition hands out nothing more from it, and once its open leases are
+settled (fetched and processed), or the partition is overdue, flushes its state and
+:meth:`~PartitionOwnership.release` frees it: a fenced ``DEL`` of the lease and a wake-up on
+the crawl's ``handover`` channel, so a worker below its share claims it at its next call,
+rather than at its next beat (and never after a TTL). The bound is what a joiner waits at most
+for a busy owner (a slow fetch, a page whose links are still in the pipelines); its cost, for
+each lease still open at the bound: the page is fetched a second time (its URL is still out of
+the queues in Redis, and the next owner hands it out again, while the old owner's completion
+of it does nothing: at least once, never lost), and a host whose fetch was still running waits
+for its lease's deadline (``FRONTIER_LEASE_TTL`` at most) and its delay after that, as if the
+lease had expired: the next owner cannot see when that fetch ends, and the host's pace is kept.
 
 A killed worker's leases expire after ``ttl`` and the others claim them with a higher epoch;
 its :class:`FencedWriter` then raises :class:`PartitionLost` and writes nothing. Every command
@@ -26,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +47,10 @@ from redis.cluster import RedisCluster
 
 from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
+
+# Seconds a surplus partition waits for its open leases to settle before it is handed over with
+# them (see the module docstring): a few beats, longer than most fetches and their processing.
+HANDOVER_BOUND = 5.0
 
 
 @dataclass
@@ -57,6 +73,17 @@ class Beat:
     claimed: list[Ownership] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     surplus: list[int] = field(default_factory=list)
+    overdue: list[int] = field(default_factory=list)  # surplus for HANDOVER_BOUND or longer
+
+
+def fair_share(count: int, workers: list[str], worker: str) -> int:
+    """How many of ``count`` partitions ``worker`` should own among the live ``workers``: as
+    even as whole partitions allow, the first ``count % len(workers)`` workers by name owning
+    one more. Every worker computes the same split from the same members, so the shares add
+    up to ``count`` (with ``ceil`` for all, 16 over 3 would settle 6/6/4)."""
+    ranked = sorted(set(workers) | {worker})
+    base, extra = divmod(count, len(ranked))
+    return base + (ranked.index(worker) < extra)
 
 
 def preference(worker: str, index: int) -> int:
@@ -96,9 +123,11 @@ class PartitionOwnership:
         self._last_beat_ms: int | None = None  # Redis's time at the last beat
         self._quiet_until = 0  # no claims before (Redis ms): back from an outage
         self.members = CrawlKeys(crawl).members
+        self.handover = CrawlKeys(crawl).handover
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
         self.owned: dict[int, Ownership] = {}
+        self._surplus_since: dict[int, int] = {}  # index -> Redis ms it became surplus
         # the renewals' own writers: the owner's writer buffers the frontier's writes, which a
         # beat must neither send early nor drop
         self._renewers: dict[int, FencedWriter] = {}
@@ -108,8 +137,22 @@ class PartitionOwnership:
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewal per owned partition and, when it claims, two pipelines."""
+        leases exist), one renewal per owned partition and, when it claims, two pipelines.
+
+        A surplus partition's time towards ``HANDOVER_BOUND`` counts while beats go through:
+        a beat that fails (Redis away) or comes after a silence longer than the bound (a
+        stall) starts it again, since the owner could settle nothing meanwhile (its leases
+        would all be fetched twice)."""
+        try:
+            return self._beat()
+        except Exception:
+            self._surplus_since.clear()
+            raise
+
+    def _beat(self) -> Beat:
         now = self._now_ms()
+        if self._last_beat_ms is not None and now - self._last_beat_ms > HANDOVER_BOUND * 1000:
+            self._surplus_since.clear()
         if self._last_beat_ms is not None and now - self._last_beat_ms > self.ttl_ms:
             # back from an outage (or a stall) longer than a lease: every other worker's
             # beats and leases lapsed too. Claim nothing for a TTL, while they come back and
@@ -121,15 +164,15 @@ class PartitionOwnership:
         pipe.zadd(self.members, {self.worker: now})
         if not quiet:
             pipe.zremrangebyscore(self.members, "-inf", f"({now - self.ttl_ms}")
-        pipe.zcard(self.members)
+        pipe.zrange(self.members, 0, -1)
         for keys in self.partitions:
             pipe.exists(keys.lease)
         replies = pipe.execute()
-        live, taken = int(replies[-1 - self.count]), replies[-self.count :]
+        live, taken = replies[-1 - self.count], replies[-self.count :]
         beat = Beat(lost=self._renew())
         if quiet:
             return beat
-        share = math.ceil(self.count / max(live, 1))
+        share = fair_share(self.count, [m.decode() for m in live], self.worker)
         if len(self.owned) < share:
             free = [
                 i for i in self.order if not taken[i] and i not in self.owned and i not in beat.lost
@@ -138,6 +181,9 @@ class PartitionOwnership:
         elif len(self.owned) > share:
             by_preference = [i for i in self.order if i in self.owned]
             beat.surplus = by_preference[share:]
+        since = self._surplus_since = {i: self._surplus_since.get(i, now) for i in beat.surplus}
+        bound = HANDOVER_BOUND * 1000
+        beat.overdue = [i for i in beat.surplus if now - since[i] >= bound]
         return beat
 
     def _renew(self) -> list[int]:
@@ -187,10 +233,12 @@ class PartitionOwnership:
             replicas=self.replicas if numbered else 0,  # a renewal may be lost: it is renewed
         )
 
-    def release(self, index: int) -> None:
+    def release(self, index: int, *, announce: bool = True) -> None:
         """Give partition ``index`` up: a fenced ``DEL`` of its lease, so another worker may
-        claim it at once. The caller flushes the owner's writes first (a write still buffered
-        is refused, not dropped); a lease already lost is left as it is."""
+        claim it at once, and (``announce``) a wake-up on the ``handover`` channel, so it does
+        at its next call instead of its next beat. The caller flushes the owner's writes
+        first (a write still buffered is refused, not dropped); a lease already lost is left
+        as it is."""
         ownership = self.owned[index]
         if ownership.writer.pending:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
@@ -199,13 +247,21 @@ class PartitionOwnership:
         renewer.write("DEL", renewer.lease_key)
         with contextlib.suppress(PartitionLost):  # another worker holds it: not ours either way
             renewer.flush()
+        if announce:
+            self.announce()
+
+    def announce(self) -> None:
+        """Tell the crawl's workers that partitions were handed back (they beat and claim)."""
+        self.client.publish(self.handover, b"released")
 
     def leave(self) -> None:
-        """Release every partition (their writes flushed) and leave the members, so the others'
-        next beats count one worker less and claim the partitions without waiting for a TTL."""
+        """Release every partition (their writes flushed) and leave the members, so the others
+        count one worker less at their next beat, which the wake-up makes at once: they claim
+        the partitions without waiting for a TTL."""
         for index in list(self.owned):
-            self.release(index)
+            self.release(index, announce=False)
         self.client.zrem(self.members, self.worker)
+        self.announce()
 
     def live_workers(self) -> int:
         """How many workers have beaten within the TTL (this one included, if it has)."""

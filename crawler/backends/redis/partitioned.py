@@ -23,7 +23,7 @@ lost), and the inbox letters not acknowledged are read again. A partition this w
 (its lease expired in a stall, another worker took it) is dropped with its open leases:
 their completions and acknowledgements do nothing, and the new owner hands their URLs out
 again (at least once). A surplus partition (a worker joined) hands out nothing more, and is
-released once its open leases are settled.
+released once its open leases are settled, or with them after a bound (see :mod:`.ownership`).
 """
 
 from __future__ import annotations
@@ -131,6 +131,7 @@ class PartitionedFrontier(Frontier):
         self._generations = itertools.count(1)
         self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
         self._last_beat = float("-inf")
+        self._beat_waiting = False  # a wake-up said partitions were handed back
         self._mail_waiting = False  # a wake-up said letters were sent
         self.fleet = FleetView(client, self.crawl_keys, self.keys, count, front_queues, BEAT)
         self.lost = 0  # partitions lost to another worker
@@ -144,7 +145,7 @@ class PartitionedFrontier(Frontier):
 
     def beat(self) -> None:
         """Renew, claim and release partitions, then read their inboxes."""
-        self._last_beat = time.monotonic()
+        self._last_beat, self._beat_waiting = time.monotonic(), False
         beat = self.ownership.beat()
         for index in beat.lost:
             self._drop(index, "lost")
@@ -153,19 +154,25 @@ class PartitionedFrontier(Frontier):
         for index, ownership in list(self.ownership.owned.items()):
             if index not in self.parts:
                 self._take(ownership)
-        for index in beat.surplus:
-            part = self.parts.get(index)
-            if part is not None:
-                part.draining = True
-        for part in list(self.parts.values()):
-            if part.draining and not part.frontier.in_flight():
-                self._guarded(part, part.store.flush)
-                if part.index in self.parts:
-                    self.ownership.release(part.index)
-                    del self.parts[part.index]
+        for index, part in list(self.parts.items()):
+            part.draining = index in beat.surplus
+            if part.draining and (index in beat.overdue or not part.frontier.in_flight()):
+                self._hand_over(part)
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
         self._publish()
+
+    def _hand_over(self, part: Partition) -> None:
+        """Release a surplus partition, settled or overdue (its hosts still fetching held)."""
+        open_leases = part.frontier.in_flight()
+        if open_leases:
+            self._guarded(part, part.frontier.hold_fetching_hosts)
+        self._guarded(part, part.store.flush)
+        if part.index in self.parts:  # (not lost meanwhile)
+            self.ownership.release(part.index)  # the others hear it and claim it now
+            del self.parts[part.index]
+            log = logger.info if open_leases else logger.debug
+            log("Partition %d handed over with %d leases open", part.index, open_leases)
 
     def _publish(self) -> None:
         self.fleet.publish({
@@ -178,21 +185,25 @@ class PartitionedFrontier(Frontier):
         return self.fleet.busy(self.parts)
 
     def _maybe_beat(self) -> None:
-        if time.monotonic() - self._last_beat >= BEAT or self.controls.heard:  # controls
+        if time.monotonic() - self._last_beat >= BEAT or self._beat_waiting or self.controls.heard:
             self.beat()
         elif self._mail_waiting:
             self._mail_waiting = False
             self.read_mail()
 
     def watch(self, on_change: Callable[[], None]) -> Callable[[], None] | None:  # controls
-        """Wake-ups on the crawl's channel: letters sent to some partition (this worker's
-        inboxes are read at its next call, not at its next beat)."""
+        """Wake-ups on the crawl's channels: letters sent (this worker's inboxes are read at
+        its next call, not at its next beat), partitions handed back (it beats then)."""
+        channels = [self.crawl_keys.wake, self.crawl_keys.handover]
+
+        def heard_on(channel: str | None) -> None:  # None: (re)subscribed, maybe missed one
+            self._beat_waiting |= channel != channels[0]
 
         def changed() -> None:
             self._mail_waiting = True
             on_change()
 
-        return listen(self.client, self.crawl_keys.wake, changed, self.controls.heard_act)
+        return listen(self.client, channels, changed, self.controls.heard_act, heard_on)
 
     def halted(self) -> str:  # controls
         return self.controls.halted()
@@ -228,16 +239,12 @@ class PartitionedFrontier(Frontier):
         if part is not None:
             part.ownership.writer.discard()
             self.lost += why == "lost"
-            if why == "rewound":
-                logger.warning(
-                    "Partition %d: Redis lost writes it had acknowledged (a failover before "
-                    "the replica had them): read again from what Redis kept; its %d open "
-                    "leases are queued again", index, part.frontier.in_flight(),
-                )
-                return
             logger.warning(
-                "Partition %d is no longer this worker's (%s): %d leases open there go back "
-                "to its next owner", index, why, part.frontier.in_flight(),
+                "Partition %d: Redis lost writes it had acknowledged (a failover before the "
+                "replica had them): read again from what Redis kept; its %d open leases are "
+                "queued again" if why == "rewound" else "Partition %d is no longer this "
+                "worker's: %d leases open there go back to its next owner",
+                index, part.frontier.in_flight(),
             )
 
     def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
