@@ -156,7 +156,7 @@ PAGES_GOAL = 10_000  # pages/s the projection asks for
 URLS_GOAL = 1e9  # URLs the projection asks for
 USABLE_GB = 25.0  # memory a master may fill (a 32 GB machine, room for fork and fragmentation)
 HEADROOM = 0.7  # share of a master's one core the frontier may use
-FRONT_QUEUES = 8  # FRONTIER_FRONT_QUEUES's default: depth d goes to front queue min(d, 7)
+FRONT_QUEUES = 8  # crawler.frontier.mercator.FRONT_QUEUES: depth d goes to front queue min(d, 7)
 # "old" (the Lua frontier) is gone from the code: its rows come from an earlier checkout's
 # --json file, through --merge
 STORES: dict[str, type[RedisFrontierStore]] = {"new": RedisFrontierStore}

@@ -7,7 +7,7 @@ and the record's bytes per fetch.
 A whole crawl's CPU (bench/linkcost.py, "this crawler" against "no record") varies by a few
 per cent from run to run, more than the record costs; this isolates it. Each fetch has a
 200 response with a Content-Type, as a page does; the snapshot loop is not running (it costs
-one ``frontier.counts()`` per RECORD_INTERVAL, not per page).
+one ``frontier.counts()`` per record_interval (TUNING), not per page).
 """
 
 from __future__ import annotations

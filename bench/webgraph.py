@@ -422,7 +422,6 @@ def run_real(
                     "FRONTIER_BACKEND": "redis",
                     "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
                     "FRONTIER_REDIS_KEY": f"wg-{order.replace('+', '-')}-{run}",
-                    "FRONTIER_BACK_QUEUES": 3 * 32,  # as the memory frontier's default
                 }
                 client = redis_server.client()
             cmd = crawl_command(work, "wg", seeds=seeds, settings=settings, sites_dir=sites)
@@ -517,7 +516,7 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
     from crawler.scheduler.admission import Admission
     from crawler.scheduler.intake import LinkIntake
     from crawler.scheduler.stats import FrontierStats
-    from tests.test_scheduler_intake import Settings, Stats
+    from tests.test_scheduler_intake import Stats
 
     pages, seeds = doc_site(trees)
     hosts = sorted({u.split("/")[2] for u in seeds})
@@ -533,7 +532,7 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
             )
             admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
                                   ScopeRegistry(), lambda origin, host: None)
-            intake = LinkIntake(admission, frontier, FrontierStats(Stats(), Settings()),
+            intake = LinkIntake(admission, frontier, FrontierStats(Stats()),
                                 slice_size=10**9, cache_size=1_000_000)
             for url in seeds:
                 frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0), force=True)
@@ -606,7 +605,7 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
     from crawler.scheduler.stats import FrontierStats
     from tests.redis_support import start_redis
     from tests.test_frontier_partitioned import partitioned
-    from tests.test_scheduler_intake import Settings, Stats
+    from tests.test_scheduler_intake import Stats
 
     pages, seeds = doc_site(trees)
     hosts = sorted({u.split("/")[2] for u in seeds})
@@ -627,7 +626,7 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
                 admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
                                       ScopeRegistry(), lambda origin, host: None)
                 calls = PageCalls(frontier)
-                intake = LinkIntake(admission, calls, FrontierStats(Stats(), Settings()),
+                intake = LinkIntake(admission, calls, FrontierStats(Stats()),
                                     slice_size=10**9, cache_size=1_000_000)
                 for url in seeds:
                     frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0),

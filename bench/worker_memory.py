@@ -32,7 +32,7 @@ from crawler.robots.rules import RULES, RobotsRecord
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.intake import LinkIntake
 from crawler.scheduler.stats import FrontierStats
-from tests.test_scheduler_intake import Settings, Stats
+from tests.test_scheduler_intake import Stats
 
 ROBOTS = "\n".join(
     ["User-agent: *", *(f"Disallow: /private{i}/" for i in range(30)), "Allow: /public/",
@@ -64,7 +64,7 @@ def intake_growth(steps: int, pages: int) -> None:
         policy, Prioritizer("opic", 8), ScopeRegistry(), lambda o, h: None,
         discovering=lambda origins: None,
     )  # fmt: skip
-    intake = LinkIntake(admission, KeepsNothing(), FrontierStats(Stats(), Settings()),  # type: ignore[arg-type]
+    intake = LinkIntake(admission, KeepsNothing(), FrontierStats(Stats()),  # type: ignore[arg-type]
                         slice_size=10**9, cache_size=100_000)  # fmt: skip
     rnd = random.Random(1)
     print("| links taken | heap growth per link (B) | origins announced | hosts in the budget "

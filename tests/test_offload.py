@@ -63,7 +63,7 @@ def _crawl(tmp: Path, port: int, thread: bool, **extra: Any
            ) -> tuple[dict[str, dict[str, Any]], dict]:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
+        "TUNING": {"idle_horizon": 2}, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
         "CONTENT_THREAD": thread, "FRONTIER_HOST_CONCURRENCY": 1, **extra,
     }
     cmd = crawl_command(tmp, seeds=[f"http://{HOST}:{port}/"], settings=settings)
@@ -128,7 +128,7 @@ def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
     with serve_pages("127.0.0.42", pages) as port:
         settings = {
             "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0,
-            "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_IDLE_HORIZON": 2, "LOG_LEVEL": "INFO",
+            "FRONTIER_DELAY_FACTOR": 0, "TUNING": {"idle_horizon": 2}, "LOG_LEVEL": "INFO",
             "CLOSESPIDER_TIMEOUT": 120,
             # the chain's pages differ only by a number: near-duplicates, whose links would
             # otherwise go deeper each hop (NEARDUP_LINK_DEMOTION) and end the chain early

@@ -255,7 +255,7 @@ def test_every_list_setting_of_ours_reads_json_and_commas() -> None:
         ("NEARDUP_ENABLED", "", "must be true or false, got ''"),
         ("FRONTIER_MIN_DELAY", "nan", "must be a number >= 0, got 'nan'"),
         ("FRONTIER_MIN_DELAY", float("inf"), "must be a number >= 0, got inf"),
-        ("FRONTIER_REFILL_BATCH", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
+        ("FRONTIER_HOST_CONCURRENCY", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
         ("FRONTIER_HOST_FAILURE_WINDOW", "33", "must be an integer <= 32, got 33"),
         ("FRONTIER_HOST_MAX_FAILURE_RATIO", "0", "must be a number > 0, got 0"),
         ("FRONTIER_HOST_MAX_FAILURE_RATIO", "1.5", "must be a number <= 1, got 1.5"),
@@ -280,6 +280,21 @@ def test_values_are_read_into_the_settings_type() -> None:
     assert read_value("FRONTIER_BACKEND", "Redis") == "redis"
     assert read_value("STATS_FILE", "x.json") == "x.json"
     assert read_value("DOWNLOAD_TIMEOUT", "abc") == "abc"  # not ours
+    assert read_value("TUNING", '{"idle_horizon": "2"}') == {"idle_horizon": 2.0}
+    assert read_value("TUNING", {"read_ahead": 3}) == {"read_ahead": 3}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('{"idle_horizn": 2}', "unknown knob 'idle_horizn'; did you mean idle_horizon?"),
+        ({"read_ahead": 0}, "read_ahead must be an integer >= 1, got 0"),
+        ("idle_horizon=2", "must be a table of knobs such as {\"idle_horizon\": 2}, got "
+         "'idle_horizon=2'"),
+    ],
+)
+def test_tuning_refuses_unknown_knobs_and_bad_values(value: object, problem: str) -> None:
+    assert value_problem("TUNING", value) == problem
 
 
 def test_the_politeness_policy_is_built_from_the_checked_values() -> None:

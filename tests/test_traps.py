@@ -217,13 +217,13 @@ def test_normal_site_completes_next_to_the_traps(crawl) -> None:
 
 
 def test_links_taken_two_at_a_time_crawl_the_same(crawl, tmp_path: Path) -> None:
-    """The same trap site with FRONTIER_LINK_SLICE = 2: every page's links go into the frontier
+    """The same trap site with TUNING's link_slice = 2: every page's links go into the frontier
     a few per reactor turn, behind the pages before them, and the crawl fetches and counts the
     same (which 20 of the facet variants is the order of fetches' call, so only their number)."""
     result, _, _ = crawl
     server, _ = _trap_server()
     with server:
-        sliced = _crawl_traps(tmp_path, server, FRONTIER_LINK_SLICE=2)
+        sliced = _crawl_traps(tmp_path, server, TUNING={"link_slice": 2})
         server.wait_idle()
     assert sliced.returncode == 0, sliced.log[-3000:]
     assert sliced.stats["finish_reason"] == "finished"

@@ -10,10 +10,13 @@ from scrapy.settings import Settings
 from crawler.archive.config import WarcConfig
 from crawler.config import defaults
 from crawler.config.schema import OUR_SETTINGS, SettingsError
+from crawler.config.tuning import KNOBS
 from crawler.config.typed import FeatureConfig
 from crawler.content.config import ContentConfig
 from crawler.crawldb.config import RecrawlConfig
 from crawler.download.dns_config import DnsConfig
+from crawler.extensions.heartbeat import HeartbeatConfig
+from crawler.frontier.config import SharedFrontierConfig
 from crawler.metrics.config import MetricsConfig
 from crawler.report.config import RecordConfig
 from crawler.robots.config import RobotsConfig
@@ -21,7 +24,7 @@ from crawler.sitemaps.config import SitemapsConfig
 
 FEATURES: list[type[FeatureConfig]] = [
     WarcConfig, RobotsConfig, SitemapsConfig, MetricsConfig, RecordConfig, ContentConfig,
-    DnsConfig, RecrawlConfig,
+    DnsConfig, RecrawlConfig, SharedFrontierConfig, HeartbeatConfig,
 ]
 
 
@@ -68,6 +71,9 @@ def test_robots_settings_are_read_once_into_their_types() -> None:
 def test_each_field_is_a_setting_of_ours_with_its_default(feature: type[FeatureConfig]) -> None:
     config = feature.from_settings({})
     for name, field in feature.setting_names().items():
+        if name.startswith("TUNING."):  # a knob of the expert setting
+            assert getattr(config, field) == KNOBS[name.removeprefix("TUNING.")].default, name
+            continue
         assert name in OUR_SETTINGS, name
         assert getattr(config, field) == OUR_SETTINGS[name], name
 
@@ -78,11 +84,14 @@ def test_no_setting_belongs_to_two_features() -> None:
 
 
 def test_feature_rules_come_from_the_schema() -> None:
-    with pytest.raises(SettingsError, match=r"^RECORD_INTERVAL: must be a number > 0, got 0$"):
-        RecordConfig.from_settings({"RECORD_INTERVAL": "0"})
+    with pytest.raises(SettingsError, match=r"^TUNING: record_interval must be a number > 0"):
+        RecordConfig.from_settings({"TUNING": '{"record_interval": 0}'})
+    assert RecordConfig.from_settings({"TUNING": {"record_interval": 0.5}}).interval == 0.5
     with pytest.raises(SettingsError, match=r"^METRICS_PORT: must be an integer <= 65535"):
         MetricsConfig.from_settings({"METRICS_PORT": "70000"})
-    metrics = MetricsConfig.from_settings({"METRICS_PORT": "9100", "METRICS_INTERVAL": "0"})
+    metrics = MetricsConfig.from_settings(
+        {"METRICS_PORT": "9100", "TUNING": {"metrics_interval": 0}}
+    )
     assert metrics.enabled and metrics.bind_host == "127.0.0.1"
     assert metrics.snapshot_interval == 0.1
     limits = SitemapsConfig.from_settings({"SITEMAPS_MAX_SITE_URLS": "150"}).limits()

@@ -16,6 +16,10 @@ Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
 # elsewhere); empty: the packaged ones.
 SITES_DIR = ""
 
+# Expert: knobs that tests and benchmarks turn, as a table ('{"idle_horizon": 2}'); each knob's
+# default and meaning are in crawler/config/tuning.py. Empty: the measured defaults.
+TUNING: dict[str, float] = {}
+
 # --- Backends (crawler/backends/registry.py)
 # ----------------------------------------------------------
 # The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
@@ -48,8 +52,6 @@ FRONTIER_HOST_CONCURRENCY = 1
 # more. FRONTIER_IP_CONCURRENCY = 0: off.
 FRONTIER_IP_CONCURRENCY = 1
 FRONTIER_IP_DELAY: float | None = None
-FRONTIER_FRONT_QUEUES = 8
-FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
 # A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
 FRONTIER_MAX_CRAWL_DELAY = 120.0
 # Consecutive failed fetches (timeouts, refused connections, 5xx answers) after which a host is
@@ -60,17 +62,6 @@ FRONTIER_HOST_MAX_FAILURES = 5
 # answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
 FRONTIER_HOST_FAILURE_WINDOW = 20
 FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
-# A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
-# still waiting are reported in the log and the stats.
-FRONTIER_IDLE_HORIZON = 300.0
-# A worker of a shared crawl whose frontier has never held a URL (started before the worker
-# that brings the seeds) waits this many seconds for the first ones before it ends.
-FRONTIER_JOIN_WAIT = 60.0
-# How many front-queue entries one refill may move before it yields to the caller.
-FRONTIER_REFILL_BATCH = 256
-# With JOBDIR: new URLs are committed to disk at least this often (and with every completed
-# fetch), so a killed crawl loses at most the URLs discovered in the last this-many seconds.
-FRONTIER_COMMIT_INTERVAL = 2.0
 # A URL handed out is a lease: forgotten when its page's item and links have left the spider and
 # the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
 # engine works on it) happens within this many seconds: also how long a killed worker's hosts
@@ -86,23 +77,13 @@ FRONTIER_MAX_BACKLOG = 32
 FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # Redis only: URLs the crawl's seen-set is sized for, shared out over its partitions. With
 # RedisBloom on the server each partition's is a scalable Bloom filter (~2 B per URL) whose false
-# positives stay under FRONTIER_SEEN_ERROR past that size too; without it, exact buckets of
+# positives stay under 1 % past that size too; without it, exact buckets of
 # 32-bit fingerprints in intsets (~5 B per URL, no false positive), ~50 B per URL past the size.
 # See crawler/backends/redis/seenset.py.
 FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
-FRONTIER_SEEN_ERROR = 0.01
-# Raw links (as written in pages) remembered so a repeated link skips normalization.
-FRONTIER_LINK_CACHE_SIZE = 1_000_000
-# Links of one page the scheduler takes in one reactor turn; a page with more is taken in
-# slices, one turn each (the seen-test, scope and queue of 1,000 links: ~5-10 ms).
-FRONTIER_LINK_SLICE = 1000
 # Which URLs go first: "depth" (breadth first), "fifo", "request" (the request's priority) or
 # "opic" (the cash pages hand their links, crawler/frontier/opic.py: the most linked-to first).
 FRONTIER_PRIORITY_POLICY = "depth"
-# A host gives its back queue up after serving this many URLs in a row worth less than URLs
-# waiting in the front queues while no back queue is free (0: never; Mercator keeps a back
-# queue while its host has URLs). Not under "fifo".
-FRONTIER_BACK_RUN = 4
 # Files of registered domains, one per line (crawl policies, crawler/frontier/policies.py): a
 # trusted domain never ranks below the default policy; a URL of a distrusted one takes the
 # "distrust" policy (the site's, or a built-in one: a thousandth of the cash, halved per hop)
@@ -116,9 +97,6 @@ FRONTIER_PROGRESS_INTERVAL = 30.0
 METRICS_PORT = 0
 # The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
-# Seconds between the snapshots the reactor publishes for the scrapes (at least 0.1): how old a
-# scraped figure may be.
-METRICS_INTERVAL = 5.0
 # Seconds at most a finished crawl keeps serving /metrics until its final figures have been
 # scraped (0: stop at once).
 METRICS_LINGER = 0.0
@@ -148,24 +126,6 @@ FRONTIER_RESET = False
 # own state is in partitions, each under a tag of its own). Every worker must use the same
 # number. 1: one tag, the single-Redis layout. On a cluster: a multiple of the masters.
 FRONTIER_SHARDS = 1
-# Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
-# the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
-FRONTIER_READ_AHEAD = 8
-# Seconds a worker's batch of links, completions and acknowledgements waits for more before it
-# goes to Redis (group commit): a busy worker sends a few pages' worth in one call (one pipeline
-# per node of a cluster). It delays only writes (a host's next fetch, if anything, comes later).
-FRONTIER_BATCH_LINGER = 0.01
-# Seconds a fetched-ahead lease may wait for the engine before it is handed back, so that a
-# busy worker does not sit on host slots while another worker idles.
-FRONTIER_LEASE_MAX_WAIT = 0.2
-# Seconds at most between two looks of an idle worker at the shared frontier (and at the
-# <site>:start_urls list). Idle workers are woken by Redis (pub/sub) when work arrives and when
-# the earliest host comes due; this is only the fallback.
-FRONTIER_REFRESH_INTERVAL = 2.0
-# Seconds between a Redis worker's heartbeats: its counters merged into the crawl's totals (one
-# script call per beat, never one per increment) and its pages/s, for `scrapy frontier <site>`.
-# 0 turns the heartbeat (and the whole-crawl summary of the last worker) off.
-FLEET_HEARTBEAT_INTERVAL = 5.0
 # Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
 # shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
 REDIS_PASSWORD_FILE = ""
@@ -382,8 +342,6 @@ RECORD_ENABLED = True
 # Where; empty: JOBDIR/record.jsonl, else next to STATS_FILE (stats.json -> stats.record.jsonl),
 # else crawl-record-<site>.jsonl in the current directory (like crawl-index.sqlite).
 RECORD_PATH = ""
-# Seconds between two snapshots (pages, bytes, frontier size, hosts ready/waiting/in flight).
-RECORD_INTERVAL = 5.0
 # One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
 # of a session (~40 bytes each); after that, one line per host and minute, so a crawl of
 # millions of pages keeps a record of a few megabytes.

@@ -116,8 +116,8 @@ class _Fetch:
 
 
 class CrawlRecordExtension:
-    """Snapshots every ``RECORD_INTERVAL`` seconds and one line per fetch (then per host and
-    interval past ``RECORD_MAX_FETCHES``), appended to the record file (see
+    """Snapshots every ``record_interval`` seconds (``TUNING``) and one line per fetch (then per
+    host and interval past ``RECORD_MAX_FETCHES``), appended to the record file (see
     ``crawler/report/recordfile.py`` for the format).
 
     The delay asked after a fetch is the one the frontier applied (``fetch_completed``): a

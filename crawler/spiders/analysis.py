@@ -75,10 +75,7 @@ class CrawlContentAnalysis:
         if spider is not self.spider:
             return
         self.analysis.links = LinkPreparer(
-            url_policy_for(spider, self.crawler.settings),
-            self.crawler.settings.getint(
-                "FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE
-            ),
+            url_policy_for(spider, self.crawler.settings)
         )
 
     def _spider_opened(self, spider: Spider) -> None:

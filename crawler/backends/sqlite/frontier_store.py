@@ -9,7 +9,6 @@ from pathlib import Path
 from crawler.backends.memory import MemoryFrontierStore
 from crawler.backends.sqlite.frontier import SqliteQueueStore
 from crawler.backends.sqlite.scope import FileScopeRegistry
-from crawler.config import defaults
 from crawler.frontier import QueueStore
 from crawler.frontier.scope import ScopeRegistry
 
@@ -32,13 +31,7 @@ class SqliteFrontierStore(MemoryFrontierStore):
         Path(jobdir).mkdir(parents=True, exist_ok=True)
         path = Path(jobdir) / "frontier.sqlite"
         resumed = path.exists()
-        store = SqliteQueueStore(
-            path,
-            front_queues,
-            commit_interval=self.settings.getfloat(
-                "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL
-            ),
-        )
+        store = SqliteQueueStore(path, front_queues)
         if resumed:
             logger.info(
                 "Resuming the frontier in %s: %d URLs queued, %d seen",
