@@ -437,8 +437,8 @@ STORE_CLASSES = {"new": "crawler.backends.redis.frontier_store.RedisFrontierStor
 def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict[str, Any]:
     """Two ``scrapy crawl web`` workers (one with the seeds, one joining) crawl a devsite of
     ``--real-hosts`` loopback hosts of ``--real-pages`` pages to the end, with
-    ``FRONTIER_STORE_CLASS`` the frontier's: Redis CPU per page fetched over the whole run
-    (start-up and heartbeats included) and the workers' CPU per page (their rusage)."""
+    ``BACKEND_CLASSES``'s ``frontier_store`` the frontier's: Redis CPU per page fetched over the
+    whole run (start-up and heartbeats included) and the workers' CPU per page (their rusage)."""
     from devsite import HostSpec, build_site
     from devsite.routed import RoutedSiteServer
     from tests.crawling import finish_crawl, start_crawl
@@ -453,7 +453,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         dirs = [Path(tmp) / f"w{i}" for i in range(2)]
         common = {
             "FRONTIER_BACKEND": "redis",
-            "FRONTIER_STORE_CLASS": STORE_CLASSES[kind],
+            "BACKEND_CLASSES": {"frontier_store": STORE_CLASSES[kind]},
             "REDIS_URL": f"redis://127.0.0.1:{server.port}/0",
             "FRONTIER_REDIS_KEY": f"real-{kind}",
             "ALLOW_PRIVATE_ADDRESSES": True,

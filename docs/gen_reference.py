@@ -147,9 +147,11 @@ def settings_page() -> str:
         "Every setting of the crawler's own, its default and what it takes. Give one with "
         "`-s NAME=VALUE`, in a site config's `[settings]` table, or in scrapyd's "
         "`setting=NAME=VALUE`: each goes through the one schema, which refuses a bad value in "
-        "one line and suggests the name of a misspelt one. Tuning knobs are not settings but "
-        "constants of the module that uses them, and a setting that was removed is refused "
-        "naming what became of it ([ADR 3](../decisions/0003-settings.md)).\n",
+        "one line, and a name that looks like one of ours but is none with the closest real "
+        "one. Tuning knobs are not settings but constants of the module that uses them (or, "
+        "for the few that tests turn, knobs of the expert setting `TUNING`, below), and a "
+        "setting that was removed is refused naming what became of it "
+        "([ADR 3](../decisions/0003-settings.md)).\n",
     ]
     section = None
     for name in defaults.__all__:

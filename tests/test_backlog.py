@@ -286,7 +286,7 @@ def test_a_killed_worker_costs_at_most_read_ahead_in_flight_and_the_backlog_boun
         "FRONTIER_MAX_BACKLOG": BOUND,
         "ITEM_PIPELINES": json.dumps({**ITEM_PIPELINES, f"{__name__}.SlowPipeline": 950}),
         # the near-duplicate store on Redis is another branch's: the in-process one here
-        "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     }
     key = fresh_key()
     dirs = [tmp_path / "w0", tmp_path / "w1"]

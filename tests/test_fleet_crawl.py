@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 # the near-duplicate store on Redis is being ported on another branch: the in-process one here
 EXTRA = {
-    "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+    "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     "TUNING": {"heartbeat_interval": 0.5},
 }
 ACTS_WITHIN = 1.0  # seconds: "acts on every worker within a second"

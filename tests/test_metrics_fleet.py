@@ -18,7 +18,7 @@ from tests.test_redis_crawl import site, start_workers, wait_until
 pytestmark = pytest.mark.integration
 
 EXTRA = {
-    "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+    "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     "TUNING": {"heartbeat_interval": 0.5},
 }
 

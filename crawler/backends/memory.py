@@ -1,4 +1,4 @@
-"""The embedded default engine: the frontier in this process's memory (``FRONTIER_STORE_CLASS``
+"""The embedded default engine: the frontier in this process's memory (``frontier_store``
 of the ``memory`` backend; a factory the scheduler asks for its frontier).
 
 The scheduler adapter asks the configured store for a frontier and never knows which backend it

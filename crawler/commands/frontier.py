@@ -155,7 +155,7 @@ class Command(ScrapyCommand):
         if missing:
             self._fail(missing)
             return None
-        store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
+        store_cls = backend_class(crawler.settings, "frontier_store")
         if not issubclass(store_cls, RedisFrontierStore):
             self._fail(
                 "give the crawl's settings: -s JOBDIR=DIR for a crawl kept in a folder, or "

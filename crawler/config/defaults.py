@@ -23,17 +23,11 @@ TUNING: dict[str, float] = {}
 # --- Backends (crawler/backends/registry.py)
 # ----------------------------------------------------------
 # The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
-# It only picks the defaults of the class settings below; a class setting given explicitly wins.
+# It only picks the classes that keep each piece of state; BACKEND_CLASSES swaps one.
 FRONTIER_BACKEND = "memory"
-FRONTIER_STORE_CLASS = ""  # queued and seen URLs, host politeness state, leases
-# Where fetched robots.txt files are kept (a class with from_crawler, see crawler/robots/cache.py).
-# Empty: crawler.robots.cache.SqliteRobotsCache where a path is known (ROBOTSTXT_CACHE_PATH),
-# else crawler.robots.cache.MemoryRobotsCache.
-ROBOTS_CACHE_CLASS = ""
-CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
-INDEX_CLASS = ""  # the full-text index
-NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
-WARC_DIGEST_INDEX_CLASS = ""  # payloads already archived (WARC revisit records)
+# Expert: the class of a plug point instead of the backend's, as a table
+# ('{"index": "mypackage.MyIndex"}'); the plug points are in crawler/backends/registry.py.
+BACKEND_CLASSES: dict[str, str] = {}
 # postgresql://user:password@host/db: the crawl database and the index in PostgreSQL, shared by
 # every worker (crawler/backends/postgres/crawldb.py, crawler/backends/postgres/index.py). Empty:
 # embedded SQLite.

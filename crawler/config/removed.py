@@ -6,6 +6,7 @@ setting" would send them looking for a typo. A leaf: plain data, read by the set
 """
 
 _CONSTANT = "no longer a setting: a constant of "
+_PLUGGED = "no longer a setting: a plug point of the expert table BACKEND_CLASSES, "
 _TUNED = "no longer a setting: an expert knob, TUNING's "
 REMOVED: dict[str, str] = {
     "CRAWLER_CONTACT_URL": "no longer a setting: set USER_AGENT",
@@ -73,4 +74,13 @@ REMOVED: dict[str, str] = {
     "FLEET_HEARTBEAT_INTERVAL": _TUNED + "heartbeat_interval",
     "METRICS_INTERVAL": _TUNED + "metrics_interval",
     "RECORD_INTERVAL": _TUNED + "record_interval",
+    # the storage plug points (issue 38): one expert table
+    "FRONTIER_STORE_CLASS": _PLUGGED + '"frontier_store"',
+    "ROBOTS_CACHE_CLASS": _PLUGGED + '"robots_cache"',
+    "CRAWLDB_CLASS": _PLUGGED + '"crawldb"',
+    "INDEX_CLASS": _PLUGGED + '"index"',
+    "NEARDUP_STORE_CLASS": _PLUGGED + '"neardup_store"',
+    "DNS_SHARED_CLASS": _PLUGGED + '"dns_shared"',
+    "ADDRESS_BUDGET_CLASS": _PLUGGED + '"address_budget"',
+    "WARC_DIGEST_INDEX_CLASS": _PLUGGED + '"warc_digest_index"',
 }

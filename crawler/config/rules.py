@@ -7,6 +7,7 @@ The bottom layer: free of Scrapy and of every other package of the crawler.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -231,3 +232,47 @@ def _list_from_text(text: str) -> object:
     return text.split(",")
 
 
+def table_from(value: object) -> Mapping[Any, Any] | None:
+    """A table setting's value (``TUNING``, ``BACKEND_CLASSES``): a mapping (a settings module,
+    a site config's TOML table) or its JSON text (``-s``); None when it is neither."""
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, Mapping) else None
+
+
+def closest(name: str, names: Iterable[str], what: str) -> str:
+    """``did you mean X?`` for the closest of ``names``, else the list of them."""
+    names = list(names)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else f"the {what}: {', '.join(names)}"
+
+
+@dataclass(frozen=True)
+class ClassTable(Rule):
+    """A table of plug points (``keys``) to the dotted path of the class that fills each; an
+    unknown plug point is refused with the closest. Stored as a dict."""
+
+    keys: tuple[str, ...]
+
+    def read(self, value: object, show: Show) -> Any:
+        table = table_from(value)
+        if table is None:
+            raise SettingValueError(
+                f'must be a table of classes such as {{"{self.keys[0]}": "package.Class"}}, '
+                f"got {show(value)}"
+            )
+        out = {}
+        for key, path in table.items():
+            if str(key) not in self.keys:
+                raise SettingValueError(
+                    f"unknown plug point {key!r}; {closest(str(key), self.keys, 'plug points')}"
+                )
+            if not isinstance(path, str) or not path.strip():
+                raise SettingValueError(f"{key} must be a dotted class path, got {show(path)}")
+            out[str(key)] = path.strip()
+        return out

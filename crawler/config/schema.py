@@ -19,8 +19,10 @@ value is read once, whatever its source, into the type of the setting's default:
 and settings that depend on each other are checked together (``FRONTIER_MIN_DELAY`` may not
 exceed ``FRONTIER_MAX_DELAY``). A problem reads ``must be <what the setting takes>, got
 <value>``; the caller says how a value is shown (as the user wrote it in that source) and which
-name or key it is reported under. A misspelt name with one of the project's prefixes gets a
-"did you mean" warning; Scrapy's and scrapy-redis's own settings are not ours to judge.
+name or key it is reported under. A name with one of the project's prefixes that is no
+setting of ours is refused, with the closest real name ("did you mean"), from every source: run
+without it, the crawl would not do what its operator asked. Scrapy's and scrapy-redis's own
+settings are not ours to judge.
 
 The bottom layer: free of Scrapy and of every other package of the crawler (the crawl command,
 the site-config loader and the frontier's politeness policy all call it with plain values).
@@ -41,6 +43,7 @@ from crawler.config.rules import (
     PURPOSES,
     Boolean,
     Choice,
+    ClassTable,
     Mailbox,
     Number,
     Origin,
@@ -59,6 +62,13 @@ __all__ = [  # the rules are used through this module, the one schema
     "StringList",
 ]  # fmt: skip
 
+#: The plug points of BACKEND_CLASSES: each piece of crawl state and the class that keeps it
+#: (crawler/backends/registry.py chooses them by FRONTIER_BACKEND and DATABASE_URL).
+PLUG_POINTS = (
+    "frontier_store", "robots_cache", "crawldb", "index", "neardup_store", "dns_shared",
+    "address_budget", "warc_digest_index",
+)  # fmt: skip
+
 # Prefixes under which a name that is not a known setting is probably a typo of ours.
 PREFIXES = (
     "FRONTIER_", "ROBOTSTXT_", "RECRAWL_", "CRAWLDB_", "INDEX_", "NEARDUP_", "URL_",
@@ -70,9 +80,11 @@ PREFIXES = (
 # Settings that are ours but not in crawler.config.defaults (their default is Scrapy's).
 _BORROWED = {"ROBOTSTXT_USER_AGENT"}
 
-#: scrapy-redis's settings (REDIS_* is otherwise ours): its connection ones are read by the
-#: Redis backend too, the rest are not ours to judge.
-SCRAPY_REDIS_SETTINGS = frozenset({
+#: Other libraries' settings under our prefixes, which are not ours to judge: Scrapy's (listed
+#: here too, for the Scrapy-free site-config loader) and scrapy-redis's (its connection ones
+#: are read by the Redis backend too).
+LIBRARY_SETTINGS = frozenset({
+    "DNS_RESOLVER", "DNS_TIMEOUT", "ROBOTSTXT_OBEY", "ROBOTSTXT_PARSER",
     "REDIS_URL", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS", "REDIS_CLS", "REDIS_ENCODING",
     "REDIS_START_URLS_KEY", "REDIS_START_URLS_AS_SET", "REDIS_START_URLS_AS_ZSET",
     "REDIS_START_URLS_BATCH_SIZE", "REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER",
@@ -87,6 +99,7 @@ SCRAPY_REDIS_SETTINGS = frozenset({
 _RULES: dict[str, Rule] = {
     "FRONTIER_BACKEND": Choice(BACKENDS),
     "TUNING": TuningRule(),
+    "BACKEND_CLASSES": ClassTable(PLUG_POINTS),
     "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
     "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
     "FRONTIER_IP_CONCURRENCY": Number(integer=True),  # 0: politeness per name only
@@ -174,11 +187,17 @@ def needs_problems(
 def read_value(name: str, value: object, show: Show = repr) -> Any:
     """``value`` in the type of our setting ``name``; raises :class:`SettingValueError`.
     A setting that is not ours, and ``None``, come back as they are; a setting there is no
-    more (:data:`REMOVED`) is refused whatever its value."""
+    more (:data:`REMOVED`), or a name that looks like ours but is none
+    (:func:`unknown_problem`), is refused whatever its value."""
     if name in REMOVED:
         raise SettingValueError(REMOVED[name])
     rule = RULES.get(name)
-    if rule is None or value is None:
+    if rule is None:
+        unknown = unknown_problem(name)
+        if unknown:
+            raise SettingValueError(unknown)
+        return value
+    if value is None:
         return value
     return rule.read(value, show)
 
@@ -228,27 +247,26 @@ def removed_problem(name: str) -> str | None:
     return REMOVED.get(name)
 
 
-def unknown_setting_hint(name: str, known: Iterable[str] = ()) -> str | None:
-    """A warning for a name that looks like one of ours but is no setting at all."""
-    if name in OUR_SETTINGS or name in _BORROWED or name in REMOVED:
-        return None
-    if not name.startswith(PREFIXES):
+def unknown_problem(name: str, known: Iterable[str] = ()) -> str | None:
+    """Why ``name`` cannot be given: it looks like a setting of ours (one of :data:`PREFIXES`)
+    but is none, with the closest real name. None for our settings, the removed ones (refused
+    by :func:`removed_problem`), and other libraries' (``known``, :data:`LIBRARY_SETTINGS`)."""
+    if name in OUR_SETTINGS or name in _BORROWED or name in REMOVED or name in LIBRARY_SETTINGS:
         return None
     known = set(known)
-    if name in known:
+    if not name.startswith(PREFIXES) or name in known:
         return None
     close = difflib.get_close_matches(name, [*OUR_SETTINGS, *known], n=1, cutoff=0.75)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    return f"unknown setting {name}, ignored{hint}"
+    hint = f"; did you mean {close[0]}?" if close else " (docs/reference/settings.md lists them)"
+    return f"unknown setting{hint}"
 
 
 class SettingsCheck(NamedTuple):
-    """What :func:`check_settings` found: our settings' values as read (by name), the problems
-    that refuse the crawl (``NAME: problem``) and the warnings."""
+    """What :func:`check_settings` found: our settings' values as read (by name), and the
+    problems that refuse the crawl (``NAME: problem``)."""
 
     values: dict[str, Any]
     problems: list[str]
-    warnings: list[str]
 
 
 def check_settings(
@@ -256,13 +274,14 @@ def check_settings(
     get: Callable[[str], Any],
     known: Iterable[str] = (),
     given: Collection[str] | None = None,
+    where: Callable[[str], str] = lambda name: "",
 ) -> SettingsCheck:
-    """Read and check the settings ``names`` (values by ``get``): every problem and warning at
-    once, each under the setting's name.
+    """Read and check the settings ``names`` (values by ``get``): every problem at once, each
+    under the setting's name (an unknown one followed by ``where`` it was given).
 
-    ``known`` are other libraries' setting names (Scrapy's defaults, scrapy-redis's), which are
-    never warned about; ``given`` are the names the user set (not left at the project default),
-    which :func:`order_problems` blames first. Among ``names``, ``USER_AGENT`` and
+    ``known`` are other libraries' setting names (Scrapy's defaults), never called unknown
+    (:func:`unknown_problem`); ``given`` are the names the user set (not left at the project
+    default), which :func:`order_problems` blames first. Among ``names``, ``USER_AGENT`` and
     ``ROBOTSTXT_USER_AGENT`` are checked together too: robots.txt cannot name a crawler whose
     product token is a browser's (:func:`crawler.config.agent.agent_problem`).
     """
@@ -270,7 +289,7 @@ def check_settings(
     wanted = set(names)
     values: dict[str, Any] = {}
     problems: dict[str, str] = {}
-    warnings = []
+    unknown: dict[str, str] = {}
     for name in sorted(wanted):
         removed = removed_problem(name)
         if removed:
@@ -282,9 +301,9 @@ def check_settings(
                 values[name] = read_value(name, value)
             except SettingValueError as exc:
                 problems[name] = str(exc)
-        hint = unknown_setting_hint(name, known)
-        if hint:
-            warnings.append(hint)
+        problem = unknown_problem(name, known)
+        if problem:
+            unknown[f"{name}{where(name)}"] = problem
     for name, problem in order_problems(values, given, unread=problems):
         problems.setdefault(name, problem)
     if wanted & {"USER_AGENT", "ROBOTSTXT_USER_AGENT"} and values.get(
@@ -296,7 +315,8 @@ def check_settings(
             problems.setdefault(name, problem)
     for name, problem in needs_problems(values, unread=problems):
         problems.setdefault(name, problem)
-    return SettingsCheck(values, [f"{n}: {p}" for n, p in sorted(problems.items())], warnings)
+    problems.update(unknown)
+    return SettingsCheck(values, [f"{n}: {p}" for n, p in sorted(problems.items())])
 
 
 def read_settings(names: Iterable[str], get: Callable[[str], Any]) -> dict[str, Any]:

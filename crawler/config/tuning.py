@@ -16,13 +16,10 @@ The bottom layer: free of Scrapy and of every other package of the crawler.
 
 from __future__ import annotations
 
-import difflib
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from crawler.config.rules import Number, Rule, SettingValueError, Show
+from crawler.config.rules import Number, Rule, SettingValueError, Show, closest, table_from
 
 
 @dataclass(frozen=True)
@@ -65,7 +62,7 @@ class TuningRule(Rule):
     each read by its own rule; stored as a dict of the knobs given."""
 
     def read(self, value: object, show: Show) -> Any:
-        table = _table(value)
+        table = table_from(value)
         if table is None:
             raise SettingValueError(
                 f'must be a table of knobs such as {{"idle_horizon": 2}}, got {show(value)}'
@@ -74,22 +71,10 @@ class TuningRule(Rule):
         for name, given in table.items():
             knob = KNOBS.get(str(name))
             if knob is None:
-                close = difflib.get_close_matches(str(name), KNOBS, n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]}?" if close else f"the knobs: {', '.join(KNOBS)}"
+                hint = closest(str(name), KNOBS, "knobs")
                 raise SettingValueError(f"unknown knob {name!r}; {hint}")
             try:
                 out[str(name)] = knob.rule.read(given, show)
             except SettingValueError as exc:
                 raise SettingValueError(f"{name} {exc}") from None
         return out
-
-
-def _table(value: object) -> Mapping[Any, Any] | None:
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, Mapping) else None

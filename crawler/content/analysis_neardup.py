@@ -7,7 +7,7 @@ to the near-duplicate pipeline, which counts it and turns the host's share of du
 a priority penalty for the frontier; the index pipeline makes a duplicate an alias of its
 original (``duplicate_of``).
 
-The detector (``NEARDUP_STORE_CLASS``: :class:`crawler.content.neardup.NearDuplicateDetector`
+The detector (``neardup_store``: :class:`crawler.content.neardup.NearDuplicateDetector`
 or the shared one on Redis) is the judge's alone, so it is called from one thread only. With
 ``JOBDIR`` set, an in-process detector's records (originals with their sketches, duplicates,
 template blocks) are appended to ``JOBDIR/neardup.journal`` (msgpack) at most every

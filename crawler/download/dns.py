@@ -10,7 +10,7 @@ address until the crawl ends). Here:
   at most :data:`CONCURRENCY` lookups at once, one lookup per name however many requests wait
   for it. Answers are kept as long as their TTL says, within ``DNS_MIN_TTL`` .. 6 hours,
   failures for ``DNS_NEGATIVE_TTL`` (:mod:`crawler.net.dns`); a fleet shares them through
-  ``DNS_SHARED_CLASS`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
+  ``dns_shared`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
   the whole fleet. ``/etc/hosts`` is read first, as the system resolver would.
 * Names are looked up ahead (``prefetch``, :data:`PREFETCH`) as soon as the crawl discovers
   their host, in batches under half of :data:`CONCURRENCY`: a host's first fetch then finds
@@ -186,7 +186,7 @@ class DnsService:
             timeout=s.getfloat("DNS_TIMEOUT"),
             concurrency=CONCURRENCY,
             cache=DnsCache(config.ttl_bounds(), CACHE_SIZE),
-            shared=build_backend(crawler, "DNS_SHARED_CLASS"),
+            shared=build_backend(crawler, "dns_shared"),
             stats=crawler.stats,
             prefetch=PREFETCH,
         )

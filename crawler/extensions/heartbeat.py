@@ -134,7 +134,7 @@ class FleetHeartbeat:
         s = crawler.settings
         interval = HeartbeatConfig.from_settings(s).interval
         if interval <= 0 or not issubclass(
-            backend_class(s, "FRONTIER_STORE_CLASS"), RedisFrontierStore
+            backend_class(s, "frontier_store"), RedisFrontierStore
         ):
             raise NotConfigured
         ext = cls(crawler, interval)

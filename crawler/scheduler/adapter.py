@@ -119,7 +119,7 @@ class FrontierScheduler(BaseScheduler):
         self.crawler.signals.send_catch_log(crawler_signals.url_over_budget, url=url, depth=depth)
 
     def _open_frontier(self, spider: Spider) -> tuple[Frontier, ScopeRegistry]:
-        store = build_backend(self.crawler, "FRONTIER_STORE_CLASS")
+        store = build_backend(self.crawler, "frontier_store")
         self.persistent = store.persistent
         if store.shared:
             self._join_until = monotonic() + self.config.join_wait
@@ -184,7 +184,7 @@ class FrontierScheduler(BaseScheduler):
         if s.getwithbase("DOWNLOADER_MIDDLEWARES").get(_DNS_MIDDLEWARE) is not None:
             self.address_gate = AddressGate(
                 frontier,
-                build_backend(self.crawler, "ADDRESS_BUDGET_CLASS", ttl=self.lease_ttl),
+                build_backend(self.crawler, "address_budget", ttl=self.lease_ttl),
                 want=self._want_address,
                 inc=self.stats.inc,
             )

@@ -8,7 +8,7 @@ never asked for:
   scheduler takes Requests, and preparing their forms would be work for nothing;
 * the near-duplicate judge, when the spider opens and the near-duplicate pipeline is in the
   crawl (it consumes the verdicts): ``scrapy parse`` without ``--pipelines`` judges nothing.
-  The judge owns the detector (``NEARDUP_STORE_CLASS``) and its journal, closed with the spider.
+  The judge owns the detector (``neardup_store``) and its journal, closed with the spider.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from crawler.spiders.links import UrlJoiner
 
 
 def near_duplicate_judge(crawler: Crawler) -> NearDuplicateJudge:
-    """The crawl's judge, with the detector ``NEARDUP_STORE_CLASS`` names and the ``NEARDUP_*``
+    """The crawl's judge, with the detector ``neardup_store`` names and the ``NEARDUP_*``
     settings; its journal in ``JOBDIR`` (call :meth:`NearDuplicateJudge.open` to replay it)."""
     s = crawler.settings
     jobdir = s.get("JOBDIR")
     return NearDuplicateJudge(
-        build_backend(crawler, "NEARDUP_STORE_CLASS"),
+        build_backend(crawler, "neardup_store"),
         host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", defaults.NEARDUP_HOST_MIN_PAGES),
         link_demotion=s.getint("NEARDUP_LINK_DEMOTION", defaults.NEARDUP_LINK_DEMOTION),
         journal=Path(jobdir) / JOURNAL_FILE if jobdir else None,

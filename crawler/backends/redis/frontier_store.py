@@ -1,4 +1,4 @@
-"""``FRONTIER_STORE_CLASS`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
+"""``frontier_store`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
 polite crawl, whose workers own partitions of its hosts.
 
 ``FRONTIER_BACKEND=redis`` with ``REDIS_URL`` (and ``REDIS_PARAMS``, as in scrapy-redis) makes
@@ -97,7 +97,7 @@ def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
 
 
 class RedisFrontierStore(MemoryFrontierStore):
-    """``FRONTIER_STORE_CLASS`` of the ``redis`` backend."""
+    """``frontier_store`` of the ``redis`` backend."""
 
     persistent = True  # queued requests travel as msgpack through Redis
     shared = True

@@ -1,4 +1,4 @@
-"""``FRONTIER_STORE_CLASS`` of a crawl with a ``JOBDIR``: the embedded frontier with its queues and
+"""``frontier_store`` of a crawl with a ``JOBDIR``: the embedded frontier with its queues and
 seen-set in ``JOBDIR/frontier.sqlite``, so a stopped or killed crawl resumes where it was."""
 
 from __future__ import annotations
