@@ -35,7 +35,7 @@ from crawler.report.recordfile import RecordWriter  # noqa: E402
 
 def one_run(fetches: int, hosts: int, record: bool, tmp: Path) -> tuple[float, int]:
     """CPU seconds per fetch for ``fetches`` signals, and the record's size in bytes."""
-    crawler = get_crawler(settings_dict={"RECORD_MAX_FETCHES": fetches})
+    crawler = get_crawler(settings_dict={"TUNING": {"record_max_fetches": fetches}})
     # a receiver like the scheduler's, so the dispatch cost is counted as in a crawl
     crawler.signals.connect(lambda request, outcome, duration: None,
                             crawler_signals.fetch_finished)  # fmt: skip

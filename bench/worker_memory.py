@@ -23,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crawler.config import defaults
+from crawler.config.tuning import knob_default
 from crawler.frontier import Prioritizer, UrlPolicy
 from crawler.frontier.api import AddResult
 from crawler.frontier.scope import ScopeRegistry
@@ -93,7 +94,7 @@ def robots_growth(origins: int, bound: int) -> None:
     names = [f"https://host{i}.example.org" for i in range(origins)]
     for o in names:
         cache.put(RobotsRecord(o, RULES, 200, 0, 1e12, ROBOTS))
-    for label, size in (("unbounded", 0), (f"ROBOTSTXT_BOOK_SIZE={bound:,}", bound)):
+    for label, size in (("unbounded", 0), (f"robots_book_size={bound:,}", bound)):
         book = RobotsBook(cache, "mybot", max_origins=size)
         tracemalloc.start()
         for o in names:
@@ -113,7 +114,7 @@ def main() -> None:
     intake_growth(args.steps, args.pages)
     print("\n| robots.txt book | origins met | kept parsed | heap | per origin met |")
     print("|---|--:|--:|--:|--:|")
-    robots_growth(args.origins, defaults.ROBOTSTXT_BOOK_SIZE)
+    robots_growth(args.origins, knob_default("robots_book_size"))
 
 
 if __name__ == "__main__":

@@ -330,7 +330,7 @@ def test_past_the_fetch_limit_hosts_are_summed_per_interval(tmp_path: Path) -> N
             "reportsite",
             seeds=server.seeds()[:1],
             sites_dir=_site_config(tmp_path),
-            settings={"RECORD_MAX_FETCHES": 10,
+            settings={"TUNING": {"record_max_fetches": 10},
                       "JOBDIR": tmp_path / "job", "LOG_LEVEL": "INFO"},
         )  # fmt: skip
         records = server.records

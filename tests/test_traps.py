@@ -240,8 +240,8 @@ def test_links_taken_two_at_a_time_crawl_the_same(crawl, tmp_path: Path) -> None
 @pytest.mark.parametrize("demotion", [0, 4])
 def test_duplicate_pages_push_their_links_deeper(tmp_path, demotion: int) -> None:
     """A calendar's months are one page to the near-duplicate detector (digits masked): each
-    month's links go NEARDUP_LINK_DEMOTION levels deeper, so the site's max_depth (20, as for
-    "web") ends the walk after a few months instead of 20 each way."""
+    month's links go neardup_link_demotion (TUNING) levels deeper, so the site's max_depth (20, as
+    for "web") ends the walk after a few months instead of 20 each way."""
     server = h.HostileServer()
     server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
     normal = h.normal_site(server, NORMAL, pages=5)
@@ -257,7 +257,7 @@ def test_duplicate_pages_push_their_links_deeper(tmp_path, demotion: int) -> Non
                 "ALLOW_PRIVATE_ADDRESSES": True,
                 "FRONTIER_MIN_DELAY": 0.01,
                 "FRONTIER_DELAY_FACTOR": 0,
-                "NEARDUP_LINK_DEMOTION": demotion,
+                "TUNING": {"neardup_link_demotion": demotion},
             },
             timeout=120,
         )

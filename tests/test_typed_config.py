@@ -62,7 +62,7 @@ def test_robots_settings_are_read_once_into_their_types() -> None:
         Settings({"ROBOTSTXT_RETRY_TIMES": "4", "ROBOTSTXT_CACHE_EXPIRY": "3600"})
     )
     assert (config.retry_times, config.cache_expiry) == (4, 3600.0)
-    assert config.user_agent is None and config.book_size == defaults.ROBOTSTXT_BOOK_SIZE
+    assert config.user_agent is None and config.book_size == 10_000
     with pytest.raises(SettingsError, match=r"^ROBOTSTXT_RETRY_TIMES: must be an integer >= 0"):
         RobotsConfig.from_settings({"ROBOTSTXT_RETRY_TIMES": "-1"})
 
@@ -95,7 +95,7 @@ def test_feature_rules_come_from_the_schema() -> None:
     assert metrics.enabled and metrics.bind_host == "127.0.0.1"
     assert metrics.snapshot_interval == 0.1
     limits = SitemapsConfig.from_settings({"SITEMAPS_MAX_SITE_URLS": "150"}).limits()
-    assert (limits.max_site_urls, limits.max_urls) == (150, defaults.SITEMAPS_MAX_URLS)
+    assert (limits.max_site_urls, limits.max_urls) == (150, 50_000)
     content = ContentConfig.from_settings(Settings({"CONTENT_MARKDOWN": "false"}))
     assert content.markdown is False and content.max_html == defaults.PAGE_MAX_HTML
 
@@ -105,7 +105,7 @@ def test_dns_servers_are_a_list_from_text_or_json() -> None:
         "10.0.0.1:53", "10.0.0.2",
     )
     assert DnsConfig.from_settings({"DNS_SERVERS": '["[::1]:53"]'}).servers == ("[::1]:53",)
-    bounds = DnsConfig.from_settings({"DNS_MIN_TTL": "30000"}).ttl_bounds()
+    bounds = DnsConfig.from_settings({"TUNING": {"dns_min_ttl": "30000"}}).ttl_bounds()
     assert (bounds.minimum, bounds.maximum) == (30000.0, 30000.0)  # past 6 h: the minimum wins
 
 

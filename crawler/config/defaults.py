@@ -98,16 +98,6 @@ METRICS_LINGER = 0.0
 # (crawler/offload/components.py), so a
 # big page does not hold up the reactor (and every host that comes due) while it is worked on.
 CONTENT_THREAD = True
-# The thread that writes the embedded (SQLite) index: "content" shares the content thread, any
-# other name is a thread of its own. Shared, the reactor meets one thread at the GIL instead of
-# two: a real-docs crawl's longest stall 22-25 -> 12-13 ms and 5 % less CPU per page
-# (bench/realcrawl.py, BENCHMARKS.md), for a little wall time.
-INDEX_THREAD = "content"
-# HTML pages of at least this many bytes are parsed (parse, main text, links, change
-# fingerprint) in a child process of the crawl's own (crawler/offload/components.py), so their long
-# C calls
-# and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
-CONTENT_PROCESS_MIN_BYTES = 256 * 1024
 
 # --- A shared frontier in Redis (crawler/backends/redis/)
 # ---------------------------------
@@ -184,10 +174,6 @@ ROBOTSTXT_RETRY_DELAY = 30.0
 # Tries again of such a robots.txt before the host is given up.
 ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
-# Origins whose parsed robots.txt a worker keeps in memory (least recently used dropped, read
-# back from the robots.txt cache when met again): a parsed copy is ~10 KB, so a broad crawl's
-# millions of hosts would otherwise grow every worker without bound. 0: no bound.
-ROBOTSTXT_BOOK_SIZE = 10_000
 
 # --- Sitemaps (crawler/middlewares/sitemaps.py, crawler/sitemaps/) ---------------------------
 # Read the sitemaps a host's robots.txt names (Sitemap: lines), as frontier requests of the host.
@@ -195,11 +181,6 @@ SITEMAPS_ENABLED = True
 # Also try /sitemap.xml of every origin (a site config sets it in [settings]); off by default:
 # a guess costs each host a request.
 SITEMAPS_PROBE = False
-# Entries read from one sitemap file (sitemaps.org's limit: 50,000); the rest are ignored.
-SITEMAPS_MAX_URLS = 50_000
-# Bytes of one sitemap file once uncompressed (sitemaps.org's limit: 50 MB); a gzip bomb is
-# dropped while it inflates past it.
-SITEMAPS_MAX_SIZE = 52_428_800
 # Entries taken from all the sitemaps of one crawl (the per-site cap).
 SITEMAPS_MAX_SITE_URLS = 1_000_000
 # sitemaps.org's location rule: a sitemap lists only URLs under its own folder (same scheme,
@@ -222,15 +203,6 @@ RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
 # "ip[:port]" of the DNS servers to ask (a JSON list or a,b); empty: /etc/resolv.conf's.
 DNS_SERVERS: tuple[str, ...] = ()
-# Seconds an answer is kept at least, whatever its TTL (a 0-second CDN TTL would make every
-# fetch a lookup); at most 6 hours (as Heritrix keeps an address: a host that moves is followed
-# within that).
-DNS_MIN_TTL = 60.0
-# Seconds a failed lookup (no such name, servfail, timeout) is kept before it is asked again.
-DNS_NEGATIVE_TTL = 60.0
-# Holds of a host whose name fails (servfail, timeout) before its pages fail; each hold is the
-# negative TTL, doubling with each failure in a row up to 15 minutes.
-DNS_HOLD_TIMES = 3
 
 # --- The crawl database and recrawl -------------------------------------------------------------
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
@@ -260,11 +232,9 @@ ALLOWED_NETWORKS: tuple[str, ...] = ()
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
 # A response must arrive at this many bytes/s on average from its first byte, once
-# DOWNLOAD_MIN_RATE_GRACE is over: a trickled body is cut after seconds instead of holding a
+# min_rate_grace is over: a trickled body is cut after seconds instead of holding a
 # slot for minutes. 0: no minimum.
 DOWNLOAD_MIN_RATE = 1024
-# Seconds from a response's first byte before DOWNLOAD_MIN_RATE applies.
-DOWNLOAD_MIN_RATE_GRACE = 5.0
 # bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
 PAGE_MAX_HTML = 4 * 1024 * 1024
 PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
@@ -299,10 +269,6 @@ NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its ori
 # host one request, which a crawl asks for.
 SOFT404_PROBE = False
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
-# Levels of depth added to the links of a page that duplicates another (exact or near): they
-# go that many front queues lower (depth priority policy) and meet the site's max_depth that
-# much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
-NEARDUP_LINK_DEMOTION = 4
 # Pages the shared (Redis) near-duplicate index is sized for: its URL and fingerprint buckets
 # (~64 entries each at this size) stay in Redis's compact encoding up to about 8 times this;
 # past it the index still works, those buckets at ~3x the bytes.
@@ -336,10 +302,6 @@ RECORD_ENABLED = True
 # Where; empty: JOBDIR/record.jsonl, else next to STATS_FILE (stats.json -> stats.record.jsonl),
 # else crawl-record-<site>.jsonl in the current directory (like crawl-index.sqlite).
 RECORD_PATH = ""
-# One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
-# of a session (~40 bytes each); after that, one line per host and minute, so a crawl of
-# millions of pages keeps a record of a few megabytes.
-RECORD_MAX_FETCHES = 100_000
 # This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
 RECORD_WORKER_ID = ""
 
@@ -355,9 +317,6 @@ WARC_MAX_SIZE = 1_000_000_000  # bytes; a file is closed and renamed before it g
 # Where the SQLite digest index lives; empty: JOBDIR/warc-digests.sqlite, else beside the crawl
 # database, else WARC_DIR/digests.sqlite (so the next crawl into the same directory revisits).
 WARC_DIGEST_PATH = ""
-# A 200 whose payload was archived before becomes a revisit record from this many bytes up
-# (0: never); below it a revisit record would not be smaller than the payload.
-WARC_REVISIT_MIN_SIZE = 256
 WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
 WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
 WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)

@@ -83,4 +83,17 @@ REMOVED: dict[str, str] = {
     "DNS_SHARED_CLASS": _PLUGGED + '"dns_shared"',
     "ADDRESS_BUDGET_CLASS": _PLUGGED + '"address_budget"',
     "WARC_DIGEST_INDEX_CLASS": _PLUGGED + '"warc_digest_index"',
+    # tuning kept public by ADR 3 for the tests that shorten it (issue 38)
+    "INDEX_THREAD": _TUNED + "index_thread",
+    "CONTENT_PROCESS_MIN_BYTES": _TUNED + "process_min_bytes",
+    "DOWNLOAD_MIN_RATE_GRACE": _TUNED + "min_rate_grace",
+    "DNS_MIN_TTL": _TUNED + "dns_min_ttl",
+    "DNS_NEGATIVE_TTL": _TUNED + "dns_negative_ttl",
+    "DNS_HOLD_TIMES": _TUNED + "dns_hold_times",
+    "ROBOTSTXT_BOOK_SIZE": _TUNED + "robots_book_size",
+    "SITEMAPS_MAX_URLS": _TUNED + "sitemap_max_urls",
+    "SITEMAPS_MAX_SIZE": _TUNED + "sitemap_max_bytes",
+    "NEARDUP_LINK_DEMOTION": _TUNED + "neardup_link_demotion",
+    "RECORD_MAX_FETCHES": _TUNED + "record_max_fetches",
+    "WARC_REVISIT_MIN_SIZE": _TUNED + "warc_revisit_min_size",
 }

@@ -103,9 +103,6 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
     "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
     "FRONTIER_IP_CONCURRENCY": Number(integer=True),  # 0: politeness per name only
-    "DNS_MIN_TTL": Number(),
-    "DNS_NEGATIVE_TTL": Number(),
-    "DNS_HOLD_TIMES": Number(integer=True),
     "FRONTIER_HOST_MAX_FAILURES": Number(integer=True, low=1),
     # 32: the window is a bit mask (a Lua number in the Redis frontier); 0 turns it off
     "FRONTIER_HOST_FAILURE_WINDOW": Number(integer=True, high=32),
@@ -126,13 +123,10 @@ _RULES: dict[str, Rule] = {
     "NEARDUP_SHINGLE_SIZE": Number(integer=True, low=1),
     "NEARDUP_NUM_PERM": Number(integer=True, low=2),
     "NEARDUP_THRESHOLD": Number(above=True, high=1),
-    "SITEMAPS_MAX_URLS": Number(integer=True, low=1),
-    "SITEMAPS_MAX_SIZE": Number(integer=True, low=1),
     "CANONICAL_SCOPE": Choice(("host", "domain", "off")),
     "METRICS_PORT": Number(integer=True, high=65535),  # 0: off
 
     "WARC_MAX_SIZE": Number(integer=True, low=1),
-    "WARC_REVISIT_MIN_SIZE": Number(integer=True, low=0),
     "FROM_ADDRESS": Mailbox(),
     "CRAWL_PURPOSE": Purposes(),
     "SIGNATURE_AGENT": Origin(),

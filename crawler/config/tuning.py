@@ -44,6 +44,34 @@ KNOBS: dict[str, Knob] = {
                        "the engine's asks at most (it adapts below that to the engine's pace)"),
     "heartbeat_interval": Knob(5.0, Number(), "seconds between a Redis worker's heartbeats "
                                "(its counters merged into the crawl's totals); 0: off"),
+    "process_min_bytes": Knob(256 * 1024, Number(integer=True), "HTML pages of at least this "
+                              "many bytes are parsed in the crawl's parse process, off the GIL "
+                              "the reactor waits for; 0: all on the content thread"),
+    "index_thread": Knob("content", Rule(), "the thread that writes the embedded index: "
+                         "\"content\" shares the content thread (one thread at the GIL, the "
+                         "reactor's stalls halved), any other name is a thread of its own"),
+    "min_rate_grace": Knob(5.0, Number(), "seconds from a response's first byte before "
+                           "DOWNLOAD_MIN_RATE applies"),
+    "dns_min_ttl": Knob(60.0, Number(), "seconds a DNS answer is kept at least, whatever its "
+                        "TTL (at most 6 hours is kept)"),
+    "dns_negative_ttl": Knob(60.0, Number(), "seconds a failed lookup is kept before it is "
+                             "asked again"),
+    "dns_hold_times": Knob(3, Number(integer=True), "holds of a host whose name fails "
+                           "(servfail, timeout) before its pages fail"),
+    "robots_book_size": Knob(10_000, Number(integer=True), "origins whose parsed robots.txt a "
+                             "worker keeps in memory (~10 KB each); 0: no bound"),
+    "sitemap_max_urls": Knob(50_000, Number(integer=True, low=1), "entries read from one "
+                             "sitemap file (sitemaps.org's limit)"),
+    "sitemap_max_bytes": Knob(52_428_800, Number(integer=True, low=1), "bytes of one sitemap "
+                              "file once uncompressed (sitemaps.org's 50 MB; a gzip bomb is "
+                              "dropped past it)"),
+    "neardup_link_demotion": Knob(4, Number(integer=True), "levels of depth added to the "
+                                  "links of a page that duplicates another, so chains of "
+                                  "look-alike pages end in a few hops"),
+    "record_max_fetches": Knob(100_000, Number(integer=True), "fetches of a session recorded "
+                               "one line each; past them, one line per host and minute"),
+    "warc_revisit_min_size": Knob(256, Number(integer=True), "bytes from which a payload "
+                                  "archived before becomes a revisit record (0: never)"),
     "metrics_interval": Knob(5.0, Number(), "seconds between the snapshots the reactor "
                              "publishes for /metrics (at least 0.1)"),
     "record_interval": Knob(5.0, Number(above=True), "seconds between two snapshots of the "

@@ -17,5 +17,5 @@ class RecordConfig(FeatureConfig):
     enabled: bool = setting("RECORD_ENABLED")
     path: str = setting("RECORD_PATH")  # empty: JOBDIR, beside STATS_FILE, or here
     interval: float = knob("record_interval")
-    max_fetches: int = setting("RECORD_MAX_FETCHES")
+    max_fetches: int = knob("record_max_fetches")
     worker_id: str = setting("RECORD_WORKER_ID")  # empty: host:pid
