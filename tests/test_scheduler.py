@@ -295,14 +295,14 @@ def test_a_clean_stop_hands_back_what_never_reached_the_downloader():
 
 def test_the_lease_ttl_outlasts_a_fetch_with_all_its_retries(caplog):
     settings = {"DOWNLOAD_TIMEOUT": 20, "RETRY_TIMES": 2, "RETRY_ENABLED": True}
-    assert lease_ttl_from_settings(Settings(settings), 300) == 300
+    assert lease_ttl_from_settings(Settings(settings), 300, given=True) == 300
     assert not caplog.records
     assert lease_ttl_from_settings(Settings(settings), 120) == 120  # the default fits the project's
     assert not caplog.records
     slow = {**settings, "DOWNLOAD_TIMEOUT": 60}  # the default follows longer downloads quietly
     assert lease_ttl_from_settings(Settings(slow), 120) == 360
     assert not caplog.records
-    assert lease_ttl_from_settings(Settings(settings), 50) == 120
+    assert lease_ttl_from_settings(Settings(settings), 50, given=True) == 120
     assert "FRONTIER_LEASE_TTL" in caplog.text
 
 

@@ -17,6 +17,7 @@ from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
@@ -91,7 +92,8 @@ class FrontierScheduler(BaseScheduler):
         self.requisites: RequisiteGate | None = None
         self.waker = EngineWaker(crawler)
         self.horizon = config.idle_horizon
-        self.lease_ttl = lease_ttl_from_settings(s, config.lease_ttl)
+        given = (s.getpriority("FRONTIER_LEASE_TTL") or 0) > SETTINGS_PRIORITIES["project"]
+        self.lease_ttl = lease_ttl_from_settings(s, config.lease_ttl, given)
         self.persistent = False
         self.referer = _referer_policy(s)
         self._join_until = 0.0  # a shared crawl not begun yet: wait for its first URLs until
