@@ -24,8 +24,8 @@ host's answer to its next request (no shorter than ``--delay`` minus 10 ms), rob
 once per host, no request to a disallowed path or to a host whose robots.txt answers 500, and no
 page answered 200 twice. ``--project``: the checkout the workers run (a copy of an older commit,
 to measure before a change: ``git archive COMMIT | tar -x -C DIR``; link its ``.venv``).
-The robots.txt book is scaled with the web (``ROBOTSTXT_BOOK_SIZE`` = hosts / 10, as 10,000 is
-to the issue's 100,000-host soak), so its bound is crossed at this scale too.
+The robots.txt book is scaled with the web (``TUNING``'s ``robots_book_size`` = hosts / 10, as
+10,000 is to the issue's 100,000-host soak), so its bound is crossed at this scale too.
 
 Nothing leaves loopback. Needs ``redis-server`` on the PATH.
 """
@@ -368,7 +368,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "CONCURRENT_REQUESTS": args.concurrency,
             "FRONTIER_MIN_DELAY": args.delay,
             "CLOSESPIDER_TIMEOUT": seconds,
-            "ROBOTSTXT_BOOK_SIZE": max(100, args.hosts // 10),
+            "TUNING": json.dumps({"robots_book_size": max(100, args.hosts // 10)}),
             "LOG_LEVEL": "INFO",
         }
         procs = [start_worker(args.project, root, 0, seeds, settings)]

@@ -2,17 +2,17 @@
 
     .venv/bin/python bench/calendar_docs.py [--delay 0.05] [--runs 1] [--json out.json]
 
-Serves local documentation trees (the Rust books of a rustup toolchain, /usr/share/doc's
-nodejs and valgrind HTML, whichever are installed), each on its own loopback address with a
-small static server of its own (only the tree's folder; everything else is 404), and the hostile
-server's endless calendar (``tests/hostile.py``: every month links the previous and the next) on
-one more host. One crawl with the ``web`` site's limits (``max_depth = 20``) and the shipped
-settings (only the politeness delay shortened) runs to completion for each value of
-``NEARDUP_LINK_DEMOTION`` (0: off, then the default): the calendar's months are duplicates of
-each other to the near-duplicate detector (digits masked), so their links go that many levels
-deeper and the depth limit ends the walk sooner. Reported per run: requests in all, on the
-calendar, their share (target under 1 %), and the documentation pages fetched (the same in both:
-no documentation page may be lost to the demotion).
+Serves local documentation trees (the Rust books of a rustup toolchain, /usr/share/doc's nodejs and
+valgrind HTML, whichever are installed), each on its own loopback address with a small static
+server of its own (only the tree's folder; everything else is 404), and the hostile server's
+endless calendar (``tests/hostile.py``: every month links the previous and the next) on one more
+host. One crawl with the ``web`` site's limits (``max_depth = 20``) and the shipped settings (only
+the politeness delay shortened) runs to completion for each value of ``TUNING``'s
+``neardup_link_demotion`` (0: off, then the default): the calendar's months are duplicates of each
+other to the near-duplicate detector (digits masked), so their links go that many levels deeper and
+the depth limit ends the walk sooner. Reported per run: requests in all, on the calendar, their
+share (target under 1 %), and the documentation pages fetched (the same in both: no documentation
+page may be lost to the demotion).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crawler.config import defaults
+from crawler.config.tuning import knob_default
 from tests import hostile as h
 from tests.crawling import run_crawl, write_site
 
@@ -118,7 +118,7 @@ def run(docs: DocServers, demotion: int, delay: float, timeout: float) -> dict[s
                 "ALLOW_PRIVATE_ADDRESSES": True,
                 "FRONTIER_MIN_DELAY": delay,
                 "FRONTIER_DELAY_FACTOR": 0,
-                "NEARDUP_LINK_DEMOTION": demotion,
+                "TUNING": {"neardup_link_demotion": demotion},
                 "LOG_LEVEL": "INFO",
             },
             timeout=timeout,
@@ -162,7 +162,7 @@ def main() -> int:
     rows = []
     try:
         for _ in range(args.runs):
-            for demotion in (0, defaults.NEARDUP_LINK_DEMOTION):
+            for demotion in (0, knob_default("neardup_link_demotion")):
                 row = run(docs, demotion, args.delay, args.timeout)
                 rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -7,9 +7,9 @@ crawled to completion in alternating runs.
 
 The site set and the crawl are ``bench/realcrawl.py``'s (nginx serving real documentation
 trees, this crawler with every feature on); "on" adds ``METRICS_PORT`` (a free loopback port,
-``METRICS_INTERVAL=1``) and a scraper that reads ``/metrics`` every second while the crawl runs,
-as Prometheus would. CPU is the crawl process's (user + sys, ``os.wait4``: its threads, the
-scrape thread included, and its children); the stalls are the stall probe's
+``TUNING``'s ``metrics_interval`` 1) and a scraper that reads ``/metrics`` every second while
+the crawl runs, as Prometheus would. CPU is the crawl process's (user + sys, ``os.wait4``: its
+threads, the scrape thread included, and its children); the stalls are the stall probe's
 (``crawler.extensions.stall``). Targets (issue 28): CPU per page at most 2 % more with metrics
 on, and the longest stall unchanged.
 """
@@ -61,7 +61,7 @@ def run(config: str, i: int, root: Path, sites: Path, seeds: Path, allow: str,
     port = 0
     if config == "on":
         port = free_port()
-        extra = {"METRICS_PORT": str(port), "METRICS_INTERVAL": "1"}
+        extra = {"METRICS_PORT": str(port), "TUNING": '{"metrics_interval": 1}'}
     cmd, cwd = command("ours", run_dir, sites, seeds, allow, extra)
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -137,7 +137,7 @@ def micro(n: int = 200_000) -> None:
                    fam.stall_family({i: 10 for i in range(40)}, labels)]
     per_scrape = (time.process_time() - start) / 500
     print(f"per fetch, on the reactor: {per_fetch * 1e6:.2f} us")
-    print(f"per snapshot (every METRICS_INTERVAL), on the reactor: "
+    print(f"per snapshot (every metrics_interval), on the reactor: "
           f"{(per_snapshot + per_write) * 1e6:.1f} us (histograms into the stats: "
           f"{per_write * 1e6:.1f} us)")
     print(f"per scrape, families built on the scrape thread: {per_scrape * 1e3:.2f} ms "

@@ -161,7 +161,7 @@ PAGES_GOAL = 10_000  # pages/s the projection asks for
 URLS_GOAL = 1e9  # URLs the projection asks for
 USABLE_GB = 25.0  # memory a master may fill (a 32 GB machine, room for fork and fragmentation)
 HEADROOM = 0.7  # share of a master's one core the frontier may use
-FRONT_QUEUES = 8  # FRONTIER_FRONT_QUEUES's default: depth d goes to front queue min(d, 7)
+FRONT_QUEUES = 8  # crawler.frontier.mercator.FRONT_QUEUES: depth d goes to front queue min(d, 7)
 # "old" (the Lua frontier) is gone from the code: its rows come from an earlier checkout's
 # --json file, through --merge
 STORES: dict[str, type[RedisFrontierStore]] = {"new": RedisFrontierStore}
@@ -442,8 +442,8 @@ STORE_CLASSES = {"new": "crawler.backends.redis.frontier_store.RedisFrontierStor
 def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict[str, Any]:
     """Two ``scrapy crawl web`` workers (one with the seeds, one joining) crawl a devsite of
     ``--real-hosts`` loopback hosts of ``--real-pages`` pages to the end, with
-    ``FRONTIER_STORE_CLASS`` the frontier's: Redis CPU per page fetched over the whole run
-    (start-up and heartbeats included) and the workers' CPU per page (their rusage)."""
+    ``BACKEND_CLASSES``'s ``frontier_store`` the frontier's: Redis CPU per page fetched over the
+    whole run (start-up and heartbeats included) and the workers' CPU per page (their rusage)."""
     from devsite import HostSpec, build_site
     from devsite.routed import RoutedSiteServer
     from tests.crawling import finish_crawl, start_crawl
@@ -458,7 +458,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         dirs = [Path(tmp) / f"w{i}" for i in range(2)]
         common = {
             "FRONTIER_BACKEND": "redis",
-            "FRONTIER_STORE_CLASS": STORE_CLASSES[kind],
+            "BACKEND_CLASSES": {"frontier_store": STORE_CLASSES[kind]},
             "REDIS_URL": f"redis://127.0.0.1:{server.port}/0",
             "FRONTIER_REDIS_KEY": f"real-{kind}",
             "ALLOW_PRIVATE_ADDRESSES": True,

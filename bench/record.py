@@ -7,7 +7,7 @@ and the record's bytes per fetch.
 A whole crawl's CPU (bench/linkcost.py, "this crawler" against "no record") varies by a few
 per cent from run to run, more than the record costs; this isolates it. Each fetch has a
 200 response with a Content-Type, as a page does; the snapshot loop is not running (it costs
-one ``frontier.counts()`` per RECORD_INTERVAL, not per page).
+one ``frontier.counts()`` per record_interval (TUNING), not per page).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from crawler.report.recordfile import RecordWriter  # noqa: E402
 
 def one_run(fetches: int, hosts: int, record: bool, tmp: Path) -> tuple[float, int]:
     """CPU seconds per fetch for ``fetches`` signals, and the record's size in bytes."""
-    crawler = get_crawler(settings_dict={"RECORD_MAX_FETCHES": fetches})
+    crawler = get_crawler(settings_dict={"TUNING": {"record_max_fetches": fetches}})
     # a receiver like the scheduler's, so the dispatch cost is counted as in a crawl
     crawler.signals.connect(lambda request, outcome, duration: None,
                             crawler_signals.fetch_finished)  # fmt: skip

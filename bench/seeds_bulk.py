@@ -260,12 +260,12 @@ def _queued(client: redis.Redis) -> int:
     (two pipelines)."""
     from crawler.backends.redis.frontier_store import PARTITIONS
     from crawler.backends.redis.keys import PartitionKeys
-    from crawler.config import defaults
+    from crawler.frontier.mercator import FRONT_QUEUES
 
     parts = [PartitionKeys(SITE, i, PARTITIONS) for i in range(PARTITIONS)]
     pipe = client.pipeline(transaction=False)
     for keys in parts:
-        for q in range(defaults.FRONTIER_FRONT_QUEUES):
+        for q in range(FRONT_QUEUES):
             pipe.llen(keys.front(q))
         pipe.hlen(keys.out)
         pipe.smembers(keys.back_hosts)

@@ -45,9 +45,11 @@ with one worker, ~35x with two)::
     redis depth, 2 workers (2 x 8 x 12)   38.7 / 53.9 / 20.5       40.0 / 55.0 / 21.7
 
 With two workers, Redis's order is memory's: within the noise but for OPIC after 10 % on seed 1
-(0.6 of a point below it). One worker differs because it has twice the back queues: each
-partition gets ``max(8, 2 x FRONTIER_BACK_QUEUES / 16)`` whatever the worker owns, so one worker
-holding all 16 has 384 where memory has 192 (two holding 8 each: 192 in all). Memory with 384
+(0.6 of a point below it). One worker differed because it had twice the back queues: each
+partition got ``max(8, 2 x B / 16)`` whatever the worker owned, so one worker holding all 16
+had 384 where memory has 192 (two holding 8 each: 192 in all). A worker's B is now shared over
+the partitions it owns (``MercatorFrontier.resize_back`` at each beat), so one worker holds 192
+as memory does; the rows above were measured before that change. Memory with 384
 gives one worker's figures (``--memory-back-queues 384``: 44.3 / 57.3, 9.6 % and depth 39.8 /
 55.0, 11.9 % on seed 1; 44.8 / 57.6, 10.4 % and 41.0 / 55.3, 12.0 % on seed 2), and so does
 one worker at 192 in all give two workers' (``--workers 1 --redis-back-queues 96``: OPIC 44.8 /
@@ -210,11 +212,12 @@ class RedisFrontiers:
         self.server = start_redis(root)
         self.runs = 0
         self.back_queues = back_queues
-        self.store_class = RedisFrontierStore
+        overrides: dict[str, Any] = {}
         if partitions:
-            self.store_class = type("BenchStore", (RedisFrontierStore,), {
-                "partition_count": property(lambda store: partitions)
-            })
+            overrides["partition_count"] = property(lambda store: partitions)
+        if back_queues:  # a worker's B, shared over the partitions it owns
+            overrides["back_queues"] = property(lambda store: back_queues)
+        self.store_class = type("BenchStore", (RedisFrontierStore,), overrides)
 
     def frontiers(self, order: str, clock: Clock, workers: int) -> list[Any]:
         import redis
@@ -227,9 +230,7 @@ class RedisFrontiers:
                 "REDIS_URL": f"redis://127.0.0.1:{self.server.port}/0",
                 "RECORD_WORKER_ID": f"w{w}",
                 "FRONTIER_PRIORITY_POLICY": order,
-                "FRONTIER_FRONT_QUEUES": FRONT_QUEUES,
                 "CONCURRENT_REQUESTS": CONCURRENCY // workers,
-                "FRONTIER_BACK_QUEUES": self.back_queues,
                 "FRONTIER_MIN_DELAY": POLITENESS.min_delay,
                 "FRONTIER_DELAY_FACTOR": POLITENESS.delay_factor,
                 "FRONTIER_MAX_DELAY": POLITENESS.max_delay,
@@ -668,7 +669,6 @@ def run_real(
                     "FRONTIER_BACKEND": "redis",
                     "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
                     "FRONTIER_REDIS_KEY": f"wg-{order.replace('+', '-')}-{run}",
-                    "FRONTIER_BACK_QUEUES": 3 * 32,  # as the memory frontier's default
                 }
                 client = redis_server.client()
             cmd = crawl_command(work, "wg", seeds=seeds, settings=settings, sites_dir=sites)
@@ -789,7 +789,7 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
     from crawler.scheduler.admission import Admission
     from crawler.scheduler.intake import LinkIntake
     from crawler.scheduler.stats import FrontierStats
-    from tests.test_scheduler_intake import Settings, Stats
+    from tests.test_scheduler_intake import Stats
 
     pages, seeds = doc_site(trees)
     hosts = sorted({u.split("/")[2] for u in seeds})
@@ -805,7 +805,7 @@ def link_cost(trees: list[str], runs: int = 3) -> None:
             )
             admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
                                   ScopeRegistry(), lambda origin, host: None)
-            intake = LinkIntake(admission, frontier, FrontierStats(Stats(), Settings()),
+            intake = LinkIntake(admission, frontier, FrontierStats(Stats()),
                                 slice_size=10**9, cache_size=1_000_000)
             for url in seeds:
                 frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0), force=True)
@@ -880,7 +880,7 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
     from crawler.scheduler.stats import FrontierStats
     from tests.redis_support import start_redis
     from tests.test_frontier_partitioned import partitioned
-    from tests.test_scheduler_intake import Settings, Stats
+    from tests.test_scheduler_intake import Stats
 
     pages, seeds = doc_site(trees)
     hosts = sorted({u.split("/")[2] for u in seeds})
@@ -901,7 +901,7 @@ def link_cost_redis(trees: list[str], runs: int = 3) -> None:
                 admission = Admission(UrlPolicy(hosts=hosts), Prioritizer(order, FRONT_QUEUES),
                                       ScopeRegistry(), lambda origin, host: None)
                 calls = PageCalls(frontier)
-                intake = LinkIntake(admission, calls, FrontierStats(Stats(), Settings()),
+                intake = LinkIntake(admission, calls, FrontierStats(Stats()),
                                     slice_size=10**9, cache_size=1_000_000)
                 for url in seeds:
                     frontier.add(admission.entry(url, url.split("/")[2], 0, cash=1.0),
@@ -1018,8 +1018,8 @@ def main() -> None:
     parser.add_argument("--memory-back-queues", type=int, default=0,
                         help="the graphs: the memory frontier's B (0: 3 x fetchers)")
     parser.add_argument("--redis-back-queues", type=int, default=0,
-                        help="the graphs on Redis: a worker's FRONTIER_BACK_QUEUES (0: 3 x its "
-                        "fetchers; each partition it owns gets max(8, 2 x this / partitions))")
+                        help="the graphs on Redis: a worker's B (0: 3 x its fetchers), shared "
+                        "over the partitions it owns")
     parser.add_argument("--partitions", type=int, default=0,
                         help="the graphs on Redis: the crawl's partitions (0: the store's, 16)")
     parser.add_argument("--noise", type=int, default=0, metavar="DRAWS",

@@ -23,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from crawler.config import defaults
+from crawler.config.tuning import knob_default
 from crawler.frontier import Prioritizer, UrlPolicy
 from crawler.frontier.api import AddResult
 from crawler.frontier.scope import ScopeRegistry
@@ -32,7 +33,7 @@ from crawler.robots.rules import RULES, RobotsRecord
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.intake import LinkIntake
 from crawler.scheduler.stats import FrontierStats
-from tests.test_scheduler_intake import Settings, Stats
+from tests.test_scheduler_intake import Stats
 
 ROBOTS = "\n".join(
     ["User-agent: *", *(f"Disallow: /private{i}/" for i in range(30)), "Allow: /public/",
@@ -64,7 +65,7 @@ def intake_growth(steps: int, pages: int) -> None:
         policy, Prioritizer("opic", 8), ScopeRegistry(), lambda o, h: None,
         discovering=lambda origins: None,
     )  # fmt: skip
-    intake = LinkIntake(admission, KeepsNothing(), FrontierStats(Stats(), Settings()),  # type: ignore[arg-type]
+    intake = LinkIntake(admission, KeepsNothing(), FrontierStats(Stats()),  # type: ignore[arg-type]
                         slice_size=10**9, cache_size=100_000)  # fmt: skip
     rnd = random.Random(1)
     print("| links taken | heap growth per link (B) | origins announced | hosts in the budget "
@@ -93,7 +94,7 @@ def robots_growth(origins: int, bound: int) -> None:
     names = [f"https://host{i}.example.org" for i in range(origins)]
     for o in names:
         cache.put(RobotsRecord(o, RULES, 200, 0, 1e12, ROBOTS))
-    for label, size in (("unbounded", 0), (f"ROBOTSTXT_BOOK_SIZE={bound:,}", bound)):
+    for label, size in (("unbounded", 0), (f"robots_book_size={bound:,}", bound)):
         book = RobotsBook(cache, "mybot", max_origins=size)
         tracemalloc.start()
         for o in names:
@@ -113,7 +114,7 @@ def main() -> None:
     intake_growth(args.steps, args.pages)
     print("\n| robots.txt book | origins met | kept parsed | heap | per origin met |")
     print("|---|--:|--:|--:|--:|")
-    robots_growth(args.origins, defaults.ROBOTSTXT_BOOK_SIZE)
+    robots_growth(args.origins, knob_default("robots_book_size"))
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ def _comment_blocks(path: Path) -> dict[str, tuple[str, str]]:
 def _takes(rule: object) -> str:
     """What a setting takes, in the words of its schema rule."""
     from crawler.config import schema
+    from crawler.config.tuning import TuningRule
 
     if isinstance(rule, schema.Number):
         text = "integer" if rule.integer else "number"
@@ -122,6 +123,8 @@ def _takes(rule: object) -> str:
         return "a mailbox (ops@example.org)"
     if isinstance(rule, schema.Origin):
         return "an https origin"
+    if isinstance(rule, TuningRule):
+        return "a table of knobs (below)"
     return "text"
 
 
@@ -135,6 +138,7 @@ def _value(value: object) -> str:
 
 def settings_page() -> str:
     from crawler.config import defaults, schema
+    from crawler.config.tuning import KNOBS
 
     comments = _comment_blocks(ROOT / "crawler" / "config" / "defaults.py")
     out = [
@@ -143,9 +147,11 @@ def settings_page() -> str:
         "Every setting of the crawler's own, its default and what it takes. Give one with "
         "`-s NAME=VALUE`, in a site config's `[settings]` table, or in scrapyd's "
         "`setting=NAME=VALUE`: each goes through the one schema, which refuses a bad value in "
-        "one line and suggests the name of a misspelt one. Tuning knobs are not settings but "
-        "constants of the module that uses them, and a setting that was removed is refused "
-        "naming what became of it ([ADR 3](../decisions/0003-settings.md)).\n",
+        "one line, and a name that looks like one of ours but is none with the closest real "
+        "one. Tuning knobs are not settings but constants of the module that uses them (or, "
+        "for the few that tests turn, knobs of the expert setting `TUNING`, below), and a "
+        "setting that was removed is refused naming what became of it "
+        "([ADR 3](../decisions/0003-settings.md)).\n",
     ]
     section = None
     for name in defaults.__all__:
@@ -163,7 +169,18 @@ def settings_page() -> str:
     out.append(f"\nChecked together: {pairs}.")
     for name, needed, why in schema.NEEDS:
         out.append(f" `{name}` needs `{needed}`: {why}.")
-    return "".join(out) + "\n"
+    out.append(
+        "\n\n## Expert: the knobs of `TUNING`\n\n"
+        "Internal tuning, not a promise: the few knobs that tests and benchmarks of another "
+        "process must turn (`-s 'TUNING={\"idle_horizon\": 2}'`, or a site config's "
+        "`[settings.TUNING]` table). Every other knob is a constant of the module that uses it. "
+        "An unknown knob is refused with the closest name.\n\n"
+        "| Knob | Default | Takes | What it does |\n| --- | --- | --- | --- |\n"
+    )
+    for knob, spec in KNOBS.items():
+        what = _cell(spec.what)
+        out.append(f"| `{knob}` | {_value(spec.default)} | {_takes(spec.rule)} | {what} |\n")
+    return "".join(out)
 
 
 def _field_comments(model: type) -> dict[str, str]:

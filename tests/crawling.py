@@ -70,15 +70,20 @@ def crawl_command(
         all_settings["SITES_DIR"] = sites_dir
     all_settings.update(settings or {})
     for key, value in all_settings.items():
-        cmd += ["-s", f"{key}={value}"]
+        cmd += ["-s", f"{key}={setting_text(value)}"]
     return cmd
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value as ``-s`` takes it: a table (``TUNING``) as JSON."""
+    return json.dumps(value) if isinstance(value, dict) else str(value)
 
 
 def scrapy_frontier(settings: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     """``scrapy frontier web <args>`` with these ``-s`` settings, run to its end."""
     cmd = [sys.executable, "-m", "scrapy", "frontier", "web", *args]
     for name, value in settings.items():
-        cmd += ["-s", f"{name}={value}"]
+        cmd += ["-s", f"{name}={setting_text(value)}"]
     return subprocess.run(
         cmd,
         cwd=PROJECT,

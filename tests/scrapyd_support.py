@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.crawling import setting_text
+
 PROJECT = Path(__file__).resolve().parent.parent
 TEMPLATE = PROJECT / "deploy" / "scrapyd.conf"
 PROJECT_NAME = "crawler"  # scrapy.cfg's [deploy] project
@@ -216,7 +218,7 @@ class Scrapyd:
         """schedule.json: spider arguments as plain fields, settings as ``setting=KEY=VALUE``."""
         fields = [("project", PROJECT_NAME), ("spider", spider), ("jobid", job)]
         fields += list((args or {}).items())
-        fields += [("setting", f"{key}={value}") for key, value in (settings or {}).items()]
+        fields += [("setting", f"{k}={setting_text(v)}") for k, v in (settings or {}).items()]
         return str(self.post("schedule.json", fields)["jobid"])
 
     def cancel(self, job: str) -> str | None:

@@ -66,9 +66,7 @@ def test_frontier_backend_chooses_the_defaults() -> None:
     for key in CLASS_SETTINGS:
         assert class_path({}, key) == BACKENDS["memory"][key]
         assert class_path({"JOBDIR": "job"}, key) == BACKENDS["sqlite"][key]
-    assert class_path({}, "FRONTIER_STORE_CLASS") != class_path(
-        {"JOBDIR": "job"}, "FRONTIER_STORE_CLASS"
-    )
+    assert class_path({}, "frontier_store") != class_path({"JOBDIR": "job"}, "frontier_store")
 
 
 def test_every_default_class_exists() -> None:
@@ -78,19 +76,23 @@ def test_every_default_class_exists() -> None:
             assert isinstance(backend_class({"FRONTIER_BACKEND": name}, key), type)
 
 
-def test_a_class_setting_wins_over_the_backend() -> None:
+def test_backend_classes_wins_over_the_backend() -> None:
     path = "tests.test_backends.DoubleCrawlDb"
-    assert class_path({"CRAWLDB_CLASS": path, "JOBDIR": "job"}, "CRAWLDB_CLASS") == path
+    chosen = {"BACKEND_CLASSES": {"crawldb": path}, "JOBDIR": "job"}
+    assert class_path(chosen, "crawldb") == path
+    assert class_path({"BACKEND_CLASSES": f'{{"crawldb": "{path}"}}'}, "crawldb") == path  # -s
 
 
 def test_bad_backend_settings_are_refused_clearly() -> None:
     with pytest.raises(BackendError, match=r"FRONTIER_BACKEND: unknown backend 'mongo'.*memory"):
         backend_name({"FRONTIER_BACKEND": "mongo"})
-    with pytest.raises(BackendError, match=r"CRAWLDB_CLASS: cannot load 'nowhere\.Db'"):
-        backend_class({"CRAWLDB_CLASS": "nowhere.Db"}, "CRAWLDB_CLASS")
+    with pytest.raises(BackendError, match=r"BACKEND_CLASSES crawldb: cannot load 'nowhere\.Db'"):
+        backend_class({"BACKEND_CLASSES": {"crawldb": "nowhere.Db"}}, "crawldb")
     with pytest.raises(BackendError, match="is not a class"):
         not_a_class = "crawler.backends.registry.CLASS_SETTINGS"
-        backend_class({"CRAWLDB_CLASS": not_a_class}, "CRAWLDB_CLASS")
+        backend_class({"BACKEND_CLASSES": {"crawldb": not_a_class}}, "crawldb")
+    with pytest.raises(BackendError, match=r"plug point 'crawl_db'; did you mean crawldb\?"):
+        class_path({"BACKEND_CLASSES": {"crawl_db": "x.Db"}}, "crawldb")
 
 
 def test_components_build_the_classes_their_settings_name(tmp_path) -> None:
@@ -100,9 +102,11 @@ def test_components_build_the_classes_their_settings_name(tmp_path) -> None:
             DOUBLE_TAG="from-settings",
             DOUBLE_INDEX_PATH=str(tmp_path / "double-index.sqlite"),
             RECRAWL_INTERVAL=60,
-            CRAWLDB_CLASS="tests.test_backends.DoubleCrawlDb",
-            INDEX_CLASS="tests.test_backends.DoubleIndex",
-            NEARDUP_STORE_CLASS="tests.test_backends.DoubleDetector",
+            BACKEND_CLASSES={
+                "crawldb": "tests.test_backends.DoubleCrawlDb",
+                "index": "tests.test_backends.DoubleIndex",
+                "neardup_store": "tests.test_backends.DoubleDetector",
+            },
         ),
     )
     recrawl = RecrawlExtension.from_crawler(crawler)

@@ -33,7 +33,7 @@ from crawler.settings import ITEM_PIPELINES
 from tests.crawling import finish_crawl, normalized, start_crawl
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_redis_crawl import HOSTS, site, wait_until, worker_settings
-from tests.test_scheduler_intake import Settings, Stats
+from tests.test_scheduler_intake import Stats
 
 BACKENDS = ("memory", "sqlite", "redis")
 
@@ -52,7 +52,7 @@ def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureReques
             "FRONTIER_BACKEND": "redis",
             "REDIS_URL": f"redis://127.0.0.1:{server.port}/0",
             "FRONTIER_REDIS_KEY": fresh_key(),
-            "FRONTIER_READ_AHEAD": 2,
+            "TUNING": {"read_ahead": 2},
         }
     return {}
 
@@ -191,7 +191,7 @@ class Clock:
 def tracked(max_pages: int, working: set[str]) -> tuple[LeaseTracker, list[str], list[int]]:
     frontier = MercatorFrontier(PolitenessPolicy(min_delay=0, max_delay=0))
     frontier.add_many([Entry(f"http://h{i}.test/", f"h{i}.test") for i in range(6)])
-    stats = FrontierStats(Stats(), Settings())
+    stats = FrontierStats(Stats())
     drains: list[int] = []
     clock = Clock()
     backlog = Backlog(
@@ -258,7 +258,7 @@ def test_a_full_backlog_lets_go_of_pages_the_engine_finished_without_a_signal() 
 
 SLOW_ITEM = 0.05  # seconds per item, one item at a time: ~20 pages/s per worker at most
 BOUND = 4  # FRONTIER_MAX_BACKLOG in the fault test
-READ_AHEAD = 2  # worker_settings' FRONTIER_READ_AHEAD
+READ_AHEAD = 2  # worker_settings' TUNING read_ahead
 KILL_AFTER = 30  # pages the doomed worker fetched before it is killed
 
 
@@ -286,7 +286,7 @@ def test_a_killed_worker_costs_at_most_read_ahead_in_flight_and_the_backlog_boun
         "FRONTIER_MAX_BACKLOG": BOUND,
         "ITEM_PIPELINES": json.dumps({**ITEM_PIPELINES, f"{__name__}.SlowPipeline": 950}),
         # the near-duplicate store on Redis is another branch's: the in-process one here
-        "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     }
     key = fresh_key()
     dirs = [tmp_path / "w0", tmp_path / "w1"]

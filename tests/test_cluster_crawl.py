@@ -54,8 +54,7 @@ def settings(url: str, key: str, tmp: Path) -> dict[str, Any]:
         "FRONTIER_MIN_DELAY": MIN_DELAY,
         "FRONTIER_DELAY_FACTOR": 0,
         "FRONTIER_HOST_CONCURRENCY": 1,
-        "FRONTIER_READ_AHEAD": 2,
-        "FLEET_HEARTBEAT_INTERVAL": 0.5,
+        "TUNING": {"read_ahead": 2, "heartbeat_interval": 0.5},
         "LOG_LEVEL": "INFO",
         "INDEX_PATH": tmp / "index.sqlite",  # one per worker: SQLite is not shared
     }

@@ -156,7 +156,7 @@ def crawl(servers: tuple[_Site, int], tmp_path_factory: pytest.TempPathFactory) 
         "-o", f"{items}:jsonlines",
         "-s", "ALLOW_PRIVATE_ADDRESSES=True", "-s", "FRONTIER_MIN_DELAY=0",
         "-s", "FRONTIER_DELAY_FACTOR=0", "-s", f"INDEX_PATH={index}",
-        "-s", "FRONTIER_IDLE_HORIZON=2", "-s", "CLOSESPIDER_TIMEOUT=60", "-s", "LOG_LEVEL=INFO",
+        "-s", 'TUNING={"idle_horizon": 2}', "-s", "CLOSESPIDER_TIMEOUT=60", "-s", "LOG_LEVEL=INFO",
         "-s", f"RECORD_PATH={tmp / 'record.jsonl'}",  # not in the checkout
     ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)

@@ -115,13 +115,25 @@ def test_the_readmes_json_list_of_networks_is_what_the_crawl_allows(
     assert not any(k.startswith("address_safety/refused") for k in stats)
 
 
-def test_a_misspelt_setting_is_a_warning_with_the_right_name(tmp_path: Path) -> None:
-    out = scrapy_crawl(tmp_path, "-sFRONTIER_MIN_DLEAY=0", "-sFRONTIER_BACKEND=mongo")
-    assert out.returncode == 2
-    assert (
-        "crawl local: warning: unknown setting FRONTIER_MIN_DLEAY, ignored; "
-        "did you mean FRONTIER_MIN_DELAY?"
-    ) in out.stderr.splitlines()
+def test_a_misspelt_setting_of_ours_is_refused_naming_where_it_was_given(tmp_path: Path) -> None:
+    """A typo in a setting of ours was a warning, and the crawl ran without what its operator
+    asked. Now it is refused before any request, in one line that says where the name came
+    from and which setting was meant; Scrapy's and scrapy-redis's own names pass."""
+    out = scrapy_crawl(
+        tmp_path, "-sFRONTIER_MIN_DLEAY=0", "-sDNS_TIMEOUT=5", "-sREDIS_START_URLS_KEY=x"
+    )
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [
+        "crawl local refused: FRONTIER_MIN_DLEAY (given with -s or scrapyd's setting=): "
+        "unknown setting; did you mean FRONTIER_MIN_DELAY?"
+    ]
+    write_site(tmp_path / "sites", "local", LOCAL + "[settings]\nROBOTSTXT_RETRY_TIMEZ = 1\n")
+    out = scrapy_crawl(tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert refusals(out) == [
+        f"crawl local refused: {tmp_path / 'sites' / 'local.toml'}: "
+        "settings.ROBOTSTXT_RETRY_TIMEZ: unknown setting; did you mean ROBOTSTXT_RETRY_TIMES?"
+    ]
 
 
 def test_a_removed_setting_is_refused_from_s_and_from_a_site_config(tmp_path: Path) -> None:

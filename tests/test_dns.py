@@ -120,7 +120,7 @@ def test_new_hosts_are_looked_up_ahead_within_bounds(tmp_path: Path) -> None:
 def test_chains_failures_and_negative_caching(tmp_path: Path) -> None:
     with dns_server(tmp_path / "dns", ZONE) as server:
         names = ["b.test", "bad.test", "slow.test", "nope.test"]
-        settings = {"DNS_TIMEOUT": 0.5, "DNS_MIN_TTL": 0, "DNS_NEGATIVE_TTL": 60}
+        settings = {"DNS_TIMEOUT": 0.5, "TUNING": {"dns_min_ttl": 0, "dns_negative_ttl": 60}}
         result = probe_result(probe(tmp_path, server, [names, names], settings=settings))
         first, second = result["rounds"]
         assert first == [
@@ -143,7 +143,7 @@ def test_an_expired_answer_is_asked_again_and_a_move_is_followed(tmp_path: Path)
             server,
             [["a.test"], ["a.test"]],
             pause=2.5,
-            settings={"DNS_MIN_TTL": 0},
+            settings={"TUNING": {"dns_min_ttl": 0}},
         )
         wait_for(lambda: server.queries()["a.test"] == 1, "the first lookup")
         moved = json.loads((root / "zone.json").read_text())
@@ -200,8 +200,7 @@ def test_a_name_that_fails_holds_its_host_then_gives_up(tmp_path: Path) -> None:
             settings=loopback_settings(
                 DNS_SERVERS=server.address,
                 ROBOTSTXT_ENABLED=False,
-                DNS_NEGATIVE_TTL=0.3,
-                DNS_HOLD_TIMES=2,
+                TUNING={"dns_negative_ttl": 0.3, "dns_hold_times": 2},
             ),
         )
         assert result.returncode == 0, result.log[-3000:]

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.integration
 
 # the near-duplicate store on Redis is being ported on another branch: the in-process one here
 EXTRA = {
-    "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
-    "FLEET_HEARTBEAT_INTERVAL": 0.5,
+    "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
+    "TUNING": {"heartbeat_interval": 0.5},
 }
 ACTS_WITHIN = 1.0  # seconds: "acts on every worker within a second"
 
@@ -117,7 +117,7 @@ def test_pause_holds_every_worker_and_resume_releases_them(
         wait_until(lambda: len(server.records) >= 10, timeout=60)
         paused = frontier_cmd(redis_server, key, "pause")
         paused_at = time.monotonic()
-        time.sleep(ACTS_WITHIN + 3.0)  # longer than FRONTIER_REFRESH_INTERVAL: no drift in
+        time.sleep(ACTS_WITHIN + 3.0)  # longer than the refresh interval: no drift in
         held = [r for r in server.records if r.start > paused_at + ACTS_WITHIN]
         alive = [p.poll() is None for p in procs]
         status = json.loads(frontier_cmd(redis_server, key, "--json").stdout)

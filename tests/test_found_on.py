@@ -52,7 +52,7 @@ def test_a_broken_link_is_reported_with_the_page_it_was_found_on(
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0.02,
         "LOG_LEVEL": "INFO",
-        "RECORD_INTERVAL": 0.5,
+        "TUNING": {"record_interval": 0.5},
     }
     if backend == "redis":
         redis: RedisServer = request.getfixturevalue("redis_server")

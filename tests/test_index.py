@@ -223,10 +223,10 @@ def test_paths_and_backends(tmp_path: Path) -> None:
     assert default_index_path({}) == "crawl-index.sqlite"
     with pytest.raises(IndexAccessError, match="no index at"):
         open_index({"INDEX_PATH": str(tmp_path / "missing.sqlite")}, readonly=True)
-    with pytest.raises(BackendError, match=r"INDEX_CLASS: builtins\.dict is not an Index"):
-        open_index({"INDEX_CLASS": "builtins.dict"})
-    with pytest.raises(BackendError, match="INDEX_CLASS: cannot load"):
-        open_index({"INDEX_CLASS": "crawler.backends.sqlite.index.NoSuchIndex"})
+    with pytest.raises(BackendError, match=r"BACKEND_CLASSES index: builtins\.dict is not an"):
+        open_index({"BACKEND_CLASSES": {"index": "builtins.dict"}})
+    with pytest.raises(BackendError, match="BACKEND_CLASSES index: cannot load"):
+        open_index({"BACKEND_CLASSES": '{"index": "crawler.backends.sqlite.index.NoSuchIndex"}'})
     ix = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")})
     ix.close()
     ro = open_index({"INDEX_PATH": str(tmp_path / "sub" / "ix.sqlite")}, readonly=True)

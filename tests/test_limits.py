@@ -72,7 +72,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
             seeds=[server.url(a) for a in [*CASES, NORMAL]],
             settings=loopback_settings(
                 DOWNLOAD_TIMEOUT=4,
-                DOWNLOAD_MIN_RATE_GRACE=1,
+                TUNING={"min_rate_grace": 1},
                 PAGE_MAX_LINKS=MAX_LINKS,
                 CONTENT_MAX_TEXT=MAX_TEXT,
             ),

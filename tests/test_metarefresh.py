@@ -76,7 +76,7 @@ def site() -> Iterator[int]:
 def test_a_crawl_follows_the_refresh_of_a_big_page(site: int, tmp_path: Path) -> None:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
+        "TUNING": {"idle_horizon": 2}, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
     }
     cmd = crawl_command(tmp_path, seeds=[f"http://{HOST}:{site}/"], settings=settings)
     proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawling import PROJECT, finish_crawl
+from tests.crawling import PROJECT, finish_crawl, setting_text
 from tests.redis_support import RedisServer, redis_server  # noqa: F401
 from tests.test_metrics import free_port, samples, scrape
 from tests.test_redis_crawl import site, start_workers, wait_until
@@ -18,8 +18,8 @@ from tests.test_redis_crawl import site, start_workers, wait_until
 pytestmark = pytest.mark.integration
 
 EXTRA = {
-    "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
-    "FLEET_HEARTBEAT_INTERVAL": 0.5,
+    "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
+    "TUNING": {"heartbeat_interval": 0.5},
 }
 
 
@@ -29,9 +29,9 @@ def start_exporter(redis: RedisServer, key: str, port: int) -> subprocess.Popen[
         "FRONTIER_BACKEND": "redis",
         "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
         "FRONTIER_REDIS_KEY": key,
-        "METRICS_INTERVAL": 0.2,
+        "TUNING": {"metrics_interval": 0.2},
     }.items():
-        cmd += ["-s", f"{name}={value}"]
+        cmd += ["-s", f"{name}={setting_text(value)}"]
     return subprocess.Popen(
         cmd, cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

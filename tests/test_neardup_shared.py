@@ -386,7 +386,7 @@ def test_the_redis_backend_shares_near_duplicates(redis_server: RedisServer) -> 
         "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
         "FRONTIER_REDIS_KEY": fresh_key(),
     }
-    assert class_path(settings, "NEARDUP_STORE_CLASS").endswith("RedisNearDuplicateStore")
+    assert class_path(settings, "neardup_store").endswith("RedisNearDuplicateStore")
     # two workers' content analyses
     judges = [near_duplicate_judge(get_crawler(settings_dict=settings)) for _ in range(2)]
     assert all(isinstance(j.detector, RedisNearDuplicateDetector) for j in judges)

@@ -5,7 +5,8 @@ A real crawl of a loopback site with one big page (a 2 MB single-page manual: se
 and main text on a loaded machine) and a few small ones, with ``CONTENT_THREAD`` on and off:
 the items (text, main text, outlinks, near-duplicate decisions) and what the index took are the
 same, the pages went through the content thread only when it is on (the index writes there
-too, or on a thread of its own with ``INDEX_THREAD``), and the reactor-stall probe reported.
+too, or on a thread of its own with ``TUNING``'s ``index_thread``), and the reactor-stall probe
+reported.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _crawl(tmp: Path, port: int, thread: bool, **extra: Any
            ) -> tuple[dict[str, dict[str, Any]], dict]:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
+        "TUNING": {"idle_horizon": 2}, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
         "CONTENT_THREAD": thread, "FRONTIER_HOST_CONCURRENCY": 1, **extra,
     }
     cmd = crawl_command(tmp, seeds=[f"http://{HOST}:{port}/"], settings=settings)
@@ -81,7 +82,8 @@ def test_the_content_thread_changes_no_item(site: int, tmp_path: Path) -> None:
     on, on_stats = _crawl(tmp_path / "on", site, thread=True)  # the big page in the child
     off, off_stats = _crawl(tmp_path / "off", site, thread=False)
     every, every_stats = _crawl(tmp_path / "every", site, thread=True,
-                                CONTENT_PROCESS_MIN_BYTES=1, INDEX_THREAD="index")
+                                TUNING={"idle_horizon": 2, "process_min_bytes": 1,
+                                        "index_thread": "index"})
     assert sorted(on) == sorted(off) == sorted(every) == sorted(
         ["", "big.html", "small/copy.html", *(f"small/{i}.html" for i in range(5))]
     )
@@ -128,11 +130,10 @@ def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
     with serve_pages("127.0.0.42", pages) as port:
         settings = {
             "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0,
-            "FRONTIER_DELAY_FACTOR": 0, "FRONTIER_IDLE_HORIZON": 2, "LOG_LEVEL": "INFO",
-            "CLOSESPIDER_TIMEOUT": 120,
+            "FRONTIER_DELAY_FACTOR": 0, "LOG_LEVEL": "INFO", "CLOSESPIDER_TIMEOUT": 120,
             # the chain's pages differ only by a number: near-duplicates, whose links would
-            # otherwise go deeper each hop (NEARDUP_LINK_DEMOTION) and end the chain early
-            "NEARDUP_LINK_DEMOTION": 0,
+            # otherwise go deeper each hop (neardup_link_demotion) and end the chain early
+            "TUNING": {"idle_horizon": 2, "neardup_link_demotion": 0},
         }
         seed = f"http://127.0.0.42:{port}/0.html"
         cmd = crawl_command(tmp_path, seeds=[seed], settings=settings)
@@ -147,15 +148,15 @@ def test_a_chain_of_pages_is_not_held_up(tmp_path: Path) -> None:
 
 
 def test_the_index_writes_on_the_content_thread_unless_given_its_own() -> None:
-    """``INDEX_THREAD``: by default the index shares the content thread (one thread at the GIL
-    beside the reactor); any other name is a thread of its own."""
+    """``TUNING``'s ``index_thread``: by default the index shares the content thread (one thread
+    at the GIL beside the reactor); any other name is a thread of its own."""
     from scrapy import Spider, signals
     from scrapy.utils.test import get_crawler
 
     from crawler.offload.components import OffloadWorkers, content_worker, index_worker
 
     offload = {"EXTENSIONS": {"crawler.offload.components.OffloadWorkers": 1000}}
-    for setting, shared in (({}, True), ({"INDEX_THREAD": "index"}, False)):
+    for setting, shared in (({}, True), ({"TUNING": {"index_thread": "index"}}, False)):
         crawler = get_crawler(Spider, {**offload, **setting})
         crawler.crawling = True
         try:

@@ -84,7 +84,7 @@ def test_the_link_intake_hands_a_pages_cash_on_even_for_repeated_links() -> None
     from crawler.scheduler.admission import Admission
     from crawler.scheduler.intake import LinkIntake
     from crawler.scheduler.stats import FrontierStats
-    from tests.test_scheduler_intake import Settings, Stats
+    from tests.test_scheduler_intake import Stats
 
     frontier = MercatorFrontier(PolitenessPolicy(min_delay=0.0), back_queues=1,
                                 ledger=CashLedger(8))
@@ -93,7 +93,7 @@ def test_the_link_intake_hands_a_pages_cash_on_even_for_repeated_links() -> None
     admission = Admission(UrlPolicy(any_host=True), Prioritizer("opic", 8), ScopeRegistry(),
                           lambda origin, host: None, book)
     stats = Stats()
-    intake = LinkIntake(admission, frontier, FrontierStats(stats, Settings()), slice_size=1000,
+    intake = LinkIntake(admission, frontier, FrontierStats(stats), slice_size=1000,
                         cache_size=1000)
     frontier.add(Entry("http://busy.test/0", "busy.test", cash=1.0))  # holds the back queue
     frontier.add(Entry("http://busy.test/1", "busy.test", cash=1.0))

@@ -166,8 +166,8 @@ def _children(pid: int) -> list[int]:
 def test_a_crawl_loses_no_page_to_a_killed_child(slow_site: int, tmp_path: Path) -> None:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_IDLE_HORIZON": 2, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
-        "CONTENT_PROCESS_MIN_BYTES": 1, "NEARDUP_LINK_DEMOTION": 0,
+        "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
+        "TUNING": {"idle_horizon": 2, "process_min_bytes": 1, "neardup_link_demotion": 0},
     }
     cmd = crawl_command(tmp_path, seeds=[f"http://{HOST}:{slow_site}/0.html"],
                         settings=settings)

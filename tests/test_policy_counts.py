@@ -45,8 +45,8 @@ def test_summary_report_and_frontier_status_count_pages_per_policy(
             tmp_path, "web", sites_dir=sites,
             seeds=[f"{home[FAVOURED]} favor", f"{home[PLAIN]} slow"],
             settings={**redis, "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0.05,
-                      "FRONTIER_DELAY_FACTOR": 0, "RECORD_INTERVAL": 0.5,
-                      "FLEET_HEARTBEAT_INTERVAL": 0.5, "LOG_LEVEL": "INFO"},
+                      "FRONTIER_DELAY_FACTOR": 0, "LOG_LEVEL": "INFO",
+                      "TUNING": {"record_interval": 0.5, "heartbeat_interval": 0.5}},
         )
     assert result.returncode == 0, result.log[-3000:]
     stats = result.stats

@@ -149,7 +149,8 @@ COMMANDS: dict[str, str] = {
         "skip: a benchmark (bench/, BENCHMARKS.md); tests/test_neardup_shared.py checks the "
         "decisions"
     ),
-    ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s INDEX_CLASS=mypackage.MyIndex": (
+    ".venv/bin/scrapy crawl web -a seeds=seeds.txt "
+    "-s 'BACKEND_CLASSES={\"index\": \"mypackage.MyIndex\"}'": (
         "skip: mypackage.MyIndex stands for the reader's own class"
     ),
     ".venv/bin/scrapy crawl web -a seeds=seeds.txt -s RECRAWL_INTERVAL=86400": "run",

@@ -190,7 +190,7 @@ def test_workers_crawl_through_a_cluster_once_and_politely(
     common = {
         "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_KEY": key,
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0.15, "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_READ_AHEAD": 2, "FLEET_HEARTBEAT_INTERVAL": 0.5,
+        "TUNING": {"read_ahead": 2, "heartbeat_interval": 0.5},
     }
     dirs = [tmp_path / "w0", tmp_path / "w1"]
     for d in dirs:

@@ -60,7 +60,7 @@ def worker_settings(redis: RedisServer, key: str, tmp: Path, **extra: Any) -> di
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": MIN_DELAY,
         "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_READ_AHEAD": 2,
+        "TUNING": {"read_ahead": 2},
         "INDEX_PATH": tmp / "index.sqlite",  # one per worker: SQLite is not shared
         **extra,
     }
@@ -168,7 +168,7 @@ def test_workers_crawl_one_site_once_and_politely(
 ) -> None:
     with site(hosts=MANY_HOSTS) as server:
         # three workers started the other way round: the two without seeds come up first, find
-        # the shared crawl empty and wait for it (FRONTIER_JOIN_WAIT) instead of ending
+        # the shared crawl empty and wait for it (TUNING's join_wait) instead of ending
         opened = hold_until_every_worker_opened(server, tmp_path, workers)
         procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers, workers == 3)
         for d in dirs[1:]:  # each joiner, once started (and the crawl has work), fetches
@@ -208,7 +208,7 @@ def test_a_silent_workers_leases_come_back_long_before_their_ttl(
     the dead one held and finishes the crawl with every page fetched, minutes before the
     leases' TTL could have brought them back."""
     extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 600,
-             "FLEET_HEARTBEAT_INTERVAL": 0.5}  # fmt: skip
+             "TUNING": {"read_ahead": 2, "heartbeat_interval": 0.5}}  # fmt: skip
     with site(pages=30) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **extra)
         client = redis_server.client()

@@ -36,7 +36,7 @@ def settings(redis: RedisServer, tmp: Path, **extra: object) -> dict[str, object
         "FRONTIER_DELAY_FACTOR": 0,
         "JOBDIR": tmp / "job",
         # the near-duplicate store on Redis is being ported on another branch
-        "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
         **extra,
     }
 

@@ -68,8 +68,7 @@ def settings(url: str, key: str, tmp: Path, **extra: Any) -> dict[str, Any]:
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0.1,
         "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_READ_AHEAD": 2,
-        "FLEET_HEARTBEAT_INTERVAL": 0.5,  # beats meet the outage
+        "TUNING": {"read_ahead": 2, "heartbeat_interval": 0.5},  # beats meet the outage
         "INDEX_PATH": tmp / "index.sqlite",
         **extra,
     }
@@ -201,7 +200,7 @@ def test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait(tmp_path: Pa
                 client,
                 1,
                 REDIS_OUTAGE_WAIT=0.5,
-                FRONTIER_READ_AHEAD=8,
+                TUNING={"read_ahead": 8, "heartbeat_interval": 0.5},
             )
             wait_until(lambda: working(client, key, procs), timeout=60)
             client.close()

@@ -59,7 +59,7 @@ def settings(redis: RedisServer, tmp: Path, key: str, params: dict[str, str]) ->
         "FRONTIER_MIN_DELAY": 0.05,
         "FRONTIER_DELAY_FACTOR": 0,
         # the near-duplicate store on Redis is being ported on another branch
-        "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     }
 
 

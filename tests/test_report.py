@@ -109,7 +109,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "reportsite",
             seeds=server.seeds()[:1],
             sites_dir=_site_config(tmp),
-            settings={"RECORD_INTERVAL": 0.5, "LOG_LEVEL": "INFO"},
+            settings={"TUNING": {"record_interval": 0.5}, "LOG_LEVEL": "INFO"},
         )
         records = server.records
     assert result.returncode == 0, result.log[-3000:]
@@ -330,7 +330,7 @@ def test_past_the_fetch_limit_hosts_are_summed_per_interval(tmp_path: Path) -> N
             "reportsite",
             seeds=server.seeds()[:1],
             sites_dir=_site_config(tmp_path),
-            settings={"RECORD_MAX_FETCHES": 10,
+            settings={"TUNING": {"record_max_fetches": 10},
                       "JOBDIR": tmp_path / "job", "LOG_LEVEL": "INFO"},
         )  # fmt: skip
         records = server.records
@@ -364,9 +364,8 @@ def test_workers_of_one_redis_crawl_make_one_report(
             "FRONTIER_BACKEND": "redis",
             "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
             "FRONTIER_REDIS_KEY": key,
-            "FRONTIER_READ_AHEAD": 2,
+            "TUNING": {"read_ahead": 2, "record_interval": 0.5},
             "RECORD_WORKER_ID": f"w{i}",
-            "RECORD_INTERVAL": 0.5,
             "INDEX_PATH": dirs[i] / "index.sqlite",
             "LOG_LEVEL": "INFO",
         }

@@ -19,7 +19,7 @@ from crawler.scheduler.admission import Admission
 from crawler.scheduler.intake import LinkIntake
 from crawler.scheduler.stats import FrontierStats
 from tests.redis_support import redis_server  # noqa: F401
-from tests.test_scheduler_intake import Settings, Stats
+from tests.test_scheduler_intake import Stats
 
 ORIGINS = [f"https://h{i}.test" for i in range(6)]
 
@@ -86,7 +86,7 @@ def announcing_intake(
     )
     frontier = MercatorFrontier(PolitenessPolicy(min_delay=0.0))
     intake = LinkIntake(
-        admission, frontier, FrontierStats(Stats(), Settings()), slice_size=1000, cache_size=1000
+        admission, frontier, FrontierStats(Stats()), slice_size=1000, cache_size=1000
     )
     return intake, frontier, heard
 

@@ -51,7 +51,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
             settings=loopback_settings(
                 # shorter than shipped, so the failing fetches and their one retry fit the test
                 DOWNLOAD_TIMEOUT=4,
-                DOWNLOAD_MIN_RATE_GRACE=1,
+                TUNING={"min_rate_grace": 1},
                 ROBOTSTXT_RETRY_DELAY=0.5,
                 ROBOTSTXT_RETRY_TIMES=1,
             ),

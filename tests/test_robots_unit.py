@@ -138,7 +138,7 @@ def test_cache_class_is_a_setting(tmp_path: Path) -> None:
     in_jobdir.close()
     custom = built(
         {
-            "ROBOTS_CACHE_CLASS": f"{__name__}.OneRecordCache",
+            "BACKEND_CLASSES": {"robots_cache": f"{__name__}.OneRecordCache"},
             "ONE_RECORD_ORIGIN": "http://a.example",
         }
     )

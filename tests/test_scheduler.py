@@ -295,14 +295,14 @@ def test_a_clean_stop_hands_back_what_never_reached_the_downloader():
 
 def test_the_lease_ttl_outlasts_a_fetch_with_all_its_retries(caplog):
     settings = {"DOWNLOAD_TIMEOUT": 20, "RETRY_TIMES": 2, "RETRY_ENABLED": True}
-    assert lease_ttl_from_settings(Settings({**settings, "FRONTIER_LEASE_TTL": 300})) == 300
+    assert lease_ttl_from_settings(Settings(settings), 300, given=True) == 300
     assert not caplog.records
-    assert lease_ttl_from_settings(Settings(settings)) == 120  # the default fits the project's
+    assert lease_ttl_from_settings(Settings(settings), 120) == 120  # the default fits the project's
     assert not caplog.records
     slow = {**settings, "DOWNLOAD_TIMEOUT": 60}  # the default follows longer downloads quietly
-    assert lease_ttl_from_settings(Settings(slow)) == 360
+    assert lease_ttl_from_settings(Settings(slow), 120) == 360
     assert not caplog.records
-    assert lease_ttl_from_settings(Settings({**settings, "FRONTIER_LEASE_TTL": 50})) == 120
+    assert lease_ttl_from_settings(Settings(settings), 50, given=True) == 120
     assert "FRONTIER_LEASE_TTL" in caplog.text
 
 
@@ -418,12 +418,12 @@ def test_links_prepared_on_another_thread_are_taken_as_unprepared_ones():
 
 
 def test_a_page_of_many_links_is_taken_in_slices_and_acknowledged_after_its_last():
-    """Over FRONTIER_LINK_SLICE links, a page's links go in one slice per reactor turn, after
+    """Over TUNING's link_slice links, a page's links go in one slice per reactor turn, after
     the pages before them; meanwhile the crawl is not idle and the page's lease is not
     acknowledged; closing takes what is left. The frontier ends as with the page taken whole."""
     outcomes = []
     for sliced in (False, True):
-        crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, FRONTIER_LINK_SLICE=10)
+        crawler, scheduler = open_scheduler(FRONTIER_MIN_DELAY=0, TUNING={"link_slice": 10})
         turns: list = []
         if sliced:
             scheduler.intake.later = _turns(turns)
@@ -458,7 +458,7 @@ def test_a_page_of_many_links_is_taken_in_slices_and_acknowledged_after_its_last
 
 
 def test_closing_takes_the_links_still_waiting():
-    crawler, scheduler = open_scheduler(FRONTIER_LINK_SLICE=10)
+    crawler, scheduler = open_scheduler(TUNING={"link_slice": 10})
     turns: list = []
     scheduler.intake.later = _turns(turns)
     _take_links(crawler, [f"http://a.test/{i}" for i in range(25)])

@@ -66,7 +66,7 @@ def intake(
     )
     stats = Stats()
     link_intake = LinkIntake(
-        admission, frontier, FrontierStats(stats, Settings()),
+        admission, frontier, FrontierStats(stats),
         slice_size=slice_size, cache_size=1000, later=later,
     )
     return link_intake, frontier, stats, origins, acked

@@ -16,7 +16,7 @@ from crawler.meta import LEASE_META, STOPPED_META
 from crawler.scheduler.leases import LeaseTracker
 from crawler.scheduler.stats import FrontierStats
 from tests.test_frontier_buffered import wait_for_lease
-from tests.test_scheduler_intake import Settings, Stats
+from tests.test_scheduler_intake import Stats
 
 
 @dataclass(eq=False)
@@ -36,7 +36,7 @@ class Tracked:
         self.working = working
         self.leases = LeaseTracker(
             frontier,
-            FrontierStats(self.stats, Settings()),
+            FrontierStats(self.stats),
             ack=self.ack,
             completed=lambda request, host, rest, outcome: self.completed.append(
                 (request.url, host, rest, outcome)

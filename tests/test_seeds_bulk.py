@@ -27,7 +27,7 @@ from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_frontier_partitioned import partitioned
 from tests.test_redis_entries import DOC_PATHS
-from tests.test_scheduler_intake import Settings, Stats
+from tests.test_scheduler_intake import Stats
 
 TRICKY = [
     "https://a.org", "https://a.org/", "https://a.org/./x", "https://a.org/a/../b",
@@ -90,7 +90,7 @@ def seed_intake(
     )
     stats = Stats()
     intake = LinkIntake(
-        admission, frontier, FrontierStats(stats, Settings()), slice_size=1000, cache_size=1000
+        admission, frontier, FrontierStats(stats), slice_size=1000, cache_size=1000
     )
     return intake, stats, scope, origins
 

@@ -13,7 +13,7 @@ from crawler.config.schema import (
     SettingsError,
     check_settings,
     read_value,
-    unknown_setting_hint,
+    unknown_problem,
     value_problem,
 )
 from crawler.frontier.politeness import PolitenessPolicy, politeness_from_settings
@@ -57,26 +57,32 @@ def test_good_values_and_other_libraries_settings_pass(name: str, value: object)
     assert value_problem(name, value) is None
 
 
-def test_a_misspelt_setting_of_ours_gets_a_did_you_mean() -> None:
-    assert unknown_setting_hint("FRONTIER_MIN_DLEAY") == (
-        "unknown setting FRONTIER_MIN_DLEAY, ignored; did you mean FRONTIER_MIN_DELAY?"
+def test_a_misspelt_setting_of_ours_is_refused_with_a_did_you_mean() -> None:
+    assert unknown_problem("FRONTIER_MIN_DLEAY") == (
+        "unknown setting; did you mean FRONTIER_MIN_DELAY?"
     )
-    assert unknown_setting_hint("FRONTIER_MIN_DELAY") is None
-    assert unknown_setting_hint("DOWNLOAD_TIMEOUT") is None  # not one of our prefixes
-    assert unknown_setting_hint("ROBOTSTXT_OBEY", known={"ROBOTSTXT_OBEY"}) is None
+    assert value_problem("FRONTIER_MIN_DLEAY", "1") == (
+        "unknown setting; did you mean FRONTIER_MIN_DELAY?"
+    )
+    assert unknown_problem("FRONTIER_MIN_DELAY") is None
+    assert unknown_problem("DOWNLOAD_TIMEOUT") is None  # not one of our prefixes
+    assert unknown_problem("ROBOTSTXT_OBEY") is None  # Scrapy's
+    assert unknown_problem("REDIS_START_URLS_KEY") is None  # scrapy-redis's
+    assert unknown_problem("METRICS_PAGES") == (
+        "unknown setting (docs/reference/settings.md lists them)"
+    )
 
 
 def test_a_removed_setting_is_refused_saying_what_became_of_it() -> None:
     """A tuning knob made a constant (issue 38) is refused, not ignored: its operator asked for
     something the crawl would not do."""
     values = {"DNS_CONCURRENCY": "10", "RECRAWL_MIN_INTERVAL": "60", "WARC_GZIP_LEVEL": 9}
-    problems, warnings = check_settings(values, values.get)[1:]
+    problems = check_settings(values, values.get).problems
     assert problems == [
         "DNS_CONCURRENCY: no longer a setting: a constant of crawler/download/dns.py",
         "RECRAWL_MIN_INTERVAL: no longer a setting: it follows RECRAWL_INTERVAL",
         "WARC_GZIP_LEVEL: no longer a setting: a constant of crawler/archive/files.py",
     ]
-    assert warnings == []
     assert not set(REMOVED) & set(OUR_SETTINGS)
 
 
@@ -93,14 +99,28 @@ def test_a_removed_setting_in_a_site_config_names_the_file_and_key(tmp_path: Pat
     ]
 
 
-def test_check_settings_reports_every_problem_and_warning() -> None:
+def test_an_unknown_setting_in_a_site_config_names_the_file_and_key(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text(
+        'name = "x"\nseeds = ["https://a.example/"]\n[settings]\nSITEMAPS_PROBES = true\n'
+        "DNS_TIMEOUT = 5\n",  # Scrapy's: not ours to judge
+        encoding="utf-8",
+    )
+    sites, errors = load_all_sites(str(tmp_path))
+    assert not sites
+    assert [str(e) for e in errors.values()] == [
+        f"{tmp_path / 'x.toml'}: settings.SITEMAPS_PROBES: "
+        "unknown setting; did you mean SITEMAPS_PROBE?"
+    ]
+
+
+def test_check_settings_reports_every_problem_and_where_an_unknown_name_came_from() -> None:
     values = {"FRONTIER_MIN_DELAY": "x", "FRONTIER_MAX_DELAY": "-3", "INDEX_PAHT": 5}
-    problems, warnings = check_settings(values, values.get)[1:]
+    problems = check_settings(values, values.get, where=lambda name: " (-s)").problems
     assert problems == [
         "FRONTIER_MAX_DELAY: must be a number >= 0, got -3",
         "FRONTIER_MIN_DELAY: must be a number >= 0, got 'x'",
+        "INDEX_PAHT (-s): unknown setting; did you mean INDEX_PATH?",
     ]
-    assert warnings == ["unknown setting INDEX_PAHT, ignored; did you mean INDEX_PATH?"]
 
 
 def test_a_site_config_with_a_bad_setting_value_names_the_file_and_key(tmp_path: Path) -> None:
@@ -255,7 +275,7 @@ def test_every_list_setting_of_ours_reads_json_and_commas() -> None:
         ("NEARDUP_ENABLED", "", "must be true or false, got ''"),
         ("FRONTIER_MIN_DELAY", "nan", "must be a number >= 0, got 'nan'"),
         ("FRONTIER_MIN_DELAY", float("inf"), "must be a number >= 0, got inf"),
-        ("FRONTIER_REFILL_BATCH", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
+        ("FRONTIER_HOST_CONCURRENCY", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
         ("FRONTIER_HOST_FAILURE_WINDOW", "33", "must be an integer <= 32, got 33"),
         ("FRONTIER_HOST_MAX_FAILURE_RATIO", "0", "must be a number > 0, got 0"),
         ("FRONTIER_HOST_MAX_FAILURE_RATIO", "1.5", "must be a number <= 1, got 1.5"),
@@ -280,6 +300,21 @@ def test_values_are_read_into_the_settings_type() -> None:
     assert read_value("FRONTIER_BACKEND", "Redis") == "redis"
     assert read_value("STATS_FILE", "x.json") == "x.json"
     assert read_value("DOWNLOAD_TIMEOUT", "abc") == "abc"  # not ours
+    assert read_value("TUNING", '{"idle_horizon": "2"}') == {"idle_horizon": 2.0}
+    assert read_value("TUNING", {"read_ahead": 3}) == {"read_ahead": 3}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('{"idle_horizn": 2}', "unknown knob 'idle_horizn'; did you mean idle_horizon?"),
+        ({"read_ahead": 0}, "read_ahead must be an integer >= 1, got 0"),
+        ("idle_horizon=2", "must be a table of knobs such as {\"idle_horizon\": 2}, got "
+         "'idle_horizon=2'"),
+    ],
+)
+def test_tuning_refuses_unknown_knobs_and_bad_values(value: object, problem: str) -> None:
+    assert value_problem("TUNING", value) == problem
 
 
 def test_the_politeness_policy_is_built_from_the_checked_values() -> None:

@@ -58,8 +58,7 @@ def two_workers(
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0.1,
         "FRONTIER_DELAY_FACTOR": 0,
-        "FRONTIER_READ_AHEAD": 1,
-        "FRONTIER_IDLE_HORIZON": 2,
+        "TUNING": {"read_ahead": 1, "idle_horizon": 2},
         "CLOSESPIDER_TIMEOUT": 90,
         **extra,
     }
@@ -168,7 +167,7 @@ def test_two_workers_in_one_directory_without_postgres(
             "ALLOW_PRIVATE_ADDRESSES": True,
             "FRONTIER_MIN_DELAY": 0.3,  # a few seconds each: the two overlap
             "FRONTIER_DELAY_FACTOR": 0,
-            "FRONTIER_IDLE_HORIZON": 2,
+            "TUNING": {"idle_horizon": 2},
             "INDEX_PATH": shared / "index.sqlite",
             "CRAWLDB_PATH": shared / "crawldb.sqlite",
             "RECRAWL_INTERVAL": 3600,

@@ -509,7 +509,7 @@ def test_every_bad_value_in_settings_is_reported_at_once(tmp_path: Path) -> None
         tmp_path,
         "x.toml",
         'name = "x"\nseed = []\n[settings]\nALLOWED_NETWORKS = [8080]\nNEARDUP_ENABLED = "yes"\n'
-        'FRONTIER_IDLE_HORIZON = "600"\nDOWNLOAD_TIMEOUT = "any"\n',
+        'FRONTIER_LEASE_TTL = "600"\nDOWNLOAD_TIMEOUT = "any"\n',
     )
     with pytest.raises(SiteConfigError) as info:
         load_site_config(path)
@@ -519,7 +519,7 @@ def test_every_bad_value_in_settings_is_reported_at_once(tmp_path: Path) -> None
             "must be a list of strings (a JSON list or a,b), got [8080]"
         ),
         "settings.NEARDUP_ENABLED": 'must be true or false, got "yes"',
-    }  # FRONTIER_IDLE_HORIZON = "600" is read as -s reads it; DOWNLOAD_TIMEOUT is Scrapy's
+    }  # FRONTIER_LEASE_TTL = "600" is read as -s reads it; DOWNLOAD_TIMEOUT is Scrapy's
 
 
 def test_keys_that_are_our_settings_are_read_as_with_s(tmp_path: Path) -> None:

@@ -166,7 +166,8 @@ def test_hostile_sitemaps_are_bounded_with_one_log_line_each(tmp_path: Path) -> 
                                                                "image/png"))
     with server:
         result = run_crawl(tmp_path, seeds=server.seeds(), settings=loopback_settings(
-            FRONTIER_MIN_DELAY=0.01, SITEMAPS_MAX_SIZE=5_000_000, SITEMAPS_MAX_URLS=200,
+            FRONTIER_MIN_DELAY=0.01,
+            TUNING={"sitemap_max_bytes": 5_000_000, "sitemap_max_urls": 200},
             SITEMAPS_MAX_SITE_URLS=150))
         paths = [r.path for r in server.records]
     assert result.returncode == 0, result.log[-3000:]

@@ -110,7 +110,7 @@ def test_ctrl_c_hands_a_silent_download_back_to_the_shared_frontier(
         "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
         "FRONTIER_REDIS_KEY": key,
         # the near-duplicate store on Redis is being ported elsewhere: the in-process one here
-        "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
+        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     }
     client = redis_server.client()
     with server:

@@ -217,13 +217,13 @@ def test_normal_site_completes_next_to_the_traps(crawl) -> None:
 
 
 def test_links_taken_two_at_a_time_crawl_the_same(crawl, tmp_path: Path) -> None:
-    """The same trap site with FRONTIER_LINK_SLICE = 2: every page's links go into the frontier
+    """The same trap site with TUNING's link_slice = 2: every page's links go into the frontier
     a few per reactor turn, behind the pages before them, and the crawl fetches and counts the
     same (which 20 of the facet variants is the order of fetches' call, so only their number)."""
     result, _, _ = crawl
     server, _ = _trap_server()
     with server:
-        sliced = _crawl_traps(tmp_path, server, FRONTIER_LINK_SLICE=2)
+        sliced = _crawl_traps(tmp_path, server, TUNING={"link_slice": 2})
         server.wait_idle()
     assert sliced.returncode == 0, sliced.log[-3000:]
     assert sliced.stats["finish_reason"] == "finished"
@@ -240,8 +240,8 @@ def test_links_taken_two_at_a_time_crawl_the_same(crawl, tmp_path: Path) -> None
 @pytest.mark.parametrize("demotion", [0, 4])
 def test_duplicate_pages_push_their_links_deeper(tmp_path, demotion: int) -> None:
     """A calendar's months are one page to the near-duplicate detector (digits masked): each
-    month's links go NEARDUP_LINK_DEMOTION levels deeper, so the site's max_depth (20, as for
-    "web") ends the walk after a few months instead of 20 each way."""
+    month's links go neardup_link_demotion (TUNING) levels deeper, so the site's max_depth (20, as
+    for "web") ends the walk after a few months instead of 20 each way."""
     server = h.HostileServer()
     server.route(TRAPS, "/cal/", h.calendar(), prefix=True)
     normal = h.normal_site(server, NORMAL, pages=5)
@@ -257,7 +257,7 @@ def test_duplicate_pages_push_their_links_deeper(tmp_path, demotion: int) -> Non
                 "ALLOW_PRIVATE_ADDRESSES": True,
                 "FRONTIER_MIN_DELAY": 0.01,
                 "FRONTIER_DELAY_FACTOR": 0,
-                "NEARDUP_LINK_DEMOTION": demotion,
+                "TUNING": {"neardup_link_demotion": demotion},
             },
             timeout=120,
         )

@@ -10,10 +10,13 @@ from scrapy.settings import Settings
 from crawler.archive.config import WarcConfig
 from crawler.config import defaults
 from crawler.config.schema import OUR_SETTINGS, SettingsError
+from crawler.config.tuning import KNOBS
 from crawler.config.typed import FeatureConfig
 from crawler.content.config import ContentConfig
 from crawler.crawldb.config import RecrawlConfig
 from crawler.download.dns_config import DnsConfig
+from crawler.extensions.heartbeat import HeartbeatConfig
+from crawler.frontier.config import SharedFrontierConfig
 from crawler.metrics.config import MetricsConfig
 from crawler.report.config import RecordConfig
 from crawler.robots.config import RobotsConfig
@@ -21,7 +24,7 @@ from crawler.sitemaps.config import SitemapsConfig
 
 FEATURES: list[type[FeatureConfig]] = [
     WarcConfig, RobotsConfig, SitemapsConfig, MetricsConfig, RecordConfig, ContentConfig,
-    DnsConfig, RecrawlConfig,
+    DnsConfig, RecrawlConfig, SharedFrontierConfig, HeartbeatConfig,
 ]
 
 
@@ -59,7 +62,7 @@ def test_robots_settings_are_read_once_into_their_types() -> None:
         Settings({"ROBOTSTXT_RETRY_TIMES": "4", "ROBOTSTXT_CACHE_EXPIRY": "3600"})
     )
     assert (config.retry_times, config.cache_expiry) == (4, 3600.0)
-    assert config.user_agent is None and config.book_size == defaults.ROBOTSTXT_BOOK_SIZE
+    assert config.user_agent is None and config.book_size == 10_000
     with pytest.raises(SettingsError, match=r"^ROBOTSTXT_RETRY_TIMES: must be an integer >= 0"):
         RobotsConfig.from_settings({"ROBOTSTXT_RETRY_TIMES": "-1"})
 
@@ -68,6 +71,9 @@ def test_robots_settings_are_read_once_into_their_types() -> None:
 def test_each_field_is_a_setting_of_ours_with_its_default(feature: type[FeatureConfig]) -> None:
     config = feature.from_settings({})
     for name, field in feature.setting_names().items():
+        if name.startswith("TUNING."):  # a knob of the expert setting
+            assert getattr(config, field) == KNOBS[name.removeprefix("TUNING.")].default, name
+            continue
         assert name in OUR_SETTINGS, name
         assert getattr(config, field) == OUR_SETTINGS[name], name
 
@@ -78,15 +84,18 @@ def test_no_setting_belongs_to_two_features() -> None:
 
 
 def test_feature_rules_come_from_the_schema() -> None:
-    with pytest.raises(SettingsError, match=r"^RECORD_INTERVAL: must be a number > 0, got 0$"):
-        RecordConfig.from_settings({"RECORD_INTERVAL": "0"})
+    with pytest.raises(SettingsError, match=r"^TUNING: record_interval must be a number > 0"):
+        RecordConfig.from_settings({"TUNING": '{"record_interval": 0}'})
+    assert RecordConfig.from_settings({"TUNING": {"record_interval": 0.5}}).interval == 0.5
     with pytest.raises(SettingsError, match=r"^METRICS_PORT: must be an integer <= 65535"):
         MetricsConfig.from_settings({"METRICS_PORT": "70000"})
-    metrics = MetricsConfig.from_settings({"METRICS_PORT": "9100", "METRICS_INTERVAL": "0"})
+    metrics = MetricsConfig.from_settings(
+        {"METRICS_PORT": "9100", "TUNING": {"metrics_interval": 0}}
+    )
     assert metrics.enabled and metrics.bind_host == "127.0.0.1"
     assert metrics.snapshot_interval == 0.1
     limits = SitemapsConfig.from_settings({"SITEMAPS_MAX_SITE_URLS": "150"}).limits()
-    assert (limits.max_site_urls, limits.max_urls) == (150, defaults.SITEMAPS_MAX_URLS)
+    assert (limits.max_site_urls, limits.max_urls) == (150, 50_000)
     content = ContentConfig.from_settings(Settings({"CONTENT_MARKDOWN": "false"}))
     assert content.markdown is False and content.max_html == defaults.PAGE_MAX_HTML
 
@@ -96,7 +105,7 @@ def test_dns_servers_are_a_list_from_text_or_json() -> None:
         "10.0.0.1:53", "10.0.0.2",
     )
     assert DnsConfig.from_settings({"DNS_SERVERS": '["[::1]:53"]'}).servers == ("[::1]:53",)
-    bounds = DnsConfig.from_settings({"DNS_MIN_TTL": "30000"}).ttl_bounds()
+    bounds = DnsConfig.from_settings({"TUNING": {"dns_min_ttl": "30000"}}).ttl_bounds()
     assert (bounds.minimum, bounds.maximum) == (30000.0, 30000.0)  # past 6 h: the minimum wins
 
 

@@ -176,7 +176,7 @@ def _crawl(tmp_path: Path, base: str, warc_dir: Path, **extra: object):  # type:
         tmp_path,
         seeds=[base + "/"],
         settings=loopback_settings(
-            WARC_ENABLED=True, WARC_DIR=warc_dir, WARC_REVISIT_MIN_SIZE=1, **extra
+            WARC_ENABLED=True, WARC_DIR=warc_dir, TUNING={"warc_revisit_min_size": 1}, **extra
         ),
     )
 

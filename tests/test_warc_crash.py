@@ -121,4 +121,4 @@ def test_redis_away_means_a_full_copy_never_a_dangling_revisit() -> None:
     ],
 )
 def test_the_backend_chooses_the_digest_index(backend: str, cls: str) -> None:
-    assert class_path({"FRONTIER_BACKEND": backend}, "WARC_DIGEST_INDEX_CLASS") == cls
+    assert class_path({"FRONTIER_BACKEND": backend}, "warc_digest_index") == cls

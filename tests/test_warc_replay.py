@@ -148,7 +148,7 @@ def test_a_crawl_replays_in_pywb_from_the_archive_alone(tmp_path: Path) -> None:
     settings = loopback_settings(
         WARC_ENABLED=True,
         WARC_DIR=warc_dir,
-        WARC_REVISIT_MIN_SIZE=1,
+        TUNING={"warc_revisit_min_size": 1},
         CRAWLDB_PATH=db,
         RECRAWL_INTERVAL=3600,
     )

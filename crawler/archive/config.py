@@ -6,7 +6,7 @@ its values to the writer, the archiver and the packaging at close.
 
 from __future__ import annotations
 
-from crawler.config.typed import FeatureConfig, setting
+from crawler.config.typed import FeatureConfig, knob, setting
 
 
 class WarcConfig(FeatureConfig):
@@ -18,7 +18,7 @@ class WarcConfig(FeatureConfig):
     prefix: str = setting("WARC_PREFIX")  # empty: the site's name
     max_size: int = setting("WARC_MAX_SIZE")
     digest_path: str = setting("WARC_DIGEST_PATH")  # empty: where the next crawl looks
-    revisit_min_size: int = setting("WARC_REVISIT_MIN_SIZE")
+    revisit_min_size: int = knob("warc_revisit_min_size")
     metadata: bool = setting("WARC_METADATA")
     cdxj: bool = setting("WARC_CDXJ")
     fsync: bool = setting("WARC_FSYNC")

@@ -5,7 +5,7 @@ pointing at the first capture (its URI, date and record id) instead of a second 
 users report 33-75 % of storage saved this way on recrawls. The index lives where the crawl's
 state lives, so a later crawl, or another worker of a fleet, finds what this one stored:
 SQLite beside the crawl database (``crawler.backends.sqlite.warc_digests``) or Redis
-(``crawler.backends.redis.warc_digests``), chosen by ``WARC_DIGEST_INDEX_CLASS`` through
+(``crawler.backends.redis.warc_digests``), chosen by ``warc_digest_index`` through
 ``crawler.backends.registry`` like the other state.
 
 ``claim`` is one atomic step (store unless present, answer what was there), so two workers that

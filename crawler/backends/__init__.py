@@ -1,6 +1,6 @@
 """Where crawl state is kept: one package per storage engine, and the registry that picks one.
 
-``registry``   which class keeps each piece of state (``FRONTIER_BACKEND``, ``*_CLASS`` settings)
+``registry``   which class keeps each piece of state (``FRONTIER_BACKEND``, ``BACKEND_CLASSES``)
 ``memory``     the embedded default: the frontier in this process's memory
 ``sqlite``     one crawl kept on disk (``JOBDIR``): frontier queues, crawl database, index,
                one file per worker

@@ -1,8 +1,10 @@
-"""The embedded default engine: the frontier in this process's memory (``FRONTIER_STORE_CLASS``
+"""The embedded default engine: the frontier in this process's memory (``frontier_store``
 of the ``memory`` backend; a factory the scheduler asks for its frontier).
 
 The scheduler adapter asks the configured store for a frontier and never knows which backend it
-got. A store reads its own settings (``from_crawler``) and builds the Scrapy-free frontier core;
+got. A store reads its settings once (``from_crawler``: a
+:class:`~crawler.frontier.config.FrontierConfig` and the politeness policy) and builds the
+Scrapy-free frontier core;
 ``persistent`` tells the adapter that queued requests must be serialized, not kept as objects.
 """
 
@@ -12,7 +14,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from crawler.config import defaults
 from crawler.frontier import (
     Frontier,
     MemoryQueueStore,
@@ -20,6 +21,8 @@ from crawler.frontier import (
     QueueStore,
 )
 from crawler.frontier.api import Clock, FrontierCallbacks
+from crawler.frontier.config import FrontierConfig
+from crawler.frontier.mercator import BACK_RUN, FRONT_QUEUES
 from crawler.frontier.opic import CashLedger, selector_weights
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
@@ -30,11 +33,14 @@ class MemoryFrontierStore:
     """The embedded default: the Mercator frontier in this process's memory."""
 
     persistent = False
-    # other workers may fill it: a worker that finds it empty waits for them (FRONTIER_JOIN_WAIT)
+    # other workers may fill it: a worker that finds it empty waits for them (TUNING join_wait)
     shared = False
+    config_class: type[FrontierConfig] = FrontierConfig
 
     def __init__(self, settings: Any) -> None:  # Scrapy's Settings, or any object with its getters
         self.settings = settings
+        self.config = self.config_class.from_settings(settings)
+        self.politeness = politeness_from_settings(settings)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> MemoryFrontierStore:
@@ -49,20 +55,22 @@ class MemoryFrontierStore:
     def open_frontier(
         self,
         *,
-        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
+        lease_ttl: float | None = None,
         max_pages_per_host: int | None = None,
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
-        s = self.settings
-        front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
         return self.mercator(
-            self.queue_store(front),
-            lease_ttl=lease_ttl,
+            self.queue_store(FRONT_QUEUES),
+            lease_ttl=lease_ttl or self.config.lease_ttl,
             max_pages_per_host=max_pages_per_host,
             on_give_up=(callbacks or FrontierCallbacks()).on_give_up,
-            back_queues=s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES)
-            or 3 * s.getint("CONCURRENT_REQUESTS", 16),
+            back_queues=self.back_queues,
         )
+
+    @property
+    def back_queues(self) -> int:
+        """Mercator's rule of thumb: three back queues per fetch in flight."""
+        return 3 * int(self.settings.getint("CONCURRENT_REQUESTS", 16))
 
     def mercator(
         self,
@@ -75,22 +83,19 @@ class MemoryFrontierStore:
         clock: Clock | None = None,
     ) -> MercatorFrontier:
         """The one Mercator frontier, over ``store``, as the crawl's settings shape it."""
-        s = self.settings
         front = len(store.front_sizes)
-        order = s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY)
+        order = self.config.priority_policy
         opic = order == "opic"
-        back_run = s.getint("FRONTIER_BACK_RUN", defaults.FRONTIER_BACK_RUN)
         return MercatorFrontier(
-            politeness_from_settings(s),
+            self.politeness,
             store=store,
             clock=clock,
             lease_ttl=lease_ttl,
             front_queues=front,
             back_queues=back_queues,
             max_pages_per_host=max_pages_per_host,
-            refill_batch=s.getint("FRONTIER_REFILL_BATCH", defaults.FRONTIER_REFILL_BATCH),
             on_give_up=on_give_up,
             ledger=CashLedger(front) if opic else None,  # OPIC: the ledger of cash
             selector_weights=selector_weights(front) if opic else None,
-            back_run=0 if order == "fifo" else back_run,
+            back_run=0 if order == "fifo" else BACK_RUN,
         )

@@ -1,26 +1,25 @@
 """Which class keeps each piece of crawl state: chosen by settings, never by an ``if``.
 
-Every stateful part of a crawl has a class setting, loaded the Scrapy way (a dotted path, built
-with ``build_from_crawler``):
+Every stateful part of a crawl is a plug point, filled by a class loaded the Scrapy way (a
+dotted path, built with ``build_from_crawler``):
 
-=========================  =====================================================================
-``FRONTIER_STORE_CLASS``   queued URLs, seen URLs, host politeness state, leases
-``ROBOTS_CACHE_CLASS``     fetched robots.txt files
-``CRAWLDB_CLASS``          what was fetched when, and when it is due again
-``INDEX_CLASS``            the full-text index
-``NEARDUP_STORE_CLASS``    the near-duplicate detector's state
-``DNS_SHARED_CLASS``       DNS answers shared by a crawl's workers
-``ADDRESS_BUDGET_CLASS``   politeness per server address (fetches in flight, next start)
+=====================  =========================================================================
+``frontier_store``     queued URLs, seen URLs, host politeness state, leases
+``robots_cache``       fetched robots.txt files
+``crawldb``            what was fetched when, and when it is due again
+``index``              the full-text index
+``neardup_store``      the near-duplicate detector's state
+``dns_shared``         DNS answers shared by a crawl's workers
+``address_budget``     politeness per server address (fetches in flight, next start)
+``warc_digest_index``  payloads already archived in WARC files (revisit records)
+=====================  =========================================================================
 
-``WARC_DIGEST_INDEX_CLASS``  payloads already archived in WARC files (revisit records)
-=========================  =====================================================================
-
-A user normally sets none of them: ``FRONTIER_BACKEND`` (``memory``, ``redis``) is the one public
-switch, and it only chooses their defaults from :data:`BACKENDS`. A ``JOBDIR`` turns ``memory``
+A user normally fills none of them: ``FRONTIER_BACKEND`` (``memory``, ``redis``) is the one
+public switch, and it chooses their classes from :data:`BACKENDS`. A ``JOBDIR`` turns ``memory``
 into ``sqlite`` (the same crawl, kept on disk so it can be resumed). ``DATABASE_URL`` is the
 second: its scheme (``postgresql://``) picks, from :data:`DATABASES`, a shared crawl database
-and index over the frontier backend's embedded ones. A class setting given explicitly always
-wins, so a test or a deployment can swap one part alone.
+and index over the frontier backend's embedded ones. The expert setting ``BACKEND_CLASSES`` (a
+table of plug point to class) always wins, so a test or a deployment can swap one part alone.
 """
 
 from __future__ import annotations
@@ -30,54 +29,45 @@ from typing import Any
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import build_from_crawler, load_object
 
+from crawler.config.schema import PLUG_POINTS, SettingValueError, read_value
 from crawler.index.base import Index
 
-CLASS_SETTINGS = (
-    "FRONTIER_STORE_CLASS",
-    "ROBOTS_CACHE_CLASS",
-    "CRAWLDB_CLASS",
-    "INDEX_CLASS",
-    "NEARDUP_STORE_CLASS",
-    "DNS_SHARED_CLASS",
-    "ADDRESS_BUDGET_CLASS",
-
-    "WARC_DIGEST_INDEX_CLASS",
-)
+CLASS_SETTINGS = PLUG_POINTS  # the plug points, in the words of the schema
 
 _EMBEDDED = {
-    "ROBOTS_CACHE_CLASS": "crawler.robots.cache.SqliteRobotsCache",
-    "CRAWLDB_CLASS": "crawler.backends.sqlite.crawldb.SqliteCrawlDb",
-    "INDEX_CLASS": "crawler.backends.sqlite.index.SQLiteIndex",
-    "NEARDUP_STORE_CLASS": "crawler.content.neardup.NearDuplicateDetector",
-    "DNS_SHARED_CLASS": "crawler.net.dns.NoSharedDns",
-    "ADDRESS_BUDGET_CLASS": "crawler.frontier.addresses.LocalAddressBudget",
+    "robots_cache": "crawler.robots.cache.SqliteRobotsCache",
+    "crawldb": "crawler.backends.sqlite.crawldb.SqliteCrawlDb",
+    "index": "crawler.backends.sqlite.index.SQLiteIndex",
+    "neardup_store": "crawler.content.neardup.NearDuplicateDetector",
+    "dns_shared": "crawler.net.dns.NoSharedDns",
+    "address_budget": "crawler.frontier.addresses.LocalAddressBudget",
 
-    "WARC_DIGEST_INDEX_CLASS": "crawler.backends.sqlite.warc_digests.SqliteDigestIndex",
+    "warc_digest_index": "crawler.backends.sqlite.warc_digests.SqliteDigestIndex",
 }
 
 BACKENDS: dict[str, dict[str, str]] = {
-    "memory": {"FRONTIER_STORE_CLASS": "crawler.backends.memory.MemoryFrontierStore", **_EMBEDDED},
+    "memory": {"frontier_store": "crawler.backends.memory.MemoryFrontierStore", **_EMBEDDED},
     "sqlite": {
-        "FRONTIER_STORE_CLASS": "crawler.backends.sqlite.frontier_store.SqliteFrontierStore",
+        "frontier_store": "crawler.backends.sqlite.frontier_store.SqliteFrontierStore",
         **_EMBEDDED,
     },
     "redis": {
         **_EMBEDDED,
-        "FRONTIER_STORE_CLASS": "crawler.backends.redis.frontier_store.RedisFrontierStore",
-        "ROBOTS_CACHE_CLASS": "crawler.backends.redis.robots.RedisRobotsCache",
-        "NEARDUP_STORE_CLASS": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
-        "DNS_SHARED_CLASS": "crawler.backends.redis.dns.RedisDnsCache",
-        "ADDRESS_BUDGET_CLASS": "crawler.backends.redis.addresses.RedisAddressBudget",
+        "frontier_store": "crawler.backends.redis.frontier_store.RedisFrontierStore",
+        "robots_cache": "crawler.backends.redis.robots.RedisRobotsCache",
+        "neardup_store": "crawler.backends.redis.neardup_store.RedisNearDuplicateStore",
+        "dns_shared": "crawler.backends.redis.dns.RedisDnsCache",
+        "address_budget": "crawler.backends.redis.addresses.RedisAddressBudget",
 
-        "WARC_DIGEST_INDEX_CLASS": "crawler.backends.redis.warc_digests.RedisDigestIndex",
+        "warc_digest_index": "crawler.backends.redis.warc_digests.RedisDigestIndex",
     },
 }
 
 
 # DATABASE_URL's scheme -> the classes it replaces (whatever the frontier backend); no URL: none.
 _POSTGRES = {
-    "CRAWLDB_CLASS": "crawler.backends.postgres.crawldb.PostgresCrawlDb",
-    "INDEX_CLASS": "crawler.backends.postgres.index.PostgresIndex",
+    "crawldb": "crawler.backends.postgres.crawldb.PostgresCrawlDb",
+    "index": "crawler.backends.postgres.index.PostgresIndex",
 }
 DATABASES: dict[str, dict[str, str]] = {"": {}, "postgresql": _POSTGRES, "postgres": _POSTGRES}
 
@@ -110,12 +100,16 @@ def database_scheme(settings: BaseSettings | dict[str, Any]) -> str:
 
 
 def class_path(settings: BaseSettings | dict[str, Any], key: str) -> str:
-    """The dotted path of the class ``key`` names: explicit, else chosen by ``DATABASE_URL``,
-    else by the frontier backend."""
+    """The dotted path of the class that fills plug point ``key``: ``BACKEND_CLASSES``'s,
+    else chosen by ``DATABASE_URL``, else by the frontier backend."""
     if key not in CLASS_SETTINGS:
         raise KeyError(key)
+    try:
+        chosen = read_value("BACKEND_CLASSES", settings.get("BACKEND_CLASSES")) or {}
+    except SettingValueError as exc:
+        raise BackendError(f"BACKEND_CLASSES: {exc}") from None
     return (
-        settings.get(key)
+        chosen.get(key)
         or DATABASES[database_scheme(settings)].get(key)
         or BACKENDS[backend_name(settings)][key]
     )
@@ -126,9 +120,9 @@ def backend_class(settings: BaseSettings | dict[str, Any], key: str) -> type:
     try:
         cls = load_object(path)
     except (ImportError, AttributeError, NameError, ValueError) as exc:
-        raise BackendError(f"{key}: cannot load {path!r}: {exc}") from exc
+        raise BackendError(f"BACKEND_CLASSES {key}: cannot load {path!r}: {exc}") from exc
     if not isinstance(cls, type):
-        raise BackendError(f"{key}: {path!r} is not a class")
+        raise BackendError(f"BACKEND_CLASSES {key}: {path!r} is not a class")
     return cls
 
 
@@ -138,9 +132,10 @@ def build_backend(crawler: Any, key: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def open_index(settings: Any, *, readonly: bool = False) -> Index:
-    """The full-text index the settings configure (``INDEX_CLASS``, ``INDEX_PATH``, ``JOBDIR``);
+    """The full-text index the settings configure (its class, ``INDEX_PATH``, ``JOBDIR``);
     ``scrapy search`` opens it ``readonly`` from settings alone, with no crawler."""
-    cls = backend_class(settings, "INDEX_CLASS")
+    cls = backend_class(settings, "index")
     if not issubclass(cls, Index):
-        raise BackendError(f"INDEX_CLASS: {cls.__module__}.{cls.__qualname__} is not an Index")
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        raise BackendError(f"BACKEND_CLASSES index: {name} is not an Index")
     return cls.from_settings(settings, readonly=readonly)

@@ -5,12 +5,12 @@ ours with a value it cannot take (named as the user wrote it: ``-s``, a site con
 ``[settings]``, or scrapyd's ``setting=``; read by the settings schema, crawler/config/schema.py,
 and the values read put back, so a component sees ``'["a", "b"]'`` given for a list setting as
 that list and ``TRUE`` as a boolean), a malformed ``ALLOWED_NETWORKS`` entry, and the
-frontier store the settings choose (``FRONTIER_STORE_CLASS``) may refuse the crawl, e.g. a
+frontier store the settings choose (``FRONTIER_BACKEND``) may refuse the crawl, e.g. a
 shared store whose server is unreachable or whose stored crawl was made with other politeness
 settings; a ``REDIS_URL`` given without ``FRONTIER_BACKEND`` (the scrapy-redis way of starting
 a worker, which here would crawl alone). A refusal is one clear line and exit status 2, before
-any request goes out. A name
-that looks like a misspelt setting of ours gets a warning with the closest real name.
+any request goes out; so is a name
+that looks like a setting of ours but is none, with where it was given and the closest real name.
 
 Each line goes to stderr and, when ``LOG_FILE`` is set (scrapyd sets it), to the log too, so a
 scrapyd job's log says why the job ended.
@@ -44,7 +44,7 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
-from scrapy.settings import BaseSettings, default_settings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler import signals as crawler_signals
@@ -111,9 +111,8 @@ class Command(ScrapyCrawlCommand):
     def _preflight(self, crawler: Crawler, spargs: dict[str, str]) -> list[str]:
         settings = crawler.settings
         given = given_settings(settings)
-        found = check_settings(settings, settings.get, _LIBRARY_SETTINGS, given)
-        for warning in found.warnings:
-            self._say(f"crawl {crawler.spidercls.name}: warning: {warning}", logging.WARNING)
+        where = lambda name: given_with(settings, name)  # noqa: E731
+        found = check_settings(settings, settings.get, _LIBRARY_SETTINGS, given, where=where)
         if found.problems:
             return found.problems
         alone = _redis_url_alone(settings, given) or redis_server_missing(settings, given)
@@ -136,7 +135,7 @@ class Command(ScrapyCrawlCommand):
             policy_from_settings(settings)
             if settings.get("SIGNATURE_KEY_FILE"):  # KeyFileError names the file, not its bytes
                 load_private_key(os.path.expanduser(settings.get("SIGNATURE_KEY_FILE")))
-            store = backend_class(settings, "FRONTIER_STORE_CLASS")
+            store = backend_class(settings, "frontier_store")
             return list(store.preflight(crawler)) if hasattr(store, "preflight") else []
         except ValueError as exc:  # BackendError too
             return [str(exc)]
@@ -184,6 +183,18 @@ class _Demote(logging.Filter):
         return True
 
 
+def given_with(settings: BaseSettings, name: str) -> str:
+    """Where a setting came from, as a refusal names it: the command line (``-s``, which is
+    also how scrapyd passes its ``setting=``), or the settings module. A site config's
+    ``[settings]`` are checked, with the file's name, when the site is loaded."""
+    priority = settings.getpriority(name) or 0
+    if priority >= SETTINGS_PRIORITIES["cmdline"]:
+        return " (given with -s or scrapyd's setting=)"
+    if priority >= SETTINGS_PRIORITIES["project"]:
+        return " (in the settings module)"
+    return ""
+
+
 def quieter_start() -> None:
     """Demote :data:`_DEMOTED` to DEBUG (a record whose level drops below the handler's is
     not written): at ``LOG_LEVEL=INFO`` a crawl starts with a few lines."""
@@ -198,7 +209,7 @@ def _redis_url_alone(settings: BaseSettings, given: list[str]) -> str:
     alone makes a shared crawl, here the frontier would stay in this process and each worker
     would crawl everything alone, silently. Refused, saying what to add (the rule: the
     frontier backend is chosen by ``FRONTIER_BACKEND``, never guessed from ``REDIS_URL``)."""
-    if "REDIS_URL" not in given or "FRONTIER_BACKEND" in given or "FRONTIER_STORE_CLASS" in given:
+    if "REDIS_URL" not in given or "FRONTIER_BACKEND" in given or "BACKEND_CLASSES" in given:
         return ""
     return (
         "REDIS_URL is given but FRONTIER_BACKEND is not: this worker would crawl alone, "

@@ -20,7 +20,7 @@ Subcommands (none: ``status``):
   Prometheus until stopped (Ctrl-C): the merged totals of every worker, the frontier, the
   workers' heartbeats, the controls (:func:`crawler.metrics.families.crawl_families`), so a
   dashboard needs no per-worker sums. Each scrape reads Redis (at most once per
-  ``METRICS_INTERVAL`` seconds; the same batched reads as ``status``), and
+  ``metrics_interval`` seconds (``TUNING``); the same batched reads as ``status``), and
   ``crawler_redis_up`` says whether it could.
 
 The controls live in Redis under the crawl's hash tag (``{<site>}:ctl``, ``{<site>}:blocked``:
@@ -141,7 +141,7 @@ class Command(ScrapyCommand):
         from crawler.backends.redis.connection import redis_client, safe_url
         from crawler.backends.redis.frontier_store import RedisFrontierStore
         from crawler.backends.redis.status import SharedCrawl
-        from crawler.config import defaults
+        from crawler.frontier.mercator import FRONT_QUEUES
         from crawler.frontier.politeness import politeness_from_settings
 
         assert self.crawler_process is not None
@@ -155,7 +155,7 @@ class Command(ScrapyCommand):
         if missing:
             self._fail(missing)
             return None
-        store_cls = backend_class(crawler.settings, "FRONTIER_STORE_CLASS")
+        store_cls = backend_class(crawler.settings, "frontier_store")
         if not issubclass(store_cls, RedisFrontierStore):
             self._fail(
                 "give the crawl's settings: -s JOBDIR=DIR for a crawl kept in a folder, or "
@@ -174,7 +174,7 @@ class Command(ScrapyCommand):
             client,
             store.key,
             store.partition_count,
-            s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
+            FRONT_QUEUES,
             politeness_from_settings(s).max_delay,
             store.keys.shard_prefixes(),  # the address budgets' tags
         )

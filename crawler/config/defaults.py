@@ -16,20 +16,18 @@ Every FRONTIER_* setting can be given with ``-s KEY=VALUE``, in a site config's
 # elsewhere); empty: the packaged ones.
 SITES_DIR = ""
 
+# Expert: knobs that tests and benchmarks turn, as a table ('{"idle_horizon": 2}'); each knob's
+# default and meaning are in crawler/config/tuning.py. Empty: the measured defaults.
+TUNING: dict[str, float] = {}
+
 # --- Backends (crawler/backends/registry.py)
 # ----------------------------------------------------------
 # The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
-# It only picks the defaults of the class settings below; a class setting given explicitly wins.
+# It only picks the classes that keep each piece of state; BACKEND_CLASSES swaps one.
 FRONTIER_BACKEND = "memory"
-FRONTIER_STORE_CLASS = ""  # queued and seen URLs, host politeness state, leases
-# Where fetched robots.txt files are kept (a class with from_crawler, see crawler/robots/cache.py).
-# Empty: crawler.robots.cache.SqliteRobotsCache where a path is known (ROBOTSTXT_CACHE_PATH),
-# else crawler.robots.cache.MemoryRobotsCache.
-ROBOTS_CACHE_CLASS = ""
-CRAWLDB_CLASS = ""  # the crawl database (on with CRAWLDB_PATH or RECRAWL_INTERVAL)
-INDEX_CLASS = ""  # the full-text index
-NEARDUP_STORE_CLASS = ""  # the near-duplicate detector's state
-WARC_DIGEST_INDEX_CLASS = ""  # payloads already archived (WARC revisit records)
+# Expert: the class of a plug point instead of the backend's, as a table
+# ('{"index": "mypackage.MyIndex"}'); the plug points are in crawler/backends/registry.py.
+BACKEND_CLASSES: dict[str, str] = {}
 # postgresql://user:password@host/db: the crawl database and the index in PostgreSQL, shared by
 # every worker (crawler/backends/postgres/crawldb.py, crawler/backends/postgres/index.py). Empty:
 # embedded SQLite.
@@ -48,8 +46,6 @@ FRONTIER_HOST_CONCURRENCY = 1
 # more. FRONTIER_IP_CONCURRENCY = 0: off.
 FRONTIER_IP_CONCURRENCY = 1
 FRONTIER_IP_DELAY: float | None = None
-FRONTIER_FRONT_QUEUES = 8
-FRONTIER_BACK_QUEUES = 0  # 0: 3 x CONCURRENT_REQUESTS (Mercator's rule of thumb)
 # A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
 FRONTIER_MAX_CRAWL_DELAY = 120.0
 # Consecutive failed fetches (timeouts, refused connections, 5xx answers) after which a host is
@@ -60,17 +56,6 @@ FRONTIER_HOST_MAX_FAILURES = 5
 # answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
 FRONTIER_HOST_FAILURE_WINDOW = 20
 FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
-# A crawl ends when nothing is in flight and no host is due within this many seconds; the hosts
-# still waiting are reported in the log and the stats.
-FRONTIER_IDLE_HORIZON = 300.0
-# A worker of a shared crawl whose frontier has never held a URL (started before the worker
-# that brings the seeds) waits this many seconds for the first ones before it ends.
-FRONTIER_JOIN_WAIT = 60.0
-# How many front-queue entries one refill may move before it yields to the caller.
-FRONTIER_REFILL_BATCH = 256
-# With JOBDIR: new URLs are committed to disk at least this often (and with every completed
-# fetch), so a killed crawl loses at most the URLs discovered in the last this-many seconds.
-FRONTIER_COMMIT_INTERVAL = 2.0
 # A URL handed out is a lease: forgotten when its page's item and links have left the spider and
 # the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
 # engine works on it) happens within this many seconds: also how long a killed worker's hosts
@@ -86,7 +71,7 @@ FRONTIER_MAX_BACKLOG = 32
 FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # Redis only: URLs the crawl's seen-set is sized for, shared out over its partitions. With
 # RedisBloom on the server each partition's is a scalable Bloom filter (~2 B per URL) whose false
-# positives stay under FRONTIER_SEEN_ERROR past that size too; without it, exact buckets of
+# positives stay under 1 % past that size too; without it, exact buckets of
 # 32-bit fingerprints in intsets (~5 B per URL, no false positive), ~50 B per URL past the size.
 # -1: exact whatever the size (no Bloom filter even with RedisBloom; buckets laid out for 2
 # million URLs). See crawler/backends/redis/seenset.py.
@@ -98,19 +83,9 @@ FRONTIER_SEEN_EXACT_LIMIT = 2_000_000
 # once a replica has it, so a failover to that replica loses none and fetches none twice, at
 # the cost of a round trip to the replica per write.
 FRONTIER_REPLICA_WAIT = 0
-FRONTIER_SEEN_ERROR = 0.01
-# Raw links (as written in pages) remembered so a repeated link skips normalization.
-FRONTIER_LINK_CACHE_SIZE = 1_000_000
-# Links of one page the scheduler takes in one reactor turn; a page with more is taken in
-# slices, one turn each (the seen-test, scope and queue of 1,000 links: ~5-10 ms).
-FRONTIER_LINK_SLICE = 1000
 # Which URLs go first: "depth" (breadth first), "fifo", "request" (the request's priority) or
 # "opic" (the cash pages hand their links, crawler/frontier/opic.py: the most linked-to first).
 FRONTIER_PRIORITY_POLICY = "depth"
-# A host gives its back queue up after serving this many URLs in a row worth less than URLs
-# waiting in the front queues while no back queue is free (0: never; Mercator keeps a back
-# queue while its host has URLs). Not under "fifo".
-FRONTIER_BACK_RUN = 4
 # Files of registered domains, one per line (crawl policies, crawler/frontier/policies.py): a
 # trusted domain never ranks below the default policy; a URL of a distrusted one takes the
 # "distrust" policy (the site's, or a built-in one: a thousandth of the cash, halved per hop)
@@ -124,9 +99,6 @@ FRONTIER_PROGRESS_INTERVAL = 30.0
 METRICS_PORT = 0
 # The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
-# Seconds between the snapshots the reactor publishes for the scrapes (at least 0.1): how old a
-# scraped figure may be.
-METRICS_INTERVAL = 5.0
 # Seconds at most a finished crawl keeps serving /metrics until its final figures have been
 # scraped (0: stop at once).
 METRICS_LINGER = 0.0
@@ -134,16 +106,6 @@ METRICS_LINGER = 0.0
 # (crawler/offload/components.py), so a
 # big page does not hold up the reactor (and every host that comes due) while it is worked on.
 CONTENT_THREAD = True
-# The thread that writes the embedded (SQLite) index: "content" shares the content thread, any
-# other name is a thread of its own. Shared, the reactor meets one thread at the GIL instead of
-# two: a real-docs crawl's longest stall 22-25 -> 12-13 ms and 5 % less CPU per page
-# (bench/realcrawl.py, BENCHMARKS.md), for a little wall time.
-INDEX_THREAD = "content"
-# HTML pages of at least this many bytes are parsed (parse, main text, links, change
-# fingerprint) in a child process of the crawl's own (crawler/offload/components.py), so their long
-# C calls
-# and garbage collections do not hold the GIL the reactor waits for. 0: all on the content thread.
-CONTENT_PROCESS_MIN_BYTES = 256 * 1024
 
 # --- A shared frontier in Redis (crawler/backends/redis/)
 # ---------------------------------
@@ -156,24 +118,6 @@ FRONTIER_RESET = False
 # own state is in partitions, each under a tag of its own). Every worker must use the same
 # number. 1: one tag, the single-Redis layout. On a cluster: a multiple of the masters.
 FRONTIER_SHARDS = 1
-# Leases a worker fetches ahead of the engine's asks at most, so no Redis round trip runs on
-# the reactor thread; how many it really fetches ahead adapts to how fast the engine takes them.
-FRONTIER_READ_AHEAD = 8
-# Seconds a worker's batch of links, completions and acknowledgements waits for more before it
-# goes to Redis (group commit): a busy worker sends a few pages' worth in one call (one pipeline
-# per node of a cluster). It delays only writes (a host's next fetch, if anything, comes later).
-FRONTIER_BATCH_LINGER = 0.01
-# Seconds a fetched-ahead lease may wait for the engine before it is handed back, so that a
-# busy worker does not sit on host slots while another worker idles.
-FRONTIER_LEASE_MAX_WAIT = 0.2
-# Seconds at most between two looks of an idle worker at the shared frontier (and at the
-# <site>:start_urls list). Idle workers are woken by Redis (pub/sub) when work arrives and when
-# the earliest host comes due; this is only the fallback.
-FRONTIER_REFRESH_INTERVAL = 2.0
-# Seconds between a Redis worker's heartbeats: its counters merged into the crawl's totals (one
-# script call per beat, never one per increment) and its pages/s, for `scrapy frontier <site>`.
-# 0 turns the heartbeat (and the whole-crawl summary of the last worker) off.
-FLEET_HEARTBEAT_INTERVAL = 5.0
 # Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
 # shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
 REDIS_PASSWORD_FILE = ""
@@ -238,10 +182,6 @@ ROBOTSTXT_RETRY_DELAY = 30.0
 # Tries again of such a robots.txt before the host is given up.
 ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
-# Origins whose parsed robots.txt a worker keeps in memory (least recently used dropped, read
-# back from the robots.txt cache when met again): a parsed copy is ~10 KB, so a broad crawl's
-# millions of hosts would otherwise grow every worker without bound. 0: no bound.
-ROBOTSTXT_BOOK_SIZE = 10_000
 
 # --- Sitemaps (crawler/middlewares/sitemaps.py, crawler/sitemaps/) ---------------------------
 # Read the sitemaps a host's robots.txt names (Sitemap: lines), as frontier requests of the host.
@@ -249,11 +189,6 @@ SITEMAPS_ENABLED = True
 # Also try /sitemap.xml of every origin (a site config sets it in [settings]); off by default:
 # a guess costs each host a request.
 SITEMAPS_PROBE = False
-# Entries read from one sitemap file (sitemaps.org's limit: 50,000); the rest are ignored.
-SITEMAPS_MAX_URLS = 50_000
-# Bytes of one sitemap file once uncompressed (sitemaps.org's limit: 50 MB); a gzip bomb is
-# dropped while it inflates past it.
-SITEMAPS_MAX_SIZE = 52_428_800
 # Entries taken from all the sitemaps of one crawl (the per-site cap).
 SITEMAPS_MAX_SITE_URLS = 1_000_000
 # sitemaps.org's location rule: a sitemap lists only URLs under its own folder (same scheme,
@@ -276,15 +211,6 @@ RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
 # "ip[:port]" of the DNS servers to ask (a JSON list or a,b); empty: /etc/resolv.conf's.
 DNS_SERVERS: tuple[str, ...] = ()
-# Seconds an answer is kept at least, whatever its TTL (a 0-second CDN TTL would make every
-# fetch a lookup); at most 6 hours (as Heritrix keeps an address: a host that moves is followed
-# within that).
-DNS_MIN_TTL = 60.0
-# Seconds a failed lookup (no such name, servfail, timeout) is kept before it is asked again.
-DNS_NEGATIVE_TTL = 60.0
-# Holds of a host whose name fails (servfail, timeout) before its pages fail; each hold is the
-# negative TTL, doubling with each failure in a row up to 15 minutes.
-DNS_HOLD_TIMES = 3
 
 # --- The crawl database and recrawl -------------------------------------------------------------
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
@@ -314,11 +240,9 @@ ALLOWED_NETWORKS: tuple[str, ...] = ()
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
 # A response must arrive at this many bytes/s on average from its first byte, once
-# DOWNLOAD_MIN_RATE_GRACE is over: a trickled body is cut after seconds instead of holding a
+# min_rate_grace is over: a trickled body is cut after seconds instead of holding a
 # slot for minutes. 0: no minimum.
 DOWNLOAD_MIN_RATE = 1024
-# Seconds from a response's first byte before DOWNLOAD_MIN_RATE applies.
-DOWNLOAD_MIN_RATE_GRACE = 5.0
 # bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
 PAGE_MAX_HTML = 4 * 1024 * 1024
 PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
@@ -353,10 +277,6 @@ NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its ori
 # host one request, which a crawl asks for.
 SOFT404_PROBE = False
 NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
-# Levels of depth added to the links of a page that duplicates another (exact or near): they
-# go that many front queues lower (depth priority policy) and meet the site's max_depth that
-# much sooner, so chains of look-alike pages (calendars, empty listings) end in a few hops.
-NEARDUP_LINK_DEMOTION = 4
 # Pages the shared (Redis) near-duplicate index is sized for: its URL and fingerprint buckets
 # (~64 entries each at this size) stay in Redis's compact encoding up to about 8 times this;
 # past it the index still works, those buckets at ~3x the bytes.
@@ -390,12 +310,6 @@ RECORD_ENABLED = True
 # Where; empty: JOBDIR/record.jsonl, else next to STATS_FILE (stats.json -> stats.record.jsonl),
 # else crawl-record-<site>.jsonl in the current directory (like crawl-index.sqlite).
 RECORD_PATH = ""
-# Seconds between two snapshots (pages, bytes, frontier size, hosts ready/waiting/in flight).
-RECORD_INTERVAL = 5.0
-# One line per fetch (host, start, duration, status, bytes, delay asked) for this many fetches
-# of a session (~40 bytes each); after that, one line per host and minute, so a crawl of
-# millions of pages keeps a record of a few megabytes.
-RECORD_MAX_FETCHES = 100_000
 # This worker's name in the record (several workers of one Redis crawl); empty: host:pid.
 RECORD_WORKER_ID = ""
 
@@ -411,9 +325,6 @@ WARC_MAX_SIZE = 1_000_000_000  # bytes; a file is closed and renamed before it g
 # Where the SQLite digest index lives; empty: JOBDIR/warc-digests.sqlite, else beside the crawl
 # database, else WARC_DIR/digests.sqlite (so the next crawl into the same directory revisits).
 WARC_DIGEST_PATH = ""
-# A 200 whose payload was archived before becomes a revisit record from this many bytes up
-# (0: never); below it a revisit record would not be smaller than the payload.
-WARC_REVISIT_MIN_SIZE = 256
 WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
 WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
 WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)

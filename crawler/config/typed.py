@@ -9,6 +9,9 @@ the object once with :meth:`FeatureConfig.from_settings`. The values go through 
 (``crawler.config.schema``), so a bad one is refused with the same one-line ``NAME: problem``
 as from ``-s``, scrapyd or a site config (:class:`~crawler.config.schema.SettingsError`).
 
+A knob of the expert setting ``TUNING`` (crawler/config/tuning.py) is a field too, made with
+:func:`knob`: the feature reads it with its settings, and never learns where it came from.
+
 The bottom layer: pydantic and ``crawler.config`` only, no Scrapy (``settings`` is anything with
 a ``get(name)``: Scrapy's settings, or a dict in a test).
 """
@@ -21,11 +24,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from crawler.config import defaults
 from crawler.config.schema import read_settings
+from crawler.config.tuning import knob_default
+
+_KNOB = "TUNING."  # the alias of a knob's field: TUNING.<knob>
 
 
 def setting(name: str) -> Any:
     """A field that stands for the setting ``name``, with that setting's default."""
     return Field(getattr(defaults, name), alias=name)
+
+
+def knob(name: str) -> Any:
+    """A field that stands for the ``TUNING`` knob ``name``, with that knob's default."""
+    return Field(knob_default(name), alias=_KNOB + name)
 
 
 class FeatureConfig(BaseModel):
@@ -44,5 +55,10 @@ class FeatureConfig(BaseModel):
         """The feature's settings as read (a missing one: its default); raises
         :class:`~crawler.config.schema.SettingsError` with every problem, one line each."""
         names = cls.setting_names()
-        values = read_settings(names, settings.get)
-        return cls.model_validate({names[name]: value for name, value in values.items()})
+        knobs = {n.removeprefix(_KNOB): key for n, key in names.items() if n.startswith(_KNOB)}
+        plain = [n for n in names if not n.startswith(_KNOB)]
+        values = read_settings([*plain, "TUNING"] if knobs else plain, settings.get)
+        tuned = values.pop("TUNING", None) or {}
+        data = {names[name]: value for name, value in values.items()}
+        data.update({key: tuned[k] for k, key in knobs.items() if k in tuned})
+        return cls.model_validate(data)

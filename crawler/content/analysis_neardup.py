@@ -2,12 +2,12 @@
 
 The content analysis (``crawler.sites.analysis``) asks :class:`NearDuplicateJudge` once per page,
 on the crawl's content thread, before the page's links are queued: a duplicate's links go
-``NEARDUP_LINK_DEMOTION`` levels deeper. The :class:`Verdict` then rides with the page's item
+``neardup_link_demotion`` levels deeper. The :class:`Verdict` then rides with the page's item
 to the near-duplicate pipeline, which counts it and turns the host's share of duplicates into
 a priority penalty for the frontier; the index pipeline makes a duplicate an alias of its
 original (``duplicate_of``).
 
-The detector (``NEARDUP_STORE_CLASS``: :class:`crawler.content.neardup.NearDuplicateDetector`
+The detector (``neardup_store``: :class:`crawler.content.neardup.NearDuplicateDetector`
 or the shared one on Redis) is the judge's alone, so it is called from one thread only. With
 ``JOBDIR`` set, an in-process detector's records (originals with their sketches, duplicates,
 template blocks) are appended to ``JOBDIR/neardup.journal`` (msgpack) at most every
@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 import msgpack
 
 from crawler.config import defaults
+from crawler.config.tuning import knob_default
 
 __all__ = ["JOURNAL_FILE", "NearDuplicateJudge", "Verdict"]
 
@@ -79,7 +80,7 @@ class NearDuplicateJudge:
         detector: Any,
         *,
         host_min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES,
-        link_demotion: int = defaults.NEARDUP_LINK_DEMOTION,
+        link_demotion: int = knob_default("neardup_link_demotion"),
         journal: Path | None = None,
         journal_interval: float | None = None,
     ) -> None:

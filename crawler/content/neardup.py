@@ -119,7 +119,7 @@ class NearDuplicateDetector:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> NearDuplicateDetector:
-        """``NEARDUP_STORE_CLASS``'s constructor: the ``NEARDUP_*`` settings of the crawl."""
+        """``neardup_store``'s constructor: the ``NEARDUP_*`` settings of the crawl."""
         s = crawler.settings
         return cls(
             shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),

@@ -8,9 +8,9 @@ address until the crawl ends). Here:
 * :class:`DnsService` (one per crawl) asks DNS servers itself with ``twisted.names``, Twisted's
   own asynchronous DNS client (no thread per lookup, no new dependency: it ships with Twisted),
   at most :data:`CONCURRENCY` lookups at once, one lookup per name however many requests wait
-  for it. Answers are kept as long as their TTL says, within ``DNS_MIN_TTL`` .. 6 hours,
-  failures for ``DNS_NEGATIVE_TTL`` (:mod:`crawler.net.dns`); a fleet shares them through
-  ``DNS_SHARED_CLASS`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
+  for it. Answers are kept as long as their TTL says, within ``dns_min_ttl`` .. 6 hours,
+  failures for ``dns_negative_ttl`` (:mod:`crawler.net.dns`); a fleet shares them through
+  ``dns_shared`` (Redis for the ``redis`` backend), so a name is looked up once per TTL by
   the whole fleet. ``/etc/hosts`` is read first, as the system resolver would.
 * Names are looked up ahead (``prefetch``, :data:`PREFETCH`) as soon as the crawl discovers
   their host, in batches under half of :data:`CONCURRENCY`: a host's first fetch then finds
@@ -186,7 +186,7 @@ class DnsService:
             timeout=s.getfloat("DNS_TIMEOUT"),
             concurrency=CONCURRENCY,
             cache=DnsCache(config.ttl_bounds(), CACHE_SIZE),
-            shared=build_backend(crawler, "DNS_SHARED_CLASS"),
+            shared=build_backend(crawler, "dns_shared"),
             stats=crawler.stats,
             prefetch=PREFETCH,
         )

@@ -6,11 +6,11 @@ Scrapy's own ``DNS_TIMEOUT`` stays Scrapy's.
 
 from __future__ import annotations
 
-from crawler.config.typed import FeatureConfig, setting
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.net.dns import TtlBounds
 
 #: Longest an answer is kept whatever its TTL (6 hours, as Heritrix keeps an address: a host
-#: that moves is followed within that), unless DNS_MIN_TTL is longer.
+#: that moves is followed within that), unless dns_min_ttl is longer.
 MAX_TTL = 6 * 3600.0
 
 
@@ -20,11 +20,11 @@ class DnsConfig(FeatureConfig):
     ``crawler/config/defaults.py``."""
 
     servers: tuple[str, ...] = setting("DNS_SERVERS")  # empty: /etc/resolv.conf's
-    min_ttl: float = setting("DNS_MIN_TTL")
-    negative_ttl: float = setting("DNS_NEGATIVE_TTL")
-    hold_times: int = setting("DNS_HOLD_TIMES")
+    min_ttl: float = knob("dns_min_ttl")
+    negative_ttl: float = knob("dns_negative_ttl")
+    hold_times: int = knob("dns_hold_times")
 
     def ttl_bounds(self) -> TtlBounds:
-        """How long answers are kept: their TTL within ``DNS_MIN_TTL`` .. :data:`MAX_TTL`,
-        failures ``DNS_NEGATIVE_TTL``."""
+        """How long answers are kept: their TTL within ``dns_min_ttl`` .. :data:`MAX_TTL`,
+        failures ``dns_negative_ttl`` (``TUNING`` knobs)."""
         return TtlBounds(self.min_ttl, max(MAX_TTL, self.min_ttl), self.negative_ttl).check()

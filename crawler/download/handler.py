@@ -7,8 +7,9 @@ Stock limits and where they fall short:
   section is capped at 256 lines and 256 KiB (:class:`Limits`).
 - A body trickled a byte a second holds a host slot until ``DOWNLOAD_TIMEOUT``. Here a response
   (headers and body) must arrive at ``DOWNLOAD_MIN_RATE`` bytes/s on average, counted from its
-  first byte, once ``DOWNLOAD_MIN_RATE_GRACE`` seconds have passed. Waiting for the first byte is
-  left to ``DOWNLOAD_TIMEOUT``: a page that is slow to generate is not a slow transfer.
+  first byte, once ``min_rate_grace`` seconds (a ``TUNING`` knob) have passed. Waiting for the
+  first byte is left to ``DOWNLOAD_TIMEOUT``: a page that is slow to generate is not a slow
+  transfer.
 - ``DOWNLOAD_MAXSIZE`` and ``DOWNLOAD_TIMEOUT`` (total time) are Scrapy's; here they are also
   counted in ``limits/download_size`` and ``limits/download_time``.
 
@@ -63,6 +64,8 @@ from twisted.web._newclient import HEADER, STATUS
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
+from crawler.config.tuning import knob_default
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.download.limits import DownloadLimitExceeded, StoppedAtShutdown, limit_log
 from crawler.meta import RAW_HEAD_META, STOPPED_META
 from crawler.net.addresses import AddressPolicy, policy_from_settings
@@ -79,14 +82,19 @@ class Limits:
     max_headers: int = 256
     max_header_bytes: int = 256 * 1024
     min_rate: float = defaults.DOWNLOAD_MIN_RATE
-    grace: float = defaults.DOWNLOAD_MIN_RATE_GRACE
+    grace: float = knob_default("min_rate_grace")
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
-        return cls(
-            min_rate=settings.getfloat("DOWNLOAD_MIN_RATE", defaults.DOWNLOAD_MIN_RATE),
-            grace=settings.getfloat("DOWNLOAD_MIN_RATE_GRACE", defaults.DOWNLOAD_MIN_RATE_GRACE),
-        )
+        config = RateConfig.from_settings(settings)
+        return cls(min_rate=config.min_rate, grace=config.grace)
+
+
+class RateConfig(FeatureConfig):
+    """The slowest a response may arrive, once its grace (a ``TUNING`` knob) is over."""
+
+    min_rate: float = setting("DOWNLOAD_MIN_RATE")
+    grace: float = knob("min_rate_grace")
 
 
 class _Exceeded(Exception):

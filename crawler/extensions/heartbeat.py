@@ -3,8 +3,8 @@ summary of the whole crawl from the last worker to end.
 
 Not scrapy-redis's ``RedisStatsCollector``: that one costs 2-3 round trips per increment and
 breaks LogStats at close in Scrapy 2.19. Here the worker's own stats stay local and every
-``FLEET_HEARTBEAT_INTERVAL`` seconds the counters that moved are sent as deltas with the
-heartbeat, in one script call on the heartbeat's own thread (a
+``heartbeat_interval`` seconds (a ``TUNING`` knob) the counters that moved are sent as deltas
+with the heartbeat, in one script call on the heartbeat's own thread (a
 :class:`~crawler.offload.components.ContentWorker`): the reactor never waits on Redis, not even
 at close, where the engine waits for the last beat and the whole crawl's summary.
 
@@ -42,12 +42,19 @@ from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.backends.redis.status import Fleet
 from crawler.backends.registry import backend_class
-from crawler.config import defaults
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.extensions.tally import CrawlTally
 from crawler.offload.components import ContentWorker
 from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
+
+
+class HeartbeatConfig(FeatureConfig):
+    """How often a worker beats (0: never), and how long its last beat waits for Redis."""
+
+    interval: float = knob("heartbeat_interval")
+    outage_wait: float = setting("REDIS_OUTAGE_WAIT")
 
 HOSTS_SENT = 10  # the busiest hosts of this worker's tally, in each heartbeat
 # Stats that are states, not counts: summed over workers they would mean nothing.
@@ -125,9 +132,9 @@ class FleetHeartbeat:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FleetHeartbeat:
         s = crawler.settings
-        interval = s.getfloat("FLEET_HEARTBEAT_INTERVAL", defaults.FLEET_HEARTBEAT_INTERVAL)
+        interval = HeartbeatConfig.from_settings(s).interval
         if interval <= 0 or not issubclass(
-            backend_class(s, "FRONTIER_STORE_CLASS"), RedisFrontierStore
+            backend_class(s, "frontier_store"), RedisFrontierStore
         ):
             raise NotConfigured
         ext = cls(crawler, interval)
@@ -144,7 +151,7 @@ class FleetHeartbeat:
             "fleet heartbeat",
             lambda: client.exists(fleet.keys.totals),
             meanwhile="beats wait, the counters go with the first one after",
-            wait=self.crawler.settings.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT),
+            wait=HeartbeatConfig.from_settings(self.crawler.settings).outage_wait,
             log=logger,
         )
         self._thread = ContentWorker("fleet-heartbeat")

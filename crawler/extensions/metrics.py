@@ -1,11 +1,11 @@
 """``/metrics`` of one worker, for Prometheus (``METRICS_PORT``; off by default).
 
 The scrape is served by prometheus_client's WSGI server on its own thread
-(:class:`crawler.metrics.exporter.MetricsServer`) and answers from a snapshot the reactor
-publishes every ``METRICS_INTERVAL`` seconds (a copy of the stats, the frontier's counts, the
-stall probe's histogram, the writer queues): a scrape never runs on the reactor and never waits
-for it. A shared (Redis) frontier already answers its counts from its own worker thread, so for
-it the scrape thread asks it (at most once per interval) and the reactor does not.
+(:class:`crawler.metrics.exporter.MetricsServer`) and answers from a snapshot the reactor publishes
+every ``metrics_interval`` seconds (a ``TUNING`` knob; a copy of the stats, the frontier's counts,
+the stall probe's histogram, the writer queues): a scrape never runs on the reactor and never waits
+for it. A shared (Redis) frontier already answers its counts from its own worker thread, so for it
+the scrape thread asks it (at most once per interval) and the reactor does not.
 
 Per fetch, on the reactor: the fetch's network time and body bytes by status class, and the
 politeness delay the frontier applied after it, are counted (a bisect and a few additions,

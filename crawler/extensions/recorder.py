@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 # Counters and stats are written every this many snapshots (and at the end): a killed crawl
 # keeps what it had then.
-#: Past RECORD_MAX_FETCHES, one line per host and this many seconds.
+#: Past record_max_fetches, one line per host and this many seconds.
 AGGREGATE_INTERVAL = 60.0
 #: Broken links (4xx/5xx answers, failed fetches) kept with their URL; the rest are counted.
 MAX_BROKEN = 1_000
@@ -116,8 +116,8 @@ class _Fetch:
 
 
 class CrawlRecordExtension:
-    """Snapshots every ``RECORD_INTERVAL`` seconds and one line per fetch (then per host and
-    interval past ``RECORD_MAX_FETCHES``), appended to the record file (see
+    """Snapshots every ``record_interval`` seconds (``TUNING``) and one line per fetch (then per
+    host and interval past ``record_max_fetches``), appended to the record file (see
     ``crawler/report/recordfile.py`` for the format).
 
     The delay asked after a fetch is the one the frontier applied (``fetch_completed``): a
@@ -324,7 +324,7 @@ class CrawlRecordExtension:
         self._aggregate(writer, h, fetch, asked)
 
     def _aggregate(self, writer: RecordWriter, h: int, fetch: _Fetch, asked: int | None) -> None:
-        """Past RECORD_MAX_FETCHES: the host's fetches summed per interval, with the gaps the
+        """Past record_max_fetches: the host's fetches summed per interval, with the gaps the
         crawl's tally measured, since single fetches are no longer written."""
         start = fetch.start
         bucket = start - start % self.agg_ms

@@ -102,7 +102,7 @@ class RecrawlExtension:
     def from_crawler(cls, crawler: Crawler) -> RecrawlExtension:
         if not crawldb_enabled(crawler.settings):
             raise NotConfigured  # no message: Scrapy would log a warning on every crawl
-        db = build_backend(crawler, "CRAWLDB_CLASS")
+        db = build_backend(crawler, "crawldb")
         return cls(crawler, db, getattr(db, "path", ""))
 
     # -- start of a crawl -----------------------------------------------------------------------

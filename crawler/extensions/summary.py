@@ -101,7 +101,7 @@ class _SettingsView:
         self.index_path = str(settings.get("INDEX_PATH") or "")
         self.crawldb = crawldb_enabled(settings)
         # a frontier kept outside this process without a JOBDIR: a shared one (Redis)
-        store = backend_class(settings, "FRONTIER_STORE_CLASS")
+        store = backend_class(settings, "frontier_store")
         self.shared = not self.jobdir and bool(getattr(store, "persistent", False))
 
 

@@ -40,7 +40,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from crawler.config import defaults
+from crawler.config.tuning import knob_default
 from crawler.frontier.api import (
     AddResult,
     Entry,
@@ -60,6 +60,8 @@ T = TypeVar("T")
 PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
 REPORT_WAIT = 5.0  # seconds a report waits for the worker before the last answer is given
 POLL_AGAIN = 0.05  # seconds between polls while the last one said more is waiting
+REFRESH = 1.0  # seconds between an idle worker's looks, if nothing wakes it (``refresh``)
+LEASE_MAX_WAIT = 0.2  # seconds a read-ahead lease waits for the engine (``max_wait``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +89,9 @@ class BufferedFrontier(Frontier):
         self,
         inner: Frontier,
         *,
-        read_ahead: int = defaults.FRONTIER_READ_AHEAD,
-        refresh: float = defaults.FRONTIER_REFRESH_INTERVAL,
-        max_wait: float = defaults.FRONTIER_LEASE_MAX_WAIT,
+        read_ahead: int = knob_default("read_ahead"),
+        refresh: float = REFRESH,
+        max_wait: float = LEASE_MAX_WAIT,
         notify: Callable[[], None] | None = None,
         on_added: Callable[[list[Entry], list[AddResult]], None] | None = None,
         on_completed: Callable[[str, float | None], None] | None = None,

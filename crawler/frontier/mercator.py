@@ -25,6 +25,17 @@ from crawler.frontier.reports import busiest, count_hosts, waiting
 from crawler.frontier.selector import BiasedSelector
 from crawler.frontier.store import MemoryQueueStore, QueueStore, entry_key, identity, url_key
 
+# Front queues: priority levels (the depth policy's depth d goes to queue min(d, 7)). Part of a
+# shared crawl's layout (every worker must agree), so not a setting.
+FRONT_QUEUES = 8
+# Front-queue entries one refill may move before it yields to the caller: bounds the work of
+# one call on the reactor.
+REFILL_BATCH = 256
+# A host gives its back queue up after serving this many URLs in a row worth less than URLs
+# waiting in the front queues while no back queue is free (0: never; Mercator keeps a back
+# queue while its host has URLs). Not under "fifo".
+BACK_RUN = 4
+
 
 class MercatorFrontier(Frontier):
     """Prioritizer output goes to K front queues; a biased selector refills at most B back
@@ -52,10 +63,10 @@ class MercatorFrontier(Frontier):
         store: QueueStore | None = None,
         clock: Clock | None = None,
         lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
-        front_queues: int = defaults.FRONTIER_FRONT_QUEUES,
+        front_queues: int = FRONT_QUEUES,
         back_queues: int = 48,
         max_pages_per_host: int | None = None,
-        refill_batch: int = defaults.FRONTIER_REFILL_BATCH,
+        refill_batch: int = REFILL_BATCH,
         selector_weights: list[int] | None = None,
         on_give_up: Callable[[str, str, int], None] | None = None,
         ledger: CashLedger | None = None,

@@ -3,7 +3,7 @@
 One small interface so the embedded SQLite FTS5 backend (:mod:`crawler.backends.sqlite.index`) can
 be
 joined by a shared one (PostgreSQL) without touching the pipeline or the command. Backends are
-chosen with the ``INDEX_CLASS`` setting (a class path, see ``crawler.backends.registry``) and built
+chosen by the ``index`` plug point (a class path, see ``crawler.backends.registry``) and built
 with
 :meth:`Index.from_settings`.
 

@@ -6,7 +6,7 @@ loads nothing more).
 
 from __future__ import annotations
 
-from crawler.config.typed import FeatureConfig, setting
+from crawler.config.typed import FeatureConfig, knob, setting
 
 #: The shortest snapshot interval: a snapshot costs the reactor a few hundred microseconds.
 MIN_INTERVAL = 0.1
@@ -19,7 +19,7 @@ class MetricsConfig(FeatureConfig):
 
     port: int = setting("METRICS_PORT")
     host: str = setting("METRICS_HOST")
-    interval: float = setting("METRICS_INTERVAL")
+    interval: float = knob("metrics_interval")
     linger: float = setting("METRICS_LINGER")
 
     @property

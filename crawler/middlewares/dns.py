@@ -4,7 +4,7 @@ A name that does not resolve must not fail its host's pages one by one (each a l
 a failure in the log): its first failure *holds* the host in the frontier (signal
 ``host_hold``, as a robots.txt that cannot be fetched does) until the failure's negative cache
 entry expires, doubling up to :data:`HOLD_MAX` on each failure after, and the request goes back
-to the queue. After ``DNS_HOLD_TIMES`` holds in a row (one for ``nxdomain``: the server's
+to the queue. After ``dns_hold_times`` holds in a row (one for ``nxdomain``: the server's
 authoritative "no such name"), the host's requests fail as unreachable ones do, and the frontier
 gives the host up after its usual failures. robots.txt requests are left to the robots.txt
 middleware, which holds the host on any failure of its own.

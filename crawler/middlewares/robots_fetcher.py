@@ -8,7 +8,7 @@ How a host's robots.txt is fetched:
   fetcher schedules the robots.txt request at once (``engine.crawl``, ``frontier_first``), so
   it is queued before that URL as the host's first request: the frontier hands out nothing
   else of that host until it completes, under the host's politeness like any other fetch. A
-  fresh copy in the cache (``ROBOTS_CACHE_CLASS``; by default SQLite at
+  fresh copy in the cache (``robots_cache``; by default SQLite at
   ``ROBOTSTXT_CACHE_PATH``, in JOBDIR or beside the crawl database, else memory) means no
   request at all.
 * The response never reaches the spider: the gate hands robots.txt requests' hooks to

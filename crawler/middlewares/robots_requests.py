@@ -1,5 +1,5 @@
 """What a robots.txt request is, and what the fetcher is built from: the request's meta keys
-and shape, the cache's place (``ROBOTS_CACHE_CLASS``, ``ROBOTSTXT_CACHE_PATH``), the longest
+and shape, the cache's place (``robots_cache``, ``ROBOTSTXT_CACHE_PATH``), the longest
 wait for a fetch, and a ``Retry-After`` header read as seconds."""
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ def robots_cache_path(crawler: Crawler) -> str | None:
 
 
 def build_cache(crawler: Crawler) -> RobotsCache:
-    """The cache ``ROBOTS_CACHE_CLASS`` names (``crawler.backends.registry``), at the crawl's
+    """The cache ``robots_cache`` names (``crawler.backends.registry``), at the crawl's
     path."""
-    return build_backend(crawler, "ROBOTS_CACHE_CLASS", path=robots_cache_path(crawler))
+    return build_backend(crawler, "robots_cache", path=robots_cache_path(crawler))
 
 
 def wait_timeout(settings: BaseSettings) -> float:

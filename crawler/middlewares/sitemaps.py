@@ -16,8 +16,8 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   in one batch (``links_extracted``, depth 1), where scope, filters, the seen-test and
   politeness apply as to any link.
 * Bounds (``crawler.sitemaps``), each with one log line: a gzip file inflating past
-  ``SITEMAPS_MAX_SIZE`` (a bomb) is dropped while it inflates; a plain file past it is read up to
-  it; entries past ``SITEMAPS_MAX_URLS`` in one file and past ``SITEMAPS_MAX_SITE_URLS`` in the
+  ``sitemap_max_bytes`` (a bomb) is dropped while it inflates; a plain file past it is read up to
+  it; entries past ``sitemap_max_urls`` in one file and past ``SITEMAPS_MAX_SITE_URLS`` in the
   crawl are ignored; a file already read (an index that lists itself) is not asked again; an
   answer that is no sitemap (HTML, an image) is not read, whatever its ``Content-Type`` says
   (the bytes decide); entries on another host than the sitemap's (or the robots.txt's that

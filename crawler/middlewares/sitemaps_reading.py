@@ -71,7 +71,7 @@ def read_sitemap(
             body = gunzip(body, max_size=limits.max_size)
         except ValueError:  # scrapy's _DecompressionMaxSizeExceeded
             out.problems.append(("bomb", f"inflates past {limits.max_size} bytes "
-                                 "(SITEMAPS_MAX_SIZE; a gzip bomb?): dropped"))
+                                 "(sitemap_max_bytes; a gzip bomb?): dropped"))
             return out
         except (OSError, EOFError) as exc:
             out.problems.append(("corrupt", f"is not valid gzip ({exc}): dropped"))
@@ -86,10 +86,10 @@ def read_sitemap(
         return out
     if len(body) > limits.max_size:
         out.problems.append(("size", f"is {len(body)} bytes, over {limits.max_size} "
-                             "(SITEMAPS_MAX_SIZE): read up to there"))
+                             "(sitemap_max_bytes): read up to there"))
         body = cut_text(body, limits.max_size) if kind == TEXT else body[: limits.max_size]
     limit = limits.max_urls
-    too_many = ("urls", f"lists over {limit} entries (SITEMAPS_MAX_URLS, the protocol's "
+    too_many = ("urls", f"lists over {limit} entries (sitemap_max_urls, the protocol's "
                 "limit): the rest ignored")
     coverage = Coverage(url, file.origin, named=file.named, folder_rule=folder_rule,
                         vouched=file.vouched)

@@ -201,7 +201,7 @@ class WarcCaptureMiddleware:
         )
         digests = build_backend(
             crawler,
-            "WARC_DIGEST_INDEX_CLASS",
+            "warc_digest_index",
             path=digest_index_path(crawler, config, self.directory),
         )
         self.archiver = Archiver(

@@ -63,7 +63,7 @@ class TtlBounds:
     def check(self) -> TtlBounds:
         if self.minimum < 0 or self.negative < 0 or self.maximum < self.minimum:
             raise ValueError(
-                "DNS_MIN_TTL and DNS_NEGATIVE_TTL must be >= 0, the longest TTL >= DNS_MIN_TTL "
+                "dns_min_ttl and dns_negative_ttl must be >= 0, the longest TTL >= dns_min_ttl "
                 f"(got {self.minimum}, {self.negative}, {self.maximum})"
             )
         return self

@@ -21,10 +21,10 @@ thread:
 A thread still shares the GIL: a big page's parse is a few long C calls that hold it for tens of
 milliseconds each (libxml2 building the tree, XSLT text, regular expressions over megabytes),
 and its hundreds of thousands of objects set off garbage collections. So pages of at least
-``CONTENT_PROCESS_MIN_BYTES`` are parsed in a child process (:class:`ParseProcess`), called from
-the content thread, which waits without the GIL; what comes back is already cut to what the
-crawl keeps (:func:`crawler.content.html.parse_page`). The near-duplicate check stays here, on
-the content thread, with the detector.
+``process_min_bytes`` (a ``TUNING`` knob) are parsed in a child process (:class:`ParseProcess`),
+called from the content thread, which waits without the GIL; what comes back is already cut to
+what the crawl keeps (:func:`crawler.content.html.parse_page`). The near-duplicate check stays
+here, on the content thread, with the detector.
 
 The full-text index gets a thread of its own (:func:`index_worker`): a SQLite connection
 belongs to the thread that opened it, so the index pipeline opens it there and writes only from
@@ -61,7 +61,7 @@ from scrapy.crawler import Crawler
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from crawler.config import defaults
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.content.child import ChildFailed
 from crawler.content.documents import CHILD_CPU_SECONDS, CHILD_MEMORY
 from crawler.threads.jobs import JobThread
@@ -85,6 +85,15 @@ _T = TypeVar("_T")
 #: (select, send, recv, SQLite): up to ``sys.getswitchinterval()`` each time, Python's default
 #: 5 ms. 1 ms (process-wide, set when the threads start) cuts that convoy (bench/realcrawl.py).
 SWITCH_INTERVAL = 0.001
+
+
+class OffloadConfig(FeatureConfig):
+    """Which work leaves the reactor: the content thread, the index's thread, the parse
+    process's threshold (``TUNING`` knobs, measured with bench/realcrawl.py)."""
+
+    content_thread: bool = setting("CONTENT_THREAD")
+    index_thread: str = knob("index_thread")
+    process_min_bytes: int = knob("process_min_bytes")
 
 
 class ContentWorker(JobThread):
@@ -119,14 +128,11 @@ class OffloadWorkers:
     the work runs on the reactor thread."""
 
     def __init__(self, settings: Any) -> None:
-        self.enabled = settings.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD)
+        tuned = OffloadConfig.from_settings(settings)
+        self.enabled = tuned.content_thread
         self.switch_interval = SWITCH_INTERVAL
-        self.index_thread = str(
-            settings.get("INDEX_THREAD", defaults.INDEX_THREAD) or defaults.INDEX_THREAD
-        )
-        self.process_min_bytes = settings.getint(
-            "CONTENT_PROCESS_MIN_BYTES", defaults.CONTENT_PROCESS_MIN_BYTES
-        )
+        self.index_thread = tuned.index_thread or "content"
+        self.process_min_bytes = tuned.process_min_bytes
         self._workers: dict[str, ContentWorker] = {}
         self._process: ParseProcess | None = None
         self._documents: ParseProcess | None = None
@@ -152,7 +158,7 @@ class OffloadWorkers:
 
     def parse_process(self) -> ParseProcess | None:
         """The parse process (started with the first big page); None with
-        ``CONTENT_PROCESS_MIN_BYTES`` 0 or without a content thread (the reactor would wait
+        ``process_min_bytes`` 0 or without a content thread (the reactor would wait
         for the child)."""
         if self.process_min_bytes <= 0 or self.worker("content") is None:
             return None
@@ -210,8 +216,8 @@ def content_worker(crawler: Crawler | None) -> ContentWorker | None:
 
 def index_worker(crawler: Crawler | None) -> ContentWorker | None:
     """The index writer's thread (the index pipeline opens its SQLite connection there and
-    makes every write from it), named by ``INDEX_THREAD``: by default the content thread
-    itself. A thread of its own overlaps FTS5's tokenizing (C, GIL released) with the content
+    makes every write from it), named by ``TUNING``'s ``index_thread``: by default the content
+    thread itself. A thread of its own overlaps FTS5's tokenizing (C, GIL released) with the content
     thread's Python, but then the reactor competes with two Python threads for the GIL: its
     longest stalls were twice as long and the crawl used more CPU. Same rules as
     :func:`content_worker`."""
@@ -229,7 +235,7 @@ def feed_worker(crawler: Crawler | None) -> ContentWorker | None:
 
 class ParseProcess:
     """A child process of the crawl's own that runs a function for the content thread: the
-    parsing of big pages (``CONTENT_PROCESS_MIN_BYTES``), see the module docstring.
+    parsing of big pages (``process_min_bytes``), see the module docstring.
 
     :meth:`call` blocks its caller (the content thread, which holds no GIL while it waits) until
     the child answers. A child that dies (killed, crashed) or does not answer within
@@ -414,7 +420,7 @@ def document_process(crawler: Crawler | None) -> ParseProcess | None:
 
 
 def parse_process(crawler: Crawler | None) -> ParseProcess | None:
-    """The crawl's parse process, for pages of at least ``CONTENT_PROCESS_MIN_BYTES`` (started
+    """The crawl's parse process, for pages of at least ``process_min_bytes`` (started
     with the first such page, stopped and reaped when the engine stops); ``None`` with it 0,
     with ``CONTENT_THREAD`` off (the reactor would wait for the child) or outside a crawl."""
     workers = _workers(crawler)

@@ -91,7 +91,7 @@ class IndexPipeline:
         by default the content thread) when the backend allows it (``runs_in_thread``), and
         then every write goes there too, so a page of thousands of links or a long text does
         not hold up the reactor. Returns ``None``, or a coroutine to await."""
-        cls = backend_class(self.crawler.settings, "INDEX_CLASS")
+        cls = backend_class(self.crawler.settings, "index")
         self._worker = index_worker(self.crawler) if getattr(cls, "runs_in_thread", False) else None
         if self._worker is not None:
             return self._open_offloaded(self._worker)

@@ -5,7 +5,7 @@ crawl keeps a budget per IP address too (``crawler/frontier/addresses.py``). The
 each host's address as DNS answered it (``["ip", host, address]`` lines), so the report can hold
 the fetches of all names of one address, of every worker, against the IP delay: how many
 at once, and how many gaps between one fetch's end and the next one's start were shorter than
-the delay. Aggregated fetches (past ``RECORD_MAX_FETCHES``) count in the fetches only: their
+the delay. Aggregated fetches (past ``record_max_fetches``) count in the fetches only: their
 single times are not in the record.
 """
 

@@ -122,7 +122,7 @@ def politeness(record: CrawlRecord) -> dict[str, HostPoliteness]:
     """Per host, the real gap before each fetch (from the end of the host's latest earlier
     fetch, whichever worker made it) against the delay the frontier applied after that fetch:
     the record replayed into the one tally (:func:`crawler.report.tally.replay`), then the
-    intervals summed past ``RECORD_MAX_FETCHES`` added."""
+    intervals summed past ``record_max_fetches`` added."""
     hosts: dict[str, HostPoliteness] = {}
     by_host: dict[str, list[Fetch]] = defaultdict(list)
     for f in record.fetches:  # sorted by start

@@ -6,7 +6,7 @@ A core: free of Scrapy; the recorder extension builds it from the crawl's settin
 
 from __future__ import annotations
 
-from crawler.config.typed import FeatureConfig, setting
+from crawler.config.typed import FeatureConfig, knob, setting
 
 
 class RecordConfig(FeatureConfig):
@@ -16,6 +16,6 @@ class RecordConfig(FeatureConfig):
 
     enabled: bool = setting("RECORD_ENABLED")
     path: str = setting("RECORD_PATH")  # empty: JOBDIR, beside STATS_FILE, or here
-    interval: float = setting("RECORD_INTERVAL")
-    max_fetches: int = setting("RECORD_MAX_FETCHES")
+    interval: float = knob("record_interval")
+    max_fetches: int = knob("record_max_fetches")
     worker_id: str = setting("RECORD_WORKER_ID")  # empty: host:pid

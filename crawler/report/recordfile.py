@@ -13,7 +13,7 @@ session's start (``t0``, wall-clock seconds in the session line), so a line stay
   fetch can be held against it.
 * ``["a", host, bucket, n, errors, dur_sum, dur_max, bytes, gaps, gap_sum, gap_min, short,
   asked_sum, asked_n]``: fetches of one host during one aggregate interval starting at
-  ``bucket``, once the session has written ``RECORD_MAX_FETCHES`` ``f`` lines, with the gaps
+  ``bucket``, once the session has written ``record_max_fetches`` ``f`` lines, with the gaps
   the worker's tally measured (``crawler.report.tally``; ``short``: gaps below the delay
   applied; ``asked_n``: fetches whose delay is known, all of them when left out).
 * ``["s", t, ...]``: a snapshot, fields as named by the session's ``snapshot_fields``.

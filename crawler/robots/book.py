@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.config import defaults
+from crawler.config.tuning import knob_default
 from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import (
     ALLOW_ALL,
@@ -103,7 +104,7 @@ class RobotsBook:
         retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
         max_retry_delay: float = MAX_RETRY_DELAY,
         claim_seconds: float = 600.0,
-        max_origins: int = defaults.ROBOTSTXT_BOOK_SIZE,
+        max_origins: int = knob_default("robots_book_size"),
     ) -> None:
         self.cache = cache
         self.token = token

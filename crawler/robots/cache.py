@@ -1,7 +1,7 @@
 """Where robots.txt records live between uses: one small interface, so a Redis backend shared by
 all workers can replace the embedded ones without touching the middleware.
 
-The robots.txt fetcher builds the class named by ``ROBOTS_CACHE_CLASS`` with Scrapy's
+The robots.txt fetcher builds the class named by ``robots_cache`` with Scrapy's
 ``build_from_crawler``, passing the file the crawl's settings point at (``path``, None when the
 crawl keeps nothing on disk); a backend reads any other settings in ``from_crawler``.
 """

@@ -7,7 +7,7 @@ values to the book of parsed copies.
 
 from __future__ import annotations
 
-from crawler.config.typed import FeatureConfig, setting
+from crawler.config.typed import FeatureConfig, knob, setting
 
 
 class RobotsConfig(FeatureConfig):
@@ -21,4 +21,4 @@ class RobotsConfig(FeatureConfig):
     retry_delay: float = setting("ROBOTSTXT_RETRY_DELAY")
     retry_times: int = setting("ROBOTSTXT_RETRY_TIMES")
     cache_path: str = setting("ROBOTSTXT_CACHE_PATH")  # empty: JOBDIR or the crawl database's
-    book_size: int = setting("ROBOTSTXT_BOOK_SIZE")
+    book_size: int = knob("robots_book_size")

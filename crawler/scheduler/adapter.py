@@ -17,15 +17,18 @@ from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
 from crawler.frontier import Frontier, Outcome, Prioritizer
 from crawler.frontier.api import FrontierCallbacks
+from crawler.frontier.config import FrontierConfig
+from crawler.frontier.mercator import FRONT_QUEUES
+from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.scope import ScopeRegistry
 from crawler.frontier.urls import LinkForm
 from crawler.meta import CASH_META, LEASE_META, POLICY_META, REQUISITE_META, found_on
@@ -64,7 +67,8 @@ class FrontierScheduler(BaseScheduler):
     on where it was when run again with the same JOBDIR.
 
     A crawl ends when no lease is open and no queued host is due within
-    ``FRONTIER_IDLE_HORIZON`` seconds; hosts still waiting then are reported, not waited for.
+    ``TUNING``'s ``idle_horizon`` seconds; hosts still waiting then are reported, not waited
+    for.
 
     While the pages fetched and not yet acknowledged reach ``FRONTIER_MAX_BACKLOG`` (or
     ``FRONTIER_MAX_BACKLOG_BYTES``), ``next_request`` hands out nothing (see
@@ -74,21 +78,22 @@ class FrontierScheduler(BaseScheduler):
     def __init__(self, crawler: Crawler, frontier: Frontier | None = None) -> None:
         self.crawler = crawler
         self.settings = s = crawler.settings
+        self.config = config = FrontierConfig.from_settings(s)
         self.frontier: Frontier | None = frontier
         self.spider: Spider | None = None
-        self.stats = FrontierStats(crawler.stats, s, over_budget=self._over_budget)
-        self.prioritizer = Prioritizer(
-            s.get("FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY),
-            s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES),
+        self.stats = FrontierStats(
+            crawler.stats, politeness_from_settings(s), over_budget=self._over_budget
         )
+        self.prioritizer = Prioritizer(config.priority_policy, FRONT_QUEUES)
         self.admission: Admission | None = None
         self.intake: LinkIntake | None = None
         self.leases: LeaseTracker | None = None
         self.address_gate: AddressGate | None = None
         self.requisites: RequisiteGate | None = None
         self.waker = EngineWaker(crawler)
-        self.horizon = s.getfloat("FRONTIER_IDLE_HORIZON", defaults.FRONTIER_IDLE_HORIZON)
-        self.lease_ttl = lease_ttl_from_settings(s)
+        self.horizon = config.idle_horizon
+        given = (s.getpriority("FRONTIER_LEASE_TTL") or 0) > SETTINGS_PRIORITIES["project"]
+        self.lease_ttl = lease_ttl_from_settings(s, config.lease_ttl, given)
         self.persistent = False
         self.referer = _referer_policy(s)
         self._join_until = 0.0  # a shared crawl not begun yet: wait for its first URLs until
@@ -116,11 +121,10 @@ class FrontierScheduler(BaseScheduler):
         self.crawler.signals.send_catch_log(crawler_signals.url_over_budget, url=url, depth=depth)
 
     def _open_frontier(self, spider: Spider) -> tuple[Frontier, ScopeRegistry]:
-        store = build_backend(self.crawler, "FRONTIER_STORE_CLASS")
+        store = build_backend(self.crawler, "frontier_store")
         self.persistent = store.persistent
         if store.shared:
-            wait = self.settings.getfloat("FRONTIER_JOIN_WAIT", defaults.FRONTIER_JOIN_WAIT)
-            self._join_until = monotonic() + wait
+            self._join_until = monotonic() + self.config.join_wait
         site = getattr(spider, "site", None)
         frontier = store.open_frontier(
             lease_ttl=self.lease_ttl,
@@ -160,14 +164,13 @@ class FrontierScheduler(BaseScheduler):
             self.admission,
             frontier,
             self.stats,
-            slice_size=s.getint("FRONTIER_LINK_SLICE", defaults.FRONTIER_LINK_SLICE),
-            cache_size=s.getint("FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE),
+            slice_size=self.config.link_slice,
             later=call_later if running else None,  # else pages are taken whole
         )
         backlog = Backlog(
             self.stats,
-            max_pages=s.getint("FRONTIER_MAX_BACKLOG", defaults.FRONTIER_MAX_BACKLOG),
-            max_bytes=s.getint("FRONTIER_MAX_BACKLOG_BYTES", defaults.FRONTIER_MAX_BACKLOG_BYTES),
+            max_pages=self.config.max_backlog,
+            max_bytes=self.config.max_backlog_bytes,
             # drained: ask the engine at once, not at its next download or 5-second heartbeat
             drained=self.waker.wake_now if running else None,
         )
@@ -183,7 +186,7 @@ class FrontierScheduler(BaseScheduler):
         if s.getwithbase("DOWNLOADER_MIDDLEWARES").get(_DNS_MIDDLEWARE) is not None:
             self.address_gate = AddressGate(
                 frontier,
-                build_backend(self.crawler, "ADDRESS_BUDGET_CLASS", ttl=self.lease_ttl),
+                build_backend(self.crawler, "address_budget", ttl=self.lease_ttl),
                 want=self._want_address,
                 inc=self.stats.inc,
             )
@@ -250,7 +253,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _waiting_to_join(self) -> bool:
         """A worker started before the one that brings the seeds finds the shared crawl empty:
-        it waits (``FRONTIER_JOIN_WAIT``) for URLs instead of ending it as "finished"."""
+        it waits (``TUNING``'s ``join_wait``) for URLs instead of ending it as "finished"."""
         if not self._join_until:
             return False
         assert self.frontier is not None
@@ -261,7 +264,7 @@ class FrontierScheduler(BaseScheduler):
             self._join_logged = True
             logger.info(
                 "The shared crawl holds no URL yet: waiting up to %.0f s for the worker that "
-                "brings its seeds (FRONTIER_JOIN_WAIT)",
+                "brings its seeds (TUNING's join_wait)",
                 self._join_until - monotonic(),
             )
         return True

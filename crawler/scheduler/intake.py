@@ -5,8 +5,8 @@ before as written (after joining) costs one set lookup in the raw-link cache; on
 normalized (unless the content thread already did: ``forms``), filtered and tested against the
 frontier's seen-set, and none becomes a Request until it is due.
 
-A page of thousands of new links costs the reactor 30-200 ms in one piece; over
-``FRONTIER_LINK_SLICE`` links, a page's links are taken one slice per reactor turn, after the
+A page of thousands of new links costs the reactor 30-200 ms in one piece; over ``link_slice``
+links (a ``TUNING`` knob), a page's links are taken one slice per reactor turn, after the
 links of the pages before it (the order of the seen-test stays the pages'), so due hosts are
 served in between. Meanwhile the crawl is not idle, and the page is not acknowledged to the
 frontier: a stop or a lost worker never forgets a page whose links were not queued.
@@ -28,12 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from crawler.config.tuning import knob_default
 from crawler.frontier import Entry, Frontier
 from crawler.frontier.api import SEED
 from crawler.frontier.store import link_identity
 from crawler.frontier.urls import LinkForm, origin_of, url_problem
 from crawler.scheduler.admission import Admission
 from crawler.scheduler.stats import FrontierStats
+from crawler.sites.analysis import LINK_CACHE_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +71,14 @@ class LinkIntake:
         frontier: Frontier,
         stats: FrontierStats,
         *,
-        slice_size: int,
-        cache_size: int,
+        slice_size: int | None = None,
+        cache_size: int = LINK_CACHE_SIZE,
         later: Later | None = None,
     ) -> None:
         self.admission = admission
         self.frontier = frontier
         self.stats = stats
-        self.slice_size = max(1, slice_size)
+        self.slice_size = max(1, knob_default("link_slice") if slice_size is None else slice_size)
         self.cache_size = cache_size
         self.later = later
         self._raw_seen: set[int] = set()  # hashes of links as written, decided already

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from crawler.config import defaults
 from crawler.frontier import Frontier, Outcome
 from crawler.meta import LEASE_META, STOPPED_META
 from crawler.scheduler.stats import FrontierStats
@@ -43,15 +42,15 @@ Completed = Callable[[Any, str, float | None, Outcome], None]
 BACKLOG_SETTLE_INTERVAL = 1.0
 
 
-def lease_ttl_from_settings(settings: Any) -> float:
-    """``FRONTIER_LEASE_TTL``, raised if a fetch with all its retries could outlive it (a lease
-    must not expire while its fetch may still be running)."""
-    ttl = settings.getfloat("FRONTIER_LEASE_TTL", defaults.FRONTIER_LEASE_TTL)
+def lease_ttl_from_settings(settings: Any, ttl: float, given: bool = False) -> float:
+    """``ttl`` (``FRONTIER_LEASE_TTL``), raised if a fetch with all its retries could outlive it
+    (a lease must not expire while its fetch may still be running): silently when it was left
+    at its default, with a warning when it was ``given`` that low."""
     attempts = 1 + (settings.getint("RETRY_TIMES", 2) if settings.getbool("RETRY_ENABLED") else 0)
     longest = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0) * attempts
     if ttl <= longest:
         raised = 2 * longest
-        if settings.get("FRONTIER_LEASE_TTL") is None:  # the default, for longer downloads
+        if not given:  # the default, for longer downloads
             return raised
         logger.warning(
             "FRONTIER_LEASE_TTL (%.0fs) must exceed DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1) "

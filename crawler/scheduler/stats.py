@@ -9,9 +9,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from crawler.config import defaults
 from crawler.frontier import AddResult, Entry, Frontier
 from crawler.frontier.buffered import PENDING
+from crawler.frontier.politeness import PolitenessPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -21,11 +21,6 @@ class Stats(Protocol):
     def set_value(self, key: str, value: Any) -> None: ...
 
 
-class Settings(Protocol):
-    def getint(self, name: str, default: int = 0) -> int: ...
-    def getfloat(self, name: str, default: float = 0.0) -> float: ...
-
-
 class FrontierStats:
     """The scheduler's ``frontier/*`` stats and log lines. ``over_budget(url, depth)`` hears of
     each URL refused only for its host's page budget (kept for a rerun with a larger one)."""
@@ -33,11 +28,11 @@ class FrontierStats:
     def __init__(
         self,
         stats: Stats | None,
-        settings: Settings,
+        politeness: PolitenessPolicy | None = None,
         over_budget: Callable[[str, int], None] | None = None,
     ) -> None:
         self.stats = stats
-        self.settings = settings
+        self.politeness = politeness or PolitenessPolicy()  # its give-up rules, for the log
         self.over_budget = over_budget
         self.max_depth = 0
         self._logged_reasons: set[str] = set()
@@ -103,19 +98,16 @@ class FrontierStats:
             self.rejected(result.reason, entry.url)  # page budget, given-up host: said once
 
     def host_given_up(self, host: str, reason: str, dropped: int) -> None:
-        s = self.settings
+        p = self.politeness
         if reason == "host_dead":
-            ratio = s.getfloat(
-                "FRONTIER_HOST_MAX_FAILURE_RATIO", defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
-            )
             logger.warning(
                 "Giving up host %s after %d failed fetches in a row or %s%% of its last %d "
                 "(FRONTIER_HOST_MAX_FAILURES, FRONTIER_HOST_MAX_FAILURE_RATIO); "
                 "%d queued URLs dropped",
                 host,
-                s.getint("FRONTIER_HOST_MAX_FAILURES", defaults.FRONTIER_HOST_MAX_FAILURES),
-                f"{100 * ratio:g}",
-                s.getint("FRONTIER_HOST_FAILURE_WINDOW", defaults.FRONTIER_HOST_FAILURE_WINDOW),
+                p.max_failures,
+                f"{100 * p.max_failure_ratio:g}",
+                p.failure_window,
                 dropped,
             )
         elif reason == "host_blocked":  # the operator's own act: said once, as a fact
@@ -126,7 +118,7 @@ class FrontierStats:
                 "Skipping host %s: its Crawl-delay exceeds FRONTIER_MAX_CRAWL_DELAY (%.0fs); "
                 "%d queued URLs dropped",
                 host,
-                s.getfloat("FRONTIER_MAX_CRAWL_DELAY", defaults.FRONTIER_MAX_CRAWL_DELAY),
+                p.max_crawl_delay,
                 dropped,
             )
         self.inc(f"frontier/hosts_given_up/{reason}")

@@ -6,7 +6,7 @@ A core: free of Scrapy; the sitemap middleware builds it from the crawl's settin
 
 from __future__ import annotations
 
-from crawler.config.typed import FeatureConfig, setting
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.sitemaps.limits import SitemapLimits
 
 
@@ -18,8 +18,8 @@ class SitemapsConfig(FeatureConfig):
 
     enabled: bool = setting("SITEMAPS_ENABLED")
     probe: bool = setting("SITEMAPS_PROBE")
-    max_urls: int = setting("SITEMAPS_MAX_URLS")
-    max_size: int = setting("SITEMAPS_MAX_SIZE")
+    max_urls: int = knob("sitemap_max_urls")
+    max_size: int = knob("sitemap_max_bytes")
     max_site_urls: int = setting("SITEMAPS_MAX_SITE_URLS")
     folder_rule: bool = setting("SITEMAPS_FOLDER_RULE")
     lastmod: bool = setting("SITEMAPS_LASTMOD")

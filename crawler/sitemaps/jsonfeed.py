@@ -7,7 +7,7 @@ is not the item's. Its lastmod is the later of ``date_modified`` and ``date_publ
 against the feed's URL.
 
 The file is parsed whole (JSON has no streaming reader in the standard library): it is already
-cut to ``SITEMAPS_MAX_SIZE``, and a nesting too deep to parse (``RecursionError``) is an
+cut to ``sitemap_max_bytes``, and a nesting too deep to parse (``RecursionError``) is an
 unreadable file like any other.
 """
 

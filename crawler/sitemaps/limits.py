@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawler.config import defaults
+from crawler.config.tuning import knob_default
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +26,8 @@ class SitemapLimits:
       and its sitemaps; an index listing indexes goes one level further at most).
     """
 
-    max_urls: int = defaults.SITEMAPS_MAX_URLS
-    max_size: int = defaults.SITEMAPS_MAX_SIZE
+    max_urls: int = knob_default("sitemap_max_urls")
+    max_size: int = knob_default("sitemap_max_bytes")
     max_site_urls: int = defaults.SITEMAPS_MAX_SITE_URLS
     max_files: int = 1_000
     max_index_depth: int = 2

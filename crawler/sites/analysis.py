@@ -53,6 +53,10 @@ __all__ = ["ContentAnalysis", "LinkPreparer", "PageAnalysis", "main_text_wanted"
 
 _T = TypeVar("_T")
 
+# Raw links (as written in pages) remembered so a repeated link (menus, footers) skips
+# normalization: ~100 MB at most, forgotten all at once past it.
+LINK_CACHE_SIZE = 1_000_000
+
 
 def main_text_wanted(settings: Any) -> bool:
     """Main text serves near-duplicate detection and the crawl database's change test; without
@@ -119,7 +123,7 @@ class LinkPreparer:
     """
 
     def __init__(
-        self, policy: UrlPolicy, cache_size: int = defaults.FRONTIER_LINK_CACHE_SIZE
+        self, policy: UrlPolicy, cache_size: int = LINK_CACHE_SIZE
     ) -> None:
         self.policy = policy
         self.cache_size = cache_size

@@ -8,7 +8,7 @@ never asked for:
   scheduler takes Requests, and preparing their forms would be work for nothing;
 * the near-duplicate judge, when the spider opens and the near-duplicate pipeline is in the
   crawl (it consumes the verdicts): ``scrapy parse`` without ``--pipelines`` judges nothing.
-  The judge owns the detector (``NEARDUP_STORE_CLASS``) and its journal, closed with the spider.
+  The judge owns the detector (``neardup_store``) and its journal, closed with the spider.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from scrapy.crawler import Crawler
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
-from crawler.config import defaults
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.content.analysis_neardup import JOURNAL_FILE, NearDuplicateJudge
 from crawler.content.config import ContentConfig
 from crawler.pipelines.neardup import NearDuplicatePipeline
@@ -31,15 +31,23 @@ from crawler.sites.policy import url_policy_for
 from crawler.spiders.links import UrlJoiner
 
 
+class JudgeConfig(FeatureConfig):
+    """What the near-duplicate judge reads of the settings (the detector reads its own)."""
+
+    host_min_pages: int = setting("NEARDUP_HOST_MIN_PAGES")
+    link_demotion: int = knob("neardup_link_demotion")
+
+
 def near_duplicate_judge(crawler: Crawler) -> NearDuplicateJudge:
-    """The crawl's judge, with the detector ``NEARDUP_STORE_CLASS`` names and the ``NEARDUP_*``
+    """The crawl's judge, with the detector ``neardup_store`` names and the ``NEARDUP_*``
     settings; its journal in ``JOBDIR`` (call :meth:`NearDuplicateJudge.open` to replay it)."""
     s = crawler.settings
+    config = JudgeConfig.from_settings(s)
     jobdir = s.get("JOBDIR")
     return NearDuplicateJudge(
-        build_backend(crawler, "NEARDUP_STORE_CLASS"),
-        host_min_pages=s.getint("NEARDUP_HOST_MIN_PAGES", defaults.NEARDUP_HOST_MIN_PAGES),
-        link_demotion=s.getint("NEARDUP_LINK_DEMOTION", defaults.NEARDUP_LINK_DEMOTION),
+        build_backend(crawler, "neardup_store"),
+        host_min_pages=config.host_min_pages,
+        link_demotion=config.link_demotion,
         journal=Path(jobdir) / JOURNAL_FILE if jobdir else None,
     )
 
@@ -75,10 +83,7 @@ class CrawlContentAnalysis:
         if spider is not self.spider:
             return
         self.analysis.links = LinkPreparer(
-            url_policy_for(spider, self.crawler.settings),
-            self.crawler.settings.getint(
-                "FRONTIER_LINK_CACHE_SIZE", defaults.FRONTIER_LINK_CACHE_SIZE
-            ),
+            url_policy_for(spider, self.crawler.settings)
         )
 
     def _spider_opened(self, spider: Spider) -> None:

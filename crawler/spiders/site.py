@@ -359,7 +359,7 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         """Analyze an HTML page (one call: ``crawler.sites.analysis``) and fill its item: the
         heavy part, safe on the content thread (it touches no reactor state; stats and limit
         lines are applied by :meth:`_finish_html` on the reactor thread). A page of at least
-        ``pool.min_bytes`` is parsed in ``pool``'s child process (``CONTENT_PROCESS_MIN_BYTES``).
+        ``pool.min_bytes`` is parsed in ``pool``'s child process (``process_min_bytes``).
         """
         analysis = self.content.analysis.analyze(
             response.body,

@@ -107,7 +107,7 @@ ON CONFLICT (crawl, url) DO UPDATE SET
 
 
 class PostgresCrawlDb(HandedOverRecords, CrawlDb):
-    """``CRAWLDB_CLASS`` when ``DATABASE_URL`` is a ``postgresql://`` URL."""
+    """``crawldb`` when ``DATABASE_URL`` is a ``postgresql://`` URL."""
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ and rides out Redis going away through ``outage``.
 ``outage``           Redis away: one line going and one back per component, a bounded wait
 ``keys``             every key of a crawl (:class:`~crawler.backends.redis.keys.CrawlKeys`)
 ``shards``           the host splitter: host -> partition (by registered domain)
-``frontier_store``   ``FRONTIER_STORE_CLASS``: wires a worker's frontier, scope and seeds inbox
+``frontier_store``   ``frontier_store``: wires a worker's frontier, scope and seeds inbox
 ``partitioned``      the partitions of the hosts this worker owns (``ownership``), each a
                      ``MercatorFrontier`` over ``queue_store`` (a queued URL's format:
                      ``entries``), written through ``fence`` (``lua/fence.lua``); links for
@@ -18,8 +18,8 @@ and rides out Redis going away through ``outage``.
 ``controls``         the operator's controls (pause, deadline, byte budget, blocks): written
                      by ``scrapy frontier``, read by each worker at its beat, obeyed in memory
 ``scope``, ``inbox`` the hosts in scope; seeds pushed to a running crawl
-``robots``           ``ROBOTS_CACHE_CLASS``: robots.txt fetched once per host for the crawl
-``neardup_store``    ``NEARDUP_STORE_CLASS``: builds the shared near-duplicate detector
+``robots``           ``robots_cache``: robots.txt fetched once per host for the crawl
+``neardup_store``    ``neardup_store``: builds the shared near-duplicate detector
                      (``neardup``: the algorithm; its calls on Redis ``neardup_state``
                      (``lua/neardup_commit.lua``), formats ``neardup_codec``, what a worker
                      keeps of it ``neardup_copies``, the anchor postings spread over tags of

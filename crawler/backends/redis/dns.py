@@ -1,4 +1,4 @@
-"""DNS answers shared by every worker of a crawl (``DNS_SHARED_CLASS`` of the ``redis`` backend),
+"""DNS answers shared by every worker of a crawl (``dns_shared`` of the ``redis`` backend),
 so a fleet looks each name up once per TTL, not once per worker.
 
 One STRING per name, ``{key}:dns:<host>``, holding the msgpack ``[address, ttl, error]`` and

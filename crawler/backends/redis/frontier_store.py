@@ -1,4 +1,4 @@
-"""``FRONTIER_STORE_CLASS`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
+"""``frontier_store`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
 polite crawl, whose workers own partitions of its hosts.
 
 ``FRONTIER_BACKEND=redis`` with ``REDIS_URL`` (and ``REDIS_PARAMS``, as in scrapy-redis) makes
@@ -21,7 +21,6 @@ crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts i
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,11 +36,11 @@ from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
-from crawler.config import defaults
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
-from crawler.frontier.buffered import BufferedFrontier
-from crawler.frontier.politeness import politeness_from_settings
+from crawler.frontier.buffered import LEASE_MAX_WAIT, REFRESH, BufferedFrontier
+from crawler.frontier.config import SharedFrontierConfig
+from crawler.frontier.mercator import FRONT_QUEUES
 from crawler.frontier.scope import ScopeRegistry
 from crawler.report.worker import worker_id
 
@@ -54,6 +53,16 @@ PARTITIONS = 16  # partitions of a crawl's hosts: at most this many workers shar
 # The storage layout (crawler.backends.redis.keys.PartitionKeys): a crawl stored by another
 # version is refused in one line, never read or converted.
 LAYOUT = "6"
+# The seen-set's false positives at most, past FRONTIER_SEEN_EXACT_LIMIT with RedisBloom (a URL
+# wrongly taken for seen is a page never fetched: one in a hundred of those past the limit).
+SEEN_ERROR = 0.01
+# FRONTIER_SEEN_EXACT_LIMIT=-1 (exact whatever the size): buckets laid out for this many URLs,
+# the setting's default (past it they grow, exact still)
+EXACT_LAYOUT_SIZE = 2_000_000
+# Seconds a worker's batch of links, completions and acknowledgements waits for more before it
+# goes to Redis (group commit): a busy worker sends a few pages' worth in one call (one pipeline
+# per node of a cluster). It delays only writes.
+BATCH_LINGER = 0.01
 
 
 def check_crawl(client: Any, meta: str, crawl: str, wanted: dict[str, str]) -> list[str]:
@@ -90,15 +99,18 @@ def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
 
 
 class RedisFrontierStore(MemoryFrontierStore):
-    """``FRONTIER_STORE_CLASS`` of the ``redis`` backend."""
+    """``frontier_store`` of the ``redis`` backend."""
 
     persistent = True  # queued requests travel as msgpack through Redis
     shared = True
+    config_class = SharedFrontierConfig
+    config: SharedFrontierConfig
 
     def __init__(self, settings: BaseSettings, site: str) -> None:
         super().__init__(settings)
         self.site = site
         self.key = crawl_key(settings, site)
+
 
     @property
     def keys(self) -> CrawlKeys:
@@ -107,7 +119,7 @@ class RedisFrontierStore(MemoryFrontierStore):
     @property
     def shard_count(self) -> int:
         """The hash tags the per-address keys are spread over (``FRONTIER_SHARDS``)."""
-        return self.settings.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)
+        return self.config.shards
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisFrontierStore:
@@ -153,8 +165,7 @@ class RedisFrontierStore(MemoryFrontierStore):
     def fingerprint(self, client: Any) -> dict[str, str]:
         """What every worker of the crawl must agree on: politeness, queue shape, URL scope,
         the seen-set's kind and size."""
-        s = self.settings
-        p = politeness_from_settings(s)
+        p = self.politeness
         return {
             "min_delay": repr(float(p.min_delay)),
             "delay_factor": repr(float(p.delay_factor)),
@@ -163,7 +174,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             "max_crawl_delay": repr(float(p.max_crawl_delay)),
             "max_failures": str(p.max_failures),
             "failure_window": f"{p.failure_window}:{p.window_failures}",
-            "front_queues": str(s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)),
+            "front_queues": str(FRONT_QUEUES),
             "partitions": str(self.partition_count),
             "seen": "{}:{}".format(*self._seen_shape(client)),
             **self.scope_fingerprint(),
@@ -177,34 +188,28 @@ class RedisFrontierStore(MemoryFrontierStore):
         """Each partition's seen-set: its share of ``FRONTIER_SEEN_EXACT_LIMIT``; -1 (exact
         whatever the size) keeps exact buckets even where the server has RedisBloom, laid
         out for the default size (past it they grow, exact still)."""
-        s = self.settings
-        limit = s.getint("FRONTIER_SEEN_EXACT_LIMIT", defaults.FRONTIER_SEEN_EXACT_LIMIT)
+        limit = self.config.seen_exact_limit
         exact = limit < 0
         if exact:
-            limit = defaults.FRONTIER_SEEN_EXACT_LIMIT
+            limit = EXACT_LAYOUT_SIZE
         return SeenSetConfig(
             capacity=max(1, limit // self.partition_count),
-            error=s.getfloat("FRONTIER_SEEN_ERROR", defaults.FRONTIER_SEEN_ERROR),
+            error=SEEN_ERROR,
             bloom=not exact and has_bloom_module(client),
         )
 
     def scope_fingerprint(self) -> dict[str, str]:
-        s = self.settings
         return {
-            "max_url_length": str(s.getint("URL_MAX_LENGTH", defaults.URL_MAX_LENGTH)),
-            "max_repeated_segments": str(s.getint(
-                "URL_MAX_REPEATED_SEGMENTS", defaults.URL_MAX_REPEATED_SEGMENTS
-            )),
-            "priority_policy": str(s.get(
-                "FRONTIER_PRIORITY_POLICY", defaults.FRONTIER_PRIORITY_POLICY
-            )),
+            "max_url_length": str(self.config.max_url_length),
+            "max_repeated_segments": str(self.config.max_repeated_segments),
+            "priority_policy": self.config.priority_policy,
         }
 
     def check(self) -> list[str]:
         """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
         frontier, another layout, or settings that differ from the crawl's."""
         problems = self.check_server()
-        if problems or self.settings.getbool("FRONTIER_RESET"):
+        if problems or self.config.reset:
             return problems
         client = redis_client(self.settings)
         return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
@@ -239,13 +244,9 @@ class RedisFrontierStore(MemoryFrontierStore):
     ) -> PartitionedFrontier:
         s = self.settings
         count = self.partition_count
-        front = s.getint("FRONTIER_FRONT_QUEUES", defaults.FRONTIER_FRONT_QUEUES)
-        # Mercator's B (3 x fetches in flight) for a worker, shared out: a worker holds about
-        # count / workers partitions; twice its share each keeps the back queues full
-        worker_b = s.getint("FRONTIER_BACK_QUEUES", defaults.FRONTIER_BACK_QUEUES) or 3 * s.getint(
-            "CONCURRENT_REQUESTS", 16
-        )
-        back_queues = max(8, math.ceil(2 * worker_b / count))
+        # Mercator's B (3 x fetches in flight) for a worker, shared over the partitions it
+        # owns by the partitioned frontier at each beat (MercatorFrontier.resize_back)
+        back_queues = self.back_queues
         config = self._seen_config(client)
 
         def build(store: RedisQueueStore) -> Any:
@@ -269,23 +270,24 @@ class RedisFrontierStore(MemoryFrontierStore):
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
             build=build,
             seen=seen,
-            front_queues=front,
+            front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,
-            replicas=s.getint("FRONTIER_REPLICA_WAIT", defaults.FRONTIER_REPLICA_WAIT),
+            replicas=self.config.replica_wait,
+            back_queues=self.back_queues,
             **extra,
         )
 
     def open_frontier(
         self,
         *,
-        lease_ttl: float = defaults.FRONTIER_LEASE_TTL,
+        lease_ttl: float | None = None,
         max_pages_per_host: int | None = None,
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
         cb = callbacks or FrontierCallbacks()
         client = redis_client(self.settings)
-        if self.settings.getbool("FRONTIER_RESET"):
+        if self.config.reset:
             removed = self.reset(client)
             logger.warning(
                 "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
@@ -295,7 +297,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             raise RuntimeError(problems[0])
         inner = self.partitioned_frontier(
             client,
-            lease_ttl=lease_ttl,
+            lease_ttl=lease_ttl or self.config.lease_ttl,
             max_pages_per_host=max_pages_per_host,
             on_give_up=_from_thread(cb.on_give_up),
         )
@@ -313,21 +315,18 @@ class RedisFrontierStore(MemoryFrontierStore):
             self.partition_count,
             len(inner.parts),
         )
-        s = self.settings
         return BufferedFrontier(
             inner,
-            read_ahead=s.getint("FRONTIER_READ_AHEAD", defaults.FRONTIER_READ_AHEAD),
-            refresh=min(1.0, s.getfloat(
-                "FRONTIER_REFRESH_INTERVAL", defaults.FRONTIER_REFRESH_INTERVAL
-            )),
-            max_wait=s.getfloat("FRONTIER_LEASE_MAX_WAIT", defaults.FRONTIER_LEASE_MAX_WAIT),
+            read_ahead=self.config.read_ahead,
+            refresh=REFRESH,
+            max_wait=LEASE_MAX_WAIT,
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(_log_redis_error),
             poll=inbox.poll,
             transient=TRANSIENT,
-            linger=s.getfloat("FRONTIER_BATCH_LINGER", defaults.FRONTIER_BATCH_LINGER),
+            linger=BATCH_LINGER,
         )
 
 

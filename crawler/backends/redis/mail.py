@@ -61,6 +61,7 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.queue_store import prime_seen
 from crawler.frontier.api import Entry, Frontier
 from crawler.frontier.urlcode import huffman_decode, huffman_encode
 
@@ -71,6 +72,8 @@ ACK_CHUNK = MAX_ARGUMENTS - 1
 # XAUTOCLAIM calls per claim: each scans at most 10 x count pending entries (Redis's limit);
 # what a claim leaves pending comes at the next
 CLAIM_ROUNDS = 4
+LETTERS_PER_READ = 256  # letters read from one inbox at a time
+READS_PER_CALL = 8  # reads of one inbox per call at most (a backlog drains over a few calls)
 
 
 @dataclass
@@ -293,6 +296,43 @@ class Mailboxes:
             name = key.decode() if isinstance(key, bytes) else key
             out[inboxes[name]] = [(message_id, fields[FIELD]) for message_id, fields in messages]
         return out
+
+    def deliver(
+        self,
+        parts: dict[int, Any],
+        consumer: str,
+        guarded: Callable[[Any, Callable[[], Any]], Any],
+    ) -> int:
+        """Queue the letters waiting in the inboxes of ``parts`` (the owned partitions, by
+        index: each with its ``store``, ``frontier`` and ``ownership.writer``) into their
+        frontiers, with one seen-test for them all, and acknowledge each inbox's letters in
+        the fenced call that writes the queue changes they caused (``guarded`` runs it and
+        drops a partition found lost). Every inbox is read at once (a partition just taken up
+        claims what was left pending first); a full one is read again, up to
+        ``READS_PER_CALL`` times. Returns how many letters were read."""
+        read = 0
+        waiting = list(parts.values())
+        for _ in range(READS_PER_CALL):
+            if not waiting:
+                break
+            letters = self.read(waiting, consumer, LETTERS_PER_READ)
+            prime_seen(self.client, {  # one seen-test for every letter (one round trip)
+                parts[i].store: [e for _, lt in pairs for e, force, _ in lt.adds if not force]
+                for i, pairs in letters.items()
+            })  # fmt: skip
+            for index, pairs in letters.items():
+                part = parts[index]
+                for _, letter in pairs:
+                    letter.deliver(part.frontier)
+                part.store.stage()  # the queue writes the letters caused land first
+                self.acknowledge(part.ownership.writer, index, [m for m, _ in pairs])
+                guarded(part, part.store.flush)
+            read += sum(len(pairs) for pairs in letters.values())
+            waiting = [
+                p for p in waiting if p.index in parts
+                and (p.claiming or len(letters.get(p.index, ())) >= LETTERS_PER_READ)
+            ]  # fmt: skip
+        return read
 
     def read(
         self, inboxes: Sequence[Inbox], consumer: str, count: int

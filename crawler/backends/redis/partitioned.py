@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost, PartitionRewound
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.mail import Letter, Mailboxes, Outbox, pack_letter
+from crawler.backends.redis.mail import Mailboxes, Outbox, pack_letter
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
 from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites, prime_seen
 from crawler.backends.redis.seenset import count_across
@@ -64,10 +65,9 @@ from crawler.frontier.urls import normalize_url
 logger = logging.getLogger(__name__)
 
 BEAT = 1.0  # seconds between ownership beats (lease renewals, claims, the inbox read)
-LETTERS_PER_READ = 256  # letters read from one inbox at a time
-READS_PER_CALL = 8  # reads of one inbox per call at most (a backlog drains over a few calls)
 MAILED = "mailed"  # AddResult.reason of a link sent to the partition that owns its host
 MAIL = b"mail"  # the wake-up that says letters were sent
+MIN_BACK_QUEUES = 2  # a partition's share of its worker's B, at the least
 
 
 @dataclass
@@ -90,7 +90,8 @@ class Partition:
 class PartitionedFrontier(Frontier):
     """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
     claimed over its store; ``seen(keys)`` its seen-set; ``replicas``: how many replicas each
-    write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``)."""
+    write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``); ``back_queues``: the
+    worker's B, shared over the partitions it owns."""
 
     def __init__(
         self,
@@ -105,6 +106,7 @@ class PartitionedFrontier(Frontier):
         lease_ttl: float,
         partition_ttl: float,
         replicas: int = 0,
+        back_queues: int = 0,
         clock: Clock = time.monotonic,
     ) -> None:
         self.client = client
@@ -116,6 +118,7 @@ class PartitionedFrontier(Frontier):
         self._build = build
         self._seen = seen
         self._front_queues = front_queues
+        self.back_queues = back_queues  # the worker's B, shared over its partitions (0: not)
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
         self.ownership = PartitionOwnership(
@@ -158,9 +161,20 @@ class PartitionedFrontier(Frontier):
             part.draining = index in beat.surplus
             if part.draining and (index in beat.overdue or not part.frontier.in_flight()):
                 self._hand_over(part)
+        self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
         self._publish()
+
+    def _share_back_queues(self) -> None:
+        """The worker's B over the partitions it owns now, as one Mercator frontier would
+        hold it: a worker owning all 16 holds B in all, not 16 times a fixed share, and one
+        owning a single partition holds all of B there."""
+        if self.back_queues and self.parts:
+            share = max(MIN_BACK_QUEUES, math.ceil(self.back_queues / len(self.parts)))
+            for part in self.parts.values():
+                if part.frontier.back_queue_count != share:
+                    part.frontier.resize_back(share)
 
     def _hand_over(self, part: Partition) -> None:
         """Release a surplus partition, settled or overdue (its hosts still fetching held)."""
@@ -275,36 +289,9 @@ class PartitionedFrontier(Frontier):
             self._outbox = Outbox()
 
     def read_mail(self) -> int:
-        """Queue the letters waiting in the inboxes of the owned partitions; returns how
-        many were read. Every inbox is read at once (a partition just taken up claims what
-        was left pending first); a full one is read again, up to ``READS_PER_CALL`` times."""
-        read = 0
-        parts = list(self.parts.values())
-        for _ in range(READS_PER_CALL):
-            if not parts:
-                break
-            got = self._read_inboxes(parts)
-            read += sum(len(messages) for messages in got.values())
-            parts = [
-                p for p in parts if p.index in self.parts
-                and (p.claiming or len(got.get(p.index, ())) >= LETTERS_PER_READ)
-            ]  # fmt: skip
-        return read
-
-    def _read_inboxes(self, parts: list[Partition]) -> dict[int, list[tuple[bytes, Letter]]]:
-        letters = self.mail.read(parts, self.worker, LETTERS_PER_READ)
-        prime_seen(self.client, {  # one seen-test for every letter (one round trip)
-            self.parts[i].store: [e for _, lt in pairs for e, force, _ in lt.adds if not force]
-            for i, pairs in letters.items()
-        })  # fmt: skip
-        for index, pairs in letters.items():
-            part = self.parts[index]
-            for _, letter in pairs:
-                letter.deliver(part.frontier)
-            part.store.stage()  # the queue writes the letters caused land first
-            self.mail.acknowledge(part.ownership.writer, index, [m for m, _ in pairs])
-            self._guarded(part, part.store.flush)
-        return letters
+        """Queue the letters waiting in the owned partitions' inboxes (:meth:`Mailboxes.
+        deliver`); returns how many were read."""
+        return self.mail.deliver(self.parts, self.worker, self._guarded)
 
     # -- adding ----------------------------------------------------------------------------------
 

@@ -194,7 +194,7 @@ class SqliteCrawlDb(HandedOverRecords, CrawlDb):
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> SqliteCrawlDb:
-        """``CRAWLDB_CLASS``'s constructor: the file and schedule the crawl's settings name.
+        """``crawldb``'s constructor: the file and schedule the crawl's settings name.
         The file is this process's own
         (:func:`crawler.backends.sqlite.worker_files.claim_worker_file`): a
         second worker in the same directory writes a ``.w1`` sibling instead of waiting."""

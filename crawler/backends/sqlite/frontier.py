@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from crawler.config import defaults
 from crawler.frontier.api import Entry
 from crawler.frontier.store import QueueStore, SavedHost
 from crawler.frontier.urlcode import pack_referrer, unpack_referrer
@@ -72,6 +71,10 @@ _ADDED = {
     "key": "INTEGER NOT NULL DEFAULT 0",
 }
 
+# Seconds between commits of new URLs at least (and with every completed fetch): a killed crawl
+# loses at most the URLs discovered in the last this-many seconds.
+COMMIT_INTERVAL = 2.0
+
 
 class SqliteQueueStore(QueueStore):
     def __init__(
@@ -79,7 +82,7 @@ class SqliteQueueStore(QueueStore):
         path: str | Path,
         front_queues: int,
         *,
-        commit_interval: float = defaults.FRONTIER_COMMIT_INTERVAL,
+        commit_interval: float = COMMIT_INTERVAL,
         read_ahead: int = 256,
         back_buffer: int = 64,
     ) -> None:

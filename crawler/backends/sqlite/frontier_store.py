@@ -1,4 +1,4 @@
-"""``FRONTIER_STORE_CLASS`` of a crawl with a ``JOBDIR``: the embedded frontier with its queues and
+"""``frontier_store`` of a crawl with a ``JOBDIR``: the embedded frontier with its queues and
 seen-set in ``JOBDIR/frontier.sqlite``, so a stopped or killed crawl resumes where it was."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 from crawler.backends.memory import MemoryFrontierStore
 from crawler.backends.sqlite.frontier import SqliteQueueStore
 from crawler.backends.sqlite.scope import FileScopeRegistry
-from crawler.config import defaults
 from crawler.frontier import QueueStore
 from crawler.frontier.scope import ScopeRegistry
 
@@ -32,13 +31,7 @@ class SqliteFrontierStore(MemoryFrontierStore):
         Path(jobdir).mkdir(parents=True, exist_ok=True)
         path = Path(jobdir) / "frontier.sqlite"
         resumed = path.exists()
-        store = SqliteQueueStore(
-            path,
-            front_queues,
-            commit_interval=self.settings.getfloat(
-                "FRONTIER_COMMIT_INTERVAL", defaults.FRONTIER_COMMIT_INTERVAL
-            ),
-        )
+        store = SqliteQueueStore(path, front_queues)
         if resumed:
             logger.info(
                 "Resuming the frontier in %s: %d URLs queued, %d seen",
