@@ -76,10 +76,10 @@ def test_one_redis_partition_fetches_in_the_memory_frontiers_order(
     tmp_path: Path, order: str
 ) -> None:
     """The Redis store keeps the one Mercator algorithm's order: one partition, the same
-    number of back queues (2 x 96 for the partition), the very same fetches."""
+    number of back queues (the worker's 192, all on its one partition), the very same fetches."""
     graph = small_graph()
     memory = crawl_frontier(graph, order, 600)
-    redis = RedisFrontiers(tmp_path, back_queues=96, partitions=1)
+    redis = RedisFrontiers(tmp_path, back_queues=192, partitions=1)
     try:
         on_redis = crawl_frontier(graph, order, 600, redis=redis)
     finally:

@@ -28,8 +28,7 @@ from crawler.frontier.store import MemoryQueueStore, QueueStore, entry_key, iden
 # Front queues: priority levels (the depth policy's depth d goes to queue min(d, 7)). Part of a
 # shared crawl's layout (every worker must agree), so not a setting.
 FRONT_QUEUES = 8
-# Front-queue entries one refill may move before it yields to the caller: bounds the work of
-# one call on the reactor.
+# Front-queue entries one refill moves at most: bounds the work of one call on the reactor.
 REFILL_BATCH = 256
 # A host gives its back queue up after serving this many URLs in a row worth less than URLs
 # waiting in the front queues while no back queue is free (0: never; Mercator keeps a back
@@ -270,9 +269,8 @@ class MercatorFrontier(Frontier):
                 self._reschedule(host)
 
     def resize_back(self, count: int) -> None:
-        """Hold ``count`` back queues from now on (a worker's B shared anew over the
-        partitions it owns). Fewer than are in use: none is taken back; hosts give theirs up
-        as they drain or bounce, and no new one is routed until the count is under."""
+        """Hold ``count`` back queues from now on (a worker's B shared anew over the partitions
+        it owns); fewer take none back: no host is routed one until the count is under."""
         self._free_back += max(1, count) - self.back_queue_count
         self.back_queue_count = max(1, count)
 
