@@ -48,7 +48,7 @@ def crawl_user_rules(crawl: str, site: str = "web") -> tuple[str, ...]:
     bloom = ("+bf.reserve", "+bf.madd", "+bf.mexists", "+bf.card")
     return (
         "resetkeys", f"~{{{crawl}}}:*", f"~{{{crawl}:*", f"~{site}:*",
-        "resetchannels", f"&{{{crawl}}}:wake",
+        "resetchannels", f"&{{{crawl}}}:wake", f"&{{{crawl}}}:handover",
         "-@all", "+@read", "+@write", "+@transaction", "+@scripting", "+@pubsub",
         "+@connection", "+time", "-@dangerous", "+info", "+config|get",
         *(bloom if server_kind().name == "redis-bloom" else ()),
