@@ -49,7 +49,10 @@ With two workers, Redis's order is memory's: within the noise but for OPIC after
 partition got ``max(8, 2 x B / 16)`` whatever the worker owned, so one worker holding all 16
 had 384 where memory has 192 (two holding 8 each: 192 in all). A worker's B is now shared over
 the partitions it owns (``MercatorFrontier.resize_back`` at each beat), so one worker holds 192
-as memory does; the rows above were measured before that change. Memory with 384
+as memory does; the rows above were measured before that change. After it (seed 1, the same
+command): Redis with 1 worker (16 x 12) OPIC 44.8 / 57.6 / 10.2, depth 38.0 / 53.5 / 20.8; with
+2 workers (2 x 8 x 12) OPIC 44.7 / 57.6 / 10.2, depth 38.7 / 53.9 / 20.5: one worker now gives
+two workers' figures. Memory with 384
 gives one worker's figures (``--memory-back-queues 384``: 44.3 / 57.3, 9.6 % and depth 39.8 /
 55.0, 11.9 % on seed 1; 44.8 / 57.6, 10.4 % and 41.0 / 55.3, 12.0 % on seed 2), and so does
 one worker at 192 in all give two workers' (``--workers 1 --redis-back-queues 96``: OPIC 44.8 /
