@@ -335,3 +335,65 @@ def test_a_partition_whose_acknowledged_writes_redis_lost_is_read_again(
     assert sorted(set(fetched)) == sorted(e.url for e in entries(2, 2))
     assert len(fetched) - len(set(fetched)) <= 2  # what was out of the queues, twice
     assert not f.has_work(0.0)
+
+
+def lose_next_reply(writer: Any) -> None:
+    """The writer's next call is applied by Redis, and its reply lost with the connection
+    (Redis killed right after its AOF had it)."""
+    real = writer._run
+
+    def applied_then_lost(keys: list[str], argv: list[Any]) -> Any:
+        real(keys, argv)
+        writer._run = real
+        raise redis.ConnectionError("Connection closed by server.")
+
+    writer._run = applied_then_lost
+
+
+def test_a_write_whose_reply_was_lost_is_sent_again_alone(client: redis.Redis) -> None:
+    """A fenced call applied but its reply lost is sent again (the worker thread retries
+    the call) and answered DONE: what it carried is in Redis. The writes the owner queued
+    meanwhile (the next page's acknowledgement) go in a call of their own, not in the one Redis
+    answers DONE to, so Redis keeps the partition as the owner does: the next owner finds
+    nothing of it left to fetch."""
+    key, clock = fresh_key(), FakeClock()
+    f = partitioned(client, key, clock, count=1)
+    links = entries(4, 1)
+    f.add_many(links)
+    first, second = f.next_many(2)
+    lose_next_reply(f.parts[0].ownership.writer)
+    with pytest.raises(redis.ConnectionError):
+        f.finish(first.token, 0.1)
+    f.finish(second.token, 0.1)  # its HDEL is queued behind the lost call's writes
+    fetched = [first.entry.url, second.entry.url]
+    for _ in range(100):  # the crawl goes on: the next calls carry the lost call's writes
+        lease = f.next()
+        if lease is None:
+            break
+        fetched.append(lease.entry.url)
+        f.finish(lease.token, 0.1)
+    assert sorted(fetched) == sorted(e.url for e in links)
+    f.close()
+    heir = partitioned(client, key, FakeClock(), count=1, worker="heir")
+    assert len(heir) == 0 and heir.next() is None
+
+
+def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(client: redis.Redis) -> None:
+    """The recovery of a partition just claimed is applied, its reply lost: the owner reads
+    the partition again (its writes discarded) and its next call is numbered after the one
+    Redis applied, not refused as one already done."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), count=1)
+    f.add_many(entries(2, 1))
+    f.close()
+    heir = partitioned(client, key, FakeClock(), count=1, worker="heir", ttl=5.0)
+    writer = heir.ownership.owned[0].writer
+    writer.discard()
+    lose_next_reply(writer)
+    writer.write("SET", heir.keys(0).prefix + "probe", "1")
+    with pytest.raises(redis.ConnectionError):
+        writer.flush()
+    writer.discard()  # as a taking-up cut short does (PartitionedFrontier._take)
+    writer.write("SET", heir.keys(0).prefix + "probe", "2")
+    writer.flush()
+    assert client.get(heir.keys(0).prefix + "probe") == b"2"
