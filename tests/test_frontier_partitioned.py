@@ -397,3 +397,23 @@ def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(client: redis.R
     writer.write("SET", heir.keys(0).prefix + "probe", "2")
     writer.flush()
     assert client.get(heir.keys(0).prefix + "probe") == b"2"
+
+
+def test_leases_of_a_call_that_failed_go_back_to_their_hosts(client: redis.Redis) -> None:
+    """Redis goes away as leases are handed out: the call fails (its caller retries it) and
+    its leases, which never reach the caller, are not left open with their hosts held until
+    their TTL: the retried call hands the same URLs out."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=1)
+    f.add_many(entries(2, 2))
+    writer = f.parts[0].ownership.writer
+
+    def away(keys: list[str], argv: list[Any]) -> Any:
+        writer._run = real
+        raise redis.ConnectionError("Error 111 connecting. Connection refused.")
+
+    real, writer._run = writer._run, away
+    with pytest.raises(redis.ConnectionError):
+        f.next_many(2)
+    assert f.in_flight() == 0
+    leases = f.next_many(2)  # retried
+    assert urls_of(leases) == {"http://h0.test/0", "http://h1.test/0"}
