@@ -417,3 +417,32 @@ def test_leases_of_a_call_that_failed_go_back_to_their_hosts(client: redis.Redis
     assert f.in_flight() == 0
     leases = f.next_many(2)  # retried
     assert urls_of(leases) == {"http://h0.test/0", "http://h1.test/0"}
+
+
+def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(client: redis.Redis) -> None:
+    """Redis goes away as a surplus partition's lease is given up: the worker still owns it
+    as a whole (served and renewed), and gives it up once Redis is back, rather than serving
+    a partition it no longer renews (whose lease then lapses to the other worker, with the
+    leases open there fetched twice)."""
+    key = fresh_key()
+    a = partitioned(client, key, FakeClock(), count=2, worker="a")
+    b = partitioned(client, key, FakeClock(), count=2, worker="b")
+    assert len(a.parts) == 2 and not b.parts
+    renewers = a.ownership._renewers
+    for renewer in renewers.values():
+        real = renewer._run
+
+        def away(keys: list[str], argv: list[Any], w: Any = renewer, run: Any = real) -> Any:
+            if "DEL" in argv:
+                w._run = run
+                raise redis.ConnectionError("Connection closed by server.")
+            return run(keys, argv)
+
+        renewer._run = away
+    with pytest.raises(redis.ConnectionError):
+        a.beat()  # b is live: one of a's two is surplus, and is handed over
+    assert set(a.parts) == set(a.ownership.owned)
+    a.beat()  # Redis back
+    b.beat()
+    assert len(a.parts) == len(b.parts) == 1
+    assert set(a.parts) == set(a.ownership.owned) and set(b.parts) == set(b.ownership.owned)
