@@ -335,3 +335,114 @@ def test_a_partition_whose_acknowledged_writes_redis_lost_is_read_again(
     assert sorted(set(fetched)) == sorted(e.url for e in entries(2, 2))
     assert len(fetched) - len(set(fetched)) <= 2  # what was out of the queues, twice
     assert not f.has_work(0.0)
+
+
+def lose_next_reply(writer: Any) -> None:
+    """The writer's next call is applied by Redis, and its reply lost with the connection
+    (Redis killed right after its AOF had it)."""
+    real = writer._run
+
+    def applied_then_lost(keys: list[str], argv: list[Any]) -> Any:
+        real(keys, argv)
+        writer._run = real
+        raise redis.ConnectionError("Connection closed by server.")
+
+    writer._run = applied_then_lost
+
+
+def test_a_write_whose_reply_was_lost_is_sent_again_alone(client: redis.Redis) -> None:
+    """A fenced call applied but its reply lost is sent again (the worker thread retries
+    the call) and answered DONE: what it carried is in Redis. The writes the owner queued
+    meanwhile (the next page's acknowledgement) go in a call of their own, not in the one Redis
+    answers DONE to, so Redis keeps the partition as the owner does: the next owner finds
+    nothing of it left to fetch."""
+    key, clock = fresh_key(), FakeClock()
+    f = partitioned(client, key, clock, count=1)
+    links = entries(4, 1)
+    f.add_many(links)
+    first, second = f.next_many(2)
+    lose_next_reply(f.parts[0].ownership.writer)
+    with pytest.raises(redis.ConnectionError):
+        f.finish(first.token, 0.1)
+    f.finish(second.token, 0.1)  # its HDEL is queued behind the lost call's writes
+    fetched = [first.entry.url, second.entry.url]
+    for _ in range(100):  # the crawl goes on: the next calls carry the lost call's writes
+        lease = f.next()
+        if lease is None:
+            break
+        fetched.append(lease.entry.url)
+        f.finish(lease.token, 0.1)
+    assert sorted(fetched) == sorted(e.url for e in links)
+    f.close()
+    heir = partitioned(client, key, FakeClock(), count=1, worker="heir")
+    assert len(heir) == 0 and heir.next() is None
+
+
+def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(client: redis.Redis) -> None:
+    """The recovery of a partition just claimed is applied, its reply lost: the owner reads
+    the partition again (its writes discarded) and its next call is numbered after the one
+    Redis applied, not refused as one already done."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), count=1)
+    f.add_many(entries(2, 1))
+    f.close()
+    heir = partitioned(client, key, FakeClock(), count=1, worker="heir", ttl=5.0)
+    writer = heir.ownership.owned[0].writer
+    writer.discard()
+    lose_next_reply(writer)
+    writer.write("SET", heir.keys(0).prefix + "probe", "1")
+    with pytest.raises(redis.ConnectionError):
+        writer.flush()
+    writer.discard()  # as a taking-up cut short does (PartitionedFrontier._take)
+    writer.write("SET", heir.keys(0).prefix + "probe", "2")
+    writer.flush()
+    assert client.get(heir.keys(0).prefix + "probe") == b"2"
+
+
+def test_leases_of_a_call_that_failed_go_back_to_their_hosts(client: redis.Redis) -> None:
+    """Redis goes away as leases are handed out: the call fails (its caller retries it) and
+    its leases, which never reach the caller, are not left open with their hosts held until
+    their TTL: the retried call hands the same URLs out."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=1)
+    f.add_many(entries(2, 2))
+    writer = f.parts[0].ownership.writer
+
+    def away(keys: list[str], argv: list[Any]) -> Any:
+        writer._run = real
+        raise redis.ConnectionError("Error 111 connecting. Connection refused.")
+
+    real, writer._run = writer._run, away
+    with pytest.raises(redis.ConnectionError):
+        f.next_many(2)
+    assert f.in_flight() == 0
+    leases = f.next_many(2)  # retried
+    assert urls_of(leases) == {"http://h0.test/0", "http://h1.test/0"}
+
+
+def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(client: redis.Redis) -> None:
+    """Redis goes away as a surplus partition's lease is given up: the worker still owns it
+    as a whole (served and renewed), and gives it up once Redis is back, rather than serving
+    a partition it no longer renews (whose lease then lapses to the other worker, with the
+    leases open there fetched twice)."""
+    key = fresh_key()
+    a = partitioned(client, key, FakeClock(), count=2, worker="a")
+    b = partitioned(client, key, FakeClock(), count=2, worker="b")
+    assert len(a.parts) == 2 and not b.parts
+    renewers = a.ownership._renewers
+    for renewer in renewers.values():
+        real = renewer._run
+
+        def away(keys: list[str], argv: list[Any], w: Any = renewer, run: Any = real) -> Any:
+            if "DEL" in argv:
+                w._run = run
+                raise redis.ConnectionError("Connection closed by server.")
+            return run(keys, argv)
+
+        renewer._run = away
+    with pytest.raises(redis.ConnectionError):
+        a.beat()  # b is live: one of a's two is surplus, and is handed over
+    assert set(a.parts) == set(a.ownership.owned)
+    a.beat()  # Redis back
+    b.beat()
+    assert len(a.parts) == len(b.parts) == 1
+    assert set(a.parts) == set(a.ownership.owned) and set(b.parts) == set(b.ownership.owned)

@@ -65,6 +65,11 @@ class FencedWriter:
     ``write`` queues a command on a key under the partition's hash tag; ``flush`` sends the
     queue in order (in calls of at most ``MAX_WRITES`` writes each: a flush that spans calls
     is applied call by call, each one fenced) and returns the replies.
+
+    A call that failed on the way (the connection lost: Redis may have applied it and its
+    reply was lost) is sent again as it was, under its number, before anything queued since:
+    the script answers DONE to a number it applied, for the whole call, so a write added to
+    it would be dropped.
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class FencedWriter:
         self._seq: int | None = None if numbered else -1
         self._script = client.register_script(FENCE_SOURCE)
         self._writes: list[tuple[str, str, tuple[Any, ...]]] = []
+        self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
 
     @property
     def pending(self) -> int:
@@ -112,14 +118,21 @@ class FencedWriter:
         is not ours."""
         replies: list[Any] = []
         while self._writes:
-            batch = self._writes[:MAX_WRITES]
+            batch = self._writes[: self._sent or MAX_WRITES]
+            self._sent = len(batch)
             replies += self._apply(batch)
             del self._writes[: len(batch)]
+            self._sent = 0
         return replies
 
     def discard(self) -> None:
-        """Forget the queued writes (the partition was lost)."""
+        """Forget the queued writes (the partition was lost, or is read again). A call sent
+        whose outcome is unknown may have been applied: the next call's number is read again
+        from Redis, so it is neither refused as done nor applied under a number reused."""
+        if self._sent and self._seq is not None and self._seq >= 0:
+            self._seq = None
         self._writes.clear()
+        self._sent = 0
 
     def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> list[Any]:
         if self._seq is None:  # the calls the partition's owners made so far
@@ -142,9 +155,11 @@ class FencedWriter:
         except redis.ResponseError as exc:
             if str(exc).startswith("FENCED"):
                 self._writes.clear()
+                self._sent = 0
                 raise PartitionLost(self.lease_key) from None
             if str(exc).startswith("REWOUND"):
                 self._writes.clear()
+                self._sent = 0
                 self._seq = None  # the next owner's calls count on from what Redis kept
                 raise PartitionRewound(self.lease_key) from None
             raise

@@ -243,10 +243,12 @@ class PartitionOwnership:
         if ownership.writer.pending:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
         renewer = self._renewers[index]
-        self._forget(index)
         renewer.write("DEL", renewer.lease_key)
         with contextlib.suppress(PartitionLost):  # another worker holds it: not ours either way
             renewer.flush()
+        # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned and
+        # renewed, and given up at a later beat, not served unrenewed until its lease lapses
+        self._forget(index)
         if announce:
             self.announce()
 

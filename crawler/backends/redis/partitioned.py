@@ -420,8 +420,7 @@ class PartitionedFrontier(Frontier):
     # -- handing out ---------------------------------------------------------------------------
 
     def next(self) -> Lease | None:
-        leases = self.next_many(1)
-        return leases[0] if leases else None
+        return next(iter(self.next_many(1)), None)
 
     def next_many(self, n: int) -> list[Lease]:
         self._maybe_beat()
@@ -437,7 +436,13 @@ class PartitionedFrontier(Frontier):
                 leases.append(lease)
             if len(leases) >= n:
                 break
-        self._flush()
+        try:
+            self._flush()
+        except Exception:  # the call is retried: its leases, never handed, are not left open
+            for index, inner in self._by_part(lease.token for lease in leases).items():
+                part = self.parts[index]
+                self._guarded(part, lambda p=part, t=inner: p.frontier.release(t))
+            raise
         return leases
 
     def _part_of(self, token: str) -> tuple[Partition | None, str]:
