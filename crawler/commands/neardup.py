@@ -67,8 +67,6 @@ class Command(ScrapyCommand):
         result = explain(
             texts[0],
             texts[1],
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
             threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
         )
         print(format_explanation(args[0], args[1], result))

@@ -65,6 +65,16 @@ KNOBS: dict[str, Knob] = {
     "sitemap_max_bytes": Knob(52_428_800, Number(integer=True, low=1), "bytes of one sitemap "
                               "file once uncompressed (sitemaps.org's 50 MB; a gzip bomb is "
                               "dropped past it)"),
+    "url_date_past_days": Knob(10950, Number(integer=True), "days back past which a date in "
+                               "a URL marks a calendar trap (30 years: older than most of the "
+                               "web); 0: no bound"),
+    "robots_retry_delay": Knob(30.0, Number(), "seconds before a robots.txt answered with a 5xx "
+                               "or 429, or unreachable, is tried again (the host is held "
+                               "meanwhile); doubling, or the server's Retry-After, up to an hour"),
+    "metrics_linger": Knob(0.0, Number(), "seconds at most a finished crawl keeps serving "
+                           "/metrics until its final figures have been scraped (0: stop at once)"),
+    "progress_interval": Knob(30.0, Number(), "seconds between two progress lines (pages/s, "
+                              "the frontier's size, hosts ready); 0: none"),
     "neardup_link_demotion": Knob(4, Number(integer=True), "levels of depth added to the "
                                   "links of a page that duplicates another, so chains of "
                                   "look-alike pages end in a few hops"),

@@ -16,7 +16,8 @@ change of a host's penalty is announced with ``host_penalty_changed(host, levels
 scheduler's prioritizer applies it.
 
 Settings: ``NEARDUP_ENABLED`` (off: no pipeline, and the content analysis judges nothing),
-``NEARDUP_HOST_MIN_PAGES`` (read by the judge: a host's share counts from that many pages on).
+and the judge's ``HOST_MIN_PAGES`` (crawler/content/neardup_features.py: a host's share counts
+from that many pages on).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from scrapy.crawler import Crawler
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
-from crawler.config.typed import FeatureConfig, knob, setting
+from crawler.config.typed import FeatureConfig, knob
 from crawler.content.analysis_neardup import JOURNAL_FILE, NearDuplicateJudge
 from crawler.content.config import ContentConfig
 from crawler.pipelines.neardup import NearDuplicatePipeline
@@ -34,7 +34,6 @@ from crawler.spiders.links import UrlJoiner
 class JudgeConfig(FeatureConfig):
     """What the near-duplicate judge reads of the settings (the detector reads its own)."""
 
-    host_min_pages: int = setting("NEARDUP_HOST_MIN_PAGES")
     link_demotion: int = knob("neardup_link_demotion")
 
 
@@ -46,7 +45,6 @@ def near_duplicate_judge(crawler: Crawler) -> NearDuplicateJudge:
     jobdir = s.get("JOBDIR")
     return NearDuplicateJudge(
         build_backend(crawler, "neardup_store"),
-        host_min_pages=config.host_min_pages,
         link_demotion=config.link_demotion,
         journal=Path(jobdir) / JOURNAL_FILE if jobdir else None,
     )

@@ -25,11 +25,7 @@ class RedisNearDuplicateStore:
         return RedisNearDuplicateDetector(
             redis_client(s),
             crawl_key(s, site),
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
             threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
-            capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
-            cache_bytes=s.getint("NEARDUP_CACHE_BYTES", defaults.NEARDUP_CACHE_BYTES),
             # the anchor postings spread over as many hash tags as the frontier's shards
             groups=max(1, s.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)),
             # the checks wait on the content thread; without one they run on the reactor,
