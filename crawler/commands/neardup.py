@@ -19,7 +19,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands import pipe_safe
-from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 
 if TYPE_CHECKING:
     from crawler.content.neardup_explain import Explanation
@@ -67,7 +67,7 @@ class Command(ScrapyCommand):
         result = explain(
             texts[0],
             texts[1],
-            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            threshold=NeardupConfig.from_settings(s).threshold,
         )
         print(format_explanation(args[0], args[1], result))
         if opts.text:

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 from crawler.content.neardup_decide import (
     Candidate,
     Decision,
@@ -123,7 +123,7 @@ class NearDuplicateDetector:
         """``neardup_store``'s constructor: the ``NEARDUP_*`` settings of the crawl."""
         s = crawler.settings
         return cls(
-            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            threshold=NeardupConfig.from_settings(s).threshold,
         )
 
     @property

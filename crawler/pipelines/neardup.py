@@ -28,7 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -42,7 +42,7 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
-        if not crawler.settings.getbool("NEARDUP_ENABLED", defaults.NEARDUP_ENABLED):
+        if not NeardupConfig.from_settings(crawler.settings).enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
         return cls(crawler)
 

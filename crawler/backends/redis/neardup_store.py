@@ -9,6 +9,7 @@ from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 
 
 class RedisNearDuplicateStore:
@@ -25,7 +26,7 @@ class RedisNearDuplicateStore:
         return RedisNearDuplicateDetector(
             redis_client(s),
             crawl_key(s, site),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            threshold=NeardupConfig.from_settings(s).threshold,
             # the anchor postings spread over as many hash tags as the frontier's shards
             groups=max(1, s.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)),
             # the checks wait on the content thread; without one they run on the reactor,
