@@ -127,7 +127,7 @@ def test_the_adaptive_schedule_follows_recrawl_interval() -> None:
     from crawler.crawldb.schedule import AdaptiveSchedule
 
     schedule = AdaptiveSchedule.from_settings(
-        Settings({"RECRAWL_INTERVAL": "0.6", "RECRAWL_SYNC_DELTA": "false"})
+        Settings({"RECRAWL_INTERVAL": "0.6", "TUNING": '{"recrawl_sync_delta": false}'})
     )
     assert (schedule.interval, schedule.sync_delta) == (0.6, False)
     # a page may come back ten times as often as the first interval, wait 30 days at most

@@ -218,9 +218,6 @@ CRAWLDB_PATH = ""
 # tenth of this, if shorter) and 30 days (or this, if longer); 0: one day.
 RECRAWL_INTERVAL = 0
 RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
-# Nutch's sync delta: a page long unchanged gets at least that long an interval, its next fetch
-# pulled forward by a share of it.
-RECRAWL_SYNC_DELTA = True
 
 # --- Address safety --------------------------------------------------------------------------
 # Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.

@@ -54,6 +54,7 @@ REMOVED: dict[str, str] = {
     "ROBOTSTXT_RETRY_DELAY": _TUNED + "robots_retry_delay",
     "METRICS_LINGER": _TUNED + "metrics_linger",
     "FRONTIER_PROGRESS_INTERVAL": _TUNED + "progress_interval",
+    "RECRAWL_SYNC_DELTA": _TUNED + "recrawl_sync_delta",
     "CRAWLDB_PARTITIONS": "no longer a setting: set DATABASE_PARTITIONS (the crawl database's "
     "and the index's tables)",
     "INDEX_PARTITIONS": "no longer a setting: set DATABASE_PARTITIONS (the crawl database's "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crawler.config.rules import Number, Rule, SettingValueError, Show, closest, table_from
+from crawler.config.rules import Boolean, Number, Rule, SettingValueError, Show, closest, table_from
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,9 @@ KNOBS: dict[str, Knob] = {
                            "/metrics until its final figures have been scraped (0: stop at once)"),
     "progress_interval": Knob(30.0, Number(), "seconds between two progress lines (pages/s, "
                               "the frontier's size, hosts ready); 0: none"),
+    "recrawl_sync_delta": Knob(True, Boolean(), "Nutch's sync delta: a page long unchanged "
+                               "gets at least that long an interval, its next fetch pulled "
+                               "forward by a share of it (tests turn it off for exact dates)"),
     "neardup_link_demotion": Knob(4, Number(integer=True), "levels of depth added to the "
                                   "links of a page that duplicates another, so chains of "
                                   "look-alike pages end in a few hops"),
