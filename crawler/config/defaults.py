@@ -102,10 +102,6 @@ FRONTIER_DISTRUSTED_DOMAINS = ""
 METRICS_PORT = 0
 # The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
-# Parse, main text and near-duplicate checks on a thread of their own
-# (crawler/offload/components.py), so a
-# big page does not hold up the reactor (and every host that comes due) while it is worked on.
-CONTENT_THREAD = True
 
 # --- A shared frontier in Redis (crawler/backends/redis/)
 # ---------------------------------

@@ -55,6 +55,7 @@ REMOVED: dict[str, str] = {
     "METRICS_LINGER": _TUNED + "metrics_linger",
     "FRONTIER_PROGRESS_INTERVAL": _TUNED + "progress_interval",
     "RECRAWL_SYNC_DELTA": _TUNED + "recrawl_sync_delta",
+    "CONTENT_THREAD": _TUNED + "content_thread",
     "CRAWLDB_PARTITIONS": "no longer a setting: set DATABASE_PARTITIONS (the crawl database's "
     "and the index's tables)",
     "INDEX_PARTITIONS": "no longer a setting: set DATABASE_PARTITIONS (the crawl database's "

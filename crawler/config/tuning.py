@@ -44,6 +44,9 @@ KNOBS: dict[str, Knob] = {
                        "the engine's asks at most (it adapts below that to the engine's pace)"),
     "heartbeat_interval": Knob(5.0, Number(), "seconds between a Redis worker's heartbeats "
                                "(its counters merged into the crawl's totals); 0: off"),
+    "content_thread": Knob(True, Boolean(), "parse, main text and near-duplicate checks on a "
+                           "thread of their own (crawler/offload/components.py), so a big page "
+                           "does not hold up the reactor; off: all on the reactor (tests)"),
     "process_min_bytes": Knob(256 * 1024, Number(integer=True), "HTML pages of at least this "
                               "many bytes are parsed in the crawl's parse process, off the GIL "
                               "the reactor waits for; 0: all on the content thread"),
