@@ -20,14 +20,14 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from crawler.config.defaults import (
-    URL_MAX_DATE_DISTANCE_DAYS,
-    URL_MAX_DATE_PAST_DAYS,
     URL_MAX_HOSTS_PER_DOMAIN,
     URL_MAX_LENGTH,
     URL_MAX_QUERY_VARIANTS,
     URL_MAX_REPEATED_SEGMENTS,
 )
+from crawler.config.tuning import knob_default
 from crawler.frontier.urls import UrlPolicy, strip_session_ids
+from crawler.sites.policy import DATE_FUTURE_DAYS
 
 HREF = re.compile(rb"""<a\s[^>]*?href\s*=\s*["']([^"'#][^"']*)["']""", re.I)
 HOST = "docs.test"
@@ -50,8 +50,8 @@ def policy() -> UrlPolicy:
         max_url_length=URL_MAX_LENGTH,
         max_repeated_segments=URL_MAX_REPEATED_SEGMENTS,
         max_query_variants=URL_MAX_QUERY_VARIANTS,
-        max_date_future_days=URL_MAX_DATE_DISTANCE_DAYS,
-        max_date_past_days=URL_MAX_DATE_PAST_DAYS,
+        max_date_future_days=DATE_FUTURE_DAYS,
+        max_date_past_days=knob_default("url_date_past_days"),
         max_hosts_per_domain=URL_MAX_HOSTS_PER_DOMAIN,
     )
 

@@ -49,11 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 import redis
 
-from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
 from crawler.backends.redis.neardup_anchors import parse, run_scripts
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_state import ENTRY, SLOTS
-from crawler.config import defaults
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.content.neardup_features import ANCHORS
 
@@ -505,12 +504,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--cache-bytes", type=int, default=defaults.NEARDUP_CACHE_BYTES)
+    parser.add_argument("--cache-bytes", type=int, default=DEFAULT_CACHE_BYTES)
     parser.add_argument("--per-tree", type=int, default=80, help="real pages per tree")
     parser.add_argument("--every", type=int, default=50_000, help="pages between reports")
     parser.add_argument("--no-real", action="store_true", help="skip the real-pages check")
     parser.add_argument("--capacity", type=int, default=0,
-                        help="NEARDUP_SHARED_CAPACITY (default: --pages, or --bulk)")
+                        help="the index's DEFAULT_CAPACITY (default: --pages, or --bulk)")
     parser.add_argument("--hosts", type=int, default=HOSTS,
                         help="hosts the pages spread over (fewer: a host's model at a "
                         "million pages' size sooner)")
@@ -613,7 +612,7 @@ def main() -> None:
         per_worker = max(m[3] for m in last.values())
         print(f"projection at 1 billion pages: Redis {grown / stored * 1e9 / 2**30:,.0f} GiB"
               f" of near-duplicate state; per worker {per_worker / 2**20:,.0f} MiB RSS "
-              f"(bounded by NEARDUP_CACHE_BYTES, not by the crawl's size)")
+              f"(bounded by DEFAULT_CACHE_BYTES, not by the crawl's size)")
     finally:
         proc.terminate()
         proc.wait()

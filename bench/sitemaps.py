@@ -209,7 +209,8 @@ def crawl(work: Path, seed: str, db: Path, **extra: Any) -> dict[str, Any]:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
         "FRONTIER_HOST_CONCURRENCY": 4, "CRAWLDB_PATH": db, "RECRAWL_INTERVAL": 86400,
-        "RECRAWL_SYNC_DELTA": False, "INDEX_PATH": work / "index.sqlite", "LOG_LEVEL": "INFO",
+        "TUNING": {"recrawl_sync_delta": False}, "INDEX_PATH": work / "index.sqlite",
+        "LOG_LEVEL": "INFO",
         **extra,
     }
     started = time.monotonic()

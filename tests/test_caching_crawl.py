@@ -56,7 +56,8 @@ def test_validators_no_store_and_max_age_in_recrawls(tmp_path: Path) -> None:
     server.route(HOST, "/p/3.html", long_lived)
     db = tmp_path / "crawldb.sqlite"
     settings = loopback_settings(
-        CRAWLDB_PATH=db, RECRAWL_INTERVAL=3600, RECRAWL_SYNC_DELTA=False, FRONTIER_MIN_DELAY=0.02
+        CRAWLDB_PATH=db, RECRAWL_INTERVAL=3600, TUNING={"recrawl_sync_delta": False},
+        FRONTIER_MIN_DELAY=0.02
     )
 
     def crawl(run: str) -> dict[str, Any]:

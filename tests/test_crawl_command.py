@@ -191,7 +191,7 @@ def test_a_crawl_with_no_valid_seed_exits_2(tmp_path: Path) -> None:
 
 def test_a_crawl_whose_every_seed_is_unreachable_exits_1(tmp_path: Path) -> None:
     out = scrapy_crawl(
-        tmp_path, "-sROBOTSTXT_RETRY_DELAY=0.2", "-sRETRY_TIMES=0", "-sDOWNLOAD_TIMEOUT=5"
+        tmp_path, '-sTUNING={"robots_retry_delay": 0.2}', "-sRETRY_TIMES=0", "-sDOWNLOAD_TIMEOUT=5"
     )
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr
@@ -284,7 +284,7 @@ def test_a_finished_jobdir_crawl_run_again_says_so(tmp_path: Path) -> None:
 
 
 def test_a_crawl_prints_a_progress_line_within_seconds(tmp_path: Path) -> None:
-    """The first came after FRONTIER_PROGRESS_INTERVAL (30 s): a crawl looked stuck. Three
+    """The first came after TUNING's progress_interval (30 s): a crawl looked stuck. Three
     pages of one host 3 s apart take 6 s at least, so the first line (at 5 s) comes before the
     crawl ends."""
     pages = {"/": '<a href="/a">a</a><a href="/b">b</a>', "/a": "a", "/b": "b"}

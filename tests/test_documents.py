@@ -43,7 +43,7 @@ from devsite.routed import RoutedSiteServer
 from tests.crawling import loopback_settings, run_crawl
 
 HOST = "127.0.0.31"
-EXTRA: dict[str, Any] = {}  # more settings for the crawl (a manual run: CONTENT_THREAD off)
+EXTRA: dict[str, Any] = {}  # more settings for the crawl (a manual run: content_thread off)
 PROSE = [  # the DOCX's
     "The shared MIME-info database gathers the file types of every desktop application.",
     "A checksum over the bytes of a message detects a corrupted transmission quickly.",

@@ -132,7 +132,7 @@ def test_the_share_of_slots_a_hanging_host_holds_is_served(tmp_path: Path) -> No
         proc = start_crawl(
             tmp_path, seeds=[server.url(HANG)],
             settings=loopback_settings(
-                METRICS_PORT=port, TUNING={"metrics_interval": 0.1}, METRICS_LINGER=60,
+                METRICS_PORT=port, TUNING={"metrics_interval": 0.1, "metrics_linger": 60},
                 CONCURRENT_REQUESTS=4, DOWNLOAD_TIMEOUT=2, RETRY_TIMES=0,
                 FRONTIER_HOST_MAX_FAILURES=1,
             ),

@@ -147,8 +147,8 @@ def test_a_crawl_serves_its_figures_while_it_runs_and_ends_with_its_stats(
     with site(pages=10) as server:
         proc = start_crawl(
             tmp_path, seeds=server.seeds(),
-            settings=loopback_settings(METRICS_PORT=port, TUNING={"metrics_interval": 0.2},
-                                       METRICS_LINGER=60),
+            settings=loopback_settings(METRICS_PORT=port, TUNING={"metrics_interval": 0.2,
+                                                                         "metrics_linger": 60}),
         )
         while proc.poll() is None:  # scrape until the crawl has ended
             try:

@@ -98,8 +98,8 @@ def test_prometheus_scraping_a_crawl_reads_back_its_final_stats(tmp_path: Path) 
     with prometheus(tmp_path, port) as prom, site(pages=10) as server:
         proc = start_crawl(
             tmp_path, seeds=server.seeds(),
-            settings=loopback_settings(METRICS_PORT=port, TUNING={"metrics_interval": 0.2},
-                                       METRICS_LINGER=120),
+            settings=loopback_settings(METRICS_PORT=port, TUNING={"metrics_interval": 0.2,
+                                                                         "metrics_linger": 120}),
         )
         result = finish_crawl(proc, tmp_path, timeout=300)
         assert result.returncode == 0, result.log[-3000:]

@@ -124,7 +124,7 @@ def test_not_modified_errors_and_noindex(labelled: LabelledSet) -> None:
 
 
 def test_host_ratio_and_penalty_for_the_frontier(labelled: LabelledSet) -> None:
-    judging = Judging(NEARDUP_HOST_MIN_PAGES=3)
+    judging = Judging()
     for page in labelled.originals[:6]:
         judging.process_item(page_item(page.url, page.html))
         host = page.url.split("/")[2]
@@ -155,9 +155,9 @@ def test_a_host_penalty_is_announced_as_it_changes() -> None:
 
 
 def test_settings_and_disabling() -> None:
-    judge = Judging(NEARDUP_SHINGLE_SIZE=4, NEARDUP_NUM_PERM=64, NEARDUP_THRESHOLD=0.7).judge
+    judge = Judging(NEARDUP_THRESHOLD=0.7).judge
     det = judge.detector
-    assert (det.shingle_size, det.num_perm, det.threshold) == (4, 64, 0.7)
+    assert (det.shingle_size, det.num_perm, det.threshold) == (3, 128, 0.7)
     with pytest.raises(NotConfigured):
         NearDuplicatePipeline.from_crawler(get_crawler(settings_dict={"NEARDUP_ENABLED": False}))
 

@@ -2,7 +2,7 @@
 produces.
 
 A real crawl of a loopback site with one big page (a 2 MB single-page manual: seconds of parsing
-and main text on a loaded machine) and a few small ones, with ``CONTENT_THREAD`` on and off:
+and main text on a loaded machine) and a few small ones, with ``content_thread`` on and off:
 the items (text, main text, outlinks, near-duplicate decisions) and what the index took are the
 same, the pages went through the content thread only when it is on (the index writes there
 too, or on a thread of its own with ``TUNING``'s ``index_thread``), and the reactor-stall probe
@@ -64,8 +64,9 @@ def _crawl(tmp: Path, port: int, thread: bool, **extra: Any
            ) -> tuple[dict[str, dict[str, Any]], dict]:
     settings = {
         "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0, "FRONTIER_DELAY_FACTOR": 0,
-        "TUNING": {"idle_horizon": 2}, "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO",
-        "CONTENT_THREAD": thread, "FRONTIER_HOST_CONCURRENCY": 1, **extra,
+        "CLOSESPIDER_TIMEOUT": 120, "LOG_LEVEL": "INFO", "FRONTIER_HOST_CONCURRENCY": 1,
+        **extra,
+        "TUNING": {"idle_horizon": 2, **extra.get("TUNING", {}), "content_thread": thread},
     }
     cmd = crawl_command(tmp, seeds=[f"http://{HOST}:{port}/"], settings=settings)
     proc = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=300,

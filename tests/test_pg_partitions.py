@@ -1,5 +1,5 @@
 """The PostgreSQL crawl database and index with their big tables hash-partitioned
-(``CRAWLDB_PARTITIONS``, ``INDEX_PARTITIONS``): the shared crawl-database and index tests run
+(``DATABASE_PARTITIONS``): the shared crawl-database and index tests run
 again on partitioned tables, rows spread over the partitions, and three workers writing at once
 lose nothing. Each test has a database of its own, dropped afterwards."""
 
@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
 
 from crawler.backends.postgres.crawldb import PostgresCrawlDb, partition_count
 from crawler.backends.postgres.index import PostgresIndex
@@ -62,6 +64,28 @@ def _rows_per_partition(url: str, table: str) -> list[int]:
             int(conn.execute(f"SELECT count(*) FROM {table}_p{i}").fetchone()[0])  # type: ignore[index]
             for i in range(PARTITIONS)
         ]
+
+
+def test_one_setting_partitions_the_crawl_database_and_the_index(
+    pg_url: str,  # noqa: F811
+) -> None:
+    """DATABASE_PARTITIONS splits both stores' big tables: one choice, a crawl's size."""
+    settings = {"DATABASE_URL": pg_url, "DATABASE_PARTITIONS": PARTITIONS}
+    crawler = get_crawler(Spider, settings)
+    db = PostgresCrawlDb.from_crawler(crawler)
+    ix = PostgresIndex.from_settings(crawler.settings)
+    try:
+        db.record(Visit("https://h.test/", 200, 1000.0, fingerprint="f"))
+        db.commit()
+        ix.add_page(PageDocument(url="https://h.test/", site="h", title="t", text="words",
+                                 status=200, outlinks=[]))
+        ix.commit()
+        with psycopg.connect(pg_url) as conn:
+            assert partition_count(conn, "crawldb") == PARTITIONS
+            assert partition_count(conn, "docs") == PARTITIONS
+    finally:
+        db.close()
+        ix.close()
 
 
 def test_tables_are_partitioned_and_rows_spread(pg_url: str) -> None:  # noqa: F811

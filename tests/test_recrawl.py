@@ -72,7 +72,7 @@ def test_recrawl_over_a_crawl_database(tmp_path: Path) -> None:
         RECRAWL_INTERVAL=3600,
         FRONTIER_MIN_DELAY=0.02,
         ROBOTSTXT_RETRY_TIMES=0,
-        RECRAWL_SYNC_DELTA=False,
+        TUNING={"recrawl_sync_delta": False},
         INDEX_PATH=tmp_path / "index.sqlite",
     )
 
@@ -167,7 +167,7 @@ def test_continuous_mode_refetches_as_pages_come_due(tmp_path: Path) -> None:
                 CRAWLDB_PATH=db,
                 RECRAWL_CONTINUOUS=True,
                 RECRAWL_INTERVAL=0.6,
-                RECRAWL_SYNC_DELTA=False,
+                TUNING={"recrawl_sync_delta": False},
                 CLOSESPIDER_TIMEOUT=5,
                 INDEX_PATH=tmp_path / "index.sqlite",
             ),

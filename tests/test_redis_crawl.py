@@ -287,7 +287,8 @@ def test_an_unreachable_robots_txt_is_held_for_every_worker(
     once per worker: the origin's state (fetching, unreachable until T, failures) is shared."""
     retry = 1.0
     flaky, down = "127.0.0.4", "127.0.0.5"
-    extra = {"ROBOTSTXT_RETRY_DELAY": retry, "ROBOTSTXT_RETRY_TIMES": 2}
+    # TUNING replaces worker_settings' table: its read_ahead kept
+    extra = {"TUNING": {"read_ahead": 2, "robots_retry_delay": retry}, "ROBOTSTXT_RETRY_TIMES": 2}
     asked: Counter[str] = Counter()
 
     def failing(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:

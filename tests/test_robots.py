@@ -227,7 +227,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, dict[s
             seeds=seeds,
             settings=loopback_settings(
                 DOWNLOAD_TIMEOUT=1,
-                ROBOTSTXT_RETRY_DELAY=0.3,
+                TUNING={"robots_retry_delay": 0.3},
                 ROBOTSTXT_RETRY_TIMES=1,
                 FRONTIER_MAX_CRAWL_DELAY=5,
                 INDEX_PATH=tmp_path / "index.sqlite",
@@ -361,7 +361,7 @@ def test_one_sigint_stops_a_crawl_waiting_for_robots_txt(tmp_path) -> None:
         proc = start_crawl(
             tmp_path,
             seeds=[server.url(slow), server.url(broken)],
-            settings=loopback_settings(DOWNLOAD_TIMEOUT=4, ROBOTSTXT_RETRY_DELAY=60),
+            settings=loopback_settings(DOWNLOAD_TIMEOUT=4, TUNING={"robots_retry_delay": 60}),
         )
         try:
             assert asked.wait(60), "robots.txt of the slow host was never asked for"

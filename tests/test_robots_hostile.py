@@ -51,8 +51,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
             settings=loopback_settings(
                 # shorter than shipped, so the failing fetches and their one retry fit the test
                 DOWNLOAD_TIMEOUT=4,
-                TUNING={"min_rate_grace": 1},
-                ROBOTSTXT_RETRY_DELAY=0.5,
+                TUNING={"min_rate_grace": 1, "robots_retry_delay": 0.5},
                 ROBOTSTXT_RETRY_TIMES=1,
             ),
             timeout=180,  # a hang guard, not a speed requirement

@@ -282,7 +282,7 @@ def middleware(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         monkeypatch.setattr(module, "call_later", call_later)
     crawler = get_crawler(
         Spider,
-        {"USER_AGENT": "crawler-bot/1.0", "ROBOTSTXT_RETRY_DELAY": 7,
+        {"USER_AGENT": "crawler-bot/1.0", "TUNING": {"robots_retry_delay": 7},
          "ROBOTSTXT_CACHE_PATH": str(tmp_path / "robots.sqlite")},
     )
     crawler.spider = Spider("s")

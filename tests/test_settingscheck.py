@@ -17,7 +17,9 @@ from crawler.config.schema import (
     value_problem,
 )
 from crawler.frontier.politeness import PolitenessPolicy, politeness_from_settings
+from crawler.metrics.config import MetricsConfig
 from crawler.sites import Politeness, Setting, load_all_sites
+from crawler.sites.policy import TrapBudgets
 
 
 @pytest.mark.parametrize(
@@ -84,6 +86,24 @@ def test_a_removed_setting_is_refused_saying_what_became_of_it() -> None:
         "WARC_GZIP_LEVEL: no longer a setting: a constant of crawler/archive/files.py",
     ]
     assert not set(REMOVED) & set(OUR_SETTINGS)
+
+
+def test_tuning_knobs_and_near_duplicate_sizes_are_no_settings() -> None:
+    """Issue 38's third pass: a knob only tests turn and the near-duplicate detector's sizes are
+    refused with where they went, and the knob is read from TUNING by its feature."""
+    values = {"NEARDUP_CACHE_BYTES": "1024", "URL_MAX_DATE_PAST_DAYS": "365",
+              "METRICS_LINGER": "60"}
+    problems = check_settings(values, values.get).problems
+    assert sorted(problems) == [
+        "METRICS_LINGER: no longer a setting: an expert knob, TUNING's metrics_linger",
+        "NEARDUP_CACHE_BYTES: no longer a setting: a constant of "
+        "crawler/backends/redis/neardup.py",
+        "URL_MAX_DATE_PAST_DAYS: no longer a setting: an expert knob, TUNING's "
+        "url_date_past_days",
+    ]
+    budgets = TrapBudgets.from_settings({"TUNING": {"url_date_past_days": 365}})
+    assert (budgets.max_date_past_days, budgets.max_query_variants) == (365, 100)
+    assert MetricsConfig.from_settings({"TUNING": '{"metrics_linger": 60}'}).linger == 60.0
 
 
 def test_a_removed_setting_in_a_site_config_names_the_file_and_key(tmp_path: Path) -> None:

@@ -203,7 +203,8 @@ def test_lastmod_spares_a_recrawl_the_unchanged_pages(tmp_path: Path) -> None:
         [(ask.server.url(HOST, f"/doc/{i}.html"), lastmod[i]) for i in range(pages)])))
     db = tmp_path / "crawldb.sqlite"
     settings = loopback_settings(FRONTIER_MIN_DELAY=0.01, CRAWLDB_PATH=db,
-                                 RECRAWL_INTERVAL=3600, RECRAWL_SYNC_DELTA=False)
+                                 RECRAWL_INTERVAL=3600,
+                                 TUNING={"recrawl_sync_delta": False})
     (tmp_path / "1").mkdir()
     (tmp_path / "2").mkdir()
     with server:

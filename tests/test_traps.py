@@ -163,8 +163,9 @@ def _crawl_traps(tmp: Path, server: h.HostileServer, **settings: Any) -> CrawlRe
             "FRONTIER_MIN_DELAY": 0.01,
             "FRONTIER_DELAY_FACTOR": 0,
             "URL_MAX_QUERY_VARIANTS": 20,
-            "URL_MAX_DATE_PAST_DAYS": 365,
             **settings,
+            # a calendar walked back a year, not 30 (the knob beside any the test turns)
+            "TUNING": {"url_date_past_days": 365, **settings.get("TUNING", {})},
         },
         timeout=120,
     )

@@ -12,19 +12,22 @@ from crawler.config import defaults
 from crawler.config.schema import OUR_SETTINGS, SettingsError
 from crawler.config.tuning import KNOBS
 from crawler.config.typed import FeatureConfig
-from crawler.content.config import ContentConfig
+from crawler.content.config import ContentConfig, NeardupConfig
 from crawler.crawldb.config import RecrawlConfig
 from crawler.download.dns_config import DnsConfig
 from crawler.extensions.heartbeat import HeartbeatConfig
+from crawler.extensions.progress import ProgressConfig
 from crawler.frontier.config import SharedFrontierConfig
 from crawler.metrics.config import MetricsConfig
 from crawler.report.config import RecordConfig
 from crawler.robots.config import RobotsConfig
 from crawler.sitemaps.config import SitemapsConfig
+from crawler.sites.policy import TrapBudgets
 
 FEATURES: list[type[FeatureConfig]] = [
     WarcConfig, RobotsConfig, SitemapsConfig, MetricsConfig, RecordConfig, ContentConfig,
-    DnsConfig, RecrawlConfig, SharedFrontierConfig, HeartbeatConfig,
+    DnsConfig, RecrawlConfig, SharedFrontierConfig, HeartbeatConfig, NeardupConfig,
+    TrapBudgets, ProgressConfig,
 ]
 
 
@@ -65,6 +68,17 @@ def test_robots_settings_are_read_once_into_their_types() -> None:
     assert config.user_agent is None and config.book_size == 10_000
     with pytest.raises(SettingsError, match=r"^ROBOTSTXT_RETRY_TIMES: must be an integer >= 0"):
         RobotsConfig.from_settings({"ROBOTSTXT_RETRY_TIMES": "-1"})
+
+
+def test_near_duplicate_settings_are_read_once_into_their_types() -> None:
+    """The judge, the detectors and `scrapy neardup` read NEARDUP_* through one object."""
+    config = NeardupConfig.from_settings(
+        Settings({"NEARDUP_THRESHOLD": "0.7", "TUNING": '{"neardup_link_demotion": 2}'})
+    )
+    assert (config.enabled, config.threshold, config.link_demotion) == (True, 0.7, 2)
+    assert config.index_duplicates is False
+    with pytest.raises(SettingsError, match=r"^NEARDUP_THRESHOLD: must be a number <= 1"):
+        NeardupConfig.from_settings({"NEARDUP_THRESHOLD": "1.5"})
 
 
 @pytest.mark.parametrize("feature", FEATURES, ids=lambda f: f.__name__)
@@ -113,7 +127,7 @@ def test_the_adaptive_schedule_follows_recrawl_interval() -> None:
     from crawler.crawldb.schedule import AdaptiveSchedule
 
     schedule = AdaptiveSchedule.from_settings(
-        Settings({"RECRAWL_INTERVAL": "0.6", "RECRAWL_SYNC_DELTA": "false"})
+        Settings({"RECRAWL_INTERVAL": "0.6", "TUNING": '{"recrawl_sync_delta": false}'})
     )
     assert (schedule.interval, schedule.sync_delta) == (0.6, False)
     # a page may come back ten times as often as the first interval, wait 30 days at most

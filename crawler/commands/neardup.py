@@ -19,7 +19,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands import pipe_safe
-from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 
 if TYPE_CHECKING:
     from crawler.content.neardup_explain import Explanation
@@ -67,9 +67,7 @@ class Command(ScrapyCommand):
         result = explain(
             texts[0],
             texts[1],
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            threshold=NeardupConfig.from_settings(s).threshold,
         )
         print(format_explanation(args[0], args[1], result))
         if opts.text:

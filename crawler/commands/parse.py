@@ -24,7 +24,7 @@ from crawler.commands import pipe_safe
 # What a one-URL parse sets unless the command line sets it (-s wins).
 _ONE_URL = {
     "SCHEDULER": "scrapy.core.scheduler.Scheduler",
-    "FRONTIER_PROGRESS_INTERVAL": 0,
+    "TUNING": {"progress_interval": 0},  # no progress line
     "CRAWL_SUMMARY": False,
     "RECORD_ENABLED": False,  # no crawl record (crawl-record-<site>.jsonl) for one page
 }

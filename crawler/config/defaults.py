@@ -32,6 +32,11 @@ BACKEND_CLASSES: dict[str, str] = {}
 # every worker (crawler/backends/postgres/crawldb.py, crawler/backends/postgres/index.py). Empty:
 # embedded SQLite.
 DATABASE_URL = ""
+# PostgreSQL only: split the big tables (the crawl database's pages; the index's documents,
+# anchors and outlinks) into this many hash partitions each when they are created (0: plain
+# tables). Worth it past ~100 million pages, where one table's vacuum and index builds take
+# hours; writes keep their rate (BENCHMARKS.md, pg_scale).
+DATABASE_PARTITIONS = 0
 
 # --- The Mercator frontier owns politeness ------------------------------------------------
 # Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
@@ -92,20 +97,11 @@ FRONTIER_PRIORITY_POLICY = "depth"
 # whatever linked it. A site config's trusted_domains / distrusted_domains win.
 FRONTIER_TRUSTED_DOMAINS = ""
 FRONTIER_DISTRUSTED_DOMAINS = ""
-# Seconds between two progress lines (pages/s, the frontier's size, hosts ready).
-FRONTIER_PROGRESS_INTERVAL = 30.0
 # Live Prometheus metrics of this worker at http://METRICS_HOST:METRICS_PORT/metrics
 # (crawler/extensions/metrics.py), served off the reactor. 0: off.
 METRICS_PORT = 0
 # The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
-# Seconds at most a finished crawl keeps serving /metrics until its final figures have been
-# scraped (0: stop at once).
-METRICS_LINGER = 0.0
-# Parse, main text and near-duplicate checks on a thread of their own
-# (crawler/offload/components.py), so a
-# big page does not hold up the reactor (and every host that comes due) while it is worked on.
-CONTENT_THREAD = True
 
 # --- A shared frontier in Redis (crawler/backends/redis/)
 # ---------------------------------
@@ -161,8 +157,6 @@ URL_MAX_REPEATED_SEGMENTS = 3
 # Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
 # ;jsessionid=...) are always stripped in normalization.
 URL_MAX_QUERY_VARIANTS = 100  # distinct queries per path: facet permutations, sort orders
-URL_MAX_DATE_DISTANCE_DAYS = 1095  # a date in the URL this far in the future: a calendar trap
-URL_MAX_DATE_PAST_DAYS = 10950  # ... or this far back (30 years: older than most of the web)
 URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
 
 # --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
@@ -176,10 +170,9 @@ ROBOTSTXT_USER_AGENT = None
 # Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
 # for more than 24 hours).
 ROBOTSTXT_CACHE_EXPIRY = 86400
-# Seconds before a robots.txt answered with a 5xx or 429, or unreachable, is tried again (the
-# host is disallowed meanwhile); doubling, or the server's Retry-After, up to an hour.
-ROBOTSTXT_RETRY_DELAY = 30.0
-# Tries again of such a robots.txt before the host is given up.
+# Tries again of a robots.txt answered with a 5xx or 429, or unreachable, before the host is
+# given up (the host is held meanwhile; the first retry after TUNING's robots_retry_delay,
+# 30 s, doubling, or the server's Retry-After, up to an hour).
 ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
 
@@ -216,20 +209,11 @@ DNS_SERVERS: tuple[str, ...] = ()
 # On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
 # JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
 CRAWLDB_PATH = ""
-# PostgreSQL only: split the crawl database's page table into this many hash partitions when
-# it is created (0: a plain table). Worth it past ~100 million pages, where one table's vacuum
-# and index builds take hours; writes keep their rate (BENCHMARKS.md, pg_scale).
-CRAWLDB_PARTITIONS = 0
-# PostgreSQL only: the same for the index's documents, anchors and outlinks tables.
-INDEX_PARTITIONS = 0
 # Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule), and each page's
 # interval then grows while it does not change and shrinks when it does, between a minute (or a
 # tenth of this, if shorter) and 30 days (or this, if longer); 0: one day.
 RECRAWL_INTERVAL = 0
 RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
-# Nutch's sync delta: a page long unchanged gets at least that long an interval, its next fetch
-# pulled forward by a share of it.
-RECRAWL_SYNC_DELTA = True
 
 # --- Address safety --------------------------------------------------------------------------
 # Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
@@ -258,17 +242,9 @@ CONTENT_METADATA = True
 # Near-duplicate detection (MinHash and LSH over the main text, crawler/content/neardup.py):
 # a page that repeats another is flagged, not indexed, and its links demoted.
 NEARDUP_ENABLED = True
-# The detector's shingles (words), permutations and Jaccard threshold; chosen with
-# bench/neardup.py (sections 1, 2 and 5). On the labelled set, 3-word shingles at
-# threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
-# deviations of the 128-permutation estimate above the threshold and the hardest negative pair
-# (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
-# would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
-# triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
-# indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages.
-NEARDUP_SHINGLE_SIZE = 3
-# MinHash permutations of a page's signature (more: a closer estimate, more CPU and bytes).
-NEARDUP_NUM_PERM = 128
+# The detector's shingle size and permutations are constants of
+# crawler/content/neardup_features.py, chosen with bench/neardup.py; the shared (Redis)
+# detector's sizes are constants of crawler/backends/redis/neardup.py.
 # Estimated Jaccard similarity of two pages' shingles at or above which one is a near-duplicate.
 NEARDUP_THRESHOLD = 0.5
 NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
@@ -276,19 +252,6 @@ NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its ori
 # flagged soft_404 and not indexed (crawler/content/soft404.py). Off by default: it costs each
 # host one request, which a crawl asks for.
 SOFT404_PROBE = False
-NEARDUP_HOST_MIN_PAGES = 5  # pages of a host before its duplicate ratio lowers its priority
-# Pages the shared (Redis) near-duplicate index is sized for: its URL and fingerprint buckets
-# (~64 entries each at this size) stay in Redis's compact encoding up to about 8 times this;
-# past it the index still works, those buckets at ~3x the bytes.
-NEARDUP_SHARED_CAPACITY = 100_000
-# Bytes a worker of the shared (Redis) near-duplicate detector keeps of what it read: the
-# records of the originals it compared (~1.5 KB each decoded) and the templates and template
-# models of the hosts it met (~7 B per counted block, a few to a few hundred KB a host), the
-# least recently used dropped and read again when a page needs them. 64 MiB holds ~20,000
-# records and the models of a few hundred busy hosts: a worker's working set (the siblings of
-# the pages it fetches, the hosts in flight), whatever the crawl's size; nothing of it is needed
-# to decide, so a new worker starts with it empty.
-NEARDUP_CACHE_BYTES = 64 * 1024 * 1024
 # Write every page to the full-text index that `scrapy search` reads (crawler/index/).
 INDEX_ENABLED = True
 INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory

@@ -43,6 +43,23 @@ REMOVED: dict[str, str] = {
     "RECORD_MAX_BROKEN": _CONSTANT + "crawler/extensions/recorder.py",
     "WARC_GZIP_LEVEL": _CONSTANT + "crawler/archive/files.py",
     "WARC_REVISIT_REQUESTS": _CONSTANT + "crawler/archive/archiver.py",
+    # the third pass (issue 38): ~80 settings
+    "NEARDUP_SHINGLE_SIZE": _CONSTANT + "crawler/content/neardup_features.py",
+    "NEARDUP_NUM_PERM": _CONSTANT + "crawler/content/neardup_features.py",
+    "NEARDUP_HOST_MIN_PAGES": _CONSTANT + "crawler/content/neardup_features.py",
+    "NEARDUP_SHARED_CAPACITY": _CONSTANT + "crawler/backends/redis/neardup.py",
+    "NEARDUP_CACHE_BYTES": _CONSTANT + "crawler/backends/redis/neardup.py",
+    "URL_MAX_DATE_DISTANCE_DAYS": _CONSTANT + "crawler/sites/policy.py (DATE_FUTURE_DAYS)",
+    "URL_MAX_DATE_PAST_DAYS": _TUNED + "url_date_past_days",
+    "ROBOTSTXT_RETRY_DELAY": _TUNED + "robots_retry_delay",
+    "METRICS_LINGER": _TUNED + "metrics_linger",
+    "FRONTIER_PROGRESS_INTERVAL": _TUNED + "progress_interval",
+    "RECRAWL_SYNC_DELTA": _TUNED + "recrawl_sync_delta",
+    "CONTENT_THREAD": _TUNED + "content_thread",
+    "CRAWLDB_PARTITIONS": "no longer a setting: set DATABASE_PARTITIONS (the crawl database's "
+    "and the index's tables)",
+    "INDEX_PARTITIONS": "no longer a setting: set DATABASE_PARTITIONS (the crawl database's "
+    "and the index's tables)",
     # the Lua frontier's (issue 37): the partition-owned frontier has no use for them
     "FRONTIER_SEEN_BLOOM_CAPACITY": "no longer a setting: the seen-set grows with "
     "FRONTIER_SEEN_EXACT_LIMIT and FRONTIER_SEEN_ERROR",

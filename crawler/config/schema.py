@@ -111,8 +111,7 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_SHARDS": Number(integer=True, low=1, high=1024),
     "FRONTIER_SEEN_EXACT_LIMIT": Number(integer=True, low=-1),  # -1: exact whatever the size
     "FRONTIER_REPLICA_WAIT": Number(integer=True, low=0, high=16),
-    "CRAWLDB_PARTITIONS": Number(integer=True, high=1024),
-    "INDEX_PARTITIONS": Number(integer=True, high=1024),
+    "DATABASE_PARTITIONS": Number(integer=True, high=1024),
     "FRONTIER_MAX_BACKLOG": Number(integer=True),  # 0: no bound
     "FRONTIER_MAX_BACKLOG_BYTES": Number(integer=True),  # 0: no bound
     "REDIS_CLUSTER": Choice(("auto", "yes", "no")),
@@ -121,8 +120,6 @@ _RULES: dict[str, Rule] = {
     "URL_MAX_LENGTH": Number(integer=True, low=1),
     "DOWNLOAD_MIN_RATE": Number(),
     "PAGE_MAX_HTML": Number(integer=True, low=1),
-    "NEARDUP_SHINGLE_SIZE": Number(integer=True, low=1),
-    "NEARDUP_NUM_PERM": Number(integer=True, low=2),
     "NEARDUP_THRESHOLD": Number(above=True, high=1),
     "CANONICAL_SCOPE": Choice(("host", "domain", "off")),
     "METRICS_PORT": Number(integer=True, high=65535),  # 0: off

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crawler.config.rules import Number, Rule, SettingValueError, Show, closest, table_from
+from crawler.config.rules import Boolean, Number, Rule, SettingValueError, Show, closest, table_from
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ KNOBS: dict[str, Knob] = {
                        "the engine's asks at most (it adapts below that to the engine's pace)"),
     "heartbeat_interval": Knob(5.0, Number(), "seconds between a Redis worker's heartbeats "
                                "(its counters merged into the crawl's totals); 0: off"),
+    "content_thread": Knob(True, Boolean(), "parse, main text and near-duplicate checks on a "
+                           "thread of their own (crawler/offload/components.py), so a big page "
+                           "does not hold up the reactor; off: all on the reactor (tests)"),
     "process_min_bytes": Knob(256 * 1024, Number(integer=True), "HTML pages of at least this "
                               "many bytes are parsed in the crawl's parse process, off the GIL "
                               "the reactor waits for; 0: all on the content thread"),
@@ -65,6 +68,19 @@ KNOBS: dict[str, Knob] = {
     "sitemap_max_bytes": Knob(52_428_800, Number(integer=True, low=1), "bytes of one sitemap "
                               "file once uncompressed (sitemaps.org's 50 MB; a gzip bomb is "
                               "dropped past it)"),
+    "url_date_past_days": Knob(10950, Number(integer=True), "days back past which a date in "
+                               "a URL marks a calendar trap (30 years: older than most of the "
+                               "web); 0: no bound"),
+    "robots_retry_delay": Knob(30.0, Number(), "seconds before a robots.txt answered with a 5xx "
+                               "or 429, or unreachable, is tried again (the host is held "
+                               "meanwhile); doubling, or the server's Retry-After, up to an hour"),
+    "metrics_linger": Knob(0.0, Number(), "seconds at most a finished crawl keeps serving "
+                           "/metrics until its final figures have been scraped (0: stop at once)"),
+    "progress_interval": Knob(30.0, Number(), "seconds between two progress lines (pages/s, "
+                              "the frontier's size, hosts ready); 0: none"),
+    "recrawl_sync_delta": Knob(True, Boolean(), "Nutch's sync delta: a page long unchanged "
+                               "gets at least that long an interval, its next fetch pulled "
+                               "forward by a share of it (tests turn it off for exact dates)"),
     "neardup_link_demotion": Knob(4, Number(integer=True), "levels of depth added to the "
                                   "links of a page that duplicates another, so chains of "
                                   "look-alike pages end in a few hops"),

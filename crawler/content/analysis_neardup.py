@@ -28,8 +28,8 @@ from urllib.parse import urlsplit
 
 import msgpack
 
-from crawler.config import defaults
 from crawler.config.tuning import knob_default
+from crawler.content.neardup_features import HOST_MIN_PAGES
 
 __all__ = ["JOURNAL_FILE", "NearDuplicateJudge", "Verdict"]
 
@@ -51,7 +51,7 @@ class Verdict:
     kind: str = "new"
     host: str = ""
     # share of the host's checked pages that were duplicates, this one included (0 below
-    # NEARDUP_HOST_MIN_PAGES): the near-duplicate pipeline's penalty is made of it
+    # HOST_MIN_PAGES): the near-duplicate pipeline's penalty is made of it
     host_duplicates: float = 0.0
     demote: int = 0  # levels of depth added to the page's links
 
@@ -79,7 +79,7 @@ class NearDuplicateJudge:
         self,
         detector: Any,
         *,
-        host_min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES,
+        host_min_pages: int = HOST_MIN_PAGES,
         link_demotion: int = knob_default("neardup_link_demotion"),
         journal: Path | None = None,
         journal_interval: float | None = None,

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 from crawler.content.neardup_decide import (
     Candidate,
     Decision,
@@ -44,6 +44,7 @@ from crawler.content.neardup_features import (
     DEFAULT_NUM_PERM,
     DEFAULT_SHINGLE_SIZE,
     DEFAULT_THRESHOLD,
+    HOST_MIN_PAGES,
     Features,
     block_hash,
     compute_features,
@@ -122,9 +123,7 @@ class NearDuplicateDetector:
         """``neardup_store``'s constructor: the ``NEARDUP_*`` settings of the crawl."""
         s = crawler.settings
         return cls(
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
+            threshold=NeardupConfig.from_settings(s).threshold,
         )
 
     @property
@@ -396,7 +395,7 @@ class NearDuplicateDetector:
         return len(self._fingerprints)
 
     def host_duplicate_ratio(
-        self, host: str, min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES
+        self, host: str, min_pages: int = HOST_MIN_PAGES
     ) -> float:
         """Share of ``host``'s checked pages (fetches) that were duplicates; 0 until ``min_pages``.
 

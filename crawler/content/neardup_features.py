@@ -13,10 +13,22 @@ from crawler.config import defaults
 from crawler.content.normalize import content_fingerprint, normalize_lines, normalize_text
 from crawler.content.shingles import shingle_hashes32
 
-# The NEARDUP_* defaults (chosen with the benches; the reasons are in crawler/config/defaults.py).
-DEFAULT_SHINGLE_SIZE = defaults.NEARDUP_SHINGLE_SIZE
-DEFAULT_NUM_PERM = defaults.NEARDUP_NUM_PERM
+# The detector's shingles (words) and permutations, chosen with bench/neardup.py (sections 1,
+# 2 and 5); constants, not settings (docs/decisions/0003-settings.md): a crawl's detector state
+# is only comparable with one of the same sizes. On the labelled set, 3-word shingles at
+# threshold 0.5 put the hardest positive pair (10 % of the words edited, scattered) 2.2 standard
+# deviations of the 128-permutation estimate above the threshold and the hardest negative pair
+# (two pages of one module's documentation) 6 below it: precision and recall 1.0. Word pairs
+# would centre the margin better (4.6 sd both ways) but unrelated pages share far more pairs than
+# triples: 8 times the LSH candidates to verify (38 against 5 per page with 10,000 pages
+# indexed), a cost that grows with the index. Larger shingles lose the 10 %-edited pages. More
+# permutations: a closer estimate, more CPU and bytes per page.
+DEFAULT_SHINGLE_SIZE = 3
+DEFAULT_NUM_PERM = 128
 DEFAULT_THRESHOLD = defaults.NEARDUP_THRESHOLD
+# Pages of a host checked before its duplicate share counts (lowers its priority): one early
+# duplicate of a new host must not penalize it.
+HOST_MIN_PAGES = 5
 ANCHORS = 16  # smallest hashes of an original in the candidate index
 MAX_SHINGLES = 50_000  # shingles of one page fed to the sketch (the page's start)
 

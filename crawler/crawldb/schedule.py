@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from crawler.config import defaults
+from crawler.config.tuning import knob_default
 from crawler.crawldb.api import PageRecord, Visit
 from crawler.crawldb.config import RecrawlConfig
 
@@ -48,7 +48,7 @@ class AdaptiveSchedule:
     max_interval: float = 30 * DAY
     inc_rate: float = 0.4  # Nutch's db.fetch.schedule.adaptive.inc_rate
     dec_rate: float = 0.2  # Nutch's db.fetch.schedule.adaptive.dec_rate
-    sync_delta: bool = defaults.RECRAWL_SYNC_DELTA
+    sync_delta: bool = knob_default("recrawl_sync_delta")
     # a page long unchanged: its next fetch pulled forward by this share of its interval
     sync_delta_rate: float = 0.3
     priority_levels: int = 3  # a page that changed at every refetch gets this priority boost

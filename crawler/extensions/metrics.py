@@ -14,8 +14,8 @@ counters with each snapshot and at close. Being stats, they reach a fleet's merg
 the heartbeat, so ``scrapy frontier <site> --metrics-port`` serves them for the whole crawl.
 
 Every series carries ``crawl`` (the crawl's key) and ``worker`` (this process) labels.
-``METRICS_LINGER`` seconds: after the crawl ends, keep serving until a scraper has read the
-final figures (or that long at most), so a short crawl's last figures are scraped.
+``TUNING``'s ``metrics_linger`` seconds: after the crawl ends, keep serving until a scraper has
+read the final figures (or that long at most), so a short crawl's last figures are scraped.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
+from crawler.config.typed import FeatureConfig, knob
 from crawler.extensions.tally import CrawlTally
 from crawler.frontier import Frontier
 from crawler.report.tally import busiest_line
@@ -24,8 +24,15 @@ logger = logging.getLogger(__name__)
 FIRST_LINE_AFTER = 5.0
 
 
+class ProgressConfig(FeatureConfig):
+    """How often the progress line is logged: ``TUNING``'s ``progress_interval`` (0: never;
+    ``scrapy parse`` turns it off, a test shortens it)."""
+
+    interval: float = knob("progress_interval")
+
+
 class FrontierProgress:
-    """Every ``FRONTIER_PROGRESS_INTERVAL`` seconds: pages/s, the frontier's size, hosts ready,
+    """Every ``progress_interval`` seconds (``TUNING``): pages/s, the frontier's size, hosts ready,
     waiting and in flight, and the real gap (end of one fetch to the start of the next) the
     busiest hosts got, which is what a site owner sees of our politeness: from the crawl's
     tally (:mod:`crawler.extensions.tally`), or the frontier's own figures without one."""
@@ -41,9 +48,7 @@ class FrontierProgress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierProgress:
-        interval = crawler.settings.getfloat(
-            "FRONTIER_PROGRESS_INTERVAL", defaults.FRONTIER_PROGRESS_INTERVAL
-        )
+        interval = ProgressConfig.from_settings(crawler.settings).interval
         if interval <= 0:
             raise NotConfigured
         ext = cls(crawler, interval)

@@ -20,7 +20,7 @@ class MetricsConfig(FeatureConfig):
     port: int = setting("METRICS_PORT")
     host: str = setting("METRICS_HOST")
     interval: float = knob("metrics_interval")
-    linger: float = setting("METRICS_LINGER")
+    linger: float = knob("metrics_linger")
 
     @property
     def enabled(self) -> bool:

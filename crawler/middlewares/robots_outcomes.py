@@ -4,8 +4,8 @@
   (signal ``host_crawl_delay``), waiting requests go on, parked ones go back to the scheduler.
 * Unreachable ("disallowed for now": 5xx, 429, timeouts, refused connections): the host is
   *held* in the frontier (signal ``host_hold``), so its URLs stay queued (on disk with a JOBDIR)
-  and nothing of it is handed out; robots.txt is fetched again after ``ROBOTSTXT_RETRY_DELAY``
-  seconds (doubling each time, or the server's ``Retry-After``), up to
+  and nothing of it is handed out; robots.txt is fetched again after ``TUNING``'s
+  ``robots_retry_delay`` seconds (doubling each time, or the server's ``Retry-After``), up to
   ``ROBOTSTXT_RETRY_TIMES`` times, as the host's first request. A request that still arrives
   meanwhile (one already in flight) is *parked* and goes back to the scheduler when a retry
   succeeds. When the retries are used up, the origin is given up for this crawl: its parked

@@ -33,7 +33,7 @@ middleware read it synchronously) and written from a thread of its own
 (:class:`crawler.backends.sqlite.crawldb.SqliteWriter`).
 
 Threads add no CPU: ``bench/realcrawl.py`` measures CPU per page and the longest stall with and
-without (``CONTENT_THREAD``).
+without (``content_thread``).
 
 The threads and the parse process belong to one component, :class:`OffloadWorkers` (an
 extension in the project's ``EXTENSIONS``): it starts each on first use and closes them all when
@@ -61,7 +61,7 @@ from scrapy.crawler import Crawler
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from crawler.config.typed import FeatureConfig, knob, setting
+from crawler.config.typed import FeatureConfig, knob
 from crawler.content.child import ChildFailed
 from crawler.content.documents import CHILD_CPU_SECONDS, CHILD_MEMORY
 from crawler.threads.jobs import JobThread
@@ -91,7 +91,7 @@ class OffloadConfig(FeatureConfig):
     """Which work leaves the reactor: the content thread, the index's thread, the parse
     process's threshold (``TUNING`` knobs, measured with bench/realcrawl.py)."""
 
-    content_thread: bool = setting("CONTENT_THREAD")
+    content_thread: bool = knob("content_thread")
     index_thread: str = knob("index_thread")
     process_min_bytes: int = knob("process_min_bytes")
 
@@ -124,7 +124,7 @@ class ContentWorker(JobThread):
 class OffloadWorkers:
     """The crawl's threads for heavy page work and its parse process: each started on first use
     (a crawl that never needs one never starts it), all closed when the engine stops (the
-    queued work done first, the child reaped). With ``CONTENT_THREAD`` off there is none:
+    queued work done first, the child reaped). With ``content_thread`` off there is none:
     the work runs on the reactor thread."""
 
     def __init__(self, settings: Any) -> None:
@@ -146,7 +146,7 @@ class OffloadWorkers:
 
     def worker(self, name: str) -> ContentWorker | None:
         """The thread called ``name``, started now if it is the first call; None when
-        ``CONTENT_THREAD`` is off or the workers are closed."""
+        ``content_thread`` is off or the workers are closed."""
         if not self.enabled or self._closed:
             return None
         worker = self._workers.get(name)
@@ -169,7 +169,7 @@ class OffloadWorkers:
     def document_process(self) -> ParseProcess | None:
         """The document child (started with the first document): every PDF, DOCX and ODT is
         read there, under its memory and per-document CPU limits, never made again in this
-        process (``crawler.content.documents``). Even with ``CONTENT_THREAD`` off: the reactor
+        process (``crawler.content.documents``). Even with ``content_thread`` off: the reactor
         then waits for the child, but a hostile file cannot take the crawl down."""
         if self._closed:
             return None
@@ -209,7 +209,7 @@ def _workers(crawler: Crawler | None) -> OffloadWorkers | None:
 
 def content_worker(crawler: Crawler | None) -> ContentWorker | None:
     """The crawl's content worker (parsing, main text, near-duplicates); ``None`` with
-    ``CONTENT_THREAD`` off or outside a running crawl (:func:`_workers`)."""
+    ``content_thread`` off or outside a running crawl (:func:`_workers`)."""
     workers = _workers(crawler)
     return workers.worker("content") if workers is not None else None
 
@@ -422,6 +422,6 @@ def document_process(crawler: Crawler | None) -> ParseProcess | None:
 def parse_process(crawler: Crawler | None) -> ParseProcess | None:
     """The crawl's parse process, for pages of at least ``process_min_bytes`` (started
     with the first such page, stopped and reaped when the engine stops); ``None`` with it 0,
-    with ``CONTENT_THREAD`` off (the reactor would wait for the child) or outside a crawl."""
+    with ``content_thread`` off (the reactor would wait for the child) or outside a crawl."""
     workers = _workers(crawler)
     return workers.parse_process() if workers is not None else None

@@ -39,6 +39,7 @@ from crawler.backends.registry import backend_class, open_index
 from crawler.backends.sqlite.index import default_index_path
 from crawler.config import defaults
 from crawler.content.canonical import CanonicalChains
+from crawler.content.config import NeardupConfig
 from crawler.index import Index, PageDocument
 from crawler.offload.components import ContentWorker, index_worker
 from crawler.robots.usage import SEARCH
@@ -78,9 +79,7 @@ class IndexPipeline:
             raise NotConfigured("INDEX_ENABLED is off")
         return cls(
             crawler,
-            index_duplicates=s.getbool(
-                "NEARDUP_INDEX_DUPLICATES", defaults.NEARDUP_INDEX_DUPLICATES
-            ),
+            index_duplicates=NeardupConfig.from_settings(s).index_duplicates,
         )
 
     # --- Scrapy hooks -----------------------------------------------------------------------

@@ -16,7 +16,8 @@ change of a host's penalty is announced with ``host_penalty_changed(host, levels
 scheduler's prioritizer applies it.
 
 Settings: ``NEARDUP_ENABLED`` (off: no pipeline, and the content analysis judges nothing),
-``NEARDUP_HOST_MIN_PAGES`` (read by the judge: a host's share counts from that many pages on).
+and the judge's ``HOST_MIN_PAGES`` (crawler/content/neardup_features.py: a host's share counts
+from that many pages on).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
+from crawler.content.config import NeardupConfig
 
 __all__ = ["NearDuplicatePipeline"]
 
@@ -41,7 +42,7 @@ class NearDuplicatePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDuplicatePipeline:
-        if not crawler.settings.getbool("NEARDUP_ENABLED", defaults.NEARDUP_ENABLED):
+        if not NeardupConfig.from_settings(crawler.settings).enabled:
             raise NotConfigured("NEARDUP_ENABLED is off")
         return cls(crawler)
 

@@ -66,7 +66,7 @@ class Verdict(enum.Enum):
 
 
 #: Longest wait before a failing robots.txt is tried again (its delay doubles from
-#: ROBOTSTXT_RETRY_DELAY, or follows the server's Retry-After, up to this).
+#: TUNING's robots_retry_delay, or follows the server's Retry-After, up to this).
 MAX_RETRY_DELAY = 3600.0
 
 QUEUED = "queued"  # a robots.txt request is in the frontier (or about to be)
@@ -100,7 +100,7 @@ class RobotsBook:
         *,
         expiry: float = DEFAULT_EXPIRY,
         max_size: int = MAX_SIZE,
-        retry_delay: float = defaults.ROBOTSTXT_RETRY_DELAY,
+        retry_delay: float = knob_default("robots_retry_delay"),
         retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
         max_retry_delay: float = MAX_RETRY_DELAY,
         claim_seconds: float = 600.0,

@@ -39,6 +39,7 @@ from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
 from crawler.content.analysis_neardup import NearDuplicateJudge, Verdict
 from crawler.content.child import ChildFailed
+from crawler.content.config import NeardupConfig
 from crawler.content.documents import DocumentText, read_document
 from crawler.content.html import parse_page
 from crawler.content.language import identify_language
@@ -61,9 +62,7 @@ LINK_CACHE_SIZE = 1_000_000
 def main_text_wanted(settings: Any) -> bool:
     """Main text serves near-duplicate detection and the crawl database's change test; without
     either, the ~1 ms a page it costs is saved."""
-    return bool(settings.getbool("NEARDUP_ENABLED", defaults.NEARDUP_ENABLED)) or crawldb_enabled(
-        settings
-    )
+    return NeardupConfig.from_settings(settings).enabled or crawldb_enabled(settings)
 
 
 class Joiner(Protocol):

@@ -7,8 +7,23 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.config import defaults
+from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.frontier.policies import PolicyBook, book_from_config
 from crawler.frontier.urls import UrlPolicy, registered_domain_function
+
+# Days ahead of today past which a date in a URL (/2031/04) marks an event calendar's trap:
+# three years holds every real schedule of events, and a calendar walked a month a page stops
+# after 36 pages. Not a setting: no crawl needs to follow calendars further.
+DATE_FUTURE_DAYS = 1095
+
+
+class TrapBudgets(FeatureConfig):
+    """The spider-trap budgets of a crawl's URL policy (a site config sets the settings in its
+    ``[settings]`` table); the date window back is a ``TUNING`` knob, which tests shorten."""
+
+    max_query_variants: int = setting("URL_MAX_QUERY_VARIANTS")
+    max_date_past_days: int = knob("url_date_past_days")
+    max_hosts_per_domain: int = setting("URL_MAX_HOSTS_PER_DOMAIN")
 
 
 def url_policy_for(spider: Any, settings: Any) -> UrlPolicy:
@@ -16,18 +31,8 @@ def url_policy_for(spider: Any, settings: Any) -> UrlPolicy:
     ``allowed_domains`` when it has them. The trap budgets are settings (a site config sets
     them in its ``[settings]`` table)."""
     traps = {
-        "max_query_variants": settings.getint(
-            "URL_MAX_QUERY_VARIANTS", defaults.URL_MAX_QUERY_VARIANTS
-        ),
-        "max_date_future_days": settings.getint(
-            "URL_MAX_DATE_DISTANCE_DAYS", defaults.URL_MAX_DATE_DISTANCE_DAYS
-        ),
-        "max_date_past_days": settings.getint(
-            "URL_MAX_DATE_PAST_DAYS", defaults.URL_MAX_DATE_PAST_DAYS
-        ),
-        "max_hosts_per_domain": settings.getint(
-            "URL_MAX_HOSTS_PER_DOMAIN", defaults.URL_MAX_HOSTS_PER_DOMAIN
-        ),
+        **TrapBudgets.from_settings(settings).model_dump(),
+        "max_date_future_days": DATE_FUTURE_DAYS,
     }
     site = getattr(spider, "site", None)
     if site is None:

@@ -21,9 +21,8 @@ from scrapy.crawler import Crawler
 
 from crawler import signals as crawler_signals
 from crawler.backends.registry import build_backend
-from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.content.analysis_neardup import JOURNAL_FILE, NearDuplicateJudge
-from crawler.content.config import ContentConfig
+from crawler.content.config import ContentConfig, NeardupConfig
 from crawler.pipelines.neardup import NearDuplicatePipeline
 from crawler.robots import robots_token
 from crawler.sites.analysis import ContentAnalysis, LinkPreparer, main_text_wanted
@@ -31,22 +30,14 @@ from crawler.sites.policy import url_policy_for
 from crawler.spiders.links import UrlJoiner
 
 
-class JudgeConfig(FeatureConfig):
-    """What the near-duplicate judge reads of the settings (the detector reads its own)."""
-
-    host_min_pages: int = setting("NEARDUP_HOST_MIN_PAGES")
-    link_demotion: int = knob("neardup_link_demotion")
-
-
 def near_duplicate_judge(crawler: Crawler) -> NearDuplicateJudge:
     """The crawl's judge, with the detector ``neardup_store`` names and the ``NEARDUP_*``
     settings; its journal in ``JOBDIR`` (call :meth:`NearDuplicateJudge.open` to replay it)."""
     s = crawler.settings
-    config = JudgeConfig.from_settings(s)
+    config = NeardupConfig.from_settings(s)
     jobdir = s.get("JOBDIR")
     return NearDuplicateJudge(
         build_backend(crawler, "neardup_store"),
-        host_min_pages=config.host_min_pages,
         link_demotion=config.link_demotion,
         journal=Path(jobdir) / JOURNAL_FILE if jobdir else None,
     )

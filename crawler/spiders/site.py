@@ -271,7 +271,7 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         text and no links; a 304 gives a "not modified" item (see the module docstring). In a
         running crawl an HTML page is analyzed on the crawl's content thread
         (:mod:`crawler.offload.components`), and this returns an async iterator; called
-        directly (no engine, or ``CONTENT_THREAD`` off) it is a plain generator.
+        directly (no engine, or ``TUNING``'s ``content_thread`` off) it is a plain generator.
         """
         if response.status != 304:
             content_type = _header(response.headers, b"Content-Type")

@@ -66,7 +66,7 @@ CREATE INDEX IF NOT EXISTS crawldb_due ON crawldb (crawl, next_fetch);
 
 
 def schema(partitions: int = 0) -> str:
-    """The tables; with ``partitions`` > 0 (``CRAWLDB_PARTITIONS``) the page table is split
+    """The tables; with ``partitions`` > 0 (``DATABASE_PARTITIONS``) the page table is split
     into that many hash partitions of the URL (``crawldb_p<i>``), so a billion-row crawl is
     spread over tables that vacuum, index and move one at a time. PostgreSQL wants the
     partition key inside the primary key (crawl, url): the URL's hash, not the host's (that
@@ -119,7 +119,7 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
         partitions: int = 0,
     ) -> None:
         """``partitions``: hash partitions of the page table when this worker creates it
-        (``CRAWLDB_PARTITIONS``; see :func:`schema`)."""
+        (``DATABASE_PARTITIONS``; see :func:`schema`)."""
         self.url = url
         self.crawl = crawl
         self.path = f"{safe_dsn(url)} (crawl {crawl!r})"  # what logs say the database is
@@ -145,7 +145,7 @@ class PostgresCrawlDb(HandedOverRecords, CrawlDb):
             name,
             AdaptiveSchedule.from_settings(crawler.settings),
             partitions=crawler.settings.getint(
-                "CRAWLDB_PARTITIONS", defaults.CRAWLDB_PARTITIONS
+                "DATABASE_PARTITIONS", defaults.DATABASE_PARTITIONS
             ),
         )
 

@@ -37,7 +37,7 @@ class PostgresIndex(Index):
 
     def __init__(self, url: str, *, readonly: bool = False, partitions: int = 0) -> None:
         """``partitions``: hash partitions of the big tables when this writer creates them
-        (``INDEX_PARTITIONS``, :func:`~crawler.backends.postgres.index_schema.schema`)."""
+        (``DATABASE_PARTITIONS``, :func:`~crawler.backends.postgres.index_schema.schema`)."""
         if not url:
             raise IndexAccessError("the PostgreSQL index needs DATABASE_URL")
         self.url = url
@@ -66,7 +66,7 @@ class PostgresIndex(Index):
         return cls(
             settings.get("DATABASE_URL") or "",
             readonly=readonly,
-            partitions=int(settings.get("INDEX_PARTITIONS") or defaults.INDEX_PARTITIONS),
+            partitions=int(settings.get("DATABASE_PARTITIONS") or defaults.DATABASE_PARTITIONS),
         )
 
     # --- writes (queued, see crawler.backends.postgres.index_writer) ------------------------

@@ -89,12 +89,12 @@ CREATE TABLE IF NOT EXISTS outlinks (
 )@OUTLINKS@;
 """
 
-# the index's big tables and the column each is hash-partitioned on (INDEX_PARTITIONS)
+# the index's big tables and the column each is hash-partitioned on (DATABASE_PARTITIONS)
 PARTITIONED = {"docs": "page", "anchors": "target", "outlinks": "source"}
 
 
 def schema(partitions: int = 0) -> str:
-    """The tables; with ``partitions`` > 0 (``INDEX_PARTITIONS``) the big ones (documents,
+    """The tables; with ``partitions`` > 0 (``DATABASE_PARTITIONS``) the big ones (documents,
     anchors, outlinks: all but a few bytes per page) are split into that many hash partitions
     of their page id (``<table>_p<i>``), so a billion-page index is spread over tables that
     vacuum, index and move one at a time. PostgreSQL wants the partition key in every unique

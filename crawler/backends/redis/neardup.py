@@ -14,7 +14,7 @@ each given every key it touches. Every other call is a plain command, routed by 
 ``RedisCluster`` by each key's slot).
 
 No worker holds the crawl's index: a page costs a few round trips, optimistic like a
-compare-and-set, and a worker keeps only a bounded cache (``NEARDUP_CACHE_BYTES``) of what it
+compare-and-set, and a worker keeps only a bounded cache (``DEFAULT_CACHE_BYTES``) of what it
 read, so a new worker decides its first page at once, without replaying anything.
 
 1. **Read** (one ``MULTI`` on the crawl's tag, so one consistent moment): the host's template
@@ -101,6 +101,7 @@ from crawler.content.neardup_features import (
     DEFAULT_NUM_PERM,
     DEFAULT_SHINGLE_SIZE,
     DEFAULT_THRESHOLD,
+    HOST_MIN_PAGES,
     Features,
     block_hash,
     compute_features,
@@ -115,8 +116,12 @@ __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
 
 LAYOUT = 7  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
-DEFAULT_CAPACITY = defaults.NEARDUP_SHARED_CAPACITY
-DEFAULT_CACHE_BYTES = defaults.NEARDUP_CACHE_BYTES
+# Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
+# URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
+# this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
+# a few hundred hosts' models: its working set; less only costs reads, never another decision).
+DEFAULT_CAPACITY = 100_000
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
 MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means another worker won)
 _FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
@@ -505,7 +510,7 @@ class RedisNearDuplicateDetector:
     # --- queries --------------------------------------------------------------------------
 
     def host_duplicate_ratio(
-        self, host: str, min_pages: int = defaults.NEARDUP_HOST_MIN_PAGES
+        self, host: str, min_pages: int = HOST_MIN_PAGES
     ) -> float:
         """Share of ``host``'s checked pages that were duplicates, counted by every worker; a
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""

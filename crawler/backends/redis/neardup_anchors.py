@@ -6,7 +6,8 @@ a copy of the index.
 **Layout.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) is first
 *spread*: ``x = anchor * SPREAD mod 2**32`` (an odd multiplier: a bijection, so nothing is
 lost). It lives in bucket ``x >> (32 - bits)`` (``bits`` from the crawl's
-``NEARDUP_SHARED_CAPACITY``: ~64 fields a bucket, Redis's compact listpack), field
+capacity, ``DEFAULT_CAPACITY`` of crawler/backends/redis/neardup.py: ~64 fields a bucket,
+Redis's compact listpack), field
 ``x & (2**(32 - bits) - 1)`` written as a decimal integer (a listpack keeps it in 2-4 bytes),
 of the hash ``{<crawl>:nd:<g>.<n>}:a:<bucket>`` where ``g = bucket % groups``: ``groups`` hash
 tags (``FRONTIER_SHARDS``), each picked by :func:`~crawler.backends.redis.keys.shard_tag` to

@@ -1,8 +1,8 @@
 """What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, within
-``NEARDUP_CACHE_BYTES``: the records it decoded and the templates and template models of the
-hosts it met, the least recently used dropped (and read again from Redis when a page needs
-them), each brought up to date from what the worker reads (``neardup``). Nothing of
-it is needed to decide: a new worker starts empty.
+``DEFAULT_CACHE_BYTES`` (crawler/backends/redis/neardup.py): the records it decoded and the
+templates and template models of the hosts it met, the least recently used dropped (and read
+again from Redis when a page needs them), each brought up to date from what the worker reads
+(``neardup``). Nothing of it is needed to decide: a new worker starts empty.
 
 **Template models.** Counting every block of every original in Redis (one hash field per block,
 ~12 bytes and ~1 us of server time each, ~90 blocks per real page) was most of the store's bytes

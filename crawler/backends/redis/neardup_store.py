@@ -9,13 +9,22 @@ from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.config import defaults
+from crawler.config.typed import FeatureConfig, knob
+from crawler.content.config import NeardupConfig
+
+
+class _ContentThread(FeatureConfig):
+    """Whether the checks run on the content thread (the offload's knob, read here too: the
+    storage layer cannot ask the offload layer)."""
+
+    on: bool = knob("content_thread")
 
 
 class RedisNearDuplicateStore:
     """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: builds the shared near-duplicate
     detector (:class:`crawler.backends.redis.neardup.RedisNearDuplicateDetector`) of the crawl,
     under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings; a
-    check waits ``REDIS_OUTAGE_WAIT`` for Redis gone away, unless ``CONTENT_THREAD`` is off
+    check waits ``REDIS_OUTAGE_WAIT`` for Redis gone away, unless ``content_thread`` is off
     (then the checks run on the reactor, and a page is judged alone at once)."""
 
     @classmethod
@@ -25,15 +34,11 @@ class RedisNearDuplicateStore:
         return RedisNearDuplicateDetector(
             redis_client(s),
             crawl_key(s, site),
-            shingle_size=s.getint("NEARDUP_SHINGLE_SIZE", defaults.NEARDUP_SHINGLE_SIZE),
-            num_perm=s.getint("NEARDUP_NUM_PERM", defaults.NEARDUP_NUM_PERM),
-            threshold=s.getfloat("NEARDUP_THRESHOLD", defaults.NEARDUP_THRESHOLD),
-            capacity=s.getint("NEARDUP_SHARED_CAPACITY", defaults.NEARDUP_SHARED_CAPACITY),
-            cache_bytes=s.getint("NEARDUP_CACHE_BYTES", defaults.NEARDUP_CACHE_BYTES),
+            threshold=NeardupConfig.from_settings(s).threshold,
             # the anchor postings spread over as many hash tags as the frontier's shards
             groups=max(1, s.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)),
             # the checks wait on the content thread; without one they run on the reactor,
             # which must never wait on Redis
             outage_wait=s.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT)
-            if s.getbool("CONTENT_THREAD", defaults.CONTENT_THREAD) else 0.0,
+            if _ContentThread.from_settings(s).on else 0.0,
         )
