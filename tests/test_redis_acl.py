@@ -294,10 +294,11 @@ def check_refused(tmp_path: Path, url: str, what: str, rules: tuple[str, ...]) -
     ("dropped", "what"),
     [
         ("+time", "the command TIME"),
+        ("+@connection", "the command PING, the command COMMAND"),
         (f"&{{{PROBED_CRAWL}}}:handover", f"the channel {{{PROBED_CRAWL}}}:handover"),
         ("+bf.madd", "the command BF.MADD"),
     ],
-    ids=["time", "handover-channel", "bf-madd"],
+    ids=["time", "connection", "handover-channel", "bf-madd"],
 )
 def test_a_user_without_what_the_crawl_runs_is_refused_in_one_line(
     tmp_path: Path,
@@ -306,9 +307,10 @@ def test_a_user_without_what_the_crawl_runs_is_refused_in_one_line(
     dropped: str,
     what: str,
 ) -> None:
-    """A user that lacks TIME (the frontier's clock: today a traceback), the handover channel
-    (a wake-up lost, silently) or, on RedisBloom, BF.MADD (every page's links: today 0 pages
-    and "finished") is refused at start; nothing the probe sends runs (it is discarded)."""
+    """A user that lacks TIME (the frontier's clock), the connection commands (PING, and the
+    COMMAND INFO that asks for RedisBloom), the handover channel (its wake-ups) or, on
+    RedisBloom, BF.MADD (every page's links) is refused at start, whatever it lacks named;
+    nothing the probe sends runs (it is discarded)."""
     if dropped.startswith("+bf."):
         need_bloom()
     rules = crawl_user_rules(PROBED_CRAWL)

@@ -20,6 +20,7 @@ crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -149,15 +150,20 @@ class RedisFrontierStore(MemoryFrontierStore):
         where = safe_url(self.settings)
         try:
             client = redis_client(self.settings)
-            client.ping()
-            probes = self._acl_probes(client)
+            with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
+                client.ping()
+            try:
+                bloom: bool | None = self._seen_config(client).bloom
+            except NoPermissionError:
+                bloom = None  # COMMAND refused: its probe names it
+            probes = self._acl_probes(bloom)
             refused = refused_commands(client, list(probes))
         except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
             return [f"Redis at {where} refused the crawl's login: {exc}"]
         except (redis.RedisError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
         if refused:
-            return [self._acl_refusal(client, where, refused, probes)]
+            return [self._acl_refusal(client, where, refused, probes, bloom)]
         problems = []
         try:
             reply = client.config_get("maxmemory-policy")
@@ -172,13 +178,14 @@ class RedisFrontierStore(MemoryFrontierStore):
             )
         return problems
 
-    def _acl_probes(self, client: Any) -> dict[tuple[Any, ...], str | None]:
+    def _acl_probes(self, bloom: bool | None) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
         the key or channel each names: the crawl-wide keys, a partition's, the seeds list,
-        the wake-up channels, the seen-set's ``BF.*`` where the crawl uses RedisBloom."""
+        the wake-up channels, the seen-set's ``BF.*`` if it uses RedisBloom (``bloom``)."""
         k, part = self.keys, PartitionKeys(self.key, 0, self.partition_count)
         no_script = "0" * 40  # EVALSHA is checked like the frontier's scripts, none run
         probes: list[tuple[tuple[Any, ...], str | None]] = [
+            (("PING",), None),
             (("TIME",), None),
             (("COMMAND", "INFO", "BF.MADD"), None),
             (("HGETALL", k.meta), k.meta),
@@ -194,10 +201,6 @@ class RedisFrontierStore(MemoryFrontierStore):
         ]
         for channel in (k.wake, k.handover):
             probes += [(("SUBSCRIBE", channel), channel), (("PUBLISH", channel, ""), channel)]
-        try:
-            bloom = self._seen_config(client).bloom
-        except NoPermissionError:
-            bloom = False  # COMMAND refused: its probe names it
         if bloom:
             probes += [
                 (("BF.RESERVE", part.seen, SEEN_ERROR, 1, "EXPANSION", 2), part.seen),
@@ -213,9 +216,10 @@ class RedisFrontierStore(MemoryFrontierStore):
         where: str,
         refused: list[Refusal],
         targets: dict[tuple[Any, ...], str | None],
+        bloom: bool | None,
     ) -> str:
         """One line: the user, what it was refused (by ``targets``: each probe's key or
-        channel), and the rules the docs give."""
+        channel), and the rules the docs give (``bloom`` None: RedisBloom's unknown)."""
         # each command, key or channel refused (and the master, on a cluster): by which commands
         by_thing: dict[tuple[str, str | None], list[str]] = {}
         for r in refused:
@@ -238,8 +242,10 @@ class RedisFrontierStore(MemoryFrontierStore):
             "-@all +@read +@write +@transaction +@scripting +@pubsub +@connection +time",
             "-@dangerous +info +config|get",
         ]
-        if any(str(c[0]).upper().startswith("BF.") for c in targets):
+        if bloom is not False:
             rules.append("+bf.reserve +bf.madd +bf.mexists +bf.card")
+        if bloom is None:
+            rules.append("(the +bf.* with RedisBloom)")
         if is_cluster(client):
             rules.append("+cluster|slots")
         return (
