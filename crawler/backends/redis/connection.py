@@ -257,7 +257,7 @@ def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> 
     master's key, given after the ACL check; an unknown command). A refused ``MULTI`` is the
     one refusal: the rest would run, so they are not sent. A cluster master that cannot be
     reached is left out (the crawl's outage handling copes with it)."""
-    nodes: list[tuple[str | None, redis.Redis]] = [(None, client)]  # type: ignore[list-item]
+    nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
     if is_cluster(client):
         nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]
     refused: dict[tuple[Any, ...], Refusal] = {}
