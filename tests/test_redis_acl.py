@@ -2,8 +2,9 @@
 ``default`` user off: real ``scrapy crawl`` workers log in with the user named in ``REDIS_URL``
 (``redis://USER@host:port/0``) and the password from ``REDIS_PASSWORD_FILE`` or the variable
 ``REDIS_PASSWORD_ENV`` names, and neither the user's name nor the password reaches the crawl's
-log, stats, items or JOBDIR. A crawl that does not log in is refused in one line, before any
-request.
+log, stats, items or JOBDIR. A crawl that does not log in, or whose user lacks a command, a key
+or a channel the crawl uses (on one Redis, or on one master of a cluster), is refused in one
+line, before any request.
 
 What a crawl's user needs, at least (:func:`crawl_user_rules`, what the one-Redis crawl here is
 allowed and no more; ``INFO errorstats`` shows no ``NOPERM``): the keys ``{<crawl>}:*`` and
@@ -242,3 +243,107 @@ def test_messages_show_neither_the_user_nor_the_password() -> None:
     assert shown(f"rediss://{USER}:{SECRET}@[::1]:6380/0") == "rediss://***@[::1]:6380/0"
     assert shown(f"redis://:{SECRET}@redis.internal/0") == "redis://***@redis.internal/0"
     assert shown("redis://redis.internal:6379/0") == "redis://redis.internal:6379/0"
+
+
+#: the crawl of the refusal tests: each user there lacks one thing the crawl needs
+PROBED_CRAWL = "acl-probed-crawl"
+
+
+@pytest.fixture(scope="module")
+def operated_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One Redis whose only user is the operator's (every command): each test adds the crawl
+    user it needs with ``ACL SETUSER``."""
+    server = start_redis(
+        tmp_path_factory.mktemp("redis-operated"), username=OPERATOR, password=OPERATOR_SECRET
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def without(rules: tuple[str, ...], *dropped: str) -> tuple[str, ...]:
+    return tuple(r for r in rules if r not in dropped)
+
+
+def need_bloom() -> None:
+    if server_kind().name != "redis-bloom":
+        pytest.skip("only the redis-bloom kind's server has BF.*")
+
+
+def check_refused(tmp_path: Path, url: str, what: str, rules: tuple[str, ...]) -> None:
+    """A crawl as ``USER`` is refused before any request, in one line (exit code 2) that names
+    the user, ``what`` it was refused and the rules it needs, and not the password."""
+    settings = crawl_settings(
+        url, tmp_path, REDIS_PASSWORD_ENV="CRAWL_REDIS_PASSWORD", FRONTIER_REDIS_KEY=PROBED_CRAWL
+    )
+    with small_site() as server:
+        result = run_crawl(tmp_path, seeds=server.seeds(), settings=settings)
+        fetched = list(server.records)
+    assert fetched == [], result.log[-3000:]
+    assert result.returncode == 2, result.log[-3000:]
+    log = (tmp_path / "crawl.log").read_text()
+    refusals = [line for line in log.splitlines() if "refuses the crawl's user" in line]
+    assert len(refusals) == 1 and "ERROR" in refusals[0], log[-3000:]
+    line = refusals[0]
+    assert f"'{USER}'" in line and what in line and " ".join(rules) in line, line
+    assert SECRET not in result.log
+
+
+@pytest.mark.parametrize(
+    ("dropped", "what"),
+    [
+        ("+time", "the command TIME"),
+        ("+@connection", "the command PING, the command COMMAND"),
+        (f"&{{{PROBED_CRAWL}}}:handover", f"the channel {{{PROBED_CRAWL}}}:handover"),
+        ("+bf.madd", "the command BF.MADD"),
+    ],
+    ids=["time", "connection", "handover-channel", "bf-madd"],
+)
+def test_a_user_without_what_the_crawl_runs_is_refused_in_one_line(
+    tmp_path: Path,
+    operated_redis: RedisServer,
+    monkeypatch: pytest.MonkeyPatch,
+    dropped: str,
+    what: str,
+) -> None:
+    """A user that lacks TIME (the frontier's clock), the connection commands (PING, and the
+    COMMAND INFO that asks for RedisBloom), the handover channel (its wake-ups) or, on
+    RedisBloom, BF.MADD (every page's links) is refused at start, whatever it lacks named;
+    nothing the probe sends runs (it is discarded)."""
+    if dropped.startswith("+bf."):
+        need_bloom()
+    rules = crawl_user_rules(PROBED_CRAWL)
+    with operated_redis.client() as c:
+        given = without(rules, dropped)
+        c.execute_command("ACL", "SETUSER", USER, "reset", "on", f">{SECRET}", *given)
+    monkeypatch.setenv("CRAWL_REDIS_PASSWORD", SECRET)
+    url = f"redis://{USER}@127.0.0.1:{operated_redis.port}/0"
+    check_refused(tmp_path, url, what, rules)
+    with operated_redis.client() as c:
+        assert c.keys(f"*{PROBED_CRAWL}*") == []  # the probe changed nothing
+
+
+def test_a_cluster_master_that_refuses_a_channel_refuses_the_crawl(
+    tmp_path: Path, acl_cluster: RedisClusterServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each node keeps its own ACL users: one master whose crawl user lacks the handover
+    channel (the others have it) is found at start, and named."""
+    rules = cluster_user_rules(PROBED_CRAWL)
+    odd = acl_cluster.masters()[-1]
+    for node in acl_cluster.live():
+        given = without(rules, f"&{{{PROBED_CRAWL}}}:handover") if node is odd else rules
+        with node.client() as c:
+            c.execute_command("ACL", "SETUSER", USER, "reset", "on", f">{SECRET}", *given)
+    monkeypatch.setenv("CRAWL_REDIS_PASSWORD", SECRET)
+    url = f"redis://{USER}@{acl_cluster.live()[0].address}/0"
+    what = f"the channel {{{PROBED_CRAWL}}}:handover (SUBSCRIBE, PUBLISH) on {odd.address}"
+    try:
+        check_refused(tmp_path, url, what, rules)
+    finally:
+        for node in acl_cluster.live():  # the crawl user of the other tests, as it was
+            with node.client() as c:
+                c.execute_command(
+                    "ACL", "SETUSER", USER, "reset", "on", f">{SECRET}",
+                    *cluster_user_rules(CLUSTER_CRAWL),
+                )  # fmt: skip

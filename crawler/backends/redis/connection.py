@@ -30,12 +30,15 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import PRIMARY, ClusterNode, RedisCluster
+from redis.exceptions import NoPermissionError
 from redis.retry import Retry
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
@@ -228,6 +231,76 @@ def is_cluster(client: Any) -> bool:
     """True for a Redis Cluster's client (keys spread over masters; a ``SCAN`` must visit
     each, and a transaction or a script may only touch one slot)."""
     return isinstance(client, RedisCluster)
+
+
+def login_user(client: RedisClient) -> str:
+    """The ACL user the client logs in as (``default`` when it names none)."""
+    return str(client.get_connection_kwargs().get("username") or "default")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A command the server's ACL refuses the client's user: the server's ``NOPERM`` words,
+    and on a cluster the master that said them (each node keeps its own ACL users)."""
+
+    command: tuple[Any, ...]
+    reason: str
+    node: str | None = None
+
+
+def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> list[Refusal]:
+    """The ``commands`` the client's user may not run, each once, asked of one Redis or of
+    each master of a cluster, without running any. Redis checks a user's rights when it queues
+    a command in a transaction, and answers ``NOPERM`` then: every command is queued after
+    ``MULTI`` and the transaction discarded, so nothing runs and nothing changes (not a key,
+    not a subscriber woken). Any other answer is no refusal (``QUEUED``; ``MOVED``, another
+    master's key, given after the ACL check; an unknown command). A refused ``MULTI`` is the
+    one refusal: the rest would run, so they are not sent. A cluster master that cannot be
+    reached is left out (the crawl's outage handling copes with it)."""
+    nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
+    if is_cluster(client):
+        nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]
+    refused: dict[tuple[Any, ...], Refusal] = {}
+    for name, node in nodes:
+        try:
+            found = _queued_refusals(node, [tuple(c) for c in commands])
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            if name is None:
+                raise
+            continue
+        for command, reason in found:
+            refused.setdefault(command, Refusal(command, reason, name))
+    return list(refused.values())
+
+
+def _queued_refusals(
+    node: redis.Redis, commands: list[tuple[Any, ...]]
+) -> list[tuple[tuple[Any, ...], str]]:
+    """``commands`` queued in a transaction on ``node`` then discarded: those refused."""
+    pool = node.connection_pool
+    conn = pool.get_connection()
+    try:
+        conn.send_command("MULTI")
+        try:
+            conn.read_response()
+        except NoPermissionError as exc:
+            return [(("MULTI",), str(exc))]
+        except redis.ResponseError:  # MULTI renamed away: nothing can be asked
+            return []
+        batch = [*commands, ("DISCARD",)]
+        conn.send_packed_command(conn.pack_commands(batch))
+        refused = []
+        for command in batch:
+            try:
+                conn.read_response()
+            except NoPermissionError as exc:
+                refused.append((command, str(exc)))
+            except redis.ResponseError:
+                pass
+        return refused
+    finally:
+        conn.disconnect()  # never back to the pool inside a transaction
+        pool.release(conn)
 
 
 def safe_url(settings: BaseSettings) -> str:

@@ -20,15 +20,24 @@ crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
 import redis
+from redis.exceptions import NoPermissionError
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
-from crawler.backends.redis.connection import redis_client, safe_url
+from crawler.backends.redis.connection import (
+    Refusal,
+    is_cluster,
+    login_user,
+    redis_client,
+    refused_commands,
+    safe_url,
+)
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import TRANSIENT
@@ -135,15 +144,26 @@ class RedisFrontierStore(MemoryFrontierStore):
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
 
     def check_server(self) -> list[str]:
-        """Redis unreachable, or a policy that may evict the frontier."""
+        """Redis unreachable, the login refused, a command, key or channel the crawl will use
+        that its ACL user may not (else the crawl would end at once with 0 pages, crash, or
+        lose its wake-ups), or a policy that may evict the frontier."""
         where = safe_url(self.settings)
         try:
             client = redis_client(self.settings)
-            client.ping()
+            with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
+                client.ping()
+            try:
+                bloom: bool | None = self._seen_config(client).bloom
+            except NoPermissionError:
+                bloom = None  # COMMAND refused: its probe names it
+            probes = self._acl_probes(bloom)
+            refused = refused_commands(client, list(probes))
         except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
             return [f"Redis at {where} refused the crawl's login: {exc}"]
         except (redis.RedisError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
+        if refused:
+            return [self._acl_refusal(client, where, refused, probes, bloom)]
         problems = []
         try:
             reply = client.config_get("maxmemory-policy")
@@ -157,6 +177,81 @@ class RedisFrontierStore(MemoryFrontierStore):
                 "silently drop queued URLs; set it to noeviction"
             )
         return problems
+
+    def _acl_probes(self, bloom: bool | None) -> dict[tuple[Any, ...], str | None]:
+        """What the crawl will run, one of each kind on each kind of key and channel, with
+        the key or channel each names: the crawl-wide keys, a partition's, the seeds list,
+        the wake-up channels, the seen-set's ``BF.*`` if it uses RedisBloom (``bloom``)."""
+        k, part = self.keys, PartitionKeys(self.key, 0, self.partition_count)
+        no_script = "0" * 40  # EVALSHA is checked like the frontier's scripts, none run
+        probes: list[tuple[tuple[Any, ...], str | None]] = [
+            (("PING",), None),
+            (("TIME",), None),
+            (("COMMAND", "INFO", "BF.MADD"), None),
+            (("HGETALL", k.meta), k.meta),
+            (("HSETNX", k.meta, "layout", LAYOUT), k.meta),
+            (("EVALSHA", no_script, 1, k.meta), k.meta),
+            (("GET", part.lease), part.lease),
+            (("SET", part.lease, "probe"), part.lease),
+            (("EVALSHA", no_script, 1, part.lease), part.lease),
+            (("XADD", part.inbox, "*", "probe", ""), part.inbox),
+            (("XREADGROUP", "GROUP", "probe", "probe", "STREAMS", part.inbox, ">"), part.inbox),
+            (("LLEN", k.seeds), k.seeds),
+            (("LPOP", k.seeds, 1), k.seeds),
+        ]
+        for channel in (k.wake, k.handover):
+            probes += [(("SUBSCRIBE", channel), channel), (("PUBLISH", channel, ""), channel)]
+        if bloom:
+            probes += [
+                (("BF.RESERVE", part.seen, SEEN_ERROR, 1, "EXPANSION", 2), part.seen),
+                (("BF.MADD", part.seen, "probe"), part.seen),
+                (("BF.MEXISTS", part.seen, "probe"), part.seen),
+                (("BF.CARD", part.seen), part.seen),
+            ]
+        return dict(probes)
+
+    def _acl_refusal(
+        self,
+        client: Any,
+        where: str,
+        refused: list[Refusal],
+        targets: dict[tuple[Any, ...], str | None],
+        bloom: bool | None,
+    ) -> str:
+        """One line: the user, what it was refused (by ``targets``: each probe's key or
+        channel), and the rules the docs give (``bloom`` None: RedisBloom's unknown)."""
+        # each command, key or channel refused (and the master, on a cluster): by which commands
+        by_thing: dict[tuple[str, str | None], list[str]] = {}
+        for r in refused:
+            target, name = targets.get(r.command), str(r.command[0]).upper()
+            if r.reason.rstrip().endswith("command") or target is None:
+                by_thing.setdefault((f"the command {name}", r.node), [])
+            else:
+                kind = "channel" if "channel" in r.reason else "key"
+                by_thing.setdefault((f"the {kind} {target}", r.node), []).append(name)
+        what = [
+            thing + (f" ({', '.join(names)})" if names else "") + (f" on {node}" if node else "")
+            for (thing, node), names in by_thing.items()
+        ]
+        user = login_user(client)
+        k = self.keys
+        rules = [
+            f"ACL SETUSER {user} on >... resetkeys ~{glob_escape(k.prefix)}:*",
+            f"~{glob_escape(k.prefix[:-1])}:* ~{glob_escape(k.seeds.rsplit(':', 1)[0])}:*",
+            f"resetchannels &{glob_escape(k.wake)} &{glob_escape(k.handover)}",
+            "-@all +@read +@write +@transaction +@scripting +@pubsub +@connection +time",
+            "-@dangerous +info +config|get",
+        ]
+        if bloom is not False:
+            rules.append("+bf.reserve +bf.madd +bf.mexists +bf.card")
+        if bloom is None:
+            rules.append("(the +bf.* with RedisBloom)")
+        if is_cluster(client):
+            rules.append("+cluster|slots")
+        return (
+            f"Redis at {where} refuses the crawl's user {user!r} {', '.join(what)}: give it "
+            f"what docs/topics/fleet.md (An ACL user) lists: {' '.join(rules)}"
+        )
 
     @property
     def partition_count(self) -> int:
