@@ -233,11 +233,6 @@ def is_cluster(client: Any) -> bool:
     return isinstance(client, RedisCluster)
 
 
-def login_user(client: RedisClient) -> str:
-    """The ACL user the client logs in as (``default`` when it names none)."""
-    return str(client.get_connection_kwargs().get("username") or "default")
-
-
 @dataclass(frozen=True)
 class Refusal:
     """A command the server's ACL refuses the client's user: the server's ``NOPERM`` words,

@@ -33,7 +33,6 @@ from crawler.backends.memory import MemoryFrontierStore
 from crawler.backends.redis.connection import (
     Refusal,
     is_cluster,
-    login_user,
     redis_client,
     refused_commands,
     safe_url,
@@ -218,7 +217,7 @@ class RedisFrontierStore(MemoryFrontierStore):
         targets: dict[tuple[Any, ...], str | None],
         bloom: bool | None,
     ) -> str:
-        """One line: the user, what it was refused (by ``targets``: each probe's key or
+        """One line: what the crawl's user was refused (by ``targets``: each probe's key or
         channel), and the rules the docs give (``bloom`` None: RedisBloom's unknown)."""
         # each command, key or channel refused (and the master, on a cluster): by which commands
         by_thing: dict[tuple[str, str | None], list[str]] = {}
@@ -233,10 +232,9 @@ class RedisFrontierStore(MemoryFrontierStore):
             thing + (f" ({', '.join(names)})" if names else "") + (f" on {node}" if node else "")
             for (thing, node), names in by_thing.items()
         ]
-        user = login_user(client)
-        k = self.keys
+        k = self.keys  # (the user's name, half of the login, stays out of the log)
         rules = [
-            f"ACL SETUSER {user} on >... resetkeys ~{glob_escape(k.prefix)}:*",
+            f"ACL SETUSER <user> on >... resetkeys ~{glob_escape(k.prefix)}:*",
             f"~{glob_escape(k.prefix[:-1])}:* ~{glob_escape(k.seeds.rsplit(':', 1)[0])}:*",
             f"resetchannels &{glob_escape(k.wake)} &{glob_escape(k.handover)}",
             "-@all +@read +@write +@transaction +@scripting +@pubsub +@connection +time",
@@ -249,7 +247,7 @@ class RedisFrontierStore(MemoryFrontierStore):
         if is_cluster(client):
             rules.append("+cluster|slots")
         return (
-            f"Redis at {where} refuses the crawl's user {user!r} {', '.join(what)}: give it "
+            f"Redis at {where} refuses the crawl's user {', '.join(what)}: give it "
             f"what docs/topics/fleet.md (An ACL user) lists: {' '.join(rules)}"
         )
 
