@@ -72,12 +72,16 @@ def test_slots_move_mid_crawl_and_nothing_is_lost(cluster: RedisClusterServers) 
     ids=["3-masters-async", "3-masters-replica-wait", "6-masters-replica-wait"],
     indirect=["cluster"],
 )
-def test_a_master_fails_over_mid_crawl(cluster: RedisClusterServers, replicas: int) -> None:
+def test_a_master_fails_over_mid_crawl(
+    cluster: RedisClusterServers, replicas: int, caplog: pytest.LogCaptureFixture
+) -> None:
     """A master killed while its replica lags 0.3 s behind. Asynchronous replication
     (``FRONTIER_REPLICA_WAIT=0``) may lose the master's last writes: the partition is read
     again from what the replica had, so pages may be fetched twice (measured) but the crawl
     ends. With ``FRONTIER_REPLICA_WAIT=1`` a write is done only once the replica has it:
-    nothing is lost and nothing is fetched twice."""
+    nothing is lost and nothing is fetched twice, unless a write went on without its replica
+    (it did not answer within the wait, or the master had none left: said in a warning, and
+    then measured like the asynchronous case; a loaded machine may get there)."""
     graph = Graph(hosts=24, pages=60)
     killed: list[float] = []
 
@@ -103,7 +107,9 @@ def test_a_master_fails_over_mid_crawl(cluster: RedisClusterServers, replicas: i
     assert killed
     assert record.ended, "every worker found the crawl done"
     assert record.overlaps() == 0
-    if replicas:
+    unreplicated = any("without its replicas" in r.getMessage() or "FRONTIER_REPLICA_WAIT asks"
+                       in r.getMessage() for r in caplog.records)
+    if replicas and not unreplicated:
         assert not lost and twice == 0
     else:
         # asynchronous replication: what the dead master had not passed on is measured, not

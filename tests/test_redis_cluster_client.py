@@ -203,9 +203,14 @@ def test_a_redirect_to_a_new_master_mid_reshard_is_followed(tmp_path: Path) -> N
             old.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", cluster.node_id(new))
         try:
             assert client.set(key, b"v")  # not at the old owner: ASK, to the new master
+            pipe = client.pipeline()  # a pipeline's command follows it too
+            pipe.set("{reshard}:piped", b"p")
+            assert pipe.execute() == [True]
             with new.client() as target:
                 target.execute_command("ASKING")
                 assert target.get(key) == b"v"
+                target.execute_command("ASKING")
+                assert target.get("{reshard}:piped") == b"p"
             plain = RedisCluster(host="127.0.0.1", port=source.port)
             try:
                 with pytest.raises(AttributeError):

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
-from redis.cluster import PRIMARY, ClusterNode, RedisCluster
+from redis.cluster import PRIMARY, ClusterNode, NodesManager, RedisCluster
 from redis.exceptions import NoPermissionError
 from redis.retry import Retry
 from scrapy.settings import BaseSettings
@@ -172,12 +172,13 @@ def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
     return out
 
 
-class ReshardingCluster(RedisCluster):
-    """redis-py's cluster client, with one fix. While a reshard moves its first slots to a
-    master that owns none yet, the old owner answers ``ASK`` with that master's address; the
-    client knows only the nodes ``CLUSTER SLOTS`` listed, finds none by that name, and fails
-    with an ``AttributeError`` (redis/redis-py#4015, the fix pending upstream). A node named by
-    a redirect is made on the spot instead, as redis-py makes the others."""
+class RedirectedNodes(NodesManager):
+    """redis-py's table of a cluster's nodes, with one fix. While a reshard moves its first
+    slots to a master that owns none yet, the old owner answers ``ASK`` with that master's
+    address; the table knows only the nodes ``CLUSTER SLOTS`` listed, finds none by that name,
+    and the client fails with an ``AttributeError`` (redis/redis-py#4015, the fix pending
+    upstream). A node named by a redirect is made on the spot instead, as redis-py makes the
+    others. The client and its pipelines share the table, so both follow the redirect."""
 
     def get_node(
         self, host: str | None = None, port: int | None = None, node_name: str | None = None
@@ -186,9 +187,17 @@ class ReshardingCluster(RedisCluster):
         if node is None and node_name and ":" in node_name:
             address, _, number = node_name.rpartition(":")
             node = ClusterNode(address, int(number), PRIMARY)
-            self.nodes_manager.create_redis_connections([node])
-            node = self.nodes_manager.nodes_cache.setdefault(node.name, node)
+            self.create_redis_connections([node])
+            node = self.nodes_cache.setdefault(node.name, node)
         return node
+
+
+class ReshardingCluster(RedisCluster):
+    """redis-py's cluster client over a :class:`RedirectedNodes` table."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.nodes_manager.__class__ = RedirectedNodes  # the table redis-py built, fixed
 
 
 def _single(params: dict[str, Any]) -> redis.Redis:
