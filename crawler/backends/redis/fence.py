@@ -153,16 +153,15 @@ class FencedWriter:
                 self._seq = number
             return [] if reply == b"DONE" else list(reply)
         except redis.ResponseError as exc:
-            if str(exc).startswith("FENCED"):
-                self._writes.clear()
-                self._sent = 0
+            refused = str(exc).split(" ", 1)[0]
+            if refused not in ("FENCED", "REWOUND"):
+                raise
+            self._writes.clear()  # nothing of the call was applied: none of it is sent again
+            self._sent = 0
+            if refused == "FENCED":
                 raise PartitionLost(self.lease_key) from None
-            if str(exc).startswith("REWOUND"):
-                self._writes.clear()
-                self._sent = 0
-                self._seq = None  # the next owner's calls count on from what Redis kept
-                raise PartitionRewound(self.lease_key) from None
-            raise
+            self._seq = None  # the next owner's calls count on from what Redis kept
+            raise PartitionRewound(self.lease_key) from None
 
     def _run(self, keys: list[str], argv: list[Any]) -> Any:
         """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
