@@ -163,6 +163,7 @@ def test_every_redis_user_rides_out_a_restart_and_loses_nothing(tmp_path: Path) 
             redis.process.wait(10)
             down_at = len(server.records)
             time.sleep(4)
+            up_at = len(server.records)  # pages fetched while Redis was away: down_at..up_at
             redis = start_redis(root, port=redis.port, aof="always")
             results = [finish_crawl(p, d, timeout=240) for p, d in zip(procs, dirs, strict=True)]
             client = redis.client()
@@ -176,9 +177,11 @@ def test_every_redis_user_rides_out_a_restart_and_loses_nothing(tmp_path: Path) 
         assert not r.stats.get("neardup/unjudged")
     seen = [check_lines(r) for r in results]
     # every worker's heartbeat met the outage (a beat each 0.5 s); the near-duplicate store met
-    # it in some worker (pages arriving while Redis was away were judged after it)
+    # it in some worker if a page arrived while Redis was away (judged after it): on a loaded
+    # machine the workers may have had none in hand then
     assert all(s["fleet heartbeat"] == 1 for s in seen), seen
-    assert any(s["shared near-duplicate store"] == 1 for s in seen), seen
+    if up_at > down_at:
+        assert any(s["shared near-duplicate store"] == 1 for s in seen), (seen, down_at, up_at)
     assert down_at < len(server.records)
     check_pages(server, results)
 
