@@ -62,12 +62,12 @@ def test_the_object_is_frozen() -> None:
 
 def test_robots_settings_are_read_once_into_their_types() -> None:
     config = RobotsConfig.from_settings(
-        Settings({"ROBOTSTXT_RETRY_TIMES": "4", "ROBOTSTXT_CACHE_EXPIRY": "3600"})
+        Settings({"TUNING": '{"robots_retry_times": 4}', "ROBOTSTXT_CACHE_EXPIRY": "3600"})
     )
     assert (config.retry_times, config.cache_expiry) == (4, 3600.0)
     assert config.user_agent is None and config.book_size == 10_000
-    with pytest.raises(SettingsError, match=r"^ROBOTSTXT_RETRY_TIMES: must be an integer >= 0"):
-        RobotsConfig.from_settings({"ROBOTSTXT_RETRY_TIMES": "-1"})
+    with pytest.raises(SettingsError, match=r"^TUNING: robots_retry_times must be an integer >= 0"):
+        RobotsConfig.from_settings({"TUNING": {"robots_retry_times": "-1"}})
 
 
 def test_near_duplicate_settings_are_read_once_into_their_types() -> None:

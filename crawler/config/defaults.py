@@ -54,13 +54,10 @@ FRONTIER_IP_DELAY: float | None = None
 # A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
 FRONTIER_MAX_CRAWL_DELAY = 120.0
 # Consecutive failed fetches (timeouts, refused connections, 5xx answers) after which a host is
-# given up.
+# given up. A host is also given up when half of its last 20 fetches failed (TUNING's
+# host_failure_window and host_failure_ratio): a success does not wipe out earlier failures, so
+# a host that mixes pages that never answer with fast ones ends too.
 FRONTIER_HOST_MAX_FAILURES = 5
-# A host is also given up when this share of its last FRONTIER_HOST_FAILURE_WINDOW fetches
-# failed: a success does not wipe out earlier failures, so a host that mixes pages that never
-# answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
-FRONTIER_HOST_FAILURE_WINDOW = 20
-FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # A URL handed out is a lease: forgotten when its page's item and links have left the spider and
 # the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
 # engine works on it) happens within this many seconds: also how long a killed worker's hosts
@@ -68,12 +65,12 @@ FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1): left at its default it becomes twice that when that is
 # longer (the project's 20 s x 3 fits); set lower, it is raised with a warning.
 FRONTIER_LEASE_TTL = 120.0
-# A worker stops taking work while this many pages (or bytes of pages) it fetched are not yet
-# acknowledged (waiting for the content thread, the spider or the pipelines), so a worker
-# killed loses at most the read-ahead, its fetches in flight and this much fetched work (others
-# fetch it again). 0: no bound. See crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
+# A worker stops taking work while this many pages it fetched are not yet acknowledged
+# (waiting for the content thread, the spider or the pipelines), or 8 MiB of them (TUNING's
+# max_backlog_bytes), so a worker killed loses at most the read-ahead, its fetches in flight
+# and this much fetched work (others fetch it again). 0: no bound. See
+# crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
 FRONTIER_MAX_BACKLOG = 32
-FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # Redis only: URLs the crawl's seen-set is sized for, shared out over its partitions. With
 # RedisBloom on the server each partition's is a scalable Bloom filter (~2 B per URL) whose false
 # positives stay under 1 % past that size too; without it, exact buckets of
@@ -170,10 +167,6 @@ ROBOTSTXT_USER_AGENT = None
 # Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
 # for more than 24 hours).
 ROBOTSTXT_CACHE_EXPIRY = 86400
-# Tries again of a robots.txt answered with a 5xx or 429, or unreachable, before the host is
-# given up (the host is held meanwhile; the first retry after TUNING's robots_retry_delay,
-# 30 s, doubling, or the server's Retry-After, up to an hour).
-ROBOTSTXT_RETRY_TIMES = 2
 ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
 
 # --- Sitemaps (crawler/middlewares/sitemaps.py, crawler/sitemaps/) ---------------------------
@@ -196,10 +189,6 @@ SITEMAPS_LASTMOD = True
 # Which <link rel="canonical"> / Link: rel="canonical" targets are honoured: "host" (the page's
 # own host), "domain" (its registered domain: www.example.com -> example.com), "off".
 CANONICAL_SCOPE = "domain"
-
-# --- 429 and 503 (crawler/middlewares/retry_after.py) --------------------------------------
-RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
-RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
 
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
 # "ip[:port]" of the DNS servers to ask (a JSON list or a,b); empty: /etc/resolv.conf's.
@@ -262,9 +251,6 @@ ITEM_OUTLINKS = True
 
 # Write the final stats as JSON to this path (off when empty).
 STATS_FILE = ""
-# A dozen lines at the end of every crawl (crawler/extensions/summary.py): pages by status,
-# errors, rejections, broken links, the busiest hosts, what to do next.
-CRAWL_SUMMARY = True
 
 # --- The crawl record and `scrapy report` (crawler/extensions/recorder.py) -------------------
 # A record over time of what the crawl did (snapshots, per-host fetches, broken links), the
@@ -290,7 +276,6 @@ WARC_MAX_SIZE = 1_000_000_000  # bytes; a file is closed and renamed before it g
 WARC_DIGEST_PATH = ""
 WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
 WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
-WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)
 # A WACZ package (WARC files, CDXJ index, pages, manifest: crawler/archive/wacz.py) of the
 # crawl's files when it ends, beside them. Off: it is a copy of every file written (`scrapy wacz
 # DIR` packages a directory, e.g. a fleet's or several crawls', whenever wanted).

@@ -40,15 +40,13 @@ class CrawlSummary:
     """Logs the summary when the engine stops (after every other extension has written its
     stats), from the crawl's tally."""
 
-    def __init__(self, crawler: Crawler, enabled: bool = True) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.enabled = enabled
         self.reason = ""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
-        enabled = crawler.settings.getbool("CRAWL_SUMMARY", defaults.CRAWL_SUMMARY)
-        ext = cls(crawler, enabled)
+        ext = cls(crawler)
         crawler.signals.connect(ext.spider_closed, signals.spider_closed)
         crawler.signals.connect(ext.engine_stopped, signals.engine_stopped)
         return ext
@@ -72,8 +70,6 @@ class CrawlSummary:
         settings = self.crawler.settings
         if not settings.getbool("STATS_DUMP") and logger.isEnabledFor(logging.DEBUG):
             logger.debug("Scrapy stats:\n%s", pprint.pformat(values))
-        if not self.enabled:
-            return
         spider = getattr(self.crawler, "spider", None)
         name = getattr(spider, "name", None) or "crawl"
         tally = self._tally()
