@@ -335,6 +335,7 @@ def test_every_list_setting_of_ours_reads_json_and_commas() -> None:
         ("FRONTIER_MIN_DELAY", float("inf"), "must be a number >= 0, got inf"),
         ("FRONTIER_HOST_CONCURRENCY", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
         ("URL_MAX_LENGTH", "0", "must be an integer >= 1, got 0"),
+        ("FRONTIER_IP_DELAY", "soon", "must be a number >= 0, got 'soon'"),  # was any text
         ("FRONTIER_MIN_DELAY", True, "must be a number >= 0, got True"),
     ],
 )
@@ -354,6 +355,8 @@ def test_values_are_read_into_the_settings_type() -> None:
     assert read_value("FRONTIER_PRIORITY_POLICY", "breadth_first") == "depth"  # its alias
     assert read_value("FRONTIER_BACKEND", "Redis") == "redis"
     assert read_value("STATS_FILE", "x.json") == "x.json"
+    assert read_value("FRONTIER_IP_DELAY", "") is None  # not set: FRONTIER_MIN_DELAY
+    assert read_value("FRONTIER_IP_DELAY", "0.5") == 0.5
     assert read_value("DOWNLOAD_TIMEOUT", "abc") == "abc"  # not ours
     assert read_value("TUNING", '{"idle_horizon": "2"}') == {"idle_horizon": 2.0}
     assert read_value("TUNING", {"read_ahead": 3}) == {"read_ahead": 3}

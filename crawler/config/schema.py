@@ -103,6 +103,7 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
     "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
     "FRONTIER_IP_CONCURRENCY": Number(integer=True),  # 0: politeness per name only
+    "FRONTIER_IP_DELAY": Number(blank=True),  # None or empty: FRONTIER_MIN_DELAY
     "FRONTIER_HOST_MAX_FAILURES": Number(integer=True, low=1),
     "FRONTIER_LEASE_TTL": Number(above=True),
     "FRONTIER_SHARDS": Number(integer=True, low=1, high=1024),
