@@ -24,9 +24,9 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
 from crawler.backends.registry import backend_class
-from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
 from crawler.extensions.tally import CrawlTally
+from crawler.index.config import IndexConfig
 from crawler.report.policies import policy_line
 from crawler.report.tally import busiest_line, is_ok
 
@@ -93,8 +93,9 @@ class _SettingsView:
     def __init__(self, settings: Any) -> None:
         self.jobdir = settings.get("JOBDIR") or ""
         self.stats_file = settings.get("STATS_FILE") or ""
-        self.index_enabled = settings.getbool("INDEX_ENABLED", defaults.INDEX_ENABLED)
-        self.index_path = str(settings.get("INDEX_PATH") or "")
+        index = IndexConfig.from_settings(settings)
+        self.index_enabled = index.enabled
+        self.index_path = str(index.path or "")
         self.crawldb = crawldb_enabled(settings)
         # a frontier kept outside this process without a JOBDIR: a shared one (Redis)
         store = backend_class(settings, "frontier_store")
