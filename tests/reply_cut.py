@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 import redis
@@ -104,10 +104,8 @@ class ReplyCutter:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     sock.close()
 
 
