@@ -64,7 +64,7 @@ from typing import Any, Protocol
 import msgpack
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import AskError, NoScriptError, TryAgainError
+from redis.exceptions import AskError, NoScriptError
 
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
@@ -271,42 +271,57 @@ class Mailboxes:
             digest = hashlib.blake2b(blob, digest_size=16).digest()
             calls.append((inbox, f"{inbox}:{self.sender}", digest, blob))
         if not self._cluster:
-            self._run(self.client, calls, wake)
+            if self._run(self.client, calls, wake):
+                raise redis.ResponseError("MOVED from a Redis that is no cluster")
             return
         by_node: dict[str, tuple[Any, list[tuple[str, str, bytes, bytes]]]] = {}
         for call in calls:
             node = self.client.get_node_from_key(call[0])
             by_node.setdefault(node.name, (node, []))[1].append(call)
         for node, part in by_node.values():
-            self._run(self.client.get_redis_connection(node), part, None)
+            moved = self._run(self.client.get_redis_connection(node), part, None)
+            for call in moved:  # one by one: the cluster client follows MOVED and ASK
+                self._redirected(call)
         if wake is not None:
             self.client.publish(*wake)
+
+    def _redirected(self, call: tuple[str, str, bytes, bytes]) -> None:
+        """A letter whose slot moves (a reshard): the cluster client sends it where the slot
+        is now, or is moving to (``ASKING``), loading the script on every master if that
+        node lacks it."""
+        inbox, mark, digest, blob = call
+        for attempt in range(2):
+            try:
+                self.client.evalsha(POST_SHA, 2, inbox, mark, digest, MARK_TTL_MS, FIELD, blob)
+                return
+            except NoScriptError:
+                if attempt:
+                    raise
+                self.client.script_load(POST_SOURCE)
 
     def _run(
         self,
         server: redis.Redis,
         calls: list[tuple[str, str, bytes, bytes]],
         wake: tuple[str, bytes] | None,
-    ) -> None:
+    ) -> list[tuple[str, str, bytes, bytes]]:
         """The ``calls`` (inbox, mark, digest, letter) on one server in one pipeline, the
         script loaded first if the server lacks it (the batch then goes again: it adds once).
-        A slot that moved (a reshard) refreshes the slot map and raises ``TryAgainError``:
-        the caller sends the batch again later, to the new master."""
+        Returns the calls refused with ``MOVED`` or ``ASK`` (a cluster's slot moving)."""
         for _ in range(2):
             pipe = server.pipeline(transaction=False)
             for inbox, mark, digest, blob in calls:
                 pipe.evalsha(POST_SHA, 2, inbox, mark, digest, MARK_TTL_MS, FIELD, blob)
             if wake is not None:
                 pipe.publish(*wake)
-            failed = [r for r in pipe.execute(raise_on_error=False) if isinstance(r, Exception)]
+            replies = pipe.execute(raise_on_error=False)
+            failed = [r for r in replies if isinstance(r, Exception)]
             if not any(isinstance(r, NoScriptError) for r in failed):
                 break
             server.script_load(POST_SOURCE)
-        if any(isinstance(r, AskError) for r in failed) and self._cluster:
-            self.client.nodes_manager.initialize()
-            raise TryAgainError(str(failed[0]))
-        if failed:
-            raise failed[0]
+        if any(not isinstance(r, AskError) for r in failed):  # MOVED is an AskError too
+            raise next(r for r in failed if not isinstance(r, AskError))
+        return [c for c, r in zip(calls, replies, strict=False) if isinstance(r, AskError)]
 
     def open(self, index: int) -> None:
         """Make sure the partition's inbox has the group :attr:`GROUP` (a new owner calls this
