@@ -287,7 +287,7 @@ def _queued_refusals(
     """``commands`` queued in a transaction on ``node`` then discarded: those refused."""
     pool = node.connection_pool
     conn = pool.get_connection()
-    refused = []
+    refused: list[tuple[tuple[Any, ...], str]] = []
     try:
         for command in [c for c in commands if str(c[0]).upper() in NO_MULTI]:
             conn.send_command(*command)  # refused in a transaction before its rights are
