@@ -131,6 +131,8 @@ class PartitionKeys:
     ``{tag}:s:n``               STRING  the exact seen-set's count
     ``{tag}:in``                STREAM  the inbox: links and cash other workers found for the
                                         partition's hosts (consumer group ``owner``)
+    ``{tag}:in:<worker>``       STRING  the digest of the last letter that worker added to the
+                                        inbox (PX a day): one sent again is not added twice
     ==========================  ======  ======================================================
     """
 
