@@ -193,6 +193,7 @@ def test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait(tmp_path: Pa
     root = tmp_path / "redis"
     root.mkdir()
     redis = start_redis(root, aof="always")
+    procs: list[Any] = []
     try:
         with slow_site(pages=4, delay=2.0) as server:
             client = redis.client()
@@ -215,6 +216,10 @@ def test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait(tmp_path: Pa
             redis = start_redis(root, port=redis.port, aof="always")
             results = [finish_crawl(p, d, timeout=240) for p, d in zip(procs, dirs, strict=True)]
     finally:
+        for proc in procs:  # a failed wait leaves its worker waiting for Redis: not for long
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
         redis.stop()
     (r,) = results
     assert r.returncode == 0 and r.stats["finish_reason"] == "finished", r.log[-3000:]
