@@ -39,9 +39,11 @@ from typing import Any, TypeVar
 
 import redis
 from redis.exceptions import (
+    AskError,
     AuthenticationError,
     AuthorizationError,
     ClusterDownError,
+    ClusterError,
     RedisClusterException,
     SlotNotCoveredError,
     TryAgainError,
@@ -72,11 +74,14 @@ MAX_BACKOFF = 2.0
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` means Redis is away for now (see :data:`TRANSIENT`). A refused password
     is not (it will not come back by waiting); a cluster client that reached none of its nodes
-    is."""
+    is, and so is a slot's move that redis-py gave up following (an ``ASK`` it could not obey
+    or ``TRYAGAIN`` to the end of its redirections: a slot's keys half moved by a reshard)."""
     if isinstance(exc, AuthenticationError | AuthorizationError):
         return False
-    if isinstance(exc, TRANSIENT):
+    if isinstance(exc, (*TRANSIENT, AskError)):
         return True
+    if isinstance(exc, ClusterError):
+        return "TTL exhausted" in str(exc)
     return isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc)
 
 
