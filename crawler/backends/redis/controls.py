@@ -1,10 +1,7 @@
 """The operator's controls over a shared crawl (``scrapy frontier <site> block|unblock|pause|
-resume|deadline|budget``), kept under the crawl's own hash tag so they outlast every worker:
-
-* ``{crawl}:ctl`` (HASH): ``paused`` (``1``), ``deadline`` (on Redis's clock: workers' clocks
-  never meet), ``budget`` (bytes) and ``bytes`` (downloaded so far, every worker's ``INCRBY``);
-* ``{crawl}:blocked`` (HASH): ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it;
-* ``{crawl}:dropped`` (HASH): the same names -> queued URLs their owners dropped for the block.
+resume|deadline|budget``), kept under the crawl's own hash tag so they outlast every worker
+(``{crawl}:ctl``, ``{crawl}:blocked``, ``{crawl}:dropped``: :mod:`~crawler.backends.redis.keys`);
+the deadline is on Redis's clock (the workers' clocks never meet).
 
 The operator writes and announces each act with a ``PUBLISH ctl`` on the crawl's wake channel;
 a worker (:class:`CrawlControls` inside its
@@ -105,15 +102,11 @@ class CrawlControls:
         self.client.publish(self.keys.wake, "ctl")
 
     def controls(self) -> dict[str, Any]:
-        """The controls as stored: paused, deadline (Redis time), byte budget and bytes so
-        far, blocked hosts and domains, and what each block dropped."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(self.keys.controls)
-        pipe.hkeys(self.keys.blocked)
-        pipe.hgetall(self.keys.dropped)
-        raw, blocked, dropped = pipe.execute()
-        ctl = {k.decode(): v.decode() for k, v in raw.items()}
-        names = sorted(b.decode() for b in blocked)
+        """The controls as stored (a :meth:`refresh`): paused, deadline (Redis time), byte
+        budget and bytes so far, blocked hosts and domains, and what each block dropped."""
+        self.refresh()
+        ctl, names = self._ctl, sorted(self._blocked)
+        dropped = self.client.hgetall(self.keys.dropped)
         return {
             "paused": ctl.get("paused") == "1",
             "deadline": float(ctl["deadline"]) if "deadline" in ctl else None,

@@ -36,6 +36,7 @@ The crawl's own (:class:`CrawlKeys`):
                                     worker's claim, a retry delay (both expire: PX), given up
 ``{key}:dns:<host>``        STRING  msgpack DNS answer shared by the fleet (expires with its TTL)
 ``{key}:dns:<host>:claim``  STRING  the worker looking ``<host>`` up now (expires: DNS_TIMEOUT)
+``{key}:warc_digests``      HASH    WARC payload digest -> its first capture (a revisit's target)
 ``{key}:nd:...``            ...     the shared near-duplicate detector (:class:`NeardupKeys`)
 ``<site>:start_urls``       LIST    seeds pushed to a running crawl (scrapy-redis's key, no tag)
 ==========================  ======  ===========================================================
@@ -98,6 +99,18 @@ def key_slot(tag: bytes) -> int:
 def crawl_key(settings: Any, site: str) -> str:
     """The crawl's name in Redis: ``FRONTIER_REDIS_KEY``, else the site's (spider's) name."""
     return settings.get("FRONTIER_REDIS_KEY") or site
+
+
+def crawler_key(crawler: Any) -> str:
+    """:func:`crawl_key` of a Scrapy crawler: its settings and its spider's name."""
+    return crawl_key(crawler.settings, getattr(crawler.spidercls, "name", None) or "crawl")
+
+
+def address_keys(tag: str, address: str) -> list[str]:
+    """The keys of a server address's shared politeness (``crawler.backends.redis.addresses``)
+    on the shard whose hash-tag prefix is ``tag``: its state, its fetches in flight, its line
+    of refused hosts by rank and by when each comes back."""
+    return [f"{tag}:{kind}:{address}" for kind in ("ip", "ipf", "ipw", "ipb")]
 
 
 def glob_escape(text: str) -> str:
@@ -243,6 +256,7 @@ class CrawlKeys:
         self.robots_failures = p + ":robots_failures"
         self.robots_hold = p + ":robots_hold:"  # + an origin: its fetch held (robots.py)
         self.dns = p + ":dns:"  # + a host name: its shared DNS answer (PX: the answer's TTL)
+        self.warc_digests = p + ":warc_digests"
         self.seeds = START_URLS_KEY % {"name": site or crawl}
 
     @classmethod

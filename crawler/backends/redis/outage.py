@@ -208,6 +208,28 @@ class RedisOutage:
             self._prober.close(timeout=5)
 
 
+class ActsAlone:
+    """A Redis user called on the reactor thread, which must never wait: while Redis is away
+    each call answers its ``default`` at once (counted in :attr:`alone`, which the outage's
+    ``back_note`` reports) and the component acts alone. Subclasses set ``client`` and
+    ``outage``."""
+
+    client: Any
+    outage: RedisOutage
+    alone = 0  # calls answered without Redis
+
+    def _safe(self, fn: Callable[[], T], default: Any) -> Any:
+        try:
+            return self.outage.call(fn, wait=0)
+        except RedisUnavailable:
+            self.alone += 1
+            return default
+
+    def close(self) -> None:
+        self.outage.close()
+        self.client.close()
+
+
 class _Prober(JobThread):
     """Probes Redis for one :class:`RedisOutage` while it is away, with capped exponential
     backoff; idle (no timer) while Redis is reachable."""

@@ -11,12 +11,13 @@ walk of a queue.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import redis
 
-from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.keys import PartitionKeys, address_keys
+from crawler.frontier.addresses import AddressLoad
 
 
 def node_of(client: Any, key: str) -> tuple[str, Any]:
@@ -98,6 +99,25 @@ def partition_loads(
             **{f"node_{key}": v for key, v in nodes[name].items()},
         })
     return out
+
+
+def address_loads(client: Any, tagged: Iterable[tuple[str, str]], top: int) -> list[AddressLoad]:
+    """The ``top`` busiest of these (shard's tag prefix, address) pairs, by fetches in flight
+    then fetches so far: one pipelined call."""
+    pairs = list(tagged)
+    pipe = client.pipeline(transaction=False)
+    for tag, address in pairs:
+        state, flight, *_ = address_keys(tag, address)
+        pipe.hmget(state, "fetches", "refusals")
+        pipe.zcard(flight)
+    replies = pipe.execute() if pairs else []
+    loads = [
+        AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
+        for (_, address), (fetches, refusals), in_flight
+        in zip(pairs, replies[::2], replies[1::2], strict=True)
+    ]
+    loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
+    return loads[:top]
 
 
 def format_partition_loads(rows: Sequence[dict[str, Any]]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
@@ -15,8 +14,8 @@ import msgpack
 from redis.exceptions import WatchError
 
 from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
-from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.backends.redis.keys import CrawlKeys, crawler_key
+from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
@@ -44,7 +43,7 @@ def _shared_origin(hold: bytes | None, pttl: int, failures: bytes | None) -> Sha
     return SharedOrigin(False, retry_in=0.0, failures=count)  # failed; its retry is due
 
 
-class RedisRobotsCache(RobotsCache):
+class RedisRobotsCache(ActsAlone, RobotsCache):
     """``ROBOTS_CACHE_CLASS`` of the ``redis`` backend: one HASH of records for the crawl, so
     robots.txt is fetched once per host whichever worker gets there first, and each origin's
     fetch state (claimed by a worker, unreachable until a retry, failures, given up: see
@@ -72,7 +71,6 @@ class RedisRobotsCache(RobotsCache):
         self.hash = keys.robots
         self.failures = keys.robots_failures
         self.holds = keys.robots_hold  # + an origin
-        self.alone = 0  # calls answered without Redis (it was away)
         self._unsent: dict[str, bytes] = {}  # origin -> record fetched while Redis was away
         self._unsent_lock = threading.Lock()
         self.outage = RedisOutage(
@@ -83,13 +81,6 @@ class RedisRobotsCache(RobotsCache):
             on_back=self._send_unsent,
             log=logger,
         )
-
-    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
-        try:
-            return self.outage.call(fn, wait=0)  # on the reactor: never wait
-        except RedisUnavailable:
-            self.alone += 1
-            return default
 
     def _read(self, origin: str, claim_ms: int | None = None) -> list[Any] | None:
         """The origin's hold, its time left (ms) and its failures, read at once; with
@@ -154,10 +145,8 @@ class RedisRobotsCache(RobotsCache):
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
-        site = getattr(crawler.spidercls, "name", None) or "crawl"
         s = crawler.settings
-        client = redis_client(s, **fail_fast_params(s))
-        return cls(client, crawl_key(s, site))
+        return cls(redis_client(s, **fail_fast_params(s)), crawler_key(crawler))
 
     def get(self, origin: str) -> RobotsRecord | None:
         return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))
@@ -222,7 +211,3 @@ class RedisRobotsCache(RobotsCache):
 
     def __len__(self) -> int:
         return int(self.client.hlen(self.hash))
-
-    def close(self) -> None:
-        self.outage.close()
-        self.client.close()
