@@ -3,13 +3,9 @@ the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker 
 fetches in flight and the same next start at an address.
 
 An address's state lives on the shard its address string hashes to (the frontier's
-:class:`~crawler.backends.redis.shards.ShardMap`; one shard: the crawl's tag), so the names of
-one server, which may live on different shards, meet at one key: a HASH ``{tag}:ip:<address>``
-(``ready``, ``typical`` fetch time, ``fetches``, ``refusals``), a ZSET ``{tag}:ipf:<address>``
-of the leases fetching there, scored by when they expire (a worker killed mid-fetch leaves its
-token to expire with the lease TTL, as its lease does), and the address's line of hosts it
-refused (``{tag}:ipw:<address>``, by rank; ``{tag}:ipb:<address>``, by when each was told to
-come back), kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps it. One call
+:class:`~crawler.backends.redis.shards.ShardMap`), so the names of one server, which may live on
+different shards, meet at one set of keys (:func:`~crawler.backends.redis.keys.address_keys`),
+kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps its state. One call
 of ``lua/address_take.lua`` per lease taken and one of ``lua/address_done.lua`` per fetch ended,
 timed by Redis's clock (the workers' clocks never meet): the check and the count of a fetch at
 a busy address are one step for the whole fleet.

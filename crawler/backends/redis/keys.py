@@ -36,6 +36,13 @@ The crawl's own (:class:`CrawlKeys`):
                                     worker's claim, a retry delay (both expire: PX), given up
 ``{key}:dns:<host>``        STRING  msgpack DNS answer shared by the fleet (expires with its TTL)
 ``{key}:dns:<host>:claim``  STRING  the worker looking ``<host>`` up now (expires: DNS_TIMEOUT)
+``{s}:ip:<address>``        HASH    a server address's politeness on shard ``s`` (the one its
+                                    address hashes to): ``ready``, ``typical`` fetch time,
+                                    ``fetches``, ``refusals``
+``{s}:ipf:<address>``       ZSET    its fetches in flight: lease token -> when it expires (a
+                                    killed worker's expires with its lease)
+``{s}:ipw:<address>``       ZSET    the hosts it refused, by rank
+``{s}:ipb:<address>``       ZSET    the same hosts, by when each was told to come back
 ``{key}:warc_digests``      HASH    WARC payload digest -> its first capture (a revisit's target)
 ``{key}:nd:...``            ...     the shared near-duplicate detector (:class:`NeardupKeys`)
 ``<site>:start_urls``       LIST    seeds pushed to a running crawl (scrapy-redis's key, no tag)
@@ -75,8 +82,8 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
                           newest store key dropped from ``:recent``)
 ``:next``                 the last id given
 ``:params``               the layout and the settings every worker must share
-``{<crawl>:nd:<g>.<n>}:a:<b>``  HASH: the anchor postings, spread over their own hash tags
-                          (``neardup_anchors``)
+``:a:<b>``                HASH: the anchor postings, under tags of their own,
+                          ``{<crawl>:nd:<g>.<n>}`` (``neardup_anchors``)
 ========================  ==================================================================
 """
 

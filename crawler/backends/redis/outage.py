@@ -18,15 +18,11 @@ users each hold a :class:`RedisOutage`:
   costs one bounded wait in all, not one per call.
 * ``wait=0`` never waits: the reactor's callers (the robots.txt cache) fail at once while Redis
   is away, and touch Redis again only once the probe found it back: a dead Redis costs the
-  reactor one failed call per outage.
+  reactor one failed call per outage (:class:`ActsAlone`).
 
-What each component does without Redis is its own (its docstring says): the robots.txt cache
-acts alone, the near-duplicate detector judges the page alone (``neardup/unjudged``), a
-heartbeat is sent in full with the next one, the scope's new hosts are sent when Redis is back.
-
-``REDIS_OUTAGE_WAIT`` (seconds, default 30) is the bound for the callers that wait: long enough
-for a restart or a failover with a Redis Cluster's default timeouts, short enough that a Redis
-gone for good does not freeze a worker's pages.
+What each component does without Redis is its own (its docstring says). ``REDIS_OUTAGE_WAIT``
+(default 30 s: a restart or a failover with a Redis Cluster's default timeouts, not a Redis
+gone for good) bounds the callers that wait.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """robots.txt shared by every worker of a crawl (``ROBOTS_CACHE_CLASS`` of the ``redis``
-backend): the fetched files, and each origin's fetch state (claimed, unreachable, given up), so
-robots.txt is fetched once per host, and once per retry period when it fails, for the whole
-crawl."""
+backend): see :class:`RedisRobotsCache`."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from contextlib import suppress
+from dataclasses import astuple
 from typing import Any
 
 import msgpack
@@ -55,14 +54,10 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
     enough not to matter next to the fetch it saves. On a Redis Cluster every key is under the
     crawl's hash tag: each call goes to the one node that serves it.
 
-    While Redis is away (a restart, a cluster failover), each worker acts alone rather than
-    failing the page that asked, and never waits (the reactor must not): no copy is found, a
-    claim is granted, a fetched copy is kept locally and sent once Redis is back. The client
-    fails fast (:func:`~crawler.backends.redis.connection.fail_fast_params`: one attempt per
-    call, two on a cluster, short socket timeouts), and once a call has failed none is made
-    until the outage's
-    probe, on its own thread, finds Redis back (:class:`~crawler.backends.redis.outage.
-    RedisOutage`): one line when Redis goes away, one when it is back."""
+    While Redis is away each worker acts alone (:class:`~crawler.backends.redis.outage.
+    ActsAlone`) rather than failing the page that asked: no copy is found, a claim is granted,
+    a fetched copy is kept locally and sent once Redis is back. The client fails fast
+    (:func:`~crawler.backends.redis.connection.fail_fast_params`)."""
 
     def __init__(self, client: RedisClient, key: str) -> None:
         """``key``: the crawl's name in Redis (:func:`~crawler.backends.redis.keys.crawl_key`)."""
@@ -174,16 +169,7 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
     def put(self, record: RobotsRecord) -> None:
         if record.kind == DISALLOW_ALL:
             return
-        packed = msgpack.packb(
-            [
-                record.origin,
-                record.kind,
-                record.status,
-                record.fetched_at,
-                record.expires_at,
-                record.body,
-            ]
-        )
+        packed = msgpack.packb(astuple(record))  # its fields in order, as _record reads them
         if self._safe(lambda: self._store({record.origin: packed}), False) is False:
             with self._unsent_lock:  # sent when Redis is back (RedisOutage.on_back)
                 self._unsent[record.origin] = packed
