@@ -13,9 +13,8 @@ them all.
 
 from __future__ import annotations
 
-import difflib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -232,19 +231,3 @@ def host_name(text: str) -> str:
     except ValueError:
         host = ""
     return (host or text.lstrip("/")).lower().rstrip(".")
-
-
-def closest_hosts(name: str, hosts: Iterable[list[str]], n: int = 3,
-                  limit: int = 200_000) -> tuple[bool, list[str]]:
-    """Whether ``name`` is one of ``hosts`` (batches, as a walk of the crawl's hosts gives
-    them), and else the known names closest to it (a did-you-mean), looking at ``limit`` at
-    most."""
-    seen: list[str] = []
-    for batch in hosts:
-        for host in batch:
-            if host == name:
-                return True, []
-            seen.append(host)
-        if len(seen) >= limit:
-            break
-    return False, difflib.get_close_matches(name, seen, n=n, cutoff=0.6)

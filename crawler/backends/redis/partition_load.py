@@ -118,21 +118,3 @@ def address_loads(client: Any, tagged: Iterable[tuple[str, str]], top: int) -> l
     ]
     loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
     return loads[:top]
-
-
-def format_partition_loads(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [f"partitions ({len(rows)}):"]
-    for r in rows:
-        memory = r.get("node_used_memory")
-        lines.append(
-            f"  {r['partition']:>3} {r['owner'] or '(no owner)':<24} queued {r['queued']:>9,}  "
-            f"hosts {r['hosts']:>7,}  seen {r['seen']:>10,}  inbox {r['inbox']:>5,}  "
-            f"{r['node']}"
-            + (
-                f" ({r['node_ops_per_sec']:,} ops/s, {r['node_cpu_seconds']} CPU s, "
-                f"{memory / 2**20:,.0f} MiB)"
-                if memory is not None
-                else ""
-            )
-        )
-    return "\n".join(lines)

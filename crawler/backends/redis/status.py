@@ -1,5 +1,6 @@
-"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` prints, and the workers'
-heartbeats (``{key}:workers``) and merged counters (``{key}:totals``) it reads.
+"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` shows, as plain data
+(:mod:`crawler.commands.frontier_report` prints it), and the workers' heartbeats
+(``{key}:workers``) and merged counters (``{key}:totals``) it reads.
 
 A report reads the partitions of the crawl's hosts as their owners left them in Redis
 (:class:`SharedCrawl`): counts and cardinalities per partition
@@ -15,7 +16,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from importlib import resources
 from itertools import islice
 from typing import Any
@@ -28,7 +28,7 @@ from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.partition_load import address_loads, partition_loads
 from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
-from crawler.report.tally import HostTallies, HostTally, busiest_line
+from crawler.report.tally import HostTallies, HostTally
 
 # One call per beat (lua/heartbeat.lua: bounded, one HINCRBY per counter that moved since the
 # last beat), because the heartbeat is stamped with Redis's clock, which a transaction cannot
@@ -228,79 +228,3 @@ def busiest_addresses(
             tag, _, address = (key.decode() if isinstance(key, bytes) else key).partition(":ip:")
             tagged.append((tag, address))
     return address_loads(client, tagged, top)
-
-
-def _ago(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.1f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def format_report(r: Mapping[str, Any]) -> str:
-    """The report for a person: a dozen lines, the figures an operator looks at first."""
-    h = r["hosts"]
-    c = r["controls"]
-    lines = [
-        f"crawl {r['crawl']}: {r['queued']} URLs queued (in flight included), {r['seen']} seen, "
-        f"{r['inbox']} letters in inboxes" + (f"; HALTED: {r['halt']}" if r["halt"] else ""),
-        f"hosts: {r['hosts_total']} known; {h['waiting']} waiting, {h['held']} held, "
-        f"{h['given_up']} given up, {h['blocked']} blocked",
-    ]
-    ctl = []
-    if c["paused"]:
-        ctl.append("paused")
-    if c["deadline"] is not None:
-        end = datetime.fromtimestamp(c["deadline"]).isoformat(timespec="seconds")
-        left = c["deadline"] - r["time"]
-        ctl.append(f"deadline {end} (in {_ago(left)})" if left > 0
-                   else f"deadline {end} (passed {_ago(-left)} ago)")
-    if c["byte_budget"] is not None:
-        ctl.append(f"byte budget {c['bytes']}/{c['byte_budget']}")
-    if c["blocked_hosts"] or c["blocked_domains"]:
-        ctl.append(
-            "blocked: "
-            + ", ".join([*c["blocked_hosts"], *(f"*.{d}" for d in c["blocked_domains"])])
-        )
-    lines.append("controls: " + ("; ".join(ctl) if ctl else "none"))
-    if r["dropped"]:
-        lines.append(
-            "dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(r["dropped"].items()))
-        )
-    lines.append(f"workers ({len(r['workers'])}):")
-    for w in r["workers"]:
-        lines.append(
-            f"  {w['worker']}: {w['state']}, {w['pages']} pages, {w['pages_per_s']:.1f} pages/s, "
-            f"{w['partitions']} partitions, last heartbeat {_ago(w['last_beat_ago'])} ago"
-        )
-    if r["busiest_hosts"]:
-        lines.append("busiest: " + busiest_line(
-            ((b["host"], b["fetches"], b["gap"]) for b in r["busiest_hosts"]),
-            noun="fetches", sep=", ",
-        ))
-    if r.get("busiest_addresses"):
-        lines.append("busiest addresses: " + ", ".join(
-            f"{a['address']} {a['fetches']} fetches ({a['waits']} waits, {a['in_flight']} now)"
-            for a in r["busiest_addresses"][:5]
-        ))
-    if r.get("policies"):  # the workers' merged counts per crawl policy
-        lines.append("crawl policies: " + ", ".join(
-            f"{p['policy']} {p['pages']} pages ({p['queued']} URLs queued)"
-            for p in r["policies"]
-        ))
-    if r["held_hosts"]:
-        lines.append(
-            "held: " + ", ".join(f"{x['host']} ({_ago(x['for'])})" for x in r["held_hosts"])
-        )
-    t = r["totals"]
-    if t:
-        pages = sum(v for k, v in t.items() if k.startswith("pages/status/"))
-        lines.append(
-            f"totals of all workers: {pages} pages, "
-            f"{int(t.get('downloader/response_bytes', 0))} bytes, "
-            f"{int(t.get('item_scraped_count', 0))} items"
-            + (f", {int(t['pages/broken'])} broken links" if t.get("pages/broken") else "")
-        )
-    return "\n".join(lines)
