@@ -125,6 +125,8 @@ def _takes(rule: object) -> str:
         return "an https origin"
     if isinstance(rule, TuningRule):
         return "a table of knobs (below)"
+    if isinstance(rule, schema.ClassTable):
+        return "a table of plug points to class paths"
     return "text"
 
 

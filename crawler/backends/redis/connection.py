@@ -242,23 +242,36 @@ def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> 
     return list(refused.values())
 
 
+# Commands Redis refuses inside a transaction before it checks the user's rights to them
+NO_MULTI = frozenset({"WATCH"})
+
+
 def _queued_refusals(
     node: redis.Redis, commands: list[tuple[Any, ...]]
 ) -> list[tuple[tuple[Any, ...], str]]:
     """``commands`` queued in a transaction on ``node`` then discarded: those refused."""
     pool = node.connection_pool
     conn = pool.get_connection()
+    refused: list[tuple[tuple[Any, ...], str]] = []
     try:
+        for command in [c for c in commands if str(c[0]).upper() in NO_MULTI]:
+            conn.send_command(*command)  # refused in a transaction before its rights are
+            try:  # checked: asked outside it (WATCH only marks keys of this connection)
+                conn.read_response()
+            except NoPermissionError as exc:
+                refused.append((command, str(exc)))
+            except redis.ResponseError:
+                pass
+        commands = [c for c in commands if str(c[0]).upper() not in NO_MULTI]
         conn.send_command("MULTI")
         try:
             conn.read_response()
         except NoPermissionError as exc:
             return [(("MULTI",), str(exc))]
         except redis.ResponseError:  # MULTI renamed away: nothing can be asked
-            return []
+            return refused
         batch = [*commands, ("DISCARD",)]
         conn.send_packed_command(conn.pack_commands(batch))
-        refused = []
         for command in batch:
             try:
                 conn.read_response()
