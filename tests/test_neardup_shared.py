@@ -355,7 +355,7 @@ def test_sketch_records_round_trip() -> None:
 
 
 def test_template_model_entries_and_snapshots_round_trip() -> None:
-    """Log entries and snapshots (layout 5: Rice-coded, counts in the bits they need) come back
+    """Log entries and snapshots (packed in the bits they need) come back
     exactly, next to other data, down to the extreme hashes and counts."""
     rng = np.random.default_rng(5)
     for n in (0, 1, 2, 12, 700):

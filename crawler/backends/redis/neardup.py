@@ -115,7 +115,7 @@ __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
 
 
-LAYOUT = 7  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 8  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
