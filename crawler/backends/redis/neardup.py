@@ -1,69 +1,50 @@
 """Near-duplicates shared by every worker of a crawl: the in-process detector's decisions, its
 state in Redis, check-and-insert atomic across workers.
 
-:class:`RedisNearDuplicateDetector` decides with the very functions of the in-process detector
-(:func:`~crawler.content.neardup_features.compute_features` and
-:mod:`crawler.content.neardup_decide`'s :func:`~crawler.content.neardup_decide.rank_candidates`,
-:func:`~crawler.content.neardup_decide.pick_best`, :func:`~crawler.content.neardup_decide.decide`)
-and learns each host's template with :class:`crawler.content.template.HostTemplates` itself.
-The algorithm is here, in Python; Redis only stores the state (under the crawl's hash tag, the
-names in :class:`crawler.backends.redis.keys.NeardupKeys`, the calls ``neardup_state``'s; the
-anchor postings on tags of their own, ``neardup_anchors``) and runs two small scripts where a
-check and a write must be one step: ``lua/neardup_commit.lua`` and ``lua/neardup_put.lua``,
-each given every key it touches. Every other call is a plain command, routed by redis-py (a
-``RedisCluster`` by each key's slot).
+:class:`RedisNearDuplicateDetector` decides with the in-process detector's own functions
+(``compute_features``; ``neardup_decide``'s ``rank_candidates`` order, ``pick_best`` and
+``decide``) and learns each host's template with :class:`crawler.content.template.HostTemplates`.
+Redis only stores (the names in :class:`crawler.backends.redis.keys.NeardupKeys`, the calls
+``neardup_state``'s, the anchor postings on tags of their own: ``neardup_anchors``) and runs two
+scripts, each given every key it touches: ``lua/neardup_commit.lua`` and ``lua/neardup_put.lua``.
+No worker holds the index: it keeps a bounded cache of what it read (``neardup_copies``), so a
+new worker decides its first page at once. A page costs a few round trips, optimistic like a
+compare-and-set:
 
-No worker holds the crawl's index: a page costs a few round trips, optimistic like a
-compare-and-set, and a worker keeps only a bounded cache (``DEFAULT_CACHE_BYTES``) of what it
-read, so a new worker decides its first page at once, without replaying anything.
-
-1. **Read** (one ``MULTI`` on the crawl's tag, so one consistent moment): the host's template
-   length and model version (a worker keeps a copy of each host's template, which only grows,
-   so a length is its version; if the copy is behind, it is brought up to date and the page's
-   features computed again), the URL's id, the fingerprint's owner, the crawl's commit count
-   (``seq``), its last id (``next``: every original stored later has a greater store key) and
-   the *pending* originals: those committed whose postings may not be written yet (``:pend``,
-   a few per worker). Then the postings of the page's
-   :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same ``MULTI`` on one
-   Redis; on a cluster, one pipeline after it).
-2. **Pick**: the pending originals are merged into the postings read (both in store-key order,
-   as a sequential index would list them), the originals ranked by votes
-   (:func:`~crawler.content.neardup_decide.rank_candidates`'s order); the first
-   :data:`~crawler.content.neardup_decide.VERIFY` live ones are found in the record table
-   (``:o``: per id, the fingerprint and host id of its record; zeros: none) and the records the
-   worker has not decoded (or decoded before the original was stored again) read with their
-   hosts' template lengths. The worker decides; a page that teaches its host's model is
-   learned into the worker's copy of it (:meth:`HostTemplates.learn`, undone if the commit is
-   refused).
-3. **Commit** (``neardup_commit.lua``) checks that nothing the decision depended on changed
-   (nothing at all if no commit happened since the read, the usual case; else the URL id, the
-   fingerprint owner, the template lengths used, the host's pages learned, a counter bumped
-   whenever a stored original is replaced, and whether an original stored since the read
-   (``:recent``: the last ``neardup_state.RECENT``, newest first) took a posting of one of the
-   page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record, what it
-   taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise it
-   answers ``retry`` and the worker starts again from 1.
+1. **Read** (one ``MULTI`` on the crawl's tag): the host's template length and model version
+   (a worker's copy behind them is brought up to date, and the features computed again), the
+   URL's id, the fingerprint's owner, the commit count ``seq``, the last id ``next`` and the
+   *pending* originals (``:pend``: committed, postings maybe not written yet); then the postings
+   of the page's :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same
+   ``MULTI`` on one Redis; after it on a cluster).
+2. **Pick**: the pending originals merged into the postings (by store key), the originals
+   ranked by votes, the first :data:`~crawler.content.neardup_decide.VERIFY` live ones found in
+   the record table (``:o``) and the records this worker has not decoded read with their hosts'
+   template lengths. The worker decides; a page that teaches its host's model is learned into
+   the worker's copy (undone if the commit is refused).
+3. **Commit** (``neardup_commit.lua``) checks that nothing the decision read changed (nothing
+   to check if no commit happened since the read, the usual case; else the URL id, the
+   fingerprint's owner, the template lengths used, the host's pages learned, the count of
+   originals replaced, and whether an original stored since the read, ``:recent``, took a
+   posting of one of the page's anchors that had fewer than ``MAX_POSTING``), then records the
+   page (an original also goes to ``:pend`` and ``:recent``); else it answers ``retry`` and the
+   worker starts again from 1.
 4. A new original's postings are written (``neardup_put.lua``, one call per anchor tag) and
    taken off ``:pend`` by the worker's next read.
 
-**Why that is atomic across tags.** A script touches one cluster slot, so the anchor postings
-cannot be written in the commit that orders the decisions. They need not be: the crawl's own
-tag stays the one place decisions are ordered, and the postings are a copy of what the commits
-decided, written after, idempotently, sorted by store key whatever order they arrive in. A
-worker reads ``:pend`` *before* the postings: an original committed before that read is either
-still pending (merged from ``:pend``) or taken off it by a read that came after its postings
-were written, so it is in the postings read; one committed after is in ``:recent`` under a
-store key above the ``next`` read, which the commit checks. So two workers judging copies of
-one page at once (or two near-duplicates) decide as one detector would in their commit order:
-the second commit finds the fingerprint taken, or an original on one of its anchors, and
-retries into "duplicate". A worker that dies between its commit and its postings leaves its
-original pending: every worker still merges it, and the first to see it ``REPAIR_LAG`` ids old
-writes its postings.
+**Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
+be written by the commit; they need not be: the crawl's tag orders the decisions, and the
+postings are a copy of what the commits decided, written after, idempotently, sorted by store
+key whatever order they arrive in. A worker reads ``:pend`` *before* the postings: an original
+committed before that read is still pending (merged) or was taken off by a read that came after
+its postings were written (so it is in the postings read); one committed after is in
+``:recent`` under a store key above the ``next`` read, which the commit checks. So workers
+decide as one detector would in their commit order. A worker that dies between its commit and
+its postings leaves its original pending: every worker merges it, and the first to see it
+``REPAIR_LAG`` ids old writes its postings.
 
-**Layout.** ``:params`` holds the layout and the settings every worker must share; a crawl
-stored otherwise (another version, other ``NEARDUP_*`` settings) is refused, in one line.
-
-``bench/shared.py`` and ``bench/neardup_scale.py`` measure it (decisions, bytes, time, memory).
+``:params`` holds the layout and the settings every worker must share; a crawl stored otherwise
+is refused, in one line. ``bench/shared.py`` and ``bench/neardup_scale.py`` measure it.
 """
 
 from __future__ import annotations
@@ -358,7 +339,7 @@ class RedisNearDuplicateDetector:
                 continue
             self._committed(host, result, lesson)
             if int(result[5]) and lens:  # a new original: its postings
-                self.anchors.write(int(result[5]), result[6], anchors, [n == 0 for n in lens])
+                self.anchors.write(int(result[5]), result[6], anchors)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
