@@ -38,6 +38,7 @@ local function put(key, long_key, field)
 end
 
 for i = 4, #ARGV do
-  put(KEYS[2 * (i - 3) - 1], KEYS[2 * (i - 3)], ARGV[i])
+  local key, long_key = KEYS[2 * (i - 3) - 1], KEYS[2 * (i - 3)]
+  put(key, long_key, ARGV[i])
 end
 return mine
