@@ -381,7 +381,7 @@ class RedisNearDuplicateDetector:
         if int(result[1]):
             self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
         self.last_commit = int(result[3])
-        self._copies.committed(host, int(result[4]), lesson)
+        self._copies.committed(int(result[4]), lesson)
 
     def _count(self, host: str, counts: tuple[int, int, float]) -> None:
         self._hosts[host] = counts
@@ -419,7 +419,7 @@ class RedisNearDuplicateDetector:
         if have > meta & TLEN:  # ahead of Redis (it lost writes): read it whole next time
             self._copies.templates.pop(hid, None)
             return
-        self._copies.catch_up(host, hid, have, rest)
+        self._copies.extend(hid, rest)
         base = int.from_bytes(snapshot[:4], "big") if snapshot else 0
         learned = self._copies.models.pages(host)
         if base <= learned <= base + len(log):

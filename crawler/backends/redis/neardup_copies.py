@@ -171,16 +171,15 @@ class HostCopies:
         if lesson is not None:
             self.models.rollback(lesson.host, lesson.saved, lesson.made)
 
-    def committed(self, host: str, hid: int, lesson: Lesson | None) -> None:
+    def committed(self, hid: int, lesson: Lesson | None) -> None:
         """A commit stood: the template blocks the page made go to this worker's copy of the
         template (which the commit found current)."""
-        if hid:
-            self.hids[host] = hid
-            self.names[hid] = host
-            if lesson is not None and lesson.made:
-                self.templates.setdefault(hid, TemplateCopy()).extend(
-                    np.array(lesson.made, ">u4").tobytes()
-                )
+        if lesson is not None and lesson.made:
+            self.extend(hid, np.array(lesson.made, ">u4").tobytes())
+
+    def extend(self, hid: int, more: bytes) -> None:
+        """Blocks Redis added to host ``hid``'s template after those this worker has."""
+        self.templates.setdefault(hid, TemplateCopy()).extend(more)
 
     def refresh(
         self, client: Any, keys: Any, hid: int, records: Iterable[DecodedRecord],
@@ -189,37 +188,16 @@ class HostCopies:
         """Bring the copies of the candidates' hosts' templates (not ``hid``'s, current) to
         the lengths read with them (one pipelined round trip when some grew); False if one has
         grown further meanwhile."""
-        templates = self.templates
-        stale = {}
-        for rec in records:
-            other = rec.hid
-            have = len(templates[other]) if other in templates else 0
-            if other != hid and have < tlens[other]:
-                stale[other] = have
+        have = {r.hid: len(self.templates.get(r.hid) or ()) for r in records if r.hid != hid}
+        stale = {other: n for other, n in have.items() if n < tlens[other]}
         if not stale:
             return True
         pipe = client.pipeline(transaction=False)
-        for other, have in stale.items():
-            pipe.getrange(keys.template(other), have * 4, -1)
-        for (other, have), rest in zip(stale.items(), pipe.execute(), strict=True):
-            templates.setdefault(other, TemplateCopy())
-            if len(templates[other]) == have:
-                templates[other].extend(rest)
-            if len(templates[other]) != tlens[other]:
-                return False
-        return True
-
-    def catch_up(self, host: str, hid: int, start: int, rest: bytes) -> None:
-        """Bring this worker's copy of a host's template up to Redis's (``rest``: its blocks
-        from ``start`` on)."""
-        if not hid:
-            return
-        self.hids[host] = hid
-        template = self.templates.get(hid)
-        if template is None or start == 0 or len(template) != start:
-            template = self.templates[hid] = TemplateCopy()
-            start = 0
-        template.extend(rest)
+        for other, n in stale.items():
+            pipe.getrange(keys.template(other), n * 4, -1)
+        for other, rest in zip(stale, pipe.execute(), strict=True):
+            self.extend(other, rest)
+        return all(len(self.templates[other]) == tlens[other] for other in stale)
 
 
 @dataclass(slots=True)
