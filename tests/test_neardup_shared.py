@@ -287,8 +287,7 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
         lines = [f"page {page} line {j} {rng.random()}" for j in range(rng.randint(3, 12))]
         lines += [line for line, pages in recurring.items() if page in pages]
         url, text = f"http://big.test/{page}", "\n".join(lines)
-        workers[page % 2].observe(url, text)
-        local.observe(url, text)
+        assert workers[page % 2].check(url, text) == local.check(url, text), url
     learned = workers[0].template("big.test")
     assert learned == set(local.templates.template("big.test"))
     blocks = {line: block_hash(normalize_text(line)) for line in recurring}
@@ -301,8 +300,8 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert client.llen(prefix + ":tl:1") == 16
     # and a worker that never saw the host catches up from them
     late = RedisNearDuplicateDetector(client, prefix[1:-4])
-    late.observe("http://big.test/401", "one more page\nof the big host")
-    local.observe("http://big.test/401", "one more page\nof the big host")
+    last = ("http://big.test/401", "one more page\nof the big host")
+    assert late.check(*last) == local.check(*last)
     assert late.template("big.test") == set(local.templates.template("big.test"))
     assert late.replayed == 16
 

@@ -84,12 +84,10 @@ from crawler.content.neardup_features import (
     DEFAULT_THRESHOLD,
     HOST_MIN_PAGES,
     Features,
-    block_hash,
     compute_features,
     title_hash,
 )
 from crawler.content.neardup_index import MAX_POSTING
-from crawler.content.normalize import normalize_lines
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
@@ -345,29 +343,6 @@ class RedisNearDuplicateDetector:
         raise RuntimeError(
             f"shared near-duplicate check of {url} refused {MAX_ATTEMPTS} times in a row"
         )
-
-    def observe(self, url: str, text: str) -> None:
-        """Learn ``url``'s blocks into its host's shared template model without recording the
-        page (for warming a model up, as :meth:`NearDuplicateDetector.observe`)."""
-        host = _host(url)
-        hid = self._host_id(host)
-        blocks = [block_hash(x) for x in normalize_lines(text)]
-        for _ in range(MAX_ATTEMPTS):
-            version = len(self._copies.templates.get(hid) or ())
-            read = self._read(host, hid, bytes(8), b"", [])
-            if read is None:
-                continue
-            lesson = self._copies.learn(host, blocks)
-            result = self.store.commit("observe", host, hid, bytes(8), b"", read, version,
-                                        _lesson(lesson), b"", b"", b"", b"", b"")
-            if result[0] == b"retry":
-                self._copies.undo(lesson)
-                self.retries += 1
-                continue
-            self._committed(host, result, lesson)
-            self._settle(hid)
-            return
-        raise RuntimeError(f"shared template learning of {url} refused {MAX_ATTEMPTS} times")
 
     def _settle(self, hid: int) -> None:
         """The end of a check: the host's copies are the most recent, the cache within its

@@ -37,40 +37,38 @@ if seq ~= seq_seen then
   local pages, tlen = meta(hid)
   if tlen ~= tlen_seen then return {'retry'} end
   if learned >= 0 and pages ~= learned then return {'retry'} end
-  if action ~= 'observe' then
-    if tonumber(redis.call('HGET', KEYS[7], ufield) or 0) ~= own_seen then return {'retry'} end
-    if forget ~= forget_seen then return {'retry'} end
-    if fp ~= '' and tonumber(redis.call('HGET', KEYS[8], ffield) or 0) ~= owner_seen then
-      return {'retry'}
+  if tonumber(redis.call('HGET', KEYS[7], ufield) or 0) ~= own_seen then return {'retry'} end
+  if forget ~= forget_seen then return {'retry'} end
+  if fp ~= '' and tonumber(redis.call('HGET', KEYS[8], ffield) or 0) ~= owner_seen then
+    return {'retry'}
+  end
+  for i = 1, #checks, 8 do
+    local h, n = struct.unpack('>I4I4', checks, i)
+    local _, now = meta(h)
+    if now ~= n then return {'retry'} end
+  end
+  if #lens > 0 then
+    -- originals stored since the read: did one take a posting of an anchor of this page
+    -- (one with fewer than MAXP postings, whose list it would change)?
+    if tonumber(v[3] or 0) > next_seen then return {'retry'} end
+    local mine, any = {}, false
+    for i = 1, #lens do
+      if string.byte(lens, i) < MAXP then
+        mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true
+        any = true
+      end
     end
-    for i = 1, #checks, 8 do
-      local h, n = struct.unpack('>I4I4', checks, i)
-      local _, now = meta(h)
-      if now ~= n then return {'retry'} end
-    end
-    if #lens > 0 then
-      -- originals stored since the read: did one take a posting of an anchor of this page
-      -- (one with fewer than MAXP postings, whose list it would change)?
-      if tonumber(v[3] or 0) > next_seen then return {'retry'} end
-      local mine, any = {}, false
-      for i = 1, #lens do
-        if string.byte(lens, i) < MAXP then
-          mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true
-          any = true
+    local from, more = 0, any
+    while more do
+      local got = redis.call('LRANGE', KEYS[6], from, from + 31)
+      more = #got == 32
+      for _, e in ipairs(got) do
+        if struct.unpack('>I4', e) <= next_seen then more = false break end
+        for j = 5, #e, 4 do
+          if mine[string.sub(e, j, j + 3)] then return {'retry'} end
         end
       end
-      local from, more = 0, any
-      while more do
-        local got = redis.call('LRANGE', KEYS[6], from, from + 31)
-        more = #got == 32
-        for _, e in ipairs(got) do
-          if struct.unpack('>I4', e) <= next_seen then more = false break end
-          for j = 5, #e, 4 do
-            if mine[string.sub(e, j, j + 3)] then return {'retry'} end
-          end
-        end
-        from = from + 32
-      end
+      from = from + 32
     end
   end
 end
@@ -93,10 +91,6 @@ local function counts(dup, k, elem)
           k or 0, elem or ''}
 end
 
-if action == 'observe' then
-  teach()
-  return {'ok', 0, 0, redis.call('HINCRBY', KEYS[1], 'seq', 1), hid, 0, ''}
-end
 if action == 'unchanged' then return counts(false) end
 local id, okey, rkey = own_seen, KEYS[10], KEYS[11]
 if id == 0 then
