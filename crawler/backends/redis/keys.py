@@ -58,14 +58,13 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
 ``:o:<id/1024>``          STRING: per id, the fingerprint (8 bytes) and host id (4) of its
                           record; zeros: none (duplicates, replaced originals)
 ``:r:<id/1024>``          HASH: id -> its record: fingerprint (8), host id (4), URL (length,
-                          then a byte saying which of ``http://host``, ``https://host`` or
-                          nothing it lacks, then the rest), title, cover and the packed sketch
+                          2 bytes, then UTF-8), title, cover and the packed sketch
                           (``neardup_codec.encode_sketch``)
-``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
+``:h``/``:hnext``         HASH host -> host id, and the last id given
 ``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
 ``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
 ``:ts:<hid>``             STRING: the model's snapshot at its last pruning (pages, template
-                          length, blocks counted once and more than once, Rice-coded, counts)
+                          length, the blocks counted and their counts, packed)
 ``:tl:<hid>``             LIST: the pages learned since the snapshot, each its packed blocks
 ``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
                           frontier's penalty, shared)
@@ -169,7 +168,6 @@ class NeardupKeys:
         self.template_meta = prefix + ":tp"
         self.versions = prefix + ":v"
         self.host_ids = prefix + ":h"
-        self.host_names = prefix + ":hn"
         self.last_host_id = prefix + ":hnext"
         self.host_counts = prefix + ":hc"
         self.last_id = prefix + ":next"

@@ -320,7 +320,7 @@ class RedisNearDuplicateDetector:
             old_fp = entry[:8] if entry != NOTHING else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
-            payload = (url_part(url, host)
+            payload = (url_part(url)
                        + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                        if action == "new" else b"")
             try:
@@ -450,18 +450,10 @@ class RedisNearDuplicateDetector:
         checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
         return candidates, checks, picked
 
-    def _url(self, head: bytes) -> str:
+    @staticmethod
+    def _url(head: bytes) -> str:
         """The URL of a record (from its head: fingerprint, host id, URL)."""
-        hid = int.from_bytes(head[8:12], "big")
-        n = int.from_bytes(head[12:14], "big")
-        code, rest = head[14], head[15 : 14 + n].decode("utf-8")
-        if code == 0:
-            return rest
-        host = self._copies.names.get(hid)
-        if host is None:
-            host = (self.client.hget(self.keys.host_names, hid) or b"").decode("utf-8")
-            self._copies.names[hid] = host
-        return ("http://" if code == 1 else "https://") + host + rest
+        return head[14:].decode("utf-8")
 
     # --- queries --------------------------------------------------------------------------
 

@@ -1,13 +1,13 @@
 """The shared near-duplicate detector's data as Redis keeps it: sorted values as their gaps in
 the bits the largest needs, an original's sketch (title, cover, hashes, each entry's block as
-an index into the page's distinct blocks), a host's template model after a pruning, and a
-record's URL without ``scheme://host``.
+an index into the page's distinct blocks) and a host's template model after a pruning.
 
 A record (``:r``) is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
 title, cover and the packed sketch (:func:`encode_sketch`). The sketch is most of it (~128
 hashes whose gaps need ~27 bits each); every bit of it is read by the decision
-(``neardup_decide``), so it is packed losslessly, in fixed widths: an entropy code (Rice) would
-save ~5 % of a record for three times the code.
+(``neardup_decide``), so it is packed losslessly, in fixed widths: an entropy code of the gaps
+would save a few % of a record, which Redis's allocator, rounding each value up to its size
+class, mostly does not give back (``bench/neardup_scale.py`` measures it).
 """
 
 from __future__ import annotations
@@ -139,14 +139,7 @@ def decode_snapshot(data: bytes) -> tuple[int, int, np.ndarray, np.ndarray]:
     return pages, tlen, keys, counts
 
 
-def url_part(url: str, host: str) -> bytes:
-    """``url`` as a record keeps it: its length, then 1 (``http://host`` left out), 2
-    (``https://host``) or 0 (whole), then the rest."""
-    code, rest = 0, url
-    if host:
-        for n, scheme in ((1, "http://"), (2, "https://")):
-            if url.startswith(scheme + host):
-                code, rest = n, url[len(scheme) + len(host) :]
-                break
-    raw = rest.encode("utf-8")
-    return (len(raw) + 1).to_bytes(2, "big") + bytes((code,)) + raw
+def url_part(url: str) -> bytes:
+    """``url`` as a record keeps it: its length (2 bytes), then its UTF-8 bytes."""
+    raw = url.encode("utf-8")
+    return len(raw).to_bytes(2, "big") + raw

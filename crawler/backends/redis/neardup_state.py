@@ -72,10 +72,9 @@ class NeardupState:
         if not hid:
             new = self.client.incr(keys.last_host_id)
             pipe = self.client.pipeline(transaction=True)
-            pipe.hset(keys.host_names, new, host)  # a loser's id names the host too, unused
-            pipe.hsetnx(keys.host_ids, host, new)
+            pipe.hsetnx(keys.host_ids, host, new)  # a loser's id stays unused
             pipe.hget(keys.host_ids, host)
-            hid = int(pipe.execute()[2])
+            hid = int(pipe.execute()[1])
         return hid
 
     def read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read:
