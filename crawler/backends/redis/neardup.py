@@ -173,6 +173,7 @@ class RedisNearDuplicateDetector:
             back_note=self._unjudged_note,
         )
         self._synced = 0  # the outages this worker's copies were checked against
+        self._seq = 0  # the crawl's commit count as this worker last read it
         params = (
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
@@ -260,6 +261,9 @@ class RedisNearDuplicateDetector:
         if self._synced == self.outage.outages:
             return
         self._synced = self.outage.outages
+        self._drop_copies()
+
+    def _drop_copies(self) -> None:
         self._copies = HostCopies(self.cache_bytes // 2)
         self._records = RecordCache(self.cache_bytes // 2)
         self._hosts.clear()
@@ -267,6 +271,13 @@ class RedisNearDuplicateDetector:
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
         self._check_params()  # if Redis was away at the start
         self._check_copies()
+        try:
+            return self._decide(url, text, add, title)
+        except _StoreLost:  # Redis lost what this worker copied, without an outage seen
+            self._drop_copies()
+            return self._decide(url, text, add, title)
+
+    def _decide(self, url: str, text: str, add: bool, title: str | None) -> Decision:
         host = _host(url)
         hid = self._host_id(host)
         title_id = title_hash(title)
@@ -377,6 +388,11 @@ class RedisNearDuplicateDetector:
         """Step 1 (see the module); None when this worker's copy of the host's template or
         model was behind (it is brought up to date: compute the features again, read again)."""
         read = self.store.read(hid, uh, fp, anchors)
+        # the commit count only grows: less than this worker saw, Redis restarted without
+        # persistence (or its keys were deleted) and every id and host id may name another
+        seen, self._seq = self._seq, read.seq
+        if read.seq < seen:
+            raise _StoreLost
         copy = self._copies.templates.get(hid)
         if read.meta & TLEN == len(copy or ()) and read.meta >> 24 == self._copies.models.pages(
             host
@@ -522,6 +538,10 @@ class RedisNearDuplicateDetector:
                 size = int(self.client.memory_usage(key, samples=0) or 0)
                 total[kind] = total.get(kind, 0) + size
         return total
+
+
+class _StoreLost(Exception):
+    """Redis has less than this worker read from it: its copies must go."""
 
 
 def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
