@@ -124,6 +124,30 @@ def test_a_refetched_original_is_replaced_for_every_worker(
         assert worker.check(url, text) == local.check(url, text), url
 
 
+def test_a_worker_names_the_right_original_after_the_store_lost_its_state(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """The crawl's keys deleted under a running worker (nothing failed, no outage seen): the
+    ids and host ids given again name other URLs and hosts than the worker copied, and its
+    decisions are those of a fresh detector over what the store now holds."""
+    key = fresh_key()
+    worker = RedisNearDuplicateDetector(redis_server.client(), key)
+    text = "\n".join(f"line {i} of a page about harvesting saffron by hand" for i in range(30))
+    edited = text.replace("line 7 of", "a line edited: seven of")
+    worker.check("http://a.test/0", text)
+    worker.check("http://a.test/1", edited)  # reads a.test/0's record into its cache
+    for k in redis_server.client().scan_iter(match="{" + key + "}*"):
+        redis_server.client().delete(k)
+    for k in redis_server.client().scan_iter(match="{" + key + ":nd:*"):
+        redis_server.client().delete(k)
+    fresh = RedisNearDuplicateDetector(redis_server.client(), key)
+    local = NearDuplicateDetector()
+    steps = [(fresh, "http://c.test/0", text), (worker, "http://d.test/1", edited),
+             (worker, "http://e.test/2", text)]
+    for detector, url, page in steps:
+        assert detector.check(url, page) == local.check(url, page), url
+
+
 def test_two_workers_racing_decide_as_one_detector_in_commit_order(
     redis_server: RedisServer,  # noqa: F811
     labelled: LabelledSet,

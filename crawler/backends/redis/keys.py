@@ -70,7 +70,8 @@ bucketed so they stay in Redis's compact listpack encoding; the formats are ``ne
                           frontier's penalty, shared)
 ``:v``                    HASH: ``seq`` (commits so far: the order decisions are equivalent
                           to), ``forget`` (originals replaced so far), ``floor`` (the
-                          newest store key dropped from ``:recent``)
+                          newest store key dropped from ``:recent``), ``epoch`` (set by the
+                          first commit: a worker drops its copies when it changes)
 ``:next``                 the last id given
 ``:params``               the layout and the settings every worker must share
 ``{<crawl>:nd:<g>.<n>}:a:<b>``  HASH: the anchor postings, spread over their own hash tags

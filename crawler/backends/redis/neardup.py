@@ -173,7 +173,7 @@ class RedisNearDuplicateDetector:
             back_note=self._unjudged_note,
         )
         self._synced = 0  # the outages this worker's copies were checked against
-        self._seq = 0  # the crawl's commit count as this worker last read it
+        self._epoch: bytes | None = None  # of the state this worker's copies are of
         params = (
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
@@ -388,10 +388,10 @@ class RedisNearDuplicateDetector:
         """Step 1 (see the module); None when this worker's copy of the host's template or
         model was behind (it is brought up to date: compute the features again, read again)."""
         read = self.store.read(hid, uh, fp, anchors)
-        # the commit count only grows: less than this worker saw, Redis restarted without
-        # persistence (or its keys were deleted) and every id and host id may name another
-        seen, self._seq = self._seq, read.seq
-        if read.seq < seen:
+        # another epoch: Redis restarted without persistence (or the keys were deleted) and
+        # every id and host id this worker copied may name another URL or host now
+        seen, self._epoch = self._epoch, read.epoch
+        if seen is not None and read.epoch != seen:
             raise _StoreLost
         copy = self._copies.templates.get(hid)
         if read.meta & TLEN == len(copy or ()) and read.meta >> 24 == self._copies.models.pages(

@@ -2,7 +2,7 @@
 -- since the worker read it (crawler/backends/redis/neardup.py decides; this only checks and
 -- writes). Every key is under the crawl's near-duplicate tag ({<crawl>}:nd): one cluster slot.
 --
--- KEYS[1] :v (seq, forget, floor)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc   KEYS[5] :pend
+-- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc   KEYS[5] :pend
 -- KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f bucket
 -- KEYS[9] the :f bucket of the fingerprint the URL's original had (refetched)
 -- KEYS[10], KEYS[11] the :o and :r chunks of the URL's id (refetched) or of the next id
@@ -12,7 +12,7 @@
 -- seq (as read), template length read, anchors, their postings' lengths, (host id, template
 -- length) of each candidate's host, record payload, MAXP, model version, log entry, blocks
 -- made template, snapshot, old fingerprint and its field, ids per chunk, first chunk number,
--- RECENT. Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
+-- RECENT, the worker's epoch (the state's, if it has none yet). Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
 local action, host, hid, ufield = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local fp, ffield, own_seen, owner_seen = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local forget_seen, next_seen, seq_seen = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
@@ -21,6 +21,7 @@ local payload, MAXP, learned = ARGV[16], tonumber(ARGV[17]), tonumber(ARGV[18])
 local entry, made, snapshot = ARGV[19], ARGV[20], ARGV[21]
 local old_fp, old_field = ARGV[22], ARGV[23]
 local SLOTS, chunk, RECENT = tonumber(ARGV[24]), tonumber(ARGV[25]), tonumber(ARGV[26])
+local epoch = ARGV[27]
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
@@ -91,6 +92,7 @@ local function counts(dup, k, elem)
           k or 0, elem or ''}
 end
 
+redis.call('HSETNX', KEYS[1], 'epoch', epoch)  -- names this state: a new one has another
 if action == 'unchanged' then return counts(false) end
 local id, okey, rkey = own_seen, KEYS[10], KEYS[11]
 if id == 0 then
