@@ -58,8 +58,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (p.seen, p.seen_bucket_prefix, p.seen_count) == (tag + ":s", tag + ":s:", tag + ":s:n")
     nd = keys.neardup()
     assert nd.prefix == "{docs}:nd"
-    assert (nd.template_meta, nd.versions, nd.host_ids, nd.host_names, nd.last_host_id) == (
-        "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hn", "{docs}:nd:hnext")
+    assert (nd.template_meta, nd.versions, nd.host_ids, nd.last_host_id) == (
+        "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
     assert (nd.host_counts, nd.last_id, nd.params) == (
         "{docs}:nd:hc", "{docs}:nd:next", "{docs}:nd:params")
     assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
@@ -143,7 +143,7 @@ def test_each_script_call_is_given_keys_of_one_slot(
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     detector.check("http://a.test/1", text)
     detector.check("http://b.test/1", text + "\none more line")
-    detector.observe("http://a.test/2", "a line\nof the template")
+    detector.check("http://a.test/2", "a line\nof the template")
     assert len(given) >= 5
     for keys in given:
         assert len({key_slot(k.encode()) for k in keys}) == 1, keys
@@ -180,13 +180,13 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     detector = RedisNearDuplicateDetector(client, crawl)
     detector.check("http://h0.test/a", "one page of text\nwith a few lines of its own words")
     detector.check("http://h1.test/b", "one page of text\nwith a few lines of its own words")
-    detector.observe("http://h0.test/c", "a line\nof the template")
+    detector.check("http://h0.test/c", "a line\nof the template")
 
     nd = keys.neardup()
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
              keys.robots_failures, keys.members, keys.partitions, nd.template_meta, nd.versions,
-             nd.host_ids, nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
+             nd.host_ids, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}

@@ -88,7 +88,6 @@ class NeardupKeys:
         self.template_meta = prefix + ":tp"
         self.versions = prefix + ":v"
         self.host_ids = prefix + ":h"
-        self.host_names = prefix + ":hn"
         self.last_host_id = prefix + ":hnext"
         self.host_counts = prefix + ":hc"
         self.last_id = prefix + ":next"
