@@ -132,6 +132,7 @@ import multiprocessing as mp
 import queue
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -384,6 +385,8 @@ def crawl(
         client = redis.Redis(host="127.0.0.1", port=port)
         client.config_resetstat()
         cpu0, wall0 = server_cpu(client), time.perf_counter()
+        sys0 = float(client.info("cpu")["used_cpu_sys"])
+        callgrind_dump(args)  # (the counts so far, thrown away)
         start.set()
         reports = []
         for _ in procs:
@@ -391,6 +394,8 @@ def crawl(
             if "error" in reports[-1]:
                 raise RuntimeError(reports[-1]["error"])
         wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        sys_cpu = float(client.info("cpu")["used_cpu_sys"]) - sys0
+        instructions = callgrind_dump(args)
         stats = client.info("commandstats")
         leave.set()
         for p in procs:
@@ -406,6 +411,8 @@ def crawl(
         "pages": pages,
         "pages_per_s": pages / wall,
         "redis_us": cpu / pages * 1e6,
+        "redis_sys_us": sys_cpu / pages * 1e6,
+        "redis_instructions": instructions / pages if instructions else None,
         "worker_us": sum(r["cpu"] for r in reports) / pages * 1e6,
         "letters": sum(r["letters"] for r in reports),
         "owned": [r["owned"] for r in reports],
@@ -414,7 +421,7 @@ def crawl(
     }
 
 
-def top_commands(stats: dict[str, Any], pages: int, n: int = 6) -> dict[str, list[float]]:
+def top_commands(stats: dict[str, Any], pages: int, n: int = 14) -> dict[str, list[float]]:
     """The commands that cost Redis the most: name -> [calls per page, usec per page]."""
     rows = sorted(stats.items(), key=lambda kv: -int(kv[1]["usec"]))[:n]
     return {
@@ -432,6 +439,64 @@ def collect(out: Any, procs: list[Any]) -> dict[str, Any]:
             dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
             if dead:
                 raise RuntimeError(f"a worker died (exit codes {dead})") from None
+
+
+# -- Redis under callgrind -------------------------------------------------------------------
+
+
+class CallgrindRedis:
+    """A Debian ``redis-server`` run under ``valgrind --tool=callgrind``, instrumented from
+    the start: its user-space instructions are counted exactly whatever the machine's load
+    (the kernel's share of each round trip, its read and write calls, is not)."""
+
+    def __init__(self, root: Path, out: str = "") -> None:
+        from tests.redis_support import free_port
+
+        self.port = free_port()
+        self.out = Path(out) if out else root / "callgrind"
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}/out.%p",
+                "/usr/bin/redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", str(root),
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                redis.Redis(host="127.0.0.1", port=self.port).ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def dump(self) -> int:
+        """Instructions since the last dump (callgrind zeroes its counts at each)."""
+        before = set(self.out.iterdir())
+        subprocess.run(
+            ["callgrind_control", "-d", str(self.process.pid)], check=True, capture_output=True
+        )
+        deadline = time.monotonic() + 60
+        while not (new := set(self.out.iterdir()) - before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (path,) = new
+        while "summary:" not in (text := path.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return int(text.split("summary:", 1)[1].split()[0])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+CALLGRIND: list[CallgrindRedis] = []  # the server, when --callgrind
+
+
+def callgrind_dump(args: argparse.Namespace) -> int:
+    return CALLGRIND[0].dump() if CALLGRIND else 0
 
 
 # -- a real crawl ------------------------------------------------------------------------------
@@ -601,6 +666,11 @@ def main() -> None:
     parser.add_argument("--space", type=float, default=2.0, help="URL space / seeds")
     parser.add_argument("--lease", type=int, default=16, help="next_many(n)")
     parser.add_argument("--batch", type=int, default=1000, help="seeds per add_many")
+    parser.add_argument(
+        "--callgrind", action="store_true",
+        help="Redis under callgrind: its instructions per page (slow: few --pages)",
+    )  # fmt: skip
+    parser.add_argument("--callgrind-out", default="", help="keep callgrind's files there")
     parser.add_argument("--real", action="store_true", help="also 2 scrapy crawl workers")
     parser.add_argument("--real-only", action="store_true", help="only the real crawl")
     parser.add_argument("--real-hosts", type=int, default=40)
@@ -616,7 +686,12 @@ def main() -> None:
     real: list[dict[str, Any]] = []
     earlier = json.loads(Path(args.merge).read_text()) if args.merge else []
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_redis(Path(tmp), kind="redis")
+        server: Any
+        if args.callgrind:
+            server = CallgrindRedis(Path(tmp), args.callgrind_out)
+            CALLGRIND.append(server)
+        else:
+            server = start_redis(Path(tmp), kind="redis")
         try:
             sizes = [] if args.real_only else [int(x) for x in args.sizes.split(",")]
             for size in sizes:
