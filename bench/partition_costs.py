@@ -84,23 +84,51 @@ commandstats`` (a second run, 435 us/page under load), EVALSHA took 291 us/page 
 most of them the near-duplicate store's scripts (its HGET, HSETNX and GETRANGE calls inside
 them: 40 a page); the frontier's own SMISMEMBER took 1 us/page.
 
-Where the partitioned frontier's Redis time goes (``INFO commandstats``, 1M, depth, 1 / 2
-workers): fenced EVALSHA calls, 2.8 / 1.5 a page (60 % of the Redis time; one per partition a
-page's new links go to: a worker owning all 16 partitions writes 2-3 a page), and the
-seen-test, 15 SMISMEMBER a page (one per exact bucket a page's untested links fall in; 7 at
-100,000 URLs, where more links repeat and the owner knows them for seen), 15 % of it. A page
-costs about 4 round trips with 1 worker: the seen-test of all its links (one pipeline whatever
-partitions they touch), a fenced call per partition written (the settled partition's links and
-acknowledgement in one), and a share of the lease calls.
+Where the partitioned frontier's Redis time goes: ``--callgrind`` runs the redis-server under
+callgrind and counts its instructions per page, the same whatever the machine's load (user
+space only: the kernel's share of each request, its read and write calls, is not counted; with
+``INFO cpu`` it was 10 % of Redis's CPU at 1M). Most of them are Lua: the fenced EVALSHA was
+72 % of Redis's instructions (100,000 URLs, depth, 1 worker), and within it each
+``redis.call`` costs ~6,500 instructions on top of its command, each ``tonumber`` ~2,000 (glibc
+``strtod``), a table of replies ~2,300 a write; the commands themselves were 14 %. So the fenced
+call reads the lease and its number in one ``MGET``, compares numbers as strings, reads each
+write's key and argument count from one packed string, and returns no replies; and the fenced
+calls of all the partitions a call writes go in one request (``fence.flush_together``; a cluster
+pipeline sends each node its part), then the letters, then the settled partition's links and
+acknowledgements (the order ``apply`` keeps). Requests a page, 1 worker owning 16 partitions:
+3.76 -> 2.95 (the seen-test of the page's links, the other partitions' links, the settled
+partition's call, a share of the lease calls); fenced calls a page stay 2.8 / 1.5 (1 / 2
+workers): one per partition written, each ~6,500 instructions for its lease check and number
+(``MGET``, ``SET``) and ~8,000 per write (SADD per exact bucket, RPUSH, HSET of the hosts'
+records, INCRBY of the seen count, HDEL of the page's id). Redis instructions per page, the
+code before -> after (``--callgrind --pages 2000``, 2026-12-05, one run each)::
+
+    .venv/bin/python bench/partition_costs.py --callgrind --sizes 100000 --pages 2000
+
+==========================================  ============  ===================================
+Redis instructions per page, 1 / 2 workers  before        after (after / before)
+==========================================  ============  ===================================
+100,000 URLs, depth                         442k / 406k   341k / 327k (0.77 / 0.81)
+100,000 URLs, OPIC                          508k / 425k   379k / 349k (0.75 / 0.82)
+1,000,000 URLs, depth                       557k / 506k   435k / 412k (0.78 / 0.81)
+==========================================  ============  ===================================
+
+Against the Lua frontier (no longer in the code, so not under callgrind), the CPU times
+measured before this change scaled by these ratios: at 1M under depth, from 168 / 151 us a
+page (1 / 2 workers, a quiet machine) to ~131 / ~122, 0.38 / 0.36 of the Lua one's 349 / 337
+(from a run at a load of 5, 123 us a page with 1 worker: ~96, 0.28); at 100,000 URLs under
+depth ~89 / ~67 us, 0.27 / 0.20 of 334 / ~332; under OPIC ~106 / ~66 us, 0.21 / ~0.2 of 501 /
+~330. Depth at 1M with 1 worker is the one configuration still above 1/3.
 
 What this shows against issue 37's targets:
 
-* Redis CPU per page: 0.25-0.48 of the Lua frontier's in the simulation (1/3 or better with 2
-  workers and under OPIC; 0.42-0.48 under depth at 1M, where a page's links are seldom known
-  seen), 0.34-0.41 in a real crawl, where the near-duplicate store now costs Redis more than
-  the frontier. On a Redis with RedisBloom the seen-test is one ``BF.MEXISTS`` per partition.
-  What is left is the fenced call per partition written: several partitions' calls could go in
-  one pipeline (``fence.py``).
+* Redis CPU per page: ~0.2-0.38 of the Lua frontier's in the simulation (the figures above
+  scaled by the instruction counts: 1/3 or better with 2 workers, under OPIC and at 100,000
+  URLs; ~0.28-0.38 under depth at 1M with 1 worker, where a page's links are seldom known
+  seen), 0.34-0.41 in a real crawl (measured before the fenced calls were made cheaper),
+  where the near-duplicate store now costs Redis more than the frontier. On a Redis with
+  RedisBloom the seen-test is one ``BF.MEXISTS`` per partition. What is left is Lua's own
+  cost around each write of the fenced calls (see above).
 * Worker CPU per page: 1.4-2.3x the Lua frontier's in the simulation (from ~3x: the algorithm
   runs in the worker, and each round trip costs the client more than the Lua one's single
   EVALSHA), 0.6-0.7 in a real crawl, where the worker's page work dominates.
