@@ -118,7 +118,10 @@ measured before this change scaled by these ratios: at 1M under depth, from 168 
 page (1 / 2 workers, a quiet machine) to ~131 / ~122, 0.38 / 0.36 of the Lua one's 349 / 337
 (from a run at a load of 5, 123 us a page with 1 worker: ~96, 0.28); at 100,000 URLs under
 depth ~89 / ~67 us, 0.27 / 0.20 of 334 / ~332; under OPIC ~106 / ~66 us, 0.21 / ~0.2 of 501 /
-~330. Depth at 1M with 1 worker is the one configuration still above 1/3.
+~330. Measured as CPU time, the code before and after alternating (1M URLs, depth, 5,000
+pages, two runs each, a load of 10-18): Redis 153 -> 121 us a page with 1 worker (0.79; 0.35
+of the Lua one's 349), 143 -> 130 with 2 (0.91; 0.38 of 337); worker CPU 767 -> 700 and 915 ->
+916 us. Depth at 1M is the configuration still above 1/3.
 
 What this shows against issue 37's targets:
 
