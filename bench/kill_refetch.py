@@ -1,5 +1,5 @@
 """What a killed worker costs: pages fetched twice after a SIGKILL, with and without the backlog
-bound (``FRONTIER_MAX_BACKLOG``, ``FRONTIER_MAX_BACKLOG_BYTES``), and what the bound costs a
+bound (``FRONTIER_MAX_BACKLOG``, ``TUNING``'s ``max_backlog_bytes``), and what the bound costs a
 healthy worker.
 
     .venv/bin/python bench/kill_refetch.py [--install] [--runs 2] [--cases kill,healthy]
@@ -55,6 +55,7 @@ sys.path.insert(0, str(PROJECT))
 
 from bench.redis_workers import KEY, Nginx, Worker, write_site  # noqa: E402
 from crawler.config import defaults  # noqa: E402
+from crawler.config.tuning import knob_default  # noqa: E402
 from crawler.settings import EXTENSIONS  # noqa: E402
 
 RedisServer = Any  # tests.redis_support's, imported in main(): workers import FetchLog only
@@ -70,7 +71,7 @@ TREES = [
 ]
 # what --install gets (root): the trees' packages and the server
 PACKAGES = ["python3.11-doc", "libeigen3-doc", "git-doc", "libglib2.0-doc", "nodejs", "nginx-light"]
-OFF = {"FRONTIER_MAX_BACKLOG": 0, "FRONTIER_MAX_BACKLOG_BYTES": 0}
+OFF = {"FRONTIER_MAX_BACKLOG": 0, "TUNING": json.dumps({"max_backlog_bytes": 0})}
 KILL_SETTINGS = {"FRONTIER_LEASE_TTL": 30, "DOWNLOAD_TIMEOUT": 5, "RETRY_TIMES": 2}
 
 
@@ -258,7 +259,7 @@ def main() -> None:
     args.extra = dict(kv.split("=", 1) for kv in args.set)
     on = {
         "FRONTIER_MAX_BACKLOG": defaults.FRONTIER_MAX_BACKLOG,
-        "FRONTIER_MAX_BACKLOG_BYTES": defaults.FRONTIER_MAX_BACKLOG_BYTES,
+        "TUNING": json.dumps({"max_backlog_bytes": knob_default("max_backlog_bytes")}),
     } | dict(kv.split("=", 1) for kv in args.on)
     root = Path(tempfile.mkdtemp(prefix="bench-kill-refetch-"))
     (root / "nginx").mkdir()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.crawling import reap_crawls
+
 CHECKOUT = Path(__file__).resolve().parent.parent
 # Folders that tools keep for themselves (caches, the virtualenv, git's own).
 _SKIPPED = frozenset(
@@ -54,3 +56,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print(f"ERROR: {message}")
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+
+
+@pytest.fixture(autouse=True)
+def _reap_crawls():  # type: ignore[no-untyped-def]
+    """A crawl a test started and did not collect (it failed first) is killed when the test
+    ends: a worker of a shared crawl left running waits forever and loads the machine for
+    every later test."""
+    yield
+    reap_crawls()

@@ -95,11 +95,17 @@ def scrapy_frontier(settings: dict[str, Any], *args: str) -> subprocess.Complete
     )
 
 
+# Crawls started by the running test: a test that fails before it collects them leaves them
+# running (a worker waiting on a shared crawl never ends), so conftest's reaper kills what is
+# still running when the test ends.
+STARTED: list[subprocess.Popen[str]] = []
+
+
 def start_crawl(tmp_path: Path, site: str = "web", **kwargs: Any) -> subprocess.Popen[str]:
     """Start a crawl in the background (to stop or kill it mid-way)."""
     for stale in ("stats.json", "items.jsonl", "crawl.log"):
         (tmp_path / stale).unlink(missing_ok=True)
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         crawl_command(tmp_path, site, **kwargs),
         cwd=PROJECT,
         env=dict(os.environ, PYTHONPATH=str(PROJECT)),
@@ -107,6 +113,18 @@ def start_crawl(tmp_path: Path, site: str = "web", **kwargs: Any) -> subprocess.
         stderr=subprocess.PIPE,
         text=True,
     )
+    STARTED.append(proc)
+    return proc
+
+
+def reap_crawls() -> list[int]:
+    """Kill the crawls started since the last call that are still running; their pids."""
+    left = [proc for proc in STARTED if proc.poll() is None]
+    for proc in left:
+        proc.kill()
+        proc.communicate()
+    STARTED.clear()
+    return [proc.pid for proc in left]
 
 
 def finish_crawl(

@@ -254,24 +254,43 @@ class RedisClusterServers:
         return value.decode() if isinstance(value, bytes) else value
 
     def wait_ok(self, timeout: float = 30) -> None:
-        """Until every live node says ``cluster_state:ok`` and agrees on the slots."""
+        """Until every live node says ``cluster_state:ok`` and agrees on the slots: the same
+        owner for every slot, a live node each. A node says ``ok`` while it still believes a
+        killed master serves its slots (it has not heard of the failure yet): a client that
+        asks it then is sent to the dead master, and the node goes ``fail`` once it hears."""
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
             try:
-                states = []
+                states, owners = [], []
                 for node in self.live():
                     with node.client() as c:
                         info = c.execute_command("CLUSTER", "INFO")
                     info = info.decode() if isinstance(info, bytes) else info
                     states.append("cluster_state:ok" in info)
+                    owners.append(self._slot_owners(node))
                     last = info
-                if all(states):
+                live = {n.address for n in self.live()}
+                agreed = all(o == owners[0] for o in owners)
+                if all(states) and agreed and {a for _, a in owners[0]} <= live:
                     return
+                if not agreed or not {a for _, a in owners[0]} <= live:
+                    last = f"slot owners seen by each node: {owners}"
             except redis.RedisError as exc:
                 last = str(exc)
             time.sleep(0.2)
         raise RuntimeError(f"the cluster did not settle: {last}")
+
+    def _slot_owners(self, node: ClusterNode) -> set[tuple[str, str]]:
+        """(slot range, address of its master) as ``node`` sees them; slots being migrated
+        (``[slot->-node]``) left out."""
+        return {
+            (part, row["address"])
+            for row in self.cluster_nodes(node)
+            if "master" in row["flags"]
+            for part in row["slots"].split()
+            if not part.startswith("[")
+        }
 
     # -- what an operator does -----------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The backlog bound: a worker takes no more work while the pages it fetched and has not yet
-acknowledged reach ``FRONTIER_MAX_BACKLOG`` (or ``FRONTIER_MAX_BACKLOG_BYTES``), so a worker
+acknowledged reach ``FRONTIER_MAX_BACKLOG`` (or ``TUNING``'s ``max_backlog_bytes``), so a worker
 killed mid-crawl leaves little fetched work for another to fetch again.
 
 Unit level: the real scheduler on each backend (memory, sqlite, a real Redis) withholds requests
@@ -57,6 +57,11 @@ def backend_settings(backend: str, tmp_path: Path, request: pytest.FixtureReques
     return {}
 
 
+def bytes_bound(limit: int, settings: dict) -> dict:
+    """``settings`` with TUNING's ``max_backlog_bytes`` set (beside any knob already there)."""
+    return {**settings, "TUNING": {**settings.get("TUNING", {}), "max_backlog_bytes": limit}}
+
+
 def open_scheduler(**settings: Any) -> tuple[Any, FrontierScheduler]:
     crawler = get_crawler(
         PlainSpider,
@@ -111,8 +116,7 @@ def test_nothing_is_handed_out_while_the_backlog_is_full_and_work_resumes_as_it_
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     crawler, scheduler = open_scheduler(
-        FRONTIER_MAX_BACKLOG=2, FRONTIER_MAX_BACKLOG_BYTES=0,
-        **backend_settings(backend, tmp_path, request),
+        FRONTIER_MAX_BACKLOG=2, **bytes_bound(0, backend_settings(backend, tmp_path, request))
     )
     try:
         for i in range(6):
@@ -139,8 +143,8 @@ def test_the_bytes_bound_holds_one_big_page_and_lets_small_ones_through(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     crawler, scheduler = open_scheduler(
-        FRONTIER_MAX_BACKLOG=0, FRONTIER_MAX_BACKLOG_BYTES=10_000,
-        **backend_settings(backend, tmp_path, request),
+        FRONTIER_MAX_BACKLOG=0,
+        **bytes_bound(10_000, backend_settings(backend, tmp_path, request)),
     )
     try:
         for i in range(5):
@@ -160,7 +164,7 @@ def test_the_bytes_bound_holds_one_big_page_and_lets_small_ones_through(
 
 
 def test_without_a_bound_the_backlog_is_only_counted() -> None:
-    crawler, scheduler = open_scheduler(FRONTIER_MAX_BACKLOG=0, FRONTIER_MAX_BACKLOG_BYTES=0)
+    crawler, scheduler = open_scheduler(FRONTIER_MAX_BACKLOG=0, **bytes_bound(0, {}))
     for i in range(20):
         assert scheduler.enqueue_request(scrapy.Request(f"http://a.test/{i}"))
     for _ in range(8):

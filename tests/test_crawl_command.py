@@ -127,12 +127,12 @@ def test_a_misspelt_setting_of_ours_is_refused_naming_where_it_was_given(tmp_pat
         "crawl local refused: FRONTIER_MIN_DLEAY (given with -s or scrapyd's setting=): "
         "unknown setting; did you mean FRONTIER_MIN_DELAY?"
     ]
-    write_site(tmp_path / "sites", "local", LOCAL + "[settings]\nROBOTSTXT_RETRY_TIMEZ = 1\n")
+    write_site(tmp_path / "sites", "local", LOCAL + "[settings]\nROBOTSTXT_CACHE_EXPIRI = 1\n")
     out = scrapy_crawl(tmp_path)
     assert out.returncode == 2, out.stderr
     assert refusals(out) == [
         f"crawl local refused: {tmp_path / 'sites' / 'local.toml'}: "
-        "settings.ROBOTSTXT_RETRY_TIMEZ: unknown setting; did you mean ROBOTSTXT_RETRY_TIMES?"
+        "settings.ROBOTSTXT_CACHE_EXPIRI: unknown setting; did you mean ROBOTSTXT_CACHE_EXPIRY?"
     ]
 
 

@@ -88,7 +88,8 @@ def test_bad_hosts_and_bad_urls_do_not_stop_the_crawl(tmp_path):
                 "ALLOW_PRIVATE_ADDRESSES": True,
                 "FRONTIER_MIN_DELAY": 0.05,
                 "DOWNLOAD_TIMEOUT": 1,
-                "ROBOTSTXT_RETRY_TIMES": 0,  # robots.txt of the failing hosts: no retry rounds
+                # robots.txt of the failing hosts: no retry rounds
+                "TUNING": {"robots_retry_times": 0},
             },
             timeout=90,
         )

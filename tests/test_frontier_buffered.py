@@ -249,12 +249,45 @@ def test_close_hands_back_the_leases_never_started(arrived) -> None:
     assert inner.in_flight() == 0 and len(inner) == 3
 
 
+class ManualClock:
+    """The frontiers' clock, moved on by the test: a lease's lifetime passes only when the test
+    says so, however long a loaded machine keeps the worker thread from running."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class RenewalsSeen(MercatorFrontier):
+    """Mercator that tells the test when a renewal arrived."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.renewed = threading.Event()
+
+    def renew(self, tokens) -> int:  # type: ignore[no-untyped-def]
+        n = super().renew(tokens)
+        self.renewed.set()
+        return n
+
+
 def test_long_fetches_keep_their_leases(arrived) -> None:
-    inner = MercatorFrontier(fast_policy(), lease_ttl=0.3)
+    """The worker renews a lease still out before its lifetime ends: each step of the clock
+    ages it past the renewal age (a third of the lifetime) yet less than a lifetime, and the
+    clock moves on only once the worker renewed, so the fetch outlives its first lease many
+    times over and the lease never expires."""
+    clock = ManualClock()
+    inner = RenewalsSeen(fast_policy(), lease_ttl=0.3, clock=clock)
     inner.add(Entry("http://h0.test/slow", "h0.test"))
-    f = BufferedFrontier(inner, read_ahead=1, refresh=0.05, notify=arrived.set)
+    f = BufferedFrontier(inner, read_ahead=1, refresh=0.05, notify=arrived.set, clock=clock)
     lease = wait_for_lease(f, arrived)
-    threading.Event().wait(1.0)  # more than three lease lifetimes
+    inner.renewed.clear()
+    for _ in range(10):  # 1.2 s on the frontier's clock: four lease lifetimes
+        clock.now += 0.12
+        assert inner.renewed.wait(WAIT), "the lease was not renewed"
+        inner.renewed.clear()
     assert f.flush(WAIT)
     assert inner.in_flight() == 1 and len(inner) == 0  # renewed, never expired
     f.finish(lease.token, 1.0)

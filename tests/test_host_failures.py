@@ -53,11 +53,9 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
             settings=loopback_settings(
                 FRONTIER_MIN_DELAY=MIN_DELAY,
                 FRONTIER_HOST_MAX_FAILURES=MAX_FAILURES,
-                FRONTIER_HOST_FAILURE_WINDOW=WINDOW,
-                FRONTIER_HOST_MAX_FAILURE_RATIO=RATIO,
+                TUNING={"host_failure_window": WINDOW, "host_failure_ratio": RATIO},
                 DOWNLOAD_TIMEOUT=1,
-                RETRY_TIMES=1,
-                RETRY_AFTER_TIMES=1,
+                RETRY_TIMES=1,  # a 503 asked again once too
             ),
             timeout=120,
         )

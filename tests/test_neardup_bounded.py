@@ -19,6 +19,7 @@ import crawler.backends.redis.neardup_anchors as anchors_module
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.content.neardup import NearDuplicateDetector
 from devsite.testset import LabelledSet, build_labelled_set
+from tests.dns_support import wait_for
 from tests.redis_cluster_support import (  # noqa: F401
     RedisClusterServers,
     redis_cluster,
@@ -255,6 +256,57 @@ def test_decisions_hold_while_the_crawls_slots_move(tmp_path: Path) -> None:
         assert not any(w.unjudged for w in workers)
     finally:
         cluster.stop()
+
+
+def test_a_check_waits_while_the_keys_of_its_slot_are_half_moved(tmp_path: Path) -> None:
+    """A reshard moves a slot's keys in batches (``redis-cli --cluster-pipeline``): between
+    two, some of the crawl's keys are on the new master and some on the old, and a call on
+    both gets ``ASK``/``TRYAGAIN`` until the last batch moved (longer than redis-py's own
+    retries on a loaded machine). The check waits, as for an outage, and once the slot moved
+    gets the in-process detector's decision; no page judged alone."""
+    cluster = start_cluster(tmp_path, masters=3, replicas=0)
+    try:
+        key = fresh_key()
+        worker = RedisNearDuplicateDetector(cluster.client(), key, groups=3)
+        local = NearDuplicateDetector()
+        for n in range(6):
+            url, text = f"http://h{n % 3}.test/{n}", _text(n)
+            assert worker.check(url, text) == local.check(url, text), url
+        slot = key_slot(worker.keys.versions.encode())
+        source = next(n for n in cluster.masters() if slot in _slots(cluster, n.address))
+        target = next(n for n in cluster.masters() if n is not source)
+        source_id, target_id = cluster.node_id(source), cluster.node_id(target)
+        with target.client() as c:
+            c.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id)
+        with source.client() as c:
+            c.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id)
+            c.execute_command(  # the first batch: one key
+                "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", worker.keys.versions
+            )
+        url, text = "http://h1.test/copy", _text(2, "edit 1")
+        decided: list[Any] = []
+        checker = threading.Thread(target=lambda: decided.append(_decide(worker, url, text)))
+        checker.start()
+        wait_for(lambda: worker.outage.outages > 0 or not checker.is_alive(), "the check", 60)
+        with source.client() as c:  # the last batch, then the slot is the target's
+            rest = c.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+            c.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *rest)
+        for node in cluster.masters():
+            with node.client() as c:
+                c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)
+        checker.join(60)
+        assert decided == [local.check(url, text)]
+        assert not worker.unjudged
+    finally:
+        cluster.stop()
+
+
+def _decide(worker: RedisNearDuplicateDetector, url: str, text: str) -> Any:
+    """The worker's decision, or the error the check raised."""
+    try:
+        return worker.check(url, text)
+    except Exception as exc:
+        return exc
 
 
 def _slots(cluster: RedisClusterServers, address: str) -> set[int]:

@@ -5,6 +5,7 @@ call; the crawl's seen count is one round trip. Counted on the wire, on a real r
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import redis
 from redis.connection import Connection
 
+from crawler.backends.redis.fence import FENCE_SOURCE
 from crawler.frontier.api import Settlement
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
@@ -120,8 +122,12 @@ def test_the_crawls_seen_count_is_one_round_trip(
     assert len(sent) == 1
 
 
+FENCE_SHA = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
+
+
 def fenced_call(data: bytes) -> bool:
-    return b"EVALSHA" in data
+    """A request carrying fenced calls (not letters: those go through another script)."""
+    return FENCE_SHA in data
 
 
 def test_a_calls_writes_to_several_partitions_are_one_round_trip(
@@ -129,11 +135,12 @@ def test_a_calls_writes_to_several_partitions_are_one_round_trip(
 ) -> None:
     """Links to four partitions, one owner: their four fenced calls go in one request; a
     server that forgot the script (restarted) costs one more, and nothing is lost."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     f = partitioned(client, fresh_key(), FakeClock(), count=4)
     links = entries(20, 2)
     with round_trips(monkeypatch, fenced_call) as sent:
         assert all(r.added for r in f.add_many(links[:20]))
-    assert len(sent) == 1 and sent[0].count(b"EVALSHA") == 4
+    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 4
     client.script_flush()
     with round_trips(monkeypatch, fenced_call) as sent:
         assert all(r.added for r in f.add_many(links[20:]))
@@ -146,6 +153,7 @@ def test_a_partition_lost_among_several_written_together_is_mailed_alone(
 ) -> None:
     """Four partitions written in one request, one of them taken by another worker: the
     three others' links are stored, the lost one's go to its inbox, for its next owner."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     key = fresh_key()
     f = partitioned(client, key, FakeClock(), count=4)
     stolen = f.parts[2].ownership.keys
@@ -171,6 +179,7 @@ def test_a_pages_links_elsewhere_go_in_one_request_before_its_acknowledgement(
     """A page's links to four partitions: the three partitions other than the page's in one
     request, then the page's own links with its acknowledgement (the order ``apply``
     keeps: links before acknowledgements)."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     f = partitioned(client, fresh_key(), FakeClock(), count=4)
     f.add_many(entries(1, 1))
     lease = f.next()
@@ -181,8 +190,8 @@ def test_a_pages_links_elsewhere_go_in_one_request_before_its_acknowledgement(
     with round_trips(monkeypatch, fenced_call) as sent:
         f.apply(links, [Settlement("finish", lease.token, 0.1)])
     assert len(sent) == 2
-    assert sent[0].count(b"EVALSHA") == 3 and out not in sent[0]
-    assert sent[1].count(b"EVALSHA") == 1 and out in sent[1]
+    assert sent[0].count(FENCE_SHA) == 3 and out not in sent[0]
+    assert sent[1].count(FENCE_SHA) == 1 and out in sent[1]
     assert client.hlen(out) == 0 and len(f) == len(links)
 
 

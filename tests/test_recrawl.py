@@ -71,8 +71,7 @@ def test_recrawl_over_a_crawl_database(tmp_path: Path) -> None:
         CRAWLDB_PATH=db,
         RECRAWL_INTERVAL=3600,
         FRONTIER_MIN_DELAY=0.02,
-        ROBOTSTXT_RETRY_TIMES=0,
-        TUNING={"recrawl_sync_delta": False},
+        TUNING={"recrawl_sync_delta": False, "robots_retry_times": 0},
         INDEX_PATH=tmp_path / "index.sqlite",
     )
 

@@ -348,3 +348,34 @@ def test_a_cluster_master_that_refuses_a_channel_refuses_the_crawl(
                     "ACL", "SETUSER", USER, "reset", "on", f">{SECRET}",
                     *cluster_user_rules(CLUSTER_CRAWL),
                 )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("denied", "what"),
+    [
+        ("-watch", "the command WATCH"),
+        ("-script|load", "the command SCRIPT"),
+        ("-xautoclaim", "the command XAUTOCLAIM"),
+        ("-xgroup|create", "the command XGROUP"),
+        ("-xack", "the command XACK"),
+    ],
+    ids=["watch", "script-load", "xautoclaim", "xgroup-create", "xack"],
+)
+def test_a_user_denied_a_command_the_crawl_runs_later_is_refused_at_start(
+    tmp_path: Path,
+    operated_redis: RedisServer,
+    monkeypatch: pytest.MonkeyPatch,
+    denied: str,
+    what: str,
+) -> None:
+    """Commands the crawl runs only now and then (WATCH for robots.txt, SCRIPT LOAD when a
+    script is missing, the inbox's XAUTOCLAIM, XGROUP CREATE and XACK) are probed at start
+    too: a user denied one is refused before any request, not mid-crawl."""
+    rules = crawl_user_rules(PROBED_CRAWL)
+    with operated_redis.client() as c:
+        c.execute_command("ACL", "SETUSER", USER, "reset", "on", f">{SECRET}", *rules, denied)
+    monkeypatch.setenv("CRAWL_REDIS_PASSWORD", SECRET)
+    url = f"redis://{USER}@127.0.0.1:{operated_redis.port}/0"
+    check_refused(tmp_path, url, what, rules)
+    with operated_redis.client() as c:
+        assert c.keys(f"*{PROBED_CRAWL}*") == []  # the probe changed nothing

@@ -288,7 +288,7 @@ def test_an_unreachable_robots_txt_is_held_for_every_worker(
     retry = 1.0
     flaky, down = "127.0.0.4", "127.0.0.5"
     # TUNING replaces worker_settings' table: its read_ahead kept
-    extra = {"TUNING": {"read_ahead": 2, "robots_retry_delay": retry}, "ROBOTSTXT_RETRY_TIMES": 2}
+    extra = {"TUNING": {"read_ahead": 2, "robots_retry_delay": retry, "robots_retry_times": 2}}
     asked: Counter[str] = Counter()
 
     def failing(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:

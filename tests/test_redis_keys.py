@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore
 from crawler.backends.redis.keys import (
     CrawlKeys,
     PartitionKeys,
+    address_keys,
     crawl_key,
     glob_escape,
     shard_tag,
@@ -65,6 +67,23 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (nd.urls_prefix, nd.fingerprints_prefix, nd.snapshot_prefix, nd.lessons_prefix) == (
         "{docs}:nd:u:", "{docs}:nd:f:", "{docs}:nd:ts:", "{docs}:nd:tl:")
     assert nd.kind(b"{docs}:nd:u:12") == "u" and nd.kind("{docs}:nd:params") == "params"
+
+
+def test_the_reference_page_names_every_key() -> None:
+    """docs/reference/redis-keys.md, written by hand, lists every name keys.py builds: the
+    crawl's as ``{key}:...``, a partition's as ``{tag}:...``, the near-duplicate detector's
+    relative to ``{key}:nd`` and the per-address keys as ``{s}:...``."""
+    page = (Path(__file__).parent.parent / "docs" / "reference" / "redis-keys.md").read_text()
+    keys = CrawlKeys("key", "<site>")
+    part = PartitionKeys("key", 3, 16)
+    nd = keys.neardup()
+    names = [v for v in vars(keys).values() if isinstance(v, str) and v.startswith("{key}:")]
+    names += [v.replace(part.prefix, "{tag}") for v in vars(part).values()
+              if isinstance(v, str) and v.startswith(part.prefix)]
+    names += [v.removeprefix(nd.prefix) for k, v in vars(nd).items() if k != "prefix"]
+    names += [*address_keys("{s}", "<address>"), keys.seeds]
+    missing = [name for name in names if "`" + name not in page]
+    assert not missing, f"docs/reference/redis-keys.md does not name {missing}"
 
 
 def test_a_crawl_name_comes_from_the_settings_or_the_site() -> None:

@@ -227,8 +227,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, dict[s
             seeds=seeds,
             settings=loopback_settings(
                 DOWNLOAD_TIMEOUT=1,
-                TUNING={"robots_retry_delay": 0.3},
-                ROBOTSTXT_RETRY_TIMES=1,
+                TUNING={"robots_retry_delay": 0.3, "robots_retry_times": 1},
                 FRONTIER_MAX_CRAWL_DELAY=5,
                 INDEX_PATH=tmp_path / "index.sqlite",
             ),

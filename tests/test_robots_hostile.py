@@ -51,8 +51,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory):
             settings=loopback_settings(
                 # shorter than shipped, so the failing fetches and their one retry fit the test
                 DOWNLOAD_TIMEOUT=4,
-                TUNING={"min_rate_grace": 1, "robots_retry_delay": 0.5},
-                ROBOTSTXT_RETRY_TIMES=1,
+                TUNING={"min_rate_grace": 1, "robots_retry_delay": 0.5, "robots_retry_times": 1},
             ),
             timeout=180,  # a hang guard, not a speed requirement
         )
@@ -79,7 +78,7 @@ def test_an_unreachable_robots_txt_lets_no_page_through(crawl, address: str) -> 
     pages = [x for x in server.hits_of(address) if not x.path.startswith("/robots.txt")]
     assert pages == [], (CASES[address][0], [x.path for x in pages])
     robots = [x for x in server.hits_of(address) if x.path == "/robots.txt"]
-    # fetched, retried once (ROBOTSTXT_RETRY_TIMES), then given up on: never an endless loop
+    # fetched, retried once (robots_retry_times), then given up on: never an endless loop
     assert 1 <= len(robots) <= 2, (CASES[address][0], len(robots))
     assert result.stats.get("robotstxt/unreachable", 0) >= 1
 

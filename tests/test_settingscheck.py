@@ -106,6 +106,44 @@ def test_tuning_knobs_and_near_duplicate_sizes_are_no_settings() -> None:
     assert MetricsConfig.from_settings({"TUNING": '{"metrics_linger": 60}'}).linger == 60.0
 
 
+@pytest.mark.parametrize(
+    ("name", "became"),
+    [
+        ("FRONTIER_HOST_FAILURE_WINDOW", "an expert knob, TUNING's host_failure_window"),
+        ("FRONTIER_HOST_MAX_FAILURE_RATIO", "an expert knob, TUNING's host_failure_ratio"),
+        ("FRONTIER_MAX_BACKLOG_BYTES", "an expert knob, TUNING's max_backlog_bytes"),
+        ("ROBOTSTXT_RETRY_TIMES", "an expert knob, TUNING's robots_retry_times"),
+        ("RETRY_AFTER_MAX", "a constant of crawler/middlewares/retry_after.py (MAX_WAIT, an hour)"),
+        ("RETRY_AFTER_TIMES", "a 429 or 503 is asked again RETRY_TIMES times, like any other "
+         "answer that says try again"),
+        ("WARC_FSYNC", "each WARC file is always fsynced before its rename"),
+        ("CRAWL_SUMMARY", "the summary is always logged at the end of a crawl"),
+    ],
+)
+def test_the_fourth_pass_names_are_refused_saying_what_became_of_them(
+    name: str, became: str
+) -> None:
+    """Issue 38's fourth pass (87 settings to 79): each name cut is refused in one line, from
+    -s as from a site config, and is no setting any more."""
+    assert check_settings([name], {name: "1"}.get).problems == [
+        f"{name}: no longer a setting: {became}"
+    ]
+    assert name not in OUR_SETTINGS
+
+
+def test_a_cut_setting_in_a_site_config_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text(
+        'name = "x"\nseeds = ["https://a.example/"]\n[settings]\nRETRY_AFTER_TIMES = 5\n',
+        encoding="utf-8",
+    )
+    sites, errors = load_all_sites(str(tmp_path))
+    assert not sites
+    assert [str(e) for e in errors.values()] == [
+        f"{tmp_path / 'x.toml'}: settings.RETRY_AFTER_TIMES: no longer a setting: a 429 or 503 "
+        "is asked again RETRY_TIMES times, like any other answer that says try again"
+    ]
+
+
 def test_a_removed_setting_in_a_site_config_names_the_file_and_key(tmp_path: Path) -> None:
     (tmp_path / "x.toml").write_text(
         'name = "x"\nseeds = ["https://a.example/"]\n[settings]\nINDEX_BATCH_SIZE = 50\n',
@@ -145,13 +183,13 @@ def test_check_settings_reports_every_problem_and_where_an_unknown_name_came_fro
 
 def test_a_site_config_with_a_bad_setting_value_names_the_file_and_key(tmp_path: Path) -> None:
     (tmp_path / "x.toml").write_text(
-        'name = "x"\nseeds = ["https://a.example/"]\n[settings]\nROBOTSTXT_RETRY_TIMES = "many"\n',
+        'name = "x"\nseeds = ["https://a.example/"]\n[settings]\nURL_MAX_QUERY_VARIANTS = "many"\n',
         encoding="utf-8",
     )
     sites, errors = load_all_sites(str(tmp_path))
     assert not sites
     assert [str(e) for e in errors.values()] == [
-        f"{tmp_path / 'x.toml'}: settings.ROBOTSTXT_RETRY_TIMES: "
+        f"{tmp_path / 'x.toml'}: settings.URL_MAX_QUERY_VARIANTS: "
         'must be an integer >= 0, got "many"'  # shown as TOML writes it, like every key's value
     ]
 
@@ -296,10 +334,8 @@ def test_every_list_setting_of_ours_reads_json_and_commas() -> None:
         ("FRONTIER_MIN_DELAY", "nan", "must be a number >= 0, got 'nan'"),
         ("FRONTIER_MIN_DELAY", float("inf"), "must be a number >= 0, got inf"),
         ("FRONTIER_HOST_CONCURRENCY", 1.5, "must be an integer >= 1, got 1.5"),  # not cut to 1
-        ("FRONTIER_HOST_FAILURE_WINDOW", "33", "must be an integer <= 32, got 33"),
-        ("FRONTIER_HOST_MAX_FAILURE_RATIO", "0", "must be a number > 0, got 0"),
-        ("FRONTIER_HOST_MAX_FAILURE_RATIO", "1.5", "must be a number <= 1, got 1.5"),
         ("URL_MAX_LENGTH", "0", "must be an integer >= 1, got 0"),
+        ("FRONTIER_IP_DELAY", "soon", "must be a number >= 0, got 'soon'"),  # was any text
         ("FRONTIER_MIN_DELAY", True, "must be a number >= 0, got True"),
     ],
 )
@@ -319,6 +355,8 @@ def test_values_are_read_into_the_settings_type() -> None:
     assert read_value("FRONTIER_PRIORITY_POLICY", "breadth_first") == "depth"  # its alias
     assert read_value("FRONTIER_BACKEND", "Redis") == "redis"
     assert read_value("STATS_FILE", "x.json") == "x.json"
+    assert read_value("FRONTIER_IP_DELAY", "") is None  # not set: FRONTIER_MIN_DELAY
+    assert read_value("FRONTIER_IP_DELAY", "0.5") == 0.5
     assert read_value("DOWNLOAD_TIMEOUT", "abc") == "abc"  # not ours
     assert read_value("TUNING", '{"idle_horizon": "2"}') == {"idle_horizon": 2.0}
     assert read_value("TUNING", {"read_ahead": 3}) == {"read_ahead": 3}
@@ -329,6 +367,9 @@ def test_values_are_read_into_the_settings_type() -> None:
     [
         ('{"idle_horizn": 2}', "unknown knob 'idle_horizn'; did you mean idle_horizon?"),
         ({"read_ahead": 0}, "read_ahead must be an integer >= 1, got 0"),
+        ({"host_failure_window": 33}, "host_failure_window must be an integer <= 32, got 33"),
+        ({"host_failure_ratio": 0}, "host_failure_ratio must be a number > 0, got 0"),
+        ({"host_failure_ratio": 1.5}, "host_failure_ratio must be a number <= 1, got 1.5"),
         ("idle_horizon=2", "must be a table of knobs such as {\"idle_horizon\": 2}, got "
          "'idle_horizon=2'"),
     ],
@@ -345,10 +386,13 @@ def test_the_politeness_policy_is_built_from_the_checked_values() -> None:
     assert politeness_from_settings({}) == PolitenessPolicy()
     with pytest.raises(SettingsError) as info:
         politeness_from_settings(
-            {"FRONTIER_MIN_DELAY": "60", "FRONTIER_HOST_FAILURE_WINDOW": 40, "INDEX_PATH": "x"}
+            {"FRONTIER_MIN_DELAY": "60", "TUNING": {"host_failure_window": 40}, "INDEX_PATH": "x"}
         )
     assert info.value.problems == (
-        "FRONTIER_HOST_FAILURE_WINDOW: must be an integer <= 32, got 40",
         "FRONTIER_MIN_DELAY: must not exceed FRONTIER_MAX_DELAY (30, the project default),"
         " got 60",
+        "TUNING: host_failure_window must be an integer <= 32, got 40",
     )
+    tuned = politeness_from_settings({"TUNING": {"host_failure_window": 10,
+                                                 "host_failure_ratio": 0.3}})
+    assert (tuned.failure_window, tuned.max_failure_ratio, tuned.window_failures) == (10, 0.3, 3)

@@ -18,7 +18,9 @@ from crawler.download.dns_config import DnsConfig
 from crawler.extensions.heartbeat import HeartbeatConfig
 from crawler.extensions.progress import ProgressConfig
 from crawler.frontier.config import SharedFrontierConfig
+from crawler.index.config import IndexConfig
 from crawler.metrics.config import MetricsConfig
+from crawler.middlewares.signing import IdentityConfig
 from crawler.report.config import RecordConfig
 from crawler.robots.config import RobotsConfig
 from crawler.sitemaps.config import SitemapsConfig
@@ -27,7 +29,7 @@ from crawler.sites.policy import TrapBudgets
 FEATURES: list[type[FeatureConfig]] = [
     WarcConfig, RobotsConfig, SitemapsConfig, MetricsConfig, RecordConfig, ContentConfig,
     DnsConfig, RecrawlConfig, SharedFrontierConfig, HeartbeatConfig, NeardupConfig,
-    TrapBudgets, ProgressConfig,
+    TrapBudgets, ProgressConfig, IndexConfig, IdentityConfig,
 ]
 
 
@@ -62,12 +64,12 @@ def test_the_object_is_frozen() -> None:
 
 def test_robots_settings_are_read_once_into_their_types() -> None:
     config = RobotsConfig.from_settings(
-        Settings({"ROBOTSTXT_RETRY_TIMES": "4", "ROBOTSTXT_CACHE_EXPIRY": "3600"})
+        Settings({"TUNING": '{"robots_retry_times": 4}', "ROBOTSTXT_CACHE_EXPIRY": "3600"})
     )
     assert (config.retry_times, config.cache_expiry) == (4, 3600.0)
     assert config.user_agent is None and config.book_size == 10_000
-    with pytest.raises(SettingsError, match=r"^ROBOTSTXT_RETRY_TIMES: must be an integer >= 0"):
-        RobotsConfig.from_settings({"ROBOTSTXT_RETRY_TIMES": "-1"})
+    with pytest.raises(SettingsError, match=r"^TUNING: robots_retry_times must be an integer >= 0"):
+        RobotsConfig.from_settings({"TUNING": {"robots_retry_times": "-1"}})
 
 
 def test_near_duplicate_settings_are_read_once_into_their_types() -> None:
@@ -79,6 +81,21 @@ def test_near_duplicate_settings_are_read_once_into_their_types() -> None:
     assert config.index_duplicates is False
     with pytest.raises(SettingsError, match=r"^NEARDUP_THRESHOLD: must be a number <= 1"):
         NeardupConfig.from_settings({"NEARDUP_THRESHOLD": "1.5"})
+
+
+def test_index_and_identity_settings_are_read_once_into_their_types() -> None:
+    """The index pipeline, the SQLite index's path and the summary read INDEX_* through one
+    object; the identity middleware reads FROM_ADDRESS and SIGNATURE_* through another, whose
+    problems are the schema's, all at once."""
+    index = IndexConfig.from_settings(Settings({"INDEX_ENABLED": "false", "INDEX_PATH": "i.db"}))
+    assert (index.enabled, index.path) == (False, "i.db")
+    with pytest.raises(SettingsError, match=r"^INDEX_ENABLED: must be true or false"):
+        IndexConfig.from_settings({"INDEX_ENABLED": "maybe"})
+    identity = IdentityConfig.from_settings({"FROM_ADDRESS": "ops@example.org"})
+    assert (identity.from_address, identity.key_file) == ("ops@example.org", "")
+    with pytest.raises(SettingsError) as info:
+        IdentityConfig.from_settings({"SIGNATURE_KEY_FILE": "k.pem", "FROM_ADDRESS": "nobody"})
+    assert [p.split(":")[0] for p in info.value.problems] == ["FROM_ADDRESS", "SIGNATURE_KEY_FILE"]
 
 
 @pytest.mark.parametrize("feature", FEATURES, ids=lambda f: f.__name__)

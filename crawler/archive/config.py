@@ -21,7 +21,6 @@ class WarcConfig(FeatureConfig):
     revisit_min_size: int = knob("warc_revisit_min_size")
     metadata: bool = setting("WARC_METADATA")
     cdxj: bool = setting("WARC_CDXJ")
-    fsync: bool = setting("WARC_FSYNC")
     wacz: bool = setting("WARC_WACZ")
 
     def directory_of(self, site: str) -> str:

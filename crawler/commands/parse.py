@@ -21,11 +21,11 @@ from scrapy.commands.parse import Command as ScrapyParseCommand
 
 from crawler.commands import pipe_safe
 
+_SUMMARY = "crawler.extensions.summary.CrawlSummary"
 # What a one-URL parse sets unless the command line sets it (-s wins).
 _ONE_URL = {
     "SCHEDULER": "scrapy.core.scheduler.Scheduler",
     "TUNING": {"progress_interval": 0},  # no progress line
-    "CRAWL_SUMMARY": False,
     "RECORD_ENABLED": False,  # no crawl record (crawl-record-<site>.jsonl) for one page
 }
 
@@ -38,6 +38,9 @@ class Command(ScrapyParseCommand):
         for key, value in _ONE_URL.items():
             if key not in given:
                 self.settings.set(key, value, priority="cmdline")
+        # no end-of-crawl summary for one page
+        extensions = {**self.settings.getdict("EXTENSIONS"), _SUMMARY: None}
+        self.settings.set("EXTENSIONS", extensions, priority="cmdline")
         if not opts.pipelines and "ITEM_PIPELINES" not in given:
             self.settings.set("ITEM_PIPELINES", {}, priority="cmdline")
         if "LOG_LEVEL" not in given and not opts.loglevel:

@@ -22,8 +22,9 @@ TUNING: dict[str, float] = {}
 
 # --- Backends (crawler/backends/registry.py)
 # ----------------------------------------------------------
-# The one public switch: "memory" (the embedded default; on disk in SQLite when JOBDIR is set).
-# It only picks the classes that keep each piece of state; BACKEND_CLASSES swaps one.
+# Where the crawl's state lives: "memory" (one process; on disk in SQLite when JOBDIR is set)
+# or "redis" (a frontier shared by every worker, at REDIS_URL). The one public switch: it only
+# picks the classes that keep each piece of state; BACKEND_CLASSES swaps one.
 FRONTIER_BACKEND = "memory"
 # Expert: the class of a plug point instead of the backend's, as a table
 # ('{"index": "mypackage.MyIndex"}'); the plug points are in crawler/backends/registry.py.
@@ -39,28 +40,31 @@ DATABASE_URL = ""
 DATABASE_PARTITIONS = 0
 
 # --- The Mercator frontier owns politeness ------------------------------------------------
-# Heritrix's defaults: wait max(1 s, 5 x last fetch time), at most 30 s, between fetches of a host.
+# Seconds a host rests at least after each fetch. After a fetch that took d seconds it rests
+# max(FRONTIER_MIN_DELAY, FRONTIER_DELAY_FACTOR x d), at most FRONTIER_MAX_DELAY, and never less
+# than its robots.txt Crawl-delay (Heritrix's rule and defaults).
 FRONTIER_MIN_DELAY = 1.0
+# How many times its last fetch's duration a host rests (0: FRONTIER_MIN_DELAY, fixed).
 FRONTIER_DELAY_FACTOR = 5.0
+# Seconds a host rests at most after a slow fetch (a longer Crawl-delay is still honoured).
 FRONTIER_MAX_DELAY = 30.0
+# Fetches of one host in flight at once.
 FRONTIER_HOST_CONCURRENCY = 1
-# Politeness per server address (crawler/frontier/addresses.py): host names that resolve to one
-# IP address share one budget: at most FRONTIER_IP_CONCURRENCY fetches in flight there, and
-# after each a rest of FRONTIER_IP_DELAY (None: FRONTIER_MIN_DELAY; growing with the response
-# time as a host's does). The defaults give a thousand names on one server one host's share, no
-# more. FRONTIER_IP_CONCURRENCY = 0: off.
+# Fetches in flight at once to one server address, over all the host names that resolve to it
+# (crawler/frontier/addresses.py): a thousand names on one server get one host's share, no
+# more. 0: politeness per host name only.
 FRONTIER_IP_CONCURRENCY = 1
+# Seconds one server address rests after each fetch there, growing with the response time as a
+# host's rest does; None (or empty): FRONTIER_MIN_DELAY.
 FRONTIER_IP_DELAY: float | None = None
-# A host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled faster.
+# Seconds: a host whose robots.txt asks for a longer Crawl-delay is skipped rather than crawled
+# faster.
 FRONTIER_MAX_CRAWL_DELAY = 120.0
 # Consecutive failed fetches (timeouts, refused connections, 5xx answers) after which a host is
-# given up.
+# given up. A host is also given up when half of its last 20 fetches failed (TUNING's
+# host_failure_window and host_failure_ratio): a success does not wipe out earlier failures, so
+# a host that mixes pages that never answer with fast ones ends too.
 FRONTIER_HOST_MAX_FAILURES = 5
-# A host is also given up when this share of its last FRONTIER_HOST_FAILURE_WINDOW fetches
-# failed: a success does not wipe out earlier failures, so a host that mixes pages that never
-# answer with fast ones (each silent page costing DOWNLOAD_TIMEOUT x its attempts) ends too.
-FRONTIER_HOST_FAILURE_WINDOW = 20
-FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # A URL handed out is a lease: forgotten when its page's item and links have left the spider and
 # the pipelines, back in the queue if neither that nor a renewal (every third of this, while the
 # engine works on it) happens within this many seconds: also how long a killed worker's hosts
@@ -68,12 +72,12 @@ FRONTIER_HOST_MAX_FAILURE_RATIO = 0.5
 # DOWNLOAD_TIMEOUT x (RETRY_TIMES + 1): left at its default it becomes twice that when that is
 # longer (the project's 20 s x 3 fits); set lower, it is raised with a warning.
 FRONTIER_LEASE_TTL = 120.0
-# A worker stops taking work while this many pages (or bytes of pages) it fetched are not yet
-# acknowledged (waiting for the content thread, the spider or the pipelines), so a worker
-# killed loses at most the read-ahead, its fetches in flight and this much fetched work (others
-# fetch it again). 0: no bound. See crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
+# A worker stops taking work while this many pages it fetched are not yet acknowledged
+# (waiting for the content thread, the spider or the pipelines), or 8 MiB of them (TUNING's
+# max_backlog_bytes), so a worker killed loses at most the read-ahead, its fetches in flight
+# and this much fetched work (others fetch it again). 0: no bound. See
+# crawler/scheduler/leases.py; BENCHMARKS.md, kill_refetch.
 FRONTIER_MAX_BACKLOG = 32
-FRONTIER_MAX_BACKLOG_BYTES = 8 * 1024 * 1024
 # Redis only: URLs the crawl's seen-set is sized for, shared out over its partitions. With
 # RedisBloom on the server each partition's is a scalable Bloom filter (~2 B per URL) whose false
 # positives stay under 1 % past that size too; without it, exact buckets of
@@ -91,14 +95,18 @@ FRONTIER_REPLICA_WAIT = 0
 # Which URLs go first: "depth" (breadth first), "fifo", "request" (the request's priority) or
 # "opic" (the cash pages hand their links, crawler/frontier/opic.py: the most linked-to first).
 FRONTIER_PRIORITY_POLICY = "depth"
-# Files of registered domains, one per line (crawl policies, crawler/frontier/policies.py): a
-# trusted domain never ranks below the default policy; a URL of a distrusted one takes the
-# "distrust" policy (the site's, or a built-in one: a thousandth of the cash, halved per hop)
-# whatever linked it. A site config's trusted_domains / distrusted_domains win.
+# A file of registered domains, one per line (crawl policies, crawler/frontier/policies.py),
+# whose URLs never rank below the default policy; empty: none. A site config's trusted_domains
+# wins.
 FRONTIER_TRUSTED_DOMAINS = ""
+# A file of registered domains, one per line, whose URLs take the "distrust" policy (the
+# site's, or a built-in one: a thousandth of the cash, halved per hop) whatever linked them;
+# empty: none. A site config's distrusted_domains wins.
 FRONTIER_DISTRUSTED_DOMAINS = ""
-# Live Prometheus metrics of this worker at http://METRICS_HOST:METRICS_PORT/metrics
-# (crawler/extensions/metrics.py), served off the reactor. 0: off.
+
+# --- Live metrics (crawler/extensions/metrics.py) --------------------------------------------
+# The TCP port of this worker's live Prometheus metrics, http://METRICS_HOST:METRICS_PORT/metrics,
+# served off the reactor. 0: off.
 METRICS_PORT = 0
 # The address /metrics is served on: loopback unless set otherwise (0.0.0.0: every interface).
 METRICS_HOST = "127.0.0.1"
@@ -114,18 +122,20 @@ FRONTIER_RESET = False
 # own state is in partitions, each under a tag of its own). Every worker must use the same
 # number. 1: one tag, the single-Redis layout. On a cluster: a multiple of the masters.
 FRONTIER_SHARDS = 1
-# Where the Redis password comes from when it is not in REDIS_URL (which scrapyd logs and ps
-# shows): a file whose first line it is, or the name of an environment variable. Empty: unused.
+# A file whose first line is the Redis password, for a password kept out of REDIS_URL (which
+# scrapyd logs and ps shows). Empty: unused.
 REDIS_PASSWORD_FILE = ""
+# The name of an environment variable that holds the Redis password (when REDIS_PASSWORD_FILE is
+# empty). Empty: unused.
 REDIS_PASSWORD_ENV = ""
 # Whether REDIS_URL names a Redis Cluster (crawler/backends/redis/connection.py): "auto" asks the
 # node (INFO cluster) once per process, "yes" / "no" say so without asking.
 REDIS_CLUSTER = "auto"
 # Seconds a Redis user that needs an answer waits for Redis to come back after it went away (a
-# restart, a cluster failover), counted from the outage's start (crawler/backends/redis/
-# outage.py): a page's shared near-duplicate check (past it the page is judged alone, counted
-# neardup/unjudged) and a worker's last heartbeat. The frontier waits as long as it takes; the
-# robots.txt cache, on the reactor, never waits.
+# restart, a cluster failover), counted from the outage's start
+# (crawler/backends/redis/outage.py): a page's shared near-duplicate check (past it the page is
+# judged alone, counted neardup/unjudged) and a worker's last heartbeat. The frontier waits as
+# long as it takes; the robots.txt cache, on the reactor, never waits.
 REDIS_OUTAGE_WAIT = 30.0
 
 # --- Identity: a From header and signed requests (crawler/middlewares/signing.py) --------------
@@ -136,9 +146,9 @@ FROM_ADDRESS = ""
 # request signed with the Ed25519 key of this PEM file (made by `scrapy botkey`), so sites can
 # tell this crawler from one that copies its user agent. Empty: requests are not signed.
 SIGNATURE_KEY_FILE = ""
-# The https origin that serves the key directory at /.well-known/http-message-signatures-
-# directory (`scrapy botkey` writes it), sent as the Signature-Agent header. Needed with
-# SIGNATURE_KEY_FILE.
+# The https origin that serves the key directory at
+# /.well-known/http-message-signatures-directory (`scrapy botkey` writes it), sent as the
+# Signature-Agent header. Needed with SIGNATURE_KEY_FILE.
 SIGNATURE_AGENT = ""
 
 # --- Usage preferences (crawler/robots/usage.py, README "Usage preferences") ------------------
@@ -154,10 +164,12 @@ URL_MAX_LENGTH = 2048
 # URLs whose path repeats one segment more than this many times (/a/b/a/b/a/b/) are not
 # followed: relative links that climb into themselves.
 URL_MAX_REPEATED_SEGMENTS = 3
-# Spider traps (crawler/frontier/urls.py; 0 turns one off). Session ids (?sid=<token>,
-# ;jsessionid=...) are always stripped in normalization.
-URL_MAX_QUERY_VARIANTS = 100  # distinct queries per path: facet permutations, sort orders
-URL_MAX_HOSTS_PER_DOMAIN = 100  # hosts per registered domain: endless generated subdomains
+# Distinct query strings followed per path (a trap of facet permutations and sort orders,
+# crawler/frontier/urls.py); 0: no bound.
+URL_MAX_QUERY_VARIANTS = 100
+# Host names followed per registered domain (a trap of endless generated subdomains); 0: no
+# bound.
+URL_MAX_HOSTS_PER_DOMAIN = 100
 
 # --- robots.txt (RFC 9309, crawler/middlewares/robots.py) ----------------------------------
 # Obey robots.txt (RFC 9309: fetched once per origin through the frontier, its rules applied to
@@ -170,11 +182,10 @@ ROBOTSTXT_USER_AGENT = None
 # Seconds a fetched robots.txt stays in force (RFC 9309 2.4: a cached copy should not be used
 # for more than 24 hours).
 ROBOTSTXT_CACHE_EXPIRY = 86400
-# Tries again of a robots.txt answered with a 5xx or 429, or unreachable, before the host is
-# given up (the host is held meanwhile; the first retry after TUNING's robots_retry_delay,
-# 30 s, doubling, or the server's Retry-After, up to an hour).
-ROBOTSTXT_RETRY_TIMES = 2
-ROBOTSTXT_CACHE_PATH = ""  # default: JOBDIR/robots.sqlite, else beside the crawl database
+# The SQLite file that keeps fetched robots.txt copies across crawls, so a resumed crawl or a
+# recrawl reuses fresh ones; empty: JOBDIR/robots.sqlite, else beside the crawl database, else
+# none (memory only).
+ROBOTSTXT_CACHE_PATH = ""
 
 # --- Sitemaps (crawler/middlewares/sitemaps.py, crawler/sitemaps/) ---------------------------
 # Read the sitemaps a host's robots.txt names (Sitemap: lines), as frontier requests of the host.
@@ -182,7 +193,8 @@ SITEMAPS_ENABLED = True
 # Also try /sitemap.xml of every origin (a site config sets it in [settings]); off by default:
 # a guess costs each host a request.
 SITEMAPS_PROBE = False
-# Entries taken from all the sitemaps of one crawl (the per-site cap).
+# Sitemap entries taken from all the sitemaps of one crawl (the per-site cap); the rest are
+# ignored.
 SITEMAPS_MAX_SITE_URLS = 1_000_000
 # sitemaps.org's location rule: a sitemap lists only URLs under its own folder (same scheme,
 # host and port), except one named in robots.txt, which may list any URL of that host. Off:
@@ -197,23 +209,22 @@ SITEMAPS_LASTMOD = True
 # own host), "domain" (its registered domain: www.example.com -> example.com), "off".
 CANONICAL_SCOPE = "domain"
 
-# --- 429 and 503 (crawler/middlewares/retry_after.py) --------------------------------------
-RETRY_AFTER_MAX = 3600.0  # a host asking to wait longer is skipped, and says so in the log
-RETRY_AFTER_TIMES = 3  # 429/503 answers to one request before it is given up
-
 # --- DNS (crawler/download/dns.py, crawler/middlewares/dns.py) ------------------------------
 # "ip[:port]" of the DNS servers to ask (a JSON list or a,b); empty: /etc/resolv.conf's.
 DNS_SERVERS: tuple[str, ...] = ()
 
 # --- The crawl database and recrawl -------------------------------------------------------------
-# On when CRAWLDB_PATH or RECRAWL_INTERVAL is set. "%(name)s" is the site name; default path:
+# The crawl database (each URL's fetch history and next due date, crawler/crawldb/), kept when
+# this or RECRAWL_INTERVAL is set; "%(name)s" is the site name. Empty (with RECRAWL_INTERVAL):
 # JOBDIR/crawldb.sqlite, else crawldb-<site>.sqlite in the current directory.
 CRAWLDB_PATH = ""
 # Seconds; the adaptive interval starts here (Nutch's AdaptiveFetchSchedule), and each page's
 # interval then grows while it does not change and shrinks when it does, between a minute (or a
 # tenth of this, if shorter) and 30 days (or this, if longer); 0: one day.
 RECRAWL_INTERVAL = 0
-RECRAWL_CONTINUOUS = False  # keep running and refetch pages as they come due
+# Keep running once the frontier is empty and refetch pages as they come due (with the crawl
+# database); off: the crawl ends when nothing is left, and the next run refetches what is due.
+RECRAWL_CONTINUOUS = False
 
 # --- Address safety --------------------------------------------------------------------------
 # Refuse private, loopback, link-local and reserved targets unless a site config or this allows it.
@@ -223,14 +234,17 @@ ALLOW_PRIVATE_ADDRESSES = False
 ALLOWED_NETWORKS: tuple[str, ...] = ()
 
 # --- Limits on what a hostile server can make the crawler do (README: "Hostile servers") -----
-# A response must arrive at this many bytes/s on average from its first byte, once
-# min_rate_grace is over: a trickled body is cut after seconds instead of holding a
+# Bytes per second a response must arrive at on average from its first byte, once TUNING's
+# min_rate_grace (5 s) is over: a trickled body is cut after seconds instead of holding a
 # slot for minutes. 0: no minimum.
 DOWNLOAD_MIN_RATE = 1024
-# bytes of a page's HTML parsed (Nutch's http.content.limit is 1 MB); the rest is not parsed
+# Bytes of a page's HTML parsed, from its start (Nutch's http.content.limit is 1 MB); the rest
+# is not parsed.
 PAGE_MAX_HTML = 4 * 1024 * 1024
-PAGE_MAX_LINKS = 5000  # links of one page kept (in page order); a 200,000-link page is a trap
-CONTENT_MAX_TEXT = 1_000_000  # characters of a page's text kept for near-duplicates and index
+# Links of one page kept, in page order; the rest are dropped (a 200,000-link page is a trap).
+PAGE_MAX_LINKS = 5000
+# Characters of a page's text kept for near-duplicate detection and the index.
+CONTENT_MAX_TEXT = 1_000_000
 # The item's `markdown`: the main content as Markdown (crawler/content/markdown.py). Off saves
 # its CPU (bench/metadata.py).
 CONTENT_MARKDOWN = True
@@ -242,29 +256,30 @@ CONTENT_METADATA = True
 # Near-duplicate detection (MinHash and LSH over the main text, crawler/content/neardup.py):
 # a page that repeats another is flagged, not indexed, and its links demoted.
 NEARDUP_ENABLED = True
-# The detector's shingle size and permutations are constants of
-# crawler/content/neardup_features.py, chosen with bench/neardup.py; the shared (Redis)
-# detector's sizes are constants of crawler/backends/redis/neardup.py.
-# Estimated Jaccard similarity of two pages' shingles at or above which one is a near-duplicate.
+# Estimated Jaccard similarity of two pages' shingles at or above which one is a near-duplicate
+# (the detector's sizes are constants of crawler/content/neardup_features.py, chosen with
+# bench/neardup.py).
 NEARDUP_THRESHOLD = 0.5
-NEARDUP_INDEX_DUPLICATES = False  # a near-duplicate becomes an alias of its original
+# Index a near-duplicate as a document of its own; off: it becomes an alias of its original in
+# the index (no document, no outlinks of its own).
+NEARDUP_INDEX_DUPLICATES = False
 # Soft 404s: one request per host for a path that cannot exist; pages answered like it are
 # flagged soft_404 and not indexed (crawler/content/soft404.py). Off by default: it costs each
 # host one request, which a crawl asks for.
 SOFT404_PROBE = False
 # Write every page to the full-text index that `scrapy search` reads (crawler/index/).
 INDEX_ENABLED = True
-INDEX_PATH = None  # crawl-index.sqlite under JOBDIR, else in the current directory
+# The embedded (SQLite) index's file; empty: crawl-index.sqlite under JOBDIR, else in the
+# current directory. Unused with DATABASE_URL.
+INDEX_PATH = None
 
+# --- Items and stats ---------------------------------------------------------------------------
 # Outlinks in the items that feeds write (-o, scrapyd's items): they are most of a feed's
 # bytes. Off leaves them out of the feeds only; the index and the crawl database still get them.
 ITEM_OUTLINKS = True
 
 # Write the final stats as JSON to this path (off when empty).
 STATS_FILE = ""
-# A dozen lines at the end of every crawl (crawler/extensions/summary.py): pages by status,
-# errors, rejections, broken links, the busiest hosts, what to do next.
-CRAWL_SUMMARY = True
 
 # --- The crawl record and `scrapy report` (crawler/extensions/recorder.py) -------------------
 # A record over time of what the crawl did (snapshots, per-host fetches, broken links), the
@@ -277,20 +292,30 @@ RECORD_PATH = ""
 RECORD_WORKER_ID = ""
 
 # --- WARC output (crawler/archive, crawler/middlewares/warc.py) ------------------------------
-# Off by default: an archive keeps every response in full (gzip), which for an ordinary crawl
-# doubles or triples the disk it uses (bytes written ~ bytes received, BENCHMARKS.md) and costs
+# Archive every request and response in full in gzipped WARC files (ISO 28500), for replay
+# and web archives. Off by default: an archive doubles or triples the disk an ordinary crawl
+# uses (bytes written ~ bytes received, BENCHMARKS.md) and costs
 # CPU per page, for files only an archive or a replay tool reads.
 WARC_ENABLED = False
 # Where the files go ("%(name)s": the site); a CDXJ index of the crawl's files goes there too.
 WARC_DIR = "warc/%(name)s"
-WARC_PREFIX = ""  # first part of each file name; empty: the site's name
-WARC_MAX_SIZE = 1_000_000_000  # bytes; a file is closed and renamed before it grows past this
-# Where the SQLite digest index lives; empty: JOBDIR/warc-digests.sqlite, else beside the crawl
-# database, else WARC_DIR/digests.sqlite (so the next crawl into the same directory revisits).
+# The first part of each file name (<prefix>-<time>-<serial>-<host>-<pid>.warc.gz); empty: the
+# site's name.
+WARC_PREFIX = ""
+# Bytes a WARC file grows to at most: it is closed, renamed and the next one opened before a
+# record would take it past this.
+WARC_MAX_SIZE = 1_000_000_000
+# The SQLite index of the payload digests archived, which makes a payload archived before a
+# small revisit record instead of a second copy; empty: JOBDIR/warc-digests.sqlite, else
+# beside the crawl database, else WARC_DIR/digests.sqlite (so the next crawl into the same
+# directory revisits).
 WARC_DIGEST_PATH = ""
-WARC_METADATA = True  # a metadata record per page: outlinks, fetch time, delay, near-dup verdict
-WARC_CDXJ = True  # a CDXJ index of the crawl's files when it ends (cdxj-indexer)
-WARC_FSYNC = False  # fsync each file before its rename (a power cut, not only a kill)
+# A metadata record per page beside its response (outlinks, fetch time, delay, near-duplicate
+# verdict); off: requests and responses only.
+WARC_METADATA = True
+# Write a CDXJ index of the crawl's files into WARC_DIR when the crawl ends (cdxj-indexer), which
+# replay tools (pywb) read; off: none.
+WARC_CDXJ = True
 # A WACZ package (WARC files, CDXJ index, pages, manifest: crawler/archive/wacz.py) of the
 # crawl's files when it ends, beside them. Off: it is a copy of every file written (`scrapy wacz
 # DIR` packages a directory, e.g. a fleet's or several crawls', whenever wanted).

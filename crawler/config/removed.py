@@ -70,6 +70,16 @@ REMOVED: dict[str, str] = {
     "(REDIS_OUTAGE_WAIT)",
     "FLEET_WORKER_LOST_AFTER": "no longer a setting: a dead worker's partitions are taken over "
     "when their lease runs out (a constant of crawler/backends/redis/frontier_store.py)",
+    # the fourth pass (issue 38): at most 80 settings
+    "FRONTIER_HOST_FAILURE_WINDOW": _TUNED + "host_failure_window",
+    "FRONTIER_HOST_MAX_FAILURE_RATIO": _TUNED + "host_failure_ratio",
+    "FRONTIER_MAX_BACKLOG_BYTES": _TUNED + "max_backlog_bytes",
+    "ROBOTSTXT_RETRY_TIMES": _TUNED + "robots_retry_times",
+    "RETRY_AFTER_MAX": _CONSTANT + "crawler/middlewares/retry_after.py (MAX_WAIT, an hour)",
+    "RETRY_AFTER_TIMES": "no longer a setting: a 429 or 503 is asked again RETRY_TIMES times, "
+    "like any other answer that says try again",
+    "WARC_FSYNC": "no longer a setting: each WARC file is always fsynced before its rename",
+    "CRAWL_SUMMARY": "no longer a setting: the summary is always logged at the end of a crawl",
     # the frontier's tuning (issue 38): constants beside the code, or TUNING knobs
     "FRONTIER_FRONT_QUEUES": _CONSTANT + "crawler/frontier/mercator.py (FRONT_QUEUES)",
     "FRONTIER_BACK_QUEUES": "no longer a setting: it follows CONCURRENT_REQUESTS (three back "

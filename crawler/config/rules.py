@@ -52,12 +52,14 @@ class Rule:
 @dataclass(frozen=True)
 class Number(Rule):
     """A finite number (an integer with ``integer``), at least ``low`` (above it with
-    ``above``) and at most ``high``."""
+    ``above``) and at most ``high``; with ``blank``, empty text is None (the setting's "not
+    set", as ``-s NAME=`` gives it)."""
 
     integer: bool = False
     low: float = 0
     above: bool = False
     high: float | None = None
+    blank: bool = False
 
     @property
     def kind(self) -> str:
@@ -68,6 +70,8 @@ class Number(Rule):
         return f"{self.kind} {'>' if self.above else '>='} {self.low:g}"
 
     def read(self, value: object, show: Show) -> Any:
+        if self.blank and isinstance(value, str) and not value.strip():
+            return None
         number = self._parse(value)
         if number is None:
             raise SettingValueError(f"must be {self._lower}, got {show(value)}")

@@ -103,17 +103,14 @@ _RULES: dict[str, Rule] = {
     "FRONTIER_PRIORITY_POLICY": Choice(PRIORITY_POLICIES, {"breadth_first": "depth"}),
     "FRONTIER_HOST_CONCURRENCY": Number(integer=True, low=1),
     "FRONTIER_IP_CONCURRENCY": Number(integer=True),  # 0: politeness per name only
+    "FRONTIER_IP_DELAY": Number(blank=True),  # None or empty: FRONTIER_MIN_DELAY
     "FRONTIER_HOST_MAX_FAILURES": Number(integer=True, low=1),
-    # 32: the window is a bit mask (a Lua number in the Redis frontier); 0 turns it off
-    "FRONTIER_HOST_FAILURE_WINDOW": Number(integer=True, high=32),
-    "FRONTIER_HOST_MAX_FAILURE_RATIO": Number(above=True, high=1),
     "FRONTIER_LEASE_TTL": Number(above=True),
     "FRONTIER_SHARDS": Number(integer=True, low=1, high=1024),
     "FRONTIER_SEEN_EXACT_LIMIT": Number(integer=True, low=-1),  # -1: exact whatever the size
     "FRONTIER_REPLICA_WAIT": Number(integer=True, low=0, high=16),
     "DATABASE_PARTITIONS": Number(integer=True, high=1024),
     "FRONTIER_MAX_BACKLOG": Number(integer=True),  # 0: no bound
-    "FRONTIER_MAX_BACKLOG_BYTES": Number(integer=True),  # 0: no bound
     "REDIS_CLUSTER": Choice(("auto", "yes", "no")),
     "RECRAWL_INTERVAL": Number(),
     "ROBOTSTXT_CACHE_EXPIRY": Number(),

@@ -92,6 +92,19 @@ KNOBS: dict[str, Knob] = {
                              "publishes for /metrics (at least 0.1)"),
     "record_interval": Knob(5.0, Number(above=True), "seconds between two snapshots of the "
                             "crawl record"),
+    "host_failure_window": Knob(20, Number(integer=True, high=32), "a host is also given "
+                                "up when host_failure_ratio of its last this many fetches "
+                                "failed, successes between them or not (at most 32: a bit mask "
+                                "in the Redis frontier); 0: only FRONTIER_HOST_MAX_FAILURES in "
+                                "a row"),
+    "host_failure_ratio": Knob(0.5, Number(above=True, high=1), "the share of a host's last "
+                               "host_failure_window fetches that, failed, give it up"),
+    "robots_retry_times": Knob(2, Number(integer=True), "tries again of a robots.txt answered "
+                               "with a 5xx or 429, or unreachable, before its host is given up "
+                               "(the host is held meanwhile, robots_retry_delay apart)"),
+    "max_backlog_bytes": Knob(8 * 1024 * 1024, Number(integer=True), "bytes of fetched pages "
+                              "not yet acknowledged past which a worker stops taking work, "
+                              "beside FRONTIER_MAX_BACKLOG's count; 0: no bound"),
 }  # fmt: skip
 
 

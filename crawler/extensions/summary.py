@@ -24,9 +24,9 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
 from crawler.backends.registry import backend_class
-from crawler.config import defaults
 from crawler.config.features import crawldb_enabled
 from crawler.extensions.tally import CrawlTally
+from crawler.index.config import IndexConfig
 from crawler.report.policies import policy_line
 from crawler.report.tally import busiest_line, is_ok
 
@@ -40,15 +40,13 @@ class CrawlSummary:
     """Logs the summary when the engine stops (after every other extension has written its
     stats), from the crawl's tally."""
 
-    def __init__(self, crawler: Crawler, enabled: bool = True) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.enabled = enabled
         self.reason = ""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
-        enabled = crawler.settings.getbool("CRAWL_SUMMARY", defaults.CRAWL_SUMMARY)
-        ext = cls(crawler, enabled)
+        ext = cls(crawler)
         crawler.signals.connect(ext.spider_closed, signals.spider_closed)
         crawler.signals.connect(ext.engine_stopped, signals.engine_stopped)
         return ext
@@ -72,8 +70,6 @@ class CrawlSummary:
         settings = self.crawler.settings
         if not settings.getbool("STATS_DUMP") and logger.isEnabledFor(logging.DEBUG):
             logger.debug("Scrapy stats:\n%s", pprint.pformat(values))
-        if not self.enabled:
-            return
         spider = getattr(self.crawler, "spider", None)
         name = getattr(spider, "name", None) or "crawl"
         tally = self._tally()
@@ -97,8 +93,9 @@ class _SettingsView:
     def __init__(self, settings: Any) -> None:
         self.jobdir = settings.get("JOBDIR") or ""
         self.stats_file = settings.get("STATS_FILE") or ""
-        self.index_enabled = settings.getbool("INDEX_ENABLED", defaults.INDEX_ENABLED)
-        self.index_path = str(settings.get("INDEX_PATH") or "")
+        index = IndexConfig.from_settings(settings)
+        self.index_enabled = index.enabled
+        self.index_path = str(index.path or "")
         self.crawldb = crawldb_enabled(settings)
         # a frontier kept outside this process without a JOBDIR: a shared one (Redis)
         store = backend_class(settings, "frontier_store")

@@ -17,7 +17,7 @@ class FrontierConfig(FeatureConfig):
     priority_policy: str = setting("FRONTIER_PRIORITY_POLICY")
     lease_ttl: float = setting("FRONTIER_LEASE_TTL")
     max_backlog: int = setting("FRONTIER_MAX_BACKLOG")
-    max_backlog_bytes: int = setting("FRONTIER_MAX_BACKLOG_BYTES")
+    max_backlog_bytes: int = knob("max_backlog_bytes")
     idle_horizon: float = knob("idle_horizon")
     join_wait: float = knob("join_wait")
     link_slice: int = knob("link_slice")

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from crawler.config import defaults
 from crawler.config.schema import read_settings
+from crawler.config.tuning import knob_default
 
 # A failed fetch (no answer, or a 5xx) holds its host min_delay x 2^(failures - 1) beyond the
 # usual rest, ``failures`` being those among its last failure_window fetches (in a row when the
@@ -19,7 +20,8 @@ from crawler.config.schema import read_settings
 # DOWNLOAD_TIMEOUT, if it hangs) at every turn.
 FAILURE_BACKOFF_MAX = 600.0
 
-# The policy's fields and the settings they come from.
+# The policy's fields and the settings they come from, then the TUNING knobs (the failure
+# window is the test-turned tuning of the give-up rule; an operator sets max_failures).
 _SETTINGS = {
     "min_delay": "FRONTIER_MIN_DELAY",
     "delay_factor": "FRONTIER_DELAY_FACTOR",
@@ -27,9 +29,8 @@ _SETTINGS = {
     "host_concurrency": "FRONTIER_HOST_CONCURRENCY",
     "max_crawl_delay": "FRONTIER_MAX_CRAWL_DELAY",
     "max_failures": "FRONTIER_HOST_MAX_FAILURES",
-    "failure_window": "FRONTIER_HOST_FAILURE_WINDOW",
-    "max_failure_ratio": "FRONTIER_HOST_MAX_FAILURE_RATIO",
 }
+_KNOBS = {"failure_window": "host_failure_window", "max_failure_ratio": "host_failure_ratio"}
 
 
 class SettingsSource(Protocol):
@@ -49,7 +50,7 @@ class PolitenessPolicy:
     failure holds it longer (:meth:`backoff`). A fetch failed when no answer came (timeout,
     refused, reset) or the answer was 5xx: a 503 is an answer, but a host that gives it to half
     its pages is as broken for a crawl as one that drops half its connections (and a 503 is
-    asked again up to RETRY_AFTER_TIMES times, so such a host fails most of its fetches).
+    asked again up to RETRY_TIMES times, so such a host fails most of its fetches).
     """
 
     min_delay: float = defaults.FRONTIER_MIN_DELAY
@@ -58,8 +59,8 @@ class PolitenessPolicy:
     host_concurrency: int = defaults.FRONTIER_HOST_CONCURRENCY
     max_crawl_delay: float = defaults.FRONTIER_MAX_CRAWL_DELAY
     max_failures: int = defaults.FRONTIER_HOST_MAX_FAILURES
-    failure_window: int = defaults.FRONTIER_HOST_FAILURE_WINDOW
-    max_failure_ratio: float = defaults.FRONTIER_HOST_MAX_FAILURE_RATIO
+    failure_window: int = knob_default("host_failure_window")
+    max_failure_ratio: float = knob_default("host_failure_ratio")
 
     @property
     def window_failures(self) -> int:
@@ -106,8 +107,11 @@ class PolitenessPolicy:
 
 
 def politeness_from_settings(settings: SettingsSource) -> PolitenessPolicy:
-    """The crawl's policy from its FRONTIER_* settings (Scrapy's settings or any mapping), read
-    and checked by the settings schema; :class:`~crawler.config.schema.SettingsError` names
-    every setting that cannot be used."""
-    values = read_settings(_SETTINGS.values(), settings.get)
-    return PolitenessPolicy(**{f.name: values[_SETTINGS[f.name]] for f in fields(PolitenessPolicy)})
+    """The crawl's policy from its FRONTIER_* settings and TUNING knobs (Scrapy's settings or
+    any mapping), read and checked by the settings schema;
+    :class:`~crawler.config.schema.SettingsError` names every setting that cannot be used."""
+    values = read_settings([*_SETTINGS.values(), "TUNING"], settings.get)
+    tuned = values["TUNING"] or {}
+    given = {key: values[name] for key, name in _SETTINGS.items()}
+    given.update({key: tuned.get(k, knob_default(k)) for key, k in _KNOBS.items()})
+    return PolitenessPolicy(**{f.name: given[f.name] for f in fields(PolitenessPolicy)})

@@ -4,9 +4,10 @@ Stock ``RetryMiddleware`` retries these at once and drops the page after ``RETRY
 that says "slow down" gets hit again within milliseconds. Here a 429/503 holds the whole host in
 the frontier (the ``host_hold`` signal) for its ``Retry-After`` (seconds or an HTTP date;
 :data:`DEFAULT_WAIT` when absent or unreadable) and re-queues the request, at most
-``RETRY_AFTER_TIMES`` times. A host asking for more than ``RETRY_AFTER_MAX`` is skipped: its
-requests are refused without touching the network, rather than the crawl waiting for hours.
-``RETRY_HTTP_CODES`` (settings.py) leaves 429 and 503 out, so the two never compete.
+``RETRY_TIMES`` times (Scrapy's setting: one count for every answer that says "try again"). A
+host asking for more than :data:`MAX_WAIT` is skipped: its requests are refused without touching
+the network, rather than the crawl waiting for hours. ``RETRY_HTTP_CODES`` (settings.py) leaves
+429 and 503 out, so the two never compete.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
-from crawler.config import defaults
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,9 @@ ATTEMPTS_META = "retry_after_times"
 CODES = frozenset({429, 503})
 #: Seconds a host is held when its 429/503 has no (readable) Retry-After.
 DEFAULT_WAIT = 60.0
+#: Seconds past which a Retry-After skips its host instead: a host that asks for more than an
+#: hour is down for this crawl (and the robots.txt retries stop at an hour too).
+MAX_WAIT = 3600.0
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -58,8 +61,8 @@ class RetryAfterMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.default = DEFAULT_WAIT
-        self.max = settings.getfloat("RETRY_AFTER_MAX", defaults.RETRY_AFTER_MAX)
-        self.times = settings.getint("RETRY_AFTER_TIMES", defaults.RETRY_AFTER_TIMES)
+        self.max = MAX_WAIT
+        self.times = settings.getint("RETRY_TIMES")
         self.skipped: set[str] = set()
         self._logged: set[tuple[str, str]] = set()
 
@@ -71,7 +74,7 @@ class RetryAfterMiddleware:
         host = urlparse_cached(request).hostname or ""
         if host in self.skipped:
             self._inc("retry_after/refused")
-            raise IgnoreRequest(f"{host} asked to wait longer than RETRY_AFTER_MAX")
+            raise IgnoreRequest(f"{host} asked to wait longer than {MAX_WAIT:.0f}s")
         return None
 
     def process_response(
@@ -105,19 +108,19 @@ class RetryAfterMiddleware:
                 host,
                 "too_long",
                 "Skipping host %s: %s answered %d with Retry-After %.0fs, more than "
-                "RETRY_AFTER_MAX (%.0fs)",
+                "the most a host may ask for (%.0fs)",
                 host,
                 request.url,
                 response.status,
                 delay,
                 self.max,
             )
-            raise IgnoreRequest(f"Retry-After {delay:.0f}s is more than RETRY_AFTER_MAX")
+            raise IgnoreRequest(f"Retry-After {delay:.0f}s is more than {self.max:.0f}s")
         attempts = request.meta.get(ATTEMPTS_META, 0) + 1
         if attempts > self.times:
             self._inc("retry_after/gave_up")
             logger.info(
-                "Gave up %s after %d answers %d (RETRY_AFTER_TIMES is %d)",
+                "Gave up %s after %d answers %d (RETRY_TIMES is %d)",
                 request.url,
                 attempts,
                 response.status,

@@ -6,7 +6,7 @@
   *held* in the frontier (signal ``host_hold``), so its URLs stay queued (on disk with a JOBDIR)
   and nothing of it is handed out; robots.txt is fetched again after ``TUNING``'s
   ``robots_retry_delay`` seconds (doubling each time, or the server's ``Retry-After``), up to
-  ``ROBOTSTXT_RETRY_TIMES`` times, as the host's first request. A request that still arrives
+  ``robots_retry_times`` times, as the host's first request. A request that still arrives
   meanwhile (one already in flight) is *parked* and goes back to the scheduler when a retry
   succeeds. When the retries are used up, the origin is given up for this crawl: its parked
   requests are announced with ``requests_unfetched`` (a crawl database keeps them as due, so

@@ -26,12 +26,20 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from crawler.config.schema import read_settings
+from crawler.config.typed import FeatureConfig, setting
 from crawler.net.signatures import DRAFT, RequestSigner, load_private_key
 
 logger = logging.getLogger(__name__)
 
-_SETTINGS = ("FROM_ADDRESS", "SIGNATURE_KEY_FILE", "SIGNATURE_AGENT")
+
+class IdentityConfig(FeatureConfig):
+    """What the identity settings say: the From mailbox, and the key and origin requests are
+    signed with (crawler/config/defaults.py has the reasons; the schema checks the mailbox, the
+    origin, and that a key comes with its origin)."""
+
+    from_address: str = setting("FROM_ADDRESS")  # empty: no From header
+    key_file: str = setting("SIGNATURE_KEY_FILE")  # empty: requests are not signed
+    agent: str = setting("SIGNATURE_AGENT")
 
 
 class IdentityMiddleware:
@@ -45,14 +53,14 @@ class IdentityMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IdentityMiddleware:
         # every problem at once, in the schema's words (SettingsError: a ValueError)
-        values = read_settings(_SETTINGS, crawler.settings.get)
-        key_file = str(values["SIGNATURE_KEY_FILE"] or "")
-        if not values["FROM_ADDRESS"] and not key_file:
+        config = IdentityConfig.from_settings(crawler.settings)
+        key_file = config.key_file
+        if not config.from_address and not key_file:
             raise NotConfigured  # the default: no message, no warning on every crawl
         signer = None
         if key_file:
             path = os.path.expanduser(key_file)
-            signer = RequestSigner(load_private_key(path), values["SIGNATURE_AGENT"])
+            signer = RequestSigner(load_private_key(path), config.agent)
             if os.stat(path).st_mode & 0o077:
                 logger.warning(
                     "%s can be read by other users than its owner: chmod 600 it (whoever reads "
@@ -65,7 +73,7 @@ class IdentityMiddleware:
                 signer.keyid,
                 signer.agent,
             )
-        return cls(crawler, values["FROM_ADDRESS"], signer)
+        return cls(crawler, config.from_address, signer)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if self.from_address is not None and b"From" not in request.headers:

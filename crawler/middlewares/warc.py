@@ -197,7 +197,7 @@ class WarcCaptureMiddleware:
             self.namer,
             lambda name, date: warcinfo(name, fields, date),
             max_size=config.max_size,
-            fsync=config.fsync,
+            fsync=True,  # once per closed file: a power cut must not leave a renamed, empty one
         )
         digests = build_backend(
             crawler,

@@ -41,6 +41,7 @@ from crawler.config import defaults
 from crawler.content.canonical import CanonicalChains
 from crawler.content.config import NeardupConfig
 from crawler.index import Index, PageDocument
+from crawler.index.config import IndexConfig
 from crawler.offload.components import ContentWorker, index_worker
 from crawler.robots.usage import SEARCH
 
@@ -75,7 +76,7 @@ class IndexPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
         s = crawler.settings
-        if not s.getbool("INDEX_ENABLED", defaults.INDEX_ENABLED):
+        if not IndexConfig.from_settings(s).enabled:
             raise NotConfigured("INDEX_ENABLED is off")
         return cls(
             crawler,

@@ -42,7 +42,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawler.config import defaults
 from crawler.config.tuning import knob_default
 from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import (
@@ -101,7 +100,7 @@ class RobotsBook:
         expiry: float = DEFAULT_EXPIRY,
         max_size: int = MAX_SIZE,
         retry_delay: float = knob_default("robots_retry_delay"),
-        retry_times: int = defaults.ROBOTSTXT_RETRY_TIMES,
+        retry_times: int = knob_default("robots_retry_times"),
         max_retry_delay: float = MAX_RETRY_DELAY,
         claim_seconds: float = 600.0,
         max_origins: int = knob_default("robots_book_size"),

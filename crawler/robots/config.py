@@ -19,6 +19,6 @@ class RobotsConfig(FeatureConfig):
     user_agent: str | None = setting("ROBOTSTXT_USER_AGENT")  # None: USER_AGENT's token
     cache_expiry: float = setting("ROBOTSTXT_CACHE_EXPIRY")
     retry_delay: float = knob("robots_retry_delay")
-    retry_times: int = setting("ROBOTSTXT_RETRY_TIMES")
+    retry_times: int = knob("robots_retry_times")
     cache_path: str = setting("ROBOTSTXT_CACHE_PATH")  # empty: JOBDIR or the crawl database's
     book_size: int = knob("robots_book_size")

@@ -71,7 +71,7 @@ class FrontierScheduler(BaseScheduler):
     for.
 
     While the pages fetched and not yet acknowledged reach ``FRONTIER_MAX_BACKLOG`` (or
-    ``FRONTIER_MAX_BACKLOG_BYTES``), ``next_request`` hands out nothing (see
+    ``TUNING``'s ``max_backlog_bytes``), ``next_request`` hands out nothing (see
     ``crawler.scheduler.leases``), so a killed worker leaves little fetched work behind.
     """
 

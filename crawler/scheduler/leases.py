@@ -12,7 +12,7 @@ the frontier expires the rest (their URLs come back).
 The **backlog** is the pages fetched for the spider whose leases are not acknowledged yet
 (waiting for the content thread, the spider or the pipelines). A worker killed then loses them
 all: another worker fetches each again once its lease expires. So while the backlog holds
-``FRONTIER_MAX_BACKLOG`` pages or ``FRONTIER_MAX_BACKLOG_BYTES`` bytes the scheduler hands out
+``FRONTIER_MAX_BACKLOG`` pages or ``TUNING``'s ``max_backlog_bytes`` bytes the scheduler hands out
 nothing (:meth:`LeaseTracker.backlog_full`), and the engine is woken when it drains below both
 (``drained``): a kill costs at most the read-ahead, the fetches in flight and that bound.
 

@@ -102,7 +102,7 @@ class FrontierStats:
         if reason == "host_dead":
             logger.warning(
                 "Giving up host %s after %d failed fetches in a row or %s%% of its last %d "
-                "(FRONTIER_HOST_MAX_FAILURES, FRONTIER_HOST_MAX_FAILURE_RATIO); "
+                "(FRONTIER_HOST_MAX_FAILURES; TUNING's host_failure_ratio); "
                 "%d queued URLs dropped",
                 host,
                 p.max_failures,

@@ -73,6 +73,32 @@ EXACT_LAYOUT_SIZE = 2_000_000
 BATCH_LINGER = 0.01
 
 
+# Every command the crawl runs on its keys (tests/test_acl_probes.py finds them in the code:
+# redis-py's calls, the fenced writes, the Lua scripts' redis.call), with the arguments after
+# the key that make a valid call: Redis checks a call's arity before the user's rights, so a
+# probe of the wrong arity would pass whatever the rights. Probed on a partition's key.
+KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
+    "APPEND": ("",), "DEL": (), "EXISTS": (), "GET": (), "GETRANGE": (0, 0), "HDEL": ("f",),
+    "HGET": ("f",), "HGETALL": (), "HINCRBY": ("f", 1), "HINCRBYFLOAT": ("f", 1),
+    "HKEYS": (), "HLEN": (), "HMGET": ("f",), "HSCAN": (0,), "HSET": ("f", ""),
+    "HSETNX": ("f", ""), "HVALS": (), "INCR": (), "INCRBY": (1,), "LLEN": (), "LPOP": (),
+    "LPUSH": ("",), "LRANGE": (0, 0), "MEMORY USAGE": (), "MGET": (), "PEXPIRE": (1,),
+    "PTTL": (),
+    "RPOP": (), "RPUSH": ("",), "SADD": ("",), "SCARD": (), "SET": ("",),
+    "SETRANGE": (0, ""), "SMEMBERS": (), "SMISMEMBER": ("",), "SREM": ("",), "STRLEN": (),
+    "UNLINK": (), "WATCH": (), "XACK": ("g", "0-1"), "XADD": ("*", "f", ""),
+    "XAUTOCLAIM": ("g", "c", 0, "0-0"), "XDEL": ("0-1",), "XGROUP CREATE": ("g", "0"),
+    "XLEN": (), "ZADD": (0, ""), "ZCARD": (), "ZCOUNT": (0, 0), "ZRANGE": (0, 0),
+    "ZRANK": ("",), "ZREM": ("",), "ZREMRANGEBYSCORE": (0, 0), "ZSCORE": ("",),
+}  # fmt: skip
+# The commands on no key: each as probed
+KEYLESS_COMMANDS: tuple[tuple[Any, ...], ...] = (
+    ("PING",), ("TIME",), ("COMMAND", "INFO", "BF.MADD"), ("INFO", "server"),
+    ("CONFIG", "GET", "maxmemory-policy"), ("SCRIPT", "LOAD", "return 1"),
+    ("SCAN", 0, "COUNT", 1),
+)
+
+
 def check_crawl(client: Any, meta: str, crawl: str, wanted: dict[str, str]) -> list[str]:
     """Store the crawl's layout and the settings every worker must share, if this is the
     crawl's first worker; else compare. One message per problem."""
@@ -155,7 +181,7 @@ class RedisFrontierStore(MemoryFrontierStore):
                 bloom: bool | None = self._seen_config(client).bloom
             except NoPermissionError:
                 bloom = None  # COMMAND refused: its probe names it
-            probes = self._acl_probes(bloom)
+            probes = self._acl_probes(bloom, client)
             refused = refused_commands(client, list(probes))
         except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
             return [f"Redis at {where} refused the crawl's login: {exc}"]
@@ -177,16 +203,18 @@ class RedisFrontierStore(MemoryFrontierStore):
             )
         return problems
 
-    def _acl_probes(self, bloom: bool | None) -> dict[tuple[Any, ...], str | None]:
+    def _acl_probes(
+        self, bloom: bool | None, client: Any
+    ) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
         the key or channel each names: the crawl-wide keys, a partition's, the seeds list,
-        the wake-up channels, the seen-set's ``BF.*`` if it uses RedisBloom (``bloom``)."""
+        the wake-up channels, the seen-set's ``BF.*`` if it uses RedisBloom (``bloom``);
+        every command it runs on its keys (:data:`KEY_COMMANDS`) and on none; ``ROLE`` and
+        ``WAIT`` if its writes wait for replicas; ``CLUSTER SLOTS`` on a cluster."""
         k, part = self.keys, PartitionKeys(self.key, 0, self.partition_count)
         no_script = "0" * 40  # EVALSHA is checked like the frontier's scripts, none run
         probes: list[tuple[tuple[Any, ...], str | None]] = [
-            (("PING",), None),
-            (("TIME",), None),
-            (("COMMAND", "INFO", "BF.MADD"), None),
+            *((command, None) for command in KEYLESS_COMMANDS),
             (("HGETALL", k.meta), k.meta),
             (("HSETNX", k.meta, "layout", LAYOUT), k.meta),
             (("EVALSHA", no_script, 1, k.meta), k.meta),
@@ -198,6 +226,12 @@ class RedisFrontierStore(MemoryFrontierStore):
             (("LLEN", k.seeds), k.seeds),
             (("LPOP", k.seeds, 1), k.seeds),
         ]
+        for name, tail in KEY_COMMANDS.items():
+            probes.append(((*name.split(), part.out, *tail), part.out))
+        if self.config.replica_wait:  # a fenced write waits for its replicas
+            probes += [(("ROLE",), None), (("WAIT", 0, 0), None)]
+        if is_cluster(client):
+            probes.append((("CLUSTER", "SLOTS"), None))
         for channel in (k.wake, k.handover):
             probes += [(("SUBSCRIBE", channel), channel), (("PUBLISH", channel, ""), channel)]
         if bloom:
@@ -246,6 +280,8 @@ class RedisFrontierStore(MemoryFrontierStore):
             rules.append("(the +bf.* with RedisBloom)")
         if is_cluster(client):
             rules.append("+cluster|slots")
+        if self.config.replica_wait:
+            rules.append("+role")
         return (
             f"Redis at {where} refuses the crawl's user {', '.join(what)}: give it "
             f"what docs/topics/fleet.md (An ACL user) lists: {' '.join(rules)}"

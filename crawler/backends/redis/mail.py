@@ -32,6 +32,11 @@ credits     3 items per URL seen before that the page gives cash to: its identit
             URL), cash (nil: the previous credit's, 0.0 before the first), policy index
 ==========  ===================================================================================
 
+A letter is added once: a sender sends a batch whose reply was lost again, whole, and the
+frontier's call that wrote it may run again and write it alike; ``lua/post.lua`` adds a letter
+only when its digest differs from the last one the same sender added to that inbox (the mark
+``{tag}:in:<worker>``), so its links, cash and counts travel once.
+
 Host names and referrers are Huffman-coded (:mod:`crawler.frontier.urlcode`) when ASCII (msgpack
 bytes), else kept as text. An entry's ``id`` (a store's row id) does not travel: the owner's
 store gives its own. A negative priority travels as 0, as the owner's frontier would clamp it.
@@ -50,13 +55,16 @@ for ~115 B.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import Any, Protocol
 
 import msgpack
 import redis
 from redis.cluster import RedisCluster
+from redis.exceptions import AskError, NoScriptError
 
 from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
@@ -74,6 +82,11 @@ ACK_CHUNK = MAX_ARGUMENTS - 1
 CLAIM_ROUNDS = 4
 LETTERS_PER_READ = 256  # letters read from one inbox at a time
 READS_PER_CALL = 8  # reads of one inbox per call at most (a backlog drains over a few calls)
+POST_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/post.lua").read_text()
+POST_SHA = hashlib.sha1(POST_SOURCE.encode()).hexdigest()
+# How long an inbox remembers the last letter a sender added (ms): a letter sent again later
+# than this (an outage longer than a day) is added twice, as if it were not marked
+MARK_TTL_MS = 86_400_000
 
 
 @dataclass
@@ -211,31 +224,104 @@ class Mailboxes:
     GROUP = "owner"
 
     def __init__(
-        self, client: redis.Redis | Any, partition_keys: Callable[[int], PartitionKeys]
+        self,
+        client: redis.Redis | Any,
+        partition_keys: Callable[[int], PartitionKeys],
+        sender: str = "",
     ) -> None:
         self.client = client
         self.partition_keys = partition_keys
+        self.sender = sender  # the sending worker: its mark in each inbox
         self._cluster = isinstance(client, RedisCluster)
+        # letters handed to send() and not known to be in their inboxes, in order
+        self._unsent: list[dict[int, bytes]] = []
 
     def _inbox(self, index: int) -> str:
         return self.partition_keys(index).inbox
+
+    @property
+    def unsent(self) -> int:
+        """Batches of letters whose sending failed: sent first at the next :meth:`send`."""
+        return len(self._unsent)
 
     def send(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None = None) -> None:
         """Add each letter to its partition's inbox (partition index -> packed letter), in one
         round trip (a cluster client's pipeline sends each master its part), and publish
         ``wake`` (channel, message) with them (on a cluster, after them: a cluster pipeline
-        takes no PUBLISH). XADD makes the stream when there is none yet: a sender need not
-        wait for the owner to open it."""
-        if not letters:
-            return
-        pipe = self.client.pipeline(transaction=False)
+        takes no PUBLISH). ``lua/post.lua`` makes the stream when there is none yet (a sender
+        need not wait for the owner to open it) and adds a letter once: a letter is sent
+        again, whole, when the reply was lost, and the call that wrote it may run again and
+        write it alike, neither of which may add links, OPIC cash or counts twice.
+
+        Letters whose sending fails are kept, and sent first at the next call (``letters``
+        may be empty then): the caller hands each batch over once."""
+        if letters:
+            self._unsent.append(dict(letters))
+        while self._unsent:
+            self._post(self._unsent[0], wake)
+            del self._unsent[0]
+
+    def _post(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None) -> None:
+        """One batch: each letter through ``lua/post.lua``, with the inbox's mark of this
+        sender. A cluster client's pipeline takes no script: there each master holding an
+        inbox gets its letters in a pipeline of its own, one round trip each."""
+        calls = []
         for index, blob in letters.items():
-            pipe.xadd(self._inbox(index), {FIELD: blob})
-        if wake is not None and not self._cluster:
-            pipe.publish(*wake)
-        pipe.execute()
-        if wake is not None and self._cluster:
+            inbox = self._inbox(index)
+            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            calls.append((inbox, f"{inbox}:{self.sender}", digest, blob))
+        if not self._cluster:
+            if self._run(self.client, calls, wake):
+                raise redis.ResponseError("MOVED from a Redis that is no cluster")
+            return
+        by_node: dict[str, tuple[Any, list[tuple[str, str, bytes, bytes]]]] = {}
+        for call in calls:
+            node = self.client.get_node_from_key(call[0])
+            by_node.setdefault(node.name, (node, []))[1].append(call)
+        for node, part in by_node.values():
+            moved = self._run(self.client.get_redis_connection(node), part, None)
+            for call in moved:  # one by one: the cluster client follows MOVED and ASK
+                self._redirected(call)
+        if wake is not None:
             self.client.publish(*wake)
+
+    def _redirected(self, call: tuple[str, str, bytes, bytes]) -> None:
+        """A letter whose slot moves (a reshard): the cluster client sends it where the slot
+        is now, or is moving to (``ASKING``), loading the script on every master if that
+        node lacks it."""
+        inbox, mark, digest, blob = call
+        for attempt in range(2):
+            try:
+                self.client.evalsha(POST_SHA, 2, inbox, mark, digest, MARK_TTL_MS, FIELD, blob)
+                return
+            except NoScriptError:
+                if attempt:
+                    raise
+                self.client.script_load(POST_SOURCE)
+
+    def _run(
+        self,
+        server: redis.Redis,
+        calls: list[tuple[str, str, bytes, bytes]],
+        wake: tuple[str, bytes] | None,
+    ) -> list[tuple[str, str, bytes, bytes]]:
+        """The ``calls`` (inbox, mark, digest, letter) on one server in one pipeline, the
+        script loaded first if the server lacks it (the batch then goes again: it adds once).
+        Returns the calls refused with ``MOVED`` or ``ASK`` (a cluster's slot moving)."""
+        for _ in range(2):
+            pipe = server.pipeline(transaction=False)
+            for inbox, mark, digest, blob in calls:
+                pipe.evalsha(POST_SHA, 2, inbox, mark, digest, MARK_TTL_MS, FIELD, blob)
+            if wake is not None:
+                pipe.publish(*wake)
+            replies = pipe.execute(raise_on_error=False)
+            failed = [r for r in replies if isinstance(r, Exception)]
+            if not any(isinstance(r, NoScriptError) for r in failed):
+                break
+            server.script_load(POST_SOURCE)
+        if any(not isinstance(r, AskError) for r in failed):  # MOVED is an AskError too
+            raise next(r for r in failed if not isinstance(r, AskError))
+        return [c for c, r in zip(calls, replies, strict=False) if isinstance(r, AskError)]
 
     def open(self, index: int) -> None:
         """Make sure the partition's inbox has the group :attr:`GROUP` (a new owner calls this

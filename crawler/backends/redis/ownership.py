@@ -13,7 +13,11 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
   over the live workers, the remainder to the first of them by name, so 16 partitions over 3
   workers settle 6/5/5): ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker
   tries the partitions in its own order (rendezvous hashing of worker and index), so joining
-  workers do not all race for partition 0 and a worker's share is stable from beat to beat;
+  workers do not all race for partition 0 and a worker's share is stable from beat to beat.
+  A claim whose reply is lost (the connection dropped after Redis set the lease) is
+  recognised by the lease's value, the worker's own: a ``GET`` in the claim's pipeline tells
+  a client that resent it, and the next beat reads the leases of a claim that failed, so the
+  partition is served at once, not left leased to nobody who knows for a TTL;
 - names the partitions it owns beyond the share (``surplus``), and those surplus for
   ``HANDOVER_BOUND`` seconds (``overdue``).
 
@@ -131,6 +135,9 @@ class PartitionOwnership:
         # the renewals' own writers: the owner's writer buffers the frontier's writes, which a
         # beat must neither send early nor drop
         self._renewers: dict[int, FencedWriter] = {}
+        # index -> lease value of a claim whose outcome is unknown (its reply was lost): the
+        # next beat reads the lease, and owns the partition if the value is this one
+        self._unsure: dict[int, str] = {}
 
     # -- the beat -----------------------------------------------------------------------------
 
@@ -167,9 +174,21 @@ class PartitionOwnership:
         pipe.zrange(self.members, 0, -1)
         for keys in self.partitions:
             pipe.exists(keys.lease)
+        unsure = dict(self._unsure)
+        for index in unsure:
+            pipe.get(self.partitions[index].lease)
         replies = pipe.execute()
+        self._unsure.clear()  # read: known now (a failed read leaves them for the next beat)
+        held = replies[len(replies) - len(unsure) :]
+        replies = replies[: len(replies) - len(unsure)]
         live, taken = replies[-1 - self.count], replies[-self.count :]
+        adopted = [
+            self._own(index, value)
+            for (index, value), lease in zip(unsure.items(), held, strict=True)
+            if lease == value.encode() and index not in self.owned
+        ]
         beat = Beat(lost=self._renew())
+        beat.claimed = [o for o in adopted if o.keys.index in self.owned]
         if quiet:
             return beat
         share = fair_share(self.count, [m.decode() for m in live], self.worker)
@@ -177,7 +196,7 @@ class PartitionOwnership:
             free = [
                 i for i in self.order if not taken[i] and i not in self.owned and i not in beat.lost
             ]
-            beat.claimed = self._claim(free[: share - len(self.owned)])
+            beat.claimed += self._claim(free[: share - len(self.owned)])
         elif len(self.owned) > share:
             by_preference = [i for i in self.order if i in self.owned]
             beat.surplus = by_preference[share:]
@@ -201,7 +220,12 @@ class PartitionOwnership:
     def _claim(self, candidates: list[int]) -> list[Ownership]:
         """Claim the ``candidates`` (free a moment ago): a new epoch each, then the lease if it
         is still free. A partition another worker took in between is simply not claimed (its
-        epoch rose for nothing: epochs only need to grow)."""
+        epoch rose for nothing: epochs only need to grow).
+
+        Whether a claim was won is read back, not taken from the ``SET NX`` reply: a client
+        that resends the pipeline after a lost reply gets "not set" for a lease it set, and
+        the lease's value, the worker's own with a fresh epoch, is what tells. A pipeline
+        that fails leaves its claims unsure, for the next beat to read."""
         if not candidates:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -212,18 +236,26 @@ class PartitionOwnership:
         pipe = self.client.pipeline(transaction=False)
         for index, value in zip(candidates, values, strict=True):
             pipe.set(self.partitions[index].lease, value, nx=True, px=self.ttl_ms)
-        claimed = []
-        for index, epoch, value, won in zip(
-            candidates, epochs, values, pipe.execute(), strict=True
-        ):
-            if not won:
-                continue
-            keys = self.partitions[index]
-            ownership = Ownership(keys, epoch, self._writer(keys, value), value)
-            self.owned[index] = ownership
-            self._renewers[index] = self._writer(keys, value, numbered=False)
-            claimed.append(ownership)
-        return claimed
+            pipe.get(self.partitions[index].lease)
+        try:
+            held = pipe.execute()[1::2]
+        except Exception:
+            self._unsure.update(zip(candidates, values, strict=True))
+            raise
+        return [
+            self._own(index, value)
+            for index, value, lease in zip(candidates, values, held, strict=True)
+            if lease == value.encode()
+        ]
+
+    def _own(self, index: int, value: str) -> Ownership:
+        """Take partition ``index`` up under the lease ``value`` (``<worker>/<epoch>``)."""
+        keys = self.partitions[index]
+        epoch = int(value.rpartition("/")[2])
+        ownership = Ownership(keys, epoch, self._writer(keys, value), value)
+        self.owned[index] = ownership
+        self._renewers[index] = self._writer(keys, value, numbered=False)
+        return ownership
 
     # -- handing over -------------------------------------------------------------------------
 

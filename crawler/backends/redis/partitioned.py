@@ -124,7 +124,7 @@ class PartitionedFrontier(Frontier):
         self.ownership = PartitionOwnership(
             client, crawl, count, worker, partition_ttl, replicas=replicas
         )
-        self.mail = Mailboxes(client, self.keys)
+        self.mail = Mailboxes(client, self.keys, worker)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
         self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
@@ -283,12 +283,12 @@ class PartitionedFrontier(Frontier):
             if refused:
                 self._drop(part.index, refused.why)
             self._unwritten.pop(part.index, None)
-        if letters := self._outbox.letters:  # kept until sent (a call retried sends them then)
+        letters, self._outbox = self._outbox.letters, Outbox()
+        if letters or self.mail.unsent:  # kept until sent: the next call sends them then
             self.mail.send(
                 {index: pack_letter(letter) for index, letter in letters.items()},
                 wake=(self.crawl_keys.wake, MAIL),  # owners read their inboxes now
             )
-            self._outbox = Outbox()
 
     def read_mail(self) -> int:
         """Queue the letters waiting in the owned partitions' inboxes (:meth:`Mailboxes.

@@ -31,6 +31,7 @@ from crawler.index.base import (
     SearchResult,
     indexed_links,
 )
+from crawler.index.config import IndexConfig
 
 __all__ = ["SCHEMA_VERSION", "MergedIndex", "SQLiteIndex", "default_index_path", "to_fts_query"]
 
@@ -44,7 +45,7 @@ def default_index_path(settings: Any) -> str:
     Under ``JOBDIR`` the index travels with the job's other state (a resumed job keeps adding
     to it); without one the CWD is where ``scrapy search`` run from the project finds it.
     """
-    path = settings.get("INDEX_PATH")
+    path = IndexConfig.from_settings(settings).path
     if path:
         return str(path)
     jobdir = settings.get("JOBDIR")
