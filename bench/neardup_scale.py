@@ -311,7 +311,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
                 sources.append((int.from_bytes(rec[8:12], "big"), title, sketch, blocks, cover))
     if not sources:
         raise SystemExit("--bulk needs originals checked first (--bulk-base)")
-    names = {int(h): v.decode() for h, v in client.hgetall(keys.host_names).items()}
+    names = {int(h): v.decode() for v, h in client.hgetall(keys.host_ids).items()}
     bits = detector.table_bits
     put = detector.anchors
     t0 = time.perf_counter()
@@ -333,7 +333,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             url = f"http://{names.get(hid, '')}/bulk/{doc}.html"
             fp = hashlib.blake2b(b"fp%d" % doc, digest_size=8).digest()
             uh = hashlib.blake2b(url.encode(), digest_size=8).digest()
-            record = (fp + hid.to_bytes(4, "big") + url_part(url, names.get(hid, ""))
+            record = (fp + hid.to_bytes(4, "big") + url_part(url)
                       + encode_sketch(title, mixed, mixed_blocks, cover))
             if doc % SLOTS == 0 or doc == 1:
                 pipe.setrange(keys.table(doc // SLOTS), ENTRY * SLOTS - 1, b"\0")

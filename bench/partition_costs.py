@@ -84,23 +84,54 @@ commandstats`` (a second run, 435 us/page under load), EVALSHA took 291 us/page 
 most of them the near-duplicate store's scripts (its HGET, HSETNX and GETRANGE calls inside
 them: 40 a page); the frontier's own SMISMEMBER took 1 us/page.
 
-Where the partitioned frontier's Redis time goes (``INFO commandstats``, 1M, depth, 1 / 2
-workers): fenced EVALSHA calls, 2.8 / 1.5 a page (60 % of the Redis time; one per partition a
-page's new links go to: a worker owning all 16 partitions writes 2-3 a page), and the
-seen-test, 15 SMISMEMBER a page (one per exact bucket a page's untested links fall in; 7 at
-100,000 URLs, where more links repeat and the owner knows them for seen), 15 % of it. A page
-costs about 4 round trips with 1 worker: the seen-test of all its links (one pipeline whatever
-partitions they touch), a fenced call per partition written (the settled partition's links and
-acknowledgement in one), and a share of the lease calls.
+Where the partitioned frontier's Redis time goes: ``--callgrind`` runs the redis-server under
+callgrind and counts its instructions per page, the same whatever the machine's load (user
+space only: the kernel's share of each request, its read and write calls, is not counted; with
+``INFO cpu`` it was 10 % of Redis's CPU at 1M). Most of them are Lua: the fenced EVALSHA was
+72 % of Redis's instructions (100,000 URLs, depth, 1 worker), and within it each
+``redis.call`` costs ~6,500 instructions on top of its command, each ``tonumber`` ~2,000 (glibc
+``strtod``), a table of replies ~2,300 a write; the commands themselves were 14 %. So the fenced
+call reads the lease and its number in one ``MGET``, compares numbers as strings, reads each
+write's key and argument count from one packed string, and returns no replies; and the fenced
+calls of all the partitions a call writes go in one request (``fence.flush_together``; a cluster
+pipeline sends each node its part), then the letters, then the settled partition's links and
+acknowledgements (the order ``apply`` keeps). Requests a page, 1 worker owning 16 partitions:
+3.76 -> 2.95 (the seen-test of the page's links, the other partitions' links, the settled
+partition's call, a share of the lease calls); fenced calls a page stay 2.8 / 1.5 (1 / 2
+workers): one per partition written, each ~6,500 instructions for its lease check and number
+(``MGET``, ``SET``) and ~8,000 per write (SADD per exact bucket, RPUSH, HSET of the hosts'
+records, INCRBY of the seen count, HDEL of the page's id). Redis instructions per page, the
+code before -> after (``--callgrind --pages 2000``, 2026-12-05, one run each)::
+
+    .venv/bin/python bench/partition_costs.py --callgrind --sizes 100000 --pages 2000
+
+==========================================  ============  ===================================
+Redis instructions per page, 1 / 2 workers  before        after (after / before)
+==========================================  ============  ===================================
+100,000 URLs, depth                         442k / 406k   341k / 327k (0.77 / 0.81)
+100,000 URLs, OPIC                          508k / 425k   379k / 349k (0.75 / 0.82)
+1,000,000 URLs, depth                       557k / 506k   435k / 412k (0.78 / 0.81)
+==========================================  ============  ===================================
+
+Against the Lua frontier (no longer in the code, so not under callgrind), the CPU times
+measured before this change scaled by these ratios: at 1M under depth, from 168 / 151 us a
+page (1 / 2 workers, a quiet machine) to ~131 / ~122, 0.38 / 0.36 of the Lua one's 349 / 337
+(from a run at a load of 5, 123 us a page with 1 worker: ~96, 0.28); at 100,000 URLs under
+depth ~89 / ~67 us, 0.27 / 0.20 of 334 / ~332; under OPIC ~106 / ~66 us, 0.21 / ~0.2 of 501 /
+~330. Measured as CPU time, the code before and after alternating (1M URLs, depth, 5,000
+pages, two runs each, a load of 10-18): Redis 153 -> 121 us a page with 1 worker (0.79; 0.35
+of the Lua one's 349), 143 -> 130 with 2 (0.91; 0.38 of 337); worker CPU 767 -> 700 and 915 ->
+916 us. Depth at 1M is the configuration still above 1/3.
 
 What this shows against issue 37's targets:
 
-* Redis CPU per page: 0.25-0.48 of the Lua frontier's in the simulation (1/3 or better with 2
-  workers and under OPIC; 0.42-0.48 under depth at 1M, where a page's links are seldom known
-  seen), 0.34-0.41 in a real crawl, where the near-duplicate store now costs Redis more than
-  the frontier. On a Redis with RedisBloom the seen-test is one ``BF.MEXISTS`` per partition.
-  What is left is the fenced call per partition written: several partitions' calls could go in
-  one pipeline (``fence.py``).
+* Redis CPU per page: ~0.2-0.38 of the Lua frontier's in the simulation (the figures above
+  scaled by the instruction counts: 1/3 or better with 2 workers, under OPIC and at 100,000
+  URLs; ~0.28-0.38 under depth at 1M with 1 worker, where a page's links are seldom known
+  seen), 0.34-0.41 in a real crawl (measured before the fenced calls were made cheaper),
+  where the near-duplicate store now costs Redis more than the frontier. On a Redis with
+  RedisBloom the seen-test is one ``BF.MEXISTS`` per partition. What is left is Lua's own
+  cost around each write of the fenced calls (see above).
 * Worker CPU per page: 1.4-2.3x the Lua frontier's in the simulation (from ~3x: the algorithm
   runs in the worker, and each round trip costs the client more than the Lua one's single
   EVALSHA), 0.6-0.7 in a real crawl, where the worker's page work dominates.
@@ -132,6 +163,7 @@ import multiprocessing as mp
 import queue
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -384,6 +416,8 @@ def crawl(
         client = redis.Redis(host="127.0.0.1", port=port)
         client.config_resetstat()
         cpu0, wall0 = server_cpu(client), time.perf_counter()
+        sys0 = float(client.info("cpu")["used_cpu_sys"])
+        callgrind_dump(args)  # (the counts so far, thrown away)
         start.set()
         reports = []
         for _ in procs:
@@ -391,6 +425,8 @@ def crawl(
             if "error" in reports[-1]:
                 raise RuntimeError(reports[-1]["error"])
         wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        sys_cpu = float(client.info("cpu")["used_cpu_sys"]) - sys0
+        instructions = callgrind_dump(args)
         stats = client.info("commandstats")
         leave.set()
         for p in procs:
@@ -406,6 +442,8 @@ def crawl(
         "pages": pages,
         "pages_per_s": pages / wall,
         "redis_us": cpu / pages * 1e6,
+        "redis_sys_us": sys_cpu / pages * 1e6,
+        "redis_instructions": instructions / pages if instructions else None,
         "worker_us": sum(r["cpu"] for r in reports) / pages * 1e6,
         "letters": sum(r["letters"] for r in reports),
         "owned": [r["owned"] for r in reports],
@@ -414,7 +452,7 @@ def crawl(
     }
 
 
-def top_commands(stats: dict[str, Any], pages: int, n: int = 6) -> dict[str, list[float]]:
+def top_commands(stats: dict[str, Any], pages: int, n: int = 14) -> dict[str, list[float]]:
     """The commands that cost Redis the most: name -> [calls per page, usec per page]."""
     rows = sorted(stats.items(), key=lambda kv: -int(kv[1]["usec"]))[:n]
     return {
@@ -432,6 +470,64 @@ def collect(out: Any, procs: list[Any]) -> dict[str, Any]:
             dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
             if dead:
                 raise RuntimeError(f"a worker died (exit codes {dead})") from None
+
+
+# -- Redis under callgrind -------------------------------------------------------------------
+
+
+class CallgrindRedis:
+    """A Debian ``redis-server`` run under ``valgrind --tool=callgrind``, instrumented from
+    the start: its user-space instructions are counted exactly whatever the machine's load
+    (the kernel's share of each round trip, its read and write calls, is not)."""
+
+    def __init__(self, root: Path, out: str = "") -> None:
+        from tests.redis_support import free_port
+
+        self.port = free_port()
+        self.out = Path(out) if out else root / "callgrind"
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={self.out}/out.%p",
+                "/usr/bin/redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", str(root),
+            ],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                redis.Redis(host="127.0.0.1", port=self.port).ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def dump(self) -> int:
+        """Instructions since the last dump (callgrind zeroes its counts at each)."""
+        before = set(self.out.iterdir())
+        subprocess.run(
+            ["callgrind_control", "-d", str(self.process.pid)], check=True, capture_output=True
+        )
+        deadline = time.monotonic() + 60
+        while not (new := set(self.out.iterdir()) - before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (path,) = new
+        while "summary:" not in (text := path.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return int(text.split("summary:", 1)[1].split()[0])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+CALLGRIND: list[CallgrindRedis] = []  # the server, when --callgrind
+
+
+def callgrind_dump(args: argparse.Namespace) -> int:
+    return CALLGRIND[0].dump() if CALLGRIND else 0
 
 
 # -- a real crawl ------------------------------------------------------------------------------
@@ -601,6 +697,11 @@ def main() -> None:
     parser.add_argument("--space", type=float, default=2.0, help="URL space / seeds")
     parser.add_argument("--lease", type=int, default=16, help="next_many(n)")
     parser.add_argument("--batch", type=int, default=1000, help="seeds per add_many")
+    parser.add_argument(
+        "--callgrind", action="store_true",
+        help="Redis under callgrind: its instructions per page (slow: few --pages)",
+    )  # fmt: skip
+    parser.add_argument("--callgrind-out", default="", help="keep callgrind's files there")
     parser.add_argument("--real", action="store_true", help="also 2 scrapy crawl workers")
     parser.add_argument("--real-only", action="store_true", help="only the real crawl")
     parser.add_argument("--real-hosts", type=int, default=40)
@@ -616,7 +717,12 @@ def main() -> None:
     real: list[dict[str, Any]] = []
     earlier = json.loads(Path(args.merge).read_text()) if args.merge else []
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_redis(Path(tmp), kind="redis")
+        server: Any
+        if args.callgrind:
+            server = CallgrindRedis(Path(tmp), args.callgrind_out)
+            CALLGRIND.append(server)
+        else:
+            server = start_redis(Path(tmp), kind="redis")
         try:
             sizes = [] if args.real_only else [int(x) for x in args.sizes.split(",")]
             for size in sizes:

@@ -6,9 +6,9 @@
 One source each: the settings and their defaults from ``crawler/config/defaults.py`` (each
 setting's comment there is its documentation) with what each takes from the one schema
 (``crawler/config/schema.py``); the site-config keys from the pydantic schema of
-``crawler/sites/sitefile.py``; our signals from ``crawler/signals.py``; the Redis keys from the
-tables of ``crawler/backends/redis/keys.py``; the stats keys from where the docs pages describe
-them. A page here is never edited by hand.
+``crawler/sites/sitefile.py``; our signals from ``crawler/signals.py``; the stats keys from where
+the docs pages describe them. A page here is never edited by hand (``reference/redis-keys.md``
+is written by hand: ``tests/test_redis_keys.py`` checks it names every key ``keys.py`` builds).
 """
 
 from __future__ import annotations
@@ -276,46 +276,6 @@ def signals_page() -> str:
     return "".join(out)
 
 
-def _rst_tables(text: str) -> str:
-    """The docstring's simple reStructuredText tables as Markdown tables."""
-    out: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        if re.match(r"^=+(\s+=+)+\s*$", lines[i]):
-            starts = [m.start() for m in re.finditer(r"=+", lines[i])]
-            rows: list[list[str]] = []
-            i += 1
-            while i < len(lines) and not re.match(r"^=+(\s+=+)+\s*$", lines[i]):
-                line = lines[i]
-                ends = [*starts[1:], None]
-                cells = [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
-                if line[: starts[1]].strip() or not rows:
-                    rows.append(cells)
-                else:
-                    last = zip(rows[-1], cells, strict=True)
-                    rows[-1] = [f"{old} {new}".strip() for old, new in last]
-                i += 1
-            header = ["Key", "Type", "What it holds"][: len(starts)]
-            if len(starts) == 2:
-                header = ["Key", "What it holds"]
-            out.append("| " + " | ".join(header) + " |")
-            out.append("|" + " --- |" * len(header))
-            out.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
-        else:
-            out.append(_rst_inline(lines[i]))
-        i += 1
-    return "\n".join(out)
-
-
-def redis_keys_page() -> str:
-    path = ROOT / "crawler" / "backends" / "redis" / "keys.py"
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    return "# Redis keys\n\n" + GENERATED.format(source=str(path.relative_to(ROOT))) + (
-        _rst_tables(doc) + "\n"
-    )
-
-
 # Paths and media types look like stats keys too.
 NOT_STATS = (
     "crawler/", "tests/", "bench/", "deploy/", "devsite/", "docs/", "backends/", "http",
@@ -332,7 +292,7 @@ def stats_page() -> str:
             continue
         text = re.sub(r"(?ms)^```.*?^```", "", page.read_text(encoding="utf-8"))
         for key in re.findall(r"`([a-z][a-z0-9_]*/[a-z0-9_<>/.:=-]+)`", text):
-            if key.startswith(NOT_STATS) or re.search(r"\.(py|md|toml|txt|html|json\w*)$|/$", key):
+            if key.startswith(NOT_STATS) or re.search(r"\.(py|lua|md|toml|txt|html|json\w*)$|/$", key):
                 continue
             where.setdefault(key, set()).add(page.relative_to(docs).as_posix())
     out = [
@@ -386,7 +346,6 @@ PAGES = {
     "reference/settings.md": settings_page,
     "reference/site-keys.md": site_keys_page,
     "reference/signals.md": signals_page,
-    "reference/redis-keys.md": redis_keys_page,
     "reference/stats.md": stats_page,
     "architecture/layers.md": layers_page,
 }

@@ -235,8 +235,8 @@ def test_the_mercator_frontier_obeys_blocks_it_is_given() -> None:
 def test_the_status_report_reads_the_partitions(client: redis.Redis) -> None:
     """What ``scrapy frontier`` shows, read from the partitions as their owners left them and
     from the workers' heartbeats: no script, no walk of a queue."""
-    from crawler.backends.redis.partition_load import format_partition_loads
-    from crawler.backends.redis.status import Fleet, SharedCrawl, crawl_report, format_report
+    from crawler.backends.redis.status import Fleet, SharedCrawl, crawl_report
+    from crawler.commands.frontier_report import format_partition_loads, format_report
     from crawler.report.tally import HostTally
 
     key, clock = fresh_key(), FakeClock()

@@ -2,9 +2,9 @@
 
 ``mkdocs build --strict`` fails on a broken link, a missing page or a page left out of the nav
 (mkdocs.yml); its commands run in tests/test_readme.py. The reference pages of settings,
-site-config keys, signals, Redis keys and stats keys are written by docs/gen_reference.py from
-their one source each, so a setting added to crawler/config/defaults.py without regenerating
-them fails here.
+site-config keys, signals and stats keys are written by docs/gen_reference.py from their one
+source each, so a setting added to crawler/config/defaults.py without regenerating them fails
+here (the Redis keys page is checked by tests/test_redis_keys.py).
 """
 
 from __future__ import annotations

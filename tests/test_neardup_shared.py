@@ -124,6 +124,30 @@ def test_a_refetched_original_is_replaced_for_every_worker(
         assert worker.check(url, text) == local.check(url, text), url
 
 
+def test_a_worker_names_the_right_original_after_the_store_lost_its_state(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """The crawl's keys deleted under a running worker (nothing failed, no outage seen): the
+    ids and host ids given again name other URLs and hosts than the worker copied, and its
+    decisions are those of a fresh detector over what the store now holds."""
+    key = fresh_key()
+    worker = RedisNearDuplicateDetector(redis_server.client(), key)
+    text = "\n".join(f"line {i} of a page about harvesting saffron by hand" for i in range(30))
+    edited = text.replace("line 7 of", "a line edited: seven of")
+    worker.check("http://a.test/0", text)
+    worker.check("http://a.test/1", edited)  # reads a.test/0's record into its cache
+    for k in redis_server.client().scan_iter(match="{" + key + "}*"):
+        redis_server.client().delete(k)
+    for k in redis_server.client().scan_iter(match="{" + key + ":nd:*"):
+        redis_server.client().delete(k)
+    fresh = RedisNearDuplicateDetector(redis_server.client(), key)
+    local = NearDuplicateDetector()
+    steps = [(fresh, "http://c.test/0", text), (worker, "http://d.test/1", edited),
+             (worker, "http://e.test/2", text)]
+    for detector, url, page in steps:
+        assert detector.check(url, page) == local.check(url, page), url
+
+
 def test_two_workers_racing_decide_as_one_detector_in_commit_order(
     redis_server: RedisServer,  # noqa: F811
     labelled: LabelledSet,
@@ -287,8 +311,7 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
         lines = [f"page {page} line {j} {rng.random()}" for j in range(rng.randint(3, 12))]
         lines += [line for line, pages in recurring.items() if page in pages]
         url, text = f"http://big.test/{page}", "\n".join(lines)
-        workers[page % 2].observe(url, text)
-        local.observe(url, text)
+        assert workers[page % 2].check(url, text) == local.check(url, text), url
     learned = workers[0].template("big.test")
     assert learned == set(local.templates.template("big.test"))
     blocks = {line: block_hash(normalize_text(line)) for line in recurring}
@@ -301,8 +324,8 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert client.llen(prefix + ":tl:1") == 16
     # and a worker that never saw the host catches up from them
     late = RedisNearDuplicateDetector(client, prefix[1:-4])
-    late.observe("http://big.test/401", "one more page\nof the big host")
-    local.observe("http://big.test/401", "one more page\nof the big host")
+    last = ("http://big.test/401", "one more page\nof the big host")
+    assert late.check(*last) == local.check(*last)
     assert late.template("big.test") == set(local.templates.template("big.test"))
     assert late.replayed == 16
 
@@ -355,7 +378,7 @@ def test_sketch_records_round_trip() -> None:
 
 
 def test_template_model_entries_and_snapshots_round_trip() -> None:
-    """Log entries and snapshots (layout 5: Rice-coded, counts in the bits they need) come back
+    """Log entries and snapshots (packed in the bits they need) come back
     exactly, next to other data, down to the extreme hashes and counts."""
     rng = np.random.default_rng(5)
     for n in (0, 1, 2, 12, 700):

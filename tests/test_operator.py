@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler.backends.redis.controls import CrawlControls, closest_hosts, host_name
-from crawler.backends.redis.status import format_report
+from crawler.backends.redis.controls import CrawlControls, host_name
 from crawler.commands.crawl import _redis_url_alone
+from crawler.commands.frontier_report import closest_hosts, format_report
 from crawler.frontier import Entry
 from tests.crawling import finish_crawl
 from tests.frontier_contract import FakeClock

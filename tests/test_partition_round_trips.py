@@ -5,15 +5,19 @@ call; the crawl's seen count is one round trip. Counted on the wire, on a real r
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import redis
 from redis.connection import Connection
 
+from crawler.backends.redis.fence import FENCE_SOURCE
 from crawler.frontier.api import Settlement
 from tests.frontier_contract import FakeClock, entries
+from tests.redis_cluster_support import start_cluster
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.test_frontier_partitioned import partitioned
 
@@ -116,3 +120,104 @@ def test_the_crawls_seen_count_is_one_round_trip(
     with round_trips(monkeypatch, lambda data: counters in data) as sent:
         assert f.counts().seen == 40
     assert len(sent) == 1
+
+
+FENCE_SHA = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
+
+
+def fenced_call(data: bytes) -> bool:
+    """A request carrying fenced calls (not letters: those go through another script)."""
+    return FENCE_SHA in data
+
+
+def test_a_calls_writes_to_several_partitions_are_one_round_trip(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Links to four partitions, one owner: their four fenced calls go in one request; a
+    server that forgot the script (restarted) costs one more, and nothing is lost."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    links = entries(20, 2)
+    with round_trips(monkeypatch, fenced_call) as sent:
+        assert all(r.added for r in f.add_many(links[:20]))
+    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 4
+    client.script_flush()
+    with round_trips(monkeypatch, fenced_call) as sent:
+        assert all(r.added for r in f.add_many(links[20:]))
+    assert len(sent) == 2
+    assert len(f) == len(links) and len(f.parts) == 4
+
+
+def test_a_partition_lost_among_several_written_together_is_mailed_alone(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four partitions written in one request, one of them taken by another worker: the
+    three others' links are stored, the lost one's go to its inbox, for its next owner."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), count=4)
+    stolen = f.parts[2].ownership.keys
+    client.set(stolen.lease, "thief/99")
+    client.incr(stolen.epoch)
+    links = entries(20, 2)
+    with round_trips(monkeypatch, fenced_call) as sent:
+        f.add_many(links)
+    assert len(sent) == 1
+    assert sorted(f.parts) == [0, 1, 3]
+    lost = [e for e in links if f.shard(e.host) == 2]
+    assert lost and len(f) == len(links) - len(lost)
+    assert client.xlen(f.mail._inbox(2)) == 1
+    f.close()
+    client.delete(stolen.lease)
+    heir = partitioned(client, key, FakeClock(), count=4, worker="heir")
+    assert len(heir) == len(links)
+
+
+def test_a_pages_links_elsewhere_go_in_one_request_before_its_acknowledgement(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's links to four partitions: the three partitions other than the page's in one
+    request, then the page's own links with its acknowledgement (the order ``apply``
+    keeps: links before acknowledgements)."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    f.add_many(entries(1, 1))
+    lease = f.next()
+    assert lease is not None
+    page = f.shard(lease.entry.host)
+    links = [e for e in entries(20, 3) if e.url != lease.entry.url]
+    out = f.parts[page].ownership.keys.out.encode()
+    with round_trips(monkeypatch, fenced_call) as sent:
+        f.apply(links, [Settlement("finish", lease.token, 0.1)])
+    assert len(sent) == 2
+    assert sent[0].count(FENCE_SHA) == 3 and out not in sent[0]
+    assert sent[1].count(FENCE_SHA) == 1 and out in sent[1]
+    assert client.hlen(out) == 0 and len(f) == len(links)
+
+
+def test_on_a_cluster_a_calls_fenced_calls_go_one_request_per_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four partitions on three masters, one owner: redis-py's cluster pipeline sends each
+    node its partitions' calls in one request; nodes that forgot the script (restarted)
+    are sent it, and nothing is lost."""
+    servers = start_cluster(tmp_path, 3, 0)
+    try:
+        client = servers.client()
+        f = partitioned(client, fresh_key(), FakeClock(), count=4)
+        nodes = {client.get_node_from_key(p.ownership.keys.lease).port for p in f.parts.values()}
+        assert len(f.parts) == 4 and 1 < len(nodes) < 4
+        links = entries(20, 3)
+        assert all(r.added for r in f.add_many(links[:20]))  # the nodes are sent the script
+        with round_trips(monkeypatch, fenced_call) as sent:
+            assert all(r.added for r in f.add_many(links[20:40]))
+        assert len(sent) == len(nodes)
+        client.script_flush()
+        assert all(r.added for r in f.add_many(links[40:]))
+        assert len(f) == len(links) and len(f.parts) == 4
+        f.close()
+        heir = partitioned(client, f.crawl, FakeClock(), count=4, worker="heir")
+        assert len(heir) == len(links)
+        client.close()
+    finally:
+        servers.stop()

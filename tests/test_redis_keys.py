@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore
 from crawler.backends.redis.keys import (
     CrawlKeys,
     PartitionKeys,
+    address_keys,
     crawl_key,
     glob_escape,
     shard_tag,
@@ -56,8 +58,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (p.seen, p.seen_bucket_prefix, p.seen_count) == (tag + ":s", tag + ":s:", tag + ":s:n")
     nd = keys.neardup()
     assert nd.prefix == "{docs}:nd"
-    assert (nd.template_meta, nd.versions, nd.host_ids, nd.host_names, nd.last_host_id) == (
-        "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hn", "{docs}:nd:hnext")
+    assert (nd.template_meta, nd.versions, nd.host_ids, nd.last_host_id) == (
+        "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
     assert (nd.host_counts, nd.last_id, nd.params) == (
         "{docs}:nd:hc", "{docs}:nd:next", "{docs}:nd:params")
     assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
@@ -65,6 +67,23 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (nd.urls_prefix, nd.fingerprints_prefix, nd.snapshot_prefix, nd.lessons_prefix) == (
         "{docs}:nd:u:", "{docs}:nd:f:", "{docs}:nd:ts:", "{docs}:nd:tl:")
     assert nd.kind(b"{docs}:nd:u:12") == "u" and nd.kind("{docs}:nd:params") == "params"
+
+
+def test_the_reference_page_names_every_key() -> None:
+    """docs/reference/redis-keys.md, written by hand, lists every name keys.py builds: the
+    crawl's as ``{key}:...``, a partition's as ``{tag}:...``, the near-duplicate detector's
+    relative to ``{key}:nd`` and the per-address keys as ``{s}:...``."""
+    page = (Path(__file__).parent.parent / "docs" / "reference" / "redis-keys.md").read_text()
+    keys = CrawlKeys("key", "<site>")
+    part = PartitionKeys("key", 3, 16)
+    nd = keys.neardup()
+    names = [v for v in vars(keys).values() if isinstance(v, str) and v.startswith("{key}:")]
+    names += [v.replace(part.prefix, "{tag}") for v in vars(part).values()
+              if isinstance(v, str) and v.startswith(part.prefix)]
+    names += [v.removeprefix(nd.prefix) for k, v in vars(nd).items() if k != "prefix"]
+    names += [*address_keys("{s}", "<address>"), keys.seeds]
+    missing = [name for name in names if "`" + name not in page]
+    assert not missing, f"docs/reference/redis-keys.md does not name {missing}"
 
 
 def test_a_crawl_name_comes_from_the_settings_or_the_site() -> None:
@@ -124,7 +143,7 @@ def test_each_script_call_is_given_keys_of_one_slot(
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     detector.check("http://a.test/1", text)
     detector.check("http://b.test/1", text + "\none more line")
-    detector.observe("http://a.test/2", "a line\nof the template")
+    detector.check("http://a.test/2", "a line\nof the template")
     assert len(given) >= 5
     for keys in given:
         assert len({key_slot(k.encode()) for k in keys}) == 1, keys
@@ -161,13 +180,13 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     detector = RedisNearDuplicateDetector(client, crawl)
     detector.check("http://h0.test/a", "one page of text\nwith a few lines of its own words")
     detector.check("http://h1.test/b", "one page of text\nwith a few lines of its own words")
-    detector.observe("http://h0.test/c", "a line\nof the template")
+    detector.check("http://h0.test/c", "a line\nof the template")
 
     nd = keys.neardup()
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
              keys.robots_failures, keys.members, keys.partitions, nd.template_meta, nd.versions,
-             nd.host_ids, nd.host_names, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
+             nd.host_ids, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}

@@ -19,7 +19,8 @@ import pytest
 from crawler.archive.naming import OPEN_SUFFIX
 from crawler.archive.records import Capture
 from crawler.archive.recovery import recover_open_files
-from crawler.backends.redis.warc_digests import RedisDigestIndex, digests_key
+from crawler.backends.redis.keys import CrawlKeys
+from crawler.backends.redis.warc_digests import RedisDigestIndex
 from crawler.backends.registry import class_path
 from tests.crawling import loopback_settings, serve_pages, start_crawl
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -91,7 +92,7 @@ def test_a_crawl_killed_with_sigkill_leaves_valid_warc_files(tmp_path: Path) -> 
 def test_the_redis_digest_index_is_shared_by_workers_and_crawls(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    key = digests_key(fresh_key())
+    key = CrawlKeys(fresh_key()).warc_digests
     when = datetime(2026, 11, 27, 10, 0, 0, 250000, UTC)
     first = Capture("http://a.test/x", when, "<urn:uuid:1>")
     worker_a = RedisDigestIndex(redis_server.client(), key)
@@ -107,7 +108,7 @@ def test_redis_away_means_a_full_copy_never_a_dangling_revisit() -> None:
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
-    index = RedisDigestIndex(client, digests_key("nowhere"))
+    index = RedisDigestIndex(client, CrawlKeys("nowhere").warc_digests)
     capture = Capture("http://a.test/", datetime.now(UTC), "<urn:uuid:1>")
     assert index.claim("sha1:P", capture) is None
     assert index.unanswered == 1

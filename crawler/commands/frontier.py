@@ -210,7 +210,8 @@ class Command(ScrapyCommand):
 
     def _act(self, crawl: Any, sub: str, rest: list[str], opts: argparse.Namespace) -> None:
         from crawler.backends.redis.connection import safe_url
-        from crawler.backends.redis.status import crawl_report, format_report
+        from crawler.backends.redis.status import crawl_report
+        from crawler.commands.frontier_report import format_report
 
         def one_arg(what: str) -> str:
             if len(rest) != 1:
@@ -227,7 +228,7 @@ class Command(ScrapyCommand):
         elif sub == "status" and opts.metrics_port:
             self._serve_metrics(crawl, opts.metrics_port)
         elif sub == "status":
-            from crawler.backends.redis.partition_load import format_partition_loads
+            from crawler.commands.frontier_report import format_partition_loads
 
             report = crawl_report(crawl, top=opts.top)
             if opts.json:
@@ -236,7 +237,8 @@ class Command(ScrapyCommand):
                 print(format_report(report))
                 print(format_partition_loads(report["partitions"]))
         elif sub in ("block", "unblock"):
-            from crawler.backends.redis.controls import closest_hosts, host_name
+            from crawler.backends.redis.controls import host_name
+            from crawler.commands.frontier_report import closest_hosts
 
             given = one_arg("a host name, or a domain with --domain")
             name = host_name(given)

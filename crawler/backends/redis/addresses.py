@@ -3,13 +3,9 @@ the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker 
 fetches in flight and the same next start at an address.
 
 An address's state lives on the shard its address string hashes to (the frontier's
-:class:`~crawler.backends.redis.shards.ShardMap`; one shard: the crawl's tag), so the names of
-one server, which may live on different shards, meet at one key: a HASH ``{tag}:ip:<address>``
-(``ready``, ``typical`` fetch time, ``fetches``, ``refusals``), a ZSET ``{tag}:ipf:<address>``
-of the leases fetching there, scored by when they expire (a worker killed mid-fetch leaves its
-token to expire with the lease TTL, as its lease does), and the address's line of hosts it
-refused (``{tag}:ipw:<address>``, by rank; ``{tag}:ipb:<address>``, by when each was told to
-come back), kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps it. One call
+:class:`~crawler.backends.redis.shards.ShardMap`), so the names of one server, which may live on
+different shards, meet at one set of keys (:func:`~crawler.backends.redis.keys.address_keys`),
+kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps its state. One call
 of ``lua/address_take.lua`` per lease taken and one of ``lua/address_done.lua`` per fetch ended,
 timed by Redis's clock (the workers' clocks never meet): the check and the count of a fetch at
 a busy address are one step for the whole fleet.
@@ -28,8 +24,9 @@ from importlib import resources
 from typing import Any
 
 from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
-from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
+from crawler.backends.redis.outage import ActsAlone, RedisOutage
+from crawler.backends.redis.partition_load import address_loads
 from crawler.backends.redis.shards import ShardMap
 from crawler.frontier.addresses import LATE, SCAN, AddressLoad, AddressPolicy
 
@@ -42,7 +39,7 @@ TAKE_SOURCE = _LUA.joinpath("address_take.lua").read_text()
 DONE_SOURCE = _LUA.joinpath("address_done.lua").read_text()
 
 
-class RedisAddressBudget:
+class RedisAddressBudget(ActsAlone):
     """See the module docstring; implements :class:`crawler.frontier.addresses.AddressBudget`."""
 
     def __init__(
@@ -62,7 +59,6 @@ class RedisAddressBudget:
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
         self._seen: dict[str, None] = {}
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
-        self.alone = 0
         self.outage = RedisOutage(
             "address politeness",
             lambda: client.exists(self.tags[0] + ":ip:probe"),
@@ -74,26 +70,15 @@ class RedisAddressBudget:
     @classmethod
     def from_crawler(cls, crawler: Any, ttl: float = 300.0) -> RedisAddressBudget:
         s = crawler.settings
-        site = getattr(crawler.spidercls, "name", None) or "crawl"
-        shards = int(s.get("FRONTIER_SHARDS") or 1)
-        keys = CrawlKeys(crawl_key(s, site), site, shards)
+        keys = CrawlKeys(crawler_key(crawler), shards=int(s.get("FRONTIER_SHARDS") or 1))
         policy = AddressPolicy.from_settings(s, ttl)
         return cls(redis_client(s, **fail_fast_params(s)), keys, policy)
 
     def _keys(self, address: str) -> list[str]:
-        tag = self.tags[self.shards(address)]
-        return [f"{tag}:ip:{address}", f"{tag}:ipf:{address}", f"{tag}:ipw:{address}",
-                f"{tag}:ipb:{address}"]
+        return address_keys(self.tags[self.shards(address)], address)
 
     def _now(self) -> str:
         return "" if self.clock is None else repr(self.clock())
-
-    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
-        try:
-            return self.outage.call(fn, wait=0)  # on the reactor: never wait
-        except RedisUnavailable:
-            self.alone += 1
-            return default
 
     def take(
         self, address: str, token: str, now: float, host: str = "", priority: int = 0
@@ -143,21 +128,5 @@ class RedisAddressBudget:
 
     def busiest(self, n: int) -> list[AddressLoad]:
         """For the end summary; nothing while Redis is away (the crawl still closes)."""
-        loads = []
-        for address in list(self._seen):
-            state, flight, *_ = self._keys(address)
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hmget(state, "fetches", "refusals")
-            pipe.zcard(flight)
-            replies = self._safe(pipe.execute, None)
-            if replies is None:
-                return []
-            (fetches, refusals), in_flight = replies
-            load = AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
-            loads.append(load)
-        loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
-        return loads[:n]
-
-    def close(self) -> None:
-        self.outage.close()
-        self.client.close()
+        tagged = [(self.tags[self.shards(a)], a) for a in self._seen]
+        return self._safe(lambda: address_loads(self.client, tagged, n), [])

@@ -3,33 +3,17 @@ scrapy-redis builds it (``REDIS_URL`` / ``REDIS_PARAMS``, ``rediss://`` for TLS)
 password kept out of the URL, and the URL masked for messages.
 
 One place, so the frontier, the robots.txt cache, the near-duplicate store, the heartbeats and
-``scrapy frontier`` connect alike, to one Redis or to a Redis Cluster.
-
-**How the client is chosen** (``REDIS_CLUSTER``):
-
-* ``auto`` (the default): the node ``REDIS_URL`` names is asked ``INFO cluster`` once per
-  process and address; ``cluster_enabled:1`` means a Redis Cluster, and every client built after
-  is a :class:`redis.cluster.RedisCluster` seeded with that node (any node of the cluster will
-  do: the client reads the slot map from it and follows ``MOVED``/``ASK``). Anything else
-  (``cluster_enabled:0``, a Redis that refuses ``INFO``) is one Redis, as before. A Redis that
-  cannot be reached cannot be asked: the error is the caller's (the crawl's start-up check
-  refuses the crawl in one line).
-* ``yes``: always a cluster client, without asking (a managed cluster whose nodes refuse
-  ``INFO``); ``no``: always one Redis (a cluster node used as one Redis fails on the first key
-  of another node's slots with ``MOVED``).
-
-Either way the client returns bytes (``decode_responses`` is refused), and the password, the TLS
-parameters and the timeouts are the same: the cluster client hands ``REDIS_PARAMS`` to every
-node's connections. A cluster has only database 0 (``REDIS_URL`` ``.../0`` or none).
-:func:`is_cluster` tells the few callers that care (a ``SCAN`` over every master, a pipeline
-whose commands a cluster refuses) which one they have.
+``scrapy frontier`` connect alike, to one Redis or to a Redis Cluster (``REDIS_CLUSTER``: see
+docs/topics/fleet.md; ``auto`` asks the node ``INFO cluster`` once per process and address, and
+a Redis that refuses ``INFO`` is one Redis). Either way the client returns bytes, with the same
+password, TLS parameters and timeouts (the cluster client hands ``REDIS_PARAMS`` to every
+node's connections); :func:`is_cluster` tells the few callers that care which one they have.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,8 +39,8 @@ CLUSTER_CHOICES = ("auto", "yes", "no")
 REACTOR_SOCKET_TIMEOUT = 2.0  # seconds, at most, for a client called on the reactor thread
 
 # auto's answers, by the address asked (URL without password, host, port): one INFO per process
+# (two threads that ask at once both ask: harmless)
 _cluster_answers: dict[tuple[str, str, str], bool] = {}
-_answers_lock = threading.Lock()
 
 
 def redis_password(settings: BaseSettings) -> str | None:
@@ -98,37 +82,20 @@ def _params(settings: BaseSettings) -> dict[str, Any]:
     return params
 
 
-def cluster_mode(settings: BaseSettings) -> str:
-    """``REDIS_CLUSTER`` as one of :data:`CLUSTER_CHOICES`."""
-    mode = str(settings.get("REDIS_CLUSTER") or defaults.REDIS_CLUSTER).strip().lower()
-    if mode not in CLUSTER_CHOICES:
-        raise ValueError(f"REDIS_CLUSTER must be one of auto, yes, no, got {mode!r}")
-    return mode
-
-
 def _is_cluster_mode(settings: BaseSettings) -> bool:
     """Whether :func:`redis_client` builds a cluster client for these settings (``auto`` asks
     the node, once per process and address)."""
-    mode = cluster_mode(settings)
+    mode = str(settings.get("REDIS_CLUSTER") or defaults.REDIS_CLUSTER).strip().lower()
+    if mode not in CLUSTER_CHOICES:
+        raise ValueError(f"REDIS_CLUSTER must be one of auto, yes, no, got {mode!r}")
     if mode != "auto":
         return mode == "yes"
     params = _params(settings)
-    where = _address(params)
-    with _answers_lock:
-        known = _cluster_answers.get(where)
-    if known is None:
-        known = _asks_cluster(params)
-        with _answers_lock:
-            _cluster_answers[where] = known
-    return known
-
-
-def _address(params: dict[str, Any]) -> tuple[str, str, str]:
-    return (
-        without_password(str(params.get("url") or "")),
-        str(params.get("host") or ""),
-        str(params.get("port") or ""),
-    )
+    url = without_password(str(params.get("url") or ""))
+    where = (url, str(params.get("host") or ""), str(params.get("port") or ""))
+    if where not in _cluster_answers:
+        _cluster_answers[where] = _asks_cluster(params)
+    return _cluster_answers[where]
 
 
 def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
@@ -254,13 +221,11 @@ class Refusal:
 
 def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> list[Refusal]:
     """The ``commands`` the client's user may not run, each once, asked of one Redis or of
-    each master of a cluster, without running any. Redis checks a user's rights when it queues
-    a command in a transaction, and answers ``NOPERM`` then: every command is queued after
-    ``MULTI`` and the transaction discarded, so nothing runs and nothing changes (not a key,
-    not a subscriber woken). Any other answer is no refusal (``QUEUED``; ``MOVED``, another
-    master's key, given after the ACL check; an unknown command). A refused ``MULTI`` is the
-    one refusal: the rest would run, so they are not sent. A cluster master that cannot be
-    reached is left out (the crawl's outage handling copes with it)."""
+    each master of a cluster, without running any: queued after ``MULTI``, then ``DISCARD``
+    (docs/topics/fleet.md, "An ACL user"). Only ``NOPERM`` is a refusal (``MOVED`` comes
+    after the ACL check); a refused ``MULTI`` is the one refusal (the rest would run, so they
+    are not sent). A cluster master that cannot be reached is left out (the crawl's outage
+    handling copes with it)."""
     nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
     if is_cluster(client):
         nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]

@@ -1,10 +1,7 @@
 """The operator's controls over a shared crawl (``scrapy frontier <site> block|unblock|pause|
-resume|deadline|budget``), kept under the crawl's own hash tag so they outlast every worker:
-
-* ``{crawl}:ctl`` (HASH): ``paused`` (``1``), ``deadline`` (on Redis's clock: workers' clocks
-  never meet), ``budget`` (bytes) and ``bytes`` (downloaded so far, every worker's ``INCRBY``);
-* ``{crawl}:blocked`` (HASH): ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it;
-* ``{crawl}:dropped`` (HASH): the same names -> queued URLs their owners dropped for the block.
+resume|deadline|budget``), kept under the crawl's own hash tag so they outlast every worker
+(``{crawl}:ctl``, ``{crawl}:blocked``, ``{crawl}:dropped``: :mod:`~crawler.backends.redis.keys`);
+the deadline is on Redis's clock (the workers' clocks never meet).
 
 The operator writes and announces each act with a ``PUBLISH ctl`` on the crawl's wake channel;
 a worker (:class:`CrawlControls` inside its
@@ -16,9 +13,8 @@ them all.
 
 from __future__ import annotations
 
-import difflib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -105,15 +101,11 @@ class CrawlControls:
         self.client.publish(self.keys.wake, "ctl")
 
     def controls(self) -> dict[str, Any]:
-        """The controls as stored: paused, deadline (Redis time), byte budget and bytes so
-        far, blocked hosts and domains, and what each block dropped."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(self.keys.controls)
-        pipe.hkeys(self.keys.blocked)
-        pipe.hgetall(self.keys.dropped)
-        raw, blocked, dropped = pipe.execute()
-        ctl = {k.decode(): v.decode() for k, v in raw.items()}
-        names = sorted(b.decode() for b in blocked)
+        """The controls as stored (a :meth:`refresh`): paused, deadline (Redis time), byte
+        budget and bytes so far, blocked hosts and domains, and what each block dropped."""
+        self.refresh()
+        ctl, names = self._ctl, sorted(self._blocked)
+        dropped = self.client.hgetall(self.keys.dropped)
         return {
             "paused": ctl.get("paused") == "1",
             "deadline": float(ctl["deadline"]) if "deadline" in ctl else None,
@@ -239,19 +231,3 @@ def host_name(text: str) -> str:
     except ValueError:
         host = ""
     return (host or text.lstrip("/")).lower().rstrip(".")
-
-
-def closest_hosts(name: str, hosts: Iterable[list[str]], n: int = 3,
-                  limit: int = 200_000) -> tuple[bool, list[str]]:
-    """Whether ``name`` is one of ``hosts`` (batches, as a walk of the crawl's hosts gives
-    them), and else the known names closest to it (a did-you-mean), looking at ``limit`` at
-    most."""
-    seen: list[str] = []
-    for batch in hosts:
-        for host in batch:
-            if host == name:
-                return True, []
-            seen.append(host)
-        if len(seen) >= limit:
-            break
-    return False, difflib.get_close_matches(name, seen, n=n, cutoff=0.6)

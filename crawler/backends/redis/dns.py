@@ -14,7 +14,6 @@ shared) and never waits: DNS must not stop because the shared cache did.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -25,21 +24,20 @@ from crawler.backends.redis.connection import (
     redis_client,
     worker_name,
 )
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
-from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.backends.redis.keys import CrawlKeys, crawler_key
+from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.net.dns import DnsAnswer
 
 logger = logging.getLogger(__name__)
 
 
-class RedisDnsCache:
+class RedisDnsCache(ActsAlone):
     """See the module docstring; implements :class:`crawler.net.dns.SharedDns`."""
 
     def __init__(self, client: RedisClient, key: str) -> None:
         self.client = client
         self.prefix = CrawlKeys(key).dns
         self.me = worker_name().encode()
-        self.alone = 0  # calls answered without Redis
         self.outage = RedisOutage(
             "DNS cache",
             lambda: client.exists(self.prefix + "probe"),
@@ -50,16 +48,8 @@ class RedisDnsCache:
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisDnsCache:
-        site = getattr(crawler.spidercls, "name", None) or "crawl"
         s = crawler.settings
-        return cls(redis_client(s, **fail_fast_params(s)), crawl_key(s, site))
-
-    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
-        try:
-            return self.outage.call(fn, wait=0)
-        except RedisUnavailable:
-            self.alone += 1
-            return default
+        return cls(redis_client(s, **fail_fast_params(s)), crawler_key(crawler))
 
     def get(self, name: str) -> tuple[DnsAnswer, float] | None:
         key = self.prefix + name
@@ -100,7 +90,3 @@ class RedisDnsCache:
             pipe.execute()
 
         self._safe(write, None)
-
-    def close(self) -> None:
-        self.outage.close()
-        self.client.close()

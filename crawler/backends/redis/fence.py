@@ -17,6 +17,7 @@ that enforce declared keys.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from importlib import resources
 from typing import Any
@@ -43,6 +44,8 @@ logger = logging.getLogger(__name__)
 class PartitionLost(Exception):
     """The partition's lease is not (or no longer) this worker's: nothing was written."""
 
+    why = "lost"  # what the owner logs when it drops the partition
+
     def __init__(self, lease_key: str) -> None:
         super().__init__(f"partition lease {lease_key} is held by another worker")
         self.lease_key = lease_key
@@ -54,6 +57,8 @@ class PartitionRewound(PartitionLost):
     asynchronous). Nothing was written; the owner must reload the partition from what Redis
     kept, as a new owner would."""
 
+    why = "rewound"
+
     def __init__(self, lease_key: str) -> None:
         super().__init__(lease_key)
         self.args = (f"partition {lease_key.rpartition(':')[0]} lost acknowledged writes",)
@@ -64,7 +69,8 @@ class FencedWriter:
 
     ``write`` queues a command on a key under the partition's hash tag; ``flush`` sends the
     queue in order (in calls of at most ``MAX_WRITES`` writes each: a flush that spans calls
-    is applied call by call, each one fenced) and returns the replies.
+    is applied call by call, each one fenced) and returns how many writes were applied (not
+    their replies: the script would build them for every write, and no owner reads them).
 
     A call that failed on the way (the connection lost: Redis may have applied it and its
     reply was lost) is sent again as it was, under its number, before anything queued since:
@@ -113,17 +119,17 @@ class FencedWriter:
             raise ValueError(f"{command} with {len(args)} arguments: split it")
         self._writes.append((command, key, args))
 
-    def flush(self) -> list[Any]:
+    def flush(self) -> int:
         """Apply the queued writes; raise :class:`PartitionLost` (and drop them) if the lease
         is not ours."""
-        replies: list[Any] = []
+        applied = 0
         while self._writes:
             batch = self._writes[: self._sent or MAX_WRITES]
             self._sent = len(batch)
-            replies += self._apply(batch)
+            applied += self._apply(batch)
             del self._writes[: len(batch)]
             self._sent = 0
-        return replies
+        return applied
 
     def discard(self) -> None:
         """Forget the queued writes (the partition was lost, or is read again). A call sent
@@ -134,34 +140,54 @@ class FencedWriter:
         self._writes.clear()
         self._sent = 0
 
-    def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> list[Any]:
+    def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> int:
+        keys, argv, number = self._call(batch)
+        try:
+            reply = self._run(keys, argv)
+        except redis.ResponseError as exc:
+            reply = exc
+        return self._settle(reply, number)
+
+    def _call(
+        self, batch: list[tuple[str, str, tuple[Any, ...]]]
+    ) -> tuple[list[str], list[Any], int | str]:
+        """The script's keys and arguments for ``batch``, and the call's number."""
         if self._seq is None:  # the calls the partition's owners made so far
             self._seq = int(self.client.get(self.seq_key) or 0)
-        number = "" if self._seq < 0 else self._seq + 1
+        number: int | str = "" if self._seq < 0 else self._seq + 1
         keys = [self.lease_key, self.epoch_key, self.seq_key]
         index = {self.lease_key: 1, self.epoch_key: 2, self.seq_key: 3}
-        argv: list[Any] = [self.lease_value, self.epoch, self.ttl_ms, number]
+        shapes: list[int] = []
+        argv: list[Any] = [self.lease_value, self.epoch, self.ttl_ms, number, self._seq, b""]
         for command, key, args in batch:
             k = index.get(key)
             if k is None:
                 keys.append(key)
                 k = index[key] = len(keys)
-            argv += [command, k, len(args), *args]
-        try:
-            reply = self._run(keys, argv)
-            if number:
-                self._seq = number
-            return [] if reply == b"DONE" else list(reply)
-        except redis.ResponseError as exc:
-            refused = str(exc).split(" ", 1)[0]
+            shapes += (k, len(args))
+            argv += [command, *args]
+        argv[5] = struct.pack(f">{len(shapes)}H", *shapes)
+        return keys, argv, number
+
+    def _settle(self, reply: Any, number: int | str) -> int:
+        """How many writes a call applied (0: it was applied before); or its refusal raised
+        (:class:`PartitionLost`, its writes dropped), or its error (its writes kept, to be
+        sent again as they were)."""
+        if isinstance(reply, redis.ResponseError):
+            refused = str(reply).split(" ", 1)[0]
             if refused not in ("FENCED", "REWOUND"):
-                raise
+                raise reply
             self._writes.clear()  # nothing of the call was applied: none of it is sent again
             self._sent = 0
             if refused == "FENCED":
                 raise PartitionLost(self.lease_key) from None
             self._seq = None  # the next owner's calls count on from what Redis kept
             raise PartitionRewound(self.lease_key) from None
+        if isinstance(reply, Exception):
+            raise reply
+        if number:
+            self._seq = int(number)
+        return 0 if reply == b"DONE" else int(reply)
 
     def _run(self, keys: list[str], argv: list[Any]) -> Any:
         """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
@@ -217,3 +243,66 @@ class FencedWriter:
                 )
             self._replicas_seen = (now, have)
         return min(self.replicas, have)
+
+
+def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
+    """Flush several partitions' writers in as few round trips as their queues allow: each
+    round sends every writer's next call (its queue's next ``MAX_WRITES`` writes, or the call
+    whose outcome is unknown, again) in one non-transactional pipeline, which a cluster
+    client's pipeline splits by node. Each call is fenced and numbered on its own, as
+    :meth:`FencedWriter.flush` sends it: the pipeline only saves the round trips, the calls
+    stay independent (one refused leaves the others applied). Returns, per writer, the
+    :class:`PartitionLost` that refused its call, or None; another error is raised once every
+    reply was read (the writers it hit keep their writes, to be sent again). Writers that
+    wait for replicas (``WAIT`` after each call) flush one by one."""
+    lost: list[PartitionLost | None] = [None] * len(writers)
+    waiting = [i for i, w in enumerate(writers) if w.pending]
+    if len(waiting) < 2 or any(writers[i].replicas for i in waiting):
+        for i in waiting:
+            try:
+                writers[i].flush()
+            except PartitionLost as exc:
+                lost[i] = exc
+        return lost
+    error: Exception | None = None
+    loaded = False
+    cluster = hasattr(client, "get_node_from_key")
+    while waiting:
+        pipe = client.pipeline(transaction=False)
+        calls = []
+        for i in waiting:
+            w = writers[i]
+            batch = w._writes[: w._sent or MAX_WRITES]
+            w._sent = len(batch)
+            keys, argv, number = w._call(batch)
+            # a cluster pipeline asks the server for an EVALSHA's keys unless told its node
+            node = {"target_nodes": client.get_node_from_key(keys[0])} if cluster else {}
+            pipe.execute_command("EVALSHA", w._script.sha, len(keys), *keys, *argv, **node)
+            calls.append((i, number))
+        replies = pipe.execute(raise_on_error=False)
+        again, loading = [], False
+        for (i, number), reply in zip(calls, replies, strict=True):
+            w = writers[i]
+            if isinstance(reply, NoScriptError) and not loaded:  # not run: sent again, once
+                loading = True
+                again.append(i)
+                continue
+            try:
+                w._settle(reply, number)
+            except PartitionLost as exc:
+                lost[i] = exc
+                continue
+            except Exception as exc:  # its call stays unsent-or-unknown: sent again later
+                error = error or exc
+                continue
+            del w._writes[: w._sent]
+            w._sent = 0
+            if w._writes:
+                again.append(i)
+        if loading:  # (a restarted server, or a cluster node new to the script)
+            client.script_load(FENCE_SOURCE)
+            loaded = True
+        waiting = again
+    if error is not None:
+        raise error
+    return lost

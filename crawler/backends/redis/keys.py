@@ -4,79 +4,9 @@ A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else th
 Redis Cluster keeps every key of one tag in one slot, and two crawls share a Redis without
 meeting. No module builds a key name itself: it asks :class:`CrawlKeys` (the crawl-wide state),
 :class:`PartitionKeys` (one partition of the crawl's hosts, under a tag of its own) or
-:class:`NeardupKeys`, and a script is given every key it touches.
-
-Shards (``FRONTIER_SHARDS``, :mod:`crawler.backends.redis.shards`): the per-address politeness
-keys (:mod:`crawler.backends.redis.addresses`) and the near-duplicate anchor postings are spread
-over S hash tags, :meth:`CrawlKeys.shard_prefixes` (one shard: the crawl's own tag; S > 1: shard
-``i``'s tag is ``{<crawl>:<i>.<n>}``, :func:`shard_tag`). The names and formats below are those
-crawls were started with: renaming one would orphan a stored crawl.
-
-The crawl's own (:class:`CrawlKeys`):
-
-==========================  ======  ===========================================================
-``{key}:meta``              HASH    ``layout`` version and the settings fingerprint
-``{key}:ctl``               HASH    the operator's controls: ``paused``, ``deadline`` (Redis
-                                    time), ``budget`` (bytes); ``bytes`` downloaded so far
-``{key}:blocked``           HASH    ``h:<host>`` / ``d:<domain>`` -> when the operator blocked it
-``{key}:dropped``           HASH    the same names -> queued URLs their owners dropped for it
-``{key}:wake``              PUBSUB  wake-ups of idle workers (``ctl``: an operator acted)
-``{key}:handover``          PUBSUB  a worker handed partitions back: the others beat at once
-``{key}:totals``            HASH    every worker's counters merged
-``{key}:workers``           HASH    worker id -> JSON heartbeat
-``{key}:members``           ZSET    worker -> its last beat (Redis ``TIME``, ms): the workers that
-                                    share the partitions (:mod:`crawler.backends.redis.ownership`)
-``{key}:parts``             HASH    partition -> ``<queued> <in flight>`` as its owner said at
-                                    its last beat: a worker whose own partitions are done
-                                    keeps the crawl open while another's are not
-``{key}:scope``             SET     hosts the seeds brought into scope
-``{key}:robots``            HASH    origin -> msgpack robots.txt record
-``{key}:robots_failures``   HASH    origin -> consecutive failed fetches of its robots.txt
-``{key}:robots_hold:<o>``   STRING  why robots.txt of origin ``<o>`` is not fetched now: a
-                                    worker's claim, a retry delay (both expire: PX), given up
-``{key}:dns:<host>``        STRING  msgpack DNS answer shared by the fleet (expires with its TTL)
-``{key}:dns:<host>:claim``  STRING  the worker looking ``<host>`` up now (expires: DNS_TIMEOUT)
-``{key}:nd:...``            ...     the shared near-duplicate detector (:class:`NeardupKeys`)
-``<site>:start_urls``       LIST    seeds pushed to a running crawl (scrapy-redis's key, no tag)
-==========================  ======  ===========================================================
-
-
-The near-duplicate detector's (:class:`NeardupKeys`, under ``{key}:nd``; the small hashes are
-bucketed so they stay in Redis's compact listpack encoding; the formats are ``neardup_codec``'s):
-
-========================  ==================================================================
-``:u:<n>``                HASH: 8 bytes of blake2b(URL) -> id (originals and duplicates); the
-                          bucket ``n`` is their top bits, the field the bytes after those it
-                          gives whole
-``:f:<n>``                HASH: 8 bytes of the content fingerprint -> id of its original (as
-                          ``:u:``)
-``:pend``                 HASH: store key -> posting element and anchors of each original
-                          whose anchor postings may not be written yet (``neardup_anchors``)
-``:recent``               LIST: the last originals stored (store key, anchors), newest first,
-                          that the commit checks a decision against (``:v`` ``floor``: the
-                          newest dropped)
-``:o:<id/1024>``          STRING: per id, the fingerprint (8 bytes) and host id (4) of its
-                          record; zeros: none (duplicates, replaced originals)
-``:r:<id/1024>``          HASH: id -> its record: fingerprint (8), host id (4), URL (length,
-                          then a byte saying which of ``http://host``, ``https://host`` or
-                          nothing it lacks, then the rest), title, cover and the packed sketch
-                          (``neardup_codec.encode_sketch``)
-``:h``/``:hn``/``:hnext`` HASH host -> host id, its reverse, and the last id given
-``:t:<hid>``              STRING: the host's template blocks (4 bytes each), in the order learned
-``:tp``                   HASH: host id -> pages its model learned x 2^24 + template length
-``:ts:<hid>``             STRING: the model's snapshot at its last pruning (pages, template
-                          length, blocks counted once and more than once, Rice-coded, counts)
-``:tl:<hid>``             LIST: the pages learned since the snapshot, each its packed blocks
-``:hc``                   HASH: host -> pages checked x 2^26 + duplicates among them (the
-                          frontier's penalty, shared)
-``:v``                    HASH: ``seq`` (commits so far: the order decisions are equivalent
-                          to), ``forget`` (originals replaced so far), ``floor`` (the
-                          newest store key dropped from ``:recent``)
-``:next``                 the last id given
-``:params``               the layout and the settings every worker must share
-``{<crawl>:nd:<g>.<n>}:a:<b>``  HASH: the anchor postings, spread over their own hash tags
-                          (``neardup_anchors``)
-========================  ==================================================================
+:class:`NeardupKeys`, and a script is given every key it touches. The names are those crawls
+were started with: renaming one would orphan a stored crawl. What each key holds, its type and
+its format: docs/reference/redis-keys.md (tests/test_redis_keys.py checks it names every key).
 """
 
 from __future__ import annotations
@@ -100,6 +30,18 @@ def crawl_key(settings: Any, site: str) -> str:
     return settings.get("FRONTIER_REDIS_KEY") or site
 
 
+def crawler_key(crawler: Any) -> str:
+    """:func:`crawl_key` of a Scrapy crawler: its settings and its spider's name."""
+    return crawl_key(crawler.settings, getattr(crawler.spidercls, "name", None) or "crawl")
+
+
+def address_keys(tag: str, address: str) -> list[str]:
+    """The keys of a server address's shared politeness (``crawler.backends.redis.addresses``)
+    on the shard whose hash-tag prefix is ``tag``: its state, its fetches in flight, its line
+    of refused hosts by rank and by when each comes back."""
+    return [f"{tag}:{kind}:{address}" for kind in ("ip", "ipf", "ipw", "ipb")]
+
+
 def glob_escape(text: str) -> str:
     """``text`` as a literal in a SCAN ``MATCH`` pattern."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
@@ -107,34 +49,9 @@ def glob_escape(text: str) -> str:
 
 class PartitionKeys:
     """The keys of one partition of a crawl's hosts (layout 6), under the partition's own hash
-    tag (:func:`shard_tag`: P partitions on P equal masters land one on each). Its owner
-    (:mod:`crawler.backends.redis.ownership`) is the only writer of all but ``inbox`` and
-    ``seen``, and writes them through :class:`crawler.backends.redis.fence.FencedWriter`.
-
-    ==========================  ======  ======================================================
-    ``{tag}:lease``             STRING  the owner: ``<worker>/<epoch>`` (PX: the lease TTL)
-    ``{tag}:epoch``             STRING  ownerships so far (INCR at each claim: the fence)
-    ``{tag}:seq``               STRING  the owners' fenced calls applied so far (a call sent
-                                        again after a lost reply is applied once)
-    ``{tag}:f:<k>``             LIST    front queue ``k`` (0 is the highest): host + entry
-    ``{tag}:b:<host>``          LIST    the part of a host's back queue its owner does not
-                                        hold in memory (``crawler.backends.redis.entries``)
-    ``{tag}:bh``                SET     hosts that have such a list
-    ``{tag}:o``                 HASH    entry id -> host + entry: URLs out of the lists (in a
-                                        back queue's head in memory, leased, handed back)
-    ``{tag}:h``                 HASH    host -> its saved state (admitted URLs, Crawl-delay,
-                                        give-ups, next fetch time on Redis's clock)
-    ``{tag}:st``                HASH    OPIC: ``<queue>:<identity>`` -> older copies of raised
-                                        URLs left in that front queue (skipped when met)
-    ``{tag}:s``/``{tag}:s:<b>`` BF/SET  the seen-set (``crawler.backends.redis.seenset``): a
-                                        Bloom filter, or exact buckets of integers
-    ``{tag}:s:n``               STRING  the exact seen-set's count
-    ``{tag}:in``                STREAM  the inbox: links and cash other workers found for the
-                                        partition's hosts (consumer group ``owner``)
-    ``{tag}:in:<worker>``       STRING  the digest of the last letter that worker added to the
-                                        inbox (PX a day): one sent again is not added twice
-    ==========================  ======  ======================================================
-    """
+    tag (:func:`shard_tag`). Its owner (:mod:`crawler.backends.redis.ownership`) is the only
+    writer of all but ``inbox`` and ``seen``, and writes them through
+    :class:`crawler.backends.redis.fence.FencedWriter`."""
 
     def __init__(self, crawl: str, index: int, count: int) -> None:
         if not 0 <= index < count:
@@ -164,14 +81,13 @@ class PartitionKeys:
 
 
 class NeardupKeys:
-    """The keys of the shared near-duplicate detector's state (see the module's table)."""
+    """The keys of the shared near-duplicate detector's state."""
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.template_meta = prefix + ":tp"
         self.versions = prefix + ":v"
         self.host_ids = prefix + ":h"
-        self.host_names = prefix + ":hn"
         self.last_host_id = prefix + ":hnext"
         self.host_counts = prefix + ":hc"
         self.last_id = prefix + ":next"
@@ -215,7 +131,7 @@ class NeardupKeys:
 
 
 class CrawlKeys:
-    """Every key of one crawl (see the module's tables).
+    """Every key of one crawl.
 
     ``crawl`` is the crawl's name (its hash tag); ``site`` the spider's name, which only
     scrapy-redis's seeds list uses (default: the crawl's name); ``shards`` how many hash tags
@@ -245,6 +161,7 @@ class CrawlKeys:
         self.robots_failures = p + ":robots_failures"
         self.robots_hold = p + ":robots_hold:"  # + an origin: its fetch held (robots.py)
         self.dns = p + ":dns:"  # + a host name: its shared DNS answer (PX: the answer's TTL)
+        self.warc_digests = p + ":warc_digests"
         self.seeds = START_URLS_KEY % {"name": site or crawl}
 
     @classmethod

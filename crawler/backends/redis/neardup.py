@@ -1,69 +1,50 @@
 """Near-duplicates shared by every worker of a crawl: the in-process detector's decisions, its
 state in Redis, check-and-insert atomic across workers.
 
-:class:`RedisNearDuplicateDetector` decides with the very functions of the in-process detector
-(:func:`~crawler.content.neardup_features.compute_features` and
-:mod:`crawler.content.neardup_decide`'s :func:`~crawler.content.neardup_decide.rank_candidates`,
-:func:`~crawler.content.neardup_decide.pick_best`, :func:`~crawler.content.neardup_decide.decide`)
-and learns each host's template with :class:`crawler.content.template.HostTemplates` itself.
-The algorithm is here, in Python; Redis only stores the state (under the crawl's hash tag, the
-names in :class:`crawler.backends.redis.keys.NeardupKeys`, the calls ``neardup_state``'s; the
-anchor postings on tags of their own, ``neardup_anchors``) and runs two small scripts where a
-check and a write must be one step: ``lua/neardup_commit.lua`` and ``lua/neardup_put.lua``,
-each given every key it touches. Every other call is a plain command, routed by redis-py (a
-``RedisCluster`` by each key's slot).
+:class:`RedisNearDuplicateDetector` decides with the in-process detector's own functions
+(``compute_features``; ``neardup_decide``'s ``rank_candidates`` order, ``pick_best`` and
+``decide``) and learns each host's template with :class:`crawler.content.template.HostTemplates`.
+Redis only stores (the names in :class:`crawler.backends.redis.keys.NeardupKeys`, the calls
+``neardup_state``'s, the anchor postings on tags of their own: ``neardup_anchors``) and runs two
+scripts, each given every key it touches: ``lua/neardup_commit.lua`` and ``lua/neardup_put.lua``.
+No worker holds the index: it keeps a bounded cache of what it read (``neardup_copies``), so a
+new worker decides its first page at once. A page costs a few round trips, optimistic like a
+compare-and-set:
 
-No worker holds the crawl's index: a page costs a few round trips, optimistic like a
-compare-and-set, and a worker keeps only a bounded cache (``DEFAULT_CACHE_BYTES``) of what it
-read, so a new worker decides its first page at once, without replaying anything.
-
-1. **Read** (one ``MULTI`` on the crawl's tag, so one consistent moment): the host's template
-   length and model version (a worker keeps a copy of each host's template, which only grows,
-   so a length is its version; if the copy is behind, it is brought up to date and the page's
-   features computed again), the URL's id, the fingerprint's owner, the crawl's commit count
-   (``seq``), its last id (``next``: every original stored later has a greater store key) and
-   the *pending* originals: those committed whose postings may not be written yet (``:pend``,
-   a few per worker). Then the postings of the page's
-   :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same ``MULTI`` on one
-   Redis; on a cluster, one pipeline after it).
-2. **Pick**: the pending originals are merged into the postings read (both in store-key order,
-   as a sequential index would list them), the originals ranked by votes
-   (:func:`~crawler.content.neardup_decide.rank_candidates`'s order); the first
-   :data:`~crawler.content.neardup_decide.VERIFY` live ones are found in the record table
-   (``:o``: per id, the fingerprint and host id of its record; zeros: none) and the records the
-   worker has not decoded (or decoded before the original was stored again) read with their
-   hosts' template lengths. The worker decides; a page that teaches its host's model is
-   learned into the worker's copy of it (:meth:`HostTemplates.learn`, undone if the commit is
-   refused).
-3. **Commit** (``neardup_commit.lua``) checks that nothing the decision depended on changed
-   (nothing at all if no commit happened since the read, the usual case; else the URL id, the
-   fingerprint owner, the template lengths used, the host's pages learned, a counter bumped
-   whenever a stored original is replaced, and whether an original stored since the read
-   (``:recent``: the last ``neardup_state.RECENT``, newest first) took a posting of one of the
-   page's anchors that had fewer than ``MAX_POSTING``) and records the page (id, record, what it
-   taught, host counts; an original also goes to ``:pend`` and ``:recent``); otherwise it
-   answers ``retry`` and the worker starts again from 1.
+1. **Read** (one ``MULTI`` on the crawl's tag): the host's template length and model version
+   (a worker's copy behind them is brought up to date, and the features computed again), the
+   URL's id, the fingerprint's owner, the commit count ``seq``, the last id ``next`` and the
+   *pending* originals (``:pend``: committed, postings maybe not written yet); then the postings
+   of the page's :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same
+   ``MULTI`` on one Redis; after it on a cluster).
+2. **Pick**: the pending originals merged into the postings (by store key), the originals
+   ranked by votes, the first :data:`~crawler.content.neardup_decide.VERIFY` live ones found in
+   the record table (``:o``) and the records this worker has not decoded read with their hosts'
+   template lengths. The worker decides; a page that teaches its host's model is learned into
+   the worker's copy (undone if the commit is refused).
+3. **Commit** (``neardup_commit.lua``) checks that nothing the decision read changed (nothing
+   to check if no commit happened since the read, the usual case; else the URL id, the
+   fingerprint's owner, the template lengths used, the host's pages learned, the count of
+   originals replaced, and whether an original stored since the read, ``:recent``, took a
+   posting of one of the page's anchors that had fewer than ``MAX_POSTING``), then records the
+   page (an original also goes to ``:pend`` and ``:recent``); else it answers ``retry`` and the
+   worker starts again from 1.
 4. A new original's postings are written (``neardup_put.lua``, one call per anchor tag) and
    taken off ``:pend`` by the worker's next read.
 
-**Why that is atomic across tags.** A script touches one cluster slot, so the anchor postings
-cannot be written in the commit that orders the decisions. They need not be: the crawl's own
-tag stays the one place decisions are ordered, and the postings are a copy of what the commits
-decided, written after, idempotently, sorted by store key whatever order they arrive in. A
-worker reads ``:pend`` *before* the postings: an original committed before that read is either
-still pending (merged from ``:pend``) or taken off it by a read that came after its postings
-were written, so it is in the postings read; one committed after is in ``:recent`` under a
-store key above the ``next`` read, which the commit checks. So two workers judging copies of
-one page at once (or two near-duplicates) decide as one detector would in their commit order:
-the second commit finds the fingerprint taken, or an original on one of its anchors, and
-retries into "duplicate". A worker that dies between its commit and its postings leaves its
-original pending: every worker still merges it, and the first to see it ``REPAIR_LAG`` ids old
-writes its postings.
+**Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
+be written by the commit; they need not be: the crawl's tag orders the decisions, and the
+postings are a copy of what the commits decided, written after, idempotently, sorted by store
+key whatever order they arrive in. A worker reads ``:pend`` *before* the postings: an original
+committed before that read is still pending (merged) or was taken off by a read that came after
+its postings were written (so it is in the postings read); one committed after is in
+``:recent`` under a store key above the ``next`` read, which the commit checks. So workers
+decide as one detector would in their commit order. A worker that dies between its commit and
+its postings leaves its original pending: every worker merges it, and the first to see it
+``REPAIR_LAG`` ids old writes its postings.
 
-**Layout.** ``:params`` holds the layout and the settings every worker must share; a crawl
-stored otherwise (another version, other ``NEARDUP_*`` settings) is refused, in one line.
-
-``bench/shared.py`` and ``bench/neardup_scale.py`` measure it (decisions, bytes, time, memory).
+``:params`` holds the layout and the settings every worker must share; a crawl stored otherwise
+is refused, in one line. ``bench/shared.py`` and ``bench/neardup_scale.py`` measure it.
 """
 
 from __future__ import annotations
@@ -103,19 +84,17 @@ from crawler.content.neardup_features import (
     DEFAULT_THRESHOLD,
     HOST_MIN_PAGES,
     Features,
-    block_hash,
     compute_features,
     title_hash,
 )
 from crawler.content.neardup_index import MAX_POSTING
-from crawler.content.normalize import normalize_lines
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
 __all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
 
 
 
-LAYOUT = 7  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 8  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
@@ -194,6 +173,7 @@ class RedisNearDuplicateDetector:
             back_note=self._unjudged_note,
         )
         self._synced = 0  # the outages this worker's copies were checked against
+        self._epoch: bytes | None = None  # of the state this worker's copies are of
         params = (
             f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
             f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
@@ -281,6 +261,9 @@ class RedisNearDuplicateDetector:
         if self._synced == self.outage.outages:
             return
         self._synced = self.outage.outages
+        self._drop_copies()
+
+    def _drop_copies(self) -> None:
         self._copies = HostCopies(self.cache_bytes // 2)
         self._records = RecordCache(self.cache_bytes // 2)
         self._hosts.clear()
@@ -288,6 +271,13 @@ class RedisNearDuplicateDetector:
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
         self._check_params()  # if Redis was away at the start
         self._check_copies()
+        try:
+            return self._decide(url, text, add, title)
+        except _StoreLost:  # Redis lost what this worker copied, without an outage seen
+            self._drop_copies()
+            return self._decide(url, text, add, title)
+
+    def _decide(self, url: str, text: str, add: bool, title: str | None) -> Decision:
         host = _host(url)
         hid = self._host_id(host)
         title_id = title_hash(title)
@@ -341,7 +331,7 @@ class RedisNearDuplicateDetector:
             old_fp = entry[:8] if entry != NOTHING else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
-            payload = (url_part(url, host)
+            payload = (url_part(url)
                        + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                        if action == "new" else b"")
             try:
@@ -358,35 +348,12 @@ class RedisNearDuplicateDetector:
                 continue
             self._committed(host, result, lesson)
             if int(result[5]) and lens:  # a new original: its postings
-                self.anchors.write(int(result[5]), result[6], anchors, [n == 0 for n in lens])
+                self.anchors.write(int(result[5]), result[6], anchors)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
             f"shared near-duplicate check of {url} refused {MAX_ATTEMPTS} times in a row"
         )
-
-    def observe(self, url: str, text: str) -> None:
-        """Learn ``url``'s blocks into its host's shared template model without recording the
-        page (for warming a model up, as :meth:`NearDuplicateDetector.observe`)."""
-        host = _host(url)
-        hid = self._host_id(host)
-        blocks = [block_hash(x) for x in normalize_lines(text)]
-        for _ in range(MAX_ATTEMPTS):
-            version = len(self._copies.templates.get(hid) or ())
-            read = self._read(host, hid, bytes(8), b"", [])
-            if read is None:
-                continue
-            lesson = self._copies.learn(host, blocks)
-            result = self.store.commit("observe", host, hid, bytes(8), b"", read, version,
-                                        _lesson(lesson), b"", b"", b"", b"", b"")
-            if result[0] == b"retry":
-                self._copies.undo(lesson)
-                self.retries += 1
-                continue
-            self._committed(host, result, lesson)
-            self._settle(hid)
-            return
-        raise RuntimeError(f"shared template learning of {url} refused {MAX_ATTEMPTS} times")
 
     def _settle(self, hid: int) -> None:
         """The end of a check: the host's copies are the most recent, the cache within its
@@ -400,7 +367,7 @@ class RedisNearDuplicateDetector:
         if int(result[1]):
             self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
         self.last_commit = int(result[3])
-        self._copies.committed(host, int(result[4]), lesson)
+        self._copies.committed(int(result[4]), lesson)
 
     def _count(self, host: str, counts: tuple[int, int, float]) -> None:
         self._hosts[host] = counts
@@ -421,6 +388,11 @@ class RedisNearDuplicateDetector:
         """Step 1 (see the module); None when this worker's copy of the host's template or
         model was behind (it is brought up to date: compute the features again, read again)."""
         read = self.store.read(hid, uh, fp, anchors)
+        # another epoch: Redis restarted without persistence (or the keys were deleted) and
+        # every id and host id this worker copied may name another URL or host now
+        seen, self._epoch = self._epoch, read.epoch
+        if seen is not None and read.epoch != seen:
+            raise _StoreLost
         copy = self._copies.templates.get(hid)
         if read.meta & TLEN == len(copy or ()) and read.meta >> 24 == self._copies.models.pages(
             host
@@ -438,7 +410,7 @@ class RedisNearDuplicateDetector:
         if have > meta & TLEN:  # ahead of Redis (it lost writes): read it whole next time
             self._copies.templates.pop(hid, None)
             return
-        self._copies.catch_up(host, hid, have, rest)
+        self._copies.extend(hid, rest)
         base = int.from_bytes(snapshot[:4], "big") if snapshot else 0
         learned = self._copies.models.pages(host)
         if base <= learned <= base + len(log):
@@ -494,18 +466,10 @@ class RedisNearDuplicateDetector:
         checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
         return candidates, checks, picked
 
-    def _url(self, head: bytes) -> str:
+    @staticmethod
+    def _url(head: bytes) -> str:
         """The URL of a record (from its head: fingerprint, host id, URL)."""
-        hid = int.from_bytes(head[8:12], "big")
-        n = int.from_bytes(head[12:14], "big")
-        code, rest = head[14], head[15 : 14 + n].decode("utf-8")
-        if code == 0:
-            return rest
-        host = self._copies.names.get(hid)
-        if host is None:
-            host = (self.client.hget(self.keys.host_names, hid) or b"").decode("utf-8")
-            self._copies.names[hid] = host
-        return ("http://" if code == 1 else "https://") + host + rest
+        return head[14:].decode("utf-8")
 
     # --- queries --------------------------------------------------------------------------
 
@@ -574,6 +538,10 @@ class RedisNearDuplicateDetector:
                 size = int(self.client.memory_usage(key, samples=0) or 0)
                 total[kind] = total.get(kind, 0) + size
         return total
+
+
+class _StoreLost(Exception):
+    """Redis has less than this worker read from it: its copies must go."""
 
 
 def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:

@@ -1,35 +1,24 @@
 """The shared near-duplicate detector's anchor index in Redis: each anchor's postings in small
-bucketed hashes spread over hash tags of their own (so over the nodes of a Redis Cluster), read
-with plain ``HMGET`` and written by ``lua/neardup_put.lua``, one call per tag, so no worker keeps
-a copy of the index.
+bucketed hashes on hash tags of their own (so over the nodes of a Redis Cluster), read with plain
+``HMGET`` and written by ``lua/neardup_put.lua``, one call per tag.
 
 **Layout.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) is first
-*spread*: ``x = anchor * SPREAD mod 2**32`` (an odd multiplier: a bijection, so nothing is
-lost). It lives in bucket ``x >> (32 - bits)`` (``bits`` from the crawl's
-capacity, ``DEFAULT_CAPACITY`` of crawler/backends/redis/neardup.py: ~64 fields a bucket,
-Redis's compact listpack), field
-``x & (2**(32 - bits) - 1)`` written as a decimal integer (a listpack keeps it in 2-4 bytes),
-of the hash ``{<crawl>:nd:<g>.<n>}:a:<bucket>`` where ``g = bucket % groups``: ``groups`` hash
-tags (``FRONTIER_SHARDS``), each picked by :func:`~crawler.backends.redis.keys.shard_tag` to
-fall in the g-th equal range of the cluster's slots, so G tags on G masters land one on each.
-
-Why spread: an original's anchors are the smallest of its ~100-200 shingle hashes, so they lie
-in the lowest ~15 % of the hash range; bucketed by their own top bits they would fill ~3
-buckets in 16, each ~5 times the fields aimed at, and past ``hash-max-listpack-entries`` a
-bucket becomes a hash table.
+*spread*, ``x = anchor * SPREAD mod 2**32`` (a bijection): an original's anchors lie in the
+lowest ~15 % of the hash range, and bucketed by their own top bits would crowd a few buckets
+past ``hash-max-listpack-entries``. It lives in bucket ``x >> (32 - bits)`` (~64 fields a
+bucket at the crawl's capacity), field ``x & (2**(32 - bits) - 1)`` in decimal, of the hash
+``{<crawl>:nd:<g>.<n>}:a:<bucket>``, ``g = bucket % groups`` (``FRONTIER_SHARDS`` tags, each
+picked by :func:`~crawler.backends.redis.keys.shard_tag` to fall on its own master).
 
 **Postings.** A field's value is the anchor's first
-:data:`~crawler.content.neardup_index.MAX_POSTING` postings, in the order the originals were
-stored: each a 4-byte *store key* ``k`` (big-endian), allocated by the commit that stored the
-original from the crawl's id counter, so the keys grow in commit order; postings are kept sorted
-by it whatever order the writes arrive in (two workers' writes race), and a write that finds its
-key there does nothing, so writing one original's postings twice (a repair) is harmless. ``k``
-is the original's id, except for an original stored again under an id it already had (a
-refetched page that changed): then the element has its top bit set and carries the id after it
-(8 bytes), as the in-process index lists such a page twice. Postings longer than
-:data:`LONG` bytes (an anchor more than 16 originals share) move to a string of their own
-(``<bucket key>:<field>``, the field holding ``L``), so a bucket stays in Redis's compact
-encoding (``hash-max-listpack-value``, 64).
+:data:`~crawler.content.neardup_index.MAX_POSTING` originals as 4-byte big-endian *store keys*,
+given by the commits from the crawl's id counter, so in commit order; kept sorted whatever
+order the writes arrive in, and a write that finds its key does nothing (a repair may write an
+original twice). The store key is the original's id, except for an original stored again under
+an id it had (a refetched page that changed): then its top bit is set and the id follows (8
+bytes), as the in-process index lists such a page twice. Postings longer than :data:`LONG`
+bytes move to a string of their own (``<bucket key>:<field>``, the field holding ``L``), so a
+bucket stays in Redis's compact encoding (``hash-max-listpack-value``, 64).
 """
 
 from __future__ import annotations
@@ -126,12 +115,12 @@ class AnchorKeys:
         g = bucket % self.groups
         return g, f"{self.tags[g]}:a:{bucket}", str(x & self._mask)
 
-    def by_group(self, anchors: Iterable[int]) -> dict[int, list[tuple[int, str, str]]]:
-        """The anchors' (index, bucket key, field) by group, in the anchors' order."""
-        out: dict[int, list[tuple[int, str, str]]] = {}
-        for i, anchor in enumerate(anchors):
+    def by_group(self, anchors: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
+        """The anchors' (bucket key, field) by group, in the anchors' order."""
+        out: dict[int, list[tuple[str, str]]] = {}
+        for anchor in anchors:
             g, key, field = self.place(anchor)
-            out.setdefault(g, []).append((i, key, field))
+            out.setdefault(g, []).append((key, field))
         return out
 
     def patterns(self) -> list[str]:
@@ -200,24 +189,19 @@ class AnchorPostings:
         reads = self.queue_read(pipe, anchors)
         return self.parse_read(reads, pipe.execute(), len(anchors))
 
-    def write(self, k: int, elem: bytes, anchors: list[int], fresh: Sequence[bool] = ()) -> None:
+    def write(self, k: int, elem: bytes, anchors: list[int]) -> None:
         """Write an original's postings (store key ``k``, element ``elem``) on every tag its
-        anchors live on, one ``neardup_put.lua`` call each; ``fresh``: which anchors had no
-        postings when the worker read them (a hint: those are tried with one ``HSETNX``)."""
-        calls = self.put_calls(elem, anchors, fresh)
-        run_scripts(self.client, self._put, calls)
+        anchors live on, one ``neardup_put.lua`` call each."""
+        run_scripts(self.client, self._put, self.put_calls(elem, anchors))
         self._done.append(k)  # the next read takes it off :pend, now the writes are answered
 
-    def put_calls(
-        self, elem: bytes, anchors: list[int], fresh: Sequence[bool] = ()
-    ) -> list[tuple[list[str], list[Any]]]:
+    def put_calls(self, elem: bytes, anchors: list[int]) -> list[tuple[list[str], list[Any]]]:
         """The ``neardup_put.lua`` calls (keys, args) that write ``elem`` into ``anchors``'
         postings: one per tag."""
         calls = []
         for places in self.keys.by_group(anchors).values():
-            keys = [x for _, key, field in places for x in (key, _long_key(key, field))]
-            fields = ["+" + field if fresh and fresh[i] else field for i, _, field in places]
-            calls.append((keys, [self.limit, elem, LONG, *fields]))
+            keys = [x for key, field in places for x in (key, _long_key(key, field))]
+            calls.append((keys, [self.limit, elem, LONG, *(field for _, field in places)]))
         return calls
 
     def pending(self, values: list[bytes], next_id: int) -> list[tuple[int, int, set[int]]]:

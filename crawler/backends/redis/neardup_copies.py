@@ -1,30 +1,17 @@
 """What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, within
-``DEFAULT_CACHE_BYTES`` (crawler/backends/redis/neardup.py): the records it decoded and the
-templates and template models of the hosts it met, the least recently used dropped (and read
-again from Redis when a page needs them), each brought up to date from what the worker reads
-(``neardup``). Nothing of it is needed to decide: a new worker starts empty.
+``DEFAULT_CACHE_BYTES`` (``neardup``): the records it decoded and the templates and template
+models of the hosts it met, the least recently used dropped (read again when a page needs them).
+Nothing of it is needed to decide: a new worker starts empty.
 
-**Template models.** Counting every block of every original in Redis (one hash field per block,
-~12 bytes and ~1 us of server time each, ~90 blocks per real page) was most of the store's bytes
-and time. A host's model lives in Redis as a log: each page that taught it, as its distinct
-blocks not yet template (sorted, Rice-coded), and at every pruning of the model (each
+**Template models.** A host's model lives in Redis as a log (one field per counted block was
+most of the store's bytes and time): each page that taught it, as its distinct blocks not yet
+template (``pack_sorted``), and at every pruning (each
 :data:`~crawler.content.template.PRUNE_EVERY` pages, where the model is smallest) a *snapshot*
-of the model (the blocks counted and their counts) that replaces the log so far. A worker keeps
-its own copy of the models of the hosts it checks and brings it up to date from the
-log (the entries since its copy's version, or the snapshot and the log); it learns a page
-there and sends the commit the page's log entry, the blocks it made template and, at a pruning,
-the new snapshot. Redis does a few appends per page whatever the page's size; a worker replays
-the pages other workers taught of the hosts it checks.
-
-**Records.** An original's record is packed (the gaps of its sketch Rice-coded,
-each entry's block as a digit in base the number of the page's blocks, the URL without
-``scheme://host``) and kept under its id; a table of 12 bytes per id (its fingerprint and
-host id) says which ids have one. A worker keeps the records it decoded (with their table entry,
-so it can tell an original stored again) and reads only the others.
-
-The template only grows, so its length is its version; a model's version is its pages learned.
-A page is learned into the worker's copy of its host's model before the commit (a
-:class:`Lesson`), and undone if the commit is refused.
+that replaces the log so far. A worker brings its copy up to date from the log (the entries
+since its copy's version, or the snapshot and the log), learns a page there before the commit
+(a :class:`Lesson`, undone if the commit is refused) and sends the commit the page's log entry,
+the blocks it made template and, at a pruning, the snapshot. The template only grows, so its
+length is its version; a model's version is its pages learned.
 """
 
 from __future__ import annotations
@@ -184,16 +171,15 @@ class HostCopies:
         if lesson is not None:
             self.models.rollback(lesson.host, lesson.saved, lesson.made)
 
-    def committed(self, host: str, hid: int, lesson: Lesson | None) -> None:
+    def committed(self, hid: int, lesson: Lesson | None) -> None:
         """A commit stood: the template blocks the page made go to this worker's copy of the
         template (which the commit found current)."""
-        if hid:
-            self.hids[host] = hid
-            self.names[hid] = host
-            if lesson is not None and lesson.made:
-                self.templates.setdefault(hid, TemplateCopy()).extend(
-                    np.array(lesson.made, ">u4").tobytes()
-                )
+        if lesson is not None and lesson.made:
+            self.extend(hid, np.array(lesson.made, ">u4").tobytes())
+
+    def extend(self, hid: int, more: bytes) -> None:
+        """Blocks Redis added to host ``hid``'s template after those this worker has."""
+        self.templates.setdefault(hid, TemplateCopy()).extend(more)
 
     def refresh(
         self, client: Any, keys: Any, hid: int, records: Iterable[DecodedRecord],
@@ -202,37 +188,16 @@ class HostCopies:
         """Bring the copies of the candidates' hosts' templates (not ``hid``'s, current) to
         the lengths read with them (one pipelined round trip when some grew); False if one has
         grown further meanwhile."""
-        templates = self.templates
-        stale = {}
-        for rec in records:
-            other = rec.hid
-            have = len(templates[other]) if other in templates else 0
-            if other != hid and have < tlens[other]:
-                stale[other] = have
+        have = {r.hid: len(self.templates.get(r.hid) or ()) for r in records if r.hid != hid}
+        stale = {other: n for other, n in have.items() if n < tlens[other]}
         if not stale:
             return True
         pipe = client.pipeline(transaction=False)
-        for other, have in stale.items():
-            pipe.getrange(keys.template(other), have * 4, -1)
-        for (other, have), rest in zip(stale.items(), pipe.execute(), strict=True):
-            templates.setdefault(other, TemplateCopy())
-            if len(templates[other]) == have:
-                templates[other].extend(rest)
-            if len(templates[other]) != tlens[other]:
-                return False
-        return True
-
-    def catch_up(self, host: str, hid: int, start: int, rest: bytes) -> None:
-        """Bring this worker's copy of a host's template up to Redis's (``rest``: its blocks
-        from ``start`` on)."""
-        if not hid:
-            return
-        self.hids[host] = hid
-        template = self.templates.get(hid)
-        if template is None or start == 0 or len(template) != start:
-            template = self.templates[hid] = TemplateCopy()
-            start = 0
-        template.extend(rest)
+        for other, n in stale.items():
+            pipe.getrange(keys.template(other), n * 4, -1)
+        for other, rest in zip(stale, pipe.execute(), strict=True):
+            self.extend(other, rest)
+        return all(len(self.templates[other]) == tlens[other] for other in stale)
 
 
 @dataclass(slots=True)
@@ -263,12 +228,6 @@ class RecordCache:
         self.budget = budget
         self.used = 0
         self._records: OrderedDict[int, DecodedRecord] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def peek(self, doc: int) -> DecodedRecord | None:
-        return self._records.get(doc)
 
     def get(self, doc: int) -> DecodedRecord | None:
         """The record of ``doc``, now the most recently used."""

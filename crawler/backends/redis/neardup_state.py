@@ -14,6 +14,7 @@ both (more than :data:`SLOTS` ids given between the worker's read and its commit
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -44,6 +45,7 @@ class Read:
     ``seq``; ``meta``: the host's pages learned and template length (``:tp``)."""
 
     meta: int
+    epoch: bytes | None  # which state it is: a state lost and begun again has another
     seq: int
     forget: int
     own: int
@@ -62,6 +64,7 @@ class NeardupState:
     ) -> None:
         self.client, self.keys, self.bits, self.anchors = client, keys, bits, anchors
         self._commit = client.register_script(COMMIT)
+        self.epoch = os.urandom(8).hex()  # the state's epoch if this worker's commit is its first
         # one Redis answers a page's postings in the read's MULTI; a cluster, after it
         self._one_server = not isinstance(client, RedisCluster)
 
@@ -72,10 +75,9 @@ class NeardupState:
         if not hid:
             new = self.client.incr(keys.last_host_id)
             pipe = self.client.pipeline(transaction=True)
-            pipe.hset(keys.host_names, new, host)  # a loser's id names the host too, unused
-            pipe.hsetnx(keys.host_ids, host, new)
+            pipe.hsetnx(keys.host_ids, host, new)  # a loser's id stays unused
             pipe.hget(keys.host_ids, host)
-            hid = int(pipe.execute()[2])
+            hid = int(pipe.execute()[1])
         return hid
 
     def read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read:
@@ -88,7 +90,7 @@ class NeardupState:
         if done:
             pipe.hdel(keys.pending, *done)
         pipe.hget(keys.template_meta, hid)
-        pipe.hmget(keys.versions, "seq", "forget")
+        pipe.hmget(keys.versions, "seq", "forget", "epoch")
         pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
         if fp:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
@@ -96,7 +98,7 @@ class NeardupState:
         pipe.hvals(keys.pending)
         reads = self.anchors.queue_read(pipe, anchors) if self._one_server else []
         out = pipe.execute()[1 if done else 0 :]
-        seq, forget = (int(x or 0) for x in out[1])
+        seq, forget = (int(x or 0) for x in out[1][:2])
         owner = int(out[3] or 0) if fp else 0
         rest = out[4:] if fp else out[3:]
         if not anchors or owner:
@@ -105,8 +107,8 @@ class NeardupState:
             stored = self.anchors.parse_read(reads, rest[2:], len(anchors))
         else:
             stored = self.anchors.read(anchors)
-        return Read(int(out[0] or 0), seq, forget, int(out[2] or 0), owner, int(rest[0] or 0),
-                    rest[1], stored)
+        return Read(int(out[0] or 0), out[1][2], seq, forget, int(out[2] or 0), owner,
+                    int(rest[0] or 0), rest[1], stored)
 
     def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
         """A host's pages learned and template length (``:tp``), its template's blocks from the
@@ -159,5 +161,5 @@ class NeardupState:
             args=[action, host, hid, ufield, fp, ffield if fp else b"", read.own, read.owner,
                   read.forget, read.next_id, read.seq, version, anchors, lens, checks, payload,
                   MAX_POSTING, *lesson, old_fp, old_field if old_fp else b"", SLOTS, chunk,
-                  RECENT],
+                  RECENT, self.epoch],
         )

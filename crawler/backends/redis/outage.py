@@ -18,15 +18,11 @@ users each hold a :class:`RedisOutage`:
   costs one bounded wait in all, not one per call.
 * ``wait=0`` never waits: the reactor's callers (the robots.txt cache) fail at once while Redis
   is away, and touch Redis again only once the probe found it back: a dead Redis costs the
-  reactor one failed call per outage.
+  reactor one failed call per outage (:class:`ActsAlone`).
 
-What each component does without Redis is its own (its docstring says): the robots.txt cache
-acts alone, the near-duplicate detector judges the page alone (``neardup/unjudged``), a
-heartbeat is sent in full with the next one, the scope's new hosts are sent when Redis is back.
-
-``REDIS_OUTAGE_WAIT`` (seconds, default 30) is the bound for the callers that wait: long enough
-for a restart or a failover with a Redis Cluster's default timeouts, short enough that a Redis
-gone for good does not freeze a worker's pages.
+What each component does without Redis is its own (its docstring says). ``REDIS_OUTAGE_WAIT``
+(default 30 s: a restart or a failover with a Redis Cluster's default timeouts, not a Redis
+gone for good) bounds the callers that wait.
 """
 
 from __future__ import annotations
@@ -211,6 +207,28 @@ class RedisOutage:
             self._cond.notify_all()
         if self._prober is not None:
             self._prober.close(timeout=5)
+
+
+class ActsAlone:
+    """A Redis user called on the reactor thread, which must never wait: while Redis is away
+    each call answers its ``default`` at once (counted in :attr:`alone`, which the outage's
+    ``back_note`` reports) and the component acts alone. Subclasses set ``client`` and
+    ``outage``."""
+
+    client: Any
+    outage: RedisOutage
+    alone = 0  # calls answered without Redis
+
+    def _safe(self, fn: Callable[[], T], default: Any) -> Any:
+        try:
+            return self.outage.call(fn, wait=0)
+        except RedisUnavailable:
+            self.alone += 1
+            return default
+
+    def close(self) -> None:
+        self.outage.close()
+        self.client.close()
 
 
 class _Prober(JobThread):

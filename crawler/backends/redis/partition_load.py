@@ -11,12 +11,13 @@ walk of a queue.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import redis
 
-from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.keys import PartitionKeys, address_keys
+from crawler.frontier.addresses import AddressLoad
 
 
 def node_of(client: Any, key: str) -> tuple[str, Any]:
@@ -100,19 +101,20 @@ def partition_loads(
     return out
 
 
-def format_partition_loads(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [f"partitions ({len(rows)}):"]
-    for r in rows:
-        memory = r.get("node_used_memory")
-        lines.append(
-            f"  {r['partition']:>3} {r['owner'] or '(no owner)':<24} queued {r['queued']:>9,}  "
-            f"hosts {r['hosts']:>7,}  seen {r['seen']:>10,}  inbox {r['inbox']:>5,}  "
-            f"{r['node']}"
-            + (
-                f" ({r['node_ops_per_sec']:,} ops/s, {r['node_cpu_seconds']} CPU s, "
-                f"{memory / 2**20:,.0f} MiB)"
-                if memory is not None
-                else ""
-            )
-        )
-    return "\n".join(lines)
+def address_loads(client: Any, tagged: Iterable[tuple[str, str]], top: int) -> list[AddressLoad]:
+    """The ``top`` busiest of these (shard's tag prefix, address) pairs, by fetches in flight
+    then fetches so far: one pipelined call."""
+    pairs = list(tagged)
+    pipe = client.pipeline(transaction=False)
+    for tag, address in pairs:
+        state, flight, *_ = address_keys(tag, address)
+        pipe.hmget(state, "fetches", "refusals")
+        pipe.zcard(flight)
+    replies = pipe.execute() if pairs else []
+    loads = [
+        AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
+        for (_, address), (fetches, refusals), in_flight
+        in zip(pairs, replies[::2], replies[1::2], strict=True)
+    ]
+    loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
+    return loads[:top]

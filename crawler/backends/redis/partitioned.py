@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
-from crawler.backends.redis.fence import PartitionLost, PartitionRewound
+from crawler.backends.redis.fence import PartitionLost, flush_together
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Mailboxes, Outbox, pack_letter
@@ -249,7 +249,9 @@ class PartitionedFrontier(Frontier):
             )
 
     def _drop(self, index: int, why: str) -> None:
-        part = self.parts.pop(index, None)
+        part = self.parts.pop(index, None)  # what was added to it since its last write is mailed
+        for add in self._unwritten.pop(index, ()):
+            self._outbox.letter(index).adds.append(add)
         if part is not None:
             part.ownership.writer.discard()
             self.lost += why == "lost"
@@ -267,18 +269,19 @@ class PartitionedFrontier(Frontier):
         try:
             return fn()
         except PartitionLost as exc:
-            self._drop(part.index, "rewound" if isinstance(exc, PartitionRewound) else "lost")
-            for add in self._unwritten.pop(part.index, ()):
-                self._outbox.letter(part.index).adds.append(add)
+            self._drop(part.index, exc.why)
             return None
 
     def _flush(self, *, but: int | None = None, only: int | None = None) -> None:
-        """Write the partitions' changes (one fenced call each: every partition's, or ``only``
-        one's, or all ``but`` one's), then send the letters and the wake-up in one round trip."""
-        for part in list(self.parts.values()):
-            if part.index == but or (only is not None and part.index != only):
-                continue
-            self._guarded(part, part.store.flush)
+        """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's: a fenced
+        call each, in one round trip), then the letters and the wake-up in one round trip."""
+        parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
+        for part in parts:
+            part.store.stage()
+        lost = flush_together(self.client, [part.store.writer for part in parts])
+        for part, refused in zip(parts, lost, strict=True):
+            if refused:
+                self._drop(part.index, refused.why)
             self._unwritten.pop(part.index, None)
         letters, self._outbox = self._outbox.letters, Outbox()
         if letters or self.mail.unsent:  # kept until sent: the next call sends them then
@@ -517,9 +520,7 @@ class PartitionedFrontier(Frontier):
         return released
 
     def expire(self) -> int:
-        expired = sum(
-            self._guarded(p, p.frontier.expire) or 0 for p in list(self.parts.values())
-        )
+        expired = sum(self._guarded(p, p.frontier.expire) or 0 for p in list(self.parts.values()))
         self._flush()
         return expired
 

@@ -1,22 +1,20 @@
 """robots.txt shared by every worker of a crawl (``ROBOTS_CACHE_CLASS`` of the ``redis``
-backend): the fetched files, and each origin's fetch state (claimed, unreachable, given up), so
-robots.txt is fetched once per host, and once per retry period when it fails, for the whole
-crawl."""
+backend): see :class:`RedisRobotsCache`."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import astuple
 from typing import Any
 
 import msgpack
 from redis.exceptions import WatchError
 
 from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
-from crawler.backends.redis.keys import CrawlKeys, crawl_key
-from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.backends.redis.keys import CrawlKeys, crawler_key
+from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
@@ -44,7 +42,7 @@ def _shared_origin(hold: bytes | None, pttl: int, failures: bytes | None) -> Sha
     return SharedOrigin(False, retry_in=0.0, failures=count)  # failed; its retry is due
 
 
-class RedisRobotsCache(RobotsCache):
+class RedisRobotsCache(ActsAlone, RobotsCache):
     """``ROBOTS_CACHE_CLASS`` of the ``redis`` backend: one HASH of records for the crawl, so
     robots.txt is fetched once per host whichever worker gets there first, and each origin's
     fetch state (claimed by a worker, unreachable until a retry, failures, given up: see
@@ -56,14 +54,10 @@ class RedisRobotsCache(RobotsCache):
     enough not to matter next to the fetch it saves. On a Redis Cluster every key is under the
     crawl's hash tag: each call goes to the one node that serves it.
 
-    While Redis is away (a restart, a cluster failover), each worker acts alone rather than
-    failing the page that asked, and never waits (the reactor must not): no copy is found, a
-    claim is granted, a fetched copy is kept locally and sent once Redis is back. The client
-    fails fast (:func:`~crawler.backends.redis.connection.fail_fast_params`: one attempt per
-    call, two on a cluster, short socket timeouts), and once a call has failed none is made
-    until the outage's
-    probe, on its own thread, finds Redis back (:class:`~crawler.backends.redis.outage.
-    RedisOutage`): one line when Redis goes away, one when it is back."""
+    While Redis is away each worker acts alone (:class:`~crawler.backends.redis.outage.
+    ActsAlone`) rather than failing the page that asked: no copy is found, a claim is granted,
+    a fetched copy is kept locally and sent once Redis is back. The client fails fast
+    (:func:`~crawler.backends.redis.connection.fail_fast_params`)."""
 
     def __init__(self, client: RedisClient, key: str) -> None:
         """``key``: the crawl's name in Redis (:func:`~crawler.backends.redis.keys.crawl_key`)."""
@@ -72,7 +66,6 @@ class RedisRobotsCache(RobotsCache):
         self.hash = keys.robots
         self.failures = keys.robots_failures
         self.holds = keys.robots_hold  # + an origin
-        self.alone = 0  # calls answered without Redis (it was away)
         self._unsent: dict[str, bytes] = {}  # origin -> record fetched while Redis was away
         self._unsent_lock = threading.Lock()
         self.outage = RedisOutage(
@@ -83,13 +76,6 @@ class RedisRobotsCache(RobotsCache):
             on_back=self._send_unsent,
             log=logger,
         )
-
-    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
-        try:
-            return self.outage.call(fn, wait=0)  # on the reactor: never wait
-        except RedisUnavailable:
-            self.alone += 1
-            return default
 
     def _read(self, origin: str, claim_ms: int | None = None) -> list[Any] | None:
         """The origin's hold, its time left (ms) and its failures, read at once; with
@@ -154,10 +140,8 @@ class RedisRobotsCache(RobotsCache):
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
-        site = getattr(crawler.spidercls, "name", None) or "crawl"
         s = crawler.settings
-        client = redis_client(s, **fail_fast_params(s))
-        return cls(client, crawl_key(s, site))
+        return cls(redis_client(s, **fail_fast_params(s)), crawler_key(crawler))
 
     def get(self, origin: str) -> RobotsRecord | None:
         return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))
@@ -185,16 +169,7 @@ class RedisRobotsCache(RobotsCache):
     def put(self, record: RobotsRecord) -> None:
         if record.kind == DISALLOW_ALL:
             return
-        packed = msgpack.packb(
-            [
-                record.origin,
-                record.kind,
-                record.status,
-                record.fetched_at,
-                record.expires_at,
-                record.body,
-            ]
-        )
+        packed = msgpack.packb(astuple(record))  # its fields in order, as _record reads them
         if self._safe(lambda: self._store({record.origin: packed}), False) is False:
             with self._unsent_lock:  # sent when Redis is back (RedisOutage.on_back)
                 self._unsent[record.origin] = packed
@@ -222,7 +197,3 @@ class RedisRobotsCache(RobotsCache):
 
     def __len__(self) -> int:
         return int(self.client.hlen(self.hash))
-
-    def close(self) -> None:
-        self.outage.close()
-        self.client.close()

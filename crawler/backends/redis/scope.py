@@ -7,11 +7,11 @@ import threading
 import redis
 from redis.cluster import RedisCluster
 
-from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
+from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.frontier.scope import ScopeRegistry
 
 
-class RedisScopeRegistry(ScopeRegistry):
+class RedisScopeRegistry(ActsAlone, ScopeRegistry):
     """The crawl's scope hosts in ``{key}:scope``: a seed given to any worker, and the host it
     redirects to, are in scope for all of them.
 
@@ -39,19 +39,11 @@ class RedisScopeRegistry(ScopeRegistry):
             return hosts | self._unsent
 
     def add(self, host: str) -> None:
-        try:  # rare (seeds): one round trip is fine
-            self.outage.call(lambda: self.client.sadd(self.set, host), wait=0)
-        except RedisUnavailable:
-            with self._lock:
-                self._unsent.add(host)
+        self.add_many({host})  # rare (seeds): one round trip is fine
 
     def add_many(self, hosts: set[str]) -> None:
         """One SADD for a batch of seeds' hosts (a seeds file of thousands of hosts)."""
-        if not hosts:
-            return
-        try:
-            self.outage.call(lambda: self.client.sadd(self.set, *hosts), wait=0)
-        except RedisUnavailable:
+        if hosts and self._safe(lambda: self.client.sadd(self.set, *hosts), None) is None:
             with self._lock:
                 self._unsent |= hosts
 

@@ -1,5 +1,6 @@
-"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` prints, and the workers'
-heartbeats and merged counters it reads.
+"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` shows, as plain data
+(:mod:`crawler.commands.frontier_report` prints it), and the workers' heartbeats
+(``{key}:workers``) and merged counters (``{key}:totals``) it reads.
 
 A report reads the partitions of the crawl's hosts as their owners left them in Redis
 (:class:`SharedCrawl`): counts and cardinalities per partition
@@ -7,14 +8,6 @@ A report reads the partitions of the crawl's hosts as their owners left them in 
 batches, so a report on a crawl of a million hosts costs Redis many short calls, never one long
 one. What only the workers know (their leases, their hosts' fetches) comes from their
 heartbeats.
-
-Keys (under the crawl's hash tag, beside the frontier's):
-
-=====================  ======  ================================================================
-``{key}:totals``       HASH    every worker's counters merged (``HINCRBY`` of the deltas)
-``{key}:workers``      HASH    worker id -> JSON heartbeat: pages, pages/s over the last
-                               interval, state, started and last beat (Redis time)
-=====================  ======  ================================================================
 """
 
 from __future__ import annotations
@@ -23,8 +16,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from importlib import resources
+from itertools import islice
 from typing import Any
 
 import msgpack
@@ -32,10 +25,10 @@ import redis
 
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.partition_load import partition_loads
+from crawler.backends.redis.partition_load import address_loads, partition_loads
 from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
-from crawler.report.tally import HostTallies, HostTally, busiest_line
+from crawler.report.tally import HostTallies, HostTally
 
 # One call per beat (lua/heartbeat.lua: bounded, one HINCRBY per counter that moved since the
 # last beat), because the heartbeat is stamped with Redis's clock, which a transaction cannot
@@ -88,17 +81,6 @@ class Fleet:
         return out
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 @dataclass
 class SharedCrawl:
     """A crawl shared through Redis as ``scrapy frontier`` sees it: its name, its ``count``
@@ -126,13 +108,13 @@ class SharedCrawl:
     def iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
         """Host names in batches, read with HSCAN from each partition's hosts (never one
         blocking call over all of them)."""
-        for names in self._iter_records(batch):
+        for names in self.iter_records(batch):
             yield [name for name, _ in names]
 
-    def _iter_records(self, batch: int = 500) -> Iterable[list[tuple[str, Any]]]:
+    def iter_records(self, batch: int = 500) -> Iterable[list[tuple[str, Any]]]:
         for keys in self.partitions():
             scan = self.client.hscan_iter(keys.hosts, count=batch)
-            for chunk in _batches(scan, batch):
+            while chunk := list(islice(scan, batch)):
                 yield [(name.decode(), msgpack.unpackb(blob)) for name, blob in chunk]
 
     def is_empty(self) -> bool:
@@ -153,14 +135,13 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     now = seconds + micros / 1e6
     operator = crawl.controls()
     controls = operator.controls()
-    operator.refresh()
     partitions = partition_loads(client, crawl.partitions(), crawl.front_queues)
     held_after = max(crawl.max_delay, 1.0)  # only a hold waits longer than this
     hosts = {"waiting": 0, "held": 0, "given_up": 0, "blocked": 0}
     given_up: Counter[str] = Counter()
     held: list[dict[str, Any]] = []
     total = 0
-    for records in crawl._iter_records(batch):
+    for records in crawl.iter_records(batch):
         for name, (_, _, _, dead, skipped, free_at, *_) in records:
             total += 1
             if dead or skipped:
@@ -224,7 +205,7 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
         "busiest_addresses": [
             {"address": a.address, "in_flight": a.in_flight, "fetches": a.fetches,
              "waits": a.refusals}
-            for a in address_loads(client, crawl.address_prefixes, top)
+            for a in busiest_addresses(client, crawl.address_prefixes, top)
         ],
         "controls": controls,
         "halt": operator.halted(),
@@ -236,101 +217,14 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     }
 
 
-def address_loads(
+def busiest_addresses(
     client: Any, prefixes: list[str], top: int, limit: int = 10_000
 ) -> list[AddressLoad]:
-    """The ``top`` busiest addresses of a crawl whose shards have these key prefixes, for
-    ``scrapy frontier <site> status`` (at most ``limit`` addresses read: a glance, not a scan
-    of a billion-host crawl)."""
-    states = []
+    """The ``top`` busiest addresses of a crawl whose shards have these key prefixes (at most
+    ``limit`` addresses read: a glance, not a scan of a billion-host crawl)."""
+    tagged: list[tuple[str, str]] = []
     for prefix in prefixes:
-        for key in client.scan_iter(match=prefix + ":ip:*", count=1000):
-            states.append(key.decode() if isinstance(key, bytes) else key)
-            if len(states) >= limit:
-                break
-    loads = []
-    for state in states:
-        tag, _, address = state.partition(":ip:")
-        pipe = client.pipeline(transaction=False)
-        pipe.hmget(state, "fetches", "refusals")
-        pipe.zcard(f"{tag}:ipf:{address}")
-        (fetches, refusals), in_flight = pipe.execute()
-        loads.append(AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0)))
-    loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
-    return loads[:top]
-
-
-def _ago(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.1f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
-
-
-def format_report(r: Mapping[str, Any]) -> str:
-    """The report for a person: a dozen lines, the figures an operator looks at first."""
-    h = r["hosts"]
-    c = r["controls"]
-    lines = [
-        f"crawl {r['crawl']}: {r['queued']} URLs queued (in flight included), {r['seen']} seen, "
-        f"{r['inbox']} letters in inboxes" + (f"; HALTED: {r['halt']}" if r["halt"] else ""),
-        f"hosts: {r['hosts_total']} known; {h['waiting']} waiting, {h['held']} held, "
-        f"{h['given_up']} given up, {h['blocked']} blocked",
-    ]
-    ctl = []
-    if c["paused"]:
-        ctl.append("paused")
-    if c["deadline"] is not None:
-        end = datetime.fromtimestamp(c["deadline"]).isoformat(timespec="seconds")
-        left = c["deadline"] - r["time"]
-        ctl.append(f"deadline {end} (in {_ago(left)})" if left > 0
-                   else f"deadline {end} (passed {_ago(-left)} ago)")
-    if c["byte_budget"] is not None:
-        ctl.append(f"byte budget {c['bytes']}/{c['byte_budget']}")
-    if c["blocked_hosts"] or c["blocked_domains"]:
-        ctl.append(
-            "blocked: "
-            + ", ".join([*c["blocked_hosts"], *(f"*.{d}" for d in c["blocked_domains"])])
-        )
-    lines.append("controls: " + ("; ".join(ctl) if ctl else "none"))
-    if r["dropped"]:
-        lines.append(
-            "dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(r["dropped"].items()))
-        )
-    lines.append(f"workers ({len(r['workers'])}):")
-    for w in r["workers"]:
-        lines.append(
-            f"  {w['worker']}: {w['state']}, {w['pages']} pages, {w['pages_per_s']:.1f} pages/s, "
-            f"{w['partitions']} partitions, last heartbeat {_ago(w['last_beat_ago'])} ago"
-        )
-    if r["busiest_hosts"]:
-        lines.append("busiest: " + busiest_line(
-            ((b["host"], b["fetches"], b["gap"]) for b in r["busiest_hosts"]),
-            noun="fetches", sep=", ",
-        ))
-    if r.get("busiest_addresses"):
-        lines.append("busiest addresses: " + ", ".join(
-            f"{a['address']} {a['fetches']} fetches ({a['waits']} waits, {a['in_flight']} now)"
-            for a in r["busiest_addresses"][:5]
-        ))
-    if r.get("policies"):  # the workers' merged counts per crawl policy
-        lines.append("crawl policies: " + ", ".join(
-            f"{p['policy']} {p['pages']} pages ({p['queued']} URLs queued)"
-            for p in r["policies"]
-        ))
-    if r["held_hosts"]:
-        lines.append(
-            "held: " + ", ".join(f"{x['host']} ({_ago(x['for'])})" for x in r["held_hosts"])
-        )
-    t = r["totals"]
-    if t:
-        pages = sum(v for k, v in t.items() if k.startswith("pages/status/"))
-        lines.append(
-            f"totals of all workers: {pages} pages, "
-            f"{int(t.get('downloader/response_bytes', 0))} bytes, "
-            f"{int(t.get('item_scraped_count', 0))} items"
-            + (f", {int(t['pages/broken'])} broken links" if t.get("pages/broken") else "")
-        )
-    return "\n".join(lines)
+        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), limit):
+            tag, _, address = (key.decode() if isinstance(key, bytes) else key).partition(":ip:")
+            tagged.append((tag, address))
+    return address_loads(client, tagged, top)

@@ -16,12 +16,9 @@ from redis.exceptions import RedisError
 from crawler.archive.digests import DigestIndex, decode_capture, encode_capture
 from crawler.archive.records import Capture
 from crawler.backends.redis.connection import RedisClient, redis_client
-from crawler.backends.redis.keys import crawl_key
+from crawler.backends.redis.keys import CrawlKeys, crawler_key
 
 logger = logging.getLogger(__name__)
-
-def digests_key(crawl: str) -> str:
-    return "{" + crawl + "}:warc_digests"
 
 
 class RedisDigestIndex(DigestIndex):
@@ -32,9 +29,7 @@ class RedisDigestIndex(DigestIndex):
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisDigestIndex:
-        site = getattr(crawler.spidercls, "name", None) or "crawl"
-        settings = crawler.settings
-        return cls(redis_client(settings), digests_key(crawl_key(settings, site)))
+        return cls(redis_client(crawler.settings), CrawlKeys(crawler_key(crawler)).warc_digests)
 
     def claim(self, digest: str, capture: Capture) -> Capture | None:
         try:

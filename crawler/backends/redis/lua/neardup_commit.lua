@@ -2,7 +2,7 @@
 -- since the worker read it (crawler/backends/redis/neardup.py decides; this only checks and
 -- writes). Every key is under the crawl's near-duplicate tag ({<crawl>}:nd): one cluster slot.
 --
--- KEYS[1] :v (seq, forget, floor)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc   KEYS[5] :pend
+-- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc   KEYS[5] :pend
 -- KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f bucket
 -- KEYS[9] the :f bucket of the fingerprint the URL's original had (refetched)
 -- KEYS[10], KEYS[11] the :o and :r chunks of the URL's id (refetched) or of the next id
@@ -12,7 +12,7 @@
 -- seq (as read), template length read, anchors, their postings' lengths, (host id, template
 -- length) of each candidate's host, record payload, MAXP, model version, log entry, blocks
 -- made template, snapshot, old fingerprint and its field, ids per chunk, first chunk number,
--- RECENT. Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
+-- RECENT, the worker's epoch (the state's, if it has none yet). Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
 local action, host, hid, ufield = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local fp, ffield, own_seen, owner_seen = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local forget_seen, next_seen, seq_seen = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
@@ -21,6 +21,7 @@ local payload, MAXP, learned = ARGV[16], tonumber(ARGV[17]), tonumber(ARGV[18])
 local entry, made, snapshot = ARGV[19], ARGV[20], ARGV[21]
 local old_fp, old_field = ARGV[22], ARGV[23]
 local SLOTS, chunk, RECENT = tonumber(ARGV[24]), tonumber(ARGV[25]), tonumber(ARGV[26])
+local epoch = ARGV[27]
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
@@ -37,40 +38,38 @@ if seq ~= seq_seen then
   local pages, tlen = meta(hid)
   if tlen ~= tlen_seen then return {'retry'} end
   if learned >= 0 and pages ~= learned then return {'retry'} end
-  if action ~= 'observe' then
-    if tonumber(redis.call('HGET', KEYS[7], ufield) or 0) ~= own_seen then return {'retry'} end
-    if forget ~= forget_seen then return {'retry'} end
-    if fp ~= '' and tonumber(redis.call('HGET', KEYS[8], ffield) or 0) ~= owner_seen then
-      return {'retry'}
+  if tonumber(redis.call('HGET', KEYS[7], ufield) or 0) ~= own_seen then return {'retry'} end
+  if forget ~= forget_seen then return {'retry'} end
+  if fp ~= '' and tonumber(redis.call('HGET', KEYS[8], ffield) or 0) ~= owner_seen then
+    return {'retry'}
+  end
+  for i = 1, #checks, 8 do
+    local h, n = struct.unpack('>I4I4', checks, i)
+    local _, now = meta(h)
+    if now ~= n then return {'retry'} end
+  end
+  if #lens > 0 then
+    -- originals stored since the read: did one take a posting of an anchor of this page
+    -- (one with fewer than MAXP postings, whose list it would change)?
+    if tonumber(v[3] or 0) > next_seen then return {'retry'} end
+    local mine, any = {}, false
+    for i = 1, #lens do
+      if string.byte(lens, i) < MAXP then
+        mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true
+        any = true
+      end
     end
-    for i = 1, #checks, 8 do
-      local h, n = struct.unpack('>I4I4', checks, i)
-      local _, now = meta(h)
-      if now ~= n then return {'retry'} end
-    end
-    if #lens > 0 then
-      -- originals stored since the read: did one take a posting of an anchor of this page
-      -- (one with fewer than MAXP postings, whose list it would change)?
-      if tonumber(v[3] or 0) > next_seen then return {'retry'} end
-      local mine, any = {}, false
-      for i = 1, #lens do
-        if string.byte(lens, i) < MAXP then
-          mine[string.sub(anchors, 4 * i - 3, 4 * i)] = true
-          any = true
+    local from, more = 0, any
+    while more do
+      local got = redis.call('LRANGE', KEYS[6], from, from + 31)
+      more = #got == 32
+      for _, e in ipairs(got) do
+        if struct.unpack('>I4', e) <= next_seen then more = false break end
+        for j = 5, #e, 4 do
+          if mine[string.sub(e, j, j + 3)] then return {'retry'} end
         end
       end
-      local from, more = 0, any
-      while more do
-        local got = redis.call('LRANGE', KEYS[6], from, from + 31)
-        more = #got == 32
-        for _, e in ipairs(got) do
-          if struct.unpack('>I4', e) <= next_seen then more = false break end
-          for j = 5, #e, 4 do
-            if mine[string.sub(e, j, j + 3)] then return {'retry'} end
-          end
-        end
-        from = from + 32
-      end
+      from = from + 32
     end
   end
 end
@@ -93,10 +92,7 @@ local function counts(dup, k, elem)
           k or 0, elem or ''}
 end
 
-if action == 'observe' then
-  teach()
-  return {'ok', 0, 0, redis.call('HINCRBY', KEYS[1], 'seq', 1), hid, 0, ''}
-end
+redis.call('HSETNX', KEYS[1], 'epoch', epoch)  -- names this state: a new one has another
 if action == 'unchanged' then return counts(false) end
 local id, okey, rkey = own_seen, KEYS[10], KEYS[11]
 if id == 0 then

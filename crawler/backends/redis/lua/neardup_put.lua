@@ -5,9 +5,7 @@
 --
 -- KEYS[1], KEYS[2], ...: per anchor, its bucket hash and the string its postings move to
 -- once longer than LONG bytes (the field then holds 'L'), all under one anchor tag.
--- ARGV[1] MAXP, ARGV[2] the element (4 or 8 bytes), ARGV[3] LONG; then per anchor its field,
--- prefixed with '+' when it had no postings when the worker read it (HSETNX makes it the
--- element's alone in one command, else it is merged as any other).
+-- ARGV[1] MAXP, ARGV[2] the element (4 or 8 bytes), ARGV[3] LONG; then per anchor its field.
 local MAXP, elem, LONG = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local mine = struct.unpack('>I4', elem) % 2147483648
 
@@ -40,11 +38,7 @@ local function put(key, long_key, field)
 end
 
 for i = 4, #ARGV do
-  local key, long_key, field = KEYS[2 * (i - 3) - 1], KEYS[2 * (i - 3)], ARGV[i]
-  if string.byte(field, 1) ~= 43 then
-    put(key, long_key, field)
-  elseif redis.call('HSETNX', key, string.sub(field, 2), elem) == 0 then
-    put(key, long_key, string.sub(field, 2))
-  end
+  local key, long_key = KEYS[2 * (i - 3) - 1], KEYS[2 * (i - 3)]
+  put(key, long_key, ARGV[i])
 end
 return mine
