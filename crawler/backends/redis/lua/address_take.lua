@@ -10,6 +10,8 @@
 -- ARGV[4]   the lease TTL (s); ARGV[5] who asks (its host); ARGV[6] its priority
 -- ARGV[7]   how late a waiter may be before it leaves the line (s); ARGV[8] how many waiters
 --           ahead are looked at; ARGV[9] the time (tests only; '': Redis's)
+-- ARGV[10]  fetches seen before the fetch time estimate is used (SEED); ARGV[11] the shortest
+--           wait told while every slot is busy (POLL, s)
 --
 -- Returns '0' (taken: the token is in flight) or the seconds until the asker's turn.
 local now
@@ -53,15 +55,15 @@ if flying < conc and not held and now >= ready then
   return '0'
 end
 redis.call('HINCRBY', KEYS[1], 'refusals', 1)
--- when to come back: crawler.frontier.addresses.turn_at (the fetch time estimate is trusted
--- after SEED = 2 fetches; POLL = 0.01 s, the shortest wait while every slot is busy)
+-- when to come back: crawler.frontier.addresses.turn_at
 local est = redis.call('HMGET', KEYS[1], 'typical', 'samples')
 local took = 0
-if tonumber(est[2] or '0') >= 2 then took = tonumber(est[1] or '0') end
+if tonumber(est[2] or '0') >= tonumber(ARGV[10]) then took = tonumber(est[1] or '0') end
 local start = math.max(ready, now)
 if flying >= conc then  -- every slot busy: the first to free still rests a gap after it
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  start = math.max(start, tonumber(first[2]) - ttl + took + gap, now + math.max(gap, 0.01))
+  local poll = math.max(gap, tonumber(ARGV[11]))
+  start = math.max(start, tonumber(first[2]) - ttl + took + gap, now + poll)
 end
 local back = start + redis.call('ZRANK', KEYS[3], who) * (gap + took / math.max(1, conc))
 redis.call('ZADD', KEYS[4], fmt(back), who)
