@@ -8,7 +8,7 @@ served by a few loopback addresses and resolved by a real DNS server (``devsite.
    with 2 Redis workers; and the same crawl with the address gate off (today's behaviour:
    politeness per name only) for the requests/s and the most requests at once it sends there;
    and whether the names take turns (home pages before any second page, names asked in the
-   first 60 s, seconds until every name was asked).
+   first 60 s, seconds until every name was asked), and the budget's takes per request.
 2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
    slow a crawl whose names are on different servers).
 3. DNS: a crawl of ``--dns-names`` names (one page each, one address each) with the DNS server
@@ -141,7 +141,12 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
                 stats = crawl(root / name, sites, dns.address, workers=workers,
                               redis_port=port, **settings)
                 out[name] = address_figures(sites.visits, args.delay)
-                out[name]["refused"] = sum(s.get("frontier/address/refused", 0) for s in stats)
+                refused = sum(s.get("frontier/address/refused", 0) for s in stats)
+                out[name]["refused"] = refused
+                # the budget's polling cost: every take is granted (a request) or refused
+                out[name]["takes_per_request"] = round(
+                    (refused + len(sites.visits)) / len(sites.visits), 2
+                )
                 # each worker's share: a worker that ended at once would make it a 1-worker run
                 out[name]["responses_per_worker"] = [
                     s.get("response_received_count", 0) for s in stats

@@ -20,6 +20,16 @@ take turns; OPIC's cash decides. The line never idles the address for long: only
 back within half a gap holds it, and one that misses its turn by ``LATE`` seconds (its host
 given up, its worker gone) loses its place.
 
+A waiter told to come back too late loses its turn to a worse one that asks while the address
+is free, so the times told err early: the head of the line comes back at the earliest moment
+the address could be free (the rest's end; with every slot busy, a gap after the earliest fetch
+in flight began plus the quickest recent fetch time, and never sooner than a gap from now: a
+slot that frees later still rests a gap, so a fetch running long costs the head one look per
+gap, not one per loop turn). The waiters behind it come back a gap and a fetch time apart per
+place. The fetch time is a low estimate (:func:`quick_fetch`): a faster fetch lowers it at
+once, a slower one raises it by an eighth of the difference, and none is trusted before
+``SEED`` fetches, as a cold first fetch (a new connection, a cold server) is slow.
+
 :class:`LocalAddressBudget` is one worker's (the ``memory`` and ``sqlite`` backends); the
 ``redis`` backend's (:mod:`crawler.backends.redis.addresses`) keeps the same state in Redis for
 the whole fleet. Tokens are the frontier's lease tokens: a worker that dies leaves its tokens to
@@ -37,6 +47,9 @@ from crawler.config import defaults
 
 LATE = 0.25  # seconds a waiter may miss its turn by before it loses its place in line
 SCAN = 16  # waiters ahead looked at per request (those due back now are at the head)
+SEED = 2  # fetch times seen at an address before its estimate is used (the first is cold)
+RISE = 0.125  # share of a slower fetch's excess its estimate takes (a faster one: all of it)
+POLL = 0.01  # the shortest wait told while every slot is busy (a gap of 0 would spin)
 # Addresses looked at per take for pruning, least recently taken first: an idle one (nothing in
 # flight, its rest over, nobody in line) is dropped, a busy one goes to the back. Two per take
 # against at most one new address per take keeps only the busy ones, at O(1) per take.
@@ -116,7 +129,8 @@ class AddressBudget(Protocol):
 class _Address:
     in_flight: dict[str, float] = field(default_factory=dict)  # token -> expiry
     ready_at: float = 0.0  # the next start may not be earlier
-    typical: float = 0.0  # fetch time, moving average
+    typical: float = 0.0  # fetch time, a low estimate (quick_fetch)
+    samples: int = 0  # fetch times seen, up to SEED
     fetches: int = 0
     refusals: int = 0
     line: list[tuple[int, float, str]] = field(default_factory=list)  # (p, since, who), best 1st
@@ -177,12 +191,10 @@ class LocalAddressBudget:
             state.fetches += 1
             return 0.0
         state.refusals += 1
-        start = max(state.ready_at, now)
-        if full:  # the earliest fetch in flight ends after about the typical fetch time
-            begun = min(state.in_flight.values()) - policy.ttl
-            start = max(start, begun + state.typical + gap)
-        ahead = bisect_left(line, rank)
-        back_at = start + ahead * (gap + state.typical / policy.concurrency)
+        took = state.typical if state.samples >= SEED else 0.0
+        begun = min(state.in_flight.values()) - policy.ttl if full else None
+        back_at = turn_at(now, state.ready_at, begun, took, gap, bisect_left(line, rank),
+                          policy.concurrency)
         state.back[who] = (priority, rank[1], back_at)
         return max(back_at - now, 1e-3)
 
@@ -192,7 +204,8 @@ class LocalAddressBudget:
             return
         if duration is not None:
             state.ready_at = max(state.ready_at, now + self.policy.gap(duration))
-            state.typical = duration if not state.typical else 0.8 * state.typical + 0.2 * duration
+            state.typical = quick_fetch(state.typical, state.samples, duration)
+            state.samples = min(state.samples + 1, SEED)
 
     def _prune(self, now: float) -> None:
         """Drop the idle among the :data:`PRUNE` least recently taken addresses: one that
@@ -226,6 +239,34 @@ class LocalAddressBudget:
 
     def close(self) -> None:
         return None
+
+
+def quick_fetch(estimate: float, samples: int, duration: float) -> float:
+    """The address's fetch time estimate after a fetch of ``duration`` s: low rather than
+    typical, since a waiter told to come back late loses its turn while one told early only
+    asks again. ``lua/address_done.lua`` keeps the same rule."""
+    if not samples or duration < estimate:
+        return duration
+    return estimate + RISE * (duration - estimate)
+
+
+def turn_at(
+    now: float,
+    ready: float,
+    begun: float | None,
+    took: float,
+    gap: float,
+    ahead: int,
+    concurrency: int,
+) -> float:
+    """When a refused waiter with ``ahead`` waiters before it should come back: the earliest
+    moment the address could be free (``ready``: the rest's end; ``begun``: when the earliest
+    fetch in flight began, None if a slot is free), then a gap and a fetch time (``took``) per
+    waiter ahead. ``lua/address_take.lua`` computes the same."""
+    start = max(ready, now)
+    if begun is not None:  # every slot busy: the first to free still rests a gap after it
+        start = max(start, begun + took + gap, now + max(gap, POLL))
+    return start + ahead * (gap + took / max(1, concurrency))
 
 
 def _expire(state: _Address, now: float) -> None:

@@ -28,7 +28,15 @@ from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
 from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.backends.redis.partition_load import address_loads
 from crawler.backends.redis.shards import ShardMap
-from crawler.frontier.addresses import LATE, SCAN, AddressLoad, AddressPolicy
+from crawler.frontier.addresses import (
+    LATE,
+    POLL,
+    RISE,
+    SCAN,
+    SEED,
+    AddressLoad,
+    AddressPolicy,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -96,14 +104,14 @@ class RedisAddressBudget(ActsAlone):
         seen[address] = None
         args = [
             token, policy.concurrency, repr(policy.gap(None)), repr(policy.ttl),
-            host or token, priority, repr(LATE), SCAN, self._now(),
+            host or token, priority, repr(LATE), SCAN, self._now(), SEED, repr(POLL),
         ]
         reply = self._safe(lambda: self._take(keys=self._keys(address), args=args), b"0")
         return float(reply)
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
-        args = [token, gap, repr(duration or 0.0), self._now()]
+        args = [token, gap, repr(duration or 0.0), self._now(), repr(RISE), SEED]
         if self._untold:
             self._tell_untold()
         if self._safe(lambda: self._done(keys=self._keys(address), args=args), None) is None:

@@ -1,7 +1,8 @@
 -- address_take.lua: may this fetch start at this server address now? The line of hosts that
 -- crawler.frontier.addresses.LocalAddressBudget keeps, shared by every worker on Redis's clock.
 --
--- KEYS[1]   the address's state (HASH: ready, typical fetch time, fetches, refusals)
+-- KEYS[1]   the address's state (HASH: ready, typical fetch time and its samples, fetches,
+--           refusals)
 -- KEYS[2]   its fetches in flight (ZSET: lease token -> when it expires)
 -- KEYS[3]   its line of waiting hosts (ZSET: who -> priority * SCALE + waiting since)
 -- KEYS[4]   when each waiter was told to come back (ZSET: who -> time)
@@ -9,6 +10,8 @@
 -- ARGV[4]   the lease TTL (s); ARGV[5] who asks (its host); ARGV[6] its priority
 -- ARGV[7]   how late a waiter may be before it leaves the line (s); ARGV[8] how many waiters
 --           ahead are looked at; ARGV[9] the time (tests only; '': Redis's)
+-- ARGV[10]  fetches seen before the fetch time estimate is used (SEED); ARGV[11] the shortest
+--           wait told while every slot is busy (POLL, s)
 --
 -- Returns '0' (taken: the token is in flight) or the seconds until the asker's turn.
 local now
@@ -52,13 +55,17 @@ if flying < conc and not held and now >= ready then
   return '0'
 end
 redis.call('HINCRBY', KEYS[1], 'refusals', 1)
-local typical = tonumber(redis.call('HGET', KEYS[1], 'typical') or '0')
+-- when to come back: crawler.frontier.addresses.turn_at
+local est = redis.call('HMGET', KEYS[1], 'typical', 'samples')
+local took = 0
+if tonumber(est[2] or '0') >= tonumber(ARGV[10]) then took = tonumber(est[1] or '0') end
 local start = math.max(ready, now)
-if flying >= conc then  -- the earliest fetch in flight ends after about the typical fetch time
+if flying >= conc then  -- every slot busy: the first to free still rests a gap after it
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  start = math.max(start, tonumber(first[2]) - ttl + typical + gap)
+  local poll = math.max(gap, tonumber(ARGV[11]))
+  start = math.max(start, tonumber(first[2]) - ttl + took + gap, now + poll)
 end
-local back = start + redis.call('ZRANK', KEYS[3], who) * (gap + typical / conc)
+local back = start + redis.call('ZRANK', KEYS[3], who) * (gap + took / math.max(1, conc))
 redis.call('ZADD', KEYS[4], fmt(back), who)
 redis.call('PEXPIRE', KEYS[3], math.floor(ttl * 4000))
 redis.call('PEXPIRE', KEYS[4], math.floor(ttl * 4000))

@@ -1,0 +1,88 @@
+"""When a host the address refused is told to come back: never after the address frees for it
+(a worse host asking then would take its turn), and never every loop turn while a fetch runs
+long. The same answers from one worker's budget and from the fleet's (a real Redis), on a
+clock the test sets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from crawler.backends.redis.addresses import RedisAddressBudget
+from crawler.backends.redis.keys import CrawlKeys
+from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+
+GAP = 0.3
+POLICY = AddressPolicy(concurrency=1, delay=GAP, factor=0, ttl=60)
+IP = "192.0.2.7"
+
+
+class Clocked:
+    """A budget asked at the times the test says (Redis's own clock replaced by the same)."""
+
+    def __init__(self, kind: str, server: RedisServer) -> None:
+        self.now = 1000.0
+        self.budget: AddressBudget
+        if kind == "memory":
+            self.budget = LocalAddressBudget(POLICY)
+        else:
+            keys = CrawlKeys(fresh_key(), "web", 1)
+            self.budget = RedisAddressBudget(server.client(), keys, POLICY, lambda: self.now)
+
+    def take(self, at: float, host: str, priority: int = 1) -> float:
+        self.now = at
+        return self.budget.take(IP, f"{host}@{at!r}", at, host, priority)
+
+    def done(self, at: float, host: str, started: float, duration: float) -> None:
+        self.now = at
+        self.budget.done(IP, f"{host}@{started!r}", at, duration)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def clocked(request: pytest.FixtureRequest, redis_server: RedisServer) -> Any:  # noqa: F811
+    budget = Clocked(request.param, redis_server)
+    yield budget
+    budget.budget.close()
+
+
+def test_a_slow_first_fetch_does_not_send_the_best_waiter_back_late(clocked: Clocked) -> None:
+    """The first fetch at an address is cold (0.25 s), the next ones quick (0.04 s): the
+    robots.txt waiting for the address is told to come back by the time it is free, so the
+    home page that asks just after does not take its turn."""
+    t = 1000.0
+    assert clocked.take(t, "a.test") == 0
+    clocked.done(t + 0.25, "a.test", t, 0.25)  # the address rests until t + 0.55
+    assert clocked.take(t + 0.55, "b.test") == 0
+    wait = clocked.take(t + 0.56, "robots.test", priority=0)
+    clocked.done(t + 0.59, "b.test", t + 0.55, 0.04)  # free again at t + 0.89
+    assert t + 0.56 + wait <= t + 0.89 + 1e-6, wait
+    assert clocked.take(t + 0.90, "home.test", priority=4) > 0  # robots.txt's turn
+    back = t + 0.56 + wait
+    while (wait := clocked.take(back, "robots.test", priority=0)) > 0:
+        assert wait < 1, wait
+        back += wait
+    assert back <= t + 0.90  # no later than it was free when the home page asked
+
+
+def test_a_fetch_running_long_costs_the_next_waiter_a_look_per_gap(clocked: Clocked) -> None:
+    """A fetch takes 2 s where the address's fetches took 0.04 s: the host next in line asks
+    again about once a gap while it runs, not every loop turn, and still gets the address the
+    moment its rest ends."""
+    t = 1000.0
+    for i in range(3):  # quick fetches teach the address its fetch time
+        start = t + i * (GAP + 0.05)
+        assert clocked.take(start, "warm.test") == 0
+        clocked.done(start + 0.04, "warm.test", start, 0.04)
+    t += 3 * (GAP + 0.05)
+    assert clocked.take(t, "slow.test") == 0
+    asks, back = 0, t + 0.01
+    while (wait := clocked.take(back, "next.test")) > 0:
+        asks += 1
+        assert asks < 50, back - t
+        back += wait
+        if back >= t + 2.0 and clocked.now < t + 2.0:
+            clocked.done(t + 2.0, "slow.test", t, 2.0)  # rests until t + 2.3
+    assert asks <= 2.0 / GAP + 2, asks
+    assert t + 2.3 - 1e-6 <= back <= t + 2.3 + GAP / 2, back - t
