@@ -129,7 +129,9 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
     names = [f"n{i}{ZONE_SUFFIX}" for i in range(args.names)]
     zone = {"suffixes": {ZONE_SUFFIX: {"a": "127.0.0.1", "ttl": 300}}}
     out: dict[str, Any] = {}
-    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": 1}
+    # depth order: the web site's own policy is OPIC, where a home page has no claim to go first
+    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": 1,
+              "FRONTIER_PRIORITY_POLICY": "depth"}
     cases = [
         ("gate_off_1_worker", 1, None, {**polite, "FRONTIER_IP_CONCURRENCY": 0}),
         ("gate_on_1_worker", 1, None, polite),
