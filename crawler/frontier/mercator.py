@@ -120,10 +120,10 @@ class MercatorFrontier(Frontier):
             host.firsts.append(entry)
             self._queued += 1
             self._reschedule(host)
-        stale = self.store.stale_copies()
-        if self.ledger is not None and stale is not None:
+        if self.ledger is not None and (stale := self.store.stale_copies()) is not None:
             self.ledger.stale.update(stale)
             self.ledger.on_stale = self.store.note_stale
+            self._queued -= sum(stale.values())  # raised URLs' older copies: skipped, not queued
         if self.ledger is not None and self._queued and self.store.rebuilds_cash:
             for entry in self.store.iter_queued():
                 self.ledger.restore(entry)
