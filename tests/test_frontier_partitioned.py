@@ -446,3 +446,26 @@ def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(client: redis
     b.beat()
     assert len(a.parts) == len(b.parts) == 1
     assert set(a.parts) == set(a.ownership.owned) and set(b.parts) == set(b.ownership.owned)
+
+
+def test_the_next_owner_counts_no_raised_urls_older_copy_as_queued(client: redis.Redis) -> None:
+    """The older copy of a raised URL is no queued URL: the next owner of the partition counts
+    only the live ones, and is empty once it handed them out (a count left above 0 by the
+    skipped copies kept every worker of a crawl waiting for URLs nobody holds)."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), opic=True)
+    f.add_many([Entry(f"http://h{i}.test/", f"h{i}.test", cash=1.0) for i in range(4)])
+    f.add(Entry("http://a.test/x", "a.test", cash=0.001))
+    f.credit([("http://a.test/x", 10.0, "", "a.test")])  # its older copy stays, stale
+    assert len(f) == 5
+    f.close()
+    clock = FakeClock()
+    heir = partitioned(client, key, clock, worker="heir", opic=True)
+    assert len(heir) == 5
+    for _ in range(200):
+        lease = heir.next()
+        if lease is None:
+            clock.now += 1.0
+            continue
+        heir.finish(lease.token, 0.1)
+    assert len(heir) == 0 and heir.counts().queued == 0

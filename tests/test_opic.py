@@ -133,3 +133,21 @@ def test_stale_copies_never_end_a_crawl_early() -> None:
         f.finish(lease.token, 0.1)
     assert sorted(got) == sorted(["http://busy.test/1", *urls])
     assert len(f) == 0
+
+
+def test_a_url_admitted_again_while_queued_is_counted_once() -> None:
+    """A URL admitted again while it waits in a front queue (a seed given twice) is queued
+    anew and its older copy goes stale: the frontier counts it once, and is empty once it
+    handed it out (a count left at 1 kept the crawl from ever ending)."""
+    clock = FakeClock()
+    f = _memory(PolitenessPolicy(min_delay=0, delay_factor=0), clock=clock)
+    f.add(Entry("http://a.test/", "a.test", cash=0.001))
+    f.add(Entry("http://a.test/", "a.test", cash=1.0), force=True)
+    assert len(f) == 1
+    got = []
+    while f.due_in() is not None:
+        lease = f.next()
+        assert lease is not None
+        got.append(lease.entry.url)
+        f.finish(lease.token, 0.1)
+    assert got == ["http://a.test/"] and len(f) == 0

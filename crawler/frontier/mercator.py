@@ -19,7 +19,7 @@ from crawler.frontier.api import (
     Outcome,
 )
 from crawler.frontier.hoststate import HostState, LeaseBook, OpenLease
-from crawler.frontier.opic import CashLedger, pick_above_floor
+from crawler.frontier.opic import ROUTED, CashLedger, pick_above_floor
 from crawler.frontier.politeness import PolitenessPolicy
 from crawler.frontier.reports import busiest, count_hosts, waiting
 from crawler.frontier.selector import BiasedSelector
@@ -120,10 +120,10 @@ class MercatorFrontier(Frontier):
             host.firsts.append(entry)
             self._queued += 1
             self._reschedule(host)
-        stale = self.store.stale_copies()
-        if self.ledger is not None and stale is not None:
+        if self.ledger is not None and (stale := self.store.stale_copies()) is not None:
             self.ledger.stale.update(stale)
             self.ledger.on_stale = self.store.note_stale
+            self._queued -= sum(stale.values())  # raised URLs' older copies: skipped, not queued
         if self.ledger is not None and self._queued and self.store.rebuilds_cash:
             for entry in self.store.iter_queued():
                 self.ledger.restore(entry)
@@ -178,11 +178,11 @@ class MercatorFrontier(Frontier):
             self._reschedule(host)
             return AddResult(True)
         if self.ledger is not None:
+            rec = self.ledger.queued.get(identity(entry))
+            self._queued -= rec is not None and rec[1] != ROUTED  # its older copy goes stale
             self.ledger.admit(entry)
         else:
-            p = entry.priority
-            if p < 0 or p >= self.front_queue_count:
-                entry.priority = 0 if p < 0 else self.front_queue_count - 1
+            entry.priority = min(max(entry.priority, 0), self.front_queue_count - 1)
         self.store.front_push(entry)
         host.fronted += 1
         if host.firsts and not host.has_back:  # its robots.txt now waits for a back queue
