@@ -93,7 +93,10 @@ def working(client: Any, key: str, procs: list[Any], judged: int = 3) -> bool:
     """Every worker past its start-up checks and holding leases, and ``judged`` pages judged by
     the shared near-duplicate store already (the workers hold copies of its state)."""
     commits = int(client.hget("{" + key + "}:nd:v", "seq") or 0)
-    return commits >= judged and holds_leases(client, key, procs)
+    # every worker's heartbeat has reached Redis: its reactor runs past its start-up (a worker
+    # that owns partitions may still be opening its spider, and would sit out an outage then)
+    beating = client.hlen("{" + key + "}:workers") >= len(procs)
+    return commits >= judged and beating and holds_leases(client, key, procs)
 
 
 def holds_leases(client: Any, key: str, procs: list[Any]) -> bool:
