@@ -371,9 +371,13 @@ def page_cycles(
             time.sleep(0.001)
             continue
         progress = time.monotonic()
-        for lease in leases:
-            links = corpus.links(lease.entry, args.links, args.local, rng)
-            frontier.apply(links, [Settlement("finish", lease.token, 0.05)])
+        for at in range(0, len(leases), args.group):
+            group = leases[at : at + args.group]
+            links = [
+                link for lease in group
+                for link in corpus.links(lease.entry, args.links, args.local, rng)
+            ]  # fmt: skip
+            frontier.apply(links, [Settlement("finish", lease.token, 0.05) for lease in group])
         pages += len(leases)
         with done.get_lock():
             done.value += len(leases)
@@ -504,6 +508,9 @@ class CallgrindRedis:
                     raise
                 time.sleep(0.2)
 
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port)
+
     def dump(self) -> int:
         """Instructions since the last dump (callgrind zeroes its counts at each)."""
         before = set(self.out.iterdir())
@@ -564,6 +571,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         }
         cpu0, own0 = server_cpu(client), resource.getrusage(resource.RUSAGE_CHILDREN)
         wall0 = time.perf_counter()
+        callgrind_dump(args)  # (the counts so far, thrown away)
         procs = []
         for i, d in enumerate(dirs):
             d.mkdir()
@@ -574,6 +582,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
             finish_crawl(p, d, timeout=args.real_timeout) for p, d in zip(procs, dirs, strict=True)
         ]
         wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
+        instructions = callgrind_dump(args)
         own = resource.getrusage(resource.RUSAGE_CHILDREN)
         records = site.records
     client.close()
@@ -587,6 +596,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         "twice": sum(1 for n in fetched.values() if n > 1),
         "wall": wall,
         "redis_us": cpu / max(pages, 1) * 1e6,
+        "redis_instructions": instructions / max(pages, 1) if instructions else None,
         "worker_us": worker / max(pages, 1) * 1e6,
         "returncodes": [r.returncode for r in results],
         "scraped": [r.stats.get("item_scraped_count", 0) for r in results],
@@ -697,6 +707,11 @@ def main() -> None:
     parser.add_argument("--space", type=float, default=2.0, help="URL space / seeds")
     parser.add_argument("--lease", type=int, default=16, help="next_many(n)")
     parser.add_argument("--batch", type=int, default=1000, help="seeds per add_many")
+    parser.add_argument(
+        "--group", type=int, default=1,
+        help="pages per apply call (a worker's BufferedFrontier joins the pages that end "
+        "within its linger, or while its last call ran)",
+    )
     parser.add_argument(
         "--callgrind", action="store_true",
         help="Redis under callgrind: its instructions per page (slow: few --pages)",
