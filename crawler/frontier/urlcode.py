@@ -124,13 +124,13 @@ def huffman_encode(text: str) -> bytes:
 
 
 def huffman_decode(data: bytes) -> str:
-    table, state, out = _TABLE, 0, []
+    table, state, out = _TABLE, 0, ""
     for byte in data:
         text, state = table[state + byte]
-        out.append(text)
+        out += text
     if state not in _PADDED:
         raise ValueError("not a coded URL tail")
-    return "".join(out)
+    return out
 
 
 def varint(n: int) -> bytes:

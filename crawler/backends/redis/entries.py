@@ -184,6 +184,15 @@ def is_first(blob: bytes) -> bool:
     return bool(head & _EXT and blob[i] & _FIRST)
 
 
+def stored_priority(blob: bytes) -> int:
+    """The priority stored in ``blob`` (an entry packed outside a front queue), read without
+    decoding the rest; -1 when it has none (a front queue's entry: the queue's)."""
+    head, i = read_varint(blob, 0)
+    if not head & _EXT or not blob[i] & _PRIO:
+        return -1
+    return read_varint(blob, i + (2 if blob[i] & _MORE else 1))[0]
+
+
 def unpack_entry(
     blob: bytes, host_of: Mapping[int, str] | Sequence[str], queue: int = 0
 ) -> Entry:

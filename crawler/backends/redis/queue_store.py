@@ -43,7 +43,12 @@ from typing import Any, Protocol
 
 import msgpack
 
-from crawler.backends.redis.entries import is_first, pack_entry, unpack_entry
+from crawler.backends.redis.entries import (
+    is_first,
+    pack_entry,
+    stored_priority,
+    unpack_entry,
+)
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.seenset import contains_across
@@ -175,23 +180,24 @@ class RedisQueueStore(QueueStore):
         sizes, out, lists = replies[:count], replies[count], replies[count + 1 :]
         moved: list[list[bytes]] = [[] for _ in sizes]
         ids = sorted(out, key=int)
-        firsts = [i for i in ids if is_first(out[i])]  # stay out, as first requests again
-        for i in firsts:
-            entry = unpack(out[i], self._host_of)
-            entry.id = int(i)
-            self._firsts.append(entry)
+        first = {i for i in ids if is_first(out[i])}  # stay out, as first requests again
+        for i in ids:
+            if i in first:
+                entry = unpack(out[i], self._host_of)
+                entry.id = int(i)
+                self._firsts.append(entry)
         self._next_id = max((int(i) for i in ids), default=0) + 1
-        blobs = [out[i] for i in ids if not is_first(out[i])]
+        gone = [i for i in ids if i not in first]
+        blobs = [out[i] for i in gone]
         blobs += [b for blobs in lists for b in blobs]
-        for blob in blobs:
-            moved[min(unpack(blob, self._host_of).priority, count - 1)].append(blob)
-        for q, blobs in enumerate(moved):
-            self.front_sizes[q] = sizes[q] + len(blobs)
+        for blob in blobs:  # each with its priority (packed out of the front queues)
+            moved[min(max(stored_priority(blob), 0), count - 1)].append(blob)
+        for q, queued in enumerate(moved):
+            self.front_sizes[q] = sizes[q] + len(queued)
             # LPUSH puts its values at the head in reverse: the last chunk first, reversed
-            chunks = [blobs[i : i + MAX_ARGUMENTS] for i in range(0, len(blobs), MAX_ARGUMENTS)]
+            chunks = [queued[i : i + MAX_ARGUMENTS] for i in range(0, len(queued), MAX_ARGUMENTS)]
             for chunk in reversed(chunks):
                 self.writer.write("LPUSH", k.front(q), *reversed(chunk))
-        gone = [i for i in ids if not is_first(out[i])]
         for i in range(0, len(gone), MAX_ARGUMENTS):
             self.writer.write("HDEL", k.out, *gone[i : i + MAX_ARGUMENTS])
         for host in back_hosts:
