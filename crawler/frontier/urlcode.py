@@ -15,7 +15,7 @@ than a reference to a table of pages (an id resolved through the crawl database 
 hash): such a table needs a lifetime (when may a page's row go? when no queued URL names it any
 more: a count kept by every add and every acknowledgement), a look-up per handed-out URL, and
 a crawl database that is not always there; the delta needs nothing but the entry itself, is
-dropped with it, and costs ~10-15 bytes on documentation links (``bench/referrer_bytes.py``).
+dropped with it, and costs ~5-6 bytes on documentation links (``bench/referrer_bytes.py``).
 """
 
 from __future__ import annotations

@@ -43,16 +43,15 @@ Host names and referrers are Huffman-coded (:mod:`crawler.frontier.urlcode`) whe
 bytes), else kept as text. An entry's ``id`` (a store's row id) does not travel: the owner's
 store gives its own.
 
-Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 6,866 real documentation
-links of this machine's /usr/share/doc HTML (252 files, 25 trees, one host each, crawled
-breadth-first as ``bench/referrer_bytes.py`` does; each page's links one letter, 17.3 links a
-letter; each page moved to another host, as a letter's page always is): 33.7 B a link under
-depth order, 34.1 B under OPIC (cash 1/links of the page). The packed entries alone take
-25.7 B without their referrer and 52.3 B with it: a letter adds ~4 B a link (msgpack's bin
-header, the tag, the nil cash) and its page's coded URL once. A letter of one link costs
-91.5 B (its host and referrer are its own). In Redis (7.0) the inbox holds a page letter for
-~38-39 B a link (``MEMORY USAGE``) until it is acknowledged and deleted, a one-link letter
-for ~115 B.
+Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 6,871 real documentation
+links of this machine's /usr/share/doc HTML (29 trees, one host each, crawled breadth-first as
+``bench/referrer_bytes.py`` does; each page's links one letter, 17.1 links a letter; each page
+moved to another host, as a letter's page always is): 31.0 B a link under depth order, 31.4 B
+under OPIC (cash 1/links of the page). The packed entries alone take 23.0 B without their
+referrer and 45.1 B with it: a letter adds ~4 B a link (msgpack's bin header, the tag, the
+nil cash) and its page's coded URL once. A letter of one link costs 82.5 B (its host and
+referrer are its own). In Redis (7.0) the inbox holds a page letter for ~35-36 B a link
+(``MEMORY USAGE``) until it is acknowledged and deleted, a one-link letter for ~105 B.
 """
 
 from __future__ import annotations
