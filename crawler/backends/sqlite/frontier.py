@@ -65,7 +65,7 @@ _ADDED = {
     "cash": "REAL NOT NULL DEFAULT 0",
     "policy": "TEXT NOT NULL DEFAULT ''",
     # where the URL was found: crawler.frontier.urlcode.pack_referrer's delta against the URL
-    # (~5 B on documentation links, not the ~70 of the page's URL); NULL: none (a seed)
+    # (~12 B on documentation links, not the ~70 of the page's URL); NULL: none (a seed)
     "referrer": "BLOB",
     # the seen key when the URL (the request URL) is not its own canonical form (Entry.key)
     "key": "INTEGER NOT NULL DEFAULT 0",
