@@ -14,14 +14,16 @@ The tails (what an entry codes: the URL after ``scheme://host/``) of three sets:
 * ``bench``: the seed URLs of ``bench/partition_costs.py`` (``bench.seeds_bulk.seed_urls``:
   file paths of the same two doc trees, under version prefixes).
 
-Printed per set: links, mean bytes per tail, bits per character, for this code and the other.
-Measured 2026-12-05, layout 7's code (one symbol for ``.html``, trailing padding) against
-layout 6's (ASCII only, a leading 1 bit)::
+Printed per set: links, mean bytes per tail, bits per character, and the CPU microseconds to
+encode and to decode a tail (the best of 3 passes), for this code and the other.
+Measured 2026-12-05 (a load of 10-20), layout 7's code (one symbol for ``.html``, trailing
+padding, decoded a byte at a time) against layout 6's (ASCII only, a leading 1 bit, decoded a
+bit at a time)::
 
-    set       links   layout 6 B (bits/char)   layout 7 B (bits/char)
-    doc       2,877   20.66 (5.26)             19.00 (4.84)
-    web         767   28.76 (5.98)             27.92 (5.81)
-    bench   100,000   23.36 (5.12)             21.01 (4.60)
+    set       links   layout 6: B (bits/char), encode / decode us   layout 7: the same
+    doc       2,877   20.66 (5.26), 1.54 / 4.75                     19.00 (4.84), 1.41 / 1.12
+    web         767   28.76 (5.98), 2.48 / 6.18                     27.92 (5.81), 1.70 / 1.46
+    bench   100,000   23.36 (5.12), 1.76 / 5.86                     21.01 (4.60), 1.68 / 1.33
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib.util
+import math
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import urljoin
@@ -95,13 +99,26 @@ def load(path: str) -> ModuleType:
     return module
 
 
-def measure(code: ModuleType, tails: list[str]) -> tuple[float, float]:
+def measure(code: ModuleType, tails: list[str]) -> tuple[float, float, float, float]:
+    """Bytes a tail, bits a character, and microseconds of CPU to encode and to decode one
+    (the best of 3 passes)."""
     ascii_ = [t for t in tails if t.isascii()]
-    total = sum(len(code.huffman_encode(t)) for t in ascii_)
+    blobs = [code.huffman_encode(t) for t in ascii_]
+    total = sum(map(len, blobs))
     chars = sum(len(t) for t in ascii_)
-    for t in ascii_[:2000]:
-        assert code.huffman_decode(code.huffman_encode(t)) == t
-    return total / max(len(ascii_), 1), total * 8 / max(chars, 1)
+    assert [code.huffman_decode(b) for b in blobs] == ascii_
+    encode = decode = math.inf
+    for _ in range(3):
+        t0 = time.process_time()
+        for t in ascii_:
+            code.huffman_encode(t)
+        t1 = time.process_time()
+        for b in blobs:
+            code.huffman_decode(b)
+        t2 = time.process_time()
+        encode, decode = min(encode, t1 - t0), min(decode, t2 - t1)
+    n = max(len(ascii_), 1)
+    return total / n, total * 8 / max(chars, 1), encode / n * 1e6, decode / n * 1e6
 
 
 def main() -> None:
@@ -109,13 +126,13 @@ def main() -> None:
     parser.add_argument("--against", help="another urlcode.py to compare with")
     args = parser.parse_args()
     other = load(args.against) if args.against else None
-    print(f"{'set':6} {'links':>7}  {'this B':>7} {'bits/c':>6}" + (
-        f"  {'other B':>7} {'bits/c':>6}" if other else ""))
+    head = f"{'B':>6} {'bits/c':>6} {'enc us':>6} {'dec us':>6}"
+    print(f"{'set':6} {'links':>7}  this: {head}" + (f"   other: {head}" if other else ""))
     for name, tails in sets().items():
-        size, bits = measure(urlcode, tails)
-        row = f"{name:6} {len(tails):7,}  {size:7.2f} {bits:6.2f}"
+        row = f"{name:6} {len(tails):7,}        " + "{:6.2f} {:6.2f} {:6.2f} {:6.2f}".format(
+            *measure(urlcode, tails))
         if other is not None:
-            row += "  {:7.2f} {:6.2f}".format(*measure(other, tails))
+            row += "          {:6.2f} {:6.2f} {:6.2f} {:6.2f}".format(*measure(other, tails))
         print(row)
 
 
