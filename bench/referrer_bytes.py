@@ -182,9 +182,9 @@ def designs(entries: list[Entry]) -> dict[str, float]:
     """Mean bytes of the Redis entry (no list overhead, no host number) under each design of
     the referrer field."""
     n = len(entries)
-    plain = [len(pack_entry(Entry(e.url, e.host, e.priority, e.depth, e.payload), 1))
-             for e in entries]
-    chosen = [len(pack_entry(e, 1)) for e in entries]
+    plain = [len(pack_entry(Entry(e.url, e.host, e.priority, e.depth, e.payload),
+                            queue=e.priority)) for e in entries]
+    chosen = [len(pack_entry(e, queue=e.priority)) for e in entries]
     whole, path_only = [], []
     for e, p in zip(entries, plain, strict=True):
         if not e.referrer:
@@ -217,11 +217,11 @@ def codec_cost(entries: list[Entry]) -> dict[str, float]:
     out = {}
     for name, batch in (("with", entries), ("without", without(entries))):
         t = time.process_time()
-        blobs = [pack_entry(e, 1) for e in batch]
+        blobs = [pack_entry(e, queue=e.priority) for e in batch]
         packed = time.process_time() - t
         t = time.process_time()
         for e, b in zip(batch, blobs, strict=True):
-            unpack_entry(b, e.host)
+            unpack_entry(b, (e.host,), e.priority)
         unpacked = time.process_time() - t
         out[f"pack_us_{name}"] = round(packed / len(batch) * 1e6, 2)
         out[f"unpack_us_{name}"] = round(unpacked / len(batch) * 1e6, 2)
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     n = len(entries)
     plain = without(entries)
     for e in entries[:2000]:  # the measured form is the real one
-        assert unpack_entry(pack_entry(e, 1), e.host) == Entry(
+        assert unpack_entry(pack_entry(e, queue=1), (e.host,), 1) == Entry(
             e.url, e.host, 1, e.depth, e.payload, referrer=e.referrer
         )
     result: dict[str, Any] = {

@@ -39,7 +39,7 @@ def test_a_hosts_first_robots_request_is_a_word_and_comes_back() -> None:
     same(codec.decode(entry, spider), robots)
     stored = pack_entry(entry, 0)
     assert len(stored) < 20
-    assert unpack_entry(stored, "a.example.org").payload == ROBOTS_FIRST
+    assert unpack_entry(stored, ["a.example.org"]).payload == ROBOTS_FIRST
     others = [
         robots_request("https://a.example.org", frontier_first=True, robotstxt_retry=True),
         robots_request("https://a.example.org", "https://b.example.org/robots.txt", 1),

@@ -50,7 +50,7 @@ def every_field() -> Letter:
     )  # fmt: skip
     foreign = Entry(
         "http://other.example.net/r\u00e9sum\u00e9/\u65e5\u672c?q=1", "other.example.net",
-        priority=300, depth=100_000, payload=b"\x80\x00 bytes", cash=0.125, referrer=page,
+        priority=7, depth=100_000, payload=b"\x80\x00 bytes", cash=0.125, referrer=page,
         key=2**63 - 1,
     )  # fmt: skip
     first = Entry(
@@ -72,6 +72,15 @@ def test_a_letter_comes_back_as_it_went_in():
     letter = every_field()
     assert unpack_letter(pack_letter(letter)) == letter
     assert unpack_letter(pack_letter(Letter())) == Letter()
+
+
+def test_a_links_priority_travels_as_the_owner_queues_it():
+    """Clamped to the front queues, as the owner's frontier would (in the tag: an entry of
+    the depth order stores no depth then)."""
+    links = [Entry(f"https://d.test/{p}", "d.test", p, 3) for p in (-2, 0, 3, 7, 300)]
+    back = unpack_letter(pack_letter(Letter(adds=[(e, False, False) for e in links])))
+    assert [e.priority for e, _, _ in back.adds] == [0, 0, 3, 7, 7]
+    assert [e.depth for e, _, _ in back.adds] == [3] * 5
 
 
 def test_a_letter_is_msgpack_and_one_cash_a_page():

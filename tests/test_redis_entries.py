@@ -9,7 +9,10 @@ import pytest
 from crawler.backends.redis.entries import (
     huffman_decode,
     huffman_encode,
+    is_first,
+    pack_cash,
     pack_entry,
+    unpack_cash,
     unpack_entry,
 )
 from crawler.frontier import Entry
@@ -26,6 +29,16 @@ DOC_PATHS = [
     "/cargo/reference/specifying-dependencies.html",
     "/git/html/git-rebase.html",
 ]
+
+
+HOSTS = {0: "docs.example.org", 1: "d.test", 2: "a.test", 3: "127.0.0.1", 4: "::1",
+         700: "d.example"}
+HID = {name: hid for hid, name in HOSTS.items()}
+
+
+def round_trip(entry: Entry, *, queue: int = -1) -> Entry:
+    blob = pack_entry(entry, HID[entry.host], queue=queue)
+    return unpack_entry(blob, HOSTS, queue if queue >= 0 else 99)
 
 
 @pytest.mark.parametrize(
@@ -50,34 +63,76 @@ DOC_PATHS = [
 @pytest.mark.parametrize("priority, depth", [(0, 0), (6, 127), (7, 128), (300, 100_000)])
 def test_every_url_comes_back_as_it_went_in(url: str, host: str, priority: int, depth: int):
     for payload in (None, SEED, b"\x80\x00 bytes", {"meta": {"k": [1, 2.5, "v"]}}, "text"):
-        entry = Entry(url, host, priority, depth, payload)
-        assert unpack_entry(pack_entry(entry, priority), host) == entry
+        for cash, policy in ((0.0, ""), (0.375, "favor")):
+            entry = Entry(url, host, priority, depth, payload, cash=cash, policy=policy)
+            assert round_trip(entry) == entry
+            assert round_trip(entry, queue=priority) == entry
 
 
 def test_the_host_form_of_a_url_is_not_stored() -> None:
-    https = pack_entry(Entry("https://docs.example.org/a.html", "docs.example.org"), 0)
-    http = pack_entry(Entry("http://docs.example.org/a.html", "docs.example.org"), 0)
-    other = pack_entry(Entry("https://docs.example.org:444/a.html", "docs.example.org"), 0)
+    https = pack_entry(Entry("https://docs.example.org/a.html", "docs.example.org"), queue=0)
+    http = pack_entry(Entry("http://docs.example.org/a.html", "docs.example.org"), queue=0)
+    other = pack_entry(Entry("https://docs.example.org:444/a.html", "docs.example.org"), queue=0)
     assert b"docs.example.org" not in https and b"docs.example.org" not in http
     assert len(https) == len(http) < len(other)
-    assert https[0] & 3 == 0 and http[0] & 3 == 1 and other[0] & 3 == 2
+    assert https[0] == 0 and http[0] == 1 and other[0] == 8 and other[1] == 128 and other[2] == 1
+
+
+def test_a_front_entry_of_the_depth_order_is_its_host_number_and_its_tail() -> None:
+    """In front queue 3 at depth 3 an entry stores neither (the queue says both); its host's
+    number and four flags are one varint, 2 bytes under 1,024 hosts; under OPIC the depth and
+    3 bytes of cash follow."""
+    url = "https://d.example/std/collections/struct.HashMap.html"
+    tail = huffman_encode(url[len("https://d.example/"):])
+    entry = Entry(url, "d.example", 3, 3)
+    assert pack_entry(entry, 700, queue=3) == bytes((0xC0 | 0x80, 700 >> 3)) + tail
+    assert unpack_entry(pack_entry(entry, 700, queue=3), HOSTS, 3) == entry
+    deep = Entry(url, "d.example", 3, 9)
+    assert len(pack_entry(deep, 700, queue=3)) == 2 + 1 + len(tail)
+    opic = Entry(url, "d.example", 3, 9, cash=0.05)
+    assert len(pack_entry(opic, 700, queue=3)) == 2 + 1 + 3 + len(tail)
+    elsewhere = pack_entry(entry, 700)  # a back queue or a lease: with its priority
+    assert len(elsewhere) == 2 + 2 + len(tail)
+    assert unpack_entry(elsewhere, HOSTS, 0) == entry
+    with pytest.raises(ValueError):
+        pack_entry(entry, 700, queue=2)
+
+
+@pytest.mark.parametrize(
+    "cash", [1.0, 0.05, 1 / 3, 1e-30, 1e-44, 123456.789, 1e300, 2.0**-149]
+)
+def test_cash_keeps_five_digits_and_never_becomes_nothing(cash: float) -> None:
+    """Cash decides a front queue by powers of two: 3 bytes keep it to 1.5e-5 (a float32's
+    sign, exponent and 15 bits of mantissa), a positive amount stays positive."""
+    back = round_trip(Entry("https://d.test/a", "d.test", 2, 5, cash=cash)).cash
+    if 1e-37 < cash < 1e38:
+        assert back == pytest.approx(cash, rel=1.6e-5)
+    assert back > 0.0
+    assert len(pack_cash(cash)) == 3 and unpack_cash(pack_cash(cash), 0) == back
 
 
 def test_a_seed_is_a_flag_not_a_payload() -> None:
-    plain = pack_entry(Entry("https://d.example/std/index.html", "d.example"), 0)
-    seed = pack_entry(Entry("https://d.example/std/index.html", "d.example", payload=SEED), 0)
-    assert len(seed) == len(plain) and seed[0] & 8 and not plain[0] & 8
+    plain = pack_entry(Entry("https://d.example/std/index.html", "d.example"), 700)
+    seed = pack_entry(Entry("https://d.example/std/index.html", "d.example", payload=SEED), 700)
+    assert len(seed) == len(plain) and seed[2] & 4 and not plain[2] & 4
+
+
+def test_a_hosts_first_request_is_a_flag() -> None:
+    entry = Entry("https://d.example/robots.txt", "d.example", 0, 0, SEED)
+    assert is_first(pack_entry(entry, 700, first=True))
+    assert not is_first(pack_entry(entry, 700)) and not is_first(pack_entry(entry, 700, queue=0))
 
 
 def test_documentation_links_take_few_bytes() -> None:
-    """About 5 bits a character of the path, 2 bytes of flags, priority and depth."""
+    """About 4.6 bits a character of the path (``.html`` one symbol), 2 bytes of host number
+    and flags."""
     sizes = []
     for path in DOC_PATHS:
-        entry = Entry("https://docs.example.org" + path, "docs.example.org", 3, 5)
-        blob = pack_entry(entry, 3)
+        entry = Entry("https://docs.example.org" + path, "docs.example.org", 3, 3)
+        blob = pack_entry(entry, 600, queue=3)
         sizes.append(len(blob))
-        assert len(blob) <= 2 + (len(path) * 6 + 8) // 8
-    assert sum(sizes) / len(sizes) < 30
+        assert len(blob) <= 2 + (len(path) * 5 + 7) // 8
+    assert sum(sizes) / len(sizes) < 23
 
 
 @pytest.mark.parametrize(
@@ -100,31 +155,46 @@ def test_every_referrer_comes_back_as_it_went_in(
 ) -> None:
     for payload in (None, SEED, b"\x80 bytes", {"meta": {"k": [1, "v"]}}):
         entry = Entry(url, host, priority, depth, payload, referrer=referrer)
-        blob = pack_entry(entry, priority)
-        assert blob[0] & 3 == 3 and blob[1] & 3 == pack_entry(Entry(url, host), 0)[0] & 3
-        assert unpack_entry(blob, host) == entry
+        assert round_trip(entry) == entry
+        assert round_trip(entry, queue=priority) == entry
 
 
 def test_a_referrer_of_the_same_folder_costs_its_file_name() -> None:
     """The referrer is a delta against the URL: neither the host nor the shared folders are
-    stored again; an entry without a referrer is the same bytes as in layout 2."""
+    stored again."""
     url = "https://docs.example.org/std/collections/hash_map/struct.HashMap.html"
-    plain = pack_entry(Entry(url, "docs.example.org", 3, 5), 3)
+    plain = pack_entry(Entry(url, "docs.example.org", 3, 5), queue=3)
     near = pack_entry(
         Entry(url, "docs.example.org", 3, 5,
-              referrer="https://docs.example.org/std/collections/hash_map/index.html"), 3)
+              referrer="https://docs.example.org/std/collections/hash_map/index.html"), queue=3)
     far = pack_entry(
         Entry(url, "docs.example.org", 3, 5,
-              referrer="https://elsewhere.example.net/blog/2026/links-to-rust-docs.html"), 3)
-    assert plain == bytes((16 | 3 << 5, 5)) + huffman_encode(url[len("https://docs.example.org"):])
+              referrer="https://elsewhere.example.net/blog/2026/links-to-rust-docs.html"), queue=3)
+    assert plain == bytes((4, 5)) + huffman_encode(url[len("https://docs.example.org/"):])
     assert len(near) - len(plain) <= 3 + (len("index.html") * 6 + 8) // 8
     assert len(near) < len(far)
 
 
 def test_the_static_code_takes_any_ascii() -> None:
     text = "".join(chr(i) for i in range(128)) * 3
-    assert huffman_decode(huffman_encode(text)) == text
-    assert huffman_decode(huffman_encode("")) == ""
+    for n in range(len(text)):
+        assert huffman_decode(huffman_encode(text[:n])) == text[:n]
+    assert huffman_encode("") == b""
+
+
+def test_html_is_one_symbol() -> None:
+    assert len(huffman_encode("a/b/index.html")) < len(huffman_encode("a/b/index.hxml")) - 1
+    assert huffman_decode(huffman_encode(".html.htm.html")) == ".html.htm.html"
+
+
+def test_the_padding_is_never_a_character() -> None:
+    """The last byte is padded with ones, a prefix of the longest code: every tail decodes to
+    itself, never to itself and a character more; bytes that end inside a code are refused."""
+    for text in ("e", "et", "/", "index.html", "a" * 7):
+        blob = huffman_encode(text)
+        assert huffman_decode(blob) == text
+    with pytest.raises(ValueError):
+        huffman_decode(huffman_encode("e")[:-1] + bytes((0b11111110,)))
 
 
 def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
@@ -133,8 +203,7 @@ def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
     url = "http://a.test/index.php?/blog/post/1"
     plain = Entry(url, "a.test", 1, 2)
     keyed = Entry(url, "a.test", 1, 2, key=-(2**63) + 5)
-    assert len(pack_entry(keyed, 1)) == len(pack_entry(plain, 1)) + 9
+    assert len(pack_entry(keyed, 2, queue=1)) == len(pack_entry(plain, 2, queue=1)) + 9
     for entry in (plain, keyed, Entry(url, "a.test", 9, 300, SEED, referrer="http://a.test/",
                                       key=12345)):
-        assert unpack_entry(pack_entry(entry, entry.priority), "a.test") == entry
-
+        assert round_trip(entry) == entry

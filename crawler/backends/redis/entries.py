@@ -1,42 +1,53 @@
 """A queued URL as the Redis frontier keeps it: a few bytes of flags and the URL's tail, never
 pickle (what comes out of a shared Redis is data, not code).
 
-The entry never names its host (the queue store puts the host's number before it,
-:mod:`crawler.backends.redis.queue_store`; a letter names it once for its links,
-:mod:`crawler.backends.redis.mail`); nor does it repeat ``https://<host>`` or ``http://<host>``
-when the URL starts with it (the usual case); nor spend a byte per character of the path: a
-normalized URL is ASCII, and its characters are coded with a static Huffman code built from
-generic letter frequencies (about 5 bits a character on documentation links, no dictionary to
-train or to share; :mod:`crawler.frontier.urlcode`). An entry is:
+The entry never names its host, only its number (a partition's host number, its field in the
+hosts HASH, :mod:`crawler.backends.redis.queue_store`; a letter's index into its table of
+hosts, :mod:`crawler.backends.redis.mail`); nor does it repeat ``https://<host>/`` or
+``http://<host>/`` when the URL starts with it (the usual case); nor its priority when it sits
+in the front queue of that priority (the reader knows which queue it read); nor its depth when
+that is its priority (the depth order's usual case); nor spend a byte per character of the
+path: a normalized URL is ASCII, and its characters are coded with a static Huffman code
+(:mod:`crawler.frontier.urlcode`). An entry is:
 
 ====================  ========================================================================
-1 byte                flags: bits 0-1 what the tail lacks (0 ``https://<host>``, 1
-                      ``http://<host>``, 2 nothing: the whole URL is there; 3: a second byte
-                      follows), bit 2 a payload follows, bit 3 a seed (the payload
-                      :data:`SEED`, no bytes), bit 4 the tail is Huffman-coded (else UTF-8),
-                      bits 5-7 the priority (7: a varint follows)
-1 byte                only when bits 0-1 are 3: bits 0-1 what the tail lacks, as above; bit 2
-                      a referrer follows; bit 3 a seen key follows
-varint                depth
-varint                priority, when bits 5-7 are 7
-varint + bytes        the payload (msgpack), when bit 2 is set
+varint                ``host number << 4 | flags``: bit 0 the URL is ``http://<host>/`` +
+                      the tail (else ``https://<host>/`` + the tail), bit 1 cash follows,
+                      bit 2 the depth follows (else it is the priority), bit 3 a flags byte
+                      follows (else none of what it says is there)
+1 byte                when bit 3 says so: bit 0 the priority follows (else it is the caller's
+                      queue), bit 1 a referrer, bit 2 a seed (the payload :data:`SEED`, no
+                      bytes), bit 3 a payload, bit 4 a crawl policy, bit 5 a host's first
+                      request (its robots.txt), bit 6 a seen key, bit 7 a second flags byte
+1 byte                when bit 7 says so: bit 0 the tail is the whole URL (a port, a user,
+                      no path), bit 1 the tail is UTF-8 (else Huffman-coded)
+varint                the priority
+varint                the depth
+3 bytes               OPIC cash (:attr:`crawler.frontier.api.Entry.cash`): a float32's top
+                      24 bits, rounded (1.5e-5 relative: a front queue is a factor of 2)
+varint + bytes        the crawl policy (UTF-8)
+varint + bytes        the payload (msgpack)
 8 bytes               the seen key (:attr:`crawler.frontier.api.Entry.key`), only when the
                       URL's canonical form is not the URL itself (a sorted query, ...)
-referrer              only when the second byte says so: the page the URL was found on, as a
-                      delta against the URL (:func:`crawler.frontier.urlcode.pack_referrer`:
-                      the characters both share at the start, then the rest coded)
-the rest              the tail: path and query (or the whole URL)
+referrer              the page the URL was found on, as a delta against the URL
+                      (:func:`crawler.frontier.urlcode.pack_referrer`)
+the rest              the tail: path and query after the host's ``/`` (or the whole URL)
 ====================  ========================================================================
 
-The URL is the request URL (the link as found, made safe: ASCII), so the tail is nearly always
-Huffman-coded; its seen key is stored only when it cannot be computed from it.
+Each field is there only when its flag says so, in this order. A seed of the depth order is
+two bytes and its coded tail (under 1,024 hosts a partition); under OPIC three more of cash and
+one of depth. The URL is the request URL (the link as found, made safe: ASCII), so the tail is
+nearly always Huffman-coded; its seen key is stored only when it cannot be computed from it.
 
-A link's referrer adds ~12 B (``bench/referrer_bytes.py``). A crawl stored with another layout
-is refused by name (:data:`crawler.backends.redis.frontier_store.LAYOUT`), not read.
+A link's referrer adds ~6 B (``bench/referrer_bytes.py``: 26.8 -> 32.9 B an entry on real
+documentation links). A crawl stored with another layout is refused by name
+(:data:`crawler.backends.redis.frontier_store.LAYOUT`), not read.
 """
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgpack
@@ -51,64 +62,115 @@ from crawler.frontier.urlcode import (
     varint,
 )
 
-_HTTPS, _HTTP, _WHOLE, _MORE = 0, 1, 2, 3
-_HAS_REFERRER, _HAS_KEY = 4, 8  # in the second byte
-_PAYLOAD, _SEED, _CODED = 4, 8, 16
-_PRIO_SHIFT, _PRIO_ESCAPE = 5, 7
+# the head's flags
+_HTTP, _CASH, _DEPTH, _EXT = 1, 2, 4, 8
+_HEAD_BITS = 4
+# the flags byte's
+_PRIO, _REFERRER, _SEED, _PAYLOAD, _POLICY, _FIRST, _KEY, _MORE = 1, 2, 4, 8, 16, 32, 64, 128
+# the second flags byte's
+_WHOLE, _RAW = 1, 2
+_F32 = struct.Struct(">f")
+_U32 = struct.Struct(">I")
+_MAX_CASH = 3.0e38  # a float32's range
+
+
+def pack_cash(cash: float) -> bytes:
+    """``cash`` in 3 bytes: the top 24 bits of its float32 (sign, exponent, 15 bits of
+    mantissa), rounded; a positive amount never becomes 0."""
+    bits = _U32.unpack(_F32.pack(max(-_MAX_CASH, min(cash, _MAX_CASH))))[0]
+    top = (bits + 0x80) >> 8
+    if top & 0x7FFFFF == 0 and cash:  # rounded to 0 (or to inf): the nearest nonzero
+        top = (bits >> 8) or 1
+    return top.to_bytes(3, "big")
+
+
+def unpack_cash(blob: bytes, i: int) -> float:
+    return _F32.unpack(blob[i : i + 3] + b"\0")[0]
 
 
 def _split(url: str, host: str) -> tuple[int, str]:
-    """What of ``url`` need not be stored: ``https://<host>`` or ``http://<host>`` when the URL
-    starts with it and goes on with its path, query or nothing (no port, no user)."""
-    for form, scheme in ((_HTTPS, "https://"), (_HTTP, "http://")):
-        n = len(scheme) + len(host)
-        if (
-            url.startswith(scheme)
-            and url.startswith(host, len(scheme))
-            and (len(url) == n or url[n] in "/?")
-        ):
-            return form, url[n:]
-    return _WHOLE, url
+    """What of ``url`` need not be stored: ``https://<host>/`` or ``http://<host>/`` when the
+    URL starts with it (no port, no user); -1: nothing, the tail is the whole URL."""
+    if url.startswith("https://"):
+        at, form = 8, 0
+    elif url.startswith("http://"):
+        at, form = 7, _HTTP
+    else:
+        return -1, url
+    end = at + len(host)
+    if url.startswith(host, at) and url.startswith("/", end):
+        return form, url[end + 1 :]
+    return -1, url
 
 
-def pack_entry(entry: Entry, priority: int) -> bytes:
-    """The entry's bytes in a back queue (see the module docstring). ``priority``: the front
-    queue it goes to (the entry's own, clamped)."""
+def pack_entry(
+    entry: Entry, hid: int = 0, *, queue: int = -1, first: bool = False, extras: bool = True
+) -> bytes:
+    """The entry's bytes (see the module docstring). ``hid``: its host's number for the reader.
+    ``queue``: the front queue it goes to, whose reader knows its priority (the entry's
+    priority must be it); -1: the priority is stored. ``first``: a host's first request.
+    ``extras``: store the cash and the crawl policy (a letter carries them itself)."""
     form, tail = _split(entry.url, entry.host)
-    flags = form
-    payload = entry.payload
-    if payload is not None:
-        if payload == SEED:
-            flags |= _SEED
-        else:
-            flags |= _PAYLOAD
+    head = hid << _HEAD_BITS
+    ext = more = 0
+    if form < 0:
+        more = _WHOLE
+    else:
+        head |= form
     if tail.isascii():
-        flags |= _CODED
         body = huffman_encode(tail)
     else:
         body = tail.encode("utf-8", "surrogatepass")
-    depth = entry.depth
-    referrer, key = entry.referrer, entry.key
-    plain = not flags & _PAYLOAD and not referrer and not key
-    if priority < _PRIO_ESCAPE and depth < 0x80 and plain:
-        return bytes((flags | priority << _PRIO_SHIFT, depth)) + body  # the common case
-    if referrer or key:  # bits 0-1 say "a second byte", which says what the tail lacks
-        flags = flags & ~3 | _MORE
-        more = form | (_HAS_REFERRER if referrer else 0) | (_HAS_KEY if key else 0)
-        head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT, more))
+        more |= _RAW
+    priority, depth = entry.priority, entry.depth
+    if queue < 0:
+        ext = _PRIO
+        if priority < 0:
+            priority = 0
+    elif queue != priority:
+        raise ValueError(f"an entry of priority {priority} in front queue {queue}")
+    if depth != priority:
+        head |= _DEPTH
+    cash = entry.cash if extras else 0.0
+    if cash:
+        head |= _CASH
+    policy = entry.policy if extras else ""
+    payload, referrer, key = entry.payload, entry.referrer, entry.key
+    if payload is not None:
+        ext |= _SEED if payload == SEED else _PAYLOAD
+    if policy:
+        ext |= _POLICY
+    if referrer:
+        ext |= _REFERRER
+    if key:
+        ext |= _KEY
+    if first:
+        ext |= _FIRST
+    if more:
+        ext |= _MORE
+    if not ext:
+        if not head & (_DEPTH | _CASH):
+            return varint(head) + body  # a front entry of the depth order: the common case
+        parts = [varint(head)]
     else:
-        head = bytes((flags | min(priority, _PRIO_ESCAPE) << _PRIO_SHIFT,))
-    parts = [head, varint(depth)]
-    if priority >= _PRIO_ESCAPE:
-        parts.append(varint(priority))
-    if flags & _PAYLOAD:
+        parts = [varint(head | _EXT), bytes((ext, more) if more else (ext,))]
+        if ext & _PRIO:
+            parts.append(varint(priority))
+    if head & _DEPTH:
+        parts.append(varint(depth))
+    if head & _CASH:
+        parts.append(pack_cash(cash))
+    if ext & _POLICY:
+        raw = policy.encode()
+        parts += [varint(len(raw)), raw]
+    if ext & _PAYLOAD:
         try:
             packed = msgpack.packb(payload, use_bin_type=True)
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"Entry.payload must be plain data (bytes, str, numbers): {exc}"
             ) from None
-        parts.append(varint(len(packed)) + packed)
+        parts += [varint(len(packed)), packed]
     if key:
         parts.append(key.to_bytes(8, "big", signed=True))
     if referrer:
@@ -117,48 +179,75 @@ def pack_entry(entry: Entry, priority: int) -> bytes:
     return b"".join(parts)
 
 
-def unpack_entry(blob: bytes, host: str) -> Entry:
-    """The entry of ``host`` that :func:`pack_entry` stored as ``blob``."""
-    flags = blob[0]
-    form = flags & 3
-    more = 0
-    i = 1
-    if form == _MORE:
-        more = blob[1]
-        form = more & 3
-        i = 2
-    depth, i = read_varint(blob, i)
-    priority = flags >> _PRIO_SHIFT
-    if priority == _PRIO_ESCAPE:
-        priority, i = read_varint(blob, i)
-    payload: Any = None
-    if flags & _PAYLOAD:
-        size, i = read_varint(blob, i)
-        payload = msgpack.unpackb(blob[i : i + size], raw=False, strict_map_key=False)
-        i += size
-    elif flags & _SEED:
-        payload = SEED
-    key = 0
-    if more & _HAS_KEY:
-        key = int.from_bytes(blob[i : i + 8], "big", signed=True)
-        i += 8
-    referred_at = -1
-    if more & _HAS_REFERRER:
-        referred_at = i
-        _, i = read_varint(blob, i)
-        size, i = read_varint(blob, i)
-        i += size >> 1
-    body = blob[i:]
-    tail = huffman_decode(body) if flags & _CODED else body.decode("utf-8", "surrogatepass")
-    if form == _HTTPS:
-        url = "https://" + host + tail
-    elif form == _HTTP:
-        url = "http://" + host + tail
-    else:
-        url = tail
-    referrer = unpack_referrer(blob, referred_at, url)[0] if referred_at >= 0 else ""
-    return Entry(
-        url=url, host=host, priority=priority, depth=depth, payload=payload, referrer=referrer,
-        key=key,
-    )
+def is_first(blob: bytes) -> bool:
+    """Whether the entry :func:`pack_entry` stored as ``blob`` is a host's first request."""
+    head, i = read_varint(blob, 0)
+    return bool(head & _EXT and blob[i] & _FIRST)
 
+
+def stored_priority(blob: bytes) -> int:
+    """The priority stored in ``blob`` (an entry packed outside a front queue), read without
+    decoding the rest; -1 when it has none (a front queue's entry: the queue's)."""
+    head, i = read_varint(blob, 0)
+    if not head & _EXT or not blob[i] & _PRIO:
+        return -1
+    return read_varint(blob, i + (2 if blob[i] & _MORE else 1))[0]
+
+
+def unpack_entry(
+    blob: bytes, host_of: Mapping[int, str] | Sequence[str], queue: int = 0
+) -> Entry:
+    """The entry :func:`pack_entry` stored as ``blob``; ``host_of``: host number -> name;
+    ``queue``: the front queue it was read from (its priority unless stored)."""
+    head, i = read_varint(blob, 0)
+    host = host_of[head >> _HEAD_BITS]
+    priority = queue
+    ext = more = 0
+    if head & _EXT:
+        ext = blob[i]
+        i += 1
+        if ext & _MORE:
+            more = blob[i]
+            i += 1
+        if ext & _PRIO:
+            priority, i = read_varint(blob, i)
+    depth = priority
+    if head & _DEPTH:
+        depth, i = read_varint(blob, i)
+    cash = 0.0
+    if head & _CASH:
+        cash = unpack_cash(blob, i)
+        i += 3
+    policy = ""
+    payload: Any = None
+    key = 0
+    referred_at = -1
+    if ext:
+        if ext & _POLICY:
+            n, i = read_varint(blob, i)
+            policy = blob[i : i + n].decode()
+            i += n
+        if ext & _PAYLOAD:
+            n, i = read_varint(blob, i)
+            payload = msgpack.unpackb(blob[i : i + n], raw=False, strict_map_key=False)
+            i += n
+        elif ext & _SEED:
+            payload = SEED
+        if ext & _KEY:
+            key = int.from_bytes(blob[i : i + 8], "big", signed=True)
+            i += 8
+        if ext & _REFERRER:
+            referred_at = i
+            _, i = read_varint(blob, i)
+            n, i = read_varint(blob, i)
+            i += n >> 1
+    body = blob[i:]
+    tail = body.decode("utf-8", "surrogatepass") if more & _RAW else huffman_decode(body)
+    if more & _WHOLE:
+        url = tail
+    elif head & _HTTP:
+        url = "http://" + host + "/" + tail
+    else:
+        url = "https://" + host + "/" + tail
+    referrer = unpack_referrer(blob, referred_at, url)[0] if referred_at >= 0 else ""
+    return Entry(url, host, priority, depth, payload, 0, cash, policy, referrer, key)

@@ -60,7 +60,7 @@ PARTITION_TTL = 10.0
 PARTITIONS = 16  # partitions of a crawl's hosts: at most this many workers share its work
 # The storage layout (crawler.backends.redis.keys.PartitionKeys): a crawl stored by another
 # version is refused in one line, never read or converted.
-LAYOUT = "6"
+LAYOUT = "7"
 # The seen-set's false positives at most, past FRONTIER_SEEN_EXACT_LIMIT with RedisBloom (a URL
 # wrongly taken for seen is a page never fetched: one in a hundred of those past the limit).
 SEEN_ERROR = 0.01

@@ -22,12 +22,14 @@ policies    the distinct crawl policy labels of its links and credits ("" the si
 referrers   the distinct referrers of its links: the page that sent the letter, once, where
             each entry would carry it as a delta against its own URL that shares nothing
             with it (the link leads to another partition's host)
-adds        3 items per link: the entry without its referrer
-            (:func:`crawler.backends.redis.entries.pack_entry`: the URL relative to its host,
-            priority, depth, payload, seen key), a tag ``((host x len(policies) + policy) x
-            len(referrers) + referrer) x 4 + first x 2 + force`` (indexes into the tables),
-            and the OPIC cash, nil when it is the previous link's (0.0 before the first): a
-            page hands each of its links the same share, so a letter holds one float
+adds        3 items per link: the entry without its referrer, cash and policy
+            (:func:`crawler.backends.redis.entries.pack_entry`: its host's index in
+            ``hosts``, the URL relative to its host, depth, payload, seen key), a tag
+            ``((policy x len(referrers) + referrer) x 8 + priority) x 4 + first x 2 +
+            force`` (indexes into the tables; the priority clamped to the front queues, as
+            the owner's frontier would), and the OPIC cash, nil when it is the previous
+            link's (0.0 before the first): a page hands each of its links the same share,
+            so a letter holds one float
 credits     3 items per URL seen before that the page gives cash to: its identity (seen key or
             URL), cash (nil: the previous credit's, 0.0 before the first), policy index
 ==========  ===================================================================================
@@ -39,18 +41,17 @@ only when its digest differs from the last one the same sender added to that inb
 
 Host names and referrers are Huffman-coded (:mod:`crawler.frontier.urlcode`) when ASCII (msgpack
 bytes), else kept as text. An entry's ``id`` (a store's row id) does not travel: the owner's
-store gives its own. A negative priority travels as 0, as the owner's frontier would clamp it.
+store gives its own.
 
-Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 6,866 real documentation
-links of this machine's /usr/share/doc HTML (252 files, 25 trees, one host each, crawled
-breadth-first as ``bench/referrer_bytes.py`` does; each page's links one letter, 17.3 links a
-letter; each page moved to another host, as a letter's page always is): 33.7 B a link under
-depth order, 34.1 B under OPIC (cash 1/links of the page). The packed entries alone take
-25.7 B without their referrer and 52.3 B with it: a letter adds ~4 B a link (msgpack's bin
-header, the tag, the nil cash) and its page's coded URL once. A letter of one link costs
-91.5 B (its host and referrer are its own). In Redis (7.0) the inbox holds a page letter for
-~38-39 B a link (``MEMORY USAGE``) until it is acknowledged and deleted, a one-link letter
-for ~115 B.
+Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 6,871 real documentation
+links of this machine's /usr/share/doc HTML (29 trees, one host each, crawled breadth-first as
+``bench/referrer_bytes.py`` does; each page's links one letter, 17.1 links a letter; each page
+moved to another host, as a letter's page always is): 31.0 B a link under depth order, 31.4 B
+under OPIC (cash 1/links of the page). The packed entries alone take 23.0 B without their
+referrer and 45.1 B with it: a letter adds ~4 B a link (msgpack's bin header, the tag, the
+nil cash) and its page's coded URL once. A letter of one link costs 82.5 B (its host and
+referrer are its own). In Redis (7.0) the inbox holds a page letter for ~35-36 B a link
+(``MEMORY USAGE``) until it is acknowledged and deleted, a one-link letter for ~105 B.
 """
 
 from __future__ import annotations
@@ -71,9 +72,11 @@ from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import prime_seen
 from crawler.frontier.api import Entry, Frontier
+from crawler.frontier.mercator import FRONT_QUEUES
 from crawler.frontier.urlcode import huffman_decode, huffman_encode
 
 FIELD = b"l"  # a message's one field: the letter
+_LAST_QUEUE = FRONT_QUEUES - 1  # an add's priority travels in its tag, clamped as queued
 _FORCE, _FIRST = 1, 2  # in an add's tag
 # ids per XACK/XDEL write: the group name and the ids stay within one fenced write's arguments
 ACK_CHUNK = MAX_ARGUMENTS - 1
@@ -139,15 +142,16 @@ def pack_letter(letter: Letter) -> bytes:
         referrers.setdefault(entry.referrer, len(referrers))
     for _, _, policy in letter.credits:
         policies.setdefault(policy, len(policies))
-    n_policies, n_referrers = len(policies), len(referrers)
+    n_referrers = len(referrers)
     adds: list[Any] = []
     previous = 0.0
     for entry, force, first in letter.adds:
-        table = hosts[entry.host] * n_policies + policies[entry.policy]
-        tag = (table * n_referrers + referrers[entry.referrer]) << 2
-        tag |= (_FORCE if force else 0) | (_FIRST if first else 0)
-        alone = replace(entry, referrer="") if entry.referrer else entry
-        packed = pack_entry(alone, max(entry.priority, 0))
+        priority = min(max(entry.priority, 0), _LAST_QUEUE)
+        tag = ((policies[entry.policy] * n_referrers + referrers[entry.referrer]) << 3
+               | priority) << 2 | (_FORCE if force else 0) | (_FIRST if first else 0)
+        alone = replace(entry, referrer="", priority=priority) if (
+            entry.referrer or priority != entry.priority) else entry
+        packed = pack_entry(alone, hosts[entry.host], queue=priority, extras=False)
         adds += [packed, tag, _cash_or_nil(entry.cash, previous)]
         previous = entry.cash
     credits: list[Any] = []
@@ -172,9 +176,10 @@ def unpack_letter(blob: bytes) -> Letter:
             packed, tag, sent = adds[i : i + 3]
             if tag < 0:  # an index below 0 would pick a table's last item
                 raise ValueError(f"tag {tag}")
-            table, referrer = divmod(tag >> 2, n_referrers)
-            host, policy = divmod(table, n_policies)
-            entry = unpack_entry(packed, hosts[host])
+            policy, referrer = divmod(tag >> 5, n_referrers)
+            entry = unpack_entry(packed, hosts, tag >> 2 & 7)
+            if policy >= n_policies:
+                raise ValueError(f"tag {tag}")
             cash = cash if sent is None else float(sent)
             entry.cash, entry.policy = cash, policies[policy]
             entry.referrer = referrers[referrer]

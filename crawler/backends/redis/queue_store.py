@@ -27,38 +27,39 @@ back at the head of its front queue, in the order it was routed, and empties the
 frontier then routes it again. The hosts' state (HASH ``h``) carries their next fetch time on
 Redis's clock, their Crawl-delay, failures and give-ups, so politeness holds across owners.
 
-A queued URL is ``varint(host number << 2 | flags)``, the cash (8 bytes, when not 0) and the
-crawl policy (when not ""), then :func:`crawler.backends.redis.entries.pack_entry`'s bytes;
-a host's number is its field in ``h``. Writes are merged per flush: one ``RPUSH`` and one
-``LPOP`` per list (pushes go to the tail and pops take the head, so all pushes then all pops
-leave the list as the calls did in order), one ``HSET``/``HDEL`` on ``o``.
+A queued URL is :func:`crawler.backends.redis.entries.pack_entry`'s bytes, under its host's
+number (its field in ``h``); in a front queue without its priority (the queue's), elsewhere
+with it, as a recovery moves it to a front queue unchanged. Writes are merged per flush: one
+``RPUSH`` and one ``LPOP`` per list (pushes go to the tail and pops take the head, so all
+pushes then all pops leave the list as the calls did in order), one ``HSET``/``HDEL`` on
+``o``.
 """
 
 from __future__ import annotations
 
-import struct
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import msgpack
 
-from crawler.backends.redis.entries import pack_entry, unpack_entry
+from crawler.backends.redis.entries import (
+    is_first,
+    pack_entry,
+    stored_priority,
+    unpack_entry,
+)
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.seenset import contains_across
 from crawler.frontier.api import Clock, Entry
 from crawler.frontier.store import QueueStore, SavedHost, entry_key
-from crawler.frontier.urlcode import read_varint, varint
 
 READ_AHEAD = 256  # front-queue entries read per LRANGE
 BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
 # keys the owner knows are seen (it added them, or Redis said so), per generation of its
 # memory of them: two generations of at most this many (~70 B each in Python) per partition
 SEEN_MEMORY = 8_192
-_CASH, _POLICY, _FIRST = 1, 2, 4
-_FLAG_BITS = 3
-_DOUBLE = struct.Struct(">d")
 
 
 class SeenWrites(Protocol):
@@ -77,36 +78,16 @@ class SeenWrites(Protocol):
     def count(self) -> int: ...
 
 
-def pack(hid: int, entry: Entry, *, first: bool = False) -> bytes:
-    flags = (_CASH if entry.cash else 0) | (_POLICY if entry.policy else 0)
-    parts = [varint(hid << _FLAG_BITS | flags | (_FIRST if first else 0))]
-    if entry.cash:
-        parts.append(_DOUBLE.pack(entry.cash))
-    if entry.policy:
-        policy = entry.policy.encode()
-        parts += [varint(len(policy)), policy]
-    parts.append(pack_entry(entry, entry.priority))
-    return b"".join(parts)
+def pack(hid: int, entry: Entry, *, first: bool = False, queue: int = -1) -> bytes:
+    """``entry`` of host number ``hid`` as a list or ``o`` keeps it
+    (:func:`crawler.backends.redis.entries.pack_entry`); ``queue``: the front queue it goes
+    to (its priority is not stored), -1 elsewhere."""
+    return pack_entry(entry, hid, queue=queue, first=first)
 
 
-def is_first(blob: bytes) -> bool:
-    """Whether a packed entry is a host's first request (its robots.txt)."""
-    return bool(read_varint(blob, 0)[0] & _FIRST)
-
-
-def unpack(blob: bytes, host_of: dict[int, str]) -> Entry:
-    head, i = read_varint(blob, 0)
-    cash, policy = 0.0, ""
-    if head & _CASH:
-        cash = _DOUBLE.unpack_from(blob, i)[0]
-        i += 8
-    if head & _POLICY:
-        n, i = read_varint(blob, i)
-        policy = blob[i : i + n].decode()
-        i += n
-    entry = unpack_entry(blob[i:], host_of[head >> _FLAG_BITS])
-    entry.cash, entry.policy = cash, policy
-    return entry
+def unpack(blob: bytes, host_of: dict[int, str], queue: int = 0) -> Entry:
+    """The entry :func:`pack` stored; ``queue``: the front queue it was read from."""
+    return unpack_entry(blob, host_of, queue)
 
 
 def prime_seen(client: Any, batches: dict[RedisQueueStore, list[Entry]]) -> None:
@@ -199,23 +180,24 @@ class RedisQueueStore(QueueStore):
         sizes, out, lists = replies[:count], replies[count], replies[count + 1 :]
         moved: list[list[bytes]] = [[] for _ in sizes]
         ids = sorted(out, key=int)
-        firsts = [i for i in ids if is_first(out[i])]  # stay out, as first requests again
-        for i in firsts:
-            entry = unpack(out[i], self._host_of)
-            entry.id = int(i)
-            self._firsts.append(entry)
+        first = {i for i in ids if is_first(out[i])}  # stay out, as first requests again
+        for i in ids:
+            if i in first:
+                entry = unpack(out[i], self._host_of)
+                entry.id = int(i)
+                self._firsts.append(entry)
         self._next_id = max((int(i) for i in ids), default=0) + 1
-        blobs = [out[i] for i in ids if not is_first(out[i])]
+        gone = [i for i in ids if i not in first]
+        blobs = [out[i] for i in gone]
         blobs += [b for blobs in lists for b in blobs]
-        for blob in blobs:
-            moved[min(unpack(blob, self._host_of).priority, count - 1)].append(blob)
-        for q, blobs in enumerate(moved):
-            self.front_sizes[q] = sizes[q] + len(blobs)
+        for blob in blobs:  # each with its priority (packed out of the front queues)
+            moved[min(max(stored_priority(blob), 0), count - 1)].append(blob)
+        for q, queued in enumerate(moved):
+            self.front_sizes[q] = sizes[q] + len(queued)
             # LPUSH puts its values at the head in reverse: the last chunk first, reversed
-            chunks = [blobs[i : i + MAX_ARGUMENTS] for i in range(0, len(blobs), MAX_ARGUMENTS)]
+            chunks = [queued[i : i + MAX_ARGUMENTS] for i in range(0, len(queued), MAX_ARGUMENTS)]
             for chunk in reversed(chunks):
                 self.writer.write("LPUSH", k.front(q), *reversed(chunk))
-        gone = [i for i in ids if not is_first(out[i])]
         for i in range(0, len(gone), MAX_ARGUMENTS):
             self.writer.write("HDEL", k.out, *gone[i : i + MAX_ARGUMENTS])
         for host in back_hosts:
@@ -267,7 +249,7 @@ class RedisQueueStore(QueueStore):
         head = self._head[q]
         if len(head) == self.front_sizes[q]:  # the head holds the whole list: keep it so
             head.append(entry)
-        self._pushes.setdefault(self.keys.front(q), []).append(pack(hid, entry))
+        self._pushes.setdefault(self.keys.front(q), []).append(pack(hid, entry, queue=q))
         self.front_sizes[q] += 1
 
     def front_pop(self, priority: int) -> Entry:
@@ -276,7 +258,8 @@ class RedisQueueStore(QueueStore):
             self.flush()
             key = self.keys.front(priority)
             head.extend(
-                unpack(b, self._host_of) for b in self.client.lrange(key, 0, READ_AHEAD - 1)
+                unpack(b, self._host_of, priority)
+                for b in self.client.lrange(key, 0, READ_AHEAD - 1)
             )
         key = self.keys.front(priority)
         self._pops[key] = self._pops.get(key, 0) + 1
@@ -482,7 +465,7 @@ class RedisQueueStore(QueueStore):
         k = self.keys
         for q in range(len(self.front_sizes)):
             for blob in self.client.lrange(k.front(q), 0, -1):
-                yield unpack(blob, self._host_of)
+                yield unpack(blob, self._host_of, q)
         for queue in self._back.values():
             yield from queue
         for host in self._overflow:

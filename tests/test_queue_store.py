@@ -1,0 +1,85 @@
+"""A partition's queues in Redis as the next owner reads them
+(``crawler.backends.redis.queue_store``): what was out of the front queues goes back to the
+front queue of its priority, and the takeover says how many URLs that was."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.queue_store import pack, unpack
+from crawler.frontier import Entry, PolitenessPolicy
+from tests.frontier_contract import FakeClock
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.test_frontier_partitioned import partitioned
+
+
+@pytest.fixture
+def client(redis_server: RedisServer) -> Iterator[redis.Redis]:  # noqa: F811
+    c = redis_server.client()
+    yield c
+    c.close()
+
+
+def test_an_entry_out_of_the_front_queues_keeps_its_priority() -> None:
+    """In a front queue an entry stores no priority (the queue is it); elsewhere (a back
+    queue's list, a lease) it does, so a recovery may move it to any front queue as it is."""
+    entry = Entry("https://d.test/a/b.html", "d.test", 5, 9, cash=0.25, policy="docs")
+    hosts = {3: "d.test"}
+    front, out = pack(3, entry, queue=5), pack(3, entry)
+    assert len(front) < len(out)
+    assert unpack(front, hosts, 5) == entry
+    assert unpack(out, hosts, 0) == entry and unpack(out, hosts, 2) == entry
+
+
+def test_the_next_owner_counts_the_urls_it_queues_again(
+    client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Routed and leased URLs of a dead worker go back to the front queues of their
+    priorities; each partition's takeover logs how many (all of them, not one queue's)."""
+    key, clock = fresh_key(), FakeClock()
+    policy = PolitenessPolicy(min_delay=30.0)
+    dead = partitioned(client, key, clock, count=2, worker="dead", ttl=1.0, policy=policy)
+    links = [
+        Entry(f"http://h{h}.test/p{i}", f"h{h}.test", priority=i % 4, depth=i)
+        for h in range(3) for i in range(12)
+    ]  # fmt: skip
+    dead.add_many(links)
+    assert len(dead.next_many(3)) == 3  # routes a back queue per host, leases its head
+    parts = [PartitionKeys(key, i, 2) for i in range(2)]
+    out = sum(client.hlen(k.out) for k in parts)
+    listed = sum(
+        client.llen(k.back(h.decode())) for k in parts for h in client.smembers(k.back_hosts)
+    )
+    assert out >= 3
+    lease_keys = [part.ownership.keys.lease for part in dead.parts.values()]
+    deadline = time.monotonic() + 60
+    while client.exists(*lease_keys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    caplog.set_level(logging.INFO, logger="crawler.backends.redis.partitioned")
+    heir = partitioned(client, key, clock, count=2, worker="heir", ttl=1.0, policy=policy)
+    assert len(heir.parts) == 2 and len(heir) == len(links)
+    said = [
+        int(m.group(1))
+        for r in caplog.records
+        if (m := re.search(r"(\d+) URLs it had out of the queues", r.getMessage()))
+    ]
+    assert len(said) == 2 and sum(said) == out + listed
+    got: list[tuple[str, int, int]] = []
+    for _ in range(10 * len(links)):
+        if len(got) == len(links):
+            break
+        lease = heir.next()
+        if lease is None:
+            clock.now += 31.0
+            continue
+        got.append((lease.entry.url, lease.entry.priority, lease.entry.depth))
+        heir.complete(lease.token, 0.1)
+        heir.ack(lease.token)
+    assert sorted(got) == sorted((e.url, e.priority, e.depth) for e in links)
