@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.backends.sqlite.frontier import SqliteQueueStore
+from crawler.backends.sqlite.frontier import FrontierFileError, SqliteQueueStore
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
 from tests.frontier_contract import FakeClock, FrontierContract, entries, simulate
 
@@ -146,22 +146,15 @@ def test_page_budgets_and_admitted_hosts_survive_a_resume(tmp_path):
     assert [again.add(e).reason for e in late] == ["", "host_budget"]
 
 
-def test_a_file_of_before_referrers_gains_the_column_and_resumes(tmp_path):
-    """A JOBDIR's frontier written before entries had a referrer: opened, its queue is read
-    (no referrer), and new links keep theirs across a stop."""
+def test_referrers_survive_a_stop_in_few_bytes(tmp_path):
+    """A link keeps where it was found across a stop, stored as a coded delta against its URL
+    (host and folder shared), not as the page's URL."""
     path = tmp_path / "f.sqlite"
     f = sqlite_frontier(path, clock=FakeClock())
     f.add(Entry("https://a.test/old.html", "a.test"))
-    f.close()
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE queue DROP COLUMN referrer")
-    db.commit()
-    db.close()
-    f = sqlite_frontier(path, clock=FakeClock())
     f.add(Entry("https://a.test/doc/new.html", "a.test", referrer="https://a.test/doc/i.html"))
     f.close()
-    clock = FakeClock()
-    again = sqlite_frontier(path, PolitenessPolicy(min_delay=0.0), clock=clock)
+    again = sqlite_frontier(path, PolitenessPolicy(min_delay=0.0), clock=FakeClock())
     found = {x.url: x.referrer for x in again.store.iter_queued()}
     assert found == {
         "https://a.test/old.html": "",
@@ -169,5 +162,22 @@ def test_a_file_of_before_referrers_gains_the_column_and_resumes(tmp_path):
     }
     stored = again.store.db.execute("SELECT referrer FROM queue WHERE referrer IS NOT NULL")
     [(blob,)] = stored.fetchall()
-    # a delta against the URL (host and folder shared), coded: not the page's URL
     assert len(blob) <= 2 + len("i.html") * 6 // 8
+
+
+def test_a_file_of_another_layout_is_refused_by_name(tmp_path):
+    """A JOBDIR's frontier written by another version (its referrers coded otherwise) is not
+    read: one line names the file and what to do, and the file is left as it was."""
+    path = tmp_path / "f.sqlite"
+    f = sqlite_frontier(path, clock=FakeClock())
+    f.add(Entry("https://a.test/doc/new.html", "a.test", referrer="https://a.test/doc/i.html"))
+    f.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 1")
+    db.close()
+    with pytest.raises(FrontierFileError, match=r"f\.sqlite was written by another version.*"
+                       r"layout 1, this one reads 2"):
+        SqliteQueueStore(path, 4)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM queue").fetchone()[0] == 1
+    db.close()

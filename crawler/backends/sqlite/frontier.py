@@ -43,8 +43,8 @@ CREATE TABLE IF NOT EXISTS queue (
     routed INTEGER NOT NULL DEFAULT 0,
     cash REAL NOT NULL DEFAULT 0,
     policy TEXT NOT NULL DEFAULT '',
-    referrer BLOB,
-    key INTEGER NOT NULL DEFAULT 0
+    referrer BLOB,  -- where the URL was found: urlcode.pack_referrer's delta; NULL: a seed
+    key INTEGER NOT NULL DEFAULT 0  -- the seen key when the URL is not its canonical form
 );
 CREATE INDEX IF NOT EXISTS queue_front ON queue (prio, id) WHERE routed = 0;
 -- routed > 0: in its host's back queue, at that place (the order the refill routed it in)
@@ -60,16 +60,14 @@ CREATE TABLE IF NOT EXISTS hosts (
 """
 
 _COLUMNS = "id, prio, host, url, depth, payload, cash, policy, referrer, key"
-# columns a file written before OPIC and crawl policies (and referrers) lacks
-_ADDED = {
-    "cash": "REAL NOT NULL DEFAULT 0",
-    "policy": "TEXT NOT NULL DEFAULT ''",
-    # where the URL was found: crawler.frontier.urlcode.pack_referrer's delta against the URL
-    # (~12 B on documentation links, not the ~70 of the page's URL); NULL: none (a seed)
-    "referrer": "BLOB",
-    # the seen key when the URL (the request URL) is not its own canonical form (Entry.key)
-    "key": "INTEGER NOT NULL DEFAULT 0",
-}
+# The file's layout (PRAGMA user_version): a file of another layout is refused, not read. 2:
+# referrers coded with layout 7's URL code (crawler.frontier.urlcode).
+LAYOUT = 2
+
+
+class FrontierFileError(RuntimeError):
+    """The frontier file was written by another version of the crawler."""
+
 
 # Seconds between commits of new URLs at least (and with every completed fetch): a killed crawl
 # loses at most the URLs discovered in the last this-many seconds.
@@ -94,11 +92,16 @@ class SqliteQueueStore(QueueStore):
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA temp_store=MEMORY")
+        layout = self.db.execute("PRAGMA user_version").fetchone()[0]
+        tables = self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if tables and layout != LAYOUT:
+            self.db.close()
+            raise FrontierFileError(
+                f"{self.path} was written by another version of the crawler (layout {layout}, "
+                f"this one reads {LAYOUT}): remove it, or give the crawl another JOBDIR"
+            )
         self.db.executescript(_SCHEMA)
-        have = {row[1] for row in self.db.execute("PRAGMA table_info(queue)")}
-        for column, kind in _ADDED.items():
-            if column not in have:
-                self.db.execute(f"ALTER TABLE queue ADD COLUMN {column} {kind}")
+        self.db.execute(f"PRAGMA user_version = {LAYOUT}")
         # an OPIC raise queues a URL again and leaves its older row to be skipped: on open,
         # the newest row of a URL is its live one
         self.db.execute(
