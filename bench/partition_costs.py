@@ -569,6 +569,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
             "FRONTIER_DELAY_FACTOR": 0,
             "LOG_LEVEL": "INFO",
         }
+        client.config_resetstat()
         cpu0, own0 = server_cpu(client), resource.getrusage(resource.RUSAGE_CHILDREN)
         wall0 = time.perf_counter()
         callgrind_dump(args)  # (the counts so far, thrown away)
@@ -583,6 +584,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         ]
         wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
         instructions = callgrind_dump(args)
+        stats = client.info("commandstats")
         own = resource.getrusage(resource.RUSAGE_CHILDREN)
         records = site.records
     client.close()
@@ -600,6 +602,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
         "worker_us": worker / max(pages, 1) * 1e6,
         "returncodes": [r.returncode for r in results],
         "scraped": [r.stats.get("item_scraped_count", 0) for r in results],
+        "commands": top_commands(stats, max(pages, 1), 20),
     }
     for r in results:
         if r.returncode != 0:

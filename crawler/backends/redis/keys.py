@@ -48,7 +48,7 @@ def glob_escape(text: str) -> str:
 
 
 class PartitionKeys:
-    """The keys of one partition of a crawl's hosts (layout 6), under the partition's own hash
+    """The keys of one partition of a crawl's hosts (layout 7), under the partition's own hash
     tag (:func:`shard_tag`). Its owner (:mod:`crawler.backends.redis.ownership`) is the only
     writer of all but ``inbox`` and ``seen``, and writes them through
     :class:`crawler.backends.redis.fence.FencedWriter`."""
