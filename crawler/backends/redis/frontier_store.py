@@ -39,7 +39,7 @@ from crawler.backends.redis.connection import (
 )
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
-from crawler.backends.redis.outage import TRANSIENT
+from crawler.backends.redis.outage import TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
@@ -414,38 +414,61 @@ class RedisFrontierStore(MemoryFrontierStore):
         max_pages_per_host: int | None = None,
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
+        """The crawl's frontier for this worker, returned at once: its worker thread connects,
+        checks the crawl (layout, settings) and claims partitions, retried while Redis is away
+        (one line when it goes, one when it is back), so the reactor never waits for Redis;
+        what the crawl queues meanwhile is sent once it is open."""
         cb = callbacks or FrontierCallbacks()
-        client = redis_client(self.settings)
-        if self.config.reset:
-            removed = self.reset(client)
-            logger.warning(
-                "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+        ttl = lease_ttl or self.config.lease_ttl
+        inboxes: list[SharedInbox] = []
+        reset = [self.config.reset]
+
+        def open_inner() -> Frontier:
+            try:
+                return opening()
+            except Exception as exc:  # a cluster none of whose nodes answers: away too
+                if is_transient(exc) and not isinstance(exc, TRANSIENT):
+                    raise redis.ConnectionError(str(exc)) from exc
+                raise
+
+        def opening() -> Frontier:
+            client = redis_client(self.settings)
+            if reset[0]:  # once, even if the opening is retried
+                removed = self.reset(client)
+                reset[0] = False
+                logger.warning(
+                    "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+                )
+            problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+            if problems:
+                raise RuntimeError(problems[0])
+            inner = self.partitioned_frontier(
+                client,
+                lease_ttl=ttl,
+                max_pages_per_host=max_pages_per_host,
+                on_give_up=_from_thread(cb.on_give_up),
             )
-        problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
-        if problems:
-            raise RuntimeError(problems[0])
-        inner = self.partitioned_frontier(
-            client,
-            lease_ttl=lease_ttl or self.config.lease_ttl,
-            max_pages_per_host=max_pages_per_host,
-            on_give_up=_from_thread(cb.on_give_up),
-        )
-        inbox = SharedInbox(
-            client,
-            self.keys.seeds,
-            RedisScopeRegistry(client, self.keys.scope),
-            on_seeds=_from_thread(cb.on_seeds),
-            on_scope=_from_thread(cb.on_scope),
-        )
-        logger.info(
-            "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
-            safe_url(self.settings),
-            self.key,
-            self.partition_count,
-            len(inner.parts),
-        )
+            inboxes.append(
+                SharedInbox(
+                    client,
+                    self.keys.seeds,
+                    RedisScopeRegistry(client, self.keys.scope),
+                    on_seeds=_from_thread(cb.on_seeds),
+                    on_scope=_from_thread(cb.on_scope),
+                )
+            )
+            logger.info(
+                "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
+                safe_url(self.settings),
+                self.key,
+                self.partition_count,
+                len(inner.parts),
+            )
+            return inner
+
         return BufferedFrontier(
-            inner,
+            opener=open_inner,
+            lease_ttl=ttl,
             read_ahead=self.config.read_ahead,
             refresh=REFRESH,
             max_wait=LEASE_MAX_WAIT,
@@ -453,7 +476,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(_log_redis_error),
-            poll=inbox.poll,
+            poll=lambda: inboxes[-1].poll() if inboxes else False,
             transient=TRANSIENT,
             linger=BATCH_LINGER,
         )
