@@ -18,6 +18,7 @@ thread: :meth:`AskedReports.mark_seen_later` (URLs a crawl database fetched befo
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -28,6 +29,9 @@ T = TypeVar("T")
 
 PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
 REPORT_WAIT = 5.0  # seconds a closing report waits for the worker before the last answer
+# seconds a fresh answer is given again, if nothing was queued since (the engine asks twice
+# before it closes a crawl, in one turn of the reactor)
+FRESH_FOR = 1.0
 
 
 class AskedReports:
@@ -50,6 +54,8 @@ class AskedReports:
         self._answered: set[str] = set()  # ... answered since the caller last took them
         self._reports_lock = threading.Lock()
         self._final = False  # closing: reports wait (bounded) for a fresh answer
+        self._changes = 0  # calls queued so far (a fresh answer holds while none is)
+        self._taken: dict[str, tuple[Any, float, int]] = {}  # fresh answers given: when, _changes
 
     def _report(self, name: str, fn: Callable[[], T], default: T, *, fresh: bool = False) -> T:
         """The answer asked at the last call if it came since, else the last answer
@@ -71,17 +77,25 @@ class AskedReports:
                 return value
         if self._final or self._closed:
             return self._reports.get(name, default)
+        now = time.monotonic()
         with self._reports_lock:
+            taken = self._taken.get(name)
+            if taken is not None and taken[2] == self._changes and now - taken[1] < FRESH_FOR:
+                return taken[0]  # type: ignore[no-any-return]
             if name in self._answered:
                 self._answered.discard(name)
-                return self._reports[name]  # type: ignore[no-any-return]
+                value = self._reports[name]
+                self._taken[name] = (value, now, self._changes)
+                return value  # type: ignore[no-any-return]
             if name not in self._asking:
                 self._asking.add(name)
-                self._submit(lambda: self._answer(name, fn))
+                self._submit(lambda: self._answer(name, fn, fresh))
         return default if fresh else self._reports.get(name, default)
 
-    def _answer(self, name: str, fn: Callable[[], Any]) -> None:
-        """On the worker: one report's answer, kept for the caller's next ask."""
+    def _answer(self, name: str, fn: Callable[[], Any], fresh: bool = False) -> None:
+        """On the worker: one report's answer, kept for the caller's next ask; a ``fresh``
+        one that says no (the crawl has no work) wakes the caller (it would not ask before
+        its next heartbeat otherwise; a yes changes nothing for it)."""
         try:
             value = fn()
         finally:
@@ -90,7 +104,7 @@ class AskedReports:
         with self._reports_lock:
             self._reports[name] = value
             self._answered.add(name)
-        if self.notify is not None:
+        if fresh and not value and self.notify is not None:
             self.notify()
 
     def final_reports(self) -> None:

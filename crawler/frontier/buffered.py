@@ -163,6 +163,7 @@ class BufferedFrontier(AskedReports, Frontier):
         batch sent before it)."""
         with self._batch_lock:
             self._batch = None
+            self._changes += 1
             self._worker.submit(job)
 
     @property
@@ -389,6 +390,7 @@ class BufferedFrontier(AskedReports, Frontier):
         they are in its batch (sent first) or in an earlier one."""
         with self._batch_lock:
             batch = self._batch
+            self._changes += 1
             if batch is None:
                 batch = self._batch = _Batch()
                 self._worker.submit(lambda: self._send(batch))
