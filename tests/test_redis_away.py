@@ -94,12 +94,12 @@ def is_page(path: str) -> bool:
     return path == "/" or re.fullmatch(r"/p\d+", path) is not None
 
 
-def start_worker(tmp_path: Path, redis: RedisServer, ports: list[int]) -> Any:
+def start_worker(tmp_path: Path, redis: RedisServer, ports: list[int], login: str = "") -> Any:
     sites = tmp_path / "sites"
     write_site(sites, "archive", "[requisites]\nfetch = true\n")
     settings = {
         "FRONTIER_BACKEND": "redis",
-        "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+        "REDIS_URL": f"redis://{login}127.0.0.1:{redis.port}/0",
         "FRONTIER_REDIS_KEY": fresh_key(),
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0.1,
@@ -189,6 +189,60 @@ def test_a_worker_rides_out_redis_going_away_and_loses_nothing(tmp_path: Path) -
     assert all(n == 1 for n in fetched.values()), fetched
     assert result.stats["pages/ok"] == len(HOSTS) * PAGES
     assert result.stats["requisites/fetched"] == len(HOSTS) * (PAGES + 1)
+
+
+def logged(tmp_path: Path, text: str) -> bool:
+    log = tmp_path / "crawl.log"
+    return log.exists() and text in log.read_text("utf-8", errors="replace")
+
+
+def test_a_worker_started_while_redis_is_down_waits_and_crawls_once_it_is_up(
+    tmp_path: Path,
+) -> None:
+    """Started while Redis is down (before the crawl, no reactor yet): one line, and the
+    worker waits; Redis started: the checks run, the crawl completes, every page once."""
+    root = tmp_path / "redis"
+    root.mkdir()
+    redis = start_redis(root, aof="always")
+    redis.process.kill()
+    redis.process.wait(10)
+    try:
+        with slow_pages() as (ports, asked):
+            proc = start_worker(tmp_path, redis, ports)
+            wait_until(lambda: logged(tmp_path, "waiting for it"), timeout=60)
+            assert not asked and proc.poll() is None
+            redis = start_redis(root, port=redis.port, aof="always")
+            result = finish_crawl(proc, tmp_path, timeout=240)
+    finally:
+        redis.stop()
+    log = result.log
+    assert result.returncode == 0, log[-3000:]
+    assert result.stats["finish_reason"] == "finished"
+    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:6000]
+    assert log.count("is not reachable") == 1 and log.count("is there after") == 1
+    pages = Counter((h, p) for h, p in asked if is_page(p))
+    assert len(pages) == len(HOSTS) * PAGES and set(pages.values()) == {1}, pages
+
+
+def test_sigint_while_waiting_for_redis_at_start_ends_the_worker_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """SIGINT while the worker waits for Redis before its crawl: it ends at once, one line,
+    no traceback, the password nowhere."""
+    root = tmp_path / "redis"
+    root.mkdir()
+    redis = start_redis(root)
+    redis.stop()
+    with slow_pages() as (ports, asked):
+        proc = start_worker(tmp_path, redis, ports, login=":s3cret-pw@")
+        wait_until(lambda: logged(tmp_path, "waiting for it"), timeout=60)
+        proc.send_signal(signal.SIGINT)
+        result = finish_crawl(proc, tmp_path, timeout=60)
+    log = result.log
+    assert result.returncode == 2, log[-3000:]
+    assert "Traceback" not in log and "s3cret-pw" not in log, log[-3000:]
+    assert "refused: stopped while waiting for Redis at redis://***@127.0.0.1:" in log
+    assert not asked
 
 
 # -- the frontier opened while Redis is away, in-process ---------------------------------------

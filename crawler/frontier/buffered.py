@@ -19,7 +19,11 @@ waits. :class:`BufferedFrontier` puts every call on the shared frontier on one w
   otherwise, looking anyway every ``refresh`` seconds (a frontier that cannot watch is polled
   at that interval);
 * the worker renews the leases this process holds, so a long fetch never loses its lease, and
-  hands the buffered, never-started ones back at ``close``.
+  hands the buffered, never-started ones back at ``close``;
+* the shared frontier itself may be opened by the worker (``opener``: connect, check, claim
+  partitions), as its first job, so the caller has a frontier at once (empty until then:
+  :mod:`crawler.frontier.unopened`); reports and seen-tests never wait either
+  (:mod:`crawler.frontier.asking`).
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
 ``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call

@@ -22,6 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import socket
+import ssl
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +44,7 @@ from crawler.backends.redis.connection import (
 )
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
-from crawler.backends.redis.outage import TRANSIENT, is_transient
+from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
@@ -161,9 +166,48 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     @classmethod
     def preflight(cls, crawler: Any) -> list[str]:
-        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
-        frontier, another layout, or politeness settings that differ from the crawl's."""
-        return cls.from_crawler(crawler).check()
+        """Refuse a crawl that cannot work: a login refused, a policy that may evict the
+        frontier, another layout, or politeness settings that differ from the crawl's. A
+        Redis that is not there (yet) is waited for (:meth:`wait_for_server`)."""
+        store = cls.from_crawler(crawler)
+        try:
+            store.wait_for_server()
+        except _Stopped as stop:
+            return [str(stop)]
+        return store.check()
+
+    def wait_for_server(self) -> None:
+        """Before the crawl starts (no reactor yet): while Redis refuses connections, times out
+        or loads its data, say so in one line and wait for it, with backoff, until it answers
+        (then the checks run) or SIGINT/SIGTERM stops the wait (:class:`_Stopped`). Other
+        failures (a login, a certificate, a name that does not resolve) are left to the
+        checks, which refuse the crawl."""
+        backoff, since = FIRST_BACKOFF, None
+        stop = _StopOnSignal()
+        try:
+            while True:
+                try:
+                    # reached, if only refused PING: the checks' probes name what is refused
+                    with redis_client(self.settings) as c, contextlib.suppress(NoPermissionError):
+                        c.ping()
+                    break
+                except Exception as exc:
+                    if not away(exc):
+                        break
+                    if since is None:
+                        since = time.monotonic()
+                        logger.warning(
+                            "Redis at %s is not reachable (%s): waiting for it (Ctrl-C stops)",
+                            safe_url(self.settings), exc,
+                        )
+                    stop.sleep(backoff, f"stopped while waiting for Redis at "
+                               f"{safe_url(self.settings)}: {exc}")
+                    backoff = min(backoff * 2, MAX_BACKOFF)
+        finally:
+            stop.restore()
+        if since is not None:
+            logger.warning("Redis at %s is there after %.1fs", safe_url(self.settings),
+                           time.monotonic() - since)
 
     def scope(self) -> ScopeRegistry:
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
@@ -480,6 +524,55 @@ class RedisFrontierStore(MemoryFrontierStore):
             transient=TRANSIENT,
             linger=BATCH_LINGER,
         )
+
+
+def away(exc: BaseException) -> bool:
+    """Redis is not there for now (:func:`is_transient`): not a certificate refused, not a
+    host name unknown (a mistake more likely than a server on its way)."""
+    if not is_transient(exc):
+        return False
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | socket.gaierror):
+            return False
+        seen = seen.__cause__ or seen.__context__
+    return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM while waiting for Redis before the crawl."""
+
+
+class _StopOnSignal:
+    """SIGINT and SIGTERM end a wait on the main thread (before Scrapy installs its own)."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+        self._old: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signalled = True
+        raise _Interrupted
+
+    def sleep(self, seconds: float, why: str) -> None:
+        try:
+            if not self.signalled:
+                time.sleep(seconds)
+        except _Interrupted:
+            pass
+        if self.signalled:
+            raise _Stopped(why)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class _Interrupted(BaseException):
+    """Raised by the signal handler to end a sleep."""
 
 
 def _log_redis_error(exc: BaseException) -> None:
