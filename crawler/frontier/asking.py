@@ -56,6 +56,7 @@ class AskedReports:
         self._final = False  # closing: reports wait (bounded) for a fresh answer
         self._changes = 0  # calls queued so far (a fresh answer holds while none is)
         self._taken: dict[str, tuple[Any, float, int]] = {}  # fresh answers given: when, _changes
+        self._asked_at: dict[str, int] = {}  # _changes when each question was queued
 
     def _report(self, name: str, fn: Callable[[], T], default: T, *, fresh: bool = False) -> T:
         """The answer asked at the last call if it came since, else the last answer
@@ -85,11 +86,14 @@ class AskedReports:
             if name in self._answered:
                 self._answered.discard(name)
                 value = self._reports[name]
-                self._taken[name] = (value, now, self._changes)
-                return value  # type: ignore[no-any-return]
+                # a fresh answer holds only if nothing was queued after its question
+                if not fresh or self._asked_at.get(name) == self._changes:
+                    self._taken[name] = (value, now, self._changes)
+                    return value  # type: ignore[no-any-return]
             if name not in self._asking:
                 self._asking.add(name)
                 self._submit(lambda: self._answer(name, fn, fresh))
+                self._asked_at[name] = self._changes
         return default if fresh else self._reports.get(name, default)
 
     def _answer(self, name: str, fn: Callable[[], Any], fresh: bool = False) -> None:

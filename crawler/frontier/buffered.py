@@ -519,7 +519,7 @@ class BufferedFrontier(AskedReports, Frontier):
         return self.inner.halted()
 
     def has_work(self, horizon: float) -> bool:
-        if self._buffer or self._pending or self._poll_more or self.halted() == "paused":
+        if self._buffer or self._poll_more or self.halted() == "paused":
             return True
         with self._open_lock:
             if self._open:
@@ -534,12 +534,14 @@ class BufferedFrontier(AskedReports, Frontier):
         # refresh; or just after another worker leased a host's first request): before the
         # crawl is declared over, the shared frontier itself is asked, and until its answer
         # comes (``notify`` then) the crawl has work. While it is away, the crawl keeps
-        # waiting for it; once refused, it has none.
+        # waiting for it; once refused, it has none. Calls still queued (links on their way)
+        # are work, and the question, queued after them, is answered once they are sent.
         if self.refused:
             return False
         if self._away_since is not None and not self._closed:
             return True
-        return self._report("has_work", lambda: self.inner.has_work(horizon), True, fresh=True)
+        asked = self._report("has_work", lambda: self.inner.has_work(horizon), True, fresh=True)
+        return asked or self._pending > 0
 
     def in_flight(self) -> int:
         with self._open_lock:
