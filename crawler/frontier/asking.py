@@ -46,7 +46,7 @@ class AskedReports:
     _closed: bool
     _away_since: float | None
     _worker: Any
-    _submit: Callable[[Callable[[], Any]], None]
+    _submit: Callable[..., None]
 
     def _init_reports(self) -> None:
         self._reports: dict[str, Any] = {}  # the last answer of each report
@@ -54,7 +54,7 @@ class AskedReports:
         self._answered: set[str] = set()  # ... answered since the caller last took them
         self._reports_lock = threading.Lock()
         self._final = False  # closing: reports wait (bounded) for a fresh answer
-        self._changes = 0  # calls queued so far (a fresh answer holds while none is)
+        self._changes = 0  # calls that may change the frontier, queued so far
         self._taken: dict[str, tuple[Any, float, int]] = {}  # fresh answers given: when, _changes
         self._asked_at: dict[str, int] = {}  # _changes when each question was queued
 
@@ -68,7 +68,7 @@ class AskedReports:
             if self._closed or not self._worker.alive:
                 settle(future, fn)  # the worker has stopped: asked here
             else:
-                self._submit(lambda: settle(future, fn))
+                self._submit(lambda: settle(future, fn), change=False)
             try:
                 value = future.result(timeout=REPORT_WAIT)
             except (TimeoutError, *self.transient):
@@ -92,7 +92,7 @@ class AskedReports:
                     return value  # type: ignore[no-any-return]
             if name not in self._asking:
                 self._asking.add(name)
-                self._submit(lambda: self._answer(name, fn, fresh))
+                self._submit(lambda: self._answer(name, fn, fresh), change=False)
                 self._asked_at[name] = self._changes
         return default if fresh else self._reports.get(name, default)
 
@@ -168,7 +168,7 @@ class AskedReports:
     def hosts_later(self, then: Callable[[list[str]], None]) -> None:
         """``then`` gets :meth:`Frontier.hosts` on the worker thread, once the shared frontier
         answered (the opening's: the caller restores its budgets then)."""
-        self._submit(lambda: then(self.inner.hosts()))
+        self._submit(lambda: then(self.inner.hosts()), change=False)
 
     def counts(self) -> FrontierCounts:
         return self._report("counts", lambda: self.inner.counts(), FrontierCounts())

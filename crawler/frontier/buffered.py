@@ -162,12 +162,14 @@ class BufferedFrontier(AskedReports, Frontier):
 
     # -- the worker thread -----------------------------------------------------------------------
 
-    def _submit(self, job: Callable[[], Any]) -> None:
+    def _submit(self, job: Callable[[], Any], *, change: bool = True) -> None:
         """Queue one call; it closes the open segments (nothing queued after it may join a
-        batch sent before it)."""
+        batch sent before it). ``change``: it may change what the shared frontier holds (a
+        question does not: see ``AskedReports``)."""
         with self._batch_lock:
             self._batch = None
-            self._changes += 1
+            if change:
+                self._changes += 1
             self._worker.submit(job)
 
     @property
@@ -488,7 +490,7 @@ class BufferedFrontier(AskedReports, Frontier):
 
     def renew(self, tokens: Iterable[str]) -> int:
         batch = list(tokens)
-        self._submit(lambda: self.inner.renew(batch))
+        self._submit(lambda: self.inner.renew(batch), change=False)
         return len(batch)
 
     def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
@@ -535,13 +537,13 @@ class BufferedFrontier(AskedReports, Frontier):
         # crawl is declared over, the shared frontier itself is asked, and until its answer
         # comes (``notify`` then) the crawl has work. While it is away, the crawl keeps
         # waiting for it; once refused, it has none. Calls still queued (links on their way)
-        # are work, and the question, queued after them, is answered once they are sent.
+        # are answered for: the question is queued after them, and an answer holds only
+        # while nothing that may add work was queued after its question.
         if self.refused:
             return False
         if self._away_since is not None and not self._closed:
             return True
-        asked = self._report("has_work", lambda: self.inner.has_work(horizon), True, fresh=True)
-        return asked or self._pending > 0
+        return self._report("has_work", lambda: self.inner.has_work(horizon), True, fresh=True)
 
     def in_flight(self) -> int:
         with self._open_lock:
