@@ -6,9 +6,11 @@ The caller is Scrapy's reactor thread: while it waits nothing else runs (no down
 SIGINT, no progress line), and a shared frontier may take as long as Redis is away to answer.
 So a question goes to the frontier's worker thread and the caller is given the last answer at
 once; the fresh one is kept for the caller's next ask, and ``notify`` tells it one came (the
-engine asks again then). The end-of-crawl test ("has work?") takes only an answer to a
-question asked since it last looked, never an old one. When the crawl closes (its stats are
-final) a report waits for a fresh answer, a bounded time, unless the shared frontier is away.
+engine asks again then). The end-of-crawl test ("has work?") takes only a fresh answer: to a
+question asked since it last looked, after which nothing that may add work (an add, a page's
+links, a release) was queued; until it comes the crawl has work, and a no wakes the engine.
+When the crawl closes (its stats are final) a report waits for a fresh answer, a bounded time,
+unless the shared frontier is away.
 
 A seen-test is queued with the adds, in order, and its answer handed to a callback on the worker
 thread: :meth:`AskedReports.mark_seen_later` (URLs a crawl database fetched before),
