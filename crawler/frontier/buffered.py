@@ -41,7 +41,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from crawler.config.tuning import knob_default
 from crawler.frontier.api import (
@@ -57,8 +57,6 @@ from crawler.frontier.unopened import Unopened
 from crawler.threads.jobs import JobThread
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 POLL_AGAIN = 0.05  # seconds between polls while the last one said more is waiting
 REFRESH = 1.0  # seconds between an idle worker's looks, if nothing wakes it (``refresh``)
