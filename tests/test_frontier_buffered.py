@@ -48,6 +48,14 @@ def arrived() -> threading.Event:
     return threading.Event()
 
 
+def answered(frontier: BufferedFrontier, horizon: float) -> bool:
+    """``has_work`` as the engine sees it: asked, answered by the worker (``notify``), asked
+    again (the reactor never waits for the shared frontier)."""
+    frontier.has_work(horizon)
+    assert frontier.flush(WAIT)
+    return frontier.has_work(horizon)
+
+
 def wait_for_lease(frontier: BufferedFrontier, arrived: threading.Event) -> Lease:
     for _ in range(100):
         lease = frontier.next()
@@ -70,7 +78,7 @@ def test_leases_arrive_ahead_and_every_url_is_served_once(arrived) -> None:
     assert sorted(served) == sorted(e.url for e in entries(6, 5))
     assert f.flush(WAIT)
     f._take_snapshot()
-    assert not f.has_work(300) and inner.in_flight() == 0 and len(inner) == 0
+    assert not answered(f, 300) and inner.in_flight() == 0 and len(inner) == 0
     f.close()
 
 
@@ -318,7 +326,7 @@ def test_an_idle_frontier_has_no_work_however_often_it_is_asked() -> None:
     f = BufferedFrontier(MercatorFrontier(fast_policy()))
     for _ in range(5):
         assert f.next() is None
-        assert not f.has_work(300)
+        assert not answered(f, 300)
     f.close()
 
 
@@ -328,3 +336,59 @@ def test_reports_still_answer_after_close() -> None:
     f = BufferedFrontier(inner)
     f.close()
     assert f.counts().queued == 1  # a closing report (the progress line) must not hang
+
+
+def test_seen_tests_never_wait_and_are_answered_in_order(arrived) -> None:
+    """A seen-test asked on the reactor (a page requisite, the crawl database's URLs) is queued
+    behind a slow call on the shared frontier, not waited for: answered after it, in order."""
+    inner = GatedFrontier(fast_policy())
+    f = BufferedFrontier(inner, notify=arrived.set)
+    inner.gate.clear()
+    f.add_many([Entry("http://h0.test/slow", "h0.test")])  # the worker waits in add_many
+    assert inner.entered.wait(WAIT)
+    news: list[object] = []
+    f.mark_seen_later(["http://h1.test/a", "http://h1.test/b"], news.append)
+    css = "http://h2.test/s.css"
+    assert f.add_unseen(Entry(css, "h2.test"), css, news.append).reason == PENDING
+    f.add_unseen(Entry(css, "h2.test"), css, news.append)  # another page's: seen by then
+    assert news == []
+    inner.gate.set()
+    assert f.flush(WAIT)
+    assert news == [2, True, False]
+    assert len(inner) == 2  # the slow page and the stylesheet, once
+    f.close()
+
+
+def test_the_shared_frontier_is_opened_by_the_worker_and_retried_while_away(arrived) -> None:
+    """``opener``: the caller has a frontier at once; the worker opens the shared one, retrying
+    while it is away (one line each way), and what was queued meanwhile goes to it."""
+    tries: list[int] = []
+    inner = MercatorFrontier(fast_policy())
+
+    def opener() -> MercatorFrontier:
+        tries.append(1)
+        if len(tries) < 3:
+            raise ConnectionError("not there yet")
+        return inner
+
+    f = BufferedFrontier(
+        opener=opener, lease_ttl=30.0, notify=arrived.set, transient=(ConnectionError,),
+        max_backoff=0.05,
+    )
+    f.add(Entry("http://h0.test/a", "h0.test"))
+    assert wait_for_lease(f, arrived).entry.url == "http://h0.test/a"
+    assert len(tries) == 3 and not f.refused
+    f.close()
+
+
+def test_a_refusal_at_opening_is_said_and_the_crawl_has_no_work() -> None:
+    errors: list[BaseException] = []
+
+    def opener() -> MercatorFrontier:
+        raise RuntimeError("crawl 'x' in Redis was stored by another version")
+
+    f = BufferedFrontier(opener=opener, lease_ttl=30.0, on_error=errors.append)
+    assert f.flush(WAIT)
+    assert "another version" in f.refused and [type(e) for e in errors] == [RuntimeError]
+    assert not f.has_work(300)
+    f.close()

@@ -116,16 +116,28 @@ class RecrawlExtension:
         else:
             self._due = self.db.due(now)
         due = {d.url for d in self._due}
-        known = frontier.mark_seen(u for u in self.db.urls() if u not in due)
         self._set("crawldb/known_at_start", len(self.db))
         self._set("crawldb/due_at_start", len(due))
-        if len(self.db):
+        urls = (u for u in self.db.urls() if u not in due)
+        later = getattr(frontier, "mark_seen_later", None)
+        if later is None:
+            self._marked(len(self.db), len(due), frontier.mark_seen(urls))
+            return
+        # a shared frontier: queued before any URL of this worker, answered on its thread
+        # (the reactor never waits for Redis); the database is read here, on this one
+        from twisted.internet import reactor
+
+        known, count = list(urls), len(self.db)
+        later(known, lambda new: reactor.callFromThread(self._marked, count, len(due), new))
+
+    def _marked(self, known: int, due: int, new: int) -> None:
+        if known:
             logger.info(
                 "Crawl database %s: %d URLs known, %d due for refetch (%d marked seen)",
                 self.path,
-                len(self.db),
-                len(due),
                 known,
+                due,
+                new,
             )
 
     def _seeds_found(self, spider: Spider, seeds: list[tuple[str, str]]) -> None:

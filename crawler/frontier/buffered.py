@@ -19,7 +19,11 @@ waits. :class:`BufferedFrontier` puts every call on the shared frontier on one w
   otherwise, looking anyway every ``refresh`` seconds (a frontier that cannot watch is polled
   at that interval);
 * the worker renews the leases this process holds, so a long fetch never loses its lease, and
-  hands the buffered, never-started ones back at ``close``.
+  hands the buffered, never-started ones back at ``close``;
+* the shared frontier itself may be opened by the worker (``opener``: connect, check, claim
+  partitions), as its first job, so the caller has a frontier at once (empty until then:
+  :mod:`crawler.frontier.unopened`); reports and seen-tests never wait either
+  (:mod:`crawler.frontier.asking`).
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
 ``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call
@@ -36,29 +40,24 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from crawler.config.tuning import knob_default
 from crawler.frontier.api import (
     AddResult,
     Entry,
     Frontier,
-    FrontierCounts,
-    HostReport,
     Lease,
     Outcome,
     Settlement,
 )
+from crawler.frontier.asking import PENDING, AskedReports
+from crawler.frontier.unopened import Unopened
 from crawler.threads.jobs import JobThread
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-PENDING = "pending"  # AddResult.reason of an add that was queued, not yet answered
-REPORT_WAIT = 5.0  # seconds a report waits for the worker before the last answer is given
 POLL_AGAIN = 0.05  # seconds between polls while the last one said more is waiting
 REFRESH = 1.0  # seconds between an idle worker's looks, if nothing wakes it (``refresh``)
 LEASE_MAX_WAIT = 0.2  # seconds a read-ahead lease waits for the engine (``max_wait``)
@@ -74,7 +73,7 @@ class Snapshot:
     queued: int
 
 
-class BufferedFrontier(Frontier):
+class BufferedFrontier(AskedReports, Frontier):
     """See the module docstring. ``read_ahead`` is the most leases buffered at once; how many
     are really fetched ahead adapts to the caller's demand (``_target``): it doubles when the
     caller found the buffer empty, and halves when a buffered lease waited ``max_wait``
@@ -87,8 +86,10 @@ class BufferedFrontier(Frontier):
 
     def __init__(
         self,
-        inner: Frontier,
+        inner: Frontier | None = None,
         *,
+        opener: Callable[[], Frontier] | None = None,
+        lease_ttl: float = 0.0,
         read_ahead: int = knob_default("read_ahead"),
         refresh: float = REFRESH,
         max_wait: float = LEASE_MAX_WAIT,
@@ -102,7 +103,11 @@ class BufferedFrontier(Frontier):
         max_backoff: float = 5.0,
         linger: float = 0.0,
     ) -> None:
-        self.inner = inner
+        # No shared frontier yet (``opener``): the worker opens it as its first job, retried
+        # while the server is away, and the caller is served an empty one meanwhile
+        self.inner: Frontier = inner if inner is not None else Unopened(lease_ttl)
+        self._opener = opener
+        self.refused = ""  # why the shared frontier could not be opened (not "away": refused)
         # seconds a batch of links and completions waits for more before it is sent (group
         # commit: fewer, fuller calls; a sharded frontier pays a round trip per node per call)
         self.linger = linger
@@ -111,8 +116,11 @@ class BufferedFrontier(Frontier):
         self.transient = transient
         self.max_backoff = max_backoff
         self._away_since: float | None = None
-        self._reports: dict[str, Any] = {}  # the last answer of each report
-        self.lease_ttl = inner.lease_ttl
+        self._init_reports()
+        self._stopping = threading.Event()  # set at close: a retry's backoff ends at once
+        self._gave_up = False  # "still away at close" said
+        self._last_error: BaseException | None = None
+        self.lease_ttl = self.inner.lease_ttl
         self.read_ahead = max(1, read_ahead)
         self.refresh = refresh
         self.max_wait = max_wait
@@ -145,16 +153,21 @@ class BufferedFrontier(Frontier):
         self.snapshot = Snapshot(clock(), None, 0, 0)
         self._take_snapshot()  # a first answer before the crawl asks anything
         self._worker = _FrontierThread(self)
-        self._unwatch = inner.watch(self._worker.wake)
+        self._unwatch = self.inner.watch(self._worker.wake) if opener is None else None
+        if opener is not None:
+            self._worker.submit(self._open_shared)  # first: what the caller queues runs after it
         self._worker.start()
 
     # -- the worker thread -----------------------------------------------------------------------
 
-    def _submit(self, job: Callable[[], Any]) -> None:
+    def _submit(self, job: Callable[[], Any], *, change: bool = True) -> None:
         """Queue one call; it closes the open segments (nothing queued after it may join a
-        batch sent before it)."""
+        batch sent before it). ``change``: it may change what the shared frontier holds (a
+        question does not: see ``AskedReports``)."""
         with self._batch_lock:
             self._batch = None
+            if change:
+                self._changes += 1
             self._worker.submit(job)
 
     @property
@@ -162,15 +175,24 @@ class BufferedFrontier(Frontier):
         """Calls queued or running on the worker."""
         return self._worker.pending
 
-    def _call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the worker, after everything queued before it, and wait for it (for
-        the few calls whose answer the caller needs at once, outside the crawl's hot path).
-        Once the worker has stopped (after ``close``: a closing report) it runs here."""
-        if self._closed or not self._worker.alive:
-            return fn()
-        future: Future[T] = Future()
-        self._submit(lambda: _settle(future, fn))
-        return future.result()
+    def _open_shared(self) -> None:
+        """The first job when the shared frontier is opened here (``opener``): a transient
+        failure is retried by the guard like any call; any other is a refusal (another
+        layout, other settings): said in ``refused``, and the crawl ends on it."""
+        assert self._opener is not None
+        try:
+            inner = self._opener()
+        except self.transient:
+            raise
+        except Exception as exc:
+            self.refused = str(exc) or type(exc).__name__
+            raise
+        self.inner = inner
+        if not self._closed:
+            self._unwatch = inner.watch(self._worker.wake)
+        self._take_snapshot()
+        if self.notify is not None:
+            self.notify()  # the caller may be waiting for its first leases
 
     def _timeout(self) -> float:
         """How long the worker may sleep: until a buffered lease goes stale, the earliest host
@@ -194,6 +216,11 @@ class BufferedFrontier(Frontier):
         wait here. One line when the server goes away, one when it is back."""
         backoff, done = 0.05, False
         while True:
+            if self._closed and self._away_since is not None:
+                # its leases expire, and their URLs come back to other workers; nothing more
+                # is tried (each try could wait out a socket timeout)
+                self._give_up()
+                return
             try:
                 if not done:
                     fn()
@@ -201,14 +228,12 @@ class BufferedFrontier(Frontier):
                 if self._away_since is not None:  # keeps partitions in memory; back once
                     self.inner.ping()  # the server answers)
             except self.transient as exc:
-                if self._closed and self._away_since is not None:
-                    logger.warning("Shared frontier still away at close: %s", exc)
-                    return  # its leases expire, and their URLs come back to other workers
                 if self._away_since is None:
                     self._away_since = self.clock()
                     logger.warning("Shared frontier unreachable (%s): retrying, the work in "
                                    "hand is kept", exc)
-                time.sleep(backoff)
+                self._last_error = exc
+                self._stopping.wait(backoff)  # close ends the wait
                 backoff = min(backoff * 2, self.max_backoff)
                 continue
             except Exception as exc:  # the worker must survive a failed call
@@ -220,6 +245,15 @@ class BufferedFrontier(Frontier):
                 logger.warning("Shared frontier back after %.1fs", self.clock() - self._away_since)
                 self._away_since = None
             return
+
+    def _give_up(self) -> None:
+        if not self._gave_up:
+            self._gave_up = True
+            logger.warning(
+                "Shared frontier still away at close (%s): what is still queued here is not "
+                "sent; this worker's leases expire, and their URLs go to the other workers",
+                self._last_error,
+            )
 
     def _housekeeping(self) -> None:
         if self._closed:
@@ -360,6 +394,7 @@ class BufferedFrontier(Frontier):
         they are in its batch (sent first) or in an earlier one."""
         with self._batch_lock:
             batch = self._batch
+            self._changes += 1
             if batch is None:
                 batch = self._batch = _Batch()
                 self._worker.submit(lambda: self._send(batch))
@@ -391,10 +426,6 @@ class BufferedFrontier(Frontier):
             for settlement, rest in zip(batch.settles, rests, strict=True):
                 if settlement.kind != "ack":
                     self.on_completed(settlement.token, rest)
-
-    def mark_seen(self, keys: Iterable[str]) -> int:
-        batch = list(keys)
-        return self._call(lambda: self.inner.mark_seen(batch))
 
     def next(self) -> Lease | None:
         with self._buffer_lock:
@@ -457,7 +488,7 @@ class BufferedFrontier(Frontier):
 
     def renew(self, tokens: Iterable[str]) -> int:
         batch = list(tokens)
-        self._submit(lambda: self.inner.renew(batch))
+        self._submit(lambda: self.inner.renew(batch), change=False)
         return len(batch)
 
     def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
@@ -469,7 +500,7 @@ class BufferedFrontier(Frontier):
         return len(batch)
 
     def expire(self) -> int:
-        self._submit(self.inner.expire)
+        self._submit(lambda: self.inner.expire())
         return 0
 
     def due_in(self) -> float | None:
@@ -488,7 +519,7 @@ class BufferedFrontier(Frontier):
         return self.inner.halted()
 
     def has_work(self, horizon: float) -> bool:
-        if self._buffer or self._pending or self._poll_more or self.halted() == "paused":
+        if self._buffer or self._poll_more or self.halted() == "paused":
             return True
         with self._open_lock:
             if self._open:
@@ -501,11 +532,16 @@ class BufferedFrontier(Frontier):
             return True
         # The snapshot can be older than the shared frontier (at start, before the first
         # refresh; or just after another worker leased a host's first request): before the
-        # crawl is declared over, the shared frontier itself is asked. While it is away, the
-        # crawl keeps waiting for it.
+        # crawl is declared over, the shared frontier itself is asked, and until its answer
+        # comes (``notify`` then) the crawl has work. While it is away, the crawl keeps
+        # waiting for it; once refused, it has none. Calls still queued (links on their way)
+        # are answered for: the question is queued after them, and an answer holds only
+        # while nothing that may add work was queued after its question.
+        if self.refused:
+            return False
         if self._away_since is not None and not self._closed:
             return True
-        return self._report("has_work", lambda: self.inner.has_work(horizon), True)
+        return self._report("has_work", lambda: self.inner.has_work(horizon), True, fresh=True)
 
     def in_flight(self) -> int:
         with self._open_lock:
@@ -514,52 +550,24 @@ class BufferedFrontier(Frontier):
     def __len__(self) -> int:
         return self.snapshot.queued + len(self._buffer)
 
-    def _report(self, name: str, fn: Callable[[], T], default: T) -> T:
-        """A report for the caller (a progress line, the closing stats): asked of the worker,
-        but while the shared frontier is away (or the answer takes over ``REPORT_WAIT``
-        seconds) the last answer is given instead, so the caller never hangs on it."""
-        if self._away_since is None or self._closed:
-            future: Future[T] = Future()
-            if self._closed or not self._worker.alive:
-                _settle(future, fn)
-            else:
-                self._submit(lambda: _settle(future, fn))
-            try:
-                value = future.result(timeout=REPORT_WAIT)
-            except (TimeoutError, *self.transient):
-                pass  # away (or slow) now: the last answer
-            else:
-                self._reports[name] = value
-                return value
-        return self._reports.get(name, default)
-
-    def counts(self) -> FrontierCounts:
-        return self._report("counts", self.inner.counts, FrontierCounts())
-
-    def waiting_hosts(self) -> list[HostReport]:
-        return self._report("waiting", self.inner.waiting_hosts, [])
-
-    def busiest_hosts(self, n: int = 3) -> list[tuple[str, int, float]]:
-        return self._report("busiest", lambda: self.inner.busiest_hosts(n), [])
-
-    def hosts(self) -> list[str]:
-        return self._report("hosts", self.inner.hosts, [])
-
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far has been sent; False on timeout."""
         return self._worker.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
-        """Hand the buffered leases back, send what is queued, stop the worker."""
+        """Hand the buffered leases back, send what is queued, close the shared frontier and
+        stop the worker, waiting ``timeout`` seconds at most; while the shared frontier is
+        away, nothing more is tried (see :meth:`_guard`)."""
         if self._closed:
             return
         self._closed = True
+        self._stopping.set()
         if self._unwatch is not None:
             self._unwatch()
         self._submit(self._release_buffer)  # on the worker: after any lease call under way
+        self._submit(lambda: self.inner.close())  # ... and its round trips too
         if not self._worker.close(timeout):
             logger.warning("The frontier worker did not finish within %.0fs", timeout)
-        self.inner.close()
 
 
 @dataclass
@@ -589,12 +597,3 @@ class _FrontierThread(JobThread):
 
     def _idle_wait(self) -> float:
         return self.frontier._timeout()
-
-
-def _settle(future: Future[T], fn: Callable[[], T]) -> None:
-    """``fn``'s result or exception into ``future`` (a call the caller waits for is not
-    retried by the guard: its exception is the caller's)."""
-    try:
-        future.set_result(fn())
-    except BaseException as exc:
-        future.set_exception(exc)

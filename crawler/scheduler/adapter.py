@@ -95,6 +95,8 @@ class FrontierScheduler(BaseScheduler):
         given = (s.getpriority("FRONTIER_LEASE_TTL") or 0) > SETTINGS_PRIORITIES["project"]
         self.lease_ttl = lease_ttl_from_settings(s, config.lease_ttl, given)
         self.persistent = False
+        self.shared = False  # a shared frontier (Redis): never waited for on this thread
+        self._on_reactor: Any = lambda fn, *args: fn(*args)  # a call from a frontier's thread
         self.referer = _referer_policy(s)
         self._join_until = 0.0  # a shared crawl not begun yet: wait for its first URLs until
         self._join_logged = False
@@ -123,6 +125,7 @@ class FrontierScheduler(BaseScheduler):
     def _open_frontier(self, spider: Spider) -> tuple[Frontier, ScopeRegistry]:
         store = build_backend(self.crawler, "frontier_store")
         self.persistent = store.persistent
+        self.shared = store.shared
         if store.shared:
             self._join_until = monotonic() + self.config.join_wait
         site = getattr(spider, "site", None)
@@ -155,8 +158,13 @@ class FrontierScheduler(BaseScheduler):
             self.prioritizer,
             self._origin_discovered,
             self._origins_discovering,
+            shared=self.shared,
         )
         running = running_engine(self.crawler) is not None  # else: unit tests
+        self._on_reactor = _on_reactor(lambda fn, *args: fn(*args), running)
+        hosts_later = getattr(frontier, "hosts_later", None)
+        if self.shared and hosts_later is not None:  # once the shared frontier is open
+            hosts_later(_on_reactor(self.admission.policy.restore_hosts, running))
         s = self.settings
         rule = getattr(getattr(spider, "site", None), "requisites", None)
         self.requisites = RequisiteGate(rule.deny if rule is not None else ())
@@ -215,6 +223,9 @@ class FrontierScheduler(BaseScheduler):
             return
         assert self.intake is not None and self.leases is not None
         self.intake.flush()  # before anything is released, counted or saved
+        final = getattr(frontier, "final_reports", None)
+        if final is not None:
+            final()  # the closing stats: fresh answers, waited for a bounded time
         self.leases.backlog.report()
         if reason != "finished":
             # a clean stop (Ctrl-C, the operator's deadline): what never reached the
@@ -241,6 +252,12 @@ class FrontierScheduler(BaseScheduler):
         frontier = self.frontier
         if frontier is None or self.intake is None:
             return False
+        refused = getattr(frontier, "refused", "")
+        if refused:
+            if not self._ending:
+                self._end(f"the shared frontier refused the crawl: {refused}", "frontier_refused")
+            if self._ending_by_engine:
+                return True
         halt = frontier.halted()
         if halt in _OPERATOR_ENDS:
             if not self._ending:
@@ -272,13 +289,17 @@ class FrontierScheduler(BaseScheduler):
     def _end_by_operator(self, halt: str) -> None:
         """The operator's deadline passed or the byte budget is spent (``scrapy frontier``):
         this worker closes its crawl with that reason; what it holds unstarted goes back."""
+        self._end(f"{_OPERATOR_ENDS[halt]} (set with scrapy frontier)", halt)
+
+    def _end(self, why: str, reason: str) -> None:
         self._ending = True
         engine = running_engine(self.crawler)
         if engine is None:
             return
         self._ending_by_engine = True
-        logger.warning("Crawl ends: %s (set with scrapy frontier)", _OPERATOR_ENDS[halt])
-        call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=halt)))
+        log = logger.error if reason == "frontier_refused" else logger.warning
+        log("Crawl ends: %s", why)
+        call_later(0, lambda: deferred_from_coro(engine.close_spider_async(reason=reason)))
 
     def enqueue_request(self, request: Request) -> bool:
         admission, frontier = self.admission, self.frontier
@@ -302,11 +323,18 @@ class FrontierScheduler(BaseScheduler):
         if reason:
             self.stats.rejected(reason, request.url, seed)
             return False
+        # a shared frontier claims it on its worker thread (add_unseen), answering later
+        add_unseen = getattr(frontier, "add_unseen", None) if requisite else None
         if requisite and self.requisites is not None:
-            if not self.requisites.claim(frontier, canonical):
+            if add_unseen is not None:
+                if not self.requisites.remember(canonical):
+                    self.stats.inc("requisites/seen")
+                    return False
+            elif not self.requisites.claim(frontier, canonical):
                 self.stats.inc("requisites/seen")
                 return False
-            self.stats.inc("requisites/queued")
+            else:
+                self.stats.inc("requisites/queued")
         payload = frontier_codec.encode(request, self.spider, serialize=self.persistent)
         # OPIC cash and crawl policy: a seed starts them, a retry or redirect keeps its own
         cash, label = meta.get(CASH_META, 0.0), meta.get(POLICY_META, "")
@@ -316,8 +344,19 @@ class FrontierScheduler(BaseScheduler):
             url, host, depth, payload, request.priority, first, cash=cash, crawl_policy=label,
             referrer=found_on(request), canonical=canonical,
         )
-        result = frontier.add(entry, force=request.dont_filter or first or requisite, first=first)
+        if add_unseen is not None:
+            result = add_unseen(entry, canonical, self._requisite_answered)
+        else:
+            result = frontier.add(
+                entry, force=request.dont_filter or first or requisite, first=first
+            )
         return self.stats.submitted(entry, result)
+
+    def _requisite_answered(self, queued: bool) -> None:
+        """A shared frontier's answer to a requisite's claim (``add_unseen``), on its worker
+        thread: counted on the reactor's."""
+        name = "requisites/queued" if queued else "requisites/seen"
+        self._on_reactor(self.stats.inc, name)
 
     def next_request(self) -> Request | None:
         frontier, leases = self.frontier, self.leases
@@ -482,6 +521,16 @@ class FrontierScheduler(BaseScheduler):
     def _scope_grew(self) -> None:
         if self.intake is not None:
             self.intake.forget()  # links to the new hosts were remembered as out of scope
+
+
+def _on_reactor(fn: Any, running: bool) -> Any:
+    """``fn`` for a frontier's worker thread to call: it runs on the reactor thread (at once
+    without a running engine: unit tests)."""
+    if not running:
+        return fn
+    from twisted.internet import reactor  # the one Scrapy installed
+
+    return lambda *args: reactor.callFromThread(fn, *args)  # type: ignore[attr-defined]
 
 
 def _referer_policy(settings: Any) -> frontier_codec.RefererPolicy | None:

@@ -64,13 +64,18 @@ class Admission:
         prioritizer: Prioritizer,
         discovered: Callable[[str, str], None],
         discovering: Callable[[list[str]], None] | None = None,
+        *,
+        shared: bool = False,
     ) -> Admission:
         """The site's URL policy, widened to the hosts seeds brought into scope and restored
-        to the hosts ``frontier`` admitted before (an earlier run, other workers)."""
+        to the hosts ``frontier`` admitted before (an earlier run, other workers). A
+        ``shared`` frontier's are not read here (a round trip to Redis, which may be away):
+        they come from its worker thread (its scope's news; ``policy.restore_hosts``)."""
         policy = url_policy_for(spider, settings)
-        for host in scope.load():
-            policy.add_host(host)
-        policy.restore_hosts(frontier.hosts())  # they count against the per-domain budget
+        if not shared:
+            for host in scope.load():
+                policy.add_host(host)
+            policy.restore_hosts(frontier.hosts())  # they count against the per-domain budget
         return cls(
             policy,
             prioritizer,

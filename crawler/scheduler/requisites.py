@@ -40,11 +40,16 @@ class RequisiteGate:
     def claim(self, frontier: Frontier, url: str) -> bool:
         """True when ``url`` (normalized) was not seen by the crawl before and is now: the
         caller queues it (forced: the seen-test is done). False: fetched or queued already,
-        as a requisite or as a page."""
+        as a requisite or as a page. For a frontier in this process; a shared one is asked
+        without waiting (``add_unseen``), after :meth:`remember`."""
+        return self.remember(url) and frontier.mark_seen([url]) == 1
+
+    def remember(self, url: str) -> bool:
+        """False when this worker met ``url`` (normalized) before; else it is remembered."""
         key = hash(url)
         if key in self._known:
             return False
         if len(self._known) >= self.cache_size:
             self._known.clear()
         self._known.add(key)
-        return frontier.mark_seen([url]) == 1
+        return True

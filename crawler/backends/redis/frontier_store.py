@@ -22,6 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import socket
+import ssl
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +44,7 @@ from crawler.backends.redis.connection import (
 )
 from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
-from crawler.backends.redis.outage import TRANSIENT
+from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
@@ -161,9 +166,48 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     @classmethod
     def preflight(cls, crawler: Any) -> list[str]:
-        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
-        frontier, another layout, or politeness settings that differ from the crawl's."""
-        return cls.from_crawler(crawler).check()
+        """Refuse a crawl that cannot work: a login refused, a policy that may evict the
+        frontier, another layout, or politeness settings that differ from the crawl's. A
+        Redis that is not there (yet) is waited for (:meth:`wait_for_server`)."""
+        store = cls.from_crawler(crawler)
+        try:
+            store.wait_for_server()
+        except _Stopped as stop:
+            return [str(stop)]
+        return store.check()
+
+    def wait_for_server(self) -> None:
+        """Before the crawl starts (no reactor yet): while Redis refuses connections, times out
+        or loads its data, say so in one line and wait for it, with backoff, until it answers
+        (then the checks run) or SIGINT/SIGTERM stops the wait (:class:`_Stopped`). Other
+        failures (a login, a certificate, a name that does not resolve) are left to the
+        checks, which refuse the crawl."""
+        backoff, since = FIRST_BACKOFF, None
+        stop = _StopOnSignal()
+        try:
+            while True:
+                try:
+                    # reached, if only refused PING: the checks' probes name what is refused
+                    with redis_client(self.settings) as c, contextlib.suppress(NoPermissionError):
+                        c.ping()
+                    break
+                except Exception as exc:
+                    if not away(exc):
+                        break
+                    if since is None:
+                        since = time.monotonic()
+                        logger.warning(
+                            "Redis at %s is not reachable (%s): waiting for it (Ctrl-C stops)",
+                            safe_url(self.settings), exc,
+                        )
+                    stop.sleep(backoff, f"stopped while waiting for Redis at "
+                               f"{safe_url(self.settings)}: {exc}")
+                    backoff = min(backoff * 2, MAX_BACKOFF)
+        finally:
+            stop.restore()
+        if since is not None:
+            logger.warning("Redis at %s is there after %.1fs", safe_url(self.settings),
+                           time.monotonic() - since)
 
     def scope(self) -> ScopeRegistry:
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
@@ -414,38 +458,61 @@ class RedisFrontierStore(MemoryFrontierStore):
         max_pages_per_host: int | None = None,
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
+        """The crawl's frontier for this worker, returned at once: its worker thread connects,
+        checks the crawl (layout, settings) and claims partitions, retried while Redis is away
+        (one line when it goes, one when it is back), so the reactor never waits for Redis;
+        what the crawl queues meanwhile is sent once it is open."""
         cb = callbacks or FrontierCallbacks()
-        client = redis_client(self.settings)
-        if self.config.reset:
-            removed = self.reset(client)
-            logger.warning(
-                "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+        ttl = lease_ttl or self.config.lease_ttl
+        inboxes: list[SharedInbox] = []
+        reset = [self.config.reset]
+
+        def open_inner() -> Frontier:
+            try:
+                return opening()
+            except Exception as exc:  # a cluster none of whose nodes answers: away too
+                if is_transient(exc) and not isinstance(exc, TRANSIENT):
+                    raise redis.ConnectionError(str(exc)) from exc
+                raise
+
+        def opening() -> Frontier:
+            client = redis_client(self.settings)
+            if reset[0]:  # once, even if the opening is retried
+                removed = self.reset(client)
+                reset[0] = False
+                logger.warning(
+                    "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
+                )
+            problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+            if problems:
+                raise RuntimeError(problems[0])
+            inner = self.partitioned_frontier(
+                client,
+                lease_ttl=ttl,
+                max_pages_per_host=max_pages_per_host,
+                on_give_up=_from_thread(cb.on_give_up),
             )
-        problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
-        if problems:
-            raise RuntimeError(problems[0])
-        inner = self.partitioned_frontier(
-            client,
-            lease_ttl=lease_ttl or self.config.lease_ttl,
-            max_pages_per_host=max_pages_per_host,
-            on_give_up=_from_thread(cb.on_give_up),
-        )
-        inbox = SharedInbox(
-            client,
-            self.keys.seeds,
-            RedisScopeRegistry(client, self.keys.scope),
-            on_seeds=_from_thread(cb.on_seeds),
-            on_scope=_from_thread(cb.on_scope),
-        )
-        logger.info(
-            "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
-            safe_url(self.settings),
-            self.key,
-            self.partition_count,
-            len(inner.parts),
-        )
+            inboxes.append(
+                SharedInbox(
+                    client,
+                    self.keys.seeds,
+                    RedisScopeRegistry(client, self.keys.scope),
+                    on_seeds=_from_thread(cb.on_seeds),
+                    on_scope=_from_thread(cb.on_scope),
+                )
+            )
+            logger.info(
+                "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
+                safe_url(self.settings),
+                self.key,
+                self.partition_count,
+                len(inner.parts),
+            )
+            return inner
+
         return BufferedFrontier(
-            inner,
+            opener=open_inner,
+            lease_ttl=ttl,
             read_ahead=self.config.read_ahead,
             refresh=REFRESH,
             max_wait=LEASE_MAX_WAIT,
@@ -453,10 +520,59 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(_log_redis_error),
-            poll=inbox.poll,
+            poll=lambda: inboxes[-1].poll() if inboxes else False,
             transient=TRANSIENT,
             linger=BATCH_LINGER,
         )
+
+
+def away(exc: BaseException) -> bool:
+    """Redis is not there for now (:func:`is_transient`): not a certificate refused, not a
+    host name unknown (a mistake more likely than a server on its way)."""
+    if not is_transient(exc):
+        return False
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | socket.gaierror):
+            return False
+        seen = seen.__cause__ or seen.__context__
+    return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM while waiting for Redis before the crawl."""
+
+
+class _StopOnSignal:
+    """SIGINT and SIGTERM end a wait on the main thread (before Scrapy installs its own)."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+        self._old: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signalled = True
+        raise _Interrupted
+
+    def sleep(self, seconds: float, why: str) -> None:
+        try:
+            if not self.signalled:
+                time.sleep(seconds)
+        except _Interrupted:
+            pass
+        if self.signalled:
+            raise _Stopped(why)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class _Interrupted(BaseException):
+    """Raised by the signal handler to end a sleep."""
 
 
 def _log_redis_error(exc: BaseException) -> None:
