@@ -96,7 +96,7 @@ class Outcome(StrEnum):
     NOT_SENT = "not_sent"  # never reached the network: filtered, denied, dropped
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class AddResult:
     added: bool
     reason: str = ""  # why not: "seen", "host_budget", "host_skipped", "host_dead"

@@ -34,6 +34,7 @@ REFILL_BATCH = 256
 # waiting in the front queues while no back queue is free (0: never; Mercator keeps a back
 # queue while its host has URLs). Not under "fifo".
 BACK_RUN = 4
+ADDED, SEEN = AddResult(True), AddResult(False, "seen")  # most adds' answers (frozen: shared)
 
 
 class MercatorFrontier(Frontier):
@@ -137,8 +138,8 @@ class MercatorFrontier(Frontier):
         # host takes URLs now; a host that reaches its budget within the batch refuses the rest
         # (their keys stay seen: a budget refusal is final)
         tested = [e for e in entries if self._takes(self._hosts.get(e.host))]
-        fresh = iter(self.store.seen_add_many([entry_key(e) for e in tested]))
-        answers = {id(e): next(fresh) for e in tested}
+        fresh = self.store.seen_add_many([entry_key(e) for e in tested])
+        answers = dict(zip(map(id, tested), fresh, strict=True))
         return [self.add(e, seen=answers.get(id(e))) for e in entries]
 
     def _takes(self, host: HostState | None) -> bool:
@@ -152,9 +153,7 @@ class MercatorFrontier(Frontier):
     ) -> AddResult:
         """See :meth:`Frontier.add`; ``seen``: the seen-test's answer when ``add_many`` made it
         for the batch (True: the URL was new)."""
-        host = self._hosts.get(entry.host)
-        if host is None:
-            host = self._host(entry.host)
+        host = self._hosts.get(entry.host) or self._host(entry.host)
         if refusal := host.refusal():
             return AddResult(False, refusal)
         if not force:
@@ -163,7 +162,7 @@ class MercatorFrontier(Frontier):
             if not (self.store.seen_add(entry_key(entry)) if seen is None else seen):
                 if self.ledger is not None and entry.cash:
                     self._credit(identity(entry), entry.cash, entry.policy)
-                return AddResult(False, "seen")
+                return SEEN
             host.admitted += 1
             self.store.save_host(host)
         else:
@@ -176,7 +175,7 @@ class MercatorFrontier(Frontier):
             host.firsts.append(entry)
             self.store.first_push(entry)
             self._reschedule(host)
-            return AddResult(True)
+            return ADDED
         if self.ledger is not None:
             rec = self.ledger.queued.get(identity(entry))
             self._queued -= rec is not None and rec[1] != ROUTED  # its older copy goes stale
@@ -187,7 +186,7 @@ class MercatorFrontier(Frontier):
         host.fronted += 1
         if host.firsts and not host.has_back:  # its robots.txt now waits for a back queue
             self._reschedule(host)
-        return AddResult(True)  # routed to a back queue at hand-out (``_refill``), by priority
+        return ADDED  # routed to a back queue at hand-out (``_refill``), by priority
 
     def credit(self, links: Sequence[tuple]) -> None:  # type: ignore[type-arg]
         if (ledger := self.ledger) is None:

@@ -33,7 +33,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
@@ -81,10 +81,10 @@ class Partition:
     draining: bool = False  # surplus: hands out nothing more, released once settled
     blocks: int = -1  # controls: the version of the operator's blocks its frontier obeys
     claiming: bool = True  # its inbox's letters left pending are claimed at the next read
+    index: int = field(init=False)  # (not a property: each call of the owner reads every one's)
 
-    @property
-    def index(self) -> int:
-        return self.ownership.keys.index
+    def __post_init__(self) -> None:
+        self.index = self.ownership.keys.index
 
 
 class PartitionedFrontier(Frontier):
@@ -118,6 +118,7 @@ class PartitionedFrontier(Frontier):
         self._build = build
         self._seen = seen
         self._front_queues = front_queues
+        self._keys: dict[int, PartitionKeys] = {}
         self.back_queues = back_queues  # the worker's B, shared over its partitions (0: not)
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
@@ -142,7 +143,9 @@ class PartitionedFrontier(Frontier):
         self.beat()
 
     def keys(self, index: int) -> PartitionKeys:
-        return PartitionKeys(self.crawl, index, self.count)
+        if index not in self._keys:  # (built once: the mail names an inbox at every letter)
+            self._keys[index] = PartitionKeys(self.crawl, index, self.count)
+        return self._keys[index]
 
     # -- ownership -----------------------------------------------------------------------------
 
@@ -324,28 +327,25 @@ class PartitionedFrontier(Frontier):
     def _add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         self._maybe_beat()
         results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
+        parts, shard, blocked = self.parts, self.shard, self.controls.blocked
         local: dict[int, list[int]] = {}
         for i, entry in enumerate(entries):
-            if self.controls.blocked(entry.host):  # controls
+            if blocked(entry.host):  # controls
                 results[i] = AddResult(False, "host_blocked")
                 continue
-            index = self.shard(entry.host)
-            if index in self.parts:
+            index = shard(entry.host)
+            if index in parts:
                 local.setdefault(index, []).append(i)
             else:
                 self._outbox.letter(index).adds.append((entry, False, False))
+        batches = {index: [entries[i] for i in positions] for index, positions in local.items()}
         # one seen-test for the links of every partition (one round trip)
-        prime_seen(self.client, {self.parts[i].store: [entries[j] for j in ps]
-                                 for i, ps in local.items()})  # fmt: skip
+        prime_seen(self.client, {parts[index].store: batch for index, batch in batches.items()})
         for index, positions in local.items():
-            part = self.parts[index]
-            self._unwritten.setdefault(index, []).extend(
-                (entries[i], False, False) for i in positions
-            )
-            answers = self._guarded(
-                part, lambda p=part, ps=positions: p.frontier.add_many([entries[i] for i in ps])
-            )
-            for i, result in zip(positions, answers or [], strict=False):
+            part, batch = parts[index], batches[index]
+            self._unwritten.setdefault(index, []).extend((entry, False, False) for entry in batch)
+            answers = self._guarded(part, lambda f=part.frontier, b=batch: f.add_many(b))
+            for i, result in zip(positions, answers or (), strict=False):
                 results[i] = result
         return results
 
@@ -427,7 +427,7 @@ class PartitionedFrontier(Frontier):
     def next_many(self, n: int) -> list[Lease]:
         self._maybe_beat()
         leases: list[Lease] = []
-        parts = [p for p in self.parts.values() if not p.draining and not self.halted()]  # controls
+        parts = [] if self.halted() else [p for p in self.parts.values() if not p.draining]
         if parts:
             self._turn = (self._turn + 1) % len(parts)
             parts = parts[self._turn :] + parts[: self._turn]
