@@ -235,6 +235,8 @@ class Mailboxes:
         self._cluster = isinstance(client, RedisCluster)
         # letters handed to send() and not known to be in their inboxes, in order
         self._unsent: list[dict[int, bytes]] = []
+        self._last: dict[int, bytes] = {}  # digest of the last letter carried, by partition
+        self._carried: dict[str, int] = {}  # inbox -> partition, of the letters carried
 
     def _inbox(self, index: int) -> str:
         return self.partition_keys(index).inbox
@@ -260,6 +262,40 @@ class Mailboxes:
         while self._unsent:
             self._post(self._unsent[0], wake)
             del self._unsent[0]
+
+    def carry(
+        self, writer: FencedWriter, letters: dict[int, bytes], wake: tuple[str, bytes]
+    ) -> None:
+        """Queue ``letters`` on ``writer``, an owned partition's (on one server, where a
+        fenced call may write another partition's inbox): each lands in the same atomic,
+        numbered call as the writes of the page that found its links (a call sent again is
+        applied once), with the sender's mark (a letter :meth:`rescue` sends again through
+        ``lua/post.lua`` after all is added once), then ``wake`` is published. A letter the
+        same as the last one handed over for its inbox is not queued: the call that wrote
+        it ran again (the frontier's guard retries it whole) and wrote it alike."""
+        for index, blob in letters.items():
+            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            if self._last.get(index) == digest:
+                continue
+            self._last[index] = digest
+            inbox = self._inbox(index)
+            self._carried[inbox] = index
+            writer.write("XADD", inbox, "*", FIELD, blob)
+            writer.write("SET", f"{inbox}:{self.sender}", digest, "PX", MARK_TTL_MS)
+        if letters:
+            writer.write("PUBLISH", *wake)
+
+    def rescue(self, writer: FencedWriter) -> None:
+        """The letters queued on ``writer`` (:meth:`carry`), whose partition was lost before
+        they were known to be written: sent at the next :meth:`send` (``lua/post.lua``
+        finds those that were added by the sender's mark)."""
+        letters = {
+            self._carried[key]: args[2] for command, key, args in writer.dropped
+            if command == "XADD" and key in self._carried
+        }  # fmt: skip
+        writer.dropped = []
+        if letters:
+            self._unsent.append(letters)
 
     def _post(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None) -> None:
         """One batch: each letter through ``lua/post.lua``, with the inbox's mark of this

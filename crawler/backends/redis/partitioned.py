@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
-from crawler.backends.redis.fence import PartitionLost, flush_together
+from crawler.backends.redis.fence import FencedWriter, PartitionLost, flush_together, one_call
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Mailboxes, Outbox, pack_letter
@@ -254,6 +254,7 @@ class PartitionedFrontier(Frontier):
             self._outbox.letter(index).adds.append(add)
         if part is not None:
             part.ownership.writer.discard()
+            self.mail.rescue(part.ownership.writer)  # letters to others it carried, unwritten
             self.lost += why == "lost"
             logger.warning(
                 "Partition %d: Redis lost writes it had acknowledged (a failover before the "
@@ -273,22 +274,31 @@ class PartitionedFrontier(Frontier):
             return None
 
     def _flush(self, *, but: int | None = None, only: int | None = None) -> None:
-        """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's: a fenced
-        call each, in one round trip), then the letters and the wake-up in one round trip."""
-        parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
-        for part in parts:
-            part.store.stage()
-        lost = flush_together(self.client, [part.store.writer for part in parts])
-        for part, refused in zip(parts, lost, strict=True):
-            if refused:
-                self._drop(part.index, refused.why)
-            self._unwritten.pop(part.index, None)
-        letters, self._outbox = self._outbox.letters, Outbox()
-        if letters or self.mail.unsent:  # kept until sent: the next call sends them then
-            self.mail.send(
-                {index: pack_letter(letter) for index, letter in letters.items()},
-                wake=(self.crawl_keys.wake, MAIL),  # owners read their inboxes now
-            )
+        """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's) and the
+        letters: on one server, in one fenced call that carries the letters too (when one
+        call holds it all: :meth:`_carrier`); else the letters and the wake-up first, then a
+        fenced call per partition, in one round trip each. A partition found lost is dropped
+        (what it was to store is mailed) and the others are written after that mail."""
+        while True:
+            parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
+            for part in parts:
+                part.store.stage()
+            letters, self._outbox = self._outbox.letters, Outbox()
+            packed = {index: pack_letter(letter) for index, letter in letters.items()}
+            wake = (self.crawl_keys.wake, MAIL)  # owners read their inboxes now
+            carrier = self._carrier(parts, 3 * len(packed))
+            if carrier is not None:
+                self.mail.carry(carrier, packed, wake)
+            elif packed or self.mail.unsent:  # kept until sent: the next call sends them then
+                self.mail.send(packed, wake=wake)
+            lost = flush_together(self.client, [part.store.writer for part in parts])
+            for part, refused in zip(parts, lost, strict=True):
+                if refused:
+                    self._drop(part.index, refused.why)
+                elif not part.store.writer.pending:
+                    self._unwritten.pop(part.index, None)
+            if not any(lost) and not self._outbox.letters and not self.mail.unsent:
+                return
 
     def read_mail(self) -> int:
         """Queue the letters waiting in the owned partitions' inboxes (:meth:`Mailboxes.
@@ -386,9 +396,14 @@ class PartitionedFrontier(Frontier):
         results = self._add_many(entries) if entries else []
         # the links first, wherever they go (this worker's partitions, other partitions'
         # inboxes), then the acknowledgements of the pages that found them: a worker killed
-        # in between has forgotten no page whose links are not stored. One settled partition
-        # writes its links and acknowledgements in one call, after every other partition's
-        # links and the letters, before every other partition's acknowledgements.
+        # in between has forgotten no page whose links are not stored. On one server, all in
+        # one fenced call; else one settled partition writes its links and acknowledgements
+        # in one call, after every other partition's links and the letters, before every
+        # other partition's acknowledgements.
+        if self._in_one_call(len(settlements)):
+            rests = [self._settle(s) for s in settlements]
+            self._flush()
+            return results, rests
         last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
         but = last.index if last is not None else None
         self._flush(but=but)
@@ -396,6 +411,21 @@ class PartitionedFrontier(Frontier):
         self._flush(only=but)
         self._flush()
         return results, rests
+
+    def _carrier(self, parts: list[Partition], more: int) -> FencedWriter | None:
+        """The writer whose fenced call carries the letters (:func:`one_call`), or None."""
+        if self.mail.unsent:  # (sent first, on their own)
+            return None
+        return one_call(self.client, [part.store.writer for part in parts], more)
+
+    def _in_one_call(self, settlements: int) -> bool:
+        """Whether the writes of the call so far, its letters and ``settlements`` more (a
+        few writes each) will be one fenced call."""
+        parts = list(self.parts.values())
+        for part in parts:
+            part.store.stage()
+        more = 3 * len(self._outbox.letters) + 8 * settlements + 64
+        return self._carrier(parts, more) is not None
 
     def mark_seen(self, keys: Iterable[str]) -> int:
         """Keys of owned partitions are tested by their owner (this worker); others are added
