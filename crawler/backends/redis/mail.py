@@ -56,7 +56,7 @@ for ~115 B.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, Protocol
@@ -67,7 +67,13 @@ from redis.cluster import RedisCluster
 from redis.exceptions import AskError, NoScriptError
 
 from crawler.backends.redis.entries import pack_entry, unpack_entry
-from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
+from crawler.backends.redis.fence import (
+    MAX_ARGUMENTS,
+    FencedWriter,
+    PartitionLost,
+    flush_together,
+    one_call,
+)
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import prime_seen
 from crawler.frontier.api import Entry, Frontier
@@ -263,6 +269,36 @@ class Mailboxes:
             self._post(self._unsent[0], wake)
             del self._unsent[0]
 
+    def one_call(
+        self, parts: Sequence[Any], letters: Sized = (), settlements: Sized = ()
+    ) -> FencedWriter | None:
+        """The writer whose fenced call can carry letters (:meth:`carry`), when the writes
+        of the owned ``parts`` (each with its ``store``, whose changes are staged here), of
+        ``letters`` and of ``settlements`` to come (a few writes each) go as one call
+        (:func:`crawler.backends.redis.fence.one_call`: on one server), and no letters wait
+        to be sent first; else None."""
+        for part in parts:
+            part.store.stage()
+        writers = [part.store.writer for part in parts]
+        more = 3 * len(letters) + (8 * len(settlements) + 64 if settlements else 0)
+        return None if self._unsent else one_call(self.client, writers, more)
+
+    def flush(
+        self, parts: Sequence[Any], letters: dict[int, Letter], wake: tuple[str, bytes]
+    ) -> list[PartitionLost | None]:
+        """Send ``letters`` (partition index -> letter) and write the owned ``parts``' changes
+        (:func:`crawler.backends.redis.fence.flush_together`): the letters in the parts'
+        fenced call when it is one (:meth:`carry`), else first, on their own (:meth:`send`),
+        with ``wake`` (the owners read their inboxes now). Returns, per part, the refusal of
+        a partition found lost, or None."""
+        packed = {index: pack_letter(letter) for index, letter in letters.items()}
+        carrier = self.one_call(parts, packed)
+        if carrier is not None:
+            self.carry(carrier, packed, wake)
+        elif packed or self._unsent:  # kept until sent: the next call sends them then
+            self.send(packed, wake=wake)
+        return flush_together(self.client, [part.store.writer for part in parts])
+
     def carry(
         self, writer: FencedWriter, letters: dict[int, bytes], wake: tuple[str, bytes]
     ) -> None:
@@ -286,9 +322,10 @@ class Mailboxes:
             writer.write("PUBLISH", *wake)
 
     def rescue(self, writer: FencedWriter) -> None:
-        """The letters queued on ``writer`` (:meth:`carry`), whose partition was lost before
-        they were known to be written: sent at the next :meth:`send` (``lua/post.lua``
-        finds those that were added by the sender's mark)."""
+        """Discard the writes of ``writer``, whose partition was lost, but not the letters
+        it carried (:meth:`carry`) that are not known to be written: they are sent at the
+        next :meth:`send` (``lua/post.lua`` finds those that were, by the sender's mark)."""
+        writer.discard()
         letters = {
             self._carried[key]: args[2] for command, key, args in writer.dropped
             if command == "XADD" and key in self._carried
