@@ -158,7 +158,7 @@ class FencedWriter:
             self._refused(reply, 1)
         if isinstance(reply, Exception):
             raise reply
-        return self._settle(reply[0], numbers[0])
+        return self._settle(reply, 0, numbers[0], len(batch))
 
     def _refused(self, reply: redis.ResponseError, j: int) -> None:
         """Raise the refusal of partition ``j`` of a call (its writes dropped: nothing of
@@ -175,11 +175,13 @@ class FencedWriter:
         self._seq = None  # the next owner's calls count on from what Redis kept
         raise PartitionRewound(self.lease_key) from None
 
-    def _settle(self, applied: int, number: int | str) -> int:
-        """How many writes of its call were applied (0: it was applied before)."""
+    def _settle(self, reply: bytes | str, j: int, number: int | str, size: int) -> int:
+        """How many writes of its call (partition ``j`` of a call's ``reply``: the script's
+        flags of the partitions skipped, or "") were applied (0: it was applied before)."""
         if number:
             self._seq = int(number)
-        return max(0, int(applied))
+        flag = reply[j : j + 1]
+        return 0 if flag in (b"1", "1") else size
 
     def _run(self, keys: list[str], argv: list[Any]) -> Any:
         """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
@@ -251,9 +253,10 @@ def combine(
             w._seq = int(w.client.get(w.seq_key) or 0)
         number: int | str = "" if w._seq < 0 else w._seq + 1
         numbers.append(number)
-        keys += (w.lease_key, w.epoch_key, w.seq_key)
+        keys += (w.lease_key, w.seq_key)
         argv += (w.lease_value, w.epoch, w.ttl_ms, number, w._seq)
         head.append(len(batch))
+    keys += [w.epoch_key for w, _ in calls]
     index = {key: at + 1 for at, key in enumerate(keys)}
     shapes: list[int] = []
     writes: list[Any] = []
@@ -271,18 +274,17 @@ def combine(
 
 
 def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedWriter | None:
-    """A writer with writes queued, if :func:`flush_together` will send the ``writers``'
-    writes and ``more`` as one call of the script (one server, no replicas to wait for, no
-    call of unknown outcome to send again first, at most ``MAX_WRITES`` writes in all): the
-    writes of them all then land together, or none. Else None."""
-    queued = [w for w in writers if w.pending]
+    """One of the ``writers`` (one with writes queued, if any), if :func:`flush_together`
+    will send their writes and ``more`` as one call of the script (one server, no replicas
+    to wait for, no call of unknown outcome to send again first, at most ``MAX_WRITES``
+    writes in all): the writes of them all then land together, or none. Else None."""
     if (
-        not queued or hasattr(client, "get_node_from_key")
-        or any(w.replicas or not w.settled for w in queued)
-        or sum(w.pending for w in queued) + more > MAX_WRITES
+        not writers or hasattr(client, "get_node_from_key")
+        or any(w.replicas or not w.settled for w in writers)
+        or sum(w.pending for w in writers) + more > MAX_WRITES
     ):  # fmt: skip
         return None
-    return queued[-1]
+    return next((w for w in reversed(writers) if w.pending), writers[-1])
 
 
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
@@ -340,8 +342,8 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
                     lost[i] = refused
             return lost  # the caller mails what the lost ones carried before the rest
 
-        for (w, _), applied, number in zip(calls, reply, numbers, strict=True):
-            w._settle(applied, number)
+        for j, ((w, batch), number) in enumerate(zip(calls, numbers, strict=True)):
+            w._settle(reply, j, number, len(batch))
             del w._writes[: w._sent]
             w._sent = 0
         waiting = [i for i in waiting if writers[i].pending]
@@ -381,7 +383,7 @@ def _flush_cluster(
                     w._refused(reply, 1)
                 if isinstance(reply, Exception):
                     raise reply
-                w._settle(reply[0], number)
+                w._settle(reply, 0, number, w._sent)
             except PartitionLost as exc:
                 lost[i] = exc
                 continue

@@ -273,14 +273,13 @@ class Mailboxes:
         self, parts: Sequence[Any], letters: Sized = (), settlements: Sized = ()
     ) -> FencedWriter | None:
         """The writer whose fenced call can carry letters (:meth:`carry`), when the writes
-        of the owned ``parts`` (each with its ``store``, whose changes are staged here), of
-        ``letters`` and of ``settlements`` to come (a few writes each) go as one call
-        (:func:`crawler.backends.redis.fence.one_call`: on one server), and no letters wait
-        to be sent first; else None."""
-        for part in parts:
-            part.store.stage()
+        of the owned ``parts`` (each with its ``store``: those queued and those it would
+        stage), of ``letters`` and of ``settlements`` to come (a few writes each) go as one
+        call (:func:`crawler.backends.redis.fence.one_call`: on one server), and no letters
+        wait to be sent first; else None."""
         writers = [part.store.writer for part in parts]
-        more = 3 * len(letters) + (8 * len(settlements) + 64 if settlements else 0)
+        more = sum(part.store.unstaged() for part in parts) + 3 * len(letters)
+        more += 8 * len(settlements) + 64 if settlements else 0
         return None if self._unsent else one_call(self.client, writers, more)
 
     def flush(
@@ -292,6 +291,8 @@ class Mailboxes:
         with ``wake`` (the owners read their inboxes now). Returns, per part, the refusal of
         a partition found lost, or None."""
         packed = {index: pack_letter(letter) for index, letter in letters.items()}
+        for part in parts:
+            part.store.stage()
         carrier = self.one_call(parts, packed)
         if carrier is not None:
             self.carry(carrier, packed, wake)

@@ -366,15 +366,17 @@ class OwnerSeenSet(SeenSet):
             writer.write("SADD", bucket, *members)
         self.owed += len(keys)
 
-    def queue_owed(self, writer: Any) -> None:
+    def queue_owed(self, writer: Any) -> bool:
         """Queue the ``INCRBY`` of the URLs :meth:`queue_adds` queued since the last one.
         The owner sends it now and then, not with every add (each write of a fenced call
         costs Redis as much as a small command): the counter lags the set by what the owner
         added since, which its own :meth:`count` includes, and a worker killed loses that
-        from the count (never from the set)."""
-        if self.owed:
-            writer.write("INCRBY", self._counter, self.owed)
-            self.owed = 0
+        from the count (never from the set). Returns whether there was any."""
+        if not self.owed:
+            return False
+        writer.write("INCRBY", self._counter, self.owed)
+        self.owed = 0
+        return True
 
     def queue_count(self, pipe: Any) -> Callable[[Any], int]:
         read = super().queue_count(pipe)

@@ -1,8 +1,9 @@
 -- fence.lua: the writes of a partition's owner, applied only while it still owns the partition;
 -- one call may carry the writes of several partitions of one owner (on one server).
 --
--- KEYS[3j-2..3j] partition j's lease ({<tag>}:lease: its value names the owner and its epoch),
---           epoch counter ({<tag>}:epoch) and count of the owner's calls applied ({<tag>}:seq)
+-- KEYS[2j-1], KEYS[2j]  partition j's lease ({<tag>}:lease: its value names the owner and its
+--           epoch) and count of the owner's calls applied ({<tag>}:seq), for j = 1..n
+-- KEYS[2n+j] partition j's epoch counter ({<tag>}:epoch)
 -- KEYS[3n+1..] every key the writes touch
 -- ARGV[1]   the header, 2 bytes big-endian each (read with string.byte: no tonumber, whose
 --           strtod costs more than a write): n, then each partition's number of writes
@@ -17,31 +18,33 @@
 -- worker that lost a partition gets the error FENCED and nothing of the call is written: the
 -- checks and the writes are one step. A numbered call already applied (its reply was lost with
 -- the connection, and the owner sends it again) is not applied twice: its partition's writes
--- are skipped (-1 in the reply). A call whose predecessor is missing (a failover lost the
--- owner's latest acknowledged writes: the replica had not received them) is refused with
--- REWOUND: the owner reloads the partition. The error names the partitions (j) refused.
--- Returns, per partition, how many writes were applied (their replies are not read).
+-- are skipped. A call whose predecessor is missing (a failover lost the owner's latest
+-- acknowledged writes: the replica had not received them) is refused with REWOUND: the owner
+-- reloads the partition. The error names the partitions (j) refused. Returns "" or, when some
+-- partitions' writes were skipped, a string of one byte per partition ("1": skipped). Tables
+-- are made only where they must be: each costs Redis more than a write.
 local byte, head = string.byte, ARGV[1]
 local h1, h2 = byte(head, 1, 2)
 local n = h1 * 256 + h2
-local get = {}
-for j = 1, n do
-  get[2 * j - 1], get[2 * j] = KEYS[3 * j - 2], KEYS[3 * j]
-end
-local got = redis.call('MGET', unpack(get))
-local fenced, rewound, done, numbers, retake = '', '', {}, {}, {}
+local got = redis.call('MGET', unpack(KEYS, 1, 2 * n))
+local fenced, rewound, done, numbers = '', '', nil, nil
 for j = 1, n do
   local a, owner, applied = 5 * j - 3, got[2 * j - 1], got[2 * j] or '0'
   if owner ~= ARGV[a] then
-    if owner or redis.call('GET', KEYS[3 * j - 1]) ~= ARGV[a + 1] then
+    if owner or redis.call('GET', KEYS[2 * n + j]) ~= ARGV[a + 1] then
       fenced = fenced .. ' ' .. j
     end
-    retake[#retake + 1] = j
   end
   if ARGV[a + 3] ~= '' then
     if applied == ARGV[a + 4] then  -- (the usual case compares strings: no number is parsed)
-      numbers[#numbers + 1], numbers[#numbers + 2] = KEYS[3 * j], ARGV[a + 3]
+      if n == 1 then
+        numbers = true  -- (one SET, no table)
+      else
+        numbers = numbers or {}
+        numbers[#numbers + 1], numbers[#numbers + 2] = KEYS[2 * j], ARGV[a + 3]
+      end
     elseif tonumber(applied) >= tonumber(ARGV[a + 3]) then
+      done = done or {}
       done[j] = true
     else
       rewound = rewound .. ' ' .. j
@@ -53,25 +56,29 @@ if fenced ~= '' then
 elseif rewound ~= '' then
   return redis.error_reply('REWOUND' .. rewound)
 end
-for _, j in ipairs(retake) do
-  redis.call('SET', KEYS[3 * j - 2], ARGV[5 * j - 3], 'PX', ARGV[5 * j - 1])
-end
-if #numbers > 0 then
+if numbers == true then
+  redis.call('SET', KEYS[2], ARGV[5])
+elseif numbers then
   redis.call('MSET', unpack(numbers))
 end
-local shapes, i, at, out = ARGV[5 * n + 2], 5 * n + 3, 1, {}
+for j = 1, n do
+  if got[2 * j - 1] ~= ARGV[5 * j - 3] then  -- a lapsed lease, taken back
+    redis.call('SET', KEYS[2 * j - 1], ARGV[5 * j - 3], 'PX', ARGV[5 * j - 1])
+  end
+end
+local shapes, i, at, skipped = ARGV[5 * n + 2], 5 * n + 3, 1, ''
 for j = 1, n do
   local w1, w2 = byte(head, 2 * j + 1, 2 * j + 2)
-  local last = at + 4 * (w1 * 256 + w2)
-  out[j] = done[j] and -1 or (last - at) / 4
+  local last, skip = at + 4 * (w1 * 256 + w2), done and done[j]
   for s = at, last - 1, 4 do
     local k1, k2, c1, c2 = byte(shapes, s, s + 3)
     local c = c1 * 256 + c2
-    if not done[j] then
+    if not skip then
       redis.call(ARGV[i], KEYS[k1 * 256 + k2], unpack(ARGV, i + 1, i + c))
     end
     i = i + 1 + c
   end
   at = last
+  skipped = done and skipped .. (skip and '1' or '0') or ''
 end
-return out
+return skipped
