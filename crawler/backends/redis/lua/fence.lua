@@ -1,8 +1,9 @@
 -- fence.lua: the writes of a partition's owner, applied only while it still owns the partition;
 -- one call may carry the writes of several partitions of one owner (on one server).
 --
--- KEYS[2j-1], KEYS[2j]  partition j's lease ({<tag>}:lease: its value names the owner and its
---           epoch) and count of the owner's calls applied ({<tag>}:seq), for j = 1..n
+-- KEYS[1], KEYS[2]  partition 1's lease ({<tag>}:lease: its value names the owner and its
+--           epoch) and count of the owner's calls applied ({<tag>}:seq); KEYS[2j-1], KEYS[2j]
+--           partition j's, for j = 1..n
 -- KEYS[2n+j] partition j's epoch counter ({<tag>}:epoch)
 -- KEYS[3n+1..] every key the writes touch
 -- ARGV[1]   the header, 2 bytes big-endian each (read with string.byte: no tonumber, whose
@@ -27,7 +28,7 @@ local byte, head = string.byte, ARGV[1]
 local h1, h2 = byte(head, 1, 2)
 local n = h1 * 256 + h2
 local got = redis.call('MGET', unpack(KEYS, 1, 2 * n))
-local fenced, rewound, done, numbers = '', '', nil, nil
+local fenced, rewound, done = '', '', nil
 for j = 1, n do
   local a, owner, applied = 5 * j - 3, got[2 * j - 1], got[2 * j] or '0'
   if owner ~= ARGV[a] then
@@ -35,15 +36,9 @@ for j = 1, n do
       fenced = fenced .. ' ' .. j
     end
   end
-  if ARGV[a + 3] ~= '' then
-    if applied == ARGV[a + 4] then  -- (the usual case compares strings: no number is parsed)
-      if n == 1 then
-        numbers = true  -- (one SET, no table)
-      else
-        numbers = numbers or {}
-        numbers[#numbers + 1], numbers[#numbers + 2] = KEYS[2 * j], ARGV[a + 3]
-      end
-    elseif tonumber(applied) >= tonumber(ARGV[a + 3]) then
+  -- (the usual case compares strings: no number is parsed)
+  if ARGV[a + 3] ~= '' and applied ~= ARGV[a + 4] then
+    if tonumber(applied) >= tonumber(ARGV[a + 3]) then
       done = done or {}
       done[j] = true
     else
@@ -56,14 +51,13 @@ if fenced ~= '' then
 elseif rewound ~= '' then
   return redis.error_reply('REWOUND' .. rewound)
 end
-if numbers == true then
-  redis.call('SET', KEYS[2], ARGV[5])
-elseif numbers then
-  redis.call('MSET', unpack(numbers))
-end
 for j = 1, n do
-  if got[2 * j - 1] ~= ARGV[5 * j - 3] then  -- a lapsed lease, taken back
-    redis.call('SET', KEYS[2 * j - 1], ARGV[5 * j - 3], 'PX', ARGV[5 * j - 1])
+  local a = 5 * j - 3
+  if got[2 * j - 1] ~= ARGV[a] then  -- a lapsed lease, taken back
+    redis.call('SET', KEYS[2 * j - 1], ARGV[a], 'PX', ARGV[a + 2])
+  end
+  if ARGV[a + 3] ~= '' and not (done and done[j]) then
+    redis.call('SET', KEYS[2 * j], ARGV[a + 3])
   end
 end
 local shapes, i, at, skipped = ARGV[5 * n + 2], 5 * n + 3, 1, ''
