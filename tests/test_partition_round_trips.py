@@ -14,6 +14,7 @@ import pytest
 import redis
 from redis.connection import Connection
 
+from crawler.backends.redis import mail as mail_module
 from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis import queue_store
 from crawler.backends.redis.fence import FENCE_SOURCE
@@ -297,3 +298,29 @@ def test_the_owners_seen_count_rides_in_its_calls_now_and_then(
     assert f.counts().seen == 40
     f.close()
     assert sum(int(client.get(k) or 0) for k in keys) == 40
+
+
+def test_a_senders_wake_ups_come_once_for_letters_sent_together(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages that mail the other worker one after another wake it once (it then reads every
+    letter waiting, in one batch); the wake-up owed for the later letters goes out once
+    ``WAKE_EVERY`` has passed, with the sender's next call."""
+    key, clock = fresh_key(), FakeClock()
+    a = partitioned(client, key, clock, count=4, worker="a")
+    b = partitioned(client, key, clock, count=4, worker="b")
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    monkeypatch.setattr(mail_module, "WAKE_EVERY", float("inf"))
+    links = [e for e in entries(20, 3) if b.shard(e.host) in b.parts]
+    with round_trips(monkeypatch, lambda data: b"PUBLISH" in data) as sent:
+        for page in range(3):
+            a.add_many([e for e in links if e.url.endswith(f"/{page}")])
+    assert len(sent) == 1
+    monkeypatch.setattr(mail_module, "WAKE_EVERY", 0.0)
+    with round_trips(monkeypatch, lambda data: b"PUBLISH" in data) as sent:
+        a.due_in()  # (a call that mails nothing)
+        a.due_in()
+    assert len(sent) == 1
+    assert b.read_mail() == 6 and len(b) == len(links)

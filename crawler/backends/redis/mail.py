@@ -56,6 +56,7 @@ for ~115 B.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -93,6 +94,7 @@ POST_SHA = hashlib.sha1(POST_SOURCE.encode()).hexdigest()
 # How long an inbox remembers the last letter a sender added (ms): a letter sent again later
 # than this (an outage longer than a day) is added twice, as if it were not marked
 MARK_TTL_MS = 86_400_000
+WAKE_EVERY = 0.1  # seconds between a sender's wake-ups for its letters at the least
 
 
 @dataclass
@@ -243,6 +245,8 @@ class Mailboxes:
         self._unsent: list[dict[int, bytes]] = []
         self._last: dict[int, bytes] = {}  # digest of the last letter carried, by partition
         self._carried: dict[str, int] = {}  # inbox -> partition, of the letters carried
+        self._woke = float("-inf")  # when flush() last published a wake-up
+        self._wake_owed = False  # letters sent since
 
     def _inbox(self, index: int) -> str:
         return self.partition_keys(index).inbox
@@ -293,21 +297,37 @@ class Mailboxes:
         packed = {index: pack_letter(letter) for index, letter in letters.items()}
         for part in parts:
             part.store.stage()
-        carrier = self.one_call(parts, packed)
+        carrier = self.one_call(parts, packed) if packed else None
+        now = self._wake(wake, bool(packed))
         if carrier is not None:
-            self.carry(carrier, packed, wake)
+            self.carry(carrier, packed, now)
         elif packed or self._unsent:  # kept until sent: the next call sends them then
-            self.send(packed, wake=wake)
+            self.send(packed, wake=now)
+        elif now is not None:  # (owed for letters sent before)
+            self.client.publish(*now)
         return flush_together(self.client, [part.store.writer for part in parts])
 
+    def _wake(self, wake: tuple[str, bytes], sending: bool) -> tuple[str, bytes] | None:
+        """``wake`` if it is to be published now: letters were sent since the last one, which
+        went ``WAKE_EVERY`` s ago or more. An owner woken reads every letter waiting, so one
+        wake-up per sender and ``WAKE_EVERY`` makes it read letters in batches (each read
+        and acknowledgement costs Redis as much as a few letters); a letter waits that much
+        longer at most, or until its owner's next beat if its sender makes no call."""
+        self._wake_owed |= sending
+        now = time.monotonic()
+        if not self._wake_owed or now - self._woke < WAKE_EVERY:
+            return None
+        self._wake_owed, self._woke = False, now
+        return wake
+
     def carry(
-        self, writer: FencedWriter, letters: dict[int, bytes], wake: tuple[str, bytes]
+        self, writer: FencedWriter, letters: dict[int, bytes], wake: tuple[str, bytes] | None
     ) -> None:
         """Queue ``letters`` on ``writer``, an owned partition's (on one server, where a
         fenced call may write another partition's inbox): each lands in the same atomic,
         numbered call as the writes of the page that found its links (a call sent again is
         applied once), with the sender's mark (a letter :meth:`rescue` sends again through
-        ``lua/post.lua`` after all is added once), then ``wake`` is published. A letter the
+        ``lua/post.lua`` after all is added once), then ``wake`` is published (if any). A letter the
         same as the last one handed over for its inbox is not queued: the call that wrote
         it ran again (the frontier's guard retries it whole) and wrote it alike."""
         for index, blob in letters.items():
@@ -319,7 +339,7 @@ class Mailboxes:
             self._carried[inbox] = index
             writer.write("XADD", inbox, "*", FIELD, blob)
             writer.write("SET", f"{inbox}:{self.sender}", digest, "PX", MARK_TTL_MS)
-        if letters:
+        if letters and wake is not None:
             writer.write("PUBLISH", *wake)
 
     def rescue(self, writer: FencedWriter) -> None:
