@@ -324,3 +324,22 @@ def test_a_senders_wake_ups_come_once_for_letters_sent_together(
         a.due_in()
     assert len(sent) == 1
     assert b.read_mail() == 6 and len(b) == len(links)
+
+
+def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner of four partitions reads letters from all four inboxes: their links and the
+    acknowledgements go in one fenced call (one request), all or none."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    key, clock = fresh_key(), FakeClock()
+    owner = partitioned(client, key, clock, count=4, worker="owner")
+    sender = partitioned(client, key, clock, count=4, worker="sender")
+    links = entries(20, 2)
+    for page in range(2):
+        sender.add_many([e for e in links if e.url.endswith(f"/{page}")])
+    with round_trips(monkeypatch, fenced_call) as sent:
+        assert owner.read_mail() == 8
+    assert len(sent) == 1
+    assert len(owner) == len(links)
+    assert [client.xlen(owner.mail._inbox(i)) for i in range(4)] == [0] * 4

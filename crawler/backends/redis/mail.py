@@ -59,6 +59,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field, replace
+from functools import partial
 from importlib import resources
 from typing import Any, Protocol
 
@@ -120,6 +121,10 @@ class Letter:
         for entry, force, first in self.adds:
             if force or first:
                 frontier.add(entry, force=force, first=first)
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
 
 
 def _cash_or_nil(cash: float, previous: float) -> float | None:
@@ -486,8 +491,8 @@ class Mailboxes:
         """Queue the letters waiting in the inboxes of ``parts`` (the owned partitions, by
         index: each with its ``store``, ``frontier`` and ``ownership.writer``) into their
         frontiers, with one seen-test for them all, and acknowledge each inbox's letters in
-        the fenced call that writes the queue changes they caused (``guarded`` runs it and
-        drops a partition found lost). Every inbox is read at once (a partition just taken up
+        the fenced call that writes the queue changes they caused (``guarded`` drops a
+        partition found lost). Every inbox is read at once (a partition just taken up
         claims what was left pending first); a full one is read again, up to
         ``READS_PER_CALL`` times. Returns how many letters were read."""
         read = 0
@@ -506,7 +511,14 @@ class Mailboxes:
                     letter.deliver(part.frontier)
                 part.store.stage()  # the queue writes the letters caused land first
                 self.acknowledge(part.ownership.writer, index, [m for m, _ in pairs])
-                guarded(part, part.store.flush)
+            written = [parts[i] for i in letters]
+            while written:  # (in one fenced call on one server: flush_together)
+                lost = flush_together(self.client, [p.ownership.writer for p in written])
+                for part, refused in zip(written, lost, strict=True):
+                    if refused is not None:
+                        guarded(part, partial(_raise, refused))
+                written = [p for p, r in zip(written, lost, strict=True)
+                           if r is None and p.ownership.writer.pending]  # fmt: skip
             read += sum(len(pairs) for pairs in letters.values())
             waiting = [
                 p for p in waiting if p.index in parts
