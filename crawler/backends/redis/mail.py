@@ -297,9 +297,17 @@ class Mailboxes:
         """Send ``letters`` (partition index -> letter) and write the owned ``parts``' changes
         (:func:`crawler.backends.redis.fence.flush_together`): the letters in the parts'
         fenced call when it is one (:meth:`carry`), else first, on their own (:meth:`send`),
-        with ``wake`` (the owners read their inboxes now). Returns, per part, the refusal of
-        a partition found lost, or None."""
-        packed = {index: pack_letter(letter) for index, letter in letters.items()}
+        with ``wake`` (the owners read their inboxes now). A letter the same as the last one
+        handed over for its inbox goes no more: the call that wrote it ran again (the
+        frontier's guard retries it whole), and the first is sent, or waits in a call to be
+        sent again. Returns, per part, the refusal of a partition found lost, or None."""
+        packed = {}
+        for index, letter in letters.items():
+            blob = pack_letter(letter)
+            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            if self._last.get(index) != digest:  # (else: the call that wrote it ran again)
+                self._last[index] = digest
+                packed[index] = blob
         for part in parts:
             part.store.stage()
         carrier = self.one_call(parts, packed) if packed else None
@@ -332,14 +340,9 @@ class Mailboxes:
         fenced call may write another partition's inbox): each lands in the same atomic,
         numbered call as the writes of the page that found its links (a call sent again is
         applied once), with the sender's mark (a letter :meth:`rescue` sends again through
-        ``lua/post.lua`` after all is added once), then ``wake`` is published (if any). A letter the
-        same as the last one handed over for its inbox is not queued: the call that wrote
-        it ran again (the frontier's guard retries it whole) and wrote it alike."""
+        ``lua/post.lua`` after all is added once), then ``wake`` is published (if any)."""
         for index, blob in letters.items():
             digest = hashlib.blake2b(blob, digest_size=16).digest()
-            if self._last.get(index) == digest:
-                continue
-            self._last[index] = digest
             inbox = self._inbox(index)
             self._carried[inbox] = index
             writer.write("XADD", inbox, "*", FIELD, blob)
