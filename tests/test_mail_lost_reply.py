@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis.commands.core import Script
 
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter
@@ -70,3 +71,40 @@ def test_a_retried_apply_mails_its_letters_once(redis_server: RedisServer) -> No
         assert [direct.xlen(inbox) for inbox in theirs] == [1, 1]
         b.read_mail()
         assert len(a) + len(b) == len(links)  # every link queued once, at its host's owner
+
+
+def test_a_retried_apply_whose_call_never_reached_redis_mails_once(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fenced call carrying worker ``a``'s letters fails on the way, before Redis ran it
+    (its outcome unknown to ``a``), and the guard runs the same ``apply`` again: the call is
+    sent again as it was, and the letters written alike by the retry go no more, so each of
+    ``b``'s inboxes holds one letter."""
+    key, clock = fresh_key(), FakeClock()
+    with redis_server.client() as client:
+        a = partitioned(client, key, clock, count=COUNT, worker="a")
+        b = partitioned(client, key, clock, count=COUNT, worker="b")
+        for _ in range(3):
+            a.beat()
+            b.beat()
+        assert len(a.parts) == len(b.parts) == 2
+        links = entries(20, 2)
+        theirs = [PartitionKeys(key, i, COUNT).inbox for i in sorted(b.parts)]
+        call = Script.__call__
+        failed: list[bool] = []
+
+        def fails_once(self: Script, *args: object, **kwargs: object) -> object:
+            if not failed:
+                failed.append(True)
+                raise redis.ConnectionError("cut before it was sent")
+            return call(self, *args, **kwargs)
+
+        monkeypatch.setattr(Script, "__call__", fails_once)
+        with pytest.raises(redis.ConnectionError):
+            a.apply(links, [])
+        assert [client.xlen(inbox) for inbox in theirs] == [0, 0]
+        a.apply(links, [])  # the guard's retry of the same call
+        assert [client.xlen(inbox) for inbox in theirs] == [1, 1]
+        b.read_mail()
+        assert len(a) + len(b) == len(links)

@@ -14,7 +14,11 @@ import pytest
 import redis
 from redis.connection import Connection
 
+from crawler.backends.redis import mail as mail_module
+from crawler.backends.redis import partitioned as partitioned_module
+from crawler.backends.redis import queue_store
 from crawler.backends.redis.fence import FENCE_SOURCE
+from crawler.backends.redis.keys import PartitionKeys
 from crawler.frontier.api import Settlement
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
@@ -25,7 +29,8 @@ SEEN_TESTS = (b"SISMEMBER", b"SMISMEMBER", b"BF.MEXISTS")
 
 
 @pytest.fixture
-def client(redis_server: RedisServer) -> Iterator[redis.Redis]:  # noqa: F811
+def client(redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[redis.Redis]:  # noqa: F811
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # (no lease renewal is counted)
     c = redis_server.client()
     yield c
     c.close()
@@ -133,14 +138,15 @@ def fenced_call(data: bytes) -> bool:
 def test_a_calls_writes_to_several_partitions_are_one_round_trip(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Links to four partitions, one owner: their four fenced calls go in one request; a
-    server that forgot the script (restarted) costs one more, and nothing is lost."""
+    """Links to four partitions, one owner: their writes go in one fenced call (one
+    request); a server that forgot the script (restarted) costs one more, and nothing is
+    lost."""
     client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     f = partitioned(client, fresh_key(), FakeClock(), count=4)
     links = entries(20, 2)
     with round_trips(monkeypatch, fenced_call) as sent:
         assert all(r.added for r in f.add_many(links[:20]))
-    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 4
+    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 1
     client.script_flush()
     with round_trips(monkeypatch, fenced_call) as sent:
         assert all(r.added for r in f.add_many(links[20:]))
@@ -151,8 +157,9 @@ def test_a_calls_writes_to_several_partitions_are_one_round_trip(
 def test_a_partition_lost_among_several_written_together_is_mailed_alone(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Four partitions written in one request, one of them taken by another worker: the
-    three others' links are stored, the lost one's go to its inbox, for its next owner."""
+    """Four partitions written in one fenced call, one of them taken by another worker: the
+    call writes nothing; the lost one's links go to its inbox, for its next owner, and the
+    three others' are stored in the next call."""
     client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     key = fresh_key()
     f = partitioned(client, key, FakeClock(), count=4)
@@ -162,7 +169,7 @@ def test_a_partition_lost_among_several_written_together_is_mailed_alone(
     links = entries(20, 2)
     with round_trips(monkeypatch, fenced_call) as sent:
         f.add_many(links)
-    assert len(sent) == 1
+    assert len(sent) == 2 and stolen.lease.encode() not in sent[1]
     assert sorted(f.parts) == [0, 1, 3]
     lost = [e for e in links if f.shard(e.host) == 2]
     assert lost and len(f) == len(links) - len(lost)
@@ -173,12 +180,11 @@ def test_a_partition_lost_among_several_written_together_is_mailed_alone(
     assert len(heir) == len(links)
 
 
-def test_a_pages_links_elsewhere_go_in_one_request_before_its_acknowledgement(
+def test_a_pages_links_everywhere_and_its_acknowledgement_are_one_fenced_call(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A page's links to four partitions: the three partitions other than the page's in one
-    request, then the page's own links with its acknowledgement (the order ``apply``
-    keeps: links before acknowledgements)."""
+    """A page's links to four partitions of one owner, on one server: the links of all four
+    and the page's acknowledgement go in one fenced call, which writes them all or none."""
     client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     f = partitioned(client, fresh_key(), FakeClock(), count=4)
     f.add_many(entries(1, 1))
@@ -189,10 +195,61 @@ def test_a_pages_links_elsewhere_go_in_one_request_before_its_acknowledgement(
     out = f.parts[page].ownership.keys.out.encode()
     with round_trips(monkeypatch, fenced_call) as sent:
         f.apply(links, [Settlement("finish", lease.token, 0.1)])
-    assert len(sent) == 2
-    assert sent[0].count(FENCE_SHA) == 3 and out not in sent[0]
-    assert sent[1].count(FENCE_SHA) == 1 and out in sent[1]
+    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 1 and out in sent[0]
+    assert all(p.ownership.keys.lease.encode() in sent[0] for p in f.parts.values())
     assert client.hlen(out) == 0 and len(f) == len(links)
+
+
+def test_a_pages_letters_ride_in_its_fenced_call(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers on one server: a page's links to the other worker's partitions travel
+    in the fenced call that stores its own links and acknowledges it (one request, no
+    script of their own), and reach their owner once."""
+    key, clock = fresh_key(), FakeClock()
+    a = partitioned(client, key, clock, count=4, worker="a")
+    b = partitioned(client, key, clock, count=4, worker="b")
+    for _ in range(3):  # a hands partitions over to b at its beats
+        a.beat()
+        b.beat()
+    assert len(a.parts) == len(b.parts) == 2
+    a.add_many([e for e in entries(20, 1) if a.shard(e.host) in a.parts][:1])
+    lease = a.next()
+    assert lease is not None
+    links = [e for e in entries(20, 3) if e.url != lease.entry.url]
+    with round_trips(monkeypatch, lambda data: b"EVALSHA" in data) as sent:
+        a.apply(links, [Settlement("finish", lease.token, 0.1)])
+    assert len(sent) == 1 and sent[0].count(b"EVALSHA") == 1 and FENCE_SHA in sent[0]
+    inboxes = [PartitionKeys(key, i, 4).inbox for i in sorted(b.parts)]
+    assert [client.xlen(inbox) for inbox in inboxes] == [1, 1]
+    b.read_mail()
+    assert len(a) + len(b) == len(links)
+
+
+def test_letters_carried_by_a_partition_found_lost_are_mailed_once(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fenced call that carries a page's letters finds the sender's partitions taken:
+    nothing of it is written, and the letters still reach the other worker's inboxes, once
+    (the lost partitions' own links go to their inboxes, for their next owner)."""
+    key, clock = fresh_key(), FakeClock()
+    a = partitioned(client, key, clock, count=4, worker="a")
+    b = partitioned(client, key, clock, count=4, worker="b")
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    mine = sorted(a.parts)
+    links = entries(20, 2)
+    for index in mine:
+        stolen = a.parts[index].ownership.keys
+        client.set(stolen.lease, "thief/99")
+        client.incr(stolen.epoch)
+    with round_trips(monkeypatch, fenced_call) as sent:
+        a.apply(links, [])
+    assert len(sent) == 1 and not a.parts  # one call, refused: the letters were in it
+    assert [client.xlen(PartitionKeys(key, i, 4).inbox) for i in range(4)] == [1] * 4
+    b.read_mail()
+    assert len(b) == len([e for e in links if b.shard(e.host) in b.parts])
 
 
 def test_on_a_cluster_a_calls_fenced_calls_go_one_request_per_node(
@@ -221,3 +278,68 @@ def test_on_a_cluster_a_calls_fenced_calls_go_one_request_per_node(
         client.close()
     finally:
         servers.stop()
+
+
+def test_the_owners_seen_count_rides_in_its_calls_now_and_then(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls that add URLs write the seen count the first time and then only every
+    ``COUNT_EVERY`` s (an ``INCRBY`` in every fenced call costs Redis as much as a small
+    command): the owner's count includes what it owes, and its close writes it."""
+    monkeypatch.setattr(queue_store, "COUNT_EVERY", float("inf"))  # (however slow the test)
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    if f.parts[0].store.seen.config.bloom:
+        pytest.skip("RedisBloom's filter counts itself (BF.CARD)")
+    keys = [p.ownership.keys.seen_count for p in f.parts.values()]
+    links = entries(20, 2)
+    for page in range(2):
+        f.add_many([e for e in links if e.url.endswith(f"/{page}")])
+    assert sum(int(client.get(k) or 0) for k in keys) == 20  # the first page's
+    assert f.counts().seen == 40
+    f.close()
+    assert sum(int(client.get(k) or 0) for k in keys) == 40
+
+
+def test_a_senders_wake_ups_come_once_for_letters_sent_together(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages that mail the other worker one after another wake it once (it then reads every
+    letter waiting, in one batch); the wake-up owed for the later letters goes out once
+    ``WAKE_EVERY`` has passed, with the sender's next call."""
+    key, clock = fresh_key(), FakeClock()
+    a = partitioned(client, key, clock, count=4, worker="a")
+    b = partitioned(client, key, clock, count=4, worker="b")
+    for _ in range(3):
+        a.beat()
+        b.beat()
+    monkeypatch.setattr(mail_module, "WAKE_EVERY", float("inf"))
+    links = [e for e in entries(20, 3) if b.shard(e.host) in b.parts]
+    with round_trips(monkeypatch, lambda data: b"PUBLISH" in data) as sent:
+        for page in range(3):
+            a.add_many([e for e in links if e.url.endswith(f"/{page}")])
+    assert len(sent) == 1
+    monkeypatch.setattr(mail_module, "WAKE_EVERY", 0.0)
+    with round_trips(monkeypatch, lambda data: b"PUBLISH" in data) as sent:
+        a.due_in()  # (a call that mails nothing)
+        a.due_in()
+    assert len(sent) == 1
+    assert b.read_mail() == 6 and len(b) == len(links)
+
+
+def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner of four partitions reads letters from all four inboxes: their links and the
+    acknowledgements go in one fenced call (one request), all or none."""
+    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    key, clock = fresh_key(), FakeClock()
+    owner = partitioned(client, key, clock, count=4, worker="owner")
+    sender = partitioned(client, key, clock, count=4, worker="sender")
+    links = entries(20, 2)
+    for page in range(2):
+        sender.add_many([e for e in links if e.url.endswith(f"/{page}")])
+    with round_trips(monkeypatch, fenced_call) as sent:
+        assert owner.read_mail() == 8
+    assert len(sent) == 1
+    assert len(owner) == len(links)
+    assert [client.xlen(owner.mail._inbox(i)) for i in range(4)] == [0] * 4

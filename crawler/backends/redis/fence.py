@@ -74,8 +74,8 @@ class FencedWriter:
 
     A call that failed on the way (the connection lost: Redis may have applied it and its
     reply was lost) is sent again as it was, under its number, before anything queued since:
-    the script answers DONE to a number it applied, for the whole call, so a write added to
-    it would be dropped.
+    the script skips every write of a number it applied, so a write added to the call would be
+    dropped.
     """
 
     def __init__(
@@ -108,10 +108,18 @@ class FencedWriter:
         self._script = client.register_script(FENCE_SOURCE)
         self._writes: list[tuple[str, str, tuple[Any, ...]]] = []
         self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
+        # the writes last dropped unapplied (a refusal, a discard), for who needs them back
+        self.dropped: list[tuple[str, str, tuple[Any, ...]]] = []
 
     @property
     def pending(self) -> int:
         return len(self._writes)
+
+    @property
+    def settled(self) -> bool:
+        """No call whose outcome is unknown waits to be sent again (the next flush of at
+        most ``MAX_WRITES`` writes is one call)."""
+        return not self._sent
 
     def write(self, command: str, key: str, *args: Any) -> None:
         """Queue ``command key *args`` (sent at the next ``flush``)."""
@@ -137,64 +145,50 @@ class FencedWriter:
         from Redis, so it is neither refused as done nor applied under a number reused."""
         if self._sent and self._seq is not None and self._seq >= 0:
             self._seq = None
-        self._writes.clear()
-        self._sent = 0
+        self.dropped = [*self.dropped, *self._writes]
+        self._writes, self._sent = [], 0
 
     def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> int:
-        keys, argv, number = self._call(batch)
+        keys, argv, numbers = combine([(self, batch)])
         try:
             reply = self._run(keys, argv)
         except redis.ResponseError as exc:
             reply = exc
-        return self._settle(reply, number)
-
-    def _call(
-        self, batch: list[tuple[str, str, tuple[Any, ...]]]
-    ) -> tuple[list[str], list[Any], int | str]:
-        """The script's keys and arguments for ``batch``, and the call's number."""
-        if self._seq is None:  # the calls the partition's owners made so far
-            self._seq = int(self.client.get(self.seq_key) or 0)
-        number: int | str = "" if self._seq < 0 else self._seq + 1
-        keys = [self.lease_key, self.epoch_key, self.seq_key]
-        index = {self.lease_key: 1, self.epoch_key: 2, self.seq_key: 3}
-        shapes: list[int] = []
-        argv: list[Any] = [self.lease_value, self.epoch, self.ttl_ms, number, self._seq, b""]
-        for command, key, args in batch:
-            k = index.get(key)
-            if k is None:
-                keys.append(key)
-                k = index[key] = len(keys)
-            shapes += (k, len(args))
-            argv += [command, *args]
-        argv[5] = struct.pack(f">{len(shapes)}H", *shapes)
-        return keys, argv, number
-
-    def _settle(self, reply: Any, number: int | str) -> int:
-        """How many writes a call applied (0: it was applied before); or its refusal raised
-        (:class:`PartitionLost`, its writes dropped), or its error (its writes kept, to be
-        sent again as they were)."""
         if isinstance(reply, redis.ResponseError):
-            refused = str(reply).split(" ", 1)[0]
-            if refused not in ("FENCED", "REWOUND"):
-                raise reply
-            self._writes.clear()  # nothing of the call was applied: none of it is sent again
-            self._sent = 0
-            if refused == "FENCED":
-                raise PartitionLost(self.lease_key) from None
-            self._seq = None  # the next owner's calls count on from what Redis kept
-            raise PartitionRewound(self.lease_key) from None
+            self._refused(reply, 1)
         if isinstance(reply, Exception):
             raise reply
+        return self._settle(reply, 0, numbers[0], len(batch))
+
+    def _refused(self, reply: redis.ResponseError, j: int) -> None:
+        """Raise the refusal of partition ``j`` of a call (its writes dropped: nothing of
+        the call was applied), if ``reply`` refused it; another error is the caller's."""
+        refused, *which = str(reply).split()
+        if refused not in ("FENCED", "REWOUND"):
+            raise reply
+        if str(j) not in which:
+            return
+        self.dropped = self._writes  # nothing of the call was applied: none of it goes again
+        self._writes, self._sent = [], 0
+        if refused == "FENCED":
+            raise PartitionLost(self.lease_key) from None
+        self._seq = None  # the next owner's calls count on from what Redis kept
+        raise PartitionRewound(self.lease_key) from None
+
+    def _settle(self, reply: bytes | str, j: int, number: int | str, size: int) -> int:
+        """How many writes of its call (partition ``j`` of a call's ``reply``: the script's
+        flags of the partitions skipped, or "") were applied (0: it was applied before)."""
         if number:
             self._seq = int(number)
-        return 0 if reply == b"DONE" else int(reply)
+        flag = reply[j : j + 1]
+        return 0 if flag in (b"1", "1") else size
 
     def _run(self, keys: list[str], argv: list[Any]) -> Any:
         """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
         connection (WAIT counts that connection's writes), so the call is done only once the
         replicas have it and a failover can no longer lose it. A connection lost meanwhile
         (the master died) makes the owner send the call again: to the promoted replica,
-        which applies it if it never had it, and answers DONE if it had."""
+        which applies it if it never had it, and skips its writes if it had."""
         if not self.replicas:
             return self._script(keys=keys, args=argv)
         node = self.client
@@ -245,16 +239,69 @@ class FencedWriter:
         return min(self.replicas, have)
 
 
+def combine(
+    calls: list[tuple[FencedWriter, list[tuple[str, str, tuple[Any, ...]]]]],
+) -> tuple[list[str], list[Any], list[int | str]]:
+    """The script's keys and arguments for the writers' batches (one call of
+    ``lua/fence.lua``, the writers' partitions on one server), and each call's number."""
+    keys: list[str] = []
+    head = [len(calls)]
+    argv: list[Any] = [b""]
+    numbers: list[int | str] = []
+    for w, batch in calls:
+        if w._seq is None:  # the calls the partition's owners made so far
+            w._seq = int(w.client.get(w.seq_key) or 0)
+        number: int | str = "" if w._seq < 0 else w._seq + 1
+        numbers.append(number)
+        keys += (w.lease_key, w.seq_key)
+        argv += (w.lease_value, w.epoch, w.ttl_ms, number, w._seq)
+        head.append(len(batch))
+    keys += [w.epoch_key for w, _ in calls]
+    index = {key: at + 1 for at, key in enumerate(keys)}
+    shapes: list[int] = []
+    writes: list[Any] = []
+    for _, batch in calls:
+        for command, key, args in batch:
+            k = index.get(key)
+            if k is None:
+                keys.append(key)
+                k = index[key] = len(keys)
+            shapes += (k, len(args))
+            writes += [command, *args]
+    argv[0] = struct.pack(f">{len(head)}H", *head)
+    argv += [struct.pack(f">{len(shapes)}H", *shapes), *writes]
+    return keys, argv, numbers
+
+
+def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedWriter | None:
+    """One of the ``writers`` (one with writes queued, if any), if :func:`flush_together`
+    will send their writes and ``more`` as one call of the script (one server, no replicas
+    to wait for, no call of unknown outcome to send again first, at most ``MAX_WRITES``
+    writes in all): the writes of them all then land together, or none. Else None."""
+    if (
+        not writers or hasattr(client, "get_node_from_key")
+        or any(w.replicas or not w.settled for w in writers)
+        or sum(w.pending for w in writers) + more > MAX_WRITES
+    ):  # fmt: skip
+        return None
+    return next((w for w in reversed(writers) if w.pending), writers[-1])
+
+
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
-    """Flush several partitions' writers in as few round trips as their queues allow: each
-    round sends every writer's next call (its queue's next ``MAX_WRITES`` writes, or the call
-    whose outcome is unknown, again) in one non-transactional pipeline, which a cluster
-    client's pipeline splits by node. Each call is fenced and numbered on its own, as
-    :meth:`FencedWriter.flush` sends it: the pipeline only saves the round trips, the calls
-    stay independent (one refused leaves the others applied). Returns, per writer, the
-    :class:`PartitionLost` that refused its call, or None; another error is raised once every
-    reply was read (the writers it hit keep their writes, to be sent again). Writers that
-    wait for replicas (``WAIT`` after each call) flush one by one."""
+    """Flush several partitions' writers in as few round trips as their queues allow.
+
+    On one server, the writers' next calls (each queue's next writes, or the call whose
+    outcome is unknown, again) go as one call of the script, of at most ``MAX_WRITES`` writes
+    in all: every partition's lease and number is checked before anything is written, so the
+    writes of all land together or, a partition lost, none: the lost ones' writes are dropped
+    and the others' stay queued, for the caller to flush again once it has mailed what the
+    lost ones were to store (a page's links before its acknowledgement). On a cluster, where
+    each partition has its own slot, each round sends every writer's next call in one
+    non-transactional pipeline, which the cluster client splits by node; each call is fenced
+    on its own (one refused leaves the others applied). Returns, per writer, the
+    :class:`PartitionLost` that refused its writes, or None; another error is raised (the
+    writers it hit keep their writes, to be sent again as they were). Writers that wait for
+    replicas (``WAIT`` after each call) flush one by one."""
     lost: list[PartitionLost | None] = [None] * len(writers)
     waiting = [i for i, w in enumerate(writers) if w.pending]
     if len(waiting) < 2 or any(writers[i].replicas for i in waiting):
@@ -264,9 +311,51 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
             except PartitionLost as exc:
                 lost[i] = exc
         return lost
+    if hasattr(client, "get_node_from_key"):
+        return _flush_cluster(client, writers, waiting, lost)
+    script = writers[waiting[0]]._script
+    while waiting:
+        group: list[int] = []
+        total = 0
+        for i in waiting:
+            w = writers[i]
+            size = w._sent or min(len(w._writes), MAX_WRITES)
+            if group and total + size > MAX_WRITES:
+                break
+            group.append(i)
+            total += size
+        calls = []
+        for i in group:
+            w = writers[i]
+            calls.append((w, w._writes[: w._sent or MAX_WRITES]))
+            w._sent = len(calls[-1][1])
+        keys, argv, numbers = combine(calls)
+        try:
+            reply = script(keys=keys, args=argv, client=client)
+        except redis.ResponseError as exc:
+            if str(exc).split(" ", 1)[0] not in ("FENCED", "REWOUND"):
+                raise
+            for j, i in enumerate(group, 1):  # (the others' calls go again as they were)
+                try:
+                    writers[i]._refused(exc, j)
+                except PartitionLost as refused:
+                    lost[i] = refused
+            return lost  # the caller mails what the lost ones carried before the rest
+
+        for j, ((w, batch), number) in enumerate(zip(calls, numbers, strict=True)):
+            w._settle(reply, j, number, len(batch))
+            del w._writes[: w._sent]
+            w._sent = 0
+        waiting = [i for i in waiting if writers[i].pending]
+    return lost
+
+
+def _flush_cluster(
+    client: Any, writers: list[FencedWriter], waiting: list[int], lost: list[PartitionLost | None]
+) -> list[PartitionLost | None]:
+    """:func:`flush_together` on a cluster: a call per partition, a pipeline per round."""
     error: Exception | None = None
     loaded = False
-    cluster = hasattr(client, "get_node_from_key")
     while waiting:
         pipe = client.pipeline(transaction=False)
         calls = []
@@ -274,11 +363,13 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
             w = writers[i]
             batch = w._writes[: w._sent or MAX_WRITES]
             w._sent = len(batch)
-            keys, argv, number = w._call(batch)
+            keys, argv, numbers = combine([(w, batch)])
             # a cluster pipeline asks the server for an EVALSHA's keys unless told its node
-            node = {"target_nodes": client.get_node_from_key(keys[0])} if cluster else {}
-            pipe.execute_command("EVALSHA", w._script.sha, len(keys), *keys, *argv, **node)
-            calls.append((i, number))
+            node = client.get_node_from_key(keys[0])
+            pipe.execute_command(
+                "EVALSHA", w._script.sha, len(keys), *keys, *argv, target_nodes=node
+            )
+            calls.append((i, numbers[0]))
         replies = pipe.execute(raise_on_error=False)
         again, loading = [], False
         for (i, number), reply in zip(calls, replies, strict=True):
@@ -288,7 +379,11 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
                 again.append(i)
                 continue
             try:
-                w._settle(reply, number)
+                if isinstance(reply, redis.ResponseError):
+                    w._refused(reply, 1)
+                if isinstance(reply, Exception):
+                    raise reply
+                w._settle(reply, 0, number, w._sent)
             except PartitionLost as exc:
                 lost[i] = exc
                 continue

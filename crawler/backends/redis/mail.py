@@ -57,8 +57,10 @@ referrer are its own). In Redis (7.0) the inbox holds a page letter for ~35-36 B
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field, replace
+from functools import partial
 from importlib import resources
 from typing import Any, Protocol
 
@@ -68,7 +70,13 @@ from redis.cluster import RedisCluster
 from redis.exceptions import AskError, NoScriptError
 
 from crawler.backends.redis.entries import pack_entry, unpack_entry
-from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
+from crawler.backends.redis.fence import (
+    MAX_ARGUMENTS,
+    FencedWriter,
+    PartitionLost,
+    flush_together,
+    one_call,
+)
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import prime_seen
 from crawler.frontier.api import Entry, Frontier
@@ -90,6 +98,7 @@ POST_SHA = hashlib.sha1(POST_SOURCE.encode()).hexdigest()
 # How long an inbox remembers the last letter a sender added (ms): a letter sent again later
 # than this (an outage longer than a day) is added twice, as if it were not marked
 MARK_TTL_MS = 86_400_000
+WAKE_EVERY = 0.1  # seconds between a sender's wake-ups for its letters at the least
 
 
 @dataclass
@@ -115,6 +124,10 @@ class Letter:
         for entry, force, first in self.adds:
             if force or first:
                 frontier.add(entry, force=force, first=first)
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
 
 
 def _cash_or_nil(cash: float, previous: float) -> float | None:
@@ -240,6 +253,10 @@ class Mailboxes:
         self._cluster = isinstance(client, RedisCluster)
         # letters handed to send() and not known to be in their inboxes, in order
         self._unsent: list[dict[int, bytes]] = []
+        self._last: dict[int, bytes] = {}  # digest of the last letter carried, by partition
+        self._carried: dict[str, int] = {}  # inbox -> partition, of the letters carried
+        self._woke = float("-inf")  # when flush() last published a wake-up
+        self._wake_owed = False  # letters sent since
 
     def _inbox(self, index: int) -> str:
         return self.partition_keys(index).inbox
@@ -265,6 +282,91 @@ class Mailboxes:
         while self._unsent:
             self._post(self._unsent[0], wake)
             del self._unsent[0]
+
+    def one_call(
+        self, parts: Sequence[Any], letters: Sized = (), settlements: Sized = ()
+    ) -> FencedWriter | None:
+        """The writer whose fenced call can carry letters (:meth:`carry`), when the writes
+        of the owned ``parts`` (each with its ``store``: those queued and those it would
+        stage), of ``letters`` and of ``settlements`` to come (a few writes each) go as one
+        call (:func:`crawler.backends.redis.fence.one_call`: on one server), and no letters
+        wait to be sent first; else None."""
+        writers = [part.store.writer for part in parts]
+        more = sum(part.store.unstaged() for part in parts) + 3 * len(letters)
+        more += 8 * len(settlements) + 64 if settlements else 0
+        return None if self._unsent else one_call(self.client, writers, more)
+
+    def flush(
+        self, parts: Sequence[Any], letters: dict[int, Letter], wake: tuple[str, bytes]
+    ) -> list[PartitionLost | None]:
+        """Send ``letters`` (partition index -> letter) and write the owned ``parts``' changes
+        (:func:`crawler.backends.redis.fence.flush_together`): the letters in the parts'
+        fenced call when it is one (:meth:`carry`), else first, on their own (:meth:`send`),
+        with ``wake`` (the owners read their inboxes now). A letter the same as the last one
+        handed over for its inbox goes no more: the call that wrote it ran again (the
+        frontier's guard retries it whole), and the first is sent, or waits in a call to be
+        sent again. Returns, per part, the refusal of a partition found lost, or None."""
+        packed = {}
+        for index, letter in letters.items():
+            blob = pack_letter(letter)
+            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            if self._last.get(index) != digest:  # (else: the call that wrote it ran again)
+                self._last[index] = digest
+                packed[index] = blob
+        for part in parts:
+            part.store.stage()
+        carrier = self.one_call(parts, packed) if packed else None
+        now = self._wake(wake, bool(packed))
+        if carrier is not None:
+            self.carry(carrier, packed, now)
+        elif packed or self._unsent:  # kept until sent: the next call sends them then
+            self.send(packed, wake=now)
+        elif now is not None:  # (owed for letters sent before)
+            self.client.publish(*now)
+        return flush_together(self.client, [part.store.writer for part in parts])
+
+    def _wake(self, wake: tuple[str, bytes], sending: bool) -> tuple[str, bytes] | None:
+        """``wake`` if it is to be published now: letters were sent since the last one, which
+        went ``WAKE_EVERY`` s ago or more. An owner woken reads every letter waiting, so one
+        wake-up per sender and ``WAKE_EVERY`` makes it read letters in batches (each read
+        and acknowledgement costs Redis as much as a few letters); a letter waits that much
+        longer at most, or until its owner's next beat if its sender makes no call."""
+        self._wake_owed |= sending
+        now = time.monotonic()
+        if not self._wake_owed or now - self._woke < WAKE_EVERY:
+            return None
+        self._wake_owed, self._woke = False, now
+        return wake
+
+    def carry(
+        self, writer: FencedWriter, letters: dict[int, bytes], wake: tuple[str, bytes] | None
+    ) -> None:
+        """Queue ``letters`` on ``writer``, an owned partition's (on one server, where a
+        fenced call may write another partition's inbox): each lands in the same atomic,
+        numbered call as the writes of the page that found its links (a call sent again is
+        applied once), with the sender's mark (a letter :meth:`rescue` sends again through
+        ``lua/post.lua`` after all is added once), then ``wake`` is published (if any)."""
+        for index, blob in letters.items():
+            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            inbox = self._inbox(index)
+            self._carried[inbox] = index
+            writer.write("XADD", inbox, "*", FIELD, blob)
+            writer.write("SET", f"{inbox}:{self.sender}", digest, "PX", MARK_TTL_MS)
+        if letters and wake is not None:
+            writer.write("PUBLISH", *wake)
+
+    def rescue(self, writer: FencedWriter) -> None:
+        """Discard the writes of ``writer``, whose partition was lost, but not the letters
+        it carried (:meth:`carry`) that are not known to be written: they are sent at the
+        next :meth:`send` (``lua/post.lua`` finds those that were, by the sender's mark)."""
+        writer.discard()
+        letters = {
+            self._carried[key]: args[2] for command, key, args in writer.dropped
+            if command == "XADD" and key in self._carried
+        }  # fmt: skip
+        writer.dropped = []
+        if letters:
+            self._unsent.append(letters)
 
     def _post(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None) -> None:
         """One batch: each letter through ``lua/post.lua``, with the inbox's mark of this
@@ -397,8 +499,8 @@ class Mailboxes:
         """Queue the letters waiting in the inboxes of ``parts`` (the owned partitions, by
         index: each with its ``store``, ``frontier`` and ``ownership.writer``) into their
         frontiers, with one seen-test for them all, and acknowledge each inbox's letters in
-        the fenced call that writes the queue changes they caused (``guarded`` runs it and
-        drops a partition found lost). Every inbox is read at once (a partition just taken up
+        the fenced call that writes the queue changes they caused (``guarded`` drops a
+        partition found lost). Every inbox is read at once (a partition just taken up
         claims what was left pending first); a full one is read again, up to
         ``READS_PER_CALL`` times. Returns how many letters were read."""
         read = 0
@@ -417,7 +519,14 @@ class Mailboxes:
                     letter.deliver(part.frontier)
                 part.store.stage()  # the queue writes the letters caused land first
                 self.acknowledge(part.ownership.writer, index, [m for m, _ in pairs])
-                guarded(part, part.store.flush)
+            written = [parts[i] for i in letters]
+            while written:  # (in one fenced call on one server: flush_together)
+                lost = flush_together(self.client, [p.ownership.writer for p in written])
+                for part, refused in zip(written, lost, strict=True):
+                    if refused is not None:
+                        guarded(part, partial(_raise, refused))
+                written = [p for p, r in zip(written, lost, strict=True)
+                           if r is None and p.ownership.writer.pending]  # fmt: skip
             read += sum(len(pairs) for pairs in letters.values())
             waiting = [
                 p for p in waiting if p.index in parts

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
-from crawler.backends.redis.fence import PartitionLost, flush_together
+from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.mail import Mailboxes, Outbox, pack_letter
+from crawler.backends.redis.mail import Mailboxes, Outbox
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
 from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites, prime_seen
 from crawler.backends.redis.seenset import count_across
@@ -256,7 +256,7 @@ class PartitionedFrontier(Frontier):
         for add in self._unwritten.pop(index, ()):
             self._outbox.letter(index).adds.append(add)
         if part is not None:
-            part.ownership.writer.discard()
+            self.mail.rescue(part.ownership.writer)  # its writes discarded, its letters not
             self.lost += why == "lost"
             logger.warning(
                 "Partition %d: Redis lost writes it had acknowledged (a failover before the "
@@ -276,26 +276,22 @@ class PartitionedFrontier(Frontier):
             return None
 
     def _flush(self, *, but: int | None = None, only: int | None = None) -> None:
-        """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's: a fenced
-        call each, in one round trip), then the letters and the wake-up in one round trip."""
-        parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
-        for part in parts:
-            part.store.stage()
-        lost = flush_together(self.client, [part.store.writer for part in parts])
-        for part, refused in zip(parts, lost, strict=True):
-            if refused:
-                self._drop(part.index, refused.why)
-            self._unwritten.pop(part.index, None)
-        letters, self._outbox = self._outbox.letters, Outbox()
-        if letters or self.mail.unsent:  # kept until sent: the next call sends them then
-            self.mail.send(
-                {index: pack_letter(letter) for index, letter in letters.items()},
-                wake=(self.crawl_keys.wake, MAIL),  # owners read their inboxes now
-            )
+        """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's) and the
+        letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored."""
+        while True:
+            parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
+            letters, self._outbox = self._outbox.letters, Outbox()
+            lost = self.mail.flush(parts, letters, (self.crawl_keys.wake, MAIL))
+            for part, refused in zip(parts, lost, strict=True):
+                if refused:
+                    self._drop(part.index, refused.why)
+                elif not part.store.writer.pending:
+                    self._unwritten.pop(part.index, None)
+            if not any(lost) and not self._outbox.letters:
+                return
 
     def read_mail(self) -> int:
-        """Queue the letters waiting in the owned partitions' inboxes (:meth:`Mailboxes.
-        deliver`); returns how many were read."""
+        """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`)."""
         return self.mail.deliver(self.parts, self.worker, self._guarded)
 
     # -- adding ----------------------------------------------------------------------------------
@@ -384,14 +380,16 @@ class PartitionedFrontier(Frontier):
         if credits:
             self._credit(credits)
         results = self._add_many(entries) if entries else []
-        # the links first, wherever they go (this worker's partitions, other partitions'
-        # inboxes), then the acknowledgements of the pages that found them: a worker killed
-        # in between has forgotten no page whose links are not stored. One settled partition
-        # writes its links and acknowledgements in one call, after every other partition's
-        # links and the letters, before every other partition's acknowledgements.
+        # the links first, wherever they go, then the acknowledgements of the pages that
+        # found them: a worker killed in between has forgotten no page whose links are not
+        # stored. In one fenced call if one holds it all; else one settled partition writes
+        # its links and acknowledgements in one call, after every other partition's links
+        # and the letters, before every other partition's acknowledgements.
+        one = self.mail.one_call(list(self.parts.values()), self._outbox.letters, settlements)
         last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
-        but = last.index if last is not None else None
-        self._flush(but=but)
+        but = last.index if last is not None and not one else None
+        if not one:
+            self._flush(but=but)
         rests = [self._settle(s) for s in settlements]
         self._flush(only=but)
         self._flush()
@@ -594,6 +592,8 @@ class PartitionedFrontier(Frontier):
     def close(self) -> None:
         """Write everything out and hand the partitions over at once (their open leases'
         URLs go to the next owner)."""
+        for part in self.parts.values():
+            part.store.stage(count=True)  # (their seen counts too)
         self._flush()
         self.ownership.leave()
         self.parts.clear()

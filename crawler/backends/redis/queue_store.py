@@ -37,6 +37,7 @@ pushes then all pops leave the list as the calls did in order), one ``HSET``/``H
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -60,6 +61,7 @@ BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its
 # keys the owner knows are seen (it added them, or Redis said so), per generation of its
 # memory of them: two generations of at most this many (~70 B each in Python) per partition
 SEEN_MEMORY = 8_192
+COUNT_EVERY = 1.0  # seconds between writes of the seen count (its INCRBY) at the least
 
 
 class SeenWrites(Protocol):
@@ -74,6 +76,8 @@ class SeenWrites(Protocol):
     ) -> Callable[[Iterator[Any]], list[bool]]: ...
 
     def queue_adds(self, writer: FencedWriter, keys: Sequence[int]) -> None: ...
+
+    def queue_owed(self, writer: FencedWriter) -> bool: ...
 
     def count(self) -> int: ...
 
@@ -147,6 +151,7 @@ class RedisQueueStore(QueueStore):
         self._new_seen: set[int] = set()
         self._primed: dict[int, bool] = {}  # seen-test answers asked ahead (:meth:`prime`)
         self._counted: int | None = None  # see :meth:`counted`
+        self._count_sent = float("-inf")  # when the seen count was last queued
         self._known_seen: set[int] = set()  # see SEEN_MEMORY: the newer generation
         self._known_seen_old: set[int] = set()
         self._stale: dict[str, int] = {}  # OPIC's stale copies made (+) and met (-)
@@ -400,27 +405,41 @@ class RedisQueueStore(QueueStore):
     # -- writing out -------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Write every change since the last flush, in one fenced call (or a few, for a big
-        batch: each is whole, and they land in order)."""
-        self.stage()
+        """Write every change since the last flush, the seen count included, in one fenced
+        call (or a few, for a big batch: each is whole, and they land in order)."""
+        self.stage(count=True)
         if self.writer.pending:
             self.writer.flush()
 
-    def stage(self) -> None:
+    def unstaged(self) -> int:
+        """At most how many writes :meth:`stage` would queue now (without staging: changes
+        staged apart are not merged, ``forget`` of an entry taken out since included)."""
+        n = len(self._pushes) + len(self._pops) + len(self._stale) + 8
+        n += sum(len(v) for v in self._pushes.values()) // MAX_ARGUMENTS
+        n += (2 * (len(self._out_set) + len(self._dirty)) + len(self._out_del)) // MAX_ARGUMENTS
+        return n + len(self._new_seen)  # (a bucket each at most)
+
+    def stage(self, *, count: bool = False) -> None:
         """Queue every change since the last flush on the writer, without sending it (the
-        caller adds writes that must land after these: an inbox's acknowledgements)."""
+        caller adds writes that must land after these: an inbox's acknowledgements). The
+        seen count goes with them with ``count``, the first time, and ``COUNT_EVERY`` s after
+        the last (see ``OwnerSeenSet.queue_owed``)."""
         self._primed = {}
         if not (
             self._new_seen or self._pushes or self._pops or self._out_set or self._out_del
-            or self._dirty or self._stale or self._back_hosts
+            or self._dirty or self._stale or self._back_hosts or count
         ):  # fmt: skip
             return  # the owner flushes every partition after every call: most have nothing
         k, w = self.keys, self.writer
+        now = time.monotonic()
+        count = count or now - self._count_sent >= COUNT_EVERY
         if self._new_seen:
             self.seen.queue_adds(w, list(self._new_seen))
             for key in self._new_seen:
                 self._remember_seen(key)
             self._new_seen = set()
+        if count and self.seen.queue_owed(w):
+            self._count_sent = now
         for key, values in self._pushes.items():
             for i in range(0, len(values), MAX_ARGUMENTS):
                 w.write("RPUSH", key, *values[i : i + MAX_ARGUMENTS])

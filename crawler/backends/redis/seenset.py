@@ -349,6 +349,8 @@ class OwnerSeenSet(SeenSet):
     killed in between leaves it neither seen nor queued, and the page that found it, not yet
     acknowledged either, finds it again."""
 
+    owed = 0  # URLs queued on the writer whose count is not (exact kind: see queue_owed)
+
     def queue_adds(self, writer: Any, keys: Sequence[int]) -> None:
         if not keys:
             return
@@ -362,7 +364,23 @@ class OwnerSeenSet(SeenSet):
             buckets.setdefault(self.bucket(key), []).append(self.member(key))
         for bucket, members in buckets.items():
             writer.write("SADD", bucket, *members)
-        writer.write("INCRBY", self._counter, len(keys))
+        self.owed += len(keys)
+
+    def queue_owed(self, writer: Any) -> bool:
+        """Queue the ``INCRBY`` of the URLs :meth:`queue_adds` queued since the last one.
+        The owner sends it now and then, not with every add (each write of a fenced call
+        costs Redis as much as a small command): the counter lags the set by what the owner
+        added since, which its own :meth:`count` includes, and a worker killed loses that
+        from the count (never from the set). Returns whether there was any."""
+        if not self.owed:
+            return False
+        writer.write("INCRBY", self._counter, self.owed)
+        self.owed = 0
+        return True
+
+    def queue_count(self, pipe: Any) -> Callable[[Any], int]:
+        read = super().queue_count(pipe)
+        return lambda reply: read(reply) + self.owed
 
     def _reserve(self) -> None:
         try:

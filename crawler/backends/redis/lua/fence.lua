@@ -1,53 +1,78 @@
--- fence.lua: the writes of a partition's owner, applied only while it still owns the partition.
+-- fence.lua: the writes of a partition's owner, applied only while it still owns the partition;
+-- one call may carry the writes of several partitions of one owner (on one server).
 --
--- KEYS[1]   the partition's lease ({<tag>}:lease): its value names the owner and its epoch
--- KEYS[2]   the partition's epoch counter ({<tag>}:epoch)
--- KEYS[3]   the count of the owner's calls applied ({<tag>}:seq)
--- KEYS[4..] every key the writes touch, all under the partition's hash tag (one cluster slot)
--- ARGV[1]   the lease value the owner holds; ARGV[2] its epoch; ARGV[3] the lease TTL (ms)
--- ARGV[4]   the number of this call ("" for a call that may run twice: a lease renewal)
--- ARGV[5]   the number of the call before it ("0" for the first)
--- ARGV[6]   the writes' shapes, 4 bytes each: the index of its key in KEYS, then how many
---           arguments it has, each 2 bytes big-endian (read with string.byte: no tonumber,
---           whose strtod costs more than the write)
--- ARGV[7..] the writes, each as: command, then its arguments
+-- KEYS[1], KEYS[2]  partition 1's lease ({<tag>}:lease: its value names the owner and its
+--           epoch) and count of the owner's calls applied ({<tag>}:seq); KEYS[2j-1], KEYS[2j]
+--           partition j's, for j = 1..n
+-- KEYS[2n+j] partition j's epoch counter ({<tag>}:epoch)
+-- KEYS[3n+1..] every key the writes touch
+-- ARGV[1]   the header, 2 bytes big-endian each (read with string.byte: no tonumber, whose
+--           strtod costs more than a write): n, then each partition's number of writes
+-- ARGV[5j-3..5j+1] partition j's lease value, epoch, lease TTL (ms), the number of this call
+--           ("" for a call that may run twice: a lease renewal) and of the call before it
+-- ARGV[5n+2] the writes' shapes, 4 bytes each: the index of its key in KEYS, then how many
+--           arguments it has; the writes of partition 1 first, then of 2...
+-- ARGV[5n+3..] the writes, each as: command, then its arguments
 --
 -- A lease that lapsed (Redis was away longer than the TTL, or the owner stalled) while nobody
 -- claimed the partition (a claim raises the epoch first) is the owner's again. Otherwise a
--- worker that lost the partition gets the error FENCED and writes nothing: the check and the
--- writes are one step. A numbered call already applied (its reply was lost with the
--- connection, and the owner sends it again) is not applied twice: the reply is DONE. A call
--- whose predecessor is missing (a failover lost the owner's latest acknowledged writes: the
--- replica had not received them) is refused with REWOUND: the owner reloads the partition.
--- Returns how many writes were applied (their replies are not read: building them costs).
-local owner, applied
-if ARGV[4] ~= '' then
-  local got = redis.call('MGET', KEYS[1], KEYS[3])
-  owner, applied = got[1], got[2] or '0'
-else
-  owner = redis.call('GET', KEYS[1])
-end
-if owner ~= ARGV[1] then
-  if owner or redis.call('GET', KEYS[2]) ~= ARGV[2] then
-    return redis.error_reply('FENCED the partition has another owner')
-  end
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-end
-if ARGV[4] ~= '' then
-  if applied ~= ARGV[5] then  -- (the usual case compares strings: no number is parsed)
-    if tonumber(applied) >= tonumber(ARGV[4]) then
-      return 'DONE'
+-- worker that lost a partition gets the error FENCED and nothing of the call is written: the
+-- checks and the writes are one step. A numbered call already applied (its reply was lost with
+-- the connection, and the owner sends it again) is not applied twice: its partition's writes
+-- are skipped. A call whose predecessor is missing (a failover lost the owner's latest
+-- acknowledged writes: the replica had not received them) is refused with REWOUND: the owner
+-- reloads the partition. The error names the partitions (j) refused. Returns "" or, when some
+-- partitions' writes were skipped, a string of one byte per partition ("1": skipped). Tables
+-- are made only where they must be: each costs Redis more than a write.
+local byte, head = string.byte, ARGV[1]
+local h1, h2 = byte(head, 1, 2)
+local n = h1 * 256 + h2
+local got = redis.call('MGET', unpack(KEYS, 1, 2 * n))
+local fenced, rewound, done = '', '', nil
+for j = 1, n do
+  local a, owner, applied = 5 * j - 3, got[2 * j - 1], got[2 * j] or '0'
+  if owner ~= ARGV[a] then
+    if owner or redis.call('GET', KEYS[2 * n + j]) ~= ARGV[a + 1] then
+      fenced = fenced .. ' ' .. j
     end
-    return redis.error_reply('REWOUND the partition lost writes it had acknowledged')
   end
-  redis.call('SET', KEYS[3], ARGV[4])
+  -- (the usual case compares strings: no number is parsed)
+  if ARGV[a + 3] ~= '' and applied ~= ARGV[a + 4] then
+    if tonumber(applied) >= tonumber(ARGV[a + 3]) then
+      done = done or {}
+      done[j] = true
+    else
+      rewound = rewound .. ' ' .. j
+    end
+  end
 end
-local shapes, i = ARGV[6], 7
-local byte = string.byte
-for at = 1, #shapes, 4 do
-  local k1, k2, n1, n2 = byte(shapes, at, at + 3)
-  local n = n1 * 256 + n2
-  redis.call(ARGV[i], KEYS[k1 * 256 + k2], unpack(ARGV, i + 1, i + n))
-  i = i + 1 + n
+if fenced ~= '' then
+  return redis.error_reply('FENCED' .. fenced)
+elseif rewound ~= '' then
+  return redis.error_reply('REWOUND' .. rewound)
 end
-return #shapes / 4
+for j = 1, n do
+  local a = 5 * j - 3
+  if got[2 * j - 1] ~= ARGV[a] then  -- a lapsed lease, taken back
+    redis.call('SET', KEYS[2 * j - 1], ARGV[a], 'PX', ARGV[a + 2])
+  end
+  if ARGV[a + 3] ~= '' and not (done and done[j]) then
+    redis.call('SET', KEYS[2 * j], ARGV[a + 3])
+  end
+end
+local shapes, i, at, skipped = ARGV[5 * n + 2], 5 * n + 3, 1, ''
+for j = 1, n do
+  local w1, w2 = byte(head, 2 * j + 1, 2 * j + 2)
+  local last, skip = at + 4 * (w1 * 256 + w2), done and done[j]
+  for s = at, last - 1, 4 do
+    local k1, k2, c1, c2 = byte(shapes, s, s + 3)
+    local c = c1 * 256 + c2
+    if not skip then
+      redis.call(ARGV[i], KEYS[k1 * 256 + k2], unpack(ARGV, i + 1, i + c))
+    end
+    i = i + 1 + c
+  end
+  at = last
+  skipped = done and skipped .. (skip and '1' or '0') or ''
+end
+return skipped
