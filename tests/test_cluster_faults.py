@@ -12,11 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from crawler.backends.redis.fence import FencedWriter
 from crawler.backends.redis.frontier_store import PARTITIONS
 from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.outage import TRANSIENT
 from tests.cluster_crawl import CrawlRecord, Graph, crawl
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 from tests.redis_support import fresh_key
@@ -115,3 +118,51 @@ def test_a_master_fails_over_mid_crawl(
         # asynchronous replication: what the dead master had not passed on is measured, not
         # promised; the crawl still ends and most of the site is fetched
         assert len(lost) + twice <= len(graph.all_urls()) // 2
+
+
+def test_a_write_waiting_for_replicas_finds_the_promoted_master(
+    cluster: RedisClusterServers,
+) -> None:
+    """A write that waits for its replicas (``FRONTIER_REPLICA_WAIT``) goes to its slot's
+    master directly, not through the cluster client's routing: once that master died, the
+    client's map of slots must be read again, or every later write goes to the dead node
+    until something else happens to refresh it (a crawl then stalls on one partition)."""
+    client = cluster.client()
+    keys = PartitionKeys(fresh_key(), 0, 1)
+    client.set(keys.lease, "w/1", px=120_000)
+    client.set(keys.epoch, "1")
+    writer = FencedWriter(client, keys.lease, "w/1", keys.epoch, 120.0, replicas=1)
+    writer.write("SET", keys.lease.rpartition(":")[0] + ":x", "before")
+    writer.flush()  # (waited for the replica: the lease and the call's number are on it)
+    master = next(
+        n for n in cluster.masters_with_replicas()
+        if n.client().execute_command("CLUSTER", "KEYSLOT", keys.lease)
+        in {slot for lo, hi in slots_of(n) for slot in range(lo, hi + 1)}
+    )  # fmt: skip
+    cluster.kill_master(master)  # returns once the replica took over and the cluster agrees
+    writer.write("SET", keys.lease.rpartition(":")[0] + ":x", "after")
+    errors = 0
+    for _ in range(50):
+        try:
+            writer.flush()
+            break
+        except TRANSIENT:
+            errors += 1  # the write is kept and sent again
+    else:
+        pytest.fail(f"the write never reached the promoted master ({errors} errors)")
+    assert errors <= 2
+    assert client.get(keys.lease.rpartition(":")[0] + ":x") == b"after"
+
+
+def slots_of(node: Any) -> list[tuple[int, int]]:
+    """The slot ranges a master serves, as it says itself."""
+    me = next(
+        line for line in node.client().execute_command("CLUSTER", "NODES").decode().splitlines()
+        if "myself" in line
+    )  # fmt: skip
+    ranges = []
+    for part in me.split()[8:]:
+        if part[0].isdigit():
+            lo, _, hi = part.partition("-")
+            ranges.append((int(lo), int(hi or lo)))
+    return ranges

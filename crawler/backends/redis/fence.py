@@ -16,6 +16,7 @@ that enforce declared keys.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
 import time
@@ -192,20 +193,32 @@ class FencedWriter:
         if not self.replicas:
             return self._script(keys=keys, args=argv)
         node = self.client
-        if hasattr(self.client, "get_node_from_key"):  # a cluster: the node of the slot
+        cluster = hasattr(self.client, "get_node_from_key")
+        if cluster:  # the node of the slot, asked directly (WAIT needs the same connection)
             node = self.client.get_redis_connection(self.client.get_node_from_key(keys[0]))
-        wanted = self._wanted(node)
-        if not wanted:
-            return self._script(keys=keys, args=argv)
-        for _ in range(2):
-            pipe = node.pipeline(transaction=False)
-            pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
-            pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
-            reply, acked = pipe.execute(raise_on_error=False)
-            if isinstance(reply, NoScriptError):
-                node.script_load(FENCE_SOURCE)
-                continue
-            break
+        try:
+            wanted = self._wanted(node)
+            if not wanted:
+                return self._script(keys=keys, args=argv)
+            for _ in range(2):
+                pipe = node.pipeline(transaction=False)
+                pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
+                pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
+                reply, acked = pipe.execute(raise_on_error=False)
+                if isinstance(reply, NoScriptError):
+                    node.script_load(FENCE_SOURCE)
+                    continue
+                break
+        except (redis.ConnectionError, redis.TimeoutError):
+            # the slot's master died: the cluster client's map of slots still names it, and
+            # nothing routed through the client would correct it, as this call goes to the
+            # node itself; read the map again (the caller sends the call again, to the
+            # promoted replica once the cluster has one)
+            if cluster:
+                self._replicas_seen = (float("-inf"), 0)
+                with contextlib.suppress(redis.RedisError):
+                    self.client.nodes_manager.initialize()
+            raise
         if isinstance(reply, AskError):  # MOVED or ASK: the slot moves; ask again later
             self.client.nodes_manager.initialize()
             raise TryAgainError(str(reply))
