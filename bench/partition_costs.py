@@ -568,6 +568,7 @@ def real_crawl(kind: str, server: RedisServer, args: argparse.Namespace) -> dict
             "FRONTIER_MIN_DELAY": 0.0,
             "FRONTIER_DELAY_FACTOR": 0,
             "LOG_LEVEL": "INFO",
+            **dict(item.split("=", 1) for item in args.real_set),
         }
         client.config_resetstat()
         cpu0, own0 = server_cpu(client), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -722,6 +723,10 @@ def main() -> None:
     parser.add_argument("--callgrind-out", default="", help="keep callgrind's files there")
     parser.add_argument("--real", action="store_true", help="also 2 scrapy crawl workers")
     parser.add_argument("--real-only", action="store_true", help="only the real crawl")
+    parser.add_argument(
+        "--real-set", action="append", default=[], metavar="NAME=VALUE",
+        help="a setting of the real crawl's workers (e.g. NEARDUP_ENABLED=False)",
+    )
     parser.add_argument("--real-hosts", type=int, default=40)
     parser.add_argument("--real-pages", type=int, default=50, help="pages per host")
     parser.add_argument("--real-timeout", type=float, default=600)
