@@ -7,8 +7,9 @@ measured in the same run on the same machine so that their ratios mean something
                                               [--local 0.8] [--space 2] [--batch 1000]
                                               [--json out.json] [--merge old.json]
 
-The Lua frontier (``old``) is deleted (issue 37): its figures below were measured before, and
-an old checkout's ``--json`` file given to ``--merge`` puts its rows next to this run's.
+The Lua frontier (``old``) is deleted (issue 37): its figures below come from this file run
+in an old checkout (see the end), and that run's ``--json`` file given to ``--merge`` puts its
+rows next to this run's.
 
 For each queue size N, the frontier (``new``: ``RedisFrontierStore``'s
 ``PartitionedFrontier``, 16 partitions, one
@@ -38,119 +39,60 @@ the same settings, as a worker builds it (no Scrapy, no HTTP):
    at 70 %) and for a billion URLs (bytes per queued URL, seen-set included, x 1e9 over 25 GB
    usable per master), assuming the load spreads evenly over masters (partitions by hash tag).
 
-The table at the end gives every figure with the ratio new/old.
+The table at the end gives every figure with the ratio new/old. ``--group N`` applies N pages'
+links and acknowledgements in one call, as a worker's ``BufferedFrontier`` joins the pages
+that end within its linger or while its last call ran (a busy worker's calls carry several).
+The Lua frontier (``old``) is no longer in the code: it is measured by this same file run from
+a checkout of 80be95b (``git worktree add --detach /work/old 80be95b``), with ``STORES``
+mapping ``old`` to that checkout's ``RedisFrontierStore`` and ``open_frontier`` building its
+``_redis_frontier``; ``--merge`` puts its ``--json`` rows beside this run's.
 
-Measured 2026-12-05 on the shared 2-core development machine, Debian redis-server 7.0 (exact
-seen-sets, no RedisBloom), 100 URLs a host, 20 links a page (80 % on the page's host), 20,000
-pages a configuration. The new frontier's figures are from one run under a load average of
-30-34 (five other agents' tests beside it): CPU times per page are inflated by that contention
-(a shorter run of the same code, 3,000 pages at 100,000 URLs under a load of 10-20: 107-114 us
-of Redis CPU a page, 115 here), and seeds/s and pages/s, wall-clock rates, are not comparable
-at all. The old (Lua) figures are from an earlier run on the same machine (``--merge`` of its
-JSON)::
+Measured 2026-12-05, Debian redis-server 7.0 (exact seen-sets, no RedisBloom), 1,000,000 URLs
+queued over 10,000 hosts, depth order, 20 links a page (80 % on the page's host), 5,000 pages a
+configuration, old and new one after the other on a quiet machine (load < 1)::
 
-    .venv/bin/python bench/partition_costs.py --sizes 100000,1000000      # ~20 min
-    .venv/bin/python bench/partition_costs.py --sizes 10000000 --hosts 100000 --policies depth
-    .venv/bin/python bench/partition_costs.py --real-only                 # ~1 min
+    .venv/bin/python bench/partition_costs.py --sizes 1000000 --policies depth --pages 5000 \
+        [--group 8] [--callgrind --pages 2000]
 
-=========================================  ==========  ==========  ==========  ==========
-1,000,000 URLs queued                      depth old   depth new   opic old    opic new
-=========================================  ==========  ==========  ==========  ==========
-seeds/s (``add_many`` of 1,000; load 30)   42,279      4,111       24,586      3,592
-seeding worker / Redis CPU us per URL      6.5 / 9.8   29 / 6.3    7.7 / 22    35 / 7.0
-Redis B per queued URL (without seen-set)  39 (34)     38 (33)     84 (79)     46 (41)
-Redis CPU us/page, 1 / 2 workers           349 / 337   168 / 140   565 / 564   191 / 141
-  new / old                                            0.48 / 0.42             0.34 / 0.25
-worker CPU us/page, 1 / 2 workers          324 / 344   709 / 765   356 / 412   812 / 809
-masters for 10k pages/s / for 1e9 URLs     5 / 2       3 / 2       9 / 4       3 / 2
-=========================================  ==========  ==========  ==========  ==========
+=========================================  ===============  =================  ================
+1 / 2 workers                              old (Lua)        new                new / old
+=========================================  ===============  =================  ================
+Redis CPU us/page, a call a page           309 / 304        117-119 / 147-158  0.38 / 0.48-0.52
+Redis CPU us/page, ``--group 8``           217 / 206        54 / 68            0.25 / 0.33
+Redis instructions/page (``--callgrind``)  2,095k / 2,034k  363k / 436k        0.17 / 0.21
+worker CPU us/page, a call a page          313 / 341        818-826 / 788-808  2.6 / 2.3-2.4
+worker CPU us/page, ``--group 8``          215 / 228        435 / 469          2.0 / 2.1
+Redis B per queued URL (without seen-set)  40.5 (35.5)      33.9 (29.1)        0.84
+seeds/s (``add_many`` of 1,000)            75,202           31,982-37,046      0.43-0.49
+masters for 10k pages/s (a call a page)    5                3
+masters for 10k pages/s (``--group 8``)    3                1
+masters for a billion URLs                 2                2
+=========================================  ===============  =================  ================
 
-At 100,000 URLs queued: depth, Redis CPU 334 -> 115 / 83 us/page with 1 / 2 workers (0.34 /
-0.25), worker CPU 331 -> 512 / 522 (1.5 / 1.6x), 81 -> 61 B per queued URL; OPIC, Redis CPU 501
--> 141 / 80 (0.28 / 0.16), worker CPU 380 -> 616 / 520 (1.6 / 1.4x), 126 -> 64 B.
+Under OPIC (1M, layout 7): 37.4 B per queued URL (32.4 without the seen-set) against the Lua
+frontier's 84.5. CPU times vary +-15 % run to run on this VM even when quiet; the instruction
+counts (callgrind, user space only) do not. They show the gap between the two ratios: the new
+frontier's Redis executes a fifth of the old one's instructions a page, but in more, smaller
+requests (2 a page with 1 worker: the seen-test, one fenced call for all partitions), so the
+kernel's share of each request and the cost of each wake-up weigh more than in the Lua
+frontier's two large script calls. Where the rest goes (``--callgrind``, ``INFO
+commandstats``): the exact seen-set's one ``SMISMEMBER`` per bucket a page's links touch (~17 a
+page) and one ``SADD`` per new URL inside the fenced call, each redis.call in Lua ~2,900
+instructions plus ~750 per argument. On a Redis with RedisBloom the seen-test is one
+``BF.MEXISTS`` per partition.
 
-Before the round trips were cut (same bench, 1M, depth, a lighter load): Redis CPU 313 / 264
-us/page, worker CPU 1,094 / 1,105; OPIC at 1M stalled (claiming a partition read its every URL
-back; ``RedisQueueStore.rebuilds_cash`` is False since). At 10,000,000 URLs queued (100,000
-hosts, depth; one run, before the cut): old 731 / 639 us/page of Redis CPU with 1 / 2 workers,
-new 444 / 363 (0.61 / 0.57); the exact seen-set past its capacity took 101 B per queued URL (40
-without it) on a Redis without RedisBloom.
+The worker's CPU (a sampling profile of the 1-worker run): redis-py's Python layers ~31 % (about
+25 us a round trip and 5 us a command above hiredis's parsing), the seen-test ~28 %, the fenced
+flushes ~20 %, the entry codec ~7 %, this bench's own link making ~9 %. The algorithm runs in
+the worker now, and each round trip costs the client more than the Lua frontier's single
+EVALSHA; in a real crawl the page's own work dominates.
 
-A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, 40 devsite hosts of 50 pages,
-3,200 pages, politeness off, whole run including start-up): Redis CPU 881 and 1,050 us/page
-(old, two runs) -> 360 (0.41 / 0.34); worker CPU 7,467 and 8,855 -> 5,343 (0.72 / 0.60); 0 pages
-fetched twice. Of a real crawl's Redis time most is not the frontier's: by ``INFO
-commandstats`` (a second run, 435 us/page under load), EVALSHA took 291 us/page in 5.4 calls,
-most of them the near-duplicate store's scripts (its HGET, HSETNX and GETRANGE calls inside
-them: 40 a page); the frontier's own SMISMEMBER took 1 us/page.
-
-Where the partitioned frontier's Redis time goes: ``--callgrind`` runs the redis-server under
-callgrind and counts its instructions per page, the same whatever the machine's load (user
-space only: the kernel's share of each request, its read and write calls, is not counted; with
-``INFO cpu`` it was 10 % of Redis's CPU at 1M). Most of them are Lua: the fenced EVALSHA was
-72 % of Redis's instructions (100,000 URLs, depth, 1 worker), and within it each
-``redis.call`` costs ~6,500 instructions on top of its command, each ``tonumber`` ~2,000 (glibc
-``strtod``), a table of replies ~2,300 a write; the commands themselves were 14 %. So the fenced
-call reads the lease and its number in one ``MGET``, compares numbers as strings, reads each
-write's key and argument count from one packed string, and returns no replies; and the fenced
-calls of all the partitions a call writes go in one request (``fence.flush_together``; a cluster
-pipeline sends each node its part), then the letters, then the settled partition's links and
-acknowledgements (the order ``apply`` keeps). Requests a page, 1 worker owning 16 partitions:
-3.76 -> 2.95 (the seen-test of the page's links, the other partitions' links, the settled
-partition's call, a share of the lease calls); fenced calls a page stay 2.8 / 1.5 (1 / 2
-workers): one per partition written, each ~6,500 instructions for its lease check and number
-(``MGET``, ``SET``) and ~8,000 per write (SADD per exact bucket, RPUSH, HSET of the hosts'
-records, INCRBY of the seen count, HDEL of the page's id). Redis instructions per page, the
-code before -> after (``--callgrind --pages 2000``, 2026-12-05, one run each)::
-
-    .venv/bin/python bench/partition_costs.py --callgrind --sizes 100000 --pages 2000
-
-==========================================  ============  ===================================
-Redis instructions per page, 1 / 2 workers  before        after (after / before)
-==========================================  ============  ===================================
-100,000 URLs, depth                         442k / 406k   341k / 327k (0.77 / 0.81)
-100,000 URLs, OPIC                          508k / 425k   379k / 349k (0.75 / 0.82)
-1,000,000 URLs, depth                       557k / 506k   435k / 412k (0.78 / 0.81)
-==========================================  ============  ===================================
-
-Against the Lua frontier (no longer in the code, so not under callgrind), the CPU times
-measured before this change scaled by these ratios: at 1M under depth, from 168 / 151 us a
-page (1 / 2 workers, a quiet machine) to ~131 / ~122, 0.38 / 0.36 of the Lua one's 349 / 337
-(from a run at a load of 5, 123 us a page with 1 worker: ~96, 0.28); at 100,000 URLs under
-depth ~89 / ~67 us, 0.27 / 0.20 of 334 / ~332; under OPIC ~106 / ~66 us, 0.21 / ~0.2 of 501 /
-~330. Measured as CPU time, the code before and after alternating (1M URLs, depth, 5,000
-pages, two runs each, a load of 10-18): Redis 153 -> 121 us a page with 1 worker (0.79; 0.35
-of the Lua one's 349), 143 -> 130 with 2 (0.91; 0.38 of 337); worker CPU 767 -> 700 and 915 ->
-916 us. Depth at 1M is the configuration still above 1/3.
-
-What this shows against issue 37's targets:
-
-* Redis CPU per page: ~0.2-0.38 of the Lua frontier's in the simulation (the figures above
-  scaled by the instruction counts: 1/3 or better with 2 workers, under OPIC and at 100,000
-  URLs; ~0.28-0.38 under depth at 1M with 1 worker, where a page's links are seldom known
-  seen), 0.34-0.41 in a real crawl (measured before the fenced calls were made cheaper),
-  where the near-duplicate store now costs Redis more than the frontier. On a Redis with
-  RedisBloom the seen-test is one ``BF.MEXISTS`` per partition. What is left is Lua's own
-  cost around each write of the fenced calls (see above).
-* Worker CPU per page: 1.4-2.3x the Lua frontier's in the simulation (from ~3x: the algorithm
-  runs in the worker, and each round trip costs the client more than the Lua one's single
-  EVALSHA), 0.6-0.7 in a real crawl, where the worker's page work dominates.
-* Bytes per queued URL: 38 B under depth (target 35) and 46 B under OPIC (target 45) at 1M,
-  from 39 and 84; this work did not change the layout.
-* Seeds: 25 us of worker CPU per seed at 100,000 (29-35 at 1M, under load), so ~35,000 seeds/s
-  on an idle core; the wall-clock rate of this run (3,600-8,600/s) measured the machine's load.
-* OPIC at 1M no longer stalls.
-* Mail: an owner reads every inbox it owns in one XREADGROUP (``LETTERS_PER_READ``, 256, a
-  read); a wake-up is published with the letters. 91-758 letters waited when the 20,000 pages
-  were done (read afterwards, and counted in the Redis CPU above).
-
-Projection (``project``): masters for 10,000 pages/s = Redis CPU per page (2 workers) x 10,000
-over 70 % of one core per master; masters for 1e9 URLs = bytes per queued URL (seen-set
-included, exact) x 1e9 over 25 GB usable per master; both assume the load spreads evenly over
-the masters (one partition's keys share a hash tag; 16 partitions, so at most 16 masters
-share a crawl) and that the per-page cost stays what it was at the size measured. At a billion
-URLs the seen-set would be past ``FRONTIER_SEEN_EXACT_LIMIT`` (a Bloom filter, fewer bytes) and
-seen URLs outnumber queued ones, which this does not model.
+A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, every feature on, 40 devsite
+hosts of 80 pages, 3,200 pages, politeness off, whole run), Redis instructions per page under
+``--callgrind``: 1,385k and 1,517k (old, two runs) against 997k and 1,158k (new): 0.72-0.76.
+Most of a real crawl's Redis work is not the frontier's: ``EVALSHA`` 5.7 a page, of which the
+near-duplicate store's check and postings and the address budget's take and release make the
+most, with their ``HGET``/``HMGET``/``HSET`` (21, 19 and 21 a page).
 """
 
 from __future__ import annotations
