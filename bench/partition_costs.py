@@ -88,8 +88,9 @@ the worker now, and each round trip costs the client more than the Lua frontier'
 EVALSHA; in a real crawl the page's own work dominates.
 
 A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, every feature on, 40 devsite
-hosts of 80 pages, 3,200 pages, politeness off, whole run), Redis instructions per page under
-``--callgrind``: 1,385k and 1,517k (old, two runs) against 997k and 1,158k (new): 0.72-0.76.
+hosts, ``--real-pages`` 50, 3,200 pages fetched, politeness off, whole run), Redis
+instructions per page under ``--callgrind``: 1,385k and 1,517k (old, two runs) against 997k
+and 1,158k (new): 0.72-0.76.
 Most of a real crawl's Redis work is not the frontier's: ``EVALSHA`` 5.7 a page, of which the
 near-duplicate store's check and postings and the address budget's take and release make the
 most, with their ``HGET``/``HMGET``/``HSET`` (21, 19 and 21 a page).
