@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from crawler.commands.crawl import crawl_exit_status
-from tests.crawling import PROJECT, serve_pages, write_site
+from tests.crawling import PROJECT, run_crawl, serve_pages, write_site
+from tests.redis_support import fresh_key, start_redis
 
 # a loopback seed on a port nothing listens on: even a broken check sends nothing outside
 LOCAL = 'seeds = ["http://127.0.0.1:9/"]\n'
@@ -209,6 +210,7 @@ def test_exit_status_from_stats() -> None:
     assert crawl_exit_status({"seeds/valid": 1, "downloader/exception_count": 3}) == 1
     stopped = {"seeds/valid": 1, "downloader/exception_count": 3, "finish_reason": "shutdown"}
     assert crawl_exit_status(stopped) == 0  # Ctrl-C before the first page: not a failure
+    assert crawl_exit_status({"seeds/valid": 1, "finish_reason": "frontier_refused"}) == 2
     # robots.txt answered (5xx) but no page was fetched: still nothing crawled
     assert crawl_exit_status({"robotstxt/response_count": 2, "robotstxt/unreachable": 2}) == 1
 
@@ -297,3 +299,35 @@ def test_a_crawl_prints_a_progress_line_within_seconds(tmp_path: Path) -> None:
     lines = out.stderr.splitlines()
     closing = next(i for i, line in enumerate(lines) if "Closing spider" in line)
     assert any("[crawler.extensions.progress] INFO: Crawled " in ln for ln in lines[:closing])
+
+
+def test_a_crawl_stored_by_another_version_is_refused_before_any_request(tmp_path: Path) -> None:
+    """One line naming the crawl and what to do, exit status 2, nothing asked of the site.
+    (Stored between that check and the frontier's opening, the crawl ends ``frontier_refused``:
+    status 2 as well, ``test_exit_status_from_stats``.)"""
+    redis = start_redis(tmp_path)
+    key = fresh_key()
+    asked: list[str] = []
+    try:
+        with redis.client() as client:
+            client.hset("{" + key + "}:meta", "layout", "0")
+        with serve_pages("127.0.0.1", {"/": "<html><body>one page</body></html>"}) as port:
+            result = run_crawl(
+                tmp_path,
+                seeds=[f"http://127.0.0.1:{port}/"],
+                settings={
+                    "FRONTIER_BACKEND": "redis",
+                    "REDIS_URL": f"redis://127.0.0.1:{redis.port}/0",
+                    "FRONTIER_REDIS_KEY": key,
+                    "ALLOW_PRIVATE_ADDRESSES": True,
+                },
+            )
+            asked = [line for line in result.log.splitlines() if "Crawled (" in line]
+    finally:
+        redis.stop()
+    assert result.returncode == 2, result.log[-3000:]
+    log = (tmp_path / "crawl.log").read_text()
+    refusals = [line for line in log.splitlines() if " refused: " in line]
+    assert len(refusals) == 1 and "stored by another version" in refusals[0], refusals
+    assert "FRONTIER_RESET=True" in refusals[0]
+    assert asked == []

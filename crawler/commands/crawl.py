@@ -273,13 +273,17 @@ def already_finished(stats: Mapping[str, Any], settings: BaseSettings, site: str
 
 
 def crawl_exit_status(stats: Mapping[str, Any]) -> int:
-    """2: there was nothing to crawl (no valid seed, nothing due, nothing fetched); 1: pages were
-    asked for but every one failed (unreachable hosts, robots.txt never answering); else 0.
+    """2: there was nothing to crawl (no valid seed, nothing due, nothing fetched) or the shared
+    frontier refused the crawl (stored by another version, other settings: what to do is in
+    the log); 1: pages were asked for but every one failed (unreachable hosts, robots.txt
+    never answering); else 0.
 
     A worker joining a shared crawl (or resuming a JOBDIR) has no seeds of its own but works on
     a frontier that knows the crawl's URLs, so it ends with 0, even when nothing was left to
     fetch; so does a crawl stopped (Ctrl-C) before its first page.
     """
+    if stats.get("finish_reason") == "frontier_refused":
+        return 2  # refused once the frontier opened, as a setting is refused before
     # Pages answered (any status), robots.txt apart: the summary's tally (pages/status/<code>),
     # else Scrapy's count (robots.txt answers stay inside the robots.txt middleware).
     tallied = [v for k, v in stats.items() if k.startswith("pages/status/")]
