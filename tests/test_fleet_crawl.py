@@ -22,9 +22,7 @@ from tests.test_redis_crawl import HOSTS, check_polite, site, start_workers, wai
 
 pytestmark = pytest.mark.integration
 
-# the near-duplicate store on Redis is being ported on another branch: the in-process one here
 EXTRA = {
-    "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     "TUNING": {"heartbeat_interval": 0.5},
 }
 ACTS_WITHIN = 1.0  # seconds: "acts on every worker within a second"

@@ -35,8 +35,6 @@ def settings(redis: RedisServer, tmp: Path, **extra: object) -> dict[str, object
         "FRONTIER_MIN_DELAY": 0.05,
         "FRONTIER_DELAY_FACTOR": 0,
         "JOBDIR": tmp / "job",
-        # the near-duplicate store on Redis is being ported on another branch
-        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
         **extra,
     }
 

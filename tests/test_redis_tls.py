@@ -58,8 +58,6 @@ def settings(redis: RedisServer, tmp: Path, key: str, params: dict[str, str]) ->
         "ALLOW_PRIVATE_ADDRESSES": True,
         "FRONTIER_MIN_DELAY": 0.05,
         "FRONTIER_DELAY_FACTOR": 0,
-        # the near-duplicate store on Redis is being ported on another branch
-        "BACKEND_CLASSES": {"neardup_store": "crawler.content.neardup.NearDuplicateDetector"},
     }
 
 
