@@ -145,8 +145,11 @@ FRONT_QUEUES = 8  # crawler.frontier.mercator.FRONT_QUEUES: depth d goes to fron
 STORES: dict[str, type[RedisFrontierStore]] = {"new": RedisFrontierStore}
 
 
+EXTRA: dict[str, str] = {}  # --set: settings of the simulation's frontiers (forked workers too)
+
+
 def settings(port: int, policy: str, worker: str) -> Settings:
-    """One worker's settings: politeness off, everything else the defaults."""
+    """One worker's settings: politeness off, everything else the defaults (or ``--set``)."""
     return Settings(
         {
             "REDIS_URL": f"redis://127.0.0.1:{port}/0",
@@ -155,6 +158,7 @@ def settings(port: int, policy: str, worker: str) -> Settings:
             "FRONTIER_DELAY_FACTOR": 0.0,
             "FRONTIER_HOST_CONCURRENCY": 1,
             "RECORD_WORKER_ID": worker,
+            **EXTRA,
         }
     )
 
@@ -679,6 +683,10 @@ def main() -> None:
         help="Redis under callgrind: its instructions per page (slow: few --pages)",
     )  # fmt: skip
     parser.add_argument("--callgrind-out", default="", help="keep callgrind's files there")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE",
+        help="a setting of the simulation's frontiers (e.g. FRONTIER_SEEN_EXACT_LIMIT=-1)",
+    )
     parser.add_argument("--real", action="store_true", help="also 2 scrapy crawl workers")
     parser.add_argument("--real-only", action="store_true", help="only the real crawl")
     parser.add_argument(
@@ -693,6 +701,7 @@ def main() -> None:
         "--merge", default="", help="a --json file of an earlier run: its rows join the table"
     )
     args = parser.parse_args()
+    EXTRA.update(item.split("=", 1) for item in args.set)
     workers = [int(x) for x in args.workers.split(",")]
     results: list[dict[str, Any]] = []
     real: list[dict[str, Any]] = []
