@@ -25,6 +25,7 @@ local epoch = ARGV[27]
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
+local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 
 local function meta(h)
   local m = tonumber(redis.call('HGET', KEYS[3], h) or 0)
@@ -32,7 +33,7 @@ local function meta(h)
 end
 
 -- what the decision read must be as it was: certainly so if nothing was committed since
-local v = redis.call('HMGET', KEYS[1], 'seq', 'forget', 'floor')
+local v = redis.call('HMGET', KEYS[1], 'seq', 'forget', 'floor', 'epoch')
 local seq, forget = tonumber(v[1] or 0), tonumber(v[2] or 0)
 if seq ~= seq_seen then
   local pages, tlen = meta(hid)
@@ -92,17 +93,19 @@ local function counts(dup, k, elem)
           k or 0, elem or ''}
 end
 
-redis.call('HSETNX', KEYS[1], 'epoch', epoch)  -- names this state: a new one has another
+if not v[4] then redis.call('HSET', KEYS[1], 'epoch', epoch) end  -- names this state
 if action == 'unchanged' then return counts(false) end
 local id, okey, rkey = own_seen, KEYS[10], KEYS[11]
 if id == 0 then
-  id = tonumber(redis.call('GET', KEYS[2]) or 0) + 1
+  id = redis.call('INCR', KEYS[2])
   if action == 'new' then  -- its record goes in a chunk the worker declared
     local c = math.floor(id / SLOTS)
     if c == chunk + 1 then okey, rkey = KEYS[12], KEYS[13]
-    elseif c ~= chunk then return {'retry'} end
+    elseif c ~= chunk then
+      redis.call('DECR', KEYS[2])
+      return {'retry'}
+    end
   end
-  redis.call('SET', KEYS[2], id)
   redis.call('HSET', KEYS[7], ufield, id)
 else
   local at = (id % SLOTS) * ENTRY
@@ -132,8 +135,9 @@ if action == 'new' then
   end
   if #anchors > 0 then
     redis.call('HSET', KEYS[5], k, elem .. anchors)
-    if redis.call('LPUSH', KEYS[6], struct.pack('>I4', k) .. anchors) > RECENT then
-      redis.call('HSET', KEYS[1], 'floor', (struct.unpack('>I4', redis.call('RPOP', KEYS[6]))))
+    if redis.call('LPUSH', KEYS[6], struct.pack('>I4', k) .. anchors) > RECENT + TRIM then
+      local gone = redis.call('RPOP', KEYS[6], TRIM)  -- the oldest, the newest of them last
+      redis.call('HSET', KEYS[1], 'floor', (struct.unpack('>I4', gone[#gone])))
     end
   end
   teach()
