@@ -9,6 +9,8 @@ Run from the project root (starts its own ``redis-server``; PostgreSQL at 127.0.
     git archive main | tar -x -C /tmp/base             # the same real-pages run of main's code,
     .venv/bin/python bench/shared.py --only neardup --baseline /tmp/base --runs 3  # alternating
     .venv/bin/python bench/shared.py --only neardup --baseline /tmp/base --instructions
+    .venv/bin/python bench/shared.py --only neardup --quick --devsite --instructions  # the
+    # pages of bench/partition_costs.py --real's crawl too (its capacity)
 
 It prints:
 
@@ -21,7 +23,8 @@ It prints:
    real pages are run through that tree's code too, alternating, ``--runs`` times each, on the
    same Redis; with ``--instructions``, once more each against a ``redis-server`` under
    valgrind's callgrind, which counts its instructions per page (what a busy machine does not
-   change); then check-and-insert per second from one and from two client processes on ~5 KB
+   change); with ``--devsite``, the same on the real crawl's devsite pages; then
+   check-and-insert per second from one and from two client processes on ~5 KB
    pages, the time a client waits for Redis per page, the server time per script call and the
    commits retried;
 2. ``index``: PostgreSQL index writes per second (pages with ~95 outlinks, batches of 200)
@@ -51,7 +54,7 @@ import redis
 
 from bench.index import make_pages
 from crawler.backends.postgres.index import PostgresIndex
-from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup import DEFAULT_CAPACITY, RedisNearDuplicateDetector
 from crawler.backends.sqlite.index import SQLiteIndex
 from crawler.content.neardup import NearDuplicateDetector
 from devsite.testset import build_labelled_set, page_item, text_pages
@@ -101,9 +104,10 @@ import subprocess
 port, path, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 valgrind = sys.argv[4] if len(sys.argv) > 4 else ""  # pid of a redis-server under callgrind
 pages = pickle.load(open(path, "rb"))
+capacity = int(sys.argv[5]) if len(sys.argv) > 5 else len(pages)
 client = redis.Redis(host="127.0.0.1", port=port)
 workers = [RedisNearDuplicateDetector(redis.Redis(host="127.0.0.1", port=port), key,
-                                      capacity=len(pages)) for _ in range(2)]
+                                      capacity=capacity) for _ in range(2)]
 local = NearDuplicateDetector()
 differ, shared, alone = 0, 0.0, 0.0
 for w in workers:  # scripts loaded before counting
@@ -136,18 +140,21 @@ print(json.dumps({
 """
 
 
-def _real_run(port: int, tree: Path, path: Path, valgrind: int = 0) -> dict[str, Any]:
-    """:data:`_REAL_RUN` with ``tree``'s code, in a process of its own."""
+def _real_run(
+    port: int, tree: Path, path: Path, valgrind: int = 0, capacity: int = 0
+) -> dict[str, Any]:
+    """:data:`_REAL_RUN` with ``tree``'s code, in a process of its own (``capacity``: the
+    detectors', else the pages')."""
     out = subprocess.run(
         [sys.executable, "-c", _REAL_RUN, str(port), str(path), fresh_key(),
-         str(valgrind or "")],
+         str(valgrind or ""), *([str(capacity)] if capacity else [])],
         cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
         check=True,
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def _instructions(tree: Path, path: Path, pages: int) -> float | None:
+def _instructions(tree: Path, path: Path, pages: int, capacity: int = 0) -> float | None:
     """Instructions redis-server executes per real page with ``tree``'s code, counted by
     valgrind's callgrind (the same on a busy machine as on an idle one); None without it."""
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
@@ -169,7 +176,7 @@ def _instructions(tree: Path, path: Path, pages: int) -> float | None:
                     break
                 except redis.ConnectionError:
                     time.sleep(0.1)
-            _real_run(port, tree, path, proc.pid)
+            _real_run(port, tree, path, proc.pid, capacity)
             time.sleep(0.5)
             dumps = sorted(Path(tmp).glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
             for line in dumps[-1].read_text().splitlines():
@@ -183,9 +190,10 @@ def _instructions(tree: Path, path: Path, pages: int) -> float | None:
 
 def _redis_cost(
     server: RedisServer, order: list[tuple[str, str, str | None]], baseline: Path | None,
-    runs: int, instructions: bool,
+    runs: int, instructions: bool, capacity: int = 0,
 ) -> None:
-    """What Redis spends per real page, this tree's code (and ``baseline``'s, alternating)."""
+    """What Redis spends per real page, this tree's code (and ``baseline``'s, alternating);
+    ``capacity``: the detectors' (else the pages')."""
     trees = [("this tree", Path(__file__).resolve().parents[1])]
     if baseline is not None:
         trees.insert(0, ("baseline", baseline.resolve()))
@@ -195,8 +203,8 @@ def _redis_cost(
         results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
         for _ in range(runs):
             for name, tree in trees:
-                results[name].append(_real_run(server.port, tree, path))
-        counted = {name: _instructions(tree, path, len(order)) if instructions else None
+                results[name].append(_real_run(server.port, tree, path, 0, capacity))
+        counted = {name: _instructions(tree, path, len(order), capacity) if instructions else None
                    for name, tree in trees}
     for name, rows in results.items():
         best = min(rows, key=lambda r: r["script_us"])
@@ -263,9 +271,34 @@ def _client_run(
     return time.perf_counter() - t0, spent["redis"], det.retries
 
 
+def _devsite_order() -> list[tuple[str, str, str | None]]:
+    """The pages of ``bench/partition_costs.py --real``'s devsite (40 hosts of 50 pages), a
+    page of each host in turn, as (url, main text, title)."""
+    from urllib.parse import urlsplit
+
+    from crawler.content.html import parse_html
+    from crawler.content.maintext import main_text
+    from devsite import HostSpec, build_site
+
+    hosts = [f"127.0.0.{i}" for i in range(2, 42)]
+    graph = build_site([HostSpec(h, pages=50) for h in hosts], links_per_page=5,
+                       cross_host_links=1, port=8000)
+    per_host = []
+    for host in hosts:
+        pages = []
+        for url in [graph.url(host, "/"), *graph.page_urls(host)]:
+            doc = graph.resolve(host, urlsplit(url).path)
+            if doc is not None:
+                html = doc.body.decode()
+                pages.append((url, main_text(html), parse_html(doc.body, "utf-8").title or None))
+        per_host.append(pages)
+    return [pages[i] for i in range(max(map(len, per_host))) for pages in per_host
+            if i < len(pages)]
+
+
 def bench_neardup(
     server: RedisServer, quick: bool, baseline: Path | None = None, runs: int = 1,
-    instructions: bool = False,
+    instructions: bool = False, devsite: bool = False,
 ) -> None:
     print("1. Shared near-duplicates (Redis: READ, decide in the worker, COMMIT)")
     labelled = build_labelled_set(pages=60 if quick else 130, variants_per_page=6, seed=7)
@@ -285,6 +318,10 @@ def bench_neardup(
             print(f"   real pages: documentation trees missing ({skipped})")
     except OSError as exc:
         print(f"   real pages: not available ({exc})")
+    if devsite:  # the real crawl's pages, the capacity its workers have
+        order = _devsite_order()
+        _compare(server, "the devsite crawl's pages", order)
+        _redis_cost(server, order, baseline, runs, instructions, DEFAULT_CAPACITY)
 
     count = 3000 if quick else 10000
     texts = text_pages(count, size=5000, seed=3)
@@ -364,13 +401,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="real-page runs per tree")
     parser.add_argument("--instructions", action="store_true", help="also count redis-server's "
                         "instructions per real page under valgrind (callgrind), once per tree")
+    parser.add_argument("--devsite", action="store_true", help="also the pages of "
+                        "bench/partition_costs.py --real's devsite, two workers taking turns")
     args = parser.parse_args()
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         server = start_redis(Path(tmp))
         try:
             if "neardup" in only:
-                bench_neardup(server, args.quick, args.baseline, args.runs, args.instructions)
+                bench_neardup(server, args.quick, args.baseline, args.runs, args.instructions,
+                              args.devsite)
         finally:
             server.stop()
     if "index" in only:

@@ -342,3 +342,55 @@ def test_a_worker_started_while_redis_is_away_checks_the_crawl_once_it_is_back(
         assert other.check("http://b.test/1", _text(2)).kind != "unjudged"
     finally:
         server.stop()
+
+
+def test_on_one_server_an_originals_postings_take_one_round_trip(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Anchors on several tags, one server: a new original's postings go in a pipeline with at
+    most one script call (a script may touch every tag there); decisions stay alike."""
+    calls: list[int] = []
+    run_scripts = anchors_module.run_scripts
+
+    def spy(client: Any, script: Any, todo: list[Any], first: Any = ()) -> Any:
+        calls.append(len(todo))
+        return run_scripts(client, script, todo, first)
+
+    monkeypatch.setattr(anchors_module, "run_scripts", spy)
+    shared = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
+    local = NearDuplicateDetector()
+    common = _text(10_000).splitlines()[:4]
+    for n in range(6):
+        url, text = f"http://h{n}.test/p", "\n".join(common + _text(n).splitlines())
+        assert shared.check(url, text) == local.check(url, text), url
+    assert max(calls) == 1  # with anchors of every tag (all are shared from the second on)
+
+
+def test_a_posting_another_original_wrote_first_is_placed_by_store_key(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Worker a commits an original, worker b commits a copy-free page sharing its anchors and
+    writes its postings first (a's still pending, the anchors read empty): a's plain first
+    write finds them taken and places its posting before b's, by store key."""
+    key = fresh_key()
+    a = RedisNearDuplicateDetector(redis_server.client(), key)
+    b = RedisNearDuplicateDetector(redis_server.client(), key)
+    late: list[Any] = []
+    write = a.anchors.write
+    monkeypatch.setattr(a.anchors, "write", lambda *args: late.append(args))
+    shared_lines = _text(7).splitlines()
+    assert a.check("http://a.test/1", "\n".join(shared_lines)).kind == "new"
+    other = "\n".join(shared_lines[:2] + _text(8).splitlines())
+    assert b.check("http://b.test/1", other).kind == "new"
+    taken: list[list[int]] = []
+    put_calls = a.anchors.put_calls
+    monkeypatch.setattr(a.anchors, "put_calls", lambda elem, anchors: taken.append(anchors)
+                        or put_calls(elem, anchors))
+    (args,) = late
+    write(*args)
+    assert taken[-1]  # some of a's anchors were b's first
+    for anchor in taken[-1]:
+        (value,) = a.anchors.read([anchor])
+        assert anchors_module.parse(value) == [(1, 1), (2, 2)]

@@ -129,15 +129,18 @@ def test_each_script_call_is_given_keys_of_one_slot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     detector = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
+    detector.anchors._one_server = False  # the calls as a cluster gets them
     given: list[list[str]] = []
     commit = detector.store._commit
     monkeypatch.setattr(detector.store, "_commit", lambda keys, args: given.append(keys)
                         or commit(keys=keys, args=args))
     run_scripts = anchors_module.run_scripts
 
-    def spy(client: Any, script: Any, calls: list[tuple[list[str], list[Any]]]) -> None:
+    def spy(client: Any, script: Any, calls: list[tuple[list[str], list[Any]]],
+            first: Any = ()) -> Any:
         given.extend(keys for keys, _ in calls)
-        run_scripts(client, script, calls)
+        given.extend([command[1]] for command in first)  # plain HSETNX: one key each
+        return run_scripts(client, script, calls, first)
 
     monkeypatch.setattr(anchors_module, "run_scripts", spy)
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))

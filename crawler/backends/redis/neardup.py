@@ -29,8 +29,10 @@ compare-and-set:
    posting of one of the page's anchors that had fewer than ``MAX_POSTING``), then records the
    page (an original also goes to ``:pend`` and ``:recent``); else it answers ``retry`` and the
    worker starts again from 1.
-4. A new original's postings are written (``neardup_put.lua``, one call per anchor tag) and
-   taken off ``:pend`` by the worker's next read.
+4. A new original's postings are written (``neardup_anchors``: a plain ``HSETNX`` for an
+   anchor read without postings, else ``neardup_put.lua``, one call per anchor tag on a
+   cluster, one on one server; none for an anchor whose postings were full) and taken off
+   ``:pend`` by the worker's next read.
 
 **Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
 be written by the commit; they need not be: the crawl's tag orders the decisions, and the
@@ -348,7 +350,9 @@ class RedisNearDuplicateDetector:
                 continue
             self._committed(host, result, lesson)
             if int(result[5]) and lens:  # a new original: its postings
-                self.anchors.write(int(result[5]), result[6], anchors)
+                seen = [v if n < MAX_POSTING else None
+                        for v, n in zip(read.stored, lens, strict=True)]
+                self.anchors.write(int(result[5]), result[6], anchors, seen)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(

@@ -1,6 +1,7 @@
 """The shared near-duplicate detector's anchor index in Redis: each anchor's postings in small
 bucketed hashes on hash tags of their own (so over the nodes of a Redis Cluster), read with plain
-``HMGET`` and written by ``lua/neardup_put.lua``, one call per tag.
+``HMGET`` and written by ``lua/neardup_put.lua`` (one call per tag; on one server, one call),
+or by a plain ``HSETNX`` where the writer read none.
 
 **Layout.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) is first
 *spread*, ``x = anchor * SPREAD mod 2**32`` (a bijection): an original's anchors lie in the
@@ -29,6 +30,7 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
+from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from crawler.backends.redis.keys import glob_escape, shard_tag
@@ -40,11 +42,18 @@ SPREAD = 0x9E3779B1  # odd (a bijection of 32-bit values): 2**32 / golden ratio,
 PUT = resources.files("crawler.backends.redis").joinpath("lua/neardup_put.lua").read_text()
 
 
-def run_scripts(client: Any, script: Any, calls: Sequence[tuple[list[str], list[Any]]]) -> None:
+def run_scripts(
+    client: Any, script: Any, calls: Sequence[tuple[list[str], list[Any]]],
+    first: Sequence[tuple[Any, ...]] = (),
+) -> list[Any]:
     """Each (keys, args) call of ``script`` in one pipeline (redis-py routes each by its keys
-    on a cluster, one round trip per node), loading the script where a server lacks it."""
+    on a cluster, one round trip per node), loading the script where a server lacks it;
+    ``first``: plain commands sent before them in the same pipeline, whose replies it
+    returns (sent again if the script had to be loaded)."""
     for _ in range(2):
         pipe = client.pipeline(transaction=False)
+        for command in first:
+            pipe.execute_command(*command)
         for keys, args in calls:
             pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
         replies = pipe.execute(raise_on_error=False)
@@ -54,6 +63,7 @@ def run_scripts(client: Any, script: Any, calls: Sequence[tuple[list[str], list[
     for reply in replies:
         if isinstance(reply, Exception):
             raise reply
+    return replies[: len(first)]
 
 
 def element(k: int, doc: int) -> bytes:
@@ -115,14 +125,6 @@ class AnchorKeys:
         g = bucket % self.groups
         return g, f"{self.tags[g]}:a:{bucket}", str(x & self._mask)
 
-    def by_group(self, anchors: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
-        """The anchors' (bucket key, field) by group, in the anchors' order."""
-        out: dict[int, list[tuple[str, str]]] = {}
-        for anchor in anchors:
-            g, key, field = self.place(anchor)
-            out.setdefault(g, []).append((key, field))
-        return out
-
     def patterns(self) -> list[str]:
         """SCAN patterns of every anchor bucket."""
         return [glob_escape(tag) + ":a:*" for tag in self.tags]
@@ -140,6 +142,7 @@ class AnchorPostings:
     def __init__(self, client: Any, keys: AnchorKeys, limit: int) -> None:
         self.client, self.keys, self.limit = client, keys, limit
         self._put = client.register_script(PUT)
+        self._one_server = not isinstance(client, RedisCluster)
         self._done: list[int] = []  # store keys whose postings this worker wrote since its read
         self.repaired = 0  # pending originals whose postings this worker wrote for another
 
@@ -189,20 +192,43 @@ class AnchorPostings:
         reads = self.queue_read(pipe, anchors)
         return self.parse_read(reads, pipe.execute(), len(anchors))
 
-    def write(self, k: int, elem: bytes, anchors: list[int]) -> None:
-        """Write an original's postings (store key ``k``, element ``elem``) on every tag its
-        anchors live on, one ``neardup_put.lua`` call each."""
-        run_scripts(self.client, self._put, self.put_calls(elem, anchors))
+    def write(
+        self, k: int, elem: bytes, anchors: list[int], seen: Sequence[bytes | None] | None = None
+    ) -> None:
+        """Write an original's postings (store key ``k``, element ``elem``) into its anchors'.
+        ``seen``: per anchor, the postings its worker read before the commit gave ``k``, or
+        None where those merged with the pending ones held :attr:`limit`: each of those is
+        stored before ``k`` (store keys are given in commit order), so ``k`` never joins them
+        and nothing is written. An anchor read without postings (most are: an original's
+        anchors are mostly its own) gets them with a plain ``HSETNX``, the field still missing;
+        the others (without ``seen``, a repair: all) and those another original's posting
+        reached first are placed by ``neardup_put.lua``: one call per tag on a cluster, one
+        on one server."""
+        fresh: list[int] = []
+        rest: list[int] = []
+        for i, anchor in enumerate(anchors):
+            read = b"?" if seen is None else seen[i]
+            if read is not None:
+                (rest if read else fresh).append(anchor)
+        first = [("HSETNX", key, field, elem)
+                 for _, key, field in (self.keys.place(anchor) for anchor in fresh)]
+        replies = run_scripts(self.client, self._put, self.put_calls(elem, rest), first)
+        taken = [anchor for anchor, new in zip(fresh, replies, strict=True) if not int(new)]
+        if taken:  # another original's posting came first: placed by store key
+            run_scripts(self.client, self._put, self.put_calls(elem, taken))
         self._done.append(k)  # the next read takes it off :pend, now the writes are answered
 
     def put_calls(self, elem: bytes, anchors: list[int]) -> list[tuple[list[str], list[Any]]]:
         """The ``neardup_put.lua`` calls (keys, args) that write ``elem`` into ``anchors``'
-        postings: one per tag."""
-        calls = []
-        for places in self.keys.by_group(anchors).values():
-            keys = [x for key, field in places for x in (key, _long_key(key, field))]
-            calls.append((keys, [self.limit, elem, LONG, *(field for _, field in places)]))
-        return calls
+        postings: one per tag on a cluster, one on one server (a script may touch any key
+        there)."""
+        by_call: dict[int, tuple[list[str], list[Any]]] = {}
+        for anchor in anchors:
+            g, key, field = self.keys.place(anchor)
+            keys, fields = by_call.setdefault(0 if self._one_server else g, ([], []))
+            keys += (key, _long_key(key, field))
+            fields.append(field)
+        return [(keys, [self.limit, elem, LONG, *fields]) for keys, fields in by_call.values()]
 
     def pending(self, values: list[bytes], next_id: int) -> list[tuple[int, int, set[int]]]:
         """The pending originals read from ``:pend``: (store key, id, anchors). One left

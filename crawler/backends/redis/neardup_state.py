@@ -15,6 +15,7 @@ both (more than :data:`SLOTS` ids given between the worker's read and its commit
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -152,14 +153,19 @@ class NeardupState:
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
         old_key, old_field = bucket(keys.fingerprints_prefix, old_fp or bytes(8), self.bits)
         chunk = (read.own or read.next_id + 1) // SLOTS
+        learned, entry, made, snapshot = lesson
+        numbers = struct.pack(
+            ">IIIIIQIIiIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
+            version, MAX_POSTING, learned, SLOTS, chunk, RECENT,
+        )
+        strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
+                   anchors, lens, checks, payload, entry, made, snapshot, old_fp,
+                   old_field if old_fp else b"", self.epoch.encode())
         return self._commit(  # type: ignore[no-any-return]
             keys=[keys.versions, keys.last_id, keys.template_meta, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, old_key,
                   keys.table(chunk), keys.records(chunk),
                   keys.table(chunk + 1), keys.records(chunk + 1),
                   keys.template(hid), keys.snapshot(hid), keys.lessons(hid)],
-            args=[action, host, hid, ufield, fp, ffield if fp else b"", read.own, read.owner,
-                  read.forget, read.next_id, read.seq, version, anchors, lens, checks, payload,
-                  MAX_POSTING, *lesson, old_fp, old_field if old_fp else b"", SLOTS, chunk,
-                  RECENT, self.epoch],
+            args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
         )

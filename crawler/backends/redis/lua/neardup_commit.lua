@@ -8,23 +8,22 @@
 -- KEYS[10], KEYS[11] the :o and :r chunks of the URL's id (refetched) or of the next id
 -- KEYS[12], KEYS[13] the :o and :r chunks after those (a new id may land in either)
 -- KEYS[14..16] the host's template :t, its model's snapshot :ts and log :tl
--- ARGV: action, host, host id, URL field, fingerprint, its field, own id, owner, forget, next,
--- seq (as read), template length read, anchors, their postings' lengths, (host id, template
--- length) of each candidate's host, record payload, MAXP, model version, log entry, blocks
--- made template, snapshot, old fingerprint and its field, ids per chunk, first chunk number,
--- RECENT, the worker's epoch (the state's, if it has none yet). Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
-local action, host, hid, ufield = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local fp, ffield, own_seen, owner_seen = ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
-local forget_seen, next_seen, seq_seen = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-local tlen_seen, anchors, lens, checks = tonumber(ARGV[12]), ARGV[13], ARGV[14], ARGV[15]
-local payload, MAXP, learned = ARGV[16], tonumber(ARGV[17]), tonumber(ARGV[18])
-local entry, made, snapshot = ARGV[19], ARGV[20], ARGV[21]
-local old_fp, old_field = ARGV[22], ARGV[23]
-local SLOTS, chunk, RECENT = tonumber(ARGV[24]), tonumber(ARGV[25]), tonumber(ARGV[26])
-local epoch = ARGV[27]
+-- ARGV[1], packed big-endian (each argument costs Redis ~1,000 instructions; one unpack far
+-- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
+-- version (-1: no lesson), ids per chunk, first chunk number, RECENT. ARGV[2], each string
+-- after its 4-byte length: action, host, URL field, fingerprint, its field, anchors, their
+-- postings' lengths, (host id, template length) of each candidate's host, record payload, log
+-- entry, blocks made template, snapshot, old fingerprint and its field, the worker's epoch
+-- (the state's, if it has none yet).
+-- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
+local hid, own_seen, owner_seen, forget_seen, next_seen, seq_seen, tlen_seen, MAXP, learned,
+  SLOTS, chunk, RECENT = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4', ARGV[1])
+local action, host, ufield, fp, ffield, anchors, lens, checks, payload, entry, made, snapshot,
+  old_fp, old_field, epoch = struct.unpack('>' .. string.rep('I4c0', 15), ARGV[2])
 local HOSTS = 2 ^ 26  -- :hc packs a host's pages and duplicates as pages * HOSTS + duplicates
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
+local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 
 local function meta(h)
   local m = tonumber(redis.call('HGET', KEYS[3], h) or 0)
@@ -32,7 +31,7 @@ local function meta(h)
 end
 
 -- what the decision read must be as it was: certainly so if nothing was committed since
-local v = redis.call('HMGET', KEYS[1], 'seq', 'forget', 'floor')
+local v = redis.call('HMGET', KEYS[1], 'seq', 'forget', 'floor', 'epoch')
 local seq, forget = tonumber(v[1] or 0), tonumber(v[2] or 0)
 if seq ~= seq_seen then
   local pages, tlen = meta(hid)
@@ -59,17 +58,21 @@ if seq ~= seq_seen then
         any = true
       end
     end
+    -- each commit since the read stored at most one original: read no more entries (each
+    -- read costs Redis ~1,500 instructions) than commits happened, 32 at most at a time
+    local newer = seq - seq_seen
     local from, more = 0, any
-    while more do
-      local got = redis.call('LRANGE', KEYS[6], from, from + 31)
-      more = #got == 32
+    while more and from < newer do
+      local n = math.min(newer - from, 32)
+      local got = redis.call('LRANGE', KEYS[6], from, from + n - 1)
+      more = #got == n
       for _, e in ipairs(got) do
         if struct.unpack('>I4', e) <= next_seen then more = false break end
         for j = 5, #e, 4 do
           if mine[string.sub(e, j, j + 3)] then return {'retry'} end
         end
       end
-      from = from + 32
+      from = from + n
     end
   end
 end
@@ -92,17 +95,19 @@ local function counts(dup, k, elem)
           k or 0, elem or ''}
 end
 
-redis.call('HSETNX', KEYS[1], 'epoch', epoch)  -- names this state: a new one has another
+if not v[4] then redis.call('HSET', KEYS[1], 'epoch', epoch) end  -- names this state
 if action == 'unchanged' then return counts(false) end
 local id, okey, rkey = own_seen, KEYS[10], KEYS[11]
 if id == 0 then
-  id = tonumber(redis.call('GET', KEYS[2]) or 0) + 1
+  id = redis.call('INCR', KEYS[2])
   if action == 'new' then  -- its record goes in a chunk the worker declared
     local c = math.floor(id / SLOTS)
     if c == chunk + 1 then okey, rkey = KEYS[12], KEYS[13]
-    elseif c ~= chunk then return {'retry'} end
+    elseif c ~= chunk then
+      redis.call('DECR', KEYS[2])
+      return {'retry'}
+    end
   end
-  redis.call('SET', KEYS[2], id)
   redis.call('HSET', KEYS[7], ufield, id)
 else
   local at = (id % SLOTS) * ENTRY
@@ -132,8 +137,9 @@ if action == 'new' then
   end
   if #anchors > 0 then
     redis.call('HSET', KEYS[5], k, elem .. anchors)
-    if redis.call('LPUSH', KEYS[6], struct.pack('>I4', k) .. anchors) > RECENT then
-      redis.call('HSET', KEYS[1], 'floor', (struct.unpack('>I4', redis.call('RPOP', KEYS[6]))))
+    if redis.call('LPUSH', KEYS[6], struct.pack('>I4', k) .. anchors) > RECENT + TRIM then
+      local gone = redis.call('RPOP', KEYS[6], TRIM)  -- the oldest, the newest of them last
+      redis.call('HSET', KEYS[1], 'floor', (struct.unpack('>I4', gone[#gone])))
     end
   end
   teach()
