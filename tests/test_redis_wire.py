@@ -68,6 +68,19 @@ def test_a_batch_is_one_request_with_its_refusals_in_place(
     assert replies[3:] == [b"OK", b"1.5"]  # as the server said them (no callbacks)
 
 
+def test_replies_longer_than_a_read_are_read_whole(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Replies that come in many reads of the socket (~1 MB): each read whole, in order."""
+    key = fresh_key()
+    with redis_server.client() as client:
+        client.set(key, b"x" * 1000)
+        commands = [("GET", key), ("STRLEN", key)] * 1000
+        fallback = Fallback(client, commands)
+        assert wire.execute(client, commands, fallback) == [b"x" * 1000, 1000] * 1000
+        assert fallback.calls == 0
+
+
 def test_a_client_it_cannot_serve_goes_through_redis_py(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 import redis
 from hiredis import pack_command
 from redis._parsers import _HiredisParser
+from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.exceptions import ConnectionError, ResponseError
 
 try:
@@ -98,8 +99,8 @@ def _replies(conn: Any, count: int) -> list[Any]:
     read = conn.read_response
     replies: list[Any] = []
     while len(replies) < count:
-        reply = conn._parser._reader.gets() if replies else False
-        if reply is False:  # (hiredis's "not enough data": nothing was taken)
+        reply = conn._parser._reader.gets() if replies else NOT_ENOUGH_DATA
+        if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
             try:
                 reply = read()
             except ResponseError as exc:
