@@ -328,6 +328,7 @@ def contains_across(
     Redis; a cluster client's pipeline sends each node its part): for each (seen-set, keys),
     whether each key was added. A read: sent again after a lost connection, it is the same
     read."""
+    tests = list(tests)
     if not any(keys for _, keys in tests):
         return [[] for _ in tests]
     commands: list[tuple[Any, ...]] = []
