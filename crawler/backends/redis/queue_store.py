@@ -427,7 +427,8 @@ class RedisQueueStore(QueueStore):
         caller adds writes that must land after these: an inbox's acknowledgements). The
         seen count goes with them with ``count``, the first time, and ``COUNT_EVERY`` s after
         the last (see ``OwnerSeenSet.queue_owed``)."""
-        self._primed = {}
+        if self._primed:
+            self._primed = {}
         if not (
             self._new_seen or self._pushes or self._pops or self._out_set or self._out_del
             or self._dirty or self._stale or self._back_hosts or count

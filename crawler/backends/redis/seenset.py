@@ -393,11 +393,20 @@ class OwnerSeenSet(SeenSet):
                 self._reserve()
             writer.write("BF.MADD", self.keys.seen, *map(_item, keys))
             return
-        buckets: dict[str, list[int]] = {}
+        shift = self._shift
+        buckets: dict[int, list[int]] = {}
         for key in keys:
-            buckets.setdefault(self.bucket(key), []).append(self.member(key))
-        for bucket, members in buckets.items():
-            writer.write("SADD", bucket, *members)
+            low = key & 0xFFFFFFFF
+            member = low - 0x100000000 if low & 0x80000000 else low  # (see member())
+            b = (key & _U64) >> shift
+            members = buckets.get(b)
+            if members is None:
+                buckets[b] = [member]
+            else:
+                members.append(member)
+        prefix = self._bucket_prefix
+        for b, members in buckets.items():
+            writer.write("SADD", prefix + str(b), *members)
         self.owed += len(keys)
 
     def queue_owed(self, writer: Any) -> bool:
