@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 import redis
-from redis.commands.core import Script
 
+from crawler.backends.redis import fence
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter
 from crawler.frontier.api import Entry
@@ -91,16 +91,16 @@ def test_a_retried_apply_whose_call_never_reached_redis_mails_once(
         assert len(a.parts) == len(b.parts) == 2
         links = entries(20, 2)
         theirs = [PartitionKeys(key, i, COUNT).inbox for i in sorted(b.parts)]
-        call = Script.__call__
+        call = fence.call_script
         failed: list[bool] = []
 
-        def fails_once(self: Script, *args: object, **kwargs: object) -> object:
+        def fails_once(*args: object) -> object:
             if not failed:
                 failed.append(True)
                 raise redis.ConnectionError("cut before it was sent")
-            return call(self, *args, **kwargs)
+            return call(*args)
 
-        monkeypatch.setattr(Script, "__call__", fails_once)
+        monkeypatch.setattr(fence, "call_script", fails_once)
         with pytest.raises(redis.ConnectionError):
             a.apply(links, [])
         assert [client.xlen(inbox) for inbox in theirs] == [0, 0]

@@ -26,6 +26,8 @@ from typing import Any
 import redis
 from redis.exceptions import AskError, NoScriptError, TryAgainError
 
+from crawler.backends.redis import wire
+
 FENCE_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/fence.lua").read_text()
 # Writes per script call: Lua's unpack() of one write's arguments and the reply table stay
 # far below Lua's stack limit (8,000), and one call never holds Redis for long.
@@ -191,7 +193,7 @@ class FencedWriter:
         (the master died) makes the owner send the call again: to the promoted replica,
         which applies it if it never had it, and skips its writes if it had."""
         if not self.replicas:
-            return self._script(keys=keys, args=argv)
+            return call_script(self._script, self.client, keys, argv)
         node = self.client
         cluster = hasattr(self.client, "get_node_from_key")
         if cluster:  # the node of the slot, asked directly (WAIT needs the same connection)
@@ -252,6 +254,30 @@ class FencedWriter:
         return min(self.replicas, have)
 
 
+def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> Any:
+    """One call of the fence script (redis-py's ``Script`` ``script``) on ``client``: its
+    reply, or its refusal raised. Sent by :func:`wire.execute`, which goes through redis-py
+    (its retries) when it must: a call sent again after a lost connection is what redis-py's
+    own retry does, and the call's number makes it harmless. A server that lacks the
+    script (``NOSCRIPT``: it did not run: a restart, a failover) is sent it, then the call
+    again."""
+
+    def through_redis_py() -> list[Any]:
+        try:
+            return [script(keys=keys, args=argv, client=client)]
+        except redis.ResponseError as exc:
+            return [exc]
+
+    command = ("EVALSHA", script.sha, len(keys), *keys, *argv)
+    (reply,) = wire.execute(client, [command], through_redis_py)
+    if isinstance(reply, NoScriptError):
+        client.script_load(script.script)
+        (reply,) = wire.execute(client, [command], through_redis_py)
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
+
+
 def combine(
     calls: list[tuple[FencedWriter, list[tuple[str, str, tuple[Any, ...]]]]],
 ) -> tuple[list[str], list[Any], list[int | str]]:
@@ -291,13 +317,16 @@ def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedW
     will send their writes and ``more`` as one call of the script (one server, no replicas
     to wait for, no call of unknown outcome to send again first, at most ``MAX_WRITES``
     writes in all): the writes of them all then land together, or none. Else None."""
-    if (
-        not writers or hasattr(client, "get_node_from_key")
-        or any(w.replicas or not w.settled for w in writers)
-        or sum(w.pending for w in writers) + more > MAX_WRITES
-    ):  # fmt: skip
+    if not writers or hasattr(client, "get_node_from_key"):
         return None
-    return next((w for w in reversed(writers) if w.pending), writers[-1])
+    pending = more
+    for w in writers:  # (a loop, not any() and sum(): it runs for every page)
+        if w.replicas or w._sent:
+            return None
+        pending += len(w._writes)
+    if pending > MAX_WRITES:
+        return None
+    return next((w for w in reversed(writers) if w._writes), writers[-1])
 
 
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
@@ -316,7 +345,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     writers it hit keep their writes, to be sent again as they were). Writers that wait for
     replicas (``WAIT`` after each call) flush one by one."""
     lost: list[PartitionLost | None] = [None] * len(writers)
-    waiting = [i for i, w in enumerate(writers) if w.pending]
+    waiting = [i for i, w in enumerate(writers) if w._writes]
     if len(waiting) < 2 or any(writers[i].replicas for i in waiting):
         for i in waiting:
             try:
@@ -344,7 +373,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
             w._sent = len(calls[-1][1])
         keys, argv, numbers = combine(calls)
         try:
-            reply = script(keys=keys, args=argv, client=client)
+            reply = call_script(script, client, keys, argv)
         except redis.ResponseError as exc:
             if str(exc).split(" ", 1)[0] not in ("FENCED", "REWOUND"):
                 raise
@@ -359,7 +388,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
             w._settle(reply, j, number, len(batch))
             del w._writes[: w._sent]
             w._sent = 0
-        waiting = [i for i in waiting if writers[i].pending]
+        waiting = [i for i in waiting if writers[i]._writes]
     return lost
 
 

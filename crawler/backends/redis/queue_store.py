@@ -71,9 +71,9 @@ class SeenWrites(Protocol):
 
     def contains_many(self, keys: Sequence[int]) -> list[bool]: ...
 
-    def queue_contains(
-        self, pipe: Any, keys: Sequence[int]
-    ) -> Callable[[Iterator[Any]], list[bool]]: ...
+    def contains_commands(
+        self, keys: Sequence[int]
+    ) -> tuple[list[tuple[Any, ...]], Callable[[Iterator[Any]], list[bool]]]: ...
 
     def queue_adds(self, writer: FencedWriter, keys: Sequence[int]) -> None: ...
 
@@ -414,6 +414,9 @@ class RedisQueueStore(QueueStore):
     def unstaged(self) -> int:
         """At most how many writes :meth:`stage` would queue now (without staging: changes
         staged apart are not merged, ``forget`` of an entry taken out since included)."""
+        if not (self._pushes or self._pops or self._stale or self._out_set or self._out_del
+                or self._dirty or self._new_seen):  # fmt: skip
+            return 8  # (most partitions, most calls)
         n = len(self._pushes) + len(self._pops) + len(self._stale) + 8
         n += sum(len(v) for v in self._pushes.values()) // MAX_ARGUMENTS
         n += (2 * (len(self._out_set) + len(self._dirty)) + len(self._out_del)) // MAX_ARGUMENTS
@@ -424,7 +427,8 @@ class RedisQueueStore(QueueStore):
         caller adds writes that must land after these: an inbox's acknowledgements). The
         seen count goes with them with ``count``, the first time, and ``COUNT_EVERY`` s after
         the last (see ``OwnerSeenSet.queue_owed``)."""
-        self._primed = {}
+        if self._primed:
+            self._primed = {}
         if not (
             self._new_seen or self._pushes or self._pops or self._out_set or self._out_del
             or self._dirty or self._stale or self._back_hosts or count

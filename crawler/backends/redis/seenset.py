@@ -74,6 +74,7 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
+from crawler.backends.redis import wire
 from crawler.backends.redis.keys import PartitionKeys
 
 log = logging.getLogger(__name__)
@@ -166,29 +167,39 @@ class SeenSet:
         """Whether each key was added (bloom: or is a false positive). One round trip."""
         return contains_across(self.client, [(self, keys)])[0]
 
-    def queue_contains(
-        self, pipe: Any, keys: Sequence[int]
-    ) -> Callable[[Iterator[Any]], list[bool]]:
-        """Queue the test of ``keys`` on ``pipe``: ``BF.MEXISTS`` (bloom), or one
-        ``SMISMEMBER`` per exact bucket the keys fall in. Returns what reads the answers, in
-        the order of ``keys``, from the pipeline's replies."""
+    def contains_commands(
+        self, keys: Sequence[int]
+    ) -> tuple[list[tuple[Any, ...]], Callable[[Iterator[Any]], list[bool]]]:
+        """The commands that test ``keys``: ``BF.MEXISTS`` (bloom), or one ``SMISMEMBER``
+        per exact bucket the keys fall in; and what reads the answers, in the order of
+        ``keys``, from their replies."""
         if self.config.bloom:
-            pipe.execute_command("BF.MEXISTS", self.keys.seen, *map(_item, keys))
-            return lambda replies: [bool(x) for x in next(replies)]
-        buckets: dict[str, list[int]] = {}
+            return [("BF.MEXISTS", self.keys.seen, *map(_item, keys))], _bloom_read
+        shift = self._shift
+        buckets: dict[int, list[int]] = {}
+        members: dict[int, list[int]] = {}
         for at, key in enumerate(keys):
-            buckets.setdefault(self.bucket(key), []).append(at)
-        for bucket, positions in buckets.items():
-            pipe.smismember(bucket, [self.member(keys[at]) for at in positions])
+            b = (key & _U64) >> shift
+            low = key & 0xFFFFFFFF
+            member = low - 0x100000000 if low & 0x80000000 else low  # (see member())
+            positions = buckets.get(b)
+            if positions is None:
+                buckets[b], members[b] = [at], [member]
+            else:
+                positions.append(at)
+                members[b].append(member)
+        prefix = self._bucket_prefix
+        commands = [("SMISMEMBER", prefix + str(b), *members[b]) for b in buckets]
 
         def read(replies: Iterator[Any]) -> list[bool]:
             out = [False] * len(keys)
             for positions in buckets.values():
                 for at, x in zip(positions, next(replies), strict=True):
-                    out[at] = bool(x)
+                    if x:
+                        out[at] = True
             return out
 
-        return read
+        return commands, read
 
     def count(self) -> int:
         """URLs added (bloom: ``BF.CARD``, which misses the false positives; exact: the
@@ -306,19 +317,42 @@ def _item(key: int) -> bytes:
     return key.to_bytes(8, "big", signed=True)
 
 
+def _bloom_read(replies: Iterator[Any]) -> list[bool]:
+    return [bool(x) for x in next(replies)]
+
+
 def contains_across(
     client: Any, tests: Sequence[tuple[SeenSet, Sequence[int]]]
 ) -> list[list[bool]]:
-    """The seen-tests of several partitions in one pipeline (one round trip; a cluster
-    client's pipeline sends each node its part): for each (seen-set, keys), whether each key
-    was added."""
-    tests = [(seen, keys) for seen, keys in tests]
+    """The seen-tests of several partitions in one round trip (:func:`wire.execute` on one
+    Redis; a cluster client's pipeline sends each node its part): for each (seen-set, keys),
+    whether each key was added. A read: sent again after a lost connection, it is the same
+    read."""
+    tests = list(tests)
     if not any(keys for _, keys in tests):
         return [[] for _ in tests]
-    pipe = client.pipeline(transaction=False)
-    readers = [seen.queue_contains(pipe, keys) if keys else None for seen, keys in tests]
-    replies = iter(pipe.execute())
-    return [read(replies) if read is not None else [] for read in readers]
+    commands: list[tuple[Any, ...]] = []
+    readers = []
+    for seen, keys in tests:
+        if keys:
+            some, read = seen.contains_commands(keys)
+            commands += some
+            readers.append(read)
+        else:
+            readers.append(None)
+
+    def through_redis_py() -> list[Any]:
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return pipe.execute()
+
+    replies = wire.execute(client, commands, through_redis_py)
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    it = iter(replies)
+    return [read(it) if read is not None else [] for read in readers]
 
 
 def count_across(client: Any, seen_sets: Sequence[SeenSet]) -> list[int]:
@@ -359,11 +393,20 @@ class OwnerSeenSet(SeenSet):
                 self._reserve()
             writer.write("BF.MADD", self.keys.seen, *map(_item, keys))
             return
-        buckets: dict[str, list[int]] = {}
+        shift = self._shift
+        buckets: dict[int, list[int]] = {}
         for key in keys:
-            buckets.setdefault(self.bucket(key), []).append(self.member(key))
-        for bucket, members in buckets.items():
-            writer.write("SADD", bucket, *members)
+            low = key & 0xFFFFFFFF
+            member = low - 0x100000000 if low & 0x80000000 else low  # (see member())
+            b = (key & _U64) >> shift
+            members = buckets.get(b)
+            if members is None:
+                buckets[b] = [member]
+            else:
+                members.append(member)
+        prefix = self._bucket_prefix
+        for b, members in buckets.items():
+            writer.write("SADD", prefix + str(b), *members)
         self.owed += len(keys)
 
     def queue_owed(self, writer: Any) -> bool:

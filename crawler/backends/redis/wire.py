@@ -1,0 +1,116 @@
+"""The frontier's hot round trips with less Python: a batch of commands sent as one request
+on a connection of redis-py's own pool, its replies read by hiredis, without the pipeline's
+layers (command stack, callbacks, per-command packing through Python, observability hooks).
+
+A worker's seen-test and its fenced call are a round trip or two per page; redis-py's pipeline
+costs ~25 us of Python a round trip and ~5 us a command above hiredis's parsing, about a
+third of the worker's CPU (``bench/partition_costs.py``). Here the request is packed by
+``hiredis.pack_command`` and sent with the connection's own ``send_packed_command``; each
+reply is read with the connection's ``read_response`` (hiredis parses it), so connecting,
+TLS, ACL login (``AUTH``/``HELLO``) and the socket timeouts stay redis-py's.
+
+What it does not handle it leaves to redis-py's normal path (``fallback``), which owns
+retries, reconnects and redirects: a Redis Cluster's client, a connection without hiredis's
+parser, a client-side cache (RESP2 and RESP3 alike: a push message is handed to redis-py's
+handler, as its own read does). A connection lost while a batch is out (a reset, a timeout)
+is disconnected and the batch goes through ``fallback``: sent again, as redis-py's own retry
+would send it again, provided the connection's retry policy allows one more attempt (else
+the error is raised, as redis-py raises it). So a batch may run twice on the server exactly
+when redis-py would run it twice: the callers send only batches whose replay is harmless
+(reads; a fenced call, which its number makes idempotent).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+from hiredis import pack_command
+from redis._parsers import _HiredisParser
+from redis._parsers.hiredis import NOT_ENOUGH_DATA
+from redis.exceptions import ConnectionError, ResponseError
+
+try:
+    from hiredis import PushNotification
+except ImportError:  # hiredis < 3.2: no push messages apart
+    PushNotification = None
+
+Command = Sequence[Any]  # the command's name and arguments: str, bytes, int or float
+
+# the pool's checkout without its deprecated-arguments wrapper (which inspects every call's
+# arguments), for redis-py's own ConnectionPool class only
+_checkout = getattr(
+    redis.ConnectionPool.get_connection, "__wrapped__", redis.ConnectionPool.get_connection
+)
+
+
+def _lean_connection(client: Any) -> tuple[Any, Any] | None:
+    """The pool and a connection of it fit for a lean batch, or None (use ``fallback``)."""
+    if type(client) is not redis.Redis:  # a cluster client, or a subclass that adds behavior
+        return None
+    pool = client.connection_pool
+    if getattr(pool, "cache", None) is not None:
+        return None
+    conn = _checkout(pool) if type(pool) is redis.ConnectionPool else pool.get_connection()
+    if not isinstance(conn._parser, _HiredisParser):
+        pool.release(conn)
+        return None
+    return pool, conn
+
+
+def execute(
+    client: Any, commands: Sequence[Command], fallback: Callable[[], list[Any]]
+) -> list[Any]:
+    """The replies to ``commands``, sent in one round trip, in order, as hiredis reads them
+    (without redis-py's response callbacks: callers read only what both paths give alike);
+    a command the server refused is its :class:`redis.ResponseError` in the list (as
+    redis-py's ``pipeline.execute(raise_on_error=False)`` gives it). ``fallback`` runs the
+    same batch through redis-py (see the module) when this path cannot."""
+    try:
+        request = b"".join([pack_command(tuple(c)) for c in commands])
+    except TypeError:  # an argument hiredis does not pack: redis-py's error, from its path
+        return fallback()
+    taken = _lean_connection(client)
+    if taken is None:
+        return fallback()
+    pool, conn = taken
+    try:
+        conn.send_packed_command([request])
+        return _replies(conn, len(commands))
+    except Exception as exc:
+        conn.disconnect()  # whatever of the batch is still on the wire is dropped with it
+        retry = conn.retry
+        if not isinstance(exc, retry._supported_errors) or retry.get_retries() == 0:
+            raise
+        backoff = retry._backoff.compute(1)
+    finally:
+        pool.release(conn)
+    if backoff > 0:
+        time.sleep(backoff)
+    return fallback()
+
+
+def _replies(conn: Any, count: int) -> list[Any]:
+    """``count`` replies: each read by the connection's ``read_response`` (which reads the
+    socket, raises what redis-py raises, hands push messages to its handler), except those
+    hiredis's reader already holds whole, taken from it directly."""
+    read = conn.read_response
+    replies: list[Any] = []
+    while len(replies) < count:
+        reply = conn._parser._reader.gets() if replies else NOT_ENOUGH_DATA
+        if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
+            try:
+                reply = read()
+            except ResponseError as exc:
+                reply = exc
+        elif PushNotification is not None and type(reply) is PushNotification:
+            conn._parser.handle_push_response(reply)
+            continue
+        elif isinstance(reply, ConnectionError):
+            raise reply
+        elif type(reply) is list and reply and isinstance(reply[0], ConnectionError):
+            raise reply[0]
+        replies.append(reply)
+    return replies

@@ -1,0 +1,137 @@
+"""The frontier's lean round trips (``crawler.backends.redis.wire``): a batch of commands is one
+request, its replies in order with a refusal in its place; what the lean path cannot do goes
+through redis-py's (``fallback``), and a connection lost while a batch is out sends the batch
+again through redis-py only when the client's retry policy allows another attempt. On a real
+redis-server; the lost reply cut by a loopback proxy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from redis.connection import Connection
+
+from crawler.backends.redis import wire
+from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
+from tests.reply_cut import reply_cutter
+
+
+class Fallback:
+    """A ``fallback`` that counts its calls and runs the batch through a redis-py pipeline."""
+
+    def __init__(self, client: redis.Redis, commands: list[tuple[object, ...]]) -> None:
+        self.client, self.commands, self.calls = client, commands, 0
+
+    def __call__(self) -> list[object]:
+        self.calls += 1
+        pipe = self.client.pipeline(transaction=False)
+        for command in self.commands:
+            pipe.execute_command(*command)
+        return pipe.execute(raise_on_error=False)
+
+
+@pytest.fixture
+def requests(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
+    """The requests sent on any connection while the test runs."""
+    sent: list[bytes] = []
+    send = Connection.send_packed_command
+
+    def counted(self: Connection, command: bytes | list[bytes], check_health: bool = True):
+        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        send(self, command, check_health)
+
+    monkeypatch.setattr(Connection, "send_packed_command", counted)
+    yield sent
+
+
+def test_a_batch_is_one_request_with_its_refusals_in_place(
+    redis_server: RedisServer,  # noqa: F811
+    requests: list[bytes],
+) -> None:
+    key = fresh_key()
+    with redis_server.client() as client:
+        commands = [
+            ("SADD", key, 1, -2, 3),
+            ("SMISMEMBER", key, 1, 2, -2),
+            ("INCR", key),  # WRONGTYPE: refused, the others run
+            ("SET", key + ":f", 1.5),
+            ("GET", key + ":f"),
+        ]
+        fallback = Fallback(client, commands)
+        client.ping()  # (the connection's handshake: HELLO, CLIENT ...)
+        requests.clear()
+        replies = wire.execute(client, commands, fallback)
+    assert len(requests) == 1 and fallback.calls == 0
+    assert replies[:2] == [3, [1, 0, 1]]
+    assert isinstance(replies[2], redis.ResponseError) and "WRONGTYPE" in str(replies[2])
+    assert replies[3:] == [b"OK", b"1.5"]  # as the server said them (no callbacks)
+
+
+def test_replies_longer_than_a_read_are_read_whole(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Replies that come in many reads of the socket (~1 MB): each read whole, in order."""
+    key = fresh_key()
+    with redis_server.client() as client:
+        client.set(key, b"x" * 1000)
+        commands = [("GET", key), ("STRLEN", key)] * 1000
+        fallback = Fallback(client, commands)
+        assert wire.execute(client, commands, fallback) == [b"x" * 1000, 1000] * 1000
+        assert fallback.calls == 0
+
+
+def test_a_client_it_cannot_serve_goes_through_redis_py(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A client class of its own (a cluster client is one) and an argument hiredis does not
+    pack (redis-py refuses it with its own error) take the fallback."""
+
+    class Own(redis.Redis):
+        pass
+
+    key = fresh_key()
+    client = Own(host="127.0.0.1", port=redis_server.port)
+    fallback = Fallback(client, [("SADD", key, 1)])
+    assert wire.execute(client, fallback.commands, fallback) == [1] and fallback.calls == 1
+    client.close()
+    with redis_server.client() as plain:
+        fallback = Fallback(plain, [("SET", key + ":b", True)])
+        with pytest.raises(redis.DataError):
+            wire.execute(plain, fallback.commands, fallback)
+        assert fallback.calls == 1
+
+
+def test_a_batch_whose_reply_was_lost_goes_again_through_redis_py(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Redis ran the batch and its reply was lost: sent again through the fallback (as
+    redis-py's retry sends a pipeline again), once; the connection went back to the pool
+    closed, not holding the lost reply."""
+    key = fresh_key()
+    with reply_cutter(redis_server.port) as proxy, redis_server.client() as direct:
+        client = proxy.client(retries=1)
+        commands = [("INCR", key), ("GET", key)]
+        fallback = Fallback(client, commands)
+        proxy.cut_after(key.encode())
+        assert wire.execute(client, commands, fallback) == [2, b"2"]
+        assert proxy.cuts == 1 and fallback.calls == 1
+        assert direct.get(key) == b"2"  # applied twice, as redis-py's own retry would
+        assert wire.execute(client, [("GET", key)], fallback) == [b"2"]
+        assert fallback.calls == 1
+        client.close()
+
+
+def test_a_lost_reply_is_raised_when_the_client_retries_nothing(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    key = fresh_key()
+    with reply_cutter(redis_server.port) as proxy:
+        client = proxy.client(retries=0)
+        fallback = Fallback(client, [("INCR", key)])
+        proxy.cut_after(key.encode())
+        with pytest.raises(redis.ConnectionError):
+            wire.execute(client, fallback.commands, fallback)
+        assert proxy.cuts == 1 and fallback.calls == 0
+        assert wire.execute(client, [("GET", key)], fallback) == [b"1"]  # the pool recovers
+        client.close()
