@@ -260,3 +260,24 @@ def test_a_busy_owner_hands_a_surplus_partition_over_within_the_bound(
     for lease in out:  # a's completions of the handed-over leases change nothing
         a.finish(lease.token, 0.1)
     assert len(b) == len(moved) and b.in_flight() == len(moved)
+
+
+def test_a_partition_found_lost_as_it_hands_out_gives_the_engine_nothing(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The owner stalled past its lease and another worker took the partition, and the
+    hand-out's fenced write is what finds it out: its leases are refused in Redis, where the
+    URLs stay queued for the new owner, who hands them out. The old owner hands the engine
+    none of them: each URL is fetched once, by the new owner."""
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # no beat finds it out first
+    key, clock = fresh_key(), FakeClock()
+    old = partitioned(redis_client, key, clock, count=1, worker="old")
+    old.add_many(entries(3, 2))
+    keys = old.parts[0].ownership.keys
+    redis_client.delete(keys.lease)  # lapsed while "old" stalled; "new" claims it
+    new = partitioned(redis_client, key, clock, count=1, worker="new")
+    assert old.next_many(4) == [] and old.parts == {}
+    assert sorted(lease.entry.url for lease in new.next_many(4)) == [
+        f"http://h{i}.test/0" for i in range(3)
+    ]

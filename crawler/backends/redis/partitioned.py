@@ -443,7 +443,8 @@ class PartitionedFrontier(Frontier):
                 part = self.parts[index]
                 self._guarded(part, lambda p=part, t=inner: p.frontier.release(t))
             raise
-        return leases
+        # a partition the flush found lost: its next owner hands these out (their moves refused)
+        return [lease for lease in leases if self._part_of(lease.token)[0] is not None]
 
     def _part_of(self, token: str) -> tuple[Partition | None, str]:
         index, generation, inner = [*token.split(".", 2), "", ""][:3]
