@@ -3,7 +3,7 @@ worker takes them all, workers that join get their fair share within a few beats
 6/5/5), a worker that stops beating loses its partitions to the others once its leases expire
 (with a higher epoch, so its fenced writes are refused and change nothing), and a worker that
 releases or leaves hands its partitions over at once and says so. A busy owner hands a surplus
-partition over within a bound, with its open leases, keeping their hosts' pace. On a real Redis
+partition over once its open leases are settled, never with them. On a real Redis
 (and one Redis Cluster), in real time with short TTLs.
 """
 
@@ -15,7 +15,6 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from crawler.backends.redis import ownership as ownership_module
 from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
@@ -210,56 +209,55 @@ def test_ownership_on_a_redis_cluster(redis_cluster: RedisClusterServers) -> Non
         client.close()
 
 
-def test_a_busy_owner_hands_a_surplus_partition_over_within_the_bound(
+def test_a_busy_owner_hands_a_surplus_partition_over_only_once_settled(
     redis_client: redis.Redis,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The owner's fetches in the partition a joiner is owed never settle (slow hosts): it
-    stops handing out from it at once, and after ``HANDOVER_BOUND`` hands it over with them.
-    The joiner claims it when told (its own beats are an hour apart here), and hands the open
-    leases' URLs out again only once their hosts rested as if the leases had expired: the
-    fetches it cannot see may run until then. The old owner's late completions do nothing."""
-    monkeypatch.setattr(ownership_module, "HANDOVER_BOUND", 0.5)
-    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)
+    """The owner's fetches in the partition a joiner is owed stay open a long while (slow
+    hosts, or pages whose links wait in a loaded machine's pipelines): it stops handing out
+    from it at once, keeps it while they are open (Redis's clock moves on a minute over its
+    beats here), and hands it over once they are settled. The joiner, told, claims it and
+    hands out what was still queued there, never the URLs the old owner fetched: no page is
+    fetched twice for want of a fault."""
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # the test's calls beat
+    skew = [0]  # ms added to Redis's clock, for both workers: a long wait without waiting
+    now_ms = PartitionOwnership._now_ms
+    monkeypatch.setattr(PartitionOwnership, "_now_ms", lambda self: now_ms(self) + skew[0])
     key, clock = fresh_key(), FakeClock()
-    # the fake clock stands still while the test waits in real time for the handover (seconds,
-    # on a loaded machine): Redis's clock carries the hold over, so it comes out that much
-    # shorter on the fake one; a delay of 30 s leaves room for it
     policy = PolitenessPolicy(min_delay=30.0)
-    lease_ttl = 60.0
-    a = partitioned(redis_client, key, clock, count=2, worker="a", policy=policy,
-                    lease_ttl=lease_ttl)  # fmt: skip
+    ttl = 30.0  # the partitions' leases (real keys): none lapses while the test runs
+    a = partitioned(redis_client, key, clock, count=2, worker="a", policy=policy, ttl=ttl)
     a.add_many(entries(8, 2))
     out = a.next_many(16)  # one per host (each host then busy), in both partitions
     assert len(out) == 8 and len(a.parts) == 2
-    b = partitioned(redis_client, key, clock, count=2, worker="b", policy=policy,
-                    lease_ttl=lease_ttl)  # fmt: skip
+    b = partitioned(redis_client, key, clock, count=2, worker="b", policy=policy, ttl=ttl)
     stop = b.watch(lambda: None)
     try:
         assert b.parts == {}  # both a's, for now
-        deadline = time.monotonic() + 60
-        while len(a.parts) == 2:  # a beats (its caller's calls) until it hands one over
-            assert time.monotonic() < deadline, "the surplus partition was never handed over"
+        for _ in range(15):  # beats 4 s apart (within the TTL), a minute in all
+            skew[0] += 4000
+            b.beat()
             a.beat()
             assert a.next() is None  # every host busy; the surplus one hands out nothing
-            time.sleep(0.05)
+            assert len(a.parts) == 2 and b.parts == {}  # kept while its leases are open
+        for lease in out:  # fetched and processed at last
+            a.finish(lease.token, 0.1)
+        a.beat()
+        assert len(a.parts) == 1
         (handed,) = set(range(2)) - set(a.parts)
+        deadline = time.monotonic() + 60
         while handed not in b.parts:  # b's next call after the wake-up claims it
             assert time.monotonic() < deadline, "the joiner never claimed the partition"
             b.due_in()
             time.sleep(0.05)
     finally:
         stop()
-    moved = sorted(lease.entry.url for lease in out if a.shard(lease.entry.host) == handed)
-    assert moved and len(b) == len(moved) * 2  # the open leases' URLs, queued again
-    clock.now += lease_ttl  # the leases' deadline: the hosts rest their delay after it
-    assert b.next() is None
+    done = {lease.entry.url for lease in out}
+    there = [e.url for e in entries(8, 2) if a.shard(e.host) == handed]
+    waiting = sorted(url for url in there if url not in done)
+    assert waiting and len(b) == len(waiting)
     clock.now += 2 * policy.min_delay
-    again = b.next_many(16)
-    assert sorted(lease.entry.url for lease in again) == moved
-    for lease in out:  # a's completions of the handed-over leases change nothing
-        a.finish(lease.token, 0.1)
-    assert len(b) == len(moved) and b.in_flight() == len(moved)
+    assert sorted(lease.entry.url for lease in b.next_many(16)) == waiting
 
 
 def test_a_partition_found_lost_as_it_hands_out_gives_the_engine_nothing(

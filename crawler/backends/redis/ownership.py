@@ -18,20 +18,18 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
   recognised by the lease's value, the worker's own: a ``GET`` in the claim's pipeline tells
   a client that resent it, and the next beat reads the leases of a claim that failed, so the
   partition is served at once, not left leased to nobody who knows for a TTL;
-- names the partitions it owns beyond the share (``surplus``), and those surplus for
-  ``HANDOVER_BOUND`` seconds (``overdue``).
+- names the partitions it owns beyond the share (``surplus``).
 
 The owner of a surplus partition hands out nothing more from it, and once its open leases are
-settled (fetched and processed), or the partition is overdue, flushes its state and
-:meth:`~PartitionOwnership.release` frees it: a fenced ``DEL`` of the lease and a wake-up on
-the crawl's ``handover`` channel, so a worker below its share claims it at its next call,
-rather than at its next beat (and never after a TTL). The bound is what a joiner waits at most
-for a busy owner (a slow fetch, a page whose links are still in the pipelines); its cost, for
-each lease still open at the bound: the page is fetched a second time (its URL is still out of
-the queues in Redis, and the next owner hands it out again, while the old owner's completion
-of it does nothing: at least once, never lost), and a host whose fetch was still running waits
-for its lease's deadline (``FRONTIER_LEASE_TTL`` at most) and its delay after that, as if the
-lease had expired: the next owner cannot see when that fetch ends, and the host's pace is kept.
+settled (fetched and processed), flushes its state and :meth:`~PartitionOwnership.release`
+frees it: a fenced ``DEL`` of the lease and a wake-up on the crawl's ``handover`` channel, so a
+worker below its share claims it at its next call, rather than at its next beat (and never
+after a TTL). However long that takes (a slow fetch, a page whose links are still in a busy
+worker's pipelines), the partition is not handed over with a lease open: its next owner would
+hand the URL out again (it is still out of the queues in Redis, and the old owner's completion
+of it would do nothing), a second fetch of a page that no fault forced. A joiner waits for its
+share no longer than the slowest of those leases; a lease nobody settles ends at its deadline
+(``FRONTIER_LEASE_TTL`` after its last renewal) like any other.
 
 A killed worker's leases expire after ``ttl`` and the others claim them with a higher epoch;
 its :class:`FencedWriter` then raises :class:`PartitionLost` and writes nothing. Every command
@@ -52,10 +50,6 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 
-# Seconds a surplus partition waits for its open leases to settle before it is handed over with
-# them (see the module docstring): a few beats, longer than most fetches and their processing.
-HANDOVER_BOUND = 5.0
-
 
 @dataclass
 class Ownership:
@@ -71,13 +65,12 @@ class Ownership:
 @dataclass
 class Beat:
     """What one beat changed: the caller recovers the ``claimed`` partitions' state from Redis,
-    drops its state of the ``lost`` ones, and hands over the ``surplus`` ones (flush their
-    writes, then :meth:`PartitionOwnership.release`)."""
+    drops its state of the ``lost`` ones, and hands over the ``surplus`` ones once settled
+    (flush their writes, then :meth:`PartitionOwnership.release`)."""
 
     claimed: list[Ownership] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     surplus: list[int] = field(default_factory=list)
-    overdue: list[int] = field(default_factory=list)  # surplus for HANDOVER_BOUND or longer
 
 
 def fair_share(count: int, workers: list[str], worker: str) -> int:
@@ -131,7 +124,6 @@ class PartitionOwnership:
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
         self.owned: dict[int, Ownership] = {}
-        self._surplus_since: dict[int, int] = {}  # index -> Redis ms it became surplus
         # the renewals' own writers: the owner's writer buffers the frontier's writes, which a
         # beat must neither send early nor drop
         self._renewers: dict[int, FencedWriter] = {}
@@ -144,22 +136,8 @@ class PartitionOwnership:
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewal per owned partition and, when it claims, two pipelines.
-
-        A surplus partition's time towards ``HANDOVER_BOUND`` counts while beats go through:
-        a beat that fails (Redis away) or comes after a silence longer than the bound (a
-        stall) starts it again, since the owner could settle nothing meanwhile (its leases
-        would all be fetched twice)."""
-        try:
-            return self._beat()
-        except Exception:
-            self._surplus_since.clear()
-            raise
-
-    def _beat(self) -> Beat:
+        leases exist), one renewal per owned partition and, when it claims, two pipelines."""
         now = self._now_ms()
-        if self._last_beat_ms is not None and now - self._last_beat_ms > HANDOVER_BOUND * 1000:
-            self._surplus_since.clear()
         if self._last_beat_ms is not None and now - self._last_beat_ms > self.ttl_ms:
             # back from an outage (or a stall) longer than a lease: every other worker's
             # beats and leases lapsed too. Claim nothing for a TTL, while they come back and
@@ -200,9 +178,6 @@ class PartitionOwnership:
         elif len(self.owned) > share:
             by_preference = [i for i in self.order if i in self.owned]
             beat.surplus = by_preference[share:]
-        since = self._surplus_since = {i: self._surplus_since.get(i, now) for i in beat.surplus}
-        bound = HANDOVER_BOUND * 1000
-        beat.overdue = [i for i in beat.surplus if now - since[i] >= bound]
         return beat
 
     def _renew(self) -> list[int]:

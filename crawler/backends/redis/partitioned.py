@@ -23,7 +23,7 @@ lost), and the inbox letters not acknowledged are read again. A partition this w
 (its lease expired in a stall, another worker took it) is dropped with its open leases:
 their completions and acknowledgements do nothing, and the new owner hands their URLs out
 again (at least once). A surplus partition (a worker joined) hands out nothing more, and is
-released once its open leases are settled, or with them after a bound (see :mod:`.ownership`).
+released once its open leases are settled (see :mod:`.ownership`).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class PartitionedFrontier(Frontier):
                 self._take(ownership)
         for index, part in list(self.parts.items()):
             part.draining = index in beat.surplus
-            if part.draining and (index in beat.overdue or not part.frontier.in_flight()):
+            if part.draining and not part.frontier.in_flight():
                 self._hand_over(part)
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
@@ -180,16 +180,12 @@ class PartitionedFrontier(Frontier):
                     part.frontier.resize_back(share)
 
     def _hand_over(self, part: Partition) -> None:
-        """Release a surplus partition, settled or overdue (its hosts still fetching held)."""
-        open_leases = part.frontier.in_flight()
-        if open_leases:
-            self._guarded(part, part.frontier.hold_fetching_hosts)
+        """Release a surplus partition, its leases settled."""
         self._guarded(part, part.store.flush)
         if part.index in self.parts:  # (not lost meanwhile)
             self.ownership.release(part.index)  # the others hear it and claim it now
             del self.parts[part.index]
-            log = logger.info if open_leases else logger.debug
-            log("Partition %d handed over with %d leases open", part.index, open_leases)
+            logger.debug("Partition %d handed over", part.index)
 
     def _publish(self) -> None:
         self.fleet.publish({
