@@ -116,7 +116,9 @@ def start_workers(
     ]
     if joiners_first:
         return procs + joiners, dirs, key
-    wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"))
+    # the first worker's start-up (Python, Scrapy, the checks) takes tens of seconds at a load
+    # of 25 on two cores
+    wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"), timeout=120)
     procs += [
         start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
     ]
@@ -233,7 +235,11 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 6}
+    # no retry: a fetch the server saw is never sent again by the worker that made it. The
+    # dead worker's URLs come back with its partitions (their leases' TTL), whatever the
+    # frontier's lease TTL: left at its default, so a live worker stalled a few seconds on a
+    # loaded machine does not see its own leases expire and fetch their URLs again
+    extra = {"DOWNLOAD_TIMEOUT": 20, "RETRY_TIMES": 0}
     # long enough that the two joining workers hold work before it ends, even when they
     # start slowly on a loaded machine
     with site(pages=14, hosts=MANY_HOSTS) as server:
