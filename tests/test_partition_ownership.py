@@ -279,3 +279,40 @@ def test_a_partition_found_lost_as_it_hands_out_gives_the_engine_nothing(
     assert sorted(lease.entry.url for lease in new.next_many(4)) == [
         f"http://h{i}.test/0" for i in range(3)
     ]
+
+
+def test_back_from_an_outage_a_worker_claims_no_lease_that_lapsed_meanwhile(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis away (restarted): the workers' beats fail, and their leases and memberships lapse
+    meanwhile. The first worker back, whose own last beat is not a TTL old, claims none of
+    the partitions of a worker not back yet: that one, back a moment later, takes its own
+    leases again and goes on with the work it holds, which a claimer would fetch again."""
+    skew = [0]  # ms added to Redis's clock, for both workers: the outage without waiting
+    now_ms = PartitionOwnership._now_ms
+    monkeypatch.setattr(PartitionOwnership, "_now_ms", lambda self: now_ms(self) + skew[0])
+    crawl, ttl = fresh_key(), 30.0
+    a, b = worker(redis_client, crawl, "a", ttl), worker(redis_client, crawl, "b", ttl)
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    b.beat()  # b's last beat before Redis went away; a's a few seconds later
+    skew[0] += 5_000
+    a.beat()
+
+    def away(self: PartitionOwnership) -> int:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(PartitionOwnership, "_now_ms", away)
+        with pytest.raises(redis.ConnectionError):
+            a.beat()
+    for ownership in b.owned.values():  # b's leases lapse during the outage
+        redis_client.delete(ownership.keys.lease)
+    skew[0] += 27_000  # a back: its last beat 27 s old, b's membership 32 s (past the TTL)
+    assert a.beat().claimed == []
+    assert shares([a, b]) == [8, 8]
+    skew[0] += 3_000  # b back: its renewals take its own leases again
+    assert b.beat().lost == []
+    a.beat()
+    assert shares([a, b]) == [8, 8]
+    assert_one_owner_each(redis_client, [a, b])

@@ -119,6 +119,7 @@ class PartitionOwnership:
         self.replicas = replicas
         self._last_beat_ms: int | None = None  # Redis's time at the last beat
         self._quiet_until = 0  # no claims before (Redis ms): back from an outage
+        self._away = False  # a beat failed since the last one that went through
         self.members = CrawlKeys(crawl).members
         self.handover = CrawlKeys(crawl).handover
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
@@ -136,14 +137,26 @@ class PartitionOwnership:
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewal per owned partition and, when it claims, two pipelines."""
+        leases exist), one renewal per owned partition and, when it claims, two pipelines.
+
+        Back from an outage (a beat failed: Redis away, the others' beats failing alike) or
+        a stall longer than a lease, it claims nothing for a TTL: the other workers' leases
+        and beats may have lapsed for the same reason, and they are coming back to take
+        their own leases again (lua/fence.lua) with the work they held. This worker's last
+        beat may be recent (it came back a few seconds before another, whose lease and
+        membership lapsed meanwhile): claiming then would fetch that worker's work twice."""
+        try:
+            return self._beat()
+        except Exception:
+            self._away = True
+            raise
+
+    def _beat(self) -> Beat:
         now = self._now_ms()
-        if self._last_beat_ms is not None and now - self._last_beat_ms > self.ttl_ms:
-            # back from an outage (or a stall) longer than a lease: every other worker's
-            # beats and leases lapsed too. Claim nothing for a TTL, while they come back and
-            # take their own leases again (lua/fence.lua), instead of racing them for theirs
+        last = self._last_beat_ms
+        if last is not None and (self._away or now - last > self.ttl_ms):
             self._quiet_until = now + self.ttl_ms
-        self._last_beat_ms = now
+        self._last_beat_ms, self._away = now, False
         quiet = now < self._quiet_until
         pipe = self.client.pipeline(transaction=False)
         pipe.zadd(self.members, {self.worker: now})
