@@ -32,6 +32,7 @@ HOSTS = [f"127.0.0.{i}" for i in range(2, 8)]
 # each worker owns at least 5 (6/5/5)
 MANY_HOSTS = HOSTS + [f"127.0.1.{i}" for i in range(1, 27)]
 JOINED_WITHIN = 30.0  # seconds from a joiner's start to its first fetch, at most (generous)
+HELD_AT_MOST = 60.0  # seconds the politeness test holds requests while a worker starts
 
 
 def robots(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -129,8 +130,8 @@ def hold_until_every_worker_opened(
     server: RoutedSiteServer, tmp_path: Path, workers: int, after: int = 20
 ) -> threading.Event:
     """Hold page requests past the first ``after`` until every worker's log says its spider
-    opened (at most 60 s): on a loaded machine a joining worker takes seconds to start, and a
-    crawl of this size may be over before it can take part."""
+    opened (at most ``HELD_AT_MOST``): on a loaded machine a joining worker takes seconds to
+    start, and a crawl of this size may be over before it can take part."""
     opened, lock, seen = threading.Event(), threading.Lock(), [0]
     respond = server.respond
     logs = [tmp_path / f"w{i}" / "crawl.log" for i in range(workers)]
@@ -142,7 +143,7 @@ def hold_until_every_worker_opened(
         with lock:
             seen[0] += 1
             wait = seen[0] > after and not opened.is_set()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HELD_AT_MOST
         while wait and not opened.is_set() and time.monotonic() < deadline:
             if all_opened():
                 opened.set()
@@ -172,7 +173,11 @@ def test_workers_crawl_one_site_once_and_politely(
         # three workers started the other way round: the two without seeds come up first, find
         # the shared crawl empty and wait for it (TUNING's join_wait) instead of ending
         opened = hold_until_every_worker_opened(server, tmp_path, workers)
-        procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers, workers == 3)
+        # a request held that long must not time out and be sent again (a page twice)
+        extra = {"DOWNLOAD_TIMEOUT": HELD_AT_MOST + 30}
+        procs, dirs, _ = start_workers(
+            tmp_path, server, redis_server, workers, workers == 3, **extra
+        )
         for d in dirs[1:]:  # each joiner, once started (and the crawl has work), fetches
             wait_until(lambda d=d: spider_opened(d) and fetched_by(server, dirs[0]), timeout=60)
             wait_until(lambda d=d: fetched_by(server, d), timeout=JOINED_WITHIN)
