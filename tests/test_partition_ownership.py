@@ -316,3 +316,32 @@ def test_back_from_an_outage_a_worker_claims_no_lease_that_lapsed_meanwhile(
     a.beat()
     assert shares([a, b]) == [8, 8]
     assert_one_owner_each(redis_client, [a, b])
+
+
+def test_a_worker_whose_calls_are_held_up_keeps_its_leases_alive(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    """The owner's calls stop for longer than a lease (its frontier thread behind a backlog
+    of calls after an outage, a starved process), with URLs handed out: a thread of its own
+    renews the leases, so no other worker claims the partition and fetches those URLs again.
+    Stopped (the worker killed, or its calls stuck past ``STUCK``), it renews nothing, and
+    the partition goes to the other worker once the lease lapses."""
+    key, clock, ttl = fresh_key(), FakeClock(), 2.0
+    a = partitioned(redis_client, key, clock, count=1, worker="a", ttl=ttl)
+    a.add_many(entries(3, 1))
+    assert len(a.next_many(3)) == 3
+    stop = a.ownership.keep_alive(0.1)
+    try:
+        b = partitioned(redis_client, key, clock, count=1, worker="b", ttl=ttl)
+        start = b.ownership._now_ms()
+        while b.ownership._now_ms() - start < 3 * ttl * 1000:  # a's calls held up 3 TTLs
+            b.beat()
+            assert b.parts == {}, "a's lease lapsed while a was alive"
+            time.sleep(0.05)
+    finally:
+        stop()
+    deadline = time.monotonic() + 60
+    while not b.parts:  # a renews nothing more: its lease lapses, b claims the partition
+        assert time.monotonic() < deadline, "the lease was still renewed after the stop"
+        b.beat()
+        time.sleep(0.05)

@@ -41,14 +41,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
-from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost, flush_together
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
+
+# Seconds without a beat (the owner's calls stuck) after which its leases are no longer kept
+# alive (:meth:`PartitionOwnership.keep_alive`): it gives its partitions up as if killed.
+STUCK = 60.0
 
 
 @dataclass
@@ -120,6 +127,8 @@ class PartitionOwnership:
         self._last_beat_ms: int | None = None  # Redis's time at the last beat
         self._quiet_until = 0  # no claims before (Redis ms): back from an outage
         self._away = False  # a beat failed since the last one that went through
+        self._beaten = time.monotonic()  # when the last beat went through (keep_alive)
+        self._lock = threading.Lock()  # a release, against keep_alive's renewals
         self.members = CrawlKeys(crawl).members
         self.handover = CrawlKeys(crawl).handover
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
@@ -179,6 +188,7 @@ class PartitionOwnership:
             if lease == value.encode() and index not in self.owned
         ]
         beat = Beat(lost=self._renew())
+        self._beaten = time.monotonic()
         beat.claimed = [o for o in adopted if o.keys.index in self.owned]
         if quiet:
             return beat
@@ -264,13 +274,43 @@ class PartitionOwnership:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
         renewer = self._renewers[index]
         renewer.write("DEL", renewer.lease_key)
-        with contextlib.suppress(PartitionLost):  # another worker holds it: not ours either way
-            renewer.flush()
-        # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned and
-        # renewed, and given up at a later beat, not served unrenewed until its lease lapses
-        self._forget(index)
+        with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
+            with contextlib.suppress(PartitionLost):  # another's: not ours either way
+                renewer.flush()
+            # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned
+            # and renewed, and given up at a later beat, not served unrenewed until it lapses
+            self._forget(index)
         if announce:
             self.announce()
+
+    def keep_alive(self, every: float, bound: float = STUCK) -> Callable[[], None]:
+        """Renew the owned leases every ``every`` seconds from a thread of their own, while
+        the last beat is at most ``bound`` seconds old; returns what stops it (before
+        :meth:`leave`). The beat rides on the owner's calls, which a loaded machine can hold
+        up longer than a lease (a backlog of calls after an outage, a starved process): its
+        leases would lapse while it still hands their URLs out, and the next owner would
+        fetch them again. A worker killed renews nothing; one whose calls are stuck for
+        ``bound`` gives its partitions up as if killed."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(every):
+                if time.monotonic() - self._beaten <= bound:
+                    with contextlib.suppress(Exception):  # Redis away: the beat says so
+                        self._renew_held()
+
+        threading.Thread(target=renew, name="partition-leases", daemon=True).start()
+        return stop.set
+
+    def _renew_held(self) -> None:
+        """One fenced ``PEXPIRE`` of every owned lease, in as few calls as the servers allow
+        (one refused, the partition lost: the next beat finds it out)."""
+        with self._lock:
+            writers = [self._writer(o.keys, o.value, numbered=False)
+                       for o in list(self.owned.values())]  # fmt: skip
+            for writer in writers:
+                writer.write("PEXPIRE", writer.lease_key, self.ttl_ms)
+            flush_together(self.client, writers)
 
     def announce(self) -> None:
         """Tell the crawl's workers that partitions were handed back (they beat and claim)."""

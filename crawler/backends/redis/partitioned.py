@@ -91,7 +91,7 @@ class PartitionedFrontier(Frontier):
     """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
     claimed over its store; ``seen(keys)`` its seen-set; ``replicas``: how many replicas each
     write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``); ``back_queues``: the
-    worker's B, shared over the partitions it owns."""
+    worker's B, shared over its partitions; ``keep_alive``: a thread renews the leases too."""
 
     def __init__(
         self,
@@ -108,6 +108,7 @@ class PartitionedFrontier(Frontier):
         replicas: int = 0,
         back_queues: int = 0,
         clock: Clock = time.monotonic,
+        keep_alive: bool = False,
     ) -> None:
         self.client = client
         self.crawl = crawl
@@ -141,6 +142,7 @@ class PartitionedFrontier(Frontier):
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
+        self._stop_renewing = self.ownership.keep_alive(BEAT) if keep_alive else lambda: None
 
     def keys(self, index: int) -> PartitionKeys:
         if index not in self._keys:  # (built once: the mail names an inbox at every letter)
@@ -592,6 +594,7 @@ class PartitionedFrontier(Frontier):
         for part in self.parts.values():
             part.store.stage(count=True)  # (their seen counts too)
         self._flush()
+        self._stop_renewing()
         self.ownership.leave()
         self.parts.clear()
 
