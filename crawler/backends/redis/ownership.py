@@ -31,6 +31,11 @@ of it would do nothing), a second fetch of a page that no fault forced. A joiner
 share no longer than the slowest of those leases; a lease nobody settles ends at its deadline
 (``FRONTIER_LEASE_TTL`` after its last renewal) like any other.
 
+The beat rides on the owner's frontier calls, which a loaded machine can hold up longer than a
+lease; a crawl's worker also renews its leases from a thread of its own
+(:meth:`PartitionOwnership.keep_alive`) while its last beat is at most ``STUCK`` old, so a
+lease lapses when the worker dies or its calls are stuck, not when they are slow.
+
 A killed worker's leases expire after ``ttl`` and the others claim them with a higher epoch;
 its :class:`FencedWriter` then raises :class:`PartitionLost` and writes nothing. Every command
 touches one key (one hash tag), so it all runs on redis-py's ``RedisCluster`` too, in
