@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from crawler.backends.redis import partitioned as partitioned_module
-from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.ownership import PartitionOwnership, fair_share
 from crawler.frontier import PolitenessPolicy
@@ -345,3 +345,61 @@ def test_a_worker_whose_calls_are_held_up_keeps_its_leases_alive(
         assert time.monotonic() < deadline, "the lease was still renewed after the stop"
         b.beat()
         time.sleep(0.05)
+
+
+def test_a_release_cut_short_keeps_the_partition_and_its_lease(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis goes away as a surplus partition is released: the partition stays this worker's
+    (renewed, given up at a later beat), and the DEL that failed is not sent again with the
+    next renewal, which would free the lease of a partition still served (handing out again
+    while the beats cannot tell the members apart): another worker would claim it, and fetch
+    again the URLs it holds."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    a.beat()
+    index = next(iter(a.owned))
+    with monkeypatch.context() as outage:
+        def away(*args: object, **kwargs: object) -> None:
+            raise redis.ConnectionError("Redis is away")
+
+        outage.setattr(FencedWriter, "_run", away)
+        with pytest.raises(redis.ConnectionError):
+            a.release(index)
+    assert index in a.owned
+    sent: list[list[object]] = []
+    run = FencedWriter._run
+
+    def recorded(self: FencedWriter, keys: list[str], argv: list[object]) -> object:
+        sent.append(argv)
+        return run(self, keys, argv)
+
+    monkeypatch.setattr(FencedWriter, "_run", recorded)
+    a.beat()  # Redis back: the renewal goes through, without the DEL
+    assert sent and not any(b"DEL" in argv or "DEL" in argv for argv in sent)
+    assert redis_client.get(a.owned[index].keys.lease) == a.owned[index].value.encode()
+
+
+def test_back_from_an_outage_a_surplus_partition_stays_surplus(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker back from an outage does not know which workers are live for a TTL: what it
+    was handing over stays surplus (it hands out nothing more there), rather than being
+    served again and claimed, meanwhile, by the worker it was going to."""
+    crawl = fresh_key()
+    a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
+    a.beat()
+    b.beat()
+    surplus = a.beat().surplus
+    assert len(surplus) == COUNT // 2
+
+    def away(self: PartitionOwnership) -> int:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(PartitionOwnership, "_now_ms", away)
+        with pytest.raises(redis.ConnectionError):
+            a.beat()
+    assert a.beat().surplus == surplus  # quiet: claims nothing, hands over what it was

@@ -134,6 +134,7 @@ class PartitionOwnership:
         self._away = False  # a beat failed since the last one that went through
         self._beaten = time.monotonic()  # when the last beat went through (keep_alive)
         self._lock = threading.Lock()  # a release, against keep_alive's renewals
+        self._surplus: list[int] = []  # named at the last beat that knew the members
         self.members = CrawlKeys(crawl).members
         self.handover = CrawlKeys(crawl).handover
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
@@ -195,7 +196,8 @@ class PartitionOwnership:
         beat = Beat(lost=self._renew())
         self._beaten = time.monotonic()
         beat.claimed = [o for o in adopted if o.keys.index in self.owned]
-        if quiet:
+        if quiet:  # the members are not known yet: what was surplus stays so, nothing more
+            beat.surplus = [i for i in self._surplus if i in self.owned]
             return beat
         share = fair_share(self.count, [m.decode() for m in live], self.worker)
         if len(self.owned) < share:
@@ -206,6 +208,7 @@ class PartitionOwnership:
         elif len(self.owned) > share:
             by_preference = [i for i in self.order if i in self.owned]
             beat.surplus = by_preference[share:]
+        self._surplus = beat.surplus
         return beat
 
     def _renew(self) -> list[int]:
@@ -280,8 +283,15 @@ class PartitionOwnership:
         renewer = self._renewers[index]
         renewer.write("DEL", renewer.lease_key)
         with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
-            with contextlib.suppress(PartitionLost):  # another's: not ours either way
+            try:
                 renewer.flush()
+            except PartitionLost:  # another worker's: not ours either way
+                pass
+            except Exception:
+                # cut short (Redis away): kept, renewed, given up later; its DEL is not sent
+                # again with a renewal, while the partition is still served
+                renewer.discard()
+                raise
             # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned
             # and renewed, and given up at a later beat, not served unrenewed until it lapses
             self._forget(index)
