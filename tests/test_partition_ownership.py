@@ -360,10 +360,11 @@ def test_a_release_cut_short_keeps_the_partition_and_its_lease(
     a = worker(redis_client, crawl, "a")
     a.beat()
     index = next(iter(a.owned))
-    with monkeypatch.context() as outage:
-        def away(*args: object, **kwargs: object) -> None:
-            raise redis.ConnectionError("Redis is away")
 
+    def away(*args: object, **kwargs: object) -> None:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
         outage.setattr(FencedWriter, "_run", away)
         with pytest.raises(redis.ConnectionError):
             a.release(index)

@@ -33,6 +33,9 @@ HOSTS = [f"127.0.0.{i}" for i in range(2, 8)]
 MANY_HOSTS = HOSTS + [f"127.0.1.{i}" for i in range(1, 27)]
 JOINED_WITHIN = 30.0  # seconds from a joiner's start to its first fetch, at most (generous)
 HELD_AT_MOST = 60.0  # seconds the politeness test holds requests while a worker starts
+# seconds a worker may take to finish its crawl: a deadline for a hang, not a speed (at a load
+# of 40 on two cores a restart test's crawl took over 3 minutes)
+FINISH_WITHIN = 600.0
 
 
 def robots(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -126,6 +129,11 @@ def start_workers(
     return procs, dirs, key
 
 
+def finish_all(procs: list[Any], dirs: list[Path]) -> list[Any]:
+    """Each worker's result, once it has finished."""
+    return [finish_crawl(p, d, timeout=FINISH_WITHIN) for p, d in zip(procs, dirs, strict=True)]
+
+
 def hold_until_every_worker_opened(
     server: RoutedSiteServer, tmp_path: Path, workers: int, after: int = 20
 ) -> threading.Event:
@@ -181,7 +189,7 @@ def test_workers_crawl_one_site_once_and_politely(
         for d in dirs[1:]:  # each joiner, once started (and the crawl has work), fetches
             wait_until(lambda d=d: spider_opened(d) and fetched_by(server, dirs[0]), timeout=60)
             wait_until(lambda d=d: fetched_by(server, d), timeout=JOINED_WITHIN)
-        results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
+        results = finish_all(procs, dirs)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
     assert opened.is_set(), "a worker never opened its spider"
@@ -223,7 +231,7 @@ def test_a_silent_workers_leases_come_back_long_before_their_ttl(
         procs[1].send_signal(signal.SIGKILL)  # dies holding its leases
         procs[1].wait(10)
         # well inside the TTL (600 s): only the takeover can let the crawl end by then
-        survivor = finish_crawl(procs[0], dirs[0], timeout=240)
+        survivor = finish_crawl(procs[0], dirs[0], timeout=FINISH_WITHIN)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
         leases_left = urls_out(client, key)
@@ -262,9 +270,9 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
         # a clean stop: its downloads cut short go back (the server may have seen them)
         cut = {normalize_url(u)[0] for u in held_urls(client, key, procs[other])}
         procs[other].send_signal(signal.SIGINT)
-        stopped = finish_crawl(procs[other], dirs[other], timeout=60)
+        stopped = finish_crawl(procs[other], dirs[other], timeout=FINISH_WITHIN)
         held_after_stop = owned(client, key, procs[other])
-        first = finish_crawl(procs[0], dirs[0], timeout=120)
+        first = finish_crawl(procs[0], dirs[0], timeout=FINISH_WITHIN)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
         leases_left = urls_out(client, key)
@@ -312,7 +320,7 @@ def test_an_unreachable_robots_txt_is_held_for_every_worker(
         for host in (flaky, down):
             server.route(host, "/robots.txt", failing)
         procs, dirs, _ = start_workers(tmp_path, server, redis_server, 2, **extra)
-        results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
+        results = finish_all(procs, dirs)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
     for r in results:
@@ -389,7 +397,7 @@ def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path, down:
             down_at = len(server.records)
             time.sleep(down)
             redis = start_redis(root, port=redis.port, aof="always")
-            results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]
+            results = finish_all(procs, dirs)
             records = server.records
             wanted = server.graph.reachable(server.seeds())
     finally:
