@@ -3,7 +3,7 @@ worker takes them all, workers that join get their fair share within a few beats
 6/5/5), a worker that stops beating loses its partitions to the others once its leases expire
 (with a higher epoch, so its fenced writes are refused and change nothing), and a worker that
 releases or leaves hands its partitions over at once and says so. A busy owner hands a surplus
-partition over within a bound, with its open leases, keeping their hosts' pace. On a real Redis
+partition over once its open leases are settled, never with them. On a real Redis
 (and one Redis Cluster), in real time with short TTLs.
 """
 
@@ -15,9 +15,8 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from crawler.backends.redis import ownership as ownership_module
 from crawler.backends.redis import partitioned as partitioned_module
-from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.ownership import PartitionOwnership, fair_share
 from crawler.frontier import PolitenessPolicy
@@ -210,53 +209,198 @@ def test_ownership_on_a_redis_cluster(redis_cluster: RedisClusterServers) -> Non
         client.close()
 
 
-def test_a_busy_owner_hands_a_surplus_partition_over_within_the_bound(
+def test_a_busy_owner_hands_a_surplus_partition_over_only_once_settled(
     redis_client: redis.Redis,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The owner's fetches in the partition a joiner is owed never settle (slow hosts): it
-    stops handing out from it at once, and after ``HANDOVER_BOUND`` hands it over with them.
-    The joiner claims it when told (its own beats are an hour apart here), and hands the open
-    leases' URLs out again only once their hosts rested as if the leases had expired: the
-    fetches it cannot see may run until then. The old owner's late completions do nothing."""
-    monkeypatch.setattr(ownership_module, "HANDOVER_BOUND", 0.5)
-    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)
+    """The owner's fetches in the partition a joiner is owed stay open a long while (slow
+    hosts, or pages whose links wait in a loaded machine's pipelines): it stops handing out
+    from it at once, keeps it while they are open (Redis's clock moves on a minute over its
+    beats here), and hands it over once they are settled. The joiner, told, claims it and
+    hands out what was still queued there, never the URLs the old owner fetched: no page is
+    fetched twice for want of a fault."""
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # the test's calls beat
+    skew = [0]  # ms added to Redis's clock, for both workers: a long wait without waiting
+    now_ms = PartitionOwnership._now_ms
+    monkeypatch.setattr(PartitionOwnership, "_now_ms", lambda self: now_ms(self) + skew[0])
     key, clock = fresh_key(), FakeClock()
-    # the fake clock stands still while the test waits in real time for the handover (seconds,
-    # on a loaded machine): Redis's clock carries the hold over, so it comes out that much
-    # shorter on the fake one; a delay of 30 s leaves room for it
     policy = PolitenessPolicy(min_delay=30.0)
-    lease_ttl = 60.0
-    a = partitioned(redis_client, key, clock, count=2, worker="a", policy=policy,
-                    lease_ttl=lease_ttl)  # fmt: skip
+    ttl = 30.0  # the partitions' leases (real keys): none lapses while the test runs
+    a = partitioned(redis_client, key, clock, count=2, worker="a", policy=policy, ttl=ttl)
     a.add_many(entries(8, 2))
     out = a.next_many(16)  # one per host (each host then busy), in both partitions
     assert len(out) == 8 and len(a.parts) == 2
-    b = partitioned(redis_client, key, clock, count=2, worker="b", policy=policy,
-                    lease_ttl=lease_ttl)  # fmt: skip
+    b = partitioned(redis_client, key, clock, count=2, worker="b", policy=policy, ttl=ttl)
     stop = b.watch(lambda: None)
     try:
         assert b.parts == {}  # both a's, for now
-        deadline = time.monotonic() + 60
-        while len(a.parts) == 2:  # a beats (its caller's calls) until it hands one over
-            assert time.monotonic() < deadline, "the surplus partition was never handed over"
+        for _ in range(15):  # beats 4 s apart (within the TTL), a minute in all
+            skew[0] += 4000
+            b.beat()
             a.beat()
             assert a.next() is None  # every host busy; the surplus one hands out nothing
-            time.sleep(0.05)
+            assert len(a.parts) == 2 and b.parts == {}  # kept while its leases are open
+        for lease in out:  # fetched and processed at last
+            a.finish(lease.token, 0.1)
+        a.beat()
+        assert len(a.parts) == 1
         (handed,) = set(range(2)) - set(a.parts)
+        deadline = time.monotonic() + 60
         while handed not in b.parts:  # b's next call after the wake-up claims it
             assert time.monotonic() < deadline, "the joiner never claimed the partition"
             b.due_in()
             time.sleep(0.05)
     finally:
         stop()
-    moved = sorted(lease.entry.url for lease in out if a.shard(lease.entry.host) == handed)
-    assert moved and len(b) == len(moved) * 2  # the open leases' URLs, queued again
-    clock.now += lease_ttl  # the leases' deadline: the hosts rest their delay after it
-    assert b.next() is None
+    done = {lease.entry.url for lease in out}
+    there = [e.url for e in entries(8, 2) if a.shard(e.host) == handed]
+    waiting = sorted(url for url in there if url not in done)
+    assert waiting and len(b) == len(waiting)
     clock.now += 2 * policy.min_delay
-    again = b.next_many(16)
-    assert sorted(lease.entry.url for lease in again) == moved
-    for lease in out:  # a's completions of the handed-over leases change nothing
-        a.finish(lease.token, 0.1)
-    assert len(b) == len(moved) and b.in_flight() == len(moved)
+    assert sorted(lease.entry.url for lease in b.next_many(16)) == waiting
+
+
+def test_a_partition_found_lost_as_it_hands_out_gives_the_engine_nothing(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The owner stalled past its lease and another worker took the partition, and the
+    hand-out's fenced write is what finds it out: its leases are refused in Redis, where the
+    URLs stay queued for the new owner, who hands them out. The old owner hands the engine
+    none of them: each URL is fetched once, by the new owner."""
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # no beat finds it out first
+    key, clock = fresh_key(), FakeClock()
+    old = partitioned(redis_client, key, clock, count=1, worker="old")
+    old.add_many(entries(3, 2))
+    keys = old.parts[0].ownership.keys
+    redis_client.delete(keys.lease)  # lapsed while "old" stalled; "new" claims it
+    new = partitioned(redis_client, key, clock, count=1, worker="new")
+    assert old.next_many(4) == [] and old.parts == {}
+    assert sorted(lease.entry.url for lease in new.next_many(4)) == [
+        f"http://h{i}.test/0" for i in range(3)
+    ]
+
+
+def test_back_from_an_outage_a_worker_claims_no_lease_that_lapsed_meanwhile(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis away (restarted): the workers' beats fail, and their leases and memberships lapse
+    meanwhile. The first worker back, whose own last beat is not a TTL old, claims none of
+    the partitions of a worker not back yet: that one, back a moment later, takes its own
+    leases again and goes on with the work it holds, which a claimer would fetch again."""
+    skew = [0]  # ms added to Redis's clock, for both workers: the outage without waiting
+    now_ms = PartitionOwnership._now_ms
+    monkeypatch.setattr(PartitionOwnership, "_now_ms", lambda self: now_ms(self) + skew[0])
+    crawl, ttl = fresh_key(), 30.0
+    a, b = worker(redis_client, crawl, "a", ttl), worker(redis_client, crawl, "b", ttl)
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    b.beat()  # b's last beat before Redis went away; a's a few seconds later
+    skew[0] += 5_000
+    a.beat()
+
+    def away(self: PartitionOwnership) -> int:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(PartitionOwnership, "_now_ms", away)
+        with pytest.raises(redis.ConnectionError):
+            a.beat()
+    for ownership in b.owned.values():  # b's leases lapse during the outage
+        redis_client.delete(ownership.keys.lease)
+    skew[0] += 27_000  # a back: its last beat 27 s old, b's membership 32 s (past the TTL)
+    assert a.beat().claimed == []
+    assert shares([a, b]) == [8, 8]
+    skew[0] += 3_000  # b back: its renewals take its own leases again
+    assert b.beat().lost == []
+    a.beat()
+    assert shares([a, b]) == [8, 8]
+    assert_one_owner_each(redis_client, [a, b])
+
+
+def test_a_worker_whose_calls_are_held_up_keeps_its_leases_alive(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    """The owner's calls stop for longer than a lease (its frontier thread behind a backlog
+    of calls after an outage, a starved process), with URLs handed out: a thread of its own
+    renews the leases, so no other worker claims the partition and fetches those URLs again.
+    Stopped (the worker killed, or its calls stuck past ``STUCK``), it renews nothing, and
+    the partition goes to the other worker once the lease lapses."""
+    key, clock, ttl = fresh_key(), FakeClock(), 2.0
+    a = partitioned(redis_client, key, clock, count=1, worker="a", ttl=ttl)
+    a.add_many(entries(3, 1))
+    assert len(a.next_many(3)) == 3
+    stop = a.ownership.keep_alive(0.1)
+    try:
+        b = partitioned(redis_client, key, clock, count=1, worker="b", ttl=ttl)
+        start = b.ownership._now_ms()
+        while b.ownership._now_ms() - start < 3 * ttl * 1000:  # a's calls held up 3 TTLs
+            b.beat()
+            assert b.parts == {}, "a's lease lapsed while a was alive"
+            time.sleep(0.05)
+    finally:
+        stop()
+    deadline = time.monotonic() + 60
+    while not b.parts:  # a renews nothing more: its lease lapses, b claims the partition
+        assert time.monotonic() < deadline, "the lease was still renewed after the stop"
+        b.beat()
+        time.sleep(0.05)
+
+
+def test_a_release_cut_short_keeps_the_partition_and_its_lease(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis goes away as a surplus partition is released: the partition stays this worker's
+    (renewed, given up at a later beat), and the DEL that failed is not sent again with the
+    next renewal, which would free the lease of a partition still served (handing out again
+    while the beats cannot tell the members apart): another worker would claim it, and fetch
+    again the URLs it holds."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    a.beat()
+    index = next(iter(a.owned))
+
+    def away(*args: object, **kwargs: object) -> None:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(FencedWriter, "_run", away)
+        with pytest.raises(redis.ConnectionError):
+            a.release(index)
+    assert index in a.owned
+    sent: list[list[object]] = []
+    run = FencedWriter._run
+
+    def recorded(self: FencedWriter, keys: list[str], argv: list[object]) -> object:
+        sent.append(argv)
+        return run(self, keys, argv)
+
+    monkeypatch.setattr(FencedWriter, "_run", recorded)
+    a.beat()  # Redis back: the renewal goes through, without the DEL
+    assert sent and not any(b"DEL" in argv or "DEL" in argv for argv in sent)
+    assert redis_client.get(a.owned[index].keys.lease) == a.owned[index].value.encode()
+
+
+def test_back_from_an_outage_a_surplus_partition_stays_surplus(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker back from an outage does not know which workers are live for a TTL: what it
+    was handing over stays surplus (it hands out nothing more there), rather than being
+    served again and claimed, meanwhile, by the worker it was going to."""
+    crawl = fresh_key()
+    a, b = worker(redis_client, crawl, "a"), worker(redis_client, crawl, "b")
+    a.beat()
+    b.beat()
+    surplus = a.beat().surplus
+    assert len(surplus) == COUNT // 2
+
+    def away(self: PartitionOwnership) -> int:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(PartitionOwnership, "_now_ms", away)
+        with pytest.raises(redis.ConnectionError):
+            a.beat()
+    assert a.beat().surplus == surplus  # quiet: claims nothing, hands over what it was

@@ -32,6 +32,13 @@ HOSTS = [f"127.0.0.{i}" for i in range(2, 8)]
 # each worker owns at least 5 (6/5/5)
 MANY_HOSTS = HOSTS + [f"127.0.1.{i}" for i in range(1, 27)]
 JOINED_WITHIN = 30.0  # seconds from a joiner's start to its first fetch, at most (generous)
+HELD_AT_MOST = 150.0  # seconds the politeness test holds requests while a worker starts
+# seconds a worker may take to finish its crawl: a deadline for a hang, not a speed (at a load
+# of 40 on two cores a restart test's crawl took over 3 minutes)
+FINISH_WITHIN = 600.0
+# seconds a worker may take to start (Python, Scrapy, its checks): at a load of 25-35 on two
+# cores, 30 s to write the crawl's layout and over 60 s to open a joiner's spider were seen
+STARTUP = 180.0
 
 
 def robots(ask: Any) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -108,7 +115,7 @@ def start_workers(
         joiners = [
             start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
         ]
-        wait_until(lambda: client.hlen("{" + key + "}:workers") >= n - 1, timeout=60)
+        wait_until(lambda: client.hlen("{" + key + "}:workers") >= n - 1, timeout=STARTUP)
     procs = [
         start_crawl(
             dirs[0], seeds=server.seeds(), settings=worker_settings(redis, key, dirs[0], **extra)
@@ -116,19 +123,24 @@ def start_workers(
     ]
     if joiners_first:
         return procs + joiners, dirs, key
-    wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"))
+    wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"), timeout=STARTUP)
     procs += [
         start_crawl(d, settings=worker_settings(redis, key, d, **extra)) for d in dirs[1:]
     ]
     return procs, dirs, key
 
 
+def finish_all(procs: list[Any], dirs: list[Path]) -> list[Any]:
+    """Each worker's result, once it has finished."""
+    return [finish_crawl(p, d, timeout=FINISH_WITHIN) for p, d in zip(procs, dirs, strict=True)]
+
+
 def hold_until_every_worker_opened(
     server: RoutedSiteServer, tmp_path: Path, workers: int, after: int = 20
 ) -> threading.Event:
     """Hold page requests past the first ``after`` until every worker's log says its spider
-    opened (at most 60 s): on a loaded machine a joining worker takes seconds to start, and a
-    crawl of this size may be over before it can take part."""
+    opened (at most ``HELD_AT_MOST``): on a loaded machine a joining worker takes seconds to
+    start, and a crawl of this size may be over before it can take part."""
     opened, lock, seen = threading.Event(), threading.Lock(), [0]
     respond = server.respond
     logs = [tmp_path / f"w{i}" / "crawl.log" for i in range(workers)]
@@ -140,7 +152,7 @@ def hold_until_every_worker_opened(
         with lock:
             seen[0] += 1
             wait = seen[0] > after and not opened.is_set()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HELD_AT_MOST
         while wait and not opened.is_set() and time.monotonic() < deadline:
             if all_opened():
                 opened.set()
@@ -170,11 +182,15 @@ def test_workers_crawl_one_site_once_and_politely(
         # three workers started the other way round: the two without seeds come up first, find
         # the shared crawl empty and wait for it (TUNING's join_wait) instead of ending
         opened = hold_until_every_worker_opened(server, tmp_path, workers)
-        procs, dirs, _ = start_workers(tmp_path, server, redis_server, workers, workers == 3)
+        # a request held that long must not time out and be sent again (a page twice)
+        extra = {"DOWNLOAD_TIMEOUT": HELD_AT_MOST + 30}
+        procs, dirs, _ = start_workers(
+            tmp_path, server, redis_server, workers, workers == 3, **extra
+        )
         for d in dirs[1:]:  # each joiner, once started (and the crawl has work), fetches
-            wait_until(lambda d=d: spider_opened(d) and fetched_by(server, dirs[0]), timeout=60)
+            wait_until(lambda d=d: spider_opened(d) and fetched_by(server, dirs[0]), STARTUP)
             wait_until(lambda d=d: fetched_by(server, d), timeout=JOINED_WITHIN)
-        results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
+        results = finish_all(procs, dirs)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
     assert opened.is_set(), "a worker never opened its spider"
@@ -212,11 +228,11 @@ def test_a_silent_workers_leases_come_back_long_before_their_ttl(
     with site(pages=30) as server:
         procs, dirs, key = start_workers(tmp_path, server, redis_server, 2, **extra)
         client = redis_server.client()
-        wait_until(lambda: holds_work(client, key, procs[1]), timeout=60)
+        wait_until(lambda: holds_work(client, key, procs[1]), timeout=STARTUP)
         procs[1].send_signal(signal.SIGKILL)  # dies holding its leases
         procs[1].wait(10)
         # well inside the TTL (600 s): only the takeover can let the crawl end by then
-        survivor = finish_crawl(procs[0], dirs[0], timeout=240)
+        survivor = finish_crawl(procs[0], dirs[0], timeout=FINISH_WITHIN)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
         leases_left = urls_out(client, key)
@@ -233,7 +249,11 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    extra = {"DOWNLOAD_TIMEOUT": 2, "RETRY_TIMES": 0, "FRONTIER_LEASE_TTL": 6}
+    # no retry: a fetch the server saw is never sent again by the worker that made it. The
+    # dead worker's URLs come back with its partitions (their leases' TTL), whatever the
+    # frontier's lease TTL: left at its default, so a live worker stalled a few seconds on a
+    # loaded machine does not see its own leases expire and fetch their URLs again
+    extra = {"DOWNLOAD_TIMEOUT": 20, "RETRY_TIMES": 0}
     # long enough that the two joining workers hold work before it ends, even when they
     # start slowly on a loaded machine
     with site(pages=14, hosts=MANY_HOSTS) as server:
@@ -241,7 +261,7 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
         client = redis_server.client()
         # mid-crawl, both joiners holding work: one is killed, the other stopped
         victim, other = 1, 2
-        wait_until(lambda: all(holds_work(client, key, procs[i]) for i in (victim, other)), 60)
+        wait_until(lambda: all(holds_work(client, key, procs[i]) for i in (victim, other)), STARTUP)
         procs[victim].send_signal(signal.SIGKILL)  # dies holding whatever it held
         procs[victim].wait(10)
         dead_held = {normalize_url(u)[0] for u in held_urls(client, key, procs[victim])}
@@ -251,9 +271,9 @@ def test_a_killed_worker_loses_nothing_and_a_stopped_one_hands_back_at_once(
         # a clean stop: its downloads cut short go back (the server may have seen them)
         cut = {normalize_url(u)[0] for u in held_urls(client, key, procs[other])}
         procs[other].send_signal(signal.SIGINT)
-        stopped = finish_crawl(procs[other], dirs[other], timeout=60)
+        stopped = finish_crawl(procs[other], dirs[other], timeout=FINISH_WITHIN)
         held_after_stop = owned(client, key, procs[other])
-        first = finish_crawl(procs[0], dirs[0], timeout=120)
+        first = finish_crawl(procs[0], dirs[0], timeout=FINISH_WITHIN)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
         leases_left = urls_out(client, key)
@@ -301,7 +321,7 @@ def test_an_unreachable_robots_txt_is_held_for_every_worker(
         for host in (flaky, down):
             server.route(host, "/robots.txt", failing)
         procs, dirs, _ = start_workers(tmp_path, server, redis_server, 2, **extra)
-        results = [finish_crawl(p, d, timeout=120) for p, d in zip(procs, dirs, strict=True)]
+        results = finish_all(procs, dirs)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
     for r in results:
@@ -346,12 +366,12 @@ def test_a_stop_while_the_crawl_starts_waits_for_it_and_writes_its_stats(
 
         # Redis stops answering while the worker opens its spider and frontier, so the SIGINT
         # surely comes after Scrapy's handlers are in place and before the engine runs
-        wait_until(lambda: logged("Enabled item pipelines"), timeout=60)
+        wait_until(lambda: logged("Enabled item pipelines"), timeout=STARTUP)
         pauser = redis_server.client()
         pauser.execute_command("CLIENT", "PAUSE", "2500", "ALL")
-        wait_until(lambda: logged("Spider opened"), timeout=60)
+        wait_until(lambda: logged("Spider opened"), timeout=STARTUP)
         proc.send_signal(signal.SIGINT)
-        result = finish_crawl(proc, tmp_path, timeout=60)
+        result = finish_crawl(proc, tmp_path, timeout=FINISH_WITHIN)
     assert result.returncode == 0, result.log[-3000:]
     assert result.stats["finish_reason"] == "shutdown"
     assert owned(redis_server.client(), key, proc) == []  # every partition handed back
@@ -371,14 +391,14 @@ def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path, down:
             procs, dirs, key = start_workers(tmp_path, server, redis, 2)
             client = redis.client()
             # every worker past its start-up checks, holding work
-            wait_until(lambda: all(holds_work(client, key, p) for p in procs), timeout=60)
+            wait_until(lambda: all(holds_work(client, key, p) for p in procs), timeout=STARTUP)
             client.close()
             redis.process.kill()
             redis.process.wait(10)
             down_at = len(server.records)
             time.sleep(down)
             redis = start_redis(root, port=redis.port, aof="always")
-            results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]
+            results = finish_all(procs, dirs)
             records = server.records
             wanted = server.graph.reachable(server.seeds())
     finally:

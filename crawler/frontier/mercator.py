@@ -552,15 +552,6 @@ class MercatorFrontier(Frontier):
     def in_flight(self) -> int:
         return len(self._leases)
 
-    def hold_fetching_hosts(self) -> None:
-        """Before the store passes to another owner with leases still open: a host whose fetch
-        may still run rests as if its lease expired at its deadline, so the next owner, which
-        hands the URL out again, keeps the host's pace with the fetch it cannot see."""
-        for record in self._leases.values():
-            if not record.completed:
-                self._rest(record.host, record.lease.slot, record.deadline, None)
-                self.store.save_host(record.host)
-
     def __len__(self) -> int:
         return self._queued
 

@@ -448,6 +448,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             partition_ttl=PARTITION_TTL,
             replicas=self.config.replica_wait,
             back_queues=self.back_queues,
+            keep_alive=True,
             **extra,
         )
 

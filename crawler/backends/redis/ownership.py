@@ -18,20 +18,23 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
   recognised by the lease's value, the worker's own: a ``GET`` in the claim's pipeline tells
   a client that resent it, and the next beat reads the leases of a claim that failed, so the
   partition is served at once, not left leased to nobody who knows for a TTL;
-- names the partitions it owns beyond the share (``surplus``), and those surplus for
-  ``HANDOVER_BOUND`` seconds (``overdue``).
+- names the partitions it owns beyond the share (``surplus``).
 
 The owner of a surplus partition hands out nothing more from it, and once its open leases are
-settled (fetched and processed), or the partition is overdue, flushes its state and
-:meth:`~PartitionOwnership.release` frees it: a fenced ``DEL`` of the lease and a wake-up on
-the crawl's ``handover`` channel, so a worker below its share claims it at its next call,
-rather than at its next beat (and never after a TTL). The bound is what a joiner waits at most
-for a busy owner (a slow fetch, a page whose links are still in the pipelines); its cost, for
-each lease still open at the bound: the page is fetched a second time (its URL is still out of
-the queues in Redis, and the next owner hands it out again, while the old owner's completion
-of it does nothing: at least once, never lost), and a host whose fetch was still running waits
-for its lease's deadline (``FRONTIER_LEASE_TTL`` at most) and its delay after that, as if the
-lease had expired: the next owner cannot see when that fetch ends, and the host's pace is kept.
+settled (fetched and processed), flushes its state and :meth:`~PartitionOwnership.release`
+frees it: a fenced ``DEL`` of the lease and a wake-up on the crawl's ``handover`` channel, so a
+worker below its share claims it at its next call, rather than at its next beat (and never
+after a TTL). However long that takes (a slow fetch, a page whose links are still in a busy
+worker's pipelines), the partition is not handed over with a lease open: its next owner would
+hand the URL out again (it is still out of the queues in Redis, and the old owner's completion
+of it would do nothing), a second fetch of a page that no fault forced. A joiner waits for its
+share no longer than the slowest of those leases; a lease nobody settles ends at its deadline
+(``FRONTIER_LEASE_TTL`` after its last renewal) like any other.
+
+The beat rides on the owner's frontier calls, which a loaded machine can hold up longer than a
+lease; a crawl's worker also renews its leases from a thread of its own
+(:meth:`PartitionOwnership.keep_alive`) while its last beat is at most ``STUCK`` old, so a
+lease lapses when the worker dies or its calls are stuck, not when they are slow.
 
 A killed worker's leases expire after ``ttl`` and the others claim them with a higher epoch;
 its :class:`FencedWriter` then raises :class:`PartitionLost` and writes nothing. Every command
@@ -43,18 +46,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
-from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost, flush_together
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 
-# Seconds a surplus partition waits for its open leases to settle before it is handed over with
-# them (see the module docstring): a few beats, longer than most fetches and their processing.
-HANDOVER_BOUND = 5.0
+# Seconds without a beat (the owner's calls stuck) after which its leases are no longer kept
+# alive (:meth:`PartitionOwnership.keep_alive`): it gives its partitions up as if killed.
+STUCK = 60.0
 
 
 @dataclass
@@ -71,13 +77,12 @@ class Ownership:
 @dataclass
 class Beat:
     """What one beat changed: the caller recovers the ``claimed`` partitions' state from Redis,
-    drops its state of the ``lost`` ones, and hands over the ``surplus`` ones (flush their
-    writes, then :meth:`PartitionOwnership.release`)."""
+    drops its state of the ``lost`` ones, and hands over the ``surplus`` ones once settled
+    (flush their writes, then :meth:`PartitionOwnership.release`)."""
 
     claimed: list[Ownership] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     surplus: list[int] = field(default_factory=list)
-    overdue: list[int] = field(default_factory=list)  # surplus for HANDOVER_BOUND or longer
 
 
 def fair_share(count: int, workers: list[str], worker: str) -> int:
@@ -126,12 +131,15 @@ class PartitionOwnership:
         self.replicas = replicas
         self._last_beat_ms: int | None = None  # Redis's time at the last beat
         self._quiet_until = 0  # no claims before (Redis ms): back from an outage
+        self._away = False  # a beat failed since the last one that went through
+        self._beaten = time.monotonic()  # when the last beat went through (keep_alive)
+        self._lock = threading.Lock()  # a release, against keep_alive's renewals
+        self._surplus: list[int] = []  # named at the last beat that knew the members
         self.members = CrawlKeys(crawl).members
         self.handover = CrawlKeys(crawl).handover
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
         self.owned: dict[int, Ownership] = {}
-        self._surplus_since: dict[int, int] = {}  # index -> Redis ms it became surplus
         # the renewals' own writers: the owner's writer buffers the frontier's writes, which a
         # beat must neither send early nor drop
         self._renewers: dict[int, FencedWriter] = {}
@@ -146,26 +154,24 @@ class PartitionOwnership:
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
         leases exist), one renewal per owned partition and, when it claims, two pipelines.
 
-        A surplus partition's time towards ``HANDOVER_BOUND`` counts while beats go through:
-        a beat that fails (Redis away) or comes after a silence longer than the bound (a
-        stall) starts it again, since the owner could settle nothing meanwhile (its leases
-        would all be fetched twice)."""
+        Back from an outage (a beat failed: Redis away, the others' beats failing alike) or
+        a stall longer than a lease, it claims nothing for a TTL: the other workers' leases
+        and beats may have lapsed for the same reason, and they are coming back to take
+        their own leases again (lua/fence.lua) with the work they held. This worker's last
+        beat may be recent (it came back a few seconds before another, whose lease and
+        membership lapsed meanwhile): claiming then would fetch that worker's work twice."""
         try:
             return self._beat()
         except Exception:
-            self._surplus_since.clear()
+            self._away = True
             raise
 
     def _beat(self) -> Beat:
         now = self._now_ms()
-        if self._last_beat_ms is not None and now - self._last_beat_ms > HANDOVER_BOUND * 1000:
-            self._surplus_since.clear()
-        if self._last_beat_ms is not None and now - self._last_beat_ms > self.ttl_ms:
-            # back from an outage (or a stall) longer than a lease: every other worker's
-            # beats and leases lapsed too. Claim nothing for a TTL, while they come back and
-            # take their own leases again (lua/fence.lua), instead of racing them for theirs
+        last = self._last_beat_ms
+        if last is not None and (self._away or now - last > self.ttl_ms):
             self._quiet_until = now + self.ttl_ms
-        self._last_beat_ms = now
+        self._last_beat_ms, self._away = now, False
         quiet = now < self._quiet_until
         pipe = self.client.pipeline(transaction=False)
         pipe.zadd(self.members, {self.worker: now})
@@ -188,8 +194,10 @@ class PartitionOwnership:
             if lease == value.encode() and index not in self.owned
         ]
         beat = Beat(lost=self._renew())
+        self._beaten = time.monotonic()
         beat.claimed = [o for o in adopted if o.keys.index in self.owned]
-        if quiet:
+        if quiet:  # the members are not known yet: what was surplus stays so, nothing more
+            beat.surplus = [i for i in self._surplus if i in self.owned]
             return beat
         share = fair_share(self.count, [m.decode() for m in live], self.worker)
         if len(self.owned) < share:
@@ -200,9 +208,7 @@ class PartitionOwnership:
         elif len(self.owned) > share:
             by_preference = [i for i in self.order if i in self.owned]
             beat.surplus = by_preference[share:]
-        since = self._surplus_since = {i: self._surplus_since.get(i, now) for i in beat.surplus}
-        bound = HANDOVER_BOUND * 1000
-        beat.overdue = [i for i in beat.surplus if now - since[i] >= bound]
+        self._surplus = beat.surplus
         return beat
 
     def _renew(self) -> list[int]:
@@ -276,13 +282,50 @@ class PartitionOwnership:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
         renewer = self._renewers[index]
         renewer.write("DEL", renewer.lease_key)
-        with contextlib.suppress(PartitionLost):  # another worker holds it: not ours either way
-            renewer.flush()
-        # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned and
-        # renewed, and given up at a later beat, not served unrenewed until its lease lapses
-        self._forget(index)
+        with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
+            try:
+                renewer.flush()
+            except PartitionLost:  # another worker's: not ours either way
+                pass
+            except Exception:
+                # cut short (Redis away): kept, renewed, given up later; its DEL is not sent
+                # again with a renewal, while the partition is still served
+                renewer.discard()
+                raise
+            # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned
+            # and renewed, and given up at a later beat, not served unrenewed until it lapses
+            self._forget(index)
         if announce:
             self.announce()
+
+    def keep_alive(self, every: float, bound: float = STUCK) -> Callable[[], None]:
+        """Renew the owned leases every ``every`` seconds from a thread of their own, while
+        the last beat is at most ``bound`` seconds old; returns what stops it (before
+        :meth:`leave`). The beat rides on the owner's calls, which a loaded machine can hold
+        up longer than a lease (a backlog of calls after an outage, a starved process): its
+        leases would lapse while it still hands their URLs out, and the next owner would
+        fetch them again. A worker killed renews nothing; one whose calls are stuck for
+        ``bound`` gives its partitions up as if killed."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(every):
+                if time.monotonic() - self._beaten <= bound:
+                    with contextlib.suppress(Exception):  # Redis away: the beat says so
+                        self._renew_held()
+
+        threading.Thread(target=renew, name="partition-leases", daemon=True).start()
+        return stop.set
+
+    def _renew_held(self) -> None:
+        """One fenced ``PEXPIRE`` of every owned lease, in as few calls as the servers allow
+        (one refused, the partition lost: the next beat finds it out)."""
+        with self._lock:
+            writers = [self._writer(o.keys, o.value, numbered=False)
+                       for o in list(self.owned.values())]  # fmt: skip
+            for writer in writers:
+                writer.write("PEXPIRE", writer.lease_key, self.ttl_ms)
+            flush_together(self.client, writers)
 
     def announce(self) -> None:
         """Tell the crawl's workers that partitions were handed back (they beat and claim)."""

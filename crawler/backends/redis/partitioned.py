@@ -23,7 +23,7 @@ lost), and the inbox letters not acknowledged are read again. A partition this w
 (its lease expired in a stall, another worker took it) is dropped with its open leases:
 their completions and acknowledgements do nothing, and the new owner hands their URLs out
 again (at least once). A surplus partition (a worker joined) hands out nothing more, and is
-released once its open leases are settled, or with them after a bound (see :mod:`.ownership`).
+released once its open leases are settled (see :mod:`.ownership`).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class PartitionedFrontier(Frontier):
     """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
     claimed over its store; ``seen(keys)`` its seen-set; ``replicas``: how many replicas each
     write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``); ``back_queues``: the
-    worker's B, shared over the partitions it owns."""
+    worker's B, shared over its partitions; ``keep_alive``: a thread renews the leases too."""
 
     def __init__(
         self,
@@ -108,6 +108,7 @@ class PartitionedFrontier(Frontier):
         replicas: int = 0,
         back_queues: int = 0,
         clock: Clock = time.monotonic,
+        keep_alive: bool = False,
     ) -> None:
         self.client = client
         self.crawl = crawl
@@ -141,6 +142,7 @@ class PartitionedFrontier(Frontier):
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
+        self._stop_renewing = self.ownership.keep_alive(BEAT) if keep_alive else lambda: None
 
     def keys(self, index: int) -> PartitionKeys:
         if index not in self._keys:  # (built once: the mail names an inbox at every letter)
@@ -162,7 +164,7 @@ class PartitionedFrontier(Frontier):
                 self._take(ownership)
         for index, part in list(self.parts.items()):
             part.draining = index in beat.surplus
-            if part.draining and (index in beat.overdue or not part.frontier.in_flight()):
+            if part.draining and not part.frontier.in_flight():
                 self._hand_over(part)
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
@@ -180,16 +182,12 @@ class PartitionedFrontier(Frontier):
                     part.frontier.resize_back(share)
 
     def _hand_over(self, part: Partition) -> None:
-        """Release a surplus partition, settled or overdue (its hosts still fetching held)."""
-        open_leases = part.frontier.in_flight()
-        if open_leases:
-            self._guarded(part, part.frontier.hold_fetching_hosts)
+        """Release a surplus partition, its leases settled."""
         self._guarded(part, part.store.flush)
         if part.index in self.parts:  # (not lost meanwhile)
             self.ownership.release(part.index)  # the others hear it and claim it now
             del self.parts[part.index]
-            log = logger.info if open_leases else logger.debug
-            log("Partition %d handed over with %d leases open", part.index, open_leases)
+            logger.debug("Partition %d handed over", part.index)
 
     def _publish(self) -> None:
         self.fleet.publish({
@@ -443,7 +441,8 @@ class PartitionedFrontier(Frontier):
                 part = self.parts[index]
                 self._guarded(part, lambda p=part, t=inner: p.frontier.release(t))
             raise
-        return leases
+        # a partition the flush found lost: its next owner hands these out (their moves refused)
+        return [lease for lease in leases if self._part_of(lease.token)[0] is not None]
 
     def _part_of(self, token: str) -> tuple[Partition | None, str]:
         index, generation, inner = [*token.split(".", 2), "", ""][:3]
@@ -595,6 +594,7 @@ class PartitionedFrontier(Frontier):
         for part in self.parts.values():
             part.store.stage(count=True)  # (their seen counts too)
         self._flush()
+        self._stop_renewing()
         self.ownership.leave()
         self.parts.clear()
 
