@@ -9,6 +9,7 @@ partition over within a bound, with its open leases, keeping their hosts' pace. 
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 
@@ -17,7 +18,7 @@ import redis
 
 from crawler.backends.redis import ownership as ownership_module
 from crawler.backends.redis import partitioned as partitioned_module
-from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.fence import FENCE_SOURCE, PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.ownership import PartitionOwnership, fair_share
 from crawler.frontier import PolitenessPolicy
@@ -25,6 +26,7 @@ from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
 from tests.test_frontier_partitioned import partitioned
+from tests.test_partition_round_trips import round_trips
 
 COUNT = 16
 TTL = 5.0  # seconds: no lease expires within a test that does not wait for it, even on a busy box
@@ -260,3 +262,33 @@ def test_a_busy_owner_hands_a_surplus_partition_over_within_the_bound(
     for lease in out:  # a's completions of the handed-over leases change nothing
         a.finish(lease.token, 0.1)
     assert len(b) == len(moved) and b.in_flight() == len(moved)
+
+
+def test_a_beat_renews_every_lease_in_one_call_and_drops_only_the_lost(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker renews the leases of all its partitions at every beat: one call of the fence
+    script on one server, not a round trip each. Two leases taken behind its back (it stalled
+    past them) refuse that call: it goes again without them, and only they are dropped."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    rounds_until([a], lambda: len(a.owned) == COUNT)
+    stolen = [3, 11]
+    for index in stolen:  # another worker's claim: a new epoch, then its lease
+        keys = a.partitions[index]
+        redis_client.incr(keys.epoch)
+        redis_client.set(keys.lease, "b/99", px=60_000)
+    kept = [a.owned[i] for i in range(COUNT) if i not in stolen]
+    for ownership in kept:
+        redis_client.pexpire(ownership.keys.lease, 1000)  # due for renewal
+    fence_sha = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
+    with round_trips(monkeypatch, lambda data: fence_sha in data) as sent:
+        beat = a.beat()
+    assert sorted(beat.lost) == stolen
+    assert len(sent) == 2  # refused (naming the two), then the other 14 renewed together
+    assert sorted(a.owned) == [i for i in range(COUNT) if i not in stolen]
+    for ownership in kept:
+        assert redis_client.pttl(ownership.keys.lease) > 1000
+    for index in stolen:
+        assert redis_client.get(a.partitions[index].lease) == b"b/99"

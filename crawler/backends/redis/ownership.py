@@ -6,9 +6,10 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
 
 - records the beat in the crawl's members ZSET (``{<crawl>}:members``, score: Redis's ``TIME``
   in ms, never the worker's clock) and removes the members that have not beaten within ``ttl``;
-- renews each lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
-  the check and the renewal are one step), so a worker that stalled past its lease learns it
-  lost the partition and never extends another owner's lease;
+- renews every lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
+  the check and the renewal are one step; all of them in one call on one server), so a
+  worker that stalled past its lease learns it lost the partition and never extends another
+  owner's lease;
 - claims free partitions (lease absent) up to its fair share (:func:`fair_share`: ``count``
   over the live workers, the remainder to the first of them by name, so 16 partitions over 3
   workers settle 6/5/5): ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker
@@ -49,7 +50,7 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
-from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost, flush_together
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 
 # Seconds a surplus partition waits for its open leases to settle before it is handed over with
@@ -144,7 +145,7 @@ class PartitionOwnership:
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewal per owned partition and, when it claims, two pipelines.
+        leases exist), one renewing every owned lease and, when it claims, two pipelines.
 
         A surplus partition's time towards ``HANDOVER_BOUND`` counts while beats go through:
         a beat that fails (Redis away) or comes after a silence longer than the bound (a
@@ -206,15 +207,24 @@ class PartitionOwnership:
         return beat
 
     def _renew(self) -> list[int]:
-        """The fenced ``PEXPIRE`` of every owned lease; the indexes found no longer ours."""
-        lost = []
-        for index, renewer in list(self._renewers.items()):
+        """The fenced ``PEXPIRE`` of every owned lease; the indexes found no longer ours.
+
+        All in one call of the fence script on one server (a pipeline of calls on a cluster:
+        :func:`~crawler.backends.redis.fence.flush_together`), not a round trip per lease: a
+        worker owns several partitions and renews them all at every beat. A call refused for
+        a lost lease writes nothing: the others' renewals go again without it."""
+        renewers = list(self._renewers.items())
+        for _, renewer in renewers:
             renewer.write("PEXPIRE", renewer.lease_key, self.ttl_ms)
-            try:
-                renewer.flush()
-            except PartitionLost:
-                lost.append(index)
-                self._forget(index)
+        writers = [renewer for _, renewer in renewers]
+        lost = []
+        while any(w.pending for w in writers):
+            for (index, _), refused in zip(
+                renewers, flush_together(self.client, writers), strict=True
+            ):
+                if refused is not None:
+                    lost.append(index)
+                    self._forget(index)
         return lost
 
     def _claim(self, candidates: list[int]) -> list[Ownership]:
