@@ -9,6 +9,7 @@ partition over once its open leases are settled, never with them. On a real Redi
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 
@@ -16,7 +17,7 @@ import pytest
 import redis
 
 from crawler.backends.redis import partitioned as partitioned_module
-from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.fence import FENCE_SOURCE, FencedWriter, PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.ownership import PartitionOwnership, fair_share
 from crawler.frontier import PolitenessPolicy
@@ -24,6 +25,7 @@ from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
 from tests.test_frontier_partitioned import partitioned
+from tests.test_partition_round_trips import round_trips
 
 COUNT = 16
 TTL = 5.0  # seconds: no lease expires within a test that does not wait for it, even on a busy box
@@ -369,16 +371,10 @@ def test_a_release_cut_short_keeps_the_partition_and_its_lease(
         with pytest.raises(redis.ConnectionError):
             a.release(index)
     assert index in a.owned
-    sent: list[list[object]] = []
-    run = FencedWriter._run
-
-    def recorded(self: FencedWriter, keys: list[str], argv: list[object]) -> object:
-        sent.append(argv)
-        return run(self, keys, argv)
-
-    monkeypatch.setattr(FencedWriter, "_run", recorded)
-    a.beat()  # Redis back: the renewal goes through, without the DEL
-    assert sent and not any(b"DEL" in argv or "DEL" in argv for argv in sent)
+    fence_sha = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
+    with round_trips(monkeypatch, lambda data: fence_sha in data) as sent:
+        a.beat()  # Redis back: the renewals go through, without the DEL
+    assert sent and not any(b"$3\r\nDEL\r\n" in data for data in sent)
     assert redis_client.get(a.owned[index].keys.lease) == a.owned[index].value.encode()
 
 
@@ -404,3 +400,59 @@ def test_back_from_an_outage_a_surplus_partition_stays_surplus(
         with pytest.raises(redis.ConnectionError):
             a.beat()
     assert a.beat().surplus == surplus  # quiet: claims nothing, hands over what it was
+
+
+def test_a_beat_renews_every_lease_in_one_call_and_drops_only_the_lost(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker renews the leases of all its partitions at every beat: one call of the fence
+    script on one server, not a round trip each. Two leases taken behind its back (it stalled
+    past them) refuse that call: it goes again without them, and only they are dropped."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    rounds_until([a], lambda: len(a.owned) == COUNT)
+    stolen = [3, 11]
+    for index in stolen:  # another worker's claim: a new epoch, then its lease
+        keys = a.partitions[index]
+        redis_client.incr(keys.epoch)
+        redis_client.set(keys.lease, "b/99", px=60_000)
+    kept = [a.owned[i] for i in range(COUNT) if i not in stolen]
+    for ownership in kept:
+        redis_client.pexpire(ownership.keys.lease, 1000)  # due for renewal
+    fence_sha = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
+    with round_trips(monkeypatch, lambda data: fence_sha in data) as sent:
+        beat = a.beat()
+    assert sorted(beat.lost) == stolen
+    assert len(sent) == 2  # refused (naming the two), then the other 14 renewed together
+    assert sorted(a.owned) == [i for i in range(COUNT) if i not in stolen]
+    for ownership in kept:
+        assert redis_client.pttl(ownership.keys.lease) > 1000
+    for index in stolen:
+        assert redis_client.get(a.partitions[index].lease) == b"b/99"
+
+
+def test_the_keep_alive_renews_the_other_leases_when_one_was_taken(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    """The keep-alive thread renews every lease in one call; a lease taken behind the
+    worker's back refuses that call, and the others are renewed all the same (the beat, held
+    up, is what drops the lost one)."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    rounds_until([a], lambda: len(a.owned) == COUNT)
+    taken = a.partitions[5]
+    redis_client.incr(taken.epoch)
+    redis_client.set(taken.lease, "b/99", px=60_000)
+    kept = [a.owned[i] for i in range(COUNT) if i != 5]
+    for ownership in kept:
+        redis_client.pexpire(ownership.keys.lease, 1000)  # lapses within a second unrenewed
+    stop = a.keep_alive(0.05)
+    try:
+        deadline = time.monotonic() + 30
+        while not all(redis_client.pttl(o.keys.lease) > 1000 for o in kept):
+            assert time.monotonic() < deadline, [redis_client.pttl(o.keys.lease) for o in kept]
+            time.sleep(0.05)
+    finally:
+        stop()
+    assert redis_client.get(taken.lease) == b"b/99"

@@ -6,9 +6,10 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
 
 - records the beat in the crawl's members ZSET (``{<crawl>}:members``, score: Redis's ``TIME``
   in ms, never the worker's clock) and removes the members that have not beaten within ``ttl``;
-- renews each lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
-  the check and the renewal are one step), so a worker that stalled past its lease learns it
-  lost the partition and never extends another owner's lease;
+- renews every lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
+  the check and the renewal are one step; all of them in one call on one server), so a
+  worker that stalled past its lease learns it lost the partition and never extends another
+  owner's lease;
 - claims free partitions (lease absent) up to its fair share (:func:`fair_share`: ``count``
   over the live workers, the remainder to the first of them by name, so 16 partitions over 3
   workers settle 6/5/5): ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker
@@ -152,7 +153,7 @@ class PartitionOwnership:
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
         share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewal per owned partition and, when it claims, two pipelines.
+        leases exist), one renewing every owned lease and, when it claims, two pipelines.
 
         Back from an outage (a beat failed: Redis away, the others' beats failing alike) or
         a stall longer than a lease, it claims nothing for a TTL: the other workers' leases
@@ -213,15 +214,26 @@ class PartitionOwnership:
 
     def _renew(self) -> list[int]:
         """The fenced ``PEXPIRE`` of every owned lease; the indexes found no longer ours."""
-        lost = []
-        for index, renewer in list(self._renewers.items()):
-            renewer.write("PEXPIRE", renewer.lease_key, self.ttl_ms)
-            try:
-                renewer.flush()
-            except PartitionLost:
-                lost.append(index)
-                self._forget(index)
+        renewers = list(self._renewers.items())
+        refused = self._renew_together([renewer for _, renewer in renewers])
+        lost = [index for (index, _), why in zip(renewers, refused, strict=True) if why]
+        for index in lost:
+            self._forget(index)
         return lost
+
+    def _renew_together(self, writers: list[FencedWriter]) -> list[PartitionLost | None]:
+        """A fenced ``PEXPIRE`` through each of ``writers``, all in one call of the fence
+        script on one server (a pipeline of calls on a cluster:
+        :func:`~crawler.backends.redis.fence.flush_together`), not a round trip per lease: a
+        worker owns several partitions and renews them all at every beat. A call refused for
+        a lost lease writes nothing: the others' renewals go again without it."""
+        for writer in writers:
+            writer.write("PEXPIRE", writer.lease_key, self.ttl_ms)
+        refused: list[PartitionLost | None] = [None] * len(writers)
+        while any(w.pending for w in writers):
+            for i, why in enumerate(flush_together(self.client, writers)):
+                refused[i] = refused[i] or why
+        return refused
 
     def _claim(self, candidates: list[int]) -> list[Ownership]:
         """Claim the ``candidates`` (free a moment ago): a new epoch each, then the lease if it
@@ -318,14 +330,12 @@ class PartitionOwnership:
         return stop.set
 
     def _renew_held(self) -> None:
-        """One fenced ``PEXPIRE`` of every owned lease, in as few calls as the servers allow
-        (one refused, the partition lost: the next beat finds it out)."""
+        """One fenced ``PEXPIRE`` of every owned lease, through writers of its own (the beat's
+        may hold a release's ``DEL``); a partition found lost is the next beat's to drop."""
         with self._lock:
-            writers = [self._writer(o.keys, o.value, numbered=False)
-                       for o in list(self.owned.values())]  # fmt: skip
-            for writer in writers:
-                writer.write("PEXPIRE", writer.lease_key, self.ttl_ms)
-            flush_together(self.client, writers)
+            self._renew_together(
+                [self._writer(o.keys, o.value, numbered=False) for o in list(self.owned.values())]
+            )
 
     def announce(self) -> None:
         """Tell the crawl's workers that partitions were handed back (they beat and claim)."""
