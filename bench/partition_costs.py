@@ -85,7 +85,25 @@ The worker's CPU (a sampling profile of the 1-worker run): redis-py's Python lay
 25 us a round trip and 5 us a command above hiredis's parsing), the seen-test ~28 %, the fenced
 flushes ~20 %, the entry codec ~7 %, this bench's own link making ~9 %. The algorithm runs in
 the worker now, and each round trip costs the client more than the Lua frontier's single
-EVALSHA; in a real crawl the page's own work dominates.
+EVALSHA; in a real crawl the page's own work dominates. Since then the seen-test and the fenced
+calls go through ``crawler.backends.redis.wire`` (one request packed by hiredis, replies read by
+it, no redis-py pipeline objects): the worker's instructions a page (callgrind, 100,000 seeds,
+2,000 pages, beats off, the link making left out) fell from 2.94M to 2.18M a call a page and
+from 2.04M to 1.54M with ``--group 8`` (-25 to -26 %); the CPU rows above predate it.
+
+10 M URLs over 1 M hosts (10 URLs a host), depth, 1 worker, 2,000 pages::
+
+    .venv/bin/python bench/partition_costs.py --sizes 10000000 --hosts 1000000 \
+        --policies depth --pages 2000 --workers 1 [--callgrind] \
+        [--set FRONTIER_SEEN_EXACT_LIMIT=20000000]
+
+Redis instructions a page 330k (363k at 1 M: flat in the queue's size). With the defaults on a
+Redis without RedisBloom the exact seen-set is laid out for ``FRONTIER_SEEN_EXACT_LIMIT`` (2 M)
+URLs: past it its buckets leave their intsets, 105.4 B per queued URL in all. Laid out for the
+crawl (``--set FRONTIER_SEEN_EXACT_LIMIT=20000000``): 42.8 B per queued URL (37.4 without the
+seen-set: a million hosts' records and back queues cost ~8 B a URL more than 10,000 hosts'
+do), 13,120 seeds/s (seeded on a machine at a load of 15-40), Redis CPU 161 us and worker CPU
+1,094 us a page. Masters projected: 3 for 10,000 pages/s, 2 for a billion URLs.
 
 A real crawl (``--real-only``: 2 ``scrapy crawl web`` workers, every feature on, 40 devsite
 hosts, ``--real-pages`` 50, 3,200 pages fetched, politeness off, whole run), Redis
@@ -97,6 +115,12 @@ most, with their ``HGET``/``HMGET``/``HSET`` (21, 19 and 21 a page). With the ne
 store off (``--real-set NEARDUP_ENABLED=False``): 273k (old) against 166k (new) instructions a
 page, 0.61: at a real crawl's pace most calls carry one page, and the fenced call's fixed cost
 (every written partition's lease and number) weighs as in the simulation's call a page.
+The near-duplicate store's first postings then went to a plain ``HSETNX`` and its commit's
+arguments into two strings (``docs/benchmarks/history.md``): 1,014k -> 808k instructions a page
+with every feature on (about 0.55 of the Lua frontier's), 172k with the store off. A fenced
+call costs Redis ~29k instructions, ~22k per partition it writes (its lease, number and epoch:
+3 keys, 5 arguments, the MGET's share and the number's SET) and ~9.6k per write; an EVALSHA
+argument ~1.3k, a plain pipelined HSET ~4.7k (callgrind, one call at a time).
 """
 
 from __future__ import annotations
