@@ -89,7 +89,12 @@ EVALSHA; in a real crawl the page's own work dominates. Since then the seen-test
 calls go through ``crawler.backends.redis.wire`` (one request packed by hiredis, replies read by
 it, no redis-py pipeline objects): the worker's instructions a page (callgrind, 100,000 seeds,
 2,000 pages, beats off, the link making left out) fell from 2.94M to 2.18M a call a page and
-from 2.04M to 1.54M with ``--group 8`` (-25 to -26 %); the CPU rows above predate it.
+from 2.04M to 1.54M with ``--group 8`` (-25 to -26 %); the CPU rows above predate it. Old
+and new measured again after it, two runs each, one after the other at a load below 2 (a
+call a page, 1 / 2 workers; this VM ran the old frontier's Redis slower than the table's day):
+Redis CPU 130-135 / 127-151 us a page against 569 / 495-514 (0.23-0.24 / 0.25-0.30), worker
+CPU 765-773 / 783-981 against 558-597 / 559-575 (1.3-1.4 / 1.4-1.7), 28,664-32,618 seeds/s
+against 37,300-37,386, 33.9 B per queued URL against 40.8.
 
 10 M URLs over 1 M hosts (10 URLs a host), depth, 1 worker, 2,000 pages::
 
