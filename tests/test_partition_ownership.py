@@ -68,6 +68,18 @@ def worker(client: redis.Redis, crawl: str, name: str, ttl: float = TTL) -> Part
     return PartitionOwnership(client, crawl, COUNT, name, ttl)
 
 
+def beat_while_away(monkeypatch: pytest.MonkeyPatch, worker: PartitionOwnership) -> None:
+    """A beat of ``worker`` that fails: Redis is away (its clock, the beat's first call)."""
+
+    def away(self: PartitionOwnership) -> int:
+        raise redis.ConnectionError("Redis is away")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(PartitionOwnership, "_now_ms", away)
+        with pytest.raises(redis.ConnectionError):
+            worker.beat()
+
+
 def test_one_worker_takes_every_partition(redis_client: redis.Redis) -> None:  # noqa: F811
     crawl = fresh_key()
     alone = worker(redis_client, crawl, "w1")
@@ -300,14 +312,7 @@ def test_back_from_an_outage_a_worker_claims_no_lease_that_lapsed_meanwhile(
     b.beat()  # b's last beat before Redis went away; a's a few seconds later
     skew[0] += 5_000
     a.beat()
-
-    def away(self: PartitionOwnership) -> int:
-        raise redis.ConnectionError("Redis is away")
-
-    with monkeypatch.context() as outage:
-        outage.setattr(PartitionOwnership, "_now_ms", away)
-        with pytest.raises(redis.ConnectionError):
-            a.beat()
+    beat_while_away(monkeypatch, a)
     for ownership in b.owned.values():  # b's leases lapse during the outage
         redis_client.delete(ownership.keys.lease)
     skew[0] += 27_000  # a back: its last beat 27 s old, b's membership 32 s (past the TTL)
@@ -391,14 +396,7 @@ def test_back_from_an_outage_a_surplus_partition_stays_surplus(
     b.beat()
     surplus = a.beat().surplus
     assert len(surplus) == COUNT // 2
-
-    def away(self: PartitionOwnership) -> int:
-        raise redis.ConnectionError("Redis is away")
-
-    with monkeypatch.context() as outage:
-        outage.setattr(PartitionOwnership, "_now_ms", away)
-        with pytest.raises(redis.ConnectionError):
-            a.beat()
+    beat_while_away(monkeypatch, a)
     assert a.beat().surplus == surplus  # quiet: claims nothing, hands over what it was
 
 
