@@ -115,13 +115,20 @@ def urls_of(leases: list[Any]) -> set[str]:
     return {lease.entry.url for lease in leases}
 
 
-def test_links_to_another_workers_partition_travel_as_mail(client: redis.Redis) -> None:
+def two_workers(client: redis.Redis) -> tuple[str, FakeClock, Any, Any]:
+    """Workers "a" and "b" of a new crawl of 4 partitions, 2 each (a hands 2 over to b at
+    its beats); the crawl's key, their clock and the two frontiers."""
     key, clock = fresh_key(), FakeClock()
     a = partitioned(client, key, clock, count=4, worker="a")
     b = partitioned(client, key, clock, count=4, worker="b")
-    for _ in range(3):  # a hands partitions over to b at its beats
+    for _ in range(3):
         a.beat()
         b.beat()
+    return key, clock, a, b
+
+
+def test_links_to_another_workers_partition_travel_as_mail(client: redis.Redis) -> None:
+    _key, clock, a, b = two_workers(client)
     assert len(a.parts) == len(b.parts) == 2
     links = entries(20, 2)  # 20 hosts over 4 partitions
     results = a.add_many(links)

@@ -23,7 +23,7 @@ from crawler.frontier.api import Settlement
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
-from tests.test_frontier_partitioned import partitioned
+from tests.test_frontier_partitioned import partitioned, two_workers
 
 SEEN_TESTS = (b"SISMEMBER", b"SMISMEMBER", b"BF.MEXISTS")
 
@@ -206,12 +206,7 @@ def test_a_pages_letters_ride_in_its_fenced_call(
     """Two workers on one server: a page's links to the other worker's partitions travel
     in the fenced call that stores its own links and acknowledges it (one request, no
     script of their own), and reach their owner once."""
-    key, clock = fresh_key(), FakeClock()
-    a = partitioned(client, key, clock, count=4, worker="a")
-    b = partitioned(client, key, clock, count=4, worker="b")
-    for _ in range(3):  # a hands partitions over to b at its beats
-        a.beat()
-        b.beat()
+    key, _clock, a, b = two_workers(client)
     assert len(a.parts) == len(b.parts) == 2
     a.add_many([e for e in entries(20, 1) if a.shard(e.host) in a.parts][:1])
     lease = a.next()
@@ -232,12 +227,7 @@ def test_letters_carried_by_a_partition_found_lost_are_mailed_once(
     """The fenced call that carries a page's letters finds the sender's partitions taken:
     nothing of it is written, and the letters still reach the other worker's inboxes, once
     (the lost partitions' own links go to their inboxes, for their next owner)."""
-    key, clock = fresh_key(), FakeClock()
-    a = partitioned(client, key, clock, count=4, worker="a")
-    b = partitioned(client, key, clock, count=4, worker="b")
-    for _ in range(3):
-        a.beat()
-        b.beat()
+    key, _clock, a, b = two_workers(client)
     mine = sorted(a.parts)
     links = entries(20, 2)
     for index in mine:
@@ -307,12 +297,7 @@ def test_a_senders_wake_ups_come_once_for_letters_sent_together(
     """Pages that mail the other worker one after another wake it once (it then reads every
     letter waiting, in one batch); the wake-up owed for the later letters goes out once
     ``WAKE_EVERY`` has passed, with the sender's next call."""
-    key, clock = fresh_key(), FakeClock()
-    a = partitioned(client, key, clock, count=4, worker="a")
-    b = partitioned(client, key, clock, count=4, worker="b")
-    for _ in range(3):
-        a.beat()
-        b.beat()
+    _key, _clock, a, b = two_workers(client)
     monkeypatch.setattr(mail_module, "WAKE_EVERY", float("inf"))
     links = [e for e in entries(20, 3) if b.shard(e.host) in b.parts]
     with round_trips(monkeypatch, lambda data: b"PUBLISH" in data) as sent:
