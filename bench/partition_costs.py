@@ -300,9 +300,11 @@ def owns_share(frontier: Frontier, workers: int) -> bool:
 def crawler_process(
     kind: str, port: int, policy: str, corpus: Corpus, args: argparse.Namespace, w: int,
     workers: int, done: Any, ready: Any, start: Any, stop: Any, leave: Any, out: Any,
+    extra: dict[str, str],
 ) -> None:  # fmt: skip
     """One worker: page cycles until ``done`` reaches the goal, then (new) its inboxes read
-    dry; puts its figures."""
+    dry; puts its figures. ``extra``: ``--set`` (a spawned worker imports this file afresh)."""
+    EXTRA.update(extra)
     frontier = open_frontier(kind, port, policy, f"w{w}")
     deadline = time.monotonic() + 60
     while not owns_share(frontier, workers) and time.monotonic() < deadline:
@@ -366,7 +368,10 @@ def page_cycles(
 def crawl(
     kind: str, port: int, policy: str, corpus: Corpus, args: argparse.Namespace, workers: int
 ) -> dict[str, Any]:  # fmt: skip
-    ctx = mp.get_context("fork")
+    ctx: Any = mp.get_context("fork")
+    counted = WorkerCallgrind(Path(args.worker_callgrind)) if args.worker_callgrind else None
+    if counted:
+        ctx = counted.context()
     done = ctx.Value("q", 0)
     ready, stop = ctx.Barrier(workers + 1), ctx.Barrier(workers)
     start, leave = ctx.Event(), ctx.Event()
@@ -388,6 +393,7 @@ def crawl(
                 stop,
                 leave,
                 out,
+                dict(EXTRA),
             ),
         )
         for w in range(workers)
@@ -395,18 +401,21 @@ def crawl(
     for p in procs:
         p.start()
     try:
-        ready.wait(120)
+        ready.wait(900 if counted else 120)  # (under valgrind a start takes minutes)
         client = redis.Redis(host="127.0.0.1", port=port)
         client.config_resetstat()
         cpu0, wall0 = server_cpu(client), time.perf_counter()
         sys0 = float(client.info("cpu")["used_cpu_sys"])
         callgrind_dump(args)  # (the counts so far, thrown away)
+        if counted:
+            counted.start(procs)
         start.set()
         reports = []
         for _ in procs:
             reports.append(collect(out, procs))
             if "error" in reports[-1]:
                 raise RuntimeError(reports[-1]["error"])
+        worker_instructions = counted.dump(procs) if counted else 0
         wall, cpu = time.perf_counter() - wall0, server_cpu(client) - cpu0
         sys_cpu = float(client.info("cpu")["used_cpu_sys"]) - sys0
         instructions = callgrind_dump(args)
@@ -428,6 +437,7 @@ def crawl(
         "redis_sys_us": sys_cpu / pages * 1e6,
         "redis_instructions": instructions / pages if instructions else None,
         "worker_us": sum(r["cpu"] for r in reports) / pages * 1e6,
+        "worker_instructions": worker_instructions / pages if worker_instructions else None,
         "letters": sum(r["letters"] for r in reports),
         "owned": [r["owned"] for r in reports],
         "empty": sum(r["empty"] for r in reports),
@@ -522,6 +532,53 @@ class CallgrindRedis:
 
 
 CALLGRIND: list[CallgrindRedis] = []  # the server, when --callgrind
+
+
+class WorkerCallgrind:
+    """The simulated workers run under ``valgrind --tool=callgrind`` (``--worker-callgrind``):
+    their user-space instructions a page, counted from the pages' start to the end of their
+    inbox reads, are the same whatever the machine's load, unlike their CPU time (which a
+    loaded machine inflates: the ratio old/new must not depend on what else runs). Workers
+    are spawned, not forked, through a wrapper that starts Python under valgrind; the counts
+    include this bench's own link making (~9 % of a worker's CPU), alike for old and new."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.wrapper = out / "python-under-callgrind"
+        self.wrapper.write_text(
+            "#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no "
+            f"--callgrind-out-file={out}/worker.%p {sys.executable} \"$@\"\n"
+        )
+        self.wrapper.chmod(0o755)
+
+    def context(self) -> Any:
+        ctx = mp.get_context("spawn")
+        ctx.set_executable(str(self.wrapper))
+        return ctx
+
+    def start(self, procs: list[Any]) -> None:
+        for p in procs:
+            subprocess.run(["callgrind_control", "-i", "on", str(p.pid)], check=True,
+                           capture_output=True)  # fmt: skip
+
+    def dump(self, procs: list[Any]) -> int:
+        """The instructions of every worker since :meth:`start`."""
+        total = 0
+        for p in procs:
+            before = set(self.out.glob(f"worker.{p.pid}*"))
+            subprocess.run(["callgrind_control", "-d", str(p.pid)], check=True,
+                           capture_output=True)  # fmt: skip
+            deadline = time.monotonic() + 120
+            while not (new := set(self.out.glob(f"worker.{p.pid}*")) - before):
+                assert time.monotonic() < deadline, f"no callgrind dump of worker {p.pid}"
+                time.sleep(0.1)
+            (path,) = new
+            while "summary:" not in (text := path.read_text()):
+                assert time.monotonic() < deadline, f"callgrind dump {path} incomplete"
+                time.sleep(0.1)
+            total += int(text.split("summary:", 1)[1].split()[0])
+        return total
 
 
 def callgrind_dump(args: argparse.Namespace) -> int:
@@ -640,6 +697,8 @@ def crawl_figures(workers: list[int]) -> list[tuple[str, Callable[[Any], Any], s
             (f"worker CPU us/page, {w} worker(s)", lambda r, i=i: of(r, i, "worker_us"),
              "{:.0f}"),
             (f"pages/s, {w} worker(s)", lambda r, i=i: of(r, i, "pages_per_s"), "{:,.0f}"),
+            (f"worker instructions/page, {w} worker(s)",
+             lambda r, i=i: of(r, i, "worker_instructions"), "{:,.0f}"),
         ]  # fmt: skip
     rows += [
         ("masters for 10k pages/s", lambda r: project(r)["masters_pages"], "{:.0f}"),
@@ -712,6 +771,10 @@ def main() -> None:
         help="Redis under callgrind: its instructions per page (slow: few --pages)",
     )  # fmt: skip
     parser.add_argument("--callgrind-out", default="", help="keep callgrind's files there")
+    parser.add_argument(
+        "--worker-callgrind", default="", metavar="DIR",
+        help="the workers under callgrind (files in DIR): their instructions per page",
+    )  # fmt: skip
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE",
         help="a setting of the simulation's frontiers (e.g. FRONTIER_SEEN_EXACT_LIMIT=-1)",

@@ -88,6 +88,18 @@ def fetched_by(server: RoutedSiteServer, directory: Path) -> bool:
     )
 
 
+def who_fetched(records: list[Any], urls: list[str], down_at: int) -> list[str]:
+    """For a failure message: each fetch of ``urls`` as its record's place in the server's
+    record (``*`` once Redis was down: at or after ``down_at``), worker and start time."""
+    wanted = set(urls)
+    return [
+        f"{u} #{i}{'*' if i >= down_at else ''} {r.headers.get('User-Agent', '?')} {r.start:.2f}"
+        for i, r in enumerate(records)
+        for u in normalized([r])
+        if u in wanted
+    ]
+
+
 def wait_until(predicate: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -416,7 +428,7 @@ def test_workers_ride_out_a_redis_restart_and_lose_nothing(tmp_path: Path, down:
     allowed = {u for u in wanted if "/private/" not in u}
     assert allowed <= set(fetched), sorted(allowed - set(fetched))[:5]
     twice = [u for u, n in Counter(fetched).items() if n > 1]
-    assert not twice, twice
+    assert not twice, who_fetched(records, twice, down_at)
     # Known gap: a worker that meets a new origin while Redis is away cannot read the shared
     # robots.txt state and fetches robots.txt itself, directly, just before the page that
     # asked (as stock Scrapy does); the pages themselves keep the politeness delay.
