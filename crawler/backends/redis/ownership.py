@@ -23,8 +23,9 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
 
 The owner of a surplus partition hands out nothing more from it, and once its open leases are
 settled (fetched and processed), flushes its state and :meth:`~PartitionOwnership.release`
-frees it: a fenced ``DEL`` of the lease and a wake-up on the crawl's ``handover`` channel, so a
-worker below its share claims it at its next call, rather than at its next beat (and never
+frees it: a fenced ``DEL`` of the lease (and ``INCR`` of its epoch: the releaser can no longer
+take it back as a lapsed lease of its own) and a wake-up on the crawl's ``handover`` channel,
+so a worker below its share claims it at its next call, rather than at its next beat (and never
 after a TTL). However long that takes (a slow fetch, a page whose links are still in a busy
 worker's pipelines), the partition is not handed over with a lease open: its next owner would
 hand the URL out again (it is still out of the queues in Redis, and the old owner's completion
@@ -294,6 +295,9 @@ class PartitionOwnership:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
         renewer = self._renewers[index]
         renewer.write("DEL", renewer.lease_key)
+        # a new epoch with it: the lease is no longer one this worker may take back after a
+        # lapse (lua/fence.lua), so whatever of it is still running here is refused
+        renewer.write("INCR", renewer.epoch_key)
         with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
             try:
                 renewer.flush()
@@ -308,7 +312,11 @@ class PartitionOwnership:
             # and renewed, and given up at a later beat, not served unrenewed until it lapses
             self._forget(index)
         if announce:
-            self.announce()
+            # a wake-up lost (Redis went away after the DEL) only delays the others' claim to
+            # their next beat; raising here would keep the caller serving a partition it no
+            # longer owns nor renews, whose next owner would fetch its open leases again
+            with contextlib.suppress(redis.ConnectionError, redis.TimeoutError):
+                self.announce()
 
     def keep_alive(self, every: float, bound: float = STUCK) -> Callable[[], None]:
         """Renew the owned leases every ``every`` seconds from a thread of their own, while
