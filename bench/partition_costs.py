@@ -141,6 +141,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -163,6 +164,7 @@ from tests.redis_support import RedisServer, start_redis  # noqa: E402
 
 SITE = "costs"
 STALL = 60.0  # seconds without a URL handed out: the configuration failed
+READY_WITHIN = 1800.0  # seconds for the workers to start and own their shares, at most
 LEASE_TTL = 600.0  # no lease expires during a run: every page is settled
 PAGES_GOAL = 10_000  # pages/s the projection asks for
 URLS_GOAL = 1e9  # URLs the projection asks for
@@ -306,7 +308,7 @@ def crawler_process(
     dry; puts its figures. ``extra``: ``--set`` (a spawned worker imports this file afresh)."""
     EXTRA.update(extra)
     frontier = open_frontier(kind, port, policy, f"w{w}")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + READY_WITHIN
     while not owns_share(frontier, workers) and time.monotonic() < deadline:
         assert isinstance(frontier, PartitionedFrontier)
         frontier.beat()
@@ -401,7 +403,13 @@ def crawl(
     for p in procs:
         p.start()
     try:
-        ready.wait(900 if counted else 120)  # (under valgrind a start takes minutes)
+        # a start reads the owned partitions' state (minutes at 10 M URLs, under valgrind)
+        try:
+            ready.wait(READY_WITHIN)
+        except threading.BrokenBarrierError:  # (a RuntimeError whose message is empty)
+            raise RuntimeError(
+                f"the workers did not own their shares within {READY_WITHIN:.0f}s"
+            ) from None
         client = redis.Redis(host="127.0.0.1", port=port)
         client.config_resetstat()
         cpu0, wall0 = server_cpu(client), time.perf_counter()
