@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from crawler.backends.redis.fence import PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
@@ -426,7 +426,9 @@ def test_leases_of_a_call_that_failed_go_back_to_their_hosts(client: redis.Redis
     assert urls_of(leases) == {"http://h0.test/0", "http://h1.test/0"}
 
 
-def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(client: redis.Redis) -> None:
+def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Redis goes away as a surplus partition's lease is given up: the worker still owns it
     as a whole (served and renewed), and gives it up once Redis is back, rather than serving
     a partition it no longer renews (whose lease then lapses to the other worker, with the
@@ -435,18 +437,15 @@ def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(client: redis
     a = partitioned(client, key, FakeClock(), count=2, worker="a")
     b = partitioned(client, key, FakeClock(), count=2, worker="b")
     assert len(a.parts) == 2 and not b.parts
-    renewers = a.ownership._renewers
-    for renewer in renewers.values():
-        real = renewer._run
+    real = FencedWriter._run
 
-        def away(keys: list[str], argv: list[Any], w: Any = renewer, run: Any = real) -> Any:
-            if "DEL" in argv:
-                w._run = run
-                raise redis.ConnectionError("Connection closed by server.")
-            return run(keys, argv)
+    def away(writer: FencedWriter, keys: list[str], argv: list[Any]) -> Any:
+        if "DEL" in argv:  # the release's call, before Redis has it
+            raise redis.ConnectionError("Connection closed by server.")
+        return real(writer, keys, argv)
 
-        renewer._run = away
-    with pytest.raises(redis.ConnectionError):
+    with monkeypatch.context() as outage, pytest.raises(redis.ConnectionError):
+        outage.setattr(FencedWriter, "_run", away)
         a.beat()  # b is live: one of a's two is surplus, and is handed over
     assert set(a.parts) == set(a.ownership.owned)
     a.beat()  # Redis back

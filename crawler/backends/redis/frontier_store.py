@@ -83,7 +83,8 @@ BATCH_LINGER = 0.01
 # the key that make a valid call: Redis checks a call's arity before the user's rights, so a
 # probe of the wrong arity would pass whatever the rights. Probed on a partition's key.
 KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
-    "APPEND": ("",), "DECR": (), "DEL": (), "EXISTS": (), "GET": (), "GETRANGE": (0, 0),
+    "APPEND": ("",), "DECR": (), "DEL": (), "EXISTS": (), "GET": (), "GETEX": (),
+    "GETRANGE": (0, 0),
     "HDEL": ("f",), "HGET": ("f",), "HGETALL": (), "HINCRBY": ("f", 1), "HINCRBYFLOAT": ("f", 1),
     "HKEYS": (), "HLEN": (), "HMGET": ("f",), "HSCAN": (0,), "HSET": ("f", ""),
     "HSETNX": ("f", ""), "HVALS": (), "INCR": (), "INCRBY": (1,), "LLEN": (), "LPOP": (),

@@ -6,10 +6,9 @@ partition while it holds the partition's lease key (``{<tag>}:lease``, value
 
 - records the beat in the crawl's members ZSET (``{<crawl>}:members``, score: Redis's ``TIME``
   in ms, never the worker's clock) and removes the members that have not beaten within ``ttl``;
-- renews every lease it holds with a fenced ``PEXPIRE`` (:mod:`crawler.backends.redis.fence`:
-  the check and the renewal are one step; all of them in one call on one server), so a
-  worker that stalled past its lease learns it lost the partition and never extends another
-  owner's lease;
+- renews every lease it holds with a ``GETEX`` (one pipeline), whose reply tells a worker that
+  stalled past its lease that it lost the partition; a lease found lapsed is taken back
+  through the fence (:mod:`crawler.backends.redis.fence`), only while nobody claimed it;
 - claims free partitions (lease absent) up to its fair share (:func:`fair_share`: ``count``
   over the live workers, the remainder to the first of them by name, so 16 partitions over 3
   workers settle 6/5/5): ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker
@@ -142,9 +141,6 @@ class PartitionOwnership:
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
         self.owned: dict[int, Ownership] = {}
-        # the renewals' own writers: the owner's writer buffers the frontier's writes, which a
-        # beat must neither send early nor drop
-        self._renewers: dict[int, FencedWriter] = {}
         # index -> lease value of a claim whose outcome is unknown (its reply was lost): the
         # next beat reads the lease, and owns the partition if the value is this one
         self._unsure: dict[int, str] = {}
@@ -214,27 +210,46 @@ class PartitionOwnership:
         return beat
 
     def _renew(self) -> list[int]:
-        """The fenced ``PEXPIRE`` of every owned lease; the indexes found no longer ours."""
-        renewers = list(self._renewers.items())
-        refused = self._renew_together([renewer for _, renewer in renewers])
-        lost = [index for (index, _), why in zip(renewers, refused, strict=True) if why]
+        """Renew every owned lease; the indexes found no longer ours."""
+        held = list(self.owned.items())
+        kept = self._renew_together([ownership for _, ownership in held])
+        lost = [index for (index, _), ours in zip(held, kept, strict=True) if not ours]
         for index in lost:
             self._forget(index)
         return lost
 
-    def _renew_together(self, writers: list[FencedWriter]) -> list[PartitionLost | None]:
-        """A fenced ``PEXPIRE`` through each of ``writers``, all in one call of the fence
-        script on one server (a pipeline of calls on a cluster:
-        :func:`~crawler.backends.redis.fence.flush_together`), not a round trip per lease: a
-        worker owns several partitions and renews them all at every beat. A call refused for
-        a lost lease writes nothing: the others' renewals go again without it."""
-        for writer in writers:
-            writer.write("PEXPIRE", writer.lease_key, self.ttl_ms)
-        refused: list[PartitionLost | None] = [None] * len(writers)
-        while any(w.pending for w in writers):
-            for i, why in enumerate(flush_together(self.client, writers)):
-                refused[i] = refused[i] or why
-        return refused
+    def _renew_together(self, held: list[Ownership]) -> list[bool]:
+        """Extend each lease of ``held`` by a TTL; whether each is still this worker's.
+
+        One ``GETEX key PX ttl`` a lease, all in one pipeline (a round trip per node on a
+        cluster): its reply, the lease's value, says whether the lease is still ours. It
+        needs no fence: a ``GETEX`` of a lease another worker took extends that worker's
+        lease, which is harmless (it renews it anyway; had it died, its partition waits one
+        TTL more, once) and tells this one it lost the partition. Only a lease found gone (it
+        lapsed: Redis was away longer than a TTL) goes through the fence
+        (:mod:`~crawler.backends.redis.fence`), which takes it back only while nobody claimed
+        the partition since. Renewals run every second whatever the crawl's pace: as fenced
+        ``PEXPIRE`` calls (~32k Redis instructions a lease against ~4k for a ``GETEX``) they
+        were a large share of a polite crawl's Redis work at a few pages a second."""
+        if not held:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for ownership in held:
+            pipe.getex(ownership.keys.lease, px=self.ttl_ms)
+        values = pipe.execute()
+        kept = [value == o.value.encode() for o, value in zip(held, values, strict=True)]
+        gone = [i for i, value in enumerate(values) if value is None]
+        if gone:
+            writers = [self._writer(held[i].keys, held[i].value, numbered=False) for i in gone]
+            for writer in writers:
+                writer.write("PEXPIRE", writer.lease_key, self.ttl_ms)
+            refused: list[PartitionLost | None] = [None] * len(writers)
+            while any(w.pending for w in writers):  # a refused call: the others go again
+                for j, why in enumerate(flush_together(self.client, writers)):
+                    refused[j] = refused[j] or why
+            for i, why in zip(gone, refused, strict=True):
+                kept[i] = why is None
+        return kept
 
     def _claim(self, candidates: list[int]) -> list[Ownership]:
         """Claim the ``candidates`` (free a moment ago): a new epoch each, then the lease if it
@@ -273,7 +288,6 @@ class PartitionOwnership:
         epoch = int(value.rpartition("/")[2])
         ownership = Ownership(keys, epoch, self._writer(keys, value), value)
         self.owned[index] = ownership
-        self._renewers[index] = self._writer(keys, value, numbered=False)
         return ownership
 
     # -- handing over -------------------------------------------------------------------------
@@ -293,23 +307,17 @@ class PartitionOwnership:
         ownership = self.owned[index]
         if ownership.writer.pending:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
-        renewer = self._renewers[index]
-        renewer.write("DEL", renewer.lease_key)
+        releaser = self._writer(ownership.keys, ownership.value, numbered=False)
+        releaser.write("DEL", releaser.lease_key)
         # a new epoch with it: the lease is no longer one this worker may take back after a
         # lapse (lua/fence.lua), so whatever of it is still running here is refused
-        renewer.write("INCR", renewer.epoch_key)
+        releaser.write("INCR", releaser.epoch_key)
         with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
-            try:
-                renewer.flush()
-            except PartitionLost:  # another worker's: not ours either way
-                pass
-            except Exception:
-                # cut short (Redis away): kept, renewed, given up later; its DEL is not sent
-                # again with a renewal, while the partition is still served
-                renewer.discard()
-                raise
-            # forgotten once given up: a DEL cut short (Redis away) leaves the partition owned
-            # and renewed, and given up at a later beat, not served unrenewed until it lapses
+            # a lease another worker holds is not ours either way; a DEL cut short (Redis
+            # away) raises: the partition stays owned and renewed, and is given up at a later
+            # beat, not served unrenewed until it lapses
+            with contextlib.suppress(PartitionLost):
+                releaser.flush()
             self._forget(index)
         if announce:
             # a wake-up lost (Redis went away after the DEL) only delays the others' claim to
@@ -330,7 +338,8 @@ class PartitionOwnership:
 
         def renew() -> None:
             while not stop.wait(every):
-                if time.monotonic() - self._beaten <= bound:
+                # (a beat within the period renewed them all already)
+                if every <= time.monotonic() - self._beaten <= bound:
                     with contextlib.suppress(Exception):  # Redis away: the beat says so
                         self._renew_held()
 
@@ -338,12 +347,9 @@ class PartitionOwnership:
         return stop.set
 
     def _renew_held(self) -> None:
-        """One fenced ``PEXPIRE`` of every owned lease, through writers of its own (the beat's
-        may hold a release's ``DEL``); a partition found lost is the next beat's to drop."""
+        """Renew every owned lease; a partition found lost is the next beat's to drop."""
         with self._lock:
-            self._renew_together(
-                [self._writer(o.keys, o.value, numbered=False) for o in list(self.owned.values())]
-            )
+            self._renew_together(list(self.owned.values()))
 
     def announce(self) -> None:
         """Tell the crawl's workers that partitions were handed back (they beat and claim)."""
@@ -364,7 +370,6 @@ class PartitionOwnership:
 
     def _forget(self, index: int) -> None:
         self.owned.pop(index, None)
-        self._renewers.pop(index, None)
 
     def _now_ms(self) -> int:
         """Redis's clock in ms, from the server that holds the members (a cluster's nodes each
