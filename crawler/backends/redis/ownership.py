@@ -149,8 +149,8 @@ class PartitionOwnership:
 
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
-        share and name the surplus. Round trips: the clock, one pipeline (membership and which
-        leases exist), one renewing every owned lease and, when it claims, two pipelines.
+        share and name the surplus. Round trips: the clock, one pipeline (membership and the
+        renewals) and, when it claims, three more (which leases exist, epochs, leases).
 
         Back from an outage (a beat failed: Redis away, the others' beats failing alike) or
         a stall longer than a lease, it claims nothing for a TTL: the other workers' leases
@@ -171,37 +171,41 @@ class PartitionOwnership:
             self._quiet_until = now + self.ttl_ms
         self._last_beat_ms, self._away = now, False
         quiet = now < self._quiet_until
+        # one request: the membership, the renewals (GETEX) and the leases of claims whose
+        # outcome is unknown (a GETEX too: renewed if ours, the other's extended if not)
         pipe = self.client.pipeline(transaction=False)
         pipe.zadd(self.members, {self.worker: now})
         if not quiet:
             pipe.zremrangebyscore(self.members, "-inf", f"({now - self.ttl_ms}")
         pipe.zrange(self.members, 0, -1)
-        for keys in self.partitions:
-            pipe.exists(keys.lease)
+        held = list(self.owned.values())
         unsure = dict(self._unsure)
-        for index in unsure:
-            pipe.get(self.partitions[index].lease)
+        for index in [*(o.keys.index for o in held), *unsure]:
+            pipe.getex(self.partitions[index].lease, px=self.ttl_ms)
         replies = pipe.execute()
         self._unsure.clear()  # read: known now (a failed read leaves them for the next beat)
-        held = replies[len(replies) - len(unsure) :]
-        replies = replies[: len(replies) - len(unsure)]
-        live, taken = replies[-1 - self.count], replies[-self.count :]
-        adopted = [
+        values = replies[len(replies) - len(held) - len(unsure) :]
+        live = replies[len(replies) - len(held) - len(unsure) - 1]
+        kept = self._renewed(held, values[: len(held)])
+        beat = Beat(lost=[o.keys.index for o, ours in zip(held, kept, strict=True) if not ours])
+        for index in beat.lost:
+            self._forget(index)
+        beat.claimed = [
             self._own(index, value)
-            for (index, value), lease in zip(unsure.items(), held, strict=True)
+            for (index, value), lease in zip(unsure.items(), values[len(held) :], strict=True)
             if lease == value.encode() and index not in self.owned
         ]
-        beat = Beat(lost=self._renew())
         self._beaten = time.monotonic()
-        beat.claimed = [o for o in adopted if o.keys.index in self.owned]
         if quiet:  # the members are not known yet: what was surplus stays so, nothing more
             beat.surplus = [i for i in self._surplus if i in self.owned]
             return beat
         share = fair_share(self.count, [m.decode() for m in live], self.worker)
-        if len(self.owned) < share:
-            free = [
-                i for i in self.order if not taken[i] and i not in self.owned and i not in beat.lost
-            ]
+        if len(self.owned) < share:  # (only then: which leases exist is one more request)
+            candidates = [i for i in self.order if i not in self.owned and i not in beat.lost]
+            pipe = self.client.pipeline(transaction=False)
+            for index in candidates:
+                pipe.exists(self.partitions[index].lease)
+            free = [i for i, taken in zip(candidates, pipe.execute(), strict=True) if not taken]
             beat.claimed += self._claim(free[: share - len(self.owned)])
         elif len(self.owned) > share:
             by_preference = [i for i in self.order if i in self.owned]
@@ -209,34 +213,30 @@ class PartitionOwnership:
         self._surplus = beat.surplus
         return beat
 
-    def _renew(self) -> list[int]:
-        """Renew every owned lease; the indexes found no longer ours."""
-        held = list(self.owned.items())
-        kept = self._renew_together([ownership for _, ownership in held])
-        lost = [index for (index, _), ours in zip(held, kept, strict=True) if not ours]
-        for index in lost:
-            self._forget(index)
-        return lost
-
     def _renew_together(self, held: list[Ownership]) -> list[bool]:
         """Extend each lease of ``held`` by a TTL; whether each is still this worker's.
 
         One ``GETEX key PX ttl`` a lease, all in one pipeline (a round trip per node on a
-        cluster): its reply, the lease's value, says whether the lease is still ours. It
-        needs no fence: a ``GETEX`` of a lease another worker took extends that worker's
-        lease, which is harmless (it renews it anyway; had it died, its partition waits one
-        TTL more, once) and tells this one it lost the partition. Only a lease found gone (it
-        lapsed: Redis was away longer than a TTL) goes through the fence
-        (:mod:`~crawler.backends.redis.fence`), which takes it back only while nobody claimed
-        the partition since. Renewals run every second whatever the crawl's pace: as fenced
-        ``PEXPIRE`` calls (~32k Redis instructions a lease against ~4k for a ``GETEX``) they
-        were a large share of a polite crawl's Redis work at a few pages a second."""
+        cluster; the beat's ride in its own request): its reply, the lease's value, says
+        whether the lease is still ours (:meth:`_renewed`). It needs no fence: a ``GETEX`` of a
+        lease another worker took extends that worker's lease, which is harmless (it renews it
+        anyway; had it died, its partition waits one TTL more, once) and tells this one it lost
+        the partition. Only a lease found gone (it lapsed: Redis was away longer than a TTL)
+        goes through the fence (:mod:`~crawler.backends.redis.fence`), which takes it back only
+        while nobody claimed the partition since. Renewals run every second whatever the
+        crawl's pace: as fenced ``PEXPIRE`` calls (~32k Redis instructions a lease against ~4k
+        for a ``GETEX``) they were a large share of a polite crawl's Redis work at a few pages
+        a second."""
         if not held:
             return []
         pipe = self.client.pipeline(transaction=False)
         for ownership in held:
             pipe.getex(ownership.keys.lease, px=self.ttl_ms)
-        values = pipe.execute()
+        return self._renewed(held, pipe.execute())
+
+    def _renewed(self, held: list[Ownership], values: list[bytes | None]) -> list[bool]:
+        """Whether each lease of ``held`` is still ours, from the values its ``GETEX`` read;
+        a lease found gone is taken back through the fence, if nobody claimed it since."""
         kept = [value == o.value.encode() for o, value in zip(held, values, strict=True)]
         gone = [i for i, value in enumerate(values) if value is None]
         if gone:
