@@ -11,12 +11,13 @@ No worker holds the index: it keeps a bounded cache of what it read (``neardup_c
 new worker decides its first page at once. A page costs a few round trips, optimistic like a
 compare-and-set:
 
-1. **Read** (one ``MULTI`` on the crawl's tag): the host's template length and model version
-   (a worker's copy behind them is brought up to date, and the features computed again), the
-   URL's id, the fingerprint's owner, the commit count ``seq``, the last id ``next`` and the
-   *pending* originals (``:pend``: committed, postings maybe not written yet); then the postings
-   of the page's :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same
-   ``MULTI`` on one Redis; after it on a cluster).
+1. **Read** (one pipeline on the crawl's tag, in this order): the commit count ``seq`` (a
+   commit after it is checked by step 3), the host's template length and model version (a
+   worker's copy behind them is brought up to date, and the features computed again), the
+   URL's id, the fingerprint's owner, the last id ``next`` and the *pending* originals
+   (``:pend``: committed, postings maybe not written yet); then the postings of the page's
+   :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same pipeline on one
+   Redis; after it on a cluster).
 2. **Pick**: the pending originals merged into the postings (by store key), the originals
    ranked by votes, the first :data:`~crawler.content.neardup_decide.VERIFY` live ones found in
    the record table (``:o``) and the records this worker has not decoded read with their hosts'
