@@ -166,7 +166,8 @@ class NeardupState:
             version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
-                   anchors, lens, checks, payload, entry, made, snapshot, old_fp, b"",
+                   anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
+                   entry, made, snapshot, old_fp, b"",
                    self.epoch.encode(), str(hid).encode())
         optional = []
         if near:

@@ -13,16 +13,17 @@
 -- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
 -- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
--- their postings' lengths, (host id, template length) of each candidate's host, record payload,
--- log entry, blocks made template, snapshot, old fingerprint and its field, the worker's epoch
+-- their postings' lengths, (host id, template length) of each candidate's host, the record
+-- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old fingerprint and its field, the worker's epoch
 -- (the state's, if it has none yet), the host id in decimal.
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
 local hid, own_seen, owner_seen, forget_seen, next_seen, seq_seen, tlen_seen, MAXP, learned,
   SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
-local action, host, ufield, fp, ffield, anchors, lens, checks, payload, entry, made, snapshot,
-  old_fp, old_field, epoch, hids = struct.unpack('>' .. string.rep('I4c0', 16), ARGV[2])
+local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
+  old_fp, old_field, epoch, hids = struct.unpack(
+  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
@@ -153,9 +154,9 @@ else
   end
 end
 if action == 'new' then
-  local head = fp .. struct.pack('>I4', hid)
+  local head = string.sub(record, 1, ENTRY)
   redis.call('SETRANGE', okey, string.format('%d', (id % SLOTS) * ENTRY), head)
-  redis.call('HSET', rkey, ids, head .. payload)
+  redis.call('HSET', rkey, ids, record)
   redis.call('HSET', KEYS[8], ffield, ids)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, ks, elem = id, ids, struct.pack('>I4', id)
@@ -164,8 +165,9 @@ if action == 'new' then
     ks, elem = string.format('%d', k), struct.pack('>I4I4', k + 2147483648, id)
   end
   if #anchors > 0 then
-    redis.call('HSET', KEYS[5], ks, elem .. anchors)
-    if redis.call('LPUSH', KEYS[6], struct.pack('>I4', k) .. anchors) > RECENT + TRIM then
+    local recent = struct.pack('>I4', k) .. anchors
+    redis.call('HSET', KEYS[5], ks, own_seen == 0 and recent or elem .. anchors)
+    if redis.call('LPUSH', KEYS[6], recent) > RECENT + TRIM then
       local gone = redis.call('RPOP', KEYS[6], '64')  -- the oldest, the newest of them last
       redis.call('HSET', KEYS[1], 'floor', string.format('%d', struct.unpack('>I4', gone[#gone])))
     end
