@@ -8,22 +8,25 @@
 -- only where used (each key costs Redis ~1,300 instructions): the :o and :r chunks after those
 -- (flag 1: the next id is near a chunk's end, a new id may land there), the :f bucket of the
 -- fingerprint the URL's original had (an old fingerprint given), the host's model log :tl (a
--- lesson), its template :t (blocks made template) and snapshot :ts (a pruning).
+-- lesson), its template :t (blocks made template) and snapshot :ts (a pruning); last, on one
+-- server, per anchor whose postings a new original's commit writes (those read with some, fewer
+-- than MAXP: neardup_put.lua's put, put before this script), its bucket and long postings key.
 -- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
 -- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
--- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
+-- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags, LONG. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
 -- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old fingerprint and its field, the worker's epoch
--- (the state's, if it has none yet), the host id in decimal.
+-- (the state's, if it has none yet), the host id in decimal, the fields of the anchors whose
+-- postings it writes (decimal, space-separated).
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
 local hid, own_seen, owner_seen, forget_seen, next_seen, seq_seen, tlen_seen, MAXP, learned,
-  SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
+  SLOTS, chunk, RECENT, flags, LONG = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4I4', ARGV[1])
 local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
-  old_fp, old_field, epoch, hids = struct.unpack(
-  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
+  old_fp, old_field, epoch, hids, fields = struct.unpack(
+  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
@@ -163,6 +166,11 @@ if action == 'new' then
   if own_seen ~= 0 then
     k = redis.call('INCR', KEYS[2])
     ks, elem = string.format('%d', k), struct.pack('>I4I4', k + 2147483648, id)
+  end
+  local at = last  -- the postings read with some, on one server
+  for field in string.gmatch(fields, '%d+') do
+    put(KEYS[at + 1], KEYS[at + 2], field, elem, k, MAXP, LONG)
+    at = at + 2
   end
   if #anchors > 0 then
     local recent = struct.pack('>I4', k) .. anchors
