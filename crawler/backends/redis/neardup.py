@@ -11,12 +11,13 @@ No worker holds the index: it keeps a bounded cache of what it read (``neardup_c
 new worker decides its first page at once. A page costs a few round trips, optimistic like a
 compare-and-set:
 
-1. **Read** (one ``MULTI`` on the crawl's tag): the host's template length and model version
-   (a worker's copy behind them is brought up to date, and the features computed again), the
-   URL's id, the fingerprint's owner, the commit count ``seq``, the last id ``next`` and the
-   *pending* originals (``:pend``: committed, postings maybe not written yet); then the postings
-   of the page's :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same
-   ``MULTI`` on one Redis; after it on a cluster).
+1. **Read** (one pipeline on the crawl's tag, in this order): the commit count ``seq`` (a
+   commit after it is checked by step 3), the host's template length and model version (a
+   worker's copy behind them is brought up to date, and the features computed again), the
+   URL's id, the fingerprint's owner, the last id ``next`` and the *pending* originals
+   (``:pend``: committed, postings maybe not written yet); then the postings of the page's
+   :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same pipeline on one
+   Redis; after it on a cluster).
 2. **Pick**: the pending originals merged into the postings (by store key), the originals
    ranked by votes, the first :data:`~crawler.content.neardup_decide.VERIFY` live ones found in
    the record table (``:o``) and the records this worker has not decoded read with their hosts'
@@ -27,19 +28,20 @@ compare-and-set:
    fingerprint's owner, the template lengths used, the host's pages learned, the count of
    originals replaced, and whether an original stored since the read, ``:recent``, took a
    posting of one of the page's anchors that had fewer than ``MAX_POSTING``), then records the
-   page (an original also goes to ``:pend`` and ``:recent``); else it answers ``retry`` and the
-   worker starts again from 1.
-4. A new original's postings are written (``neardup_anchors``: a plain ``HSETNX`` for an
-   anchor read without postings, else ``neardup_put.lua``, one call per anchor tag on a
-   cluster, one on one server; none for an anchor whose postings were full) and taken off
-   ``:pend`` by the worker's next read.
+   page (an original also goes to ``:pend`` and ``:recent``; on one server it also writes the
+   postings of the anchors read with some); else it answers ``retry`` and the worker starts
+   again from 1.
+4. A new original's other postings are written (``neardup_anchors``: a plain ``HSETNX`` for
+   an anchor read without postings, else ``neardup_put.lua``, one call per anchor tag; none
+   for an anchor whose postings were full) and taken off ``:pend`` by the worker's next read.
 
 **Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
-be written by the commit; they need not be: the crawl's tag orders the decisions, and the
-postings are a copy of what the commits decided, written after, idempotently, sorted by store
-key whatever order they arrive in. A worker reads ``:pend`` *before* the postings: an original
-committed before that read is still pending (merged) or was taken off by a read that came after
-its postings were written (so it is in the postings read); one committed after is in
+be written by the commit (but on one server); they need not be: the crawl's tag orders the
+decisions, and the postings are a copy of what the commits decided, written after,
+idempotently, sorted by store key whatever order they arrive in. A worker reads ``:pend``
+*before* the postings: an original committed before that read is still pending (merged) or was
+taken off by a read that came after its postings were written (so it is in the postings read);
+one committed after is in
 ``:recent`` under a store key above the ``next`` read, which the commit checks. So workers
 decide as one detector would in their commit order. A worker that dies between its commit and
 its postings leaves its original pending: every worker merges it, and the first to see it
@@ -336,10 +338,14 @@ class RedisNearDuplicateDetector:
             payload = (url_part(url)
                        + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                        if action == "new" else b"")
+            # on one server the commit writes the postings read with some
+            keys, fields, inline = (self.anchors.in_commit(anchors, read.stored, lens)
+                                    if action == "new" and lens else ([], b"", []))
             try:
                 result = self.store.commit(
                     action, host, hid, uh, fp, read, version, _lesson(lesson), old_fp,
                     np.array(anchors, ">u4").tobytes() if lens else b"", lens, checks, payload,
+                    (keys, fields),
                 )
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
@@ -350,8 +356,8 @@ class RedisNearDuplicateDetector:
                 continue
             self._committed(host, result, lesson)
             if int(result[5]) and lens:  # a new original: its postings
-                seen = [v if n < MAX_POSTING else None
-                        for v, n in zip(read.stored, lens, strict=True)]
+                seen = [v if n < MAX_POSTING and not done else None  # None: nothing to write
+                        for v, n, done in zip(read.stored, lens, inline, strict=True)]
                 self.anchors.write(int(result[5]), result[6], anchors, seen)
             self._settle(hid)
             return outcome.decision

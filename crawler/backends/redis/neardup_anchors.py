@@ -1,7 +1,7 @@
 """The shared near-duplicate detector's anchor index in Redis: each anchor's postings in small
 bucketed hashes on hash tags of their own (so over the nodes of a Redis Cluster), read with plain
-``HMGET`` and written by ``lua/neardup_put.lua`` (one call per tag; on one server, one call),
-or by a plain ``HSETNX`` where the writer read none.
+``HMGET`` and written by ``lua/neardup_put.lua`` (one call per tag; on one server, by the
+original's commit, with the same function), or by a plain ``HSETNX`` where the writer read none.
 
 **Layout.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest) is first
 *spread*, ``x = anchor * SPREAD mod 2**32`` (a bijection): an original's anchors lie in the
@@ -201,9 +201,9 @@ class AnchorPostings:
         stored before ``k`` (store keys are given in commit order), so ``k`` never joins them
         and nothing is written. An anchor read without postings (most are: an original's
         anchors are mostly its own) gets them with a plain ``HSETNX``, the field still missing;
-        the others (without ``seen``, a repair: all) and those another original's posting
-        reached first are placed by ``neardup_put.lua``: one call per tag on a cluster, one
-        on one server."""
+        the others (without ``seen``, a repair: all; those its commit wrote have None) and
+        those another original's posting reached first are placed by ``neardup_put.lua``: one
+        call per tag on a cluster, one on one server."""
         fresh: list[int] = []
         rest: list[int] = []
         for i, anchor in enumerate(anchors):
@@ -217,6 +217,24 @@ class AnchorPostings:
         if taken:  # another original's posting came first: placed by store key
             run_scripts(self.client, self._put, self.put_calls(elem, taken))
         self._done.append(k)  # the next read takes it off :pend, now the writes are answered
+
+    def in_commit(
+        self, anchors: list[int], stored: Sequence[bytes], lens: bytes
+    ) -> tuple[list[str], bytes, list[bool]]:
+        """On one server, a new original's commit writes the postings of its anchors read with
+        some (and fewer than :attr:`limit`): their keys (bucket, long postings) and fields, for
+        the commit, and which they are (:meth:`write` leaves them). On a cluster, none."""
+        if not self._one_server:
+            return [], b"", [False] * len(anchors)
+        keys: list[str] = []
+        fields: list[str] = []
+        mask = [bool(v) and n < self.limit for v, n in zip(stored, lens, strict=True)]
+        for anchor, mine in zip(anchors, mask, strict=True):
+            if mine:
+                _, key, field = self.keys.place(anchor)
+                keys += (key, _long_key(key, field))
+                fields.append(field)
+        return keys, " ".join(fields).encode(), mask
 
     def put_calls(self, elem: bytes, anchors: list[int]) -> list[tuple[list[str], list[Any]]]:
         """The ``neardup_put.lua`` calls (keys, args) that write ``elem`` into ``anchors``'

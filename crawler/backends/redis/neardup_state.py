@@ -1,6 +1,7 @@
 """The shared near-duplicate detector's state in Redis, as the detector
 (:mod:`crawler.backends.redis.neardup`) reads and writes it: plain commands, in ``MULTI`` where
-a read must see one moment, and ``lua/neardup_commit.lua`` where a check and a write must be one
+a read must see one moment (in order where that is enough), and ``lua/neardup_commit.lua``
+where a check and a write must be one
 step. Nothing here decides; every key is named by
 :class:`crawler.backends.redis.keys.NeardupKeys` and given to the script that touches it.
 
@@ -23,15 +24,18 @@ from typing import Any
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import NeardupKeys
-from crawler.backends.redis.neardup_anchors import AnchorPostings
+from crawler.backends.redis.neardup_anchors import LONG, PUT, AnchorPostings
 from crawler.content.neardup_index import MAX_POSTING
 
-COMMIT = resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text()
+# the commit writes some postings with neardup_put.lua's function, put before it
+COMMIT = PUT[: PUT.index("-- end of put")] + (
+    resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text())
 SLOTS = 1024  # ids per chunk of the record table (:o, 12 KiB) and of the records (:r)
 ENTRY = 12  # bytes of a record table entry: the fingerprint (8) and host id (4); zeros: none
 NOTHING = bytes(ENTRY)
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :tp packs a host's pages learned << 24 | its template length
+NEAR_END = 256  # ids before a chunk's end from which a commit is given the next chunk's keys
 
 
 def bucket(prefix: str, digest: bytes, bits: int) -> tuple[str, bytes]:
@@ -82,16 +86,19 @@ class NeardupState:
         return hid
 
     def read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read:
-        """The state a decision on a page depends on, in one ``MULTI``, the pending originals
-        before the postings of ``anchors`` (read unless the fingerprint has an owner); the
-        store keys whose postings this worker wrote since are taken off ``:pend`` first."""
+        """The state a decision on a page depends on, in one pipeline (no ``MULTI``: each
+        command of it costs Redis twice over; the order is enough): the commit count first, so
+        that any commit after a value read counts past it and has the commit check that value;
+        the pending originals before the postings of ``anchors`` (read unless the fingerprint
+        has an owner). The store keys whose postings this worker wrote since are taken off
+        ``:pend`` first."""
         keys = self.keys
-        pipe = self.client.pipeline(transaction=True)
+        pipe = self.client.pipeline(transaction=False)
         done = self.anchors.take_done()
         if done:
             pipe.hdel(keys.pending, *done)
-        pipe.hget(keys.template_meta, hid)
         pipe.hmget(keys.versions, "seq", "forget", "epoch")
+        pipe.hget(keys.template_meta, hid)
         pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
         if fp:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
@@ -99,6 +106,7 @@ class NeardupState:
         pipe.hvals(keys.pending)
         reads = self.anchors.queue_read(pipe, anchors) if self._one_server else []
         out = pipe.execute()[1 if done else 0 :]
+        out[0], out[1] = out[1], out[0]
         seq, forget = (int(x or 0) for x in out[1][:2])
         owner = int(out[3] or 0) if fp else 0
         rest = out[4:] if fp else out[3:]
@@ -145,27 +153,42 @@ class NeardupState:
     def commit(
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
         lesson: list[Any], old_fp: bytes, anchors: bytes, lens: bytes, checks: bytes,
-        payload: bytes,
+        payload: bytes, postings: tuple[list[str], bytes] = ([], b""),
     ) -> list[Any]:
-        """``neardup_commit.lua``'s answer to recording a decision (its header says what)."""
+        """``neardup_commit.lua``'s answer to recording a decision (its header says what);
+        ``postings``: the keys and fields of the anchors whose postings it writes
+        (:meth:`AnchorPostings.in_commit`)."""
         keys = self.keys
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
-        old_key, old_field = bucket(keys.fingerprints_prefix, old_fp or bytes(8), self.bits)
         chunk = (read.own or read.next_id + 1) // SLOTS
         learned, entry, made, snapshot = lesson
+        # the next chunk's keys only where a new id may land in it (else such a commit retries)
+        near = not read.own and (read.next_id + 1) % SLOTS >= SLOTS - NEAR_END
         numbers = struct.pack(
-            ">IIIIIQIIiIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
-            version, MAX_POSTING, learned, SLOTS, chunk, RECENT,
+            ">IIIIIQIIiIIIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
+            version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near), LONG,
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
-                   anchors, lens, checks, payload, entry, made, snapshot, old_fp,
-                   old_field if old_fp else b"", self.epoch.encode())
+                   anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
+                   entry, made, snapshot, old_fp, b"",
+                   self.epoch.encode(), str(hid).encode(), postings[1])
+        optional = []
+        if near:
+            optional += [keys.table(chunk + 1), keys.records(chunk + 1)]
+        if old_fp:
+            old_key, old_field = bucket(keys.fingerprints_prefix, old_fp, self.bits)
+            optional.append(old_key)
+            strings = (*strings[:13], old_field, *strings[14:])
+        if learned >= 0:
+            optional.append(keys.lessons(hid))
+        if made:
+            optional.append(keys.template(hid))
+        if snapshot:
+            optional.append(keys.snapshot(hid))
         return self._commit(  # type: ignore[no-any-return]
             keys=[keys.versions, keys.last_id, keys.template_meta, keys.host_counts,
-                  keys.pending, keys.recent, ukey, fkey, old_key,
-                  keys.table(chunk), keys.records(chunk),
-                  keys.table(chunk + 1), keys.records(chunk + 1),
-                  keys.template(hid), keys.snapshot(hid), keys.lessons(hid)],
+                  keys.pending, keys.recent, ukey, fkey, keys.table(chunk), keys.records(chunk),
+                  *optional, *postings[0]],
             args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
         )

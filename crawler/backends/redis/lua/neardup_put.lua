@@ -6,10 +6,9 @@
 -- KEYS[1], KEYS[2], ...: per anchor, its bucket hash and the string its postings move to
 -- once longer than LONG bytes (the field then holds 'L'), all under one anchor tag.
 -- ARGV[1] MAXP, ARGV[2] the element (4 or 8 bytes), ARGV[3] LONG; then per anchor its field.
-local MAXP, elem, LONG = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
-local mine = struct.unpack('>I4', elem) % 2147483648
+-- The function put is the commit's too (neardup_state puts it before neardup_commit.lua).
 
-local function put(key, long_key, field)
+local function put(key, long_key, field, elem, mine, MAXP, LONG)
   local v = redis.call('HGET', key, field) or ''
   local long = v == 'L'
   if long then v = redis.call('GET', long_key) or '' end
@@ -37,8 +36,11 @@ local function put(key, long_key, field)
   end
 end
 
+-- end of put
+local MAXP, elem, LONG = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local mine = struct.unpack('>I4', elem) % 2147483648
 for i = 4, #ARGV do
   local key, long_key = KEYS[2 * (i - 3) - 1], KEYS[2 * (i - 3)]
-  put(key, long_key, ARGV[i])
+  put(key, long_key, ARGV[i], elem, mine, MAXP, LONG)
 end
 return mine
