@@ -19,7 +19,9 @@ import pytest
 from crawler.backends.redis.fence import FencedWriter
 from crawler.backends.redis.frontier_store import PARTITIONS
 from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter
 from crawler.backends.redis.outage import TRANSIENT
+from crawler.frontier.api import Entry
 from tests.cluster_crawl import CrawlRecord, Graph, crawl
 from tests.redis_cluster_support import RedisClusterServers, start_cluster
 from tests.redis_support import fresh_key
@@ -152,6 +154,39 @@ def test_a_write_waiting_for_replicas_finds_the_promoted_master(
         pytest.fail(f"the write never reached the promoted master ({errors} errors)")
     assert errors <= 2
     assert client.get(keys.lease.rpartition(":")[0] + ":x") == b"after"
+
+
+def test_letters_to_a_failed_over_master_find_the_promoted_one(
+    cluster: RedisClusterServers,
+) -> None:
+    """Letters go to their inbox's master directly (one pipeline per master), not through the
+    cluster client's routing: once that master died, the client's map of slots must be read
+    again, or a worker that owns no partition there (nothing else of its refreshes the map)
+    mails the dead node until it gives up (seen: test_a_master_fails_over_mid_crawl, under
+    load)."""
+    client = cluster.client()
+    keys = PartitionKeys(fresh_key(), 0, 1)
+    boxes = Mailboxes(client, lambda index: keys, "w1")
+    boxes.send({0: pack_letter(Letter(adds=[(Entry("https://a.example/1", "a.example"), False,
+                                              False)]))})  # fmt: skip
+    master = next(
+        n for n in cluster.masters_with_replicas()
+        if n.client().execute_command("CLUSTER", "KEYSLOT", keys.inbox)
+        in {slot for lo, hi in slots_of(n) for slot in range(lo, hi + 1)}
+    )  # fmt: skip
+    cluster.kill_master(master)  # returns once the replica took over and the cluster agrees
+    letter = pack_letter(Letter(adds=[(Entry("https://a.example/2", "a.example"), False, False)]))
+    errors = 0
+    for _ in range(50):
+        try:
+            boxes.send({0: letter} if not errors else {})  # a failed batch is kept, sent again
+            break
+        except TRANSIENT:
+            errors += 1
+    else:
+        pytest.fail(f"the letter never reached the promoted master ({errors} errors)")
+    assert errors <= 2
+    assert boxes.unsent == 0
 
 
 def slots_of(node: Any) -> list[tuple[int, int]]:

@@ -56,6 +56,7 @@ referrer are its own). In Redis (7.0) the inbox holds a page letter for ~35-36 B
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence, Sized
@@ -386,7 +387,15 @@ class Mailboxes:
             node = self.client.get_node_from_key(call[0])
             by_node.setdefault(node.name, (node, []))[1].append(call)
         for node, part in by_node.values():
-            moved = self._run(self.client.get_redis_connection(node), part, None)
+            try:
+                moved = self._run(self.client.get_redis_connection(node), part, None)
+            except (redis.ConnectionError, redis.TimeoutError):
+                # the master died: the client's map of slots still names it, and nothing
+                # routed through the client need correct it (a worker that owns no partition
+                # there): read the map again, so the batch, sent again, finds the promoted one
+                with contextlib.suppress(redis.RedisError):
+                    self.client.nodes_manager.initialize()
+                raise
             for call in moved:  # one by one: the cluster client follows MOVED and ASK
                 self._redirected(call)
         if wake is not None:
