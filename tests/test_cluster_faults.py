@@ -136,11 +136,7 @@ def test_a_write_waiting_for_replicas_finds_the_promoted_master(
     writer = FencedWriter(client, keys.lease, "w/1", keys.epoch, 120.0, replicas=1)
     writer.write("SET", keys.lease.rpartition(":")[0] + ":x", "before")
     writer.flush()  # (waited for the replica: the lease and the call's number are on it)
-    master = next(
-        n for n in cluster.masters_with_replicas()
-        if n.client().execute_command("CLUSTER", "KEYSLOT", keys.lease)
-        in {slot for lo, hi in slots_of(n) for slot in range(lo, hi + 1)}
-    )  # fmt: skip
+    master = master_of(cluster, keys.lease)
     cluster.kill_master(master)  # returns once the replica took over and the cluster agrees
     writer.write("SET", keys.lease.rpartition(":")[0] + ":x", "after")
     errors = 0
@@ -169,11 +165,7 @@ def test_letters_to_a_failed_over_master_find_the_promoted_one(
     boxes = Mailboxes(client, lambda index: keys, "w1")
     boxes.send({0: pack_letter(Letter(adds=[(Entry("https://a.example/1", "a.example"), False,
                                               False)]))})  # fmt: skip
-    master = next(
-        n for n in cluster.masters_with_replicas()
-        if n.client().execute_command("CLUSTER", "KEYSLOT", keys.inbox)
-        in {slot for lo, hi in slots_of(n) for slot in range(lo, hi + 1)}
-    )  # fmt: skip
+    master = master_of(cluster, keys.inbox)
     cluster.kill_master(master)  # returns once the replica took over and the cluster agrees
     letter = pack_letter(Letter(adds=[(Entry("https://a.example/2", "a.example"), False, False)]))
     errors = 0
@@ -187,6 +179,15 @@ def test_letters_to_a_failed_over_master_find_the_promoted_one(
         pytest.fail(f"the letter never reached the promoted master ({errors} errors)")
     assert errors <= 2
     assert boxes.unsent == 0
+
+
+def master_of(cluster: RedisClusterServers, key: str) -> Any:
+    """The master (one with a replica, so it can fail over) that serves ``key``'s slot."""
+    return next(
+        n for n in cluster.masters_with_replicas()
+        if n.client().execute_command("CLUSTER", "KEYSLOT", key)
+        in {slot for lo, hi in slots_of(n) for slot in range(lo, hi + 1)}
+    )  # fmt: skip
 
 
 def slots_of(node: Any) -> list[tuple[int, int]]:
