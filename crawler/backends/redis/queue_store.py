@@ -54,7 +54,7 @@ from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.seenset import contains_across
 from crawler.frontier.api import Clock, Entry
-from crawler.frontier.store import QueueStore, SavedHost, entry_key
+from crawler.frontier.store import QueueStore, SavedHost
 
 READ_AHEAD = 256  # front-queue entries read per LRANGE
 BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
@@ -94,15 +94,16 @@ def unpack(blob: bytes, host_of: dict[int, str], queue: int = 0) -> Entry:
     return unpack_entry(blob, host_of, queue)
 
 
-def prime_seen(client: Any, batches: dict[RedisQueueStore, list[Entry]]) -> None:
-    """One seen-test for the entries about to be added to several partitions' stores (one
-    round trip: :func:`crawler.backends.redis.seenset.contains_across`); each store keeps
-    its answers (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
+def prime_seen(client: Any, batches: dict[RedisQueueStore, Sequence[int]]) -> None:
+    """One seen-test for the seen keys (``entry_key``) of the entries about to be added to
+    several partitions' stores (one round trip:
+    :func:`crawler.backends.redis.seenset.contains_across`); each store keeps its answers
+    (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
     tests = []
-    for store, entries in batches.items():
-        keys = store.unknown(list(dict.fromkeys(map(entry_key, entries))))
-        if keys:
-            tests.append((store, keys))
+    for store, keys in batches.items():
+        unknown = store.unknown(list(dict.fromkeys(keys)))
+        if unknown:
+            tests.append((store, unknown))
     if tests:
         answers = contains_across(client, [(store.seen, keys) for store, keys in tests])
         for (store, keys), seen in zip(tests, answers, strict=True):
@@ -334,12 +335,13 @@ class RedisQueueStore(QueueStore):
     def seen_add(self, key: int) -> bool:
         return self.seen_add_many([key])[0]
 
-    def seen_add_many(self, keys: list[int]) -> list[bool]:
+    def seen_add_many(self, keys: Sequence[int]) -> list[bool]:
         pending, primed = self._new_seen, self._primed
-        ask = [k for k in self.unknown(keys) if k not in primed]
+        known, older = self._known_seen, self._known_seen_old
+        ask = [k for k in keys if k not in primed and k not in pending and k not in known
+               and k not in older]  # fmt: skip
         if ask:
             self.prime(ask, self.seen.contains_many(ask))
-        known, older = self._known_seen, self._known_seen_old
         out = []
         for key in keys:
             if key in pending or key in known or key in older or primed.get(key, False):
