@@ -132,6 +132,7 @@ class RedisQueueStore(QueueStore):
         self.seen = seen
         self.clock = clock
         self.front_sizes = [0] * front_queues
+        self._front_keys = [keys.front(q) for q in range(front_queues)]
         self._head: list[deque[Entry]] = [deque() for _ in range(front_queues)]
         self._back: dict[str, deque[Entry]] = {}
         self._overflow: dict[str, int] = {}
@@ -156,6 +157,7 @@ class RedisQueueStore(QueueStore):
         self._known_seen: set[int] = set()  # see SEEN_MEMORY: the newer generation
         self._known_seen_old: set[int] = set()
         self._stale: dict[str, int] = {}  # OPIC's stale copies made (+) and met (-)
+        self._pack = msgpack.Packer().pack  # (msgpack.packb makes a Packer a call)
 
     # -- taking the partition over -----------------------------------------------------------
 
@@ -255,19 +257,20 @@ class RedisQueueStore(QueueStore):
         head = self._head[q]
         if len(head) == self.front_sizes[q]:  # the head holds the whole list: keep it so
             head.append(entry)
-        self._pushes.setdefault(self.keys.front(q), []).append(pack(hid, entry, queue=q))
+        blob = pack_entry(entry, hid, queue=q)
+        self._pushes.setdefault(self._front_keys[q], []).append(blob)
         self.front_sizes[q] += 1
 
     def front_pop(self, priority: int) -> Entry:
         head = self._head[priority]
         if not head:
             self.flush()
-            key = self.keys.front(priority)
+            key = self._front_keys[priority]
             head.extend(
                 unpack(b, self._host_of, priority)
                 for b in self.client.lrange(key, 0, READ_AHEAD - 1)
             )
-        key = self.keys.front(priority)
+        key = self._front_keys[priority]
         self._pops[key] = self._pops.get(key, 0) + 1
         self.front_sizes[priority] -= 1
         entry = head.popleft()
@@ -390,9 +393,9 @@ class RedisQueueStore(QueueStore):
         hid = self._hid.get(name) or self._number(name)
         host = self._hosts.get(name)
         if host is None:
-            return msgpack.packb([hid, 0, None, 0, 0, 0.0, 0, 0])
+            return self._pack([hid, 0, None, 0, 0, 0.0, 0, 0])
         free_at = max(host.free_at)
-        return msgpack.packb([
+        return self._pack([
             hid, host.admitted, host.crawl_delay, int(host.dead), int(host.skipped),
             free_at + self._offset if free_at > self.clock() else 0.0,
             host.failures, host.failure_bits,
