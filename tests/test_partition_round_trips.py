@@ -1,7 +1,8 @@
 """What a worker of the partition-owned Redis frontier sends Redis per call (issue 37, "Costs"):
 the seen-test of a call's links is one round trip however many partitions they touch, and none
 for links known to be seen; a page's links and acknowledgement in one partition are one fenced
-call; the crawl's seen count is one round trip. Counted on the wire, on a real redis-server."""
+call; the crawl's seen count is one round trip. Counted on the wire, on a real redis-server.
+And what it costs the worker: each link's URL is hashed once a call."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis import queue_store
 from crawler.backends.redis.fence import FENCE_SOURCE
 from crawler.backends.redis.keys import PartitionKeys
+from crawler.frontier import store as store_module
 from crawler.frontier.api import Settlement
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
@@ -329,3 +331,59 @@ def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
     assert len(sent) == 1
     assert len(owner) == len(links)
     assert [client.xlen(owner.mail._inbox(i)) for i in range(4)] == [0] * 4
+
+
+@contextmanager
+def hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The URLs hashed to their seen key (``url_key``) while the block runs."""
+    hashed: list[str] = []
+    url_key = store_module.url_key
+
+    def counted(url: str) -> int:
+        hashed.append(url)
+        return url_key(url)
+
+    with monkeypatch.context() as m:
+        m.setattr(store_module, "url_key", counted)
+        yield hashed
+
+
+def test_a_pages_links_are_hashed_once_and_flushed_once(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's links to four partitions of one owner: each link's URL is hashed once (the
+    seen-test asked ahead and the adds share the key), and the partitions are flushed once
+    when one fenced call holds the page (no second pass over every partition)."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    f.add_many(entries(1, 1))
+    lease = f.next()
+    assert lease is not None
+    links = [e for e in entries(20, 3) if e.url != lease.entry.url]
+    flushes: list[int] = []
+    flush = mail_module.Mailboxes.flush
+
+    def counted(self: mail_module.Mailboxes, *args: object) -> object:
+        flushes.append(1)
+        return flush(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mail_module.Mailboxes, "flush", counted)
+    with hashes(monkeypatch) as hashed:
+        results, _ = f.apply(links, [Settlement("finish", lease.token, 0.1)])
+    assert all(r.added for r in results)
+    assert sorted(hashed) == sorted(e.url for e in links)
+    assert len(flushes) == 1
+
+
+def test_letters_links_are_hashed_once(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The links of letters read from several inboxes: each URL hashed once."""
+    key, clock = fresh_key(), FakeClock()
+    owner = partitioned(client, key, clock, count=4, worker="owner")
+    sender = partitioned(client, key, clock, count=4, worker="sender")
+    links = entries(20, 2)
+    sender.add_many(links)
+    with hashes(monkeypatch) as hashed:
+        assert owner.read_mail() == 4
+    assert sorted(hashed) == sorted(e.url for e in links)
+    assert len(owner) == len(links)

@@ -131,16 +131,23 @@ class MercatorFrontier(Frontier):
 
     # -- adding -------------------------------------------------------------------------------
 
-    def add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
+    def add_many(self, entries: Sequence[Entry], keys: Sequence[int] = ()) -> list[AddResult]:
+        """See :meth:`Frontier.add_many`; ``keys``: the entries' seen keys (``entry_key``),
+        when the caller has them (each is a hash of the URL)."""
         if not self.store.batched_seen:
             return [self.add(e) for e in entries]
         # one seen-test for the batch (a shared store: one round trip), for the URLs whose
         # host takes URLs now; a host that reaches its budget within the batch refuses the rest
         # (their keys stay seen: a budget refusal is final)
-        tested = [e for e in entries if self._takes(self._hosts.get(e.host))]
-        fresh = self.store.seen_add_many([entry_key(e) for e in tested])
-        answers = dict(zip(map(id, tested), fresh, strict=True))
-        return [self.add(e, seen=answers.get(id(e))) for e in entries]
+        hosts, takes = self._hosts, self._takes
+        tested = [i for i, e in enumerate(entries) if takes(hosts.get(e.host))]
+        fresh = self.store.seen_add_many(
+            [keys[i] if keys else entry_key(entries[i]) for i in tested]
+        )
+        answers: list[bool | None] = [None] * len(entries)
+        for i, new in zip(tested, fresh, strict=True):
+            answers[i] = new
+        return [self.add(e, seen=new) for e, new in zip(entries, answers, strict=True)]
 
     def _takes(self, host: HostState | None) -> bool:
         return host is None or not (

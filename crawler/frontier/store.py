@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
@@ -105,7 +105,7 @@ class QueueStore(abc.ABC):
     def seen_add(self, key: int) -> bool:
         """Add to the seen-set; True if the key was new."""
 
-    def seen_add_many(self, keys: list[int]) -> list[bool]:
+    def seen_add_many(self, keys: Sequence[int]) -> list[bool]:
         """``seen_add`` of each key, in order (a key repeated in ``keys`` is new once)."""
         return [self.seen_add(k) for k in keys]
 

@@ -80,8 +80,9 @@ from crawler.backends.redis.fence import (
 )
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import prime_seen
-from crawler.frontier.api import Entry, Frontier
-from crawler.frontier.mercator import FRONT_QUEUES
+from crawler.frontier.api import Entry
+from crawler.frontier.mercator import FRONT_QUEUES, MercatorFrontier
+from crawler.frontier.store import entry_key
 from crawler.frontier.urlcode import huffman_decode, huffman_encode
 
 FIELD = b"l"  # a message's one field: the letter
@@ -114,14 +115,16 @@ class Letter:
     adds: list[tuple[Entry, bool, bool]] = field(default_factory=list)
     credits: list[tuple[str | int, float, str]] = field(default_factory=list)
 
-    def deliver(self, frontier: Frontier) -> None:
+    def deliver(self, frontier: MercatorFrontier, keys: Sequence[int] = ()) -> None:
         """Queue the letter in its partition's frontier (the owner's): the cash, then the
-        links, plain ones in one batch."""
+        links, plain ones in one batch; ``keys``: the seen keys of its adds (``entry_key``),
+        when the caller computed them already."""
         if self.credits:
             frontier.credit(self.credits)
-        plain = [entry for entry, force, first in self.adds if not force and not first]
+        plain = [i for i, (_, force, first) in enumerate(self.adds) if not force and not first]
         if plain:
-            frontier.add_many(plain)
+            some = [keys[i] for i in plain] if keys else ()
+            frontier.add_many([self.adds[i][0] for i in plain], some)
         for entry, force, first in self.adds:
             if force or first:
                 frontier.add(entry, force=force, first=first)
@@ -518,14 +521,19 @@ class Mailboxes:
             if not waiting:
                 break
             letters = self.read(waiting, consumer, LETTERS_PER_READ)
+            keys = {  # each link's seen key, hashed once
+                i: [[entry_key(e) for e, _, _ in lt.adds] for _, lt in pairs]
+                for i, pairs in letters.items()
+            }  # fmt: skip
             prime_seen(self.client, {  # one seen-test for every letter (one round trip)
-                parts[i].store: [e for _, lt in pairs for e, force, _ in lt.adds if not force]
+                parts[i].store: [k for (_, lt), ks in zip(pairs, keys[i], strict=True)
+                                 for (_, force, _), k in zip(lt.adds, ks, strict=True) if not force]
                 for i, pairs in letters.items()
             })  # fmt: skip
             for index, pairs in letters.items():
                 part = parts[index]
-                for _, letter in pairs:
-                    letter.deliver(part.frontier)
+                for (_, letter), ks in zip(pairs, keys[index], strict=True):
+                    letter.deliver(part.frontier, ks)
                 part.store.stage()  # the queue writes the letters caused land first
                 self.acknowledge(part.ownership.writer, index, [m for m, _ in pairs])
             written = [parts[i] for i in letters]

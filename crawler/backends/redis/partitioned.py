@@ -34,6 +34,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from crawler.backends.redis.controls import CrawlControls
@@ -59,7 +60,7 @@ from crawler.frontier.api import (
 )
 from crawler.frontier.mercator import MercatorFrontier
 from crawler.frontier.reports import add_counts
-from crawler.frontier.store import url_key
+from crawler.frontier.store import entry_key, url_key
 from crawler.frontier.urls import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -130,9 +131,10 @@ class PartitionedFrontier(Frontier):
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
         self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
-        # what was added to each owned partition since its last write: mailed to its next
-        # owner if the write finds the partition lost (a page's links are never dropped)
-        self._unwritten: dict[int, list[tuple[Entry, bool, bool]]] = {}
+        # what was added to each owned partition since its last write (entries, force,
+        # first): mailed to its next owner if the write finds the partition lost (a page's
+        # links are never dropped)
+        self._unwritten: dict[int, list[tuple[Sequence[Entry], bool, bool]]] = {}
         self._generations = itertools.count(1)
         self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
         self._last_beat = float("-inf")
@@ -251,8 +253,8 @@ class PartitionedFrontier(Frontier):
 
     def _drop(self, index: int, why: str) -> None:
         part = self.parts.pop(index, None)  # what was added to it since its last write is mailed
-        for add in self._unwritten.pop(index, ()):
-            self._outbox.letter(index).adds.append(add)
+        for batch, force, first in self._unwritten.pop(index, ()):
+            self._outbox.letter(index).adds.extend((entry, force, first) for entry in batch)
         if part is not None:
             self.mail.rescue(part.ownership.writer)  # its writes discarded, its letters not
             self.lost += why == "lost"
@@ -278,13 +280,16 @@ class PartitionedFrontier(Frontier):
         letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored."""
         while True:
             parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
-            letters, self._outbox = self._outbox.letters, Outbox()
+            letters = self._outbox.letters
+            if letters:
+                self._outbox = Outbox()
             lost = self.mail.flush(parts, letters, (self.crawl_keys.wake, MAIL))
-            for part, refused in zip(parts, lost, strict=True):
+            for part, refused in zip(parts, lost, strict=True) if any(lost) else ():
                 if refused:
                     self._drop(part.index, refused.why)
-                elif not part.store.writer.pending:
-                    self._unwritten.pop(part.index, None)
+            for index in [i for i in self._unwritten if i != but and only in (None, i)
+                          and (p := self.parts.get(i)) is not None and not p.store.writer.pending]:
+                del self._unwritten[index]
             if not any(lost) and not self._outbox.letters:
                 return
 
@@ -306,7 +311,7 @@ class PartitionedFrontier(Frontier):
             self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
             result = AddResult(True, MAILED)
         else:
-            self._unwritten.setdefault(part.index, []).append((entry, force, first))
+            self._unwritten.setdefault(part.index, []).append(([entry], force, first))
             result = self._guarded(
                 part, lambda: part.frontier.add(entry, force=force, first=first)
             ) or AddResult(True, MAILED)
@@ -326,19 +331,18 @@ class PartitionedFrontier(Frontier):
         for i, entry in enumerate(entries):
             if blocked(entry.host):  # controls
                 results[i] = AddResult(False, "host_blocked")
-                continue
-            index = shard(entry.host)
-            if index in parts:
+            elif (index := shard(entry.host)) in parts:
                 local.setdefault(index, []).append(i)
             else:
                 self._outbox.letter(index).adds.append((entry, False, False))
         batches = {index: [entries[i] for i in positions] for index, positions in local.items()}
-        # one seen-test for the links of every partition (one round trip)
-        prime_seen(self.client, {parts[index].store: batch for index, batch in batches.items()})
+        keys = {index: [entry_key(e) for e in batch] for index, batch in batches.items()}
+        # one seen-test for the links of every partition (one round trip), each hashed once
+        prime_seen(self.client, {parts[index].store: keys[index] for index in batches})
         for index, positions in local.items():
             part, batch = parts[index], batches[index]
-            self._unwritten.setdefault(index, []).extend((entry, False, False) for entry in batch)
-            answers = self._guarded(part, lambda f=part.frontier, b=batch: f.add_many(b))
+            self._unwritten.setdefault(index, []).append((batch, False, False))
+            answers = self._guarded(part, partial(part.frontier.add_many, batch, keys[index]))
             for i, result in zip(positions, answers or (), strict=False):
                 results[i] = result
         return results
@@ -389,7 +393,8 @@ class PartitionedFrontier(Frontier):
         if not one:
             self._flush(but=but)
         rests = [self._settle(s) for s in settlements]
-        self._flush(only=but)
+        if but is not None:
+            self._flush(only=but)
         self._flush()
         return results, rests
 
@@ -458,12 +463,9 @@ class PartitionedFrontier(Frontier):
             return None
         f = part.frontier
         if s.kind == "ack":
-            self._guarded(part, lambda: f.ack(token))
-            return None
-        outcome = Outcome(s.outcome)
-        if s.kind == "finish":
-            return self._guarded(part, lambda: f.finish(token, s.duration, outcome, size=s.size))
-        return self._guarded(part, lambda: f.complete(token, s.duration, outcome, size=s.size))
+            return self._guarded(part, partial(f.ack, token))  # (None)
+        settle, outcome = f.finish if s.kind == "finish" else f.complete, Outcome(s.outcome)
+        return self._guarded(part, partial(settle, token, s.duration, outcome, size=s.size))
 
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
@@ -510,9 +512,7 @@ class PartitionedFrontier(Frontier):
         released = 0
         for index, inner in self._by_part(tokens).items():
             part = self.parts[index]
-            released += self._guarded(
-                part, lambda p=part, t=inner: p.frontier.release(t, rest=rest)
-            ) or 0
+            released += self._guarded(part, partial(part.frontier.release, inner, rest=rest)) or 0
         self._flush()
         return released
 

@@ -54,7 +54,7 @@ from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.seenset import contains_across
 from crawler.frontier.api import Clock, Entry
-from crawler.frontier.store import QueueStore, SavedHost, entry_key
+from crawler.frontier.store import QueueStore, SavedHost
 
 READ_AHEAD = 256  # front-queue entries read per LRANGE
 BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its list
@@ -94,15 +94,16 @@ def unpack(blob: bytes, host_of: dict[int, str], queue: int = 0) -> Entry:
     return unpack_entry(blob, host_of, queue)
 
 
-def prime_seen(client: Any, batches: dict[RedisQueueStore, list[Entry]]) -> None:
-    """One seen-test for the entries about to be added to several partitions' stores (one
-    round trip: :func:`crawler.backends.redis.seenset.contains_across`); each store keeps
-    its answers (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
+def prime_seen(client: Any, batches: dict[RedisQueueStore, Sequence[int]]) -> None:
+    """One seen-test for the seen keys (``entry_key``) of the entries about to be added to
+    several partitions' stores (one round trip:
+    :func:`crawler.backends.redis.seenset.contains_across`); each store keeps its answers
+    (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
     tests = []
-    for store, entries in batches.items():
-        keys = store.unknown(list(dict.fromkeys(map(entry_key, entries))))
-        if keys:
-            tests.append((store, keys))
+    for store, keys in batches.items():
+        unknown = store.unknown(list(dict.fromkeys(keys)))
+        if unknown:
+            tests.append((store, unknown))
     if tests:
         answers = contains_across(client, [(store.seen, keys) for store, keys in tests])
         for (store, keys), seen in zip(tests, answers, strict=True):
@@ -131,6 +132,7 @@ class RedisQueueStore(QueueStore):
         self.seen = seen
         self.clock = clock
         self.front_sizes = [0] * front_queues
+        self._front_keys = [keys.front(q) for q in range(front_queues)]
         self._head: list[deque[Entry]] = [deque() for _ in range(front_queues)]
         self._back: dict[str, deque[Entry]] = {}
         self._overflow: dict[str, int] = {}
@@ -155,6 +157,7 @@ class RedisQueueStore(QueueStore):
         self._known_seen: set[int] = set()  # see SEEN_MEMORY: the newer generation
         self._known_seen_old: set[int] = set()
         self._stale: dict[str, int] = {}  # OPIC's stale copies made (+) and met (-)
+        self._pack = msgpack.Packer().pack  # (msgpack.packb makes a Packer a call)
 
     # -- taking the partition over -----------------------------------------------------------
 
@@ -254,19 +257,20 @@ class RedisQueueStore(QueueStore):
         head = self._head[q]
         if len(head) == self.front_sizes[q]:  # the head holds the whole list: keep it so
             head.append(entry)
-        self._pushes.setdefault(self.keys.front(q), []).append(pack(hid, entry, queue=q))
+        blob = pack_entry(entry, hid, queue=q)
+        self._pushes.setdefault(self._front_keys[q], []).append(blob)
         self.front_sizes[q] += 1
 
     def front_pop(self, priority: int) -> Entry:
         head = self._head[priority]
         if not head:
             self.flush()
-            key = self.keys.front(priority)
+            key = self._front_keys[priority]
             head.extend(
                 unpack(b, self._host_of, priority)
                 for b in self.client.lrange(key, 0, READ_AHEAD - 1)
             )
-        key = self.keys.front(priority)
+        key = self._front_keys[priority]
         self._pops[key] = self._pops.get(key, 0) + 1
         self.front_sizes[priority] -= 1
         entry = head.popleft()
@@ -334,12 +338,13 @@ class RedisQueueStore(QueueStore):
     def seen_add(self, key: int) -> bool:
         return self.seen_add_many([key])[0]
 
-    def seen_add_many(self, keys: list[int]) -> list[bool]:
+    def seen_add_many(self, keys: Sequence[int]) -> list[bool]:
         pending, primed = self._new_seen, self._primed
-        ask = [k for k in self.unknown(keys) if k not in primed]
+        known, older = self._known_seen, self._known_seen_old
+        ask = [k for k in keys if k not in primed and k not in pending and k not in known
+               and k not in older]  # fmt: skip
         if ask:
             self.prime(ask, self.seen.contains_many(ask))
-        known, older = self._known_seen, self._known_seen_old
         out = []
         for key in keys:
             if key in pending or key in known or key in older or primed.get(key, False):
@@ -388,9 +393,9 @@ class RedisQueueStore(QueueStore):
         hid = self._hid.get(name) or self._number(name)
         host = self._hosts.get(name)
         if host is None:
-            return msgpack.packb([hid, 0, None, 0, 0, 0.0, 0, 0])
+            return self._pack([hid, 0, None, 0, 0, 0.0, 0, 0])
         free_at = max(host.free_at)
-        return msgpack.packb([
+        return self._pack([
             hid, host.admitted, host.crawl_delay, int(host.dead), int(host.skipped),
             free_at + self._offset if free_at > self.clock() else 0.0,
             host.failures, host.failure_bits,
