@@ -164,14 +164,8 @@ class CrawlKeys:
         self.warc_digests = p + ":warc_digests"
         self.seeds = START_URLS_KEY % {"name": site or crawl}
 
-    @classmethod
-    def from_settings(cls, settings: Any, site: str) -> CrawlKeys:
-        shards = int(settings.get("FRONTIER_SHARDS") or 1)
-        return cls(crawl_key(settings, site), site, shards)
-
     def shard_prefixes(self) -> list[str]:
-        """The hash-tag prefix (``{tag}``) of each shard, in shard order: the one place that
-        picks them (one shard: the crawl's own)."""
+        """The hash-tag prefix (``{tag}``) of each shard, in shard order (one: the crawl's)."""
         if self.shard_count == 1:
             return [self.prefix]
         count = self.shard_count
