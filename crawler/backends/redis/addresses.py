@@ -2,13 +2,10 @@
 the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
 fetches in flight and the same next start at an address.
 
-An address's state lives on the shard its address string hashes to (the frontier's
-:class:`~crawler.backends.redis.shards.ShardMap`), so the names of one server, which may live on
-different shards, meet at one set of keys (:func:`~crawler.backends.redis.keys.address_keys`),
-kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps its state. One call
-of ``lua/address_take.lua`` per lease taken and one of ``lua/address_done.lua`` per fetch ended,
-timed by Redis's clock (the workers' clocks never meet): the check and the count of a fetch at
-a busy address are one step for the whole fleet.
+An address's state lives on the shard its address string hashes to, so the names of one
+server, which may live on different shards, meet at one set of keys. One script call per lease
+taken and one per fetch ended, timed by Redis's clock (the workers' clocks never meet): the
+check and the count of a fetch at a busy address are one step for the whole fleet.
 
 While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
 rather than stopping the crawl, and says so once. The end of a fetch that could not be told to
@@ -123,8 +120,7 @@ class RedisAddressBudget(ActsAlone):
         self._untold.append((address, args))
 
     def _tell_untold(self) -> None:
-        """Tell Redis, in one pipeline, the fetch ends it missed while away (never waits: only
-        once the outage's probe found it back)."""
+        """The fetch ends Redis missed while away, in one pipeline, once it is back."""
         if self.outage.away:
             return
         untold, self._untold = self._untold, []
