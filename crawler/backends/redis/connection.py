@@ -232,40 +232,36 @@ NO_MULTI = frozenset({"WATCH"})
 def _queued_refusals(
     node: redis.Redis, commands: list[tuple[Any, ...]]
 ) -> list[tuple[tuple[Any, ...], str]]:
-    """``commands`` queued in a transaction on ``node`` then discarded: those refused."""
+    """``commands`` queued in a transaction on ``node`` then discarded: those refused. Those
+    in :data:`NO_MULTI` are asked before it (``WATCH`` only marks keys of this connection)."""
     pool = node.connection_pool
     conn = pool.get_connection()
-    refused: list[tuple[tuple[Any, ...], str]] = []
+    watched = [c for c in commands if str(c[0]).upper() in NO_MULTI]
     try:
-        for command in [c for c in commands if str(c[0]).upper() in NO_MULTI]:
-            conn.send_command(*command)  # refused in a transaction before its rights are
-            try:  # checked: asked outside it (WATCH only marks keys of this connection)
-                conn.read_response()
-            except NoPermissionError as exc:
-                refused.append((command, str(exc)))
-            except redis.ResponseError:
-                pass
-        commands = [c for c in commands if str(c[0]).upper() not in NO_MULTI]
-        conn.send_command("MULTI")
-        try:
-            conn.read_response()
-        except NoPermissionError as exc:
-            return [(("MULTI",), str(exc))]
-        except redis.ResponseError:  # MULTI renamed away: nothing can be asked
-            return refused
-        batch = [*commands, ("DISCARD",)]
-        conn.send_packed_command(conn.pack_commands(batch))
-        for command in batch:
-            try:
-                conn.read_response()
-            except NoPermissionError as exc:
-                refused.append((command, str(exc)))
-            except redis.ResponseError:
-                pass
-        return refused
+        *before, multi = _errors(conn, [*watched, ("MULTI",)])
+        if isinstance(multi, NoPermissionError):
+            return [(("MULTI",), str(multi))]
+        errors = list(zip(watched, before, strict=True))
+        if multi is None:  # else MULTI is renamed away: nothing more can be asked
+            rest = [c for c in commands if c not in watched] + [("DISCARD",)]
+            errors += zip(rest, _errors(conn, rest), strict=True)
+        return [(c, str(exc)) for c, exc in errors if isinstance(exc, NoPermissionError)]
     finally:
         conn.disconnect()  # never back to the pool inside a transaction
         pool.release(conn)
+
+
+def _errors(conn: Any, batch: list[tuple[Any, ...]]) -> list[Exception | None]:
+    """The error each command of ``batch``, sent at once, was answered (None: none)."""
+    conn.send_packed_command(conn.pack_commands(batch))
+    errors: list[Exception | None] = []
+    for _ in batch:
+        try:
+            conn.read_response()
+            errors.append(None)
+        except redis.ResponseError as exc:
+            errors.append(exc)
+    return errors
 
 
 def safe_url(settings: BaseSettings) -> str:

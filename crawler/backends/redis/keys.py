@@ -17,12 +17,7 @@ from typing import Any
 from redis.crc import key_slot as _crc_slot
 
 START_URLS_KEY = "%(name)s:start_urls"  # scrapy-redis's key for seeding a running crawl
-
-
-@cache
-def key_slot(tag: bytes) -> int:
-    """The Redis Cluster slot of a hash tag (CRC16 mod 16384, as redis-py computes it)."""
-    return _crc_slot(tag)
+key_slot = cache(_crc_slot)  # the Redis Cluster slot of a hash tag
 
 
 def crawl_key(settings: Any, site: str) -> str:
