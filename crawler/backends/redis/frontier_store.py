@@ -81,8 +81,7 @@ KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
     "HKEYS": (), "HLEN": (), "HMGET": ("f",), "HSCAN": (0,), "HSET": ("f", ""),
     "HSETNX": ("f", ""), "HVALS": (), "INCR": (), "INCRBY": (1,), "LLEN": (), "LPOP": (),
     "LPUSH": ("",), "LRANGE": (0, 0), "MEMORY USAGE": (), "MGET": (), "PEXPIRE": (1,),
-    "PTTL": (),
-    "RPOP": (), "RPUSH": ("",), "SADD": ("",), "SCARD": (), "SET": ("",),
+    "PTTL": (), "RPOP": (), "RPUSH": ("",), "SADD": ("",), "SCARD": (), "SET": ("",),
     "SETRANGE": (0, ""), "SMEMBERS": (), "SMISMEMBER": ("",), "SREM": ("",), "STRLEN": (),
     "UNLINK": (), "WATCH": (), "XACK": ("g", "0-1"), "XADD": ("*", "f", ""),
     "XAUTOCLAIM": ("g", "c", 0, "0-0"), "XDEL": ("0-1",), "XGROUP CREATE": ("g", "0"),
@@ -118,7 +117,6 @@ def check_crawl(client: Any, meta: str, crawl: str, wanted: dict[str, str]) -> l
         for name, value in wanted.items()
         if stored.get("fp:" + name) != value
     ]
-
 
 
 def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
@@ -222,28 +220,20 @@ class RedisFrontierStore(MemoryFrontierStore):
             return [f"Redis at {where} is not reachable: {exc}"]
         if refused:
             return [self._acl_refusal(client, where, refused, probes, bloom)]
-        problems = []
         try:
             reply = client.config_get("maxmemory-policy")
-            policy = next(iter(reply.values()), b"") if reply else b""
-            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
         except redis.ResponseError:
-            policy = None  # CONFIG is disabled (a managed Redis): the operator's word counts
-        if policy is not None and policy != "noeviction":
-            problems.append(
-                f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
-                "silently drop queued URLs; set it to noeviction"
-            )
-        return problems
+            return []  # CONFIG is disabled (a managed Redis): the operator's word counts
+        policy = next(iter(reply.values()), b"") if reply else b""
+        policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+        if policy == "noeviction":
+            return []
+        return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
+                "silently drop queued URLs; set it to noeviction"]
 
-    def _acl_probes(
-        self, bloom: bool | None, client: Any
-    ) -> dict[tuple[Any, ...], str | None]:
+    def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
-        the key or channel each names: the crawl-wide keys, a partition's, the seeds list,
-        the wake-up channels, the seen-set's ``BF.*`` if it uses RedisBloom (``bloom``);
-        every command it runs on its keys (:data:`KEY_COMMANDS`) and on none; ``ROLE`` and
-        ``WAIT`` if its writes wait for replicas; ``CLUSTER SLOTS`` on a cluster."""
+        the key or channel each names (None: none)."""
         k, part = self.keys, PartitionKeys(self.key, 0, self.partition_count)
         no_script = "0" * 40  # EVALSHA is checked like the frontier's scripts, none run
         probes: list[tuple[tuple[Any, ...], str | None]] = [
@@ -277,12 +267,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         return dict(probes)
 
     def _acl_refusal(
-        self,
-        client: Any,
-        where: str,
-        refused: list[Refusal],
-        targets: dict[tuple[Any, ...], str | None],
-        bloom: bool | None,
+        self, client: Any, where: str, refused: list[Refusal],
+        targets: dict[tuple[Any, ...], str | None], bloom: bool | None,
     ) -> str:
         """One line: what the crawl's user was refused (by ``targets``: each probe's key or
         channel), and the rules the docs give (``bloom`` None: RedisBloom's unknown)."""
