@@ -483,7 +483,7 @@ def _stopped_by_signals(why: str) -> Iterator[None]:
         yield
         return
 
-    def stop(signum: int, frame: Any) -> None:
+    def stop(*_: Any) -> None:
         raise _Stopped(why)
 
     old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
