@@ -91,8 +91,7 @@ class RedisAddressBudget(ActsAlone):
         policy = self.policy
         if policy.concurrency <= 0:
             return 0.0
-        if self._untold:
-            self._tell_untold()
+        self._tell_untold()
         seen = self._seen  # bounded in a broad crawl, O(1) per fetch
         if address in seen:
             del seen[address]  # to the end: the most recently used
@@ -109,19 +108,15 @@ class RedisAddressBudget(ActsAlone):
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
         args = [token, gap, repr(duration or 0.0), self._now(), repr(RISE), SEED]
-        if self._untold:
-            self._tell_untold()
+        self._tell_untold()
         if self._safe(lambda: self._done(keys=self._keys(address), args=args), None) is None:
-            self._keep_untold(address, args)
-
-    def _keep_untold(self, address: str, args: list[Any]) -> None:
-        if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
-            del self._untold[: MAX_UNTOLD // 10]
-        self._untold.append((address, args))
+            if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
+                del self._untold[: MAX_UNTOLD // 10]
+            self._untold.append((address, args))
 
     def _tell_untold(self) -> None:
         """The fetch ends Redis missed while away, in one pipeline, once it is back."""
-        if self.outage.away:
+        if not self._untold or self.outage.away:
             return
         untold, self._untold = self._untold, []
         pipe = self.client.pipeline(transaction=False)
