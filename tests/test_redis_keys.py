@@ -89,8 +89,7 @@ def test_the_reference_page_names_every_key() -> None:
 def test_a_crawl_name_comes_from_the_settings_or_the_site() -> None:
     assert crawl_key({"FRONTIER_REDIS_KEY": "shared"}, "docs") == "shared"
     assert crawl_key({}, "docs") == "docs"
-    assert CrawlKeys.from_settings({"FRONTIER_REDIS_KEY": "shared"}, "docs").seeds == (
-        "docs:start_urls")
+    assert CrawlKeys("shared", "docs").seeds == "docs:start_urls"
     for bad in ("", "a{b", "a}b"):
         with pytest.raises(ValueError, match="without braces"):
             CrawlKeys(bad)

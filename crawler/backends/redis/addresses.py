@@ -2,13 +2,10 @@
 the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
 fetches in flight and the same next start at an address.
 
-An address's state lives on the shard its address string hashes to (the frontier's
-:class:`~crawler.backends.redis.shards.ShardMap`), so the names of one server, which may live on
-different shards, meet at one set of keys (:func:`~crawler.backends.redis.keys.address_keys`),
-kept as :class:`~crawler.frontier.addresses.LocalAddressBudget` keeps its state. One call
-of ``lua/address_take.lua`` per lease taken and one of ``lua/address_done.lua`` per fetch ended,
-timed by Redis's clock (the workers' clocks never meet): the check and the count of a fetch at
-a busy address are one step for the whole fleet.
+An address's state lives on the shard its address string hashes to, so the names of one
+server, which may live on different shards, meet at one set of keys. One script call per lease
+taken and one per fetch ended, timed by Redis's clock (the workers' clocks never meet): the
+check and the count of a fetch at a busy address are one step for the whole fleet.
 
 While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
 rather than stopping the crawl, and says so once. The end of a fetch that could not be told to
@@ -94,8 +91,7 @@ class RedisAddressBudget(ActsAlone):
         policy = self.policy
         if policy.concurrency <= 0:
             return 0.0
-        if self._untold:
-            self._tell_untold()
+        self._tell_untold()
         seen = self._seen  # bounded in a broad crawl, O(1) per fetch
         if address in seen:
             del seen[address]  # to the end: the most recently used
@@ -112,20 +108,15 @@ class RedisAddressBudget(ActsAlone):
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
         args = [token, gap, repr(duration or 0.0), self._now(), repr(RISE), SEED]
-        if self._untold:
-            self._tell_untold()
+        self._tell_untold()
         if self._safe(lambda: self._done(keys=self._keys(address), args=args), None) is None:
-            self._keep_untold(address, args)
-
-    def _keep_untold(self, address: str, args: list[Any]) -> None:
-        if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
-            del self._untold[: MAX_UNTOLD // 10]
-        self._untold.append((address, args))
+            if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
+                del self._untold[: MAX_UNTOLD // 10]
+            self._untold.append((address, args))
 
     def _tell_untold(self) -> None:
-        """Tell Redis, in one pipeline, the fetch ends it missed while away (never waits: only
-        once the outage's probe found it back)."""
-        if self.outage.away:
+        """The fetch ends Redis missed while away, in one pipeline, once it is back."""
+        if not self._untold or self.outage.away:
             return
         untold, self._untold = self._untold, []
         pipe = self.client.pipeline(transaction=False)

@@ -1,13 +1,7 @@
-"""Where every Redis user of a crawl gets its client: built from the crawl's settings as
-scrapy-redis builds it (``REDIS_URL`` / ``REDIS_PARAMS``, ``rediss://`` for TLS), with the
-password kept out of the URL, and the URL masked for messages.
-
-One place, so the frontier, the robots.txt cache, the near-duplicate store, the heartbeats and
-``scrapy frontier`` connect alike, to one Redis or to a Redis Cluster (``REDIS_CLUSTER``: see
-docs/topics/fleet.md; ``auto`` asks the node ``INFO cluster`` once per process and address, and
-a Redis that refuses ``INFO`` is one Redis). Either way the client returns bytes, with the same
-password, TLS parameters and timeouts (the cluster client hands ``REDIS_PARAMS`` to every
-node's connections); :func:`is_cluster` tells the few callers that care which one they have.
+"""Where every Redis user of a crawl gets its client, so all connect alike: built from the
+crawl's settings as scrapy-redis builds it (``REDIS_URL`` / ``REDIS_PARAMS``, ``rediss://`` for
+TLS), with the password kept out of the URL, to one Redis or to a Redis Cluster
+(``REDIS_CLUSTER``: docs/topics/fleet.md), returning bytes either way.
 """
 
 from __future__ import annotations
@@ -63,9 +57,8 @@ def redis_password(settings: BaseSettings) -> str | None:
 
 
 def _params(settings: BaseSettings) -> dict[str, Any]:
-    """The client's parameters as scrapy-redis assembles them (its defaults, ``REDIS_PARAMS``,
-    ``REDIS_URL``/``HOST``/``PORT``/``DB``/``ENCODING``), plus the password from a file or the
-    environment (:func:`redis_password`)."""
+    """The client's parameters as scrapy-redis assembles them, plus the password from a file
+    or the environment (:func:`redis_password`)."""
     params = dict(scrapy_redis_defaults.REDIS_PARAMS)
     params.update(settings.getdict("REDIS_PARAMS"))
     for source, dest in SETTINGS_PARAMS_MAP.items():
@@ -77,14 +70,11 @@ def _params(settings: BaseSettings) -> dict[str, Any]:
     password = redis_password(settings)
     if password is not None:
         params["password"] = password
-    if params.get("decode_responses"):
-        raise ValueError("REDIS_PARAMS: decode_responses must be off for the Redis frontier")
     return params
 
 
 def _is_cluster_mode(settings: BaseSettings) -> bool:
-    """Whether :func:`redis_client` builds a cluster client for these settings (``auto`` asks
-    the node, once per process and address)."""
+    """``REDIS_CLUSTER``, with ``auto`` asked of the node once per process and address."""
     mode = str(settings.get("REDIS_CLUSTER") or defaults.REDIS_CLUSTER).strip().lower()
     if mode not in CLUSTER_CHOICES:
         raise ValueError(f"REDIS_CLUSTER must be one of auto, yes, no, got {mode!r}")
@@ -99,25 +89,22 @@ def _is_cluster_mode(settings: BaseSettings) -> bool:
 
 
 def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
-    """A client from the crawl's settings: one Redis, or a Redis Cluster's (see the module
-    docstring for how it is chosen), returning bytes (the frontier's entries are msgpack).
-
-    ``overrides`` replace ``REDIS_PARAMS`` entries for this client only (a component that must
-    fail fast, say a shorter ``socket_timeout``)."""
+    """A client from the crawl's settings; ``overrides`` replace ``REDIS_PARAMS`` entries for
+    this client only (:func:`fail_fast_params`)."""
     params = {**_params(settings), **overrides}
     return _cluster(params) if _is_cluster_mode(settings) else _single(params)
 
 
 def _asks_cluster(params: dict[str, Any]) -> bool:
-    """Whether the node ``params`` name says ``cluster_enabled:1`` (asked on database 0: a
-    cluster node refuses ``SELECT``)."""
+    """Whether the node says ``cluster_enabled:1`` (asked on database 0: a cluster node
+    refuses ``SELECT``; a Redis that refuses ``INFO`` is one Redis)."""
     probe = {**params, "db": 0}
     if probe.get("url"):
         probe["url"] = _without_db(probe["url"])
     with _single(probe) as client:
         try:
             info = client.info("cluster")
-        except redis.ResponseError:  # INFO refused (renamed, ACL): one Redis, as before
+        except redis.ResponseError:
             return False
     return str(info.get("cluster_enabled", 0)) == "1"
 
@@ -160,8 +147,6 @@ class RedirectedNodes(NodesManager):
 
 
 class ReshardingCluster(RedisCluster):
-    """redis-py's cluster client over a :class:`RedirectedNodes` table."""
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.nodes_manager.__class__ = RedirectedNodes  # the table redis-py built, fixed
@@ -172,8 +157,8 @@ def _single(params: dict[str, Any]) -> redis.Redis:
 
 
 def _cluster(params: dict[str, Any]) -> RedisCluster:
-    """A cluster client from the same parameters: the URL (or host and port) is the node the
-    slot map is first read from; every other parameter goes to each node's connections."""
+    """The URL (or host and port) is the node the slot map is first read from; every other
+    parameter goes to each node's connections."""
     params = dict(params)
     params.pop("redis_cls", None)  # scrapy-redis's choice of class: the class is chosen here
     db = params.pop("db", None)
@@ -190,7 +175,7 @@ def _cluster(params: dict[str, Any]) -> RedisCluster:
 
 
 def _bytes(client: Any) -> Any:
-    """``client``, unless it would decode replies (``?decode_responses=`` in the URL too)."""
+    """``client``, unless it would decode replies (the frontier's entries are msgpack)."""
     if client.get_connection_kwargs().get("decode_responses"):
         client.close()
         raise ValueError("REDIS_PARAMS: decode_responses must be off for the Redis frontier")
@@ -204,8 +189,6 @@ def _without_db(url: str) -> str:
 
 
 def is_cluster(client: Any) -> bool:
-    """True for a Redis Cluster's client (keys spread over masters; a ``SCAN`` must visit
-    each, and a transaction or a script may only touch one slot)."""
     return isinstance(client, RedisCluster)
 
 
@@ -249,40 +232,36 @@ NO_MULTI = frozenset({"WATCH"})
 def _queued_refusals(
     node: redis.Redis, commands: list[tuple[Any, ...]]
 ) -> list[tuple[tuple[Any, ...], str]]:
-    """``commands`` queued in a transaction on ``node`` then discarded: those refused."""
+    """``commands`` queued in a transaction on ``node`` then discarded: those refused. Those
+    in :data:`NO_MULTI` are asked before it (``WATCH`` only marks keys of this connection)."""
     pool = node.connection_pool
     conn = pool.get_connection()
-    refused: list[tuple[tuple[Any, ...], str]] = []
+    watched = [c for c in commands if str(c[0]).upper() in NO_MULTI]
     try:
-        for command in [c for c in commands if str(c[0]).upper() in NO_MULTI]:
-            conn.send_command(*command)  # refused in a transaction before its rights are
-            try:  # checked: asked outside it (WATCH only marks keys of this connection)
-                conn.read_response()
-            except NoPermissionError as exc:
-                refused.append((command, str(exc)))
-            except redis.ResponseError:
-                pass
-        commands = [c for c in commands if str(c[0]).upper() not in NO_MULTI]
-        conn.send_command("MULTI")
-        try:
-            conn.read_response()
-        except NoPermissionError as exc:
-            return [(("MULTI",), str(exc))]
-        except redis.ResponseError:  # MULTI renamed away: nothing can be asked
-            return refused
-        batch = [*commands, ("DISCARD",)]
-        conn.send_packed_command(conn.pack_commands(batch))
-        for command in batch:
-            try:
-                conn.read_response()
-            except NoPermissionError as exc:
-                refused.append((command, str(exc)))
-            except redis.ResponseError:
-                pass
-        return refused
+        *before, multi = _errors(conn, [*watched, ("MULTI",)])
+        if isinstance(multi, NoPermissionError):
+            return [(("MULTI",), str(multi))]
+        errors = list(zip(watched, before, strict=True))
+        if multi is None:  # else MULTI is renamed away: nothing more can be asked
+            rest = [c for c in commands if c not in watched] + [("DISCARD",)]
+            errors += zip(rest, _errors(conn, rest), strict=True)
+        return [(c, str(exc)) for c, exc in errors if isinstance(exc, NoPermissionError)]
     finally:
         conn.disconnect()  # never back to the pool inside a transaction
         pool.release(conn)
+
+
+def _errors(conn: Any, batch: list[tuple[Any, ...]]) -> list[Exception | None]:
+    """The error each command of ``batch``, sent at once, was answered (None: none)."""
+    conn.send_packed_command(conn.pack_commands(batch))
+    errors: list[Exception | None] = []
+    for _ in batch:
+        try:
+            conn.read_response()
+            errors.append(None)
+        except redis.ResponseError as exc:
+            errors.append(exc)
+    return errors
 
 
 def safe_url(settings: BaseSettings) -> str:

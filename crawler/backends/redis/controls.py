@@ -1,14 +1,11 @@
 """The operator's controls over a shared crawl (``scrapy frontier <site> block|unblock|pause|
-resume|deadline|budget``), kept under the crawl's own hash tag so they outlast every worker
-(``{crawl}:ctl``, ``{crawl}:blocked``, ``{crawl}:dropped``: :mod:`~crawler.backends.redis.keys`);
-the deadline is on Redis's clock (the workers' clocks never meet).
+resume|deadline|budget``), kept in Redis so they outlast every worker; the deadline is on
+Redis's clock (the workers' clocks never meet).
 
-The operator writes and announces each act with a ``PUBLISH ctl`` on the crawl's wake channel;
-a worker (:class:`CrawlControls` inside its
-:class:`~crawler.backends.redis.partitioned.PartitionedFrontier`) reads them all in one
-pipelined call at each beat and at once when it hears ``ctl``, and obeys them from memory: no
-script, and nothing per URL asks Redis. Blocks are few (set by hand), so every worker holds
-them all.
+The operator writes each act and announces it with a ``PUBLISH ctl`` on the crawl's wake
+channel; a worker reads them all in one pipelined call at each beat and at once when it hears
+``ctl``, and obeys them from memory: nothing per URL asks Redis. Blocks are few (set by hand),
+so every worker holds them all.
 """
 
 from __future__ import annotations
@@ -95,14 +92,11 @@ class CrawlControls:
         self.refresh()
         return self.halted()
 
-    def _announce(self) -> None:
-        """Tell every worker on the wake channel (apart: a cluster's pipeline refuses
-        ``PUBLISH``)."""
+    def _announce(self) -> None:  # apart: a cluster's pipeline refuses PUBLISH
         self.client.publish(self.keys.wake, "ctl")
 
     def controls(self) -> dict[str, Any]:
-        """The controls as stored (a :meth:`refresh`): paused, deadline (Redis time), byte
-        budget and bytes so far, blocked hosts and domains, and what each block dropped."""
+        """The controls as stored (a :meth:`refresh`), and what each block dropped."""
         self.refresh()
         ctl, names = self._ctl, sorted(self._blocked)
         dropped = self.client.hgetall(self.keys.dropped)
@@ -119,9 +113,9 @@ class CrawlControls:
     # -- a worker's side ---------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Send the bytes downloaded since the last refresh and read the controls and the
-        blocks: one pipelined call; and Redis's clock while a deadline is set (apart: a
-        cluster's pipeline refuses ``TIME``)."""
+        """Send the bytes downloaded since the last refresh, read the controls and the blocks
+        in one pipelined call, and Redis's clock while a deadline is set (apart: a cluster's
+        pipeline refuses ``TIME``)."""
         spent = self._spent
         pipe = self.client.pipeline(transaction=False)
         if spent:
@@ -171,8 +165,7 @@ class CrawlControls:
     def blocked(self, host: str) -> bool:
         return bool(self.block_of(host))
 
-    def spend(self, nbytes: int) -> None:
-        """Bytes downloaded here: added to the crawl's at the next refresh."""
+    def spend(self, nbytes: int) -> None:  # added to the crawl's at the next refresh
         self._spent += nbytes
 
     def obeyed(self, dropped: Mapping[str, int], owns: Callable[[str], bool]) -> None:

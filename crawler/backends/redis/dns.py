@@ -1,14 +1,10 @@
 """DNS answers shared by every worker of a crawl (``dns_shared`` of the ``redis`` backend),
 so a fleet looks each name up once per TTL, not once per worker.
 
-One STRING per name, ``{key}:dns:<host>``, holding the msgpack ``[address, ttl, error]`` and
-expiring with the answer (``PX``): Redis forgets a name by itself when its answer would be stale,
-and a crawl of a million hosts keeps only the answers still valid. A worker about to ask the DNS
-server first claims the name (``SET NX PX`` on ``{key}:dns:<host>:claim`` for ``DNS_TIMEOUT``);
-another worker that finds the claim waits for the answer to appear rather than asking too.
-
-While Redis is away the resolver acts alone (no answer found, every claim granted, nothing
-shared) and never waits: DNS must not stop because the shared cache did.
+One STRING per name, expiring with the answer (``PX``): Redis forgets a stale answer by itself.
+A worker about to ask the DNS server first claims the name (``SET NX PX`` for ``DNS_TIMEOUT``);
+another that finds the claim waits for the answer rather than asking too. While Redis is away
+the resolver acts alone and never waits: DNS must not stop because the shared cache did.
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ one of depth. The URL is the request URL (the link as found, made safe: ASCII), 
 nearly always Huffman-coded; its seen key is stored only when it cannot be computed from it.
 
 A link's referrer adds ~6 B (``bench/referrer_bytes.py``: 26.8 -> 32.9 B an entry on real
-documentation links). A crawl stored with another layout is refused by name
-(:data:`crawler.backends.redis.frontier_store.LAYOUT`), not read.
+documentation links).
 """
 
 from __future__ import annotations

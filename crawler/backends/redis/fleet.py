@@ -21,8 +21,8 @@ REPUBLISH = 10.0  # seconds: what a worker holds is said again though unchanged 
 
 
 class FleetView:
-    """What the other partitions of crawl ``crawl_keys`` hold, read at most once per
-    ``every`` seconds in one pipeline; and what this worker's hold, published."""
+    """What the other partitions hold, read at most once per ``every`` seconds in one
+    pipeline; and what this worker's hold, published."""
 
     def __init__(
         self,
@@ -44,8 +44,8 @@ class FleetView:
         self._said_at = float("-inf")
 
     def publish(self, work: Mapping[int, tuple[int, int]]) -> None:
-        """Say what each owned partition holds (queued, in flight), for the workers whose
-        own partitions are done: only when it changed, or once in ``REPUBLISH`` seconds."""
+        """Say what each owned partition holds (queued, in flight), when it changed or once
+        in ``REPUBLISH`` seconds."""
         said = {str(index): f"{queued} {in_flight}" for index, (queued, in_flight) in work.items()}
         now = time.monotonic()
         if said and (said != self._said or now - self._said_at >= REPUBLISH):
@@ -53,9 +53,8 @@ class FleetView:
             self._said, self._said_at = said, now
 
     def busy(self, owned: Collection[int]) -> bool:
-        """Whether a partition not in ``owned`` holds work in Redis (queued, out of its
-        queues, letters), or its owner last said so; or letters wait in an owned one's
-        inbox."""
+        """Whether a partition not in ``owned`` holds work in Redis, or its owner last said
+        so; or letters wait in an owned one's inbox."""
         asked, busy = self._busy
         if time.monotonic() - asked < self.every:
             return busy

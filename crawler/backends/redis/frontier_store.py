@@ -1,21 +1,13 @@
-"""``frontier_store`` of the ``redis`` backend: several ``scrapy crawl`` workers, one
-polite crawl, whose workers own partitions of its hosts.
+"""``frontier_store`` of the ``redis`` backend: several ``scrapy crawl`` workers
+(``FRONTIER_BACKEND=redis``, ``REDIS_URL``, ``REDIS_PARAMS`` as in scrapy-redis), one polite
+crawl, whose workers own partitions of its hosts.
 
-``FRONTIER_BACKEND=redis`` with ``REDIS_URL`` (and ``REDIS_PARAMS``, as in scrapy-redis) makes
-every process a worker of one crawl. This module wires what they share (the crawl-wide keys
-named by :class:`crawler.backends.redis.keys.CrawlKeys` under one hash tag ``{<site>}``;
-``FRONTIER_REDIS_KEY`` overrides the site name): the frontier
-(:class:`~crawler.backends.redis.partitioned.PartitionedFrontier`: the one Mercator frontier per
-owned partition, built as the embedded backend builds it, over a
-:class:`~crawler.backends.redis.queue_store.RedisQueueStore`; each partition's seen-set,
-:mod:`crawler.backends.redis.seenset`), served to the reactor by a
+It wires what the workers share: the partitioned frontier, served to the reactor by a
 :class:`~crawler.frontier.buffered.BufferedFrontier` so no Redis round trip runs on the reactor
-thread; the scope (:mod:`crawler.backends.redis.scope`); and the seeds pushed while the crawl
-runs (:mod:`crawler.backends.redis.inbox`). It also refuses, before a crawl starts, a Redis or
-settings that cannot work.
-
-State stays after the crawl, like scrapy-redis's ``SCHEDULER_PERSIST``: running a finished
-crawl again fetches only what is queued or due; ``FRONTIER_RESET=True`` starts it afresh.
+thread; the scope; the seeds pushed while the crawl runs. It also refuses, before a crawl
+starts, a Redis or settings that cannot work. State stays after the crawl, like scrapy-redis's
+``SCHEDULER_PERSIST``: running a finished crawl again fetches only what is queued or due;
+``FRONTIER_RESET=True`` starts it afresh.
 """
 
 from __future__ import annotations
@@ -27,7 +19,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
 import redis
@@ -89,8 +82,7 @@ KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
     "HKEYS": (), "HLEN": (), "HMGET": ("f",), "HSCAN": (0,), "HSET": ("f", ""),
     "HSETNX": ("f", ""), "HVALS": (), "INCR": (), "INCRBY": (1,), "LLEN": (), "LPOP": (),
     "LPUSH": ("",), "LRANGE": (0, 0), "MEMORY USAGE": (), "MGET": (), "PEXPIRE": (1,),
-    "PTTL": (),
-    "RPOP": (), "RPUSH": ("",), "SADD": ("",), "SCARD": (), "SET": ("",),
+    "PTTL": (), "RPOP": (), "RPUSH": ("",), "SADD": ("",), "SCARD": (), "SET": ("",),
     "SETRANGE": (0, ""), "SMEMBERS": (), "SMISMEMBER": ("",), "SREM": ("",), "STRLEN": (),
     "UNLINK": (), "WATCH": (), "XACK": ("g", "0-1"), "XADD": ("*", "f", ""),
     "XAUTOCLAIM": ("g", "c", 0, "0-0"), "XDEL": ("0-1",), "XGROUP CREATE": ("g", "0"),
@@ -128,7 +120,6 @@ def check_crawl(client: Any, meta: str, crawl: str, wanted: dict[str, str]) -> l
     ]
 
 
-
 def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
     """A callback the frontier's worker thread may call: it runs on the reactor thread."""
     if fn is None:
@@ -146,20 +137,16 @@ class RedisFrontierStore(MemoryFrontierStore):
     config_class = SharedFrontierConfig
     config: SharedFrontierConfig
 
+    partition_count = PARTITIONS
+
     def __init__(self, settings: BaseSettings, site: str) -> None:
         super().__init__(settings)
         self.site = site
         self.key = crawl_key(settings, site)
 
-
     @property
     def keys(self) -> CrawlKeys:
-        return CrawlKeys(self.key, self.site, self.shard_count)
-
-    @property
-    def shard_count(self) -> int:
-        """The hash tags the per-address keys are spread over (``FRONTIER_SHARDS``)."""
-        return self.config.shards
+        return CrawlKeys(self.key, self.site, self.config.shards)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisFrontierStore:
@@ -168,14 +155,18 @@ class RedisFrontierStore(MemoryFrontierStore):
     @classmethod
     def preflight(cls, crawler: Any) -> list[str]:
         """Refuse a crawl that cannot work: a login refused, a policy that may evict the
-        frontier, another layout, or politeness settings that differ from the crawl's. A
-        Redis that is not there (yet) is waited for (:meth:`wait_for_server`)."""
+        frontier, another layout, or settings that differ from the crawl's. A Redis that is
+        not there (yet) is waited for (:meth:`wait_for_server`)."""
         store = cls.from_crawler(crawler)
         try:
             store.wait_for_server()
         except _Stopped as stop:
             return [str(stop)]
-        return store.check()
+        problems = store.check_server()
+        if problems or store.config.reset:
+            return problems
+        client = redis_client(store.settings)
+        return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
 
     def wait_for_server(self) -> None:
         """Before the crawl starts (no reactor yet): while Redis refuses connections, times out
@@ -183,9 +174,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         (then the checks run) or SIGINT/SIGTERM stops the wait (:class:`_Stopped`). Other
         failures (a login, a certificate, a name that does not resolve) are left to the
         checks, which refuse the crawl."""
-        backoff, since = FIRST_BACKOFF, None
-        stop = _StopOnSignal()
-        try:
+        backoff, since, where = FIRST_BACKOFF, None, safe_url(self.settings)
+        with _stopped_by_signals(f"stopped while waiting for Redis at {where}"):
             while True:
                 try:
                     # reached, if only refused PING: the checks' probes name what is refused
@@ -197,18 +187,15 @@ class RedisFrontierStore(MemoryFrontierStore):
                         break
                     if since is None:
                         since = time.monotonic()
-                        logger.warning(
-                            "Redis at %s is not reachable (%s): waiting for it (Ctrl-C stops)",
-                            safe_url(self.settings), exc,
-                        )
-                    stop.sleep(backoff, f"stopped while waiting for Redis at "
-                               f"{safe_url(self.settings)}: {exc}")
+                        logger.warning("Redis at %s is not reachable (%s): waiting for it "
+                                       "(Ctrl-C stops)", where, exc)
+                    try:
+                        time.sleep(backoff)
+                    except _Stopped as stop:
+                        raise _Stopped(f"{stop}: {exc}") from None
                     backoff = min(backoff * 2, MAX_BACKOFF)
-        finally:
-            stop.restore()
         if since is not None:
-            logger.warning("Redis at %s is there after %.1fs", safe_url(self.settings),
-                           time.monotonic() - since)
+            logger.warning("Redis at %s is there after %.1fs", where, time.monotonic() - since)
 
     def scope(self) -> ScopeRegistry:
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
@@ -234,28 +221,20 @@ class RedisFrontierStore(MemoryFrontierStore):
             return [f"Redis at {where} is not reachable: {exc}"]
         if refused:
             return [self._acl_refusal(client, where, refused, probes, bloom)]
-        problems = []
         try:
             reply = client.config_get("maxmemory-policy")
-            policy = next(iter(reply.values()), b"") if reply else b""
-            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
         except redis.ResponseError:
-            policy = None  # CONFIG is disabled (a managed Redis): the operator's word counts
-        if policy is not None and policy != "noeviction":
-            problems.append(
-                f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
-                "silently drop queued URLs; set it to noeviction"
-            )
-        return problems
+            return []  # CONFIG is disabled (a managed Redis): the operator's word counts
+        policy = next(iter(reply.values()), b"") if reply else b""
+        policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+        if policy == "noeviction":
+            return []
+        return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
+                "silently drop queued URLs; set it to noeviction"]
 
-    def _acl_probes(
-        self, bloom: bool | None, client: Any
-    ) -> dict[tuple[Any, ...], str | None]:
+    def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
-        the key or channel each names: the crawl-wide keys, a partition's, the seeds list,
-        the wake-up channels, the seen-set's ``BF.*`` if it uses RedisBloom (``bloom``);
-        every command it runs on its keys (:data:`KEY_COMMANDS`) and on none; ``ROLE`` and
-        ``WAIT`` if its writes wait for replicas; ``CLUSTER SLOTS`` on a cluster."""
+        the key or channel each names (None: none)."""
         k, part = self.keys, PartitionKeys(self.key, 0, self.partition_count)
         no_script = "0" * 40  # EVALSHA is checked like the frontier's scripts, none run
         probes: list[tuple[tuple[Any, ...], str | None]] = [
@@ -289,12 +268,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         return dict(probes)
 
     def _acl_refusal(
-        self,
-        client: Any,
-        where: str,
-        refused: list[Refusal],
-        targets: dict[tuple[Any, ...], str | None],
-        bloom: bool | None,
+        self, client: Any, where: str, refused: list[Refusal],
+        targets: dict[tuple[Any, ...], str | None], bloom: bool | None,
     ) -> str:
         """One line: what the crawl's user was refused (by ``targets``: each probe's key or
         channel), and the rules the docs give (``bloom`` None: RedisBloom's unknown)."""
@@ -332,14 +307,10 @@ class RedisFrontierStore(MemoryFrontierStore):
             f"what docs/topics/fleet.md (An ACL user) lists: {' '.join(rules)}"
         )
 
-    @property
-    def partition_count(self) -> int:
-        return PARTITIONS
-
     def fingerprint(self, client: Any) -> dict[str, str]:
         """What every worker of the crawl must agree on: politeness, queue shape, URL scope,
         the seen-set's kind and size."""
-        p = self.politeness
+        p, seen = self.politeness, self._seen_config(client)
         return {
             "min_delay": repr(float(p.min_delay)),
             "delay_factor": repr(float(p.delay_factor)),
@@ -350,13 +321,11 @@ class RedisFrontierStore(MemoryFrontierStore):
             "failure_window": f"{p.failure_window}:{p.window_failures}",
             "front_queues": str(FRONT_QUEUES),
             "partitions": str(self.partition_count),
-            "seen": "{}:{}".format(*self._seen_shape(client)),
-            **self.scope_fingerprint(),
+            "seen": f"{'bloom' if seen.bloom else 'exact'}:{seen.capacity}",
+            "max_url_length": str(self.config.max_url_length),
+            "max_repeated_segments": str(self.config.max_repeated_segments),
+            "priority_policy": self.config.priority_policy,
         }
-
-    def _seen_shape(self, client: Any) -> tuple[str, int]:
-        config = self._seen_config(client)
-        return ("bloom" if config.bloom else "exact"), config.capacity
 
     def _seen_config(self, client: Any) -> SeenSetConfig:
         """Each partition's seen-set: its share of ``FRONTIER_SEEN_EXACT_LIMIT``; -1 (exact
@@ -372,22 +341,6 @@ class RedisFrontierStore(MemoryFrontierStore):
             bloom=not exact and has_bloom_module(client),
         )
 
-    def scope_fingerprint(self) -> dict[str, str]:
-        return {
-            "max_url_length": str(self.config.max_url_length),
-            "max_repeated_segments": str(self.config.max_repeated_segments),
-            "priority_policy": self.config.priority_policy,
-        }
-
-    def check(self) -> list[str]:
-        """Refuse a crawl that cannot work: Redis unreachable, a policy that may evict the
-        frontier, another layout, or settings that differ from the crawl's."""
-        problems = self.check_server()
-        if problems or self.config.reset:
-            return problems
-        client = redis_client(self.settings)
-        return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
-
     def reset(self, client: Any) -> int:
         """Delete every key of the crawl (FRONTIER_RESET); returns how many. SCAN, so Redis
         is never blocked for long; UNLINK, so big keys are freed in the background."""
@@ -397,13 +350,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         ]
         deleted = 0
         for pattern in patterns:
-            batch: list[Any] = []
-            for key in client.scan_iter(match=pattern, count=1000):
-                batch.append(key)
-                if len(batch) >= 500:
-                    deleted += client.unlink(*batch)
-                    batch = []
-            if batch:
+            found = client.scan_iter(match=pattern, count=1000)
+            while batch := list(islice(found, 500)):
                 deleted += client.unlink(*batch)
         return deleted
 
@@ -417,10 +365,6 @@ class RedisFrontierStore(MemoryFrontierStore):
         clock: Any = None,
     ) -> PartitionedFrontier:
         s = self.settings
-        count = self.partition_count
-        # Mercator's B (3 x fetches in flight) for a worker, shared over the partitions it
-        # owns by the partitioned frontier at each beat (MercatorFrontier.resize_back)
-        back_queues = self.back_queues
         config = self._seen_config(client)
 
         def build(store: RedisQueueStore) -> Any:
@@ -429,18 +373,17 @@ class RedisFrontierStore(MemoryFrontierStore):
                 lease_ttl=lease_ttl,
                 max_pages_per_host=max_pages_per_host,
                 on_give_up=on_give_up,
-                back_queues=back_queues,
+                back_queues=self.back_queues,
                 clock=clock,
             )
 
         def seen(keys: PartitionKeys) -> OwnerSeenSet:
             return OwnerSeenSet(client, keys, config)
 
-        extra = {} if clock is None else {"clock": clock}
         return PartitionedFrontier(
             client,
             self.key,
-            count,
+            self.partition_count,
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
             build=build,
             seen=seen,
@@ -448,9 +391,9 @@ class RedisFrontierStore(MemoryFrontierStore):
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,
             replicas=self.config.replica_wait,
-            back_queues=self.back_queues,
+            back_queues=self.back_queues,  # shared over the owned partitions at each beat
             keep_alive=True,
-            **extra,
+            clock=clock or time.monotonic,
         )
 
     def open_frontier(
@@ -469,51 +412,38 @@ class RedisFrontierStore(MemoryFrontierStore):
         inboxes: list[SharedInbox] = []
         reset = [self.config.reset]
 
-        def open_inner() -> Frontier:
+        def opening() -> Frontier:
             try:
-                return opening()
+                client = redis_client(self.settings)
+                if reset[0]:  # once, even if the opening is retried
+                    logger.warning("FRONTIER_RESET: crawl %r starts afresh (%d keys removed)",
+                                   self.key, self.reset(client))
+                    reset[0] = False
+                problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+                if problems:
+                    raise RuntimeError(problems[0])
+                inner = self.partitioned_frontier(
+                    client,
+                    lease_ttl=ttl,
+                    max_pages_per_host=max_pages_per_host,
+                    on_give_up=_from_thread(cb.on_give_up),
+                )
+                scope = RedisScopeRegistry(client, self.keys.scope)
+                inboxes.append(SharedInbox(client, self.keys.seeds, scope,
+                                           on_seeds=_from_thread(cb.on_seeds),
+                                           on_scope=_from_thread(cb.on_scope)))
+                logger.info(
+                    "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
+                    safe_url(self.settings), self.key, self.partition_count, len(inner.parts),
+                )
+                return inner
             except Exception as exc:  # a cluster none of whose nodes answers: away too
                 if is_transient(exc) and not isinstance(exc, TRANSIENT):
                     raise redis.ConnectionError(str(exc)) from exc
                 raise
 
-        def opening() -> Frontier:
-            client = redis_client(self.settings)
-            if reset[0]:  # once, even if the opening is retried
-                removed = self.reset(client)
-                reset[0] = False
-                logger.warning(
-                    "FRONTIER_RESET: crawl %r starts afresh (%d keys removed)", self.key, removed
-                )
-            problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
-            if problems:
-                raise RuntimeError(problems[0])
-            inner = self.partitioned_frontier(
-                client,
-                lease_ttl=ttl,
-                max_pages_per_host=max_pages_per_host,
-                on_give_up=_from_thread(cb.on_give_up),
-            )
-            inboxes.append(
-                SharedInbox(
-                    client,
-                    self.keys.seeds,
-                    RedisScopeRegistry(client, self.keys.scope),
-                    on_seeds=_from_thread(cb.on_seeds),
-                    on_scope=_from_thread(cb.on_scope),
-                )
-            )
-            logger.info(
-                "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
-                safe_url(self.settings),
-                self.key,
-                self.partition_count,
-                len(inner.parts),
-            )
-            return inner
-
         return BufferedFrontier(
-            opener=open_inner,
+            opener=opening,
             lease_ttl=ttl,
             read_ahead=self.config.read_ahead,
             refresh=REFRESH,
@@ -521,7 +451,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
-            on_error=_from_thread(_log_redis_error),
+            on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
             poll=lambda: inboxes[-1].poll() if inboxes else False,
             transient=TRANSIENT,
             linger=BATCH_LINGER,
@@ -541,41 +471,26 @@ def away(exc: BaseException) -> bool:
     return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
 
 
-class _Stopped(Exception):
-    """SIGINT or SIGTERM while waiting for Redis before the crawl."""
+class _Stopped(BaseException):
+    """SIGINT or SIGTERM while waiting for Redis before the crawl (not an ``Exception``: the
+    wait's ``except Exception`` must not take it for Redis away)."""
 
 
-class _StopOnSignal:
-    """SIGINT and SIGTERM end a wait on the main thread (before Scrapy installs its own)."""
+@contextlib.contextmanager
+def _stopped_by_signals(why: str) -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`_Stopped` on the main thread (before Scrapy installs
+    its own handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
-    def __init__(self) -> None:
-        self.signalled = False
-        self._old: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._on_signal)
+    def stop(*_: Any) -> None:
+        raise _Stopped(why)
 
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self.signalled = True
-        raise _Interrupted
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
-    def sleep(self, seconds: float, why: str) -> None:
-        try:
-            if not self.signalled:
-                time.sleep(seconds)
-        except _Interrupted:
-            pass
-        if self.signalled:
-            raise _Stopped(why)
-
-    def restore(self) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-
-class _Interrupted(BaseException):
-    """Raised by the signal handler to end a sleep."""
-
-
-def _log_redis_error(exc: BaseException) -> None:
-    logger.error("Redis frontier call failed: %s", exc)

@@ -17,12 +17,7 @@ from typing import Any
 from redis.crc import key_slot as _crc_slot
 
 START_URLS_KEY = "%(name)s:start_urls"  # scrapy-redis's key for seeding a running crawl
-
-
-@cache
-def key_slot(tag: bytes) -> int:
-    """The Redis Cluster slot of a hash tag (CRC16 mod 16384, as redis-py computes it)."""
-    return _crc_slot(tag)
+key_slot = cache(_crc_slot)  # the Redis Cluster slot of a hash tag
 
 
 def crawl_key(settings: Any, site: str) -> str:
@@ -164,14 +159,8 @@ class CrawlKeys:
         self.warc_digests = p + ":warc_digests"
         self.seeds = START_URLS_KEY % {"name": site or crawl}
 
-    @classmethod
-    def from_settings(cls, settings: Any, site: str) -> CrawlKeys:
-        shards = int(settings.get("FRONTIER_SHARDS") or 1)
-        return cls(crawl_key(settings, site), site, shards)
-
     def shard_prefixes(self) -> list[str]:
-        """The hash-tag prefix (``{tag}``) of each shard, in shard order: the one place that
-        picks them (one shard: the crawl's own)."""
+        """The hash-tag prefix (``{tag}``) of each shard, in shard order (one: the crawl's)."""
         if self.shard_count == 1:
             return [self.prefix]
         count = self.shard_count

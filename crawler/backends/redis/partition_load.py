@@ -1,12 +1,7 @@
-"""Per-partition load of a crawl's frontier, for ``scrapy frontier <site> status``: what each
-partition holds (URLs queued, hosts, URLs seen, letters waiting in its inbox), which worker owns
-it, and what its Redis node reports of itself (operations per second, CPU seconds, memory), so
-an operator sees a hot partition or node, a partition nobody owns, or an inbox its owner does
-not keep up with, before it hurts.
-
-Read with two pipelined calls over every partition (counts and cardinalities only: ``LLEN`` of
-the front lists and of the ``b:`` lists, ``HLEN``, ``XLEN``, the seen-set's count), never a
-walk of a queue.
+"""Per-partition load of a crawl's frontier, for ``scrapy frontier <site> status``, so an
+operator sees a hot partition or node, a partition nobody owns, or an inbox its owner does not
+keep up with, before it hurts. Two pipelined calls of counts over every partition, never a walk
+of a queue.
 """
 
 from __future__ import annotations
@@ -49,10 +44,8 @@ def node_report(connection: Any) -> dict[str, Any]:
 def partition_loads(
     client: Any, partitions: Sequence[PartitionKeys], front_queues: int
 ) -> list[dict[str, Any]]:
-    """One row per partition: index, tag, node, owner (its lease: ``<worker>/<epoch>``, ""
-    when nobody owns it), URLs queued (in the front lists, out of them in ``o``: in a back
-    queue's head, leased or handed back, and in the ``b:`` lists), hosts, URLs seen, inbox
-    backlog, and the node's own figures."""
+    """One row per partition; its owner is its lease (``<worker>/<epoch>``, "" when nobody
+    owns it)."""
     pipe = client.pipeline(transaction=False)
     for k in partitions:
         pipe.get(k.lease)

@@ -43,24 +43,17 @@ def _shared_origin(hold: bytes | None, pttl: int, failures: bytes | None) -> Sha
 
 
 class RedisRobotsCache(ActsAlone, RobotsCache):
-    """``ROBOTS_CACHE_CLASS`` of the ``redis`` backend: one HASH of records for the crawl, so
-    robots.txt is fetched once per host whichever worker gets there first, and each origin's
-    fetch state (claimed by a worker, unreachable until a retry, failures, given up: see
-    ``FETCHING``), so a failing robots.txt is fetched once per retry period for the whole crawl
-    and every worker holds the host meanwhile. Plain commands, each call one transaction.
+    """One HASH of records for the crawl, so robots.txt is fetched once per host whichever
+    worker gets there first, and each origin's fetch state, so a failing robots.txt is fetched
+    once per retry period for the whole crawl and every worker holds the host meanwhile. Plain
+    commands, each call one transaction under the crawl's hash tag.
 
-    Read once per origin and worker (the robots book keeps what it read), plus a claim per
-    fetch and a look per retry; each is one round trip on the reactor thread (~0.1 ms), rare
-    enough not to matter next to the fetch it saves. On a Redis Cluster every key is under the
-    crawl's hash tag: each call goes to the one node that serves it.
-
-    While Redis is away each worker acts alone (:class:`~crawler.backends.redis.outage.
-    ActsAlone`) rather than failing the page that asked: no copy is found, a claim is granted,
-    a fetched copy is kept locally and sent once Redis is back. The client fails fast
-    (:func:`~crawler.backends.redis.connection.fail_fast_params`)."""
+    Each call is one round trip on the reactor thread (~0.1 ms), rare enough (once per origin
+    and worker, a claim per fetch, a look per retry) not to matter next to the fetch it saves.
+    While Redis is away each worker acts alone rather than failing the page that asked: no copy
+    is found, a claim is granted, a fetched copy is kept and sent once Redis is back."""
 
     def __init__(self, client: RedisClient, key: str) -> None:
-        """``key``: the crawl's name in Redis (:func:`~crawler.backends.redis.keys.crawl_key`)."""
         keys = CrawlKeys(key)
         self.client = client
         self.hash = keys.robots
@@ -147,7 +140,6 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
         return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))
 
     def get_many(self, origins: list[str]) -> dict[str, RobotsRecord | None]:
-        """One ``HMGET`` for a batch of origins (a seeds file's new hosts)."""
         if not origins:
             return {}
         raws = self._safe(lambda: self.client.hmget(self.hash, origins), None)
@@ -175,8 +167,8 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
                 self._unsent[record.origin] = packed
 
     def _store(self, records: dict[str, bytes]) -> bool:
-        """Records in, their fetch states cleared (read: no claim, no failure left), at once:
-        one slot (the crawl's tag), so a transaction on a cluster too."""
+        """Records in, their fetch states cleared, at once (one slot: a transaction on a
+        cluster too)."""
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(self.hash, mapping=records)
         pipe.hdel(self.failures, *records)
@@ -185,7 +177,6 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
         return True
 
     def _send_unsent(self) -> None:
-        """On the outage's probe thread, once Redis is back: the records fetched meanwhile."""
         with self._unsent_lock:
             unsent = dict(self._unsent)
         if unsent:

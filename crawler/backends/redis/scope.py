@@ -21,7 +21,6 @@ class RedisScopeRegistry(ActsAlone, ScopeRegistry):
     learn of it then."""
 
     def __init__(self, client: redis.Redis | RedisCluster, key: str) -> None:
-        """``key``: the scope's SET (``CrawlKeys.scope``)."""
         self.client = client
         self.set = key
         self._unsent: set[str] = set()
@@ -39,10 +38,9 @@ class RedisScopeRegistry(ActsAlone, ScopeRegistry):
             return hosts | self._unsent
 
     def add(self, host: str) -> None:
-        self.add_many({host})  # rare (seeds): one round trip is fine
+        self.add_many({host})
 
     def add_many(self, hosts: set[str]) -> None:
-        """One SADD for a batch of seeds' hosts (a seeds file of thousands of hosts)."""
         if hosts and self._safe(lambda: self.client.sadd(self.set, *hosts), None) is None:
             with self._lock:
                 self._unsent |= hosts
@@ -54,6 +52,3 @@ class RedisScopeRegistry(ActsAlone, ScopeRegistry):
             self.client.sadd(self.set, *hosts)
             with self._lock:
                 self._unsent -= hosts
-
-    def size(self) -> int:
-        return int(self.client.scard(self.set))

@@ -1,16 +1,11 @@
 """Mercator's host splitter: which partition of a crawl's hosts a host is in.
 
-A crawl splits its frontier state by host into partitions (and its per-address keys into
-``FRONTIER_SHARDS`` shards), each under a hash tag of its own
-(:class:`crawler.backends.redis.keys.PartitionKeys`), so a Redis Cluster spreads them over its
-masters. The partition key is the host's registered
-domain (``docs.example.co.uk`` -> ``example.co.uk``; an IP address is its own): every host of
-one domain lands in one shard, as Nutch's ``partition.url.mode=byDomain`` does (a host under
-no public suffix is its own key), so whatever is
-counted or blocked per registered domain is met in one place. Politeness is per host and
-needs nothing more. The hash is blake2b (stable across processes and Python versions, unlike
-``hash()``): every worker sends a host to the same partition, forever, so their number is
-fixed when the crawl is created and checked at every start.
+Partitions (and ``FRONTIER_SHARDS`` shards of the per-address keys) each sit under a hash tag
+of their own, so a Redis Cluster spreads them over its masters. The key is the host's
+registered domain (``docs.example.co.uk`` -> ``example.co.uk``), as Nutch's
+``partition.url.mode=byDomain``: whatever is counted or blocked per registered domain is met in
+one place. The hash is blake2b (stable across processes, unlike ``hash()``): every worker sends
+a host to the same partition, forever, so their number is fixed when the crawl is created.
 """
 
 from __future__ import annotations

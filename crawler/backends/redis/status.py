@@ -1,13 +1,7 @@
-"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` shows, as plain data
-(:mod:`crawler.commands.frontier_report` prints it), and the workers' heartbeats
-(``{key}:workers``) and merged counters (``{key}:totals``) it reads.
-
-A report reads the partitions of the crawl's hosts as their owners left them in Redis
-(:class:`SharedCrawl`): counts and cardinalities per partition
-(:mod:`crawler.backends.redis.partition_load`), the hosts' saved records read with HSCAN in
-batches, so a report on a crawl of a million hosts costs Redis many short calls, never one long
-one. What only the workers know (their leases, their hosts' fetches) comes from their
-heartbeats.
+"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` shows, as plain data,
+and the workers' heartbeats and merged counters it reads. The partitions are read as their
+owners left them in Redis, in many short calls, never one long one; what only the workers know
+(their leases, their hosts' fetches) comes from their heartbeats.
 """
 
 from __future__ import annotations
@@ -37,8 +31,8 @@ HEARTBEAT = resources.files("crawler.backends.redis").joinpath("lua/heartbeat.lu
 
 
 class Fleet:
-    """A worker's side of the one view: counters merged into ``{key}:totals`` and a heartbeat in
-    ``{key}:workers``, one script call per beat. Blocking calls: run them off the reactor."""
+    """A worker's side of the one view: its counters merged into the crawl's and its heartbeat,
+    one script call per beat. Blocking calls: run them off the reactor."""
 
     def __init__(self, client: redis.Redis, key: str, worker_id: str) -> None:
         self.client = client
@@ -83,10 +77,8 @@ class Fleet:
 
 @dataclass
 class SharedCrawl:
-    """A crawl shared through Redis as ``scrapy frontier`` sees it: its name, its ``count``
-    partitions of hosts (:class:`~crawler.backends.redis.keys.PartitionKeys`), their front
-    queues, the politeness delay beyond which a waiting host is held, and the tags the shared
-    address budgets live under."""
+    """A crawl shared through Redis as ``scrapy frontier`` sees it; ``max_delay``: the
+    politeness delay beyond which a waiting host is held."""
 
     client: Any
     crawl: str
@@ -106,8 +98,6 @@ class SharedCrawl:
         return CrawlControls(self.client, self.crawl)
 
     def iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
-        """Host names in batches, read with HSCAN from each partition's hosts (never one
-        blocking call over all of them)."""
         for names in self.iter_records(batch):
             yield [name for name, _ in names]
 
@@ -127,9 +117,7 @@ class SharedCrawl:
 
 
 def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
-    """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it): the
-    partitions' loads and owners, the hosts' states from their saved records, the controls,
-    the workers' heartbeats and merged counters."""
+    """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
     client = crawl.client
     seconds, micros = client.time()
     now = seconds + micros / 1e6

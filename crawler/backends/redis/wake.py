@@ -1,6 +1,5 @@
-"""Wake-ups of idle workers: the frontier's scripts publish on the crawl's channel when a host
-becomes ready sooner than idle workers expect, when the last lease drains, or when an operator
-acts (``ctl``); a worker listens instead of polling Redis."""
+"""Wake-ups of idle workers, heard instead of polling Redis: letters sent to a partition's
+inbox, partitions handed back, an operator's act (``ctl``)."""
 
 from __future__ import annotations
 
@@ -18,14 +17,12 @@ def listen(
     on_control: Callable[[], None],
     on_channel: Callable[[str | None], None] | None = None,
 ) -> Callable[[], None]:
-    """Listen on ``channel`` (or several: a sharded crawl's, one per shard) on a thread of its
-    own with its own connection; blocked in a socket read, it costs Redis nothing while
-    nothing happens. Every message calls ``on_channel`` with its channel, if given, then
-    ``on_change`` (an operator's, ``ctl``, calls ``on_control`` first); so does every
-    (re)subscription (``on_channel(None)``), for whatever happened while not listening. A lost
-    connection is retried every second on a new subscription (on a cluster, the node it was on
-    may be gone: another serves it, PUBLISH reaching every node). Returns the function that
-    stops listening."""
+    """Listen on ``channel`` (or several) on a thread of its own, blocked in a socket read.
+    Every message calls ``on_channel`` with its channel, if given, then ``on_change`` (``ctl``
+    calls ``on_control`` first); so does every (re)subscription (``on_channel(None)``), for
+    whatever happened while not listening. A lost connection is retried every second on a new
+    subscription (on a cluster another node may serve it: PUBLISH reaches every node). Returns
+    the function that stops listening."""
     channels = [channel] if isinstance(channel, str) else list(channel)
     holder = [client.pubsub(ignore_subscribe_messages=True)]
     stop = threading.Event()

@@ -2,9 +2,8 @@
 (``{crawl}:warc_digests``, digest -> first capture), so a payload archived by any worker, in
 this crawl or an earlier one of the same crawl name, becomes a revisit record everywhere.
 
-``claim`` is one transaction (``HSETNX``, then ``HGET``): one round trip, atomic, on the archive
-thread (never the reactor). While Redis is away a claim answers "not known": the worker writes the
-payload in full, which costs space and never a revisit that points at nothing."""
+While Redis is away a claim answers "not known": the worker writes the payload in full, which
+costs space and never a revisit that points at nothing."""
 
 from __future__ import annotations
 
