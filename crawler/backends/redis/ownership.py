@@ -364,10 +364,6 @@ class PartitionOwnership:
         self.client.zrem(self.members, self.worker)
         self.announce()
 
-    def live_workers(self) -> int:
-        """How many workers have beaten within the TTL (this one included, if it has)."""
-        return int(self.client.zcount(self.members, self._now_ms() - self.ttl_ms, "+inf"))
-
     def _forget(self, index: int) -> None:
         self.owned.pop(index, None)
 
