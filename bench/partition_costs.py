@@ -96,6 +96,18 @@ Redis CPU 130-135 / 127-151 us a page against 569 / 495-514 (0.23-0.24 / 0.25-0.
 CPU 765-773 / 783-981 against 558-597 / 559-575 (1.3-1.4 / 1.4-1.7), 28,664-32,618 seeds/s
 against 37,300-37,386, 33.9 B per queued URL against 40.8.
 
+The workers' own instructions a page (``--worker-callgrind DIR``: the simulated workers run
+under callgrind, counted from the pages' start to the end of their inbox reads; beats and lease
+renewals off, as they come once a second whatever the pace and valgrind slows the pace tens of
+times; this bench's link making included, alike for both), 100,000 URLs, depth, a call a
+page, 1,000 pages (2026-12-06, after the worker's link hashing was halved)::
+
+    .venv/bin/python bench/partition_costs.py --sizes 100000 --policies depth --pages 1000 \
+        --workers 1 --worker-callgrind /tmp/wcg
+
+1 / 2 workers: 2.78M / 3.29M instructions a page against the Lua frontier's 1.85M / 1.85M
+(1.50 / 1.78): the algorithm now runs in the worker, which the Lua frontier left to Redis.
+
 10 M URLs over 1 M hosts (10 URLs a host), depth, 1 worker, 2,000 pages::
 
     .venv/bin/python bench/partition_costs.py --sizes 10000000 --hosts 1000000 \
@@ -126,6 +138,13 @@ with every feature on (about 0.55 of the Lua frontier's), 172k with the store of
 call costs Redis ~29k instructions, ~22k per partition it writes (its lease, number and epoch:
 3 keys, 5 arguments, the MGET's share and the number's SET) and ~9.6k per write; an EVALSHA
 argument ~1.3k, a plain pipelined HSET ~4.7k (callgrind, one call at a time).
+Then the near-duplicate store read in a plain pipeline and its commit wrote the postings
+itself, and lease renewals became a ``GETEX`` each (they were a fenced ``PEXPIRE`` call every
+second, twice: ~32k instructions a lease): 731k instructions a page with every feature on
+(0.48-0.53 of the Lua frontier's), 185k with the store off. Of those 185k (callgrind_annotate):
+``EVALSHA`` ~63 % (its arguments' Lua tables ~15 %, the Lua VM ~17 %, the redis.calls ~31 %:
+13.5 a call, ~8k each with the Lua/Redis conversions); ``serverCron`` ~14 % (jemalloc's stats,
+once a tick: wall time, so valgrind's slowness inflates it, alike for old and new).
 """
 
 from __future__ import annotations
