@@ -66,14 +66,6 @@ def run_scripts(
     return replies[: len(first)]
 
 
-def element(k: int, doc: int) -> bytes:
-    """A posting: store key ``k`` of original ``doc`` (one and the same but for a page stored
-    again)."""
-    if k == doc:
-        return k.to_bytes(4, "big")
-    return (k | ALIAS).to_bytes(4, "big") + doc.to_bytes(4, "big")
-
-
 def parse(value: bytes) -> list[tuple[int, int]]:
     """(store key, original id) of each posting of a field's value."""
     out, pos, end = [], 0, len(value)
