@@ -2,23 +2,21 @@
 -- since the worker read it (crawler/backends/redis/neardup.py decides; this only checks and
 -- writes). Every key is under the crawl's near-duplicate tag ({<crawl>}:nd): one cluster slot.
 --
--- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc   KEYS[5] :pend
--- KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f bucket
--- KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id; then,
--- only where used (each key costs Redis ~1,300 instructions): the :o and :r chunks after those
--- (flag 1: the next id is near a chunk's end, a new id may land there), the :f bucket of the
--- fingerprint the URL's original had (an old fingerprint given), the host's model log :tl (a
--- lesson), its template :t (blocks made template) and snapshot :ts (a pruning); last, on one
--- server, per anchor whose postings a new original's commit writes (those read with some, fewer
--- than MAXP: neardup_put.lua's put, put before this script), its bucket and long postings key.
+-- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc
+-- KEYS[5] :pend   KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f
+-- bucket   KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id;
+-- then, only where used (each key costs Redis ~1,300 instructions): the next :o and :r chunks
+-- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
+-- template :t and snapshot :ts; last, on one server, the bucket and long postings key of each
+-- anchor whose postings a new original's commit writes (neardup_put.lua's put, put before this).
 -- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
 -- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
 -- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags, LONG. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
--- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old fingerprint and its field, the worker's epoch
--- (the state's, if it has none yet), the host id in decimal, the fields of the anchors whose
--- postings it writes (decimal, space-separated).
+-- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old
+-- fingerprint and its field, the worker's epoch (the state's, if it has none yet), the host id
+-- in decimal, the fields of the anchors whose postings it writes (space-separated).
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
