@@ -48,7 +48,6 @@ from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
 from crawler.backends.redis.neardup_codec import encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import (
-    EMPTY,
     NO_LESSON,
     DecodedRecord,
     HostCopies,
@@ -134,10 +133,8 @@ class RedisNearDuplicateDetector:
         )
         self.store = NeardupState(client, self.keys, self.table_bits, self.anchors)
         self.cache_bytes = cache_bytes
-        # this worker's copies of the hosts' templates and models, and the records it decoded
-        self._copies = HostCopies(cache_bytes // 2)
-        self._records = RecordCache(cache_bytes // 2)
         self._hosts: OrderedDict[str, tuple[int, int, float]] = OrderedDict()  # host counts
+        self._drop_copies()  # its copies of the hosts' templates and models, records decoded
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
         self.unjudged = 0  # pages judged alone: Redis stayed away past the outage's wait
@@ -217,13 +214,16 @@ class RedisNearDuplicateDetector:
         """The decision on a page Redis could not be asked about: its fingerprint and words as
         the shared check would compute them (with this worker's copy of the host's template),
         ``unjudged`` unless it has no words (``empty`` needs no store)."""
-        hid = self._copies.hids.get(_host(url), 0)
-        template = self._copies.templates.get(hid) if hid else None
-        f = compute_features(text, template.blocks if template else set(),
-                             self.shingle_size, self.num_perm)
+        f = self._features(text, self._copies.hids.get(_host(url), 0))
         if not f.words:
             return Decision(f.fingerprint, kind="empty")
         return Decision(f.fingerprint, kind="unjudged", words=f.words)
+
+    def _features(self, text: str, hid: int) -> Features:
+        """``text``'s features with this worker's copy of host ``hid``'s template."""
+        template = self._copies.templates.get(hid)
+        blocks = template.blocks if template else set()
+        return compute_features(text, blocks, self.shingle_size, self.num_perm)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -264,10 +264,7 @@ class RedisNearDuplicateDetector:
         for _ in range(MAX_ATTEMPTS):
             version = len(self._copies.templates.get(hid) or ())
             if f is None or f_version != version:
-                template = self._copies.templates.get(hid)
-                f = compute_features(text, template.blocks if template else set(),
-                                     self.shingle_size, self.num_perm)
-                f_version = version
+                f, f_version = self._features(text, hid), version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
             anchors = f.sketch[:ANCHORS].tolist()
             compares = bool(f.words and len(f.sketch))
@@ -434,9 +431,8 @@ class RedisNearDuplicateDetector:
         for doc, rec in picked.items():
             template = None
             if rec.hid != hid:
-                copy = templates.get(rec.hid)
-                template = copy.array() if copy is not None else EMPTY
-                used[rec.hid] = len(copy) if copy is not None else 0
+                template = self._copies.template(rec.hid)
+                used[rec.hid] = len(templates.get(rec.hid) or ())
             candidates.append(Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title,
                                         template))
         for other in used:

@@ -218,15 +218,10 @@ class AnchorPostings:
         the commit, and which they are (:meth:`write` leaves them). On a cluster, none."""
         if not self._one_server:
             return [], b"", [False] * len(anchors)
-        keys: list[str] = []
-        fields: list[str] = []
         mask = [bool(v) and n < self.limit for v, n in zip(stored, lens, strict=True)]
-        for anchor, mine in zip(anchors, mask, strict=True):
-            if mine:
-                _, key, field = self.keys.place(anchor)
-                keys += (key, _long_key(key, field))
-                fields.append(field)
-        return keys, " ".join(fields).encode(), mask
+        calls = self.put_calls(b"", [a for a, mine in zip(anchors, mask, strict=True) if mine])
+        keys, args = calls[0] if calls else ([], [])
+        return keys, " ".join(args[3:]).encode(), mask
 
     def put_calls(self, elem: bytes, anchors: list[int]) -> list[tuple[list[str], list[Any]]]:
         """The ``neardup_put.lua`` calls (keys, args) that write ``elem`` into ``anchors``'
