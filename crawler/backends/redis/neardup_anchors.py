@@ -134,7 +134,7 @@ class AnchorPostings:
     def __init__(self, client: Any, keys: AnchorKeys, limit: int) -> None:
         self.client, self.keys, self.limit = client, keys, limit
         self._put = client.register_script(PUT)
-        self._one_server = not isinstance(client, RedisCluster)
+        self.one_server = not isinstance(client, RedisCluster)
         self._done: list[int] = []  # store keys whose postings this worker wrote since its read
         self.repaired = 0  # pending originals whose postings this worker wrote for another
 
@@ -216,7 +216,7 @@ class AnchorPostings:
         """On one server, a new original's commit writes the postings of its anchors read with
         some (and fewer than :attr:`limit`): their keys (bucket, long postings) and fields, for
         the commit, and which they are (:meth:`write` leaves them). On a cluster, none."""
-        if not self._one_server:
+        if not self.one_server:
             return [], b"", [False] * len(anchors)
         mask = [bool(v) and n < self.limit for v, n in zip(stored, lens, strict=True)]
         calls = self.put_calls(b"", [a for a, mine in zip(anchors, mask, strict=True) if mine])
@@ -230,7 +230,7 @@ class AnchorPostings:
         by_call: dict[int, tuple[list[str], list[Any]]] = {}
         for anchor in anchors:
             g, key, field = self.keys.place(anchor)
-            keys, fields = by_call.setdefault(0 if self._one_server else g, ([], []))
+            keys, fields = by_call.setdefault(0 if self.one_server else g, ([], []))
             keys += (key, _long_key(key, field))
             fields.append(field)
         return [(keys, [self.limit, elem, LONG, *fields]) for keys, fields in by_call.values()]

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from redis.cluster import RedisCluster
-
 from crawler.backends.redis.keys import NeardupKeys
 from crawler.backends.redis.neardup_anchors import LONG, PUT, AnchorPostings
 from crawler.content.neardup_index import MAX_POSTING
@@ -69,8 +67,6 @@ class NeardupState:
         self.client, self.keys, self.bits, self.anchors = client, keys, bits, anchors
         self._commit = client.register_script(COMMIT)
         self.epoch = os.urandom(8).hex()  # the state's epoch if this worker's commit is its first
-        # one Redis answers a page's postings in the read's MULTI; a cluster, after it
-        self._one_server = not isinstance(client, RedisCluster)
 
     def host_id(self, host: str) -> int:
         """``host``'s id, given it the first time any worker meets it."""
@@ -103,12 +99,14 @@ class NeardupState:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
         pipe.get(keys.last_id)
         pipe.hvals(keys.pending)
-        reads = self.anchors.queue_read(pipe, anchors) if self._one_server else []
+        # one server answers a page's postings in this pipeline; a cluster, after it
+        one = self.anchors.one_server
+        reads = self.anchors.queue_read(pipe, anchors) if one else []
         versions, meta, own, *rest = pipe.execute()[1 if done else 0 :]
         owner = int(rest.pop(0) or 0) if fp else 0
         if not anchors or owner:
             stored = [b""] * len(anchors)
-        elif self._one_server:
+        elif one:
             stored = self.anchors.parse_read(reads, rest[2:], len(anchors))
         else:
             stored = self.anchors.read(anchors)
