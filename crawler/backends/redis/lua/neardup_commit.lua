@@ -36,8 +36,8 @@ local function given(yes)
   return last
 end
 local near = flags % 2 == 1
-local next_o = KEYS[given(near)]
-local next_r = KEYS[given(near)]
+local nxt = given(near)  -- the next :o and :r chunks: KEYS[nxt], KEYS[nxt + 1] (0: not given)
+given(near)
 local old_key = KEYS[given(old_fp ~= '')]
 local log_key = KEYS[given(learned >= 0)]
 local template_key = KEYS[given(made ~= '')]
@@ -120,44 +120,44 @@ local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
 end
 
 if action == 'unchanged' then return counts(false) end
-local id, okey, rkey = own_seen, KEYS[9], KEYS[10]
+local id, at = own_seen, 9  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
 local ids
 if id == 0 then
   id = redis.call('INCR', KEYS[2])
   local c = math.floor(id / SLOTS)
   if action == 'new' and c ~= chunk then  -- its record goes in a chunk the worker declared
-    if c ~= chunk + 1 or not next_o then
+    if c ~= chunk + 1 or not near then
       redis.call('DECR', KEYS[2])
       return retry()
     end
-    okey, rkey = next_o, next_r
+    at = nxt
   end
   -- a chunk is allocated whole, once, by the commits of its first ids
-  if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and next_o)) then
-    local o = KEYS[9]
-    if c ~= chunk then o = next_o end
-    redis.call('SETRANGE', o, string.format('%d', ENTRY * SLOTS - 1), '\0')
+  if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and near)) then
+    redis.call('SETRANGE', KEYS[c == chunk and 9 or nxt], string.format('%d', ENTRY * SLOTS - 1),
+      '\0')
   end
   ids = string.format('%d', id)
   redis.call('HSET', KEYS[7], ufield, ids)
 else
   ids = string.format('%d', id)
   local from = (id % SLOTS) * ENTRY
-  local was = redis.call('GETRANGE', okey, string.format('%d', from), string.format('%d', from + 7))
+  local was = redis.call('GETRANGE', KEYS[at], string.format('%d', from),
+    string.format('%d', from + 7))
   if #was == 8 and was ~= string.rep('\0', 8) then  -- a refetched original: what it said goes
     if was ~= old_fp then return retry() end  -- (the worker read another version of it)
     if tonumber(redis.call('HGET', old_key, old_field) or 0) == id then
       redis.call('HDEL', old_key, old_field)
     end
-    redis.call('SETRANGE', okey, string.format('%d', from), string.rep('\0', ENTRY))
-    redis.call('HDEL', rkey, ids)
+    redis.call('SETRANGE', KEYS[at], string.format('%d', from), string.rep('\0', ENTRY))
+    redis.call('HDEL', KEYS[at + 1], ids)
     redis.call('HINCRBY', KEYS[1], 'forget', '1')
   end
 end
 if action == 'new' then
   local head = string.sub(record, 1, ENTRY)
-  redis.call('SETRANGE', okey, string.format('%d', (id % SLOTS) * ENTRY), head)
-  redis.call('HSET', rkey, ids, record)
+  redis.call('SETRANGE', KEYS[at], string.format('%d', (id % SLOTS) * ENTRY), head)
+  redis.call('HSET', KEYS[at + 1], ids, record)
   redis.call('HSET', KEYS[8], ffield, ids)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, ks, elem = id, ids, struct.pack('>I4', id)
