@@ -128,7 +128,7 @@ def test_each_script_call_is_given_keys_of_one_slot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     detector = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
-    detector.anchors._one_server = False  # the calls as a cluster gets them
+    detector.anchors.one_server = False  # the calls as a cluster gets them
     given: list[list[str]] = []
     commit = detector.store._commit
     monkeypatch.setattr(detector.store, "_commit", lambda keys, args: given.append(keys)

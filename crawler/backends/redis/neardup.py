@@ -2,38 +2,17 @@
 state in Redis, check-and-insert atomic across workers.
 
 :class:`RedisNearDuplicateDetector` decides with the in-process detector's own functions
-(``compute_features``; ``neardup_decide``'s ``rank_candidates`` order, ``pick_best`` and
-``decide``) and learns each host's template with :class:`crawler.content.template.HostTemplates`.
-Redis only stores (the names in :class:`crawler.backends.redis.keys.NeardupKeys`, the calls
-``neardup_state``'s, the anchor postings on tags of their own: ``neardup_anchors``) and runs two
-scripts, each given every key it touches: ``lua/neardup_commit.lua`` and ``lua/neardup_put.lua``.
-No worker holds the index: it keeps a bounded cache of what it read (``neardup_copies``), so a
-new worker decides its first page at once. A page costs a few round trips, optimistic like a
-compare-and-set:
-
-1. **Read** (one pipeline on the crawl's tag, in this order): the commit count ``seq`` (a
-   commit after it is checked by step 3), the host's template length and model version (a
-   worker's copy behind them is brought up to date, and the features computed again), the
-   URL's id, the fingerprint's owner, the last id ``next`` and the *pending* originals
-   (``:pend``: committed, postings maybe not written yet); then the postings of the page's
-   :data:`~crawler.content.neardup_features.ANCHORS` anchors (in the same pipeline on one
-   Redis; after it on a cluster).
-2. **Pick**: the pending originals merged into the postings (by store key), the originals
-   ranked by votes, the first :data:`~crawler.content.neardup_decide.VERIFY` live ones found in
-   the record table (``:o``) and the records this worker has not decoded read with their hosts'
-   template lengths. The worker decides; a page that teaches its host's model is learned into
-   the worker's copy (undone if the commit is refused).
-3. **Commit** (``neardup_commit.lua``) checks that nothing the decision read changed (nothing
-   to check if no commit happened since the read, the usual case; else the URL id, the
-   fingerprint's owner, the template lengths used, the host's pages learned, the count of
-   originals replaced, and whether an original stored since the read, ``:recent``, took a
-   posting of one of the page's anchors that had fewer than ``MAX_POSTING``), then records the
-   page (an original also goes to ``:pend`` and ``:recent``; on one server it also writes the
-   postings of the anchors read with some); else it answers ``retry`` and the worker starts
-   again from 1.
-4. A new original's other postings are written (``neardup_anchors``: a plain ``HSETNX`` for
-   an anchor read without postings, else ``neardup_put.lua``, one call per anchor tag; none
-   for an anchor whose postings were full) and taken off ``:pend`` by the worker's next read.
+(``compute_features``, ``neardup_decide``) and learns each host's template with
+:class:`crawler.content.template.HostTemplates`. Redis only stores (``neardup_state``; the
+anchor postings on tags of their own: ``neardup_anchors``) and checks. No worker holds the
+index: it keeps a bounded cache of what it read (``neardup_copies``), so a new worker decides
+its first page at once. A page costs a few round trips, optimistic like a compare-and-set:
+**read** (``NeardupState.read``), **pick** the first
+:data:`~crawler.content.neardup_decide.VERIFY` live originals the postings and the *pending*
+originals (``:pend``: committed, postings maybe not written yet) vote for, decide,
+**commit** (``lua/neardup_commit.lua``: ``retry`` if anything the decision read changed, and
+the worker starts again), then write a new original's other postings
+(``AnchorPostings.write``), taken off ``:pend`` by the worker's next read.
 
 **Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
 be written by the commit (but on one server); they need not be: the crawl's tag orders the
@@ -41,11 +20,10 @@ decisions, and the postings are a copy of what the commits decided, written afte
 idempotently, sorted by store key whatever order they arrive in. A worker reads ``:pend``
 *before* the postings: an original committed before that read is still pending (merged) or was
 taken off by a read that came after its postings were written (so it is in the postings read);
-one committed after is in
-``:recent`` under a store key above the ``next`` read, which the commit checks. So workers
-decide as one detector would in their commit order. A worker that dies between its commit and
-its postings leaves its original pending: every worker merges it, and the first to see it
-``REPAIR_LAG`` ids old writes its postings.
+one committed after is in ``:recent`` under a store key above the ``next`` read, which the
+commit checks. So workers decide as one detector would in their commit order. A worker that
+dies between its commit and its postings leaves its original pending: every worker merges it,
+and the first to see it ``REPAIR_LAG`` ids old writes its postings.
 
 ``:params`` holds the layout and the settings every worker must share; a crawl stored otherwise
 is refused, in one line. ``bench/shared.py`` and ``bench/neardup_scale.py`` measure it.
@@ -68,13 +46,11 @@ from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
-from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
+from crawler.backends.redis.neardup_codec import encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import (
-    EMPTY,
     NO_LESSON,
     DecodedRecord,
     HostCopies,
-    Lesson,
     RecordCache,
 )
 from crawler.backends.redis.neardup_state import ENTRY, NOTHING, TLEN, NeardupState, Read
@@ -93,10 +69,6 @@ from crawler.content.neardup_features import (
 )
 from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
-
-__all__ = ["RedisNearDuplicateDetector", "decode_sketch", "encode_sketch"]
-
-
 
 LAYOUT = 8  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
@@ -161,10 +133,8 @@ class RedisNearDuplicateDetector:
         )
         self.store = NeardupState(client, self.keys, self.table_bits, self.anchors)
         self.cache_bytes = cache_bytes
-        # this worker's copies of the hosts' templates and models, and the records it decoded
-        self._copies = HostCopies(cache_bytes // 2)
-        self._records = RecordCache(cache_bytes // 2)
         self._hosts: OrderedDict[str, tuple[int, int, float]] = OrderedDict()  # host counts
+        self._drop_copies()  # its copies of the hosts' templates and models, records decoded
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
         self.unjudged = 0  # pages judged alone: Redis stayed away past the outage's wait
@@ -244,13 +214,16 @@ class RedisNearDuplicateDetector:
         """The decision on a page Redis could not be asked about: its fingerprint and words as
         the shared check would compute them (with this worker's copy of the host's template),
         ``unjudged`` unless it has no words (``empty`` needs no store)."""
-        hid = self._copies.hids.get(_host(url), 0)
-        template = self._copies.templates.get(hid) if hid else None
-        f = compute_features(text, template.blocks if template else set(),
-                             self.shingle_size, self.num_perm)
+        f = self._features(text, self._copies.hids.get(_host(url), 0))
         if not f.words:
             return Decision(f.fingerprint, kind="empty")
         return Decision(f.fingerprint, kind="unjudged", words=f.words)
+
+    def _features(self, text: str, hid: int) -> Features:
+        """``text``'s features with this worker's copy of host ``hid``'s template."""
+        template = self._copies.templates.get(hid)
+        blocks = template.blocks if template else set()
+        return compute_features(text, blocks, self.shingle_size, self.num_perm)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -291,10 +264,7 @@ class RedisNearDuplicateDetector:
         for _ in range(MAX_ATTEMPTS):
             version = len(self._copies.templates.get(hid) or ())
             if f is None or f_version != version:
-                template = self._copies.templates.get(hid)
-                f = compute_features(text, template.blocks if template else set(),
-                                     self.shingle_size, self.num_perm)
-                f_version = version
+                f, f_version = self._features(text, hid), version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
             anchors = f.sketch[:ANCHORS].tolist()
             compares = bool(f.words and len(f.sketch))
@@ -323,7 +293,7 @@ class RedisNearDuplicateDetector:
             own_template = self._copies.template(hid)
             outcome = decide(
                 f, own or None, owner or None,
-                lambda doc, heads=heads: self._url(heads[doc]),  # type: ignore[misc]
+                lambda doc, heads=heads: heads[doc][14:].decode("utf-8"),  # type: ignore[misc]
                 functools.partial(_best, f, title_id, candidates, own_template, self.threshold),
                 self.threshold,
             )
@@ -335,6 +305,7 @@ class RedisNearDuplicateDetector:
             old_fp = entry[:8] if entry != NOTHING else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
+            taught = lesson.commit_args() if lesson else NO_LESSON
             payload = (url_part(url)
                        + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                        if action == "new" else b"")
@@ -343,7 +314,7 @@ class RedisNearDuplicateDetector:
                                     if action == "new" and lens else ([], b"", []))
             try:
                 result = self.store.commit(
-                    action, host, hid, uh, fp, read, version, _lesson(lesson), old_fp,
+                    action, host, hid, uh, fp, read, version, taught, old_fp,
                     np.array(anchors, ">u4").tobytes() if lens else b"", lens, checks, payload,
                     (keys, fields),
                 )
@@ -354,7 +325,10 @@ class RedisNearDuplicateDetector:
                 self._copies.undo(lesson)
                 self.retries += 1
                 continue
-            self._committed(host, result, lesson)
+            if int(result[1]):  # the host's counts
+                self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
+            self.last_commit = int(result[3])
+            self._copies.committed(int(result[4]), lesson)
             if int(result[5]) and lens:  # a new original: its postings
                 seen = [v if n < MAX_POSTING and not done else None  # None: nothing to write
                         for v, n, done in zip(read.stored, lens, inline, strict=True)]
@@ -366,18 +340,9 @@ class RedisNearDuplicateDetector:
         )
 
     def _settle(self, hid: int) -> None:
-        """The end of a check: the host's copies are the most recent, the cache within its
-        bound."""
+        """The end of a check: the host's copies the most recent, the cache within bounds."""
         self._copies.touch(hid)
         self._copies.evict(keep=hid)
-
-    def _committed(self, host: str, result: list[Any], lesson: Lesson | None) -> None:
-        """Keep what a commit answered: the host's counts; the template blocks the page made
-        go to this worker's copy of the template (which the commit found current)."""
-        if int(result[1]):
-            self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
-        self.last_commit = int(result[3])
-        self._copies.committed(int(result[4]), lesson)
 
     def _count(self, host: str, counts: tuple[int, int, float]) -> None:
         self._hosts[host] = counts
@@ -395,7 +360,7 @@ class RedisNearDuplicateDetector:
         return hid
 
     def _read(self, host: str, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:
-        """Step 1 (see the module); None when this worker's copy of the host's template or
+        """The read (``NeardupState.read``); None when this worker's copy of the host's template or
         model was behind (it is brought up to date: compute the features again, read again)."""
         read = self.store.read(hid, uh, fp, anchors)
         # another epoch: Redis restarted without persistence (or the keys were deleted) and
@@ -437,7 +402,7 @@ class RedisNearDuplicateDetector:
     def _pick(
         self, hid: int, ranked: list[int]
     ) -> tuple[list[Candidate], bytes, dict[int, DecodedRecord]] | None:
-        """Step 2: the first :data:`VERIFY` live originals of ``ranked``, their records decoded
+        """The first :data:`VERIFY` live originals of ``ranked``, their records decoded
         (read if this worker lacks them), their hosts' templates brought up to date; which
         template lengths the decision used; None if a record or template moved meanwhile."""
         picked: dict[int, DecodedRecord] = {}
@@ -466,20 +431,14 @@ class RedisNearDuplicateDetector:
         for doc, rec in picked.items():
             template = None
             if rec.hid != hid:
-                copy = templates.get(rec.hid)
-                template = copy.array() if copy is not None else EMPTY
-                used[rec.hid] = len(copy) if copy is not None else 0
+                template = self._copies.template(rec.hid)
+                used[rec.hid] = len(templates.get(rec.hid) or ())
             candidates.append(Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title,
                                         template))
         for other in used:
             self._copies.touch(other)
         checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
         return candidates, checks, picked
-
-    @staticmethod
-    def _url(head: bytes) -> str:
-        """The URL of a record (from its head: fingerprint, host id, URL)."""
-        return head[14:].decode("utf-8")
 
     # --- queries --------------------------------------------------------------------------
 
@@ -559,10 +518,6 @@ def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
     if cached is None or cached[0] < min_pages:
         return 0.0
     return cached[1] / cached[0]
-
-
-def _lesson(lesson: Lesson | None) -> list[Any]:
-    return NO_LESSON if lesson is None else lesson.commit_args()
 
 
 def _best(

@@ -66,14 +66,6 @@ def run_scripts(
     return replies[: len(first)]
 
 
-def element(k: int, doc: int) -> bytes:
-    """A posting: store key ``k`` of original ``doc`` (one and the same but for a page stored
-    again)."""
-    if k == doc:
-        return k.to_bytes(4, "big")
-    return (k | ALIAS).to_bytes(4, "big") + doc.to_bytes(4, "big")
-
-
 def parse(value: bytes) -> list[tuple[int, int]]:
     """(store key, original id) of each posting of a field's value."""
     out, pos, end = [], 0, len(value)
@@ -142,7 +134,7 @@ class AnchorPostings:
     def __init__(self, client: Any, keys: AnchorKeys, limit: int) -> None:
         self.client, self.keys, self.limit = client, keys, limit
         self._put = client.register_script(PUT)
-        self._one_server = not isinstance(client, RedisCluster)
+        self.one_server = not isinstance(client, RedisCluster)
         self._done: list[int] = []  # store keys whose postings this worker wrote since its read
         self.repaired = 0  # pending originals whose postings this worker wrote for another
 
@@ -224,17 +216,12 @@ class AnchorPostings:
         """On one server, a new original's commit writes the postings of its anchors read with
         some (and fewer than :attr:`limit`): their keys (bucket, long postings) and fields, for
         the commit, and which they are (:meth:`write` leaves them). On a cluster, none."""
-        if not self._one_server:
+        if not self.one_server:
             return [], b"", [False] * len(anchors)
-        keys: list[str] = []
-        fields: list[str] = []
         mask = [bool(v) and n < self.limit for v, n in zip(stored, lens, strict=True)]
-        for anchor, mine in zip(anchors, mask, strict=True):
-            if mine:
-                _, key, field = self.keys.place(anchor)
-                keys += (key, _long_key(key, field))
-                fields.append(field)
-        return keys, " ".join(fields).encode(), mask
+        calls = self.put_calls(b"", [a for a, mine in zip(anchors, mask, strict=True) if mine])
+        keys, args = calls[0] if calls else ([], [])
+        return keys, " ".join(args[3:]).encode(), mask
 
     def put_calls(self, elem: bytes, anchors: list[int]) -> list[tuple[list[str], list[Any]]]:
         """The ``neardup_put.lua`` calls (keys, args) that write ``elem`` into ``anchors``'
@@ -243,7 +230,7 @@ class AnchorPostings:
         by_call: dict[int, tuple[list[str], list[Any]]] = {}
         for anchor in anchors:
             g, key, field = self.keys.place(anchor)
-            keys, fields = by_call.setdefault(0 if self._one_server else g, ([], []))
+            keys, fields = by_call.setdefault(0 if self.one_server else g, ([], []))
             keys += (key, _long_key(key, field))
             fields.append(field)
         return [(keys, [self.limit, elem, LONG, *fields]) for keys, fields in by_call.values()]

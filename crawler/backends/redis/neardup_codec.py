@@ -16,16 +16,6 @@ import numpy as np
 
 from crawler.frontier.urlcode import read_varint, varint
 
-__all__ = [
-    "decode_sketch",
-    "decode_snapshot",
-    "encode_sketch",
-    "encode_snapshot",
-    "pack_sorted",
-    "unpack_sorted",
-    "url_part",
-]
-
 _COVER_ALL, _COVER_LAST, _COVER_GIVEN = 0, 1, 2  # how a record says its cover (see encode_sketch)
 
 

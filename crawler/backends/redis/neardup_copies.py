@@ -82,7 +82,7 @@ class HostCopies:
     """This worker's copies of the hosts' ids, templates (by host id) and template models (by
     host)."""
 
-    def __init__(self, budget: int = 1 << 62) -> None:
+    def __init__(self, budget: int) -> None:
         self.budget = budget  # bytes the copies may take; the least recently used hosts go
         self.hids: dict[str, int] = {}  # host -> host id in Redis (never changes)
         self.names: dict[int, str] = {}  # host id -> host
@@ -100,8 +100,7 @@ class HostCopies:
         template = self.templates.get(hid)
         tlen = len(template) if template is not None else 0
         # 7 bytes per counted block (numpy), a template block in two Python sets (~150)
-        size = 7 * self.models.counted(host) + 150 * (tlen + len(self.models.template(host)))
-        size += 600
+        size = 7 * self.models.counted(host) + 150 * (tlen + len(self.models.template(host))) + 600
         self.used += size - self._used.pop(hid, 0)
         self._used[hid] = size
 

@@ -1,8 +1,7 @@
 """The shared near-duplicate detector's state in Redis, as the detector
 (:mod:`crawler.backends.redis.neardup`) reads and writes it: plain commands, in ``MULTI`` where
 a read must see one moment (in order where that is enough), and ``lua/neardup_commit.lua``
-where a check and a write must be one
-step. Nothing here decides; every key is named by
+where a check and a write must be one step. Nothing here decides; every key is named by
 :class:`crawler.backends.redis.keys.NeardupKeys` and given to the script that touches it.
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
@@ -20,8 +19,6 @@ import struct
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
-
-from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import NeardupKeys
 from crawler.backends.redis.neardup_anchors import LONG, PUT, AnchorPostings
@@ -70,8 +67,6 @@ class NeardupState:
         self.client, self.keys, self.bits, self.anchors = client, keys, bits, anchors
         self._commit = client.register_script(COMMIT)
         self.epoch = os.urandom(8).hex()  # the state's epoch if this worker's commit is its first
-        # one Redis answers a page's postings in the read's MULTI; a cluster, after it
-        self._one_server = not isinstance(client, RedisCluster)
 
     def host_id(self, host: str) -> int:
         """``host``'s id, given it the first time any worker meets it."""
@@ -104,19 +99,19 @@ class NeardupState:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
         pipe.get(keys.last_id)
         pipe.hvals(keys.pending)
-        reads = self.anchors.queue_read(pipe, anchors) if self._one_server else []
-        out = pipe.execute()[1 if done else 0 :]
-        out[0], out[1] = out[1], out[0]
-        seq, forget = (int(x or 0) for x in out[1][:2])
-        owner = int(out[3] or 0) if fp else 0
-        rest = out[4:] if fp else out[3:]
+        # one server answers a page's postings in this pipeline; a cluster, after it
+        one = self.anchors.one_server
+        reads = self.anchors.queue_read(pipe, anchors) if one else []
+        versions, meta, own, *rest = pipe.execute()[1 if done else 0 :]
+        owner = int(rest.pop(0) or 0) if fp else 0
         if not anchors or owner:
             stored = [b""] * len(anchors)
-        elif self._one_server:
+        elif one:
             stored = self.anchors.parse_read(reads, rest[2:], len(anchors))
         else:
             stored = self.anchors.read(anchors)
-        return Read(int(out[0] or 0), out[1][2], seq, forget, int(out[2] or 0), owner,
+        seq, forget = (int(x or 0) for x in versions[:2])
+        return Read(int(meta or 0), versions[2], seq, forget, int(own or 0), owner,
                     int(rest[0] or 0), rest[1], stored)
 
     def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
@@ -165,21 +160,21 @@ class NeardupState:
         learned, entry, made, snapshot = lesson
         # the next chunk's keys only where a new id may land in it (else such a commit retries)
         near = not read.own and (read.next_id + 1) % SLOTS >= SLOTS - NEAR_END
+        old_key, old_field = (bucket(keys.fingerprints_prefix, old_fp, self.bits) if old_fp
+                              else ("", b""))
         numbers = struct.pack(
             ">IIIIIQIIiIIIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
             version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near), LONG,
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
                    anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
-                   entry, made, snapshot, old_fp, b"",
+                   entry, made, snapshot, old_fp, old_field,
                    self.epoch.encode(), str(hid).encode(), postings[1])
         optional = []
         if near:
             optional += [keys.table(chunk + 1), keys.records(chunk + 1)]
         if old_fp:
-            old_key, old_field = bucket(keys.fingerprints_prefix, old_fp, self.bits)
             optional.append(old_key)
-            strings = (*strings[:13], old_field, *strings[14:])
         if learned >= 0:
             optional.append(keys.lessons(hid))
         if made:

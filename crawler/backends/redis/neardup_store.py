@@ -1,5 +1,6 @@
 """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: the crawl's shared near-duplicate
-detector, built from the crawl's settings."""
+detector (:class:`crawler.backends.redis.neardup.RedisNearDuplicateDetector`), under the crawl's
+hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings."""
 
 from __future__ import annotations
 
@@ -21,11 +22,7 @@ class _ContentThread(FeatureConfig):
 
 
 class RedisNearDuplicateStore:
-    """``NEARDUP_STORE_CLASS`` of the ``redis`` backend: builds the shared near-duplicate
-    detector (:class:`crawler.backends.redis.neardup.RedisNearDuplicateDetector`) of the crawl,
-    under the crawl's hash tag, from the crawl's ``REDIS_URL`` and ``NEARDUP_*`` settings; a
-    check waits ``REDIS_OUTAGE_WAIT`` for Redis gone away, unless ``content_thread`` is off
-    (then the checks run on the reactor, and a page is judged alone at once)."""
+    """Builds the crawl's detector (see the module)."""
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisNearDuplicateDetector:
@@ -37,8 +34,8 @@ class RedisNearDuplicateStore:
             threshold=NeardupConfig.from_settings(s).threshold,
             # the anchor postings spread over as many hash tags as the frontier's shards
             groups=max(1, s.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)),
-            # the checks wait on the content thread; without one they run on the reactor,
-            # which must never wait on Redis
+            # without the content thread the checks run on the reactor, which must never wait
+            # on Redis: a page is judged alone at once
             outage_wait=s.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT)
             if _ContentThread.from_settings(s).on else 0.0,
         )

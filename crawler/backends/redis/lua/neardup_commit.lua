@@ -2,23 +2,21 @@
 -- since the worker read it (crawler/backends/redis/neardup.py decides; this only checks and
 -- writes). Every key is under the crawl's near-duplicate tag ({<crawl>}:nd): one cluster slot.
 --
--- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc   KEYS[5] :pend
--- KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f bucket
--- KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id; then,
--- only where used (each key costs Redis ~1,300 instructions): the :o and :r chunks after those
--- (flag 1: the next id is near a chunk's end, a new id may land there), the :f bucket of the
--- fingerprint the URL's original had (an old fingerprint given), the host's model log :tl (a
--- lesson), its template :t (blocks made template) and snapshot :ts (a pruning); last, on one
--- server, per anchor whose postings a new original's commit writes (those read with some, fewer
--- than MAXP: neardup_put.lua's put, put before this script), its bucket and long postings key.
+-- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc
+-- KEYS[5] :pend   KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f
+-- bucket   KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id;
+-- then, only where used (each key costs Redis ~1,300 instructions): the next :o and :r chunks
+-- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
+-- template :t and snapshot :ts; last, on one server, the bucket and long postings key of each
+-- anchor whose postings a new original's commit writes (neardup_put.lua's put, put before this).
 -- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
 -- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
 -- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags, LONG. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
--- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old fingerprint and its field, the worker's epoch
--- (the state's, if it has none yet), the host id in decimal, the fields of the anchors whose
--- postings it writes (decimal, space-separated).
+-- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old
+-- fingerprint and its field, the worker's epoch (the state's, if it has none yet), the host id
+-- in decimal, the fields of the anchors whose postings it writes (space-separated).
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
@@ -38,8 +36,8 @@ local function given(yes)
   return last
 end
 local near = flags % 2 == 1
-local next_o = KEYS[given(near)]
-local next_r = KEYS[given(near)]
+local nxt = given(near)  -- the next :o and :r chunks: KEYS[nxt], KEYS[nxt + 1] (0: not given)
+given(near)
 local old_key = KEYS[given(old_fp ~= '')]
 local log_key = KEYS[given(learned >= 0)]
 local template_key = KEYS[given(made ~= '')]
@@ -122,44 +120,44 @@ local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
 end
 
 if action == 'unchanged' then return counts(false) end
-local id, okey, rkey = own_seen, KEYS[9], KEYS[10]
+local id, at = own_seen, 9  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
 local ids
 if id == 0 then
   id = redis.call('INCR', KEYS[2])
   local c = math.floor(id / SLOTS)
   if action == 'new' and c ~= chunk then  -- its record goes in a chunk the worker declared
-    if c ~= chunk + 1 or not next_o then
+    if c ~= chunk + 1 or not near then
       redis.call('DECR', KEYS[2])
       return retry()
     end
-    okey, rkey = next_o, next_r
+    at = nxt
   end
   -- a chunk is allocated whole, once, by the commits of its first ids
-  if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and next_o)) then
-    local o = KEYS[9]
-    if c ~= chunk then o = next_o end
-    redis.call('SETRANGE', o, string.format('%d', ENTRY * SLOTS - 1), '\0')
+  if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and near)) then
+    redis.call('SETRANGE', KEYS[c == chunk and 9 or nxt], string.format('%d', ENTRY * SLOTS - 1),
+      '\0')
   end
   ids = string.format('%d', id)
   redis.call('HSET', KEYS[7], ufield, ids)
 else
   ids = string.format('%d', id)
   local from = (id % SLOTS) * ENTRY
-  local was = redis.call('GETRANGE', okey, string.format('%d', from), string.format('%d', from + 7))
+  local was = redis.call('GETRANGE', KEYS[at], string.format('%d', from),
+    string.format('%d', from + 7))
   if #was == 8 and was ~= string.rep('\0', 8) then  -- a refetched original: what it said goes
     if was ~= old_fp then return retry() end  -- (the worker read another version of it)
     if tonumber(redis.call('HGET', old_key, old_field) or 0) == id then
       redis.call('HDEL', old_key, old_field)
     end
-    redis.call('SETRANGE', okey, string.format('%d', from), string.rep('\0', ENTRY))
-    redis.call('HDEL', rkey, ids)
+    redis.call('SETRANGE', KEYS[at], string.format('%d', from), string.rep('\0', ENTRY))
+    redis.call('HDEL', KEYS[at + 1], ids)
     redis.call('HINCRBY', KEYS[1], 'forget', '1')
   end
 end
 if action == 'new' then
   local head = string.sub(record, 1, ENTRY)
-  redis.call('SETRANGE', okey, string.format('%d', (id % SLOTS) * ENTRY), head)
-  redis.call('HSET', rkey, ids, record)
+  redis.call('SETRANGE', KEYS[at], string.format('%d', (id % SLOTS) * ENTRY), head)
+  redis.call('HSET', KEYS[at + 1], ids, record)
   redis.call('HSET', KEYS[8], ffield, ids)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, ks, elem = id, ids, struct.pack('>I4', id)
