@@ -292,7 +292,8 @@ def stats_page() -> str:
             continue
         text = re.sub(r"(?ms)^```.*?^```", "", page.read_text(encoding="utf-8"))
         for key in re.findall(r"`([a-z][a-z0-9_]*/[a-z0-9_<>/.:=-]+)`", text):
-            if key.startswith(NOT_STATS) or re.search(r"\.(py|lua|md|toml|txt|html|json\w*)$|/$", key):
+            a_file = re.search(r"\.(py|lua|md|toml|txt|html|json\w*)$|/$", key)
+            if key.startswith(NOT_STATS) or a_file:
                 continue
             where.setdefault(key, set()).add(page.relative_to(docs).as_posix())
     out = [
