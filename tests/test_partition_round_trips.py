@@ -20,6 +20,7 @@ from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis import queue_store
 from crawler.backends.redis.fence import FENCE_SOURCE
 from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import store as store_module
 from crawler.frontier.api import Settlement
 from tests.frontier_contract import FakeClock, entries
@@ -61,6 +62,15 @@ def seen_test(data: bytes) -> bool:
     return any(name in data for name in SEEN_TESTS)
 
 
+def owner_and_sender(client: redis.Redis) -> tuple[PartitionedFrontier, PartitionedFrontier]:
+    """Two workers of a new 4-partition crawl: "owner" took all four (it has not beaten since
+    "sender" came), "sender" owns none and mails its links."""
+    key, clock = fresh_key(), FakeClock()
+    owner = partitioned(client, key, clock, count=4, worker="owner")
+    sender = partitioned(client, key, clock, count=4, worker="sender")
+    return owner, sender
+
+
 def test_a_calls_links_are_seen_tested_in_one_round_trip(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,9 +93,7 @@ def test_letters_of_several_partitions_are_seen_tested_in_one_round_trip(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Five pages' letters to each of four partitions: one seen-test request for the 20."""
-    key, clock = fresh_key(), FakeClock()
-    owner = partitioned(client, key, clock, count=4, worker="owner")
-    sender = partitioned(client, key, clock, count=4, worker="sender")
+    owner, sender = owner_and_sender(client)
     assert len(owner.parts) == 4 and not sender.parts  # the owner has not beaten since
     links = entries(20, 5)
     for page in range(5):  # each page links to the 20 hosts, over the 4 partitions
@@ -320,9 +328,7 @@ def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
     """An owner of four partitions reads letters from all four inboxes: their links and the
     acknowledgements go in one fenced call (one request), all or none."""
     client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
-    key, clock = fresh_key(), FakeClock()
-    owner = partitioned(client, key, clock, count=4, worker="owner")
-    sender = partitioned(client, key, clock, count=4, worker="sender")
+    owner, sender = owner_and_sender(client)
     links = entries(20, 2)
     for page in range(2):
         sender.add_many([e for e in links if e.url.endswith(f"/{page}")])
@@ -378,9 +384,7 @@ def test_letters_links_are_hashed_once(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The links of letters read from several inboxes: each URL hashed once."""
-    key, clock = fresh_key(), FakeClock()
-    owner = partitioned(client, key, clock, count=4, worker="owner")
-    sender = partitioned(client, key, clock, count=4, worker="sender")
+    owner, sender = owner_and_sender(client)
     links = entries(20, 2)
     sender.add_many(links)
     with hashes(monkeypatch) as hashed:
