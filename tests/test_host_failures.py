@@ -141,6 +141,11 @@ def test_the_share_of_slots_a_hanging_host_holds_is_served(tmp_path: Path) -> No
             except OSError:
                 time.sleep(0.05)
                 continue
+            if ("crawler_download_slots_held_long", ()) not in last:
+                # not this crawl's exposition yet (seen once in CI: the scrape answered, the
+                # gauges missing; the port is picked free before the crawl binds it)
+                time.sleep(0.05)
+                continue
             held.append((last[("crawler_download_slots_held_long", ())],
                          last[("crawler_download_slots", ())]))
         result = finish_crawl(proc, tmp_path)
