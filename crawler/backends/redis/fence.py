@@ -218,8 +218,7 @@ class FencedWriter:
             # promoted replica once the cluster has one)
             if cluster:
                 self._replicas_seen = (float("-inf"), 0)
-                with contextlib.suppress(redis.RedisError):
-                    self.client.nodes_manager.initialize()
+                reread_slots(self.client)
             raise
         if isinstance(reply, AskError):  # MOVED or ASK: the slot moves; ask again later
             self.client.nodes_manager.initialize()
@@ -252,6 +251,14 @@ class FencedWriter:
                 )
             self._replicas_seen = (now, have)
         return min(self.replicas, have)
+
+
+def reread_slots(client: Any) -> None:
+    """Read a cluster client's map of slots again, after a lost connection to a node asked
+    directly (not through the client's routing, which would have done it): the node may be a
+    master that died, and the next call should find the replica promoted in its place."""
+    with contextlib.suppress(redis.RedisError):
+        client.nodes_manager.initialize()
 
 
 def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> Any:

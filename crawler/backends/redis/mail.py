@@ -56,7 +56,6 @@ referrer are its own). In Redis (7.0) the inbox holds a page letter for ~35-36 B
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence, Sized
@@ -77,6 +76,7 @@ from crawler.backends.redis.fence import (
     PartitionLost,
     flush_together,
     one_call,
+    reread_slots,
 )
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import prime_seen
@@ -396,8 +396,7 @@ class Mailboxes:
                 # the master died: the client's map of slots still names it, and nothing
                 # routed through the client need correct it (a worker that owns no partition
                 # there): read the map again, so the batch, sent again, finds the promoted one
-                with contextlib.suppress(redis.RedisError):
-                    self.client.nodes_manager.initialize()
+                reread_slots(self.client)
                 raise
             for call in moved:  # one by one: the cluster client follows MOVED and ASK
                 self._redirected(call)
