@@ -213,6 +213,10 @@ def test_exit_status_from_stats() -> None:
     assert crawl_exit_status({"seeds/valid": 1, "finish_reason": "frontier_refused"}) == 2
     # robots.txt answered (5xx) but no page was fetched: still nothing crawled
     assert crawl_exit_status({"robotstxt/response_count": 2, "robotstxt/unreachable": 2}) == 1
+    # a shared crawl's worker whose own share failed, while the crawl fetched pages
+    failed_share = {"robotstxt/unreachable": 2, "fleet/pages": 40}
+    assert crawl_exit_status(failed_share) == 0
+    assert crawl_exit_status({**failed_share, "fleet/pages": 0}) == 1
 
 
 def test_seeds_given_as_urls_are_crawled(tmp_path: Path) -> None:

@@ -336,15 +336,12 @@ def test_an_unreachable_robots_txt_is_held_for_every_worker(
         results = finish_all(procs, dirs)
         records = server.records
         wanted = server.graph.reachable(server.seeds())
-    for r, d in zip(results, dirs, strict=True):
+    for r in results:
         # a worker whose partitions held only the unreachable host (a loaded machine can
-        # leave it so) asked for pages that all failed: `scrapy crawl` says so with 1
-        mine = [x for x in records if x.headers.get("User-Agent", "").endswith(f"({d.name})")]
-        only_failed = not any(x.path != "/robots.txt" for x in mine) and r.stats.get(
-            "robotstxt/denied_unreachable", 0
-        )
-        assert r.returncode == (1 if only_failed else 0), r.log[-3000:]
+        # leave it so) asked for pages that all failed; the crawl did not: 0 for every worker
+        assert r.returncode == 0, r.log[-3000:]
         assert r.stats["finish_reason"] == "finished"
+        assert r.stats["fleet/pages"] > 0
     for host in (flaky, down):
         fetches = sorted(r.start for r in records if r.host == host and r.path == "/robots.txt")
         # the first try and two retries, 1 s then 2 s apart, whichever worker made them

@@ -280,7 +280,9 @@ def crawl_exit_status(stats: Mapping[str, Any]) -> int:
 
     A worker joining a shared crawl (or resuming a JOBDIR) has no seeds of its own but works on
     a frontier that knows the crawl's URLs, so it ends with 0, even when nothing was left to
-    fetch; so does a crawl stopped (Ctrl-C) before its first page.
+    fetch; so does a crawl stopped (Ctrl-C) before its first page. The status of a shared
+    crawl's worker is the crawl's: one whose own partitions held only failing hosts ends with
+    0 when the crawl fetched pages (``fleet/pages``, read from the crawl's totals at its end).
     """
     if stats.get("finish_reason") == "frontier_refused":
         return 2  # refused once the frontier opened, as a setting is refused before
@@ -288,7 +290,7 @@ def crawl_exit_status(stats: Mapping[str, Any]) -> int:
     # else Scrapy's count (robots.txt answers stay inside the robots.txt middleware).
     tallied = [v for k, v in stats.items() if k.startswith("pages/status/")]
     pages = sum(tallied) if tallied else stats.get("response_received_count", 0)
-    if pages > 0:
+    if pages > 0 or stats.get("fleet/pages", 0) > 0:
         return 0
     if stats.get("seeds/none") and not stats.get("frontier/seen"):
         return 2  # no seed, and no crawl to join or resume (a frontier that knows no URL)

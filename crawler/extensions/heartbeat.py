@@ -226,9 +226,10 @@ class FleetHeartbeat:
 
     def _last_beat(
         self, fleet: Fleet, totals: dict[str, float], beat: dict[str, Any]
-    ) -> tuple[dict[str, float], dict[str, Any]] | None:
+    ) -> tuple[dict[str, float], dict[str, Any], bool] | None:
         """On the heartbeat's thread: the last beat (waiting for Redis up to the outage's
-        wait), then, if no other worker is still running, the crawl's totals for the summary."""
+        wait), then the crawl's totals, its workers and whether no other is still running
+        (this worker is the last: it logs the summary)."""
         outage = self.outage
         assert outage is not None
         try:
@@ -242,7 +243,7 @@ class FleetHeartbeat:
                 and w.get("state") in ("running", "paused")
                 and now - float(w.get("beat", 0)) < 3 * self.interval + 5
             ]
-            return None if others else (outage.call(fleet.totals), workers)
+            return outage.call(fleet.totals), workers, not others
         except RedisUnavailable as exc:
             logger.warning(
                 "Redis still away at close (%s): this worker's last counters may not be in "
@@ -257,9 +258,18 @@ class FleetHeartbeat:
         if self.fleet is not None:
             self.fleet.client.close()
 
-    def _summary(self, t: dict[str, float], workers: dict[str, Any]) -> None:
-        """The last worker to end says what the whole crawl did."""
+    def _summary(self, t: dict[str, float], workers: dict[str, Any], last: bool) -> None:
+        """Every worker keeps the pages the whole crawl fetched so far (``fleet/pages``: its
+        exit status says whether the crawl failed, not whether its own share did); the last
+        worker to end also says what the whole crawl did."""
         pages = sum(v for k, v in t.items() if k.startswith("pages/status/"))
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value("fleet/pages", int(pages))
+        if not last:
+            return
+        if stats is not None:
+            stats.set_value("fleet/workers", len(workers))
         logger.info(
             "Whole crawl %r (last of %d workers to end): %d pages (%d OK), %d bytes, %d items, "
             "%d robots.txt fetches; totals in Redis {%s}:totals, `scrapy frontier %s` for more",
@@ -273,7 +283,3 @@ class FleetHeartbeat:
             self.key,
             self.key,
         )
-        stats = self.crawler.stats
-        if stats is not None:
-            stats.set_value("fleet/workers", len(workers))
-            stats.set_value("fleet/pages", int(pages))
