@@ -375,7 +375,10 @@ class RobotsFetcher:
     # -- crawl life -------------------------------------------------------------------------------
 
     def _spider_idle(self, spider: Spider) -> None:
-        if not self.outcomes.closing and self.book.retry_pending():
+        if self.outcomes.closing or not self.book.retry_pending():
+            return
+        self.outcomes.look_again()
+        if self.book.retry_pending():
             raise DontCloseSpider
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:

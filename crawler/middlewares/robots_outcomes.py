@@ -86,6 +86,16 @@ class OriginOutcomes:
                 max(0.05, retry_at - self.clock()), self._recheck, origin
             )
 
+    def look_again(self) -> None:
+        """The crawl went idle while requests wait for a robots.txt retry. A retry this worker
+        queued may have left it: a shared crawl hands a host's requests to the worker that
+        owns the host now, and this one hears nothing of that fetch. Each origin no timer
+        watches is read again from the shared cache and followed (a copy, a failure, the
+        owner giving up); a retry still queued is not queued again."""
+        for origin in self.book.waiting_origins():
+            if origin not in self._timers and self.book.state(origin).fetching != IN_FLIGHT:
+                self._recheck(origin)
+
     def refused(self, origin: str, why: str) -> None:
         self.book.refused(origin)
         self.inc("robotstxt/refused")

@@ -348,8 +348,12 @@ class RobotsBook:
 
     def retry_pending(self) -> bool:
         """Whether requests are parked for a retry still to come (the crawl must not end)."""
+        return bool(self.waiting_origins())
+
+    def waiting_origins(self) -> list[str]:
+        """The origins whose parked requests wait for a retry still to come."""
         origins = self._origins
-        return any(origins[o].retry_at is not None for o in self._parked if o in origins)
+        return [o for o in self._parked if o in origins and origins[o].retry_at is not None]
 
     def all_parked(self) -> list[Any]:
         origins = self._origins
