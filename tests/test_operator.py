@@ -179,3 +179,22 @@ def test_the_heartbeats_show_the_controls_the_command_set(
     fleet.beat({}, {"state": "running"})
     assert "paused" not in fleet.controls and fleet.workers()["w1"]["state"] == "running"
     assert CrawlKeys(key).controls.startswith("{" + key + "}")
+
+
+def test_a_worker_started_again_keeps_its_start_and_every_counter_merges(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A heartbeat is stamped with Redis's clock; a worker started again under its id (its
+    JOBDIR kept) keeps the start of its first beat; and a float counter whose change prints
+    without a decimal point (1e-05) merges like any other."""
+    from crawler.backends.redis.status import Fleet
+
+    key = fresh_key()
+    client = redis_server.client()
+    started = Fleet(client, key, "w1").beat({"elapsed": 1e-05, "pages/ok": 2}, {"state": "x"})
+    again = Fleet(client, key, "w1")
+    now = again.beat({"elapsed": 0.5, "pages/ok": 1}, {"state": "running"})
+    beat = again.workers()["w1"]
+    assert beat["started"] == started and beat["beat"] == now >= started
+    assert again.totals() == {"elapsed": pytest.approx(0.50001), "pages/ok": 3}
+    client.close()

@@ -424,7 +424,7 @@ def test_components_ride_out_a_cluster_failover(
     key = fresh_key()
     robots_cache = RedisRobotsCache(redis_client(s, **fail_fast_params(s)), key)
     detector = RedisNearDuplicateDetector(redis_client(s), key, outage_wait=30)
-    fleet_client = redis_client(s)
+    fleet_client = redis_client(s, **fail_fast_params(s))  # as the heartbeat makes its own
     fleet = Fleet(fleet_client, key, "w1")
     from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 

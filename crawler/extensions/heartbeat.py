@@ -4,7 +4,7 @@ summary of the whole crawl from the last worker to end.
 Not scrapy-redis's ``RedisStatsCollector``: that one costs 2-3 round trips per increment and
 breaks LogStats at close in Scrapy 2.19. Here the worker's own stats stay local and every
 ``heartbeat_interval`` seconds (a ``TUNING`` knob) the counters that moved are sent as deltas
-with the heartbeat, in one script call on the heartbeat's own thread (a
+with the heartbeat, in one transaction on the heartbeat's own thread (a
 :class:`~crawler.offload.components.ContentWorker`): the reactor never waits on Redis, not even
 at close, where the engine waits for the last beat and the whole crawl's summary.
 
@@ -36,7 +36,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawler.backends.redis.connection import redis_client
+from crawler.backends.redis.connection import fail_fast_params, redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
@@ -143,8 +143,10 @@ class FleetHeartbeat:
         return ext
 
     def spider_opened(self, spider: Spider) -> None:
-        client = redis_client(self.crawler.settings)
         s = self.crawler.settings
+        # fail fast: a beat while Redis is away (a restart, a failover) is not sent, its counters
+        # go with the next; redis-py's retries would hold a cluster's transaction for seconds
+        client = redis_client(s, **fail_fast_params(s))
         name = worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID"))
         fleet = self.fleet = Fleet(client, self.key, name)
         self.outage = RedisOutage(

@@ -244,7 +244,7 @@ class LocalAddressBudget:
 def quick_fetch(estimate: float, samples: int, duration: float) -> float:
     """The address's fetch time estimate after a fetch of ``duration`` s: low rather than
     typical, since a waiter told to come back late loses its turn while one told early only
-    asks again. ``lua/address_done.lua`` keeps the same rule."""
+    asks again. ``lua/address.lua`` keeps the same rule."""
     if not samples or duration < estimate:
         return duration
     return estimate + RISE * (duration - estimate)
@@ -262,7 +262,7 @@ def turn_at(
     """When a refused waiter with ``ahead`` waiters before it should come back: the earliest
     moment the address could be free (``ready``: the rest's end; ``begun``: when the earliest
     fetch in flight began, None if a slot is free), then a gap and a fetch time (``took``) per
-    waiter ahead. ``lua/address_take.lua`` computes the same."""
+    waiter ahead. ``lua/address.lua`` computes the same."""
     start = max(ready, now)
     if begun is not None:  # every slot busy: the first to free still rests a gap after it
         start = max(start, begun + took + gap, now + max(gap, POLL))

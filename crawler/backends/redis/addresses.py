@@ -3,9 +3,10 @@ the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker 
 fetches in flight and the same next start at an address.
 
 An address's state lives on the shard its address string hashes to, so the names of one
-server, which may live on different shards, meet at one set of keys. One script call per lease
-taken and one per fetch ended, timed by Redis's clock (the workers' clocks never meet): the
-check and the count of a fetch at a busy address are one step for the whole fleet.
+server, which may live on different shards, meet at one set of keys. One call of
+``lua/address.lua`` per lease taken and one per fetch ended, timed by Redis's clock (the
+workers' clocks never meet): the check and the count of a fetch at a busy address are one step
+for the whole fleet.
 
 While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
 rather than stopping the crawl, and says so once. The end of a fetch that could not be told to
@@ -39,9 +40,7 @@ logger = logging.getLogger(__name__)
 
 MAX_UNTOLD = 10_000  # fetch ends kept for Redis while it is away
 SEEN_KEPT = 1_000  # addresses busiest() looks at (the most recently used)
-_LUA = resources.files("crawler.backends.redis").joinpath("lua")
-TAKE_SOURCE = _LUA.joinpath("address_take.lua").read_text()
-DONE_SOURCE = _LUA.joinpath("address_done.lua").read_text()
+ADDRESS_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/address.lua").read_text()
 
 
 class RedisAddressBudget(ActsAlone):
@@ -59,8 +58,7 @@ class RedisAddressBudget(ActsAlone):
         self.clock = clock  # tests only: the workers' clocks never meet, Redis's is the one
         self.shards = ShardMap(keys.shard_count)
         self.tags = keys.shard_prefixes()
-        self._take = client.register_script(TAKE_SOURCE)
-        self._done = client.register_script(DONE_SOURCE)
+        self._script = client.register_script(ADDRESS_SOURCE)
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
         self._seen: dict[str, None] = {}
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
@@ -99,17 +97,17 @@ class RedisAddressBudget(ActsAlone):
             del seen[next(iter(seen))]  # the least recently used goes
         seen[address] = None
         args = [
-            token, policy.concurrency, repr(policy.gap(None)), repr(policy.ttl),
-            host or token, priority, repr(LATE), SCAN, self._now(), SEED, repr(POLL),
+            "take", token, self._now(), SEED, policy.concurrency, repr(policy.gap(None)),
+            repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL),
         ]
-        reply = self._safe(lambda: self._take(keys=self._keys(address), args=args), b"0")
+        reply = self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0")
         return float(reply)
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
-        args = [token, gap, repr(duration or 0.0), self._now(), repr(RISE), SEED]
+        args = ["done", token, self._now(), SEED, gap, repr(duration or 0.0), repr(RISE)]
         self._tell_untold()
-        if self._safe(lambda: self._done(keys=self._keys(address), args=args), None) is None:
+        if self._safe(lambda: self._script(keys=self._keys(address), args=args), None) is None:
             if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
                 del self._untold[: MAX_UNTOLD // 10]
             self._untold.append((address, args))
@@ -121,7 +119,7 @@ class RedisAddressBudget(ActsAlone):
         untold, self._untold = self._untold, []
         pipe = self.client.pipeline(transaction=False)
         for address, args in untold:
-            self._done(keys=self._keys(address), args=args, client=pipe)
+            self._script(keys=self._keys(address), args=args, client=pipe)
         if self._safe(pipe.execute, None) is None:
             self._untold = untold + self._untold
 

@@ -10,7 +10,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from itertools import islice
 from typing import Any
 
@@ -24,22 +23,26 @@ from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally
 
-# One call per beat (lua/heartbeat.lua: bounded, one HINCRBY per counter that moved since the
-# last beat), because the heartbeat is stamped with Redis's clock, which a transaction cannot
-# read for its own writes.
-HEARTBEAT = resources.files("crawler.backends.redis").joinpath("lua/heartbeat.lua").read_text()
-
 
 class Fleet:
-    """A worker's side of the one view: its counters merged into the crawl's and its heartbeat,
-    one script call per beat. Blocking calls: run them off the reactor."""
+    """A worker's side of the one view: its counters merged into the crawl's and its heartbeat.
+    Blocking calls: run them off the reactor.
+
+    A beat is Redis's ``TIME``, then one transaction (``MULTI``: a beat that failed wrote
+    nothing, and is sent again in full): the counters that moved, the operator's controls and
+    blocked names read, the heartbeat written stamped with that time. The stamp is Redis's
+    clock because the workers' clocks never meet; ``TIME`` goes alone, as a cluster's
+    transaction takes no keyless command. A worker's ``started`` is its first beat's stamp,
+    kept across its restarts (read once); "paused" is decided by the reader, from the
+    controls (:meth:`workers`). No script: nothing here needs a read and a write in one step.
+    """
 
     def __init__(self, client: redis.Redis, key: str, worker_id: str) -> None:
         self.client = client
         self.keys = CrawlKeys(key)
         self.worker_id = worker_id
-        self._script = client.register_script(HEARTBEAT)
         self._sent: dict[str, float] = {}
+        self._started: float | None = None
         # the operator's controls as the last beat saw them: the control hash, blocked names
         self.controls: dict[str, str] = {}
         self.blocked: list[str] = []
@@ -47,25 +50,42 @@ class Fleet:
     def beat(self, counters: Mapping[str, float], heartbeat: dict[str, Any]) -> float:
         """Send what moved in ``counters`` since the last beat, and the heartbeat; returns
         Redis's time."""
-        args: list[Any] = [self.worker_id, json.dumps(heartbeat)]
+        keys = self.keys
+        seconds, micros = self.client.time()
+        now = seconds + micros / 1e6
+        if self._started is None:
+            old = self.client.hget(keys.workers, self.worker_id)
+            self._started = json.loads(old)["started"] if old else now
+        pipe = self.client.pipeline(transaction=True)
         sent = dict(self._sent)
         for name, value in counters.items():
             delta = value - self._sent.get(name, 0)
-            if delta:
-                args += [name, repr(float(delta)) if isinstance(delta, float) else int(delta)]
-                sent[name] = value
-        keys = self.keys
-        now, ctl, blocked = self._script(
-            keys=[keys.totals, keys.workers, keys.controls, keys.blocked], args=args
-        )
+            if isinstance(delta, float) and delta:
+                pipe.hincrbyfloat(keys.totals, name, delta)
+            elif delta:
+                pipe.hincrby(keys.totals, name, int(delta))
+            sent[name] = value
+        pipe.hgetall(keys.controls)
+        pipe.hkeys(keys.blocked)
+        beat = {**heartbeat, "beat": now, "started": self._started}
+        pipe.hset(keys.workers, self.worker_id, json.dumps(beat))
+        *_, ctl, blocked, _ = pipe.execute()
         self._sent = sent  # only once Redis has them: a failed beat is sent again in full
-        self.controls = {ctl[i].decode(): ctl[i + 1].decode() for i in range(0, len(ctl), 2)}
+        self.controls = {k.decode(): v.decode() for k, v in ctl.items()}
         self.blocked = sorted(b.decode() for b in blocked)
-        return float(now)
+        return now
 
     def workers(self) -> dict[str, dict[str, Any]]:
-        beats = self.client.hgetall(self.keys.workers)
-        return {k.decode(): json.loads(v) for k, v in beats.items()}
+        """The workers' last heartbeats; a running worker of a paused crawl is "paused"."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.keys.workers)
+        pipe.hget(self.keys.controls, "paused")
+        beats, paused = pipe.execute()
+        out = {k.decode(): json.loads(v) for k, v in beats.items()}
+        for beat in out.values():
+            if paused == b"1" and beat.get("state") == "running":
+                beat["state"] = "paused"
+        return out
 
     def totals(self) -> dict[str, float]:
         out: dict[str, float] = {}

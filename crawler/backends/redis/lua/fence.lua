@@ -14,16 +14,14 @@
 --           arguments it has; the writes of partition 1 first, then of 2...
 -- ARGV[5n+3..] the writes, each as: command, then its arguments
 --
--- A lease that lapsed (Redis was away longer than the TTL, or the owner stalled) while nobody
--- claimed the partition (a claim raises the epoch first) is the owner's again. Otherwise a
--- worker that lost a partition gets the error FENCED and nothing of the call is written: the
--- checks and the writes are one step. A numbered call already applied (its reply was lost with
--- the connection, and the owner sends it again) is not applied twice: its partition's writes
--- are skipped. A call whose predecessor is missing (a failover lost the owner's latest
--- acknowledged writes: the replica had not received them) is refused with REWOUND: the owner
--- reloads the partition. The error names the partitions (j) refused. Returns "" or, when some
--- partitions' writes were skipped, a string of one byte per partition ("1": skipped). Tables
--- are made only where they must be: each costs Redis more than a write.
+-- Checked first, for every partition: a worker that lost one gets the error FENCED, and a call
+-- whose predecessor is missing (a failover lost the owner's latest acknowledged writes) gets
+-- REWOUND (the owner reloads the partition); either names the partitions (j) and writes
+-- nothing. A lease that lapsed (Redis away longer than the TTL, or the owner stalled) while
+-- nobody claimed the partition (a claim raises the epoch first) is the owner's again. A
+-- numbered call already applied (its reply was lost, and the owner sends it again) has its
+-- partition's writes skipped. Returns "" or, when some were skipped, one byte per partition
+-- ("1": skipped). Tables are made only where they must be: each costs more than a write.
 local byte, head = string.byte, ARGV[1]
 local h1, h2 = byte(head, 1, 2)
 local n = h1 * 256 + h2
@@ -31,45 +29,34 @@ local got = redis.call('MGET', unpack(KEYS, 1, 2 * n))
 local fenced, rewound, done = '', '', nil
 for j = 1, n do
   local a, owner, applied = 5 * j - 3, got[2 * j - 1], got[2 * j] or '0'
-  if owner ~= ARGV[a] then
-    if owner or redis.call('GET', KEYS[2 * n + j]) ~= ARGV[a + 1] then
-      fenced = fenced .. ' ' .. j
-    end
+  if owner ~= ARGV[a] and (owner or redis.call('GET', KEYS[2 * n + j]) ~= ARGV[a + 1]) then
+    fenced = fenced .. ' ' .. j
   end
   -- (the usual case compares strings: no number is parsed)
   if ARGV[a + 3] ~= '' and applied ~= ARGV[a + 4] then
-    if tonumber(applied) >= tonumber(ARGV[a + 3]) then
+    if tonumber(applied) < tonumber(ARGV[a + 3]) then
+      rewound = rewound .. ' ' .. j
+    else
       done = done or {}
       done[j] = true
-    else
-      rewound = rewound .. ' ' .. j
     end
   end
 end
-if fenced ~= '' then
-  return redis.error_reply('FENCED' .. fenced)
-elseif rewound ~= '' then
-  return redis.error_reply('REWOUND' .. rewound)
-end
+if fenced ~= '' then return redis.error_reply('FENCED' .. fenced) end
+if rewound ~= '' then return redis.error_reply('REWOUND' .. rewound) end
+local shapes, i, at, skipped = ARGV[5 * n + 2], 5 * n + 3, 1, ''
 for j = 1, n do
-  local a = 5 * j - 3
+  local a, skip = 5 * j - 3, done and done[j]
   if got[2 * j - 1] ~= ARGV[a] then  -- a lapsed lease, taken back
     redis.call('SET', KEYS[2 * j - 1], ARGV[a], 'PX', ARGV[a + 2])
   end
-  if ARGV[a + 3] ~= '' and not (done and done[j]) then
-    redis.call('SET', KEYS[2 * j], ARGV[a + 3])
-  end
-end
-local shapes, i, at, skipped = ARGV[5 * n + 2], 5 * n + 3, 1, ''
-for j = 1, n do
+  if ARGV[a + 3] ~= '' and not skip then redis.call('SET', KEYS[2 * j], ARGV[a + 3]) end
   local w1, w2 = byte(head, 2 * j + 1, 2 * j + 2)
-  local last, skip = at + 4 * (w1 * 256 + w2), done and done[j]
+  local last = at + 4 * (w1 * 256 + w2)
   for s = at, last - 1, 4 do
     local k1, k2, c1, c2 = byte(shapes, s, s + 3)
     local c = c1 * 256 + c2
-    if not skip then
-      redis.call(ARGV[i], KEYS[k1 * 256 + k2], unpack(ARGV, i + 1, i + c))
-    end
+    if not skip then redis.call(ARGV[i], KEYS[k1 * 256 + k2], unpack(ARGV, i + 1, i + c)) end
     i = i + 1 + c
   end
   at = last
