@@ -391,3 +391,27 @@ def test_letters_links_are_hashed_once(
         assert owner.read_mail() == 4
     assert sorted(hashed) == sorted(e.url for e in links)
     assert len(owner) == len(links)
+
+
+def test_a_question_writes_nothing_and_its_routing_goes_with_the_next_call(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``due_in`` (asked after every batch of calls) routes front queues to back queues and
+    expires leases in memory, without a fenced call of its own (a quarter of a real crawl's
+    fenced calls): those changes go with the next call's writes, and Redis holds the state of
+    the last write meanwhile, from which a new owner rebuilds the same."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), count=1)
+    f.add_many(entries(4, 2))
+    keys = f.parts[0].ownership.keys
+    assert client.hlen(keys.out) == 0  # (nothing routed yet)
+    with round_trips(monkeypatch, fenced_call) as sent:
+        assert f.due_in() == 0.0
+    assert sent == []
+    assert client.hlen(keys.out) == 0 and client.llen(keys.front(0)) == 8
+    lease = f.next()
+    assert lease is not None
+    assert client.hlen(keys.out) == 8 and client.llen(keys.front(0)) == 0  # routed, written
+    f.close()
+    heir = partitioned(client, key, FakeClock(), count=1, worker="heir")
+    assert len(heir) == 8  # (the lease's URL, never acknowledged, queued again)

@@ -530,7 +530,7 @@ class PartitionedFrontier(Frontier):
             d = self._guarded(part, part.frontier.due_in)
             if d is not None and (due is None or d < due):
                 due = d
-        self._flush()
+        self._flush(only=-1)  # letters; routing, expiries (rebuilt by an heir) wait for a write
         return due
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> bool:
