@@ -323,3 +323,26 @@ def test_inboxes_on_a_redis_cluster(redis_cluster: RedisClusterServers):  # noqa
             assert client.llen(keys.front(0)) == 1
     finally:
         client.close()
+
+
+def test_a_letters_entries_are_packed_without_copies(monkeypatch: pytest.MonkeyPatch):
+    """Each link is packed as it is (no copy of the entry per link: a copy cost more than
+    its packing): its bytes are those of the entry without its referrer, cash and policy,
+    its priority clamped, as the letter keeps them in its tables and tag."""
+    import dataclasses
+
+    from crawler.backends.redis import mail
+    from crawler.backends.redis.entries import pack_entry
+
+    copies: list[Entry] = []
+    monkeypatch.setattr(mail, "replace", lambda e, **kw: copies.append(e), raising=False)
+    letter = every_field()
+    letter.adds.append((Entry("https://d.test/a", "d.test", 300, 3, referrer="https://x/"),
+                        False, False))  # fmt: skip
+    adds = msgpack.unpackb(pack_letter(letter))[3]
+    assert copies == []
+    hosts = {"docs.example.org": 0, "other.example.net": 1, "d.test": 2}
+    for (entry, _, _), packed in zip(letter.adds, adds[0::3], strict=True):
+        priority = min(max(entry.priority, 0), 7)
+        alone = dataclasses.replace(entry, referrer="", priority=priority)
+        assert packed == pack_entry(alone, hosts[entry.host], queue=priority, extras=False)

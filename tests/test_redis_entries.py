@@ -207,3 +207,28 @@ def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
     for entry in (plain, keyed, Entry(url, "a.test", 9, 300, SEED, referrer="http://a.test/",
                                       key=12345)):
         assert round_trip(entry) == entry
+
+
+def test_an_entry_read_and_packed_again_reuses_its_tails_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A front queue's entry moved to a back queue, a letter's link queued: packed again as
+    it was read, its tail is not coded again (the code decoded is the code), and the bytes
+    are those a fresh coding gives; a tail changed since is coded afresh."""
+    from crawler.backends.redis import entries
+
+    coded: list[str] = []
+
+    def counted(text: str) -> bytes:
+        coded.append(text)
+        return huffman_encode(text)
+
+    entry = Entry("https://docs.example.org" + DOC_PATHS[2], "docs.example.org", 3, 3)
+    blob = pack_entry(entry, 0, queue=3)
+    fresh = pack_entry(entry, 0)
+    monkeypatch.setattr(entries, "huffman_encode", counted)
+    read = unpack_entry(blob, HOSTS, 3)
+    assert pack_entry(read, 0) == fresh and coded == []
+    read.url += "x"
+    assert unpack_entry(pack_entry(read, 0), HOSTS).url == read.url
+    assert coded == [DOC_PATHS[2][1:] + "x"]

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
 from redis.connection import Connection
+from redis.retry import Retry
 
 from crawler.backends.redis import wire
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -135,3 +137,32 @@ def test_a_lost_reply_is_raised_when_the_client_retries_nothing(
         assert proxy.cuts == 1 and fallback.calls == 0
         assert wire.execute(client, [("GET", key)], fallback) == [b"1"]  # the pool recovers
         client.close()
+
+
+def test_a_connection_carries_batch_after_batch_without_a_checkout(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Batch after batch go on one connection, kept as the pool's spare, checked out once
+    (the pool's checkout and release cost as much as a batch); a spare the server closed
+    meanwhile is not used: the next batch goes on a connection checked out afresh, not
+    through the fallback, even by a client that retries nothing."""
+    checkouts: list[object] = []
+    checkout = wire._checkout
+
+    def counted(pool: redis.ConnectionPool) -> object:
+        checkouts.append(conn := checkout(pool))
+        return conn
+
+    monkeypatch.setattr(wire, "_checkout", counted)
+    key = fresh_key()
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port, retry=Retry(NoBackoff(), 0))
+    fallback = Fallback(client, [("INCR", key)])
+    ids = [wire.execute(client, [("INCR", key), ("CLIENT", "ID")], fallback)[1] for _ in range(3)]
+    assert len(checkouts) == 1 and len(set(ids)) == 1
+    with redis_server.client() as killer:
+        killer.client_kill_filter(_id=ids[0])
+    assert wire.execute(client, [("INCR", key)], fallback) == [4]
+    assert len(checkouts) == 2 and fallback.calls == 0
+    assert len(client.connection_pool._in_use_connections) == 1  # the new spare only
+    client.close()

@@ -133,10 +133,13 @@ def huffman_decode(data: bytes) -> str:
     return out
 
 
+_BYTE = [bytes((n,)) for n in range(0x80)]  # the one-byte varints (most: every entry has one)
+
+
 def varint(n: int) -> bytes:
     """``n`` (>= 0) as a LEB128 varint: 1 byte under 128, 2 under 16,384."""
-    if n < 0x80:
-        return bytes((n,))
+    if 0 <= n < 0x80:
+        return _BYTE[n]
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)

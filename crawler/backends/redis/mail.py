@@ -59,7 +59,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence, Sized
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
 from typing import Any, Protocol
@@ -166,9 +166,7 @@ def pack_letter(letter: Letter) -> bytes:
         priority = min(max(entry.priority, 0), _LAST_QUEUE)
         tag = ((policies[entry.policy] * n_referrers + referrers[entry.referrer]) << 3
                | priority) << 2 | (_FORCE if force else 0) | (_FIRST if first else 0)
-        alone = replace(entry, referrer="", priority=priority) if (
-            entry.referrer or priority != entry.priority) else entry
-        packed = pack_entry(alone, hosts[entry.host], queue=priority, extras=False)
+        packed = pack_entry(entry, hosts[entry.host], queue=priority, extras=False)
         adds += [packed, tag, _cash_or_nil(entry.cash, previous)]
         previous = entry.cash
     credits: list[Any] = []

@@ -1,0 +1,102 @@
+"""The registered-domain lookup (``crawler.frontier.urls.registered_domain_function``): the
+partition of a host, the per-domain host budget and the canonical scope rest on it. It walks
+plain hosts through tldextract's public-suffix trie itself and must answer as tldextract's own
+call does (``top_domain_under_public_suffix``, else ``domain``, else the host): on a labelled
+list, and on a host under every rule of the bundled snapshot."""
+
+from __future__ import annotations
+
+import pkgutil
+
+import pytest
+import tldextract
+from tldextract.suffix_list import extract_tlds_from_suffix_list
+
+from crawler.frontier.urls import registered_domain_function
+
+_EXTRACT = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
+
+
+def reference(host: str) -> str:
+    """tldextract's own answer, as the lookup gave it before it walked the trie itself."""
+    parts = _EXTRACT(host)
+    return parts.top_domain_under_public_suffix or parts.domain or host
+
+
+LABELLED = {
+    "example.com": "example.com",
+    "www.example.com": "example.com",
+    "a.b.c.example.com": "example.com",
+    "docs.example.co.uk": "example.co.uk",
+    "example.co.uk": "example.co.uk",
+    "co.uk": "co.uk",  # a public suffix itself: no domain under it, the host
+    "com": "com",
+    "www.site1.test": "test",  # no public suffix: the last label (the shard map keeps the host)
+    "localhost": "localhost",
+    "intranet-host": "intranet-host",
+    "127.0.0.1": "127.0.0.1",
+    "10.0.0.300": "300",  # not an address: a name without a public suffix
+    "192.168.1": "1",
+    "foo.blogspot.com": "blogspot.com",  # a private suffix: not one here
+    "user.github.io": "github.io",
+    "a.b.kawasaki.jp": "a.b.kawasaki.jp",  # *.kawasaki.jp: b.kawasaki.jp is a suffix
+    "city.kawasaki.jp": "city.kawasaki.jp",  # !city.kawasaki.jp
+    "www.city.kawasaki.jp": "city.kawasaki.jp",
+    "b.kawasaki.jp": "b.kawasaki.jp",  # a suffix by the wildcard: the host
+    "kawasaki.jp": "kawasaki.jp",
+    "x.y.ck": "x.y.ck",  # *.ck
+    "www.ck": "www.ck",  # !www.ck
+    "shop.example.com.au": "example.com.au",
+    "a-b.c-d.org": "c-d.org",
+    "123.example.net": "example.net",
+    "www.Example.COM": "Example.COM",  # (not plain: tldextract's own call, case kept)
+    "example.com.": "example.com",
+    "xn--mnchen-3ya.de": "xn--mnchen-3ya.de",
+    "www.xn--fiqs8s": "www.xn--fiqs8s",  # (an IDN suffix, .中国)
+    "münchen.de": "münchen.de",
+    "[::1]": "[::1]",
+    "example.com:8080": "example.com",
+    "": "",
+    "a..example.com": "example.com",
+    "-.example.org": "example.org",
+}
+
+
+@pytest.mark.parametrize("host", sorted(LABELLED))
+def test_a_labelled_host_gets_its_domain_as_tldextract_gives_it(host: str) -> None:
+    domain_of = registered_domain_function()
+    assert domain_of(host) == LABELLED[host] == reference(host)
+
+
+def test_a_host_under_every_rule_of_the_snapshot_gets_tldextracts_answer() -> None:
+    text = (pkgutil.get_data("tldextract", ".tld_set_snapshot") or b"").decode("utf-8")
+    public, private = extract_tlds_from_suffix_list(text)
+    domain_of = registered_domain_function()
+    hosts = set()
+    for rule in public + private:
+        name = rule.lstrip("!").replace("*", "wild")
+        hosts.update({name, f"shop.{name}", f"www.shop.{name}", f"a.b.c.{name}"})
+        hosts.add(".".join(name.split(".")[1:]) or name)
+    wrong = {h: (domain_of(h), reference(h)) for h in hosts if domain_of(h) != reference(h)}
+    assert not wrong, sorted(wrong.items())[:20]
+    assert len(hosts) > 30_000
+
+
+def test_a_plain_host_is_looked_up_without_tldextracts_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tldextract's call (~34k instructions a host) only for what is not a plain host."""
+    calls: list[str] = []
+    call = tldextract.TLDExtract.__call__
+
+    def counted(self: tldextract.TLDExtract, url: str, *args: object, **kw: object) -> object:
+        calls.append(url)
+        return call(self, url, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tldextract.TLDExtract, "__call__", counted)
+    domain_of = registered_domain_function()
+    assert domain_of("docs.example.co.uk") == "example.co.uk"
+    assert domain_of("x.a.b.kawasaki.jp") == "a.b.kawasaki.jp"
+    assert calls == []
+    assert domain_of("Docs.Example.co.uk") == "Example.co.uk"
+    assert calls == ["Docs.Example.co.uk"]
