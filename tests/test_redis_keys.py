@@ -15,7 +15,6 @@ import redis
 from redis.crc import key_slot
 from scrapy.settings import Settings
 
-import crawler.backends.redis.neardup_anchors as anchors_module
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore, check_crawl
 from crawler.backends.redis.keys import (
@@ -115,7 +114,7 @@ def test_the_near_duplicate_scripts_touch_only_the_keys_they_are_given() -> None
     set from ``KEYS`` (Redis documents that anything else breaks on proxies and clusters)."""
     lua = resources.files("crawler.backends.redis").joinpath("lua")
     sources = {p.name: p.read_text() for p in lua.iterdir() if p.name.startswith("neardup_")}
-    assert set(sources) == {"neardup_commit.lua", "neardup_put.lua"}
+    assert set(sources) == {"neardup_commit.lua"}
     for name, source in sources.items():
         local = {n.strip() for names in re.findall(r"([\w, ]+?)\s*=[^=\n]*KEYS\[", source)
                  for n in names.strip().removeprefix("local ").split(",")}
@@ -123,7 +122,7 @@ def test_the_near_duplicate_scripts_touch_only_the_keys_they_are_given() -> None
             assert key.startswith("KEYS[") or key in local, (name, key)
 
 
-def test_each_script_call_is_given_keys_of_one_slot(
+def test_each_script_call_and_mget_is_given_keys_of_one_slot(
     redis_server: RedisServer,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -133,15 +132,14 @@ def test_each_script_call_is_given_keys_of_one_slot(
     commit = detector.store._commit
     monkeypatch.setattr(detector.store, "_commit", lambda keys, args: given.append(keys)
                         or commit(keys=keys, args=args))
-    run_scripts = anchors_module.run_scripts
+    queue_read = detector.anchors.queue_read
 
-    def spy(client: Any, script: Any, calls: list[tuple[list[str], list[Any]]],
-            first: Any = ()) -> Any:
-        given.extend(keys for keys, _ in calls)
-        given.extend([command[1]] for command in first)  # plain HSETNX: one key each
-        return run_scripts(client, script, calls, first)
+    def spy(pipe: Any, anchors: list[int]) -> Any:  # the MGETs of the anchors' buckets
+        reads = queue_read(pipe, anchors)
+        given.extend(keys for keys, _ in reads)
+        return reads
 
-    monkeypatch.setattr(anchors_module, "run_scripts", spy)
+    monkeypatch.setattr(detector.anchors, "queue_read", spy)
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     detector.check("http://a.test/1", text)
     detector.check("http://b.test/1", text + "\none more line")

@@ -21,12 +21,10 @@ from importlib import resources
 from typing import Any
 
 from crawler.backends.redis.keys import NeardupKeys
-from crawler.backends.redis.neardup_anchors import LONG, PUT, AnchorPostings
+from crawler.backends.redis.neardup_anchors import AnchorPostings
 from crawler.content.neardup_index import MAX_POSTING
 
-# the commit writes some postings with neardup_put.lua's function, put before it
-COMMIT = PUT[: PUT.index("-- end of put")] + (
-    resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text())
+COMMIT = resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text()
 SLOTS = 1024  # ids per chunk of the record table (:o, 12 KiB) and of the records (:r)
 ENTRY = 12  # bytes of a record table entry: the fingerprint (8) and host id (4); zeros: none
 NOTHING = bytes(ENTRY)
@@ -148,11 +146,9 @@ class NeardupState:
     def commit(
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
         lesson: list[Any], old_fp: bytes, anchors: bytes, lens: bytes, checks: bytes,
-        payload: bytes, postings: tuple[list[str], bytes] = ([], b""),
+        payload: bytes,
     ) -> list[Any]:
-        """``neardup_commit.lua``'s answer to recording a decision (its header says what);
-        ``postings``: the keys and fields of the anchors whose postings it writes
-        (:meth:`AnchorPostings.in_commit`)."""
+        """``neardup_commit.lua``'s answer to recording a decision (its header says what)."""
         keys = self.keys
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
@@ -163,13 +159,13 @@ class NeardupState:
         old_key, old_field = (bucket(keys.fingerprints_prefix, old_fp, self.bits) if old_fp
                               else ("", b""))
         numbers = struct.pack(
-            ">IIIIIQIIiIIIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
-            version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near), LONG,
+            ">IIIIIQIIiIIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
+            version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
                    anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
                    entry, made, snapshot, old_fp, old_field,
-                   self.epoch.encode(), str(hid).encode(), postings[1])
+                   self.epoch.encode(), str(hid).encode())
         optional = []
         if near:
             optional += [keys.table(chunk + 1), keys.records(chunk + 1)]
@@ -184,6 +180,6 @@ class NeardupState:
         return self._commit(  # type: ignore[no-any-return]
             keys=[keys.versions, keys.last_id, keys.template_meta, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, keys.table(chunk), keys.records(chunk),
-                  *optional, *postings[0]],
+                  *optional],
             args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
         )

@@ -7,24 +7,24 @@
 -- bucket   KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id;
 -- then, only where used (each key costs Redis ~1,300 instructions): the next :o and :r chunks
 -- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
--- template :t and snapshot :ts; last, on one server, the bucket and long postings key of each
--- anchor whose postings a new original's commit writes (neardup_put.lua's put, put before this).
+-- template :t and snapshot :ts. A new original's anchor postings are written after, by its
+-- worker (neardup_anchors.py).
 -- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
 -- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
--- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags, LONG. ARGV[2], each
+-- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
 -- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old
 -- fingerprint and its field, the worker's epoch (the state's, if it has none yet), the host id
--- in decimal, the fields of the anchors whose postings it writes (space-separated).
+-- in decimal.
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
 local hid, own_seen, owner_seen, forget_seen, next_seen, seq_seen, tlen_seen, MAXP, learned,
-  SLOTS, chunk, RECENT, flags, LONG = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4I4', ARGV[1])
+  SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
 local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
-  old_fp, old_field, epoch, hids, fields = struct.unpack(
-  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
+  old_fp, old_field, epoch, hids = struct.unpack(
+  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
 local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
@@ -164,11 +164,6 @@ if action == 'new' then
   if own_seen ~= 0 then
     k = redis.call('INCR', KEYS[2])
     ks, elem = string.format('%d', k), struct.pack('>I4I4', k + 2147483648, id)
-  end
-  local at = last  -- the postings read with some, on one server
-  for field in string.gmatch(fields, '%d+') do
-    put(KEYS[at + 1], KEYS[at + 2], field, elem, k, MAXP, LONG)
-    at = at + 2
   end
   if #anchors > 0 then
     local recent = struct.pack('>I4', k) .. anchors
