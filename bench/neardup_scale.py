@@ -300,7 +300,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     client = redis.Redis(port=port)
     detector = RedisNearDuplicateDetector(client, KEY, capacity=capacity)
     keys = detector.keys
-    first = int(client.get(keys.last_id) or 0)
+    first = int(client.hget(keys.versions, "seq") or 0)  # ids are commit places
     sources = []
     for doc in range(1, first + 1):
         rec = _stored(client, keys, doc)
@@ -346,7 +346,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
         done = min(total, done + batch)
-        pipe.set(keys.last_id, done)
+        pipe.hset(keys.versions, "seq", done)
         pipe.execute()
         if done // batch % 50 == 0:
             print(f"  bulk: {done:,} ids, {(done - first) / (time.perf_counter() - t0):,.0f} "

@@ -59,8 +59,7 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert nd.prefix == "{docs}:nd"
     assert (nd.template_meta, nd.versions, nd.host_ids, nd.last_host_id) == (
         "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
-    assert (nd.host_counts, nd.last_id, nd.params) == (
-        "{docs}:nd:hc", "{docs}:nd:next", "{docs}:nd:params")
+    assert (nd.host_counts, nd.params) == ("{docs}:nd:hc", "{docs}:nd:params")
     assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
         "{docs}:nd:t:7", "{docs}:nd:o:3", "{docs}:nd:r:3", "{docs}:nd:ts:7", "{docs}:nd:tl:7")
     assert (nd.urls_prefix, nd.fingerprints_prefix, nd.snapshot_prefix, nd.lessons_prefix) == (
@@ -186,7 +185,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
              keys.robots_failures, keys.members, keys.partitions, nd.template_meta, nd.versions,
-             nd.host_ids, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
+             nd.host_ids, nd.last_host_id, nd.host_counts, nd.params,
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
@@ -199,7 +198,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     present = _keys_in(client, crawl)
     unnamed = {k for k in present if k not in named and not k.startswith(prefixes)}
     assert not unnamed
-    assert {keys.controls, keys.blocked, keys.members, nd.last_id, keys.robots} <= present
+    assert {keys.controls, keys.blocked, keys.members, nd.versions, keys.robots} <= present
     assert keys.robots_hold + "http://h1.test" in present
     assert any(k.startswith(tuple(p.front_prefix for p in parts)) for k in present)
     assert any(k in {p.hosts for p in parts} for k in present)

@@ -85,7 +85,6 @@ class NeardupKeys:
         self.host_ids = prefix + ":h"
         self.last_host_id = prefix + ":hnext"
         self.host_counts = prefix + ":hc"
-        self.last_id = prefix + ":next"
         self.params = prefix + ":params"
         self.urls_prefix = prefix + ":u:"
         self.fingerprints_prefix = prefix + ":f:"

@@ -283,7 +283,7 @@ class RedisNearDuplicateDetector:
                 heads[owner] = head
             if compares and not owner:
                 postings = merge(read.stored, anchors,
-                                 self.anchors.pending(read.pending, read.next_id), MAX_POSTING)
+                                 self.anchors.pending(read.pending, read.seq), MAX_POSTING)
                 lens = bytes(len(p) for p in postings)
                 found = self._pick(hid, ranked(postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
@@ -464,8 +464,12 @@ class RedisNearDuplicateDetector:
         return set(np.frombuffer(raw, ">u4").tolist())
 
     def __len__(self) -> int:
-        """Number of URLs recorded by every worker (originals and duplicates)."""
-        return int(self.client.get(self.keys.last_id) or 0)
+        """Number of URLs recorded by every worker (originals and duplicates; for tests and
+        reports: it scans the URL buckets)."""
+        return sum(
+            self.client.hlen(key)
+            for key in self.client.scan_iter(match=self.keys.pattern("u"), count=1000)
+        )
 
     @property
     def originals(self) -> int:

@@ -11,8 +11,8 @@ the *field* ``x & (2**(32 - bits) - 1)``, in the string ``{<crawl>:nd:<g>.<n>}:a
 :func:`~crawler.backends.redis.keys.shard_tag` to fall on its own master).
 
 **Postings.** A bucket is a log of entries, big-endian: the field (4 bytes) and the posting
-element: the original's *store key* (4 bytes; given by the commits from the crawl's id
-counter, so in commit order), or, for an original stored again under an id it had (a
+element: the original's *store key* (4 bytes: the place of the commit that stored it, so in
+commit order), or, for an original stored again under an id it had (a
 refetched page that changed; the in-process index lists such a page twice), a fresh store key
 with its top bit set and the id (8 bytes, the field's top bit set too: the field has at most
 31 bits). A reader keeps an anchor's entries by store key, once each, the first
@@ -40,7 +40,7 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis.keys import glob_escape, shard_tag
 
 ALIAS = 0x80000000  # top bit of a posting's store key: the original's id follows
-REPAIR_LAG = 10_000  # ids after which a pending original's postings are written by any worker
+REPAIR_LAG = 10_000  # commits after which a pending original's postings are written by any one
 SPREAD = 0x9E3779B1  # odd (a bijection of 32-bit values): 2**32 / golden ratio, Knuth's multiplier
 
 
@@ -200,10 +200,10 @@ class AnchorPostings:
             pipe.execute()
         self._done.append(k)  # the next read takes it off :pend, now the writes are answered
 
-    def pending(self, values: list[bytes], next_id: int) -> list[tuple[int, int, set[int]]]:
-        """The pending originals read from ``:pend``: (store key, id, anchors). One left
-        pending :data:`REPAIR_LAG` ids ago (its worker died before writing its postings) gets
-        them written."""
+    def pending(self, values: list[bytes], seq: int) -> list[tuple[int, int, set[int]]]:
+        """The pending originals read from ``:pend`` at commit ``seq``: (store key, id,
+        anchors). One left pending :data:`REPAIR_LAG` commits ago (its worker died before
+        writing its postings) gets them written."""
         out = []
         for v in values:
             (x,) = struct.unpack_from(">I", v)
@@ -212,7 +212,7 @@ class AnchorPostings:
             doc = int.from_bytes(v[4:8], "big") if size == 8 else k
             owned = np.frombuffer(v, ">u4", offset=size).tolist()
             out.append((k, doc, set(owned)))
-            if k + REPAIR_LAG < next_id and k not in self._done:
+            if k + REPAIR_LAG < seq and k not in self._done:
                 self.write(k, v[:size], owned)
                 self.repaired += 1
         return out

@@ -6,10 +6,12 @@ where a check and a write must be one step. Nothing here decides; every key is n
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
 of :data:`SLOTS` ids (``:r``), and the record table (``:o``: per id its fingerprint and host
-id, zeros for none) says which ids have one and which version. A new original's id is given by
-the commit, so the commit is given the chunks of the next id and of the one after; an id past
-both (more than :data:`SLOTS` ids given between the worker's read and its commit) is a
-``retry``.
+id, zeros for none) says which ids have one and which version. A new URL's id is its commit's
+place in the crawl's order (``:v`` ``seq``; so is the store key of an original stored again):
+one counter a commit takes from, which the worker reads anyway. The commit is given the chunks
+of the next id and of the one after; an id past both (more than :data:`SLOTS` commits between
+the worker's read and its commit) is a ``retry``; a commit giving no id (a refetch) leaves its
+id's entry empty.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ class Read:
     forget: int
     own: int
     owner: int
-    next_id: int
     pending: list[bytes]
     stored: list[bytes]
 
@@ -95,7 +96,6 @@ class NeardupState:
         pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
         if fp:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
-        pipe.get(keys.last_id)
         pipe.hvals(keys.pending)
         # one server answers a page's postings in this pipeline; a cluster, after it
         one = self.anchors.one_server
@@ -105,12 +105,12 @@ class NeardupState:
         if not anchors or owner:
             stored = [b""] * len(anchors)
         elif one:
-            stored = self.anchors.parse_read(reads, rest[2:], len(anchors))
+            stored = self.anchors.parse_read(reads, rest[1:], len(anchors))
         else:
             stored = self.anchors.read(anchors)
         seq, forget = (int(x or 0) for x in versions[:2])
-        return Read(int(meta or 0), versions[2], seq, forget, int(own or 0), owner,
-                    int(rest[0] or 0), rest[1], stored)
+        return Read(int(meta or 0), versions[2], seq, forget, int(own or 0), owner, rest[0],
+                    stored)
 
     def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
         """A host's pages learned and template length (``:tp``), its template's blocks from the
@@ -152,14 +152,14 @@ class NeardupState:
         keys = self.keys
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
-        chunk = (read.own or read.next_id + 1) // SLOTS
+        chunk = (read.own or read.seq + 1) // SLOTS
         learned, entry, made, snapshot = lesson
         # the next chunk's keys only where a new id may land in it (else such a commit retries)
-        near = not read.own and (read.next_id + 1) % SLOTS >= SLOTS - NEAR_END
+        near = not read.own and (read.seq + 1) % SLOTS >= SLOTS - NEAR_END
         old_key, old_field = (bucket(keys.fingerprints_prefix, old_fp, self.bits) if old_fp
                               else ("", b""))
         numbers = struct.pack(
-            ">IIIIIQIIiIIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
+            ">IIIIQIIiIIII", hid, read.own, read.owner, read.forget, read.seq,
             version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
@@ -178,7 +178,7 @@ class NeardupState:
         if snapshot:
             optional.append(keys.snapshot(hid))
         return self._commit(  # type: ignore[no-any-return]
-            keys=[keys.versions, keys.last_id, keys.template_meta, keys.host_counts,
+            keys=[keys.versions, keys.template_meta, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, keys.table(chunk), keys.records(chunk),
                   *optional],
             args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],

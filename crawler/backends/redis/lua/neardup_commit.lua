@@ -2,15 +2,15 @@
 -- since the worker read it (crawler/backends/redis/neardup.py decides; this only checks and
 -- writes). Every key is under the crawl's near-duplicate tag ({<crawl>}:nd): one cluster slot.
 --
--- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc
--- KEYS[5] :pend   KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f
--- bucket   KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id;
+-- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :tp   KEYS[3] :hc   KEYS[4] :pend
+-- KEYS[5] :recent   KEYS[6] the URL's :u bucket   KEYS[7] the fingerprint's :f bucket
+-- KEYS[8], KEYS[9] the :o and :r chunks of the URL's id (refetched) or of the next id;
 -- then, only where used (each key costs Redis ~1,300 instructions): the next :o and :r chunks
 -- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
 -- template :t and snapshot :ts. A new original's anchor postings are written after, by its
 -- worker (neardup_anchors.py).
 -- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
--- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
+-- less): host id, own id, owner, forget, seq (as read), template length read, MAXP, model
 -- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
@@ -20,8 +20,8 @@
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
-local hid, own_seen, owner_seen, forget_seen, next_seen, seq_seen, tlen_seen, MAXP, learned,
-  SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
+local hid, own_seen, owner_seen, forget_seen, seq_seen, tlen_seen, MAXP, learned,
+  SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
 local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
   old_fp, old_field, epoch, hids = struct.unpack(
   '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
@@ -29,7 +29,7 @@ local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 -- the optional keys, in their order (KEYS[0]: nil, a key not given)
-local last = 10
+local last = 9
 local function given(yes)
   if not yes then return 0 end
   last = last + 1
@@ -44,7 +44,7 @@ local template_key = KEYS[given(made ~= '')]
 local snapshot_key = KEYS[given(snapshot ~= '')]
 
 local function meta(h)
-  local m = tonumber(redis.call('HGET', KEYS[3], h) or 0)
+  local m = tonumber(redis.call('HGET', KEYS[2], h) or 0)
   return math.floor(m / SHIFT), m % SHIFT
 end
 
@@ -61,9 +61,9 @@ if seq - 1 ~= seq_seen then
   local pages, tlen = meta(hids)
   if tlen ~= tlen_seen then return retry() end
   if learned >= 0 and pages ~= learned then return retry() end
-  if tonumber(redis.call('HGET', KEYS[7], ufield) or 0) ~= own_seen then return retry() end
+  if tonumber(redis.call('HGET', KEYS[6], ufield) or 0) ~= own_seen then return retry() end
   if tonumber(v[1] or 0) ~= forget_seen then return retry() end
-  if fp ~= '' and tonumber(redis.call('HGET', KEYS[8], ffield) or 0) ~= owner_seen then
+  if fp ~= '' and tonumber(redis.call('HGET', KEYS[7], ffield) or 0) ~= owner_seen then
     return retry()
   end
   for i = 1, #checks, 8 do
@@ -74,7 +74,7 @@ if seq - 1 ~= seq_seen then
   if #lens > 0 then
     -- originals stored since the read: did one take a posting of an anchor of this page
     -- (one with fewer than MAXP postings, whose list it would change)?
-    if tonumber(v[2] or 0) > next_seen then return retry() end
+    if tonumber(v[2] or 0) > seq_seen then return retry() end
     local mine, any = {}, false
     for i = 1, #lens do
       if string.byte(lens, i) < MAXP then
@@ -88,10 +88,10 @@ if seq - 1 ~= seq_seen then
     local from, more = 0, any
     while more and from < newer do
       local n = math.min(newer - from, 32)
-      local got = redis.call('LRANGE', KEYS[6], from, from + n - 1)
+      local got = redis.call('LRANGE', KEYS[5], from, from + n - 1)
       more = #got == n
       for _, e in ipairs(got) do
-        if struct.unpack('>I4', e) <= next_seen then more = false break end
+        if struct.unpack('>I4', e) <= seq_seen then more = false break end
         for j = 5, #e, 4 do
           if mine[string.sub(e, j, j + 3)] then return retry() end
         end
@@ -109,36 +109,33 @@ local function teach()  -- what the worker learned into its copy of the host's m
   else
     redis.call('RPUSH', log_key, entry)
   end
-  redis.call('HINCRBY', KEYS[3], hids, string.format('%d', SHIFT + #made / 4))
+  redis.call('HINCRBY', KEYS[2], hids, string.format('%d', SHIFT + #made / 4))
   if made ~= '' then redis.call('APPEND', template_key, made) end
 end
 
 local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
-  local c = redis.call('HINCRBY', KEYS[4], host, dup and '67108865' or '67108864')
+  local c = redis.call('HINCRBY', KEYS[3], host, dup and '67108865' or '67108864')
   if seq == 1 then redis.call('HSET', KEYS[1], 'epoch', epoch) end  -- names this state
   return {'ok', math.floor(c / 67108864), c % 67108864, seq, hid, k or 0, elem or ''}
 end
 
 if action == 'unchanged' then return counts(false) end
-local id, at = own_seen, 9  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
+local id, at = own_seen, 8  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
 local ids
 if id == 0 then
-  id = redis.call('INCR', KEYS[2])
+  id = seq  -- a new URL's id is its commit's place (a refused commit gives it back)
   local c = math.floor(id / SLOTS)
   if action == 'new' and c ~= chunk then  -- its record goes in a chunk the worker declared
-    if c ~= chunk + 1 or not near then
-      redis.call('DECR', KEYS[2])
-      return retry()
-    end
+    if c ~= chunk + 1 or not near then return retry() end
     at = nxt
   end
   -- a chunk is allocated whole, once, by the commits of its first ids
   if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and near)) then
-    redis.call('SETRANGE', KEYS[c == chunk and 9 or nxt], string.format('%d', ENTRY * SLOTS - 1),
+    redis.call('SETRANGE', KEYS[c == chunk and 8 or nxt], string.format('%d', ENTRY * SLOTS - 1),
       '\0')
   end
   ids = string.format('%d', id)
-  redis.call('HSET', KEYS[7], ufield, ids)
+  redis.call('HSET', KEYS[6], ufield, ids)
 else
   ids = string.format('%d', id)
   local from = (id % SLOTS) * ENTRY
@@ -158,18 +155,18 @@ if action == 'new' then
   local head = string.sub(record, 1, ENTRY)
   redis.call('SETRANGE', KEYS[at], string.format('%d', (id % SLOTS) * ENTRY), head)
   redis.call('HSET', KEYS[at + 1], ids, record)
-  redis.call('HSET', KEYS[8], ffield, ids)
+  redis.call('HSET', KEYS[7], ffield, ids)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, ks, elem = id, ids, struct.pack('>I4', id)
   if own_seen ~= 0 then
-    k = redis.call('INCR', KEYS[2])
+    k = seq
     ks, elem = string.format('%d', k), struct.pack('>I4I4', k + 2147483648, id)
   end
   if #anchors > 0 then
     local recent = struct.pack('>I4', k) .. anchors
-    redis.call('HSET', KEYS[5], ks, own_seen == 0 and recent or elem .. anchors)
-    if redis.call('LPUSH', KEYS[6], recent) > RECENT + TRIM then
-      local gone = redis.call('RPOP', KEYS[6], '64')  -- the oldest, the newest of them last
+    redis.call('HSET', KEYS[4], ks, own_seen == 0 and recent or elem .. anchors)
+    if redis.call('LPUSH', KEYS[5], recent) > RECENT + TRIM then
+      local gone = redis.call('RPOP', KEYS[5], '64')  -- the oldest, the newest of them last
       redis.call('HSET', KEYS[1], 'floor', string.format('%d', struct.unpack('>I4', gone[#gone])))
     end
   end
