@@ -346,7 +346,7 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert blocks["pruned before it recurs"] not in learned
     # Redis keeps the model as a snapshot at the last pruning (page 384) and the 16 pages since
     client, prefix = workers[0].client, workers[0].prefix
-    assert int(client.hget(prefix + ":tp", 1) or 0) >> 24 == 400
+    assert int(client.hget(prefix + ":v", 1) or 0) >> 24 == 400
     assert int.from_bytes((client.get(prefix + ":ts:1") or b"")[:4], "big") == 384
     assert client.llen(prefix + ":tl:1") == 16
     # and a worker that never saw the host catches up from them

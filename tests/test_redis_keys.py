@@ -57,8 +57,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (p.seen, p.seen_bucket_prefix, p.seen_count) == (tag + ":s", tag + ":s:", tag + ":s:n")
     nd = keys.neardup()
     assert nd.prefix == "{docs}:nd"
-    assert (nd.template_meta, nd.versions, nd.host_ids, nd.last_host_id) == (
-        "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
+    assert (nd.versions, nd.host_ids, nd.last_host_id) == (
+        "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
     assert (nd.host_counts, nd.params) == ("{docs}:nd:hc", "{docs}:nd:params")
     assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
         "{docs}:nd:t:7", "{docs}:nd:o:3", "{docs}:nd:r:3", "{docs}:nd:ts:7", "{docs}:nd:tl:7")
@@ -184,7 +184,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     nd = keys.neardup()
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
-             keys.robots_failures, keys.members, keys.partitions, nd.template_meta, nd.versions,
+             keys.robots_failures, keys.members, keys.partitions, nd.versions,
              nd.host_ids, nd.last_host_id, nd.host_counts, nd.params,
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,

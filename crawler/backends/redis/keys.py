@@ -80,7 +80,6 @@ class NeardupKeys:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.template_meta = prefix + ":tp"
         self.versions = prefix + ":v"
         self.host_ids = prefix + ":h"
         self.last_host_id = prefix + ":hnext"

@@ -31,7 +31,7 @@ SLOTS = 1024  # ids per chunk of the record table (:o, 12 KiB) and of the record
 ENTRY = 12  # bytes of a record table entry: the fingerprint (8) and host id (4); zeros: none
 NOTHING = bytes(ENTRY)
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
-TLEN = (1 << 24) - 1  # :tp packs a host's pages learned << 24 | its template length
+TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
 NEAR_END = 256  # ids before a chunk's end from which a commit is given the next chunk's keys
 
 
@@ -44,7 +44,7 @@ def bucket(prefix: str, digest: bytes, bits: int) -> tuple[str, bytes]:
 @dataclass(slots=True)
 class Read:
     """What a worker read before deciding: the state its decision depends on, at commit
-    ``seq``; ``meta``: the host's pages learned and template length (``:tp``)."""
+    ``seq``; ``meta``: the host's pages learned and template length (its ``:v`` field)."""
 
     meta: int
     epoch: bytes | None  # which state it is: a state lost and begun again has another
@@ -91,8 +91,7 @@ class NeardupState:
         done = self.anchors.take_done()
         if done:
             pipe.hdel(keys.pending, *done)
-        pipe.hmget(keys.versions, "seq", "forget", "epoch")
-        pipe.hget(keys.template_meta, hid)
+        pipe.hmget(keys.versions, "seq", "forget", "epoch", hid)
         pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
         if fp:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
@@ -100,7 +99,7 @@ class NeardupState:
         # one server answers a page's postings in this pipeline; a cluster, after it
         one = self.anchors.one_server
         reads = self.anchors.queue_read(pipe, anchors) if one else []
-        versions, meta, own, *rest = pipe.execute()[1 if done else 0 :]
+        versions, own, *rest = pipe.execute()[1 if done else 0 :]
         owner = int(rest.pop(0) or 0) if fp else 0
         if not anchors or owner:
             stored = [b""] * len(anchors)
@@ -109,15 +108,16 @@ class NeardupState:
         else:
             stored = self.anchors.read(anchors)
         seq, forget = (int(x or 0) for x in versions[:2])
-        return Read(int(meta or 0), versions[2], seq, forget, int(own or 0), owner, rest[0],
-                    stored)
+        return Read(int(versions[3] or 0), versions[2], seq, forget, int(own or 0), owner,
+                    rest[0], stored)
 
     def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
-        """A host's pages learned and template length (``:tp``), its template's blocks from the
-        ``have``-th on, its model's snapshot and the log since, in one ``MULTI``."""
+        """A host's pages learned and template length (its ``:v`` field), its template's
+        blocks from the ``have``-th on, its model's snapshot and the log since, in one
+        ``MULTI``."""
         keys = self.keys
         pipe = self.client.pipeline(transaction=True)
-        pipe.hget(keys.template_meta, hid)
+        pipe.hget(keys.versions, hid)
         pipe.getrange(keys.template(hid), have * 4, -1)
         pipe.get(keys.snapshot(hid))
         pipe.lrange(keys.lessons(hid), 0, -1)
@@ -133,12 +133,13 @@ class NeardupState:
         return [e or NOTHING for e in pipe.execute()]
 
     def records(self, docs: list[int], hids: list[int]) -> tuple[list[bytes | None], list[int]]:
-        """The records of ``docs`` and the ``:tp`` of the hosts ``hids``, in one round trip."""
+        """The records of ``docs`` and the ``:v`` fields of the hosts ``hids``, in one round
+        trip."""
         pipe = self.client.pipeline(transaction=False)
         for doc in docs:
             pipe.hget(self.keys.records(doc // SLOTS), doc)
         if hids:
-            pipe.hmget(self.keys.template_meta, hids)
+            pipe.hmget(self.keys.versions, hids)
         out = pipe.execute()
         metas = out.pop() if hids else []
         return out, [int(m or 0) for m in metas]
@@ -178,7 +179,7 @@ class NeardupState:
         if snapshot:
             optional.append(keys.snapshot(hid))
         return self._commit(  # type: ignore[no-any-return]
-            keys=[keys.versions, keys.template_meta, keys.host_counts,
+            keys=[keys.versions, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, keys.table(chunk), keys.records(chunk),
                   *optional],
             args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
