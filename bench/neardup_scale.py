@@ -50,7 +50,7 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_anchors import parse, run_scripts
+from crawler.backends.redis.neardup_anchors import parse
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_state import ENTRY, SLOTS
 from crawler.content.neardup import NearDuplicateDetector
@@ -287,7 +287,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
               batch: int = 2000) -> dict[str, Any]:
     """Fill the store up to ``total`` ids with originals written straight into it, in
     pipelines, with the codec the detector reads (records, record table, URL and fingerprint
-    tables) and the anchors' own ``neardup_put.lua`` (postings): a bulk stand-in for checking a
+    tables) and the anchors' ``APPEND`` (postings): a bulk stand-in for checking a
     million pages, which this machine cannot do in a session (features in Python).
 
     Each bulk original copies an original already checked (through the scripts): its title,
@@ -300,7 +300,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     client = redis.Redis(port=port)
     detector = RedisNearDuplicateDetector(client, KEY, capacity=capacity)
     keys = detector.keys
-    first = int(client.get(keys.last_id) or 0)
+    first = int(client.hget(keys.versions, "seq") or 0)  # ids are commit places
     sources = []
     for doc in range(1, first + 1):
         rec = _stored(client, keys, doc)
@@ -320,7 +320,6 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     done = first
     while done < total:
         pipe = client.pipeline(transaction=False)
-        calls = []
         for doc in range(done + 1, min(total, done + batch) + 1):
             hid, title, sketch, blocks, cover = sources[(doc - first - 1) % len(sources)]
             generation = (doc - first - 1) // len(sources) + 1
@@ -343,13 +342,12 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             pipe.hset(keys.urls_prefix + str(b), field, doc)
             b, field = _bucket(fp, bits)
             pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
-            calls += put.put_calls(doc.to_bytes(4, "big"), mixed[:ANCHORS].tolist())
+            put.queue_write(pipe, doc.to_bytes(4, "big"), mixed[:ANCHORS].tolist())
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
         done = min(total, done + batch)
-        pipe.set(keys.last_id, done)
+        pipe.hset(keys.versions, "seq", done)
         pipe.execute()
-        run_scripts(client, put._put, calls)
         if done // batch % 50 == 0:
             print(f"  bulk: {done:,} ids, {(done - first) / (time.perf_counter() - t0):,.0f} "
                   f"originals/s", flush=True)
@@ -447,7 +445,7 @@ def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
                 subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                                capture_output=True)
             client.config_resetstat()
-            names = {workers[0].store._commit.sha: "commit", workers[0].anchors._put.sha: "put"}
+            names = {workers[0].store._commit.sha: "commit"}
             if logged:  # every call logged, to split the script time by script (a run apart:
                 # logging slows each command)
                 client.config_set("slowlog-max-len", 200 * count)

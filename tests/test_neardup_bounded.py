@@ -7,10 +7,13 @@ crawl's slots resharded under the workers."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import struct
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import redis
 from redis.crc import key_slot
@@ -18,6 +21,8 @@ from redis.crc import key_slot
 import crawler.backends.redis.neardup_anchors as anchors_module
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.content.neardup import NearDuplicateDetector
+from crawler.content.neardup_features import ANCHORS
+from crawler.content.neardup_index import MAX_POSTING
 from devsite.testset import LabelledSet, build_labelled_set
 from tests.dns_support import wait_for
 from tests.redis_cluster_support import (  # noqa: F401
@@ -210,11 +215,27 @@ def test_anchors_spread_over_every_bucket_though_they_are_small_hashes() -> None
     assert len(set(places)) == len(anchors)
 
 
-def test_long_postings_leave_their_bucket_compact_and_decide_alike(
+def test_a_buckets_entries_give_each_anchors_postings_by_store_key_once_each() -> None:
+    """Entries appended in any order, twice (a repair), an alias among them (a refetched
+    original stored again: 12 bytes): each field's postings come out by store key, once."""
+    from crawler.backends.redis.neardup_anchors import ALIAS, entry, parse, postings
+
+    plain = [entry(7, struct.pack(">I", k)) for k in (9, 3, 5)] + [entry(8, b"\0\0\0\4")]
+    assert parse(postings(b"".join(plain + plain[:1]), 7)) == [(3, 3), (5, 5), (9, 9)]
+    alias = entry(7, struct.pack(">II", 6 | ALIAS, 3))
+    for bucket in (b"".join([*plain, alias]), b"".join([alias, *plain, alias]),
+                   b"".join([plain[3], alias, *plain])):
+        assert parse(postings(bucket, 7)) == [(3, 3), (5, 5), (6, 3), (9, 9)]
+        assert parse(postings(bucket, 8)) == [(4, 4)]
+        assert postings(bucket, 1) == b""
+
+
+def test_long_postings_stay_in_their_bucket_strings_and_decide_alike(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    """Sixty originals sharing a paragraph list its anchors more than 16 times: those postings
-    move to strings of their own, every bucket stays a listpack, decisions stay in-process's."""
+    """Sixty originals sharing a paragraph list its anchors more than 16 times: each bucket is
+    a string of 8-byte entries (no alias here), every anchor's postings in it, none past
+    MAX_POSTING written by a worker that read it full; decisions stay in-process's."""
     key = fresh_key()
     shared = RedisNearDuplicateDetector(redis_server.client(), key)
     local = NearDuplicateDetector()
@@ -226,9 +247,13 @@ def test_long_postings_leave_their_bucket_compact_and_decide_alike(
         assert local.check(url + "?copy", text) == shared.check(url + "?copy", text)
     client = redis_server.client()
     buckets = list(client.scan_iter(match="{" + key + ":nd:*}:a:*"))
-    long = [k for k in buckets if client.type(k) == b"string"]
-    assert long and all(len(client.get(k) or b"") > 64 for k in long)
-    assert {client.object("encoding", k) for k in buckets if k not in long} == {b"listpack"}
+    assert buckets and {client.type(k) for k in buckets} == {b"string"}
+    fields = Counter[int]()
+    for k in buckets:
+        value = client.get(k) or b""
+        assert len(value) % 8 == 0
+        fields.update(np.frombuffer(value, ">u4")[0::2].tolist())
+    assert 16 < max(fields.values()) <= MAX_POSTING  # long postings, none past the limit
 
 
 def test_decisions_hold_while_the_crawls_slots_move(tmp_path: Path) -> None:
@@ -344,28 +369,26 @@ def test_a_worker_started_while_redis_is_away_checks_the_crawl_once_it_is_back(
         server.stop()
 
 
-def test_on_one_server_an_originals_commit_writes_the_postings_read_with_some(
+def test_a_pages_postings_are_one_mget_and_an_originals_one_append_each(
     redis_server: RedisServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Anchors on several tags, one server: a new original's commit writes the postings of its
-    anchors read with some (a script may touch every tag there), the others go in one pipeline
-    of plain writes, no script call; decisions stay alike."""
-    calls: list[int] = []
-    run_scripts = anchors_module.run_scripts
-
-    def spy(client: Any, script: Any, todo: list[Any], first: Any = ()) -> Any:
-        calls.append(len(todo))
-        return run_scripts(client, script, todo, first)
-
-    monkeypatch.setattr(anchors_module, "run_scripts", spy)
+    """Anchors on several tags, one server: a page's postings are read with one ``MGET``, a
+    new original's written with one ``APPEND`` an anchor, no script call but the commit;
+    decisions stay alike."""
     shared = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
     local = NearDuplicateDetector()
     common = _text(10_000).splitlines()[:4]
+    client = redis_server.client()
+    shared.check("http://warm.test/", "")  # the commit script loaded
+    client.config_resetstat()
     for n in range(6):
         url, text = f"http://h{n}.test/p", "\n".join(common + _text(n).splitlines())
         assert shared.check(url, text) == local.check(url, text), url
-    assert calls and max(calls) == 0  # anchors of every tag (all shared from the second on)
+    stats = client.info("commandstats")
+    assert stats["cmdstat_mget"]["calls"] == 6
+    assert stats["cmdstat_evalsha"]["calls"] == 6  # the commits
+    assert stats["cmdstat_append"]["calls"] == 6 * ANCHORS
+    assert stats["cmdstat_hsetnx"]["calls"] == 6  # the hosts' ids, no posting
 
 
 def test_a_posting_another_original_wrote_first_is_placed_by_store_key(
@@ -373,8 +396,8 @@ def test_a_posting_another_original_wrote_first_is_placed_by_store_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Worker a commits an original, worker b commits a copy-free page sharing its anchors and
-    writes its postings first (a's still pending, the anchors read empty): a's plain first
-    write finds them taken and places its posting before b's, by store key."""
+    writes its postings first (a's still pending, the anchors read empty): a's write, after
+    b's, is read before b's, by store key."""
     key = fresh_key()
     a = RedisNearDuplicateDetector(redis_server.client(), key)
     b = RedisNearDuplicateDetector(redis_server.client(), key)
@@ -385,13 +408,11 @@ def test_a_posting_another_original_wrote_first_is_placed_by_store_key(
     assert a.check("http://a.test/1", "\n".join(shared_lines)).kind == "new"
     other = "\n".join(shared_lines[:2] + _text(8).splitlines())
     assert b.check("http://b.test/1", other).kind == "new"
-    taken: list[list[int]] = []
-    put_calls = a.anchors.put_calls
-    monkeypatch.setattr(a.anchors, "put_calls", lambda elem, anchors: taken.append(anchors)
-                        or put_calls(elem, anchors))
     (args,) = late
+    taken = [anchor for anchor, (value,) in ((x, a.anchors.read([x])) for x in args[2])
+             if value]
+    assert taken  # some of a's anchors were b's first
     write(*args)
-    assert taken[-1]  # some of a's anchors were b's first
-    for anchor in taken[-1]:
+    for anchor in taken:
         (value,) = a.anchors.read([anchor])
         assert anchors_module.parse(value) == [(1, 1), (2, 2)]

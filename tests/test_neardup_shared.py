@@ -4,7 +4,9 @@ template seen by every worker."""
 
 from __future__ import annotations
 
+import hashlib
 import random
+import struct
 import threading
 from collections import Counter
 
@@ -122,6 +124,31 @@ def test_a_refetched_original_is_replaced_for_every_worker(
              (b, "http://m.test/2", text1), (b, "http://m.test/3", text2), (a, url2, text2)]
     for worker, url, text in steps:
         assert worker.check(url, text) == local.check(url, text), url
+
+
+def test_a_urls_id_and_a_refetched_originals_store_key_are_their_commits_place(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """No id counter of its own: a new URL's id is the ``seq`` of the commit that recorded it,
+    a refetch commit gives none (its URL keeps its id), and an original stored again gets its
+    commit's as its store key."""
+    key = fresh_key()
+    a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
+    client = redis_server.client()
+    text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
+    ids = {}
+    for worker, url, page in [(a, "http://a.test/1", text), (b, "http://b.test/1", "other " + text),
+                              (a, "http://a.test/1", text), (b, "http://c.test/1", text)]:
+        decision = worker.check(url, page)
+        ids.setdefault(url, worker.last_commit)
+        read = worker.store.read(worker._host_id(url.split("/")[2]),
+                                 hashlib.blake2b(url.encode(), digest_size=8).digest(), b"", [])
+        assert read.own == ids[url], (url, decision)
+    assert ids == {"http://a.test/1": 1, "http://b.test/1": 2, "http://c.test/1": 4}
+    assert not client.exists(a.keys.prefix + ":next")
+    a.check("http://a.test/1", "changed " + text)  # stored again: store key 5, id 1
+    assert [(int(k), v[:8]) for k, v in client.hgetall(a.keys.pending).items()
+            if int(k) == 5] == [(5, struct.pack(">II", 5 | 0x80000000, 1))]
 
 
 def test_a_worker_names_the_right_original_after_the_store_lost_its_state(
@@ -319,7 +346,7 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert blocks["pruned before it recurs"] not in learned
     # Redis keeps the model as a snapshot at the last pruning (page 384) and the 16 pages since
     client, prefix = workers[0].client, workers[0].prefix
-    assert int(client.hget(prefix + ":tp", 1) or 0) >> 24 == 400
+    assert int(client.hget(prefix + ":v", 1) or 0) >> 24 == 400
     assert int.from_bytes((client.get(prefix + ":ts:1") or b"")[:4], "big") == 384
     assert client.llen(prefix + ":tl:1") == 16
     # and a worker that never saw the host catches up from them

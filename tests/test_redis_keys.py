@@ -15,7 +15,6 @@ import redis
 from redis.crc import key_slot
 from scrapy.settings import Settings
 
-import crawler.backends.redis.neardup_anchors as anchors_module
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore, check_crawl
 from crawler.backends.redis.keys import (
@@ -58,10 +57,9 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (p.seen, p.seen_bucket_prefix, p.seen_count) == (tag + ":s", tag + ":s:", tag + ":s:n")
     nd = keys.neardup()
     assert nd.prefix == "{docs}:nd"
-    assert (nd.template_meta, nd.versions, nd.host_ids, nd.last_host_id) == (
-        "{docs}:nd:tp", "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
-    assert (nd.host_counts, nd.last_id, nd.params) == (
-        "{docs}:nd:hc", "{docs}:nd:next", "{docs}:nd:params")
+    assert (nd.versions, nd.host_ids, nd.last_host_id) == (
+        "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
+    assert (nd.host_counts, nd.params) == ("{docs}:nd:hc", "{docs}:nd:params")
     assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
         "{docs}:nd:t:7", "{docs}:nd:o:3", "{docs}:nd:r:3", "{docs}:nd:ts:7", "{docs}:nd:tl:7")
     assert (nd.urls_prefix, nd.fingerprints_prefix, nd.snapshot_prefix, nd.lessons_prefix) == (
@@ -115,7 +113,7 @@ def test_the_near_duplicate_scripts_touch_only_the_keys_they_are_given() -> None
     set from ``KEYS`` (Redis documents that anything else breaks on proxies and clusters)."""
     lua = resources.files("crawler.backends.redis").joinpath("lua")
     sources = {p.name: p.read_text() for p in lua.iterdir() if p.name.startswith("neardup_")}
-    assert set(sources) == {"neardup_commit.lua", "neardup_put.lua"}
+    assert set(sources) == {"neardup_commit.lua"}
     for name, source in sources.items():
         local = {n.strip() for names in re.findall(r"([\w, ]+?)\s*=[^=\n]*KEYS\[", source)
                  for n in names.strip().removeprefix("local ").split(",")}
@@ -123,7 +121,7 @@ def test_the_near_duplicate_scripts_touch_only_the_keys_they_are_given() -> None
             assert key.startswith("KEYS[") or key in local, (name, key)
 
 
-def test_each_script_call_is_given_keys_of_one_slot(
+def test_each_script_call_and_mget_is_given_keys_of_one_slot(
     redis_server: RedisServer,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -133,15 +131,14 @@ def test_each_script_call_is_given_keys_of_one_slot(
     commit = detector.store._commit
     monkeypatch.setattr(detector.store, "_commit", lambda keys, args: given.append(keys)
                         or commit(keys=keys, args=args))
-    run_scripts = anchors_module.run_scripts
+    queue_read = detector.anchors.queue_read
 
-    def spy(client: Any, script: Any, calls: list[tuple[list[str], list[Any]]],
-            first: Any = ()) -> Any:
-        given.extend(keys for keys, _ in calls)
-        given.extend([command[1]] for command in first)  # plain HSETNX: one key each
-        return run_scripts(client, script, calls, first)
+    def spy(pipe: Any, anchors: list[int]) -> Any:  # the MGETs of the anchors' buckets
+        reads = queue_read(pipe, anchors)
+        given.extend(keys for keys, _ in reads)
+        return reads
 
-    monkeypatch.setattr(anchors_module, "run_scripts", spy)
+    monkeypatch.setattr(detector.anchors, "queue_read", spy)
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     detector.check("http://a.test/1", text)
     detector.check("http://b.test/1", text + "\none more line")
@@ -187,8 +184,8 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     nd = keys.neardup()
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
-             keys.robots_failures, keys.members, keys.partitions, nd.template_meta, nd.versions,
-             nd.host_ids, nd.last_host_id, nd.host_counts, nd.last_id, nd.params,
+             keys.robots_failures, keys.members, keys.partitions, nd.versions,
+             nd.host_ids, nd.last_host_id, nd.host_counts, nd.params,
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
@@ -201,7 +198,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     present = _keys_in(client, crawl)
     unnamed = {k for k in present if k not in named and not k.startswith(prefixes)}
     assert not unnamed
-    assert {keys.controls, keys.blocked, keys.members, nd.last_id, keys.robots} <= present
+    assert {keys.controls, keys.blocked, keys.members, nd.versions, keys.robots} <= present
     assert keys.robots_hold + "http://h1.test" in present
     assert any(k.startswith(tuple(p.front_prefix for p in parts)) for k in present)
     assert any(k in {p.hosts for p in parts} for k in present)

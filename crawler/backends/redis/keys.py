@@ -80,12 +80,10 @@ class NeardupKeys:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.template_meta = prefix + ":tp"
         self.versions = prefix + ":v"
         self.host_ids = prefix + ":h"
         self.last_host_id = prefix + ":hnext"
         self.host_counts = prefix + ":hc"
-        self.last_id = prefix + ":next"
         self.params = prefix + ":params"
         self.urls_prefix = prefix + ":u:"
         self.fingerprints_prefix = prefix + ":f:"

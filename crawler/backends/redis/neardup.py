@@ -11,13 +11,13 @@ its first page at once. A page costs a few round trips, optimistic like a compar
 :data:`~crawler.content.neardup_decide.VERIFY` live originals the postings and the *pending*
 originals (``:pend``: committed, postings maybe not written yet) vote for, decide,
 **commit** (``lua/neardup_commit.lua``: ``retry`` if anything the decision read changed, and
-the worker starts again), then write a new original's other postings
+the worker starts again), then write a new original's postings
 (``AnchorPostings.write``), taken off ``:pend`` by the worker's next read.
 
 **Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
-be written by the commit (but on one server); they need not be: the crawl's tag orders the
+be written by the commit; they need not be: the crawl's tag orders the
 decisions, and the postings are a copy of what the commits decided, written after,
-idempotently, sorted by store key whatever order they arrive in. A worker reads ``:pend``
+idempotently, read by store key whatever order they arrive in. A worker reads ``:pend``
 *before* the postings: an original committed before that read is still pending (merged) or was
 taken off by a read that came after its postings were written (so it is in the postings read);
 one committed after is in ``:recent`` under a store key above the ``next`` read, which the
@@ -70,7 +70,7 @@ from crawler.content.neardup_features import (
 from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
-LAYOUT = 8  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 9  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
@@ -79,9 +79,9 @@ DEFAULT_CAPACITY = 100_000
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 HOST_TTL = 10.0  # seconds a worker trusts its copy of a host's duplicate counts
 MAX_ATTEMPTS = 64  # commits refused in a row before giving up (each means another worker won)
-_FILL = 64  # entries aimed at per listpack bucket (a lookup reads it all; Redis converts one
-# past hash-max-listpack-entries: 128 in the stock redis.conf, the crawler cannot set it, so a
-# bucket stays compact up to twice the capacity; 512 built in: 8 times)
+_FILL = 64  # entries aimed at per bucket (a lookup reads it all); a listpack hash's: Redis
+# converts one past hash-max-listpack-entries: 128 in the stock redis.conf, the crawler cannot
+# set it, so a bucket stays compact up to twice the capacity; 512 built in: 8 times
 ASK = VERIFY + 4  # candidates looked up at once (most are live: the first VERIFY are kept)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
 
@@ -283,7 +283,7 @@ class RedisNearDuplicateDetector:
                 heads[owner] = head
             if compares and not owner:
                 postings = merge(read.stored, anchors,
-                                 self.anchors.pending(read.pending, read.next_id), MAX_POSTING)
+                                 self.anchors.pending(read.pending, read.seq), MAX_POSTING)
                 lens = bytes(len(p) for p in postings)
                 found = self._pick(hid, ranked(postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
@@ -309,14 +309,10 @@ class RedisNearDuplicateDetector:
             payload = (url_part(url)
                        + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
                        if action == "new" else b"")
-            # on one server the commit writes the postings read with some
-            keys, fields, inline = (self.anchors.in_commit(anchors, read.stored, lens)
-                                    if action == "new" and lens else ([], b"", []))
             try:
                 result = self.store.commit(
                     action, host, hid, uh, fp, read, version, taught, old_fp,
                     np.array(anchors, ">u4").tobytes() if lens else b"", lens, checks, payload,
-                    (keys, fields),
                 )
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
@@ -330,8 +326,8 @@ class RedisNearDuplicateDetector:
             self.last_commit = int(result[3])
             self._copies.committed(int(result[4]), lesson)
             if int(result[5]) and lens:  # a new original: its postings
-                seen = [v if n < MAX_POSTING and not done else None  # None: nothing to write
-                        for v, n, done in zip(read.stored, lens, inline, strict=True)]
+                seen = [v if n < MAX_POSTING else None  # None: nothing to write
+                        for v, n in zip(read.stored, lens, strict=True)]
                 self.anchors.write(int(result[5]), result[6], anchors, seen)
             self._settle(hid)
             return outcome.decision
@@ -468,8 +464,12 @@ class RedisNearDuplicateDetector:
         return set(np.frombuffer(raw, ">u4").tolist())
 
     def __len__(self) -> int:
-        """Number of URLs recorded by every worker (originals and duplicates)."""
-        return int(self.client.get(self.keys.last_id) or 0)
+        """Number of URLs recorded by every worker (originals and duplicates; for tests and
+        reports: it scans the URL buckets)."""
+        return sum(
+            self.client.hlen(key)
+            for key in self.client.scan_iter(match=self.keys.pattern("u"), count=1000)
+        )
 
     @property
     def originals(self) -> int:

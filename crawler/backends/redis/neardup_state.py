@@ -6,10 +6,12 @@ where a check and a write must be one step. Nothing here decides; every key is n
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
 of :data:`SLOTS` ids (``:r``), and the record table (``:o``: per id its fingerprint and host
-id, zeros for none) says which ids have one and which version. A new original's id is given by
-the commit, so the commit is given the chunks of the next id and of the one after; an id past
-both (more than :data:`SLOTS` ids given between the worker's read and its commit) is a
-``retry``.
+id, zeros for none) says which ids have one and which version. A new URL's id is its commit's
+place in the crawl's order (``:v`` ``seq``; so is the store key of an original stored again):
+one counter a commit takes from, which the worker reads anyway. The commit is given the chunks
+of the next id and of the one after; an id past both (more than :data:`SLOTS` commits between
+the worker's read and its commit) is a ``retry``; a commit giving no id (a refetch) leaves its
+id's entry empty.
 """
 
 from __future__ import annotations
@@ -21,17 +23,15 @@ from importlib import resources
 from typing import Any
 
 from crawler.backends.redis.keys import NeardupKeys
-from crawler.backends.redis.neardup_anchors import LONG, PUT, AnchorPostings
+from crawler.backends.redis.neardup_anchors import AnchorPostings
 from crawler.content.neardup_index import MAX_POSTING
 
-# the commit writes some postings with neardup_put.lua's function, put before it
-COMMIT = PUT[: PUT.index("-- end of put")] + (
-    resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text())
+COMMIT = resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text()
 SLOTS = 1024  # ids per chunk of the record table (:o, 12 KiB) and of the records (:r)
 ENTRY = 12  # bytes of a record table entry: the fingerprint (8) and host id (4); zeros: none
 NOTHING = bytes(ENTRY)
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
-TLEN = (1 << 24) - 1  # :tp packs a host's pages learned << 24 | its template length
+TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
 NEAR_END = 256  # ids before a chunk's end from which a commit is given the next chunk's keys
 
 
@@ -44,7 +44,7 @@ def bucket(prefix: str, digest: bytes, bits: int) -> tuple[str, bytes]:
 @dataclass(slots=True)
 class Read:
     """What a worker read before deciding: the state its decision depends on, at commit
-    ``seq``; ``meta``: the host's pages learned and template length (``:tp``)."""
+    ``seq``; ``meta``: the host's pages learned and template length (its ``:v`` field)."""
 
     meta: int
     epoch: bytes | None  # which state it is: a state lost and begun again has another
@@ -52,7 +52,6 @@ class Read:
     forget: int
     own: int
     owner: int
-    next_id: int
     pending: list[bytes]
     stored: list[bytes]
 
@@ -92,34 +91,33 @@ class NeardupState:
         done = self.anchors.take_done()
         if done:
             pipe.hdel(keys.pending, *done)
-        pipe.hmget(keys.versions, "seq", "forget", "epoch")
-        pipe.hget(keys.template_meta, hid)
+        pipe.hmget(keys.versions, "seq", "forget", "epoch", hid)
         pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
         if fp:
             pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
-        pipe.get(keys.last_id)
         pipe.hvals(keys.pending)
         # one server answers a page's postings in this pipeline; a cluster, after it
         one = self.anchors.one_server
         reads = self.anchors.queue_read(pipe, anchors) if one else []
-        versions, meta, own, *rest = pipe.execute()[1 if done else 0 :]
+        versions, own, *rest = pipe.execute()[1 if done else 0 :]
         owner = int(rest.pop(0) or 0) if fp else 0
         if not anchors or owner:
             stored = [b""] * len(anchors)
         elif one:
-            stored = self.anchors.parse_read(reads, rest[2:], len(anchors))
+            stored = self.anchors.parse_read(reads, rest[1:], len(anchors))
         else:
             stored = self.anchors.read(anchors)
         seq, forget = (int(x or 0) for x in versions[:2])
-        return Read(int(meta or 0), versions[2], seq, forget, int(own or 0), owner,
-                    int(rest[0] or 0), rest[1], stored)
+        return Read(int(versions[3] or 0), versions[2], seq, forget, int(own or 0), owner,
+                    rest[0], stored)
 
     def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
-        """A host's pages learned and template length (``:tp``), its template's blocks from the
-        ``have``-th on, its model's snapshot and the log since, in one ``MULTI``."""
+        """A host's pages learned and template length (its ``:v`` field), its template's
+        blocks from the ``have``-th on, its model's snapshot and the log since, in one
+        ``MULTI``."""
         keys = self.keys
         pipe = self.client.pipeline(transaction=True)
-        pipe.hget(keys.template_meta, hid)
+        pipe.hget(keys.versions, hid)
         pipe.getrange(keys.template(hid), have * 4, -1)
         pipe.get(keys.snapshot(hid))
         pipe.lrange(keys.lessons(hid), 0, -1)
@@ -135,12 +133,13 @@ class NeardupState:
         return [e or NOTHING for e in pipe.execute()]
 
     def records(self, docs: list[int], hids: list[int]) -> tuple[list[bytes | None], list[int]]:
-        """The records of ``docs`` and the ``:tp`` of the hosts ``hids``, in one round trip."""
+        """The records of ``docs`` and the ``:v`` fields of the hosts ``hids``, in one round
+        trip."""
         pipe = self.client.pipeline(transaction=False)
         for doc in docs:
             pipe.hget(self.keys.records(doc // SLOTS), doc)
         if hids:
-            pipe.hmget(self.keys.template_meta, hids)
+            pipe.hmget(self.keys.versions, hids)
         out = pipe.execute()
         metas = out.pop() if hids else []
         return out, [int(m or 0) for m in metas]
@@ -148,28 +147,26 @@ class NeardupState:
     def commit(
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
         lesson: list[Any], old_fp: bytes, anchors: bytes, lens: bytes, checks: bytes,
-        payload: bytes, postings: tuple[list[str], bytes] = ([], b""),
+        payload: bytes,
     ) -> list[Any]:
-        """``neardup_commit.lua``'s answer to recording a decision (its header says what);
-        ``postings``: the keys and fields of the anchors whose postings it writes
-        (:meth:`AnchorPostings.in_commit`)."""
+        """``neardup_commit.lua``'s answer to recording a decision (its header says what)."""
         keys = self.keys
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
-        chunk = (read.own or read.next_id + 1) // SLOTS
+        chunk = (read.own or read.seq + 1) // SLOTS
         learned, entry, made, snapshot = lesson
         # the next chunk's keys only where a new id may land in it (else such a commit retries)
-        near = not read.own and (read.next_id + 1) % SLOTS >= SLOTS - NEAR_END
+        near = not read.own and (read.seq + 1) % SLOTS >= SLOTS - NEAR_END
         old_key, old_field = (bucket(keys.fingerprints_prefix, old_fp, self.bits) if old_fp
                               else ("", b""))
         numbers = struct.pack(
-            ">IIIIIQIIiIIIII", hid, read.own, read.owner, read.forget, read.next_id, read.seq,
-            version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near), LONG,
+            ">IIIIQIIiIIII", hid, read.own, read.owner, read.forget, read.seq,
+            version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
                    anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
                    entry, made, snapshot, old_fp, old_field,
-                   self.epoch.encode(), str(hid).encode(), postings[1])
+                   self.epoch.encode(), str(hid).encode())
         optional = []
         if near:
             optional += [keys.table(chunk + 1), keys.records(chunk + 1)]
@@ -182,8 +179,8 @@ class NeardupState:
         if snapshot:
             optional.append(keys.snapshot(hid))
         return self._commit(  # type: ignore[no-any-return]
-            keys=[keys.versions, keys.last_id, keys.template_meta, keys.host_counts,
+            keys=[keys.versions, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, keys.table(chunk), keys.records(chunk),
-                  *optional, *postings[0]],
+                  *optional],
             args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
         )

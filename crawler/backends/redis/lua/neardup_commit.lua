@@ -2,34 +2,35 @@
 -- since the worker read it (crawler/backends/redis/neardup.py decides; this only checks and
 -- writes). Every key is under the crawl's near-duplicate tag ({<crawl>}:nd): one cluster slot.
 --
--- KEYS[1] :v (seq, forget, floor, epoch)   KEYS[2] :next   KEYS[3] :tp   KEYS[4] :hc
--- KEYS[5] :pend   KEYS[6] :recent   KEYS[7] the URL's :u bucket   KEYS[8] the fingerprint's :f
--- bucket   KEYS[9], KEYS[10] the :o and :r chunks of the URL's id (refetched) or of the next id;
+-- KEYS[1] :v (seq, forget, floor, epoch; per host id its model's pages and template length)
+-- KEYS[2] :hc   KEYS[3] :pend   KEYS[4] :recent   KEYS[5] the URL's :u bucket   KEYS[6] the
+-- fingerprint's :f bucket   KEYS[7], KEYS[8] the :o and :r chunks of the URL's id (refetched)
+-- or of the next id;
 -- then, only where used (each key costs Redis ~1,300 instructions): the next :o and :r chunks
 -- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
--- template :t and snapshot :ts; last, on one server, the bucket and long postings key of each
--- anchor whose postings a new original's commit writes (neardup_put.lua's put, put before this).
+-- template :t and snapshot :ts. A new original's anchor postings are written after, by its
+-- worker (neardup_anchors.py).
 -- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
--- less): host id, own id, owner, forget, next, seq (as read), template length read, MAXP, model
--- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags, LONG. ARGV[2], each
+-- less): host id, own id, owner, forget, seq (as read), template length read, MAXP, model
+-- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
 -- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old
 -- fingerprint and its field, the worker's epoch (the state's, if it has none yet), the host id
--- in decimal, the fields of the anchors whose postings it writes (space-separated).
+-- in decimal.
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
-local hid, own_seen, owner_seen, forget_seen, next_seen, seq_seen, tlen_seen, MAXP, learned,
-  SLOTS, chunk, RECENT, flags, LONG = struct.unpack('>I4I4I4I4I4I8I4I4i4I4I4I4I4I4', ARGV[1])
+local hid, own_seen, owner_seen, forget_seen, seq_seen, tlen_seen, MAXP, learned,
+  SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
 local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
-  old_fp, old_field, epoch, hids, fields = struct.unpack(
-  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
-local SHIFT = 2 ^ 24  -- :tp packs a host's pages learned * SHIFT + its template length
+  old_fp, old_field, epoch, hids = struct.unpack(
+  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
+local SHIFT = 2 ^ 24  -- :v packs a host's pages learned * SHIFT + its template length
 local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 -- the optional keys, in their order (KEYS[0]: nil, a key not given)
-local last = 10
+local last = 8
 local function given(yes)
   if not yes then return 0 end
   last = last + 1
@@ -43,8 +44,8 @@ local log_key = KEYS[given(learned >= 0)]
 local template_key = KEYS[given(made ~= '')]
 local snapshot_key = KEYS[given(snapshot ~= '')]
 
-local function meta(h)
-  local m = tonumber(redis.call('HGET', KEYS[3], h) or 0)
+local function meta(m)  -- a host's (pages learned, template length) from its :v field
+  m = tonumber(m or 0)
   return math.floor(m / SHIFT), m % SHIFT
 end
 
@@ -57,24 +58,24 @@ end
 
 -- what the decision read must be as it was: certainly so if nothing was committed since
 if seq - 1 ~= seq_seen then
-  local v = redis.call('HMGET', KEYS[1], 'forget', 'floor')
-  local pages, tlen = meta(hids)
+  local v = redis.call('HMGET', KEYS[1], 'forget', 'floor', hids)
+  local pages, tlen = meta(v[3])
   if tlen ~= tlen_seen then return retry() end
   if learned >= 0 and pages ~= learned then return retry() end
-  if tonumber(redis.call('HGET', KEYS[7], ufield) or 0) ~= own_seen then return retry() end
+  if tonumber(redis.call('HGET', KEYS[5], ufield) or 0) ~= own_seen then return retry() end
   if tonumber(v[1] or 0) ~= forget_seen then return retry() end
-  if fp ~= '' and tonumber(redis.call('HGET', KEYS[8], ffield) or 0) ~= owner_seen then
+  if fp ~= '' and tonumber(redis.call('HGET', KEYS[6], ffield) or 0) ~= owner_seen then
     return retry()
   end
   for i = 1, #checks, 8 do
     local h, n = struct.unpack('>I4I4', checks, i)
-    local _, now = meta(string.format('%d', h))
+    local _, now = meta(redis.call('HGET', KEYS[1], string.format('%d', h)))
     if now ~= n then return retry() end
   end
   if #lens > 0 then
     -- originals stored since the read: did one take a posting of an anchor of this page
     -- (one with fewer than MAXP postings, whose list it would change)?
-    if tonumber(v[2] or 0) > next_seen then return retry() end
+    if tonumber(v[2] or 0) > seq_seen then return retry() end
     local mine, any = {}, false
     for i = 1, #lens do
       if string.byte(lens, i) < MAXP then
@@ -88,10 +89,10 @@ if seq - 1 ~= seq_seen then
     local from, more = 0, any
     while more and from < newer do
       local n = math.min(newer - from, 32)
-      local got = redis.call('LRANGE', KEYS[6], from, from + n - 1)
+      local got = redis.call('LRANGE', KEYS[4], from, from + n - 1)
       more = #got == n
       for _, e in ipairs(got) do
-        if struct.unpack('>I4', e) <= next_seen then more = false break end
+        if struct.unpack('>I4', e) <= seq_seen then more = false break end
         for j = 5, #e, 4 do
           if mine[string.sub(e, j, j + 3)] then return retry() end
         end
@@ -109,36 +110,33 @@ local function teach()  -- what the worker learned into its copy of the host's m
   else
     redis.call('RPUSH', log_key, entry)
   end
-  redis.call('HINCRBY', KEYS[3], hids, string.format('%d', SHIFT + #made / 4))
+  redis.call('HINCRBY', KEYS[1], hids, string.format('%d', SHIFT + #made / 4))
   if made ~= '' then redis.call('APPEND', template_key, made) end
 end
 
 local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
-  local c = redis.call('HINCRBY', KEYS[4], host, dup and '67108865' or '67108864')
+  local c = redis.call('HINCRBY', KEYS[2], host, dup and '67108865' or '67108864')
   if seq == 1 then redis.call('HSET', KEYS[1], 'epoch', epoch) end  -- names this state
   return {'ok', math.floor(c / 67108864), c % 67108864, seq, hid, k or 0, elem or ''}
 end
 
 if action == 'unchanged' then return counts(false) end
-local id, at = own_seen, 9  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
+local id, at = own_seen, 7  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
 local ids
 if id == 0 then
-  id = redis.call('INCR', KEYS[2])
+  id = seq  -- a new URL's id is its commit's place (a refused commit gives it back)
   local c = math.floor(id / SLOTS)
   if action == 'new' and c ~= chunk then  -- its record goes in a chunk the worker declared
-    if c ~= chunk + 1 or not near then
-      redis.call('DECR', KEYS[2])
-      return retry()
-    end
+    if c ~= chunk + 1 or not near then return retry() end
     at = nxt
   end
   -- a chunk is allocated whole, once, by the commits of its first ids
   if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and near)) then
-    redis.call('SETRANGE', KEYS[c == chunk and 9 or nxt], string.format('%d', ENTRY * SLOTS - 1),
+    redis.call('SETRANGE', KEYS[c == chunk and 7 or nxt], string.format('%d', ENTRY * SLOTS - 1),
       '\0')
   end
   ids = string.format('%d', id)
-  redis.call('HSET', KEYS[7], ufield, ids)
+  redis.call('HSET', KEYS[5], ufield, ids)
 else
   ids = string.format('%d', id)
   local from = (id % SLOTS) * ENTRY
@@ -158,23 +156,18 @@ if action == 'new' then
   local head = string.sub(record, 1, ENTRY)
   redis.call('SETRANGE', KEYS[at], string.format('%d', (id % SLOTS) * ENTRY), head)
   redis.call('HSET', KEYS[at + 1], ids, record)
-  redis.call('HSET', KEYS[8], ffield, ids)
+  redis.call('HSET', KEYS[6], ffield, ids)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, ks, elem = id, ids, struct.pack('>I4', id)
   if own_seen ~= 0 then
-    k = redis.call('INCR', KEYS[2])
+    k = seq
     ks, elem = string.format('%d', k), struct.pack('>I4I4', k + 2147483648, id)
-  end
-  local at = last  -- the postings read with some, on one server
-  for field in string.gmatch(fields, '%d+') do
-    put(KEYS[at + 1], KEYS[at + 2], field, elem, k, MAXP, LONG)
-    at = at + 2
   end
   if #anchors > 0 then
     local recent = struct.pack('>I4', k) .. anchors
-    redis.call('HSET', KEYS[5], ks, own_seen == 0 and recent or elem .. anchors)
-    if redis.call('LPUSH', KEYS[6], recent) > RECENT + TRIM then
-      local gone = redis.call('RPOP', KEYS[6], '64')  -- the oldest, the newest of them last
+    redis.call('HSET', KEYS[3], ks, own_seen == 0 and recent or elem .. anchors)
+    if redis.call('LPUSH', KEYS[4], recent) > RECENT + TRIM then
+      local gone = redis.call('RPOP', KEYS[4], '64')  -- the oldest, the newest of them last
       redis.call('HSET', KEYS[1], 'floor', string.format('%d', struct.unpack('>I4', gone[#gone])))
     end
   end
