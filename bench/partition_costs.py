@@ -107,6 +107,11 @@ page, 1,000 pages (2026-12-06, after the worker's link hashing was halved)::
 
 1 / 2 workers: 2.78M / 3.29M instructions a page against the Lua frontier's 1.85M / 1.85M
 (1.50 / 1.78): the algorithm now runs in the worker, which the Lua frontier left to Redis.
+On 2026-12-06 (a batch's connection kept as the pool's spare, the registered domain walked
+through the public-suffix tree without tldextract's per-host objects, entry tails not encoded
+again, letters packed without copies): 2.27M / 2.49M (1.23 / 1.35), of which ~0.25M / 0.42M
+was tldextract's first look-up falling in the measured pages before (now built when the
+lookup is made).
 
 10 M URLs over 1 M hosts (10 URLs a host), depth, 1 worker, 2,000 pages::
 
@@ -138,6 +143,13 @@ with every feature on (about 0.55 of the Lua frontier's), 172k with the store of
 call costs Redis ~29k instructions, ~22k per partition it writes (its lease, number and epoch:
 3 keys, 5 arguments, the MGET's share and the number's SET) and ~9.6k per write; an EVALSHA
 argument ~1.3k, a plain pipelined HSET ~4.7k (callgrind, one call at a time).
+On 2026-12-06, after the near-duplicate store's anchor postings became bucket strings (one
+``MGET`` a page, one ``APPEND`` an anchor, no ``neardup_put`` script) and ``due_in`` stopped
+making a fenced call of its own (a third of a real crawl's fenced calls): 582k instructions a
+page with every feature on (731k the day before), 0.38-0.42 of the Lua frontier's; the store
+alone ~451k -> ~337k a page on the real pages of ``bench/shared.py --only neardup --quick
+--instructions``, 0 decisions changed. Still short of a third: the store's commit script
+(~145k, half of it the fixed cost of a call) is the next lever, batching several pages' checks.
 Then the near-duplicate store read in a plain pipeline and its commit wrote the postings
 itself, and lease renewals became a ``GETEX`` each (they were a fenced ``PEXPIRE`` call every
 second, twice: ~32k instructions a lease): 731k instructions a page with every feature on
