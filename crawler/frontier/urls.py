@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from datetime import date
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
@@ -388,40 +387,30 @@ def registered_domain_function() -> Callable[[str], str]:
     """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IP -> itself),
     from tldextract's bundled public-suffix snapshot: never fetched, never cached on disk.
 
-    tldextract's own call costs ~34k instructions a host (its URL parsing, punycode
-    decoding, its result object) and its first call ~0.1 s (two tries, with and without the
-    private suffixes); a worker looks up each new host it meets. A plain lowercase name (the
-    normalized host: ASCII letters, digits, hyphens, non-empty labels, no ``xn--`` label) is
-    walked here through the one trie tldextract would walk (the public suffixes), as its
-    ``suffix_index`` walks it, in a few thousand; anything else goes to tldextract itself.
-    ``tests/test_registered_domain.py`` holds the two equal on a labelled list."""
+    tldextract's own call costs ~34k instructions a host (its URL parsing, its result object)
+    and its first call ~0.1 s; a worker looks up each new host it meets. A plain lowercase
+    name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no ``xn--``
+    label) goes straight to the walk tldextract's call makes (its extractor's
+    ``suffix_index``, built here once, private suffixes left out), in a few thousand;
+    anything else goes to tldextract's call. ``tests/test_registered_domain.py`` holds the
+    two equal on a labelled list."""
     import tldextract
     from tldextract.remote import looks_like_ip
 
     extract = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
-    root = _public_suffix_trie()
+    suffix_index = extract._get_tld_extractor().suffix_index  # (built now, not in a crawl)
 
     def domain_of(host: str) -> str:
         if "xn--" in host or not _PLAIN_HOST(host):
             parts = extract(host)
             return parts.top_domain_under_public_suffix or parts.domain or host
         labels = host.split(".")
-        node, at, suffix_at = root, len(labels), -1
-        for label in reversed(labels):  # tldextract's suffix_index, private suffixes left out
-            child = node.matches.get(label)
-            if child is not None:
-                at -= 1
-                node = child
-                if node.end:
-                    suffix_at = at
-                continue
-            if "*" in node.matches:
-                suffix_at = at if "!" + label in node.matches else at - 1
-            break
-        if suffix_at < 0:  # no public suffix: an IPv4 address is itself, else its last label
+        found = suffix_index(labels, include_psl_private_domains=False)
+        if found is None:  # no public suffix: an IPv4 address is itself, else its last label
             if len(labels) == 4 and looks_like_ip(host):
                 return host
             return labels[-1] or host
+        suffix_at = found[0][0]
         domain = labels[suffix_at - 1] if suffix_at > 0 else ""
         suffix = ".".join(labels[suffix_at:])
         return f"{domain}.{suffix}" if domain and suffix else domain or host
@@ -430,22 +419,6 @@ def registered_domain_function() -> Callable[[str], str]:
 
 
 _PLAIN_HOST = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)*").fullmatch
-_SUFFIX_TRIES: list[Any] = []  # the public suffixes' trie, built once a process
-
-
-def _public_suffix_trie() -> Any:
-    """tldextract's trie of the bundled snapshot's public suffixes (its ``Trie``, as its
-    extractor builds it without the private ones)."""
-    if not _SUFFIX_TRIES:
-        import pkgutil
-
-        from tldextract.suffix_list import extract_tlds_from_suffix_list
-        from tldextract.tldextract import Trie
-
-        text = (pkgutil.get_data("tldextract", ".tld_set_snapshot") or b"").decode("utf-8")
-        public, _private = extract_tlds_from_suffix_list(text)
-        _SUFFIX_TRIES.append(Trie.create(frozenset(public)))
-    return _SUFFIX_TRIES[0]
 
 
 _DATE_SEGMENTS = re.compile(
