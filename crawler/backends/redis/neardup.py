@@ -35,6 +35,7 @@ import contextlib
 import functools
 import hashlib
 import math
+import struct
 import time
 from collections import OrderedDict
 from typing import Any, ClassVar
@@ -317,18 +318,18 @@ class RedisNearDuplicateDetector:
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
                 raise
-            if result[0] == b"retry":
+            if not result:  # refused: another worker changed what the decision read
                 self._copies.undo(lesson)
                 self.retries += 1
                 continue
-            if int(result[1]):  # the host's counts
-                self._count(host, (int(result[1]), int(result[2]), time.monotonic()))
-            self.last_commit = int(result[3])
-            self._copies.committed(int(result[4]), lesson)
-            if int(result[5]) and lens:  # a new original: its postings
+            counts, self.last_commit, k = struct.unpack_from(">QQI", result)
+            if counts:  # the host's pages and duplicates
+                self._count(host, (counts >> 26, counts & ((1 << 26) - 1), time.monotonic()))
+            self._copies.committed(hid, lesson)
+            if k and lens:  # a new original: its postings
                 seen = [v if n < MAX_POSTING else None  # None: nothing to write
                         for v, n in zip(read.stored, lens, strict=True)]
-                self.anchors.write(int(result[5]), result[6], anchors, seen)
+                self.anchors.write(k, result[20:], anchors, seen)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(

@@ -148,7 +148,7 @@ class NeardupState:
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
         lesson: list[Any], old_fp: bytes, anchors: bytes, lens: bytes, checks: bytes,
         payload: bytes,
-    ) -> list[Any]:
+    ) -> bytes:
         """``neardup_commit.lua``'s answer to recording a decision (its header says what)."""
         keys = self.keys
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)

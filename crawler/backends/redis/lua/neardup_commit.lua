@@ -20,7 +20,9 @@
 -- in decimal.
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
--- Returns {'retry'} or {'ok', pages, duplicates, seq, host id, store key, element}.
+-- Returns '' (retry) or, packed big-endian, the host's counts (8 bytes: pages * 2^26 +
+-- duplicates), seq (8), the store key (4) and the posting element: one string, which Redis
+-- converts for ~1,000 instructions where a table of seven cost ~7,000.
 local hid, own_seen, owner_seen, forget_seen, seq_seen, tlen_seen, MAXP, learned,
   SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
 local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
@@ -53,7 +55,7 @@ end
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', '1')
 local function retry()
   redis.call('HINCRBY', KEYS[1], 'seq', '-1')
-  return {'retry'}
+  return ''
 end
 
 -- what the decision read must be as it was: certainly so if nothing was committed since
@@ -117,7 +119,7 @@ end
 local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
   local c = redis.call('HINCRBY', KEYS[2], host, dup and '67108865' or '67108864')
   if seq == 1 then redis.call('HSET', KEYS[1], 'epoch', epoch) end  -- names this state
-  return {'ok', math.floor(c / 67108864), c % 67108864, seq, hid, k or 0, elem or ''}
+  return struct.pack('>I8I8I4', c, seq, k or 0) .. (elem or '')
 end
 
 if action == 'unchanged' then return counts(false) end
