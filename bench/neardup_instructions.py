@@ -1,0 +1,122 @@
+"""redis-server's instructions per page of the shared near-duplicate store alone, split so that
+what runs by the clock does not hide what a page costs.
+
+    .venv/bin/python bench/neardup_instructions.py [--pages N] [--tree DIR] [--keep DIR]
+
+The pages of ``bench/partition_costs.py --real``'s devsite crawl (``bench/shared.py``'s
+``_devsite_order``: 40 hosts of 50 pages, the capacity a crawl's workers have), checked by two
+workers taking turns (``bench/shared.py``'s ``_real_run``, with ``--tree``'s code: another
+checkout, e.g. ``git archive <commit> | tar -x -C DIR``) against a ``redis-server`` under
+valgrind's callgrind. Printed per page: all instructions; ``serverCron``'s, which runs ten
+times a second whatever the load (a run that takes longer under a busy machine counts more of
+it: ``bench/shared.py --instructions`` and ``bench/partition_costs.py --callgrind`` include
+it); the rest; ``EVALSHA`` (the commit script) and ``APPEND`` (the anchor postings) inclusive.
+
+Measured 2026-12-06, 2,080 pages (0 decisions differ from the in-process detector), at a
+load of 15-24: 30ac88d 312.1k a page without ``serverCron`` (EVALSHA 145.4k); with the
+postings sent in the next commit's round trip and the commit's answer one string: 304.7k
+(EVALSHA 140.0k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import redis
+
+from bench import shared
+from tests.redis_support import free_port
+
+
+def inclusive(dump: Path) -> dict[str, int]:
+    """Inclusive instructions of the functions this bench reports, and the total."""
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", str(dump)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = {}
+    for name, pattern in (
+        ("total", r"\s+PROGRAM TOTALS"),
+        ("serverCron", r"\s+\S*:serverCron "),
+        ("evalShaCommand", r"\s+\S*:evalShaCommand "),
+        ("appendCommand", r"\s+\S*:appendCommand "),
+    ):
+        m = re.search(r"([\d,]+) \([^)]*\)" + pattern, out)
+        found[name] = int(m.group(1).replace(",", "")) if m else 0
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pages", type=int, default=0, help="the first N pages (0: all)")
+    parser.add_argument("--tree", default=str(Path(__file__).resolve().parents[1]))
+    parser.add_argument("--keep", default="", help="keep callgrind's dump in this directory")
+    args = parser.parse_args()
+    order = shared._devsite_order()
+    order = order[: args.pages] if args.pages else order
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(args.keep or tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "pages.pickle"
+        path.write_bytes(pickle.dumps(order))
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}/callgrind.out",
+                "redis-server",
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            client = redis.Redis(host="127.0.0.1", port=port)
+            for _ in range(600):
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.1)
+            run = shared._real_run(
+                port, Path(args.tree).resolve(), path, proc.pid, shared.DEFAULT_CAPACITY
+            )
+            time.sleep(0.5)
+            dumps = sorted(out.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
+            got = inclusive(dumps[-1])
+        finally:
+            proc.terminate()
+            proc.wait()
+    n = len(order)
+    rest = got["total"] - got["serverCron"]
+    print(
+        f"{n} pages, {run['differ']} decisions differ from in-process; instructions a page: "
+        f"{got['total'] / n / 1e3:,.1f}k, serverCron {got['serverCron'] / n / 1e3:,.1f}k, "
+        f"without it {rest / n / 1e3:,.1f}k (EVALSHA {got['evalShaCommand'] / n / 1e3:,.1f}k, "
+        f"APPEND {got['appendCommand'] / n / 1e3:,.1f}k)"
+    )
+
+
+if __name__ == "__main__":
+    main()
