@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from crawler.backends.redis import queue_store
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import pack, unpack
 from crawler.frontier import Entry, PolitenessPolicy
@@ -83,3 +84,28 @@ def test_the_next_owner_counts_the_urls_it_queues_again(
         heir.complete(lease.token, 0.1)
         heir.ack(lease.token)
     assert sorted(got) == sorted((e.url, e.priority, e.depth) for e in links)
+
+
+def test_the_owner_remembers_two_generations_of_keys_it_knows_are_seen(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys the owner added, or that Redis said were seen, are not asked about again while
+    they are in the newer or the older generation of its memory; a generation is
+    ``SEEN_MEMORY`` keys (a batch past it starts the next), so the oldest are forgotten
+    and asked about again (still seen)."""
+    monkeypatch.setattr(queue_store, "SEEN_MEMORY", 4)
+    f = partitioned(client, fresh_key(), FakeClock(), count=1)
+    store = f.parts[0].store
+    keys = list(range(1, 13))
+    store.seen_add_many(keys[:3])
+    store.flush()  # (3 added: remembered)
+    assert store.unknown(keys) == keys[3:]
+    store.prime(keys[3:6], [True, False, True])  # Redis says 4 and 6 are seen
+    assert store.unknown(keys) == [5, *keys[6:]]
+    # (1-3 the older generation, 4 and 6 the newer:) 4 more go past SEEN_MEMORY: 4 and 6
+    # become the older generation, 1-3 are forgotten
+    store.prime(keys[6:10], [True] * 4)
+    assert store.unknown(keys) == [1, 2, 3, 5, 11, 12]
+    store.prime(keys[10:], [True, True])  # 7-10 the older, 11-12 the newer
+    assert store.unknown(keys) == [1, 2, 3, 4, 5, 6]
+    assert store.seen_add_many([1, 5]) == [False, True]  # (1 is still seen in Redis)
