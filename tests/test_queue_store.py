@@ -109,3 +109,28 @@ def test_the_owner_remembers_two_generations_of_keys_it_knows_are_seen(
     store.prime(keys[10:], [True, True])  # 7-10 the older, 11-12 the newer
     assert store.unknown(keys) == [1, 2, 3, 4, 5, 6]
     assert store.seen_add_many([1, 5]) == [False, True]  # (1 is still seen in Redis)
+
+
+def test_a_front_queue_read_ahead_is_decoded_as_it_is_popped(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new owner reads each front queue 256 entries ahead; an entry is decoded when it is
+    popped, not the 256 at once (a takeover reads ahead in every front queue of every
+    partition, for the few URLs the next moments pop). Every URL still comes out whole."""
+    key, clock = fresh_key(), FakeClock()
+    links = [Entry(f"http://h{i}.test/p/{i}", f"h{i}.test", priority=i % 3) for i in range(600)]
+    first = partitioned(client, key, clock, count=1, worker="first")
+    first.add_many(links)
+    first.close()  # (its partition goes to the next owner at once)
+    decoded: list[bytes] = []
+    decode = queue_store.unpack
+    monkeypatch.setattr(queue_store, "unpack", lambda b, *a: decoded.append(b) or decode(b, *a))
+    heir = partitioned(client, key, clock, count=1, worker="heir")
+    leases = heir.next_many(4)
+    assert len(leases) == 4 and 4 <= len(decoded) < 64
+    while len(leases) < len(links):
+        got = heir.next_many(100)
+        assert got
+        leases += got
+    assert sorted(lease.entry.url for lease in leases) == sorted(e.url for e in links)
+    assert len(decoded) == len(links)
