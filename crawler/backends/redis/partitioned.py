@@ -131,7 +131,6 @@ class PartitionedFrontier(Frontier):
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
         self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
-        self._touched: set[int] = set()  # partitions run since their last write (_flush's)
         # what was added to each owned partition since its last write (entries, force,
         # first): mailed to its next owner if the write finds the partition lost (a page's
         # links are never dropped)
@@ -172,10 +171,7 @@ class PartitionedFrontier(Frontier):
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
-        self.fleet.publish({
-            index: (len(part.frontier), part.frontier.in_flight())
-            for index, part in self.parts.items()
-        })
+        self._publish()
 
     def _share_back_queues(self) -> None:
         """The worker's B over the partitions it owns now, as one Mercator frontier would
@@ -194,6 +190,12 @@ class PartitionedFrontier(Frontier):
             self.ownership.release(part.index)  # the others hear it and claim it now
             del self.parts[part.index]
             logger.debug("Partition %d handed over", part.index)
+
+    def _publish(self) -> None:
+        self.fleet.publish({
+            index: (len(part.frontier), part.frontier.in_flight())
+            for index, part in self.parts.items()
+        })
 
     def fleet_has_work(self) -> bool:
         """Whether another worker's partition holds work (:class:`FleetView`)."""
@@ -267,7 +269,6 @@ class PartitionedFrontier(Frontier):
     def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on a partition; a lost lease drops the partition (None), and the URLs
         added to it since its last write go to its inbox, for its next owner."""
-        self._touched.add(part.index)  # (what it changes goes with the next _flush)
         try:
             return fn()
         except PartitionLost as exc:
@@ -276,21 +277,16 @@ class PartitionedFrontier(Frontier):
 
     def _flush(self, *, but: int | None = None, only: int | None = None) -> None:
         """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's) and the
-        letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored.
-        Only those run since their last write (``_touched``) can have changes to stage."""
+        letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored."""
         while True:
             parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
-            letters, last = self._outbox.letters, parts[-1:]
-            parts = [p for p in parts if p.index in self._touched]
-            if letters:  # (they ride in the last one's call if no other writes)
+            letters = self._outbox.letters
+            if letters:
                 self._outbox = Outbox()
-                parts += [p for p in last if p.index not in self._touched]
             lost = self.mail.flush(parts, letters, (self.crawl_keys.wake, MAIL))
             for part, refused in zip(parts, lost, strict=True) if any(lost) else ():
                 if refused:
                     self._drop(part.index, refused.why)
-            if not any(lost):
-                self._touched -= {p.index for p in parts if not p.store.writer.pending}
             for index in [i for i in self._unwritten if i != but and only in (None, i)
                           and (p := self.parts.get(i)) is not None and not p.store.writer.pending]:
                 del self._unwritten[index]
@@ -298,9 +294,7 @@ class PartitionedFrontier(Frontier):
                 return
 
     def read_mail(self) -> int:
-        """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`).
-        Every partition is written at the next flush: a beat's changes come before it."""
-        self._touched.update(self.parts)
+        """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`)."""
         return self.mail.deliver(self.parts, self.worker, self._guarded)
 
     # -- adding ----------------------------------------------------------------------------------
@@ -394,8 +388,7 @@ class PartitionedFrontier(Frontier):
         # stored. In one fenced call if one holds it all; else one settled partition writes
         # its links and acknowledgements in one call, after every other partition's links
         # and the letters, before every other partition's acknowledgements.
-        run = [p for p in self.parts.values() if p.index in self._touched] or [*self.parts.values()]
-        one = self.mail.one_call(run, self._outbox.letters, settlements)
+        one = self.mail.one_call(list(self.parts.values()), self._outbox.letters, settlements)
         last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
         but = last.index if last is not None and not one else None
         if not one:
@@ -416,7 +409,8 @@ class PartitionedFrontier(Frontier):
         for index, batch in batches.items():
             part = self.parts.get(index)
             if part is not None:
-                new += sum(self._guarded(part, partial(part.store.seen_add_many, batch)) or ())
+                new += sum(self._guarded(part, lambda p=part, b=batch: p.store.seen_add_many(b))
+                           or ())  # fmt: skip
             else:
                 new += sum(self._other_seen(index).add_many(batch))
         self._flush()
@@ -449,8 +443,9 @@ class PartitionedFrontier(Frontier):
         try:
             self._flush()
         except Exception:  # the call is retried: its leases, never handed, are not left open
-            for i, inner in self._by_part(lease.token for lease in leases).items():
-                self._guarded(self.parts[i], partial(self.parts[i].frontier.release, inner))
+            for index, inner in self._by_part(lease.token for lease in leases).items():
+                part = self.parts[index]
+                self._guarded(part, lambda p=part, t=inner: p.frontier.release(t))
             raise
         # a partition the flush found lost: its next owner hands these out (their moves refused)
         return [lease for lease in leases if self._part_of(lease.token)[0] is not None]
@@ -477,16 +472,21 @@ class PartitionedFrontier(Frontier):
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
     ) -> float | None:  # fmt: skip
-        return self.settle_many([Settlement("complete", token, duration, outcome, size)])[0]
+        rest = self._settle(Settlement("complete", token, duration, outcome, size))
+        self._flush()
+        return rest
 
     def ack(self, token: str) -> None:
-        self.settle_many([Settlement("ack", token)])
+        self._settle(Settlement("ack", token))
+        self._flush()
 
     def finish(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
     ) -> float | None:  # fmt: skip
-        return self.settle_many([Settlement("finish", token, duration, outcome, size)])[0]
+        rest = self._settle(Settlement("finish", token, duration, outcome, size))
+        self._flush()
+        return rest
 
     def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
         rests = [self._settle(s) for s in settlements]
@@ -502,9 +502,10 @@ class PartitionedFrontier(Frontier):
         return out
 
     def renew(self, tokens: Iterable[str]) -> int:
-        parts = self.parts
-        renewed = sum(self._guarded(parts[i], partial(parts[i].frontier.renew, inner)) or 0
-                      for i, inner in self._by_part(tokens).items())  # fmt: skip
+        renewed = 0
+        for index, inner in self._by_part(tokens).items():
+            part = self.parts[index]
+            renewed += self._guarded(part, lambda p=part, t=inner: p.frontier.renew(t)) or 0
         self._flush()
         return renewed
 
@@ -592,7 +593,6 @@ class PartitionedFrontier(Frontier):
         URLs go to the next owner)."""
         for part in self.parts.values():
             part.store.stage(count=True)  # (their seen counts too)
-        self._touched.update(self.parts)
         self._flush()
         self._stop_renewing()
         self.ownership.leave()
