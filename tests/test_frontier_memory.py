@@ -155,3 +155,17 @@ def test_prioritizer_policies():
     assert penalized.priority(depth=0, host="other") == 0
     penalized.set_penalty("dup", 0)  # the host's pages are no longer mostly duplicates
     assert penalized.priority(depth=0, host="dup") == 0 and not penalized.penalties
+
+
+def test_a_urls_seen_key_is_the_same_in_every_version():
+    """``url_key`` is stored (every seen-set, Redis's and SQLite's): the same URL must give
+    the same key in every version of the code, whatever makes it faster (the 8 bytes of
+    blake2b, read as a signed big-endian integer)."""
+    from hashlib import blake2b
+
+    from crawler.frontier.store import url_key
+
+    assert url_key("https://example.com/") == 1493557592560457051
+    for url in ("http://a.test/p?q=1", "https://\u00e9.test/\u00e9", ""):
+        digest = blake2b(url.encode(), digest_size=8).digest()
+        assert url_key(url) == int.from_bytes(digest, "big", signed=True)

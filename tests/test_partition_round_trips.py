@@ -415,3 +415,51 @@ def test_a_question_writes_nothing_and_its_routing_goes_with_the_next_call(
     f.close()
     heir = partitioned(client, key, FakeClock(), count=1, worker="heir")
     assert len(heir) == 8  # (the lease's URL, never acknowledged, queued again)
+
+
+def test_a_pages_links_ask_the_blocks_and_the_host_splitter_once_a_host(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's links mostly lead to a few hosts (its own, most of all): the operator's blocks
+    and the host splitter are asked once per host of the batch, not once per link; a
+    blocked host's links are refused, the others queued."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    links = entries(3, 5)  # 3 hosts, 5 links each
+    blocked = links[0].host
+    asked: list[str] = []
+    split: list[str] = []
+    monkeypatch.setattr(f.controls, "blocked", lambda host: asked.append(host) or host == blocked)
+    shard = f.shard
+    monkeypatch.setattr(f, "shard", lambda host: split.append(host) or shard(host))
+    results = f.add_many(links)
+    hosts = sorted({e.host for e in links})
+    assert sorted(asked) == hosts
+    assert sorted(split) == sorted(set(hosts) - {blocked})
+    assert [r.reason for r in results if not r.added] == ["host_blocked"] * 5
+    assert sum(r.added for r in results) == 10
+
+
+def test_a_letter_carried_in_a_fenced_call_is_digested_once(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest that tells a letter from the last one sent to its inbox is also the
+    sender's mark written with it: a page's letters are each hashed once, not once to
+    compare and again to mark."""
+    _key, _clock, a, _b = two_workers(client)
+    a.add_many([e for e in entries(20, 1) if a.shard(e.host) in a.parts][:1])
+    lease = a.next()
+    assert lease is not None
+    links = [e for e in entries(20, 3) if e.url != lease.entry.url]
+    digested: list[bytes] = []
+    blake2b = hashlib.blake2b
+
+    def counted(data: bytes = b"", **kwargs: int) -> object:
+        if kwargs.get("digest_size") == 16:
+            digested.append(data)
+        return blake2b(data, **kwargs)
+
+    monkeypatch.setattr(mail_module.hashlib, "blake2b", counted)
+    with round_trips(monkeypatch, lambda data: b"EVALSHA" in data) as sent:
+        a.apply(links, [Settlement("finish", lease.token, 0.1)])
+    assert len(sent) == 1  # (the letters rode in the page's fenced call)
+    assert len(digested) == 2 and len(set(digested)) == 2  # the other worker's 2 partitions

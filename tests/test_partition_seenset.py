@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import hiredis
 import pytest
 import redis
 
@@ -68,6 +69,39 @@ def test_add_says_which_keys_were_new(client: redis.Redis, kind: str) -> None:
     assert seen.contains_many(first + second) == [True] * 600
     assert seen.contains_many(url_keys(200, "never/")) == [False] * 200
     assert seen.add_many([]) == [] and seen.contains_many([]) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("capacity", [1, 100_000, 10_000_000])
+def test_a_seen_test_packed_by_hand_is_redis_pys_request(
+    client: redis.Redis, kind: str, capacity: int
+) -> None:
+    """The seen-test's request, written out as text (``contains_request``), is byte for byte
+    what hiredis packs of its commands, whether its keys share buckets (capacity 1: one
+    bucket), fall in one each (10 million: 2^16 buckets) or both; its answers come back in
+    the keys' order, through the lean path and through redis-py's (a cluster's) alike."""
+    usable(client, kind)
+    if kind == "bloom" and capacity != 100_000:
+        pytest.skip("the bucket layout is the exact kind's (a tiny filter answers falsely)")
+    seen = SeenSet(client, partition(), config(kind, capacity=capacity))
+    keys = url_keys(40)
+    seen.add_many(keys[::3])
+    expected = [i % 3 == 0 for i in range(40)]
+    for batch in (keys, keys[:1], [keys[5], keys[5]], [k ^ (1 << 31) for k in keys[:12]]):
+        request, count, _ = seen.contains_request(batch)
+        commands, _ = seen.contains_commands(batch)
+        packed = request.encode() if isinstance(request, str) else request
+        assert packed == b"".join(hiredis.pack_command(c) for c in commands)
+        assert count == len(commands)
+    assert seen.contains_many(keys) == expected
+    assert seen.contains_many([keys[3], keys[4], keys[3]]) == [True, False, True]
+    # (a key's low 32 bits flipped: another member of the same bucket, never added)
+    assert seen.contains_many([k ^ (1 << 31) for k in keys[:12]]) == [False] * 12
+    pipe = client.pipeline(transaction=False)  # redis-py's path, as a cluster client takes
+    commands, read = seen.contains_commands(keys)
+    for command in commands:
+        pipe.execute_command(*command)
+    assert read(iter(pipe.execute())) == expected
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from crawler.backends.redis import queue_store
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.queue_store import pack, unpack
 from crawler.frontier import Entry, PolitenessPolicy
@@ -83,3 +84,53 @@ def test_the_next_owner_counts_the_urls_it_queues_again(
         heir.complete(lease.token, 0.1)
         heir.ack(lease.token)
     assert sorted(got) == sorted((e.url, e.priority, e.depth) for e in links)
+
+
+def test_the_owner_remembers_two_generations_of_keys_it_knows_are_seen(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys the owner added, or that Redis said were seen, are not asked about again while
+    they are in the newer or the older generation of its memory; a generation is
+    ``SEEN_MEMORY`` keys (a batch past it starts the next), so the oldest are forgotten
+    and asked about again (still seen)."""
+    monkeypatch.setattr(queue_store, "SEEN_MEMORY", 4)
+    f = partitioned(client, fresh_key(), FakeClock(), count=1)
+    store = f.parts[0].store
+    keys = list(range(1, 13))
+    store.seen_add_many(keys[:3])
+    store.flush()  # (3 added: remembered)
+    assert store.unknown(keys) == keys[3:]
+    store.prime(keys[3:6], [True, False, True])  # Redis says 4 and 6 are seen
+    assert store.unknown(keys) == [5, *keys[6:]]
+    # (1-3 the older generation, 4 and 6 the newer:) 4 more go past SEEN_MEMORY: 4 and 6
+    # become the older generation, 1-3 are forgotten
+    store.prime(keys[6:10], [True] * 4)
+    assert store.unknown(keys) == [1, 2, 3, 5, 11, 12]
+    store.prime(keys[10:], [True, True])  # 7-10 the older, 11-12 the newer
+    assert store.unknown(keys) == [1, 2, 3, 4, 5, 6]
+    assert store.seen_add_many([1, 5]) == [False, True]  # (1 is still seen in Redis)
+
+
+def test_a_front_queue_read_ahead_is_decoded_as_it_is_popped(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new owner reads each front queue 256 entries ahead; an entry is decoded when it is
+    popped, not the 256 at once (a takeover reads ahead in every front queue of every
+    partition, for the few URLs the next moments pop). Every URL still comes out whole."""
+    key, clock = fresh_key(), FakeClock()
+    links = [Entry(f"http://h{i}.test/p/{i}", f"h{i}.test", priority=i % 3) for i in range(600)]
+    first = partitioned(client, key, clock, count=1, worker="first")
+    first.add_many(links)
+    first.close()  # (its partition goes to the next owner at once)
+    decoded: list[bytes] = []
+    decode = queue_store.unpack
+    monkeypatch.setattr(queue_store, "unpack", lambda b, *a: decoded.append(b) or decode(b, *a))
+    heir = partitioned(client, key, clock, count=1, worker="heir")
+    leases = heir.next_many(4)
+    assert len(leases) == 4 and 4 <= len(decoded) < 64
+    while len(leases) < len(links):
+        got = heir.next_many(100)
+        assert got
+        leases += got
+    assert sorted(lease.entry.url for lease in leases) == sorted(e.url for e in links)
+    assert len(decoded) == len(links)

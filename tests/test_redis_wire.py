@@ -166,3 +166,27 @@ def test_a_connection_carries_batch_after_batch_without_a_checkout(
     assert len(checkouts) == 2 and fallback.calls == 0
     assert len(client.connection_pool._in_use_connections) == 1  # the new spare only
     client.close()
+
+
+@pytest.mark.parametrize("inuse", [True, False])
+def test_a_spare_the_pool_disconnected_between_batches_is_not_used_socketless(
+    redis_server: RedisServer,  # noqa: F811
+    inuse: bool,
+) -> None:
+    """``pool.disconnect()`` between two batches closes the spare too (it stays in the
+    pool's in-use set): its parser loses its socket and reader, the checkout test refuses
+    it, and the next batch goes on a connection of the pool connected afresh, not through
+    the fallback, by a client that retries nothing; ``disconnect(inuse_connections=False)``
+    leaves the spare connected and used again. Either way the pool holds one connection."""
+    key = fresh_key()
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port, retry=Retry(NoBackoff(), 0))
+    fallback = Fallback(client, [("INCR", key)])
+    pool = client.connection_pool
+    first = wire.execute(client, [("INCR", key), ("CLIENT", "ID")], fallback)[1]
+    pool.disconnect(inuse_connections=inuse)
+    second = wire.execute(client, [("INCR", key), ("CLIENT", "ID")], fallback)
+    assert second[0] == 2 and fallback.calls == 0
+    assert (second[1] != first) is inuse
+    connections = [*pool._in_use_connections, *pool._available_connections]
+    assert len(connections) == 1 and connections[0]._sock is not None
+    client.close()

@@ -308,19 +308,19 @@ class Mailboxes:
         handed over for its inbox goes no more: the call that wrote it ran again (the
         frontier's guard retries it whole), and the first is sent, or waits in a call to be
         sent again. Returns, per part, the refusal of a partition found lost, or None."""
-        packed = {}
+        packed, digests = {}, {}
         for index, letter in letters.items():
             blob = pack_letter(letter)
             digest = hashlib.blake2b(blob, digest_size=16).digest()
             if self._last.get(index) != digest:  # (else: the call that wrote it ran again)
-                self._last[index] = digest
+                self._last[index] = digests[index] = digest
                 packed[index] = blob
         for part in parts:
             part.store.stage()
         carrier = self.one_call(parts, packed) if packed else None
         now = self._wake(wake, bool(packed))
         if carrier is not None:
-            self.carry(carrier, packed, now)
+            self.carry(carrier, packed, now, digests)
         elif packed or self._unsent:  # kept until sent: the next call sends them then
             self.send(packed, wake=now)
         elif now is not None:  # (owed for letters sent before)
@@ -341,15 +341,20 @@ class Mailboxes:
         return wake
 
     def carry(
-        self, writer: FencedWriter, letters: dict[int, bytes], wake: tuple[str, bytes] | None
+        self,
+        writer: FencedWriter,
+        letters: dict[int, bytes],
+        wake: tuple[str, bytes] | None,
+        digests: dict[int, bytes] | None = None,
     ) -> None:
         """Queue ``letters`` on ``writer``, an owned partition's (on one server, where a
         fenced call may write another partition's inbox): each lands in the same atomic,
         numbered call as the writes of the page that found its links (a call sent again is
         applied once), with the sender's mark (a letter :meth:`rescue` sends again through
-        ``lua/post.lua`` after all is added once), then ``wake`` is published (if any)."""
+        ``lua/post.lua`` after all is added once), then ``wake`` is published (if any).
+        ``digests``: the letters' digests, when the caller has them (:meth:`flush`)."""
         for index, blob in letters.items():
-            digest = hashlib.blake2b(blob, digest_size=16).digest()
+            digest = (digests or {}).get(index) or hashlib.blake2b(blob, digest_size=16).digest()
             inbox = self._inbox(index)
             self._carried[inbox] = index
             writer.write("XADD", inbox, "*", FIELD, blob)

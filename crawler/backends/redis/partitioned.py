@@ -326,12 +326,13 @@ class PartitionedFrontier(Frontier):
     def _add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         self._maybe_beat()
         results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
-        parts, shard, blocked = self.parts, self.shard, self.controls.blocked
-        local: dict[int, list[int]] = {}
+        parts, local, where = self.parts, {}, dict.fromkeys([e.host for e in entries], 0)
+        for host in where:  # a page's few hosts, each asked once; -1: blocked (controls)
+            where[host] = -1 if self.controls.blocked(host) else self.shard(host)
         for i, entry in enumerate(entries):
-            if blocked(entry.host):  # controls
+            if (index := where[entry.host]) < 0:
                 results[i] = AddResult(False, "host_blocked")
-            elif (index := shard(entry.host)) in parts:
+            elif index in parts:
                 local.setdefault(index, []).append(i)
             else:
                 self._outbox.letter(index).adds.append((entry, False, False))
@@ -550,10 +551,9 @@ class PartitionedFrontier(Frontier):
     # -- what the scheduler asks about ---------------------------------------------------------
 
     def has_work(self, horizon: float) -> bool:
-        due = self.due_in()
-        if self.in_flight() or (due is not None and due <= horizon):
-            return True
-        return self.fleet_has_work()
+        due = self.due_in()  # (the fleet is asked last: it reads Redis)
+        soon = due is not None and due <= horizon
+        return bool(self.in_flight() or soon or self.fleet_has_work())
 
     def in_flight(self) -> int:
         return sum(p.frontier.in_flight() for p in self.parts.values())

@@ -116,13 +116,22 @@ def execute(
         request = b"".join([pack_command(tuple(c)) for c in commands])
     except TypeError:  # an argument hiredis does not pack: redis-py's error, from its path
         return fallback()
+    return execute_packed(client, request, len(commands), fallback)
+
+
+def execute_packed(
+    client: Any, request: bytes, count: int, fallback: Callable[[], list[Any]]
+) -> list[Any]:
+    """:func:`execute` of a request its caller packed itself (RESP: ``count`` commands, as
+    ``pack_command`` would pack them), for a batch of many small commands whose packing the
+    caller does for less (the seen-test: ``crawler.backends.redis.seenset``)."""
     taken = _lean_connection(client)
     if taken is None:
         return fallback()
     pool, conn = taken
     try:
         conn.send_packed_command([request])
-        replies = _replies(conn, len(commands))
+        replies = _replies(conn, count)
     except Exception as exc:
         conn.disconnect()  # whatever of the batch is still on the wire is dropped with it
         pool.release(conn)
@@ -147,13 +156,15 @@ def _replies(conn: Any, count: int) -> list[Any]:
     hiredis's reader already holds whole, taken from it directly."""
     read = conn.read_response
     replies: list[Any] = []
+    gets = None  # the reader's, once a read connected it (a batch of many small replies)
     while len(replies) < count:
-        reply = conn._parser._reader.gets() if replies else NOT_ENOUGH_DATA
+        reply = gets() if gets is not None else NOT_ENOUGH_DATA
         if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
             try:
                 reply = read()
             except ResponseError as exc:
                 reply = exc
+            gets = conn._parser._reader.gets
         elif PushNotification is not None and type(reply) is PushNotification:
             conn._parser.handle_push_response(reply)
             continue
