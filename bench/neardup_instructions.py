@@ -14,8 +14,9 @@ it); the rest; ``EVALSHA`` (the commit script) and ``APPEND`` (the anchor postin
 
 Measured 2026-12-06, 2,080 pages (0 decisions differ from the in-process detector), at a
 load of 15-24: 30ac88d 312.1k a page without ``serverCron`` (EVALSHA 145.4k); with the
-postings sent in the next commit's round trip and the commit's answer one string: 304.7k
-(EVALSHA 140.0k).
+commit's answer one string: 307.3k (EVALSHA 140.1k, APPEND 25.5k). Sending a new original's
+postings with the worker's next commit instead of their own round trip saved 2.6k more a page
+(304.7k): declined, as it leaves a killed worker's last page pending until a repair.
 """
 
 from __future__ import annotations
