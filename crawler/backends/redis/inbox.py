@@ -15,9 +15,8 @@ SEED_BATCH = 2000  # seeds one worker takes from the list at a time (queued in b
 
 class SharedInbox:
     """Read on the frontier's worker thread at each housekeeping: seeds pushed to
-    ``<site>:start_urls`` (scrapy-redis's key; popped, so each goes to one worker; the
-    frontier's seen-test decides as for any seed) and hosts other workers brought into
-    scope."""
+    ``<site>:start_urls`` (scrapy-redis's key; popped, so each goes to one worker) and hosts
+    other workers brought into scope."""
 
     def __init__(
         self,
@@ -39,10 +38,9 @@ class SharedInbox:
     def poll(self) -> bool:
         """Hand over news; True while seeds are still waiting in the list (work to come).
 
-        Called under the frontier's guard, which retries it while Redis is away. One round
-        trip on one Redis; on a cluster the scope's size first, then the seeds (their list has
-        no hash tag: another node, maybe), so that a node failing between the two never takes
-        seeds from the list that then go nowhere."""
+        One round trip on one Redis. On a cluster the seeds' list may sit on another node:
+        the scope is read first, so a node failing between the two never pops seeds that
+        then go nowhere."""
         if self._cluster:
             replies = [self.client.scard(self.scope.set)]
             if self.on_seeds is not None:
