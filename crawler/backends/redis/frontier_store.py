@@ -364,16 +364,13 @@ class RedisFrontierStore(MemoryFrontierStore):
                 clock=clock,
             )
 
-        def seen(keys: PartitionKeys) -> OwnerSeenSet:
-            return OwnerSeenSet(client, keys, config)
-
         return PartitionedFrontier(
             client,
             self.key,
             self.partition_count,
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
             build=build,
-            seen=seen,
+            seen=lambda keys: OwnerSeenSet(client, keys, config),
             front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,

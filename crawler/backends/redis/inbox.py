@@ -41,20 +41,14 @@ class SharedInbox:
         One round trip on one Redis. On a cluster the seeds' list may sit on another node:
         the scope is read first, so a node failing between the two never pops seeds that
         then go nowhere."""
-        if self._cluster:
-            replies = [self.client.scard(self.scope.set)]
-            if self.on_seeds is not None:
-                pipe = self.client.pipeline(transaction=False)  # one key: one node
-                pipe.lpop(self.seeds_key, SEED_BATCH)
-                pipe.llen(self.seeds_key)
-                replies += pipe.execute()
-        else:
-            pipe = self.client.pipeline(transaction=False)  # one round trip for the news
+        replies = [self.client.scard(self.scope.set)] if self._cluster else []
+        pipe = self.client.pipeline(transaction=False)
+        if not self._cluster:
             pipe.scard(self.scope.set)
-            if self.on_seeds is not None:
-                pipe.lpop(self.seeds_key, SEED_BATCH)
-                pipe.llen(self.seeds_key)
-            replies = pipe.execute()
+        if self.on_seeds is not None:
+            pipe.lpop(self.seeds_key, SEED_BATCH)
+            pipe.llen(self.seeds_key)
+        replies += pipe.execute()
         if self.on_scope is not None and replies[0] != self._scope_size:
             self._scope_size = replies[0]
             self.on_scope(self.scope.load())
