@@ -1,35 +1,11 @@
 """``scrapy frontier <site> [subcommand]``: see a shared (Redis) crawl as one, and steer it.
 
-Subcommands (none: ``status``):
-
-* ``status [--json]``: the crawl as one (see
-  :func:`crawler.backends.redis.status.crawl_report`): its partitions (owner, URLs queued,
-  hosts, seen, inbox backlog), hosts, controls, workers and their merged counters.
-* ``block HOST`` / ``block --domain DOMAIN``: an abuse complaint. The host's (or every host of
-  the domain's) queued URLs are dropped and counted, and no worker admits or hands out another
-  of its URLs; hosts of a blocked domain met later are blocked as they come.
-* ``unblock HOST`` / ``unblock --domain DOMAIN``: new URLs of it are admitted again (the ones
-  dropped stay dropped: they are in the seen-set).
-* ``pause`` / ``resume``: every worker stops handing out requests (its read-ahead goes back;
-  fetches in flight end normally) and waits, without polling, for ``resume``.
-* ``deadline WHEN`` / ``deadline none``: the crawl ends at WHEN (``+90m``, ``+2h``, ``+30s``,
-  or a local time ``2026-12-01T18:00``): every worker closes with ``finish_reason`` ``deadline``.
-* ``budget SIZE`` / ``budget none``: the crawl ends once its workers have downloaded SIZE
-  (``500MB``, ``2GB``, bytes): ``finish_reason`` ``byte_budget``.
-* ``status --metrics-port N``: serve the crawl as one at ``http://METRICS_HOST:N/metrics`` for
-  Prometheus until stopped (Ctrl-C): the merged totals of every worker, the frontier, the
-  workers' heartbeats, the controls (:func:`crawler.metrics.families.crawl_families`), so a
-  dashboard needs no per-worker sums. Each scrape reads Redis (at most once per
-  ``metrics_interval`` seconds (``TUNING``); the same batched reads as ``status``), and
-  ``crawler_redis_up`` says whether it could.
-
-The controls live in Redis under the crawl's hash tag (``{<site>}:ctl``, ``{<site>}:blocked``:
-:class:`crawler.backends.redis.controls.CrawlControls`), so they survive worker restarts; each
-act is announced on the crawl's wake channel, and every worker reads them at each beat of its
-partitions (every second) and at once when it hears one, and obeys them from memory: the owner
-of a blocked host's partition drops its queued URLs and says how many. Settings (``REDIS_URL``,
-``FRONTIER_REDIS_KEY``, a site's ``[settings]``) are the crawl's: pass the same ``-s`` as to
-``scrapy crawl``.
+The subcommands are listed in :data:`_HELP` (``scrapy frontier -h``). ``status`` is
+:func:`crawler.backends.redis.status.crawl_report`; ``status --metrics-port`` serves it for
+Prometheus, read at most once per ``metrics_interval`` (``TUNING``), so a dashboard needs no
+per-worker sums. The controls live in Redis (:class:`crawler.backends.redis.controls.
+CrawlControls`), so they survive worker restarts, and every worker obeys them from memory.
+Settings are the crawl's: pass the same ``-s`` as to ``scrapy crawl``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Where every Redis user of a crawl gets its client, so all connect alike: built from the
-crawl's settings as scrapy-redis builds it (``REDIS_URL`` / ``REDIS_PARAMS``, ``rediss://`` for
-TLS), with the password kept out of the URL, to one Redis or to a Redis Cluster
-(``REDIS_CLUSTER``: docs/topics/fleet.md), returning bytes either way.
+"""Where every Redis user of a crawl gets its client, so all connect alike: from the settings
+as scrapy-redis reads them (``REDIS_URL``, ``REDIS_PARAMS``), the password kept out of the URL,
+to one Redis or a Redis Cluster (``REDIS_CLUSTER``: docs/topics/fleet.md), replies in bytes.
 """
 
 from __future__ import annotations
@@ -57,8 +56,7 @@ def redis_password(settings: BaseSettings) -> str | None:
 
 
 def _params(settings: BaseSettings) -> dict[str, Any]:
-    """The client's parameters as scrapy-redis assembles them, plus the password from a file
-    or the environment (:func:`redis_password`)."""
+    """The client's parameters as scrapy-redis assembles them, plus :func:`redis_password`."""
     params = dict(scrapy_redis_defaults.REDIS_PARAMS)
     params.update(settings.getdict("REDIS_PARAMS"))
     for source, dest in SETTINGS_PARAMS_MAP.items():
@@ -110,12 +108,10 @@ def _asks_cluster(params: dict[str, Any]) -> bool:
 
 
 def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
-    """:func:`redis_client` overrides for a client called on the reactor thread (the robots.txt
-    cache): one attempt per call on one Redis, two on a cluster (redis-py's default is up to
-    11, a cluster client reloading its slot map after each: the second attempt is what finds
-    the replica promoted by a failover that happened since the client's last call), and socket
-    timeouts of at most :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s: a
-    Redis cut off by the network would hold the reactor that long)."""
+    """:func:`redis_client` overrides for a client called on the reactor thread, which must not
+    wait: one attempt per call on one Redis, two on a cluster (the second, after reloading the
+    slot map, finds a replica promoted since the last call), and socket timeouts of at most
+    :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s)."""
     params = _params(settings)
     out: dict[str, Any] = {"retry": Retry(NoBackoff(), 1 if _is_cluster_mode(settings) else 0)}
     for name in ("socket_timeout", "socket_connect_timeout"):
@@ -127,12 +123,11 @@ def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
 
 
 class RedirectedNodes(NodesManager):
-    """redis-py's table of a cluster's nodes, with one fix. While a reshard moves its first
-    slots to a master that owns none yet, the old owner answers ``ASK`` with that master's
-    address; the table knows only the nodes ``CLUSTER SLOTS`` listed, finds none by that name,
-    and the client fails with an ``AttributeError`` (redis/redis-py#4015, the fix pending
-    upstream). A node named by a redirect is made on the spot instead, as redis-py makes the
-    others. The client and its pipelines share the table, so both follow the redirect."""
+    """redis-py's table of a cluster's nodes, with one fix still needed in redis-py 8.1: while
+    a reshard moves its first slots to a master that owns none yet, the old owner answers
+    ``ASK`` with an address the table does not know, and redis-py fails with an
+    ``AttributeError`` (redis/redis-py#4015; tests/test_redis_cluster_client.py checks that it
+    still does). A node named by a redirect is made on the spot instead."""
 
     def get_node(
         self, host: str | None = None, port: int | None = None, node_name: str | None = None
@@ -203,12 +198,10 @@ class Refusal:
 
 
 def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> list[Refusal]:
-    """The ``commands`` the client's user may not run, each once, asked of one Redis or of
-    each master of a cluster, without running any: queued after ``MULTI``, then ``DISCARD``
-    (docs/topics/fleet.md, "An ACL user"). Only ``NOPERM`` is a refusal (``MOVED`` comes
-    after the ACL check); a refused ``MULTI`` is the one refusal (the rest would run, so they
-    are not sent). A cluster master that cannot be reached is left out (the crawl's outage
-    handling copes with it)."""
+    """The ``commands`` the client's user may not run, asked of one Redis or of each master of
+    a cluster without running any: queued after ``MULTI``, then ``DISCARD``. Only ``NOPERM``
+    is a refusal (``MOVED`` comes after the ACL check); a refused ``MULTI`` is the one refusal
+    (the rest would run). A master that cannot be reached is left to the outage handling."""
     nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
     if is_cluster(client):
         nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]

@@ -2,10 +2,8 @@
 resume|deadline|budget``), kept in Redis so they outlast every worker; the deadline is on
 Redis's clock (the workers' clocks never meet).
 
-The operator writes each act and announces it with a ``PUBLISH ctl`` on the crawl's wake
-channel; a worker reads them all in one pipelined call at each beat and at once when it hears
-``ctl``, and obeys them from memory: nothing per URL asks Redis. Blocks are few (set by hand),
-so every worker holds them all.
+Each act is announced with ``PUBLISH ctl`` on the wake channel; a worker reads them all at each
+beat and when it hears ``ctl``, and obeys them from memory: nothing per URL asks Redis.
 """
 
 from __future__ import annotations
@@ -47,11 +45,9 @@ class CrawlControls:
         return seconds + micros / 1e6
 
     def block(self, name: str, *, domain: bool = False, wait: float = BLOCK_WAIT) -> int | None:
-        """Block a host, or a domain with all its hosts (met now or later): no worker admits or
-        hands out a URL of it again, and the owner of its partition drops its queued URLs.
-        ``name`` is read as :func:`host_name` reads it. Returns the URLs the owner dropped, as
-        it says within ``wait`` seconds, or None (no worker answered: the next owner drops
-        them when it takes the partition)."""
+        """Block a host, or a domain with all its hosts: no worker admits or hands out a URL of
+        it again, and its partition's owner drops its queued URLs. Returns how many, as the
+        owner says within ``wait`` seconds, or None (the next owner drops them)."""
         field = ("d:" if domain else "h:") + host_name(name)
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(self.keys.blocked, field, repr(self._now()))
@@ -66,8 +62,7 @@ class CrawlControls:
             time.sleep(_POLL)
 
     def unblock(self, name: str, *, domain: bool = False) -> int:
-        """Lift a block (1; 0: there was none). A host also blocked by name or by another
-        domain stays blocked; the URLs dropped stay dropped (they are seen)."""
+        """Lift a block (1; 0: there was none). The URLs dropped stay dropped (they are seen)."""
         field = ("d:" if domain else "h:") + host_name(name)
         pipe = self.client.pipeline(transaction=False)
         pipe.hdel(self.keys.blocked, field)
@@ -113,9 +108,9 @@ class CrawlControls:
     # -- a worker's side ---------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Send the bytes downloaded since the last refresh, read the controls and the blocks
-        in one pipelined call, and Redis's clock while a deadline is set (apart: a cluster's
-        pipeline refuses ``TIME``)."""
+        """Send the bytes downloaded since the last refresh and read the controls and blocks in
+        one pipelined call; and Redis's clock, apart (a cluster's pipeline refuses ``TIME``),
+        while a deadline is set."""
         spent = self._spent
         pipe = self.client.pipeline(transaction=False)
         if spent:
@@ -136,8 +131,8 @@ class CrawlControls:
             self.blocks += 1
 
     def halted(self) -> str:
-        """"" (hand out work), "paused", or why the crawl is over: "deadline" (Redis's time
-        passed it), "byte_budget" (the crawl's bytes reached it). From memory."""
+        """"" (hand out work), "paused", or why the crawl is over: "deadline" or "byte_budget".
+        From memory."""
         ctl = self._ctl
         deadline = ctl.get("deadline")
         if deadline is not None and self.clock() + self._offset >= float(deadline):
@@ -199,9 +194,8 @@ class CrawlControls:
         shard: Callable[[str], int],
     ) -> None:
         """A partitioned frontier's beat: refresh, then each owned partition (index ->
-        :class:`~crawler.backends.redis.partitioned.Partition`) whose frontier has not obeyed
-        the blocks as they are now (they changed, or it was just claimed) obeys them, through
-        ``guarded`` (a lost partition is dropped), and the operator hears what that dropped."""
+        :class:`~crawler.backends.redis.partitioned.Partition`) that has not obeyed the blocks
+        as they are now obeys them, through ``guarded``; the operator hears what it dropped."""
         self.refresh()
         dropped: dict[str, int] = {}
         for part in list(parts.values()):
@@ -213,9 +207,8 @@ class CrawlControls:
 
 
 def host_name(text: str) -> str:
-    """The name the frontier keys a host by (politeness, blocks and reports are per host
-    name, whatever the port): ``127.0.1.3:8080``, ``http://Example.org:8080/a`` and
-    ``example.org.`` are ``127.0.1.3``, ``example.org`` and ``example.org``."""
+    """The name the frontier keys a host by, whatever the port: ``http://Example.org:8080/a``
+    and ``example.org.`` are ``example.org``."""
     text = text.strip()
     if "://" not in text:
         text = "//" + text

@@ -1,11 +1,7 @@
-"""The crawl beyond one worker's partitions, as that worker sees it in Redis.
-
-A worker whose own partitions are done must not end the crawl while another partition still
-holds work: URLs queued or out of its queues, letters in its inbox, or work its owner said it
-holds in memory (``{crawl}:parts``, published at every beat that changed it). A worker back
-from an outage must hear from every server the crawl uses before it says "back": on a Redis
-Cluster the master that went away may hold only other workers' partitions, whose inboxes this
-worker mails.
+"""The crawl beyond one worker's partitions, as that worker sees it in Redis: a worker whose
+own partitions are done must not end the crawl while another partition still holds work, and
+one back from an outage must hear from every server the crawl uses (on a Redis Cluster the
+master that went away may hold only other workers' partitions, whose inboxes it mails).
 """
 
 from __future__ import annotations
@@ -16,8 +12,7 @@ from typing import Any
 
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 
-REPUBLISH = 10.0  # seconds: what a worker holds is said again though unchanged (a failover
-# may have lost the last saying)
+REPUBLISH = 10.0  # seconds: said again though unchanged (a failover may have lost the last)
 
 
 class FleetView:

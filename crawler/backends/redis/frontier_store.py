@@ -1,13 +1,10 @@
-"""``frontier_store`` of the ``redis`` backend: several ``scrapy crawl`` workers
-(``FRONTIER_BACKEND=redis``, ``REDIS_URL``, ``REDIS_PARAMS`` as in scrapy-redis), one polite
+"""``frontier_store`` of the ``redis`` backend: several ``scrapy crawl`` workers, one polite
 crawl, whose workers own partitions of its hosts.
 
-It wires what the workers share: the partitioned frontier, served to the reactor by a
-:class:`~crawler.frontier.buffered.BufferedFrontier` so no Redis round trip runs on the reactor
-thread; the scope; the seeds pushed while the crawl runs. It also refuses, before a crawl
-starts, a Redis or settings that cannot work. State stays after the crawl, like scrapy-redis's
-``SCHEDULER_PERSIST``: running a finished crawl again fetches only what is queued or due;
-``FRONTIER_RESET=True`` starts it afresh.
+It wires the partitioned frontier (behind a :class:`~crawler.frontier.buffered.BufferedFrontier`,
+so no Redis round trip runs on the reactor thread), the scope and the seeds pushed while the
+crawl runs, and refuses before a crawl starts a Redis or settings that cannot work. State stays
+after the crawl, like scrapy-redis's ``SCHEDULER_PERSIST``; ``FRONTIER_RESET=True`` starts afresh.
 """
 
 from __future__ import annotations
@@ -52,29 +49,22 @@ from crawler.report.worker import worker_id
 
 logger = logging.getLogger(__name__)
 
-# How long a partition stays a dead worker's: its owner renews the lease every BEAT second, so
-# a worker must stall this long to lose it, and a killed worker's hosts wait this long.
+# How long a partition stays a dead worker's: how long a killed worker's hosts wait.
 PARTITION_TTL = 10.0
 PARTITIONS = 16  # partitions of a crawl's hosts: at most this many workers share its work
-# The storage layout (crawler.backends.redis.keys.PartitionKeys): a crawl stored by another
-# version is refused in one line, never read or converted.
-LAYOUT = "7"
+LAYOUT = "7"  # of the keys: a crawl stored by another version is refused, never converted
 # The seen-set's false positives at most, past FRONTIER_SEEN_EXACT_LIMIT with RedisBloom (a URL
 # wrongly taken for seen is a page never fetched: one in a hundred of those past the limit).
 SEEN_ERROR = 0.01
-# FRONTIER_SEEN_EXACT_LIMIT=-1 (exact whatever the size): buckets laid out for this many URLs,
-# the setting's default (past it they grow, exact still)
+# FRONTIER_SEEN_EXACT_LIMIT=-1 (exact whatever the size): buckets laid out for this many URLs
 EXACT_LAYOUT_SIZE = 2_000_000
-# Seconds a worker's batch of links, completions and acknowledgements waits for more before it
-# goes to Redis (group commit): a busy worker sends a few pages' worth in one call (one pipeline
-# per node of a cluster). It delays only writes.
+# Seconds a worker's writes wait for more before they go to Redis (group commit): a busy worker
+# sends a few pages' worth in one call
 BATCH_LINGER = 0.01
 
 
-# Every command the crawl runs on its keys (tests/test_acl_probes.py finds them in the code:
-# redis-py's calls, the fenced writes, the Lua scripts' redis.call), with the arguments after
-# the key that make a valid call: Redis checks a call's arity before the user's rights, so a
-# probe of the wrong arity would pass whatever the rights. Probed on a partition's key.
+# Every command the crawl runs on its keys (tests/test_acl_probes.py finds them in the code),
+# with arguments that make a valid call: Redis checks arity before the user's rights.
 KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
     "APPEND": ("",), "DECR": (), "DEL": (), "EXISTS": (), "GET": (), "GETEX": (),
     "GETRANGE": (0, 0),
@@ -169,11 +159,9 @@ class RedisFrontierStore(MemoryFrontierStore):
         return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
 
     def wait_for_server(self) -> None:
-        """Before the crawl starts (no reactor yet): while Redis refuses connections, times out
-        or loads its data, say so in one line and wait for it, with backoff, until it answers
-        (then the checks run) or SIGINT/SIGTERM stops the wait (:class:`_Stopped`). Other
-        failures (a login, a certificate, a name that does not resolve) are left to the
-        checks, which refuse the crawl."""
+        """Before the crawl starts: while Redis is away (:func:`away`), say so in one line and
+        wait, with backoff, until it answers or SIGINT/SIGTERM stops the wait. Other failures
+        are left to the checks, which refuse the crawl."""
         backoff, since, where = FIRST_BACKOFF, None, safe_url(self.settings)
         with _stopped_by_signals(f"stopped while waiting for Redis at {where}"):
             while True:
@@ -202,8 +190,8 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     def check_server(self) -> list[str]:
         """Redis unreachable, the login refused, a command, key or channel the crawl will use
-        that its ACL user may not (else the crawl would end at once with 0 pages, crash, or
-        lose its wake-ups), or a policy that may evict the frontier."""
+        that its ACL user may not (the crawl would crash or lose its wake-ups), or a policy
+        that may evict the frontier."""
         where = safe_url(self.settings)
         try:
             client = redis_client(self.settings)
@@ -328,9 +316,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         }
 
     def _seen_config(self, client: Any) -> SeenSetConfig:
-        """Each partition's seen-set: its share of ``FRONTIER_SEEN_EXACT_LIMIT``; -1 (exact
-        whatever the size) keeps exact buckets even where the server has RedisBloom, laid
-        out for the default size (past it they grow, exact still)."""
+        """Each partition's seen-set: its share of ``FRONTIER_SEEN_EXACT_LIMIT``; -1 keeps exact
+        buckets even where the server has RedisBloom."""
         limit = self.config.seen_exact_limit
         exact = limit < 0
         if exact:
@@ -377,16 +364,13 @@ class RedisFrontierStore(MemoryFrontierStore):
                 clock=clock,
             )
 
-        def seen(keys: PartitionKeys) -> OwnerSeenSet:
-            return OwnerSeenSet(client, keys, config)
-
         return PartitionedFrontier(
             client,
             self.key,
             self.partition_count,
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
             build=build,
-            seen=seen,
+            seen=lambda keys: OwnerSeenSet(client, keys, config),
             front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,
@@ -404,9 +388,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         callbacks: FrontierCallbacks | None = None,
     ) -> Frontier:
         """The crawl's frontier for this worker, returned at once: its worker thread connects,
-        checks the crawl (layout, settings) and claims partitions, retried while Redis is away
-        (one line when it goes, one when it is back), so the reactor never waits for Redis;
-        what the crawl queues meanwhile is sent once it is open."""
+        checks the crawl and claims partitions, retried while Redis is away, so the reactor
+        never waits for Redis; what the crawl queues meanwhile is sent once it is open."""
         cb = callbacks or FrontierCallbacks()
         ttl = lease_ttl or self.config.lease_ttl
         inboxes: list[SharedInbox] = []
@@ -459,8 +442,8 @@ class RedisFrontierStore(MemoryFrontierStore):
 
 
 def away(exc: BaseException) -> bool:
-    """Redis is not there for now (:func:`is_transient`): not a certificate refused, not a
-    host name unknown (a mistake more likely than a server on its way)."""
+    """Redis is not there for now (:func:`is_transient`), but not a certificate refused or a
+    host name unknown: a mistake more likely than a server on its way."""
     if not is_transient(exc):
         return False
     seen: BaseException | None = exc

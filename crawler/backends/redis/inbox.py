@@ -15,9 +15,8 @@ SEED_BATCH = 2000  # seeds one worker takes from the list at a time (queued in b
 
 class SharedInbox:
     """Read on the frontier's worker thread at each housekeeping: seeds pushed to
-    ``<site>:start_urls`` (scrapy-redis's key; popped, so each goes to one worker; the
-    frontier's seen-test decides as for any seed) and hosts other workers brought into
-    scope."""
+    ``<site>:start_urls`` (scrapy-redis's key; popped, so each goes to one worker) and hosts
+    other workers brought into scope."""
 
     def __init__(
         self,
@@ -39,24 +38,17 @@ class SharedInbox:
     def poll(self) -> bool:
         """Hand over news; True while seeds are still waiting in the list (work to come).
 
-        Called under the frontier's guard, which retries it while Redis is away. One round
-        trip on one Redis; on a cluster the scope's size first, then the seeds (their list has
-        no hash tag: another node, maybe), so that a node failing between the two never takes
-        seeds from the list that then go nowhere."""
-        if self._cluster:
-            replies = [self.client.scard(self.scope.set)]
-            if self.on_seeds is not None:
-                pipe = self.client.pipeline(transaction=False)  # one key: one node
-                pipe.lpop(self.seeds_key, SEED_BATCH)
-                pipe.llen(self.seeds_key)
-                replies += pipe.execute()
-        else:
-            pipe = self.client.pipeline(transaction=False)  # one round trip for the news
+        One round trip on one Redis. On a cluster the seeds' list may sit on another node:
+        the scope is read first, so a node failing between the two never pops seeds that
+        then go nowhere."""
+        replies = [self.client.scard(self.scope.set)] if self._cluster else []
+        pipe = self.client.pipeline(transaction=False)
+        if not self._cluster:
             pipe.scard(self.scope.set)
-            if self.on_seeds is not None:
-                pipe.lpop(self.seeds_key, SEED_BATCH)
-                pipe.llen(self.seeds_key)
-            replies = pipe.execute()
+        if self.on_seeds is not None:
+            pipe.lpop(self.seeds_key, SEED_BATCH)
+            pipe.llen(self.seeds_key)
+        replies += pipe.execute()
         if self.on_scope is not None and replies[0] != self._scope_size:
             self._scope_size = replies[0]
             self.on_scope(self.scope.load())

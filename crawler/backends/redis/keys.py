@@ -1,12 +1,9 @@
-"""Every Redis key of a crawl, named in one place.
+"""Every Redis key of a crawl, named in one place: no module builds a key name itself.
 
-A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else the site's name):
-Redis Cluster keeps every key of one tag in one slot, and two crawls share a Redis without
-meeting. No module builds a key name itself: it asks :class:`CrawlKeys` (the crawl-wide state),
-:class:`PartitionKeys` (one partition of the crawl's hosts, under a tag of its own) or
-:class:`NeardupKeys`, and a script is given every key it touches. The names are those crawls
-were started with: renaming one would orphan a stored crawl. What each key holds, its type and
-its format: docs/reference/redis-keys.md (tests/test_redis_keys.py checks it names every key).
+A crawl's keys share the hash tag ``{<crawl>}`` (``FRONTIER_REDIS_KEY``, else the site's name),
+so Redis Cluster keeps them in one slot and two crawls share a Redis without meeting; each
+partition of the hosts has a tag of its own. Renaming a key would orphan a stored crawl. What
+each key holds: docs/reference/redis-keys.md (tests/test_redis_keys.py checks it is complete).
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ def crawler_key(crawler: Any) -> str:
 
 def address_keys(tag: str, address: str) -> list[str]:
     """The keys of a server address's shared politeness (``crawler.backends.redis.addresses``)
-    on the shard whose hash-tag prefix is ``tag``: its state, its fetches in flight, its line
-    of refused hosts by rank and by when each comes back."""
+    on the shard whose hash-tag prefix is ``tag``."""
     return [f"{tag}:{kind}:{address}" for kind in ("ip", "ipf", "ipw", "ipb")]
 
 
@@ -43,10 +39,8 @@ def glob_escape(text: str) -> str:
 
 
 class PartitionKeys:
-    """The keys of one partition of a crawl's hosts (layout 7), under the partition's own hash
-    tag (:func:`shard_tag`). Its owner (:mod:`crawler.backends.redis.ownership`) is the only
-    writer of all but ``inbox`` and ``seen``, and writes them through
-    :class:`crawler.backends.redis.fence.FencedWriter`."""
+    """The keys of one partition of a crawl's hosts, under its own hash tag. Its owner is the
+    only writer of all but ``inbox`` and ``seen``, through a fenced writer."""
 
     def __init__(self, crawl: str, index: int, count: int) -> None:
         if not 0 <= index < count:
@@ -180,9 +174,9 @@ SLOTS = 16384  # Redis Cluster's hash slots
 
 def shard_tag(crawl: str, index: int, count: int) -> str:
     """The hash tag of shard ``index`` of ``count``: ``<crawl>:<index>.<n>`` with the first
-    ``n`` whose cluster slot lies in the index-th count-th of the slots. Equal slot ranges
-    are what ``redis-cli --cluster create`` gives its masters, so S shards on S masters (or
-    a multiple) spread evenly; growing the cluster moves whole shards (a slot each)."""
+    ``n`` whose cluster slot lies in the index-th count-th of the slots, as
+    ``redis-cli --cluster create`` splits them over its masters: S shards on S masters spread
+    evenly."""
     low, high = index * SLOTS // count, (index + 1) * SLOTS // count
     for n in range(SLOTS * 64):
         tag = f"{crawl}:{index}.{n}"

@@ -1,28 +1,14 @@
-"""Redis going away, ridden out alike by every Redis user of a crawl: what counts as "away", one
-line when it goes and one when it is back (per component, never a traceback per page), a
-bounded wait for the callers that may wait, and none for those that may not.
+"""Redis going away, ridden out alike by every Redis user of a crawl: one log line when it
+goes and one when it is back (per component, never a traceback per page), a bounded wait for
+the callers that may wait, and none for those that may not.
 
-A restart (AOF replayed: ``LOADING`` for a while), a Redis Cluster failover (connections
-refused, then ``CLUSTERDOWN`` until a replica is promoted, then ``MOVED``), a network blip: each
-is a few seconds to a minute in which every call fails. The frontier rides it out in its own
-worker thread (``crawler.frontier.buffered``: retries in order, nothing dropped); the other
-users each hold a :class:`RedisOutage`:
-
-* :meth:`RedisOutage.call` runs a call; a transient failure (:func:`is_transient`) marks Redis
-  away (one warning naming the component and what it does meanwhile) and starts a probe, off
-  the caller's thread (a :class:`~crawler.threads.jobs.JobThread`), that tries a cheap read of
-  the component's own key with capped exponential backoff until it works (one warning again,
-  with how long it took). A caller never retries on its own: while Redis is away it waits for
-  the probe's news up to its ``wait`` seconds **counted from the start of the outage**, then
-  gives up with :class:`RedisUnavailable` at once; so during a long outage a caller that waits
-  costs one bounded wait in all, not one per call.
-* ``wait=0`` never waits: the reactor's callers (the robots.txt cache) fail at once while Redis
-  is away, and touch Redis again only once the probe found it back: a dead Redis costs the
-  reactor one failed call per outage (:class:`ActsAlone`).
-
-What each component does without Redis is its own (its docstring says). ``REDIS_OUTAGE_WAIT``
-(default 30 s: a restart or a failover with a Redis Cluster's default timeouts, not a Redis
-gone for good) bounds the callers that wait.
+A restart replaying its AOF, a cluster failover or a network blip makes every call fail for
+seconds to a minute. The frontier rides it out on its own thread (``crawler.frontier.buffered``);
+every other user holds a :class:`RedisOutage`, whose probe thread finds Redis back so that no
+caller retries on its own. ``wait`` counts from the start of the outage, so a long outage costs
+a waiting caller one bounded wait in all; ``wait=0`` (the reactor's callers, :class:`ActsAlone`)
+fails at once, one failed call per outage. ``REDIS_OUTAGE_WAIT`` (default 30 s: a restart or a
+failover, not a Redis gone for good) bounds the callers that wait.
 """
 
 from __future__ import annotations
@@ -110,7 +96,6 @@ class RedisOutage:
         wait: float = defaults.REDIS_OUTAGE_WAIT,
         back_note: Callable[[], str] | None = None,
         on_back: Callable[[], None] | None = None,
-        max_backoff: float = MAX_BACKOFF,
         log: logging.Logger = logger,
     ) -> None:
         self.component = component
@@ -119,7 +104,6 @@ class RedisOutage:
         self.wait = wait
         self.back_note = back_note
         self.on_back = on_back
-        self.max_backoff = max_backoff
         self.log = log
         self.outages = 0  # times Redis went away
         self.last_error: BaseException | None = None
@@ -251,4 +235,4 @@ class _Prober(JobThread):
         if outage._probe_once():
             self._backoff = FIRST_BACKOFF
         else:
-            self._backoff = min(self._backoff * 2, outage.max_backoff)
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF)

@@ -1,46 +1,21 @@
 """Which worker owns which partition of the crawl's hosts: leases, heartbeats and fair shares.
 
-The crawl's hosts are split into ``count`` partitions (:class:`PartitionKeys`); a worker owns a
-partition while it holds the partition's lease key (``{<tag>}:lease``, value
-``<worker>/<epoch>``, expiring after ``ttl``). Each :meth:`PartitionOwnership.beat` of a worker:
+A worker owns a partition while it holds its lease key (``{<tag>}:lease``, value
+``<worker>/<epoch>``, expiring after ``ttl``). Each :meth:`PartitionOwnership.beat` records the
+worker in the crawl's members ZSET, scored by Redis's ``TIME`` (never a worker's clock, which
+never meet); renews its leases with ``GETEX``, whose reply says whether each is still its own;
+claims free partitions up to its :func:`fair_share` (``INCR`` the epoch, then ``SET lease NX
+PX``), trying them in its own rendezvous order (:func:`preference`) so joining workers do not
+all race for partition 0; and names its ``surplus``.
 
-- records the beat in the crawl's members ZSET (``{<crawl>}:members``, score: Redis's ``TIME``
-  in ms, never the worker's clock) and removes the members that have not beaten within ``ttl``;
-- renews every lease it holds with a ``GETEX`` (one pipeline), whose reply tells a worker that
-  stalled past its lease that it lost the partition; a lease found lapsed is taken back
-  through the fence (:mod:`crawler.backends.redis.fence`), only while nobody claimed it;
-- claims free partitions (lease absent) up to its fair share (:func:`fair_share`: ``count``
-  over the live workers, the remainder to the first of them by name, so 16 partitions over 3
-  workers settle 6/5/5): ``INCR`` the partition's epoch, then ``SET lease NX PX``. Each worker
-  tries the partitions in its own order (rendezvous hashing of worker and index), so joining
-  workers do not all race for partition 0 and a worker's share is stable from beat to beat.
-  A claim whose reply is lost (the connection dropped after Redis set the lease) is
-  recognised by the lease's value, the worker's own: a ``GET`` in the claim's pipeline tells
-  a client that resent it, and the next beat reads the leases of a claim that failed, so the
-  partition is served at once, not left leased to nobody who knows for a TTL;
-- names the partitions it owns beyond the share (``surplus``).
+A surplus partition is handed over only once its open leases are settled: its next owner would
+otherwise hand the URL out again, a second fetch that no fault forced. :meth:`release` deletes
+the lease through the fence and wakes the others on the ``handover`` channel, so they claim it
+at once rather than at their next beat.
 
-The owner of a surplus partition hands out nothing more from it, and once its open leases are
-settled (fetched and processed), flushes its state and :meth:`~PartitionOwnership.release`
-frees it: a fenced ``DEL`` of the lease (and ``INCR`` of its epoch: the releaser can no longer
-take it back as a lapsed lease of its own) and a wake-up on the crawl's ``handover`` channel,
-so a worker below its share claims it at its next call, rather than at its next beat (and never
-after a TTL). However long that takes (a slow fetch, a page whose links are still in a busy
-worker's pipelines), the partition is not handed over with a lease open: its next owner would
-hand the URL out again (it is still out of the queues in Redis, and the old owner's completion
-of it would do nothing), a second fetch of a page that no fault forced. A joiner waits for its
-share no longer than the slowest of those leases; a lease nobody settles ends at its deadline
-(``FRONTIER_LEASE_TTL`` after its last renewal) like any other.
-
-The beat rides on the owner's frontier calls, which a loaded machine can hold up longer than a
-lease; a crawl's worker also renews its leases from a thread of its own
-(:meth:`PartitionOwnership.keep_alive`) while its last beat is at most ``STUCK`` old, so a
-lease lapses when the worker dies or its calls are stuck, not when they are slow.
-
-A killed worker's leases expire after ``ttl`` and the others claim them with a higher epoch;
-its :class:`FencedWriter` then raises :class:`PartitionLost` and writes nothing. Every command
-touches one key (one hash tag), so it all runs on redis-py's ``RedisCluster`` too, in
-non-transactional pipelines (one round trip per node).
+A killed worker's leases expire after ``ttl``; the others claim them with a higher epoch, and
+the dead worker's :class:`FencedWriter` refuses to write. Every command touches one hash tag,
+so it all runs on redis-py's ``RedisCluster`` in non-transactional pipelines.
 """
 
 from __future__ import annotations
@@ -87,31 +62,27 @@ class Beat:
 
 
 def fair_share(count: int, workers: list[str], worker: str) -> int:
-    """How many of ``count`` partitions ``worker`` should own among the live ``workers``: as
-    even as whole partitions allow, the first ``count % len(workers)`` workers by name owning
-    one more. Every worker computes the same split from the same members, so the shares add
-    up to ``count`` (with ``ceil`` for all, 16 over 3 would settle 6/6/4)."""
+    """How many of ``count`` partitions ``worker`` should own among the live ``workers``, the
+    first ``count % len(workers)`` by name owning one more: every worker computes the same
+    split from the same members, so the shares add up to ``count``."""
     ranked = sorted(set(workers) | {worker})
     base, extra = divmod(count, len(ranked))
     return base + (ranked.index(worker) < extra)
 
 
 def preference(worker: str, index: int) -> int:
-    """The rendezvous weight of partition ``index`` for ``worker``: each worker claims the
-    partitions it weighs most first and hands over the ones it weighs least, so workers spread
-    over the partitions without talking, and a worker's choice does not move between beats."""
+    """The rendezvous weight of partition ``index`` for ``worker``: workers spread over the
+    partitions without talking, and a worker's choice does not move between beats."""
     digest = hashlib.blake2b(f"{worker}/{index}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")
 
 
 class PartitionOwnership:
-    """One worker's side of the partitions of a crawl: the ones it owns (:attr:`owned`), and the
-    beat that keeps them, claims its share and names what it must hand over.
+    """One worker's side of the partitions of a crawl: the ones it owns (:attr:`owned`).
 
     ``ttl`` (seconds) is the life of a lease and of a membership without a beat: beat well
-    within it (a third of it leaves two beats of slack). ``replicas``: how many replicas each
-    of an owner's writes waits for (:class:`FencedWriter`). Not thread-safe: one caller beats.
-    """
+    within it. ``replicas``: how many replicas each of an owner's writes waits for
+    (:class:`FencedWriter`). Not thread-safe: one caller beats."""
 
     def __init__(
         self,
@@ -149,15 +120,12 @@ class PartitionOwnership:
 
     def beat(self) -> Beat:
         """Record this worker's beat, renew its leases, claim free partitions up to the fair
-        share and name the surplus. Round trips: the clock, one pipeline (membership and the
-        renewals) and, when it claims, three more (which leases exist, epochs, leases).
+        share and name the surplus.
 
-        Back from an outage (a beat failed: Redis away, the others' beats failing alike) or
-        a stall longer than a lease, it claims nothing for a TTL: the other workers' leases
-        and beats may have lapsed for the same reason, and they are coming back to take
-        their own leases again (lua/fence.lua) with the work they held. This worker's last
-        beat may be recent (it came back a few seconds before another, whose lease and
-        membership lapsed meanwhile): claiming then would fetch that worker's work twice."""
+        Back from an outage or a stall longer than a lease, it claims nothing for a TTL: the
+        other workers' leases may have lapsed for the same reason, and they are coming back
+        to take them again (lua/fence.lua) with the work they held; claiming them first
+        would fetch that work twice."""
         try:
             return self._beat()
         except Exception:
@@ -189,7 +157,7 @@ class PartitionOwnership:
         kept = self._renewed(held, values[: len(held)])
         beat = Beat(lost=[o.keys.index for o, ours in zip(held, kept, strict=True) if not ours])
         for index in beat.lost:
-            self._forget(index)
+            self.owned.pop(index, None)
         beat.claimed = [
             self._own(index, value)
             for (index, value), lease in zip(unsure.items(), values[len(held) :], strict=True)
@@ -216,17 +184,9 @@ class PartitionOwnership:
     def _renew_together(self, held: list[Ownership]) -> list[bool]:
         """Extend each lease of ``held`` by a TTL; whether each is still this worker's.
 
-        One ``GETEX key PX ttl`` a lease, all in one pipeline (a round trip per node on a
-        cluster; the beat's ride in its own request): its reply, the lease's value, says
-        whether the lease is still ours (:meth:`_renewed`). It needs no fence: a ``GETEX`` of a
-        lease another worker took extends that worker's lease, which is harmless (it renews it
-        anyway; had it died, its partition waits one TTL more, once) and tells this one it lost
-        the partition. Only a lease found gone (it lapsed: Redis was away longer than a TTL)
-        goes through the fence (:mod:`~crawler.backends.redis.fence`), which takes it back only
-        while nobody claimed the partition since. Renewals run every second whatever the
-        crawl's pace: as fenced ``PEXPIRE`` calls (~32k Redis instructions a lease against ~4k
-        for a ``GETEX``) they were a large share of a polite crawl's Redis work at a few pages
-        a second."""
+        A plain ``GETEX``, not a fenced write: renewals run every second whatever the crawl's
+        pace, and one that hits a lease another worker took only extends that worker's
+        lease (harmless) while its reply tells this one it lost the partition."""
         if not held:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -253,13 +213,11 @@ class PartitionOwnership:
 
     def _claim(self, candidates: list[int]) -> list[Ownership]:
         """Claim the ``candidates`` (free a moment ago): a new epoch each, then the lease if it
-        is still free. A partition another worker took in between is simply not claimed (its
-        epoch rose for nothing: epochs only need to grow).
+        is still free (epochs only need to grow, so one raised for nothing is harmless).
 
         Whether a claim was won is read back, not taken from the ``SET NX`` reply: a client
-        that resends the pipeline after a lost reply gets "not set" for a lease it set, and
-        the lease's value, the worker's own with a fresh epoch, is what tells. A pipeline
-        that fails leaves its claims unsure, for the next beat to read."""
+        that resends the pipeline after a lost reply gets "not set" for a lease it set. A
+        pipeline that fails leaves its claims unsure, for the next beat to read."""
         if not candidates:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -299,11 +257,9 @@ class PartitionOwnership:
         )
 
     def release(self, index: int, *, announce: bool = True) -> None:
-        """Give partition ``index`` up: a fenced ``DEL`` of its lease, so another worker may
-        claim it at once, and (``announce``) a wake-up on the ``handover`` channel, so it does
-        at its next call instead of its next beat. The caller flushes the owner's writes
-        first (a write still buffered is refused, not dropped); a lease already lost is left
-        as it is."""
+        """Give partition ``index`` up: a fenced ``DEL`` of its lease and (``announce``) a
+        wake-up on the ``handover`` channel. The caller flushes the owner's writes first; a
+        lease already lost is left as it is."""
         ownership = self.owned[index]
         if ownership.writer.pending:
             raise ValueError(f"partition {index} has {ownership.writer.pending} unflushed writes")
@@ -313,59 +269,46 @@ class PartitionOwnership:
         # lapse (lua/fence.lua), so whatever of it is still running here is refused
         releaser.write("INCR", releaser.epoch_key)
         with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
-            # a lease another worker holds is not ours either way; a DEL cut short (Redis
-            # away) raises: the partition stays owned and renewed, and is given up at a later
-            # beat, not served unrenewed until it lapses
+            # a DEL cut short (Redis away) raises: the partition stays owned and renewed
             with contextlib.suppress(PartitionLost):
                 releaser.flush()
-            self._forget(index)
+            self.owned.pop(index, None)
         if announce:
-            # a wake-up lost (Redis went away after the DEL) only delays the others' claim to
-            # their next beat; raising here would keep the caller serving a partition it no
-            # longer owns nor renews, whose next owner would fetch its open leases again
+            # a lost wake-up only delays the others' claim to their next beat; raising would
+            # keep the caller serving a partition it no longer owns
             with contextlib.suppress(redis.ConnectionError, redis.TimeoutError):
                 self.announce()
 
     def keep_alive(self, every: float, bound: float = STUCK) -> Callable[[], None]:
         """Renew the owned leases every ``every`` seconds from a thread of their own, while
-        the last beat is at most ``bound`` seconds old; returns what stops it (before
-        :meth:`leave`). The beat rides on the owner's calls, which a loaded machine can hold
-        up longer than a lease (a backlog of calls after an outage, a starved process): its
-        leases would lapse while it still hands their URLs out, and the next owner would
-        fetch them again. A worker killed renews nothing; one whose calls are stuck for
-        ``bound`` gives its partitions up as if killed."""
+        the last beat is at most ``bound`` seconds old; returns what stops it. The beat rides
+        on the owner's calls, which a loaded machine can hold up longer than a lease, and the
+        next owner would fetch its URLs again; a worker stuck for ``bound`` gives its
+        partitions up as if killed."""
         stop = threading.Event()
 
         def renew() -> None:
             while not stop.wait(every):
                 # (a beat within the period renewed them all already)
                 if every <= time.monotonic() - self._beaten <= bound:
-                    with contextlib.suppress(Exception):  # Redis away: the beat says so
-                        self._renew_held()
+                    # Redis away: the beat says so; a partition lost is the beat's to drop
+                    with self._lock, contextlib.suppress(Exception):
+                        self._renew_together(list(self.owned.values()))
 
         threading.Thread(target=renew, name="partition-leases", daemon=True).start()
         return stop.set
-
-    def _renew_held(self) -> None:
-        """Renew every owned lease; a partition found lost is the next beat's to drop."""
-        with self._lock:
-            self._renew_together(list(self.owned.values()))
 
     def announce(self) -> None:
         """Tell the crawl's workers that partitions were handed back (they beat and claim)."""
         self.client.publish(self.handover, b"released")
 
     def leave(self) -> None:
-        """Release every partition (their writes flushed) and leave the members, so the others
-        count one worker less at their next beat, which the wake-up makes at once: they claim
-        the partitions without waiting for a TTL."""
+        """Release every partition (their writes flushed) and leave the members; the wake-up
+        makes the others claim them at once, not after a TTL."""
         for index in list(self.owned):
             self.release(index, announce=False)
         self.client.zrem(self.members, self.worker)
         self.announce()
-
-    def _forget(self, index: int) -> None:
-        self.owned.pop(index, None)
 
     def _now_ms(self) -> int:
         """Redis's clock in ms, from the server that holds the members (a cluster's nodes each

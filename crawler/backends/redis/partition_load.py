@@ -1,7 +1,6 @@
-"""Per-partition load of a crawl's frontier, for ``scrapy frontier <site> status``, so an
-operator sees a hot partition or node, a partition nobody owns, or an inbox its owner does not
-keep up with, before it hurts. Two pipelined calls of counts over every partition, never a walk
-of a queue.
+"""Per-partition load of a crawl's frontier, for ``scrapy frontier <site> status``: a hot
+partition or node, one nobody owns, an inbox not kept up with. Two pipelined calls of counts,
+never a walk of a queue.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""One view of a shared (Redis) crawl: what ``scrapy frontier <site>`` shows, as plain data,
-and the workers' heartbeats and merged counters it reads. The partitions are read as their
-owners left them in Redis, in many short calls, never one long one; what only the workers know
-(their leases, their hosts' fetches) comes from their heartbeats.
+"""What ``scrapy frontier <site>`` shows of a shared crawl, as plain data: the partitions as
+their owners left them in Redis (many short calls, never one long one), and what only the
+workers know from their heartbeats.
 """
 
 from __future__ import annotations
@@ -25,17 +24,12 @@ from crawler.report.tally import HostTallies, HostTally
 
 
 class Fleet:
-    """A worker's side of the one view: its counters merged into the crawl's and its heartbeat.
-    Blocking calls: run them off the reactor.
+    """A worker's counters merged into the crawl's, and its heartbeat. Blocking calls: run
+    them off the reactor.
 
-    A beat is Redis's ``TIME``, then one transaction (``MULTI``: a beat that failed wrote
-    nothing, and is sent again in full): the counters that moved, the operator's controls and
-    blocked names read, the heartbeat written stamped with that time. The stamp is Redis's
-    clock because the workers' clocks never meet; ``TIME`` goes alone, as a cluster's
-    transaction takes no keyless command. A worker's ``started`` is its first beat's stamp,
-    kept across its restarts (read once); "paused" is decided by the reader, from the
-    controls (:meth:`workers`). No script: nothing here needs a read and a write in one step.
-    """
+    A beat is one transaction, so a beat that failed wrote nothing and is sent again in full.
+    It is stamped with Redis's ``TIME`` (the workers' clocks never meet), asked apart: a
+    cluster's transaction takes no keyless command."""
 
     def __init__(self, client: redis.Redis, key: str, worker_id: str) -> None:
         self.client = client

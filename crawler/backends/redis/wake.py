@@ -17,12 +17,10 @@ def listen(
     on_control: Callable[[], None],
     on_channel: Callable[[str | None], None] | None = None,
 ) -> Callable[[], None]:
-    """Listen on ``channel`` (or several) on a thread of its own, blocked in a socket read.
-    Every message calls ``on_channel`` with its channel, if given, then ``on_change`` (``ctl``
-    calls ``on_control`` first); so does every (re)subscription (``on_channel(None)``), for
-    whatever happened while not listening. A lost connection is retried every second on a new
-    subscription (on a cluster another node may serve it: PUBLISH reaches every node). Returns
-    the function that stops listening."""
+    """Listen on ``channel`` (or several) on a thread of its own. Every message calls
+    ``on_channel`` with its channel, if given, then ``on_change`` (``ctl`` calls ``on_control``
+    first); so does every (re)subscription (``on_channel(None)``), for whatever happened while
+    not listening. A lost connection is retried every second. Returns what stops listening."""
     channels = [channel] if isinstance(channel, str) else list(channel)
     holder = [client.pubsub(ignore_subscribe_messages=True)]
     stop = threading.Event()
