@@ -212,11 +212,8 @@ class FencedWriter:
                 logger.warning(
                     "A frontier write of %s went on without its replicas (%d of %d within "
                     "%d ms): a failover now may lose it (counted, warned once)",
-                    self.lease_key,
-                    acked,
-                    wanted,
-                    REPLICA_WAIT_MS,
-                )
+                    self.lease_key, acked, wanted, REPLICA_WAIT_MS,
+                )  # fmt: skip
         return reply
 
     def _wanted(self, node: Any) -> int:
@@ -230,12 +227,8 @@ class FencedWriter:
             if have < self.replicas and counted == float("-inf"):
                 logger.warning(
                     "The master of %s has %d replicas, FRONTIER_REPLICA_WAIT asks for %d: its "
-                    "writes wait for %d",
-                    self.lease_key,
-                    have,
-                    self.replicas,
-                    have,
-                )
+                    "writes wait for %d", self.lease_key, have, self.replicas, have,
+                )  # fmt: skip
             self._replicas_seen = (now, have)
         return min(self.replicas, have)
 
@@ -249,12 +242,10 @@ def reread_slots(client: Any) -> None:
 
 
 def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> Any:
-    """One call of the fence script (redis-py's ``Script`` ``script``) on ``client``: its
-    reply, or its refusal raised. Sent by :func:`wire.execute`, which goes through redis-py
-    (its retries) when it must: a call sent again after a lost connection is what redis-py's
-    own retry does, and the call's number makes it harmless. A server that lacks the
-    script (``NOSCRIPT``: it did not run: a restart, a failover) is sent it, then the call
-    again."""
+    """One call of the fence script (redis-py's ``Script``) on ``client``: its reply, or its
+    refusal raised. :func:`wire.execute` may send it again after a lost connection, as
+    redis-py's own retry would: the call's number makes that harmless. A server that lacks
+    the script (``NOSCRIPT``: a restart, a failover) is sent it, then the call again."""
 
     def through_redis_py() -> list[Any]:
         try:
