@@ -136,18 +136,10 @@ class FencedWriter:
         self.dropped = [*self.dropped, *self._writes]
         self._writes, self._sent = [], 0
 
-    def _next_batch(self) -> list[Write]:
-        """The writes of the next call: the call of unknown outcome again, or the next ones."""
-        batch = self._writes[: self._sent or MAX_WRITES]
-        self._sent = len(batch)
-        return batch
-
     def _refused(self, reply: redis.ResponseError, j: int) -> PartitionLost | None:
         """The refusal of partition ``j`` of a call (its writes dropped: nothing of the call
-        was applied), if ``reply`` refused it; another error is raised."""
+        was applied), if ``reply`` (``FENCED`` or ``REWOUND``, and the partitions) names it."""
         refused, *which = str(reply).split()
-        if refused not in ("FENCED", "REWOUND"):
-            raise reply
         if str(j) not in which:
             return None
         self.dropped = self._writes  # nothing of the call was applied: none of it goes again
@@ -265,13 +257,15 @@ def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> A
 
 def combine(writers: list[FencedWriter]) -> tuple[list[str], list[Any], list[int | str]]:
     """The script's keys and arguments for the writers' next batches (one call of
-    ``lua/fence.lua``, the writers' partitions on one server), and each one's number."""
+    ``lua/fence.lua``, the writers' partitions on one server: each writer's call of unknown
+    outcome again, or its next writes), and each one's number."""
     keys: list[str] = []
     head = [len(writers)]
     argv: list[Any] = [b""]
     numbers: list[int | str] = []
-    batches = [w._next_batch() for w in writers]
+    batches = [w._writes[: w._sent or MAX_WRITES] for w in writers]
     for w, batch in zip(writers, batches, strict=True):
+        w._sent = len(batch)
         if w._seq is None:  # the calls the partition's owners made so far
             w._seq = int(w.client.get(w.seq_key) or 0)
         number: int | str = "" if w._seq < 0 else w._seq + 1
