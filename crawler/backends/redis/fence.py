@@ -263,8 +263,10 @@ def combine(writers: list[FencedWriter]) -> tuple[list[str], list[Any], list[int
     head = [len(writers)]
     argv: list[Any] = [b""]
     numbers: list[int | str] = []
-    batches = [w._writes[: w._sent or MAX_WRITES] for w in writers]
-    for w, batch in zip(writers, batches, strict=True):
+    batches = []
+    for w in writers:
+        batch = w._writes[: w._sent or MAX_WRITES]
+        batches.append(batch)
         w._sent = len(batch)
         if w._seq is None:  # the calls the partition's owners made so far
             w._seq = int(w.client.get(w.seq_key) or 0)
@@ -321,8 +323,8 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     anything is written, so the writes of all land together or, a partition lost, none. On a
     cluster, where each partition has its own slot, each round sends every writer's next
     call in one pipeline, which the cluster client splits by node; each call is fenced on its
-    own (one refused leaves the others applied). Writers that wait for replicas (``WAIT``
-    after each call) send their calls one by one."""
+    own (one refused leaves the others applied). A call that waits for replicas (``WAIT``
+    after it, on its connection) goes alone."""
     return _flush(client, writers)[0]
 
 
@@ -333,21 +335,20 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
     cluster = hasattr(client, "get_node_from_key")
     waiting = [w for w in writers if w._writes]
     while waiting:
-        if any(w.replicas for w in waiting):
-            calls = [waiting[:1]]
-        elif cluster:
+        if cluster and not waiting[0].replicas:  # (the writers of a flush wait alike)
             calls = [[w] for w in waiting]
-        else:  # as many as one call holds
+        else:  # as many as one call holds (on a cluster, one)
             calls, total = [[]], 0
             for w in waiting:
                 total += w._sent or min(len(w._writes), MAX_WRITES)
-                if calls[0] and total > MAX_WRITES:
+                if calls[0] and (total > MAX_WRITES or cluster):
                     break
                 calls[0].append(w)
-        built = [combine(call) for call in calls]
+        built = list(map(combine, calls))
         if len(calls) == 1:
+            keys, argv, _ = built[0]
             try:
-                replies = [calls[0][0]._run(*built[0][:2])]
+                replies = [calls[0][0]._run(keys, argv)]
             except redis.ResponseError as exc:
                 replies = [exc]
         else:  # (a cluster's pipeline asks the server for an EVALSHA's keys unless told)
@@ -359,8 +360,12 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
             replies = pipe.execute(raise_on_error=False)
         error: Exception | None = None
         refused = unloaded = False
-        for call, (_, _, numbers), reply in zip(calls, built, replies, strict=True):
-            if isinstance(reply, NoScriptError) and not loaded:  # not run: sent again
+        for c, call in enumerate(calls):  # (no zip: its strict= costs more than a write)
+            reply, numbers = replies[c], built[c][2]
+            if not isinstance(reply, Exception):
+                for j, w in enumerate(call):
+                    applied += w._settle(reply, j, numbers[j])
+            elif isinstance(reply, NoScriptError) and not loaded:  # not run: sent again
                 unloaded = True
             elif isinstance(reply, redis.ResponseError) and str(reply).startswith(
                 ("FENCED", "REWOUND")
@@ -368,11 +373,8 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
                 refused = True
                 for j, w in enumerate(call, 1):
                     lost[writers.index(w)] = w._refused(reply, j)
-            elif isinstance(reply, Exception):
-                error = error or reply
             else:
-                for j, (w, number) in enumerate(zip(call, numbers, strict=True)):
-                    applied += w._settle(reply, j, number)
+                error = error or reply
         if unloaded:  # (a restarted server, or a cluster node new to the script)
             client.script_load(FENCE_SOURCE)
             loaded = True
