@@ -323,8 +323,8 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     anything is written, so the writes of all land together or, a partition lost, none. On a
     cluster, where each partition has its own slot, each round sends every writer's next
     call in one pipeline, which the cluster client splits by node; each call is fenced on its
-    own (one refused leaves the others applied). A call that waits for replicas (``WAIT``
-    after it, on its connection) goes alone."""
+    own (one refused leaves the others applied). Writers that wait for replicas (``WAIT``
+    after each call) send their calls one by one."""
     return _flush(client, writers)[0]
 
 
@@ -337,11 +337,11 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
     while waiting:
         if cluster and not waiting[0].replicas:  # (the writers of a flush wait alike)
             calls = [[w] for w in waiting]
-        else:  # as many as one call holds (on a cluster, one)
+        else:  # as many as one call holds (one if on a cluster or waiting for replicas)
             calls, total = [[]], 0
             for w in waiting:
                 total += w._sent or min(len(w._writes), MAX_WRITES)
-                if calls[0] and (total > MAX_WRITES or cluster):
+                if calls[0] and (total > MAX_WRITES or cluster or w.replicas):
                     break
                 calls[0].append(w)
         built = list(map(combine, calls))
