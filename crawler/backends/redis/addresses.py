@@ -1,17 +1,16 @@
-"""Politeness per server address for a fleet (``ADDRESS_BUDGET_CLASS`` of the ``redis`` backend):
-the budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
+"""Politeness per server address for a fleet (``address_budget`` of the ``redis`` backend): the
+budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
 fetches in flight and the same next start at an address.
 
 An address's state lives on the shard its address string hashes to, so the names of one
 server, which may live on different shards, meet at one set of keys. One call of
-``lua/address.lua`` per lease taken and one per fetch ended, timed by Redis's clock (the
-workers' clocks never meet): the check and the count of a fetch at a busy address are one step
-for the whole fleet.
+``lua/address.lua`` per lease taken and one per fetch ended, on Redis's clock (the workers'
+clocks never meet): the check and the count of a fetch are one step for the whole fleet.
 
-While Redis is away the budget lets fetches go (the frontier's per-host politeness still holds)
-rather than stopping the crawl, and says so once. The end of a fetch that could not be told to
-Redis is kept and told once it is back: a Redis that kept its state (AOF) would otherwise hold
-that fetch's slot until its lease TTL, closing the address to the whole fleet for minutes.
+While Redis is away the budget lets fetches go (per-host politeness still holds) rather than
+stopping the crawl. The end of a fetch Redis missed is told once it is back: a Redis that kept
+its state (AOF) would otherwise hold that fetch's slot until its lease TTL, closing the
+address to the whole fleet for minutes.
 """
 
 from __future__ import annotations
@@ -99,7 +98,7 @@ class RedisAddressBudget(ActsAlone):
         args = [
             "take", token, self._now(), SEED, policy.concurrency, repr(policy.gap(None)),
             repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL),
-        ]
+        ]  # fmt: skip
         reply = self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0")
         return float(reply)
 

@@ -2,16 +2,13 @@
 
 A worker owns a partition of the crawl's hosts through a lease key (``{<tag>}:lease``, see
 :mod:`crawler.backends.redis.ownership`) whose value names the worker and the epoch of its
-ownership. Every write the owner makes to the partition's state is buffered here and sent as
-one call of ``lua/fence.lua``, which checks the lease value and applies the writes in one
-atomic step: a worker that stalled past its lease and lost the partition to another gets
-:class:`PartitionLost` and changes nothing (fencing). A lease that lapsed while no other worker
-claimed the partition (Redis away longer than the TTL: a restart from its AOF finds the lease
-expired) is taken back by its owner in that same step, so an outage costs no handover. Each
-of the owner's calls is numbered: one sent again after its reply was lost with the connection
-is not applied twice. One writer per partition means plain commands suffice; the script only
-adds the checks, and declares every key it touches, so it runs on proxies and managed clusters
-that enforce declared keys.
+ownership. The owner's writes are buffered here and sent as calls of ``lua/fence.lua``, which
+checks the lease and applies the writes in one atomic step: a worker that stalled past its
+lease and lost the partition gets :class:`PartitionLost` and changes nothing (fencing). A lease
+that lapsed while no other worker claimed the partition (Redis away longer than the TTL) is
+taken back in that same step, so an outage costs no handover. Each call is numbered: one sent
+again after its reply was lost with the connection is not applied twice. The script declares
+every key it touches, so it runs on proxies and managed clusters that enforce declared keys.
 """
 
 from __future__ import annotations
@@ -43,6 +40,8 @@ REPLICA_RECOUNT = 10.0
 
 logger = logging.getLogger(__name__)
 
+Write = tuple[str, str, tuple[Any, ...]]
+
 
 class PartitionLost(Exception):
     """The partition's lease is not (or no longer) this worker's: nothing was written."""
@@ -70,15 +69,10 @@ class PartitionRewound(PartitionLost):
 class FencedWriter:
     """Buffers one partition owner's writes and applies them, fenced by its lease.
 
-    ``write`` queues a command on a key under the partition's hash tag; ``flush`` sends the
-    queue in order (in calls of at most ``MAX_WRITES`` writes each: a flush that spans calls
-    is applied call by call, each one fenced) and returns how many writes were applied (not
-    their replies: the script would build them for every write, and no owner reads them).
-
-    A call that failed on the way (the connection lost: Redis may have applied it and its
-    reply was lost) is sent again as it was, under its number, before anything queued since:
-    the script skips every write of a number it applied, so a write added to the call would be
-    dropped.
+    ``flush`` sends the queue in order, in calls of at most ``MAX_WRITES`` writes, each fenced.
+    A call that failed on the way (the connection lost: Redis may have applied it) is sent
+    again as it was, under its number, before anything queued since: the script skips every
+    write of a number it applied, so a write added to the call would be dropped.
     """
 
     def __init__(
@@ -109,20 +103,14 @@ class FencedWriter:
         self.seq_key = lease_key.rpartition(":")[0] + ":seq"
         self._seq: int | None = None if numbered else -1
         self._script = client.register_script(FENCE_SOURCE)
-        self._writes: list[tuple[str, str, tuple[Any, ...]]] = []
+        self._writes: list[Write] = []
         self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
         # the writes last dropped unapplied (a refusal, a discard), for who needs them back
-        self.dropped: list[tuple[str, str, tuple[Any, ...]]] = []
+        self.dropped: list[Write] = []
 
     @property
     def pending(self) -> int:
         return len(self._writes)
-
-    @property
-    def settled(self) -> bool:
-        """No call whose outcome is unknown waits to be sent again (the next flush of at
-        most ``MAX_WRITES`` writes is one call)."""
-        return not self._sent
 
     def write(self, command: str, key: str, *args: Any) -> None:
         """Queue ``command key *args`` (sent at the next ``flush``)."""
@@ -131,15 +119,12 @@ class FencedWriter:
         self._writes.append((command, key, args))
 
     def flush(self) -> int:
-        """Apply the queued writes; raise :class:`PartitionLost` (and drop them) if the lease
-        is not ours."""
-        applied = 0
-        while self._writes:
-            batch = self._writes[: self._sent or MAX_WRITES]
-            self._sent = len(batch)
-            applied += self._apply(batch)
-            del self._writes[: len(batch)]
-            self._sent = 0
+        """Apply the queued writes and return how many were applied (not their replies: no
+        owner reads them); raise :class:`PartitionLost` (and drop them) if the lease is not
+        ours."""
+        lost, applied = _flush(self.client, [self])
+        if lost[0] is not None:
+            raise lost[0]
         return applied
 
     def discard(self) -> None:
@@ -151,40 +136,28 @@ class FencedWriter:
         self.dropped = [*self.dropped, *self._writes]
         self._writes, self._sent = [], 0
 
-    def _apply(self, batch: list[tuple[str, str, tuple[Any, ...]]]) -> int:
-        keys, argv, numbers = combine([(self, batch)])
-        try:
-            reply = self._run(keys, argv)
-        except redis.ResponseError as exc:
-            reply = exc
-        if isinstance(reply, redis.ResponseError):
-            self._refused(reply, 1)
-        if isinstance(reply, Exception):
-            raise reply
-        return self._settle(reply, 0, numbers[0], len(batch))
-
-    def _refused(self, reply: redis.ResponseError, j: int) -> None:
-        """Raise the refusal of partition ``j`` of a call (its writes dropped: nothing of
-        the call was applied), if ``reply`` refused it; another error is the caller's."""
+    def _refused(self, reply: redis.ResponseError, j: int) -> PartitionLost | None:
+        """The refusal of partition ``j`` of a call (its writes dropped: nothing of the call
+        was applied), if ``reply`` (``FENCED`` or ``REWOUND``, and the partitions) names it."""
         refused, *which = str(reply).split()
-        if refused not in ("FENCED", "REWOUND"):
-            raise reply
         if str(j) not in which:
-            return
+            return None
         self.dropped = self._writes  # nothing of the call was applied: none of it goes again
         self._writes, self._sent = [], 0
         if refused == "FENCED":
-            raise PartitionLost(self.lease_key) from None
+            return PartitionLost(self.lease_key)
         self._seq = None  # the next owner's calls count on from what Redis kept
-        raise PartitionRewound(self.lease_key) from None
+        return PartitionRewound(self.lease_key)
 
-    def _settle(self, reply: bytes | str, j: int, number: int | str, size: int) -> int:
-        """How many writes of its call (partition ``j`` of a call's ``reply``: the script's
-        flags of the partitions skipped, or "") were applied (0: it was applied before)."""
+    def _settle(self, reply: bytes | str, j: int, number: int | str) -> int:
+        """Drop the writes of the call partition ``j`` of ``reply`` (the script's flags of
+        the partitions skipped, or "") answered; how many were applied (0: skipped, it was
+        applied before)."""
         if number:
             self._seq = int(number)
-        flag = reply[j : j + 1]
-        return 0 if flag in (b"1", "1") else size
+        size, self._sent = self._sent, 0
+        del self._writes[:size]
+        return 0 if reply[j : j + 1] in (b"1", "1") else size
 
     def _run(self, keys: list[str], argv: list[Any]) -> Any:
         """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
@@ -212,10 +185,9 @@ class FencedWriter:
                     continue
                 break
         except (redis.ConnectionError, redis.TimeoutError):
-            # the slot's master died: the cluster client's map of slots still names it, and
-            # nothing routed through the client would correct it, as this call goes to the
-            # node itself; read the map again (the caller sends the call again, to the
-            # promoted replica once the cluster has one)
+            # the slot's master died: the client's map of slots still names it, and nothing
+            # routed through the client would correct it, as this call goes to the node
+            # itself; read the map again (the call goes again, to the promoted replica)
             if cluster:
                 self._replicas_seen = (float("-inf"), 0)
                 reread_slots(self.client)
@@ -233,7 +205,7 @@ class FencedWriter:
                     "A frontier write of %s went on without its replicas (%d of %d within "
                     "%d ms): a failover now may lose it (counted, warned once)",
                     self.lease_key, acked, wanted, REPLICA_WAIT_MS,
-                )
+                )  # fmt: skip
         return reply
 
     def _wanted(self, node: Any) -> int:
@@ -248,7 +220,7 @@ class FencedWriter:
                 logger.warning(
                     "The master of %s has %d replicas, FRONTIER_REPLICA_WAIT asks for %d: its "
                     "writes wait for %d", self.lease_key, have, self.replicas, have,
-                )
+                )  # fmt: skip
             self._replicas_seen = (now, have)
         return min(self.replicas, have)
 
@@ -262,12 +234,10 @@ def reread_slots(client: Any) -> None:
 
 
 def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> Any:
-    """One call of the fence script (redis-py's ``Script`` ``script``) on ``client``: its
-    reply, or its refusal raised. Sent by :func:`wire.execute`, which goes through redis-py
-    (its retries) when it must: a call sent again after a lost connection is what redis-py's
-    own retry does, and the call's number makes it harmless. A server that lacks the
-    script (``NOSCRIPT``: it did not run: a restart, a failover) is sent it, then the call
-    again."""
+    """One call of the fence script (redis-py's ``Script``) on ``client``: its reply, or its
+    refusal raised. :func:`wire.execute` may send it again after a lost connection, as
+    redis-py's own retry would: the call's number makes that harmless. A server that lacks
+    the script (``NOSCRIPT``: a restart, a failover) is sent it, then the call again."""
 
     def through_redis_py() -> list[Any]:
         try:
@@ -285,16 +255,19 @@ def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> A
     return reply
 
 
-def combine(
-    calls: list[tuple[FencedWriter, list[tuple[str, str, tuple[Any, ...]]]]],
-) -> tuple[list[str], list[Any], list[int | str]]:
-    """The script's keys and arguments for the writers' batches (one call of
-    ``lua/fence.lua``, the writers' partitions on one server), and each call's number."""
+def combine(writers: list[FencedWriter]) -> tuple[list[str], list[Any], list[int | str]]:
+    """The script's keys and arguments for the writers' next batches (one call of
+    ``lua/fence.lua``, the writers' partitions on one server: each writer's call of unknown
+    outcome again, or its next writes), and each one's number."""
     keys: list[str] = []
-    head = [len(calls)]
+    head = [len(writers)]
     argv: list[Any] = [b""]
     numbers: list[int | str] = []
-    for w, batch in calls:
+    batches = []
+    for w in writers:
+        batch = w._writes[: w._sent or MAX_WRITES]
+        batches.append(batch)
+        w._sent = len(batch)
         if w._seq is None:  # the calls the partition's owners made so far
             w._seq = int(w.client.get(w.seq_key) or 0)
         number: int | str = "" if w._seq < 0 else w._seq + 1
@@ -302,11 +275,11 @@ def combine(
         keys += (w.lease_key, w.seq_key)
         argv += (w.lease_value, w.epoch, w.ttl_ms, number, w._seq)
         head.append(len(batch))
-    keys += [w.epoch_key for w, _ in calls]
+    keys += [w.epoch_key for w in writers]
     index = {key: at + 1 for at, key in enumerate(keys)}
     shapes: list[int] = []
     writes: list[Any] = []
-    for _, batch in calls:
+    for batch in batches:
         for command, key, args in batch:
             k = index.get(key)
             if k is None:
@@ -339,114 +312,75 @@ def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedW
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
     """Flush several partitions' writers in as few round trips as their queues allow.
 
-    On one server, the writers' next calls (each queue's next writes, or the call whose
-    outcome is unknown, again) go as one call of the script, of at most ``MAX_WRITES`` writes
-    in all: every partition's lease and number is checked before anything is written, so the
-    writes of all land together or, a partition lost, none: the lost ones' writes are dropped
-    and the others' stay queued, for the caller to flush again once it has mailed what the
-    lost ones were to store (a page's links before its acknowledgement). On a cluster, where
-    each partition has its own slot, each round sends every writer's next call in one
-    non-transactional pipeline, which the cluster client splits by node; each call is fenced
-    on its own (one refused leaves the others applied). Returns, per writer, the
-    :class:`PartitionLost` that refused its writes, or None; another error is raised (the
-    writers it hit keep their writes, to be sent again as they were). Writers that wait for
-    replicas (``WAIT`` after each call) flush one by one."""
+    Returns, per writer, the :class:`PartitionLost` that refused its writes, or None. The
+    first refusal ends the flush: the lost ones' writes are dropped, the others' stay queued
+    (a call of unknown outcome, to go again as it was), for the caller to flush again once
+    it has mailed what the lost ones were to store (a page's links before its
+    acknowledgement). Another error is raised, the writers it hit keeping their writes.
+
+    On one server the writers' next calls go as one call of the script, of at most
+    ``MAX_WRITES`` writes in all: every partition's lease and number is checked before
+    anything is written, so the writes of all land together or, a partition lost, none. On a
+    cluster, where each partition has its own slot, each round sends every writer's next
+    call in one pipeline, which the cluster client splits by node; each call is fenced on its
+    own (one refused leaves the others applied). Writers that wait for replicas (``WAIT``
+    after each call) send their calls one by one."""
+    return _flush(client, writers)[0]
+
+
+def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost | None], int]:
+    """:func:`flush_together`, and how many writes were applied."""
     lost: list[PartitionLost | None] = [None] * len(writers)
-    waiting = [i for i, w in enumerate(writers) if w._writes]
-    if len(waiting) < 2 or any(writers[i].replicas for i in waiting):
-        for i in waiting:
-            try:
-                writers[i].flush()
-            except PartitionLost as exc:
-                lost[i] = exc
-        return lost
-    if hasattr(client, "get_node_from_key"):
-        return _flush_cluster(client, writers, waiting, lost)
-    script = writers[waiting[0]]._script
+    applied, loaded = 0, False
+    cluster = hasattr(client, "get_node_from_key")
+    waiting = [w for w in writers if w._writes]
     while waiting:
-        group: list[int] = []
-        total = 0
-        for i in waiting:
-            w = writers[i]
-            size = w._sent or min(len(w._writes), MAX_WRITES)
-            if group and total + size > MAX_WRITES:
-                break
-            group.append(i)
-            total += size
-        calls = []
-        for i in group:
-            w = writers[i]
-            calls.append((w, w._writes[: w._sent or MAX_WRITES]))
-            w._sent = len(calls[-1][1])
-        keys, argv, numbers = combine(calls)
-        try:
-            reply = call_script(script, client, keys, argv)
-        except redis.ResponseError as exc:
-            if str(exc).split(" ", 1)[0] not in ("FENCED", "REWOUND"):
-                raise
-            for j, i in enumerate(group, 1):  # (the others' calls go again as they were)
-                try:
-                    writers[i]._refused(exc, j)
-                except PartitionLost as refused:
-                    lost[i] = refused
-            return lost  # the caller mails what the lost ones carried before the rest
-
-        for j, ((w, batch), number) in enumerate(zip(calls, numbers, strict=True)):
-            w._settle(reply, j, number, len(batch))
-            del w._writes[: w._sent]
-            w._sent = 0
-        waiting = [i for i in waiting if writers[i]._writes]
-    return lost
-
-
-def _flush_cluster(
-    client: Any, writers: list[FencedWriter], waiting: list[int], lost: list[PartitionLost | None]
-) -> list[PartitionLost | None]:
-    """:func:`flush_together` on a cluster: a call per partition, a pipeline per round."""
-    error: Exception | None = None
-    loaded = False
-    while waiting:
-        pipe = client.pipeline(transaction=False)
-        calls = []
-        for i in waiting:
-            w = writers[i]
-            batch = w._writes[: w._sent or MAX_WRITES]
-            w._sent = len(batch)
-            keys, argv, numbers = combine([(w, batch)])
-            # a cluster pipeline asks the server for an EVALSHA's keys unless told its node
-            node = client.get_node_from_key(keys[0])
-            pipe.execute_command(
-                "EVALSHA", w._script.sha, len(keys), *keys, *argv, target_nodes=node
-            )
-            calls.append((i, numbers[0]))
-        replies = pipe.execute(raise_on_error=False)
-        again, loading = [], False
-        for (i, number), reply in zip(calls, replies, strict=True):
-            w = writers[i]
-            if isinstance(reply, NoScriptError) and not loaded:  # not run: sent again, once
-                loading = True
-                again.append(i)
-                continue
+        if cluster and not waiting[0].replicas:  # (the writers of a flush wait alike)
+            calls = [[w] for w in waiting]
+        else:  # as many as one call holds (one if on a cluster or waiting for replicas)
+            calls, total = [[]], 0
+            for w in waiting:
+                total += w._sent or min(len(w._writes), MAX_WRITES)
+                if calls[0] and (total > MAX_WRITES or cluster or w.replicas):
+                    break
+                calls[0].append(w)
+        built = list(map(combine, calls))
+        if len(calls) == 1:
+            keys, argv, _ = built[0]
             try:
-                if isinstance(reply, redis.ResponseError):
-                    w._refused(reply, 1)
-                if isinstance(reply, Exception):
-                    raise reply
-                w._settle(reply, 0, number, w._sent)
-            except PartitionLost as exc:
-                lost[i] = exc
-                continue
-            except Exception as exc:  # its call stays unsent-or-unknown: sent again later
-                error = error or exc
-                continue
-            del w._writes[: w._sent]
-            w._sent = 0
-            if w._writes:
-                again.append(i)
-        if loading:  # (a restarted server, or a cluster node new to the script)
+                replies = [calls[0][0]._run(keys, argv)]
+            except redis.ResponseError as exc:
+                replies = [exc]
+        else:  # (a cluster's pipeline asks the server for an EVALSHA's keys unless told)
+            pipe = client.pipeline(transaction=False)
+            for call, (keys, argv, _) in zip(calls, built, strict=True):
+                node = client.get_node_from_key(keys[0])
+                sha = call[0]._script.sha
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *argv, target_nodes=node)
+            replies = pipe.execute(raise_on_error=False)
+        error: Exception | None = None
+        refused = unloaded = False
+        for c, call in enumerate(calls):  # (no zip: its strict= costs more than a write)
+            reply, numbers = replies[c], built[c][2]
+            if not isinstance(reply, Exception):
+                for j, w in enumerate(call):
+                    applied += w._settle(reply, j, numbers[j])
+            elif isinstance(reply, NoScriptError) and not loaded:  # not run: sent again
+                unloaded = True
+            elif isinstance(reply, redis.ResponseError) and str(reply).startswith(
+                ("FENCED", "REWOUND")
+            ):
+                refused = True
+                for j, w in enumerate(call, 1):
+                    lost[writers.index(w)] = w._refused(reply, j)
+            else:
+                error = error or reply
+        if unloaded:  # (a restarted server, or a cluster node new to the script)
             client.script_load(FENCE_SOURCE)
             loaded = True
-        waiting = again
-    if error is not None:
-        raise error
-    return lost
+        if error is not None:
+            raise error
+        if refused:
+            break
+        waiting = [w for w in waiting if w._writes]
+    return lost, applied

@@ -1,5 +1,4 @@
-"""robots.txt shared by every worker of a crawl (``ROBOTS_CACHE_CLASS`` of the ``redis``
-backend): see :class:`RedisRobotsCache`."""
+"""robots.txt shared by every worker of a crawl (``robots_cache`` of the ``redis`` backend)."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ def _shared_origin(hold: bytes | None, pttl: int, failures: bytes | None) -> Sha
 class RedisRobotsCache(ActsAlone, RobotsCache):
     """One HASH of records for the crawl, so robots.txt is fetched once per host whichever
     worker gets there first, and each origin's fetch state, so a failing robots.txt is fetched
-    once per retry period for the whole crawl and every worker holds the host meanwhile. Plain
-    commands, each call one transaction under the crawl's hash tag.
+    once per retry period for the whole crawl and every worker holds the host meanwhile.
 
     Each call is one round trip on the reactor thread (~0.1 ms), rare enough (once per origin
     and worker, a claim per fetch, a look per retry) not to matter next to the fetch it saves.
@@ -185,6 +183,3 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
                 for origin, packed in unsent.items():
                     if self._unsent.get(origin) == packed:
                         del self._unsent[origin]
-
-    def __len__(self) -> int:
-        return int(self.client.hlen(self.hash))

@@ -1,27 +1,22 @@
--- fence.lua: the writes of a partition's owner, applied only while it still owns the partition;
--- one call may carry the writes of several partitions of one owner (on one server).
+-- fence.lua: a partition owner's writes, applied only while it still owns the partition; one
+-- call may carry the writes of n partitions of one owner (on one server).
 --
--- KEYS[1], KEYS[2]  partition 1's lease ({<tag>}:lease: its value names the owner and its
---           epoch) and count of the owner's calls applied ({<tag>}:seq); KEYS[2j-1], KEYS[2j]
---           partition j's, for j = 1..n
--- KEYS[2n+j] partition j's epoch counter ({<tag>}:epoch)
--- KEYS[3n+1..] every key the writes touch
--- ARGV[1]   the header, 2 bytes big-endian each (read with string.byte: no tonumber, whose
---           strtod costs more than a write): n, then each partition's number of writes
--- ARGV[5j-3..5j+1] partition j's lease value, epoch, lease TTL (ms), the number of this call
---           ("" for a call that may run twice: a lease renewal) and of the call before it
--- ARGV[5n+2] the writes' shapes, 4 bytes each: the index of its key in KEYS, then how many
---           arguments it has; the writes of partition 1 first, then of 2...
--- ARGV[5n+3..] the writes, each as: command, then its arguments
+-- KEYS[1], KEYS[2]  partition 1's lease ({<tag>}:lease, valued <owner>/<epoch>) and count of
+--           the owner's calls applied ({<tag>}:seq); KEYS[2j-1], KEYS[2j] partition j's
+-- KEYS[2n+j] partition j's epoch counter ({<tag>}:epoch); KEYS[3n+1..] the writes' keys
+-- ARGV[1]   the header, 2 bytes big-endian each (string.byte: tonumber's strtod costs more
+--           than a write): n, then each partition's number of writes
+-- ARGV[5j-3..5j+1] partition j's lease value, epoch, lease TTL (ms), this call's number ("":
+--           a call that may run twice, a lease renewal) and the previous call's
+-- ARGV[5n+2] the writes' shapes, 4 bytes each: its key's index in KEYS, its argument count
+-- ARGV[5n+3..] the writes, each a command then its arguments
 --
--- Checked first, for every partition: a worker that lost one gets the error FENCED, and a call
--- whose predecessor is missing (a failover lost the owner's latest acknowledged writes) gets
--- REWOUND (the owner reloads the partition); either names the partitions (j) and writes
--- nothing. A lease that lapsed (Redis away longer than the TTL, or the owner stalled) while
--- nobody claimed the partition (a claim raises the epoch first) is the owner's again. A
--- numbered call already applied (its reply was lost, and the owner sends it again) has its
--- partition's writes skipped. Returns "" or, when some were skipped, one byte per partition
--- ("1": skipped). Tables are made only where they must be: each costs more than a write.
+-- Every partition is checked first: a lost lease is FENCED, a call whose predecessor is
+-- missing (a failover lost acknowledged writes) REWOUND; either error names the partitions
+-- (j) and nothing is written. A lapsed lease nobody claimed since (a claim raises the epoch)
+-- is the owner's again. A numbered call already applied (sent again after a lost reply) has
+-- its writes skipped. Returns "" or, if some were skipped, one byte per partition ("1":
+-- skipped). Tables are made only where they must be: each costs more than a write.
 local byte, head = string.byte, ARGV[1]
 local h1, h2 = byte(head, 1, 2)
 local n = h1 * 256 + h2
@@ -32,7 +27,6 @@ for j = 1, n do
   if owner ~= ARGV[a] and (owner or redis.call('GET', KEYS[2 * n + j]) ~= ARGV[a + 1]) then
     fenced = fenced .. ' ' .. j
   end
-  -- (the usual case compares strings: no number is parsed)
   if ARGV[a + 3] ~= '' and applied ~= ARGV[a + 4] then
     if tonumber(applied) < tonumber(ARGV[a + 3]) then
       rewound = rewound .. ' ' .. j
