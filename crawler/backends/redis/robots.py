@@ -183,3 +183,6 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
                 for origin, packed in unsent.items():
                     if self._unsent.get(origin) == packed:
                         del self._unsent[origin]
+
+    def __len__(self) -> int:
+        return int(self.client.hlen(self.hash))
