@@ -32,10 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import redis
 
 from bench import shared
-from tests.redis_support import free_port
 
 
 def inclusive(dump: Path) -> dict[str, int]:
@@ -71,44 +69,13 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "pages.pickle"
         path.write_bytes(pickle.dumps(order))
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={out}/callgrind.out",
-                "redis-server",
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(out),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            client = redis.Redis(host="127.0.0.1", port=port)
-            for _ in range(600):
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.1)
+        with shared.callgrind_redis(out) as (port, pid):
             run = shared._real_run(
-                port, Path(args.tree).resolve(), path, proc.pid, shared.DEFAULT_CAPACITY
+                port, Path(args.tree).resolve(), path, pid, shared.DEFAULT_CAPACITY
             )
             time.sleep(0.5)
             dumps = sorted(out.glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
             got = inclusive(dumps[-1])
-        finally:
-            proc.terminate()
-            proc.wait()
     n = len(order)
     rest = got["total"] - got["serverCron"]
     print(

@@ -34,6 +34,7 @@ It prints:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import Manager
 from pathlib import Path
@@ -154,38 +156,45 @@ def _real_run(
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+@contextlib.contextmanager
+def callgrind_redis(out: Path) -> Iterator[tuple[int, int]]:
+    """A ``redis-server`` under valgrind's callgrind, writing its counts in ``out`` (no
+    persistence): its port and process id, once it answers; stopped (its counts dumped) after."""
+    port = free_port()
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out",
+         "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        for _ in range(600):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        client.close()
+        yield port, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def _instructions(tree: Path, path: Path, pages: int, capacity: int = 0) -> float | None:
     """Instructions redis-server executes per real page with ``tree``'s code, counted by
     valgrind's callgrind (the same on a busy machine as on an idle one); None without it."""
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        out = Path(tmp) / "callgrind.out"
-        proc = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "redis-server",
-             "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", tmp],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            client = redis.Redis(host="127.0.0.1", port=port)
-            for _ in range(600):
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.1)
-            _real_run(port, tree, path, proc.pid, capacity)
-            time.sleep(0.5)
-            dumps = sorted(Path(tmp).glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
-            for line in dumps[-1].read_text().splitlines():
-                if line.startswith("summary:"):
-                    return int(line.split()[1]) / pages
-            return None
-        finally:
-            proc.terminate()
-            proc.wait()
+    with tempfile.TemporaryDirectory() as tmp, callgrind_redis(Path(tmp)) as (port, pid):
+        _real_run(port, tree, path, pid, capacity)
+        time.sleep(0.5)
+        dumps = sorted(Path(tmp).glob("callgrind.out.*"), key=lambda p: p.stat().st_mtime)
+        for line in dumps[-1].read_text().splitlines():
+            if line.startswith("summary:"):
+                return int(line.split()[1]) / pages
+        return None
 
 
 def _redis_cost(
