@@ -345,16 +345,16 @@ class Mailboxes:
         writer: FencedWriter,
         letters: dict[int, bytes],
         wake: tuple[str, bytes] | None,
-        digests: dict[int, bytes] | None = None,
+        digests: dict[int, bytes],
     ) -> None:
         """Queue ``letters`` on ``writer``, an owned partition's (on one server, where a
         fenced call may write another partition's inbox): each lands in the same atomic,
         numbered call as the writes of the page that found its links (a call sent again is
         applied once), with the sender's mark (a letter :meth:`rescue` sends again through
         ``lua/post.lua`` after all is added once), then ``wake`` is published (if any).
-        ``digests``: the letters' digests, when the caller has them (:meth:`flush`)."""
+        ``digests``: the letters' digests, as :meth:`flush` compared them."""
         for index, blob in letters.items():
-            digest = (digests or {}).get(index) or hashlib.blake2b(blob, digest_size=16).digest()
+            digest = digests[index]
             inbox = self._inbox(index)
             self._carried[inbox] = index
             writer.write("XADD", inbox, "*", FIELD, blob)
