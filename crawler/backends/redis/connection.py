@@ -86,11 +86,20 @@ def _is_cluster_mode(settings: BaseSettings) -> bool:
     return _cluster_answers[where]
 
 
-def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
-    """A client from the crawl's settings; ``overrides`` replace ``REDIS_PARAMS`` entries for
-    this client only (:func:`fail_fast_params`)."""
-    params = {**_params(settings), **overrides}
-    return _cluster(params) if _is_cluster_mode(settings) else _single(params)
+def redis_client(settings: BaseSettings, *, fail_fast: bool = False) -> RedisClient:
+    """A client from the crawl's settings. ``fail_fast``: for a client called on the reactor
+    thread, which must not wait: one attempt per call on one Redis, two on a cluster (the
+    second, after reloading the slot map, finds a replica promoted since the last call), and
+    socket timeouts of at most :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s)."""
+    params, cluster = _params(settings), _is_cluster_mode(settings)
+    if fail_fast:
+        params["retry"] = Retry(NoBackoff(), 1 if cluster else 0)
+        for name in ("socket_timeout", "socket_connect_timeout"):
+            given = params.get(name)
+            params[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
+                float(given), REACTOR_SOCKET_TIMEOUT
+            )
+    return _cluster(params) if cluster else _single(params)
 
 
 def _asks_cluster(params: dict[str, Any]) -> bool:
@@ -105,21 +114,6 @@ def _asks_cluster(params: dict[str, Any]) -> bool:
         except redis.ResponseError:
             return False
     return str(info.get("cluster_enabled", 0)) == "1"
-
-
-def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
-    """:func:`redis_client` overrides for a client called on the reactor thread, which must not
-    wait: one attempt per call on one Redis, two on a cluster (the second, after reloading the
-    slot map, finds a replica promoted since the last call), and socket timeouts of at most
-    :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s)."""
-    params = _params(settings)
-    out: dict[str, Any] = {"retry": Retry(NoBackoff(), 1 if _is_cluster_mode(settings) else 0)}
-    for name in ("socket_timeout", "socket_connect_timeout"):
-        given = params.get(name)
-        out[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
-            float(given), REACTOR_SOCKET_TIMEOUT
-        )
-    return out
 
 
 class RedirectedNodes(NodesManager):
