@@ -159,24 +159,6 @@ class CrawlControls:
     def spend(self, nbytes: int) -> None:  # added to the crawl's at the next refresh
         self._spent += nbytes
 
-    def obeyed(self, dropped: Mapping[str, int], owns: Callable[[str], bool]) -> None:
-        """Say what this worker dropped for the blocks (host -> URLs), and that it obeys the
-        new blocks of the names it ``owns`` (0 dropped), so the operator hears at once."""
-        counts: dict[str, int] = {}
-        for name in self._blocked - self._reported:
-            if owns(name[2:]):
-                counts[name] = 0
-                self._reported.add(name)
-        for host, n in dropped.items():
-            name = self.block_of(host)
-            if name:
-                counts[name] = counts.get(name, 0) + n
-        if counts:
-            pipe = self.client.pipeline(transaction=False)
-            for name, n in counts.items():
-                pipe.hincrby(self.keys.dropped, name, n)
-            pipe.execute()
-
     def heard_act(self) -> None:
         """The wake channel said ``ctl`` (an operator acted): the next beat comes at once, and
         :attr:`epoch` moves (the caller hands its read-ahead back)."""
@@ -191,15 +173,27 @@ class CrawlControls:
     ) -> None:
         """A partitioned frontier's beat: refresh, then each owned partition (index ->
         :class:`~crawler.backends.redis.partitioned.Partition`) that has not obeyed the blocks
-        as they are now obeys them, through ``guarded``; the operator hears what it dropped."""
+        as they are now obeys them, through ``guarded``. The operator hears what each block
+        dropped, and at once that a new block of an owned name is obeyed (0 dropped)."""
         self.refresh()
-        dropped: dict[str, int] = {}
+        counts: dict[str, int] = {}
         for part in list(parts.values()):
             if part.blocks != self.blocks:
                 part.blocks = self.blocks
-                dropped |= guarded(part, lambda p=part: p.frontier.obey_blocks(self.blocked)) or {}
+                dropped = guarded(part, lambda p=part: p.frontier.obey_blocks(self.blocked))
                 guarded(part, part.store.flush)
-        self.obeyed(dropped, lambda name: shard(name) in parts)
+                for host, n in (dropped or {}).items():
+                    name = self.block_of(host)
+                    counts[name] = counts.get(name, 0) + n
+        for name in self._blocked - self._reported:
+            if shard(name[2:]) in parts:
+                counts.setdefault(name, 0)
+                self._reported.add(name)
+        if counts:
+            pipe = self.client.pipeline(transaction=False)
+            for name, n in counts.items():
+                pipe.hincrby(self.keys.dropped, name, n)
+            pipe.execute()
 
 
 def redis_time(client: Any, key: str | None = None) -> float:
