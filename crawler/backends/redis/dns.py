@@ -64,13 +64,8 @@ class RedisDnsCache(ActsAlone):
             return None
 
     def claim(self, name: str, seconds: float) -> bool:
-        ms = max(1, int(seconds * 1000))
-        return bool(
-            self._safe(
-                lambda: self.client.set(self.prefix + name + ":claim", self.me, nx=True, px=ms),
-                True,
-            )
-        )
+        key, ms = self.prefix + name + ":claim", max(1, int(seconds * 1000))
+        return bool(self._safe(lambda: self.client.set(key, self.me, nx=True, px=ms), True))
 
     def put(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         ms = int(seconds * 1000)
