@@ -4,9 +4,8 @@
 --
 -- KEYS[1] :v (seq, forget, floor, epoch; per host id its model's pages and template length)
 -- KEYS[2] :hc   KEYS[3] :pend   KEYS[4] :recent   KEYS[5] the URL's :u bucket   KEYS[6] the
--- fingerprint's :f bucket   KEYS[7], KEYS[8] the :o and :r chunks of the URL's id (refetched)
--- or of the next id;
--- then, only where used (each key costs Redis ~1,300 instructions): the next :o and :r chunks
+-- fingerprint's :f bucket   KEYS[7] the :r chunk of the URL's id (refetched) or of the next id;
+-- then, only where used (each key costs Redis ~1,300 instructions): the next :r chunk
 -- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
 -- template :t and snapshot :ts. A new original's anchor postings are written after, by its
 -- worker (neardup_anchors.py).
@@ -15,7 +14,7 @@
 -- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
 -- their postings' lengths, (host id, template length) of each candidate's host, the record
--- (its first 12 bytes: its :o entry), log entry, blocks made template, snapshot, old
+-- (its first 8 bytes: the fingerprint, which a refetch compares), log entry, blocks made template, snapshot, old
 -- fingerprint and its field, the worker's epoch (the state's, if it has none yet), the host id
 -- in decimal.
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
@@ -29,18 +28,16 @@ local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, ma
   old_fp, old_field, epoch, hids = struct.unpack(
   '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
 local SHIFT = 2 ^ 24  -- :v packs a host's pages learned * SHIFT + its template length
-local ENTRY = 12  -- an :o entry: the original's fingerprint (8 bytes) and host id (4)
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 -- the optional keys, in their order (KEYS[0]: nil, a key not given)
-local last = 8
+local last = 7
 local function given(yes)
   if not yes then return 0 end
   last = last + 1
   return last
 end
 local near = flags % 2 == 1
-local nxt = given(near)  -- the next :o and :r chunks: KEYS[nxt], KEYS[nxt + 1] (0: not given)
-given(near)
+local nxt = given(near)  -- the next :r chunk: KEYS[nxt] (0: not given)
 local old_key = KEYS[given(old_fp ~= '')]
 local log_key = KEYS[given(learned >= 0)]
 local template_key = KEYS[given(made ~= '')]
@@ -123,7 +120,7 @@ local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
 end
 
 if action == 'unchanged' then return counts(false) end
-local id, at = own_seen, 7  -- its :o and :r chunks: KEYS[at], KEYS[at + 1]
+local id, at = own_seen, 7  -- its :r chunk: KEYS[at]
 local ids
 if id == 0 then
   id = seq  -- a new URL's id is its commit's place (a refused commit gives it back)
@@ -132,32 +129,22 @@ if id == 0 then
     if c ~= chunk + 1 or not near then return retry() end
     at = nxt
   end
-  -- a chunk is allocated whole, once, by the commits of its first ids
-  if id % SLOTS < 2 and (c == chunk or (c == chunk + 1 and near)) then
-    redis.call('SETRANGE', KEYS[c == chunk and 7 or nxt], string.format('%d', ENTRY * SLOTS - 1),
-      '\0')
-  end
   ids = string.format('%d', id)
   redis.call('HSET', KEYS[5], ufield, ids)
 else
   ids = string.format('%d', id)
-  local from = (id % SLOTS) * ENTRY
-  local was = redis.call('GETRANGE', KEYS[at], string.format('%d', from),
-    string.format('%d', from + 7))
-  if #was == 8 and was ~= string.rep('\0', 8) then  -- a refetched original: what it said goes
-    if was ~= old_fp then return retry() end  -- (the worker read another version of it)
+  local was = redis.call('HGET', KEYS[at], ids)
+  if was then  -- a refetched original: what it said goes
+    if string.sub(was, 1, 8) ~= old_fp then return retry() end  -- (another version read)
     if tonumber(redis.call('HGET', old_key, old_field) or 0) == id then
       redis.call('HDEL', old_key, old_field)
     end
-    redis.call('SETRANGE', KEYS[at], string.format('%d', from), string.rep('\0', ENTRY))
-    redis.call('HDEL', KEYS[at + 1], ids)
+    if action ~= 'new' then redis.call('HDEL', KEYS[at], ids) end
     redis.call('HINCRBY', KEYS[1], 'forget', '1')
   end
 end
 if action == 'new' then
-  local head = string.sub(record, 1, ENTRY)
-  redis.call('SETRANGE', KEYS[at], string.format('%d', (id % SLOTS) * ENTRY), head)
-  redis.call('HSET', KEYS[at + 1], ids, record)
+  redis.call('HSET', KEYS[at], ids, record)
   redis.call('HSET', KEYS[6], ffield, ids)
   -- its postings: under its id, or (stored again under an id it had) a fresh store key
   local k, ks, elem = id, ids, struct.pack('>I4', id)
