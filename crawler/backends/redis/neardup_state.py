@@ -153,8 +153,7 @@ class NeardupState:
             version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
-                   anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
-                   entry, made, snapshot, old_fp, old_field,
+                   anchors, lens, checks, entry, made, snapshot, old_fp, old_field,
                    self.epoch.encode(), str(hid).encode())
         optional = []
         if near:
@@ -171,5 +170,6 @@ class NeardupState:
             keys=[keys.versions, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, keys.records(chunk),
                   *optional],
-            args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
+            args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings),
+                  fp + hid.to_bytes(4, "big") + payload if payload else b""],
         )

@@ -13,10 +13,9 @@
 -- less): host id, own id, owner, forget, seq (as read), template length read, MAXP, model
 -- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
 -- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
--- their postings' lengths, (host id, template length) of each candidate's host, the record
--- (its first 8 bytes: the fingerprint, which a refetch compares), log entry, blocks made template, snapshot, old
--- fingerprint and its field, the worker's epoch (the state's, if it has none yet), the host id
--- in decimal.
+-- their postings' lengths, (host id, template length) of each candidate's host, log entry,
+-- blocks made template, snapshot, old fingerprint and its field, the worker's epoch (the
+-- state's, if it has none yet), the host id in decimal. ARGV[3]: a new original's record.
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns '' (retry) or, packed big-endian, the host's counts (8 bytes: pages * 2^26 +
@@ -24,9 +23,10 @@
 -- converts for ~1,000 instructions where a table of seven cost ~7,000.
 local hid, own_seen, owner_seen, forget_seen, seq_seen, tlen_seen, MAXP, learned,
   SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
-local action, host, ufield, fp, ffield, anchors, lens, checks, record, entry, made, snapshot,
+local action, host, ufield, fp, ffield, anchors, lens, checks, entry, made, snapshot,
   old_fp, old_field, epoch, hids = struct.unpack(
-  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
+  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
+local record = ARGV[3]  -- a new original's record (apart: a copy of it in Lua costs Redis more)
 local SHIFT = 2 ^ 24  -- :v packs a host's pages learned * SHIFT + its template length
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 -- the optional keys, in their order (KEYS[0]: nil, a key not given)
@@ -115,7 +115,9 @@ end
 
 local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
   local c = redis.call('HINCRBY', KEYS[2], host, dup and '67108865' or '67108864')
-  if seq == 1 then redis.call('HSET', KEYS[1], 'epoch', epoch) end  -- names this state
+  if seq == 1 then  -- names this state; forget and floor first, where a read finds them soon
+    redis.call('HSET', KEYS[1], 'epoch', epoch, 'forget', '0', 'floor', '0')
+  end
   return struct.pack('>I8I8I4', c, seq, k or 0) .. (elem or '')
 end
 
