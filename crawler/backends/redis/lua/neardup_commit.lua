@@ -116,7 +116,11 @@ end
 local function counts(dup, k, elem)  -- :hc packs pages * 2^26 + duplicates
   local c = redis.call('HINCRBY', KEYS[2], host, dup and '67108865' or '67108864')
   if seq == 1 then  -- names this state; forget and floor first, where a read finds them soon
-    redis.call('HSET', KEYS[1], 'epoch', epoch, 'forget', '0', 'floor', '0')
+    -- a value past hash-max-listpack-value (64 B) makes :v and :hc hashtables: a field (a host)
+    -- found without scanning the others, ~4,000 instructions less a look-up at 40 hosts
+    local wide = string.rep('.', 65)
+    redis.call('HSET', KEYS[1], 'epoch', epoch, 'forget', '0', 'floor', '0', 'hashtable', wide)
+    redis.call('HSET', KEYS[2], ' hashtable', wide)
   end
   return struct.pack('>I8I8I4', c, seq, k or 0) .. (elem or '')
 end
