@@ -170,6 +170,6 @@ class NeardupState:
             keys=[keys.versions, keys.host_counts,
                   keys.pending, keys.recent, ukey, fkey, keys.records(chunk),
                   *optional],
-            args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings),
+            args=[numbers + b"".join(struct.pack(">I", len(x)) + x for x in strings),
                   fp + hid.to_bytes(4, "big") + payload if payload else b""],
         )

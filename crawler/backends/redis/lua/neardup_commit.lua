@@ -9,24 +9,25 @@
 -- (flag 1: a new id may land there), the old fingerprint's :f bucket, the host's model log :tl,
 -- template :t and snapshot :ts. A new original's anchor postings are written after, by its
 -- worker (neardup_anchors.py).
--- ARGV[1], packed big-endian (each argument costs Redis ~1,300 instructions; one unpack far
--- less): host id, own id, owner, forget, seq (as read), template length read, MAXP, model
--- version (-1: no lesson), ids per chunk, first chunk number, RECENT, flags. ARGV[2], each
--- string after its 4-byte length: action, host, URL field, fingerprint, its field, anchors,
--- their postings' lengths, (host id, template length) of each candidate's host, log entry,
--- blocks made template, snapshot, old fingerprint and its field, the worker's epoch (the
--- state's, if it has none yet), the host id in decimal. ARGV[3]: a new original's record.
+-- ARGV[1], packed big-endian (each argument, and each value of an unpack, costs Redis ~1,000
+-- instructions: a Lua string made): host id, own id, owner, forget, seq (as read), template
+-- length read, MAXP, model version (-1: no lesson), ids per chunk, first chunk number, RECENT,
+-- flags; then each string after its 4-byte length: action, host, URL field, fingerprint, its
+-- field, anchors, their postings' lengths, (host id, template length) of each candidate's
+-- host, log entry, blocks made template, snapshot, old fingerprint and its field, the worker's
+-- epoch (the state's, if it has none yet), the host id in decimal. ARGV[2]: a new original's
+-- record (apart: a copy of it in Lua costs Redis more).
 -- Numbers given to redis.call go as strings (string.format '%d'): Redis formats a Lua number
 -- with '%.17g', ~2,000 instructions.
 -- Returns '' (retry) or, packed big-endian, the host's counts (8 bytes: pages * 2^26 +
 -- duplicates), seq (8), the store key (4) and the posting element: one string, which Redis
 -- converts for ~1,000 instructions where a table of seven cost ~7,000.
 local hid, own_seen, owner_seen, forget_seen, seq_seen, tlen_seen, MAXP, learned,
-  SLOTS, chunk, RECENT, flags = struct.unpack('>I4I4I4I4I8I4I4i4I4I4I4I4', ARGV[1])
-local action, host, ufield, fp, ffield, anchors, lens, checks, entry, made, snapshot,
-  old_fp, old_field, epoch, hids = struct.unpack(
-  '>I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0', ARGV[2])
-local record = ARGV[3]  -- a new original's record (apart: a copy of it in Lua costs Redis more)
+  SLOTS, chunk, RECENT, flags, action, host, ufield, fp, ffield, anchors, lens, checks, entry,
+  made, snapshot, old_fp, old_field, epoch, hids = struct.unpack(
+  '>I4I4I4I4I8I4I4i4I4I4I4I4I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0I4c0',
+  ARGV[1])
+local record = ARGV[2]
 local SHIFT = 2 ^ 24  -- :v packs a host's pages learned * SHIFT + its template length
 local TRIM = 64  -- entries :recent sheds at once, past RECENT (its floor: the newest shed)
 -- the optional keys, in their order (KEYS[0]: nil, a key not given)
@@ -43,11 +44,6 @@ local log_key = KEYS[given(learned >= 0)]
 local template_key = KEYS[given(made ~= '')]
 local snapshot_key = KEYS[given(snapshot ~= '')]
 
-local function meta(m)  -- a host's (pages learned, template length) from its :v field
-  m = tonumber(m or 0)
-  return math.floor(m / SHIFT), m % SHIFT
-end
-
 -- the commit takes its place in the order at once; a refused one gives it back
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', '1')
 local function retry()
@@ -57,6 +53,10 @@ end
 
 -- what the decision read must be as it was: certainly so if nothing was committed since
 if seq - 1 ~= seq_seen then
+  local function meta(m)  -- a host's (pages learned, template length) from its :v field
+    m = tonumber(m or 0)
+    return math.floor(m / SHIFT), m % SHIFT
+  end
   local v = redis.call('HMGET', KEYS[1], 'forget', 'floor', hids)
   local pages, tlen = meta(v[3])
   if tlen ~= tlen_seen then return retry() end
@@ -109,7 +109,8 @@ local function teach()  -- what the worker learned into its copy of the host's m
   else
     redis.call('RPUSH', log_key, entry)
   end
-  redis.call('HINCRBY', KEYS[1], hids, string.format('%d', SHIFT + #made / 4))
+  redis.call('HINCRBY', KEYS[1], hids, made == '' and '16777216'  -- (SHIFT)
+    or string.format('%d', SHIFT + #made / 4))
   if made ~= '' then redis.call('APPEND', template_key, made) end
 end
 
@@ -130,9 +131,9 @@ local id, at = own_seen, 7  -- its :r chunk: KEYS[at]
 local ids
 if id == 0 then
   id = seq  -- a new URL's id is its commit's place (a refused commit gives it back)
-  local c = math.floor(id / SLOTS)
-  if action == 'new' and c ~= chunk then  -- its record goes in a chunk the worker declared
-    if c ~= chunk + 1 or not near then return retry() end
+  local past = id - (chunk + 1) * SLOTS  -- (a new id is in the worker's chunk or after)
+  if action == 'new' and past >= 0 then  -- its record goes in a chunk the worker declared
+    if past >= SLOTS or not near then return retry() end
     at = nxt
   end
   ids = string.format('%d', id)
@@ -159,7 +160,7 @@ if action == 'new' then
     ks, elem = string.format('%d', k), struct.pack('>I4I4', k + 2147483648, id)
   end
   if #anchors > 0 then
-    local recent = struct.pack('>I4', k) .. anchors
+    local recent = (own_seen == 0 and elem or struct.pack('>I4', k)) .. anchors
     redis.call('HSET', KEYS[3], ks, own_seen == 0 and recent or elem .. anchors)
     if redis.call('LPUSH', KEYS[4], recent) > RECENT + TRIM then
       local gone = redis.call('RPOP', KEYS[4], '64')  -- the oldest, the newest of them last
