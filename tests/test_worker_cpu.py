@@ -12,6 +12,7 @@ import redis
 
 from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis import wire
+from crawler.frontier import store as store_module
 from crawler.frontier.api import Settlement
 from crawler.frontier.hoststate import HostState
 from crawler.frontier.mercator import MercatorFrontier
@@ -85,3 +86,29 @@ def test_a_batch_on_the_wire_asks_no_process_id(
     if child == 0:  # the child's batch may not take the parent's spare connection
         os._exit(0 if wire._pid == os.getpid() else 1)
     assert os.waitpid(child, 0)[1] == 0
+
+
+def test_a_urls_seen_key_is_hashed_once_while_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page links to the same URLs more than once, a site's pages to the same menus: the
+    last ``KEYS_CACHED`` URLs' keys are kept, each hashed once, the same key as ever; when
+    full, the keys kept are forgotten (the memory stays bounded)."""
+    hashed: list[int] = []
+    real = store_module._KEY_HASH
+
+    class Counting:
+        def copy(self) -> object:
+            hashed.append(1)
+            return real.copy()
+
+    expected = {u: store_module.url_key(u) for u in ("https://a.test/", "https://b.test/x")}
+    monkeypatch.setattr(store_module, "_KEY_HASH", Counting())
+    monkeypatch.setattr(store_module, "_KEYS", {})
+    monkeypatch.setattr(store_module, "KEYS_CACHED", 2)
+    a, b, c = "https://a.test/", "https://b.test/x", "https://c.test/"
+    order = (a, a, b, a, b)
+    assert [store_module.url_key(u) for u in order] == [expected[u] for u in order]
+    assert len(hashed) == 2
+    store_module.url_key(c)  # the third: the two kept are forgotten
+    assert len(store_module._KEYS) == 1
+    store_module.url_key(a)
+    assert len(hashed) == 4
