@@ -136,27 +136,26 @@ class MercatorFrontier(Frontier):
         when the caller has them (each is a hash of the URL)."""
         if not self.store.batched_seen:
             return [self.add(e) for e in entries]
-        # one seen-test for the batch (a shared store: one round trip), for the URLs whose
-        # host takes URLs now; a host that reaches its budget within the batch refuses the rest
-        # (their keys stay seen: a budget refusal is final)
-        # (no call per link for its host, no copies when all are tested: ~1k instructions each)
-        hosts, budget = self._hosts, self.max_pages_per_host
-        tested = [
-            i for i, e in enumerate(entries)
-            if (host := hosts.get(e.host)) is None
-            or not (host.refusal() or (budget is not None and host.admitted >= budget))
-        ]  # fmt: skip
+        # one seen-test for the batch (a shared store: one round trip), for the URLs whose host
+        # takes URLs now (each host asked once); a host that reaches its budget within the batch
+        # refuses the rest (their keys stay seen: a budget refusal is final). A link seen before
+        # of a known host is answered here (no add(): most links) unless budget or cash matter
+        hosts, budget, cash = self._hosts, self.max_pages_per_host, self.ledger is not None
+        state = {n: h if (h := hosts.get(n)) is None or not h.refusal() else False
+                 for n in {e.host for e in entries}}  # fmt: skip
+        known = [state[e.host] for e in entries]
+        tested = [i for i, h in enumerate(known) if h is not False
+                  and (h is None or budget is None or h.admitted < budget)]  # fmt: skip
         whole = len(tested) == len(entries)
-        fresh = self.store.seen_add_many(
-            list(keys) if whole and keys
-            else [keys[i] if keys else entry_key(entries[i]) for i in tested]
-        )  # fmt: skip
-        answers: Sequence[bool | None] = fresh
-        if not whole:
-            answers = [None] * len(entries)
-            for i, new in zip(tested, fresh, strict=True):
-                answers[i] = new
-        return [self.add(e, seen=new) for e, new in zip(entries, answers, strict=True)]
+        fresh = self.store.seen_add_many(list(keys) if whole and keys else [
+            keys[i] if keys else entry_key(entries[i]) for i in tested])  # fmt: skip
+        answers: list[bool | None] = fresh if whole else [None] * len(entries)
+        for i, new in zip(tested, fresh, strict=True) if not whole else ():
+            answers[i] = new
+        return [
+            SEEN if new is False and h is not None and budget is None and not (cash and e.cash)
+            else self.add(e, seen=new) for e, new, h in zip(entries, answers, known, strict=True)
+        ]  # fmt: skip
 
     def add(
         self, entry: Entry, *, force: bool = False, first: bool = False, seen: bool | None = None

@@ -293,10 +293,12 @@ class Mailboxes:
         stage), of ``letters`` and of ``settlements`` to come (a few writes each) go as one
         call (:func:`crawler.backends.redis.fence.one_call`: on one server), and no letters
         wait to be sent first; else None."""
+        if self._unsent:
+            return None
         writers = [part.store.writer for part in parts]
-        more = sum(part.store.unstaged() for part in parts) + 3 * len(letters)
+        more = sum([part.store.unstaged() for part in parts]) + 3 * len(letters)
         more += 8 * len(settlements) + 64 if settlements else 0
-        return None if self._unsent else one_call(self.client, writers, more)
+        return one_call(self.client, writers, more)
 
     def flush(
         self, parts: Sequence[Any], letters: dict[int, Letter], wake: tuple[str, bytes]

@@ -105,7 +105,7 @@ def prime_seen(client: Any, batches: dict[RedisQueueStore, Sequence[int]]) -> No
     (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
     tests = []
     for store, keys in batches.items():
-        unknown = store.unknown(list(dict.fromkeys(keys)))
+        unknown = store.unknown(keys)
         if unknown:
             tests.append((store, unknown))
     if tests:
@@ -346,15 +346,13 @@ class RedisQueueStore(QueueStore):
         return self.seen_add_many([key])[0]
 
     def seen_add_many(self, keys: Sequence[int]) -> list[bool]:
-        pending, primed = self._new_seen, self._primed
-        known, older = self._known_seen, self._known_seen_old
-        ask = [k for k in keys if k not in primed and k not in pending and k not in known
-               and k not in older]  # fmt: skip
-        if ask:
+        primed, pending = self._primed, self._new_seen
+        ask = [k for k in keys if k not in primed]  # (most calls: none, prime_seen asked)
+        if ask and (ask := self.unknown(ask)):
             self.prime(ask, self.seen.contains_many(ask))
         out = []
-        for key in keys:
-            if key in pending or key in known or key in older or primed.get(key, False):
+        for key in keys:  # primed True: seen; False: not, unless added since (pending)
+            if primed[key] or key in pending:
                 out.append(False)
             else:
                 pending.add(key)
@@ -364,9 +362,12 @@ class RedisQueueStore(QueueStore):
     def unknown(self, keys: Sequence[int]) -> list[int]:
         """The keys a seen-test must ask Redis about: neither added by this owner since its
         last flush nor known to be seen (a seen-set only grows, so what was seen stays seen;
-        the memory goes with the store when the partition is dropped)."""
-        pending, known, older = self._new_seen, self._known_seen, self._known_seen_old
-        return [k for k in keys if k not in pending and k not in known and k not in older]
+        the memory goes with the store when the partition is dropped). The others are primed
+        as seen (:meth:`prime`)."""
+        ask = set(keys).difference(self._new_seen, self._known_seen, self._known_seen_old)
+        if len(ask) < len(keys):
+            self._primed.update(dict.fromkeys([k for k in keys if k not in ask], True))
+        return list(ask)
 
     def prime(self, keys: Sequence[int], answers: Sequence[bool]) -> None:
         """Answers of a seen-test asked ahead for the coming adds (a caller testing the links
@@ -433,7 +434,7 @@ class RedisQueueStore(QueueStore):
                 or self._dirty or self._new_seen):  # fmt: skip
             return 8  # (most partitions, most calls)
         n = len(self._pushes) + len(self._pops) + len(self._stale) + 8
-        n += sum(len(v) for v in self._pushes.values()) // MAX_ARGUMENTS
+        n += sum(map(len, self._pushes.values())) // MAX_ARGUMENTS
         n += (2 * (len(self._out_set) + len(self._dirty)) + len(self._out_del)) // MAX_ARGUMENTS
         return n + len(self._new_seen)  # (a bucket each at most)
 

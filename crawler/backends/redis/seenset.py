@@ -202,9 +202,9 @@ class SeenSet:
         tops = [(key & _U64) >> shift for key in keys]
         if len(set(tops)) == len(tops):  # a bucket each (most pages' keys): one member each
             out = []
-            for b, member in zip(tops, _members(keys), strict=True):
+            for b, key in zip(tops, keys, strict=True):  # (member: its low 32 bits, signed)
+                m = str(((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000)
                 name = names.get(b) or self._name(b)
-                m = str(member)
                 out.append(f"*3\r\n$10\r\nSMISMEMBER\r\n{name}${len(m)}\r\n{m}\r\n")
             return "".join(out), len(keys), partial(_read_singles, len(keys))
         buckets, members = self._group(keys)
@@ -399,11 +399,15 @@ def contains_across(
     for seen, keys in tests:
         if keys:
             request, n, read = seen.contains_request(keys)
-            requests.append(request.encode() if isinstance(request, str) else request)
+            requests.append(request)
             count += n
             readers.append(read)
         else:
             readers.append(None)
+    if all(type(r) is str for r in requests):  # (the exact kind's: encoded once)
+        request = "".join(requests).encode()  # type: ignore[arg-type]
+    else:
+        request = b"".join([r.encode() if isinstance(r, str) else r for r in requests])
 
     def through_redis_py() -> list[Any]:
         pipe = client.pipeline(transaction=False)
@@ -412,7 +416,7 @@ def contains_across(
                 pipe.execute_command(*command)
         return pipe.execute()
 
-    replies = wire.execute_packed(client, b"".join(requests), count, through_redis_py)
+    replies = wire.execute_packed(client, request, count, through_redis_py)
     for reply in replies:
         if isinstance(reply, Exception):
             raise reply
@@ -458,9 +462,12 @@ class OwnerSeenSet(SeenSet):
                 self._reserve()
             writer.write("BF.MADD", self.keys.seen, *map(_item, keys))
             return
-        prefix = self._bucket_prefix
-        for b, members in self._group(keys)[1].items():
-            writer.write("SADD", prefix + str(b), *members)
+        prefix, shift, members = self._bucket_prefix, self._shift, {}
+        for key in keys:  # by bucket, each the key's low 32 bits, signed
+            member = ((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+            members.setdefault((key & _U64) >> shift, []).append(member)
+        for b, ms in members.items():
+            writer.write("SADD", prefix + str(b), *ms)
         self.owed += len(keys)
 
     def queue_owed(self, writer: Any) -> bool:

@@ -57,6 +57,16 @@ _checkout = getattr(
 
 
 _SPARE = "_wire_spare"  # the pool's attribute: (pid, connection) kept between batches
+# this process's id, kept (os.getpid() is a system call, two a batch): a fork's child sets its own
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def _lean_connection(client: Any) -> tuple[Any, Any] | None:
@@ -81,7 +91,7 @@ def _reusable(pool: Any, pid: int, conn: Any) -> Any:
     """The spare ``conn`` if it may carry a batch: this process's (not a forked parent's),
     still the pool's, and passing the pool's own checkout test (else it goes back to the
     pool, closed when it failed the test, and None)."""
-    if pid != os.getpid() or conn not in pool._in_use_connections:
+    if pid != _pid or conn not in pool._in_use_connections:
         return None  # the pool was reset (a fork, ...): not its connection any more
     try:
         if not conn._parser.can_read(0):  # (the connection's can_read less its error text)
@@ -98,7 +108,7 @@ def _keep(pool: Any, conn: Any) -> None:
     is not redis-py's own ``ConnectionPool`` (a blocking pool's few connections are
     shared), or the connection is to reconnect: then the pool takes it back."""
     if type(pool) is redis.ConnectionPool and not conn.should_reconnect():
-        kept = (os.getpid(), conn)
+        kept = (_pid, conn)
         if pool.__dict__.setdefault(_SPARE, kept) is kept:
             return
     pool.release(conn)
@@ -159,18 +169,22 @@ def _replies(conn: Any, count: int) -> list[Any]:
     gets = None  # the reader's, once a read connected it (a batch of many small replies)
     while len(replies) < count:
         reply = gets() if gets is not None else NOT_ENOUGH_DATA
+        kind = type(reply)
+        if kind is int or kind is bytes:  # (most replies: no error, no push message)
+            replies.append(reply)
+            continue
         if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
             try:
                 reply = read()
             except ResponseError as exc:
                 reply = exc
             gets = conn._parser._reader.gets
-        elif PushNotification is not None and type(reply) is PushNotification:
+        elif PushNotification is not None and kind is PushNotification:
             conn._parser.handle_push_response(reply)
             continue
         elif isinstance(reply, ConnectionError):
             raise reply
-        elif type(reply) is list and reply and isinstance(reply[0], ConnectionError):
+        elif kind is list and reply and isinstance(reply[0], ConnectionError):
             raise reply[0]
         replies.append(reply)
     return replies
