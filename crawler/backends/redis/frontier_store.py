@@ -83,7 +83,7 @@ KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
 KEYLESS_COMMANDS: tuple[tuple[Any, ...], ...] = (
     ("PING",), ("TIME",), ("COMMAND", "INFO", "BF.MADD"), ("INFO", "server"),
     ("CONFIG", "GET", "maxmemory-policy"), ("SCRIPT", "LOAD", "return 1"),
-    ("SCAN", 0, "COUNT", 1),
+    ("SCAN", 0, "COUNT", 1), ("UNWATCH",),
 )
 
 

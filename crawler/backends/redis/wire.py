@@ -31,9 +31,10 @@ pool's ``disconnect``/``close`` closes it (the next batch reconnects it, as redi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import redis
@@ -174,3 +175,41 @@ def _replies(conn: Any, count: int) -> list[Any]:
             raise reply[0]
         replies.append(reply)
     return replies
+
+
+@contextlib.contextmanager
+def one_connection(client: Any) -> Iterator[Callable[[Sequence[Command]], list[Any]]]:
+    """Several round trips on one connection of ``client``'s pool (a ``WATCH`` and its reads,
+    then the transaction they decide, which must go on the connection that watched): yields
+    ``run(commands)``, their replies as :func:`execute` gives them. The lean path's connection
+    when it can, else one of the pool read through redis-py's parser. Whatever escapes the
+    block disconnects the connection (what it watched is dropped with it): no retry here."""
+    taken = _lean_connection(client)
+    lean = taken is not None
+    pool, conn = taken if taken is not None else (client.connection_pool, None)
+    if conn is None:
+        conn = pool.get_connection()
+
+    def run(commands: Sequence[Command]) -> list[Any]:
+        if lean:
+            conn.send_packed_command([b"".join([pack_command(tuple(c)) for c in commands])])
+            return _replies(conn, len(commands))
+        conn.send_packed_command(conn.pack_commands(commands))
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(conn.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        return replies
+
+    try:
+        yield run
+    except BaseException:
+        conn.disconnect()
+        pool.release(conn)
+        raise
+    if lean:
+        _keep(pool, conn)
+    else:
+        pool.release(conn)
