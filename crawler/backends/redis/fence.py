@@ -199,8 +199,6 @@ def reread_slots(client: Any) -> None:
         client.nodes_manager.initialize()
 
 
-
-
 def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str]]:
     """One fenced call of the writers of ``call`` (their partitions on one server; on a
     cluster one writer, its slot's master asked directly): each writer's call of unknown
@@ -209,8 +207,8 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
     every lease the owner's (or lapsed, nobody having claimed it since: it is set again) and
     every number the one expected, every writer's writes after its number in one
     ``MULTI``/``EXEC``, which Redis aborts if a watched key changed in between (a claim, a
-    renewal from another connection): the call is then made again. A call whose number was applied already (sent
-    again after a lost reply) has its writes skipped.
+    renewal from another connection): the call is then made again. A call whose number was
+    applied already (sent again after a lost reply) has its writes skipped.
 
     Returns one flag per writer ("1": skipped) and their numbers; raises ``FENCED j..`` (a
     lease lost) or ``REWOUND j..`` (a number missing: a failover lost acknowledged writes), a
