@@ -230,7 +230,8 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
         with wire.one_connection(node) as run:
             for _ in range(WATCH_TRIES):
                 replies = run([("WATCH", *watched), ("MGET", *read)])
-                _raise_error(client, replies)
+                if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
+                    _raise_error(client, replies)
                 got, numbers, commands = replies[1], [], [("MULTI",)]
                 fenced, rewound, flags = "", "", ""
                 for j, w in enumerate(call):
@@ -258,8 +259,13 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                 if wanted:
                     commands.append(("WAIT", wanted, REPLICA_WAIT_MS))
                 replies = run(commands)
-                if replies[len(commands) - 1 - bool(wanted)] is not None:  # (None: aborted)
-                    _raise_error(client, replies)
+                done = replies[len(commands) - 1 - bool(wanted)]  # (None: aborted)
+                if done is not None:
+                    # (a command refused when queued makes EXEC refuse them all)
+                    if type(done) is not list or any(
+                        issubclass(kind, Exception) for kind in set(map(type, done))
+                    ):
+                        _raise_error(client, replies)
                     if wanted:
                         call[0]._replicated(replies[-1], wanted)
                     return ("" if "1" not in flags else flags), numbers

@@ -31,10 +31,9 @@ pool's ``disconnect``/``close`` closes it (the next batch reconnects it, as redi
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -177,22 +176,39 @@ def _replies(conn: Any, count: int) -> list[Any]:
     return replies
 
 
-@contextlib.contextmanager
-def one_connection(client: Any) -> Iterator[Callable[[Sequence[Command]], list[Any]]]:
+class one_connection:  # (named as a function: ``with one_connection(client) as run``)
     """Several round trips on one connection of ``client``'s pool (a ``WATCH`` and its reads,
-    then the transaction they decide, which must go on the connection that watched): yields
-    ``run(commands)``, their replies as :func:`execute` gives them. The lean path's connection
-    when it can, else one of the pool read through redis-py's parser. Whatever escapes the
-    block disconnects the connection (what it watched is dropped with it): no retry here."""
-    taken = _lean_connection(client)
-    lean = taken is not None
-    pool, conn = taken if taken is not None else (client.connection_pool, None)
-    if conn is None:
-        conn = pool.get_connection()
+    then the transaction they decide, which must go on the connection that watched): the
+    block gets ``run(commands)``, their replies as :func:`execute` gives them. The lean
+    path's connection when it can, else one of the pool read through redis-py's parser.
+    Whatever escapes the block disconnects the connection (what it watched is dropped with
+    it): no retry here. (A class, not a generator: it runs for every fenced call.)"""
 
-    def run(commands: Sequence[Command]) -> list[Any]:
-        if lean:
-            conn.send_packed_command([b"".join([pack_command(tuple(c)) for c in commands])])
+    def __init__(self, client: Any) -> None:
+        taken = _lean_connection(client)
+        self.lean = taken is not None
+        if taken is None:
+            self.pool = client.connection_pool
+            self.conn = self.pool.get_connection()
+        else:
+            self.pool, self.conn = taken
+
+    def __enter__(self) -> Callable[[Sequence[Command]], list[Any]]:
+        return self.run
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is not None:
+            self.conn.disconnect()
+            self.pool.release(self.conn)
+        elif self.lean:
+            _keep(self.pool, self.conn)
+        else:
+            self.pool.release(self.conn)
+
+    def run(self, commands: Sequence[Command]) -> list[Any]:
+        conn = self.conn
+        if self.lean:
+            conn.send_packed_command([b"".join([pack_command(c) for c in commands])])
             return _replies(conn, len(commands))
         conn.send_packed_command(conn.pack_commands(commands))
         replies: list[Any] = []
@@ -202,14 +218,3 @@ def one_connection(client: Any) -> Iterator[Callable[[Sequence[Command]], list[A
             except ResponseError as exc:
                 replies.append(exc)
         return replies
-
-    try:
-        yield run
-    except BaseException:
-        conn.disconnect()
-        pool.release(conn)
-        raise
-    if lean:
-        _keep(pool, conn)
-    else:
-        pool.release(conn)
