@@ -159,6 +159,10 @@ def _replies(conn: Any, count: int) -> list[Any]:
     gets = None  # the reader's, once a read connected it (a batch of many small replies)
     while len(replies) < count:
         reply = gets() if gets is not None else NOT_ENOUGH_DATA
+        kind = type(reply)
+        if kind is bytes or kind is int:  # (most replies: a transaction's QUEUED, counts)
+            replies.append(reply)
+            continue
         if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
             try:
                 reply = read()
