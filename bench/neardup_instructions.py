@@ -17,6 +17,11 @@ load of 15-24: 30ac88d 312.1k a page without ``serverCron`` (EVALSHA 145.4k); wi
 commit's answer one string: 307.3k (EVALSHA 140.1k, APPEND 25.5k). Sending a new original's
 postings with the worker's next commit instead of their own round trip saved 2.6k more a page
 (304.7k): declined, as it leaves a killed worker's last page pending until a repair.
+Then (7d0cfad: 305.6k, EVALSHA 140.0k): the record table :o dropped (a record says its own
+version), 290.0k; the record sent apart and :v's forget and floor stored first, 286.0k; :v and
+:hc kept hashtables (a host's field found without a scan), 267.2k; one packed argument and
+fewer C calls in the commit, 259.6k (EVALSHA 111.3k, APPEND 25.5k). Declined: the host counts
+as :v fields (one key less to the commit), -0.7k.
 """
 
 from __future__ import annotations

@@ -286,9 +286,9 @@ def _stored(client: redis.Redis, keys: Any, doc: int) -> bytes:
 def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
               batch: int = 2000) -> dict[str, Any]:
     """Fill the store up to ``total`` ids with originals written straight into it, in
-    pipelines, with the codec the detector reads (records, record table, URL and fingerprint
-    tables) and the anchors' ``APPEND`` (postings): a bulk stand-in for checking a
-    million pages, which this machine cannot do in a session (features in Python).
+    pipelines, with the codec the detector reads (records, URL and fingerprint tables) and the
+    anchors' ``APPEND`` (postings): a bulk stand-in for checking a million pages, which this
+    machine cannot do in a session (features in Python).
 
     Each bulk original copies an original already checked (through the scripts): its title,
     host, blocks and the shape of its sketch, every hash XOR-ed with a mask of its own
@@ -334,9 +334,6 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             uh = hashlib.blake2b(url.encode(), digest_size=8).digest()
             record = (fp + hid.to_bytes(4, "big") + url_part(url)
                       + encode_sketch(title, mixed, mixed_blocks, cover))
-            if doc % SLOTS == 0 or doc == 1:
-                pipe.setrange(keys.table(doc // SLOTS), ENTRY * SLOTS - 1, b"\0")
-            pipe.setrange(keys.table(doc // SLOTS), doc % SLOTS * ENTRY, record[:ENTRY])
             pipe.hset(keys.records(doc // SLOTS), doc, record)
             b, field = _bucket(uh, bits)
             pipe.hset(keys.urls_prefix + str(b), field, doc)
@@ -355,7 +352,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     # a sample read back as the detector reads it: the record, the postings
     bad = 0
     for doc, record, mixed in sample:
-        rec = detector.store.records([doc], [])[0][0]
+        rec = detector.store.records([doc])[0]
         got = detector._records.keep(doc, rec[:ENTRY], rec) if rec else None
         anchors = mixed[:ANCHORS].tolist()
         postings = [parse(v) for v in put.read(anchors)]
@@ -397,7 +394,7 @@ def run_workers(args: argparse.Namespace, port: int, corpus: Corpus, capacity: i
             continue
         last[w] = msg
         total = sum(m[2] for m in last.values())
-        ids = int(client.get("{" + KEY + "}:nd:next") or 0)
+        ids = int(client.hget("{" + KEY + "}:nd:v", "seq") or 0)  # ids are commit places
         print(f"  worker {w}: {done:,} pages, RSS {mem / 2**20:,.0f} MiB, cache "
               f"{cache / 2**20:,.1f} MiB, {done / elapsed:,.0f} pages/s, retries {retries}"
               f" | all: {total:,} pages, {ids:,} ids, Redis "
@@ -554,7 +551,7 @@ def main() -> None:
             run_workers(args, port, corpus, capacity, 0, args.bulk_base, base)
             args.minutes = minutes
             filled = bulk_fill(port, capacity, args.bulk)
-            ids = int(client.get("{" + KEY + "}:nd:next") or 0)
+            ids = int(client.hget("{" + KEY + "}:nd:v", "seq") or 0)  # ids are commit places
             grown = used_memory(client) - base
             print(f"bulk: {filled['total'] - filled['first']:,} originals written in "
                   f"{filled['seconds']:,.0f} s on top of {filled['first']:,} ids checked "
@@ -567,7 +564,7 @@ def main() -> None:
         last, start_rss, wall = run_workers(args, port, corpus, capacity, start, end, base)
         checked = sum(m[2] for m in last.values())
         usec, calls = script_usec(client)
-        pages = int(client.get("{" + KEY + "}:nd:next") or 0)
+        pages = int(client.hget("{" + KEY + "}:nd:v", "seq") or 0)  # ids are commit places
         grown = used_memory(client) - base
         kinds_all: Counter[str] = Counter()
         for m in last.values():

@@ -14,6 +14,7 @@ import inspect
 import re
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ import redis
 from redis.commands.bf import commands as bloom_commands
 from scrapy.settings import Settings
 
+from crawler.backends.redis import connection, frontier_store
 from crawler.backends.redis.connection import NO_MULTI
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.seenset import has_bloom_module
@@ -176,3 +178,27 @@ def test_every_probe_is_a_valid_call(redis_client: redis.Redis) -> None:
     finally:
         conn.disconnect()
         redis_client.connection_pool.release(conn)
+
+
+def test_the_start_up_checks_close_every_client_they_open(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``preflight`` (the wait, the probes, the crawl's stored settings) leaves no connection
+    open behind it: a worker would otherwise hold them for its whole crawl."""
+    opened, closed = [], []
+
+    def spied(settings: Any, **overrides: Any) -> Any:
+        client = connection.redis_client(settings, **overrides)
+        opened.append(client)
+        close = client.close
+        client.close = lambda: (closed.append(client), close())[1]  # type: ignore[method-assign]
+        return client
+
+    monkeypatch.setattr(frontier_store, "redis_client", spied)
+    settings = Settings({"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
+                         "REDIS_CLUSTER": "no", "FRONTIER_REDIS_KEY": fresh_key()})
+    crawler = SimpleNamespace(settings=settings, spidercls=SimpleNamespace(name="web"))
+    assert RedisFrontierStore.preflight(crawler) == []
+    assert len(opened) >= 2
+    assert {id(c) for c in closed} == {id(c) for c in opened}

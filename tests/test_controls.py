@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from crawler.backends.redis.controls import CrawlControls
+from crawler.backends.redis.controls import CrawlControls, redis_time
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
 from crawler.frontier.buffered import BufferedFrontier
@@ -212,6 +212,30 @@ def test_a_buffered_worker_hears_the_operator_and_hands_back_its_read_ahead(
         assert buffered.has_work(0) and buffered.halted() == "paused"
     finally:
         buffered.close()
+
+
+def test_redis_time_asks_the_node_of_a_key_on_a_cluster(
+    redis_cluster: RedisClusterServers,  # noqa: F811
+) -> None:
+    """Each node of a cluster keeps its own clock: with a key, the one that serves it."""
+
+    def times_asked(node: Any) -> int:
+        stats = node.redis_connection.info("commandstats").get("cmdstat_time", {})
+        return int(stats.get("calls", 0))
+
+    client = redis_cluster.client()
+    try:
+        key = next(k for k in iter(fresh_key, None)  # a node other than keyless calls'
+                   if client.get_node_from_key(k).name != client.get_default_node().name)
+        node = client.get_node_from_key(key)
+        before = {n.name: times_asked(n) for n in client.get_primaries()}
+        assert redis_time(client, key) > 1e9
+        after = {n.name: times_asked(n) for n in client.get_primaries()}
+        assert {name: after[name] - before[name] for name in after} == {
+            name: int(name == node.name) for name in after
+        }
+    finally:
+        client.close()
 
 
 def test_the_mercator_frontier_obeys_blocks_it_is_given() -> None:

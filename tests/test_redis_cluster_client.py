@@ -15,12 +15,7 @@ from redis.exceptions import MovedError
 from scrapy.settings import Settings
 
 from crawler.backends.redis import connection
-from crawler.backends.redis.connection import (
-    fail_fast_params,
-    is_cluster,
-    redis_client,
-    safe_url,
-)
+from crawler.backends.redis.connection import is_cluster, redis_client, safe_url
 from crawler.config.schema import SettingValueError, read_value
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster, start_cluster  # noqa: F401
 from tests.redis_support import RedisServer, redis_server  # noqa: F401
@@ -131,14 +126,14 @@ def test_a_reactor_client_fails_fast(
 ) -> None:
     """The robots.txt cache's client (on the reactor): one attempt on one Redis, two on a
     cluster (the second after the slot map is read again), socket timeouts of at most 2 s."""
-    single = fail_fast_params(settings(f"redis://127.0.0.1:{redis_server.port}/0"))
-    assert single["retry"].get_retries() == 0
-    assert single["socket_timeout"] == single["socket_connect_timeout"] == 2.0
-    clustered = fail_fast_params(
-        settings(redis_cluster.url, REDIS_PARAMS={"socket_timeout": 0.5})
+    single = redis_client(settings(f"redis://127.0.0.1:{redis_server.port}/0"), fail_fast=True)
+    assert single.get_retry().get_retries() == 0
+    kwargs = single.get_connection_kwargs()
+    assert kwargs["socket_timeout"] == kwargs["socket_connect_timeout"] == 2.0
+    single.close()
+    client = redis_client(
+        settings(redis_cluster.url, REDIS_PARAMS={"socket_timeout": 0.5}), fail_fast=True
     )
-    assert clustered["retry"].get_retries() == 1 and clustered["socket_timeout"] == 0.5
-    client = redis_client(settings(redis_cluster.url), **clustered)
     try:
         assert client.retry.get_retries() == 1
         assert client.get_connection_kwargs()["socket_timeout"] == 0.5

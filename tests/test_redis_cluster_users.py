@@ -23,7 +23,7 @@ import pytest
 from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
-from crawler.backends.redis.connection import fail_fast_params, is_cluster, redis_client
+from crawler.backends.redis.connection import is_cluster, redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.inbox import SEED_BATCH, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, glob_escape
@@ -67,7 +67,7 @@ def test_the_robots_txt_cache_is_shared_through_a_cluster(cluster_settings: Sett
     transaction on the crawl's slot) clears the state and is read by the other."""
     key = fresh_key()
     a, b = (
-        RedisRobotsCache(redis_client(cluster_settings, **fail_fast_params(cluster_settings)), key)
+        RedisRobotsCache(redis_client(cluster_settings, fail_fast=True), key)
         for _ in range(2)
     )
     try:

@@ -60,8 +60,8 @@ def test_the_names_stored_crawls_were_started_with() -> None:
     assert (nd.versions, nd.host_ids, nd.last_host_id) == (
         "{docs}:nd:v", "{docs}:nd:h", "{docs}:nd:hnext")
     assert (nd.host_counts, nd.params) == ("{docs}:nd:hc", "{docs}:nd:params")
-    assert (nd.template(7), nd.table(3), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
-        "{docs}:nd:t:7", "{docs}:nd:o:3", "{docs}:nd:r:3", "{docs}:nd:ts:7", "{docs}:nd:tl:7")
+    assert (nd.template(7), nd.records(3), nd.snapshot(7), nd.lessons(7)) == (
+        "{docs}:nd:t:7", "{docs}:nd:r:3", "{docs}:nd:ts:7", "{docs}:nd:tl:7")
     assert (nd.urls_prefix, nd.fingerprints_prefix, nd.snapshot_prefix, nd.lessons_prefix) == (
         "{docs}:nd:u:", "{docs}:nd:f:", "{docs}:nd:ts:", "{docs}:nd:tl:")
     assert nd.kind(b"{docs}:nd:u:12") == "u" and nd.kind("{docs}:nd:params") == "params"
@@ -189,7 +189,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
              nd.pending, nd.recent}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
-    prefixes = (nd.urls_prefix, nd.fingerprints_prefix, nd.table_prefix,
+    prefixes = (nd.urls_prefix, nd.fingerprints_prefix,
                 nd.records_prefix, nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix,
                 "{" + crawl + ":nd:",  # the anchor postings' own tags
                 keys.robots_hold)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
-from crawler.backends.redis.connection import fail_fast_params, redis_client
+from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
 from crawler.backends.redis.status import Fleet
@@ -303,7 +303,7 @@ def test_the_robots_cache_never_waits_and_sends_its_records_when_redis_is_back(
     redis = start_redis(tmp_path, aof="always")
     s = Settings({"REDIS_URL": f"redis://127.0.0.1:{redis.port}/0"})
     key = fresh_key()
-    cache = RedisRobotsCache(redis_client(s, **fail_fast_params(s)), key)
+    cache = RedisRobotsCache(redis_client(s, fail_fast=True), key)
     try:
         assert cache.claim("http://a.test", 60).claimed
         redis.process.kill()
@@ -422,9 +422,9 @@ def test_components_ride_out_a_cluster_failover(
     cluster = start_cluster(tmp_path / "cluster", aof="always")
     s = Settings({"REDIS_URL": cluster.url})
     key = fresh_key()
-    robots_cache = RedisRobotsCache(redis_client(s, **fail_fast_params(s)), key)
+    robots_cache = RedisRobotsCache(redis_client(s, fail_fast=True), key)
     detector = RedisNearDuplicateDetector(redis_client(s), key, outage_wait=30)
-    fleet_client = redis_client(s, **fail_fast_params(s))  # as the heartbeat makes its own
+    fleet_client = redis_client(s, fail_fast=True)  # as the heartbeat makes its own
     fleet = Fleet(fleet_client, key, "w1")
     from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 

@@ -36,7 +36,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawler.backends.redis.connection import fail_fast_params, redis_client
+from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.keys import crawl_key
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
@@ -146,7 +146,7 @@ class FleetHeartbeat:
         s = self.crawler.settings
         # fail fast: a beat while Redis is away (a restart, a failover) is not sent, its counters
         # go with the next; redis-py's retries would hold a cluster's transaction for seconds
-        client = redis_client(s, **fail_fast_params(s))
+        client = redis_client(s, fail_fast=True)
         name = worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID"))
         fleet = self.fleet = Fleet(client, self.key, name)
         self.outage = RedisOutage(

@@ -101,6 +101,9 @@ class ContentWorker(JobThread):
     function there and fires a Deferred with its result on the reactor thread."""
 
     def __init__(self, name: str = "content") -> None:
+        # the pages queued behind one another finish together: their links and acknowledgements
+        # go to the frontier in one call, not one a page
+        self.answers_together = name == "content"
         super().__init__(f"crawler-{name}")
 
     def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> Deferred[_T]:

@@ -22,6 +22,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 BATCH = 256  # jobs run per wake-up before ``_between_batches``
+TOGETHER = 16  # jobs whose answers are held at most, with ``answers_together``
 
 
 @dataclass(slots=True)
@@ -51,7 +52,14 @@ class JobThread:
     if it was given up: a ``call`` or a ``future`` gets that exception, a submitted job is
     dropped and :meth:`_dropped` says so), :meth:`_disconnect`, :meth:`_between_batches` (after
     each wake-up's jobs, up to ``BATCH`` of them, and after an idle wait) and :meth:`_idle_wait`
-    (how long the thread sleeps with nothing queued before ``_between_batches`` runs anyway)."""
+    (how long the thread sleeps with nothing queued before ``_between_batches`` runs anyway).
+
+    With ``answers_together`` the answers of the jobs found queued at a wake-up are given
+    together once they have all run (up to :data:`TOGETHER` at a time): their callers go on
+    together, e.g. the content thread's pages, whose links and acknowledgements then go to the
+    frontier in one batch instead of one call a page."""
+
+    answers_together = False
 
     def __init__(self, name: str, *, start: bool = True) -> None:
         self.name = name
@@ -165,14 +173,25 @@ class JobThread:
             if isinstance(more, _Job):
                 batch.append(more)
         self._woken.clear()
-        for item in batch:
-            self._one(item)
+        held: list[tuple[Future[Any], BaseException | None, Any]] = []
+        for n, item in enumerate(batch, 1):
+            self._one(item, held if self.answers_together else None)
+            if len(held) >= TOGETHER or n == len(batch):
+                for answer, error, value in held:
+                    if error is None:
+                        answer.set_result(value)
+                    else:
+                        answer.set_exception(error)
+                held.clear()
         with self._pending_lock:
             self._pending -= len(batch)
         self._between_batches()
         return not stop
 
-    def _one(self, item: _Job) -> None:
+    def _one(
+        self, item: _Job, held: list[tuple[Future[Any], BaseException | None, Any]] | None
+    ) -> None:
+        """Run one job; its answer given now, or added to ``held`` (given by the caller)."""
         if item.own:
             item.job()
             return
@@ -181,14 +200,18 @@ class JobThread:
         except Exception as exc:
             self.failed += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
-            if item.answer is not None:
+            if item.answer is None:
+                self._dropped(item.job, exc)
+            elif held is None:
                 item.answer.set_exception(exc)
             else:
-                self._dropped(item.job, exc)
+                held.append((item.answer, exc, None))
         else:
             self.committed += 1
-            if item.answer is not None:
+            if item.answer is not None and held is None:
                 item.answer.set_result(value)
+            elif item.answer is not None:
+                held.append((item.answer, None, value))
         finally:
             if item.after is not None:
                 item.after()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
+from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
 from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.backends.redis.partition_load import address_loads
@@ -74,7 +74,7 @@ class RedisAddressBudget(ActsAlone):
         s = crawler.settings
         keys = CrawlKeys(crawler_key(crawler), shards=int(s.get("FRONTIER_SHARDS") or 1))
         policy = AddressPolicy.from_settings(s, ttl)
-        return cls(redis_client(s, **fail_fast_params(s)), keys, policy)
+        return cls(redis_client(s, fail_fast=True), keys, policy)
 
     def _keys(self, address: str) -> list[str]:
         return address_keys(self.tags[self.shards(address)], address)

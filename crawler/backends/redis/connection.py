@@ -71,55 +71,43 @@ def _params(settings: BaseSettings) -> dict[str, Any]:
     return params
 
 
-def _is_cluster_mode(settings: BaseSettings) -> bool:
-    """``REDIS_CLUSTER``, with ``auto`` asked of the node once per process and address."""
+def _is_cluster_mode(settings: BaseSettings, params: dict[str, Any]) -> bool:
+    """``REDIS_CLUSTER``; ``auto`` asks the node, once per process and address, whether it says
+    ``cluster_enabled:1`` (on database 0: a cluster node refuses ``SELECT``; a Redis that
+    refuses ``INFO`` is one Redis)."""
     mode = str(settings.get("REDIS_CLUSTER") or defaults.REDIS_CLUSTER).strip().lower()
     if mode not in CLUSTER_CHOICES:
         raise ValueError(f"REDIS_CLUSTER must be one of auto, yes, no, got {mode!r}")
     if mode != "auto":
         return mode == "yes"
-    params = _params(settings)
-    url = without_password(str(params.get("url") or ""))
-    where = (url, str(params.get("host") or ""), str(params.get("port") or ""))
+    url = str(params.get("url") or "")
+    where = (without_password(url), str(params.get("host") or ""), str(params.get("port") or ""))
     if where not in _cluster_answers:
-        _cluster_answers[where] = _asks_cluster(params)
+        probe = {**params, "db": 0, **({"url": _without_db(url)} if url else {})}
+        with _single(probe) as client:
+            try:
+                enabled = client.info("cluster").get("cluster_enabled", 0)
+            except redis.ResponseError:
+                enabled = 0
+        _cluster_answers[where] = str(enabled) == "1"
     return _cluster_answers[where]
 
 
-def redis_client(settings: BaseSettings, **overrides: Any) -> RedisClient:
-    """A client from the crawl's settings; ``overrides`` replace ``REDIS_PARAMS`` entries for
-    this client only (:func:`fail_fast_params`)."""
-    params = {**_params(settings), **overrides}
-    return _cluster(params) if _is_cluster_mode(settings) else _single(params)
-
-
-def _asks_cluster(params: dict[str, Any]) -> bool:
-    """Whether the node says ``cluster_enabled:1`` (asked on database 0: a cluster node
-    refuses ``SELECT``; a Redis that refuses ``INFO`` is one Redis)."""
-    probe = {**params, "db": 0}
-    if probe.get("url"):
-        probe["url"] = _without_db(probe["url"])
-    with _single(probe) as client:
-        try:
-            info = client.info("cluster")
-        except redis.ResponseError:
-            return False
-    return str(info.get("cluster_enabled", 0)) == "1"
-
-
-def fail_fast_params(settings: BaseSettings) -> dict[str, Any]:
-    """:func:`redis_client` overrides for a client called on the reactor thread, which must not
-    wait: one attempt per call on one Redis, two on a cluster (the second, after reloading the
-    slot map, finds a replica promoted since the last call), and socket timeouts of at most
-    :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s)."""
+def redis_client(settings: BaseSettings, *, fail_fast: bool = False) -> RedisClient:
+    """A client from the crawl's settings. ``fail_fast``: for a client called on the reactor
+    thread, which must not wait: one attempt per call on one Redis, two on a cluster (the
+    second, after reloading the slot map, finds a replica promoted since the last call), and
+    socket timeouts of at most :data:`REACTOR_SOCKET_TIMEOUT` seconds (scrapy-redis's are 30 s)."""
     params = _params(settings)
-    out: dict[str, Any] = {"retry": Retry(NoBackoff(), 1 if _is_cluster_mode(settings) else 0)}
-    for name in ("socket_timeout", "socket_connect_timeout"):
-        given = params.get(name)
-        out[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
-            float(given), REACTOR_SOCKET_TIMEOUT
-        )
-    return out
+    cluster = _is_cluster_mode(settings, params)
+    if fail_fast:
+        params["retry"] = Retry(NoBackoff(), 1 if cluster else 0)
+        for name in ("socket_timeout", "socket_connect_timeout"):
+            given = params.get(name)
+            params[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
+                float(given), REACTOR_SOCKET_TIMEOUT
+            )
+    return _cluster(params) if cluster else _single(params)
 
 
 class RedirectedNodes(NodesManager):

@@ -40,17 +40,13 @@ class CrawlControls:
 
     # -- the operator's side -----------------------------------------------------------------
 
-    def _now(self) -> float:
-        seconds, micros = self.client.time()
-        return seconds + micros / 1e6
-
     def block(self, name: str, *, domain: bool = False, wait: float = BLOCK_WAIT) -> int | None:
         """Block a host, or a domain with all its hosts: no worker admits or hands out a URL of
         it again, and its partition's owner drops its queued URLs. Returns how many, as the
         owner says within ``wait`` seconds, or None (the next owner drops them)."""
         field = ("d:" if domain else "h:") + host_name(name)
         pipe = self.client.pipeline(transaction=False)
-        pipe.hset(self.keys.blocked, field, repr(self._now()))
+        pipe.hset(self.keys.blocked, field, repr(redis_time(self.client)))
         pipe.hdel(self.keys.dropped, field)
         pipe.execute()
         self._announce()
@@ -81,7 +77,7 @@ class CrawlControls:
         else:
             text = str(int(value))
             if name == "deadline":
-                text = repr(float(value) + (self._now() if relative else 0.0))
+                text = repr(float(value) + (redis_time(self.client) if relative else 0.0))
             self.client.hset(self.keys.controls, name, text)
         self._announce()
         self.refresh()
@@ -122,7 +118,7 @@ class CrawlControls:
         self.heard = False
         ctl = {k.decode(): v.decode() for k, v in ctl.items()}
         if "deadline" in ctl:
-            self._offset = self._now() - self.clock()
+            self._offset = redis_time(self.client) - self.clock()
         self._ctl = ctl
         names = frozenset(b.decode() for b in blocked)
         if names != self._blocked:
@@ -163,24 +159,6 @@ class CrawlControls:
     def spend(self, nbytes: int) -> None:  # added to the crawl's at the next refresh
         self._spent += nbytes
 
-    def obeyed(self, dropped: Mapping[str, int], owns: Callable[[str], bool]) -> None:
-        """Say what this worker dropped for the blocks (host -> URLs), and that it obeys the
-        new blocks of the names it ``owns`` (0 dropped), so the operator hears at once."""
-        counts: dict[str, int] = {}
-        for name in self._blocked - self._reported:
-            if owns(name[2:]):
-                counts[name] = 0
-                self._reported.add(name)
-        for host, n in dropped.items():
-            name = self.block_of(host)
-            if name:
-                counts[name] = counts.get(name, 0) + n
-        if counts:
-            pipe = self.client.pipeline(transaction=False)
-            for name, n in counts.items():
-                pipe.hincrby(self.keys.dropped, name, n)
-            pipe.execute()
-
     def heard_act(self) -> None:
         """The wake channel said ``ctl`` (an operator acted): the next beat comes at once, and
         :attr:`epoch` moves (the caller hands its read-ahead back)."""
@@ -195,15 +173,35 @@ class CrawlControls:
     ) -> None:
         """A partitioned frontier's beat: refresh, then each owned partition (index ->
         :class:`~crawler.backends.redis.partitioned.Partition`) that has not obeyed the blocks
-        as they are now obeys them, through ``guarded``; the operator hears what it dropped."""
+        as they are now obeys them, through ``guarded``. The operator hears what each block
+        dropped, and at once that a new block of an owned name is obeyed (0 dropped)."""
         self.refresh()
-        dropped: dict[str, int] = {}
+        counts: dict[str, int] = {}
         for part in list(parts.values()):
             if part.blocks != self.blocks:
                 part.blocks = self.blocks
-                dropped |= guarded(part, lambda p=part: p.frontier.obey_blocks(self.blocked)) or {}
+                dropped = guarded(part, lambda p=part: p.frontier.obey_blocks(self.blocked))
                 guarded(part, part.store.flush)
-        self.obeyed(dropped, lambda name: shard(name) in parts)
+                for host, n in (dropped or {}).items():
+                    name = self.block_of(host)
+                    counts[name] = counts.get(name, 0) + n
+        for name in self._blocked - self._reported:
+            if shard(name[2:]) in parts:
+                counts.setdefault(name, 0)
+                self._reported.add(name)
+        if counts:
+            pipe = self.client.pipeline(transaction=False)
+            for name, n in counts.items():
+                pipe.hincrby(self.keys.dropped, name, n)
+            pipe.execute()
+
+
+def redis_time(client: Any, key: str | None = None) -> float:
+    """Redis's clock in seconds, the one clock of a fleet; with ``key``, on a cluster, that of
+    the node serving it (each node keeps its own)."""
+    node_of = getattr(client, "get_node_from_key", None)
+    seconds, micros = client.time(target_nodes=node_of(key)) if key and node_of else client.time()
+    return seconds + micros / 1e6
 
 
 def host_name(text: str) -> str:

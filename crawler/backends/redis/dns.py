@@ -16,8 +16,7 @@ import msgpack
 
 from crawler.backends.redis.connection import (
     RedisClient,
-    fail_fast_params,
-    redis_client,
+        redis_client,
     worker_name,
 )
 from crawler.backends.redis.keys import CrawlKeys, crawler_key
@@ -44,8 +43,7 @@ class RedisDnsCache(ActsAlone):
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RedisDnsCache:
-        s = crawler.settings
-        return cls(redis_client(s, **fail_fast_params(s)), crawler_key(crawler))
+        return cls(redis_client(crawler.settings, fail_fast=True), crawler_key(crawler))
 
     def get(self, name: str) -> tuple[DnsAnswer, float] | None:
         key = self.prefix + name
@@ -66,13 +64,8 @@ class RedisDnsCache(ActsAlone):
             return None
 
     def claim(self, name: str, seconds: float) -> bool:
-        ms = max(1, int(seconds * 1000))
-        return bool(
-            self._safe(
-                lambda: self.client.set(self.prefix + name + ":claim", self.me, nx=True, px=ms),
-                True,
-            )
-        )
+        key, ms = self.prefix + name + ":claim", max(1, int(seconds * 1000))
+        return bool(self._safe(lambda: self.client.set(key, self.me, nx=True, px=ms), True))
 
     def put(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         ms = int(seconds * 1000)

@@ -155,8 +155,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         problems = store.check_server()
         if problems or store.config.reset:
             return problems
-        client = redis_client(store.settings)
-        return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
+        with redis_client(store.settings) as client:
+            return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
 
     def wait_for_server(self) -> None:
         """Before the crawl starts: while Redis is away (:func:`away`), say so in one line and
@@ -193,32 +193,37 @@ class RedisFrontierStore(MemoryFrontierStore):
         that its ACL user may not (the crawl would crash or lose its wake-ups), or a policy
         that may evict the frontier."""
         where = safe_url(self.settings)
+        client: Any = None
         try:
-            client = redis_client(self.settings)
-            with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
-                client.ping()
             try:
-                bloom: bool | None = self._seen_config(client).bloom
-            except NoPermissionError:
-                bloom = None  # COMMAND refused: its probe names it
-            probes = self._acl_probes(bloom, client)
-            refused = refused_commands(client, list(probes))
-        except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
-            return [f"Redis at {where} refused the crawl's login: {exc}"]
-        except (redis.RedisError, OSError, ValueError) as exc:
-            return [f"Redis at {where} is not reachable: {exc}"]
-        if refused:
-            return [self._acl_refusal(client, where, refused, probes, bloom)]
-        try:
-            reply = client.config_get("maxmemory-policy")
-        except redis.ResponseError:
-            return []  # CONFIG is disabled (a managed Redis): the operator's word counts
-        policy = next(iter(reply.values()), b"") if reply else b""
-        policy = policy.decode() if isinstance(policy, bytes) else str(policy)
-        if policy == "noeviction":
-            return []
-        return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
-                "silently drop queued URLs; set it to noeviction"]
+                client = redis_client(self.settings)
+                with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
+                    client.ping()
+                try:
+                    bloom: bool | None = self._seen_config(client).bloom
+                except NoPermissionError:
+                    bloom = None  # COMMAND refused: its probe names it
+                probes = self._acl_probes(bloom, client)
+                refused = refused_commands(client, list(probes))
+            except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
+                return [f"Redis at {where} refused the crawl's login: {exc}"]
+            except (redis.RedisError, OSError, ValueError) as exc:
+                return [f"Redis at {where} is not reachable: {exc}"]
+            if refused:
+                return [self._acl_refusal(client, where, refused, probes, bloom)]
+            try:
+                reply = client.config_get("maxmemory-policy")
+            except redis.ResponseError:
+                return []  # CONFIG is disabled (a managed Redis): the operator's word counts
+            policy = next(iter(reply.values()), b"") if reply else b""
+            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+            if policy == "noeviction":
+                return []
+            return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
+                    "silently drop queued URLs; set it to noeviction"]
+        finally:
+            if client is not None:
+                client.close()
 
     def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with

@@ -83,7 +83,6 @@ class NeardupKeys:
         self.fingerprints_prefix = prefix + ":f:"
         self.pending = prefix + ":pend"
         self.recent = prefix + ":recent"
-        self.table_prefix = prefix + ":o:"
         self.records_prefix = prefix + ":r:"
         self.template_prefix = prefix + ":t:"
         self.snapshot_prefix = prefix + ":ts:"
@@ -97,10 +96,6 @@ class NeardupKeys:
 
     def lessons(self, hid: int) -> str:
         return self.lessons_prefix + str(hid)
-
-    def table(self, chunk: int) -> str:
-        """A chunk of the record table (``neardup.SLOTS`` ids)."""
-        return self.table_prefix + str(chunk)
 
     def records(self, chunk: int) -> str:
         """A chunk of the records (``neardup.SLOTS`` ids)."""

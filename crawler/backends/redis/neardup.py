@@ -54,7 +54,7 @@ from crawler.backends.redis.neardup_copies import (
     HostCopies,
     RecordCache,
 )
-from crawler.backends.redis.neardup_state import ENTRY, NOTHING, TLEN, NeardupState, Read
+from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
 from crawler.content.neardup_decide import VERIFY, Candidate, Decision, decide, pick_best
@@ -71,7 +71,7 @@ from crawler.content.neardup_features import (
 from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
-LAYOUT = 9  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 10  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
@@ -302,8 +302,8 @@ class RedisNearDuplicateDetector:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
-            entry = self.store.entries([own])[0] if own and action != "unchanged" else NOTHING
-            old_fp = entry[:8] if entry != NOTHING else b""
+            old = self.store.records([own])[0] if own and action != "unchanged" else None
+            old_fp = old[:8] if old else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
             taught = lesson.commit_args() if lesson else NO_LESSON
@@ -391,7 +391,7 @@ class RedisNearDuplicateDetector:
 
     def _head(self, doc: int) -> bytes | None:
         """The head of ``doc``'s record (for its URL); None if it has none now."""
-        rec = self.store.records([doc], [])[0][0]
+        rec = self.store.records([doc])[0]
         return rec[: 14 + int.from_bytes(rec[12:14], "big")] if rec else None
 
     # --- candidates -------------------------------------------------------------------------
@@ -399,28 +399,25 @@ class RedisNearDuplicateDetector:
     def _pick(
         self, hid: int, ranked: list[int]
     ) -> tuple[list[Candidate], bytes, dict[int, DecodedRecord]] | None:
-        """The first :data:`VERIFY` live originals of ``ranked``, their records decoded
-        (read if this worker lacks them), their hosts' templates brought up to date; which
-        template lengths the decision used; None if a record or template moved meanwhile."""
+        """The first :data:`VERIFY` live originals of ``ranked``, their records (decoded
+        unless this worker has that version), their hosts' templates brought up to date; which
+        template lengths the decision used; None if a template moved meanwhile."""
         picked: dict[int, DecodedRecord] = {}
-        tlens: dict[int, int] = {}
         at = 0
         while len(picked) < VERIFY and at < len(ranked):
             batch = ranked[at : at + ASK]
             at += len(batch)
-            live = [(doc, e) for doc, e in zip(batch, self.store.entries(batch), strict=True)
-                    if e != NOTHING][: VERIFY - len(picked)]
-            kept = {doc: rec for doc, e in live
-                    if (rec := self._records.get(doc)) is not None and rec.entry == e}
-            need = [(doc, e) for doc, e in live if doc not in kept]
-            hids = sorted({int.from_bytes(e[8:12], "big") for _, e in live})
-            recs, metas = self.store.records([doc for doc, _ in need], hids)
-            for (doc, e), rec in zip(need, recs, strict=True):
-                if not rec or rec[:ENTRY] != e:  # stored again since: decide again
-                    return None
-                kept[doc] = self._records.keep(doc, e, rec)
-            picked.update((doc, kept[doc]) for doc, _ in live)
-            tlens.update((h, m & TLEN) for h, m in zip(hids, metas, strict=True))
+            live = [(doc, rec) for doc, rec in zip(batch, self.store.records(batch), strict=True)
+                    if rec][: VERIFY - len(picked)]
+            for doc, rec in live:
+                kept = self._records.get(doc)
+                if kept is None or kept.entry != rec[:ENTRY]:
+                    kept = self._records.keep(doc, rec[:ENTRY], rec)
+                picked[doc] = kept
+        # the other hosts' template lengths (the page's own host's is the read's)
+        others = sorted({rec.hid for rec in picked.values()} - {hid})
+        tlens = dict(zip(others, (m & TLEN for m in self.store.metas(others)), strict=True)
+                     if others else {})
         if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
             return None
         templates = self._copies.templates

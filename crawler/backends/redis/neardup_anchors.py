@@ -221,7 +221,7 @@ class AnchorPostings:
 def ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:
     """Every original the postings vote for but the page's own, most votes first, then the
     earliest stored: :func:`~crawler.content.neardup_decide.rank_candidates`'s order before it
-    keeps the live ones (the detector does, from Redis's record table)."""
+    keeps the live ones (the detector does: those with a record in Redis)."""
     votes: dict[int, int] = {}
     for posting in postings:
         for _, doc in posting:

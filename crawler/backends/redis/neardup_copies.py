@@ -201,8 +201,8 @@ class HostCopies:
 
 @dataclass(slots=True)
 class DecodedRecord:
-    """A decoded original: its record table entry (which record it is), its host id, the head
-    of its record (for its URL), its sketch."""
+    """A decoded original: its entry (its record's first 12 bytes: which version it is), its
+    host id, the head of its record (for its URL), its sketch."""
 
     entry: bytes
     hid: int
@@ -220,8 +220,8 @@ class DecodedRecord:
 
 class RecordCache:
     """The originals' records this worker decoded, by id, the most recently used kept within
-    ``budget`` bytes. A record is kept with its record table entry: the worker compares it with
-    Redis's and reads the record again if the original was stored again since."""
+    ``budget`` bytes. A record is kept with its entry (first 12 bytes): the worker compares it
+    with the record read and decodes it again if the original was stored again since."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget

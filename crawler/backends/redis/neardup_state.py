@@ -5,13 +5,12 @@ where a check and a write must be one step. Nothing here decides; every key is n
 :class:`crawler.backends.redis.keys.NeardupKeys` and given to the script that touches it.
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
-of :data:`SLOTS` ids (``:r``), and the record table (``:o``: per id its fingerprint and host
-id, zeros for none) says which ids have one and which version. A new URL's id is its commit's
+of :data:`SLOTS` ids (``:r``); an id without one is no original (now). Its first
+:data:`ENTRY` bytes (fingerprint, host id) say which version it is. A new URL's id is its commit's
 place in the crawl's order (``:v`` ``seq``; so is the store key of an original stored again):
 one counter a commit takes from, which the worker reads anyway. The commit is given the chunks
 of the next id and of the one after; an id past both (more than :data:`SLOTS` commits between
-the worker's read and its commit) is a ``retry``; a commit giving no id (a refetch) leaves its
-id's entry empty.
+the worker's read and its commit) is a ``retry``.
 """
 
 from __future__ import annotations
@@ -27,9 +26,8 @@ from crawler.backends.redis.neardup_anchors import AnchorPostings
 from crawler.content.neardup_index import MAX_POSTING
 
 COMMIT = resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text()
-SLOTS = 1024  # ids per chunk of the record table (:o, 12 KiB) and of the records (:r)
-ENTRY = 12  # bytes of a record table entry: the fingerprint (8) and host id (4); zeros: none
-NOTHING = bytes(ENTRY)
+SLOTS = 1024  # ids per chunk of the records (:r)
+ENTRY = 12  # bytes a record starts with, its version: the fingerprint (8) and host id (4)
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
 NEAR_END = 256  # ids before a chunk's end from which a commit is given the next chunk's keys
@@ -124,25 +122,16 @@ class NeardupState:
         meta, rest, snapshot, log = pipe.execute()
         return int(meta or 0), rest, snapshot or b"", log
 
-    def entries(self, docs: list[int]) -> list[bytes]:
-        """The record table entries of ``docs`` (:data:`NOTHING`: no record)."""
-        pipe = self.client.pipeline(transaction=False)
-        for doc in docs:
-            at = (doc % SLOTS) * ENTRY
-            pipe.getrange(self.keys.table(doc // SLOTS), at, at + ENTRY - 1)
-        return [e or NOTHING for e in pipe.execute()]
-
-    def records(self, docs: list[int], hids: list[int]) -> tuple[list[bytes | None], list[int]]:
-        """The records of ``docs`` and the ``:v`` fields of the hosts ``hids``, in one round
-        trip."""
+    def records(self, docs: list[int]) -> list[bytes | None]:
+        """The records of ``docs`` (None: no original now), in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         for doc in docs:
             pipe.hget(self.keys.records(doc // SLOTS), doc)
-        if hids:
-            pipe.hmget(self.keys.versions, hids)
-        out = pipe.execute()
-        metas = out.pop() if hids else []
-        return out, [int(m or 0) for m in metas]
+        return pipe.execute()  # type: ignore[no-any-return]
+
+    def metas(self, hids: list[int]) -> list[int]:
+        """The ``:v`` fields of the hosts ``hids`` (pages learned, template length)."""
+        return [int(m or 0) for m in self.client.hmget(self.keys.versions, hids)]
 
     def commit(
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
@@ -164,12 +153,11 @@ class NeardupState:
             version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
         )
         strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
-                   anchors, lens, checks, fp + hid.to_bytes(4, "big") + payload if payload else b"",
-                   entry, made, snapshot, old_fp, old_field,
+                   anchors, lens, checks, entry, made, snapshot, old_fp, old_field,
                    self.epoch.encode(), str(hid).encode())
         optional = []
         if near:
-            optional += [keys.table(chunk + 1), keys.records(chunk + 1)]
+            optional.append(keys.records(chunk + 1))
         if old_fp:
             optional.append(old_key)
         if learned >= 0:
@@ -180,7 +168,8 @@ class NeardupState:
             optional.append(keys.snapshot(hid))
         return self._commit(  # type: ignore[no-any-return]
             keys=[keys.versions, keys.host_counts,
-                  keys.pending, keys.recent, ukey, fkey, keys.table(chunk), keys.records(chunk),
+                  keys.pending, keys.recent, ukey, fkey, keys.records(chunk),
                   *optional],
-            args=[numbers, b"".join(struct.pack(">I", len(x)) + x for x in strings)],
+            args=[numbers + b"".join(struct.pack(">I", len(x)) + x for x in strings),
+                  fp + hid.to_bytes(4, "big") + payload if payload else b""],
         )

@@ -32,7 +32,6 @@ from redis.exceptions import (
 )
 
 from crawler.config import defaults
-from crawler.threads.jobs import JobThread
 
 T = TypeVar("T")
 
@@ -110,7 +109,7 @@ class RedisOutage:
         self._away_since: float | None = None
         self._closed = False
         self._cond = threading.Condition()
-        self._prober: _Prober | None = None
+        self._prober: threading.Thread | None = None
 
     @property
     def away(self) -> bool:
@@ -149,14 +148,25 @@ class RedisOutage:
             self.component, type(exc).__name__, exc,
             f": {self.meanwhile}" if self.meanwhile else "",
         )
-        if closed:
-            return
-        if self._prober is None:
-            self._prober = _Prober(self)
-        self._prober.wake()
+        if not closed:
+            name = "redis-probe-" + self.component.replace(" ", "-")
+            self._prober = threading.Thread(target=self._probe, name=name, daemon=True)
+            self._prober.start()
+
+    def _probe(self) -> None:
+        """The outage's own thread: probe until Redis is back, with capped exponential backoff,
+        or until closed."""
+        backoff = FIRST_BACKOFF
+        while not self._probe_once():
+            with self._cond:
+                if not self._closed:
+                    self._cond.wait(backoff)
+                if self._closed:
+                    return
+            backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _probe_once(self) -> bool:
-        """On the probe's thread: is Redis back? Says so, and frees the waiting callers."""
+        """Is Redis back? Says so, and frees the waiting callers."""
         try:
             self.probe()
         except Exception as exc:
@@ -190,7 +200,7 @@ class RedisOutage:
             self._closed = True
             self._cond.notify_all()
         if self._prober is not None:
-            self._prober.close(timeout=5)
+            self._prober.join(5)
 
 
 class ActsAlone:
@@ -213,26 +223,3 @@ class ActsAlone:
     def close(self) -> None:
         self.outage.close()
         self.client.close()
-
-
-class _Prober(JobThread):
-    """Probes Redis for one :class:`RedisOutage` while it is away, with capped exponential
-    backoff; idle (no timer) while Redis is reachable."""
-
-    def __init__(self, outage: RedisOutage) -> None:
-        self.outage = outage
-        self._backoff = FIRST_BACKOFF
-        super().__init__(f"redis-probe-{outage.component.replace(' ', '-')}")
-
-    def _idle_wait(self) -> float | None:
-        return self._backoff if self.outage.away and not self.outage._closed else None
-
-    def _between_batches(self) -> None:
-        outage = self.outage
-        if not outage.away or outage._closed:
-            self._backoff = FIRST_BACKOFF
-            return
-        if outage._probe_once():
-            self._backoff = FIRST_BACKOFF
-        else:
-            self._backoff = min(self._backoff * 2, MAX_BACKOFF)

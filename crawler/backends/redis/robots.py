@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 from redis.exceptions import WatchError
 
-from crawler.backends.redis.connection import RedisClient, fail_fast_params, redis_client
+from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, crawler_key
 from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.robots.cache import RobotsCache, SharedOrigin
@@ -131,8 +131,7 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
-        s = crawler.settings
-        return cls(redis_client(s, **fail_fast_params(s)), crawler_key(crawler))
+        return cls(redis_client(crawler.settings, fail_fast=True), crawler_key(crawler))
 
     def get(self, origin: str) -> RobotsRecord | None:
         return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))

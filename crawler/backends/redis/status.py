@@ -15,7 +15,7 @@ from typing import Any
 import msgpack
 import redis
 
-from crawler.backends.redis.controls import CrawlControls
+from crawler.backends.redis.controls import CrawlControls, redis_time
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.partition_load import address_loads, partition_loads
 from crawler.frontier.addresses import AddressLoad
@@ -45,8 +45,7 @@ class Fleet:
         """Send what moved in ``counters`` since the last beat, and the heartbeat; returns
         Redis's time."""
         keys = self.keys
-        seconds, micros = self.client.time()
-        now = seconds + micros / 1e6
+        now = redis_time(self.client)
         if self._started is None:
             old = self.client.hget(keys.workers, self.worker_id)
             self._started = json.loads(old)["started"] if old else now
@@ -133,8 +132,7 @@ class SharedCrawl:
 def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
     """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
     client = crawl.client
-    seconds, micros = client.time()
-    now = seconds + micros / 1e6
+    now = redis_time(client)
     operator = crawl.controls()
     controls = operator.controls()
     partitions = partition_loads(client, crawl.partitions(), crawl.front_queues)
