@@ -46,6 +46,7 @@ IMPLIED = {
 UNPROBED = {
     "MULTI": "the probe's own transaction: refused, it is the one refusal",
     "EXEC": "the end of a transaction (@transaction, as MULTI): would run the probes",
+    "DISCARD": "the end of the probe's own transaction (@transaction, as MULTI)",
     "CLUSTER SLOTS": "probed on a cluster only (tests/test_redis_acl.py's cluster tests)",
 }
 
@@ -93,9 +94,15 @@ def commands_in_lua() -> set[str]:
 def commands_in_python() -> set[str]:
     """Calls on a client or pipeline, fenced writes and raw commands of the crawl's code."""
     methods = redis_py_commands()
+    names = {name.split()[0] for name in methods.values()} | {"MULTI", "EXEC", "UNWATCH"}
     found: set[str] = set()
     for path in CODE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple):  # a raw command: ("WATCH", *keys)
+                words = tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
+                if words and isinstance(words[0], str) and words[0] in names:
+                    found.add(command_name(words))
+                continue
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             attr = node.func.attr
@@ -132,7 +139,8 @@ def test_the_scan_finds_what_it_should() -> None:
     pass the test below by finding nothing)."""
     found = commands_in_python() | commands_in_lua()
     known = {"XGROUP CREATE", "XAUTOCLAIM", "XACK", "WATCH", "SCRIPT LOAD", "EVALSHA", "SET",
-             "HSET", "ROLE", "WAIT", "TIME", "BF.MADD", "PUBLISH", "CONFIG GET"}  # fmt: skip
+             "HSET", "ROLE", "WAIT", "TIME", "BF.MADD", "PUBLISH", "CONFIG GET", "MULTI",
+             "EXEC", "UNWATCH"}  # fmt: skip
     assert known <= found
 
 

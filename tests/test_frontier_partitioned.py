@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import redis
 
+from crawler.backends.redis import fence
 from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
@@ -344,20 +345,29 @@ def test_a_partition_whose_acknowledged_writes_redis_lost_is_read_again(
     assert not f.has_work(0.0)
 
 
-def lose_next_reply(writer: Any) -> None:
-    """The writer's next call is applied by Redis, and its reply lost with the connection
-    (Redis killed right after its AOF had it)."""
-    real = writer._run
+def fail_next_call(
+    monkeypatch: pytest.MonkeyPatch, writer: FencedWriter, *, applied: bool = True,
+    error: str = "Connection closed by server.",
+) -> None:
+    """The writer's next fenced call is applied by Redis (``applied``, else it never reaches
+    Redis), and its reply lost with the connection (Redis killed right after its AOF had
+    it)."""
+    real = fence.transact
 
-    def applied_then_lost(keys: list[str], argv: list[Any]) -> Any:
-        real(keys, argv)
-        writer._run = real
-        raise redis.ConnectionError("Connection closed by server.")
+    def then_lost(client: Any, call: list[FencedWriter]) -> Any:
+        if writer not in call:
+            return real(client, call)
+        if applied:
+            real(client, call)
+        monkeypatch.setattr(fence, "transact", real)
+        raise redis.ConnectionError(error)
 
-    writer._run = applied_then_lost
+    monkeypatch.setattr(fence, "transact", then_lost)
 
 
-def test_a_write_whose_reply_was_lost_is_sent_again_alone(client: redis.Redis) -> None:
+def test_a_write_whose_reply_was_lost_is_sent_again_alone(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fenced call applied but its reply lost is sent again (the worker thread retries
     the call) and answered DONE: what it carried is in Redis. The writes the owner queued
     meanwhile (the next page's acknowledgement) go in a call of their own, not in the one Redis
@@ -368,7 +378,7 @@ def test_a_write_whose_reply_was_lost_is_sent_again_alone(client: redis.Redis) -
     links = entries(4, 1)
     f.add_many(links)
     first, second = f.next_many(2)
-    lose_next_reply(f.parts[0].ownership.writer)
+    fail_next_call(monkeypatch, f.parts[0].ownership.writer)
     with pytest.raises(redis.ConnectionError):
         f.finish(first.token, 0.1)
     f.finish(second.token, 0.1)  # its HDEL is queued behind the lost call's writes
@@ -385,7 +395,9 @@ def test_a_write_whose_reply_was_lost_is_sent_again_alone(client: redis.Redis) -
     assert len(heir) == 0 and heir.next() is None
 
 
-def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(client: redis.Redis) -> None:
+def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The recovery of a partition just claimed is applied, its reply lost: the owner reads
     the partition again (its writes discarded) and its next call is numbered after the one
     Redis applied, not refused as one already done."""
@@ -396,7 +408,7 @@ def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(client: redis.R
     heir = partitioned(client, key, FakeClock(), count=1, worker="heir", ttl=5.0)
     writer = heir.ownership.owned[0].writer
     writer.discard()
-    lose_next_reply(writer)
+    fail_next_call(monkeypatch, writer)
     writer.write("SET", heir.keys(0).prefix + "probe", "1")
     with pytest.raises(redis.ConnectionError):
         writer.flush()
@@ -406,19 +418,16 @@ def test_a_partition_taken_up_again_after_a_lost_reply_counts_on(client: redis.R
     assert client.get(heir.keys(0).prefix + "probe") == b"2"
 
 
-def test_leases_of_a_call_that_failed_go_back_to_their_hosts(client: redis.Redis) -> None:
+def test_leases_of_a_call_that_failed_go_back_to_their_hosts(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Redis goes away as leases are handed out: the call fails (its caller retries it) and
     its leases, which never reach the caller, are not left open with their hosts held until
     their TTL: the retried call hands the same URLs out."""
     f = partitioned(client, fresh_key(), FakeClock(), count=1)
     f.add_many(entries(2, 2))
-    writer = f.parts[0].ownership.writer
-
-    def away(keys: list[str], argv: list[Any]) -> Any:
-        writer._run = real
-        raise redis.ConnectionError("Error 111 connecting. Connection refused.")
-
-    real, writer._run = writer._run, away
+    fail_next_call(monkeypatch, f.parts[0].ownership.writer, applied=False,
+                   error="Error 111 connecting. Connection refused.")
     with pytest.raises(redis.ConnectionError):
         f.next_many(2)
     assert f.in_flight() == 0
@@ -437,15 +446,15 @@ def test_a_hand_over_cut_short_by_redis_leaves_the_partition_whole(
     a = partitioned(client, key, FakeClock(), count=2, worker="a")
     b = partitioned(client, key, FakeClock(), count=2, worker="b")
     assert len(a.parts) == 2 and not b.parts
-    real = FencedWriter._run
+    real = fence.transact
 
-    def away(writer: FencedWriter, keys: list[str], argv: list[Any]) -> Any:
-        if "DEL" in argv:  # the release's call, before Redis has it
+    def away(client: Any, call: list[FencedWriter]) -> Any:
+        if any(c == "DEL" for w in call for c, _, _ in w._writes):  # the release's call
             raise redis.ConnectionError("Connection closed by server.")
-        return real(writer, keys, argv)
+        return real(client, call)
 
     with monkeypatch.context() as outage, pytest.raises(redis.ConnectionError):
-        outage.setattr(FencedWriter, "_run", away)
+        outage.setattr(fence, "transact", away)
         a.beat()  # b is live: one of a's two is surplus, and is handed over
     assert set(a.parts) == set(a.ownership.owned)
     a.beat()  # Redis back

@@ -91,7 +91,7 @@ def test_a_retried_apply_whose_call_never_reached_redis_mails_once(
         assert len(a.parts) == len(b.parts) == 2
         links = entries(20, 2)
         theirs = [PartitionKeys(key, i, COUNT).inbox for i in sorted(b.parts)]
-        call = fence.call_script
+        call = fence.transact
         failed: list[bool] = []
 
         def fails_once(*args: object) -> object:
@@ -100,7 +100,7 @@ def test_a_retried_apply_whose_call_never_reached_redis_mails_once(
                 raise redis.ConnectionError("cut before it was sent")
             return call(*args)
 
-        monkeypatch.setattr(fence, "call_script", fails_once)
+        monkeypatch.setattr(fence, "transact", fails_once)
         with pytest.raises(redis.ConnectionError):
             a.apply(links, [])
         assert [client.xlen(inbox) for inbox in theirs] == [0, 0]

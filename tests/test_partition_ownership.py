@@ -9,15 +9,15 @@ partition over once its open leases are settled, never with them. On a real Redi
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 
 import pytest
 import redis
 
+from crawler.backends.redis import fence
 from crawler.backends.redis import partitioned as partitioned_module
-from crawler.backends.redis.fence import FENCE_SOURCE, FencedWriter, PartitionLost
+from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.ownership import PartitionOwnership, fair_share
 from crawler.frontier import PolitenessPolicy
@@ -384,7 +384,7 @@ def test_a_release_cut_short_keeps_the_partition_and_its_lease(
         raise redis.ConnectionError("Redis is away")
 
     with monkeypatch.context() as outage:
-        outage.setattr(FencedWriter, "_run", away)
+        outage.setattr(fence, "transact", away)
         with pytest.raises(redis.ConnectionError):
             a.release(index)
     assert index in a.owned
@@ -431,11 +431,10 @@ def test_a_beat_renews_every_lease_in_one_call_and_drops_only_the_lost(
     kept = [a.owned[i] for i in range(COUNT) if i not in stolen]
     for ownership in kept:
         redis_client.pexpire(ownership.keys.lease, 1000)  # due for renewal
-    fence_sha = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
-    with round_trips(monkeypatch, lambda data: b"GETEX" in data or fence_sha in data) as sent:
+    with round_trips(monkeypatch, lambda data: b"GETEX" in data or b"WATCH" in data) as sent:
         beat = a.beat()
     assert sorted(beat.lost) == stolen
-    assert len(sent) == 1 and fence_sha not in sent[0]  # one request renewed all 16
+    assert len(sent) == 1 and b"WATCH" not in sent[0]  # one request renewed all 16
     assert sorted(a.owned) == [i for i in range(COUNT) if i not in stolen]
     for ownership in kept:
         assert redis_client.pttl(ownership.keys.lease) > 1000

@@ -18,7 +18,6 @@ from redis.connection import Connection
 from crawler.backends.redis import mail as mail_module
 from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis import queue_store
-from crawler.backends.redis.fence import FENCE_SOURCE
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import store as store_module
@@ -116,7 +115,7 @@ def test_a_pages_links_and_acknowledgement_in_one_partition_are_one_fenced_call(
     writes = (keys.out.encode(), keys.front(0).encode())  # the page's, its links'
 
     def fenced(data: bytes) -> bool:
-        return b"EVALSHA" in data and any(key in data for key in writes)
+        return b"EXEC" in data and any(key in data for key in writes)
 
     with round_trips(monkeypatch, fenced) as sent:
         results, _ = f.apply(links, [Settlement("finish", lease.token, 0.1)])
@@ -137,30 +136,26 @@ def test_the_crawls_seen_count_is_one_round_trip(
     assert len(sent) == 1
 
 
-FENCE_SHA = hashlib.sha1(FENCE_SOURCE.encode()).hexdigest().encode()
+WATCH = b"$5\r\nWATCH\r\n"
 
 
 def fenced_call(data: bytes) -> bool:
-    """A request carrying fenced calls (not letters: those go through another script)."""
-    return FENCE_SHA in data
+    """The first request of a fenced call: its partitions' leases watched and read (its
+    transaction follows, on the same connection)."""
+    return WATCH in data
 
 
 def test_a_calls_writes_to_several_partitions_are_one_round_trip(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Links to four partitions, one owner: their writes go in one fenced call (one
-    request); a server that forgot the script (restarted) costs one more, and nothing is
-    lost."""
-    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    request watches the four leases, one transaction writes), and nothing is lost."""
     f = partitioned(client, fresh_key(), FakeClock(), count=4)
     links = entries(20, 2)
     with round_trips(monkeypatch, fenced_call) as sent:
-        assert all(r.added for r in f.add_many(links[:20]))
-    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 1
-    client.script_flush()
-    with round_trips(monkeypatch, fenced_call) as sent:
-        assert all(r.added for r in f.add_many(links[20:]))
-    assert len(sent) == 2
+        assert all(r.added for r in f.add_many(links))
+    assert len(sent) == 1 and sent[0].count(WATCH) == 1
+    assert all(p.ownership.keys.lease.encode() in sent[0] for p in f.parts.values())
     assert len(f) == len(links) and len(f.parts) == 4
 
 
@@ -170,7 +165,6 @@ def test_a_partition_lost_among_several_written_together_is_mailed_alone(
     """Four partitions written in one fenced call, one of them taken by another worker: the
     call writes nothing; the lost one's links go to its inbox, for its next owner, and the
     three others' are stored in the next call."""
-    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     key = fresh_key()
     f = partitioned(client, key, FakeClock(), count=4)
     stolen = f.parts[2].ownership.keys
@@ -195,7 +189,6 @@ def test_a_pages_links_everywhere_and_its_acknowledgement_are_one_fenced_call(
 ) -> None:
     """A page's links to four partitions of one owner, on one server: the links of all four
     and the page's acknowledgement go in one fenced call, which writes them all or none."""
-    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
     f = partitioned(client, fresh_key(), FakeClock(), count=4)
     f.add_many(entries(1, 1))
     lease = f.next()
@@ -203,9 +196,9 @@ def test_a_pages_links_everywhere_and_its_acknowledgement_are_one_fenced_call(
     page = f.shard(lease.entry.host)
     links = [e for e in entries(20, 3) if e.url != lease.entry.url]
     out = f.parts[page].ownership.keys.out.encode()
-    with round_trips(monkeypatch, fenced_call) as sent:
+    with round_trips(monkeypatch, lambda data: fenced_call(data) or b"EXEC" in data) as sent:
         f.apply(links, [Settlement("finish", lease.token, 0.1)])
-    assert len(sent) == 1 and sent[0].count(FENCE_SHA) == 1 and out in sent[0]
+    assert len(sent) == 2 and sent[0].count(WATCH) == 1 and out in sent[1]
     assert all(p.ownership.keys.lease.encode() in sent[0] for p in f.parts.values())
     assert client.hlen(out) == 0 and len(f) == len(links)
 
@@ -214,17 +207,17 @@ def test_a_pages_letters_ride_in_its_fenced_call(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two workers on one server: a page's links to the other worker's partitions travel
-    in the fenced call that stores its own links and acknowledges it (one request, no
-    script of their own), and reach their owner once."""
+    in the fenced call that stores its own links and acknowledges it (no script of their
+    own), and reach their owner once."""
     key, _clock, a, b = two_workers(client)
     assert len(a.parts) == len(b.parts) == 2
     a.add_many([e for e in entries(20, 1) if a.shard(e.host) in a.parts][:1])
     lease = a.next()
     assert lease is not None
     links = [e for e in entries(20, 3) if e.url != lease.entry.url]
-    with round_trips(monkeypatch, lambda data: b"EVALSHA" in data) as sent:
+    with round_trips(monkeypatch, lambda data: b"EVALSHA" in data or b"EXEC" in data) as sent:
         a.apply(links, [Settlement("finish", lease.token, 0.1)])
-    assert len(sent) == 1 and sent[0].count(b"EVALSHA") == 1 and FENCE_SHA in sent[0]
+    assert len(sent) == 1 and b"EVALSHA" not in sent[0] and sent[0].count(b"XADD") == 2
     inboxes = [PartitionKeys(key, i, 4).inbox for i in sorted(b.parts)]
     assert [client.xlen(inbox) for inbox in inboxes] == [1, 1]
     b.read_mail()
@@ -252,12 +245,11 @@ def test_letters_carried_by_a_partition_found_lost_are_mailed_once(
     assert len(b) == len([e for e in links if b.shard(e.host) in b.parts])
 
 
-def test_on_a_cluster_a_calls_fenced_calls_go_one_request_per_node(
+def test_on_a_cluster_each_partitions_fenced_call_goes_to_its_master(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Four partitions on three masters, one owner: redis-py's cluster pipeline sends each
-    node its partitions' calls in one request; nodes that forgot the script (restarted)
-    are sent it, and nothing is lost."""
+    """Four partitions on three masters, one owner: each partition's fenced call goes to the
+    master of its slot (a transaction holds one slot's keys), and nothing is lost."""
     monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # (no lease renewal is counted)
     servers = start_cluster(tmp_path, 3, 0)
     try:
@@ -266,12 +258,10 @@ def test_on_a_cluster_a_calls_fenced_calls_go_one_request_per_node(
         nodes = {client.get_node_from_key(p.ownership.keys.lease).port for p in f.parts.values()}
         assert len(f.parts) == 4 and 1 < len(nodes) < 4
         links = entries(20, 3)
-        assert all(r.added for r in f.add_many(links[:20]))  # the nodes are sent the script
+        assert all(r.added for r in f.add_many(links[:20]))
         with round_trips(monkeypatch, fenced_call) as sent:
-            assert all(r.added for r in f.add_many(links[20:40]))
-        assert len(sent) == len(nodes)
-        client.script_flush()
-        assert all(r.added for r in f.add_many(links[40:]))
+            assert all(r.added for r in f.add_many(links[20:]))
+        assert len(sent) == len(f.parts)
         assert len(f) == len(links) and len(f.parts) == 4
         f.close()
         heir = partitioned(client, f.crawl, FakeClock(), count=4, worker="heir")
@@ -326,8 +316,7 @@ def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An owner of four partitions reads letters from all four inboxes: their links and the
-    acknowledgements go in one fenced call (one request), all or none."""
-    client.script_load(FENCE_SOURCE)  # (a new owner with nothing to recover sent none)
+    acknowledgements go in one fenced call, all or none."""
     owner, sender = owner_and_sender(client)
     links = entries(20, 2)
     for page in range(2):
@@ -461,5 +450,5 @@ def test_a_letter_carried_in_a_fenced_call_is_digested_once(
     monkeypatch.setattr(mail_module.hashlib, "blake2b", counted)
     with round_trips(monkeypatch, lambda data: b"EVALSHA" in data) as sent:
         a.apply(links, [Settlement("finish", lease.token, 0.1)])
-    assert len(sent) == 1  # (the letters rode in the page's fenced call)
+    assert sent == []  # (the letters rode in the page's fenced call)
     assert len(digested) == 2 and len(set(digested)) == 2  # the other worker's 2 partitions

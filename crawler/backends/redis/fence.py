@@ -2,32 +2,31 @@
 
 A worker owns a partition of the crawl's hosts through a lease key (``{<tag>}:lease``, see
 :mod:`crawler.backends.redis.ownership`) whose value names the worker and the epoch of its
-ownership. The owner's writes are buffered here and sent as calls of ``lua/fence.lua``, which
-checks the lease and applies the writes in one atomic step: a worker that stalled past its
-lease and lost the partition gets :class:`PartitionLost` and changes nothing (fencing). A lease
-that lapsed while no other worker claimed the partition (Redis away longer than the TTL) is
-taken back in that same step, so an outage costs no handover. Each call is numbered: one sent
-again after its reply was lost with the connection is not applied twice. The script declares
-every key it touches, so it runs on proxies and managed clusters that enforce declared keys.
+ownership. The owner's writes are buffered here and sent as fenced calls (:func:`transact`):
+the lease and the count of calls applied are watched (``WATCH``) and read with the epoch, and
+the writes go in one ``MULTI``/``EXEC`` that Redis applies only if neither changed since, so
+the check and the writes are one step. A worker that stalled past its lease and lost the
+partition gets :class:`PartitionLost` and changes nothing (fencing). A lease that lapsed
+while no other worker claimed the partition (Redis away longer than the TTL) is taken back in
+that same step, so an outage costs no handover. Each call is numbered: one sent again after
+its reply was lost with the connection is not applied twice. Every command names its keys,
+so it runs on proxies and managed clusters that enforce them, and no script runs: a script
+call cost Redis ~200k instructions, its commands in a transaction (with the watch) ~85k.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import struct
 import time
-from importlib import resources
 from typing import Any
 
 import redis
-from redis.exceptions import AskError, NoScriptError, TryAgainError
+from redis.exceptions import AskError, ExecAbortError, TryAgainError
 
 from crawler.backends.redis import wire
 
-FENCE_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/fence.lua").read_text()
-# Writes per script call: Lua's unpack() of one write's arguments and the reply table stay
-# far below Lua's stack limit (8,000), and one call never holds Redis for long.
+# Writes per fenced call: one call never holds Redis for long.
 MAX_WRITES = 2048
 MAX_ARGUMENTS = 4096
 # How long a write waits for its replicas (FRONTIER_REPLICA_WAIT) at most: past it the crawl
@@ -37,6 +36,9 @@ REPLICA_WAIT_MS = 1000
 # most that many, so a master left without its replica (it was promoted in a failover) does
 # not hold every write for REPLICA_WAIT_MS; a write that waited in vain counts them again.
 REPLICA_RECOUNT = 10.0
+# Times a fenced call is made again after Redis aborted it (a watched key changed: the
+# owner's renewal from another connection, a claim) before the flush gives up with an error
+WATCH_TRIES = 16
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +73,8 @@ class FencedWriter:
 
     ``flush`` sends the queue in order, in calls of at most ``MAX_WRITES`` writes, each fenced.
     A call that failed on the way (the connection lost: Redis may have applied it) is sent
-    again as it was, under its number, before anything queued since: the script skips every
-    write of a number it applied, so a write added to the call would be dropped.
+    again as it was, under its number, before anything queued since: :func:`transact` skips
+    every write of a number it applied, so a write added to the call would be dropped.
     """
 
     def __init__(
@@ -97,12 +99,12 @@ class FencedWriter:
         # the lease may be taken back after a lapse only while the epoch is still this one
         self.epoch_key = epoch_key
         self.epoch = lease_value.rpartition("/")[2]
+        self._value, self._epoch = lease_value.encode(), self.epoch.encode()  # (as read)
         self.ttl_ms = max(1, int(ttl * 1000))
         # numbered calls: one sent again after a lost connection is applied once (the
         # owner's writes); a writer that only renews the lease needs no numbers
         self.seq_key = lease_key.rpartition(":")[0] + ":seq"
         self._seq: int | None = None if numbered else -1
-        self._script = client.register_script(FENCE_SOURCE)
         self._writes: list[Write] = []
         self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
         # the writes last dropped unapplied (a refusal, a discard), for who needs them back
@@ -149,54 +151,19 @@ class FencedWriter:
         self._seq = None  # the next owner's calls count on from what Redis kept
         return PartitionRewound(self.lease_key)
 
-    def _settle(self, reply: bytes | str, j: int, number: int | str) -> int:
-        """Drop the writes of the call partition ``j`` of ``reply`` (the script's flags of
-        the partitions skipped, or "") answered; how many were applied (0: skipped, it was
+    def _settle(self, reply: str, j: int, number: int | str) -> int:
+        """Drop the writes of the call partition ``j`` of ``reply`` (:func:`transact`'s flags
+        of the partitions skipped, or "") answered; how many were applied (0: skipped, it was
         applied before)."""
         if number:
             self._seq = int(number)
         size, self._sent = self._sent, 0
         del self._writes[:size]
-        return 0 if reply[j : j + 1] in (b"1", "1") else size
+        return 0 if reply[j : j + 1] == "1" else size
 
-    def _run(self, keys: list[str], argv: list[Any]) -> Any:
-        """One call of the script; with ``replicas``, followed by ``WAIT`` on the same
-        connection (WAIT counts that connection's writes), so the call is done only once the
-        replicas have it and a failover can no longer lose it. A connection lost meanwhile
-        (the master died) makes the owner send the call again: to the promoted replica,
-        which applies it if it never had it, and skips its writes if it had."""
-        if not self.replicas:
-            return call_script(self._script, self.client, keys, argv)
-        node = self.client
-        cluster = hasattr(self.client, "get_node_from_key")
-        if cluster:  # the node of the slot, asked directly (WAIT needs the same connection)
-            node = self.client.get_redis_connection(self.client.get_node_from_key(keys[0]))
-        try:
-            wanted = self._wanted(node)
-            if not wanted:
-                return self._script(keys=keys, args=argv)
-            for _ in range(2):
-                pipe = node.pipeline(transaction=False)
-                pipe.evalsha(self._script.sha, len(keys), *keys, *argv)
-                pipe.execute_command("WAIT", wanted, REPLICA_WAIT_MS)
-                reply, acked = pipe.execute(raise_on_error=False)
-                if isinstance(reply, NoScriptError):
-                    node.script_load(FENCE_SOURCE)
-                    continue
-                break
-        except (redis.ConnectionError, redis.TimeoutError):
-            # the slot's master died: the client's map of slots still names it, and nothing
-            # routed through the client would correct it, as this call goes to the node
-            # itself; read the map again (the call goes again, to the promoted replica)
-            if cluster:
-                self._replicas_seen = (float("-inf"), 0)
-                reread_slots(self.client)
-            raise
-        if isinstance(reply, AskError):  # MOVED or ASK: the slot moves; ask again later
-            self.client.nodes_manager.initialize()
-            raise TryAgainError(str(reply))
-        if isinstance(reply, Exception):
-            raise reply
+    def _replicated(self, acked: Any, wanted: int) -> None:
+        """Count a call its replicas did not all have within ``REPLICA_WAIT_MS`` (``acked``:
+        the ``WAIT``'s reply), warned once."""
         if not isinstance(acked, Exception) and int(acked) < wanted:
             self.unreplicated += 1
             self._replicas_seen = (float("-inf"), 0)  # count them again at the next write
@@ -206,7 +173,6 @@ class FencedWriter:
                     "%d ms): a failover now may lose it (counted, warned once)",
                     self.lease_key, acked, wanted, REPLICA_WAIT_MS,
                 )  # fmt: skip
-        return reply
 
     def _wanted(self, node: Any) -> int:
         """How many replicas to wait for: ``replicas``, or fewer if the master has fewer
@@ -233,70 +199,110 @@ def reread_slots(client: Any) -> None:
         client.nodes_manager.initialize()
 
 
-def call_script(script: Any, client: Any, keys: list[str], argv: list[Any]) -> Any:
-    """One call of the fence script (redis-py's ``Script``) on ``client``: its reply, or its
-    refusal raised. :func:`wire.execute` may send it again after a lost connection, as
-    redis-py's own retry would: the call's number makes that harmless. A server that lacks
-    the script (``NOSCRIPT``: a restart, a failover) is sent it, then the call again."""
+def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str]]:
+    """One fenced call of the writers of ``call`` (their partitions on one server; on a
+    cluster one writer, its slot's master asked directly): each writer's call of unknown
+    outcome again, or its next writes. Two round trips on one connection: ``WATCH`` each
+    partition's lease and number of calls, and read them and its epoch (``MGET``); then,
+    every lease the owner's (or lapsed, nobody having claimed it since: it is set again) and
+    every number the one expected, every writer's writes after its number in one
+    ``MULTI``/``EXEC``, which Redis aborts if a watched key changed in between (a claim, a
+    renewal from another connection): the call is then made again. A call whose number was
+    applied already (sent again after a lost reply) has its writes skipped.
 
-    def through_redis_py() -> list[Any]:
-        try:
-            return [script(keys=keys, args=argv, client=client)]
-        except redis.ResponseError as exc:
-            return [exc]
-
-    command = ("EVALSHA", script.sha, len(keys), *keys, *argv)
-    (reply,) = wire.execute(client, [command], through_redis_py)
-    if isinstance(reply, NoScriptError):
-        client.script_load(script.script)
-        (reply,) = wire.execute(client, [command], through_redis_py)
-    if isinstance(reply, Exception):
-        raise reply
-    return reply
-
-
-def combine(writers: list[FencedWriter]) -> tuple[list[str], list[Any], list[int | str]]:
-    """The script's keys and arguments for the writers' next batches (one call of
-    ``lua/fence.lua``, the writers' partitions on one server: each writer's call of unknown
-    outcome again, or its next writes), and each one's number."""
-    keys: list[str] = []
-    head = [len(writers)]
-    argv: list[Any] = [b""]
-    numbers: list[int | str] = []
+    Returns one flag per writer ("1": skipped) and their numbers; raises ``FENCED j..`` (a
+    lease lost) or ``REWOUND j..`` (a number missing: a failover lost acknowledged writes), a
+    :class:`redis.ResponseError` naming the writers refused (1-based): then nothing was
+    written. Writers that wait for replicas send ``WAIT`` after the ``EXEC``."""
+    cluster = hasattr(client, "get_node_from_key")
+    node = client.get_redis_connection(client.get_node_from_key(call[0].lease_key)) if cluster \
+        else client  # fmt: skip
+    # the epochs are read, not watched: a claim changes the lease too, and one that only
+    # raised the epoch by the time a lapsed lease is taken back here fails its SET NX
+    read = [key for w in call for key in (w.lease_key, w.seq_key, w.epoch_key)]
+    watched = [key for w in call for key in (w.lease_key, w.seq_key)]
     batches = []
-    for w in writers:
-        batch = w._writes[: w._sent or MAX_WRITES]
-        batches.append(batch)
-        w._sent = len(batch)
-        if w._seq is None:  # the calls the partition's owners made so far
-            w._seq = int(w.client.get(w.seq_key) or 0)
-        number: int | str = "" if w._seq < 0 else w._seq + 1
-        numbers.append(number)
-        keys += (w.lease_key, w.seq_key)
-        argv += (w.lease_value, w.epoch, w.ttl_ms, number, w._seq)
-        head.append(len(batch))
-    keys += [w.epoch_key for w in writers]
-    index = {key: at + 1 for at, key in enumerate(keys)}
-    shapes: list[int] = []
-    writes: list[Any] = []
-    for batch in batches:
-        for command, key, args in batch:
-            k = index.get(key)
-            if k is None:
-                keys.append(key)
-                k = index[key] = len(keys)
-            shapes += (k, len(args))
-            writes += [command, *args]
-    argv[0] = struct.pack(f">{len(head)}H", *head)
-    argv += [struct.pack(f">{len(shapes)}H", *shapes), *writes]
-    return keys, argv, numbers
+    for w in call:
+        batches.append(w._writes[: w._sent or MAX_WRITES])
+        w._sent = len(batches[-1])
+    try:
+        wanted = call[0]._wanted(node) if call[0].replicas else 0
+        with wire.one_connection(node) as run:
+            for _ in range(WATCH_TRIES):
+                replies = run([("WATCH", *watched), ("MGET", *read)])
+                if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
+                    _raise_error(client, replies)
+                got, numbers, commands = replies[1], [], [("MULTI",)]
+                fenced, rewound, flags = "", "", ""
+                for j, w in enumerate(call):
+                    owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
+                    if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
+                        fenced += f" {j + 1}"
+                    if owner != w._value:  # a lapsed lease, taken back
+                        commands.append(("SET", w.lease_key, w._value, "PX", w.ttl_ms))
+                    if w._seq is None:  # the calls the partition's owners made so far
+                        w._seq = applied
+                    number: int | str = "" if w._seq < 0 else w._seq + 1
+                    numbers.append(number)
+                    skip = number != "" and applied != w._seq
+                    if skip and applied < w._seq + 1:
+                        rewound += f" {j + 1}"
+                    flags += "1" if skip else "0"
+                    if number != "" and not skip:
+                        commands.append(("SET", w.seq_key, number))
+                    if not skip:
+                        commands += [(command, key, *args) for command, key, args in batches[j]]
+                if fenced or rewound:
+                    run([("UNWATCH",)])
+                    break
+                commands.append(("EXEC",))
+                if wanted:
+                    commands.append(("WAIT", wanted, REPLICA_WAIT_MS))
+                replies = run(commands)
+                done = replies[len(commands) - 1 - bool(wanted)]  # (None: aborted)
+                if done is not None:
+                    # (a command refused when queued makes EXEC refuse them all)
+                    if type(done) is not list or any(
+                        issubclass(kind, Exception) for kind in set(map(type, done))
+                    ):
+                        _raise_error(client, replies)
+                    if wanted:
+                        call[0]._replicated(replies[-1], wanted)
+                    return ("" if "1" not in flags else flags), numbers
+            else:
+                raise redis.WatchError(f"{call[0].lease_key} changed {WATCH_TRIES} times")
+    except (redis.ConnectionError, redis.TimeoutError):
+        # a cluster's master died: the client's map of slots still names it, and nothing
+        # routed through the client would correct it, as the call goes to the node itself;
+        # read the map again (the call goes again, to the promoted replica)
+        if cluster:
+            call[0]._replicas_seen = (float("-inf"), 0)
+            reread_slots(client)
+        raise
+    raise redis.ResponseError(f"FENCED{fenced}" if fenced else f"REWOUND{rewound}")
+
+
+def _raise_error(client: Any, replies: list[Any]) -> None:
+    """Raise the first error among ``replies`` (those of a transaction included); a slot
+    that moves (``MOVED``, ``ASK``, ``TRYAGAIN``: a reshard) as :class:`TryAgainError`, the
+    cluster's map of slots read again: the call goes again later."""
+    found = []
+    for reply in replies:
+        errors = [reply] if isinstance(reply, Exception) else reply if type(reply) is list else ()
+        found += [e for e in errors if isinstance(e, Exception)]
+    # (EXECABORT says only that a command queued before it was refused: that one is raised)
+    for error in sorted(found, key=lambda e: isinstance(e, ExecAbortError)):
+        if isinstance(error, (AskError, TryAgainError)):
+            reread_slots(client)
+            raise TryAgainError(str(error))
+        raise error
 
 
 def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedWriter | None:
     """One of the ``writers`` (one with writes queued, if any), if :func:`flush_together`
-    will send their writes and ``more`` as one call of the script (one server, no replicas
-    to wait for, no call of unknown outcome to send again first, at most ``MAX_WRITES``
-    writes in all): the writes of them all then land together, or none. Else None."""
+    will send their writes and ``more`` as one fenced call (one server, no replicas to wait
+    for, no call of unknown outcome to send again first, at most ``MAX_WRITES`` writes in
+    all): the writes of them all then land together, or none. Else None."""
     if not writers or hasattr(client, "get_node_from_key"):
         return None
     pending = more
@@ -310,7 +316,7 @@ def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedW
 
 
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
-    """Flush several partitions' writers in as few round trips as their queues allow.
+    """Flush several partitions' writers in as few fenced calls as their queues allow.
 
     Returns, per writer, the :class:`PartitionLost` that refused its writes, or None. The
     first refusal ends the flush: the lost ones' writes are dropped, the others' stay queued
@@ -318,66 +324,49 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     it has mailed what the lost ones were to store (a page's links before its
     acknowledgement). Another error is raised, the writers it hit keeping their writes.
 
-    On one server the writers' next calls go as one call of the script, of at most
-    ``MAX_WRITES`` writes in all: every partition's lease and number is checked before
+    On one server the writers' next calls go as one fenced call (:func:`transact`), of at
+    most ``MAX_WRITES`` writes in all: every partition's lease and number is checked before
     anything is written, so the writes of all land together or, a partition lost, none. On a
-    cluster, where each partition has its own slot, each round sends every writer's next
-    call in one pipeline, which the cluster client splits by node; each call is fenced on its
-    own (one refused leaves the others applied). Writers that wait for replicas (``WAIT``
-    after each call) send their calls one by one."""
+    cluster, where each partition has its own slot, each writer's next call goes to its
+    slot's master, fenced on its own (one refused leaves the others applied). Writers that
+    wait for replicas (``WAIT`` after each call) send their calls one by one."""
     return _flush(client, writers)[0]
 
 
 def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost | None], int]:
     """:func:`flush_together`, and how many writes were applied."""
     lost: list[PartitionLost | None] = [None] * len(writers)
-    applied, loaded = 0, False
+    applied = 0
     cluster = hasattr(client, "get_node_from_key")
     waiting = [w for w in writers if w._writes]
     while waiting:
-        if cluster and not waiting[0].replicas:  # (the writers of a flush wait alike)
+        if cluster:
             calls = [[w] for w in waiting]
-        else:  # as many as one call holds (one if on a cluster or waiting for replicas)
+        else:  # as many as one call holds (one if waiting for replicas)
             calls, total = [[]], 0
             for w in waiting:
                 total += w._sent or min(len(w._writes), MAX_WRITES)
-                if calls[0] and (total > MAX_WRITES or cluster or w.replicas):
+                if calls[0] and (total > MAX_WRITES or w.replicas):
                     break
                 calls[0].append(w)
-        built = list(map(combine, calls))
-        if len(calls) == 1:
-            keys, argv, _ = built[0]
-            try:
-                replies = [calls[0][0]._run(keys, argv)]
-            except redis.ResponseError as exc:
-                replies = [exc]
-        else:  # (a cluster's pipeline asks the server for an EVALSHA's keys unless told)
-            pipe = client.pipeline(transaction=False)
-            for call, (keys, argv, _) in zip(calls, built, strict=True):
-                node = client.get_node_from_key(keys[0])
-                sha = call[0]._script.sha
-                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *argv, target_nodes=node)
-            replies = pipe.execute(raise_on_error=False)
         error: Exception | None = None
-        refused = unloaded = False
-        for c, call in enumerate(calls):  # (no zip: its strict= costs more than a write)
-            reply, numbers = replies[c], built[c][2]
-            if not isinstance(reply, Exception):
-                for j, w in enumerate(call):
-                    applied += w._settle(reply, j, numbers[j])
-            elif isinstance(reply, NoScriptError) and not loaded:  # not run: sent again
-                unloaded = True
-            elif isinstance(reply, redis.ResponseError) and str(reply).startswith(
-                ("FENCED", "REWOUND")
-            ):
+        refused = False
+        for call in calls:
+            try:
+                flags, numbers = transact(client, call)
+            except redis.ResponseError as exc:
+                if not str(exc).startswith(("FENCED", "REWOUND")):
+                    error = error or exc
+                    continue
                 refused = True
                 for j, w in enumerate(call, 1):
-                    lost[writers.index(w)] = w._refused(reply, j)
-            else:
-                error = error or reply
-        if unloaded:  # (a restarted server, or a cluster node new to the script)
-            client.script_load(FENCE_SOURCE)
-            loaded = True
+                    lost[writers.index(w)] = w._refused(exc, j)
+                continue
+            except redis.RedisError as exc:  # (the other nodes' calls go on)
+                error = error or exc
+                continue
+            for j, w in enumerate(call):  # (no zip: its strict= costs more than a write)
+                applied += w._settle(flags, j, numbers[j])
         if error is not None:
             raise error
         if refused:

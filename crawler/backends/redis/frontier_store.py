@@ -83,7 +83,7 @@ KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
 KEYLESS_COMMANDS: tuple[tuple[Any, ...], ...] = (
     ("PING",), ("TIME",), ("COMMAND", "INFO", "BF.MADD"), ("INFO", "server"),
     ("CONFIG", "GET", "maxmemory-policy"), ("SCRIPT", "LOAD", "return 1"),
-    ("SCAN", 0, "COUNT", 1),
+    ("SCAN", 0, "COUNT", 1), ("UNWATCH",),
 )
 
 
@@ -237,7 +237,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             (("EVALSHA", no_script, 1, k.meta), k.meta),
             (("GET", part.lease), part.lease),
             (("SET", part.lease, "probe"), part.lease),
-            (("EVALSHA", no_script, 1, part.lease), part.lease),
+            (("EVALSHA", no_script, 1, part.inbox), part.inbox),  # lua/post.lua
             (("XADD", part.inbox, "*", "probe", ""), part.inbox),
             (("XREADGROUP", "GROUP", "probe", "probe", "STREAMS", part.inbox, ">"), part.inbox),
             (("LLEN", k.seeds), k.seeds),

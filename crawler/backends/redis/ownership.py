@@ -124,7 +124,7 @@ class PartitionOwnership:
 
         Back from an outage or a stall longer than a lease, it claims nothing for a TTL: the
         other workers' leases may have lapsed for the same reason, and they are coming back
-        to take them again (lua/fence.lua) with the work they held; claiming them first
+        to take them again (through the fence) with the work they held; claiming them first
         would fetch that work twice."""
         try:
             return self._beat()
@@ -266,7 +266,7 @@ class PartitionOwnership:
         releaser = self._writer(ownership.keys, ownership.value, numbered=False)
         releaser.write("DEL", releaser.lease_key)
         # a new epoch with it: the lease is no longer one this worker may take back after a
-        # lapse (lua/fence.lua), so whatever of it is still running here is refused
+        # lapse (the fence), so whatever of it is still running here is refused
         releaser.write("INCR", releaser.epoch_key)
         with self._lock:  # no renewal of keep_alive's may take the lease back after the DEL
             # a DEL cut short (Redis away) raises: the partition stays owned and renewed

@@ -188,3 +188,47 @@ def _replies(conn: Any, count: int) -> list[Any]:
             raise reply[0]
         replies.append(reply)
     return replies
+
+
+class one_connection:  # (named as a function: ``with one_connection(client) as run``)
+    """Several round trips on one connection of ``client``'s pool (a ``WATCH`` and its reads,
+    then the transaction they decide, which must go on the connection that watched): the
+    block gets ``run(commands)``, their replies as :func:`execute` gives them. The lean
+    path's connection when it can, else one of the pool read through redis-py's parser.
+    Whatever escapes the block disconnects the connection (what it watched is dropped with
+    it): no retry here. (A class, not a generator: it runs for every fenced call.)"""
+
+    def __init__(self, client: Any) -> None:
+        taken = _lean_connection(client)
+        self.lean = taken is not None
+        if taken is None:
+            self.pool = client.connection_pool
+            self.conn = self.pool.get_connection()
+        else:
+            self.pool, self.conn = taken
+
+    def __enter__(self) -> Callable[[Sequence[Command]], list[Any]]:
+        return self.run
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is not None:
+            self.conn.disconnect()
+            self.pool.release(self.conn)
+        elif self.lean:
+            _keep(self.pool, self.conn)
+        else:
+            self.pool.release(self.conn)
+
+    def run(self, commands: Sequence[Command]) -> list[Any]:
+        conn = self.conn
+        if self.lean:
+            conn.send_packed_command([b"".join([pack_command(c) for c in commands])])
+            return _replies(conn, len(commands))
+        conn.send_packed_command(conn.pack_commands(commands))
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(conn.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        return replies

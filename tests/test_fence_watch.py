@@ -1,0 +1,106 @@
+"""The fenced call without a script (``crawler.backends.redis.fence.transact``): the lease is
+watched and read, then the writes go in a transaction on the same connection. What another
+connection does between the two (a claim, a renewal) is what the fence must see: a claim
+refuses the call, a renewal makes it run again, once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import redis
+
+from crawler.backends.redis import wire
+from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.keys import PartitionKeys
+from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
+
+
+def owned(client: redis.Redis, keys: PartitionKeys) -> FencedWriter:
+    client.incr(keys.epoch)
+    client.set(keys.lease, "w1/1", px=60_000)
+    return FencedWriter(client, keys.lease, "w1/1", keys.epoch, 60.0)
+
+
+@contextmanager
+def between(
+    monkeypatch: pytest.MonkeyPatch, meddle: Callable[[], None], times: int = 1
+) -> Iterator[list[bytes]]:
+    """``meddle`` runs after the first ``times`` fenced calls read their leases, before their
+    transactions are sent; yields the commands that opened each round trip."""
+    opened: list[bytes] = []
+    real = wire.one_connection
+
+    @contextmanager
+    def spied(client: Any) -> Iterator[Callable[[Any], list[Any]]]:
+        with real(client) as run:
+
+            def meddled(commands: Any) -> list[Any]:
+                opened.append(str(commands[0][0]).encode())
+                if commands[0][0] == "MULTI" and opened.count(b"MULTI") <= times:
+                    meddle()
+                return run(commands)
+
+            yield meddled
+
+    monkeypatch.setattr(wire, "one_connection", spied)
+    yield opened
+
+
+def test_a_claim_between_the_check_and_the_writes_refuses_them(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lease lapses and another worker claims it after the owner read it as its own: the
+    owner's transaction is aborted and, read again, the lease is the other's: nothing of the
+    owner's writes lands."""
+    keys = PartitionKeys(fresh_key(), 0, 1)
+    writer = owned(redis_client, keys)
+    writer.write("SET", keys.prefix + "x", "owner's")
+
+    def claim() -> None:
+        redis_client.delete(keys.lease)  # (lapsed)
+        redis_client.incr(keys.epoch)
+        redis_client.set(keys.lease, "w2/2", nx=True, px=60_000)
+
+    with between(monkeypatch, claim), pytest.raises(PartitionLost):
+        writer.flush()
+    assert redis_client.get(keys.prefix + "x") is None
+    assert redis_client.get(keys.lease) == b"w2/2"
+
+
+def test_a_renewal_between_the_check_and_the_writes_makes_the_call_run_again_once(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The owner's own renewal from another connection (its lease thread's ``GETEX``) lands
+    between the read and the transaction: Redis aborts the transaction, the call is made again
+    and its writes land once."""
+    keys = PartitionKeys(fresh_key(), 0, 1)
+    writer = owned(redis_client, keys)
+    writer.write("RPUSH", keys.prefix + "x", "one")
+
+    def renew() -> None:
+        redis_client.getex(keys.lease, px=60_000)
+
+    with between(monkeypatch, renew) as opened:
+        assert writer.flush() == 1
+    assert opened == [b"WATCH", b"MULTI", b"WATCH", b"MULTI"]
+    assert redis_client.lrange(keys.prefix + "x", 0, -1) == [b"one"]
+    assert redis_client.get(keys.seq) == b"1"
+
+
+def test_a_lapsed_lease_nobody_claimed_is_taken_back_with_the_writes(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    """Redis was away longer than the lease: nobody claimed it (the epoch is the owner's), so
+    the owner's next call sets it again with its writes."""
+    keys = PartitionKeys(fresh_key(), 0, 1)
+    writer = owned(redis_client, keys)
+    redis_client.delete(keys.lease)
+    writer.write("SET", keys.prefix + "x", "1")
+    writer.flush()
+    assert redis_client.get(keys.lease) == b"w1/1" and redis_client.pttl(keys.lease) > 0
+    assert redis_client.get(keys.prefix + "x") == b"1"
