@@ -143,7 +143,9 @@ def run_kill(
     run_dir = root / f"kill-{label}-{i}"
     t0 = time.monotonic()
     survivor = Worker(run_dir / "w0", sites_dir, settings, seeds)
-    while not client.hexists("{" + KEY + "}:seen:info", "x"):
+    while nginx.log_offset() == offset:  # the crawl exists: its first request was logged
+        if survivor.proc.poll() is not None:
+            raise RuntimeError(f"worker 0 ended before its first request: {survivor.dir}")
         time.sleep(0.02)
     doomed = Worker(run_dir / "w1", sites_dir, settings, None)
     time.sleep(max(0.0, doomed.start + args.kill_after - time.monotonic()))
