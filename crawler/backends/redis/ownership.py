@@ -26,11 +26,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
+from crawler.backends.redis.controls import redis_time
 from crawler.backends.redis.fence import FencedWriter, PartitionLost, flush_together
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 
@@ -313,8 +313,4 @@ class PartitionOwnership:
     def _now_ms(self) -> int:
         """Redis's clock in ms, from the server that holds the members (a cluster's nodes each
         keep their own clock: one clock for every score keeps "live" the same for all)."""
-        options: dict[str, Any] = {}
-        if isinstance(self.client, RedisCluster):
-            options["target_nodes"] = self.client.get_node_from_key(self.members)
-        seconds, micros = self.client.time(**options)
-        return int(seconds) * 1000 + int(micros) // 1000
+        return round(redis_time(self.client, self.members) * 1000)

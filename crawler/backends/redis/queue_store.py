@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 import msgpack
 
+from crawler.backends.redis.controls import redis_time
 from crawler.backends.redis.entries import (
     is_first,
     pack_entry,
@@ -172,8 +173,7 @@ class RedisQueueStore(QueueStore):
         was out of the front queues goes back to their heads. Returns how many URLs that
         was."""
         k = self.keys
-        seconds, micros = self.client.time()
-        self._offset = seconds + micros / 1e6 - self.clock()
+        self._offset = redis_time(self.client) - self.clock()
         for name, blob in self.client.hgetall(k.hosts).items():
             host = name.decode()
             hid, admitted, delay, dead, skipped, free_at, failures, bits = msgpack.unpackb(blob)
