@@ -122,19 +122,15 @@ class SeenSet:
         if self.config.bloom:
             self._reserve()
             return [bool(x) for x in self.client.execute_command("BF.MADD", *self._items(keys))]
-        owed, self._owed = self._owed, 0
+        owed = self._owed  # (sent with these adds: no longer owed once they went through)
         pipe = self.client.pipeline(transaction=True)
         for key, member in zip(keys, _members(keys), strict=True):
             pipe.sadd(self._bucket(key), member)
         if owed:
             pipe.incrby(self.keys.seen_count, owed)
-        try:
-            replies = pipe.execute()
-        except BaseException:
-            self._owed += owed
-            raise
+        replies = pipe.execute()
         new = [bool(x) for x in replies[: len(keys)]]
-        self._owed += sum(new)
+        self._owed += sum(new) - owed
         if owed:
             self._check_capacity(int(replies[-1]))
         return new
@@ -192,8 +188,8 @@ class SeenSet:
     def queue_count(self, pipe: Any) -> Callable[[Any], int]:
         """Queue the reading of :meth:`count` on ``pipe`` (the exact kind sends what it owes
         with it); returns what reads the count from its reply (an exception when it failed:
-        what was owed is owed again)."""
-        owed, self._owed = self._owed, 0
+        what was owed is still owed)."""
+        owed = self._owed
         if self.config.bloom:
             pipe.execute_command("BF.CARD", self.keys.seen)
         elif owed:
@@ -203,8 +199,8 @@ class SeenSet:
 
         def read(reply: Any) -> int:
             if isinstance(reply, Exception):
-                self._owed += owed
                 raise reply
+            self._owed -= owed
             if owed:
                 self._check_capacity(int(reply))
             return int(reply or 0)
@@ -330,15 +326,11 @@ def contains_across(
 
 
 def count_across(client: Any, seen_sets: Sequence[SeenSet]) -> list[int]:
-    """:meth:`SeenSet.count` of several seen-sets in one pipeline (one round trip)."""
-    if not seen_sets:
-        return []
+    """:meth:`SeenSet.count` of several seen-sets in one pipeline (one round trip); each
+    reply is read, so that every seen-set sent what it owed is owed nothing more."""
     pipe = client.pipeline(transaction=False)
     readers = [seen.queue_count(pipe) for seen in seen_sets]
-    try:
-        replies: list[Any] = pipe.execute(raise_on_error=False)
-    except Exception as exc:  # every reader sees it: each owes its count again
-        replies = [exc] * len(readers)
+    replies = pipe.execute(raise_on_error=False)
     counts, error = [], None
     for read, reply in zip(readers, replies, strict=True):
         try:
