@@ -137,7 +137,7 @@ class SeenSet:
 
     def contains_many(self, keys: Sequence[int]) -> list[bool]:
         """Whether each key was added (bloom: or is a false positive). One round trip."""
-        return contains_across(self.client, [(self, keys)])[0]
+        return contains_across(self.client, [(self, keys)])[0] if keys else []
 
     def contains_commands(
         self, keys: Sequence[int]
@@ -297,23 +297,19 @@ def contains_across(
 ) -> list[list[bool]]:
     """The seen-tests of several partitions in one round trip (:func:`wire.execute_packed` on
     one Redis; a cluster client's pipeline sends each node its part): for each (seen-set,
-    keys), whether each key was added. A read: sent again after a lost connection, it is the
-    same read."""
-    tests = list(tests)
-    requests, count = [], 0
-    readers: list[Callable[[Iterator[Any]], list[bool]] | None] = []
+    keys), keys not empty, whether each key was added. A read: sent again after a lost
+    connection, it is the same read."""
+    requests, count, readers = [], 0, []
     for seen, keys in tests:
-        request, n, read = seen.contains_request(keys) if keys else (b"", 0, None)
+        request, n, read = seen.contains_request(keys)
         requests.append(request)
         count += n
         readers.append(read)
-    if not count:
-        return [[] for _ in tests]
 
     def through_redis_py() -> list[Any]:
         pipe = client.pipeline(transaction=False)
         for seen, keys in tests:
-            for command in seen.contains_commands(keys)[0] if keys else ():
+            for command in seen.contains_commands(keys)[0]:
                 pipe.execute_command(*command)
         return pipe.execute()
 
@@ -322,7 +318,7 @@ def contains_across(
         if isinstance(reply, Exception):
             raise reply
     it = iter(replies)
-    return [read(it) if read is not None else [] for read in readers]
+    return [read(it) for read in readers]
 
 
 def count_across(client: Any, seen_sets: Sequence[SeenSet]) -> list[int]:
