@@ -62,7 +62,6 @@ def test_the_server_kind_decides_bloom(redis_server: RedisServer, client: redis.
 def test_add_says_which_keys_were_new(client: redis.Redis, kind: str) -> None:
     usable(client, kind)
     seen = SeenSet(client, partition(), config(kind))
-    assert seen.kind == kind
     first, second = url_keys(300), url_keys(300, "other/")
     assert seen.add_many(first) == [True] * 300
     assert seen.add_many(first[:100] + second) == [False] * 100 + [True] * 300

@@ -6,26 +6,26 @@ Two writers: the partition's owner queues the adds of the URLs it queues on its 
 it; any other worker (a requisite is claimed by whichever worker meets it) adds through
 :meth:`SeenSet.add_many`, atomic on the server by itself and one round trip.
 
-**Bloom** (``kind`` ``"bloom"``; the server answers ``BF.*``: Redis 8 has it built in, Redis 7
-with ``--loadmodule redisbloom.so``): ``{tag}:s`` is a RedisBloom scalable filter, reserved once
+**Bloom** (the server answers ``BF.*``: Redis 8 has it built in, Redis 7 with
+``--loadmodule redisbloom.so``): ``{tag}:s`` is a RedisBloom scalable filter, reserved once
 (``BF.RESERVE {tag}:s <error> <capacity> EXPANSION 2``: past ``capacity`` it adds layers twice
 as large with tighter bounds, so the error rate holds however many URLs come), then
 ``BF.MADD`` (which answers per item whether it was new) and ``BF.MEXISTS``; ``BF.CARD`` counts.
 A new URL is taken for seen with probability ``error``: it is never crawled.
 
-**Exact** (``kind`` ``"exact"``; Debian's Redis 7, Valkey 8.1): bucket ``b`` (``{tag}:s:<b>``, a
-SET) holds the URLs whose 64-bit key (``crawler.frontier.store.url_key``) has ``b`` in its top
-``bucket_bits`` bits, each as the key's low 32 bits read as a signed integer: a set of integers
-stays an *intset* (sorted 4-byte integers, ~5 B per URL against ~64 B in a set of strings)
-while it holds at most ``set-max-intset-entries`` (512) members. The bucket count is the power
-of two that puts ~``INTSET_FILL`` (256) URLs in each at ``capacity``, so the fullest of
-thousands stays under 512. The set is exact up to the (``bucket_bits`` + 32)-bit fingerprint: at
+**Exact** (Debian's Redis 7, Valkey 8.1): bucket ``b`` (``{tag}:s:<b>``, a SET) holds the URLs
+whose 64-bit key (``crawler.frontier.store.url_key``) has ``b`` in its top ``bucket_bits``
+bits, each as the key's low 32 bits read as a signed integer: a set of integers stays an
+*intset* (sorted 4-byte integers, ~5 B per URL against ~64 B in a set of strings) while it
+holds at most ``set-max-intset-entries`` (512) members. The bucket count is the power of two
+that puts ~``INTSET_FILL`` (256) URLs in each at ``capacity``, so the fullest of thousands
+stays under 512. The set is exact up to the (``bucket_bits`` + 32)-bit fingerprint: at
 ``capacity`` n = 1 million (12 bits) the expected number of new URLs ever taken for seen is
-n^2 / 2^45, ~0.03. ``add_many`` is one ``MULTI`` of one ``SADD`` per key (its reply says whether
-the key was new), in one hash tag, so one cluster slot. Past ``capacity`` the buckets become
-hash tables (~50 B per URL): one warning per process says so and that RedisBloom fixes it.
-Which kind a crawl uses is decided once (:func:`has_bloom_module`) and stored by the caller with
-``capacity`` (the bucket layout depends on it): every worker must read the same set.
+n^2 / 2^45, ~0.03. ``add_many`` is one ``MULTI`` of one ``SADD`` per key (its reply says
+whether the key was new), in one hash tag, so one cluster slot. Past ``capacity`` the buckets
+become hash tables (~50 B per URL): one warning per process says so and that RedisBloom fixes
+it. Which kind a crawl uses is decided once (:func:`has_bloom_module`) and stored by the caller
+with ``capacity`` (the bucket layout depends on it): every worker must read the same set.
 
 **The count** of the exact kind is the counter ``{tag}:s:n``. A transaction cannot add what one
 of its own replies gives without a script, and a second round trip per add would double the
@@ -102,7 +102,6 @@ class SeenSet:
         self.client = client
         self.keys = keys
         self.config = config
-        self.kind = "bloom" if config.bloom else "exact"
         self._shift = 64 - config.bucket_bits
         self._reserved = False  # BF.RESERVE sent (bloom)
         self._owed = 0  # URLs added whose INCRBY is not sent yet (exact)
