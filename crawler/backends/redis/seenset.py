@@ -75,17 +75,13 @@ def has_bloom_module(client: redis.Redis | RedisCluster) -> bool:
 
 @dataclass(frozen=True)
 class SeenSetConfig:
-    """One partition's seen-set: ``capacity`` URLs expected (sizes the exact buckets, or the
-    Bloom filter's first layer), ``error`` the Bloom filter's false-positive rate, ``bloom``
+    """One partition's seen-set: ``capacity`` URLs expected (>= 1: sizes the exact buckets, or
+    the Bloom filter's first layer), ``error`` the Bloom filter's false-positive rate, ``bloom``
     whether it uses ``BF.*`` (:func:`has_bloom_module`, decided once per crawl)."""
 
     capacity: int
     error: float
     bloom: bool
-
-    def __post_init__(self) -> None:
-        if self.capacity < 1 or not 0.0 < self.error < 1.0:
-            raise ValueError("a seen-set needs a capacity >= 1 and an error rate in (0, 1)")
 
     @property
     def bucket_bits(self) -> int:
