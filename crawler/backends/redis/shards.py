@@ -24,8 +24,6 @@ class ShardMap:
     forgotten (a dict keeps insertion order), so the hosts met often stay."""
 
     def __init__(self, count: int) -> None:
-        if count < 1:
-            raise ValueError("FRONTIER_SHARDS must be at least 1")
         self.count = count
         self._domain_of = registered_domain_function() if count > 1 else None
         self._cache: dict[str, int] = {}
