@@ -84,8 +84,6 @@ class PartitionOwnership:
         *,
         replicas: int = 0,
     ) -> None:
-        if ttl <= 0:
-            raise ValueError("a lease lives for a positive time")
         self.client = client
         self.worker = worker
         self.count = count
