@@ -62,7 +62,6 @@ def test_the_server_kind_decides_bloom(redis_server: RedisServer, client: redis.
 def test_add_says_which_keys_were_new(client: redis.Redis, kind: str) -> None:
     usable(client, kind)
     seen = SeenSet(client, partition(), config(kind))
-    assert seen.kind == kind
     first, second = url_keys(300), url_keys(300, "other/")
     assert seen.add_many(first) == [True] * 300
     assert seen.add_many(first[:100] + second) == [False] * 100 + [True] * 300
@@ -133,7 +132,8 @@ def calls(client: redis.Redis, command: str) -> int:
 
 def test_an_exact_add_is_one_transaction_that_sends_the_last_count(client: redis.Redis) -> None:
     """One MULTI of one SADD per key (atomic whoever else adds); the INCRBY of the URLs it
-    added rides in the next one, since a transaction cannot use its own replies."""
+    added rides in the next one, since a transaction cannot use its own replies (or in the
+    next count)."""
     keys = partition()
     seen = SeenSet(client, keys, config("exact"))
     first, second = url_keys(50), url_keys(50, "2/")
@@ -144,7 +144,7 @@ def test_an_exact_add_is_one_transaction_that_sends_the_last_count(client: redis
     seen.add_many(first[:10] + second)
     assert calls(client, "exec") == execs + 2 and calls(client, "incrby") == incrbys + 1
     assert int(client.get(keys.seen_count)) == 50
-    assert seen.flush() == 100 and seen.flush() is None and seen.count() == 100
+    assert seen.count() == 100 and int(client.get(keys.seen_count)) == 100
 
 
 def test_each_kind_writes_its_own_layout(client: redis.Redis) -> None:
@@ -194,6 +194,27 @@ def test_past_capacity_the_exact_set_warns_once(
     assert len(warnings) == 1 and "RedisBloom" in warnings[0] and "intset" in warnings[0]
 
 
+def test_the_owners_adds_count_and_warn_as_the_others_do(
+    client: redis.Redis, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner's adds, queued on its fenced writer, are counted once read (what it owes
+    sent with the read), and past capacity they warn as any worker's adds do."""
+    monkeypatch.setattr(seenset, "_outgrown_warned", False)
+
+    class Writer:  # (the fenced writer's interface, each write sent at once)
+        def write(self, *command: object) -> None:
+            client.execute_command(*command)
+
+    keys = partition()
+    seen = SeenSet(client, keys, config("exact", capacity=300))
+    added = url_keys(400)
+    with caplog.at_level(logging.WARNING, logger=seenset.__name__):
+        seen.queue_adds(Writer(), added)
+        assert seen.contains_many(added) == [True] * 400
+        assert seen.count() == 400 and int(client.get(keys.seen_count)) == 400
+    assert len(caplog.records) == 1 and "RedisBloom" in caplog.records[0].getMessage()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_workers_adding_the_same_keys_see_each_new_once(
     redis_server: RedisServer,  # noqa: F811
@@ -228,7 +249,7 @@ def test_two_workers_adding_the_same_keys_see_each_new_once(
         assert all(results[0][k] != results[1][k] for k in wanted)
         assert 0 < sum(results[0].values()) < 4000  # they did meet
         for seen in sets:
-            seen.flush()
+            seen.count()  # (each sends what it owes)
         assert SeenSet(client, keys, config(kind)).count() == 4000
     finally:
         for c in clients:

@@ -38,7 +38,7 @@ from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT,
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
-from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
+from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, has_bloom_module
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.buffered import LEASE_MAX_WAIT, REFRESH, BufferedFrontier
@@ -375,7 +375,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             self.partition_count,
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
             build=build,
-            seen=lambda keys: OwnerSeenSet(client, keys, config),
+            seen=lambda keys: SeenSet(client, keys, config),
             front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,

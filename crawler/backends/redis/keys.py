@@ -122,8 +122,6 @@ class CrawlKeys:
     def __init__(self, crawl: str, site: str | None = None, shards: int = 1) -> None:
         if not crawl or any(c in crawl for c in "{}"):
             raise ValueError(f"frontier key {crawl!r} must be non-empty, without braces")
-        if shards < 1:
-            raise ValueError("a crawl has at least one shard")
         self.name = crawl
         self.shard_count = shards
         self.prefix = "{" + crawl + "}"

@@ -1,21 +1,11 @@
 """Which worker owns which partition of the crawl's hosts: leases, heartbeats and fair shares.
 
 A worker owns a partition while it holds its lease key (``{<tag>}:lease``, value
-``<worker>/<epoch>``, expiring after ``ttl``). Each :meth:`PartitionOwnership.beat` records the
-worker in the crawl's members ZSET, scored by Redis's ``TIME`` (never a worker's clock, which
-never meet); renews its leases with ``GETEX``, whose reply says whether each is still its own;
-claims free partitions up to its :func:`fair_share` (``INCR`` the epoch, then ``SET lease NX
-PX``), trying them in its own rendezvous order (:func:`preference`) so joining workers do not
-all race for partition 0; and names its ``surplus``.
-
-A surplus partition is handed over only once its open leases are settled: its next owner would
-otherwise hand the URL out again, a second fetch that no fault forced. :meth:`release` deletes
-the lease through the fence and wakes the others on the ``handover`` channel, so they claim it
-at once rather than at their next beat.
-
-A killed worker's leases expire after ``ttl``; the others claim them with a higher epoch, and
-the dead worker's :class:`FencedWriter` refuses to write. Every command touches one hash tag,
-so it all runs on redis-py's ``RedisCluster`` in non-transactional pipelines.
+``<worker>/<epoch>``, expiring after ``ttl``); a killed worker's leases expire and the others
+claim them with a higher epoch, which its :class:`FencedWriter` then refuses to write under.
+How leases are claimed, renewed, handed over and taken back after an outage:
+docs/decisions/0002-partition-owned-frontier.md. Every command touches one hash tag, so it
+all runs on redis-py's ``RedisCluster`` in non-transactional pipelines.
 """
 
 from __future__ import annotations
@@ -94,8 +84,6 @@ class PartitionOwnership:
         *,
         replicas: int = 0,
     ) -> None:
-        if ttl <= 0:
-            raise ValueError("a lease lives for a positive time")
         self.client = client
         self.worker = worker
         self.count = count
@@ -107,8 +95,8 @@ class PartitionOwnership:
         self._beaten = time.monotonic()  # when the last beat went through (keep_alive)
         self._lock = threading.Lock()  # a release, against keep_alive's renewals
         self._surplus: list[int] = []  # named at the last beat that knew the members
-        self.members = CrawlKeys(crawl).members
-        self.handover = CrawlKeys(crawl).handover
+        crawl_keys = CrawlKeys(crawl)
+        self.members, self.handover = crawl_keys.members, crawl_keys.handover
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
         self.owned: dict[int, Ownership] = {}
@@ -180,19 +168,6 @@ class PartitionOwnership:
             beat.surplus = by_preference[share:]
         self._surplus = beat.surplus
         return beat
-
-    def _renew_together(self, held: list[Ownership]) -> list[bool]:
-        """Extend each lease of ``held`` by a TTL; whether each is still this worker's.
-
-        A plain ``GETEX``, not a fenced write: renewals run every second whatever the crawl's
-        pace, and one that hits a lease another worker took only extends that worker's
-        lease (harmless) while its reply tells this one it lost the partition."""
-        if not held:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for ownership in held:
-            pipe.getex(ownership.keys.lease, px=self.ttl_ms)
-        return self._renewed(held, pipe.execute())
 
     def _renewed(self, held: list[Ownership], values: list[bytes | None]) -> list[bool]:
         """Whether each lease of ``held`` is still ours, from the values its ``GETEX`` read;
@@ -290,10 +265,16 @@ class PartitionOwnership:
         def renew() -> None:
             while not stop.wait(every):
                 # (a beat within the period renewed them all already)
-                if every <= time.monotonic() - self._beaten <= bound:
+                if every <= time.monotonic() - self._beaten <= bound and self.owned:
                     # Redis away: the beat says so; a partition lost is the beat's to drop
                     with self._lock, contextlib.suppress(Exception):
-                        self._renew_together(list(self.owned.values()))
+                        held = list(self.owned.values())
+                        pipe = self.client.pipeline(transaction=False)
+                        for ownership in held:
+                            # (a plain GETEX, not a fenced write: one that hits a lease another
+                            # worker took only extends that lease, and its reply says so)
+                            pipe.getex(ownership.keys.lease, px=self.ttl_ms)
+                        self._renewed(held, pipe.execute())
 
         threading.Thread(target=renew, name="partition-leases", daemon=True).start()
         return stop.set

@@ -442,7 +442,7 @@ class RedisQueueStore(QueueStore):
         """Queue every change since the last flush on the writer, without sending it (the
         caller adds writes that must land after these: an inbox's acknowledgements). The
         seen count goes with them with ``count``, the first time, and ``COUNT_EVERY`` s after
-        the last (see ``OwnerSeenSet.queue_owed``)."""
+        the last (see ``SeenSet.queue_owed``)."""
         if self._primed:
             self._primed = {}
         if not (

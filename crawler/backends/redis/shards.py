@@ -10,25 +10,10 @@ a host to the same partition, forever, so their number is fixed when the crawl i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from hashlib import blake2b
 from itertools import islice
 
 from crawler.frontier.urls import registered_domain_function
-
-
-def _partition_key() -> Callable[[str], str]:
-    """host -> its registered domain, or the host itself when its suffix is not a public one
-    (``www.site1.test``, an intranet name): the public-suffix list would call every such host
-    one domain (``test``) and put them all in one shard."""
-    registered = registered_domain_function()
-
-    def key(host: str) -> str:
-        domain = registered(host)
-        return domain if "." in domain else host
-
-    return key
-
 
 CACHE_HOSTS = 1 << 18  # hosts whose shard is remembered: most links go to hosts seen before
 
@@ -38,26 +23,28 @@ class ShardMap:
     registered-domain lookup costs ~3-10 us; a dict hit ~50 ns); when full, the older half is
     forgotten (a dict keeps insertion order), so the hosts met often stay."""
 
-    def __init__(self, count: int, domain_of: Callable[[str], str] | None = None) -> None:
-        if count < 1:
-            raise ValueError("FRONTIER_SHARDS must be at least 1")
+    def __init__(self, count: int) -> None:
         self.count = count
-        self._domain_of = domain_of or (_partition_key() if count > 1 else str)
+        self._domain_of = registered_domain_function() if count > 1 else None
         self._cache: dict[str, int] = {}
 
     def __call__(self, host: str) -> int:
         shard = self._cache.get(host)
         if shard is None:
-            shard = self.of_domain(self._domain_of(host))
+            shard = self._shard(host)
             if len(self._cache) >= CACHE_HOSTS:
                 for old in list(islice(self._cache, CACHE_HOSTS // 2)):
                     del self._cache[old]  # cheaper than an LRU's bookkeeping on every hit
             self._cache[host] = shard
         return shard
 
-    def of_domain(self, domain: str) -> int:
-        """The shard of a registered domain (the operator's domain blocks use it)."""
-        if self.count == 1:
+    def _shard(self, host: str) -> int:
+        """The hash of the host's registered domain, or of the host itself when its suffix is
+        not a public one (``www.site1.test``, an intranet name): the public-suffix list would
+        call every such host one domain (``test``) and put them all in one shard."""
+        if self._domain_of is None:
             return 0
-        digest = blake2b(domain.lower().encode(), digest_size=8).digest()
+        domain = self._domain_of(host)
+        key = domain if "." in domain else host
+        digest = blake2b(key.lower().encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") % self.count
