@@ -23,17 +23,9 @@ from typing import Any
 from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
 from crawler.backends.redis.outage import ActsAlone, RedisOutage
-from crawler.backends.redis.partition_load import address_loads
 from crawler.backends.redis.shards import ShardMap
-from crawler.frontier.addresses import (
-    LATE,
-    POLL,
-    RISE,
-    SCAN,
-    SEED,
-    AddressLoad,
-    AddressPolicy,
-)
+from crawler.backends.redis.status import address_loads
+from crawler.frontier.addresses import LATE, POLL, RISE, SCAN, SEED, AddressLoad, AddressPolicy
 
 logger = logging.getLogger(__name__)
 

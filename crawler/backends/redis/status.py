@@ -1,23 +1,23 @@
 """What ``scrapy frontier <site>`` shows of a shared crawl, as plain data: the partitions as
-their owners left them in Redis (many short calls, never one long one), and what only the
-workers know from their heartbeats.
+their owners left them in Redis (pipelined counts, never a walk of a queue or a long call), and
+what only the workers know from their heartbeats.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 import msgpack
 import redis
+from redis.cluster import RedisCluster
 
 from crawler.backends.redis.controls import CrawlControls, redis_time
-from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.partition_load import address_loads, partition_loads
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, address_keys
 from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally
@@ -225,6 +225,92 @@ def busiest_addresses(
     tagged: list[tuple[str, str]] = []
     for prefix in prefixes:
         for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), limit):
-            tag, _, address = (key.decode() if isinstance(key, bytes) else key).partition(":ip:")
+            tag, _, address = key.decode().partition(":ip:")
             tagged.append((tag, address))
     return address_loads(client, tagged, top)
+
+
+def address_loads(client: Any, tagged: Iterable[tuple[str, str]], top: int) -> list[AddressLoad]:
+    """The ``top`` busiest of these (shard's tag prefix, address) pairs, by fetches in flight
+    then fetches so far: one pipelined call."""
+    pairs = list(tagged)
+    pipe = client.pipeline(transaction=False)
+    for tag, address in pairs:
+        state, flight, *_ = address_keys(tag, address)
+        pipe.hmget(state, "fetches", "refusals")
+        pipe.zcard(flight)
+    replies = pipe.execute() if pairs else []
+    loads = [
+        AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
+        for (_, address), (fetches, refusals), in_flight
+        in zip(pairs, replies[::2], replies[1::2], strict=True)
+    ]
+    loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
+    return loads[:top]
+
+
+def partition_loads(
+    client: Any, partitions: Sequence[PartitionKeys], front_queues: int
+) -> list[dict[str, Any]]:
+    """One row per partition (a hot one or node, one nobody owns, an inbox not kept up with);
+    its owner is its lease (``<worker>/<epoch>``, "" when nobody owns it)."""
+    pipe = client.pipeline(transaction=False)
+    for k in partitions:
+        pipe.get(k.lease)
+        pipe.hlen(k.out)
+        pipe.smembers(k.back_hosts)
+        pipe.hlen(k.hosts)
+        pipe.xlen(k.inbox)
+        pipe.exists(k.seen)  # a RedisBloom filter; else the exact set's counter
+        pipe.get(k.seen_count)
+        for q in range(front_queues):
+            pipe.llen(k.front(q))
+    replies = iter(pipe.execute())
+    rows = [(k, list(islice(replies, 7)), sum(islice(replies, front_queues))) for k in partitions]
+    pipe = client.pipeline(transaction=False)
+    for k, (_, _, backs, _, _, bloom, _), _ in rows:
+        for host in backs:
+            pipe.llen(k.back(host.decode()))
+        if bloom:
+            pipe.execute_command("BF.CARD", k.seen)
+    second = iter(pipe.execute())
+    nodes: dict[str, dict[str, Any]] = {}
+    out = []
+    for k, (lease, out_len, backs, hosts, inbox, bloom, exact), fronts in rows:
+        backed = sum(islice(second, len(backs)))
+        seen = int(next(second)) if bloom else int(exact or 0)
+        if isinstance(client, RedisCluster):
+            node = client.get_node_from_key(k.lease)
+            name, connection = node.name, node.redis_connection
+        else:
+            kwargs = client.get_connection_kwargs()
+            name, connection = f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}", client
+        if name not in nodes:
+            nodes[name] = node_report(connection)
+        out.append({
+            "partition": k.index,
+            "tag": k.prefix,
+            "node": name,
+            "owner": lease.decode() if lease else "",
+            "queued": fronts + out_len + backed,
+            "hosts": hosts,
+            "seen": seen,
+            "inbox": inbox,
+            **{f"node_{key}": v for key, v in nodes[name].items()},
+        })
+    return out
+
+
+def node_report(connection: Any) -> dict[str, Any]:
+    """What a Redis node says of its load (empty when it cannot be asked)."""
+    try:
+        info = connection.info()
+    except (redis.RedisError, OSError):
+        return {}
+    return {
+        "ops_per_sec": int(info.get("instantaneous_ops_per_sec", 0)),
+        "cpu_seconds": round(
+            float(info.get("used_cpu_user", 0)) + float(info.get("used_cpu_sys", 0)), 1
+        ),
+        "used_memory": int(info.get("used_memory", 0)),
+    }
