@@ -16,7 +16,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -36,7 +37,6 @@ from crawler.backends.redis.inbox import SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
-from crawler.backends.redis.queue_store import RedisQueueStore
 from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
 from crawler.frontier import Frontier
@@ -148,22 +148,25 @@ class RedisFrontierStore(MemoryFrontierStore):
         frontier, another layout, or settings that differ from the crawl's. A Redis that is
         not there (yet) is waited for (:meth:`wait_for_server`)."""
         store = cls.from_crawler(crawler)
-        try:
-            store.wait_for_server()
-        except _Stopped as stop:
-            return [str(stop)]
+        stopped = store.wait_for_server()
+        if stopped:
+            return [stopped]
         problems = store.check_server()
         if problems or store.config.reset:
             return problems
         with redis_client(store.settings) as client:
             return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
 
-    def wait_for_server(self) -> None:
+    def wait_for_server(self) -> str:
         """Before the crawl starts: while Redis is away (:func:`away`), say so in one line and
-        wait, with backoff, until it answers or SIGINT/SIGTERM stops the wait. Other failures
-        are left to the checks, which refuse the crawl."""
-        backoff, since, where = FIRST_BACKOFF, None, safe_url(self.settings)
-        with _stopped_by_signals(f"stopped while waiting for Redis at {where}"):
+        wait, with backoff, until it answers; other failures are left to the checks, which
+        refuse the crawl. Returns why the wait stopped short: SIGINT or SIGTERM (the main
+        thread's handlers, before Scrapy installs its own), else ""."""
+        backoff, since, where, error = FIRST_BACKOFF, None, safe_url(self.settings), None
+        main = threading.current_thread() is threading.main_thread()
+        old = {sig: signal.signal(sig, signal.default_int_handler)
+               for sig in (signal.SIGINT, signal.SIGTERM) if main}
+        try:
             while True:
                 try:
                     # reached, if only refused PING: the checks' probes name what is refused
@@ -177,13 +180,17 @@ class RedisFrontierStore(MemoryFrontierStore):
                         since = time.monotonic()
                         logger.warning("Redis at %s is not reachable (%s): waiting for it "
                                        "(Ctrl-C stops)", where, exc)
-                    try:
-                        time.sleep(backoff)
-                    except _Stopped as stop:
-                        raise _Stopped(f"{stop}: {exc}") from None
+                    error = exc
+                    time.sleep(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF)
+        except KeyboardInterrupt:
+            return f"stopped while waiting for Redis at {where}: {error}"
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
         if since is not None:
             logger.warning("Redis at %s is there after %.1fs", where, time.monotonic() - since)
+        return ""
 
     def scope(self) -> ScopeRegistry:
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
@@ -193,10 +200,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         that its ACL user may not (the crawl would crash or lose its wake-ups), or a policy
         that may evict the frontier."""
         where = safe_url(self.settings)
-        client: Any = None
         try:
-            try:
-                client = redis_client(self.settings)
+            with redis_client(self.settings) as client:
                 with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
                     client.ping()
                 try:
@@ -205,25 +210,22 @@ class RedisFrontierStore(MemoryFrontierStore):
                     bloom = None  # COMMAND refused: its probe names it
                 probes = self._acl_probes(bloom, client)
                 refused = refused_commands(client, list(probes))
-            except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
-                return [f"Redis at {where} refused the crawl's login: {exc}"]
-            except (redis.RedisError, OSError, ValueError) as exc:
-                return [f"Redis at {where} is not reachable: {exc}"]
-            if refused:
-                return [self._acl_refusal(client, where, refused, probes, bloom)]
-            try:
-                reply = client.config_get("maxmemory-policy")
-            except redis.ResponseError:
-                return []  # CONFIG is disabled (a managed Redis): the operator's word counts
-            policy = next(iter(reply.values()), b"") if reply else b""
-            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
-            if policy == "noeviction":
-                return []
-            return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
-                    "silently drop queued URLs; set it to noeviction"]
-        finally:
-            if client is not None:
-                client.close()
+                if refused:
+                    return [self._acl_refusal(client, where, refused, probes, bloom)]
+                try:
+                    reply = client.config_get("maxmemory-policy")
+                except redis.ResponseError:
+                    return []  # CONFIG is disabled (a managed Redis): the operator's word counts
+        except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
+            return [f"Redis at {where} refused the crawl's login: {exc}"]
+        except (redis.RedisError, OSError, ValueError) as exc:
+            return [f"Redis at {where} is not reachable: {exc}"]
+        policy = next(iter(reply.values()), b"") if reply else b""
+        policy = policy.decode() if isinstance(policy, bytes) else str(policy)
+        if policy == "noeviction":
+            return []
+        return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
+                "silently drop queued URLs; set it to noeviction"]
 
     def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
@@ -356,25 +358,15 @@ class RedisFrontierStore(MemoryFrontierStore):
         on_give_up: Any = None,
         clock: Any = None,
     ) -> PartitionedFrontier:
-        s = self.settings
-        config = self._seen_config(client)
-
-        def build(store: RedisQueueStore) -> Any:
-            return self.mercator(
-                store,
-                lease_ttl=lease_ttl,
-                max_pages_per_host=max_pages_per_host,
-                on_give_up=on_give_up,
-                back_queues=self.back_queues,
-                clock=clock,
-            )
-
+        config, s = self._seen_config(client), self.settings
         return PartitionedFrontier(
             client,
             self.key,
             self.partition_count,
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
-            build=build,
+            build=partial(self.mercator, lease_ttl=lease_ttl, back_queues=self.back_queues,
+                          max_pages_per_host=max_pages_per_host, on_give_up=on_give_up,
+                          clock=clock),
             seen=lambda keys: OwnerSeenSet(client, keys, config),
             front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
@@ -457,28 +449,4 @@ def away(exc: BaseException) -> bool:
             return False
         seen = seen.__cause__ or seen.__context__
     return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
-
-
-class _Stopped(BaseException):
-    """SIGINT or SIGTERM while waiting for Redis before the crawl (not an ``Exception``: the
-    wait's ``except Exception`` must not take it for Redis away)."""
-
-
-@contextlib.contextmanager
-def _stopped_by_signals(why: str) -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`_Stopped` on the main thread (before Scrapy installs
-    its own handlers)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(*_: Any) -> None:
-        raise _Stopped(why)
-
-    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
