@@ -1,16 +1,12 @@
 """Politeness per server address for a fleet (``address_budget`` of the ``redis`` backend): the
-budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
-fetches in flight and the same next start at an address.
+budgets of :mod:`crawler.frontier.addresses` in Redis, on the shard the address hashes to, so
+every worker counts the same fetches (docs/topics/politeness.md). One call of
+``lua/address.lua`` per lease taken and per fetch ended, on Redis's clock: check and count are
+one step for the fleet.
 
-An address's state lives on the shard its address string hashes to, so the names of one
-server, which may live on different shards, meet at one set of keys. One call of
-``lua/address.lua`` per lease taken and one per fetch ended, on Redis's clock (the workers'
-clocks never meet): the check and the count of a fetch are one step for the whole fleet.
-
-While Redis is away the budget lets fetches go (per-host politeness still holds) rather than
-stopping the crawl. The end of a fetch Redis missed is told once it is back: a Redis that kept
-its state (AOF) would otherwise hold that fetch's slot until its lease TTL, closing the
-address to the whole fleet for minutes.
+While Redis is away fetches go (per-host politeness still holds); the end of a fetch Redis
+missed is told once it is back, else its slot would close the address to the fleet until its
+lease TTL.
 """
 
 from __future__ import annotations

@@ -144,11 +144,9 @@ def _cluster(params: dict[str, Any]) -> RedisCluster:
     parameter goes to each node's connections."""
     params = dict(params)
     params.pop("redis_cls", None)  # scrapy-redis's choice of class: the class is chosen here
-    db = params.pop("db", None)
-    url = params.pop("url", None)
+    db, url = params.pop("db", None), params.pop("url", None)
     if url:
-        parsed = redis.connection.parse_url(url)
-        db = parsed.get("db", db)
+        db = redis.connection.parse_url(url).get("db", db)
     if db not in (None, 0, "0"):
         raise ValueError(f"a Redis Cluster has only database 0, REDIS_URL asks for {db}")
     if url:
@@ -167,8 +165,7 @@ def _bytes(client: Any) -> Any:
 
 def _without_db(url: str) -> str:
     """``url`` without its database path (a cluster client refuses ``db`` even when it is 0)."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=""))
+    return urlunsplit(urlsplit(url)._replace(path=""))
 
 
 def is_cluster(client: Any) -> bool:
