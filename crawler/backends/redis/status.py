@@ -100,19 +100,11 @@ class SharedCrawl:
     max_delay: float = 1.0
     address_prefixes: list[str] = field(default_factory=list)
 
-    @property
-    def keys(self) -> CrawlKeys:
-        return CrawlKeys(self.crawl)
-
     def partitions(self) -> list[PartitionKeys]:
         return [PartitionKeys(self.crawl, i, self.count) for i in range(self.count)]
 
     def controls(self) -> CrawlControls:
         return CrawlControls(self.client, self.crawl)
-
-    def iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
-        for names in self.iter_records(batch):
-            yield [name for name, _ in names]
 
     def iter_records(self, batch: int = 500) -> Iterable[list[tuple[str, Any]]]:
         for keys in self.partitions():
@@ -125,7 +117,7 @@ class SharedCrawl:
         pipe = self.client.pipeline(transaction=False)
         for keys in self.partitions():
             pipe.exists(keys.epoch)
-        pipe.exists(self.keys.workers)
+        pipe.exists(CrawlKeys(self.crawl).workers)
         return not any(pipe.execute())
 
 
@@ -158,15 +150,9 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     beats = fleet.workers()
     owned = Counter(p["owner"].rpartition("/")[0] for p in partitions if p["owner"])
     workers = [
-        {
-            "worker": wid,
-            "state": beat.get("state", "?"),
-            "pages": beat.get("pages", 0),
-            "pages_per_s": beat.get("rate", 0.0),
-            "last_beat_ago": now - float(beat.get("beat", now)),
-            "partitions": owned.get(wid, 0),
-            "started_ago": now - float(beat.get("started", now)),
-        }
+        {"worker": wid, "state": beat.get("state", "?"), "pages": beat.get("pages", 0),
+         "pages_per_s": beat.get("rate", 0.0), "last_beat_ago": now - float(beat.get("beat", now)),
+         "partitions": owned.get(wid, 0), "started_ago": now - float(beat.get("started", now))}
         for wid, beat in sorted(beats.items())
     ]
     # The workers' tallies (each heartbeat carries its busiest hosts) merged: a host has one
