@@ -144,18 +144,11 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     @classmethod
     def preflight(cls, crawler: Any) -> list[str]:
-        """Refuse a crawl that cannot work: a login refused, a policy that may evict the
-        frontier, another layout, or settings that differ from the crawl's. A Redis that is
-        not there (yet) is waited for (:meth:`wait_for_server`)."""
+        """Refuse a crawl that cannot work (:meth:`check_server`); a Redis that is not there
+        (yet) is waited for (:meth:`wait_for_server`)."""
         store = cls.from_crawler(crawler)
         stopped = store.wait_for_server()
-        if stopped:
-            return [stopped]
-        problems = store.check_server()
-        if problems or store.config.reset:
-            return problems
-        with redis_client(store.settings) as client:
-            return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
+        return [stopped] if stopped else store.check_server()
 
     def wait_for_server(self) -> str:
         """Before the crawl starts: while Redis is away (:func:`away`), say so in one line and
@@ -197,8 +190,8 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     def check_server(self) -> list[str]:
         """Redis unreachable, the login refused, a command, key or channel the crawl will use
-        that its ACL user may not (the crawl would crash or lose its wake-ups), or a policy
-        that may evict the frontier."""
+        that its ACL user may not (the crawl would crash or lose its wake-ups), a policy that
+        may evict the frontier, another layout, or settings that differ from the crawl's."""
         where = safe_url(self.settings)
         try:
             with redis_client(self.settings) as client:
@@ -212,20 +205,20 @@ class RedisFrontierStore(MemoryFrontierStore):
                 refused = refused_commands(client, list(probes))
                 if refused:
                     return [self._acl_refusal(client, where, refused, probes, bloom)]
-                try:
-                    reply = client.config_get("maxmemory-policy")
-                except redis.ResponseError:
-                    return []  # CONFIG is disabled (a managed Redis): the operator's word counts
+                try:  # (redis-py decodes CONFIG GET's reply)
+                    policy = next(iter(client.config_get("maxmemory-policy").values()), "?")
+                except redis.ResponseError:  # CONFIG disabled (a managed Redis): the operator's
+                    policy = "noeviction"  # word counts
+                if policy != "noeviction":
+                    return [f"Redis at {where} has maxmemory-policy {policy}: eviction would "
+                            "silently drop queued URLs; set it to noeviction"]
+                if self.config.reset:
+                    return []
+                return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
         except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
             return [f"Redis at {where} refused the crawl's login: {exc}"]
         except (redis.RedisError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
-        policy = next(iter(reply.values()), b"") if reply else b""
-        policy = policy.decode() if isinstance(policy, bytes) else str(policy)
-        if policy == "noeviction":
-            return []
-        return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
-                "silently drop queued URLs; set it to noeviction"]
 
     def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
