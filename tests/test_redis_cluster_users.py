@@ -25,11 +25,10 @@ from scrapy.settings import Settings
 
 from crawler.backends.redis.connection import is_cluster, redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
-from crawler.backends.redis.inbox import SEED_BATCH, SharedInbox
+from crawler.backends.redis.inbox import SEED_BATCH, RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, glob_escape
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
-from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.status import Fleet
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.robots.rules import RobotsRecord

@@ -33,11 +33,10 @@ from crawler.backends.redis.connection import (
     refused_commands,
     safe_url,
 )
-from crawler.backends.redis.inbox import SharedInbox
+from crawler.backends.redis.inbox import RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
-from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seenset import OwnerSeenSet, SeenSetConfig, has_bloom_module
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
