@@ -176,7 +176,7 @@ class RedisFrontierStore(MemoryFrontierStore):
                     time.sleep(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF)
         except KeyboardInterrupt:
-            return f"stopped while waiting for Redis at {where}: {error}"
+            return f"stopped while waiting for Redis at {where}" + (f": {error}" if error else "")
         finally:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
