@@ -59,10 +59,7 @@ def _params(settings: BaseSettings) -> dict[str, Any]:
     """The client's parameters as scrapy-redis assembles them, plus :func:`redis_password`."""
     params = dict(scrapy_redis_defaults.REDIS_PARAMS)
     params.update(settings.getdict("REDIS_PARAMS"))
-    for source, dest in SETTINGS_PARAMS_MAP.items():
-        value = settings.get(source)
-        if value:
-            params[dest] = value
+    params.update({to: settings[k] for k, to in SETTINGS_PARAMS_MAP.items() if settings[k]})
     if isinstance(params.get("redis_cls"), str):  # scrapy-redis's choice of class, by name
         params["redis_cls"] = load_object(params["redis_cls"])
     password = redis_password(settings)
@@ -104,9 +101,8 @@ def redis_client(settings: BaseSettings, *, fail_fast: bool = False) -> RedisCli
         params["retry"] = Retry(NoBackoff(), 1 if cluster else 0)
         for name in ("socket_timeout", "socket_connect_timeout"):
             given = params.get(name)
-            params[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
-                float(given), REACTOR_SOCKET_TIMEOUT
-            )
+            params[name] = min(float(REACTOR_SOCKET_TIMEOUT if given is None else given),
+                               REACTOR_SOCKET_TIMEOUT)
     return _cluster(params) if cluster else _single(params)
 
 
