@@ -12,6 +12,7 @@ lease TTL.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -47,7 +48,7 @@ class RedisAddressBudget(ActsAlone):
         self.tags = keys.shard_prefixes()
         self._script = client.register_script(ADDRESS_SOURCE)
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
-        self._seen: dict[str, None] = {}
+        self._seen: OrderedDict[str, None] = OrderedDict()
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
         self.outage = RedisOutage(
             "address politeness",
@@ -77,18 +78,15 @@ class RedisAddressBudget(ActsAlone):
         if policy.concurrency <= 0:
             return 0.0
         self._tell_untold()
-        seen = self._seen  # bounded in a broad crawl, O(1) per fetch
-        if address in seen:
-            del seen[address]  # to the end: the most recently used
-        elif len(seen) >= SEEN_KEPT:
-            del seen[next(iter(seen))]  # the least recently used goes
-        seen[address] = None
+        self._seen[address] = None  # bounded in a broad crawl, O(1) per fetch
+        self._seen.move_to_end(address)  # the most recently used
+        if len(self._seen) > SEEN_KEPT:
+            self._seen.popitem(last=False)  # the least recently used goes
         args = [
             "take", token, self._now(), SEED, policy.concurrency, repr(policy.gap(None)),
             repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL),
         ]  # fmt: skip
-        reply = self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0")
-        return float(reply)
+        return float(self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0"))
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
