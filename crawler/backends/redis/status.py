@@ -22,6 +22,9 @@ from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally
 
+BATCH = 500  # hosts' records read per call
+ADDRESSES_READ = 10_000  # per shard, by the busiest addresses
+
 
 class Fleet:
     """A worker's counters merged into the crawl's, and its heartbeat. Blocking calls: run
@@ -106,10 +109,10 @@ class SharedCrawl:
     def controls(self) -> CrawlControls:
         return CrawlControls(self.client, self.crawl)
 
-    def iter_records(self, batch: int = 500) -> Iterable[list[tuple[str, Any]]]:
+    def iter_records(self) -> Iterable[list[tuple[str, Any]]]:
         for keys in self.partitions():
-            scan = self.client.hscan_iter(keys.hosts, count=batch)
-            while chunk := list(islice(scan, batch)):
+            scan = self.client.hscan_iter(keys.hosts, count=BATCH)
+            while chunk := list(islice(scan, BATCH)):
                 yield [(name.decode(), msgpack.unpackb(blob)) for name, blob in chunk]
 
     def is_empty(self) -> bool:
@@ -121,7 +124,7 @@ class SharedCrawl:
         return not any(pipe.execute())
 
 
-def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
+def crawl_report(crawl: SharedCrawl, *, top: int = 10) -> dict[str, Any]:
     """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
     client = crawl.client
     now = redis_time(client)
@@ -133,7 +136,7 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     given_up: Counter[str] = Counter()
     held: list[dict[str, Any]] = []
     total = 0
-    for records in crawl.iter_records(batch):
+    for records in crawl.iter_records():
         for name, (_, _, _, dead, skipped, free_at, *_) in records:
             total += 1
             if dead or skipped:
@@ -203,14 +206,12 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     }
 
 
-def busiest_addresses(
-    client: Any, prefixes: list[str], top: int, limit: int = 10_000
-) -> list[AddressLoad]:
+def busiest_addresses(client: Any, prefixes: list[str], top: int) -> list[AddressLoad]:
     """The ``top`` busiest addresses of a crawl whose shards have these key prefixes (at most
-    ``limit`` addresses read: a glance, not a scan of a billion-host crawl)."""
+    :data:`ADDRESSES_READ` addresses read: a glance, not a scan of a billion-host crawl)."""
     tagged: list[tuple[str, str]] = []
     for prefix in prefixes:
-        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), limit):
+        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), ADDRESSES_READ):
             tag, _, address = key.decode().partition(":ip:")
             tagged.append((tag, address))
     return address_loads(client, tagged, top)
