@@ -164,10 +164,6 @@ def _without_db(url: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=""))
 
 
-def is_cluster(client: Any) -> bool:
-    return isinstance(client, RedisCluster)
-
-
 @dataclass(frozen=True)
 class Refusal:
     """A command the server's ACL refuses the client's user: the server's ``NOPERM`` words,
@@ -184,7 +180,7 @@ def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> 
     is a refusal (``MOVED`` comes after the ACL check); a refused ``MULTI`` is the one refusal
     (the rest would run). A master that cannot be reached is left to the outage handling."""
     nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
-    if is_cluster(client):
+    if isinstance(client, RedisCluster):
         nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]
     refused: dict[tuple[Any, ...], Refusal] = {}
     for name, node in nodes:

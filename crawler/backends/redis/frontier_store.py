@@ -22,17 +22,12 @@ from itertools import islice
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 from redis.exceptions import NoPermissionError
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
-from crawler.backends.redis.connection import (
-    Refusal,
-    is_cluster,
-    redis_client,
-    refused_commands,
-    safe_url,
-)
+from crawler.backends.redis.connection import Refusal, redis_client, refused_commands, safe_url
 from crawler.backends.redis.inbox import RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
@@ -241,7 +236,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             probes.append(((*name.split(), part.out, *tail), part.out))
         if self.config.replica_wait:  # a fenced write waits for its replicas
             probes += [(("ROLE",), None), (("WAIT", 0, 0), None)]
-        if is_cluster(client):
+        if isinstance(client, RedisCluster):
             probes.append((("CLUSTER", "SLOTS"), None))
         for channel in (k.wake, k.handover):
             probes += [(("SUBSCRIBE", channel), channel), (("PUBLISH", channel, ""), channel)]
@@ -285,7 +280,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             rules.append("+bf.reserve +bf.madd +bf.mexists +bf.card")
         if bloom is None:
             rules.append("(the +bf.* with RedisBloom)")
-        if is_cluster(client):
+        if isinstance(client, RedisCluster):
             rules.append("+cluster|slots")
         if self.config.replica_wait:
             rules.append("+role")
