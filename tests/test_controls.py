@@ -312,7 +312,7 @@ def test_the_controls_and_the_partition_loads_on_a_cluster(
     """Every call names its keys (a cluster routes it) and none is refused in a cluster's
     pipeline (``TIME`` is read apart)."""
     from crawler.backends.redis.keys import PartitionKeys
-    from crawler.backends.redis.partition_load import partition_loads
+    from crawler.backends.redis.status import partition_loads
 
     client = redis_cluster.client()
     try:

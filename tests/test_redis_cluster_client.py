@@ -15,7 +15,7 @@ from redis.exceptions import MovedError
 from scrapy.settings import Settings
 
 from crawler.backends.redis import connection
-from crawler.backends.redis.connection import is_cluster, redis_client, safe_url
+from crawler.backends.redis.connection import redis_client, safe_url
 from crawler.config.schema import SettingValueError, read_value
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster, start_cluster  # noqa: F401
 from tests.redis_support import RedisServer, redis_server  # noqa: F401
@@ -44,7 +44,7 @@ def test_any_node_of_a_cluster_gives_a_cluster_client_that_reaches_every_slot(
     for node in redis_cluster.live():
         client = redis_client(settings(f"redis://{node.address}/0"))
         try:
-            assert isinstance(client, RedisCluster) and is_cluster(client)
+            assert isinstance(client, RedisCluster)
             for key in keys:
                 client.set(key, node.port)
             assert {int(client.get(k)) for k in keys} == {node.port}  # bytes replies
@@ -57,7 +57,7 @@ def test_any_node_of_a_cluster_gives_a_cluster_client_that_reaches_every_slot(
 def test_one_redis_gives_a_plain_client(redis_server: RedisServer) -> None:  # noqa: F811
     client = redis_client(settings(f"redis://127.0.0.1:{redis_server.port}/0"))
     try:
-        assert type(client) is redis.Redis and not is_cluster(client)
+        assert type(client) is redis.Redis and not isinstance(client, RedisCluster)
         client.set("k", "v")
         assert client.get("k") == b"v"
     finally:
@@ -99,7 +99,7 @@ def test_yes_and_no_say_it_without_asking(
     finally:
         plain.close()
     cluster = redis_client(settings(f"redis://{node.address}", REDIS_CLUSTER="YES"))
-    assert is_cluster(cluster)
+    assert isinstance(cluster, RedisCluster)
     cluster.close()
     with pytest.raises(redis.exceptions.RedisClusterException):
         redis_client(settings(f"redis://127.0.0.1:{redis_server.port}/0", REDIS_CLUSTER="yes"))
@@ -167,7 +167,7 @@ def test_a_cluster_with_a_password_from_a_file(
     secret_file.write_text(SECRET + "\n")
     client = redis_client(settings(f"redis://{node.address}/0", REDIS_PASSWORD_FILE=secret_file))
     try:
-        assert is_cluster(client)
+        assert isinstance(client, RedisCluster)
         keys = [f"{{locked-{i}}}" for i in range(30)]
         for key in keys:
             client.set(key, b"x")

@@ -23,13 +23,12 @@ import pytest
 from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
-from crawler.backends.redis.connection import is_cluster, redis_client
+from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore
-from crawler.backends.redis.inbox import SEED_BATCH, SharedInbox
+from crawler.backends.redis.inbox import SEED_BATCH, RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, glob_escape
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
-from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.status import Fleet
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.robots.rules import RobotsRecord
@@ -50,7 +49,7 @@ def cluster_settings(redis_cluster: RedisClusterServers) -> Settings:  # noqa: F
 @pytest.fixture
 def client(cluster_settings: Settings) -> Iterator[RedisCluster]:
     c = redis_client(cluster_settings)
-    assert is_cluster(c)
+    assert isinstance(c, RedisCluster)
     try:
         yield c
     finally:

@@ -17,6 +17,7 @@ from scrapy.settings import Settings
 
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore, check_crawl
+from crawler.backends.redis.inbox import RedisScopeRegistry
 from crawler.backends.redis.keys import (
     CrawlKeys,
     PartitionKeys,
@@ -27,7 +28,6 @@ from crawler.backends.redis.keys import (
 )
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
-from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
 from crawler.robots.rules import RobotsRecord
 from tests.frontier_contract import FakeClock

@@ -13,9 +13,8 @@ import pytest
 import redis
 
 import crawler.frontier.urls as urls_module
-from crawler.backends.redis.inbox import SEED_BATCH, SharedInbox
+from crawler.backends.redis.inbox import SEED_BATCH, RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.frontier import PolitenessPolicy, Prioritizer, UrlPolicy
 from crawler.frontier.api import SEED, Frontier
 from crawler.frontier.urls import normalize_url

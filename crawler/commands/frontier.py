@@ -224,7 +224,8 @@ class Command(ScrapyCommand):
                       "URL, as in scrapy frontier status)")
             known = True
             if not opts.domain:
-                known, close = closest_hosts(name, crawl.iter_hosts())
+                hosts = ([host for host, _ in batch] for batch in crawl.iter_records())
+                known, close = closest_hosts(name, hosts)
                 if not known:
                     print(f"host {name} is not one this crawl has met"
                           + (f"; did you mean {' or '.join(close)}?" if close else ""))

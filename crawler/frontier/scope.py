@@ -2,7 +2,7 @@
 
 Its own module, not the frontier stores': the scheduler owns the scope (it admits links by it)
 and every backend keeps it its own way (``crawler.backends.memory``: memory or ``JOBDIR``;
-``crawler.backends.redis.scope``: Redis), so the base class belongs to none of them.
+``crawler.backends.redis.inbox``: Redis), so the base class belongs to none of them.
 """
 
 from __future__ import annotations

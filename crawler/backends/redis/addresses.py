@@ -1,21 +1,18 @@
 """Politeness per server address for a fleet (``address_budget`` of the ``redis`` backend): the
-budgets of :mod:`crawler.frontier.addresses`, kept in Redis so every worker counts the same
-fetches in flight and the same next start at an address.
+budgets of :mod:`crawler.frontier.addresses` in Redis, on the shard the address hashes to, so
+every worker counts the same fetches (docs/topics/politeness.md). One call of
+``lua/address.lua`` per lease taken and per fetch ended, on Redis's clock: check and count are
+one step for the fleet.
 
-An address's state lives on the shard its address string hashes to, so the names of one
-server, which may live on different shards, meet at one set of keys. One call of
-``lua/address.lua`` per lease taken and one per fetch ended, on Redis's clock (the workers'
-clocks never meet): the check and the count of a fetch are one step for the whole fleet.
-
-While Redis is away the budget lets fetches go (per-host politeness still holds) rather than
-stopping the crawl. The end of a fetch Redis missed is told once it is back: a Redis that kept
-its state (AOF) would otherwise hold that fetch's slot until its lease TTL, closing the
-address to the whole fleet for minutes.
+While Redis is away fetches go (per-host politeness still holds); the end of a fetch Redis
+missed is told once it is back, else its slot would close the address to the fleet until its
+lease TTL.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -23,17 +20,9 @@ from typing import Any
 from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
 from crawler.backends.redis.outage import ActsAlone, RedisOutage
-from crawler.backends.redis.partition_load import address_loads
 from crawler.backends.redis.shards import ShardMap
-from crawler.frontier.addresses import (
-    LATE,
-    POLL,
-    RISE,
-    SCAN,
-    SEED,
-    AddressLoad,
-    AddressPolicy,
-)
+from crawler.backends.redis.status import address_loads
+from crawler.frontier.addresses import LATE, POLL, RISE, SCAN, SEED, AddressLoad, AddressPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +48,7 @@ class RedisAddressBudget(ActsAlone):
         self.tags = keys.shard_prefixes()
         self._script = client.register_script(ADDRESS_SOURCE)
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
-        self._seen: dict[str, None] = {}
+        self._seen: OrderedDict[str, None] = OrderedDict()
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
         self.outage = RedisOutage(
             "address politeness",
@@ -89,18 +78,15 @@ class RedisAddressBudget(ActsAlone):
         if policy.concurrency <= 0:
             return 0.0
         self._tell_untold()
-        seen = self._seen  # bounded in a broad crawl, O(1) per fetch
-        if address in seen:
-            del seen[address]  # to the end: the most recently used
-        elif len(seen) >= SEEN_KEPT:
-            del seen[next(iter(seen))]  # the least recently used goes
-        seen[address] = None
+        self._seen[address] = None  # bounded in a broad crawl, O(1) per fetch
+        self._seen.move_to_end(address)  # the most recently used
+        if len(self._seen) > SEEN_KEPT:
+            self._seen.popitem(last=False)  # the least recently used goes
         args = [
             "take", token, self._now(), SEED, policy.concurrency, repr(policy.gap(None)),
             repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL),
         ]  # fmt: skip
-        reply = self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0")
-        return float(reply)
+        return float(self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0"))
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))

@@ -59,10 +59,7 @@ def _params(settings: BaseSettings) -> dict[str, Any]:
     """The client's parameters as scrapy-redis assembles them, plus :func:`redis_password`."""
     params = dict(scrapy_redis_defaults.REDIS_PARAMS)
     params.update(settings.getdict("REDIS_PARAMS"))
-    for source, dest in SETTINGS_PARAMS_MAP.items():
-        value = settings.get(source)
-        if value:
-            params[dest] = value
+    params.update({to: settings[k] for k, to in SETTINGS_PARAMS_MAP.items() if settings[k]})
     if isinstance(params.get("redis_cls"), str):  # scrapy-redis's choice of class, by name
         params["redis_cls"] = load_object(params["redis_cls"])
     password = redis_password(settings)
@@ -104,9 +101,8 @@ def redis_client(settings: BaseSettings, *, fail_fast: bool = False) -> RedisCli
         params["retry"] = Retry(NoBackoff(), 1 if cluster else 0)
         for name in ("socket_timeout", "socket_connect_timeout"):
             given = params.get(name)
-            params[name] = REACTOR_SOCKET_TIMEOUT if given is None else min(
-                float(given), REACTOR_SOCKET_TIMEOUT
-            )
+            params[name] = min(float(REACTOR_SOCKET_TIMEOUT if given is None else given),
+                               REACTOR_SOCKET_TIMEOUT)
     return _cluster(params) if cluster else _single(params)
 
 
@@ -144,11 +140,9 @@ def _cluster(params: dict[str, Any]) -> RedisCluster:
     parameter goes to each node's connections."""
     params = dict(params)
     params.pop("redis_cls", None)  # scrapy-redis's choice of class: the class is chosen here
-    db = params.pop("db", None)
-    url = params.pop("url", None)
+    db, url = params.pop("db", None), params.pop("url", None)
     if url:
-        parsed = redis.connection.parse_url(url)
-        db = parsed.get("db", db)
+        db = redis.connection.parse_url(url).get("db", db)
     if db not in (None, 0, "0"):
         raise ValueError(f"a Redis Cluster has only database 0, REDIS_URL asks for {db}")
     if url:
@@ -167,12 +161,7 @@ def _bytes(client: Any) -> Any:
 
 def _without_db(url: str) -> str:
     """``url`` without its database path (a cluster client refuses ``db`` even when it is 0)."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=""))
-
-
-def is_cluster(client: Any) -> bool:
-    return isinstance(client, RedisCluster)
+    return urlunsplit(urlsplit(url)._replace(path=""))
 
 
 @dataclass(frozen=True)
@@ -191,7 +180,7 @@ def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> 
     is a refusal (``MOVED`` comes after the ACL check); a refused ``MULTI`` is the one refusal
     (the rest would run). A master that cannot be reached is left to the outage handling."""
     nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
-    if is_cluster(client):
+    if isinstance(client, RedisCluster):
         nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]
     refused: dict[tuple[Any, ...], Refusal] = {}
     for name, node in nodes:

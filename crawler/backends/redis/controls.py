@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from redis.cluster import RedisCluster
+
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.frontier.api import Clock
 
@@ -199,8 +201,8 @@ class CrawlControls:
 def redis_time(client: Any, key: str | None = None) -> float:
     """Redis's clock in seconds, the one clock of a fleet; with ``key``, on a cluster, that of
     the node serving it (each node keeps its own)."""
-    node_of = getattr(client, "get_node_from_key", None)
-    seconds, micros = client.time(target_nodes=node_of(key)) if key and node_of else client.time()
+    node = client.get_node_from_key(key) if key and isinstance(client, RedisCluster) else None
+    seconds, micros = client.time(target_nodes=node) if node else client.time()
     return seconds + micros / 1e6
 
 

@@ -14,11 +14,7 @@ from typing import Any
 
 import msgpack
 
-from crawler.backends.redis.connection import (
-    RedisClient,
-        redis_client,
-    worker_name,
-)
+from crawler.backends.redis.connection import RedisClient, redis_client, worker_name
 from crawler.backends.redis.keys import CrawlKeys, crawler_key
 from crawler.backends.redis.outage import ActsAlone, RedisOutage
 from crawler.net.dns import DnsAnswer

@@ -16,28 +16,22 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from functools import partial
 from itertools import islice
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
 from redis.exceptions import NoPermissionError
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
-from crawler.backends.redis.connection import (
-    Refusal,
-    is_cluster,
-    redis_client,
-    refused_commands,
-    safe_url,
-)
-from crawler.backends.redis.inbox import SharedInbox
+from crawler.backends.redis.connection import Refusal, redis_client, refused_commands, safe_url
+from crawler.backends.redis.inbox import RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
-from crawler.backends.redis.queue_store import RedisQueueStore
-from crawler.backends.redis.scope import RedisScopeRegistry
 from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, has_bloom_module
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
@@ -144,26 +138,22 @@ class RedisFrontierStore(MemoryFrontierStore):
 
     @classmethod
     def preflight(cls, crawler: Any) -> list[str]:
-        """Refuse a crawl that cannot work: a login refused, a policy that may evict the
-        frontier, another layout, or settings that differ from the crawl's. A Redis that is
-        not there (yet) is waited for (:meth:`wait_for_server`)."""
+        """Refuse a crawl that cannot work (:meth:`check_server`); a Redis that is not there
+        (yet) is waited for (:meth:`wait_for_server`)."""
         store = cls.from_crawler(crawler)
-        try:
-            store.wait_for_server()
-        except _Stopped as stop:
-            return [str(stop)]
-        problems = store.check_server()
-        if problems or store.config.reset:
-            return problems
-        with redis_client(store.settings) as client:
-            return check_crawl(client, store.keys.meta, store.key, store.fingerprint(client))
+        stopped = store.wait_for_server()
+        return [stopped] if stopped else store.check_server()
 
-    def wait_for_server(self) -> None:
+    def wait_for_server(self) -> str:
         """Before the crawl starts: while Redis is away (:func:`away`), say so in one line and
-        wait, with backoff, until it answers or SIGINT/SIGTERM stops the wait. Other failures
-        are left to the checks, which refuse the crawl."""
-        backoff, since, where = FIRST_BACKOFF, None, safe_url(self.settings)
-        with _stopped_by_signals(f"stopped while waiting for Redis at {where}"):
+        wait, with backoff, until it answers; other failures are left to the checks, which
+        refuse the crawl. Returns why the wait stopped short: SIGINT or SIGTERM (the main
+        thread's handlers, before Scrapy installs its own), else ""."""
+        backoff, since, where, error = FIRST_BACKOFF, None, safe_url(self.settings), None
+        main = threading.current_thread() is threading.main_thread()
+        old = {sig: signal.signal(sig, signal.default_int_handler)
+               for sig in (signal.SIGINT, signal.SIGTERM) if main}
+        try:
             while True:
                 try:
                     # reached, if only refused PING: the checks' probes name what is refused
@@ -177,26 +167,28 @@ class RedisFrontierStore(MemoryFrontierStore):
                         since = time.monotonic()
                         logger.warning("Redis at %s is not reachable (%s): waiting for it "
                                        "(Ctrl-C stops)", where, exc)
-                    try:
-                        time.sleep(backoff)
-                    except _Stopped as stop:
-                        raise _Stopped(f"{stop}: {exc}") from None
+                    error = exc
+                    time.sleep(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF)
+        except KeyboardInterrupt:
+            return f"stopped while waiting for Redis at {where}" + (f": {error}" if error else "")
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
         if since is not None:
             logger.warning("Redis at %s is there after %.1fs", where, time.monotonic() - since)
+        return ""
 
     def scope(self) -> ScopeRegistry:
         return RedisScopeRegistry(redis_client(self.settings), self.keys.scope)
 
     def check_server(self) -> list[str]:
         """Redis unreachable, the login refused, a command, key or channel the crawl will use
-        that its ACL user may not (the crawl would crash or lose its wake-ups), or a policy
-        that may evict the frontier."""
+        that its ACL user may not (the crawl would crash or lose its wake-ups), a policy that
+        may evict the frontier, another layout, or settings that differ from the crawl's."""
         where = safe_url(self.settings)
-        client: Any = None
         try:
-            try:
-                client = redis_client(self.settings)
+            with redis_client(self.settings) as client:
                 with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
                     client.ping()
                 try:
@@ -205,25 +197,22 @@ class RedisFrontierStore(MemoryFrontierStore):
                     bloom = None  # COMMAND refused: its probe names it
                 probes = self._acl_probes(bloom, client)
                 refused = refused_commands(client, list(probes))
-            except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
-                return [f"Redis at {where} refused the crawl's login: {exc}"]
-            except (redis.RedisError, OSError, ValueError) as exc:
-                return [f"Redis at {where} is not reachable: {exc}"]
-            if refused:
-                return [self._acl_refusal(client, where, refused, probes, bloom)]
-            try:
-                reply = client.config_get("maxmemory-policy")
-            except redis.ResponseError:
-                return []  # CONFIG is disabled (a managed Redis): the operator's word counts
-            policy = next(iter(reply.values()), b"") if reply else b""
-            policy = policy.decode() if isinstance(policy, bytes) else str(policy)
-            if policy == "noeviction":
-                return []
-            return [f"Redis at {where} has maxmemory-policy {policy or '?'}: eviction would "
-                    "silently drop queued URLs; set it to noeviction"]
-        finally:
-            if client is not None:
-                client.close()
+                if refused:
+                    return [self._acl_refusal(client, where, refused, probes, bloom)]
+                try:  # (redis-py decodes CONFIG GET's reply)
+                    policy = next(iter(client.config_get("maxmemory-policy").values()), "?")
+                except redis.ResponseError:  # CONFIG disabled (a managed Redis): the operator's
+                    policy = "noeviction"  # word counts
+                if policy != "noeviction":
+                    return [f"Redis at {where} has maxmemory-policy {policy}: eviction would "
+                            "silently drop queued URLs; set it to noeviction"]
+                if self.config.reset:
+                    return []
+                return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+        except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
+            return [f"Redis at {where} refused the crawl's login: {exc}"]
+        except (redis.RedisError, OSError, ValueError) as exc:
+            return [f"Redis at {where} is not reachable: {exc}"]
 
     def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
@@ -247,7 +236,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             probes.append(((*name.split(), part.out, *tail), part.out))
         if self.config.replica_wait:  # a fenced write waits for its replicas
             probes += [(("ROLE",), None), (("WAIT", 0, 0), None)]
-        if is_cluster(client):
+        if isinstance(client, RedisCluster):
             probes.append((("CLUSTER", "SLOTS"), None))
         for channel in (k.wake, k.handover):
             probes += [(("SUBSCRIBE", channel), channel), (("PUBLISH", channel, ""), channel)]
@@ -291,7 +280,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             rules.append("+bf.reserve +bf.madd +bf.mexists +bf.card")
         if bloom is None:
             rules.append("(the +bf.* with RedisBloom)")
-        if is_cluster(client):
+        if isinstance(client, RedisCluster):
             rules.append("+cluster|slots")
         if self.config.replica_wait:
             rules.append("+role")
@@ -356,25 +345,15 @@ class RedisFrontierStore(MemoryFrontierStore):
         on_give_up: Any = None,
         clock: Any = None,
     ) -> PartitionedFrontier:
-        s = self.settings
-        config = self._seen_config(client)
-
-        def build(store: RedisQueueStore) -> Any:
-            return self.mercator(
-                store,
-                lease_ttl=lease_ttl,
-                max_pages_per_host=max_pages_per_host,
-                on_give_up=on_give_up,
-                back_queues=self.back_queues,
-                clock=clock,
-            )
-
+        config, s = self._seen_config(client), self.settings
         return PartitionedFrontier(
             client,
             self.key,
             self.partition_count,
             worker_id(s.get("JOBDIR"), s.get("RECORD_WORKER_ID")),
-            build=build,
+            build=partial(self.mercator, lease_ttl=lease_ttl, back_queues=self.back_queues,
+                          max_pages_per_host=max_pages_per_host, on_give_up=on_give_up,
+                          clock=clock),
             seen=lambda keys: SeenSet(client, keys, config),
             front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
@@ -457,28 +436,4 @@ def away(exc: BaseException) -> bool:
             return False
         seen = seen.__cause__ or seen.__context__
     return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
-
-
-class _Stopped(BaseException):
-    """SIGINT or SIGTERM while waiting for Redis before the crawl (not an ``Exception``: the
-    wait's ``except Exception`` must not take it for Redis away)."""
-
-
-@contextlib.contextmanager
-def _stopped_by_signals(why: str) -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`_Stopped` on the main thread (before Scrapy installs
-    its own handlers)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(*_: Any) -> None:
-        raise _Stopped(why)
-
-    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 

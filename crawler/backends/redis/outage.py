@@ -1,14 +1,7 @@
-"""Redis going away, ridden out alike by every Redis user of a crawl: one log line when it
-goes and one when it is back (per component, never a traceback per page), a bounded wait for
-the callers that may wait, and none for those that may not.
-
-A restart replaying its AOF, a cluster failover or a network blip makes every call fail for
-seconds to a minute. The frontier rides it out on its own thread (``crawler.frontier.buffered``);
-every other user holds a :class:`RedisOutage`, whose probe thread finds Redis back so that no
-caller retries on its own. ``wait`` counts from the start of the outage, so a long outage costs
-a waiting caller one bounded wait in all; ``wait=0`` (the reactor's callers, :class:`ActsAlone`)
-fails at once, one failed call per outage. ``REDIS_OUTAGE_WAIT`` (default 30 s: a restart or a
-failover, not a Redis gone for good) bounds the callers that wait.
+"""Redis going away (a restart replaying its AOF, a failover, a blip), ridden out alike by
+every Redis user of a crawl but the frontier (``crawler.frontier.buffered``): one log line when
+it goes and one when it is back, a wait bounded by ``REDIS_OUTAGE_WAIT`` from the outage's
+start for the callers that may wait, none for the reactor's (docs/topics/fleet.md).
 """
 
 from __future__ import annotations
@@ -71,20 +64,19 @@ class RedisUnavailable(redis.ConnectionError):
     ``ConnectionError``, so a retry loop further out (the frontier's worker) takes it as one."""
 
     def __init__(self, component: str, cause: BaseException | None) -> None:
-        self.component = component
         self.cause = cause
         super().__init__(f"Redis unreachable for the {component}: {cause}")
 
 
 class RedisOutage:
-    """One component's view of Redis: reachable, or away since when (see the module docstring).
+    """One component's view of Redis: reachable, or away since when. Its probe thread, not
+    the callers, finds Redis back; callers on several threads share one state.
 
     ``component`` names it in the log lines; ``probe`` is a cheap call on the component's own
     key (a cluster client then asks the node that serves it); ``meanwhile`` says in the first
     line what the component does while Redis is away; ``back_note``, if given, adds to the
-    line when Redis is back (say what was done without it); ``on_back`` runs on the probe's
-    thread once Redis answers again, before any waiting caller goes on (send what waited).
-    Thread-safe: callers on several threads share one state."""
+    line when Redis is back; ``on_back`` runs on the probe's thread once Redis answers again,
+    before any waiting caller goes on (send what waited)."""
 
     def __init__(
         self,

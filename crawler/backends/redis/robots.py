@@ -19,12 +19,9 @@ from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
 logger = logging.getLogger(__name__)
 
-# An origin's shared fetch state, in plain keys timed by Redis's own clock (the workers'
-# clocks never meet): a hold, ``{key}:robots_hold:<origin>``, says why nobody may fetch now and
-# expires when that ends (PX): a worker's claim (FETCHING, for the claim's seconds), a failed
-# fetch waiting out its retry delay (UNREACHABLE), or the crawl's retries used up (GAVE_UP, no
-# expiry); and ``{key}:robots_failures`` counts each failing origin's consecutive failures. A claim
-# is one ``SET NX PX GET``: granted to one worker only, or answered with the hold in its way.
+# An origin's hold (docs/reference/redis-keys.md), timed by Redis's clock (PX): a worker's claim,
+# a failed fetch waiting out its retry delay, the crawl's retries used up (no expiry). A claim is
+# one ``SET NX PX GET``: granted to one worker only, or answered with the hold in its way.
 FETCHING, UNREACHABLE, GAVE_UP = b"fetching", b"unreachable", b"gave_up"
 
 
@@ -137,11 +134,8 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
         return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))
 
     def get_many(self, origins: list[str]) -> dict[str, RobotsRecord | None]:
-        if not origins:
-            return {}
-        raws = self._safe(lambda: self.client.hmget(self.hash, origins), None)
-        if raws is None:
-            raws = [None] * len(origins)
+        raws = origins and self._safe(lambda: self.client.hmget(self.hash, origins), None)
+        raws = raws or [None] * len(origins)  # none asked, or Redis away
         return {o: self._record(o, raw) for o, raw in zip(origins, raws, strict=True)}
 
     def _record(self, origin: str, raw: bytes | None) -> RobotsRecord | None:

@@ -1,26 +1,29 @@
 """What ``scrapy frontier <site>`` shows of a shared crawl, as plain data: the partitions as
-their owners left them in Redis (many short calls, never one long one), and what only the
-workers know from their heartbeats.
+their owners left them in Redis (pipelined counts, never a walk of a queue or a long call), and
+what only the workers know from their heartbeats.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 import msgpack
 import redis
+from redis.cluster import RedisCluster
 
 from crawler.backends.redis.controls import CrawlControls, redis_time
-from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.partition_load import address_loads, partition_loads
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, address_keys
 from crawler.frontier.addresses import AddressLoad
 from crawler.report.policies import policy_counts
 from crawler.report.tally import HostTallies, HostTally
+
+BATCH = 500  # hosts' records read per call
+ADDRESSES_READ = 10_000  # per shard, by the busiest addresses
 
 
 class Fleet:
@@ -100,24 +103,16 @@ class SharedCrawl:
     max_delay: float = 1.0
     address_prefixes: list[str] = field(default_factory=list)
 
-    @property
-    def keys(self) -> CrawlKeys:
-        return CrawlKeys(self.crawl)
-
     def partitions(self) -> list[PartitionKeys]:
         return [PartitionKeys(self.crawl, i, self.count) for i in range(self.count)]
 
     def controls(self) -> CrawlControls:
         return CrawlControls(self.client, self.crawl)
 
-    def iter_hosts(self, batch: int = 500) -> Iterable[list[str]]:
-        for names in self.iter_records(batch):
-            yield [name for name, _ in names]
-
-    def iter_records(self, batch: int = 500) -> Iterable[list[tuple[str, Any]]]:
+    def iter_records(self) -> Iterable[list[tuple[str, Any]]]:
         for keys in self.partitions():
-            scan = self.client.hscan_iter(keys.hosts, count=batch)
-            while chunk := list(islice(scan, batch)):
+            scan = self.client.hscan_iter(keys.hosts, count=BATCH)
+            while chunk := list(islice(scan, BATCH)):
                 yield [(name.decode(), msgpack.unpackb(blob)) for name, blob in chunk]
 
     def is_empty(self) -> bool:
@@ -125,11 +120,11 @@ class SharedCrawl:
         pipe = self.client.pipeline(transaction=False)
         for keys in self.partitions():
             pipe.exists(keys.epoch)
-        pipe.exists(self.keys.workers)
+        pipe.exists(CrawlKeys(self.crawl).workers)
         return not any(pipe.execute())
 
 
-def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict[str, Any]:
+def crawl_report(crawl: SharedCrawl, *, top: int = 10) -> dict[str, Any]:
     """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
     client = crawl.client
     now = redis_time(client)
@@ -141,7 +136,7 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     given_up: Counter[str] = Counter()
     held: list[dict[str, Any]] = []
     total = 0
-    for records in crawl.iter_records(batch):
+    for records in crawl.iter_records():
         for name, (_, _, _, dead, skipped, free_at, *_) in records:
             total += 1
             if dead or skipped:
@@ -158,15 +153,9 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     beats = fleet.workers()
     owned = Counter(p["owner"].rpartition("/")[0] for p in partitions if p["owner"])
     workers = [
-        {
-            "worker": wid,
-            "state": beat.get("state", "?"),
-            "pages": beat.get("pages", 0),
-            "pages_per_s": beat.get("rate", 0.0),
-            "last_beat_ago": now - float(beat.get("beat", now)),
-            "partitions": owned.get(wid, 0),
-            "started_ago": now - float(beat.get("started", now)),
-        }
+        {"worker": wid, "state": beat.get("state", "?"), "pages": beat.get("pages", 0),
+         "pages_per_s": beat.get("rate", 0.0), "last_beat_ago": now - float(beat.get("beat", now)),
+         "partitions": owned.get(wid, 0), "started_ago": now - float(beat.get("started", now))}
         for wid, beat in sorted(beats.items())
     ]
     # The workers' tallies (each heartbeat carries its busiest hosts) merged: a host has one
@@ -217,14 +206,98 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10, batch: int = 500) -> dict
     }
 
 
-def busiest_addresses(
-    client: Any, prefixes: list[str], top: int, limit: int = 10_000
-) -> list[AddressLoad]:
+def busiest_addresses(client: Any, prefixes: list[str], top: int) -> list[AddressLoad]:
     """The ``top`` busiest addresses of a crawl whose shards have these key prefixes (at most
-    ``limit`` addresses read: a glance, not a scan of a billion-host crawl)."""
+    :data:`ADDRESSES_READ` addresses read: a glance, not a scan of a billion-host crawl)."""
     tagged: list[tuple[str, str]] = []
     for prefix in prefixes:
-        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), limit):
-            tag, _, address = (key.decode() if isinstance(key, bytes) else key).partition(":ip:")
+        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), ADDRESSES_READ):
+            tag, _, address = key.decode().partition(":ip:")
             tagged.append((tag, address))
     return address_loads(client, tagged, top)
+
+
+def address_loads(client: Any, tagged: Iterable[tuple[str, str]], top: int) -> list[AddressLoad]:
+    """The ``top`` busiest of these (shard's tag prefix, address) pairs, by fetches in flight
+    then fetches so far: one pipelined call."""
+    pairs = list(tagged)
+    pipe = client.pipeline(transaction=False)
+    for tag, address in pairs:
+        state, flight, *_ = address_keys(tag, address)
+        pipe.hmget(state, "fetches", "refusals")
+        pipe.zcard(flight)
+    replies = pipe.execute() if pairs else []
+    loads = [
+        AddressLoad(address, int(in_flight), int(fetches or 0), int(refusals or 0))
+        for (_, address), (fetches, refusals), in_flight
+        in zip(pairs, replies[::2], replies[1::2], strict=True)
+    ]
+    loads.sort(key=lambda a: (-a.in_flight, -a.fetches, a.address))
+    return loads[:top]
+
+
+def partition_loads(
+    client: Any, partitions: Sequence[PartitionKeys], front_queues: int
+) -> list[dict[str, Any]]:
+    """One row per partition (a hot one or node, one nobody owns, an inbox not kept up with);
+    its owner is its lease (``<worker>/<epoch>``, "" when nobody owns it)."""
+    pipe = client.pipeline(transaction=False)
+    for k in partitions:
+        pipe.get(k.lease)
+        pipe.hlen(k.out)
+        pipe.smembers(k.back_hosts)
+        pipe.hlen(k.hosts)
+        pipe.xlen(k.inbox)
+        pipe.exists(k.seen)  # a RedisBloom filter; else the exact set's counter
+        pipe.get(k.seen_count)
+        for q in range(front_queues):
+            pipe.llen(k.front(q))
+    replies = iter(pipe.execute())
+    rows = [(k, list(islice(replies, 7)), sum(islice(replies, front_queues))) for k in partitions]
+    pipe = client.pipeline(transaction=False)
+    for k, (_, _, backs, _, _, bloom, _), _ in rows:
+        for host in backs:
+            pipe.llen(k.back(host.decode()))
+        if bloom:
+            pipe.execute_command("BF.CARD", k.seen)
+    second = iter(pipe.execute())
+    nodes: dict[str, dict[str, Any]] = {}
+    out = []
+    for k, (lease, out_len, backs, hosts, inbox, bloom, exact), fronts in rows:
+        backed = sum(islice(second, len(backs)))
+        seen = int(next(second)) if bloom else int(exact or 0)
+        if isinstance(client, RedisCluster):
+            node = client.get_node_from_key(k.lease)
+            name, connection = node.name, node.redis_connection
+        else:
+            kwargs = client.get_connection_kwargs()
+            name, connection = f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}", client
+        if name not in nodes:
+            nodes[name] = node_report(connection)
+        out.append({
+            "partition": k.index,
+            "tag": k.prefix,
+            "node": name,
+            "owner": lease.decode() if lease else "",
+            "queued": fronts + out_len + backed,
+            "hosts": hosts,
+            "seen": seen,
+            "inbox": inbox,
+            **{f"node_{key}": v for key, v in nodes[name].items()},
+        })
+    return out
+
+
+def node_report(connection: Any) -> dict[str, Any]:
+    """What a Redis node says of its load (empty when it cannot be asked)."""
+    try:
+        info = connection.info()
+    except (redis.RedisError, OSError):
+        return {}
+    return {
+        "ops_per_sec": int(info.get("instantaneous_ops_per_sec", 0)),
+        "cpu_seconds": round(
+            float(info.get("used_cpu_user", 0)) + float(info.get("used_cpu_sys", 0)), 1
+        ),
+        "used_memory": int(info.get("used_memory", 0)),
+    }

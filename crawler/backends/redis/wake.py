@@ -12,16 +12,15 @@ import redis
 
 def listen(
     client: redis.Redis,
-    channel: str | Sequence[str],
+    channels: Sequence[str],
     on_change: Callable[[], None],
     on_control: Callable[[], None],
-    on_channel: Callable[[str | None], None] | None = None,
+    on_channel: Callable[[str | None], None],
 ) -> Callable[[], None]:
-    """Listen on ``channel`` (or several) on a thread of its own. Every message calls
-    ``on_channel`` with its channel, if given, then ``on_change`` (``ctl`` calls ``on_control``
-    first); so does every (re)subscription (``on_channel(None)``), for whatever happened while
-    not listening. A lost connection is retried every second. Returns what stops listening."""
-    channels = [channel] if isinstance(channel, str) else list(channel)
+    """Listen on ``channels`` on a thread of its own. Every message calls ``on_channel`` with
+    its channel, then ``on_change`` (``ctl`` calls ``on_control`` first); so does every
+    (re)subscription (``on_channel(None)``), for whatever happened while not listening. A lost
+    connection is retried every second. Returns what stops listening."""
     holder = [client.pubsub(ignore_subscribe_messages=True)]
     stop = threading.Event()
 
@@ -33,16 +32,14 @@ def listen(
                 if not subscribed:
                     pubsub.subscribe(*channels)
                     subscribed = True
-                    if on_channel is not None:
-                        on_channel(None)
+                    on_channel(None)
                     on_change()  # whatever happened while not listening
                 message = pubsub.get_message(timeout=1.0)
                 if message is not None:
                     if message.get("data") == b"ctl":  # an operator acted
                         on_control()
-                    if on_channel is not None:
-                        name = message.get("channel")
-                        on_channel(name.decode() if isinstance(name, bytes) else name)
+                    name = message.get("channel")
+                    on_channel(name.decode() if isinstance(name, bytes) else name)
                     on_change()
             except (redis.RedisError, OSError, ValueError):
                 subscribed = False
