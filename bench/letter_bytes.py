@@ -100,7 +100,7 @@ def inbox_bytes(blobs: list[bytes], client: Any, links: int) -> float:
 
 
 def entry_bytes(entries: list[Entry]) -> int:
-    return sum(len(pack_entry(e, queue=e.priority, extras=False)) for e in entries)
+    return sum(len(pack_entry(e, queue=e.priority, letter=True)) for e in entries)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -34,16 +34,18 @@ def between(
     real = wire.one_connection
 
     @contextmanager
-    def spied(client: Any) -> Iterator[Callable[[Any], list[Any]]]:
-        with real(client) as run:
+    def spied(client: Any) -> Iterator[Any]:
+        with real(client) as conn:
+            run = conn.run_packed
 
-            def meddled(commands: Any) -> list[Any]:
-                opened.append(str(commands[0][0]).encode())
-                if commands[0][0] == "MULTI" and opened.count(b"MULTI") <= times:
+            def meddled(request: bytes, count: int) -> list[Any]:
+                opened.append(request.split(b"\r\n")[2])  # (the first command's name)
+                if opened[-1] == b"MULTI" and opened.count(b"MULTI") <= times:
                     meddle()
-                return run(commands)
+                return run(request, count)
 
-            yield meddled
+            conn.run_packed = meddled  # type: ignore[method-assign]
+            yield conn
 
     monkeypatch.setattr(wire, "one_connection", spied)
     yield opened

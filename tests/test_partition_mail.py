@@ -345,4 +345,17 @@ def test_a_letters_entries_are_packed_without_copies(monkeypatch: pytest.MonkeyP
     for (entry, _, _), packed in zip(letter.adds, adds[0::3], strict=True):
         priority = min(max(entry.priority, 0), 7)
         alone = dataclasses.replace(entry, referrer="", priority=priority)
-        assert packed == pack_entry(alone, hosts[entry.host], queue=priority, extras=False)
+        assert packed == pack_entry(alone, hosts[entry.host], queue=priority, letter=True)
+
+
+def test_a_letter_carries_its_urls_as_text():
+    """Host names, referrers and URL tails go uncoded: a letter lives seconds in its inbox,
+    where coding them cost its sender and its owner more than their bytes are worth."""
+    link = Entry("https://d.test/docs/a.html", "d.test", 1, 1, referrer="https://x.test/p")
+    hosts, _, referrers, adds, _ = msgpack.unpackb(
+        pack_letter(Letter([(link, False, False)], [])), raw=False
+    )
+    assert hosts == ["d.test"] and referrers == ["https://x.test/p"]
+    assert adds[0].endswith(b"docs/a.html")
+    ((entry, _, _),) = unpack_letter(pack_letter(Letter([(link, False, False)], []))).adds
+    assert (entry.url, entry.host, entry.referrer) == (link.url, link.host, link.referrer)

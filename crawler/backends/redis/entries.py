@@ -37,7 +37,8 @@ the rest              the tail: path and query after the host's ``/`` (or the wh
 Each field is there only when its flag says so, in this order. A seed of the depth order is
 two bytes and its coded tail (under 1,024 hosts a partition); under OPIC three more of cash and
 one of depth. The URL is the request URL (the link as found, made safe: ASCII), so the tail is
-nearly always Huffman-coded; its seen key is stored only when it cannot be computed from it.
+nearly always Huffman-coded (a letter's link's is UTF-8: see
+:func:`pack_entry`); its seen key is stored only when it cannot be computed from it.
 
 A link's referrer adds ~6 B (``bench/referrer_bytes.py``: 26.8 -> 32.9 B an entry on real
 documentation links).
@@ -111,13 +112,16 @@ def _split(url: str, host: str) -> tuple[int, str]:
 
 
 def pack_entry(
-    entry: Entry, hid: int = 0, *, queue: int = -1, first: bool = False, extras: bool = True
+    entry: Entry, hid: int = 0, *, queue: int = -1, first: bool = False, letter: bool = False
 ) -> bytes:
     """The entry's bytes (see the module docstring). ``hid``: its host's number for the reader.
     ``queue``: the front queue it goes to, whose reader knows its priority (the entry's
     priority must be it); -1: the priority is stored. ``first``: a host's first request.
-    ``extras``: store the cash, the crawl policy and the referrer (False: a letter carries
-    them itself, and the priority is ``queue``, the letter's clamp of it)."""
+    ``letter``: a letter's link (:mod:`crawler.backends.redis.mail`), which carries the cash,
+    the crawl policy and the referrer itself, whose priority is ``queue`` (the letter's clamp
+    of it), and whose tail is UTF-8: a letter lives seconds in its inbox, and coding a tail
+    costs its sender as much as decoding it costs the owner (~10-20k instructions each),
+    where the owner codes only the links it queues, not those it has seen."""
     form, tail = _split(entry.url, entry.host)
     head = hid << _HEAD_BITS
     ext = more = 0
@@ -125,28 +129,28 @@ def pack_entry(
         more = _WHOLE
     else:
         head |= form
-    if tail.isascii():
-        body = _CODED.pop(tail, None) or huffman_encode(tail)
-    else:
+    if letter or not tail.isascii():
         body = tail.encode("utf-8", "surrogatepass")
         more |= _RAW
+    else:
+        body = _CODED.pop(tail, None) or huffman_encode(tail)
     priority, depth = entry.priority, entry.depth
     if queue < 0:
         ext = _PRIO
         if priority < 0:
             priority = 0
     elif queue != priority:
-        if extras:
+        if not letter:
             raise ValueError(f"an entry of priority {priority} in front queue {queue}")
         priority = queue
     if depth != priority:
         head |= _DEPTH
-    cash = entry.cash if extras else 0.0
+    cash = 0.0 if letter else entry.cash
     if cash:
         head |= _CASH
-    policy = entry.policy if extras else ""
+    policy = "" if letter else entry.policy
     payload, key = entry.payload, entry.key
-    referrer = entry.referrer if extras else ""
+    referrer = "" if letter else entry.referrer
     if payload is not None:
         ext |= _SEED if payload == SEED else _PAYLOAD
     if policy:

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 import redis
+from hiredis import pack_command
 from redis.exceptions import AskError, ExecAbortError, TryAgainError
 
 from crawler.backends.redis import wire
@@ -41,6 +42,14 @@ REPLICA_RECOUNT = 10.0
 WATCH_TRIES = 16
 
 logger = logging.getLogger(__name__)
+
+_MULTI, _EXEC, _UNWATCH = (pack_command((name,)) for name in ("MULTI", "EXEC", "UNWATCH"))
+
+
+def _bulk(text: str) -> bytes:
+    """``text`` as a RESP bulk string, as ``pack_command`` packs an argument."""
+    raw = text.encode()
+    return b"$%d\r\n%b\r\n" % (len(raw), raw)
 
 Write = tuple[str, str, tuple[Any, ...]]
 
@@ -104,6 +113,11 @@ class FencedWriter:
         # numbered calls: one sent again after a lost connection is applied once (the
         # owner's writes); a writer that only renews the lease needs no numbers
         self.seq_key = lease_key.rpartition(":")[0] + ":seq"
+        # its keys as every fenced call names them, packed once (hiredis's pack_command costs
+        # ~1k instructions an argument, ~2k a command): WATCH's, MGET's, and SET's of the number
+        self._watch = _bulk(lease_key) + _bulk(self.seq_key)
+        self._read = self._watch + _bulk(epoch_key)
+        self._set_seq = b"*3\r\n$3\r\nSET\r\n" + _bulk(self.seq_key)
         self._seq: int | None = None if numbered else -1
         self._writes: list[Write] = []
         self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
@@ -219,27 +233,29 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
         else client  # fmt: skip
     # the epochs are read, not watched: a claim changes the lease too, and one that only
     # raised the epoch by the time a lapsed lease is taken back here fails its SET NX
-    read = [key for w in call for key in (w.lease_key, w.seq_key, w.epoch_key)]
-    watched = [key for w in call for key in (w.lease_key, w.seq_key)]
+    check = b"".join([
+        b"*%d\r\n$5\r\nWATCH\r\n" % (2 * len(call) + 1), *[w._watch for w in call],
+        b"*%d\r\n$4\r\nMGET\r\n" % (3 * len(call) + 1), *[w._read for w in call],
+    ])  # fmt: skip
     batches = []
     for w in call:
         batches.append(w._writes[: w._sent or MAX_WRITES])
         w._sent = len(batches[-1])
     try:
         wanted = call[0]._wanted(node) if call[0].replicas else 0
-        with wire.one_connection(node) as run:
+        with wire.one_connection(node) as conn:
             for _ in range(WATCH_TRIES):
-                replies = run([("WATCH", *watched), ("MGET", *read)])
+                replies = conn.run_packed(check, 2)
                 if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
                     _raise_error(client, replies)
-                got, numbers, commands = replies[1], [], [("MULTI",)]
+                got, numbers, packed = replies[1], [], [_MULTI]
                 fenced, rewound, flags = "", "", ""
                 for j, w in enumerate(call):
                     owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
                     if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
                         fenced += f" {j + 1}"
                     if owner != w._value:  # a lapsed lease, taken back
-                        commands.append(("SET", w.lease_key, w._value, "PX", w.ttl_ms))
+                        packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
                     if w._seq is None:  # the calls the partition's owners made so far
                         w._seq = applied
                     number: int | str = "" if w._seq < 0 else w._seq + 1
@@ -249,17 +265,19 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                         rewound += f" {j + 1}"
                     flags += "1" if skip else "0"
                     if number != "" and not skip:
-                        commands.append(("SET", w.seq_key, number))
+                        digits = b"%d" % number
+                        packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
                     if not skip:
-                        commands += [(command, key, *args) for command, key, args in batches[j]]
+                        packed += [pack_command((command, key, *args))
+                                   for command, key, args in batches[j]]  # fmt: skip
                 if fenced or rewound:
-                    run([("UNWATCH",)])
+                    conn.run_packed(_UNWATCH, 1)
                     break
-                commands.append(("EXEC",))
+                packed.append(_EXEC)
                 if wanted:
-                    commands.append(("WAIT", wanted, REPLICA_WAIT_MS))
-                replies = run(commands)
-                done = replies[len(commands) - 1 - bool(wanted)]  # (None: aborted)
+                    packed.append(pack_command(("WAIT", wanted, REPLICA_WAIT_MS)))
+                replies = conn.run_packed(b"".join(packed), len(packed))
+                done = replies[len(packed) - 1 - bool(wanted)]  # (None: aborted)
                 if done is not None:
                     # (a command refused when queued makes EXEC refuse them all)
                     if type(done) is not list or any(

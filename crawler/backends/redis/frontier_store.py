@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 # How long a partition stays a dead worker's: how long a killed worker's hosts wait.
 PARTITION_TTL = 10.0
 PARTITIONS = 16  # partitions of a crawl's hosts: at most this many workers share its work
-LAYOUT = "7"  # of the keys: a crawl stored by another version is refused, never converted
+LAYOUT = "8"  # of the keys: a crawl stored by another version is refused, never converted
 # The seen-set's false positives at most, past FRONTIER_SEEN_EXACT_LIMIT with RedisBloom (a URL
 # wrongly taken for seen is a page never fetched: one in a hundred of those past the limit).
 SEEN_ERROR = 0.01

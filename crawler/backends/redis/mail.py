@@ -24,7 +24,7 @@ referrers   the distinct referrers of its links: the page that sent the letter, 
             with it (the link leads to another partition's host)
 adds        3 items per link: the entry without its referrer, cash and policy
             (:func:`crawler.backends.redis.entries.pack_entry`: its host's index in
-            ``hosts``, the URL relative to its host, depth, payload, seen key), a tag
+            ``hosts``, the URL relative to its host as text, depth, payload, seen key), a tag
             ``((policy x len(referrers) + referrer) x 8 + priority) x 4 + first x 2 +
             force`` (indexes into the tables; the priority clamped to the front queues, as
             the owner's frontier would), and the OPIC cash, nil when it is the previous
@@ -39,19 +39,22 @@ frontier's call that wrote it may run again and write it alike; ``lua/post.lua``
 only when its digest differs from the last one the same sender added to that inbox (the mark
 ``{tag}:in:<worker>``), so its links, cash and counts travel once.
 
-Host names and referrers are Huffman-coded (:mod:`crawler.frontier.urlcode`) when ASCII (msgpack
-bytes), else kept as text. An entry's ``id`` (a store's row id) does not travel: the owner's
-store gives its own.
+Host names, referrers and the links' URL tails travel as text (UTF-8), not in the static
+Huffman code the queues use (:mod:`crawler.frontier.urlcode`): a letter lives in its inbox
+until its owner acknowledges it (seconds), so its bytes matter little, while coding a URL in
+Python costs its sender ~10-20k instructions and decoding it the owner as much (the owner
+codes only the links it queues, not those it has seen before). An entry's ``id`` (a store's
+row id) does not travel: the owner's store gives its own.
 
-Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 6,871 real documentation
-links of this machine's /usr/share/doc HTML (29 trees, one host each, crawled breadth-first as
-``bench/referrer_bytes.py`` does; each page's links one letter, 17.1 links a letter; each page
-moved to another host, as a letter's page always is): 31.0 B a link under depth order, 31.4 B
-under OPIC (cash 1/links of the page). The packed entries alone take 23.0 B without their
-referrer and 45.1 B with it: a letter adds ~4 B a link (msgpack's bin header, the tag, the
-nil cash) and its page's coded URL once. A letter of one link costs 82.5 B (its host and
-referrer are its own). In Redis (7.0) the inbox holds a page letter for ~35-36 B a link
-(``MEMORY USAGE``) until it is acknowledged and deleted, a one-link letter for ~105 B.
+Size, measured with ``.venv/bin/python bench/letter_bytes.py`` on the 7,611 real documentation
+links of this machine's /usr/share/doc HTML (31 trees, one host each, crawled breadth-first as
+``bench/referrer_bytes.py`` does; each page's links one letter, 17.6 links a letter; each page
+moved to another host, as a letter's page always is): 49.3 B a link under depth order, 49.7 B
+under OPIC (cash 1/links of the page; Huffman-coded: 30.6 and 31.0 B). The packed entries
+alone take 39.9 B: a letter adds ~4 B a link (msgpack's bin header, the tag, the nil cash)
+and its page's URL once. A letter of one link costs 123.0 B (its host and referrer are its
+own). In Redis (7.0) the inbox holds a page letter for ~55 B a link (``MEMORY USAGE``) until
+it is acknowledged and deleted, a one-link letter for ~151 B.
 """
 
 from __future__ import annotations
@@ -83,7 +86,6 @@ from crawler.backends.redis.queue_store import prime_seen
 from crawler.frontier.api import Entry
 from crawler.frontier.mercator import FRONT_QUEUES, MercatorFrontier
 from crawler.frontier.store import entry_key
-from crawler.frontier.urlcode import huffman_decode, huffman_encode
 
 FIELD = b"l"  # a message's one field: the letter
 _LAST_QUEUE = FRONT_QUEUES - 1  # an add's priority travels in its tag, clamped as queued
@@ -138,16 +140,6 @@ def _cash_or_nil(cash: float, previous: float) -> float | None:
     return None if cash == previous else float(cash)
 
 
-def _coded(text: str) -> bytes | str:
-    """A host name or referrer of the letter's tables: Huffman-coded bytes when ASCII (a
-    request URL is), else the text itself (msgpack tells bytes from text)."""
-    return huffman_encode(text) if text and text.isascii() else text
-
-
-def _decoded(value: bytes | str) -> str:
-    return huffman_decode(value) if isinstance(value, bytes) else value
-
-
 def pack_letter(letter: Letter) -> bytes:
     """The letter's bytes in an inbox (see the module docstring)."""
     hosts: dict[str, int] = {}
@@ -166,7 +158,7 @@ def pack_letter(letter: Letter) -> bytes:
         priority = min(max(entry.priority, 0), _LAST_QUEUE)
         tag = ((policies[entry.policy] * n_referrers + referrers[entry.referrer]) << 3
                | priority) << 2 | (_FORCE if force else 0) | (_FIRST if first else 0)
-        packed = pack_entry(entry, hosts[entry.host], queue=priority, extras=False)
+        packed = pack_entry(entry, hosts[entry.host], queue=priority, letter=True)
         adds += [packed, tag, _cash_or_nil(entry.cash, previous)]
         previous = entry.cash
     credits: list[Any] = []
@@ -174,16 +166,15 @@ def pack_letter(letter: Letter) -> bytes:
     for identity, cash, policy in letter.credits:
         credits += [identity, _cash_or_nil(cash, previous), policies[policy]]
         previous = cash
-    tables = [[_coded(h) for h in hosts], list(policies), [_coded(r) for r in referrers]]
-    return msgpack.packb([*tables, adds, credits], use_bin_type=True)
+    return msgpack.packb(
+        [list(hosts), list(policies), list(referrers), adds, credits], use_bin_type=True
+    )
 
 
 def unpack_letter(blob: bytes) -> Letter:
     """The letter :func:`pack_letter` made ``blob`` of; ValueError when it is not one."""
     try:
         hosts, policies, referrers, adds, credits = msgpack.unpackb(blob, raw=False)
-        hosts = [_decoded(h) for h in hosts]
-        referrers = [_decoded(r) for r in referrers]
         n_policies, n_referrers = len(policies), len(referrers)
         letter = Letter()
         cash = 0.0

@@ -190,13 +190,13 @@ def _replies(conn: Any, count: int) -> list[Any]:
     return replies
 
 
-class one_connection:  # (named as a function: ``with one_connection(client) as run``)
+class one_connection:  # (named as a function: ``with one_connection(client) as conn``)
     """Several round trips on one connection of ``client``'s pool (a ``WATCH`` and its reads,
     then the transaction they decide, which must go on the connection that watched): the
-    block gets ``run(commands)``, their replies as :func:`execute` gives them. The lean
-    path's connection when it can, else one of the pool read through redis-py's parser.
-    Whatever escapes the block disconnects the connection (what it watched is dropped with
-    it): no retry here. (A class, not a generator: it runs for every fenced call.)"""
+    block gets this object, to send requests with (:meth:`run_packed`). The lean path's
+    connection when it can, else one of the pool read through redis-py's parser. Whatever
+    escapes the block disconnects the connection (what it watched is dropped with it): no
+    retry here. (A class, not a generator: it runs for every fenced call.)"""
 
     def __init__(self, client: Any) -> None:
         taken = _lean_connection(client)
@@ -207,8 +207,8 @@ class one_connection:  # (named as a function: ``with one_connection(client) as 
         else:
             self.pool, self.conn = taken
 
-    def __enter__(self) -> Callable[[Sequence[Command]], list[Any]]:
-        return self.run
+    def __enter__(self) -> one_connection:
+        return self
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         if kind is not None:
@@ -219,14 +219,16 @@ class one_connection:  # (named as a function: ``with one_connection(client) as 
         else:
             self.pool.release(self.conn)
 
-    def run(self, commands: Sequence[Command]) -> list[Any]:
+    def run_packed(self, request: bytes, count: int) -> list[Any]:
+        """The replies to ``request`` (RESP: ``count`` commands, as ``hiredis.pack_command``
+        packs them), as :func:`execute` gives them; packed by the caller, as for
+        :func:`execute_packed` (the fenced call packs each writer's keys once)."""
         conn = self.conn
+        conn.send_packed_command([request])
         if self.lean:
-            conn.send_packed_command([b"".join([pack_command(c) for c in commands])])
-            return _replies(conn, len(commands))
-        conn.send_packed_command(conn.pack_commands(commands))
+            return _replies(conn, count)
         replies: list[Any] = []
-        for _ in commands:
+        for _ in range(count):
             try:
                 replies.append(conn.read_response())
             except ResponseError as exc:
