@@ -466,3 +466,36 @@ def test_the_keep_alive_renews_the_other_leases_when_one_was_taken(
     finally:
         stop()
     assert redis_client.get(taken.lease) == b"b/99"
+
+
+def test_a_joining_worker_gets_partitions_with_work(redis_client: redis.Redis) -> None:  # noqa: F811
+    """A crawl of few hosts: half the partitions hold work, and they are the ones the first
+    worker prefers. By preference alone it would keep them all and the joiner would own
+    only empty partitions, fetching nothing; each gets half of the work instead."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    rounds_until([a], lambda: len(a.owned) == COUNT)
+    busy = [i for i in a.order][: COUNT // 2]  # a's most preferred
+    redis_client.hset(CrawlKeys(crawl).partitions, mapping={
+        **{str(i): "12 1" for i in busy}, **{str(i): "0 0" for i in a.order[COUNT // 2 :]},
+    })
+    b = worker(redis_client, crawl, "b")
+    rounds_until([a, b], lambda: shares([a, b]) == [8, 8])
+    assert_one_owner_each(redis_client, [a, b])
+    assert len(set(a.owned) & set(busy)) == len(set(b.owned) & set(busy)) == COUNT // 4
+
+
+def test_a_surplus_once_named_stays_named_while_it_drains(redis_client: redis.Redis) -> None:  # noqa: F811
+    """The surplus a busy owner drains is not renamed at the next beat when the work it said
+    it holds changes: a partition being drained is handed over, not kept half-drained."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    rounds_until([a], lambda: len(a.owned) == COUNT)
+    loads = CrawlKeys(crawl).partitions
+    redis_client.hset(loads, mapping={str(i): "3 0" for i in range(0, COUNT, 2)})
+    b = worker(redis_client, crawl, "b")
+    b.beat()
+    first = a.beat().surplus
+    assert len(first) == COUNT // 2
+    redis_client.hset(loads, mapping={str(i): "0 0" for i in range(COUNT)})  # all drained
+    assert a.beat().surplus == first

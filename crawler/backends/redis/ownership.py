@@ -97,6 +97,7 @@ class PartitionOwnership:
         self._surplus: list[int] = []  # named at the last beat that knew the members
         crawl_keys = CrawlKeys(crawl)
         self.members, self.handover = crawl_keys.members, crawl_keys.handover
+        self.loads = crawl_keys.partitions  # each partition's work, as its owner last said
         self.partitions = [PartitionKeys(crawl, i, count) for i in range(count)]
         self.order = sorted(range(count), key=lambda i: preference(worker, i), reverse=True)
         self.owned: dict[int, Ownership] = {}
@@ -161,13 +162,32 @@ class PartitionOwnership:
             pipe = self.client.pipeline(transaction=False)
             for index in candidates:
                 pipe.exists(self.partitions[index].lease)
-            free = [i for i, taken in zip(candidates, pipe.execute(), strict=True) if not taken]
-            beat.claimed += self._claim(free[: share - len(self.owned)])
+            pipe.hgetall(self.loads)
+            *taken, loads = pipe.execute()
+            free = [i for i, held in zip(candidates, taken, strict=True) if not held]
+            beat.claimed += self._claim(self._pick(free, share - len(self.owned), loads))
         elif len(self.owned) > share:
-            by_preference = [i for i in self.order if i in self.owned]
-            beat.surplus = by_preference[share:]
+            named = [i for i in self._surplus if i in self.owned]  # (draining: not renamed)
+            if len(self.owned) - len(named) != share:
+                keep = self._pick(list(self.owned), share, self.client.hgetall(self.loads))
+                named = [i for i in self.order if i in self.owned and i not in keep]
+            beat.surplus = named
         self._surplus = beat.surplus
         return beat
+
+    def _pick(self, indexes: list[int], n: int, loads: dict[bytes, bytes]) -> list[int]:
+        """``n`` of ``indexes``: the partitions with work (as their owners last said, in
+        ``loads``) in proportion, then those without, each by this worker's preference.
+
+        By preference alone, a worker that joins a crawl of few hosts may take up only empty
+        partitions, and fetch nothing while the others hold every host: the partitions a
+        holder keeps and the ones a joiner claims each carry their share of the work."""
+        busy = {int(i) for i, said in loads.items() if said.split() != [b"0", b"0"]}
+        ordered = [i for i in self.order if i in set(indexes)]
+        full = [i for i in ordered if i in busy]
+        empty = [i for i in ordered if i not in busy]
+        k = min(len(full), n, max(n - len(empty), round(len(full) * n / max(1, len(ordered)))))
+        return full[:k] + empty[: n - k]
 
     def _renewed(self, held: list[Ownership], values: list[bytes | None]) -> list[bool]:
         """Whether each lease of ``held`` is still ours, from the values its ``GETEX`` read;
