@@ -10,17 +10,17 @@ its first page at once. A page costs a few round trips, optimistic like a compar
 **read** (``NeardupState.read``), **pick** the first
 :data:`~crawler.content.neardup_decide.VERIFY` live originals the postings and the *pending*
 originals (``:pend``: committed, postings maybe not written yet) vote for, decide,
-**commit** (``lua/neardup_commit.lua``: ``retry`` if anything the decision read changed, and
-the worker starts again), then write a new original's postings
+**commit** (``NeardupState.commit``: a transaction, refused if anything the decision read
+changed, and the worker starts again), then write a new original's postings
 (``AnchorPostings.write``), taken off ``:pend`` by the worker's next read.
 
-**Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
-be written by the commit; they need not be: the crawl's tag orders the
-decisions, and the postings are a copy of what the commits decided, written after,
-idempotently, read by store key whatever order they arrive in. A worker reads ``:pend``
+**Why that is atomic across tags.** A transaction touches one cluster slot, so the postings
+cannot be written by the commit; they need not be: the crawl's tag orders the decisions, and
+the postings are a copy of what the commits decided, written after, idempotently, read by
+store key whatever order they arrive in. A worker reads ``:pend``
 *before* the postings: an original committed before that read is still pending (merged) or was
 taken off by a read that came after its postings were written (so it is in the postings read);
-one committed after is in ``:recent`` under a store key above the ``next`` read, which the
+one committed after is in ``:recent`` under a store key above the ``seq`` read, which the
 commit checks. So workers decide as one detector would in their commit order. A worker that
 dies between its commit and its postings leaves its original pending: every worker merges it,
 and the first to see it ``REPAIR_LAG`` ids old writes its postings.
@@ -35,7 +35,6 @@ import contextlib
 import functools
 import hashlib
 import math
-import struct
 import time
 from collections import OrderedDict
 from typing import Any, ClassVar
@@ -48,12 +47,7 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis.keys import CrawlKeys
 from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
 from crawler.backends.redis.neardup_codec import encode_sketch, url_part
-from crawler.backends.redis.neardup_copies import (
-    NO_LESSON,
-    DecodedRecord,
-    HostCopies,
-    RecordCache,
-)
+from crawler.backends.redis.neardup_copies import DecodedRecord, HostCopies, RecordCache
 from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
@@ -71,7 +65,7 @@ from crawler.content.neardup_features import (
 from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
-LAYOUT = 10  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 11  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
@@ -274,7 +268,7 @@ class RedisNearDuplicateDetector:
                 continue
             own, owner = read.own, read.owner
             candidates: list[Candidate] = []
-            checks = b""
+            checks: dict[int, int] = {}
             heads: dict[int, bytes] = {}
             lens = b""
             if owner and owner != own:  # an exact copy: its original's URL
@@ -302,34 +296,30 @@ class RedisNearDuplicateDetector:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
-            old = self.store.records([own])[0] if own and action != "unchanged" else None
-            old_fp = old[:8] if old else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
-            taught = lesson.commit_args() if lesson else NO_LESSON
-            payload = (url_part(url)
-                       + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
-                       if action == "new" else b"")
+            record = (fp + hid.to_bytes(4, "big") + url_part(url)
+                      + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
+                      if action == "new" else b"")
             try:
                 result = self.store.commit(
-                    action, host, hid, uh, fp, read, version, taught, old_fp,
-                    np.array(anchors, ">u4").tobytes() if lens else b"", lens, checks, payload,
+                    action, host, hid, uh, fp, read, version, lesson,
+                    anchors if lens else [], lens, checks, record,
                 )
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
                 raise
-            if not result:  # refused: another worker changed what the decision read
+            if result is None:  # refused: another worker changed what the decision read
                 self._copies.undo(lesson)
                 self.retries += 1
                 continue
-            counts, self.last_commit, k = struct.unpack_from(">QQI", result)
-            if counts:  # the host's pages and duplicates
-                self._count(host, (counts >> 26, counts & ((1 << 26) - 1), time.monotonic()))
+            counts, self.last_commit, k, elem = result
+            self._count(host, (counts >> 26, counts & ((1 << 26) - 1), time.monotonic()))
             self._copies.committed(hid, lesson)
             if k and lens:  # a new original: its postings
                 seen = [v if n < MAX_POSTING else None  # None: nothing to write
                         for v, n in zip(read.stored, lens, strict=True)]
-                self.anchors.write(k, result[20:], anchors, seen)
+                self.anchors.write(k, elem, anchors, seen)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
@@ -398,7 +388,7 @@ class RedisNearDuplicateDetector:
 
     def _pick(
         self, hid: int, ranked: list[int]
-    ) -> tuple[list[Candidate], bytes, dict[int, DecodedRecord]] | None:
+    ) -> tuple[list[Candidate], dict[int, int], dict[int, DecodedRecord]] | None:
         """The first :data:`VERIFY` live originals of ``ranked``, their records (decoded
         unless this worker has that version), their hosts' templates brought up to date; which
         template lengths the decision used; None if a template moved meanwhile."""
@@ -431,8 +421,7 @@ class RedisNearDuplicateDetector:
                                         template))
         for other in used:
             self._copies.touch(other)
-        checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
-        return candidates, checks, picked
+        return candidates, used, picked
 
     # --- queries --------------------------------------------------------------------------
 

@@ -69,14 +69,6 @@ class Lesson:
     snapshot: bytes  # the model after it, when it pruned (else empty)
     saved: Any  # HostTemplates.checkpoint, to undo it
 
-    def commit_args(self) -> list[Any]:
-        """The commit's last arguments: the model's version the lesson follows, the log entry,
-        the blocks made template, the snapshot."""
-        return [self.learned, self.entry, np.array(self.made, ">u4").tobytes(), self.snapshot]
-
-
-NO_LESSON = [-1, b"", b"", b""]  # Lesson.commit_args of a page that teaches nothing
-
 
 class HostCopies:
     """This worker's copies of the hosts' ids, templates (by host id) and template models (by
