@@ -45,13 +45,20 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
+from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
 from crawler.backends.redis.neardup_codec import encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import DecodedRecord, HostCopies, RecordCache
 from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
-from crawler.content.neardup_decide import VERIFY, Candidate, Decision, decide, pick_best
+from crawler.content.neardup_decide import (
+    VERIFY,
+    Candidate,
+    Decision,
+    decide,
+    pick_best,
+    rank_candidates,
+)
 from crawler.content.neardup_features import (
     ANCHORS,
     DEFAULT_NUM_PERM,
@@ -280,7 +287,7 @@ class RedisNearDuplicateDetector:
                 postings = merge(read.stored, anchors,
                                  self.anchors.pending(read.pending, read.seq), MAX_POSTING)
                 lens = bytes(len(p) for p in postings)
-                found = self._pick(hid, ranked(postings, own))
+                found = self._pick(hid, rank_candidates(([d for _, d in p] for p in postings), own))
                 if found is None:  # other workers' commits changed a host's template: again
                     continue
                 candidates, checks, picked = found
@@ -289,7 +296,8 @@ class RedisNearDuplicateDetector:
             outcome = decide(
                 f, own or None, owner or None,
                 lambda doc, heads=heads: heads[doc][14:].decode("utf-8"),  # type: ignore[misc]
-                functools.partial(_best, f, title_id, candidates, own_template, self.threshold),
+                functools.partial(pick_best, f, title_id, candidates, own_template,
+                                  self.threshold),
                 self.threshold,
             )
             if not add:
@@ -505,14 +513,6 @@ def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
     if cached is None or cached[0] < min_pages:
         return 0.0
     return cached[1] / cached[0]
-
-
-def _best(
-    f: Features, title_id: int, candidates: list[Candidate], own_template: np.ndarray,
-    threshold: float,
-) -> tuple[int | None, float]:
-    best, similarity = pick_best(f, title_id, candidates, own_template, threshold)
-    return (best.doc if best is not None else None), similarity
 
 
 def _host(url: str) -> str:

@@ -216,15 +216,3 @@ class AnchorPostings:
                 self.write(k, v[:size], owned)
                 self.repaired += 1
         return out
-
-
-def ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:
-    """Every original the postings vote for but the page's own, most votes first, then the
-    earliest stored: :func:`~crawler.content.neardup_decide.rank_candidates`'s order before it
-    keeps the live ones (the detector does: those with a record in Redis)."""
-    votes: dict[int, int] = {}
-    for posting in postings:
-        for _, doc in posting:
-            votes[doc] = votes.get(doc, 0) + 1
-    votes.pop(own, None)
-    return sorted(votes, key=lambda d: (-votes[d], d))
