@@ -50,7 +50,7 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_anchors import parse
+from crawler.backends.redis.neardup_anchors import entry, parse
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_state import ENTRY, SLOTS
 from crawler.content.neardup import NearDuplicateDetector
@@ -338,7 +338,9 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             pipe.hset(keys.urls_prefix + str(b), field, doc)
             b, field = _bucket(fp, bits)
             pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
-            put.queue_write(pipe, doc.to_bytes(4, "big"), mixed[:ANCHORS].tolist())
+            for anchor in mixed[:ANCHORS].tolist():
+                _, key, field = put.keys.place(anchor)
+                pipe.append(key, entry(field, doc.to_bytes(4, "big")))
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
         done = min(total, done + batch)

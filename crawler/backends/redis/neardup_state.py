@@ -29,7 +29,7 @@ import redis
 from crawler.backends.redis import wire
 from crawler.backends.redis.fence import _raise_error, reread_slots
 from crawler.backends.redis.keys import NeardupKeys
-from crawler.backends.redis.neardup_anchors import ALIAS, AnchorPostings
+from crawler.backends.redis.neardup_anchors import ALIAS, AnchorPostings, batch
 from crawler.backends.redis.neardup_copies import Lesson
 from crawler.backends.redis.wire import Command
 from crawler.content.neardup_index import MAX_POSTING
@@ -90,26 +90,24 @@ class NeardupState:
         return hid
 
     def read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read:
-        """The state a decision on a page depends on, in one pipeline (no ``MULTI``: each
+        """The state a decision on a page depends on, in one round trip (no ``MULTI``: each
         command of it costs Redis twice over; the order is enough): the commit count first, so
         that any commit after a value read counts past it and has the commit check that value;
         the pending originals before the postings of ``anchors`` (read unless the fingerprint
         has an owner). The store keys whose postings this worker wrote since are taken off
         ``:pend`` first."""
         keys = self.keys
-        pipe = self.client.pipeline(transaction=False)
         done = self.anchors.take_done()
-        if done:
-            pipe.hdel(keys.pending, *done)
-        pipe.hmget(keys.versions, "seq", "forget", "epoch", hid)
-        pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
+        commands: list[Command] = [("HDEL", keys.pending, *done)] if done else []
+        commands += [("HMGET", keys.versions, "seq", "forget", "epoch", hid),
+                     ("HGET", *bucket(keys.urls_prefix, uh, self.bits))]
         if fp:
-            pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
-        pipe.hvals(keys.pending)
-        # one server answers a page's postings in this pipeline; a cluster, after it
+            commands.append(("HGET", *bucket(keys.fingerprints_prefix, fp, self.bits)))
+        commands.append(("HVALS", keys.pending))
+        # one server answers a page's postings in this round trip; a cluster, after it
         one = self.anchors.one_server
-        reads = self.anchors.queue_read(pipe, anchors) if one else []
-        versions, own, *rest = pipe.execute()[1 if done else 0 :]
+        reads = self.anchors.queue_read(commands, anchors) if one else []
+        versions, own, *rest = batch(self.client, commands)[1 if done else 0 :]
         owner = int(rest.pop(0) or 0) if fp else 0
         if not anchors or owner:
             stored = [b""] * len(anchors)
@@ -136,10 +134,7 @@ class NeardupState:
 
     def records(self, docs: list[int]) -> list[bytes | None]:
         """The records of ``docs`` (None: no original now), in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
-        for doc in docs:
-            pipe.hget(self.keys.records(doc // SLOTS), doc)
-        return pipe.execute()  # type: ignore[no-any-return]
+        return batch(self.client, [("HGET", self.keys.records(doc // SLOTS), doc) for doc in docs])
 
     def metas(self, hids: list[int]) -> list[int]:
         """The ``:v`` fields of the hosts ``hids`` (pages learned, template length)."""
@@ -176,17 +171,10 @@ class NeardupState:
                             ukey, ufield, fp and (fkey, ffield), anchors, lens):
                         run([("UNWATCH",)])
                         return None
-                    # a refetched original: its old fingerprint's entry, if still its own
-                    was = got[2] if len(got) > 2 else None
-                    old = was and bucket(keys.fingerprints_prefix, was[:8], self.bits)
-                    if old:
-                        named = run([("HGET", *old)])
-                        _raise_error(self.client, named)
-                        old = old if int(named[0] or 0) == own else ()
                     seq += 1
-                    writes, k, elem = self._writes(action, host, hid, seq, own, was, old,
-                                                   ukey, ufield, fkey, ffield, anchors, lesson,
-                                                   record)
+                    writes, k, elem = self._writes(
+                        action, host, hid, seq, own, got[2] if len(got) > 2 else None, ukey,
+                        ufield, fkey, ffield, anchors, lesson, record)
                     replies = run([("MULTI",), *writes, ("EXEC",)])
                     if replies[-1] is not None:  # (None: another commit came in between)
                         _raise_error(self.client, replies)
@@ -225,12 +213,11 @@ class NeardupState:
 
     def _writes(
         self, action: str, host: str, hid: int, seq: int, own: int, was: bytes | None,
-        old: Any, ukey: str, ufield: bytes, fkey: str, ffield: bytes, anchors: list[int],
+        ukey: str, ufield: bytes, fkey: str, ffield: bytes, anchors: list[int],
         lesson: Lesson | None, record: bytes,
     ) -> tuple[list[Command], int, bytes]:
-        """The commit's writes (``was``: the record the URL's id has now, ``old`` the key and
-        field of its fingerprint's entry if it names that id); a new original's store key
-        and posting element."""
+        """The commit's writes (``was``: the record the URL's id has now); a new original's
+        store key and posting element."""
         keys = self.keys
         first = ("epoch", self.epoch, "forget", 0, "hashtable", WIDE) if seq == 1 else ()
         writes: list[Command] = [("HSET", keys.versions, "seq", seq, *first)]
@@ -243,8 +230,9 @@ class NeardupState:
             if not own:
                 writes.append(("HSET", ukey, ufield, doc))
             elif was:  # a refetched original: what it says now goes
-                if old:
-                    writes.append(("HDEL", *old))
+                # (its fingerprint's entry names it: a commit sets one only where none is, and
+                # drops it with the record)
+                writes.append(("HDEL", *bucket(keys.fingerprints_prefix, was[:8], self.bits)))
                 if action != "new":
                     writes.append(("HDEL", rkey, own))
                 writes.append(("HINCRBY", keys.versions, "forget", 1))
