@@ -135,7 +135,8 @@ class RedisNearDuplicateDetector:
         )
         self.store = NeardupState(client, self.keys, self.table_bits, self.anchors)
         self.cache_bytes = cache_bytes
-        self._hosts: OrderedDict[str, tuple[int, int, float]] = OrderedDict()  # host counts
+        # hosts' counts (pages << 26 | duplicates) as last read, and when
+        self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()
         self._drop_copies()  # its copies of the hosts' templates and models, records decoded
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
@@ -322,7 +323,7 @@ class RedisNearDuplicateDetector:
                 self.retries += 1
                 continue
             counts, self.last_commit, k, elem = result
-            self._count(host, (counts >> 26, counts & ((1 << 26) - 1), time.monotonic()))
+            self._count(host, counts)
             self._copies.committed(hid, lesson)
             if k and lens:  # a new original: its postings
                 seen = [v if n < MAX_POSTING else None  # None: nothing to write
@@ -339,8 +340,8 @@ class RedisNearDuplicateDetector:
         self._copies.touch(hid)
         self._copies.evict(keep=hid)
 
-    def _count(self, host: str, counts: tuple[int, int, float]) -> None:
-        self._hosts[host] = counts
+    def _count(self, host: str, counts: int) -> None:
+        self._hosts[host] = counts, time.monotonic()
         self._hosts.move_to_end(host)
         if len(self._hosts) > HOST_COUNTS:
             self._hosts.popitem(last=False)
@@ -438,17 +439,15 @@ class RedisNearDuplicateDetector:
     ) -> float:
         """Share of ``host``'s checked pages that were duplicates, counted by every worker; a
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""
-        cached = self._hosts.get(host)
-        if cached is None or time.monotonic() - cached[2] > HOST_TTL:
-            try:  # while Redis is away: the last counts read, without waiting
-                packed = int(self.outage.call(
-                    lambda: self.client.hget(self.keys.host_counts, host),
-                    wait=0) or 0)
-            except RedisUnavailable:
-                return _ratio(cached, min_pages)
-            cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())
-            self._count(host, cached)
-        return _ratio(cached, min_pages)
+        counts, when = self._hosts.get(host, (0, float("-inf")))
+        if time.monotonic() - when > HOST_TTL:
+            # while Redis is away: the last counts read, without waiting
+            with contextlib.suppress(RedisUnavailable):
+                counts = int(self.outage.call(
+                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+                self._count(host, counts)
+        pages = counts >> 26
+        return (counts & ((1 << 26) - 1)) / pages if pages >= max(1, min_pages) else 0.0
 
     def template(self, host: str) -> set[int]:
         """``host``'s template blocks as Redis has them now (for tests and benchmarks)."""
@@ -506,13 +505,6 @@ class RedisNearDuplicateDetector:
 
 class _StoreLost(Exception):
     """Redis has less than this worker read from it: its copies must go."""
-
-
-def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
-    """A host's share of duplicates from its (pages, duplicates, when) counts."""
-    if cached is None or cached[0] < min_pages:
-        return 0.0
-    return cached[1] / cached[0]
 
 
 def _host(url: str) -> str:
