@@ -108,8 +108,6 @@ class RedisNearDuplicateDetector:
         self,
         client: redis.Redis | RedisCluster,
         key: str,
-        shingle_size: int = DEFAULT_SHINGLE_SIZE,
-        num_perm: int = DEFAULT_NUM_PERM,
         threshold: float = DEFAULT_THRESHOLD,
         capacity: int = DEFAULT_CAPACITY,
         outage_wait: float = defaults.REDIS_OUTAGE_WAIT,
@@ -121,19 +119,15 @@ class RedisNearDuplicateDetector:
         ``cache_bytes``: what this worker keeps of what it read (records, hosts' templates and
         models), at most; ``groups``: hash tags the anchor postings spread over
         (``FRONTIER_SHARDS``: on a cluster, one per master)."""
-        if num_perm < ANCHORS or num_perm > 0xFFFF:
-            raise ValueError(f"num_perm must be between {ANCHORS} and 65535")
         self.client = client
         crawl = CrawlKeys(key)
         self.keys = crawl.neardup()
         self.prefix = self.keys.prefix
-        self.shingle_size, self.num_perm, self.threshold = shingle_size, num_perm, threshold
-        self.capacity = capacity
-        self.table_bits = _bits(capacity)
+        self.threshold = threshold
         self.anchors = AnchorPostings(
-            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28)), MAX_POSTING
+            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28))
         )
-        self.store = NeardupState(client, self.keys, self.table_bits, self.anchors)
+        self.store = NeardupState(client, self.keys, _bits(capacity), self.anchors)
         self.cache_bytes = cache_bytes
         # hosts' counts (pages << 26 | duplicates) as last read, and when
         self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()
@@ -152,9 +146,9 @@ class RedisNearDuplicateDetector:
         self._synced = 0  # the outages this worker's copies were checked against
         self._epoch: bytes | None = None  # of the state this worker's copies are of
         params = (
-            f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
-            f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
-            f" groups={groups}"
+            f"layout={LAYOUT} shingles={DEFAULT_SHINGLE_SIZE} perm={DEFAULT_NUM_PERM} "
+            f"threshold={threshold} capacity={capacity} "
+            f"template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE} groups={groups}"
         )
         self._params: str | None = params  # checked against the crawl's at the first call
         # at the spider's start, maybe on the reactor: no wait (Redis may be away)
@@ -177,7 +171,7 @@ class RedisNearDuplicateDetector:
 
     @property
     def params(self) -> tuple[Any, ...]:
-        return ("shared", LAYOUT, self.shingle_size, self.num_perm, self.threshold)
+        return ("shared", LAYOUT, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM, self.threshold)
 
     @property
     def replayed(self) -> int:
@@ -226,7 +220,7 @@ class RedisNearDuplicateDetector:
         """``text``'s features with this worker's copy of host ``hid``'s template."""
         template = self._copies.templates.get(hid)
         blocks = template.blocks if template else set()
-        return compute_features(text, blocks, self.shingle_size, self.num_perm)
+        return compute_features(text, blocks, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -286,7 +280,7 @@ class RedisNearDuplicateDetector:
                 heads[owner] = head
             if compares and not owner:
                 postings = merge(read.stored, anchors,
-                                 self.anchors.pending(read.pending, read.seq), MAX_POSTING)
+                                 self.anchors.pending(read.pending, read.seq))
                 lens = bytes(len(p) for p in postings)
                 found = self._pick(hid, rank_candidates(([d for _, d in p] for p in postings), own))
                 if found is None:  # other workers' commits changed a host's template: again
@@ -415,8 +409,8 @@ class RedisNearDuplicateDetector:
                 picked[doc] = kept
         # the other hosts' template lengths (the page's own host's is the read's)
         others = sorted({rec.hid for rec in picked.values()} - {hid})
-        tlens = dict(zip(others, (m & TLEN for m in self.store.metas(others)), strict=True)
-                     if others else {})
+        metas = self.client.hmget(self.keys.versions, others) if others else []
+        tlens = {h: int(m or 0) & TLEN for h, m in zip(others, metas, strict=True)}
         if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
             return None
         templates = self._copies.templates

@@ -35,6 +35,7 @@ from redis.cluster import RedisCluster
 from crawler.backends.redis import wire
 from crawler.backends.redis.fence import _raise_error
 from crawler.backends.redis.keys import glob_escape, shard_tag
+from crawler.content.neardup_index import MAX_POSTING
 
 ALIAS = 0x80000000  # top bit of a posting's store key: the original's id follows
 REPAIR_LAG = 10_000  # commits after which a pending original's postings are written by any one
@@ -83,12 +84,11 @@ def postings(bucket: bytes, field: int) -> bytes:
 
 
 def merge(
-    stored: Sequence[bytes], anchors: Sequence[int], pending: Iterable[tuple[int, int, set[int]]],
-    limit: int,
+    stored: Sequence[bytes], anchors: Sequence[int], pending: Iterable[tuple[int, int, set[int]]]
 ) -> list[list[tuple[int, int]]]:
     """Each anchor's postings as the crawl's commit order has them: those Redis holds (its
     ``stored`` elements) and those of the originals committed whose postings may not be
-    written yet (``pending``: store key, id, anchors), by store key, at most ``limit``."""
+    written yet (``pending``: store key, id, anchors), by store key, at most :data:`MAX_POSTING`."""
     lists = [parse(v) for v in stored]
     extra = [p for p in pending if p[2]]
     if extra:
@@ -97,7 +97,7 @@ def merge(
             if more:
                 have = {k for k, _ in lists[i]}
                 lists[i] = sorted(lists[i] + [m for m in more if m[0] not in have])
-    return [p[:limit] for p in lists]
+    return [p[:MAX_POSTING] for p in lists]
 
 
 def batch(client: Any, commands: list[Any]) -> list[Any]:
@@ -144,8 +144,8 @@ class AnchorPostings:
     """A worker's reads and writes of the anchor postings: read a page's (queued on the
     caller's pipeline, or on their own), write an original's, and say which it wrote."""
 
-    def __init__(self, client: Any, keys: AnchorKeys, limit: int) -> None:
-        self.client, self.keys, self.limit = client, keys, limit
+    def __init__(self, client: Any, keys: AnchorKeys) -> None:
+        self.client, self.keys = client, keys
         self.one_server = not isinstance(client, RedisCluster)
         self._done: list[int] = []  # store keys whose postings this worker wrote since its read
         self.repaired = 0  # pending originals whose postings this worker wrote for another
@@ -196,7 +196,7 @@ class AnchorPostings:
     ) -> None:
         """Write an original's postings (store key ``k``, element ``elem``) into its anchors'.
         ``seen``: per anchor, None where the postings its worker read before the commit gave
-        ``k``, merged with the pending ones, held :attr:`limit`: each of those is stored
+        ``k``, merged with the pending ones, held :data:`MAX_POSTING`: each of those is stored
         before ``k`` (store keys are given in commit order), so ``k`` never counts there and
         nothing is written; without ``seen`` (a repair), every anchor's."""
         places = [self.keys.place(a) for i, a in enumerate(anchors)

@@ -136,10 +136,6 @@ class NeardupState:
         """The records of ``docs`` (None: no original now), in one round trip."""
         return batch(self.client, [("HGET", self.keys.records(doc // SLOTS), doc) for doc in docs])
 
-    def metas(self, hids: list[int]) -> list[int]:
-        """The ``:v`` fields of the hosts ``hids`` (pages learned, template length)."""
-        return [int(m or 0) for m in self.client.hmget(self.keys.versions, hids)]
-
     def commit(
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
         lesson: Lesson | None, anchors: list[int], lens: bytes, checks: dict[int, int],
