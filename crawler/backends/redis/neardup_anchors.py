@@ -141,8 +141,8 @@ class AnchorKeys:
 
 
 class AnchorPostings:
-    """A worker's reads and writes of the anchor postings: read a page's (queued on the
-    caller's pipeline, or on their own), write an original's, and say which it wrote."""
+    """A worker's reads and writes of the anchor postings: read a page's (in the
+    caller's round trip, or on their own), write an original's, and say which it wrote."""
 
     def __init__(self, client: Any, keys: AnchorKeys) -> None:
         self.client, self.keys = client, keys
