@@ -274,10 +274,10 @@ class RedisNearDuplicateDetector:
             heads: dict[int, bytes] = {}
             lens = b""
             if owner and owner != own:  # an exact copy: its original's URL
-                head = self._head(owner)
-                if head is None:
+                rec = self.store.records([owner])[0]
+                if rec is None:  # no original now
                     continue
-                heads[owner] = head
+                heads[owner] = rec[: 14 + int.from_bytes(rec[12:14], "big")]
             if compares and not owner:
                 postings = merge(read.stored, anchors,
                                  self.anchors.pending(read.pending, read.seq))
@@ -382,11 +382,6 @@ class RedisNearDuplicateDetector:
             log, snapshot, base = log[learned - base :], b"", learned
         self._copies.follow(host, hid, [meta >> 24, base, snapshot, log])
 
-    def _head(self, doc: int) -> bytes | None:
-        """The head of ``doc``'s record (for its URL); None if it has none now."""
-        rec = self.store.records([doc])[0]
-        return rec[: 14 + int.from_bytes(rec[12:14], "big")] if rec else None
-
     # --- candidates -------------------------------------------------------------------------
 
     def _pick(
@@ -454,17 +449,15 @@ class RedisNearDuplicateDetector:
     def __len__(self) -> int:
         """Number of URLs recorded by every worker (originals and duplicates; for tests and
         reports: it scans the URL buckets)."""
-        return sum(
-            self.client.hlen(key)
-            for key in self.client.scan_iter(match=self.keys.pattern("u"), count=1000)
-        )
+        return self._fields("u")
 
     @property
     def originals(self) -> int:
-        return sum(
-            self.client.hlen(key)
-            for key in self.client.scan_iter(match=self.keys.pattern("f"), count=1000)
-        )
+        return self._fields("f")
+
+    def _fields(self, kind: str) -> int:
+        pattern = self.keys.pattern(kind)
+        return sum(self.client.hlen(k) for k in self.client.scan_iter(match=pattern, count=1000))
 
     def close(self) -> None:
         """Take this worker's written postings off ``:pend``, stop the outage's probe and close
