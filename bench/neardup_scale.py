@@ -50,7 +50,7 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_anchors import parse
+from crawler.backends.redis.neardup_anchors import entry, parse
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_state import ENTRY, SLOTS
 from crawler.content.neardup import NearDuplicateDetector
@@ -125,12 +125,11 @@ def count_on_store(root: Path, client: redis.Redis, corpus: Corpus, capacity: in
             workers[n % 2].check(url, text, title=title)
         stats = redis.Redis(port=port).info("commandstats")
         total, _ = callgrind_dump(proc.pid, root)
-        ev = stats.get("cmdstat_evalsha", {})
         inner = sum(v["calls"] for k, v in stats.items()
-                    if k not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info"))
+                    if k not in ("cmdstat_config|resetstat", "cmdstat_info"))
         print(f"on this store, under callgrind: {total / count:,.0f} redis-server instructions "
-              f"per check ({count} checks after {warm}; {ev.get('calls', 0) / count:.2f} calls, "
-              f"{inner / count:.1f} commands per check)", flush=True)
+              f"per check ({count} checks after {warm}; {inner / count:.1f} commands per check)",
+              flush=True)
     finally:
         proc.terminate()
         proc.wait()
@@ -263,7 +262,7 @@ def used_memory(client: redis.Redis) -> int:
     return int(client.info("memory")["used_memory"])
 
 
-def script_usec(client: redis.Redis) -> tuple[int, int]:
+def server_usec(client: redis.Redis) -> tuple[int, int]:
     """Server time (us) and calls of every command but the benchmark's own (INFO, CONFIG)."""
     stats = client.info("commandstats")
     mine = [v for k, v in stats.items() if not k.startswith(("cmdstat_info", "cmdstat_config"))]
@@ -290,7 +289,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     anchors' ``APPEND`` (postings): a bulk stand-in for checking a million pages, which this
     machine cannot do in a session (features in Python).
 
-    Each bulk original copies an original already checked (through the scripts): its title,
+    Each bulk original copies an original already checked (through the detector): its title,
     host, blocks and the shape of its sketch, every hash XOR-ed with a mask of its own
     *generation* (one per pass over the checked originals: 24 low bits, so gaps and anchor
     buckets spread as the real ones), re-sorted; within a generation anchors are shared as the
@@ -339,7 +338,9 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             pipe.hset(keys.urls_prefix + str(b), field, doc)
             b, field = _bucket(fp, bits)
             pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
-            put.queue_write(pipe, doc.to_bytes(4, "big"), mixed[:ANCHORS].tolist())
+            for anchor in mixed[:ANCHORS].tolist():
+                _, key, field = put.keys.place(anchor)
+                pipe.append(key, entry(field, doc.to_bytes(4, "big")))
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
         done = min(total, done + batch)
@@ -407,8 +408,8 @@ def run_workers(args: argparse.Namespace, port: int, corpus: Corpus, capacity: i
 def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
                        real: bool) -> None:
     """Instructions redis-server executes per check (valgrind's callgrind: the same on a busy
-    machine as on a quiet one), and on a plain redis-server the same checks' script time, its
-    main thread's CPU and the commands the scripts run, per check (``instructions / CPU us``
+    machine as on a quiet one), and on a plain redis-server the same checks' server time, its
+    main thread's CPU and the commands they run, per check (``instructions / CPU us``
     converts one into the other on this machine). Two detectors take turns; ``warm`` pages
     first, uncounted, then ``count``; ``real``: the real pages in crawl order instead."""
     if real:
@@ -420,10 +421,7 @@ def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
         capacity = count  # the buckets as full as a crawl sized for its pages has them
     else:
         pages = [corpus.page(n) for n in range(warm + count)]
-    for under in ([], ["slowlog"], ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s"]):
-        logged = under == ["slowlog"]
-        if logged:
-            under = []
+    for under in ([], ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s"]):
         root = Path(tempfile.mkdtemp(prefix="neardup-instr-"))
         if under:
             if not shutil.which("valgrind"):
@@ -442,12 +440,6 @@ def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
                 subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                                capture_output=True)
             client.config_resetstat()
-            names = {workers[0].store._commit.sha: "commit"}
-            if logged:  # every call logged, to split the script time by script (a run apart:
-                # logging slows each command)
-                client.config_set("slowlog-max-len", 200 * count)
-                client.config_set("slowlog-log-slower-than", 0)
-                client.slowlog_reset()
             cpu0 = client.info("cpu")
             kinds: Counter[str] = Counter()
             for n in range(warm, warm + count):
@@ -465,26 +457,13 @@ def count_instructions(corpus: Corpus, warm: int, count: int, capacity: int,
                     for row in rows[:40]:
                         print("    " + row.strip()[:120])
                 continue
-            if logged:
-                split: dict[str, list[int]] = {}
-                for entry in client.slowlog_get(200 * count):
-                    command = entry["command"].split()
-                    if command[0].upper() == b"EVALSHA":
-                        row = split.setdefault(names.get(command[1].decode(), "?"), [0, 0])
-                        row[0] += 1
-                        row[1] += entry["duration"]
-                print("  by script (slowlog, every command logged: calls per check x us per "
-                      "call): " + ", ".join(f"{k} {n / count:.2f} x {us / n:.0f}"
-                                            for k, (n, us) in sorted(split.items())))
-                continue
             cpu = sum(cpu1[k] - cpu0[k] for k in ("used_cpu_user_main_thread",
                                                   "used_cpu_sys_main_thread"))
-            ev = stats.get("cmdstat_evalsha", {})
             inner = {k[8:]: v for k, v in stats.items()
-                     if k not in ("cmdstat_evalsha", "cmdstat_info", "cmdstat_config|resetstat")}
-            print(f"  {count:,} checks ({dict(kinds)}) after {warm:,}: scripts "
-                  f"{ev.get('usec', 0) / count:,.0f} us of server time per check "
-                  f"({ev.get('calls', 0) / count:.2f} calls), main-thread CPU "
+                     if k not in ("cmdstat_info", "cmdstat_config|resetstat")}
+            print(f"  {count:,} checks ({dict(kinds)}) after {warm:,}: "
+                  f"{sum(v['usec'] for v in inner.values()) / count:,.0f} us of server time "
+                  f"per check, main-thread CPU "
                   f"{cpu / count * 1e6:,.0f} us per check; "
                   f"{sum(v['calls'] for v in inner.values()) / count:.1f} commands per check: "
                   + ", ".join(f"{k} {v['calls'] / count:.1f}" for k, v in
@@ -514,7 +493,7 @@ def main() -> None:
                         help="fill the store to this many ids in bulk (see bulk_fill) after "
                         "--bulk-base pages checked, then check --pages more on top")
     parser.add_argument("--bulk-base", type=int, default=5000,
-                        help="pages checked through the scripts before the bulk fill")
+                        help="pages checked through the detector before the bulk fill")
     parser.add_argument("--count-after", type=int, default=0,
                         help="with --bulk: then count redis-server's instructions per check "
                         "on the filled store (callgrind) over this many checks")
@@ -563,7 +542,7 @@ def main() -> None:
         client.config_resetstat()
         last, start_rss, wall = run_workers(args, port, corpus, capacity, start, end, base)
         checked = sum(m[2] for m in last.values())
-        usec, calls = script_usec(client)
+        usec, calls = server_usec(client)
         pages = int(client.hget("{" + KEY + "}:nd:v", "seq") or 0)  # ids are commit places
         grown = used_memory(client) - base
         kinds_all: Counter[str] = Counter()
@@ -576,8 +555,8 @@ def main() -> None:
                   f"({start_rss[w] / 2**20:,.0f} MiB before its first page), cache estimate "
                   f"{m[4] / 2**20:,.1f} MiB (bound {args.cache_bytes / 2**20:,.0f} MiB), "
                   f"{m[2] / m[5]:,.0f} checks/s, {m[6]} retries")
-        print(f"Redis scripts: {usec / checked:,.0f} us of server time per check "
-              f"({calls / checked:.2f} calls; {1e6 * checked / usec:,.0f} checks/s per "
+        print(f"Redis: {usec / checked:,.0f} us of server time per check "
+              f"({calls / checked:.1f} commands; {1e6 * checked / usec:,.0f} checks/s per "
               f"Redis core)")
         stored = pages if args.bulk else checked
         print(f"Redis used_memory: {grown / 2**20:,.1f} MiB for {pages:,} ids: "

@@ -104,11 +104,10 @@ def key_aliases(code: str) -> set[str]:
 
 
 def test_the_frontiers_scripts_hold_at_most_150_lines() -> None:
-    """Issue 37's bound on the frontier's server-side code (``neardup_*.lua`` are the
-    near-duplicate store's, not the frontier's)."""
+    """Issue 37's bound on the frontier's server-side code (the near-duplicate store has
+    none)."""
     lines = {
         path.name: len(path.read_text(encoding="utf-8").splitlines())
         for path in LUA.glob("*.lua")
-        if not path.name.startswith("neardup_")
     }
     assert lines and sum(lines.values()) <= 150, lines

@@ -5,8 +5,6 @@ name."""
 
 from __future__ import annotations
 
-import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import redis
 from redis.crc import key_slot
 from scrapy.settings import Settings
 
+from crawler.backends.redis import neardup_state, wire
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.frontier_store import PARTITIONS, RedisFrontierStore, check_crawl
 from crawler.backends.redis.inbox import RedisScopeRegistry
@@ -108,29 +107,22 @@ def test_scan_patterns_take_a_crawl_name_literally() -> None:
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 
-def test_the_near_duplicate_scripts_touch_only_the_keys_they_are_given() -> None:
-    """No key name is built inside a script: each ``redis.call`` names ``KEYS[n]`` or a local
-    set from ``KEYS`` (Redis documents that anything else breaks on proxies and clusters)."""
-    lua = resources.files("crawler.backends.redis").joinpath("lua")
-    sources = {p.name: p.read_text() for p in lua.iterdir() if p.name.startswith("neardup_")}
-    assert set(sources) == {"neardup_commit.lua"}
-    for name, source in sources.items():
-        local = {n.strip() for names in re.findall(r"([\w, ]+?)\s*=[^=\n]*KEYS\[", source)
-                 for n in names.strip().removeprefix("local ").split(",")}
-        for key in re.findall(r"redis\.call\('\w+', ([^,)]+)", source):
-            assert key.startswith("KEYS[") or key in local, (name, key)
-
-
-def test_each_script_call_and_mget_is_given_keys_of_one_slot(
+def test_each_commit_and_mget_is_given_keys_of_one_slot(
     redis_server: RedisServer,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """A commit's ``WATCH``, reads and ``MULTI``/``EXEC`` go on one connection to one node:
+    every key they name is on one slot; so is each ``MGET`` of the anchor postings."""
     detector = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
     detector.anchors.one_server = False  # the calls as a cluster gets them
     given: list[list[str]] = []
-    commit = detector.store._commit
-    monkeypatch.setattr(detector.store, "_commit", lambda keys, args: given.append(keys)
-                        or commit(keys=keys, args=args))
+
+    class Spy(wire.one_connection):
+        def run(self, commands: Any) -> list[Any]:
+            given.append([c[1] for c in commands if c[0] not in ("MULTI", "EXEC", "UNWATCH")])
+            return super().run(commands)
+
+    monkeypatch.setattr(neardup_state.wire, "one_connection", Spy)
     queue_read = detector.anchors.queue_read
 
     def spy(pipe: Any, anchors: list[int]) -> Any:  # the MGETs of the anchors' buckets

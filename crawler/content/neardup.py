@@ -31,6 +31,7 @@ import numpy as np
 
 from crawler.content.config import NeardupConfig
 from crawler.content.neardup_decide import (
+    VERIFY,
     Candidate,
     Decision,
     Outcome,
@@ -196,7 +197,8 @@ class NearDuplicateDetector:
         """The originals to verify: :func:`rank_candidates` over the first postings of each
         anchor, in the order they were stored."""
         alive = self._alive
-        return rank_candidates(self._anchors.postings(anchors), exclude, lambda d: bool(alive[d]))
+        return [d for d in rank_candidates(self._anchors.postings(anchors), exclude)
+                if alive[d]][:VERIFY]
 
     def _best_candidate(
         self, f: Features, host: str, exclude: int | None, title_id: int = 0
@@ -212,10 +214,7 @@ class NearDuplicateDetector:
                 doc, sketch, blocks, cover, int(self._title[doc]),
                 self._template_array(other_host) if other_host != host else None,
             ))
-        best, similarity = pick_best(
-            f, title_id, candidates, self._template_array(host), self.threshold
-        )
-        return (best.doc if best is not None else None), similarity
+        return pick_best(f, title_id, candidates, self._template_array(host), self.threshold)
 
     def _similarity(
         self,

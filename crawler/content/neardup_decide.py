@@ -111,18 +111,17 @@ def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
-def rank_candidates(
-    postings: Iterable[Iterable[int]], exclude: int | None, alive: Callable[[int], bool]
-) -> list[int]:
-    """The :data:`VERIFY` originals to verify: one vote per posting (each anchor's first
-    :data:`~crawler.content.neardup_index.MAX_POSTING` originals), live ones but ``exclude``
-    (the page's own id), most votes first, then the earliest stored."""
+def rank_candidates(postings: Iterable[Iterable[int]], exclude: int | None) -> list[int]:
+    """The originals to verify, in order (the detectors keep the first :data:`VERIFY` live
+    ones): one vote per posting (each anchor's first
+    :data:`~crawler.content.neardup_index.MAX_POSTING` originals), all but ``exclude`` (the
+    page's own id), most votes first, then the earliest stored."""
     votes: dict[int, int] = {}
     for posting in postings:
         for d in posting:
             votes[d] = votes.get(d, 0) + 1
-    ranked = sorted((d for d in votes if d != exclude and alive(d)), key=lambda d: (-votes[d], d))
-    return ranked[:VERIFY]
+    votes.pop(exclude, None)  # type: ignore[arg-type]
+    return sorted(votes, key=lambda d: (-votes[d], d))
 
 
 @dataclass(slots=True)
@@ -308,8 +307,8 @@ def pick_best(
     candidates: Iterable[Candidate],
     own_template: np.ndarray,
     threshold: float,
-) -> tuple[Candidate | None, float]:
-    """The candidate most similar to the page (title-aware, see the module) and the
+) -> tuple[int | None, float]:
+    """The id of the candidate most similar to the page (title-aware, see the module) and the
     similarity the threshold is applied to."""
     best: Candidate | None = None
     best_sim = 0.0
@@ -336,7 +335,7 @@ def pick_best(
                 sim = min(sim, threshold * 0.99)  # similar words, no line in common: a sibling
         if sim > best_sim or (sim == best_sim and best is not None and c.doc < best.doc):
             best, best_sim = c, sim
-    return best, best_sim
+    return (best.doc if best is not None else None), best_sim
 
 
 @dataclass(frozen=True, slots=True)

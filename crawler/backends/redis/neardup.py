@@ -10,17 +10,17 @@ its first page at once. A page costs a few round trips, optimistic like a compar
 **read** (``NeardupState.read``), **pick** the first
 :data:`~crawler.content.neardup_decide.VERIFY` live originals the postings and the *pending*
 originals (``:pend``: committed, postings maybe not written yet) vote for, decide,
-**commit** (``lua/neardup_commit.lua``: ``retry`` if anything the decision read changed, and
-the worker starts again), then write a new original's postings
+**commit** (``NeardupState.commit``: a transaction, refused if anything the decision read
+changed, and the worker starts again), then write a new original's postings
 (``AnchorPostings.write``), taken off ``:pend`` by the worker's next read.
 
-**Why that is atomic across tags.** A script touches one cluster slot, so the postings cannot
-be written by the commit; they need not be: the crawl's tag orders the
-decisions, and the postings are a copy of what the commits decided, written after,
-idempotently, read by store key whatever order they arrive in. A worker reads ``:pend``
+**Why that is atomic across tags.** A transaction touches one cluster slot, so the postings
+cannot be written by the commit; they need not be: the crawl's tag orders the decisions, and
+the postings are a copy of what the commits decided, written after, idempotently, read by
+store key whatever order they arrive in. A worker reads ``:pend``
 *before* the postings: an original committed before that read is still pending (merged) or was
 taken off by a read that came after its postings were written (so it is in the postings read);
-one committed after is in ``:recent`` under a store key above the ``next`` read, which the
+one committed after is in ``:recent`` under a store key above the ``seq`` read, which the
 commit checks. So workers decide as one detector would in their commit order. A worker that
 dies between its commit and its postings leaves its original pending: every worker merges it,
 and the first to see it ``REPAIR_LAG`` ids old writes its postings.
@@ -35,7 +35,6 @@ import contextlib
 import functools
 import hashlib
 import math
-import struct
 import time
 from collections import OrderedDict
 from typing import Any, ClassVar
@@ -46,18 +45,20 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge, ranked
+from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
 from crawler.backends.redis.neardup_codec import encode_sketch, url_part
-from crawler.backends.redis.neardup_copies import (
-    NO_LESSON,
-    DecodedRecord,
-    HostCopies,
-    RecordCache,
-)
+from crawler.backends.redis.neardup_copies import DecodedRecord, HostCopies, RecordCache
 from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
-from crawler.content.neardup_decide import VERIFY, Candidate, Decision, decide, pick_best
+from crawler.content.neardup_decide import (
+    VERIFY,
+    Candidate,
+    Decision,
+    decide,
+    pick_best,
+    rank_candidates,
+)
 from crawler.content.neardup_features import (
     ANCHORS,
     DEFAULT_NUM_PERM,
@@ -71,7 +72,7 @@ from crawler.content.neardup_features import (
 from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
-LAYOUT = 10  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 11  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
@@ -107,8 +108,6 @@ class RedisNearDuplicateDetector:
         self,
         client: redis.Redis | RedisCluster,
         key: str,
-        shingle_size: int = DEFAULT_SHINGLE_SIZE,
-        num_perm: int = DEFAULT_NUM_PERM,
         threshold: float = DEFAULT_THRESHOLD,
         capacity: int = DEFAULT_CAPACITY,
         outage_wait: float = defaults.REDIS_OUTAGE_WAIT,
@@ -120,21 +119,18 @@ class RedisNearDuplicateDetector:
         ``cache_bytes``: what this worker keeps of what it read (records, hosts' templates and
         models), at most; ``groups``: hash tags the anchor postings spread over
         (``FRONTIER_SHARDS``: on a cluster, one per master)."""
-        if num_perm < ANCHORS or num_perm > 0xFFFF:
-            raise ValueError(f"num_perm must be between {ANCHORS} and 65535")
         self.client = client
         crawl = CrawlKeys(key)
         self.keys = crawl.neardup()
         self.prefix = self.keys.prefix
-        self.shingle_size, self.num_perm, self.threshold = shingle_size, num_perm, threshold
-        self.capacity = capacity
-        self.table_bits = _bits(capacity)
+        self.threshold = threshold
         self.anchors = AnchorPostings(
-            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28)), MAX_POSTING
+            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28))
         )
-        self.store = NeardupState(client, self.keys, self.table_bits, self.anchors)
+        self.store = NeardupState(client, self.keys, _bits(capacity), self.anchors)
         self.cache_bytes = cache_bytes
-        self._hosts: OrderedDict[str, tuple[int, int, float]] = OrderedDict()  # host counts
+        # hosts' counts (pages << 26 | duplicates) as last read, and when
+        self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()
         self._drop_copies()  # its copies of the hosts' templates and models, records decoded
         self.retries = 0  # commits refused because another worker changed what was read
         self.last_commit = 0  # place of this worker's last commit in the crawl's commit order
@@ -150,9 +146,9 @@ class RedisNearDuplicateDetector:
         self._synced = 0  # the outages this worker's copies were checked against
         self._epoch: bytes | None = None  # of the state this worker's copies are of
         params = (
-            f"layout={LAYOUT} shingles={shingle_size} perm={num_perm} threshold={threshold} "
-            f"capacity={capacity} template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
-            f" groups={groups}"
+            f"layout={LAYOUT} shingles={DEFAULT_SHINGLE_SIZE} perm={DEFAULT_NUM_PERM} "
+            f"threshold={threshold} capacity={capacity} "
+            f"template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE} groups={groups}"
         )
         self._params: str | None = params  # checked against the crawl's at the first call
         # at the spider's start, maybe on the reactor: no wait (Redis may be away)
@@ -175,7 +171,7 @@ class RedisNearDuplicateDetector:
 
     @property
     def params(self) -> tuple[Any, ...]:
-        return ("shared", LAYOUT, self.shingle_size, self.num_perm, self.threshold)
+        return ("shared", LAYOUT, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM, self.threshold)
 
     @property
     def replayed(self) -> int:
@@ -224,7 +220,7 @@ class RedisNearDuplicateDetector:
         """``text``'s features with this worker's copy of host ``hid``'s template."""
         template = self._copies.templates.get(hid)
         blocks = template.blocks if template else set()
-        return compute_features(text, blocks, self.shingle_size, self.num_perm)
+        return compute_features(text, blocks, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -274,19 +270,19 @@ class RedisNearDuplicateDetector:
                 continue
             own, owner = read.own, read.owner
             candidates: list[Candidate] = []
-            checks = b""
+            checks: dict[int, int] = {}
             heads: dict[int, bytes] = {}
             lens = b""
             if owner and owner != own:  # an exact copy: its original's URL
-                head = self._head(owner)
-                if head is None:
+                rec = self.store.records([owner])[0]
+                if rec is None:  # no original now
                     continue
-                heads[owner] = head
+                heads[owner] = rec[: 14 + int.from_bytes(rec[12:14], "big")]
             if compares and not owner:
                 postings = merge(read.stored, anchors,
-                                 self.anchors.pending(read.pending, read.seq), MAX_POSTING)
+                                 self.anchors.pending(read.pending, read.seq))
                 lens = bytes(len(p) for p in postings)
-                found = self._pick(hid, ranked(postings, own))
+                found = self._pick(hid, rank_candidates(([d for _, d in p] for p in postings), own))
                 if found is None:  # other workers' commits changed a host's template: again
                     continue
                 candidates, checks, picked = found
@@ -295,41 +291,38 @@ class RedisNearDuplicateDetector:
             outcome = decide(
                 f, own or None, owner or None,
                 lambda doc, heads=heads: heads[doc][14:].decode("utf-8"),  # type: ignore[misc]
-                functools.partial(_best, f, title_id, candidates, own_template, self.threshold),
+                functools.partial(pick_best, f, title_id, candidates, own_template,
+                                  self.threshold),
                 self.threshold,
             )
             if not add:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
-            old = self.store.records([own])[0] if own and action != "unchanged" else None
-            old_fp = old[:8] if old else b""
             lesson = (self._copies.learn(host, f.blocks)
                       if action == "new" or outcome.teaches else None)
-            taught = lesson.commit_args() if lesson else NO_LESSON
-            payload = (url_part(url)
-                       + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
-                       if action == "new" else b"")
+            record = (fp + hid.to_bytes(4, "big") + url_part(url)
+                      + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
+                      if action == "new" else b"")
             try:
                 result = self.store.commit(
-                    action, host, hid, uh, fp, read, version, taught, old_fp,
-                    np.array(anchors, ">u4").tobytes() if lens else b"", lens, checks, payload,
+                    action, host, hid, uh, fp, read, version, lesson,
+                    anchors if lens else [], lens, checks, record,
                 )
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
                 raise
-            if not result:  # refused: another worker changed what the decision read
+            if result is None:  # refused: another worker changed what the decision read
                 self._copies.undo(lesson)
                 self.retries += 1
                 continue
-            counts, self.last_commit, k = struct.unpack_from(">QQI", result)
-            if counts:  # the host's pages and duplicates
-                self._count(host, (counts >> 26, counts & ((1 << 26) - 1), time.monotonic()))
+            counts, self.last_commit, k, elem = result
+            self._count(host, counts)
             self._copies.committed(hid, lesson)
             if k and lens:  # a new original: its postings
                 seen = [v if n < MAX_POSTING else None  # None: nothing to write
                         for v, n in zip(read.stored, lens, strict=True)]
-                self.anchors.write(k, result[20:], anchors, seen)
+                self.anchors.write(k, elem, anchors, seen)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
@@ -341,8 +334,8 @@ class RedisNearDuplicateDetector:
         self._copies.touch(hid)
         self._copies.evict(keep=hid)
 
-    def _count(self, host: str, counts: tuple[int, int, float]) -> None:
-        self._hosts[host] = counts
+    def _count(self, host: str, counts: int) -> None:
+        self._hosts[host] = counts, time.monotonic()
         self._hosts.move_to_end(host)
         if len(self._hosts) > HOST_COUNTS:
             self._hosts.popitem(last=False)
@@ -389,16 +382,11 @@ class RedisNearDuplicateDetector:
             log, snapshot, base = log[learned - base :], b"", learned
         self._copies.follow(host, hid, [meta >> 24, base, snapshot, log])
 
-    def _head(self, doc: int) -> bytes | None:
-        """The head of ``doc``'s record (for its URL); None if it has none now."""
-        rec = self.store.records([doc])[0]
-        return rec[: 14 + int.from_bytes(rec[12:14], "big")] if rec else None
-
     # --- candidates -------------------------------------------------------------------------
 
     def _pick(
         self, hid: int, ranked: list[int]
-    ) -> tuple[list[Candidate], bytes, dict[int, DecodedRecord]] | None:
+    ) -> tuple[list[Candidate], dict[int, int], dict[int, DecodedRecord]] | None:
         """The first :data:`VERIFY` live originals of ``ranked``, their records (decoded
         unless this worker has that version), their hosts' templates brought up to date; which
         template lengths the decision used; None if a template moved meanwhile."""
@@ -416,8 +404,8 @@ class RedisNearDuplicateDetector:
                 picked[doc] = kept
         # the other hosts' template lengths (the page's own host's is the read's)
         others = sorted({rec.hid for rec in picked.values()} - {hid})
-        tlens = dict(zip(others, (m & TLEN for m in self.store.metas(others)), strict=True)
-                     if others else {})
+        metas = self.client.hmget(self.keys.versions, others) if others else []
+        tlens = {h: int(m or 0) & TLEN for h, m in zip(others, metas, strict=True)}
         if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
             return None
         templates = self._copies.templates
@@ -431,8 +419,7 @@ class RedisNearDuplicateDetector:
                                         template))
         for other in used:
             self._copies.touch(other)
-        checks = b"".join(h.to_bytes(4, "big") + n.to_bytes(4, "big") for h, n in used.items())
-        return candidates, checks, picked
+        return candidates, used, picked
 
     # --- queries --------------------------------------------------------------------------
 
@@ -441,17 +428,15 @@ class RedisNearDuplicateDetector:
     ) -> float:
         """Share of ``host``'s checked pages that were duplicates, counted by every worker; a
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""
-        cached = self._hosts.get(host)
-        if cached is None or time.monotonic() - cached[2] > HOST_TTL:
-            try:  # while Redis is away: the last counts read, without waiting
-                packed = int(self.outage.call(
-                    lambda: self.client.hget(self.keys.host_counts, host),
-                    wait=0) or 0)
-            except RedisUnavailable:
-                return _ratio(cached, min_pages)
-            cached = (packed >> 26, packed & ((1 << 26) - 1), time.monotonic())
-            self._count(host, cached)
-        return _ratio(cached, min_pages)
+        counts, when = self._hosts.get(host, (0, float("-inf")))
+        if time.monotonic() - when > HOST_TTL:
+            # while Redis is away: the last counts read, without waiting
+            with contextlib.suppress(RedisUnavailable):
+                counts = int(self.outage.call(
+                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+                self._count(host, counts)
+        pages = counts >> 26
+        return (counts & ((1 << 26) - 1)) / pages if pages >= max(1, min_pages) else 0.0
 
     def template(self, host: str) -> set[int]:
         """``host``'s template blocks as Redis has them now (for tests and benchmarks)."""
@@ -464,17 +449,15 @@ class RedisNearDuplicateDetector:
     def __len__(self) -> int:
         """Number of URLs recorded by every worker (originals and duplicates; for tests and
         reports: it scans the URL buckets)."""
-        return sum(
-            self.client.hlen(key)
-            for key in self.client.scan_iter(match=self.keys.pattern("u"), count=1000)
-        )
+        return self._fields("u")
 
     @property
     def originals(self) -> int:
-        return sum(
-            self.client.hlen(key)
-            for key in self.client.scan_iter(match=self.keys.pattern("f"), count=1000)
-        )
+        return self._fields("f")
+
+    def _fields(self, kind: str) -> int:
+        pattern = self.keys.pattern(kind)
+        return sum(self.client.hlen(k) for k in self.client.scan_iter(match=pattern, count=1000))
 
     def close(self) -> None:
         """Take this worker's written postings off ``:pend``, stop the outage's probe and close
@@ -509,21 +492,6 @@ class RedisNearDuplicateDetector:
 
 class _StoreLost(Exception):
     """Redis has less than this worker read from it: its copies must go."""
-
-
-def _ratio(cached: tuple[int, int, float] | None, min_pages: int) -> float:
-    """A host's share of duplicates from its (pages, duplicates, when) counts."""
-    if cached is None or cached[0] < min_pages:
-        return 0.0
-    return cached[1] / cached[0]
-
-
-def _best(
-    f: Features, title_id: int, candidates: list[Candidate], own_template: np.ndarray,
-    threshold: float,
-) -> tuple[int | None, float]:
-    best, similarity = pick_best(f, title_id, candidates, own_template, threshold)
-    return (best.doc if best is not None else None), similarity
 
 
 def _host(url: str) -> str:

@@ -19,13 +19,8 @@ with its top bit set and the id (8 bytes, the field's top bit set too: the field
 :data:`~crawler.content.neardup_index.MAX_POSTING`: so writes need no order and no check (an
 ``APPEND`` each, where a hash field kept sorted needed a script to read and rewrite it), and an
 entry written twice (a repair) changes nothing. A writer appends nothing to an anchor it read
-full, so a bucket stays near its postings' 8 bytes each.
-
-**Why not hash fields.** A page's 16 anchors are 16 buckets, whatever the layout that keeps
-Redis's bytes near the postings' own (one hash per tag costs ~55 B more a posting in the
-hashtable encoding). Bucket hashes cost 16 ``HMGET`` (~3,700 instructions each) to read and
-up to 16 ``HSETNX`` or script calls to write; bucket strings one ``MGET`` (~15,000 for 16
-keys) and 16 ``APPEND`` (~5,000 each).
+full, so a bucket stays near its postings' 8 bytes each. (Why strings, not hash fields: see
+docs/benchmarks/history.md, "Issue 37's costs, 2026-12-06".)
 """
 
 from __future__ import annotations
@@ -37,7 +32,10 @@ from typing import Any
 import numpy as np
 from redis.cluster import RedisCluster
 
+from crawler.backends.redis import wire
+from crawler.backends.redis.fence import _raise_error
 from crawler.backends.redis.keys import glob_escape, shard_tag
+from crawler.content.neardup_index import MAX_POSTING
 
 ALIAS = 0x80000000  # top bit of a posting's store key: the original's id follows
 REPAIR_LAG = 10_000  # commits after which a pending original's postings are written by any one
@@ -86,12 +84,11 @@ def postings(bucket: bytes, field: int) -> bytes:
 
 
 def merge(
-    stored: Sequence[bytes], anchors: Sequence[int], pending: Iterable[tuple[int, int, set[int]]],
-    limit: int,
+    stored: Sequence[bytes], anchors: Sequence[int], pending: Iterable[tuple[int, int, set[int]]]
 ) -> list[list[tuple[int, int]]]:
     """Each anchor's postings as the crawl's commit order has them: those Redis holds (its
     ``stored`` elements) and those of the originals committed whose postings may not be
-    written yet (``pending``: store key, id, anchors), by store key, at most ``limit``."""
+    written yet (``pending``: store key, id, anchors), by store key, at most :data:`MAX_POSTING`."""
     lists = [parse(v) for v in stored]
     extra = [p for p in pending if p[2]]
     if extra:
@@ -100,7 +97,23 @@ def merge(
             if more:
                 have = {k for k, _ in lists[i]}
                 lists[i] = sorted(lists[i] + [m for m in more if m[0] not in have])
-    return [p[:limit] for p in lists]
+    return [p[:MAX_POSTING] for p in lists]
+
+
+def batch(client: Any, commands: list[Any]) -> list[Any]:
+    """``commands``' replies, in one round trip (:func:`wire.execute` on one server; a cluster
+    client's pipeline sends each node its part, ``MGET`` as a plain command, which its own
+    method refuses); an error raised."""
+
+    def through_redis_py() -> list[Any]:
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
+
+    replies = wire.execute(client, commands, through_redis_py)
+    _raise_error(client, replies)
+    return replies
 
 
 class AnchorKeys:
@@ -128,11 +141,11 @@ class AnchorKeys:
 
 
 class AnchorPostings:
-    """A worker's reads and writes of the anchor postings: read a page's (queued on the
-    caller's pipeline, or on their own), write an original's, and say which it wrote."""
+    """A worker's reads and writes of the anchor postings: read a page's (in the
+    caller's round trip, or on their own), write an original's, and say which it wrote."""
 
-    def __init__(self, client: Any, keys: AnchorKeys, limit: int) -> None:
-        self.client, self.keys, self.limit = client, keys, limit
+    def __init__(self, client: Any, keys: AnchorKeys) -> None:
+        self.client, self.keys = client, keys
         self.one_server = not isinstance(client, RedisCluster)
         self._done: list[int] = []  # store keys whose postings this worker wrote since its read
         self.repaired = 0  # pending originals whose postings this worker wrote for another
@@ -144,9 +157,9 @@ class AnchorPostings:
         return done
 
     def queue_read(
-        self, pipe: Any, anchors: list[int]
+        self, commands: list[Any], anchors: list[int]
     ) -> list[tuple[list[str], list[tuple[int, str, int]]]]:
-        """Queue the ``MGET`` of ``anchors``' buckets on ``pipe``: one on one server, one per
+        """Add the ``MGET`` of ``anchors``' buckets to ``commands``: one on one server, one per
         tag on a cluster (a tag is one slot); what :meth:`parse_read` needs to place the
         replies."""
         reads: dict[int, tuple[list[str], list[tuple[int, str, int]]]] = {}
@@ -156,8 +169,7 @@ class AnchorPostings:
             if key not in keys:
                 keys.append(key)
             at.append((i, key, field))
-        for keys, _ in reads.values():  # (redis-py's cluster pipeline refuses its mget)
-            pipe.execute_command("MGET", *keys)
+        commands += [("MGET", *keys) for keys, _ in reads.values()]
         return list(reads.values())
 
     def parse_read(
@@ -175,29 +187,22 @@ class AnchorPostings:
 
     def read(self, anchors: list[int]) -> list[bytes]:
         """Each anchor's posting elements, on their own round trip (one pipeline, per node)."""
-        pipe = self.client.pipeline(transaction=False)
-        reads = self.queue_read(pipe, anchors)
-        return self.parse_read(reads, pipe.execute(), len(anchors))
-
-    def queue_write(self, pipe: Any, elem: bytes, anchors: Iterable[int]) -> None:
-        """Queue the ``APPEND`` of the posting element ``elem`` to each of ``anchors``."""
-        for anchor in anchors:
-            _, key, field = self.keys.place(anchor)
-            pipe.append(key, entry(field, elem))
+        commands: list[Any] = []
+        reads = self.queue_read(commands, anchors)
+        return self.parse_read(reads, batch(self.client, commands), len(anchors))
 
     def write(
         self, k: int, elem: bytes, anchors: list[int], seen: Sequence[bytes | None] | None = None
     ) -> None:
         """Write an original's postings (store key ``k``, element ``elem``) into its anchors'.
         ``seen``: per anchor, None where the postings its worker read before the commit gave
-        ``k``, merged with the pending ones, held :attr:`limit`: each of those is stored
+        ``k``, merged with the pending ones, held :data:`MAX_POSTING`: each of those is stored
         before ``k`` (store keys are given in commit order), so ``k`` never counts there and
         nothing is written; without ``seen`` (a repair), every anchor's."""
-        todo = [a for i, a in enumerate(anchors) if seen is None or seen[i] is not None]
-        if todo:
-            pipe = self.client.pipeline(transaction=False)
-            self.queue_write(pipe, elem, todo)
-            pipe.execute()
+        places = [self.keys.place(a) for i, a in enumerate(anchors)
+                  if seen is None or seen[i] is not None]
+        if places:
+            batch(self.client, [("APPEND", key, entry(field, elem)) for _, key, field in places])
         self._done.append(k)  # the next read takes it off :pend, now the writes are answered
 
     def pending(self, values: list[bytes], seq: int) -> list[tuple[int, int, set[int]]]:
@@ -216,15 +221,3 @@ class AnchorPostings:
                 self.write(k, v[:size], owned)
                 self.repaired += 1
         return out
-
-
-def ranked(postings: list[list[tuple[int, int]]], own: int) -> list[int]:
-    """Every original the postings vote for but the page's own, most votes first, then the
-    earliest stored: :func:`~crawler.content.neardup_decide.rank_candidates`'s order before it
-    keeps the live ones (the detector does: those with a record in Redis)."""
-    votes: dict[int, int] = {}
-    for posting in postings:
-        for _, doc in posting:
-            votes[doc] = votes.get(doc, 0) + 1
-    votes.pop(own, None)
-    return sorted(votes, key=lambda d: (-votes[d], d))

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from crawler.backends.redis.neardup_anchors import batch
 from crawler.backends.redis.neardup_codec import (
     decode_sketch,
     decode_snapshot,
@@ -68,14 +69,6 @@ class Lesson:
     made: list[int]  # blocks it made template
     snapshot: bytes  # the model after it, when it pruned (else empty)
     saved: Any  # HostTemplates.checkpoint, to undo it
-
-    def commit_args(self) -> list[Any]:
-        """The commit's last arguments: the model's version the lesson follows, the log entry,
-        the blocks made template, the snapshot."""
-        return [self.learned, self.entry, np.array(self.made, ">u4").tobytes(), self.snapshot]
-
-
-NO_LESSON = [-1, b"", b"", b""]  # Lesson.commit_args of a page that teaches nothing
 
 
 class HostCopies:
@@ -191,10 +184,8 @@ class HostCopies:
         stale = {other: n for other, n in have.items() if n < tlens[other]}
         if not stale:
             return True
-        pipe = client.pipeline(transaction=False)
-        for other, n in stale.items():
-            pipe.getrange(keys.template(other), n * 4, -1)
-        for other, rest in zip(stale, pipe.execute(), strict=True):
+        got = batch(client, [("GETRANGE", keys.template(o), n * 4, -1) for o, n in stale.items()])
+        for other, rest in zip(stale, got, strict=True):
             self.extend(other, rest)
         return all(len(self.templates[other]) == tlens[other] for other in stale)
 

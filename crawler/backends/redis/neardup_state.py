@@ -1,36 +1,49 @@
 """The shared near-duplicate detector's state in Redis, as the detector
 (:mod:`crawler.backends.redis.neardup`) reads and writes it: plain commands, in ``MULTI`` where
-a read must see one moment (in order where that is enough), and ``lua/neardup_commit.lua``
-where a check and a write must be one step. Nothing here decides; every key is named by
-:class:`crawler.backends.redis.keys.NeardupKeys` and given to the script that touches it.
+a read must see one moment (in order where that is enough); a decision is recorded in one
+``MULTI``/``EXEC`` under a ``WATCH`` of ``:v``, the check of what it read made in between (as
+:mod:`crawler.backends.redis.fence` does: no script; every command names its keys, all on the
+crawl's near-duplicate tag). Nothing here decides.
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
 of :data:`SLOTS` ids (``:r``); an id without one is no original (now). Its first
-:data:`ENTRY` bytes (fingerprint, host id) say which version it is. A new URL's id is its commit's
-place in the crawl's order (``:v`` ``seq``; so is the store key of an original stored again):
-one counter a commit takes from, which the worker reads anyway. The commit is given the chunks
-of the next id and of the one after; an id past both (more than :data:`SLOTS` commits between
-the worker's read and its commit) is a ``retry``.
+:data:`ENTRY` bytes (fingerprint, host id) say which version it is. A new URL's id is its
+commit's place in the crawl's order (``:v`` ``seq``; so is the store key of an original stored
+again): one counter a commit takes from, which the worker reads anyway.
+
+**The check.** Every commit writes ``:v``, so one whose ``seq`` is still the one the decision
+read changes nothing it read. Else the commit compares what it depends on (see
+:meth:`NeardupState._unchanged`); the originals stored since are in ``:recent`` (the
+:data:`RECENT` newest at least: a check spanning more commits retries).
 """
 
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+import numpy as np
+import redis
+
+from crawler.backends.redis import wire
+from crawler.backends.redis.fence import _raise_error, reread_slots
 from crawler.backends.redis.keys import NeardupKeys
-from crawler.backends.redis.neardup_anchors import AnchorPostings
+from crawler.backends.redis.neardup_anchors import ALIAS, AnchorPostings, batch
+from crawler.backends.redis.neardup_copies import Lesson
+from crawler.backends.redis.wire import Command
 from crawler.content.neardup_index import MAX_POSTING
 
-COMMIT = resources.files("crawler.backends.redis").joinpath("lua/neardup_commit.lua").read_text()
 SLOTS = 1024  # ids per chunk of the records (:r)
 ENTRY = 12  # bytes a record starts with, its version: the fingerprint (8) and host id (4)
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
-NEAR_END = 256  # ids before a chunk's end from which a commit is given the next chunk's keys
+TRIM = 64  # commits between two trims of :recent to its RECENT newest
+WATCH_TRIES = 16  # commits aborted in a row (another commit between the WATCH and the EXEC)
+# a value past hash-max-listpack-value (64 B) the first commit sets in :v and :hc makes them
+# hashtables: a field (a host) found without scanning the others, ~4,000 instructions less a
+# look-up at 40 hosts
+WIDE = "." * 65
 
 
 def bucket(prefix: str, digest: bytes, bits: int) -> tuple[str, bytes]:
@@ -62,7 +75,6 @@ class NeardupState:
         self, client: Any, keys: NeardupKeys, bits: int, anchors: AnchorPostings
     ) -> None:
         self.client, self.keys, self.bits, self.anchors = client, keys, bits, anchors
-        self._commit = client.register_script(COMMIT)
         self.epoch = os.urandom(8).hex()  # the state's epoch if this worker's commit is its first
 
     def host_id(self, host: str) -> int:
@@ -78,26 +90,24 @@ class NeardupState:
         return hid
 
     def read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read:
-        """The state a decision on a page depends on, in one pipeline (no ``MULTI``: each
+        """The state a decision on a page depends on, in one round trip (no ``MULTI``: each
         command of it costs Redis twice over; the order is enough): the commit count first, so
         that any commit after a value read counts past it and has the commit check that value;
         the pending originals before the postings of ``anchors`` (read unless the fingerprint
         has an owner). The store keys whose postings this worker wrote since are taken off
         ``:pend`` first."""
         keys = self.keys
-        pipe = self.client.pipeline(transaction=False)
         done = self.anchors.take_done()
-        if done:
-            pipe.hdel(keys.pending, *done)
-        pipe.hmget(keys.versions, "seq", "forget", "epoch", hid)
-        pipe.hget(*bucket(keys.urls_prefix, uh, self.bits))
+        commands: list[Command] = [("HDEL", keys.pending, *done)] if done else []
+        commands += [("HMGET", keys.versions, "seq", "forget", "epoch", hid),
+                     ("HGET", *bucket(keys.urls_prefix, uh, self.bits))]
         if fp:
-            pipe.hget(*bucket(keys.fingerprints_prefix, fp, self.bits))
-        pipe.hvals(keys.pending)
-        # one server answers a page's postings in this pipeline; a cluster, after it
+            commands.append(("HGET", *bucket(keys.fingerprints_prefix, fp, self.bits)))
+        commands.append(("HVALS", keys.pending))
+        # one server answers a page's postings in this round trip; a cluster, after it
         one = self.anchors.one_server
-        reads = self.anchors.queue_read(pipe, anchors) if one else []
-        versions, own, *rest = pipe.execute()[1 if done else 0 :]
+        reads = self.anchors.queue_read(commands, anchors) if one else []
+        versions, own, *rest = batch(self.client, commands)[1 if done else 0 :]
         owner = int(rest.pop(0) or 0) if fp else 0
         if not anchors or owner:
             stored = [b""] * len(anchors)
@@ -124,52 +134,132 @@ class NeardupState:
 
     def records(self, docs: list[int]) -> list[bytes | None]:
         """The records of ``docs`` (None: no original now), in one round trip."""
-        pipe = self.client.pipeline(transaction=False)
-        for doc in docs:
-            pipe.hget(self.keys.records(doc // SLOTS), doc)
-        return pipe.execute()  # type: ignore[no-any-return]
-
-    def metas(self, hids: list[int]) -> list[int]:
-        """The ``:v`` fields of the hosts ``hids`` (pages learned, template length)."""
-        return [int(m or 0) for m in self.client.hmget(self.keys.versions, hids)]
+        return batch(self.client, [("HGET", self.keys.records(doc // SLOTS), doc) for doc in docs])
 
     def commit(
         self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
-        lesson: list[Any], old_fp: bytes, anchors: bytes, lens: bytes, checks: bytes,
-        payload: bytes,
-    ) -> bytes:
-        """``neardup_commit.lua``'s answer to recording a decision (its header says what)."""
-        keys = self.keys
+        lesson: Lesson | None, anchors: list[int], lens: bytes, checks: dict[int, int],
+        record: bytes,
+    ) -> tuple[int, int, int, bytes] | None:
+        """Record a decision in one ``MULTI``/``EXEC``, under a ``WATCH`` of ``:v`` (every
+        commit writes it): None (retry) if something the decision read changed since
+        ``read``; else the host's counts (pages << 26 | duplicates), the commit's ``seq``,
+        and a new original's store key and posting element (0, b"" if none)."""
+        keys, cluster = self.keys, hasattr(self.client, "get_node_from_key")
+        node = self.client.get_redis_connection(self.client.get_node_from_key(keys.versions)) \
+            if cluster else self.client  # fmt: skip
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
-        chunk = (read.own or read.seq + 1) // SLOTS
-        learned, entry, made, snapshot = lesson
-        # the next chunk's keys only where a new id may land in it (else such a commit retries)
-        near = not read.own and (read.seq + 1) % SLOTS >= SLOTS - NEAR_END
-        old_key, old_field = (bucket(keys.fingerprints_prefix, old_fp, self.bits) if old_fp
-                              else ("", b""))
-        numbers = struct.pack(
-            ">IIIIQIIiIIII", hid, read.own, read.owner, read.forget, read.seq,
-            version, MAX_POSTING, learned, SLOTS, chunk, RECENT, int(near),
-        )
-        strings = (action.encode(), host.encode("utf-8"), ufield, fp, ffield if fp else b"",
-                   anchors, lens, checks, entry, made, snapshot, old_fp, old_field,
-                   self.epoch.encode(), str(hid).encode())
-        optional = []
-        if near:
-            optional.append(keys.records(chunk + 1))
-        if old_fp:
-            optional.append(old_key)
-        if learned >= 0:
-            optional.append(keys.lessons(hid))
-        if made:
-            optional.append(keys.template(hid))
-        if snapshot:
-            optional.append(keys.snapshot(hid))
-        return self._commit(  # type: ignore[no-any-return]
-            keys=[keys.versions, keys.host_counts,
-                  keys.pending, keys.recent, ukey, fkey, keys.records(chunk),
-                  *optional],
-            args=[numbers + b"".join(struct.pack(">I", len(x)) + x for x in strings),
-                  fp + hid.to_bytes(4, "big") + payload if payload else b""],
-        )
+        own, learned = read.own, lesson.learned if lesson else -1
+        watch: list[Command] = [("WATCH", keys.versions),
+                                ("HMGET", keys.versions, "seq", "forget", hid, *checks)]
+        if own and action != "unchanged":  # a URL stored before: its record now
+            watch.append(("HGET", keys.records(own // SLOTS), own))
+        try:
+            with wire.one_connection(node) as run:
+                for _ in range(WATCH_TRIES):
+                    got = run(watch)
+                    _raise_error(self.client, got)
+                    seq, forget, meta, *tlens = (int(x or 0) for x in got[1])
+                    if seq != read.seq and not self._unchanged(
+                            run, read, seq, forget, meta, version, learned,
+                            [t & TLEN for t in tlens] != list(checks.values()),
+                            ukey, ufield, fp and (fkey, ffield), anchors, lens):
+                        run([("UNWATCH",)])
+                        return None
+                    seq += 1
+                    writes, k, elem = self._writes(
+                        action, host, hid, seq, own, got[2] if len(got) > 2 else None, ukey,
+                        ufield, fkey, ffield, anchors, lesson, record)
+                    replies = run([("MULTI",), *writes, ("EXEC",)])
+                    if replies[-1] is not None:  # (None: another commit came in between)
+                        _raise_error(self.client, replies)
+                        return replies[-1][-1], seq, k, elem
+                raise redis.WatchError(f"{keys.versions} changed {WATCH_TRIES} times")
+        except (redis.ConnectionError, redis.TimeoutError):
+            if cluster:  # a master died: the client's map of slots may still name it
+                reread_slots(self.client)
+            raise
+
+    def _unchanged(
+        self, run: Any, read: Read, seq: int, forget: int, meta: int, version: int,
+        learned: int, moved: bool, ukey: str, ufield: bytes, fbucket: Any,
+        anchors: list[int], lens: bytes,
+    ) -> bool:
+        """Whether what the decision read is as it was, other workers' commits since
+        notwithstanding: the host's template (and model, if the page teaches it), the
+        candidates' hosts' templates (``moved``: one grew), the URL's and fingerprint's ids,
+        and no original stored since has an anchor of this page whose postings were not full
+        (it would have voted)."""
+        if meta & TLEN != version or (learned >= 0 and meta >> 24 != learned) or moved \
+                or forget != read.forget:  # fmt: skip
+            return False
+        mine = {a for a, n in zip(anchors, lens, strict=True) if n < MAX_POSTING}
+        if mine and seq - read.seq > RECENT:  # :recent may have shed one of them
+            return False
+        got = run([("HGET", ukey, ufield), *([("HGET", *fbucket)] if fbucket else []),
+                   *([("LRANGE", self.keys.recent, 0, seq - read.seq - 1)] if mine else [])])
+        _raise_error(self.client, got)
+        if int(got[0] or 0) != read.own or (fbucket and int(got[1] or 0) != read.owner):
+            return False
+        return not any(  # (each commit since stored one original at most)
+            int.from_bytes(e[:4], "big") > read.seq
+            and mine.intersection(np.frombuffer(e, ">u4", offset=4).tolist())
+            for e in (got[-1] if mine else ()))
+
+    def _writes(
+        self, action: str, host: str, hid: int, seq: int, own: int, was: bytes | None,
+        ukey: str, ufield: bytes, fkey: str, ffield: bytes, anchors: list[int],
+        lesson: Lesson | None, record: bytes,
+    ) -> tuple[list[Command], int, bytes]:
+        """The commit's writes (``was``: the record the URL's id has now); a new original's
+        store key and posting element."""
+        keys = self.keys
+        first = ("epoch", self.epoch, "forget", 0, "hashtable", WIDE) if seq == 1 else ()
+        writes: list[Command] = [("HSET", keys.versions, "seq", seq, *first)]
+        if first:  # (as :v, :hc a hashtable)
+            writes.append(("HSET", keys.host_counts, " hashtable", WIDE))
+        k, elem = 0, b""
+        if action != "unchanged":
+            doc = own or seq  # a new URL's id is its commit's place
+            rkey = keys.records(doc // SLOTS)
+            if not own:
+                writes.append(("HSET", ukey, ufield, doc))
+            elif was:  # a refetched original: what it says now goes
+                # (its fingerprint's entry names it: a commit sets one only where none is, and
+                # drops it with the record)
+                writes.append(("HDEL", *bucket(keys.fingerprints_prefix, was[:8], self.bits)))
+                if action != "new":
+                    writes.append(("HDEL", rkey, own))
+                writes.append(("HINCRBY", keys.versions, "forget", 1))
+            if action == "new":
+                writes += [("HSET", rkey, doc, record), ("HSET", fkey, ffield, doc)]
+                # its postings: under its id, or (stored again under an id it had) a fresh key
+                k = seq if own else doc
+                elem = (k | ALIAS).to_bytes(4, "big") + own.to_bytes(4, "big") if own \
+                    else k.to_bytes(4, "big")  # fmt: skip
+                if anchors:
+                    owned = np.array(anchors, ">u4").tobytes()
+                    writes += [("HSET", keys.pending, k, elem + owned),
+                               ("LPUSH", keys.recent, k.to_bytes(4, "big") + owned)]
+                    if seq % TRIM == 0:
+                        writes.append(("LTRIM", keys.recent, 0, RECENT - 1))
+            if lesson is not None and action in ("new", "near"):
+                writes += _teach(keys, hid, lesson)
+        dup = action in ("exact", "near")
+        writes.append(("HINCRBY", keys.host_counts, host, (1 << 26) + dup))
+        return writes, k, elem
+
+
+def _teach(keys: NeardupKeys, hid: int, lesson: Lesson) -> list[Command]:
+    """The writes of what a page taught its host's model (and template)."""
+    made = np.array(lesson.made, ">u4").tobytes()
+    if lesson.snapshot:  # a pruning: the snapshot replaces the log so far
+        out: list[Command] = [("SET", keys.snapshot(hid), lesson.snapshot),
+                              ("DEL", keys.lessons(hid))]
+    else:
+        out = [("RPUSH", keys.lessons(hid), lesson.entry)]
+    out.append(("HINCRBY", keys.versions, hid, (1 << 24) + len(lesson.made)))
+    if made:
+        out.append(("APPEND", keys.template(hid), made))
+    return out
