@@ -285,6 +285,39 @@ def test_a_busy_owner_hands_a_surplus_partition_over_only_once_settled(
     assert sorted(lease.entry.url for lease in b.next_many(16)) == waiting
 
 
+def test_a_worker_hands_its_surplus_over_together_once_all_of_it_is_settled(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A surplus partition whose fetches are settled is not handed over while another of the
+    surplus still has fetches open: the claimers would take up the settled ones (empty ones
+    are settled at once) before the busy ones come, and one of them could own only partitions
+    without work. All of it goes together, with one wake-up."""
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # the test's calls beat
+    key, clock = fresh_key(), FakeClock()
+    policy = PolitenessPolicy(min_delay=30.0)
+    a = partitioned(redis_client, key, clock, count=4, worker="a", policy=policy, ttl=30.0)
+    a.add_many(entries(32, 2))
+    out = a.next_many(64)  # one per host, in every partition
+    assert len(a.parts) == 4 and {a.shard(lease.entry.host) for lease in out} == set(range(4))
+    b = partitioned(redis_client, key, clock, count=4, worker="b", policy=policy, ttl=30.0)
+    a.beat()
+    surplus = sorted(i for i, part in a.parts.items() if part.draining)
+    assert len(surplus) == 2
+    for lease in out:  # the first surplus partition's fetches are settled, the other's not
+        if a.shard(lease.entry.host) == surplus[0]:
+            a.finish(lease.token, 0.1)
+    a.beat()
+    assert sorted(a.parts) == list(range(4))  # both kept: one still has fetches open
+    for lease in out:
+        if a.shard(lease.entry.host) != surplus[0]:
+            a.finish(lease.token, 0.1)
+    a.beat()
+    assert sorted(set(range(4)) - set(a.parts)) == surplus  # together
+    b.beat()
+    assert sorted(b.parts) == surplus
+
+
 def test_a_partition_found_lost_as_it_hands_out_gives_the_engine_nothing(
     redis_client: redis.Redis,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

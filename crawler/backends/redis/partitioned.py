@@ -22,8 +22,8 @@ owner would read it: its URLs out of the queues are queued again (fetched twice,
 lost), and the inbox letters not acknowledged are read again. A partition this worker lost
 (its lease expired in a stall, another worker took it) is dropped with its open leases:
 their completions and acknowledgements do nothing, and the new owner hands their URLs out
-again (at least once). A surplus partition (a worker joined) hands out nothing more, and is
-released once its open leases are settled (see :mod:`.ownership`).
+again (at least once). A worker's surplus partitions (a worker joined) hand out nothing more,
+and are released together once their open leases are settled (see :mod:`.ownership`).
 """
 
 from __future__ import annotations
@@ -124,16 +124,14 @@ class PartitionedFrontier(Frontier):
         self.back_queues = back_queues  # the worker's B, shared over its partitions (0: not)
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
-        self.ownership = PartitionOwnership(
-            client, crawl, count, worker, partition_ttl, replicas=replicas
-        )
+        self.ownership = PartitionOwnership(client, crawl, count, worker, partition_ttl,
+                                            replicas=replicas)
         self.mail = Mailboxes(client, self.keys, worker)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
         self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
-        # what was added to each owned partition since its last write (entries, force,
-        # first): mailed to its next owner if the write finds the partition lost (a page's
-        # links are never dropped)
+        # what was added to each owned partition since its last write (entries, force, first):
+        # mailed to its next owner if the write finds it lost (a page's links are never dropped)
         self._unwritten: dict[int, list[tuple[Sequence[Entry], bool, bool]]] = {}
         self._generations = itertools.count(1)
         self._turn = 0  # where the next hand-out starts looking (ready partitions take turns)
@@ -164,10 +162,12 @@ class PartitionedFrontier(Frontier):
         for index, ownership in list(self.ownership.owned.items()):
             if index not in self.parts:
                 self._take(ownership)
-        for index, part in list(self.parts.items()):
+        for index, part in self.parts.items():
             part.draining = index in beat.surplus
-            if part.draining and not part.frontier.in_flight():
-                self._hand_over(part)
+        surplus = [part for part in self.parts.values() if part.draining]  # one wake-up for all:
+        if surplus and not any(part.frontier.in_flight() for part in surplus):  # seen together
+            for n, part in enumerate(surplus, 1):
+                self._hand_over(part, announce=n == len(surplus))
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
@@ -183,11 +183,11 @@ class PartitionedFrontier(Frontier):
                 if part.frontier.back_queue_count != share:
                     part.frontier.resize_back(share)
 
-    def _hand_over(self, part: Partition) -> None:
+    def _hand_over(self, part: Partition, *, announce: bool) -> None:
         """Release a surplus partition, its leases settled."""
         self._guarded(part, part.store.flush)
         if part.index in self.parts:  # (not lost meanwhile)
-            self.ownership.release(part.index)  # the others hear it and claim it now
+            self.ownership.release(part.index, announce=announce)  # (others claim it then)
             del self.parts[part.index]
             logger.debug("Partition %d handed over", part.index)
 
