@@ -18,14 +18,14 @@ It prints:
    on the synthetic labelled set and on real documentation pages in crawl order
    (``bench/realpages.py``'s trees, when installed): how many differ, time per page, Redis
    bytes per page by kind of key (``MEMORY USAGE``), and what Redis spent per real page: server
-   time in the scripts (``INFO commandstats``), the CPU time of its main thread, the commands
-   the scripts ran; with ``--baseline DIR`` (another checkout, e.g. ``git archive main``) the
+   time in the commits' ``EXEC`` (``INFO commandstats``), the CPU time of its main thread, the
+   other commands; with ``--baseline DIR`` (another checkout, e.g. ``git archive main``) the
    real pages are run through that tree's code too, alternating, ``--runs`` times each, on the
    same Redis; with ``--instructions``, once more each against a ``redis-server`` under
    valgrind's callgrind, which counts its instructions per page (what a busy machine does not
    change); with ``--devsite``, the same on the real crawl's devsite pages; then
    check-and-insert per second from one and from two client processes on ~5 KB
-   pages, the time a client waits for Redis per page, the server time per script call and the
+   pages, the time a client waits for Redis per page, the server time per commit and the
    commits retried;
 2. ``index``: PostgreSQL index writes per second (pages with ~95 outlinks, batches of 200)
    against SQLite FTS5, both measured here.
@@ -74,8 +74,8 @@ def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
     """Wrap the detector's calls on Redis so the time spent waiting for it is summed."""
     spent = {"redis": 0.0, "depth": 0}
-    for target, names in ((det.store, ("host_id", "read", "host_state", "records", "metas",
-                                       "commit")), (det.anchors, ("read", "write"))):
+    for target, names in ((det.store, ("host_id", "read", "host_state", "records", "commit")),
+                          (det.anchors, ("read", "write"))):
         for name in names:
             method = getattr(target, name)
 
@@ -112,7 +112,7 @@ workers = [RedisNearDuplicateDetector(redis.Redis(host="127.0.0.1", port=port), 
                                       capacity=capacity) for _ in range(2)]
 local = NearDuplicateDetector()
 differ, shared, alone = 0, 0.0, 0.0
-for w in workers:  # scripts loaded before counting
+for w in workers:  # connected before counting
     w.check("http://warm.up/", "", add=False)
 if valgrind:
     subprocess.run(["callgrind_control", "-z", valgrind], check=True, capture_output=True)
@@ -129,14 +129,14 @@ if valgrind:
     subprocess.run(["callgrind_control", "-d", valgrind], check=True, capture_output=True)
 def delta(name, field):
     return stats1.get(name, {}).get(field, 0) - stats0.get(name, {}).get(field, 0)
-inner = sum(delta(k, "calls") for k in stats1 if k not in ("cmdstat_evalsha", "cmdstat_info"))
+inner = sum(delta(k, "calls") for k in stats1 if k not in ("cmdstat_exec", "cmdstat_info"))
 cpu = sum(cpu1[k] - cpu0[k] for k in ("used_cpu_user_main_thread", "used_cpu_sys_main_thread"))
 mem = workers[0].memory()
 print(json.dumps({
     "pages": len(pages), "differ": differ, "originals": workers[0].originals,
     "shared_ms": shared / len(pages) * 1e3, "alone_ms": alone / len(pages) * 1e3,
-    "script_us": delta("cmdstat_evalsha", "usec") / len(pages),
-    "calls": delta("cmdstat_evalsha", "calls") / len(pages),
+    "script_us": delta("cmdstat_exec", "usec") / len(pages),
+    "calls": delta("cmdstat_exec", "calls") / len(pages),
     "commands": inner / len(pages), "cpu_us": cpu / len(pages) * 1e6, "memory": mem,
 }))
 """
@@ -219,9 +219,10 @@ def _redis_cost(
         best = min(rows, key=lambda r: r["script_us"])
         total = sum(best["memory"].values())
         spread = ", ".join(f"{r['script_us']:.0f}" for r in rows)
-        print(f"   Redis per real page, {name}: scripts {best['script_us']:.0f} us of server time "
-              f"(runs: {spread}; {best['calls']:.2f} calls, {best['commands']:.1f} commands in "
-              f"them), main-thread CPU {best['cpu_us']:.0f} us, {total / best['pages']:,.0f} B; "
+        print(f"   Redis per real page, {name}: commits (EXEC) {best['script_us']:.0f} us of "
+              f"server time (runs: {spread}; {best['calls']:.2f} EXEC, {best['commands']:.1f} "
+              f"other commands), main-thread CPU {best['cpu_us']:.0f} us, "
+              f"{total / best['pages']:,.0f} B; "
               f"{best['differ']} decisions differ from in-process; "
               f"{best['shared_ms']:.2f} ms per page shared, {best['alone_ms']:.2f} in-process")
         if counted[name] is not None:
@@ -343,14 +344,14 @@ def bench_neardup(
     for clients in (1, 2):
         key = fresh_key()
         RedisNearDuplicateDetector(server.client(), key, capacity=count)
-        info0 = server.client().info("commandstats").get("cmdstat_evalsha", {})
+        info0 = server.client().info("commandstats").get("cmdstat_exec", {})
         with Manager() as manager, ProcessPoolExecutor(clients) as pool:
             barrier = manager.Barrier(clients)
             runs = list(pool.map(_client_run, [server.port] * clients, [key] * clients,
                                  [clients] * clients, range(clients), [count] * clients,
                                  [barrier] * clients))
         took = max(r[0] for r in runs)
-        info1 = server.client().info("commandstats").get("cmdstat_evalsha", {})
+        info1 = server.client().info("commandstats").get("cmdstat_exec", {})
         calls = info1.get("calls", 0) - info0.get("calls", 0)
         usec = info1.get("usec", 0) - info0.get("usec", 0)
         det = RedisNearDuplicateDetector(server.client(), key, capacity=count)
@@ -360,7 +361,7 @@ def bench_neardup(
               f"{count / took:7,.0f} pages/s check-and-insert; each client waited for Redis "
               f"{waited / (count / clients) * 1e6:.0f} us per page "
               f"({count / clients / waited:,.0f} pages/s if features were free); "
-              f"{calls / count:.2f} script calls per page, {usec / max(1, calls):.0f} us of "
+              f"{calls / count:.2f} commits (EXEC) per page, {usec / max(1, calls):.0f} us of "
               f"server time each; {sum(r[2] for r in runs)} commits retried; "
               f"{mem / count:.0f} B/document ({det.originals} originals)")
 

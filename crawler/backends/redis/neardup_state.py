@@ -156,7 +156,8 @@ class NeardupState:
         if own and action != "unchanged":  # a URL stored before: its record now
             watch.append(("HGET", keys.records(own // SLOTS), own))
         try:
-            with wire.one_connection(node) as run:
+            with wire.one_connection(node) as conn:
+                run = conn.run
                 for _ in range(WATCH_TRIES):
                     got = run(watch)
                     _raise_error(self.client, got)

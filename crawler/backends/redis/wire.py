@@ -193,10 +193,10 @@ def _replies(conn: Any, count: int) -> list[Any]:
 class one_connection:  # (named as a function: ``with one_connection(client) as conn``)
     """Several round trips on one connection of ``client``'s pool (a ``WATCH`` and its reads,
     then the transaction they decide, which must go on the connection that watched): the
-    block gets this object, to send requests with (:meth:`run_packed`). The lean path's
-    connection when it can, else one of the pool read through redis-py's parser. Whatever
-    escapes the block disconnects the connection (what it watched is dropped with it): no
-    retry here. (A class, not a generator: it runs for every fenced call.)"""
+    block gets this object, to send requests with (:meth:`run`, :meth:`run_packed`). The lean
+    path's connection when it can, else one of the pool read through redis-py's parser.
+    Whatever escapes the block disconnects the connection (what it watched is dropped with
+    it): no retry here. (A class, not a generator: it runs for every fenced call.)"""
 
     def __init__(self, client: Any) -> None:
         taken = _lean_connection(client)
@@ -218,6 +218,10 @@ class one_connection:  # (named as a function: ``with one_connection(client) as 
             _keep(self.pool, self.conn)
         else:
             self.pool.release(self.conn)
+
+    def run(self, commands: Sequence[Command]) -> list[Any]:
+        """The replies to ``commands``, as :func:`execute` gives them."""
+        return self.run_packed(b"".join([pack_command(tuple(c)) for c in commands]), len(commands))
 
     def run_packed(self, request: bytes, count: int) -> list[Any]:
         """The replies to ``request`` (RESP: ``count`` commands, as ``hiredis.pack_command``
