@@ -4,8 +4,11 @@ what they serve (a frontier, a pipeline that consumes verdicts)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Any
 
+import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
@@ -84,6 +87,30 @@ def test_one_call_gives_the_page_its_fields_verdict_and_link_forms() -> None:
     assert error.verdict is None and error.follow == [] and error.outlinks == []
     assert error.noindex and error.nofollow and error.forms is None
     assert len(judge.detector) == 2
+
+
+def test_a_failing_near_duplicate_check_costs_the_page_its_verdict_not_its_links(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A detector that raises (a bug; Redis away is the detector's own to ride out): the page
+    keeps its links, text and link forms, the error is logged once with its URL, and counted."""
+
+    class Broken(NearDuplicateDetector):
+        def check(self, *args: object, **kwargs: object) -> Any:
+            raise TypeError("a bug in the detector")
+
+    analysis = ContentAnalysis(
+        UrlJoiner, main_text=True, links=LinkPreparer(UrlPolicy(any_host=True)),
+        judge=NearDuplicateJudge(Broken(), host_min_pages=1, link_demotion=3),
+    )
+    with caplog.at_level(logging.ERROR):
+        out = analysis.analyze(page('<a href="/a">A</a>'), "utf-8", "http://h.test/p",
+                               Directives())
+    assert out.follow == ["http://h.test/a"] and out.forms and out.main_text
+    assert out.verdict is None and out.stats["neardup/errors"] == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "Near-duplicate check of http://h.test/p failed; its links are kept"]
+    assert caplog.records[0].exc_info is not None
 
 
 def test_limits_are_reported_for_the_reactor_to_log() -> None:

@@ -29,6 +29,7 @@ together the parser, the robots directives, the frontier's URL rules and the sit
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from crawler.sites.fields import FieldSpec, extract_fields
 __all__ = ["ContentAnalysis", "LinkPreparer", "PageAnalysis", "main_text_wanted"]
 
 _T = TypeVar("_T")
+logger = logging.getLogger(__name__)
 
 # Raw links (as written in pages) remembered so a repeated link (menus, footers) skips
 # normalization: ~100 MB at most, forgotten all at once past it.
@@ -275,13 +277,7 @@ class ContentAnalysis:
         out.fingerprint = clipped.fingerprint
         out.canonical_href = page.canonical_href
         if self.judge is not None and 200 <= status < 300:
-            # Before the page's links are queued (its pipelines run only after that), so a
-            # duplicate's links are demoted.
-            out.verdict = self.judge.judge(
-                url, page.main_text, title=page.title or None, noindex=out.noindex
-            )
-            if out.verdict.demote:
-                out.stats["neardup/links_demoted_pages"] += 1
+            self._judge(out, url, page.main_text, page.title)
         return out
 
     def analyze_document(
@@ -333,12 +329,23 @@ class ContentAnalysis:
             out.forms = self.links.prepare(out.follow)
         out.fingerprint = text_fingerprint(f"{doc.title} {doc.text}")
         if self.judge is not None and 200 <= status < 300 and doc.text:
-            out.verdict = self.judge.judge(
-                url, doc.text, title=doc.title or None, noindex=out.noindex
-            )
-            if out.verdict.demote:
-                out.stats["neardup/links_demoted_pages"] += 1
+            self._judge(out, url, doc.text, doc.title)
         return out
+
+    def _judge(self, out: PageAnalysis, url: str, text: str, title: str | None) -> None:
+        """The near-duplicate verdict on the page, before its links are queued (its
+        pipelines run only after that), so a duplicate's links are demoted. A judge that
+        fails (a bug: Redis away is the detector's to ride out) costs the page its verdict,
+        never its links: one ERROR line with the traceback, and ``neardup/errors``."""
+        assert self.judge is not None
+        try:
+            out.verdict = self.judge.judge(url, text, title=title or None, noindex=out.noindex)
+        except Exception:
+            logger.exception("Near-duplicate check of %s failed; its links are kept", url)
+            out.stats["neardup/errors"] += 1
+            return
+        if out.verdict.demote:
+            out.stats["neardup/links_demoted_pages"] += 1
 
     def _links(
         self,
