@@ -43,8 +43,8 @@ from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Mailboxes, Outbox
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
-from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites, prime_seen
-from crawler.backends.redis.seenset import count_across
+from crawler.backends.redis.queue_store import RedisQueueStore, prime_seen
+from crawler.backends.redis.seenset import SeenSet, count_across
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
@@ -102,7 +102,7 @@ class PartitionedFrontier(Frontier):
         worker: str,
         *,
         build: Callable[[RedisQueueStore], MercatorFrontier],
-        seen: Callable[[PartitionKeys], SeenWrites],
+        seen: Callable[[PartitionKeys], SeenSet],
         front_queues: int,
         lease_ttl: float,
         partition_ttl: float,

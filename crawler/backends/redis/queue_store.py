@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
 
 import msgpack
 
@@ -53,7 +53,7 @@ from crawler.backends.redis.entries import (
 )
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.backends.redis.seenset import contains_across
+from crawler.backends.redis.seenset import SeenSet, contains_across
 from crawler.frontier.api import Clock, Entry
 from crawler.frontier.store import QueueStore, SavedHost
 
@@ -63,40 +63,6 @@ BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its
 # memory of them: two generations of at most this many (~70 B each in Python) per partition
 SEEN_MEMORY = 8_192
 COUNT_EVERY = 1.0  # seconds between writes of the seen count (its INCRBY) at the least
-
-
-class SeenWrites(Protocol):
-    """The partition's seen-set as its owner uses it: tests without writing, and writes
-    queued on the owner's fenced writer (so a key is seen exactly when the queue writes of
-    the same flush land)."""
-
-    def contains_many(self, keys: Sequence[int]) -> list[bool]: ...
-
-    def contains_commands(
-        self, keys: Sequence[int]
-    ) -> tuple[list[tuple[Any, ...]], Callable[[Iterator[Any]], list[bool]]]: ...
-
-    def contains_request(
-        self, keys: Sequence[int]
-    ) -> tuple[str | bytes, int, Callable[[Iterator[Any]], list[bool]]]: ...
-
-    def queue_adds(self, writer: FencedWriter, keys: Sequence[int]) -> None: ...
-
-    def queue_owed(self, writer: FencedWriter) -> bool: ...
-
-    def count(self) -> int: ...
-
-
-def pack(hid: int, entry: Entry, *, first: bool = False, queue: int = -1) -> bytes:
-    """``entry`` of host number ``hid`` as a list or ``o`` keeps it
-    (:func:`crawler.backends.redis.entries.pack_entry`); ``queue``: the front queue it goes
-    to (its priority is not stored), -1 elsewhere."""
-    return pack_entry(entry, hid, queue=queue, first=first)
-
-
-def unpack(blob: bytes, host_of: dict[int, str], queue: int = 0) -> Entry:
-    """The entry :func:`pack` stored; ``queue``: the front queue it was read from."""
-    return unpack_entry(blob, host_of, queue)
 
 
 def prime_seen(client: Any, batches: dict[RedisQueueStore, Sequence[int]]) -> None:
@@ -127,7 +93,7 @@ class RedisQueueStore(QueueStore):
         client: Any,
         keys: PartitionKeys,
         writer: FencedWriter,
-        seen: SeenWrites,
+        seen: SeenSet,
         front_queues: int,
         clock: Clock,
     ) -> None:
@@ -197,7 +163,7 @@ class RedisQueueStore(QueueStore):
         first = {i for i in ids if is_first(out[i])}  # stay out, as first requests again
         for i in ids:
             if i in first:
-                entry = unpack(out[i], self._host_of)
+                entry = unpack_entry(out[i], self._host_of)
                 entry.id = int(i)
                 self._firsts.append(entry)
         self._next_id = max((int(i) for i in ids), default=0) + 1
@@ -228,7 +194,7 @@ class RedisQueueStore(QueueStore):
         hid = self._hid.get(entry.host) or self._number(entry.host)
         entry.id = self._next_id
         self._next_id += 1
-        self._out_set[entry.id] = pack(hid, entry, first=True)
+        self._out_set[entry.id] = pack_entry(entry, hid, first=True)
 
     def load_firsts(self) -> list[Entry]:
         return self._firsts
@@ -280,7 +246,7 @@ class RedisQueueStore(QueueStore):
         self.front_sizes[priority] -= 1
         entry = head.popleft()
         if type(entry) is bytes:
-            return unpack(entry, self._host_of, priority)
+            return unpack_entry(entry, self._host_of, priority)
         entry.id = 0
         return entry
 
@@ -294,7 +260,7 @@ class RedisQueueStore(QueueStore):
             self._take_out(entry)
             queue.append(entry)
             return
-        self._pushes.setdefault(self.keys.back(host), []).append(pack(self._hid[host], entry))
+        self._pushes.setdefault(self.keys.back(host), []).append(pack_entry(entry, self._hid[host]))
         if not self._overflow.get(host):
             self._back_hosts[host] = True
         self._overflow[host] = self._overflow.get(host, 0) + 1
@@ -303,7 +269,7 @@ class RedisQueueStore(QueueStore):
         """The entry leaves the lists for memory: it is kept in ``o`` under a new id."""
         entry.id = self._next_id
         self._next_id += 1
-        self._out_set[entry.id] = pack(self._hid[entry.host], entry)
+        self._out_set[entry.id] = pack_entry(entry, self._hid[entry.host])
 
     def back_pop(self, host: str) -> Entry:
         queue = self._back[host]
@@ -320,7 +286,7 @@ class RedisQueueStore(QueueStore):
         blobs = self.client.lrange(key, 0, limit - 1)
         queue = self._back.setdefault(host, deque())
         for blob in blobs:
-            entry = unpack(blob, self._host_of)
+            entry = unpack_entry(blob, self._host_of)
             self._take_out(entry)
             queue.append(entry)
         self._pops[key] = self._pops.get(key, 0) + len(blobs)
@@ -503,9 +469,9 @@ class RedisQueueStore(QueueStore):
         k = self.keys
         for q in range(len(self.front_sizes)):
             for blob in self.client.lrange(k.front(q), 0, -1):
-                yield unpack(blob, self._host_of, q)
+                yield unpack_entry(blob, self._host_of, q)
         for queue in self._back.values():
             yield from queue
         for host in self._overflow:
             for blob in self.client.lrange(k.back(host), 0, -1):
-                yield unpack(blob, self._host_of)
+                yield unpack_entry(blob, self._host_of)
