@@ -26,6 +26,7 @@ from hiredis import pack_command
 from redis.exceptions import AskError, ExecAbortError, TryAgainError
 
 from crawler.backends.redis import wire
+from crawler.backends.redis.keys import PartitionKeys
 
 # Writes per fenced call: one call never holds Redis for long.
 MAX_WRITES = 2048
@@ -89,9 +90,8 @@ class FencedWriter:
     def __init__(
         self,
         client: redis.Redis | Any,
-        lease_key: str,
+        keys: PartitionKeys,
         lease_value: str,
-        epoch_key: str,
         ttl: float,
         *,
         numbered: bool = True,
@@ -103,21 +103,20 @@ class FencedWriter:
         self.replicas = replicas
         self.unreplicated = 0  # calls that went on without their replicas' word
         self._replicas_seen = (float("-inf"), 0)  # (when counted, the master's replicas)
-        self.lease_key = lease_key
+        self.lease_key = keys.lease
         self.lease_value = lease_value
         # the lease may be taken back after a lapse only while the epoch is still this one
-        self.epoch_key = epoch_key
+        self.epoch_key = keys.epoch
         self.epoch = lease_value.rpartition("/")[2]
         self._value, self._epoch = lease_value.encode(), self.epoch.encode()  # (as read)
         self.ttl_ms = max(1, int(ttl * 1000))
-        # numbered calls: one sent again after a lost connection is applied once (the
-        # owner's writes); a writer that only renews the lease needs no numbers
-        self.seq_key = lease_key.rpartition(":")[0] + ":seq"
         # its keys as every fenced call names them, packed once (hiredis's pack_command costs
         # ~1k instructions an argument, ~2k a command): WATCH's, MGET's, and SET's of the number
-        self._watch = _bulk(lease_key) + _bulk(self.seq_key)
-        self._read = self._watch + _bulk(epoch_key)
-        self._set_seq = b"*3\r\n$3\r\nSET\r\n" + _bulk(self.seq_key)
+        # of calls applied (numbered calls: one sent again after a lost connection is applied
+        # once; a writer that only renews the lease needs no numbers)
+        self._watch = _bulk(keys.lease) + _bulk(keys.seq)
+        self._read = self._watch + _bulk(keys.epoch)
+        self._set_seq = b"*3\r\n$3\r\nSET\r\n" + _bulk(keys.seq)
         self._seq: int | None = None if numbered else -1
         self._writes: list[Write] = []
         self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
@@ -134,14 +133,12 @@ class FencedWriter:
             raise ValueError(f"{command} with {len(args)} arguments: split it")
         self._writes.append((command, key, args))
 
-    def flush(self) -> int:
-        """Apply the queued writes and return how many were applied (not their replies: no
-        owner reads them); raise :class:`PartitionLost` (and drop them) if the lease is not
-        ours."""
-        lost, applied = _flush(self.client, [self])
-        if lost[0] is not None:
-            raise lost[0]
-        return applied
+    def flush(self) -> None:
+        """Apply the queued writes; raise :class:`PartitionLost` (and drop them) if the lease
+        is not ours."""
+        lost = flush_together(self.client, [self])[0]
+        if lost is not None:
+            raise lost
 
     def discard(self) -> None:
         """Forget the queued writes (the partition was lost, or is read again). A call sent
@@ -165,15 +162,12 @@ class FencedWriter:
         self._seq = None  # the next owner's calls count on from what Redis kept
         return PartitionRewound(self.lease_key)
 
-    def _settle(self, reply: str, j: int, number: int | str) -> int:
-        """Drop the writes of the call partition ``j`` of ``reply`` (:func:`transact`'s flags
-        of the partitions skipped, or "") answered; how many were applied (0: skipped, it was
-        applied before)."""
+    def _settle(self, number: int | str) -> None:
+        """Drop the writes of the call just answered (applied now, or before: skipped)."""
         if number:
             self._seq = int(number)
-        size, self._sent = self._sent, 0
-        del self._writes[:size]
-        return 0 if reply[j : j + 1] == "1" else size
+        del self._writes[: self._sent]
+        self._sent = 0
 
     def _replicated(self, acked: Any, wanted: int) -> None:
         """Count a call its replicas did not all have within ``REPLICA_WAIT_MS`` (``acked``:
@@ -213,7 +207,7 @@ def reread_slots(client: Any) -> None:
         client.nodes_manager.initialize()
 
 
-def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str]]:
+def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
     """One fenced call of the writers of ``call`` (their partitions on one server; on a
     cluster one writer, its slot's master asked directly): each writer's call of unknown
     outcome again, or its next writes. Two round trips on one connection: ``WATCH`` each
@@ -224,7 +218,7 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
     renewal from another connection): the call is then made again. A call whose number was
     applied already (sent again after a lost reply) has its writes skipped.
 
-    Returns one flag per writer ("1": skipped) and their numbers; raises ``FENCED j..`` (a
+    Returns the writers' numbers ("": not numbered); raises ``FENCED j..`` (a
     lease lost) or ``REWOUND j..`` (a number missing: a failover lost acknowledged writes), a
     :class:`redis.ResponseError` naming the writers refused (1-based): then nothing was
     written. Writers that wait for replicas send ``WAIT`` after the ``EXEC``."""
@@ -249,7 +243,7 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                 if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
                     _raise_error(client, replies)
                 got, numbers, packed = replies[1], [], [_MULTI]
-                fenced, rewound, flags = "", "", ""
+                fenced, rewound = "", ""
                 for j, w in enumerate(call):
                     owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
                     if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
@@ -263,7 +257,6 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                     skip = number != "" and applied != w._seq
                     if skip and applied < w._seq + 1:
                         rewound += f" {j + 1}"
-                    flags += "1" if skip else "0"
                     if number != "" and not skip:
                         digits = b"%d" % number
                         packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
@@ -286,7 +279,7 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                         _raise_error(client, replies)
                     if wanted:
                         call[0]._replicated(replies[-1], wanted)
-                    return ("" if "1" not in flags else flags), numbers
+                    return numbers
             else:
                 raise redis.WatchError(f"{call[0].lease_key} changed {WATCH_TRIES} times")
     except (redis.ConnectionError, redis.TimeoutError):
@@ -348,13 +341,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     cluster, where each partition has its own slot, each writer's next call goes to its
     slot's master, fenced on its own (one refused leaves the others applied). Writers that
     wait for replicas (``WAIT`` after each call) send their calls one by one."""
-    return _flush(client, writers)[0]
-
-
-def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost | None], int]:
-    """:func:`flush_together`, and how many writes were applied."""
     lost: list[PartitionLost | None] = [None] * len(writers)
-    applied = 0
     cluster = hasattr(client, "get_node_from_key")
     waiting = [w for w in writers if w._writes]
     while waiting:
@@ -371,7 +358,7 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
         refused = False
         for call in calls:
             try:
-                flags, numbers = transact(client, call)
+                numbers = transact(client, call)
             except redis.ResponseError as exc:
                 if not str(exc).startswith(("FENCED", "REWOUND")):
                     error = error or exc
@@ -384,10 +371,10 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
                 error = error or exc
                 continue
             for j, w in enumerate(call):  # (no zip: its strict= costs more than a write)
-                applied += w._settle(flags, j, numbers[j])
+                w._settle(numbers[j])
         if error is not None:
             raise error
         if refused:
             break
         waiting = [w for w in waiting if w._writes]
-    return lost, applied
+    return lost
