@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import redis
-from hiredis import pack_command
 from redis._parsers import _HiredisParser
 from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.exceptions import ConnectionError, ResponseError
@@ -46,8 +45,6 @@ try:
     from hiredis import PushNotification
 except ImportError:  # hiredis < 3.2: no push messages apart
     PushNotification = None
-
-Command = Sequence[Any]  # the command's name and arguments: str, bytes, int or float
 
 # the pool's checkout without its deprecated-arguments wrapper (which inspects every call's
 # arguments), for redis-py's own ConnectionPool class only
@@ -114,27 +111,16 @@ def _keep(pool: Any, conn: Any) -> None:
     pool.release(conn)
 
 
-def execute(
-    client: Any, commands: Sequence[Command], fallback: Callable[[], list[Any]]
-) -> list[Any]:
-    """The replies to ``commands``, sent in one round trip, in order, as hiredis reads them
-    (without redis-py's response callbacks: callers read only what both paths give alike);
-    a command the server refused is its :class:`redis.ResponseError` in the list (as
-    redis-py's ``pipeline.execute(raise_on_error=False)`` gives it). ``fallback`` runs the
-    same batch through redis-py (see the module) when this path cannot."""
-    try:
-        request = b"".join([pack_command(tuple(c)) for c in commands])
-    except TypeError:  # an argument hiredis does not pack: redis-py's error, from its path
-        return fallback()
-    return execute_packed(client, request, len(commands), fallback)
-
-
 def execute_packed(
     client: Any, request: bytes, count: int, fallback: Callable[[], list[Any]]
 ) -> list[Any]:
-    """:func:`execute` of a request its caller packed itself (RESP: ``count`` commands, as
-    ``pack_command`` would pack them), for a batch of many small commands whose packing the
-    caller does for less (the seen-test: ``crawler.backends.redis.seenset``)."""
+    """The replies to ``request`` (RESP: ``count`` commands, as ``hiredis.pack_command``
+    packs them; the caller packs it, for less: the seen-test, ``crawler.backends.redis.seenset``),
+    sent in one round trip, in order, as hiredis reads them (without redis-py's response
+    callbacks: callers read only what both paths give alike); a command the server refused is
+    its :class:`redis.ResponseError` in the list (as ``pipeline.execute(raise_on_error=False)``
+    gives it). ``fallback`` runs the same batch through redis-py (see the module) when this
+    path cannot."""
     taken = _lean_connection(client)
     if taken is None:
         return fallback()
@@ -220,9 +206,8 @@ class one_connection:  # (named as a function: ``with one_connection(client) as 
             self.pool.release(self.conn)
 
     def run_packed(self, request: bytes, count: int) -> list[Any]:
-        """The replies to ``request`` (RESP: ``count`` commands, as ``hiredis.pack_command``
-        packs them), as :func:`execute` gives them; packed by the caller, as for
-        :func:`execute_packed` (the fenced call packs each writer's keys once)."""
+        """The replies to ``request`` (``count`` commands), as :func:`execute_packed` gives
+        them (the fenced call packs each writer's keys once)."""
         conn = self.conn
         conn.send_packed_command([request])
         if self.lean:
