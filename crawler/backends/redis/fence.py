@@ -1,18 +1,15 @@
 """The one write path of a partition's owner: its writes land only while it owns the partition.
 
-A worker owns a partition of the crawl's hosts through a lease key (``{<tag>}:lease``, see
-:mod:`crawler.backends.redis.ownership`) whose value names the worker and the epoch of its
-ownership. The owner's writes are buffered here and sent as fenced calls (:func:`transact`):
-the lease and the count of calls applied are watched (``WATCH``) and read with the epoch, and
-the writes go in one ``MULTI``/``EXEC`` that Redis applies only if neither changed since, so
-the check and the writes are one step. A worker that stalled past its lease and lost the
-partition gets :class:`PartitionLost` and changes nothing (fencing). A lease that lapsed
-while no other worker claimed the partition (Redis away longer than the TTL) is taken back in
-that same step, so an outage costs no handover. Each call is numbered: one sent again after
-its reply was lost with the connection is not applied twice. Every command names its keys,
-so it runs on proxies and managed clusters that enforce them, and no script runs: a script
-call cost Redis ~200k instructions, its commands in a transaction (with the watch) ~85k.
-"""
+The owner's writes are buffered here and sent as fenced calls (:func:`transact`; the design:
+docs/decisions/0002-partition-owned-frontier.md): the lease (``{<tag>}:lease``, naming the
+worker and the epoch of its ownership, :mod:`crawler.backends.redis.ownership`) and the count
+of calls applied are watched and read with the epoch, and the writes go in one
+``MULTI``/``EXEC`` that Redis applies only if neither changed since: the check and the writes
+are one step. A worker that lost the partition gets :class:`PartitionLost` and changes
+nothing; a lease that lapsed while nobody claimed it is taken back in that same step; a call
+sent again after its reply was lost is not applied twice (its number). Every command names
+its keys (proxies, managed clusters), and no script runs (a script call cost Redis ~200k
+instructions, its commands in a transaction ~85k)."""
 
 from __future__ import annotations
 

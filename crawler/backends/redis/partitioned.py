@@ -1,18 +1,11 @@
 """A worker's frontier in a crawl shared through Redis: the partitions of hosts it owns.
 
-The crawl's hosts are split into P partitions by registered domain (the host splitter,
-:class:`~crawler.backends.redis.shards.ShardMap`). Each live worker owns its fair share of
-them (:mod:`crawler.backends.redis.ownership`: leases renewed at every beat, fenced writes)
-and runs, for each, the one Mercator algorithm of the house
-(:class:`~crawler.frontier.mercator.MercatorFrontier`) over a store whose durable copy is in
-Redis under the partition's hash tag (:class:`~crawler.backends.redis.queue_store.RedisQueueStore`).
-Politeness per host is exact by construction: a host has one owner at a time, and its next
-fetch time goes with it to the next owner.
-
-A link to a host of a partition this worker does not own goes to that partition's inbox
-(:mod:`crawler.backends.redis.mail`), one letter per page and partition; the owner queues the
-letters it receives (its seen-test makes a redelivered one queue nothing twice) and
-acknowledges them in the same fenced call as the queue writes they caused.
+The design (docs/decisions/0002-partition-owned-frontier.md): the hosts are split into
+partitions (:class:`~crawler.backends.redis.shards.ShardMap`); a worker owns its share
+(:mod:`.ownership`) and runs the one Mercator algorithm per partition over a
+:class:`~crawler.backends.redis.queue_store.RedisQueueStore`; a link to a host of a partition
+it does not own goes to that partition's inbox (:mod:`.mail`), and the letters it receives are
+acknowledged in the same fenced call as the queue writes they caused.
 
 Lease tokens are ``<partition>.<generation>.<token>``: a completion finds its partition
 without asking, and one of a partition since dropped and taken up again does nothing.
@@ -44,7 +37,7 @@ from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Mailboxes, Outbox
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
 from crawler.backends.redis.queue_store import RedisQueueStore, prime_seen
-from crawler.backends.redis.seenset import SeenSet, count_across
+from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, count_across
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
@@ -90,9 +83,10 @@ class Partition:
 
 class PartitionedFrontier(Frontier):
     """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
-    claimed over its store; ``seen(keys)`` its seen-set; ``replicas``: how many replicas each
-    write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``); ``back_queues``: the
-    worker's B, shared over its partitions; ``keep_alive``: a thread renews the leases too."""
+    claimed over its store; ``seen``: the seen-sets' configuration; ``replicas``: how many
+    replicas each write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``);
+    ``back_queues``: the worker's B, shared over its partitions; ``keep_alive``: a thread
+    renews the leases too."""
 
     def __init__(
         self,
@@ -102,7 +96,7 @@ class PartitionedFrontier(Frontier):
         worker: str,
         *,
         build: Callable[[RedisQueueStore], MercatorFrontier],
-        seen: Callable[[PartitionKeys], SeenSet],
+        seen: SeenSetConfig,
         front_queues: int,
         lease_ttl: float,
         partition_ttl: float,
@@ -130,7 +124,7 @@ class PartitionedFrontier(Frontier):
         self.mail = Mailboxes(client, self.keys, worker)
         self.parts: dict[int, Partition] = {}
         self._outbox = Outbox()
-        self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
+        self._seen_sets: dict[int, SeenSet] = {}  # partitions not owned: mark_seen and counts
         # what was added to each owned partition since its last write (entries, force,
         # first): mailed to its next owner if the write finds the partition lost (a page's
         # links are never dropped)
@@ -197,10 +191,6 @@ class PartitionedFrontier(Frontier):
             for index, part in self.parts.items()
         })
 
-    def fleet_has_work(self) -> bool:
-        """Whether another worker's partition holds work (:class:`FleetView`)."""
-        return self.fleet.busy(self.parts)
-
     def _maybe_beat(self) -> None:
         if time.monotonic() - self._last_beat >= BEAT or self._beat_waiting or self.controls.heard:
             self.beat()
@@ -233,7 +223,8 @@ class PartitionedFrontier(Frontier):
         keys = ownership.keys
         ownership.writer.discard()  # an earlier try, cut short: its writes are made again
         store = RedisQueueStore(
-            self.client, keys, ownership.writer, self._seen(keys), self._front_queues, self.clock
+            self.client, keys, ownership.writer, SeenSet(self.client, keys, self._seen),
+            self._front_queues, self.clock,
         )
         try:
             moved = store.recover()
@@ -295,7 +286,7 @@ class PartitionedFrontier(Frontier):
 
     def read_mail(self) -> int:
         """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`)."""
-        return self.mail.deliver(self.parts, self.worker, self._guarded)
+        return self.mail.deliver(self.parts, self.worker, self._drop)
 
     # -- adding ----------------------------------------------------------------------------------
 
@@ -416,9 +407,9 @@ class PartitionedFrontier(Frontier):
         self._flush()
         return new
 
-    def _other_seen(self, index: int) -> Any:
+    def _other_seen(self, index: int) -> SeenSet:
         if index not in self._seen_sets:
-            self._seen_sets[index] = self._seen(self.keys(index))
+            self._seen_sets[index] = SeenSet(self.client, self.keys(index), self._seen)
         return self._seen_sets[index]
 
     # -- handing out ---------------------------------------------------------------------------
@@ -472,21 +463,16 @@ class PartitionedFrontier(Frontier):
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
     ) -> float | None:  # fmt: skip
-        rest = self._settle(Settlement("complete", token, duration, outcome, size))
-        self._flush()
-        return rest
+        return self.settle_many([Settlement("complete", token, duration, outcome, size)])[0]
 
     def ack(self, token: str) -> None:
-        self._settle(Settlement("ack", token))
-        self._flush()
+        self.settle_many([Settlement("ack", token)])
 
     def finish(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
     ) -> float | None:  # fmt: skip
-        rest = self._settle(Settlement("finish", token, duration, outcome, size))
-        self._flush()
-        return rest
+        return self.settle_many([Settlement("finish", token, duration, outcome, size)])[0]
 
     def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
         rests = [self._settle(s) for s in settlements]
@@ -553,7 +539,7 @@ class PartitionedFrontier(Frontier):
     def has_work(self, horizon: float) -> bool:
         due = self.due_in()  # (the fleet is asked last: it reads Redis)
         soon = due is not None and due <= horizon
-        return bool(self.in_flight() or soon or self.fleet_has_work())
+        return bool(self.in_flight() or soon or self.fleet.busy(self.parts))
 
     def in_flight(self) -> int:
         return sum(p.frontier.in_flight() for p in self.parts.values())
