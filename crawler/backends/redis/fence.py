@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -129,6 +130,13 @@ class FencedWriter:
         if len(args) > MAX_ARGUMENTS:
             raise ValueError(f"{command} with {len(args)} arguments: split it")
         self._writes.append((command, key, args))
+
+    def write_many(self, command: str, key: str, values: Sequence[Any]) -> None:
+        """Queue ``command key *values``, as several writes in order past ``MAX_ARGUMENTS``
+        values: for a command whose values apply one by one (``RPUSH``, ``LPUSH``, ``HDEL``,
+        ``HSET``'s pairs: the limit is even)."""
+        for i in range(0, len(values), MAX_ARGUMENTS):
+            self._writes.append((command, key, tuple(values[i : i + MAX_ARGUMENTS])))
 
     def flush(self) -> None:
         """Apply the queued writes; raise :class:`PartitionLost` (and drop them) if the lease

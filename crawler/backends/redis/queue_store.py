@@ -5,35 +5,28 @@ store keeps in memory what it needs to decide without asking Redis (the heads of
 queues, the head of each back queue, every list's length, the hosts' numbers) and writes the
 durable copy behind it: every change since the last :meth:`RedisQueueStore.flush` goes in one
 fenced atomic call (:class:`~crawler.backends.redis.fence.FencedWriter`), so Redis holds the
-state as of some flush, never half of one. A worker that dies loses only what it had not
-flushed; the owner flushes after every call (never in the middle of one: a batch of
-acknowledgements is one write), and the URL of a page is forgotten (its ``HDEL``) in the same
-call as the links the page brought, or in a later one.
+state as of some flush, never half of one. The owner flushes after every call (never in the
+middle of one: a batch of acknowledgements is one write), and the URL of a page is forgotten
+(its ``HDEL``) in the same call as the links the page brought, or in a later one.
 
 The seen-test asks Redis only about keys the store does not know: those it added since the
 last flush, and those it knows are seen (it added them, or Redis said so: a seen-set only
 grows), up to ``2 x SEEN_MEMORY`` per partition. The owner of several partitions asks about a
 call's links in one round trip (:func:`prime_seen`).
 
-Where a URL is (keys: :class:`~crawler.backends.redis.keys.PartitionKeys`):
+Where a URL is (the keys: docs/reference/redis-keys.md): in a front queue's LIST until the
+refill routes it; then in its host's back queue, the first ``BACK_BUFFER`` in memory (each also
+in the HASH ``o`` under an id of this ownership), the rest in the host's LIST ``b:<host>``;
+leased or handed back, still in ``o`` until acknowledged (``forget``). A new owner
+(:meth:`RedisQueueStore.recover`) puts everything of ``o`` and of the ``b:`` lists back at the
+head of its front queue, in the order it was routed: the frontier routes it again. The hosts'
+state carries their next fetch time on Redis's clock, so politeness holds across owners.
 
-* in front queue ``k``: LIST ``f:<k>``, until the refill routes it;
-* in its host's back queue: the first ``BACK_BUFFER`` in memory, each also in the HASH ``o``
-  under an id of this ownership; the rest in the host's LIST ``b:<host>``;
-* leased, or handed back after a lease: still in ``o``, until acknowledged (``forget``).
-
-A new owner (:meth:`RedisQueueStore.recover`) puts everything of ``o`` and of the ``b:`` lists
-back at the head of its front queue, in the order it was routed, and empties them: the
-frontier then routes it again. The hosts' state (HASH ``h``) carries their next fetch time on
-Redis's clock, their Crawl-delay, failures and give-ups, so politeness holds across owners.
-
-A queued URL is :func:`crawler.backends.redis.entries.pack_entry`'s bytes, under its host's
-number (its field in ``h``); in a front queue without its priority (the queue's), elsewhere
-with it, as a recovery moves it to a front queue unchanged. Writes are merged per flush: one
-``RPUSH`` and one ``LPOP`` per list (pushes go to the tail and pops take the head, so all
-pushes then all pops leave the list as the calls did in order), one ``HSET``/``HDEL`` on
-``o``.
-"""
+A queued URL is :func:`crawler.backends.redis.entries.pack_entry`'s bytes under its host's
+number; in a front queue without its priority (the queue's), elsewhere with it, as a recovery
+moves it to a front queue unchanged. Writes are merged per flush: one ``RPUSH`` and one
+``LPOP`` per list (pushes go to the tail and pops take the head, so all pushes then all pops
+leave the list as the calls did in order), one ``HSET``/``HDEL`` on ``o``."""
 
 from __future__ import annotations
 
@@ -174,12 +167,9 @@ class RedisQueueStore(QueueStore):
             moved[min(max(stored_priority(blob), 0), count - 1)].append(blob)
         for q, queued in enumerate(moved):
             self.front_sizes[q] = sizes[q] + len(queued)
-            # LPUSH puts its values at the head in reverse: the last chunk first, reversed
-            chunks = [queued[i : i + MAX_ARGUMENTS] for i in range(0, len(queued), MAX_ARGUMENTS)]
-            for chunk in reversed(chunks):
-                self.writer.write("LPUSH", k.front(q), *reversed(chunk))
-        for i in range(0, len(gone), MAX_ARGUMENTS):
-            self.writer.write("HDEL", k.out, *gone[i : i + MAX_ARGUMENTS])
+            # LPUSH puts each value at the head in turn: reversed, they keep their order
+            self.writer.write_many("LPUSH", k.front(q), queued[::-1])
+        self.writer.write_many("HDEL", k.out, gone)
         for host in back_hosts:
             self.writer.write("DEL", k.back(host))
         if back_hosts:
@@ -426,40 +416,27 @@ class RedisQueueStore(QueueStore):
         if count and self.seen.queue_owed(w):
             self._count_sent = now
         for key, values in self._pushes.items():
-            for i in range(0, len(values), MAX_ARGUMENTS):
-                w.write("RPUSH", key, *values[i : i + MAX_ARGUMENTS])
+            w.write_many("RPUSH", key, values)
         for key, n in self._pops.items():
             w.write("LPOP", key, n)
         self._pushes, self._pops = {}, {}
         if self._out_set:
-            items = [x for pair in self._out_set.items() for x in pair]
-            for i in range(0, len(items), MAX_ARGUMENTS):
-                w.write("HSET", k.out, *items[i : i + MAX_ARGUMENTS])
+            w.write_many("HSET", k.out, [x for pair in self._out_set.items() for x in pair])
             self._out_set = {}
-        for i in range(0, len(self._out_del), MAX_ARGUMENTS):
-            w.write("HDEL", k.out, *self._out_del[i : i + MAX_ARGUMENTS])
+        w.write_many("HDEL", k.out, self._out_del)
         self._out_del = []
         if self._dirty:
             items = [x for n in list(self._dirty) for x in (n, self._host_record(n))]
-            for i in range(0, len(items), MAX_ARGUMENTS):
-                w.write("HSET", k.hosts, *items[i : i + MAX_ARGUMENTS])
+            w.write_many("HSET", k.hosts, items)
             self._dirty = set()
         for field, delta in self._stale.items():
             if delta:
                 w.write("HINCRBY", k.stale, field, delta)
         self._stale = {}
         if self._back_hosts:
-            added = [h for h, exists in self._back_hosts.items() if exists]
-            removed = [h for h, exists in self._back_hosts.items() if not exists]
-            if added:
-                w.write("SADD", k.back_hosts, *added)
-            if removed:
-                w.write("SREM", k.back_hosts, *removed)
+            w.write_many("SADD", k.back_hosts, [h for h, e in self._back_hosts.items() if e])
+            w.write_many("SREM", k.back_hosts, [h for h, e in self._back_hosts.items() if not e])
             self._back_hosts = {}
-
-    def tick(self, now: float, *, durable: bool = False) -> None:
-        """Nothing: the partition's owner (``PartitionedFrontier``) flushes at the end of every
-        call, so a batch of acknowledgements is one write, ordered after the links before it."""
 
     def close(self) -> None:
         self.flush()
