@@ -165,7 +165,10 @@ class PartitionedFrontier(Frontier):
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
-        self._publish()
+        self.fleet.publish({
+            index: (len(part.frontier), part.frontier.in_flight())
+            for index, part in self.parts.items()
+        })
 
     def _share_back_queues(self) -> None:
         """The worker's B over the partitions it owns now, as one Mercator frontier would
@@ -184,12 +187,6 @@ class PartitionedFrontier(Frontier):
             self.ownership.release(part.index)  # the others hear it and claim it now
             del self.parts[part.index]
             logger.debug("Partition %d handed over", part.index)
-
-    def _publish(self) -> None:
-        self.fleet.publish({
-            index: (len(part.frontier), part.frontier.in_flight())
-            for index, part in self.parts.items()
-        })
 
     def _maybe_beat(self) -> None:
         if time.monotonic() - self._last_beat >= BEAT or self._beat_waiting or self.controls.heard:
@@ -488,20 +485,21 @@ class PartitionedFrontier(Frontier):
         return out
 
     def renew(self, tokens: Iterable[str]) -> int:
-        renewed = 0
-        for index, inner in self._by_part(tokens).items():
-            part = self.parts[index]
-            renewed += self._guarded(part, lambda p=part, t=inner: p.frontier.renew(t)) or 0
-        self._flush()
-        return renewed
+        return self._by_leases(tokens, lambda f, inner: f.renew(inner))
 
     def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
-        released = 0
+        return self._by_leases(tokens, lambda f, inner: f.release(inner, rest=rest))
+
+    def _by_leases(
+        self, tokens: Iterable[str], call: Callable[[MercatorFrontier, list[str]], int]
+    ) -> int:
+        """``call`` on each partition's frontier with its leases of ``tokens``, summed."""
+        done = 0
         for index, inner in self._by_part(tokens).items():
             part = self.parts[index]
-            released += self._guarded(part, partial(part.frontier.release, inner, rest=rest)) or 0
+            done += self._guarded(part, partial(call, part.frontier, inner)) or 0
         self._flush()
-        return released
+        return done
 
     def expire(self) -> int:
         expired = sum(self._guarded(p, p.frontier.expire) or 0 for p in list(self.parts.values()))
