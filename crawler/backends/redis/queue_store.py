@@ -152,15 +152,15 @@ class RedisQueueStore(QueueStore):
         count = len(self.front_sizes)
         sizes, out, lists = replies[:count], replies[count], replies[count + 1 :]
         moved: list[list[bytes]] = [[] for _ in sizes]
-        ids = sorted(out, key=int)
-        first = {i for i in ids if is_first(out[i])}  # stay out, as first requests again
-        for i in ids:
-            if i in first:
+        gone = []
+        for i in sorted(out, key=int):
+            if is_first(out[i]):  # stays out, as a first request again
                 entry = unpack_entry(out[i], self._host_of)
                 entry.id = int(i)
                 self._firsts.append(entry)
-        self._next_id = max((int(i) for i in ids), default=0) + 1
-        gone = [i for i in ids if i not in first]
+            else:
+                gone.append(i)
+        self._next_id = max(map(int, out), default=0) + 1
         blobs = [out[i] for i in gone]
         blobs += [b for blobs in lists for b in blobs]
         for blob in blobs:  # each with its priority (packed out of the front queues)
