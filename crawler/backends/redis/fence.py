@@ -76,6 +76,15 @@ class PartitionRewound(PartitionLost):
         self.args = (f"partition {lease_key.rpartition(':')[0]} lost acknowledged writes",)
 
 
+class Refused(Exception):
+    """A fenced call refused (:func:`transact`): the ``writers`` of the call (their
+    positions) whose partition is lost, as ``kind`` says."""
+
+    def __init__(self, kind: type[PartitionLost], writers: list[int]) -> None:
+        super().__init__(kind.__name__, writers)
+        self.kind, self.writers = kind, writers
+
+
 class FencedWriter:
     """Buffers one partition owner's writes and applies them, fenced by its lease.
 
@@ -154,18 +163,14 @@ class FencedWriter:
         self.dropped = [*self.dropped, *self._writes]
         self._writes, self._sent = [], 0
 
-    def _refused(self, reply: redis.ResponseError, j: int) -> PartitionLost | None:
-        """The refusal of partition ``j`` of a call (its writes dropped: nothing of the call
-        was applied), if ``reply`` (``FENCED`` or ``REWOUND``, and the partitions) names it."""
-        refused, *which = str(reply).split()
-        if str(j) not in which:
-            return None
-        self.dropped = self._writes  # nothing of the call was applied: none of it goes again
+    def _refused(self, kind: type[PartitionLost]) -> PartitionLost:
+        """The writer's call was refused (nothing of the call was applied): its writes are
+        dropped, none of them goes again."""
+        self.dropped = self._writes
         self._writes, self._sent = [], 0
-        if refused == "FENCED":
-            return PartitionLost(self.lease_key)
-        self._seq = None  # the next owner's calls count on from what Redis kept
-        return PartitionRewound(self.lease_key)
+        if kind is PartitionRewound:
+            self._seq = None  # the next owner's calls count on from what Redis kept
+        return kind(self.lease_key)
 
     def _settle(self, number: int | str) -> None:
         """Drop the writes of the call just answered (applied now, or before: skipped)."""
@@ -223,10 +228,10 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
     renewal from another connection): the call is then made again. A call whose number was
     applied already (sent again after a lost reply) has its writes skipped.
 
-    Returns the writers' numbers ("": not numbered); raises ``FENCED j..`` (a
-    lease lost) or ``REWOUND j..`` (a number missing: a failover lost acknowledged writes), a
-    :class:`redis.ResponseError` naming the writers refused (1-based): then nothing was
-    written. Writers that wait for replicas send ``WAIT`` after the ``EXEC``."""
+    Returns the writers' numbers ("": not numbered); raises :class:`Refused` naming the
+    writers whose lease was lost, else those whose number is missing (a failover lost
+    acknowledged writes): then nothing was written. Writers that wait for replicas send
+    ``WAIT`` after the ``EXEC``."""
     cluster = hasattr(client, "get_node_from_key")
     node = client.get_redis_connection(client.get_node_from_key(call[0].lease_key)) if cluster \
         else client  # fmt: skip
@@ -248,11 +253,12 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
                 if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
                     _raise_error(client, replies)
                 got, numbers, packed = replies[1], [], [_MULTI]
-                fenced, rewound = "", ""
+                fenced: list[int] = []
+                rewound: list[int] = []
                 for j, w in enumerate(call):
                     owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
                     if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
-                        fenced += f" {j + 1}"
+                        fenced.append(j)
                     if owner != w._value:  # a lapsed lease, taken back
                         packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
                     if w._seq is None:  # the calls the partition's owners made so far
@@ -261,7 +267,7 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
                     numbers.append(number)
                     skip = number != "" and applied != w._seq
                     if skip and applied < w._seq + 1:
-                        rewound += f" {j + 1}"
+                        rewound.append(j)
                     if number != "" and not skip:
                         digits = b"%d" % number
                         packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
@@ -295,7 +301,7 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
             call[0]._replicas_seen = (float("-inf"), 0)
             reread_slots(client)
         raise
-    raise redis.ResponseError(f"FENCED{fenced}" if fenced else f"REWOUND{rewound}")
+    raise Refused(PartitionLost, fenced) if fenced else Refused(PartitionRewound, rewound)
 
 
 def _raise_error(client: Any, replies: list[Any]) -> None:
@@ -364,13 +370,10 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
         for call in calls:
             try:
                 numbers = transact(client, call)
-            except redis.ResponseError as exc:
-                if not str(exc).startswith(("FENCED", "REWOUND")):
-                    error = error or exc
-                    continue
+            except Refused as exc:
                 refused = True
-                for j, w in enumerate(call, 1):
-                    lost[writers.index(w)] = w._refused(exc, j)
+                for j in exc.writers:
+                    lost[writers.index(call[j])] = call[j]._refused(exc.kind)
                 continue
             except redis.RedisError as exc:  # (the other nodes' calls go on)
                 error = error or exc
