@@ -114,7 +114,8 @@ class PartitionedFrontier(Frontier):
         self._build = build
         self._seen = seen
         self._front_queues = front_queues
-        self._keys: dict[int, PartitionKeys] = {}
+        # each partition's keys, built once (the mail names an inbox at every letter)
+        self.keys = [PartitionKeys(crawl, i, count) for i in range(count)].__getitem__
         self.back_queues = back_queues  # the worker's B, shared over its partitions (0: not)
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
@@ -139,11 +140,6 @@ class PartitionedFrontier(Frontier):
         self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
         self._stop_renewing = self.ownership.keep_alive(BEAT) if keep_alive else lambda: None
-
-    def keys(self, index: int) -> PartitionKeys:
-        if index not in self._keys:  # (built once: the mail names an inbox at every letter)
-            self._keys[index] = PartitionKeys(self.crawl, index, self.count)
-        return self._keys[index]
 
     # -- ownership -----------------------------------------------------------------------------
 
