@@ -191,19 +191,6 @@ def unpack_letter(blob: bytes) -> Letter:
     return letter
 
 
-@dataclass
-class Outbox:
-    """Letters to other partitions, sent at the end of the call that wrote them."""
-
-    letters: dict[int, Letter] = field(default_factory=dict)
-
-    def letter(self, index: int) -> Letter:
-        letter = self.letters.get(index)
-        if letter is None:
-            letter = self.letters[index] = Letter([], [])
-        return letter
-
-
 class Mailboxes:
     """The inboxes of a crawl's partitions: senders add letters, each partition's owner reads
     them through the consumer group :attr:`GROUP`.

@@ -25,6 +25,7 @@ import itertools
 import logging
 import math
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,7 +35,7 @@ from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.mail import Mailboxes, Outbox
+from crawler.backends.redis.mail import Letter, Mailboxes
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
 from crawler.backends.redis.queue_store import RedisQueueStore, prime_seen
 from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, count_across
@@ -124,7 +125,7 @@ class PartitionedFrontier(Frontier):
         )
         self.mail = Mailboxes(client, self.keys, worker)
         self.parts: dict[int, Partition] = {}
-        self._outbox = Outbox()
+        self._outbox: defaultdict[int, Letter] = defaultdict(Letter)  # letters to send
         self._seen_sets: dict[int, SeenSet] = {}  # partitions not owned: mark_seen and counts
         # what was added to each owned partition since its last write (entries, force,
         # first): mailed to its next owner if the write finds the partition lost (a page's
@@ -238,7 +239,7 @@ class PartitionedFrontier(Frontier):
     def _drop(self, index: int, why: str) -> None:
         part = self.parts.pop(index, None)  # what was added to it since its last write is mailed
         for batch, force, first in self._unwritten.pop(index, ()):
-            self._outbox.letter(index).adds.extend((entry, force, first) for entry in batch)
+            self._outbox[index].adds.extend((entry, force, first) for entry in batch)
         if part is not None:
             self.mail.rescue(part.ownership.writer)  # its writes discarded, its letters not
             self.lost += why == "lost"
@@ -264,9 +265,9 @@ class PartitionedFrontier(Frontier):
         letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored."""
         while True:
             parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
-            letters = self._outbox.letters
+            letters = self._outbox
             if letters:
-                self._outbox = Outbox()
+                self._outbox = defaultdict(Letter)
             lost = self.mail.flush(parts, letters, (self.crawl_keys.wake, MAIL))
             for part, refused in zip(parts, lost, strict=True) if any(lost) else ():
                 if refused:
@@ -274,7 +275,7 @@ class PartitionedFrontier(Frontier):
             for index in [i for i in self._unwritten if i != but and only in (None, i)
                           and (p := self.parts.get(i)) is not None and not p.store.writer.pending]:
                 del self._unwritten[index]
-            if not any(lost) and not self._outbox.letters:
+            if not any(lost) and not self._outbox:
                 return
 
     def read_mail(self) -> int:
@@ -292,7 +293,7 @@ class PartitionedFrontier(Frontier):
             return AddResult(False, "host_blocked")
         part = self._local(entry.host)
         if part is None:
-            self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
+            self._outbox[self.shard(entry.host)].adds.append((entry, force, first))
             result = AddResult(True, MAILED)
         else:
             self._unwritten.setdefault(part.index, []).append(([entry], force, first))
@@ -319,7 +320,7 @@ class PartitionedFrontier(Frontier):
             elif index in parts:
                 local.setdefault(index, []).append(i)
             else:
-                self._outbox.letter(index).adds.append((entry, False, False))
+                self._outbox[index].adds.append((entry, False, False))
         batches = {index: [entries[i] for i in positions] for index, positions in local.items()}
         keys = {index: [entry_key(e) for e in batch] for index, batch in batches.items()}
         # one seen-test for the links of every partition (one round trip), each hashed once
@@ -345,7 +346,7 @@ class PartitionedFrontier(Frontier):
             if index in self.parts:
                 local.setdefault(index, []).append(link)
             else:
-                self._outbox.letter(index).credits.append(tuple(link[:3]))
+                self._outbox[index].credits.append(tuple(link[:3]))
         for index, batch in local.items():
             part = self.parts[index]
             self._guarded(part, lambda p=part, b=batch: p.frontier.credit(b))
@@ -372,7 +373,7 @@ class PartitionedFrontier(Frontier):
         # stored. In one fenced call if one holds it all; else one settled partition writes
         # its links and acknowledgements in one call, after every other partition's links
         # and the letters, before every other partition's acknowledgements.
-        one = self.mail.one_call(list(self.parts.values()), self._outbox.letters, settlements)
+        one = self.mail.one_call(list(self.parts.values()), self._outbox, settlements)
         last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
         but = last.index if last is not None and not one else None
         if not one:
