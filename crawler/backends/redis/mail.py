@@ -229,16 +229,13 @@ class Mailboxes:
         return len(self._unsent)
 
     def send(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None = None) -> None:
-        """Add each letter to its partition's inbox (partition index -> packed letter), in one
-        round trip (a cluster client's pipeline sends each master its part), and publish
-        ``wake`` (channel, message) with them (on a cluster, after them: a cluster pipeline
-        takes no PUBLISH). ``lua/post.lua`` makes the stream when there is none yet (a sender
-        need not wait for the owner to open it) and adds a letter once: a letter is sent
-        again, whole, when the reply was lost, and the call that wrote it may run again and
-        write it alike, neither of which may add links, OPIC cash or counts twice.
-
-        Letters whose sending fails are kept, and sent first at the next call (``letters``
-        may be empty then): the caller hands each batch over once."""
+        """Add each letter to its partition's inbox (partition index -> packed letter) through
+        ``lua/post.lua`` (once: see the module; it makes the stream if there is none yet, a
+        sender need not wait for the owner), in one round trip (a cluster client's pipeline
+        sends each master its part), and publish ``wake`` (channel, message) with them (on a
+        cluster after them: its pipeline takes no PUBLISH). Letters whose sending fails are
+        kept and sent first at the next call (``letters`` may be empty then): the caller
+        hands each batch over once."""
         if letters:
             self._unsent.append(dict(letters))
         while self._unsent:
