@@ -7,9 +7,9 @@ from typing import Any
 
 import msgpack
 
+from crawler.backends.redis.entries import unpack_entry
 from crawler.backends.redis.frontier_store import PARTITIONS
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.backends.redis.queue_store import unpack
 
 
 def partition_keys(key: str) -> list[PartitionKeys]:
@@ -37,7 +37,7 @@ def out_urls(client: Any, keys: PartitionKeys) -> set[str]:
         msgpack.unpackb(record)[0]: name.decode()
         for name, record in client.hgetall(keys.hosts).items()
     }
-    return {unpack(blob, host_of).url for blob in blobs}
+    return {unpack_entry(blob, host_of).url for blob in blobs}
 
 
 def holds_work(client: Any, key: str, proc: Any) -> bool:
@@ -74,7 +74,7 @@ def queued_urls(client: Any, key: str) -> set[str]:
             blobs += client.lrange(keys.front(q), 0, -1)
         for host in client.smembers(keys.back_hosts):
             blobs += client.lrange(keys.back(host.decode()), 0, -1)
-        urls.update(unpack(blob, host_of).url for blob in blobs)
+        urls.update(unpack_entry(blob, host_of).url for blob in blobs)
     return urls
 
 

@@ -133,7 +133,7 @@ def test_a_write_waiting_for_replicas_finds_the_promoted_master(
     keys = PartitionKeys(fresh_key(), 0, 1)
     client.set(keys.lease, "w/1", px=120_000)
     client.set(keys.epoch, "1")
-    writer = FencedWriter(client, keys.lease, "w/1", keys.epoch, 120.0, replicas=1)
+    writer = FencedWriter(client, keys, "w/1", 120.0, replicas=1)
     writer.write("SET", keys.lease.rpartition(":")[0] + ":x", "before")
     writer.flush()  # (waited for the replica: the lease and the call's number are on it)
     master = master_of(cluster, keys.lease)

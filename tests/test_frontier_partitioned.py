@@ -17,7 +17,7 @@ from crawler.backends.redis import fence
 from crawler.backends.redis.fence import FencedWriter, PartitionLost
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
-from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, has_bloom_module
+from crawler.backends.redis.seenset import SeenSetConfig, has_bloom_module
 from crawler.frontier import Entry, MercatorFrontier, PolitenessPolicy
 from crawler.frontier.opic import CashLedger, selector_weights
 from tests.frontier_contract import FakeClock, FrontierContract, OpicContract, entries
@@ -55,7 +55,7 @@ def partitioned(
     return PartitionedFrontier(
         client, key, count, worker,
         build=build,
-        seen=lambda keys: SeenSet(client, keys, config),
+        seen=config,
         front_queues=front, lease_ttl=lease_ttl, partition_ttl=ttl, clock=clock,
     )
 

@@ -29,7 +29,7 @@ def partitions(crawl: str, count: int = PARTITIONS) -> Callable[[int], Partition
 def owned(client: redis.Redis, keys: PartitionKeys, worker: str = "w1/1") -> FencedWriter:
     """A writer of the partition's owner: the lease is ``worker``'s."""
     client.set(keys.lease, worker)
-    return FencedWriter(client, keys.lease, worker, keys.epoch, 60.0)
+    return FencedWriter(client, keys, worker, 60.0)
 
 
 def letter_of(*urls: str, cash: float = 0.0) -> Letter:

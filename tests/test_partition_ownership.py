@@ -224,7 +224,7 @@ def test_ownership_on_a_redis_cluster(redis_cluster: RedisClusterServers) -> Non
         assert len(nodes) == 3  # the partitions spread over the masters
         mine = next(iter(a.owned.values()))
         mine.writer.write("HSET", mine.keys.hosts, "h.test", "1")
-        assert mine.writer.flush() == 1
+        mine.writer.flush()
         assert client.hget(mine.keys.hosts, "h.test") == b"1"
         left = sorted(a.owned)
         a.leave()

@@ -13,8 +13,8 @@ import pytest
 import redis
 
 from crawler.backends.redis import queue_store
+from crawler.backends.redis.entries import pack_entry, unpack_entry
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.backends.redis.queue_store import pack, unpack
 from crawler.frontier import Entry, PolitenessPolicy
 from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -33,10 +33,10 @@ def test_an_entry_out_of_the_front_queues_keeps_its_priority() -> None:
     queue's list, a lease) it does, so a recovery may move it to any front queue as it is."""
     entry = Entry("https://d.test/a/b.html", "d.test", 5, 9, cash=0.25, policy="docs")
     hosts = {3: "d.test"}
-    front, out = pack(3, entry, queue=5), pack(3, entry)
+    front, out = pack_entry(entry, 3, queue=5), pack_entry(entry, 3)
     assert len(front) < len(out)
-    assert unpack(front, hosts, 5) == entry
-    assert unpack(out, hosts, 0) == entry and unpack(out, hosts, 2) == entry
+    assert unpack_entry(front, hosts, 5) == entry
+    assert unpack_entry(out, hosts, 0) == entry and unpack_entry(out, hosts, 2) == entry
 
 
 def test_the_next_owner_counts_the_urls_it_queues_again(
@@ -123,8 +123,10 @@ def test_a_front_queue_read_ahead_is_decoded_as_it_is_popped(
     first.add_many(links)
     first.close()  # (its partition goes to the next owner at once)
     decoded: list[bytes] = []
-    decode = queue_store.unpack
-    monkeypatch.setattr(queue_store, "unpack", lambda b, *a: decoded.append(b) or decode(b, *a))
+    decode = queue_store.unpack_entry
+    monkeypatch.setattr(
+        queue_store, "unpack_entry", lambda b, *a: decoded.append(b) or decode(b, *a)
+    )
     heir = partitioned(client, key, clock, count=1, worker="heir")
     leases = heir.next_many(4)
     assert len(leases) == 4 and 4 <= len(decoded) < 64

@@ -68,8 +68,8 @@ def test_a_batch_on_the_wire_asks_no_process_id(
     """A batch sent on the pool's spare connection checks that the spare is this process's
     without a system call (``os.getpid``: two a batch, two batches a page); a fork's child
     still knows its own."""
-    ping = [("PING",)]
-    assert wire.execute(client, ping, lambda: [client.ping()]) == [b"PONG"]
+    ping = b"*1\r\n$4\r\nPING\r\n"
+    assert wire.execute_packed(client, ping, 1, lambda: [client.ping()]) == [b"PONG"]
     calls: list[int] = []
     getpid = os.getpid
 
@@ -79,7 +79,7 @@ def test_a_batch_on_the_wire_asks_no_process_id(
 
     monkeypatch.setattr(os, "getpid", counted)
     for _ in range(3):
-        assert wire.execute(client, ping, lambda: [client.ping()]) == [b"PONG"]
+        assert wire.execute_packed(client, ping, 1, lambda: [client.ping()]) == [b"PONG"]
     assert calls == []
     monkeypatch.setattr(os, "getpid", getpid)
     child = os.fork()

@@ -38,10 +38,8 @@ Each field is there only when its flag says so, in this order. A seed of the dep
 two bytes and its coded tail (under 1,024 hosts a partition); under OPIC three more of cash and
 one of depth. The URL is the request URL (the link as found, made safe: ASCII), so the tail is
 nearly always Huffman-coded (a letter's link's is UTF-8: see
-:func:`pack_entry`); its seen key is stored only when it cannot be computed from it.
-
-A link's referrer adds ~6 B (``bench/referrer_bytes.py``: 26.8 -> 32.9 B an entry on real
-documentation links).
+:func:`pack_entry`); its seen key is stored only when it cannot be computed from it. Sizes:
+docs/benchmarks/history.md (layout 7).
 """
 
 from __future__ import annotations

@@ -1,24 +1,22 @@
 """The one write path of a partition's owner: its writes land only while it owns the partition.
 
-A worker owns a partition of the crawl's hosts through a lease key (``{<tag>}:lease``, see
-:mod:`crawler.backends.redis.ownership`) whose value names the worker and the epoch of its
-ownership. The owner's writes are buffered here and sent as fenced calls (:func:`transact`):
-the lease and the count of calls applied are watched (``WATCH``) and read with the epoch, and
-the writes go in one ``MULTI``/``EXEC`` that Redis applies only if neither changed since, so
-the check and the writes are one step. A worker that stalled past its lease and lost the
-partition gets :class:`PartitionLost` and changes nothing (fencing). A lease that lapsed
-while no other worker claimed the partition (Redis away longer than the TTL) is taken back in
-that same step, so an outage costs no handover. Each call is numbered: one sent again after
-its reply was lost with the connection is not applied twice. Every command names its keys,
-so it runs on proxies and managed clusters that enforce them, and no script runs: a script
-call cost Redis ~200k instructions, its commands in a transaction (with the watch) ~85k.
-"""
+The owner's writes are buffered here and sent as fenced calls (:func:`transact`; the design:
+docs/decisions/0002-partition-owned-frontier.md): the lease (``{<tag>}:lease``, naming the
+worker and the epoch of its ownership, :mod:`crawler.backends.redis.ownership`) and the count
+of calls applied are watched and read with the epoch, and the writes go in one
+``MULTI``/``EXEC`` that Redis applies only if neither changed since: the check and the writes
+are one step. A worker that lost the partition gets :class:`PartitionLost` and changes
+nothing; a lease that lapsed while nobody claimed it is taken back in that same step; a call
+sent again after its reply was lost is not applied twice (its number). Every command names
+its keys (proxies, managed clusters), and no script runs (a script call cost Redis ~200k
+instructions, its commands in a transaction ~85k)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -26,6 +24,7 @@ from hiredis import pack_command
 from redis.exceptions import AskError, ExecAbortError, TryAgainError
 
 from crawler.backends.redis import wire
+from crawler.backends.redis.keys import PartitionKeys
 
 # Writes per fenced call: one call never holds Redis for long.
 MAX_WRITES = 2048
@@ -77,6 +76,15 @@ class PartitionRewound(PartitionLost):
         self.args = (f"partition {lease_key.rpartition(':')[0]} lost acknowledged writes",)
 
 
+class Refused(Exception):
+    """A fenced call refused (:func:`transact`): the ``writers`` of the call (their
+    positions) whose partition is lost, as ``kind`` says."""
+
+    def __init__(self, kind: type[PartitionLost], writers: list[int]) -> None:
+        super().__init__(kind.__name__, writers)
+        self.kind, self.writers = kind, writers
+
+
 class FencedWriter:
     """Buffers one partition owner's writes and applies them, fenced by its lease.
 
@@ -89,9 +97,8 @@ class FencedWriter:
     def __init__(
         self,
         client: redis.Redis | Any,
-        lease_key: str,
+        keys: PartitionKeys,
         lease_value: str,
-        epoch_key: str,
         ttl: float,
         *,
         numbered: bool = True,
@@ -103,21 +110,20 @@ class FencedWriter:
         self.replicas = replicas
         self.unreplicated = 0  # calls that went on without their replicas' word
         self._replicas_seen = (float("-inf"), 0)  # (when counted, the master's replicas)
-        self.lease_key = lease_key
+        self.lease_key = keys.lease
         self.lease_value = lease_value
         # the lease may be taken back after a lapse only while the epoch is still this one
-        self.epoch_key = epoch_key
+        self.epoch_key = keys.epoch
         self.epoch = lease_value.rpartition("/")[2]
         self._value, self._epoch = lease_value.encode(), self.epoch.encode()  # (as read)
         self.ttl_ms = max(1, int(ttl * 1000))
-        # numbered calls: one sent again after a lost connection is applied once (the
-        # owner's writes); a writer that only renews the lease needs no numbers
-        self.seq_key = lease_key.rpartition(":")[0] + ":seq"
         # its keys as every fenced call names them, packed once (hiredis's pack_command costs
         # ~1k instructions an argument, ~2k a command): WATCH's, MGET's, and SET's of the number
-        self._watch = _bulk(lease_key) + _bulk(self.seq_key)
-        self._read = self._watch + _bulk(epoch_key)
-        self._set_seq = b"*3\r\n$3\r\nSET\r\n" + _bulk(self.seq_key)
+        # of calls applied (numbered calls: one sent again after a lost connection is applied
+        # once; a writer that only renews the lease needs no numbers)
+        self._watch = _bulk(keys.lease) + _bulk(keys.seq)
+        self._read = self._watch + _bulk(keys.epoch)
+        self._set_seq = b"*3\r\n$3\r\nSET\r\n" + _bulk(keys.seq)
         self._seq: int | None = None if numbered else -1
         self._writes: list[Write] = []
         self._sent = 0  # writes at the head of the queue in a call whose outcome is unknown
@@ -134,14 +140,19 @@ class FencedWriter:
             raise ValueError(f"{command} with {len(args)} arguments: split it")
         self._writes.append((command, key, args))
 
-    def flush(self) -> int:
-        """Apply the queued writes and return how many were applied (not their replies: no
-        owner reads them); raise :class:`PartitionLost` (and drop them) if the lease is not
-        ours."""
-        lost, applied = _flush(self.client, [self])
-        if lost[0] is not None:
-            raise lost[0]
-        return applied
+    def write_many(self, command: str, key: str, values: Sequence[Any]) -> None:
+        """Queue ``command key *values``, as several writes in order past ``MAX_ARGUMENTS``
+        values: for a command whose values apply one by one (``RPUSH``, ``LPUSH``, ``HDEL``,
+        ``HSET``'s pairs: the limit is even)."""
+        for i in range(0, len(values), MAX_ARGUMENTS):
+            self._writes.append((command, key, tuple(values[i : i + MAX_ARGUMENTS])))
+
+    def flush(self) -> None:
+        """Apply the queued writes; raise :class:`PartitionLost` (and drop them) if the lease
+        is not ours."""
+        lost = flush_together(self.client, [self])[0]
+        if lost is not None:
+            raise lost
 
     def discard(self) -> None:
         """Forget the queued writes (the partition was lost, or is read again). A call sent
@@ -152,28 +163,21 @@ class FencedWriter:
         self.dropped = [*self.dropped, *self._writes]
         self._writes, self._sent = [], 0
 
-    def _refused(self, reply: redis.ResponseError, j: int) -> PartitionLost | None:
-        """The refusal of partition ``j`` of a call (its writes dropped: nothing of the call
-        was applied), if ``reply`` (``FENCED`` or ``REWOUND``, and the partitions) names it."""
-        refused, *which = str(reply).split()
-        if str(j) not in which:
-            return None
-        self.dropped = self._writes  # nothing of the call was applied: none of it goes again
+    def _refused(self, kind: type[PartitionLost]) -> PartitionLost:
+        """The writer's call was refused (nothing of the call was applied): its writes are
+        dropped, none of them goes again."""
+        self.dropped = self._writes
         self._writes, self._sent = [], 0
-        if refused == "FENCED":
-            return PartitionLost(self.lease_key)
-        self._seq = None  # the next owner's calls count on from what Redis kept
-        return PartitionRewound(self.lease_key)
+        if kind is PartitionRewound:
+            self._seq = None  # the next owner's calls count on from what Redis kept
+        return kind(self.lease_key)
 
-    def _settle(self, reply: str, j: int, number: int | str) -> int:
-        """Drop the writes of the call partition ``j`` of ``reply`` (:func:`transact`'s flags
-        of the partitions skipped, or "") answered; how many were applied (0: skipped, it was
-        applied before)."""
+    def _settle(self, number: int | str) -> None:
+        """Drop the writes of the call just answered (applied now, or before: skipped)."""
         if number:
             self._seq = int(number)
-        size, self._sent = self._sent, 0
-        del self._writes[:size]
-        return 0 if reply[j : j + 1] == "1" else size
+        del self._writes[: self._sent]
+        self._sent = 0
 
     def _replicated(self, acked: Any, wanted: int) -> None:
         """Count a call its replicas did not all have within ``REPLICA_WAIT_MS`` (``acked``:
@@ -213,7 +217,7 @@ def reread_slots(client: Any) -> None:
         client.nodes_manager.initialize()
 
 
-def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str]]:
+def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
     """One fenced call of the writers of ``call`` (their partitions on one server; on a
     cluster one writer, its slot's master asked directly): each writer's call of unknown
     outcome again, or its next writes. Two round trips on one connection: ``WATCH`` each
@@ -224,10 +228,10 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
     renewal from another connection): the call is then made again. A call whose number was
     applied already (sent again after a lost reply) has its writes skipped.
 
-    Returns one flag per writer ("1": skipped) and their numbers; raises ``FENCED j..`` (a
-    lease lost) or ``REWOUND j..`` (a number missing: a failover lost acknowledged writes), a
-    :class:`redis.ResponseError` naming the writers refused (1-based): then nothing was
-    written. Writers that wait for replicas send ``WAIT`` after the ``EXEC``."""
+    Returns the writers' numbers ("": not numbered); raises :class:`Refused` naming the
+    writers whose lease was lost, else those whose number is missing (a failover lost
+    acknowledged writes): then nothing was written. Writers that wait for replicas send
+    ``WAIT`` after the ``EXEC``."""
     cluster = hasattr(client, "get_node_from_key")
     node = client.get_redis_connection(client.get_node_from_key(call[0].lease_key)) if cluster \
         else client  # fmt: skip
@@ -249,11 +253,12 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                 if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
                     _raise_error(client, replies)
                 got, numbers, packed = replies[1], [], [_MULTI]
-                fenced, rewound, flags = "", "", ""
+                fenced: list[int] = []
+                rewound: list[int] = []
                 for j, w in enumerate(call):
                     owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
                     if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
-                        fenced += f" {j + 1}"
+                        fenced.append(j)
                     if owner != w._value:  # a lapsed lease, taken back
                         packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
                     if w._seq is None:  # the calls the partition's owners made so far
@@ -262,8 +267,7 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                     numbers.append(number)
                     skip = number != "" and applied != w._seq
                     if skip and applied < w._seq + 1:
-                        rewound += f" {j + 1}"
-                    flags += "1" if skip else "0"
+                        rewound.append(j)
                     if number != "" and not skip:
                         digits = b"%d" % number
                         packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
@@ -286,7 +290,7 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
                         _raise_error(client, replies)
                     if wanted:
                         call[0]._replicated(replies[-1], wanted)
-                    return ("" if "1" not in flags else flags), numbers
+                    return numbers
             else:
                 raise redis.WatchError(f"{call[0].lease_key} changed {WATCH_TRIES} times")
     except (redis.ConnectionError, redis.TimeoutError):
@@ -297,7 +301,7 @@ def transact(client: Any, call: list[FencedWriter]) -> tuple[str, list[int | str
             call[0]._replicas_seen = (float("-inf"), 0)
             reread_slots(client)
         raise
-    raise redis.ResponseError(f"FENCED{fenced}" if fenced else f"REWOUND{rewound}")
+    raise Refused(PartitionLost, fenced) if fenced else Refused(PartitionRewound, rewound)
 
 
 def _raise_error(client: Any, replies: list[Any]) -> None:
@@ -348,13 +352,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     cluster, where each partition has its own slot, each writer's next call goes to its
     slot's master, fenced on its own (one refused leaves the others applied). Writers that
     wait for replicas (``WAIT`` after each call) send their calls one by one."""
-    return _flush(client, writers)[0]
-
-
-def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost | None], int]:
-    """:func:`flush_together`, and how many writes were applied."""
     lost: list[PartitionLost | None] = [None] * len(writers)
-    applied = 0
     cluster = hasattr(client, "get_node_from_key")
     waiting = [w for w in writers if w._writes]
     while waiting:
@@ -371,23 +369,20 @@ def _flush(client: Any, writers: list[FencedWriter]) -> tuple[list[PartitionLost
         refused = False
         for call in calls:
             try:
-                flags, numbers = transact(client, call)
-            except redis.ResponseError as exc:
-                if not str(exc).startswith(("FENCED", "REWOUND")):
-                    error = error or exc
-                    continue
+                numbers = transact(client, call)
+            except Refused as exc:
                 refused = True
-                for j, w in enumerate(call, 1):
-                    lost[writers.index(w)] = w._refused(exc, j)
+                for j in exc.writers:
+                    lost[writers.index(call[j])] = call[j]._refused(exc.kind)
                 continue
             except redis.RedisError as exc:  # (the other nodes' calls go on)
                 error = error or exc
                 continue
             for j, w in enumerate(call):  # (no zip: its strict= costs more than a write)
-                applied += w._settle(flags, j, numbers[j])
+                w._settle(numbers[j])
         if error is not None:
             raise error
         if refused:
             break
         waiting = [w for w in waiting if w._writes]
-    return lost, applied
+    return lost

@@ -32,7 +32,7 @@ from crawler.backends.redis.inbox import RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
 from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
-from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, has_bloom_module
+from crawler.backends.redis.seenset import SeenSetConfig, has_bloom_module
 from crawler.frontier import Frontier
 from crawler.frontier.api import FrontierCallbacks
 from crawler.frontier.buffered import LEASE_MAX_WAIT, REFRESH, BufferedFrontier
@@ -354,7 +354,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             build=partial(self.mercator, lease_ttl=lease_ttl, back_queues=self.back_queues,
                           max_pages_per_host=max_pages_per_host, on_give_up=on_give_up,
                           clock=clock),
-            seen=lambda keys: SeenSet(client, keys, config),
+            seen=config,
             front_queues=FRONT_QUEUES,
             lease_ttl=lease_ttl,
             partition_ttl=PARTITION_TTL,

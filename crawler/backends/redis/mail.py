@@ -1,17 +1,12 @@
 """Partition inboxes: the links and OPIC cash a worker found for hosts of a partition it does not
-own, carried to that partition's owner (issue 37).
+own, carried to that partition's owner (docs/decisions/0002-partition-owned-frontier.md).
 
-A page's links to the hosts of another partition go to that partition's inbox
-(:attr:`crawler.backends.redis.keys.PartitionKeys.inbox`), a Redis Stream read by the consumer
-group ``owner``, as one message per page and partition: a :class:`Letter`. The partition's owner
-claims, when it takes the partition up, the letters the group delivered and nobody acknowledged
-(a dead owner's, or its own from before it lost the partition or a reply), then receives new
-letters (every inbox it owns in one read), queues their links, and acknowledges them in the
-same fenced call as the queue writes they caused
-(:class:`crawler.backends.redis.fence.FencedWriter`): the letters leave the inbox if and only if
-their links were queued by the partition's owner. A letter delivered twice (an owner died
-between reading and acknowledging) is queued again by the next owner, whose seen-test drops
-what the first one queued: every link is queued once.
+An inbox (:attr:`crawler.backends.redis.keys.PartitionKeys.inbox`) is a Redis Stream read by
+the consumer group ``owner``, one message per page and partition: a :class:`Letter`. A new
+owner claims the letters delivered and not acknowledged (a dead owner's, its own before a lost
+reply), then receives new ones, and acknowledges them in the same fenced call as the queue
+writes they caused: they leave the inbox if and only if their links were queued. A letter
+delivered twice is queued again by the next owner, whose seen-test drops what the first queued.
 
 A letter's bytes (msgpack, never pickle: what comes out of a shared Redis is data, not code)
 are an array ``[hosts, policies, referrers, adds, credits]``:
@@ -63,9 +58,8 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
-from functools import partial
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any
 
 import msgpack
 import redis
@@ -130,10 +124,6 @@ class Letter:
         for entry, force, first in self.adds:
             if force or first:
                 frontier.add(entry, force=force, first=first)
-
-
-def _raise(exc: Exception) -> None:
-    raise exc
 
 
 def _cash_or_nil(cash: float, previous: float) -> float | None:
@@ -201,27 +191,6 @@ def unpack_letter(blob: bytes) -> Letter:
     return letter
 
 
-@dataclass
-class Outbox:
-    """Letters to other partitions, sent at the end of the call that wrote them."""
-
-    letters: dict[int, Letter] = field(default_factory=dict)
-
-    def letter(self, index: int) -> Letter:
-        letter = self.letters.get(index)
-        if letter is None:
-            letter = self.letters[index] = Letter([], [])
-        return letter
-
-
-class Inbox(Protocol):
-    """An inbox its owner reads: the partition, and whether letters left pending there (by
-    an earlier owner, or by a read whose reply was lost) must be claimed first."""
-
-    index: int
-    claiming: bool
-
-
 class Mailboxes:
     """The inboxes of a crawl's partitions: senders add letters, each partition's owner reads
     them through the consumer group :attr:`GROUP`.
@@ -260,16 +229,13 @@ class Mailboxes:
         return len(self._unsent)
 
     def send(self, letters: dict[int, bytes], wake: tuple[str, bytes] | None = None) -> None:
-        """Add each letter to its partition's inbox (partition index -> packed letter), in one
-        round trip (a cluster client's pipeline sends each master its part), and publish
-        ``wake`` (channel, message) with them (on a cluster, after them: a cluster pipeline
-        takes no PUBLISH). ``lua/post.lua`` makes the stream when there is none yet (a sender
-        need not wait for the owner to open it) and adds a letter once: a letter is sent
-        again, whole, when the reply was lost, and the call that wrote it may run again and
-        write it alike, neither of which may add links, OPIC cash or counts twice.
-
-        Letters whose sending fails are kept, and sent first at the next call (``letters``
-        may be empty then): the caller hands each batch over once."""
+        """Add each letter to its partition's inbox (partition index -> packed letter) through
+        ``lua/post.lua`` (once: see the module; it makes the stream if there is none yet, a
+        sender need not wait for the owner), in one round trip (a cluster client's pipeline
+        sends each master its part), and publish ``wake`` (channel, message) with them (on a
+        cluster after them: its pipeline takes no PUBLISH). Letters whose sending fails are
+        kept and sent first at the next call (``letters`` may be empty then): the caller
+        hands each batch over once."""
         if letters:
             self._unsent.append(dict(letters))
         while self._unsent:
@@ -501,13 +467,13 @@ class Mailboxes:
         self,
         parts: dict[int, Any],
         consumer: str,
-        guarded: Callable[[Any, Callable[[], Any]], Any],
+        drop: Callable[[int, str], None],
     ) -> int:
         """Queue the letters waiting in the inboxes of ``parts`` (the owned partitions, by
         index: each with its ``store``, ``frontier`` and ``ownership.writer``) into their
         frontiers, with one seen-test for them all, and acknowledge each inbox's letters in
-        the fenced call that writes the queue changes they caused (``guarded`` drops a
-        partition found lost). Every inbox is read at once (a partition just taken up
+        the fenced call that writes the queue changes they caused (``drop(index, why)``
+        drops a partition found lost). Every inbox is read at once (a partition just taken up
         claims what was left pending first); a full one is read again, up to
         ``READS_PER_CALL`` times. Returns how many letters were read."""
         read = 0
@@ -536,7 +502,7 @@ class Mailboxes:
                 lost = flush_together(self.client, [p.ownership.writer for p in written])
                 for part, refused in zip(written, lost, strict=True):
                     if refused is not None:
-                        guarded(part, partial(_raise, refused))
+                        drop(part.index, refused.why)
                 written = [p for p, r in zip(written, lost, strict=True)
                            if r is None and p.ownership.writer.pending]  # fmt: skip
             read += sum(len(pairs) for pairs in letters.values())
@@ -547,10 +513,12 @@ class Mailboxes:
         return read
 
     def read(
-        self, inboxes: Sequence[Inbox], consumer: str, count: int
+        self, inboxes: Sequence[Any], consumer: str, count: int
     ) -> dict[int, list[tuple[bytes, Letter]]]:
-        """The letters of the owner ``consumer``'s inboxes, (message id, letter) by partition:
-        up to ``count`` letters left pending in each inbox ``claiming`` (:meth:`claim`, one
+        """The letters of the owner ``consumer``'s inboxes (partitions, each with its ``index``
+        and ``claiming``: whether letters left pending there, by an earlier owner or a read
+        whose reply was lost, are claimed first), (message id, letter) by partition: up to
+        ``count`` letters left pending in each inbox ``claiming`` (:meth:`claim`, one
         call each: a new owner's), then up to ``count`` new letters of every inbox with none
         left pending (:meth:`receive`: one round trip). A read that fails leaves every inbox
         claiming."""

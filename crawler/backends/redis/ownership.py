@@ -247,7 +247,7 @@ class PartitionOwnership:
 
     def _writer(self, keys: PartitionKeys, value: str, *, numbered: bool = True) -> FencedWriter:
         return FencedWriter(
-            self.client, keys.lease, value, keys.epoch, self.ttl_ms / 1000, numbered=numbered,
+            self.client, keys, value, self.ttl_ms / 1000, numbered=numbered,
             replicas=self.replicas if numbered else 0,  # a renewal may be lost: it is renewed
         )
 

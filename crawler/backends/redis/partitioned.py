@@ -1,18 +1,11 @@
 """A worker's frontier in a crawl shared through Redis: the partitions of hosts it owns.
 
-The crawl's hosts are split into P partitions by registered domain (the host splitter,
-:class:`~crawler.backends.redis.shards.ShardMap`). Each live worker owns its fair share of
-them (:mod:`crawler.backends.redis.ownership`: leases renewed at every beat, fenced writes)
-and runs, for each, the one Mercator algorithm of the house
-(:class:`~crawler.frontier.mercator.MercatorFrontier`) over a store whose durable copy is in
-Redis under the partition's hash tag (:class:`~crawler.backends.redis.queue_store.RedisQueueStore`).
-Politeness per host is exact by construction: a host has one owner at a time, and its next
-fetch time goes with it to the next owner.
-
-A link to a host of a partition this worker does not own goes to that partition's inbox
-(:mod:`crawler.backends.redis.mail`), one letter per page and partition; the owner queues the
-letters it receives (its seen-test makes a redelivered one queue nothing twice) and
-acknowledges them in the same fenced call as the queue writes they caused.
+The design (docs/decisions/0002-partition-owned-frontier.md): the hosts are split into
+partitions (:class:`~crawler.backends.redis.shards.ShardMap`); a worker owns its share
+(:mod:`.ownership`) and runs the one Mercator algorithm per partition over a
+:class:`~crawler.backends.redis.queue_store.RedisQueueStore`; a link to a host of a partition
+it does not own goes to that partition's inbox (:mod:`.mail`), and the letters it receives are
+acknowledged in the same fenced call as the queue writes they caused.
 
 Lease tokens are ``<partition>.<generation>.<token>``: a completion finds its partition
 without asking, and one of a partition since dropped and taken up again does nothing.
@@ -32,6 +25,7 @@ import itertools
 import logging
 import math
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,10 +35,10 @@ from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost
 from crawler.backends.redis.fleet import FleetView
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
-from crawler.backends.redis.mail import Mailboxes, Outbox
+from crawler.backends.redis.mail import Letter, Mailboxes
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
-from crawler.backends.redis.queue_store import RedisQueueStore, SeenWrites, prime_seen
-from crawler.backends.redis.seenset import count_across
+from crawler.backends.redis.queue_store import RedisQueueStore, prime_seen
+from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, count_across
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
 from crawler.frontier.api import (
@@ -90,9 +84,10 @@ class Partition:
 
 class PartitionedFrontier(Frontier):
     """See the module docstring. ``build(store)`` makes the Mercator frontier of a partition
-    claimed over its store; ``seen(keys)`` its seen-set; ``replicas``: how many replicas each
-    write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``); ``back_queues``: the
-    worker's B, shared over its partitions; ``keep_alive``: a thread renews the leases too."""
+    claimed over its store; ``seen``: the seen-sets' configuration; ``replicas``: how many
+    replicas each write of an owned partition waits for (``FRONTIER_REPLICA_WAIT``);
+    ``back_queues``: the worker's B, shared over its partitions; ``keep_alive``: a thread
+    renews the leases too."""
 
     def __init__(
         self,
@@ -102,7 +97,7 @@ class PartitionedFrontier(Frontier):
         worker: str,
         *,
         build: Callable[[RedisQueueStore], MercatorFrontier],
-        seen: Callable[[PartitionKeys], SeenWrites],
+        seen: SeenSetConfig,
         front_queues: int,
         lease_ttl: float,
         partition_ttl: float,
@@ -120,7 +115,8 @@ class PartitionedFrontier(Frontier):
         self._build = build
         self._seen = seen
         self._front_queues = front_queues
-        self._keys: dict[int, PartitionKeys] = {}
+        # each partition's keys, built once (the mail names an inbox at every letter)
+        self.keys = [PartitionKeys(crawl, i, count) for i in range(count)].__getitem__
         self.back_queues = back_queues  # the worker's B, shared over its partitions (0: not)
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
@@ -128,8 +124,8 @@ class PartitionedFrontier(Frontier):
                                             replicas=replicas)
         self.mail = Mailboxes(client, self.keys, worker)
         self.parts: dict[int, Partition] = {}
-        self._outbox = Outbox()
-        self._seen_sets: dict[int, Any] = {}  # partitions not owned: mark_seen and counts
+        self._outbox: defaultdict[int, Letter] = defaultdict(Letter)  # letters to send
+        self._seen_sets: dict[int, SeenSet] = {}  # partitions not owned: mark_seen and counts
         # what was added to each owned partition since its last write (entries, force, first):
         # mailed to its next owner if the write finds it lost (a page's links are never dropped)
         self._unwritten: dict[int, list[tuple[Sequence[Entry], bool, bool]]] = {}
@@ -143,11 +139,6 @@ class PartitionedFrontier(Frontier):
         self.controls = CrawlControls(client, crawl)  # controls
         self.beat()
         self._stop_renewing = self.ownership.keep_alive(BEAT) if keep_alive else lambda: None
-
-    def keys(self, index: int) -> PartitionKeys:
-        if index not in self._keys:  # (built once: the mail names an inbox at every letter)
-            self._keys[index] = PartitionKeys(self.crawl, index, self.count)
-        return self._keys[index]
 
     # -- ownership -----------------------------------------------------------------------------
 
@@ -171,7 +162,10 @@ class PartitionedFrontier(Frontier):
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
-        self._publish()
+        self.fleet.publish({
+            index: (len(part.frontier), part.frontier.in_flight())
+            for index, part in self.parts.items()
+        })
 
     def _share_back_queues(self) -> None:
         """The worker's B over the partitions it owns now, as one Mercator frontier would
@@ -190,16 +184,6 @@ class PartitionedFrontier(Frontier):
             self.ownership.release(part.index, announce=announce)  # (others claim it then)
             del self.parts[part.index]
             logger.debug("Partition %d handed over", part.index)
-
-    def _publish(self) -> None:
-        self.fleet.publish({
-            index: (len(part.frontier), part.frontier.in_flight())
-            for index, part in self.parts.items()
-        })
-
-    def fleet_has_work(self) -> bool:
-        """Whether another worker's partition holds work (:class:`FleetView`)."""
-        return self.fleet.busy(self.parts)
 
     def _maybe_beat(self) -> None:
         if time.monotonic() - self._last_beat >= BEAT or self._beat_waiting or self.controls.heard:
@@ -233,7 +217,8 @@ class PartitionedFrontier(Frontier):
         keys = ownership.keys
         ownership.writer.discard()  # an earlier try, cut short: its writes are made again
         store = RedisQueueStore(
-            self.client, keys, ownership.writer, self._seen(keys), self._front_queues, self.clock
+            self.client, keys, ownership.writer, SeenSet(self.client, keys, self._seen),
+            self._front_queues, self.clock,
         )
         try:
             moved = store.recover()
@@ -254,7 +239,7 @@ class PartitionedFrontier(Frontier):
     def _drop(self, index: int, why: str) -> None:
         part = self.parts.pop(index, None)  # what was added to it since its last write is mailed
         for batch, force, first in self._unwritten.pop(index, ()):
-            self._outbox.letter(index).adds.extend((entry, force, first) for entry in batch)
+            self._outbox[index].adds.extend((entry, force, first) for entry in batch)
         if part is not None:
             self.mail.rescue(part.ownership.writer)  # its writes discarded, its letters not
             self.lost += why == "lost"
@@ -280,9 +265,9 @@ class PartitionedFrontier(Frontier):
         letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored."""
         while True:
             parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
-            letters = self._outbox.letters
+            letters = self._outbox
             if letters:
-                self._outbox = Outbox()
+                self._outbox = defaultdict(Letter)
             lost = self.mail.flush(parts, letters, (self.crawl_keys.wake, MAIL))
             for part, refused in zip(parts, lost, strict=True) if any(lost) else ():
                 if refused:
@@ -290,12 +275,12 @@ class PartitionedFrontier(Frontier):
             for index in [i for i in self._unwritten if i != but and only in (None, i)
                           and (p := self.parts.get(i)) is not None and not p.store.writer.pending]:
                 del self._unwritten[index]
-            if not any(lost) and not self._outbox.letters:
+            if not any(lost) and not self._outbox:
                 return
 
     def read_mail(self) -> int:
         """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`)."""
-        return self.mail.deliver(self.parts, self.worker, self._guarded)
+        return self.mail.deliver(self.parts, self.worker, self._drop)
 
     # -- adding ----------------------------------------------------------------------------------
 
@@ -308,7 +293,7 @@ class PartitionedFrontier(Frontier):
             return AddResult(False, "host_blocked")
         part = self._local(entry.host)
         if part is None:
-            self._outbox.letter(self.shard(entry.host)).adds.append((entry, force, first))
+            self._outbox[self.shard(entry.host)].adds.append((entry, force, first))
             result = AddResult(True, MAILED)
         else:
             self._unwritten.setdefault(part.index, []).append(([entry], force, first))
@@ -335,7 +320,7 @@ class PartitionedFrontier(Frontier):
             elif index in parts:
                 local.setdefault(index, []).append(i)
             else:
-                self._outbox.letter(index).adds.append((entry, False, False))
+                self._outbox[index].adds.append((entry, False, False))
         batches = {index: [entries[i] for i in positions] for index, positions in local.items()}
         keys = {index: [entry_key(e) for e in batch] for index, batch in batches.items()}
         # one seen-test for the links of every partition (one round trip), each hashed once
@@ -361,7 +346,7 @@ class PartitionedFrontier(Frontier):
             if index in self.parts:
                 local.setdefault(index, []).append(link)
             else:
-                self._outbox.letter(index).credits.append(tuple(link[:3]))
+                self._outbox[index].credits.append(tuple(link[:3]))
         for index, batch in local.items():
             part = self.parts[index]
             self._guarded(part, lambda p=part, b=batch: p.frontier.credit(b))
@@ -388,7 +373,7 @@ class PartitionedFrontier(Frontier):
         # stored. In one fenced call if one holds it all; else one settled partition writes
         # its links and acknowledgements in one call, after every other partition's links
         # and the letters, before every other partition's acknowledgements.
-        one = self.mail.one_call(list(self.parts.values()), self._outbox.letters, settlements)
+        one = self.mail.one_call(list(self.parts.values()), self._outbox, settlements)
         last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
         but = last.index if last is not None and not one else None
         if not one:
@@ -416,9 +401,9 @@ class PartitionedFrontier(Frontier):
         self._flush()
         return new
 
-    def _other_seen(self, index: int) -> Any:
+    def _other_seen(self, index: int) -> SeenSet:
         if index not in self._seen_sets:
-            self._seen_sets[index] = self._seen(self.keys(index))
+            self._seen_sets[index] = SeenSet(self.client, self.keys(index), self._seen)
         return self._seen_sets[index]
 
     # -- handing out ---------------------------------------------------------------------------
@@ -472,21 +457,16 @@ class PartitionedFrontier(Frontier):
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
     ) -> float | None:  # fmt: skip
-        rest = self._settle(Settlement("complete", token, duration, outcome, size))
-        self._flush()
-        return rest
+        return self.settle_many([Settlement("complete", token, duration, outcome, size)])[0]
 
     def ack(self, token: str) -> None:
-        self._settle(Settlement("ack", token))
-        self._flush()
+        self.settle_many([Settlement("ack", token)])
 
     def finish(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
         size: int = 0,
     ) -> float | None:  # fmt: skip
-        rest = self._settle(Settlement("finish", token, duration, outcome, size))
-        self._flush()
-        return rest
+        return self.settle_many([Settlement("finish", token, duration, outcome, size)])[0]
 
     def settle_many(self, settlements: Sequence[Settlement]) -> list[float | None]:
         rests = [self._settle(s) for s in settlements]
@@ -502,20 +482,21 @@ class PartitionedFrontier(Frontier):
         return out
 
     def renew(self, tokens: Iterable[str]) -> int:
-        renewed = 0
-        for index, inner in self._by_part(tokens).items():
-            part = self.parts[index]
-            renewed += self._guarded(part, lambda p=part, t=inner: p.frontier.renew(t)) or 0
-        self._flush()
-        return renewed
+        return self._by_leases(tokens, lambda f, inner: f.renew(inner))
 
     def release(self, tokens: Iterable[str], *, rest: bool = False) -> int:
-        released = 0
+        return self._by_leases(tokens, lambda f, inner: f.release(inner, rest=rest))
+
+    def _by_leases(
+        self, tokens: Iterable[str], call: Callable[[MercatorFrontier, list[str]], int]
+    ) -> int:
+        """``call`` on each partition's frontier with its leases of ``tokens``, summed."""
+        done = 0
         for index, inner in self._by_part(tokens).items():
             part = self.parts[index]
-            released += self._guarded(part, partial(part.frontier.release, inner, rest=rest)) or 0
+            done += self._guarded(part, partial(call, part.frontier, inner)) or 0
         self._flush()
-        return released
+        return done
 
     def expire(self) -> int:
         expired = sum(self._guarded(p, p.frontier.expire) or 0 for p in list(self.parts.values()))
@@ -553,7 +534,7 @@ class PartitionedFrontier(Frontier):
     def has_work(self, horizon: float) -> bool:
         due = self.due_in()  # (the fleet is asked last: it reads Redis)
         soon = due is not None and due <= horizon
-        return bool(self.in_flight() or soon or self.fleet_has_work())
+        return bool(self.in_flight() or soon or self.fleet.busy(self.parts))
 
     def in_flight(self) -> int:
         return sum(p.frontier.in_flight() for p in self.parts.values())

@@ -5,42 +5,35 @@ store keeps in memory what it needs to decide without asking Redis (the heads of
 queues, the head of each back queue, every list's length, the hosts' numbers) and writes the
 durable copy behind it: every change since the last :meth:`RedisQueueStore.flush` goes in one
 fenced atomic call (:class:`~crawler.backends.redis.fence.FencedWriter`), so Redis holds the
-state as of some flush, never half of one. A worker that dies loses only what it had not
-flushed; the owner flushes after every call (never in the middle of one: a batch of
-acknowledgements is one write), and the URL of a page is forgotten (its ``HDEL``) in the same
-call as the links the page brought, or in a later one.
+state as of some flush, never half of one. The owner flushes after every call (never in the
+middle of one: a batch of acknowledgements is one write), and the URL of a page is forgotten
+(its ``HDEL``) in the same call as the links the page brought, or in a later one.
 
 The seen-test asks Redis only about keys the store does not know: those it added since the
 last flush, and those it knows are seen (it added them, or Redis said so: a seen-set only
 grows), up to ``2 x SEEN_MEMORY`` per partition. The owner of several partitions asks about a
 call's links in one round trip (:func:`prime_seen`).
 
-Where a URL is (keys: :class:`~crawler.backends.redis.keys.PartitionKeys`):
+Where a URL is (the keys: docs/reference/redis-keys.md): in a front queue's LIST until the
+refill routes it; then in its host's back queue, the first ``BACK_BUFFER`` in memory (each also
+in the HASH ``o`` under an id of this ownership), the rest in the host's LIST ``b:<host>``;
+leased or handed back, still in ``o`` until acknowledged (``forget``). A new owner
+(:meth:`RedisQueueStore.recover`) puts everything of ``o`` and of the ``b:`` lists back at the
+head of its front queue, in the order it was routed: the frontier routes it again. The hosts'
+state carries their next fetch time on Redis's clock, so politeness holds across owners.
 
-* in front queue ``k``: LIST ``f:<k>``, until the refill routes it;
-* in its host's back queue: the first ``BACK_BUFFER`` in memory, each also in the HASH ``o``
-  under an id of this ownership; the rest in the host's LIST ``b:<host>``;
-* leased, or handed back after a lease: still in ``o``, until acknowledged (``forget``).
-
-A new owner (:meth:`RedisQueueStore.recover`) puts everything of ``o`` and of the ``b:`` lists
-back at the head of its front queue, in the order it was routed, and empties them: the
-frontier then routes it again. The hosts' state (HASH ``h``) carries their next fetch time on
-Redis's clock, their Crawl-delay, failures and give-ups, so politeness holds across owners.
-
-A queued URL is :func:`crawler.backends.redis.entries.pack_entry`'s bytes, under its host's
-number (its field in ``h``); in a front queue without its priority (the queue's), elsewhere
-with it, as a recovery moves it to a front queue unchanged. Writes are merged per flush: one
-``RPUSH`` and one ``LPOP`` per list (pushes go to the tail and pops take the head, so all
-pushes then all pops leave the list as the calls did in order), one ``HSET``/``HDEL`` on
-``o``.
-"""
+A queued URL is :func:`crawler.backends.redis.entries.pack_entry`'s bytes under its host's
+number; in a front queue without its priority (the queue's), elsewhere with it, as a recovery
+moves it to a front queue unchanged. Writes are merged per flush: one ``RPUSH`` and one
+``LPOP`` per list (pushes go to the tail and pops take the head, so all pushes then all pops
+leave the list as the calls did in order), one ``HSET``/``HDEL`` on ``o``."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
 
 import msgpack
 
@@ -53,7 +46,7 @@ from crawler.backends.redis.entries import (
 )
 from crawler.backends.redis.fence import MAX_ARGUMENTS, FencedWriter
 from crawler.backends.redis.keys import PartitionKeys
-from crawler.backends.redis.seenset import contains_across
+from crawler.backends.redis.seenset import SeenSet, contains_across
 from crawler.frontier.api import Clock, Entry
 from crawler.frontier.store import QueueStore, SavedHost
 
@@ -63,40 +56,6 @@ BACK_BUFFER = 64  # entries of a back queue held in memory; the rest wait in its
 # memory of them: two generations of at most this many (~70 B each in Python) per partition
 SEEN_MEMORY = 8_192
 COUNT_EVERY = 1.0  # seconds between writes of the seen count (its INCRBY) at the least
-
-
-class SeenWrites(Protocol):
-    """The partition's seen-set as its owner uses it: tests without writing, and writes
-    queued on the owner's fenced writer (so a key is seen exactly when the queue writes of
-    the same flush land)."""
-
-    def contains_many(self, keys: Sequence[int]) -> list[bool]: ...
-
-    def contains_commands(
-        self, keys: Sequence[int]
-    ) -> tuple[list[tuple[Any, ...]], Callable[[Iterator[Any]], list[bool]]]: ...
-
-    def contains_request(
-        self, keys: Sequence[int]
-    ) -> tuple[str | bytes, int, Callable[[Iterator[Any]], list[bool]]]: ...
-
-    def queue_adds(self, writer: FencedWriter, keys: Sequence[int]) -> None: ...
-
-    def queue_owed(self, writer: FencedWriter) -> bool: ...
-
-    def count(self) -> int: ...
-
-
-def pack(hid: int, entry: Entry, *, first: bool = False, queue: int = -1) -> bytes:
-    """``entry`` of host number ``hid`` as a list or ``o`` keeps it
-    (:func:`crawler.backends.redis.entries.pack_entry`); ``queue``: the front queue it goes
-    to (its priority is not stored), -1 elsewhere."""
-    return pack_entry(entry, hid, queue=queue, first=first)
-
-
-def unpack(blob: bytes, host_of: dict[int, str], queue: int = 0) -> Entry:
-    """The entry :func:`pack` stored; ``queue``: the front queue it was read from."""
-    return unpack_entry(blob, host_of, queue)
 
 
 def prime_seen(client: Any, batches: dict[RedisQueueStore, Sequence[int]]) -> None:
@@ -127,7 +86,7 @@ class RedisQueueStore(QueueStore):
         client: Any,
         keys: PartitionKeys,
         writer: FencedWriter,
-        seen: SeenWrites,
+        seen: SeenSet,
         front_queues: int,
         clock: Clock,
     ) -> None:
@@ -193,27 +152,24 @@ class RedisQueueStore(QueueStore):
         count = len(self.front_sizes)
         sizes, out, lists = replies[:count], replies[count], replies[count + 1 :]
         moved: list[list[bytes]] = [[] for _ in sizes]
-        ids = sorted(out, key=int)
-        first = {i for i in ids if is_first(out[i])}  # stay out, as first requests again
-        for i in ids:
-            if i in first:
-                entry = unpack(out[i], self._host_of)
+        gone = []
+        for i in sorted(out, key=int):
+            if is_first(out[i]):  # stays out, as a first request again
+                entry = unpack_entry(out[i], self._host_of)
                 entry.id = int(i)
                 self._firsts.append(entry)
-        self._next_id = max((int(i) for i in ids), default=0) + 1
-        gone = [i for i in ids if i not in first]
+            else:
+                gone.append(i)
+        self._next_id = max(map(int, out), default=0) + 1
         blobs = [out[i] for i in gone]
         blobs += [b for blobs in lists for b in blobs]
         for blob in blobs:  # each with its priority (packed out of the front queues)
             moved[min(max(stored_priority(blob), 0), count - 1)].append(blob)
         for q, queued in enumerate(moved):
             self.front_sizes[q] = sizes[q] + len(queued)
-            # LPUSH puts its values at the head in reverse: the last chunk first, reversed
-            chunks = [queued[i : i + MAX_ARGUMENTS] for i in range(0, len(queued), MAX_ARGUMENTS)]
-            for chunk in reversed(chunks):
-                self.writer.write("LPUSH", k.front(q), *reversed(chunk))
-        for i in range(0, len(gone), MAX_ARGUMENTS):
-            self.writer.write("HDEL", k.out, *gone[i : i + MAX_ARGUMENTS])
+            # LPUSH puts each value at the head in turn: reversed, they keep their order
+            self.writer.write_many("LPUSH", k.front(q), queued[::-1])
+        self.writer.write_many("HDEL", k.out, gone)
         for host in back_hosts:
             self.writer.write("DEL", k.back(host))
         if back_hosts:
@@ -228,7 +184,7 @@ class RedisQueueStore(QueueStore):
         hid = self._hid.get(entry.host) or self._number(entry.host)
         entry.id = self._next_id
         self._next_id += 1
-        self._out_set[entry.id] = pack(hid, entry, first=True)
+        self._out_set[entry.id] = pack_entry(entry, hid, first=True)
 
     def load_firsts(self) -> list[Entry]:
         return self._firsts
@@ -280,7 +236,7 @@ class RedisQueueStore(QueueStore):
         self.front_sizes[priority] -= 1
         entry = head.popleft()
         if type(entry) is bytes:
-            return unpack(entry, self._host_of, priority)
+            return unpack_entry(entry, self._host_of, priority)
         entry.id = 0
         return entry
 
@@ -294,7 +250,7 @@ class RedisQueueStore(QueueStore):
             self._take_out(entry)
             queue.append(entry)
             return
-        self._pushes.setdefault(self.keys.back(host), []).append(pack(self._hid[host], entry))
+        self._pushes.setdefault(self.keys.back(host), []).append(pack_entry(entry, self._hid[host]))
         if not self._overflow.get(host):
             self._back_hosts[host] = True
         self._overflow[host] = self._overflow.get(host, 0) + 1
@@ -303,7 +259,7 @@ class RedisQueueStore(QueueStore):
         """The entry leaves the lists for memory: it is kept in ``o`` under a new id."""
         entry.id = self._next_id
         self._next_id += 1
-        self._out_set[entry.id] = pack(self._hid[entry.host], entry)
+        self._out_set[entry.id] = pack_entry(entry, self._hid[entry.host])
 
     def back_pop(self, host: str) -> Entry:
         queue = self._back[host]
@@ -320,7 +276,7 @@ class RedisQueueStore(QueueStore):
         blobs = self.client.lrange(key, 0, limit - 1)
         queue = self._back.setdefault(host, deque())
         for blob in blobs:
-            entry = unpack(blob, self._host_of)
+            entry = unpack_entry(blob, self._host_of)
             self._take_out(entry)
             queue.append(entry)
         self._pops[key] = self._pops.get(key, 0) + len(blobs)
@@ -460,40 +416,27 @@ class RedisQueueStore(QueueStore):
         if count and self.seen.queue_owed(w):
             self._count_sent = now
         for key, values in self._pushes.items():
-            for i in range(0, len(values), MAX_ARGUMENTS):
-                w.write("RPUSH", key, *values[i : i + MAX_ARGUMENTS])
+            w.write_many("RPUSH", key, values)
         for key, n in self._pops.items():
             w.write("LPOP", key, n)
         self._pushes, self._pops = {}, {}
         if self._out_set:
-            items = [x for pair in self._out_set.items() for x in pair]
-            for i in range(0, len(items), MAX_ARGUMENTS):
-                w.write("HSET", k.out, *items[i : i + MAX_ARGUMENTS])
+            w.write_many("HSET", k.out, [x for pair in self._out_set.items() for x in pair])
             self._out_set = {}
-        for i in range(0, len(self._out_del), MAX_ARGUMENTS):
-            w.write("HDEL", k.out, *self._out_del[i : i + MAX_ARGUMENTS])
+        w.write_many("HDEL", k.out, self._out_del)
         self._out_del = []
         if self._dirty:
             items = [x for n in list(self._dirty) for x in (n, self._host_record(n))]
-            for i in range(0, len(items), MAX_ARGUMENTS):
-                w.write("HSET", k.hosts, *items[i : i + MAX_ARGUMENTS])
+            w.write_many("HSET", k.hosts, items)
             self._dirty = set()
         for field, delta in self._stale.items():
             if delta:
                 w.write("HINCRBY", k.stale, field, delta)
         self._stale = {}
         if self._back_hosts:
-            added = [h for h, exists in self._back_hosts.items() if exists]
-            removed = [h for h, exists in self._back_hosts.items() if not exists]
-            if added:
-                w.write("SADD", k.back_hosts, *added)
-            if removed:
-                w.write("SREM", k.back_hosts, *removed)
+            w.write_many("SADD", k.back_hosts, [h for h, e in self._back_hosts.items() if e])
+            w.write_many("SREM", k.back_hosts, [h for h, e in self._back_hosts.items() if not e])
             self._back_hosts = {}
-
-    def tick(self, now: float, *, durable: bool = False) -> None:
-        """Nothing: the partition's owner (``PartitionedFrontier``) flushes at the end of every
-        call, so a batch of acknowledgements is one write, ordered after the links before it."""
 
     def close(self) -> None:
         self.flush()
@@ -503,9 +446,9 @@ class RedisQueueStore(QueueStore):
         k = self.keys
         for q in range(len(self.front_sizes)):
             for blob in self.client.lrange(k.front(q), 0, -1):
-                yield unpack(blob, self._host_of, q)
+                yield unpack_entry(blob, self._host_of, q)
         for queue in self._back.values():
             yield from queue
         for host in self._overflow:
             for blob in self.client.lrange(k.back(host), 0, -1):
-                yield unpack(blob, self._host_of)
+                yield unpack_entry(blob, self._host_of)

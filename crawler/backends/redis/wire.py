@@ -117,11 +117,8 @@ def _keep(pool: Any, conn: Any) -> None:
 def execute(
     client: Any, commands: Sequence[Command], fallback: Callable[[], list[Any]]
 ) -> list[Any]:
-    """The replies to ``commands``, sent in one round trip, in order, as hiredis reads them
-    (without redis-py's response callbacks: callers read only what both paths give alike);
-    a command the server refused is its :class:`redis.ResponseError` in the list (as
-    redis-py's ``pipeline.execute(raise_on_error=False)`` gives it). ``fallback`` runs the
-    same batch through redis-py (see the module) when this path cannot."""
+    """:func:`execute_packed` of ``commands``, packed here (the near-duplicate detector's
+    reads and writes: a few commands a page, whose packing is not worth the caller's)."""
     try:
         request = b"".join([pack_command(tuple(c)) for c in commands])
     except TypeError:  # an argument hiredis does not pack: redis-py's error, from its path
@@ -132,9 +129,13 @@ def execute(
 def execute_packed(
     client: Any, request: bytes, count: int, fallback: Callable[[], list[Any]]
 ) -> list[Any]:
-    """:func:`execute` of a request its caller packed itself (RESP: ``count`` commands, as
-    ``pack_command`` would pack them), for a batch of many small commands whose packing the
-    caller does for less (the seen-test: ``crawler.backends.redis.seenset``)."""
+    """The replies to ``request`` (RESP: ``count`` commands, as ``hiredis.pack_command``
+    packs them; the caller packs it, for less: the seen-test, ``crawler.backends.redis.seenset``),
+    sent in one round trip, in order, as hiredis reads them (without redis-py's response
+    callbacks: callers read only what both paths give alike); a command the server refused is
+    its :class:`redis.ResponseError` in the list (as ``pipeline.execute(raise_on_error=False)``
+    gives it). ``fallback`` runs the same batch through redis-py (see the module) when this
+    path cannot."""
     taken = _lean_connection(client)
     if taken is None:
         return fallback()
@@ -220,13 +221,12 @@ class one_connection:  # (named as a function: ``with one_connection(client) as 
             self.pool.release(self.conn)
 
     def run(self, commands: Sequence[Command]) -> list[Any]:
-        """The replies to ``commands``, as :func:`execute` gives them."""
+        """The replies to ``commands``, as :func:`execute_packed` gives them."""
         return self.run_packed(b"".join([pack_command(tuple(c)) for c in commands]), len(commands))
 
     def run_packed(self, request: bytes, count: int) -> list[Any]:
-        """The replies to ``request`` (RESP: ``count`` commands, as ``hiredis.pack_command``
-        packs them), as :func:`execute` gives them; packed by the caller, as for
-        :func:`execute_packed` (the fenced call packs each writer's keys once)."""
+        """The replies to ``request`` (``count`` commands), as :func:`execute_packed` gives
+        them (the fenced call packs each writer's keys once)."""
         conn = self.conn
         conn.send_packed_command([request])
         if self.lean:
