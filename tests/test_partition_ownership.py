@@ -318,6 +318,31 @@ def test_a_worker_hands_its_surplus_over_together_once_all_of_it_is_settled(
     assert sorted(b.parts) == surplus
 
 
+def test_a_slow_fetch_holds_the_rest_of_the_surplus_back_only_so_long(
+    redis_client: redis.Redis,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``TOGETHER_WAIT`` since the surplus was named, its settled partitions go without
+    the one whose fetch is still open (a slow host): a joiner waits seconds, not a timeout."""
+    monkeypatch.setattr(partitioned_module, "BEAT", 3600.0)  # the test's calls beat
+    key, clock = fresh_key(), FakeClock()
+    policy = PolitenessPolicy(min_delay=30.0)
+    a = partitioned(redis_client, key, clock, count=4, worker="a", policy=policy, ttl=30.0)
+    a.add_many(entries(32, 2))
+    out = a.next_many(64)
+    partitioned(redis_client, key, clock, count=4, worker="b", policy=policy, ttl=30.0)
+    a.beat()
+    surplus = sorted(i for i, part in a.parts.items() if part.draining)
+    for lease in out:
+        if a.shard(lease.entry.host) == surplus[0]:
+            a.finish(lease.token, 0.1)
+    a.beat()
+    assert sorted(a.parts) == list(range(4))  # within the wait: kept
+    monkeypatch.setattr(partitioned_module, "TOGETHER_WAIT", 0.0)  # (the wait is over)
+    a.beat()
+    assert surplus[0] not in a.parts and surplus[1] in a.parts
+
+
 def test_a_partition_found_lost_as_it_hands_out_gives_the_engine_nothing(
     redis_client: redis.Redis,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

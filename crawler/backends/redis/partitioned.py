@@ -63,6 +63,7 @@ BEAT = 1.0  # seconds between ownership beats (lease renewals, claims, the inbox
 MAILED = "mailed"  # AddResult.reason of a link sent to the partition that owns its host
 MAIL = b"mail"  # the wake-up that says letters were sent
 MIN_BACK_QUEUES = 2  # a partition's share of its worker's B, at the least
+TOGETHER_WAIT = 5.0  # seconds a settled surplus partition waits for the rest of the surplus
 
 
 @dataclass
@@ -134,6 +135,7 @@ class PartitionedFrontier(Frontier):
         self._last_beat = float("-inf")
         self._beat_waiting = False  # a wake-up said partitions were handed back
         self._mail_waiting = False  # a wake-up said letters were sent
+        self._surplus_since: float | None = None  # when the surplus being drained was named
         self.fleet = FleetView(client, self.crawl_keys, self.keys, count, front_queues, BEAT)
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
@@ -155,10 +157,7 @@ class PartitionedFrontier(Frontier):
                 self._take(ownership)
         for index, part in self.parts.items():
             part.draining = index in beat.surplus
-        surplus = [part for part in self.parts.values() if part.draining]  # one wake-up for all:
-        if surplus and not any(part.frontier.in_flight() for part in surplus):  # seen together
-            for n, part in enumerate(surplus, 1):
-                self._hand_over(part, announce=n == len(surplus))
+        self._hand_over_surplus()
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
@@ -176,6 +175,19 @@ class PartitionedFrontier(Frontier):
             for part in self.parts.values():
                 if part.frontier.back_queue_count != share:
                     part.frontier.resize_back(share)
+
+    def _hand_over_surplus(self) -> None:
+        """Release the surplus partitions whose leases are settled: all together, with one
+        wake-up, so the claimers see the ones with work beside the empty ones (settled at
+        once) and each takes its share of both; or, once the surplus has waited
+        ``TOGETHER_WAIT``, those settled (a slow fetch holds the others back no longer)."""
+        surplus = [part for part in self.parts.values() if part.draining]
+        now = time.monotonic()
+        self._surplus_since = (self._surplus_since or now) if surplus else None
+        settled = [part for part in surplus if not part.frontier.in_flight()]
+        if settled and (len(settled) == len(surplus) or now - self._surplus_since >= TOGETHER_WAIT):
+            for n, part in enumerate(settled, 1):
+                self._hand_over(part, announce=n == len(settled))
 
     def _hand_over(self, part: Partition, *, announce: bool) -> None:
         """Release a surplus partition, its leases settled."""
