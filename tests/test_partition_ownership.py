@@ -557,3 +557,32 @@ def test_a_surplus_once_named_stays_named_while_it_drains(redis_client: redis.Re
     assert len(first) == COUNT // 2
     redis_client.hset(loads, mapping={str(i): "0 0" for i in range(COUNT)})  # all drained
     assert a.beat().surplus == first
+
+
+def test_a_named_surplus_stays_named_when_another_worker_joins(redis_client: redis.Redis) -> None:  # noqa: F811
+    """A worker joining while the surplus drains makes its owner name more, keeping what it
+    named: a partition being drained (its queue waiting there) is not taken back half-drained
+    because it now looks like the one with work. One leaving makes it keep some of what it
+    named, not start draining others."""
+    crawl = fresh_key()
+    a = worker(redis_client, crawl, "a")
+    rounds_until([a], lambda: len(a.owned) == COUNT)
+    loads = CrawlKeys(crawl).partitions
+    redis_client.hset(loads, mapping={str(i): "3 0" for i in range(0, COUNT, 2)})
+    worker(redis_client, crawl, "b").beat()
+    first = a.beat().surplus
+    assert len(first) == COUNT // 2
+    # what the surplus holds waits there (it hands out nothing); the rest was fetched
+    redis_client.hset(loads, mapping={str(i): "3 0" if i in first else "0 0" for i in range(COUNT)})
+    c = worker(redis_client, crawl, "c")
+    c.beat()
+    second = a.beat().surplus
+    assert len(second) == COUNT - 6  # a's share of 16 among 3: 6
+    assert set(first) <= set(second)
+    # and when one leaves, some of the named are kept: none of the others starts to drain
+    c.leave()
+    said = {str(i): "0 0" if i in second else "3 0" for i in range(COUNT)}  # the kept have work
+    redis_client.hset(loads, mapping=said)
+    third = a.beat().surplus
+    assert len(third) == COUNT // 2
+    assert set(third) <= set(second)

@@ -168,8 +168,11 @@ class PartitionOwnership:
             beat.claimed += self._claim(self._pick(free, share - len(self.owned), loads))
         elif len(self.owned) > share:
             named = [i for i in self._surplus if i in self.owned]  # (draining: not renamed)
-            if len(self.owned) - len(named) != share:
-                keep = self._pick(list(self.owned), share, self.client.hgetall(self.loads))
+            held = [i for i in self.owned if i not in named]
+            if len(held) != share:  # the members changed: more named, or some named kept
+                loads = self.client.hgetall(self.loads)
+                keep = self._pick(held, share, loads) if len(held) > share \
+                    else held + self._pick(named, share - len(held), loads)  # fmt: skip
                 named = [i for i in self.order if i in self.owned and i not in keep]
             beat.surplus = named
         self._surplus = beat.surplus
