@@ -5,6 +5,7 @@ passes ``warcio check`` and the ``.open`` one reads up to its last whole record.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -113,6 +114,24 @@ def test_redis_away_means_a_full_copy_never_a_dangling_revisit() -> None:
     assert index.claim("sha1:P", capture) is None
     assert index.alone == 1
     index.close()
+
+
+def test_a_claim_redis_refuses_means_a_full_copy_never_a_lost_record(
+    redis_server: RedisServer,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Redis answers the claim with an error (here the key holds another type; in a crawl,
+    out of memory under ``noeviction``): the payload is written in full, logged once."""
+    key = CrawlKeys(fresh_key()).warc_digests
+    client = redis_server.client()
+    client.set(key, "not a hash")
+    index = RedisDigestIndex(client, key)
+    capture = Capture("http://a.test/", datetime.now(UTC), "<urn:uuid:1>")
+    with caplog.at_level(logging.ERROR):
+        assert index.claim("sha1:P", capture) is None
+        assert index.claim("sha1:Q", capture) is None
+    assert index.refused == 2 and len(caplog.records) == 1
+    assert "written in full" in caplog.records[0].getMessage()
 
 
 @pytest.mark.parametrize(

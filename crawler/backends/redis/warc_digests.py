@@ -2,13 +2,16 @@
 (``{crawl}:warc_digests``, digest -> first capture), so a payload archived by any worker, in
 this crawl or an earlier one of the same crawl name, becomes a revisit record everywhere.
 
-While Redis is away a claim answers "not known": the worker writes the payload in full, which
-costs space and never a revisit that points at nothing."""
+While Redis is away, or refuses the claim (out of memory under ``noeviction``), a claim answers
+"not known": the worker writes the payload in full, which costs space and never a revisit that
+points at nothing, nor a record lost."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+import redis
 
 from crawler.archive.digests import DigestIndex, decode_capture, encode_capture
 from crawler.archive.records import Capture
@@ -23,6 +26,7 @@ class RedisDigestIndex(ActsAlone, DigestIndex):
     def __init__(self, client: RedisClient, key: str) -> None:
         self.client = client
         self.key = key
+        self.refused = 0  # claims Redis refused (an error reply), payloads written in full
         self.outage = RedisOutage(
             "WARC digest index",
             lambda: client.exists(key),
@@ -42,5 +46,12 @@ class RedisDigestIndex(ActsAlone, DigestIndex):
             pipe.hget(self.key, digest)
             return pipe.execute()
 
-        claimed, known = self._safe(claim, (True, None))
+        try:
+            claimed, known = self._safe(claim, (True, None))
+        except redis.ResponseError as exc:
+            if not self.refused:
+                logger.error("WARC digest index: Redis refused a claim (%s); payloads are "
+                             "written in full while it does", exc)
+            self.refused += 1
+            return None
         return None if claimed else decode_capture(known.decode())
