@@ -21,6 +21,7 @@ and are released together once their open leases are settled (see :mod:`.ownersh
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
@@ -30,6 +31,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+
+import redis
 
 from crawler.backends.redis.controls import CrawlControls
 from crawler.backends.redis.fence import PartitionLost
@@ -177,25 +180,29 @@ class PartitionedFrontier(Frontier):
                     part.frontier.resize_back(share)
 
     def _hand_over_surplus(self) -> None:
-        """Release the surplus partitions whose leases are settled: all together, with one
-        wake-up, so the claimers see the ones with work beside the empty ones (settled at
-        once) and each takes its share of both; or, once the surplus has waited
-        ``TOGETHER_WAIT``, those settled (a slow fetch holds the others back no longer)."""
+        """Release the settled surplus partitions all together, with one wake-up (claimers
+        see those with work beside the empty ones, settled at once, and take a share of
+        each), or past ``TOGETHER_WAIT`` those settled (a slow fetch holds them no longer)."""
         surplus = [part for part in self.parts.values() if part.draining]
         now = time.monotonic()
-        self._surplus_since = (self._surplus_since or now) if surplus else None
+        since = self._surplus_since = (self._surplus_since or now) if surplus else None
         settled = [part for part in surplus if not part.frontier.in_flight()]
-        if settled and (len(settled) == len(surplus) or now - self._surplus_since >= TOGETHER_WAIT):
-            for n, part in enumerate(settled, 1):
-                self._hand_over(part, announce=n == len(settled))
+        if not settled or (len(settled) < len(surplus) and now - since < TOGETHER_WAIT):
+            return
+        if sum([self._hand_over(part) for part in settled]):  # (a lost one is not released)
+            # a lost wake-up only delays the others' claim to their next beat
+            with contextlib.suppress(redis.ConnectionError, redis.TimeoutError):
+                self.ownership.announce()
 
-    def _hand_over(self, part: Partition, *, announce: bool) -> None:
-        """Release a surplus partition, its leases settled."""
+    def _hand_over(self, part: Partition) -> bool:
+        """Release a surplus partition, its leases settled; whether it was (not lost)."""
         self._guarded(part, part.store.flush)
-        if part.index in self.parts:  # (not lost meanwhile)
-            self.ownership.release(part.index, announce=announce)  # (others claim it then)
-            del self.parts[part.index]
-            logger.debug("Partition %d handed over", part.index)
+        if part.index not in self.parts:
+            return False
+        self.ownership.release(part.index, announce=False)
+        del self.parts[part.index]
+        logger.debug("Partition %d handed over", part.index)
+        return True
 
     def _maybe_beat(self) -> None:
         if time.monotonic() - self._last_beat >= BEAT or self._beat_waiting or self.controls.heard:
