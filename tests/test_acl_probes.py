@@ -202,3 +202,15 @@ def test_the_start_up_checks_close_every_client_they_open(
     assert RedisFrontierStore.preflight(crawler) == []
     assert len(opened) >= 2
     assert {id(c) for c in closed} == {id(c) for c in opened}
+
+
+def test_an_error_reply_is_not_called_unreachable(redis_server: RedisServer) -> None:  # noqa: F811
+    """Redis answers, with an error (the crawl's meta key holds another type): the refusal
+    says so, not that Redis is not reachable."""
+    key = fresh_key()
+    settings = Settings({"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
+                         "REDIS_CLUSTER": "no", "FRONTIER_REDIS_KEY": key})
+    store = RedisFrontierStore(settings, "web")
+    redis_server.client().set(store.keys.meta, "not a hash")
+    [refusal] = store.check_server()
+    assert "answered the start-up checks with an error" in refusal and "WRONGTYPE" in refusal

@@ -212,8 +212,10 @@ class RedisFrontierStore(MemoryFrontierStore):
                 return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
         except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
             return [f"Redis at {where} refused the crawl's login: {exc}"]
-        except (redis.RedisError, OSError, ValueError) as exc:
+        except (redis.ConnectionError, redis.TimeoutError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
+        except redis.RedisError as exc:  # reached: an error reply (a key of another type...)
+            return [f"Redis at {where} answered the start-up checks with an error: {exc}"]
 
     def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
         """What the crawl will run, one of each kind on each kind of key and channel, with
