@@ -16,11 +16,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
 from hiredis import pack_command
+from redis.cluster import RedisCluster
 from redis.exceptions import AskError, ExecAbortError, TryAgainError
 
 from crawler.backends.redis import wire
@@ -39,6 +40,7 @@ REPLICA_RECOUNT = 10.0
 # Times a fenced call is made again after Redis aborted it (a watched key changed: the
 # owner's renewal from another connection, a claim) before the flush gives up with an error
 WATCH_TRIES = 16
+AGAIN = object()  # what an attempt of :func:`watched` returns when Redis aborted its EXEC
 
 logger = logging.getLogger(__name__)
 
@@ -232,9 +234,6 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
     writers whose lease was lost, else those whose number is missing (a failover lost
     acknowledged writes): then nothing was written. Writers that wait for replicas send
     ``WAIT`` after the ``EXEC``."""
-    cluster = hasattr(client, "get_node_from_key")
-    node = client.get_redis_connection(client.get_node_from_key(call[0].lease_key)) if cluster \
-        else client  # fmt: skip
     # the epochs are read, not watched: a claim changes the lease too, and one that only
     # raised the epoch by the time a lapsed lease is taken back here fails its SET NX
     check = b"".join([
@@ -245,63 +244,93 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
     for w in call:
         batches.append(w._writes[: w._sent or MAX_WRITES])
         w._sent = len(batches[-1])
+    wanted: list[int] = []  # (asked of the node once, before the first attempt)
+
+    def attempt(conn: wire.one_connection, node: Any) -> Any:
+        if not wanted:
+            wanted.append(call[0]._wanted(node) if call[0].replicas else 0)
+        replies = conn.run_packed(check, 2)
+        if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
+            _raise_error(client, replies)
+        got, numbers, packed = replies[1], [], [_MULTI]
+        fenced: list[int] = []
+        rewound: list[int] = []
+        for j, w in enumerate(call):
+            owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
+            if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
+                fenced.append(j)
+            if owner != w._value:  # a lapsed lease, taken back
+                packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
+            if w._seq is None:  # the calls the partition's owners made so far
+                w._seq = applied
+            number: int | str = "" if w._seq < 0 else w._seq + 1
+            numbers.append(number)
+            skip = number != "" and applied != w._seq
+            if skip and applied < w._seq + 1:
+                rewound.append(j)
+            if number != "" and not skip:
+                digits = b"%d" % number
+                packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
+            if not skip:
+                packed += [pack_command((command, key, *args))
+                           for command, key, args in batches[j]]  # fmt: skip
+        if fenced or rewound:
+            conn.run_packed(_UNWATCH, 1)
+            return Refused(PartitionLost, fenced) if fenced else Refused(PartitionRewound, rewound)
+        packed.append(_EXEC)
+        if wanted[0]:
+            packed.append(pack_command(("WAIT", wanted[0], REPLICA_WAIT_MS)))
+        replies = conn.run_packed(b"".join(packed), len(packed))
+        done = replies[len(packed) - 1 - bool(wanted[0])]  # (None: aborted)
+        if done is None:
+            return AGAIN
+        # (a command refused when queued makes EXEC refuse them all)
+        if type(done) is not list or any(
+            issubclass(kind, Exception) for kind in set(map(type, done))
+        ):
+            _raise_error(client, replies)
+        if wanted[0]:
+            call[0]._replicated(replies[-1], wanted[0])
+        return numbers
+
+    def lost_node() -> None:
+        call[0]._replicas_seen = (float("-inf"), 0)
+
+    result = watched(client, call[0].lease_key, attempt, lost_node)
+    if isinstance(result, Refused):
+        raise result
+    return result
+
+
+def watched(
+    client: Any, key: str, attempt: Callable[[wire.one_connection, Any], Any],
+    lost_node: Callable[[], None] = lambda: None,
+) -> Any:
+    """An optimistic transaction on the node that serves ``key`` (a cluster's slot master,
+    asked directly): ``attempt(conn, node)`` sends its ``WATCH``, reads and checks, then its
+    ``MULTI``/``EXEC`` on one connection, and returns what it decided, or :data:`AGAIN` when
+    Redis aborted the ``EXEC`` (a watched key changed): it is made again, ``WATCH_TRIES``
+    times at most (then :class:`redis.WatchError`). The fenced call and the near-duplicate
+    commit both run this way.
+
+    A lost connection to a cluster's node read directly (not through the client's routing,
+    which would have corrected it) may be a master that died: ``lost_node`` runs and the
+    client's map of slots is read again before the error goes on (the call goes again, to the
+    promoted replica)."""
+    cluster = isinstance(client, RedisCluster)
+    node = client.get_redis_connection(client.get_node_from_key(key)) if cluster else client
     try:
-        wanted = call[0]._wanted(node) if call[0].replicas else 0
         with wire.one_connection(node) as conn:
             for _ in range(WATCH_TRIES):
-                replies = conn.run_packed(check, 2)
-                if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
-                    _raise_error(client, replies)
-                got, numbers, packed = replies[1], [], [_MULTI]
-                fenced: list[int] = []
-                rewound: list[int] = []
-                for j, w in enumerate(call):
-                    owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
-                    if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
-                        fenced.append(j)
-                    if owner != w._value:  # a lapsed lease, taken back
-                        packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
-                    if w._seq is None:  # the calls the partition's owners made so far
-                        w._seq = applied
-                    number: int | str = "" if w._seq < 0 else w._seq + 1
-                    numbers.append(number)
-                    skip = number != "" and applied != w._seq
-                    if skip and applied < w._seq + 1:
-                        rewound.append(j)
-                    if number != "" and not skip:
-                        digits = b"%d" % number
-                        packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
-                    if not skip:
-                        packed += [pack_command((command, key, *args))
-                                   for command, key, args in batches[j]]  # fmt: skip
-                if fenced or rewound:
-                    conn.run_packed(_UNWATCH, 1)
-                    break
-                packed.append(_EXEC)
-                if wanted:
-                    packed.append(pack_command(("WAIT", wanted, REPLICA_WAIT_MS)))
-                replies = conn.run_packed(b"".join(packed), len(packed))
-                done = replies[len(packed) - 1 - bool(wanted)]  # (None: aborted)
-                if done is not None:
-                    # (a command refused when queued makes EXEC refuse them all)
-                    if type(done) is not list or any(
-                        issubclass(kind, Exception) for kind in set(map(type, done))
-                    ):
-                        _raise_error(client, replies)
-                    if wanted:
-                        call[0]._replicated(replies[-1], wanted)
-                    return numbers
-            else:
-                raise redis.WatchError(f"{call[0].lease_key} changed {WATCH_TRIES} times")
+                result = attempt(conn, node)
+                if result is not AGAIN:
+                    return result
+            raise redis.WatchError(f"{key} changed {WATCH_TRIES} times")
     except (redis.ConnectionError, redis.TimeoutError):
-        # a cluster's master died: the client's map of slots still names it, and nothing
-        # routed through the client would correct it, as the call goes to the node itself;
-        # read the map again (the call goes again, to the promoted replica)
         if cluster:
-            call[0]._replicas_seen = (float("-inf"), 0)
+            lost_node()
             reread_slots(client)
         raise
-    raise Refused(PartitionLost, fenced) if fenced else Refused(PartitionRewound, rewound)
 
 
 def _raise_error(client: Any, replies: list[Any]) -> None:

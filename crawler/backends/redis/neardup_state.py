@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import redis
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import _raise_error, reread_slots
+from crawler.backends.redis.fence import AGAIN, _raise_error, watched
 from crawler.backends.redis.keys import NeardupKeys
 from crawler.backends.redis.neardup_anchors import ALIAS, AnchorPostings, batch
 from crawler.backends.redis.neardup_copies import Lesson
@@ -39,7 +38,6 @@ ENTRY = 12  # bytes a record starts with, its version: the fingerprint (8) and h
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
 TRIM = 64  # commits between two trims of :recent to its RECENT newest
-WATCH_TRIES = 16  # commits aborted in a row (another commit between the WATCH and the EXEC)
 # a value past hash-max-listpack-value (64 B) the first commit sets in :v and :hc makes them
 # hashtables: a field (a host) found without scanning the others, ~4,000 instructions less a
 # look-up at 40 hosts
@@ -145,9 +143,7 @@ class NeardupState:
         commit writes it): None (retry) if something the decision read changed since
         ``read``; else the host's counts (pages << 26 | duplicates), the commit's ``seq``,
         and a new original's store key and posting element (0, b"" if none)."""
-        keys, cluster = self.keys, hasattr(self.client, "get_node_from_key")
-        node = self.client.get_redis_connection(self.client.get_node_from_key(keys.versions)) \
-            if cluster else self.client  # fmt: skip
+        keys = self.keys
         ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
         fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
         own, learned = read.own, lesson.learned if lesson else -1
@@ -155,32 +151,28 @@ class NeardupState:
                                 ("HMGET", keys.versions, "seq", "forget", hid, *checks)]
         if own and action != "unchanged":  # a URL stored before: its record now
             watch.append(("HGET", keys.records(own // SLOTS), own))
-        try:
-            with wire.one_connection(node) as conn:
-                run = conn.run
-                for _ in range(WATCH_TRIES):
-                    got = run(watch)
-                    _raise_error(self.client, got)
-                    seq, forget, meta, *tlens = (int(x or 0) for x in got[1])
-                    if seq != read.seq and not self._unchanged(
-                            run, read, seq, forget, meta, version, learned,
-                            [t & TLEN for t in tlens] != list(checks.values()),
-                            ukey, ufield, fp and (fkey, ffield), anchors, lens):
-                        run([("UNWATCH",)])
-                        return None
-                    seq += 1
-                    writes, k, elem = self._writes(
-                        action, host, hid, seq, own, got[2] if len(got) > 2 else None, ukey,
-                        ufield, fkey, ffield, anchors, lesson, record)
-                    replies = run([("MULTI",), *writes, ("EXEC",)])
-                    if replies[-1] is not None:  # (None: another commit came in between)
-                        _raise_error(self.client, replies)
-                        return replies[-1][-1], seq, k, elem
-                raise redis.WatchError(f"{keys.versions} changed {WATCH_TRIES} times")
-        except (redis.ConnectionError, redis.TimeoutError):
-            if cluster:  # a master died: the client's map of slots may still name it
-                reread_slots(self.client)
-            raise
+
+        def attempt(conn: wire.one_connection, node: Any) -> Any:
+            got = conn.run(watch)
+            _raise_error(self.client, got)
+            seq, forget, meta, *tlens = (int(x or 0) for x in got[1])
+            if seq != read.seq and not self._unchanged(
+                    conn.run, read, seq, forget, meta, version, learned,
+                    [t & TLEN for t in tlens] != list(checks.values()),
+                    ukey, ufield, fp and (fkey, ffield), anchors, lens):
+                conn.run([("UNWATCH",)])
+                return None
+            seq += 1
+            writes, k, elem = self._writes(
+                action, host, hid, seq, own, got[2] if len(got) > 2 else None, ukey,
+                ufield, fkey, ffield, anchors, lesson, record)
+            replies = conn.run([("MULTI",), *writes, ("EXEC",)])
+            if replies[-1] is None:  # another commit came in between
+                return AGAIN
+            _raise_error(self.client, replies)
+            return replies[-1][-1], seq, k, elem
+
+        return watched(self.client, keys.versions, attempt)
 
     def _unchanged(
         self, run: Any, read: Read, seq: int, forget: int, meta: int, version: int,
