@@ -354,7 +354,7 @@ def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedW
     will send their writes and ``more`` as one fenced call (one server, no replicas to wait
     for, no call of unknown outcome to send again first, at most ``MAX_WRITES`` writes in
     all): the writes of them all then land together, or none. Else None."""
-    if not writers or hasattr(client, "get_node_from_key"):
+    if not writers or isinstance(client, RedisCluster):
         return None
     pending = more
     for w in writers:  # (a loop, not any() and sum(): it runs for every page)
@@ -382,7 +382,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     slot's master, fenced on its own (one refused leaves the others applied). Writers that
     wait for replicas (``WAIT`` after each call) send their calls one by one."""
     lost: list[PartitionLost | None] = [None] * len(writers)
-    cluster = hasattr(client, "get_node_from_key")
+    cluster = isinstance(client, RedisCluster)
     waiting = [w for w in writers if w._writes]
     while waiting:
         if cluster:

@@ -46,7 +46,6 @@ from itertools import chain, islice
 from typing import Any
 
 import redis
-from hiredis import pack_command
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
@@ -158,7 +157,7 @@ class SeenSet:
         against ~10k through a tuple and ``pack_command``."""
         if self.config.bloom:
             commands, read = self.contains_commands(keys)
-            return b"".join([pack_command(c) for c in commands]), len(commands), read
+            return wire.pack(commands), len(commands), read
         shift, names = self._shift, self._names
         out = []
         for key, m in zip(keys, map(str, _members(keys)), strict=True):

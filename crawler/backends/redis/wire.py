@@ -120,10 +120,15 @@ def execute(
     """:func:`execute_packed` of ``commands``, packed here (the near-duplicate detector's
     reads and writes: a few commands a page, whose packing is not worth the caller's)."""
     try:
-        request = b"".join([pack_command(tuple(c)) for c in commands])
+        request = pack(commands)
     except TypeError:  # an argument hiredis does not pack: redis-py's error, from its path
         return fallback()
     return execute_packed(client, request, len(commands), fallback)
+
+
+def pack(commands: Sequence[Command]) -> bytes:
+    """``commands`` as one RESP request (``hiredis.pack_command`` each)."""
+    return b"".join([pack_command(tuple(c)) for c in commands])
 
 
 def execute_packed(
@@ -222,7 +227,7 @@ class one_connection:  # (named as a function: ``with one_connection(client) as 
 
     def run(self, commands: Sequence[Command]) -> list[Any]:
         """The replies to ``commands``, as :func:`execute_packed` gives them."""
-        return self.run_packed(b"".join([pack_command(tuple(c)) for c in commands]), len(commands))
+        return self.run_packed(pack(commands), len(commands))
 
     def run_packed(self, request: bytes, count: int) -> list[Any]:
         """The replies to ``request`` (``count`` commands), as :func:`execute_packed` gives
