@@ -148,7 +148,11 @@ def test_a_url_is_its_own_canonical_form_when_nothing_changes_it() -> None:
         ("\\\\cdn.test\\a\\b.js", "http://cdn.test/a/b.js"),
         ("\\img\\x.png", "http://a.test/img/x.png"),
         ("///cdn.test/a", "http://cdn.test/a"),
-        ("http:/cdn.test/a", "http://cdn.test/a"),
+        # the page's own scheme and one slash: a path on the page's host (WHATWG; urltestdata
+        # "http:/example.com/" against an http base), not a host
+        ("http:/cdn.test/a", "http://a.test/cdn.test/a"),
+        ("http:\\\\cdn.test/a", "http://cdn.test/a"),
+        ("https:/cdn.test/a", "https://cdn.test/a"),
         ("http:relative.html", "http://a.test/d/relative.html"),
         ("https:other.test", "https://other.test"),
         ("https:///other.test/x", "https://other.test/x"),
