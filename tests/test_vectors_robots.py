@@ -653,3 +653,15 @@ SITEMAP_LOC = "http://foo.bar/sitemap.xml"
 )
 def test_sitemaps(source: str, body: str, sitemaps: list[str]) -> None:
     assert _rules(body, "foo").sitemaps() == sitemaps
+
+
+# --- the token as a caller passes it --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", ["FooBot", "foobot", "FOOBOT", "FooBot/2.1"])
+def test_rules_match_the_token_whatever_its_case(token: str) -> None:
+    """Google's matcher takes the name as given and compares it case-insensitively
+    (ID_UserAgentValueCaseInsensitive); :class:`RobotsRules` takes any spelling of the product
+    token too, not only the lower-case one :func:`crawler_token` makes."""
+    record = RobotsRecord(FOO, RULES, 200, 0.0, 100.0, FOOBOT_DENIED + "user-agent: *\nallow: /\n")
+    assert not RobotsRules(record, token).allowed(f"{FOO}/x/y")
