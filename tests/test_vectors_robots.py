@@ -406,6 +406,14 @@ GOOGLE_CASES = [
         "user-agent: FooBot\nallow: /page\ndisallow: /*.htm\n",
         ("FooBot", "http://example.com/page.htm", False),
     ),
+    # TestMaybeEscapePattern: a rule's non-ASCII is percent-encoded, its escapes upper-cased
+    *_cases(
+        _g("TestMaybeEscapePattern"),
+        "user-agent: FooBot\ndisallow: /\u00e1\ndisallow: /%aa\n",
+        ("FooBot", f"{FOO}/%C3%A1", False),
+        ("FooBot", f"{FOO}/%AA", False),
+        ("FooBot", f"{FOO}/a", True),
+    ),
     *_cases(
         _g("GoogleOnly_DocumentationChecks"),
         "user-agent: FooBot\nallow: /$\ndisallow: /\n",
