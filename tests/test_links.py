@@ -1,4 +1,4 @@
-"""The fast URL joiner gives exactly what the WHATWG join (crawler.frontier.weburl) gives;
+"""The fast URL joiner gives exactly what the WHATWG join (crawler.net.weburl) gives;
 links go to the frontier or come back as Requests."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from crawler import signals as crawler_signals
-from crawler.frontier.weburl import join as web_join
+from crawler.net.weburl import join as web_join
 from crawler.spiders.links import UrlJoiner, follow_links
 
 BASES = [
@@ -23,19 +23,77 @@ BASES = [
     "http://user:pw@example.org:81/x/y",
 ]
 HREFS = [
-    "/p/1.html", "p/1.html", "sub/dir/page.html?x=1#y", "./p.html", "../up.html", "/a/../b",
-    "/a/./b", "?q=2", "#top", "", "   /spaced.html  ", "//other.org/x", "http://other.org/x",
-    "HTTPS://Other.org/x", "https://other.org", "http://other.org?x", "mailto:a@b.org",
-    "javascript:void(0)", "data:text/plain,hi", "ftp://h/f", "a:b/c", "x/y:z", "\\back\\slash",
-    "/ü/ß.html", "p%20q.html", "..", ".", "/", "?", "#", "http:relative", "https://h/a/../b",
-    "foo.html#frag", ".hidden", "/trailing/", "C:/windows", "http://h/x?", "http://h/x#",
-    "http://h/a;p/x", "https://h/a;p?q#f", "/a;p/b", "a;b", "http://h/x?a=1&b=2#c",
-    "https://h:443/x", "Http://h/x", "/x?y=/../z", "p.html?next=/./a",
+    "/p/1.html",
+    "p/1.html",
+    "sub/dir/page.html?x=1#y",
+    "./p.html",
+    "../up.html",
+    "/a/../b",
+    "/a/./b",
+    "?q=2",
+    "#top",
+    "",
+    "   /spaced.html  ",
+    "//other.org/x",
+    "http://other.org/x",
+    "HTTPS://Other.org/x",
+    "https://other.org",
+    "http://other.org?x",
+    "mailto:a@b.org",
+    "javascript:void(0)",
+    "data:text/plain,hi",
+    "ftp://h/f",
+    "a:b/c",
+    "x/y:z",
+    "\\back\\slash",
+    "/ü/ß.html",
+    "p%20q.html",
+    "..",
+    ".",
+    "/",
+    "?",
+    "#",
+    "http:relative",
+    "https://h/a/../b",
+    "foo.html#frag",
+    ".hidden",
+    "/trailing/",
+    "C:/windows",
+    "http://h/x?",
+    "http://h/x#",
+    "http://h/a;p/x",
+    "https://h/a;p?q#f",
+    "/a;p/b",
+    "a;b",
+    "http://h/x?a=1&b=2#c",
+    "https://h:443/x",
+    "Http://h/x",
+    "/x?y=/../z",
+    "p.html?next=/./a",
     # climbing first, as rustdoc and Sphinx write links
-    "../../std/vec/struct.Vec.html", "../../../../../x.html", "./../a.html", "../.", "../..",
-    "../", "./", "../a/../b.html", "../a/./b", "../?q", "../#f", "../a.html?x=../y#z",
-    "../a:b.html", "..//x", "../.hidden", "../\\x", ".../x", "..x/y", "./a/b.html#c",
-    "#impl-From%3Cu8%3E-for-char", "#a#b", "#?x", "# x",
+    "../../std/vec/struct.Vec.html",
+    "../../../../../x.html",
+    "./../a.html",
+    "../.",
+    "../..",
+    "../",
+    "./",
+    "../a/../b.html",
+    "../a/./b",
+    "../?q",
+    "../#f",
+    "../a.html?x=../y#z",
+    "../a:b.html",
+    "..//x",
+    "../.hidden",
+    "../\\x",
+    ".../x",
+    "..x/y",
+    "./a/b.html#c",
+    "#impl-From%3Cu8%3E-for-char",
+    "#a#b",
+    "#?x",
+    "# x",
 ]
 
 

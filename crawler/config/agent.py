@@ -48,15 +48,33 @@ def agent_problem(user_agent: str | None, robots_user_agent: str | None = None) 
     """Why the crawler cannot obey robots.txt with these settings (one ``NAME: problem``
     line), or None.
 
-    A browser-like ``USER_AGENT`` (``Mozilla/5.0 ...``) gives the token ``mozilla``: a site's
+    ``ROBOTSTXT_USER_AGENT`` is the product token itself: a value that is not one (empty, with
+    a space, a version, a ``*``, a non-ASCII name) is refused rather than cut to its leading
+    token, as Google's parser refuses such a name to obey (``IsValidUserAgentToObey``). A
+    ``USER_AGENT`` is a header, read for its first product token, which must exist and must
+    not be a browser's: ``Mozilla/5.0 ...`` gives ``mozilla``, and a site's
     ``User-agent: ourbot`` group would never apply, so the crawl is refused rather than run
     under rules meant for nobody."""
-    token = crawler_token(user_agent, robots_user_agent)
+    fix = " set ROBOTSTXT_USER_AGENT to the crawler's own name (-s ROBOTSTXT_USER_AGENT=mybot)"
+    if robots_user_agent is not None:
+        token = product_token(robots_user_agent)
+        if token in ("", "*") or token != robots_user_agent.lower():
+            return (
+                f"ROBOTSTXT_USER_AGENT: {robots_user_agent!r} is not a product token (letters,"
+                " digits, '_', '-' and '.', as robots.txt groups name a crawler):" + fix
+            )
+        return None
+    if user_agent is None:
+        return None  # not set: Scrapy's own names the crawler
+    token = product_token(user_agent)
+    if token in ("", "*"):
+        return (
+            f"USER_AGENT: {user_agent!r} starts with no product token, so no robots.txt"
+            " group can address this crawler;" + fix
+        )
     if token not in BROWSER_TOKENS:
         return None
-    name = "ROBOTSTXT_USER_AGENT" if robots_user_agent else "USER_AGENT"
     return (
-        f"{name}: its robots.txt product token is {token!r}, a browser's name, so no"
-        " robots.txt group can address this crawler; set ROBOTSTXT_USER_AGENT to the"
-        " crawler's own name (-s ROBOTSTXT_USER_AGENT=mybot)"
+        f"USER_AGENT: its robots.txt product token is {token!r}, a browser's name, so no"
+        " robots.txt group can address this crawler;" + fix
     )

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
+
+from crawler.net.weburl import join as web_join
 
 HOST = "host"
 DOMAIN = "domain"
@@ -74,7 +76,7 @@ class CanonicalPolicy:
         if self.scope == OFF:
             return None, "off"
         try:
-            target = urljoin(page_url, href.strip()).partition("#")[0]
+            target = web_join(page_url, href).partition("#")[0]
             if urlsplit(target).scheme not in ("http", "https"):
                 return None, "invalid"
             canonical, host = self.normalize(target)

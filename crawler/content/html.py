@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urljoin
 
 from lxml import etree
 
@@ -15,11 +14,12 @@ from crawler.content.markdown import render_markdown
 from crawler.content.metadata import page_metadata
 from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import tree_requisites
+from crawler.net.weburl import join as web_join
 
 # <link rel="alternate" type=...> of the feeds a crawl reads (crawler.sitemaps.feeds)
-FEED_TYPES = frozenset({
-    "application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/feed+json"
-})
+FEED_TYPES = frozenset(
+    {"application/rss+xml", "application/atom+xml", "application/rdf+xml", "application/feed+json"}
+)
 MAX_FEEDS = 8  # feeds kept from one page's head: a site has a few; a page of 10,000 is hostile
 
 _INVISIBLE = {"script", "style", "noscript", "template", "head", "svg"}
@@ -49,8 +49,14 @@ class ParsedPage:
 
 
 def parse_html(
-    body: bytes | str, encoding: str | None = None, *, main_text: bool = True,
-    requisites: bool = False, markdown: bool = False, metadata: bool = False, url: str = "",
+    body: bytes | str,
+    encoding: str | None = None,
+    *,
+    main_text: bool = True,
+    requisites: bool = False,
+    markdown: bool = False,
+    metadata: bool = False,
+    url: str = "",
 ) -> ParsedPage:
     """Parse once with lxml and pull out what the crawler needs; broken HTML never raises.
 
@@ -122,7 +128,7 @@ def parse_html(
             base = url
             if page.base_href:
                 with contextlib.suppress(ValueError):  # a broken <base href> is ignored
-                    base = urljoin(url, page.base_href)
+                    base = web_join(url, page.base_href)
             page.markdown = render_markdown(blocks, base)
     return page
 
@@ -138,8 +144,15 @@ class ClippedPage:
 
 
 def parse_page(
-    body: bytes, encoding: str | None = None, *, main_text: bool = True, max_links: int = 0,
-    max_text: int = 0, requisites: bool = False, markdown: bool = False, metadata: bool = False,
+    body: bytes,
+    encoding: str | None = None,
+    *,
+    main_text: bool = True,
+    max_links: int = 0,
+    max_text: int = 0,
+    requisites: bool = False,
+    markdown: bool = False,
+    metadata: bool = False,
     url: str = "",
 ) -> ClippedPage:
     """:func:`parse_html` with the links cut to ``max_links`` and the texts to ``max_text``
@@ -151,8 +164,15 @@ def parse_page(
     process boundary is already cut to what the crawl keeps (a page of 100,000 links would be
     100,000 tuples to unpickle on the parent's side).
     """
-    page = parse_html(body, encoding, main_text=main_text, requisites=requisites,
-                      markdown=markdown, metadata=metadata, url=url)
+    page = parse_html(
+        body,
+        encoding,
+        main_text=main_text,
+        requisites=requisites,
+        markdown=markdown,
+        metadata=metadata,
+        url=url,
+    )
     links, text = len(page.links), len(page.text)
     if max_links and links > max_links:
         page.links = page.links[:max_links]

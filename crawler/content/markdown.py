@@ -21,11 +21,11 @@ already walked it once for the main text) and know nothing of which part is the 
 from __future__ import annotations
 
 import contextlib
-from urllib.parse import urljoin
 
 from lxml import etree
 
 from crawler.content.maintext import _BLOCK_TAGS, MainBlock
+from crawler.net.weburl import join as web_join
 
 __all__ = ["render_markdown"]
 
@@ -132,9 +132,7 @@ def _item_marker(li: etree._Element, depth: int) -> str:
     return "  " * max(depth, 0) + marker
 
 
-def _row(
-    row: etree._Element, base_url: str, tables: set[etree._Element]
-) -> list[tuple[str, str]]:
+def _row(row: etree._Element, base_url: str, tables: set[etree._Element]) -> list[tuple[str, str]]:
     """One table row as a pipe-table line; after a table's first row, the separator line
     (Markdown tables need a header: the first row is it)."""
     cells = [c for c in row if c.tag in ("td", "th")]
@@ -162,7 +160,7 @@ def _fence(pre: etree._Element) -> str:
     language = ""
     for name in f"{pre.get('class', '')} {_child_class(pre)}".split():
         if name.startswith("language-"):
-            language = name[len("language-"):]
+            language = name[len("language-") :]
             break
     return f"{fence}{language}\n{code}\n{fence}"
 
@@ -244,5 +242,5 @@ def _url(href: str, base_url: str) -> str:
     """``href`` joined to the base URL, spaces escaped (a Markdown link ends at a space)."""
     if base_url and not href.startswith(("http://", "https://")):
         with contextlib.suppress(ValueError):  # a broken href stays as written
-            href = urljoin(base_url, href)
+            href = web_join(base_url, href)
     return href.replace(" ", "%20").replace(")", "%29")

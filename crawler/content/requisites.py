@@ -21,19 +21,21 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Iterator
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from lxml import etree
 
 from crawler.content.document import parse_document_checked
+from crawler.net.weburl import join as web_join
 
 # CSS: comments first (a commented-out url() is not fetched), then url(...) and @import "x".
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)'"\s]*))\s*\)""", re.I)
 _CSS_IMPORT = re.compile(r"""@import\s+(?:"([^"]*)"|'([^']*)')""", re.I)
 
-_LINK_RELS = frozenset({"stylesheet", "icon", "apple-touch-icon", "mask-icon", "preload",
-                        "modulepreload"})
+_LINK_RELS = frozenset(
+    {"stylesheet", "icon", "apple-touch-icon", "mask-icon", "preload", "modulepreload"}
+)
 
 
 def css_references(text: str) -> list[str]:
@@ -136,8 +138,9 @@ def html_requisites(body: bytes, encoding: str | None = None) -> tuple[list[str]
     except (etree.ParserError, ValueError):
         return [], None
     base = root.find(".//base[@href]")
-    return tree_requisites(root), (base.get("href", "").strip() or None) if base is not None \
-        else None
+    return tree_requisites(root), (
+        base.get("href", "").strip() or None
+    ) if base is not None else None
 
 
 def absolute_requisites(
@@ -148,7 +151,7 @@ def absolute_requisites(
     with how many distinct ones the bound left out."""
     if base_href:
         with contextlib.suppress(ValueError):  # a broken <base href> is ignored
-            base = urljoin(base, base_href)
+            base = web_join(base, base_href)
     out: dict[str, None] = {}
     over = 0
     for url in _joined(base, references):
@@ -167,7 +170,7 @@ def _joined(base: str, references: Iterable[str]) -> Iterator[str]:
         if not ref or ref.lower().startswith(("data:", "javascript:", "about:", "blob:")):
             continue
         try:
-            url = urljoin(base, ref).partition("#")[0]
+            url = web_join(base, ref).partition("#")[0]
             parts = urlsplit(url)
         except ValueError:
             continue

@@ -36,7 +36,7 @@ ROBOTS_FIRST = "robots"
 class Entry:
     """One URL waiting in the frontier: a compact record, not a Request.
 
-    ``url`` is the request URL: the link as found, made safe (``crawler.frontier.weburl``), what
+    ``url`` is the request URL: the link as found, made safe (``crawler.net.weburl``), what
     is fetched, checked against robots.txt and recorded. ``key``: the seen-test key, the 64-bit
     hash (``crawler.frontier.store.url_key``) of the URL's canonical form
     (``crawler.frontier.urls.url_forms``), or 0 when the request URL is its own canonical form

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 from w3lib.url import canonicalize_url
 
 from crawler.config import defaults
-from crawler.frontier.weburl import InvalidUrl, request_url
+from crawler.net.weburl import InvalidUrl, request_url
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -56,7 +56,7 @@ _CANONICAL = re.compile(
 def url_forms(url: str) -> tuple[str, str, str]:
     """``(request URL, canonical form, host)`` of ``url``, an absolute link as found.
 
-    The request URL is the link made safe and nothing more (:func:`crawler.frontier.weburl.
+    The request URL is the link made safe and nothing more (:func:`crawler.net.weburl.
     request_url`: what the server, its robots.txt, the WARC and the index see). The canonical
     form is only the seen-test key (and OPIC's cash key): w3lib's ``canonicalize_url`` of the
     request URL (query sorted, percent-encoding fixed) less session-id parameters

@@ -145,13 +145,15 @@ class RobotsRules:
 
     def __init__(self, record: RobotsRecord, token: str) -> None:
         self.record = record
-        self.token = token
+        # the product token as groups are matched (lower-case; "FooBot/1.0" is "foobot"), so a
+        # caller's "FooBot" names the FooBot group, as Google's IsUserAgentAllowed reads it
+        self.token = crawler_token(token)
         self._parser: Protego | None = None
         self._sitemaps: list[str] = []
         self._usage: list[tuple[str, str]] = []
         if record.kind == RULES and record.body.strip():
             try:
-                records, self._sitemaps = read_groups(record.body, token)
+                records, self._sitemaps = read_groups(record.body, self.token)
                 if records is not None:
                     self._parser = Protego.parse(protego_text(records))
                     self._usage = [

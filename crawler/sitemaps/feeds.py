@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from datetime import timedelta, timezone
 from email.utils import parsedate_to_datetime
-from urllib.parse import urljoin
 
 from lxml import etree
 
+from crawler.net.weburl import join as web_join
 from crawler.sitemaps.lastmod import parse_lastmod
 
 _PAGE_RELS = (None, "alternate")
@@ -43,9 +43,7 @@ _ZONE = re.compile(r"\s([A-Za-z]{3,4})\s*$")
 _ISO_START = re.compile(r"\s*\d{4}-\d{2}")
 
 
-def read_feed_entry(
-    element: etree._Element, base: str, atom: bool
-) -> tuple[str, str | None]:
+def read_feed_entry(element: etree._Element, base: str, atom: bool) -> tuple[str, str | None]:
     """(location, lastmod as W3C Datetime or None) of one RSS ``<item>`` or Atom ``<entry>``;
     the location is "" when the entry names none."""
     loc, guid, page, first = "", "", "", ""
@@ -69,7 +67,7 @@ def read_feed_entry(
         loc = page or first
     elif not loc and guid.lower().startswith(("http://", "https://")):
         loc = guid
-    return (urljoin(base, loc) if loc and base else loc), latest(dates)
+    return (web_join(base, loc) if loc and base else loc), latest(dates)
 
 
 def latest(dates: list[str]) -> str | None:

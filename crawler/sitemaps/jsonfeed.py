@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urljoin
 
+from crawler.net.weburl import join as web_join
 from crawler.sitemaps.feeds import latest
 
 Row = tuple[str, str | None]
@@ -43,9 +43,10 @@ def read_json_feed(body: bytes, limit: int, base: str = "") -> tuple[list[Row], 
             loc = guid if guid.lower().startswith(("http://", "https://")) else ""
         if not loc:
             continue
-        dates = [when for key in ("date_modified", "date_published")
-                 if (when := _string(item.get(key)))]
-        rows.append((urljoin(base, loc) if base else loc, latest(dates)))
+        dates = [
+            when for key in ("date_modified", "date_published") if (when := _string(item.get(key)))
+        ]
+        rows.append((web_join(base, loc) if base else loc, latest(dates)))
     return rows, False, ""
 
 

@@ -47,7 +47,7 @@ from crawler.content.language import identify_language
 from crawler.content.normalize import text_fingerprint
 from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
-from crawler.frontier.weburl import join as web_join
+from crawler.net.weburl import join as web_join
 from crawler.robots import Directives
 from crawler.sites.fields import FieldSpec, extract_fields
 
@@ -123,9 +123,7 @@ class LinkPreparer:
     by whoever takes it, so the crawl queues and counts the same with or without them.
     """
 
-    def __init__(
-        self, policy: UrlPolicy, cache_size: int = LINK_CACHE_SIZE
-    ) -> None:
+    def __init__(self, policy: UrlPolicy, cache_size: int = LINK_CACHE_SIZE) -> None:
         self.policy = policy
         self.cache_size = cache_size
         self._prepared: set[int] = set()
@@ -203,26 +201,37 @@ class ContentAnalysis:
         if self.max_html and len(body) > self.max_html:
             # Parsing costs memory and time in proportion to the bytes (a 10 MB page of links
             # alone took 400 MB); the page's start holds its own content and first links.
-            out.limits.append((
-                "page_html",
-                f"{len(body)} bytes of HTML, parsed the first {self.max_html} (PAGE_MAX_HTML)",
-            ))
+            out.limits.append(
+                (
+                    "page_html",
+                    f"{len(body)} bytes of HTML, parsed the first {self.max_html} (PAGE_MAX_HTML)",
+                )
+            )
             body = body[: self.max_html]
         parse = pool.call if pool is not None and len(body) >= pool.min_bytes else _call
         clipped = parse(
-            parse_page, body, encoding, main_text=self.main_text,
-            max_links=self.max_links, max_text=self.max_text, requisites=bool(self.requisites),
-            markdown=self.markdown, metadata=self.metadata, url=url,
+            parse_page,
+            body,
+            encoding,
+            main_text=self.main_text,
+            max_links=self.max_links,
+            max_text=self.max_text,
+            requisites=bool(self.requisites),
+            markdown=self.markdown,
+            metadata=self.metadata,
+            url=url,
         )
         if parse is not _call:
             out.stats.update(pool.news())  # type: ignore[union-attr]
         page = clipped.page
         if page.flattened:
-            out.limits.append((
-                "page_depth",
-                "nested deeper than libxml2's 2,048 levels: parsed again without its nesting "
-                "tags (links and text kept, layout lost)",
-            ))
+            out.limits.append(
+                (
+                    "page_depth",
+                    "nested deeper than libxml2's 2,048 levels: parsed again without its nesting "
+                    "tags (links and text kept, layout lost)",
+                )
+            )
         directives.add(page.meta_robots)
         token = self.robots_token
         if token and token != "robots":
@@ -230,10 +239,12 @@ class ContentAnalysis:
         links = page.links  # cut to PAGE_MAX_LINKS by parse_page
         if self.max_links and clipped.links > self.max_links:
             # A page of 200,000 links is a trap or a dump: the first ones are the page's own.
-            out.limits.append((
-                "page_links",
-                f"{clipped.links} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
-            ))
+            out.limits.append(
+                (
+                    "page_links",
+                    f"{clipped.links} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
+                )
+            )
         if page.nofollow_hrefs and not directives.nofollow:
             before = len(links)
             links = [link for link in links if link[0] not in page.nofollow_hrefs]
@@ -243,10 +254,12 @@ class ContentAnalysis:
         out.noindex, out.nofollow = directives.noindex, directives.nofollow
         if self.max_text and clipped.text > self.max_text:
             # Shingling, MinHash and the index cost time and memory in proportion to the text.
-            out.limits.append((
-                "content_text",
-                f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
-            ))
+            out.limits.append(
+                (
+                    "content_text",
+                    f"{clipped.text} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
+                )
+            )
         out.title, out.text, out.main_text = page.title, page.text, page.main_text
         out.markdown, out.metadata = page.markdown, page.metadata
         if self.metadata:
@@ -268,8 +281,9 @@ class ContentAnalysis:
                 out.stats["requisites/over_bound"] += over
         out.outlinks, out.follow = self._links(url, page.base_href, links, out.stats)
         if page.feed_hrefs and not directives.nofollow:  # the feeds it names: URL sources
-            out.feeds = self._links(url, page.base_href, [(h, "") for h in page.feed_hrefs],
-                                    Counter())[1]
+            out.feeds = self._links(
+                url, page.base_href, [(h, "") for h in page.feed_hrefs], Counter()
+            )[1]
         if self.links is not None and out.follow:
             out.forms = self.links.prepare(out.follow)
         if self.fields:
@@ -311,18 +325,22 @@ class ContentAnalysis:
             out.document_problem = doc.problem
             out.stats[f"documents/{doc.problem}"] += 1
         if self.max_text and doc.text_chars > self.max_text:
-            out.limits.append((
-                "content_text",
-                f"{doc.text_chars} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
-            ))
+            out.limits.append(
+                (
+                    "content_text",
+                    f"{doc.text_chars} characters of text, kept {self.max_text} (CONTENT_MAX_TEXT)",
+                )
+            )
         out.title, out.text, out.main_text = doc.title, doc.text, doc.text
         out.noindex, out.nofollow = directives.noindex, directives.nofollow
         links = [] if directives.nofollow else doc.links
         if self.max_links and len(links) > self.max_links:
-            out.limits.append((
-                "page_links",
-                f"{len(links)} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
-            ))
+            out.limits.append(
+                (
+                    "page_links",
+                    f"{len(links)} links, kept the first {self.max_links} (PAGE_MAX_LINKS)",
+                )
+            )
             links = links[: self.max_links]
         out.outlinks, out.follow = self._links(url, None, links, out.stats)
         if self.links is not None and out.follow:

@@ -11,7 +11,7 @@ from scrapy import Request, Spider
 from scrapy.http import Response
 
 from crawler import signals as crawler_signals
-from crawler.frontier.weburl import join as web_join
+from crawler.net.weburl import join as web_join
 
 # Spiders whose crawl's scheduler announced a frontier (``frontier_opened``): their links go to
 # it in bulk. Heard for every crawler in the process (any sender), since the announcement comes
@@ -70,14 +70,14 @@ def follow_links(
 
 
 class UrlJoiner:
-    """``href`` joined to ``base`` as a browser joins it (:func:`crawler.frontier.weburl.join`:
+    """``href`` joined to ``base`` as a browser joins it (:func:`crawler.net.weburl.join`:
     WHATWG, where ``\\`` is ``/`` and ``///host`` a host) for one page's links, with the
     common shapes done by string concatenation: an absolute path (``/docs/a.html``), a plain
     relative path (``a.html``, ``sub/b.html``), an anchor on the page (``#method.len``), a path
     that only climbs first (``../../std/vec/struct.Vec.html``: rustdoc and Sphinx write almost
     every link so) and an absolute http(s) URL. Anything else (dot segments further in,
     ``?query`` alone, ``//host``, other schemes, backslashes) goes to
-    :func:`~crawler.frontier.weburl.join`. On pages with hundreds of links this is most of the
+    :func:`~crawler.net.weburl.join`. On pages with hundreds of links this is most of the
     per-link cost of the spider.
     """
 
@@ -129,8 +129,13 @@ class UrlJoiner:
             up += 1
         while rest[:2] == "./":
             rest = rest[2:]
-        if (not rest or rest[0] in "./?#" or "/." in rest or "\\" in rest
-                or ":" in rest.split("/", 1)[0]):
+        if (
+            not rest
+            or rest[0] in "./?#"
+            or "/." in rest
+            or "\\" in rest
+            or ":" in rest.split("/", 1)[0]
+        ):
             return web_join(self.base, href)
         segments = self.segments or []
         if up:

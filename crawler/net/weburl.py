@@ -31,6 +31,8 @@ Scrapy's ``Request``, which re-encodes a URL with w3lib's ``safe_url_string``):
   line RFC 3986 calls invalid; some servers answer it with 400);
 * ``|``, ``^``, ``[`` and ``]`` in the path and query, and ``'`` and ``\\`` in the query, are
   percent-encoded (WHATWG leaves them; Scrapy's Request would encode them anyway);
+* an empty query (a lone ``?``) is dropped: Scrapy's ``Request`` sends none, and the request
+  URL is what is sent;
 * a non-ASCII query is encoded as UTF-8, not in the page's encoding;
 * only http and https: any other scheme is not a link to crawl;
 * a host of other characters than letters, digits, ``-``, ``_`` and dots after IDNA (WHATWG
@@ -174,12 +176,12 @@ def web_host(host: str) -> str:
             host = _idna(host)
     else:
         host = _idna(host)
-    if host.endswith(".") and len(host) > 1:
-        host = host[:-1]  # a deliberate difference: one server, one host
     if not _ASCII_HOST.fullmatch(host):
         raise InvalidUrl("invalid_url", f"bad host: {host!r}")
-    if _ends_in_number(host):
+    if _ends_in_number(host):  # asked of the host as written: "foo.09.." is a name
         return _ipv4(host)
+    if host.endswith(".") and len(host) > 1:
+        host = host[:-1]  # a deliberate difference: one server, one host
     return host
 
 
@@ -239,6 +241,8 @@ def request_url(url: str) -> tuple[str, str]:
     fast = _FAST.match(url)
     if fast is not None:
         scheme, host, port, path, query = fast.groups()
+        if query == "?":
+            query = None  # an empty query is not sent (the module docstring)
         if (port is None or (port != _DEFAULT_PORTS[scheme] and int(port) <= 65535)) and (
             "xn--" not in host  # an A-label must be valid: checked on the way below
         ):
@@ -258,7 +262,7 @@ def _parse(url: str) -> tuple[str, str]:
         raise InvalidUrl("scheme", f"not an http(s) URL: {url[:200]!r}")
     rest = url[match.end() :]  # type: ignore[union-attr]
     rest = rest.partition("#")[0]
-    before, sep, query = rest.partition("?")
+    before, _, query = rest.partition("?")
     before = before.replace("\\", "/")
     authority_and_path = before.lstrip("/")
     slash = authority_and_path.find("/")
@@ -293,7 +297,7 @@ def _parse(url: str) -> tuple[str, str]:
         path = _resolve_dots(path)
     netloc = f"{host}:{port}" if port else host
     request = f"{scheme}://{netloc}{path}"
-    if sep:
+    if query:
         request += "?" + _encode(query, _QUERY_ENCODE)
     return request, host.strip("[]")
 
@@ -301,10 +305,12 @@ def _parse(url: str) -> tuple[str, str]:
 def join(base: str, href: str) -> str:
     """``href`` resolved against ``base`` (an http(s) URL) as WHATWG does where it differs from
     RFC 3986's ``urljoin``: a backslash before the query is a slash (``\\\\cdn.test\\a``),
-    and after ``//`` or ``http:`` any number of slashes lead to the host (``///cdn.test/a``,
-    ``http:/cdn.test/a``, ``https:cdn.test`` from an http page); ``http:a`` on an http page is a
-    relative path. Leading and trailing controls and spaces are stripped, tabs and newlines
-    removed. The result is not yet made safe: :func:`request_url` does that."""
+    after ``//`` any number of slashes lead to the host (``///cdn.test/a``), and so they do after
+    another scheme's name (``https:cdn.test``, ``https:/cdn.test`` from an http page); the page's
+    own scheme's name followed by fewer than two slashes is a relative reference (``http:a``,
+    ``http:/a`` on an http page is the path ``/a`` of the page's host: WHATWG's "special
+    relative or authority state"). Leading and trailing controls and spaces are stripped, tabs
+    and newlines removed. The result is not yet made safe: :func:`request_url` does that."""
     href = _TAB_NEWLINE.sub("", href.strip(_STRIP))
     match = _SCHEME.match(href)
     base_scheme = base[: base.find(":")].lower()
@@ -315,8 +321,8 @@ def join(base: str, href: str) -> str:
         rest = href[match.end() :]
         before, sep, after = _split_query(rest)
         before = before.replace("\\", "/")
-        if scheme == base_scheme and not before.startswith("/"):
-            return urljoin(base, before + sep + after)  # "http:a" on an http page
+        if scheme == base_scheme and not before.startswith("//"):
+            return urljoin(base, before + sep + after)  # "http:a", "http:/a" on an http page
         return f"{scheme}://{before.lstrip('/')}{sep}{after}"
     before, sep, after = _split_query(href)
     if "\\" in before:
