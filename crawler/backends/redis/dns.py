@@ -16,24 +16,24 @@ import msgpack
 
 from crawler.backends.redis.connection import RedisClient, redis_client, worker_name
 from crawler.backends.redis.keys import CrawlKeys, crawler_key
-from crawler.backends.redis.outage import ActsAlone, RedisOutage
+from crawler.backends.redis.outage import ActsAlone
 from crawler.net.dns import DnsAnswer
 
 logger = logging.getLogger(__name__)
 
 
-class RedisDnsCache(ActsAlone):
+class RedisDnsCache:
     """See the module docstring; implements :class:`crawler.net.dns.SharedDns`."""
 
     def __init__(self, client: RedisClient, key: str) -> None:
         self.client = client
         self.prefix = CrawlKeys(key).dns
         self.me = worker_name().encode()
-        self.outage = RedisOutage(
+        self.alone = ActsAlone(
             "DNS cache",
             lambda: client.exists(self.prefix + "probe"),
             meanwhile="each worker resolves host names on its own until it is back",
-            back_note=lambda: f"{self.alone} DNS cache calls answered alone so far",
+            back_note=lambda n: f"{n} DNS cache calls answered alone so far",
             log=logger,
         )
 
@@ -50,7 +50,7 @@ class RedisDnsCache(ActsAlone):
             pipe.pttl(key)
             return pipe.execute()
 
-        raw, pttl = self._safe(read, (None, -2))
+        raw, pttl = self.alone.call(read, (None, -2))
         if raw is None or pttl is None or int(pttl) <= 0:
             return None
         try:
@@ -61,7 +61,7 @@ class RedisDnsCache(ActsAlone):
 
     def claim(self, name: str, seconds: float) -> bool:
         key, ms = self.prefix + name + ":claim", max(1, int(seconds * 1000))
-        return bool(self._safe(lambda: self.client.set(key, self.me, nx=True, px=ms), True))
+        return bool(self.alone.call(lambda: self.client.set(key, self.me, nx=True, px=ms), True))
 
     def put(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         ms = int(seconds * 1000)
@@ -74,4 +74,8 @@ class RedisDnsCache(ActsAlone):
             pipe.delete(self.prefix + name + ":claim")
             pipe.execute()
 
-        self._safe(write, None)
+        self.alone.call(write, None)
+
+    def close(self) -> None:
+        self.alone.close()
+        self.client.close()
