@@ -1,8 +1,8 @@
 """Every Redis user of a crawl other than the frontier works through a real Redis Cluster (3
-masters with a replica each): the robots.txt cache, the shared near-duplicate store, the
-heartbeats and merged totals, the seeds inbox and the scope; and real ``scrapy crawl`` workers
-whose ``REDIS_URL`` names one node of the cluster (a replica) crawl a multi-host site as one
-polite crawler, with ``scrapy frontier`` reading the crawl through the cluster.
+masters with a replica each): the robots.txt cache, the DNS cache, the shared near-duplicate
+store, the heartbeats and merged totals, the seeds inbox and the scope; and real ``scrapy crawl``
+workers whose ``REDIS_URL`` names one node of the cluster (a replica) crawl a multi-host site as
+one polite crawler, with ``scrapy frontier`` reading the crawl through the cluster.
 
 Until the frontier is sharded by host, a crawl's keys share one hash tag, ``{<crawl>}``: one
 slot, one master; the seeds list (scrapy-redis's ``<site>:start_urls``, no tag) may be on
@@ -24,6 +24,7 @@ from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
 from crawler.backends.redis.connection import redis_client
+from crawler.backends.redis.dns import RedisDnsCache
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.inbox import SEED_BATCH, RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, glob_escape
@@ -31,6 +32,7 @@ from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
 from crawler.backends.redis.status import Fleet
 from crawler.content.neardup import NearDuplicateDetector
+from crawler.net.dns import DnsAnswer
 from crawler.robots.rules import RobotsRecord
 from devsite.testset import build_labelled_set, page_item
 from tests.crawling import PROJECT, finish_crawl, normalized, start_crawl
@@ -85,6 +87,27 @@ def test_the_robots_txt_cache_is_shared_through_a_cluster(cluster_settings: Sett
         assert b.get(origin) == record
         assert b.peek(origin) is None  # fetched: no claim, no failure left
         assert len(b) == 1 and a.alone.answered == b.alone.answered == 0 and not a.alone.outage.away
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_dns_cache_is_shared_through_a_cluster(cluster_settings: Settings) -> None:
+    """Two workers' caches: a claim holds the other off while renewed, the answer put is what
+    the other's claim finds (``lua/dns_claim.lua``, both keys on the crawl's slot)."""
+    key = fresh_key()
+    a, b = (RedisDnsCache(redis_client(cluster_settings, fail_fast=True), key) for _ in range(2))
+    try:
+        assert a.claim("x.test", 1.0) is True
+        a.renew(["x.test"], 600.0)  # the claim outlives its first term of a second
+        claim = CrawlKeys(key).dns + "x.test:claim"
+        assert a.client.pttl(claim) > 1000
+        assert b.claim("x.test", 1.0) is False
+        a.put("x.test", DnsAnswer("127.0.0.1", 300.0), 300.0)
+        found = b.claim("x.test", 1.0)
+        assert isinstance(found, tuple) and found[0] == DnsAnswer("127.0.0.1", 300.0)
+        assert not a.client.exists(claim)
+        assert a.alone.answered == b.alone.answered == 0
     finally:
         a.close()
         b.close()
