@@ -12,8 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scrapy.settings import Settings
 from twisted.names import dns
 
+from crawler.backends.redis.connection import redis_client
+from crawler.backends.redis.dns import RedisDnsCache
 from crawler.download.dns import follow_chain
 from crawler.net.dns import DnsAnswer, DnsCache, TtlBounds
 from devsite.named import NamedSites
@@ -169,6 +172,43 @@ def test_a_fleet_looks_each_name_up_once(
         assert server.queries() == {n: 1 for n in names}
         assert sum(r["stats"].get("dns/lookups", 0) for r in results) == 40
         assert sum(r["stats"].get("dns/shared_hits", 0) for r in results) == 80
+
+
+def test_a_claim_outlives_the_wait_for_a_lookup_slot(
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A worker's claim on a name lasts a DNS_TIMEOUT unless renewed, and its lookup may wait
+    for a slot longer than that (all CONCURRENCY busy on a loaded box): renewed while it
+    waits, the claim keeps another worker waiting for its answer rather than asking too."""
+    url = f"redis://127.0.0.1:{redis_server.port}/0"
+    with dns_server(tmp_path / "dns", ZONE) as server:
+        spec = {"held": "w.farm.test", "concurrency": 1, "settings": {"DNS_TIMEOUT": 2.0}}
+        result = probe_result(probe(tmp_path, server, [], redis_url=url, **spec))
+        assert result["claim_outlived_its_term"]
+        assert result["rounds"] == [[["127.0.0.1", 300.0, ""]] * 2]
+        assert server.queries() == {"w.farm.test": 1}
+        assert result["stats"]["dns/lookups"] == 1
+        assert result["second_stats"] == {"dns/shared_hits": 1}
+
+
+def test_a_claim_finds_an_answer_shared_since_the_last_look(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Looking for the fleet's answer and claiming the name are one step: an answer another
+    worker shared in between is found, not asked for again."""
+    settings = Settings({"REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0"})
+    first, second = (RedisDnsCache(redis_client(settings), "dnsclaim") for _ in range(2))
+    try:
+        assert first.claim("x.test", 10.0) is True
+        assert second.claim("x.test", 10.0) is False  # the first worker is at it
+        first.put("x.test", DnsAnswer("127.0.0.1", 300.0), 300.0)
+        found = second.claim("x.test", 10.0)
+        assert isinstance(found, tuple) and found[0] == DnsAnswer("127.0.0.1", 300.0)
+        assert 0 < found[1] <= 300
+    finally:
+        first.close()
+        second.close()
 
 
 # --- a crawl ------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Every Redis user of a crawl other than the frontier works through a real Redis Cluster (3
-masters with a replica each): the robots.txt cache, the shared near-duplicate store, the
-heartbeats and merged totals, the seeds inbox and the scope; and real ``scrapy crawl`` workers
-whose ``REDIS_URL`` names one node of the cluster (a replica) crawl a multi-host site as one
-polite crawler, with ``scrapy frontier`` reading the crawl through the cluster.
+masters with a replica each): the robots.txt cache, the DNS cache, the shared near-duplicate
+store, the heartbeats and merged totals, the seeds inbox and the scope; and real ``scrapy crawl``
+workers whose ``REDIS_URL`` names one node of the cluster (a replica) crawl a multi-host site as
+one polite crawler, with ``scrapy frontier`` reading the crawl through the cluster.
 
 Until the frontier is sharded by host, a crawl's keys share one hash tag, ``{<crawl>}``: one
 slot, one master; the seeds list (scrapy-redis's ``<site>:start_urls``, no tag) may be on
@@ -24,6 +24,7 @@ from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
 from crawler.backends.redis.connection import redis_client
+from crawler.backends.redis.dns import RedisDnsCache
 from crawler.backends.redis.frontier_store import RedisFrontierStore
 from crawler.backends.redis.inbox import SEED_BATCH, RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, glob_escape
@@ -31,6 +32,7 @@ from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.robots import RedisRobotsCache
 from crawler.backends.redis.status import Fleet
 from crawler.content.neardup import NearDuplicateDetector
+from crawler.net.dns import DnsAnswer
 from crawler.robots.rules import RobotsRecord
 from devsite.testset import build_labelled_set, page_item
 from tests.crawling import PROJECT, finish_crawl, normalized, start_crawl
@@ -65,10 +67,7 @@ def test_the_robots_txt_cache_is_shared_through_a_cluster(cluster_settings: Sett
     failure holds the origin for both, an unclaim drops only a claim, a stored record (a
     transaction on the crawl's slot) clears the state and is read by the other."""
     key = fresh_key()
-    a, b = (
-        RedisRobotsCache(redis_client(cluster_settings, fail_fast=True), key)
-        for _ in range(2)
-    )
+    a, b = (RedisRobotsCache(redis_client(cluster_settings, fail_fast=True), key) for _ in range(2))
     try:
         origin = "http://a.test"
         assert a.claim(origin, 60).claimed
@@ -87,7 +86,28 @@ def test_the_robots_txt_cache_is_shared_through_a_cluster(cluster_settings: Sett
         a.put(record)
         assert b.get(origin) == record
         assert b.peek(origin) is None  # fetched: no claim, no failure left
-        assert len(b) == 1 and a.alone == b.alone == 0 and not a.outage.away
+        assert len(b) == 1 and a.alone.answered == b.alone.answered == 0 and not a.alone.outage.away
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_dns_cache_is_shared_through_a_cluster(cluster_settings: Settings) -> None:
+    """Two workers' caches: a claim holds the other off while renewed, the answer put is what
+    the other's claim finds (``lua/dns_claim.lua``, both keys on the crawl's slot)."""
+    key = fresh_key()
+    a, b = (RedisDnsCache(redis_client(cluster_settings, fail_fast=True), key) for _ in range(2))
+    try:
+        assert a.claim("x.test", 1.0) is True
+        a.renew(["x.test"], 600.0)  # the claim outlives its first term of a second
+        claim = CrawlKeys(key).dns + "x.test:claim"
+        assert a.client.pttl(claim) > 1000
+        assert b.claim("x.test", 1.0) is False
+        a.put("x.test", DnsAnswer("127.0.0.1", 300.0), 300.0)
+        found = b.claim("x.test", 1.0)
+        assert isinstance(found, tuple) and found[0] == DnsAnswer("127.0.0.1", 300.0)
+        assert not a.client.exists(claim)
+        assert a.alone.answered == b.alone.answered == 0
     finally:
         a.close()
         b.close()
@@ -126,8 +146,9 @@ def test_heartbeats_merge_into_the_totals_through_a_cluster(client: RedisCluster
     one, two = Fleet(client, key, "w1"), Fleet(client, key, "w2")
     one.beat({"pages/ok": 3, "downloader/response_bytes": 1500}, {"state": "running", "pages": 3})
     two.beat({"pages/ok": 2, "elapsed": 0.5}, {"state": "running", "pages": 2})
-    now = one.beat({"pages/ok": 7, "downloader/response_bytes": 2500}, {"state": "ended",
-                                                                       "pages": 7})
+    now = one.beat(
+        {"pages/ok": 7, "downloader/response_bytes": 2500}, {"state": "ended", "pages": 7}
+    )
     assert one.totals() == {"pages/ok": 9, "downloader/response_bytes": 2500, "elapsed": 0.5}
     beats = two.workers()
     assert set(beats) == {"w1", "w2"} and beats["w1"]["state"] == "ended"
@@ -140,14 +161,20 @@ def test_the_seeds_inbox_and_the_scope_through_a_cluster(client: RedisCluster) -
     others."""
     key = fresh_key()
     site = next(
-        f"site{i}" for i in range(1000)
+        f"site{i}"
+        for i in range(1000)
         if master_of(client, f"site{i}:start_urls") != master_of(client, "{" + key + "}:scope")
     )
     keys = CrawlKeys(key, site)
     seeds: list[list[str]] = []
     scopes: list[set[str]] = []
-    worker = SharedInbox(client, keys.seeds, RedisScopeRegistry(client, keys.scope),
-                         on_seeds=seeds.append, on_scope=scopes.append)
+    worker = SharedInbox(
+        client,
+        keys.seeds,
+        RedisScopeRegistry(client, keys.scope),
+        on_seeds=seeds.append,
+        on_scope=scopes.append,
+    )
     other = RedisScopeRegistry(client, keys.scope)
     total = SEED_BATCH + 50
     client.rpush(keys.seeds, *[f"https://s{i}.test/" for i in range(total)])
@@ -164,11 +191,21 @@ def test_the_seeds_inbox_and_the_scope_through_a_cluster(client: RedisCluster) -
 
 def frontier_cmd(url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "scrapy", "frontier", "web", *args]
-    for name, value in {"FRONTIER_BACKEND": "redis", "REDIS_URL": url,
-                        "FRONTIER_REDIS_KEY": key}.items():
+    for name, value in {
+        "FRONTIER_BACKEND": "redis",
+        "REDIS_URL": url,
+        "FRONTIER_REDIS_KEY": key,
+    }.items():
         cmd += ["-s", f"{name}={value}"]
-    return subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)),
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        cmd,
+        cwd=PROJECT,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_workers_crawl_through_a_cluster_once_and_politely(
@@ -180,15 +217,22 @@ def test_workers_crawl_through_a_cluster_once_and_politely(
     the merged totals in the cluster, ``scrapy frontier`` reading them; then the crawl's keys
     reset, a SCAN of every master finding none left."""
     replica = next(
-        n for n in redis_cluster.live()
-        if any(r["address"] == n.address and "slave" in r["flags"]
-               for r in redis_cluster.cluster_nodes())
+        n
+        for n in redis_cluster.live()
+        if any(
+            r["address"] == n.address and "slave" in r["flags"]
+            for r in redis_cluster.cluster_nodes()
+        )
     )
     url = f"redis://{replica.address}/0"
     key = fresh_key()
     common = {
-        "FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_KEY": key,
-        "ALLOW_PRIVATE_ADDRESSES": True, "FRONTIER_MIN_DELAY": 0.15, "FRONTIER_DELAY_FACTOR": 0,
+        "FRONTIER_BACKEND": "redis",
+        "REDIS_URL": url,
+        "FRONTIER_REDIS_KEY": key,
+        "ALLOW_PRIVATE_ADDRESSES": True,
+        "FRONTIER_MIN_DELAY": 0.15,
+        "FRONTIER_DELAY_FACTOR": 0,
         "TUNING": {"read_ahead": 2, "heartbeat_interval": 0.5},
     }
     dirs = [tmp_path / "w0", tmp_path / "w1"]
@@ -197,11 +241,17 @@ def test_workers_crawl_through_a_cluster_once_and_politely(
     client = redis_cluster.client()
     try:
         with site(pages=8) as server:
-            procs = [start_crawl(dirs[0], seeds=server.seeds(),
-                                 settings={**common, "INDEX_PATH": dirs[0] / "index.sqlite"})]
+            procs = [
+                start_crawl(
+                    dirs[0],
+                    seeds=server.seeds(),
+                    settings={**common, "INDEX_PATH": dirs[0] / "index.sqlite"},
+                )
+            ]
             wait_until(lambda: client.hexists("{" + key + "}:meta", "layout"), timeout=60)
-            procs.append(start_crawl(dirs[1], settings={**common,
-                                                        "INDEX_PATH": dirs[1] / "index.sqlite"}))
+            procs.append(
+                start_crawl(dirs[1], settings={**common, "INDEX_PATH": dirs[1] / "index.sqlite"})
+            )
             results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]
             records = server.records
             wanted = server.graph.reachable(server.seeds())
@@ -220,8 +270,9 @@ def test_workers_crawl_through_a_cluster_once_and_politely(
     robots = Counter(r.host for r in records if r.path == "/robots.txt")
     assert robots == dict.fromkeys(HOSTS, 1)
     check_polite(records)
-    html = sum(1 for r in results for i in r.items
-               if i.get("content_type", "").startswith("text/html"))
+    html = sum(
+        1 for r in results for i in r.items if i.get("content_type", "").startswith("text/html")
+    )
     assert judged == html  # every page judged by the one shared store
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)

@@ -314,12 +314,12 @@ def test_the_robots_cache_never_waits_and_sends_its_records_when_redis_is_back(
             # the reactor never waits: answered while Redis is still away (the first call
             # met the refused connection and started the probe's thread; the others touch no
             # socket), every one of them counted in the "answered alone" line below
-            assert cache.outage.away
+            assert cache.alone.outage.away
         record = RobotsRecord("http://b1.test", "rules", 200, 1.0, 2.0, "User-agent: *\n")
         cache.put(record)
         assert cache.get("http://b1.test") == record  # this worker's copy meanwhile
         redis = start_redis(tmp_path, port=redis.port, aof="always")
-        wait_until(lambda: not cache.outage.away, timeout=15)
+        wait_until(lambda: not cache.alone.outage.away, timeout=15)
         with redis.client() as c:  # sent by the probe, for every worker
             assert c.hexists("{" + key + "}:robots", "http://b1.test")
         assert cache.peek("http://a.test") is not None  # the claim made before is still there
@@ -454,13 +454,13 @@ def test_components_ride_out_a_cluster_failover(
         node.process.kill()  # as kill_master does, but the clients meet the dead master
         node.process.wait()
         assert robots_cache.claim("http://r.test", 60).claimed
-        assert robots_cache.outage.away  # answered alone, while the failover is under way
+        assert robots_cache.alone.outage.away  # answered alone, while the failover is under way
         with pytest.raises(RedisUnavailable):
             beats.call(lambda: fleet.beat({"pages/ok": 2}, {"state": "running"}), wait=0)
         copy = detector.check("http://b.test/1", TEXT)  # waits for the promotion
         assert copy.kind == "exact" and copy.duplicate_of == "http://a.test/1"
         cluster.wait_ok()
-        wait_until(lambda: not (beats.away or robots_cache.outage.away), timeout=30)
+        wait_until(lambda: not (beats.away or robots_cache.alone.outage.away), timeout=30)
         beats.call(lambda: fleet.beat({"pages/ok": 3}, {"state": "running"}), wait=0)
         assert fleet.totals()["pages/ok"] == 3  # the failed beat's counts went with this one
     finally:
@@ -508,8 +508,10 @@ def test_the_dns_cache_and_the_address_budget_ride_out_a_restart(tmp_path: Path)
             # frontier when Redis goes is another case), both addresses fetching, some pages
             # behind them: fetches are in flight now
             wait_until(
-                lambda: len({v.address for v in sites.visits[10:]}) == 2
-                and holds_leases(client, key, procs),
+                lambda: (
+                    len({v.address for v in sites.visits[10:]}) == 2
+                    and holds_leases(client, key, procs)
+                ),
                 timeout=60,
             )
             client.close()

@@ -112,7 +112,7 @@ def test_redis_away_means_a_full_copy_never_a_dangling_revisit() -> None:
     index = RedisDigestIndex(client, CrawlKeys("nowhere").warc_digests)
     capture = Capture("http://a.test/", datetime.now(UTC), "<urn:uuid:1>")
     assert index.claim("sha1:P", capture) is None
-    assert index.alone == 1
+    assert index.alone.answered == 1
     index.close()
 
 

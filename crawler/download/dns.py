@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer, error, task
-from twisted.internet.interfaces import IResolverSimple
+from twisted.internet.interfaces import IDelayedCall, IResolverSimple
 from twisted.names import client, dns, hosts, resolve
 from twisted.names import error as dns_error
 from zope.interface import implementer
@@ -61,6 +60,9 @@ logger = logging.getLogger(__name__)
 
 MAX_CNAME_HOPS = 8  # a longer chain is treated as no address (a loop, or a misconfiguration)
 SHARED_POLL = 0.05  # seconds between looks for an answer another worker is fetching
+#: A claim on a name for the fleet lasts ``DNS_TIMEOUT``; its worker renews it this many times a
+#: term while its lookup waits and runs, so a reactor late by a renewal or two keeps it.
+RENEWALS_PER_TERM = 3
 #: Lookups in flight at once (one per name however many requests wait). 400: at 200 ms a lookup
 #: that is 2,000 new names a second, and a crawl of 1,000 new hosts ran at 98 % of its rate with
 #: instant DNS (100 in flight: 84 %; bench/addresses.py --only dns).
@@ -169,6 +171,8 @@ class DnsService:
         )
         self.resolver = resolve.ResolverChain([hosts.Resolver(file=hosts_file), names])
         self._waiting: dict[str, list[defer.Deferred[DnsAnswer]]] = {}
+        self._claims: set[str] = set()  # names claimed for the fleet, renewed until answered
+        self._renewal: IDelayedCall | None = None  # the next renewal of the claims
         self.prefetch_max = prefetch
         self._prefetch: deque[str] = deque()
         self._prefetch_names: set[str] = set()
@@ -263,11 +267,15 @@ class DnsService:
                 self._inc("dns/shared_hits")
                 self._keep(name, answer, seconds)
                 return answer
-        answer = await self.limit.run(lambda: defer.ensureDeferred(self._ask(name)))
-        seconds = self.cache.bounds.keep_for(answer)
-        self._keep(name, answer, seconds)
-        if self.sharing:
-            self.shared.put(name, answer, seconds)
+            self._hold(name)
+        try:
+            answer = await self.limit.run(lambda: defer.ensureDeferred(self._ask(name)))
+            seconds = self.cache.bounds.keep_for(answer)
+            self._keep(name, answer, seconds)
+            if self.sharing:
+                self.shared.put(name, answer, seconds)
+        finally:
+            self._claims.discard(name)  # answered (or failed: the claim lapses unrenewed)
         return answer
 
     def _keep(self, name: str, answer: DnsAnswer, seconds: float) -> None:
@@ -276,20 +284,40 @@ class DnsService:
             self.on_answer(name, answer.address)
 
     async def _from_fleet(self, name: str) -> tuple[DnsAnswer, float] | None:
-        """The fleet's answer, waiting (on the reactor, not a thread) while another worker is
-        looking it up; None: this worker looks it up. Each call to the shared cache is one
-        round trip on the reactor thread, as the robots.txt cache's are: once per name and
-        TTL, rare next to the fetches it saves, and it never waits for an absent Redis."""
-        found = self.shared.get(name)
-        if found is not None or self.shared.claim(name, self.timeout):
-            return found
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            await task.deferLater(self.reactor, SHARED_POLL, lambda: None)
-            found = self.shared.get(name)
-            if found is not None:
+        """The fleet's answer, waiting (on the reactor, not a thread) while another worker
+        holds the claim on the name; None: this worker holds it now, and looks the name up.
+
+        No deadline of its own: the other worker renews its claim while its lookup waits for
+        a slot and runs (behind :data:`CONCURRENCY` others, or along a CNAME chain, it can
+        outlast a ``DNS_TIMEOUT``), so the claim lapses only once that worker is gone, and a
+        waiter then claims the name and asks. Each call to the shared cache is one round trip
+        on the reactor thread, as the robots.txt cache's are: once per name and TTL, and a
+        look per poll while waiting, rare next to the fetches it saves; it never waits for an
+        absent Redis (the claim is then granted: each worker acts alone)."""
+        while True:
+            found = self.shared.claim(name, self.timeout)
+            if found is True:
+                return None
+            if found is not False:
                 return found
-        return None
+            await task.deferLater(self.reactor, SHARED_POLL, lambda: None)
+
+    def _hold(self, name: str) -> None:
+        """Keep this worker's claim on ``name`` alive until it is answered (see
+        :meth:`_from_fleet`): one call renews every claim held, :data:`RENEWALS_PER_TERM` times
+        a term."""
+        self._claims.add(name)
+        if self._renewal is None:
+            self._renewal = self.reactor.callLater(self.timeout / RENEWALS_PER_TERM, self._renew)
+
+    def _renew(self) -> None:
+        self._renewal = None
+        if not self._claims:
+            return  # none held: the next claim starts the renewals again
+        try:
+            self.shared.renew(list(self._claims), self.timeout)
+        finally:
+            self._renewal = self.reactor.callLater(self.timeout / RENEWALS_PER_TERM, self._renew)
 
     async def _ask(self, name: str) -> DnsAnswer:
         self._inc("dns/lookups")
@@ -317,6 +345,9 @@ class DnsService:
     def close(self) -> None:
         self._prefetch.clear()  # the crawl is over: nothing more is looked up ahead
         self._prefetch_names.clear()
+        if self._renewal is not None and self._renewal.active():
+            self._renewal.cancel()  # the claims lapse: the crawl is over
+        self._renewal = None
         self.shared.close()
 
 

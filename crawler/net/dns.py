@@ -16,7 +16,7 @@ describes: a lookup a worker made is found by every other worker until it expire
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from time import time
 from typing import Any, Protocol
@@ -115,15 +115,18 @@ class DnsCache:
 
 
 class SharedDns(Protocol):
-    """Answers shared by a crawl's workers. Its calls block (a network round trip): the resolver
-    makes them off the reactor thread."""
+    """Answers shared by a crawl's workers. Each call is a network round trip, never a wait for
+    an absent store (the resolver makes them on the reactor thread)."""
 
-    def get(self, name: str) -> tuple[DnsAnswer, float] | None:
-        """The crawl's answer for ``name`` and the seconds it has left, or None."""
+    def claim(self, name: str, seconds: float) -> tuple[DnsAnswer, float] | bool:
+        """The crawl's answer for ``name`` and the seconds it has left, if there is one; else
+        True: this worker looks ``name`` up, claimed for ``seconds`` unless renewed; False:
+        another worker holds the claim, and its answer will be shared. One step, so an answer
+        shared since the last look is never missed."""
 
-    def claim(self, name: str, seconds: float) -> bool:
-        """True: this worker looks ``name`` up (nobody else is); False: another worker is at it
-        for up to ``seconds``, and its answer will be shared."""
+    def renew(self, names: Collection[str], seconds: float) -> None:
+        """This worker's claims on ``names`` last ``seconds`` more: their lookups still wait for
+        a slot, or run."""
 
     def put(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         """Share ``answer`` for ``seconds`` (and release the claim)."""
@@ -135,11 +138,11 @@ class NoSharedDns:
     """A crawl without workers to share with (``memory``, ``sqlite`` backends): every call is
     answered at once, as if nobody else had asked."""
 
-    def get(self, name: str) -> tuple[DnsAnswer, float] | None:
-        return None
-
-    def claim(self, name: str, seconds: float) -> bool:
+    def claim(self, name: str, seconds: float) -> tuple[DnsAnswer, float] | bool:
         return True
+
+    def renew(self, names: Collection[str], seconds: float) -> None:
+        return None
 
     def put(self, name: str, answer: DnsAnswer, seconds: float) -> None:
         return None

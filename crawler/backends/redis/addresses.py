@@ -19,7 +19,7 @@ from typing import Any
 
 from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
-from crawler.backends.redis.outage import ActsAlone, RedisOutage
+from crawler.backends.redis.outage import ActsAlone
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.status import address_loads
 from crawler.frontier.addresses import LATE, POLL, RISE, SCAN, SEED, AddressLoad, AddressPolicy
@@ -31,7 +31,7 @@ SEEN_KEPT = 1_000  # addresses busiest() looks at (the most recently used)
 ADDRESS_SOURCE = resources.files("crawler.backends.redis").joinpath("lua/address.lua").read_text()
 
 
-class RedisAddressBudget(ActsAlone):
+class RedisAddressBudget:
     """See the module docstring; implements :class:`crawler.frontier.addresses.AddressBudget`."""
 
     def __init__(
@@ -50,11 +50,11 @@ class RedisAddressBudget(ActsAlone):
         # the last SEEN_KEPT addresses this worker used, least recently first, for busiest()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._untold: list[tuple[str, list[Any]]] = []  # fetch ends Redis has not heard of
-        self.outage = RedisOutage(
+        self.alone = ActsAlone(
             "address politeness",
             lambda: client.exists(self.tags[0] + ":ip:probe"),
             meanwhile="fetches go on with politeness per host name only until it is back",
-            back_note=lambda: f"{self.alone} fetches let through without it",
+            back_note=lambda n: f"{n} fetches let through without it",
             log=logger,
         )
 
@@ -86,29 +86,35 @@ class RedisAddressBudget(ActsAlone):
             "take", token, self._now(), SEED, policy.concurrency, repr(policy.gap(None)),
             repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL),
         ]  # fmt: skip
-        return float(self._safe(lambda: self._script(keys=self._keys(address), args=args), b"0"))
+        return float(
+            self.alone.call(lambda: self._script(keys=self._keys(address), args=args), b"0")
+        )
 
     def done(self, address: str, token: str, now: float, duration: float | None) -> None:
         gap = "" if duration is None else repr(self.policy.gap(duration))
         args = ["done", token, self._now(), SEED, gap, repr(duration or 0.0), repr(RISE)]
         self._tell_untold()
-        if self._safe(lambda: self._script(keys=self._keys(address), args=args), None) is None:
+        if self.alone.call(lambda: self._script(keys=self._keys(address), args=args), None) is None:
             if len(self._untold) >= MAX_UNTOLD:  # the oldest expire with their lease TTL instead
                 del self._untold[: MAX_UNTOLD // 10]
             self._untold.append((address, args))
 
     def _tell_untold(self) -> None:
         """The fetch ends Redis missed while away, in one pipeline, once it is back."""
-        if not self._untold or self.outage.away:
+        if not self._untold or self.alone.outage.away:
             return
         untold, self._untold = self._untold, []
         pipe = self.client.pipeline(transaction=False)
         for address, args in untold:
             self._script(keys=self._keys(address), args=args, client=pipe)
-        if self._safe(pipe.execute, None) is None:
+        if self.alone.call(pipe.execute, None) is None:
             self._untold = untold + self._untold
 
     def busiest(self, n: int) -> list[AddressLoad]:
         """For the end summary; nothing while Redis is away (the crawl still closes)."""
         tagged = [(self.tags[self.shards(a)], a) for a in self._seen]
-        return self._safe(lambda: address_loads(self.client, tagged, n), [])
+        return self.alone.call(lambda: address_loads(self.client, tagged, n), [])
+
+    def close(self) -> None:
+        self.alone.close()
+        self.client.close()

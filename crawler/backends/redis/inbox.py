@@ -9,13 +9,13 @@ from collections.abc import Callable
 import redis
 from redis.cluster import RedisCluster
 
-from crawler.backends.redis.outage import ActsAlone, RedisOutage
+from crawler.backends.redis.outage import ActsAlone
 from crawler.frontier.scope import ScopeRegistry
 
 SEED_BATCH = 2000  # seeds one worker takes from the list at a time (queued in bulk)
 
 
-class RedisScopeRegistry(ActsAlone, ScopeRegistry):
+class RedisScopeRegistry(ScopeRegistry):
     """The crawl's scope hosts in ``{key}:scope``: a seed given to any worker, and the host it
     redirects to, are in scope for all of them.
 
@@ -29,7 +29,7 @@ class RedisScopeRegistry(ActsAlone, ScopeRegistry):
         self.set = key
         self._unsent: set[str] = set()
         self._lock = threading.Lock()
-        self.outage = RedisOutage(
+        self.alone = ActsAlone(
             "crawl's scope",
             lambda: client.exists(key),
             meanwhile="new scope hosts are kept and sent when it is back",
@@ -45,7 +45,7 @@ class RedisScopeRegistry(ActsAlone, ScopeRegistry):
         self.add_many({host})
 
     def add_many(self, hosts: set[str]) -> None:
-        if hosts and self._safe(lambda: self.client.sadd(self.set, *hosts), None) is None:
+        if hosts and self.alone.call(lambda: self.client.sadd(self.set, *hosts), None) is None:
             with self._lock:
                 self._unsent |= hosts
 
@@ -56,6 +56,10 @@ class RedisScopeRegistry(ActsAlone, ScopeRegistry):
             self.client.sadd(self.set, *hosts)
             with self._lock:
                 self._unsent -= hosts
+
+    def close(self) -> None:
+        self.alone.close()
+        self.client.close()
 
 
 class SharedInbox:

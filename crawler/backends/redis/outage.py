@@ -137,7 +137,9 @@ class RedisOutage:
             closed = self._closed
         self.log.warning(
             "Redis unreachable for the %s (%s: %s)%s",
-            self.component, type(exc).__name__, exc,
+            self.component,
+            type(exc).__name__,
+            exc,
             f": {self.meanwhile}" if self.meanwhile else "",
         )
         if not closed:
@@ -171,8 +173,9 @@ class RedisOutage:
                 self.on_back()
             except Exception as exc:
                 if not is_transient(exc):
-                    self.log.warning("After Redis came back, the %s failed: %s",
-                                     self.component, exc)
+                    self.log.warning(
+                        "After Redis came back, the %s failed: %s", self.component, exc
+                    )
                 self.last_error = exc
                 return False
         with self._cond:
@@ -181,7 +184,9 @@ class RedisOutage:
         seconds = time.monotonic() - since if since is not None else 0.0
         note = self.back_note() if self.back_note is not None else ""
         self.log.warning(
-            "Redis back for the %s after %.1fs%s", self.component, seconds,
+            "Redis back for the %s after %.1fs%s",
+            self.component,
+            seconds,
             f"; {note}" if note else "",
         )
         return True
@@ -196,22 +201,38 @@ class RedisOutage:
 
 
 class ActsAlone:
-    """A Redis user called on the reactor thread, which must never wait: while Redis is away
-    each call answers its ``default`` at once (counted in :attr:`alone`, which the outage's
-    ``back_note`` reports) and the component acts alone. Subclasses set ``client`` and
-    ``outage``."""
+    """The part a Redis user called on the reactor thread holds to reach Redis: that thread
+    must never wait, so while Redis is away each call answers the caller's default at once
+    (counted in :attr:`answered`, which the line saying Redis is back reports) and the user
+    acts alone. A part, not a base class: the user keeps its client and its own ``close``.
 
-    client: Any
-    outage: RedisOutage
-    alone = 0  # calls answered without Redis
+    ``component``, ``probe``, ``meanwhile``, ``on_back`` and ``log`` are the outage's (see
+    :class:`RedisOutage`); ``back_note``, given the calls answered alone, adds to the line
+    when Redis is back."""
 
-    def _safe(self, fn: Callable[[], T], default: Any) -> Any:
+    def __init__(
+        self,
+        component: str,
+        probe: Callable[[], Any],
+        *,
+        meanwhile: str,
+        back_note: Callable[[int], str] | None = None,
+        on_back: Callable[[], None] | None = None,
+        log: logging.Logger = logger,
+    ) -> None:
+        self.answered = 0  # calls answered without Redis
+        note = None if back_note is None else (lambda: back_note(self.answered))
+        self.outage = RedisOutage(
+            component, probe, meanwhile=meanwhile, back_note=note, on_back=on_back, log=log
+        )
+
+    def call(self, fn: Callable[[], T], default: Any) -> Any:
+        """``fn()``'s result, or ``default`` at once while Redis is away."""
         try:
             return self.outage.call(fn, wait=0)
         except RedisUnavailable:
-            self.alone += 1
+            self.answered += 1
             return default
 
     def close(self) -> None:
         self.outage.close()
-        self.client.close()

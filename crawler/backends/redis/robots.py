@@ -13,7 +13,7 @@ from redis.exceptions import WatchError
 
 from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, crawler_key
-from crawler.backends.redis.outage import ActsAlone, RedisOutage
+from crawler.backends.redis.outage import ActsAlone
 from crawler.robots.cache import RobotsCache, SharedOrigin
 from crawler.robots.rules import DISALLOW_ALL, RobotsRecord
 
@@ -38,7 +38,7 @@ def _shared_origin(hold: bytes | None, pttl: int, failures: bytes | None) -> Sha
     return SharedOrigin(False, retry_in=0.0, failures=count)  # failed; its retry is due
 
 
-class RedisRobotsCache(ActsAlone, RobotsCache):
+class RedisRobotsCache(RobotsCache):
     """One HASH of records for the crawl, so robots.txt is fetched once per host whichever
     worker gets there first, and each origin's fetch state, so a failing robots.txt is fetched
     once per retry period for the whole crawl and every worker holds the host meanwhile.
@@ -56,11 +56,11 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
         self.holds = keys.robots_hold  # + an origin
         self._unsent: dict[str, bytes] = {}  # origin -> record fetched while Redis was away
         self._unsent_lock = threading.Lock()
-        self.outage = RedisOutage(
+        self.alone = ActsAlone(
             "robots.txt cache",
             lambda: client.exists(self.failures),
             meanwhile="each worker fetches robots.txt on its own until it is back",
-            back_note=lambda: f"{self.alone} robots.txt look-ups answered alone so far",
+            back_note=lambda n: f"{n} robots.txt look-ups answered alone so far",
             on_back=self._send_unsent,
             log=logger,
         )
@@ -81,7 +81,7 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
             pipe.hget(self.failures, origin)
             return pipe.execute()
 
-        return self._safe(read, None)
+        return self.alone.call(read, None)
 
     def claim(self, origin: str, seconds: float) -> SharedOrigin:
         reply = self._read(origin, max(1, int(seconds * 1000)))
@@ -107,7 +107,7 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
             pipe.hset(self.failures, origin, failures)
             pipe.execute()
 
-        self._safe(write, None)
+        self.alone.call(write, None)
 
     def unclaim(self, origin: str) -> None:
         """The claim goes, and only a claim: a failure another worker recorded after this
@@ -124,17 +124,19 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
                 with suppress(WatchError):  # another worker's hold now: not ours to drop
                     pipe.execute()
 
-        self._safe(drop, None)
+        self.alone.call(drop, None)
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> RedisRobotsCache:
         return cls(redis_client(crawler.settings, fail_fast=True), crawler_key(crawler))
 
     def get(self, origin: str) -> RobotsRecord | None:
-        return self._record(origin, self._safe(lambda: self.client.hget(self.hash, origin), None))
+        return self._record(
+            origin, self.alone.call(lambda: self.client.hget(self.hash, origin), None)
+        )
 
     def get_many(self, origins: list[str]) -> dict[str, RobotsRecord | None]:
-        raws = origins and self._safe(lambda: self.client.hmget(self.hash, origins), None)
+        raws = origins and self.alone.call(lambda: self.client.hmget(self.hash, origins), None)
         raws = raws or [None] * len(origins)  # none asked, or Redis away
         return {o: self._record(o, raw) for o, raw in zip(origins, raws, strict=True)}
 
@@ -153,7 +155,7 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
         if record.kind == DISALLOW_ALL:
             return
         packed = msgpack.packb(astuple(record))  # its fields in order, as _record reads them
-        if self._safe(lambda: self._store({record.origin: packed}), False) is False:
+        if self.alone.call(lambda: self._store({record.origin: packed}), False) is False:
             with self._unsent_lock:  # sent when Redis is back (RedisOutage.on_back)
                 self._unsent[record.origin] = packed
 
@@ -179,3 +181,7 @@ class RedisRobotsCache(ActsAlone, RobotsCache):
 
     def __len__(self) -> int:
         return int(self.client.hlen(self.hash))
+
+    def close(self) -> None:
+        self.alone.close()
+        self.client.close()

@@ -17,21 +17,21 @@ from crawler.archive.digests import DigestIndex, decode_capture, encode_capture
 from crawler.archive.records import Capture
 from crawler.backends.redis.connection import RedisClient, redis_client
 from crawler.backends.redis.keys import CrawlKeys, crawler_key
-from crawler.backends.redis.outage import ActsAlone, RedisOutage
+from crawler.backends.redis.outage import ActsAlone
 
 logger = logging.getLogger(__name__)
 
 
-class RedisDigestIndex(ActsAlone, DigestIndex):
+class RedisDigestIndex(DigestIndex):
     def __init__(self, client: RedisClient, key: str) -> None:
         self.client = client
         self.key = key
         self.refused = 0  # claims Redis refused (an error reply), payloads written in full
-        self.outage = RedisOutage(
+        self.alone = ActsAlone(
             "WARC digest index",
             lambda: client.exists(key),
             meanwhile="payloads are written in full until it is back",
-            back_note=lambda: f"{self.alone} payloads written in full without it",
+            back_note=lambda n: f"{n} payloads written in full without it",
             log=logger,
         )
 
@@ -47,11 +47,18 @@ class RedisDigestIndex(ActsAlone, DigestIndex):
             return pipe.execute()
 
         try:
-            claimed, known = self._safe(claim, (True, None))
+            claimed, known = self.alone.call(claim, (True, None))
         except redis.ResponseError as exc:
             if not self.refused:
-                logger.error("WARC digest index: Redis refused a claim (%s); payloads are "
-                             "written in full while it does", exc)
+                logger.error(
+                    "WARC digest index: Redis refused a claim (%s); payloads are "
+                    "written in full while it does",
+                    exc,
+                )
             self.refused += 1
             return None
         return None if claimed else decode_capture(known.decode())
+
+    def close(self) -> None:
+        self.alone.close()
+        self.client.close()
