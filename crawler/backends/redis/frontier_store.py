@@ -426,13 +426,11 @@ class RedisFrontierStore(MemoryFrontierStore):
 
 def away(exc: BaseException) -> bool:
     """Redis is not there for now (:func:`is_transient`), but not a certificate refused or a
-    host name unknown: a mistake more likely than a server on its way."""
-    if not is_transient(exc):
-        return False
+    host name unknown (redis-py's error, a cluster's too, comes from an ``ssl.SSLError`` or a
+    ``socket.gaierror``): a mistake more likely than a server on its way."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ssl.SSLError | socket.gaierror):
             return False
         seen = seen.__cause__ or seen.__context__
-    return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
-
+    return is_transient(exc)
