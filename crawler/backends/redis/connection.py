@@ -28,7 +28,6 @@ from crawler.net.credentials import without_credentials, without_password
 #: What :func:`redis_client` returns: one Redis, or a Redis Cluster's client.
 RedisClient = redis.Redis | RedisCluster
 
-CLUSTER_CHOICES = ("auto", "yes", "no")
 REACTOR_SOCKET_TIMEOUT = 2.0  # seconds, at most, for a client called on the reactor thread
 
 # auto's answers, by the address asked (URL without password, host, port): one INFO per process
@@ -73,7 +72,7 @@ def _is_cluster_mode(settings: BaseSettings, params: dict[str, Any]) -> bool:
     ``cluster_enabled:1`` (on database 0: a cluster node refuses ``SELECT``; a Redis that
     refuses ``INFO`` is one Redis)."""
     mode = str(settings.get("REDIS_CLUSTER") or defaults.REDIS_CLUSTER).strip().lower()
-    if mode not in CLUSTER_CHOICES:
+    if mode not in ("auto", "yes", "no"):
         raise ValueError(f"REDIS_CLUSTER must be one of auto, yes, no, got {mode!r}")
     if mode != "auto":
         return mode == "yes"

@@ -190,16 +190,13 @@ class RedisFrontierStore(MemoryFrontierStore):
         where = safe_url(self.settings)
         try:
             with redis_client(self.settings) as client:
-                with contextlib.suppress(NoPermissionError):  # reached, logged in: probe names it
-                    client.ping()
-                try:
+                try:  # the first command: a login refused is refused here
                     bloom: bool | None = self._seen_config(client).bloom
                 except NoPermissionError:
                     bloom = None  # COMMAND refused: its probe names it
-                probes = self._acl_probes(bloom, client)
-                refused = refused_commands(client, list(probes))
+                refused = refused_commands(client, self._acl_probes(bloom, client))
                 if refused:
-                    return [self._acl_refusal(client, where, refused, probes, bloom)]
+                    return [self._acl_refusal(client, where, refused, bloom)]
                 try:  # (redis-py decodes CONFIG GET's reply)
                     policy = next(iter(client.config_get("maxmemory-policy").values()), "?")
                 except redis.ResponseError:  # CONFIG disabled (a managed Redis): the operator's
@@ -217,51 +214,50 @@ class RedisFrontierStore(MemoryFrontierStore):
         except redis.RedisError as exc:  # reached: an error reply (a key of another type...)
             return [f"Redis at {where} answered the start-up checks with an error: {exc}"]
 
-    def _acl_probes(self, bloom: bool | None, client: Any) -> dict[tuple[Any, ...], str | None]:
-        """What the crawl will run, one of each kind on each kind of key and channel, with
-        the key or channel each names (None: none)."""
+    def _acl_probes(self, bloom: bool | None, client: Any) -> list[tuple[Any, ...]]:
+        """What the crawl will run, one of each kind on each kind of key and channel."""
         k, part = self.keys, PartitionKeys(self.key, 0, self.partition_count)
         no_script = "0" * 40  # EVALSHA is checked like the frontier's scripts, none run
-        probes: list[tuple[tuple[Any, ...], str | None]] = [
-            *((command, None) for command in KEYLESS_COMMANDS),
-            (("HGETALL", k.meta), k.meta),
-            (("HSETNX", k.meta, "layout", LAYOUT), k.meta),
-            (("EVALSHA", no_script, 1, k.meta), k.meta),
-            (("GET", part.lease), part.lease),
-            (("SET", part.lease, "probe"), part.lease),
-            (("EVALSHA", no_script, 1, part.inbox), part.inbox),  # lua/post.lua
-            (("XADD", part.inbox, "*", "probe", ""), part.inbox),
-            (("XREADGROUP", "GROUP", "probe", "probe", "STREAMS", part.inbox, ">"), part.inbox),
-            (("LLEN", k.seeds), k.seeds),
-            (("LPOP", k.seeds, 1), k.seeds),
+        probes: list[tuple[Any, ...]] = [
+            *KEYLESS_COMMANDS,
+            ("HGETALL", k.meta),
+            ("HSETNX", k.meta, "layout", LAYOUT),
+            ("EVALSHA", no_script, 1, k.meta),
+            ("GET", part.lease),
+            ("SET", part.lease, "probe"),
+            ("EVALSHA", no_script, 1, part.inbox),  # lua/post.lua
+            ("XADD", part.inbox, "*", "probe", ""),
+            ("XREADGROUP", "GROUP", "probe", "probe", "STREAMS", part.inbox, ">"),
+            ("LLEN", k.seeds),
+            ("LPOP", k.seeds, 1),
+            *((*name.split(), part.out, *tail) for name, tail in KEY_COMMANDS.items()),
         ]
-        for name, tail in KEY_COMMANDS.items():
-            probes.append(((*name.split(), part.out, *tail), part.out))
         if self.config.replica_wait:  # a fenced write waits for its replicas
-            probes += [(("ROLE",), None), (("WAIT", 0, 0), None)]
+            probes += [("ROLE",), ("WAIT", 0, 0)]
         if isinstance(client, RedisCluster):
-            probes.append((("CLUSTER", "SLOTS"), None))
+            probes.append(("CLUSTER", "SLOTS"))
         for channel in (k.wake, k.handover):
-            probes += [(("SUBSCRIBE", channel), channel), (("PUBLISH", channel, ""), channel)]
+            probes += [("SUBSCRIBE", channel), ("PUBLISH", channel, "")]
         if bloom:
             probes += [
-                (("BF.RESERVE", part.seen, SEEN_ERROR, 1, "EXPANSION", 2), part.seen),
-                (("BF.MADD", part.seen, "probe"), part.seen),
-                (("BF.MEXISTS", part.seen, "probe"), part.seen),
-                (("BF.CARD", part.seen), part.seen),
+                ("BF.RESERVE", part.seen, SEEN_ERROR, 1, "EXPANSION", 2),
+                ("BF.MADD", part.seen, "probe"),
+                ("BF.MEXISTS", part.seen, "probe"),
+                ("BF.CARD", part.seen),
             ]
-        return dict(probes)
+        return probes
 
     def _acl_refusal(
-        self, client: Any, where: str, refused: list[Refusal],
-        targets: dict[tuple[Any, ...], str | None], bloom: bool | None,
+        self, client: Any, where: str, refused: list[Refusal], bloom: bool | None
     ) -> str:
-        """One line: what the crawl's user was refused (by ``targets``: each probe's key or
-        channel), and the rules the docs give (``bloom`` None: RedisBloom's unknown)."""
-        # each command, key or channel refused (and the master, on a cluster): by which commands
+        """One line: what the crawl's user was refused, and the rules the docs give (``bloom``
+        None: RedisBloom's unknown)."""
+        # each command, key or channel refused (and the master, on a cluster): by which commands;
+        # a probe's key or channel is its first word under the crawl's tags, or the seeds list
         by_thing: dict[tuple[str, str | None], list[str]] = {}
         for r in refused:
-            target, name = targets.get(r.command), str(r.command[0]).upper()
+            name, words = str(r.command[0]).upper(), [str(w) for w in r.command[1:]]
+            target = next((w for w in words if w[:1] == "{" or w == self.keys.seeds), None)
             if r.reason.rstrip().endswith("command") or target is None:
                 by_thing.setdefault((f"the command {name}", r.node), [])
             else:
@@ -430,13 +426,11 @@ class RedisFrontierStore(MemoryFrontierStore):
 
 def away(exc: BaseException) -> bool:
     """Redis is not there for now (:func:`is_transient`), but not a certificate refused or a
-    host name unknown: a mistake more likely than a server on its way."""
-    if not is_transient(exc):
-        return False
+    host name unknown (redis-py's error, a cluster's too, comes from an ``ssl.SSLError`` or a
+    ``socket.gaierror``): a mistake more likely than a server on its way."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, ssl.SSLError | socket.gaierror):
             return False
         seen = seen.__cause__ or seen.__context__
-    return "SSL" not in str(exc) and "Name or service not known" not in str(exc)
-
+    return is_transient(exc)

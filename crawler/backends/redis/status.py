@@ -53,20 +53,17 @@ class Fleet:
             old = self.client.hget(keys.workers, self.worker_id)
             self._started = json.loads(old)["started"] if old else now
         pipe = self.client.pipeline(transaction=True)
-        sent = dict(self._sent)
         for name, value in counters.items():
             delta = value - self._sent.get(name, 0)
-            if isinstance(delta, float) and delta:
-                pipe.hincrbyfloat(keys.totals, name, delta)
-            elif delta:
-                pipe.hincrby(keys.totals, name, int(delta))
-            sent[name] = value
+            if delta:
+                add = pipe.hincrbyfloat if isinstance(delta, float) else pipe.hincrby
+                add(keys.totals, name, delta)
         pipe.hgetall(keys.controls)
         pipe.hkeys(keys.blocked)
         beat = {**heartbeat, "beat": now, "started": self._started}
         pipe.hset(keys.workers, self.worker_id, json.dumps(beat))
         *_, ctl, blocked, _ = pipe.execute()
-        self._sent = sent  # only once Redis has them: a failed beat is sent again in full
+        self._sent = {**self._sent, **counters}  # only once Redis has them (else sent again)
         self.controls = {k.decode(): v.decode() for k, v in ctl.items()}
         self.blocked = sorted(b.decode() for b in blocked)
         return now
@@ -170,6 +167,13 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10) -> dict[str, Any]:
         for h, t in tallies.busiest(top, by="fetches")
     ]
     totals = fleet.totals()
+    # (shard's tag, address) of the first ADDRESSES_READ addresses of each shard, the busiest
+    # of which are shown: a glance, not a scan of a billion-host crawl
+    addresses = [
+        key.decode().partition(":ip:")[::2]
+        for prefix in crawl.address_prefixes
+        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), ADDRESSES_READ)
+    ]
     dropped = {
         k.rpartition("/")[2]: int(v) for k, v in totals.items()
         if k.startswith("frontier/dropped/")
@@ -194,7 +198,7 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10) -> dict[str, Any]:
         "busiest_addresses": [
             {"address": a.address, "in_flight": a.in_flight, "fetches": a.fetches,
              "waits": a.refusals}
-            for a in busiest_addresses(client, crawl.address_prefixes, top)
+            for a in address_loads(client, addresses, top)
         ],
         "controls": controls,
         "halt": operator.halted(),
@@ -204,17 +208,6 @@ def crawl_report(crawl: SharedCrawl, *, top: int = 10) -> dict[str, Any]:
             for c in policy_counts(totals)
         ],
     }
-
-
-def busiest_addresses(client: Any, prefixes: list[str], top: int) -> list[AddressLoad]:
-    """The ``top`` busiest addresses of a crawl whose shards have these key prefixes (at most
-    :data:`ADDRESSES_READ` addresses read: a glance, not a scan of a billion-host crawl)."""
-    tagged: list[tuple[str, str]] = []
-    for prefix in prefixes:
-        for key in islice(client.scan_iter(match=prefix + ":ip:*", count=1000), ADDRESSES_READ):
-            tag, _, address = key.decode().partition(":ip:")
-            tagged.append((tag, address))
-    return address_loads(client, tagged, top)
 
 
 def address_loads(client: Any, tagged: Iterable[tuple[str, str]], top: int) -> list[AddressLoad]:

@@ -21,6 +21,8 @@ def listen(
     its channel, then ``on_change`` (``ctl`` calls ``on_control`` first); so does every
     (re)subscription (``on_channel(None)``), for whatever happened while not listening. A lost
     connection is retried every second. Returns what stops listening."""
+    # a new PubSub at each retry: a cluster's keeps the pool of the node it first used, which
+    # a failover may have taken away
     holder = [client.pubsub(ignore_subscribe_messages=True)]
     stop = threading.Event()
 
