@@ -32,6 +32,7 @@ from scrapy.http import Response, TextResponse
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
+from crawler.content.encoding import transport_encoding
 from crawler.content.html import parse_page
 from crawler.content.soft404 import answer_of, probe_path
 from crawler.frontier.urls import origin_of
@@ -99,7 +100,8 @@ class Soft404ProbeMiddleware:
         self._inc(f"soft404/probe_status/{response.status}")
         title = text = ""
         if isinstance(response, TextResponse) and 200 <= response.status < 300:
-            page = parse_page(response.body, response.encoding).page
+            encoding = transport_encoding(response.headers.get(b"Content-Type"))
+            page = parse_page(response.body, encoding).page
             title, text = page.title, page.main_text or page.text
         final = response.url
         location = response.headers.get(b"Location")
