@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -36,6 +35,7 @@ from crawler.content.encoding import transport_encoding
 from crawler.content.html import parse_page
 from crawler.content.soft404 import answer_of, probe_path
 from crawler.frontier.urls import origin_of
+from crawler.middlewares.redirect import redirect_target
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class Soft404ProbeMiddleware:
         final = response.url
         location = response.headers.get(b"Location")
         if 300 <= response.status < 400 and location:
-            final = urljoin(request.url, location.decode("latin-1"))
+            final = redirect_target(request.url, location) or final
         answer = answer_of(response.status, title, text, request.url, final)
         self.crawler.signals.send_catch_log(
             crawler_signals.soft404_probed, origin=origin, answer=answer
