@@ -44,6 +44,7 @@ CODECS = {
     "utf-16le": "utf-16-le",
     "utf-16be": "utf-16-be",
     "euc-jp": "euc_jp",
+    "macintosh": "mac-roman",
 }
 # The files' names read as labels (Encoding Standard 4.2): ISO-8859-9 is windows-1254.
 LABELS = {"iso-8859-9": "windows-1254", "iso8859-2": "iso-8859-2", "euc_jp": "euc-jp"}
@@ -287,6 +288,14 @@ OURS = [
         "text/html; charset=iso-8859-2",
     ),
     Case(f"{WHATWG}: a UTF-16LE BOM", "\ufeff<p>x</p>".encode("utf-16-le"), "utf-16le"),
+    Case(
+        f"{WHATWG}: x-mac-roman, a label Python lacks",
+        _b("<meta charset=x-mac-roman>"),
+        "macintosh",
+    ),
+    Case(
+        f"{WHATWG}: '<!-->' is a whole comment", _b("<!--><meta charset=iso-8859-2>"), "iso-8859-2"
+    ),
     Case(
         f"{WHATWG}: an unknown header label: the page says",
         _b(META9),

@@ -67,9 +67,35 @@ _LABELS = {
 _UTF16 = frozenset({"utf-16", "utf-16-le", "utf-16-be"})
 
 _SPACE = b"\t\n\x0c\r "
-_META = re.compile(rb"<meta[\t\n\x0c\r /]", re.IGNORECASE)
-_TAG = re.compile(rb"</?[a-zA-Z]")
 _CHARSET = re.compile(r"charset", re.IGNORECASE)
+_NAME = re.compile(rb"[^\t\n\x0c\r >]*")
+# "get an attribute" (HTML 13.2.3.2): spaces and slashes, then ">" (no attribute) or a name (its
+# first byte may be "="), then optionally "=" and a quoted, an empty (before ">") or an
+# unquoted value; spaces may surround the "=".
+_ATTRIBUTE = re.compile(
+    rb"[\t\n\x0c\r /]*(?:(?P<end>>)|(?P<name>[^\t\n\x0c\r />][^\t\n\x0c\r />=]*)"
+    rb"(?:[\t\n\x0c\r ]*=[\t\n\x0c\r ]*"
+    rb"(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<uq>[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*)|(?=>)))?)?"
+)
+# A whole tag of attributes as _ATTRIBUTE reads them, up to its ">" (atomic groups: an attribute
+# is read one way only, so a tag that does not end in reach fails fast).
+_WHOLE_TAG = re.compile(
+    rb"</?[a-zA-Z][^\t\n\x0c\r >]*+"
+    rb"(?>[\t\n\x0c\r /]*+[^\t\n\x0c\r />][^\t\n\x0c\r />=]*+"
+    rb"(?>[\t\n\x0c\r ]*+=[\t\n\x0c\r ]*+"
+    rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*+|(?=>)))?)*+"
+    rb"[\t\n\x0c\r /]*+>"
+)
+# One step of the prescan: a comment, a <meta>, a whole other tag, or markup to skip to its ">"
+# (each as HTML says), or the start of one that does not end in reach; a "<" that starts none of
+# them is passed over.
+_SCAN = re.compile(
+    rb"<!--(?:>|->|.*?-->)|(?P<meta><meta[\t\n\x0c\r /])|"
+    + _WHOLE_TAG.pattern
+    + rb"|(?P<tag></?[a-zA-Z])"
+    rb"|<[!/?][^>]*>|(?P<open><[!/?])",
+    re.DOTALL | re.IGNORECASE,
+)
 _LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is made of
 
 
@@ -111,28 +137,19 @@ def prescan(body: bytes) -> str | None:
     data = body[:PRESCAN_BYTES]
     pos = 0
     try:
-        while (pos := data.find(b"<", pos)) >= 0:
-            if data.startswith(b"<!--", pos):
-                pos = data.find(b"-->", pos + 2)
-                if pos < 0:
-                    return None
-                pos += 3
-            elif _META.match(data, pos):
-                codec, pos = _meta(data, pos + 5)
+        while (found := _SCAN.search(data, pos)) is not None:
+            kind, pos = found.lastgroup, found.end()
+            if kind == "meta":
+                codec, pos = _meta(data, pos - 1)
                 if codec is not None:
                     return codec
-            elif _TAG.match(data, pos):
-                pos = _skip_name(data, pos + 1)
+            elif kind == "tag":  # a tag that does not end in reach: where does it stop?
+                pos = _skip_name(data, pos)
                 while (attribute := _attribute(data, pos))[0] is not None:
                     pos = attribute[2]
                 pos = attribute[2]
-            elif data.startswith((b"<!", b"</", b"<?"), pos):
-                pos = data.find(b">", pos)
-                if pos < 0:
-                    return None
-                pos += 1
-            else:
-                pos += 1
+            elif kind == "open":  # a comment or "<!", "</", "<?" that never ends
+                return None
     except _End:
         return None
     return None
@@ -140,8 +157,7 @@ def prescan(body: bytes) -> str | None:
 
 def _skip_name(data: bytes, pos: int) -> int:
     """Past a tag's name: to the first space or ``>``."""
-    while pos < len(data) and data[pos] not in b"\t\n\x0c\r >":
-        pos += 1
+    pos = _NAME.match(data, pos).end()  # type: ignore[union-attr]  # matches an empty string
     if pos >= len(data):
         raise _End
     return pos
@@ -182,53 +198,24 @@ def _meta_codec(label: str) -> str | None:
 
 
 def _attribute(data: bytes, pos: int) -> tuple[bytes | None, bytes, int]:
-    """HTML's "get an attribute": its name (``None`` at the tag's end), value, next position."""
-    end = len(data)
-    while pos < end and data[pos] in b"\t\n\x0c\r /":
-        pos += 1
-    if pos >= end:
-        raise _End
-    if data[pos] == 0x3E:  # ">"
-        return None, b"", pos
-    name = bytearray()
-    while True:
-        if pos >= end:
-            raise _End
-        byte = data[pos]
-        if byte == 0x3D and name:  # "=" after a name: the value follows
-            pos += 1
-            break
-        if byte in _SPACE:
-            while pos < end and data[pos] in _SPACE:
-                pos += 1
-            if pos >= end:
-                raise _End
-            if data[pos] != 0x3D:
-                return bytes(name).lower(), b"", pos
-            pos += 1
-            break
-        if byte in b"/>":
-            return bytes(name).lower(), b"", pos
-        name.append(byte)
-        pos += 1
-    while pos < end and data[pos] in _SPACE:
-        pos += 1
-    if pos >= end:
-        raise _End
-    quote = data[pos]
-    if quote in b"\"'":
-        close = data.find(bytes((quote,)), pos + 1)
-        if close < 0:
-            raise _End
-        return bytes(name).lower(), data[pos + 1 : close].lower(), close + 1
-    if quote == 0x3E:
-        return bytes(name).lower(), b"", pos
-    start = pos
-    while pos < end and data[pos] not in b"\t\n\x0c\r >":
-        pos += 1
-    if pos >= end:
-        raise _End
-    return bytes(name).lower(), data[start:pos].lower(), pos
+    """HTML's "get an attribute": its name (``None`` at the tag's end), value and the position
+    after it, both lower-cased. One regular expression per attribute, not a loop per byte."""
+    match = _ATTRIBUTE.match(data, pos)
+    assert match is not None  # the pattern matches an empty string
+    if match["end"] is not None:
+        return None, b"", match.start("end")
+    end = match.end()
+    if end >= len(data):
+        raise _End  # past the bytes read: the prescan aborts
+    name = match["name"]
+    value = match["dq"] if match["dq"] is not None else match["sq"]
+    if value is None:
+        value = match["uq"]
+    if value is None:
+        if data[end:].lstrip(_SPACE).startswith(b"="):
+            raise _End  # "=" then an unclosed quote, or nothing: the prescan aborts
+        value = b""
+    return name.lower(), value.lower(), end
 
 
 def _content_charset(content: str) -> str | None:
