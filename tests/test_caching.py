@@ -18,6 +18,7 @@ from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F
 from tests.test_robots_unit import answer, discover, middleware, run  # noqa: F401
 
 T0 = 1_800_000_000.0
+IMF_1994 = "Sun, 06 Nov 1994 08:49:37 GMT"  # RFC 9110 5.6.7's example
 
 
 def http_date(t: float) -> str:
@@ -34,6 +35,10 @@ def http_date(t: float) -> str:
         (None, http_date(T0 + 300), http_date(T0), None, Freshness(300.0)),
         (None, http_date(T0 + 300), None, None, Freshness(200.0)),  # from receipt: T0 + 100
         (None, "0", http_date(T0), None, Freshness(0.0)),  # invalid Expires: already expired
+        # RFC 9110 5.6.7's other two formats; a two-digit year 50+ years ahead is the past's
+        (None, "Sunday, 06-Nov-94 08:50:37 GMT", IMF_1994, None, Freshness(60.0)),
+        (None, "Sun Nov  6 08:51:37 1994", IMF_1994, None, Freshness(120.0)),
+        (None, "Sun, 06 Nov 1994 08:50:37 UTC", IMF_1994, None, Freshness(0.0)),  # not GMT
         (None, http_date(T0 - 50), http_date(T0), None, Freshness(0.0)),
         ("max-age=100", None, None, "30", Freshness(70.0)),  # Age already spent on the way
         ("max-age=-1", None, None, None, Freshness(None)),  # not a delta-seconds
@@ -41,7 +46,9 @@ def http_date(t: float) -> str:
         ("no-cache, max-age=90", None, None, None, Freshness(90.0, no_cache=True)),
         ("s-maxage=600", None, None, None, Freshness(None)),  # a shared cache's: not ours
         ('no-cache="Set-Cookie, Age", max-age=30', None, None, None, Freshness(30.0)),
-        ("garbage,,, MAX-AGE = 45 ,", None, None, None, Freshness(45.0)),
+        ("garbage,,, MAX-AGE=45 ,", None, None, None, Freshness(45.0)),
+        # no space around "=" (RFC 9111 5.2; cache-tests freshness-max-age-space-*-equals)
+        ("garbage,,, MAX-AGE = 45 ,", None, None, None, Freshness(None)),
         (None, None, None, None, Freshness(None)),
     ],
 )

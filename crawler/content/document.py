@@ -8,20 +8,26 @@ takes ``iso-8859-1`` literally where browsers and Scrapy read windows-1252 (curl
 the euro sign become control characters), and stops decoding a ``gb2312`` page at the first
 GBK character, dropping the rest of its text.
 
-So decoding follows Scrapy's ``TextResponse.text`` (w3lib's ``html_to_unicode``), which is what
-browsers do (WHATWG encoding labels): a byte order mark first, then the given encoding (the HTTP
-header's, or ``response.encoding``), then ``<meta charset>``, then detection; undecodable bytes
-become U+FFFD. libxml2 then always parses UTF-8 with its own sniffing turned off.
+So decoding follows what browsers do (:mod:`crawler.content.encoding`, the WHATWG encoding
+sniffing algorithm with the Encoding Standard's labels): a byte order mark first, then the given
+encoding (the ``Content-Type`` charset), then the ``<meta>`` the prescan finds, then detection as
+Scrapy detects (ASCII, UTF-8, then ``charset_normalizer``; windows-1252 if all fail); undecodable
+bytes become U+FFFD. Not ``response.encoding``: Scrapy's (w3lib's) ``<meta>`` scan is looser than a
+browser's. libxml2 then always parses UTF-8 with its own sniffing turned off.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 
+from charset_normalizer import from_bytes
 from lxml import etree
-from w3lib.encoding import html_to_unicode, resolve_encoding
+from w3lib.encoding import resolve_encoding, to_unicode
 
-__all__ = ["decode_html", "parse_document", "parse_document_checked"]
+from crawler.content.encoding import declared_encoding
+
+__all__ = ["decode_html", "page_encoding", "parse_document", "parse_document_checked"]
 
 # huge_tree: without it libxml2 silently stops at 256 levels of nesting (broken pages with
 # unclosed tags) or a 10 MB text node, and the page loses its links and text. A fixed encoding
@@ -33,32 +39,45 @@ _PARSER = etree.HTMLParser(encoding="utf-8", huge_tree=True)
 
 
 def decode_html(body: bytes | str, encoding: str | None = None) -> str:
-    """The text of an HTML page, decoded exactly as Scrapy decodes ``response.text``.
+    """The text of an HTML page, decoded as a browser decodes it.
 
-    ``encoding`` is what the transport said (``response.encoding``, a ``Content-Type`` charset,
-    an operator's ``--encoding``); without it the page's own declaration or detection decides.
-    An encoding name nobody knows never raises: the page's declaration, then UTF-8, decide.
+    ``encoding`` is what the transport said (the ``Content-Type`` charset:
+    :func:`crawler.content.encoding.transport_encoding`, an operator's ``--encoding``), not
+    ``response.encoding``; without it the page's own declaration or detection decides. An
+    encoding name nobody knows never raises: the page's declaration, then detection, decide.
     """
     if isinstance(body, str):
         return body
-    known = resolve_encoding(encoding) if encoding else None
-    return html_to_unicode(
-        f"charset={known}" if known else "",
-        body,
-        auto_detect_fun=_detect,
-        default_encoding="ascii",
-    )[1]
+    codec = page_encoding(body, encoding)
+    return to_unicode(body.removeprefix(_BOMS.get(codec, b"")), codec)
 
 
-def _detect(body: bytes) -> str | None:
-    """Scrapy's guess for a page that declares nothing: ASCII, else UTF-8 if it decodes."""
+# The byte order mark a page in each Unicode encoding may begin with: not text.
+_BOMS = {
+    "utf-8": codecs.BOM_UTF8,
+    "utf-16-le": codecs.BOM_UTF16_LE,
+    "utf-16-be": codecs.BOM_UTF16_BE,
+}
+
+
+def page_encoding(body: bytes, encoding: str | None = None) -> str:
+    """The codec :func:`decode_html` decodes ``body`` with: the declared one
+    (:func:`crawler.content.encoding.declared_encoding`), else Scrapy's guess."""
+    return declared_encoding(body, encoding) or _detect(body)
+
+
+def _detect(body: bytes) -> str:
+    """Scrapy's guess for a page that declares nothing (``TextResponse._auto_detect_fun``):
+    ASCII (read as windows-1252, as its label says), UTF-8 if it decodes, else
+    ``charset_normalizer``'s best; windows-1252, a browser's default, if that has none."""
     for name in ("ascii", "utf-8"):
         try:
             body.decode(name)
         except UnicodeError:
             continue
-        return resolve_encoding(name)
-    return None
+        return resolve_encoding(name) or name
+    match = from_bytes(body).best()
+    return (resolve_encoding(match.encoding) if match else None) or "cp1252"
 
 
 def parse_document(body: bytes | str, encoding: str | None = None) -> etree._Element:

@@ -60,8 +60,9 @@ def parse_html(
 ) -> ParsedPage:
     """Parse once with lxml and pull out what the crawler needs; broken HTML never raises.
 
-    ``encoding`` is ``response.encoding`` (or ``None`` to let the page say); decoding is
-    :func:`crawler.content.document.decode_html`, the same for every reader of a page.
+    ``encoding`` is the ``Content-Type`` charset (``crawler.content.encoding.transport_encoding``;
+    ``None`` lets the page say); decoding is :func:`crawler.content.document.decode_html`, the
+    same for every reader of a page.
 
     ``main_text`` (boilerplate removal, ~1 ms on a page of a few hundred links) is skipped when
     nothing will use it; ``requisites`` (the page's embedded resources, for an archival crawl:

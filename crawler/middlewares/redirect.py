@@ -4,6 +4,12 @@ Scrapy's ``RedirectMiddleware`` drops a request after ``REDIRECT_MAX_TIMES`` hop
 line only. Here a chain over the limit is counted in ``limits/redirects`` and a loop (a
 redirect back to a URL of the same chain) in ``limits/redirect_loop``, each with one INFO line
 per host; a loop is cut at once rather than followed round until the limit.
+
+A ``Location`` goes where a browser goes: joined to the request's URL as WHATWG joins
+(:func:`redirect_target`, :func:`crawler.net.weburl.join`), not with RFC 3986's ``urljoin``
+after Scrapy's ``safe_url_string`` (which makes ``Location: \\other`` the path ``/%5Cother``
+and ``Location: https:/x`` from an http page ``https:///x``). The robots.txt fetcher and the
+soft-404 probes follow a ``Location`` the same way.
 """
 
 from __future__ import annotations
@@ -21,10 +27,41 @@ from w3lib import html
 from w3lib.encoding import html_to_unicode
 
 from crawler.download.limits import limit_log
+from crawler.net.weburl import InvalidUrl, join, request_url
+
+
+def redirect_target(url: str, location: bytes | str) -> str | None:
+    """The request URL a ``Location`` header sends a request for ``url`` to, as a browser
+    reads it (UTF-8, else Latin-1), or None if that is no http(s) URL."""
+    if isinstance(location, bytes):
+        try:
+            location = location.decode("utf-8")
+        except UnicodeDecodeError:
+            location = location.decode("latin-1")
+    try:
+        return request_url(join(url, location))[0]
+    except InvalidUrl:
+        return None
 
 
 class CountingRedirectMiddleware(RedirectMiddleware):
     """Replaces Scrapy's ``RedirectMiddleware`` at the same order (600)."""
+
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        """Scrapy's, given the ``Location`` already joined (:func:`redirect_target`): an
+        absolute URL, which Scrapy's own join leaves as it is. The response the rest of the
+        chain sees keeps its header as the server sent it."""
+        location = response.headers.get(b"Location")
+        target = redirect_target(request.url, location) if location else None
+        if target is None or target.encode() == location:
+            return super().process_response(request, response, spider)
+        headers = response.headers.copy()
+        headers[b"Location"] = target
+        joined = response.replace(headers=headers)
+        result = super().process_response(request, joined, spider)
+        return response if result is joined else result
 
     def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
         log = limit_log(self.crawler)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
@@ -57,6 +57,7 @@ from crawler.download.limits import StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.urls import origin_of
 from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
+from crawler.middlewares.redirect import redirect_target
 from crawler.middlewares.robots_outcomes import OriginOutcomes
 from crawler.middlewares.robots_requests import (
     DIRECT_META,
@@ -310,7 +311,7 @@ class RobotsFetcher:
         if 300 <= status < 400 and status != 304:
             hops = request.meta.get(HOPS_META, 0)
             location = response.headers.get(b"Location")
-            target = urljoin(request.url, location.decode("latin-1")) if location else None
+            target = redirect_target(request.url, location) if location else None
             if target and hops < MAX_REDIRECTS and origin_of(target) is not None:
                 self._inc("robotstxt/redirect")
                 hop = robots_request(origin, target, hops + 1)
@@ -407,4 +408,3 @@ class RobotsFetcher:
     def _set(self, key: str, value: Any) -> None:
         if self.stats is not None:
             self.stats.set_value(key, value)
-

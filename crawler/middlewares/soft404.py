@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.crawler import Crawler
@@ -32,9 +31,11 @@ from scrapy.http import Response, TextResponse
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
+from crawler.content.encoding import transport_encoding
 from crawler.content.html import parse_page
 from crawler.content.soft404 import answer_of, probe_path
 from crawler.frontier.urls import origin_of
+from crawler.middlewares.redirect import redirect_target
 
 logger = logging.getLogger(__name__)
 
@@ -99,12 +100,13 @@ class Soft404ProbeMiddleware:
         self._inc(f"soft404/probe_status/{response.status}")
         title = text = ""
         if isinstance(response, TextResponse) and 200 <= response.status < 300:
-            page = parse_page(response.body, response.encoding).page
+            encoding = transport_encoding(response.headers.get(b"Content-Type"))
+            page = parse_page(response.body, encoding).page
             title, text = page.title, page.main_text or page.text
         final = response.url
         location = response.headers.get(b"Location")
         if 300 <= response.status < 400 and location:
-            final = urljoin(request.url, location.decode("latin-1"))
+            final = redirect_target(request.url, location) or final
         answer = answer_of(response.status, title, text, request.url, final)
         self.crawler.signals.send_catch_log(
             crawler_signals.soft404_probed, origin=origin, answer=answer

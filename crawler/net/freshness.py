@@ -4,21 +4,53 @@ third party is served from it), so ``s-maxage`` and ``public``/``private`` do no
 
 One reading serves both users: the robots.txt cache lifetime (``crawler.robots.cache``) and
 the recrawl schedule's hints (``crawler.crawldb.schedule``). Each applies its own bounds.
+
+Both read the *explicit* lifetime only. The heuristic one a cache may assume without it (RFC
+9111 4.2.2: a tenth of the time since ``Last-Modified``, for a status that allows it) is
+reported beside it, not used: a server that stamps every answer ``Last-Modified: now`` would
+get its robots.txt fetched every minute, and the schedule reads ``Last-Modified`` itself
+(Nutch's ``sync_delta``). http-tests/cache-tests' cases are in
+``tests/test_vectors_freshness.py``.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
+from datetime import UTC, datetime
 
 # RFC 9111 1.2.2: a delta-seconds beyond 2^31 is taken as 2^31.
 _MAX_DELTA = 2**31
 # One directive: a token, optionally "=" and a token or a quoted string (which may hold commas:
-# no-cache="Set-Cookie, Set-Cookie2").
+# no-cache="Set-Cookie, Set-Cookie2"). No whitespace around "=" (RFC 9111 5.2's grammar):
+# "max-age =100" is a max-age without a value.
 _DIRECTIVE = re.compile(
-    r'(?:^|,)\s*(?P<name>[^=,\s]+)\s*(?:=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<token>[^,\s]*)))?'
+    r'(?:^|,)\s*(?P<name>[^=,\s]+)(?:=(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<token>[^,\s]*)))?'
 )
+# RFC 9111 4.2.2: "a typical setting of this fraction might be 10%".
+HEURISTIC_FRACTION = 0.1
+# RFC 9110 15.1: the statuses a cache may give a heuristic lifetime (any, with "public").
+HEURISTIC_STATUSES = frozenset({200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501})
+# RFC 9110 5.6.7: the three formats of an HTTP-date, names in any case (cache-tests' "should"),
+# anything else is no date (an Expires that is none is in the past: RFC 9111 5.3).
+_DAYS = "Mon|Tue|Wed|Thu|Fri|Sat|Sun"
+_MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+_CLOCK = r"(?P<hour>\d\d):(?P<minute>\d\d):(?P<second>\d\d)"
+_HTTP_DATES = [
+    re.compile(
+        rf"(?:{_DAYS}), (?P<day>\d\d) (?P<month>{_MONTHS}) (?P<year>\d{{4}}) {_CLOCK} GMT", re.I
+    ),
+    re.compile(
+        r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), "
+        rf"(?P<day>\d\d)-(?P<month>{_MONTHS})-(?P<year>\d\d) {_CLOCK} GMT",
+        re.I,
+    ),
+    re.compile(
+        rf"(?:{_DAYS}) (?P<month>{_MONTHS}) (?P<day>[ \d]\d) {_CLOCK} (?P<year>\d{{4}})", re.I
+    ),
+]
+_MONTH_NUMBERS = {name.lower(): n for n, name in enumerate(_MONTHS.split("|"), 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +61,20 @@ class Freshness:
     Expires - Date, minus any Age already spent in caches on the way); None when the server
     said nothing about it. ``no_store``: keep nothing of it. ``no_cache``: it may be kept but
     must be revalidated before each use (a lifetime of 0 for the crawler's purposes).
+    ``heuristic``: without a lifetime, a tenth of the time between ``Last-Modified`` and
+    ``Date`` (less Age) for a status that allows a heuristic (RFC 9111 4.2.2); else None.
     """
 
     lifetime: float | None = None
     no_store: bool = False
     no_cache: bool = False
+    heuristic: float | None = None
+
+    @property
+    def fresh_for(self) -> float | None:
+        """What a private cache may count on (RFC 9111 4.2.1): the explicit lifetime, else the
+        heuristic one (see the module docstring for why the crawler's users take the first)."""
+        return self.lifetime if self.lifetime is not None else self.heuristic
 
     @property
     def stale_at_once(self) -> bool:
@@ -63,13 +104,36 @@ def _delta_seconds(value: str | None) -> int | None:
     return min(int(value), _MAX_DELTA)
 
 
-def _http_date(value: str | None) -> float | None:
+def _http_date(value: str | None, now: float | None = None) -> float | None:
+    """An HTTP-date (RFC 9110 5.6.7) as a timestamp, or None if ``value`` is not one. A
+    two-digit year (rfc850-date) more than 50 years ahead of ``now`` is the past century's."""
     if not value:
         return None
-    try:
-        return parsedate_to_datetime(value.strip()).timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
+    for form in _HTTP_DATES:
+        match = form.fullmatch(value.strip())
+        if match is not None:
+            break
+    else:
         return None
+    year = int(match["year"])
+    if len(match["year"]) == 2:
+        this_year = datetime.fromtimestamp(time.time() if now is None else now, UTC).year
+        year += this_year - this_year % 100
+        if year > this_year + 50:
+            year -= 100
+    try:
+        moment = datetime(
+            year,
+            _MONTH_NUMBERS[match["month"].lower()],
+            int(match["day"]),
+            int(match["hour"]),
+            int(match["minute"]),
+            int(match["second"]),
+            tzinfo=UTC,
+        )
+    except ValueError:  # 31 Feb, 25:00:00
+        return None
+    return moment.timestamp()
 
 
 def freshness(
@@ -79,13 +143,16 @@ def freshness(
     age: str | None = None,
     *,
     received_at: float | None = None,
+    last_modified: str | None = None,
+    status: int = 200,
 ) -> Freshness:
     """The freshness a response's headers declare (several header lines joined by commas).
 
     ``max-age`` beats ``Expires`` (RFC 9111 5.3). ``Expires`` counts from the response's own
     ``Date`` (so the server's clock, not ours, decides), or from ``received_at`` without one;
     an ``Expires`` that is not a valid date means "already expired" (RFC 9111 5.3). ``Age``
-    (time already spent in caches on the way) is subtracted.
+    (time already spent in caches on the way) is subtracted. Without either, the heuristic
+    lifetime counts from ``last_modified`` to ``Date`` (or ``received_at``) for ``status``.
     """
     directives = _directives(cache_control or "")
     no_store = "no-store" in directives
@@ -93,21 +160,28 @@ def freshness(
     no_cache = "no-cache" in directives and not directives["no-cache"]
     lifetime: float | None = None
     max_age = _delta_seconds(directives.get("max-age")) if "max-age" in directives else None
+    origin = _http_date(date, received_at)
+    if origin is None:
+        origin = received_at
+    heuristic: float | None = None
     if max_age is not None:
         lifetime = float(max_age)
     elif expires is not None:
-        expires_at = _http_date(expires)
-        origin = _http_date(date)
-        if origin is None:
-            origin = received_at
+        expires_at = _http_date(expires, received_at)
         lifetime = 0.0 if expires_at is None or origin is None else max(0.0, expires_at - origin)
+    elif status in HEURISTIC_STATUSES or "public" in directives:
+        modified = _http_date(last_modified, received_at)
+        if modified is not None and origin is not None and modified <= origin:
+            heuristic = HEURISTIC_FRACTION * (origin - modified)
+    spent = _delta_seconds(age.strip() if age else None) or 0
     if lifetime is not None:
-        spent = _delta_seconds(age.strip() if age else None) or 0
         lifetime = max(0.0, lifetime - spent)
-    return Freshness(lifetime, no_store, no_cache)
+    if heuristic is not None:
+        heuristic = max(0.0, heuristic - spent)
+    return Freshness(lifetime, no_store, no_cache, heuristic)
 
 
-def freshness_of(headers: object, received_at: float | None = None) -> Freshness:
+def freshness_of(headers: object, received_at: float | None = None, status: int = 200) -> Freshness:
     """:func:`freshness` of a headers object with ``getlist(name) -> list[bytes]`` (Scrapy's
     ``Headers``) or of a plain ``dict``. Cache-Control lines are joined; of the others
     (dates hold commas) the first line counts (RFC 9111 4.2.1)."""
@@ -129,4 +203,6 @@ def freshness_of(headers: object, received_at: float | None = None) -> Freshness
         first("Date"),
         first("Age"),
         received_at=received_at,
+        last_modified=first("Last-Modified"),
+        status=status,
     )

@@ -19,6 +19,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.http import Response, TextResponse
 
+from crawler.content.encoding import transport_encoding
 from crawler.content.requisites import absolute_requisites, css_references, html_requisites
 from crawler.meta import CASH_META, REQUISITE_META
 
@@ -63,7 +64,7 @@ def nested_requisites(response: Response, limit: int) -> tuple[list[str], int]:
         text = body.decode(encoding or "utf-8", errors="replace")
         return absolute_requisites(response.url, css_references(text), limit)
     if "html" in kind:
-        encoding = response.encoding if isinstance(response, TextResponse) else None
+        encoding = transport_encoding(response.headers.get(b"Content-Type"))
         refs, base_href = html_requisites(response.body[:_CSS_MAX_BYTES], encoding)
         return absolute_requisites(response.url, refs, limit, base_href)
     return [], 0

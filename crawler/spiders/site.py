@@ -37,6 +37,7 @@ from twisted.internet.task import deferLater
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
+from crawler.content.encoding import transport_encoding
 from crawler.download.limits import limit_log
 from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
 from crawler.meta import EMBEDS_META, POLICY_META, REQUISITE_META
@@ -363,7 +364,8 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         """
         analysis = self.content.analysis.analyze(
             response.body,
-            response.encoding,
+            # the transport's charset only: the page's <meta> is the prescan's (decode_html)
+            transport_encoding(response.headers.get(b"Content-Type")),
             response.url,
             directives,
             status=response.status,

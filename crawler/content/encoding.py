@@ -1,0 +1,237 @@
+"""Which encoding a page's bytes are in: the WHATWG encoding sniffing algorithm (HTML 13.2.3).
+
+A browser decodes a page with, in order: the encoding of a byte order mark; the transport's
+(the ``Content-Type`` charset); the one a ``<meta>`` declares, found by the *prescan* of the
+page's first bytes; else a guess. Labels are the Encoding Standard's: ``latin1`` and
+``iso-8859-1`` name windows-1252, ``iso-8859-9`` windows-1254, ``x-user-defined`` in a
+``<meta>`` windows-1252, and a ``<meta>`` that says UTF-16 means UTF-8 (the bytes the prescan
+read as ASCII cannot be UTF-16).
+
+w3lib, which Scrapy's ``response.encoding`` uses, finds a ``<meta>`` with a regular expression
+that is looser than the prescan, and so decodes pages no browser decodes that way: a
+``charset=`` in a ``content`` attribute without ``http-equiv="content-type"``, an attribute of
+another tag (``<p title="x><meta charset=...>"``), an unterminated quoted value, the first of
+two ``<meta>`` even when its label is unknown, a ``<meta charset="utf-16">``. The crawler
+therefore asks w3lib only for the ``Content-Type`` charset and runs the prescan itself
+(html5lib-tests ``encoding/`` in ``tests/test_vectors_encoding.py``).
+
+Where the crawler deliberately reads more than a browser: the prescan looks at the first 4,096
+bytes, as w3lib does, where HTML lets a browser stop at 1,024 (Firefox does, and warns that the
+declaration came "too late"; Chromium reads on while in the head): a crawler decodes the page
+its author declared. And a label Python knows but the Encoding Standard lacks (``euc_jp``) is
+honoured, as html5lib does.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from w3lib.encoding import http_content_type_encoding, read_bom, resolve_encoding
+
+__all__ = ["declared_encoding", "label_codec", "prescan", "transport_encoding"]
+
+# How much of a page the prescan reads (HTML says 1,024: see the module's docstring).
+PRESCAN_BYTES = 4096
+
+# Encoding Standard labels that Python's codec registry (and w3lib) do not know, to the codec
+# of the encoding they name. The "replacement" labels (iso-2022-kr, hz-gb-2312, ...) are not
+# here: a browser shows such a page as one U+FFFD, a crawler decodes it with Python's codec.
+_LABELS = {
+    **dict.fromkeys(
+        ("unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"), "utf-8"
+    ),
+    **dict.fromkeys(("x-mac-cyrillic", "x-mac-ukrainian"), "mac-cyrillic"),
+    **dict.fromkeys(("x-mac-roman", "mac", "csmacintosh"), "mac-roman"),
+    **dict.fromkeys(("iso-8859-8-i", "csiso88598i", "logical", "visual"), "iso8859-8"),
+    **dict.fromkeys(("iso-8859-6-e", "iso-8859-6-i", "csiso88596e", "csiso88596i"), "iso8859-6"),
+    **dict.fromkeys(("x-gbk", "gb_2312", "csgb2312"), "gb18030"),
+    **dict.fromkeys(("x-x-big5", "cn-big5"), "big5hkscs"),
+    **dict.fromkeys(("x-euc-jp", "cseucpkdfmtjapanese"), "euc_jp"),
+    **dict.fromkeys(("koi", "koi8"), "koi8-r"),
+    **dict.fromkeys(("csisolatin9", "iso885915"), "iso8859-15"),
+    "koi8-ru": "koi8-u",
+    "cseuckr": "cp949",
+    "sun_eu_greek": "iso8859-7",
+    "dos-874": "cp874",
+    "iso88591": "cp1252",
+    "iso88599": "cp1254",
+    "iso885911": "cp874",
+    **{f"iso8859{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14)},
+    **{f"x-cp125{n}": f"cp125{n}" for n in range(9)},
+    **dict.fromkeys(
+        ("utf-16", "ucs-2", "unicode", "csunicode", "iso-10646-ucs-2", "unicodefeff"), "utf-16-le"
+    ),
+    "unicodefffe": "utf-16-be",
+}
+_UTF16 = frozenset({"utf-16", "utf-16-le", "utf-16-be"})
+
+_SPACE = b"\t\n\x0c\r "
+_CHARSET = re.compile(r"charset", re.IGNORECASE)
+_NAME = re.compile(rb"[^\t\n\x0c\r >]*")
+# "get an attribute" (HTML 13.2.3.2): spaces and slashes, then ">" (no attribute) or a name (its
+# first byte may be "="), then optionally "=" and a quoted, an empty (before ">") or an
+# unquoted value; spaces may surround the "=".
+_ATTRIBUTE = re.compile(
+    rb"[\t\n\x0c\r /]*(?:(?P<end>>)|(?P<name>[^\t\n\x0c\r />][^\t\n\x0c\r />=]*)"
+    rb"(?:[\t\n\x0c\r ]*=[\t\n\x0c\r ]*"
+    rb"(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<uq>[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*)|(?=>)))?)?"
+)
+# A whole tag of attributes as _ATTRIBUTE reads them, up to its ">" (atomic groups: an attribute
+# is read one way only, so a tag that does not end in reach fails fast).
+_WHOLE_TAG = re.compile(
+    rb"</?[a-zA-Z][^\t\n\x0c\r >]*+"
+    rb"(?>[\t\n\x0c\r /]*+[^\t\n\x0c\r />][^\t\n\x0c\r />=]*+"
+    rb"(?>[\t\n\x0c\r ]*+=[\t\n\x0c\r ]*+"
+    rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*+|(?=>)))?)*+"
+    rb"[\t\n\x0c\r /]*+>"
+)
+# One step of the prescan: a comment, a <meta>, a whole other tag, or markup to skip to its ">"
+# (each as HTML says), or the start of one that does not end in reach; a "<" that starts none of
+# them is passed over.
+_SCAN = re.compile(
+    rb"<!--(?:>|->|.*?-->)|(?P<meta><meta[\t\n\x0c\r /])|"
+    + _WHOLE_TAG.pattern
+    + rb"|(?P<tag></?[a-zA-Z])"
+    rb"|<[!/?][^>]*>|(?P<open><[!/?])",
+    re.DOTALL | re.IGNORECASE,
+)
+_LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is made of
+
+
+def label_codec(label: str) -> str | None:
+    """The Python codec of the encoding an Encoding Standard ``label`` names, or ``None``."""
+    label = label.strip("\t\n\x0c\r ").lower()
+    if not _LABEL.fullmatch(label):  # Python's lookup forgives 'iso-8859-9"', a browser not
+        return None
+    codec = _LABELS.get(label) or resolve_encoding(label)
+    return codecs.lookup(codec).name if codec else None
+
+
+def transport_encoding(content_type: bytes | str | None) -> str | None:
+    """The codec of a ``Content-Type`` header's charset, or ``None`` if it names none we know."""
+    if isinstance(content_type, bytes):
+        content_type = content_type.decode("latin-1")
+    return http_content_type_encoding(content_type) if content_type else None
+
+
+def declared_encoding(body: bytes, transport: str | None = None) -> str | None:
+    """The codec a browser decodes ``body`` with, short of guessing: the byte order mark's, else
+    ``transport`` (the ``Content-Type`` charset, a codec or label) if known, else the page's
+    ``<meta>`` (:func:`prescan`). ``None``: nothing declared, the caller guesses."""
+    bom = read_bom(body)[0]
+    if bom is not None:
+        # The Encoding Standard knows no UTF-32: its BOM begins with UTF-16LE's.
+        return "utf-16-le" if bom == "utf-32-le" else bom
+    known = label_codec(transport) if transport else None
+    return known or prescan(body)
+
+
+class _End(Exception):
+    """The prescan ran past the bytes it reads: it stops without an answer."""
+
+
+def prescan(body: bytes) -> str | None:
+    """The codec a ``<meta>`` in the first :data:`PRESCAN_BYTES` of ``body`` declares, by
+    HTML's "prescan a byte stream to determine its encoding" (13.2.3.2), or ``None``."""
+    data = body[:PRESCAN_BYTES]
+    pos = 0
+    try:
+        while (found := _SCAN.search(data, pos)) is not None:
+            kind, pos = found.lastgroup, found.end()
+            if kind == "meta":
+                codec, pos = _meta(data, pos - 1)
+                if codec is not None:
+                    return codec
+            elif kind == "tag":  # a tag that does not end in reach: where does it stop?
+                pos = _skip_name(data, pos)
+                while (attribute := _attribute(data, pos))[0] is not None:
+                    pos = attribute[2]
+                pos = attribute[2]
+            elif kind == "open":  # a comment or "<!", "</", "<?" that never ends
+                return None
+    except _End:
+        return None
+    return None
+
+
+def _skip_name(data: bytes, pos: int) -> int:
+    """Past a tag's name: to the first space or ``>``."""
+    pos = _NAME.match(data, pos).end()  # type: ignore[union-attr]  # matches an empty string
+    if pos >= len(data):
+        raise _End
+    return pos
+
+
+def _meta(data: bytes, pos: int) -> tuple[str | None, int]:
+    """The codec a ``<meta>`` whose attributes begin at ``pos`` declares, and where it ends."""
+    seen: set[bytes] = set()
+    got_pragma, need_pragma, charset = False, None, None
+    while True:
+        name, value, pos = _attribute(data, pos)
+        if name is None:
+            break
+        if name in seen:
+            continue
+        seen.add(name)
+        if name == b"http-equiv":
+            got_pragma = got_pragma or value == b"content-type"
+        elif name == b"content" and charset is None:
+            label = _content_charset(value.decode("latin-1"))
+            if label is not None and (codec := _meta_codec(label)):
+                charset, need_pragma = codec, True
+        elif name == b"charset" and charset is None:
+            # an unknown label is a failure, not a null: a later content= does not count
+            charset, need_pragma = _meta_codec(value.decode("latin-1")) or "", False
+    if need_pragma is None or (need_pragma and not got_pragma) or not charset:
+        return None, pos
+    if charset in _UTF16:
+        return "utf-8", pos
+    return charset, pos
+
+
+def _meta_codec(label: str) -> str | None:
+    """A ``<meta>``'s label: x-user-defined there means windows-1252 (HTML 13.2.3.2)."""
+    if label.strip("\t\n\x0c\r ").lower() == "x-user-defined":
+        return "cp1252"
+    return label_codec(label)
+
+
+def _attribute(data: bytes, pos: int) -> tuple[bytes | None, bytes, int]:
+    """HTML's "get an attribute": its name (``None`` at the tag's end), value and the position
+    after it, both lower-cased. One regular expression per attribute, not a loop per byte."""
+    match = _ATTRIBUTE.match(data, pos)
+    assert match is not None  # the pattern matches an empty string
+    if match["end"] is not None:
+        return None, b"", match.start("end")
+    end = match.end()
+    if end >= len(data):
+        raise _End  # past the bytes read: the prescan aborts
+    name = match["name"]
+    value = match["dq"] if match["dq"] is not None else match["sq"]
+    if value is None:
+        value = match["uq"]
+    if value is None:
+        if data[end:].lstrip(_SPACE).startswith(b"="):
+            raise _End  # "=" then an unclosed quote, or nothing: the prescan aborts
+        value = b""
+    return name.lower(), value.lower(), end
+
+
+def _content_charset(content: str) -> str | None:
+    """HTML's "extracting a character encoding from a meta element": the label after
+    ``charset=`` in a ``content`` attribute, or ``None``."""
+    pos = 0
+    while match := _CHARSET.search(content, pos):
+        pos = match.end()
+        rest = content[pos:].lstrip("\t\n\x0c\r ")
+        if not rest.startswith("="):
+            continue
+        rest = rest[1:].lstrip("\t\n\x0c\r ")
+        if not rest:
+            return None
+        if rest[0] in "\"'":
+            close = rest.find(rest[0], 1)
+            return rest[1:close] if close > 0 else None
+        return re.split(r"[\t\n\x0c\r ;]", rest, maxsplit=1)[0]
+    return None
