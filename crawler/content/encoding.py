@@ -88,12 +88,13 @@ _WHOLE_TAG = re.compile(
 )
 # One step of the prescan: a comment, a <meta>, a whole other tag, or markup to skip to its ">"
 # (each as HTML says), or the start of one that does not end in reach; a "<" that starts none of
-# them is passed over.
+# them is passed over. A comment ends only at "-->": one that does not end in reach is not
+# markup to skip to its first ">", it hides the rest.
 _SCAN = re.compile(
     rb"<!--(?:>|->|.*?-->)|(?P<meta><meta[\t\n\x0c\r /])|"
     + _WHOLE_TAG.pattern
     + rb"|(?P<tag></?[a-zA-Z])"
-    rb"|<[!/?][^>]*>|(?P<open><[!/?])",
+    rb"|<(?!!--)[!/?][^>]*>|(?P<open><[!/?])",
     re.DOTALL | re.IGNORECASE,
 )
 _LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is made of
