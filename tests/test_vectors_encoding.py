@@ -298,6 +298,11 @@ OURS = [
         f"{WHATWG}: '<!-->' is a whole comment", _b("<!--><meta charset=iso-8859-2>"), "iso-8859-2"
     ),
     Case(
+        f"{WHATWG}: an attribute value whose quote never closes hides what follows",
+        _b('<p title="x><meta charset=iso-8859-2> y'),
+        "windows-1252",
+    ),
+    Case(
         f"{WHATWG}: a comment that never ends hides what follows, '>' or not",
         _b("<!-- a > b <meta charset=iso-8859-2>"),
         "windows-1252",

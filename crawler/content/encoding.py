@@ -78,12 +78,14 @@ _ATTRIBUTE = re.compile(
     rb"(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<uq>[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*)|(?=>)))?)?"
 )
 # A whole tag of attributes as _ATTRIBUTE reads them, up to its ">" (atomic groups: an attribute
-# is read one way only, so a tag that does not end in reach fails fast).
+# is read one way only, so a tag that does not end in reach fails fast). An "=" must be followed
+# by a value: one whose quote does not close in reach fails the tag, not the value alone.
 _WHOLE_TAG = re.compile(
     rb"</?[a-zA-Z][^\t\n\x0c\r >]*+"
     rb"(?>[\t\n\x0c\r /]*+[^\t\n\x0c\r />][^\t\n\x0c\r />=]*+"
     rb"(?>[\t\n\x0c\r ]*+=[\t\n\x0c\r ]*+"
-    rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*+|(?=>)))?)*+"
+    rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*+|(?=>))"
+    rb"|(?![\t\n\x0c\r ]*+=)))*+"
     rb"[\t\n\x0c\r /]*+>"
 )
 # One step of the prescan: a comment, a <meta>, a whole other tag, or markup to skip to its ">"
