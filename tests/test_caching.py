@@ -42,6 +42,9 @@ def http_date(t: float) -> str:
         (None, http_date(T0 - 50), http_date(T0), None, Freshness(0.0)),
         ("max-age=100", None, None, "30", Freshness(70.0)),  # Age already spent on the way
         ("max-age=-1", None, None, None, Freshness(None)),  # not a delta-seconds
+        ("max-age=\xb2", None, None, "\xb9", Freshness(None)),  # a Latin-1 "digit" is none
+        ("max-age=" + "9" * 5000, None, None, None, Freshness(2.0**31)),  # RFC 9111 1.2.2
+        ("max-age=100", None, None, "0" * 4999 + "7", Freshness(93.0)),
         ("no-store", None, None, None, Freshness(None, no_store=True)),
         ("no-cache, max-age=90", None, None, None, Freshness(90.0, no_cache=True)),
         ("s-maxage=600", None, None, None, Freshness(None)),  # a shared cache's: not ours
@@ -126,6 +129,7 @@ def test_max_age_60_is_refetched_after_60_s_and_no_sooner(middleware) -> None:  
         ({"Expires": http_date(T0 + 600), "Date": http_date(T0)}, 600.0),
         ({"Cache-Control": "no-store"}, MIN_LIFETIME),
         ({}, 86400.0),  # ROBOTSTXT_CACHE_EXPIRY's default
+        ({"Cache-Control": b"max-age=\xb2"}, 86400.0),  # Latin-1 "²": none, no error
     ],
 )
 def test_robots_expiry_follows_headers_within_bounds(

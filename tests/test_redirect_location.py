@@ -8,9 +8,14 @@ path ``%5Clanding``. A real crawl against devsite: a page's redirect, and robots
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
-from crawler.middlewares.redirect import redirect_target
+from scrapy import Request
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+
+from crawler.middlewares.redirect import CountingRedirectMiddleware, redirect_target
 from devsite import HostSpec, build_site
 from devsite.routed import Answer, RoutedSiteServer
 from tests.crawling import loopback_settings, run_crawl
@@ -57,3 +62,28 @@ def test_the_join_is_whatwg_s() -> None:
     assert redirect_target(page, b"///x.test/a") == "http://x.test/a"
     assert redirect_target(page, "/caf\u00e9".encode()) == "http://h.test/caf%C3%A9"
     assert redirect_target(page, b"mailto:a@b.test") is None
+
+
+class _Undecodable(HtmlResponse):
+    """A page whose text must not be needed: the redirect middleware runs on the reactor
+    thread, where decoding a 4 MB body (and guessing its charset) stalls every host."""
+
+    @property
+    def encoding(self) -> str:
+        raise AssertionError("the body was decoded")
+
+
+def test_a_location_is_joined_without_decoding_the_page_or_a_deprecated_call() -> None:
+    middleware = CountingRedirectMiddleware.from_crawler(get_crawler())
+    request = Request("http://h.test/a/p")
+    for status in (200, 301):
+        response = _Undecodable(
+            request.url, status=status, headers={"Location": "\\b"}, body=b"<p>x", request=request
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # Scrapy's: "passing a 'spider' argument"
+            out = middleware.process_response(request, response)
+        if status == 200:
+            assert out is response and out.headers[b"Location"] == b"\\b"  # as the server sent
+        else:
+            assert isinstance(out, Request) and out.url == "http://h.test/b"

@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
+from scrapy.http import Response
 
 from crawler.middlewares.retry_after import parse_retry_after
+from crawler.middlewares.robots_requests import retry_after
 from tests import hostile as h
 from tests.crawling import run_crawl
 
@@ -26,6 +28,14 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("soon") is None
     assert parse_retry_after("-5") is None
+
+
+def test_a_retry_after_of_odd_digits_is_unreadable_not_an_error() -> None:
+    """A header byte 0xB2 is Latin-1's "²", which ``str.isdigit`` takes for a digit and
+    ``float`` refuses: the page's and robots.txt's readers both find no delay in it."""
+    assert parse_retry_after(b"\xb2".decode("latin-1")) is None
+    answer = Response("http://a.test/robots.txt", status=503, headers={"Retry-After": b"\xb2"})
+    assert retry_after(answer) is None
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from scrapy.http import HtmlResponse
 
 from crawler.content.document import decode_html, page_encoding
 from crawler.content.encoding import transport_encoding
+from crawler.content.html import parse_page
 
 T1 = "html5lib-tests encoding/tests1.dat"
 T2 = "html5lib-tests encoding/tests2.dat"
@@ -297,6 +298,16 @@ OURS = [
         f"{WHATWG}: '<!-->' is a whole comment", _b("<!--><meta charset=iso-8859-2>"), "iso-8859-2"
     ),
     Case(
+        f"{WHATWG}: an attribute value whose quote never closes hides what follows",
+        _b('<p title="x><meta charset=iso-8859-2> y'),
+        "windows-1252",
+    ),
+    Case(
+        f"{WHATWG}: a comment that never ends hides what follows, '>' or not",
+        _b("<!-- a > b <meta charset=iso-8859-2>"),
+        "windows-1252",
+    ),
+    Case(
         f"{WHATWG}: an unknown header label: the page says",
         _b(META9),
         "windows-1254",
@@ -343,3 +354,15 @@ def test_a_difference_is_explained_and_only_a_difference() -> None:
 
 def test_the_files_have_their_number_of_cases() -> None:
     assert (len(TESTS1), len(TESTS2), len(PREPARSED)) == (60, 22, 8)
+
+
+def test_an_undeclared_utf8_page_cut_inside_a_character_stays_utf8() -> None:
+    """PAGE_MAX_HTML cuts a long page at a byte count (``crawler.sites.analysis``), often inside
+    a UTF-8 character: a page that declares no charset is still UTF-8, not windows-1252 (every
+    character of its text and links mis-decoded) for want of its last bytes."""
+    words = "日本語のページです。"
+    body = f"<title>T</title><a href='/記事'>記事</a><p>{words * 400}</p>".encode()
+    cut = body.index(words.encode(), len(body) // 2) + 1  # inside the "日"
+    page = parse_page(body[:cut]).page
+    assert page.title == "T" and page.links == [("/記事", "記事")]
+    assert page.text.startswith(f"記事\n{words}") and page.text.endswith(f"{words}\ufffd")

@@ -69,10 +69,13 @@ def page_encoding(body: bytes, encoding: str | None = None) -> str:
 def _detect(body: bytes) -> str:
     """Scrapy's guess for a page that declares nothing (``TextResponse._auto_detect_fun``):
     ASCII (read as windows-1252, as its label says), UTF-8 if it decodes, else
-    ``charset_normalizer``'s best; windows-1252, a browser's default, if that has none."""
+    ``charset_normalizer``'s best; windows-1252, a browser's default, if that has none.
+
+    The bytes may end inside a character: ``PAGE_MAX_HTML`` cuts a long page at a byte count,
+    and a UTF-8 page cut so is still UTF-8, not windows-1252 for want of its last bytes."""
     for name in ("ascii", "utf-8"):
         try:
-            body.decode(name)
+            codecs.getincrementaldecoder(name)().decode(body, final=False)
         except UnicodeError:
             continue
         return resolve_encoding(name) or name

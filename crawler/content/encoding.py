@@ -78,22 +78,25 @@ _ATTRIBUTE = re.compile(
     rb"(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<uq>[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*)|(?=>)))?)?"
 )
 # A whole tag of attributes as _ATTRIBUTE reads them, up to its ">" (atomic groups: an attribute
-# is read one way only, so a tag that does not end in reach fails fast).
+# is read one way only, so a tag that does not end in reach fails fast). An "=" must be followed
+# by a value: one whose quote does not close in reach fails the tag, not the value alone.
 _WHOLE_TAG = re.compile(
     rb"</?[a-zA-Z][^\t\n\x0c\r >]*+"
     rb"(?>[\t\n\x0c\r /]*+[^\t\n\x0c\r />][^\t\n\x0c\r />=]*+"
     rb"(?>[\t\n\x0c\r ]*+=[\t\n\x0c\r ]*+"
-    rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*+|(?=>)))?)*+"
+    rb"(?>\"[^\"]*+\"|'[^']*+'|[^\t\n\x0c\r >\"'][^\t\n\x0c\r >]*+|(?=>))"
+    rb"|(?![\t\n\x0c\r ]*+=)))*+"
     rb"[\t\n\x0c\r /]*+>"
 )
 # One step of the prescan: a comment, a <meta>, a whole other tag, or markup to skip to its ">"
 # (each as HTML says), or the start of one that does not end in reach; a "<" that starts none of
-# them is passed over.
+# them is passed over. A comment ends only at "-->": one that does not end in reach is not
+# markup to skip to its first ">", it hides the rest.
 _SCAN = re.compile(
     rb"<!--(?:>|->|.*?-->)|(?P<meta><meta[\t\n\x0c\r /])|"
     + _WHOLE_TAG.pattern
     + rb"|(?P<tag></?[a-zA-Z])"
-    rb"|<[!/?][^>]*>|(?P<open><[!/?])",
+    rb"|<(?!!--)[!/?][^>]*>|(?P<open><[!/?])",
     re.DOTALL | re.IGNORECASE,
 )
 _LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is made of

@@ -52,15 +52,20 @@ class CountingRedirectMiddleware(RedirectMiddleware):
     ) -> Request | Response:
         """Scrapy's, given the ``Location`` already joined (:func:`redirect_target`): an
         absolute URL, which Scrapy's own join leaves as it is. The response the rest of the
-        chain sees keeps its header as the server sent it."""
+        chain sees keeps its header as the server sent it.
+
+        Scrapy's reads a redirect's status and headers only: it is handed a bodiless copy,
+        not ``response.replace()``, which computes a text response's ``encoding`` (decoding
+        and sniffing the whole body, on the reactor thread). Nor is ``spider`` passed on:
+        Scrapy deprecates it."""
         location = response.headers.get(b"Location")
         target = redirect_target(request.url, location) if location else None
         if target is None or target.encode() == location:
-            return super().process_response(request, response, spider)
+            return super().process_response(request, response)
         headers = response.headers.copy()
         headers[b"Location"] = target
-        joined = response.replace(headers=headers)
-        result = super().process_response(request, joined, spider)
+        joined = Response(response.url, status=response.status, headers=headers, request=request)
+        result = super().process_response(request, joined)
         return response if result is joined else result
 
     def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:

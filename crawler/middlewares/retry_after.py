@@ -41,7 +41,7 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # not Latin-1's "²", which float refuses
         return float(value)
     try:
         when = parsedate_to_datetime(value)

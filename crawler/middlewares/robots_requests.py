@@ -68,7 +68,7 @@ def retry_after(response: Response) -> float | None:
     if not value:
         return None
     text = value.decode("latin-1").strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not Latin-1's "²", which float refuses
         return float(text)
     try:
         return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())

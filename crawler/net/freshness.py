@@ -98,10 +98,13 @@ def _directives(cache_control: str) -> dict[str, str | None]:
 
 
 def _delta_seconds(value: str | None) -> int | None:
-    """RFC 9111 1.2.2: a non-negative integer; anything else is no value at all."""
-    if value is None or not value.isdigit():
+    """RFC 9111 1.2.2: a non-negative integer; anything else is no value at all. Only ASCII
+    digits (``str.isdigit`` also takes Latin-1's ``²``, which ``int`` refuses), and one too
+    long for ``int`` (over 4,300 digits) is the cap too: a header never raises."""
+    if value is None or not (value.isascii() and value.isdigit()):
         return None
-    return min(int(value), _MAX_DELTA)
+    digits = value.lstrip("0")
+    return _MAX_DELTA if len(digits) > len(str(_MAX_DELTA)) else min(int(digits or 0), _MAX_DELTA)
 
 
 def _http_date(value: str | None, now: float | None = None) -> float | None:
