@@ -50,11 +50,11 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_anchors import entry, parse
 from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
 from crawler.backends.redis.neardup_state import ENTRY, SLOTS
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.content.neardup_features import ANCHORS
+from crawler.content.neardup_index import MAX_POSTING
 
 KEY = "scale"
 HOSTS = 5000
@@ -311,8 +311,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     if not sources:
         raise SystemExit("--bulk needs originals checked first (--bulk-base)")
     names = {int(h): v.decode() for v, h in client.hgetall(keys.host_ids).items()}
-    bits = detector.table_bits
-    put = detector.anchors
+    bits = detector.store.bits
     t0 = time.perf_counter()
     sample: list[tuple[int, bytes, np.ndarray]] = []
     rng = random.Random(seed)
@@ -339,8 +338,8 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             b, field = _bucket(fp, bits)
             pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
             for anchor in mixed[:ANCHORS].tolist():
-                _, key, field = put.keys.place(anchor)
-                pipe.append(key, entry(field, doc.to_bytes(4, "big")))
+                key, field = detector.store.place(anchor)
+                pipe.append(key, (field << 32 | doc).to_bytes(8, "big"))
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
         done = min(total, done + batch)
@@ -356,8 +355,8 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
         rec = detector.store.records([doc])[0]
         got = detector._records.keep(doc, rec[:ENTRY], rec) if rec else None
         anchors = mixed[:ANCHORS].tolist()
-        postings = [parse(v) for v in put.read(anchors)]
-        listed = all(any(d == doc for _, d in p) or len(p) >= put.limit for p in postings)
+        postings = detector.store.read(0, bytes(8), b"", anchors).postings
+        listed = all(doc in p or len(p) >= MAX_POSTING for p in postings)
         if (got is None or rec != record or not np.array_equal(got.sketch, mixed)
                 or len(postings) != len(anchors) or not listed):
             bad += 1

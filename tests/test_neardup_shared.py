@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import struct
 import threading
 from collections import Counter
 
@@ -25,6 +24,7 @@ from crawler.backends.redis.neardup_codec import (
 )
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
+from crawler.content.neardup_features import ANCHORS
 from crawler.content.normalize import normalize_text
 from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import LabelledSet, build_labelled_set, page_item
@@ -126,12 +126,12 @@ def test_a_refetched_original_is_replaced_for_every_worker(
         assert worker.check(url, text) == local.check(url, text), url
 
 
-def test_a_urls_id_and_a_refetched_originals_store_key_are_their_commits_place(
+def test_a_urls_id_is_its_commits_place_and_an_original_stored_again_keeps_it(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     """No id counter of its own: a new URL's id is the ``seq`` of the commit that recorded it,
-    a refetch commit gives none (its URL keeps its id), and an original stored again gets its
-    commit's as its store key."""
+    a refetch commit gives none (its URL keeps its id), and an original stored again is listed
+    under its id in its new anchors' postings."""
     key = fresh_key()
     a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
     client = redis_server.client()
@@ -146,9 +146,11 @@ def test_a_urls_id_and_a_refetched_originals_store_key_are_their_commits_place(
         assert read.own == ids[url], (url, decision)
     assert ids == {"http://a.test/1": 1, "http://b.test/1": 2, "http://c.test/1": 4}
     assert not client.exists(a.keys.prefix + ":next")
-    a.check("http://a.test/1", "changed " + text)  # stored again: store key 5, id 1
-    assert [(int(k), v[:8]) for k, v in client.hgetall(a.keys.pending).items()
-            if int(k) == 5] == [(5, struct.pack(">II", 5 | 0x80000000, 1))]
+    changed = "changed " + text
+    assert a.check("http://a.test/1", changed).kind == "new"  # stored again, id 1
+    anchors = a._features(changed, a._host_id("a.test")).sketch[:ANCHORS].tolist()
+    read = a.store.read(a._host_id("a.test"), b"\0" * 8, b"", anchors)
+    assert all(p[-1] == 1 for p in read.postings)
 
 
 def test_a_worker_names_the_right_original_after_the_store_lost_its_state(

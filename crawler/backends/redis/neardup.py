@@ -3,27 +3,19 @@ state in Redis, check-and-insert atomic across workers.
 
 :class:`RedisNearDuplicateDetector` decides with the in-process detector's own functions
 (``compute_features``, ``neardup_decide``) and learns each host's template with
-:class:`crawler.content.template.HostTemplates`. Redis only stores (``neardup_state``; the
-anchor postings on tags of their own: ``neardup_anchors``) and checks. No worker holds the
-index: it keeps a bounded cache of what it read (``neardup_copies``), so a new worker decides
-its first page at once. A page costs a few round trips, optimistic like a compare-and-set:
-**read** (``NeardupState.read``), **pick** the first
-:data:`~crawler.content.neardup_decide.VERIFY` live originals the postings and the *pending*
-originals (``:pend``: committed, postings maybe not written yet) vote for, decide,
-**commit** (``NeardupState.commit``: a transaction, refused if anything the decision read
-changed, and the worker starts again), then write a new original's postings
-(``AnchorPostings.write``), taken off ``:pend`` by the worker's next read.
+:class:`crawler.content.template.HostTemplates`. Redis only stores (``neardup_state``) and
+checks. No worker holds the index: it keeps a bounded cache of what it read
+(``neardup_copies``), so a new worker decides its first page at once. A page costs a few round
+trips, optimistic like a compare-and-set: **read** (``NeardupState.read``: the URL's and
+fingerprint's ids, the anchors' postings), **pick** the first
+:data:`~crawler.content.neardup_decide.VERIFY` live originals the postings vote for, decide,
+**commit** (``NeardupState.commit``: one transaction, a new original's postings in it, refused
+if anything the decision read changed, and the worker starts again). So workers decide as one
+detector would in their commit order.
 
-**Why that is atomic across tags.** A transaction touches one cluster slot, so the postings
-cannot be written by the commit; they need not be: the crawl's tag orders the decisions, and
-the postings are a copy of what the commits decided, written after, idempotently, read by
-store key whatever order they arrive in. A worker reads ``:pend``
-*before* the postings: an original committed before that read is still pending (merged) or was
-taken off by a read that came after its postings were written (so it is in the postings read);
-one committed after is in ``:recent`` under a store key above the ``seq`` read, which the
-commit checks. So workers decide as one detector would in their commit order. A worker that
-dies between its commit and its postings leaves its original pending: every worker merges it,
-and the first to see it ``REPAIR_LAG`` ids old writes its postings.
+Everything is under the crawl's near-duplicate tag, one slot of a Redis Cluster: a commit is
+one transaction, and the store's bytes (records ~700 B, postings ~130 B an original) are on
+that slot's master anyway.
 
 ``:params`` holds the layout and the settings every worker must share; a crawl stored otherwise
 is refused, in one line. ``bench/shared.py`` and ``bench/neardup_scale.py`` measure it.
@@ -45,7 +37,6 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
 from crawler.backends.redis.neardup_codec import encode_sketch, url_part
 from crawler.backends.redis.neardup_copies import DecodedRecord, HostCopies, RecordCache
 from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
@@ -69,10 +60,9 @@ from crawler.content.neardup_features import (
     compute_features,
     title_hash,
 )
-from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
-LAYOUT = 11  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 12  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
 # this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
@@ -112,22 +102,16 @@ class RedisNearDuplicateDetector:
         capacity: int = DEFAULT_CAPACITY,
         outage_wait: float = defaults.REDIS_OUTAGE_WAIT,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
-        groups: int = 1,
     ) -> None:
         """``outage_wait``: how long a check waits for Redis once it went away, counted from
         the outage's start, before pages are judged alone (see :meth:`check`);
         ``cache_bytes``: what this worker keeps of what it read (records, hosts' templates and
-        models), at most; ``groups``: hash tags the anchor postings spread over
-        (``FRONTIER_SHARDS``: on a cluster, one per master)."""
+        models), at most."""
         self.client = client
-        crawl = CrawlKeys(key)
-        self.keys = crawl.neardup()
+        self.keys = CrawlKeys(key).neardup()
         self.prefix = self.keys.prefix
         self.threshold = threshold
-        self.anchors = AnchorPostings(
-            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28))
-        )
-        self.store = NeardupState(client, self.keys, _bits(capacity), self.anchors)
+        self.store = NeardupState(client, self.keys, _bits(capacity), _bits(capacity * ANCHORS, 28))
         self.cache_bytes = cache_bytes
         # hosts' counts (pages << 26 | duplicates) as last read, and when
         self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()
@@ -148,7 +132,7 @@ class RedisNearDuplicateDetector:
         params = (
             f"layout={LAYOUT} shingles={DEFAULT_SHINGLE_SIZE} perm={DEFAULT_NUM_PERM} "
             f"threshold={threshold} capacity={capacity} "
-            f"template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE} groups={groups}"
+            f"template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
         )
         self._params: str | None = params  # checked against the crawl's at the first call
         # at the spider's start, maybe on the reactor: no wait (Redis may be away)
@@ -165,8 +149,8 @@ class RedisNearDuplicateDetector:
         if stored is not None and stored.decode() != params:
             raise ValueError(
                 f"the crawl's shared near-duplicate state was stored with {stored.decode()}; "
-                f"this worker has {params}: NEARDUP_* settings must match, and FRONTIER_SHARDS "
-                f"(another version's state: delete {self.prefix}:* to start it afresh)"
+                f"this worker has {params}: NEARDUP_* settings must match (another version's "
+                f"state: delete {self.prefix}:* to start it afresh)"
             )
 
     @property
@@ -279,10 +263,8 @@ class RedisNearDuplicateDetector:
                     continue
                 heads[owner] = rec[: 14 + int.from_bytes(rec[12:14], "big")]
             if compares and not owner:
-                postings = merge(read.stored, anchors,
-                                 self.anchors.pending(read.pending, read.seq))
-                lens = bytes(len(p) for p in postings)
-                found = self._pick(hid, rank_candidates(([d for _, d in p] for p in postings), own))
+                lens = bytes(len(p) for p in read.postings)
+                found = self._pick(hid, rank_candidates(read.postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
                     continue
                 candidates, checks, picked = found
@@ -316,13 +298,9 @@ class RedisNearDuplicateDetector:
                 self._copies.undo(lesson)
                 self.retries += 1
                 continue
-            counts, self.last_commit, k, elem = result
+            counts, self.last_commit = result
             self._count(host, counts)
             self._copies.committed(hid, lesson)
-            if k and lens:  # a new original: its postings
-                seen = [v if n < MAX_POSTING else None  # None: nothing to write
-                        for v, n in zip(read.stored, lens, strict=True)]
-                self.anchors.write(k, elem, anchors, seen)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
@@ -460,13 +438,7 @@ class RedisNearDuplicateDetector:
         return sum(self.client.hlen(k) for k in self.client.scan_iter(match=pattern, count=1000))
 
     def close(self) -> None:
-        """Take this worker's written postings off ``:pend``, stop the outage's probe and close
-        the connection (the state stays in Redis)."""
-        # if Redis is away they stay pending: every worker merges them, harmlessly
-        with contextlib.suppress(redis.RedisError):
-            done = self.anchors.take_done()
-            if done:
-                self.client.hdel(self.keys.pending, *done)
+        """Stop the outage's probe and close the connection (the state stays in Redis)."""
         self.outage.close()
         self.client.close()
 
@@ -480,13 +452,9 @@ class RedisNearDuplicateDetector:
     def memory(self) -> dict[str, int]:
         """Bytes Redis uses for this index by kind of key (``MEMORY USAGE``; for benchmarks)."""
         total: dict[str, int] = {}
-        tags = tuple(self.anchors.keys.tags)
-        for pattern in (self.keys.pattern(), *self.anchors.keys.patterns()):
-            for key in self.client.scan_iter(match=pattern, count=1000):
-                text = key.decode() if isinstance(key, bytes) else key
-                kind = "a" if text.startswith(tags) else self.keys.kind(key)
-                size = int(self.client.memory_usage(key, samples=0) or 0)
-                total[kind] = total.get(kind, 0) + size
+        for key in self.client.scan_iter(match=self.keys.pattern(), count=1000):
+            kind = self.keys.kind(key)
+            total[kind] = total.get(kind, 0) + int(self.client.memory_usage(key, samples=0) or 0)
         return total
 
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from crawler.backends.redis.neardup_anchors import batch
 from crawler.backends.redis.neardup_codec import (
     decode_sketch,
     decode_snapshot,
@@ -31,6 +30,7 @@ from crawler.backends.redis.neardup_codec import (
     pack_sorted,
     unpack_sorted,
 )
+from crawler.backends.redis.neardup_state import batch
 from crawler.content.template import PRUNE_EVERY, HostTemplates
 
 EMPTY = np.empty(0, dtype=np.uint32)
