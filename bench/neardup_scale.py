@@ -50,10 +50,10 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
-from crawler.backends.redis.neardup_state import ENTRY, SLOTS
+from crawler.backends.redis.neardup_codec import decode_record, decode_sketch, encode_record
+from crawler.backends.redis.neardup_state import SLOTS
 from crawler.content.neardup import NearDuplicateDetector
-from crawler.content.neardup_features import ANCHORS
+from crawler.content.neardup_features import ANCHORS, Features
 from crawler.content.neardup_index import MAX_POSTING
 
 KEY = "scale"
@@ -330,8 +330,8 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             url = f"http://{names.get(hid, '')}/bulk/{doc}.html"
             fp = hashlib.blake2b(b"fp%d" % doc, digest_size=8).digest()
             uh = hashlib.blake2b(url.encode(), digest_size=8).digest()
-            record = (fp + hid.to_bytes(4, "big") + url_part(url)
-                      + encode_sketch(title, mixed, mixed_blocks, cover))
+            record = encode_record(fp, hid, url, title, Features(
+                "", 0, 0, [], mixed, mixed_blocks, cover))
             pipe.hset(keys.records(doc // SLOTS), doc, record)
             b, field = _bucket(uh, bits)
             pipe.hset(keys.urls_prefix + str(b), field, doc)
@@ -353,7 +353,7 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     bad = 0
     for doc, record, mixed in sample:
         rec = detector.store.records([doc])[0]
-        got = detector._records.keep(doc, rec[:ENTRY], rec) if rec else None
+        got = decode_record(rec) if rec else None
         anchors = mixed[:ANCHORS].tolist()
         postings = detector.store.read(0, bytes(8), b"", anchors).postings
         listed = all(doc in p or len(p) >= MAX_POSTING for p in postings)

@@ -16,7 +16,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup import RECORD_BYTES, RedisNearDuplicateDetector
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.content.neardup_features import ANCHORS
 from crawler.content.neardup_index import MAX_POSTING
@@ -145,7 +145,8 @@ def test_the_worker_cache_stays_within_its_bound_and_decides_alike(
         assert small.check(url, text, title=title) == local.check(url, text, title=title), url
         most = max(most, small.cache_used)
     assert most <= bound
-    assert small._copies.used <= bound // 2 and small._records.used <= bound // 2
+    assert small._copies.used <= bound // 2
+    assert 0 < small._decode.cache_info().currsize <= bound // 2 // RECORD_BYTES
 
 
 def test_a_crawl_stored_by_another_version_is_refused_in_one_line(

@@ -37,9 +37,9 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.neardup_codec import encode_sketch, url_part
-from crawler.backends.redis.neardup_copies import DecodedRecord, HostCopies, RecordCache
-from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
+from crawler.backends.redis.neardup_codec import Record, decode_record, encode_record, record_url
+from crawler.backends.redis.neardup_copies import HostCopies
+from crawler.backends.redis.neardup_state import TLEN, Decided, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
 from crawler.content.neardup_decide import (
@@ -65,7 +65,7 @@ from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_E
 LAYOUT = 12  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
-# this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
+# this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~14,000 records and
 # a few hundred hosts' models: its working set; less only costs reads, never another decision).
 DEFAULT_CAPACITY = 100_000
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
@@ -76,6 +76,9 @@ _FILL = 64  # entries aimed at per bucket (a lookup reads it all); a listpack ha
 # set it, so a bucket stays compact up to twice the capacity; 512 built in: 8 times
 ASK = VERIFY + 4  # candidates looked up at once (most are live: the first VERIFY are kept)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
+# what a record takes in a worker's cache: decoded ~1.6 KB, the record read (its key) ~0.75 KB
+# (tracemalloc, bench/realpages.py's pages)
+RECORD_BYTES = 2400
 
 
 def _bits(entries: float, most: int = 24) -> int:
@@ -165,7 +168,7 @@ class RedisNearDuplicateDetector:
     @property
     def cache_used(self) -> int:
         """Bytes this worker's cache takes (its estimate of them), at most ``cache_bytes``."""
-        return self._copies.used + self._records.used
+        return self._copies.used + self._decode.cache_info().currsize * RECORD_BYTES
 
     # --- the decision ---------------------------------------------------------------------
 
@@ -223,7 +226,8 @@ class RedisNearDuplicateDetector:
 
     def _drop_copies(self) -> None:
         self._copies = HostCopies(self.cache_bytes // 2)
-        self._records = RecordCache(self.cache_bytes // 2)
+        # the records decoded, by the record read: one stored again reads otherwise
+        self._decode = functools.lru_cache(self.cache_bytes // 2 // RECORD_BYTES)(decode_record)
         self._hosts.clear()
 
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
@@ -247,50 +251,40 @@ class RedisNearDuplicateDetector:
             if f is None or f_version != version:
                 f, f_version = self._features(text, hid), version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
-            anchors = f.sketch[:ANCHORS].tolist()
             compares = bool(f.words and len(f.sketch))
-            read = self._read(host, hid, uh, fp, anchors if compares else [])
+            anchors = f.sketch[:ANCHORS].tolist() if compares else []
+            read = self._read(host, hid, uh, fp, anchors)
             if read is None:  # the host's template or model moved: caught up, read again
                 continue
             own, owner = read.own, read.owner
             candidates: list[Candidate] = []
             checks: dict[int, int] = {}
-            heads: dict[int, bytes] = {}
-            lens = b""
+            urls: dict[int, str] = {}
             if owner and owner != own:  # an exact copy: its original's URL
                 rec = self.store.records([owner])[0]
                 if rec is None:  # no original now
                     continue
-                heads[owner] = rec[: 14 + int.from_bytes(rec[12:14], "big")]
+                urls[owner] = record_url(rec)
             if compares and not owner:
-                lens = bytes(len(p) for p in read.postings)
                 found = self._pick(hid, rank_candidates(read.postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
                     continue
-                candidates, checks, picked = found
-                heads.update((doc, rec.head) for doc, rec in picked.items())
-            own_template = self._copies.template(hid)
-            outcome = decide(
-                f, own or None, owner or None,
-                lambda doc, heads=heads: heads[doc][14:].decode("utf-8"),  # type: ignore[misc]
-                functools.partial(pick_best, f, title_id, candidates, own_template,
-                                  self.threshold),
-                self.threshold,
+                candidates, checks, urls = found
+            best = functools.partial(
+                pick_best, f, title_id, candidates, self._copies.template(hid), self.threshold
             )
+            outcome = decide(f, own or None, owner or None, urls.__getitem__, best, self.threshold)
             if not add:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
-            lesson = (self._copies.learn(host, f.blocks)
-                      if action == "new" or outcome.teaches else None)
-            record = (fp + hid.to_bytes(4, "big") + url_part(url)
-                      + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
-                      if action == "new" else b"")
+            lesson = self._copies.learn(host, f.blocks) if action == "new" or outcome.teaches \
+                else None  # fmt: skip
+            record = encode_record(fp, hid, url, title_id, f) if action == "new" else b""
+            page = Decided(action, host, hid, uh, fp, version, checks, lesson, record,
+                           anchors if compares and not owner else [])
             try:
-                result = self.store.commit(
-                    action, host, hid, uh, fp, read, version, lesson,
-                    anchors if lens else [], lens, checks, record,
-                )
+                result = self.store.commit(page, read)
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
                 raise
@@ -364,40 +358,36 @@ class RedisNearDuplicateDetector:
 
     def _pick(
         self, hid: int, ranked: list[int]
-    ) -> tuple[list[Candidate], dict[int, int], dict[int, DecodedRecord]] | None:
-        """The first :data:`VERIFY` live originals of ``ranked``, their records (decoded
-        unless this worker has that version), their hosts' templates brought up to date; which
-        template lengths the decision used; None if a template moved meanwhile."""
-        picked: dict[int, DecodedRecord] = {}
+    ) -> tuple[list[Candidate], dict[int, int], dict[int, str]] | None:
+        """The first :data:`VERIFY` live originals of ``ranked`` as candidates, their hosts'
+        templates brought up to date; which template lengths the decision used; their URLs.
+        None if a template moved meanwhile."""
+        picked: dict[int, Record] = {}
         at = 0
         while len(picked) < VERIFY and at < len(ranked):
             batch = ranked[at : at + ASK]
             at += len(batch)
-            live = [(doc, rec) for doc, rec in zip(batch, self.store.records(batch), strict=True)
-                    if rec][: VERIFY - len(picked)]
-            for doc, rec in live:
-                kept = self._records.get(doc)
-                if kept is None or kept.entry != rec[:ENTRY]:
-                    kept = self._records.keep(doc, rec[:ENTRY], rec)
-                picked[doc] = kept
+            records = zip(batch, self.store.records(batch), strict=True)
+            live = [(doc, rec) for doc, rec in records if rec][: VERIFY - len(picked)]
+            picked.update((doc, self._decode(rec)) for doc, rec in live)
         # the other hosts' template lengths (the page's own host's is the read's)
         others = sorted({rec.hid for rec in picked.values()} - {hid})
         metas = self.client.hmget(self.keys.versions, others) if others else []
         tlens = {h: int(m or 0) & TLEN for h, m in zip(others, metas, strict=True)}
         if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
             return None
-        templates = self._copies.templates
         candidates, used = [], {}
         for doc, rec in picked.items():
             template = None
             if rec.hid != hid:
                 template = self._copies.template(rec.hid)
-                used[rec.hid] = len(templates.get(rec.hid) or ())
-            candidates.append(Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title,
-                                        template))
+                used[rec.hid] = len(self._copies.templates.get(rec.hid) or ())
+            candidates.append(
+                Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title, template)
+            )
         for other in used:
             self._copies.touch(other)
-        return candidates, used, picked
+        return candidates, used, {doc: rec.url for doc, rec in picked.items()}
 
     # --- queries --------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 the bits the largest needs, an original's sketch (title, cover, hashes, each entry's block as
 an index into the page's distinct blocks) and a host's template model after a pruning.
 
-A record (``:r``) is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
-title, cover and the packed sketch (:func:`encode_sketch`). The sketch is most of it (~128
+A record (``:r``, :func:`encode_record`) is: fingerprint (8 bytes), host id (4), the URL (its
+length, 2 bytes, then its UTF-8 bytes), then title, cover and the packed sketch
+(:func:`encode_sketch`). The sketch is most of it (~128
 hashes whose gaps need ~27 bits each); every bit of it is read by the decision
 (``neardup_decide``), so it is packed losslessly, in fixed widths: an entropy code of the gaps
 would save a few % of a record, which Redis's allocator, rounding each value up to its size
@@ -12,8 +13,11 @@ class, mostly does not give back (``bench/neardup_scale.py`` measures it).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from crawler.content.neardup_features import Features
 from crawler.frontier.urlcode import read_varint, varint
 
 _COVER_ALL, _COVER_LAST, _COVER_GIVEN = 0, 1, 2  # how a record says its cover (see encode_sketch)
@@ -129,7 +133,30 @@ def decode_snapshot(data: bytes) -> tuple[int, int, np.ndarray, np.ndarray]:
     return pages, tlen, keys, counts
 
 
-def url_part(url: str) -> bytes:
-    """``url`` as a record keeps it: its length (2 bytes), then its UTF-8 bytes."""
+class Record(NamedTuple):
+    """A stored original, decoded."""
+
+    hid: int  # its host's id
+    url: str
+    title: int
+    sketch: np.ndarray
+    blocks: np.ndarray
+    cover: int
+
+
+def encode_record(fp: bytes, hid: int, url: str, title: int, f: Features) -> bytes:
+    """A new original's record (see the module): ``fp`` the 8 bytes of its fingerprint."""
     raw = url.encode("utf-8")
-    return len(raw).to_bytes(2, "big") + raw
+    return b"".join((fp, hid.to_bytes(4, "big"), len(raw).to_bytes(2, "big"), raw,
+                     encode_sketch(title, f.sketch, f.sketch_blocks, f.cover)))
+
+
+def record_url(record: bytes) -> str:
+    """The URL of a record, without decoding the rest."""
+    return record[14 : 14 + int.from_bytes(record[12:14], "big")].decode("utf-8")
+
+
+def decode_record(record: bytes) -> Record:
+    n = int.from_bytes(record[12:14], "big")
+    return Record(int.from_bytes(record[8:12], "big"), record[14 : 14 + n].decode("utf-8"),
+                  *decode_sketch(record, 14 + n))

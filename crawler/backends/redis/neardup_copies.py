@@ -1,7 +1,7 @@
 """What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, within
-``DEFAULT_CACHE_BYTES`` (``neardup``): the records it decoded and the templates and template
-models of the hosts it met, the least recently used dropped (read again when a page needs them).
-Nothing of it is needed to decide: a new worker starts empty.
+half of ``DEFAULT_CACHE_BYTES`` (``neardup``; the records it decoded the other half): the
+templates and template models of the hosts it met, the least recently used dropped (read again
+when a page needs them). Nothing of it is needed to decide: a new worker starts empty.
 
 **Template models.** A host's model lives in Redis as a log (one field per counted block was
 most of the store's bytes and time): each page that taught it, as its distinct blocks not yet
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from crawler.backends.redis.neardup_codec import (
-    decode_sketch,
+    Record,
     decode_snapshot,
     encode_snapshot,
     pack_sorted,
@@ -174,7 +174,7 @@ class HostCopies:
         self.templates.setdefault(hid, TemplateCopy()).extend(more)
 
     def refresh(
-        self, client: Any, keys: Any, hid: int, records: Iterable[DecodedRecord],
+        self, client: Any, keys: Any, hid: int, records: Iterable[Record],
         tlens: dict[int, int],
     ) -> bool:
         """Bring the copies of the candidates' hosts' templates (not ``hid``'s, current) to
@@ -188,56 +188,3 @@ class HostCopies:
         for other, rest in zip(stale, got, strict=True):
             self.extend(other, rest)
         return all(len(self.templates[other]) == tlens[other] for other in stale)
-
-
-@dataclass(slots=True)
-class DecodedRecord:
-    """A decoded original: its entry (its record's first 12 bytes: which version it is), its
-    host id, the head of its record (for its URL), its sketch."""
-
-    entry: bytes
-    hid: int
-    head: bytes
-    title: int
-    sketch: np.ndarray
-    blocks: np.ndarray
-    cover: int
-
-    @property
-    def size(self) -> int:
-        """Bytes it takes in the worker (arrays, head, the objects around them)."""
-        return self.sketch.nbytes + self.blocks.nbytes + len(self.head) + 400
-
-
-class RecordCache:
-    """The originals' records this worker decoded, by id, the most recently used kept within
-    ``budget`` bytes. A record is kept with its entry (first 12 bytes): the worker compares it
-    with the record read and decodes it again if the original was stored again since."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.used = 0
-        self._records: OrderedDict[int, DecodedRecord] = OrderedDict()
-
-    def get(self, doc: int) -> DecodedRecord | None:
-        """The record of ``doc``, now the most recently used."""
-        rec = self._records.get(doc)
-        if rec is not None:
-            self._records.move_to_end(doc)
-        return rec
-
-    def keep(self, doc: int, entry: bytes, rec: bytes) -> DecodedRecord:
-        """Decode a record read and keep it under its id."""
-        n = int.from_bytes(rec[12:14], "big")
-        title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
-        decoded = DecodedRecord(entry, int.from_bytes(rec[8:12], "big"), rec[: 14 + n], title,
-                                sketch, blocks, cover)
-        old = self._records.pop(doc, None)
-        if old is not None:
-            self.used -= old.size
-        self._records[doc] = decoded
-        self.used += decoded.size
-        while self.used > self.budget and len(self._records) > 1:
-            _, gone = self._records.popitem(last=False)
-            self.used -= gone.size
-        return decoded

@@ -6,8 +6,7 @@ a read must see one moment (in order where that is enough); a decision is record
 crawl's near-duplicate tag). Nothing here decides.
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
-of :data:`SLOTS` ids (``:r``); an id without one is no original (now). Its first
-:data:`ENTRY` bytes (fingerprint, host id) say which version it is. A new URL's id is its
+of :data:`SLOTS` ids (``:r``); an id without one is no original (now). A new URL's id is its
 commit's place in the crawl's order (``:v`` ``seq``): one counter a commit takes from, which
 the worker reads anyway.
 
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
     from crawler.backends.redis.neardup_copies import Lesson
 
 SLOTS = 1024  # ids per chunk of the records (:r)
-ENTRY = 12  # bytes a record starts with, its version: the fingerprint (8) and host id (4)
 RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
 TRIM = 64  # commits between two trims of :recent to its RECENT newest
@@ -101,6 +99,22 @@ class Read:
     own: int
     owner: int
     postings: list[list[int]]  # each anchor's (the first MAX_POSTING ids)
+
+
+@dataclass(slots=True)
+class Decided:
+    """A worker's decision on a page, as its commit records it (and checks it still holds)."""
+
+    action: str  # Outcome.action
+    host: str
+    hid: int
+    uh: bytes  # 8 bytes of the URL's hash
+    fp: bytes  # 8 bytes of its fingerprint (b"": no words)
+    version: int  # the host's template length its features were computed with
+    checks: dict[int, int]  # the candidates' other hosts: template length the decision used
+    lesson: Lesson | None  # what it taught its host's model
+    record: bytes  # a new original's
+    anchors: list[int]  # when its postings were read: its anchors (a new original's postings)
 
 
 class NeardupState:
@@ -170,79 +184,68 @@ class NeardupState:
         """The records of ``docs`` (None: no original now), in one round trip."""
         return batch(self.client, [("HGET", self.keys.records(doc // SLOTS), doc) for doc in docs])
 
-    def commit(
-        self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
-        lesson: Lesson | None, anchors: list[int], lens: bytes, checks: dict[int, int],
-        record: bytes,
-    ) -> tuple[int, int] | None:
+    def commit(self, page: Decided, read: Read) -> tuple[int, int] | None:
         """Record a decision in one ``MULTI``/``EXEC``, under a ``WATCH`` of ``:v`` (every
         commit writes it): None (retry) if something the decision read changed since
-        ``read``; else the host's counts (pages << 26 | duplicates) and the commit's ``seq``.
-        ``lens``: how many postings each of ``anchors`` had when read (a new original is
-        appended to those not full)."""
-        keys = self.keys
-        ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
-        fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
-        own, learned = read.own, lesson.learned if lesson else -1
-        watch: list[Command] = [("WATCH", keys.versions),
-                                ("HMGET", keys.versions, "seq", "forget", hid, *checks)]
-        if own and action != "unchanged":  # a URL stored before: its record now
+        ``read``; else the host's counts (pages << 26 | duplicates) and the commit's ``seq``."""
+        keys, own = self.keys, read.own
+        watch: list[Command] = [
+            ("WATCH", keys.versions),
+            ("HMGET", keys.versions, "seq", "forget", page.hid, *page.checks),
+        ]
+        if own and page.action != "unchanged":  # a URL stored before: its record now
             watch.append(("HGET", keys.records(own // SLOTS), own))
 
         def attempt(conn: wire.one_connection, node: Any) -> Any:
             got = conn.run(watch)
             _raise_error(self.client, got)
             seq, forget, meta, *tlens = (int(x or 0) for x in got[1])
-            if seq != read.seq and not self._unchanged(
-                    conn.run, read, seq, forget, meta, version, learned,
-                    [t & TLEN for t in tlens] != list(checks.values()),
-                    ukey, ufield, fp and (fkey, ffield), anchors, lens):
+            moved = [t & TLEN for t in tlens] != list(page.checks.values())
+            if seq != read.seq and not self._unchanged(conn, page, read, seq, forget, meta, moved):
                 conn.run([("UNWATCH",)])
                 return None
-            seq += 1
-            writes = self._writes(action, host, hid, seq, own, got[2] if len(got) > 2 else None,
-                                  ukey, ufield, fkey, ffield, anchors, lens, lesson, record)
+            writes = self._writes(page, read, seq + 1, got[2] if len(got) > 2 else None)
             replies = conn.run([("MULTI",), *writes, ("EXEC",)])
             if replies[-1] is None:  # another commit came in between
                 return AGAIN
             _raise_error(self.client, replies)
-            return replies[-1][-1], seq
+            return replies[-1][-1], seq + 1
 
         return watched(self.client, keys.versions, attempt)
 
     def _unchanged(
-        self, run: Any, read: Read, seq: int, forget: int, meta: int, version: int,
-        learned: int, moved: bool, ukey: str, ufield: bytes, fbucket: Any,
-        anchors: list[int], lens: bytes,
+        self, conn: Any, page: Decided, read: Read, seq: int, forget: int, meta: int, moved: bool
     ) -> bool:
         """Whether what the decision read is as it was, other workers' commits since
         notwithstanding: the host's template (and model, if the page teaches it), the
         candidates' hosts' templates (``moved``: one grew), the URL's and fingerprint's ids,
         and no original stored since has an anchor of this page whose postings were not full
         (it would have voted)."""
-        if meta & TLEN != version or (learned >= 0 and meta >> 24 != learned) or moved \
-                or forget != read.forget:  # fmt: skip
+        learned = page.lesson.learned if page.lesson else -1
+        if meta & TLEN != page.version or (learned >= 0 and meta >> 24 != learned) or moved:
             return False
-        mine = {a for a, n in zip(anchors, lens, strict=True) if n < MAX_POSTING}
-        if mine and seq - read.seq > RECENT:  # :recent may have shed one of them
-            return False
-        got = run([("HGET", ukey, ufield), *([("HGET", *fbucket)] if fbucket else []),
-                   *([("LRANGE", self.keys.recent, 0, seq - read.seq - 1)] if mine else [])])
+        listed = zip(page.anchors, read.postings, strict=False)  # (no anchors: none read)
+        mine = {a for a, p in listed if len(p) < MAX_POSTING}
+        if forget != read.forget or (mine and seq - read.seq > RECENT):  # :recent may have
+            return False  # shed one of them
+        reads: list[Command] = [("HGET", *bucket(self.keys.urls_prefix, page.uh, self.bits))]
+        if page.fp:
+            reads.append(("HGET", *bucket(self.keys.fingerprints_prefix, page.fp, self.bits)))
+        if mine:
+            reads.append(("LRANGE", self.keys.recent, 0, seq - read.seq - 1))
+        got = conn.run(reads)
         _raise_error(self.client, got)
-        if int(got[0] or 0) != read.own or (fbucket and int(got[1] or 0) != read.owner):
+        if int(got[0] or 0) != read.own or (page.fp and int(got[1] or 0) != read.owner):
             return False
         return not any(  # (each commit since stored one original at most)
             int.from_bytes(e[:4], "big") > read.seq
             and mine.intersection(np.frombuffer(e, ">u4", offset=4).tolist())
-            for e in (got[-1] if mine else ()))
+            for e in (got[-1] if mine else ())
+        )
 
-    def _writes(
-        self, action: str, host: str, hid: int, seq: int, own: int, was: bytes | None,
-        ukey: str, ufield: bytes, fkey: str, ffield: bytes, anchors: list[int], lens: bytes,
-        lesson: Lesson | None, record: bytes,
-    ) -> list[Command]:
+    def _writes(self, page: Decided, read: Read, seq: int, was: bytes | None) -> list[Command]:
         """The commit's writes (``was``: the record the URL's id has now)."""
-        keys = self.keys
+        keys, own, action = self.keys, read.own, page.action
         first = ("epoch", self.epoch, "forget", 0, "hashtable", WIDE) if seq == 1 else ()
         writes: list[Command] = [("HSET", keys.versions, "seq", seq, *first)]
         if first:  # (as :v, :hc a hashtable)
@@ -251,7 +254,7 @@ class NeardupState:
             doc = own or seq  # a new URL's id is its commit's place
             rkey = keys.records(doc // SLOTS)
             if not own:
-                writes.append(("HSET", ukey, ufield, doc))
+                writes.append(("HSET", *bucket(keys.urls_prefix, page.uh, self.bits), doc))
             elif was:  # a refetched original: what it says now goes
                 # (its fingerprint's entry names it: a commit sets one only where none is, and
                 # drops it with the record)
@@ -260,19 +263,21 @@ class NeardupState:
                     writes.append(("HDEL", rkey, own))
                 writes.append(("HINCRBY", keys.versions, "forget", 1))
             if action == "new":
-                writes += [("HSET", rkey, doc, record), ("HSET", fkey, ffield, doc)]
-                if anchors:  # its postings (an original stored again is listed again)
-                    writes += [("APPEND", key, (field << 32 | doc).to_bytes(8, "big"))
-                               for (key, field), n in zip(map(self.place, anchors), lens,
-                                                          strict=True) if n < MAX_POSTING]
-                    owned = np.array(anchors, ">u4").tobytes()
+                fbucket = bucket(keys.fingerprints_prefix, page.fp or bytes(8), self.bits)
+                writes += [("HSET", rkey, doc, page.record), ("HSET", *fbucket, doc)]
+                if page.anchors:  # its postings (an original stored again is listed again)
+                    for anchor, listed in zip(page.anchors, read.postings, strict=True):
+                        if len(listed) < MAX_POSTING:
+                            key, field = self.place(anchor)
+                            writes.append(("APPEND", key, (field << 32 | doc).to_bytes(8, "big")))
+                    owned = np.array(page.anchors, ">u4").tobytes()
                     writes.append(("LPUSH", keys.recent, seq.to_bytes(4, "big") + owned))
                     if seq % TRIM == 0:
                         writes.append(("LTRIM", keys.recent, 0, RECENT - 1))
-            if lesson is not None and action in ("new", "near"):
-                writes += _teach(keys, hid, lesson)
+            if page.lesson is not None and action in ("new", "near"):
+                writes += _teach(keys, page.hid, page.lesson)
         dup = action in ("exact", "near")
-        writes.append(("HINCRBY", keys.host_counts, host, (1 << 26) + dup))
+        writes.append(("HINCRBY", keys.host_counts, page.host, (1 << 26) + dup))
         return writes
 
 
