@@ -357,6 +357,10 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert late.check(*last) == local.check(*last)
     assert late.template("big.test") == set(local.templates.template("big.test"))
     assert late.replayed == 16
+    # its copy of the model, given the template first, counts what the host's model counts
+    pages, blocks, counts = late._copies.models.counts(late._copies.hids["big.test"])
+    want = local.templates.counts("big.test")
+    assert (pages, blocks.tolist(), counts.tolist()) == (want[0], *(a.tolist() for a in want[1:]))
 
 
 def test_a_worker_that_starts_late_decides_at_once(

@@ -172,9 +172,7 @@ class RedisNearDuplicateDetector:
 
     # --- the decision ---------------------------------------------------------------------
 
-    def check(
-        self, url: str, text: str, *, add: bool = True, title: str | None = None
-    ) -> Decision:
+    def check(self, url: str, text: str, *, add: bool = True, title: str | None = None) -> Decision:
         """As :meth:`NearDuplicateDetector.check`, against every worker's pages, atomically.
 
         While Redis is away the check waits for it (on the caller's thread: the crawl's content
@@ -205,9 +203,8 @@ class RedisNearDuplicateDetector:
 
     def _features(self, text: str, hid: int) -> Features:
         """``text``'s features with this worker's copy of host ``hid``'s template."""
-        template = self._copies.templates.get(hid)
-        blocks = template.blocks if template else set()
-        return compute_features(text, blocks, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
+        template = self._copies.models.template(hid)
+        return compute_features(text, template, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -247,13 +244,13 @@ class RedisNearDuplicateDetector:
         f: Features | None = None
         f_version = -1
         for _ in range(MAX_ATTEMPTS):
-            version = len(self._copies.templates.get(hid) or ())
+            version = self._copies.version(hid)
             if f is None or f_version != version:
                 f, f_version = self._features(text, hid), version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
             compares = bool(f.words and len(f.sketch))
             anchors = f.sketch[:ANCHORS].tolist() if compares else []
-            read = self._read(host, hid, uh, fp, anchors)
+            read = self._read(hid, uh, fp, anchors)
             if read is None:  # the host's template or model moved: caught up, read again
                 continue
             own, owner = read.own, read.owner
@@ -278,11 +275,21 @@ class RedisNearDuplicateDetector:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
-            lesson = self._copies.learn(host, f.blocks) if action == "new" or outcome.teaches \
+            lesson = self._copies.learn(hid, f.blocks) if action == "new" or outcome.teaches \
                 else None  # fmt: skip
             record = encode_record(fp, hid, url, title_id, f) if action == "new" else b""
-            page = Decided(action, host, hid, uh, fp, version, checks, lesson, record,
-                           anchors if compares and not owner else [])
+            page = Decided(
+                action,
+                host,
+                hid,
+                uh,
+                fp,
+                version,
+                checks,
+                lesson,
+                record,
+                anchors if compares and not owner else [],
+            )
             try:
                 result = self.store.commit(page, read)
             except BaseException:  # Redis went away: the copy learns only what Redis kept
@@ -294,7 +301,6 @@ class RedisNearDuplicateDetector:
                 continue
             counts, self.last_commit = result
             self._count(host, counts)
-            self._copies.committed(hid, lesson)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
@@ -318,10 +324,9 @@ class RedisNearDuplicateDetector:
         """``host``'s id in Redis (kept by this worker once read)."""
         hid = self._copies.hids.get(host) or self.store.host_id(host)
         self._copies.hids[host] = hid
-        self._copies.names[hid] = host
         return hid
 
-    def _read(self, host: str, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:
+    def _read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:
         """The read (``NeardupState.read``); None when this worker's copy of the host's template or
         model was behind (it is brought up to date: compute the features again, read again)."""
         read = self.store.read(hid, uh, fp, anchors)
@@ -330,29 +335,10 @@ class RedisNearDuplicateDetector:
         seen, self._epoch = self._epoch, read.epoch
         if seen is not None and read.epoch != seen:
             raise _StoreLost
-        copy = self._copies.templates.get(hid)
-        if read.meta & TLEN == len(copy or ()) and read.meta >> 24 == self._copies.models.pages(
-            host
-        ):
+        if self._copies.current(hid, read.meta):
             return read
-        self._catch_up(host, hid)
+        self._copies.catch_up(self.store, hid)
         return None
-
-    def _catch_up(self, host: str, hid: int) -> None:
-        """Bring this worker's copies of ``host``'s template and model to Redis's: the
-        template's blocks it lacks, and the model's log since its version (or the snapshot
-        at the last pruning and the log since)."""
-        have = len(self._copies.templates.get(hid) or ())
-        meta, rest, snapshot, log = self.store.host_state(hid, have)
-        if have > meta & TLEN:  # ahead of Redis (it lost writes): read it whole next time
-            self._copies.templates.pop(hid, None)
-            return
-        self._copies.extend(hid, rest)
-        base = int.from_bytes(snapshot[:4], "big") if snapshot else 0
-        learned = self._copies.models.pages(host)
-        if base <= learned <= base + len(log):
-            log, snapshot, base = log[learned - base :], b"", learned
-        self._copies.follow(host, hid, [meta >> 24, base, snapshot, log])
 
     # --- candidates -------------------------------------------------------------------------
 
@@ -374,14 +360,14 @@ class RedisNearDuplicateDetector:
         others = sorted({rec.hid for rec in picked.values()} - {hid})
         metas = self.client.hmget(self.keys.versions, others) if others else []
         tlens = {h: int(m or 0) & TLEN for h, m in zip(others, metas, strict=True)}
-        if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
+        if not self._copies.refresh(self.store, others, tlens):
             return None
         candidates, used = [], {}
         for doc, rec in picked.items():
             template = None
             if rec.hid != hid:
                 template = self._copies.template(rec.hid)
-                used[rec.hid] = len(self._copies.templates.get(rec.hid) or ())
+                used[rec.hid] = self._copies.version(rec.hid)
             candidates.append(
                 Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title, template)
             )
@@ -391,17 +377,17 @@ class RedisNearDuplicateDetector:
 
     # --- queries --------------------------------------------------------------------------
 
-    def host_duplicate_ratio(
-        self, host: str, min_pages: int = HOST_MIN_PAGES
-    ) -> float:
+    def host_duplicate_ratio(self, host: str, min_pages: int = HOST_MIN_PAGES) -> float:
         """Share of ``host``'s checked pages that were duplicates, counted by every worker; a
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""
         counts, when = self._hosts.get(host, (0, float("-inf")))
         if time.monotonic() - when > HOST_TTL:
             # while Redis is away: the last counts read, without waiting
             with contextlib.suppress(RedisUnavailable):
-                counts = int(self.outage.call(
-                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+                counts = int(
+                    self.outage.call(lambda: self.client.hget(self.keys.host_counts, host), wait=0)
+                    or 0
+                )
                 self._count(host, counts)
         pages = counts >> 26
         return (counts & ((1 << 26) - 1)) / pages if pages >= max(1, min_pages) else 0.0
@@ -454,4 +440,3 @@ class _StoreLost(Exception):
 
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
-

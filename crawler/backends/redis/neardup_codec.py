@@ -88,8 +88,15 @@ def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int
     if not n:
         return head
     table, index = np.unique(blocks, return_inverse=True)
-    return b"".join((head, varint(len(table)), table.astype(">u4").tobytes(),
-                     _pack(index.ravel().astype(np.uint32)), _pack_gaps(sketch)))
+    return b"".join(
+        (
+            head,
+            varint(len(table)),
+            table.astype(">u4").tobytes(),
+            _pack(index.ravel().astype(np.uint32)),
+            _pack_gaps(sketch),
+        )
+    )
 
 
 def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.ndarray, int]:
@@ -118,8 +125,14 @@ def encode_snapshot(pages: int, tlen: int, keys: np.ndarray, counts: np.ndarray)
     """A host's model right after a pruning: pages (4 bytes: a worker reads them first),
     template length, the blocks counted (:func:`pack_sorted`) and their counts less 1, packed
     (a bit each on most hosts right after a pruning)."""
-    return b"".join((pages.to_bytes(4, "big"), tlen.to_bytes(4, "big"), pack_sorted(keys),
-                     _pack(counts.astype(np.uint32) - np.uint32(1)) if len(keys) else b""))
+    return b"".join(
+        (
+            pages.to_bytes(4, "big"),
+            tlen.to_bytes(4, "big"),
+            pack_sorted(keys),
+            _pack(counts.astype(np.uint32) - np.uint32(1)) if len(keys) else b"",
+        )
+    )
 
 
 def decode_snapshot(data: bytes) -> tuple[int, int, np.ndarray, np.ndarray]:
@@ -147,8 +160,15 @@ class Record(NamedTuple):
 def encode_record(fp: bytes, hid: int, url: str, title: int, f: Features) -> bytes:
     """A new original's record (see the module): ``fp`` the 8 bytes of its fingerprint."""
     raw = url.encode("utf-8")
-    return b"".join((fp, hid.to_bytes(4, "big"), len(raw).to_bytes(2, "big"), raw,
-                     encode_sketch(title, f.sketch, f.sketch_blocks, f.cover)))
+    return b"".join(
+        (
+            fp,
+            hid.to_bytes(4, "big"),
+            len(raw).to_bytes(2, "big"),
+            raw,
+            encode_sketch(title, f.sketch, f.sketch_blocks, f.cover),
+        )
+    )
 
 
 def record_url(record: bytes) -> str:
@@ -158,5 +178,8 @@ def record_url(record: bytes) -> str:
 
 def decode_record(record: bytes) -> Record:
     n = int.from_bytes(record[12:14], "big")
-    return Record(int.from_bytes(record[8:12], "big"), record[14 : 14 + n].decode("utf-8"),
-                  *decode_sketch(record, 14 + n))
+    return Record(
+        int.from_bytes(record[8:12], "big"),
+        record[14 : 14 + n].decode("utf-8"),
+        *decode_sketch(record, 14 + n),
+    )

@@ -150,8 +150,10 @@ class NeardupState:
         then the URL's and fingerprint's ids and the postings of ``anchors`` (used unless the
         fingerprint has an owner)."""
         keys = self.keys
-        commands: list[Command] = [("HMGET", keys.versions, "seq", "forget", "epoch", hid),
-                                   ("HGET", *bucket(keys.urls_prefix, uh, self.bits))]
+        commands: list[Command] = [
+            ("HMGET", keys.versions, "seq", "forget", "epoch", hid),
+            ("HGET", *bucket(keys.urls_prefix, uh, self.bits)),
+        ]
         if fp:
             commands.append(("HGET", *bucket(keys.fingerprints_prefix, fp, self.bits)))
         places = [self.place(a) for a in anchors]
@@ -179,6 +181,14 @@ class NeardupState:
         pipe.lrange(keys.lessons(hid), 0, -1)
         meta, rest, snapshot, log = pipe.execute()
         return int(meta or 0), rest, snapshot or b"", log
+
+    def templates(self, have: dict[int, int]) -> list[bytes]:
+        """The blocks of each host's template (by host id) from the ``have[hid]``-th on, in one
+        round trip."""
+        keys = self.keys
+        return batch(
+            self.client, [("GETRANGE", keys.template(h), n * 4, -1) for h, n in have.items()]
+        )
 
     def records(self, docs: list[int]) -> list[bytes | None]:
         """The records of ``docs`` (None: no original now), in one round trip."""
@@ -285,8 +295,10 @@ def _teach(keys: NeardupKeys, hid: int, lesson: Lesson) -> list[Command]:
     """The writes of what a page taught its host's model (and template)."""
     made = np.array(lesson.made, ">u4").tobytes()
     if lesson.snapshot:  # a pruning: the snapshot replaces the log so far
-        out: list[Command] = [("SET", keys.snapshot(hid), lesson.snapshot),
-                              ("DEL", keys.lessons(hid))]
+        out: list[Command] = [
+            ("SET", keys.snapshot(hid), lesson.snapshot),
+            ("DEL", keys.lessons(hid)),
+        ]
     else:
         out = [("RPUSH", keys.lessons(hid), lesson.entry)]
     out.append(("HINCRBY", keys.versions, hid, (1 << 24) + len(lesson.made)))

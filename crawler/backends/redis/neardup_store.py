@@ -35,5 +35,6 @@ class RedisNearDuplicateStore:
             # without the content thread the checks run on the reactor, which must never wait
             # on Redis: a page is judged alone at once
             outage_wait=s.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT)
-            if _ContentThread.from_settings(s).on else 0.0,
+            if _ContentThread.from_settings(s).on
+            else 0.0,
         )
