@@ -73,8 +73,10 @@ def test_worker_processes_racing_on_copies_of_a_page_make_one_original(
     key, pages = fresh_key(), 40
     ctx = mp.get_context("fork")
     start, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(redis_server.port, key, who, start, pages, out))
-             for who in range(2)]
+    procs = [
+        ctx.Process(target=_race, args=(redis_server.port, key, who, start, pages, out))
+        for who in range(2)
+    ]
     for p in procs:
         p.start()
     got = [out.get(timeout=300) for _ in range(2 * pages)]
@@ -140,8 +142,9 @@ def test_the_worker_cache_stays_within_its_bound_and_decides_alike(
     local = NearDuplicateDetector()
     pages: list[Page] = _pages(labelled)
     most = 0
-    for url, text, title in pages + [(u.replace("http://", "http://again."), t, ti)
-                                     for u, t, ti in pages]:
+    for url, text, title in pages + [
+        (u.replace("http://", "http://again."), t, ti) for u, t, ti in pages
+    ]:
         assert small.check(url, text, title=title) == local.check(url, text, title=title), url
         most = max(most, small.cache_used)
     assert most <= bound
@@ -155,8 +158,9 @@ def test_a_crawl_stored_by_another_version_is_refused_in_one_line(
     """A crawl's state of another layout is refused, never misread, with what to do."""
     key = fresh_key()
     client = redis_server.client()
-    client.set("{" + key + "}:nd:params",
-               "layout=6 shingles=3 perm=128 threshold=0.5 capacity=100000")
+    client.set(
+        "{" + key + "}:nd:params", "layout=6 shingles=3 perm=128 threshold=0.5 capacity=100000"
+    )
     with pytest.raises(ValueError, match=r"layout=6 .*delete \{" + key + r"\}:nd:\*") as err:
         RedisNearDuplicateDetector(client, key)
     assert "\n" not in str(err.value)
@@ -233,8 +237,9 @@ def test_decisions_hold_while_the_crawls_slots_move(tmp_path: Path) -> None:
         slot = key_slot(workers[0].keys.versions.encode())
         owner = next(n for n in cluster.masters() if slot in _slots(cluster, n.address))
         new = cluster.add_master()
-        mover = threading.Thread(target=cluster.move_slots,
-                                 args=(len(_slots(cluster, owner.address)), new, owner))
+        mover = threading.Thread(
+            target=cluster.move_slots, args=(len(_slots(cluster, owner.address)), new, owner)
+        )
         mover.start()
         n = 0
         while mover.is_alive() or n < 100:

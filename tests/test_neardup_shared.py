@@ -54,8 +54,9 @@ def _real_pages(per_tree: int) -> list[Page]:
 
     pages, skipped = build(per_tree=per_tree)
     if len(skipped) > 10 or len(pages) < 60:
-        pytest.skip(f"documentation trees missing ({', '.join(skipped)}): "
-                    "bench/realpages.py --install")
+        pytest.skip(
+            f"documentation trees missing ({', '.join(skipped)}): bench/realpages.py --install"
+        )
     return [(p.url, p.main_text, p.title or None) for p in in_crawl_order(pages)]
 
 
@@ -120,8 +121,14 @@ def test_a_refetched_original_is_replaced_for_every_worker(
     local = NearDuplicateDetector()
     pages = _pages(labelled)
     (url1, text1, _), (url2, text2, _) = pages[0], pages[1]
-    steps = [(a, url1, text1), (b, "http://m.test/1", text1), (a, url1, text2),
-             (b, "http://m.test/2", text1), (b, "http://m.test/3", text2), (a, url2, text2)]
+    steps = [
+        (a, url1, text1),
+        (b, "http://m.test/1", text1),
+        (a, url1, text2),
+        (b, "http://m.test/2", text1),
+        (b, "http://m.test/3", text2),
+        (a, url2, text2),
+    ]
     for worker, url, text in steps:
         assert worker.check(url, text) == local.check(url, text), url
 
@@ -137,12 +144,20 @@ def test_a_urls_id_is_its_commits_place_and_an_original_stored_again_keeps_it(
     client = redis_server.client()
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     ids = {}
-    for worker, url, page in [(a, "http://a.test/1", text), (b, "http://b.test/1", "other " + text),
-                              (a, "http://a.test/1", text), (b, "http://c.test/1", text)]:
+    for worker, url, page in [
+        (a, "http://a.test/1", text),
+        (b, "http://b.test/1", "other " + text),
+        (a, "http://a.test/1", text),
+        (b, "http://c.test/1", text),
+    ]:
         decision = worker.check(url, page)
         ids.setdefault(url, worker.last_commit)
-        read = worker.store.read(worker._host_id(url.split("/")[2]),
-                                 hashlib.blake2b(url.encode(), digest_size=8).digest(), b"", [])
+        read = worker.store.read(
+            worker._host_id(url.split("/")[2]),
+            hashlib.blake2b(url.encode(), digest_size=8).digest(),
+            b"",
+            [],
+        )
         assert read.own == ids[url], (url, decision)
     assert ids == {"http://a.test/1": 1, "http://b.test/1": 2, "http://c.test/1": 4}
     assert not client.exists(a.keys.prefix + ":next")
@@ -171,8 +186,11 @@ def test_a_worker_names_the_right_original_after_the_store_lost_its_state(
         redis_server.client().delete(k)
     fresh = RedisNearDuplicateDetector(redis_server.client(), key)
     local = NearDuplicateDetector()
-    steps = [(fresh, "http://c.test/0", text), (worker, "http://d.test/1", edited),
-             (worker, "http://e.test/2", text)]
+    steps = [
+        (fresh, "http://c.test/0", text),
+        (worker, "http://d.test/1", edited),
+        (worker, "http://e.test/2", text),
+    ]
     for detector, url, page in steps:
         assert detector.check(url, page) == local.check(url, page), url
 
@@ -332,8 +350,10 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
     local = NearDuplicateDetector()
     rng = random.Random(8)
-    recurring = {f"recurring line {i} of the site": rng.sample(range(1, 401), rng.randint(2, 12))
-                 for i in range(60)}
+    recurring = {
+        f"recurring line {i} of the site": rng.sample(range(1, 401), rng.randint(2, 12))
+        for i in range(60)
+    }
     recurring["kept across the first pruning"] = [1, 60, 70]
     recurring["pruned before it recurs"] = [1, 100, 110]
     for page in range(1, 401):
@@ -389,8 +409,14 @@ def test_urls_come_back_exactly(redis_server: RedisServer) -> None:  # noqa: F81
     like, a worker that never saw the original names it exactly."""
     key = fresh_key()
     a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
-    urls = ["http://docs.test/a/b?c=d#e", "https://docs.test/x", "http://Docs.test:8080/p",
-            "https://docs.test:8443/q", "http://[::1]:8000/v6", "http://user@docs.test/u"]
+    urls = [
+        "http://docs.test/a/b?c=d#e",
+        "https://docs.test/x",
+        "http://Docs.test:8080/p",
+        "https://docs.test:8443/q",
+        "http://[::1]:8000/v6",
+        "http://user@docs.test/u",
+    ]
     for n, url in enumerate(urls):
         text = " ".join(f"word{n}x{i}" for i in range(60))
         assert a.check(url, text).kind == "new"

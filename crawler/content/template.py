@@ -80,9 +80,9 @@ class HostTemplates:
         state.pages += 1
         need = max(self.min_pages, int(self.min_share * state.pages))
         template = state.template
-        fresh = np.unique(np.fromiter(
-            (b for b in blocks if b not in template) if template else blocks, np.uint32
-        ))
+        fresh = np.unique(
+            np.fromiter((b for b in blocks if b not in template) if template else blocks, np.uint32)
+        )
         keys, counts = state.keys, state.counts
         at = np.searchsorted(keys, fresh)
         known = at < len(keys)
@@ -136,7 +136,9 @@ class HostTemplates:
         return state.pages, state.keys, state.counts.copy(), state.stale
 
     def rollback(
-        self, host: Host, saved: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None,
+        self,
+        host: Host,
+        saved: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None,
         made: Iterable[int],
     ) -> None:
         """Undo one :meth:`learn` of ``host`` (``saved`` from :meth:`checkpoint` just before
@@ -158,7 +160,11 @@ class HostTemplates:
         return state.pages, state.keys, state.counts
 
     def load(
-        self, host: Host, pages: int, keys: np.ndarray, counts: np.ndarray,
+        self,
+        host: Host,
+        pages: int,
+        keys: np.ndarray,
+        counts: np.ndarray,
         template: Iterable[int],
     ) -> None:
         """Set ``host``'s model to what :meth:`counts` gave right after a pruning, with its
