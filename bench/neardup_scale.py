@@ -50,7 +50,7 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_codec import decode_record, decode_sketch, encode_record
+from crawler.backends.redis.neardup_codec import decode_record, encode_record
 from crawler.backends.redis.neardup_state import SLOTS
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.content.neardup_features import ANCHORS, Features
@@ -304,10 +304,9 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     for doc in range(1, first + 1):
         rec = _stored(client, keys, doc)
         if rec:
-            n = int.from_bytes(rec[12:14], "big")
-            title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
+            hid, _, title, sketch, blocks, cover = decode_record(rec)
             if len(sketch) >= ANCHORS:
-                sources.append((int.from_bytes(rec[8:12], "big"), title, sketch, blocks, cover))
+                sources.append((hid, title, sketch, blocks, cover))
     if not sources:
         raise SystemExit("--bulk needs originals checked first (--bulk-base)")
     names = {int(h): v.decode() for v, h in client.hgetall(keys.host_ids).items()}

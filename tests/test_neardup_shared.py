@@ -15,16 +15,16 @@ from scrapy.utils.test import get_crawler
 
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.neardup_codec import (
-    decode_sketch,
+    decode_record,
     decode_snapshot,
-    encode_sketch,
+    encode_record,
     encode_snapshot,
     pack_sorted,
     unpack_sorted,
 )
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
-from crawler.content.neardup_features import ANCHORS
+from crawler.content.neardup_features import ANCHORS, Features
 from crawler.content.normalize import normalize_text
 from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import LabelledSet, build_labelled_set, page_item
@@ -423,17 +423,19 @@ def test_urls_come_back_exactly(redis_server: RedisServer) -> None:  # noqa: F81
         assert b.check(f"http://mirror{n}.test/copy", text).duplicate_of == url
 
 
-def test_sketch_records_round_trip() -> None:
+def test_records_round_trip() -> None:
     rng = np.random.default_rng(4)
     for n, blocks in ((0, 1), (1, 1), (7, 3), (128, 40), (128, 128), (300, 280)):
         sketch = np.unique(rng.integers(0, 2**32, size=n, dtype=np.uint64)).astype(np.uint32)
         block_ids = rng.integers(0, 2**32, size=blocks, dtype=np.uint64).astype(np.uint32)
         entry_blocks = block_ids[rng.integers(0, blocks, size=len(sketch))]
-        cover = int(sketch[-1]) if len(sketch) else 0xFFFFFFFF
-        raw = b"xyz" + encode_sketch(77, sketch, entry_blocks, cover)
-        title, s, b, c = decode_sketch(raw, 3)
-        assert (title, c) == (77, cover)
-        assert s.tolist() == sketch.tolist() and b.tolist() == entry_blocks.tolist()
+        for cover in {int(sketch[-1]) if len(sketch) else 0xFFFFFFFF, 0xFFFFFFFF}:
+            f = Features("", n, n, [], sketch, entry_blocks, cover)
+            url = f"http://h{n}.test/é?q={n}"
+            record = decode_record(encode_record(b"fp%06d" % n, 5 + n, url, 77, f))
+            assert (record.hid, record.url, record.title, record.cover) == (5 + n, url, 77, cover)
+            assert record.sketch.tolist() == sketch.tolist()
+            assert record.blocks.tolist() == entry_blocks.tolist()
 
 
 def test_template_model_entries_and_snapshots_round_trip() -> None:
@@ -450,9 +452,10 @@ def test_template_model_entries_and_snapshots_round_trip() -> None:
     keys = np.unique(rng.integers(0, 2**32, size=400, dtype=np.uint64)).astype(np.uint32)
     for most in (1, 2, 3, 65_535):
         counts = rng.integers(1, most + 1, size=len(keys)).astype(np.uint16)
-        pages, tlen, k, c = decode_snapshot(encode_snapshot(96, 12, keys, counts))
-        assert (pages, tlen) == (96, 12)
-        assert k.tolist() == keys.tolist() and c.tolist() == counts.tolist()
+        pages, k, c = decode_snapshot(encode_snapshot(96, keys, counts))
+        assert pages == 96 and k.tolist() == keys.tolist() and c.tolist() == counts.tolist()
+    pages, k, c = decode_snapshot(encode_snapshot(48, keys[:0], counts[:0]))
+    assert (pages, len(k), len(c)) == (48, 0, 0)
 
 
 def test_workers_must_agree_on_the_settings(redis_server: RedisServer) -> None:  # noqa: F811

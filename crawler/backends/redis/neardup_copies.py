@@ -122,7 +122,7 @@ class HostCopies:
         if base <= learned <= base + len(log):
             log = log[learned - base :]
         elif snapshot:
-            _, _, keys, counts = decode_snapshot(snapshot)
+            _, keys, counts = decode_snapshot(snapshot)
             models.load(hid, base, keys, counts, set(models.template(hid)))
         else:
             models.load(hid, 0, keys=[], counts=[], template=set(models.template(hid)))
@@ -148,7 +148,7 @@ class HostCopies:
         snapshot = b""
         if models.pages(hid) % PRUNE_EVERY == 0:
             pages, keys, counts = models.counts(hid)
-            snapshot = encode_snapshot(pages, len(models.template(hid)), keys, counts)
+            snapshot = encode_snapshot(pages, keys, counts)
         return Lesson(hid, learned, pack_sorted(fresh), made, snapshot, saved)
 
     def undo(self, lesson: Lesson | None) -> None:
