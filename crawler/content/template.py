@@ -195,7 +195,8 @@ class HostTemplates:
             self._keep(state, ~np.isin(state.keys, template))
 
     def seed(self, host: Host, pages: int, template: Iterable[int]) -> None:
-        """Start ``host`` with a model learned elsewhere (a benchmark's warm start)."""
+        """Start ``host`` with a model learned elsewhere (a benchmark's warm start), or with its
+        template alone (a copy about to replay the model's log from its first page)."""
         self._hosts[host] = _Host(pages=pages, template=set(template))
 
     def set_pages(self, host: Host, pages: int) -> None:

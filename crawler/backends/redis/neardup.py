@@ -325,7 +325,7 @@ class RedisNearDuplicateDetector:
     def _host_id(self, host: str) -> int:
         """``host``'s id in Redis (kept by this worker once read)."""
         hid = self._copies.hids.get(host) or self.store.host_id(host)
-        self._copies.hids[host] = hid
+        self._copies.hids[host], self._copies.names[hid] = hid, host
         return hid
 
     def _read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:

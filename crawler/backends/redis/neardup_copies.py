@@ -58,6 +58,7 @@ class HostCopies:
     def __init__(self, budget: int) -> None:
         self.budget = budget  # bytes the copies may take; the least recently used hosts go
         self.hids: dict[str, int] = {}  # host -> host id in Redis (never changes)
+        self.names: dict[int, str] = {}  # host id -> host (of those in hids)
         self.models = HostTemplates()  # by host id
         self.replayed = 0  # pages other workers taught that this worker learned from the log
         self._arrays: dict[int, tuple[int, np.ndarray]] = {}  # host id -> its template, sorted
@@ -104,6 +105,7 @@ class HostCopies:
             self.used -= self._used.pop(hid)
             self.models.forget(hid)
             self._arrays.pop(hid, None)
+            self.hids.pop(self.names.pop(hid, ""), None)
 
     def catch_up(self, store: NeardupState, hid: int) -> None:
         """Bring the copy of host ``hid``'s template and model to Redis's: the template's
@@ -125,7 +127,7 @@ class HostCopies:
             _, keys, counts = decode_snapshot(snapshot)
             models.load(hid, base, keys, counts, set(models.template(hid)))
         else:
-            models.load(hid, 0, keys=[], counts=[], template=set(models.template(hid)))
+            models.seed(hid, 0, models.template(hid))
         for entry in log:
             models.learn(hid, unpack_sorted(entry)[0].tolist())
             self.replayed += 1
