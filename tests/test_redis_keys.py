@@ -175,8 +175,7 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
              keys.robots_failures, keys.members, keys.partitions, nd.versions,
-             nd.host_ids, nd.last_host_id, nd.host_counts, nd.params,
-             nd.recent}
+             nd.host_ids, nd.last_host_id, nd.host_counts, nd.params}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
     prefixes = (nd.urls_prefix, nd.fingerprints_prefix,

@@ -81,7 +81,6 @@ class NeardupKeys:
         self.params = prefix + ":params"
         self.urls_prefix = prefix + ":u:"
         self.fingerprints_prefix = prefix + ":f:"
-        self.recent = prefix + ":recent"
         self.records_prefix = prefix + ":r:"
         self.template_prefix = prefix + ":t:"
         self.snapshot_prefix = prefix + ":ts:"

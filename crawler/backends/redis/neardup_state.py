@@ -26,8 +26,8 @@ its postings.
 
 **The check.** Every commit writes ``:v``, so one whose ``seq`` is still the one the decision
 read changes nothing it read. Else the commit compares what it depends on (see
-:meth:`NeardupState._unchanged`); the originals stored since are in ``:recent`` (the
-:data:`RECENT` newest at least: a check spanning more commits retries).
+:meth:`NeardupState._unchanged`), the postings it read not full among them: a posting only
+grows, so one that has not grown lists no original stored since.
 """
 
 from __future__ import annotations
@@ -48,9 +48,7 @@ if TYPE_CHECKING:
     from crawler.backends.redis.neardup_copies import Lesson
 
 SLOTS = 1024  # ids per chunk of the records (:r)
-RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
-TRIM = 64  # commits between two trims of :recent to its RECENT newest
 # a value past hash-max-listpack-value (64 B) the first commit sets in :v and :hc makes them
 # hashtables: a field (a host) found without scanning the others, ~4,000 instructions less a
 # look-up at 40 hosts
@@ -234,24 +232,22 @@ class NeardupState:
         learned = page.lesson.learned if page.lesson else -1
         if meta & TLEN != page.version or (learned >= 0 and meta >> 24 != learned) or moved:
             return False
+        if forget != read.forget:
+            return False
         listed = zip(page.anchors, read.postings, strict=False)  # (no anchors: none read)
-        mine = {a for a, p in listed if len(p) < MAX_POSTING}
-        if forget != read.forget or (mine and seq - read.seq > RECENT):  # :recent may have
-            return False  # shed one of them
+        mine = [(*self.place(a), len(p)) for a, p in listed if len(p) < MAX_POSTING]
+        buckets = list(dict.fromkeys(key for key, _, _ in mine))
         reads: list[Command] = [("HGET", *bucket(self.keys.urls_prefix, page.uh, self.bits))]
         if page.fp:
             reads.append(("HGET", *bucket(self.keys.fingerprints_prefix, page.fp, self.bits)))
-        if mine:
-            reads.append(("LRANGE", self.keys.recent, 0, seq - read.seq - 1))
+        if buckets:
+            reads.append(("MGET", *buckets))
         got = conn.run(reads)
         _raise_error(self.client, got)
         if int(got[0] or 0) != read.own or (page.fp and int(got[1] or 0) != read.owner):
             return False
-        return not any(  # (each commit since stored one original at most)
-            int.from_bytes(e[:4], "big") > read.seq
-            and mine.intersection(np.frombuffer(e, ">u4", offset=4).tolist())
-            for e in (got[-1] if mine else ())
-        )
+        values = dict(zip(buckets, got[-1] if buckets else (), strict=True))
+        return all(len(postings(values[key] or b"", field)) == n for key, field, n in mine)
 
     def _writes(self, page: Decided, read: Read, seq: int, was: bytes | None) -> list[Command]:
         """The commit's writes (``was``: the record the URL's id has now)."""
@@ -280,10 +276,6 @@ class NeardupState:
                         if len(listed) < MAX_POSTING:
                             key, field = self.place(anchor)
                             writes.append(("APPEND", key, (field << 32 | doc).to_bytes(8, "big")))
-                    owned = np.array(page.anchors, ">u4").tobytes()
-                    writes.append(("LPUSH", keys.recent, seq.to_bytes(4, "big") + owned))
-                    if seq % TRIM == 0:
-                        writes.append(("LTRIM", keys.recent, 0, RECENT - 1))
             if page.lesson is not None and action in ("new", "near"):
                 writes += _teach(keys, page.hid, page.lesson)
         dup = action in ("exact", "near")
