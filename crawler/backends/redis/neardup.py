@@ -16,7 +16,7 @@ detector would in their commit order.
 Everything is under the crawl's near-duplicate tag, one slot of a Redis Cluster, so a commit is
 one transaction, its anchor postings in it. (They had tags of their own, spread over the
 masters, written after the commit, with a list of those pending and their repair; but the
-records, most of the store's bytes, were on the one slot anyway: 489 of 1,042 bytes a page
+records, most of the store's bytes, were on the one slot anyway: 489 of 997 bytes a page
 against the postings' 156 on ``bench/shared.py --only neardup --quick``'s real pages.)
 
 ``:params`` holds the layout and the settings every worker must share; a crawl stored otherwise
