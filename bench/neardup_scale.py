@@ -50,11 +50,11 @@ import numpy as np
 import redis
 
 from crawler.backends.redis.neardup import DEFAULT_CACHE_BYTES, RedisNearDuplicateDetector
-from crawler.backends.redis.neardup_anchors import entry, parse
-from crawler.backends.redis.neardup_codec import decode_sketch, encode_sketch, url_part
-from crawler.backends.redis.neardup_state import ENTRY, SLOTS
+from crawler.backends.redis.neardup_codec import decode_record, encode_record
+from crawler.backends.redis.neardup_state import SLOTS
 from crawler.content.neardup import NearDuplicateDetector
-from crawler.content.neardup_features import ANCHORS
+from crawler.content.neardup_features import ANCHORS, Features
+from crawler.content.neardup_index import MAX_POSTING
 
 KEY = "scale"
 HOSTS = 5000
@@ -304,15 +304,13 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     for doc in range(1, first + 1):
         rec = _stored(client, keys, doc)
         if rec:
-            n = int.from_bytes(rec[12:14], "big")
-            title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
+            hid, _, title, sketch, blocks, cover = decode_record(rec)
             if len(sketch) >= ANCHORS:
-                sources.append((int.from_bytes(rec[8:12], "big"), title, sketch, blocks, cover))
+                sources.append((hid, title, sketch, blocks, cover))
     if not sources:
         raise SystemExit("--bulk needs originals checked first (--bulk-base)")
     names = {int(h): v.decode() for v, h in client.hgetall(keys.host_ids).items()}
-    bits = detector.table_bits
-    put = detector.anchors
+    bits = detector.store.bits
     t0 = time.perf_counter()
     sample: list[tuple[int, bytes, np.ndarray]] = []
     rng = random.Random(seed)
@@ -331,16 +329,16 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
             url = f"http://{names.get(hid, '')}/bulk/{doc}.html"
             fp = hashlib.blake2b(b"fp%d" % doc, digest_size=8).digest()
             uh = hashlib.blake2b(url.encode(), digest_size=8).digest()
-            record = (fp + hid.to_bytes(4, "big") + url_part(url)
-                      + encode_sketch(title, mixed, mixed_blocks, cover))
+            record = encode_record(fp, hid, url, title, Features(
+                "", 0, 0, [], mixed, mixed_blocks, cover))
             pipe.hset(keys.records(doc // SLOTS), doc, record)
             b, field = _bucket(uh, bits)
             pipe.hset(keys.urls_prefix + str(b), field, doc)
             b, field = _bucket(fp, bits)
             pipe.hset(keys.fingerprints_prefix + str(b), field, doc)
             for anchor in mixed[:ANCHORS].tolist():
-                _, key, field = put.keys.place(anchor)
-                pipe.append(key, entry(field, doc.to_bytes(4, "big")))
+                key, field = detector.store.place(anchor)
+                pipe.append(key, (field << 32 | doc).to_bytes(8, "big"))
             if rng.random() < 200 / max(1, total - first):
                 sample.append((doc, record, mixed))
         done = min(total, done + batch)
@@ -354,10 +352,10 @@ def bulk_fill(port: int, capacity: int, total: int, seed: int = 1,
     bad = 0
     for doc, record, mixed in sample:
         rec = detector.store.records([doc])[0]
-        got = detector._records.keep(doc, rec[:ENTRY], rec) if rec else None
+        got = decode_record(rec) if rec else None
         anchors = mixed[:ANCHORS].tolist()
-        postings = [parse(v) for v in put.read(anchors)]
-        listed = all(any(d == doc for _, d in p) or len(p) >= put.limit for p in postings)
+        postings = detector.store.read(0, bytes(8), b"", anchors).postings
+        listed = all(doc in p or len(p) >= MAX_POSTING for p in postings)
         if (got is None or rec != record or not np.array_equal(got.sketch, mixed)
                 or len(postings) != len(anchors) or not listed):
             bad += 1

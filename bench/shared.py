@@ -74,8 +74,7 @@ def _crawl_order(pages: list[Any]) -> list[tuple[str, str, str | None]]:
 def _timed(det: RedisNearDuplicateDetector) -> dict[str, float]:
     """Wrap the detector's calls on Redis so the time spent waiting for it is summed."""
     spent = {"redis": 0.0, "depth": 0}
-    for target, names in ((det.store, ("host_id", "read", "host_state", "records", "commit")),
-                          (det.anchors, ("read", "write"))):
+    for target, names in ((det.store, ("host_id", "read", "host_state", "records", "commit")),):
         for name in names:
             method = getattr(target, name)
 

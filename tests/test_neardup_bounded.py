@@ -1,13 +1,11 @@
-"""The shared near-duplicate detector without a copy of the index in each worker: anchor
-postings spread over hash tags (over the masters of a real Redis Cluster), worker processes
-racing on copies of one page, a new worker deciding at once, the worker's cache within its
-bound, a crashed worker's original repaired, a crawl of another layout refused, and the
-crawl's slots resharded under the workers."""
+"""The shared near-duplicate detector without a copy of the index in each worker: on a real
+Redis Cluster, worker processes racing on copies of one page, a new worker deciding at once,
+the worker's cache within its bound, a crawl of another layout refused, and the crawl's slots
+resharded under the workers."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
-import struct
 import threading
 from collections import Counter
 from pathlib import Path
@@ -18,8 +16,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-import crawler.backends.redis.neardup_anchors as anchors_module
-from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup import RECORD_BYTES, RedisNearDuplicateDetector
 from crawler.content.neardup import NearDuplicateDetector
 from crawler.content.neardup_features import ANCHORS
 from crawler.content.neardup_index import MAX_POSTING
@@ -76,8 +73,10 @@ def test_worker_processes_racing_on_copies_of_a_page_make_one_original(
     key, pages = fresh_key(), 40
     ctx = mp.get_context("fork")
     start, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(redis_server.port, key, who, start, pages, out))
-             for who in range(2)]
+    procs = [
+        ctx.Process(target=_race, args=(redis_server.port, key, who, start, pages, out))
+        for who in range(2)
+    ]
     for p in procs:
         p.start()
     got = [out.get(timeout=300) for _ in range(2 * pages)]
@@ -95,28 +94,18 @@ def test_worker_processes_racing_on_copies_of_a_page_make_one_original(
     assert RedisNearDuplicateDetector(redis_server.client(), key).originals == pages
 
 
-def test_anchor_postings_spread_over_the_masters_of_a_cluster(
+def test_decisions_on_a_cluster_are_the_in_process_detectors(
     redis_cluster: RedisClusterServers,  # noqa: F811
     labelled: LabelledSet,
 ) -> None:
-    """Three tags on three masters: every master holds anchor buckets, and the decisions are
-    the in-process detector's."""
-    client = redis_cluster.client()
+    """Two workers on a three-master cluster decide as the in-process detector."""
     key = fresh_key()
-    worker = RedisNearDuplicateDetector(client, key, groups=3)
-    other = RedisNearDuplicateDetector(redis_cluster.client(), key, groups=3)
+    worker = RedisNearDuplicateDetector(redis_cluster.client(), key)
+    other = RedisNearDuplicateDetector(redis_cluster.client(), key)
     local = NearDuplicateDetector()
     for n, (url, text, title) in enumerate(_pages(labelled)):
         decision = (worker if n % 2 else other).check(url, text, title=title)
         assert decision == local.check(url, text, title=title), url
-    holders = []
-    for node in redis_cluster.masters():
-        with node.client() as c:
-            holders.append(sum(1 for _ in c.scan_iter(match="{" + key + ":nd:*}:a:*",
-                                                      count=1000)))
-    assert len(holders) == 3 and all(holders), holders
-    with pytest.raises(ValueError, match="FRONTIER_SHARDS"):
-        RedisNearDuplicateDetector(client, key, groups=1)
 
 
 def test_a_new_worker_decides_its_first_page_without_replaying(
@@ -153,33 +142,14 @@ def test_the_worker_cache_stays_within_its_bound_and_decides_alike(
     local = NearDuplicateDetector()
     pages: list[Page] = _pages(labelled)
     most = 0
-    for url, text, title in pages + [(u.replace("http://", "http://again."), t, ti)
-                                     for u, t, ti in pages]:
+    for url, text, title in pages + [
+        (u.replace("http://", "http://again."), t, ti) for u, t, ti in pages
+    ]:
         assert small.check(url, text, title=title) == local.check(url, text, title=title), url
         most = max(most, small.cache_used)
     assert most <= bound
-    assert small._copies.used <= bound // 2 and small._records.used <= bound // 2
-
-
-def test_an_original_left_pending_by_a_dead_worker_counts_and_is_repaired(
-    redis_server: RedisServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    key = fresh_key()
-    dead = RedisNearDuplicateDetector(redis_server.client(), key)
-    monkeypatch.setattr(dead.anchors, "write", lambda *args: None)  # died before PUT
-    assert dead.check("http://a.test/1", _text(1)).kind == "new"
-    alive = RedisNearDuplicateDetector(redis_server.client(), key)
-    near = _text(1, "a line of the copy")
-    assert alive.check("http://b.test/1", near).duplicate_of == "http://a.test/1"  # from :pend
-    monkeypatch.setattr(anchors_module, "REPAIR_LAG", 0)
-    alive.check("http://c.test/2", _text(2))
-    assert alive.anchors.repaired == 1
-    alive.check("http://c.test/3", _text(3))  # its READ takes the repaired one off :pend
-    alive.close()  # and writes its own last original's postings
-    assert not redis_server.client().hlen(alive.keys.pending)
-    fresh = RedisNearDuplicateDetector(redis_server.client(), key)
-    assert fresh.check("http://d.test/1", near).duplicate_of == "http://a.test/1"
+    assert small._copies.used <= bound // 2
+    assert 0 < small._decode.cache_info().currsize <= bound // 2 // RECORD_BYTES
 
 
 def test_a_crawl_stored_by_another_version_is_refused_in_one_line(
@@ -188,8 +158,9 @@ def test_a_crawl_stored_by_another_version_is_refused_in_one_line(
     """A crawl's state of another layout is refused, never misread, with what to do."""
     key = fresh_key()
     client = redis_server.client()
-    client.set("{" + key + "}:nd:params",
-               "layout=6 shingles=3 perm=128 threshold=0.5 capacity=100000")
+    client.set(
+        "{" + key + "}:nd:params", "layout=6 shingles=3 perm=128 threshold=0.5 capacity=100000"
+    )
     with pytest.raises(ValueError, match=r"layout=6 .*delete \{" + key + r"\}:nd:\*") as err:
         RedisNearDuplicateDetector(client, key)
     assert "\n" not in str(err.value)
@@ -202,32 +173,30 @@ def test_anchors_spread_over_every_bucket_though_they_are_small_hashes() -> None
     anchor."""
     import random
 
-    from crawler.backends.redis.neardup_anchors import AnchorKeys
+    from crawler.backends.redis.keys import NeardupKeys
+    from crawler.backends.redis.neardup_state import NeardupState
 
-    keys = AnchorKeys("crawl", 1, 10)
+    store = NeardupState(None, NeardupKeys("{crawl}:nd"), 1, 10)
     rng = random.Random(5)
     anchors = rng.sample(range(int(0.15 * 2**32)), 64 * 1024)
-    places = [keys.place(a) for a in anchors]
+    places = [store.place(a) for a in anchors]
     per_bucket: dict[str, int] = {}
-    for _, bucket, _ in places:
+    for bucket, _ in places:
         per_bucket[bucket] = per_bucket.get(bucket, 0) + 1
     assert len(per_bucket) == 1024 and max(per_bucket.values()) < 128
     assert len(set(places)) == len(anchors)
 
 
-def test_a_buckets_entries_give_each_anchors_postings_by_store_key_once_each() -> None:
-    """Entries appended in any order, twice (a repair), an alias among them (a refetched
-    original stored again: 12 bytes): each field's postings come out by store key, once."""
-    from crawler.backends.redis.neardup_anchors import ALIAS, entry, parse, postings
+def test_a_buckets_entries_give_each_anchors_first_postings_in_the_order_appended() -> None:
+    """A bucket's 8-byte entries of several anchors (fields), an original listed twice (stored
+    again): each field's ids in the order appended, the first MAX_POSTING."""
+    from crawler.backends.redis.neardup_state import postings
 
-    plain = [entry(7, struct.pack(">I", k)) for k in (9, 3, 5)] + [entry(8, b"\0\0\0\4")]
-    assert parse(postings(b"".join(plain + plain[:1]), 7)) == [(3, 3), (5, 5), (9, 9)]
-    alias = entry(7, struct.pack(">II", 6 | ALIAS, 3))
-    for bucket in (b"".join([*plain, alias]), b"".join([alias, *plain, alias]),
-                   b"".join([plain[3], alias, *plain])):
-        assert parse(postings(bucket, 7)) == [(3, 3), (5, 5), (6, 3), (9, 9)]
-        assert parse(postings(bucket, 8)) == [(4, 4)]
-        assert postings(bucket, 1) == b""
+    entries = [(7, 9), (8, 4), (7, 3), (7, 9)] + [(7, 100 + i) for i in range(MAX_POSTING)]
+    bucket = b"".join((f << 32 | d).to_bytes(8, "big") for f, d in entries)
+    assert postings(bucket, 7) == [9, 3, 9, *range(100, 100 + MAX_POSTING - 3)]
+    assert postings(bucket, 8) == [4]
+    assert postings(bucket, 1) == [] and postings(b"", 7) == []
 
 
 def test_long_postings_stay_in_their_bucket_strings_and_decide_alike(
@@ -246,7 +215,7 @@ def test_long_postings_stay_in_their_bucket_strings_and_decide_alike(
         assert shared.check(url, text) == local.check(url, text), url
         assert local.check(url + "?copy", text) == shared.check(url + "?copy", text)
     client = redis_server.client()
-    buckets = list(client.scan_iter(match="{" + key + ":nd:*}:a:*"))
+    buckets = list(client.scan_iter(match=shared.keys.pattern("a")))
     assert buckets and {client.type(k) for k in buckets} == {b"string"}
     fields = Counter[int]()
     for k in buckets:
@@ -263,13 +232,14 @@ def test_decisions_hold_while_the_crawls_slots_move(tmp_path: Path) -> None:
     cluster = start_cluster(tmp_path, masters=3, replicas=0)
     try:
         key = fresh_key()
-        workers = [RedisNearDuplicateDetector(cluster.client(), key, groups=3) for _ in range(2)]
+        workers = [RedisNearDuplicateDetector(cluster.client(), key) for _ in range(2)]
         local = NearDuplicateDetector()
         slot = key_slot(workers[0].keys.versions.encode())
         owner = next(n for n in cluster.masters() if slot in _slots(cluster, n.address))
         new = cluster.add_master()
-        mover = threading.Thread(target=cluster.move_slots,
-                                 args=(len(_slots(cluster, owner.address)), new, owner))
+        mover = threading.Thread(
+            target=cluster.move_slots, args=(len(_slots(cluster, owner.address)), new, owner)
+        )
         mover.start()
         n = 0
         while mover.is_alive() or n < 100:
@@ -292,7 +262,7 @@ def test_a_check_waits_while_the_keys_of_its_slot_are_half_moved(tmp_path: Path)
     cluster = start_cluster(tmp_path, masters=3, replicas=0)
     try:
         key = fresh_key()
-        worker = RedisNearDuplicateDetector(cluster.client(), key, groups=3)
+        worker = RedisNearDuplicateDetector(cluster.client(), key)
         local = NearDuplicateDetector()
         for n in range(6):
             url, text = f"http://h{n % 3}.test/{n}", _text(n)
@@ -372,10 +342,9 @@ def test_a_worker_started_while_redis_is_away_checks_the_crawl_once_it_is_back(
 def test_a_pages_postings_are_one_mget_and_an_originals_one_append_each(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    """Anchors on several tags, one server: a page's postings are read with one ``MGET``, a
-    new original's written with one ``APPEND`` an anchor, one transaction a commit;
-    decisions stay alike."""
-    shared = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
+    """A page's postings are read with one ``MGET``, a new original's written with one
+    ``APPEND`` an anchor, one transaction a commit; decisions stay alike."""
+    shared = RedisNearDuplicateDetector(redis_server.client(), fresh_key())
     local = NearDuplicateDetector()
     common = _text(10_000).splitlines()[:4]
     client = redis_server.client()
@@ -390,30 +359,3 @@ def test_a_pages_postings_are_one_mget_and_an_originals_one_append_each(
     assert "cmdstat_evalsha" not in stats
     assert stats["cmdstat_append"]["calls"] == 6 * ANCHORS
     assert stats["cmdstat_hsetnx"]["calls"] == 6  # the hosts' ids, no posting
-
-
-def test_a_posting_another_original_wrote_first_is_placed_by_store_key(
-    redis_server: RedisServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Worker a commits an original, worker b commits a copy-free page sharing its anchors and
-    writes its postings first (a's still pending, the anchors read empty): a's write, after
-    b's, is read before b's, by store key."""
-    key = fresh_key()
-    a = RedisNearDuplicateDetector(redis_server.client(), key)
-    b = RedisNearDuplicateDetector(redis_server.client(), key)
-    late: list[Any] = []
-    write = a.anchors.write
-    monkeypatch.setattr(a.anchors, "write", lambda *args: late.append(args))
-    shared_lines = _text(7).splitlines()
-    assert a.check("http://a.test/1", "\n".join(shared_lines)).kind == "new"
-    other = "\n".join(shared_lines[:2] + _text(8).splitlines())
-    assert b.check("http://b.test/1", other).kind == "new"
-    (args,) = late
-    taken = [anchor for anchor, (value,) in ((x, a.anchors.read([x])) for x in args[2])
-             if value]
-    assert taken  # some of a's anchors were b's first
-    write(*args)
-    for anchor in taken:
-        (value,) = a.anchors.read([anchor])
-        assert anchors_module.parse(value) == [(1, 1), (2, 2)]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import struct
 import threading
 from collections import Counter
 
@@ -16,15 +15,16 @@ from scrapy.utils.test import get_crawler
 
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
 from crawler.backends.redis.neardup_codec import (
-    decode_sketch,
+    decode_record,
     decode_snapshot,
-    encode_sketch,
+    encode_record,
     encode_snapshot,
     pack_sorted,
     unpack_sorted,
 )
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
+from crawler.content.neardup_features import ANCHORS, Features
 from crawler.content.normalize import normalize_text
 from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import LabelledSet, build_labelled_set, page_item
@@ -54,8 +54,9 @@ def _real_pages(per_tree: int) -> list[Page]:
 
     pages, skipped = build(per_tree=per_tree)
     if len(skipped) > 10 or len(pages) < 60:
-        pytest.skip(f"documentation trees missing ({', '.join(skipped)}): "
-                    "bench/realpages.py --install")
+        pytest.skip(
+            f"documentation trees missing ({', '.join(skipped)}): bench/realpages.py --install"
+        )
     return [(p.url, p.main_text, p.title or None) for p in in_crawl_order(pages)]
 
 
@@ -120,35 +121,51 @@ def test_a_refetched_original_is_replaced_for_every_worker(
     local = NearDuplicateDetector()
     pages = _pages(labelled)
     (url1, text1, _), (url2, text2, _) = pages[0], pages[1]
-    steps = [(a, url1, text1), (b, "http://m.test/1", text1), (a, url1, text2),
-             (b, "http://m.test/2", text1), (b, "http://m.test/3", text2), (a, url2, text2)]
+    steps = [
+        (a, url1, text1),
+        (b, "http://m.test/1", text1),
+        (a, url1, text2),
+        (b, "http://m.test/2", text1),
+        (b, "http://m.test/3", text2),
+        (a, url2, text2),
+    ]
     for worker, url, text in steps:
         assert worker.check(url, text) == local.check(url, text), url
 
 
-def test_a_urls_id_and_a_refetched_originals_store_key_are_their_commits_place(
+def test_a_urls_id_is_its_commits_place_and_an_original_stored_again_keeps_it(
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
     """No id counter of its own: a new URL's id is the ``seq`` of the commit that recorded it,
-    a refetch commit gives none (its URL keeps its id), and an original stored again gets its
-    commit's as its store key."""
+    a refetch commit gives none (its URL keeps its id), and an original stored again is listed
+    under its id in its new anchors' postings."""
     key = fresh_key()
     a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
     client = redis_server.client()
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     ids = {}
-    for worker, url, page in [(a, "http://a.test/1", text), (b, "http://b.test/1", "other " + text),
-                              (a, "http://a.test/1", text), (b, "http://c.test/1", text)]:
+    for worker, url, page in [
+        (a, "http://a.test/1", text),
+        (b, "http://b.test/1", "other " + text),
+        (a, "http://a.test/1", text),
+        (b, "http://c.test/1", text),
+    ]:
         decision = worker.check(url, page)
         ids.setdefault(url, worker.last_commit)
-        read = worker.store.read(worker._host_id(url.split("/")[2]),
-                                 hashlib.blake2b(url.encode(), digest_size=8).digest(), b"", [])
+        read = worker.store.read(
+            worker._host_id(url.split("/")[2]),
+            hashlib.blake2b(url.encode(), digest_size=8).digest(),
+            b"",
+            [],
+        )
         assert read.own == ids[url], (url, decision)
     assert ids == {"http://a.test/1": 1, "http://b.test/1": 2, "http://c.test/1": 4}
     assert not client.exists(a.keys.prefix + ":next")
-    a.check("http://a.test/1", "changed " + text)  # stored again: store key 5, id 1
-    assert [(int(k), v[:8]) for k, v in client.hgetall(a.keys.pending).items()
-            if int(k) == 5] == [(5, struct.pack(">II", 5 | 0x80000000, 1))]
+    changed = "changed " + text
+    assert a.check("http://a.test/1", changed).kind == "new"  # stored again, id 1
+    anchors = a._features(changed, a._host_id("a.test")).sketch[:ANCHORS].tolist()
+    read = a.store.read(a._host_id("a.test"), b"\0" * 8, b"", anchors)
+    assert all(p[-1] == 1 for p in read.postings)
 
 
 def test_a_worker_names_the_right_original_after_the_store_lost_its_state(
@@ -169,8 +186,11 @@ def test_a_worker_names_the_right_original_after_the_store_lost_its_state(
         redis_server.client().delete(k)
     fresh = RedisNearDuplicateDetector(redis_server.client(), key)
     local = NearDuplicateDetector()
-    steps = [(fresh, "http://c.test/0", text), (worker, "http://d.test/1", edited),
-             (worker, "http://e.test/2", text)]
+    steps = [
+        (fresh, "http://c.test/0", text),
+        (worker, "http://d.test/1", edited),
+        (worker, "http://e.test/2", text),
+    ]
     for detector, url, page in steps:
         assert detector.check(url, page) == local.check(url, page), url
 
@@ -330,8 +350,10 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     workers = [RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2)]
     local = NearDuplicateDetector()
     rng = random.Random(8)
-    recurring = {f"recurring line {i} of the site": rng.sample(range(1, 401), rng.randint(2, 12))
-                 for i in range(60)}
+    recurring = {
+        f"recurring line {i} of the site": rng.sample(range(1, 401), rng.randint(2, 12))
+        for i in range(60)
+    }
     recurring["kept across the first pruning"] = [1, 60, 70]
     recurring["pruned before it recurs"] = [1, 100, 110]
     for page in range(1, 401):
@@ -355,6 +377,10 @@ def test_template_counts_pruned_as_in_process_on_a_big_host(
     assert late.check(*last) == local.check(*last)
     assert late.template("big.test") == set(local.templates.template("big.test"))
     assert late.replayed == 16
+    # its copy of the model, given the template first, counts what the host's model counts
+    pages, blocks, counts = late._copies.models.counts(late._copies.hids["big.test"])
+    want = local.templates.counts("big.test")
+    assert (pages, blocks.tolist(), counts.tolist()) == (want[0], *(a.tolist() for a in want[1:]))
 
 
 def test_a_worker_that_starts_late_decides_at_once(
@@ -383,25 +409,33 @@ def test_urls_come_back_exactly(redis_server: RedisServer) -> None:  # noqa: F81
     like, a worker that never saw the original names it exactly."""
     key = fresh_key()
     a, b = (RedisNearDuplicateDetector(redis_server.client(), key) for _ in range(2))
-    urls = ["http://docs.test/a/b?c=d#e", "https://docs.test/x", "http://Docs.test:8080/p",
-            "https://docs.test:8443/q", "http://[::1]:8000/v6", "http://user@docs.test/u"]
+    urls = [
+        "http://docs.test/a/b?c=d#e",
+        "https://docs.test/x",
+        "http://Docs.test:8080/p",
+        "https://docs.test:8443/q",
+        "http://[::1]:8000/v6",
+        "http://user@docs.test/u",
+    ]
     for n, url in enumerate(urls):
         text = " ".join(f"word{n}x{i}" for i in range(60))
         assert a.check(url, text).kind == "new"
         assert b.check(f"http://mirror{n}.test/copy", text).duplicate_of == url
 
 
-def test_sketch_records_round_trip() -> None:
+def test_records_round_trip() -> None:
     rng = np.random.default_rng(4)
     for n, blocks in ((0, 1), (1, 1), (7, 3), (128, 40), (128, 128), (300, 280)):
         sketch = np.unique(rng.integers(0, 2**32, size=n, dtype=np.uint64)).astype(np.uint32)
         block_ids = rng.integers(0, 2**32, size=blocks, dtype=np.uint64).astype(np.uint32)
         entry_blocks = block_ids[rng.integers(0, blocks, size=len(sketch))]
-        cover = int(sketch[-1]) if len(sketch) else 0xFFFFFFFF
-        raw = b"xyz" + encode_sketch(77, sketch, entry_blocks, cover)
-        title, s, b, c = decode_sketch(raw, 3)
-        assert (title, c) == (77, cover)
-        assert s.tolist() == sketch.tolist() and b.tolist() == entry_blocks.tolist()
+        for cover in {int(sketch[-1]) if len(sketch) else 0xFFFFFFFF, 0xFFFFFFFF}:
+            f = Features("", n, n, [], sketch, entry_blocks, cover)
+            url = f"http://h{n}.test/é?q={n}"
+            record = decode_record(encode_record(b"fp%06d" % n, 5 + n, url, 77, f))
+            assert (record.hid, record.url, record.title, record.cover) == (5 + n, url, 77, cover)
+            assert record.sketch.tolist() == sketch.tolist()
+            assert record.blocks.tolist() == entry_blocks.tolist()
 
 
 def test_template_model_entries_and_snapshots_round_trip() -> None:
@@ -418,9 +452,10 @@ def test_template_model_entries_and_snapshots_round_trip() -> None:
     keys = np.unique(rng.integers(0, 2**32, size=400, dtype=np.uint64)).astype(np.uint32)
     for most in (1, 2, 3, 65_535):
         counts = rng.integers(1, most + 1, size=len(keys)).astype(np.uint16)
-        pages, tlen, k, c = decode_snapshot(encode_snapshot(96, 12, keys, counts))
-        assert (pages, tlen) == (96, 12)
-        assert k.tolist() == keys.tolist() and c.tolist() == counts.tolist()
+        pages, k, c = decode_snapshot(encode_snapshot(96, keys, counts))
+        assert pages == 96 and k.tolist() == keys.tolist() and c.tolist() == counts.tolist()
+    pages, k, c = decode_snapshot(encode_snapshot(48, keys[:0], counts[:0]))
+    assert (pages, len(k), len(c)) == (48, 0, 0)
 
 
 def test_workers_must_agree_on_the_settings(redis_server: RedisServer) -> None:  # noqa: F811

@@ -26,6 +26,7 @@ from crawler.backends.redis.keys import (
     shard_tag,
 )
 from crawler.backends.redis.neardup import RedisNearDuplicateDetector
+from crawler.backends.redis.neardup_state import batch
 from crawler.backends.redis.robots import RedisRobotsCache
 from crawler.frontier import Entry, Outcome, PolitenessPolicy
 from crawler.robots.rules import RobotsRecord
@@ -107,14 +108,14 @@ def test_scan_patterns_take_a_crawl_name_literally() -> None:
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 
-def test_each_commit_and_mget_is_given_keys_of_one_slot(
+def test_each_commit_and_read_is_given_keys_of_one_slot(
     redis_server: RedisServer,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A commit's ``WATCH``, reads and ``MULTI``/``EXEC`` go on one connection to one node:
-    every key they name is on one slot; so is each ``MGET`` of the anchor postings."""
-    detector = RedisNearDuplicateDetector(redis_server.client(), fresh_key(), groups=3)
-    detector.anchors.one_server = False  # the calls as a cluster gets them
+    """A commit's ``WATCH``, reads and ``MULTI``/``EXEC`` go on one connection to one node, and
+    a page's read (anchor postings included) in one batch: every key each names is on one
+    slot."""
+    detector = RedisNearDuplicateDetector(redis_server.client(), fresh_key())
     given: list[list[str]] = []
 
     class Spy(wire.one_connection):
@@ -122,20 +123,17 @@ def test_each_commit_and_mget_is_given_keys_of_one_slot(
             given.append([c[1] for c in commands if c[0] not in ("MULTI", "EXEC", "UNWATCH")])
             return super().run(commands)
 
+    def spy(client: Any, commands: Any) -> list[Any]:
+        given.append([k for c in commands for k in (c[1:] if c[0] == "MGET" else c[1:2])])
+        return batch(client, commands)
+
     monkeypatch.setattr(neardup_state.wire, "one_connection", Spy)
-    queue_read = detector.anchors.queue_read
-
-    def spy(pipe: Any, anchors: list[int]) -> Any:  # the MGETs of the anchors' buckets
-        reads = queue_read(pipe, anchors)
-        given.extend(keys for keys, _ in reads)
-        return reads
-
-    monkeypatch.setattr(detector.anchors, "queue_read", spy)
+    monkeypatch.setattr(neardup_state, "batch", spy)
     text = "\n".join(" ".join(f"w{i}x{j}" for j in range(12)) for i in range(8))
     detector.check("http://a.test/1", text)
     detector.check("http://b.test/1", text + "\none more line")
     detector.check("http://a.test/2", "a line\nof the template")
-    assert len(given) >= 5
+    assert len(given) >= 6 and any(len(keys) > 3 for keys in given)
     for keys in given:
         assert len({key_slot(k.encode()) for k in keys}) == 1, keys
 
@@ -177,13 +175,12 @@ def test_a_crawls_state_holds_only_the_keys_keys_names(
     parts = [PartitionKeys(crawl, i, PARTITIONS) for i in range(PARTITIONS)]
     named = {keys.meta, keys.controls, keys.blocked, keys.dropped, keys.scope, keys.robots,
              keys.robots_failures, keys.members, keys.partitions, nd.versions,
-             nd.host_ids, nd.last_host_id, nd.host_counts, nd.params,
-             nd.pending, nd.recent}
+             nd.host_ids, nd.last_host_id, nd.host_counts, nd.params}
     named |= {k for p in parts for k in (p.lease, p.epoch, p.seq, p.back_hosts, p.out, p.hosts,
                                          p.stale, p.seen, p.seen_count, p.inbox)}
     prefixes = (nd.urls_prefix, nd.fingerprints_prefix,
                 nd.records_prefix, nd.template_prefix, nd.snapshot_prefix, nd.lessons_prefix,
-                "{" + crawl + ":nd:",  # the anchor postings' own tags
+                nd.anchors_prefix,
                 keys.robots_hold)
     prefixes += tuple(k for p in parts for k in (p.front_prefix, p.back_prefix,
                                                   p.seen_bucket_prefix))

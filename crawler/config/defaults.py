@@ -117,9 +117,9 @@ METRICS_HOST = "127.0.0.1"
 FRONTIER_REDIS_KEY = ""
 # Delete the crawl's state in Redis before starting, instead of resuming it.
 FRONTIER_RESET = False
-# Hash tags the per-IP-address politeness keys and the shared near-duplicate detector's anchor
-# postings are spread over, so a Redis Cluster spreads them over its masters (the frontier's
-# own state is in partitions, each under a tag of its own). Every worker must use the same
+# Hash tags the per-IP-address politeness keys are spread over, so a Redis Cluster spreads
+# them over its masters (the frontier's own state is in partitions, each under a tag of its
+# own). Every worker must use the same
 # number. 1: one tag, the single-Redis layout. On a cluster: a multiple of the masters.
 FRONTIER_SHARDS = 1
 # A file whose first line is the Redis password, for a password kept out of REDIS_URL (which

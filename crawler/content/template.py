@@ -23,12 +23,14 @@ documentation, the biggest part of the detector's state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = ["MIN_PAGES", "MIN_SHARE", "HostTemplates"]
+
+Host = Hashable  # a host's name (a worker of the shared detector: its id in Redis)
 
 MIN_PAGES = 3  # a block on this many distinct pages of a host can be template ...
 MIN_SHARE = 0.02  # ... if it is also on this share of the host's pages
@@ -51,25 +53,25 @@ class HostTemplates:
     def __init__(self, min_pages: int = MIN_PAGES, min_share: float = MIN_SHARE) -> None:
         self.min_pages = min_pages
         self.min_share = min_share
-        self._hosts: dict[str, _Host] = {}
+        self._hosts: dict[Host, _Host] = {}
         self._empty: frozenset[int] = frozenset()
-        self.journal: list[tuple[str, int]] = []  # (host, block) made template since drained
+        self.journal: list[tuple[Host, int]] = []  # (host, block) made template since drained
 
-    def template(self, host: str) -> set[int] | frozenset[int]:
+    def template(self, host: Host) -> set[int] | frozenset[int]:
         """The template blocks of ``host`` (a live set: do not modify)."""
         state = self._hosts.get(host)
         return state.template if state is not None else self._empty
 
-    def pages(self, host: str) -> int:
+    def pages(self, host: Host) -> int:
         state = self._hosts.get(host)
         return state.pages if state is not None else 0
 
-    def counted(self, host: str) -> int:
+    def counted(self, host: Host) -> int:
         """Blocks of ``host`` being counted (not template yet, not pruned)."""
         state = self._hosts.get(host)
         return len(state.keys) if state is not None else 0
 
-    def learn(self, host: str, blocks: Iterable[int]) -> list[int]:
+    def learn(self, host: Host, blocks: Iterable[int]) -> list[int]:
         """Count the distinct ``blocks`` of one more original page of ``host``; returns the
         blocks this page made template (in the order they were added)."""
         state = self._hosts.get(host)
@@ -78,9 +80,9 @@ class HostTemplates:
         state.pages += 1
         need = max(self.min_pages, int(self.min_share * state.pages))
         template = state.template
-        fresh = np.unique(np.fromiter(
-            (b for b in blocks if b not in template) if template else blocks, np.uint32
-        ))
+        fresh = np.unique(
+            np.fromiter((b for b in blocks if b not in template) if template else blocks, np.uint32)
+        )
         keys, counts = state.keys, state.counts
         at = np.searchsorted(keys, fresh)
         known = at < len(keys)
@@ -125,7 +127,7 @@ class HostTemplates:
 
     # --- a copy of a host's model kept elsewhere (the shared detector's workers) ---------------
 
-    def checkpoint(self, host: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+    def checkpoint(self, host: Host) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
         """What :meth:`rollback` needs to undo the next :meth:`learn` of ``host``."""
         state = self._hosts.get(host)
         if state is None:
@@ -134,7 +136,9 @@ class HostTemplates:
         return state.pages, state.keys, state.counts.copy(), state.stale
 
     def rollback(
-        self, host: str, saved: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None,
+        self,
+        host: Host,
+        saved: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None,
         made: Iterable[int],
     ) -> None:
         """Undo one :meth:`learn` of ``host`` (``saved`` from :meth:`checkpoint` just before
@@ -146,7 +150,7 @@ class HostTemplates:
         state.pages, state.keys, state.counts, state.stale = saved
         state.template.difference_update(made)
 
-    def counts(self, host: str) -> tuple[int, np.ndarray, np.ndarray]:
+    def counts(self, host: Host) -> tuple[int, np.ndarray, np.ndarray]:
         """(pages, blocks counted, their counts) of ``host``: right after a pruning (pages a
         multiple of :data:`PRUNE_EVERY`) this and the template are the whole model, since the
         blocks seen once are then exactly those marked stale."""
@@ -156,7 +160,11 @@ class HostTemplates:
         return state.pages, state.keys, state.counts
 
     def load(
-        self, host: str, pages: int, keys: np.ndarray, counts: np.ndarray,
+        self,
+        host: Host,
+        pages: int,
+        keys: np.ndarray,
+        counts: np.ndarray,
         template: Iterable[int],
     ) -> None:
         """Set ``host``'s model to what :meth:`counts` gave right after a pruning, with its
@@ -165,22 +173,33 @@ class HostTemplates:
         counts = np.asarray(counts, np.uint16)
         self._hosts[host] = _Host(pages, keys, counts, counts == 1, set(template))
 
-    def forget(self, host: str) -> None:
+    def forget(self, host: Host) -> None:
         """Drop ``host``'s model."""
         self._hosts.pop(host, None)
 
-    def add_template(self, host: str, block: int) -> None:
-        """Restore one template block (from a saved journal)."""
+    def add_template(self, host: Host, *blocks: int) -> None:
+        """Restore template blocks (from a saved journal, or a copy of the model kept
+        elsewhere)."""
         state = self._hosts.get(host)
         if state is None:
             state = self._hosts[host] = _Host()
-        state.template.add(block)
+        state.template.update(blocks)
 
-    def seed(self, host: str, pages: int, template: Iterable[int]) -> None:
-        """Start ``host`` with a model learned elsewhere (a benchmark's warm start)."""
+    def uncount_template(self, host: Host) -> None:
+        """Stop counting ``host``'s blocks that are template: a copy kept elsewhere, given its
+        template before its model caught up, counted them where the model learned page by page
+        dropped each as it became template."""
+        state = self._hosts.get(host)
+        if state is not None and state.template and len(state.keys):
+            template = np.fromiter(state.template, np.uint32, len(state.template))
+            self._keep(state, ~np.isin(state.keys, template))
+
+    def seed(self, host: Host, pages: int, template: Iterable[int]) -> None:
+        """Start ``host`` with a model learned elsewhere (a benchmark's warm start), or with its
+        template alone (a copy about to replay the model's log from its first page)."""
         self._hosts[host] = _Host(pages=pages, template=set(template))
 
-    def set_pages(self, host: str, pages: int) -> None:
+    def set_pages(self, host: Host, pages: int) -> None:
         """Restore a host's page count (from a saved journal)."""
         state = self._hosts.get(host)
         if state is None:

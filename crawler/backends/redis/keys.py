@@ -81,12 +81,15 @@ class NeardupKeys:
         self.params = prefix + ":params"
         self.urls_prefix = prefix + ":u:"
         self.fingerprints_prefix = prefix + ":f:"
-        self.pending = prefix + ":pend"
-        self.recent = prefix + ":recent"
         self.records_prefix = prefix + ":r:"
         self.template_prefix = prefix + ":t:"
         self.snapshot_prefix = prefix + ":ts:"
         self.lessons_prefix = prefix + ":tl:"
+        self.anchors_prefix = prefix + ":a:"
+
+    def anchors(self, bucket: int) -> str:
+        """A bucket of the anchor postings."""
+        return self.anchors_prefix + str(bucket)
 
     def template(self, hid: int) -> str:
         return self.template_prefix + str(hid)

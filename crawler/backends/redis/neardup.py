@@ -3,27 +3,21 @@ state in Redis, check-and-insert atomic across workers.
 
 :class:`RedisNearDuplicateDetector` decides with the in-process detector's own functions
 (``compute_features``, ``neardup_decide``) and learns each host's template with
-:class:`crawler.content.template.HostTemplates`. Redis only stores (``neardup_state``; the
-anchor postings on tags of their own: ``neardup_anchors``) and checks. No worker holds the
-index: it keeps a bounded cache of what it read (``neardup_copies``), so a new worker decides
-its first page at once. A page costs a few round trips, optimistic like a compare-and-set:
-**read** (``NeardupState.read``), **pick** the first
-:data:`~crawler.content.neardup_decide.VERIFY` live originals the postings and the *pending*
-originals (``:pend``: committed, postings maybe not written yet) vote for, decide,
-**commit** (``NeardupState.commit``: a transaction, refused if anything the decision read
-changed, and the worker starts again), then write a new original's postings
-(``AnchorPostings.write``), taken off ``:pend`` by the worker's next read.
+:class:`crawler.content.template.HostTemplates`. Redis only stores (``neardup_state``) and
+checks. No worker holds the index: it keeps a bounded cache of what it read
+(``neardup_copies``), so a new worker decides its first page at once. A page costs a few round
+trips, optimistic like a compare-and-set: **read** (``NeardupState.read``: the URL's and
+fingerprint's ids, the anchors' postings), **pick** the first
+:data:`~crawler.content.neardup_decide.VERIFY` live originals the postings vote for, decide,
+**commit** (``NeardupState.commit``: one transaction, a new original's postings in it, refused
+if anything the decision read changed, and the worker starts again). So workers decide as one
+detector would in their commit order.
 
-**Why that is atomic across tags.** A transaction touches one cluster slot, so the postings
-cannot be written by the commit; they need not be: the crawl's tag orders the decisions, and
-the postings are a copy of what the commits decided, written after, idempotently, read by
-store key whatever order they arrive in. A worker reads ``:pend``
-*before* the postings: an original committed before that read is still pending (merged) or was
-taken off by a read that came after its postings were written (so it is in the postings read);
-one committed after is in ``:recent`` under a store key above the ``seq`` read, which the
-commit checks. So workers decide as one detector would in their commit order. A worker that
-dies between its commit and its postings leaves its original pending: every worker merges it,
-and the first to see it ``REPAIR_LAG`` ids old writes its postings.
+Everything is under the crawl's near-duplicate tag, one slot of a Redis Cluster, so a commit is
+one transaction, its anchor postings in it. (They had tags of their own, spread over the
+masters, written after the commit, with a list of those pending and their repair; but the
+records, most of the store's bytes, were on the one slot anyway: 489 of 997 bytes a page
+against the postings' 156 on ``bench/shared.py --only neardup --quick``'s real pages.)
 
 ``:params`` holds the layout and the settings every worker must share; a crawl stored otherwise
 is refused, in one line. ``bench/shared.py`` and ``bench/neardup_scale.py`` measure it.
@@ -45,10 +39,9 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.backends.redis.neardup_anchors import AnchorKeys, AnchorPostings, merge
-from crawler.backends.redis.neardup_codec import encode_sketch, url_part
-from crawler.backends.redis.neardup_copies import DecodedRecord, HostCopies, RecordCache
-from crawler.backends.redis.neardup_state import ENTRY, TLEN, NeardupState, Read
+from crawler.backends.redis.neardup_codec import Record, decode_record, encode_record, record_url
+from crawler.backends.redis.neardup_copies import HostCopies
+from crawler.backends.redis.neardup_state import TLEN, Decided, NeardupState, Read
 from crawler.backends.redis.outage import RedisOutage, RedisUnavailable
 from crawler.config import defaults
 from crawler.content.neardup_decide import (
@@ -69,13 +62,12 @@ from crawler.content.neardup_features import (
     compute_features,
     title_hash,
 )
-from crawler.content.neardup_index import MAX_POSTING
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
-LAYOUT = 11  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
+LAYOUT = 12  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
 # Constants, not settings (docs/decisions/0003-settings.md). Pages the index is sized for: its
 # URL and fingerprint buckets (~64 entries each) stay in Redis's compact encoding up to ~8 times
-# this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~20,000 records and
+# this, past it at ~3x the bytes. The bytes a worker keeps of what it read (~14,000 records and
 # a few hundred hosts' models: its working set; less only costs reads, never another decision).
 DEFAULT_CAPACITY = 100_000
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
@@ -86,6 +78,9 @@ _FILL = 64  # entries aimed at per bucket (a lookup reads it all); a listpack ha
 # set it, so a bucket stays compact up to twice the capacity; 512 built in: 8 times
 ASK = VERIFY + 4  # candidates looked up at once (most are live: the first VERIFY are kept)
 HOST_COUNTS = 4096  # hosts whose duplicate counts a worker keeps
+# what a record takes in a worker's cache: decoded ~1.6 KB, the record read (its key) ~0.75 KB
+# (tracemalloc, bench/realpages.py's pages)
+RECORD_BYTES = 2400
 
 
 def _bits(entries: float, most: int = 24) -> int:
@@ -112,22 +107,16 @@ class RedisNearDuplicateDetector:
         capacity: int = DEFAULT_CAPACITY,
         outage_wait: float = defaults.REDIS_OUTAGE_WAIT,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
-        groups: int = 1,
     ) -> None:
         """``outage_wait``: how long a check waits for Redis once it went away, counted from
         the outage's start, before pages are judged alone (see :meth:`check`);
         ``cache_bytes``: what this worker keeps of what it read (records, hosts' templates and
-        models), at most; ``groups``: hash tags the anchor postings spread over
-        (``FRONTIER_SHARDS``: on a cluster, one per master)."""
+        models), at most."""
         self.client = client
-        crawl = CrawlKeys(key)
-        self.keys = crawl.neardup()
+        self.keys = CrawlKeys(key).neardup()
         self.prefix = self.keys.prefix
         self.threshold = threshold
-        self.anchors = AnchorPostings(
-            client, AnchorKeys(crawl.name, groups, _bits(capacity * ANCHORS, 28))
-        )
-        self.store = NeardupState(client, self.keys, _bits(capacity), self.anchors)
+        self.store = NeardupState(client, self.keys, _bits(capacity), _bits(capacity * ANCHORS, 28))
         self.cache_bytes = cache_bytes
         # hosts' counts (pages << 26 | duplicates) as last read, and when
         self._hosts: OrderedDict[str, tuple[int, float]] = OrderedDict()
@@ -148,7 +137,7 @@ class RedisNearDuplicateDetector:
         params = (
             f"layout={LAYOUT} shingles={DEFAULT_SHINGLE_SIZE} perm={DEFAULT_NUM_PERM} "
             f"threshold={threshold} capacity={capacity} "
-            f"template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE} groups={groups}"
+            f"template={MIN_PAGES},{MIN_SHARE},{PRUNE_EVERY},{MAX_TEMPLATE}"
         )
         self._params: str | None = params  # checked against the crawl's at the first call
         # at the spider's start, maybe on the reactor: no wait (Redis may be away)
@@ -165,8 +154,8 @@ class RedisNearDuplicateDetector:
         if stored is not None and stored.decode() != params:
             raise ValueError(
                 f"the crawl's shared near-duplicate state was stored with {stored.decode()}; "
-                f"this worker has {params}: NEARDUP_* settings must match, and FRONTIER_SHARDS "
-                f"(another version's state: delete {self.prefix}:* to start it afresh)"
+                f"this worker has {params}: NEARDUP_* settings must match (another version's "
+                f"state: delete {self.prefix}:* to start it afresh)"
             )
 
     @property
@@ -181,13 +170,11 @@ class RedisNearDuplicateDetector:
     @property
     def cache_used(self) -> int:
         """Bytes this worker's cache takes (its estimate of them), at most ``cache_bytes``."""
-        return self._copies.used + self._records.used
+        return self._copies.used + self._decode.cache_info().currsize * RECORD_BYTES
 
     # --- the decision ---------------------------------------------------------------------
 
-    def check(
-        self, url: str, text: str, *, add: bool = True, title: str | None = None
-    ) -> Decision:
+    def check(self, url: str, text: str, *, add: bool = True, title: str | None = None) -> Decision:
         """As :meth:`NearDuplicateDetector.check`, against every worker's pages, atomically.
 
         While Redis is away the check waits for it (on the caller's thread: the crawl's content
@@ -218,9 +205,8 @@ class RedisNearDuplicateDetector:
 
     def _features(self, text: str, hid: int) -> Features:
         """``text``'s features with this worker's copy of host ``hid``'s template."""
-        template = self._copies.templates.get(hid)
-        blocks = template.blocks if template else set()
-        return compute_features(text, blocks, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
+        template = self._copies.models.template(hid)
+        return compute_features(text, template, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -239,7 +225,8 @@ class RedisNearDuplicateDetector:
 
     def _drop_copies(self) -> None:
         self._copies = HostCopies(self.cache_bytes // 2)
-        self._records = RecordCache(self.cache_bytes // 2)
+        # the records decoded, by the record read: one stored again reads otherwise
+        self._decode = functools.lru_cache(self.cache_bytes // 2 // RECORD_BYTES)(decode_record)
         self._hosts.clear()
 
     def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
@@ -259,56 +246,54 @@ class RedisNearDuplicateDetector:
         f: Features | None = None
         f_version = -1
         for _ in range(MAX_ATTEMPTS):
-            version = len(self._copies.templates.get(hid) or ())
+            version = self._copies.version(hid)
             if f is None or f_version != version:
                 f, f_version = self._features(text, hid), version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
-            anchors = f.sketch[:ANCHORS].tolist()
             compares = bool(f.words and len(f.sketch))
-            read = self._read(host, hid, uh, fp, anchors if compares else [])
+            anchors = f.sketch[:ANCHORS].tolist() if compares else []
+            read = self._read(hid, uh, fp, anchors)
             if read is None:  # the host's template or model moved: caught up, read again
                 continue
             own, owner = read.own, read.owner
             candidates: list[Candidate] = []
             checks: dict[int, int] = {}
-            heads: dict[int, bytes] = {}
-            lens = b""
+            urls: dict[int, str] = {}
             if owner and owner != own:  # an exact copy: its original's URL
                 rec = self.store.records([owner])[0]
                 if rec is None:  # no original now
                     continue
-                heads[owner] = rec[: 14 + int.from_bytes(rec[12:14], "big")]
+                urls[owner] = record_url(rec)
             if compares and not owner:
-                postings = merge(read.stored, anchors,
-                                 self.anchors.pending(read.pending, read.seq))
-                lens = bytes(len(p) for p in postings)
-                found = self._pick(hid, rank_candidates(([d for _, d in p] for p in postings), own))
+                found = self._pick(hid, rank_candidates(read.postings, own))
                 if found is None:  # other workers' commits changed a host's template: again
                     continue
-                candidates, checks, picked = found
-                heads.update((doc, rec.head) for doc, rec in picked.items())
-            own_template = self._copies.template(hid)
-            outcome = decide(
-                f, own or None, owner or None,
-                lambda doc, heads=heads: heads[doc][14:].decode("utf-8"),  # type: ignore[misc]
-                functools.partial(pick_best, f, title_id, candidates, own_template,
-                                  self.threshold),
-                self.threshold,
+                candidates, checks, urls = found
+            best = functools.partial(
+                pick_best, f, title_id, candidates, self._copies.template(hid), self.threshold
             )
+            outcome = decide(f, own or None, owner or None, urls.__getitem__, best, self.threshold)
             if not add:
                 self._settle(hid)
                 return outcome.decision
             action = outcome.action
-            lesson = (self._copies.learn(host, f.blocks)
-                      if action == "new" or outcome.teaches else None)
-            record = (fp + hid.to_bytes(4, "big") + url_part(url)
-                      + encode_sketch(title_id, f.sketch, f.sketch_blocks, f.cover)
-                      if action == "new" else b"")
+            lesson = self._copies.learn(hid, f.blocks) if action == "new" or outcome.teaches \
+                else None  # fmt: skip
+            record = encode_record(fp, hid, url, title_id, f) if action == "new" else b""
+            page = Decided(
+                action,
+                host,
+                hid,
+                uh,
+                fp,
+                version,
+                checks,
+                lesson,
+                record,
+                anchors if compares and not owner else [],
+            )
             try:
-                result = self.store.commit(
-                    action, host, hid, uh, fp, read, version, lesson,
-                    anchors if lens else [], lens, checks, record,
-                )
+                result = self.store.commit(page, read)
             except BaseException:  # Redis went away: the copy learns only what Redis kept
                 self._copies.undo(lesson)
                 raise
@@ -316,13 +301,8 @@ class RedisNearDuplicateDetector:
                 self._copies.undo(lesson)
                 self.retries += 1
                 continue
-            counts, self.last_commit, k, elem = result
+            counts, self.last_commit = result
             self._count(host, counts)
-            self._copies.committed(hid, lesson)
-            if k and lens:  # a new original: its postings
-                seen = [v if n < MAX_POSTING else None  # None: nothing to write
-                        for v, n in zip(read.stored, lens, strict=True)]
-                self.anchors.write(k, elem, anchors, seen)
             self._settle(hid)
             return outcome.decision
         raise RuntimeError(
@@ -345,11 +325,10 @@ class RedisNearDuplicateDetector:
     def _host_id(self, host: str) -> int:
         """``host``'s id in Redis (kept by this worker once read)."""
         hid = self._copies.hids.get(host) or self.store.host_id(host)
-        self._copies.hids[host] = hid
-        self._copies.names[hid] = host
+        self._copies.hids[host], self._copies.names[hid] = hid, host
         return hid
 
-    def _read(self, host: str, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:
+    def _read(self, hid: int, uh: bytes, fp: bytes, anchors: list[int]) -> Read | None:
         """The read (``NeardupState.read``); None when this worker's copy of the host's template or
         model was behind (it is brought up to date: compute the features again, read again)."""
         read = self.store.read(hid, uh, fp, anchors)
@@ -358,82 +337,59 @@ class RedisNearDuplicateDetector:
         seen, self._epoch = self._epoch, read.epoch
         if seen is not None and read.epoch != seen:
             raise _StoreLost
-        copy = self._copies.templates.get(hid)
-        if read.meta & TLEN == len(copy or ()) and read.meta >> 24 == self._copies.models.pages(
-            host
-        ):
+        if self._copies.current(hid, read.meta):
             return read
-        self._catch_up(host, hid)
+        self._copies.catch_up(self.store, hid)
         return None
-
-    def _catch_up(self, host: str, hid: int) -> None:
-        """Bring this worker's copies of ``host``'s template and model to Redis's: the
-        template's blocks it lacks, and the model's log since its version (or the snapshot
-        at the last pruning and the log since)."""
-        have = len(self._copies.templates.get(hid) or ())
-        meta, rest, snapshot, log = self.store.host_state(hid, have)
-        if have > meta & TLEN:  # ahead of Redis (it lost writes): read it whole next time
-            self._copies.templates.pop(hid, None)
-            return
-        self._copies.extend(hid, rest)
-        base = int.from_bytes(snapshot[:4], "big") if snapshot else 0
-        learned = self._copies.models.pages(host)
-        if base <= learned <= base + len(log):
-            log, snapshot, base = log[learned - base :], b"", learned
-        self._copies.follow(host, hid, [meta >> 24, base, snapshot, log])
 
     # --- candidates -------------------------------------------------------------------------
 
     def _pick(
         self, hid: int, ranked: list[int]
-    ) -> tuple[list[Candidate], dict[int, int], dict[int, DecodedRecord]] | None:
-        """The first :data:`VERIFY` live originals of ``ranked``, their records (decoded
-        unless this worker has that version), their hosts' templates brought up to date; which
-        template lengths the decision used; None if a template moved meanwhile."""
-        picked: dict[int, DecodedRecord] = {}
+    ) -> tuple[list[Candidate], dict[int, int], dict[int, str]] | None:
+        """The first :data:`VERIFY` live originals of ``ranked`` as candidates, their hosts'
+        templates brought up to date; which template lengths the decision used; their URLs.
+        None if a template moved meanwhile."""
+        picked: dict[int, Record] = {}
         at = 0
         while len(picked) < VERIFY and at < len(ranked):
             batch = ranked[at : at + ASK]
             at += len(batch)
-            live = [(doc, rec) for doc, rec in zip(batch, self.store.records(batch), strict=True)
-                    if rec][: VERIFY - len(picked)]
-            for doc, rec in live:
-                kept = self._records.get(doc)
-                if kept is None or kept.entry != rec[:ENTRY]:
-                    kept = self._records.keep(doc, rec[:ENTRY], rec)
-                picked[doc] = kept
+            records = zip(batch, self.store.records(batch), strict=True)
+            live = [(doc, rec) for doc, rec in records if rec][: VERIFY - len(picked)]
+            picked.update((doc, self._decode(rec)) for doc, rec in live)
         # the other hosts' template lengths (the page's own host's is the read's)
         others = sorted({rec.hid for rec in picked.values()} - {hid})
         metas = self.client.hmget(self.keys.versions, others) if others else []
         tlens = {h: int(m or 0) & TLEN for h, m in zip(others, metas, strict=True)}
-        if not self._copies.refresh(self.client, self.keys, hid, picked.values(), tlens):
+        if not self._copies.refresh(self.store, others, tlens):
             return None
-        templates = self._copies.templates
         candidates, used = [], {}
         for doc, rec in picked.items():
             template = None
             if rec.hid != hid:
                 template = self._copies.template(rec.hid)
-                used[rec.hid] = len(templates.get(rec.hid) or ())
-            candidates.append(Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title,
-                                        template))
+                used[rec.hid] = self._copies.version(rec.hid)
+            candidates.append(
+                Candidate(doc, rec.sketch, rec.blocks, rec.cover, rec.title, template)
+            )
         for other in used:
             self._copies.touch(other)
-        return candidates, used, picked
+        return candidates, used, {doc: rec.url for doc, rec in picked.items()}
 
     # --- queries --------------------------------------------------------------------------
 
-    def host_duplicate_ratio(
-        self, host: str, min_pages: int = HOST_MIN_PAGES
-    ) -> float:
+    def host_duplicate_ratio(self, host: str, min_pages: int = HOST_MIN_PAGES) -> float:
         """Share of ``host``'s checked pages that were duplicates, counted by every worker; a
         worker's copy is refreshed by its own checks and at most every ``HOST_TTL`` seconds."""
         counts, when = self._hosts.get(host, (0, float("-inf")))
         if time.monotonic() - when > HOST_TTL:
             # while Redis is away: the last counts read, without waiting
             with contextlib.suppress(RedisUnavailable):
-                counts = int(self.outage.call(
-                    lambda: self.client.hget(self.keys.host_counts, host), wait=0) or 0)
+                counts = int(
+                    self.outage.call(lambda: self.client.hget(self.keys.host_counts, host), wait=0)
+                    or 0
+                )
                 self._count(host, counts)
         pages = counts >> 26
         return (counts & ((1 << 26) - 1)) / pages if pages >= max(1, min_pages) else 0.0
@@ -460,13 +416,7 @@ class RedisNearDuplicateDetector:
         return sum(self.client.hlen(k) for k in self.client.scan_iter(match=pattern, count=1000))
 
     def close(self) -> None:
-        """Take this worker's written postings off ``:pend``, stop the outage's probe and close
-        the connection (the state stays in Redis)."""
-        # if Redis is away they stay pending: every worker merges them, harmlessly
-        with contextlib.suppress(redis.RedisError):
-            done = self.anchors.take_done()
-            if done:
-                self.client.hdel(self.keys.pending, *done)
+        """Stop the outage's probe and close the connection (the state stays in Redis)."""
         self.outage.close()
         self.client.close()
 
@@ -480,13 +430,9 @@ class RedisNearDuplicateDetector:
     def memory(self) -> dict[str, int]:
         """Bytes Redis uses for this index by kind of key (``MEMORY USAGE``; for benchmarks)."""
         total: dict[str, int] = {}
-        tags = tuple(self.anchors.keys.tags)
-        for pattern in (self.keys.pattern(), *self.anchors.keys.patterns()):
-            for key in self.client.scan_iter(match=pattern, count=1000):
-                text = key.decode() if isinstance(key, bytes) else key
-                kind = "a" if text.startswith(tags) else self.keys.kind(key)
-                size = int(self.client.memory_usage(key, samples=0) or 0)
-                total[kind] = total.get(kind, 0) + size
+        for key in self.client.scan_iter(match=self.keys.pattern(), count=1000):
+            kind = self.keys.kind(key)
+            total[kind] = total.get(kind, 0) + int(self.client.memory_usage(key, samples=0) or 0)
         return total
 
 
@@ -496,4 +442,3 @@ class _StoreLost(Exception):
 
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
-

@@ -1,22 +1,26 @@
 """The shared near-duplicate detector's data as Redis keeps it: sorted values as their gaps in
-the bits the largest needs, an original's sketch (title, cover, hashes, each entry's block as
-an index into the page's distinct blocks) and a host's template model after a pruning.
+the bits the largest needs, an original's record and a host's template model after a pruning.
 
-A record (``:r``) is: fingerprint (8 bytes), host id (4), the URL (:func:`url_part`), then
-title, cover and the packed sketch (:func:`encode_sketch`). The sketch is most of it (~128
-hashes whose gaps need ~27 bits each); every bit of it is read by the decision
-(``neardup_decide``), so it is packed losslessly, in fixed widths: an entropy code of the gaps
-would save a few % of a record, which Redis's allocator, rounding each value up to its size
-class, mostly does not give back (``bench/neardup_scale.py`` measures it).
+A record (``:r``, :func:`encode_record`) is: fingerprint (8 bytes), host id (4), the URL (its
+length, 2 bytes, then its UTF-8 bytes), then the title (4), whether the sketch holds every
+hash of the page (else its cover is its last), the sketch's hashes (:func:`pack_sorted`), the
+page's distinct blocks (4 bytes each, sorted) and each entry's block's index among them,
+packed. The sketch is most of it (~128 hashes whose gaps need ~27 bits each); every bit of it
+is read by the decision (``neardup_decide``), so it is packed losslessly, in fixed widths: an
+entropy code of the gaps would save a few % of a record, which Redis's allocator, rounding each
+value up to its size class, mostly does not give back (``bench/neardup_scale.py`` measures it).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from crawler.content.neardup_features import Features
 from crawler.frontier.urlcode import read_varint, varint
 
-_COVER_ALL, _COVER_LAST, _COVER_GIVEN = 0, 1, 2  # how a record says its cover (see encode_sketch)
+ALL = 0xFFFFFFFF  # the cover of a sketch that holds every hash of its page
 
 
 def _pack(values: np.ndarray) -> bytes:
@@ -42,22 +46,12 @@ def _unpack(data: bytes, pos: int, n: int) -> tuple[np.ndarray, int]:
     return np.packbits(full, axis=1).view(">u4").ravel().astype(np.uint32), pos + size
 
 
-def _pack_gaps(values: np.ndarray) -> bytes:
-    """Sorted distinct uint32 ``values`` as their gaps (the first from 0), packed."""
+def pack_sorted(values: np.ndarray) -> bytes:
+    """Sorted distinct uint32 ``values`` (a sketch, a template model's log entry, its
+    snapshot's blocks): their number, then their gaps (the first from 0) packed."""
     gaps = values.astype(np.uint32)
     gaps[1:] = np.diff(gaps)
-    return _pack(gaps)
-
-
-def _unpack_gaps(data: bytes, pos: int, n: int) -> tuple[np.ndarray, int]:
-    gaps, pos = _unpack(data, pos, n)
-    return np.cumsum(gaps, dtype=np.uint32), pos
-
-
-def pack_sorted(values: np.ndarray) -> bytes:
-    """Sorted distinct uint32 ``values`` (a template model's log entry, its snapshot's
-    blocks): their number, then their gaps packed."""
-    return varint(len(values)) + (_pack_gaps(values) if len(values) else b"")
+    return varint(len(values)) + (_pack(gaps) if len(values) else b"")
 
 
 def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
@@ -65,71 +59,63 @@ def unpack_sorted(data: bytes, pos: int = 0) -> tuple[np.ndarray, int]:
     n, pos = read_varint(data, pos)
     if not n:
         return np.empty(0, np.uint32), pos
-    return _unpack_gaps(data, pos, n)
+    gaps, pos = _unpack(data, pos, n)
+    return np.cumsum(gaps, dtype=np.uint32), pos
 
 
-def encode_sketch(title: int, sketch: np.ndarray, blocks: np.ndarray, cover: int) -> bytes:
-    """An original's title, cover and sketch: the title (4), the number of entries, how the
-    cover is given (all hashes kept, or the last entry's: the only two a sketch can have; else
-    4 bytes follow), then the page's distinct blocks (4 bytes each, sorted), each entry's
-    block's index among them and the sketch's gaps, packed."""
-    n = len(sketch)
-    if cover == 0xFFFFFFFF:
-        mode, given = _COVER_ALL, b""
-    elif n and cover == int(sketch[-1]):
-        mode, given = _COVER_LAST, b""
-    else:
-        mode, given = _COVER_GIVEN, int(cover).to_bytes(4, "big")
-    head = int(title).to_bytes(4, "big") + varint(n) + bytes((mode,)) + given
-    if not n:
-        return head
-    table, index = np.unique(blocks, return_inverse=True)
-    return b"".join((head, varint(len(table)), table.astype(">u4").tobytes(),
-                     _pack(index.ravel().astype(np.uint32)), _pack_gaps(sketch)))
+def encode_snapshot(pages: int, keys: np.ndarray, counts: np.ndarray) -> bytes:
+    """A host's model right after a pruning: pages (4 bytes: a worker reads them first), the
+    blocks counted (:func:`pack_sorted`) and their counts less 1, packed (a bit each on most
+    hosts right after a pruning)."""
+    less = _pack(counts.astype(np.uint32) - np.uint32(1)) if len(keys) else b""
+    return pages.to_bytes(4, "big") + pack_sorted(keys) + less
 
 
-def decode_sketch(data: bytes, offset: int = 0) -> tuple[int, np.ndarray, np.ndarray, int]:
-    """(title, sketch, blocks, cover) of :func:`encode_sketch`'s bytes from ``offset``."""
-    title = int.from_bytes(data[offset : offset + 4], "big")
-    n, pos = read_varint(data, offset + 4)
-    mode = data[pos]
-    pos += 1
-    cover = 0xFFFFFFFF
-    if mode == _COVER_GIVEN:
-        cover = int.from_bytes(data[pos : pos + 4], "big")
-        pos += 4
-    if not n:
-        empty = np.empty(0, dtype=np.uint32)
-        return title, empty, empty, cover
-    d, pos = read_varint(data, pos)
-    table = np.frombuffer(data, ">u4", d, pos).astype(np.uint32)
-    index, pos = _unpack(data, pos + 4 * d, n)
-    sketch, _ = _unpack_gaps(data, pos, n)
-    if mode == _COVER_LAST:
-        cover = int(sketch[-1])
-    return title, sketch, table[index], cover
+def decode_snapshot(data: bytes) -> tuple[int, np.ndarray, np.ndarray]:
+    keys, pos = unpack_sorted(data, 4)
+    less = _unpack(data, pos, len(keys))[0] if len(keys) else keys
+    return int.from_bytes(data[:4], "big"), keys, (less + np.uint32(1)).astype(np.uint16)
 
 
-def encode_snapshot(pages: int, tlen: int, keys: np.ndarray, counts: np.ndarray) -> bytes:
-    """A host's model right after a pruning: pages (4 bytes: a worker reads them first),
-    template length, the blocks counted (:func:`pack_sorted`) and their counts less 1, packed
-    (a bit each on most hosts right after a pruning)."""
-    return b"".join((pages.to_bytes(4, "big"), tlen.to_bytes(4, "big"), pack_sorted(keys),
-                     _pack(counts.astype(np.uint32) - np.uint32(1)) if len(keys) else b""))
+class Record(NamedTuple):
+    """A stored original, decoded."""
+
+    hid: int  # its host's id
+    url: str
+    title: int
+    sketch: np.ndarray
+    blocks: np.ndarray  # the block of each hash of the sketch
+    cover: int  # every hash of the page up to it is in the sketch
 
 
-def decode_snapshot(data: bytes) -> tuple[int, int, np.ndarray, np.ndarray]:
-    pages = int.from_bytes(data[:4], "big")
-    tlen = int.from_bytes(data[4:8], "big")
-    keys, pos = unpack_sorted(data, 8)
-    counts = np.ones(0, np.uint16)
-    if len(keys):
-        extra, _ = _unpack(data, pos, len(keys))
-        counts = (extra + np.uint32(1)).astype(np.uint16)
-    return pages, tlen, keys, counts
-
-
-def url_part(url: str) -> bytes:
-    """``url`` as a record keeps it: its length (2 bytes), then its UTF-8 bytes."""
+def encode_record(fp: bytes, hid: int, url: str, title: int, f: Features) -> bytes:
+    """A new original's record (see the module): ``fp`` the 8 bytes of its fingerprint."""
     raw = url.encode("utf-8")
-    return len(raw).to_bytes(2, "big") + raw
+    every = f.cover == ALL
+    assert every or f.cover == int(f.sketch[-1]), "a sketch's cover is its last hash"
+    head = fp + hid.to_bytes(4, "big") + len(raw).to_bytes(2, "big") + raw
+    head += title.to_bytes(4, "big") + bytes((every,)) + pack_sorted(f.sketch)
+    if not len(f.sketch):
+        return head
+    table, index = np.unique(f.sketch_blocks, return_inverse=True)
+    return head + varint(len(table)) + table.astype(">u4").tobytes() + _pack(index.ravel())
+
+
+def record_url(record: bytes) -> str:
+    """The URL of a record, without decoding the rest."""
+    return record[14 : 14 + int.from_bytes(record[12:14], "big")].decode("utf-8")
+
+
+def decode_record(record: bytes) -> Record:
+    at = 14 + int.from_bytes(record[12:14], "big")
+    title, every = int.from_bytes(record[at : at + 4], "big"), record[at + 4]
+    sketch, pos = unpack_sorted(record, at + 5)
+    blocks = sketch
+    if len(sketch):
+        d, pos = read_varint(record, pos)
+        table = np.frombuffer(record, ">u4", d, pos).astype(np.uint32)
+        blocks = table[_unpack(record, pos + 4 * d, len(sketch))[0]]
+    cover = ALL if every else int(sketch[-1])
+    return Record(
+        int.from_bytes(record[8:12], "big"), record_url(record), title, sketch, blocks, cover
+    )

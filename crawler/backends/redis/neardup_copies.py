@@ -1,7 +1,7 @@
 """What a worker of the shared near-duplicate detector keeps of the crawl's state in Redis, within
-``DEFAULT_CACHE_BYTES`` (``neardup``): the records it decoded and the templates and template
-models of the hosts it met, the least recently used dropped (read again when a page needs them).
-Nothing of it is needed to decide: a new worker starts empty.
+half of ``DEFAULT_CACHE_BYTES`` (``neardup``; the records it decoded the other half): the
+templates and template models of the hosts it met, the least recently used dropped (read again
+when a page needs them). Nothing of it is needed to decide: a new worker starts empty.
 
 **Template models.** A host's model lives in Redis as a log (one field per counted block was
 most of the store's bytes and time): each page that taught it, as its distinct blocks not yet
@@ -12,50 +12,30 @@ since its copy's version, or the snapshot and the log), learns a page there befo
 (a :class:`Lesson`, undone if the commit is refused) and sends the commit the page's log entry,
 the blocks it made template and, at a pruning, the snapshot. The template only grows, so its
 length is its version; a model's version is its pages learned.
+
+A worker keeps a host's template in its copy of the model (another host's, a candidate's, without
+the rest of it), and brings the template to Redis's before the model: its copy then counts no
+block that became template since, which it drops (:meth:`HostTemplates.uncount_template`), and
+ends where the model learned page by page would.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from crawler.backends.redis.neardup_anchors import batch
 from crawler.backends.redis.neardup_codec import (
-    decode_sketch,
     decode_snapshot,
     encode_snapshot,
     pack_sorted,
     unpack_sorted,
 )
+from crawler.backends.redis.neardup_state import TLEN, NeardupState
 from crawler.content.template import PRUNE_EVERY, HostTemplates
-
-EMPTY = np.empty(0, dtype=np.uint32)
-
-
-@dataclass
-class TemplateCopy:
-    """A worker's copy of one host's template (the blocks in the order Redis learned them)."""
-
-    raw: bytearray = field(default_factory=bytearray)
-    blocks: set[int] = field(default_factory=set)
-    _array: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.raw) // 4
-
-    def extend(self, more: bytes) -> None:
-        self.raw += more
-        self.blocks.update(np.frombuffer(more, ">u4").tolist())
-        self._array = None
-
-    def array(self) -> np.ndarray:
-        if self._array is None:
-            self._array = np.sort(np.frombuffer(bytes(self.raw), ">u4").astype(np.uint32))
-        return self._array
 
 
 @dataclass
@@ -63,7 +43,7 @@ class Lesson:
     """What a page teaches its host's model, learned into the worker's copy until the commit
     says whether it stands."""
 
-    host: str
+    hid: int
     learned: int  # the model's pages before this one (its version)
     entry: bytes  # the page's log entry
     made: list[int]  # blocks it made template
@@ -72,28 +52,43 @@ class Lesson:
 
 
 class HostCopies:
-    """This worker's copies of the hosts' ids, templates (by host id) and template models (by
-    host)."""
+    """This worker's copies of the hosts' template models, their templates with them (by host
+    id), and the hosts' ids."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget  # bytes the copies may take; the least recently used hosts go
         self.hids: dict[str, int] = {}  # host -> host id in Redis (never changes)
-        self.names: dict[int, str] = {}  # host id -> host
-        self.templates: dict[int, TemplateCopy] = {}  # host id -> this worker's copy
-        self.models = HostTemplates()  # this worker's copies of the hosts' models
+        self.names: dict[int, str] = {}  # host id -> host (of those in hids)
+        self.models = HostTemplates()  # by host id
         self.replayed = 0  # pages other workers taught that this worker learned from the log
+        self._arrays: dict[int, tuple[int, np.ndarray]] = {}  # host id -> its template, sorted
         self._used: OrderedDict[int, int] = OrderedDict()  # host id -> bytes, by last use
         self.used = 0
+
+    def version(self, hid: int) -> int:
+        """The length of the copy of host ``hid``'s template (it only grows: its version)."""
+        return len(self.models.template(hid))
+
+    def current(self, hid: int, meta: int) -> bool:
+        """Whether the copy of host ``hid``'s template and model are Redis's (``meta``: its
+        ``:v`` field)."""
+        return meta & TLEN == self.version(hid) and meta >> 24 == self.models.pages(hid)
+
+    def template(self, hid: int) -> np.ndarray:
+        """The sorted blocks of the copy of host ``hid``'s template."""
+        template = self.models.template(hid)
+        cached = self._arrays.get(hid)
+        if cached is None or cached[0] != len(template):
+            blocks = np.sort(np.fromiter(template, np.uint32, len(template)))
+            cached = self._arrays[hid] = (len(template), blocks)
+        return cached[1]
 
     def touch(self, hid: int) -> None:
         """Host ``hid``'s copies were just used: counted at their size, the most recent."""
         if not hid:
             return
-        host = self.names.get(hid, "")
-        template = self.templates.get(hid)
-        tlen = len(template) if template is not None else 0
-        # 7 bytes per counted block (numpy), a template block in two Python sets (~150)
-        size = 7 * self.models.counted(host) + 150 * (tlen + len(self.models.template(host))) + 600
+        # 7 bytes per counted block (numpy), a template block in a Python set and an array (~80)
+        size = 7 * self.models.counted(hid) + 80 * self.version(hid) + 600
         self.used += size - self._used.pop(hid, 0)
         self._used[hid] = size
 
@@ -108,136 +103,67 @@ class HostCopies:
                 self._used.move_to_end(hid)
                 continue
             self.used -= self._used.pop(hid)
-            self.templates.pop(hid, None)
-            host = self.names.pop(hid, None)
-            if host is not None:
-                self.hids.pop(host, None)
-                self.models.forget(host)
+            self.models.forget(hid)
+            self._arrays.pop(hid, None)
+            self.hids.pop(self.names.pop(hid, ""), None)
 
-    def template(self, hid: int) -> np.ndarray:
-        """The sorted blocks of the copy of host ``hid``'s template."""
-        copy = self.templates.get(hid)
-        return copy.array() if copy is not None else EMPTY
-
-    def follow(self, host: str, hid: int, model: list[Any]) -> None:
-        """Bring this worker's copy of ``host``'s model to Redis's version (what it read:
-        pages, the version the log follows, the snapshot if the copy needs it, the log)."""
-        pages, base, snapshot, log = int(model[0]), int(model[1]), model[2], model[3]
-        models = self.models
-        if pages == models.pages(host):
+    def catch_up(self, store: NeardupState, hid: int) -> None:
+        """Bring the copy of host ``hid``'s template and model to Redis's: the template's
+        blocks it lacks, then the model's log since its version (or the snapshot at the last
+        pruning and the log since)."""
+        models, have = self.models, self.version(hid)
+        meta, rest, snapshot, log = store.host_state(hid, have)
+        if have > meta & TLEN:  # ahead of Redis (it lost writes): read it whole next time
+            models.forget(hid)
             return
-        if snapshot:
-            learned, tlen, keys, counts = decode_snapshot(snapshot)
-            copy = self.templates.get(hid)
-            raw = bytes(copy.raw[: 4 * tlen]) if copy is not None else b""
-            models.load(host, learned, keys, counts, np.frombuffer(raw, ">u4").tolist())
-        elif base == 0:
-            models.forget(host)
-        if models.pages(host) != base:
-            raise RuntimeError(f"{host}: template model at {models.pages(host)}, log from {base}")
+        models.add_template(hid, *np.frombuffer(rest, ">u4").tolist())
+        pages, learned = meta >> 24, models.pages(hid)
+        base = int.from_bytes(snapshot[:4], "big") if snapshot else 0
+        if pages == learned:
+            return
+        if base <= learned <= base + len(log):
+            log = log[learned - base :]
+        elif snapshot:
+            _, keys, counts = decode_snapshot(snapshot)
+            models.load(hid, base, keys, counts, set(models.template(hid)))
+        else:
+            models.seed(hid, 0, models.template(hid))
         for entry in log:
-            models.learn(host, unpack_sorted(entry)[0].tolist())
+            models.learn(hid, unpack_sorted(entry)[0].tolist())
             self.replayed += 1
         models.journal.clear()
-        if models.pages(host) != pages:
-            raise RuntimeError(f"{host}: template model at {models.pages(host)}, not {pages}")
+        models.uncount_template(hid)
+        if models.pages(hid) != pages:
+            raise RuntimeError(f"host {hid}: template model at {models.pages(hid)}, not {pages}")
 
-    def learn(self, host: str, blocks: list[int]) -> Lesson:
-        """Learn one more page of ``host`` into this worker's copy of its model."""
+    def learn(self, hid: int, blocks: list[int]) -> Lesson:
+        """Learn one more page of host ``hid`` into this worker's copy of its model."""
         models = self.models
-        template = models.template(host)
-        fresh = np.unique(np.fromiter(
-            (b for b in blocks if b not in template) if template else blocks, np.uint32
-        ))
-        learned = models.pages(host)
-        saved = models.checkpoint(host)
-        made = models.learn(host, fresh.tolist())
+        template = models.template(hid)
+        fresh = np.unique(
+            np.fromiter((b for b in blocks if b not in template) if template else blocks, np.uint32)
+        )
+        learned = models.pages(hid)
+        saved = models.checkpoint(hid)
+        made = models.learn(hid, fresh.tolist())
         models.journal.clear()
         snapshot = b""
-        if models.pages(host) % PRUNE_EVERY == 0:
-            pages, keys, counts = models.counts(host)
-            snapshot = encode_snapshot(pages, len(models.template(host)), keys, counts)
-        return Lesson(host, learned, pack_sorted(fresh), made, snapshot, saved)
+        if models.pages(hid) % PRUNE_EVERY == 0:
+            pages, keys, counts = models.counts(hid)
+            snapshot = encode_snapshot(pages, keys, counts)
+        return Lesson(hid, learned, pack_sorted(fresh), made, snapshot, saved)
 
     def undo(self, lesson: Lesson | None) -> None:
         if lesson is not None:
-            self.models.rollback(lesson.host, lesson.saved, lesson.made)
+            self.models.rollback(lesson.hid, lesson.saved, lesson.made)
 
-    def committed(self, hid: int, lesson: Lesson | None) -> None:
-        """A commit stood: the template blocks the page made go to this worker's copy of the
-        template (which the commit found current)."""
-        if lesson is not None and lesson.made:
-            self.extend(hid, np.array(lesson.made, ">u4").tobytes())
-
-    def extend(self, hid: int, more: bytes) -> None:
-        """Blocks Redis added to host ``hid``'s template after those this worker has."""
-        self.templates.setdefault(hid, TemplateCopy()).extend(more)
-
-    def refresh(
-        self, client: Any, keys: Any, hid: int, records: Iterable[DecodedRecord],
-        tlens: dict[int, int],
-    ) -> bool:
-        """Bring the copies of the candidates' hosts' templates (not ``hid``'s, current) to
-        the lengths read with them (one pipelined round trip when some grew); False if one has
-        grown further meanwhile."""
-        have = {r.hid: len(self.templates.get(r.hid) or ()) for r in records if r.hid != hid}
-        stale = {other: n for other, n in have.items() if n < tlens[other]}
+    def refresh(self, store: NeardupState, hids: Iterable[int], tlens: dict[int, int]) -> bool:
+        """Bring the copies of the templates of ``hids`` (the candidates' other hosts) to the
+        lengths read with them (one round trip when some grew); False if one has grown further
+        meanwhile."""
+        stale = {h: self.version(h) for h in hids if self.version(h) < tlens[h]}
         if not stale:
             return True
-        got = batch(client, [("GETRANGE", keys.template(o), n * 4, -1) for o, n in stale.items()])
-        for other, rest in zip(stale, got, strict=True):
-            self.extend(other, rest)
-        return all(len(self.templates[other]) == tlens[other] for other in stale)
-
-
-@dataclass(slots=True)
-class DecodedRecord:
-    """A decoded original: its entry (its record's first 12 bytes: which version it is), its
-    host id, the head of its record (for its URL), its sketch."""
-
-    entry: bytes
-    hid: int
-    head: bytes
-    title: int
-    sketch: np.ndarray
-    blocks: np.ndarray
-    cover: int
-
-    @property
-    def size(self) -> int:
-        """Bytes it takes in the worker (arrays, head, the objects around them)."""
-        return self.sketch.nbytes + self.blocks.nbytes + len(self.head) + 400
-
-
-class RecordCache:
-    """The originals' records this worker decoded, by id, the most recently used kept within
-    ``budget`` bytes. A record is kept with its entry (first 12 bytes): the worker compares it
-    with the record read and decodes it again if the original was stored again since."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.used = 0
-        self._records: OrderedDict[int, DecodedRecord] = OrderedDict()
-
-    def get(self, doc: int) -> DecodedRecord | None:
-        """The record of ``doc``, now the most recently used."""
-        rec = self._records.get(doc)
-        if rec is not None:
-            self._records.move_to_end(doc)
-        return rec
-
-    def keep(self, doc: int, entry: bytes, rec: bytes) -> DecodedRecord:
-        """Decode a record read and keep it under its id."""
-        n = int.from_bytes(rec[12:14], "big")
-        title, sketch, blocks, cover = decode_sketch(rec, 14 + n)
-        decoded = DecodedRecord(entry, int.from_bytes(rec[8:12], "big"), rec[: 14 + n], title,
-                                sketch, blocks, cover)
-        old = self._records.pop(doc, None)
-        if old is not None:
-            self.used -= old.size
-        self._records[doc] = decoded
-        self.used += decoded.size
-        while self.used > self.budget and len(self._records) > 1:
-            _, gone = self._records.popitem(last=False)
-            self.used -= gone.size
-        return decoded
+        for hid, rest in zip(stale, store.templates(stale), strict=True):
+            self.models.add_template(hid, *np.frombuffer(rest, ">u4").tolist())
+        return all(self.version(h) == tlens[h] for h in stale)

@@ -6,48 +6,83 @@ a read must see one moment (in order where that is enough); a decision is record
 crawl's near-duplicate tag). Nothing here decides.
 
 **Records.** An original's record (``neardup_codec``'s packing) is kept under its id in a chunk
-of :data:`SLOTS` ids (``:r``); an id without one is no original (now). Its first
-:data:`ENTRY` bytes (fingerprint, host id) say which version it is. A new URL's id is its
-commit's place in the crawl's order (``:v`` ``seq``; so is the store key of an original stored
-again): one counter a commit takes from, which the worker reads anyway.
+of :data:`SLOTS` ids (``:r``); an id without one is no original (now). A new URL's id is its
+commit's place in the crawl's order (``:v`` ``seq``): one counter a commit takes from, which
+the worker reads anyway.
+
+**Anchor postings.** An anchor (a 32-bit hash, one of an original's :data:`ANCHORS` smallest)
+is first *spread*, ``x = anchor * SPREAD mod 2**32`` (a bijection): an original's anchors lie
+in the lowest ~15 % of the hash range, and bucketed by their own top bits would crowd a few
+buckets. It lives in the string ``:a:<x's top bits>`` (~64 postings a bucket at the crawl's
+capacity) under the *field* ``x``'s other bits: the bucket is a log of 8-byte entries, the
+field and the original's id, appended by the commit that stored the original, so in commit
+order, as the in-process index keeps its postings; a reader keeps an anchor's first
+:data:`~crawler.content.neardup_index.MAX_POSTING`. A commit appends nothing to an anchor its
+page read full, so a bucket stays near its postings' 8 bytes each. Strings, not hash fields:
+one ``MGET`` reads a page's buckets and one ``APPEND`` writes an entry (see
+docs/benchmarks/history.md, "Issue 37's costs, 2026-12-06"). On the crawl's tag with the rest,
+the postings are written in the commit's transaction: a read that sees a commit's ``seq`` sees
+its postings.
 
 **The check.** Every commit writes ``:v``, so one whose ``seq`` is still the one the decision
 read changes nothing it read. Else the commit compares what it depends on (see
-:meth:`NeardupState._unchanged`); the originals stored since are in ``:recent`` (the
-:data:`RECENT` newest at least: a check spanning more commits retries).
+:meth:`NeardupState._unchanged`), the postings it read not full among them: a posting only
+grows, so one that has not grown lists no original stored since.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crawler.backends.redis import wire
 from crawler.backends.redis.fence import AGAIN, _raise_error, watched
 from crawler.backends.redis.keys import NeardupKeys
-from crawler.backends.redis.neardup_anchors import ALIAS, AnchorPostings, batch
-from crawler.backends.redis.neardup_copies import Lesson
 from crawler.backends.redis.wire import Command
 from crawler.content.neardup_index import MAX_POSTING
 
+if TYPE_CHECKING:
+    from crawler.backends.redis.neardup_copies import Lesson
+
 SLOTS = 1024  # ids per chunk of the records (:r)
-ENTRY = 12  # bytes a record starts with, its version: the fingerprint (8) and host id (4)
-RECENT = 4096  # originals kept in :recent (a check spanning more commits than this retries)
 TLEN = (1 << 24) - 1  # :v packs a host's pages learned << 24 | its template length
-TRIM = 64  # commits between two trims of :recent to its RECENT newest
 # a value past hash-max-listpack-value (64 B) the first commit sets in :v and :hc makes them
 # hashtables: a field (a host) found without scanning the others, ~4,000 instructions less a
 # look-up at 40 hosts
 WIDE = "." * 65
+SPREAD = 0x9E3779B1  # odd (a bijection of 32-bit values): 2**32 / golden ratio, Knuth's multiplier
 
 
 def bucket(prefix: str, digest: bytes, bits: int) -> tuple[str, bytes]:
     """The bucket key and field of an 8-byte digest: its top ``bits`` bits name the bucket, the
     bytes after those they give whole are the field (lossless)."""
     return prefix + str(int.from_bytes(digest[:4], "big") >> (32 - bits)), digest[bits // 8 :]
+
+
+def postings(bucket: bytes, field: int) -> list[int]:
+    """The first :data:`MAX_POSTING` ids an anchor bucket's entries list under ``field``, in
+    the order they were appended (see the module)."""
+    pairs = np.frombuffer(bucket, ">u4").reshape(-1, 2)
+    return pairs[pairs[:, 0] == field, 1][:MAX_POSTING].tolist()  # type: ignore[no-any-return]
+
+
+def batch(client: Any, commands: list[Command]) -> list[Any]:
+    """``commands``' replies, in one round trip (:func:`wire.execute` on one server; a cluster
+    client's pipeline sends them to the node of their slot, ``MGET`` as a plain command, which
+    its own method refuses); an error raised."""
+
+    def through_redis_py() -> list[Any]:
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
+
+    replies = wire.execute(client, commands, through_redis_py)
+    _raise_error(client, replies)
+    return replies
 
 
 @dataclass(slots=True)
@@ -61,19 +96,38 @@ class Read:
     forget: int
     own: int
     owner: int
-    pending: list[bytes]
-    stored: list[bytes]
+    postings: list[list[int]]  # each anchor's (the first MAX_POSTING ids)
+
+
+@dataclass(slots=True)
+class Decided:
+    """A worker's decision on a page, as its commit records it (and checks it still holds)."""
+
+    action: str  # Outcome.action
+    host: str
+    hid: int
+    uh: bytes  # 8 bytes of the URL's hash
+    fp: bytes  # 8 bytes of its fingerprint (b"": no words)
+    version: int  # the host's template length its features were computed with
+    checks: dict[int, int]  # the candidates' other hosts: template length the decision used
+    lesson: Lesson | None  # what it taught its host's model
+    record: bytes  # a new original's
+    anchors: list[int]  # when its postings were read: its anchors (a new original's postings)
 
 
 class NeardupState:
     """One worker's calls on the crawl's near-duplicate state (``keys``); ``bits``: of the URL
-    and fingerprint bucket numbers."""
+    and fingerprint bucket numbers, ``anchor_bits``: of the anchor buckets'."""
 
-    def __init__(
-        self, client: Any, keys: NeardupKeys, bits: int, anchors: AnchorPostings
-    ) -> None:
-        self.client, self.keys, self.bits, self.anchors = client, keys, bits, anchors
+    def __init__(self, client: Any, keys: NeardupKeys, bits: int, anchor_bits: int) -> None:
+        self.client, self.keys, self.bits = client, keys, bits
+        self._shift = 32 - anchor_bits
         self.epoch = os.urandom(8).hex()  # the state's epoch if this worker's commit is its first
+
+    def place(self, anchor: int) -> tuple[str, int]:
+        """(bucket key, field) of an anchor (spread: see the module)."""
+        x = anchor * SPREAD & 0xFFFFFFFF
+        return self.keys.anchors(x >> self._shift), x & ((1 << self._shift) - 1)
 
     def host_id(self, host: str) -> int:
         """``host``'s id, given it the first time any worker meets it."""
@@ -91,31 +145,27 @@ class NeardupState:
         """The state a decision on a page depends on, in one round trip (no ``MULTI``: each
         command of it costs Redis twice over; the order is enough): the commit count first, so
         that any commit after a value read counts past it and has the commit check that value;
-        the pending originals before the postings of ``anchors`` (read unless the fingerprint
-        has an owner). The store keys whose postings this worker wrote since are taken off
-        ``:pend`` first."""
+        then the URL's and fingerprint's ids and the postings of ``anchors`` (used unless the
+        fingerprint has an owner)."""
         keys = self.keys
-        done = self.anchors.take_done()
-        commands: list[Command] = [("HDEL", keys.pending, *done)] if done else []
-        commands += [("HMGET", keys.versions, "seq", "forget", "epoch", hid),
-                     ("HGET", *bucket(keys.urls_prefix, uh, self.bits))]
+        commands: list[Command] = [
+            ("HMGET", keys.versions, "seq", "forget", "epoch", hid),
+            ("HGET", *bucket(keys.urls_prefix, uh, self.bits)),
+        ]
         if fp:
             commands.append(("HGET", *bucket(keys.fingerprints_prefix, fp, self.bits)))
-        commands.append(("HVALS", keys.pending))
-        # one server answers a page's postings in this round trip; a cluster, after it
-        one = self.anchors.one_server
-        reads = self.anchors.queue_read(commands, anchors) if one else []
-        versions, own, *rest = batch(self.client, commands)[1 if done else 0 :]
+        places = [self.place(a) for a in anchors]
+        buckets = list(dict.fromkeys(key for key, _ in places))
+        if buckets:
+            commands.append(("MGET", *buckets))
+        versions, own, *rest = batch(self.client, commands)
         owner = int(rest.pop(0) or 0) if fp else 0
-        if not anchors or owner:
-            stored = [b""] * len(anchors)
-        elif one:
-            stored = self.anchors.parse_read(reads, rest[1:], len(anchors))
-        else:
-            stored = self.anchors.read(anchors)
+        found: list[list[int]] = [[] for _ in anchors]
+        if buckets and not owner:
+            values = dict(zip(buckets, rest[0], strict=True))
+            found = [postings(values[key] or b"", field) for key, field in places]
         seq, forget = (int(x or 0) for x in versions[:2])
-        return Read(int(versions[3] or 0), versions[2], seq, forget, int(own or 0), owner,
-                    rest[0], stored)
+        return Read(int(versions[3] or 0), versions[2], seq, forget, int(own or 0), owner, found)
 
     def host_state(self, hid: int, have: int) -> tuple[int, bytes, bytes, list[bytes]]:
         """A host's pages learned and template length (its ``:v`` field), its template's
@@ -130,94 +180,87 @@ class NeardupState:
         meta, rest, snapshot, log = pipe.execute()
         return int(meta or 0), rest, snapshot or b"", log
 
+    def templates(self, have: dict[int, int]) -> list[bytes]:
+        """The blocks of each host's template (by host id) from the ``have[hid]``-th on, in one
+        round trip."""
+        keys = self.keys
+        return batch(
+            self.client, [("GETRANGE", keys.template(h), n * 4, -1) for h, n in have.items()]
+        )
+
     def records(self, docs: list[int]) -> list[bytes | None]:
         """The records of ``docs`` (None: no original now), in one round trip."""
         return batch(self.client, [("HGET", self.keys.records(doc // SLOTS), doc) for doc in docs])
 
-    def commit(
-        self, action: str, host: str, hid: int, uh: bytes, fp: bytes, read: Read, version: int,
-        lesson: Lesson | None, anchors: list[int], lens: bytes, checks: dict[int, int],
-        record: bytes,
-    ) -> tuple[int, int, int, bytes] | None:
+    def commit(self, page: Decided, read: Read) -> tuple[int, int] | None:
         """Record a decision in one ``MULTI``/``EXEC``, under a ``WATCH`` of ``:v`` (every
         commit writes it): None (retry) if something the decision read changed since
-        ``read``; else the host's counts (pages << 26 | duplicates), the commit's ``seq``,
-        and a new original's store key and posting element (0, b"" if none)."""
-        keys = self.keys
-        ukey, ufield = bucket(keys.urls_prefix, uh, self.bits)
-        fkey, ffield = bucket(keys.fingerprints_prefix, fp or bytes(8), self.bits)
-        own, learned = read.own, lesson.learned if lesson else -1
-        watch: list[Command] = [("WATCH", keys.versions),
-                                ("HMGET", keys.versions, "seq", "forget", hid, *checks)]
-        if own and action != "unchanged":  # a URL stored before: its record now
+        ``read``; else the host's counts (pages << 26 | duplicates) and the commit's ``seq``."""
+        keys, own = self.keys, read.own
+        watch: list[Command] = [
+            ("WATCH", keys.versions),
+            ("HMGET", keys.versions, "seq", "forget", page.hid, *page.checks),
+        ]
+        if own and page.action != "unchanged":  # a URL stored before: its record now
             watch.append(("HGET", keys.records(own // SLOTS), own))
 
         def attempt(conn: wire.one_connection, node: Any) -> Any:
             got = conn.run(watch)
             _raise_error(self.client, got)
             seq, forget, meta, *tlens = (int(x or 0) for x in got[1])
-            if seq != read.seq and not self._unchanged(
-                    conn.run, read, seq, forget, meta, version, learned,
-                    [t & TLEN for t in tlens] != list(checks.values()),
-                    ukey, ufield, fp and (fkey, ffield), anchors, lens):
+            moved = [t & TLEN for t in tlens] != list(page.checks.values())
+            if seq != read.seq and not self._unchanged(conn, page, read, seq, forget, meta, moved):
                 conn.run([("UNWATCH",)])
                 return None
-            seq += 1
-            writes, k, elem = self._writes(
-                action, host, hid, seq, own, got[2] if len(got) > 2 else None, ukey,
-                ufield, fkey, ffield, anchors, lesson, record)
+            writes = self._writes(page, read, seq + 1, got[2] if len(got) > 2 else None)
             replies = conn.run([("MULTI",), *writes, ("EXEC",)])
             if replies[-1] is None:  # another commit came in between
                 return AGAIN
             _raise_error(self.client, replies)
-            return replies[-1][-1], seq, k, elem
+            return replies[-1][-1], seq + 1
 
         return watched(self.client, keys.versions, attempt)
 
     def _unchanged(
-        self, run: Any, read: Read, seq: int, forget: int, meta: int, version: int,
-        learned: int, moved: bool, ukey: str, ufield: bytes, fbucket: Any,
-        anchors: list[int], lens: bytes,
+        self, conn: Any, page: Decided, read: Read, seq: int, forget: int, meta: int, moved: bool
     ) -> bool:
         """Whether what the decision read is as it was, other workers' commits since
         notwithstanding: the host's template (and model, if the page teaches it), the
         candidates' hosts' templates (``moved``: one grew), the URL's and fingerprint's ids,
         and no original stored since has an anchor of this page whose postings were not full
         (it would have voted)."""
-        if meta & TLEN != version or (learned >= 0 and meta >> 24 != learned) or moved \
-                or forget != read.forget:  # fmt: skip
+        learned = page.lesson.learned if page.lesson else -1
+        if meta & TLEN != page.version or (learned >= 0 and meta >> 24 != learned) or moved:
             return False
-        mine = {a for a, n in zip(anchors, lens, strict=True) if n < MAX_POSTING}
-        if mine and seq - read.seq > RECENT:  # :recent may have shed one of them
+        if forget != read.forget:
             return False
-        got = run([("HGET", ukey, ufield), *([("HGET", *fbucket)] if fbucket else []),
-                   *([("LRANGE", self.keys.recent, 0, seq - read.seq - 1)] if mine else [])])
+        listed = zip(page.anchors, read.postings, strict=False)  # (no anchors: none read)
+        mine = [(*self.place(a), len(p)) for a, p in listed if len(p) < MAX_POSTING]
+        buckets = list(dict.fromkeys(key for key, _, _ in mine))
+        reads: list[Command] = [("HGET", *bucket(self.keys.urls_prefix, page.uh, self.bits))]
+        if page.fp:
+            reads.append(("HGET", *bucket(self.keys.fingerprints_prefix, page.fp, self.bits)))
+        if buckets:
+            reads.append(("MGET", *buckets))
+        got = conn.run(reads)
         _raise_error(self.client, got)
-        if int(got[0] or 0) != read.own or (fbucket and int(got[1] or 0) != read.owner):
+        if int(got[0] or 0) != read.own or (page.fp and int(got[1] or 0) != read.owner):
             return False
-        return not any(  # (each commit since stored one original at most)
-            int.from_bytes(e[:4], "big") > read.seq
-            and mine.intersection(np.frombuffer(e, ">u4", offset=4).tolist())
-            for e in (got[-1] if mine else ()))
+        values = dict(zip(buckets, got[-1] if buckets else (), strict=True))
+        return all(len(postings(values[key] or b"", field)) == n for key, field, n in mine)
 
-    def _writes(
-        self, action: str, host: str, hid: int, seq: int, own: int, was: bytes | None,
-        ukey: str, ufield: bytes, fkey: str, ffield: bytes, anchors: list[int],
-        lesson: Lesson | None, record: bytes,
-    ) -> tuple[list[Command], int, bytes]:
-        """The commit's writes (``was``: the record the URL's id has now); a new original's
-        store key and posting element."""
-        keys = self.keys
+    def _writes(self, page: Decided, read: Read, seq: int, was: bytes | None) -> list[Command]:
+        """The commit's writes (``was``: the record the URL's id has now)."""
+        keys, own, action = self.keys, read.own, page.action
         first = ("epoch", self.epoch, "forget", 0, "hashtable", WIDE) if seq == 1 else ()
         writes: list[Command] = [("HSET", keys.versions, "seq", seq, *first)]
         if first:  # (as :v, :hc a hashtable)
             writes.append(("HSET", keys.host_counts, " hashtable", WIDE))
-        k, elem = 0, b""
         if action != "unchanged":
             doc = own or seq  # a new URL's id is its commit's place
             rkey = keys.records(doc // SLOTS)
             if not own:
-                writes.append(("HSET", ukey, ufield, doc))
+                writes.append(("HSET", *bucket(keys.urls_prefix, page.uh, self.bits), doc))
             elif was:  # a refetched original: what it says now goes
                 # (its fingerprint's entry names it: a commit sets one only where none is, and
                 # drops it with the record)
@@ -226,30 +269,28 @@ class NeardupState:
                     writes.append(("HDEL", rkey, own))
                 writes.append(("HINCRBY", keys.versions, "forget", 1))
             if action == "new":
-                writes += [("HSET", rkey, doc, record), ("HSET", fkey, ffield, doc)]
-                # its postings: under its id, or (stored again under an id it had) a fresh key
-                k = seq if own else doc
-                elem = (k | ALIAS).to_bytes(4, "big") + own.to_bytes(4, "big") if own \
-                    else k.to_bytes(4, "big")  # fmt: skip
-                if anchors:
-                    owned = np.array(anchors, ">u4").tobytes()
-                    writes += [("HSET", keys.pending, k, elem + owned),
-                               ("LPUSH", keys.recent, k.to_bytes(4, "big") + owned)]
-                    if seq % TRIM == 0:
-                        writes.append(("LTRIM", keys.recent, 0, RECENT - 1))
-            if lesson is not None and action in ("new", "near"):
-                writes += _teach(keys, hid, lesson)
+                fbucket = bucket(keys.fingerprints_prefix, page.fp or bytes(8), self.bits)
+                writes += [("HSET", rkey, doc, page.record), ("HSET", *fbucket, doc)]
+                if page.anchors:  # its postings (an original stored again is listed again)
+                    for anchor, listed in zip(page.anchors, read.postings, strict=True):
+                        if len(listed) < MAX_POSTING:
+                            key, field = self.place(anchor)
+                            writes.append(("APPEND", key, (field << 32 | doc).to_bytes(8, "big")))
+            if page.lesson is not None and action in ("new", "near"):
+                writes += _teach(keys, page.hid, page.lesson)
         dup = action in ("exact", "near")
-        writes.append(("HINCRBY", keys.host_counts, host, (1 << 26) + dup))
-        return writes, k, elem
+        writes.append(("HINCRBY", keys.host_counts, page.host, (1 << 26) + dup))
+        return writes
 
 
 def _teach(keys: NeardupKeys, hid: int, lesson: Lesson) -> list[Command]:
     """The writes of what a page taught its host's model (and template)."""
     made = np.array(lesson.made, ">u4").tobytes()
     if lesson.snapshot:  # a pruning: the snapshot replaces the log so far
-        out: list[Command] = [("SET", keys.snapshot(hid), lesson.snapshot),
-                              ("DEL", keys.lessons(hid))]
+        out: list[Command] = [
+            ("SET", keys.snapshot(hid), lesson.snapshot),
+            ("DEL", keys.lessons(hid)),
+        ]
     else:
         out = [("RPUSH", keys.lessons(hid), lesson.entry)]
     out.append(("HINCRBY", keys.versions, hid, (1 << 24) + len(lesson.made)))

@@ -32,10 +32,9 @@ class RedisNearDuplicateStore:
             redis_client(s),
             crawl_key(s, site),
             threshold=NeardupConfig.from_settings(s).threshold,
-            # the anchor postings spread over as many hash tags as the frontier's shards
-            groups=max(1, s.getint("FRONTIER_SHARDS", defaults.FRONTIER_SHARDS)),
             # without the content thread the checks run on the reactor, which must never wait
             # on Redis: a page is judged alone at once
             outage_wait=s.getfloat("REDIS_OUTAGE_WAIT", defaults.REDIS_OUTAGE_WAIT)
-            if _ContentThread.from_settings(s).on else 0.0,
+            if _ContentThread.from_settings(s).on
+            else 0.0,
         )
