@@ -104,7 +104,7 @@ def test_partitions_and_shards_each_have_their_own_tag() -> None:
 
 def test_scan_patterns_take_a_crawl_name_literally() -> None:
     keys = CrawlKeys("a*b[1]?")
-    assert keys.patterns() == [r"{a\*b\[1\]\?}:*", r"{a\*b\[1\]\?:nd:*"]
+    assert keys.patterns() == [r"{a\*b\[1\]\?}:*"]
     assert keys.neardup().pattern("f") == r"{a\*b\[1\]\?}:nd:f:*"
 
 

@@ -161,8 +161,7 @@ class CrawlKeys:
         """SCAN patterns that match every key of the crawl under its tag(s) (not the seeds
         list, which scrapy-redis names)."""
         tags = [self.prefix] + [p for p in self.shard_prefixes() if p != self.prefix]
-        # and the near-duplicate anchor postings' own tags ({<crawl>:nd:<g>.<n>})
-        return [glob_escape(tag) + ":*" for tag in tags] + [glob_escape("{" + self.name) + ":nd:*"]
+        return [glob_escape(tag) + ":*" for tag in tags]
 
 
 SLOTS = 16384  # Redis Cluster's hash slots
