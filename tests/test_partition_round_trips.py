@@ -330,7 +330,8 @@ def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
 
 @contextmanager
 def hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The URLs hashed to their seen key (``url_key``) while the block runs."""
+    """The URLs hashed to their seen key (``url_key``) while the block runs (the owner's
+    link intake calls it itself, ``entry_key`` inlined)."""
     hashed: list[str] = []
     url_key = store_module.url_key
 
@@ -340,6 +341,7 @@ def hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     with monkeypatch.context() as m:
         m.setattr(store_module, "url_key", counted)
+        m.setattr(partitioned_module, "url_key", counted)
         yield hashed
 
 

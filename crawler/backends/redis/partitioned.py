@@ -57,7 +57,7 @@ from crawler.frontier.api import (
 )
 from crawler.frontier.mercator import MercatorFrontier
 from crawler.frontier.reports import add_counts
-from crawler.frontier.store import entry_key, url_key
+from crawler.frontier.store import url_key
 from crawler.frontier.urls import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -330,24 +330,25 @@ class PartitionedFrontier(Frontier):
     def _add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         self._maybe_beat()
         results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
-        parts, local, where = self.parts, {}, dict.fromkeys([e.host for e in entries], 0)
+        parts, where = self.parts, dict.fromkeys([e.host for e in entries], 0)
         for host in where:  # a page's few hosts, each asked once; -1: blocked (controls)
             where[host] = -1 if self.controls.blocked(host) else self.shard(host)
+        local: dict[int, tuple[list[int], list[Entry], list[int]]] = {}  # positions, links, keys
         for i, entry in enumerate(entries):
             if (index := where[entry.host]) < 0:
                 results[i] = AddResult(False, "host_blocked")
             elif index in parts:
-                local.setdefault(index, []).append(i)
+                positions, batch, keys = local.get(index) or local.setdefault(index, ([], [], []))
+                positions.append(i)
+                batch.append(entry)
+                keys.append(entry.key or url_key(entry.url))  # (entry_key, inline)
             else:
                 self._outbox[index].adds.append((entry, False, False))
-        batches = {index: [entries[i] for i in positions] for index, positions in local.items()}
-        keys = {index: [entry_key(e) for e in batch] for index, batch in batches.items()}
-        # one seen-test for the links of every partition (one round trip), each hashed once
-        prime_seen(self.client, {parts[index].store: keys[index] for index in batches})
-        for index, positions in local.items():
-            part, batch = parts[index], batches[index]
+        prime_seen(self.client, {parts[i].store: b[2] for i, b in local.items()})  # (one trip)
+        for index, (positions, batch, keys) in local.items():
+            part = parts[index]
             self._unwritten.setdefault(index, []).append((batch, False, False))
-            answers = self._guarded(part, partial(part.frontier.add_many, batch, keys[index]))
+            answers = self._guarded(part, partial(part.frontier.add_many, batch, keys))
             for i, result in zip(positions, answers or (), strict=False):
                 results[i] = result
         return results
@@ -597,4 +598,3 @@ class PartitionedFrontier(Frontier):
         self._stop_renewing()
         self.ownership.leave()
         self.parts.clear()
-
