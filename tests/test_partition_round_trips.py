@@ -7,6 +7,7 @@ And what it costs the worker: each link's URL is hashed once a call."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +22,7 @@ from crawler.backends.redis import queue_store
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import store as store_module
-from crawler.frontier.api import Settlement
+from crawler.frontier.api import Entry, Settlement
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -369,6 +370,39 @@ def test_a_pages_links_are_hashed_once_and_flushed_once(
     assert all(r.added for r in results)
     assert sorted(hashed) == sorted(e.url for e in links)
     assert len(flushes) == 1
+
+
+def test_a_call_stages_only_the_partitions_it_called(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker owning four partitions: a page whose links go to its own host stages (and
+    writes) that host's partition alone, the others holding nothing to write since the last
+    whole flush; a beat (which may write any) makes the next flush stage them all."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    monkeypatch.setattr(partitioned_module, "BEAT", math.inf)  # (no beat in between)
+    f.add_many(entries(8, 2))
+    lease = f.next()
+    assert lease is not None and len(f.parts) == 4
+    staged: list[int] = []
+    stage = queue_store.RedisQueueStore.stage
+
+    def counted(self: queue_store.RedisQueueStore, **kwargs: bool) -> None:
+        staged.append(self.keys.index)
+        stage(self, **kwargs)
+
+    monkeypatch.setattr(queue_store.RedisQueueStore, "stage", counted)
+    host = lease.entry.host
+    links = [Entry(url=f"http://{host}/new{i}", host=host) for i in range(3)]
+    results, _ = f.apply(links, [Settlement("finish", lease.token, 0.1)])
+    assert all(r.added for r in results)
+    assert set(staged) == {f.shard(host)}
+    staged.clear()
+    f.beat()
+    f.settle_many([])
+    assert set(staged) == set(range(4))
+    staged.clear()
+    f.settle_many([])
+    assert staged == []
 
 
 def test_letters_links_are_hashed_once(

@@ -94,22 +94,11 @@ class PartitionedFrontier(Frontier):
     renews the leases too."""
 
     def __init__(
-        self,
-        client: Any,
-        crawl: str,
-        count: int,
-        worker: str,
-        *,
-        build: Callable[[RedisQueueStore], MercatorFrontier],
-        seen: SeenSetConfig,
-        front_queues: int,
-        lease_ttl: float,
-        partition_ttl: float,
-        replicas: int = 0,
-        back_queues: int = 0,
-        clock: Clock = time.monotonic,
-        keep_alive: bool = False,
-    ) -> None:
+        self, client: Any, crawl: str, count: int, worker: str, *,
+        build: Callable[[RedisQueueStore], MercatorFrontier], seen: SeenSetConfig,
+        front_queues: int, lease_ttl: float, partition_ttl: float, replicas: int = 0,
+        back_queues: int = 0, clock: Clock = time.monotonic, keep_alive: bool = False,
+    ) -> None:  # fmt: skip
         self.client = client
         self.crawl = crawl
         self.count = count
@@ -139,6 +128,7 @@ class PartitionedFrontier(Frontier):
         self._beat_waiting = False  # a wake-up said partitions were handed back
         self._mail_waiting = False  # a wake-up said letters were sent
         self._surplus_since: float | None = None  # when the surplus being drained was named
+        self._touched: set[int] | None = None  # see _flushed (None: any may hold writes)
         self.fleet = FleetView(client, self.crawl_keys, self.keys, count, front_queues, BEAT)
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
@@ -149,7 +139,7 @@ class PartitionedFrontier(Frontier):
 
     def beat(self) -> None:
         """Renew, claim and release partitions, then read their inboxes."""
-        self._last_beat, self._beat_waiting = time.monotonic(), False
+        self._last_beat, self._beat_waiting, self._touched = time.monotonic(), False, None
         beat = self.ownership.beat()
         for index in beat.lost:
             self._drop(index, "lost")
@@ -164,10 +154,8 @@ class PartitionedFrontier(Frontier):
         self._share_back_queues()
         self.controls.obey(self.parts, self._guarded, self.shard)  # controls
         self.read_mail()
-        self.fleet.publish({
-            index: (len(part.frontier), part.frontier.in_flight())
-            for index, part in self.parts.items()
-        })
+        self.fleet.publish({i: (len(p.frontier), p.frontier.in_flight())
+                            for i, p in self.parts.items()})  # fmt: skip
 
     def _share_back_queues(self) -> None:
         """The worker's B over the partitions it owns now, as one Mercator frontier would
@@ -273,6 +261,8 @@ class PartitionedFrontier(Frontier):
     def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on a partition; a lost lease drops the partition (None), and the URLs
         added to it since its last write go to its inbox, for its next owner."""
+        if self._touched is not None:
+            self._touched.add(part.index)
         try:
             return fn()
         except PartitionLost as exc:
@@ -283,7 +273,7 @@ class PartitionedFrontier(Frontier):
         """Write the partitions' changes (all, ``only`` one's, or all ``but`` one's) and the
         letters (:meth:`Mailboxes.flush`); a partition found lost is mailed what it stored."""
         while True:
-            parts = [p for p in self.parts.values() if p.index != but and only in (None, p.index)]
+            parts = self._flushed(but, only)
             letters = self._outbox
             if letters:
                 self._outbox = defaultdict(Letter)
@@ -295,10 +285,20 @@ class PartitionedFrontier(Frontier):
                           and (p := self.parts.get(i)) is not None and not p.store.writer.pending]:
                 del self._unwritten[index]
             if not any(lost) and not self._outbox:
+                if but is None and only is None:
+                    self._touched = set()
                 return
+
+    def _flushed(self, but: int | None = None, only: int | None = None) -> list[Partition]:
+        """The partitions a flush writes (all, ``only``'s or all ``but``'s) of those called since
+        the last whole flush (:meth:`_guarded`), not all 16; after a beat or mail read, all."""
+        touched = self._touched
+        return [p for i, p in self.parts.items() if i != but and only in (None, i)
+                and (touched is None or i in touched)]  # fmt: skip
 
     def read_mail(self) -> int:
         """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`)."""
+        self._touched = None
         return self.mail.deliver(self.parts, self.worker, self._drop)
 
     # -- adding ----------------------------------------------------------------------------------
@@ -380,11 +380,9 @@ class PartitionedFrontier(Frontier):
         return self.shard(normalize_url(link[0])[1]) if isinstance(link[0], str) else None
 
     def apply(
-        self,
-        entries: Sequence[Entry],
-        settlements: Sequence[Settlement],
+        self, entries: Sequence[Entry], settlements: Sequence[Settlement],
         credits: Sequence[tuple[Any, ...]] = (),
-    ) -> tuple[list[AddResult], list[float | None]]:
+    ) -> tuple[list[AddResult], list[float | None]]:  # fmt: skip
         if credits:
             self._credit(credits)
         results = self._add_many(entries) if entries else []
@@ -393,7 +391,7 @@ class PartitionedFrontier(Frontier):
         # stored. In one fenced call if one holds it all; else one settled partition writes
         # its links and acknowledgements in one call, after every other partition's links
         # and the letters, before every other partition's acknowledgements.
-        one = self.mail.one_call(list(self.parts.values()), self._outbox, settlements)
+        one = self.mail.one_call(self._flushed(), self._outbox, settlements)
         last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
         but = last.index if last is not None and not one else None
         if not one:
@@ -594,6 +592,7 @@ class PartitionedFrontier(Frontier):
         URLs go to the next owner)."""
         for part in self.parts.values():
             part.store.stage(count=True)  # (their seen counts too)
+        self._touched = None
         self._flush()
         self._stop_renewing()
         self.ownership.leave()
