@@ -348,9 +348,9 @@ class PartitionedFrontier(Frontier):
         for index, (positions, batch, keys) in local.items():
             part = parts[index]
             self._unwritten.setdefault(index, []).append((batch, False, False))
-            answers = self._guarded(part, partial(part.frontier.add_many, batch, keys))
-            for i, result in zip(positions, answers or (), strict=False):
-                results[i] = result
+            answers = self._guarded(part, partial(part.frontier.add_many, batch, keys)) or ()
+            for j in range(len(answers)):  # (no zip: its strict= costs more than the loop)
+                results[positions[j]] = answers[j]
         return results
 
     def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
