@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -23,6 +24,7 @@ from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import store as store_module
 from crawler.frontier.api import Entry, Settlement
+from crawler.frontier.mercator import MercatorFrontier
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -416,6 +418,40 @@ def test_letters_links_are_hashed_once(
         assert owner.read_mail() == 4
     assert sorted(hashed) == sorted(e.url for e in links)
     assert len(owner) == len(links)
+
+
+def test_an_inboxs_plain_letters_are_queued_in_one_pass_in_order(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Letters read from one inbox: the links of consecutive letters that carry nothing
+    else go through the owner's intake together (one add_many, not one a letter); a forced
+    link between them keeps its place."""
+    owner, sender = owner_and_sender(client)
+    host = "h0.test"
+    index = owner.shard(host)
+    link = [Entry(url=f"http://{host}/{i}", host=host) for i in range(5)]
+    sender.add_many(link[:1])
+    sender.add_many(link[1:3])
+    sender.add(link[3], force=True)
+    sender.add_many(link[4:])
+    calls: list[tuple[str, list[str]]] = []
+    add_many, add = MercatorFrontier.add_many, MercatorFrontier.add
+
+    def counted_many(self: MercatorFrontier, batch: Any, keys: Any = ()) -> Any:
+        calls.append(("add_many", [e.url for e in batch]))
+        return add_many(self, batch, keys)
+
+    def counted_add(self: MercatorFrontier, entry: Entry, **kwargs: Any) -> Any:
+        if kwargs.get("force"):  # (add_many calls add for each new link: not counted)
+            calls.append(("add", [entry.url]))
+        return add(self, entry, **kwargs)
+
+    monkeypatch.setattr(MercatorFrontier, "add_many", counted_many)
+    monkeypatch.setattr(MercatorFrontier, "add", counted_add)
+    assert owner.read_mail() == 4
+    urls = [e.url for e in link]
+    assert calls == [("add_many", urls[:3]), ("add", urls[3:4]), ("add_many", urls[4:])]
+    assert len(owner.parts[index].frontier) == 5
 
 
 def test_a_question_writes_nothing_and_its_routing_goes_with_the_next_call(
