@@ -67,6 +67,7 @@ MAILED = "mailed"  # AddResult.reason of a link sent to the partition that owns 
 MAIL = b"mail"  # the wake-up that says letters were sent
 MIN_BACK_QUEUES = 2  # a partition's share of its worker's B, at the least
 TOGETHER_WAIT = 5.0  # seconds a settled surplus partition waits for the rest of the surplus
+_OUTCOMES = {o.value: o for o in Outcome}  # (Outcome("fetched"), the enum's call: ~0.6 us)
 
 
 @dataclass
@@ -465,10 +466,10 @@ class PartitionedFrontier(Frontier):
         part, token = self._part_of(s.token)
         if part is None:
             return None
-        f = part.frontier
         if s.kind == "ack":
-            return self._guarded(part, partial(f.ack, token))  # (None)
-        settle, outcome = f.finish if s.kind == "finish" else f.complete, Outcome(s.outcome)
+            return self._guarded(part, partial(part.frontier.ack, token))  # (None)
+        outcome = _OUTCOMES.get(s.outcome) or Outcome(s.outcome)
+        settle = part.frontier.finish if s.kind == "finish" else part.frontier.complete
         return self._guarded(part, partial(settle, token, s.duration, outcome, size=s.size))
 
     def complete(
