@@ -393,8 +393,8 @@ class PartitionedFrontier(Frontier):
         # its links and acknowledgements in one call, after every other partition's links
         # and the letters, before every other partition's acknowledgements.
         one = self.mail.one_call(self._flushed(), self._outbox, settlements)
-        last, _ = self._part_of(settlements[0].token) if settlements else (None, "")
-        but = last.index if last is not None and not one else None
+        last, _ = self._part_of(settlements[0].token) if settlements and not one else (None, "")
+        but = last.index if last is not None else None
         if not one:
             self._flush(but=but)
         rests = [self._settle(s) for s in settlements]
