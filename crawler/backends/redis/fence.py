@@ -53,7 +53,8 @@ def _bulk(text: str) -> bytes:
     return b"$%d\r\n%b\r\n" % (len(raw), raw)
 
 
-Write = tuple[str, str, tuple[Any, ...]]
+# a write: (command, key, its arguments), or (command, key, the whole command packed as RESP)
+Write = tuple[str, str, tuple[Any, ...] | bytes]
 
 
 class PartitionLost(Exception):
@@ -142,6 +143,13 @@ class FencedWriter:
         if len(args) > MAX_ARGUMENTS:
             raise ValueError(f"{command} with {len(args)} arguments: split it")
         self._writes.append((command, key, args))
+
+    def write_packed(self, command: str, key: str, request: bytes) -> None:
+        """Queue one command the caller packed as RESP (``request``: ``command key ...`` as
+        ``hiredis.pack_command`` packs it). For the commonest writes, whose shape is known:
+        written out from cached parts they cost ~3k instructions against ~7k through
+        ``pack_command`` (a ``sprintf`` per argument)."""
+        self._writes.append((command, key, request))
 
     def write_many(self, command: str, key: str, values: Sequence[Any]) -> None:
         """Queue ``command key *values``, as several writes in order past ``MAX_ARGUMENTS``
@@ -280,7 +288,7 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
                 digits = b"%d" % number
                 packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
             if not skip:
-                packed += [pack_command((command, key, *args))
+                packed += [args if type(args) is bytes else pack_command((command, key, *args))
                            for command, key, args in batches[j]]  # fmt: skip
         if fenced or rewound:
             conn.run_packed(_UNWATCH, 1)
