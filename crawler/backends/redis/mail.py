@@ -96,6 +96,7 @@ POST_SHA = hashlib.sha1(POST_SOURCE.encode()).hexdigest()
 # How long an inbox remembers the last letter a sender added (ms): a letter sent again later
 # than this (an outage longer than a day) is added twice, as if it were not marked
 MARK_TTL_MS = 86_400_000
+_MARK_TTL = b"$2\r\nPX\r\n$%d\r\n%d\r\n" % (len(str(MARK_TTL_MS)), MARK_TTL_MS)  # (packed)
 WAKE_EVERY = 0.1  # seconds between a sender's wake-ups for its letters at the least
 
 
@@ -252,6 +253,7 @@ class Mailboxes:
         self._carried: dict[str, int] = {}  # inbox -> partition, of the letters carried
         self._woke = float("-inf")  # when flush() last published a wake-up
         self._pack = msgpack.Packer(use_bin_type=True).pack  # (one thread: the frontier's)
+        self._marks: dict[str, tuple[str, bytes]] = {}  # inbox -> its mark, SET's head packed
         self._wake_owed = False  # letters sent since
 
     def _inbox(self, index: int) -> str:
@@ -351,7 +353,12 @@ class Mailboxes:
             inbox = self._inbox(index)
             self._carried[inbox] = index
             writer.write("XADD", inbox, "*", FIELD, blob)
-            writer.write("SET", f"{inbox}:{self.sender}", digest, "PX", MARK_TTL_MS)
+            if (mark := self._marks.get(inbox)) is None:  # SET <mark> <digest> PX <ttl>
+                raw = f"{inbox}:{self.sender}".encode()
+                head = b"*5\r\n$3\r\nSET\r\n$%d\r\n%b\r\n" % (len(raw), raw)
+                mark = self._marks[inbox] = (raw.decode(), head)
+            request = b"%b$%d\r\n%b\r\n%b" % (mark[1], len(digest), digest, _MARK_TTL)
+            writer.write_packed("SET", mark[0], request)
         if letters and wake is not None:
             writer.write("PUBLISH", *wake)
 
