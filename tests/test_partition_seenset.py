@@ -14,7 +14,7 @@ import hiredis
 import pytest
 import redis
 
-from crawler.backends.redis import seenset, wire
+from crawler.backends.redis import seenset
 from crawler.backends.redis.keys import PartitionKeys, glob_escape
 from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, has_bloom_module
 from crawler.frontier.store import url_key
@@ -205,10 +205,6 @@ def test_the_owners_adds_count_and_warn_as_the_others_do(
         def write(self, *command: object) -> None:
             client.execute_command(*command)
 
-        def write_packed(self, command: str, key: str, request: bytes) -> None:
-            (reply,) = wire.execute_packed(client, request, 1, lambda: [None])
-            assert not isinstance(reply, Exception), reply
-
     keys = partition()
     seen = SeenSet(client, keys, config("exact", capacity=300))
     added = url_keys(400)
@@ -299,9 +295,7 @@ def test_on_a_cluster_each_partition_is_one_slot(
 
 @pytest.mark.parametrize("limit", [-1, 2_000_000])
 def test_an_exact_limit_of_minus_one_keeps_an_exact_set_of_the_default_layout(
-    redis_server: RedisServer,  # noqa: F811
-    client: redis.Redis,
-    limit: int,
+    redis_server: RedisServer, client: redis.Redis, limit: int  # noqa: F811
 ) -> None:
     """``FRONTIER_SEEN_EXACT_LIMIT=-1`` (exact whatever the size) is the exact kind, even on a
     server with RedisBloom, with the buckets of the default size: not one bucket (a capacity
@@ -318,31 +312,3 @@ def test_an_exact_limit_of_minus_one_keeps_an_exact_set_of_the_default_layout(
     seen = RedisFrontierStore(settings, "site")._seen_config(client)
     assert seen.capacity == defaults.FRONTIER_SEEN_EXACT_LIMIT // PARTITIONS
     assert seen.bloom == (limit > 0 and has_bloom_module(client))
-
-
-@pytest.mark.parametrize("capacity", [1, 10_000_000])
-def test_the_owners_adds_are_packed_as_hiredis_packs_them(
-    client: redis.Redis, capacity: int
-) -> None:
-    """The owner's adds (``queue_adds``), written out as RESP per bucket, are byte for byte
-    what ``hiredis.pack_command`` packs of ``SADD <bucket> <members>``, whether the keys
-    share one bucket (capacity 1), past a write's arguments, or fall in one each."""
-    seen = SeenSet(client, partition(), config("exact", capacity=capacity))
-    written: list[tuple[str, str, bytes]] = []
-
-    class Writer:
-        def write_packed(self, command: str, key: str, request: bytes) -> None:
-            written.append((command, key, request))
-
-    keys = url_keys(5000 if capacity == 1 else 40)
-    seen.queue_adds(Writer(), keys)
-    members: dict[str, list[int]] = {}
-    for key in keys:
-        members.setdefault(seen._bucket(key), []).append(seenset._members([key])[0])
-    expected = [
-        ("SADD", bucket, hiredis.pack_command(("SADD", bucket, *some[at : at + 4096])))
-        for bucket, some in members.items()
-        for at in range(0, len(some), 4096)
-    ]
-    assert sorted(written) == sorted(expected)
-    assert len(written) == (2 if capacity == 1 else len(keys))

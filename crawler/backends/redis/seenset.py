@@ -49,7 +49,6 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import MAX_ARGUMENTS
 from crawler.backends.redis.keys import PartitionKeys
 
 log = logging.getLogger(__name__)
@@ -222,17 +221,10 @@ class SeenSet:
             return
         prefix, shift, buckets = self.keys.seen_bucket_prefix, self._shift, {}
         for key in keys:  # (its member inline: a call a key costs the owner's every flush)
-            member = str(((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000)
+            member = ((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000
             buckets.setdefault((key & _U64) >> shift, []).append(member)
-        names = self._names
-        for b, members in buckets.items():  # (packed here as the seen-test's are: most hold one)
-            name = names.get(b) or self._name(b)
-            for at in range(0, len(members), MAX_ARGUMENTS):  # (a write's arguments, at most)
-                some = members[at : at + MAX_ARGUMENTS]
-                request = f"*{2 + len(some)}\r\n$4\r\nSADD\r\n{name}" + "".join(
-                    [f"${len(m)}\r\n{m}\r\n" for m in some]
-                )
-                writer.write_packed("SADD", prefix + str(b), request.encode())
+        for b, members in buckets.items():
+            writer.write("SADD", prefix + str(b), *members)
         self._owed += len(keys)
 
     def queue_owed(self, writer: Any) -> bool:
