@@ -82,6 +82,7 @@ from crawler.frontier.mercator import FRONT_QUEUES, MercatorFrontier
 from crawler.frontier.store import entry_key
 
 FIELD = b"l"  # a message's one field: the letter
+_XADD_ID_FIELD = b"$1\r\n*\r\n$%d\r\n%b\r\n" % (len(FIELD), FIELD)  # (an XADD's, packed)
 _LAST_QUEUE = FRONT_QUEUES - 1  # an add's priority travels in its tag, clamped as queued
 _FORCE, _FIRST = 1, 2  # in an add's tag
 # ids per XACK/XDEL write: the group name and the ids stay within one fenced write's arguments
@@ -253,7 +254,7 @@ class Mailboxes:
         self._carried: dict[str, int] = {}  # inbox -> partition, of the letters carried
         self._woke = float("-inf")  # when flush() last published a wake-up
         self._pack = msgpack.Packer(use_bin_type=True).pack  # (one thread: the frontier's)
-        self._marks: dict[str, tuple[str, bytes]] = {}  # inbox -> its mark, SET's head packed
+        self._heads: dict[str, tuple[bytes, str, bytes]] = {}  # see carry
         self._wake_owed = False  # letters sent since
 
     def _inbox(self, index: int) -> str:
@@ -352,13 +353,16 @@ class Mailboxes:
             digest = digests[index]
             inbox = self._inbox(index)
             self._carried[inbox] = index
-            writer.write("XADD", inbox, "*", FIELD, blob)
-            if (mark := self._marks.get(inbox)) is None:  # SET <mark> <digest> PX <ttl>
-                raw = f"{inbox}:{self.sender}".encode()
-                head = b"*5\r\n$3\r\nSET\r\n$%d\r\n%b\r\n" % (len(raw), raw)
-                mark = self._marks[inbox] = (raw.decode(), head)
-            request = b"%b$%d\r\n%b\r\n%b" % (mark[1], len(digest), digest, _MARK_TTL)
-            writer.write_packed("SET", mark[0], request)
+            # XADD <inbox> * l <letter>, SET <mark> <digest> PX <ttl>, from heads packed once
+            if (heads := self._heads.get(inbox)) is None:  # (pack_command: ~7k instructions)
+                box, mark = inbox.encode(), f"{inbox}:{self.sender}".encode()
+                xadd = b"*5\r\n$4\r\nXADD\r\n$%d\r\n%b\r\n%b" % (len(box), box, _XADD_ID_FIELD)
+                put = b"*5\r\n$3\r\nSET\r\n$%d\r\n%b\r\n" % (len(mark), mark)
+                heads = self._heads[inbox] = (xadd, mark.decode(), put)
+            xadd, mark_key, set_head = heads
+            writer.write_packed("XADD", inbox, b"%b$%d\r\n%b\r\n" % (xadd, len(blob), blob))
+            request = b"%b$%d\r\n%b\r\n%b" % (set_head, len(digest), digest, _MARK_TTL)
+            writer.write_packed("SET", mark_key, request)
         if letters and wake is not None:
             writer.write("PUBLISH", *wake)
 
@@ -367,9 +371,9 @@ class Mailboxes:
         it carried (:meth:`carry`) that are not known to be written: they are sent at the
         next :meth:`send` (``lua/post.lua`` finds those that were, by the sender's mark)."""
         writer.discard()
-        letters = {
-            self._carried[key]: args[2] for command, key, args in writer.dropped
-            if command == "XADD" and key in self._carried
+        letters = {  # (a packed XADD's last argument: after its head and the length's line)
+            self._carried[key]: args[args.index(b"\r\n", len(self._heads[key][0])) + 2 : -2]
+            for command, key, args in writer.dropped if command == "XADD" and key in self._carried
         }  # fmt: skip
         writer.dropped = []
         if letters:
@@ -523,15 +527,14 @@ class Mailboxes:
             if not waiting:
                 break
             letters = self.read(waiting, consumer, LETTERS_PER_READ)
-            keys = {  # each link's seen key, hashed once
-                i: [[entry_key(e) for e, _, _ in lt.adds] for _, lt in pairs]
-                for i, pairs in letters.items()
-            }  # fmt: skip
-            prime_seen(self.client, {  # one seen-test for every letter (one round trip)
-                parts[i].store: [k for (_, lt), ks in zip(pairs, keys[i], strict=True)
-                                 for (_, force, _), k in zip(lt.adds, ks, strict=True) if not force]
-                for i, pairs in letters.items()
-            })  # fmt: skip
+            keys: dict[int, list[list[int]]] = {}  # each link's seen key, hashed once
+            tests: dict[Any, list[int]] = {}  # a store's keys to seen-test (not forced)
+            for i, pairs in letters.items():
+                ks, test = keys.setdefault(i, []), tests.setdefault(parts[i].store, [])
+                for _, lt in pairs:  # (no zip: its strict= costs ~1.3k instructions a letter)
+                    ks.append(lk := [entry_key(e) for e, _, _ in lt.adds])
+                    test += [lk[j] for j, (_, force, _) in enumerate(lt.adds) if not force]
+            prime_seen(self.client, tests)  # one seen-test for every letter (one round trip)
             for index, pairs in letters.items():
                 part = parts[index]
                 deliver_all(part.frontier, [letter for _, letter in pairs], keys[index])
