@@ -199,6 +199,11 @@ def _replies(conn: Any, count: int) -> list[Any]:
         if kind is int or kind is bytes:  # (most replies: no error, no push message)
             replies.append(reply)
             continue
+        if kind is list:  # (an array: a seen-test's, an MGET's, an EXEC's)
+            if reply and isinstance(reply[0], ConnectionError):
+                raise reply[0]
+            replies.append(reply)
+            continue
         if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
             try:
                 reply = read()
@@ -210,8 +215,6 @@ def _replies(conn: Any, count: int) -> list[Any]:
             continue
         elif isinstance(reply, ConnectionError):
             raise reply
-        elif kind is list and reply and isinstance(reply[0], ConnectionError):
-            raise reply[0]
         replies.append(reply)
     return replies
 
