@@ -115,7 +115,7 @@ class PartitionedFrontier(Frontier):
         self.shard = ShardMap(count)
         self.crawl_keys = CrawlKeys(crawl)
         self.ownership = PartitionOwnership(client, crawl, count, worker, partition_ttl,
-                                            replicas=replicas)
+                                            replicas=replicas)  # fmt: skip
         self.mail = Mailboxes(client, self.keys, worker)
         self.parts: dict[int, Partition] = {}
         self._outbox: defaultdict[int, Letter] = defaultdict(Letter)  # letters to send
@@ -227,7 +227,7 @@ class PartitionedFrontier(Frontier):
         store = RedisQueueStore(
             self.client, keys, ownership.writer, SeenSet(self.client, keys, self._seen),
             self._front_queues, self.clock,
-        )
+        )  # fmt: skip
         try:
             moved = store.recover()
         except PartitionLost:
@@ -242,7 +242,7 @@ class PartitionedFrontier(Frontier):
             logger.info(
                 "Partition %d taken over from its last owner (ownership %d): %d URLs it had "
                 "out of the queues are queued again", keys.index, ownership.epoch, moved,
-            )
+            )  # fmt: skip
 
     def _drop(self, index: int, why: str) -> None:
         part = self.parts.pop(index, None)  # what was added to it since its last write is mailed
@@ -257,7 +257,7 @@ class PartitionedFrontier(Frontier):
                 "queued again" if why == "rewound" else "Partition %d is no longer this "
                 "worker's: %d leases open there go back to its next owner",
                 index, part.frontier.in_flight(),
-            )
+            )  # fmt: skip
 
     def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on a partition; a lost lease drops the partition (None), and the URLs
@@ -282,8 +282,8 @@ class PartitionedFrontier(Frontier):
             for part, refused in zip(parts, lost, strict=True) if any(lost) else ():
                 if refused:
                     self._drop(part.index, refused.why)
-            for index in [i for i in self._unwritten if i != but and only in (None, i)
-                          and (p := self.parts.get(i)) is not None and not p.store.writer.pending]:
+            for index in [i for i in self._unwritten if i != but and only in (None, i) and
+                          (p := self.parts.get(i)) and not p.store.writer.pending]:  # fmt: skip
                 del self._unwritten[index]
             if not any(lost) and not self._outbox:
                 if but is None and only is None:
