@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import hiredis
 import msgpack
 import pytest
 import redis
@@ -359,3 +360,33 @@ def test_a_letter_carries_its_urls_as_text():
     assert adds[0].endswith(b"docs/a.html")
     ((entry, _, _),) = unpack_letter(pack_letter(Letter([(link, False, False)], []))).adds
     assert (entry.url, entry.host, entry.referrer) == (link.url, link.host, link.referrer)
+
+
+def test_a_carried_letters_writes_are_packed_as_hiredis_packs_them(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    """A letter carried by a fenced call: its XADD and its mark SET, packed from heads kept
+    per inbox, are byte for byte what ``hiredis.pack_command`` packs; they land, and a
+    rescue of the writer (its partition lost) still finds the letter to send again."""
+    crawl = fresh_key()
+    keys = partitions(crawl)
+    boxes = Mailboxes(redis_client, keys, "w1")
+    blob = pack_letter(letter_of("https://a.example/1", "https://a.example/2"))
+    digest = b"d" * 16
+    for _ in range(2):  # (the second from the heads kept)
+        writer = owned(redis_client, keys(0))
+        boxes.carry(writer, {3: blob}, None, {3: digest})
+        inbox = keys(3).inbox
+        assert [request for _, _, request in writer._writes] == [
+            hiredis.pack_command(("XADD", inbox, "*", b"l", blob)),
+            hiredis.pack_command(("SET", f"{inbox}:w1", digest, "PX", 86_400_000)),
+        ]
+        writer.discard()
+        boxes.rescue(writer)
+        assert boxes._unsent[-1] == {3: blob}
+    writer = owned(redis_client, keys(0))
+    boxes.carry(writer, {3: blob}, None, {3: digest})
+    writer.flush()
+    assert redis_client.get(f"{keys(3).inbox}:w1") == digest
+    ((_, fields),) = redis_client.xrange(keys(3).inbox)
+    assert urls_of(fields[b"l"]) == ["https://a.example/1", "https://a.example/2"]

@@ -7,9 +7,11 @@ And what it costs the worker: each link's URL is hashed once a call."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -21,7 +23,8 @@ from crawler.backends.redis import queue_store
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import store as store_module
-from crawler.frontier.api import Settlement
+from crawler.frontier.api import Entry, Settlement
+from crawler.frontier.mercator import MercatorFrontier
 from tests.frontier_contract import FakeClock, entries
 from tests.redis_cluster_support import start_cluster
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -330,7 +333,8 @@ def test_letters_read_from_several_inboxes_are_acknowledged_in_one_fenced_call(
 
 @contextmanager
 def hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The URLs hashed to their seen key (``url_key``) while the block runs."""
+    """The URLs hashed to their seen key (``url_key``) while the block runs (the owner's
+    link intake calls it itself, ``entry_key`` inlined)."""
     hashed: list[str] = []
     url_key = store_module.url_key
 
@@ -340,6 +344,7 @@ def hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     with monkeypatch.context() as m:
         m.setattr(store_module, "url_key", counted)
+        m.setattr(partitioned_module, "url_key", counted)
         yield hashed
 
 
@@ -369,6 +374,39 @@ def test_a_pages_links_are_hashed_once_and_flushed_once(
     assert len(flushes) == 1
 
 
+def test_a_call_stages_only_the_partitions_it_called(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker owning four partitions: a page whose links go to its own host stages (and
+    writes) that host's partition alone, the others holding nothing to write since the last
+    whole flush; a beat (which may write any) makes the next flush stage them all."""
+    f = partitioned(client, fresh_key(), FakeClock(), count=4)
+    monkeypatch.setattr(partitioned_module, "BEAT", math.inf)  # (no beat in between)
+    f.add_many(entries(8, 2))
+    lease = f.next()
+    assert lease is not None and len(f.parts) == 4
+    staged: list[int] = []
+    stage = queue_store.RedisQueueStore.stage
+
+    def counted(self: queue_store.RedisQueueStore, **kwargs: bool) -> None:
+        staged.append(self.keys.index)
+        stage(self, **kwargs)
+
+    monkeypatch.setattr(queue_store.RedisQueueStore, "stage", counted)
+    host = lease.entry.host
+    links = [Entry(url=f"http://{host}/new{i}", host=host) for i in range(3)]
+    results, _ = f.apply(links, [Settlement("finish", lease.token, 0.1)])
+    assert all(r.added for r in results)
+    assert set(staged) == {f.shard(host)}
+    staged.clear()
+    f.beat()
+    f.settle_many([])
+    assert set(staged) == set(range(4))
+    staged.clear()
+    f.settle_many([])
+    assert staged == []
+
+
 def test_letters_links_are_hashed_once(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -380,6 +418,40 @@ def test_letters_links_are_hashed_once(
         assert owner.read_mail() == 4
     assert sorted(hashed) == sorted(e.url for e in links)
     assert len(owner) == len(links)
+
+
+def test_an_inboxs_plain_letters_are_queued_in_one_pass_in_order(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Letters read from one inbox: the links of consecutive letters that carry nothing
+    else go through the owner's intake together (one add_many, not one a letter); a forced
+    link between them keeps its place."""
+    owner, sender = owner_and_sender(client)
+    host = "h0.test"
+    index = owner.shard(host)
+    link = [Entry(url=f"http://{host}/{i}", host=host) for i in range(5)]
+    sender.add_many(link[:1])
+    sender.add_many(link[1:3])
+    sender.add(link[3], force=True)
+    sender.add_many(link[4:])
+    calls: list[tuple[str, list[str]]] = []
+    add_many, add = MercatorFrontier.add_many, MercatorFrontier.add
+
+    def counted_many(self: MercatorFrontier, batch: Any, keys: Any = ()) -> Any:
+        calls.append(("add_many", [e.url for e in batch]))
+        return add_many(self, batch, keys)
+
+    def counted_add(self: MercatorFrontier, entry: Entry, **kwargs: Any) -> Any:
+        if kwargs.get("force"):  # (add_many calls add for each new link: not counted)
+            calls.append(("add", [entry.url]))
+        return add(self, entry, **kwargs)
+
+    monkeypatch.setattr(MercatorFrontier, "add_many", counted_many)
+    monkeypatch.setattr(MercatorFrontier, "add", counted_add)
+    assert owner.read_mail() == 4
+    urls = [e.url for e in link]
+    assert calls == [("add_many", urls[:3]), ("add", urls[3:4]), ("add_many", urls[4:])]
+    assert len(owner.parts[index].frontier) == 5
 
 
 def test_a_question_writes_nothing_and_its_routing_goes_with_the_next_call(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from crawler.backends.redis import entries as entries_module
 from crawler.backends.redis.entries import (
     huffman_decode,
     huffman_encode,
@@ -31,8 +32,14 @@ DOC_PATHS = [
 ]
 
 
-HOSTS = {0: "docs.example.org", 1: "d.test", 2: "a.test", 3: "127.0.0.1", 4: "::1",
-         700: "d.example"}
+HOSTS = {
+    0: "docs.example.org",
+    1: "d.test",
+    2: "a.test",
+    3: "127.0.0.1",
+    4: "::1",
+    700: "d.example",
+}
 HID = {name: hid for hid, name in HOSTS.items()}
 
 
@@ -83,7 +90,7 @@ def test_a_front_entry_of_the_depth_order_is_its_host_number_and_its_tail() -> N
     number and four flags are one varint, 2 bytes under 1,024 hosts; under OPIC the depth and
     3 bytes of cash follow."""
     url = "https://d.example/std/collections/struct.HashMap.html"
-    tail = huffman_encode(url[len("https://d.example/"):])
+    tail = huffman_encode(url[len("https://d.example/") :])
     entry = Entry(url, "d.example", 3, 3)
     assert pack_entry(entry, 700, queue=3) == bytes((0xC0 | 0x80, 700 >> 3)) + tail
     assert unpack_entry(pack_entry(entry, 700, queue=3), HOSTS, 3) == entry
@@ -98,9 +105,7 @@ def test_a_front_entry_of_the_depth_order_is_its_host_number_and_its_tail() -> N
         pack_entry(entry, 700, queue=2)
 
 
-@pytest.mark.parametrize(
-    "cash", [1.0, 0.05, 1 / 3, 1e-30, 1e-44, 123456.789, 1e300, 2.0**-149]
-)
+@pytest.mark.parametrize("cash", [1.0, 0.05, 1 / 3, 1e-30, 1e-44, 123456.789, 1e300, 2.0**-149])
 def test_cash_keeps_five_digits_and_never_becomes_nothing(cash: float) -> None:
     """Cash decides a front queue by powers of two: 3 bytes keep it to 1.5e-5 (a float32's
     sign, exponent and 15 bits of mantissa), a positive amount stays positive."""
@@ -165,12 +170,26 @@ def test_a_referrer_of_the_same_folder_costs_its_file_name() -> None:
     url = "https://docs.example.org/std/collections/hash_map/struct.HashMap.html"
     plain = pack_entry(Entry(url, "docs.example.org", 3, 5), queue=3)
     near = pack_entry(
-        Entry(url, "docs.example.org", 3, 5,
-              referrer="https://docs.example.org/std/collections/hash_map/index.html"), queue=3)
+        Entry(
+            url,
+            "docs.example.org",
+            3,
+            5,
+            referrer="https://docs.example.org/std/collections/hash_map/index.html",
+        ),
+        queue=3,
+    )
     far = pack_entry(
-        Entry(url, "docs.example.org", 3, 5,
-              referrer="https://elsewhere.example.net/blog/2026/links-to-rust-docs.html"), queue=3)
-    assert plain == bytes((4, 5)) + huffman_encode(url[len("https://docs.example.org/"):])
+        Entry(
+            url,
+            "docs.example.org",
+            3,
+            5,
+            referrer="https://elsewhere.example.net/blog/2026/links-to-rust-docs.html",
+        ),
+        queue=3,
+    )
+    assert plain == bytes((4, 5)) + huffman_encode(url[len("https://docs.example.org/") :])
     assert len(near) - len(plain) <= 3 + (len("index.html") * 6 + 8) // 8
     assert len(near) < len(far)
 
@@ -204,8 +223,11 @@ def test_an_entry_keeps_its_seen_key_when_its_url_is_not_canonical() -> None:
     plain = Entry(url, "a.test", 1, 2)
     keyed = Entry(url, "a.test", 1, 2, key=-(2**63) + 5)
     assert len(pack_entry(keyed, 2, queue=1)) == len(pack_entry(plain, 2, queue=1)) + 9
-    for entry in (plain, keyed, Entry(url, "a.test", 9, 300, SEED, referrer="http://a.test/",
-                                      key=12345)):
+    for entry in (
+        plain,
+        keyed,
+        Entry(url, "a.test", 9, 300, SEED, referrer="http://a.test/", key=12345),
+    ):
         assert round_trip(entry) == entry
 
 
@@ -232,3 +254,27 @@ def test_an_entry_read_and_packed_again_reuses_its_tails_code(
     read.url += "x"
     assert unpack_entry(pack_entry(read, 0), HOSTS).url == read.url
     assert coded == [DOC_PATHS[2][1:] + "x"]
+
+
+def test_a_tail_coded_once_is_not_coded_again_on_another_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same path on many hosts (a documentation tree's, ``index.html``) is coded once:
+    its code is kept, and the entries packed with it are the same bytes as coded afresh."""
+    coded: list[str] = []
+
+    def counted(text: str) -> bytes:
+        coded.append(text)
+        return huffman_encode(text)
+
+    monkeypatch.setattr(entries_module, "_CODED", {})
+    monkeypatch.setattr(entries_module, "huffman_encode", counted)
+    path = "/std/collections/hash_map/struct.HashMap.html#a-tail-seen-once"
+    blobs = [
+        pack_entry(Entry(f"https://docs{i}.example{path}", f"docs{i}.example"), 1, queue=0)
+        for i in range(3)
+    ]
+    assert coded == [path[1:]]
+    assert blobs == [blobs[0]] * 3 and blobs[0].endswith(huffman_encode(path[1:]))
+    back = unpack_entry(blobs[2], {1: "docs2.example"}, 0)
+    assert back.url == f"https://docs2.example{path}"

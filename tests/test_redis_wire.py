@@ -6,6 +6,7 @@ redis-server; the lost reply cut by a loopback proxy."""
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 
 import pytest
@@ -166,6 +167,34 @@ def test_a_connection_carries_batch_after_batch_without_a_checkout(
     assert execute(client, [("INCR", key)], fallback) == [4]
     assert len(checkouts) == 2 and fallback.calls == 0
     assert len(client.connection_pool._in_use_connections) == 1  # the new spare only
+    client.close()
+
+
+def test_a_spares_checkout_test_keeps_one_poll_for_its_socket(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The test a spare passes before each batch (nothing left to read, not closed) polls
+    its socket with a poll kept for that socket, not one made per batch; a server that
+    closed the spare is still seen (the next batch goes on a new connection)."""
+    made: list[object] = []
+    poll = select.poll
+
+    def counted() -> object:
+        made.append(p := poll())
+        return p
+
+    monkeypatch.setattr(select, "poll", counted)
+    key = fresh_key()
+    client = redis.Redis(host="127.0.0.1", port=redis_server.port, retry=Retry(NoBackoff(), 0))
+    fallback = Fallback(client, [("INCR", key)])
+    ids = [execute(client, [("INCR", key), ("CLIENT", "ID")], fallback)[1]]  # (connects)
+    made.clear()
+    ids += [execute(client, [("INCR", key), ("CLIENT", "ID")], fallback)[1] for _ in range(4)]
+    assert len(set(ids)) == 1 and len(made) == 1
+    with redis_server.client() as killer:
+        killer.client_kill_filter(_id=ids[0])
+    assert execute(client, [("INCR", key)], fallback) == [6] and fallback.calls == 0
     client.close()
 
 

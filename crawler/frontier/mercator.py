@@ -152,9 +152,9 @@ class MercatorFrontier(Frontier):
         answers: list[bool | None] = fresh if whole else [None] * len(entries)
         for i, new in zip(tested, fresh, strict=True) if not whole else ():
             answers[i] = new
-        return [
-            SEEN if new is False and h is not None and budget is None and not (cash and e.cash)
-            else self.add(e, seen=new) for e, new, h in zip(entries, answers, known, strict=True)
+        return [  # (no zip: its strict= costs ~1.3k instructions a call, as much as a link)
+            SEEN if (new := answers[i]) is False and known[i] is not None and budget is None
+            and not (cash and e.cash) else self.add(e, seen=new) for i, e in enumerate(entries)
         ]  # fmt: skip
 
     def add(
@@ -254,7 +254,7 @@ class MercatorFrontier(Frontier):
         while self._free_back > 0 and budget > 0 and any(sizes):
             q = self._selector.pick(sizes) if ledger is None else pick_above_floor(
                 self._selector.pick, sizes, self._free_back < self.back_queue_count
-            )
+            )  # fmt: skip
             if q < 0:
                 break  # only the floor is left in front: it waits for the back queues
             entry = store.front_pop(q)

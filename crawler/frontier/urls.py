@@ -391,26 +391,37 @@ def registered_domain_function() -> Callable[[str], str]:
     and its first call ~0.1 s; a worker looks up each new host it meets. A plain lowercase
     name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no ``xn--``
     label) goes straight to the walk tldextract's call makes (its extractor's
-    ``suffix_index``, built here once, private suffixes left out), in a few thousand;
-    anything else goes to tldextract's call. ``tests/test_registered_domain.py`` holds the
-    two equal on a labelled list."""
+    ``suffix_index``, over the trie built here once, private suffixes left out), written out
+    here: such a name's labels need none of its per-label decoding (a call each); anything
+    else goes to tldextract's call. ``tests/test_registered_domain.py`` holds the two equal
+    on a labelled list."""
     import tldextract
     from tldextract.remote import looks_like_ip
 
     extract = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
-    suffix_index = extract._get_tld_extractor().suffix_index  # (built now, not in a crawl)
+    trie = extract._get_tld_extractor().tlds_excl_private_trie  # (built now, not in a crawl)
 
     def domain_of(host: str) -> str:
         if "xn--" in host or not _PLAIN_HOST(host):
             parts = extract(host)
             return parts.top_domain_under_public_suffix or parts.domain or host
         labels = host.split(".")
-        found = suffix_index(labels, include_psl_private_domains=False)
-        if found is None:  # no public suffix: an IPv4 address is itself, else its last label
-            if len(labels) == 4 and looks_like_ip(host):
+        # suffix_index's walk: labels from the right down the trie; a wildcard rule takes
+        # the label that left it (unless an exception names it)
+        node, at, suffix_at = trie, len(labels), len(labels)
+        for label in reversed(labels):
+            if (child := node.matches.get(label)) is not None:
+                at -= 1
+                node = child
+                suffix_at = at if node.end else suffix_at
+                continue
+            if "*" in node.matches:
+                suffix_at = at if "!" + label in node.matches else at - 1
+            break
+        if suffix_at == len(labels):  # no public suffix: an IPv4 address is itself, else
+            if len(labels) == 4 and looks_like_ip(host):  # its last label
                 return host
             return labels[-1] or host
-        suffix_at = found[0][0]
         domain = labels[suffix_at - 1] if suffix_at > 0 else ""
         suffix = ".".join(labels[suffix_at:])
         return f"{domain}.{suffix}" if domain and suffix else domain or host

@@ -72,11 +72,13 @@ _U32 = struct.Struct(">I")
 _MAX_CASH = 3.0e38  # a float32's range
 
 
-# Tails decoded lately -> their coded bytes. An entry read is often packed again unchanged
-# (a front queue's entry moved to its host's back queue, a letter's link queued): its tail's
-# code is then taken from here, not computed again (~27k instructions for a 48-character
-# tail; a decoded tail has exactly one code). A tail is taken once; when full, all forgotten.
-CODED_TAILS = 4096
+# Tails coded or decoded lately -> their coded bytes (a tail has exactly one code). A tail
+# recurs: on many hosts (``index.html``, the paths of a documentation tree: 58 % of the tails a
+# worker of ``bench/partition_costs.py`` coded in its pages were coded before), and in an
+# entry read and packed again unchanged (a front queue's entry moved to its host's back
+# queue). Its code is then taken from here, not computed again (~20k instructions for a
+# 48-character tail, a look-up ~0.1k). When full, all forgotten.
+CODED_TAILS = 16_384
 _CODED: dict[str, bytes] = {}
 
 
@@ -130,8 +132,11 @@ def pack_entry(
     if letter or not tail.isascii():
         body = tail.encode("utf-8", "surrogatepass")
         more |= _RAW
-    else:
-        body = _CODED.pop(tail, None) or huffman_encode(tail)
+    elif (body := _CODED.get(tail)) is None:
+        body = huffman_encode(tail)
+        if len(_CODED) >= CODED_TAILS:
+            _CODED.clear()
+        _CODED[tail] = body
     priority, depth = entry.priority, entry.depth
     if queue < 0:
         ext = _PRIO
@@ -207,9 +212,7 @@ def stored_priority(blob: bytes) -> int:
     return read_varint(blob, i + (2 if blob[i] & _MORE else 1))[0]
 
 
-def unpack_entry(
-    blob: bytes, host_of: Mapping[int, str] | Sequence[str], queue: int = 0
-) -> Entry:
+def unpack_entry(blob: bytes, host_of: Mapping[int, str] | Sequence[str], queue: int = 0) -> Entry:
     """The entry :func:`pack_entry` stored as ``blob``; ``host_of``: host number -> name;
     ``queue``: the front queue it was read from (its priority unless stored)."""
     head, i = read_varint(blob, 0)

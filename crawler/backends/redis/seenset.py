@@ -152,19 +152,24 @@ class SeenSet:
         self, keys: Sequence[int]
     ) -> tuple[bytes, int, Callable[[Iterator[Any]], list[bool]]]:
         """:meth:`contains_commands` packed (RESP, as ``hiredis.pack_command`` packs them):
-        the request, its number of commands and the reader of their replies. The exact kind's
-        are written here as text with each bucket's name cached, ~5.3k instructions a command
-        against ~10k through a tuple and ``pack_command``."""
+        the request, its number of commands and the reader of their replies."""
         if self.config.bloom:
             commands, read = self.contains_commands(keys)
             return wire.pack(commands), len(commands), read
+        out: list[str] = []
+        self._exact_tests(keys, out)
+        return "".join(out).encode(), len(keys), partial(_read_singles, len(keys))
+
+    def _exact_tests(self, keys: Iterable[int], out: list[str]) -> None:
+        """Append the exact kind's test of each key (its one-member ``SMISMEMBER``) to
+        ``out``, written as RESP text with each bucket's name cached: ~5.3k instructions a
+        command against ~10k through a tuple and ``pack_command``."""
         shift, names = self._shift, self._names
-        out = []
-        for key, m in zip(keys, map(str, _members(keys)), strict=True):
+        for key in keys:
+            m = str(((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000)  # (_members, inline)
             b = (key & _U64) >> shift
             name = names.get(b) or self._name(b)
             out.append(f"*3\r\n$10\r\nSMISMEMBER\r\n{name}${len(m)}\r\n{m}\r\n")
-        return "".join(out).encode(), len(keys), partial(_read_singles, len(keys))
 
     def _name(self, b: int) -> str:
         """Bucket ``b``'s name as a RESP bulk string (cached, up to ``NAMES_CACHED``)."""
@@ -292,13 +297,8 @@ def contains_across(
     """The seen-tests of several partitions in one round trip (:func:`wire.execute_packed` on
     one Redis; a cluster client's pipeline sends each node its part): for each (seen-set,
     keys), keys not empty, whether each key was added. A read: sent again after a lost
-    connection, it is the same read."""
-    requests, count, readers = [], 0, []
-    for seen, keys in tests:
-        request, n, read = seen.contains_request(keys)
-        requests.append(request)
-        count += n
-        readers.append(read)
+    connection, it is the same read. The exact kind's tests are written as one request and
+    their one-member replies read as one list (a page's links touch a few partitions)."""
 
     def through_redis_py() -> list[Any]:
         pipe = client.pipeline(transaction=False)
@@ -307,12 +307,34 @@ def contains_across(
                 pipe.execute_command(*command)
         return pipe.execute()
 
-    replies = wire.execute_packed(client, b"".join(requests), count, through_redis_py)
+    if any(seen.config.bloom for seen, _ in tests):
+        requests, count, readers = [], 0, []
+        for seen, keys in tests:
+            request, n, read = seen.contains_request(keys)
+            requests.append(request)
+            count += n
+            readers.append(read)
+        replies = wire.execute_packed(client, b"".join(requests), count, through_redis_py)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        it = iter(replies)
+        return [read(it) for read in readers]
+    out: list[str] = []
+    for seen, keys in tests:
+        seen._exact_tests(keys, out)
+    replies = wire.execute_packed(client, "".join(out).encode(), len(out), through_redis_py)
     for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    it = iter(replies)
-    return [read(it) for read in readers]
+        if type(reply) is not list:
+            raise reply if isinstance(reply, Exception) else ValueError(f"reply {reply!r}")
+    answers = list(map(bool, chain.from_iterable(replies)))
+    if len(answers) != len(out):
+        raise ValueError(f"{len(answers)} answers to {len(out)} one-member tests")
+    at, results = 0, []
+    for _, keys in tests:
+        results.append(answers[at : at + len(keys)])
+        at += len(keys)
+    return results
 
 
 def count_across(client: Any, seen_sets: Sequence[SeenSet]) -> list[int]:

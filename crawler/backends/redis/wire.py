@@ -32,6 +32,7 @@ pool's ``disconnect``/``close`` closes it (the next batch reconnects it, as redi
 from __future__ import annotations
 
 import os
+import select
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -94,13 +95,32 @@ def _reusable(pool: Any, pid: int, conn: Any) -> Any:
     if pid != _pid or conn not in pool._in_use_connections:
         return None  # the pool was reset (a fork, ...): not its connection any more
     try:
-        if not conn._parser.can_read(0):  # (the connection's can_read less its error text)
+        if _quiet(conn) or not conn._parser.can_read(0):  # (can_read less its error text)
             return conn
     except (ConnectionError, redis.TimeoutError, OSError):
         pass
     conn.disconnect()  # data left on it, closed by the server, or disconnected
     pool.release(conn)
     return None
+
+
+def _quiet(conn: Any) -> bool:
+    """True when the parser's test (``can_read(0)``) would find nothing waiting on ``conn``:
+    no reply buffered, its plain socket not readable (nor closed: a poll reports that too),
+    told with a poll kept on the connection for its socket, not one made, registered and a
+    missing ``pending`` looked up at every test (~3k instructions a batch). False: ask the
+    parser (something may wait; an SSL socket, whose buffered bytes no poll sees)."""
+    sock, reader = conn._sock, conn._parser._reader
+    if sock is None or reader is None or reader.has_data():
+        return False
+    kept = conn.__dict__.get("_wire_poll")
+    if kept is None or kept[0] is not sock:  # (a new socket since: a reconnect)
+        if hasattr(sock, "pending"):
+            return False
+        poll = select.poll()
+        poll.register(sock, select.POLLIN)
+        kept = conn.__dict__["_wire_poll"] = (sock, poll)
+    return not kept[1].poll(0)
 
 
 def _keep(pool: Any, conn: Any) -> None:
@@ -179,6 +199,11 @@ def _replies(conn: Any, count: int) -> list[Any]:
         if kind is int or kind is bytes:  # (most replies: no error, no push message)
             replies.append(reply)
             continue
+        if kind is list:  # (an array: a seen-test's, an MGET's, an EXEC's)
+            if reply and isinstance(reply[0], ConnectionError):
+                raise reply[0]
+            replies.append(reply)
+            continue
         if reply is NOT_ENOUGH_DATA:  # (nothing was taken from the reader)
             try:
                 reply = read()
@@ -190,8 +215,6 @@ def _replies(conn: Any, count: int) -> list[Any]:
             continue
         elif isinstance(reply, ConnectionError):
             raise reply
-        elif kind is list and reply and isinstance(reply[0], ConnectionError):
-            raise reply[0]
         replies.append(reply)
     return replies
 
