@@ -1,7 +1,8 @@
 """When a host the address refused is told to come back: never after the address frees for it
 (a worse host asking then would take its turn), and never every loop turn while a fetch runs
-long. The same answers from one worker's budget and from the fleet's (a real Redis), on a
-clock the test sets."""
+long; and a waiter keeps its place through a stall of the whole process, losing it only to an
+ask that came LATE past its turn. The same answers from one worker's budget and from the
+fleet's (a real Redis), on a clock the test sets."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from crawler.backends.redis.addresses import RedisAddressBudget
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.frontier.addresses import AddressBudget, AddressPolicy, LocalAddressBudget
+from crawler.frontier.addresses import LATE, AddressBudget, AddressPolicy, LocalAddressBudget
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
 GAP = 0.3
@@ -86,3 +87,32 @@ def test_a_fetch_running_long_costs_the_next_waiter_a_look_per_gap(clocked: Cloc
             clocked.done(t + 2.0, "slow.test", t, 2.0)  # rests until t + 2.3
     assert asks <= 2.0 / GAP + 2, asks
     assert t + 2.3 - 1e-6 <= back <= t + 2.3 + GAP / 2, back - t
+
+
+def test_a_stall_of_the_worker_does_not_cost_a_waiter_its_turn(clocked: Clocked) -> None:
+    """The process stalls (CPU starved) past the best waiter's turn by more than LATE: the
+    worse host that asks first after it finds the waiter still in line, as nobody asked
+    while it was late, and the waiter then gets the address."""
+    t = 1000.0
+    assert clocked.take(t, "a.test") == 0
+    clocked.done(t + 0.05, "a.test", t, 0.05)  # the address rests until t + 0.35
+    wait = clocked.take(t + 0.1, "home.test", priority=0)
+    assert t + 0.1 + wait <= t + 0.35 + 1e-6, wait
+    assert clocked.take(t + 1.0, "a.test", priority=1) > 0  # its turn was 0.65 s ago
+    assert clocked.take(t + 1.01, "home.test", priority=0) == 0
+
+
+def test_waiters_gone_lose_their_place_at_the_second_ask_after_their_turn(
+    clocked: Clocked,
+) -> None:
+    """The three best waiters never come back: the first ask after their turns is refused (it
+    may follow a stall of the process) and told to come back LATE later, not three gaps later;
+    that ask, LATE past their turns after another, gets the address."""
+    t = 1000.0
+    assert clocked.take(t, "a.test") == 0
+    clocked.done(t + 0.05, "a.test", t, 0.05)  # the address rests until t + 0.35
+    for i in range(3):  # told to come back at t + 0.35, 0.65, 0.95
+        assert clocked.take(t + 0.1 + i / 100, f"gone{i}.test", priority=0) > 0
+    wait = clocked.take(t + 2.0, "a.test", priority=1)
+    assert 0 < wait <= LATE + 1e-6, wait
+    assert clocked.take(t + 2.0 + wait, "a.test", priority=1) == 0

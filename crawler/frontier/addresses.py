@@ -17,8 +17,14 @@ host whose own delay ends as the address frees (it just fetched there) would oth
 the address while names due long before, with better URLs, wait. So under depth order every
 name's home page comes before any name's second page; under FIFO (one priority) the names
 take turns; OPIC's cash decides. The line never idles the address for long: only a waiter due
-back within half a gap holds it, and one that misses its turn by ``LATE`` seconds (its host
-given up, its worker gone) loses its place.
+back within half a gap holds it, and one that missed its turn (its host given up, its worker
+gone) loses its place. Missed means someone else asked more than ``LATE`` seconds after its
+turn and it still had not come, not merely that its turn is ``LATE`` past: after a stall of the
+whole process (CPU starved, a long GC) every waiter is late, and the first to ask after it is
+often the host that just fetched there, whose own delay ended with the waiter's turn. That ask
+finds the waiter still in line and is refused; the waiter asks next and gets the address. A
+waiter really gone costs one refusal more, ``LATE`` of idling: the asker it held is told to come
+back ``LATE`` later (not after the late ones' turns, they are counted out), and that ask drops it.
 
 A waiter told to come back too late loses its turn to a worse one that asks while the address
 is free, so the times told err early: the head of the line comes back at the earliest moment
@@ -45,7 +51,7 @@ from typing import Any, Protocol
 
 from crawler.config import defaults
 
-LATE = 0.25  # seconds a waiter may miss its turn by before it loses its place in line
+LATE = 0.25  # seconds after a waiter's turn an ask by another must come for it to lose its place
 SCAN = 16  # waiters ahead looked at per request (those due back now are at the head)
 SEED = 2  # fetch times seen at an address before its estimate is used (the first is cold)
 RISE = 0.125  # share of a slower fetch's excess its estimate takes (a faster one: all of it)
@@ -133,6 +139,7 @@ class _Address:
     samples: int = 0  # fetch times seen, up to SEED
     fetches: int = 0
     refusals: int = 0
+    asked: float = 0.0  # when the address was last asked (did a waiter miss its turn?)
     line: list[tuple[int, float, str]] = field(default_factory=list)  # (p, since, who), best 1st
     back: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # who -> p, since, at
 
@@ -169,20 +176,25 @@ class LocalAddressBudget:
             addresses.move_to_end(address)
         _expire(state, now)
         who = host or token
+        asked, state.asked = state.asked, now
         since = _leave_line(state, who)
         rank = (priority, now if since is None else since, who)
         line, gap = state.line, policy.gap(None)
         insort(line, rank)
         state.back[who] = (priority, rank[1], now)
         held = False  # a better waiter is due back about now
+        late = 0  # waiters ahead LATE past their turn: out at the next ask if they do not come
         for ahead in line[:SCAN]:
             if ahead == rank:
                 break
             back_at = state.back[ahead[2]][2]
-            if back_at < now - LATE:  # it missed its turn: out of line
+            if back_at < asked - LATE:  # one asked LATE past its turn, it had not come: out
                 _leave_line(state, ahead[2])
-            elif back_at <= now + gap / 2:
+                continue
+            if back_at <= now + gap / 2:
                 held = True
+            if back_at < now - LATE:
+                late += 1
         full = len(state.in_flight) >= policy.concurrency
         if not full and not held and now >= state.ready_at:
             _leave_line(state, who)
@@ -193,8 +205,10 @@ class LocalAddressBudget:
         state.refusals += 1
         took = state.typical if state.samples >= SEED else 0.0
         begun = min(state.in_flight.values()) - policy.ttl if full else None
-        back_at = turn_at(now, state.ready_at, begun, took, gap, bisect_left(line, rank),
-                          policy.concurrency)
+        place = bisect_left(line, rank) - late
+        back_at = turn_at(now, state.ready_at, begun, took, gap, place, policy.concurrency)
+        if late:  # they have LATE to come; those that do not are out when this one asks again
+            back_at = max(back_at, now + LATE)
         state.back[who] = (priority, rank[1], back_at)
         return max(back_at - now, 1e-3)
 

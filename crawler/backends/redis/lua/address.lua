@@ -5,7 +5,7 @@
 -- told twice, sent again after an outage, counts once).
 --
 -- KEYS[1]   the address's state (HASH: ready, typical fetch time and its samples, fetches,
---           refusals)
+--           refusals, asked: when it was last asked, to tell a waiter that missed its turn)
 -- KEYS[2]   its fetches in flight (ZSET: lease token -> when it expires)
 -- KEYS[3]   (take) its line (ZSET: waiting host -> priority * 1e10 + since when: a priority
 --           step outweighs any wait on Redis's clock, ~1.8e9 s, until 2286)
@@ -18,7 +18,7 @@
 --           (s); ARGV[7] RISE
 local t = redis.call('TIME')
 local now = tonumber(ARGV[3]) or t[1] + t[2] / 1000000
-local h = redis.call('HMGET', KEYS[1], 'ready', 'typical', 'samples')
+local h = redis.call('HMGET', KEYS[1], 'ready', 'typical', 'samples', 'asked')
 local ready, typical, samples = tonumber(h[1]) or 0, tonumber(h[2]) or 0, tonumber(h[3]) or 0
 if ARGV[1] == 'done' then
   if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 or ARGV[5] == '' then return 0 end
@@ -31,17 +31,21 @@ if ARGV[1] == 'done' then
 end
 local conc, gap, ttl, who = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local asked = tonumber(h[4]) or 0  -- the ask before this one
+redis.call('HSET', KEYS[1], 'asked', now)
 local was = redis.call('ZSCORE', KEYS[3], who)
 redis.call('ZADD', KEYS[3], ARGV[9] * 1e10 + (was and was % 1e10 or now), who)
 local held = false  -- a better waiter is due back about now
+local late = 0  -- waiters ahead LATE past their turn: out at the next ask if they do not come
 for _, other in ipairs(redis.call('ZRANGE', KEYS[3], 0, ARGV[11] - 1)) do
   if other == who then break end
   local back = tonumber(redis.call('ZSCORE', KEYS[4], other)) or 0
-  if back < now - ARGV[10] then  -- it missed its turn: out of line
+  if back < asked - ARGV[10] then  -- one asked LATE past its turn, it had not come: out
     redis.call('ZREM', KEYS[3], other)
     redis.call('ZREM', KEYS[4], other)
-  elseif back <= now + gap / 2 then
-    held = true
+  else
+    if back <= now + gap / 2 then held = true end
+    if back < now - ARGV[10] then late = late + 1 end
   end
 end
 local flying = redis.call('ZCARD', KEYS[2])
@@ -63,7 +67,9 @@ if flying >= conc then  -- every slot busy: the first to free still rests a gap 
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   start = math.max(start, first[2] - ttl + took + gap, now + math.max(gap, ARGV[12]))
 end
-local back = start + redis.call('ZRANK', KEYS[3], who) * (gap + took / math.max(1, conc))
+local back = start + (redis.call('ZRANK', KEYS[3], who) - late) * (gap + took / math.max(1, conc))
+-- they have LATE to come; those that do not are out when this one asks again
+if late > 0 then back = math.max(back, now + ARGV[10]) end
 redis.call('ZADD', KEYS[4], back, who)
 redis.call('PEXPIRE', KEYS[3], math.floor(ttl * 4000))
 redis.call('PEXPIRE', KEYS[4], math.floor(ttl * 4000))
