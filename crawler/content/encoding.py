@@ -34,9 +34,12 @@ __all__ = ["declared_encoding", "label_codec", "prescan", "transport_encoding"]
 # How much of a page the prescan reads (HTML says 1,024: see the module's docstring).
 PRESCAN_BYTES = 4096
 
-# Encoding Standard labels that Python's codec registry (and w3lib) do not know, to the codec
-# of the encoding they name. The "replacement" labels (iso-2022-kr, hz-gb-2312, ...) are not
-# here: a browser shows such a page as one U+FFFD, a crawler decodes it with Python's codec.
+# Encoding Standard labels that w3lib's ``resolve_encoding`` (Python's codec registry and
+# w3lib's translation table) does not know, or resolves to another codec (``utf-16``: UTF-16LE,
+# not a BOM-sniffing UTF-16), to the codec of the encoding they name; every other label is
+# w3lib's (tests/test_vectors_encoding.py keeps it so). The "replacement" labels (iso-2022-kr,
+# hz-gb-2312, ...) are not here: a browser shows such a page as one U+FFFD, a crawler decodes it
+# with Python's codec.
 _LABELS = {
     **dict.fromkeys(
         ("unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"), "utf-8"
