@@ -12,9 +12,6 @@ another, which the inbox tests on purpose.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +32,7 @@ from crawler.content.neardup import NearDuplicateDetector
 from crawler.net.dns import DnsAnswer
 from crawler.robots.rules import RobotsRecord
 from devsite.testset import build_labelled_set, page_item
-from tests.crawling import PROJECT, finish_crawl, normalized, start_crawl
+from tests.crawling import finish_crawl, normalized, scrapy_frontier, start_crawl
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key
 from tests.test_redis_crawl import HOSTS, check_polite, site, wait_until
@@ -189,25 +186,6 @@ def test_the_seeds_inbox_and_the_scope_through_a_cluster(client: RedisCluster) -
     assert other.load() == {"s0.test", "s1.test"}
 
 
-def frontier_cmd(url: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "scrapy", "frontier", "web", *args]
-    for name, value in {
-        "FRONTIER_BACKEND": "redis",
-        "REDIS_URL": url,
-        "FRONTIER_REDIS_KEY": key,
-    }.items():
-        cmd += ["-s", f"{name}={value}"]
-    return subprocess.run(
-        cmd,
-        cwd=PROJECT,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_workers_crawl_through_a_cluster_once_and_politely(
     tmp_path: Path,
     redis_cluster: RedisClusterServers,  # noqa: F811
@@ -255,7 +233,9 @@ def test_workers_crawl_through_a_cluster_once_and_politely(
             results = [finish_crawl(p, d, timeout=180) for p, d in zip(procs, dirs, strict=True)]
             records = server.records
             wanted = server.graph.reachable(server.seeds())
-        status = frontier_cmd(url, key, "--json")
+        status = scrapy_frontier(
+            {"FRONTIER_BACKEND": "redis", "REDIS_URL": url, "FRONTIER_REDIS_KEY": key}, "--json"
+        )
         judged = int(client.hget("{" + key + "}:nd:v", "seq") or 0)
     finally:
         client.close()

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import pytest
 from scrapy.http import HtmlResponse
+from w3lib.encoding import resolve_encoding
 
 from crawler.content.document import decode_html, page_encoding
-from crawler.content.encoding import transport_encoding
+from crawler.content.encoding import _LABELS, label_codec, transport_encoding
 from crawler.content.html import parse_page
 
 T1 = "html5lib-tests encoding/tests1.dat"
@@ -366,3 +367,12 @@ def test_an_undeclared_utf8_page_cut_inside_a_character_stays_utf8() -> None:
     page = parse_page(body[:cut]).page
     assert page.title == "T" and page.links == [("/記事", "記事")]
     assert page.text.startswith(f"記事\n{words}") and page.text.endswith(f"{words}\ufffd")
+
+
+def test_the_crawlers_own_labels_are_only_those_w3lib_lacks() -> None:
+    """``crawler.content.encoding`` keeps a label of its own only where w3lib's
+    ``resolve_encoding`` knows it not or names another codec: the rest are w3lib's."""
+    for label, codec in _LABELS.items():
+        theirs = resolve_encoding(label)
+        assert theirs is None or codecs.lookup(theirs).name != codecs.lookup(codec).name, label
+        assert label_codec(label) == codecs.lookup(codec).name, label

@@ -25,9 +25,16 @@ from charset_normalizer import from_bytes
 from lxml import etree
 from w3lib.encoding import resolve_encoding, to_unicode
 
-from crawler.content.encoding import declared_encoding
+from crawler.content.encoding import declared_encoding, stylesheet_encoding, text_encoding
 
-__all__ = ["decode_html", "page_encoding", "parse_document", "parse_document_checked"]
+__all__ = [
+    "decode_html",
+    "decode_stylesheet",
+    "decode_text",
+    "page_encoding",
+    "parse_document",
+    "parse_document_checked",
+]
 
 # huge_tree: without it libxml2 silently stops at 256 levels of nesting (broken pages with
 # unclosed tags) or a 10 MB text node, and the page loses its links and text. A fixed encoding
@@ -48,7 +55,25 @@ def decode_html(body: bytes | str, encoding: str | None = None) -> str:
     """
     if isinstance(body, str):
         return body
-    codec = page_encoding(body, encoding)
+    return _decoded(body, page_encoding(body, encoding))
+
+
+def decode_text(body: bytes, encoding: str | None = None) -> str:
+    """The text of a body that is not HTML (``text/plain``) as a browser decodes it: by its byte
+    order mark, else ``encoding`` (the ``Content-Type`` charset), else guessed as a page is;
+    never by a ``<meta>`` it shows (Scrapy's ``response.text`` reads one even there)."""
+    return _decoded(body, text_encoding(body, encoding) or _detect(body))
+
+
+def decode_stylesheet(body: bytes, encoding: str | None = None) -> str:
+    """The text of a stylesheet: by its byte order mark, else ``encoding`` (the
+    ``Content-Type`` charset), else its ``@charset`` (CSS Syntax 3.2), else guessed as a page
+    is."""
+    return _decoded(body, stylesheet_encoding(body, encoding) or _detect(body))
+
+
+def _decoded(body: bytes, codec: str) -> str:
+    """``body`` in ``codec``, its byte order mark left out, bad bytes as U+FFFD."""
     return to_unicode(body.removeprefix(_BOMS.get(codec, b"")), codec)
 
 

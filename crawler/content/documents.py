@@ -16,7 +16,9 @@ the same manual):
   ``paragraphs`` leave the tables out), 9 ms for ODT where odfpy takes 44 ms. Reading only
   the parts with the text keeps every byte read under a bound; python-docx loads every part
   of the package, images included.
-* **Plain text**: decoded as the transport says (``response.text``), title its first line.
+* **Plain text**: decoded by its byte order mark, else the transport's charset, else guessed
+  (:func:`crawler.content.document.decode_text`: never by a ``<meta>`` it shows, which Scrapy's
+  ``response.text`` would read), title its first line.
 
 What a hostile file can do, and what stops it (each a ``problem``, counted by the crawl as
 ``documents/<problem>``; the item says it in ``document_problem``):
@@ -51,6 +53,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
+
+from crawler.content.document import decode_text
 
 __all__ = [
     "CHILD_CPU_SECONDS",
@@ -411,11 +415,8 @@ def _read_text(body: bytes, encoding: str | None, max_text: int) -> DocumentText
     doc = DocumentText("text")
     if max_text:
         body = body[: max_text * 4]  # no character takes more than 4 bytes in UTF-8
-    try:
-        text = body.decode(encoding or "utf-8", "replace")
-    except LookupError:
-        text = body.decode("utf-8", "replace")
-    doc.text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    text = decode_text(body, encoding)
+    doc.text = text.replace("\r\n", "\n").replace("\r", "\n")
     return doc
 
 

@@ -7,13 +7,14 @@ page's first bytes; else a guess. Labels are the Encoding Standard's: ``latin1``
 ``<meta>`` windows-1252, and a ``<meta>`` that says UTF-16 means UTF-8 (the bytes the prescan
 read as ASCII cannot be UTF-16).
 
-w3lib, which Scrapy's ``response.encoding`` uses, finds a ``<meta>`` with a regular expression
-that is looser than the prescan, and so decodes pages no browser decodes that way: a
-``charset=`` in a ``content`` attribute without ``http-equiv="content-type"``, an attribute of
-another tag (``<p title="x><meta charset=...>"``), an unterminated quoted value, the first of
-two ``<meta>`` even when its label is unknown, a ``<meta charset="utf-16">``. The crawler
-therefore asks w3lib only for the ``Content-Type`` charset and runs the prescan itself
-(html5lib-tests ``encoding/`` in ``tests/test_vectors_encoding.py``).
+w3lib, which Scrapy's ``response.encoding`` (so ``response.text`` and ``response.css``) uses,
+finds a ``<meta>`` with a regular expression rather than the prescan, and so decodes pages no
+browser decodes that way (w3lib 2.5): a ``<meta>`` inside another tag's attribute
+(``<p title="x><meta charset=...>"``), the first of two ``<meta>`` even when its label is
+unknown, a ``<meta charset="utf-16">``, and a ``<meta>`` shown in a text that is no HTML
+(``text/plain``). The crawler therefore asks w3lib only for the ``Content-Type`` charset and
+runs the prescan itself (html5lib-tests ``encoding/`` in ``tests/test_vectors_encoding.py``);
+its readers decode with :mod:`crawler.content.document` (``tests/test_crawl_decoding.py``).
 
 Where the crawler deliberately reads more than a browser: the prescan looks at the first 4,096
 bytes, as w3lib does, where HTML lets a browser stop at 1,024 (Firefox does, and warns that the
@@ -29,14 +30,24 @@ import re
 
 from w3lib.encoding import http_content_type_encoding, read_bom, resolve_encoding
 
-__all__ = ["declared_encoding", "label_codec", "prescan", "transport_encoding"]
+__all__ = [
+    "declared_encoding",
+    "label_codec",
+    "prescan",
+    "stylesheet_encoding",
+    "text_encoding",
+    "transport_encoding",
+]
 
 # How much of a page the prescan reads (HTML says 1,024: see the module's docstring).
 PRESCAN_BYTES = 4096
 
-# Encoding Standard labels that Python's codec registry (and w3lib) do not know, to the codec
-# of the encoding they name. The "replacement" labels (iso-2022-kr, hz-gb-2312, ...) are not
-# here: a browser shows such a page as one U+FFFD, a crawler decodes it with Python's codec.
+# Encoding Standard labels that w3lib's ``resolve_encoding`` (Python's codec registry and
+# w3lib's translation table) does not know, or resolves to another codec (``utf-16``: UTF-16LE,
+# not a BOM-sniffing UTF-16), to the codec of the encoding they name; every other label is
+# w3lib's (tests/test_vectors_encoding.py keeps it so). The "replacement" labels (iso-2022-kr,
+# hz-gb-2312, ...) are not here: a browser shows such a page as one U+FFFD, a crawler decodes it
+# with Python's codec.
 _LABELS = {
     **dict.fromkeys(
         ("unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"), "utf-8"
@@ -99,6 +110,8 @@ _SCAN = re.compile(
     rb"|<(?!!--)[!/?][^>]*>|(?P<open><[!/?])",
     re.DOTALL | re.IGNORECASE,
 )
+# CSS Syntax 3.2: 40 63 68 61 72 73 65 74 20 22 (not 22)* 22 3B, byte for byte.
+_CSS_CHARSET = re.compile(rb'@charset "([^"]*)";')
 _LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is made of
 
 
@@ -122,12 +135,32 @@ def declared_encoding(body: bytes, transport: str | None = None) -> str | None:
     """The codec a browser decodes ``body`` with, short of guessing: the byte order mark's, else
     ``transport`` (the ``Content-Type`` charset, a codec or label) if known, else the page's
     ``<meta>`` (:func:`prescan`). ``None``: nothing declared, the caller guesses."""
+    return text_encoding(body, transport) or prescan(body)
+
+
+def text_encoding(body: bytes, transport: str | None = None) -> str | None:
+    """What declares the encoding of any text, markup or not: the byte order mark's codec, else
+    ``transport`` (the ``Content-Type`` charset, a codec or label) if known; else ``None``.
+    A text that is not HTML (``text/plain``) has no ``<meta>``: one it shows declares nothing."""
     bom = read_bom(body)[0]
     if bom is not None:
         # The Encoding Standard knows no UTF-32: its BOM begins with UTF-16LE's.
         return "utf-16-le" if bom == "utf-32-le" else bom
-    known = label_codec(transport) if transport else None
-    return known or prescan(body)
+    return label_codec(transport) if transport else None
+
+
+def stylesheet_encoding(body: bytes, transport: str | None = None) -> str | None:
+    """The codec a browser decodes a stylesheet with, short of guessing (CSS Syntax 3.2,
+    "determine the fallback encoding"): the byte order mark's, else ``transport``'s, else an
+    ``@charset "label";`` that the first 1,024 bytes begin with, exactly so (a UTF-16 label
+    there means UTF-8, as in a ``<meta>``). ``None``: the caller guesses (a browser takes the
+    referring page's encoding, which a fetched stylesheet does not know)."""
+    declared = text_encoding(body, transport)
+    if declared is not None:
+        return declared
+    rule = _CSS_CHARSET.match(body[:1024])
+    codec = label_codec(rule[1].decode("latin-1")) if rule is not None else None
+    return "utf-8" if codec in _UTF16 else codec
 
 
 class _End(Exception):

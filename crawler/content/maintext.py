@@ -137,9 +137,9 @@ LINK_LIST_WORDS = 40  # less content than this (not counting link text): a link-
 def main_text(body: bytes | str, encoding: str | None = None) -> str:
     """The main text of an HTML page (boilerplate removed), paragraphs separated by newlines.
 
-    ``encoding`` is the response's encoding (``response.encoding``); the page is decoded by
-    :func:`crawler.content.document.decode_html` like everywhere else. Broken or empty HTML
-    gives ``""`` and never raises.
+    ``encoding`` is the transport's (the ``Content-Type`` charset), not ``response.encoding``;
+    the page is decoded by :func:`crawler.content.document.decode_html` like everywhere else.
+    Broken or empty HTML gives ``""`` and never raises.
     """
     if not body:
         return ""

@@ -16,6 +16,9 @@ The server's caching directives are hints on top (RFC 9111, read as a private ca
 * ``no-store``: the validators are not kept, so the next fetch is a full GET, not a
   conditional one (keeping them would store part of an answer the server asked not to store).
 * ``no-cache`` and ``max-age=0`` say nothing about how often the page changes: no effect.
+* No heuristic lifetime (RFC 9111 4.2.2, a tenth of the time since ``Last-Modified``): the
+  sync delta above already reads ``Last-Modified`` (a page unchanged for a time waits 0.7 of
+  it or more, within ``max_interval``).
 """
 
 from __future__ import annotations

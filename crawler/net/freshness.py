@@ -5,11 +5,13 @@ third party is served from it), so ``s-maxage`` and ``public``/``private`` do no
 One reading serves both users: the robots.txt cache lifetime (``crawler.robots.cache``) and
 the recrawl schedule's hints (``crawler.crawldb.schedule``). Each applies its own bounds.
 
-Both read the *explicit* lifetime only. The heuristic one a cache may assume without it (RFC
-9111 4.2.2: a tenth of the time since ``Last-Modified``, for a status that allows it) is
-reported beside it, not used: a server that stamps every answer ``Last-Modified: now`` would
-get its robots.txt fetched every minute, and the schedule reads ``Last-Modified`` itself
-(Nutch's ``sync_delta``). http-tests/cache-tests' cases are in
+Both read the *explicit* lifetime only, so this reads no heuristic one (RFC 9111 4.2.2: a
+cache may assume a tenth of the time since ``Last-Modified`` without it). For robots.txt a
+server that stamps every answer ``Last-Modified: now`` would get it fetched every minute. The
+schedule reads ``Last-Modified`` itself, the way Nutch's adaptive schedule does (``sync_delta``:
+a refetched page unchanged for a time waits 0.7 of it or more, up to ``max_interval``, where
+the heuristic says a tenth), and on a page's first fetch deliberately not at all.
+http-tests/cache-tests' cases, the heuristic ones with the heuristic computed there, are in
 ``tests/test_vectors_freshness.py``.
 """
 
@@ -28,10 +30,6 @@ _MAX_DELTA = 2**31
 _DIRECTIVE = re.compile(
     r'(?:^|,)\s*(?P<name>[^=,\s]+)(?:=(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<token>[^,\s]*)))?'
 )
-# RFC 9111 4.2.2: "a typical setting of this fraction might be 10%".
-HEURISTIC_FRACTION = 0.1
-# RFC 9110 15.1: the statuses a cache may give a heuristic lifetime (any, with "public").
-HEURISTIC_STATUSES = frozenset({200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501})
 # RFC 9110 5.6.7: the three formats of an HTTP-date, names in any case (cache-tests' "should"),
 # anything else is no date (an Expires that is none is in the past: RFC 9111 5.3).
 _DAYS = "Mon|Tue|Wed|Thu|Fri|Sat|Sun"
@@ -61,20 +59,11 @@ class Freshness:
     Expires - Date, minus any Age already spent in caches on the way); None when the server
     said nothing about it. ``no_store``: keep nothing of it. ``no_cache``: it may be kept but
     must be revalidated before each use (a lifetime of 0 for the crawler's purposes).
-    ``heuristic``: without a lifetime, a tenth of the time between ``Last-Modified`` and
-    ``Date`` (less Age) for a status that allows a heuristic (RFC 9111 4.2.2); else None.
     """
 
     lifetime: float | None = None
     no_store: bool = False
     no_cache: bool = False
-    heuristic: float | None = None
-
-    @property
-    def fresh_for(self) -> float | None:
-        """What a private cache may count on (RFC 9111 4.2.1): the explicit lifetime, else the
-        heuristic one (see the module docstring for why the crawler's users take the first)."""
-        return self.lifetime if self.lifetime is not None else self.heuristic
 
     @property
     def stale_at_once(self) -> bool:
@@ -146,16 +135,13 @@ def freshness(
     age: str | None = None,
     *,
     received_at: float | None = None,
-    last_modified: str | None = None,
-    status: int = 200,
 ) -> Freshness:
     """The freshness a response's headers declare (several header lines joined by commas).
 
     ``max-age`` beats ``Expires`` (RFC 9111 5.3). ``Expires`` counts from the response's own
     ``Date`` (so the server's clock, not ours, decides), or from ``received_at`` without one;
     an ``Expires`` that is not a valid date means "already expired" (RFC 9111 5.3). ``Age``
-    (time already spent in caches on the way) is subtracted. Without either, the heuristic
-    lifetime counts from ``last_modified`` to ``Date`` (or ``received_at``) for ``status``.
+    (time already spent in caches on the way) is subtracted.
     """
     directives = _directives(cache_control or "")
     no_store = "no-store" in directives
@@ -166,25 +152,18 @@ def freshness(
     origin = _http_date(date, received_at)
     if origin is None:
         origin = received_at
-    heuristic: float | None = None
     if max_age is not None:
         lifetime = float(max_age)
     elif expires is not None:
         expires_at = _http_date(expires, received_at)
         lifetime = 0.0 if expires_at is None or origin is None else max(0.0, expires_at - origin)
-    elif status in HEURISTIC_STATUSES or "public" in directives:
-        modified = _http_date(last_modified, received_at)
-        if modified is not None and origin is not None and modified <= origin:
-            heuristic = HEURISTIC_FRACTION * (origin - modified)
     spent = _delta_seconds(age.strip() if age else None) or 0
     if lifetime is not None:
         lifetime = max(0.0, lifetime - spent)
-    if heuristic is not None:
-        heuristic = max(0.0, heuristic - spent)
-    return Freshness(lifetime, no_store, no_cache, heuristic)
+    return Freshness(lifetime, no_store, no_cache)
 
 
-def freshness_of(headers: object, received_at: float | None = None, status: int = 200) -> Freshness:
+def freshness_of(headers: object, received_at: float | None = None) -> Freshness:
     """:func:`freshness` of a headers object with ``getlist(name) -> list[bytes]`` (Scrapy's
     ``Headers``) or of a plain ``dict``. Cache-Control lines are joined; of the others
     (dates hold commas) the first line counts (RFC 9111 4.2.1)."""
@@ -206,6 +185,4 @@ def freshness_of(headers: object, received_at: float | None = None, status: int 
         first("Date"),
         first("Age"),
         received_at=received_at,
-        last_modified=first("Last-Modified"),
-        status=status,
     )

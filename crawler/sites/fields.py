@@ -26,6 +26,7 @@ from lxml import etree
 from parsel import Selector
 from parsel.csstranslator import HTMLTranslator
 
+from crawler.content.document import decode_html
 from crawler.items import PAGE_FIELDS
 
 # A [fields] name may not take one of the page item's own.
@@ -112,11 +113,13 @@ def _compiled(spec: FieldSpec, key: str | None) -> FieldSpec:
 def extract_fields(
     specs: Mapping[str, FieldSpec], body: bytes, encoding: str | None
 ) -> dict[str, Any]:
-    """Every field of ``specs`` from one HTML page (``body``, in ``encoding``)."""
+    """Every field of ``specs`` from one HTML page: ``body`` decoded as the crawler decodes a
+    page (:func:`crawler.content.document.decode_html`; ``encoding``: the ``Content-Type``
+    charset), so a field reads the text the page's title and main text come from."""
     if not specs:
         return {}
     try:
-        page = Selector(body=body, encoding=encoding or "utf-8", type="html")
-    except (ValueError, TypeError, LookupError):  # an undecodable page: no field values
+        page = Selector(text=decode_html(body, encoding), type="html")
+    except (ValueError, TypeError):  # lxml could make no document of it: no field values
         return {name: [] if spec.all else None for name, spec in specs.items()}
     return {name: spec.extract(page) for name, spec in specs.items()}

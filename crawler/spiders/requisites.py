@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from scrapy import Request
-from scrapy.http import Response, TextResponse
+from scrapy.http import Response
 
+from crawler.content.document import decode_stylesheet
 from crawler.content.encoding import transport_encoding
 from crawler.content.requisites import absolute_requisites, css_references, html_requisites
 from crawler.meta import CASH_META, REQUISITE_META
@@ -56,15 +57,15 @@ def requisite_requests(
 def nested_requisites(response: Response, limit: int) -> tuple[list[str], int]:
     """A fetched requisite's own requisites: a stylesheet's ``url(...)``/``@import``, a
     frame's embedded resources; nothing for anything else. With how many the bound cut."""
-    kind = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
+    content_type = response.headers.get(b"Content-Type")
+    kind = (content_type or b"").decode("latin-1").lower()
+    encoding = transport_encoding(content_type)
     path = response.url.partition("?")[0].lower()
     if "css" in kind or (not kind and path.endswith(".css")):
-        body = response.body[:_CSS_MAX_BYTES]
-        encoding = response.encoding if isinstance(response, TextResponse) else "utf-8"
-        text = body.decode(encoding or "utf-8", errors="replace")
+        # BOM, Content-Type charset, @charset, guess (CSS Syntax 3.2), not response.encoding
+        text = decode_stylesheet(response.body[:_CSS_MAX_BYTES], encoding)
         return absolute_requisites(response.url, css_references(text), limit)
     if "html" in kind:
-        encoding = transport_encoding(response.headers.get(b"Content-Type"))
         refs, base_href = html_requisites(response.body[:_CSS_MAX_BYTES], encoding)
         return absolute_requisites(response.url, refs, limit, base_href)
     return [], 0

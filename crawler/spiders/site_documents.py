@@ -18,6 +18,7 @@ from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 
 from crawler.content.documents import document_kind
+from crawler.content.encoding import transport_encoding
 from crawler.offload.components import (
     ContentWorker,
     ParseProcess,
@@ -85,7 +86,12 @@ class DocumentParsing:
     ) -> tuple[PageItem, PageAnalysis]:
         """Read a document (``ContentAnalysis.analyze_document``) and fill its item."""
         analysis = self.content.analysis.analyze_document(
-            kind, response.body, getattr(response, "encoding", None), response.url, directives,
+            kind,
+            response.body,
+            # the transport's charset only, as for a page: no <meta> in a text (decode_text)
+            transport_encoding(response.headers.get(b"Content-Type")),
+            response.url,
+            directives,
             status=response.status, reader=reader,
         )
         item["title"], item["text"] = analysis.title, analysis.text
