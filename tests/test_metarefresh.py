@@ -42,6 +42,7 @@ CASES = [
     ("text/html", "", "ascii only text ", "utf-8", b""),  # nothing declared: the stock path
     ("text/html", "", "plain ", "utf-8", b"\xef\xbb\xbf"),  # a BOM
     ("text/html", "", "wide ", "utf-16-le", b"\xff\xfe"),
+    ("text/html; charset=utf-16be", "", "wide, no BOM ", "utf-16-be", b""),  # no ASCII bytes
     ("text/html; charset=utf-8", '<base href="http://example.com/docs/">', "ü ", "utf-8", b""),
     ("text/html; charset=shift_jis", "", "日本語のテキスト ", "shift_jis", b""),
 ]
