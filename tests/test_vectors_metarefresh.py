@@ -12,9 +12,10 @@ the attribute, each with the spec's rule it checks.
 
 Ours is what the crawl does with the page: :func:`crawler.content.refresh.page_refresh` (time and
 absolute URL), then :func:`crawler.middlewares.redirect.meta_refresh` on the response (the
-request URL the middleware redirects to). A refresh of the page itself is a reload, which the
-crawler does not do on purpose (it has the page): ``page_refresh`` says it, ``meta_refresh``
-gives ``None``.
+request URL the middleware redirects to). The WPT values are also sent as a ``Refresh`` header,
+which HTML runs through the same steps (:func:`crawler.middlewares.redirect.response_refresh`).
+A refresh of the page itself is a reload, which the crawler does not do on purpose (it has the
+page): ``page_refresh`` says it, ``meta_refresh`` gives ``None``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import html
 from dataclasses import dataclass
 
 import pytest
-from scrapy.http import HtmlResponse
+from scrapy.http import HtmlResponse, Response
 
 from crawler.content.refresh import page_refresh, parse_refresh
-from crawler.middlewares.redirect import meta_refresh
+from crawler.middlewares.redirect import meta_refresh, response_refresh
 from crawler.net.weburl import join, request_url
 
 WPT = "wpt attr-meta-http-equiv-refresh/parsing.html"
@@ -265,3 +266,20 @@ def test_the_request_the_middleware_makes(case: Case) -> None:
         assert meta_refresh(response, ["noscript"]) is None
     else:
         assert meta_refresh(response, ["noscript"]) == (browser[0], request_url(browser[1])[0])
+
+
+@pytest.mark.parametrize("case", WPT_CASES, ids=lambda case: repr(case.content))
+def test_a_refresh_header_is_read_the_same_way(case: Case) -> None:
+    """HTML runs a ``Refresh`` header's value through the same steps, for any document (here a
+    PDF), before any ``<meta>``: a header that parses wins over the page's refresh, a reload
+    included."""
+    browser = _browser(case)
+    expected = (
+        None if browser is None or browser[1] == PAGE else (browser[0], request_url(browser[1])[0])
+    )
+    headers = {"Refresh": case.content.encode("latin-1"), "Content-Type": "application/pdf"}
+    assert response_refresh(Response(PAGE, headers=headers, body=b"%PDF-1.4"), []) == expected
+    page = b'<meta http-equiv="refresh" content="0; url=/from-the-page">'
+    html = HtmlResponse(PAGE, body=page, headers={**headers, "Content-Type": "text/html"})
+    fallback = (0, "http://web-platform.test/from-the-page")
+    assert response_refresh(html, []) == (expected if browser is not None else fallback)

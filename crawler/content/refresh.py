@@ -29,7 +29,7 @@ from html.entities import html5
 
 from crawler.net.weburl import InvalidUrl, join, request_url
 
-__all__ = ["RAW_TEXT", "page_refresh", "parse_refresh"]
+__all__ = ["RAW_TEXT", "header_refresh", "page_refresh", "parse_refresh"]
 
 _WS = "\t\n\x0c\r "  # ASCII whitespace
 _DIGITS = re.compile(r"[0-9]*")
@@ -156,6 +156,16 @@ def page_refresh(
         ):
             return refresh
     return None
+
+
+def header_refresh(value: bytes | str, url: str) -> tuple[int, str] | None:
+    """The time and absolute URL of the refresh a ``Refresh`` header of the response at
+    ``url`` makes a browser perform (HTML 7.5.1, "create and initialize a Document object":
+    the header's value, isomorphic-decoded, through the same steps), or ``None``. It comes
+    before any ``<meta>`` of the page: the document refreshes once."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return _refresh(value, url, url)
 
 
 def _refresh(content: str, base: str, url: str) -> tuple[int, str] | None:

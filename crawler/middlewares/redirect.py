@@ -27,7 +27,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from crawler.content.document import page_encoding
 from crawler.content.encoding import transport_encoding
-from crawler.content.refresh import SCAN_CHARS, page_refresh
+from crawler.content.refresh import SCAN_CHARS, header_refresh, page_refresh
 from crawler.download.limits import limit_log
 from crawler.net.weburl import InvalidUrl, join, request_url
 
@@ -101,8 +101,10 @@ class PrefixMetaRefreshMiddleware(MetaRefreshMiddleware):
     body on the reactor thread (10-100 ms for a 4-8 MB page, during which every host that came
     due waits) and with w3lib's looser ``<meta charset>`` scan. The refresh is found and parsed
     by :func:`crawler.content.refresh.page_refresh` (HTML's declarative refresh steps), not
-    w3lib's ``get_meta_refresh``. A refresh of the page itself (no URL, or its own) is a reload,
-    which a crawler that has the page does not do: the page is kept.
+    w3lib's ``get_meta_refresh``. A ``Refresh`` header, which Scrapy ignores, is read the same
+    way and first, for any response, as a browser reads it. A refresh of the page itself (no
+    URL, or its own) is a reload, which a crawler that has the page does not do: the page is
+    kept.
     """
 
     def process_response(
@@ -111,11 +113,10 @@ class PrefixMetaRefreshMiddleware(MetaRefreshMiddleware):
         if (
             request.meta.get("dont_redirect", False)
             or request.method == "HEAD"
-            or not isinstance(response, HtmlResponse)
             or urlparse_cached(request).scheme not in {"http", "https"}
         ):
             return response
-        refresh = meta_refresh(response, self._ignore_tags)
+        refresh = response_refresh(response, self._ignore_tags)
         if refresh is None:
             return response
         interval, url = refresh
@@ -142,6 +143,31 @@ def _ascii_compatible(codec: str) -> bool:
         return False
 
 
+def response_refresh(response: Response, ignore_tags: Iterable[str]) -> tuple[int, str] | None:
+    """The time and request URL of the refresh a browser performs on ``response``: its
+    ``Refresh`` header's if it has one that parses, else its ``<meta>``'s (an HTML page's);
+    ``None`` if none, or only a reload of the page."""
+    header = response.headers.get(b"Refresh")
+    if header:
+        refresh = header_refresh(header, response.url)
+        if refresh is not None:
+            return _request(refresh, response.url)
+    if not isinstance(response, HtmlResponse):
+        return None
+    return meta_refresh(response, ignore_tags)
+
+
+def _request(refresh: tuple[int, str], url: str) -> tuple[int, str] | None:
+    """``refresh`` with its URL in request form; ``None`` for a reload of ``url``."""
+    try:
+        target = request_url(refresh[1])[0]
+        if target == request_url(url)[0]:
+            return None
+    except InvalidUrl:
+        return None
+    return refresh[0], target
+
+
 def meta_refresh(response: TextResponse, ignore_tags: Iterable[str]) -> tuple[int, str] | None:
     """The time and request URL of the refresh a browser performs on ``response``, or ``None``
     if it performs none, or only a reload of the page (see :class:`PrefixMetaRefreshMiddleware`)."""
@@ -160,12 +186,4 @@ def meta_refresh(response: TextResponse, ignore_tags: Iterable[str]) -> tuple[in
     codec = page_encoding(body, transport)
     text = codecs.getincrementaldecoder(codec)(errors="replace").decode(body, final=False)
     refresh = page_refresh(text.removeprefix("\ufeff"), response.url, ignore_tags)
-    if refresh is None:
-        return None
-    try:
-        target = request_url(refresh[1])[0]
-        if target == request_url(response.url)[0]:
-            return None
-    except InvalidUrl:
-        return None
-    return refresh[0], target
+    return None if refresh is None else _request(refresh, response.url)
