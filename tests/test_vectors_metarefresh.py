@@ -210,6 +210,8 @@ WHATWG_CASES = [
     _w("13.2.5.4 a script ends at its end tag", f"<script>x</script >{R}", 0, "/r"),
     _w("4.12.3 a <template>'s content is no part of the document", f"<template>{R}</template>"),
     _w("4.12.2 a <noscript> is text when scripting is on", f"<noscript>{R}</noscript>"),
+    _w("13.2.5.33 a quote in an end tag's attribute name quotes nothing", f'</p "x>{R}', 0, "/r"),
+    _w("13.2.5.33 an end tag that does not end hides the rest", f'</p x="y>{R}'),
     _w("13.2.5.42 '<?...>' is a bogus comment, not the tag", f'<?x "{R}"?>{R}', 0, "/r"),
     _w(
         "13.2.5.34 an attribute value may hold '>'",

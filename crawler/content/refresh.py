@@ -107,7 +107,7 @@ _ATTRIBUTE = re.compile(
     r"(?:[\t\n\x0c\r ]*=[\t\n\x0c\r ]*"
     r"(?:\"(?P<dq>[^\"]*)(?:\"|$)|'(?P<sq>[^']*)(?:'|$)|(?P<uq>[^\t\n\x0c\r >]*)))?)?"
 )
-_END_TAG_REST = re.compile(r"[^>\"']*(?:(?:\"[^\"]*\"|'[^']*')[^>\"']*)*(?:>|$)")
+_TAG_NAME_REST = re.compile(r"[^\t\n\x0c\r />]*")
 _REFERENCE = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*;?)")
 
 _PRAGMA = re.compile("refresh", re.IGNORECASE)
@@ -131,8 +131,11 @@ def page_refresh(
         pos = found.end()
         name = found["name"]
         if name is None:
-            if found["endtag"] is not None:
-                pos = _END_TAG_REST.match(text, pos).end()  # type: ignore[union-attr]
+            if found["endtag"] is not None:  # its attributes are read as a start tag's are
+                pos = _TAG_NAME_REST.match(text, pos).end()  # type: ignore[union-attr]
+                pos = _attributes(text, pos)[1]
+                if pos < 0:
+                    return None
             continue
         name = name.lower()
         attributes, pos = _attributes(text, pos)
