@@ -820,3 +820,16 @@ def test_rss_dates(name: str, value: str, utc: str | None) -> None:
 
 def _epoch(utc: str) -> float:
     return datetime.fromisoformat(utc.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_location_written_unescaped_is_the_page_its_escaped_form_names() -> None:
+    """sitemaps.org "Entity escaping": ``http://www.example.com/ümlat.php&q=name`` is to be
+    written ``http://www.example.com/%C3%BCmlat.php&amp;q=name``; a sitemap that writes it as
+    is names the same page (the crawl database's key is the same)."""
+    body = _urlset(
+        "<url><loc>http://www.example.com/\u00fcmlat.php&amp;q=name</loc></url>",
+        "<url><loc>http://www.example.com/%C3%BCmlat.php&amp;q=name</loc></url>",
+    )
+    case = Case(PROTOCOL, body, f"{EX}/sitemap.xml", ())
+    keys = [key for _, key, _ in _read(case).entries]
+    assert keys == [f"{EX}/%C3%BCmlat.php&q=name"] * 2
