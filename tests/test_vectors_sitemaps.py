@@ -27,7 +27,7 @@ from datetime import datetime
 import pytest
 
 from crawler.middlewares.sitemaps_reading import SitemapReading, read_sitemap
-from crawler.sitemaps import SitemapFile, SitemapLimits, parse_lastmod
+from crawler.sitemaps import GZIP, TEXT, XML, SitemapFile, SitemapLimits, file_kind, parse_lastmod
 from crawler.sitemaps.feeds import rfc822_to_w3c
 
 PARSER = "crawler-commons SiteMapParserTest.java"
@@ -833,3 +833,21 @@ def test_a_location_written_unescaped_is_the_page_its_escaped_form_names() -> No
     case = Case(PROTOCOL, body, f"{EX}/sitemap.xml", ())
     keys = [key for _, key, _ in _read(case).entries]
     assert keys == [f"{EX}/%C3%BCmlat.php&q=name"] * 2
+
+
+MIME = "crawler-commons MimeTypeDetectorTest.java"
+BOM_TEXT = b"\xef\xbb\xbfhttp://www.domain.com/page1.html\nhttp://www.domain.com/page2.html\n"
+KINDS = [
+    (f"{MIME}: testXMLDetection (atom.xml)", ATOM, XML),
+    (f"{MIME}: testTextDetection (sitemap.txt)", _limits_text(5), TEXT),
+    (f"{MIME}: testTextDetection (sitemap-with-bom.txt)", BOM_TEXT, TEXT),
+    (f"{MIME}: testGzipDetection (xmlSitemap.gz)", gzip.compress(XML_SITEMAP), GZIP),
+    (f"{MIME}: testGzipDetection (sitemap.txt.gz)", gzip.compress(_limits_text(5)), GZIP),
+    (f"{MIME}: testLeadingSpace", b" \n" + _limits_text(5), TEXT),
+    (f"{MIME}: testLeadingSpace (after the BOM)", BOM_TEXT[:3] + b" \n" + BOM_TEXT[3:], TEXT),
+]
+
+
+@pytest.mark.parametrize("source, body, kind", KINDS, ids=[k[0] for k in KINDS])
+def test_what_kind_of_file_the_bytes_say(source: str, body: bytes, kind: str) -> None:
+    assert file_kind(body) == kind
