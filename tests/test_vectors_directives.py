@@ -17,6 +17,8 @@ Sources (each case names its file and test):
 * ``spatie/robots-txt``, ``tests/RobotsHeadersTest.php`` (``it_can_parse_headers``) and
   ``tests/RobotsMetaTest.php`` with its ``tests/data/*.html`` pages.
 * ``nielsole/xrobotstag``, ``parser_test.go``.
+* ``apache/incubator-stormcrawler``, ``core/src/test/java/org/apache/stormcrawler/util/
+  RobotsTagsTest.java`` (``testHTTPHeaders``; its ``isNoCache`` is no verdict of ours).
 
 Ours is the crawl's: the ``X-Robots-Tag`` headers through :func:`crawler.robots.x_robots_tag`
 for the crawler's token (:func:`crawler.config.agent.crawler_token` of its name), then the
@@ -43,6 +45,7 @@ MARGINALIA = "MarginaliaSearch HttpFetcherImplTest.java testXRobotsTag"
 SPATIE_HEADERS = "spatie/robots-txt RobotsHeadersTest.php it_can_parse_headers"
 SPATIE_META = "spatie/robots-txt RobotsMetaTest.php"
 NIELSOLE = "nielsole/xrobotstag parser_test.go"
+STORM = "apache/incubator-stormcrawler RobotsTagsTest.java testHTTPHeaders"
 
 ADDS_UP = "Google: competing directives resolve to the most restrictive; a crawler's own rule "
 ADDS_UP += "adds to the general ones, it does not replace them"
@@ -205,6 +208,11 @@ CASES = [
         False,
         True,
     ),
+    # --- StormCrawler -------------------------------------------------------------------------
+    _h(STORM, "anybot", (), True, True),
+    _h(STORM, "anybot", ("none",), False, False),
+    _h(STORM, "anybot", ("noindex", "nofollow"), False, False),
+    _h(STORM, "anybot", ("noindex, nofollow",), False, False),
     # --- nielsole/xrobotstag ------------------------------------------------------------------
     _h(f"{NIELSOLE} TestSimpleCase", "googlebot", ("googlebot: noindex, nofollow",), False, False),
     _h(
