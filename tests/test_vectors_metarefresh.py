@@ -201,6 +201,19 @@ WHATWG_CASES = [
         0,
         "/one/r",
     ),
+    _w(
+        "4.2.3 a <base> whose URL does not parse leaves the document's",
+        f'<base href="http://[x/">{R.replace("/r", "r")}',
+        0,
+        "r",
+    ),
+    _w(
+        "4.2.5.3 a relative URL against a base that takes none: no refresh, a later one counts",
+        '<base href="data:,x"><meta http-equiv="refresh" content="0; r">'
+        '<meta http-equiv="refresh" content="1; http://other.test/x">',
+        1,
+        "http://other.test/x",
+    ),
     _w("13.2.5.1 a comment is no tag", f"<!-- {R} -->"),
     _w("13.2.5.43 '<!-->' ends a comment", f"<!-->{R}", 0, "/r"),
     _w("13.2.5.1 a <meta> in a <title> is text", f"<title>{R}</title>"),

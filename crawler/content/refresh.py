@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from html.entities import html5
 
-from crawler.net.weburl import InvalidUrl, join, request_url
+from crawler.net.weburl import join, request_url
 
 __all__ = ["RAW_TEXT", "header_refresh", "page_refresh", "parse_refresh"]
 
@@ -111,6 +111,7 @@ _TAG_NAME_REST = re.compile(r"[^\t\n\x0c\r />]*")
 _REFERENCE = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*;?)")
 
 _PRAGMA = re.compile("refresh", re.IGNORECASE)
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
 
 SCAN_CHARS = 4096  # how much of a page is looked at (as Scrapy's get_meta_refresh)
 
@@ -149,8 +150,8 @@ def page_refresh(
             pos = stop.start()
         elif name == "base" and base is None and "href" in attributes:
             try:  # a <base> whose URL does not parse leaves the document's URL in place
-                base = join(url, attributes["href"].strip(_WS))
-            except InvalidUrl:
+                base = _absolute(url, attributes["href"])
+            except ValueError:
                 base = url
         elif (
             name == "meta"
@@ -178,12 +179,22 @@ def _refresh(content: str, base: str, url: str) -> tuple[int, str] | None:
     if target is None:
         return time, url
     try:
-        absolute = join(base, target)
-        if absolute[:5].lower() in {"http:", "https"}:
-            request_url(absolute)  # a URL whose host or port does not parse
-    except InvalidUrl:
+        return time, _absolute(base, target)
+    except ValueError:  # InvalidUrl, or urljoin's
         return None
-    return time, absolute
+
+
+def _absolute(base: str, href: str) -> str:
+    """``href`` parsed against ``base`` as a browser parses it; ``ValueError`` if it does not
+    parse (a host or port that is none, a relative URL against a base that takes none, such
+    as ``data:``)."""
+    absolute = join(base, href)
+    scheme = absolute.partition(":")[0].lower()
+    if not _SCHEME.fullmatch(scheme) or absolute == scheme:
+        raise ValueError(f"not a URL: {absolute[:200]!r}")
+    if scheme in ("http", "https"):
+        request_url(absolute)  # raises InvalidUrl for a host or port that does not parse
+    return absolute
 
 
 def _attributes(text: str, pos: int) -> tuple[dict[str, str], int]:
