@@ -1,7 +1,9 @@
 """The meta-refresh middleware decodes only a page's start (crawler/middlewares/redirect.py) and
-finds exactly the refresh Scrapy's own finds: same interval, same URL (base href included), for
-every way a page declares its encoding, multi-byte characters cut at the prefix's end, and pages
-that declare none (the stock path). A crawl then follows a refresh of a big page."""
+finds exactly the refresh it finds in the whole page decoded as every reader of a page decodes
+it (:func:`crawler.content.document.decode_html`): same interval, same URL (base href included),
+for every way a page declares its encoding, multi-byte characters cut at the prefix's end, and
+pages that declare none. A crawl then follows a refresh of a big page. How the refresh is read
+is tests/test_vectors_metarefresh.py's."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from pathlib import Path
 
 import pytest
 from scrapy.http import HtmlResponse
-from scrapy.utils.response import get_meta_refresh
 
+from crawler.content.document import decode_html
+from crawler.content.encoding import transport_encoding
+from crawler.content.refresh import page_refresh
 from crawler.middlewares.redirect import meta_refresh
+from crawler.net.weburl import request_url
 from tests.crawling import PROJECT, crawl_command, serve_pages
 
 REFRESH = '<meta http-equiv="refresh" content="3; url=next/page.html">'
@@ -37,6 +42,7 @@ CASES = [
     ("text/html", "", "ascii only text ", "utf-8", b""),  # nothing declared: the stock path
     ("text/html", "", "plain ", "utf-8", b"\xef\xbb\xbf"),  # a BOM
     ("text/html", "", "wide ", "utf-16-le", b"\xff\xfe"),
+    ("text/html; charset=utf-16be", "", "wide, no BOM ", "utf-16-be", b""),  # no ASCII bytes
     ("text/html; charset=utf-8", '<base href="http://example.com/docs/">', "ü ", "utf-8", b""),
     ("text/html; charset=shift_jis", "", "日本語のテキスト ", "shift_jis", b""),
 ]
@@ -45,7 +51,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("size", [100, 4000, 16_000, 16_430, 200_000])
 @pytest.mark.parametrize("refresh_at", [0, 3500, 4090, 5000])
-def test_the_same_refresh_as_scrapy(case: tuple[str, str, str, str, bytes], size: int,
+def test_the_refresh_of_the_whole_page(case: tuple[str, str, str, str, bytes], size: int,
                                     refresh_at: int) -> None:
     content_type, head, filler, encoding, bom = case
     page = _page(head, filler, size, refresh_at if refresh_at < size else 0)
@@ -54,9 +60,11 @@ def test_the_same_refresh_as_scrapy(case: tuple[str, str, str, str, bytes], size
         data = body[: len(body) - cut] if cut else body
         response = HtmlResponse("http://example.com/a/b.html", body=data,
                                 headers={"Content-Type": content_type})
-        stock = get_meta_refresh(HtmlResponse("http://example.com/a/b.html", body=data,
-                                              headers={"Content-Type": content_type}))
-        assert meta_refresh(response, ("script", "noscript")) == stock
+        text = decode_html(data, transport_encoding(content_type))
+        whole = page_refresh(text, "http://example.com/a/b.html", ("noscript",))
+        expected = whole and (whole[0], request_url(whole[1])[0])
+        assert meta_refresh(response, ("noscript",)) == expected
+        assert (whole is None) == (text.find(REFRESH) >= 4096)  # looked for in 4,096 characters
 
 
 HOST = "127.0.0.43"

@@ -33,19 +33,132 @@ OFF = "off"
 MAX_CHAIN = 5  # hops followed from a page to its canonical's canonical, and on
 MAX_REMEMBERED = 1_000_000  # pages whose canonical a crawl remembers for loop and chain checks
 
-# One link-value of a Link header: <target> and its parameters, up to the next link-value.
-_LINK_VALUE = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,]*(?:\"[^\"]*\"[^;,]*)?)*)")
-_REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))""", re.IGNORECASE)
+_OWS = " \t"
+# A parameter's name (a token) and what follows it: "=" and a value, ";" or the end.
+_PARAM = re.compile(r"[ \t]*([^\s;=,\"]+)[ \t]*")
+_TOKEN_VALUE = re.compile(r"[^;]*")  # an unquoted value: up to the next ";", as Chromium reads
 
 
-def link_header_canonical(values: Iterable[str]) -> str | None:
-    """The target of the first ``rel="canonical"`` link in ``Link`` header values."""
+def link_values(value: str) -> list[tuple[str, dict[str, str | None]]]:
+    """The link-values of one ``Link`` header value (RFC 8288 section 3): each its target as
+    written (unresolved, spaces around it trimmed) and its parameters by lower-case name, the
+    first of each name kept (a second ``rel`` is ignored, as the RFC says), a valueless one
+    ``None``. Read as Chromium's ``link_header_util`` reads them: link-values are split at
+    commas outside ``<...>`` and double-quoted strings (backslash escapes), and a malformed one
+    (no ``<``, no ``>``, text between ``>`` and the first ``;``, a parameter that is not
+    ``name[=value]``, an unclosed quoted string) is dropped, not the others."""
+    out = []
+    for part in split_link_header(value):
+        link = _link_value(part)
+        if link is not None:
+            out.append(link)
+    return out
+
+
+def split_link_header(value: str) -> list[str]:
+    """A ``Link`` header value cut into its link-values: at commas outside ``<...>`` and
+    double-quoted strings (a backslash escapes in those), blank ones dropped."""
+    parts, start, at, end = [], 0, 0, len(value)
+    while at < end:
+        char = value[at]
+        if char == "<":
+            close = value.find(">", at)
+            at = end if close < 0 else close + 1
+            continue
+        if char == '"':
+            at += 1
+            while at < end and value[at] != '"':
+                at += 2 if value[at] == "\\" else 1
+        elif char == ",":
+            parts.append(value[start:at])
+            start = at + 1
+        at += 1
+    parts.append(value[start:])
+    return [part.strip(_OWS) for part in parts if part.strip(_OWS)]
+
+
+def _link_value(part: str) -> tuple[str, dict[str, str | None]] | None:
+    if not part.startswith("<"):
+        return None
+    close = part.find(">")
+    if close < 0:
+        return None
+    target, rest = part[1:close].strip(_OWS), part[close + 1 :].lstrip(_OWS)
+    params: dict[str, str | None] = {}
+    at, end = 0, len(rest)
+    if rest and rest[0] != ";":
+        return None
+    while at < end:
+        while at < end and rest[at] in ";" + _OWS:
+            at += 1
+        if at >= end:
+            break
+        name = _PARAM.match(rest, at)
+        if name is None:
+            return None
+        at = name.end()
+        value: str | None = None
+        if at < end and rest[at] == "=":
+            at = len(rest) - len(rest[at + 1 :].lstrip(_OWS))
+            if at < end and rest[at] == '"':
+                value, at = _quoted(rest, at)
+                if value is None:
+                    return None
+            else:
+                token = _TOKEN_VALUE.match(rest, at)
+                value, at = token.group().rstrip(_OWS), token.end()  # type: ignore[union-attr]
+            at = len(rest) - len(rest[at:].lstrip(_OWS))
+        if at < end and rest[at] != ";":
+            return None  # "rel pel=x", 'rel="a" b': not name[=value]
+        params.setdefault(name.group(1).lower(), value)
+    return target, params
+
+
+def _quoted(text: str, at: int) -> tuple[str | None, int]:
+    """A quoted-string starting at ``text[at]`` (a ``"``), unescaped, and where it ends;
+    ``None`` if it does not close."""
+    chars, at = [], at + 1
+    while at < len(text):
+        char = text[at]
+        if char == "\\":
+            if at + 1 < len(text):
+                chars.append(text[at + 1])
+            at += 2
+            continue
+        if char == '"':
+            return "".join(chars), at + 1
+        chars.append(char)
+        at += 1
+    return None, at
+
+
+def link_header_canonical(values: Iterable[str], url: str = "") -> str | None:
+    """The target of the first ``rel="canonical"`` link in ``Link`` header values (rel is a
+    space-separated list, compared case-insensitively). A link whose ``anchor`` makes another
+    resource its context (RFC 8288 section 3.2) says nothing about this page: skipped, unless
+    the anchor resolves to ``url`` itself (without ``url``, only an empty anchor is this page)."""
     for value in values:
-        for target, params in _LINK_VALUE.findall(value):
-            for quoted, bare in _REL.findall(params):
-                if "canonical" in (quoted or bare).lower().split():
-                    return target.strip()
+        for target, params in link_values(value):
+            rel = params.get("rel")
+            if not rel or "canonical" not in rel.lower().split():
+                continue
+            anchor = params.get("anchor")
+            if anchor is not None and not _about(anchor, url):
+                continue
+            return target
     return None
+
+
+def _about(anchor: str, url: str) -> bool:
+    """Whether a link's ``anchor`` is the page at ``url`` itself."""
+    if not anchor.strip():
+        return True
+    if not url:
+        return False
+    try:
+        return web_join(url, anchor) == url
+    except ValueError:
+        return False
 
 
 class CanonicalPolicy:

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 _VALUED = frozenset(
     {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
 )
-_BOT_NAME = re.compile(r"^[A-Za-z_-][A-Za-z0-9_.-]*$")
+# A crawler's name before a colon: one word, whatever it is made of ("googlebot*" names a crawler
+# called that, not every one: a name is matched whole, as Google's documentation writes it).
+_BOT_NAME = re.compile(r"^[^\s,:]+$")
 # A valued directive and its value, up to the next comma: a date has spaces of its own
 # ("unavailable_after: 25 Jun 2010 15:00:00 PST"); one in ISO form may hold colons.
 _VALUED_ITEM = re.compile(

@@ -35,7 +35,7 @@ def apply_canonical(
     """Judge the page's canonical URL (the header's before the HTML's); safe on the content
     thread: its count goes in ``analysis.stats`` for the reactor thread."""
     header = link_header_canonical(
-        v.decode("latin-1") for v in response.headers.getlist(b"Link")
+        (v.decode("latin-1") for v in response.headers.getlist(b"Link")), response.url
     )
     canonical, why = policy.judge(response.url, header or analysis.canonical_href)
     if why != "none":
