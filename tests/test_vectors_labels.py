@@ -23,10 +23,17 @@ A case where the crawler deliberately differs carries its verdict and why, in ``
 from __future__ import annotations
 
 import codecs
+from pathlib import Path
 
 import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
 
 from crawler.content.encoding import label_codec, mime_type, transport_encoding
+from crawler.sites import load_site_config
+from crawler.spiders.site import SiteSpider
+from crawler.spiders.site_items import PageItem
 
 ENCODINGS_JSON = "whatwg/encoding encodings.json"
 MIME_TYPES = "wpt mimesniff/mime-types/resources/mime-types.json"
@@ -459,3 +466,19 @@ def test_the_charset_of_several_content_type_values(
     """One header line of them joined by ", " (the file's way), or a line each."""
     assert transport_encoding(", ".join(values)) == _codec(encoding)
     assert transport_encoding([v.encode("latin-1") for v in values]) == _codec(encoding)
+
+
+def test_the_spider_reads_every_content_type_line(tmp_path: Path) -> None:
+    """Two header lines, the charset on the first (content-types.json's ``text/plain;charset=
+    gbk``, ``text/plain``): the page is GBK, not what its ``<meta>`` says; the last line
+    alone (``response.headers.get``) declares no charset."""
+    path = tmp_path / "t.toml"
+    path.write_text('name = "t"\n', encoding="utf-8")
+    cls = SiteSpider.for_site(load_site_config(path))
+    spider = cls.from_crawler(get_crawler(cls))
+    body = '<meta charset="windows-1252"><title>中文</title><p>中文的页面</p>'.encode("gbk")
+    headers = {"Content-Type": [b"text/html;charset=gbk", b"text/html"]}
+    url = "http://a.test/"
+    response = HtmlResponse(url, body=body, headers=headers, request=Request(url), status=200)
+    items = [out for out in spider.parse(response) if isinstance(out, PageItem)]
+    assert [item["title"] for item in items] == ["中文"]
