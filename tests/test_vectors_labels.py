@@ -42,7 +42,9 @@ CONTENT_TYPES = "wpt fetch/content-type/resources/content-types.json"
 
 # Each encoding of encodings.json: the Python codec that decodes like it, its labels (the
 # file's), and bytes with what the encoding decodes them to, chosen where the candidate codecs
-# differ.
+# differ; for the single-byte ones where Python's codec and the Standard's index differ
+# (crawler.content.webcodecs), those bytes (WPT encoding/single-byte-decoder.any.js's indexes:
+# windows-1252's 0x81 is U+0081, its 0xAA in windows-1253 no character).
 ENCODINGS: dict[str, tuple[str, str, tuple[tuple[bytes, str], ...]]] = {
     "UTF-8": (
         "utf-8",
@@ -117,44 +119,69 @@ ENCODINGS: dict[str, tuple[str, str, tuple[tuple[bytes, str], ...]]] = {
     ),
     "ISO-8859-16": ("iso8859-16", "iso-8859-16", ((b"\xa4\xaa", "\u20ac\u0218"),)),
     "KOI8-R": ("koi8-r", "cskoi8r koi koi8 koi8-r koi8_r", ((b"\xc1\xa4", "\u0430\u2553"),)),
-    "KOI8-U": ("koi8-u", "koi8-ru koi8-u", ((b"\xc1\xa4", "\u0430\u0454"),)),
+    # The Standard's KOI8-U is KOI8-RU: 0xAE and 0xBE are letters, not box drawings.
+    "KOI8-U": (
+        "whatwg-koi8-u",
+        "koi8-ru koi8-u",
+        ((b"\xc1\xa4\xae\xbe", "\u0430\u0454\u045e\u040e"),),
+    ),
     "macintosh": (
         "mac-roman",
         "csmacintosh mac macintosh x-mac-roman",
         ((b"\x80\xdb", "\u00c4\u20ac"),),
     ),
     "windows-874": (
-        "cp874",
+        "whatwg-windows-874",
         "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874",
-        ((b"\x80\xa1", "\u20ac\u0e01"),),
+        ((b"\x80\xa1\x81\xdb", "\u20ac\u0e01\x81\ufffd"),),
     ),
-    "windows-1250": ("cp1250", "cp1250 windows-1250 x-cp1250", ((b"\x8a", "\u0160"),)),
-    "windows-1251": ("cp1251", "cp1251 windows-1251 x-cp1251", ((b"\xc0\x80", "\u0410\u0402"),)),
+    "windows-1250": (
+        "whatwg-windows-1250",
+        "cp1250 windows-1250 x-cp1250",
+        ((b"\x8a\x81\x83\x88\x90\x98", "\u0160\x81\x83\x88\x90\x98"),),
+    ),
+    "windows-1251": (
+        "whatwg-windows-1251",
+        "cp1251 windows-1251 x-cp1251",
+        ((b"\xc0\x80\x98", "\u0410\u0402\x98"),),
+    ),
     "windows-1252": (
-        "cp1252",
+        "whatwg-windows-1252",
         "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 "
         "iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252",
-        ((b"\x80\x9f\xe9", "\u20ac\u0178\u00e9"),),
+        ((b"\x80\x9f\xe9\x81\x8d\x8f\x90\x9d", "\u20ac\u0178\u00e9\x81\x8d\x8f\x90\x9d"),),
     ),
-    "windows-1253": ("cp1253", "cp1253 windows-1253 x-cp1253", ((b"\xc1", "\u0391"),)),
+    "windows-1253": (
+        "whatwg-windows-1253",
+        "cp1253 windows-1253 x-cp1253",
+        ((b"\xc1\x81\xaa", "\u0391\x81\ufffd"),),
+    ),
     "windows-1254": (
-        "cp1254",
+        "whatwg-windows-1254",
         "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 "
         "iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254",
-        ((b"\xd0\x80", "\u011e\u20ac"),),
+        ((b"\xd0\x80\x8e", "\u011e\u20ac\x8e"),),
     ),
     "windows-1255": (
-        "cp1255",
+        "whatwg-windows-1255",
         "cp1255 windows-1255 x-cp1255",
-        ((b"\xe0\xa4", "\u05d0\u20aa"),),
+        ((b"\xe0\xa4\xca\x81\xd9", "\u05d0\u20aa\u05ba\x81\ufffd"),),
     ),
     "windows-1256": (
         "cp1256",
         "cp1256 windows-1256 x-cp1256",
         ((b"\xc7\x81", "\u0627\u067e"),),
     ),
-    "windows-1257": ("cp1257", "cp1257 windows-1257 x-cp1257", ((b"\xc0", "\u0104"),)),
-    "windows-1258": ("cp1258", "cp1258 windows-1258 x-cp1258", ((b"\xd2", "\u0309"),)),
+    "windows-1257": (
+        "whatwg-windows-1257",
+        "cp1257 windows-1257 x-cp1257",
+        ((b"\xc0\x81\xa1", "\u0104\x81\ufffd"),),
+    ),
+    "windows-1258": (
+        "whatwg-windows-1258",
+        "cp1258 windows-1258 x-cp1258",
+        ((b"\xd2\x8a", "\u0309\x8a"),),
+    ),
     "x-mac-cyrillic": (
         "mac-cyrillic",
         "x-mac-cyrillic x-mac-ukrainian",
@@ -162,11 +189,11 @@ ENCODINGS: dict[str, tuple[str, str, tuple[tuple[bytes, str], ...]]] = {
     ),
     # The Standard's GBK decoder is its gb18030 decoder: four-byte sequences included.
     "GBK": (
-        "gb18030",
+        "whatwg-gb18030",
         "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk",
-        ((b"\xb0\xa1\x81\x30\x81\x30", "\u554a\x80"),),
+        ((b"\xb0\xa1\x81\x30\x81\x30\x80", "\u554a\x80\u20ac"),),
     ),
-    "gb18030": ("gb18030", "gb18030", ((b"\x81\x30\x81\x30", "\x80"),)),
+    "gb18030": ("whatwg-gb18030", "gb18030", ((b"\x81\x30\x81\x30\x80", "\x80\u20ac"),)),
     "Big5": (
         "big5hkscs",
         "big5 big5-hkscs cn-big5 csbig5 x-x-big5",

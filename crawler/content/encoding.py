@@ -21,6 +21,11 @@ bytes, as w3lib does, where HTML lets a browser stop at 1,024 (Firefox does, and
 declaration came "too late"; Chromium reads on while in the head): a crawler decodes the page
 its author declared. And a label Python knows but the Encoding Standard lacks (``euc_jp``) is
 honoured, as html5lib does.
+
+Every label of the Standard names the codec that decodes as its encoding does
+(``tests/test_vectors_labels.py``): Python's, or one of :mod:`crawler.content.webcodecs` where
+Python has none (``x-user-defined``, ``replacement``) or decodes otherwise (windows-1252's 0x81).
+The ``Content-Type`` charset is the one Fetch and MIME Sniffing parse (:func:`transport_encoding`).
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from collections.abc import Iterable
 
 from w3lib.encoding import read_bom, resolve_encoding
 
+from crawler.content.webcodecs import EXACT
+
 __all__ = [
     "declared_encoding",
+    "exact_codec",
     "label_codec",
     "mime_type",
     "prescan",
@@ -88,64 +96,7 @@ _LABELS = {
     ),
     "unicodefffe": "utf-16-be",
 }
-# The two encodings of the Standard that Python has no codec for, registered under their names.
-# x-user-defined: bytes 0x00-0x7F are ASCII, 0x80-0xFF the private-use U+F780-U+F7FF.
-_USER_DEFINED = "".join(map(chr, range(0x80))) + "".join(map(chr, range(0xF780, 0xF800)))
-_USER_DEFINED_MAP = codecs.charmap_build(_USER_DEFINED)
-
-
-class _UserDefinedEncoder(codecs.IncrementalEncoder):
-    def encode(self, text: str, final: bool = False) -> bytes:
-        return codecs.charmap_encode(text, self.errors, _USER_DEFINED_MAP)[0]
-
-
-class _UserDefinedDecoder(codecs.IncrementalDecoder):
-    def decode(self, data: bytes, final: bool = False) -> str:  # type: ignore[override]
-        return codecs.charmap_decode(data, self.errors, _USER_DEFINED)[0]
-
-
-def _replaced(data: bytes, errors: str) -> str:
-    """The replacement decoder's output for ``data``: one decoding error, whatever its length
-    (U+FFFD with ``errors="replace"``), nothing for no bytes."""
-    if not data:
-        return ""
-    error = UnicodeDecodeError("replacement", bytes(data), 0, len(data), "never decodes")
-    return codecs.lookup_error(errors)(error)[0]  # type: ignore[return-value]
-
-
-class _ReplacementDecoder(codecs.IncrementalDecoder):
-    def __init__(self, errors: str = "strict") -> None:
-        super().__init__(errors)
-        self._done = False
-
-    def decode(self, data: bytes, final: bool = False) -> str:  # type: ignore[override]
-        if self._done or not data:
-            return ""
-        self._done = True
-        return _replaced(data, self.errors)
-
-    def reset(self) -> None:
-        self._done = False
-
-
-_CODECS = {
-    "x_user_defined": codecs.CodecInfo(
-        name="x-user-defined",
-        encode=lambda text, errors="strict": codecs.charmap_encode(text, errors, _USER_DEFINED_MAP),
-        decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, _USER_DEFINED),
-        incrementalencoder=_UserDefinedEncoder,
-        incrementaldecoder=_UserDefinedDecoder,
-    ),
-    # The replacement encoding encodes as UTF-8 (its "output encoding").
-    "replacement": codecs.CodecInfo(
-        name="replacement",
-        encode=codecs.utf_8_encode,
-        decode=lambda data, errors="strict": (_replaced(data, errors), len(data)),
-        incrementaldecoder=_ReplacementDecoder,
-    ),
-}
-codecs.register(lambda name: _CODECS.get(name.replace("-", "_")))
-
+_LABELS = {label: EXACT.get(codec, codec) for label, codec in _LABELS.items()}
 _UTF16 = frozenset({"utf-16", "utf-16-le", "utf-16-be"})
 
 _SPACE = b"\t\n\x0c\r "
@@ -204,7 +155,15 @@ def label_codec(label: str) -> str | None:
     if not _LABEL.fullmatch(label):  # Python's lookup forgives 'iso-8859-9"', a browser not
         return None
     codec = _LABELS.get(label) or resolve_encoding(label)
-    return codecs.lookup(codec).name if codec else None
+    return exact_codec(codec) if codec else None
+
+
+def exact_codec(codec: str) -> str:
+    """The codec that decodes as the Encoding Standard does in place of Python's ``codec`` (a
+    codec's name), where they differ (:mod:`crawler.content.webcodecs`): windows-1252's 0x81 is
+    U+0081, not U+FFFD."""
+    name = codecs.lookup(codec).name
+    return EXACT.get(name, name)
 
 
 def transport_encoding(content_type: bytes | str | Iterable[bytes | str] | None) -> str | None:
@@ -413,7 +372,7 @@ def _meta(data: bytes, pos: int) -> tuple[str | None, int]:
 def _meta_codec(label: str) -> str | None:
     """A ``<meta>``'s label: x-user-defined there means windows-1252 (HTML 13.2.3.2)."""
     if label.strip("\t\n\x0c\r ").lower() == "x-user-defined":
-        return "cp1252"
+        return EXACT["cp1252"]
     return label_codec(label)
 
 
