@@ -168,6 +168,34 @@ def test_meta_tags_are_found_in_the_head_however_written() -> None:
         "robots": "noarchive, nosnippet", "tdm-reservation": "1", "mybot": "noai"}
 
 
+UTF16_PAGE = ('<html><head><title>\u65e5\u672c</title><meta name="robots" content="noindex">'
+              "<meta name='tdm-reservation' content='1'></head><body><meta name=robots content=x>")
+
+
+@pytest.mark.parametrize(("codec", "bom"), [
+    ("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"),  # its byte order mark says
+    ("utf-16-le", b""), ("utf-16-be", b""),  # its header says (charset=utf-16): NULs show it
+])
+def test_meta_tags_are_found_in_a_utf16_page(codec: str, bom: bytes) -> None:
+    """Its markup is no ASCII: read as the page is decoded, in UTF-16, the head ending as in
+    any page; a page cut inside a character is read up to it."""
+    body = bom + UTF16_PAGE.encode(codec)
+    expected = {"robots": "noindex", "tdm-reservation": "1"}
+    assert meta_tags(body, ["robots", "tdm-reservation"]) == expected
+    assert meta_tags(body[:-1], ["robots", "tdm-reservation"]) == expected
+
+
+def test_a_utf16_page_decides_as_any_page() -> None:
+    page = '<html><head><meta name="robots" content="noarchive"></head></html>'
+    for body in (b"\xff\xfe" + page.encode("utf-16-le"), page.encode("utf-16-be")):
+        headers = {"content-type": [b"text/html; charset=utf-16"]}
+        decision = page_decision(_response(headers, body), {}, "mybot", ["search"])
+        assert decision.archive is False and decision.index is True
+    # A NUL or two in an ASCII page (a broken template) does not make it UTF-16.
+    body = b"<html><head>\x00<meta name=robots content=noai>\x00</head>"
+    assert meta_tags(body, ["robots"]) == {"robots": "noai"}
+
+
 def _response(headers: dict[str, list[bytes]], body: bytes, url: str = "http://a.test/p") -> object:
     return SimpleNamespace(url=url, status=200, body=body, headers=SimpleNamespace(
         getlist=lambda name: headers.get(name.lower(), [])))

@@ -39,8 +39,8 @@ DOCTYPE = "<!DOCTYPE HTML>\n"
 
 # Encoding Standard names (the files' spelling) to the Python codec that decodes them.
 CODECS = {
-    "windows-1252": "cp1252",
-    "windows-1254": "cp1254",
+    "windows-1252": "whatwg-windows-1252",  # cp1252 with the Standard's 0x81, 0x8D...
+    "windows-1254": "whatwg-windows-1254",
     "iso-8859-2": "iso8859-2",
     "utf-8": "utf-8",
     "utf-16le": "utf-16-le",

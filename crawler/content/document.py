@@ -25,7 +25,12 @@ from charset_normalizer import from_bytes
 from lxml import etree
 from w3lib.encoding import resolve_encoding, to_unicode
 
-from crawler.content.encoding import declared_encoding, stylesheet_encoding, text_encoding
+from crawler.content.encoding import (
+    declared_encoding,
+    exact_codec,
+    stylesheet_encoding,
+    text_encoding,
+)
 
 __all__ = [
     "decode_html",
@@ -103,9 +108,9 @@ def _detect(body: bytes) -> str:
             codecs.getincrementaldecoder(name)().decode(body, final=False)
         except UnicodeError:
             continue
-        return resolve_encoding(name) or name
+        return exact_codec(resolve_encoding(name) or name)
     match = from_bytes(body).best()
-    return (resolve_encoding(match.encoding) if match else None) or "cp1252"
+    return exact_codec((resolve_encoding(match.encoding) if match else None) or "cp1252")
 
 
 def parse_document(body: bytes | str, encoding: str | None = None) -> etree._Element:

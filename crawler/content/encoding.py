@@ -21,18 +21,28 @@ bytes, as w3lib does, where HTML lets a browser stop at 1,024 (Firefox does, and
 declaration came "too late"; Chromium reads on while in the head): a crawler decodes the page
 its author declared. And a label Python knows but the Encoding Standard lacks (``euc_jp``) is
 honoured, as html5lib does.
+
+Every label of the Standard names the codec that decodes as its encoding does
+(``tests/test_vectors_labels.py``): Python's, or one of :mod:`crawler.content.webcodecs` where
+Python has none (``x-user-defined``, ``replacement``) or decodes otherwise (windows-1252's 0x81).
+The ``Content-Type`` charset is the one Fetch and MIME Sniffing parse (:func:`transport_encoding`).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable
 
-from w3lib.encoding import http_content_type_encoding, read_bom, resolve_encoding
+from w3lib.encoding import read_bom, resolve_encoding
+
+from crawler.content.webcodecs import EXACT
 
 __all__ = [
     "declared_encoding",
+    "exact_codec",
     "label_codec",
+    "mime_type",
     "prescan",
     "stylesheet_encoding",
     "text_encoding",
@@ -44,10 +54,9 @@ PRESCAN_BYTES = 4096
 
 # Encoding Standard labels that w3lib's ``resolve_encoding`` (Python's codec registry and
 # w3lib's translation table) does not know, or resolves to another codec (``utf-16``: UTF-16LE,
-# not a BOM-sniffing UTF-16), to the codec of the encoding they name; every other label is
-# w3lib's (tests/test_vectors_encoding.py keeps it so). The "replacement" labels (iso-2022-kr,
-# hz-gb-2312, ...) are not here: a browser shows such a page as one U+FFFD, a crawler decodes it
-# with Python's codec.
+# not a BOM-sniffing UTF-16; ``iso-2022-kr``: the replacement encoding, not Python's ISO-2022-KR),
+# to the codec of the encoding they name; every other label is w3lib's
+# (tests/test_vectors_encoding.py keeps it so, tests/test_vectors_labels.py checks them all).
 _LABELS = {
     **dict.fromkeys(
         ("unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"), "utf-8"
@@ -55,14 +64,26 @@ _LABELS = {
     **dict.fromkeys(("x-mac-cyrillic", "x-mac-ukrainian"), "mac-cyrillic"),
     **dict.fromkeys(("x-mac-roman", "mac", "csmacintosh"), "mac-roman"),
     **dict.fromkeys(("iso-8859-8-i", "csiso88598i", "logical", "visual"), "iso8859-8"),
+    **dict.fromkeys(("iso-8859-8-e", "csiso88598e"), "iso8859-8"),
     **dict.fromkeys(("iso-8859-6-e", "iso-8859-6-i", "csiso88596e", "csiso88596i"), "iso8859-6"),
     **dict.fromkeys(("x-gbk", "gb_2312", "csgb2312"), "gb18030"),
     **dict.fromkeys(("x-x-big5", "cn-big5"), "big5hkscs"),
     **dict.fromkeys(("x-euc-jp", "cseucpkdfmtjapanese"), "euc_jp"),
+    # Python's iso2022_jp lacks the half-width katakana (ESC ( I) the Standard's decoder reads.
+    **dict.fromkeys(("iso-2022-jp", "csiso2022jp"), "iso2022_jp_ext"),
+    **dict.fromkeys(
+        ("cseuckr", "csksc56011987", "iso-ir-149", "ks_c_5601-1989", "ksc_5601", "windows-949"),
+        "cp949",
+    ),
     **dict.fromkeys(("koi", "koi8"), "koi8-r"),
     **dict.fromkeys(("csisolatin9", "iso885915"), "iso8859-15"),
+    # ISO-2022-KR, HZ and ISO-2022-CN can hide markup in ASCII bytes: the Standard decodes them
+    # as one U+FFFD, as w3lib refuses UTF-7.
+    **dict.fromkeys(
+        ("csiso2022kr", "hz-gb-2312", "iso-2022-cn", "iso-2022-cn-ext", "iso-2022-kr"),
+        "replacement",
+    ),
     "koi8-ru": "koi8-u",
-    "cseuckr": "cp949",
     "sun_eu_greek": "iso8859-7",
     "dos-874": "cp874",
     "iso88591": "cp1252",
@@ -75,9 +96,19 @@ _LABELS = {
     ),
     "unicodefffe": "utf-16-be",
 }
+_LABELS = {label: EXACT.get(codec, codec) for label, codec in _LABELS.items()}
 _UTF16 = frozenset({"utf-16", "utf-16-le", "utf-16-be"})
 
 _SPACE = b"\t\n\x0c\r "
+# MIME Sniffing's and Fetch's: HTTP whitespace, token and quoted-string code points.
+_HTTP_SPACE = "\t\n\r "
+_HTTP_SPACES = re.compile(r"[\t\n\r ]*")
+_TOKEN = re.compile(r"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_QUOTED = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+_NAME_END = re.compile(r"[^;=]*")
+_UNTIL_SEMICOLON = re.compile(r"[^;]*")
+_UNQUOTED = re.compile(r'[^"\\]*')
+_UNTIL_QUOTE_OR_COMMA = re.compile(r'[^",]*')
 _CHARSET = re.compile(r"charset", re.IGNORECASE)
 _NAME = re.compile(rb"[^\t\n\x0c\r >]*")
 # "get an attribute" (HTML 13.2.3.2): spaces and slashes, then ">" (no attribute) or a name (its
@@ -117,18 +148,130 @@ _LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is m
 
 def label_codec(label: str) -> str | None:
     """The Python codec of the encoding an Encoding Standard ``label`` names, or ``None``."""
-    label = label.strip("\t\n\x0c\r ").lower()
+    label = label.strip("\t\n\x0c\r ")
+    if not label.isascii():  # an ASCII lower-casing: "\u212a" (Kelvin) is no "k"
+        return None
+    label = label.lower()
     if not _LABEL.fullmatch(label):  # Python's lookup forgives 'iso-8859-9"', a browser not
         return None
     codec = _LABELS.get(label) or resolve_encoding(label)
-    return codecs.lookup(codec).name if codec else None
+    return exact_codec(codec) if codec else None
 
 
-def transport_encoding(content_type: bytes | str | None) -> str | None:
-    """The codec of a ``Content-Type`` header's charset, or ``None`` if it names none we know."""
-    if isinstance(content_type, bytes):
-        content_type = content_type.decode("latin-1")
-    return http_content_type_encoding(content_type) if content_type else None
+def exact_codec(codec: str) -> str:
+    """The codec that decodes as the Encoding Standard does in place of Python's ``codec`` (a
+    codec's name), where they differ (:mod:`crawler.content.webcodecs`): windows-1252's 0x81 is
+    U+0081, not U+FFFD."""
+    name = codecs.lookup(codec).name
+    return EXACT.get(name, name)
+
+
+def transport_encoding(content_type: bytes | str | Iterable[bytes | str] | None) -> str | None:
+    """The codec of a ``Content-Type`` header's charset, or ``None`` if it names none we know.
+
+    The header is read as Fetch reads it ("extract a MIME type"): its values (several header
+    lines, or one split at its commas outside quotes) each parsed as MIME Sniffing parses a MIME
+    type, the last one that parses (and is not ``*/*``) deciding, with the charset of an earlier
+    one of the same type if it has none. The first ``charset`` of a type counts; its value may
+    be quoted, with backslash escapes; one that does not parse (``text/html;charset='gbk'``,
+    ``text/html;charset= "gbk"``) or a type that does not (``text/html(;charset=gbk``) declares
+    nothing. w3lib's regular expression read some of those (web-platform-tests
+    ``mimesniff/mime-types``, ``fetch/content-type`` in ``tests/test_vectors_labels.py``)."""
+    if content_type is None:
+        return None
+    if isinstance(content_type, (bytes, str)):
+        content_type = [content_type]
+    # Several header lines are one value, joined by ", " (Fetch's "get").
+    text = ", ".join(v.decode("latin-1") if isinstance(v, bytes) else v for v in content_type)
+    charset, essence, found = None, None, None
+    for value in _header_values(text):
+        parsed = mime_type(value)
+        if parsed is None or parsed[0] == "*/*":
+            continue
+        found = parsed
+        if parsed[0] != essence:
+            charset, essence = parsed[1].get("charset"), parsed[0]
+        elif "charset" not in parsed[1] and charset is not None:
+            parsed[1]["charset"] = charset
+    label = found[1].get("charset") if found is not None else None
+    return label_codec(label) if label is not None else None
+
+
+def mime_type(value: str) -> tuple[str, dict[str, str]] | None:
+    """MIME Sniffing's "parse a MIME type": the type/subtype (lower-cased) and its parameters
+    (names lower-cased, the first of a name kept), or ``None`` where it fails."""
+    value = value.strip(_HTTP_SPACE)
+    slash = value.find("/")
+    end = value.find(";", slash + 1)
+    end = len(value) if end < 0 else end
+    kind, subtype = value[:slash], value[slash + 1 : end].rstrip(_HTTP_SPACE)
+    if slash < 0 or not _TOKEN.fullmatch(kind) or not _TOKEN.fullmatch(subtype):
+        return None
+    parameters: dict[str, str] = {}
+    pos, size = end, len(value)
+    while pos < size:
+        pos = _HTTP_SPACES.match(value, pos + 1).end()  # type: ignore[union-attr]  # past ";"
+        name_end = _NAME_END.match(value, pos).end()  # type: ignore[union-attr]
+        name, pos = value[pos:name_end], name_end
+        if pos < size:
+            if value[pos] == ";":
+                continue
+            pos += 1  # past "="
+        if pos >= size:
+            break
+        if value[pos] == '"':
+            parameter, pos = _quoted_string(value, pos)
+            pos = _UNTIL_SEMICOLON.match(value, pos).end()  # type: ignore[union-attr]
+        else:
+            end = _UNTIL_SEMICOLON.match(value, pos).end()  # type: ignore[union-attr]
+            parameter, pos = value[pos:end].rstrip(_HTTP_SPACE), end
+            if not parameter:
+                continue
+        name = name.lower() if name.isascii() else name  # an ASCII lower-casing
+        if _TOKEN.fullmatch(name) and _QUOTED.fullmatch(parameter) and name not in parameters:
+            parameters[name] = parameter
+    return f"{kind}/{subtype}".lower(), parameters
+
+
+def _quoted_string(value: str, pos: int) -> tuple[str, int]:
+    """Fetch's "collect an HTTP quoted string" from the '"' at ``pos``: its value (escapes
+    undone; it may end unclosed) and the position after it."""
+    out, size = [], len(value)
+    pos += 1
+    while True:
+        end = _UNQUOTED.match(value, pos).end()  # type: ignore[union-attr]
+        out.append(value[pos:end])
+        pos = end
+        if pos >= size:
+            break
+        char, pos = value[pos], pos + 1
+        if char != "\\":
+            break
+        if pos >= size:
+            out.append("\\")
+            break
+        out.append(value[pos])
+        pos += 1
+    return "".join(out), pos
+
+
+def _header_values(text: str) -> list[str]:
+    """Fetch's "get, decode, and split": a header's value split at its commas, except in a
+    quoted string, each stripped of spaces and tabs."""
+    values, current, pos, size = [], "", 0, len(text)
+    while True:
+        end = _UNTIL_QUOTE_OR_COMMA.match(text, pos).end()  # type: ignore[union-attr]
+        current, pos = current + text[pos:end], end
+        if pos < size and text[pos] == '"':
+            end = _quoted_string(text, pos)[1]
+            current, pos = current + text[pos:end], end
+            if pos < size:
+                continue
+        values.append(current.strip("\t "))
+        current = ""
+        if pos >= size:
+            return values
+        pos += 1  # past ","
 
 
 def declared_encoding(body: bytes, transport: str | None = None) -> str | None:
@@ -229,7 +372,7 @@ def _meta(data: bytes, pos: int) -> tuple[str | None, int]:
 def _meta_codec(label: str) -> str | None:
     """A ``<meta>``'s label: x-user-defined there means windows-1252 (HTML 13.2.3.2)."""
     if label.strip("\t\n\x0c\r ").lower() == "x-user-defined":
-        return "cp1252"
+        return EXACT["cp1252"]
     return label_codec(label)
 
 

@@ -32,6 +32,7 @@ happens to the page (README, "Usage preferences"):
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import zlib
@@ -329,6 +330,7 @@ _META_TAG = re.compile(rb"<meta\s[^>]*>", re.IGNORECASE)
 _ATTR = re.compile(rb"""([a-zA-Z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 _HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
 META_SCAN = 65_536  # bytes of a page searched for its usage meta tags: they belong in <head>
+_UTF16_SNIFF = 256  # bytes that tell a UTF-16 page by its NULs
 
 
 def meta_tags(body: bytes, names: Iterable[str]) -> dict[str, str]:
@@ -337,7 +339,7 @@ def meta_tags(body: bytes, names: Iterable[str]) -> dict[str, str]:
     must know before the page is parsed whether to keep it."""
     wanted = set(names)
     out: dict[str, str] = {}
-    head = body[:META_SCAN]
+    head = _ascii_compatible(body[:META_SCAN])
     end = _HEAD_END.search(head)
     if end is not None:  # the rest is the page's body: no meta tag of its head is there
         head = head[: end.start()]
@@ -351,6 +353,34 @@ def meta_tags(body: bytes, names: Iterable[str]) -> dict[str, str]:
             content = attrs[b"content"].decode("utf-8", "replace").strip()
             out[name] = f"{out[name]}, {content}" if name in out else content
     return out
+
+
+def _ascii_compatible(head: bytes) -> bytes:
+    """A page's first bytes with its markup in ASCII bytes, as the scan reads it: a UTF-16 page
+    (by its byte order mark, which decides as it does for a page's decoding, else by its ASCII
+    markup's every other byte being NUL, which a ``Content-Type: ...; charset=utf-16`` page
+    shows) decoded as such and written in UTF-8; any other as it is. Every other encoding a
+    browser knows writes ASCII as ASCII.
+
+    Not the page decoder's choice (:mod:`crawler.content` is no layer of robots'): a UTF-16 page
+    that neither its BOM nor its header declares decodes as windows-1252 there, and its meta
+    tags would be NUL-separated noise to a browser too. Reading them anyway errs the polite way:
+    a ``noindex`` or ``noai`` it carries is obeyed."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        codec = "utf-16"  # the BOM says which, and is dropped
+    elif head.startswith(codecs.BOM_UTF8) or b"\x00" not in head[:_UTF16_SNIFF]:
+        return head
+    else:
+        sample = head[:_UTF16_SNIFF]
+        pairs = len(sample) // 2
+        even, odd = sample[0::2].count(0), sample[1::2].count(0)
+        if odd * 4 >= pairs * 3 and even * 4 < pairs:
+            codec = "utf-16-le"
+        elif even * 4 >= pairs * 3 and odd * 4 < pairs:
+            codec = "utf-16-be"
+        else:
+            return head
+    return head.decode(codec, "replace").encode("utf-8")
 
 
 def _date(text: str) -> datetime | None:

@@ -367,7 +367,7 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         analysis = self.content.analysis.analyze(
             response.body,
             # the transport's charset only: the page's <meta> is the prescan's (decode_html)
-            transport_encoding(response.headers.get(b"Content-Type")),
+            transport_encoding(response.headers.getlist(b"Content-Type")),
             response.url,
             directives,
             status=response.status,
@@ -539,7 +539,7 @@ def _header(headers: Headers, name: bytes) -> str | None:
 def _page_selector(response: Response) -> Selector:
     """The page as a selector, decoded as the crawler decodes a page (``decode_html``: the
     ``Content-Type`` charset, then the prescan), not as ``response.css`` would (w3lib's)."""
-    encoding = transport_encoding(response.headers.get(b"Content-Type"))
+    encoding = transport_encoding(response.headers.getlist(b"Content-Type"))
     return Selector(text=decode_html(response.body, encoding), type="html")
 
 

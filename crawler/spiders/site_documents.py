@@ -89,7 +89,7 @@ class DocumentParsing:
             kind,
             response.body,
             # the transport's charset only, as for a page: no <meta> in a text (decode_text)
-            transport_encoding(response.headers.get(b"Content-Type")),
+            transport_encoding(response.headers.getlist(b"Content-Type")),
             response.url,
             directives,
             status=response.status, reader=reader,
