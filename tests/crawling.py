@@ -184,9 +184,11 @@ def serve_pages(
     pages: dict[str, str],
     content_type: str = "text/html; charset=utf-8",
     delay: float = 0.0,
+    headers: dict[str, dict[str, str]] | None = None,
 ) -> Iterator[int]:
     """A real HTTP server on ``host`` (a free port, yielded) answering each path of ``pages``
-    with its text in UTF-8 (``delay`` seconds late), and 404 for any other path."""
+    with its text in UTF-8 (``delay`` seconds late), and 404 for any other path. ``headers``:
+    more response headers of a path (``{"/": {"Refresh": "0; url=/next"}}``)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -199,6 +201,8 @@ def serve_pages(
             self.send_response(200)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).get(self.path, {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 

@@ -20,7 +20,7 @@ from crawler.content.encoding import transport_encoding
 from crawler.content.refresh import page_refresh
 from crawler.middlewares.redirect import meta_refresh
 from crawler.net.weburl import request_url
-from tests.crawling import PROJECT, crawl_command, serve_pages
+from tests.crawling import PROJECT, crawl_command, loopback_settings, run_crawl, serve_pages
 
 REFRESH = '<meta http-equiv="refresh" content="3; url=next/page.html">'
 
@@ -93,4 +93,20 @@ def test_a_crawl_follows_the_refresh_of_a_big_page(site: int, tmp_path: Path) ->
     rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert [(r["url"], r["final_url"]) for r in rows] == [
         (f"http://{HOST}:{site}/", f"http://{HOST}:{site}/target.html")
+    ]
+
+
+@pytest.mark.integration
+def test_a_crawl_follows_a_refresh_header(tmp_path: Path) -> None:
+    pages = {
+        "/": "<html><body><p>Moved: no link, no meta refresh.</p></body></html>",
+        "/next": "<html><body><p>The next page.</p></body></html>",
+    }
+    refresh = {"/": {"Refresh": "0; url=/next"}}
+    with serve_pages(HOST, pages, "text/html", headers=refresh) as port:
+        result = run_crawl(tmp_path, seeds=[f"http://{HOST}:{port}/"], settings=loopback_settings(
+            FRONTIER_MIN_DELAY=0, TUNING={"idle_horizon": 2}, CLOSESPIDER_TIMEOUT=120))
+    assert result.returncode == 0, result.log[-3000:]
+    assert [(r["url"], r["final_url"]) for r in result.items] == [
+        (f"http://{HOST}:{port}/", f"http://{HOST}:{port}/next")
     ]

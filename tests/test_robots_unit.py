@@ -220,7 +220,8 @@ def test_the_book_keeps_a_bounded_number_of_settled_origins() -> None:
         (["noarchive, nosnippet"], False, False),
         (["otherbot: noindex"], False, False),
         (["crawler-bot: noindex, nofollow"], True, True),
-        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], False, False),
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], True, False),  # past: noindex
+        (["unavailable_after: 2999-01-01"], False, False),
         (["otherbot: none", "nofollow"], False, True),
     ],
 )

@@ -7,6 +7,7 @@ crawler-commons' ``SiteMapParserTest``."""
 from __future__ import annotations
 
 import gzip
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,26 @@ def test_a_text_sitemap_cut_at_the_size_limit_loses_its_partial_last_line() -> N
     got = read(body, f"{SITE}/urls.txt", limits=limits)
     assert got.entries and all(len(loc) == len(f"{SITE}/page-000") for loc in locs(got))
     assert [p[0] for p in got.problems] == ["size"]
+
+
+def test_a_gzip_sitemap_past_the_size_limit_is_inflated_up_to_it_and_read_there() -> None:
+    spaces = 30_000_000  # a bomb: ~30 KB on the wire, 30 MB inflated
+    body = gzip.compress(urlset(*(f"<url><loc>{SITE}/a{i}</loc></url>" for i in range(3)))[:-9]
+                         + b" " * spaces + f"<url><loc>{SITE}/past</loc></url></urlset>".encode())
+    limits = SitemapLimits(max_urls=1000, max_size=1_000_000)
+    tracemalloc.start()
+    try:
+        got = read(body, f"{SITE}/sitemap.xml.gz", "application/gzip", limits=limits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert locs(got) == [f"{SITE}/a{i}" for i in range(3)]  # the entries before the cut
+    assert got.problems == [("size", "inflates past 1000000 bytes (sitemap_max_bytes; a gzip "
+                                     "bomb?): cut, read up to there")]
+    assert peak < 4 * limits.max_size < spaces  # the inflation stopped at the limit
+    text = gzip.compress(b"".join(b"https://shop.example/page-%03d\n" % i for i in range(100)))
+    got = read(text, f"{SITE}/urls.txt.gz", limits=SitemapLimits(max_urls=1000, max_size=1000))
+    assert locs(got) == [f"{SITE}/page-{i:03d}" for i in range(1000 // 30)]  # whole lines only
 
 
 # -- repeated <loc>: each is kept -------------------------------------------------------------

@@ -517,6 +517,10 @@ def test_meta_robots_and_nofollow_links(tmp_path: Path) -> None:
         ("", {"X-Robots-Tag": "otherbot: nofollow"}, False, True),
         ("", {"X-Robots-Tag": "crawler-bot: nofollow"}, False, False),
         ("", {}, False, True),
+        # unavailable_after: past when fetched, noindex; to come, or no date, nothing
+        ('<meta name="robots" content="unavailable_after: 2001-01-01">', {}, True, True),
+        ("", {"X-Robots-Tag": "unavailable_after: 2999-01-01T00:00:00Z"}, False, True),
+        ("", {"X-Robots-Tag": "unavailable_after: soon"}, False, True),
     ],
 )
 def test_page_directives(

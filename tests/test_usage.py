@@ -106,7 +106,7 @@ def test_directives_keep_every_value_beyond_noindex_and_nofollow() -> None:
     assert said.words == ["noai", "noimageai", "nosnippet"]
     assert said.valued == [("unavailable_after", "25 Jun 2010 15:00:00 PST"),
                            ("max-snippet", "20")]
-    assert not said.noindex and not said.nofollow
+    assert said.noindex and not said.nofollow  # unavailable_after, past: noindex
     signals = robots_directives(said.words, said.valued, HEADER)
     assert pairs(signals) == [("noai", ""), ("noimageai", ""), ("nosnippet", ""),
                               ("unavailable_after", "25 Jun 2010 15:00:00 PST")]

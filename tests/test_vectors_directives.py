@@ -32,12 +32,13 @@ case says so in ``differs``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 
 from crawler.config.agent import crawler_token
 from crawler.content.html import parse_page
-from crawler.robots import x_robots_tag
+from crawler.robots import Directives, x_robots_tag
 
 GOOGLE = "Google robots_meta_tag spec"
 ROBOTSTXT_ORG = "robotstxt.org meta-user.html"
@@ -126,7 +127,7 @@ CASES = [
         GOOGLE,
         "Googlebot",
         ("noarchive", "unavailable_after: 25 Jun 2010 15:00:00 PST"),
-        True,
+        False,  # Google: not shown after that date, long past
         True,
     ),
     _h(GOOGLE, "Googlebot", GOOGLE_HEADERS, True, False),
@@ -226,8 +227,10 @@ CASES = [
         f"{NIELSOLE} TestParserHeaderDate",
         "googlebot",
         ("unavailable_after: 25 Jun 2010 15:00:00 PST",),
+        False,
         True,
-        True,
+        differs="the parser only reads the date; ours, past, makes the page noindex (Google: "
+        "not shown in search results after it)",
     ),
 ]
 
@@ -251,6 +254,39 @@ def test_what_a_page_lets_the_crawler_do(case: Case) -> None:
 
 
 def test_unavailable_after_is_kept_with_its_date() -> None:
-    """nielsole/xrobotstag TestParserHeaderDate: the date is read, not a restriction itself."""
+    """nielsole/xrobotstag TestParserHeaderDate: the date is read and kept as written."""
     got = x_robots_tag(["unavailable_after: 25 Jun 2010 15:00:00 PST"], "googlebot")
-    assert got.valued == [("unavailable_after", "25 Jun 2010 15:00:00 PST")] and not got.noindex
+    assert got.valued == [("unavailable_after", "25 Jun 2010 15:00:00 PST")] and got.noindex
+
+
+FETCHED = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "noindex"),
+    [
+        ("25 Jun 2010 15:00:00 PST", True),  # RFC 822, Google's example
+        ("Mon, 01 Jan 2024 00:00:00 GMT", True),  # RFC 822 with its day's name (and comma)
+        ("Friday, 25-Jun-10 15:00:00 GMT", True),  # RFC 850
+        ("2020-09-21", True),  # ISO 8601, Google's other example; no zone: UTC
+        ("2024-06-01T11:59:59Z", True),
+        ("2024-06-01T13:59:59+02:00", True),  # 11:59:59 UTC
+        ("2024-06-01T12:00:01Z", False),  # still available when fetched
+        ("Sat, 01 Jun 2024 12:00:01 GMT", False),
+        ("2030-01-01", False),
+        ("next tuesday", False),  # does not parse: ignored, as Google does
+        ("2024-13-45", False),
+        ("", False),
+    ],
+)
+def test_unavailable_after_past_at_fetch_time_is_noindex(value: str, noindex: bool) -> None:
+    """Google: "Do not show this page in search results after the specified date/time", in
+    the forms it accepts (RFC 822, RFC 850, ISO 8601); an unparseable date is ignored."""
+    header = f"noarchive, unavailable_after: {value}, nosnippet"
+    got = x_robots_tag([header], "googlebot", now=FETCHED)
+    assert got.noindex is noindex and got.words == ["noarchive", "nosnippet"]
+    assert got.valued == [("unavailable_after", value)]
+    page = Directives(now=FETCHED)  # the page's <meta name="robots">, as the analysis adds it
+    page.add(parse_page(f'<meta name="robots" content="unavailable_after: {value}">'.encode())
+             .page.meta_robots)
+    assert page.noindex is noindex and not page.nofollow

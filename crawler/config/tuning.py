@@ -66,8 +66,8 @@ KNOBS: dict[str, Knob] = {
     "sitemap_max_urls": Knob(50_000, Number(integer=True, low=1), "entries read from one "
                              "sitemap file (sitemaps.org's limit)"),
     "sitemap_max_bytes": Knob(52_428_800, Number(integer=True, low=1), "bytes of one sitemap "
-                              "file once uncompressed (sitemaps.org's 50 MB; a gzip bomb is "
-                              "dropped past it)"),
+                              "file once uncompressed (sitemaps.org's 50 MB); a longer one, or "
+                              "a gzip bomb, is read up to there"),
     "url_date_past_days": Knob(10950, Number(integer=True), "days back past which a date in "
                                "a URL marks a calendar trap (30 years: older than most of the "
                                "web); 0: no bound"),

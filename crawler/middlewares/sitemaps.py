@@ -10,19 +10,20 @@ How it goes (a downloader middleware, order 105, just under the robots.txt gate)
   a sitemap on another host is an ordinary request, in scope or refused like any link.
 * The answer never reaches the spider (nor the crawl database, nor the index): it is read on
   the content thread (``crawler.middlewares.sitemaps_reading``: the bytes say what the file
-  is, Scrapy's ``scrapy.utils.gz.gunzip`` inflates, ``crawler.sitemaps.read_xml`` reads; all
+  is, gzip is inflated up to the size limit, ``crawler.sitemaps.read_xml`` reads; all
   bounded), and :class:`SitemapHandled` ends the request. An index's sitemaps are requested
   in turn (first of their host again); a urlset's or a text sitemap's URLs go to the frontier
   in one batch (``links_extracted``, depth 1), where scope, filters, the seen-test and
   politeness apply as to any link.
-* Bounds (``crawler.sitemaps``), each with one log line: a gzip file inflating past
-  ``sitemap_max_bytes`` (a bomb) is dropped while it inflates; a plain file past it is read up to
-  it; entries past ``sitemap_max_urls`` in one file and past ``SITEMAPS_MAX_SITE_URLS`` in the
-  crawl are ignored; a file already read (an index that lists itself) is not asked again; an
-  answer that is no sitemap (HTML, an image) is not read, whatever its ``Content-Type`` says
-  (the bytes decide); entries on another host than the sitemap's (or the robots.txt's that
-  named it) are dropped, and so are, with ``SITEMAPS_FOLDER_RULE`` (on by default), entries
-  outside the sitemap's folder unless robots.txt named it (``crawler.sitemaps.location``).
+* Bounds (``crawler.sitemaps``), each with one log line: a file past ``sitemap_max_bytes`` once
+  uncompressed is cut there and read up to it (``sitemaps/cut/size``), a gzip file (a bomb?) by
+  stopping its inflation at the limit; entries past ``sitemap_max_urls`` in one file and past
+  ``SITEMAPS_MAX_SITE_URLS`` in the crawl are ignored; a file already read (an index that lists
+  itself) is not asked again; an answer that is no sitemap (HTML, an image) is not read, whatever
+  its ``Content-Type`` says (the bytes decide); entries on another host than the sitemap's (or the
+  robots.txt's that named it) are dropped, and so are, with ``SITEMAPS_FOLDER_RULE`` (on by
+  default), entries outside the sitemap's folder unless robots.txt named it
+  (``crawler.sitemaps.location``).
 * ``<lastmod>`` with a crawl database (``SITEMAPS_LASTMOD``): a page due for refetch whose
   ``lastmod`` is not after its last fetch is not asked: when the frontier hands it out it is
   dropped here (``page_unchanged``: the crawl database records it as not modified); one whose
@@ -364,7 +365,8 @@ class SitemapMiddleware:
             logger.info("Sitemap %s lists %d %s (said once per crawl)", url, n, what)
 
     def _hostile(self, reason: str, url: str, what: str, *, once: bool = False) -> None:
-        self._inc(f"sitemaps/refused/{reason}")
+        # a file past the size limit is not refused: its entries up to the limit are read
+        self._inc("sitemaps/cut/size" if reason == "size" else f"sitemaps/refused/{reason}")
         if not once or self.book.first_time(reason):
             logger.warning("Sitemap %s %s", url, what)
 

@@ -3,8 +3,9 @@ on the crawl's content thread (a 50,000-entry file is seconds of lxml and URL pa
 the reactor must not wait for).
 
 The bytes decide what the file is (``crawler.sitemaps.file_kind``: XML, gzip or text, whatever
-the ``Content-Type``); Scrapy's ``scrapy.utils.gz.gunzip`` with ``max_size`` inflates (it stops
-at the limit: a gzip bomb costs at most that much memory); ``crawler.sitemaps.read_xml`` reads
+the ``Content-Type``); :func:`inflate` inflates gzip up to the size limit and stops there (a
+gzip bomb costs at most that much memory, and is read up to the limit as a plain file past it
+is: crawler-commons' partial mode); ``crawler.sitemaps.read_xml`` reads
 XML entry by entry (no entity expanded, no DTD, nothing fetched) and stops past the limit;
 ``crawler.sitemaps.Coverage`` keeps the entries the sitemap may list (sitemaps.org's folder
 rule, ``SITEMAPS_FOLDER_RULE``). Everything here is a pure function of the bytes: it touches
@@ -14,9 +15,10 @@ no reactor state and no crawl database; what it found goes back to the reactor t
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
-
-from scrapy.utils.gz import gunzip
+from gzip import GzipFile
+from io import BytesIO
 
 from crawler.frontier import InvalidUrl, normalize_url
 from crawler.sitemaps import (
@@ -42,6 +44,8 @@ from crawler.sitemaps import (
 # One entry: (loc, its normalized form (the crawl database's key), lastmod in epoch seconds).
 Entry = tuple[str, str, float | None]
 
+_CHUNK = 65_536  # bytes inflated at a time
+
 
 @dataclass
 class SitemapReading:
@@ -66,14 +70,11 @@ def read_sitemap(
     are kept when the sitemap may list them (:class:`crawler.sitemaps.Coverage`)."""
     out = SitemapReading()
     kind = file_kind(body)
-    if kind == GZIP:
+    gzipped = kind == GZIP
+    if gzipped:
         try:
-            body = gunzip(body, max_size=limits.max_size)
-        except ValueError:  # scrapy's _DecompressionMaxSizeExceeded
-            out.problems.append(("bomb", f"inflates past {limits.max_size} bytes "
-                                 "(sitemap_max_bytes; a gzip bomb?): dropped"))
-            return out
-        except (OSError, EOFError) as exc:
+            body = inflate(body, limits.max_size + 1)  # a byte more than the limit: cut or not
+        except (OSError, EOFError, struct.error) as exc:
             out.problems.append(("corrupt", f"is not valid gzip ({exc}): dropped"))
             return out
         kind = file_kind(body)
@@ -84,9 +85,11 @@ def read_sitemap(
                              f"{content_type or 'none'}, {len(body)} bytes starting "
                              f"{body[:20]!r}): not read"))
         return out
-    if len(body) > limits.max_size:
-        out.problems.append(("size", f"is {len(body)} bytes, over {limits.max_size} "
-                             "(sitemap_max_bytes): read up to there"))
+    if len(body) > limits.max_size:  # the same cut for both: the entries up to the limit
+        size = (f"inflates past {limits.max_size} bytes (sitemap_max_bytes; a gzip bomb?)"
+                if gzipped else f"is {len(body)} bytes, over {limits.max_size} "
+                "(sitemap_max_bytes)")
+        out.problems.append(("size", f"{size}: cut, read up to there"))
         body = cut_text(body, limits.max_size) if kind == TEXT else body[: limits.max_size]
     limit = limits.max_urls
     too_many = ("urls", f"lists over {limit} entries (sitemap_max_urls, the protocol's "
@@ -135,6 +138,26 @@ def read_sitemap(
         out.problems.append(("content_type", f"has root <{sitemap.root}>, not <urlset>, "
                              "<sitemapindex> nor a feed: not read"))
     return out
+
+
+def inflate(body: bytes, max_size: int) -> bytes:
+    """The first ``max_size`` bytes (at most) that the gzip ``body`` inflates to: the inflation
+    stops there, so a bomb costs no more. A file whose end is missing or corrupt gives what
+    inflated before it (as Scrapy's ``gunzip``); one that inflates to nothing raises
+    (``OSError``, ``EOFError``, ``struct.error``)."""
+    reader = GzipFile(fileobj=BytesIO(body))
+    out = bytearray()
+    while len(out) < max_size:
+        try:
+            chunk = reader.read1(min(_CHUNK, max_size - len(out)))
+        except (OSError, EOFError, struct.error):
+            if out:
+                break
+            raise
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
 
 
 def _keep(out: SitemapReading, coverage: Coverage, rows: list[tuple[str, str | None]]) -> None:

@@ -16,8 +16,8 @@ class SitemapLimits:
 
     * ``max_urls``: entries read from one file (sitemaps.org: at most 50,000); the rest of a
       longer file is ignored, so a file of millions costs no more than a legal one.
-    * ``max_size``: bytes of one file once uncompressed (sitemaps.org: 50 MB); a gzip file
-      that inflates beyond it (a bomb) is dropped while it is being inflated.
+    * ``max_size``: bytes of one file once uncompressed (sitemaps.org: 50 MB); a longer file
+      is read up to there, a gzip file (a bomb?) inflated up to there and no further.
     * ``max_site_urls``: entries taken from all the sitemaps of one site (crawl), the per-site
       cap (a site config sets it in ``[settings]``).
     * ``max_files``: sitemap files fetched per crawl (an index of 50,000 sitemaps is legal,
