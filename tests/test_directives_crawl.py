@@ -29,15 +29,7 @@ def _indexed(path: Path) -> list[str]:
 @pytest.mark.parametrize(
     "purpose",
     [
-        pytest.param(
-            "search",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="crawler/robots/usage.py's DENIES refuses search for a past "
-                "unavailable_after: in a search-only crawl the page is not kept, so no item "
-                "reaches the index writer and the copy of an earlier crawl stays",
-            ),
-        ),
+        "search",
         "search,archive",
     ],
 )

@@ -118,8 +118,10 @@ def test_unavailable_after_past_future_and_malformed() -> None:
                           now=NOW)
         return decision.denied, len(decision.unknown)
 
-    assert denied("2001-01-01") == ({"search", "ai-input"}, 0)
-    assert denied("Mon, 01 Jan 2001 00:00:00 GMT") == ({"search", "ai-input"}, 0)
+    # past: ai-input denied; search goes through noindex (the page kept, its indexed copy
+    # dropped), as for ``noindex`` itself
+    assert denied("2001-01-01") == ({"ai-input"}, 0)
+    assert denied("Mon, 01 Jan 2001 00:00:00 GMT") == ({"ai-input"}, 0)
     assert denied("2030-01-01T00:00:00z") == (frozenset(), 0)
     assert denied("next tuesday") == (frozenset(), 1)  # kept, reported, not guessed
 

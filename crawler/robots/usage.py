@@ -39,14 +39,13 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from crawler.config import defaults
 from crawler.config.schema import PURPOSES, RULES
 from crawler.meta import USAGE_BEFORE_META, USAGE_META
-from crawler.robots.directives import Directives, x_robots_tag
+from crawler.robots.directives import Directives, unavailable_after_date, x_robots_tag
 
 SEARCH = "search"
 ARCHIVE = "archive"
@@ -96,7 +95,9 @@ DENIES: dict[tuple[str, str, str], frozenset[str]] = {
     # No excerpt may be shown: an answer built from the page quotes it (Google reads nosnippet
     # as "not in AI Overviews" too); a search result can go without a snippet.
     (ROBOTS, "nosnippet", ""): frozenset({AI_INPUT}),
-    (ROBOTS, "unavailable_after", "past"): frozenset({SEARCH, AI_INPUT}),
+    # Past: the page is kept and marked noindex (crawler.robots.directives), so a search index
+    # drops its earlier copy, as for ``noindex``; no answer may be built from it either.
+    (ROBOTS, "unavailable_after", "past"): frozenset({AI_INPUT}),
     (ROBOTS, "unavailable_after", "future"): _NO,
     (TDM, "tdm-reservation", "1"): frozenset({AI_TRAIN, AI_INPUT}),
     (TDM, "tdm-reservation", "0"): _NO,
@@ -126,7 +127,7 @@ class Signal:
     def table_key(self, now: datetime | None = None) -> tuple[str, str, str]:
         value = self.value.lower()
         if self.key == "unavailable_after":
-            when = _date(self.value)
+            when = unavailable_after_date(self.value)
             if when is None:  # no date: in no row of the table, so unknown
                 return (self.name, self.key, "")
             return (self.name, self.key, "past" if when <= (now or datetime.now(UTC)) else "future")
@@ -381,22 +382,6 @@ def _ascii_compatible(head: bytes) -> bytes:
         else:
             return head
     return head.decode(codec, "replace").encode("utf-8")
-
-
-def _date(text: str) -> datetime | None:
-    """An ``unavailable_after`` date: RFC 822/850, ISO 8601 (Google accepts both)."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        try:
-            when = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
 
 
 # --- a page's signals and decision ---------------------------------------------------------
