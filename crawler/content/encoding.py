@@ -144,6 +144,12 @@ _SCAN = re.compile(
 # CSS Syntax 3.2: 40 63 68 61 72 73 65 74 20 22 (not 22)* 22 3B, byte for byte.
 _CSS_CHARSET = re.compile(rb'@charset "([^"]*)";')
 _LABEL = re.compile(r"[a-z0-9._:-]+")  # what every Encoding Standard label is made of
+# Python codecs that are text codecs but no character encoding a page can be in: "undefined"
+# fails every decoding, IDNA and Punycode are host-name forms, and the escapes hide markup in
+# ASCII bytes as UTF-7 does. (The bytes-to-bytes ones, base64 and zlib, are no text codec.)
+_NOT_CHARSETS = frozenset(
+    {"undefined", "idna", "punycode", "unicode-escape", "raw-unicode-escape", "utf-7"}
+)
 
 
 def label_codec(label: str) -> str | None:
@@ -155,7 +161,12 @@ def label_codec(label: str) -> str | None:
     if not _LABEL.fullmatch(label):  # Python's lookup forgives 'iso-8859-9"', a browser not
         return None
     codec = _LABELS.get(label) or resolve_encoding(label)
-    return exact_codec(codec) if codec else None
+    if not codec:
+        return None
+    info = codecs.lookup(codec)
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+        return None  # base64, zlib, undefined...: a browser knows no such label, nor do we
+    return exact_codec(codec)
 
 
 def exact_codec(codec: str) -> str:
