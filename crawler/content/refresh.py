@@ -34,6 +34,7 @@ __all__ = ["RAW_TEXT", "header_refresh", "page_refresh", "parse_refresh"]
 _WS = "\t\n\x0c\r "  # ASCII whitespace
 _DIGITS = re.compile(r"[0-9]*")
 _DIGITS_DOTS = re.compile(r"[0-9.]*")
+_MAX_DIGITS = 18  # a time past this many digits (31 billion years) is read as 10**18
 
 
 def parse_refresh(content: str) -> tuple[int, str | None] | None:
@@ -54,7 +55,10 @@ def parse_refresh(content: str) -> tuple[int, str | None] | None:
             return None
         time = 0
     else:
-        time = int(content[pos:digits])
+        # HTML reads any number of digits; Python reads no int of over 4,300 (ValueError), and
+        # a time that long is a refresh never due: what it is past 18 digits does not matter.
+        number = content[pos:digits].lstrip("0") or "0"
+        time = int(number) if len(number) <= _MAX_DIGITS else 10**_MAX_DIGITS
     pos = _DIGITS_DOTS.match(content, digits).end()  # type: ignore[union-attr]
     if pos < end:
         if content[pos] not in ";," + _WS:
