@@ -269,20 +269,20 @@ def _quoted_string(value: str, pos: int) -> tuple[str, int]:
 def _header_values(text: str) -> list[str]:
     """Fetch's "get, decode, and split": a header's value split at its commas, except in a
     quoted string, each stripped of spaces and tabs."""
-    values, current, pos, size = [], "", 0, len(text)
+    # A value is a slice of the text from its start: no string grows by concatenation (a
+    # header of thousands of quoted strings was quadratic, 0.1 s for 256 KiB of them).
+    values, start, pos, size = [], 0, 0, len(text)
     while True:
-        end = _UNTIL_QUOTE_OR_COMMA.match(text, pos).end()  # type: ignore[union-attr]
-        current, pos = current + text[pos:end], end
+        pos = _UNTIL_QUOTE_OR_COMMA.match(text, pos).end()  # type: ignore[union-attr]
         if pos < size and text[pos] == '"':
-            end = _quoted_string(text, pos)[1]
-            current, pos = current + text[pos:end], end
+            pos = _quoted_string(text, pos)[1]
             if pos < size:
                 continue
-        values.append(current.strip("\t "))
-        current = ""
+        values.append(text[start:pos].strip("\t "))
         if pos >= size:
             return values
         pos += 1  # past ","
+        start = pos
 
 
 def declared_encoding(body: bytes, transport: str | None = None) -> str | None:
