@@ -110,3 +110,16 @@ def test_a_crawl_follows_a_refresh_header(tmp_path: Path) -> None:
     assert [(r["url"], r["final_url"]) for r in result.items] == [
         (f"http://{HOST}:{port}/", f"http://{HOST}:{port}/next")
     ]
+
+
+def test_a_charset_on_an_earlier_content_type_line_decodes_the_refresh() -> None:
+    """Two ``Content-Type`` lines, the charset on the first, the same type on the second: Fetch
+    reads one MIME type with that charset, as the spider's readers do (``getlist``). The
+    middleware read the last line only, decoded this UTF-16LE page as UTF-8 (its NULs are
+    valid UTF-8) and missed its refresh."""
+    page = '<html><head><meta http-equiv="refresh" content="0; url=/next"></head></html>'
+    headers = {"Content-Type": [b"text/html; charset=utf-16le", b"text/html"]}
+    response = HtmlResponse("http://example.com/a", body=page.encode("utf-16-le"),
+                            headers=headers)
+    assert transport_encoding(response.headers.getlist(b"Content-Type")) == "utf-16-le"
+    assert meta_refresh(response, ["noscript"]) == (0, "http://example.com/next")

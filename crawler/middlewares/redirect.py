@@ -172,7 +172,7 @@ def meta_refresh(response: TextResponse, ignore_tags: Iterable[str]) -> tuple[in
     """The time and request URL of the refresh a browser performs on ``response``, or ``None``
     if it performs none, or only a reload of the page (see :class:`PrefixMetaRefreshMiddleware`)."""
     body = response.body[:_REFRESH_BYTES]
-    transport = transport_encoding(response.headers.get(b"Content-Type"))
+    transport = transport_encoding(response.headers.getlist(b"Content-Type"))  # every line
     if (
         (transport is None or _ascii_compatible(transport))
         and not body.startswith(_WIDE_BOMS)
