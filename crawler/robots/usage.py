@@ -390,7 +390,7 @@ def _date(text: str) -> datetime | None:
         return None
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a year of 11 digits overflows
         try:
             when = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
         except ValueError:
