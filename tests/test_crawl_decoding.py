@@ -142,3 +142,32 @@ def test_the_encoding_a_stylesheet_declares(
 ) -> None:
     """CSS Syntax 3.2, "determine the fallback encoding" (None: the caller guesses)."""
     assert stylesheet_encoding(body, transport) == codec
+
+
+# Python codecs that are no character encoding: transforms (base64, zlib...), which str cannot
+# be decoded with at all, the "undefined" codec, which fails every decoding, and escapes that
+# hide markup in ASCII as UTF-7 does. A browser ignores such a label; a reader that took it
+# raised (LookupError, UnicodeError) and lost the page.
+NOT_CHARSETS = ["base64", "undefined", "rot13", "hex", "zlib", "unicode-escape", "idna",
+                "punycode", "raw-unicode-escape", "uu"]
+
+
+@pytest.mark.parametrize("label", NOT_CHARSETS)
+def test_a_codec_that_is_no_charset_declares_nothing(tmp_path: Path, label: str) -> None:
+    from crawler.content.document import decode_html, decode_text
+    from crawler.content.encoding import label_codec, transport_encoding
+    from crawler.middlewares.redirect import meta_refresh
+
+    assert label_codec(label) is None
+    assert transport_encoding(f"text/html; charset={label}") is None
+    page = ('<html><head><meta http-equiv="refresh" content="0; url=/next">'
+            "<title>Caf\u00e9</title></head><body><p>x</p></body></html>").encode()
+    for declared in (f"text/html; charset={label}", "text/html"):
+        body = page if "charset" in declared else page.replace(
+            b"<head>", f'<head><meta charset="{label}">'.encode())
+        assert decode_html(body, transport_encoding(declared)).count("Caf\u00e9") == 1
+        assert "Caf\u00e9" in decode_text(body, transport_encoding(declared))
+        response = _response(HtmlResponse, "http://example.com/a", body, declared)
+        assert meta_refresh(response, ("noscript",)) == (0, "http://example.com/next")
+        spider = _spider(tmp_path, "")
+        assert _item(spider, response)["title"] == "Caf\u00e9"

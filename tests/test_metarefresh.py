@@ -110,3 +110,49 @@ def test_a_crawl_follows_a_refresh_header(tmp_path: Path) -> None:
     assert [(r["url"], r["final_url"]) for r in result.items] == [
         (f"http://{HOST}:{port}/", f"http://{HOST}:{port}/next")
     ]
+
+
+def test_a_charset_on_an_earlier_content_type_line_decodes_the_refresh() -> None:
+    """Two ``Content-Type`` lines, the charset on the first, the same type on the second: Fetch
+    reads one MIME type with that charset, as the spider's readers do (``getlist``). The
+    middleware read the last line only, decoded this UTF-16LE page as UTF-8 (its NULs are
+    valid UTF-8) and missed its refresh."""
+    page = '<html><head><meta http-equiv="refresh" content="0; url=/next"></head></html>'
+    headers = {"Content-Type": [b"text/html; charset=utf-16le", b"text/html"]}
+    response = HtmlResponse("http://example.com/a", body=page.encode("utf-16-le"),
+                            headers=headers)
+    assert transport_encoding(response.headers.getlist(b"Content-Type")) == "utf-16-le"
+    assert meta_refresh(response, ["noscript"]) == (0, "http://example.com/next")
+
+
+@pytest.mark.parametrize("how", ["header", "meta"])
+def test_a_refresh_back_to_its_chain_is_a_loop_cut_at_once(how: str) -> None:
+    """A refreshes to B, B back to A: cut when it comes round, counted as a redirect loop, as a
+    ``Location`` loop is (CountingRedirectMiddleware), not followed round for
+    ``REDIRECT_MAX_TIMES`` hops (a request that skips the seen-test, a sitemap's, would be)."""
+    from scrapy import Request, Spider
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.utils.test import get_crawler
+
+    from crawler.middlewares.redirect import PrefixMetaRefreshMiddleware
+
+    crawler = get_crawler(Spider)
+    crawler.stats.open_spider(None)
+    middleware = PrefixMetaRefreshMiddleware.from_crawler(crawler)
+    a, b = "http://example.com/a", "http://example.com/b"
+    request = Request(b, dont_filter=True, meta={"redirect_urls": [a], "redirect_times": 1})
+    headers = {"Content-Type": "text/html"}
+    body = b"<html></html>"
+    if how == "header":
+        headers["Refresh"] = f"0; url={a}"
+    else:
+        body = f'<meta http-equiv="refresh" content="0; url={a}">'.encode()
+    response = HtmlResponse(b, body=body, headers=headers, request=request)
+    with pytest.raises(IgnoreRequest, match="loop"):
+        middleware.process_response(request, response)
+    assert crawler.stats.get_value("limits/redirect_loop") == 1
+    # a refresh onwards is followed as before
+    onwards = response.replace(headers={"Content-Type": "text/html", "Refresh": "0; url=/c"},
+                               body=b"<html></html>")
+    redirected = middleware.process_response(request, onwards)
+    assert isinstance(redirected, Request) and redirected.url == "http://example.com/c"

@@ -124,6 +124,9 @@ def test_unavailable_after_past_future_and_malformed() -> None:
     assert denied("Mon, 01 Jan 2001 00:00:00 GMT") == ({"ai-input"}, 0)
     assert denied("2030-01-01T00:00:00z") == (frozenset(), 0)
     assert denied("next tuesday") == (frozenset(), 1)  # kept, reported, not guessed
+    # a year past datetime's (OverflowError in parsedate_to_datetime) is no date either
+    assert denied("Fri, 25 Jun 99999999999 15:00:00 GMT") == (frozenset(), 1)
+    assert denied("9999-12-31T23:59:59-23:59") == (frozenset(), 0)  # the far future, no error
 
 
 def test_an_unknown_directive_is_reported_and_known_ones_are_not() -> None:

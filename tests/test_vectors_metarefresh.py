@@ -24,10 +24,16 @@ import html
 from dataclasses import dataclass
 
 import pytest
+from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.test import get_crawler
 
 from crawler.content.refresh import page_refresh, parse_refresh
-from crawler.middlewares.redirect import meta_refresh, response_refresh
+from crawler.middlewares.redirect import (
+    PrefixMetaRefreshMiddleware,
+    meta_refresh,
+    response_refresh,
+)
 from crawler.net.weburl import join, request_url
 
 WPT = "wpt attr-meta-http-equiv-refresh/parsing.html"
@@ -298,3 +304,25 @@ def test_a_refresh_header_is_read_the_same_way(case: Case) -> None:
     html = HtmlResponse(PAGE, body=page, headers={**headers, "Content-Type": "text/html"})
     fallback = (0, "http://web-platform.test/from-the-page")
     assert response_refresh(html, []) == (expected if browser is not None else fallback)
+
+
+@pytest.mark.parametrize("digits", [4301, 5000, 12_000])  # the <meta> in the middleware's 16 KB
+def test_a_time_of_thousands_of_digits_is_a_refresh_never_due(digits: int) -> None:
+    """HTML parses the time as a non-negative integer, of any length. Python refuses to read an
+    int of over 4,300 digits (ValueError): a ``Refresh`` header or a ``<meta>`` saying so made
+    the middleware raise and lose the response. It is a refresh too late to follow."""
+    content = "9" * digits + "; url=/later"
+    parsed = parse_refresh(content)
+    assert parsed is not None and parsed[0] > 10**9 and parsed[1] == "/later"
+    later = "http://web-platform.test/later"
+    headers = {"Refresh": content, "Content-Type": "application/pdf"}
+    pdf = Response(PAGE, headers=headers, body=b"%PDF-1.4")
+    assert response_refresh(pdf, [])[1] == later  # type: ignore[index]
+    page = f'<meta http-equiv="refresh" content="{content}">'.encode()
+    answer = HtmlResponse(PAGE, body=page, headers={"Content-Type": "text/html"})
+    assert meta_refresh(answer, [])[1] == later  # type: ignore[index]
+    middleware = PrefixMetaRefreshMiddleware.from_crawler(get_crawler(Spider))
+    request = Request(PAGE)
+    answer = answer.replace(request=request)
+    assert middleware.process_response(request, answer) is answer  # kept: never due
+    assert parse_refresh("0" * digits + "7") == (7, None)

@@ -36,6 +36,7 @@ MAX_REMEMBERED = 1_000_000  # pages whose canonical a crawl remembers for loop a
 _OWS = " \t"
 # A parameter's name (a token) and what follows it: "=" and a value, ";" or the end.
 _PARAM = re.compile(r"[ \t]*([^\s;=,\"]+)[ \t]*")
+_SPACES = re.compile(r"[ \t]*")  # skipped in place: no copy of the rest per parameter
 _TOKEN_VALUE = re.compile(r"[^;]*")  # an unquoted value: up to the next ";", as Chromium reads
 
 
@@ -99,7 +100,7 @@ def _link_value(part: str) -> tuple[str, dict[str, str | None]] | None:
         at = name.end()
         value: str | None = None
         if at < end and rest[at] == "=":
-            at = len(rest) - len(rest[at + 1 :].lstrip(_OWS))
+            at = _SPACES.match(rest, at + 1).end()  # type: ignore[union-attr]
             if at < end and rest[at] == '"':
                 value, at = _quoted(rest, at)
                 if value is None:
@@ -107,7 +108,7 @@ def _link_value(part: str) -> tuple[str, dict[str, str | None]] | None:
             else:
                 token = _TOKEN_VALUE.match(rest, at)
                 value, at = token.group().rstrip(_OWS), token.end()  # type: ignore[union-attr]
-            at = len(rest) - len(rest[at:].lstrip(_OWS))
+            at = _SPACES.match(rest, at).end()  # type: ignore[union-attr]
         if at < end and rest[at] != ";":
             return None  # "rel pel=x", 'rel="a" b': not name[=value]
         params.setdefault(name.group(1).lower(), value)

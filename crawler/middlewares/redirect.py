@@ -46,29 +46,12 @@ def redirect_target(url: str, location: bytes | str) -> str | None:
         return None
 
 
-class CountingRedirectMiddleware(RedirectMiddleware):
-    """Replaces Scrapy's ``RedirectMiddleware`` at the same order (600)."""
+class _ChainLimits:
+    """Redirects over the limit and loops, counted and said once per host (see the module
+    docstring): for a ``Location`` and a refresh alike, whose hops count in one chain."""
 
-    def process_response(
-        self, request: Request, response: Response, spider: Spider | None = None
-    ) -> Request | Response:
-        """Scrapy's, given the ``Location`` already joined (:func:`redirect_target`): an
-        absolute URL, which Scrapy's own join leaves as it is. The response the rest of the
-        chain sees keeps its header as the server sent it.
-
-        Scrapy's reads a redirect's status and headers only: it is handed a bodiless copy,
-        not ``response.replace()``, which computes a text response's ``encoding`` (decoding
-        and sniffing the whole body, on the reactor thread). Nor is ``spider`` passed on:
-        Scrapy deprecates it."""
-        location = response.headers.get(b"Location")
-        target = redirect_target(request.url, location) if location else None
-        if target is None or target.encode() == location:
-            return super().process_response(request, response)
-        headers = response.headers.copy()
-        headers[b"Location"] = target
-        joined = Response(response.url, status=response.status, headers=headers, request=request)
-        result = super().process_response(request, joined)
-        return response if result is joined else result
+    crawler: Any
+    max_redirect_times: int
 
     def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
         log = limit_log(self.crawler)
@@ -92,7 +75,31 @@ class CountingRedirectMiddleware(RedirectMiddleware):
             raise
 
 
-class PrefixMetaRefreshMiddleware(MetaRefreshMiddleware):
+class CountingRedirectMiddleware(_ChainLimits, RedirectMiddleware):
+    """Replaces Scrapy's ``RedirectMiddleware`` at the same order (600)."""
+
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        """Scrapy's, given the ``Location`` already joined (:func:`redirect_target`): an
+        absolute URL, which Scrapy's own join leaves as it is. The response the rest of the
+        chain sees keeps its header as the server sent it.
+
+        Scrapy's reads a redirect's status and headers only: it is handed a bodiless copy,
+        not ``response.replace()``, which computes a text response's ``encoding`` (decoding
+        and sniffing the whole body, on the reactor thread). Nor is ``spider`` passed on:
+        Scrapy deprecates it."""
+        location = response.headers.get(b"Location")
+        target = redirect_target(request.url, location) if location else None
+        if target is None or target.encode() == location:
+            return super().process_response(request, response)
+        headers = response.headers.copy()
+        headers[b"Location"] = target
+        joined = Response(response.url, status=response.status, headers=headers, request=request)
+        result = super().process_response(request, joined)
+        return response if result is joined else result
+
+class PrefixMetaRefreshMiddleware(_ChainLimits, MetaRefreshMiddleware):
     """Scrapy's ``MetaRefreshMiddleware`` (same order, 580), reading the refresh as a browser.
 
     The page's start is decoded the way every reader of a page decodes it
@@ -104,7 +111,8 @@ class PrefixMetaRefreshMiddleware(MetaRefreshMiddleware):
     w3lib's ``get_meta_refresh``. A ``Refresh`` header, which Scrapy ignores, is read the same
     way and first, for any response, as a browser reads it. A refresh of the page itself (no
     URL, or its own) is a reload, which a crawler that has the page does not do: the page is
-    kept.
+    kept. A refresh back to a URL of its chain is a loop, cut and counted as a ``Location``
+    one is (``limits/redirect_loop``).
     """
 
     def process_response(
@@ -172,7 +180,7 @@ def meta_refresh(response: TextResponse, ignore_tags: Iterable[str]) -> tuple[in
     """The time and request URL of the refresh a browser performs on ``response``, or ``None``
     if it performs none, or only a reload of the page (see :class:`PrefixMetaRefreshMiddleware`)."""
     body = response.body[:_REFRESH_BYTES]
-    transport = transport_encoding(response.headers.get(b"Content-Type"))
+    transport = transport_encoding(response.headers.getlist(b"Content-Type"))  # every line
     if (
         (transport is None or _ascii_compatible(transport))
         and not body.startswith(_WIDE_BOMS)

@@ -100,7 +100,7 @@ class Soft404ProbeMiddleware:
         self._inc(f"soft404/probe_status/{response.status}")
         title = text = ""
         if isinstance(response, TextResponse) and 200 <= response.status < 300:
-            encoding = transport_encoding(response.headers.get(b"Content-Type"))
+            encoding = transport_encoding(response.headers.getlist(b"Content-Type"))
             page = parse_page(response.body, encoding).page
             title, text = page.title, page.main_text or page.text
         final = response.url

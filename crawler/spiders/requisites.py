@@ -59,7 +59,7 @@ def nested_requisites(response: Response, limit: int) -> tuple[list[str], int]:
     frame's embedded resources; nothing for anything else. With how many the bound cut."""
     content_type = response.headers.get(b"Content-Type")
     kind = (content_type or b"").decode("latin-1").lower()
-    encoding = transport_encoding(content_type)
+    encoding = transport_encoding(response.headers.getlist(b"Content-Type"))
     path = response.url.partition("?")[0].lower()
     if "css" in kind or (not kind and path.endswith(".css")):
         # BOM, Content-Type charset, @charset, guess (CSS Syntax 3.2), not response.encoding
