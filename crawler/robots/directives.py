@@ -58,7 +58,11 @@ class Directives:
                     self.noindex = True
         content = _VALUED_ITEM.sub(" ", content)
         words = [w.strip().lower() for w in re.split(r"[,\s]+", content) if w.strip()]
-        self.words.extend(w for w in words if w not in self.words)
+        known = set(self.words)  # a list's `in` made a header of many words quadratic
+        for word in words:
+            if word not in known:
+                known.add(word)
+                self.words.append(word)
         if "none" in words:
             self.noindex = self.nofollow = True
         self.noindex = self.noindex or "noindex" in words
@@ -73,7 +77,7 @@ def unavailable_after_date(text: str) -> datetime | None:
         return None
     try:
         when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a year of 11 digits overflows
         try:
             when = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
         except ValueError:
