@@ -25,7 +25,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.sites import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
 from crawler.spiders.loader import SiteSpiderLoader
-from crawler.spiders.site import SiteSpider
+from crawler.spiders.site import USAGE_STAT_KEYS, SiteSpider
 from crawler.spiders.site_items import PageItem
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -531,6 +531,21 @@ def test_page_directives(
     item, requests = split(spider.parse(html_response("http://r.example/", body, headers)))
     assert item["noindex"] is noindex
     assert bool(requests) is follows and bool(item["outlinks"]) is follows
+
+
+def test_words_a_page_makes_up_make_a_bounded_number_of_stats_keys(tmp_path: Path) -> None:
+    spider = make_spider(tmp_path)
+    words = ", ".join(f"made-up-{n}" for n in range(1000))
+    for page in range(3):
+        response = html_response(
+            f"http://r.example/{page}", b"<p>x</p>", {"X-Robots-Tag": words + ", noai"}
+        )
+        split(spider.parse(response))
+    stats = spider.crawler.stats.get_stats()
+    usage = [key for key in stats if key.startswith("usage/") and "/effect/" not in key]
+    assert len(usage) <= USAGE_STAT_KEYS + 1
+    assert stats["usage/other"] > 2 * 1000  # every page past the cap counts, in one key
+    assert stats["usage/robots:made-up-0/set"] == 3  # the first ones keep their own keys
 
 
 def test_main_text_is_kept_for_the_content_pipelines(tmp_path: Path) -> None:

@@ -70,6 +70,10 @@ if TYPE_CHECKING:
 
 DEFAULT_PURPOSE = defaults.CRAWL_PURPOSE
 SEED_BATCH = 2000  # seeds handed to the frontier at once (a seeds file of millions: batches)
+# Distinct usage-signal stats keys a crawl makes at most: each names a word or value a page
+# wrote, so a hostile header could add thousands a response; past the cap they count in
+# ``usage/other`` (the item and the WARC metadata still carry every signal as written).
+USAGE_STAT_KEYS = 200
 
 
 async def _reactor_turn() -> None:
@@ -474,10 +478,18 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
             getattr(self, "purposes", DEFAULT_PURPOSE),
         )
         stats = self.crawler.stats
-        for signal in decision.signals:
-            stats.inc_value(signal.stat)
-        for signal in decision.unknown:
-            stats.inc_value(f"usage/unknown/{signal.name}:{signal.key}/{signal.value or 'set'}")
+        keys = [signal.stat for signal in decision.signals] + [
+            f"usage/unknown/{signal.name}:{signal.key}/{signal.value or 'set'}"
+            for signal in decision.unknown
+        ]
+        made = self.__dict__.setdefault("_usage_keys", set())
+        for key in keys:
+            if key not in made:
+                if len(made) >= USAGE_STAT_KEYS:
+                    key = "usage/other"
+                else:
+                    made.add(key)
+            stats.inc_value(key)
         if decision.effect:
             stats.inc_value(f"usage/effect/{decision.effect}")
         return decision.keep
