@@ -68,12 +68,13 @@ PAGES: dict[tuple[str, str], tuple[list[tuple[str, str]], str, dict[str, str]]] 
         '<meta name="tdm-policy" content="https://example.org/policy.json">',
         {"search": FULL, "archive": FULL, "ai-train": "f"},
     ),
-    # conflicts: the header allows training, the page's meta refuses it; an expired page
+    # conflicts: the header allows training, the page's meta refuses it; an expired page (kept
+    # as noindex: a search index drops its earlier copy)
     (PAGES_HOST, "/conflict.html"): (
         [("Content-Usage", "train-ai=y"),
          ("X-Robots-Tag", "unavailable_after: 2001-01-01T00:00:00Z")],
         '<meta name="robots" content="noai">',
-        {"search": "f", "archive": "fka", "ai-train": "f"},
+        {"search": "fka", "archive": "fka", "ai-train": "f"},
     ),
     # values no vocabulary defines: kept, reported, never read as a refusal
     (PAGES_HOST, "/unknown.html"): (

@@ -68,7 +68,7 @@ def test_each_page_gets_what_the_decision_table_says(tmp_path: Path, purpose: st
         assert items[server.url("127.0.0.3", "/meta-noai.html")]["usage_denied"] == [
             "ai-input", "ai-train"]
         assert stats["usage/effect/not_fetched"] == 1  # /nosearch/b.html
-        assert stats["usage/effect/not_kept"] == 2  # /content-usage.html, /conflict.html
-        summary = "usage preferences: recorded 7, not kept 2, not archived 1, not fetched 1"
+        assert stats["usage/effect/not_kept"] == 1  # /content-usage.html
+        summary = "usage preferences: recorded 8, not archived 1, not fetched 1, not kept 1"
         assert summary in result.log
         assert "usage values nobody defined: content-usage:train-ai/maybe 1" in result.log
