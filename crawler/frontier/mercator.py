@@ -118,7 +118,7 @@ class MercatorFrontier(Frontier):
         self._queued = sum(self.store.front_sizes)
         for entry in self.store.load_firsts():  # a host's robots.txt, kept by a shared store
             host = self._host(entry.host)
-            host.firsts.append(entry)
+            host.push_first(entry)
             self._queued += 1
             self._reschedule(host)
         if self.ledger is not None and (stale := self.store.stale_copies()) is not None:
@@ -181,7 +181,7 @@ class MercatorFrontier(Frontier):
         entry.host = host.name  # one string per host, not one per URL
         self._queued += 1
         if first:
-            host.firsts.append(entry)
+            host.push_first(entry)
             self.store.first_push(entry)
             self._reschedule(host)
             return ADDED
@@ -492,18 +492,17 @@ class MercatorFrontier(Frontier):
             self._drop([entry], refusal)
             return
         if record.first:
-            host.firsts.insert(0, entry)
+            host.push_first(entry, front=True)
         else:
-            host.returned.appendleft(entry)
+            host.hand_back(entry)
         self._reschedule(host)
 
     def _give_up(self, host: HostState, reason: str) -> None:
         """Drop a host's queued URLs; URLs of it still in the front queues go when refill meets
         them. Its seen URLs stay seen."""
         setattr(host, {"host_dead": "dead", "host_blocked": "blocked"}.get(reason, "skipped"), True)
-        dropped = host.firsts + list(host.returned)
-        host.firsts = []
-        host.returned.clear()
+        dropped = [*host.firsts, *host.returned]
+        host.firsts = host.returned = ()
         if host.has_back:
             dropped = dropped + self.store.back_drop(host.name)
             self._release_back(host)

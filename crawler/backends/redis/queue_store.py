@@ -186,7 +186,8 @@ class RedisQueueStore(QueueStore):
         return len(blobs)
 
     def load_hosts(self) -> list[SavedHost]:
-        return self._saved
+        saved, self._saved = self._saved, []  # read once, by the frontier built over the store
+        return saved
 
     def first_push(self, entry: Entry) -> None:
         hid = self._hid.get(entry.host) or self._number(entry.host)
