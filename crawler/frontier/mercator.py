@@ -141,21 +141,23 @@ class MercatorFrontier(Frontier):
         # refuses the rest (their keys stay seen: a budget refusal is final). A link seen before
         # of a known host is answered here (no add(): most links) unless budget or cash matter
         hosts, budget, cash = self._hosts, self.max_pages_per_host, self.ledger is not None
-        state = {n: h if (h := hosts.get(n)) is None or not h.refusal() else False
-                 for n in {e.host for e in entries}}  # fmt: skip
-        known = [state[e.host] for e in entries]
-        tested = [i for i, h in enumerate(known) if h is not False
-                  and (h is None or budget is None or h.admitted < budget)]  # fmt: skip
-        whole = len(tested) == len(entries)
-        fresh = self.store.seen_add_many(list(keys) if whole and keys else [
-            keys[i] if keys else entry_key(entries[i]) for i in tested])  # fmt: skip
-        answers: list[bool | None] = fresh if whole else [None] * len(entries)
-        for i, new in zip(tested, fresh, strict=True) if not whole else ():
-            answers[i] = new
-        return [  # (no zip: its strict= costs ~1.3k instructions a call, as much as a link)
-            SEEN if (new := answers[i]) is False and known[i] is not None and budget is None
-            and not (cash and e.cash) else self.add(e, seen=new) for i, e in enumerate(entries)
-        ]  # fmt: skip
+        state: dict[str, HostState | bool | None] = {}  # False: refuses (asked once a host)
+        known, tested, tests, out = [], [], [], []  # (no comprehension: a function each)
+        for i, e in enumerate(entries):
+            if (h := state.get(e.host, True)) is True:
+                h = state[e.host] = False if (h := hosts.get(e.host)) and h.refusal() else h
+            known.append(h)
+            if h is not False and (h is None or budget is None or h.admitted < budget):
+                tested.append(i)
+                tests.append(keys[i] if keys else entry_key(e))
+        fresh = self.store.seen_add_many(tests)
+        answers = fresh if len(tested) == len(entries) else [None] * len(entries)
+        for j, i in enumerate(tested) if answers is not fresh else ():
+            answers[i] = fresh[j]
+        for i, e in enumerate(entries):  # (no zip: its strict= costs ~1.3k instructions)
+            out.append(SEEN if (new := answers[i]) is False and known[i] is not None and budget
+                       is None and not (cash and e.cash) else self.add(e, seen=new))  # fmt: skip
+        return out
 
     def add(
         self, entry: Entry, *, force: bool = False, first: bool = False, seen: bool | None = None
