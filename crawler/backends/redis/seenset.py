@@ -221,10 +221,12 @@ class SeenSet:
             return
         prefix, shift, buckets = self.keys.seen_bucket_prefix, self._shift, {}
         for key in keys:  # (its member inline: a call a key costs the owner's every flush)
-            member = ((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000
-            buckets.setdefault((key & _U64) >> shift, []).append(member)
-        for b, members in buckets.items():
-            writer.write("SADD", prefix + str(b), *members)
+            member = str(((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000)
+            buckets.setdefault((key & _U64) >> shift, []).append(f"${len(member)}\r\n{member}\r\n")
+        for b, members in buckets.items():  # (written as RESP text: ~3k instructions less a
+            name = prefix + str(b)  # bucket than hiredis's pack_command, a sprintf a number)
+            head = f"*{len(members) + 2}\r\n$4\r\nSADD\r\n${len(name.encode())}\r\n{name}\r\n"
+            writer.write_packed("SADD", name, (head + "".join(members)).encode())
         self._owed += len(keys)
 
     def queue_owed(self, writer: Any) -> bool:
