@@ -394,7 +394,7 @@ def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedW
         pending += len(w._writes)
     if pending > MAX_WRITES:
         return None
-    return next((w for w in reversed(writers) if w._writes), writers[-1])
+    return next(filter(_WRITES_OF, reversed(writers)), writers[-1])  # (no generator: a frame)
 
 
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:

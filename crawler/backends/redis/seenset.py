@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, islice
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import redis
@@ -58,6 +59,7 @@ MAX_BUCKET_BITS = 24  # 16 million buckets: ~4 billion URLs per partition at INT
 EXPANSION = 2  # each new layer of a RedisBloom filter holds twice the one before
 _U64 = (1 << 64) - 1
 NAMES_CACHED = 4096  # exact buckets' packed names kept per seen-set (contains_request)
+_SEEN_SET, _BLOOM = itemgetter(0), attrgetter("config.bloom")  # a test's set, a set's kind
 _outgrown_warned = False  # the exact buckets' past-capacity warning: once per process
 
 
@@ -309,7 +311,7 @@ def contains_across(
                 pipe.execute_command(*command)
         return pipe.execute()
 
-    if any(seen.config.bloom for seen, _ in tests):
+    if any(map(_BLOOM, map(_SEEN_SET, tests))):  # (no generator: a function and a frame)
         requests, count, readers = [], 0, []
         for seen, keys in tests:
             request, n, read = seen.contains_request(keys)
