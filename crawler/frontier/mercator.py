@@ -147,16 +147,15 @@ class MercatorFrontier(Frontier):
             if (h := state.get(e.host, True)) is True:
                 h = state[e.host] = False if (h := hosts.get(e.host)) and h.refusal() else h
             known.append(h)
-            if h is not False and (h is None or budget is None or h.admitted < budget):
-                tested.append(i)
+            t = h is not False and (h is None or budget is None or h.admitted < budget)
+            tested.append(t)
+            if t:
                 tests.append(keys[i] if keys else entry_key(e))
-        fresh = self.store.seen_add_many(tests)
-        answers = fresh if len(tested) == len(entries) else [None] * len(entries)
-        for j, i in enumerate(tested) if answers is not fresh else ():
-            answers[i] = fresh[j]
+        fresh = iter(self.store.seen_add_many(tests))  # the tested ones' answers, in order
         for i, e in enumerate(entries):  # (no zip: its strict= costs ~1.3k instructions)
-            out.append(SEEN if (new := answers[i]) is False and known[i] is not None and budget
-                       is None and not (cash and e.cash) else self.add(e, seen=new))  # fmt: skip
+            new = next(fresh) if tested[i] else None
+            out.append(SEEN if new is False and known[i] is not None and budget is None
+                       and not (cash and e.cash) else self.add(e, seen=new))  # fmt: skip
         return out
 
     def add(
@@ -191,7 +190,7 @@ class MercatorFrontier(Frontier):
             rec = self.ledger.queued.get(identity(entry))
             self._queued -= rec is not None and rec[1] != ROUTED  # its older copy goes stale
             self.ledger.admit(entry)
-        else:
+        elif not 0 <= entry.priority < self.front_queue_count:  # (most: no min, no max)
             entry.priority = min(max(entry.priority, 0), self.front_queue_count - 1)
         self.store.front_push(entry)
         host.fronted += 1
