@@ -17,6 +17,7 @@ import pytest
 import redis
 from redis.connection import Connection
 
+from crawler.backends.redis import letters as letters_module
 from crawler.backends.redis import mail as mail_module
 from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis import queue_store
@@ -345,6 +346,7 @@ def hashes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     with monkeypatch.context() as m:
         m.setattr(store_module, "url_key", counted)
         m.setattr(partitioned_module, "url_key", counted)
+        m.setattr(letters_module, "url_key", counted)
         yield hashed
 
 

@@ -205,6 +205,14 @@ def test_the_owners_adds_count_and_warn_as_the_others_do(
         def write(self, *command: object) -> None:
             client.execute_command(*command)
 
+        def write_packed(self, command: str, key: str, request: bytes) -> None:
+            conn = client.connection_pool.get_connection()
+            try:
+                conn.send_packed_command([request])
+                conn.read_response()
+            finally:
+                client.connection_pool.release(conn)
+
     keys = partition()
     seen = SeenSet(client, keys, config("exact", capacity=300))
     added = url_keys(400)

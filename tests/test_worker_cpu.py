@@ -5,6 +5,7 @@ redis-server."""
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
 
 import pytest
@@ -112,3 +113,25 @@ def test_a_urls_seen_key_is_hashed_once_while_kept(monkeypatch: pytest.MonkeyPat
     assert len(store_module._KEYS) == 1
     store_module.url_key(a)
     assert len(hashed) == 4
+
+
+def test_a_host_holds_no_empty_queues(client: redis.Redis) -> None:
+    """A worker holds every host of its partitions, most with no first request waiting and no
+    lease handed back: those hold no empty list or deque (760 B a deque, and the collector
+    walks each), and the hosts its store read at a takeover are not kept once read."""
+    key = fresh_key()
+    f = partitioned(client, key, FakeClock(), count=1)
+    f.add_many(entries(30, 2))
+    f.close()
+    g = partitioned(client, key, FakeClock(), count=1)  # takes the partition over
+    part = g.parts[0]
+    hosts = list(part.frontier._hosts.values())
+    assert len(hosts) == 30
+    assert all(not isinstance(q, (list, deque)) for h in hosts for q in (h.firsts, h.returned))
+    assert part.store.load_hosts() == []
+    lease = g.next()  # one handed back goes out again
+    assert lease is not None
+    g.release([lease.token])
+    assert len(part.frontier._hosts[lease.entry.host].returned) == 1
+    assert lease.entry.url in {x.entry.url for x in g.next_many(100)}
+    g.close()

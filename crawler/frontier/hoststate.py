@@ -50,11 +50,15 @@ class HostState:
         # the outcomes of the last fetches, newest in bit 0 (1: failed), up to the policy's
         # failure_window: failures decay as fetches go by instead of vanishing at one success
         self.failure_bits = 0
-        self.firsts: list[Entry] = []
+        # its first requests (robots.txt), a list once it has one: most hosts hold none for
+        # most of a crawl, and a worker holds every host of its partitions (an empty list
+        # costs 56 B and the collector's attention, an empty deque 760 B)
+        self.firsts: list[Entry] | tuple[()] = ()
         self.first_in_flight = 0
         # Leases handed back (released or expired): served before the back queue. Kept here
         # rather than in the store because the host may hold no back queue at that moment.
-        self.returned: deque[Entry] = deque()
+        # A deque once it has one (see firsts).
+        self.returned: deque[Entry] | tuple[()] = ()
         self.has_back = False
         self.admitted = 0
         self.version = 0  # invalidates stale heap entries
@@ -67,6 +71,22 @@ class HostState:
         # (robots.txt) waits while there are some and it holds no back queue
         self.fronted = 0
         self.tried = False  # a first request of it was handed out once (a retry goes at once)
+
+    def push_first(self, entry: Entry, *, front: bool = False) -> None:
+        """Queue a first request: last, or ``front`` first (one handed back)."""
+        if not self.firsts:
+            self.firsts = [entry]
+        elif front:
+            self.firsts.insert(0, entry)
+        else:
+            self.firsts.append(entry)
+
+    def hand_back(self, entry: Entry) -> None:
+        """A lease handed back: served first, before the older ones handed back."""
+        if self.returned:
+            self.returned.appendleft(entry)
+        else:
+            self.returned = deque((entry,))
 
     def count_outcome(self, failed: bool, window: int) -> bool:
         """A fetch's outcome into the failure counts (in a row, and among the last ``window``

@@ -118,7 +118,7 @@ class MercatorFrontier(Frontier):
         self._queued = sum(self.store.front_sizes)
         for entry in self.store.load_firsts():  # a host's robots.txt, kept by a shared store
             host = self._host(entry.host)
-            host.firsts.append(entry)
+            host.push_first(entry)
             self._queued += 1
             self._reschedule(host)
         if self.ledger is not None and (stale := self.store.stale_copies()) is not None:
@@ -141,21 +141,22 @@ class MercatorFrontier(Frontier):
         # refuses the rest (their keys stay seen: a budget refusal is final). A link seen before
         # of a known host is answered here (no add(): most links) unless budget or cash matter
         hosts, budget, cash = self._hosts, self.max_pages_per_host, self.ledger is not None
-        state = {n: h if (h := hosts.get(n)) is None or not h.refusal() else False
-                 for n in {e.host for e in entries}}  # fmt: skip
-        known = [state[e.host] for e in entries]
-        tested = [i for i, h in enumerate(known) if h is not False
-                  and (h is None or budget is None or h.admitted < budget)]  # fmt: skip
-        whole = len(tested) == len(entries)
-        fresh = self.store.seen_add_many(list(keys) if whole and keys else [
-            keys[i] if keys else entry_key(entries[i]) for i in tested])  # fmt: skip
-        answers: list[bool | None] = fresh if whole else [None] * len(entries)
-        for i, new in zip(tested, fresh, strict=True) if not whole else ():
-            answers[i] = new
-        return [  # (no zip: its strict= costs ~1.3k instructions a call, as much as a link)
-            SEEN if (new := answers[i]) is False and known[i] is not None and budget is None
-            and not (cash and e.cash) else self.add(e, seen=new) for i, e in enumerate(entries)
-        ]  # fmt: skip
+        state: dict[str, HostState | bool | None] = {}  # False: refuses (asked once a host)
+        known, tested, tests, out = [], [], [], []  # (no comprehension: a function each)
+        for i, e in enumerate(entries):
+            if (h := state.get(e.host, True)) is True:
+                h = state[e.host] = False if (h := hosts.get(e.host)) and h.refusal() else h
+            known.append(h)
+            t = h is not False and (h is None or budget is None or h.admitted < budget)
+            tested.append(t)
+            if t:
+                tests.append(keys[i] if keys else entry_key(e))
+        fresh = iter(self.store.seen_add_many(tests))  # the tested ones' answers, in order
+        for i, e in enumerate(entries):  # (no zip: its strict= costs ~1.3k instructions)
+            new = next(fresh) if tested[i] else None
+            out.append(SEEN if new is False and known[i] is not None and budget is None
+                       and not (cash and e.cash) else self.add(e, seen=new))  # fmt: skip
+        return out
 
     def add(
         self, entry: Entry, *, force: bool = False, first: bool = False, seen: bool | None = None
@@ -181,7 +182,7 @@ class MercatorFrontier(Frontier):
         entry.host = host.name  # one string per host, not one per URL
         self._queued += 1
         if first:
-            host.firsts.append(entry)
+            host.push_first(entry)
             self.store.first_push(entry)
             self._reschedule(host)
             return ADDED
@@ -189,7 +190,7 @@ class MercatorFrontier(Frontier):
             rec = self.ledger.queued.get(identity(entry))
             self._queued -= rec is not None and rec[1] != ROUTED  # its older copy goes stale
             self.ledger.admit(entry)
-        else:
+        elif not 0 <= entry.priority < self.front_queue_count:  # (most: no min, no max)
             entry.priority = min(max(entry.priority, 0), self.front_queue_count - 1)
         self.store.front_push(entry)
         host.fronted += 1
@@ -492,18 +493,17 @@ class MercatorFrontier(Frontier):
             self._drop([entry], refusal)
             return
         if record.first:
-            host.firsts.insert(0, entry)
+            host.push_first(entry, front=True)
         else:
-            host.returned.appendleft(entry)
+            host.hand_back(entry)
         self._reschedule(host)
 
     def _give_up(self, host: HostState, reason: str) -> None:
         """Drop a host's queued URLs; URLs of it still in the front queues go when refill meets
         them. Its seen URLs stay seen."""
         setattr(host, {"host_dead": "dead", "host_blocked": "blocked"}.get(reason, "skipped"), True)
-        dropped = host.firsts + list(host.returned)
-        host.firsts = []
-        host.returned.clear()
+        dropped = [*host.firsts, *host.returned]
+        host.firsts = host.returned = ()
         if host.has_back:
             dropped = dropped + self.store.back_drop(host.name)
             self._release_back(host)

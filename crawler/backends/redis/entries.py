@@ -3,7 +3,7 @@ pickle (what comes out of a shared Redis is data, not code).
 
 The entry never names its host, only its number (a partition's host number, its field in the
 hosts HASH, :mod:`crawler.backends.redis.queue_store`; a letter's index into its table of
-hosts, :mod:`crawler.backends.redis.mail`); nor does it repeat ``https://<host>/`` or
+hosts, :mod:`crawler.backends.redis.letters`); nor does it repeat ``https://<host>/`` or
 ``http://<host>/`` when the URL starts with it (the usual case); nor its priority when it sits
 in the front queue of that priority (the reader knows which queue it read); nor its depth when
 that is its priority (the depth order's usual case); nor spend a byte per character of the
@@ -117,7 +117,7 @@ def pack_entry(
     """The entry's bytes (see the module docstring). ``hid``: its host's number for the reader.
     ``queue``: the front queue it goes to, whose reader knows its priority (the entry's
     priority must be it); -1: the priority is stored. ``first``: a host's first request.
-    ``letter``: a letter's link (:mod:`crawler.backends.redis.mail`), which carries the cash,
+    ``letter``: a letter's link (:mod:`crawler.backends.redis.letters`), which carries the cash,
     the crawl policy and the referrer itself, whose priority is ``queue`` (the letter's clamp
     of it), and whose tail is UTF-8: a letter lives seconds in its inbox, and coding a tail
     costs its sender as much as decoding it costs the owner (~10-20k instructions each),

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import redis
@@ -45,6 +46,9 @@ AGAIN = object()  # what an attempt of :func:`watched` returns when Redis aborte
 logger = logging.getLogger(__name__)
 
 _MULTI, _EXEC, _UNWATCH = (pack_command((name,)) for name in ("MULTI", "EXEC", "UNWATCH"))
+_WATCH_OF, _READ_OF = attrgetter("_watch"), attrgetter("_read")  # (a writer's keys, packed)
+_WRITES_OF = attrgetter("_writes")
+_IS_ERROR = Exception.__subclasscheck__  # issubclass(kind, Exception), for map()
 
 
 def _bulk(text: str) -> bytes:
@@ -154,7 +158,11 @@ class FencedWriter:
     def write_many(self, command: str, key: str, values: Sequence[Any]) -> None:
         """Queue ``command key *values``, as several writes in order past ``MAX_ARGUMENTS``
         values: for a command whose values apply one by one (``RPUSH``, ``LPUSH``, ``HDEL``,
-        ``HSET``'s pairs: the limit is even)."""
+        ``HSET``'s pairs: the limit is even); none for no values."""
+        if len(values) <= MAX_ARGUMENTS:  # (most: no range, no slice; a store's every flush)
+            if values:
+                self._writes.append((command, key, tuple(values)))
+            return
         for i in range(0, len(values), MAX_ARGUMENTS):
             self._writes.append((command, key, tuple(values[i : i + MAX_ARGUMENTS])))
 
@@ -202,6 +210,10 @@ class FencedWriter:
                     "%d ms): a failover now may lose it (counted, warned once)",
                     self.lease_key, acked, wanted, REPLICA_WAIT_MS,
                 )  # fmt: skip
+
+    def _recount(self) -> None:
+        """Count the master's replicas again (its node was lost: a replica promoted?)."""
+        self._replicas_seen = (float("-inf"), 0)
 
     def _wanted(self, node: Any) -> int:
         """How many replicas to wait for: ``replicas``, or fewer if the master has fewer
@@ -253,80 +265,81 @@ def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
     # the epochs are read, not watched: a claim changes the lease too, and one that only
     # raised the epoch by the time a lapsed lease is taken back here fails its SET NX
     check = b"".join([
-        b"*%d\r\n$5\r\nWATCH\r\n" % (2 * len(call) + 1), *[w._watch for w in call],
-        b"*%d\r\n$4\r\nMGET\r\n" % (3 * len(call) + 1), *[w._read for w in call],
+        b"*%d\r\n$5\r\nWATCH\r\n" % (2 * len(call) + 1), *map(_WATCH_OF, call),
+        b"*%d\r\n$4\r\nMGET\r\n" % (3 * len(call) + 1), *map(_READ_OF, call),
     ])  # fmt: skip
     batches = []
     for w in call:
         batches.append(w._writes[: w._sent or MAX_WRITES])
         w._sent = len(batches[-1])
     wanted: list[int] = []  # (asked of the node once, before the first attempt)
-
-    def attempt(conn: wire.one_connection, node: Any) -> Any:
-        if not wanted:
-            wanted.append(call[0]._wanted(node) if call[0].replicas else 0)
-        replies = conn.run_packed(check, 2)
-        if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
-            _raise_error(client, replies)
-        got, numbers, packed = replies[1], [], [_MULTI]
-        fenced: list[int] = []
-        rewound: list[int] = []
-        for j, w in enumerate(call):
-            owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
-            if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
-                fenced.append(j)
-            if owner != w._value:  # a lapsed lease, taken back
-                packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
-            if w._seq is None:  # the calls the partition's owners made so far
-                w._seq = applied
-            number: int | str = "" if w._seq < 0 else w._seq + 1
-            numbers.append(number)
-            skip = number != "" and applied != w._seq
-            if skip and applied < w._seq + 1:
-                rewound.append(j)
-            if number != "" and not skip:
-                digits = b"%d" % number
-                packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
-            if not skip:
-                packed += [args if type(args) is bytes else pack_command((command, key, *args))
-                           for command, key, args in batches[j]]  # fmt: skip
-        if fenced or rewound:
-            conn.run_packed(_UNWATCH, 1)
-            return Refused(PartitionLost, fenced) if fenced else Refused(PartitionRewound, rewound)
-        packed.append(_EXEC)
-        if wanted[0]:
-            packed.append(pack_command(("WAIT", wanted[0], REPLICA_WAIT_MS)))
-        replies = conn.run_packed(b"".join(packed), len(packed))
-        done = replies[len(packed) - 1 - bool(wanted[0])]  # (None: aborted)
-        if done is None:
-            return AGAIN
-        # (a command refused when queued makes EXEC refuse them all)
-        if type(done) is not list or any(
-            issubclass(kind, Exception) for kind in set(map(type, done))
-        ):
-            _raise_error(client, replies)
-        if wanted[0]:
-            call[0]._replicated(replies[-1], wanted[0])
-        return numbers
-
-    def lost_node() -> None:
-        call[0]._replicas_seen = (float("-inf"), 0)
-
-    result = watched(client, call[0].lease_key, attempt, lost_node)
+    # (the attempt a function of the module, not a closure made at every call)
+    result = watched(client, call[0].lease_key, _attempt, call[0]._recount,
+                     (client, call, check, batches, wanted))  # fmt: skip
     if isinstance(result, Refused):
         raise result
     return result
 
 
+def _attempt(
+    conn: wire.one_connection, node: Any, client: Any, call: list[FencedWriter], check: bytes,
+    batches: list[list[Write]], wanted: list[int],
+) -> Any:  # fmt: skip
+    """One attempt of :func:`transact`'s call (see :func:`watched`)."""
+    if not wanted:
+        wanted.append(call[0]._wanted(node) if call[0].replicas else 0)
+    replies = conn.run_packed(check, 2)
+    if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
+        _raise_error(client, replies)
+    got, numbers, packed = replies[1], [], [_MULTI]
+    fenced: list[int] = []
+    rewound: list[int] = []
+    for j, w in enumerate(call):
+        owner, applied = got[3 * j], int(got[3 * j + 1] or 0)
+        if owner != w._value and (owner is not None or got[3 * j + 2] != w._epoch):
+            fenced.append(j)
+        if owner != w._value:  # a lapsed lease, taken back
+            packed.append(pack_command(("SET", w.lease_key, w._value, "PX", w.ttl_ms)))
+        if w._seq is None:  # the calls the partition's owners made so far
+            w._seq = applied
+        number: int | str = "" if w._seq < 0 else w._seq + 1
+        numbers.append(number)
+        skip = number != "" and applied != w._seq
+        if skip and applied < w._seq + 1:
+            rewound.append(j)
+        if number != "" and not skip:
+            digits = b"%d" % number
+            packed.append(w._set_seq + b"$%d\r\n%b\r\n" % (len(digits), digits))
+        for command, key, args in batches[j] if not skip else ():  # (no comprehension)
+            packed.append(args if type(args) is bytes else pack_command((command, key, *args)))
+    if fenced or rewound:
+        conn.run_packed(_UNWATCH, 1)
+        return Refused(PartitionLost, fenced) if fenced else Refused(PartitionRewound, rewound)
+    packed.append(_EXEC)
+    if wanted[0]:
+        packed.append(pack_command(("WAIT", wanted[0], REPLICA_WAIT_MS)))
+    replies = conn.run_packed(b"".join(packed), len(packed))
+    done = replies[len(packed) - 1 - bool(wanted[0])]  # (None: aborted)
+    if done is None:
+        return AGAIN
+    # (a command refused when queued makes EXEC refuse them all)
+    if type(done) is not list or any(map(_IS_ERROR, set(map(type, done)))):
+        _raise_error(client, replies)
+    if wanted[0]:
+        call[0]._replicated(replies[-1], wanted[0])
+    return numbers
+
+
 def watched(
     client: Any,
     key: str,
-    attempt: Callable[[wire.one_connection, Any], Any],
+    attempt: Callable[..., Any],
     lost_node: Callable[[], None] = lambda: None,
+    args: tuple[Any, ...] = (),
 ) -> Any:
     """An optimistic transaction on the node that serves ``key`` (a cluster's slot master,
-    asked directly): ``attempt(conn, node)`` sends its ``WATCH``, reads and checks, then its
-    ``MULTI``/``EXEC`` on one connection, and returns what it decided, or :data:`AGAIN` when
+    asked directly): ``attempt(conn, node, *args)`` sends its ``WATCH``, reads and checks, then
+    its     ``MULTI``/``EXEC`` on one connection, and returns what it decided, or :data:`AGAIN` when
     Redis aborted the ``EXEC`` (a watched key changed): it is made again, ``WATCH_TRIES``
     times at most (then :class:`redis.WatchError`). The fenced call and the near-duplicate
     commit both run this way.
@@ -340,7 +353,7 @@ def watched(
     try:
         with wire.one_connection(node) as conn:
             for _ in range(WATCH_TRIES):
-                result = attempt(conn, node)
+                result = attempt(conn, node, *args)
                 if result is not AGAIN:
                     return result
             raise redis.WatchError(f"{key} changed {WATCH_TRIES} times")
@@ -381,7 +394,7 @@ def one_call(client: Any, writers: list[FencedWriter], more: int = 0) -> FencedW
         pending += len(w._writes)
     if pending > MAX_WRITES:
         return None
-    return next((w for w in reversed(writers) if w._writes), writers[-1])
+    return next(filter(_WRITES_OF, reversed(writers)), writers[-1])  # (no generator: a frame)
 
 
 def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLost | None]:
@@ -401,7 +414,7 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     wait for replicas (``WAIT`` after each call) send their calls one by one."""
     lost: list[PartitionLost | None] = [None] * len(writers)
     cluster = is_cluster(client)
-    waiting = [w for w in writers if w._writes]
+    waiting = list(filter(_WRITES_OF, writers))  # (no comprehension: a function each)
     while waiting:
         if cluster:
             calls = [[w] for w in waiting]
@@ -431,5 +444,5 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
             raise error
         if refused:
             break
-        waiting = [w for w in waiting if w._writes]
+        waiting = list(filter(_WRITES_OF, waiting))
     return lost

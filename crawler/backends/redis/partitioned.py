@@ -29,7 +29,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import redis
@@ -259,13 +258,13 @@ class PartitionedFrontier(Frontier):
                 index, part.frontier.in_flight(),
             )  # fmt: skip
 
-    def _guarded(self, part: Partition, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on a partition; a lost lease drops the partition (None), and the URLs
-        added to it since its last write go to its inbox, for its next owner."""
+    def _guarded(self, part: Partition, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Run ``fn(*args, **kw)`` on a partition; a lost lease drops the partition (None),
+        and the URLs added to it since its last write go to its inbox, for its next owner."""
         if self._touched is not None:
             self._touched.add(part.index)
         try:
-            return fn()
+            return fn(*args, **kw)
         except PartitionLost as exc:
             self._drop(part.index, exc.why)
             return None
@@ -282,9 +281,10 @@ class PartitionedFrontier(Frontier):
             for part, refused in zip(parts, lost, strict=True) if any(lost) else ():
                 if refused:
                     self._drop(part.index, refused.why)
-            for index in [i for i in self._unwritten if i != but and only in (None, i) and
-                          (p := self.parts.get(i)) and not p.store.writer.pending]:  # fmt: skip
-                del self._unwritten[index]
+            for index in list(self._unwritten):  # (a loop: a comprehension is a function)
+                if index != but and only in (None, index) and (p := self.parts.get(index)) and \
+                        not p.store.writer.pending:  # fmt: skip
+                    del self._unwritten[index]
             if not any(lost) and not self._outbox:
                 if but is None and only is None:
                     self._touched = set()
@@ -293,9 +293,11 @@ class PartitionedFrontier(Frontier):
     def _flushed(self, but: int | None = None, only: int | None = None) -> list[Partition]:
         """The partitions a flush writes (all, ``only``'s or all ``but``'s) of those called since
         the last whole flush (:meth:`_guarded`), not all 16; after a beat or mail read, all."""
-        touched = self._touched
-        return [p for i, p in self.parts.items() if i != but and only in (None, i)
-                and (touched is None or i in touched)]  # fmt: skip
+        out, touched = [], self._touched  # (a loop: a comprehension is a function, ~1k)
+        for i, p in self.parts.items():
+            if i != but and only in (None, i) and (touched is None or i in touched):
+                out.append(p)
+        return out
 
     def read_mail(self) -> int:
         """Queue the letters in the owned partitions' inboxes (:meth:`Mailboxes.deliver`)."""
@@ -331,25 +333,27 @@ class PartitionedFrontier(Frontier):
     def _add_many(self, entries: Sequence[Entry]) -> list[AddResult]:
         self._maybe_beat()
         results: list[AddResult] = [AddResult(True, MAILED)] * len(entries)
-        parts, where = self.parts, dict.fromkeys([e.host for e in entries], 0)
-        for host in where:  # a page's few hosts, each asked once; -1: blocked (controls)
-            where[host] = -1 if self.controls.blocked(host) else self.shard(host)
+        parts, where, tests, blocked = self.parts, {}, {}, self.controls.blocked
         local: dict[int, tuple[list[int], list[Entry], list[int]]] = {}  # positions, links, keys
         for i, entry in enumerate(entries):
-            if (index := where[entry.host]) < 0:
+            if (index := where.get(entry.host)) is None:  # a page's few hosts, each asked once
+                index = where[entry.host] = -1 if blocked(entry.host) else self.shard(entry.host)
+            if index < 0:
                 results[i] = AddResult(False, "host_blocked")
             elif index in parts:
-                positions, batch, keys = local.get(index) or local.setdefault(index, ([], [], []))
-                positions.append(i)
-                batch.append(entry)
-                keys.append(entry.key or url_key(entry.url))  # (entry_key, inline)
+                if (got := local.get(index)) is None:  # (no comprehension: a function each)
+                    got = local[index] = ([], [], [])
+                    tests[parts[index].store] = got[2]
+                got[0].append(i)
+                got[1].append(entry)
+                got[2].append(entry.key or url_key(entry.url))  # (entry_key, inline)
             else:
                 self._outbox[index].adds.append((entry, False, False))
-        prime_seen(self.client, {parts[i].store: b[2] for i, b in local.items()})  # (one trip)
+        prime_seen(self.client, tests)  # (one round trip)
         for index, (positions, batch, keys) in local.items():
             part = parts[index]
             self._unwritten.setdefault(index, []).append((batch, False, False))
-            answers = self._guarded(part, partial(part.frontier.add_many, batch, keys)) or ()
+            answers = self._guarded(part, part.frontier.add_many, batch, keys) or ()
             for j in range(len(answers)):  # (no zip: its strict= costs more than the loop)
                 results[positions[j]] = answers[j]
         return results
@@ -369,8 +373,7 @@ class PartitionedFrontier(Frontier):
             else:
                 self._outbox[index].credits.append(tuple(link[:3]))
         for index, batch in local.items():
-            part = self.parts[index]
-            self._guarded(part, lambda p=part, b=batch: p.frontier.credit(b))
+            self._guarded(part := self.parts[index], part.frontier.credit, batch)
 
     def _partition_of_link(self, link: tuple[Any, ...]) -> int | None:
         """The partition of a credit's URL: its host when given, else read from the URL."""
@@ -397,7 +400,7 @@ class PartitionedFrontier(Frontier):
         but = last.index if last is not None else None
         if not one:
             self._flush(but=but)
-        rests = [self._settle(s) for s in settlements]
+        rests = list(map(self._settle, settlements))
         if but is not None:
             self._flush(only=but)
         self._flush()
@@ -413,8 +416,7 @@ class PartitionedFrontier(Frontier):
         for index, batch in batches.items():
             part = self.parts.get(index)
             if part is not None:
-                new += sum(self._guarded(part, lambda p=part, b=batch: p.store.seen_add_many(b))
-                           or ())  # fmt: skip
+                new += sum(self._guarded(part, part.store.seen_add_many, batch) or ())
             else:
                 new += sum(self._other_seen(index).add_many(batch))
         self._flush()
@@ -448,8 +450,7 @@ class PartitionedFrontier(Frontier):
             self._flush()
         except Exception:  # the call is retried: its leases, never handed, are not left open
             for index, inner in self._by_part(lease.token for lease in leases).items():
-                part = self.parts[index]
-                self._guarded(part, lambda p=part, t=inner: p.frontier.release(t))
+                self._guarded(part := self.parts[index], part.frontier.release, inner)
             raise
         # a partition the flush found lost: its next owner hands these out (their moves refused)
         return [lease for lease in leases if self._part_of(lease.token)[0] is not None]
@@ -467,10 +468,10 @@ class PartitionedFrontier(Frontier):
         if part is None:
             return None
         if s.kind == "ack":
-            return self._guarded(part, partial(part.frontier.ack, token))  # (None)
+            return self._guarded(part, part.frontier.ack, token)  # (None)
         outcome = _OUTCOMES.get(s.outcome) or Outcome(s.outcome)
         settle = part.frontier.finish if s.kind == "finish" else part.frontier.complete
-        return self._guarded(part, partial(settle, token, s.duration, outcome, size=s.size))
+        return self._guarded(part, settle, token, s.duration, outcome, size=s.size)
 
     def complete(
         self, token: str, duration: float | None, outcome: Outcome = Outcome.FETCHED, *,
@@ -512,8 +513,7 @@ class PartitionedFrontier(Frontier):
         """``call`` on each partition's frontier with its leases of ``tokens``, summed."""
         done = 0
         for index, inner in self._by_part(tokens).items():
-            part = self.parts[index]
-            done += self._guarded(part, partial(call, part.frontier, inner)) or 0
+            done += self._guarded(part := self.parts[index], call, part.frontier, inner) or 0
         self._flush()
         return done
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Collection, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 import msgpack
@@ -63,13 +64,14 @@ def prime_seen(client: Any, batches: dict[RedisQueueStore, Sequence[int]]) -> No
     several partitions' stores (one round trip:
     :func:`crawler.backends.redis.seenset.contains_across`); each store keeps its answers
     (:meth:`RedisQueueStore.prime`) for its frontier's adds."""
-    tests = []
+    tests, asked = [], []  # (no comprehension: a function object and a frame each)
     for store, keys in batches.items():
         unknown = store.unknown(keys)
         if unknown:
             tests.append((store, unknown))
+            asked.append((store.seen, unknown))
     if tests:
-        answers = contains_across(client, [(store.seen, keys) for store, keys in tests])
+        answers = contains_across(client, asked)
         for (store, keys), seen in zip(tests, answers, strict=True):
             store.prime(keys, seen)
 
@@ -186,7 +188,8 @@ class RedisQueueStore(QueueStore):
         return len(blobs)
 
     def load_hosts(self) -> list[SavedHost]:
-        return self._saved
+        saved, self._saved = self._saved, []  # read once, by the frontier built over the store
+        return saved
 
     def first_push(self, entry: Entry) -> None:
         hid = self._hid.get(entry.host) or self._number(entry.host)
@@ -311,8 +314,8 @@ class RedisQueueStore(QueueStore):
 
     def seen_add_many(self, keys: Sequence[int]) -> list[bool]:
         primed, pending = self._primed, self._new_seen
-        ask = [k for k in keys if k not in primed]  # (most calls: none, prime_seen asked)
-        if ask and (ask := self.unknown(ask)):
+        ask = set(keys).difference(primed)  # (most calls: none, prime_seen asked)
+        if ask and (ask := self.unknown(list(ask))):
             self.prime(ask, self.seen.contains_many(ask))
         out = []
         for key in keys:  # primed True: seen; False: not, unless added since (pending)
@@ -328,9 +331,10 @@ class RedisQueueStore(QueueStore):
         last flush nor known to be seen (a seen-set only grows, so what was seen stays seen;
         the memory goes with the store when the partition is dropped). The others are primed
         as seen (:meth:`prime`)."""
-        ask = set(keys).difference(self._new_seen, self._known_seen, self._known_seen_old)
+        ask = (given := set(keys)).difference(
+            self._new_seen, self._known_seen, self._known_seen_old)  # fmt: skip
         if len(ask) < len(keys):
-            self._primed.update(dict.fromkeys([k for k in keys if k not in ask], True))
+            self._primed.update(dict.fromkeys(given.difference(ask), True))
         return list(ask)
 
     def prime(self, keys: Sequence[int], answers: Sequence[bool]) -> None:
@@ -441,12 +445,14 @@ class RedisQueueStore(QueueStore):
             w.write("LPOP", key, n)
         self._pushes, self._pops = {}, {}
         if self._out_set:
-            w.write_many("HSET", k.out, [x for pair in self._out_set.items() for x in pair])
+            w.write_many("HSET", k.out, list(chain.from_iterable(self._out_set.items())))
             self._out_set = {}
         w.write_many("HDEL", k.out, self._out_del)
         self._out_del = []
         if self._dirty:
-            items = [x for n in list(self._dirty) for x in (n, self._host_record(n))]
+            items = []
+            for name in list(self._dirty):  # (a copy: _host_record may number a host)
+                items += (name, self._host_record(name))
             w.write_many("HSET", k.hosts, items)
             self._dirty = set()
         for field, delta in self._stale.items():
