@@ -18,13 +18,16 @@ the address while names due long before, with better URLs, wait. So under depth 
 name's home page comes before any name's second page; under FIFO (one priority) the names
 take turns; OPIC's cash decides. The line never idles the address for long: only a waiter due
 back within half a gap holds it, and one that missed its turn (its host given up, its worker
-gone) loses its place. Missed means someone else asked more than ``LATE`` seconds after its
-turn and it still had not come, not merely that its turn is ``LATE`` past: after a stall of the
-whole process (CPU starved, a long GC) every waiter is late, and the first to ask after it is
-often the host that just fetched there, whose own delay ended with the waiter's turn. That ask
-finds the waiter still in line and is refused; the waiter asks next and gets the address. A
-waiter really gone costs one refusal more, ``LATE`` of idling: the asker it held is told to come
-back ``LATE`` later (not after the late ones' turns, they are counted out), and that ask drops it.
+gone) loses its place. Missed means that a host in line told a turn more than ``LATE`` after
+the waiter's asks, also ``LATE`` past the waiter's turn, and the waiter still has not come: the
+frontier hands hosts out in the order of their turns, so a waiter alive in this worker asks
+before any host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall
+of the whole process (CPU starved, a long GC) every waiter is late, and the hosts due ask
+within milliseconds, in turn order, others among them (the host that just fetched there,
+whose own delay ended before the waiters' turns); an ask by one not in line, or by one told a
+turn not ``LATE`` after the late waiter's, drops nobody. A waiter really gone costs one refusal
+more, ``LATE`` of idling: the asker it held is told to come back ``LATE`` later (not after the
+late ones' turns, they are counted out), and that ask drops it.
 
 A waiter told to come back too late loses its turn to a worse one that asks while the address
 is free, so the times told err early: the head of the line comes back at the earliest moment
@@ -51,7 +54,7 @@ from typing import Any, Protocol
 
 from crawler.config import defaults
 
-LATE = 0.25  # seconds after a waiter's turn an ask by another must come for it to lose its place
+LATE = 0.25  # seconds a waiter's turn must precede both now and the asker's for it to be out
 SCAN = 16  # waiters ahead looked at per request (those due back now are at the head)
 SEED = 2  # fetch times seen at an address before its estimate is used (the first is cold)
 RISE = 0.125  # share of a slower fetch's excess its estimate takes (a faster one: all of it)
@@ -139,7 +142,6 @@ class _Address:
     samples: int = 0  # fetch times seen, up to SEED
     fetches: int = 0
     refusals: int = 0
-    asked: float = 0.0  # when the address was last asked (did a waiter miss its turn?)
     line: list[tuple[int, float, str]] = field(default_factory=list)  # (p, since, who), best 1st
     back: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # who -> p, since, at
 
@@ -176,7 +178,7 @@ class LocalAddressBudget:
             addresses.move_to_end(address)
         _expire(state, now)
         who = host or token
-        asked, state.asked = state.asked, now
+        told = state.back.get(who)  # the turn this asker was told (None: it was not in line)
         since = _leave_line(state, who)
         rank = (priority, now if since is None else since, who)
         line, gap = state.line, policy.gap(None)
@@ -188,7 +190,9 @@ class LocalAddressBudget:
             if ahead == rank:
                 break
             back_at = state.back[ahead[2]][2]
-            if back_at < asked - LATE:  # one asked LATE past its turn, it had not come: out
+            # its turn came LATE before the asker's (the frontier hands hosts out in turn
+            # order) and LATE before now, and it has not come: out
+            if told is not None and back_at < min(told[2], now) - LATE:
                 _leave_line(state, ahead[2])
                 continue
             if back_at <= now + gap / 2:
@@ -297,3 +301,4 @@ def _leave_line(state: _Address, who: str) -> float | None:
         return None
     del state.line[bisect_left(state.line, (waiting[0], waiting[1], who))]
     return waiting[1]
+
