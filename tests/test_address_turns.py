@@ -144,3 +144,38 @@ def test_waiters_asking_together_after_a_stall_keep_their_places(clocked: Clocke
         else:
             backs[host] = now + wait
     assert fetched == order[:1] + order[2:] + order[1:2], fetched
+
+
+def test_a_fetch_a_stall_made_long_does_not_send_the_waiters_back_late(
+    clocked: Clocked,
+) -> None:
+    """The fetches at the address take 0.01 s; the worker stalls 0.9 s during one, which
+    then ends as two waiters ask (told their turns by the quick fetches) and before a third
+    does. The waiters still fetch in turn, each home page (0) before the next page (1) of a
+    name that just fetched, which asks as the address frees: the one long fetch does not push
+    the third waiter's turn past it."""
+    t = 1000.0
+    for i in range(3):  # quick fetches teach the address its fetch time
+        start = t + i * (GAP + 0.05)
+        assert clocked.take(start, "warm.test") == 0
+        clocked.done(start + 0.01, "warm.test", start, 0.01)
+    t += 3 * (GAP + 0.05)
+    assert clocked.take(t, "slow.test") == 0
+    asks = {}  # host -> (when it asks, its URL's priority)
+    for i, at in enumerate((t + 0.9, t + 0.901)):  # the stall ends: two ask, then the end
+        asks[f"w{i}.test"] = (at + clocked.take(at, f"w{i}.test", 0), 0)
+    clocked.done(t + 0.902, "slow.test", t, 0.902)
+    asks["w2.test"] = (t + 0.903 + clocked.take(t + 0.903, "w2.test", 0), 0)
+    order: list[tuple[str, int]] = []
+    while len(order) < 4:
+        host = min(asks, key=lambda h: (asks[h], h))
+        at, priority = asks.pop(host)
+        wait = clocked.take(at, host, priority)
+        if wait > 0:
+            asks[host] = (at + wait, priority)
+            continue
+        order.append((host, priority))
+        clocked.done(at + 0.01, host, at, 0.01)
+        if priority == 0:  # its next page, as its own rest ends (the address's too)
+            asks[host] = (at + 0.01 + GAP + 1e-4, 1)
+    assert order[:3] == [("w0.test", 0), ("w1.test", 0), ("w2.test", 0)], order

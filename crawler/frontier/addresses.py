@@ -36,8 +36,11 @@ in flight began plus the quickest recent fetch time, and never sooner than a gap
 slot that frees later still rests a gap, so a fetch running long costs the head one look per
 gap, not one per loop turn). The waiters behind it come back a gap and a fetch time apart per
 place. The fetch time is a low estimate (:func:`quick_fetch`): a faster fetch lowers it at
-once, a slower one raises it by an eighth of the difference, and none is trusted before
-``SEED`` fetches, as a cold first fetch (a new connection, a cold server) is slow.
+once; a slower one raises it by an eighth of the difference, and only as far as the fetch
+before it was slow too: one fetch that a stall of the worker (or one big page) made long would
+otherwise send the waiters behind the head back late, more so the further back they are. None
+is trusted before ``SEED`` fetches, as a cold first fetch (a new connection, a cold server) is
+slow.
 
 :class:`LocalAddressBudget` is one worker's (the ``memory`` and ``sqlite`` backends); the
 ``redis`` backend's (:mod:`crawler.backends.redis.addresses`) keeps the same state in Redis for
@@ -139,6 +142,7 @@ class _Address:
     in_flight: dict[str, float] = field(default_factory=dict)  # token -> expiry
     ready_at: float = 0.0  # the next start may not be earlier
     typical: float = 0.0  # fetch time, a low estimate (quick_fetch)
+    last: float = 0.0  # the last fetch's time
     samples: int = 0  # fetch times seen, up to SEED
     fetches: int = 0
     refusals: int = 0
@@ -222,7 +226,8 @@ class LocalAddressBudget:
             return
         if duration is not None:
             state.ready_at = max(state.ready_at, now + self.policy.gap(duration))
-            state.typical = quick_fetch(state.typical, state.samples, duration)
+            state.typical = quick_fetch(state.typical, state.samples, duration, state.last)
+            state.last = duration
             state.samples = min(state.samples + 1, SEED)
 
     def _prune(self, now: float) -> None:
@@ -259,13 +264,14 @@ class LocalAddressBudget:
         return None
 
 
-def quick_fetch(estimate: float, samples: int, duration: float) -> float:
-    """The address's fetch time estimate after a fetch of ``duration`` s: low rather than
-    typical, since a waiter told to come back late loses its turn while one told early only
-    asks again. ``lua/address.lua`` keeps the same rule."""
+def quick_fetch(estimate: float, samples: int, duration: float, last: float) -> float:
+    """The address's fetch time estimate after a fetch of ``duration`` s (``last``: the one
+    before): low rather than typical, since a waiter told to come back late loses its turn while
+    one told early only asks again; a lone slow fetch (a stall of the worker) does not raise it.
+    ``lua/address.lua`` keeps the same rule."""
     if not samples or duration < estimate:
         return duration
-    return estimate + RISE * (duration - estimate)
+    return estimate + RISE * max(0.0, min(duration, last) - estimate)
 
 
 def turn_at(
