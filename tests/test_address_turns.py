@@ -1,8 +1,8 @@
 """When a host the address refused is told to come back: never after the address frees for it
 (a worse host asking then would take its turn), and never every loop turn while a fetch runs
 long; and a waiter keeps its place through a stall of the whole process, losing it only to an
-ask that came LATE past its turn. The same answers from one worker's budget and from the
-fleet's (a real Redis), on a clock the test sets."""
+ask, LATE past its turn, by a host in line told a turn LATE after it. The same answers from
+one worker's budget and from the fleet's (a real Redis), on a clock the test sets."""
 
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ def test_a_fetch_running_long_costs_the_next_waiter_a_look_per_gap(clocked: Cloc
 
 def test_a_stall_of_the_worker_does_not_cost_a_waiter_its_turn(clocked: Clocked) -> None:
     """The process stalls (CPU starved) past the best waiter's turn by more than LATE: the
-    worse host that asks first after it finds the waiter still in line, as nobody asked
-    while it was late, and the waiter then gets the address."""
+    worse host that asks first after it (not in line: it just fetched there) finds the waiter
+    still in line, and the waiter then gets the address."""
     t = 1000.0
     assert clocked.take(t, "a.test") == 0
     clocked.done(t + 0.05, "a.test", t, 0.05)  # the address rests until t + 0.35
@@ -107,7 +107,7 @@ def test_waiters_gone_lose_their_place_at_the_second_ask_after_their_turn(
 ) -> None:
     """The three best waiters never come back: the first ask after their turns is refused (it
     may follow a stall of the process) and told to come back LATE later, not three gaps later;
-    that ask, LATE past their turns after another, gets the address."""
+    at that ask, told a turn LATE after theirs, they are out and it gets the address."""
     t = 1000.0
     assert clocked.take(t, "a.test") == 0
     clocked.done(t + 0.05, "a.test", t, 0.05)  # the address rests until t + 0.35
@@ -116,3 +116,66 @@ def test_waiters_gone_lose_their_place_at_the_second_ask_after_their_turn(
     wait = clocked.take(t + 2.0, "a.test", priority=1)
     assert 0 < wait <= LATE + 1e-6, wait
     assert clocked.take(t + 2.0 + wait, "a.test", priority=1) == 0
+
+
+def test_waiters_asking_together_after_a_stall_keep_their_places(clocked: Clocked) -> None:
+    """The process stalls past the turns of three waiters; when it wakes, the hosts due ask
+    one after the other within milliseconds, as the frontier hands them out (in turn order,
+    a host that just fetched there among them). None loses its place for being late: every
+    waiter fetches in the order it joined the line, before the host that asked after them."""
+    t = 1000.0
+    assert clocked.take(t, "a.test") == 0
+    clocked.done(t + 0.05, "a.test", t, 0.05)  # the address rests until t + 0.35
+    backs: dict[str, float] = {}
+    for i in range(3):  # told to come back at t + 0.35, 0.65, 0.95
+        backs[f"w{i}.test"] = t + 0.1 + i / 100 + clocked.take(t + 0.1 + i / 100, f"w{i}.test")
+    backs["a.test"] = t + 0.36  # its own rest after its fetch
+    now = t + 2.0  # the stall ends: w0, a.test, w1, w2 ask, in that order
+    order = ["w0.test", "a.test", "w1.test", "w2.test"]
+    fetched: list[str] = []
+    while len(fetched) < len(order):
+        host = min((h for h in order if h not in fetched), key=lambda h: (backs[h], h))
+        now = max(now + 0.001, backs[host])
+        wait = clocked.take(now, host)
+        if wait == 0:
+            fetched.append(host)
+            clocked.done(now + 0.01, host, now, 0.01)
+            now += 0.01
+        else:
+            backs[host] = now + wait
+    assert fetched == order[:1] + order[2:] + order[1:2], fetched
+
+
+def test_a_fetch_a_stall_made_long_does_not_send_the_waiters_back_late(
+    clocked: Clocked,
+) -> None:
+    """The fetches at the address take 0.01 s; the worker stalls 0.9 s during one, which
+    then ends as two waiters ask (told their turns by the quick fetches) and before a third
+    does. The waiters still fetch in turn, each home page (0) before the next page (1) of a
+    name that just fetched, which asks as the address frees: the one long fetch does not push
+    the third waiter's turn past it."""
+    t = 1000.0
+    for i in range(3):  # quick fetches teach the address its fetch time
+        start = t + i * (GAP + 0.05)
+        assert clocked.take(start, "warm.test") == 0
+        clocked.done(start + 0.01, "warm.test", start, 0.01)
+    t += 3 * (GAP + 0.05)
+    assert clocked.take(t, "slow.test") == 0
+    asks = {}  # host -> (when it asks, its URL's priority)
+    for i, at in enumerate((t + 0.9, t + 0.901)):  # the stall ends: two ask, then the end
+        asks[f"w{i}.test"] = (at + clocked.take(at, f"w{i}.test", 0), 0)
+    clocked.done(t + 0.902, "slow.test", t, 0.902)
+    asks["w2.test"] = (t + 0.903 + clocked.take(t + 0.903, "w2.test", 0), 0)
+    order: list[tuple[str, int]] = []
+    while len(order) < 4:
+        host = min(asks, key=lambda h: (asks[h], h))
+        at, priority = asks.pop(host)
+        wait = clocked.take(at, host, priority)
+        if wait > 0:
+            asks[host] = (at + wait, priority)
+            continue
+        order.append((host, priority))
+        clocked.done(at + 0.01, host, at, 0.01)
+        if priority == 0:  # its next page, as its own rest ends (the address's too)
+            asks[host] = (at + 0.01 + GAP + 1e-4, 1)
+    assert order[:3] == [("w0.test", 0), ("w1.test", 0), ("w2.test", 0)], order

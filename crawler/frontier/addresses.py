@@ -18,13 +18,16 @@ the address while names due long before, with better URLs, wait. So under depth 
 name's home page comes before any name's second page; under FIFO (one priority) the names
 take turns; OPIC's cash decides. The line never idles the address for long: only a waiter due
 back within half a gap holds it, and one that missed its turn (its host given up, its worker
-gone) loses its place. Missed means someone else asked more than ``LATE`` seconds after its
-turn and it still had not come, not merely that its turn is ``LATE`` past: after a stall of the
-whole process (CPU starved, a long GC) every waiter is late, and the first to ask after it is
-often the host that just fetched there, whose own delay ended with the waiter's turn. That ask
-finds the waiter still in line and is refused; the waiter asks next and gets the address. A
-waiter really gone costs one refusal more, ``LATE`` of idling: the asker it held is told to come
-back ``LATE`` later (not after the late ones' turns, they are counted out), and that ask drops it.
+gone) loses its place. Missed means that a host in line told a turn more than ``LATE`` after
+the waiter's asks, also ``LATE`` past the waiter's turn, and the waiter still has not come: the
+frontier hands hosts out in the order of their turns, so a waiter alive in this worker asks
+before any host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall
+of the whole process (CPU starved, a long GC) every waiter is late, and the hosts due ask
+within milliseconds, in turn order, others among them (the host that just fetched there,
+whose own delay ended before the waiters' turns); an ask by one not in line, or by one told a
+turn not ``LATE`` after the late waiter's, drops nobody. A waiter really gone costs one refusal
+more, ``LATE`` of idling: the asker it held is told to come back ``LATE`` later (not after the
+late ones' turns, they are counted out), and that ask drops it.
 
 A waiter told to come back too late loses its turn to a worse one that asks while the address
 is free, so the times told err early: the head of the line comes back at the earliest moment
@@ -33,8 +36,11 @@ in flight began plus the quickest recent fetch time, and never sooner than a gap
 slot that frees later still rests a gap, so a fetch running long costs the head one look per
 gap, not one per loop turn). The waiters behind it come back a gap and a fetch time apart per
 place. The fetch time is a low estimate (:func:`quick_fetch`): a faster fetch lowers it at
-once, a slower one raises it by an eighth of the difference, and none is trusted before
-``SEED`` fetches, as a cold first fetch (a new connection, a cold server) is slow.
+once; a slower one raises it by an eighth of the difference, and only as far as the fetch
+before it was slow too: one fetch that a stall of the worker (or one big page) made long would
+otherwise send the waiters behind the head back late, more so the further back they are. None
+is trusted before ``SEED`` fetches, as a cold first fetch (a new connection, a cold server) is
+slow.
 
 :class:`LocalAddressBudget` is one worker's (the ``memory`` and ``sqlite`` backends); the
 ``redis`` backend's (:mod:`crawler.backends.redis.addresses`) keeps the same state in Redis for
@@ -51,7 +57,7 @@ from typing import Any, Protocol
 
 from crawler.config import defaults
 
-LATE = 0.25  # seconds after a waiter's turn an ask by another must come for it to lose its place
+LATE = 0.25  # seconds a waiter's turn must precede both now and the asker's for it to be out
 SCAN = 16  # waiters ahead looked at per request (those due back now are at the head)
 SEED = 2  # fetch times seen at an address before its estimate is used (the first is cold)
 RISE = 0.125  # share of a slower fetch's excess its estimate takes (a faster one: all of it)
@@ -136,10 +142,10 @@ class _Address:
     in_flight: dict[str, float] = field(default_factory=dict)  # token -> expiry
     ready_at: float = 0.0  # the next start may not be earlier
     typical: float = 0.0  # fetch time, a low estimate (quick_fetch)
+    last: float = 0.0  # the last fetch's time
     samples: int = 0  # fetch times seen, up to SEED
     fetches: int = 0
     refusals: int = 0
-    asked: float = 0.0  # when the address was last asked (did a waiter miss its turn?)
     line: list[tuple[int, float, str]] = field(default_factory=list)  # (p, since, who), best 1st
     back: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # who -> p, since, at
 
@@ -176,7 +182,7 @@ class LocalAddressBudget:
             addresses.move_to_end(address)
         _expire(state, now)
         who = host or token
-        asked, state.asked = state.asked, now
+        told = state.back.get(who)  # the turn this asker was told (None: it was not in line)
         since = _leave_line(state, who)
         rank = (priority, now if since is None else since, who)
         line, gap = state.line, policy.gap(None)
@@ -188,7 +194,9 @@ class LocalAddressBudget:
             if ahead == rank:
                 break
             back_at = state.back[ahead[2]][2]
-            if back_at < asked - LATE:  # one asked LATE past its turn, it had not come: out
+            # its turn came LATE before the asker's (the frontier hands hosts out in turn
+            # order) and LATE before now, and it has not come: out
+            if told is not None and back_at < min(told[2], now) - LATE:
                 _leave_line(state, ahead[2])
                 continue
             if back_at <= now + gap / 2:
@@ -218,7 +226,8 @@ class LocalAddressBudget:
             return
         if duration is not None:
             state.ready_at = max(state.ready_at, now + self.policy.gap(duration))
-            state.typical = quick_fetch(state.typical, state.samples, duration)
+            state.typical = quick_fetch(state.typical, state.samples, duration, state.last)
+            state.last = duration
             state.samples = min(state.samples + 1, SEED)
 
     def _prune(self, now: float) -> None:
@@ -255,13 +264,14 @@ class LocalAddressBudget:
         return None
 
 
-def quick_fetch(estimate: float, samples: int, duration: float) -> float:
-    """The address's fetch time estimate after a fetch of ``duration`` s: low rather than
-    typical, since a waiter told to come back late loses its turn while one told early only
-    asks again. ``lua/address.lua`` keeps the same rule."""
+def quick_fetch(estimate: float, samples: int, duration: float, last: float) -> float:
+    """The address's fetch time estimate after a fetch of ``duration`` s (``last``: the one
+    before): low rather than typical, since a waiter told to come back late loses its turn while
+    one told early only asks again; a lone slow fetch (a stall of the worker) does not raise it.
+    ``lua/address.lua`` keeps the same rule."""
     if not samples or duration < estimate:
         return duration
-    return estimate + RISE * (duration - estimate)
+    return estimate + RISE * max(0.0, min(duration, last) - estimate)
 
 
 def turn_at(
@@ -297,3 +307,4 @@ def _leave_line(state: _Address, who: str) -> float | None:
         return None
     del state.line[bisect_left(state.line, (waiting[0], waiting[1], who))]
     return waiting[1]
+

@@ -4,8 +4,8 @@
 -- a fetch ended, the next may start a gap after it; 1, or 0 for a token not in flight (an end
 -- told twice, sent again after an outage, counts once).
 --
--- KEYS[1]   the address's state (HASH: ready, typical fetch time and its samples, fetches,
---           refusals, asked: when it was last asked, to tell a waiter that missed its turn)
+-- KEYS[1]   the address's state (HASH: ready, typical fetch time, its samples and the last
+--           fetch's time, fetches, refusals)
 -- KEYS[2]   its fetches in flight (ZSET: lease token -> when it expires)
 -- KEYS[3]   (take) its line (ZSET: waiting host -> priority * 1e10 + since when: a priority
 --           step outweighs any wait on Redis's clock, ~1.8e9 s, until 2286)
@@ -18,21 +18,24 @@
 --           (s); ARGV[7] RISE
 local t = redis.call('TIME')
 local now = tonumber(ARGV[3]) or t[1] + t[2] / 1000000
-local h = redis.call('HMGET', KEYS[1], 'ready', 'typical', 'samples', 'asked')
+local h = redis.call('HMGET', KEYS[1], 'ready', 'typical', 'samples', 'last')
 local ready, typical, samples = tonumber(h[1]) or 0, tonumber(h[2]) or 0, tonumber(h[3]) or 0
 if ARGV[1] == 'done' then
   if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 or ARGV[5] == '' then return 0 end
   -- the fetch time estimate: crawler.frontier.addresses.quick_fetch
-  local took = tonumber(ARGV[6])
-  if samples > 0 and took >= typical then took = typical + ARGV[7] * (took - typical) end
+  local last, took = tonumber(ARGV[6]), tonumber(ARGV[6])
+  if samples > 0 and took >= typical then
+    took = typical + ARGV[7] * math.max(0, math.min(took, tonumber(h[4]) or 0) - typical)
+  end
   redis.call('HSET', KEYS[1], 'ready', math.max(ready, now + ARGV[5]), 'typical', took,
-    'samples', math.min(samples + 1, ARGV[4]))
+    'samples', math.min(samples + 1, ARGV[4]), 'last', last)
   return 1
 end
 local conc, gap, ttl, who = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local asked = tonumber(h[4]) or 0  -- the ask before this one
-redis.call('HSET', KEYS[1], 'asked', now)
+-- the turn the asker was told, if it waits in line: a waiter whose turn came LATE before it
+-- (the frontier hands hosts out in turn order) and LATE before now, and has not come, is out
+local told = math.min(tonumber(redis.call('ZSCORE', KEYS[4], who)) or -math.huge, now)
 local was = redis.call('ZSCORE', KEYS[3], who)
 redis.call('ZADD', KEYS[3], ARGV[9] * 1e10 + (was and was % 1e10 or now), who)
 local held = false  -- a better waiter is due back about now
@@ -40,7 +43,7 @@ local late = 0  -- waiters ahead LATE past their turn: out at the next ask if th
 for _, other in ipairs(redis.call('ZRANGE', KEYS[3], 0, ARGV[11] - 1)) do
   if other == who then break end
   local back = tonumber(redis.call('ZSCORE', KEYS[4], other)) or 0
-  if back < asked - ARGV[10] then  -- one asked LATE past its turn, it had not come: out
+  if back < told - ARGV[10] then
     redis.call('ZREM', KEYS[3], other)
     redis.call('ZREM', KEYS[4], other)
   else
