@@ -320,3 +320,39 @@ def test_an_exact_limit_of_minus_one_keeps_an_exact_set_of_the_default_layout(
     seen = RedisFrontierStore(settings, "site")._seen_config(client)
     assert seen.capacity == defaults.FRONTIER_SEEN_EXACT_LIMIT // PARTITIONS
     assert seen.bloom == (limit > 0 and has_bloom_module(client))
+
+
+def test_the_owners_packed_adds_are_hiredis_packed_sadds() -> None:
+    """The owner's SADDs, written out as RESP text (``queue_adds``), are byte for byte what
+    hiredis packs of ``SADD <bucket> <member>...`` (members the keys' low 32 bits, signed),
+    over random keys of the whole 64-bit range (and its edges), every bucket layout from one
+    bucket to the largest, crawl names of non-ASCII text (lengths in bytes, not characters),
+    a key twice in one add, and a batch of thousands in one bucket."""
+    rng = random.Random(20261206)
+    edges = [0, 1, -1, 2**31 - 1, 2**31, -(2**31), 2**32 - 1, 2**63 - 1, -(2**63), 2**64 - 1]
+    names = ["c", "crawl-é", "каталог", "爬虫☃", "\U0001f577web", "a" * 300]
+
+    class Writer:
+        def __init__(self) -> None:
+            self.writes: list[tuple[str, str, bytes]] = []
+
+        def write_packed(self, command: str, key: str, request: bytes) -> None:
+            self.writes.append((command, key, request))
+
+    for trial in range(300):
+        capacity = rng.choice([1, 300, 100_000, 10**7, 10**12])
+        keys = PartitionKeys(rng.choice(names) + str(trial), rng.randrange(4), 4)
+        seen = SeenSet(None, keys, config("exact", capacity=capacity))  # type: ignore[arg-type]
+        n = rng.choice([1, 2, 7, 50, 3000])
+        batch = [rng.choice(edges) if rng.random() < 0.1 else
+                 rng.randrange(-(2**63), 2**64) for _ in range(n)]  # fmt: skip
+        batch += rng.sample(batch, min(3, len(batch)))  # a key twice
+        writer = Writer()
+        seen.queue_adds(writer, batch)
+        expected: dict[str, list[int]] = {}
+        for key in batch:
+            member = ((key + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+            expected.setdefault(seen._bucket(key), []).append(member)
+        assert [(c, k) for c, k, _ in writer.writes] == [("SADD", b) for b in expected]
+        for (_, bucket, request), members in zip(writer.writes, expected.values(), strict=True):
+            assert request == hiredis.pack_command(("SADD", bucket, *members)), (trial, bucket)
