@@ -339,7 +339,7 @@ def watched(
 ) -> Any:
     """An optimistic transaction on the node that serves ``key`` (a cluster's slot master,
     asked directly): ``attempt(conn, node, *args)`` sends its ``WATCH``, reads and checks, then
-    its     ``MULTI``/``EXEC`` on one connection, and returns what it decided, or :data:`AGAIN` when
+    its ``MULTI``/``EXEC`` on one connection, and returns what it decided, or :data:`AGAIN` when
     Redis aborted the ``EXEC`` (a watched key changed): it is made again, ``WATCH_TRIES``
     times at most (then :class:`redis.WatchError`). The fenced call and the near-duplicate
     commit both run this way.
