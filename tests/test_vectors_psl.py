@@ -165,7 +165,7 @@ def test_the_full_list_lookup_gives_the_lists_registrable_domain(
 
 
 @pytest.mark.parametrize(("host", "domain"), VECTORS)
-def test_the_icann_only_lookup_differs_only_on_unlisted_tlds(
+def test_the_icann_only_lookup_differs_on_private_rules_and_unlisted_tlds(
     host: str, domain: str | None
 ) -> None:
     domain_of = registered_domain_function()
