@@ -193,7 +193,9 @@ class UrlPolicy:
     - at most ``max_query_variants`` distinct queries per path (``?a=1&b=2`` facet
       permutations, sort orders, tracking parameters);
     - at most ``max_hosts_per_domain`` hosts per registered domain (tldextract, with its
-      bundled public-suffix list: no network), so endless generated subdomains share one budget.
+      bundled public-suffix list, private rules included: no network), so endless generated
+      subdomains share one budget, and each user's site under a hosting suffix (github.io,
+      blogspot.com) has its own.
 
     Each limit is off at 0. The two budgets are the only state; they count admitted URLs only,
     in memory. The hosts per domain come back on a resumed crawl through :meth:`restore_hosts`
@@ -324,7 +326,7 @@ class UrlPolicy:
         if not self.max_hosts_per_domain:
             return
         if self._domain_of is None:
-            self._domain_of = registered_domain_function()
+            self._domain_of = registered_domain_function(private=True)
         for host in hosts:
             if host in self._known_hosts:
                 continue
@@ -342,7 +344,7 @@ class UrlPolicy:
             self._known_hosts.add(host)
             return True
         if self._domain_of is None:
-            self._domain_of = registered_domain_function()
+            self._domain_of = registered_domain_function(private=True)
         domain = self._domain_of(host)
         n = self._domain_hosts.get(domain, 0)
         if n >= self.max_hosts_per_domain:
