@@ -66,6 +66,25 @@ def test_policy_honours_only_the_pages_own_site() -> None:
     assert CanonicalPolicy("off", normalize_url).judge(page, "/a") == (None, "off")
 
 
+def test_the_crawls_domain_scope_reads_sites_as_the_whole_public_suffix_list_does() -> None:
+    """``CANONICAL_SCOPE = "domain"`` (``canonical_policy``): a page on alice.github.io naming
+    a URL on bob.github.io names another site (github.io is a rule of the list's private
+    section: another user's), as one on a.site1.test naming site2.test does (the list's
+    implicit ``*`` rule); its own site's hosts are believed."""
+    from crawler.spiders.canonical import canonical_policy
+
+    policy = canonical_policy({"CANONICAL_SCOPE": "domain"})
+    page = "https://alice.github.io/post"
+    assert policy.judge(page, "https://bob.github.io/post") == (None, "other_site")
+    assert policy.judge(page, "https://www.alice.github.io/p") == (
+        "https://www.alice.github.io/p", "honoured")
+    assert policy.judge("https://a.blogspot.com/x", "https://b.blogspot.com/x") == (
+        None, "other_site")
+    assert policy.judge("http://a.site1.test/x", "http://site2.test/x") == (None, "other_site")
+    assert policy.judge("http://a.site1.test/x", "http://b.site1.test/x") == (
+        "http://b.site1.test/x", "honoured")
+
+
 def test_chains_follow_names_and_stop_at_loops() -> None:
     chains = CanonicalChains(max_chain=5)
     assert chains.target("/a", "/b") == ("/b", "alias")

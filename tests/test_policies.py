@@ -252,3 +252,31 @@ def _crawl(graph, book: PolicyBook | None) -> list[int]:
         f.add_many(batch)
         f.finish(lease.token, 0.0)
     return fetched
+
+
+def test_a_sites_policies_read_sites_as_the_whole_public_suffix_list_does(
+    tmp_path: Path,
+) -> None:
+    """The book a site config gets (``policy_book_for``): alice.github.io and bob.github.io
+    are two sites (github.io is a rule of the list's private section), as are two names
+    under an unlisted TLD (the list's implicit ``*`` rule); a distrusted entry names one."""
+    from types import SimpleNamespace
+
+    from crawler.sites.policy import policy_book_for
+
+    (tmp_path / "bad.txt").write_text("spam.blogspot.com\nfarm.test\n")
+    site = load_site_config(_site(tmp_path, (
+        'distrusted_domains = "bad.txt"\n'
+        '[policies.own]\nseeds = ["https://alice.github.io/"]\non_leave = "drop"\n'
+    )))
+    b = policy_book_for(SimpleNamespace(site=site), {})
+    assert b is not None
+    seed = b.seed("alice.github.io", "own")
+    assert b.link(seed.label, "alice.github.io", 1, "https://bob.github.io/", "bob.github.io") \
+        is None  # another site: dropped
+    assert b.link(seed.label, "alice.github.io", 1, "https://www.alice.github.io/",
+                  "www.alice.github.io") is not None  # the same site
+    assert split_label(b.seed("spam.blogspot.com").label)[0] == "distrust"
+    assert b.seed("good.blogspot.com").label == ""
+    assert split_label(b.seed("www.farm.test").label)[0] == "distrust"
+    assert b.seed("www.good.test").label == ""

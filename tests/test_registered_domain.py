@@ -100,3 +100,30 @@ def test_a_plain_host_is_looked_up_without_tldextracts_call(
     assert calls == []
     assert domain_of("Docs.Example.co.uk") == "Example.co.uk"
     assert calls == ["Docs.Example.co.uk"]
+
+
+def reference_private(host: str) -> str:
+    """tldextract's answer over the whole list, with the list's implicit ``*`` rule for a name
+    under no listed suffix (its last two labels)."""
+    parts = _EXTRACT(host, include_psl_private_domains=True)
+    above = parts.subdomain.rpartition(".")[2]
+    if not parts.suffix and above:
+        return f"{above}.{parts.domain}"
+    return parts.top_domain_under_public_suffix or parts.domain or host
+
+
+def test_the_full_list_lookup_walks_as_tldextract_does_under_every_rule() -> None:
+    """``private=True`` (the "same site" lookup): its walk over the trie with the private
+    rules answers as tldextract's call with them, on a host under every rule."""
+    text = (pkgutil.get_data("tldextract", ".tld_set_snapshot") or b"").decode("utf-8")
+    public, private = extract_tlds_from_suffix_list(text)
+    domain_of = registered_domain_function(private=True)
+    hosts = set(LABELLED)
+    for rule in public + private:
+        name = rule.lstrip("!").replace("*", "wild")
+        hosts.update({name, f"shop.{name}", f"www.shop.{name}", f"a.b.c.{name}"})
+    wrong = {h: (domain_of(h), reference_private(h)) for h in hosts}
+    wrong = {h: pair for h, pair in wrong.items() if pair[0] != pair[1]}
+    assert not wrong, sorted(wrong.items())[:20]
+    assert domain_of("alice.github.io") == "alice.github.io"
+    assert domain_of("www.site1.test") == "site1.test"

@@ -70,6 +70,18 @@ def test_hosts_per_registered_domain() -> None:
     assert p.check("http://a.fine.test/")[0] == ""  # another domain, its own budget
 
 
+def test_each_site_under_a_private_suffix_has_its_own_host_budget() -> None:
+    """github.io and blogspot.com are rules of the public suffix list's private section: each
+    user's site is its own registered domain, so a broad crawl's per-domain budget is not one
+    budget for every GitHub Pages site; a trap under one user's site still shares one."""
+    p = UrlPolicy(any_host=True, max_hosts_per_domain=2)
+    users = [f"http://user{i}.github.io/" for i in range(5)]
+    assert [p.check(u)[0] for u in users] == [""] * 5
+    trap = [f"http://h{i}.alice.blogspot.com/" for i in range(4)]
+    assert [p.check(u)[0] for u in trap] == ["", "", "domain_hosts", "domain_hosts"]
+    assert p.check("http://bob.blogspot.com/")[0] == ""
+
+
 def test_restored_hosts_count_against_their_domain() -> None:
     p = UrlPolicy(domains=["trap.co.uk"], hosts=["www.trap.co.uk"], max_hosts_per_domain=3)
     p.restore_hosts(["a.trap.co.uk", "b.trap.co.uk", "www.trap.co.uk"])  # www: in scope, free

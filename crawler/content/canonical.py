@@ -6,7 +6,9 @@ page's own site, since anybody can write any URL there (a scraper's copy naming 
 harmless, but a page naming a competitor's URL must not make its text count for that URL):
 
 * ``CANONICAL_SCOPE = "domain"`` (default): the canonical URL's host has the page's registered
-  domain (``www.example.com`` and ``example.com`` and ``docs.example.com`` are one site);
+  domain by the whole public suffix list (``www.example.com`` and ``example.com`` and
+  ``docs.example.com`` are one site; ``alice.github.io`` and ``bob.github.io`` are two, as for
+  browsers and cookies: github.io is a rule of the list's private section);
 * ``"host"``: the page's own host only (http and https alike);
 * ``"off"``: never.
 
@@ -167,7 +169,7 @@ class CanonicalPolicy:
 
     ``normalize(url) -> (normalized, host)`` raises ``ValueError`` for a URL the crawl cannot
     take (the frontier's ``normalize_url``); ``domain_of(host)`` gives a host's registered
-    domain (``crawler.frontier.urls.registered_domain_function()``).
+    domain (``crawler.frontier.urls.registered_domain_function(private=True)``).
     """
 
     def __init__(

@@ -193,7 +193,9 @@ class UrlPolicy:
     - at most ``max_query_variants`` distinct queries per path (``?a=1&b=2`` facet
       permutations, sort orders, tracking parameters);
     - at most ``max_hosts_per_domain`` hosts per registered domain (tldextract, with its
-      bundled public-suffix list: no network), so endless generated subdomains share one budget.
+      bundled public-suffix list, private rules included: no network), so endless generated
+      subdomains share one budget, and each user's site under a hosting suffix (github.io,
+      blogspot.com) has its own.
 
     Each limit is off at 0. The two budgets are the only state; they count admitted URLs only,
     in memory. The hosts per domain come back on a resumed crawl through :meth:`restore_hosts`
@@ -324,7 +326,7 @@ class UrlPolicy:
         if not self.max_hosts_per_domain:
             return
         if self._domain_of is None:
-            self._domain_of = registered_domain_function()
+            self._domain_of = registered_domain_function(private=True)
         for host in hosts:
             if host in self._known_hosts:
                 continue
@@ -342,7 +344,7 @@ class UrlPolicy:
             self._known_hosts.add(host)
             return True
         if self._domain_of is None:
-            self._domain_of = registered_domain_function()
+            self._domain_of = registered_domain_function(private=True)
         domain = self._domain_of(host)
         n = self._domain_hosts.get(domain, 0)
         if n >= self.max_hosts_per_domain:
@@ -383,27 +385,40 @@ class UrlPolicy:
         return True
 
 
-def registered_domain_function() -> Callable[[str], str]:
+def registered_domain_function(*, private: bool = False) -> Callable[[str], str]:
     """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IP -> itself),
     from tldextract's bundled public-suffix snapshot: never fetched, never cached on disk.
+
+    ``private=False`` (the host splitter, the per-domain host budget): the list's ICANN rules
+    only ("alice.github.io" -> "github.io"), and a name under no listed suffix gives its last
+    label ("www.site1.test" -> "test"). Fixed: where a stored crawl's hosts live rests on it.
+
+    ``private=True`` (a "same site" rule: the canonical scope, a crawl policy leaving its
+    site): the whole list, as browsers, cookies, Nutch and StormCrawler read it. The private
+    rules count ("alice.github.io" and "bob.github.io" are two sites), and a name under no
+    listed suffix takes the list's implicit ``*`` rule ("www.site1.test" -> "site1.test").
 
     tldextract's own call costs ~34k instructions a host (its URL parsing, its result object)
     and its first call ~0.1 s; a worker looks up each new host it meets. A plain lowercase
     name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no ``xn--``
     label) goes straight to the walk tldextract's call makes (its extractor's
-    ``suffix_index``, over the trie built here once, private suffixes left out), written out
-    here: such a name's labels need none of its per-label decoding (a call each); anything
-    else goes to tldextract's call. ``tests/test_registered_domain.py`` holds the two equal
-    on a labelled list."""
+    ``suffix_index``, over the trie built here once), written out here: such a name's labels
+    need none of its per-label decoding (a call each); anything else goes to tldextract's
+    call. ``tests/test_registered_domain.py`` holds the two equal on a labelled list, and
+    ``tests/test_vectors_psl.py`` runs the list's own test vectors."""
     import tldextract
     from tldextract.remote import looks_like_ip
 
     extract = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
-    trie = extract._get_tld_extractor().tlds_excl_private_trie  # (built now, not in a crawl)
+    tlds = extract._get_tld_extractor()  # (built now, not in a crawl)
+    trie = tlds.tlds_incl_private_trie if private else tlds.tlds_excl_private_trie
 
     def domain_of(host: str) -> str:
         if "xn--" in host or not _PLAIN_HOST(host):
-            parts = extract(host)
+            parts = extract(host, include_psl_private_domains=private)
+            above = parts.subdomain.rpartition(".")[2]
+            if private and not parts.suffix and above:  # the implicit "*" rule
+                return f"{above}.{parts.domain}"
             return parts.top_domain_under_public_suffix or parts.domain or host
         labels = host.split(".")
         # suffix_index's walk: labels from the right down the trie; a wildcard rule takes
@@ -419,9 +434,9 @@ def registered_domain_function() -> Callable[[str], str]:
                 suffix_at = at if "!" + label in node.matches else at - 1
             break
         if suffix_at == len(labels):  # no public suffix: an IPv4 address is itself, else
-            if len(labels) == 4 and looks_like_ip(host):  # its last label
-                return host
-            return labels[-1] or host
+            if len(labels) == 4 and looks_like_ip(host):  # its last label (its last two,
+                return host  # by the implicit "*" rule)
+            return ".".join(labels[-2:]) if private else labels[-1] or host
         domain = labels[suffix_at - 1] if suffix_at > 0 else ""
         suffix = ".".join(labels[suffix_at:])
         return f"{domain}.{suffix}" if domain and suffix else domain or host

@@ -82,7 +82,7 @@ def policy_book_for(spider: Any, settings: Any) -> PolicyBook | None:
         trusted_file=trusted or None,
         distrusted_file=distrusted or None,
         distrusted_policy=distrusted_policy,
-        domain_of=registered_domain_function(),
+        domain_of=registered_domain_function(private=True),
     )
 
 

@@ -18,7 +18,7 @@ from crawler.sites.analysis import PageAnalysis
 def canonical_policy(settings: Any) -> CanonicalPolicy:
     """The crawl's policy from ``CANONICAL_SCOPE``."""
     scope = str(settings.get("CANONICAL_SCOPE", defaults.CANONICAL_SCOPE)).strip().lower()
-    domain_of = registered_domain_function() if scope == "domain" else None
+    domain_of = registered_domain_function(private=True) if scope == "domain" else None
     return CanonicalPolicy(scope, _request_form, domain_of)
 
 
