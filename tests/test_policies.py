@@ -280,3 +280,27 @@ def test_a_sites_policies_read_sites_as_the_whole_public_suffix_list_does(
     assert b.seed("good.blogspot.com").label == ""
     assert split_label(b.seed("www.farm.test").label)[0] == "distrust"
     assert b.seed("www.good.test").label == ""
+
+
+def test_a_listed_name_above_a_site_lists_every_site_under_it(tmp_path: Path) -> None:
+    """``blogspot.com`` in a distrusted list distrusts every user's blog under it (a site of
+    its own for the public suffix list); trusted entries are read alike."""
+    from types import SimpleNamespace
+
+    from crawler.sites.policy import policy_book_for
+
+    (tmp_path / "bad.txt").write_text("blogspot.com\n")
+    (tmp_path / "good.txt").write_text("github.io\n")
+    site = load_site_config(_site(tmp_path, (
+        'distrusted_domains = "bad.txt"\ntrusted_domains = "good.txt"\n'
+        '[policies.own]\nseeds = ["https://alice.test/"]\non_leave = "trusted"\n'
+    )))
+    b = policy_book_for(SimpleNamespace(site=site), {})
+    assert b is not None
+    assert split_label(b.seed("spam.blogspot.com").label)[0] == "distrust"
+    assert split_label(b.seed("www.spam.blogspot.com").label)[0] == "distrust"
+    assert b.seed("blogspot.org").label == ""
+    seed = b.seed("alice.test", "own")
+    assert b.link(seed.label, "alice.test", 1, "https://bob.github.io/", "bob.github.io") \
+        is not None  # a trusted site: followed
+    assert b.link(seed.label, "alice.test", 1, "https://bob.example/", "bob.example") is None

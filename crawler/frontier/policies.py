@@ -21,9 +21,11 @@ everything it leads to distrusted, down the whole tree. A policy says:
   hook ``module:function`` given the page): a page that matches switches to that policy, and
   its links inherit the new one.
 
-Trusted and distrusted domains come from files, one registered domain per line (``#``
-comments): a URL of a distrusted domain takes the ``distrusted_policy`` whatever linked it;
-a URL of a trusted domain never takes a policy that ranks lower than the default.
+Trusted and distrusted domains come from files, one domain per line (``#`` comments): a URL
+of a distrusted domain takes the ``distrusted_policy`` whatever linked it; a URL of a trusted
+domain never takes a policy that ranks lower than the default. A line names a site
+(``spam.blogspot.com``: sites are read with the public suffix list's private rules, so each
+hosted user's is one) or any name above it (``blogspot.com``: every site under it).
 
 **Several policies, one URL** (the documented rule): a URL's cash is the sum of what every
 linking page sent, each share under its own policy's multiplier and dampening; its policy (what
@@ -138,11 +140,29 @@ class PolicyBook:
     def policy(self, label: str) -> CrawlPolicy:
         return self.policies.get(split_label(label)[0]) or self.policies[DEFAULT]
 
+    @staticmethod
+    def listed(names: frozenset[str], host: str, site: str) -> bool:
+        """``host`` (of the site ``site``) is in a domain list: by its site, or by any name
+        above it, so ``blogspot.com`` lists every user's site under it while
+        ``spam.blogspot.com`` lists that one only (a site is read with the private rules of
+        the public suffix list: each hosted user's is a site of its own)."""
+        if not names:
+            return False
+        if site in names:
+            return True
+        at = host.find(".")
+        while at >= 0:
+            host = host[at + 1 :]
+            if host in names:
+                return True
+            at = host.find(".")
+        return False
+
     def seed(self, host: str, name: str = "") -> LinkPolicy:
         """A seed's policy: the one it names, or its domain's (distrusted), or the default."""
         if not name:
             name = DEFAULT
-            if self.distrusted_policy and self.domain_of(host) in self.distrusted:
+            if self.distrusted_policy and self.listed(self.distrusted, host, self.domain_of(host)):
                 name = self.distrusted_policy
         if name not in self.policies:
             raise PolicyError(f"seed policy: no policy named {name!r}")
@@ -162,16 +182,17 @@ class PolicyBook:
         domain_of = self.domain_of
         if host != parent_host:
             domain = domain_of(host)
-            if self.distrusted_policy and domain in self.distrusted:
+            if self.distrusted_policy and self.listed(self.distrusted, host, domain):
                 name, start = self.distrusted_policy, depth
             elif domain != domain_of(parent_host):
                 rule = policy.on_leave
                 if rule == "drop":
                     return None
-                if rule == "trusted" and domain not in self.trusted:
+                trusted = self.listed(self.trusted, host, domain)
+                if rule == "trusted" and not trusted:
                     return None
                 if rule in ("default", "trusted") or (
-                    domain in self.trusted and self._rank[name] < self._rank[DEFAULT]
+                    trusted and self._rank[name] < self._rank[DEFAULT]
                 ):
                     name, start = DEFAULT, depth
         target = self.policies[name]
