@@ -10,15 +10,24 @@ Sources:
   on another host than the robots.txt (``undefined``: the crawler fetches each origin's own
   file), of internationalized host names, of ``Host:`` lines, and of line numbers (their
   verdicts are kept). Its default agent (none given) is asked here as "mybot".
+* temoto/robotstxt (Go), ``robotstxt_test.go`` and ``google_test.go``: ``TestAgent`` verdicts
+  (paths, asked on ``http://foo.bar``), crawl delays, sitemaps, and the statuses
+  ``FromStatusAndString`` allows everything for. Left out: ``Host:`` lines, parse-error
+  counts, and robotsText002 (google.com's 2011 file, 270 lines, for two checks: "/" allowed,
+  "/search" disallowed, which other cases cover).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from crawler.robots import RobotsRecord, RobotsRules, classify
 from tests.test_vectors_robots import Case, _rules
 
 SAMCLARKE = "samclarke/robots-parser test/Robots.js"
+TEMOTO = "temoto/robotstxt robotstxt_test.go"
+TEMOTO_GOOGLE = "temoto/robotstxt google_test.go"
+FOO = "http://foo.bar"
 EXAMPLE = "http://www.example.com"
 
 
@@ -289,7 +298,216 @@ SAMCLARKE_SITEMAPS = [
     ),
 ]
 
-VERDICTS = SAMCLARKE_CASES
+# --- temoto/robotstxt -----------------------------------------------------------------------
+
+
+def _go(test: str) -> str:
+    return f"{TEMOTO}: {test}"
+
+
+def _gg(test: str) -> str:
+    return f"{TEMOTO_GOOGLE}: {test}"
+
+
+def _agent_paths(source: str, body: str, *checks: tuple) -> list[Case]:
+    """temoto's shape: ``(agent, path, allowed[, differs])`` on one robots.txt."""
+    return [Case(source, body, agent, FOO + path, *rest) for agent, path, *rest in checks]
+
+
+ROBOTS_TEXT_001 = (
+    "User-agent: * \nDisallow: /administrator/\nDisallow: /cache/\nDisallow: /components/\n"
+    "Disallow: /editor/\nDisallow: /forum/\nDisallow: /help/\nDisallow: /images/\n"
+    "Disallow: /includes/\nDisallow: /language/\nDisallow: /mambots/\nDisallow: /media/\n"
+    "Disallow: /modules/\nDisallow: /templates/\nDisallow: /installation/\n"
+    "Disallow: /getcid/\nDisallow: /tooltip/\nDisallow: /getuser/\nDisallow: /download/\n"
+    "Disallow: /index.php?option=com_phorum*,quote=1\n"
+    "Disallow: /index.php?option=com_phorum*phorum_query=search\n"
+    "Disallow: /index.php?option=com_phorum*,newer\n"
+    "Disallow: /index.php?option=com_phorum*,older\n\nUser-agent: Yandex\nAllow: /\n"
+    "Sitemap: http://www.pravorulya.com/sitemap.xml\n"
+    "Sitemap: http://www.pravorulya.com/sitemap1.xml"
+)
+NO_SLASH = "RFC 9309 2.2.2: a rule's path starts with '/'; 'fish/' matches no path"
+ROBOTSTXT_ORG = "User-agent: Google\nDisallow:\nUser-agent: *\nDisallow: /"
+MATCHING = (
+    "user-agent: a\nDisallow: /\nuser-agent: b\nDisallow: /*\nuser-agent: c\nDisallow: /fish\n"
+    "user-agent: d\nDisallow: /fish*\nuser-agent: e\nDisallow: /fish/\nuser-agent: f\n"
+    "Disallow: fish/\nuser-agent: g\nDisallow: /*.php\nuser-agent: h\nDisallow: /*.php$\n"
+    "user-agent: i\nDisallow: /fish*.php"
+)
+# google_test.go's TestURLMatching: a path written "^/x" is allowed, "/x" disallowed
+FISH_PATHS = (
+    "/fish",
+    "/fish.html",
+    "/fish/salmon.html",
+    "/fishheads",
+    "/fishheads/yummy.html",
+    "/fish.php?id=anything",
+    "^/Fish.asp",
+    "^/catfish",
+    "^/?id=fish",
+)
+FISH_DIR_PATHS = (
+    "/fish/", "/fish/?id=anything", "/fish/salmon.htm", "^/fish", "^/fish.html",
+    "^/Fish/Salmon.asp",
+)  # fmt: skip
+MATCHING_PATHS = {
+    "a": ["/", "/test", "", "/path/to/whatever"],
+    "b": ["/", "/test", "", "/path/to/whatever"],
+    "c": FISH_PATHS,
+    "d": FISH_PATHS,
+    "e": FISH_DIR_PATHS,
+    "f": FISH_DIR_PATHS,
+    "g": [
+        "/filename.php", "/folder/filename.php", "/folder/filename.php?parameters",
+        "/folder/any.php.file.html", "/filename.php/", "^/", "^/windows.PHP",
+    ],
+    "h": [
+        "/filename.php", "/folder/filename.php", "^/filename.php?parameters", "^/filename.php/",
+        "^/filename.php5", "^/windows.PHP",
+    ],
+    "i": ["/fish.php", "/fishheads/catfish.php?parameters", "^/Fish.PHP"],
+}  # fmt: skip
+PRECEDENCE = (
+    "user-agent: a\nDisallow: /\nAllow: /p\nuser-agent: b\nDisallow: /folder\n"
+    "Allow: /folder/\nuser-agent: c\nDisallow: /*.htm\nAllow: /page\nuser-agent: d\n"
+    "Disallow: /\nAllow: /$\nuser-agent: e\nDisallow: /\nAllow: /$"
+)
+# TestURLPrecedence: here a path written "^/x" is disallowed, "/x" allowed
+PRECEDENCE_PATHS = {
+    "a": ["/page", "^/test"],
+    "b": ["/folder/page", "^/folder1", "^/folder.htm"],
+    "c": ["^/page.htm", "/page1.asp"],
+    "d": ["/", "^/index"],
+    "e": ["^/page.htm", "/"],
+}
+GROUP_ORDER = (
+    "user-agent: googlebot-news\nDisallow: /\nuser-agent: *\nDisallow: /\n"
+    "user-agent: googlebot\nDisallow: /"
+)
+
+TEMOTO_CASES = [
+    *_agent_paths(_go("TestFromStringEmpty"), "", ("Somebot", "/", True)),
+    *_agent_paths(
+        _go("TestFromString001"),
+        "User-Agent: *\r\nDisallow: /\r\n",
+        ("SomeAgent", "/foobar", False),
+    ),
+    *_agent_paths(
+        _go("TestFromString002"),
+        "User-Agent: *\r\nDisallow: /account\r\n",
+        ("SomeAgent", "/foobar", True),
+    ),
+    *_agent_paths(_go("TestFromString003"), ROBOTS_TEXT_001, ("SomeBot", "/administrator/", False)),
+    *_agent_paths(_go("TestFromString004"), ROBOTS_TEXT_001, ("SomeBot", "/paruram", True)),
+    *_agent_paths(
+        _go("TestFromString007"), "User-Agent: * \nAllow: /", ("SomeBot", "/random", True)
+    ),
+    *_agent_paths(
+        _go("TestFromString008"), "User-Agent: * \nDisallow: ", ("SomeBot", "/random", True)
+    ),
+    *_agent_paths(
+        _go("TestRobotstxtOrgCase1"), ROBOTSTXT_ORG, ("SomeBot", "/path/page1.html", False)
+    ),
+    # temoto matches "User-agent: Google" as a prefix of Googlebot; RFC 9309 2.2.1 matches the
+    # product token exactly (Google's own parser: ID_UserAgentValueCaseInsensitive and
+    # GoogleOnly_AcceptUserAgentUpToFirstSpace compare whole tokens), so Googlebot obeys "*"
+    *_agent_paths(
+        _go("TestRobotstxtOrgCase2"),
+        ROBOTSTXT_ORG,
+        (
+            "Googlebot",
+            "/path/page1.html",
+            False,
+            "RFC 9309 2.2.1: 'Google' names the crawler google, not Googlebot",
+        ),
+    ),
+    # Invalid UTF-8 in a User-agent line does not break the file (TestInvalidEncoding)
+    Case(
+        _go("TestInvalidEncoding"),
+        b"User-agent: H\xef\xbf\xbdm\xef\xbf\xbdh\xef\xbf\xbdkki\nDisallow: *",
+        "Somebot",
+        FOO + "/",
+        True,
+    ),
+    *_agent_paths(
+        _go("TestHtmlInstead"),
+        "<!DOCTYPE html>\n<html>\n<title></title>\n"
+        "<p>Hello world! This is valid HTML but invalid robots.txt.",
+        ("SuperBot", "/", True),
+    ),
+    *_agent_paths(
+        _go("TestWildcardPrefix"),
+        b"\xef\xbb\xbfUser-agent: *\nDisallow: */oroscopo-di-oggi/*",
+        ("WildcardBot", "/foo/bar", True),
+        ("WildcardBot", "/oroscopo-di-oggi/bar", False),
+        ("WildcardBot", "/foo/oroscopo-di-oggi/bar", False),
+    ),
+    *_agent_paths(
+        _gg("TestGroupOrder"),
+        GROUP_ORDER,
+        ("Googlebot-News (Googlebot)", "/1", False),
+        ("Googlebot", "/3", False),
+        ("Googlebot-Image (Googlebot)", "/3", False),
+        ("Otherbot (web)", "/2", False),
+        ("Otherbot (News)", "/2", False),
+    ),
+    *_agent_paths(
+        _gg("TestURLMatching"),
+        MATCHING,
+        *[
+            (agent, path.removeprefix("^"), path.startswith("^"))
+            for agent, paths in MATCHING_PATHS.items()
+            for path in paths
+            if agent != "f"
+        ],
+        # temoto reads "Disallow: fish/" as "/fish/"; RFC 9309 2.2.2's path-pattern starts
+        # with "/" (or is a "*" pattern), and Google's parser, crawler-commons and Protego
+        # match the rule as written, so it matches no path: agent f may fetch them all
+        *[
+            ("f", path.removeprefix("^"), True, "" if path.startswith("^") else NO_SLASH)
+            for path in FISH_DIR_PATHS
+        ],
+    ),
+    *_agent_paths(
+        _gg("TestURLPrecedence"),
+        PRECEDENCE,
+        *[
+            (agent, path.removeprefix("^"), not path.startswith("^"))
+            for agent, paths in PRECEDENCE_PATHS.items()
+            for path in paths
+        ],
+    ),
+]
+# FromStatusAndString(401/403/404, ""): a 4xx robots.txt allows everything (RFC 9309 2.3.1.3)
+TEMOTO_STATUSES = [(_go(f"TestStatus{status}"), status) for status in (401, 403, 404)]
+DELAYS = (
+    "useragent: a\n# some comment : with colon\ndisallow: /c\nuser-agent: b\ncrawldelay: 3.5\n"
+    "disallow: /d\nuser-agent: e\nsitemap: http://test.com/c\nuser-agent: f\ndisallow: /g\n"
+    "crawl-delay: 5"
+)
+TEMOTO_DELAYS = [
+    (_gg("TestCrawlDelays"), DELAYS, "b", 3.5),
+    (_gg("TestCrawlDelays"), DELAYS, "f", 5.0),
+    (_gg("TestCrawlDelays"), DELAYS, "a", None),
+]
+TEMOTO_SITEMAPS = [
+    (
+        _gg("TestSitemaps"),
+        "sitemap: http://test.com/a\nuser-agent: a\ndisallow: /c\nsitemap: http://test.com/b\n"
+        "user-agent: b\ndisallow: /d\nuser-agent: e\nsitemap: http://test.com/c\n"
+        "user-agent: f\ndisallow: /g",
+        ["http://test.com/a", "http://test.com/b", "http://test.com/c"],
+    ),
+    (_gg("TestCrawlDelays"), DELAYS, ["http://test.com/c"]),
+    (
+        _go("TestFromString003"),
+        ROBOTS_TEXT_001,
+        ["http://www.pravorulya.com/sitemap.xml", "http://www.pravorulya.com/sitemap1.xml"],
+    ),
+]
+
+VERDICTS = SAMCLARKE_CASES + TEMOTO_CASES
 
 
 @pytest.mark.parametrize(
@@ -302,11 +520,17 @@ def test_verdict(case: Case) -> None:
     assert _rules(case.body, case.agent, origin).allowed(case.url) is case.allowed, case
 
 
-@pytest.mark.parametrize(("source", "body", "agent", "delay"), SAMCLARKE_DELAYS)
+@pytest.mark.parametrize(("source", "body", "agent", "delay"), SAMCLARKE_DELAYS + TEMOTO_DELAYS)
 def test_crawl_delay(source: str, body: str, agent: str, delay: float | None) -> None:
     assert _rules(body, agent).crawl_delay() == delay, source
 
 
-@pytest.mark.parametrize(("source", "body", "sitemaps"), SAMCLARKE_SITEMAPS)
+@pytest.mark.parametrize(("source", "body", "sitemaps"), SAMCLARKE_SITEMAPS + TEMOTO_SITEMAPS)
 def test_sitemaps(source: str, body: str, sitemaps: list[str]) -> None:
     assert _rules(body, "foo").sitemaps() == sitemaps, source
+
+
+@pytest.mark.parametrize(("source", "status"), TEMOTO_STATUSES)
+def test_a_4xx_robots_txt_allows_everything(source: str, status: int) -> None:
+    record = RobotsRecord(FOO, classify(status), status, 0.0, 100.0, "")
+    assert RobotsRules(record, "Somebot").allowed(FOO + "/"), source
