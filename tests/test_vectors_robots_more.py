@@ -15,21 +15,29 @@ Sources:
   Its checks with a non-ASCII crawler name are left out: ours is a product token, ASCII only
   (``ROBOTSTXT_USER_AGENT`` is refused otherwise, see ``agent_problem``).
 
-Indented bodies (Protego writes its files inside triple quotes) are kept as written: RFC 9309
-2.2 allows whitespace before a line's field name.
+* seomoz/reppy, ``tests/test_robots.py``, ``tests/test_agent.py`` and the older
+  ``tests/testReppy.py``: ``allowed`` verdicts, crawl delays, sitemaps, and the statuses its
+  fetch turns into ``AllowAll`` / ``AllowNone``. Left out: expiry, fetch errors, robots.txt
+  URLs of a page.
+
+Indented bodies (Protego and reppy write theirs inside triple quotes) are kept as written:
+RFC 9309 2.2 allows whitespace before a line's field name.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from crawler.robots import RobotsRecord, RobotsRules, classify
 from tests.test_vectors_robots import Case, _rules
 
 CPYTHON = "cpython Lib/test/test_robotparser.py"
 PROTEGO = "scrapy/protego tests/test_protego.py"
+REPPY = "seomoz/reppy"
 FOO = "http://foo.bar"
 SITE = "https://www.site.local"
 LOCAL = "https://site.local"
+EXAMPLE = "http://example.com"
 
 
 def _py(test: str) -> str:
@@ -1200,7 +1208,329 @@ PROTEGO_SITEMAPS = [
     ),
 ]
 
-VERDICTS = CPYTHON_CASES + PROTEGO_CASES
+# --- seomoz/reppy ---------------------------------------------------------------------------
+
+
+def _r(path_and_test: str) -> str:
+    return f"{REPPY} {path_and_test}"
+
+
+FICT_ORG = """
+            # /robots.txt for http://www.fict.org/
+            # comments to webmaster@fict.org
+
+            User-agent: unhipbot
+            Disallow: /
+
+            User-agent: webcrawler
+            User-agent: excite
+            Disallow:
+
+            User-agent: *
+            Disallow: /org/plans.html
+            Allow: /org/
+            Allow: /serv
+            Allow: /~mak
+            Disallow: /
+        """
+FICT_PATHS = [
+    "/", "/index.html", "/robots.txt", "/server.html", "/services/fast.html",
+    "/services/slow.html", "/orgo.gif", "/org/about.html", "/org/plans.html",
+    "/%7Ejim/jim.html", "/%7Emak/mak.html",
+]  # fmt: skip
+# "anything": allowed or not, in FICT_PATHS' order (unhipbot: only /robots.txt; webcrawler
+# and excite: all)
+FICT_ANYTHING = [False, False, True, True, True, True, False, True, False, False, True]
+GROUPING_UNKNOWN_KEYS = """
+            User-agent: *
+            Disallow: /content/2/
+            User-agent: *
+            Noindex: /gb.html
+            Noindex: /content/2/
+            User-agent: ia_archiver
+            Disallow: /
+        """
+BOM_BODY = b"""
+            User-Agent: agent
+            Allow: /path
+
+            User-Agent: other
+            Disallow: /path
+        """
+# reppy's test_utf16_bom puts a UTF-16 byte-order mark (codecs.BOM_UTF16, "\xff\xfe" here)
+# before ASCII text: not a UTF-16 file, read as UTF-8 with two stray bytes
+REPPY_CASES = [
+    *_checks(
+        _r("tests/test_robots.py: test_honors_default_agents"),
+        "\n            User-agent: *\n            Disallow: /tmp\n\n"
+        "            User-agent: other-agent\n            Allow: /tmp\n        ",
+        EXAMPLE,
+        ("/tmp", "agent", False),
+        ("/path", "agent", True),
+    ),
+    *_checks(
+        _r("tests/test_robots.py: test_honors_specific_agent"),
+        "\n            User-agent: *\n            Disallow: /tmp\n\n"
+        "            User-agent: agent\n            Allow: /tmp\n        ",
+        EXAMPLE,
+        ("/tmp", "agent", True),
+        ("/path", "agent", True),
+    ),
+    *_checks(
+        _r("tests/test_robots.py: test_grouping"),
+        "\n            User-agent: one\n            User-agent: two\n"
+        "            Disallow: /tmp\n        ",
+        EXAMPLE,
+        ("/tmp", "one", False),
+        ("/tmp", "two", False),
+    ),
+    # reppy, as Protego, ends a group at an unknown line (here "Noindex"), so "agent" gets only
+    # the first "*" group; RFC 9309 2.2.4 does not let it end the group of the second "*"
+    # line and ia_archiver, which both share "Disallow: /"
+    *_checks(
+        _r("tests/test_robots.py: test_grouping_unknown_keys"),
+        GROUPING_UNKNOWN_KEYS,
+        EXAMPLE,
+        ("/foo", "agent", False, "RFC 9309 2.2.4: a Noindex line does not end a group"),
+        ("/bar", "ia_archiver", False),
+    ),
+    *_checks(
+        _r("tests/test_robots.py: test_case_insensitivity"),
+        "\n            User-agent: agent\n            Disallow: /path\n        ",
+        EXAMPLE,
+        ("/path", "agent", False),
+        ("/path", "aGeNt", False),
+    ),
+    *_checks(_r("tests/test_robots.py: test_empty"), "", EXAMPLE, ("/", "agent", True)),
+    *_checks(
+        _r("tests/test_robots.py: test_accepts_full_url"),
+        "\n            User-Agent: agent\n            Disallow: /\n        ",
+        EXAMPLE,
+        ("/path", "agent", False),
+    ),
+    # reppy skips a line without a colon; Google's parser reads "Disallow /path" as a rule
+    # (ID_LineSyntax_Line: "disallow /"), and so does ours: a two-word line is a field and
+    # its value (RFC 9309 2.2.4 lets a parser be lenient), the stricter verdict
+    *_checks(
+        _r("tests/test_robots.py: test_skip_malformed_line"),
+        "\n            User-Agent: agent\n            Disallow /no/colon/in/this/line\n        ",
+        EXAMPLE,
+        (
+            "/no/colon/in/this/line",
+            "agent",
+            False,
+            "Google's ID_LineSyntax_Line: a missing colon still makes a rule",
+        ),
+    ),
+    *[
+        case
+        for bom in (b"\xef\xbb\xbf", b"\xff\xfe")
+        for case in (
+            Case(
+                _r("tests/test_robots.py: test_utf8_bom"),
+                bom + BOM_BODY,
+                "agent",
+                EXAMPLE + "/path",
+                True,
+            ),
+            Case(
+                _r("tests/test_robots.py: test_utf8_bom"),
+                bom + BOM_BODY,
+                "other",
+                EXAMPLE + "/path",
+                False,
+            ),
+        )
+    ],
+    *_checks(
+        _r("tests/test_robots.py: test_rfc_example"),
+        FICT_ORG,
+        "http://www.fict.org",
+        *[(path, "unhipbot", path == "/robots.txt") for path in FICT_PATHS],
+        *[(path, agent, True) for agent in ("webcrawler", "excite") for path in FICT_PATHS],
+        *[(path, "anything", ok) for path, ok in zip(FICT_PATHS, FICT_ANYTHING, strict=True)],
+    ),
+    *_checks(
+        _r("tests/test_agent.py: test_make_allowed"),
+        "User-agent: agent\nDisallow: /path\nAllow: /path/\n",
+        EXAMPLE,
+        ("/path/", "agent", True),
+        ("/path", "agent", False),
+    ),
+    *_checks(
+        _r("tests/test_agent.py: test_checks_allowed"),
+        "\n            User-agent: agent\n            Allow: /path\n        ",
+        EXAMPLE,
+        ("/path", "agent", True),
+        ("/elsewhere", "agent", True),
+    ),
+    *_checks(
+        _r("tests/test_agent.py: test_honors_longest_first_priority"),
+        "\n            User-agent: agent\n            Disallow: /path\n"
+        "            Allow: /path/exception\n        ",
+        EXAMPLE,
+        ("/path/exception", "agent", True),
+        ("/path", "agent", False),
+    ),
+    *_checks(
+        _r("tests/test_agent.py: test_robots_txt_allowed"),
+        "\n            User-agent: agent\n            Disallow: /robots.txt\n        ",
+        EXAMPLE,
+        ("/robots.txt", "agent", True),
+    ),
+    *_checks(
+        _r("tests/test_agent.py: test_disallow_none"),
+        "\n            User-agent: agent\n            Disallow:\n        ",
+        EXAMPLE,
+        ("/anything", "agent", True),
+    ),
+    *[
+        case
+        for name, rule in [
+            ("test_escaped_rule", "/a%3cd.html"),
+            ("test_unescaped_rule", "/a<d.html"),
+            ("test_escaped_rule_wildcard", "/a%3c*"),
+            ("test_unescaped_rule_wildcard", "/a<*"),
+        ]
+        for case in _checks(
+            _r(f"tests/test_agent.py: {name}"),
+            f"\n            User-agent: agent\n            Disallow: {rule}\n        ",
+            EXAMPLE,
+            ("/a<d.html", "agent", False),
+            ("/a%3cd.html", "agent", False),
+        )
+    ],
+    Case(
+        _r("tests/test_agent.py: test_accepts_full_url"),
+        "\n            User-agent: agent\n            Disallow: /path;params?query\n        ",
+        "agent",
+        "http://exmaple.com/path;params?query",
+        False,
+    ),
+    *_checks(
+        _r("tests/testReppy.py: test_basic"),
+        "\n\t\t\tUser-agent: *\n\t\t\tDisallow: /tmp",
+        EXAMPLE,
+        ("/tmp", "t", False),
+        ("/tmp.html", "t", False),
+        ("/tmp/a.html", "t", False),
+    ),
+    *_checks(
+        _r("tests/testReppy.py: test_basic"),
+        "\n\t\t\tUser-agent: *\n\t\t\tDisallow: /tmp/",
+        EXAMPLE,
+        ("/tmp", "t", True),
+        ("/tmp/", "t", False),
+        ("/tmp/a.html", "t", False),
+    ),
+    *[
+        case
+        for rule, paths in [
+            ("/a%3cd.html", ("/a%3cd.html", "/a%3Cd.html")),
+            ("/a%3Cd.html", ("/a%3cd.html", "/a%3Cd.html")),
+            ("/%7ejoe/index.html", ("/~joe/index.html", "/%7ejoe/index.html")),
+        ]
+        for case in _checks(
+            _r("tests/testReppy.py: test_unquoting"),
+            f"\n\t\t\tUser-agent: *\n\t\t\tDisallow: {rule}",
+            EXAMPLE,
+            *[(path, "t", False) for path in paths],
+        )
+    ],
+    *_checks(
+        _r("tests/testReppy.py: test_unquoting_forward_slash"),
+        "\n\t\t\tUser-agent: *\n\t\t\tDisallow: /a%2fb.html",
+        EXAMPLE,
+        ("/a%2fb.html", "t", False),
+        ("/a/b.html", "t", True),
+    ),
+    *_checks(
+        _r("tests/testReppy.py: test_unquoting_forward_slash"),
+        "\n\t\t\tUser-agent: *\n\t\t\tDisallow: /a/b.html",
+        EXAMPLE,
+        ("/a%2fb.html", "t", True),
+        ("/a/b.html", "t", False),
+    ),
+    *_checks(
+        _r("tests/testReppy.py: test_batch_queries"),
+        "\n\t\t\tUser-agent: *\n\t\t\tDisallow: /a\n\t\t\tDisallow: /b\n\t\t\tAllow: /b/",
+        EXAMPLE,
+        ("/a/hello", "t", False),
+        ("/a/howdy", "t", False),
+        ("/b", "t", False),
+        ("/b/hello", "t", True),
+    ),
+    *_checks(
+        _r("tests/testReppy.py: test_wildcard"),
+        "\n\t\t\tUser-agent: *\n\t\t\tDisallow: /hello/*/are/you",
+        EXAMPLE,
+        ("/hello/", "t", True),
+        ("/hello/how/are/you", "t", False),
+        ("/hi/how/are/you/", "t", True),
+    ),
+    *_checks(
+        _r("tests/testReppy.py: test_case_insensitivity"),
+        "\n\t\t\tUser-agent: agent\n\t\t\tDisallow: /a",
+        EXAMPLE,
+        *[("/a", agent, False) for agent in ("Agent", "aGent", "AGeNt", "AGENT")],
+    ),
+]
+REPPY_DELAYS = [
+    (
+        _r("tests/test_robots.py: test_malformed_crawl_delay"),
+        "\n            User-agent: *\n            Crawl-delay: word\n        ",
+        "agent",
+        None,
+    ),
+    *[
+        (
+            _r("tests/test_robots.py: test_separates_agents"),
+            "\n            User-agent: one\n            Crawl-delay: 1\n\n"
+            "            User-agent: two\n            Crawl-delay: 2\n        ",
+            agent,
+            delay,
+        )
+        for agent, delay in (("one", 1.0), ("two", 2.0))
+    ],
+    *[
+        (
+            _r("tests/testReppy.py: test_crawl_delay"),
+            "\n\t\t\tUser-agent: agent\n\t\t\tCrawl-delay: 5\n\t\t\tUser-agent: *\n"
+            "\t\t\tCrawl-delay: 1",
+            agent,
+            delay,
+        )
+        for agent, delay in (("agent", 5.0), ("testing", 1.0))
+    ],
+]
+REPPY_SITEMAPS = [
+    (
+        _r("tests/test_robots.py: test_exposes_sitemaps"),
+        "\n            Sitemap: http://a.com/sitemap.xml\n"
+        "            Sitemap: http://b.com/sitemap.xml\n        ",
+        ["http://a.com/sitemap.xml", "http://b.com/sitemap.xml"],
+    ),
+    (
+        _r("tests/testReppy.py: test_sitemaps"),
+        "\n\t\t\tUser-agent: agent\n\t\t\tSitemap: http://a.com/sitemap.xml\n"
+        "\t\t\tSitemap: http://b.com/sitemap.xml",
+        ["http://a.com/sitemap.xml", "http://b.com/sitemap.xml"],
+    ),
+    (_r("tests/test_robots.py: test_empty"), "", []),
+]
+# reppy's fetch: 401 and 403 give AllowNone (nothing allowed), another 4xx AllowAll, a 5xx an
+# error. RFC 9309 2.3.1.3: every 4xx is "unavailable", which allows everything (401 and 403
+# included: the RFC names no exception); 2.3.1.4: a 5xx is "unreachable", a complete disallow
+REPPY_STATUSES = [
+    (_r("tests/test_robots.py: test_fetch_status_401"), 401, True,
+     "RFC 9309 2.3.1.3: a 401 is unavailable, no restrictions"),
+    (_r("tests/test_robots.py: test_fetch_status_403"), 403, True,
+     "RFC 9309 2.3.1.3: a 403 is unavailable, no restrictions"),
+    (_r("tests/test_robots.py: test_fetch_status_4XX"), 404, True, ""),
+    (_r("tests/test_robots.py: test_fetch_status_5XX"), 500, False, ""),
+]  # fmt: skip
+
+VERDICTS = CPYTHON_CASES + PROTEGO_CASES + REPPY_CASES
 
 
 @pytest.mark.parametrize(
@@ -1211,11 +1541,21 @@ def test_verdict(case: Case) -> None:
     assert _rules(case.body, case.agent, "/".join(origin)).allowed(case.url) is case.allowed, case
 
 
-@pytest.mark.parametrize(("source", "body", "agent", "delay"), CPYTHON_DELAYS + PROTEGO_DELAYS)
+@pytest.mark.parametrize(
+    ("source", "body", "agent", "delay"), CPYTHON_DELAYS + PROTEGO_DELAYS + REPPY_DELAYS
+)
 def test_crawl_delay(source: str, body: str, agent: str, delay: float | None) -> None:
     assert _rules(body, agent).crawl_delay() == pytest.approx(delay), source
 
 
-@pytest.mark.parametrize(("source", "body", "sitemaps"), CPYTHON_SITEMAPS + PROTEGO_SITEMAPS)
+@pytest.mark.parametrize(
+    ("source", "body", "sitemaps"), CPYTHON_SITEMAPS + PROTEGO_SITEMAPS + REPPY_SITEMAPS
+)
 def test_sitemaps(source: str, body: str, sitemaps: list[str]) -> None:
     assert _rules(body, "foo").sitemaps() == sitemaps, source
+
+
+@pytest.mark.parametrize(("source", "status", "allowed", "differs"), REPPY_STATUSES)
+def test_what_a_status_allows(source: str, status: int, allowed: bool, differs: str) -> None:
+    record = RobotsRecord(EXAMPLE, classify(status), status, 0.0, 100.0, "")
+    assert RobotsRules(record, "agent").allowed(EXAMPLE + "/path") is allowed, source
