@@ -15,6 +15,9 @@ Sources:
   ``FromStatusAndString`` allows everything for. Left out: ``Host:`` lines, parse-error
   counts, and robotsText002 (google.com's 2011 file, 270 lines, for two checks: "/" allowed,
   "/search" disallowed, which other cases cover).
+* jimsmart/grobotstxt (Go), a port of Google's parser: its ``robots_test.go`` is Google's
+  ``robots_test.cc`` (run in :mod:`tests.test_vectors_robots`) but for the cases where it
+  departs from Google, kept here, and its ``examples_test.go``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from tests.test_vectors_robots import Case, _rules
 SAMCLARKE = "samclarke/robots-parser test/Robots.js"
 TEMOTO = "temoto/robotstxt robotstxt_test.go"
 TEMOTO_GOOGLE = "temoto/robotstxt google_test.go"
+GROBOTSTXT = "jimsmart/grobotstxt"
 FOO = "http://foo.bar"
 EXAMPLE = "http://www.example.com"
 
@@ -507,7 +511,61 @@ TEMOTO_SITEMAPS = [
     ),
 ]
 
-VERDICTS = SAMCLARKE_CASES + TEMOTO_CASES
+# --- jimsmart/grobotstxt ------------------------------------------------------------------------
+
+
+def _gr(path_and_test: str) -> str:
+    return f"{GROBOTSTXT} {path_and_test}"
+
+
+MEMBERS = "\n\t# robots.txt with restricted area\n\n\tUser-agent: *\n\tDisallow: /members/*\n"
+GROBOTSTXT_CASES = [
+    # grobotstxt normalizes the URL where Google's parser asks the caller to: "ツ" in a URL is
+    # "%E3%83%84" (RFC 9309 2.2.2), as ours reads it
+    *[
+        case
+        for name, rule in [
+            ("should handle a 3 byte character", "/foo/bar/ツ"),
+            ("should handle a percent encoded 3 byte character", "/foo/bar/%E3%83%84"),
+        ]
+        for case in _agent_paths(
+            _gr(f"robots_test.go: {name}"),
+            f"User-agent: FooBot\nDisallow: /\nAllow: {rule}\n",
+            ("FooBot", "/foo/bar/%E3%83%84", True),
+            ("FooBot", "/foo/bar/ツ", True),
+        )
+    ],
+    # as Google's parser, grobotstxt compares "%62%61%7A" as written; RFC 9309 2.2.2's table
+    # reads it as "baz" (RFC 3986 6.2.2.2: encoded unreserved characters are the characters)
+    *_agent_paths(
+        _gr("robots_test.go: should handle a percent encoded unreserved US-ASCII"),
+        "User-agent: FooBot\nDisallow: /\nAllow: /foo/bar/%62%61%7A\n",
+        (
+            "FooBot",
+            "/foo/bar/baz",
+            True,
+            "RFC 9309 2.2.2 (its table): %62%61%7A matches /baz, RFC 3986 6.2.2.2",
+        ),
+        ("FooBot", "/foo/bar/%62%61%7A", True),
+    ),
+    Case(
+        _gr("examples_test.go: ExampleAgentAllowed"),
+        MEMBERS,
+        "FooBot/1.0",
+        "http://example.net/members/index.html",
+        False,
+    ),
+]
+GROBOTSTXT_SITEMAPS = [
+    (
+        _gr("examples_test.go: ExampleSitemaps"),
+        "\n\t# robots.txt with sitemaps\n\n\tUser-agent: *\n\tDisallow: /members/*\n\n"
+        "\tSitemap: http://example.net/sitemap.xml\n\tSitemap: http://example.net/sitemap2.xml\n",
+        ["http://example.net/sitemap.xml", "http://example.net/sitemap2.xml"],
+    ),
+]
+
+VERDICTS = SAMCLARKE_CASES + TEMOTO_CASES + GROBOTSTXT_CASES
 
 
 @pytest.mark.parametrize(
@@ -525,7 +583,9 @@ def test_crawl_delay(source: str, body: str, agent: str, delay: float | None) ->
     assert _rules(body, agent).crawl_delay() == delay, source
 
 
-@pytest.mark.parametrize(("source", "body", "sitemaps"), SAMCLARKE_SITEMAPS + TEMOTO_SITEMAPS)
+@pytest.mark.parametrize(
+    ("source", "body", "sitemaps"), SAMCLARKE_SITEMAPS + TEMOTO_SITEMAPS + GROBOTSTXT_SITEMAPS
+)
 def test_sitemaps(source: str, body: str, sitemaps: list[str]) -> None:
     assert _rules(body, "foo").sitemaps() == sitemaps, source
 
