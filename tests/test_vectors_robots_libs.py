@@ -8,8 +8,9 @@ Sources:
 * samclarke/robots-parser (JavaScript), ``test/Robots.js``: its ``isAllowed`` and
   ``isDisallowed`` URLs, ``getCrawlDelay`` and ``getSitemaps``. Left out: its checks of a URL
   on another host than the robots.txt (``undefined``: the crawler fetches each origin's own
-  file), of internationalized host names, of ``Host:`` lines, and of line numbers (their
-  verdicts are kept). Its default agent (none given) is asked here as "mybot".
+  file), of ``Host:`` lines, and of line numbers (their verdicts are kept). Its default
+  agent (none given) is asked here as "mybot"; its URLs on an internationalized host name
+  (Unicode, punycode, percent-encoded) as they are.
 * temoto/robotstxt (Go), ``robotstxt_test.go`` and ``google_test.go``: ``TestAgent`` verdicts
   (paths, asked on ``http://foo.bar``), crawl delays, sitemaps, and the statuses
   ``FromStatusAndString`` allows everything for. Left out: ``Host:`` lines, parse-error
@@ -220,6 +221,17 @@ SAMCLARKE_CASES = [
             allowed,
         )
         for host in ("example", "ExAmPlE", "EXAMPLE")
+        for path, allowed in (("/index.html", True), ("/secret.html", False))
+    ],
+    *[
+        Case(
+            _js("should handle Unicode, urlencoded and punycode URLs"),
+            "User-agent: *\nDisallow: /secret.html\nDisallow: /test",
+            "mybot",
+            f"http://www.{host}.com{path}",
+            allowed,
+        )
+        for host in ("münich", "xn--mnich-kva", "m%C3%BCnich")
         for path, allowed in (("/index.html", True), ("/secret.html", False))
     ],
     *_urls(
