@@ -152,6 +152,34 @@ def test_bad_bytes_in_a_path_are_percent_encoded() -> None:
     assert allowed(body, "foobot", "/caf%C3%A9/menu")  # the UTF-8 spelling is another path
 
 
+def test_an_octet_that_is_not_utf8_is_compared_as_itself() -> None:
+    """RFC 9309 2.2.2 compares octets: a Latin-1 rule's E9 is not any other stray octet, and
+    an escaped lead octet is the start of a character (CPython's PercentEncodingTest)."""
+    body = b"User-agent: *\nDisallow: /caf\xe9/\nDisallow: /v1/%F0\n"
+    assert allowed(body, "foobot", "/caf%FF/menu")
+    assert allowed(body, "foobot", "/caf\ufffd/menu")
+    assert not allowed(body, "foobot", "/v1/%F0%9F%90%8D")
+    assert not allowed(body, "foobot", "/v1/\U0001f40d")
+    assert allowed(body, "foobot", "/v1/%EF%BF%BD")
+
+
+@pytest.mark.parametrize("path", ["/p%", "/p%25", "/p%zz", "/p%2525"])
+def test_a_percent_that_starts_no_escape_is_a_percent(path: str) -> None:
+    """A "%" that starts no escape is a literal one, "%25" (RFC 3986 2.4), in a rule and in a
+    URL alike; "%F0" after it is an escape, not more of the rule (CPython's p1-p4 cases)."""
+    body = b"User-agent: *\nDisallow: /p%\n"
+    assert not allowed(body, "foobot", path)
+    assert allowed(body, "foobot", "/p%F0")
+
+
+def test_a_url_with_an_undecodable_character_gets_a_verdict() -> None:
+    """A URL holding a surrogate escape (a byte Python could not decode) is its byte, not an
+    exception out of the matcher."""
+    body = b"User-agent: *\nDisallow: /v3/\xf0\n"
+    assert not allowed(body, "foobot", "/v3/\udcf0")
+    assert allowed(body, "foobot", "/v4/\udcf0")
+
+
 @pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
 def test_a_file_saved_as_utf16_with_its_mark_is_read(codec: str) -> None:
     text = "User-agent: *\r\nDisallow: /privé/\r\n"

@@ -188,6 +188,50 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
     return (anyone if found_anyone else None), sitemaps
 
 
+# A "%" and what follows it: an escape's two hex digits, if it is one.
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})?")
+
+
+def _escape(match: re.Match[str]) -> str:
+    hex_digits = match.group(1)
+    if hex_digits is None or hex_digits == "25":
+        return "%2525"  # a literal "%": one that starts no escape is one (RFC 3986 2.4)
+    if int(hex_digits, 16) >= 0x80:
+        return "%25" + hex_digits.upper()
+    return match.group(0)  # an ASCII escape: Protego's normalization decides
+
+
+def octets(value: str) -> str:
+    """A rule's path or a URL as Protego is given it, so that it compares the octets RFC 9309
+    2.2.2 compares: those of the UTF-8, percent-encoded form.
+
+    Protego decodes every escape but ``%25`` and ``%2F`` and decodes the result as UTF-8,
+    each octet that is not UTF-8 turning into U+FFFD: ``Disallow: /v1/%F0`` (an octet of
+    a Latin-1 file, or the first of a four-octet character) became ``/v1/%EF%BF%BD``, which
+    matched any other stray octet and not ``/v1/%F0%9F%90%8D``. So every non-ASCII octet, raw or
+    escaped, is handed over escaped twice (``%25F0``), which Protego keeps as it is; a
+    literal ``%`` (``%25``, or one that starts no escape) becomes ``%2525``, so that the two
+    never meet (a ``%25`` is followed by ``25`` or by a hex digit of 8 and above). A lone
+    surrogate (an undecodable byte Python kept) is its octets too. Both sides go through
+    this: the comparison is unchanged for ASCII."""
+    if value.isascii():
+        if "%" not in value:
+            return value
+    else:
+        value = "".join(
+            char if char.isascii() else "".join(f"%{b:02X}" for b in _char_octets(char))
+            for char in value
+        )
+    return _PERCENT.sub(_escape, value)
+
+
+def _char_octets(char: str) -> bytes:
+    """The UTF-8 octets of a character; those of a surrogate escape are its byte."""
+    if "\udc80" <= char <= "\udcff":
+        return char.encode("utf-8", "surrogateescape")
+    return char.encode("utf-8", "surrogatepass")
+
+
 def protego_text(records: list[tuple[str, str]]) -> str:
     """The records as one ``*`` group, the only thing Protego is given to parse: its matching
     then applies to exactly these rules, whatever its own grouping would have made of the
@@ -199,5 +243,5 @@ def protego_text(records: list[tuple[str, str]]) -> str:
             continue
         if field not in _RULES:
             delays.add(field)
-        lines.append(f"{field}: {value}")
+        lines.append(f"{field}: {octets(value) if field in _RULES else value}")
     return "User-agent: *\n" + "\n".join(lines) + "\n"

@@ -17,7 +17,13 @@ from protego import Protego
 
 from crawler.config import defaults
 from crawler.config.agent import crawler_token
-from crawler.robots.groups import CONTENT_SIGNAL, CONTENT_USAGE, protego_text, read_groups
+from crawler.robots.groups import (
+    CONTENT_SIGNAL,
+    CONTENT_USAGE,
+    octets,
+    protego_text,
+    read_groups,
+)
 from crawler.robots.usage import (
     ROBOTS_TXT,
     Signal,
@@ -171,7 +177,7 @@ class RobotsRules:
             return False
         if self._parser is None:
             return True
-        return self._parser.can_fetch(url, "*")
+        return self._parser.can_fetch(octets(url), "*")
 
     def usage(self, path: str) -> list[Signal]:
         """The usage preferences the crawler's group states for ``path`` (with its query):
