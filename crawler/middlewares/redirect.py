@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import codecs
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from scrapy import Request, Spider
@@ -46,37 +46,41 @@ def redirect_target(url: str, location: bytes | str) -> str | None:
         return None
 
 
-class _ChainLimits:
-    """Redirects over the limit and loops, counted and said once per host (see the module
-    docstring): for a ``Location`` and a refresh alike, whose hops count in one chain."""
+def within_limits(
+    crawler: Any, max_times: int, redirected: Request, request: Request,
+    redirect: Callable[[], Request],
+) -> Request:
+    """``redirect()`` (Scrapy's ``_redirect`` of the hop), its loops and hops over the limit
+    counted and said once per host (see the module docstring): for a ``Location`` and a
+    refresh alike, whose hops count in one chain."""
+    log = limit_log(crawler)
+    chain = [*request.meta.get("redirect_urls", []), request.url]
+    if redirected.url in chain:
+        log.fire(  # said of the URL the chain started from: the one a user would look up
+            "redirect_loop",
+            chain[0],
+            f"redirects back to {redirected.url} after {len(chain)} hops",
+        )
+        raise IgnoreRequest("redirect loop")
+    try:
+        return redirect()
+    except IgnoreRequest:
+        log.fire(
+            "redirects",
+            chain[0],
+            f"more than {max_times} redirects (REDIRECT_MAX_TIMES), the last to {redirected.url}",
+        )
+        raise
 
-    crawler: Any
-    max_redirect_times: int
+
+class CountingRedirectMiddleware(RedirectMiddleware):
+    """Replaces Scrapy's ``RedirectMiddleware`` at the same order (600)."""
 
     def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
-        log = limit_log(self.crawler)
-        chain = [*request.meta.get("redirect_urls", []), request.url]
-        if redirected.url in chain:
-            log.fire(  # said of the URL the chain started from: the one a user would look up
-                "redirect_loop",
-                chain[0],
-                f"redirects back to {redirected.url} after {len(chain)} hops",
-            )
-            raise IgnoreRequest("redirect loop")
-        try:
-            return super()._redirect(redirected, request, reason)
-        except IgnoreRequest:
-            log.fire(
-                "redirects",
-                chain[0],
-                f"more than {self.max_redirect_times} redirects (REDIRECT_MAX_TIMES), "
-                f"the last to {redirected.url}",
-            )
-            raise
-
-
-class CountingRedirectMiddleware(_ChainLimits, RedirectMiddleware):
-    """Replaces Scrapy's ``RedirectMiddleware`` at the same order (600)."""
+        redirect = functools.partial(super()._redirect, redirected, request, reason)
+        return within_limits(
+            self.crawler, self.max_redirect_times, redirected, request, redirect
+        )
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -99,7 +103,8 @@ class CountingRedirectMiddleware(_ChainLimits, RedirectMiddleware):
         result = super().process_response(request, joined)
         return response if result is joined else result
 
-class PrefixMetaRefreshMiddleware(_ChainLimits, MetaRefreshMiddleware):
+
+class PrefixMetaRefreshMiddleware(MetaRefreshMiddleware):
     """Scrapy's ``MetaRefreshMiddleware`` (same order, 580), reading the refresh as a browser.
 
     The page's start is decoded the way every reader of a page decodes it
@@ -114,6 +119,12 @@ class PrefixMetaRefreshMiddleware(_ChainLimits, MetaRefreshMiddleware):
     kept. A refresh back to a URL of its chain is a loop, cut and counted as a ``Location``
     one is (``limits/redirect_loop``).
     """
+
+    def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
+        redirect = functools.partial(super()._redirect, redirected, request, reason)
+        return within_limits(
+            self.crawler, self.max_redirect_times, redirected, request, redirect
+        )
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
