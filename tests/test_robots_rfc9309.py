@@ -297,6 +297,22 @@ def test_lines_end_at_cr_lf_or_both() -> None:
         assert not allowed(body, "a", "/x") and allowed(body, "a", "/y")
 
 
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ("Disallow: /abcdefgh\nAllow: /*\u00e9\n", "/abcdefgh\u00e9"),
+        ("Disallow: /abcdefgh\nAllow: /*%C3%A9\n", "/abcdefgh%C3%A9"),
+        ("Disallow: /abcdefghi\nAllow: /*%%\n", "/abcdefghi%25%25"),
+        ("Disallow: /abcdefghijklmnop\nAllow: /*\u00e9\u00e9$\n", "/abcdefghijklmnop\u00e9\u00e9"),
+    ],
+)
+def test_an_escaped_octet_weighs_as_one_escape_in_the_longest_match(body: str, path: str) -> None:
+    """The longest match counts an octet outside ASCII, and a literal "%", as the one escape
+    it is written as (3 characters, as Google's parser and Protego count it), not as the
+    longer spelling Protego is handed: the longer Disallow wins."""
+    assert not allowed(STAR + body, "foobot", path)
+
+
 def test_an_overlong_line_is_read_up_to_the_limit_and_ends_where_it_ends() -> None:
     long_path = "/x/" + "a" * MAX_LINE
     body = f"User-agent: *\nDisallow: {long_path}/qux\nDisallow: /next\n"
