@@ -323,6 +323,20 @@ def test_an_overlong_line_is_read_up_to_the_limit_and_ends_where_it_ends() -> No
     assert not allowed(body, "foobot", "/x/a")
 
 
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_a_rule_cut_inside_an_escape_still_denies_what_it_wrote(cut: int) -> None:
+    """A line cut at MAX_LINE inside an escape ("%E9" cut to "%" or "%E") loses the partial
+    escape: the cut rule still matches every URL the whole one matched. Kept, the "%" read as
+    a literal percent and the Disallow matched nothing the file wrote."""
+    field = "Disallow: "
+    head = "/" + "a" * (MAX_LINE - len(field) - 1 - cut)
+    path = head + "%E9" * 3
+    body = f"User-agent: *\n{field}{path}\n"
+    assert len(field + path) > MAX_LINE
+    assert not allowed(body, "foobot", path)
+    assert not allowed(body, "foobot", head + "%E9/more")
+
+
 # --- matching --------------------------------------------------------------------------------
 
 STAR = "User-agent: *\n"

@@ -22,9 +22,10 @@ grouping differs from RFC 9309, so it is only ever given the group this module p
   usual misspellings and a missing colon (``Disallow /tmp``); the tags of a robots.txt
   written as an HTML page are dropped.
 
-A line is read up to its first :data:`MAX_LINE` characters and the rest ignored: a rule cut
-there matches more URLs than written (a ``Disallow`` then denies more, never less), and only
-URLs far longer than any the crawler requests (``URL_MAX_LENGTH``) could tell the difference.
+A line is read up to its first :data:`MAX_LINE` characters (less an escape the cut splits)
+and the rest ignored: a rule cut there matches more URLs than written (a ``Disallow`` then
+denies more, never less), and only URLs far longer than any the crawler requests
+(``URL_MAX_LENGTH``) could tell the difference.
 """
 
 from __future__ import annotations
@@ -118,6 +119,21 @@ def _record(line: str) -> tuple[str, str] | None:
     return None
 
 
+# A "%" and at most one hex digit at the end of a cut line: the start of an escape, maybe.
+_PARTIAL_ESCAPE = re.compile(r"%[0-9A-Fa-f]?$")
+
+
+def _cut(line: str) -> str:
+    """A line past :data:`MAX_LINE` cut there, without an escape the cut splits: a "%E" left
+    of "%E9" reads as a literal "%" (:func:`octets`), and the cut rule would match none of
+    the URLs the whole one matched."""
+    cut = line[:MAX_LINE]
+    partial = _PARTIAL_ESCAPE.search(cut)
+    if partial is not None and _PERCENT.match(line, partial.start()).group(1) is not None:
+        cut = cut[: partial.start()]
+    return cut
+
+
 def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, list[str]]:
     """The records that apply to the crawler ``token`` (lower-case), in file order: those of
     every group naming it, else those of every ``*`` group; None when no group applies (no
@@ -147,7 +163,8 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
 
     html = _HTML_PAGE.search(text) is not None
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = line[:MAX_LINE]
+        if len(line) > MAX_LINE:
+            line = _cut(line)
         if html:
             line = _TAG.sub("", line)
         comment = line.find("#")
