@@ -260,12 +260,18 @@ def weigh_as_written(parser: Protego) -> None:
     ``/abcdefghé``, a URL Protego, Google's parser and RFC 9309's count of octets disallow.
     Every ``%25`` in a pattern is one ``octets`` wrote (it respells each ``%`` it is given),
     so each one counts 2 less."""
-    # Protego's own attributes: it has no public way to weigh a pattern (tests pin them)
-    for rule_set in parser._user_agents.values():
-        for rule in rule_set._rules:
-            pattern = rule.value
-            pattern.priority = len(pattern._pattern) - 2 * pattern._pattern.count("%25")
-        rule_set.finalize_rules()
+    # Protego's own attributes: it has no public way to weigh a pattern (the tests pin them).
+    # Read defensively: RobotsRules drops a file whose parsing raises (no rules at all), and
+    # a Protego that renamed them must cost the weighing only, never the file's rules.
+    for rule_set in getattr(parser, "_user_agents", {}).values():
+        for rule in getattr(rule_set, "_rules", ()):
+            pattern = getattr(rule, "value", None)
+            written = getattr(pattern, "_pattern", None)
+            if isinstance(written, str) and hasattr(pattern, "priority"):
+                pattern.priority = len(written) - 2 * written.count("%25")
+        finalize = getattr(rule_set, "finalize_rules", None)
+        if finalize is not None:
+            finalize()
 
 
 def protego_text(records: list[tuple[str, str]]) -> str:
