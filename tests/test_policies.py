@@ -304,3 +304,15 @@ def test_a_listed_name_above_a_site_lists_every_site_under_it(tmp_path: Path) ->
     assert b.link(seed.label, "alice.test", 1, "https://bob.github.io/", "bob.github.io") \
         is not None  # a trusted site: followed
     assert b.link(seed.label, "alice.test", 1, "https://bob.example/", "bob.example") is None
+
+
+def test_a_listed_name_below_a_site_lists_itself_as_it_lists_its_subdomains() -> None:
+    """``listed`` reads the names above a host, so a line ``shop.example.com`` (below the
+    site example.com) lists ``www.shop.example.com``: it lists ``shop.example.com`` itself
+    too, or that host alone of its whole subtree escaped the line naming it."""
+    names = frozenset({"shop.example.com"})
+    assert PolicyBook.listed(names, "www.shop.example.com", "example.com")
+    assert PolicyBook.listed(names, "shop.example.com", "example.com")
+    assert not PolicyBook.listed(names, "example.com", "example.com")
+    assert not PolicyBook.listed(names, "www.example.com", "example.com")
+    assert not PolicyBook.listed(names, "myshop.example.com", "example.com")

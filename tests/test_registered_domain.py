@@ -127,3 +127,19 @@ def test_the_full_list_lookup_walks_as_tldextract_does_under_every_rule() -> Non
     assert not wrong, sorted(wrong.items())[:20]
     assert domain_of("alice.github.io") == "alice.github.io"
     assert domain_of("www.site1.test") == "site1.test"
+
+
+@pytest.mark.parametrize("host", ["2001:db8::1", "2001:db8:ffff::2", "fe80::1", "2a00:1450::1"])
+def test_an_ipv6_address_is_its_own_site(host: str) -> None:
+    """An IPv6 literal (as normalize_url gives it, without brackets, or with them) is itself,
+    as an IPv4 address is: tldextract reads "2001:db8::1" as the host "2001" and a port, so
+    all of 2001::/16 was one site (one host budget, one canonical scope)."""
+    assert registered_domain_function(private=True)(host) == host
+
+
+def test_ipv6_hosts_each_get_their_own_host_budget() -> None:
+    from crawler.frontier.urls import UrlPolicy
+
+    policy = UrlPolicy(any_host=True, max_hosts_per_domain=2)
+    verdicts = [policy.check(f"http://[2001:db8::{i}]/page")[0] for i in range(1, 6)]
+    assert verdicts == [""] * 5

@@ -297,6 +297,22 @@ def test_lines_end_at_cr_lf_or_both() -> None:
         assert not allowed(body, "a", "/x") and allowed(body, "a", "/y")
 
 
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ("Disallow: /abcdefgh\nAllow: /*\u00e9\n", "/abcdefgh\u00e9"),
+        ("Disallow: /abcdefgh\nAllow: /*%C3%A9\n", "/abcdefgh%C3%A9"),
+        ("Disallow: /abcdefghi\nAllow: /*%%\n", "/abcdefghi%25%25"),
+        ("Disallow: /abcdefghijklmnop\nAllow: /*\u00e9\u00e9$\n", "/abcdefghijklmnop\u00e9\u00e9"),
+    ],
+)
+def test_an_escaped_octet_weighs_as_one_escape_in_the_longest_match(body: str, path: str) -> None:
+    """The longest match counts an octet outside ASCII, and a literal "%", as the one escape
+    it is written as (3 characters, as Google's parser and Protego count it), not as the
+    longer spelling Protego is handed: the longer Disallow wins."""
+    assert not allowed(STAR + body, "foobot", path)
+
+
 def test_an_overlong_line_is_read_up_to_the_limit_and_ends_where_it_ends() -> None:
     long_path = "/x/" + "a" * MAX_LINE
     body = f"User-agent: *\nDisallow: {long_path}/qux\nDisallow: /next\n"
@@ -305,6 +321,20 @@ def test_an_overlong_line_is_read_up_to_the_limit_and_ends_where_it_ends() -> No
     assert not allowed(body, "foobot", "/next")  # the line after is read
     body = f"User-agent: *\nDisallow: /\nAllow: {long_path}\n"
     assert not allowed(body, "foobot", "/x/a")
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_a_rule_cut_inside_an_escape_still_denies_what_it_wrote(cut: int) -> None:
+    """A line cut at MAX_LINE inside an escape ("%E9" cut to "%" or "%E") loses the partial
+    escape: the cut rule still matches every URL the whole one matched. Kept, the "%" read as
+    a literal percent and the Disallow matched nothing the file wrote."""
+    field = "Disallow: "
+    head = "/" + "a" * (MAX_LINE - len(field) - 1 - cut)
+    path = head + "%E9" * 3
+    body = f"User-agent: *\n{field}{path}\n"
+    assert len(field + path) > MAX_LINE
+    assert not allowed(body, "foobot", path)
+    assert not allowed(body, "foobot", head + "%E9/more")
 
 
 # --- matching --------------------------------------------------------------------------------

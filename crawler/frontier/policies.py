@@ -145,10 +145,11 @@ class PolicyBook:
         """``host`` (of the site ``site``) is in a domain list: by its site, or by any name
         above it, so ``blogspot.com`` lists every user's site under it while
         ``spam.blogspot.com`` lists that one only (a site is read with the private rules of
-        the public suffix list: each hosted user's is a site of its own)."""
+        the public suffix list: each hosted user's is a site of its own). A line below a site
+        (``shop.example.com``) lists that host and every name under it."""
         if not names:
             return False
-        if site in names:
+        if site in names or host in names:
             return True
         at = host.find(".")
         while at >= 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from datetime import date
@@ -415,6 +416,8 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
 
     def domain_of(host: str) -> str:
         if "xn--" in host or not _PLAIN_HOST(host):
+            if private and ":" in host and _is_ipv6(host):  # tldextract: "2001" and a port
+                return host
             parts = extract(host, include_psl_private_domains=private)
             above = parts.subdomain.rpartition(".")[2]
             if private and not parts.suffix and above:  # the implicit "*" rule
@@ -442,6 +445,14 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
         return f"{domain}.{suffix}" if domain and suffix else domain or host
 
     return domain_of
+
+
+def _is_ipv6(host: str) -> bool:
+    """An IPv6 address, bracketed or not (normalize_url gives it without brackets)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).version == 6
+    except ValueError:
+        return False
 
 
 _PLAIN_HOST = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)*").fullmatch

@@ -22,14 +22,17 @@ grouping differs from RFC 9309, so it is only ever given the group this module p
   usual misspellings and a missing colon (``Disallow /tmp``); the tags of a robots.txt
   written as an HTML page are dropped.
 
-A line is read up to its first :data:`MAX_LINE` characters and the rest ignored: a rule cut
-there matches more URLs than written (a ``Disallow`` then denies more, never less), and only
-URLs far longer than any the crawler requests (``URL_MAX_LENGTH``) could tell the difference.
+A line is read up to its first :data:`MAX_LINE` characters (less an escape the cut splits)
+and the rest ignored: a rule cut there matches more URLs than written (a ``Disallow`` then
+denies more, never less), and only URLs far longer than any the crawler requests
+(``URL_MAX_LENGTH``) could tell the difference.
 """
 
 from __future__ import annotations
 
 import re
+
+from protego import Protego
 
 from crawler.config.agent import product_token
 
@@ -116,6 +119,21 @@ def _record(line: str) -> tuple[str, str] | None:
     return None
 
 
+# A "%" and at most one hex digit at the end of a cut line: the start of an escape, maybe.
+_PARTIAL_ESCAPE = re.compile(r"%[0-9A-Fa-f]?$")
+
+
+def _cut(line: str) -> str:
+    """A line past :data:`MAX_LINE` cut there, without an escape the cut splits: a "%E" left
+    of "%E9" reads as a literal "%" (:func:`octets`), and the cut rule would match none of
+    the URLs the whole one matched."""
+    cut = line[:MAX_LINE]
+    partial = _PARTIAL_ESCAPE.search(cut)
+    if partial is not None and _PERCENT.match(line, partial.start()).group(1) is not None:
+        cut = cut[: partial.start()]
+    return cut
+
+
 def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, list[str]]:
     """The records that apply to the crawler ``token`` (lower-case), in file order: those of
     every group naming it, else those of every ``*`` group; None when no group applies (no
@@ -145,7 +163,8 @@ def read_groups(text: str, token: str) -> tuple[list[tuple[str, str]] | None, li
 
     html = _HTML_PAGE.search(text) is not None
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = line[:MAX_LINE]
+        if len(line) > MAX_LINE:
+            line = _cut(line)
         if html:
             line = _TAG.sub("", line)
         comment = line.find("#")
@@ -230,6 +249,29 @@ def _char_octets(char: str) -> bytes:
     if "\udc80" <= char <= "\udcff":
         return char.encode("utf-8", "surrogateescape")
     return char.encode("utf-8", "surrogatepass")
+
+
+def weigh_as_written(parser: Protego) -> None:
+    """Give each of a parsed file's patterns the length Protego gave it before :func:`octets`
+    respelled it, and sort its rules again: the longest match wins (RFC 9309 2.2.2), and a
+    pattern's length is Protego's priority. ``octets`` writes an octet outside ASCII as
+    ``%25F0`` and a literal ``%`` as ``%2525``, five characters for the three of ``%F0`` and
+    ``%25``: unweighed, ``Allow: /*é`` (12) outweighed ``Disallow: /abcdefgh`` (9) on
+    ``/abcdefghé``, a URL Protego, Google's parser and RFC 9309's count of octets disallow.
+    Every ``%25`` in a pattern is one ``octets`` wrote (it respells each ``%`` it is given),
+    so each one counts 2 less."""
+    # Protego's own attributes: it has no public way to weigh a pattern (the tests pin them).
+    # Read defensively: RobotsRules drops a file whose parsing raises (no rules at all), and
+    # a Protego that renamed them must cost the weighing only, never the file's rules.
+    for rule_set in getattr(parser, "_user_agents", {}).values():
+        for rule in getattr(rule_set, "_rules", ()):
+            pattern = getattr(rule, "value", None)
+            written = getattr(pattern, "_pattern", None)
+            if isinstance(written, str) and hasattr(pattern, "priority"):
+                pattern.priority = len(written) - 2 * written.count("%25")
+        finalize = getattr(rule_set, "finalize_rules", None)
+        if finalize is not None:
+            finalize()
 
 
 def protego_text(records: list[tuple[str, str]]) -> str:

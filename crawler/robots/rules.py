@@ -23,6 +23,7 @@ from crawler.robots.groups import (
     octets,
     protego_text,
     read_groups,
+    weigh_as_written,
 )
 from crawler.robots.usage import (
     ROBOTS_TXT,
@@ -162,6 +163,7 @@ class RobotsRules:
                 records, self._sitemaps = read_groups(record.body, self.token)
                 if records is not None:
                     self._parser = Protego.parse(protego_text(records))
+                    weigh_as_written(self._parser)
                     self._usage = [
                         (f, v) for f, v in records if f in (CONTENT_USAGE, CONTENT_SIGNAL) and v
                     ]
