@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from crawler.frontier.urls import UrlPolicy, normalize_url
+from crawler.frontier.urls import HOSTING_SITES_FACTOR, UrlPolicy, normalize_url
 from tests import hostile as h
 from tests.crawling import CrawlResult, run_crawl, write_site
 
@@ -80,6 +80,21 @@ def test_each_site_under_a_private_suffix_has_its_own_host_budget() -> None:
     trap = [f"http://h{i}.alice.blogspot.com/" for i in range(4)]
     assert [p.check(u)[0] for u in trap] == ["", "", "domain_hosts", "domain_hosts"]
     assert p.check("http://bob.blogspot.com/")[0] == ""
+
+
+def test_sites_minted_under_one_hosting_domain_share_a_larger_budget() -> None:
+    """Anyone may mint sites under herokuapp.com (a private suffix): each has its own budget,
+    but all of them together at most HOSTING_SITES_FACTOR times it; a restored crawl counts
+    them again."""
+    p = UrlPolicy(any_host=True, max_hosts_per_domain=2)
+    minted = [f"http://u{i}.herokuapp.com/" for i in range(3 * HOSTING_SITES_FACTOR)]
+    verdicts = [p.check(u)[0] for u in minted]
+    assert verdicts.count("") == 2 * HOSTING_SITES_FACTOR
+    assert p.check("http://alice.github.io/")[0] == ""  # another hosting domain: its own
+    assert p.check("http://www.example.com/")[0] == ""
+    resumed = UrlPolicy(any_host=True, max_hosts_per_domain=2)
+    resumed.restore_hosts(u.split("/")[2] for u in minted[: 2 * HOSTING_SITES_FACTOR])
+    assert resumed.check("http://new.herokuapp.com/")[0] == "domain_hosts"
 
 
 def test_restored_hosts_count_against_their_domain() -> None:

@@ -178,6 +178,10 @@ def host_in(host: str, hosts: Iterable[str], domains: Iterable[str]) -> bool:
 # Bounds of the trap budgets' memory in a worker (see UrlPolicy): ~100 B an entry.
 MAX_VARIANT_PATHS = 500_000
 MAX_BUDGET_HOSTS = 500_000
+# Sites one ICANN registered domain may hold under its private suffixes (github.io's users,
+# herokuapp.com's apps), as a multiple of max_hosts_per_domain: each user's site has a budget
+# of its own, but sites minted without end under one hosting domain share this one.
+HOSTING_SITES_FACTOR = 100
 
 
 class UrlPolicy:
@@ -196,7 +200,8 @@ class UrlPolicy:
     - at most ``max_hosts_per_domain`` hosts per registered domain (tldextract, with its
       bundled public-suffix list, private rules included: no network), so endless generated
       subdomains share one budget, and each user's site under a hosting suffix (github.io,
-      blogspot.com) has its own.
+      blogspot.com) has its own; the hosts of all the sites under one ICANN registered
+      domain at most :data:`HOSTING_SITES_FACTOR` times that (sites minted without end).
 
     Each limit is off at 0. The two budgets are the only state; they count admitted URLs only,
     in memory. The hosts per domain come back on a resumed crawl through :meth:`restore_hosts`
@@ -240,7 +245,9 @@ class UrlPolicy:
         self._variants: dict[int, set[int] | int] = {}
         self._known_hosts: set[str] = set()
         self._domain_hosts: dict[str, int] = {}
+        self._hosting_hosts: dict[str, int] = {}  # ICANN domain -> hosts of its private sites
         self._domain_of: Callable[[str], str] | None = None
+        self._icann_of: Callable[[str], str] | None = None
 
     def add_host(self, host: str) -> None:
         """Bring a host into scope (a seed's host, or where a seed redirected to)."""
@@ -326,15 +333,25 @@ class UrlPolicy:
         budget may have been raised since)."""
         if not self.max_hosts_per_domain:
             return
-        if self._domain_of is None:
-            self._domain_of = registered_domain_function(private=True)
         for host in hosts:
             if host in self._known_hosts:
                 continue
             self._known_hosts.add(host)
             if host not in self.hosts:
-                domain = self._domain_of(host)
+                domain, hosting = self._domains(host)
                 self._domain_hosts[domain] = self._domain_hosts.get(domain, 0) + 1
+                if hosting is not None:
+                    self._hosting_hosts[hosting] = self._hosting_hosts.get(hosting, 0) + 1
+
+    def _domains(self, host: str) -> tuple[str, str | None]:
+        """The host's site (the whole public suffix list's registered domain) and, when that
+        sits under a private suffix, the ICANN registered domain above it (else None)."""
+        if self._domain_of is None:
+            self._domain_of = registered_domain_function(private=True)
+            self._icann_of = registered_domain_function()
+        domain = self._domain_of(host)
+        icann = self._icann_of(host)  # type: ignore[misc]
+        return domain, (icann if icann != domain and domain.endswith("." + icann) else None)
 
     def _host_allowed(self, host: str) -> bool:
         """A host already admitted, or a new one while its registered domain has budget left.
@@ -344,17 +361,23 @@ class UrlPolicy:
         if host in self.hosts:
             self._known_hosts.add(host)
             return True
-        if self._domain_of is None:
-            self._domain_of = registered_domain_function(private=True)
-        domain = self._domain_of(host)
+        domain, hosting = self._domains(host)
         n = self._domain_hosts.get(domain, 0)
         if n >= self.max_hosts_per_domain:
+            return False
+        if hosting is not None and (
+            self._hosting_hosts.get(hosting, 0)
+            >= HOSTING_SITES_FACTOR * self.max_hosts_per_domain
+        ):
             return False
         if len(self._known_hosts) >= MAX_BUDGET_HOSTS:
             self._known_hosts.clear()
             self._domain_hosts.clear()
+            self._hosting_hosts.clear()
             n = 0
         self._domain_hosts[domain] = n + 1
+        if hosting is not None:
+            self._hosting_hosts[hosting] = self._hosting_hosts.get(hosting, 0) + 1
         self._known_hosts.add(host)
         return True
 
