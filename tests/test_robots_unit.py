@@ -75,6 +75,23 @@ def record(body: str, kind: str = RULES, origin: str = "http://a.example") -> Ro
     return RobotsRecord(origin, kind, 200, 0.0, 100.0, body)
 
 
+def test_a_robots_txt_the_parser_fails_on_disallows_everything(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A parser bug must neither stop the crawl nor let it ignore the file: the origin is
+    taken as disallowed, as when its robots.txt is unreachable (RFC 9309 2.3.1.4)."""
+    import crawler.robots.rules as rules
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a parser bug")
+
+    monkeypatch.setattr(rules, "read_groups", broken)
+    found = RobotsRules(record("User-agent: *\nDisallow: /private\n"), "crawler-bot")
+    assert not found.allowed("http://a.example/")
+    assert not found.allowed("http://a.example/open")
+    assert "Cannot parse robots.txt of http://a.example" in caplog.text
+
+
 def test_rules_match_the_product_token_and_longest_pattern() -> None:
     body = (
         "User-agent: crawler-bot\nDisallow: /private/\nAllow: /private/open\nCrawl-delay: 2\n"

@@ -148,7 +148,7 @@ class RobotsRules:
     (2.2.2-2.2.3); ``/robots.txt`` itself is always allowed.
     """
 
-    __slots__ = ("_parser", "_sitemaps", "_usage", "record", "token")
+    __slots__ = ("_parser", "_sitemaps", "_unreadable", "_usage", "record", "token")
 
     def __init__(self, record: RobotsRecord, token: str) -> None:
         self.record = record
@@ -158,6 +158,7 @@ class RobotsRules:
         self._parser: Protego | None = None
         self._sitemaps: list[str] = []
         self._usage: list[tuple[str, str]] = []
+        self._unreadable = False
         if record.kind == RULES and record.body.strip():
             try:
                 records, self._sitemaps = read_groups(record.body, self.token)
@@ -167,15 +168,21 @@ class RobotsRules:
                     self._usage = [
                         (f, v) for f, v in records if f in (CONTENT_USAGE, CONTENT_SIGNAL) and v
                     ]
-            except Exception:  # a parser bug must not stop the crawl: the file is unusable
-                logger.warning("Cannot parse robots.txt of %s; no rules applied", record.origin)
+            except Exception:  # a parser bug must not stop the crawl, nor ignore the file:
+                # the origin is taken as disallowed, as when robots.txt is unreachable
+                self._unreadable = True
+                logger.warning(
+                    "Cannot parse robots.txt of %s (a parser error): nothing of it is fetched",
+                    record.origin,
+                    exc_info=True,
+                )
 
     @property
     def kind(self) -> str:
         return self.record.kind
 
     def allowed(self, url: str) -> bool:
-        if self.record.kind == DISALLOW_ALL:
+        if self.record.kind == DISALLOW_ALL or self._unreadable:
             return False
         if self._parser is None:
             return True
