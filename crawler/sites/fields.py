@@ -110,6 +110,13 @@ def _compiled(spec: FieldSpec, key: str | None) -> FieldSpec:
     return spec
 
 
+def page_selector(body: bytes, encoding: str | None) -> Selector:
+    """An HTML page as a selector, decoded as the crawler decodes a page
+    (:func:`crawler.content.document.decode_html`; ``encoding``: the ``Content-Type``
+    charset), not as ``response.css`` would (w3lib's)."""
+    return Selector(text=decode_html(body, encoding), type="html")
+
+
 def extract_fields(
     specs: Mapping[str, FieldSpec], body: bytes, encoding: str | None
 ) -> dict[str, Any]:
@@ -119,7 +126,7 @@ def extract_fields(
     if not specs:
         return {}
     try:
-        page = Selector(text=decode_html(body, encoding), type="html")
+        page = page_selector(body, encoding)
     except (ValueError, TypeError):  # lxml could make no document of it: no field values
         return {name: [] if spec.all else None for name, spec in specs.items()}
     return {name: spec.extract(page) for name, spec in specs.items()}

@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import scrapy
-from parsel import Selector
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -38,7 +37,6 @@ from twisted.internet.task import deferLater
 
 from crawler import signals as crawler_signals
 from crawler.config import defaults
-from crawler.content.document import decode_html
 from crawler.content.encoding import transport_encoding
 from crawler.download.limits import limit_log
 from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
@@ -53,6 +51,7 @@ from crawler.sites import (
     seed_url_problem,
 )
 from crawler.sites.analysis import PageAnalysis
+from crawler.sites.fields import page_selector
 from crawler.sites.policy import policy_book_for
 from crawler.sites.seeds import iter_seed_lines, seeds_argument
 from crawler.spiders.analysis import CrawlContentAnalysis
@@ -454,12 +453,13 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
         meta = response.meta
         label = meta.get(POLICY_META, "")
         html = _is_html(response, item.get("content_type"))  # a document has no selectors
+
+        def select(css: str) -> bool:
+            encoding = transport_encoding(response.headers.getlist(b"Content-Type"))
+            return html and bool(page_selector(response.body, encoding).css(css))
+
         new = book.page_policy(
-            label,
-            response.url,
-            item.get("text") or "",
-            select=lambda css: html and bool(_page_selector(response).css(css)),
-            depth=meta.get("depth", 0),
+            label, response.url, item.get("text") or "", select=select, depth=meta.get("depth", 0)
         )
         name = new.partition("@")[0] or "default"
         self.crawler.stats.inc_value(f"policies/pages/{name}")
@@ -546,13 +546,6 @@ def _body_fingerprint(body: bytes) -> str:
 def _header(headers: Headers, name: bytes) -> str | None:
     value = headers.get(name)
     return value.decode("latin-1") if value else None
-
-
-def _page_selector(response: Response) -> Selector:
-    """The page as a selector, decoded as the crawler decodes a page (``decode_html``: the
-    ``Content-Type`` charset, then the prescan), not as ``response.css`` would (w3lib's)."""
-    encoding = transport_encoding(response.headers.getlist(b"Content-Type"))
-    return Selector(text=decode_html(response.body, encoding), type="html")
 
 
 def _is_html(response: Response, content_type: str | None) -> bool:
