@@ -413,14 +413,16 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
     """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IP -> itself),
     from tldextract's bundled public-suffix snapshot: never fetched, never cached on disk.
 
-    ``private=False`` (the host splitter, the per-domain host budget): the list's ICANN rules
-    only ("alice.github.io" -> "github.io"), and a name under no listed suffix gives its last
-    label ("www.site1.test" -> "test"). Fixed: where a stored crawl's hosts live rests on it.
+    ``private=False`` (the host splitter; the hosting domain whose sites share a second host
+    budget): the list's ICANN rules only ("alice.github.io" -> "github.io"), and a name under
+    no listed suffix gives its last label ("www.site1.test" -> "test"). Fixed: where a stored
+    crawl's hosts live rests on it.
 
     ``private=True`` (a "same site" rule: the canonical scope, a crawl policy leaving its
-    site): the whole list, as browsers, cookies, Nutch and StormCrawler read it. The private
-    rules count ("alice.github.io" and "bob.github.io" are two sites), and a name under no
-    listed suffix takes the list's implicit ``*`` rule ("www.site1.test" -> "site1.test").
+    site, the per-site host budget): the whole list, as browsers, cookies, Nutch and
+    StormCrawler read it. The private rules count ("alice.github.io" and "bob.github.io" are
+    two sites), and a name under no listed suffix takes the list's implicit ``*`` rule
+    ("www.site1.test" -> "site1.test").
 
     tldextract's own call costs ~34k instructions a host (its URL parsing, its result object)
     and its first call ~0.1 s; a worker looks up each new host it meets. A plain lowercase
