@@ -307,13 +307,7 @@ def test_the_readme_commands_run_as_written(tmp_path: Path) -> None:
             for command in readme_commands():
                 action = COMMANDS.get(command, "skip: scrapyd")
                 if action == "start redis":
-                    args = shlex.split(command.rstrip("&"))
-                    args[args.index("--port") + 1] = str(redis_port)
-                    redis = subprocess.Popen(
-                        [*args, "--save", "", "--dir", str(tmp_path)],
-                        stdout=subprocess.DEVNULL,
-                    )
-                    _wait_for_redis(redis_port)
+                    redis, redis_port = _start_redis(shlex.split(command.rstrip("&")), tmp_path)
                 elif action.startswith("run the demo"):
                     out = _shell(command.split(" && ")[-1], tmp_path, redis_port)
                     assert "demo: crawled" in out
@@ -332,19 +326,29 @@ def test_the_readme_commands_run_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "crawl-index.sqlite").exists() and (tmp_path / "crawls/web-1").is_dir()
 
 
-def _wait_for_redis(port: int) -> None:
+def _start_redis(args: list[str], tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """README's redis-server command on a port free now (one picked earlier may have been
+    taken meanwhile by another test's server: the README's install takes minutes); a server
+    that exits at once (its port taken after all) is started again on another."""
     import time
 
     import redis as redis_py
 
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            redis_py.Redis(host="127.0.0.1", port=port).ping()
-            return
-        except redis_py.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+    for _ in range(5):
+        port = free_port()
+        args[args.index("--port") + 1] = str(port)
+        process = subprocess.Popen(
+            [*args, "--save", "", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 60
+        while process.poll() is None:
+            try:
+                redis_py.Redis(host="127.0.0.1", port=port).ping()
+                return process, port
+            except redis_py.ConnectionError:
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.05)
+    raise AssertionError("redis-server exited on five free ports")
 
 
 @pytest.mark.integration
