@@ -22,7 +22,14 @@ One server thread (a selector loop, one listening socket per host address ``127.
 port) records every request: it judges 1 request in flight per host, the gap from the end of a
 host's answer to its next request (no shorter than ``--delay`` minus 10 ms), robots.txt at most
 once per host, no request to a disallowed path or to a host whose robots.txt answers 500, and no
-page answered 200 twice. ``--project``: the checkout the workers run (a copy of an older commit,
+page answered 200 twice.
+
+Both workers are timed from one start: the crawl is paused (``scrapy frontier openweb pause``)
+before they start, worker 0 brings the seeds, and once every worker beats in the paused crawl
+one resume starts the bench's clock; the bench stops every worker (SIGINT) ``--minutes`` later.
+Each quarter of that window says how many workers ran through it (each worker used to stop at
+its own ``CLOSESPIDER_TIMEOUT``: worker 0, started first, left the last quarter to the other).
+``--project``: the checkout the workers run (a copy of an older commit,
 to measure before a change: ``git archive COMMIT | tar -x -C DIR``; link its ``.venv``).
 The robots.txt book is scaled with the web (``TUNING``'s ``robots_book_size`` = hosts / 10, as
 10,000 is to the issue's 100,000-host soak), so its bound is crossed at this scale too.
@@ -40,6 +47,7 @@ import json
 import os
 import random
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -59,6 +67,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 LINKS, ACROSS, AT_RANDOM = 11, 3, 1
 SLOW_SECONDS, HANG_SECONDS = 2.0, 30.0
+START_WAIT = 180.0  # seconds the workers have to open and beat in the paused crawl
 NORMAL, SLOW, HALF_503, HANGING = "normal", "slow", "half_503", "hanging"
 ROBOTS_ALLOW, ROBOTS_DISALLOW, ROBOTS_404, ROBOTS_500 = "allow", "disallow", "404", "500"
 # Page texts: words drawn per page, so pages are not near-duplicates of each other (the
@@ -344,6 +353,49 @@ def start_worker(project: Path, run: Path, i: int, seeds: Path | None,
                             stdout=subprocess.DEVNULL, stderr=open(wdir / "stderr", "wb"))
 
 
+def frontier(project: Path, settings: dict[str, Any], *args: str) -> str:
+    """``scrapy frontier openweb ARGS`` of ``project`` with the crawl's settings: its output."""
+    cmd = [str(project / ".venv" / "bin" / "python"), "-m", "scrapy", "frontier", "openweb", *args]
+    for k, v in settings.items():
+        cmd += ["-s", f"{k}={v}"]
+    done = subprocess.run(cmd, cwd=project, env=dict(os.environ, PYTHONPATH=str(project)),
+                          capture_output=True, check=True, timeout=START_WAIT)
+    return done.stdout.decode()
+
+
+def wait_ready(project: Path, settings: dict[str, Any], procs: list[subprocess.Popen[bytes]],
+               seeds: int) -> None:
+    """Until every worker beats in the paused crawl and the seeds are in it: then they all
+    start fetching at one resume (a worker that opened later would lose the first seconds)."""
+    end = time.monotonic() + START_WAIT
+    while time.monotonic() < end:
+        if any(p.poll() is not None for p in procs):
+            raise SystemExit("a worker ended before the crawl started: see its crawl.log")
+        try:
+            status = json.loads(frontier(project, settings, "status", "--json"))
+        except subprocess.CalledProcessError:  # exit status 2: no worker has beaten yet
+            status = {}
+        paused = [w for w in status.get("workers", []) if w.get("state") == "paused"]
+        if len(paused) >= len(procs) and status.get("seen", 0) >= seeds:
+            return
+        time.sleep(1.0)
+    raise SystemExit(f"the workers were not ready within {START_WAIT:.0f} s")
+
+
+def stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGINT (Scrapy's clean stop: stats written), then SIGKILL after ``grace`` seconds."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    end = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(max(0.1, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     web = Web.build(args.hosts, args.top, args.seed, args.min_pages)
     server = BroadWebServer(web, args.delay)
@@ -360,65 +412,90 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   if web.kinds[h] == NORMAL and web.robots[h] == ROBOTS_ALLOW][: args.seeds]
         seeds = root / "seeds.txt"
         seeds.write_text("".join(f"http://{web.names[h]}:{server.port}/\n" for h in normal))
-        settings = {
+        crawl = {
             "FRONTIER_BACKEND": "redis",
             "REDIS_URL": f"redis://127.0.0.1:{redis_server.port}/0",
             "FRONTIER_REDIS_KEY": "broad",
+        }
+        settings = {
+            **crawl,
             "ALLOW_PRIVATE_ADDRESSES": True,
             "CONCURRENT_REQUESTS": args.concurrency,
             "FRONTIER_MIN_DELAY": args.delay,
-            "CLOSESPIDER_TIMEOUT": seconds,
+            # a backstop only (the bench dies): the bench stops the workers at its deadline
+            "CLOSESPIDER_TIMEOUT": seconds + START_WAIT + 120,
             "TUNING": json.dumps({"robots_book_size": max(100, args.hosts // 10)}),
             "LOG_LEVEL": "INFO",
         }
-        procs = [start_worker(args.project, root, 0, seeds, settings)]
-        client = redis_server.client()
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 60 and not any(client.scan_iter("broad*", count=100)):
-            time.sleep(0.2)
-        procs += [start_worker(args.project, root, i, None, settings)
-                  for i in range(1, args.workers)]
-        samples: list[dict[str, float]] = []
-        start = time.monotonic()
-        cpu = [0.0] * len(procs)  # the last reading of each (a worker that ended keeps it)
-        while any(p.poll() is None for p in procs):
-            now = time.monotonic() - start
-            pages, ok, hosts = server.snapshot()
-            rss = []
-            for i, p in enumerate(procs):
-                c, r = proc_cpu_rss(p.pid)
-                cpu[i] = max(cpu[i], c)
-                rss.append(r)
-            samples.append({"t": now, "pages": pages, "ok": ok, "hosts": hosts,
-                            "cpu": sum(cpu), "rss": max(rss)})
-            if now > seconds + 120:
-                for p in procs:
-                    p.terminate()
-            time.sleep(args.sample)
+        # The crawl is paused before any worker starts: worker 0 brings the seeds, the others
+        # join, and none fetches before the one resume that starts the bench's clock.
+        frontier(args.project, crawl, "pause")
+        launched = time.monotonic()
+        procs = [start_worker(args.project, root, i, seeds if i == 0 else None, settings)
+                 for i in range(args.workers)]
+        try:
+            wait_ready(args.project, crawl, procs, len(normal))
+            ready = time.monotonic() - launched
+            frontier(args.project, crawl, "resume")
+            samples = watch(server, procs, seconds, args.sample)
+        finally:
+            stop(procs, 120)
         redis_server.stop()
         stats = []
         for i in range(len(procs)):
             path = root / f"w{i}" / "stats.json"
             stats.append(json.loads(path.read_text()) if path.exists() else {})
     server.stop()
-    return report(web, server, samples, stats, seconds)
+    result = report(web, server, samples, stats, seconds)
+    result["workers_ready_after_s"] = round(ready, 1)
+    return result
+
+
+def watch(server: BroadWebServer, procs: list[subprocess.Popen[bytes]], seconds: float,
+          every: float) -> list[dict[str, float]]:
+    """Samples from the resume (t 0) to the bench's deadline (t ``seconds``, sampled at that
+    moment), every ``every`` seconds: the server's counts, the workers' CPU and largest RSS,
+    and how many workers are running."""
+    samples: list[dict[str, float]] = []
+    start = time.monotonic()
+    cpu = [0.0] * len(procs)  # the last reading of each (a worker that ended keeps it)
+    while True:
+        now = time.monotonic() - start
+        pages, ok, hosts = server.snapshot()
+        rss = []
+        for i, p in enumerate(procs):
+            c, r = proc_cpu_rss(p.pid)
+            cpu[i] = max(cpu[i], c)
+            rss.append(r)
+        running = sum(p.poll() is None for p in procs)
+        samples.append({"t": now, "pages": pages, "ok": ok, "hosts": hosts,
+                        "cpu": sum(cpu), "rss": max(rss), "workers": running})
+        if now >= seconds or not running:
+            return samples
+        time.sleep(max(0.0, min(every, seconds - (time.monotonic() - start))))
 
 
 def report(web: Web, server: BroadWebServer, samples: list[dict[str, float]],
            stats: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
-    """Quarters of the crawl's time (the workers' own run, ``CLOSESPIDER_TIMEOUT``)."""
+    """Quarters of the bench's window (the resume to its deadline, ``seconds``), the same for
+    every worker; each quarter from the sample nearest its start to the one nearest its end, so
+    they tile the window; ``workers``: how many ran through all of it (a worker that ends
+    inside a quarter, or did not start, shows as a lower count, not as a slower crawl)."""
     quarters = []
     for q in range(4):
+        if not samples:
+            break
         lo, hi = q * seconds / 4, (q + 1) * seconds / 4
-        inside = [s for s in samples if lo <= s["t"] <= hi]
-        if len(inside) < 2:
+        a = min(samples, key=lambda s: abs(s["t"] - lo))
+        b = min(samples, key=lambda s: abs(s["t"] - hi))
+        if b["t"] <= a["t"]:
             continue
-        a, b = inside[0], inside[-1]
         pages = b["pages"] - a["pages"]
         quarters.append({
-            "quarter": q + 1, "pages_per_s": pages / max(1e-9, b["t"] - a["t"]),
+            "quarter": q + 1, "pages_per_s": pages / (b["t"] - a["t"]),
             "cpu_ms_per_page": (b["cpu"] - a["cpu"]) / max(1, pages) * 1000,
             "hosts_met": b["hosts"], "rss_mb": b["rss"] / 2**20,
+            "workers": int(min(s["workers"] for s in samples if a["t"] <= s["t"] <= b["t"])),
         })
     logs = list(server.hosts.values())
     by_kind: dict[str, list[int]] = {}

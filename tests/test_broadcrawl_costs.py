@@ -127,3 +127,19 @@ def test_the_busiest_hosts_cost_the_same_with_ten_times_more_hosts(
     assert set(beat) <= expected and len(beat) == HOSTS_SENT
     assert {t.fetches for h, t in every[:HOSTS_SENT]} == {large.hosts[h].fetches for h in beat}
     assert len(line) == 3 and {large.hosts[h].pages for h in line} == {7}
+
+
+def test_the_broad_crawl_bench_says_how_many_workers_ran_each_quarter() -> None:
+    """``bench/broadcrawl.py`` judges the quarters of one window for every worker, and says per
+    quarter how many workers ran through it: its last quarter once fell because one worker had
+    stopped (each at its own timeout), which read as the crawl slowing down."""
+    from bench.broadcrawl import BroadWebServer, Web, report
+
+    web = Web.build(10, 30, 1)
+    samples = [{"t": t + 0.01 * (t % 3), "pages": 10 * t, "ok": 10 * t, "hosts": 10,
+                "cpu": t / 10, "rss": 2.0**20, "workers": 2 if t < 52 else 1}
+               for t in range(0, 61, 4)]
+    result = report(web, BroadWebServer(web, 1.0), samples, [{}, {}], 60.0)
+    quarters = result["quarters"]
+    assert [q["workers"] for q in quarters] == [2, 2, 2, 1]
+    assert [round(q["pages_per_s"]) for q in quarters] == [10, 10, 10, 10]
