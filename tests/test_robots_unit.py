@@ -71,6 +71,14 @@ def test_decode_cuts_at_the_limit_and_drops_the_partial_line() -> None:
     assert decode_body(b"\xff\xfeUser-agent: *", 100) == ("%FF%FEUser-agent: *", False)
 
 
+def test_a_body_whose_download_was_stopped_loses_its_partial_line() -> None:
+    """The first bytes of a compressed robots.txt may inflate to less than 500 KiB: the body
+    still ends mid-line, and ``Allow: /pri`` (of ``Allow: /private/open``) must not allow
+    ``/print``."""
+    body = b"User-agent: *\nDisallow: /p\nAllow: /pri"
+    assert decode_body(body, cut=True) == ("User-agent: *\nDisallow: /p\n", True)
+
+
 def record(body: str, kind: str = RULES, origin: str = "http://a.example") -> RobotsRecord:
     return RobotsRecord(origin, kind, 200, 0.0, 100.0, body)
 

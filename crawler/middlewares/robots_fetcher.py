@@ -14,9 +14,10 @@ How a host's robots.txt is fetched:
 * The response never reaches the spider: the gate hands robots.txt requests' hooks to
   :meth:`RobotsFetcher.process_response` and friends, which read it and raise ``IgnoreRequest``.
   Up to 5 redirects are followed (RFC 9309 2.3.1.2) while the robots.txt request keeps the
-  host's slot. 2xx: its rules apply (its first 500 KiB); 4xx other than
-  429, or more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused connections:
-  the whole origin is disallowed for now.
+  host's slot. 2xx: its rules apply (its first 500 KiB, read even from a body longer than
+  ``DOWNLOAD_MAXSIZE``: the download stops there, ``read_up_to``); 4xx other than 429, or
+  more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused connections: the whole
+  origin is disallowed for now.
 * Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
   middleware above the gate that raises on the way back up (``HttpCompressionMiddleware`` on a
   gzip bomb or a plain body labelled gzip) never reaches ``process_exception``: the end of the
@@ -334,7 +335,10 @@ class RobotsFetcher:
         now = self.clock()
         hint = freshness_of(response.headers, now)
         lifetime = robots_lifetime(hint, self.book.expiry, status)
-        record = self.book.fetched(origin, status, response.body, now, lifetime=lifetime)
+        cut = "download_stopped" in response.flags  # read_up_to: the file's beginning only
+        record = self.book.fetched(
+            origin, status, response.body, now, lifetime=lifetime, cut=cut
+        )
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")
             return
@@ -351,7 +355,9 @@ class RobotsFetcher:
             assert target is not None
             other = self.book.state(target)
             if not self.book.fresh(target, self.clock()) and other.fetching != IN_FLIGHT:
-                self.book.fetched(target, status, response.body, now, lifetime=lifetime)
+                self.book.fetched(
+                    target, status, response.body, now, lifetime=lifetime, cut=cut
+                )
                 self.outcomes.resolved(target)
 
     def process_exception(self, request: Request, exception: Exception) -> None:

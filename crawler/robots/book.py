@@ -392,15 +392,20 @@ class RobotsBook:
         *,
         kind: str | None = None,
         lifetime: float | None = None,
+        cut: bool = False,
     ) -> RobotsRecord | None:
         """A final answer (no redirect left to follow). Returns the new record, or None when the
         answer means "unreachable" (the caller then asks :meth:`failed` for the retry delay).
-        ``lifetime``: how long it stays fresh (its caching headers); None: ``expiry``."""
+        ``lifetime``: how long it stays fresh (its caching headers); None: ``expiry``.
+        ``cut``: ``body`` is the file's beginning only (its download was stopped)."""
         kind = kind or classify(status)
         if kind == DISALLOW_ALL:
             return None
         st = self.state(origin)
-        text, st.truncated = decode_body(body, self.max_size) if kind != ALLOW_ALL else ("", False)
+        if kind == ALLOW_ALL:
+            text, st.truncated = "", False
+        else:
+            text, st.truncated = decode_body(body, self.max_size, cut=cut)
         record = RobotsRecord(
             origin, kind, status, now, now + (self.expiry if lifetime is None else lifetime), text
         )
