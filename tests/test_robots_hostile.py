@@ -4,7 +4,7 @@ server's robots.txt could have forbidden.
 One real crawl, one host per case. Each host serves a normal little site, except that its
 ``/robots.txt`` misbehaves: it trickles, never answers, sends endless headers or an endless body,
 resets mid-body, is a decompression bomb, redirects a hundred times, is binary junk or 50 MB.
-RFC 9309: a robots.txt that cannot be fetched (a network error, a timeout)
+RFC 9309: a robots.txt that cannot be fetched (a network error, a timeout, a download limit)
 means "disallow everything" while it fails, and is tried again; one that is fetched but unreadable
 (junk, a redirect chain past 5 hops) means "no rules"; one longer than any limit is read up to
 500 KiB (2.5), its rules there obeyed. A fixed host beside them must be crawled whole, and the
@@ -62,6 +62,8 @@ CASES: dict[str, tuple[str, h.Route, bool]] = {
 }
 # over DOWNLOAD_MAXSIZE: their first 500 KiB are the file
 HUGE = {"127.0.0.150", "127.0.0.151"}
+# robots.txt requests a download limit stops (DOWNLOAD_MIN_RATE, the header limits)
+LIMITED = {"127.0.0.141", "127.0.0.142", "127.0.0.143"}
 PAGES = 3
 
 
@@ -131,6 +133,17 @@ def test_a_robots_txt_over_every_limit_is_read_up_to_500_kib(crawl, address: str
     assert fetched == sites[address] - {"/robots.txt", "/p/1.html"}, CASES[address][0]
     (robots,) = server.hits_of(address, "/robots.txt")
     assert robots.sent < 4 * MB, (CASES[address][0], robots.sent)
+
+
+@pytest.mark.parametrize("address", sorted(LIMITED))
+def test_a_robots_txt_a_download_limit_stops_is_unreachable_and_tried_again(
+    crawl, address: str
+) -> None:
+    """A download limit (too slow, too many headers) is a failed fetch like a timeout
+    (RFC 9309 2.3.1.4): retried after robots_retry_delay, not given up at the first try."""
+    _, server, _ = crawl
+    robots = [x for x in server.hits_of(address) if x.path == "/robots.txt"]
+    assert len(robots) == 2, (CASES[address][0], len(robots))
 
 
 def test_each_page_is_fetched_once(crawl) -> None:

@@ -16,8 +16,8 @@ How a host's robots.txt is fetched:
   Up to 5 redirects are followed (RFC 9309 2.3.1.2) while the robots.txt request keeps the
   host's slot. 2xx: its rules apply (its first 500 KiB, read even from a body longer than
   ``DOWNLOAD_MAXSIZE``: the download stops there, ``read_up_to``); 4xx other than 429, or
-  more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused connections: the whole
-  origin is disallowed for now.
+  more than 5 redirects: no restrictions; 5xx, 429, timeouts, refused connections and download
+  limits (too slow, endless headers): the whole origin is disallowed for now.
 * Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
   middleware above the gate that raises on the way back up (``HttpCompressionMiddleware`` on a
   gzip bomb or a plain body labelled gzip) never reaches ``process_exception``: the end of the
@@ -54,7 +54,7 @@ from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
 from crawler.config.agent import agent_problem
-from crawler.download.limits import StoppedAtShutdown
+from crawler.download.limits import DownloadLimitExceeded, StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.urls import origin_of
 from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
@@ -370,9 +370,12 @@ class RobotsFetcher:
             # cut by a stop (Ctrl-C): nothing is known of the origin; the claim is given up
             # so another worker or the resumed crawl fetches it
             self.book.abandoned(origin)
-        elif isinstance(exception, IgnoreRequest):
+        elif isinstance(exception, IgnoreRequest) and not isinstance(
+            exception, DownloadLimitExceeded
+        ):
             # Another middleware refused the robots.txt request (address safety): it will
-            # refuse the origin's pages as well; nothing to retry.
+            # refuse the origin's pages as well; nothing to retry. A download limit (too slow,
+            # endless headers) is the server failing, like a timeout: unreachable, retried.
             self.outcomes.refused(origin, str(exception))
         else:
             self._inc(f"robotstxt/exception_count/{type(exception).__name__}")
