@@ -3,6 +3,8 @@ the middleware driven by hand (a fake engine, Deferreds fired by the test)."""
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +13,7 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http import Response, TextResponse
+from scrapy.utils._compression import brotli, zstd
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
@@ -20,11 +23,13 @@ import crawler.middlewares.robots_waits as robots_waits
 from crawler import signals as crawler_signals
 from crawler.content.html import parse_html
 from crawler.frontier.urls import origin_of
+from crawler.middlewares.compression import CountingHttpCompressionMiddleware
 from crawler.middlewares.robots import RobotsMiddleware, RobotsTxtHandled
 from crawler.middlewares.robots_requests import build_cache, robots_request
 from crawler.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
+    MAX_SIZE,
     RULES,
     MemoryRobotsCache,
     RobotsBook,
@@ -77,6 +82,43 @@ def test_a_body_whose_download_was_stopped_loses_its_partial_line() -> None:
     ``/print``."""
     body = b"User-agent: *\nDisallow: /p\nAllow: /pri"
     assert decode_body(body, cut=True) == ("User-agent: *\nDisallow: /p\n", True)
+
+
+def _compressed(encoding: str, data: bytes) -> bytes:
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    if encoding == "br":
+        return bytes(brotli.compress(data))
+    return bytes(zstd.compress(data))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_compressed_robots_txt_is_inflated_up_to_what_is_parsed(
+    encoding: str, whole: bool
+) -> None:
+    """RFC 9309 2.5: 500 KiB are parsed; a robots.txt that inflates past DOWNLOAD_MAXSIZE (a
+    long file, a bomb) is inflated up to there and read, not dropped; one whose download was
+    stopped (its compressed bytes cut) gives what they hold."""
+    lines = (f"# padding line {i}\n".encode() for i in range(100_000))
+    text = b"User-agent: *\nDisallow: /private\n" + b"".join(lines)  # 2 MB
+    body = _compressed(encoding, text)
+    if not whole:
+        body = body[: len(body) // 2]
+    crawler = get_crawler(settings_dict={"DOWNLOAD_MAXSIZE": 1_000_000})
+    middleware = CountingHttpCompressionMiddleware.from_crawler(crawler)
+    request = robots_request("http://a.example")
+    response = Response(
+        request.url, body=body, headers={"Content-Encoding": encoding}, request=request
+    )
+    out = middleware.process_response(request, response)
+    assert isinstance(out, Response) and b"Content-Encoding" not in out.headers
+    if whole:
+        assert out.body == text[: MAX_SIZE + 1]
+    else:
+        assert 0 < len(out.body) <= MAX_SIZE + 1 and text.startswith(out.body)
 
 
 def record(body: str, kind: str = RULES, origin: str = "http://a.example") -> RobotsRecord:

@@ -15,8 +15,8 @@ Stock limits and where they fall short:
 - Scrapy drops a body over ``DOWNLOAD_MAXSIZE`` whole. A request whose reader needs only the
   beginning of it (:func:`~crawler.download.robots_request.read_up_to`: robots.txt, parsed up to
   500 KiB) is stopped once that much came instead, and its response goes on with it (flag
-  ``download_stopped``), however long the body; ``DOWNLOAD_MAXSIZE`` still bounds its
-  decompression.
+  ``download_stopped``), however long the body (the compression middleware inflates it no
+  further either).
 
 It also keeps each response's header section as the server sent it (``RAW_HEAD_META``), which
 Scrapy's ``Headers`` cannot give back (they lose the reason phrase, the names' case, folded
@@ -376,8 +376,8 @@ class LimitedHTTPDownloadHandler(HTTP11DownloadHandler):
             return await self._transfer(request)
         # Scrapy cancels a body over DOWNLOAD_MAXSIZE (at once when its Content-Length says
         # so), and warns over DOWNLOAD_WARNSIZE: neither may happen to a transfer that the
-        # body watch stops at read_up_to. Decompression, after this handler, reads the same
-        # keys: they are put back for it.
+        # body watch stops at read_up_to. Middlewares after this handler may read the same
+        # keys: they are put back for them.
         meta = request.meta
         saved = {key: meta[key] for key in _SIZE_KEYS if key in meta}
         meta.update(dict.fromkeys(_SIZE_KEYS, 0))

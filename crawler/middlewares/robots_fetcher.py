@@ -20,7 +20,7 @@ How a host's robots.txt is fetched:
   limits (too slow, endless headers): the whole origin is disallowed for now.
 * Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
   middleware above the gate that raises on the way back up (``HttpCompressionMiddleware`` on a
-  gzip bomb or a plain body labelled gzip) never reaches ``process_exception``: the end of the
+  plain body labelled gzip) never reaches ``process_exception``: the end of the
   fetch (``fetch_finished``, sent by ``FrontierDownloader`` after the whole chain) fails an
   origin whose fetch is still in flight.
 * A request that arrives while its origin has no copy yet (the frontier rejected the robots.txt
@@ -273,7 +273,7 @@ class RobotsFetcher:
     def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
         """The downloader is done with ``request``, however it ended. A robots.txt fetch that
         is still in flight then ended without an answer read here: a middleware above the gate
-        raised on the way back up (a gzip bomb, a plain body labelled gzip), so neither
+        raised on the way back up (a plain body labelled gzip), so neither
         :meth:`process_response` nor :meth:`process_exception` heard of it. RFC 9309
         2.3.1.4: unreachable, the host is held and robots.txt tried again."""
         origin = request.meta.get(ROBOTS_META)
