@@ -4,6 +4,7 @@ the middleware driven by hand (a fake engine, Deferreds fired by the test)."""
 from __future__ import annotations
 
 import gzip
+import sqlite3
 import zlib
 from pathlib import Path
 from typing import Any
@@ -499,6 +500,63 @@ def test_refresh_failure_keeps_the_last_good_copy(middleware) -> None:
     assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
     assert run(mw.process_request(Request("http://a.example/y"))).result is None
     assert len(engine.crawled) == 1  # no second refresh before the retry delay
+
+
+def test_a_refresh_is_conditional_and_a_304_renews_the_copy(middleware) -> None:
+    """RFC 9309 2.4 lets a crawler use HTTP caching: a refresh carries the copy's ETag and
+    Last-Modified, and a 304 keeps that copy in force, fresh again, with nothing re-read; a
+    304 used to be read as a failed fetch (an unknown 3xx: unreachable)."""
+    mw, crawler, timers, _ = middleware
+    engine: FakeEngine = crawler.engine
+    book = mw.fetcher.book
+    lm = "Sat, 05 Dec 2026 10:00:00 GMT"
+    first = discover(crawler, "http://a.example")
+    run(mw.process_request(first))
+    assert b"If-None-Match" not in first.headers  # nothing to revalidate yet
+    body = b"User-agent: *\nDisallow: /x\n"
+    run(mw.process_response(first, answer(first, 200, body, ETag='"v1"', **{"Last-Modified": lm})))
+    assert book.validators("http://a.example") == ('"v1"', lm)
+    # a day later the copy has expired: the next page queues a refresh, which asks whether
+    # the file changed
+    now = mw.fetcher.clock()
+    mw.fetcher.clock = lambda: now + 86400 + 1
+    assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
+    refresh = engine.crawled[-1]
+    assert refresh.url == "http://a.example/robots.txt"
+    run(mw.process_request(refresh))
+    assert refresh.headers[b"If-None-Match"] == b'"v1"'
+    assert refresh.headers[b"If-Modified-Since"] == lm.encode()
+    run(mw.process_response(refresh, answer(refresh, 304, **{"Cache-Control": "max-age=600"})))
+    assert book.fresh("http://a.example", mw.fetcher.clock())
+    rules = book.state("http://a.example").rules
+    assert rules.record.body == body.decode() and rules.record.etag == '"v1"'
+    assert rules.record.expires_at == pytest.approx(now + 86401 + 600, abs=5)
+    assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
+    assert run(mw.process_request(Request("http://a.example/y"))).result is None
+    assert crawler.stats.get_value("robotstxt/not_modified") == 1
+    assert crawler.stats.get_value("robotstxt/unreachable") is None
+    assert timers == []  # no retry scheduled
+    # and the SQLite cache keeps the validators for the next crawl
+    assert book.cache.get("http://a.example").etag == '"v1"'
+
+
+def test_an_sqlite_cache_of_an_older_crawler_gains_the_validators(tmp_path: Path) -> None:
+    path = tmp_path / "robots.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL, status INTEGER NOT"
+        " NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL, body TEXT NOT NULL)"
+    )
+    db.execute("INSERT INTO robots VALUES ('http://a.example', 'rules', 200, 0, 9e9, 'x')")
+    db.commit()
+    db.close()
+    cache = SqliteRobotsCache(path)
+    assert cache.get("http://a.example") == RobotsRecord(
+        "http://a.example", RULES, 200, 0, 9e9, "x"
+    )
+    cache.put(RobotsRecord("http://b.example", RULES, 200, 0, 9e9, "y", '"e"', "then"))
+    assert cache.get("http://b.example").last_modified == "then"
+    cache.close()
 
 
 def test_a_fetch_that_ends_unread_counts_as_unreachable_once(middleware) -> None:

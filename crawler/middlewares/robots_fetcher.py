@@ -269,6 +269,12 @@ class RobotsFetcher:
             self.outcomes.follow(origin)
             raise RobotsTxtHandled(f"robots.txt of {origin} is another worker's, or failing")
         self._inc("robotstxt/request_count")
+        if not hop:  # a refresh asks whether the copy in force changed (RFC 9110 13.1)
+            etag, last_modified = self.book.validators(origin)
+            if etag:
+                request.headers[b"If-None-Match"] = etag
+            if last_modified:
+                request.headers[b"If-Modified-Since"] = last_modified
 
     def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
         """The downloader is done with ``request``, however it ended. A robots.txt fetch that
@@ -334,10 +340,19 @@ class RobotsFetcher:
             return
         now = self.clock()
         hint = freshness_of(response.headers, now)
+        validators = _validators(response)
+        if status == 304 and _conditional(request):
+            # not modified: the copy in force stays, fresh again as the answer says (its
+            # headers are the file's, RFC 9111 4.3.4)
+            lifetime = robots_lifetime(hint, self.book.expiry)
+            if self.book.renewed(origin, now, lifetime=lifetime, validators=validators):
+                self._inc("robotstxt/not_modified")
+                self.outcomes.resolved(origin)
+                return
         lifetime = robots_lifetime(hint, self.book.expiry, status)
         cut = "download_stopped" in response.flags  # read_up_to: the file's beginning only
         record = self.book.fetched(
-            origin, status, response.body, now, lifetime=lifetime, cut=cut
+            origin, status, response.body, now, lifetime=lifetime, cut=cut, validators=validators
         )
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")
@@ -356,7 +371,8 @@ class RobotsFetcher:
             other = self.book.state(target)
             if not self.book.fresh(target, self.clock()) and other.fetching != IN_FLIGHT:
                 self.book.fetched(
-                    target, status, response.body, now, lifetime=lifetime, cut=cut
+                    target, status, response.body, now, lifetime=lifetime, cut=cut,
+                    validators=validators,
                 )
                 self.outcomes.resolved(target)
 
@@ -417,3 +433,15 @@ class RobotsFetcher:
     def _set(self, key: str, value: Any) -> None:
         if self.stats is not None:
             self.stats.set_value(key, value)
+
+
+def _validators(response: Response) -> tuple[str, str]:
+    """The answer's ``ETag`` and ``Last-Modified`` ("" when absent)."""
+    etag = response.headers.get(b"ETag") or b""
+    last_modified = response.headers.get(b"Last-Modified") or b""
+    return etag.decode("latin-1").strip(), last_modified.decode("latin-1").strip()
+
+
+def _conditional(request: Request) -> bool:
+    """Whether ``request`` asked for a 304 (it carried a copy's validators)."""
+    return b"If-None-Match" in request.headers or b"If-Modified-Since" in request.headers

@@ -59,6 +59,8 @@ class SharedOrigin:
 
 CLAIMED = SharedOrigin(True)
 
+_VALIDATORS = ("etag", "last_modified")  # columns added to the first SQLite schema
+
 
 class RobotsCache(abc.ABC):
     """Records by origin. Only usable outcomes are stored: "unreachable" is a state of the
@@ -140,8 +142,16 @@ class SqliteRobotsCache(RobotsCache):
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL,"
             " status INTEGER NOT NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL,"
-            " body TEXT NOT NULL)"
+            " body TEXT NOT NULL, etag TEXT NOT NULL DEFAULT '',"
+            " last_modified TEXT NOT NULL DEFAULT '')"
         )
+        # a file an older crawler wrote has no validators yet
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(robots)")}
+        for column in _VALIDATORS:
+            if column not in columns:
+                self._db.execute(
+                    f"ALTER TABLE robots ADD COLUMN {column} TEXT NOT NULL DEFAULT ''"
+                )
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> SqliteRobotsCache:
@@ -151,8 +161,8 @@ class SqliteRobotsCache(RobotsCache):
 
     def get(self, origin: str) -> RobotsRecord | None:
         row = self._db.execute(
-            "SELECT origin, kind, status, fetched_at, expires_at, body FROM robots"
-            " WHERE origin = ?",
+            "SELECT origin, kind, status, fetched_at, expires_at, body, etag, last_modified"
+            " FROM robots WHERE origin = ?",
             (origin,),
         ).fetchone()
         return RobotsRecord(*row) if row else None
@@ -161,7 +171,8 @@ class SqliteRobotsCache(RobotsCache):
         if record.kind == DISALLOW_ALL:
             return
         self._db.execute(
-            "INSERT OR REPLACE INTO robots VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO robots (origin, kind, status, fetched_at, expires_at, body,"
+            " etag, last_modified) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.origin,
                 record.kind,
@@ -169,6 +180,8 @@ class SqliteRobotsCache(RobotsCache):
                 record.fetched_at,
                 record.expires_at,
                 record.body,
+                record.etag,
+                record.last_modified,
             ),
         )
 

@@ -126,7 +126,10 @@ class RobotsRecord:
     """One robots.txt outcome for an origin (``scheme://host[:port]``), as cached and shared.
 
     Times are wall-clock epoch seconds, since a record outlives the process that fetched it.
-    ``status`` is the final HTTP status, 0 when the host could not be reached.
+    ``status`` is the final HTTP status, 0 when the host could not be reached. ``etag`` and
+    ``last_modified``: the validators of a 2xx answer, so its refresh is a conditional request
+    that a server answers with a bodiless 304 when the file has not changed (last, with
+    defaults: a record stored without them reads back).
     """
 
     origin: str
@@ -135,6 +138,8 @@ class RobotsRecord:
     fetched_at: float
     expires_at: float
     body: str = ""
+    etag: str = ""
+    last_modified: str = ""
 
     def fresh(self, now: float) -> bool:
         return now < self.expires_at
