@@ -540,6 +540,21 @@ def test_a_refresh_is_conditional_and_a_304_renews_the_copy(middleware) -> None:
     assert book.cache.get("http://a.example").etag == '"v1"'
 
 
+def test_a_redirect_targets_validators_are_not_the_origins(middleware) -> None:
+    """The refresh asks the origin's /robots.txt, never the redirect's target: sending it the
+    target's ETag asks a question about another URL."""
+    mw, crawler, _, _ = middleware
+    engine: FakeEngine = crawler.engine
+    first = discover(crawler, "http://a.example")
+    run(mw.process_request(first))
+    run(mw.process_response(first, answer(first, 301, Location="/moved.txt")))
+    hop, d = engine.downloads[-1]
+    assert hop.url == "http://a.example/moved.txt"
+    d.callback(answer(hop, 200, b"User-agent: *\nDisallow: /x\n", ETag='"moved"'))
+    assert not mw.fetcher.book.state("http://a.example").rules.allowed("http://a.example/x")
+    assert mw.fetcher.book.validators("http://a.example") == ("", "")
+
+
 def test_an_sqlite_cache_of_an_older_crawler_gains_the_validators(tmp_path: Path) -> None:
     path = tmp_path / "robots.sqlite"
     db = sqlite3.connect(path)

@@ -340,19 +340,22 @@ class RobotsFetcher:
             return
         now = self.clock()
         hint = freshness_of(response.headers, now)
+        # an answer's validators are its URL's: a redirect's target is never asked for with
+        # them (a refresh asks the origin's /robots.txt), so they are kept for a direct answer
         validators = _validators(response)
+        own = ("", "") if request.meta.get(HOPS_META) else validators
         if status == 304 and _conditional(request):
             # not modified: the copy in force stays, fresh again as the answer says (its
             # headers are the file's, RFC 9111 4.3.4)
             lifetime = robots_lifetime(hint, self.book.expiry)
-            if self.book.renewed(origin, now, lifetime=lifetime, validators=validators):
+            if self.book.renewed(origin, now, lifetime=lifetime, validators=own):
                 self._inc("robotstxt/not_modified")
                 self.outcomes.resolved(origin)
                 return
         lifetime = robots_lifetime(hint, self.book.expiry, status)
         cut = "download_stopped" in response.flags  # read_up_to: the file's beginning only
         record = self.book.fetched(
-            origin, status, response.body, now, lifetime=lifetime, cut=cut, validators=validators
+            origin, status, response.body, now, lifetime=lifetime, cut=cut, validators=own
         )
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")
