@@ -555,7 +555,9 @@ def test_a_redirect_targets_validators_are_not_the_origins(middleware) -> None:
     assert mw.fetcher.book.validators("http://a.example") == ("", "")
 
 
-def test_an_sqlite_cache_of_an_older_crawler_gains_the_validators(tmp_path: Path) -> None:
+def test_an_sqlite_cache_another_version_wrote_is_dropped_not_read(tmp_path: Path) -> None:
+    """A cache file of another layout (PRAGMA user_version) is emptied: robots.txt is fetched
+    again, which loses nothing, where reading it would fail or mislead."""
     path = tmp_path / "robots.sqlite"
     db = sqlite3.connect(path)
     db.execute(
@@ -566,11 +568,13 @@ def test_an_sqlite_cache_of_an_older_crawler_gains_the_validators(tmp_path: Path
     db.commit()
     db.close()
     cache = SqliteRobotsCache(path)
-    assert cache.get("http://a.example") == RobotsRecord(
-        "http://a.example", RULES, 200, 0, 9e9, "x"
-    )
+    assert cache.get("http://a.example") is None
     cache.put(RobotsRecord("http://b.example", RULES, 200, 0, 9e9, "y", '"e"', "then"))
-    assert cache.get("http://b.example").last_modified == "then"
+    cache.close()
+    cache = SqliteRobotsCache(path)  # its own layout is kept
+    assert cache.get("http://b.example") == RobotsRecord(
+        "http://b.example", RULES, 200, 0, 9e9, "y", '"e"', "then"
+    )
     cache.close()
 
 

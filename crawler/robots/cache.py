@@ -59,7 +59,7 @@ class SharedOrigin:
 
 CLAIMED = SharedOrigin(True)
 
-_VALIDATORS = ("etag", "last_modified")  # columns added to the first SQLite schema
+_LAYOUT = 1  # the SQLite file's layout (PRAGMA user_version); a file of another is dropped
 
 
 class RobotsCache(abc.ABC):
@@ -139,19 +139,15 @@ class SqliteRobotsCache(RobotsCache):
         self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
+        if self._db.execute("PRAGMA user_version").fetchone()[0] != _LAYOUT:
+            # a cache another version wrote: dropped, not read (robots.txt is fetched again)
+            self._db.execute("DROP TABLE IF EXISTS robots")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL,"
             " status INTEGER NOT NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL,"
-            " body TEXT NOT NULL, etag TEXT NOT NULL DEFAULT '',"
-            " last_modified TEXT NOT NULL DEFAULT '')"
+            " body TEXT NOT NULL, etag TEXT NOT NULL, last_modified TEXT NOT NULL)"
         )
-        # a file an older crawler wrote has no validators yet
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(robots)")}
-        for column in _VALIDATORS:
-            if column not in columns:
-                self._db.execute(
-                    f"ALTER TABLE robots ADD COLUMN {column} TEXT NOT NULL DEFAULT ''"
-                )
+        self._db.execute(f"PRAGMA user_version = {_LAYOUT}")
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> SqliteRobotsCache:
@@ -171,8 +167,7 @@ class SqliteRobotsCache(RobotsCache):
         if record.kind == DISALLOW_ALL:
             return
         self._db.execute(
-            "INSERT OR REPLACE INTO robots (origin, kind, status, fetched_at, expires_at, body,"
-            " etag, last_modified) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO robots VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.origin,
                 record.kind,
