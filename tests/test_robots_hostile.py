@@ -4,13 +4,16 @@ server's robots.txt could have forbidden.
 One real crawl, one host per case. Each host serves a normal little site, except that its
 ``/robots.txt`` misbehaves: it trickles, never answers, sends endless headers or an endless body,
 resets mid-body, is a decompression bomb, redirects a hundred times, is binary junk or 50 MB.
-RFC 9309: a robots.txt that cannot be fetched (a network error, a timeout) means "disallow
-everything" while it fails; one that is fetched but unreadable (junk, a redirect chain past 5
-hops) means "no rules". A fixed host beside them must be crawled whole, and the crawl must end by
-itself (``finish_reason`` "finished"), within the test's hang guard.
+RFC 9309: a robots.txt that cannot be fetched (a network error, a timeout, a download limit)
+means "disallow everything" while it fails, and is tried again; one that is fetched but unreadable
+(junk, a redirect chain past 5 hops) means "no rules"; one longer than any limit is read up to
+500 KiB (2.5), its rules there obeyed. A fixed host beside them must be crawled whole, and the
+crawl must end by itself (``finish_reason`` "finished"), within the test's hang guard.
 """
 
 from __future__ import annotations
+
+import zlib
 
 import pytest
 
@@ -19,19 +22,61 @@ from tests.crawling import loopback_settings, run_crawl
 
 MB = 1 << 20
 NORMAL = "127.0.0.140"
+# Past RFC 9309's 500 KiB: a rule there is ignored (crawler.robots.rules.MAX_SIZE)
+PADDING = b"# " + b"x" * 97 + b"\n"
+
+
+def huge_robots(size: int, *, declare_length: bool = True, gzipped: bool = False) -> h.Route:
+    """A robots.txt of ``size`` bytes (over DOWNLOAD_MAXSIZE) disallowing ``/p/1.html`` at its
+    top and ``/p/2.html`` at its end, with or without a Content-Length; sent a block at a time,
+    as long as the client reads. ``gzipped``: sent gzipped (a few KB, all of it sent)."""
+    top = b"User-agent: *\nDisallow: /p/1.html\n"
+    end = b"Disallow: /p/2.html\n"
+
+    def route(req: h.Req, conn: h.Conn) -> None:
+        if gzipped:
+            packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            block = PADDING * 10_000
+            body = packer.compress(top)
+            body += b"".join(packer.compress(block) for _ in range(size // len(block)))
+            body += packer.compress(end) + packer.flush()
+            headers = [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]
+            conn.answer(200, headers, body)
+            return
+        length = [("Content-Length", str(size))] if declare_length else []
+        conn.head(200, [("Content-Type", "text/plain"), *length])
+        conn.send(top)
+        block = PADDING * 640
+        left = size - len(top) - len(end)
+        while left > 0:
+            conn.send(block[:left])
+            left -= len(block)
+        conn.send(end)
+
+    return route
+
 
 # address -> (case, robots.txt route, is the host's robots.txt "unreachable": no page fetched)
 CASES: dict[str, tuple[str, h.Route, bool]] = {
     "127.0.0.141": ("trickled_body", h.trickled_body(size=10_000, interval=0.5), True),
     "127.0.0.142": ("trickled_headers", h.trickled_headers(interval=0.5), True),
     "127.0.0.143": ("endless_headers", h.endless_headers(), True),
-    "127.0.0.144": ("endless_body", h.endless_body(), True),
+    # read up to 500 KiB like any long file: junk without rules
+    "127.0.0.144": ("endless_body", h.endless_body(), False),
     "127.0.0.145": ("silent", h.silent(), True),
     "127.0.0.146": ("reset_mid_body", h.reset_mid_body(), True),
-    "127.0.0.147": ("gzip_bomb", h.bomb("gzip", 64 * MB), True),
+    # inflated up to 500 KiB only, and read as the junk it is: no rules
+    "127.0.0.147": ("gzip_bomb", h.bomb("gzip", 64 * MB), False),
     "127.0.0.148": ("binary_junk", h.binary_junk(), False),
     "127.0.0.149": ("redirect_chain", h.redirect_chain("/robots.txt/", length=100), False),
+    "127.0.0.150": ("huge_declared", huge_robots(50 * MB, declare_length=True), False),
+    "127.0.0.151": ("huge_streamed", huge_robots(50 * MB, declare_length=False), False),
+    "127.0.0.152": ("huge_gzipped", huge_robots(20 * MB, gzipped=True), False),
 }
+# over DOWNLOAD_MAXSIZE: their first 500 KiB are the file
+HUGE = {"127.0.0.150", "127.0.0.151", "127.0.0.152"}
+# robots.txt requests a download limit stops (DOWNLOAD_MIN_RATE, the header limits)
+LIMITED = {"127.0.0.141", "127.0.0.142", "127.0.0.143"}
 PAGES = 3
 
 
@@ -83,11 +128,35 @@ def test_an_unreachable_robots_txt_lets_no_page_through(crawl, address: str) -> 
     assert result.stats.get("robotstxt/unreachable", 0) >= 1
 
 
-@pytest.mark.parametrize("address", [a for a, (_, _, down) in CASES.items() if not down])
+@pytest.mark.parametrize(
+    "address", [a for a, (_, _, down) in CASES.items() if not down and a not in HUGE]
+)
 def test_an_unreadable_robots_txt_means_no_rules(crawl, address: str) -> None:
     _, server, sites = crawl
     fetched = {x.path for x in server.hits_of(address) if not x.path.startswith("/robots.txt")}
     assert fetched == sites[address] - {"/robots.txt"}, CASES[address][0]
+
+
+@pytest.mark.parametrize("address", sorted(HUGE))
+def test_a_robots_txt_over_every_limit_is_read_up_to_500_kib(crawl, address: str) -> None:
+    """RFC 9309 2.5: the first 500 KiB are parsed, the rest ignored; not "unreachable" because
+    the body is longer than DOWNLOAD_MAXSIZE, and not read whole either."""
+    _, server, sites = crawl
+    fetched = {x.path for x in server.hits_of(address) if not x.path.startswith("/robots.txt")}
+    assert fetched == sites[address] - {"/robots.txt", "/p/1.html"}, CASES[address][0]
+    (robots,) = server.hits_of(address, "/robots.txt")
+    assert robots.sent < 4 * MB, (CASES[address][0], robots.sent)
+
+
+@pytest.mark.parametrize("address", sorted(LIMITED))
+def test_a_robots_txt_a_download_limit_stops_is_unreachable_and_tried_again(
+    crawl, address: str
+) -> None:
+    """A download limit (too slow, too many headers) is a failed fetch like a timeout
+    (RFC 9309 2.3.1.4): retried after robots_retry_delay, not given up at the first try."""
+    _, server, _ = crawl
+    robots = [x for x in server.hits_of(address) if x.path == "/robots.txt"]
+    assert len(robots) == 2, (CASES[address][0], len(robots))
 
 
 def test_each_page_is_fetched_once(crawl) -> None:

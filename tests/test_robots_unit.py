@@ -3,6 +3,9 @@ the middleware driven by hand (a fake engine, Deferreds fired by the test)."""
 
 from __future__ import annotations
 
+import gzip
+import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +14,7 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http import Response, TextResponse
+from scrapy.utils._compression import brotli, zstd
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
@@ -20,11 +24,13 @@ import crawler.middlewares.robots_waits as robots_waits
 from crawler import signals as crawler_signals
 from crawler.content.html import parse_html
 from crawler.frontier.urls import origin_of
+from crawler.middlewares.compression import CountingHttpCompressionMiddleware
 from crawler.middlewares.robots import RobotsMiddleware, RobotsTxtHandled
 from crawler.middlewares.robots_requests import build_cache, robots_request
 from crawler.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
+    MAX_SIZE,
     RULES,
     MemoryRobotsCache,
     RobotsBook,
@@ -69,6 +75,51 @@ def test_decode_cuts_at_the_limit_and_drops_the_partial_line() -> None:
     text, cut = decode_body(body, max_size=len(body) - 5)
     assert cut and text == "User-agent: *\nDisallow: /a\n"
     assert decode_body(b"\xff\xfeUser-agent: *", 100) == ("%FF%FEUser-agent: *", False)
+
+
+def test_a_body_whose_download_was_stopped_loses_its_partial_line() -> None:
+    """The first bytes of a compressed robots.txt may inflate to less than 500 KiB: the body
+    still ends mid-line, and ``Allow: /pri`` (of ``Allow: /private/open``) must not allow
+    ``/print``."""
+    body = b"User-agent: *\nDisallow: /p\nAllow: /pri"
+    assert decode_body(body, cut=True) == ("User-agent: *\nDisallow: /p\n", True)
+
+
+def _compressed(encoding: str, data: bytes) -> bytes:
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    if encoding == "br":
+        return bytes(brotli.compress(data))
+    return bytes(zstd.compress(data))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_compressed_robots_txt_is_inflated_up_to_what_is_parsed(
+    encoding: str, whole: bool
+) -> None:
+    """RFC 9309 2.5: 500 KiB are parsed; a robots.txt that inflates past DOWNLOAD_MAXSIZE (a
+    long file, a bomb) is inflated up to there and read, not dropped; one whose download was
+    stopped (its compressed bytes cut) gives what they hold."""
+    lines = (f"# padding line {i}\n".encode() for i in range(100_000))
+    text = b"User-agent: *\nDisallow: /private\n" + b"".join(lines)  # 2 MB
+    body = _compressed(encoding, text)
+    if not whole:
+        body = body[: len(body) // 2]
+    crawler = get_crawler(settings_dict={"DOWNLOAD_MAXSIZE": 1_000_000})
+    middleware = CountingHttpCompressionMiddleware.from_crawler(crawler)
+    request = robots_request("http://a.example")
+    response = Response(
+        request.url, body=body, headers={"Content-Encoding": encoding}, request=request
+    )
+    out = middleware.process_response(request, response)
+    assert isinstance(out, Response) and b"Content-Encoding" not in out.headers
+    if whole:
+        assert out.body == text[: MAX_SIZE + 1]
+    else:
+        assert 0 < len(out.body) <= MAX_SIZE + 1 and text.startswith(out.body)
 
 
 def record(body: str, kind: str = RULES, origin: str = "http://a.example") -> RobotsRecord:
@@ -449,6 +500,82 @@ def test_refresh_failure_keeps_the_last_good_copy(middleware) -> None:
     assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
     assert run(mw.process_request(Request("http://a.example/y"))).result is None
     assert len(engine.crawled) == 1  # no second refresh before the retry delay
+
+
+def test_a_refresh_is_conditional_and_a_304_renews_the_copy(middleware) -> None:
+    """RFC 9309 2.4 lets a crawler use HTTP caching: a refresh carries the copy's ETag and
+    Last-Modified, and a 304 keeps that copy in force, fresh again, with nothing re-read; a
+    304 used to be read as a failed fetch (an unknown 3xx: unreachable)."""
+    mw, crawler, timers, _ = middleware
+    engine: FakeEngine = crawler.engine
+    book = mw.fetcher.book
+    lm = "Sat, 05 Dec 2026 10:00:00 GMT"
+    first = discover(crawler, "http://a.example")
+    run(mw.process_request(first))
+    assert b"If-None-Match" not in first.headers  # nothing to revalidate yet
+    body = b"User-agent: *\nDisallow: /x\n"
+    run(mw.process_response(first, answer(first, 200, body, ETag='"v1"', **{"Last-Modified": lm})))
+    assert book.validators("http://a.example") == ('"v1"', lm)
+    # a day later the copy has expired: the next page queues a refresh, which asks whether
+    # the file changed
+    now = mw.fetcher.clock()
+    mw.fetcher.clock = lambda: now + 86400 + 1
+    assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
+    refresh = engine.crawled[-1]
+    assert refresh.url == "http://a.example/robots.txt"
+    run(mw.process_request(refresh))
+    assert refresh.headers[b"If-None-Match"] == b'"v1"'
+    assert refresh.headers[b"If-Modified-Since"] == lm.encode()
+    run(mw.process_response(refresh, answer(refresh, 304, **{"Cache-Control": "max-age=600"})))
+    assert book.fresh("http://a.example", mw.fetcher.clock())
+    rules = book.state("http://a.example").rules
+    assert rules.record.body == body.decode() and rules.record.etag == '"v1"'
+    assert rules.record.expires_at == pytest.approx(now + 86401 + 600, abs=5)
+    assert isinstance(run(mw.process_request(Request("http://a.example/x"))).result, IgnoreRequest)
+    assert run(mw.process_request(Request("http://a.example/y"))).result is None
+    assert crawler.stats.get_value("robotstxt/not_modified") == 1
+    assert crawler.stats.get_value("robotstxt/unreachable") is None
+    assert timers == []  # no retry scheduled
+    # and the SQLite cache keeps the validators for the next crawl
+    assert book.cache.get("http://a.example").etag == '"v1"'
+
+
+def test_a_redirect_targets_validators_are_not_the_origins(middleware) -> None:
+    """The refresh asks the origin's /robots.txt, never the redirect's target: sending it the
+    target's ETag asks a question about another URL."""
+    mw, crawler, _, _ = middleware
+    engine: FakeEngine = crawler.engine
+    first = discover(crawler, "http://a.example")
+    run(mw.process_request(first))
+    run(mw.process_response(first, answer(first, 301, Location="/moved.txt")))
+    hop, d = engine.downloads[-1]
+    assert hop.url == "http://a.example/moved.txt"
+    d.callback(answer(hop, 200, b"User-agent: *\nDisallow: /x\n", ETag='"moved"'))
+    assert not mw.fetcher.book.state("http://a.example").rules.allowed("http://a.example/x")
+    assert mw.fetcher.book.validators("http://a.example") == ("", "")
+
+
+def test_an_sqlite_cache_another_version_wrote_is_dropped_not_read(tmp_path: Path) -> None:
+    """A cache file of another layout (PRAGMA user_version) is emptied: robots.txt is fetched
+    again, which loses nothing, where reading it would fail or mislead."""
+    path = tmp_path / "robots.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL, status INTEGER NOT"
+        " NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL, body TEXT NOT NULL)"
+    )
+    db.execute("INSERT INTO robots VALUES ('http://a.example', 'rules', 200, 0, 9e9, 'x')")
+    db.commit()
+    db.close()
+    cache = SqliteRobotsCache(path)
+    assert cache.get("http://a.example") is None
+    cache.put(RobotsRecord("http://b.example", RULES, 200, 0, 9e9, "y", '"e"', "then"))
+    cache.close()
+    cache = SqliteRobotsCache(path)  # its own layout is kept
+    assert cache.get("http://b.example") == RobotsRecord(
+        "http://b.example", RULES, 200, 0, 9e9, "y", '"e"', "then"
+    )
+    cache.close()
 
 
 def test_a_fetch_that_ends_unread_counts_as_unreachable_once(middleware) -> None:

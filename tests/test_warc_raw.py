@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from scrapy.http import Response
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.archive.records import head_as_stored
+from crawler.middlewares.warc import response_head
 from tests.crawling import loopback_settings, run_crawl
 from tests.test_warc import warcio_check
 from tests.warc_support import all_records, warc_files
@@ -50,6 +52,15 @@ def test_head_as_stored_changes_only_a_chunked_or_cut_body() -> None:
     assert b"  second part\r\n" in cut and cut.count(b"Content-Length") == 1
     bare = b"HTTP/1.0 200 OK\nTransfer-Encoding: chunked\n\n"  # LF alone, as some servers send
     assert head_as_stored(bare, 3) == b"HTTP/1.0 200 OK\nContent-Length: 3\n\n"
+
+
+def test_a_body_whose_download_was_stopped_is_stored_with_its_own_length() -> None:
+    """A robots.txt longer than 500 KiB is downloaded up to there (flag download_stopped):
+    its record must not keep the server's Content-Length of bytes that never came."""
+    body = b"User-agent: *\n" * 10
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 52428800\r\n\r\n"
+    stopped = Response("http://a.example/robots.txt", body=body, flags=["download_stopped"])
+    assert response_head(stopped, head).endswith(b"Content-Length: %d\r\n\r\n" % len(body))
 
 
 def _answer(path: bytes) -> bytes:

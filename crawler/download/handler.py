@@ -12,6 +12,11 @@ Stock limits and where they fall short:
   transfer.
 - ``DOWNLOAD_MAXSIZE`` and ``DOWNLOAD_TIMEOUT`` (total time) are Scrapy's; here they are also
   counted in ``limits/download_size`` and ``limits/download_time``.
+- Scrapy drops a body over ``DOWNLOAD_MAXSIZE`` whole. A request whose reader needs only the
+  beginning of it (:func:`~crawler.download.robots_request.read_up_to`: robots.txt, parsed up to
+  500 KiB) is stopped once that much came instead, and its response goes on with it (flag
+  ``download_stopped``), however long the body (the compression middleware inflates it no
+  further either).
 
 It also keeps each response's header section as the server sent it (``RAW_HEAD_META``), which
 Scrapy's ``Headers`` cannot give back (they lose the reason phrase, the names' case, folded
@@ -67,6 +72,7 @@ from crawler.config import defaults
 from crawler.config.tuning import knob_default
 from crawler.config.typed import FeatureConfig, knob, setting
 from crawler.download.limits import DownloadLimitExceeded, StoppedAtShutdown, limit_log
+from crawler.download.robots_request import read_up_to
 from crawler.meta import RAW_HEAD_META, STOPPED_META
 from crawler.net.addresses import AddressPolicy, policy_from_settings
 
@@ -268,6 +274,9 @@ class _BodyWatch:
         now = monotonic()
         body = self._body(request)
         body.received += len(data)
+        enough = read_up_to(request)
+        if enough is not None and body.received >= enough:
+            raise StopDownload(fail=False)  # the response goes on with the bytes that came
         maxsize = self._maxsize(request)
         if maxsize and body.received > maxsize and not body.size_counted:
             body.size_counted = True  # Scrapy cancels it right after this signal
@@ -282,6 +291,10 @@ class _BodyWatch:
                 f"(DOWNLOAD_MIN_RATE is {rate:.0f})"
             )
             raise StopDownload(fail=True)
+
+
+# The request's meta keys by which Scrapy sizes a download (and its decompression).
+_SIZE_KEYS = ("download_maxsize", "download_warnsize")
 
 
 def _limit_cause(exc: BaseException) -> _Exceeded | None:
@@ -359,6 +372,23 @@ class LimitedHTTPDownloadHandler(HTTP11DownloadHandler):
             self._in_flight.discard(download)
 
     async def _download(self, request: Request) -> Response:
+        if read_up_to(request) is None:
+            return await self._transfer(request)
+        # Scrapy cancels a body over DOWNLOAD_MAXSIZE (at once when its Content-Length says
+        # so), and warns over DOWNLOAD_WARNSIZE: neither may happen to a transfer that the
+        # body watch stops at read_up_to. Middlewares after this handler may read the same
+        # keys: they are put back for them.
+        meta = request.meta
+        saved = {key: meta[key] for key in _SIZE_KEYS if key in meta}
+        meta.update(dict.fromkeys(_SIZE_KEYS, 0))
+        try:
+            return await self._transfer(request)
+        finally:
+            for key in _SIZE_KEYS:
+                meta.pop(key, None)
+            meta.update(saved)
+
+    async def _transfer(self, request: Request) -> Response:
         try:
             return await super().download_request(request)
         except DownloadTimeoutError:

@@ -10,6 +10,7 @@ from typing import Any
 from scrapy import Request
 
 from crawler.meta import ROBOTS_META
+from crawler.robots.rules import MAX_SIZE
 
 HOPS_META = "robotstxt_hops"  # redirects followed so far
 RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
@@ -20,6 +21,15 @@ PRIORITY = 1000
 
 def is_robots_request(request: Request) -> bool:
     return request.meta.get(ROBOTS_META) is not None
+
+
+def read_up_to(request: Request) -> int | None:
+    """The bytes of a body its reader needs, for the download handler to stop at (None: the
+    whole body). A robots.txt is parsed up to 500 KiB (RFC 9309 2.5), and a byte more tells a
+    longer file: the rest is never downloaded, and a file longer than ``DOWNLOAD_MAXSIZE`` is
+    read, not dropped as unreachable. Told by the request rather than kept in its meta, which a
+    frontier stores with every queued robots.txt retry."""
+    return MAX_SIZE + 1 if is_robots_request(request) else None
 
 
 def robots_request(origin: str, url: str | None = None, hops: int = 0, **meta: Any) -> Request:

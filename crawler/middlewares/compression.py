@@ -3,9 +3,17 @@
 Scrapy already stops decompressing at ``DOWNLOAD_MAXSIZE`` and drops the response with a
 warning; this adds the ``limits/decompressed_size`` stat and the limits' INFO line, so a
 report of what hostile servers did to a crawl is complete.
+
+A response whose reader needs only the beginning of the body
+(:func:`~crawler.download.robots_request.read_up_to`: robots.txt, parsed up to 500 KiB) is
+inflated up to there and goes on with it, however far the rest would inflate: a robots.txt
+gzipped from 20 MB is read like one sent plain (RFC 9309 2.5), and a decompression bomb costs
+500 KiB, not ``DOWNLOAD_MAXSIZE``, nor the host (it is read as the junk it is: no rules).
 """
 
 from __future__ import annotations
+
+import zlib
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -14,10 +22,14 @@ from scrapy.downloadermiddlewares.httpcompression import (
     _DecompressionMaxSizeExceeded,
 )
 from scrapy.exceptions import IgnoreRequest
-from scrapy.http import Response
+from scrapy.http import Response, TextResponse
+from scrapy.responsetypes import responsetypes
 from scrapy.statscollectors import StatsCollector
+from scrapy.utils._compression import brotli, zstd
 
 from crawler.download.limits import limit_log
+from crawler.download.robots_request import read_up_to
+from crawler.middlewares.sitemaps_reading import inflate
 
 
 class CountingHttpCompressionMiddleware(HttpCompressionMiddleware):
@@ -30,6 +42,9 @@ class CountingHttpCompressionMiddleware(HttpCompressionMiddleware):
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Request | Response:
+        enough = read_up_to(request)
+        if enough is not None and response.headers.getlist("Content-Encoding"):
+            return self._beginning(response, enough)
         try:
             return super().process_response(request, response)
         except IgnoreRequest as exc:
@@ -40,3 +55,37 @@ class CountingHttpCompressionMiddleware(HttpCompressionMiddleware):
                     f"{len(response.body)} compressed bytes expand past DOWNLOAD_MAXSIZE",
                 )
             raise
+
+    def _beginning(self, response: Response, size: int) -> Response:
+        """The response with its body's first ``size`` bytes decoded (all of it when shorter);
+        an encoding it cannot decode stays, as Scrapy's own leaves it."""
+        to_decode, to_keep = self._split_encodings(response.headers.getlist("Content-Encoding"))
+        body = response.body
+        for encoding in to_decode:
+            body = _first_bytes(body, encoding, size)
+        if to_keep:
+            self._warn_unknown_encoding(response, to_keep)
+            response.headers["Content-Encoding"] = to_keep
+        else:
+            del response.headers["Content-Encoding"]
+        respcls = responsetypes.from_args(headers=response.headers, url=response.url, body=body)
+        kwargs: dict[str, object] = {"body": body}
+        if issubclass(respcls, TextResponse):
+            kwargs["encoding"] = None
+        return response.replace(cls=respcls, **kwargs)
+
+
+def _first_bytes(body: bytes, encoding: bytes, size: int) -> bytes:
+    """The first ``size`` bytes (at most) ``body`` decodes to under ``encoding`` (one Scrapy
+    decodes): decoding stops there. A stream cut short gives what it holds; one that decodes
+    to nothing raises, as with Scrapy's decoders."""
+    if encoding in (b"gzip", b"x-gzip"):
+        return inflate(body, size)
+    if encoding == b"deflate":
+        try:
+            return zlib.decompressobj().decompress(body, size)
+        except zlib.error:  # raw deflate, as some servers send it (Scrapy reads it too)
+            return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, size)
+    if encoding == b"br":
+        return bytes(brotli.Decompressor().process(body, output_buffer_limit=size)[:size])
+    return bytes(zstd.ZstdDecompressor().decompress(body, max_length=size))

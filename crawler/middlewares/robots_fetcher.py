@@ -14,12 +14,13 @@ How a host's robots.txt is fetched:
 * The response never reaches the spider: the gate hands robots.txt requests' hooks to
   :meth:`RobotsFetcher.process_response` and friends, which read it and raise ``IgnoreRequest``.
   Up to 5 redirects are followed (RFC 9309 2.3.1.2) while the robots.txt request keeps the
-  host's slot. 2xx: its rules apply (its first 500 KiB); 4xx other than
-  429, or more than 5 redirects: no restrictions; 5xx, 429, timeouts and refused connections:
-  the whole origin is disallowed for now.
+  host's slot. 2xx: its rules apply (its first 500 KiB, read even from a body longer than
+  ``DOWNLOAD_MAXSIZE``: the download stops there, ``read_up_to``); 4xx other than 429, or
+  more than 5 redirects: no restrictions; 5xx, 429, timeouts, refused connections and download
+  limits (too slow, endless headers): the whole origin is disallowed for now.
 * Any failure while a robots.txt response is processed counts as unreachable, like a 5xx. A
   middleware above the gate that raises on the way back up (``HttpCompressionMiddleware`` on a
-  gzip bomb or a plain body labelled gzip) never reaches ``process_exception``: the end of the
+  plain body labelled gzip) never reaches ``process_exception``: the end of the
   fetch (``fetch_finished``, sent by ``FrontierDownloader`` after the whole chain) fails an
   origin whose fetch is still in flight.
 * A request that arrives while its origin has no copy yet (the frontier rejected the robots.txt
@@ -53,7 +54,7 @@ from twisted.python.failure import Failure
 
 from crawler import signals as crawler_signals
 from crawler.config.agent import agent_problem
-from crawler.download.limits import StoppedAtShutdown
+from crawler.download.limits import DownloadLimitExceeded, StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.urls import origin_of
 from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
@@ -268,11 +269,17 @@ class RobotsFetcher:
             self.outcomes.follow(origin)
             raise RobotsTxtHandled(f"robots.txt of {origin} is another worker's, or failing")
         self._inc("robotstxt/request_count")
+        if not hop:  # a refresh asks whether the copy in force changed (RFC 9110 13.1)
+            etag, last_modified = self.book.validators(origin)
+            if etag:
+                request.headers[b"If-None-Match"] = etag
+            if last_modified:
+                request.headers[b"If-Modified-Since"] = last_modified
 
     def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
         """The downloader is done with ``request``, however it ended. A robots.txt fetch that
         is still in flight then ended without an answer read here: a middleware above the gate
-        raised on the way back up (a gzip bomb, a plain body labelled gzip), so neither
+        raised on the way back up (a plain body labelled gzip), so neither
         :meth:`process_response` nor :meth:`process_exception` heard of it. RFC 9309
         2.3.1.4: unreachable, the host is held and robots.txt tried again."""
         origin = request.meta.get(ROBOTS_META)
@@ -333,8 +340,23 @@ class RobotsFetcher:
             return
         now = self.clock()
         hint = freshness_of(response.headers, now)
+        # an answer's validators are its URL's: a redirect's target is never asked for with
+        # them (a refresh asks the origin's /robots.txt), so they are kept for a direct answer
+        validators = _validators(response)
+        own = ("", "") if request.meta.get(HOPS_META) else validators
+        if status == 304 and _conditional(request):
+            # not modified: the copy in force stays, fresh again as the answer says (its
+            # headers are the file's, RFC 9111 4.3.4)
+            lifetime = robots_lifetime(hint, self.book.expiry)
+            if self.book.renewed(origin, now, lifetime=lifetime, validators=own):
+                self._inc("robotstxt/not_modified")
+                self.outcomes.resolved(origin)
+                return
         lifetime = robots_lifetime(hint, self.book.expiry, status)
-        record = self.book.fetched(origin, status, response.body, now, lifetime=lifetime)
+        cut = "download_stopped" in response.flags  # read_up_to: the file's beginning only
+        record = self.book.fetched(
+            origin, status, response.body, now, lifetime=lifetime, cut=cut, validators=own
+        )
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")
             return
@@ -351,7 +373,10 @@ class RobotsFetcher:
             assert target is not None
             other = self.book.state(target)
             if not self.book.fresh(target, self.clock()) and other.fetching != IN_FLIGHT:
-                self.book.fetched(target, status, response.body, now, lifetime=lifetime)
+                self.book.fetched(
+                    target, status, response.body, now, lifetime=lifetime, cut=cut,
+                    validators=validators,
+                )
                 self.outcomes.resolved(target)
 
     def process_exception(self, request: Request, exception: Exception) -> None:
@@ -364,9 +389,12 @@ class RobotsFetcher:
             # cut by a stop (Ctrl-C): nothing is known of the origin; the claim is given up
             # so another worker or the resumed crawl fetches it
             self.book.abandoned(origin)
-        elif isinstance(exception, IgnoreRequest):
+        elif isinstance(exception, IgnoreRequest) and not isinstance(
+            exception, DownloadLimitExceeded
+        ):
             # Another middleware refused the robots.txt request (address safety): it will
-            # refuse the origin's pages as well; nothing to retry.
+            # refuse the origin's pages as well; nothing to retry. A download limit (too slow,
+            # endless headers) is the server failing, like a timeout: unreachable, retried.
             self.outcomes.refused(origin, str(exception))
         else:
             self._inc(f"robotstxt/exception_count/{type(exception).__name__}")
@@ -408,3 +436,15 @@ class RobotsFetcher:
     def _set(self, key: str, value: Any) -> None:
         if self.stats is not None:
             self.stats.set_value(key, value)
+
+
+def _validators(response: Response) -> tuple[str, str]:
+    """The answer's ``ETag`` and ``Last-Modified`` ("" when absent)."""
+    etag = response.headers.get(b"ETag") or b""
+    last_modified = response.headers.get(b"Last-Modified") or b""
+    return etag.decode("latin-1").strip(), last_modified.decode("latin-1").strip()
+
+
+def _conditional(request: Request) -> bool:
+    """Whether ``request`` asked for a 304 (it carried a copy's validators)."""
+    return b"If-None-Match" in request.headers or b"If-Modified-Since" in request.headers

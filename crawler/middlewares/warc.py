@@ -106,7 +106,10 @@ def response_head(response: Response, raw: bytes | None = None) -> bytes:
     (the download handler's ``RAW_HEAD_META``), when there are some; else rebuilt from
     Scrapy's ``Headers`` (see the module docstring)."""
     if raw:
-        return head_as_stored(raw, len(response.body), rewrite_length="partial" in response.flags)
+        # cut short: the connection dropped ("partial"), or the download was stopped once
+        # its reader had enough (a robots.txt past 500 KiB, "download_stopped")
+        cut = "partial" in response.flags or "download_stopped" in response.flags
+        return head_as_stored(raw, len(response.body), rewrite_length=cut)
     try:
         phrase = HTTPStatus(response.status).phrase
     except ValueError:

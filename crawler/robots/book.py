@@ -39,7 +39,7 @@ import enum
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crawler.config.tuning import knob_default
@@ -49,6 +49,7 @@ from crawler.robots.rules import (
     DEFAULT_EXPIRY,
     DISALLOW_ALL,
     MAX_SIZE,
+    RULES,
     RobotsRecord,
     RobotsRules,
     classify,
@@ -392,18 +393,62 @@ class RobotsBook:
         *,
         kind: str | None = None,
         lifetime: float | None = None,
+        cut: bool = False,
+        validators: tuple[str, str] = ("", ""),
     ) -> RobotsRecord | None:
         """A final answer (no redirect left to follow). Returns the new record, or None when the
         answer means "unreachable" (the caller then asks :meth:`failed` for the retry delay).
-        ``lifetime``: how long it stays fresh (its caching headers); None: ``expiry``."""
+        ``lifetime``: how long it stays fresh (its caching headers); None: ``expiry``.
+        ``cut``: ``body`` is the file's beginning only (its download was stopped).
+        ``validators``: the answer's ``ETag`` and ``Last-Modified`` ("" when absent)."""
         kind = kind or classify(status)
         if kind == DISALLOW_ALL:
             return None
         st = self.state(origin)
-        text, st.truncated = decode_body(body, self.max_size) if kind != ALLOW_ALL else ("", False)
-        record = RobotsRecord(
-            origin, kind, status, now, now + (self.expiry if lifetime is None else lifetime), text
+        if kind == ALLOW_ALL:
+            text, st.truncated = "", False
+            validators = ("", "")  # nothing to revalidate: a 4xx has no file
+        else:
+            text, st.truncated = decode_body(body, self.max_size, cut=cut)
+        expires_at = now + (self.expiry if lifetime is None else lifetime)
+        record = RobotsRecord(origin, kind, status, now, expires_at, text, *validators)
+        return self._in_force(st, record)
+
+    def validators(self, origin: str) -> tuple[str, str]:
+        """The ``ETag`` and ``Last-Modified`` of the origin's copy, for a conditional refresh
+        ("" when there is none)."""
+        rules = self.state(origin).rules
+        if rules is None or rules.kind != RULES:
+            return "", ""
+        return rules.record.etag, rules.record.last_modified
+
+    def renewed(
+        self,
+        origin: str,
+        now: float,
+        *,
+        lifetime: float | None = None,
+        validators: tuple[str, str] = ("", ""),
+    ) -> RobotsRecord | None:
+        """A 304 to a conditional refresh: the copy in force is still the file, fresh again
+        for ``lifetime`` (None: ``expiry``), with the answer's validators where it sends some
+        (RFC 9110 15.4.5). None: there is no copy to renew."""
+        st = self.state(origin)
+        if st.rules is None or st.rules.kind != RULES:
+            return None
+        old = st.rules.record
+        etag, last_modified = validators
+        record = replace(
+            old,
+            fetched_at=now,
+            expires_at=now + (self.expiry if lifetime is None else lifetime),
+            etag=etag or old.etag,
+            last_modified=last_modified or old.last_modified,
         )
+        return self._in_force(st, record)
+
+    def _in_force(self, st: OriginState, record: RobotsRecord) -> RobotsRecord:
+        """``record`` is the origin's copy from now on: cached, parsed, its fetch over."""
         self.cache.put(record)
         st.rules = RobotsRules(record, self.token)
         st.fetching = ""

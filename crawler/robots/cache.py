@@ -59,6 +59,8 @@ class SharedOrigin:
 
 CLAIMED = SharedOrigin(True)
 
+_LAYOUT = 1  # the SQLite file's layout (PRAGMA user_version); a file of another is dropped
+
 
 class RobotsCache(abc.ABC):
     """Records by origin. Only usable outcomes are stored: "unreachable" is a state of the
@@ -137,11 +139,15 @@ class SqliteRobotsCache(RobotsCache):
         self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         if self.path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
+        if self._db.execute("PRAGMA user_version").fetchone()[0] != _LAYOUT:
+            # a cache another version wrote: dropped, not read (robots.txt is fetched again)
+            self._db.execute("DROP TABLE IF EXISTS robots")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, kind TEXT NOT NULL,"
             " status INTEGER NOT NULL, fetched_at REAL NOT NULL, expires_at REAL NOT NULL,"
-            " body TEXT NOT NULL)"
+            " body TEXT NOT NULL, etag TEXT NOT NULL, last_modified TEXT NOT NULL)"
         )
+        self._db.execute(f"PRAGMA user_version = {_LAYOUT}")
 
     @classmethod
     def from_crawler(cls, crawler: Any, path: str | None = None) -> SqliteRobotsCache:
@@ -151,8 +157,8 @@ class SqliteRobotsCache(RobotsCache):
 
     def get(self, origin: str) -> RobotsRecord | None:
         row = self._db.execute(
-            "SELECT origin, kind, status, fetched_at, expires_at, body FROM robots"
-            " WHERE origin = ?",
+            "SELECT origin, kind, status, fetched_at, expires_at, body, etag, last_modified"
+            " FROM robots WHERE origin = ?",
             (origin,),
         ).fetchone()
         return RobotsRecord(*row) if row else None
@@ -161,7 +167,7 @@ class SqliteRobotsCache(RobotsCache):
         if record.kind == DISALLOW_ALL:
             return
         self._db.execute(
-            "INSERT OR REPLACE INTO robots VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO robots VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.origin,
                 record.kind,
@@ -169,6 +175,8 @@ class SqliteRobotsCache(RobotsCache):
                 record.fetched_at,
                 record.expires_at,
                 record.body,
+                record.etag,
+                record.last_modified,
             ),
         )
 

@@ -80,8 +80,10 @@ codecs.register_error("robotstxt-percent", _percent_encode_bytes)
 _BOM = b"\xef\xbb\xbf"
 
 
-def decode_body(body: bytes, max_size: int = MAX_SIZE) -> tuple[str, bool]:
-    """The text to parse, and whether it was cut at ``max_size`` bytes.
+def decode_body(body: bytes, max_size: int = MAX_SIZE, *, cut: bool = False) -> tuple[str, bool]:
+    """The text to parse, and whether it was cut at ``max_size`` bytes. ``cut``: the body is
+    already short of the file (its download was stopped: a compressed file's first bytes
+    may inflate to less than ``max_size``).
 
     A cut file loses its last partial line too: half a ``Disallow: /private`` would turn into
     ``Disallow: /pri``, a different rule. A leading UTF-8 byte-order mark, whole or partial,
@@ -90,7 +92,7 @@ def decode_body(body: bytes, max_size: int = MAX_SIZE) -> tuple[str, bool]:
     (see :mod:`crawler.robots.groups`).
     """
     utf16 = _utf16(body)
-    truncated = len(body) > max_size
+    truncated = cut or len(body) > max_size
     if truncated:
         body = body[:max_size]
         newline = _UTF16_NEWLINE[utf16] if utf16 else b"\n"
@@ -124,7 +126,10 @@ class RobotsRecord:
     """One robots.txt outcome for an origin (``scheme://host[:port]``), as cached and shared.
 
     Times are wall-clock epoch seconds, since a record outlives the process that fetched it.
-    ``status`` is the final HTTP status, 0 when the host could not be reached.
+    ``status`` is the final HTTP status, 0 when the host could not be reached. ``etag`` and
+    ``last_modified``: the validators of a 2xx answer, so its refresh is a conditional request
+    that a server answers with a bodiless 304 when the file has not changed (last, with
+    defaults: a record stored without them reads back).
     """
 
     origin: str
@@ -133,6 +138,8 @@ class RobotsRecord:
     fetched_at: float
     expires_at: float
     body: str = ""
+    etag: str = ""
+    last_modified: str = ""
 
     def fresh(self, now: float) -> bool:
         return now < self.expires_at
