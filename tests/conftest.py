@@ -32,6 +32,29 @@ def checkout_files(root: Path = CHECKOUT) -> set[str]:
     return found
 
 
+# Tests that take half a minute or more on CI's two cores (``--durations``), as ``file::name``.
+# They are handed out first: pytest-xdist gives tests out in collection order, and one of them
+# started last would keep the whole run waiting for it while the other workers sit idle.
+LONG_FIRST = (
+    "tests/test_readme.py::test_the_readme_commands_run_as_written",
+    "tests/test_redis_outage.py::test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait",
+    "tests/test_redis_crawl.py::test_workers_ride_out_a_redis_restart_and_lose_nothing",
+    "tests/test_backlog.py::"
+    "test_a_killed_worker_costs_at_most_read_ahead_in_flight_and_the_backlog_bound",
+    "tests/test_servers.py::test_the_redis_suites_pass_on",
+)
+
+
+def long_rank(nodeid: str) -> int:
+    """Where a test goes in the run: its place in ``LONG_FIRST``, or after all of them."""
+    name = nodeid.partition("[")[0]  # every parametrized case of a listed test
+    return LONG_FIRST.index(name) if name in LONG_FIRST else len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: long_rank(item.nodeid))  # stable: the rest keep their order
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_BEFORE_KEY] = checkout_files()
 
