@@ -1,7 +1,7 @@
 """Servers, not names: politeness per IP address and DNS, on real crawls of many host names
 served by a few loopback addresses and resolved by a real DNS server (``devsite.dnsserver``).
 
-    .venv/bin/python bench/addresses.py [--names 50] [--pages 4] [--dns-names 1000]
+    .venv/bin/python bench/addresses.py [--names 50] [--pages 4] [--dns-names 1000] [--stalls]
 
 1. 50 names on ONE address, host delay 0.5 s, FRONTIER_IP_CONCURRENCY 1 (IP delay = the host
    delay): overlapping requests and gaps below the IP delay at that address, with 1 worker and
@@ -11,6 +11,10 @@ served by a few loopback addresses and resolved by a real DNS server (``devsite.
    first 60 s, seconds until every name was asked), and the budget's takes per request.
 2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
    slow a crawl whose names are on different servers).
+   With ``--stalls`` the gate-on crawls run under load: each worker is stopped (SIGSTOP) for
+   a moment at random short intervals (seeded by ``--seed``; workers independently, so one
+   stalls while the other goes on), and the same figures say whether the turns still hold
+   (home pages first, one request at once, no gap below the delay).
 3. DNS: a crawl of ``--dns-names`` names (one page each, one address each) with the DNS server
    answering after 200 ms, against the same crawl with instant answers; lookups per name.
 """
@@ -19,10 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -94,6 +102,43 @@ def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
     }
 
 
+STALL = (0.05, 0.6)  # seconds a worker is stopped, drawn uniformly
+BETWEEN = (0.2, 2.0)  # seconds it runs between two stalls, drawn uniformly
+
+
+class Stalls:
+    """Stop and go on (SIGSTOP, SIGCONT) one worker at random short intervals until
+    :meth:`close`: a stall of the whole process (CPU starved, a long GC, a swapped-out page) as
+    a loaded machine makes them, to re-check the turns under load. Seeded: the same draws each
+    run (the crawl's own timing still varies). ``stalled`` counts them, ``seconds`` their sum."""
+
+    def __init__(self, pid: int, seed: int) -> None:
+        self.pid, self.rng = pid, random.Random(seed)
+        self.stalled, self.seconds = 0, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.rng.uniform(*BETWEEN)):
+            pause = self.rng.uniform(*STALL)
+            try:
+                os.kill(self.pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                return
+            try:
+                self._done.wait(pause)
+            finally:
+                os.kill(self.pid, signal.SIGCONT)  # never left stopped, even at the end
+            self.stalled += 1
+            self.seconds += pause
+
+    def close(self) -> dict[str, Any]:
+        self._done.set()
+        self._thread.join()
+        return {"stalls": self.stalled, "stalled_seconds": round(self.seconds, 1)}
+
+
 def crawl(
     root: Path,
     sites: NamedSites,
@@ -101,8 +146,12 @@ def crawl(
     *,
     workers: int = 1,
     redis_port: int | None = None,
+    stall_seed: int | None = None,
+    stalled: list[dict[str, Any]] | None = None,
     **settings: Any,
 ) -> list[dict[str, Any]]:
+    """The crawl's stats per worker; ``stall_seed``: each worker stalls (:class:`Stalls`, seeded
+    by it and the worker's number), what each suffered appended to ``stalled``."""
     procs = []
     key = f"bench{time.monotonic_ns()}"
     for i in range(workers):
@@ -118,7 +167,15 @@ def crawl(
             }
         seeds = [sites.url(n) for n in sites.names] if i == 0 else None
         procs.append((start_crawl(d, seeds=seeds, settings=s), d))
-    results = [finish_crawl(p, d, timeout=1800) for p, d in procs]
+    stalls = [] if stall_seed is None else [Stalls(p.pid, stall_seed + i) for i, (p, _) in
+                                            enumerate(procs)]
+    try:
+        results = [finish_crawl(p, d, timeout=1800) for p, d in procs]
+    finally:
+        for stall in stalls:
+            suffered = stall.close()
+            if stalled is not None:
+                stalled.append(suffered)
     for r in results:
         if r.returncode not in (0,):
             print(r.log[-3000:], file=sys.stderr)
@@ -137,12 +194,18 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
         ("gate_on_1_worker", 1, None, polite),
         ("gate_on_2_redis_workers", 2, redis_port, polite),
     ]
+    if args.stalls:  # the gate off has no turns to re-check
+        cases = [(f"{name}_stalled", *rest) for name, *rest in cases[1:]]
     with dns_server(root / "dns1", zone) as dns:
         for name, workers, port, settings in cases:
             with NamedSites(names, pages=args.pages, latency=args.response) as sites:
+                stalled: list[dict[str, Any]] = []
                 stats = crawl(root / name, sites, dns.address, workers=workers,
-                              redis_port=port, **settings)
+                              redis_port=port, stall_seed=args.seed if args.stalls else None,
+                              stalled=stalled, **settings)
                 out[name] = address_figures(sites.visits, args.delay)
+                if args.stalls:
+                    out[name]["stalls_per_worker"] = stalled
                 refused = sum(s.get("frontier/address/refused", 0) for s in stats)
                 out[name]["refused"] = refused
                 # the budget's polling cost: every take is granted (a request) or refused
@@ -216,6 +279,9 @@ def main() -> None:
     parser.add_argument("--dns-names", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--only", choices=["one", "many", "dns"], default=None)
+    parser.add_argument("--stalls", action="store_true",
+                        help="one address: stop each worker at random short intervals")
+    parser.add_argument("--seed", type=int, default=1, help="the stalls' seed")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-addresses-"))
     port = free_port()
