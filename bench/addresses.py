@@ -1,7 +1,8 @@
 """Servers, not names: politeness per IP address and DNS, on real crawls of many host names
 served by a few loopback addresses and resolved by a real DNS server (``devsite.dnsserver``).
 
-    .venv/bin/python bench/addresses.py [--names 50] [--pages 4] [--dns-names 1000] [--stalls]
+    .venv/bin/python bench/addresses.py [--names 50] [--pages 4] [--dns-names 1000]
+        [--only one|many|dns] [--stalls [--seed 1]] [--ip-concurrency 1]
 
 1. 50 names on ONE address, host delay 0.5 s, FRONTIER_IP_CONCURRENCY 1 (IP delay = the host
    delay): overlapping requests and gaps below the IP delay at that address, with 1 worker and
@@ -9,12 +10,13 @@ served by a few loopback addresses and resolved by a real DNS server (``devsite.
    politeness per name only) for the requests/s and the most requests at once it sends there;
    and whether the names take turns (home pages before any second page, names asked in the
    first 60 s, seconds until every name was asked), and the budget's takes per request.
-2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
-   slow a crawl whose names are on different servers).
    With ``--stalls`` the gate-on crawls run under load: each worker is stopped (SIGSTOP) for
    a moment at random short intervals (seeded by ``--seed``; workers independently, so one
    stalls while the other goes on), and the same figures say whether the turns still hold
-   (home pages first, one request at once, no gap below the delay).
+   (home pages first, one request at once, no gap below the delay). ``--ip-concurrency 2``:
+   two at once at the address, a gap being then the time between two starts (delay / 2).
+2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
+   slow a crawl whose names are on different servers).
 3. DNS: a crawl of ``--dns-names`` names (one page each, one address each) with the DNS server
    answering after 200 ms, against the same crawl with instant answers; lookups per name.
 """
@@ -75,7 +77,9 @@ def turns(visits: list[Visit]) -> dict[str, Any]:
     }
 
 
-def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
+def address_figures(visits: list[Visit], delay: float, concurrency: int = 1) -> dict[str, Any]:
+    """``concurrency`` above 1: requests may overlap at an address, and a gap is the time
+    between two starts there, at least ``delay`` split over ``concurrency``."""
     by_address: dict[str, list[Visit]] = {}
     for v in visits:
         by_address.setdefault(v.address, []).append(v)
@@ -87,7 +91,10 @@ def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
         for a, b in pairwise(vs):
             gaps += 1
             overlaps += b.start < a.end
-            below += b.start - a.end < delay - 0.005
+            if concurrency > 1:
+                below += b.start - a.start < delay / concurrency - 0.005
+            else:
+                below += b.start - a.end < delay - 0.005
     span = max(v.end for v in visits) - min(v.start for v in visits)
     per_address_rate = max(len(vs) for vs in by_address.values()) / span
     return turns(visits) | {
@@ -187,7 +194,7 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
     zone = {"suffixes": {ZONE_SUFFIX: {"a": "127.0.0.1", "ttl": 300}}}
     out: dict[str, Any] = {}
     # depth order: the web site's own policy is OPIC, where a home page has no claim to go first
-    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": 1,
+    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": args.ip_concurrency,
               "FRONTIER_PRIORITY_POLICY": "depth"}
     cases = [
         ("gate_off_1_worker", 1, None, {**polite, "FRONTIER_IP_CONCURRENCY": 0}),
@@ -203,7 +210,8 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
                 stats = crawl(root / name, sites, dns.address, workers=workers,
                               redis_port=port, stall_seed=args.seed if args.stalls else None,
                               stalled=stalled, **settings)
-                out[name] = address_figures(sites.visits, args.delay)
+                conc = settings["FRONTIER_IP_CONCURRENCY"] or 1
+                out[name] = address_figures(sites.visits, args.delay, conc)
                 if args.stalls:
                     out[name]["stalls_per_worker"] = stalled
                 refused = sum(s.get("frontier/address/refused", 0) for s in stats)
@@ -282,6 +290,8 @@ def main() -> None:
     parser.add_argument("--stalls", action="store_true",
                         help="one address: stop each worker at random short intervals")
     parser.add_argument("--seed", type=int, default=1, help="the stalls' seed")
+    parser.add_argument("--ip-concurrency", type=int, default=1,
+                        help="one address: FRONTIER_IP_CONCURRENCY of the gate-on crawls")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-addresses-"))
     port = free_port()
