@@ -85,16 +85,16 @@ def address_figures(visits: list[Visit], delay: float, concurrency: int = 1) -> 
         by_address.setdefault(v.address, []).append(v)
     overlaps = below = gaps = 0
     worst = 0
+    shortest = float("inf")
     for vs in by_address.values():
         vs.sort(key=lambda v: v.start)
         worst = max(worst, at_once(vs))
         for a, b in pairwise(vs):
             gaps += 1
             overlaps += b.start < a.end
-            if concurrency > 1:
-                below += b.start - a.start < delay / concurrency - 0.005
-            else:
-                below += b.start - a.end < delay - 0.005
+            gap = b.start - a.start if concurrency > 1 else b.start - a.end
+            shortest = min(shortest, gap)
+            below += gap < delay / concurrency - 0.005
     span = max(v.end for v in visits) - min(v.start for v in visits)
     per_address_rate = max(len(vs) for vs in by_address.values()) / span
     return turns(visits) | {
@@ -105,6 +105,7 @@ def address_figures(visits: list[Visit], delay: float, concurrency: int = 1) -> 
         "most_at_once_at_an_address": worst,
         "overlapping": overlaps,
         "gaps_below_ip_delay": below,
+        "shortest_gap": round(shortest, 3) if gaps else None,
         "gaps": gaps,
     }
 
