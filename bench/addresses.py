@@ -2,6 +2,7 @@
 served by a few loopback addresses and resolved by a real DNS server (``devsite.dnsserver``).
 
     .venv/bin/python bench/addresses.py [--names 50] [--pages 4] [--dns-names 1000]
+        [--only one|many|dns] [--stalls [--seed 1]] [--ip-concurrency 1]
 
 1. 50 names on ONE address, host delay 0.5 s, FRONTIER_IP_CONCURRENCY 1 (IP delay = the host
    delay): overlapping requests and gaps below the IP delay at that address, with 1 worker and
@@ -9,6 +10,11 @@ served by a few loopback addresses and resolved by a real DNS server (``devsite.
    politeness per name only) for the requests/s and the most requests at once it sends there;
    and whether the names take turns (home pages before any second page, names asked in the
    first 60 s, seconds until every name was asked), and the budget's takes per request.
+   With ``--stalls`` the gate-on crawls run under load: each worker is stopped (SIGSTOP) for
+   a moment at random short intervals (seeded by ``--seed``; workers independently, so one
+   stalls while the other goes on), and the same figures say whether the turns still hold
+   (home pages first, one request at once, no gap below the delay). ``--ip-concurrency 2``:
+   two at once at the address, a gap being then the time between two starts (delay / 2).
 2. The same 50 names over 50 addresses: pages/s with the gate on and off (the gate must not
    slow a crawl whose names are on different servers).
 3. DNS: a crawl of ``--dns-names`` names (one page each, one address each) with the DNS server
@@ -19,10 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -67,19 +77,24 @@ def turns(visits: list[Visit]) -> dict[str, Any]:
     }
 
 
-def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
+def address_figures(visits: list[Visit], delay: float, concurrency: int = 1) -> dict[str, Any]:
+    """``concurrency`` above 1: requests may overlap at an address, and a gap is the time
+    between two starts there, at least ``delay`` split over ``concurrency``."""
     by_address: dict[str, list[Visit]] = {}
     for v in visits:
         by_address.setdefault(v.address, []).append(v)
     overlaps = below = gaps = 0
     worst = 0
+    shortest = float("inf")
     for vs in by_address.values():
         vs.sort(key=lambda v: v.start)
         worst = max(worst, at_once(vs))
         for a, b in pairwise(vs):
             gaps += 1
             overlaps += b.start < a.end
-            below += b.start - a.end < delay - 0.005
+            gap = b.start - a.start if concurrency > 1 else b.start - a.end
+            shortest = min(shortest, gap)
+            below += gap < delay / concurrency - 0.005
     span = max(v.end for v in visits) - min(v.start for v in visits)
     per_address_rate = max(len(vs) for vs in by_address.values()) / span
     return turns(visits) | {
@@ -90,8 +105,46 @@ def address_figures(visits: list[Visit], delay: float) -> dict[str, Any]:
         "most_at_once_at_an_address": worst,
         "overlapping": overlaps,
         "gaps_below_ip_delay": below,
+        "shortest_gap": round(shortest, 3) if gaps else None,
         "gaps": gaps,
     }
+
+
+STALL = (0.05, 0.6)  # seconds a worker is stopped, drawn uniformly
+BETWEEN = (0.2, 2.0)  # seconds it runs between two stalls, drawn uniformly
+
+
+class Stalls:
+    """Stop and go on (SIGSTOP, SIGCONT) one worker at random short intervals until
+    :meth:`close`: a stall of the whole process (CPU starved, a long GC, a swapped-out page) as
+    a loaded machine makes them, to re-check the turns under load. Seeded: the same draws each
+    run (the crawl's own timing still varies). ``stalled`` counts them, ``seconds`` their sum."""
+
+    def __init__(self, pid: int, seed: int) -> None:
+        self.pid, self.rng = pid, random.Random(seed)
+        self.stalled, self.seconds = 0, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.rng.uniform(*BETWEEN)):
+            pause = self.rng.uniform(*STALL)
+            try:
+                os.kill(self.pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                return
+            try:
+                self._done.wait(pause)
+            finally:
+                os.kill(self.pid, signal.SIGCONT)  # never left stopped, even at the end
+            self.stalled += 1
+            self.seconds += pause
+
+    def close(self) -> dict[str, Any]:
+        self._done.set()
+        self._thread.join()
+        return {"stalls": self.stalled, "stalled_seconds": round(self.seconds, 1)}
 
 
 def crawl(
@@ -101,8 +154,12 @@ def crawl(
     *,
     workers: int = 1,
     redis_port: int | None = None,
+    stall_seed: int | None = None,
+    stalled: list[dict[str, Any]] | None = None,
     **settings: Any,
 ) -> list[dict[str, Any]]:
+    """The crawl's stats per worker; ``stall_seed``: each worker stalls (:class:`Stalls`, seeded
+    by it and the worker's number), what each suffered appended to ``stalled``."""
     procs = []
     key = f"bench{time.monotonic_ns()}"
     for i in range(workers):
@@ -118,7 +175,15 @@ def crawl(
             }
         seeds = [sites.url(n) for n in sites.names] if i == 0 else None
         procs.append((start_crawl(d, seeds=seeds, settings=s), d))
-    results = [finish_crawl(p, d, timeout=1800) for p, d in procs]
+    stalls = [] if stall_seed is None else [Stalls(p.pid, stall_seed + i) for i, (p, _) in
+                                            enumerate(procs)]
+    try:
+        results = [finish_crawl(p, d, timeout=1800) for p, d in procs]
+    finally:
+        for stall in stalls:
+            suffered = stall.close()
+            if stalled is not None:
+                stalled.append(suffered)
     for r in results:
         if r.returncode not in (0,):
             print(r.log[-3000:], file=sys.stderr)
@@ -130,19 +195,26 @@ def bench_one_address(args: argparse.Namespace, root: Path, redis_port: int) -> 
     zone = {"suffixes": {ZONE_SUFFIX: {"a": "127.0.0.1", "ttl": 300}}}
     out: dict[str, Any] = {}
     # depth order: the web site's own policy is OPIC, where a home page has no claim to go first
-    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": 1,
+    polite = {"FRONTIER_MIN_DELAY": args.delay, "FRONTIER_IP_CONCURRENCY": args.ip_concurrency,
               "FRONTIER_PRIORITY_POLICY": "depth"}
     cases = [
         ("gate_off_1_worker", 1, None, {**polite, "FRONTIER_IP_CONCURRENCY": 0}),
         ("gate_on_1_worker", 1, None, polite),
         ("gate_on_2_redis_workers", 2, redis_port, polite),
     ]
+    if args.stalls:  # the gate off has no turns to re-check
+        cases = [(f"{name}_stalled", *rest) for name, *rest in cases[1:]]
     with dns_server(root / "dns1", zone) as dns:
         for name, workers, port, settings in cases:
             with NamedSites(names, pages=args.pages, latency=args.response) as sites:
+                stalled: list[dict[str, Any]] = []
                 stats = crawl(root / name, sites, dns.address, workers=workers,
-                              redis_port=port, **settings)
-                out[name] = address_figures(sites.visits, args.delay)
+                              redis_port=port, stall_seed=args.seed if args.stalls else None,
+                              stalled=stalled, **settings)
+                conc = settings["FRONTIER_IP_CONCURRENCY"] or 1
+                out[name] = address_figures(sites.visits, args.delay, conc)
+                if args.stalls:
+                    out[name]["stalls_per_worker"] = stalled
                 refused = sum(s.get("frontier/address/refused", 0) for s in stats)
                 out[name]["refused"] = refused
                 # the budget's polling cost: every take is granted (a request) or refused
@@ -216,6 +288,11 @@ def main() -> None:
     parser.add_argument("--dns-names", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--only", choices=["one", "many", "dns"], default=None)
+    parser.add_argument("--stalls", action="store_true",
+                        help="one address: stop each worker at random short intervals")
+    parser.add_argument("--seed", type=int, default=1, help="the stalls' seed")
+    parser.add_argument("--ip-concurrency", type=int, default=1,
+                        help="one address: FRONTIER_IP_CONCURRENCY of the gate-on crawls")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-addresses-"))
     port = free_port()

@@ -1,8 +1,9 @@
 """When a host the address refused is told to come back: never after the address frees for it
 (a worse host asking then would take its turn), and never every loop turn while a fetch runs
-long; and a waiter keeps its place through a stall of the whole process, losing it only to an
-ask, LATE past its turn, by a host in line told a turn LATE after it. The same answers from
-one worker's budget and from the fleet's (a real Redis), on a clock the test sets."""
+long; and a waiter keeps its place through a stall of the whole process, out of the line only
+after an ask, LATE past its turn, by a host in line told a turn LATE after it, and back in its
+place when it comes. The same answers from one worker's budget and from the fleet's (a real
+Redis), on a clock the test sets."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import pytest
 
 from crawler.backends.redis.addresses import RedisAddressBudget
 from crawler.backends.redis.keys import CrawlKeys
-from crawler.frontier.addresses import LATE, AddressBudget, AddressPolicy, LocalAddressBudget
+from crawler.frontier.addresses import (
+    LATE,
+    MISSED_KEPT,
+    SCAN,
+    AddressBudget,
+    AddressPolicy,
+    LocalAddressBudget,
+)
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 
 GAP = 0.3
@@ -23,14 +31,14 @@ IP = "192.0.2.7"
 class Clocked:
     """A budget asked at the times the test says (Redis's own clock replaced by the same)."""
 
-    def __init__(self, kind: str, server: RedisServer) -> None:
+    def __init__(self, kind: str, server: RedisServer, policy: AddressPolicy = POLICY) -> None:
         self.now = 1000.0
         self.budget: AddressBudget
         if kind == "memory":
-            self.budget = LocalAddressBudget(POLICY)
+            self.budget = LocalAddressBudget(policy)
         else:
             keys = CrawlKeys(fresh_key(), "web", 1)
-            self.budget = RedisAddressBudget(server.client(), keys, POLICY, lambda: self.now)
+            self.budget = RedisAddressBudget(server.client(), keys, policy, lambda: self.now)
 
     def take(self, at: float, host: str, priority: int = 1) -> float:
         self.now = at
@@ -46,6 +54,41 @@ def clocked(request: pytest.FixtureRequest, redis_server: RedisServer) -> Any:  
     budget = Clocked(request.param, redis_server)
     yield budget
     budget.budget.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def clocked_by(request: pytest.FixtureRequest, redis_server: RedisServer) -> Any:  # noqa: F811
+    """``clocked_by(policy)``: a :class:`Clocked` budget of that policy."""
+    made: list[Clocked] = []
+
+    def make(policy: AddressPolicy) -> Clocked:
+        made.append(Clocked(request.param, redis_server, policy))
+        return made[-1]
+
+    yield make
+    for budget in made:
+        budget.budget.close()
+
+
+def take_turns(
+    clocked: Clocked, joins: dict[str, float], away: dict[str, float]
+) -> list[tuple[float, str]]:
+    """Hosts of one URL each (one priority) ask at the times in ``joins`` and, refused, again at
+    their turns, except that a host in ``away`` cannot ask again before the time it gives (its
+    worker stalled, or was busy with other fetches, while another worker's hosts asked); each
+    fetch takes 0.01 s. When each host fetched, in order."""
+    asks = dict(joins)
+    fetched: list[tuple[float, str]] = []
+    while asks:
+        host = min(asks, key=lambda h: (asks[h], h))
+        at = asks.pop(host)
+        wait = clocked.take(at, host)
+        if wait > 0:
+            asks[host] = max(at + wait, away.get(host, 0.0))
+            continue
+        fetched.append((at, host))
+        clocked.done(at + 0.01, host, at, 0.01)
+    return fetched
 
 
 def test_a_slow_first_fetch_does_not_send_the_best_waiter_back_late(clocked: Clocked) -> None:
@@ -179,3 +222,45 @@ def test_a_fetch_a_stall_made_long_does_not_send_the_waiters_back_late(
         if priority == 0:  # its next page, as its own rest ends (the address's too)
             asks[host] = (at + 0.01 + GAP + 1e-4, 1)
     assert order[:3] == [("w0.test", 0), ("w1.test", 0), ("w2.test", 0)], order
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_waiter_late_for_cause_comes_back_to_its_place(
+    clocked_by: Any, concurrency: int
+) -> None:
+    """w.test joins the line first, then nine names; w.test cannot come at its turn (its
+    worker stalled while the fleet's other worker asked), and the address goes on to the
+    others meanwhile (it is out of the line: it holds the address no more). Back 1.1 s later,
+    it takes the place its wait gives it, ahead of the names that joined after it and still
+    wait, not behind them all."""
+    clocked = clocked_by(AddressPolicy(concurrency=concurrency, delay=GAP, factor=0, ttl=60))
+    t = 1000.0
+    assert clocked.take(t, "a.test") == 0
+    clocked.done(t + 0.05, "a.test", t, 0.05)
+    joins = {"w.test": t + 0.1} | {f"n{i}.test": t + 0.11 + i / 100 for i in range(9)}
+    back = t + 1.2
+    fetched = take_turns(clocked, joins, {"w.test": back})
+    assert sorted(host for _, host in fetched) == sorted(joins)
+    waiting = [host for at, host in fetched if at >= back]
+    assert waiting and waiting[0] == "w.test", fetched
+
+
+def test_the_waits_of_the_latest_joined_missed_waiters_are_kept(clocked: Clocked) -> None:
+    """MISSED_KEPT + 2 waiters miss their turns (an asker drops at most SCAN of them): the
+    MISSED_KEPT that joined the line last come back to their places, the two that joined first
+    (most likely gone for good) at the back, as a new name would."""
+    t = 1000.0
+    assert clocked.take(t, "a.test") == 0
+    clocked.done(t + 0.05, "a.test", t, 0.05)
+    missed = MISSED_KEPT + 2
+    for i in range(missed):  # told turns a gap apart from t + 0.35; none of them comes
+        assert clocked.take(t + 0.1 + i / 10_000, f"g{i}.test") > 0
+    askers = [f"x{j}.test" for j in range(-(-missed // SCAN))]
+    for j, host in enumerate(askers):  # behind them all
+        assert clocked.take(t + 0.2 + j / 10_000, host) > 0
+    for j, host in enumerate(askers):  # long past every turn: each drops SCAN waiters
+        assert (clocked.take(t + 100 + j / 10_000, host) == 0) == (j == 0)
+    kept = clocked.take(t + 100.01, "g2.test")  # ahead of x1.. (it joined before them)
+    assert kept <= GAP + 0.01, kept
+    forgotten = clocked.take(t + 100.02, "g0.test")  # behind x1.. and g2.test
+    assert forgotten >= len(askers) * GAP, forgotten

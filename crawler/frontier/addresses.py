@@ -18,8 +18,9 @@ the address while names due long before, with better URLs, wait. So under depth 
 name's home page comes before any name's second page; under FIFO (one priority) the names
 take turns; OPIC's cash decides. The line never idles the address for long: only a waiter due
 back within half a gap holds it, and one that missed its turn (its host given up, its worker
-gone) loses its place. Missed means that a host in line told a turn more than ``LATE`` after
-the waiter's asks, also ``LATE`` past the waiter's turn, and the waiter still has not come: the
+gone or stalled) is out of the line. Missed means that a host in line told a turn more than
+``LATE`` after the waiter's asks, also ``LATE`` past the waiter's turn, and the waiter still
+has not come: the
 frontier hands hosts out in the order of their turns, so a waiter alive in this worker asks
 before any host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall
 of the whole process (CPU starved, a long GC) every waiter is late, and the hosts due ask
@@ -27,7 +28,11 @@ within milliseconds, in turn order, others among them (the host that just fetche
 whose own delay ended before the waiters' turns); an ask by one not in line, or by one told a
 turn not ``LATE`` after the late waiter's, drops nobody. A waiter really gone costs one refusal
 more, ``LATE`` of idling: the asker it held is told to come back ``LATE`` later (not after the
-late ones' turns, they are counted out), and that ask drops it.
+late ones' turns, they are counted out), and that ask drops it. Out, a waiter holds the
+address no more, but its wait is kept: the turn order holds within one worker only, and in a
+fleet a waiter whose worker stalls (or is busy with other fetches) while another worker's hosts
+ask is out though alive. When it comes back it takes the place its wait gives it, not one
+behind every host that joined the line after it (the ``MISSED_KEPT`` latest joined are kept).
 
 A waiter told to come back too late loses its turn to a worse one that asks while the address
 is free, so the times told err early: the head of the line comes back at the earliest moment
@@ -67,6 +72,7 @@ POLL = 0.01  # the shortest wait told while every slot is busy (a gap of 0 would
 # against at most one new address per take keeps only the busy ones, at O(1) per take.
 PRUNE = 2
 RETIRED_KEPT = 16  # the busiest pruned addresses whose counts are kept for busiest()
+MISSED_KEPT = 64  # waiters out for missing their turns whose waits are kept, the latest joined
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +154,7 @@ class _Address:
     refusals: int = 0
     line: list[tuple[int, float, str]] = field(default_factory=list)  # (p, since, who), best 1st
     back: dict[str, tuple[int, float, float]] = field(default_factory=dict)  # who -> p, since, at
+    missed: dict[str, float] = field(default_factory=dict)  # who -> since: out, its wait kept
 
 
 class LocalAddressBudget:
@@ -183,7 +190,9 @@ class LocalAddressBudget:
         _expire(state, now)
         who = host or token
         told = state.back.get(who)  # the turn this asker was told (None: it was not in line)
+        missed = state.missed.pop(who, None)  # it missed its turn: it comes back to its place
         since = _leave_line(state, who)
+        since = missed if since is None else since
         rank = (priority, now if since is None else since, who)
         line, gap = state.line, policy.gap(None)
         insort(line, rank)
@@ -197,7 +206,7 @@ class LocalAddressBudget:
             # its turn came LATE before the asker's (the frontier hands hosts out in turn
             # order) and LATE before now, and it has not come: out
             if told is not None and back_at < min(told[2], now) - LATE:
-                _leave_line(state, ahead[2])
+                _miss(state, ahead[2])
                 continue
             if back_at <= now + gap / 2:
                 held = True
@@ -298,6 +307,19 @@ def _expire(state: _Address, now: float) -> None:
     if state.in_flight:
         for stale in [t for t, expiry in state.in_flight.items() if expiry <= now]:
             del state.in_flight[stale]
+
+
+def _miss(state: _Address, who: str) -> None:
+    """``who`` missed its turn: out of the line, so it holds the address no more, but its wait
+    is kept (the :data:`MISSED_KEPT` latest joined) for when it comes back: a waiter late for
+    cause (its worker stalled or busy while others asked) keeps its place among those waiting
+    instead of joining behind every host that came after it."""
+    missed = state.missed
+    since = _leave_line(state, who)
+    if since is not None:
+        missed[who] = since
+        if len(missed) > MISSED_KEPT:
+            del missed[min(missed, key=lambda w: (missed[w], w))]
 
 
 def _leave_line(state: _Address, who: str) -> float | None:

@@ -22,7 +22,16 @@ from crawler.backends.redis.keys import CrawlKeys, address_keys, crawler_key
 from crawler.backends.redis.outage import ActsAlone
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.status import address_loads
-from crawler.frontier.addresses import LATE, POLL, RISE, SCAN, SEED, AddressLoad, AddressPolicy
+from crawler.frontier.addresses import (
+    LATE,
+    MISSED_KEPT,
+    POLL,
+    RISE,
+    SCAN,
+    SEED,
+    AddressLoad,
+    AddressPolicy,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +93,7 @@ class RedisAddressBudget:
             self._seen.popitem(last=False)  # the least recently used goes
         args = [
             "take", token, self._now(), SEED, policy.concurrency, repr(policy.gap(None)),
-            repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL),
+            repr(policy.ttl), host or token, priority, repr(LATE), SCAN, repr(POLL), MISSED_KEPT,
         ]  # fmt: skip
         return float(
             self.alone.call(lambda: self._script(keys=self._keys(address), args=args), b"0")

@@ -30,7 +30,7 @@ def crawler_key(crawler: Any) -> str:
 def address_keys(tag: str, address: str) -> list[str]:
     """The keys of a server address's shared politeness (``crawler.backends.redis.addresses``)
     on the shard whose hash-tag prefix is ``tag``."""
-    return [f"{tag}:{kind}:{address}" for kind in ("ip", "ipf", "ipw", "ipb")]
+    return [f"{tag}:{kind}:{address}" for kind in ("ip", "ipf", "ipw", "ipb", "ipm")]
 
 
 def glob_escape(text: str) -> str:

@@ -10,10 +10,12 @@
 -- KEYS[3]   (take) its line (ZSET: waiting host -> priority * 1e10 + since when: a priority
 --           step outweighs any wait on Redis's clock, ~1.8e9 s, until 2286)
 -- KEYS[4]   (take) when each waiter was told to come back (ZSET: host -> time)
+-- KEYS[5]   (take) waiters out for missing their turns (ZSET: host -> since when it waited)
 -- ARGV[2]   the lease token; ARGV[3] the time (tests only; '': Redis's); ARGV[4] SEED
 -- take:     ARGV[5] the concurrency; ARGV[6] the gap between starts (s); ARGV[7] the lease TTL
 --           (s); ARGV[8] who asks (its host); ARGV[9] its priority; ARGV[10] LATE; ARGV[11]
---           SCAN; ARGV[12] POLL (crawler.frontier.addresses says what each constant is)
+--           SCAN; ARGV[12] POLL; ARGV[13] MISSED_KEPT (crawler.frontier.addresses says what
+--           each constant is)
 -- done:     ARGV[5] the gap after this fetch (s; '': it was never sent); ARGV[6] its duration
 --           (s); ARGV[7] RISE
 local t = redis.call('TIME')
@@ -36,14 +38,18 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 -- the turn the asker was told, if it waits in line: a waiter whose turn came LATE before it
 -- (the frontier hands hosts out in turn order) and LATE before now, and has not come, is out
 local told = math.min(tonumber(redis.call('ZSCORE', KEYS[4], who)) or -math.huge, now)
-local was = redis.call('ZSCORE', KEYS[3], who)
+-- one that missed its turn comes back to the place its wait gives it
+local was = redis.call('ZSCORE', KEYS[3], who) or redis.call('ZSCORE', KEYS[5], who)
+redis.call('ZREM', KEYS[5], who)
 redis.call('ZADD', KEYS[3], ARGV[9] * 1e10 + (was and was % 1e10 or now), who)
 local held = false  -- a better waiter is due back about now
 local late = 0  -- waiters ahead LATE past their turn: out at the next ask if they do not come
 for _, other in ipairs(redis.call('ZRANGE', KEYS[3], 0, ARGV[11] - 1)) do
   if other == who then break end
   local back = tonumber(redis.call('ZSCORE', KEYS[4], other)) or 0
-  if back < told - ARGV[10] then
+  if back < told - ARGV[10] then  -- out, its wait kept (the MISSED_KEPT latest joined)
+    redis.call('ZADD', KEYS[5], redis.call('ZSCORE', KEYS[3], other) % 1e10, other)
+    redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -ARGV[13] - 1)
     redis.call('ZREM', KEYS[3], other)
     redis.call('ZREM', KEYS[4], other)
   else
@@ -76,4 +82,5 @@ if late > 0 then back = math.max(back, now + ARGV[10]) end
 redis.call('ZADD', KEYS[4], back, who)
 redis.call('PEXPIRE', KEYS[3], math.floor(ttl * 4000))
 redis.call('PEXPIRE', KEYS[4], math.floor(ttl * 4000))
+redis.call('PEXPIRE', KEYS[5], math.floor(ttl * 4000))
 return string.format('%.17g', math.max(back - now, 0.001))
