@@ -35,6 +35,7 @@ from crawler.backends.redis.fence import (
     MAX_ARGUMENTS,
     FencedWriter,
     PartitionLost,
+    _raise_error,
     flush_together,
     one_call,
     reread_slots,
@@ -366,15 +367,14 @@ class Mailboxes:
         out: dict[int, list[tuple[bytes, bytes]]],
     ) -> None:
         """The XREADGROUP ``commands`` in one request on ``server`` (one Redis, or a
-        cluster's master), their letters added to ``out``; a refusal (a slot that moved:
-        ``MOVED``, ``ASK``) is raised once the cluster's map of slots is read again."""
+        cluster's master), their letters added to ``out``; a refusal is raised, a slot that
+        moved (``MOVED``, ``ASK``) as ``TryAgainError`` once the cluster's map of slots is
+        read again (``fence._raise_error``)."""
         with wire.one_connection(server) as conn:
             replies = conn.run(commands)
+        if any(isinstance(reply, Exception) for reply in replies):
+            _raise_error(self.client, replies)
         for reply in replies:
-            if isinstance(reply, Exception):
-                if isinstance(reply, AskError):
-                    reread_slots(self.client)
-                raise reply
             streams = reply.items() if isinstance(reply, dict) else reply or ()  # (RESP3, 2)
             for key, messages in streams:
                 name = key.decode() if isinstance(key, bytes) else key
