@@ -39,9 +39,10 @@ class ReplyCutter:
             self._markers.append(marker)
 
     def client(self, retries: int = 0) -> redis.Redis:
-        """A client through the proxy that, like the crawl's on one Redis (crawler.backends.
-        redis.connection), does not resend a command by itself (``retries`` 0: the caller
-        sees the lost reply; the crawl's cluster client resends once)."""
+        """A client through the proxy that does not resend a command by itself (``retries``
+        0: the caller sees the lost reply). The crawl's own client on one Redis
+        (crawler.backends.redis.connection, scrapy-redis's ``retry_on_timeout``) resends
+        once, as ``retries=1`` does; its cluster client resends too."""
         return redis.Redis(host="127.0.0.1", port=self.port, retry=Retry(NoBackoff(), retries))
 
     def start(self) -> None:

@@ -11,8 +11,10 @@ import redis
 
 from crawler.backends.redis.keys import PartitionKeys
 from crawler.backends.redis.ownership import PartitionOwnership
+from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.reply_cut import reply_cutter
+from tests.test_frontier_partitioned import partitioned
 
 COUNT = 4
 TTL = 30.0  # no lease may lapse within the test: a lapse would hide the idle partition
@@ -55,3 +57,23 @@ def test_a_claim_retried_by_the_client_is_still_won(
         beat = worker.beat()
         assert proxy.cuts == 1
         assert sorted(o.keys.index for o in beat.claimed) == list(range(COUNT))
+
+
+def test_a_partition_lost_at_a_beat_cut_short_is_dropped_at_the_next(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """A beat finds a lease taken by another worker, then Redis goes away before the beat
+    ends (its look for partitions to claim cut): the next beat still drops the lost partition,
+    whose queues the other worker serves now, instead of serving it on from memory."""
+    key, clock = fresh_key(), FakeClock()
+    with reply_cutter(redis_server.port) as proxy, redis_server.client() as direct:
+        worker = partitioned(proxy.client(), key, clock, count=COUNT, worker="w1", ttl=TTL)
+        assert sorted(worker.parts) == list(range(COUNT))
+        taken = PartitionKeys(key, 2, COUNT)
+        direct.set(taken.lease, b"w2/99", px=int(TTL * 1000))  # w2 claimed it meanwhile
+        proxy.cut_after(b"HGETALL")  # the beat's look at the loads, to claim free partitions
+        with pytest.raises(redis.ConnectionError):
+            worker.beat()
+        assert proxy.cuts == 1
+        worker.beat()
+        assert sorted(worker.parts) == [0, 1, 3] and worker.lost == 1

@@ -404,7 +404,9 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
     first refusal ends the flush: the lost ones' writes are dropped, the others' stay queued
     (a call of unknown outcome, to go again as it was), for the caller to flush again once
     it has mailed what the lost ones were to store (a page's links before its
-    acknowledgement). Another error is raised, the writers it hit keeping their writes.
+    acknowledgement). Another error is raised, the writers it hit keeping their writes;
+    on a cluster, where a call per master goes, not in a flush that found one lost (raised,
+    the lost ones' writes would be dropped unsaid): it comes again at the next.
 
     On one server the writers' next calls go as one fenced call (:func:`transact`), of at
     most ``MAX_WRITES`` writes in all: every partition's lease and number is checked before
@@ -440,9 +442,9 @@ def flush_together(client: Any, writers: list[FencedWriter]) -> list[PartitionLo
                 continue
             for j, w in enumerate(call):  # (no zip: its strict= costs more than a write)
                 w._settle(numbers[j])
+        if refused:  # (said first: the error comes again at the next flush)
+            break
         if error is not None:
             raise error
-        if refused:
-            break
         waiting = list(filter(_WRITES_OF, waiting))
     return lost

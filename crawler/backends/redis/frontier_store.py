@@ -228,8 +228,10 @@ class RedisFrontierStore(MemoryFrontierStore):
             ("EVALSHA", no_script, 1, part.inbox),  # lua/post.lua
             ("XADD", part.inbox, "*", "probe", ""),
             ("XREADGROUP", "GROUP", "probe", "probe", "STREAMS", part.inbox, ">"),
+            ("WATCH", k.seeds),  # (SharedInbox: seeds read, then trimmed off)
+            ("LRANGE", k.seeds, 0, 0),
             ("LLEN", k.seeds),
-            ("LPOP", k.seeds, 1),
+            ("LTRIM", k.seeds, 0, -1),
             *((*name.split(), part.out, *tail) for name, tail in KEY_COMMANDS.items()),
         ]
         if self.config.replica_wait:  # a fenced write waits for its replicas

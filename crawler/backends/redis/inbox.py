@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
+from crawler.backends.redis import wire
+from crawler.backends.redis.fence import AGAIN, _raise_error, watched
 from crawler.backends.redis.outage import ActsAlone
 from crawler.frontier.scope import ScopeRegistry
 
@@ -64,7 +67,7 @@ class RedisScopeRegistry(ScopeRegistry):
 
 class SharedInbox:
     """Read on the frontier's worker thread at each housekeeping: seeds pushed to
-    ``<site>:start_urls`` (scrapy-redis's key; popped, so each goes to one worker) and hosts
+    ``<site>:start_urls`` (scrapy-redis's key; taken off, so each goes to one worker) and hosts
     other workers brought into scope."""
 
     def __init__(
@@ -82,29 +85,60 @@ class SharedInbox:
         self.on_seeds = on_seeds
         self.on_scope = on_scope
         self._scope_size = -1
-        self._cluster = isinstance(client, RedisCluster)
 
     def poll(self) -> bool:
         """Hand over news; True while seeds are still waiting in the list (work to come).
 
-        One round trip on one Redis. On a cluster the seeds' list may sit on another node:
-        the scope is read first, so a node failing between the two never pops seeds that
-        then go nowhere."""
-        replies = [self.client.scard(self.scope.set)] if self._cluster else []
-        pipe = self.client.pipeline(transaction=False)
-        if not self._cluster:
-            pipe.scard(self.scope.set)
-        if self.on_seeds is not None:
-            pipe.lpop(self.seeds_key, SEED_BATCH)
-            pipe.llen(self.seeds_key)
-        replies += pipe.execute()
-        if self.on_scope is not None and replies[0] != self._scope_size:
-            self._scope_size = replies[0]
+        The scope is read first: on a cluster the seeds' list may sit on another node, and
+        one failing between the two never takes seeds that then go nowhere. Seeds are taken
+        off the list's head in a transaction (:func:`_take_seeds`) whose reply, if lost,
+        still hands them over: at least once (the frontier's seen-test drops the copies of a
+        batch the trim had not taken after all), never lost with the connection."""
+        size = self.client.scard(self.scope.set)
+        if self.on_scope is not None and size != self._scope_size:
+            self._scope_size = size
             self.on_scope(self.scope.load())
         if self.on_seeds is None:
             return False
-        raw, left = replies[1], replies[2]
-        if raw:
+        taken: list[bytes] = []
+        try:
+            raw, left = watched(self.client, self.seeds_key, _take_seeds,
+                                args=(self.client, self.seeds_key, taken))  # fmt: skip
+        except (redis.ConnectionError, redis.TimeoutError):
+            self._hand_over(taken)  # (read, and their trim's outcome unknown)
+            raise
+        self._hand_over(raw)
+        return bool(left)
+
+    def _hand_over(self, raw: list[bytes]) -> None:
+        if raw and self.on_seeds is not None:
             urls = [u.decode("utf-8", "replace").strip() for u in raw]
             self.on_seeds([u for u in urls if u])
-        return bool(left)
+
+
+def _take_seeds(
+    conn: wire.one_connection, node: Any, client: Any, key: str, taken: list[bytes]
+) -> Any:
+    """One attempt of :meth:`SharedInbox.poll`'s take (see :func:`~.fence.watched`): the
+    first ``SEED_BATCH`` seeds of the list ``key`` read under ``WATCH``, then trimmed off in
+    a ``MULTI``/``EXEC`` that another worker's take in between aborts (the attempt goes
+    again). Not a ``LPOP``: a pop whose reply is lost has taken its seeds from the list for
+    nobody, and redis-py sends it again after a lost connection, taking the next batch.
+    ``taken`` holds the seeds read while the trim's outcome is unknown. Returns the seeds
+    and how many are left."""
+    replies = conn.run([("WATCH", key), ("LRANGE", key, 0, SEED_BATCH - 1), ("LLEN", key)])
+    if any(isinstance(r, Exception) for r in replies):
+        _raise_error(client, replies)
+    got, size = replies[1], int(replies[2])
+    if not got:
+        conn.run([("UNWATCH",)])
+        return [], 0
+    taken[:] = got
+    replies = conn.run([("MULTI",), ("LTRIM", key, len(got), -1), ("EXEC",)])
+    if replies[-1] is None:  # another worker took seeds meanwhile
+        taken.clear()
+        return AGAIN
+    if any(isinstance(r, Exception) for r in replies):  # (nothing trimmed)
+        taken.clear()
+        _raise_error(client, replies)
+    return got, size - len(got)

@@ -30,10 +30,12 @@ import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import AskError, NoScriptError
 
+from crawler.backends.redis import wire
 from crawler.backends.redis.fence import (
     MAX_ARGUMENTS,
     FencedWriter,
     PartitionLost,
+    _raise_error,
     flush_together,
     one_call,
     reread_slots,
@@ -325,23 +327,62 @@ class Mailboxes:
         """Up to ``count`` new letters of each inbox of ``indexes`` for ``consumer`` (the
         owner), as (message id, letter bytes) by partition: one XREADGROUP over every inbox
         on one server; on a cluster, where the streams of one command must share a slot and
-        each partition has its own, one XREADGROUP per inbox in one pipeline. Never blocks."""
+        each partition has its own, one XREADGROUP per inbox, each master its own in one
+        request. Never blocks.
+
+        Sent on a connection that never sends it again by itself (:mod:`.wire`): a read
+        whose reply was lost delivered its letters all the same, and a read sent again
+        gets only those after them, leaving these pending where nobody reads them while
+        this worker owns the partition (the crawl's client on one Redis resends once, a
+        cluster's client more). The lost reply is an error here, and :meth:`read` claims
+        what is pending first at the next read."""
         out: dict[int, list[tuple[bytes, bytes]]] = {}
         if not indexes or count <= 0:
             return out
         inboxes = {self._inbox(index): index for index in indexes}
-        if self._cluster:
-            pipe = self.client.pipeline(transaction=False)
-            for key in inboxes:
-                pipe.xreadgroup(self.GROUP, consumer, {key: ">"}, count=count)
-            replies = [stream for reply in pipe.execute() for stream in reply or ()]
-        else:
-            streams = {key: ">" for key in inboxes}
-            replies = self.client.xreadgroup(self.GROUP, consumer, streams, count=count) or []
-        for key, messages in replies:
-            name = key.decode() if isinstance(key, bytes) else key
-            out[inboxes[name]] = [(message_id, fields[FIELD]) for message_id, fields in messages]
+        if not self._cluster:
+            command = ("XREADGROUP", "GROUP", self.GROUP, consumer, "COUNT", count, "STREAMS",
+                       *inboxes, *[">"] * len(inboxes))  # fmt: skip
+            self._read_on(self.client, [command], inboxes, out)
+            return out
+        by_node: dict[str, tuple[Any, list[tuple[Any, ...]]]] = {}
+        for key in inboxes:
+            node = self.client.get_node_from_key(key)
+            command = ("XREADGROUP", "GROUP", self.GROUP, consumer, "COUNT", count, "STREAMS",
+                       key, ">")  # fmt: skip
+            by_node.setdefault(node.name, (node, []))[1].append(command)
+        for node, commands in by_node.values():
+            try:
+                self._read_on(self.client.get_redis_connection(node), commands, inboxes, out)
+            except (redis.ConnectionError, redis.TimeoutError):
+                reread_slots(self.client)  # (a master that died: see _post)
+                raise
         return out
+
+    def _read_on(
+        self,
+        server: redis.Redis,
+        commands: list[tuple[Any, ...]],
+        inboxes: dict[str, int],
+        out: dict[int, list[tuple[bytes, bytes]]],
+    ) -> None:
+        """The XREADGROUP ``commands`` in one request on ``server`` (one Redis, or a
+        cluster's master), their letters added to ``out``; a refusal is raised, a slot that
+        moved (``MOVED``, ``ASK``) as ``TryAgainError`` once the cluster's map of slots is
+        read again (``fence._raise_error``)."""
+        with wire.one_connection(server) as conn:
+            replies = conn.run(commands)
+        if any(isinstance(reply, Exception) for reply in replies):
+            _raise_error(self.client, replies)
+        for reply in replies:
+            streams = reply.items() if isinstance(reply, dict) else reply or ()  # (RESP3, 2)
+            for key, messages in streams:
+                name = key.decode() if isinstance(key, bytes) else key
+                got = out.setdefault(inboxes[name], [])
+                for message_id, fields in messages:
+                    letter = dict(zip(fields[::2], fields[1::2], strict=True)).get(FIELD)
+                    if letter is not None:
+                        got.append((message_id, letter))
 
     def deliver(
         self,

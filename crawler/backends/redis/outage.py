@@ -76,7 +76,8 @@ class RedisOutage:
     key (a cluster client then asks the node that serves it); ``meanwhile`` says in the first
     line what the component does while Redis is away; ``back_note``, if given, adds to the
     line when Redis is back; ``on_back`` runs on the probe's thread once Redis answers again,
-    before any waiting caller goes on (send what waited)."""
+    before any waiting caller goes on (send what waited), and once more after (what a caller
+    answered alone kept while it ran)."""
 
     def __init__(
         self,
@@ -189,6 +190,18 @@ class RedisOutage:
             seconds,
             f"; {note}" if note else "",
         )
+        if self.on_back is not None:
+            # once more: a caller answered alone while it ran (Redis away until just now)
+            # kept what it had, and nothing else would send that before the next outage
+            try:
+                self.on_back()
+            except Exception as exc:
+                if not is_transient(exc):
+                    self.log.warning(
+                        "After Redis came back, the %s failed: %s", self.component, exc
+                    )
+                else:
+                    self.went_away(exc)  # (its probe sends it, once Redis is back again)
         return True
 
     def close(self) -> None:

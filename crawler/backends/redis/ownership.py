@@ -104,6 +104,9 @@ class PartitionOwnership:
         # index -> lease value of a claim whose outcome is unknown (its reply was lost): the
         # next beat reads the lease, and owns the partition if the value is this one
         self._unsure: dict[int, str] = {}
+        # partitions found lost and dropped from ``owned`` since the last beat that returned
+        # (one Redis going away cut short after that still says them, for the caller to drop)
+        self._lost: list[int] = []
 
     # -- the beat -----------------------------------------------------------------------------
 
@@ -116,10 +119,12 @@ class PartitionOwnership:
         to take them again (through the fence) with the work they held; claiming them first
         would fetch that work twice."""
         try:
-            return self._beat()
+            beat = self._beat()
         except Exception:
             self._away = True
             raise
+        beat.lost, self._lost = [*dict.fromkeys(self._lost)], []
+        return beat
 
     def _beat(self) -> Beat:
         now = self._now_ms()
@@ -147,6 +152,7 @@ class PartitionOwnership:
         beat = Beat(lost=[o.keys.index for o, ours in zip(held, kept, strict=True) if not ours])
         for index in beat.lost:
             self.owned.pop(index, None)
+        self._lost += beat.lost
         beat.claimed = [
             self._own(index, value)
             for (index, value), lease in zip(unsure.items(), values[len(held) :], strict=True)

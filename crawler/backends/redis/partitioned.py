@@ -407,19 +407,19 @@ class PartitionedFrontier(Frontier):
         return results, rests
 
     def mark_seen(self, keys: Iterable[str]) -> int:
-        """Keys of owned partitions are tested by their owner (this worker); others are added
-        to their partition's seen-set on the server, atomically, by any worker."""
+        """Others' keys are added to their partition's seen-set on the server, atomically;
+        then those of owned partitions, tested by their owner, its writes flushed later if
+        Redis fails this flush (raised, the call run again would find its own claims seen)."""
         batches: dict[int, list[int]] = {}
         for key in keys:
             batches.setdefault(self.shard(normalize_url(key)[1]), []).append(url_key(key))
-        new = 0
-        for index, batch in batches.items():
-            part = self.parts.get(index)
-            if part is not None:
-                new += sum(self._guarded(part, part.store.seen_add_many, batch) or ())
-            else:
-                new += sum(self._other_seen(index).add_many(batch))
-        self._flush()
+        mine = {i: b for i, b in batches.items() if i in self.parts}
+        new = sum(sum(self._other_seen(i).add_many(b)) for i, b in batches.items() if i not in mine)
+        prime_seen(self.client, {self.parts[i].store: b for i, b in mine.items()})
+        for i, batch in mine.items():
+            new += sum(self._guarded(part := self.parts[i], part.store.seen_add_many, batch) or ())
+        with contextlib.suppress(redis.RedisError):
+            self._flush()
         return new
 
     def _other_seen(self, index: int) -> SeenSet:

@@ -134,7 +134,8 @@ class RedisQueueStore(QueueStore):
         was out of the front queues goes back to their heads. Returns how many URLs that
         was."""
         k = self.keys
-        self._offset = redis_time(self.client) - self.clock()
+        # the clock of the node holding the partition (on a cluster each node has its own)
+        self._offset = redis_time(self.client, k.hosts) - self.clock()
         for name, blob in self.client.hgetall(k.hosts).items():
             host = name.decode()
             hid, admitted, delay, dead, skipped, free_at, failures, bits = msgpack.unpackb(blob)
