@@ -12,6 +12,21 @@ from scrapy.exceptions import IgnoreRequest
 
 from tests.test_robots_unit import FakeEngine, answer, discover, middleware, run  # noqa: F401
 
+ORIGIN = "http://a.example"
+BODY = b"User-agent: *\nDisallow: /x\n"
+
+
+def _refresh_after(mw, crawler, seconds: float) -> Request:  # type: ignore[no-untyped-def]
+    """The clock moved ``seconds`` on, past the copy's expiry: the next page queues a refresh,
+    returned as it enters the downloader."""
+    now = mw.fetcher.clock()
+    mw.fetcher.clock = lambda: now + seconds
+    assert isinstance(run(mw.process_request(Request(f"{ORIGIN}/x"))).result, IgnoreRequest)
+    refresh = crawler.engine.crawled[-1]
+    assert refresh.url == f"{ORIGIN}/robots.txt"
+    run(mw.process_request(refresh))
+    return refresh
+
 
 def test_a_refresh_is_conditional_and_a_304_renews_the_copy(middleware) -> None:  # noqa: F811
     """RFC 9309 2.4 lets a crawler use HTTP caching: a refresh carries the copy's ETag and
@@ -64,4 +79,21 @@ def test_a_redirect_targets_validators_are_not_the_origins(middleware) -> None: 
     d.callback(answer(hop, 200, b"User-agent: *\nDisallow: /x\n", ETag='"moved"'))
     assert not mw.fetcher.book.state("http://a.example").rules.allowed("http://a.example/x")
     assert mw.fetcher.book.validators("http://a.example") == ("", "")
+
+
+def test_a_304_that_says_nothing_of_freshness_keeps_the_copys_lifetime(middleware) -> None:  # noqa: F811
+    """RFC 9111 4.3.4: a 304 updates the stored answer's headers, so the file's own
+    ``max-age`` still stands when the 304 sends none; it used to become ROBOTSTXT_CACHE_EXPIRY
+    (a day), and a site asking for a 10-minute refresh had its rule changes missed for a day."""
+    mw, crawler, _, _ = middleware
+    first = discover(crawler, ORIGIN)
+    run(mw.process_request(first))
+    cache_control = {"Cache-Control": "max-age=600"}
+    run(mw.process_response(first, answer(first, 200, BODY, ETag='"v1"', **cache_control)))
+    refresh = _refresh_after(mw, crawler, 601)
+    assert refresh.headers[b"If-None-Match"] == b'"v1"'
+    run(mw.process_response(refresh, answer(refresh, 304, ETag='"v1"')))
+    record = mw.fetcher.book.state(ORIGIN).rules.record
+    assert record.expires_at - record.fetched_at == pytest.approx(600)
+    assert crawler.stats.get_value("robotstxt/not_modified") == 1
 

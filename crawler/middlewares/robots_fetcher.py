@@ -72,7 +72,7 @@ from crawler.middlewares.robots_requests import (
     wait_timeout,
 )
 from crawler.middlewares.robots_waits import OriginWaits
-from crawler.net.freshness import freshness_of
+from crawler.net.freshness import NO_HINT, freshness_of
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache, robots_lifetime
 from crawler.robots.config import RobotsConfig
@@ -346,9 +346,10 @@ class RobotsFetcher:
         own = ("", "") if request.meta.get(HOPS_META) else validators
         if status == 304 and _conditional(request):
             # not modified: the copy in force stays, fresh again as the answer says (its
-            # headers are the file's, RFC 9111 4.3.4)
-            lifetime = robots_lifetime(hint, self.book.expiry)
-            if self.book.renewed(origin, now, lifetime=lifetime, validators=own):
+            # headers update the file's, RFC 9111 4.3.4); a 304 that says nothing of it
+            # leaves the file's own lifetime (its max-age stands), not ROBOTSTXT_CACHE_EXPIRY
+            renewal = None if hint == NO_HINT else robots_lifetime(hint, self.book.expiry)
+            if self.book.renewed(origin, now, lifetime=renewal, validators=own):
                 self._inc("robotstxt/not_modified")
                 self.outcomes.resolved(origin)
                 return
