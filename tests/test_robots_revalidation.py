@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
+from scrapy.http import TextResponse
 
 from tests.test_robots_unit import FakeEngine, answer, discover, middleware, run  # noqa: F401
 
@@ -97,3 +98,18 @@ def test_a_304_that_says_nothing_of_freshness_keeps_the_copys_lifetime(middlewar
     assert record.expires_at - record.fetched_at == pytest.approx(600)
     assert crawler.stats.get_value("robotstxt/not_modified") == 1
 
+
+def test_validators_go_back_byte_for_byte(middleware) -> None:  # noqa: F811
+    """An ETag may hold obs-text (RFC 9110 8.8.3): it is sent back with the bytes the server
+    sent, weak prefix and quotes included, not re-encoded as UTF-8 (which no server matches:
+    every refresh then downloaded the whole file again)."""
+    mw, crawler, _, _ = middleware
+    etag, last_modified = b'W/"caf\xe9"', b"Sat, 05 Dec 2026 10:00:00 GMT"
+    first = discover(crawler, ORIGIN)
+    run(mw.process_request(first))
+    headers = {"ETag": etag, "Last-Modified": last_modified}
+    response = TextResponse(first.url, status=200, body=BODY, headers=headers, request=first)
+    run(mw.process_response(first, response))
+    refresh = _refresh_after(mw, crawler, 86401)
+    assert refresh.headers[b"If-None-Match"] == etag
+    assert refresh.headers[b"If-Modified-Since"] == last_modified

@@ -271,10 +271,12 @@ class RobotsFetcher:
         self._inc("robotstxt/request_count")
         if not hop:  # a refresh asks whether the copy in force changed (RFC 9110 13.1)
             etag, last_modified = self.book.validators(origin)
+            # sent back as received: the header's bytes (read as Latin-1), not re-encoded as
+            # Scrapy encodes a str (UTF-8), which changes an ETag's obs-text and no 304 comes
             if etag:
-                request.headers[b"If-None-Match"] = etag
+                request.headers[b"If-None-Match"] = etag.encode("latin-1")
             if last_modified:
-                request.headers[b"If-Modified-Since"] = last_modified
+                request.headers[b"If-Modified-Since"] = last_modified.encode("latin-1")
 
     def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
         """The downloader is done with ``request``, however it ended. A robots.txt fetch that
