@@ -83,6 +83,11 @@ def test_a_body_whose_download_was_stopped_loses_its_partial_line() -> None:
     ``/print``."""
     body = b"User-agent: *\nDisallow: /p\nAllow: /pri"
     assert decode_body(body, cut=True) == ("User-agent: *\nDisallow: /p\n", True)
+    # UTF-16: a newline starts on a character; U+0A41 U+0100 hold its two bytes across two
+    text = "User-agent: *\nDisallow: /\nAllow: /\u0a41\u0100\u0a41/open"
+    for codec, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")):
+        cut = (bom + text.encode(codec))[:-4]
+        assert decode_body(cut, cut=True) == ("User-agent: *\nDisallow: /\n", True), codec
 
 
 def _compressed(encoding: str, data: bytes) -> bytes:

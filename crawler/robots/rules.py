@@ -97,6 +97,8 @@ def decode_body(body: bytes, max_size: int = MAX_SIZE, *, cut: bool = False) -> 
         body = body[:max_size]
         newline = _UTF16_NEWLINE[utf16] if utf16 else b"\n"
         cut = body.rfind(newline)
+        while utf16 and cut > 0 and cut % 2:  # a UTF-16 newline starts on a character, not
+            cut = body.rfind(newline, 0, cut + 1)  # across two (U+0A41 U+0100 hold 0A 00)
         if cut >= 0:
             body = body[: cut + len(newline)]
     if utf16:
