@@ -75,6 +75,9 @@ def test_decode_cuts_at_the_limit_and_drops_the_partial_line() -> None:
     text, cut = decode_body(body, max_size=len(body) - 5)
     assert cut and text == "User-agent: *\nDisallow: /a\n"
     assert decode_body(b"\xff\xfeUser-agent: *", 100) == ("%FF%FEUser-agent: *", False)
+    # a line that ends at the limit, its newline just past it, is whole
+    text, cut = decode_body(body, max_size=body.index(b"\nDisallow: /private"))
+    assert cut and text == "User-agent: *\nDisallow: /a\n"
 
 
 def test_a_body_whose_download_was_stopped_loses_its_partial_line() -> None:
