@@ -88,4 +88,17 @@ def _first_bytes(body: bytes, encoding: bytes, size: int) -> bytes:
             return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, size)
     if encoding == b"br":
         return bytes(brotli.Decompressor().process(body, output_buffer_limit=size)[:size])
-    return bytes(zstd.ZstdDecompressor().decompress(body, max_length=size))
+    return _unzstd_first(body, size)
+
+
+def _unzstd_first(body: bytes, size: int) -> bytes:
+    """``_first_bytes`` of zstd: frame after frame (a file compressed in parallel, pzstd's, is
+    several, which Scrapy's reader reads through too), until ``size`` bytes or the end."""
+    out = bytearray()
+    while body and len(out) < size:
+        frame = zstd.ZstdDecompressor()
+        out += frame.decompress(body, max_length=size - len(out))
+        if not frame.eof:  # the limit reached, or the stream cut short
+            break
+        body = frame.unused_data
+    return bytes(out)

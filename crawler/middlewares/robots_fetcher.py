@@ -72,7 +72,7 @@ from crawler.middlewares.robots_requests import (
     wait_timeout,
 )
 from crawler.middlewares.robots_waits import OriginWaits
-from crawler.net.freshness import freshness_of
+from crawler.net.freshness import NO_HINT, freshness_of
 from crawler.robots.book import ELSEWHERE, IN_FLIGHT, RobotsBook, Verdict
 from crawler.robots.cache import RobotsCache, robots_lifetime
 from crawler.robots.config import RobotsConfig
@@ -271,10 +271,12 @@ class RobotsFetcher:
         self._inc("robotstxt/request_count")
         if not hop:  # a refresh asks whether the copy in force changed (RFC 9110 13.1)
             etag, last_modified = self.book.validators(origin)
+            # sent back as received: the header's bytes (read as Latin-1), not re-encoded as
+            # Scrapy encodes a str (UTF-8), which changes an ETag's obs-text and no 304 comes
             if etag:
-                request.headers[b"If-None-Match"] = etag
+                request.headers[b"If-None-Match"] = etag.encode("latin-1")
             if last_modified:
-                request.headers[b"If-Modified-Since"] = last_modified
+                request.headers[b"If-Modified-Since"] = last_modified.encode("latin-1")
 
     def _fetch_finished(self, request: Request, outcome: Any, duration: float | None) -> None:
         """The downloader is done with ``request``, however it ended. A robots.txt fetch that
@@ -346,9 +348,10 @@ class RobotsFetcher:
         own = ("", "") if request.meta.get(HOPS_META) else validators
         if status == 304 and _conditional(request):
             # not modified: the copy in force stays, fresh again as the answer says (its
-            # headers are the file's, RFC 9111 4.3.4)
-            lifetime = robots_lifetime(hint, self.book.expiry)
-            if self.book.renewed(origin, now, lifetime=lifetime, validators=own):
+            # headers update the file's, RFC 9111 4.3.4); a 304 that says nothing of it
+            # leaves the file's own lifetime (its max-age stands), not ROBOTSTXT_CACHE_EXPIRY
+            renewal = None if hint == NO_HINT else robots_lifetime(hint, self.book.expiry)
+            if self.book.renewed(origin, now, lifetime=renewal, validators=own):
                 self._inc("robotstxt/not_modified")
                 self.outcomes.resolved(origin)
                 return

@@ -431,17 +431,20 @@ class RobotsBook:
         validators: tuple[str, str] = ("", ""),
     ) -> RobotsRecord | None:
         """A 304 to a conditional refresh: the copy in force is still the file, fresh again
-        for ``lifetime`` (None: ``expiry``), with the answer's validators where it sends some
-        (RFC 9110 15.4.5). None: there is no copy to renew."""
+        for ``lifetime`` (None: as long as the copy was, its own caching headers or
+        ``expiry``), with the answer's validators where it sends some (RFC 9110 15.4.5).
+        None: there is no copy to renew."""
         st = self.state(origin)
         if st.rules is None or st.rules.kind != RULES:
             return None
         old = st.rules.record
         etag, last_modified = validators
+        if lifetime is None:
+            lifetime = old.expires_at - old.fetched_at
         record = replace(
             old,
             fetched_at=now,
-            expires_at=now + (self.expiry if lifetime is None else lifetime),
+            expires_at=now + lifetime,
             etag=etag or old.etag,
             last_modified=last_modified or old.last_modified,
         )

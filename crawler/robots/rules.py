@@ -94,11 +94,13 @@ def decode_body(body: bytes, max_size: int = MAX_SIZE, *, cut: bool = False) -> 
     utf16 = _utf16(body)
     truncated = cut or len(body) > max_size
     if truncated:
-        body = body[:max_size]
         newline = _UTF16_NEWLINE[utf16] if utf16 else b"\n"
-        cut = body.rfind(newline)
-        if cut >= 0:
-            body = body[: cut + len(newline)]
+        # the line that ends at the limit is whole when its newline comes next (the byte past
+        # the limit that read_up_to downloads tells it)
+        end = body.rfind(newline, 0, max_size + len(newline))
+        while utf16 and end > 0 and end % 2:  # a UTF-16 newline starts on a character, not
+            end = body.rfind(newline, 0, end + 1)  # across two (U+0A41 U+0100 hold 0A 00)
+        body = body[: end + len(newline)] if end >= 0 else body[:max_size]
     if utf16:
         return body[2:].decode(utf16, errors="replace"), truncated
     skip = 0
