@@ -5,7 +5,9 @@ them on the same one (two nodes' clocks differ as their machines' do)."""
 
 from __future__ import annotations
 
-from crawler.backends.redis.keys import PartitionKeys
+from crawler.backends.redis.controls import CrawlControls
+from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
+from crawler.backends.redis.status import SharedCrawl, crawl_report
 from tests.frontier_contract import FakeClock
 from tests.redis_cluster_support import RedisClusterServers, redis_cluster  # noqa: F401
 from tests.redis_support import fresh_key
@@ -37,5 +39,32 @@ def test_an_owner_reads_the_clock_of_the_node_that_holds_the_partition(
             holding, True
         )
         worker.close()
+    finally:
+        client.close()
+
+
+def test_the_crawls_controls_and_heartbeats_read_the_clock_of_the_crawls_node(
+    redis_cluster: RedisClusterServers,  # noqa: F811
+) -> None:
+    """A deadline is written on one clock and compared with it at every refresh, a block is
+    stamped, heartbeats are judged against ``now``: all on the node of the crawl's ``{crawl}``
+    keys, not on whichever node a keyless ``TIME`` reaches."""
+    client = redis_cluster.client()
+    try:
+        key = fresh_key()
+        keys = CrawlKeys(key)
+        masters = {node.address: node for node in redis_cluster.masters()}
+        home = client.get_node_from_key(keys.controls).name
+        for node in masters.values():
+            node.client().config_resetstat()
+        controls = CrawlControls(client, key)
+        for _ in range(6):  # a keyless TIME goes to a random node: six reach another likely
+            controls.set_control("deadline", 60, relative=True)
+            controls.refresh()
+        controls.block("a.example", wait=0)
+        for _ in range(6):
+            crawl_report(SharedCrawl(client, key, COUNT, 1))
+        asked = {name for name, node in masters.items() if time_calls(node) > 0}
+        assert asked == {home}
     finally:
         client.close()

@@ -48,7 +48,7 @@ class CrawlControls:
         owner says within ``wait`` seconds, or None (the next owner drops them)."""
         field = ("d:" if domain else "h:") + host_name(name)
         pipe = self.client.pipeline(transaction=False)
-        pipe.hset(self.keys.blocked, field, repr(redis_time(self.client)))
+        pipe.hset(self.keys.blocked, field, repr(redis_time(self.client, self.keys.controls)))
         pipe.hdel(self.keys.dropped, field)
         pipe.execute()
         self._announce()
@@ -79,7 +79,8 @@ class CrawlControls:
         else:
             text = str(int(value))
             if name == "deadline":
-                text = repr(float(value) + (redis_time(self.client) if relative else 0.0))
+                now = redis_time(self.client, self.keys.controls) if relative else 0.0
+                text = repr(float(value) + now)
             self.client.hset(self.keys.controls, name, text)
         self._announce()
         self.refresh()
@@ -120,7 +121,7 @@ class CrawlControls:
         self.heard = False
         ctl = {k.decode(): v.decode() for k, v in ctl.items()}
         if "deadline" in ctl:
-            self._offset = redis_time(self.client) - self.clock()
+            self._offset = redis_time(self.client, self.keys.controls) - self.clock()
         self._ctl = ctl
         names = frozenset(b.decode() for b in blocked)
         if names != self._blocked:
@@ -200,7 +201,9 @@ class CrawlControls:
 
 def redis_time(client: Any, key: str | None = None) -> float:
     """Redis's clock in seconds, the one clock of a fleet; with ``key``, on a cluster, that of
-    the node serving it (each node keeps its own)."""
+    the node serving it (each node keeps its own: what is written with one node's time is
+    compared with the same node's, so the crawl-wide controls and heartbeats read the node of
+    the crawl's ``{crawl}`` keys, and a partition's times its own node's)."""
     node = client.get_node_from_key(key) if key and isinstance(client, RedisCluster) else None
     seconds, micros = client.time(target_nodes=node) if node else client.time()
     return seconds + micros / 1e6

@@ -48,7 +48,7 @@ class Fleet:
         """Send what moved in ``counters`` since the last beat, and the heartbeat; returns
         Redis's time."""
         keys = self.keys
-        now = redis_time(self.client)
+        now = redis_time(self.client, keys.workers)
         if self._started is None:
             old = self.client.hget(keys.workers, self.worker_id)
             self._started = json.loads(old)["started"] if old else now
@@ -124,7 +124,7 @@ class SharedCrawl:
 def crawl_report(crawl: SharedCrawl, *, top: int = 10) -> dict[str, Any]:
     """Everything ``scrapy frontier <site>`` shows, as plain data (``--json`` prints it)."""
     client = crawl.client
-    now = redis_time(client)
+    now = redis_time(client, CrawlKeys(crawl.crawl).workers)
     operator = crawl.controls()
     controls = operator.controls()
     partitions = partition_loads(client, crawl.partitions(), crawl.front_queues)
