@@ -33,8 +33,9 @@ def checkout_files(root: Path = CHECKOUT) -> set[str]:
 
 
 # Tests that take 20 s or more on CI's two cores (``--durations``), longest first, by name.
-# They are handed out first: pytest-xdist gives tests out in collection order, and one of them
-# started last would keep the whole run waiting for it while the other workers sit idle.
+# They are handed out first, one at a time (pyproject's --maxschedchunk=1): pytest-xdist gives
+# tests out in collection order, and one of them started last would keep the whole run waiting
+# for it while the other workers sit idle.
 LONG_FIRST = (
     "tests/test_readme.py::test_the_readme_commands_run_as_written",
     "tests/test_redis_outage.py::test_a_page_is_judged_alone_once_redis_stays_away_past_the_wait",
