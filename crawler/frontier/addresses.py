@@ -20,9 +20,8 @@ take turns; OPIC's cash decides. The line never idles the address for long: only
 back within half a gap holds it, and one that missed its turn (its host given up, its worker
 gone or stalled) is out of the line. Missed means that a host in line told a turn more than
 ``LATE`` after the waiter's asks, also ``LATE`` past the waiter's turn, and the waiter still
-has not come: the
-frontier hands hosts out in the order of their turns, so a waiter alive in this worker asks
-before any host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall
+has not come: the frontier hands hosts out in the order of their turns, so a waiter alive in
+this worker asks before any host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall
 of the whole process (CPU starved, a long GC) every waiter is late, and the hosts due ask
 within milliseconds, in turn order, others among them (the host that just fetched there,
 whose own delay ended before the waiters' turns); an ask by one not in line, or by one told a
