@@ -264,3 +264,31 @@ def test_the_waits_of_the_latest_joined_missed_waiters_are_kept(clocked: Clocked
     assert kept <= GAP + 0.01, kept
     forgotten = clocked.take(t + 100.02, "g0.test")  # behind x1.. and g2.test
     assert forgotten >= len(askers) * GAP, forgotten
+
+
+def test_the_kept_waits_expire_when_the_asker_that_dropped_them_takes_the_address(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """The ask that drops the waiters gone (their waits kept in ``{s}:ipm:<address>``) takes
+    the address: that key, made by this very ask, expires with the line's keys all the same,
+    not kept forever once the address has no one left to refuse."""
+    keys = CrawlKeys(fresh_key(), "web", 1)
+    client = redis_server.client()
+    now = [1000.0]
+    budget = RedisAddressBudget(client, keys, POLICY, lambda: now[0])
+
+    def take(at: float, host: str, priority: int) -> float:
+        now[0] = at
+        return budget.take(IP, f"{host}@{at!r}", at, host, priority)
+
+    t = 1000.0
+    assert take(t, "a.test", 1) == 0
+    budget.done(IP, f"a.test@{t!r}", t + 0.05, 0.05)
+    for i in range(3):  # never come back
+        assert take(t + 0.1 + i / 100, f"gone{i}.test", 0) > 0
+    wait = take(t + 2.0, "a.test", 1)
+    assert take(t + 2.0 + wait, "a.test", 1) == 0  # it drops them, and takes the address
+    missed = f"{keys.shard_prefixes()[0]}:ipm:{IP}"
+    assert client.zcard(missed) == 3
+    assert 0 < client.pttl(missed) <= POLICY.ttl * 4000
+    budget.close()

@@ -72,7 +72,8 @@ KEY_COMMANDS: dict[str, tuple[Any, ...]] = {
     "UNLINK": (), "WATCH": (), "XACK": ("g", "0-1"), "XADD": ("*", "f", ""),
     "XAUTOCLAIM": ("g", "c", 0, "0-0"), "XDEL": ("0-1",), "XGROUP CREATE": ("g", "0"),
     "XLEN": (), "ZADD": (0, ""), "ZCARD": (), "ZCOUNT": (0, 0), "ZRANGE": (0, 0),
-    "ZRANK": ("",), "ZREM": ("",), "ZREMRANGEBYSCORE": (0, 0), "ZSCORE": ("",),
+    "ZRANK": ("",), "ZREM": ("",), "ZREMRANGEBYRANK": (0, 0), "ZREMRANGEBYSCORE": (0, 0),
+    "ZSCORE": ("",),
 }  # fmt: skip
 # The commands on no key: each as probed
 KEYLESS_COMMANDS: tuple[tuple[Any, ...], ...] = (

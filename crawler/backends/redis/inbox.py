@@ -107,6 +107,8 @@ class SharedInbox:
         except (redis.ConnectionError, redis.TimeoutError):
             self._hand_over(taken)  # (read, and their trim's outcome unknown)
             raise
+        except redis.WatchError:  # every try aborted: pushed to, or taken from, meanwhile
+            return True  # (seeds wait: the next poll comes soon; nothing was taken)
         self._hand_over(raw)
         return bool(left)
 

@@ -50,6 +50,7 @@ for _, other in ipairs(redis.call('ZRANGE', KEYS[3], 0, ARGV[11] - 1)) do
   if back < told - ARGV[10] then  -- out, its wait kept (the MISSED_KEPT latest joined)
     redis.call('ZADD', KEYS[5], redis.call('ZSCORE', KEYS[3], other) % 1e10, other)
     redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -ARGV[13] - 1)
+    redis.call('PEXPIRE', KEYS[5], math.floor(ttl * 4000))  -- (this ask may take the address)
     redis.call('ZREM', KEYS[3], other)
     redis.call('ZREM', KEYS[4], other)
   else
