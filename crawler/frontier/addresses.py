@@ -8,30 +8,30 @@ address, and between a fetch's end and the next start at that address a gap of a
 address's delay (``delay``, growing with the server's response time by ``factor`` up to
 ``max_delay``, as a host's does), split over its ``concurrency``.
 
-A lease the address refuses goes back to the frontier with its host held until its *turn*.
-The address keeps the hosts it refused in line, best first by the priority of the URL each
-wanted (the frontier's front queue: depth, the OPIC cash bucket; a robots.txt ranks first),
-then by how long each has waited, and tells each to come back when the fetches ahead of it
-should be done. A free address goes to the best host in line, not to whichever asks first: a
-host whose own delay ends as the address frees (it just fetched there) would otherwise keep
-the address while names due long before, with better URLs, wait. So under depth order every
-name's home page comes before any name's second page; under FIFO (one priority) the names
-take turns; OPIC's cash decides. The line never idles the address for long: only a waiter due
-back within half a gap holds it, and one that missed its turn (its host given up, its worker
-gone or stalled) is out of the line. Missed means that a host in line told a turn more than
-``LATE`` after the waiter's asks, also ``LATE`` past the waiter's turn, and the waiter still
-has not come: the frontier hands hosts out in the order of their turns, so a waiter alive in
-this worker asks before any host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall
-of the whole process (CPU starved, a long GC) every waiter is late, and the hosts due ask
-within milliseconds, in turn order, others among them (the host that just fetched there,
-whose own delay ended before the waiters' turns); an ask by one not in line, or by one told a
-turn not ``LATE`` after the late waiter's, drops nobody. A waiter really gone costs one refusal
-more, ``LATE`` of idling: the asker it held is told to come back ``LATE`` later (not after the
-late ones' turns, they are counted out), and that ask drops it. Out, a waiter holds the
-address no more, but its wait is kept: the turn order holds within one worker only, and in a
-fleet a waiter whose worker stalls (or is busy with other fetches) while another worker's hosts
-ask is out though alive. When it comes back it takes the place its wait gives it, not one
-behind every host that joined the line after it (the ``MISSED_KEPT`` latest joined are kept).
+A lease the address refuses goes back to the frontier with its host held until its *turn*. The
+address keeps the hosts it refused in line, best first by the priority of the URL each wanted
+(the frontier's front queue: depth, the OPIC cash bucket; a robots.txt ranks first), then by how
+long each has waited, and tells each to come back when the fetches ahead of it should be done. A
+free address goes to the best host in line, not to whichever asks first: a host whose own delay
+ends as the address frees (it just fetched there) would otherwise keep the address while names
+due long before, with better URLs, wait. So under depth order every name's home page comes
+before any name's second page; under FIFO (one priority) the names take turns; OPIC's cash
+decides. The line never idles the address for long: only a waiter due back within half a gap
+holds it, and one that missed its turn (its host given up, its worker gone or stalled) is out of
+the line. Missed means that a host in line told a turn more than ``LATE`` after the waiter's
+asks, also ``LATE`` past the waiter's turn, and the waiter still has not come: the frontier
+hands hosts out in the order of their turns, so a waiter alive in this worker asks before any
+host told a later turn. Its turn merely ``LATE`` past is not enough: after a stall of the whole
+process (CPU starved, a long GC) every waiter is late, and the hosts due ask within
+milliseconds, in turn order, others among them (the host that just fetched there, whose own
+delay ended before the waiters' turns); an ask by one not in line, or by one told a turn not
+``LATE`` after the late waiter's, drops nobody. A waiter really gone costs one refusal more,
+``LATE`` of idling: the asker it held is told to come back ``LATE`` later (not after the late
+ones' turns, they are counted out), and that ask drops it. Out, a waiter holds the address no
+more, but its wait is kept: the turn order holds within one worker only, and in a fleet a waiter
+whose worker stalls (or is busy with other fetches) while another worker's hosts ask is out
+though alive. When it comes back it takes the place its wait gives it, not one behind every host
+that joined the line after it (the ``MISSED_KEPT`` latest joined are kept).
 
 A waiter told to come back too late loses its turn to a worse one that asks while the address
 is free, so the times told err early: the head of the line comes back at the earliest moment
