@@ -169,16 +169,10 @@ class RedisOutage:
                 self.log.debug("Probe of Redis for the %s failed: %s", self.component, exc)
             self.last_error = exc
             return False
-        if self.on_back is not None:
-            try:
-                self.on_back()
-            except Exception as exc:
-                if not is_transient(exc):
-                    self.log.warning(
-                        "After Redis came back, the %s failed: %s", self.component, exc
-                    )
-                self.last_error = exc
-                return False
+        failed = self._send_back()
+        if failed is not None:
+            self.last_error = failed
+            return False
         with self._cond:
             since, self._away_since = self._away_since, None
             self._cond.notify_all()
@@ -190,19 +184,25 @@ class RedisOutage:
             seconds,
             f"; {note}" if note else "",
         )
-        if self.on_back is not None:
-            # once more: a caller answered alone while it ran (Redis away until just now)
-            # kept what it had, and nothing else would send that before the next outage
-            try:
-                self.on_back()
-            except Exception as exc:
-                if not is_transient(exc):
-                    self.log.warning(
-                        "After Redis came back, the %s failed: %s", self.component, exc
-                    )
-                else:
-                    self.went_away(exc)  # (its probe sends it, once Redis is back again)
+        # once more: a caller answered alone while it ran (Redis away until just now) kept
+        # what it had, and nothing else would send that before the next outage
+        failed = self._send_back()
+        if failed is not None and is_transient(failed):
+            self.went_away(failed)  # (its probe sends it, once Redis is back again)
         return True
+
+    def _send_back(self) -> Exception | None:
+        """Run ``on_back`` (send what waited); the error it met, if any, said unless it is
+        Redis away again."""
+        if self.on_back is None:
+            return None
+        try:
+            self.on_back()
+        except Exception as exc:
+            if not is_transient(exc):
+                self.log.warning("After Redis came back, the %s failed: %s", self.component, exc)
+            return exc
+        return None
 
     def close(self) -> None:
         """Stop probing; callers waiting now give up at once."""
