@@ -117,7 +117,7 @@ class SeenSet:
         Atomic on the server; one round trip (and a ``BF.RESERVE`` the first time).
 
         A claim: whoever gets True fetches the URL (a page requisite). So it is sent on a
-        connection that never sends it again by itself (:func:`_claim`): sent again after a
+        connection that never sends it again by itself (:meth:`_claim`): sent again after a
         lost reply, the adds that landed the first time would answer "seen" to the worker
         that made them, and nobody would fetch the URL. A claim whose reply was lost is of
         unknown outcome, and taken as this worker's own: every key new (a duplicate fetch
