@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import os
 import socket
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis._parsers import _HiredisParser
 from redis.backoff import NoBackoff
 from redis.cluster import PRIMARY, ClusterNode, NodesManager, RedisCluster
-from redis.exceptions import NoPermissionError
+from redis.exceptions import NoPermissionError, ReadOnlyError
 from redis.retry import Retry
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
@@ -130,8 +132,38 @@ class ReshardingCluster(RedisCluster):
         self.nodes_manager.__class__ = RedirectedNodes  # the table redis-py built, fixed
 
 
+class FailoverParser(_HiredisParser):
+    """redis-py's hiredis parser, which also marks its connection to be made again when the
+    server answers ``READONLY``: a master demoted to a replica by a failover, behind a DNS name
+    or a managed endpoint that now names the new master. redis-py keeps such a connection (only
+    its Sentinel client drops it), so a pool would ask the demoted node forever; marked, it is
+    closed once its replies are read (the pool's release, redis-py's own command path, the
+    lean path's keep: ``crawler.backends.redis.wire``), and the next command connects anew,
+    resolving the name again. The error itself is Redis away for now
+    (``crawler.backends.redis.outage``): the call is retried."""
+
+    def on_connect(self, connection: Any, **kwargs: Any) -> None:
+        super().on_connect(connection, **kwargs)
+        self._owner = weakref.ref(connection)  # (no cycle: the connection holds its parser)
+
+    def parse_error(self, response: str) -> Exception:  # type: ignore[override]
+        error = super().parse_error(response)
+        if isinstance(error, ReadOnlyError):
+            owner = getattr(self, "_owner", None)
+            conn = owner() if owner is not None else None
+            if conn is not None:
+                conn.mark_for_reconnect()
+        return error
+
+
 def _single(params: dict[str, Any]) -> redis.Redis:
-    return _bytes(get_redis(**params))
+    """One Redis's client, its connections made with :class:`FailoverParser` (unless
+    ``REDIS_PARAMS`` chose a parser, or hiredis's is not the default)."""
+    client = _bytes(get_redis(**params))
+    kwargs = client.connection_pool.connection_kwargs
+    if "parser_class" not in kwargs and redis.connection.DefaultParser is _HiredisParser:
+        kwargs["parser_class"] = FailoverParser
+    return client
 
 
 def _cluster(params: dict[str, Any]) -> RedisCluster:

@@ -212,6 +212,9 @@ class RedisFrontierStore(MemoryFrontierStore):
             return [f"Redis at {where} refused the crawl's login: {exc}"]
         except (redis.ConnectionError, redis.TimeoutError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
+        except redis.ReadOnlyError:  # (Redis away for a running crawl: a failover's demotion)
+            return [f"Redis at {where} is a read-only replica: REDIS_URL must name the master "
+                    "(or the endpoint that follows it through failovers)"]
         except redis.RedisError as exc:  # reached: an error reply (a key of another type...)
             return [f"Redis at {where} answered the start-up checks with an error: {exc}"]
 

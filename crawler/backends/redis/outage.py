@@ -19,6 +19,7 @@ from redis.exceptions import (
     AuthorizationError,
     ClusterDownError,
     ClusterError,
+    ReadOnlyError,
     RedisClusterException,
     SlotNotCoveredError,
     TryAgainError,
@@ -32,11 +33,15 @@ logger = logging.getLogger(__name__)
 
 #: Errors that mean "Redis is away for now": a lost or refused connection, a timeout, a Redis
 #: loading its AOF (``BusyLoadingError`` is a ``ConnectionError``), a cluster without a master
-#: for some slots (``CLUSTERDOWN``, a slot not covered) or moving one (``TRYAGAIN``). Hand it to
-#: any retry loop that must tell them from real errors (the frontier's worker does).
+#: for some slots (``CLUSTERDOWN``, a slot not covered) or moving one (``TRYAGAIN``), a master
+#: demoted to a replica by a failover (``READONLY``: behind a DNS name or a managed endpoint
+#: that names the new master, the connection is made again, see
+#: ``crawler.backends.redis.connection.FailoverParser``). Hand it to any retry loop that must
+#: tell them from real errors (the frontier's worker does).
 TRANSIENT: tuple[type[BaseException], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
+    ReadOnlyError,
     ClusterDownError,
     SlotNotCoveredError,
     TryAgainError,
@@ -110,13 +115,18 @@ class RedisOutage:
 
     def call(self, fn: Callable[[], T], *, wait: float | None = None) -> T:
         """``fn()``'s result. While Redis is away (or once ``fn`` finds it so), wait for it to be
-        back until ``wait`` seconds (default: the outage's ``wait``) after the outage began,
-        then raise :class:`RedisUnavailable`. Other errors are ``fn``'s own."""
+        back until ``wait`` seconds (default: the outage's ``wait``) after the outage began, or
+        after ``fn`` first failed, whichever came first, then raise :class:`RedisUnavailable`.
+        The latter bounds a call that fails again each time the probe finds Redis back: a
+        replica where the master should be (``READONLY``) answers the probe's read and refuses
+        the call's write. Other errors are ``fn``'s own."""
         limit = self.wait if wait is None else wait
+        first: float | None = None  # when fn first failed
         while True:
             with self._cond:
                 while self._away_since is not None:
-                    left = self._away_since + limit - time.monotonic()
+                    since = self._away_since if first is None else min(first, self._away_since)
+                    left = since + limit - time.monotonic()
                     if left <= 0 or self._closed:
                         raise RedisUnavailable(self.component, self.last_error)
                     self._cond.wait(left)
@@ -125,7 +135,11 @@ class RedisOutage:
             except Exception as exc:
                 if not is_transient(exc):
                     raise
+                now = time.monotonic()
+                first = now if first is None else first
                 self.went_away(exc)
+                if now - first >= limit:
+                    raise RedisUnavailable(self.component, exc) from exc
 
     def went_away(self, exc: BaseException) -> None:
         """Redis failed a call: say so once, and start the probe."""

@@ -4,7 +4,8 @@ an exact set of integer buckets.
 Two writers: the partition's owner queues the adds of the URLs it queues on its fenced writer
 (:meth:`SeenSet.queue_adds`), so that a URL becomes seen in the same atomic call that queues
 it; any other worker (a requisite is claimed by whichever worker meets it) adds through
-:meth:`SeenSet.add_many`, atomic on the server by itself and one round trip.
+:meth:`SeenSet.add_many`, atomic on the server by itself and one round trip, never sent again
+by the client (a claim whose reply was lost is taken as the worker's own: new).
 
 **Bloom** (the server answers ``BF.*``: Redis 8 has it built in, Redis 7 with
 ``--loadmodule redisbloom.so``): ``{tag}:s`` is a RedisBloom scalable filter, reserved once
@@ -50,6 +51,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
+from crawler.backends.redis.fence import _raise_error, reread_slots
 from crawler.backends.redis.keys import PartitionKeys
 
 log = logging.getLogger(__name__)
@@ -112,24 +114,74 @@ class SeenSet:
 
     def add_many(self, keys: Sequence[int]) -> list[bool]:
         """Mark ``keys`` seen; True for each that was new (a key twice: new the first time).
-        Atomic on the server; one round trip (and a ``BF.RESERVE`` the first time)."""
+        Atomic on the server; one round trip (and a ``BF.RESERVE`` the first time).
+
+        A claim: whoever gets True fetches the URL (a page requisite). So it is sent on a
+        connection that never sends it again by itself (:meth:`_claim`): sent again after a
+        lost reply, the adds that landed the first time would answer "seen" to the worker
+        that made them, and nobody would fetch the URL. A claim whose reply was lost is of
+        unknown outcome, and taken as this worker's own: every key new (a duplicate fetch
+        at worst, never a lost one). Redis not reached at all raises, as before."""
         if not keys:
             return []
         if self.config.bloom:
             self._reserve()
-            return [bool(x) for x in self.client.execute_command("BF.MADD", *self._items(keys))]
+            replies = self._claim([("BF.MADD", *self._items(keys))], len(keys))
+            if replies is None:
+                return _firsts(keys)
+            return [bool(x) for x in replies[0]]
         owed = self._owed  # (sent with these adds: no longer owed once they went through)
-        pipe = self.client.pipeline(transaction=True)
-        for key, member in zip(keys, _members(keys), strict=True):
-            pipe.sadd(self._bucket(key), member)
+        commands: list[tuple[Any, ...]] = [("MULTI",)]
+        commands += [
+            ("SADD", self._bucket(k), m) for k, m in zip(keys, _members(keys), strict=True)
+        ]
         if owed:
-            pipe.incrby(self.keys.seen_count, owed)
-        replies = pipe.execute()
-        new = [bool(x) for x in replies[: len(keys)]]
+            commands.append(("INCRBY", self.keys.seen_count, owed))
+        commands.append(("EXEC",))
+        replies = self._claim(commands, len(keys))
+        if replies is None:  # (its INCRBY taken as applied: the count misses it at worst)
+            new = _firsts(keys)
+            self._owed += sum(new) - owed
+            return new
+        done = replies[-1]
+        new = [bool(x) for x in done[: len(keys)]]
         self._owed += sum(new) - owed
         if owed:
-            self._check_capacity(int(replies[-1]))
+            self._check_capacity(int(done[-1]))
         return new
+
+    def _claim(self, commands: list[tuple[Any, ...]], count: int) -> list[Any] | None:
+        """The replies to ``commands`` (a claim of ``count`` URLs: see :meth:`add_many`) sent
+        in one request on one connection (:class:`wire.one_connection`, which never resends;
+        on a cluster, to the master of the seen-set's slot), or None when the request went out
+        and its reply was lost. A refusal is raised (a slot that moved as ``TryAgainError``)."""
+        client = self.client
+        server: Any = client
+        if isinstance(client, RedisCluster):
+            server = client.get_redis_connection(client.get_node_from_key(self.keys.seen))
+        try:
+            conn = wire.one_connection(server)  # (connects: nothing sent if this fails)
+        except (redis.ConnectionError, redis.TimeoutError):
+            _reread(client)
+            raise
+        try:
+            with conn:
+                replies = conn.run(commands)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            _reread(client)
+            log.info(
+                "The reply to a claim of %d URLs in seen-set %s was lost (%s): taken as new",
+                count,
+                self.keys.seen,
+                exc,
+            )
+            return None
+        if any(isinstance(r, Exception) for r in replies) or (
+            type(replies[-1]) is not list  # (an aborted transaction: EXEC's nil)
+        ):
+            _raise_error(client, replies)
+            raise redis.ResponseError(f"claim in {self.keys.seen} aborted: {replies[-1]!r}")
+        return replies
 
     def contains_many(self, keys: Sequence[int]) -> list[bool]:
         """Whether each key was added (bloom: or is a false positive). One round trip."""
@@ -276,6 +328,19 @@ class SeenSet:
                 total,
                 self.config.capacity,
             )
+
+
+def _firsts(keys: Sequence[int]) -> list[bool]:
+    """A claim of unknown outcome: each key new, the first time it comes in ``keys``."""
+    met: set[int] = set()
+    return [not (k in met or met.add(k)) for k in keys]  # type: ignore[func-returns-value]
+
+
+def _reread(client: Any) -> None:
+    """A cluster's map of slots read again after a node's connection failed (a master that
+    died: the claim sent again should find the replica promoted)."""
+    if isinstance(client, RedisCluster):
+        reread_slots(client)
 
 
 def _bloom_read(replies: Iterator[Any]) -> list[bool]:
