@@ -12,12 +12,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scrapy import Request
 from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+from twisted.internet.error import DNSLookupError
 from twisted.names import dns
 
 from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.dns import RedisDnsCache
 from crawler.download.dns import follow_chain
+from crawler.download.robots_request import robots_request
+from crawler.middlewares.dns import DnsMiddleware
 from crawler.net.dns import DnsAnswer, DnsCache, TtlBounds
 from devsite.named import NamedSites
 from tests.crawling import loopback_settings, run_crawl
@@ -261,3 +266,15 @@ def test_a_name_on_a_private_address_is_refused_by_default(tmp_path: Path) -> No
         assert sites.visits == [], result.log[-3000:]
         assert result.stats["address_safety/refused/private_address"] >= 1
         assert server.queries()["inside.farm.test"] == 1
+
+
+def test_robots_txt_is_told_by_the_request_not_by_its_path() -> None:
+    """A name that does not resolve for a robots.txt redirect hop (any path) is left to the
+    robots.txt middleware, which holds the host its own way; a page that happens to be at
+    /robots.txt holds its host like any page."""
+    middleware = DnsMiddleware.from_crawler(get_crawler())
+    hop = robots_request("http://a.test", "http://elsewhere.test/rules.txt", 1)
+    assert middleware.process_exception(hop, DNSLookupError("no")) is None
+    assert middleware.holds == {}
+    middleware.process_exception(Request("http://b.test/robots.txt"), DNSLookupError("no"))
+    assert middleware.holds == {"b.test": 1}

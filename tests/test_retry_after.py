@@ -9,9 +9,12 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
+from scrapy import Request
 from scrapy.http import Response
+from scrapy.utils.test import get_crawler
 
-from crawler.middlewares.retry_after import parse_retry_after
+from crawler.download.robots_request import robots_request
+from crawler.middlewares.retry_after import RetryAfterMiddleware, parse_retry_after
 from crawler.middlewares.robots_requests import retry_after
 from tests import hostile as h
 from tests.crawling import run_crawl
@@ -28,6 +31,19 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("soon") is None
     assert parse_retry_after("-5") is None
+
+
+def test_robots_txt_is_told_by_the_request_not_by_its_path() -> None:
+    """A robots.txt redirect hop (any path) is left to the robots.txt middleware's rules; a
+    page that happens to be at /robots.txt (a link to it) is a page like any other."""
+    middleware = RetryAfterMiddleware(get_crawler())
+    hop = robots_request("http://a.test", "http://a.test/moved/rules.txt", 1)
+    busy = Response(hop.url, status=503, headers={"Retry-After": b"5"})
+    assert middleware.process_response(hop, busy) is busy
+    page = Request("http://b.test/robots.txt")
+    answer = Response(page.url, status=503, headers={"Retry-After": b"5"})
+    again = middleware.process_response(page, answer)
+    assert isinstance(again, Request) and again.url == page.url
 
 
 def test_a_retry_after_of_odd_digits_is_unreadable_not_an_error() -> None:

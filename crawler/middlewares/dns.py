@@ -26,6 +26,7 @@ from twisted.internet.error import DNSLookupError
 from crawler import signals as crawler_signals
 from crawler.download.dns import CachingDnsResolver, DnsService
 from crawler.download.dns_config import DnsConfig
+from crawler.download.robots_request import is_robots_request
 from crawler.net.dns import ERROR, NXDOMAIN, TRANSIENT
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class DnsMiddleware:
             return None
         parsed = urlparse_cached(request)
         host = (parsed.hostname or "").lower()
-        if parsed.path == "/robots.txt" or not host:
+        if is_robots_request(request) or not host:  # (its redirect hops too, whatever path)
             return None
         kept = self.service.cache.get(host)
         # Scrapy 2.19 wraps Twisted's DNSLookupError (CannotResolveHostError) and the endpoint

@@ -23,6 +23,7 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 
 from crawler import signals as crawler_signals
+from crawler.download.robots_request import is_robots_request
 
 logger = logging.getLogger(__name__)
 
@@ -82,10 +83,9 @@ class RetryAfterMiddleware:
     ) -> Request | Response:
         if response.status not in CODES or request.meta.get("dont_retry"):
             return response
-        parsed = urlparse_cached(request)
-        if parsed.path == "/robots.txt":
+        if is_robots_request(request):  # (a redirect hop's path too, not a page's robots.txt)
             return response  # the robots.txt middleware has its own rules for these
-        host = parsed.hostname or ""
+        host = urlparse_cached(request).hostname or ""
         raw = response.headers.get(b"Retry-After")
         text = raw.decode("latin-1") if raw else None
         delay = parse_retry_after(text)
