@@ -230,21 +230,23 @@ def test_two_workers_adding_the_same_keys_see_each_new_once(
     kind: str,
 ) -> None:
     """Two clients (two workers) add the same 4,000 keys at once, in batches of 50 in
-    opposite orders: every key is new to exactly one of them."""
+    opposite orders, a batch each at a time (a barrier between batches: else one thread may
+    add all its batches before the other sends its first, and they never meet): every key is
+    new to exactly one of them."""
     usable(client, kind)
     keys = partition()
     wanted = url_keys(4000)
     results: list[dict[int, bool]] = [{}, {}]
     sets: list[SeenSet] = []
     clients = [redis_server.client(), redis_server.client()]
-    start = threading.Barrier(2)
+    start = threading.Barrier(2, timeout=60)  # (a thread that failed breaks it, not hangs)
 
     def work(i: int) -> None:
         seen = SeenSet(clients[i], keys, config(kind))
         sets.append(seen)
         order = wanted if i == 0 else wanted[::-1]
-        start.wait()
         for j in range(0, len(order), 50):
+            start.wait()
             batch = order[j : j + 50]
             results[i].update(zip(batch, seen.add_many(batch), strict=True))
 
