@@ -356,3 +356,20 @@ def test_the_owners_packed_adds_are_hiredis_packed_sadds() -> None:
         assert [(c, k) for c, k, _ in writer.writes] == [("SADD", b) for b in expected]
         for (_, bucket, request), members in zip(writer.writes, expected.values(), strict=True):
             assert request == hiredis.pack_command(("SADD", bucket, *members)), (trial, bucket)
+
+
+def test_an_add_that_redis_refused_inside_its_transaction_raises(client: redis.Redis) -> None:
+    """A command of the exact add's ``MULTI`` that fails when ``EXEC`` runs it (a bucket of
+    another type: ``WRONGTYPE``) is an error, as redis-py's transaction raises it, not a key
+    said new (its error object taken as a true reply) nor a count read from an error."""
+    keys = partition()
+    seen = SeenSet(client, keys, config("exact"))
+    first = url_keys(1)
+    client.set(seen._bucket(first[0]), "a string")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        seen.add_many(first)
+    seen._owed = 3  # (its INCRBY rides with the next add)
+    client.set(keys.seen_count, "not a number")
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        seen.add_many(url_keys(1, "other/"))
+    assert seen._owed == 3  # still owed: the add raised

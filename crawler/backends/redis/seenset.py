@@ -176,8 +176,11 @@ class SeenSet:
                 exc,
             )
             return None
-        if any(isinstance(r, Exception) for r in replies) or (
-            type(replies[-1]) is not list  # (an aborted transaction: EXEC's nil)
+        last = replies[-1]
+        if (
+            any(isinstance(r, Exception) for r in replies)
+            or type(last) is not list  # (an aborted transaction: EXEC's nil)
+            or any(isinstance(r, Exception) for r in last)  # (one EXEC ran and Redis refused)
         ):
             _raise_error(client, replies)
             raise redis.ResponseError(f"claim in {self.keys.seen} aborted: {replies[-1]!r}")
