@@ -358,3 +358,29 @@ def test_the_owners_packed_adds_are_hiredis_packed_sadds() -> None:
         assert [(c, k) for c, k, _ in writer.writes] == [("SADD", b) for b in expected]
         for (_, bucket, request), members in zip(writer.writes, expected.values(), strict=True):
             assert request == hiredis.pack_command(("SADD", bucket, *members)), (trial, bucket)
+
+
+
+def test_an_add_refused_as_its_transaction_ran_is_new_and_said(
+    client: redis.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A command of the exact claim's ``MULTI`` that fails when ``EXEC`` runs it, the others
+    applied: an add (a bucket of another type: ``WRONGTYPE``) answers new, as a claim of
+    unknown outcome does (raised, the claim made again would find the others seen, and
+    nobody would fetch them), not its error object read as a reply; a count's ``INCRBY``
+    refused leaves its URLs owed, not a crash; said once, as an error."""
+    keys = partition()
+    seen = SeenSet(client, keys, config("exact"))
+    first, others = url_keys(1), url_keys(3, "other/")
+    assert seen.add_many(others[:1]) == [True]
+    client.set(seen._bucket(first[0]), "a string")
+    with caplog.at_level(logging.ERROR, logger=seenset.__name__):
+        assert seen.add_many(first + others) == [True, False, True, True]
+        assert seen.add_many(others) == [False, False, False]  # (the two landed)
+        assert seen._owed == 0  # (sent with those)
+        client.set(keys.seen_count, "not a number")
+        assert seen.add_many(url_keys(2, "third/")) == [True, True]
+        assert seen.add_many(url_keys(1, "fourth/")) == [True]  # (its INCRBY 2 refused)
+    assert seen._owed == 3  # the refused INCRBY's 2 still owed, with the new one
+    refusals = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(refusals) == 1 and "WRONGTYPE" in refusals[0].getMessage(), refusals

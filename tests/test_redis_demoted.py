@@ -161,6 +161,54 @@ def test_a_call_that_a_replica_refuses_gives_up_after_the_wait(tmp_path: Path) -
         replica.stop()
 
 
+def test_a_replica_refusing_every_write_is_one_outage_not_a_loop(tmp_path: Path) -> None:
+    """The probe's read answers on a replica, so it finds Redis back at once; each write is
+    refused again (``READONLY``). That is one outage: one line when it begins, each try
+    after the last one's delay (not a loop of tries, each with its two lines and its probe
+    thread), and one line once a write goes through (the replica promoted)."""
+    master, replica = started(tmp_path / "master"), started(tmp_path / "replica")
+    lines: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    log = logging.getLogger("test.demoted.loop")
+    log.propagate = False
+    log.addHandler(Lines())
+    try:
+        with replica.client() as direct:
+            direct.replicaof("127.0.0.1", master.port)
+        url = f"redis://127.0.0.1:{replica.port}/0"
+        client = redis_client(Settings({"REDIS_URL": url, "REDIS_CLUSTER": "no"}))
+        outage = RedisOutage("test", lambda: client.exists("k"), wait=1.0, log=log)
+        tries = [0]
+
+        def write() -> Any:
+            tries[0] += 1
+            return client.set("k", "1")
+
+        with pytest.raises(RedisUnavailable):
+            outage.call(write)
+        # (the delays between tries double from 0.05 s: a handful fit in the 1 s wait)
+        assert tries[0] < 20, tries
+        assert outage.outages == 1
+        assert [line for line in lines if "unreachable" in line] == lines[:1], lines
+        assert not [line for line in lines if "back" in line], lines
+        with replica.client() as direct:
+            direct.replicaof("NO", "ONE")
+        wait_until(lambda: role(replica) == "master", timeout=60)
+        assert outage.call(write, wait=60) is True
+        assert [line for line in lines if "Redis back" in line][1:] == [], lines
+        assert any("Redis back" in line for line in lines), lines
+        assert outage.outages == 1
+        outage.close()
+        client.close()
+    finally:
+        master.stop()
+        replica.stop()
+
+
 def test_a_replica_given_as_the_crawls_redis_is_refused_before_the_crawl(
     tmp_path: Path,
 ) -> None:

@@ -105,6 +105,9 @@ class RedisOutage:
         self.outages = 0  # times Redis went away
         self.last_error: BaseException | None = None
         self._away_since: float | None = None
+        # a READONLY outage the probe found over (its read answers on a replica too), not yet
+        # confirmed by a call that went through: (when it began, the next probe's delay)
+        self._doubted: tuple[float, float] | None = None
         self._closed = False
         self._cond = threading.Condition()
         self._prober: threading.Thread | None = None
@@ -131,7 +134,7 @@ class RedisOutage:
                         raise RedisUnavailable(self.component, self.last_error)
                     self._cond.wait(left)
             try:
-                return fn()
+                result = fn()
             except Exception as exc:
                 if not is_transient(exc):
                     raise
@@ -140,32 +143,62 @@ class RedisOutage:
                 self.went_away(exc)
                 if now - first >= limit:
                     raise RedisUnavailable(self.component, exc) from exc
+                continue
+            if self._doubted is not None:
+                self._confirmed()
+            return result
 
     def went_away(self, exc: BaseException) -> None:
-        """Redis failed a call: say so once, and start the probe."""
+        """Redis failed a call: say so once, and start the probe. A ``READONLY`` again after
+        the probe found Redis back (its read answers on a replica too) is the same outage
+        going on: not said again, and probed after a delay that doubles each time (without
+        it, each call would fail, log two lines and start a probe thread in a loop)."""
         with self._cond:
             self.last_error = exc
             if self._away_since is not None:
                 return
-            self._away_since = time.monotonic()
-            self.outages += 1
+            delay = 0.0
+            relapse = self._doubted is not None and isinstance(exc, ReadOnlyError)
+            if relapse and self._doubted is not None:
+                self._away_since, delay = self._doubted
+                self._doubted = (self._away_since, min(delay * 2, MAX_BACKOFF))
+            else:
+                self._doubted = None
+                self._away_since = time.monotonic()
+                self.outages += 1
             closed = self._closed
-        self.log.warning(
-            "Redis unreachable for the %s (%s: %s)%s",
-            self.component,
-            type(exc).__name__,
-            exc,
-            f": {self.meanwhile}" if self.meanwhile else "",
-        )
+        if not relapse:
+            self.log.warning(
+                "Redis unreachable for the %s (%s: %s)%s",
+                self.component,
+                type(exc).__name__,
+                exc,
+                f": {self.meanwhile}" if self.meanwhile else "",
+            )
         if not closed:
             name = "redis-probe-" + self.component.replace(" ", "-")
-            self._prober = threading.Thread(target=self._probe, name=name, daemon=True)
+            self._prober = threading.Thread(
+                target=self._probe, args=(delay,), name=name, daemon=True
+            )
             self._prober.start()
 
-    def _probe(self) -> None:
-        """The outage's own thread: probe until Redis is back, with capped exponential backoff,
-        or until closed."""
+    def _confirmed(self) -> None:
+        """A call went through after the probe found a ``READONLY`` outage over: it is."""
+        with self._cond:
+            doubted, self._doubted = self._doubted, None
+        if doubted is not None:
+            self._say_back(doubted[0])
+
+    def _probe(self, delay: float = 0.0) -> None:
+        """The outage's own thread: probe (after ``delay``) until Redis is back, with capped
+        exponential backoff, or until closed."""
         backoff = FIRST_BACKOFF
+        if delay > 0:
+            with self._cond:
+                if not self._closed:
+                    self._cond.wait(delay)
+                if self._closed:
+                    return
         while not self._probe_once():
             with self._cond:
                 if not self._closed:
@@ -189,7 +222,21 @@ class RedisOutage:
             return False
         with self._cond:
             since, self._away_since = self._away_since, None
+            # (a replica answers the probe's read: a call going through says it is over)
+            doubt = isinstance(self.last_error, ReadOnlyError) and since is not None
+            if doubt and since is not None and self._doubted is None:
+                self._doubted = (since, FIRST_BACKOFF)
             self._cond.notify_all()
+        if not doubt:
+            self._say_back(since)
+        # once more: a caller answered alone while it ran (Redis away until just now) kept
+        # what it had, and nothing else would send that before the next outage
+        failed = self._send_back()
+        if failed is not None and is_transient(failed):
+            self.went_away(failed)  # (its probe sends it, once Redis is back again)
+        return True
+
+    def _say_back(self, since: float | None) -> None:
         seconds = time.monotonic() - since if since is not None else 0.0
         note = self.back_note() if self.back_note is not None else ""
         self.log.warning(
@@ -198,12 +245,6 @@ class RedisOutage:
             seconds,
             f"; {note}" if note else "",
         )
-        # once more: a caller answered alone while it ran (Redis away until just now) kept
-        # what it had, and nothing else would send that before the next outage
-        failed = self._send_back()
-        if failed is not None and is_transient(failed):
-            self.went_away(failed)  # (its probe sends it, once Redis is back again)
-        return True
 
     def _send_back(self) -> Exception | None:
         """Run ``on_back`` (send what waited); the error it met, if any, said unless it is

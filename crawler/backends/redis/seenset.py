@@ -105,6 +105,7 @@ class SeenSet:
         self._reserved = False  # BF.RESERVE sent (bloom)
         self._owed = 0  # URLs added whose INCRBY is not sent yet (exact)
         self._names: dict[int, str] = {}  # bucket -> its name, packed (contains_request)
+        self._refusal_said = False  # an add refused inside a claim's EXEC: logged once
 
     def _bucket(self, key: int) -> str:
         """The exact bucket of a 64-bit key: its top ``bucket_bits`` bits."""
@@ -129,7 +130,7 @@ class SeenSet:
             replies = self._claim([("BF.MADD", *self._items(keys))], len(keys))
             if replies is None:
                 return _firsts(keys)
-            return [bool(x) for x in replies[0]]
+            return self._answers(replies[0], keys)
         owed = self._owed  # (sent with these adds: no longer owed once they went through)
         commands: list[tuple[Any, ...]] = [("MULTI",)]
         commands += [
@@ -144,11 +145,36 @@ class SeenSet:
             self._owed += sum(new) - owed
             return new
         done = replies[-1]
-        new = [bool(x) for x in done[: len(keys)]]
+        new = self._answers(done[: len(keys)], keys)
+        if owed and isinstance(done[-1], Exception):  # (not applied: still owed)
+            self._refused(done[-1], "its count's INCRBY")
+            owed = 0
         self._owed += sum(new) - owed
         if owed:
             self._check_capacity(int(done[-1]))
         return new
+
+    def _answers(self, replies: Sequence[Any], keys: Sequence[int]) -> list[bool]:
+        """The claim's answer for each key from its add's reply. An add Redis refused as its
+        transaction ran (a bucket of another type: ``WRONGTYPE``), when the others landed, is
+        taken as new, as a claim of unknown outcome is: raised, the claim made again would
+        find the others seen, and nobody would fetch them. Said once."""
+        if not any(isinstance(r, Exception) for r in replies):
+            return [bool(r) for r in replies]
+        self._refused(next(r for r in replies if isinstance(r, Exception)), "adds")
+        firsts = _firsts(keys)
+        return [firsts[i] if isinstance(r, Exception) else bool(r) for i, r in enumerate(replies)]
+
+    def _refused(self, error: Exception, what: str) -> None:
+        if not self._refusal_said:
+            self._refusal_said = True
+            log.error(
+                "Redis refused %s of a claim in seen-set %s (%s): its URLs are taken as new, "
+                "and a key of another type there needs an operator",
+                what,
+                self.keys.seen,
+                error,
+            )
 
     def _claim(self, commands: list[tuple[Any, ...]], count: int) -> list[Any] | None:
         """The replies to ``commands`` (a claim of ``count`` URLs: see :meth:`add_many`) sent
@@ -178,7 +204,7 @@ class SeenSet:
             return None
         if any(isinstance(r, Exception) for r in replies) or (
             type(replies[-1]) is not list  # (an aborted transaction: EXEC's nil)
-        ):
+        ):  # (nothing applied; an error inside EXEC's replies is add_many's: _answers)
             _raise_error(client, replies)
             raise redis.ResponseError(f"claim in {self.keys.seen} aborted: {replies[-1]!r}")
         return replies
