@@ -18,6 +18,7 @@ from crawler.backends.redis import fence
 from crawler.backends.redis import partitioned as partitioned_module
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier.api import Entry, Settlement
+from crawler.frontier.buffered import BufferedFrontier
 from tests.frontier_contract import FakeClock
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
 from tests.reply_cut import reply_cutter
@@ -35,6 +36,7 @@ def _fails_once(call: Callable[..., object]) -> Callable[..., object]:
             raise redis.ConnectionError("Redis away")
         return call(*args)
 
+    once.failed = failed  # type: ignore[attr-defined]
     return once
 
 
@@ -114,3 +116,35 @@ def test_a_call_after_the_run_again_is_new(
         assert ledger.cash(KNOWN) == pytest.approx(2.0)
         assert ledger.cash(NEW) == pytest.approx(1.0)
         f.close()
+
+
+def test_the_buffered_frontiers_guard_runs_a_page_again_and_its_cash_goes_once(
+    redis_server: RedisServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same through :class:`BufferedFrontier`: the page's cash, links and completion
+    queued in one batch, whose ``apply`` fails once on the way to Redis; the worker's guard
+    runs it again, and the cash is counted once."""
+    clock = FakeClock()
+    with redis_server.client() as client:
+        f = partitioned(client, fresh_key(), clock, count=1, opic=True)
+        ledger = f.parts[0].frontier.ledger
+        assert ledger is not None
+        f.add(Entry(PAGE, "page.test", cash=1.0))
+        page = f.next()
+        assert page is not None
+        f.add(Entry(KNOWN, "known.test", cash=1.0))
+        buffered = BufferedFrontier(f, transient=(redis.ConnectionError,), lease_ttl=120.0)
+        try:
+            assert buffered.flush(timeout=60)
+            monkeypatch.setattr(fence, "transact", failing := _fails_once(fence.transact))
+            buffered.credit([(KNOWN, 0.5, "", "known.test")])
+            buffered.add_many([Entry(NEW, "new.test", cash=0.5)])
+            buffered.finish(page.token, 0.1)
+            assert buffered.flush(timeout=60)
+        finally:
+            buffered.close()
+        assert failing.failed  # type: ignore[attr-defined]
+        assert ledger.cash(KNOWN) == pytest.approx(1.5)
+        assert ledger.cash(NEW) == pytest.approx(0.5)
+        assert ledger.total == pytest.approx(2.0)
