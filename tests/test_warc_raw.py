@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.archive.records import head_as_stored
 from crawler.middlewares.warc import response_head
 from tests.crawling import loopback_settings, run_crawl
+from tests.test_wacz import _validate as validate_wacz
 from tests.test_warc import warcio_check
 from tests.warc_support import all_records, warc_files
 
@@ -76,8 +77,11 @@ def _answer(path: bytes) -> bytes:
 
 
 @contextmanager
-def raw_server() -> Iterator[int]:
-    """Answers each request on a connection with exact bytes (keep-alive)."""
+def raw_server(
+    answer: Callable[[bytes], bytes] = _answer, drop_after: frozenset[bytes] = frozenset()
+) -> Iterator[int]:
+    """Answers each request on a connection with exact bytes (keep-alive); the connection
+    drops after the answer to a path of ``drop_after``."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
@@ -91,7 +95,13 @@ def raw_server() -> Iterator[int]:
                         return
                     data += chunk
                 head, _, data = data.partition(b"\r\n\r\n")
-                conn.sendall(_answer(head.split(b" ", 2)[1]))
+                path = head.split(b" ", 2)[1]
+                try:
+                    conn.sendall(answer(path))
+                except OSError:  # the client stopped reading (a download stopped)
+                    return
+                if path in drop_after:
+                    return
 
     def accept() -> None:
         listener.settimeout(0.2)
@@ -152,3 +162,58 @@ def _blocks(warc_dir: Path) -> dict[str, bytes]:
                 if record.rec_type == "response":
                     out[record.rec_headers.get_header("WARC-Target-URI")] = record.raw_stream.read()
     return out
+
+
+CUT_HOME = b"<html><head><title>Cut</title></head><body><a href=/cut>c</a></body></html>"
+CUT_SENT = b"<html><body>" + b"the first words only " * 4  # of the 5,000 bytes promised
+ROBOTS = b"User-agent: *\nAllow: /\n" + b"# a comment line of a long robots.txt\n" * 16000
+
+
+def _ok(kind: bytes, body: bytes, length: int | None = None) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+    return head % (kind, len(body) if length is None else length) + body
+
+
+def _cut_answer(path: bytes) -> bytes:
+    if path == b"/robots.txt":  # 600 KiB: read up to 500 KiB, then the download stops
+        return _ok(b"text/plain", ROBOTS)
+    if path == b"/":
+        return _ok(b"text/html", CUT_HOME)
+    if path == b"/cut":  # the connection drops after these bytes (drop_after)
+        return _ok(b"text/html", CUT_SENT, 5000)
+    return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+
+
+def test_a_record_cut_short_says_why(tmp_path: Path) -> None:
+    """WARC 1.1 section 5.13: a robots.txt whose download stopped at 500 KiB carries
+    ``WARC-Truncated: length``, a page whose connection dropped before its Content-Length
+    came (kept: ``DOWNLOAD_FAIL_ON_DATALOSS`` off) ``disconnect``; a whole one none. Each
+    is stored with the length it has; the files pass ``warcio check``, the WACZ ``wacz
+    validate``."""
+    warc_dir = tmp_path / "warc"
+    with raw_server(_cut_answer, drop_after=frozenset({b"/cut"})) as port:
+        base = f"http://127.0.0.1:{port}"
+        result = run_crawl(
+            tmp_path, seeds=[base + "/"],
+            settings=loopback_settings(
+                WARC_ENABLED=True, WARC_DIR=warc_dir, WARC_WACZ=True,
+                DOWNLOAD_FAIL_ON_DATALOSS=False,
+            ),
+        )
+    assert result.returncode == 0, result.log[-3000:]
+    for path in warc_files(warc_dir):
+        warcio_check(path)
+    [package] = warc_dir.glob("*.wacz")
+    validate_wacz(package)
+    responses = {
+        r["headers"]["WARC-Target-URI"]: r for r in all_records(warc_dir) if r["type"] == "response"
+    }
+    robots, cut = responses[base + "/robots.txt"], responses[base + "/cut"]
+    assert robots["headers"].get("WARC-Truncated") == "length"
+    assert ROBOTS.startswith(robots["payload"]) and len(robots["payload"]) < len(ROBOTS)
+    assert robots["http"].get_header("Content-Length") == str(len(robots["payload"]))
+    assert cut["headers"].get("WARC-Truncated") == "disconnect"
+    assert cut["payload"] == CUT_SENT
+    assert cut["http"].get_header("Content-Length") == str(len(CUT_SENT))
+    home = responses[base + "/"]
+    assert "WARC-Truncated" not in home["headers"] and home["payload"] == CUT_HOME

@@ -108,6 +108,9 @@ class Exchange:
     date: datetime
     ip: str | None = None
     request_body: bytes = b""
+    # why the body is cut short (WARC 1.1 section 5.13, ``WARC-Truncated``: "length", "time",
+    # "disconnect", "unspecified"), "" when it came whole
+    truncated: str = ""
     # the record ids, given by the capturing side so that later records (metadata) can
     # point at them before the writer has run
     response_id: str = field(default_factory=new_record_id)
@@ -192,15 +195,17 @@ def request_record(exchange: Exchange) -> Record:
 
 
 def response_record(exchange: Exchange, payload_digest: str) -> Record:
+    """The response as received; one cut short says so (``WARC-Truncated``), so a reader
+    knows the payload is not the whole resource though its length adds up."""
+    extra = [("Content-Type", HTTP_RESPONSE_TYPE), ("WARC-Payload-Digest", payload_digest)]
+    if exchange.truncated:
+        extra.append(("WARC-Truncated", exchange.truncated))
     return Record(
         "response",
         exchange.response_id,
         exchange.date,
         exchange.response_head + exchange.body,
-        _target(
-            exchange,
-            [("Content-Type", HTTP_RESPONSE_TYPE), ("WARC-Payload-Digest", payload_digest)],
-        ),
+        _target(exchange, extra),
     )
 
 

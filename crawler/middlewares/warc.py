@@ -101,14 +101,27 @@ def request_head(request: Request) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
+def truncation(response: Response) -> str:
+    """Why the body of ``response`` is cut short, as ``WARC-Truncated`` says it (WARC 1.1
+    section 5.13), or "" when it came whole: ``length``, the download was stopped once its
+    reader had enough (a robots.txt past 500 KiB: flag ``download_stopped``); ``disconnect``,
+    the connection dropped before the Content-Length came (flag ``dataloss``, kept with
+    ``DOWNLOAD_FAIL_ON_DATALOSS`` off). A body the server ended by closing the connection (flag
+    ``partial``: no Content-Length, not chunked) ended the way such a body ends: whole."""
+    flags = response.flags
+    if "download_stopped" in flags:
+        return "length"
+    return "disconnect" if "dataloss" in flags else ""
+
+
 def response_head(response: Response, raw: bytes | None = None) -> bytes:
     """Status line and header section of ``response``: ``raw``, the bytes the server sent
     (the download handler's ``RAW_HEAD_META``), when there are some; else rebuilt from
     Scrapy's ``Headers`` (see the module docstring)."""
     if raw:
-        # cut short: the connection dropped ("partial"), or the download was stopped once
-        # its reader had enough (a robots.txt past 500 KiB, "download_stopped")
-        cut = "partial" in response.flags or "download_stopped" in response.flags
+        # the length as stored: a body cut short (:func:`truncation`), or one the server
+        # ended by closing the connection ("partial": its head gave no length)
+        cut = "partial" in response.flags or bool(truncation(response))
         return head_as_stored(raw, len(response.body), rewrite_length=cut)
     try:
         phrase = HTTPStatus(response.status).phrase
@@ -135,6 +148,7 @@ def capture(request: Request, response: Response) -> Exchange:
         status=response.status,
         date=datetime.now(UTC),
         ip=str(ip) if ip is not None else None,
+        truncated=truncation(response),
     )
 
 

@@ -40,6 +40,7 @@ from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes
 from crawler.backends.redis.ownership import Ownership, PartitionOwnership
 from crawler.backends.redis.queue_store import RedisQueueStore, prime_seen
+from crawler.backends.redis.rerun import Run, rerun
 from crawler.backends.redis.seenset import SeenSet, SeenSetConfig, count_across
 from crawler.backends.redis.shards import ShardMap
 from crawler.backends.redis.wake import listen
@@ -129,6 +130,7 @@ class PartitionedFrontier(Frontier):
         self._mail_waiting = False  # a wake-up said letters were sent
         self._surplus_since: float | None = None  # when the surplus being drained was named
         self._touched: set[int] | None = None  # see _flushed (None: any may hold writes)
+        self._run: Run | None = None  # an apply that raised: the guard runs it again
         self.fleet = FleetView(client, self.crawl_keys, self.keys, count, front_queues, BEAT)
         self.lost = 0  # partitions lost to another worker
         self.controls = CrawlControls(client, crawl)  # controls
@@ -359,8 +361,7 @@ class PartitionedFrontier(Frontier):
         return results
 
     def credit(self, links: Sequence[tuple[Any, ...]]) -> None:
-        self._credit(links)
-        self._flush()
+        self.apply((), (), links)  # (a run again of a call that raised: credited once)
 
     def _credit(self, links: Sequence[tuple[Any, ...]]) -> None:
         local: dict[int, list[tuple[Any, ...]]] = {}
@@ -387,23 +388,22 @@ class PartitionedFrontier(Frontier):
         self, entries: Sequence[Entry], settlements: Sequence[Settlement],
         credits: Sequence[tuple[Any, ...]] = (),
     ) -> tuple[list[AddResult], list[float | None]]:  # fmt: skip
-        if credits:
-            self._credit(credits)
-        results = self._add_many(entries) if entries else []
-        # the links first, wherever they go, then the acknowledgements of the pages that
-        # found them: a worker killed in between has forgotten no page whose links are not
-        # stored. In one fenced call if one holds it all; else one settled partition writes
-        # its links and acknowledgements in one call, after every other partition's links
-        # and the letters, before every other partition's acknowledgements.
+        run = self._run = rerun(self._run, entries, settlements, credits)  # (see .rerun)
+        results = run.add(self._credit, self._add_many)  # (done once: a run again writes)
+        # the links (wherever they go), then the acknowledgements of their pages: a worker
+        # killed in between forgot no page whose links are not stored. One fenced call if one
+        # holds it all; else one settled partition's links and acknowledgements in one call,
+        # after every other partition's links and the letters, before their acknowledgements.
         one = self.mail.one_call(self._flushed(), self._outbox, settlements)
         last, _ = self._part_of(settlements[0].token) if settlements and not one else (None, "")
         but = last.index if last is not None else None
         if not one:
             self._flush(but=but)
-        rests = list(map(self._settle, settlements))
+        rests = run.settle(self._settle)
         if but is not None:
             self._flush(only=but)
         self._flush()
+        self._run = None
         return results, rests
 
     def mark_seen(self, keys: Iterable[str]) -> int:
