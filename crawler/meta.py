@@ -16,9 +16,12 @@ POLICY_META = "crawl_policy"
 # scheduler on the requests it rebuilds: the broken-link lists name it even when the referrer
 # policy kept it out of the ``Referer`` header (an https page's link to an http URL).
 FOUND_ON_META = "found_on"
-ROBOTS_META = "robotstxt_for"
+ROBOTS_META = "robotstxt_for"  # on a robots.txt request: the origin it is for
 # set by the download handler on a request whose download a stop (crawl_stopping) cut short
-STOPPED_META = "download_stopped"  # on a robots.txt request: the origin it is for
+STOPPED_META = "download_stopped"
+# Scrapy's flag on a response whose download ``StopDownload(fail=False)`` ended once its reader
+# had enough (``crawler.download.robots_request.read_up_to``): the body is its beginning only
+READ_UP_TO_FLAG = "download_stopped"
 # On a page requisite's request (crawler/spiders/requisites.py): its hops from the page that
 # embeds it (1: the page's own stylesheets and images; 2: a stylesheet's fonts). The scheduler
 # admits it by the requisites rule, and nothing counts it as a page.

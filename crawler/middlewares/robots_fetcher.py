@@ -57,7 +57,7 @@ from crawler.config.agent import agent_problem
 from crawler.download.limits import DownloadLimitExceeded, StoppedAtShutdown
 from crawler.frontier.politeness import politeness_from_settings
 from crawler.frontier.urls import origin_of
-from crawler.meta import LEASE_META, ROBOTS_META, STOPPED_META
+from crawler.meta import LEASE_META, READ_UP_TO_FLAG, ROBOTS_META, STOPPED_META
 from crawler.middlewares.redirect import redirect_target
 from crawler.middlewares.robots_outcomes import OriginOutcomes
 from crawler.middlewares.robots_requests import (
@@ -356,7 +356,7 @@ class RobotsFetcher:
                 self.outcomes.resolved(origin)
                 return
         lifetime = robots_lifetime(hint, self.book.expiry, status)
-        cut = "download_stopped" in response.flags  # read_up_to: the file's beginning only
+        cut = READ_UP_TO_FLAG in response.flags  # the file's beginning only
         record = self.book.fetched(
             origin, status, response.body, now, lifetime=lifetime, cut=cut, validators=own
         )

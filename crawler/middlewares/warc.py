@@ -73,7 +73,7 @@ from crawler.archive.thread import ArchiveThread
 from crawler.archive.wacz import package_wacz
 from crawler.backends.registry import build_backend
 from crawler.crawldb.api import crawldb_path
-from crawler.meta import EMBEDS_META, RAW_HEAD_META, ROBOTS_META
+from crawler.meta import EMBEDS_META, RAW_HEAD_META, READ_UP_TO_FLAG, ROBOTS_META
 from crawler.robots import robots_token
 from crawler.robots.usage import page_decision, purposes_of
 
@@ -109,7 +109,7 @@ def truncation(response: Response) -> str:
     ``DOWNLOAD_FAIL_ON_DATALOSS`` off). A body the server ended by closing the connection (flag
     ``partial``: no Content-Length, not chunked) ended the way such a body ends: whole."""
     flags = response.flags
-    if "download_stopped" in flags:
+    if READ_UP_TO_FLAG in flags:
         return "length"
     return "disconnect" if "dataloss" in flags else ""
 
