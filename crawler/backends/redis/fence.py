@@ -290,7 +290,7 @@ def _attempt(
         wanted.append(call[0]._wanted(node) if call[0].replicas else 0)
     replies = conn.run_packed(check, 2)
     if type(replies[1]) is not list:  # (a refusal: MOVED, NOPERM, ...)
-        _raise_error(client, replies)
+        raise_reply_error(client, replies)
     got, numbers, packed = replies[1], [], [_MULTI]
     fenced: list[int] = []
     rewound: list[int] = []
@@ -324,7 +324,7 @@ def _attempt(
         return AGAIN
     # (a command refused when queued makes EXEC refuse them all)
     if type(done) is not list or any(map(_IS_ERROR, set(map(type, done)))):
-        _raise_error(client, replies)
+        raise_reply_error(client, replies)
     if wanted[0]:
         call[0]._replicated(replies[-1], wanted[0])
     return numbers
@@ -364,7 +364,7 @@ def watched(
         raise
 
 
-def _raise_error(client: Any, replies: list[Any]) -> None:
+def raise_reply_error(client: Any, replies: list[Any]) -> None:
     """Raise the first error among ``replies`` (those of a transaction included); a slot
     that moves (``MOVED``, ``ASK``, ``TRYAGAIN``: a reshard) as :class:`TryAgainError`, the
     cluster's map of slots read again: the call goes again later."""

@@ -11,7 +11,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import AGAIN, _raise_error, watched
+from crawler.backends.redis.fence import AGAIN, raise_reply_error, watched
 from crawler.backends.redis.outage import ActsAlone
 from crawler.frontier.scope import ScopeRegistry
 
@@ -130,7 +130,7 @@ def _take_seeds(
     and how many are left."""
     replies = conn.run([("WATCH", key), ("LRANGE", key, 0, SEED_BATCH - 1), ("LLEN", key)])
     if any(isinstance(r, Exception) for r in replies):
-        _raise_error(client, replies)
+        raise_reply_error(client, replies)
     got, size = replies[1], int(replies[2])
     if not got:
         conn.run([("UNWATCH",)])
@@ -142,5 +142,5 @@ def _take_seeds(
         return AGAIN
     if any(isinstance(r, Exception) for r in replies):  # (nothing trimmed)
         taken.clear()
-        _raise_error(client, replies)
+        raise_reply_error(client, replies)
     return got, size - len(got)

@@ -35,9 +35,9 @@ from crawler.backends.redis.fence import (
     MAX_ARGUMENTS,
     FencedWriter,
     PartitionLost,
-    _raise_error,
     flush_together,
     one_call,
+    raise_reply_error,
     reread_slots,
 )
 from crawler.backends.redis.keys import PartitionKeys
@@ -369,11 +369,11 @@ class Mailboxes:
         """The XREADGROUP ``commands`` in one request on ``server`` (one Redis, or a
         cluster's master), their letters added to ``out``; a refusal is raised, a slot that
         moved (``MOVED``, ``ASK``) as ``TryAgainError`` once the cluster's map of slots is
-        read again (``fence._raise_error``)."""
+        read again (``fence.raise_reply_error``)."""
         with wire.one_connection(server) as conn:
             replies = conn.run(commands)
         if any(isinstance(reply, Exception) for reply in replies):
-            _raise_error(self.client, replies)
+            raise_reply_error(self.client, replies)
         for reply in replies:
             streams = reply.items() if isinstance(reply, dict) else reply or ()  # (RESP3, 2)
             for key, messages in streams:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import AGAIN, _raise_error, watched
+from crawler.backends.redis.fence import AGAIN, raise_reply_error, watched
 from crawler.backends.redis.keys import NeardupKeys
 from crawler.backends.redis.wire import Command
 from crawler.content.neardup_index import MAX_POSTING
@@ -81,7 +81,7 @@ def batch(client: Any, commands: list[Command]) -> list[Any]:
         return pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
 
     replies = wire.execute(client, commands, through_redis_py)
-    _raise_error(client, replies)
+    raise_reply_error(client, replies)
     return replies
 
 
@@ -206,7 +206,7 @@ class NeardupState:
 
         def attempt(conn: wire.one_connection, node: Any) -> Any:
             got = conn.run(watch)
-            _raise_error(self.client, got)
+            raise_reply_error(self.client, got)
             seq, forget, meta, *tlens = (int(x or 0) for x in got[1])
             moved = [t & TLEN for t in tlens] != list(page.checks.values())
             if seq != read.seq and not self._unchanged(conn, page, read, seq, forget, meta, moved):
@@ -216,7 +216,7 @@ class NeardupState:
             replies = conn.run([("MULTI",), *writes, ("EXEC",)])
             if replies[-1] is None:  # another commit came in between
                 return AGAIN
-            _raise_error(self.client, replies)
+            raise_reply_error(self.client, replies)
             return replies[-1][-1], seq + 1
 
         return watched(self.client, keys.versions, attempt)
@@ -243,7 +243,7 @@ class NeardupState:
         if buckets:
             reads.append(("MGET", *buckets))
         got = conn.run(reads)
-        _raise_error(self.client, got)
+        raise_reply_error(self.client, got)
         if int(got[0] or 0) != read.own or (page.fp and int(got[1] or 0) != read.owner):
             return False
         values = dict(zip(buckets, got[-1] if buckets else (), strict=True))

@@ -51,7 +51,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import _raise_error, reread_slots
+from crawler.backends.redis.fence import raise_reply_error, reread_slots
 from crawler.backends.redis.keys import PartitionKeys
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ class SeenSet:
         if any(isinstance(r, Exception) for r in replies) or (
             type(replies[-1]) is not list  # (an aborted transaction: EXEC's nil)
         ):  # (nothing applied; an error inside EXEC's replies is add_many's: _answers)
-            _raise_error(client, replies)
+            raise_reply_error(client, replies)
             raise redis.ResponseError(f"claim in {self.keys.seen} aborted: {replies[-1]!r}")
         return replies
 
