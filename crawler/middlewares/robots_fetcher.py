@@ -27,7 +27,9 @@ How a host's robots.txt is fetched:
   request, ``engine.download``, a race) starts a direct fetch if none is running and waits for
   it (``crawler.middlewares.robots_waits``): every request that enters the downloader leaves it.
 * Copies expire after ``ROBOTSTXT_CACHE_EXPIRY`` seconds; the next request of the origin queues a
-  refresh as the host's next request and is checked against the old copy meanwhile.
+  refresh as the host's next request and is checked against the old copy meanwhile. The
+  refresh carries the copy's validators; a 304 that names the copy renews it, one that names
+  another file has it fetched again without validators (:meth:`RobotsFetcher._fetch_again`).
 
 What a fetch's end means for the origin (rules in force, "disallowed for now" with its holds,
 retries and parked requests, giving up, other workers' fetches followed) is
