@@ -11,6 +11,8 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import TextResponse
 
+from crawler.robots import RULES, RobotsRecord
+from crawler.robots.book import selects
 from tests.test_robots_unit import FakeEngine, answer, discover, middleware, run  # noqa: F401
 
 ORIGIN = "http://a.example"
@@ -113,3 +115,62 @@ def test_validators_go_back_byte_for_byte(middleware) -> None:  # noqa: F811
     refresh = _refresh_after(mw, crawler, 86401)
     assert refresh.headers[b"If-None-Match"] == etag
     assert refresh.headers[b"If-Modified-Since"] == last_modified
+
+
+LM = "Sat, 05 Dec 2026 10:00:00 GMT"
+
+
+@pytest.mark.parametrize(
+    ("copy", "answer_validators", "renews"),
+    [
+        (('"v1"', LM), ('"v1"', LM), True),
+        (('"v1"', LM), ('"v2"', LM), False),  # a strong ETag decides alone
+        (('"v1"', ""), ('"v1"', "Sun, 06 Dec 2026 10:00:00 GMT"), True),
+        (('W/"v1"', ""), ('"v1"', ""), False),  # strong comparison: a weak copy is another
+        (("", LM), ('"v1"', LM), False),  # a strong ETag the copy does not have
+        (('W/"v1"', ""), ('W/"v1"', ""), True),
+        (('"v1"', ""), ('W/"v1"', ""), True),  # weak comparison
+        (('W/"v1"', ""), ('W/"v2"', ""), False),
+        (('W/"v1"', LM), ('W/"v1"', "Sun, 06 Dec 2026 10:00:00 GMT"), False),
+        (("", LM), ("", LM), True),
+        (("", LM), ("", "Saturday, 05-Dec-26 10:00:00 GMT"), True),  # the same date
+        (("", LM), ("", "Sun, 06 Dec 2026 10:00:00 GMT"), False),
+        (('"v1"', ""), ("", LM), False),  # nothing of the copy's to match
+        (('"v1"', LM), ("", ""), True),  # a bare 304: about the one copy asked about
+    ],
+)
+def test_a_304_renews_only_the_copy_it_names(
+    copy: tuple[str, str], answer_validators: tuple[str, str], renews: bool
+) -> None:
+    """RFC 9111 4.3.4: a 304 updates the stored answer its validators select, and none when
+    they select none (see :meth:`RobotsBook.names_copy` for the bare 304)."""
+    record = RobotsRecord(ORIGIN, RULES, 200, 0.0, 100.0, BODY.decode(), *copy)
+    assert selects(record, *answer_validators) is renews
+
+
+def test_a_304_naming_another_file_is_fetched_again_once(middleware) -> None:  # noqa: F811
+    """A 304 whose ETag is not the copy's renews nothing (it used to renew the old copy under
+    the new ETag, so no later refresh ever brought the new file): robots.txt is fetched again
+    at once without validators, and a 304 to that (a server that cannot tell) is a failed
+    refresh, not another request."""
+    mw, crawler, _, _ = middleware
+    engine: FakeEngine = crawler.engine
+    book = mw.fetcher.book
+    first = discover(crawler, ORIGIN)
+    run(mw.process_request(first))
+    run(mw.process_response(first, answer(first, 200, BODY, ETag='"v1"')))
+    refresh = _refresh_after(mw, crawler, 86401)
+    assert refresh.headers[b"If-None-Match"] == b'"v1"'
+    handled = run(mw.process_response(refresh, answer(refresh, 304, ETag='"v2"')))
+    again, d = engine.downloads[-1]  # the downloader's middlewares have seen it
+    assert again.url == f"{ORIGIN}/robots.txt"
+    assert b"If-None-Match" not in again.headers and b"If-Modified-Since" not in again.headers
+    assert crawler.stats.get_value("robotstxt/not_modified_other") == 1
+    d.callback(answer(again, 304, ETag='"v2"'))
+    assert isinstance(handled.result, IgnoreRequest)
+    assert len(engine.downloads) == 1  # once
+    assert crawler.stats.get_value("robotstxt/not_modified") is None
+    assert crawler.stats.get_value("robotstxt/unreachable") == 1
+    rules = book.state(ORIGIN).rules  # the copy stays in force while its refresh fails
+    assert rules is not None and rules.record.etag == '"v1"'
+    assert not book.fresh(ORIGIN, mw.fetcher.clock())

@@ -15,6 +15,8 @@ from crawler.robots.rules import MAX_SIZE
 HOPS_META = "robotstxt_hops"  # redirects followed so far
 RETRY_META = "robotstxt_retry"  # a scheduled retry after a failure
 DIRECT_META = "robotstxt_direct"  # fetched with engine.download, not through the frontier
+# fetched again without validators: the 304 to a refresh named another file than the copy
+AGAIN_META = "robotstxt_again"
 FIRST_META = "frontier_first"  # the frontier hands it out before its host's other URLs
 PRIORITY = 1000
 

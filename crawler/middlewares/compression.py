@@ -9,6 +9,10 @@ A response whose reader needs only the beginning of the body
 inflated up to there and goes on with it, however far the rest would inflate: a robots.txt
 gzipped from 20 MB is read like one sent plain (RFC 9309 2.5), and a decompression bomb costs
 500 KiB, not ``DOWNLOAD_MAXSIZE``, nor the host (it is read as the junk it is: no rules).
+Stacked codings (``Content-Encoding: gzip, br``) are decoded layer by layer, each up to there:
+what comes out is at most those 500 KiB however many layers there are, and a body an inner
+layer stopped is flagged as the beginning of the file (``READ_UP_TO_FLAG``), as a download
+stopped there is, so its reader drops the line the cut split.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from scrapy.utils._compression import brotli, zstd
 
 from crawler.download.limits import limit_log
 from crawler.download.robots_request import read_up_to
+from crawler.meta import READ_UP_TO_FLAG
 from crawler.middlewares.sitemaps_reading import inflate
 
 
@@ -61,15 +66,20 @@ class CountingHttpCompressionMiddleware(HttpCompressionMiddleware):
         an encoding it cannot decode stays, as Scrapy's own leaves it."""
         to_decode, to_keep = self._split_encodings(response.headers.getlist("Content-Encoding"))
         body = response.body
-        for encoding in to_decode:
+        flags = response.flags
+        for n, encoding in enumerate(to_decode, 1):
             body = _first_bytes(body, encoding, size)
+            if n < len(to_decode) and len(body) >= size and READ_UP_TO_FLAG not in flags:
+                # the next layer decodes this one's beginning: what it gives may be shorter
+                # than ``size`` and still end where the file does not
+                flags = [*flags, READ_UP_TO_FLAG]
         if to_keep:
             self._warn_unknown_encoding(response, to_keep)
             response.headers["Content-Encoding"] = to_keep
         else:
             del response.headers["Content-Encoding"]
         respcls = responsetypes.from_args(headers=response.headers, url=response.url, body=body)
-        kwargs: dict[str, object] = {"body": body}
+        kwargs: dict[str, object] = {"body": body, "flags": flags}
         if issubclass(respcls, TextResponse):
             kwargs["encoding"] = None
         return response.replace(cls=respcls, **kwargs)

@@ -27,7 +27,9 @@ How a host's robots.txt is fetched:
   request, ``engine.download``, a race) starts a direct fetch if none is running and waits for
   it (``crawler.middlewares.robots_waits``): every request that enters the downloader leaves it.
 * Copies expire after ``ROBOTSTXT_CACHE_EXPIRY`` seconds; the next request of the origin queues a
-  refresh as the host's next request and is checked against the old copy meanwhile.
+  refresh as the host's next request and is checked against the old copy meanwhile. The
+  refresh carries the copy's validators; a 304 that names the copy renews it, one that names
+  another file has it fetched again without validators (:meth:`RobotsFetcher._fetch_again`).
 
 What a fetch's end means for the origin (rules in force, "disallowed for now" with its holds,
 retries and parked requests, giving up, other workers' fetches followed) is
@@ -61,6 +63,7 @@ from crawler.meta import LEASE_META, READ_UP_TO_FLAG, ROBOTS_META, STOPPED_META
 from crawler.middlewares.redirect import redirect_target
 from crawler.middlewares.robots_outcomes import OriginOutcomes
 from crawler.middlewares.robots_requests import (
+    AGAIN_META,
     DIRECT_META,
     HOPS_META,
     MAX_REDIRECTS,
@@ -247,7 +250,9 @@ class RobotsFetcher:
         frontier request that another fetch made pointless (raises :class:`RobotsTxtHandled`)."""
         origin = request.meta[ROBOTS_META]
         meta = request.meta
-        hop = bool(meta.get(HOPS_META))
+        # a part of the fetch in flight: a redirect's hop, or the fetch without validators
+        # after a 304 that named another file
+        hop = bool(meta.get(HOPS_META) or meta.get(AGAIN_META))
         frontier_request = not hop and not meta.get(DIRECT_META)
         # what other workers of a shared crawl did meanwhile (a copy, a failure): one read
         st = self.book.sync(origin, self.clock()) if frontier_request else self.book.state(origin)
@@ -285,7 +290,7 @@ class RobotsFetcher:
         :meth:`process_response` nor :meth:`process_exception` heard of it. RFC 9309
         2.3.1.4: unreachable, the host is held and robots.txt tried again."""
         origin = request.meta.get(ROBOTS_META)
-        if origin is None or request.meta.get(HOPS_META):
+        if origin is None or request.meta.get(HOPS_META) or request.meta.get(AGAIN_META):
             return
         if request.meta.get(STOPPED_META):
             self.book.abandoned(origin)  # cut by a stop: not the server's fault
@@ -324,16 +329,7 @@ class RobotsFetcher:
             if target and hops < MAX_REDIRECTS and origin_of(target) is not None:
                 self._inc("robotstxt/redirect")
                 hop = robots_request(origin, target, hops + 1)
-                engine = self.crawler.engine
-                assert engine is not None
-                try:
-                    await engine.download_async(hop)
-                except IgnoreRequest:
-                    pass  # RobotsTxtHandled: the hop's own answer was read
-                except Exception as exc:
-                    self.outcomes.failed(origin, None, f"redirect to {target}: {exc!r}")
-                if self.book.state(origin).fetching == IN_FLIGHT:
-                    self.outcomes.failed(origin, None, f"redirect to {target} gave no answer")
+                await self._follow_up(hop, origin, f"redirect to {target}")
                 return
             # RFC 9309 2.3.1.2: more than five redirects: unavailable (no restrictions).
             self.book.fetched(origin, status, b"", self.clock(), kind=ALLOW_ALL)
@@ -346,6 +342,9 @@ class RobotsFetcher:
         # them (a refresh asks the origin's /robots.txt), so they are kept for a direct answer
         validators = _validators(response)
         own = ("", "") if request.meta.get(HOPS_META) else validators
+        if status == 304 and _conditional(request) and not self.book.names_copy(origin, own):
+            await self._fetch_again(origin)
+            return
         if status == 304 and _conditional(request):
             # not modified: the copy in force stays, fresh again as the answer says (its
             # headers update the file's, RFC 9111 4.3.4); a 304 that says nothing of it
@@ -363,6 +362,11 @@ class RobotsFetcher:
         if record is None:
             self.outcomes.failed(origin, retry_after(response), f"HTTP {status}")
             return
+        if self.book.state(origin).truncated:  # counted per download cut, not per renewal
+            self._inc("robotstxt/truncated")
+            logger.info(
+                "robots.txt of %s is over %d bytes; the rest is ignored", origin, self.book.max_size
+            )
         self.outcomes.resolved(origin)
         # A redirect to another origin's own /robots.txt (http -> https, apex -> www) read
         # that origin's file too: it need not be fetched again.
@@ -381,6 +385,37 @@ class RobotsFetcher:
                     validators=validators,
                 )
                 self.outcomes.resolved(target)
+
+    async def _fetch_again(self, origin: str) -> None:
+        """A refresh's 304 named another file than the copy (RFC 9111 4.3.4: it must not
+        renew it). The copy is not the file the server has now, and the 304 carries no body
+        to replace it with: robots.txt is fetched again at once without validators, as
+        RFC 2616 10.3.5 had a cache repeat such a request unconditionally. Once: a request
+        without validators asks for no 304, and one it still gets is read as unreachable (the
+        copy stays in force, RFC 9309 2.4) rather than asked again.
+
+        Not "no stored response selected" alone (answer the 304 as a failed refresh): the copy
+        would stay in force, known to be outdated, until the retry delay, and a server that
+        answers every conditional request with its current ``ETag`` would keep the crawl on
+        its first copy for good."""
+        self._inc("robotstxt/not_modified_other")
+        logger.info("robots.txt of %s: its 304 names another file; fetching it again", origin)
+        again = robots_request(origin, **{AGAIN_META: True})
+        await self._follow_up(again, origin, "the fetch without validators")
+
+    async def _follow_up(self, request: Request, origin: str, what: str) -> None:
+        """Download ``request``, a part of the origin's fetch in flight, whose own answer
+        settles it; one that ends without settling it fails the fetch."""
+        engine = self.crawler.engine
+        assert engine is not None
+        try:
+            await engine.download_async(request)
+        except IgnoreRequest:
+            pass  # RobotsTxtHandled: the request's own answer was read
+        except Exception as exc:
+            self.outcomes.failed(origin, None, f"{what}: {exc!r}")
+        if self.book.state(origin).fetching == IN_FLIGHT:
+            self.outcomes.failed(origin, None, f"{what} gave no answer")
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         """A robots.txt download failed, or a middleware refused it; raises

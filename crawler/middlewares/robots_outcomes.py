@@ -108,13 +108,6 @@ class OriginOutcomes:
         st = self.book.state(origin)
         assert st.rules is not None
         self.inc(f"robotstxt/kind/{st.rules.kind}")
-        if st.truncated:
-            self.inc("robotstxt/truncated")
-            logger.info(
-                "robots.txt of %s is over %d bytes; the rest is ignored",
-                origin,
-                self.book.max_size,
-            )
         self._cancel_timer(origin)
         self.send_delay(st)
         self.announce(st)

@@ -16,6 +16,7 @@ from scrapy.settings import BaseSettings
 from crawler.backends.registry import build_backend
 from crawler.crawldb import crawldb_path
 from crawler.download.robots_request import (  # noqa: F401 (the fetcher's names)
+    AGAIN_META,
     DIRECT_META,
     HOPS_META,
     RETRY_META,

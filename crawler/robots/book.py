@@ -40,6 +40,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from crawler.config.tuning import knob_default
@@ -422,6 +423,21 @@ class RobotsBook:
             return "", ""
         return rules.record.etag, rules.record.last_modified
 
+    def names_copy(self, origin: str, validators: tuple[str, str]) -> bool:
+        """Whether a 304's validators (its ``ETag`` and ``Last-Modified``, "" when absent) name
+        the origin's copy, so that it may renew it (RFC 9111 4.3.4). A strong ``ETag`` must be
+        the copy's, compared strongly (a copy's weak ``W/`` tag is another representation); a
+        weak ``ETag`` and a ``Last-Modified`` must match the copy's own of the kind (the tag
+        weakly, the date as a date), and at least one must be there to match. A 304 that
+        names no validator renews the copy: RFC 9111 would select only a copy without
+        validators, but the request's validators came from this one copy, so there is no
+        other it can be about, and servers that send a bare 304 (RFC 9110 15.4.5 asks for
+        the ``ETag``, not every server sends it) would cost a full download every refresh."""
+        rules = self.state(origin).rules
+        if rules is None or rules.kind != RULES:
+            return False
+        return selects(rules.record, *validators)
+
     def renewed(
         self,
         origin: str,
@@ -490,3 +506,31 @@ class RobotsBook:
         self.cache.failed(origin, delay, st.failures)
         self._file(st)
         return delay
+
+
+def selects(copy: RobotsRecord, etag: str, last_modified: str) -> bool:
+    """:meth:`RobotsBook.names_copy` for one record."""
+    if not etag and not last_modified:
+        return True
+    if etag and not etag.startswith("W/"):
+        return etag == copy.etag
+    compared = []
+    if etag and copy.etag:
+        compared.append(_opaque(etag) == _opaque(copy.etag))
+    if last_modified and copy.last_modified:
+        compared.append(_same_date(last_modified, copy.last_modified))
+    return bool(compared) and all(compared)
+
+
+def _opaque(etag: str) -> str:
+    """An entity tag without its weakness indicator (RFC 9110 8.8.3.2's weak comparison)."""
+    return etag[2:] if etag.startswith("W/") else etag
+
+
+def _same_date(a: str, b: str) -> bool:
+    """Whether two ``Last-Modified`` values name the same second (as text when one is not a
+    date)."""
+    try:
+        return parsedate_to_datetime(a) == parsedate_to_datetime(b)
+    except (TypeError, ValueError):
+        return a.strip() == b.strip()
