@@ -158,11 +158,17 @@ class FailoverParser(_HiredisParser):
 
 def _single(params: dict[str, Any]) -> redis.Redis:
     """One Redis's client, its connections made with :class:`FailoverParser` (unless
-    ``REDIS_PARAMS`` chose a parser, or hiredis's is not the default)."""
+    ``REDIS_PARAMS`` chose a parser, or hiredis's is not the default). A client made with
+    ``single_connection_client`` took its one connection when it was made, with the default
+    parser: that one is closed and given the failover's (the next command connects it), else
+    it would stay on a demoted master for ever."""
     client = _bytes(get_redis(**params))
     kwargs = client.connection_pool.connection_kwargs
     if "parser_class" not in kwargs and redis.connection.DefaultParser is _HiredisParser:
         kwargs["parser_class"] = FailoverParser
+        if client.connection is not None:
+            client.connection.disconnect()
+            client.connection.set_parser(FailoverParser)
     return client
 
 
