@@ -225,6 +225,25 @@ def test_a_replica_given_as_the_crawls_redis_is_refused_before_the_crawl(
         replica.stop()
 
 
+def test_a_replica_given_as_the_crawls_redis_is_refused_under_a_reset_too(
+    tmp_path: Path,
+) -> None:
+    """``FRONTIER_RESET=True`` skips the checks on the crawl's stored data (it is about to be
+    removed), not those on the server: a replica is refused before the crawl, in one line,
+    instead of the crawl's writes being refused (``READONLY``) for ever."""
+    master, replica = started(tmp_path / "master"), started(tmp_path / "replica")
+    try:
+        with replica.client() as direct:
+            direct.replicaof("127.0.0.1", master.port)
+        url = f"redis://127.0.0.1:{replica.port}/0"
+        settings = Settings({"REDIS_URL": url, "REDIS_CLUSTER": "no", "FRONTIER_RESET": True})
+        problems = RedisFrontierStore(settings, fresh_key()).check_server()
+        assert len(problems) == 1 and "read-only replica" in problems[0], problems
+    finally:
+        master.stop()
+        replica.stop()
+
+
 def test_a_single_connection_client_of_a_demoted_master_connects_anew(tmp_path: Path) -> None:
     """``REDIS_PARAMS={"single_connection_client": True}``: the client's one connection is
     made when the client is, so it too must be one that is dropped once answered
