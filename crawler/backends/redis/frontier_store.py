@@ -115,6 +115,37 @@ def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
     return lambda *args: reactor.callFromThread(fn, *args)  # type: ignore[attr-defined]
 
 
+class SeedsOnce:
+    """Hands each seed pushed to a running crawl over once (to ``on_seeds``: the scheduler
+    queues and counts them, ``frontier/seeds_pushed``). A take of seeds whose connection was
+    lost hands its batch over all the same (:meth:`SharedInbox.poll`: at least once), not
+    knowing whether Redis took it off the list; if it had not, the next take reads it again
+    at the list's head. So a batch handed over by a :meth:`poll` that failed is remembered
+    until the next batch, which, if it begins with it, is handed over without it."""
+
+    def __init__(self, on_seeds: Callable[[list[str]], None]) -> None:
+        self.on_seeds = on_seeds
+        self._handed: list[str] = []  # the batch handed over by the poll running
+        self._unsure: list[str] = []  # ... by a poll that failed: maybe still in the list
+
+    def poll(self, inbox: SharedInbox) -> bool:
+        """``inbox.poll()`` (on the frontier's worker thread, which calls :meth:`hand_over`)."""
+        self._handed = []
+        try:
+            return inbox.poll()
+        except (redis.ConnectionError, redis.TimeoutError):
+            if self._handed:
+                self._unsure = self._handed
+            raise
+
+    def hand_over(self, urls: list[str]) -> None:
+        unsure, self._unsure, self._handed = self._unsure, [], urls
+        if unsure and urls[: len(unsure)] == unsure:
+            urls = urls[len(unsure) :]
+        if urls:
+            self.on_seeds(urls)
+
+
 class RedisFrontierStore(MemoryFrontierStore):
     """``frontier_store`` of the ``redis`` backend."""
 
@@ -382,6 +413,8 @@ class RedisFrontierStore(MemoryFrontierStore):
         cb = callbacks or FrontierCallbacks()
         ttl = lease_ttl or self.config.lease_ttl
         inboxes: list[SharedInbox] = []
+        on_seeds = _from_thread(cb.on_seeds)
+        seeds = SeedsOnce(on_seeds) if on_seeds is not None else None
         reset = [self.config.reset]
 
         def opening() -> Frontier:
@@ -402,7 +435,7 @@ class RedisFrontierStore(MemoryFrontierStore):
                 )
                 scope = RedisScopeRegistry(client, self.keys.scope)
                 inboxes.append(SharedInbox(client, self.keys.seeds, scope,
-                                           on_seeds=_from_thread(cb.on_seeds),
+                                           on_seeds=None if seeds is None else seeds.hand_over,
                                            on_scope=_from_thread(cb.on_scope)))
                 logger.info(
                     "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
@@ -424,10 +457,14 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
-            poll=lambda: inboxes[-1].poll() if inboxes else False,
+            poll=lambda: _poll(inboxes[-1], seeds) if inboxes else False,
             transient=TRANSIENT,
             linger=BATCH_LINGER,
         )
+
+
+def _poll(inbox: SharedInbox, seeds: SeedsOnce | None) -> bool:
+    return seeds.poll(inbox) if seeds is not None else inbox.poll()
 
 
 def away(exc: BaseException) -> bool:
