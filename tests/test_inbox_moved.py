@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 from redis.exceptions import TryAgainError
 
-from crawler.backends.redis.frontier_store import SeedsOnce, poll_inbox
+from crawler.backends.redis.frontier_store import poll_inbox
 from crawler.backends.redis.inbox import RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys
 from crawler.backends.redis.mail import Letter, Mailboxes, pack_letter
@@ -98,10 +98,9 @@ def test_a_take_of_seeds_whose_slot_moved_goes_again_where_it_is(
     try:
         keys = CrawlKeys(fresh_key(), "site")
         got: list[str] = []
-        once = SeedsOnce(got.extend)
         inbox = SharedInbox(client, keys.seeds, RedisScopeRegistry(client, keys.scope),
-                            on_seeds=once.hand_over, on_scope=None)  # fmt: skip
-        assert poll_inbox(inbox, once) is False  # (the client's map of slots: read)
+                            on_seeds=got.extend, on_scope=None)  # fmt: skip
+        assert poll_inbox(inbox) is False  # (the client's map of slots: read)
         pushed = [f"https://s{i}.test/" for i in range(3)]
         client.rpush(keys.seeds, *pushed)
         source = client.get_node_from_key(keys.seeds).name
@@ -109,7 +108,7 @@ def test_a_take_of_seeds_whose_slot_moved_goes_again_where_it_is(
         slot = client.keyslot(keys.seeds)
         move_slot(redis_cluster, slot, source, target)
         try:
-            poll_inbox(inbox, once)
+            poll_inbox(inbox)
         finally:
             move_slot(redis_cluster, slot, target, source)
         assert got == pushed

@@ -115,37 +115,6 @@ def _from_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
     return lambda *args: reactor.callFromThread(fn, *args)  # type: ignore[attr-defined]
 
 
-class SeedsOnce:
-    """Hands each seed pushed to a running crawl over once (to ``on_seeds``: the scheduler
-    queues and counts them, ``frontier/seeds_pushed``). A take of seeds whose connection was
-    lost hands its batch over all the same (:meth:`SharedInbox.poll`: at least once), not
-    knowing whether Redis took it off the list; if it had not, the next take reads it again
-    at the list's head. So a batch handed over by a :meth:`poll` that failed is remembered
-    until the next batch, which, if it begins with it, is handed over without it."""
-
-    def __init__(self, on_seeds: Callable[[list[str]], None]) -> None:
-        self.on_seeds = on_seeds
-        self._handed: list[str] = []  # the batch handed over by the poll running
-        self._unsure: list[str] = []  # ... by a poll that failed: maybe still in the list
-
-    def poll(self, inbox: SharedInbox) -> bool:
-        """``inbox.poll()`` (on the frontier's worker thread, which calls :meth:`hand_over`)."""
-        self._handed = []
-        try:
-            return inbox.poll()
-        except (redis.ConnectionError, redis.TimeoutError):
-            if self._handed:
-                self._unsure = self._handed
-            raise
-
-    def hand_over(self, urls: list[str]) -> None:
-        unsure, self._unsure, self._handed = self._unsure, [], urls
-        if unsure and urls[: len(unsure)] == unsure:
-            urls = urls[len(unsure) :]
-        if urls:
-            self.on_seeds(urls)
-
-
 class RedisFrontierStore(MemoryFrontierStore):
     """``frontier_store`` of the ``redis`` backend."""
 
@@ -413,8 +382,6 @@ class RedisFrontierStore(MemoryFrontierStore):
         cb = callbacks or FrontierCallbacks()
         ttl = lease_ttl or self.config.lease_ttl
         inboxes: list[SharedInbox] = []
-        on_seeds = _from_thread(cb.on_seeds)
-        seeds = SeedsOnce(on_seeds) if on_seeds is not None else None
         reset = [self.config.reset]
 
         def opening() -> Frontier:
@@ -435,7 +402,7 @@ class RedisFrontierStore(MemoryFrontierStore):
                 )
                 scope = RedisScopeRegistry(client, self.keys.scope)
                 inboxes.append(SharedInbox(client, self.keys.seeds, scope,
-                                           on_seeds=None if seeds is None else seeds.hand_over,
+                                           on_seeds=_from_thread(cb.on_seeds),
                                            on_scope=_from_thread(cb.on_scope)))
                 logger.info(
                     "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
@@ -457,24 +424,23 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
-            poll=lambda: poll_inbox(inboxes[-1], seeds) if inboxes else False,
+            poll=lambda: poll_inbox(inboxes[-1]) if inboxes else False,
             transient=TRANSIENT,
             linger=BATCH_LINGER,
         )
 
 
-def poll_inbox(inbox: SharedInbox, seeds: SeedsOnce | None) -> bool:
-    """The frontier's poll of ``inbox`` (through ``seeds``, when the scheduler takes them).
-    The seeds' list moved to another master by a reshard (``MOVED``, ``ASK``; ``TRYAGAIN``
-    too: the inbox's :class:`TryAgainError`, the map of slots read again) is not Redis away,
-    which the frontier's worker would say of any error raised here: the poll goes again at
-    once, to where the list is now (nothing was handed over). A second one is left to the
-    worker's retries (a slot being moved for a while)."""
-    poll = inbox.poll if seeds is None else partial(seeds.poll, inbox)
+def poll_inbox(inbox: SharedInbox) -> bool:
+    """The frontier's poll of ``inbox``. The seeds' list moved to another master by a
+    reshard (``MOVED``, ``ASK``; ``TRYAGAIN`` too: the inbox's :class:`TryAgainError`, the
+    map of slots read again) is not Redis away, which the frontier's worker would say of any
+    error raised here: the poll goes again at once, to where the list is now (nothing was
+    handed over). A second one is left to the worker's retries (a slot being moved for a
+    while)."""
     try:
-        return poll()
+        return inbox.poll()
     except TryAgainError:
-        return poll()
+        return inbox.poll()
 
 
 def away(exc: BaseException) -> bool:
