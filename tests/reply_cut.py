@@ -4,8 +4,10 @@ connection dropped after Redis applied a command and before its reply reached th
 :class:`ReplyCutter` forwards every byte both ways, except that once armed with a marker
 (:meth:`ReplyCutter.cut_after`), the first client packet holding the marker is forwarded to
 Redis, the reply Redis sends to it is swallowed, and both sides of that connection are closed:
-the client sees a ``ConnectionError`` for a command Redis did apply. Later connections pass
-untouched (the client reconnects as after any drop).
+the client sees a ``ConnectionError`` for a command Redis did apply. Armed to drop
+(:meth:`ReplyCutter.drop_at`), the packet is not forwarded at all: the same error, for a
+command Redis never got. Later connections pass untouched (the client reconnects as after
+any drop).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class ReplyCutter:
     port: int = 0
     cuts: int = 0  # replies swallowed so far
     _markers: list[bytes] = field(default_factory=list)
+    _drops: list[bytes] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _listener: socket.socket | None = None
     _sockets: list[socket.socket] = field(default_factory=list)
@@ -37,6 +40,12 @@ class ReplyCutter:
         """Swallow the reply to the next client packet that holds ``marker`` (once)."""
         with self._lock:
             self._markers.append(marker)
+
+    def drop_at(self, marker: bytes) -> None:
+        """Drop the next client packet that holds ``marker`` (once), unsent, with both sides
+        of its connection: a request lost on its way, which Redis never ran."""
+        with self._lock:
+            self._drops.append(marker)
 
     def client(self, retries: int = 0) -> redis.Redis:
         """A client through the proxy that does not resend a command by itself (``retries``
@@ -57,11 +66,12 @@ class ReplyCutter:
         for sock in list(self._sockets):
             _close(sock)
 
-    def _armed(self, data: bytes) -> bool:
+    def _armed(self, data: bytes, markers: list[bytes] | None = None) -> bool:
         with self._lock:
-            for marker in self._markers:
+            markers = self._markers if markers is None else markers
+            for marker in markers:
                 if marker in data:
-                    self._markers.remove(marker)
+                    markers.remove(marker)
                     return True
         return False
 
@@ -83,6 +93,10 @@ class ReplyCutter:
         reply cannot pass first."""
         try:
             while data := near.recv(65536):
+                if self._armed(data, self._drops):
+                    self.cuts += 1
+                    _close(near)
+                    break
                 if self._armed(data):
                     cut.set()
                 far.sendall(data)

@@ -83,3 +83,30 @@ def test_seeds_taken_off_the_list_whose_reply_was_lost_are_handed_over(
         assert proxy.cuts == 1 and direct.llen(keys.seeds) == 0
         assert set(seeds) == set(pushed)
         inbox.scope.close()
+
+
+def test_seeds_whose_take_was_lost_before_redis_ran_it_are_handed_over(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """The request that trims a batch of seeds off ``<site>:start_urls`` is lost on its way
+    (Redis never ran it): the batch was handed over all the same (its outcome unknown), and
+    the next take reads it again at the list's head and hands it over again: every seed at
+    least once, none lost (the scheduler's seen-test queues a seed handed over twice once)."""
+    keys = CrawlKeys(fresh_key(), "site")
+    total = SEED_BATCH + 50
+    pushed = [f"https://s{i}.test/" for i in range(total)]
+    with reply_cutter(redis_server.port) as proxy, redis_server.client() as direct:
+        through = crawl_client(proxy.port)
+        seeds: list[str] = []
+        inbox = SharedInbox(through, keys.seeds, RedisScopeRegistry(through, keys.scope),
+                            on_seeds=seeds.extend, on_scope=None)  # fmt: skip
+        direct.rpush(keys.seeds, *pushed)
+        proxy.drop_at(b"LTRIM")
+        polls = 0
+        while direct.llen(keys.seeds) and polls < 10:
+            polls += 1
+            with contextlib.suppress(redis.ConnectionError):
+                inbox.poll()
+        assert proxy.cuts == 1 and direct.llen(keys.seeds) == 0
+        assert set(seeds) == set(pushed) and len(seeds) == total + SEED_BATCH
+        inbox.scope.close()

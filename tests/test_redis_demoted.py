@@ -223,3 +223,53 @@ def test_a_replica_given_as_the_crawls_redis_is_refused_before_the_crawl(
     finally:
         master.stop()
         replica.stop()
+
+
+def test_a_replica_given_as_the_crawls_redis_is_refused_under_a_reset_too(
+    tmp_path: Path,
+) -> None:
+    """``FRONTIER_RESET=True`` skips the checks on the crawl's stored data (it is about to be
+    removed), not those on the server: a replica is refused before the crawl, in one line,
+    instead of the crawl's writes being refused (``READONLY``) for ever."""
+    master, replica = started(tmp_path / "master"), started(tmp_path / "replica")
+    try:
+        with replica.client() as direct:
+            direct.replicaof("127.0.0.1", master.port)
+        url = f"redis://127.0.0.1:{replica.port}/0"
+        settings = Settings({"REDIS_URL": url, "REDIS_CLUSTER": "no", "FRONTIER_RESET": True})
+        problems = RedisFrontierStore(settings, fresh_key()).check_server()
+        assert len(problems) == 1 and "read-only replica" in problems[0], problems
+    finally:
+        master.stop()
+        replica.stop()
+
+
+def test_a_single_connection_client_of_a_demoted_master_connects_anew(tmp_path: Path) -> None:
+    """``REDIS_PARAMS={"single_connection_client": True}``: the client's one connection is
+    made when the client is, so it too must be one that is dropped once answered
+    ``READONLY``, for the next command to reach the master the endpoint names now."""
+    old, new = started(tmp_path / "old"), started(tmp_path / "new")
+    try:
+        with reply_cutter(old.port) as endpoint:
+            url = f"redis://127.0.0.1:{endpoint.port}/0"
+            client = redis_client(Settings({
+                "REDIS_URL": url, "REDIS_CLUSTER": "no",
+                "REDIS_PARAMS": {"single_connection_client": True},
+            }))
+            client.set("k", "1")
+            fail_over(old, new)
+            with pytest.raises(redis.ReadOnlyError):
+                client.set("k", "2")
+            endpoint.target = ("127.0.0.1", new.port)
+            written = False
+            for _ in range(2):  # (one made anew before the switch may still be the old one's)
+                with contextlib.suppress(redis.ReadOnlyError):
+                    written = bool(client.set("k", "3"))
+                    break
+            assert written
+            client.close()
+        with new.client() as direct:
+            assert direct.get("k") == b"3"
+    finally:
+        old.stop()
+        new.stop()

@@ -158,11 +158,17 @@ class FailoverParser(_HiredisParser):
 
 def _single(params: dict[str, Any]) -> redis.Redis:
     """One Redis's client, its connections made with :class:`FailoverParser` (unless
-    ``REDIS_PARAMS`` chose a parser, or hiredis's is not the default)."""
+    ``REDIS_PARAMS`` chose a parser, or hiredis's is not the default). A client made with
+    ``single_connection_client`` took its one connection when it was made, with the default
+    parser: that one is closed and given the failover's (the next command connects it), else
+    it would stay on a demoted master for ever."""
     client = _bytes(get_redis(**params))
     kwargs = client.connection_pool.connection_kwargs
     if "parser_class" not in kwargs and redis.connection.DefaultParser is _HiredisParser:
         kwargs["parser_class"] = FailoverParser
+        if client.connection is not None:
+            client.connection.disconnect()
+            client.connection.set_parser(FailoverParser)
     return client
 
 
@@ -209,7 +215,11 @@ def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> 
     """The ``commands`` the client's user may not run, asked of one Redis or of each master of
     a cluster without running any: queued after ``MULTI``, then ``DISCARD``. Only ``NOPERM``
     is a refusal (``MOVED`` comes after the ACL check); a refused ``MULTI`` is the one refusal
-    (the rest would run). A master that cannot be reached is left to the outage handling."""
+    (the rest would run). A master that cannot be reached is left to the outage handling.
+    One Redis that answers a queued write ``READONLY`` is a replica, where no write of the
+    crawl would go through: :class:`ReadOnlyError` is raised (whatever the crawl has stored,
+    so a check that does not read it learns it too). On a cluster that is a master demoted
+    since the slot map was read: left to the outage handling, as an unreachable one."""
     nodes: list[tuple[str | None, Any]] = [(None, client)]  # a master's name on a cluster
     if isinstance(client, RedisCluster):
         nodes = [(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]
@@ -217,7 +227,7 @@ def refused_commands(client: RedisClient, commands: Sequence[Sequence[Any]]) -> 
     for name, node in nodes:
         try:
             found = _queued_refusals(node, [tuple(c) for c in commands])
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
+        except (redis.ConnectionError, redis.TimeoutError, OSError, ReadOnlyError):
             if name is None:
                 raise
             continue
@@ -246,6 +256,9 @@ def _queued_refusals(
         if multi is None:  # else MULTI is renamed away: nothing more can be asked
             rest = [c for c in commands if c not in watched] + [("DISCARD",)]
             errors += zip(rest, _errors(conn, rest), strict=True)
+        for _, exc in errors:  # (Redis checks the user's rights first: a replica's answer)
+            if isinstance(exc, ReadOnlyError):
+                raise exc
         return [(c, str(exc)) for c, exc in errors if isinstance(exc, NoPermissionError)]
     finally:
         conn.disconnect()  # never back to the pool inside a transaction

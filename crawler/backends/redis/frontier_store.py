@@ -23,7 +23,7 @@ from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import NoPermissionError
+from redis.exceptions import NoPermissionError, TryAgainError
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
@@ -424,10 +424,23 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
-            poll=lambda: inboxes[-1].poll() if inboxes else False,
+            poll=lambda: poll_inbox(inboxes[-1]) if inboxes else False,
             transient=TRANSIENT,
             linger=BATCH_LINGER,
         )
+
+
+def poll_inbox(inbox: SharedInbox) -> bool:
+    """The frontier's poll of ``inbox``. The seeds' list moved to another master by a
+    reshard (``MOVED``, ``ASK``; ``TRYAGAIN`` too: the inbox's :class:`TryAgainError`, the
+    map of slots read again) is not Redis away, which the frontier's worker would say of any
+    error raised here: the poll goes again at once, to where the list is now (nothing was
+    handed over). A second one is left to the worker's retries (a slot being moved for a
+    while)."""
+    try:
+        return inbox.poll()
+    except TryAgainError:
+        return inbox.poll()
 
 
 def away(exc: BaseException) -> bool:
