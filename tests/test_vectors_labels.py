@@ -199,22 +199,28 @@ ENCODINGS: dict[str, tuple[str, str, tuple[tuple[bytes, str], ...]]] = {
         "big5 big5-hkscs cn-big5 csbig5 x-x-big5",
         ((b"\xa4\x40\x88\x62", "\u4e00\u00ca\u0304"),),
     ),
+    # The Standard's EUC-JP (crawler.content.webcodecs_jp): NEC's row 13 (0xADA1 is U+2460),
+    # index jis0208's U+FF5E for 0xA1C1 (Python's euc_jp: U+FFFD twice, U+301C).
     "EUC-JP": (
-        "euc_jp",
+        "whatwg-euc-jp",
         "cseucpkdfmtjapanese euc-jp x-euc-jp",
-        ((b"\xa4\xa2\x8e\xb1", "\u3042\uff71"),),
+        ((b"\xa4\xa2\x8e\xb1\xad\xa1\xa1\xc1", "\u3042\uff71\u2460\uff5e"),),
     ),
-    # Half-width katakana (ESC ( I): Python's iso2022_jp lacks them, iso2022_jp_ext has them.
+    # Half-width katakana (ESC ( I), row 13; not JIS X 0212 (ESC $ ( D: an error, then ASCII).
     "ISO-2022-JP": (
-        "iso2022_jp_ext",
+        "whatwg-iso-2022-jp",
         "csiso2022jp iso-2022-jp",
-        ((b'\x1b$B$"\x1b(I1\x1b(B', "\u3042\uff71"),),
+        (
+            (b'\x1b$B$"-!\x1b(I1\x1b(B', "\u3042\u2460\uff71"),
+            (b"\x1b$(D", "\ufffd$(D"),
+        ),
     ),
-    # Windows-31J: NEC's row 13 (0x8740) and 0x815F as U+FF3C, not Shift_JIS's.
+    # Windows-31J: NEC's row 13 (0x8740) and 0x815F as U+FF3C, not Shift_JIS's; a lone 0xA0 is
+    # no character (Python's cp932: U+F8F0).
     "Shift_JIS": (
-        "cp932",
+        "whatwg-shift-jis",
         "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis",
-        ((b"\x82\xa0\x87\x40\x81\x5f", "\u3042\u2460\uff3c"),),
+        ((b"\x82\xa0\x87\x40\x81\x5f\xa0", "\u3042\u2460\uff3c\ufffd"),),
     ),
     # Windows-949 (Unified Hangul Code): 0x8141 is none of EUC-KR's.
     "EUC-KR": (

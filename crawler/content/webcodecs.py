@@ -15,23 +15,34 @@ under names Python does not know, and given by its label lookup:
   (web-platform-tests ``encoding/single-byte-decoder.any.js``). Their names are
   ``whatwg-`` and the encoding's (Python's own names, ``windows-1252``, name its codec).
 * gb18030, as the Standard decodes it and GBK: a lone byte 0x80 is the euro sign.
+* EUC-JP, ISO-2022-JP and Shift_JIS: :mod:`crawler.content.webcodecs_jp`.
 """
 
 from __future__ import annotations
 
 import codecs
 
+from crawler.content.webcodecs_jp import CODECS as JAPANESE
+
 __all__ = ["EXACT", "USER_DEFINED"]
 
 USER_DEFINED = "x-user-defined"
 _USER_DEFINED = "".join(map(chr, range(0x80))) + "".join(map(chr, range(0xF780, 0xF800)))
 
-# Python's codec to the one that decodes as the Standard does, where they differ.
-EXACT = {
+# Python's single-byte codec to the one that decodes as the Standard does, where they differ.
+_SINGLE_BYTE = {
     **{f"cp{n}": f"whatwg-windows-{n}" for n in (874, 1250, 1251, 1252, 1253, 1254, 1255)},
     **{f"cp{n}": f"whatwg-windows-{n}" for n in (1257, 1258)},
     "koi8-u": "whatwg-koi8-u",
+}
+# Python's codec to the one that decodes as the Standard does, where they differ.
+EXACT = {
+    **_SINGLE_BYTE,
     "gb18030": "whatwg-gb18030",
+    # The Standard's Japanese decoders (crawler.content.webcodecs_jp).
+    "euc_jp": "whatwg-euc-jp",
+    "iso2022_jp": "whatwg-iso-2022-jp",
+    "cp932": "whatwg-shift-jis",
 }
 # Bytes the Standard maps where Python's codec does not, or to another character.
 _PATCHES = {"cp1255": {0xCA: "\u05ba"}, "koi8-u": {0xAE: "\u045e", 0xBE: "\u040e"}}
@@ -134,8 +145,7 @@ _CODECS = {
     ),
     **{
         exact.replace("-", "_"): _charmap(exact, _single_byte(codec))
-        for codec, exact in EXACT.items()
-        if codec != "gb18030"
+        for codec, exact in _SINGLE_BYTE.items()
     },
     "whatwg_gb18030": codecs.CodecInfo(
         name="whatwg-gb18030",
@@ -144,5 +154,6 @@ _CODECS = {
         incrementalencoder=_GB18030.incrementalencoder,
         incrementaldecoder=_GB18030Decoder,
     ),
+    **JAPANESE,
 }
 codecs.register(lambda name: _CODECS.get(name.replace("-", "_")))
