@@ -199,7 +199,7 @@ ENCODINGS: dict[str, tuple[str, str, tuple[tuple[bytes, str], ...]]] = {
         "big5 big5-hkscs cn-big5 csbig5 x-x-big5",
         ((b"\xa4\x40\x88\x62", "\u4e00\u00ca\u0304"),),
     ),
-    # The Standard's EUC-JP (crawler.content.webcodecs_jp): NEC's row 13 (0xADA1 is U+2460),
+    # The Standard's EUC-JP (crawler.content.webcodecs_cjk): NEC's row 13 (0xADA1 is U+2460),
     # index jis0208's U+FF5E for 0xA1C1 (Python's euc_jp: U+FFFD twice, U+301C).
     "EUC-JP": (
         "whatwg-euc-jp",

@@ -25,7 +25,7 @@ honoured, as html5lib does.
 Every label of the Standard names the codec that decodes as its encoding does
 (``tests/test_vectors_labels.py``): Python's, or one of :mod:`crawler.content.webcodecs` where
 Python has none (``x-user-defined``, ``replacement``) or decodes otherwise (windows-1252's 0x81,
-EUC-JP's NEC row 13: :mod:`crawler.content.webcodecs_jp`).
+EUC-JP's NEC row 13: :mod:`crawler.content.webcodecs_cjk`).
 The ``Content-Type`` charset is the one Fetch and MIME Sniffing parse (:func:`transport_encoding`).
 """
 

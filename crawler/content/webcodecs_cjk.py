@@ -1,8 +1,9 @@
-"""The Encoding Standard's Japanese decoders (its section 14), where Python's codecs differ.
+"""The Encoding Standard's multi-byte decoders where Python's codecs decode otherwise.
 
 Registered with :mod:`codecs` by :mod:`crawler.content.webcodecs` as ``whatwg-euc-jp``,
-``whatwg-iso-2022-jp`` and ``whatwg-shift-jis``, the codecs the Standard's labels name. Python's
-own decode what Japanese pages hold otherwise than browsers do:
+``whatwg-iso-2022-jp``, ``whatwg-shift-jis`` (section 14) and ``whatwg-gb18030`` (section 12,
+gb18030 and GBK), the codecs the Standard's labels name. Python's own decode what pages hold
+otherwise than browsers do:
 
 * ``euc_jp`` is JIS X 0208 alone: NEC's row 13 (0xADA1 is U+2460, the circled digits, Roman
   numerals and U+3231 that Japanese pages use often) and the IBM extensions (0xF9A1...) are
@@ -12,13 +13,18 @@ own decode what Japanese pages hold otherwise than browsers do:
   same JIS X 0208 as ``euc_jp``; and two escapes with nothing between them are no error there.
 * ``cp932`` decodes the lone bytes 0xA0 and 0xFD-0xFF to private-use characters, the Standard's
   Shift_JIS to errors.
+* ``gb18030`` is GB18030-2005's but for 0xA8BC and 0x8135F437, which it decodes as
+  GB18030-2000 does (swapped); the Standard takes GB18030-2022's 18 two-byte characters that
+  left the private use area (0xA6D9 is U+FE10, 0xFE59 U+9FB4); and its lone 0x80 is the euro
+  sign, an invalid four-byte sequence one error, not four.
 
 "Index jis0208" is Windows-31J's table (``cp932``) read by pointer, rows 13 and 89-92 included;
-"index jis0212" is Python's JIS X 0212 but for pointer 116. The decoders follow the Standard's
-algorithms; EUC-JP and Shift_JIS run on Python's C decoders (``euc_jp``, ``cp932``), the
-Standard's steps taking over where those fail and EUC-JP's six symbols mapped after, and on the
-step-by-step decoder only where that cannot be exact: EUC-JP bytes that hold 0x8FA2B7, Shift_JIS
-bytes with a lone 0xA0 or 0xFD-0xFF.
+"index jis0212" is Python's JIS X 0212 but for pointer 116; "index gb18030" and its ranges are
+Python's gb18030 with the changes above. The decoders follow the Standard's algorithms; EUC-JP,
+Shift_JIS and gb18030 run on Python's C decoders, the Standard's steps taking over where those
+fail and the characters that differ mapped after (each comes from one byte sequence only, in
+either decoder), and on the step-by-step decoder only where that cannot be exact: EUC-JP bytes
+that hold 0x8FA2B7, Shift_JIS bytes with a lone 0xA0 or 0xFD-0xFF.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ __all__ = ["CODECS"]
 EUC_JP = "whatwg-euc-jp"
 ISO_2022_JP = "whatwg-iso-2022-jp"
 SHIFT_JIS = "whatwg-shift-jis"
+GB18030 = "whatwg-gb18030"
 
 # Python's euc_jp's JIS X 0208 symbols that index jis0208 maps otherwise (its pointers 32, 33,
 # 60, 80, 81, 137). No other sequence decodes to them, in Python's codec or the Standard's.
@@ -388,6 +395,107 @@ class _ShiftJisDecoder(_SyncDecoder):
     _decode = staticmethod(_shift_jis)
 
 
+# -- gb18030 (12.2.1) ----------------------------------------------------------------------------
+
+# Python's gb18030's characters that the Standard's decoder gives otherwise for the same bytes:
+# 0xA8BC and 0x8135F437 (swapped since the Standard followed GB18030-2005), and the two-byte
+# sequences GB18030-2022 moved out of the private use area (0xA6D9-0xA6DF, 0xA6EC, 0xA6ED,
+# 0xA6F3; 0xFE59, 0xFE61, 0xFE66, 0xFE67, 0xFE6D, 0xFE7E, 0xFE90, 0xFEA0), whose private-use
+# characters no byte sequence decodes to now.
+_GB18030_CHANGED = {
+    "\ue7c7": "\u1e3f",
+    "\u1e3f": "\ue7c7",
+    **dict(
+        zip(
+            map(chr, range(0xE78D, 0xE797)),
+            "\ufe10\ufe12\ufe11\ufe13\ufe14\ufe15\ufe16\ufe17\ufe18\ufe19",
+            strict=True,
+        )
+    ),
+    **dict(
+        zip(
+            "\ue81e\ue826\ue82b\ue82c\ue832\ue843\ue854\ue864",
+            map(chr, range(0x9FB4, 0x9FBC)),
+            strict=True,
+        )
+    ),
+}
+_GB18030_CHANGE = re.compile(f"[{''.join(_GB18030_CHANGED)}]")
+
+
+def _gb18030_step(data: bytes, pos: int) -> tuple[str | None, int]:
+    """One turn of the gb18030 decoder from its initial state at ``pos``."""
+    byte, size = data[pos], len(data)
+    if byte < 0x80:
+        return chr(byte), pos + 1
+    if byte == 0x80:
+        return "\u20ac", pos + 1
+    if byte == 0xFF or pos + 1 >= size:
+        return None, pos + 1
+    second = data[pos + 1]
+    if 0x30 <= second <= 0x39:  # a four-byte sequence, or an error that gives back its bytes
+        if pos + 2 >= size:
+            return None, pos + 2  # end of queue: one error for the two
+        if not 0x81 <= data[pos + 2] <= 0xFE:
+            return None, pos + 1
+        if pos + 3 >= size:
+            return None, pos + 3  # end of queue: one error for the three
+        if not 0x30 <= data[pos + 3] <= 0x39:
+            return None, pos + 1
+        return _gb18030_python(data[pos : pos + 4]), pos + 4
+    if 0x40 <= second <= 0x7E or 0x80 <= second <= 0xFE:
+        char = _gb18030_python(data[pos : pos + 2])
+        if char is not None:
+            return char, pos + 2
+    return None, pos + 1 if second < 0x80 else pos + 2
+
+
+def _gb18030_python(data: bytes) -> str | None:
+    """Index gb18030 (two bytes) or its ranges (four): Python's, with the Standard's changes."""
+    char = _or_none(data, "gb18030")
+    return None if char is None else _GB18030_CHANGED.get(char, char)
+
+
+def gb18030_reference(data: bytes, errors: str = "strict") -> str:
+    """The Standard's gb18030 decoder, a step at a time: for the tests."""
+    out, pos, size = [], 0, len(data)
+    while pos < size:
+        char, end = _gb18030_step(data, pos)
+        if char is None:
+            char, end = _fail(errors, GB18030, data, pos, end)
+        out.append(char)
+        pos = end
+    return "".join(out)
+
+
+def _gb18030_handler(errors: str) -> str:
+    name = f"whatwg-gb18030-{errors}"
+    try:
+        codecs.lookup_error(name)
+    except LookupError:
+
+        def handler(error: UnicodeError) -> tuple[str, int]:
+            assert isinstance(error, UnicodeDecodeError)
+            char, end = _gb18030_step(error.object, error.start)
+            if char is None:
+                return _fail(errors, GB18030, error.object, error.start, end)
+            return char, end
+
+        codecs.register_error(name, handler)
+    return name
+
+
+def _gb18030(data: bytes, errors: str) -> str:
+    text = codecs.decode(data, "gb18030", _gb18030_handler(errors))
+    return _GB18030_CHANGE.sub(lambda match: _GB18030_CHANGED[match[0]], text)
+
+
+class _Gb18030Decoder(_SyncDecoder):
+    # ASCII bytes but digits leave no sequence pending (a digit may be a four-byte's second)
+    _leads = bytes([*range(0x30, 0x3A), *range(0x80, 0x100)])
+    _decode = staticmethod(_gb18030)
+
+
 def _codec(
     name: str, decode: Callable[[bytes, str], str], decoder: type, encoding: str
 ) -> codecs.CodecInfo:
@@ -406,4 +514,5 @@ CODECS = {
     "whatwg_euc_jp": _codec(EUC_JP, _euc_jp, _EucJpDecoder, "euc_jp"),
     "whatwg_iso_2022_jp": _codec(ISO_2022_JP, iso_2022_jp, _Iso2022JpDecoder, "iso2022_jp"),
     "whatwg_shift_jis": _codec(SHIFT_JIS, _shift_jis, _ShiftJisDecoder, "cp932"),
+    "whatwg_gb18030": _codec(GB18030, _gb18030, _Gb18030Decoder, "gb18030"),
 }
