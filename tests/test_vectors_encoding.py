@@ -45,7 +45,7 @@ CODECS = {
     "utf-8": "utf-8",
     "utf-16le": "utf-16-le",
     "utf-16be": "utf-16-be",
-    "euc-jp": "euc_jp",
+    "euc-jp": "whatwg-euc-jp",
     "macintosh": "mac-roman",
 }
 # The files' names read as labels (Encoding Standard 4.2): ISO-8859-9 is windows-1254.

@@ -199,22 +199,28 @@ ENCODINGS: dict[str, tuple[str, str, tuple[tuple[bytes, str], ...]]] = {
         "big5 big5-hkscs cn-big5 csbig5 x-x-big5",
         ((b"\xa4\x40\x88\x62", "\u4e00\u00ca\u0304"),),
     ),
+    # The Standard's EUC-JP (crawler.content.webcodecs_cjk): NEC's row 13 (0xADA1 is U+2460),
+    # index jis0208's U+FF5E for 0xA1C1 (Python's euc_jp: U+FFFD twice, U+301C).
     "EUC-JP": (
-        "euc_jp",
+        "whatwg-euc-jp",
         "cseucpkdfmtjapanese euc-jp x-euc-jp",
-        ((b"\xa4\xa2\x8e\xb1", "\u3042\uff71"),),
+        ((b"\xa4\xa2\x8e\xb1\xad\xa1\xa1\xc1", "\u3042\uff71\u2460\uff5e"),),
     ),
-    # Half-width katakana (ESC ( I): Python's iso2022_jp lacks them, iso2022_jp_ext has them.
+    # Half-width katakana (ESC ( I), row 13; not JIS X 0212 (ESC $ ( D: an error, then ASCII).
     "ISO-2022-JP": (
-        "iso2022_jp_ext",
+        "whatwg-iso-2022-jp",
         "csiso2022jp iso-2022-jp",
-        ((b'\x1b$B$"\x1b(I1\x1b(B', "\u3042\uff71"),),
+        (
+            (b'\x1b$B$"-!\x1b(I1\x1b(B', "\u3042\u2460\uff71"),
+            (b"\x1b$(D", "\ufffd$(D"),
+        ),
     ),
-    # Windows-31J: NEC's row 13 (0x8740) and 0x815F as U+FF3C, not Shift_JIS's.
+    # Windows-31J: NEC's row 13 (0x8740) and 0x815F as U+FF3C, not Shift_JIS's; a lone 0xA0 is
+    # no character (Python's cp932: U+F8F0).
     "Shift_JIS": (
-        "cp932",
+        "whatwg-shift-jis",
         "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis",
-        ((b"\x82\xa0\x87\x40\x81\x5f", "\u3042\u2460\uff3c"),),
+        ((b"\x82\xa0\x87\x40\x81\x5f\xa0", "\u3042\u2460\uff3c\ufffd"),),
     ),
     # Windows-949 (Unified Hangul Code): 0x8141 is none of EUC-KR's.
     "EUC-KR": (
@@ -550,6 +556,17 @@ SINGLE_BYTE_INDEXES = {
         "1078 1074 1100 1099 1079 1096 1101 1097 1095 1098 1070 1040 1041 1062 1044 1045 1060 "
         "1043 1061 1048 1049 1050 1051 1052 1053 1054 1055 1071 1056 1057 1058 1059 1046 1042 "
         "1068 1067 1047 1064 1069 1065 1063 1066"
+    ),
+    # index-x-mac-cyrillic.txt: Python's mac-cyrillic is the Standard's, byte for byte.
+    "x-mac-cyrillic": (
+        "1040 1041 1042 1043 1044 1045 1046 1047 1048 1049 1050 1051 1052 1053 1054 1055 1056 "
+        "1057 1058 1059 1060 1061 1062 1063 1064 1065 1066 1067 1068 1069 1070 1071 8224 176 "
+        "1168 163 167 8226 182 1030 174 169 8482 1026 1106 8800 1027 1107 8734 177 8804 8805 "
+        "1110 181 1169 1032 1028 1108 1031 1111 1033 1113 1034 1114 1112 1029 172 8730 402 8776 "
+        "8710 171 187 8230 160 1035 1115 1036 1116 1109 8211 8212 8220 8221 8216 8217 247 8222 "
+        "1038 1118 1039 1119 8470 1025 1105 1103 1072 1073 1074 1075 1076 1077 1078 1079 1080 "
+        "1081 1082 1083 1084 1085 1086 1087 1088 1089 1090 1091 1092 1093 1094 1095 1096 1097 "
+        "1098 1099 1100 1101 1102 8364"
     ),
 }
 

@@ -24,7 +24,8 @@ honoured, as html5lib does.
 
 Every label of the Standard names the codec that decodes as its encoding does
 (``tests/test_vectors_labels.py``): Python's, or one of :mod:`crawler.content.webcodecs` where
-Python has none (``x-user-defined``, ``replacement``) or decodes otherwise (windows-1252's 0x81).
+Python has none (``x-user-defined``, ``replacement``) or decodes otherwise (windows-1252's 0x81,
+EUC-JP's NEC row 13: :mod:`crawler.content.webcodecs_cjk`).
 The ``Content-Type`` charset is the one Fetch and MIME Sniffing parse (:func:`transport_encoding`).
 """
 
@@ -69,8 +70,6 @@ _LABELS = {
     **dict.fromkeys(("x-gbk", "gb_2312", "csgb2312"), "gb18030"),
     **dict.fromkeys(("x-x-big5", "cn-big5"), "big5hkscs"),
     **dict.fromkeys(("x-euc-jp", "cseucpkdfmtjapanese"), "euc_jp"),
-    # Python's iso2022_jp lacks the half-width katakana (ESC ( I) the Standard's decoder reads.
-    **dict.fromkeys(("iso-2022-jp", "csiso2022jp"), "iso2022_jp_ext"),
     **dict.fromkeys(
         ("cseuckr", "csksc56011987", "iso-ir-149", "ks_c_5601-1989", "ksc_5601", "windows-949"),
         "cp949",

@@ -14,24 +14,34 @@ under names Python does not know, and given by its label lookup:
   the Standard's being KOI8-RU: 0xAE is U+045E, 0xBE U+040E, not box drawings
   (web-platform-tests ``encoding/single-byte-decoder.any.js``). Their names are
   ``whatwg-`` and the encoding's (Python's own names, ``windows-1252``, name its codec).
-* gb18030, as the Standard decodes it and GBK: a lone byte 0x80 is the euro sign.
+* gb18030 (and GBK), EUC-JP, ISO-2022-JP and Shift_JIS: :mod:`crawler.content.webcodecs_cjk`.
 """
 
 from __future__ import annotations
 
 import codecs
 
+from crawler.content.webcodecs_cjk import CODECS as MULTI_BYTE
+
 __all__ = ["EXACT", "USER_DEFINED"]
 
 USER_DEFINED = "x-user-defined"
 _USER_DEFINED = "".join(map(chr, range(0x80))) + "".join(map(chr, range(0xF780, 0xF800)))
 
-# Python's codec to the one that decodes as the Standard does, where they differ.
-EXACT = {
+# Python's single-byte codec to the one that decodes as the Standard does, where they differ.
+_SINGLE_BYTE = {
     **{f"cp{n}": f"whatwg-windows-{n}" for n in (874, 1250, 1251, 1252, 1253, 1254, 1255)},
     **{f"cp{n}": f"whatwg-windows-{n}" for n in (1257, 1258)},
     "koi8-u": "whatwg-koi8-u",
+}
+# Python's codec to the one that decodes as the Standard does, where they differ.
+EXACT = {
+    **_SINGLE_BYTE,
     "gb18030": "whatwg-gb18030",
+    # The Standard's multi-byte decoders (crawler.content.webcodecs_cjk).
+    "euc_jp": "whatwg-euc-jp",
+    "iso2022_jp": "whatwg-iso-2022-jp",
+    "cp932": "whatwg-shift-jis",
 }
 # Bytes the Standard maps where Python's codec does not, or to another character.
 _PATCHES = {"cp1255": {0xCA: "\u05ba"}, "koi8-u": {0xAE: "\u045e", 0xBE: "\u040e"}}
@@ -96,33 +106,6 @@ class _ReplacementDecoder(codecs.IncrementalDecoder):
         self._done = False
 
 
-def _euro(errors: str) -> str:
-    """An error handler for Python's gb18030 decoder: a lone 0x80 is U+20AC, any other error
-    is ``errors``'s."""
-    name = f"whatwg-gb18030-{errors}"
-    try:
-        codecs.lookup_error(name)
-    except LookupError:
-        other = codecs.lookup_error(errors)
-
-        def handler(error: UnicodeError) -> tuple[str, int]:
-            if isinstance(error, UnicodeDecodeError) and error.object[error.start] == 0x80:
-                return "\u20ac", error.start + 1
-            return other(error)  # type: ignore[no-any-return]
-
-        codecs.register_error(name, handler)
-    return name
-
-
-_GB18030 = codecs.lookup("gb18030")
-
-
-class _GB18030Decoder(_GB18030.incrementaldecoder):  # type: ignore[misc, name-defined]
-    # The C type reads ``errors`` when it makes the object, not in __init__.
-    def __new__(cls, errors: str = "strict") -> _GB18030Decoder:
-        return super().__new__(cls, _euro(errors))  # type: ignore[no-any-return]
-
-
 _CODECS = {
     "x_user_defined": _charmap(USER_DEFINED, _USER_DEFINED),
     # The replacement encoding encodes as UTF-8 (its "output encoding").
@@ -134,15 +117,8 @@ _CODECS = {
     ),
     **{
         exact.replace("-", "_"): _charmap(exact, _single_byte(codec))
-        for codec, exact in EXACT.items()
-        if codec != "gb18030"
+        for codec, exact in _SINGLE_BYTE.items()
     },
-    "whatwg_gb18030": codecs.CodecInfo(
-        name="whatwg-gb18030",
-        encode=_GB18030.encode,
-        decode=lambda data, errors="strict": _GB18030.decode(data, _euro(errors)),
-        incrementalencoder=_GB18030.incrementalencoder,
-        incrementaldecoder=_GB18030Decoder,
-    ),
+    **MULTI_BYTE,
 }
 codecs.register(lambda name: _CODECS.get(name.replace("-", "_")))
