@@ -240,11 +240,13 @@ def is_cluster(client: Any) -> bool:
 
 
 def reread_slots(client: Any) -> None:
-    """Read a cluster client's map of slots again, after a lost connection to a node asked
-    directly (not through the client's routing, which would have done it): the node may be a
-    master that died, and the next call should find the replica promoted in its place."""
-    with contextlib.suppress(redis.RedisError):
-        client.nodes_manager.initialize()
+    """Read a cluster client's map of slots again (one Redis: nothing to do), after a lost
+    connection to a node asked directly (not through the client's routing, which would have
+    done it): the node may be a master that died, and the next call should find the replica
+    promoted in its place."""
+    if is_cluster(client):
+        with contextlib.suppress(redis.RedisError):
+            client.nodes_manager.initialize()
 
 
 def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:

@@ -188,13 +188,13 @@ class SeenSet:
         try:
             conn = wire.one_connection(server)  # (connects: nothing sent if this fails)
         except (redis.ConnectionError, redis.TimeoutError):
-            _reread(client)
+            reread_slots(client)
             raise
         try:
             with conn:
                 replies = conn.run(commands)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            _reread(client)
+            reread_slots(client)
             log.info(
                 "The reply to a claim of %d URLs in seen-set %s was lost (%s): taken as new",
                 count,
@@ -360,13 +360,6 @@ def _firsts(keys: Sequence[int]) -> list[bool]:
     """A claim of unknown outcome: each key new, the first time it comes in ``keys``."""
     met: set[int] = set()
     return [not (k in met or met.add(k)) for k in keys]  # type: ignore[func-returns-value]
-
-
-def _reread(client: Any) -> None:
-    """A cluster's map of slots read again after a node's connection failed (a master that
-    died: the claim sent again should find the replica promoted)."""
-    if isinstance(client, RedisCluster):
-        reread_slots(client)
 
 
 def _bloom_read(replies: Iterator[Any]) -> list[bool]:
