@@ -51,7 +51,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import raise_reply_error, reread_slots
+from crawler.backends.redis.fence import node_connection, raise_reply_error
 from crawler.backends.redis.keys import PartitionKeys
 
 log = logging.getLogger(__name__)
@@ -117,12 +117,12 @@ class SeenSet:
         """Mark ``keys`` seen; True for each that was new (a key twice: new the first time).
         Atomic on the server; one round trip (and a ``BF.RESERVE`` the first time).
 
-        A claim: whoever gets True fetches the URL (a page requisite). So it is sent on a
-        connection that never sends it again by itself (:meth:`_claim`): sent again after a
-        lost reply, the adds that landed the first time would answer "seen" to the worker
-        that made them, and nobody would fetch the URL. A claim whose reply was lost is of
-        unknown outcome, and taken as this worker's own: every key new (a duplicate fetch
-        at worst, never a lost one). Redis not reached at all raises, as before."""
+        A claim: whoever gets True fetches the URL (a page requisite). So it is sent once
+        (:meth:`_claim`): sent again after a lost reply, the adds that landed the first time
+        would answer "seen" to the worker that made them, and nobody would fetch the URL. A
+        claim whose reply was lost is of unknown outcome, and taken as this worker's own:
+        every key new (a duplicate fetch at worst, never a lost one). Redis not reached at
+        all raises."""
         if not keys:
             return []
         if self.config.bloom:
@@ -178,23 +178,14 @@ class SeenSet:
 
     def _claim(self, commands: list[tuple[Any, ...]], count: int) -> list[Any] | None:
         """The replies to ``commands`` (a claim of ``count`` URLs: see :meth:`add_many`) sent
-        in one request on one connection (:class:`wire.one_connection`, which never resends;
-        on a cluster, to the master of the seen-set's slot), or None when the request went out
-        and its reply was lost. A refusal is raised (a slot that moved as ``TryAgainError``)."""
-        client = self.client
-        server: Any = client
-        if isinstance(client, RedisCluster):
-            server = client.get_redis_connection(client.get_node_from_key(self.keys.seen))
+        once, in one request, to the node of the seen-set's slot (:class:`node_connection`:
+        Redis not reached is raised), or None when the request went out and its reply was
+        lost. A refusal is raised (a slot that moved as ``TryAgainError``)."""
+        on = node_connection(self.client, self.keys.seen)  # (connects: raised, nothing sent)
         try:
-            conn = wire.one_connection(server)  # (connects: nothing sent if this fails)
-        except (redis.ConnectionError, redis.TimeoutError):
-            reread_slots(client)
-            raise
-        try:
-            with conn:
+            with on as conn:
                 replies = conn.run(commands)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            reread_slots(client)
             log.info(
                 "The reply to a claim of %d URLs in seen-set %s was lost (%s): taken as new",
                 count,
@@ -205,7 +196,7 @@ class SeenSet:
         if any(isinstance(r, Exception) for r in replies) or (
             type(replies[-1]) is not list  # (an aborted transaction: EXEC's nil)
         ):  # (nothing applied; an error inside EXEC's replies is add_many's: _answers)
-            raise_reply_error(client, replies)
+            raise_reply_error(self.client, replies)
             raise redis.ResponseError(f"claim in {self.keys.seen} aborted: {replies[-1]!r}")
         return replies
 
