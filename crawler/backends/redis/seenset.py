@@ -60,7 +60,7 @@ INTSET_FILL = 256  # URLs per exact bucket at capacity (set-max-intset-entries i
 MAX_BUCKET_BITS = 24  # 16 million buckets: ~4 billion URLs per partition at INTSET_FILL
 EXPANSION = 2  # each new layer of a RedisBloom filter holds twice the one before
 _U64 = (1 << 64) - 1
-NAMES_CACHED = 4096  # exact buckets' packed names kept per seen-set (contains_request)
+NAMES_CACHED = 4096  # exact buckets' packed names kept per seen-set (_exact_tests)
 _SEEN_SET, _BLOOM = itemgetter(0), attrgetter("config.bloom")  # a test's set, a set's kind
 _outgrown_warned = False  # the exact buckets' past-capacity warning: once per process
 
@@ -104,7 +104,7 @@ class SeenSet:
         self._shift = 64 - config.bucket_bits
         self._reserved = False  # BF.RESERVE sent (bloom)
         self._owed = 0  # URLs added whose INCRBY is not sent yet (exact)
-        self._names: dict[int, str] = {}  # bucket -> its name, packed (contains_request)
+        self._names: dict[int, str] = {}  # bucket -> its name, packed (_exact_tests)
         self._refusal_said = False  # an add refused inside a claim's EXEC: logged once
 
     def _bucket(self, key: int) -> str:
@@ -210,26 +210,13 @@ class SeenSet:
         """The commands that test ``keys``: ``BF.MEXISTS`` (bloom), or a one-member
         ``SMISMEMBER`` per key (a page's keys in a partition mostly fall in a bucket each:
         16 links in 512 buckets, 4 pages in 5); and what reads the answers, in the order of
-        ``keys``, from their replies (redis-py's path; :meth:`contains_request` packs the
-        same commands for less)."""
+        ``keys``, from their replies (the exact kind's fast path: :meth:`_exact_tests`)."""
         if self.config.bloom:
             return [("BF.MEXISTS", *self._items(keys))], _bloom_read
         commands = [
             ("SMISMEMBER", self._bucket(k), m) for k, m in zip(keys, _members(keys), strict=True)
         ]
         return commands, partial(_read_singles, len(keys))
-
-    def contains_request(
-        self, keys: Sequence[int]
-    ) -> tuple[bytes, int, Callable[[Iterator[Any]], list[bool]]]:
-        """:meth:`contains_commands` packed (RESP, as ``hiredis.pack_command`` packs them):
-        the request, its number of commands and the reader of their replies."""
-        if self.config.bloom:
-            commands, read = self.contains_commands(keys)
-            return wire.pack(commands), len(commands), read
-        out: list[str] = []
-        self._exact_tests(keys, out)
-        return "".join(out).encode(), len(keys), partial(_read_singles, len(keys))
 
     def _exact_tests(self, keys: Iterable[int], out: list[str]) -> None:
         """Append the exact kind's test of each key (its one-member ``SMISMEMBER``) to
@@ -373,11 +360,11 @@ def _read_singles(n: int, replies: Iterator[Any]) -> list[bool]:
 def contains_across(
     client: Any, tests: Sequence[tuple[SeenSet, Sequence[int]]]
 ) -> list[list[bool]]:
-    """The seen-tests of several partitions in one round trip (:func:`wire.execute_packed` on
-    one Redis; a cluster client's pipeline sends each node its part): for each (seen-set,
-    keys), keys not empty, whether each key was added. A read: sent again after a lost
-    connection, it is the same read. The exact kind's tests are written as one request and
-    their one-member replies read as one list (a page's links touch a few partitions)."""
+    """The seen-tests of several partitions in one round trip (:mod:`.wire` on one Redis; a
+    cluster client's pipeline sends each node its part): for each (seen-set, keys), keys not
+    empty, whether each key was added. A read: sent again after a lost connection, it is the
+    same read. The exact kind's tests are written as one request and their one-member
+    replies read as one list (a page's links touch a few partitions)."""
 
     def through_redis_py() -> list[Any]:
         pipe = client.pipeline(transaction=False)
@@ -387,13 +374,13 @@ def contains_across(
         return pipe.execute()
 
     if any(map(_BLOOM, map(_SEEN_SET, tests))):  # (no generator: a function and a frame)
-        requests, count, readers = [], 0, []
+        commands: list[tuple[Any, ...]] = []
+        readers = []
         for seen, keys in tests:
-            request, n, read = seen.contains_request(keys)
-            requests.append(request)
-            count += n
+            more, read = seen.contains_commands(keys)
+            commands += more
             readers.append(read)
-        replies = wire.execute_packed(client, b"".join(requests), count, through_redis_py)
+        replies = wire.execute(client, commands, through_redis_py)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
