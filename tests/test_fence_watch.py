@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 import redis
+from redis.exceptions import MovedError, TryAgainError
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import FencedWriter, PartitionLost
+from crawler.backends.redis.fence import FencedWriter, PartitionLost, raise_reply_error
 from crawler.backends.redis.keys import PartitionKeys
 from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
 
@@ -106,3 +107,12 @@ def test_a_lapsed_lease_nobody_claimed_is_taken_back_with_the_writes(
     writer.flush()
     assert redis_client.get(keys.lease) == b"w1/1" and redis_client.pttl(keys.lease) > 0
     assert redis_client.get(keys.prefix + "x") == b"1"
+
+
+def test_a_slot_move_said_by_one_redis_is_raised_to_go_again(
+    redis_client: redis.Redis,  # noqa: F811
+) -> None:
+    """A ``MOVED`` among a call's replies on one Redis (no map of slots to read again) is
+    raised as a slot that moves, as on a cluster: the call goes again later."""
+    with pytest.raises(TryAgainError):
+        raise_reply_error(redis_client, [b"OK", MovedError("3999 127.0.0.1:6381")])

@@ -49,6 +49,7 @@ _MULTI, _EXEC, _UNWATCH = (pack_command((name,)) for name in ("MULTI", "EXEC", "
 _WATCH_OF, _READ_OF = attrgetter("_watch"), attrgetter("_read")  # (a writer's keys, packed)
 _WRITES_OF = attrgetter("_writes")
 _IS_ERROR = Exception.__subclasscheck__  # issubclass(kind, Exception), for map()
+_LOST = (redis.ConnectionError, redis.TimeoutError)  # a connection lost (or never made)
 
 
 def _bulk(text: str) -> bytes:
@@ -240,11 +241,44 @@ def is_cluster(client: Any) -> bool:
 
 
 def reread_slots(client: Any) -> None:
-    """Read a cluster client's map of slots again, after a lost connection to a node asked
-    directly (not through the client's routing, which would have done it): the node may be a
-    master that died, and the next call should find the replica promoted in its place."""
-    with contextlib.suppress(redis.RedisError):
-        client.nodes_manager.initialize()
+    """Read a cluster client's map of slots again (one Redis: nothing to do), after a lost
+    connection to a node asked directly (not through the client's routing, which would have
+    done it): the node may be a master that died, and the next call should find the replica
+    promoted in its place."""
+    if is_cluster(client):
+        with contextlib.suppress(redis.RedisError):
+            client.nodes_manager.initialize()
+
+
+class node_connection:  # (named as a function: ``with node_connection(client, key) as conn``)
+    """One connection (:class:`wire.one_connection`: whatever it sends goes once, never again
+    by itself) to the node that serves ``at``: one Redis itself; on a cluster the master of
+    key ``at``'s slot, or the node ``at``, asked directly (:attr:`node`). A lost connection
+    (connecting, or in the block) has the cluster's map of slots read again
+    (:func:`reread_slots`) before it goes on. For requests whose replay is not harmless (a
+    claim, a group's read) and for transactions (:func:`watched`); refusals are the caller's
+    to raise (:func:`raise_reply_error`)."""
+
+    def __init__(self, client: Any, at: Any) -> None:
+        self.client = client
+        if is_cluster(client):
+            at = client.get_node_from_key(at) if isinstance(at, str) else at
+            self.node = client.get_redis_connection(at)
+        else:
+            self.node = client
+        try:
+            self._opened = wire.one_connection(self.node)  # (connects: nothing sent yet)
+        except _LOST:
+            reread_slots(client)
+            raise
+
+    def __enter__(self) -> wire.one_connection:
+        return self._opened.__enter__()
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        self._opened.__exit__(kind, error, trace)
+        if kind is not None and issubclass(kind, _LOST):
+            reread_slots(self.client)
 
 
 def transact(client: Any, call: list[FencedWriter]) -> list[int | str]:
@@ -344,23 +378,20 @@ def watched(
     times at most (then :class:`redis.WatchError`). The fenced call and the near-duplicate
     commit both run this way.
 
-    A lost connection to a cluster's node read directly (not through the client's routing,
-    which would have corrected it) may be a master that died: ``lost_node`` runs and the
-    client's map of slots is read again before the error goes on (the call goes again, to the
-    promoted replica)."""
-    cluster = is_cluster(client)
-    node = client.get_redis_connection(client.get_node_from_key(key)) if cluster else client
+    The connection is :class:`node_connection`'s: a lost one to a cluster's node (maybe a
+    master that died) has ``lost_node`` run too before the error goes on (the call goes
+    again, to the promoted replica)."""
     try:
-        with wire.one_connection(node) as conn:
+        on = node_connection(client, key)
+        with on as conn:
             for _ in range(WATCH_TRIES):
-                result = attempt(conn, node, *args)
+                result = attempt(conn, on.node, *args)
                 if result is not AGAIN:
                     return result
             raise redis.WatchError(f"{key} changed {WATCH_TRIES} times")
-    except (redis.ConnectionError, redis.TimeoutError):
-        if cluster:
+    except _LOST:
+        if is_cluster(client):
             lost_node()
-            reread_slots(client)
         raise
 
 

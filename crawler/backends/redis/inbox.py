@@ -129,18 +129,15 @@ def _take_seeds(
     ``taken`` holds the seeds read while the trim's outcome is unknown. Returns the seeds
     and how many are left."""
     replies = conn.run([("WATCH", key), ("LRANGE", key, 0, SEED_BATCH - 1), ("LLEN", key)])
-    if any(isinstance(r, Exception) for r in replies):
-        raise_reply_error(client, replies)
+    raise_reply_error(client, replies)
     got, size = replies[1], int(replies[2])
     if not got:
         conn.run([("UNWATCH",)])
         return [], 0
     taken[:] = got
     replies = conn.run([("MULTI",), ("LTRIM", key, len(got), -1), ("EXEC",)])
+    taken.clear()  # (the trim's outcome known)
     if replies[-1] is None:  # another worker took seeds meanwhile
-        taken.clear()
         return AGAIN
-    if any(isinstance(r, Exception) for r in replies):  # (nothing trimmed)
-        taken.clear()
-        raise_reply_error(client, replies)
+    raise_reply_error(client, replies)  # (nothing trimmed)
     return got, size - len(got)

@@ -27,15 +27,15 @@ from typing import Any
 
 import msgpack
 import redis
-from redis.cluster import RedisCluster
 from redis.exceptions import AskError, NoScriptError
 
-from crawler.backends.redis import wire
 from crawler.backends.redis.fence import (
     MAX_ARGUMENTS,
     FencedWriter,
     PartitionLost,
     flush_together,
+    is_cluster,
+    node_connection,
     one_call,
     raise_reply_error,
     reread_slots,
@@ -83,7 +83,7 @@ class Mailboxes:
         self.client = client
         self.partition_keys = partition_keys
         self.sender = sender  # the sending worker: its mark in each inbox
-        self._cluster = isinstance(client, RedisCluster)
+        self._cluster = is_cluster(client)
         # letters handed to send() and not known to be in their inboxes, in order
         self._unsent: list[dict[int, bytes]] = []
         self._last: dict[int, bytes] = {}  # digest of the last letter carried, by partition
@@ -330,59 +330,38 @@ class Mailboxes:
         each partition has its own, one XREADGROUP per inbox, each master its own in one
         request. Never blocks.
 
-        Sent on a connection that never sends it again by itself (:mod:`.wire`): a read
-        whose reply was lost delivered its letters all the same, and a read sent again
-        gets only those after them, leaving these pending where nobody reads them while
-        this worker owns the partition (the crawl's client on one Redis resends once, a
-        cluster's client more). The lost reply is an error here, and :meth:`read` claims
-        what is pending first at the next read."""
+        Sent once (:class:`~.fence.node_connection`): a read whose reply was lost delivered
+        its letters all the same, and a read sent again gets only those after them, leaving
+        these pending where nobody reads them while this worker owns the partition (the
+        crawl's client on one Redis resends once, a cluster's client more). The lost reply
+        is raised here, and :meth:`read` claims what is pending first at the next read; a
+        refusal is raised, a slot that moved as ``TryAgainError``."""
         out: dict[int, list[tuple[bytes, bytes]]] = {}
         if not indexes or count <= 0:
             return out
         inboxes = {self._inbox(index): index for index in indexes}
-        if not self._cluster:
-            command = ("XREADGROUP", "GROUP", self.GROUP, consumer, "COUNT", count, "STREAMS",
-                       *inboxes, *[">"] * len(inboxes))  # fmt: skip
-            self._read_on(self.client, [command], inboxes, out)
-            return out
+        head = ("XREADGROUP", "GROUP", self.GROUP, consumer, "COUNT", count, "STREAMS")
         by_node: dict[str, tuple[Any, list[tuple[Any, ...]]]] = {}
-        for key in inboxes:
-            node = self.client.get_node_from_key(key)
-            command = ("XREADGROUP", "GROUP", self.GROUP, consumer, "COUNT", count, "STREAMS",
-                       key, ">")  # fmt: skip
-            by_node.setdefault(node.name, (node, []))[1].append(command)
+        if self._cluster:
+            for key in inboxes:
+                node = self.client.get_node_from_key(key)
+                by_node.setdefault(node.name, (node, []))[1].append((*head, key, ">"))
+        else:
+            by_node[""] = (None, [(*head, *inboxes, *[">"] * len(inboxes))])
         for node, commands in by_node.values():
-            try:
-                self._read_on(self.client.get_redis_connection(node), commands, inboxes, out)
-            except (redis.ConnectionError, redis.TimeoutError):
-                reread_slots(self.client)  # (a master that died: see _post)
-                raise
-        return out
-
-    def _read_on(
-        self,
-        server: redis.Redis,
-        commands: list[tuple[Any, ...]],
-        inboxes: dict[str, int],
-        out: dict[int, list[tuple[bytes, bytes]]],
-    ) -> None:
-        """The XREADGROUP ``commands`` in one request on ``server`` (one Redis, or a
-        cluster's master), their letters added to ``out``; a refusal is raised, a slot that
-        moved (``MOVED``, ``ASK``) as ``TryAgainError`` once the cluster's map of slots is
-        read again (``fence.raise_reply_error``)."""
-        with wire.one_connection(server) as conn:
-            replies = conn.run(commands)
-        if any(isinstance(reply, Exception) for reply in replies):
+            with node_connection(self.client, node) as conn:
+                replies = conn.run(commands)
             raise_reply_error(self.client, replies)
-        for reply in replies:
-            streams = reply.items() if isinstance(reply, dict) else reply or ()  # (RESP3, 2)
-            for key, messages in streams:
-                name = key.decode() if isinstance(key, bytes) else key
-                got = out.setdefault(inboxes[name], [])
-                for message_id, fields in messages:
-                    letter = dict(zip(fields[::2], fields[1::2], strict=True)).get(FIELD)
-                    if letter is not None:
-                        got.append((message_id, letter))
+            for reply in replies:
+                streams = reply.items() if isinstance(reply, dict) else reply or ()  # (RESP3, 2)
+                for key, messages in streams:
+                    name = key.decode() if isinstance(key, bytes) else key
+                    got = out.setdefault(inboxes[name], [])
+                    for message_id, fields in messages:
+                        letter = dict(zip(fields[::2], fields[1::2], strict=True)).get(FIELD)
+                        if letter is not None:
+                            got.append((message_id, letter))
+        return out
 
     def deliver(
         self,

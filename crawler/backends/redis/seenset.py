@@ -51,7 +51,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from crawler.backends.redis import wire
-from crawler.backends.redis.fence import raise_reply_error, reread_slots
+from crawler.backends.redis.fence import node_connection, raise_reply_error
 from crawler.backends.redis.keys import PartitionKeys
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ INTSET_FILL = 256  # URLs per exact bucket at capacity (set-max-intset-entries i
 MAX_BUCKET_BITS = 24  # 16 million buckets: ~4 billion URLs per partition at INTSET_FILL
 EXPANSION = 2  # each new layer of a RedisBloom filter holds twice the one before
 _U64 = (1 << 64) - 1
-NAMES_CACHED = 4096  # exact buckets' packed names kept per seen-set (contains_request)
+NAMES_CACHED = 4096  # exact buckets' packed names kept per seen-set (_exact_tests)
 _SEEN_SET, _BLOOM = itemgetter(0), attrgetter("config.bloom")  # a test's set, a set's kind
 _outgrown_warned = False  # the exact buckets' past-capacity warning: once per process
 
@@ -104,7 +104,7 @@ class SeenSet:
         self._shift = 64 - config.bucket_bits
         self._reserved = False  # BF.RESERVE sent (bloom)
         self._owed = 0  # URLs added whose INCRBY is not sent yet (exact)
-        self._names: dict[int, str] = {}  # bucket -> its name, packed (contains_request)
+        self._names: dict[int, str] = {}  # bucket -> its name, packed (_exact_tests)
         self._refusal_said = False  # an add refused inside a claim's EXEC: logged once
 
     def _bucket(self, key: int) -> str:
@@ -117,12 +117,12 @@ class SeenSet:
         """Mark ``keys`` seen; True for each that was new (a key twice: new the first time).
         Atomic on the server; one round trip (and a ``BF.RESERVE`` the first time).
 
-        A claim: whoever gets True fetches the URL (a page requisite). So it is sent on a
-        connection that never sends it again by itself (:meth:`_claim`): sent again after a
-        lost reply, the adds that landed the first time would answer "seen" to the worker
-        that made them, and nobody would fetch the URL. A claim whose reply was lost is of
-        unknown outcome, and taken as this worker's own: every key new (a duplicate fetch
-        at worst, never a lost one). Redis not reached at all raises, as before."""
+        A claim: whoever gets True fetches the URL (a page requisite). So it is sent once
+        (:meth:`_claim`): sent again after a lost reply, the adds that landed the first time
+        would answer "seen" to the worker that made them, and nobody would fetch the URL. A
+        claim whose reply was lost is of unknown outcome, and taken as this worker's own:
+        every key new (a duplicate fetch at worst, never a lost one). Redis not reached at
+        all raises."""
         if not keys:
             return []
         if self.config.bloom:
@@ -178,23 +178,14 @@ class SeenSet:
 
     def _claim(self, commands: list[tuple[Any, ...]], count: int) -> list[Any] | None:
         """The replies to ``commands`` (a claim of ``count`` URLs: see :meth:`add_many`) sent
-        in one request on one connection (:class:`wire.one_connection`, which never resends;
-        on a cluster, to the master of the seen-set's slot), or None when the request went out
-        and its reply was lost. A refusal is raised (a slot that moved as ``TryAgainError``)."""
-        client = self.client
-        server: Any = client
-        if isinstance(client, RedisCluster):
-            server = client.get_redis_connection(client.get_node_from_key(self.keys.seen))
+        once, in one request, to the node of the seen-set's slot (:class:`node_connection`:
+        Redis not reached is raised), or None when the request went out and its reply was
+        lost. A refusal is raised (a slot that moved as ``TryAgainError``)."""
+        on = node_connection(self.client, self.keys.seen)  # (connects: raised, nothing sent)
         try:
-            conn = wire.one_connection(server)  # (connects: nothing sent if this fails)
-        except (redis.ConnectionError, redis.TimeoutError):
-            _reread(client)
-            raise
-        try:
-            with conn:
+            with on as conn:
                 replies = conn.run(commands)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            _reread(client)
             log.info(
                 "The reply to a claim of %d URLs in seen-set %s was lost (%s): taken as new",
                 count,
@@ -205,7 +196,7 @@ class SeenSet:
         if any(isinstance(r, Exception) for r in replies) or (
             type(replies[-1]) is not list  # (an aborted transaction: EXEC's nil)
         ):  # (nothing applied; an error inside EXEC's replies is add_many's: _answers)
-            raise_reply_error(client, replies)
+            raise_reply_error(self.client, replies)
             raise redis.ResponseError(f"claim in {self.keys.seen} aborted: {replies[-1]!r}")
         return replies
 
@@ -219,26 +210,13 @@ class SeenSet:
         """The commands that test ``keys``: ``BF.MEXISTS`` (bloom), or a one-member
         ``SMISMEMBER`` per key (a page's keys in a partition mostly fall in a bucket each:
         16 links in 512 buckets, 4 pages in 5); and what reads the answers, in the order of
-        ``keys``, from their replies (redis-py's path; :meth:`contains_request` packs the
-        same commands for less)."""
+        ``keys``, from their replies (the exact kind's fast path: :meth:`_exact_tests`)."""
         if self.config.bloom:
             return [("BF.MEXISTS", *self._items(keys))], _bloom_read
         commands = [
             ("SMISMEMBER", self._bucket(k), m) for k, m in zip(keys, _members(keys), strict=True)
         ]
         return commands, partial(_read_singles, len(keys))
-
-    def contains_request(
-        self, keys: Sequence[int]
-    ) -> tuple[bytes, int, Callable[[Iterator[Any]], list[bool]]]:
-        """:meth:`contains_commands` packed (RESP, as ``hiredis.pack_command`` packs them):
-        the request, its number of commands and the reader of their replies."""
-        if self.config.bloom:
-            commands, read = self.contains_commands(keys)
-            return wire.pack(commands), len(commands), read
-        out: list[str] = []
-        self._exact_tests(keys, out)
-        return "".join(out).encode(), len(keys), partial(_read_singles, len(keys))
 
     def _exact_tests(self, keys: Iterable[int], out: list[str]) -> None:
         """Append the exact kind's test of each key (its one-member ``SMISMEMBER``) to
@@ -362,13 +340,6 @@ def _firsts(keys: Sequence[int]) -> list[bool]:
     return [not (k in met or met.add(k)) for k in keys]  # type: ignore[func-returns-value]
 
 
-def _reread(client: Any) -> None:
-    """A cluster's map of slots read again after a node's connection failed (a master that
-    died: the claim sent again should find the replica promoted)."""
-    if isinstance(client, RedisCluster):
-        reread_slots(client)
-
-
 def _bloom_read(replies: Iterator[Any]) -> list[bool]:
     return [bool(x) for x in next(replies)]
 
@@ -389,11 +360,11 @@ def _read_singles(n: int, replies: Iterator[Any]) -> list[bool]:
 def contains_across(
     client: Any, tests: Sequence[tuple[SeenSet, Sequence[int]]]
 ) -> list[list[bool]]:
-    """The seen-tests of several partitions in one round trip (:func:`wire.execute_packed` on
-    one Redis; a cluster client's pipeline sends each node its part): for each (seen-set,
-    keys), keys not empty, whether each key was added. A read: sent again after a lost
-    connection, it is the same read. The exact kind's tests are written as one request and
-    their one-member replies read as one list (a page's links touch a few partitions)."""
+    """The seen-tests of several partitions in one round trip (:mod:`.wire` on one Redis; a
+    cluster client's pipeline sends each node its part): for each (seen-set, keys), keys not
+    empty, whether each key was added. A read: sent again after a lost connection, it is the
+    same read. The exact kind's tests are written as one request and their one-member
+    replies read as one list (a page's links touch a few partitions)."""
 
     def through_redis_py() -> list[Any]:
         pipe = client.pipeline(transaction=False)
@@ -403,13 +374,13 @@ def contains_across(
         return pipe.execute()
 
     if any(map(_BLOOM, map(_SEEN_SET, tests))):  # (no generator: a function and a frame)
-        requests, count, readers = [], 0, []
+        commands: list[tuple[Any, ...]] = []
+        readers = []
         for seen, keys in tests:
-            request, n, read = seen.contains_request(keys)
-            requests.append(request)
-            count += n
+            more, read = seen.contains_commands(keys)
+            commands += more
             readers.append(read)
-        replies = wire.execute_packed(client, b"".join(requests), count, through_redis_py)
+        replies = wire.execute(client, commands, through_redis_py)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
