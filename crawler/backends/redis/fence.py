@@ -23,7 +23,7 @@ from typing import Any
 import redis
 from hiredis import pack_command
 from redis.cluster import RedisCluster
-from redis.exceptions import AskError, ExecAbortError, TryAgainError
+from redis.exceptions import AskError, ExecAbortError, RedisClusterException, TryAgainError
 
 from crawler.backends.redis import wire
 from crawler.backends.redis.keys import PartitionKeys
@@ -244,9 +244,11 @@ def reread_slots(client: Any) -> None:
     """Read a cluster client's map of slots again (one Redis: nothing to do), after a lost
     connection to a node asked directly (not through the client's routing, which would have
     done it): the node may be a master that died, and the next call should find the replica
-    promoted in its place."""
+    promoted in its place. A map not read (no node answers: redis-py's
+    ``RedisClusterException``, no ``RedisError``) leaves the caller's error to go on: a lost
+    connection stays Redis away (``outage.TRANSIENT``), a lost reply a lost reply."""
     if is_cluster(client):
-        with contextlib.suppress(redis.RedisError):
+        with contextlib.suppress(redis.RedisError, RedisClusterException):
             client.nodes_manager.initialize()
 
 
