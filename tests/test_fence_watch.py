@@ -5,18 +5,22 @@ refuses the call, a renewal makes it run again, once."""
 
 from __future__ import annotations
 
+import logging
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 from redis.exceptions import MovedError, TryAgainError
 
-from crawler.backends.redis import wire
+from crawler.backends.redis import fence, wire
 from crawler.backends.redis.fence import FencedWriter, PartitionLost, raise_reply_error
 from crawler.backends.redis.keys import PartitionKeys
-from tests.redis_support import fresh_key, redis_client, redis_server  # noqa: F401
+from tests.redis_support import fresh_key, redis_client, redis_server, start_redis  # noqa: F401
+from tests.test_redis_crawl import wait_until
 
 
 def owned(client: redis.Redis, keys: PartitionKeys) -> FencedWriter:
@@ -116,3 +120,43 @@ def test_a_slot_move_said_by_one_redis_is_raised_to_go_again(
     raised as a slot that moves, as on a cluster: the call goes again later."""
     with pytest.raises(TryAgainError):
         raise_reply_error(redis_client, [b"OK", MovedError("3999 127.0.0.1:6381")])
+
+
+def test_writes_without_their_replicas_are_said_once_per_master(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A master with one replica, which stopped answering, and owners that wait for two
+    (``FRONTIER_REPLICA_WAIT=2``): every write goes on without its replicas. That the master
+    has fewer replicas than asked, and that writes go on without them, is said once for the
+    master, not once per partition's writer, nor again at every write that waited in vain
+    (each has the replicas counted again)."""
+    monkeypatch.setattr(fence, "REPLICA_WAIT_MS", 20)  # (each write waits this long in vain)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "r").mkdir()
+    master, replica = start_redis(tmp_path / "m"), start_redis(tmp_path / "r")
+    try:
+        with replica.client() as direct:
+            direct.replicaof("127.0.0.1", master.port)
+            wait_until(lambda: direct.info("replication").get("master_link_status") == "up")
+        client = master.client()
+        writers = []
+        for index in range(2):
+            keys = PartitionKeys(fresh_key(), index, 2)
+            client.set(keys.epoch, "1")
+            client.set(keys.lease, "w1/1", px=60_000)
+            writers.append(FencedWriter(client, keys, "w1/1", 60.0, replicas=2))
+        replica.process.send_signal(signal.SIGSTOP)  # (still the master's replica: ROLE)
+        with caplog.at_level(logging.WARNING, logger=fence.__name__):
+            for i in range(3):
+                for writer in writers:
+                    writer.write("SET", writer.lease_key + ":x", str(i))
+                    writer.flush()
+        assert [w.unreplicated for w in writers] == [3, 3]  # (each counted)
+        said = [r.getMessage() for r in caplog.records]
+        assert sum("FRONTIER_REPLICA_WAIT asks for 2" in m for m in said) == 1, said
+        assert sum("without its replicas" in m for m in said) == 1, said
+        client.close()
+    finally:
+        replica.process.send_signal(signal.SIGCONT)
+        replica.stop()
+        master.stop()

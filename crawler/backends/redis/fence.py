@@ -23,7 +23,7 @@ from typing import Any
 import redis
 from hiredis import pack_command
 from redis.cluster import RedisCluster
-from redis.exceptions import AskError, ExecAbortError, TryAgainError
+from redis.exceptions import AskError, ExecAbortError, RedisClusterException, TryAgainError
 
 from crawler.backends.redis import wire
 from crawler.backends.redis.keys import PartitionKeys
@@ -50,6 +50,11 @@ _WATCH_OF, _READ_OF = attrgetter("_watch"), attrgetter("_read")  # (a writer's k
 _WRITES_OF = attrgetter("_writes")
 _IS_ERROR = Exception.__subclasscheck__  # issubclass(kind, Exception), for map()
 _LOST = (redis.ConnectionError, redis.TimeoutError)  # a connection lost (or never made)
+# what this process said of masters' replicas, by address (a process's writers share it):
+# the masters found with fewer replicas than asked, and how many; those whose writes went on
+# without their replicas (each said once, until the master has them again)
+_short: dict[str, int] = {}
+_late: set[str] = set()
 
 
 def _bulk(text: str) -> bytes:
@@ -199,18 +204,27 @@ class FencedWriter:
         del self._writes[: self._sent]
         self._sent = 0
 
-    def _replicated(self, acked: Any, wanted: int) -> None:
+    def _replicated(self, node: Any, acked: Any, wanted: int) -> None:
         """Count a call its replicas did not all have within ``REPLICA_WAIT_MS`` (``acked``:
-        the ``WAIT``'s reply), warned once."""
-        if not isinstance(acked, Exception) and int(acked) < wanted:
-            self.unreplicated += 1
-            self._replicas_seen = (float("-inf"), 0)  # count them again at the next write
-            if self.unreplicated == 1:
-                logger.warning(
-                    "A frontier write of %s went on without its replicas (%d of %d within "
-                    "%d ms): a failover now may lose it (counted, warned once)",
-                    self.lease_key, acked, wanted, REPLICA_WAIT_MS,
-                )  # fmt: skip
+        the ``WAIT``'s reply). Said once for the master ``node`` (not once per partition's
+        writer: all of a master's writers miss together), again only after one of its
+        writes had its replicas in time."""
+        if isinstance(acked, Exception):
+            return
+        if int(acked) >= wanted:
+            if _late:  # (the master's writes wait in time again)
+                _late.discard(_address(node))
+            return
+        self.unreplicated += 1
+        self._replicas_seen = (float("-inf"), 0)  # count them again at the next write
+        master = _address(node)
+        if master not in _late:
+            _late.add(master)
+            logger.warning(
+                "A frontier write on the master at %s went on without its replicas (%d of %d "
+                "within %d ms): a failover now may lose it (counted; said once until a write "
+                "there waits in time again)", master, acked, wanted, REPLICA_WAIT_MS,
+            )  # fmt: skip
 
     def _recount(self) -> None:
         """Count the master's replicas again (its node was lost: a replica promoted?)."""
@@ -218,19 +232,31 @@ class FencedWriter:
 
     def _wanted(self, node: Any) -> int:
         """How many replicas to wait for: ``replicas``, or fewer if the master has fewer
-        (``ROLE`` lists its connected replicas; counted every ``REPLICA_RECOUNT`` s)."""
+        (``ROLE`` lists its connected replicas; counted every ``REPLICA_RECOUNT`` s). A
+        master with fewer is said once for the master, again when the number changes."""
         counted, have = self._replicas_seen
         now = time.monotonic()
         if now - counted >= REPLICA_RECOUNT:
             role = node.execute_command("ROLE")
             have = len(role[2]) if role[0] in (b"master", "master") else 0
-            if have < self.replicas and counted == float("-inf"):
+            if have >= self.replicas:
+                if _short:
+                    _short.pop(_address(node), None)
+            elif _short.get(master := _address(node)) != have:  # (said once per master)
+                _short[master] = have
                 logger.warning(
-                    "The master of %s has %d replicas, FRONTIER_REPLICA_WAIT asks for %d: its "
-                    "writes wait for %d", self.lease_key, have, self.replicas, have,
+                    "The master at %s has %d replicas, FRONTIER_REPLICA_WAIT asks for %d: its "
+                    "writes wait for %d", master, have, self.replicas, have,
                 )  # fmt: skip
             self._replicas_seen = (now, have)
         return min(self.replicas, have)
+
+
+def _address(node: Any) -> str:
+    """The address of ``node`` (a ``redis.Redis``: one Redis, or a cluster's master), which
+    names it in what is said of its replicas."""
+    kwargs = node.connection_pool.connection_kwargs
+    return str(kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}")
 
 
 def is_cluster(client: Any) -> bool:
@@ -244,9 +270,11 @@ def reread_slots(client: Any) -> None:
     """Read a cluster client's map of slots again (one Redis: nothing to do), after a lost
     connection to a node asked directly (not through the client's routing, which would have
     done it): the node may be a master that died, and the next call should find the replica
-    promoted in its place."""
+    promoted in its place. A map not read (no node answers: redis-py's
+    ``RedisClusterException``, no ``RedisError``) leaves the caller's error to go on: a lost
+    connection stays Redis away (``outage.TRANSIENT``), a lost reply a lost reply."""
     if is_cluster(client):
-        with contextlib.suppress(redis.RedisError):
+        with contextlib.suppress(redis.RedisError, RedisClusterException):
             client.nodes_manager.initialize()
 
 
@@ -360,7 +388,7 @@ def _attempt(
     if type(done) is not list or any(map(_IS_ERROR, set(map(type, done)))):
         raise_reply_error(client, replies)
     if wanted[0]:
-        call[0]._replicated(replies[-1], wanted[0])
+        call[0]._replicated(node, replies[-1], wanted[0])
     return numbers
 
 
