@@ -72,6 +72,7 @@ CASES: list[tuple[str, str, bytes, str]] = [
         ]
     ),
     (f"{GB}: index gb18030 pointer 7533 (GB18030-2005)", "gbk", b"\xa8\xbc", "\u1e3f"),
+    (f"{GB}: index gb18030 pointer 6555 (not GB18030's U+E5E5)", "gbk", b"\xa3\xa0", "\u3000"),
     (
         f"{GB}: GB18030-2022's vertical forms in index gb18030",
         "gb18030",

@@ -15,8 +15,9 @@ otherwise than browsers do:
   Shift_JIS to errors.
 * ``gb18030`` is GB18030-2005's but for 0xA8BC and 0x8135F437, which it decodes as
   GB18030-2000 does (swapped); the Standard takes GB18030-2022's 18 two-byte characters that
-  left the private use area (0xA6D9 is U+FE10, 0xFE59 U+9FB4); and its lone 0x80 is the euro
-  sign, an invalid four-byte sequence one error, not four.
+  left the private use area (0xA6D9 is U+FE10, 0xFE59 U+9FB4); it decodes 0xA3A0 to U+E5E5,
+  index gb18030 to U+3000 (the ideographic space, as deployed content means it); and its lone
+  0x80 is the euro sign, an invalid four-byte sequence one error, not four.
 
 "Index jis0208" is Windows-31J's table (``cp932``) read by pointer, rows 13 and 89-92 included;
 "index jis0212" is Python's JIS X 0212 but for pointer 116; "index gb18030" and its ranges are
@@ -398,13 +399,15 @@ class _ShiftJisDecoder(_SyncDecoder):
 # -- gb18030 (12.2.1) ----------------------------------------------------------------------------
 
 # Python's gb18030's characters that the Standard's decoder gives otherwise for the same bytes:
-# 0xA8BC and 0x8135F437 (swapped since the Standard followed GB18030-2005), and the two-byte
+# 0xA8BC and 0x8135F437 (swapped since the Standard followed GB18030-2005), 0xA3A0 (index
+# gb18030's pointer 6555 is U+3000; no byte sequence decodes to U+E5E5 there), and the two-byte
 # sequences GB18030-2022 moved out of the private use area (0xA6D9-0xA6DF, 0xA6EC, 0xA6ED,
 # 0xA6F3; 0xFE59, 0xFE61, 0xFE66, 0xFE67, 0xFE6D, 0xFE7E, 0xFE90, 0xFEA0), whose private-use
 # characters no byte sequence decodes to now.
 _GB18030_CHANGED = {
     "\ue7c7": "\u1e3f",
     "\u1e3f": "\ue7c7",
+    "\ue5e5": "\u3000",
     **dict(
         zip(
             map(chr, range(0xE78D, 0xE797)),
