@@ -203,3 +203,22 @@ def test_gb18030_four_bytes_fast_path_is_the_standards() -> None:
             for second, fourth in ((0x30, 0x30), (0x35, 0x37), (0x39, 0x39), (0x31, 0x29)):
                 data = bytes([first, second, third, fourth])
                 assert data.decode(codec, "replace") == gb18030_reference(data, "replace"), data
+
+
+@pytest.mark.parametrize(
+    ("label", "data", "start", "end"),
+    [
+        ("shift_jis", b"a\xa0\x82\x0b", 1, 2),  # cp932 decodes the lone 0xA0, fails on 0x82 0x0B
+        ("shift_jis", b"\xfe\x82\xa0\xeb", 0, 1),  # ... and on the lead at the end
+        ("euc-jp", b"\x8f\xa2\xb7\xa4A", 3, 4),
+        ("gb18030", b"\xa3\xa0\x81\x30\x81A", 2, 3),
+    ],
+)
+def test_a_strict_decoding_fails_at_the_standards_first_error(
+    label: str, data: bytes, start: int, end: int
+) -> None:
+    """The error a strict decoding raises is the Standard's first, where Python's decoder, on
+    which the codec runs, decodes bytes the Standard does not (cp932's lone 0xA0 and 0xFD-0xFF)."""
+    with pytest.raises(UnicodeDecodeError) as error:
+        data.decode(_codec(label))
+    assert (error.value.start, error.value.end) == (start, end)

@@ -385,7 +385,11 @@ def _shift_jis_handler(errors: str) -> str:
 
 
 def _shift_jis(data: bytes, errors: str) -> str:
-    text = codecs.decode(data, "cp932", _shift_jis_handler(errors))
+    try:
+        text = codecs.decode(data, "cp932", _shift_jis_handler(errors))
+    except UnicodeDecodeError:
+        # A strict error: the Standard's first may be a lone byte cp932 decoded before it.
+        return shift_jis_reference(data, errors)
     if any(char in text for char in _CP932_LONE):
         return shift_jis_reference(data, errors)
     return text
