@@ -222,3 +222,15 @@ def test_a_strict_decoding_fails_at_the_standards_first_error(
     with pytest.raises(UnicodeDecodeError) as error:
         data.decode(_codec(label))
     assert (error.value.start, error.value.end) == (start, end)
+
+
+def test_an_iso_2022_jp_error_is_of_its_own_bytes() -> None:
+    """A jis0208 pair with no character, decoded with others at once: the error names the
+    ISO-2022-JP bytes, which an error handler shows (not the EUC-JP bytes they are read as)."""
+    codec = _codec("iso-2022-jp")
+    data = b'\x1b$B$"u!$"\x1b(B'
+    with pytest.raises(UnicodeDecodeError) as error:
+        data.decode(codec)
+    assert (error.value.encoding, error.value.object) == ("whatwg-iso-2022-jp", data)
+    assert (error.value.start, error.value.end) == (5, 7)
+    assert data.decode(codec, "backslashreplace") == "\u3042\\x75\\x21\u3042"

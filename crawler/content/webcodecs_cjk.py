@@ -260,14 +260,28 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
             run = _ASCII_RUN.match(data, pos)
             text = run and run[0].decode("ascii")
         elif state == _LEAD:
-            run = _PAIRS.match(data, pos)  # the bytes as EUC-JP's: pointers are the same
-            text = run and _euc_jp(run[0].translate(_HIGH), self.errors)
+            run = _PAIRS.match(data, pos)
+            text = run and self._pairs(data, pos, run.end())
         else:
             return None
         if not run:
             return None
         self._output_flag = False
         return text, run.end()  # type: ignore[return-value]
+
+    def _pairs(self, data: bytes, start: int, end: int) -> str:
+        """Index jis0208's characters for the pairs of ``data[start:end]`` (bytes 0x21-0x7E),
+        one for each: read as EUC-JP's bytes, whose pointers are the same; where it has none,
+        the ``errors`` handler's answer for the pair's own bytes (U+FFFD is no index's)."""
+        text = _euc_jp(data[start:end].translate(_HIGH), "replace")
+        if self.errors == "replace" or "\ufffd" not in text:
+            return text
+        return "".join(
+            _fail(self.errors, ISO_2022_JP, data, start + 2 * i, start + 2 * i + 2)[0]
+            if char == "\ufffd"
+            else char
+            for i, char in enumerate(text)
+        )
 
     def _handle(self, byte: int, back: list[int]) -> str | object | None:
         """The handler for ``byte``: a character, ``_ERROR``, or ``None`` (continue/finished)."""
