@@ -234,3 +234,18 @@ def test_an_iso_2022_jp_error_is_of_its_own_bytes() -> None:
     assert (error.value.encoding, error.value.object) == ("whatwg-iso-2022-jp", data)
     assert (error.value.start, error.value.end) == (5, 7)
     assert data.decode(codec, "backslashreplace") == "\u3042\\x75\\x21\u3042"
+
+
+def test_an_iso_2022_jp_error_shows_its_bytes_whole_and_a_byte_at_a_time() -> None:
+    """Each error is of the bytes it is for (a lead cut by an escape, a lone ESC at the end),
+    in one chunk or many: a sequence a chunk ends inside of waits for the next."""
+    codec = _codec("iso-2022-jp")
+    data = b'a\x1b$B$"$\x1b(B~\x1b'
+    want = "a\u3042\\x24~\\x1b"
+    assert data.decode(codec, "backslashreplace") == want
+    decoder = codecs.getincrementaldecoder(codec)("backslashreplace")
+    pieces = [decoder.decode(data[i : i + 1]) for i in range(len(data))]
+    assert "".join(pieces) + decoder.decode(b"", final=True) == want
+    with pytest.raises(UnicodeDecodeError) as error:
+        data.decode(codec)
+    assert (error.value.start, error.value.end) == (6, 7)

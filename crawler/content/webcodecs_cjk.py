@@ -197,7 +197,8 @@ _HIGH = bytes((byte | 0x80) for byte in range(256))
 
 class _Iso2022JpDecoder(codecs.IncrementalDecoder):
     """The Standard's ISO-2022-JP decoder (rare on the web: email's), a byte at a time but
-    for runs of ASCII and of JIS X 0208 pairs."""
+    for runs of ASCII and of JIS X 0208 pairs. A sequence a chunk ends inside of (a lead, an
+    escape) is held back for the next, so that each error is of bytes of the input given."""
 
     def __init__(self, errors: str = "strict") -> None:
         super().__init__(errors)
@@ -207,41 +208,45 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
         self._state = self._output_state = _ASCII
         self._lead = 0
         self._output_flag = False
+        self._held = b""
+        self._start = 0  # where the sequence begins that the decoder is inside of
 
     def getstate(self) -> tuple[bytes, int]:
         flags = self._state << 12 | self._output_state << 9 | self._lead << 1
-        return b"", flags | self._output_flag
+        return self._held, flags | self._output_flag
 
     def setstate(self, state: tuple[bytes, int]) -> None:
-        flags = state[1]
+        self._held, flags = state
         self._state, self._output_state = flags >> 12, (flags >> 9) & 7
         self._lead, self._output_flag = (flags >> 1) & 0xFF, bool(flags & 1)
 
     def decode(self, data: bytes, final: bool = False) -> str:  # type: ignore[override]
-        data = bytes(data)
+        data, self._held = self._held + bytes(data), b""
         out: list[str] = []
         pos, size = 0, len(data)
-        back: list[int] = []  # bytes given back ("prepend"), read again before data[pos:]
+        back: list[tuple[int, int]] = []  # bytes given back ("prepend") and where they are
         while True:
             if back:
-                byte = back.pop()
+                byte, at = back.pop()
             elif pos < size:
                 run = self._run(data, pos)
                 if run is not None:
                     out.append(run[0])
                     pos = run[1]
                     continue
-                byte, pos = data[pos], pos + 1
+                byte, at, pos = data[pos], pos, pos + 1
             elif final:
-                byte, final = _END, False
+                byte, at, final = _END, size, False
             else:
+                if self._state in (_TRAIL, _ESCAPE_START, _ESCAPE):
+                    # Read again with the next bytes, from the state it began in (no output).
+                    self._held, self._state, self._lead = data[self._start :], self._output_state, 0
                 return "".join(out)
-            result = self._handle(byte, back)
+            result = self._handle(byte, at, back)
             if isinstance(result, str):
                 out.append(result)
-            elif result is _ERROR:
-                at = min(max(pos - 1 - len(back), 0), max(size - 1, 0))  # about where
-                out.append(_fail(self.errors, ISO_2022_JP, data, at, at + 1)[0])
+            elif result is not None:
+                out.append(_fail(self.errors, ISO_2022_JP, data, *result)[0])
 
     def _run(self, data: bytes, pos: int) -> tuple[str, int] | None:
         """What the handler gives for the bytes from ``pos`` on, decoded at once where it can
@@ -283,12 +288,15 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
             for i, char in enumerate(text)
         )
 
-    def _handle(self, byte: int, back: list[int]) -> str | object | None:
-        """The handler for ``byte``: a character, ``_ERROR``, or ``None`` (continue/finished)."""
-        state = self._state
+    def _handle(
+        self, byte: int, at: int, back: list[tuple[int, int]]
+    ) -> str | tuple[int, int] | None:
+        """The handler for ``byte`` (at ``at``): a character, an error (where its bytes begin
+        and end), or ``None`` (continue, finished)."""
+        state, start = self._state, self._start
         if state in (_ASCII, _ROMAN, _KATAKANA, _LEAD):
             if byte == 0x1B:
-                self._state = _ESCAPE_START
+                self._state, self._start = _ESCAPE_START, at
                 return None
             if byte == _END:
                 return None
@@ -300,39 +308,37 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
             if state == _KATAKANA and 0x21 <= byte <= 0x5F:
                 return chr(0xFF61 - 0x21 + byte)
             if state == _LEAD and 0x21 <= byte <= 0x7E:
-                self._lead, self._state = byte, _TRAIL
+                self._lead, self._state, self._start = byte, _TRAIL, at
                 return None
-            return _ERROR
+            return at, at + 1
         if state == _TRAIL:
             if byte == 0x1B:
-                self._state = _ESCAPE_START
-                return _ERROR
+                self._state, self._start = _ESCAPE_START, at
+                return start, at
             self._state = _LEAD
             if 0x21 <= byte <= 0x7E:
                 char = _jis0208()[(self._lead - 0x21) * 94 + byte - 0x21]
-                return _ERROR if char is None else char
+                return (start, at + 1) if char is None else char
             if byte == _END:
-                back.append(byte)
-            return _ERROR
+                back.append((byte, at))
+                return start, at
+            return start, at + 1
         if state == _ESCAPE_START:
             if byte in (0x24, 0x28):
                 self._lead, self._state = byte, _ESCAPE
                 return None
-            back.append(byte)
+            back.append((byte, at))
             self._output_flag, self._state = False, self._output_state
-            return _ERROR
+            return start, start + 1
         lead, self._lead = self._lead, 0  # _ESCAPE
         new = _ESCAPES.get(bytes((lead, byte))) if byte != _END else None
         if new is not None:
             self._state = self._output_state = new
             output, self._output_flag = self._output_flag, True
-            return _ERROR if output else None
-        back += (byte, lead)
+            return (start, at + 1) if output else None
+        back += ((byte, at), (lead, start + 1))
         self._output_flag, self._state = False, self._output_state
-        return _ERROR
-
-
-_ERROR = object()
+        return start, start + 1
 
 
 def iso_2022_jp(data: bytes, errors: str = "strict") -> str:
