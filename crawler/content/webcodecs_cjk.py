@@ -25,7 +25,8 @@ Python's gb18030 with the changes above. The decoders follow the Standard's algo
 Shift_JIS and gb18030 run on Python's C decoders, the Standard's steps taking over where those
 fail and the characters that differ mapped after (each comes from one byte sequence only, in
 either decoder), and on the step-by-step decoder only where that cannot be exact: EUC-JP bytes
-that hold 0x8FA2B7, Shift_JIS bytes with a lone 0xA0 or 0xFD-0xFF.
+that hold 0x8FA2B7, Shift_JIS bytes with a lone 0xA0 or 0xFD-0xFF (or a strict error, which
+may come after one of those).
 """
 
 from __future__ import annotations
