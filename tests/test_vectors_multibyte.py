@@ -72,6 +72,7 @@ CASES: list[tuple[str, str, bytes, str]] = [
         ]
     ),
     (f"{GB}: index gb18030 pointer 7533 (GB18030-2005)", "gbk", b"\xa8\xbc", "\u1e3f"),
+    (f"{GB}: index gb18030 pointer 6555 (not GB18030's U+E5E5)", "gbk", b"\xa3\xa0", "\u3000"),
     (
         f"{GB}: GB18030-2022's vertical forms in index gb18030",
         "gb18030",
@@ -202,3 +203,49 @@ def test_gb18030_four_bytes_fast_path_is_the_standards() -> None:
             for second, fourth in ((0x30, 0x30), (0x35, 0x37), (0x39, 0x39), (0x31, 0x29)):
                 data = bytes([first, second, third, fourth])
                 assert data.decode(codec, "replace") == gb18030_reference(data, "replace"), data
+
+
+@pytest.mark.parametrize(
+    ("label", "data", "start", "end"),
+    [
+        ("shift_jis", b"a\xa0\x82\x0b", 1, 2),  # cp932 decodes the lone 0xA0, fails on 0x82 0x0B
+        ("shift_jis", b"\xfe\x82\xa0\xeb", 0, 1),  # ... and on the lead at the end
+        ("euc-jp", b"\x8f\xa2\xb7\xa4A", 3, 4),
+        ("gb18030", b"\xa3\xa0\x81\x30\x81A", 2, 3),
+    ],
+)
+def test_a_strict_decoding_fails_at_the_standards_first_error(
+    label: str, data: bytes, start: int, end: int
+) -> None:
+    """The error a strict decoding raises is the Standard's first, where Python's decoder, on
+    which the codec runs, decodes bytes the Standard does not (cp932's lone 0xA0 and 0xFD-0xFF)."""
+    with pytest.raises(UnicodeDecodeError) as error:
+        data.decode(_codec(label))
+    assert (error.value.start, error.value.end) == (start, end)
+
+
+def test_an_iso_2022_jp_error_is_of_its_own_bytes() -> None:
+    """A jis0208 pair with no character, decoded with others at once: the error names the
+    ISO-2022-JP bytes, which an error handler shows (not the EUC-JP bytes they are read as)."""
+    codec = _codec("iso-2022-jp")
+    data = b'\x1b$B$"u!$"\x1b(B'
+    with pytest.raises(UnicodeDecodeError) as error:
+        data.decode(codec)
+    assert (error.value.encoding, error.value.object) == ("whatwg-iso-2022-jp", data)
+    assert (error.value.start, error.value.end) == (5, 7)
+    assert data.decode(codec, "backslashreplace") == "\u3042\\x75\\x21\u3042"
+
+
+def test_an_iso_2022_jp_error_shows_its_bytes_whole_and_a_byte_at_a_time() -> None:
+    """Each error is of the bytes it is for (a lead cut by an escape, a lone ESC at the end),
+    in one chunk or many: a sequence a chunk ends inside of waits for the next."""
+    codec = _codec("iso-2022-jp")
+    data = b'a\x1b$B$"$\x1b(B~\x1b'
+    want = "a\u3042\\x24~\\x1b"
+    assert data.decode(codec, "backslashreplace") == want
+    decoder = codecs.getincrementaldecoder(codec)("backslashreplace")
+    pieces = [decoder.decode(data[i : i + 1]) for i in range(len(data))]
+    assert "".join(pieces) + decoder.decode(b"", final=True) == want
+    with pytest.raises(UnicodeDecodeError) as error:
+        data.decode(codec)
+    assert (error.value.start, error.value.end) == (6, 7)

@@ -15,8 +15,9 @@ otherwise than browsers do:
   Shift_JIS to errors.
 * ``gb18030`` is GB18030-2005's but for 0xA8BC and 0x8135F437, which it decodes as
   GB18030-2000 does (swapped); the Standard takes GB18030-2022's 18 two-byte characters that
-  left the private use area (0xA6D9 is U+FE10, 0xFE59 U+9FB4); and its lone 0x80 is the euro
-  sign, an invalid four-byte sequence one error, not four.
+  left the private use area (0xA6D9 is U+FE10, 0xFE59 U+9FB4); it decodes 0xA3A0 to U+E5E5,
+  index gb18030 to U+3000 (the ideographic space, as deployed content means it); and its lone
+  0x80 is the euro sign, an invalid four-byte sequence one error, not four.
 
 "Index jis0208" is Windows-31J's table (``cp932``) read by pointer, rows 13 and 89-92 included;
 "index jis0212" is Python's JIS X 0212 but for pointer 116; "index gb18030" and its ranges are
@@ -24,7 +25,8 @@ Python's gb18030 with the changes above. The decoders follow the Standard's algo
 Shift_JIS and gb18030 run on Python's C decoders, the Standard's steps taking over where those
 fail and the characters that differ mapped after (each comes from one byte sequence only, in
 either decoder), and on the step-by-step decoder only where that cannot be exact: EUC-JP bytes
-that hold 0x8FA2B7, Shift_JIS bytes with a lone 0xA0 or 0xFD-0xFF.
+that hold 0x8FA2B7, Shift_JIS bytes with a lone 0xA0 or 0xFD-0xFF (or a strict error, which
+may come after one of those).
 """
 
 from __future__ import annotations
@@ -196,7 +198,8 @@ _HIGH = bytes((byte | 0x80) for byte in range(256))
 
 class _Iso2022JpDecoder(codecs.IncrementalDecoder):
     """The Standard's ISO-2022-JP decoder (rare on the web: email's), a byte at a time but
-    for runs of ASCII and of JIS X 0208 pairs."""
+    for runs of ASCII and of JIS X 0208 pairs. A sequence a chunk ends inside of (a lead, an
+    escape) is held back for the next, so that each error is of bytes of the input given."""
 
     def __init__(self, errors: str = "strict") -> None:
         super().__init__(errors)
@@ -206,41 +209,45 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
         self._state = self._output_state = _ASCII
         self._lead = 0
         self._output_flag = False
+        self._held = b""
+        self._start = 0  # where the sequence begins that the decoder is inside of
 
     def getstate(self) -> tuple[bytes, int]:
         flags = self._state << 12 | self._output_state << 9 | self._lead << 1
-        return b"", flags | self._output_flag
+        return self._held, flags | self._output_flag
 
     def setstate(self, state: tuple[bytes, int]) -> None:
-        flags = state[1]
+        self._held, flags = state
         self._state, self._output_state = flags >> 12, (flags >> 9) & 7
         self._lead, self._output_flag = (flags >> 1) & 0xFF, bool(flags & 1)
 
     def decode(self, data: bytes, final: bool = False) -> str:  # type: ignore[override]
-        data = bytes(data)
+        data, self._held = self._held + bytes(data), b""
         out: list[str] = []
         pos, size = 0, len(data)
-        back: list[int] = []  # bytes given back ("prepend"), read again before data[pos:]
+        back: list[tuple[int, int]] = []  # bytes given back ("prepend") and where they are
         while True:
             if back:
-                byte = back.pop()
+                byte, at = back.pop()
             elif pos < size:
                 run = self._run(data, pos)
                 if run is not None:
                     out.append(run[0])
                     pos = run[1]
                     continue
-                byte, pos = data[pos], pos + 1
+                byte, at, pos = data[pos], pos, pos + 1
             elif final:
-                byte, final = _END, False
+                byte, at, final = _END, size, False
             else:
+                if self._state in (_TRAIL, _ESCAPE_START, _ESCAPE):
+                    # Read again with the next bytes, from the state it began in (no output).
+                    self._held, self._state, self._lead = data[self._start :], self._output_state, 0
                 return "".join(out)
-            result = self._handle(byte, back)
+            result = self._handle(byte, at, back)
             if isinstance(result, str):
                 out.append(result)
-            elif result is _ERROR:
-                at = min(max(pos - 1 - len(back), 0), max(size - 1, 0))  # about where
-                out.append(_fail(self.errors, ISO_2022_JP, data, at, at + 1)[0])
+            elif result is not None:
+                out.append(_fail(self.errors, ISO_2022_JP, data, *result)[0])
 
     def _run(self, data: bytes, pos: int) -> tuple[str, int] | None:
         """What the handler gives for the bytes from ``pos`` on, decoded at once where it can
@@ -259,8 +266,8 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
             run = _ASCII_RUN.match(data, pos)
             text = run and run[0].decode("ascii")
         elif state == _LEAD:
-            run = _PAIRS.match(data, pos)  # the bytes as EUC-JP's: pointers are the same
-            text = run and _euc_jp(run[0].translate(_HIGH), self.errors)
+            run = _PAIRS.match(data, pos)
+            text = run and self._pairs(data, pos, run.end())
         else:
             return None
         if not run:
@@ -268,12 +275,29 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
         self._output_flag = False
         return text, run.end()  # type: ignore[return-value]
 
-    def _handle(self, byte: int, back: list[int]) -> str | object | None:
-        """The handler for ``byte``: a character, ``_ERROR``, or ``None`` (continue/finished)."""
-        state = self._state
+    def _pairs(self, data: bytes, start: int, end: int) -> str:
+        """Index jis0208's characters for the pairs of ``data[start:end]`` (bytes 0x21-0x7E),
+        one for each: read as EUC-JP's bytes, whose pointers are the same; where it has none,
+        the ``errors`` handler's answer for the pair's own bytes (U+FFFD is no index's)."""
+        text = _euc_jp(data[start:end].translate(_HIGH), "replace")
+        if self.errors == "replace" or "\ufffd" not in text:
+            return text
+        return "".join(
+            _fail(self.errors, ISO_2022_JP, data, start + 2 * i, start + 2 * i + 2)[0]
+            if char == "\ufffd"
+            else char
+            for i, char in enumerate(text)
+        )
+
+    def _handle(
+        self, byte: int, at: int, back: list[tuple[int, int]]
+    ) -> str | tuple[int, int] | None:
+        """The handler for ``byte`` (at ``at``): a character, an error (where its bytes begin
+        and end), or ``None`` (continue, finished)."""
+        state, start = self._state, self._start
         if state in (_ASCII, _ROMAN, _KATAKANA, _LEAD):
             if byte == 0x1B:
-                self._state = _ESCAPE_START
+                self._state, self._start = _ESCAPE_START, at
                 return None
             if byte == _END:
                 return None
@@ -285,39 +309,37 @@ class _Iso2022JpDecoder(codecs.IncrementalDecoder):
             if state == _KATAKANA and 0x21 <= byte <= 0x5F:
                 return chr(0xFF61 - 0x21 + byte)
             if state == _LEAD and 0x21 <= byte <= 0x7E:
-                self._lead, self._state = byte, _TRAIL
+                self._lead, self._state, self._start = byte, _TRAIL, at
                 return None
-            return _ERROR
+            return at, at + 1
         if state == _TRAIL:
             if byte == 0x1B:
-                self._state = _ESCAPE_START
-                return _ERROR
+                self._state, self._start = _ESCAPE_START, at
+                return start, at
             self._state = _LEAD
             if 0x21 <= byte <= 0x7E:
                 char = _jis0208()[(self._lead - 0x21) * 94 + byte - 0x21]
-                return _ERROR if char is None else char
+                return (start, at + 1) if char is None else char
             if byte == _END:
-                back.append(byte)
-            return _ERROR
+                back.append((byte, at))
+                return start, at
+            return start, at + 1
         if state == _ESCAPE_START:
             if byte in (0x24, 0x28):
                 self._lead, self._state = byte, _ESCAPE
                 return None
-            back.append(byte)
+            back.append((byte, at))
             self._output_flag, self._state = False, self._output_state
-            return _ERROR
+            return start, start + 1
         lead, self._lead = self._lead, 0  # _ESCAPE
         new = _ESCAPES.get(bytes((lead, byte))) if byte != _END else None
         if new is not None:
             self._state = self._output_state = new
             output, self._output_flag = self._output_flag, True
-            return _ERROR if output else None
-        back += (byte, lead)
+            return (start, at + 1) if output else None
+        back += ((byte, at), (lead, start + 1))
         self._output_flag, self._state = False, self._output_state
-        return _ERROR
-
-
-_ERROR = object()
+        return start, start + 1
 
 
 def iso_2022_jp(data: bytes, errors: str = "strict") -> str:
@@ -384,7 +406,11 @@ def _shift_jis_handler(errors: str) -> str:
 
 
 def _shift_jis(data: bytes, errors: str) -> str:
-    text = codecs.decode(data, "cp932", _shift_jis_handler(errors))
+    try:
+        text = codecs.decode(data, "cp932", _shift_jis_handler(errors))
+    except UnicodeDecodeError:
+        # A strict error: the Standard's first may be a lone byte cp932 decoded before it.
+        return shift_jis_reference(data, errors)
     if any(char in text for char in _CP932_LONE):
         return shift_jis_reference(data, errors)
     return text
@@ -398,13 +424,15 @@ class _ShiftJisDecoder(_SyncDecoder):
 # -- gb18030 (12.2.1) ----------------------------------------------------------------------------
 
 # Python's gb18030's characters that the Standard's decoder gives otherwise for the same bytes:
-# 0xA8BC and 0x8135F437 (swapped since the Standard followed GB18030-2005), and the two-byte
+# 0xA8BC and 0x8135F437 (swapped since the Standard followed GB18030-2005), 0xA3A0 (index
+# gb18030's pointer 6555 is U+3000; no byte sequence decodes to U+E5E5 there), and the two-byte
 # sequences GB18030-2022 moved out of the private use area (0xA6D9-0xA6DF, 0xA6EC, 0xA6ED,
 # 0xA6F3; 0xFE59, 0xFE61, 0xFE66, 0xFE67, 0xFE6D, 0xFE7E, 0xFE90, 0xFEA0), whose private-use
 # characters no byte sequence decodes to now.
 _GB18030_CHANGED = {
     "\ue7c7": "\u1e3f",
     "\u1e3f": "\ue7c7",
+    "\ue5e5": "\u3000",
     **dict(
         zip(
             map(chr, range(0xE78D, 0xE797)),
