@@ -428,8 +428,9 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
 
     The answer is tldextract's (``top_domain_under_public_suffix``, else ``domain``, else the
     host), from the walk its call makes, over the flat table of :func:`_suffix_table` instead
-    of its trie: the trie is ~21,000 objects a table, each walked by every full garbage
-    collection of a long crawl, and each ``TLDExtract`` builds its own (a crawl made three);
+    of its tries: each ``TLDExtract`` builds two (with and without the private rules), ~20,000
+    objects together, each walked by every full garbage collection of a long crawl, and a
+    crawl made three lookups (``bench/registered_domain_gc.py``);
     its call also costs ~34k instructions a host (URL parsing, a result object). A plain
     lowercase name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no
     ``xn--`` label) is walked as it is; anything else is first read as tldextract reads it
@@ -485,8 +486,8 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
 def _suffix_table(private: bool) -> tuple[frozenset[str], frozenset[str]]:
     """The public-suffix list as two sets of strings, built once per process: every node of
     tldextract's trie as the path from its root ("uk", "co.uk", "*.ck", "!www.ck"), and the
-    nodes a rule ends at. Strings in a set are one object to the garbage collector; the trie
-    of the same rules is ~21,000 (a node and its dict each)."""
+    nodes a rule ends at. A set of strings is one object to the garbage collector; a trie of
+    the same rules is thousands (a node and its dict each)."""
     import pkgutil
 
     from tldextract.suffix_list import extract_tlds_from_suffix_list
