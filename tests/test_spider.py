@@ -23,6 +23,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
+from crawler.robots import Directives
 from crawler.sites import SeedsFileError, SiteConfig, SiteConfigError, load_site_config
 from crawler.spiders.loader import SiteSpiderLoader
 from crawler.spiders.site import USAGE_STAT_KEYS, SiteSpider
@@ -531,6 +532,35 @@ def test_page_directives(
     item, requests = split(spider.parse(html_response("http://r.example/", body, headers)))
     assert item["noindex"] is noindex
     assert bool(requests) is follows and bool(item["outlinks"]) is follows
+
+
+def test_x_robots_tag_is_read_once_and_the_pages_own_directives_stay_the_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header's directives are read once per answer (with its usage decision, which the
+    WARC writer may have made first) and the page's ``<meta name="robots">`` is added to a
+    copy: a second read of the same answer (the decision kept in its meta) is not told the
+    first page's nofollow, and still obeys the header's noindex."""
+    added: list[str] = []
+    add = Directives.add
+
+    def counted(self: Directives, content: str) -> None:
+        added.append(content.strip())
+        add(self, content)
+
+    monkeypatch.setattr(Directives, "add", counted)
+    spider = make_spider(tmp_path, 'name = "t"\nuser_agent = "crawler-bot/0.1"\n')
+    body = b'<html><head><meta name="robots" content="nofollow"></head><a href="/n">n</a>'
+    response = html_response("http://r.example/", body, {"X-Robots-Tag": "crawler-bot: noindex"})
+    item, requests = split(spider.parse(response))
+    assert item["noindex"] is True and requests == [] and item["outlinks"] == []
+    assert added.count("noindex") == 1  # the header, once
+    header_only = html_response(
+        "http://r.example/", b"<a href='/n'>n</a>", {"X-Robots-Tag": "crawler-bot: noindex"}
+    )
+    header_only.request.meta.update(response.meta)  # the kept decision, as on a second read
+    item, requests = split(spider.parse(header_only))
+    assert item["noindex"] is True and [r.url for r in requests] == ["http://r.example/n"]
 
 
 def test_words_a_page_makes_up_make_a_bounded_number_of_stats_keys(tmp_path: Path) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from datetime import date
 from urllib.parse import urlsplit, urlunsplit
 
+import idna
 from w3lib.url import canonicalize_url
 
 from crawler.config import defaults
@@ -424,52 +426,89 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
     two sites), and a name under no listed suffix takes the list's implicit ``*`` rule
     ("www.site1.test" -> "site1.test").
 
-    tldextract's own call costs ~34k instructions a host (its URL parsing, its result object)
-    and its first call ~0.1 s; a worker looks up each new host it meets. A plain lowercase
-    name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no ``xn--``
-    label) goes straight to the walk tldextract's call makes (its extractor's
-    ``suffix_index``, over the trie built here once), written out here: such a name's labels
-    need none of its per-label decoding (a call each); anything else goes to tldextract's
-    call. ``tests/test_registered_domain.py`` holds the two equal on a labelled list, and
-    ``tests/test_vectors_psl.py`` runs the list's own test vectors."""
-    import tldextract
-    from tldextract.remote import looks_like_ip
+    The answer is tldextract's (``top_domain_under_public_suffix``, else ``domain``, else the
+    host), from the walk its call makes, over the flat table of :func:`_suffix_table` instead
+    of its tries: each ``TLDExtract`` builds two (with and without the private rules), ~20,000
+    objects together, each walked by every full garbage collection of a long crawl, and a
+    crawl made three lookups (``bench/registered_domain_gc.py``);
+    its call also costs ~34k instructions a host (URL parsing, a result object). A plain
+    lowercase name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no
+    ``xn--`` label) is walked as it is; anything else is first read as tldextract reads it
+    (its lenient host parsing, ideographic dots, a bracketed IPv6 address, punycode labels
+    decoded and lowercased for the walk). ``tests/test_registered_domain.py`` holds the two
+    equal on a labelled list and a host under every rule, and ``tests/test_vectors_psl.py``
+    runs the list's own test vectors."""
+    from tldextract.remote import lenient_netloc, looks_like_ip, looks_like_ipv6
 
-    extract = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
-    tlds = extract._get_tld_extractor()  # (built now, not in a crawl)
-    trie = tlds.tlds_incl_private_trie if private else tlds.tlds_excl_private_trie
+    nodes, ends = _suffix_table(private)
 
     def domain_of(host: str) -> str:
         if "xn--" in host or not _PLAIN_HOST(host):
             if private and ":" in host and _is_ipv6(host):  # tldextract: "2001" and a port
                 return host
-            parts = extract(host, include_psl_private_domains=private)
-            above = parts.subdomain.rpartition(".")[2]
-            if private and not parts.suffix and above:  # the implicit "*" rule
-                return f"{above}.{parts.domain}"
-            return parts.top_domain_under_public_suffix or parts.domain or host
-        labels = host.split(".")
-        # suffix_index's walk: labels from the right down the trie; a wildcard rule takes
-        # the label that left it (unless an exception names it)
-        node, at, suffix_at = trie, len(labels), len(labels)
-        for label in reversed(labels):
-            if (child := node.matches.get(label)) is not None:
+            netloc = lenient_netloc(host)
+            for dot in "\u3002\uff0e\uff61":
+                netloc = netloc.replace(dot, ".")
+            if netloc[:1] == "[" and netloc[-1:] == "]" and looks_like_ipv6(netloc[1:-1]):
+                return netloc
+            labels = netloc.split(".")
+            keys = [_label_key(label) for label in labels]
+        else:
+            netloc = host
+            labels = keys = host.split(".")
+        # the trie walk: labels from the right while the path so far is a node of the rules'
+        # trie; a wildcard rule takes the label that left it (unless an exception names it)
+        at = suffix_at = len(labels)
+        path = ""
+        for key in reversed(keys):
+            if (child := key + path) in nodes:
                 at -= 1
-                node = child
-                suffix_at = at if node.end else suffix_at
+                path = "." + child
+                suffix_at = at if child in ends else suffix_at
                 continue
-            if "*" in node.matches:
-                suffix_at = at if "!" + label in node.matches else at - 1
+            if "*" + path in nodes:
+                suffix_at = at if "!" + key + path in nodes else at - 1
             break
         if suffix_at == len(labels):  # no public suffix: an IPv4 address is itself, else
-            if len(labels) == 4 and looks_like_ip(host):  # its last label (its last two,
-                return host  # by the implicit "*" rule)
-            return ".".join(labels[-2:]) if private else labels[-1] or host
+            if len(labels) == 4 and looks_like_ip(netloc):  # its last label (its last two,
+                return netloc  # by the implicit "*" rule)
+            if private and len(labels) > 1 and labels[-2]:
+                return f"{labels[-2]}.{labels[-1]}"
+            return labels[-1] or host
         domain = labels[suffix_at - 1] if suffix_at > 0 else ""
         suffix = ".".join(labels[suffix_at:])
         return f"{domain}.{suffix}" if domain and suffix else domain or host
 
     return domain_of
+
+
+@functools.cache
+def _suffix_table(private: bool) -> tuple[frozenset[str], frozenset[str]]:
+    """The public-suffix list as two sets of strings, built once per process: every node of
+    tldextract's trie as the path from its root ("uk", "co.uk", "*.ck", "!www.ck"), and the
+    nodes a rule ends at. A set of strings is one object to the garbage collector; a trie of
+    the same rules is thousands (a node and its dict each)."""
+    import pkgutil
+
+    from tldextract.suffix_list import extract_tlds_from_suffix_list
+
+    text = (pkgutil.get_data("tldextract", ".tld_set_snapshot") or b"").decode("utf-8")
+    public, private_rules = extract_tlds_from_suffix_list(text)
+    rules = frozenset(public + private_rules if private else public)
+    nodes = {rule.split(".", i)[-1] for rule in rules for i in range(rule.count(".") + 1)}
+    return frozenset(nodes), rules
+
+
+def _label_key(label: str) -> str:
+    """A label as the trie walk compares it (tldextract's reading): lowercase, a punycode label
+    decoded when it decodes."""
+    lowered = label.lower()
+    if lowered.startswith("xn--"):
+        try:
+            return idna.decode(lowered)
+        except (UnicodeError, IndexError):
+            pass
+    return lowered
 
 
 def _is_ipv6(host: str) -> bool:

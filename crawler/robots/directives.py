@@ -48,6 +48,13 @@ class Directives:
     # the time a page's unavailable_after is compared with (its fetch); None: the clock's
     now: datetime | None = field(default=None, compare=False, repr=False)
 
+    def copy(self) -> Directives:
+        """Another with the same directives, to add a page's own to: the header's are read once
+        per answer and kept with its usage decision (:func:`crawler.robots.usage.page_decision`),
+        which must not take the page's."""
+        return Directives(self.noindex, self.nofollow, list(self.words), list(self.valued),
+                          self.now)
+
     def add(self, content: str) -> None:
         for match in _VALUED_ITEM.finditer(content):
             name, value = match.group(1).lower(), match.group(2).strip()

@@ -37,7 +37,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -148,6 +148,9 @@ class Decision:
     keep: bool = True
     index: bool = True
     archive: bool = True
+    # the answer's X-Robots-Tag directives for the crawler's token, read once with its signals:
+    # the spider's noindex and nofollow start from a copy (Directives.copy)
+    robots: Directives = field(default_factory=Directives, compare=False)
 
     @property
     def effect(self) -> str:
@@ -394,16 +397,20 @@ def purposes_of(settings: Any) -> tuple[str, ...]:
 
 
 def response_signals(
-    header: Callable[[str], list[str]], body: bytes | None, token: str
+    header: Callable[[str], list[str]],
+    body: bytes | None,
+    token: str,
+    said: Directives | None = None,
 ) -> list[Signal]:
     """The usage signals of an answer: its ``Content-Usage``, ``X-Robots-Tag`` (those for every
-    crawler and those for ``token``), ``tdm-reservation``/``tdm-policy`` headers, and, for an
-    HTML ``body``, the same in its meta tags (:func:`meta_tags`). ``header(name)``: every
-    value of a header, decoded."""
+    crawler and those for ``token``; ``said``: already read, by :func:`x_robots_tag`),
+    ``tdm-reservation``/``tdm-policy`` headers, and, for an HTML ``body``, the same in its meta
+    tags (:func:`meta_tags`). ``header(name)``: every value of a header, decoded."""
     signals: list[Signal] = []
     for value in header("Content-Usage"):
         signals.extend(content_usage(value, HEADER))
-    said = x_robots_tag(header("X-Robots-Tag"), token)
+    if said is None:
+        said = x_robots_tag(header("X-Robots-Tag"), token)
     signals.extend(robots_directives(said.words, said.valued, HEADER))
     signals.extend(tdm_signals(_first(header("tdm-reservation")), _first(header("tdm-policy")),
                                HEADER))
@@ -427,7 +434,8 @@ def page_decision(
     """The decision for a page's answer (a Scrapy response, duck-typed), made once and kept in
     its request's ``meta[USAGE_META]``: the WARC writer asks before the spider does. The
     signals known before the fetch (robots.txt, tdmrep.json) come from
-    ``meta[USAGE_BEFORE_META]``."""
+    ``meta[USAGE_BEFORE_META]``. Its ``robots`` are the answer's ``X-Robots-Tag`` directives for
+    ``token``, read here once for both."""
     made = meta.get(USAGE_META)
     # The meta travels to a redirect's next request and a retry: a decision is for one answer
     # (the robots gate also clears it as a request goes out).
@@ -442,8 +450,9 @@ def page_decision(
     body = None
     if "html" in content_type.lower():
         body = _decoded_head(response.body, header("Content-Encoding"))
-    signals = [*meta.get(USAGE_BEFORE_META, ()), *response_signals(header, body, token)]
-    decision = decide(signals, purposes)
+    said = x_robots_tag(header("X-Robots-Tag"), token)
+    signals = [*meta.get(USAGE_BEFORE_META, ()), *response_signals(header, body, token, said)]
+    decision = replace(decide(signals, purposes), robots=said)
     meta[USAGE_META] = (key, decision)
     return decision
 

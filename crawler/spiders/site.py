@@ -43,7 +43,7 @@ from crawler.items import NOT_MODIFIED_META, PAGE_FINGERPRINT_META
 from crawler.meta import EMBEDS_META, POLICY_META, REQUISITE_META
 from crawler.offload.components import ContentWorker, ParseProcess, content_worker, parse_process
 from crawler.robots import Directives as RobotsDirectives
-from crawler.robots import robots_token, x_robots_tag
+from crawler.robots import robots_token
 from crawler.robots.usage import page_decision, purposes_of
 from crawler.sites import (
     SeedsFileError,
@@ -346,13 +346,11 @@ class SiteSpider(DocumentParsing, scrapy.Spider):
             content_type=_header(headers, b"Content-Type"),
         )
         token = getattr(self, "robots_token", "*")
-        directives = x_robots_tag(
-            (v.decode("latin-1") for v in headers.getlist(b"X-Robots-Tag")), token
-        )
         usage = page_decision(response, meta, token, getattr(self, "purposes", DEFAULT_PURPOSE))
         item["usage"] = [str(signal) for signal in usage.signals]
         item["usage_denied"] = sorted(usage.denied)
-        return url, meta, item, directives
+        # the X-Robots-Tag directives the decision read; the page's own are added to a copy
+        return url, meta, item, usage.robots.copy()
 
     def _html_page(
         self,
