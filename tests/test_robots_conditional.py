@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 
 HOST = "127.0.0.160"  # a 304 that names the copy
 BIG = "127.0.0.161"  # the same, of a copy cut at 500 KiB
+NGINX = "127.0.0.165"  # a 304 with the strong form of the copy's weak ETag, as nginx's gzip
 PAGES = 12
 ETAG = '"robots-v1"'
 LAST_MODIFIED = "Sat, 05 Dec 2026 10:00:00 GMT"
@@ -40,6 +41,16 @@ def robots(req: h.Req, conn: h.Conn) -> None:
         return
     headers = [("Content-Type", "text/plain"), ("ETag", ETAG), ("Last-Modified", LAST_MODIFIED)]
     conn.answer(200, headers, BIG_ROBOTS if req.host == BIG else ROBOTS)
+
+
+def nginx(req: h.Req, conn: h.Conn) -> None:
+    """nginx with ``gzip`` on for text/plain: the gzipped 200 has the file's ETag made weak,
+    the 304 to it (which its gzip filter does not touch) the strong one, of the same file."""
+    if "if-none-match" in req.headers:
+        conn.head(304, [("ETag", ETAG), ("Last-Modified", LAST_MODIFIED)])
+        return
+    headers = [("ETag", "W/" + ETAG), ("Last-Modified", LAST_MODIFIED)]
+    conn.answer(200, [("Content-Type", "text/plain"), *headers], ROBOTS)
 
 
 def changing(first: tuple[str, str], then: tuple[str, str]) -> h.Route:
@@ -64,10 +75,11 @@ def changing(first: tuple[str, str], then: tuple[str, str]) -> h.Route:
 def crawl(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("robots-conditional")
     server = h.HostileServer()
-    hosts = [HOST, BIG, *CHANGING]
+    hosts = [HOST, BIG, NGINX, *CHANGING]
     sites = {host: h.normal_site(server, host, pages=PAGES) for host in hosts}
     for host in (HOST, BIG):
         server.route(host, "/robots.txt", robots)
+    server.route(NGINX, "/robots.txt", nginx)
     for host, (first, then) in CHANGING.items():
         server.route(host, "/robots.txt", changing(first, then))
     with server:
@@ -111,7 +123,7 @@ def test_stats_count_renewals(crawl) -> None:
     result, server, _ = crawl
     renewals = [
         hit
-        for host in [HOST, BIG, *CHANGING]
+        for host in [HOST, BIG, NGINX, *CHANGING]
         for hit in server.hits_of(host, "/robots.txt")[1:]
         if hit.status == 304
     ]
@@ -143,3 +155,16 @@ def test_a_304_naming_another_file_fetches_it_again_once(crawl, host: str) -> No
     assert (again.status, _sent(again)) == (200, ("", ""))
     for hit in later:
         assert (hit.status, _sent(hit)) == (304, then_validators)
+
+
+def test_a_304_with_the_strong_form_of_a_weak_etag_renews_the_copy(crawl) -> None:
+    """nginx answers a refresh of its gzipped file (``W/"robots-v1"``) with a 304 naming
+    ``"robots-v1"``: the same file (the tags compared weakly, as ``If-None-Match`` is), so the
+    copy is renewed, not fetched again after every 304."""
+    _, server, _ = crawl
+    first, *refreshes = server.hits_of(NGINX, "/robots.txt")
+    assert first.status == 200 and _sent(first) == ("", "")
+    assert refreshes, "the crawl outlasted the copy: it must have been refreshed"
+    assert _sent(refreshes[0]) == ("W/" + ETAG, LAST_MODIFIED)
+    for hit in refreshes:  # (a renewal keeps the 304's validators: the strong tag after)
+        assert hit.status == 304 and _sent(hit)[0] in (ETAG, "W/" + ETAG)

@@ -426,9 +426,12 @@ class RobotsBook:
     def names_copy(self, origin: str, validators: tuple[str, str]) -> bool:
         """Whether a 304's validators (its ``ETag`` and ``Last-Modified``, "" when absent) name
         the origin's copy, so that it may renew it (RFC 9111 4.3.4). A strong ``ETag`` must be
-        the copy's, compared strongly (a copy's weak ``W/`` tag is another representation); a
-        weak ``ETag`` and a ``Last-Modified`` must match the copy's own of the kind (the tag
-        weakly, the date as a date), and at least one must be there to match. A 304 that
+        the copy's, alone, compared weakly: nginx answers the refresh of a file it gzipped
+        (``W/"x"``) with a 304 naming ``"x"``, the same file, and RFC 9111's strong comparison
+        would download it again after every such 304; the copy is robots.txt's rules, not
+        bytes to serve. A weak ``ETag`` and a ``Last-Modified`` must match the copy's own of
+        the kind (the tag weakly, the date as a date), and at least one must be there to
+        match. A 304 that
         names no validator renews the copy: RFC 9111 would select only a copy without
         validators, but the request's validators came from this one copy, so there is no
         other it can be about, and servers that send a bare 304 (RFC 9110 15.4.5 asks for
@@ -513,7 +516,7 @@ def selects(copy: RobotsRecord, etag: str, last_modified: str) -> bool:
     if not etag and not last_modified:
         return True
     if etag and not etag.startswith("W/"):
-        return etag == copy.etag
+        return bool(copy.etag) and _opaque(etag) == _opaque(copy.etag)
     compared = []
     if etag and copy.etag:
         compared.append(_opaque(etag) == _opaque(copy.etag))
