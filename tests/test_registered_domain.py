@@ -3,7 +3,8 @@ partition of a host, the per-domain host budget and the canonical scope rest on 
 tldextract's public-suffix rules itself (a flat table, not its trie) and must answer as
 tldextract's own call does (``top_domain_under_public_suffix``, else ``domain``, else the
 host): on a labelled list, on a host under every rule of the bundled snapshot, and on hosts
-that are no plain names."""
+that are no plain names. (Where tldextract's walk misses a wildcard rule, the list's algorithm
+decides: ``tests/test_vectors_psl.py``.)"""
 
 from __future__ import annotations
 
