@@ -200,7 +200,6 @@ def test_private_rules_count_in_the_full_list_lookup(host: str, site: str) -> No
     assert registered_domain_function(private=True)(host) == site
 
 
-
 def psl_suffix(host: str, rules: set[str]) -> int | None:
     """The list's own algorithm (publicsuffix.org/list, "Algorithm"), written out plainly as a
     reference: of the rules that match (``*`` any one label; the list writes a wildcard only
@@ -244,6 +243,16 @@ def hosts_under_every_rule(rules: set[str]) -> set[str]:
             name = ".".join(labels[i:])
             hosts.update({name, f"x.{name}", f"y.x.{name}"})
     return hosts
+
+
+def test_the_reference_algorithm_gives_the_files_vectors() -> None:
+    """:func:`psl_registrable` over the bundled snapshot answers the file's vectors (those in
+    the list's own form: lower-case, Unicode, no leading dot)."""
+    public, private = snapshot_rules()
+    rules = set(public + private)
+    vectors = [(h, d) for h, d in VECTORS if h == h.lower() and "xn--" not in h and h[0] != "."]
+    assert [psl_registrable(h, rules) for h, _ in vectors] == [d for _, d in vectors]
+    assert len(vectors) > 50
 
 
 def test_the_full_list_lookup_answers_as_the_lists_algorithm_under_every_rule() -> None:
