@@ -13,12 +13,12 @@ differs by design (:data:`DIFFERS`):
 - ``null``: the lookup always answers a string: for a host with no registrable domain (a
   public suffix itself, a bare unlisted TLD) it is the host itself, which no registrable
   domain of another host equals, so "same site" comparisons stay right;
-- case: the crawl's hosts are lower-case (``url_forms``); a mixed-case host goes to
-  tldextract's call, which keeps its case ("example.COM"): compared lower-cased here;
-- a leading dot (an invalid host, ``null`` in the file): tldextract drops the empty label;
-  no URL the crawl takes has such a host;
-- IDN: the crawl's hosts are punycode (``xn--``); the Unicode vectors go to tldextract's call
-  and hold too.
+- case: the crawl's hosts are lower-case (``url_forms``); a mixed-case host is read as
+  tldextract reads it, its case kept ("example.COM"): compared lower-cased here;
+- a leading dot (an invalid host, ``null`` in the file): the empty label is no public suffix,
+  so the walk stops short of it, as tldextract's does; no URL the crawl takes has such a host;
+- IDN: the crawl's hosts are punycode (``xn--``); the Unicode vectors, read as tldextract
+  reads them, hold too.
 
 The ICANN-only lookup (``private=False``, the host splitter) differs further, on purpose: the
 list's private rules do not count ("example.uk.com" -> "uk.com": uk.com is a private rule),
@@ -132,8 +132,8 @@ VECTORS: list[tuple[str, str | None]] = [
 
 # What the full-list lookup answers where the file says otherwise, and why.
 DIFFERS: dict[str, str] = {
-    # A leading dot: an empty first label, which tldextract drops; the file calls the host
-    # invalid (null). A URL's host never starts with a dot.
+    # A leading dot: an empty first label, left out as tldextract leaves it; the file calls
+    # the host invalid (null). A URL's host never starts with a dot.
     ".example": "example",
     ".example.com": "example.com",
     ".example.example": "example.example",
