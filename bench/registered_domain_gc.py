@@ -4,11 +4,12 @@ with them built, against an older checkout, the two run alternately.
 
     .venv/bin/python bench/registered_domain_gc.py [--baseline DIR] [--runs 3]
 
-A crawl builds three lookups (``crawler.frontier.urls.registered_domain_function``: the
-canonical scope and the crawl policies' ``private=True``, the shard map's ``private=False``);
-each run builds them in a fresh process after the crawl's heavy imports, then times
-``gc.collect()`` 21 times (the median). ``--baseline``: a checkout of the project (``git
-archive``) run the same way, as "before".
+A crawl with the default settings builds three lookups
+(``crawler.frontier.urls.registered_domain_function``: the URL policy's host budget one with
+``private=True`` and one without, the canonical scope one with; crawl policies and a sharded
+Redis frontier build one more each); each run builds them in a fresh process after the
+crawl's heavy imports, then times ``gc.collect()`` 21 times (the median). ``--baseline``: a
+checkout of the project (``git archive``) run the same way, as "before".
 """
 
 from __future__ import annotations

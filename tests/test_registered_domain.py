@@ -3,7 +3,8 @@ partition of a host, the per-domain host budget and the canonical scope rest on 
 tldextract's public-suffix rules itself (a flat table, not its trie) and must answer as
 tldextract's own call does (``top_domain_under_public_suffix``, else ``domain``, else the
 host): on a labelled list, on a host under every rule of the bundled snapshot, and on hosts
-that are no plain names."""
+that are no plain names. (Where tldextract's walk misses a wildcard rule, the list's algorithm
+decides: ``tests/test_vectors_psl.py``.)"""
 
 from __future__ import annotations
 
@@ -94,6 +95,9 @@ def test_a_host_as_tldextract_reads_it_gets_its_answer() -> None:
         "Docs.Example.co.uk", "WWW.EXAMPLE.COM", "example.com.", "example.com:8080",
         "user@www.example.com", "a\u3002example\uff0eco\uff61uk", "[2001:db8::1]", "[::1]",
         "xn--80ak6aa92e.com", "www.XN--80AK6AA92E.com", "xn--bad-.com", "1.2.3.4", "1.2.3.4.5",
+        "MÜNCHEN.de", "shop.XN--FIQS8S", "xn--.com", "a.xn--", "example.com\u3002", "1.2.3.4:80",
+        "1.2.3.4.", "[::1]:8080", "http://www.example.co.uk/x?y", " example.com ", "_dmarc.x.com",
+        "www.!www.ck", "*.ck", "\uff21.example.com", "a.b..co.uk", ".", "..",
     }
     for rule in public + private:
         name = rule.lstrip("!").replace("*", "wild")

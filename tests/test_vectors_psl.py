@@ -13,12 +13,12 @@ differs by design (:data:`DIFFERS`):
 - ``null``: the lookup always answers a string: for a host with no registrable domain (a
   public suffix itself, a bare unlisted TLD) it is the host itself, which no registrable
   domain of another host equals, so "same site" comparisons stay right;
-- case: the crawl's hosts are lower-case (``url_forms``); a mixed-case host goes to
-  tldextract's call, which keeps its case ("example.COM"): compared lower-cased here;
-- a leading dot (an invalid host, ``null`` in the file): tldextract drops the empty label;
-  no URL the crawl takes has such a host;
-- IDN: the crawl's hosts are punycode (``xn--``); the Unicode vectors go to tldextract's call
-  and hold too.
+- case: the crawl's hosts are lower-case (``url_forms``); a mixed-case host is read as
+  tldextract reads it, its case kept ("example.COM"): compared lower-cased here;
+- a leading dot (an invalid host, ``null`` in the file): the empty label is no public suffix,
+  so the walk stops short of it, as tldextract's does; no URL the crawl takes has such a host;
+- IDN: the crawl's hosts are punycode (``xn--``); the Unicode vectors, read as tldextract
+  reads them, hold too.
 
 The ICANN-only lookup (``private=False``, the host splitter) differs further, on purpose: the
 list's private rules do not count ("example.uk.com" -> "uk.com": uk.com is a private rule),
@@ -32,7 +32,10 @@ other copy, and the list's algorithm for its ``!city.kobe.jp`` exception, give
 
 from __future__ import annotations
 
+import pkgutil
+
 import pytest
+from tldextract.suffix_list import extract_tlds_from_suffix_list
 
 from crawler.frontier.urls import registered_domain_function
 
@@ -129,8 +132,8 @@ VECTORS: list[tuple[str, str | None]] = [
 
 # What the full-list lookup answers where the file says otherwise, and why.
 DIFFERS: dict[str, str] = {
-    # A leading dot: an empty first label, which tldextract drops; the file calls the host
-    # invalid (null). A URL's host never starts with a dot.
+    # A leading dot: an empty first label, left out as tldextract leaves it; the file calls
+    # the host invalid (null). A URL's host never starts with a dot.
     ".example": "example",
     ".example.com": "example.com",
     ".example.example": "example.example",
@@ -195,3 +198,86 @@ def test_private_rules_count_in_the_full_list_lookup(host: str, site: str) -> No
     """The list's private section (github.io, blogspot.com) and its implicit ``*`` rule:
     what browsers and cookies read as one site."""
     assert registered_domain_function(private=True)(host) == site
+
+
+def psl_suffix(host: str, rules: set[str]) -> int | None:
+    """The list's own algorithm (publicsuffix.org/list, "Algorithm"), written out plainly as a
+    reference: of the rules that match (``*`` any one label; the list writes a wildcard only
+    leftmost), an exception rule prevails (less its leftmost label), else the one with the
+    most labels. The public suffix's number of labels; None when no rule matches (the
+    implicit ``*`` rule: one label)."""
+    labels = host.split(".")
+    matching = []
+    for i in range(len(labels)):
+        name, rest = ".".join(labels[i:]), ".".join(labels[i + 1:])
+        if "!" + name in rules:
+            return name.count(".")  # an exception: its labels less the leftmost
+        if name in rules or (rest and "*." + rest in rules):
+            matching.append(len(labels) - i)
+    return max(matching, default=None)
+
+
+def psl_registrable(host: str, rules: set[str]) -> str | None:
+    """The registrable domain by :func:`psl_suffix` (the implicit ``*`` where no rule
+    matches): the public suffix and one more label; None when there is none."""
+    size = psl_suffix(host, rules) or 1
+    labels = host.split(".")
+    return ".".join(labels[-size - 1:]) if len(labels) > size else None
+
+
+def snapshot_rules() -> tuple[list[str], list[str]]:
+    text = (pkgutil.get_data("tldextract", ".tld_set_snapshot") or b"").decode("utf-8")
+    public, private = extract_tlds_from_suffix_list(text)
+    assert all("*" not in rule.partition(".")[2] for rule in public + private)  # (psl_suffix)
+    return public, private
+
+
+def hosts_under_every_rule(rules: set[str]) -> set[str]:
+    """Every rule's name (its ``*`` a label), each of its suffixes, and one and two labels
+    more: a suffix a wildcard makes public that is also on the way to a longer rule
+    ("svc.firenet.ch": ``*.firenet.ch``, and ``*.svc.firenet.ch``) among them."""
+    hosts = set()
+    for rule in rules:
+        labels = rule.lstrip("!").replace("*", "wild").split(".")
+        for i in range(len(labels)):
+            name = ".".join(labels[i:])
+            hosts.update({name, f"x.{name}", f"y.x.{name}"})
+    return hosts
+
+
+def test_the_reference_algorithm_gives_the_files_vectors() -> None:
+    """:func:`psl_registrable` over the bundled snapshot answers the file's vectors (those in
+    the list's own form: lower-case, Unicode, no leading dot)."""
+    public, private = snapshot_rules()
+    rules = set(public + private)
+    vectors = [(h, d) for h, d in VECTORS if h == h.lower() and "xn--" not in h and h[0] != "."]
+    assert [psl_registrable(h, rules) for h, _ in vectors] == [d for _, d in vectors]
+    assert len(vectors) > 50
+
+
+def test_the_full_list_lookup_answers_as_the_lists_algorithm_under_every_rule() -> None:
+    """Not only tldextract's answer: the list's algorithm itself, on the bundled snapshot (a
+    wildcard rule counts for a label that also leads on to a longer rule)."""
+    public, private = snapshot_rules()
+    rules = set(public + private)
+    domain_of = registered_domain_function(private=True)
+    hosts = hosts_under_every_rule(rules)
+    wrong = {h: (domain_of(h), want) for h in hosts
+             if domain_of(h) != (want := psl_registrable(h, rules) or h)}
+    assert not wrong, sorted(wrong.items())[:20]
+    assert len(hosts) > 30_000
+
+
+def test_the_icann_only_lookup_answers_as_the_lists_algorithm_over_its_rules() -> None:
+    """The ICANN rules alone, the same algorithm, but for a name no rule matches: its last
+    label (no implicit ``*`` rule; :data:`ICANN_ONLY_DIFFERS`)."""
+    public, _ = snapshot_rules()
+    rules = set(public)
+    domain_of = registered_domain_function()
+    wrong = {}
+    for host in hosts_under_every_rule(rules):
+        matched = psl_suffix(host, rules) is not None
+        want = (psl_registrable(host, rules) or host) if matched else host.rpartition(".")[2]
+        if domain_of(host) != want:
+            wrong[host] = (domain_of(host), want)
+    assert not wrong, sorted(wrong.items())[:20]

@@ -427,17 +427,20 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
     ("www.site1.test" -> "site1.test").
 
     The answer is tldextract's (``top_domain_under_public_suffix``, else ``domain``, else the
-    host), from the walk its call makes, over the flat table of :func:`_suffix_table` instead
-    of its tries: each ``TLDExtract`` builds two (with and without the private rules), ~20,000
-    objects together, each walked by every full garbage collection of a long crawl, and a
-    crawl made three lookups (``bench/registered_domain_gc.py``);
-    its call also costs ~34k instructions a host (URL parsing, a result object). A plain
-    lowercase name (the normalized host: ASCII letters, digits, hyphens, non-empty labels, no
-    ``xn--`` label) is walked as it is; anything else is first read as tldextract reads it
-    (its lenient host parsing, ideographic dots, a bracketed IPv6 address, punycode labels
-    decoded and lowercased for the walk). ``tests/test_registered_domain.py`` holds the two
+    host), from the walk its call makes, but for a name a wildcard rule makes a public suffix
+    on the way to a longer rule ("svc.firenet.ch": ``*.firenet.ch``, ``*.svc.firenet.ch``),
+    which its walk misses and the list's algorithm does not (the host itself here, as for
+    any public suffix); over the flat table of :func:`_suffix_table` instead of its tries:
+    each ``TLDExtract`` builds two (with and without the private rules), ~20,000 objects
+    together, each walked by every full garbage collection of a long crawl, and a crawl made
+    three lookups (``bench/registered_domain_gc.py``); its call also costs ~34k instructions
+    a host (URL parsing, a result object). A plain lowercase name (the normalized host:
+    ASCII letters, digits, hyphens, non-empty labels, no ``xn--`` label) is walked as it is;
+    anything else is first read as tldextract reads it (its lenient host parsing,
+    ideographic dots, a bracketed IPv6 address, punycode labels decoded and lowercased for
+    the walk). ``tests/test_registered_domain.py`` holds the two
     equal on a labelled list and a host under every rule, and ``tests/test_vectors_psl.py``
-    runs the list's own test vectors."""
+    runs the list's own test vectors and its algorithm under every rule."""
     from tldextract.remote import lenient_netloc, looks_like_ip, looks_like_ipv6
 
     nodes, ends = _suffix_table(private)
@@ -457,14 +460,17 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
             netloc = host
             labels = keys = host.split(".")
         # the trie walk: labels from the right while the path so far is a node of the rules'
-        # trie; a wildcard rule takes the label that left it (unless an exception names it)
+        # trie; a wildcard rule takes the label that left it (unless an exception names it),
+        # and the label it goes on down by too ("svc.firenet.ch": *.firenet.ch, on the way to
+        # *.svc.firenet.ch), which tldextract's walk misses: the list's longest matching rule
         at = suffix_at = len(labels)
         path = ""
         for key in reversed(keys):
             if (child := key + path) in nodes:
                 at -= 1
+                if child in ends or ("*" + path in nodes and "!" + child not in nodes):
+                    suffix_at = at
                 path = "." + child
-                suffix_at = at if child in ends else suffix_at
                 continue
             if "*" + path in nodes:
                 suffix_at = at if "!" + key + path in nodes else at - 1
