@@ -26,12 +26,11 @@ waits. :class:`BufferedFrontier` puts every call on the shared frontier on one w
   (:mod:`crawler.frontier.asking`).
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
-``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call
-on the shared frontier failed for good, not the server away for now, which ``transient`` tells
-and the worker retries) run on the worker thread: the adapter
-hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too, every
-``refresh`` seconds (work arriving from outside the frontier, such as seeds pushed to a list); while
-it returns True the crawl has work.
+``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call on
+the shared frontier failed, not as the server away: ``transient``) run on the worker thread: the
+adapter hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too,
+every ``refresh`` seconds (work arriving from outside the frontier, such as seeds pushed to a
+list); while it returns True the crawl has work.
 """
 
 from __future__ import annotations
@@ -62,11 +61,6 @@ logger = logging.getLogger(__name__)
 POLL_AGAIN = 0.05  # seconds between polls while the last one said more is waiting
 REFRESH = 1.0  # seconds between an idle worker's looks, if nothing wakes it (``refresh``)
 LEASE_MAX_WAIT = 0.2  # seconds a read-ahead lease waits for the engine (``max_wait``)
-
-
-def never(exc: BaseException) -> bool:
-    """No failure is transient: a frontier without a server (memory, SQLite)."""
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +99,7 @@ class BufferedFrontier(AskedReports, Frontier):
         on_error: Callable[[BaseException], None] | None = None,
         poll: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        transient: Callable[[BaseException], bool] = never,
+        transient: Callable[[BaseException], bool] = lambda exc: False,  # (no server: none)
         max_backoff: float = 5.0,
         linger: float = 0.0,
     ) -> None:
@@ -118,9 +112,7 @@ class BufferedFrontier(AskedReports, Frontier):
         # commit: fewer, fuller calls; a sharded frontier pays a round trip per node per call)
         self.linger = linger
         # which errors mean "the shared frontier is away for now" (a lost connection, a server
-        # restarting): the call is retried, with backoff, until it goes through. A predicate,
-        # not exception types: the backend's own notion (a cluster none of whose nodes answers
-        # raises a generic error, told apart by its message)
+        # restarting; the backend's own notion): retried, with backoff, until it goes through
         self.transient = transient
         self.max_backoff = max_backoff
         self._away_since: float | None = None
