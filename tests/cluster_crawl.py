@@ -24,7 +24,7 @@ from redis.cluster import RedisCluster
 from scrapy.settings import Settings
 
 from crawler.backends.redis.frontier_store import RedisFrontierStore
-from crawler.backends.redis.outage import TRANSIENT
+from crawler.backends.redis.outage import is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier import Entry
 
@@ -120,7 +120,9 @@ def retrying(record: CrawlRecord, call: Callable[[], T], give_up: float = 60.0) 
     while True:
         try:
             return call()
-        except TRANSIENT:
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
             with record.lock:
                 record.retries += 1
             if time.monotonic() > deadline:

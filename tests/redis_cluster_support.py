@@ -43,6 +43,7 @@ class ClusterNode:
     process: subprocess.Popen[bytes]
     #: what a client of this node must give: the ACL user and password, the TLS files
     login: dict[str, Any] = field(default_factory=dict)
+    bus: int = 0  # its cluster bus port (a node started again keeps both ports)
 
     @property
     def address(self) -> str:
@@ -103,10 +104,13 @@ class RedisClusterServers:
 
     # -- starting ------------------------------------------------------------------------------
 
-    def _spawn(self) -> ClusterNode:
+    def _spawn(self, ports: tuple[int, int] | None = None) -> ClusterNode:
+        """A node on free ports, or on ``ports`` (its port and bus port: a node started again
+        on its files, its nodes.conf and AOF)."""
         kind = server_kind()
-        for _ in range(3):
-            port, bus = free_port(), free_port()  # the bus port: not port + 10000, may be > 65535
+        for _ in range(3 if ports is None else 1):
+            # the bus port: not port + 10000, may be > 65535
+            port, bus = ports if ports is not None else (free_port(), free_port())
             persistence = ["--appendonly", "no"]
             if self.aof is not None:
                 persistence = ["--appendonly", "yes", "--appendfsync", self.aof]
@@ -138,7 +142,7 @@ class RedisClusterServers:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )  # fmt: skip
-            node = ClusterNode(port, process, self.login)
+            node = ClusterNode(port, process, self.login, bus)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and node.alive():
                 try:
@@ -359,6 +363,20 @@ class RedisClusterServers:
                     return successor
             time.sleep(0.2)
         raise RuntimeError("no replica took over from the killed master")
+
+    def kill_all(self) -> None:
+        """SIGKILL every node at once: the cluster gone whole (a restart of all its nodes, a
+        worker cut off from them all)."""
+        for node in self.live():
+            node.process.send_signal(signal.SIGKILL)
+        for node in self.nodes:
+            node.process.wait()
+
+    def start_again(self) -> None:
+        """Every node killed started again on its ports and files (nodes.conf, AOF), and the
+        cluster settled."""
+        self.nodes = [n if n.alive() else self._spawn((n.port, n.bus)) for n in self.nodes]
+        self.wait_ok()
 
     def stop(self) -> None:
         for node in self.nodes:

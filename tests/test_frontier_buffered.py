@@ -372,8 +372,8 @@ def test_the_shared_frontier_is_opened_by_the_worker_and_retried_while_away(arri
         return inner
 
     f = BufferedFrontier(
-        opener=opener, lease_ttl=30.0, notify=arrived.set, transient=(ConnectionError,),
-        max_backoff=0.05,
+        opener=opener, lease_ttl=30.0, notify=arrived.set,
+        transient=lambda exc: isinstance(exc, ConnectionError), max_backoff=0.05,
     )
     f.add(Entry("http://h0.test/a", "h0.test"))
     assert wait_for_lease(f, arrived).entry.url == "http://h0.test/a"

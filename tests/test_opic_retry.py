@@ -16,6 +16,7 @@ import redis
 
 from crawler.backends.redis import fence
 from crawler.backends.redis import partitioned as partitioned_module
+from crawler.backends.redis.outage import is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.frontier.api import Entry, Settlement
 from crawler.frontier.buffered import BufferedFrontier
@@ -134,7 +135,7 @@ def test_the_buffered_frontiers_guard_runs_a_page_again_and_its_cash_goes_once(
         page = f.next()
         assert page is not None
         f.add(Entry(KNOWN, "known.test", cash=1.0))
-        buffered = BufferedFrontier(f, transient=(redis.ConnectionError,), lease_ttl=120.0)
+        buffered = BufferedFrontier(f, transient=is_transient, lease_ttl=120.0)
         try:
             assert buffered.flush(timeout=60)
             monkeypatch.setattr(fence, "transact", failing := _fails_once(fence.transact))

@@ -44,7 +44,7 @@ class AskedReports:
     inner: Frontier
     notify: Callable[[], None] | None
     on_added: Callable[[list[Entry], list[AddResult]], None] | None
-    transient: tuple[type[BaseException], ...]
+    transient: Callable[[BaseException], bool]
     _closed: bool
     _away_since: float | None
     _worker: Any
@@ -73,8 +73,10 @@ class AskedReports:
                 self._submit(lambda: settle(future, fn), change=False)
             try:
                 value = future.result(timeout=REPORT_WAIT)
-            except (TimeoutError, *self.transient):
-                pass  # away (or slow) now: the last answer
+            except Exception as exc:
+                if not isinstance(exc, TimeoutError) and not self.transient(exc):
+                    raise
+                # away (or slow) now: the last answer
             else:
                 self._reports[name] = value
                 return value

@@ -26,11 +26,11 @@ waits. :class:`BufferedFrontier` puts every call on the shared frontier on one w
   (:mod:`crawler.frontier.asking`).
 
 Callbacks (``notify`` when leases arrived, ``on_added`` with the results of queued adds,
-``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call
-on the shared frontier failed) run on the worker thread: the adapter
-hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too, every
-``refresh`` seconds (work arriving from outside the frontier, such as seeds pushed to a list); while
-it returns True the crawl has work.
+``on_completed`` with the rest each completion gave its host's slot, ``on_error`` when a call on
+the shared frontier failed, not as the server away: ``transient``) run on the worker thread: the
+adapter hops them over to its own thread (``reactor.callFromThread``). ``poll`` runs there too,
+every ``refresh`` seconds (work arriving from outside the frontier, such as seeds pushed to a
+list); while it returns True the crawl has work.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class BufferedFrontier(AskedReports, Frontier):
         on_error: Callable[[BaseException], None] | None = None,
         poll: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        transient: tuple[type[BaseException], ...] = (),
+        transient: Callable[[BaseException], bool] = lambda exc: False,  # (no server: none)
         max_backoff: float = 5.0,
         linger: float = 0.0,
     ) -> None:
@@ -111,8 +111,8 @@ class BufferedFrontier(AskedReports, Frontier):
         # seconds a batch of links and completions waits for more before it is sent (group
         # commit: fewer, fuller calls; a sharded frontier pays a round trip per node per call)
         self.linger = linger
-        # errors that mean "the shared frontier is away for now" (a lost connection, a server
-        # restarting): the call is retried, with backoff, until it goes through
+        # which errors mean "the shared frontier is away for now" (a lost connection, a server
+        # restarting; the backend's own notion): retried, with backoff, until it goes through
         self.transient = transient
         self.max_backoff = max_backoff
         self._away_since: float | None = None
@@ -182,10 +182,9 @@ class BufferedFrontier(AskedReports, Frontier):
         assert self._opener is not None
         try:
             inner = self._opener()
-        except self.transient:
-            raise
         except Exception as exc:
-            self.refused = str(exc) or type(exc).__name__
+            if not self.transient(exc):
+                self.refused = str(exc) or type(exc).__name__
             raise
         self.inner = inner
         if not self._closed:
@@ -227,16 +226,16 @@ class BufferedFrontier(AskedReports, Frontier):
                 done = True  # (a call may go through without the server: a frontier that
                 if self._away_since is not None:  # keeps partitions in memory; back once
                     self.inner.ping()  # the server answers)
-            except self.transient as exc:
-                if self._away_since is None:
-                    self._away_since = self.clock()
-                    logger.warning("Shared frontier unreachable (%s): retrying, the work in "
-                                   "hand is kept", exc)
-                self._last_error = exc
-                self._stopping.wait(backoff)  # close ends the wait
-                backoff = min(backoff * 2, self.max_backoff)
-                continue
             except Exception as exc:  # the worker must survive a failed call
+                if self.transient(exc):
+                    if self._away_since is None:
+                        self._away_since = self.clock()
+                        logger.warning("Shared frontier unreachable (%s): retrying, the work "
+                                       "in hand is kept", exc)
+                    self._last_error = exc
+                    self._stopping.wait(backoff)  # close ends the wait
+                    backoff = min(backoff * 2, self.max_backoff)
+                    continue
                 if self.on_error is not None:
                     self.on_error(exc)
                 else:

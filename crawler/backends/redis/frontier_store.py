@@ -30,7 +30,7 @@ from crawler.backends.memory import MemoryFrontierStore
 from crawler.backends.redis.connection import Refusal, redis_client, refused_commands, safe_url
 from crawler.backends.redis.inbox import RedisScopeRegistry, SharedInbox
 from crawler.backends.redis.keys import CrawlKeys, PartitionKeys, crawl_key, glob_escape
-from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, TRANSIENT, is_transient
+from crawler.backends.redis.outage import FIRST_BACKOFF, MAX_BACKOFF, is_transient
 from crawler.backends.redis.partitioned import PartitionedFrontier
 from crawler.backends.redis.seenset import SeenSetConfig, has_bloom_module
 from crawler.frontier import Frontier
@@ -385,34 +385,29 @@ class RedisFrontierStore(MemoryFrontierStore):
         reset = [self.config.reset]
 
         def opening() -> Frontier:
-            try:
-                client = redis_client(self.settings)
-                if reset[0]:  # once, even if the opening is retried
-                    logger.warning("FRONTIER_RESET: crawl %r starts afresh (%d keys removed)",
-                                   self.key, self.reset(client))
-                    reset[0] = False
-                problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
-                if problems:
-                    raise RuntimeError(problems[0])
-                inner = self.partitioned_frontier(
-                    client,
-                    lease_ttl=ttl,
-                    max_pages_per_host=max_pages_per_host,
-                    on_give_up=_from_thread(cb.on_give_up),
-                )
-                scope = RedisScopeRegistry(client, self.keys.scope)
-                inboxes.append(SharedInbox(client, self.keys.seeds, scope,
-                                           on_seeds=_from_thread(cb.on_seeds),
-                                           on_scope=_from_thread(cb.on_scope)))
-                logger.info(
-                    "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
-                    safe_url(self.settings), self.key, self.partition_count, len(inner.parts),
-                )
-                return inner
-            except Exception as exc:  # a cluster none of whose nodes answers: away too
-                if is_transient(exc) and not isinstance(exc, TRANSIENT):
-                    raise redis.ConnectionError(str(exc)) from exc
-                raise
+            client = redis_client(self.settings)
+            if reset[0]:  # once, even if the opening is retried
+                logger.warning("FRONTIER_RESET: crawl %r starts afresh (%d keys removed)",
+                               self.key, self.reset(client))
+                reset[0] = False
+            problems = check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
+            if problems:
+                raise RuntimeError(problems[0])
+            inner = self.partitioned_frontier(
+                client,
+                lease_ttl=ttl,
+                max_pages_per_host=max_pages_per_host,
+                on_give_up=_from_thread(cb.on_give_up),
+            )
+            scope = RedisScopeRegistry(client, self.keys.scope)
+            inboxes.append(SharedInbox(client, self.keys.seeds, scope,
+                                       on_seeds=_from_thread(cb.on_seeds),
+                                       on_scope=_from_thread(cb.on_scope)))
+            logger.info(
+                "Frontier: Redis at %s, crawl %r in %d partitions, %d owned by this worker",
+                safe_url(self.settings), self.key, self.partition_count, len(inner.parts),
+            )
+            return inner
 
         return BufferedFrontier(
             opener=opening,
@@ -425,7 +420,7 @@ class RedisFrontierStore(MemoryFrontierStore):
             on_completed=_from_thread(cb.on_completed),
             on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
             poll=lambda: poll_inbox(inboxes[-1]) if inboxes else False,
-            transient=TRANSIENT,
+            transient=is_transient,
             linger=BATCH_LINGER,
         )
 

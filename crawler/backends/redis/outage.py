@@ -36,8 +36,9 @@ logger = logging.getLogger(__name__)
 #: for some slots (``CLUSTERDOWN``, a slot not covered) or moving one (``TRYAGAIN``), a master
 #: demoted to a replica by a failover (``READONLY``: behind a DNS name or a managed endpoint
 #: that names the new master, the connection is made again, see
-#: ``crawler.backends.redis.connection.FailoverParser``). Hand it to any retry loop that must
-#: tell them from real errors (the frontier's worker does).
+#: ``crawler.backends.redis.connection.FailoverParser``). The exception types only: a retry
+#: loop tells Redis away from real errors with :func:`is_transient` (the frontier's worker
+#: does), which knows the cluster client's errors that say so too.
 TRANSIENT: tuple[type[BaseException], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
