@@ -422,7 +422,8 @@ class RedisFrontierStore(MemoryFrontierStore):
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
-            on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
+            # said on the worker's thread (logging is thread-safe): no reactor needed to run
+            on_error=lambda exc: logger.error("Redis frontier call failed: %s", exc),
             poll=lambda: poll_inbox(inboxes[-1]) if inboxes else False,
             transient=is_transient,
             linger=BATCH_LINGER,
