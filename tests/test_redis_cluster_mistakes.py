@@ -22,7 +22,9 @@ from scrapy.settings import Settings
 from crawler.backends.redis.connection import redis_client
 from crawler.backends.redis.frontier_store import RedisFrontierStore, away
 from crawler.backends.redis.outage import is_transient
+from tests.crawling import run_crawl
 from tests.redis_support import RedisServer, fresh_key, start_redis
+from tests.test_redis_acl import small_site
 from tests.test_redis_crawl import wait_until
 
 pytestmark = pytest.mark.integration
@@ -87,3 +89,23 @@ def test_the_frontier_is_refused_when_the_cluster_client_cannot_log_in(
         frontier.close()
     assert "username-password" in frontier.refused, caplog.text
     assert "Shared frontier unreachable" not in caplog.text
+
+
+def test_a_crawl_whose_cluster_login_is_refused_ends_at_once_in_one_line(
+    tmp_path: Path, locked_redis: RedisServer
+) -> None:
+    secret = tmp_path / "redis.pass"
+    secret.write_text("wrong-" + SECRET + "\n")
+    with small_site() as server:
+        refused = run_crawl(tmp_path, timeout=60, seeds=server.seeds(), settings={
+            "FRONTIER_BACKEND": "redis",
+            "REDIS_URL": f"redis://127.0.0.1:{locked_redis.port}/0",
+            "REDIS_CLUSTER": "yes",
+            "REDIS_PASSWORD_FILE": secret,
+            "FRONTIER_REDIS_KEY": fresh_key(),
+            "ALLOW_PRIVATE_ADDRESSES": True,
+            "JOBDIR": tmp_path / "job",
+        })  # fmt: skip
+    assert refused.returncode == 2, refused.log[-3000:]
+    assert "refused the crawl's login" in refused.log
+    assert "not reachable" not in refused.log and SECRET not in refused.log
