@@ -301,3 +301,29 @@ def test_a_crawl_stored_by_another_layout_is_refused_at_opening(tmp_path: Path) 
             frontier.close()
     finally:
         redis.stop()
+
+
+def test_a_call_redis_refuses_is_logged_from_the_frontiers_worker(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call Redis refuses (not Redis away: here a write refused for want of memory) is
+    logged by the frontier's worker itself, so it is said even with no reactor running (a
+    frontier closed after the crawl's reactor stopped, a tool, a test)."""
+    caplog.set_level(logging.INFO)
+    redis = start_redis(tmp_path)
+    settings = Settings({"REDIS_URL": f"redis://127.0.0.1:{redis.port}/0"})
+    frontier: Any = RedisFrontierStore(settings, fresh_key()).open_frontier()
+    try:
+        frontier.add(Entry("http://h0.test/a", "h0.test"))
+        assert frontier.flush(30)
+        with redis.client() as client:
+            client.config_set("maxmemory", "1")  # (noeviction: every write refused)
+        frontier.add_many([Entry(f"http://h{i}.test/b", f"h{i}.test") for i in range(1, 9)])
+        wait_until(lambda: "Redis frontier call failed" in caplog.text, timeout=30)
+        with redis.client() as client:
+            client.config_set("maxmemory", "0")
+    finally:
+        frontier.close()
+        redis.stop()
+    assert "maxmemory" in caplog.text
+    assert "Shared frontier unreachable" not in caplog.text

@@ -23,7 +23,7 @@ from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import NoPermissionError, TryAgainError
+from redis.exceptions import NoPermissionError, RedisClusterException, TryAgainError
 from scrapy.settings import BaseSettings
 
 from crawler.backends.memory import MemoryFrontierStore
@@ -210,6 +210,10 @@ class RedisFrontierStore(MemoryFrontierStore):
                 return check_crawl(client, self.keys.meta, self.key, self.fingerprint(client))
         except redis.AuthenticationError as exc:  # no login, a wrong one, a user disabled
             return [f"Redis at {where} refused the crawl's login: {exc}"]
+        except RedisClusterException as exc:  # (no RedisError) no node reached, and why
+            if isinstance(exc.__cause__, redis.AuthenticationError):
+                return [f"Redis at {where} refused the crawl's login: {exc.__cause__}"]
+            return [f"Redis at {where} cannot be used as a Redis Cluster: {exc}"]
         except (redis.ConnectionError, redis.TimeoutError, OSError, ValueError) as exc:
             return [f"Redis at {where} is not reachable: {exc}"]
         except redis.ReadOnlyError:  # (Redis away for a running crawl: a failover's demotion)
@@ -418,7 +422,8 @@ class RedisFrontierStore(MemoryFrontierStore):
             notify=_from_thread(cb.notify),
             on_added=_from_thread(cb.on_added),
             on_completed=_from_thread(cb.on_completed),
-            on_error=_from_thread(lambda exc: logger.error("Redis frontier call failed: %s", exc)),
+            # said on the worker's thread (logging is thread-safe): no reactor needed to run
+            on_error=lambda exc: logger.error("Redis frontier call failed: %s", exc),
             poll=lambda: poll_inbox(inboxes[-1]) if inboxes else False,
             transient=is_transient,
             linger=BATCH_LINGER,

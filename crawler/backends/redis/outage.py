@@ -54,15 +54,20 @@ MAX_BACKOFF = 2.0
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` means Redis is away for now (see :data:`TRANSIENT`). A refused password
     is not (it will not come back by waiting); a cluster client that reached none of its nodes
-    is, and so is a slot's move that redis-py gave up following (an ``ASK`` it could not obey
-    or ``TRYAGAIN`` to the end of its redirections: a slot's keys half moved by a reshard)."""
+    is, for the reason it gives (redis-py's error comes from the last node's: a lost
+    connection is away, a refused password or a node that is no cluster node is a mistake
+    waiting would not mend), and so is a slot's move that redis-py gave up following (an
+    ``ASK`` it could not obey or ``TRYAGAIN`` to the end of its redirections: a slot's keys
+    half moved by a reshard)."""
     if isinstance(exc, AuthenticationError | AuthorizationError):
         return False
     if isinstance(exc, (*TRANSIENT, AskError)):
         return True
     if isinstance(exc, ClusterError):
         return "TTL exhausted" in str(exc)
-    return isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc)
+    if isinstance(exc, RedisClusterException) and "cannot be connected" in str(exc):
+        return exc.__cause__ is None or is_transient(exc.__cause__)
+    return False
 
 
 class RedisUnavailable(redis.ConnectionError):
