@@ -38,7 +38,7 @@ from crawler.content.neardup import (
     pick_best,
 )
 from crawler.content.neardup_explain import exact_similarity
-from crawler.content.normalize import normalize_text
+from crawler.content.normalize import normalize_lines, normalize_text
 from crawler.content.shingles import shingle_hashes32
 from devsite.testset import build_labelled_set, text_pages
 
@@ -58,7 +58,9 @@ def reference_minhash(text: str, seed: int) -> MinHash:
 
 def features(text: str) -> Features:
     """The detector's features of a page of a host that has no template."""
-    return compute_features(text, frozenset(), DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
+    return compute_features(
+        normalize_lines(text), frozenset(), DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM
+    )
 
 
 def sketch_similarity(a: Features, b: Features) -> float:

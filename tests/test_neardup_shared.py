@@ -25,7 +25,7 @@ from crawler.backends.redis.neardup_codec import (
 from crawler.backends.registry import class_path
 from crawler.content.neardup import Decision, NearDuplicateDetector, block_hash
 from crawler.content.neardup_features import ANCHORS, Features
-from crawler.content.normalize import normalize_text
+from crawler.content.normalize import normalize_lines, normalize_text
 from crawler.spiders.analysis import near_duplicate_judge
 from devsite.testset import LabelledSet, build_labelled_set, page_item
 from tests.redis_support import RedisServer, fresh_key, redis_server  # noqa: F401
@@ -163,7 +163,7 @@ def test_a_urls_id_is_its_commits_place_and_an_original_stored_again_keeps_it(
     assert not client.exists(a.keys.prefix + ":next")
     changed = "changed " + text
     assert a.check("http://a.test/1", changed).kind == "new"  # stored again, id 1
-    anchors = a._features(changed, a._host_id("a.test")).sketch[:ANCHORS].tolist()
+    anchors = a._features(normalize_lines(changed), a._host_id("a.test")).sketch[:ANCHORS].tolist()
     read = a.store.read(a._host_id("a.test"), b"\0" * 8, b"", anchors)
     assert all(p[-1] == 1 for p in read.postings)
 

@@ -93,14 +93,23 @@ class NearDuplicateJudge:
         self._last_write = time.monotonic()
 
     def judge(
-        self, url: str, text: str, *, title: str | None = None, noindex: bool = False
+        self,
+        url: str,
+        text: str,
+        *,
+        title: str | None = None,
+        noindex: bool = False,
+        lines: list[str] | None = None,
     ) -> Verdict:
-        """The verdict on the page at ``url`` (after redirects) whose main text is ``text``.
+        """The verdict on the page at ``url`` (after redirects) whose main text is ``text``
+        (``lines``: its ``normalize_lines``, when made already).
 
         A noindex page is compared but never becomes an original: its content will not be in
         the index, so it must not be what indexable copies are aliased to.
         """
-        decision = self.detector.check(url, text, add=not noindex, title=title or None)
+        decision = self.detector.check(
+            url, text, add=not noindex, title=title or None, lines=lines
+        )
         host = urlsplit(url).hostname or ""
         duplicate = decision.duplicate_of is not None
         verdict = Verdict(

@@ -12,7 +12,7 @@ from crawler.content.document import parse_document_checked
 from crawler.content.maintext import _BLOCK_TAGS, main_blocks_from_tree
 from crawler.content.markdown import render_markdown
 from crawler.content.metadata import page_metadata
-from crawler.content.normalize import text_fingerprint
+from crawler.content.normalize import lines_fingerprint, normalize_lines
 from crawler.content.requisites import tree_requisites
 from crawler.net.weburl import join as web_join
 
@@ -142,6 +142,9 @@ class ClippedPage:
     links: int  # links on the page before the cut
     text: int  # characters of text before the cut
     fingerprint: str  # change fingerprint of the title and the (cut) main text, else text
+    # normalize_lines of the (cut) main text: the near-duplicate detector's input, made here
+    # with the fingerprint so the text is normalized once
+    main_lines: list[str] = field(default_factory=list)
 
 
 def parse_page(
@@ -184,8 +187,11 @@ def parse_page(
         page.markdown = page.markdown[:max_text]
     # Change detection compares what the page says (its main text, normalized like the
     # near-duplicate pipeline does), so a counter, a date or a sidebar is not a change.
-    fingerprint = text_fingerprint(f"{page.title} {page.main_text or page.text}")
-    return ClippedPage(page, links, text, fingerprint)
+    main_lines = normalize_lines(page.main_text)
+    fingerprint = lines_fingerprint(
+        page.title, main_lines if page.main_text else normalize_lines(page.text)
+    )
+    return ClippedPage(page, links, text, fingerprint, main_lines)
 
 
 # An element's text with its descendants' (lxml.html's text_content()), in C.

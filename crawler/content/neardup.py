@@ -133,9 +133,12 @@ class NearDuplicateDetector:
 
     # --- features -------------------------------------------------------------------------
 
-    def features(self, text: str, host: str = "") -> Features:
-        """Fingerprint, blocks and the template-free sketch of a main text (see the module)."""
-        return compute_features(text, self.templates.template(host), self.shingle_size,
+    def features(self, text: str, host: str = "", *, lines: list[str] | None = None) -> Features:
+        """Fingerprint, blocks and the template-free sketch of a main text (see the module);
+        ``lines``: its :func:`normalize_lines` when the caller has them already."""
+        if lines is None:
+            lines = normalize_lines(text)
+        return compute_features(lines, self.templates.template(host), self.shingle_size,
                                 self.num_perm)
 
     def observe(self, url: str, text: str) -> None:
@@ -147,7 +150,13 @@ class NearDuplicateDetector:
     # --- the decision ---------------------------------------------------------------------
 
     def check(
-        self, url: str, text: str, *, add: bool = True, title: str | None = None
+        self,
+        url: str,
+        text: str,
+        *,
+        add: bool = True,
+        title: str | None = None,
+        lines: list[str] | None = None,
     ) -> Decision:
         """Decide whether the page at ``url`` with main text ``text`` duplicates an original.
 
@@ -155,10 +164,12 @@ class NearDuplicateDetector:
         duplicate (and its blocks teach its host's template model), otherwise as a duplicate
         of one; ``add=False`` only looks (noindex pages, the explain command). A refetched URL
         replaces its earlier entry. ``title`` (the page's ``<title>``) raises the bar for two
-        pages of different titles to :data:`OTHER_TITLE_THRESHOLD`.
+        pages of different titles to :data:`OTHER_TITLE_THRESHOLD`. ``lines``:
+        ``normalize_lines(text)`` when the caller made them already (the page's parse did, for
+        its change fingerprint), so the text is not normalized again.
         """
         host = urlsplit(url).hostname or ""
-        f = self.features(text, host)
+        f = self.features(text, host, lines=lines)
         title_id = title_hash(title)
         own = self._ids.get(url)
         owner = self._fingerprints.get(bytes.fromhex(f.fingerprint)) if f.words else None

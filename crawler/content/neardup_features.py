@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crawler.config import defaults
-from crawler.content.normalize import content_fingerprint, normalize_lines, normalize_text
+from crawler.content.normalize import content_fingerprint, normalize_text
 from crawler.content.shingles import shingle_hashes32
 
 # The detector's shingles (words) and permutations, chosen with bench/neardup.py (sections 1,
@@ -60,11 +60,12 @@ def title_hash(title: str | None) -> int:
 
 
 def compute_features(
-    text: str, template: set[int] | frozenset[int], shingle_size: int, num_perm: int
+    lines: list[str], template: set[int] | frozenset[int], shingle_size: int, num_perm: int
 ) -> Features:
     """Fingerprint, blocks and the sketch of a main text without the ``template`` blocks of its
-    host (see the module)."""
-    lines = normalize_lines(text)
+    host (see the module). ``lines``: the text's :func:`normalize_lines`, which the page's
+    change fingerprint is made of too (``crawler.content.html.parse_page``): the text is
+    normalized once a page."""
     normalized = " ".join(lines)
     fingerprint = content_fingerprint(normalized)
     words = normalized.count(" ") + 1 if normalized else 0

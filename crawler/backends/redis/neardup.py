@@ -62,6 +62,7 @@ from crawler.content.neardup_features import (
     compute_features,
     title_hash,
 )
+from crawler.content.normalize import normalize_lines
 from crawler.content.template import MAX_TEMPLATE, MIN_PAGES, MIN_SHARE, PRUNE_EVERY
 
 LAYOUT = 12  # of the shared detector's state (its ``:params`` say which wrote a crawl's)
@@ -174,7 +175,15 @@ class RedisNearDuplicateDetector:
 
     # --- the decision ---------------------------------------------------------------------
 
-    def check(self, url: str, text: str, *, add: bool = True, title: str | None = None) -> Decision:
+    def check(
+        self,
+        url: str,
+        text: str,
+        *,
+        add: bool = True,
+        title: str | None = None,
+        lines: list[str] | None = None,
+    ) -> Decision:
         """As :meth:`NearDuplicateDetector.check`, against every worker's pages, atomically.
 
         While Redis is away the check waits for it (on the caller's thread: the crawl's content
@@ -188,25 +197,29 @@ class RedisNearDuplicateDetector:
         without the detector, its index gets at worst a duplicate document (never loses a
         page to a verdict nobody could check), and how many pages went unjudged is counted,
         and said when Redis is back."""
+        if lines is None:
+            lines = normalize_lines(text)
+        normalized = lines
         try:
-            return self.outage.call(lambda: self._check(url, text, add, title))
+            return self.outage.call(lambda: self._check(url, normalized, add, title))
         except RedisUnavailable:
             self.unjudged += 1
-            return self._judged_alone(url, text)
+            return self._judged_alone(url, normalized)
 
-    def _judged_alone(self, url: str, text: str) -> Decision:
+    def _judged_alone(self, url: str, lines: list[str]) -> Decision:
         """The decision on a page Redis could not be asked about: its fingerprint and words as
         the shared check would compute them (with this worker's copy of the host's template),
         ``unjudged`` unless it has no words (``empty`` needs no store)."""
-        f = self._features(text, self._copies.hids.get(_host(url), 0))
+        f = self._features(lines, self._copies.hids.get(_host(url), 0))
         if not f.words:
             return Decision(f.fingerprint, kind="empty")
         return Decision(f.fingerprint, kind="unjudged", words=f.words)
 
-    def _features(self, text: str, hid: int) -> Features:
-        """``text``'s features with this worker's copy of host ``hid``'s template."""
+    def _features(self, lines: list[str], hid: int) -> Features:
+        """The features of a text's normalized ``lines`` with this worker's copy of host
+        ``hid``'s template."""
         template = self._copies.models.template(hid)
-        return compute_features(text, template, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
+        return compute_features(lines, template, DEFAULT_SHINGLE_SIZE, DEFAULT_NUM_PERM)
 
     def _unjudged_note(self) -> str:
         n = self.unjudged
@@ -229,16 +242,16 @@ class RedisNearDuplicateDetector:
         self._decode = functools.lru_cache(self.cache_bytes // 2 // RECORD_BYTES)(decode_record)
         self._hosts.clear()
 
-    def _check(self, url: str, text: str, add: bool, title: str | None) -> Decision:
+    def _check(self, url: str, lines: list[str], add: bool, title: str | None) -> Decision:
         self._check_params()  # if Redis was away at the start
         self._check_copies()
         try:
-            return self._decide(url, text, add, title)
+            return self._decide(url, lines, add, title)
         except _StoreLost:  # Redis lost what this worker copied, without an outage seen
             self._drop_copies()
-            return self._decide(url, text, add, title)
+            return self._decide(url, lines, add, title)
 
-    def _decide(self, url: str, text: str, add: bool, title: str | None) -> Decision:
+    def _decide(self, url: str, lines: list[str], add: bool, title: str | None) -> Decision:
         host = _host(url)
         hid = self._host_id(host)
         title_id = title_hash(title)
@@ -248,7 +261,7 @@ class RedisNearDuplicateDetector:
         for _ in range(MAX_ATTEMPTS):
             version = self._copies.version(hid)
             if f is None or f_version != version:
-                f, f_version = self._features(text, hid), version
+                f, f_version = self._features(lines, hid), version
             fp = bytes.fromhex(f.fingerprint)[:8] if f.words else b""
             compares = bool(f.words and len(f.sketch))
             anchors = f.sketch[:ANCHORS].tolist() if compares else []
