@@ -151,17 +151,77 @@ def test_the_full_list_lookup_walks_as_tldextract_does_under_every_rule() -> Non
     assert domain_of("www.site1.test") == "site1.test"
 
 
-@pytest.mark.parametrize("host", ["2001:db8::1", "2001:db8:ffff::2", "fe80::1", "2a00:1450::1"])
-def test_an_ipv6_address_is_its_own_site(host: str) -> None:
-    """An IPv6 literal (as normalize_url gives it, without brackets, or with them) is itself,
-    as an IPv4 address is: tldextract reads "2001:db8::1" as the host "2001" and a port, so
-    all of 2001::/16 was one site (one host budget, one canonical scope)."""
-    assert registered_domain_function(private=True)(host) == host
+IPV6_HOSTS = [
+    "2001:db8::1",  # compressed, as normalize_url gives every address
+    "2001:db8:ffff::2",
+    "2001:0db8:0000:0000:0000:0000:0000:0003",  # full
+    "2001:DB8::4",  # capitals
+    "fe80::1",
+    "fe80::1%eth0",  # a zone id (the URL parser refuses one; the lookup reads it)
+    "::1",
+    "::",
+    "::ffff:1.2.3.4",  # IPv4-mapped, dotted
+    "::ffff:102:305",  # IPv4-mapped, as Python < 3.13 compresses it
+    "64:ff9b::1.2.3.4",  # NAT64
+    "ac::1",  # a first group that is a public suffix (.ac)
+    "2a00:1450::1",
+]
+
+
+@pytest.mark.parametrize("private", [False, True])
+@pytest.mark.parametrize("host", IPV6_HOSTS)
+def test_an_ipv6_address_is_its_own_registered_domain(host: str, private: bool) -> None:
+    """An IPv6 literal (as normalize_url gives it, without brackets) is itself in both lookups,
+    as an IPv4 address is: tldextract reads "2001:db8::1" as the host "2001" and a port, which
+    made all of 2001::/16 one registered domain."""
+    assert registered_domain_function(private=private)(host) == host
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_bracketed_ipv6_address_is_itself_in_both_lookups(private: bool) -> None:
+    domain_of = registered_domain_function(private=private)
+    assert domain_of("[2001:db8::1]") == "[2001:db8::1]"
+    assert domain_of("[::ffff:1.2.3.4]") == "[::ffff:1.2.3.4]"
+    assert domain_of("[2001:db8::1]:8080") == "[2001:db8::1]"  # tldextract's reading, a port
+
+
+def _url_hosts() -> list[str]:
+    """The hosts of IPv6 URLs in several forms, as the frontier meets them (url_forms): one
+    address written compressed and in full is one host; a zone id is refused."""
+    from crawler.frontier.urls import url_forms
+    from crawler.net.weburl import InvalidUrl
+
+    assert url_forms("http://[2001:0DB8:0:0:0:0:0:1]:8080/")[2] == "2001:db8::1"
+    with pytest.raises(InvalidUrl):
+        url_forms("http://[fe80::1%25eth0]/")
+    urls = [
+        "http://[2001:db8::1]/", "http://[2001:0db8:0000:0000:0000:0000:0000:0002]/",
+        "https://[2001:db8:1::1]:8443/", "http://[::1]/", "http://[::ffff:1.2.3.4]/",
+        "http://[::ffff:1.2.3.5]/", "http://[64:ff9b::1.2.3.4]/", "http://[fe80::1]/",
+        "http://[ac::1]/", "http://[2001:db8::1:0:0:1]/",
+    ]
+    hosts = [url_forms(u)[2] for u in urls]
+    assert len(set(hosts)) == len(urls)
+    return hosts
+
+
+def test_ipv6_hosts_each_get_their_own_partition() -> None:
+    """The host splitter keys a host by its registered domain: each IPv6 host its own key.
+    (A 2**62-way map makes the partition the key's hash: distinct keys, distinct numbers.)"""
+    from crawler.backends.redis.shards import ShardMap
+
+    hosts = _url_hosts()
+    assert [registered_domain_function()(h) for h in hosts] == hosts
+    shard = ShardMap(1 << 62)
+    assert len({shard(h) for h in hosts}) == len(hosts)
 
 
 def test_ipv6_hosts_each_get_their_own_host_budget() -> None:
     from crawler.frontier.urls import UrlPolicy
 
-    policy = UrlPolicy(any_host=True, max_hosts_per_domain=2)
-    verdicts = [policy.check(f"http://[2001:db8::{i}]/page")[0] for i in range(1, 6)]
-    assert verdicts == [""] * 5
+    policy = UrlPolicy(any_host=True, max_hosts_per_domain=1)
+    verdicts = [policy.check(f"http://[{h}]/page")[0] for h in _url_hosts()]
+    assert verdicts == [""] * len(verdicts)
+    assert not policy._hosting_hosts  # no ICANN domain above them: no hosting budget shared
+    verdicts = [policy.check(f"http://[2001:db8::{i}]/page")[0] for i in range(2, 6)]
+    assert verdicts == [""] * 4

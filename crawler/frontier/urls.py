@@ -412,8 +412,9 @@ class UrlPolicy:
 
 
 def registered_domain_function(*, private: bool = False) -> Callable[[str], str]:
-    """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IP -> itself),
-    from tldextract's bundled public-suffix snapshot: never fetched, never cached on disk.
+    """host -> registered domain ("a.b.example.co.uk" -> "example.co.uk"; an IPv4 or IPv6
+    address, bracketed or not, -> itself, in both lookups), from tldextract's bundled
+    public-suffix snapshot: never fetched, never cached on disk.
 
     ``private=False`` (the host splitter; the hosting domain whose sites share a second host
     budget): the list's ICANN rules only ("alice.github.io" -> "github.io"), and a name under
@@ -436,18 +437,20 @@ def registered_domain_function(*, private: bool = False) -> Callable[[str], str]
     three lookups (``bench/registered_domain_gc.py``); its call also costs ~34k instructions
     a host (URL parsing, a result object). A plain lowercase name (the normalized host:
     ASCII letters, digits, hyphens, non-empty labels, no ``xn--`` label) is walked as it is;
-    anything else is first read as tldextract reads it (its lenient host parsing,
-    ideographic dots, a bracketed IPv6 address, punycode labels decoded and lowercased for
-    the walk). ``tests/test_registered_domain.py`` holds the two
-    equal on a labelled list and a host under every rule, and ``tests/test_vectors_psl.py``
-    runs the list's own test vectors and its algorithm under every rule."""
+    an IPv6 address is itself (tldextract reads "2001:db8::1" as the host "2001" and a port:
+    all of 2001::/16 would be one domain); anything else is first read as tldextract reads it
+    (its lenient host parsing, ideographic dots, a bracketed IPv6 address with a port,
+    punycode labels decoded and lowercased for the walk). ``tests/test_registered_domain.py``
+    holds the two equal on a labelled list and a host under every rule, and
+    ``tests/test_vectors_psl.py`` runs the list's own test vectors and its algorithm under
+    every rule."""
     from tldextract.remote import lenient_netloc, looks_like_ip, looks_like_ipv6
 
     nodes, ends = _suffix_table(private)
 
     def domain_of(host: str) -> str:
         if "xn--" in host or not _PLAIN_HOST(host):
-            if private and ":" in host and _is_ipv6(host):  # tldextract: "2001" and a port
+            if ":" in host and _is_ipv6(host):  # tldextract: "2001" and a port
                 return host
             netloc = lenient_netloc(host)
             for dot in "\u3002\uff0e\uff61":
