@@ -125,6 +125,36 @@ def test_a_client_of_a_demoted_master_connects_anew(tmp_path: Path) -> None:
         new.stop()
 
 
+def test_every_connection_of_the_pool_leaves_a_demoted_master_at_its_first_readonly(
+    tmp_path: Path,
+) -> None:
+    """The pool's other connections went to the same endpoint as the one answered
+    ``READONLY``: they are made anew too, so the next write on any of them reaches the new
+    master, instead of each meeting ``READONLY`` in its turn (one more outage of the crawl
+    each: a CI run saw two "back" lines for one failover)."""
+    old, new = started(tmp_path / "old"), started(tmp_path / "new")
+    try:
+        with reply_cutter(old.port) as endpoint:
+            url = f"redis://127.0.0.1:{endpoint.port}/0"
+            client = redis_client(Settings({"REDIS_URL": url, "REDIS_CLUSTER": "no"}))
+            pool = client.connection_pool
+            first, other = pool.get_connection(), pool.get_connection()  # both to the old one
+            fail_over(old, new)
+            first.send_command("SET", "k", "1")
+            with pytest.raises(redis.ReadOnlyError):
+                first.read_response()
+            endpoint.target = ("127.0.0.1", new.port)
+            pool.release(first)
+            pool.release(other)  # (last in, first out: the next command takes it)
+            assert client.set("k", "2") and client.set("k", "3")
+            client.close()
+        with new.client() as direct:
+            assert direct.get("k") == b"3"
+    finally:
+        old.stop()
+        new.stop()
+
+
 def test_a_call_that_a_replica_refuses_gives_up_after_the_wait(tmp_path: Path) -> None:
     """A replica where the master should be (a wrong ``REDIS_URL``, a demoted master nobody
     repoints): its reads answer, so the outage's probe finds Redis back at once, and each

@@ -140,7 +140,13 @@ class FailoverParser(_HiredisParser):
     closed once its replies are read (the pool's release, redis-py's own command path, the
     lean path's keep: ``crawler.backends.redis.wire``), and the next command connects anew,
     resolving the name again. The error itself is Redis away for now
-    (``crawler.backends.redis.outage``): the call is retried."""
+    (``crawler.backends.redis.outage``): the call is retried.
+
+    Every other connection of the pool (``pool``, :func:`_single` binds it) went to the same
+    name, so it is marked too (an idle one closed): else each would meet ``READONLY`` once in
+    its turn, one more outage of the crawl each, long after the first had found the master."""
+
+    pool: weakref.ref[redis.ConnectionPool] | None = None
 
     def on_connect(self, connection: Any, **kwargs: Any) -> None:
         super().on_connect(connection, **kwargs)
@@ -153,6 +159,10 @@ class FailoverParser(_HiredisParser):
             conn = owner() if owner is not None else None
             if conn is not None:
                 conn.mark_for_reconnect()
+            pool = self.pool() if self.pool is not None else None
+            if pool is not None:  # (its lock is an RLock: a parse under it may mark too)
+                pool.update_active_connections_for_reconnect()
+                pool.disconnect_free_connections()
         return error
 
 
@@ -163,12 +173,14 @@ def _single(params: dict[str, Any]) -> redis.Redis:
     parser: that one is closed and given the failover's (the next command connects it), else
     it would stay on a demoted master for ever."""
     client = _bytes(get_redis(**params))
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
     if "parser_class" not in kwargs and redis.connection.DefaultParser is _HiredisParser:
-        kwargs["parser_class"] = FailoverParser
+        parser = type("FailoverParser", (FailoverParser,), {"pool": weakref.ref(pool)})
+        kwargs["parser_class"] = parser
         if client.connection is not None:
             client.connection.disconnect()
-            client.connection.set_parser(FailoverParser)
+            client.connection.set_parser(parser)
     return client
 
 
