@@ -1,16 +1,24 @@
 """A robots.txt's bytes made text (RFC 9309 2.2.2: bytes that are not UTF-8 percent-encoded),
-exact on every input and cheap on junk."""
+exact on every input and cheap on junk; and a compressed robots.txt or page inflated without
+its compressed bytes' encoding being guessed."""
 
 from __future__ import annotations
 
 import codecs
+import gzip
 import random
 import sys
 from types import FrameType
 from typing import Any
 
 import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.responsetypes import responsetypes
+from scrapy.utils.test import get_crawler
 
+from crawler.middlewares.compression import CountingHttpCompressionMiddleware
+from crawler.middlewares.robots_requests import robots_request
 from crawler.robots import decode_body
 
 
@@ -100,3 +108,51 @@ def test_junk_costs_no_python_call_per_bad_byte() -> None:
         sys.setprofile(None)
     assert calls < 10
 
+
+# --- compressed responses --------------------------------------------------------------------
+
+ROBOTS = "User-agent: *\nDisallow: /privé/\n".encode() * 100
+PAGE = '<html><head><meta charset="windows-1251"></head><body>\xe0\xe1</body></html>'.encode(
+    "latin-1"
+)
+
+
+def _compressed_response(url: str, body: bytes, request: Request, **headers: str) -> Response:
+    """A gzipped response as Scrapy's download handler makes it: its class told by the headers
+    (Content-Encoding gives a plain Response) and, failing them, by the URL."""
+    headers = {"Content-Encoding": "gzip", **headers}
+    gzipped = gzip.compress(body)
+    respcls = responsetypes.from_args(headers=headers, url=url, body=gzipped)
+    return respcls(url, body=gzipped, headers=headers, request=request)
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "headers", "cls", "encoding"),
+    [
+        ("http://a.example/robots.txt", ROBOTS, {}, TextResponse, "utf-8"),
+        ("http://a.example/robots.txt", ROBOTS, {"Content-Type": "text/plain"}, TextResponse,
+         "utf-8"),
+        ("http://a.example/robots.txt", ROBOTS, {"Content-Type": "text/plain; charset=latin-1"},
+         TextResponse, "cp1252"),
+        ("http://a.example/p.html", PAGE, {}, HtmlResponse, "cp1251"),
+        ("http://a.example/p.html", PAGE, {"Content-Type": "text/html"}, HtmlResponse, "cp1251"),
+        ("http://a.example/page", PAGE, {"Content-Type": "text/html"}, HtmlResponse, "cp1251"),
+    ],
+)
+def test_a_compressed_response_is_inflated_without_guessing_its_encoding(
+    url: str, body: bytes, headers: dict[str, str], cls: type[Response], encoding: str
+) -> None:
+    """The encoding is the inflated body's, as Scrapy tells it; the compressed bytes' (that
+    a TextResponse of a robots.txt or .html URL would guess when asked) is never asked for."""
+    crawler = get_crawler()
+    middleware = CountingHttpCompressionMiddleware.from_crawler(crawler)
+    for request in (robots_request("http://a.example", url), Request(url)):
+        response = _compressed_response(url, body, request, **headers)
+        out = middleware.process_response(request, response)
+        assert type(out) is cls and isinstance(out, TextResponse)
+        assert out.body == body and out.encoding == encoding
+        assert out.text == body.decode(encoding)
+        assert b"Content-Encoding" not in out.headers
+        assert (out.url, out.status, out.request) == (url, 200, request)
+        if isinstance(response, TextResponse):  # Scrapy's cache of a guessed encoding
+            assert response._cached_benc is None
