@@ -98,14 +98,23 @@ def test_a_worker_rides_out_its_master_demoted_by_a_failover(
     assert caplog.text.count("Shared frontier back after") == 1
 
 
-def test_a_client_of_a_demoted_master_connects_anew(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "params", [{}, {"single_connection_client": True}], ids=["pool", "single connection"]
+)
+def test_a_client_of_a_demoted_master_connects_anew(
+    tmp_path: Path, params: dict[str, Any]
+) -> None:
     """redis-py keeps a connection that was answered ``READONLY``: the crawl's client drops
-    it, so that once the endpoint names the new master the next write reaches it."""
+    it, so that once the endpoint names the new master the next write reaches it. With
+    ``REDIS_PARAMS={"single_connection_client": True}`` the client's one connection is made
+    when the client is, so it too must be one that is dropped."""
     old, new = started(tmp_path / "old"), started(tmp_path / "new")
     try:
         with reply_cutter(old.port) as endpoint:
             url = f"redis://127.0.0.1:{endpoint.port}/0"
-            client = redis_client(Settings({"REDIS_URL": url, "REDIS_CLUSTER": "no"}))
+            client = redis_client(
+                Settings({"REDIS_URL": url, "REDIS_CLUSTER": "no", "REDIS_PARAMS": params})
+            )
             client.set("k", "1")
             fail_over(old, new)
             with pytest.raises(redis.ReadOnlyError):
@@ -272,34 +281,3 @@ def test_a_replica_given_as_the_crawls_redis_is_refused_under_a_reset_too(
     finally:
         master.stop()
         replica.stop()
-
-
-def test_a_single_connection_client_of_a_demoted_master_connects_anew(tmp_path: Path) -> None:
-    """``REDIS_PARAMS={"single_connection_client": True}``: the client's one connection is
-    made when the client is, so it too must be one that is dropped once answered
-    ``READONLY``, for the next command to reach the master the endpoint names now."""
-    old, new = started(tmp_path / "old"), started(tmp_path / "new")
-    try:
-        with reply_cutter(old.port) as endpoint:
-            url = f"redis://127.0.0.1:{endpoint.port}/0"
-            client = redis_client(Settings({
-                "REDIS_URL": url, "REDIS_CLUSTER": "no",
-                "REDIS_PARAMS": {"single_connection_client": True},
-            }))
-            client.set("k", "1")
-            fail_over(old, new)
-            with pytest.raises(redis.ReadOnlyError):
-                client.set("k", "2")
-            endpoint.target = ("127.0.0.1", new.port)
-            written = False
-            for _ in range(2):  # (one made anew before the switch may still be the old one's)
-                with contextlib.suppress(redis.ReadOnlyError):
-                    written = bool(client.set("k", "3"))
-                    break
-            assert written
-            client.close()
-        with new.client() as direct:
-            assert direct.get("k") == b"3"
-    finally:
-        old.stop()
-        new.stop()
